@@ -1,0 +1,89 @@
+package io.kvledger.core.config;
+
+import java.util.EnumSet;
+import java.util.Set;
+
+/**
+ * The set of {@link Switch}es a node runs with. Two presets bundle them: {@link #seed()} reproduces
+ * the seed scheduler branch for branch, {@link #newest()} the newest upstream one (the default).
+ * Immutable; {@link #with} returns a modified copy.
+ */
+public final class Behaviour {
+
+    private final EnumSet<Switch> enabled;
+    private final String profile;
+
+    private Behaviour(EnumSet<Switch> enabled, String profile) {
+        this.enabled = enabled;
+        this.profile = profile;
+    }
+
+    public static Behaviour newest() {
+        EnumSet<Switch> s = EnumSet.noneOf(Switch.class);
+        for (Switch sw : Switch.values()) {
+            if (sw.inNewest()) {
+                s.add(sw);
+            }
+        }
+        return new Behaviour(s, "newest");
+    }
+
+    public static Behaviour seed() {
+        EnumSet<Switch> s = EnumSet.noneOf(Switch.class);
+        for (Switch sw : Switch.values()) {
+            if (sw.inSeed()) {
+                s.add(sw);
+            }
+        }
+        return new Behaviour(s, "seed");
+    }
+
+    /** The preset called {@code name} ("seed" or "newest"), or {@code null}. */
+    public static Behaviour preset(String name) {
+        return switch (name) {
+            case "seed" -> seed();
+            case "newest" -> newest();
+            default -> null;
+        };
+    }
+
+    public boolean on(Switch s) {
+        return enabled.contains(s);
+    }
+
+    public Behaviour with(Switch s, boolean on) {
+        EnumSet<Switch> copy = EnumSet.copyOf(enabled);
+        if (on) {
+            copy.add(s);
+        } else {
+            copy.remove(s);
+        }
+        String base = profile.endsWith("+custom") ? profile.substring(0, profile.length() - 7) : profile;
+        String name = copy.equals(preset(base).enabled) ? base : base + "+custom";
+        return new Behaviour(copy, name);
+    }
+
+    /** "seed", "newest", or a preset name followed by "+custom" once a switch was changed. */
+    public String profile() {
+        return profile;
+    }
+
+    public Set<Switch> enabled() {
+        return EnumSet.copyOf(enabled);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof Behaviour b && b.enabled.equals(enabled);
+    }
+
+    @Override
+    public int hashCode() {
+        return enabled.hashCode();
+    }
+
+    @Override
+    public String toString() {
+        return profile + enabled;
+    }
+}

@@ -1,0 +1,158 @@
+package io.kvledger.core.config;
+
+/**
+ * Every behavioural difference between connector versions that the reducer reproduces, each tied
+ * to the upstream change that introduced it. Numbers 1 to 28 are the differences between the seed
+ * scheduler and the newest upstream one (seed-vs-newest.md section A); the rest are open upstream
+ * PRs or older worker behaviour, off in both presets, that a replay may turn on to ask "would that
+ * change have avoided this hang?".
+ *
+ * <p>The switch name (kebab case) is the stable, user-facing identifier: it is written to journal
+ * headers and accepted by {@code --set}.
+ */
+public enum Switch {
+    // A1. Connector shell
+    CONNECTOR_SUPPORTS_HMA(1, "connector-supports-hma", "#53721", true,
+            "request_finished receives one block list per KV group (SupportsHMA)"),
+    FINISH_ALL_GROUPS_ENTRY(2, "finish-all-groups-entry", "#53721, #51052", true,
+            "the all-groups finish entry splits hybrid requests into attention and mamba groups"),
+    ON_NEW_REQUEST_P_TRUNCATION(3, "on-new-request-p-truncation", "#51052", true,
+            "a hybrid producer drops the last prompt token once on admission"),
+    READ_FULL_CUDAGRAPH_WARNING(4, "read-full-cudagraph-warning", "not pinned (after #48534)", false,
+            "a READ consumer with full CUDA graphs logs a once-only warning at construction"),
+    CONNECTOR_FULL_STEP_COMPLETION(5, "connector-full-step-completion", "not pinned (N+t)", true,
+            "requires_full_step_completion is true iff READ"),
+    CONNECTOR_DIVERGENT_HYBRID_HITS(6, "connector-divergent-hybrid-hits", "#51052", true,
+            "supports_divergent_local_hybrid_hits is true iff READ with a mamba transfer group"),
+    // A2. Constructor and config
+    SCHED_CTOR_KV_CACHE_CONFIG(7, "sched-ctor-kv-cache-config", "#53721, #51052", true,
+            "the scheduler knows the KV cache config; groups that opt out of transfer are invisible"),
+    INIT_HYBRID_VALIDATION(8, "init-hybrid-validation", "#51052", true,
+            "hybrid models are validated at construction (MoRIIOError)"),
+    INIT_HMA_VALIDATION(9, "init-hma-validation", "#53721", true,
+            "HMA with non-full-attention groups is validated at construction (NotImplementedError)"),
+    SWA_BLOCKS_PER_GROUP(10, "swa-blocks-per-group", "#53721", true,
+            "sliding-window groups keep ceil(window / block size) + 1 blocks"),
+    DECODE_TAIL_TOLERANCE(11, "decode-tail-tolerance", "#51052", true,
+            "READ alignment tolerates ceil((1 + lookahead [+ spec]) / block size) extra local blocks"),
+    // A3. get_num_new_matched_tokens
+    READ_MATCH_REQUIRES_REMOTE_PREFILL(12, "read-match-requires-remote-prefill", "not pinned (N+t)", true,
+            "a READ consumer matches tokens only for requests with do_remote_prefill"),
+    MATCH_COUNTS_NUM_PROMPT_TOKENS(13, "match-counts-num-prompt-tokens", "not pinned", true,
+            "matched tokens count request.num_prompt_tokens instead of len(prompt_token_ids)"),
+    MATCH_CLAMPS_AT_ZERO(14, "match-clamps-at-zero", "not pinned", true,
+            "matched token counts are clamped at zero"),
+    // A4. update_state_after_alloc
+    SAVE_STAGING_WRITE_ONLY(15, "save-staging-write-only", "not pinned", true,
+            "saves are staged only in WRITE mode"),
+    SAVE_BLOCK_IDS_GROUPED(16, "save-block-ids-grouped", "#53721", true,
+            "staged save block ids keep every group"),
+    READ_RECV_GROUPED_CLIPPED(17, "read-recv-grouped-clipped", "#53721, #51052", true,
+            "READ recv pairs every transfer group, SWA groups clipped, group counts checked"),
+    READ_ALIGN_LOCAL_REMOTE(18, "read-align-local-remote", "#51052", true,
+            "READ aligns local suffix with remote tail instead of asserting local <= remote"),
+    READ_SNAPSHOT_ADJUSTED_REMOTE(19, "read-snapshot-adjusted-remote", "#51052, #53721", true,
+            "the recv params snapshot carries the aligned remote block ids"),
+    READ_FULL_HIT_EMPTY_GROUPS(20, "read-full-hit-empty-groups", "#53721, #51052", true,
+            "a full prefix hit stages one empty list per remote group"),
+    // A5. build_connector_meta
+    PENDING_SAVE_PER_GROUP_APPEND(21, "pending-save-per-group-append", "#53721", true,
+            "chunked-prefill pending saves append new block ids per group"),
+    CHUNK_COVERAGE_FULL_ATTN_GROUP(22, "chunk-coverage-full-attn-group", "#53721", true,
+            "chunk coverage uses the first full-attention group and its own block size"),
+    // A6. request_finished
+    READ_ABORT_RECV_BLOCKS_SHAPE(23, "read-abort-recv-blocks-shape", "#51052", true,
+            "a READ abort before alloc stages one empty list per transfer group"),
+    REMOTE_BLOCK_IDS_GROUPED(24, "remote-block-ids-grouped", "#53721", true,
+            "the producer returns remote_block_ids as a list of lists"),
+    REMOTE_BLOCK_IDS_SWA_CLIPPED(25, "remote-block-ids-swa-clipped", "#53721", true,
+            "returned sliding-window groups are clipped to their keep count"),
+    REMOTE_BLOCK_IDS_HYBRID_LAYOUT(26, "remote-block-ids-hybrid-layout", "#51052", true,
+            "a hybrid producer returns [attention, *mamba groups]"),
+    DELAY_FREE_ANY_GROUP(27, "delay-free-any-group", "#53721", true,
+            "the free is delayed iff any group is non-empty"),
+    FINISH_BLOCK_IDS_SIGNATURE(28, "finish-block-ids-signature", "#53721, #51052", true,
+            "request_finished accepts grouped or flat block ids"),
+
+    // D. Open upstream PRs (off in both presets)
+    MAP_FIRST_OWNER_WINS(0, "map-first-owner-wins", "#56468 (open)", false,
+            "first owner keeps a transfer id; colliding rids are not staged; guarded unmap fallback"),
+    WRITE_MATCH_AFTER_RECV_DONE(0, "write-match-after-recv-done", "#53549, #57705 (open)", false,
+            "a WRITE consumer that has received its KV matches (0, False)"),
+    HOLD_UNTIL_REAL_ACK(0, "hold-until-real-ack", "#56465 (open)", false,
+            "deferred frees are never reaped; blocks are held until a real ACK"),
+    DEFER_TIMEOUT_ENV(0, "defer-timeout-env", "#51301 (open)", false,
+            "defer_timeout precedence env > extra_config > 300 s default"),
+    READ_ASYNC_LOAD(0, "read-async-load", "#54301 (open)", false,
+            "READ consumers load asynchronously (n, True)"),
+    UNMAPPED_ACK_BOUNDS(0, "unmapped-ack-bounds", "#50674 (open)", false,
+            "ACKs waiting for the worker mapping expire after a TTL and are capped"),
+    REJECT_TERMINAL_DUPLICATE_RELEASE(0, "reject-terminal-duplicate-release", "#50674 (open)", false,
+            "a duplicate release for a terminal transfer id is rejected"),
+    RELEASE_ON_RECV_TIMEOUT(0, "release-on-recv-timeout", "#56465 (open)", false,
+            "a READ receive abort also sends release to the producer"),
+    WRITE_FAILED_NOTIFY(0, "write-failed-notify", "#57705 (open)", false,
+            "an expired or failed WRITE tells the decode side with a write_failed message"),
+
+    // Older worker behaviour (on in both presets; off reproduces the older connector)
+    READ_BATCH_VERDICT(0, "read-batch-verdict", "#51052", true,
+            "READ completion is judged over every status of a transfer, not only the last"),
+    RETRY_UNMAPPED_ACKS(0, "retry-unmapped-acks", "not pinned (N)", true,
+            "ACKs that arrive before the worker mapping are retried instead of dropped");
+
+    private final int seedDifference;
+    private final String key;
+    private final String upstream;
+    private final boolean inNewest;
+    private final String description;
+
+    Switch(int seedDifference, String key, String upstream, boolean inNewest, String description) {
+        this.seedDifference = seedDifference;
+        this.key = key;
+        this.upstream = upstream;
+        this.inNewest = inNewest;
+        this.description = description;
+    }
+
+    /** The number of this difference in seed-vs-newest.md section A, or 0 for other switches. */
+    public int seedDifference() {
+        return seedDifference;
+    }
+
+    /** The stable kebab-case name. */
+    public String key() {
+        return key;
+    }
+
+    /** The upstream change (vllm-project/vllm PR numbers) that introduced the newer behaviour. */
+    public String upstream() {
+        return upstream;
+    }
+
+    /** Whether the newest upstream connector behaves this way. */
+    public boolean inNewest() {
+        return inNewest;
+    }
+
+    /**
+     * Whether the seed connector behaves this way: the seed lacks every scheduler difference; the
+     * worker-side switches it shares with newest are on.
+     */
+    public boolean inSeed() {
+        return seedDifference == 0 ? (this == READ_BATCH_VERDICT || this == RETRY_UNMAPPED_ACKS) : !inNewest;
+    }
+
+    public String description() {
+        return description;
+    }
+
+    /** Looks a switch up by its kebab-case key, or returns {@code null}. */
+    public static Switch byKey(String key) {
+        for (Switch s : values()) {
+            if (s.key.equals(key)) {
+                return s;
+            }
+        }
+        return null;
+    }
+}

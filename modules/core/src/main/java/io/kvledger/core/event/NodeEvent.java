@@ -1,0 +1,129 @@
+package io.kvledger.core.event;
+
+import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.FinishStatus;
+import io.kvledger.core.model.KvParams;
+import java.util.List;
+
+/**
+ * Everything that can happen to one engine rank's connector, as past-tense records. Each event
+ * carries the monotonic time it happened at ({@link #atNs()}), stamped by the adapter that
+ * observed it: the reducer has no clock of its own.
+ *
+ * <p>The scheduler-side events mirror the hooks vLLM's scheduler calls on the connector, the
+ * worker-side ones the hooks the model runner calls, the notify events the frames the worker's
+ * ZMQ listener receives, and the data-plane events the completions of posted transfers.
+ */
+public sealed interface NodeEvent {
+
+    /** Monotonic nanoseconds at which the event happened. */
+    long atNs();
+
+    // ---------------------------------------------------------------- scheduler side
+
+    /**
+     * A request entered the scheduler ({@code add_request} / {@code on_new_request}).
+     *
+     * @param promptTokenIds the length of {@code prompt_token_ids}, or -1 when it is None
+     *                       (prompt embeds)
+     * @param params         {@code kv_transfer_params}, or {@code null} when the request has none
+     */
+    record RequestAdmitted(long atNs, String requestId, int numPromptTokens, int promptTokenIds,
+                           KvParams params) implements NodeEvent {}
+
+    /** {@code get_num_new_matched_tokens(request, num_computed_tokens)}. */
+    record MatchedTokensQueried(long atNs, String requestId, int numComputedTokens) implements NodeEvent {}
+
+    /** {@code update_state_after_alloc(request, blocks, num_external_tokens)}. */
+    record BlocksAllocated(long atNs, String requestId, BlockGroups blocks, int numExternalTokens)
+            implements NodeEvent {}
+
+    /**
+     * {@code build_connector_meta(scheduler_output)}: the scheduler finished a step.
+     *
+     * @param cachedRequests {@code scheduled_cached_reqs}: each running request with the block ids
+     *                       newly allocated to it this step ({@code null} when none)
+     */
+    record StepScheduled(long atNs, long step, List<CachedRequest> cachedRequests) implements NodeEvent {}
+
+    /** One entry of {@code scheduled_cached_reqs}. */
+    record CachedRequest(String requestId, BlockGroups newBlockIds) {}
+
+    /**
+     * {@code request_finished(request, block_ids)}.
+     *
+     * @param blockIds the request's blocks, one list per group (vLLM passes group 0 alone when the
+     *                 connector does not support HMA)
+     */
+    record RequestFinished(long atNs, String requestId, FinishStatus status, BlockGroups blockIds)
+            implements NodeEvent {}
+
+    /**
+     * {@code update_connector_output(connector_output)}: the aggregated worker output of a step.
+     *
+     * @param finishedSending request ids, or {@code null} for None
+     */
+    record ConnectorOutputReceived(long atNs, List<String> finishedSending, List<String> finishedRecving)
+            implements NodeEvent {}
+
+    // ---------------------------------------------------------------- worker side
+
+    /** {@code start_load_kv}: the worker starts a step with the newest connector metadata. */
+    record LoadStarted(long atNs) implements NodeEvent {}
+
+    /** {@code save_kv_layer(layer_name, ...)}, called for an attention layer during the forward. */
+    record LayerSaved(long atNs, String layerName) implements NodeEvent {}
+
+    /** {@code wait_for_save()}, after the forward. */
+    record SaveWaited(long atNs) implements NodeEvent {}
+
+    /** {@code get_finished()} (and {@code get_block_ids_with_load_errors()}). */
+    record FinishedPolled(long atNs) implements NodeEvent {}
+
+    /** A handshake with {@code key} ("{eid}_dp{R}") answered with the peer's metadata. */
+    record HandshakeCompleted(long atNs, String key) implements NodeEvent {}
+
+    /** A handshake failed or timed out (the Python initiator would block forever or raise). */
+    record HandshakeFailed(long atNs, String key, String reason) implements NodeEvent {}
+
+    /** A posted transfer (one status of a batch read or write) completed. */
+    record TransferCompleted(long atNs, long statusId, boolean succeeded, int code, String message)
+            implements NodeEvent {}
+
+    // ---------------------------------------------------------------- notify listener
+
+    /**
+     * A {@code remote_blocks} frame (D scheduler to P worker, WRITE).
+     *
+     * @param legacyWithoutType whether the frame had no {@code type} key (the legacy form)
+     */
+    record RemoteBlocksReceived(long atNs, String reqId, String transferId, List<Integer> blockNotifyList,
+                                int decodeRank, boolean legacyWithoutType) implements NodeEvent {}
+
+    /** A {@code write_done} frame (P worker to D worker, WRITE). */
+    record WriteDoneReceived(long atNs, String transferId) implements NodeEvent {}
+
+    /**
+     * A {@code release} frame (D to P).
+     *
+     * @param consumerTpSize {@code consumer_tp_size}, or {@code null} when the frame has none
+     */
+    record ReleaseReceived(long atNs, String transferId, Integer consumerTpSize) implements NodeEvent {}
+
+    /** A raw UTF-8 completion id (the legacy frame that is not a msgpack map). */
+    record RawCompletionReceived(long atNs, String completionId) implements NodeEvent {}
+
+    /**
+     * A frame the listener could not accept.
+     *
+     * @param wouldKillPythonListener whether the same frame raises out of the Python listener's
+     *                                handler, which ends that rank's listener thread
+     */
+    record FrameRejected(long atNs, String reason, byte[] frame, boolean wouldKillPythonListener)
+            implements NodeEvent {}
+
+    // ---------------------------------------------------------------- time
+
+    /** Time passed: lets deadlines (deferred writes, receive aborts, transfer waits) fire. */
+    record Tick(long atNs) implements NodeEvent {}
+}

@@ -1,0 +1,185 @@
+package io.kvledger.core.node;
+
+import io.kvledger.core.config.GroupKind;
+import io.kvledger.core.config.KvGroupSpec;
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.Switch;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.AnomalyKind;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.moriio.PortMath;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The node lifecycle reducer: {@code (NodeState, NodeEvent) -> (NodeState, List<Effect>)} for one
+ * engine rank. It reproduces the MoRIIO connector's scheduler side ({@link SchedulerSide}) and
+ * worker side ({@link WorkerSide}) branch by branch, with the {@link Switch}es of
+ * {@link NodeConfig#behaviour()} choosing between upstream versions.
+ *
+ * <p>Total: it never throws. Where the Python connector raises, asserts or warns, the reducer
+ * records an {@link Effect.Anomaly} and leaves the state as the Python code would have left it
+ * when the exception unwound (usually: nothing further changed).
+ *
+ * <p>Threading: a state is owned by one thread; {@code apply} is not safe to call concurrently on
+ * the same state. It has no clock, no randomness and no I/O: time comes in each event.
+ */
+public final class NodeReducer {
+
+    private NodeReducer() {}
+
+    /** The state after an event (the same instance, updated) and the effects it produced. */
+    public record Transition(NodeState state, List<Effect> effects) {}
+
+    /** Applies one event. */
+    public static Transition apply(NodeState state, NodeEvent event) {
+        List<Effect> out = new ArrayList<>(4);
+        Ctx c = new Ctx(state, event.atNs(), out);
+        switch (event) {
+            case NodeEvent.RequestAdmitted e -> SchedulerSide.admitted(c, e);
+            case NodeEvent.MatchedTokensQueried e -> SchedulerSide.matchedTokens(c, e);
+            case NodeEvent.BlocksAllocated e -> SchedulerSide.afterAlloc(c, e);
+            case NodeEvent.StepScheduled e -> SchedulerSide.buildMeta(c, e);
+            case NodeEvent.RequestFinished e -> SchedulerSide.finished(c, e);
+            case NodeEvent.ConnectorOutputReceived e -> SchedulerSide.connectorOutput(c, e);
+            case NodeEvent.LoadStarted e -> WorkerSide.startLoad(c);
+            case NodeEvent.LayerSaved e -> WorkerSide.saveLayer(c, e.layerName());
+            case NodeEvent.SaveWaited e -> WorkerSide.waitForSave(c);
+            case NodeEvent.FinishedPolled e -> WorkerSide.getFinished(c);
+            case NodeEvent.HandshakeCompleted e -> WorkerSide.handshakeCompleted(c, e.key());
+            case NodeEvent.HandshakeFailed e -> WorkerSide.handshakeFailed(c, e.key(), e.reason());
+            case NodeEvent.TransferCompleted e -> WorkerSide.transferCompleted(c, e);
+            case NodeEvent.RemoteBlocksReceived e -> WorkerSide.remoteBlocks(c, e);
+            case NodeEvent.WriteDoneReceived e -> WorkerSide.writeDone(c, e.transferId());
+            case NodeEvent.ReleaseReceived e -> WorkerSide.release(c, e.transferId(), e.consumerTpSize());
+            case NodeEvent.RawCompletionReceived e -> WorkerSide.rawCompletion(c, e.completionId());
+            case NodeEvent.FrameRejected e -> WorkerSide.frameRejected(c, e);
+            case NodeEvent.Tick e -> WorkerSide.tick(c);
+        }
+        return new Transition(state, out);
+    }
+
+    /**
+     * The anomalies the connector's constructors would raise or warn about for this
+     * configuration (hybrid and HMA validation, the full-CUDA-graph READ warning, kv_both, the
+     * DP > 1 and TP > 1 port-form disagreement).
+     */
+    public static List<Effect> startupChecks(NodeConfig config) {
+        List<Effect> out = new ArrayList<>();
+        NodeState s = NodeState.initial(config);
+        if (PortMath.portFormsDisagree(config.dpSize(), config.tpSize())) {
+            out.add(anomaly(AnomalyKind.PORT_FORMS_DISAGREE, null, null,
+                    "dp_size=" + config.dpSize() + " tp_size=" + config.tpSize()
+                            + ": listeners bind base+dp+tp, dialers use base+dp*tp_size+tp"));
+        }
+        if (config.on(Switch.READ_FULL_CUDAGRAPH_WARNING) && config.mode() == TransferMode.READ
+                && config.role() == Role.CONSUMER && config.fullCudagraph()) {
+            out.add(anomaly(AnomalyKind.READ_FULL_CUDAGRAPH, null, null,
+                    "set cudagraph_mode=PIECEWISE: the per-layer KV-read barrier cannot fire inside full graphs"));
+        }
+        if (config.on(Switch.INIT_HYBRID_VALIDATION) && s.hybrid) {
+            List<String> why = new ArrayList<>();
+            if (s.attentionGroups.length != 1) {
+                why.add("hybrid models need exactly one attention transfer group, got " + s.attentionGroups.length);
+            }
+            KvGroupSpec first = config.groups().get(s.mambaGroups[0]);
+            for (int idx : s.mambaGroups) {
+                KvGroupSpec g = config.groups().get(idx);
+                if (g.mambaStates() != 2) {
+                    why.add("mamba group " + idx + " has " + g.mambaStates() + " states, expected 2");
+                }
+                if (!g.equals(first)) {
+                    why.add("mamba specs differ (group " + idx + ")");
+                }
+            }
+            if (config.speculativeMethod() != null && !"dspark".equalsIgnoreCase(config.speculativeMethod())) {
+                why.add("speculative method " + config.speculativeMethod() + " is not supported (DSpark only)");
+            }
+            if (config.mode() == TransferMode.WRITE) {
+                why.add("hybrid models are READ only");
+            }
+            for (String w : why) {
+                out.add(anomaly(AnomalyKind.INIT_HYBRID_INVALID, null, null, w));
+            }
+        }
+        if (config.on(Switch.INIT_HMA_VALIDATION) && s.hmaActive) {
+            boolean nonFull = false;
+            boolean unsupported = false;
+            for (int idx : s.transferGroups) {
+                GroupKind k = config.groups().get(idx).kind();
+                nonFull |= k != GroupKind.FULL_ATTENTION;
+                unsupported |= k == GroupKind.OTHER;
+            }
+            if (nonFull && unsupported) {
+                out.add(anomaly(AnomalyKind.INIT_HMA_UNSUPPORTED, null, null,
+                        "HMA supports only full-attention, sliding-window and mamba groups"));
+            }
+            if (nonFull && config.mode() == TransferMode.WRITE) {
+                out.add(anomaly(AnomalyKind.INIT_HMA_UNSUPPORTED, null, null,
+                        "WRITE mode with HMA: pass --disable-hybrid-kv-cache-manager"));
+            }
+        }
+        return out;
+    }
+
+    /** {@code requires_full_step_completion}: newest says true iff READ; the seed inherits false. */
+    public static boolean requiresFullStepCompletion(NodeConfig config) {
+        return config.on(Switch.CONNECTOR_FULL_STEP_COMPLETION) && config.mode() == TransferMode.READ;
+    }
+
+    /** {@code supports_divergent_local_hybrid_hits}: READ with a mamba transfer group (newest). */
+    public static boolean supportsDivergentLocalHybridHits(NodeConfig config) {
+        return config.on(Switch.CONNECTOR_DIVERGENT_HYBRID_HITS) && config.mode() == TransferMode.READ
+                && NodeState.initial(config).mambaGroups.length > 0;
+    }
+
+    static Effect.Anomaly anomaly(AnomalyKind kind, String rid, String tid, String detail) {
+        return new Effect.Anomaly(kind, rid, tid, detail);
+    }
+
+    /** The per-event context: state, the event's time and the effect sink. */
+    static final class Ctx {
+        final NodeState s;
+        final NodeConfig cfg;
+        final long now;
+        final List<Effect> out;
+
+        Ctx(NodeState s, long now, List<Effect> out) {
+            this.s = s;
+            this.cfg = s.config;
+            this.now = now;
+            this.out = out;
+        }
+
+        void emit(Effect e) {
+            out.add(e);
+        }
+
+        void anomaly(AnomalyKind kind, String rid, String tid, String detail) {
+            out.add(new Effect.Anomaly(kind, rid, tid, detail));
+        }
+
+        boolean on(Switch sw) {
+            return cfg.on(sw);
+        }
+
+        /** The one place phases change: records the change and its reason. */
+        void phase(NodeState.Req r, RequestPhase to, String reason) {
+            if (r.phase == to) {
+                return;
+            }
+            RequestPhase from = r.phase;
+            r.phase = to;
+            s.phases.put(r.requestId, to);
+            out.add(new Effect.PhaseChanged(r.requestId, from, to, reason));
+        }
+
+        /** vLLM frees the request: it leaves the scheduler's table. */
+        void free(NodeState.Req r) {
+            s.requests.remove(r.requestId);
+        }
+    }
+}

@@ -1,0 +1,496 @@
+package io.kvledger.core.node;
+
+import io.kvledger.core.config.GroupKind;
+import io.kvledger.core.config.KvGroupSpec;
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Switch;
+import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.ReqMeta;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.moriio.ExtraConfig;
+import io.kvledger.core.moriio.PortMath;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The whole connector state of one engine rank: the scheduler side's tables, the worker side's
+ * tables, and the engine's view of each request's phase.
+ *
+ * <p>Mutable, owned by the single reducer thread, and updated in place by
+ * {@link NodeReducer#apply}: the reducer is a deterministic function of (state, event), but it
+ * does not allocate a new state per event (the reducer benchmark's allocation budget is 500 bytes
+ * an event). Every table is insertion-ordered, as Python dicts are, so iteration order, and thus
+ * the order of effects, is the connector's.
+ */
+public final class NodeState {
+
+    private static final int TERMINAL_LRU = ExtraConfig.MAX_TERMINAL_TRANSFER_IDS;
+    private static final int FINISHED_PHASE_MEMORY = 1 << 16;
+
+    final NodeConfig config;
+
+    // ------------------------------------------------------------ derived configuration
+    final int[] transferGroups;
+    final int[] attentionGroups;
+    final int[] mambaGroups;
+    final int[] swaKeep;
+    final int coverageGroup;
+    final int coverageBlockSize;
+    final int maxDecodeTailBlocks;
+    final boolean hybrid;
+    final boolean hmaActive;
+    final boolean isKvMaster;
+
+    // ------------------------------------------------------------ the engine's view
+    /** Requests vLLM still holds (admitted and not yet freed). */
+    final LinkedHashMap<String, Req> requests = new LinkedHashMap<>();
+    /** The phase of live requests and of recently finished ones (bounded). */
+    final LinkedHashMap<String, RequestPhase> phases = new LinkedHashMap<>(64, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, RequestPhase> eldest) {
+            return size() > FINISHED_PHASE_MEMORY && eldest.getValue().terminal();
+        }
+    };
+
+    // ------------------------------------------------------------ scheduler side
+    final LinkedHashMap<String, Stage> reqsNeedRecv = new LinkedHashMap<>();
+    final LinkedHashMap<String, Stage> reqsNeedSave = new LinkedHashMap<>();
+    final LinkedHashMap<String, Stage> reqsNeedPendingSave = new LinkedHashMap<>();
+    final LinkedHashMap<String, KvParams> reqKvParams = new LinkedHashMap<>();
+    LinkedHashMap<String, Long> reqsNeedSend = new LinkedHashMap<>();
+    final LinkedHashMap<String, Deferral> deferredSendDeadlines = new LinkedHashMap<>();
+    final LinkedHashMap<String, Long> pendingSentAcks = new LinkedHashMap<>();
+    final LinkedHashMap<String, String> transferIdToRequestId = new LinkedHashMap<>();
+    final LinkedHashMap<String, String> requestIdToTransferId = new LinkedHashMap<>();
+    /** Requests reaped recently, to recognise a late ACK (bounded). */
+    final LinkedHashSet<String> reapedRequests = boundedSet();
+
+    // ------------------------------------------------------------ worker side: shared
+    /** The worker's copy of the transfer-id map, replaced by each step's metadata. */
+    LinkedHashMap<String, String> workerTransferIds = new LinkedHashMap<>();
+    /** The newest connector metadata (what start_load_kv and save_kv_layer read). */
+    List<ReqMeta> metaRecv = List.of();
+    List<ReqMeta> metaSave = List.of();
+    LinkedHashMap<String, String> metaMapping = new LinkedHashMap<>();
+    long nextStatusId = 1;
+    final LinkedHashMap<Long, StatusRecord> statuses = new LinkedHashMap<>();
+    final LinkedHashSet<String> remoteAgents = new LinkedHashSet<>();
+    final LinkedHashSet<String> handshakesStarted = new LinkedHashSet<>();
+    final LinkedHashSet<String> handshakesFailed = new LinkedHashSet<>();
+    boolean pythonListenerDead;
+    long framesAfterPythonListenerDeath;
+
+    // ------------------------------------------------------------ producer worker: ACKs
+    final ArrayList<Ack> doneAcks = new ArrayList<>();
+    ArrayList<PendingAck> pendingUnmappedAcks = new ArrayList<>();
+    final LinkedHashMap<String, Integer> ackCounts = new LinkedHashMap<>();
+    final LinkedHashSet<String> completedTransfers = new LinkedHashSet<>();
+
+    // ------------------------------------------------------------ producer worker: WRITE
+    final LinkedHashMap<String, RemoteAlloc> remoteAllocs = new LinkedHashMap<>();
+    final LinkedHashSet<String> terminalTransfers = boundedSet();
+    final LinkedHashMap<String, WriteTransfer> writes = new LinkedHashMap<>();
+    final ArrayList<WriteTask> deferredTasks = new ArrayList<>();
+    final LinkedHashMap<String, List<ReqMeta>> awaitingHandshake = new LinkedHashMap<>();
+    final ArrayList<ReqMeta> readyRequests = new ArrayList<>();
+
+    // ------------------------------------------------------------ consumer worker
+    final ArrayList<String> doneWriteIds = new ArrayList<>();
+    ArrayList<String> unmatchedWriteCompletions = new ArrayList<>();
+    final LinkedHashSet<String> reportedUnmatched = boundedSet();
+    final LinkedHashMap<String, RecvTransfer> recvingTransfers = new LinkedHashMap<>();
+    final ArrayList<ReqMeta> recvAwaitingHandshake = new ArrayList<>();
+    final LinkedHashSet<Integer> loadErrorBlocks = new LinkedHashSet<>();
+
+    private NodeState(NodeConfig config) {
+        this.config = config;
+        List<KvGroupSpec> groups = config.groups();
+        boolean filter = config.on(Switch.SCHED_CTOR_KV_CACHE_CONFIG);
+        List<Integer> transfer = new ArrayList<>();
+        List<Integer> attention = new ArrayList<>();
+        List<Integer> mamba = new ArrayList<>();
+        for (int i = 0; i < groups.size(); i++) {
+            KvGroupSpec g = groups.get(i);
+            if (filter && !g.enableKvTransfer()) {
+                continue;
+            }
+            transfer.add(i);
+            if (g.kind() == GroupKind.MAMBA) {
+                mamba.add(i);
+            } else {
+                attention.add(i);
+            }
+        }
+        transferGroups = toArray(transfer);
+        attentionGroups = toArray(attention);
+        mambaGroups = toArray(mamba);
+        hybrid = filter && !mamba.isEmpty();
+        hmaActive = config.hmaEnabled() && config.on(Switch.CONNECTOR_SUPPORTS_HMA);
+        swaKeep = new int[groups.size()];
+        if (config.on(Switch.SWA_BLOCKS_PER_GROUP)) {
+            for (int i = 0; i < groups.size(); i++) {
+                KvGroupSpec g = groups.get(i);
+                if (g.kind() == GroupKind.SLIDING_WINDOW && g.blockSizeTokens() > 0) {
+                    swaKeep[i] = ceilDiv(g.slidingWindowTokens(), g.blockSizeTokens()) + 1;
+                }
+            }
+        }
+        int cg = 0;
+        int cbs = config.cacheBlockSize();
+        if (config.on(Switch.CHUNK_COVERAGE_FULL_ATTN_GROUP)) {
+            for (int i = 0; i < groups.size(); i++) {
+                if (groups.get(i).kind() == GroupKind.FULL_ATTENTION) {
+                    cg = i;
+                    cbs = groups.get(i).blockSizeTokens();
+                    break;
+                }
+            }
+        }
+        coverageGroup = cg;
+        coverageBlockSize = cbs;
+        int attnBlock = attention.isEmpty() ? config.cacheBlockSize() : groups.get(attention.get(0)).blockSizeTokens();
+        int tailTokens = 1 + config.lookaheadTokens() + (hybrid ? config.speculativeTokens() : 0);
+        maxDecodeTailBlocks = config.on(Switch.DECODE_TAIL_TOLERANCE) ? ceilDiv(tailTokens, Math.max(attnBlock, 1)) : 0;
+        isKvMaster = PortMath.podIndex(config.dpRank(), config.dpSizeLocal()) == 0;
+    }
+
+    /** A fresh node with nothing admitted. */
+    public static NodeState initial(NodeConfig config) {
+        return new NodeState(config);
+    }
+
+    public NodeConfig config() {
+        return config;
+    }
+
+    /** The phase of {@code requestId}, or {@code null} if this node never saw it (or forgot it). */
+    public RequestPhase phaseOf(String requestId) {
+        return phases.get(requestId);
+    }
+
+    /** Every request this node remembers with its phase, in admission order. */
+    public Map<String, RequestPhase> phases() {
+        return Collections.unmodifiableMap(phases);
+    }
+
+    /** Requests vLLM still holds blocks or bookkeeping for. */
+    public int liveRequests() {
+        return requests.size();
+    }
+
+    /** Whether the same frames would have ended the Python listener thread by now. */
+    public boolean pythonListenerDead() {
+        return pythonListenerDead;
+    }
+
+    /**
+     * The scheduler and worker tables that still hold entries, by name and size: after every
+     * request has finished and been freed, anything listed here is a leak (which the reducer
+     * should also have reported as an anomaly).
+     */
+    public Map<String, Integer> leftovers() {
+        LinkedHashMap<String, Integer> m = new LinkedHashMap<>();
+        put(m, "requests", requests.size());
+        put(m, "reqs_need_recv", reqsNeedRecv.size());
+        put(m, "reqs_need_save", reqsNeedSave.size());
+        put(m, "reqs_need_pending_save", reqsNeedPendingSave.size());
+        put(m, "req_kv_params", reqKvParams.size());
+        put(m, "deferred_send_deadlines", deferredSendDeadlines.size());
+        put(m, "pending_sent_acks", pendingSentAcks.size());
+        put(m, "transfer_id_to_request_id", transferIdToRequestId.size());
+        put(m, "request_id_to_transfer_id", requestIdToTransferId.size());
+        put(m, "pending_unmapped_acks", pendingUnmappedAcks.size());
+        put(m, "ack_counts", ackCounts.size());
+        put(m, "remote_allocs", remoteAllocs.size());
+        put(m, "writes", writes.size());
+        put(m, "deferred_write_tasks", deferredTasks.size());
+        put(m, "unmatched_write_completions", unmatchedWriteCompletions.size());
+        put(m, "recving_transfers", recvingTransfers.size());
+        put(m, "recv_awaiting_handshake", recvAwaitingHandshake.size());
+        return m;
+    }
+
+    /** Live entries of the transfer-id map (transfer id to request id), in insertion order. */
+    public Map<String, String> transferIdMap() {
+        return Collections.unmodifiableMap(transferIdToRequestId);
+    }
+
+    /** Live entries of the request-id map (request id to transfer id). */
+    public Map<String, String> requestIdMap() {
+        return Collections.unmodifiableMap(requestIdToTransferId);
+    }
+
+    /** Requests whose free is deferred, with their deadlines. */
+    public Map<String, Long> deferredDeadlines() {
+        LinkedHashMap<String, Long> m = new LinkedHashMap<>();
+        deferredSendDeadlines.forEach((k, v) -> m.put(k, v.deadlineNs()));
+        return m;
+    }
+
+    /** Parked early ACKs with their deadlines. */
+    public Map<String, Long> parkedAcks() {
+        return Collections.unmodifiableMap(pendingSentAcks);
+    }
+
+    /** Requests staged for save, with their block groups. */
+    public Map<String, BlockGroups> stagedSaves() {
+        LinkedHashMap<String, BlockGroups> m = new LinkedHashMap<>();
+        reqsNeedSave.forEach((k, v) -> m.put(k, v.blocks()));
+        return m;
+    }
+
+    /** Requests staged for receive, with their local block groups. */
+    public Map<String, BlockGroups> stagedRecvs() {
+        LinkedHashMap<String, BlockGroups> m = new LinkedHashMap<>();
+        reqsNeedRecv.forEach((k, v) -> m.put(k, v.blocks()));
+        return m;
+    }
+
+    /** Chunked-prefill saves waiting for their final chunk. */
+    public Map<String, BlockGroups> pendingSaves() {
+        LinkedHashMap<String, BlockGroups> m = new LinkedHashMap<>();
+        reqsNeedPendingSave.forEach((k, v) -> m.put(k, v.blocks()));
+        return m;
+    }
+
+    /** Params snapshots, by request id. */
+    public Map<String, KvParams> paramSnapshots() {
+        return Collections.unmodifiableMap(reqKvParams);
+    }
+
+    /** The live params of a request vLLM still holds, or {@code null}. */
+    public KvParams liveParams(String requestId) {
+        Req r = requests.get(requestId);
+        return r == null ? null : r.params;
+    }
+
+    /** ACKs waiting for the worker's mapping. */
+    public int pendingUnmappedAckCount() {
+        return pendingUnmappedAcks.size();
+    }
+
+    /** In-flight READ receives by request id. */
+    public int recvingTransferCount() {
+        return recvingTransfers.size();
+    }
+
+    /** Whether the worker holds a remote allocation for the transfer (WRITE producer). */
+    public boolean hasRemoteAlloc(String transferId) {
+        return remoteAllocs.containsKey(transferId);
+    }
+
+    /** Whether the transfer is terminal on this worker (WRITE producer, release). */
+    public boolean isTerminal(String transferId) {
+        return terminalTransfers.contains(transferId);
+    }
+
+    /**
+     * A deterministic 64-bit hash of the whole state (FNV-1a over a canonical rendering): the same
+     * events from the same initial state give the same hash.
+     */
+    public long stateHash() {
+        return fnv(canonical());
+    }
+
+    /** A canonical rendering of every table (for hashing and for test failure messages). */
+    public String canonical() {
+        StringBuilder b = new StringBuilder(1024);
+        b.append("requests=");
+        requests.forEach((k, v) -> b.append(k).append(':').append(v.describe()).append(';'));
+        b.append("\nphases=").append(phases);
+        b.append("\nrecv=");
+        reqsNeedRecv.forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
+        b.append("\nsave=");
+        reqsNeedSave.forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
+        b.append("\npending_save=");
+        reqsNeedPendingSave.forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
+        b.append("\nkv_params=").append(reqKvParams);
+        b.append("\nneed_send=").append(reqsNeedSend);
+        b.append("\ndeferred=").append(deferredSendDeadlines);
+        b.append("\nparked=").append(pendingSentAcks);
+        b.append("\ntid2rid=").append(transferIdToRequestId);
+        b.append("\nrid2tid=").append(requestIdToTransferId);
+        b.append("\nreaped=").append(reapedRequests);
+        b.append("\nworker_map=").append(workerTransferIds);
+        b.append("\nmeta_recv=").append(metaRecv);
+        b.append("\nmeta_save=").append(metaSave);
+        b.append("\nnext_status=").append(nextStatusId);
+        b.append("\nstatuses=").append(statuses);
+        b.append("\nagents=").append(remoteAgents).append(handshakesStarted).append(handshakesFailed);
+        b.append("\nlistener_dead=").append(pythonListenerDead).append('/').append(framesAfterPythonListenerDeath);
+        b.append("\nacks=").append(doneAcks).append(pendingUnmappedAcks).append(ackCounts).append(completedTransfers);
+        b.append("\nallocs=").append(remoteAllocs);
+        b.append("\nterminal=").append(terminalTransfers);
+        b.append("\nwrites=").append(writes);
+        b.append("\ndeferred_tasks=").append(deferredTasks);
+        b.append("\nawaiting_hs=").append(awaitingHandshake).append(readyRequests);
+        b.append("\nwrite_done=").append(doneWriteIds).append(unmatchedWriteCompletions);
+        b.append("\nrecving=").append(recvingTransfers).append(recvAwaitingHandshake);
+        b.append("\nload_errors=").append(loadErrorBlocks);
+        return b.toString();
+    }
+
+    private static long fnv(String s) {
+        long h = 0xcbf29ce484222325L;
+        for (int i = 0; i < s.length(); i++) {
+            h ^= s.charAt(i);
+            h *= 0x100000001b3L;
+        }
+        return h;
+    }
+
+    private static void put(Map<String, Integer> m, String k, int n) {
+        if (n > 0) {
+            m.put(k, n);
+        }
+    }
+
+    private static int[] toArray(List<Integer> l) {
+        int[] a = new int[l.size()];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = l.get(i);
+        }
+        return a;
+    }
+
+    static int ceilDiv(int a, int b) {
+        return Math.floorDiv(a + b - 1, b);
+    }
+
+    private static <T> LinkedHashSet<T> boundedSet() {
+        return new LinkedHashSet<>() {
+            @Override
+            public boolean add(T t) {
+                boolean added = super.add(t);
+                if (added && size() > TERMINAL_LRU) {
+                    remove(iterator().next());
+                }
+                return added;
+            }
+        };
+    }
+
+    // ------------------------------------------------------------ records of the tables
+
+    /** What vLLM's scheduler holds for a request, including its live (mutated) params. */
+    static final class Req {
+        final String requestId;
+        int numPromptTokens;
+        int promptTokenIds;
+        final KvParams params;
+        RequestPhase phase = RequestPhase.ADMITTED;
+        int lastMatchedCount;
+        boolean lastMatchedAsync;
+        boolean recvDone;
+        final long admittedAtNs;
+
+        Req(String requestId, int numPromptTokens, int promptTokenIds, KvParams params, long admittedAtNs) {
+            this.requestId = requestId;
+            this.numPromptTokens = numPromptTokens;
+            this.promptTokenIds = promptTokenIds;
+            this.params = params;
+            this.admittedAtNs = admittedAtNs;
+        }
+
+        String describe() {
+            return phase.name() + "/" + numPromptTokens + "/" + promptTokenIds + "/" + params + "/" + lastMatchedCount
+                    + "/" + lastMatchedAsync + "/" + recvDone + "/" + admittedAtNs;
+        }
+    }
+
+    /** A staged request: the request object and its block groups ({@code (req, block_ids)}). */
+    record Stage(Req req, BlockGroups blocks) {
+        @Override
+        public String toString() {
+            return req.requestId + blocks;
+        }
+    }
+
+    /** {@code _deferred_send_deadlines[rid] = (deadline, transfer_id)}. */
+    record Deferral(long deadlineNs, String transferId) {}
+
+    /** One ACK in the worker's buffer: a transfer id and the consumer TP size it counts for. */
+    record Ack(String transferId, int consumerTpSize) {}
+
+    /** An ACK retried until the worker's mapping holds its transfer id. */
+    static final class PendingAck {
+        final Ack ack;
+        final long firstSeenNs;
+        boolean reportedStuck;
+
+        PendingAck(Ack ack, long firstSeenNs) {
+            this.ack = ack;
+            this.firstSeenNs = firstSeenNs;
+        }
+
+        @Override
+        public String toString() {
+            return ack + "@" + firstSeenNs + (reportedStuck ? "!" : "");
+        }
+    }
+
+    /** {@code done_remote_allocate_req_dict[tid] = RemoteAllocInfo(block_ids, decode_dp_rank)}. */
+    record RemoteAlloc(int[] blockIds, int decodeDpRank) {
+        @Override
+        public String toString() {
+            return java.util.Arrays.toString(blockIds) + "@dp" + decodeDpRank;
+        }
+    }
+
+    /** One scheduled (transfer, layer) write. */
+    record WriteTask(String transferId, String layerName, long enqueueNs) {}
+
+    /** The writer's bookkeeping for one transfer id. */
+    static final class WriteTransfer {
+        final String transferId;
+        final ReqMeta meta;
+        final LinkedHashSet<String> scheduledLayers = new LinkedHashSet<>();
+        int scheduled;
+        Integer sealed;
+        Integer writesExpected;
+        int writesDone;
+        final ArrayList<Long> statusIds = new ArrayList<>();
+        boolean completionNotified;
+        long waitStartNs = -1;
+
+        WriteTransfer(String transferId, ReqMeta meta) {
+            this.transferId = transferId;
+            this.meta = meta;
+        }
+
+        @Override
+        public String toString() {
+            return transferId + scheduledLayers + "/" + scheduled + "/" + sealed + "/" + writesExpected + "/" + writesDone
+                    + statusIds + completionNotified + waitStartNs;
+        }
+    }
+
+    /** What a posted status belongs to and where it is. */
+    static final class StatusRecord {
+        final String transferId;
+        final String requestId;
+        final boolean write;
+        /** 0 pending, 1 succeeded, 2 failed. */
+        int state;
+
+        StatusRecord(String transferId, String requestId, boolean write) {
+            this.transferId = transferId;
+            this.requestId = requestId;
+            this.write = write;
+        }
+
+        @Override
+        public String toString() {
+            return transferId + "/" + requestId + "/" + write + "/" + state;
+        }
+    }
+
+    /** An in-flight READ receive ({@code _recving_transfers} and its companions). */
+    record RecvTransfer(Object transferId, long startNs, BlockGroups localBlocks, String host, int port,
+                        List<Long> statusIds) {}
+}

@@ -1,0 +1,881 @@
+package io.kvledger.core.node;
+
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.Switch;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.AnomalyKind;
+import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.FinishStatus;
+import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.ReqMeta;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.moriio.ExtraConfig;
+import io.kvledger.core.moriio.PortMath;
+import io.kvledger.core.moriio.RequestIds;
+import io.kvledger.core.moriio.ZmqAddress;
+import io.kvledger.core.node.NodeReducer.Ctx;
+import io.kvledger.core.node.NodeState.Req;
+import io.kvledger.core.node.NodeState.Stage;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Pattern;
+
+/**
+ * The scheduler side of the connector ({@code MoRIIOConnectorScheduler} and the scheduler-side
+ * methods of {@code MoRIIOConnector}), one hook per method.
+ */
+final class SchedulerSide {
+
+    private static final Pattern INPUT_PROCESSOR_SUFFIX = Pattern.compile("-[0-9a-f]{8}");
+    private static final long READ_ABORT_REQUEST_TIMEOUT_NS =
+            ExtraConfig.READ_ABORT_REQUEST_TIMEOUT_S * 1_000_000_000L;
+
+    private SchedulerSide() {}
+
+    // ------------------------------------------------------------------ admission
+
+    static void admitted(Ctx c, NodeEvent.RequestAdmitted e) {
+        KvParams params = e.params() == null ? null : e.params().copy();
+        Req r = new Req(e.requestId(), e.numPromptTokens(), e.promptTokenIds(), params, c.now);
+        c.s.requests.put(r.requestId, r);
+        c.s.phases.put(r.requestId, RequestPhase.ADMITTED);
+        c.emit(new Effect.PhaseChanged(r.requestId, null, RequestPhase.ADMITTED, "admitted"));
+        // on_new_request (#51052): a hybrid producer drops the last prompt token once.
+        if (c.on(Switch.ON_NEW_REQUEST_P_TRUNCATION) && c.s.hybrid && c.cfg.isProducer() && params != null
+                && params.truthy("do_remote_decode") && !params.truthy("_p_side_truncated")
+                && r.numPromptTokens > 1) {
+            r.numPromptTokens -= 1;
+            if (r.promptTokenIds > 0) {
+                r.promptTokenIds -= 1;
+            }
+            params.put("max_tokens", 1L);
+            params.put("_p_side_truncated", Boolean.TRUE);
+            c.anomaly(AnomalyKind.PROMPT_TRUNCATED, r.requestId, params.string("transfer_id"),
+                    "prompt now " + r.numPromptTokens + " tokens; decode recomputes the last one");
+        }
+    }
+
+    // ------------------------------------------------------------------ get_num_new_matched_tokens
+
+    static void matchedTokens(Ctx c, NodeEvent.MatchedTokensQueried e) {
+        Req r = c.s.requests.get(e.requestId());
+        if (r == null) {
+            c.anomaly(AnomalyKind.REQUEST_UNKNOWN, e.requestId(), null, "get_num_new_matched_tokens");
+            c.emit(new Effect.MatchedTokens(e.requestId(), 0, false));
+            return;
+        }
+        int count;
+        boolean async;
+        if (c.cfg.isProducer()) {
+            count = 0;
+            async = false;
+        } else {
+            int tokens = c.on(Switch.MATCH_COUNTS_NUM_PROMPT_TOKENS)
+                    ? r.numPromptTokens
+                    : Math.max(r.promptTokenIds, 0);
+            boolean clamp = c.on(Switch.MATCH_CLAMPS_AT_ZERO);
+            KvParams p = r.params;
+            if (c.cfg.mode() == TransferMode.WRITE) {
+                if (c.on(Switch.WRITE_MATCH_AFTER_RECV_DONE) && r.recvDone) {
+                    count = 0;
+                    async = false;
+                } else {
+                    count = tokens - e.numComputedTokens();
+                    if (clamp) {
+                        count = Math.max(count, 0);
+                    }
+                    async = true;
+                    if (r.recvDone) {
+                        c.anomaly(AnomalyKind.WRITE_RECV_REPARKED, r.requestId, tid(r),
+                                "asked again after finished_recving: (" + count + ", True) parks it again (#57705)");
+                    }
+                }
+            } else {
+                boolean remotePrefill = p != null && p.truthy("do_remote_prefill");
+                if (c.on(Switch.READ_MATCH_REQUIRES_REMOTE_PREFILL) && !remotePrefill) {
+                    count = 0;
+                    async = false;
+                } else {
+                    count = tokens - 1 - e.numComputedTokens();
+                    if (clamp) {
+                        count = Math.max(count, 0);
+                    }
+                    async = c.on(Switch.READ_ASYNC_LOAD) && count > 0;
+                    if (!remotePrefill && count > 0) {
+                        c.anomaly(AnomalyKind.READ_MATCH_WITHOUT_RECV, r.requestId, tid(r),
+                                count + " tokens declared loaded but nothing will read them");
+                    }
+                }
+            }
+            if (count < 0) {
+                c.anomaly(AnomalyKind.NEGATIVE_MATCHED_TOKENS, r.requestId, tid(r), "count " + count);
+            }
+        }
+        r.lastMatchedCount = count;
+        r.lastMatchedAsync = async;
+        c.emit(new Effect.MatchedTokens(r.requestId, count, async));
+    }
+
+    // ------------------------------------------------------------------ update_state_after_alloc
+
+    static void afterAlloc(Ctx c, NodeEvent.BlocksAllocated e) {
+        Req r = c.s.requests.get(e.requestId());
+        if (r == null) {
+            c.anomaly(AnomalyKind.REQUEST_UNKNOWN, e.requestId(), null, "update_state_after_alloc");
+            return;
+        }
+        String rid = r.requestId;
+        boolean waitsForRemote = !c.cfg.isProducer() && r.lastMatchedAsync && e.numExternalTokens() > 0;
+        KvParams params = r.params;
+        if (params == null || params.isEmpty()) {
+            c.phase(r, c.cfg.isProducer() ? RequestPhase.PREFILLING : runningOrWaiting(waitsForRemote),
+                    "allocated; no kv_transfer_params");
+            return;
+        }
+        Object rawTid = params.get("transfer_id");
+        String transferId = ExtraConfig.pythonTruthy(rawTid) && rawTid instanceof String s
+                ? s
+                : ExtraConfig.pythonTruthy(rawTid) ? ExtraConfig.pythonStr(rawTid) : RequestIds.synthesizedTransferId(rid);
+        if (!ExtraConfig.pythonTruthy(rawTid)) {
+            c.anomaly(AnomalyKind.TRANSFER_ID_SYNTHESIZED, rid, transferId,
+                    params.has("transfer_id") ? "transfer_id present but empty; params keep the empty value"
+                            : "transfer_id absent; written back into the params");
+        }
+        params.setDefault("transfer_id", transferId);
+        boolean mapped = map(c, rid, transferId);
+
+        if (params.truthy("do_remote_decode")) {
+            if (!c.on(Switch.SAVE_STAGING_WRITE_ONLY) || c.cfg.mode() == TransferMode.WRITE) {
+                if (mapped) {
+                    BlockGroups local = c.on(Switch.SAVE_BLOCK_IDS_GROUPED) ? e.blocks() : BlockGroups.single(e.blocks().first());
+                    c.s.reqsNeedSave.put(rid, new Stage(r, local));
+                    c.s.reqKvParams.put(rid, params.copy());
+                }
+            }
+        }
+        if (c.cfg.isProducer()) {
+            c.phase(r, RequestPhase.PREFILLING, mapped ? "allocated; transfer id " + transferId + " mapped"
+                    : "allocated; transfer id " + transferId + " refused (owned by another request)");
+        }
+
+        if (params.truthy("do_remote_prefill")) {
+            if (c.cfg.mode() == TransferMode.READ) {
+                boolean aborted = !readRecv(c, r, e, mapped);
+                if (aborted) {
+                    return; // the Python code raised: do_remote_prefill stays set
+                }
+            } else {
+                if (!writeNotify(c, r, e)) {
+                    return;
+                }
+                c.phase(r, runningOrWaiting(waitsForRemote), "allocated; waiting for the producer's write_done");
+            }
+            params.put("do_remote_prefill", Boolean.FALSE);
+        } else if (!c.cfg.isProducer()) {
+            c.phase(r, runningOrWaiting(waitsForRemote), "allocated; no remote prefill");
+        }
+    }
+
+    private static RequestPhase runningOrWaiting(boolean waits) {
+        return waits ? RequestPhase.WAITING_FOR_REMOTE_KVS : RequestPhase.RUNNING;
+    }
+
+    /** READ consumer: stage the receive. Returns false when the Python code would have raised. */
+    private static boolean readRecv(Ctx c, Req r, NodeEvent.BlocksAllocated e, boolean mapped) {
+        KvParams params = r.params;
+        String rid = r.requestId;
+        Object remoteValue = params.get("remote_block_ids");
+        if (!ExtraConfig.pythonTruthy(remoteValue) || !params.has("remote_engine_id")) {
+            c.anomaly(AnomalyKind.READ_INVALID_PARAMS, rid, tid(r),
+                    !ExtraConfig.pythonTruthy(remoteValue) ? "remote_block_ids missing or empty" : "remote_engine_id missing");
+            c.phase(r, RequestPhase.RUNNING, "allocated; invalid KVTransferParams, computes locally");
+            return true;
+        }
+        if (!mapped) {
+            // first-owner-wins (#56468): a colliding request is not staged.
+            c.phase(r, RequestPhase.RUNNING, "allocated; receive not staged (transfer id owned by another request)");
+            return true;
+        }
+        BlockGroups local;
+        KvParams snapshot = params.copy();
+        if (!c.on(Switch.READ_RECV_GROUPED_CLIPPED)) {
+            // The seed: group 0 only, and remote_block_ids must be a flat list.
+            if (!BlockGroups.isFlatParamValue(remoteValue)) {
+                c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r),
+                        "remote_block_ids is a list of lists; this decode expects a flat list (assert)");
+                return false;
+            }
+            int[] remote = BlockGroups.fromParamValue(remoteValue).first();
+            int[] l;
+            if (e.numExternalTokens() > 0) {
+                l = e.blocks().first();
+                if (!c.on(Switch.READ_ALIGN_LOCAL_REMOTE)) {
+                    if (l.length > remote.length) {
+                        c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r),
+                                "assert len(local)=" + l.length + " <= len(remote)=" + remote.length + " fails");
+                        return false;
+                    }
+                    if (l.length != remote.length) {
+                        // Python remote[-len(local):]: with len(local) == 0 this is the whole list.
+                        l = l.length == 0 ? remote : Arrays.copyOfRange(remote, remote.length - l.length, remote.length);
+                    }
+                } else {
+                    int[][] pair = align(c, r, l, remote);
+                    if (pair == null) {
+                        return false;
+                    }
+                    l = pair[0];
+                    if (c.on(Switch.READ_SNAPSHOT_ADJUSTED_REMOTE)) {
+                        snapshot.put("remote_block_ids", BlockGroups.flatValue(pair[1]));
+                    }
+                }
+            } else {
+                l = new int[0];
+            }
+            local = BlockGroups.single(l);
+        } else {
+            BlockGroups remote = BlockGroups.fromParamValue(remoteValue);
+            if (remote == null || BlockGroups.isFlatParamValue(remoteValue)) {
+                c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r),
+                        "remote_block_ids is not a list of lists (an older producer's flat list?)");
+                return false;
+            }
+            int[] localIdx = recvGroupIndices(c.s);
+            if (e.numExternalTokens() > 0) {
+                BlockGroups allocated = e.blocks().select(localIdx);
+                if (allocated.size() != remote.size()) {
+                    c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r),
+                            "local has " + allocated.size() + " transfer groups, remote " + remote.size());
+                    return false;
+                }
+                int[][] l = new int[allocated.size()][];
+                int[][] rm = new int[allocated.size()][];
+                for (int g = 0; g < allocated.size(); g++) {
+                    int[] li = allocated.group(g);
+                    int keep = c.s.swaKeep.length > localIdx[g] && !isMamba(c.s, localIdx[g]) ? c.s.swaKeep[localIdx[g]] : 0;
+                    li = BlockGroups.tail(li, keep);
+                    int[][] pair = c.on(Switch.READ_ALIGN_LOCAL_REMOTE) ? align(c, r, li, remote.group(g))
+                            : new int[][] {li, remote.group(g)};
+                    if (pair == null) {
+                        return false;
+                    }
+                    l[g] = pair[0];
+                    rm[g] = pair[1];
+                }
+                local = BlockGroups.of(l);
+                if (c.on(Switch.READ_SNAPSHOT_ADJUSTED_REMOTE)) {
+                    snapshot.put("remote_block_ids", BlockGroups.of(rm).toGroupedValue());
+                }
+            } else if (c.on(Switch.READ_FULL_HIT_EMPTY_GROUPS)) {
+                if (c.s.hybrid) {
+                    int[][] g = new int[1 + c.s.mambaGroups.length][];
+                    g[0] = new int[0];
+                    for (int i = 0; i < c.s.mambaGroups.length; i++) {
+                        g[i + 1] = e.blocks().size() > c.s.mambaGroups[i] ? e.blocks().group(c.s.mambaGroups[i]) : new int[0];
+                    }
+                    local = BlockGroups.of(g);
+                } else {
+                    local = BlockGroups.empty(remote.size());
+                }
+            } else {
+                local = BlockGroups.single();
+            }
+        }
+        c.s.reqsNeedRecv.put(rid, new Stage(r, local));
+        c.s.reqKvParams.put(rid, snapshot);
+        c.phase(r, RequestPhase.RECV_STAGED, e.numExternalTokens() > 0
+                ? "allocated; receive of " + local.totalBlocks() + " blocks staged"
+                : "allocated; full prefix hit, release staged");
+        return true;
+    }
+
+    private static boolean isMamba(NodeState s, int group) {
+        for (int m : s.mambaGroups) {
+            if (m == group) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The groups a READ receive pairs: [attention, *mamba] for hybrid models, else the transfer groups. */
+    private static int[] recvGroupIndices(NodeState s) {
+        if (s.hybrid) {
+            int[] idx = new int[1 + s.mambaGroups.length];
+            idx[0] = s.attentionGroups[0];
+            System.arraycopy(s.mambaGroups, 0, idx, 1, s.mambaGroups.length);
+            return idx;
+        }
+        return s.transferGroups;
+    }
+
+    /** {@code _align_read_blocks} for one group: returns {local, remote} or null (ValueError). */
+    private static int[][] align(Ctx c, Req r, int[] local, int[] remote) {
+        if (local.length < remote.length) {
+            int[] rt = local.length == 0 ? new int[0] : Arrays.copyOfRange(remote, remote.length - local.length, remote.length);
+            return new int[][] {local, rt};
+        }
+        if (local.length > remote.length) {
+            int extra = local.length - remote.length;
+            if (extra > c.s.maxDecodeTailBlocks) {
+                c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, r.requestId, tid(r),
+                        "local has " + extra + " more blocks than remote; tolerance " + c.s.maxDecodeTailBlocks + " (ValueError)");
+                return null;
+            }
+            return new int[][] {Arrays.copyOf(local, remote.length), remote};
+        }
+        return new int[][] {local, remote};
+    }
+
+    /** WRITE consumer: the decode-to-prefill remote_blocks notify. Returns false when Python would raise. */
+    private static boolean writeNotify(Ctx c, Req r, NodeEvent.BlocksAllocated e) {
+        KvParams p = r.params;
+        String rid = r.requestId;
+        Long rank = p.integer("remote_dp_rank", 0);
+        int remoteDpRank = rank == null ? 0 : (int) (long) rank;
+        Long dpSizeV = KvParams.asLong(ExtraConfig.pythonTruthy(p.get("remote_dp_size")) ? p.get("remote_dp_size") : 1L);
+        int dpSize = dpSizeV == null ? 1 : (int) (long) dpSizeV;
+        Long dpLocalV = ExtraConfig.pythonTruthy(p.get("remote_dp_size_local")) ? KvParams.asLong(p.get("remote_dp_size_local")) : Long.valueOf(0);
+        int dpLocal = dpLocalV == null ? 0 : (int) (long) dpLocalV;
+        if (dpLocal > 0) {
+            dpSize = Math.min(dpSize, dpLocal);
+        }
+        if (dpSize > 1 && !p.has("remote_dp_rank") && !p.has("is_request_leader")) {
+            c.anomaly(AnomalyKind.UNPINNED_DP_RANK, rid, tid(r),
+                    "remote_dp_size=" + dpSize + "; the router must pin remote_dp_rank");
+        }
+        boolean notify;
+        String gate;
+        Object leader = p.get("is_request_leader");
+        if (leader != null) {
+            notify = ExtraConfig.pythonTruthy(leader);
+            gate = "is_request_leader=" + ExtraConfig.pythonStr(leader);
+        } else if (p.truthy("remote_dp_rank_override")) {
+            notify = c.cfg.dpRank() == remoteDpRank;
+            gate = "remote_dp_rank_override: own rank " + c.cfg.dpRank() + " vs remote_dp_rank " + remoteDpRank;
+        } else {
+            notify = c.s.isKvMaster;
+            gate = "kv master (pod " + PortMath.podIndex(c.cfg.dpRank(), c.cfg.dpSizeLocal()) + ")";
+        }
+        if (!notify) {
+            return true;
+        }
+        String host;
+        int notifyPort;
+        Optional<String> peer = RequestIds.peerZmqFromRequestId(rid, false);
+        if (peer.isPresent()) {
+            var parsed = ZmqAddress.parse(peer.get());
+            if (!parsed.isOk()) {
+                c.anomaly(AnomalyKind.NOTIFY_ADDRESS_UNRESOLVED, rid, tid(r), parsed.error());
+                return false;
+            }
+            host = parsed.value().host();
+            notifyPort = parsed.value().notifyPort();
+        } else {
+            Object h = p.get("remote_host");
+            host = ExtraConfig.pythonTruthy(h) ? ExtraConfig.pythonStr(h) : "";
+            Object np = p.get("remote_notify_port");
+            Long n = ExtraConfig.pythonTruthy(np) ? KvParams.asLong(np) : Long.valueOf(0);
+            notifyPort = n == null ? 0 : (int) (long) n;
+            if (host.isEmpty() || notifyPort == 0) {
+                c.anomaly(AnomalyKind.NOTIFY_ADDRESS_UNRESOLVED, rid, tid(r),
+                        "request_id has no embedded peer zmq_address and kv_transfer_params is missing remote_host / remote_notify_port");
+                return false;
+            }
+        }
+        List<Integer> blocks = e.numExternalTokens() > 0 ? boxed(e.blocks().first()) : List.of();
+        int portRank = PortMath.foldLocalRank(remoteDpRank, dpLocal);
+        Object hosts = p.get("remote_hosts");
+        if (dpLocal > 0 && hosts instanceof List<?> list && !list.isEmpty()) {
+            int pod = PortMath.podIndex(remoteDpRank, dpLocal);
+            if (pod >= 0 && pod < list.size()) {
+                host = ExtraConfig.pythonStr(list.get(pod));
+            }
+        }
+        Object transferId = p.get("transfer_id");
+        for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {
+            c.emit(new Effect.SendRemoteBlocks(host, notifyPort + PortMath.portOffset(portRank, tpIndex), rid,
+                    transferId, blocks, c.cfg.dpRank()));
+        }
+        return true;
+    }
+
+    // ------------------------------------------------------------------ the transfer-id map
+
+    /** {@code map_request_id}; returns false when first-owner-wins refuses the mapping. */
+    static boolean map(Ctx c, String rid, String tid) {
+        String owner = c.s.transferIdToRequestId.get(tid);
+        if (owner != null && !owner.equals(rid)) {
+            if (c.on(Switch.MAP_FIRST_OWNER_WINS)) {
+                c.anomaly(AnomalyKind.TRANSFER_ID_COLLISION, rid, tid, "refused: owned by " + owner);
+                return false;
+            }
+            c.anomaly(AnomalyKind.TRANSFER_ID_COLLISION, rid, tid, "overwrote owner " + owner + " (last write wins)");
+        }
+        c.s.transferIdToRequestId.put(tid, rid);
+        c.s.requestIdToTransferId.put(rid, tid);
+        return true;
+    }
+
+    /** {@code unmap_request_id(rid, transfer_id)}: exact, then the transfer-id fallback, else a miss. */
+    static void unmap(Ctx c, String rid, String tid) {
+        NodeState s = c.s;
+        String mappedTid = s.requestIdToTransferId.remove(rid);
+        if (mappedTid != null) {
+            s.transferIdToRequestId.remove(mappedTid);
+            c.emit(new Effect.Unmapped(rid, mappedTid, rid, Effect.UnmapKind.EXACT));
+            return;
+        }
+        if (tid != null && s.transferIdToRequestId.containsKey(tid)) {
+            String original = s.transferIdToRequestId.get(tid);
+            boolean allowed = !c.on(Switch.MAP_FIRST_OWNER_WINS) || original.equals(rid)
+                    || (rid.startsWith(original) && INPUT_PROCESSOR_SUFFIX.matcher(rid.substring(original.length())).matches());
+            if (allowed) {
+                s.requestIdToTransferId.remove(original);
+                s.transferIdToRequestId.remove(tid);
+                c.emit(new Effect.Unmapped(rid, tid, original, Effect.UnmapKind.BY_TRANSFER_ID));
+                return;
+            }
+        }
+        c.emit(new Effect.Unmapped(rid, tid, null, Effect.UnmapKind.MISS));
+        c.anomaly(AnomalyKind.UNMAP_MISS, rid, tid, "table_size=" + s.requestIdToTransferId.size());
+    }
+
+    // ------------------------------------------------------------------ build_connector_meta
+
+    static void buildMeta(Ctx c, NodeEvent.StepScheduled e) {
+        NodeState s = c.s;
+        List<ReqMeta> recv = new ArrayList<>(s.reqsNeedRecv.size());
+        List<ReqMeta> save = new ArrayList<>(s.reqsNeedSave.size());
+        if (c.cfg.mode() == TransferMode.WRITE && c.cfg.role() == Role.PRODUCER && !s.reqsNeedPendingSave.isEmpty()) {
+            for (NodeEvent.CachedRequest cr : e.cachedRequests()) {
+                if (cr.newBlockIds() == null) {
+                    continue;
+                }
+                Stage pending = s.reqsNeedPendingSave.get(cr.requestId());
+                if (pending == null) {
+                    continue; // a non-disagg request (#45043): skipped, not a KeyError
+                }
+                BlockGroups updated = c.on(Switch.PENDING_SAVE_PER_GROUP_APPEND)
+                        ? pending.blocks().appendPerGroup(cr.newBlockIds())
+                        : BlockGroups.concatFlat(pending.blocks().first(), cr.newBlockIds().first());
+                s.reqsNeedPendingSave.put(cr.requestId(), new Stage(pending.req(), updated));
+                if (covered(c, updated) >= pending.req().numPromptTokens) {
+                    KvParams kv = s.reqKvParams.remove(cr.requestId());
+                    if (kv == null) {
+                        kv = pending.req().params != null ? pending.req().params : KvParams.empty();
+                    }
+                    ReqMeta m = addNewReq(c, cr.requestId(), updated, kv, true);
+                    if (m != null) {
+                        save.add(m);
+                    }
+                    s.reqsNeedPendingSave.remove(cr.requestId());
+                    c.phase(pending.req(), RequestPhase.PREFILLING, "final chunk: save staged for the worker");
+                }
+            }
+        }
+        for (Map.Entry<String, Stage> en : s.reqsNeedRecv.entrySet()) {
+            Stage st = en.getValue();
+            KvParams kv = snapshotOrLive(s, en.getKey(), st.req());
+            ReqMeta m = addNewReq(c, en.getKey(), st.blocks(), kv, false);
+            if (m != null) {
+                recv.add(m);
+            }
+        }
+        for (Map.Entry<String, Stage> en : s.reqsNeedSave.entrySet()) {
+            Stage st = en.getValue();
+            KvParams kv = snapshotOrLive(s, en.getKey(), st.req());
+            if (st.req().numPromptTokens > covered(c, st.blocks())) {
+                s.reqsNeedPendingSave.put(en.getKey(), st);
+                c.phase(st.req(), RequestPhase.PENDING_SAVE, "prompt not covered yet (chunked prefill)");
+                continue;
+            }
+            ReqMeta m = addNewReq(c, en.getKey(), st.blocks(), kv, true);
+            if (m != null) {
+                save.add(m);
+            }
+        }
+        List<String> toSend = new ArrayList<>(s.reqsNeedSend.keySet());
+        for (String rid : s.reqsNeedRecv.keySet()) {
+            s.reqKvParams.remove(rid);
+        }
+        for (String rid : s.reqsNeedSave.keySet()) {
+            if (!s.reqsNeedPendingSave.containsKey(rid)) {
+                s.reqKvParams.remove(rid);
+            }
+        }
+        s.reqsNeedRecv.clear();
+        s.reqsNeedSave.clear();
+        s.reqsNeedSend = new LinkedHashMap<>();
+        s.metaRecv = recv;
+        s.metaSave = save;
+        s.metaMapping = new LinkedHashMap<>(s.transferIdToRequestId);
+        c.emit(new Effect.MetadataBuilt(e.step(), recv, save, toSend, s.metaMapping.size()));
+    }
+
+    private static KvParams snapshotOrLive(NodeState s, String rid, Req req) {
+        KvParams kv = s.reqKvParams.get(rid);
+        if (kv != null) {
+            return kv;
+        }
+        return req.params != null ? req.params : KvParams.empty();
+    }
+
+    /** Tokens covered by the blocks: the coverage group's length times its block size. */
+    private static long covered(Ctx c, BlockGroups blocks) {
+        int g = c.on(Switch.CHUNK_COVERAGE_FULL_ATTN_GROUP) ? c.s.coverageGroup : 0;
+        int len = blocks.size() > g ? blocks.group(g).length : 0;
+        return (long) len * c.s.coverageBlockSize;
+    }
+
+    /**
+     * {@code add_new_req}: resolves the peer address (request-id address first, the explicit params
+     * as fallback) and builds the ReqMeta; null with an anomaly where Python raises ValueError.
+     */
+    static ReqMeta addNewReq(Ctx c, String rid, BlockGroups local, KvParams kv, boolean writeMode) {
+        String host = null;
+        int hs = -1;
+        int np = -1;
+        Optional<String> peer = RequestIds.peerZmqFromRequestId(rid, writeMode);
+        if (peer.isPresent()) {
+            var parsed = ZmqAddress.parse(peer.get());
+            if (!parsed.isOk()) {
+                c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, kv.string("transfer_id"), parsed.error());
+                return null;
+            }
+            host = parsed.value().host();
+            hs = parsed.value().handshakePort();
+            np = parsed.value().notifyPort();
+        } else {
+            Object h = kv.get("remote_host");
+            Long hsv = KvParams.asLong(kv.get("remote_handshake_port"));
+            Long npv = KvParams.asLong(kv.get("remote_notify_port"));
+            if (!ExtraConfig.pythonTruthy(h) || hsv == null || npv == null) {
+                c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, kv.string("transfer_id"),
+                        "no zmq_address in the request id and remote_host/remote_handshake_port/remote_notify_port incomplete");
+                return null;
+            }
+            host = ExtraConfig.pythonStr(h);
+            hs = (int) (long) hsv;
+            np = (int) (long) npv;
+        }
+        BlockGroups remote = BlockGroups.fromParamValue(kv.get("remote_block_ids"));
+        int dpRank = intOr(kv.get("remote_dp_rank"), 0);
+        int dpSize = intOr(kv.get("remote_dp_size"), 1);
+        int dpSizeLocal = kv.has("remote_dp_size_local") && kv.get("remote_dp_size_local") != null
+                ? intOr(kv.get("remote_dp_size_local"), dpSize) : dpSize;
+        int tp = intOr(kv.get("remote_tp_size"), 0);
+        if (tp == 0) {
+            tp = intOr(kv.get("tp_size"), 0);
+        }
+        List<String> pods = new ArrayList<>();
+        if (kv.get("remote_hosts") instanceof List<?> l) {
+            for (Object o : l) {
+                pods.add(ExtraConfig.pythonStr(o));
+            }
+        }
+        return new ReqMeta(rid, local, remote, host + ":" + hs, host, hs, np, dpRank, dpSize, dpSizeLocal, tp,
+                kv.get("transfer_id"), pods, writeMode);
+    }
+
+    private static int intOr(Object v, int fallback) {
+        if (!ExtraConfig.pythonTruthy(v)) {
+            return fallback;
+        }
+        Long l = KvParams.asLong(v);
+        return l == null ? fallback : (int) (long) l;
+    }
+
+    // ------------------------------------------------------------------ request_finished
+
+    static void finished(Ctx c, NodeEvent.RequestFinished e) {
+        NodeState s = c.s;
+        Req r = s.requests.get(e.requestId());
+        if (r == null) {
+            c.anomaly(AnomalyKind.REQUEST_UNKNOWN, e.requestId(), null, "request_finished");
+            c.emit(new Effect.FinishDecision(e.requestId(), false, null));
+            return;
+        }
+        String rid = r.requestId;
+        BlockGroups blocks = e.blockIds();
+        if (!c.on(Switch.CONNECTOR_SUPPORTS_HMA) && blocks.size() > 1) {
+            c.anomaly(AnomalyKind.HMA_MULTI_GROUP_ASSERT, rid, tid(r), blocks.size() + " groups passed to a non-HMA connector");
+            blocks = BlockGroups.single(blocks.first());
+        }
+        KvParams params = r.params;
+        if (!c.cfg.isProducer()) {
+            String t = params != null && params.get("transfer_id") instanceof String ts ? ts : null;
+            unmap(c, rid, t);
+            if (s.recvingTransfers.containsKey(rid)) {
+                c.anomaly(AnomalyKind.FREE_WHILE_TRANSFER_IN_FLIGHT, rid, t,
+                        "request finished while its READ is still in flight; its blocks return to the pool");
+            }
+        }
+        if (s.reqsNeedPendingSave.containsKey(rid)) {
+            c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, rid, tid(r),
+                    "finished with a chunked-prefill save still pending; the entry is never removed");
+        }
+        if (params == null || params.isEmpty()) {
+            c.emit(new Effect.FinishDecision(rid, false, null));
+            finishNow(c, r, RequestPhase.FINISHED, "finished (" + e.status() + "); no kv_transfer_params");
+            return;
+        }
+        if (params.truthy("do_remote_prefill")) {
+            if (c.cfg.mode() == TransferMode.WRITE) {
+                releaseWritePrefillBlocks(c, r, params);
+            } else {
+                BlockGroups empty;
+                if (!c.on(Switch.READ_ABORT_RECV_BLOCKS_SHAPE)) {
+                    empty = BlockGroups.single();
+                } else if (s.hybrid) {
+                    empty = blocks.select(recvGroupIndices(s)).withGroup(0, new int[0]);
+                } else {
+                    empty = BlockGroups.empty(s.transferGroups.length);
+                }
+                s.reqsNeedRecv.put(rid, new Stage(r, empty));
+            }
+            params.put("do_remote_prefill", Boolean.FALSE);
+            c.emit(new Effect.FinishDecision(rid, false, null));
+            finishNow(c, r, RequestPhase.ABORTED_BEFORE_ALLOC, "finished (" + e.status()
+                    + ") before allocation; " + (c.cfg.mode() == TransferMode.WRITE ? "release sent to the producer"
+                    : "release staged for the worker"));
+            return;
+        }
+        if (!params.truthy("do_remote_decode") || e.status() != FinishStatus.FINISHED_LENGTH_CAPPED) {
+            c.emit(new Effect.FinishDecision(rid, false, null));
+            leakCheck(c, r);
+            finishNow(c, r, RequestPhase.FINISHED, "finished (" + e.status() + "); "
+                    + (params.truthy("do_remote_decode") ? "not length-capped, freed now" : "no remote decode"));
+            return;
+        }
+        Object remoteValue;
+        boolean delay;
+        if (!c.on(Switch.REMOTE_BLOCK_IDS_GROUPED) && !c.on(Switch.FINISH_ALL_GROUPS_ENTRY)) {
+            int[] flat = blocks.first();
+            remoteValue = BlockGroups.flatValue(flat);
+            delay = flat.length > 0;
+        } else {
+            BlockGroups groups;
+            if (s.hybrid && c.on(Switch.REMOTE_BLOCK_IDS_HYBRID_LAYOUT)) {
+                if (s.mambaGroups.length == 0 || blocks.size() <= s.mambaGroups[0]) {
+                    c.anomaly(AnomalyKind.HYBRID_FINISH_WITHOUT_MAMBA, rid, tid(r), "no mamba groups in the finished blocks");
+                    c.emit(new Effect.FinishDecision(rid, false, null));
+                    finishNow(c, r, RequestPhase.FINISHED, "finished; hybrid completion raised (MoRIIOError)");
+                    return;
+                }
+                groups = blocks.select(recvGroupIndices(s));
+            } else {
+                int[] idx = blocks.size() == 1 ? new int[] {0} : s.transferGroups;
+                groups = blocks.select(idx);
+                if (c.on(Switch.REMOTE_BLOCK_IDS_SWA_CLIPPED) && s.hmaActive) {
+                    for (int g = 0; g < groups.size(); g++) {
+                        int keep = idx[g] < s.swaKeep.length ? s.swaKeep[idx[g]] : 0;
+                        groups = groups.withGroup(g, BlockGroups.tail(groups.group(g), keep));
+                    }
+                }
+            }
+            remoteValue = c.on(Switch.REMOTE_BLOCK_IDS_GROUPED) ? groups.toGroupedValue() : BlockGroups.flatValue(groups.first());
+            delay = c.on(Switch.DELAY_FREE_ANY_GROUP) ? !groups.allEmpty() : groups.first().length > 0;
+        }
+        Object tidValue = params.get("transfer_id");
+        String tidString = tidValue instanceof String ts ? ts : null;
+        if (delay) {
+            s.reqsNeedSend.put(rid, c.now + READ_ABORT_REQUEST_TIMEOUT_NS);
+            long deadline = c.now + c.cfg.deferTimeoutNs();
+            s.deferredSendDeadlines.put(rid, new NodeState.Deferral(deadline, tidString));
+            c.emit(new Effect.DeferralStarted(rid, tidString, deadline));
+        }
+        KvParams out = KvParams.empty();
+        out.put("do_remote_prefill", Boolean.TRUE);
+        out.put("do_remote_decode", Boolean.FALSE);
+        out.put("remote_block_ids", remoteValue);
+        out.put("remote_engine_id", c.cfg.engineId());
+        out.put("remote_host", c.cfg.hostIp());
+        out.put("remote_handshake_port", c.cfg.handshakePort());
+        out.put("remote_notify_port", c.cfg.notifyPort());
+        out.put("remote_dp_rank", (long) c.cfg.dpRank());
+        out.put("remote_dp_rank_override", Boolean.TRUE);
+        out.put("remote_dp_size", (long) c.cfg.dpSize());
+        out.put("remote_dp_size_local", (long) c.cfg.dpSizeLocal());
+        out.put("tp_size", (long) c.cfg.tpSize());
+        out.put("transfer_id", tidValue);
+        c.emit(new Effect.FinishDecision(rid, delay, out));
+        if (delay) {
+            c.phase(r, RequestPhase.DEFERRED_FREE, "finished length-capped; free deferred until ACK or "
+                    + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms");
+        } else {
+            leakCheck(c, r);
+            finishNow(c, r, RequestPhase.FINISHED, "finished length-capped with no blocks; freed now");
+        }
+    }
+
+    /** A producer's mapping is only removed by update_connector_output: one freed here leaks. */
+    private static void leakCheck(Ctx c, Req r) {
+        if (c.cfg.isProducer() && c.s.requestIdToTransferId.containsKey(r.requestId)) {
+            c.anomaly(AnomalyKind.MAPPING_LEAK, r.requestId, c.s.requestIdToTransferId.get(r.requestId),
+                    "freed without a deferral: the transfer-id mapping stays (class 35)");
+        }
+    }
+
+    private static void finishNow(Ctx c, Req r, RequestPhase phase, String reason) {
+        c.phase(r, phase, reason);
+        c.free(r);
+    }
+
+    /** {@code _release_write_prefill_blocks}: explicit params first, then the request id. */
+    private static void releaseWritePrefillBlocks(Ctx c, Req r, KvParams params) {
+        Object transferId = params.get("transfer_id");
+        if (transferId == null) {
+            c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, null, "missing transfer_id");
+            return;
+        }
+        Long rankV = params.integer("remote_dp_rank", 0);
+        int remoteDpRank = rankV == null ? 0 : (int) (long) rankV;
+        Object host = params.get("remote_host");
+        Object port = params.get("remote_notify_port");
+        String h;
+        Long p;
+        if (host == null || port == null) {
+            Optional<String> peer = RequestIds.peerZmqFromRequestId(r.requestId, false);
+            var parsed = peer.map(ZmqAddress::parse).orElse(null);
+            if (parsed == null || !parsed.isOk()) {
+                c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, ExtraConfig.pythonStr(transferId),
+                        "missing remote notify address");
+                return;
+            }
+            h = parsed.value().host();
+            p = (long) parsed.value().notifyPort();
+        } else {
+            h = ExtraConfig.pythonStr(host);
+            p = KvParams.asLong(port);
+            if (p == null) {
+                c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, ExtraConfig.pythonStr(transferId),
+                        "remote_notify_port " + ExtraConfig.pythonStr(port) + " is not an int (ValueError)");
+                return;
+            }
+        }
+        for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {
+            c.emit(new Effect.SendRelease(Effect.Sender.SCHEDULER, h, (int) (long) p + PortMath.portOffset(remoteDpRank, tpIndex),
+                    transferId, c.cfg.tpSize()));
+        }
+    }
+
+    // ------------------------------------------------------------------ update_connector_output
+
+    static void connectorOutput(Ctx c, NodeEvent.ConnectorOutputReceived e) {
+        NodeState s = c.s;
+        if (!c.cfg.isProducer()) {
+            if (e.finishedRecving() != null) {
+                for (String rid : e.finishedRecving()) {
+                    Req r = s.requests.get(rid);
+                    if (r != null) {
+                        r.recvDone = true;
+                        c.phase(r, RequestPhase.KV_RECEIVED, "in finished_recving");
+                    }
+                }
+            }
+            return;
+        }
+        LinkedHashSet<String> incoming = new LinkedHashSet<>();
+        if (e.finishedSending() != null) {
+            incoming.addAll(e.finishedSending());
+        }
+        long now = c.now;
+        LinkedHashMap<String, Effect.SurfaceReason> safe = new LinkedHashMap<>();
+        for (String rid : incoming) {
+            if (s.deferredSendDeadlines.containsKey(rid)) {
+                safe.put(rid, Effect.SurfaceReason.ACKED);
+            } else if (!s.pendingSentAcks.containsKey(rid)) {
+                long deadline = now + c.cfg.deferTimeoutNs();
+                s.pendingSentAcks.put(rid, deadline);
+                c.emit(new Effect.AckParked(rid, deadline));
+                if (s.reapedRequests.contains(rid)) {
+                    c.anomaly(AnomalyKind.REAP_THEN_LATE_ACK, rid, null,
+                            "ACK arrived after the request was reaped; its blocks may already hold another request's KV");
+                } else {
+                    c.anomaly(AnomalyKind.EARLY_ACK_PARKED, rid, s.requestIdToTransferId.get(rid),
+                            "ACK before request_finished");
+                }
+            }
+        }
+        for (String rid : s.pendingSentAcks.keySet()) {
+            if (s.deferredSendDeadlines.containsKey(rid)) {
+                safe.putIfAbsent(rid, Effect.SurfaceReason.PARKED_ACK_RELEASED);
+            }
+        }
+        if (!c.on(Switch.HOLD_UNTIL_REAL_ACK)) {
+            int reaped = 0;
+            for (Map.Entry<String, NodeState.Deferral> d : s.deferredSendDeadlines.entrySet()) {
+                if (now >= d.getValue().deadlineNs() && !safe.containsKey(d.getKey())) {
+                    safe.put(d.getKey(), Effect.SurfaceReason.REAPED);
+                    reaped++;
+                }
+            }
+            if (reaped > 0) {
+                for (Map.Entry<String, Effect.SurfaceReason> en : safe.entrySet()) {
+                    if (en.getValue() == Effect.SurfaceReason.REAPED) {
+                        c.anomaly(AnomalyKind.DEFERRAL_REAPED, en.getKey(), s.deferredSendDeadlines.get(en.getKey()).transferId(),
+                                "no finished_sending after " + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms; blocks force-freed ("
+                                        + reaped + " reaped this step)");
+                    }
+                }
+            }
+        }
+        List<String> surfaced = new ArrayList<>(safe.size());
+        for (Map.Entry<String, Effect.SurfaceReason> en : safe.entrySet()) {
+            String rid = en.getKey();
+            NodeState.Deferral d = s.deferredSendDeadlines.remove(rid);
+            String transferId = d != null ? d.transferId() : null;
+            s.pendingSentAcks.remove(rid);
+            unmap(c, rid, transferId);
+            c.emit(new Effect.AckSurfaced(rid, transferId, en.getValue()));
+            surfaced.add(rid);
+            Req r = s.requests.get(rid);
+            if (r == null) {
+                c.anomaly(AnomalyKind.FINISHED_SENDING_UNKNOWN_REQUEST, rid, transferId, "assert req_id in self.requests");
+                continue;
+            }
+            if (en.getValue() == Effect.SurfaceReason.REAPED) {
+                s.reapedRequests.add(rid);
+                c.phase(r, RequestPhase.REAPED, "reaped after defer_timeout without an ACK");
+            } else {
+                c.phase(r, RequestPhase.FREED_AFTER_ACK, en.getValue() == Effect.SurfaceReason.ACKED
+                        ? "ACK received; blocks freed" : "parked ACK matched the deferral; blocks freed");
+            }
+            c.free(r);
+        }
+        List<String> stale = new ArrayList<>();
+        for (Map.Entry<String, Long> p : s.pendingSentAcks.entrySet()) {
+            if (now >= p.getValue()) {
+                stale.add(p.getKey());
+            }
+        }
+        for (String rid : stale) {
+            s.pendingSentAcks.remove(rid);
+            c.emit(new Effect.StaleAckDropped(rid));
+            c.anomaly(AnomalyKind.STALE_ACK_DROPPED, rid, null, "parked ACK never matched a deferral");
+        }
+        c.emit(new Effect.FinishedSendingRewritten(surfaced));
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private static String tid(Req r) {
+        return r.params == null ? null : r.params.string("transfer_id");
+    }
+
+    private static List<Integer> boxed(int[] a) {
+        List<Integer> l = new ArrayList<>(a.length);
+        for (int v : a) {
+            l.add(v);
+        }
+        return l;
+    }
+}

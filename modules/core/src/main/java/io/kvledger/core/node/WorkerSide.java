@@ -1,0 +1,709 @@
+package io.kvledger.core.node;
+
+import io.kvledger.core.config.Switch;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.AnomalyKind;
+import io.kvledger.core.model.ReqMeta;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.moriio.Checked;
+import io.kvledger.core.moriio.ExtraConfig;
+import io.kvledger.core.moriio.PortMath;
+import io.kvledger.core.node.NodeReducer.Ctx;
+import io.kvledger.core.node.NodeState.Ack;
+import io.kvledger.core.node.NodeState.PendingAck;
+import io.kvledger.core.node.NodeState.RecvTransfer;
+import io.kvledger.core.node.NodeState.StatusRecord;
+import io.kvledger.core.node.NodeState.WriteTask;
+import io.kvledger.core.node.NodeState.WriteTransfer;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The worker side of the connector ({@code MoRIIOConnectorWorker}, its notify listener and the
+ * {@code MoRIIOWriter} thread), as protocol section 5 describes it for the newest connector.
+ *
+ * <p>The writer thread is modelled as running whenever the reducer sees an event: tasks are
+ * processed as they are scheduled, deferred tasks are retried on every worker event and
+ * {@link NodeEvent.Tick}, and the blocking status waits become waits for
+ * {@link NodeEvent.TransferCompleted} bounded by {@code transfer_timeout}.
+ */
+final class WorkerSide {
+
+    private static final int PENDING = 0;
+    private static final int SUCCEEDED = 1;
+    private static final int FAILED = 2;
+
+    private WorkerSide() {}
+
+    // ------------------------------------------------------------------ start_load_kv
+
+    static void startLoad(Ctx c) {
+        NodeState s = c.s;
+        s.workerTransferIds = s.metaMapping;
+        if (c.cfg.isProducer()) {
+            // Prune fan-in counters and the completed set to transfers that are still live.
+            s.ackCounts.keySet().removeIf(t -> !s.workerTransferIds.containsKey(t));
+            s.completedTransfers.removeIf(t -> !s.workerTransferIds.containsKey(t));
+            return;
+        }
+        if (c.cfg.mode() == TransferMode.WRITE) {
+            return;
+        }
+        // READ consumer: eager handshake with every remote DP rank of each engine, once per engine.
+        LinkedHashSet<String> engines = new LinkedHashSet<>();
+        for (ReqMeta m : s.metaRecv) {
+            if (engines.add(m.remoteEngineId())) {
+                for (int r = 0; r < Math.max(m.remoteDpSize(), 1); r++) {
+                    String key = m.remoteEngineId() + "_dp" + r;
+                    if (!s.remoteAgents.contains(key) && s.handshakesStarted.add(key)) {
+                        int dialTp = PortMath.effectiveRemoteTpRank(c.cfg.tpRank(), c.cfg.tpSize(), m.remoteTpSize()).orElse(c.cfg.tpRank());
+                        c.emit(new Effect.StartHandshake(key, m.remoteHost(),
+                                m.remoteHandshakePort() + PortMath.portOffset(r, dialTp, m.remoteTpSize()), m.remoteEngineId(), r));
+                    }
+                }
+            }
+        }
+        for (ReqMeta m : s.metaRecv) {
+            if (readHandshakeReady(s, m)) {
+                readBlocks(c, m);
+            } else {
+                s.recvAwaitingHandshake.add(m);
+            }
+        }
+    }
+
+    private static boolean readHandshakeReady(NodeState s, ReqMeta m) {
+        if (m.localBlockIds().allEmpty()) {
+            return true; // the release path needs no session
+        }
+        for (int r = 0; r < Math.max(m.remoteDpSize(), 1); r++) {
+            if (!s.remoteAgents.contains(m.remoteEngineId() + "_dp" + r)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** {@code _read_blocks}: release at once without local blocks, else one batch read per layer. */
+    private static void readBlocks(Ctx c, ReqMeta m) {
+        NodeState s = c.s;
+        Checked<Integer> effTp = PortMath.effectiveRemoteTpRank(c.cfg.tpRank(), c.cfg.tpSize(), m.remoteTpSize());
+        if (!effTp.isOk()) {
+            c.anomaly(AnomalyKind.ACK_FANIN_INVALID, m.requestId(), m.transferIdString(), effTp.error());
+            return;
+        }
+        String host = m.remoteHost();
+        int port = m.remoteNotifyPort() + PortMath.portOffset(m.remoteDpRank(), effTp.value(), m.remoteTpSize());
+        NodeState.Req r = s.requests.get(m.requestId());
+        if (m.localBlockIds().allEmpty()) {
+            c.emit(new Effect.SendRelease(Effect.Sender.WORKER, host, port, m.transferId(), c.cfg.tpSize()));
+            c.anomaly(AnomalyKind.RECV_WITHOUT_LOCAL_BLOCKS, m.requestId(), m.transferIdString(),
+                    "release to " + host + ":" + port);
+            if (r != null && !r.phase.terminal()) {
+                c.phase(r, RequestPhase.RUNNING, "full prefix hit: nothing to read, release sent");
+            }
+            return;
+        }
+        String session = m.remoteEngineId() + "_dp" + m.remoteDpRank();
+        int[] local = m.localBlockIds().first();
+        int[] remote = m.remoteBlockIds() == null ? new int[0] : m.remoteBlockIds().first();
+        List<Long> ids = new ArrayList<>(c.cfg.layerNames().size());
+        for (String layer : c.cfg.layerNames()) {
+            long id = s.nextStatusId++;
+            s.statuses.put(id, new StatusRecord(m.transferIdString(), m.requestId(), false));
+            ids.add(id);
+            c.emit(new Effect.PostRead(id, m.requestId(), m.transferIdString(), layer, session, local, remote));
+        }
+        s.recvingTransfers.put(m.requestId(), new RecvTransfer(m.transferId(), c.now, m.localBlockIds(), host, port, ids));
+        if (r != null) {
+            c.phase(r, RequestPhase.READS_IN_FLIGHT, ids.size() + " layer reads posted to " + session);
+        }
+    }
+
+    // ------------------------------------------------------------------ save_kv_layer / wait_for_save
+
+    static void saveLayer(Ctx c, String layer) {
+        if (!c.cfg.isProducer() || c.cfg.mode() != TransferMode.WRITE) {
+            return;
+        }
+        NodeState s = c.s;
+        for (ReqMeta m : s.metaSave) {
+            String eid = m.remoteHost() + ":" + m.remoteHandshakePort();
+            if (!s.remoteAgents.contains(eid + "_dp0")) {
+                startWriteHandshakes(c, m, eid);
+                List<ReqMeta> waiting = s.awaitingHandshake.computeIfAbsent(eid, k -> new ArrayList<>());
+                if (!waiting.contains(m)) {
+                    waiting.add(m);
+                }
+                continue;
+            }
+            scheduleWrite(c, m, layer);
+        }
+        if (!s.readyRequests.isEmpty()) {
+            scheduleWrite(c, s.readyRequests.remove(0), layer);
+        }
+        processDeferred(c);
+    }
+
+    private static void startWriteHandshakes(Ctx c, ReqMeta m, String eid) {
+        NodeState s = c.s;
+        int n = Math.max(m.remoteDpSize(), 1);
+        for (int r = 0; r < n; r++) {
+            String key = eid + "_dp" + r;
+            if (s.remoteAgents.contains(key) || !s.handshakesStarted.add(key)) {
+                continue;
+            }
+            int pod = PortMath.podIndex(r, m.remoteDpSizeLocal());
+            String host = pod >= 0 && pod < m.multiPodHosts().size() ? m.multiPodHosts().get(pod) : m.remoteHost();
+            int dial = PortMath.foldLocalRank(r, m.remoteDpSizeLocal());
+            int dialTp = PortMath.effectiveRemoteTpRank(c.cfg.tpRank(), c.cfg.tpSize(), m.remoteTpSize()).orElse(c.cfg.tpRank());
+            c.emit(new Effect.StartHandshake(key, host, m.remoteHandshakePort() + PortMath.portOffset(dial, dialTp, m.remoteTpSize()),
+                    eid, r));
+        }
+    }
+
+    static void waitForSave(Ctx c) {
+        if (!c.cfg.isProducer() || c.cfg.mode() != TransferMode.WRITE) {
+            return;
+        }
+        for (String layer : c.cfg.layerNames()) {
+            saveLayer(c, layer);
+        }
+        // seal_pending_transfers: the scheduled count becomes the expected count.
+        for (WriteTransfer w : new ArrayList<>(c.s.writes.values())) {
+            if (w.sealed == null) {
+                w.sealed = w.scheduled;
+                if (c.s.remoteAllocs.containsKey(w.transferId)) {
+                    w.writesExpected = w.sealed;
+                    tryFinalize(c, w);
+                }
+            }
+        }
+    }
+
+    /** {@code schedule_write_blocks}: one task per (transfer, layer), never twice. */
+    private static void scheduleWrite(Ctx c, ReqMeta m, String layer) {
+        String tid = m.transferIdString();
+        if (tid == null || tid.isEmpty()) {
+            c.anomaly(AnomalyKind.UNKNOWN_TRANSFER_ID, m.requestId(), null, "save staged without a transfer id");
+            return;
+        }
+        NodeState s = c.s;
+        if (s.terminalTransfers.contains(tid)) {
+            return;
+        }
+        WriteTransfer w = s.writes.get(tid);
+        if (w == null) {
+            w = new WriteTransfer(tid, m);
+            s.writes.put(tid, w);
+        }
+        if (!w.scheduledLayers.add(layer)) {
+            return;
+        }
+        w.scheduled++;
+        processTask(c, new WriteTask(tid, layer, c.now));
+    }
+
+    /** The writer thread's handling of one task. */
+    private static void processTask(Ctx c, WriteTask t) {
+        NodeState s = c.s;
+        if (s.terminalTransfers.contains(t.transferId())) {
+            return;
+        }
+        NodeState.RemoteAlloc alloc = s.remoteAllocs.get(t.transferId());
+        WriteTransfer w = s.writes.get(t.transferId());
+        if (w == null) {
+            return;
+        }
+        if (alloc == null) {
+            s.deferredTasks.add(t);
+            return;
+        }
+        int[] local = w.meta.localBlockIds().first();
+        if (local.length != alloc.blockIds().length) {
+            c.anomaly(AnomalyKind.WRITE_FAILED, w.meta.requestId(), t.transferId(),
+                    "compute_block_transfer_offsets: " + local.length + " local vs " + alloc.blockIds().length + " remote blocks (ValueError)");
+            markDone(c, t.transferId(), "block count mismatch");
+            return;
+        }
+        long id = s.nextStatusId++;
+        s.statuses.put(id, new StatusRecord(t.transferId(), w.meta.requestId(), true));
+        w.statusIds.add(id);
+        String eid = w.meta.remoteHost() + ":" + w.meta.remoteHandshakePort();
+        c.emit(new Effect.PostWrite(id, t.transferId(), t.layerName(), eid + "_dp" + alloc.decodeDpRank(), local, alloc.blockIds()));
+        w.writesDone++;
+        tryFinalize(c, w);
+    }
+
+    /** Deferred tasks: run those whose remote_blocks arrived, expire those older than defer_timeout. */
+    private static void processDeferred(Ctx c) {
+        NodeState s = c.s;
+        if (s.deferredTasks.isEmpty()) {
+            return;
+        }
+        List<WriteTask> tasks = new ArrayList<>(s.deferredTasks);
+        s.deferredTasks.clear();
+        for (WriteTask t : tasks) {
+            if (s.terminalTransfers.contains(t.transferId()) || !s.writes.containsKey(t.transferId())) {
+                continue;
+            }
+            if (s.remoteAllocs.containsKey(t.transferId())) {
+                processTask(c, t);
+            } else if (c.now - t.enqueueNs() > c.cfg.deferTimeoutNs()) {
+                WriteTransfer w = s.writes.get(t.transferId());
+                c.anomaly(AnomalyKind.WRITE_TASK_EXPIRED, w.meta.requestId(), t.transferId(),
+                        "no remote_blocks within defer_timeout; self-ACK, decode is not told");
+                if (c.on(Switch.WRITE_FAILED_NOTIFY)) {
+                    c.emit(new Effect.SendWriteFailed(w.meta.remoteHost(), writeDonePort(c, w, 0), t.transferId(), "deferred write expired"));
+                }
+                markDone(c, t.transferId(), "deferred write expired");
+            } else {
+                s.deferredTasks.add(t);
+            }
+        }
+    }
+
+    /** {@code _finalize_if_complete}: once, when every expected write is done and its status settled. */
+    private static void tryFinalize(Ctx c, WriteTransfer w) {
+        NodeState s = c.s;
+        if (w.completionNotified) {
+            return;
+        }
+        if (w.writesExpected == null && w.sealed != null && s.remoteAllocs.containsKey(w.transferId)) {
+            w.writesExpected = w.sealed;
+        }
+        if (w.writesExpected == null || w.writesDone < w.writesExpected) {
+            return;
+        }
+        boolean failed = false;
+        boolean pending = false;
+        for (long id : w.statusIds) {
+            StatusRecord st = s.statuses.get(id);
+            int state = st == null ? SUCCEEDED : st.state;
+            failed |= state == FAILED;
+            pending |= state == PENDING;
+        }
+        if (failed) {
+            c.anomaly(AnomalyKind.WRITE_FAILED, w.meta.requestId(), w.transferId, "a layer write failed; self-ACK, decode is not told");
+            if (c.on(Switch.WRITE_FAILED_NOTIFY)) {
+                NodeState.RemoteAlloc a = s.remoteAllocs.get(w.transferId);
+                c.emit(new Effect.SendWriteFailed(w.meta.remoteHost(), writeDonePort(c, w, a == null ? 0 : a.decodeDpRank()),
+                        w.transferId, "write failed"));
+            }
+            markDone(c, w.transferId, "write failed");
+            return;
+        }
+        if (pending) {
+            if (w.waitStartNs < 0) {
+                w.waitStartNs = c.now;
+            }
+            return;
+        }
+        NodeState.RemoteAlloc alloc = s.remoteAllocs.get(w.transferId);
+        int decodeRank = alloc == null ? 0 : alloc.decodeDpRank();
+        String host = writeDoneHost(w, decodeRank);
+        c.emit(new Effect.SendWriteDone(host, writeDonePort(c, w, decodeRank), w.transferId));
+        w.completionNotified = true;
+        markDone(c, w.transferId, null);
+    }
+
+    private static String writeDoneHost(WriteTransfer w, int decodeRank) {
+        List<String> pods = w.meta.multiPodHosts();
+        int local = w.meta.remoteDpSizeLocal();
+        if (!pods.isEmpty() && local > 0) {
+            int pod = PortMath.podIndex(decodeRank, local);
+            if (pod >= 0 && pod < pods.size()) {
+                return pods.get(pod);
+            }
+        }
+        return w.meta.remoteHost();
+    }
+
+    private static int writeDonePort(Ctx c, WriteTransfer w, int decodeRank) {
+        int rank = w.meta.multiPodHosts().isEmpty() ? decodeRank : PortMath.foldLocalRank(decodeRank, w.meta.remoteDpSizeLocal());
+        return w.meta.remoteNotifyPort() + PortMath.portOffset(rank, c.cfg.tpRank());
+    }
+
+    /** {@code _mark_request_done}: the self-ACK; the remote alloc is dropped and the tid made terminal. */
+    private static void markDone(Ctx c, String tid, String why) {
+        NodeState s = c.s;
+        s.doneAcks.add(new Ack(tid, 1));
+        s.remoteAllocs.remove(tid);
+        s.terminalTransfers.add(tid);
+        WriteTransfer w = s.writes.remove(tid);
+        if (w != null) {
+            for (long id : w.statusIds) {
+                s.statuses.remove(id);
+            }
+        }
+        s.deferredTasks.removeIf(t -> t.transferId().equals(tid));
+    }
+
+    // ------------------------------------------------------------------ notify listener
+
+    private static boolean listenerWouldDie(Ctx c, String rid, String tid, String why) {
+        if (!c.s.pythonListenerDead) {
+            c.s.pythonListenerDead = true;
+            c.anomaly(AnomalyKind.LISTENER_WOULD_DIE_IN_PYTHON, rid, tid, why);
+        }
+        return true;
+    }
+
+    private static void countFrame(Ctx c) {
+        if (c.s.pythonListenerDead) {
+            c.s.framesAfterPythonListenerDeath++;
+        }
+    }
+
+    static void remoteBlocks(Ctx c, NodeEvent.RemoteBlocksReceived e) {
+        countFrame(c);
+        NodeState s = c.s;
+        if (!c.cfg.isProducer()) {
+            c.anomaly(AnomalyKind.NOTIFY_ROLE_MISMATCH, e.reqId(), e.transferId(), "remote_blocks received by a consumer");
+            listenerWouldDie(c, e.reqId(), e.transferId(), "role assertion on remote_blocks");
+            return;
+        }
+        if (e.blockNotifyList().isEmpty()) {
+            c.anomaly(AnomalyKind.EMPTY_REMOTE_BLOCKS, e.reqId(), e.transferId(),
+                    "block_notify_list=[] from decode rank " + e.decodeRank());
+            listenerWouldDie(c, e.reqId(), e.transferId(), "MoRIIOError on empty remote_blocks");
+            return;
+        }
+        if (s.terminalTransfers.contains(e.transferId())) {
+            c.anomaly(AnomalyKind.REMOTE_BLOCKS_FOR_TERMINAL, e.reqId(), e.transferId(), "late remote_blocks ignored");
+            return;
+        }
+        int[] ids = new int[e.blockNotifyList().size()];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = e.blockNotifyList().get(i);
+        }
+        s.remoteAllocs.put(e.transferId(), new NodeState.RemoteAlloc(ids, e.decodeRank()));
+        processDeferred(c);
+        WriteTransfer w = s.writes.get(e.transferId());
+        if (w != null) {
+            tryFinalize(c, w);
+        }
+    }
+
+    static void writeDone(Ctx c, String tid) {
+        countFrame(c);
+        if (c.cfg.isProducer()) {
+            c.anomaly(AnomalyKind.NOTIFY_ROLE_MISMATCH, null, tid, "write_done received by a producer");
+            listenerWouldDie(c, null, tid, "role assertion on write_done");
+            return;
+        }
+        c.s.doneWriteIds.add(tid);
+    }
+
+    static void release(Ctx c, String tid, Integer consumerTpSize) {
+        countFrame(c);
+        NodeState s = c.s;
+        if (!c.cfg.isProducer()) {
+            c.anomaly(AnomalyKind.NOTIFY_ROLE_MISMATCH, null, tid, "release received by a consumer");
+            listenerWouldDie(c, null, tid, "role assertion on release");
+            return;
+        }
+        int tp = consumerTpSize == null ? 1 : consumerTpSize;
+        if (tp <= 0) {
+            c.anomaly(AnomalyKind.RELEASE_INVALID_TP_SIZE, null, tid, "consumer_tp_size=" + tp);
+            listenerWouldDie(c, null, tid, "ValueError on consumer_tp_size <= 0");
+            return;
+        }
+        if (c.on(Switch.REJECT_TERMINAL_DUPLICATE_RELEASE) && s.terminalTransfers.contains(tid) && s.completedTransfers.contains(tid)) {
+            c.anomaly(AnomalyKind.DUPLICATE_ACK, null, tid, "duplicate release for a terminal transfer rejected (#50674)");
+            return;
+        }
+        s.doneAcks.add(new Ack(tid, tp));
+        s.remoteAllocs.remove(tid);
+        s.terminalTransfers.add(tid);
+    }
+
+    static void rawCompletion(Ctx c, String id) {
+        countFrame(c);
+        if (c.cfg.isProducer()) {
+            c.s.doneAcks.add(new Ack(id, 1));
+        } else {
+            c.s.doneWriteIds.add(id);
+        }
+    }
+
+    static void frameRejected(Ctx c, NodeEvent.FrameRejected e) {
+        countFrame(c);
+        if (e.wouldKillPythonListener()) {
+            listenerWouldDie(c, null, null, e.reason());
+        }
+    }
+
+    // ------------------------------------------------------------------ get_finished
+
+    static void getFinished(Ctx c) {
+        if (c.cfg.isProducer()) {
+            producerFinished(c);
+        } else if (c.cfg.mode() == TransferMode.WRITE) {
+            writeConsumerFinished(c);
+        } else {
+            readConsumerFinished(c);
+        }
+    }
+
+    private static List<Integer> drainLoadErrors(NodeState s) {
+        if (s.loadErrorBlocks.isEmpty()) {
+            return List.of();
+        }
+        List<Integer> l = new ArrayList<>(s.loadErrorBlocks);
+        s.loadErrorBlocks.clear();
+        return l;
+    }
+
+    private static void producerFinished(Ctx c) {
+        NodeState s = c.s;
+        processDeferred(c);
+        ArrayList<PendingAck> acks = new ArrayList<>(s.pendingUnmappedAcks.size() + s.doneAcks.size());
+        acks.addAll(s.pendingUnmappedAcks);
+        int firstFresh = acks.size();
+        for (Ack a : s.doneAcks) {
+            acks.add(new PendingAck(a, c.now));
+        }
+        s.doneAcks.clear();
+        ArrayList<PendingAck> stillPending = new ArrayList<>();
+        LinkedHashSet<String> done = new LinkedHashSet<>();
+        boolean bounded = c.on(Switch.UNMAPPED_ACK_BOUNDS);
+        for (int i = 0; i < acks.size(); i++) {
+            PendingAck pa = acks.get(i);
+            boolean fresh = i >= firstFresh;
+            String tid = pa.ack.transferId();
+            String rid = s.workerTransferIds.get(tid);
+            if (rid == null) {
+                if (!c.on(Switch.RETRY_UNMAPPED_ACKS)) {
+                    c.anomaly(AnomalyKind.ACK_UNMAPPED_DROPPED, null, tid, "Could not find the request for this ACK: possible hang");
+                    continue;
+                }
+                long age = c.now - pa.firstSeenNs;
+                if (bounded && age > c.cfg.unmappedAckTtlNs()) {
+                    c.anomaly(AnomalyKind.ACK_UNMAPPED_DROPPED, null, tid, "unmapped ACK expired after its TTL (#50674)");
+                    continue;
+                }
+                if (bounded && stillPending.size() >= c.cfg.unmappedAckCap()) {
+                    c.anomaly(AnomalyKind.ACK_UNMAPPED_DROPPED, null, tid, "unmapped ACK buffer full (#50674)");
+                    continue;
+                }
+                if (fresh && s.reportedUnmatched.add(tid)) {
+                    c.anomaly(AnomalyKind.ACK_BEFORE_WORKER_MAPPING, null, tid, "retried on the next get_finished");
+                }
+                if (!bounded && !pa.reportedStuck && age > c.cfg.unmappedAckTtlNs()) {
+                    pa.reportedStuck = true;
+                    c.anomaly(AnomalyKind.ACK_UNMAPPED_STUCK, null, tid,
+                            "waiting " + (age / 1_000_000) + " ms; no request on this node maps this id");
+                }
+                stillPending.add(pa);
+                continue;
+            }
+            if (resolveAck(c, pa.ack, rid)) {
+                done.add(rid);
+            }
+        }
+        s.pendingUnmappedAcks = stillPending;
+        c.emit(new Effect.FinishedReported(new ArrayList<>(done), List.of(), drainLoadErrors(s)));
+    }
+
+    /** {@code resolve_moriio_transfer_ack}: counts fan-in; true when the transfer is now complete. */
+    private static boolean resolveAck(Ctx c, Ack ack, String rid) {
+        NodeState s = c.s;
+        String tid = ack.transferId();
+        if (!s.workerTransferIds.containsKey(tid)) {
+            c.anomaly(AnomalyKind.ACK_FOR_NON_LIVE_TRANSFER, rid, tid, "ignored");
+            return false;
+        }
+        if (s.completedTransfers.contains(tid)) {
+            c.anomaly(AnomalyKind.DUPLICATE_ACK, rid, tid, "transfer already completed");
+            return false;
+        }
+        Checked<Integer> expected = PortMath.expectedAckCount(c.cfg.tpSize(), ack.consumerTpSize());
+        if (!expected.isOk()) {
+            c.anomaly(AnomalyKind.ACK_FANIN_INVALID, rid, tid, expected.error());
+            return false;
+        }
+        int count = s.ackCounts.getOrDefault(tid, 0) + 1;
+        if (count < expected.value()) {
+            s.ackCounts.put(tid, count);
+            return false;
+        }
+        s.ackCounts.remove(tid);
+        s.completedTransfers.add(tid);
+        return true;
+    }
+
+    private static void writeConsumerFinished(Ctx c) {
+        NodeState s = c.s;
+        ArrayList<String> pending = s.unmatchedWriteCompletions;
+        pending.addAll(s.doneWriteIds);
+        s.doneWriteIds.clear();
+        ArrayList<String> remaining = new ArrayList<>();
+        LinkedHashSet<String> recving = new LinkedHashSet<>();
+        for (String tid : pending) {
+            String rid = s.workerTransferIds.get(tid);
+            if (rid != null) {
+                recving.add(rid);
+            } else {
+                remaining.add(tid);
+                if (s.reportedUnmatched.add(tid)) {
+                    c.anomaly(AnomalyKind.WRITE_DONE_UNMATCHED, null, tid, "kept for retry");
+                }
+            }
+        }
+        s.unmatchedWriteCompletions = remaining;
+        c.emit(new Effect.FinishedReported(List.of(), new ArrayList<>(recving), drainLoadErrors(s)));
+    }
+
+    /** {@code _pop_done_transfers}: the batch verdict of every in-flight READ. */
+    private static void readConsumerFinished(Ctx c) {
+        NodeState s = c.s;
+        Iterator<Map.Entry<String, RecvTransfer>> it = s.recvingTransfers.entrySet().iterator();
+        List<String[]> released = new ArrayList<>();
+        while (it.hasNext()) {
+            Map.Entry<String, RecvTransfer> en = it.next();
+            String rid = en.getKey();
+            RecvTransfer rt = en.getValue();
+            String tid = rt.transferId() instanceof String ts ? ts : null;
+            boolean anyFailed = false;
+            boolean anyPending = false;
+            for (long id : rt.statusIds()) {
+                StatusRecord st = s.statuses.get(id);
+                int state = st == null ? PENDING : st.state;
+                anyFailed |= state == FAILED;
+                anyPending |= state == PENDING;
+            }
+            int verdict;
+            if (c.on(Switch.READ_BATCH_VERDICT)) {
+                verdict = anyFailed ? FAILED : anyPending ? PENDING : SUCCEEDED;
+            } else {
+                StatusRecord last = s.statuses.get(rt.statusIds().get(rt.statusIds().size() - 1));
+                verdict = last != null && last.state == SUCCEEDED ? SUCCEEDED : PENDING;
+                if (verdict == SUCCEEDED && (anyFailed || anyPending)) {
+                    c.anomaly(AnomalyKind.READ_RELEASED_WHILE_PENDING, rid, tid,
+                            "last status succeeded while an earlier layer is " + (anyFailed ? "failed" : "pending"));
+                }
+            }
+            NodeState.Req r = s.requests.get(rid);
+            if (verdict == SUCCEEDED) {
+                c.emit(new Effect.SendRelease(Effect.Sender.WORKER, rt.host(), rt.port(), rt.transferId(), c.cfg.tpSize()));
+                dropStatuses(s, rt);
+                it.remove();
+                if (r != null && !r.phase.terminal()) {
+                    c.phase(r, RequestPhase.RUNNING, "reads done; release sent to " + rt.host() + ":" + rt.port());
+                }
+            } else if (verdict == FAILED) {
+                if (s.hybrid) {
+                    c.anomaly(AnomalyKind.HYBRID_READ_RAISES, rid, tid, "TransferError: read failed; all state kept");
+                    continue;
+                }
+                addLoadErrors(s, rt);
+                c.emit(new Effect.SendRelease(Effect.Sender.WORKER, rt.host(), rt.port(), rt.transferId(), c.cfg.tpSize()));
+                c.anomaly(AnomalyKind.READ_FAILED, rid, tid, rt.localBlocks().totalBlocks() + " blocks reported as load errors");
+                dropStatuses(s, rt);
+                it.remove();
+                if (r != null && !r.phase.terminal()) {
+                    c.phase(r, RequestPhase.LOAD_FAILED, "a read failed: load error, release sent");
+                }
+            } else if (c.now - rt.startNs() > c.cfg.recvAbortTimeoutNs()) {
+                if (s.hybrid) {
+                    c.anomaly(AnomalyKind.HYBRID_READ_RAISES, rid, tid, "TransferError: read timed out; all state kept");
+                    continue;
+                }
+                addLoadErrors(s, rt);
+                c.anomaly(AnomalyKind.READ_RECV_TIMEOUT, rid, tid, "pending for " + ((c.now - rt.startNs()) / 1_000_000)
+                        + " ms; producer freed only by its reap" + (c.on(Switch.RELEASE_ON_RECV_TIMEOUT) ? " (release sent: #56465)" : ""));
+                if (c.on(Switch.RELEASE_ON_RECV_TIMEOUT)) {
+                    c.emit(new Effect.SendRelease(Effect.Sender.WORKER, rt.host(), rt.port(), rt.transferId(), c.cfg.tpSize()));
+                }
+                dropStatuses(s, rt);
+                it.remove();
+                if (r != null && !r.phase.terminal()) {
+                    c.phase(r, RequestPhase.LOAD_FAILED, "read aborted after recv_abort_timeout: load error");
+                }
+            }
+        }
+        c.emit(new Effect.FinishedReported(List.of(), List.of(), drainLoadErrors(s)));
+    }
+
+    private static void addLoadErrors(NodeState s, RecvTransfer rt) {
+        for (int g = 0; g < rt.localBlocks().size(); g++) {
+            for (int b : rt.localBlocks().group(g)) {
+                s.loadErrorBlocks.add(b);
+            }
+        }
+    }
+
+    private static void dropStatuses(NodeState s, RecvTransfer rt) {
+        for (long id : rt.statusIds()) {
+            s.statuses.remove(id);
+        }
+    }
+
+    // ------------------------------------------------------------------ handshakes, transfers, time
+
+    static void handshakeCompleted(Ctx c, String key) {
+        NodeState s = c.s;
+        s.remoteAgents.add(key);
+        s.handshakesFailed.remove(key);
+        if (key.endsWith("_dp0")) {
+            String eid = key.substring(0, key.length() - 4);
+            List<ReqMeta> waiting = s.awaitingHandshake.remove(eid);
+            if (waiting != null) {
+                s.readyRequests.addAll(waiting);
+            }
+        }
+        if (!s.recvAwaitingHandshake.isEmpty()) {
+            List<ReqMeta> waiting = new ArrayList<>(s.recvAwaitingHandshake);
+            s.recvAwaitingHandshake.clear();
+            for (ReqMeta m : waiting) {
+                if (readHandshakeReady(s, m)) {
+                    readBlocks(c, m);
+                } else {
+                    s.recvAwaitingHandshake.add(m);
+                }
+            }
+        }
+    }
+
+    static void handshakeFailed(Ctx c, String key, String reason) {
+        c.s.handshakesFailed.add(key);
+        c.anomaly(AnomalyKind.HANDSHAKE_FAILED, null, null, key + ": " + reason);
+    }
+
+    static void transferCompleted(Ctx c, NodeEvent.TransferCompleted e) {
+        NodeState s = c.s;
+        StatusRecord st = s.statuses.get(e.statusId());
+        if (st == null) {
+            c.anomaly(AnomalyKind.UNKNOWN_STATUS, null, null, "status " + e.statusId() + (e.succeeded() ? " succeeded" : " failed"));
+            return;
+        }
+        st.state = e.succeeded() ? SUCCEEDED : FAILED;
+        if (st.write) {
+            WriteTransfer w = s.writes.get(st.transferId);
+            if (w != null) {
+                tryFinalize(c, w);
+            }
+        }
+    }
+
+    static void tick(Ctx c) {
+        NodeState s = c.s;
+        processDeferred(c);
+        if (s.writes.isEmpty()) {
+            return;
+        }
+        for (WriteTransfer w : new ArrayList<>(s.writes.values())) {
+            if (w.waitStartNs >= 0 && !w.completionNotified && c.now - w.waitStartNs > c.cfg.transferTimeoutNs()) {
+                c.anomaly(AnomalyKind.WRITE_TIMEOUT, w.meta.requestId(), w.transferId,
+                        "statuses pending for " + ((c.now - w.waitStartNs) / 1_000_000) + " ms; TransferError, self-ACK");
+                markDone(c, w.transferId, "transfer timeout");
+            }
+        }
+    }
+}
