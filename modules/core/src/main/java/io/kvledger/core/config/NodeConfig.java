@@ -72,6 +72,58 @@ public record NodeConfig(
         hostIp = hostIp == null ? "127.0.0.1" : hostIp;
     }
 
+    /**
+     * Reads {@code kv_connector_extra_config} the way the connector does: {@code handshake_port}
+     * and {@code notify_port} default to the strings "6301" and "61005" when missing or falsy,
+     * {@code host_ip} overrides the advertised IP, {@code read_mode} picks READ or WRITE,
+     * {@code defer_timeout} (60 s), {@code transfer_timeout} (30 s) and {@code recv_abort_timeout}
+     * (120 s) are float seconds. Under the {@code defer-timeout-env} switch (open PR #51301) the
+     * value of {@code VLLM_MORIIO_DEFERRED_TIMEOUT_S}, passed in as {@code envDeferTimeout} since
+     * the core reads no environment, wins over extra_config, the default becomes 300 s, and
+     * non-positive values are refused.
+     *
+     * @param kvRole          vLLM's kv_role ("kv_producer", "kv_consumer" or "kv_both")
+     * @param envDeferTimeout the environment value, or {@code null} when unset
+     * @return the configuration, or the message the connector would raise
+     */
+    public static io.kvledger.core.moriio.Checked<NodeConfig> fromExtraConfig(
+            String kvRole, java.util.Map<String, ?> extra, String envDeferTimeout, Behaviour behaviour,
+            int dpRank, int dpSize, int dpSizeLocal, int tpRank, int tpSize) {
+        Builder b = builder(Role.fromKvRole(kvRole), TransferMode.fromReadMode(extra.get("read_mode")))
+                .behaviour(behaviour)
+                .dp(dpRank, dpSize, dpSizeLocal)
+                .tp(tpRank, tpSize)
+                .handshakePort(extra.get("handshake_port"))
+                .notifyPort(extra.get("notify_port"));
+        Object host = extra.get("host_ip");
+        if (ExtraConfig.pythonTruthy(host)) {
+            b.hostIp(ExtraConfig.pythonStr(host));
+        }
+        double deferDefault = ExtraConfig.DEFAULT_DEFER_TIMEOUT_S;
+        Object deferValue = extra.get("defer_timeout");
+        if (behaviour.on(Switch.DEFER_TIMEOUT_ENV)) {
+            deferDefault = 300.0;
+            if (envDeferTimeout != null && !envDeferTimeout.isBlank()) {
+                deferValue = envDeferTimeout;
+            }
+        }
+        var defer = ExtraConfig.parseSeconds(deferValue, deferDefault);
+        var transfer = ExtraConfig.parseSeconds(extra.get("transfer_timeout"), ExtraConfig.DEFAULT_TRANSFER_TIMEOUT_S);
+        var abort = ExtraConfig.parseSeconds(extra.get("recv_abort_timeout"), ExtraConfig.DEFAULT_RECV_ABORT_TIMEOUT_S);
+        for (var v : java.util.List.of(defer, transfer, abort)) {
+            if (!v.isOk()) {
+                return io.kvledger.core.moriio.Checked.fail(v.error());
+            }
+        }
+        if (behaviour.on(Switch.DEFER_TIMEOUT_ENV) && !(defer.value() > 0)) {
+            return io.kvledger.core.moriio.Checked.fail("defer_timeout must be positive, got " + defer.value());
+        }
+        b.deferTimeoutNs(seconds(defer.value()))
+                .transferTimeoutNs(seconds(transfer.value()))
+                .recvAbortTimeoutNs(seconds(abort.value()));
+        return io.kvledger.core.moriio.Checked.ok(b.build());
+    }
+
     /** A single-group, single-layer-set node with every default, for tests, the simulator and demos. */
     public static Builder builder(Role role, TransferMode mode) {
         return new Builder(role, mode);

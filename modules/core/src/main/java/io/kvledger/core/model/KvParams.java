@@ -109,7 +109,9 @@ public final class KvParams {
 
     /** {@code params.setdefault(key, value)}: sets only when the key is absent. */
     public void setDefault(String key, Object value) {
-        values.putIfAbsent(key, value);
+        if (!values.containsKey(key)) {
+            values.put(key, value);
+        }
     }
 
     public boolean isEmpty() {

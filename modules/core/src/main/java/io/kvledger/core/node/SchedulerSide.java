@@ -687,8 +687,8 @@ final class SchedulerSide {
         Object tidValue = params.get("transfer_id");
         String tidString = tidValue instanceof String ts ? ts : null;
         if (delay) {
-            s.reqsNeedSend.put(rid, c.now + READ_ABORT_REQUEST_TIMEOUT_NS);
-            long deadline = c.now + c.cfg.deferTimeoutNs();
+            s.reqsNeedSend.put(rid, plus(c.now, READ_ABORT_REQUEST_TIMEOUT_NS));
+            long deadline = plus(c.now, c.cfg.deferTimeoutNs());
             s.deferredSendDeadlines.put(rid, new NodeState.Deferral(deadline, tidString));
             c.emit(new Effect.DeferralStarted(rid, tidString, deadline));
         }
@@ -793,7 +793,7 @@ final class SchedulerSide {
             if (s.deferredSendDeadlines.containsKey(rid)) {
                 safe.put(rid, Effect.SurfaceReason.ACKED);
             } else if (!s.pendingSentAcks.containsKey(rid)) {
-                long deadline = now + c.cfg.deferTimeoutNs();
+                long deadline = plus(now, c.cfg.deferTimeoutNs());
                 s.pendingSentAcks.put(rid, deadline);
                 c.emit(new Effect.AckParked(rid, deadline));
                 if (s.reapedRequests.contains(rid)) {
@@ -866,6 +866,12 @@ final class SchedulerSide {
     }
 
     // ------------------------------------------------------------------ helpers
+
+    /** Saturating addition: an infinite timeout gives a deadline that never passes. */
+    static long plus(long now, long timeoutNs) {
+        long r = now + timeoutNs;
+        return ((now ^ r) & (timeoutNs ^ r)) < 0 ? (timeoutNs > 0 ? Long.MAX_VALUE : Long.MIN_VALUE) : r;
+    }
 
     private static String tid(Req r) {
         return r.params == null ? null : r.params.string("transfer_id");

@@ -68,7 +68,9 @@ final class WorkerSide {
                 }
             }
         }
-        for (ReqMeta m : s.metaRecv) {
+        List<ReqMeta> recv = s.metaRecv;
+        s.metaRecv = List.of(); // one start_load_kv per step's metadata: never read twice
+        for (ReqMeta m : recv) {
             if (readHandshakeReady(s, m)) {
                 readBlocks(c, m);
             } else {
