@@ -50,6 +50,11 @@ import java.util.Objects;
  * @param timeLimitNs          virtual time after which the run stops waiting for requests to
  *                             finish; it then runs {@code deferTimeoutNs + 1 s} longer so that
  *                             deferred frees are reaped, and stops
+ * @param connectorOutputFirst whether an engine step calls {@code update_connector_output} before
+ *                             {@code request_finished} for the requests that finished in it; vLLM's
+ *                             {@code update_from_output} does the opposite (false, the default),
+ *                             so an ACK surfacing in the step its request finishes finds the
+ *                             deferral; true makes such ACKs early (parked)
  * @param keepLog              whether the result keeps every node's (event, effects) log
  */
 public record SimOptions(
@@ -88,6 +93,7 @@ public record SimOptions(
         long deferTimeoutNs,
         long transferTimeoutNs,
         long timeLimitNs,
+        boolean connectorOutputFirst,
         boolean keepLog) {
 
     static final long MS = 1_000_000L;
@@ -179,6 +185,7 @@ public record SimOptions(
         b.deferTimeoutNs = deferTimeoutNs;
         b.transferTimeoutNs = transferTimeoutNs;
         b.timeLimitNs = timeLimitNs;
+        b.connectorOutputFirst = connectorOutputFirst;
         b.keepLog = keepLog;
         return b;
     }
@@ -220,6 +227,7 @@ public record SimOptions(
         private long deferTimeoutNs = NodeConfig.seconds(60);
         private long transferTimeoutNs = NodeConfig.seconds(30);
         private long timeLimitNs = NodeConfig.seconds(120);
+        private boolean connectorOutputFirst;
         private boolean keepLog = true;
 
         private Builder(long seed, TransferMode mode) {
@@ -254,6 +262,7 @@ public record SimOptions(
         public Builder deferTimeoutNs(long v) { deferTimeoutNs = v; return this; }
         public Builder transferTimeoutNs(long v) { transferTimeoutNs = v; return this; }
         public Builder timeLimitNs(long v) { timeLimitNs = v; return this; }
+        public Builder connectorOutputFirst(boolean v) { connectorOutputFirst = v; return this; }
         public Builder keepLog(boolean v) { keepLog = v; return this; }
 
         public SimOptions build() {
@@ -262,7 +271,7 @@ public record SimOptions(
                     decodeMaxTokens, stepMinNs, stepMaxNs, idleStepNs, backgroundTickNs, meanInterArrivalNs, httpMinNs,
                     httpMaxNs, netMinNs, netMaxNs, longDelayMinNs, longDelayMaxNs, handshakeMinNs, handshakeMaxNs,
                     transferBaseNs, transferPerBlockNs, abortWindowNs, deferTimeoutNs, transferTimeoutNs, timeLimitNs,
-                    keepLog);
+                    connectorOutputFirst, keepLog);
         }
     }
 }

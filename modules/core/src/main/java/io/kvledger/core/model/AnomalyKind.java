@@ -60,7 +60,9 @@ public enum AnomalyKind {
     READ_RELEASED_WHILE_PENDING(60, Severity.HANG_RISK, 3, "release sent while some status of the transfer was pending or failed"),
     PROMPT_TRUNCATED(61, Severity.INFO, 0, "hybrid producer dropped the last prompt token"),
     ACK_UNMAPPED_STUCK(62, Severity.HANG_RISK, 1, "ACK has waited past the TTL for a worker mapping that never came (id mismatch?)"),
-    UNKNOWN_TRANSFER_ID(63, Severity.WARNING, 0, "a staged transfer has no usable transfer id");
+    UNKNOWN_TRANSFER_ID(63, Severity.WARNING, 0, "a staged transfer has no usable transfer id"),
+    FINISHED_RECVING_UNEXPECTED(64, Severity.WOULD_RAISE, 10,
+            "finished_recving names a request that is not waiting for remote KVs (scheduler assertion)");
 
     /** How bad an anomaly is. */
     public enum Severity {

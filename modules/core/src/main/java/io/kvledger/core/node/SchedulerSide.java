@@ -617,6 +617,10 @@ final class SchedulerSide {
                 c.anomaly(AnomalyKind.FREE_WHILE_TRANSFER_IN_FLIGHT, rid, t,
                         "request finished while its READ is still in flight; its blocks return to the pool");
             }
+            if (s.recvAwaitingHandshake.removeIf(m -> m.requestId().equals(rid))) {
+                c.anomaly(AnomalyKind.HANDSHAKE_FAILED, rid, t,
+                        "request finished before the handshake its read waited for completed; no release will be sent");
+            }
         }
         if (s.reqsNeedPendingSave.containsKey(rid)) {
             c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, rid, tid(r),
@@ -775,7 +779,13 @@ final class SchedulerSide {
             if (e.finishedRecving() != null) {
                 for (String rid : e.finishedRecving()) {
                     Req r = s.requests.get(rid);
-                    if (r != null) {
+                    if (r == null) {
+                        c.anomaly(AnomalyKind.FINISHED_RECVING_UNEXPECTED, rid, null,
+                                "the scheduler no longer holds this request (assert req_id in self.requests)");
+                    } else if (r.recvDone || r.phase != RequestPhase.WAITING_FOR_REMOTE_KVS) {
+                        c.anomaly(AnomalyKind.FINISHED_RECVING_UNEXPECTED, rid, tid(r),
+                                "request is " + r.phase + (r.recvDone ? " and already received its KV" : ""));
+                    } else {
                         r.recvDone = true;
                         c.phase(r, RequestPhase.KV_RECEIVED, "in finished_recving");
                     }

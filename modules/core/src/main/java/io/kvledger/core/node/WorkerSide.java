@@ -673,9 +673,28 @@ final class WorkerSide {
         }
     }
 
+    /**
+     * A failed handshake. The Python initiator raises HandshakeError (or blocks forever); here the
+     * key may be tried again by the next step that needs it, and every request waiting on it is
+     * named in its own anomaly.
+     */
     static void handshakeFailed(Ctx c, String key, String reason) {
-        c.s.handshakesFailed.add(key);
+        NodeState s = c.s;
+        s.handshakesFailed.add(key);
+        s.handshakesStarted.remove(key);
         c.anomaly(AnomalyKind.HANDSHAKE_FAILED, null, null, key + ": " + reason);
+        String eid = key.contains("_dp") ? key.substring(0, key.lastIndexOf("_dp")) : key;
+        for (ReqMeta m : s.recvAwaitingHandshake) {
+            if (m.remoteEngineId().equals(eid)) {
+                c.anomaly(AnomalyKind.HANDSHAKE_FAILED, m.requestId(), m.transferIdString(), "its read waits for " + key);
+            }
+        }
+        List<ReqMeta> writers = s.awaitingHandshake.get(eid);
+        if (writers != null) {
+            for (ReqMeta m : writers) {
+                c.anomaly(AnomalyKind.HANDSHAKE_FAILED, m.requestId(), m.transferIdString(), "its writes wait for " + key);
+            }
+        }
     }
 
     static void transferCompleted(Ctx c, NodeEvent.TransferCompleted e) {

@@ -1,0 +1,108 @@
+package io.kvledger.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+
+/** Runs commands in-process through picocli and checks exit codes and captured output. */
+class MainTest {
+
+    private record Outcome(int code, String out, String err) {}
+
+    private static Outcome run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = Main.run(new PrintWriter(out), new PrintWriter(err), args);
+        return new Outcome(code, out.toString(), err.toString());
+    }
+
+    @Test
+    void demo_prints_configuration_phase_table_requests_and_anomalies() {
+        Outcome o = run("demo", "--seed", "42", "--requests", "60", "--read-requests", "20");
+        assertThat(o.code()).as("seed 42; stderr: %s", o.err()).isZero();
+        assertThat(o.out())
+                .contains("kvledger demo: seed 42")
+                .contains("== run 1 of 2: WRITE mode, 60 requests")
+                .contains("== run 2 of 2: READ mode, 20 requests")
+                .contains("configuration")
+                .containsPattern("(?m)^phases \\(requests per node")
+                .containsPattern("(?m)^  phase +P0 +D0$")
+                .containsPattern("(?m)^  FREED_AFTER_ACK +\\d+ +0$")
+                .containsPattern("(?m)^  terminal +\\d+ +\\d+$")
+                .containsPattern("(?m)^  completed \\d+, hung \\d+")
+                .containsPattern("(?m)^anomalies: \\d+ in \\d+ kind\\(s\\)$")
+                .contains("state hashes P0=");
+    }
+
+    @Test
+    void demo_is_deterministic_for_a_seed() {
+        Outcome a = run("demo", "--seed", "9", "--requests", "40", "--read-requests", "10", "--faults", "drop=0.05,abort=0.05");
+        Outcome b = run("demo", "--seed", "9", "--requests", "40", "--read-requests", "10", "--faults", "drop=0.05,abort=0.05");
+        assertThat(a.code()).as("seed 9; stderr: %s", a.err()).isZero();
+        assertThat(b.out()).as("seed 9").isEqualTo(a.out());
+    }
+
+    @Test
+    void demo_groups_anomalies_by_kind_with_a_count_and_truncates_long_groups() {
+        Outcome o = run("demo", "--seed", "5", "--requests", "10", "--read-requests", "40", "--faults", "drop=0.5",
+                "--per-kind", "2");
+        assertThat(o.code()).as("seed 5; stderr: %s", o.err()).isZero();
+        assertThat(o.out())
+                .containsPattern("(?m)^  DEFERRAL_REAPED x\\d+  \\[HANG_RISK, code 25")
+                .containsPattern("(?m)^    P0 +t=\\d+\\.\\d+ s  cmpl-\\.\\.\\._[0-9a-f]{32}-0-[0-9a-f]{8}  tx-")
+                .containsPattern("(?m)^    \\.\\.\\. \\d+ more$");
+    }
+
+    @Test
+    void demo_with_full_ids_prints_the_embedded_addresses() {
+        Outcome o = run("demo", "--seed", "5", "--requests", "5", "--read-requests", "20", "--faults", "drop=0.5",
+                "--full-ids");
+        assertThat(o.code()).isZero();
+        assertThat(o.out()).contains("cmpl-___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_");
+    }
+
+    @Test
+    void unknown_option_exits_2_with_usage() {
+        Outcome o = run("demo", "--bogus");
+        assertThat(o.code()).isEqualTo(2);
+        assertThat(o.err()).contains("Unknown option: '--bogus'").contains("Usage: kvledger demo").contains("--seed=N");
+        assertThat(o.out()).isEmpty();
+    }
+
+    @Test
+    void bad_fault_spec_exits_2_naming_the_token() {
+        Outcome o = run("demo", "--faults", "drop=0.1,lose=0.2");
+        assertThat(o.code()).isEqualTo(2);
+        assertThat(o.err()).contains("'lose=0.2'").contains("unknown fault 'lose'").contains("Usage: kvledger demo");
+    }
+
+    @Test
+    void invalid_values_exit_2() {
+        assertThat(run("demo", "--requests", "0").err()).contains("--requests must be at least 1");
+        assertThat(run("demo", "--requests", "0").code()).isEqualTo(2);
+        assertThat(run("demo", "--profile", "oldest").code()).isEqualTo(2);
+        assertThat(run("demo", "--seed", "x").code()).isEqualTo(2);
+    }
+
+    @Test
+    void no_command_or_an_unknown_command_exits_2_with_usage() {
+        Outcome none = run();
+        assertThat(none.code()).isEqualTo(2);
+        assertThat(none.err()).contains("Missing command").contains("demo");
+        Outcome unknown = run("replay-everything");
+        assertThat(unknown.code()).isEqualTo(2);
+        assertThat(unknown.err()).contains("Usage: kvledger");
+    }
+
+    @Test
+    void help_lists_the_command_table() {
+        Outcome o = run("--help");
+        assertThat(o.code()).isZero();
+        assertThat(o.out()).contains("demo").contains("help");
+        Outcome h = run("help", "demo");
+        assertThat(h.code()).isZero();
+        assertThat(h.out()).contains("--faults=SPEC").contains("--read-requests=N");
+    }
+}

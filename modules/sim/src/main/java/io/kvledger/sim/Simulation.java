@@ -1,0 +1,293 @@
+package io.kvledger.sim;
+
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.FinishStatus;
+import io.kvledger.core.model.KvParams;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * A deterministic discrete-event simulation of a disaggregated cluster: prefill and decode
+ * engines (one reducer each), the toy proxy in front of them, and the network and data plane
+ * between them, all driven by one seed.
+ *
+ * <p>Single-threaded and without a clock of its own: virtual time advances from agenda entry to
+ * agenda entry, and the same {@link SimOptions} always give the same result. Random draws come from
+ * {@link SplittableRandom} streams split off the seed in a fixed order (workload, aborts, HTTP
+ * latencies, network latencies, faults, then one per node), so that, for example, changing a fault rate leaves the
+ * requests, their ids and prompt lengths unchanged.
+ *
+ * <p>A run stops when every request on every node is in a terminal phase, or when the time limit
+ * passes; in the second case it runs on for {@code defer_timeout + 1 s} so that deferred frees are
+ * reaped, then gives every node one last {@code Tick}.
+ */
+public final class Simulation {
+
+    private final SimOptions opts;
+    private final Recorder recorder;
+    private final EventQueue queue = new EventQueue();
+    private final SplittableRandom workload;
+    private final SplittableRandom aborts;
+    private final SplittableRandom http;
+    private final Network network;
+    private final ToyProxy proxy;
+    private final List<SimNode> prefills = new ArrayList<>();
+    private final List<SimNode> decodes = new ArrayList<>();
+    private final List<SimNode> nodes = new ArrayList<>();
+    private final List<AnomalyRecord> anomalies = new ArrayList<>();
+
+    private int arrived;
+    /** Legs the proxy has sent or will send (READ decode legs) that no engine has admitted yet. */
+    private int outstandingLegs;
+    private int decodeCompleted;
+    private int abortsInjected;
+    private int decodeNotDispatched;
+    private long loadErrorBlocks;
+    private long unexpectedFrees;
+    private long unexpectedRecvs;
+    private long stepsBlockedTimeout;
+
+    private Simulation(SimOptions opts, Recorder recorder) {
+        this.opts = opts;
+        this.recorder = recorder;
+        SplittableRandom root = new SplittableRandom(opts.seed());
+        this.workload = root.split();
+        this.aborts = root.split();
+        this.http = root.split();
+        SplittableRandom latency = root.split();
+        SplittableRandom faults = root.split();
+        this.network = new Network(this, latency, faults);
+        for (int i = 0; i < opts.prefillNodes(); i++) {
+            prefills.add(new SimNode(this, "P" + i, nodeConfig(Role.PRODUCER, "10.0.0." + (i + 1)), root.split()));
+        }
+        for (int i = 0; i < opts.decodeNodes(); i++) {
+            decodes.add(new SimNode(this, "D" + i, nodeConfig(Role.CONSUMER, "10.0.1." + (i + 1)), root.split()));
+        }
+        nodes.addAll(prefills);
+        nodes.addAll(decodes);
+        this.proxy = new ToyProxy(prefills, decodes);
+    }
+
+    private NodeConfig nodeConfig(Role role, String host) {
+        List<String> layers = new ArrayList<>();
+        for (int i = 0; i < opts.layers(); i++) {
+            layers.add("model.layers." + i + ".self_attn.attn");
+        }
+        return NodeConfig.builder(role, opts.mode())
+                .hostIp(host)
+                .cacheBlockSize(opts.blockSize())
+                .layerNames(layers)
+                .deferTimeoutNs(opts.deferTimeoutNs())
+                .transferTimeoutNs(opts.transferTimeoutNs())
+                .behaviour(opts.behaviour())
+                .build();
+    }
+
+    /** Runs a simulation and keeps nothing but the result. */
+    public static SimulationResult run(SimOptions options) {
+        return run(options, Recorder.NONE);
+    }
+
+    /** Runs a simulation, telling {@code recorder} about every event applied to every node. */
+    public static SimulationResult run(SimOptions options, Recorder recorder) {
+        return new Simulation(options, recorder).execute();
+    }
+
+    private SimulationResult execute() {
+        for (SimNode n : nodes) {
+            network.bind(n);
+        }
+        for (SimNode n : nodes) {
+            n.start();
+        }
+        if (opts.requests() > 0) {
+            queue.at(interArrival(), () -> arrive(0));
+        }
+        SimStats.StopReason reason;
+        long reapEndNs = -1;
+        while (true) {
+            if (queue.isEmpty()) {
+                reason = SimStats.StopReason.QUIESCENT;
+                break;
+            }
+            long next = queue.peekTime();
+            if (reapEndNs < 0 && next > opts.timeLimitNs()) {
+                reapEndNs = opts.timeLimitNs() + opts.deferTimeoutNs() + NodeConfig.NS_PER_S;
+            }
+            if (reapEndNs >= 0 && next > reapEndNs) {
+                reason = SimStats.StopReason.TIME_LIMIT;
+                queue.advanceTo(reapEndNs);
+                break;
+            }
+            queue.runNext();
+            if (settled()) {
+                reason = SimStats.StopReason.ALL_TERMINAL;
+                break;
+            }
+        }
+        if (reason != SimStats.StopReason.ALL_TERMINAL) {
+            long end = reason == SimStats.StopReason.QUIESCENT
+                    ? queue.now() + opts.deferTimeoutNs() + NodeConfig.NS_PER_S : queue.now();
+            queue.advanceTo(end);
+            for (SimNode n : nodes) {
+                n.apply(new NodeEvent.Tick(end));
+            }
+        }
+        List<NodeReport> reports = new ArrayList<>();
+        for (SimNode n : nodes) {
+            reports.add(n.report());
+        }
+        SimStats stats = new SimStats(arrived, decodeCompleted, abortsInjected, decodeNotDispatched,
+                network.framesSent, network.framesDelivered, network.framesLost, network.framesDropped,
+                network.framesDuplicated, network.framesDelayed, network.framesReordered, network.framesUnsupported,
+                network.handshakesStarted, network.handshakesFailed, network.transfersPosted, network.transfersFailed,
+                network.transfersStalled, loadErrorBlocks, unexpectedFrees, unexpectedRecvs, stepsBlockedTimeout,
+                queue.now(), reason);
+        return new SimulationResult(opts, reports, anomalies, stats);
+    }
+
+    /** Every request arrived, every leg was admitted, and every node's requests are terminal. */
+    private boolean settled() {
+        if (arrived < opts.requests() || outstandingLegs > 0) {
+            return false;
+        }
+        for (SimNode n : nodes) {
+            if (!n.settled()) {
+                return false;
+            }
+        }
+        // The incremental view says yes: confirm against the reducers' full phase maps.
+        boolean all = true;
+        for (SimNode n : nodes) {
+            n.rescanOpen();
+            all &= n.settled();
+        }
+        return all;
+    }
+
+    // ------------------------------------------------------------------ the proxy's side
+
+    private void arrive(int index) {
+        arrived++;
+        Transaction tx = proxy.accept(index, workload, opts);
+        if (aborts.nextDouble() < opts.faults().abort()) {
+            tx.abortLeg = aborts.nextBoolean() ? Transaction.Leg.PREFILL : Transaction.Leg.DECODE;
+            tx.abortAfterNs = opts.abortWindowNs() == 0 ? 0 : aborts.nextLong(opts.abortWindowNs() + 1);
+        }
+        // Both legs are expected now; in READ the decode leg follows the prefill response (or never comes).
+        outstandingLegs += 2;
+        sendLeg(tx.prefill, new SimNode.Req(tx.prefillRequestId, tx, true, tx.promptTokens, 1,
+                FinishStatus.FINISHED_LENGTH_CAPPED, proxy.prefillParams(tx)), Transaction.Leg.PREFILL, tx);
+        if (opts.mode() == TransferMode.WRITE) {
+            sendDecodeLeg(tx, null);
+        }
+        if (index + 1 < opts.requests()) {
+            queue.at(queue.now() + interArrival(), () -> arrive(index + 1));
+        }
+    }
+
+    private void sendDecodeLeg(Transaction tx, KvParams prefillResponse) {
+        sendLeg(tx.decode, new SimNode.Req(tx.decodeRequestId, tx, false, tx.promptTokens, tx.decodeTokens,
+                tx.decodeFinish, proxy.decodeParams(tx, prefillResponse)), Transaction.Leg.DECODE, tx);
+    }
+
+    /** The proxy's HTTP request reaches the engine after a latency; an abort, if drawn, follows it. */
+    private void sendLeg(SimNode node, SimNode.Req req, Transaction.Leg leg, Transaction tx) {
+        long at = queue.now() + httpLatency();
+        queue.at(at, () -> node.add(req));
+        if (tx.abortLeg == leg) {
+            queue.at(at + tx.abortAfterNs, () -> {
+                abortsInjected++;
+                node.abort(req.id);
+            });
+        }
+    }
+
+    /** An engine admitted a leg the proxy sent. */
+    void legAdmitted() {
+        outstandingLegs--;
+    }
+
+    /** A leg's {@code request_finished} ran; in READ the prefill response goes back to the proxy. */
+    void legFinished(SimNode.Req req, FinishStatus status, KvParams returned) {
+        Transaction tx = req.tx;
+        if (!req.prefillLeg) {
+            if (status == FinishStatus.FINISHED_STOPPED || status == FinishStatus.FINISHED_LENGTH_CAPPED) {
+                decodeCompleted++;
+            }
+            return;
+        }
+        if (opts.mode() != TransferMode.READ) {
+            return;
+        }
+        KvParams response = returned == null ? null : returned.copy();
+        queue.at(queue.now() + httpLatency(), () -> {
+            if (status != FinishStatus.FINISHED_LENGTH_CAPPED || response == null) {
+                // The prefill leg failed or returned no kv_transfer_params: the proxy gives up.
+                decodeNotDispatched++;
+                outstandingLegs--;
+            } else {
+                sendDecodeLeg(tx, response);
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------ services for nodes
+
+    SimOptions options() {
+        return opts;
+    }
+
+    Recorder recorder() {
+        return recorder;
+    }
+
+    Network network() {
+        return network;
+    }
+
+    long now() {
+        return queue.now();
+    }
+
+    void at(long atNs, Runnable action) {
+        queue.at(atNs, action);
+    }
+
+    void anomaly(SimNode node, long atNs, Effect.Anomaly a) {
+        anomalies.add(new AnomalyRecord(node.name(), atNs, a.kind(), a.requestId(), a.transferId(), a.detail()));
+    }
+
+    void loadErrors(int blocks) {
+        loadErrorBlocks += blocks;
+    }
+
+    void unexpectedFree() {
+        unexpectedFrees++;
+    }
+
+    void unexpectedRecv() {
+        unexpectedRecvs++;
+    }
+
+    void stepBlockedTimeout() {
+        stepsBlockedTimeout++;
+    }
+
+    private long interArrival() {
+        // Exponential gaps: a Poisson arrival process with the configured mean.
+        double u = workload.nextDouble();
+        return Math.max(1, Math.round(-StrictMath.log1p(-u) * opts.meanInterArrivalNs()));
+    }
+
+    private long httpLatency() {
+        long min = opts.httpMinNs();
+        long max = opts.httpMaxNs();
+        return min == max ? min : min + http.nextLong(max - min + 1);
+    }
+}

@@ -1,0 +1,25 @@
+/**
+ * A deterministic simulator of a disaggregated (prefill/decode) cluster running the MoRIIO
+ * connector's control plane: it drives one {@code io.kvledger.core.node} reducer per engine rank
+ * with the hook calls vLLM's scheduler and model runner would make, feeds each node the frames,
+ * handshake answers and transfer completions its peers' effects cause, and injects faults
+ * (dropped, duplicated, delayed and reordered notifies; failed and stalled transfers; failed
+ * handshakes; aborted requests).
+ *
+ * <p>Entry point: {@link io.kvledger.sim.Simulation#run(SimOptions, Recorder)}. A run is a pure
+ * function of its {@link io.kvledger.sim.SimOptions} (the seed included): one thread, a virtual
+ * clock, an agenda ordered by (time, insertion sequence), {@link java.util.SplittableRandom}
+ * streams split off the seed, and only insertion-ordered or sorted collections. The
+ * {@link io.kvledger.sim.Recorder} sees every (event, effects) pair as it is applied, so a journal
+ * can persist a run; {@link io.kvledger.sim.SimulationResult} summarises it (phase counts,
+ * anomalies with their node and request, hung requests, frame and transfer counters, state
+ * hashes).
+ *
+ * <p>The pieces: {@code Simulation} (agenda, run loop, the proxy's dispatch), {@code ToyProxy}
+ * (ids and {@code kv_transfer_params} as vLLM's toy proxy makes them), {@code SimNode} (a toy
+ * engine with a block pool, chunked prefill and decode, around one reducer), {@code Network}
+ * (notify routing by host:port, handshakes, the data plane, faults).
+ *
+ * <p>Depends on {@code io.kvledger.core} and the JDK only.
+ */
+package io.kvledger.sim;
