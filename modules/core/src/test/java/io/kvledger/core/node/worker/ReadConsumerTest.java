@@ -413,7 +413,9 @@ class ReadConsumerTest {
         Node n = nonHybrid();
         stage(n, "rid-hsfail", "tx-hsfail", BlockGroups.single(1, 2), groups(ids(11, 12)), 1, 0, 1);
         List<Effect> fx = n.on(new io.kvledger.core.event.NodeEvent.HandshakeFailed(n.nowNs, EID + "_dp0", "timeout"));
-        assertThat(anomalies(fx, AnomalyKind.HANDSHAKE_FAILED)).hasSize(1);
+        // one anomaly for the key, one naming each request whose read waits for it
+        assertThat(anomalies(fx, AnomalyKind.HANDSHAKE_FAILED)).extracting(Effect.Anomaly::requestId)
+                .containsExactly(null, "rid-hsfail");
         assertThat(only(n.all, Effect.PostRead.class)).isEmpty();
         assertThat(only(n.poll(), Effect.SendRelease.class)).isEmpty();
     }
