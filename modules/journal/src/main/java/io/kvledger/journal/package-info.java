@@ -1,0 +1,2 @@
+/** kvledger journal module (being built). */
+package io.kvledger.journal;

@@ -1,0 +1,2 @@
+/** kvledger rdma module (being built). */
+package io.kvledger.rdma;

@@ -1,0 +1,2 @@
+/** kvledger wire module (being built). */
+package io.kvledger.wire;

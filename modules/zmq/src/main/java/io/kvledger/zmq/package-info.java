@@ -1,0 +1,2 @@
+/** kvledger zmq module (being built). */
+package io.kvledger.zmq;
