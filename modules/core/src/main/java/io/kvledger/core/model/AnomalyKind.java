@@ -61,6 +61,8 @@ public enum AnomalyKind {
     PROMPT_TRUNCATED(61, Severity.INFO, 0, "hybrid producer dropped the last prompt token"),
     ACK_UNMAPPED_STUCK(62, Severity.HANG_RISK, 1, "ACK has waited past the TTL for a worker mapping that never came (id mismatch?)"),
     UNKNOWN_TRANSFER_ID(63, Severity.WARNING, 0, "a staged transfer has no usable transfer id"),
+    REQUEST_ADMITTED_TWICE(65, Severity.WARNING, 0,
+            "a request id was admitted while the scheduler still holds it; the second admission is ignored"),
     FINISHED_RECVING_UNEXPECTED(64, Severity.WOULD_RAISE, 10,
             "finished_recving names a request that is not waiting for remote KVs (scheduler assertion)");
 

@@ -1,6 +1,5 @@
 package io.kvledger.core.model;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
@@ -60,6 +59,12 @@ public final class BlockGroups {
      * a list of lists. Returns {@code null} when the value has neither shape.
      */
     public static BlockGroups fromParamValue(Object v) {
+        if (v instanceof GroupedView g) {
+            return new BlockGroups(g.groups);
+        }
+        if (v instanceof LongView l) {
+            return new BlockGroups(new int[][] {l.ids});
+        }
         if (!(v instanceof List<?> list)) {
             return null;
         }
@@ -93,6 +98,12 @@ public final class BlockGroups {
 
     /** Whether the value is a flat list of numbers (the seed's shape). */
     public static boolean isFlatParamValue(Object v) {
+        if (v instanceof LongView) {
+            return true;
+        }
+        if (v instanceof GroupedView g) {
+            return g.groups.length == 0;
+        }
         if (!(v instanceof List<?> list)) {
             return false;
         }
@@ -197,22 +208,76 @@ public final class BlockGroups {
         return Arrays.copyOfRange(ids, ids.length - keep, ids.length);
     }
 
-    /** The Python value of this object: a list of lists of ints. */
+    /** The Python value of this object: a list of lists of ints (an unmodifiable view). */
     public List<Object> toGroupedValue() {
-        List<Object> out = new ArrayList<>(groups.length);
-        for (int[] g : groups) {
-            out.add(flatValue(g));
-        }
-        return out;
+        return new GroupedView(groups);
     }
 
-    /** The Python value of one id list: a list of longs. */
+    /**
+     * The Python value of one id list: an unmodifiable list of longs, a view over the array
+     * (nothing is boxed until read; the array must not change afterwards).
+     */
     public static List<Object> flatValue(int[] ids) {
-        List<Object> out = new ArrayList<>(ids.length);
-        for (int id : ids) {
-            out.add((long) id);
+        return new LongView(ids);
+    }
+
+    /** The ids as an unmodifiable list of integers, a view over the array. */
+    public static List<Integer> intView(int[] ids) {
+        return new IntView(ids);
+    }
+
+    private static final class LongView extends java.util.AbstractList<Object> implements java.util.RandomAccess {
+        private final int[] ids;
+
+        LongView(int[] ids) {
+            this.ids = ids;
         }
-        return out;
+
+        @Override
+        public Object get(int i) {
+            return (long) ids[i];
+        }
+
+        @Override
+        public int size() {
+            return ids.length;
+        }
+    }
+
+    private static final class IntView extends java.util.AbstractList<Integer> implements java.util.RandomAccess {
+        private final int[] ids;
+
+        IntView(int[] ids) {
+            this.ids = ids;
+        }
+
+        @Override
+        public Integer get(int i) {
+            return ids[i];
+        }
+
+        @Override
+        public int size() {
+            return ids.length;
+        }
+    }
+
+    private static final class GroupedView extends java.util.AbstractList<Object> implements java.util.RandomAccess {
+        private final int[][] groups;
+
+        GroupedView(int[][] groups) {
+            this.groups = groups;
+        }
+
+        @Override
+        public Object get(int i) {
+            return new LongView(groups[i]);
+        }
+
+        @Override
+        public int size() {
+            return groups.length;
+        }
     }
 
     @Override

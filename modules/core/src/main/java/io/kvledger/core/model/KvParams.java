@@ -16,10 +16,24 @@ import java.util.Map;
  */
 public final class KvParams {
 
-    private final LinkedHashMap<String, Object> values;
+    private LinkedHashMap<String, Object> values;
+    /** Copy on write: set when another KvParams may share {@link #values}. */
+    private boolean shared;
 
     private KvParams(LinkedHashMap<String, Object> values) {
         this.values = values;
+    }
+
+    private KvParams(LinkedHashMap<String, Object> values, boolean shared) {
+        this.values = values;
+        this.shared = shared;
+    }
+
+    private void own() {
+        if (shared) {
+            values = new LinkedHashMap<>(values);
+            shared = false;
+        }
     }
 
     public static KvParams empty() {
@@ -43,8 +57,10 @@ public final class KvParams {
         return new KvParams(m);
     }
 
+    /** An independent copy (copy on write: the entries are copied when either side next changes). */
     public KvParams copy() {
-        return new KvParams(new LinkedHashMap<>(values));
+        shared = true;
+        return new KvParams(values, true);
     }
 
     public boolean has(String key) {
@@ -104,12 +120,14 @@ public final class KvParams {
     }
 
     public void put(String key, Object value) {
+        own();
         values.put(key, value instanceof Integer n ? Long.valueOf(n) : value);
     }
 
     /** {@code params.setdefault(key, value)}: sets only when the key is absent. */
     public void setDefault(String key, Object value) {
         if (!values.containsKey(key)) {
+            own();
             values.put(key, value);
         }
     }

@@ -37,7 +37,18 @@ public final class NodeReducer {
     /** Applies one event. */
     public static Transition apply(NodeState state, NodeEvent event) {
         List<Effect> out = new ArrayList<>(4);
-        Ctx c = new Ctx(state, event.atNs(), out);
+        applyInto(state, event, out);
+        return new Transition(state, out);
+    }
+
+    /**
+     * Applies one event and appends its effects to {@code sink}, in order. The single reducer
+     * loop of a live node uses this form with one reused list, handing the effects on before the
+     * next event; it allocates nothing per event beyond what the decisions themselves need.
+     */
+    public static void applyInto(NodeState state, NodeEvent event, List<Effect> sink) {
+        Ctx c = state.ctx;
+        c.reset(event.atNs(), sink);
         switch (event) {
             case NodeEvent.RequestAdmitted e -> SchedulerSide.admitted(c, e);
             case NodeEvent.MatchedTokensQueried e -> SchedulerSide.matchedTokens(c, e);
@@ -59,7 +70,7 @@ public final class NodeReducer {
             case NodeEvent.FrameRejected e -> WorkerSide.frameRejected(c, e);
             case NodeEvent.Tick e -> WorkerSide.tick(c);
         }
-        return new Transition(state, out);
+        c.reset(0, null);
     }
 
     /**
@@ -144,12 +155,15 @@ public final class NodeReducer {
     static final class Ctx {
         final NodeState s;
         final NodeConfig cfg;
-        final long now;
-        final List<Effect> out;
+        long now;
+        List<Effect> out;
 
-        Ctx(NodeState s, long now, List<Effect> out) {
+        Ctx(NodeState s) {
             this.s = s;
             this.cfg = s.config;
+        }
+
+        void reset(long now, List<Effect> out) {
             this.now = now;
             this.out = out;
         }
@@ -169,6 +183,11 @@ public final class NodeReducer {
         /** The one place phases change: records the change and its reason. */
         void phase(NodeState.Req r, RequestPhase to, String reason) {
             if (r.phase == to) {
+                return;
+            }
+            // Phases only move forward: a freed request keeps its terminal phase (only a new
+            // admission starts it again), and a deferred free ends only in a terminal phase.
+            if (r.phase.terminal() || (r.phase == RequestPhase.DEFERRED_FREE && !to.terminal())) {
                 return;
             }
             RequestPhase from = r.phase;

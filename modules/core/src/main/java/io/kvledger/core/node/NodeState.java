@@ -33,6 +33,11 @@ public final class NodeState {
     private static final int FINISHED_PHASE_MEMORY = 1 << 16;
 
     final NodeConfig config;
+    /** The reducer's per-event context, reused (one state, one thread). */
+    final NodeReducer.Ctx ctx;
+    /** Bumped on every change of the transfer-id map, so a step's snapshot is copied only when it changed. */
+    long mappingVersion;
+    long metaMappingVersion = -1;
 
     // ------------------------------------------------------------ derived configuration
     final int[] transferGroups;
@@ -109,6 +114,7 @@ public final class NodeState {
 
     private NodeState(NodeConfig config) {
         this.config = config;
+        this.ctx = new NodeReducer.Ctx(this);
         List<KvGroupSpec> groups = config.groups();
         boolean filter = config.on(Switch.SCHED_CTOR_KV_CACHE_CONFIG);
         List<Integer> transfer = new ArrayList<>();
@@ -388,6 +394,9 @@ public final class NodeState {
         boolean lastMatchedAsync;
         boolean recvDone;
         final long admittedAtNs;
+        /** The peer address embedded in the request id, parsed once per direction (see SchedulerSide.peer). */
+        Object prefillPeer;
+        Object decodePeer;
 
         Req(String requestId, int numPromptTokens, int promptTokenIds, KvParams params, long admittedAtNs) {
             this.requestId = requestId;

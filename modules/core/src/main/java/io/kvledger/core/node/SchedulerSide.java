@@ -42,11 +42,16 @@ final class SchedulerSide {
     // ------------------------------------------------------------------ admission
 
     static void admitted(Ctx c, NodeEvent.RequestAdmitted e) {
+        Req live = c.s.requests.get(e.requestId());
+        if (live != null) {
+            c.anomaly(AnomalyKind.REQUEST_ADMITTED_TWICE, e.requestId(), tid(live), "still " + live.phase);
+            return;
+        }
         KvParams params = e.params() == null ? null : e.params().copy();
         Req r = new Req(e.requestId(), e.numPromptTokens(), e.promptTokenIds(), params, c.now);
         c.s.requests.put(r.requestId, r);
-        c.s.phases.put(r.requestId, RequestPhase.ADMITTED);
-        c.emit(new Effect.PhaseChanged(r.requestId, null, RequestPhase.ADMITTED, "admitted"));
+        RequestPhase before = c.s.phases.put(r.requestId, RequestPhase.ADMITTED);
+        c.emit(new Effect.PhaseChanged(r.requestId, before, RequestPhase.ADMITTED, before == null ? "admitted" : "admitted again"));
         // on_new_request (#51052): a hybrid producer drops the last prompt token once.
         if (c.on(Switch.ON_NEW_REQUEST_P_TRUNCATION) && c.s.hybrid && c.cfg.isProducer() && params != null
                 && params.truthy("do_remote_decode") && !params.truthy("_p_side_truncated")
@@ -161,8 +166,8 @@ final class SchedulerSide {
             }
         }
         if (c.cfg.isProducer()) {
-            c.phase(r, RequestPhase.PREFILLING, mapped ? "allocated; transfer id " + transferId + " mapped"
-                    : "allocated; transfer id " + transferId + " refused (owned by another request)");
+            c.phase(r, RequestPhase.PREFILLING, mapped ? "allocated; transfer id mapped"
+                    : "allocated; transfer id refused (owned by another request)");
         }
 
         if (params.truthy("do_remote_prefill")) {
@@ -212,7 +217,12 @@ final class SchedulerSide {
                         "remote_block_ids is a list of lists; this decode expects a flat list (assert)");
                 return false;
             }
-            int[] remote = BlockGroups.fromParamValue(remoteValue).first();
+            BlockGroups remoteGroups = BlockGroups.fromParamValue(remoteValue);
+            if (remoteGroups == null) {
+                c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r), "remote_block_ids holds non-integer ids (TypeError)");
+                return false;
+            }
+            int[] remote = remoteGroups.first();
             int[] l;
             if (e.numExternalTokens() > 0) {
                 l = e.blocks().first();
@@ -291,7 +301,7 @@ final class SchedulerSide {
         c.s.reqsNeedRecv.put(rid, new Stage(r, local));
         c.s.reqKvParams.put(rid, snapshot);
         c.phase(r, RequestPhase.RECV_STAGED, e.numExternalTokens() > 0
-                ? "allocated; receive of " + local.totalBlocks() + " blocks staged"
+                ? "allocated; receive staged"
                 : "allocated; full prefix hit, release staged");
         return true;
     }
@@ -369,9 +379,8 @@ final class SchedulerSide {
         }
         String host;
         int notifyPort;
-        Optional<String> peer = RequestIds.peerZmqFromRequestId(rid, false);
-        if (peer.isPresent()) {
-            var parsed = ZmqAddress.parse(peer.get());
+        var parsed = peer(r, rid, false);
+        if (parsed != null) {
             if (!parsed.isOk()) {
                 c.anomaly(AnomalyKind.NOTIFY_ADDRESS_UNRESOLVED, rid, tid(r), parsed.error());
                 return false;
@@ -390,7 +399,7 @@ final class SchedulerSide {
                 return false;
             }
         }
-        List<Integer> blocks = e.numExternalTokens() > 0 ? boxed(e.blocks().first()) : List.of();
+        List<Integer> blocks = e.numExternalTokens() > 0 ? BlockGroups.intView(e.blocks().first()) : List.of();
         int portRank = PortMath.foldLocalRank(remoteDpRank, dpLocal);
         Object hosts = p.get("remote_hosts");
         if (dpLocal > 0 && hosts instanceof List<?> list && !list.isEmpty()) {
@@ -421,6 +430,7 @@ final class SchedulerSide {
         }
         c.s.transferIdToRequestId.put(tid, rid);
         c.s.requestIdToTransferId.put(rid, tid);
+        c.s.mappingVersion++;
         return true;
     }
 
@@ -430,6 +440,7 @@ final class SchedulerSide {
         String mappedTid = s.requestIdToTransferId.remove(rid);
         if (mappedTid != null) {
             s.transferIdToRequestId.remove(mappedTid);
+            s.mappingVersion++;
             c.emit(new Effect.Unmapped(rid, mappedTid, rid, Effect.UnmapKind.EXACT));
             return;
         }
@@ -440,6 +451,7 @@ final class SchedulerSide {
             if (allowed) {
                 s.requestIdToTransferId.remove(original);
                 s.transferIdToRequestId.remove(tid);
+                s.mappingVersion++;
                 c.emit(new Effect.Unmapped(rid, tid, original, Effect.UnmapKind.BY_TRANSFER_ID));
                 return;
             }
@@ -472,7 +484,7 @@ final class SchedulerSide {
                     if (kv == null) {
                         kv = pending.req().params != null ? pending.req().params : KvParams.empty();
                     }
-                    ReqMeta m = addNewReq(c, cr.requestId(), updated, kv, true);
+                    ReqMeta m = addNewReq(c, pending.req(), cr.requestId(), updated, kv, true);
                     if (m != null) {
                         save.add(m);
                     }
@@ -484,7 +496,7 @@ final class SchedulerSide {
         for (Map.Entry<String, Stage> en : s.reqsNeedRecv.entrySet()) {
             Stage st = en.getValue();
             KvParams kv = snapshotOrLive(s, en.getKey(), st.req());
-            ReqMeta m = addNewReq(c, en.getKey(), st.blocks(), kv, false);
+            ReqMeta m = addNewReq(c, st.req(), en.getKey(), st.blocks(), kv, false);
             if (m != null) {
                 recv.add(m);
             }
@@ -494,10 +506,15 @@ final class SchedulerSide {
             KvParams kv = snapshotOrLive(s, en.getKey(), st.req());
             if (st.req().numPromptTokens > covered(c, st.blocks())) {
                 s.reqsNeedPendingSave.put(en.getKey(), st);
-                c.phase(st.req(), RequestPhase.PENDING_SAVE, "prompt not covered yet (chunked prefill)");
+                if (st.req().phase.terminal()) {
+                    c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.getKey(), st.req().params == null ? null
+                            : st.req().params.string("transfer_id"), "a finished request's save moved to pending; it is never removed");
+                } else if (c.cfg.isProducer()) {
+                    c.phase(st.req(), RequestPhase.PENDING_SAVE, "prompt not covered yet (chunked prefill)");
+                }
                 continue;
             }
-            ReqMeta m = addNewReq(c, en.getKey(), st.blocks(), kv, true);
+            ReqMeta m = addNewReq(c, st.req(), en.getKey(), st.blocks(), kv, true);
             if (m != null) {
                 save.add(m);
             }
@@ -516,7 +533,12 @@ final class SchedulerSide {
         s.reqsNeedSend = new LinkedHashMap<>();
         s.metaRecv = recv;
         s.metaSave = save;
-        s.metaMapping = new LinkedHashMap<>(s.transferIdToRequestId);
+        if (s.metaMappingVersion != s.mappingVersion) {
+            // The worker's copy of the map: a snapshot, as when the metadata crosses to the
+            // worker process. Copied only when the map changed since the last step's snapshot.
+            s.metaMapping = new LinkedHashMap<>(s.transferIdToRequestId);
+            s.metaMappingVersion = s.mappingVersion;
+        }
         c.emit(new Effect.MetadataBuilt(e.step(), recv, save, toSend, s.metaMapping.size()));
     }
 
@@ -539,13 +561,12 @@ final class SchedulerSide {
      * {@code add_new_req}: resolves the peer address (request-id address first, the explicit params
      * as fallback) and builds the ReqMeta; null with an anomaly where Python raises ValueError.
      */
-    static ReqMeta addNewReq(Ctx c, String rid, BlockGroups local, KvParams kv, boolean writeMode) {
+    static ReqMeta addNewReq(Ctx c, Req req, String rid, BlockGroups local, KvParams kv, boolean writeMode) {
         String host = null;
         int hs = -1;
         int np = -1;
-        Optional<String> peer = RequestIds.peerZmqFromRequestId(rid, writeMode);
-        if (peer.isPresent()) {
-            var parsed = ZmqAddress.parse(peer.get());
+        var parsed = peer(req, rid, writeMode);
+        if (parsed != null) {
             if (!parsed.isOk()) {
                 c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, kv.string("transfer_id"), parsed.error());
                 return null;
@@ -628,7 +649,7 @@ final class SchedulerSide {
         }
         if (params == null || params.isEmpty()) {
             c.emit(new Effect.FinishDecision(rid, false, null));
-            finishNow(c, r, RequestPhase.FINISHED, "finished (" + e.status() + "); no kv_transfer_params");
+            finishNow(c, r, RequestPhase.FINISHED, "finished; no kv_transfer_params");
             return;
         }
         if (params.truthy("do_remote_prefill")) {
@@ -647,16 +668,16 @@ final class SchedulerSide {
             }
             params.put("do_remote_prefill", Boolean.FALSE);
             c.emit(new Effect.FinishDecision(rid, false, null));
-            finishNow(c, r, RequestPhase.ABORTED_BEFORE_ALLOC, "finished (" + e.status()
-                    + ") before allocation; " + (c.cfg.mode() == TransferMode.WRITE ? "release sent to the producer"
-                    : "release staged for the worker"));
+            finishNow(c, r, RequestPhase.ABORTED_BEFORE_ALLOC, c.cfg.mode() == TransferMode.WRITE
+                    ? "finished before allocation; release sent to the producer"
+                    : "finished before allocation; release staged for the worker");
             return;
         }
         if (!params.truthy("do_remote_decode") || e.status() != FinishStatus.FINISHED_LENGTH_CAPPED) {
             c.emit(new Effect.FinishDecision(rid, false, null));
             leakCheck(c, r);
-            finishNow(c, r, RequestPhase.FINISHED, "finished (" + e.status() + "); "
-                    + (params.truthy("do_remote_decode") ? "not length-capped, freed now" : "no remote decode"));
+            finishNow(c, r, RequestPhase.FINISHED, params.truthy("do_remote_decode")
+                    ? "finished not length-capped; freed now" : "finished; no remote decode");
             return;
         }
         Object remoteValue;
@@ -712,8 +733,7 @@ final class SchedulerSide {
         out.put("transfer_id", tidValue);
         c.emit(new Effect.FinishDecision(rid, delay, out));
         if (delay) {
-            c.phase(r, RequestPhase.DEFERRED_FREE, "finished length-capped; free deferred until ACK or "
-                    + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms");
+            c.phase(r, RequestPhase.DEFERRED_FREE, "finished length-capped; free deferred until ACK or defer_timeout");
         } else {
             leakCheck(c, r);
             finishNow(c, r, RequestPhase.FINISHED, "finished length-capped with no blocks; freed now");
@@ -747,8 +767,7 @@ final class SchedulerSide {
         String h;
         Long p;
         if (host == null || port == null) {
-            Optional<String> peer = RequestIds.peerZmqFromRequestId(r.requestId, false);
-            var parsed = peer.map(ZmqAddress::parse).orElse(null);
+            var parsed = peer(r, r.requestId, false);
             if (parsed == null || !parsed.isOk()) {
                 c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, ExtraConfig.pythonStr(transferId),
                         "missing remote notify address");
@@ -877,6 +896,30 @@ final class SchedulerSide {
 
     // ------------------------------------------------------------------ helpers
 
+    private static final Object NO_PEER = new Object();
+
+    /**
+     * The peer zmq_address embedded in the request id ({@code get_peer_zmq_from_request_id} then
+     * {@code parse_moriio_zmq_address}): {@code null} when the id embeds none, else the parse
+     * result. Parsed once per request and direction; request ids never change.
+     */
+    @SuppressWarnings("unchecked")
+    static io.kvledger.core.moriio.Checked<ZmqAddress> peer(Req r, String rid, boolean isProducer) {
+        Object cached = r == null ? null : (isProducer ? r.decodePeer : r.prefillPeer);
+        if (cached == null) {
+            Optional<String> embedded = RequestIds.peerZmqFromRequestId(rid, isProducer);
+            cached = embedded.isPresent() ? ZmqAddress.parse(embedded.get()) : NO_PEER;
+            if (r != null) {
+                if (isProducer) {
+                    r.decodePeer = cached;
+                } else {
+                    r.prefillPeer = cached;
+                }
+            }
+        }
+        return cached == NO_PEER ? null : (io.kvledger.core.moriio.Checked<ZmqAddress>) cached;
+    }
+
     /** Saturating addition: an infinite timeout gives a deadline that never passes. */
     static long plus(long now, long timeoutNs) {
         long r = now + timeoutNs;
@@ -885,13 +928,5 @@ final class SchedulerSide {
 
     private static String tid(Req r) {
         return r.params == null ? null : r.params.string("transfer_id");
-    }
-
-    private static List<Integer> boxed(int[] a) {
-        List<Integer> l = new ArrayList<>(a.length);
-        for (int v : a) {
-            l.add(v);
-        }
-        return l;
     }
 }

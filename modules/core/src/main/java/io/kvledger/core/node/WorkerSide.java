@@ -123,7 +123,7 @@ final class WorkerSide {
         }
         s.recvingTransfers.put(m.requestId(), new RecvTransfer(m.transferId(), c.now, m.localBlockIds(), host, port, ids));
         if (r != null) {
-            c.phase(r, RequestPhase.READS_IN_FLIGHT, ids.size() + " layer reads posted to " + session);
+            c.phase(r, RequestPhase.READS_IN_FLIGHT, "layer reads posted");
         }
     }
 
@@ -597,7 +597,7 @@ final class WorkerSide {
                 dropStatuses(s, rt);
                 it.remove();
                 if (r != null && !r.phase.terminal()) {
-                    c.phase(r, RequestPhase.RUNNING, "reads done; release sent to " + rt.host() + ":" + rt.port());
+                    c.phase(r, RequestPhase.RUNNING, "reads done; release sent");
                 }
             } else if (verdict == FAILED) {
                 if (s.hybrid) {
