@@ -196,6 +196,16 @@ public final class NodeReducer {
             out.add(new Effect.PhaseChanged(r.requestId, from, to, reason));
         }
 
+        /**
+         * The phase an allocation gives: only a request that was just admitted takes it (a second
+         * alloc of a staged or running request keeps its phase).
+         */
+        void allocPhase(NodeState.Req r, RequestPhase to, String reason) {
+            if (r.phase == RequestPhase.ADMITTED) {
+                phase(r, to, reason);
+            }
+        }
+
         /** vLLM frees the request: it leaves the scheduler's table. */
         void free(NodeState.Req r) {
             s.requests.remove(r.requestId);

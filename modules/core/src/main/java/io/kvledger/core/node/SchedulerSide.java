@@ -140,8 +140,9 @@ final class SchedulerSide {
         boolean waitsForRemote = !c.cfg.isProducer() && r.lastMatchedAsync && e.numExternalTokens() > 0;
         KvParams params = r.params;
         if (params == null || params.isEmpty()) {
-            c.phase(r, c.cfg.isProducer() ? RequestPhase.PREFILLING : runningOrWaiting(waitsForRemote),
+            c.allocPhase(r, c.cfg.isProducer() ? RequestPhase.PREFILLING : runningOrWaiting(waitsForRemote),
                     "allocated; no kv_transfer_params");
+            waitWithoutTransfer(c, r, waitsForRemote);
             return;
         }
         Object rawTid = params.get("transfer_id");
@@ -166,7 +167,7 @@ final class SchedulerSide {
             }
         }
         if (c.cfg.isProducer()) {
-            c.phase(r, RequestPhase.PREFILLING, mapped ? "allocated; transfer id mapped"
+            c.allocPhase(r, RequestPhase.PREFILLING, mapped ? "allocated; transfer id mapped"
                     : "allocated; transfer id refused (owned by another request)");
         }
 
@@ -180,11 +181,22 @@ final class SchedulerSide {
                 if (!writeNotify(c, r, e)) {
                     return;
                 }
-                c.phase(r, runningOrWaiting(waitsForRemote), "allocated; waiting for the producer's write_done");
+                if (!c.cfg.isProducer()) {
+                    c.allocPhase(r, runningOrWaiting(waitsForRemote), "allocated; waiting for the producer's write_done");
+                }
             }
             params.put("do_remote_prefill", Boolean.FALSE);
         } else if (!c.cfg.isProducer()) {
-            c.phase(r, runningOrWaiting(waitsForRemote), "allocated; no remote prefill");
+            c.allocPhase(r, runningOrWaiting(waitsForRemote), "allocated; no remote prefill");
+            waitWithoutTransfer(c, r, waitsForRemote);
+        }
+    }
+
+    /** A WRITE consumer that loads asynchronously without a remote prefill waits for nothing. */
+    private static void waitWithoutTransfer(Ctx c, Req r, boolean waitsForRemote) {
+        if (waitsForRemote && r.phase == RequestPhase.WAITING_FOR_REMOTE_KVS) {
+            c.anomaly(AnomalyKind.WRITE_WAIT_WITHOUT_TRANSFER, r.requestId, tid(r),
+                    r.lastMatchedCount + " tokens declared as loading asynchronously, but nothing was asked of a producer");
         }
     }
 
@@ -200,12 +212,16 @@ final class SchedulerSide {
         if (!ExtraConfig.pythonTruthy(remoteValue) || !params.has("remote_engine_id")) {
             c.anomaly(AnomalyKind.READ_INVALID_PARAMS, rid, tid(r),
                     !ExtraConfig.pythonTruthy(remoteValue) ? "remote_block_ids missing or empty" : "remote_engine_id missing");
-            c.phase(r, RequestPhase.RUNNING, "allocated; invalid KVTransferParams, computes locally");
+            if (!c.cfg.isProducer()) {
+                c.allocPhase(r, RequestPhase.RUNNING, "allocated; invalid KVTransferParams, computes locally");
+            }
             return true;
         }
         if (!mapped) {
             // first-owner-wins (#56468): a colliding request is not staged.
-            c.phase(r, RequestPhase.RUNNING, "allocated; receive not staged (transfer id owned by another request)");
+            if (!c.cfg.isProducer()) {
+                c.allocPhase(r, RequestPhase.RUNNING, "allocated; receive not staged (transfer id owned by another request)");
+            }
             return true;
         }
         BlockGroups local;
@@ -300,9 +316,11 @@ final class SchedulerSide {
         }
         c.s.reqsNeedRecv.put(rid, new Stage(r, local));
         c.s.reqKvParams.put(rid, snapshot);
-        c.phase(r, RequestPhase.RECV_STAGED, e.numExternalTokens() > 0
-                ? "allocated; receive staged"
-                : "allocated; full prefix hit, release staged");
+        if (!c.cfg.isProducer()) {
+            c.allocPhase(r, RequestPhase.RECV_STAGED, e.numExternalTokens() > 0
+                    ? "allocated; receive staged"
+                    : "allocated; full prefix hit, release staged");
+        }
         return true;
     }
 
@@ -711,6 +729,10 @@ final class SchedulerSide {
         }
         Object tidValue = params.get("transfer_id");
         String tidString = tidValue instanceof String ts ? ts : null;
+        if (delay && !c.cfg.isProducer()) {
+            c.anomaly(AnomalyKind.CONSUMER_DEFERRED_FREE, rid, tidString,
+                    "request_finished on a consumer returned delay_free=True (do_remote_decode on a decode leg?)");
+        }
         if (delay) {
             s.reqsNeedSend.put(rid, plus(c.now, READ_ABORT_REQUEST_TIMEOUT_NS));
             long deadline = plus(c.now, c.cfg.deferTimeoutNs());

@@ -1,0 +1,131 @@
+package io.kvledger.core.node.properties;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.Switch;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.node.properties.EventSequences.Materialized;
+import io.kvledger.core.node.properties.EventSequences.Scenario;
+import java.util.List;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Assume;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.statistics.Statistics;
+
+/**
+ * Properties of the node reducer over random event sequences on one node (random config, hooks in
+ * any order, implausible payloads, colliding ids, deadlines firing). A failure prints jqwik's
+ * seed and the shrunk scenario, rendered one event per line by {@link Scenario#toString()}.
+ */
+class ReducerProperties {
+
+    private static final int TRIES = 200;
+
+    @Provide
+    Arbitrary<Scenario> scenarios() {
+        return EventSequences.scenarios();
+    }
+
+    /** (a) The reducer is total: every event of every sequence applies without an exception. */
+    @Property(tries = TRIES)
+    void reducer_never_throws_on_any_sequence(@ForAll("scenarios") Scenario scenario) {
+        List<NodeEvent> events = scenario.events();
+        ReducerFixtures.Run run = new ReducerFixtures.Run(scenario.config());
+        for (NodeEvent e : events) {
+            run.apply(e); // no catch: an exception fails the property
+        }
+        collectCoverage(run);
+    }
+
+    /**
+     * (b) Determinism: the same events applied to two fresh states give the same effects, event by
+     * event, and the same state hash.
+     */
+    @Property(tries = TRIES)
+    void same_sequence_gives_same_effects_and_state_hash(@ForAll("scenarios") Scenario scenario) {
+        Materialized m = scenario.materialize();
+        Assume.that(m.thrown() == null); // (a) reports throwing sequences
+        List<NodeEvent> events = m.run().events;
+        ReducerFixtures.Run first = new ReducerFixtures.Run(scenario.config());
+        ReducerFixtures.Run second = new ReducerFixtures.Run(scenario.config());
+        for (int i = 0; i < events.size(); i++) {
+            String a = ReducerFixtures.canonical(first.apply(events.get(i)));
+            String b = ReducerFixtures.canonical(second.apply(events.get(i)));
+            if (!a.equals(b)) {
+                fail("effects of event #" + i + " differ between two runs:\n first:\n" + a + " second:\n" + b);
+            }
+        }
+        assertThat(second.state.stateHash()).as("state hash after two runs of the same %d events", events.size())
+                .isEqualTo(first.state.stateHash());
+        assertThat(m.run().state.stateHash()).as("state hash of the materializing run").isEqualTo(first.state.stateHash());
+    }
+
+    /** (c) No request id is surfaced in finished_sending twice unless it was re-admitted in between. */
+    @Property(tries = TRIES)
+    void no_request_surfaced_twice_without_readmission(@ForAll("scenarios") Scenario scenario) {
+        Materialized m = scenario.materialize();
+        Assume.that(m.thrown() == null);
+        report(m.run(), ReducerFixtures.doubleSurfacing(m.run()), "surfaced twice");
+    }
+
+    /**
+     * (d) Every deferred free is eventually surfaced (ACKED, PARKED_ACK_RELEASED or REAPED) once a
+     * ConnectorOutputReceived with nothing in it arrives at or after the last deferral deadline,
+     * unless hold-until-real-ack is on. Producers only: update_connector_output works on P only
+     * (seed-vs-newest C.16, protocol 5.2 step 6), so a consumer never reaps.
+     */
+    @Property(tries = TRIES)
+    void every_deferral_is_surfaced_once_its_deadline_passes(@ForAll("scenarios") Scenario scenario) {
+        Assume.that(scenario.config().role() == Role.PRODUCER && !scenario.config().on(Switch.HOLD_UNTIL_REAL_ACK));
+        Materialized m = scenario.materialize();
+        Assume.that(m.thrown() == null);
+        ReducerFixtures.Run run = m.run();
+        long at = Math.max(run.lastAtNs(), ReducerFixtures.lastDeadline(run));
+        run.apply(new NodeEvent.ConnectorOutputReceived(at, List.of(), List.of()));
+        Statistics.label("deferrals").collect(ReducerFixtures.lastDeadline(run) > 0 ? "some" : "none");
+        report(run, ReducerFixtures.unresolvedDeferrals(run), "deferral never surfaced");
+    }
+
+    /** (f) Phases only move forward along the documented lifecycle; nothing leaves a terminal phase unless re-admitted. */
+    @Property(tries = TRIES)
+    void phases_only_move_forward(@ForAll("scenarios") Scenario scenario) {
+        Materialized m = scenario.materialize();
+        Assume.that(m.thrown() == null);
+        report(m.run(), ReducerFixtures.phaseRegressions(m.run()), "phase regression");
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    static void report(ReducerFixtures.Run run, List<String> violations, String what) {
+        if (violations.isEmpty()) {
+            return;
+        }
+        fail(what + " (" + violations.size() + "):\n  " + String.join("\n  ", violations)
+                + "\nconfig: " + ReducerFixtures.describe(run.config)
+                + "\nevents (effects shown for the offending ones):\n" + run.trace(ReducerFixtures.eventNumbers(violations)));
+    }
+
+    private static void collectCoverage(ReducerFixtures.Run run) {
+        boolean deferral = false;
+        boolean surfaced = false;
+        boolean read = false;
+        boolean write = false;
+        for (List<Effect> l : run.effects) {
+            for (Effect e : l) {
+                deferral |= e instanceof Effect.DeferralStarted;
+                surfaced |= e instanceof Effect.AckSurfaced;
+                read |= e instanceof Effect.PostRead;
+                write |= e instanceof Effect.PostWrite;
+            }
+        }
+        Statistics.label("deferral").collect(deferral);
+        Statistics.label("surfaced").collect(surfaced);
+        Statistics.label("post read").collect(read);
+        Statistics.label("post write").collect(write);
+    }
+}
