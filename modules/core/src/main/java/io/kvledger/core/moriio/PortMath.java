@@ -148,4 +148,21 @@ public final class PortMath {
     public static boolean portFormsDisagree(int dpSize, int tpSize) {
         return dpSize > 1 && tpSize > 1;
     }
+
+    /**
+     * The heterogeneous-TP KV-head guard: prefill and decode TP sizes may differ only when every
+     * rank holds all KV heads ({@code min(P_tp, D_tp) >= total_kv_heads}) or the model uses MLA
+     * (one latent per token); the connector splits no heads. Fails with the
+     * {@code NotImplementedError} message otherwise.
+     */
+    public static Checked<Boolean> heterogeneousTpHeadGuard(int localTp, int remoteTp, int totalKvHeads, boolean mla) {
+        if (localTp == remoteTp || remoteTp == 0 || mla) {
+            return Checked.ok(Boolean.TRUE);
+        }
+        if (Math.min(localTp, remoteTp) >= totalKvHeads) {
+            return Checked.ok(Boolean.TRUE);
+        }
+        return Checked.fail("heterogeneous TP (local " + localTp + ", remote " + remoteTp
+                + ") requires replicated KV heads: min TP must be >= total_kv_heads " + totalKvHeads);
+    }
 }

@@ -147,6 +147,30 @@ public final class NodeReducer {
                 && NodeState.initial(config).mambaGroups.length > 0;
     }
 
+    /**
+     * {@code requires_piecewise_for_cudagraph}: false in both modes. The connector never overrides
+     * the requested CUDA-graph mode; the seed only warns (switch read-full-cudagraph-warning) and
+     * the newest worker waits for the whole step's reads under FULL graphs instead.
+     */
+    public static boolean requiresPiecewiseForCudagraph(NodeConfig config) {
+        return false;
+    }
+
+    /**
+     * {@code get_sync_load_block_ids}: the destinations a synchronous READ load initialises
+     * before the forward. Only a READ consumer of a hybrid model whose attention cache uses the
+     * LBNHC layout has any: its attention group's blocks. Empty otherwise.
+     */
+    public static int[] syncLoadBlockIds(NodeConfig config, io.kvledger.core.model.BlockGroups allocated,
+                                         boolean lbnhcLayout) {
+        NodeState s = NodeState.initial(config);
+        if (config.mode() != TransferMode.READ || config.role() != Role.CONSUMER || !s.hybrid || !lbnhcLayout
+                || s.attentionGroups.length == 0 || allocated.size() <= s.attentionGroups[0]) {
+            return new int[0];
+        }
+        return allocated.group(s.attentionGroups[0]).clone();
+    }
+
     static Effect.Anomaly anomaly(AnomalyKind kind, String rid, String tid, String detail) {
         return new Effect.Anomaly(kind, rid, tid, detail);
     }
