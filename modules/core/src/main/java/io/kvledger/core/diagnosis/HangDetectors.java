@@ -1,0 +1,379 @@
+package io.kvledger.core.diagnosis;
+
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.diagnosis.Ledger.NodeView;
+import io.kvledger.core.diagnosis.Ledger.ReqView;
+import io.kvledger.core.diagnosis.Ledger.Send;
+import io.kvledger.core.diagnosis.Ledger.Seen;
+import io.kvledger.core.diagnosis.Ledger.TransferView;
+import io.kvledger.core.model.AnomalyKind;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.moriio.PortMath;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The hang detectors: from a {@link Ledger}, every request that did not reach a terminal phase or
+ * ended in an anomalous one, each with a one-line diagnosis naming the missing or wrong event and
+ * the bug class of moriio-protocol.md section 7 it matches.
+ *
+ * <p>Detector names are stable (they are printed and used in golden files): stuck-waiting,
+ * stuck, reaped-without-ack, unknown-completion-id, superseded-transfer-id, ack-before-finish,
+ * notify-unhandshaken-rank, wrong-port-offset-form, notify-no-listener, empty-remote-blocks,
+ * ack-deficit, free-while-in-flight, listener-death, mapping-leak, and anomaly (any other
+ * serious anomaly).
+ */
+public final class HangDetectors {
+
+    private HangDetectors() {}
+
+    /** Runs every detector; findings are ordered by node, then time. */
+    public static List<Finding> run(Ledger ledger, Bounds bounds) {
+        List<Finding> out = new ArrayList<>();
+        long end = ledger.lastAtNs;
+        for (NodeView n : ledger.nodes.values()) {
+            for (Seen s : n.nodeAnomalies) {
+                nodeAnomaly(ledger, n, s, out);
+            }
+            for (ReqView r : n.requests.values()) {
+                requestFindings(ledger, n, r, end, bounds, out);
+            }
+        }
+        crossNode(ledger, out);
+        out.sort(Comparator.comparing(Finding::node).thenComparingLong(Finding::atNs)
+                .thenComparing(f -> f.requestId() == null ? "" : f.requestId()));
+        return dedupe(out);
+    }
+
+    private static List<Finding> dedupe(List<Finding> in) {
+        LinkedHashSet<String> keys = new LinkedHashSet<>();
+        List<Finding> out = new ArrayList<>();
+        for (Finding f : in) {
+            if (keys.add(f.detector() + "|" + f.node() + "|" + f.requestId() + "|" + f.transferId())) {
+                out.add(f);
+            }
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------ per request
+
+    private static void requestFindings(Ledger l, NodeView n, ReqView r, long end, Bounds b, List<Finding> out) {
+        for (Seen s : r.anomalies) {
+            if (Ledger.serious(s.anomaly().kind()) || s.anomaly().kind() == AnomalyKind.STALE_ACK_DROPPED
+                    || s.anomaly().kind() == AnomalyKind.WRITE_DONE_UNMATCHED) {
+                out.add(fromAnomaly(l, n, r, s));
+            }
+        }
+        if (r.phase == null || r.phase.terminal()) {
+            return;
+        }
+        long since = r.sinceNs == Long.MIN_VALUE ? r.firstSeenNs : r.sinceNs;
+        if (end - since <= b.stuckAfterNs()) {
+            return;
+        }
+        String waited = "for " + seconds(end - since) + " until the journal ends";
+        if (r.phase == RequestPhase.WAITING_FOR_REMOTE_KVS) {
+            out.add(new Finding("stuck-waiting", n.name, r.requestId, r.transferId, r.phase, 27, end, since,
+                    "in WAITING_FOR_REMOTE_KVS " + waited + ": " + whyNoWriteDone(l, n, r)));
+        } else if (r.phase == RequestPhase.DEFERRED_FREE) {
+            out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 7, end, since,
+                    "blocks held in DEFERRED_FREE " + waited + ": no ACK and no reap yet "
+                            + (n.producer() ? "(defer_timeout " + seconds(n.config.deferTimeoutNs()) + ")" : "(consumers never reap)")));
+        } else {
+            out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 33, end, since,
+                    "no terminal event: in " + r.phase + " " + waited + (r.reason == null ? "" : " (entered: " + r.reason + ")")));
+        }
+    }
+
+    /** Why a WRITE decode leg never got its write_done, from what the other legs saw. */
+    private static String whyNoWriteDone(Ledger l, NodeView d, ReqView r) {
+        if (r.transferId == null) {
+            return "no transfer id is known for it";
+        }
+        TransferView t = l.transfers.get(r.transferId);
+        if (t == null) {
+            return "no node recorded transfer " + r.transferId;
+        }
+        List<Send> notifies = t.sends.stream().filter(s -> s.kind().equals("remote_blocks") && s.fromNode().equals(d.name)).toList();
+        if (notifies.isEmpty()) {
+            return "this rank never sent remote_blocks (not the notify owner, or the address did not resolve); "
+                    + "no producer will write";
+        }
+        Send first = notifies.get(0);
+        String to = first.host() + ":" + first.port();
+        NodeView target = listener(l, first.host(), first.port());
+        if (target == null) {
+            String alt = altForm(l, first.host(), first.port());
+            return "remote_blocks went to " + to + " at " + rel(l, first.atNs()) + " but no journaled node listens there"
+                    + (alt == null ? "" : "; " + alt);
+        }
+        boolean received = t.remoteBlocksAt.stream().anyMatch(s -> s.node().equals(target.name));
+        if (!received) {
+            return "remote_blocks sent to " + target.name + " (" + to + ") at " + rel(l, first.atNs()) + " never arrived there (lost notify)";
+        }
+        if (!t.legs.containsKey(target.name)) {
+            return "remote_blocks reached " + target.name + ", which never served this transfer (the prefill leg ran on "
+                    + otherProducers(l, t, d.name) + ")";
+        }
+        ReqView p = target.requests.get(t.legs.get(target.name));
+        boolean writeDoneSent = t.sends.stream().anyMatch(s -> s.kind().equals("write_done"));
+        if (writeDoneSent) {
+            Send wd = t.sends.stream().filter(s -> s.kind().equals("write_done")).findFirst().get();
+            return target.name + " sent write_done to " + wd.host() + ":" + wd.port() + " at " + rel(l, wd.atNs())
+                    + (t.writeDoneReceivedBy.contains(d.name) ? " and it arrived, but the worker never mapped it" : ", which never arrived (lost notify)");
+        }
+        if (p != null) {
+            for (Seen s : p.anomalies) {
+                AnomalyKind k = s.anomaly().kind();
+                if (k == AnomalyKind.WRITE_FAILED || k == AnomalyKind.WRITE_TASK_EXPIRED || k == AnomalyKind.WRITE_TIMEOUT) {
+                    return target.name + " gave up at " + rel(l, s.atNs()) + " (" + k + ": " + s.anomaly().detail()
+                            + "); no write_done was sent and WRITE has no decode-side timeout";
+                }
+            }
+            return target.name + " holds the request in " + p.phase + " and has not sent write_done";
+        }
+        String ended = t.legEnds.get(target.name);
+        return target.name + "'s leg ended " + (ended == null ? "" : ended + " ") + "without sending write_done"
+                + (t.writesPosted == 0 ? " and without posting any write" : "");
+    }
+
+    private static String otherProducers(Ledger l, TransferView t, String except) {
+        List<String> names = new ArrayList<>();
+        for (String node : t.legs.keySet()) {
+            if (!node.equals(except) && l.nodes.get(node).producer()) {
+                names.add(node);
+            }
+        }
+        return names.isEmpty() ? "a node not in these journals" : String.join(", ", names);
+    }
+
+    private static Finding fromAnomaly(Ledger l, NodeView n, ReqView r, Seen s) {
+        AnomalyKind k = s.anomaly().kind();
+        String detail = s.anomaly().detail();
+        String tid = r.transferId != null ? r.transferId : s.anomaly().transferId();
+        return switch (k) {
+            case DEFERRAL_REAPED -> new Finding("reaped-without-ack", n.name, r.requestId, tid, r.phase,
+                    reapedAfterRead(l, tid, s.atNs()) ? 8 : 7, s.atNs(), r.sinceNs,
+                    "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + whyNoAck(l, n, tid)
+                            + (reapedAfterRead(l, tid, s.atNs()) ? "; a read of these blocks was still in flight (use after free)" : ""));
+            case EMPTY_REMOTE_BLOCKS -> new Finding("empty-remote-blocks", n.name, r.requestId, tid, r.phase, 28, s.atNs(), r.sinceNs,
+                    "remote_blocks with an empty block_notify_list at " + rel(l, s.atNs()) + ": the Python handler raises and its listener dies");
+            case ACK_UNMAPPED_STUCK, ACK_UNMAPPED_DROPPED, WRITE_DONE_UNMATCHED, ACK_FOR_NON_LIVE_TRANSFER ->
+                    new Finding("unknown-completion-id", n.name, r.requestId, tid, r.phase, 1, s.atNs(), r.sinceNs,
+                            "completion id " + tid + " matches no request this worker maps (" + k + ": " + detail + ")");
+            case TRANSFER_ID_COLLISION, UNMAP_MISS -> new Finding("superseded-transfer-id", n.name, r.requestId, tid, r.phase, 13,
+                    s.atNs(), r.sinceNs, k + " at " + rel(l, s.atNs()) + ": " + detail);
+            case STALE_ACK_DROPPED -> new Finding("ack-before-finish", n.name, r.requestId, tid, r.phase, 11, s.atNs(), r.sinceNs,
+                    "an ACK arrived before request_finished, was parked, and was dropped as stale at " + rel(l, s.atNs()));
+            case FREE_WHILE_TRANSFER_IN_FLIGHT, REAP_THEN_LATE_ACK -> new Finding("free-while-in-flight", n.name, r.requestId, tid,
+                    r.phase, 8, s.atNs(), r.sinceNs, k + " at " + rel(l, s.atNs()) + ": " + detail);
+            case LISTENER_WOULD_DIE_IN_PYTHON -> listenerDeath(l, n, r.requestId, tid, s);
+            case MAPPING_LEAK, PENDING_SAVE_LEAK -> new Finding("mapping-leak", n.name, r.requestId, tid, r.phase, 35, s.atNs(),
+                    r.sinceNs, k + ": " + detail);
+            case ACK_FANIN_INVALID -> new Finding("ack-deficit", n.name, r.requestId, tid, r.phase, 22, s.atNs(), r.sinceNs,
+                    "ACK fan-in cannot be counted: " + detail);
+            default -> new Finding("anomaly", n.name, r.requestId, tid, r.phase, k.bugClass(), s.atNs(), r.sinceNs,
+                    k + " at " + rel(l, s.atNs()) + ": " + detail);
+        };
+    }
+
+    private static void nodeAnomaly(Ledger l, NodeView n, Seen s, List<Finding> out) {
+        AnomalyKind k = s.anomaly().kind();
+        String tid = s.anomaly().transferId();
+        switch (k) {
+            case LISTENER_WOULD_DIE_IN_PYTHON -> out.add(listenerDeath(l, n, null, tid, s));
+            case ACK_UNMAPPED_STUCK, ACK_UNMAPPED_DROPPED, WRITE_DONE_UNMATCHED, ACK_FOR_NON_LIVE_TRANSFER -> out.add(new Finding(
+                    "unknown-completion-id", n.name, null, tid, null, 1, s.atNs(), -1,
+                    "completion id " + tid + " matches no request this worker maps" + ownerHint(l, n, tid) + " (" + k + ")"));
+            case PORT_FORMS_DISAGREE -> out.add(new Finding("wrong-port-offset-form", n.name, null, null, null, 23,
+                    s.atNs() == Long.MIN_VALUE ? l.firstAtNs : s.atNs(), -1, "topology check: " + s.anomaly().detail()));
+            default -> {
+                if (Ledger.serious(k)) {
+                    out.add(new Finding("anomaly", n.name, null, tid, null, k.bugClass(),
+                            s.atNs() == Long.MIN_VALUE ? l.firstAtNs : s.atNs(), -1, k + ": " + s.anomaly().detail()));
+                }
+            }
+        }
+    }
+
+    /** When the id is some other node's request id (the seed-002 mismatch), say so. */
+    private static String ownerHint(Ledger l, NodeView n, String id) {
+        if (id == null) {
+            return "";
+        }
+        for (NodeView o : l.nodes.values()) {
+            if (o != n && o.requests.containsKey(id)) {
+                return ": it is " + o.name + "'s request id, not a transfer id (the READ-mode completion-id mismatch)";
+            }
+        }
+        for (TransferView t : l.transfers.values()) {
+            if (t.legs.containsValue(id)) {
+                return ": it is a request id of transfer " + t.transferId + ", not the transfer id";
+            }
+        }
+        return "";
+    }
+
+    private static Finding listenerDeath(Ledger l, NodeView n, String rid, String tid, Seen s) {
+        return new Finding("listener-death", n.name, rid, tid, null, 28, s.atNs(), -1,
+                "this frame would end the Python listener thread at " + rel(l, s.atNs()) + " (" + s.anomaly().detail() + "); "
+                        + n.framesAfterDeath + " later frame(s) to this rank would have been lost");
+    }
+
+    private static boolean reapedAfterRead(Ledger l, String tid, long reapAt) {
+        if (tid == null) {
+            return false;
+        }
+        TransferView t = l.transfers.get(tid);
+        return t != null && t.readsPosted > 0 && t.lastCompletionAt > reapAt;
+    }
+
+    /** Why a producer never got its ACK. */
+    private static String whyNoAck(Ledger l, NodeView p, String tid) {
+        if (tid == null) {
+            return "no transfer id known";
+        }
+        TransferView t = l.transfers.get(tid);
+        if (t == null) {
+            return "no other node recorded " + tid;
+        }
+        int got = t.releasesReceived.getOrDefault(p.name, 0);
+        List<String> consumers = t.legs.keySet().stream().filter(x -> !l.nodes.get(x).producer()).toList();
+        if (got > 0) {
+            var expected = PortMath.expectedAckCount(p.config.tpSize(), t.consumerTpSize);
+            return "received " + got + " of " + (expected.isOk() ? expected.value() : "?") + " releases (consumer TP "
+                    + t.consumerTpSize + ", producer TP " + p.config.tpSize() + ")";
+        }
+        List<Send> releases = t.sends.stream().filter(s -> s.kind().equals("release")).toList();
+        if (!releases.isEmpty()) {
+            Send r = releases.get(0);
+            NodeView target = listener(l, r.host(), r.port());
+            if (target == null) {
+                String alt = altForm(l, r.host(), r.port());
+                return r.fromNode() + " sent release to " + r.host() + ":" + r.port() + ", where no journaled node listens"
+                        + (alt == null ? "" : "; " + alt);
+            }
+            if (target != p) {
+                return r.fromNode() + " released to " + target.name + ", not to this rank"
+                        + (p.config.tpSize() > 1 ? " (with P_tp > D_tp some producer TP ranks are never read)" : "");
+            }
+            return r.fromNode() + " sent release at " + rel(l, r.atNs()) + ", which never arrived (lost notify)";
+        }
+        if (consumers.isEmpty()) {
+            return "the decode leg is not in these journals";
+        }
+        String c = consumers.get(0);
+        NodeView cv = l.nodes.get(c);
+        ReqView cr = cv.requests.get(t.legs.get(c));
+        if (p.config.mode() == io.kvledger.core.config.TransferMode.WRITE) {
+            boolean wd = t.sends.stream().anyMatch(s -> s.kind().equals("write_done"));
+            return "WRITE self-ACK never came" + (wd ? "" : " (no write_done sent)") + "; decode " + c
+                    + (cr == null ? " finished its leg" : " is in " + cr.phase);
+        }
+        return "decode " + c + " never sent release" + (cr == null ? " (its leg finished)" : " (it is in " + cr.phase + ")");
+    }
+
+    // ------------------------------------------------------------------ cross-node
+
+    private static void crossNode(Ledger l, List<Finding> out) {
+        for (TransferView t : l.transfers.values()) {
+            for (Send s : t.sends) {
+                NodeView target = listener(l, s.host(), s.port());
+                if (target != null || !knownHost(l, s.host())) {
+                    if (target != null && s.kind().equals("remote_blocks") && !t.legs.containsKey(target.name)
+                            && t.legs.keySet().stream().anyMatch(x -> l.nodes.get(x).producer())) {
+                        NodeView from = l.nodes.get(s.fromNode());
+                        out.add(new Finding("notify-unhandshaken-rank", s.fromNode(), t.legs.get(s.fromNode()), t.transferId,
+                                phaseOf(from, t), 18, s.atNs(), -1,
+                                "remote_blocks to " + target.name + " (" + s.host() + ":" + s.port() + "), a rank that never served "
+                                        + "or handshook this transfer; it ran on " + otherProducers(l, t, s.fromNode())));
+                    }
+                    continue;
+                }
+                NodeView from = l.nodes.get(s.fromNode());
+                String alt = altForm(l, s.host(), s.port());
+                out.add(new Finding(alt != null ? "wrong-port-offset-form" : "notify-no-listener", s.fromNode(),
+                        t.legs.get(s.fromNode()), t.transferId, phaseOf(from, t), alt != null ? 23 : 7, s.atNs(), -1,
+                        s.kind() + " sent to " + s.host() + ":" + s.port() + " at " + rel(l, s.atNs())
+                                + ", where no journaled node listens" + (alt == null ? "" : "; " + alt)));
+            }
+            if (!t.reapedOn.isEmpty()) {
+                int expected = -1;
+                for (Map.Entry<String, Long> reaped : t.reapedOn.entrySet()) {
+                    NodeView p = l.nodes.get(reaped.getKey());
+                    int got = t.releasesReceived.getOrDefault(p.name, 0);
+                    var e = PortMath.expectedAckCount(p.config.tpSize(), t.consumerTpSize);
+                    expected = e.isOk() ? e.value() : -1;
+                    if (got > 0 && expected > got) {
+                        out.add(new Finding("ack-deficit", p.name, t.legs.get(p.name), t.transferId, RequestPhase.REAPED, 22,
+                                reaped.getValue(), -1, "received " + got + " of " + expected + " releases before the reap (consumer TP "
+                                        + t.consumerTpSize + ", producer TP " + p.config.tpSize() + ")"));
+                    }
+                }
+            }
+        }
+    }
+
+    private static RequestPhase phaseOf(NodeView n, TransferView t) {
+        if (n == null) {
+            return null;
+        }
+        ReqView r = n.requests.get(t.legs.get(n.name));
+        return r == null ? null : r.phase;
+    }
+
+    private static boolean knownHost(Ledger l, String host) {
+        for (NodeView n : l.nodes.values()) {
+            if (n.config.hostIp().equals(host)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static NodeView listener(Ledger l, String host, int port) {
+        for (NodeView n : l.nodes.values()) {
+            if (n.config.hostIp().equals(host) && Ledger.listenPort(n.config) == port) {
+                return n;
+            }
+        }
+        return null;
+    }
+
+    /** If the port is a node's port in the other offset form, a sentence saying so; else null. */
+    private static String altForm(Ledger l, String host, int port) {
+        for (NodeView n : l.nodes.values()) {
+            NodeConfig c = n.config;
+            if (!c.hostIp().equals(host)) {
+                continue;
+            }
+            int listen = Ledger.listenPort(c);
+            int three = Ledger.threeArgPort(c);
+            if (three == port && three != listen) {
+                return "that is " + n.name + "'s port in the 3-argument form (base+dp*tp_size+tp), but it listens on base+dp+tp = " + listen;
+            }
+            int dpLocal = PortMath.foldLocalRank(c.dpRank(), c.dpSizeLocal());
+            if (c.notifyPortBase() + PortMath.portOffset(dpLocal, c.tpRank()) != port
+                    && c.notifyPortBase() + dpLocal * c.tpSize() + c.tpRank() != port
+                    && c.notifyPortBase() + PortMath.portOffset(c.dpRank(), c.tpRank()) == port) {
+                return "that is " + n.name + "'s port with its global DP rank unfolded; it listens on the folded rank's port " + listen;
+            }
+        }
+        return null;
+    }
+
+    private static String rel(Ledger l, long atNs) {
+        if (atNs == Long.MIN_VALUE || l.firstAtNs == Long.MAX_VALUE) {
+            return "start";
+        }
+        return "t+" + seconds(atNs - l.firstAtNs);
+    }
+
+    static String seconds(long ns) {
+        return String.format(java.util.Locale.ROOT, "%.3f s", ns / 1e9);
+    }
+}

@@ -1,0 +1,323 @@
+package io.kvledger.core.diagnosis;
+
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Role;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.AnomalyKind;
+import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.moriio.PortMath;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The transfer lifecycle across nodes: joins what every node of a deployment (prefill and decode
+ * ranks, or a tap on their wire) saw, keyed by transfer id, so that a cross-node hang can be
+ * explained in one line. Fed with each node's configuration and, in order, every event it applied
+ * with the effects the node reducer produced for it (from a journal replay or a live run).
+ *
+ * <p>Streaming and bounded: a request that reaches a terminal phase cleanly is forgotten, as is a
+ * transfer whose every leg did; only what may still need explaining is kept. Pure and
+ * single-threaded like the node reducer.
+ */
+public final class Ledger {
+
+    /** A phase a request left, with how long it stayed there (for latency statistics). */
+    public interface PhaseListener {
+        void phaseLeft(String node, String requestId, RequestPhase phase, long durationNs);
+    }
+
+    final LinkedHashMap<String, NodeView> nodes = new LinkedHashMap<>();
+    final LinkedHashMap<String, TransferView> transfers = new LinkedHashMap<>();
+    long firstAtNs = Long.MAX_VALUE;
+    long lastAtNs = Long.MIN_VALUE;
+    private PhaseListener phaseListener = (n, r, p, d) -> { };
+
+    public void onPhaseLeft(PhaseListener l) {
+        this.phaseListener = l;
+    }
+
+    /** Registers a node (before its events) with what its startup checks found. */
+    public void nodeStarted(String node, NodeConfig config, List<Effect> startupEffects) {
+        NodeView v = new NodeView(node, config);
+        nodes.put(node, v);
+        for (Effect e : startupEffects) {
+            if (e instanceof Effect.Anomaly a) {
+                v.nodeAnomalies.add(new Seen(a, Long.MIN_VALUE));
+            }
+        }
+    }
+
+    /** The time of the earliest and latest event seen. */
+    public long firstAtNs() {
+        return firstAtNs;
+    }
+
+    public long lastAtNs() {
+        return lastAtNs;
+    }
+
+    /** One event a node applied, with the effects its reducer produced. */
+    public void observe(String node, NodeEvent event, List<Effect> effects) {
+        NodeView n = nodes.get(node);
+        if (n == null) {
+            throw new IllegalStateException("nodeStarted was not called for " + node);
+        }
+        long at = event.atNs();
+        firstAtNs = Math.min(firstAtNs, at);
+        lastAtNs = Math.max(lastAtNs, at);
+        onEvent(n, event, at);
+        for (Effect e : effects) {
+            onEffect(n, e, at);
+        }
+    }
+
+    private void onEvent(NodeView n, NodeEvent event, long at) {
+        switch (event) {
+            case NodeEvent.RequestAdmitted e -> {
+                ReqView r = n.request(e.requestId(), at);
+                KvParams p = e.params();
+                if (p != null && p.get("transfer_id") instanceof String t && !t.isEmpty()) {
+                    bind(n, r, t);
+                }
+            }
+            case NodeEvent.RemoteBlocksReceived e -> transfer(e.transferId()).remoteBlocksAt.add(new Seen2(n.name, at, e.blockNotifyList().isEmpty()));
+            case NodeEvent.WriteDoneReceived e -> transfer(e.transferId()).writeDoneReceivedBy.add(n.name);
+            case NodeEvent.ReleaseReceived e -> {
+                TransferView t = transfer(e.transferId());
+                t.releasesReceived.merge(n.name, 1, Integer::sum);
+                t.consumerTpSize = e.consumerTpSize() == null ? 1 : e.consumerTpSize();
+            }
+            case NodeEvent.RawCompletionReceived e -> {
+                if (transfers.containsKey(e.completionId())) {
+                    transfer(e.completionId()).releasesReceived.merge(n.name, 1, Integer::sum);
+                }
+            }
+            case NodeEvent.TransferCompleted e -> {
+                String tid = n.inFlight.remove(e.statusId());
+                if (tid != null) {
+                    TransferView t = transfers.get(tid);
+                    if (t != null) {
+                        t.lastCompletionAt = at;
+                    }
+                }
+            }
+            default -> { }
+        }
+        if (n.listenerDeathAt != Long.MIN_VALUE && (isFrame(event) || event instanceof NodeEvent.FrameRejected)) {
+            n.framesAfterDeath++;
+        }
+    }
+
+    private static boolean isFrame(NodeEvent e) {
+        return e instanceof NodeEvent.RemoteBlocksReceived || e instanceof NodeEvent.WriteDoneReceived
+                || e instanceof NodeEvent.ReleaseReceived || e instanceof NodeEvent.RawCompletionReceived;
+    }
+
+    private void onEffect(NodeView n, Effect effect, long at) {
+        switch (effect) {
+            case Effect.PhaseChanged e -> {
+                ReqView r = n.request(e.requestId(), at);
+                if (r.phase != null && r.sinceNs != Long.MIN_VALUE) {
+                    phaseListener.phaseLeft(n.name, r.requestId, r.phase, at - r.sinceNs);
+                }
+                r.phase = e.to();
+                r.sinceNs = at;
+                r.reason = e.reason();
+                if (e.to().terminal()) {
+                    r.endedAt = at;
+                    maybeForget(n, r);
+                }
+            }
+            case Effect.DeferralStarted e -> bind(n, n.request(e.requestId(), at), e.transferId());
+            case Effect.AckSurfaced e -> {
+                ReqView r = n.request(e.requestId(), at);
+                bind(n, r, e.transferId());
+                if (e.reason() == Effect.SurfaceReason.REAPED && r.transferId != null) {
+                    transfer(r.transferId).reapedOn.put(n.name, at);
+                }
+            }
+            case Effect.Unmapped e -> {
+                if (e.requestId() != null && e.transferId() != null && e.kind() != Effect.UnmapKind.MISS) {
+                    bind(n, n.request(e.requestId(), at), e.transferId());
+                }
+            }
+            case Effect.SendRemoteBlocks e -> send(n, e.reqId(), e.transferId(), "remote_blocks", e.host(), e.port(), at,
+                    e.blockNotifyList().isEmpty());
+            case Effect.SendRelease e -> send(n, null, e.transferId(), "release", e.host(), e.port(), at, false);
+            case Effect.SendWriteDone e -> send(n, null, e.transferId(), "write_done", e.host(), e.port(), at, false);
+            case Effect.PostRead e -> {
+                if (e.transferId() != null) {
+                    n.inFlight.put(e.statusId(), e.transferId());
+                    transfer(e.transferId()).readsPosted++;
+                    bind(n, n.request(e.requestId(), at), e.transferId());
+                }
+            }
+            case Effect.PostWrite e -> {
+                if (e.transferId() != null) {
+                    n.inFlight.put(e.statusId(), e.transferId());
+                    transfer(e.transferId()).writesPosted++;
+                }
+            }
+            case Effect.Anomaly e -> {
+                Seen s = new Seen(e, at);
+                if (e.kind() == AnomalyKind.LISTENER_WOULD_DIE_IN_PYTHON && n.listenerDeathAt == Long.MIN_VALUE) {
+                    n.listenerDeathAt = at;
+                    n.listenerDeath = e;
+                }
+                if (e.requestId() != null) {
+                    ReqView r = n.request(e.requestId(), at);
+                    r.anomalies.add(s);
+                    if (e.transferId() != null) {
+                        bind(n, r, e.transferId());
+                    }
+                } else if (e.transferId() != null && transfers.containsKey(e.transferId())
+                        && transfers.get(e.transferId()).legs.containsKey(n.name)) {
+                    ReqView r = n.requests.get(transfers.get(e.transferId()).legs.get(n.name));
+                    if (r != null) {
+                        r.anomalies.add(s);
+                    } else {
+                        n.nodeAnomalies.add(s);
+                    }
+                } else {
+                    n.nodeAnomalies.add(s);
+                }
+            }
+            default -> { }
+        }
+    }
+
+    private void send(NodeView n, String rid, Object tidValue, String kind, String host, int port, long at, boolean empty) {
+        if (!(tidValue instanceof String tid)) {
+            return;
+        }
+        TransferView t = transfer(tid);
+        t.sends.add(new Send(n.name, kind, host, port, at, empty));
+        if (rid != null) {
+            bind(n, n.request(rid, at), tid);
+        }
+    }
+
+    private void bind(NodeView n, ReqView r, String tid) {
+        if (tid == null || tid.isEmpty()) {
+            return;
+        }
+        r.transferId = tid;
+        transfer(tid).legs.put(n.name, r.requestId);
+    }
+
+    TransferView transfer(String tid) {
+        return transfers.computeIfAbsent(tid, TransferView::new);
+    }
+
+    private void maybeForget(NodeView n, ReqView r) {
+        boolean clean = r.anomalies.stream().noneMatch(s -> serious(s.anomaly.kind()));
+        if (!clean || r.phase == RequestPhase.REAPED) {
+            return;
+        }
+        n.requests.remove(r.requestId);
+        if (r.transferId != null) {
+            TransferView t = transfers.get(r.transferId);
+            if (t != null) {
+                t.doneLegs.add(n.name);
+                t.legEnds.put(n.name, r.phase + " (" + r.reason + ")");
+                if (t.doneLegs.containsAll(t.legs.keySet()) && t.legs.size() >= 2 && t.reapedOn.isEmpty()) {
+                    transfers.remove(r.transferId);
+                }
+            }
+        }
+    }
+
+    static boolean serious(AnomalyKind k) {
+        return k.severity() == AnomalyKind.Severity.HANG_RISK || k.severity() == AnomalyKind.Severity.WOULD_RAISE;
+    }
+
+    /** Every node's listen address for notifies: host and base + offset(dp_local, tp), 2-argument form. */
+    static int listenPort(NodeConfig c) {
+        return c.notifyPortBase() + PortMath.portOffset(PortMath.foldLocalRank(c.dpRank(), c.dpSizeLocal()), c.tpRank());
+    }
+
+    /** The port the 3-argument form would give the same rank. */
+    static int threeArgPort(NodeConfig c) {
+        return c.notifyPortBase() + PortMath.portOffset(PortMath.foldLocalRank(c.dpRank(), c.dpSizeLocal()), c.tpRank(), c.tpSize());
+    }
+
+    // ------------------------------------------------------------------ views
+
+    record Seen(Effect.Anomaly anomaly, long atNs) {}
+
+    record Seen2(String node, long atNs, boolean empty) {}
+
+    record Send(String fromNode, String kind, String host, int port, long atNs, boolean empty) {}
+
+    static final class NodeView {
+        final String name;
+        final NodeConfig config;
+        final LinkedHashMap<String, ReqView> requests = new LinkedHashMap<>();
+        final List<Seen> nodeAnomalies = new ArrayList<>();
+        final LinkedHashMap<Long, String> inFlight = new LinkedHashMap<>();
+        long listenerDeathAt = Long.MIN_VALUE;
+        Effect.Anomaly listenerDeath;
+        long framesAfterDeath;
+
+        NodeView(String name, NodeConfig config) {
+            this.name = name;
+            this.config = config;
+        }
+
+        ReqView request(String rid, long at) {
+            return requests.computeIfAbsent(rid, k -> new ReqView(k, at));
+        }
+
+        boolean producer() {
+            return config.role() == Role.PRODUCER;
+        }
+    }
+
+    static final class ReqView {
+        final String requestId;
+        final long firstSeenNs;
+        String transferId;
+        RequestPhase phase;
+        long sinceNs = Long.MIN_VALUE;
+        long endedAt = Long.MIN_VALUE;
+        String reason;
+        final List<Seen> anomalies = new ArrayList<>();
+
+        ReqView(String requestId, long firstSeenNs) {
+            this.requestId = requestId;
+            this.firstSeenNs = firstSeenNs;
+        }
+    }
+
+    static final class TransferView {
+        final String transferId;
+        final LinkedHashMap<String, String> legs = new LinkedHashMap<>();
+        final java.util.LinkedHashSet<String> doneLegs = new java.util.LinkedHashSet<>();
+        /** How each forgotten leg ended: phase and reason. */
+        final LinkedHashMap<String, String> legEnds = new LinkedHashMap<>();
+        final List<Send> sends = new ArrayList<>();
+        final List<Seen2> remoteBlocksAt = new ArrayList<>();
+        final java.util.LinkedHashSet<String> writeDoneReceivedBy = new java.util.LinkedHashSet<>();
+        final LinkedHashMap<String, Integer> releasesReceived = new LinkedHashMap<>();
+        final LinkedHashMap<String, Long> reapedOn = new LinkedHashMap<>();
+        int consumerTpSize = 1;
+        int readsPosted;
+        int writesPosted;
+        long lastCompletionAt = Long.MIN_VALUE;
+
+        TransferView(String transferId) {
+            this.transferId = transferId;
+        }
+    }
+
+    /** The nodes this ledger knows, with their configurations. */
+    public Map<String, NodeConfig> nodeConfigs() {
+        LinkedHashMap<String, NodeConfig> m = new LinkedHashMap<>();
+        nodes.forEach((k, v) -> m.put(k, v.config));
+        return m;
+    }
+}
