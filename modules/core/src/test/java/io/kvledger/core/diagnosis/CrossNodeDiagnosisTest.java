@@ -1,0 +1,160 @@
+package io.kvledger.core.diagnosis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.FinishStatus;
+import io.kvledger.core.model.KvParams;
+import io.kvledger.core.moriio.RequestIds;
+import io.kvledger.core.moriio.ZmqAddress;
+import io.kvledger.core.node.NodeReducer;
+import io.kvledger.core.node.NodeState;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** Hand-built two-node READ flows whose hang only shows across nodes. */
+class CrossNodeDiagnosisTest {
+
+    private static final String UUID = "0123456789abcdef0123456789abcdef";
+    private static final long S = 1_000_000_000L;
+
+    /** Nodes, their states, and a ledger fed with every transition. */
+    static final class Cluster {
+        final Map<String, NodeState> states = new LinkedHashMap<>();
+        final Ledger ledger = new Ledger();
+
+        void node(String name, NodeConfig c) {
+            states.put(name, NodeState.initial(c));
+            ledger.nodeStarted(name, c, NodeReducer.startupChecks(c));
+        }
+
+        List<Effect> on(String node, NodeEvent e) {
+            List<Effect> fx = NodeReducer.apply(states.get(node), e).effects();
+            ledger.observe(node, e, fx);
+            return fx;
+        }
+
+        <T extends Effect> List<T> only(List<Effect> fx, Class<T> type) {
+            List<T> out = new ArrayList<>();
+            for (Effect e : fx) {
+                if (type.isInstance(e)) {
+                    out.add(type.cast(e));
+                }
+            }
+            return out;
+        }
+    }
+
+    /**
+     * Prefill P1 (global DP rank 1 of 2, TP rank 0 of 2) and a READ decode D0 (TP 0 of 2). The
+     * decode's release uses the 3-argument offset (base + 1*2 + 0) while P1 listens on the
+     * 2-argument one (base + 1 + 0): the release goes nowhere and P1 reaps.
+     */
+    @Test
+    void release_to_the_three_argument_port_is_diagnosed_on_both_legs() {
+        Cluster c = new Cluster();
+        NodeConfig p = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).hostIp("10.0.0.1").dp(1, 2, 2).tp(0, 2).build();
+        NodeConfig d = NodeConfig.builder(Role.CONSUMER, TransferMode.READ).hostIp("10.0.1.1").tp(0, 2).build();
+        c.node("P1", p);
+        c.node("D0", d);
+        String pAddr = new ZmqAddress("10.0.0.1", 6301, 61005).format();
+        String dAddr = new ZmqAddress("10.0.1.1", 6301, 61005).format();
+        String base = RequestIds.proxyRequestId(ZmqAddress.parse(pAddr).value(), ZmqAddress.parse(dAddr).value(), UUID);
+        String prid = "cmpl-" + base + "-0-aaaaaaaa";
+        String drid = "cmpl-" + base + "-0-bbbbbbbb";
+        c.on("P1", new NodeEvent.RequestAdmitted(0, prid, 32, 32, KvParams.of("do_remote_decode", true,
+                "do_remote_prefill", false, "transfer_id", "tx-port")));
+        c.on("P1", new NodeEvent.MatchedTokensQueried(1, prid, 0));
+        c.on("P1", new NodeEvent.BlocksAllocated(2, prid, BlockGroups.single(4, 5), 0));
+        c.on("P1", new NodeEvent.StepScheduled(3, 1, List.of()));
+        List<Effect> fin = c.on("P1", new NodeEvent.RequestFinished(4, prid, FinishStatus.FINISHED_LENGTH_CAPPED, BlockGroups.single(4, 5)));
+        KvParams returned = c.only(fin, Effect.FinishDecision.class).get(0).params().copy();
+        returned.put("remote_tp_size", 2L);
+
+        c.on("D0", new NodeEvent.RequestAdmitted(5, drid, 32, 32, returned));
+        c.on("D0", new NodeEvent.MatchedTokensQueried(6, drid, 0));
+        c.on("D0", new NodeEvent.BlocksAllocated(7, drid, BlockGroups.single(8, 9), 31));
+        c.on("D0", new NodeEvent.StepScheduled(8, 1, List.of()));
+        List<Effect> load = c.on("D0", new NodeEvent.LoadStarted(9));
+        for (Effect.StartHandshake h : c.only(load, Effect.StartHandshake.class)) {
+            load = new ArrayList<>(load);
+            load.addAll(c.on("D0", new NodeEvent.HandshakeCompleted(10, h.key())));
+        }
+        for (Effect.PostRead r : c.only(load, Effect.PostRead.class)) {
+            c.on("D0", new NodeEvent.TransferCompleted(11, r.statusId(), true, 0, "ok"));
+        }
+        List<Effect> polled = c.on("D0", new NodeEvent.FinishedPolled(12));
+        Effect.SendRelease release = c.only(polled, Effect.SendRelease.class).get(0);
+        assertThat(release.port()).isEqualTo(61005 + 2);
+        c.on("D0", new NodeEvent.RequestFinished(13, drid, FinishStatus.FINISHED_STOPPED, BlockGroups.single(8, 9)));
+        // the release never reaches P1 (it listens on 61006); P1 reaps at defer_timeout
+        c.on("P1", new NodeEvent.ConnectorOutputReceived(61 * S, null, null));
+
+        List<Finding> f = HangDetectors.run(c.ledger, Bounds.defaults());
+        assertThat(f).anySatisfy(x -> {
+            assertThat(x.detector()).isEqualTo("wrong-port-offset-form");
+            assertThat(x.node()).isEqualTo("D0");
+            assertThat(x.bugClass()).isEqualTo(23);
+            assertThat(x.message()).contains("10.0.0.1:61007").contains("P1").contains("61006");
+        });
+        assertThat(f).anySatisfy(x -> {
+            assertThat(x.detector()).isEqualTo("reaped-without-ack");
+            assertThat(x.node()).isEqualTo("P1");
+            assertThat(x.requestId()).isEqualTo(prid);
+            assertThat(x.message()).contains("3-argument form");
+        });
+        // and P1's own startup topology check (DP 2 x TP 2) names the same hazard
+        assertThat(f).anySatisfy(x -> {
+            assertThat(x.detector()).isEqualTo("wrong-port-offset-form");
+            assertThat(x.node()).isEqualTo("P1");
+            assertThat(x.message()).startsWith("topology check");
+        });
+    }
+
+    /**
+     * The seed-002 mismatch: the decode acknowledges with its own request id as a raw completion;
+     * the producer cannot map it, keeps retrying it, and reaps.
+     */
+    @Test
+    void completion_with_the_decode_request_id_is_named_as_such() {
+        Cluster c = new Cluster();
+        c.node("P0", NodeConfig.builder(Role.PRODUCER, TransferMode.READ).hostIp("10.0.0.1").build());
+        c.node("D0", NodeConfig.builder(Role.CONSUMER, TransferMode.READ).hostIp("10.0.1.1").build());
+        String base = RequestIds.proxyRequestId(new ZmqAddress("10.0.0.1", 6301, 61005), new ZmqAddress("10.0.1.1", 6301, 61005), UUID);
+        String prid = "cmpl-" + base + "-0-aaaaaaaa";
+        String drid = "cmpl-" + base + "-0-bbbbbbbb";
+        c.on("P0", new NodeEvent.RequestAdmitted(0, prid, 32, 32, KvParams.of("do_remote_decode", true, "transfer_id", "tx-id")));
+        c.on("P0", new NodeEvent.BlocksAllocated(1, prid, BlockGroups.single(4, 5), 0));
+        c.on("P0", new NodeEvent.StepScheduled(2, 1, List.of()));
+        c.on("P0", new NodeEvent.LoadStarted(3));
+        List<Effect> fin = c.on("P0", new NodeEvent.RequestFinished(4, prid, FinishStatus.FINISHED_LENGTH_CAPPED, BlockGroups.single(4, 5)));
+        c.on("D0", new NodeEvent.RequestAdmitted(5, drid, 32, 32, c.only(fin, Effect.FinishDecision.class).get(0).params()));
+        // the decode's (pre-#40344) acknowledgement: its own request id
+        c.on("P0", new NodeEvent.RawCompletionReceived(6 * S, drid));
+        for (long t = 7; t <= 62; t += 5) {
+            c.on("P0", new NodeEvent.StepScheduled(t * S, t, List.of()));
+            c.on("P0", new NodeEvent.LoadStarted(t * S));
+            c.on("P0", new NodeEvent.FinishedPolled(t * S));
+            c.on("P0", new NodeEvent.ConnectorOutputReceived(t * S, null, null));
+        }
+        List<Finding> f = HangDetectors.run(c.ledger, Bounds.defaults());
+        assertThat(f).anySatisfy(x -> {
+            assertThat(x.detector()).isEqualTo("unknown-completion-id");
+            assertThat(x.node()).isEqualTo("P0");
+            assertThat(x.bugClass()).isEqualTo(1);
+            assertThat(x.message()).contains(drid).contains("D0's request id");
+        });
+        assertThat(f).anySatisfy(x -> {
+            assertThat(x.detector()).isEqualTo("reaped-without-ack");
+            assertThat(x.requestId()).isEqualTo(prid);
+        });
+    }
+}
