@@ -19,23 +19,21 @@ public final class Behaviour {
     }
 
     public static Behaviour newest() {
-        EnumSet<Switch> s = EnumSet.noneOf(Switch.class);
-        for (Switch sw : Switch.values()) {
-            if (sw.inNewest()) {
-                s.add(sw);
-            }
-        }
-        return new Behaviour(s, "newest");
+        return preset(Switch::inNewest, "newest");
     }
 
     public static Behaviour seed() {
+        return preset(Switch::inSeed, "seed");
+    }
+
+    private static Behaviour preset(java.util.function.Predicate<Switch> member, String name) {
         EnumSet<Switch> s = EnumSet.noneOf(Switch.class);
         for (Switch sw : Switch.values()) {
-            if (sw.inSeed()) {
+            if (member.test(sw)) {
                 s.add(sw);
             }
         }
-        return new Behaviour(s, "seed");
+        return new Behaviour(s, name);
     }
 
     /** The preset called {@code name} ("seed" or "newest"), or {@code null}. */
