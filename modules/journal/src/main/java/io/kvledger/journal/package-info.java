@@ -1,2 +1,14 @@
-/** kvledger journal module (being built). */
+/**
+ * The node journal: one Chronicle Queue per node holding a header (format version, node identity
+ * and configuration), every input event the node's reducer applied, and, tagged as derived, every
+ * effect the reducer produced. {@link io.kvledger.journal.JournalWriter} appends (one writer thread,
+ * one writer process per journal), {@link io.kvledger.journal.JournalReader} reads it back as
+ * {@link io.kvledger.journal.JournalEntry} values, {@link io.kvledger.journal.JournalTailer} follows a
+ * live journal, and {@link io.kvledger.journal.JsonLines} converts to and from JSON lines. The byte
+ * layout is described in {@code journal/FORMAT.md}.
+ *
+ * <p>Depends on {@code io.kvledger.core}, {@code io.kvledger.journal.format},
+ * {@code io.kvledger.journal.json}, Chronicle Queue and msgpack-core. Nothing here depends on the
+ * wire module or the simulator ({@code io.kvledger.journal.sim} adapts the simulator to it).
+ */
 package io.kvledger.journal;

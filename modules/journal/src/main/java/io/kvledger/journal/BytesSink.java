@@ -1,0 +1,49 @@
+package io.kvledger.journal;
+
+import net.openhft.chronicle.bytes.Bytes;
+import org.msgpack.core.buffer.MessageBuffer;
+import org.msgpack.core.buffer.MessageBufferOutput;
+
+/**
+ * Lets a msgpack packer write straight into the Chronicle excerpt being written: the packer fills
+ * this sink's reusable buffer and each flush copies it into {@link #target}. One copy, no
+ * allocation per entry.
+ */
+final class BytesSink implements MessageBufferOutput {
+
+    Bytes<?> target;
+    private byte[] array = new byte[8192];
+    private MessageBuffer buffer = MessageBuffer.wrap(array);
+
+    @Override
+    public MessageBuffer next(int minimumSize) {
+        if (minimumSize > array.length) {
+            array = new byte[Math.max(minimumSize, array.length * 2)];
+            buffer = MessageBuffer.wrap(array);
+        }
+        return buffer;
+    }
+
+    @Override
+    public void writeBuffer(int length) {
+        target.write(array, 0, length);
+    }
+
+    @Override
+    public void write(byte[] buffer, int offset, int length) {
+        target.write(buffer, offset, length);
+    }
+
+    @Override
+    public void add(byte[] buffer, int offset, int length) {
+        target.write(buffer, offset, length);
+    }
+
+    @Override
+    public void flush() {
+    }
+
+    @Override
+    public void close() {
+    }
+}

@@ -1,0 +1,187 @@
+package io.kvledger.journal;
+
+import io.kvledger.journal.format.EntryKind;
+import io.kvledger.journal.format.EntryType;
+import io.kvledger.journal.format.PayloadException;
+import io.kvledger.journal.format.PyValues;
+import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import org.msgpack.core.MessagePack;
+import org.msgpack.core.MessageUnpacker;
+import org.msgpack.core.buffer.ArrayBufferInput;
+
+/**
+ * Entry envelopes (see {@link JournalFormat}) and the version dispatch of the decoder. A decoder
+ * is stateful (layout 0 derives a derived entry's cause from the inputs before it) and belongs to
+ * one pass over one journal, on one thread.
+ */
+final class EntryCodec {
+
+    private static final VarHandle I16 = MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle I64 = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+
+    private EntryCodec() {}
+
+    /** Writes a layout-1 envelope into {@code out[0..28)}. */
+    static void envelope(byte[] out, EntryKind kind, int typeId, long seq, long atNs, long causeSeq) {
+        out[0] = (byte) JournalFormat.FORMAT_VERSION;
+        out[1] = (byte) kind.code();
+        I16.set(out, 2, (short) typeId);
+        I64.set(out, 4, seq);
+        I64.set(out, 12, atNs);
+        I64.set(out, 20, causeSeq);
+    }
+
+    /** Writes a layout-0 envelope into {@code out[0..20)} (tests and documentation only). */
+    static void envelopeV0(byte[] out, EntryKind kind, int typeId, long seq, long atNs) {
+        out[0] = 0;
+        out[1] = (byte) kind.code();
+        I16.set(out, 2, (short) typeId);
+        I64.set(out, 4, seq);
+        I64.set(out, 12, atNs);
+    }
+
+    static int layout(byte[] b) {
+        return b[0] & 0xff;
+    }
+
+    static int kindCode(byte[] b) {
+        return b[1] & 0xff;
+    }
+
+    static int typeId(byte[] b) {
+        return ((short) I16.get(b, 2)) & 0xffff;
+    }
+
+    static long seq(byte[] b) {
+        return (long) I64.get(b, 4);
+    }
+
+    /** The header payload: a msgpack map. */
+    static byte[] headerPayload(JournalHeader h) {
+        try (var p = MessagePack.newDefaultBufferPacker()) {
+            PyValues.pack(p, h.toMap());
+            p.flush();
+            return p.toByteArray();
+        } catch (IOException e) {
+            throw new JournalException("cannot encode the header: " + e.getMessage(), e);
+        }
+    }
+
+    /** Decodes the entries of one pass over a journal. */
+    static final class Decoder {
+        private final Warnings warnings;
+        private final ArrayBufferInput input = new ArrayBufferInput(new byte[0]);
+        private final MessageUnpacker unpacker = MessagePack.newDefaultUnpacker(input);
+        private long lastInputSeq;
+
+        Decoder(Warnings warnings) {
+            this.warnings = warnings;
+        }
+
+        /**
+         * Decodes one stored entry; never throws for bad content (it becomes
+         * {@link JournalEntry.Unknown} and a warning).
+         *
+         * @param b the entry's bytes, {@code len} of them (the array may be longer and reused:
+         *          nothing returned refers to it)
+         */
+        JournalEntry decode(byte[] b, int len) {
+            if (len < JournalFormat.FIXED_PREFIX) {
+                String why = "entry of " + len + " bytes is shorter than the " + JournalFormat.FIXED_PREFIX + "-byte prefix";
+                warnings.add(why);
+                return new JournalEntry.Unknown(-1, -1, null, 0, Arrays.copyOf(b, len), why);
+            }
+            int layout = layout(b);
+            int kindCode = kindCode(b);
+            int typeId = typeId(b);
+            long seq = seq(b);
+            EntryKind kind = EntryKind.byCode(kindCode);
+            long atNs;
+            long cause;
+            int payloadAt;
+            switch (layout) {
+                case 1 -> {
+                    if (len < JournalFormat.ENVELOPE_V1) {
+                        return unknown(b, len, seq, typeId, kind, 0, "truncated layout-1 envelope (" + len + " bytes)");
+                    }
+                    atNs = (long) I64.get(b, 12);
+                    cause = (long) I64.get(b, 20);
+                    payloadAt = JournalFormat.ENVELOPE_V1;
+                }
+                case 0 -> {
+                    if (len < JournalFormat.ENVELOPE_V0) {
+                        return unknown(b, len, seq, typeId, kind, 0, "truncated layout-0 envelope (" + len + " bytes)");
+                    }
+                    atNs = (long) I64.get(b, 12);
+                    // Layout 0 had no cause_seq: a derived entry followed its cause's input.
+                    cause = kind == EntryKind.DERIVED ? lastInputSeq : JournalFormat.NO_CAUSE;
+                    payloadAt = JournalFormat.ENVELOPE_V0;
+                }
+                default -> {
+                    return unknown(b, len, seq, typeId, kind, 0, "entry layout version " + layout
+                            + " is newer than this reader (" + JournalFormat.FORMAT_VERSION + ")");
+                }
+            }
+            if (kind == null) {
+                return unknown(b, len, seq, typeId, null, atNs, "unknown entry kind " + kindCode);
+            }
+            EntryType type = EntryType.byId(typeId);
+            if (type == null) {
+                warnings.unknownType(typeId, seq);
+                return new JournalEntry.Unknown(seq, typeId, kind, atNs, Arrays.copyOf(b, len),
+                        "type id " + typeId + " is unknown to this version");
+            }
+            if (type.kind() != kind) {
+                return unknown(b, len, seq, typeId, kind, atNs,
+                        type.typeName() + " is " + article(type.kind()) + " type but the entry is " + article(kind));
+            }
+            input.reset(b, payloadAt, len - payloadAt);
+            try {
+                unpacker.reset(input);
+                switch (kind) {
+                    case HEADER -> {
+                        Object m = PyValues.unpack(unpacker);
+                        if (!(m instanceof Map<?, ?> map)) {
+                            throw new PayloadException("header payload is not a map");
+                        }
+                        List<String> w = new ArrayList<>();
+                        JournalHeader h = JournalHeader.fromMap(map, false, w);
+                        w.forEach(warnings::add);
+                        return new JournalEntry.Header(seq, h);
+                    }
+                    case INPUT -> {
+                        var event = (io.kvledger.core.event.NodeEvent) type.read(unpacker, atNs);
+                        lastInputSeq = seq;
+                        return new JournalEntry.Input(seq, atNs, event);
+                    }
+                    case DERIVED -> {
+                        var effect = (io.kvledger.core.effect.Effect) type.read(unpacker, 0);
+                        return new JournalEntry.Derived(seq, cause, atNs, effect);
+                    }
+                }
+                throw new AssertionError(kind);
+            } catch (PayloadException | IllegalArgumentException e) {
+                return unknown(b, len, seq, typeId, kind, atNs, type.typeName() + " payload: " + e.getMessage());
+            } catch (IOException | RuntimeException e) {
+                return unknown(b, len, seq, typeId, kind, atNs, type.typeName() + " payload is malformed msgpack: " + e);
+            }
+        }
+
+        private static String article(EntryKind k) {
+            return (k == EntryKind.INPUT ? "an " : "a ") + k.label();
+        }
+
+        private JournalEntry.Unknown unknown(byte[] b, int len, long seq, int typeId, EntryKind kind, long atNs,
+                                             String why) {
+            warnings.add("seq " + seq + ": " + why + "; skipped");
+            return new JournalEntry.Unknown(seq, typeId, kind, atNs, Arrays.copyOf(b, len), why);
+        }
+    }
+}

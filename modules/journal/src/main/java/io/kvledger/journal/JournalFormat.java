@@ -1,0 +1,62 @@
+package io.kvledger.journal;
+
+import net.openhft.chronicle.queue.RollCycle;
+import net.openhft.chronicle.queue.rollcycles.LargeRollCycles;
+
+/**
+ * Constants of the on-disk format (see {@code journal/FORMAT.md}).
+ *
+ * <p>Every Chronicle excerpt holds one entry: a fixed little-endian envelope followed by the
+ * msgpack payload.
+ *
+ * <pre>
+ * offset size  field        (layout version 1)
+ *      0    1  layout       entry layout version (1)
+ *      1    1  kind         0 header, 1 input, 2 derived
+ *      2    2  type_id      permanent type id (unsigned)
+ *      4    8  seq          sequence number, monotonic per journal (header = 0)
+ *     12    8  at_ns        the event's time; a derived entry carries its cause's time
+ *     20    8  cause_seq    derived: seq of the input that caused it; header and inputs: -1
+ *     28    n  payload      msgpack (header: a map; others: an array of fields)
+ * </pre>
+ *
+ * <p>The first 12 bytes (layout, kind, type id, seq) keep their place in every layout version, so
+ * a reader can always say which entry it could not decode.
+ */
+public final class JournalFormat {
+
+    /** The format version written to new headers and the layout version of new entries. */
+    public static final int FORMAT_VERSION = 1;
+
+    /** The oldest layout version this reader decodes. */
+    public static final int OLDEST_READABLE_VERSION = 0;
+
+    /** The header's {@code magic} value: marks a Chronicle Queue as a kvledger journal. */
+    public static final String MAGIC = "kvledger-journal";
+
+    /** Envelope size of layout version 1. */
+    public static final int ENVELOPE_V1 = 28;
+
+    /** Envelope size of layout version 0 (no cause_seq). */
+    public static final int ENVELOPE_V0 = 20;
+
+    /** Bytes every layout version starts with: layout, kind, type id, seq. */
+    public static final int FIXED_PREFIX = 12;
+
+    /** {@code cause_seq} of entries that have no cause (header, inputs). */
+    public static final long NO_CAUSE = -1;
+
+    /**
+     * The roll cycle of new journals: one file per UTC day with up to 2^37 entries per day (about
+     * 1.6 million entries per second sustained), so a node that runs for weeks writes a bounded
+     * file per day, old days can be archived or deleted as whole files, and the index never
+     * overflows at realistic control-plane rates. An existing journal keeps the cycle it was
+     * created with.
+     */
+    public static final RollCycle ROLL_CYCLE = LargeRollCycles.LARGE_DAILY;
+
+    /** The file a writer locks so that a journal has one writer process at a time. */
+    public static final String LOCK_FILE = "kvledger-writer.lock";
+
+    private JournalFormat() {}
+}

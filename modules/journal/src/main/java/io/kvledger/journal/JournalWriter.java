@@ -1,0 +1,347 @@
+package io.kvledger.journal;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.journal.format.EntryKind;
+import io.kvledger.journal.format.EntryType;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.queue.ExcerptAppender;
+import net.openhft.chronicle.queue.ExcerptTailer;
+import net.openhft.chronicle.queue.TailerDirection;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
+import net.openhft.chronicle.wire.DocumentContext;
+import org.msgpack.core.MessagePack;
+import org.msgpack.core.MessagePacker;
+
+/**
+ * Appends to one node's journal.
+ *
+ * <p>{@link #open} creates the journal (writing the header as entry 0) or, when the directory
+ * already holds one, checks that the given header describes the same node with the same
+ * configuration, keeps the existing header and continues the sequence after the last complete
+ * entry. A writer killed mid-append (even with {@code kill -9}) leaves its last entry incomplete;
+ * readers never see it and the next writer appends after the last complete one.
+ *
+ * <p>Threading: one writer thread. The methods are not safe to call concurrently; the thread that
+ * first appends after {@code open} owns the writer. One writer process per journal: a file lock
+ * ({@value JournalFormat#LOCK_FILE}) that the OS releases when the process dies keeps a second
+ * writer out.
+ *
+ * <p>Durability: an entry is in the memory-mapped queue file when an append returns, so readers in
+ * other processes see it and it survives the death of this process. It reaches the disk when the
+ * OS writes the page back; {@link #flush} forces that.
+ */
+public final class JournalWriter implements AutoCloseable {
+
+    private final Path dir;
+    private final SingleChronicleQueue queue;
+    private final ExcerptAppender appender;
+    private final FileChannel lockChannel;
+    private final FileLock lock;
+    private final JournalHeader header;
+    private final boolean appended;
+    private final byte[] envelope = new byte[JournalFormat.ENVELOPE_V1];
+    private final BytesSink sink = new BytesSink();
+    private final MessagePacker packer = MessagePack.newDefaultPacker(sink);
+    private long nextSeq;
+    private long lastInputSeq;
+    private long lastInputAtNs;
+    private boolean closed;
+
+    private JournalWriter(Path dir, SingleChronicleQueue queue, FileChannel lockChannel, FileLock lock,
+                          JournalHeader given) {
+        this.dir = dir;
+        this.queue = queue;
+        this.lockChannel = lockChannel;
+        this.lock = lock;
+        this.appender = queue.createAppender();
+        JournalHeader existing = readExisting();
+        if (existing == null) {
+            this.header = given.withFormatVersion(JournalFormat.FORMAT_VERSION);
+            this.appended = false;
+            writeHeader();
+        } else {
+            List<String> diff = existing.differences(given);
+            if (!diff.isEmpty()) {
+                throw new JournalException("the journal in " + dir + " belongs to another node or configuration ("
+                        + existing.describe() + "); differences (journal vs given): " + String.join("; ", diff));
+            }
+            this.header = existing;
+            this.appended = true;
+        }
+        // The thread that appends next owns the appender (it may not be the one that opened it).
+        appender.singleThreadedCheckReset();
+    }
+
+    /**
+     * Opens the journal in {@code dir} for appending, creating the directory and the journal when
+     * needed.
+     *
+     * @throws JournalException when another writer holds the journal, when the existing journal
+     *                          belongs to another node or configuration, or when it cannot be read
+     */
+    public static JournalWriter open(Path dir, JournalHeader header) {
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new JournalException("cannot create " + dir + ": " + e.getMessage(), e);
+        }
+        FileChannel ch;
+        FileLock lock;
+        try {
+            ch = FileChannel.open(dir.resolve(JournalFormat.LOCK_FILE), StandardOpenOption.CREATE,
+                    StandardOpenOption.WRITE);
+        } catch (IOException e) {
+            throw new JournalException("cannot create the writer lock in " + dir + ": " + e.getMessage(), e);
+        }
+        try {
+            lock = ch.tryLock();
+        } catch (OverlappingFileLockException e) {
+            closeQuietly(ch);
+            throw new JournalException("the journal in " + dir + " is already open for writing in this process");
+        } catch (IOException e) {
+            closeQuietly(ch);
+            throw new JournalException("cannot lock " + dir + ": " + e.getMessage(), e);
+        }
+        if (lock == null) {
+            closeQuietly(ch);
+            throw new JournalException("the journal in " + dir + " is being written by another process");
+        }
+        SingleChronicleQueue q = null;
+        try {
+            q = Queues.open(dir, false);
+            return new JournalWriter(dir, q, ch, lock, header);
+        } catch (RuntimeException e) {
+            if (q != null) {
+                q.close();
+            }
+            releaseQuietly(lock, ch);
+            throw e instanceof JournalException je ? je : new JournalException(
+                    "cannot open the journal in " + dir + " for writing: " + e.getMessage(), e);
+        }
+    }
+
+    /** Reads the existing header and last entry, or returns {@code null} for an empty queue. */
+    private JournalHeader readExisting() {
+        Queues.Buffer buf = new Queues.Buffer();
+        Warnings w = new Warnings(dir.toString());
+        JournalHeader existing;
+        try (ExcerptTailer t = queue.createTailer()) {
+            if (!buf.next(t)) {
+                return null;
+            }
+            JournalEntry first = new EntryCodec.Decoder(w).decode(buf.bytes, buf.length);
+            if (!(first instanceof JournalEntry.Header h)) {
+                throw new JournalException("the queue in " + dir + " is not a kvledger journal: its first entry is "
+                        + first.dissect());
+            }
+            existing = h.header();
+        }
+        if (existing.formatVersion() > JournalFormat.FORMAT_VERSION) {
+            throw new JournalException("the journal in " + dir + " was created by format version "
+                    + existing.formatVersion() + "; this version writes " + JournalFormat.FORMAT_VERSION
+                    + " and cannot append to it");
+        }
+        // Walk back from the end to the last complete entry and the last input.
+        try (ExcerptTailer t = queue.createTailer().direction(TailerDirection.BACKWARD).toEnd()) {
+            long last = -1;
+            EntryCodec.Decoder d = new EntryCodec.Decoder(w);
+            while (buf.next(t)) {
+                if (buf.length < JournalFormat.FIXED_PREFIX) {
+                    continue;
+                }
+                long seq = EntryCodec.seq(buf.bytes);
+                if (last < 0) {
+                    last = seq;
+                }
+                int kind = EntryCodec.kindCode(buf.bytes);
+                if (kind == EntryKind.INPUT.code() || kind == EntryKind.HEADER.code()) {
+                    JournalEntry e = d.decode(buf.bytes, buf.length);
+                    lastInputSeq = kind == EntryKind.HEADER.code() ? 0 : seq;
+                    lastInputAtNs = e.atNs();
+                    break;
+                }
+            }
+            nextSeq = last + 1;
+        }
+        return existing;
+    }
+
+    private void writeHeader() {
+        byte[] payload = EntryCodec.headerPayload(header);
+        EntryCodec.envelope(envelope, EntryKind.HEADER, EntryType.HEADER.id(), 0, 0, JournalFormat.NO_CAUSE);
+        try (DocumentContext dc = appender.writingDocument()) {
+            Bytes<?> b = dc.wire().bytes();
+            b.write(envelope, 0, envelope.length);
+            b.write(payload, 0, payload.length);
+        }
+        nextSeq = 1;
+        lastInputSeq = 0;
+        lastInputAtNs = 0;
+    }
+
+    /** The journal's header: the existing one when this writer appends to a journal. */
+    public JournalHeader header() {
+        return header;
+    }
+
+    public Path dir() {
+        return dir;
+    }
+
+    /** Whether {@link #open} found an existing journal and appends to it. */
+    public boolean appending() {
+        return appended;
+    }
+
+    /** The seq the next entry gets. */
+    public long nextSeq() {
+        return nextSeq;
+    }
+
+    /** The seq of the last input appended (0 when none: the header). */
+    public long lastInputSeq() {
+        return lastInputSeq;
+    }
+
+    /**
+     * Appends an input event.
+     *
+     * @return its seq
+     * @throws IllegalArgumentException when a value in the event cannot be journaled (nothing is
+     *                                  written then)
+     */
+    public long appendInput(NodeEvent event) {
+        EntryType type = EntryType.of(event);
+        long seq = append(EntryKind.INPUT, type, event.atNs(), JournalFormat.NO_CAUSE, event);
+        lastInputSeq = seq;
+        lastInputAtNs = event.atNs();
+        return seq;
+    }
+
+    /**
+     * Appends an effect derived from an input, with the input's time.
+     *
+     * @param causeSeq the seq of the input that produced it: the latest input, or 0 (the header)
+     *                 for start-up checks
+     * @return its seq
+     */
+    public long appendDerived(long causeSeq, Effect effect) {
+        if (causeSeq != lastInputSeq && causeSeq != 0) {
+            throw new IllegalArgumentException("cause seq " + causeSeq + " is not the latest input ("
+                    + lastInputSeq + "); pass its time with appendDerived(causeSeq, atNs, effect)");
+        }
+        return appendDerived(causeSeq, lastInputAtNs, effect);
+    }
+
+    /**
+     * Appends an effect derived from an earlier entry with an explicit time (JSON import, merges).
+     *
+     * @param causeSeq a seq already written (0 for the header)
+     */
+    public long appendDerived(long causeSeq, long atNs, Effect effect) {
+        if (causeSeq < 0 || causeSeq >= nextSeq) {
+            throw new IllegalArgumentException("cause seq " + causeSeq + " is not an entry of this journal (next seq "
+                    + nextSeq + ")");
+        }
+        return append(EntryKind.DERIVED, EntryType.of(effect), atNs, causeSeq, effect);
+    }
+
+    /**
+     * Appends an input and the effects the reducer produced for it.
+     *
+     * @return the input's seq
+     */
+    public long appendApplied(NodeEvent event, List<Effect> effects) {
+        long seq = appendInput(event);
+        for (Effect e : effects) {
+            append(EntryKind.DERIVED, EntryType.of(e), event.atNs(), seq, e);
+        }
+        return seq;
+    }
+
+    private long append(EntryKind kind, EntryType type, long atNs, long cause, Object record) {
+        if (closed) {
+            throw new IllegalStateException("the journal writer for " + dir + " is closed");
+        }
+        long seq = nextSeq;
+        EntryCodec.envelope(envelope, kind, type.id(), seq, atNs, cause);
+        try (DocumentContext dc = appender.writingDocument()) {
+            Bytes<?> b = dc.wire().bytes();
+            b.write(envelope, 0, envelope.length);
+            sink.target = b;
+            try {
+                type.write(packer, record);
+                packer.flush();
+            } catch (IOException | RuntimeException e) {
+                dc.rollbackOnClose();
+                packer.clear();
+                if (e instanceof IllegalArgumentException iae) {
+                    throw iae;
+                }
+                throw new JournalException("cannot append " + type.typeName() + " to " + dir + ": " + e, e);
+            } finally {
+                sink.target = null;
+            }
+        }
+        nextSeq = seq + 1;
+        return seq;
+    }
+
+    /** Forces the queue's mapped pages to disk (for durability against an OS crash, not needed otherwise). */
+    public void flush() {
+        if (!closed) {
+            appender.sync();
+        }
+    }
+
+    /** Closes the queue and releases the writer lock. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        List<RuntimeException> errors = new ArrayList<>();
+        try {
+            appender.close();
+        } catch (RuntimeException e) {
+            errors.add(e);
+        }
+        try {
+            queue.close();
+        } catch (RuntimeException e) {
+            errors.add(e);
+        }
+        releaseQuietly(lock, lockChannel);
+        if (!errors.isEmpty()) {
+            throw new JournalException("closing the journal in " + dir + " failed: " + errors.getFirst(), errors.getFirst());
+        }
+    }
+
+    private static void releaseQuietly(FileLock lock, FileChannel ch) {
+        try {
+            lock.release();
+        } catch (IOException | RuntimeException ignored) {
+            // the channel's close releases it too
+        }
+        closeQuietly(ch);
+    }
+
+    private static void closeQuietly(FileChannel ch) {
+        try {
+            ch.close();
+        } catch (IOException ignored) {
+            // nothing left to release
+        }
+    }
+}

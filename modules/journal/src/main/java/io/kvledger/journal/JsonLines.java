@@ -1,0 +1,484 @@
+package io.kvledger.journal;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.journal.format.EntryKind;
+import io.kvledger.journal.format.EntryType;
+import io.kvledger.journal.format.PayloadException;
+import io.kvledger.journal.json.Json;
+import io.kvledger.journal.json.JsonException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.Writer;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Stream;
+
+/**
+ * Journals as JSON lines: one JSON object per entry, with the envelope keys {@code seq},
+ * {@code kind} ("header", "input", "derived"), {@code type} (the snake_case type name),
+ * {@code at_ns} and, for derived entries, {@code cause_seq}, followed by the payload fields under
+ * their snake_case names (the MoRIIO hook arguments). {@code journal/FORMAT.md} lists the fields
+ * of every type with an example.
+ *
+ * <p>Import is strict and all-or-nothing: the whole file is validated before the first entry is
+ * written, and every bad line is reported with its number and the reason. Lines written by other
+ * tools may leave out {@code seq} (the journal numbers entries itself), {@code kind} (implied by
+ * the type), a derived entry's {@code cause_seq} (the nearest input line above it) and
+ * {@code at_ns} (its cause's time), and fields that are nullable or optional.
+ */
+public final class JsonLines {
+
+    /** Keys of a JSON line that are not payload fields. */
+    public static final Set<String> ENVELOPE_KEYS = Set.of("seq", "kind", "type", "at_ns", "cause_seq");
+
+    private JsonLines() {}
+
+    // ------------------------------------------------------------------ export
+
+    /** The JSON line of one entry (without the newline). */
+    public static String toJson(JournalEntry entry) {
+        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
+        m.put("seq", entry.seq());
+        switch (entry) {
+            case JournalEntry.Header h -> {
+                m.put("kind", EntryKind.HEADER.label());
+                m.put("type", EntryType.HEADER.typeName());
+                Map<String, Object> hm = h.header().toMap();
+                hm.remove("magic");
+                m.putAll(hm);
+            }
+            case JournalEntry.Input in -> {
+                EntryType t = in.type();
+                m.put("kind", EntryKind.INPUT.label());
+                m.put("type", t.typeName());
+                m.put("at_ns", in.atNs());
+                m.putAll(t.toJson(in.event()));
+            }
+            case JournalEntry.Derived d -> {
+                EntryType t = d.type();
+                m.put("kind", EntryKind.DERIVED.label());
+                m.put("type", t.typeName());
+                m.put("at_ns", d.atNs());
+                m.put("cause_seq", d.causeSeq());
+                m.putAll(t.toJson(d.effect()));
+            }
+            case JournalEntry.Unknown u -> {
+                m.put("kind", "unknown");
+                m.put("type_id", (long) u.typeId());
+                m.put("stored_kind", u.kind() == null ? null : u.kind().label());
+                m.put("at_ns", u.atNs());
+                m.put("reason", u.reason());
+                m.put("bytes", Base64.getEncoder().encodeToString(u.bytes()));
+            }
+        }
+        return Json.write(m);
+    }
+
+    /**
+     * Writes every entry of {@code reader} as one JSON line.
+     *
+     * @return the number of lines written
+     */
+    public static long export(JournalReader reader, Writer out) throws IOException {
+        long n = 0;
+        try (Stream<JournalEntry> s = reader.stream()) {
+            for (JournalEntry e : (Iterable<JournalEntry>) s::iterator) {
+                out.write(toJson(e));
+                out.write('\n');
+                n++;
+            }
+        }
+        out.flush();
+        return n;
+    }
+
+    // ------------------------------------------------------------------ parsing one line
+
+    /**
+     * One parsed line.
+     *
+     * @param seq      the line's {@code seq}, or -1 when absent
+     * @param atNs     the line's {@code at_ns}, or {@link Long#MIN_VALUE} when absent
+     * @param causeSeq a derived line's {@code cause_seq}, or -1 when absent
+     * @param record   the {@link NodeEvent}, {@link Effect} or {@link JournalHeader}
+     */
+    public record Line(EntryKind kind, long seq, long atNs, long causeSeq, Object record) {}
+
+    /**
+     * Parses one JSON line.
+     *
+     * @throws JsonException            when the line is not JSON
+     * @throws PayloadException         when a payload field is missing, unknown or of the wrong type
+     * @throws IllegalArgumentException when the envelope or the header is wrong
+     */
+    public static Line parseLine(String text) {
+        Object parsed = Json.parse(text);
+        if (!(parsed instanceof Map<?, ?> raw)) {
+            throw new IllegalArgumentException("expected a JSON object");
+        }
+        @SuppressWarnings("unchecked")
+        Map<String, Object> m = (Map<String, Object>) raw;
+        Object kindV = m.get("kind");
+        Object typeV = m.get("type");
+        if (kindV != null && !(kindV instanceof String)) {
+            throw new IllegalArgumentException("kind must be a string");
+        }
+        if ("unknown".equals(kindV)) {
+            throw new IllegalArgumentException("an entry of unknown type (type_id " + m.get("type_id")
+                    + ", written by a newer version) cannot be imported");
+        }
+        if (typeV == null && !"header".equals(kindV)) {
+            throw new IllegalArgumentException("missing \"type\"");
+        }
+        if (typeV != null && !(typeV instanceof String)) {
+            throw new IllegalArgumentException("type must be a string");
+        }
+        long seq = optLong(m, "seq", -1);
+        if (m.containsKey("seq") && seq < 0) {
+            throw new IllegalArgumentException("seq must not be negative");
+        }
+        if ("header".equals(typeV) || "header".equals(kindV)) {
+            if (kindV != null && !"header".equals(kindV) || typeV != null && !"header".equals(typeV)) {
+                throw new IllegalArgumentException("kind and type disagree: " + kindV + " / " + typeV);
+            }
+            LinkedHashMap<String, Object> hm = new LinkedHashMap<>(m);
+            hm.keySet().removeAll(ENVELOPE_KEYS);
+            return new Line(EntryKind.HEADER, seq, 0, -1, JournalHeader.fromMap(hm, true, null));
+        }
+        EntryType t = EntryType.byName((String) typeV);
+        if (t == null || t == EntryType.HEADER) {
+            throw new IllegalArgumentException("unknown type \"" + typeV + "\"");
+        }
+        if (kindV != null && !t.kind().label().equals(kindV)) {
+            throw new IllegalArgumentException(t.typeName() + " is " + (t.kind() == EntryKind.INPUT ? "an " : "a ")
+                    + t.kind().label() + " type, not " + kindV);
+        }
+        long atNs = optLong(m, "at_ns", Long.MIN_VALUE);
+        long cause = optLong(m, "cause_seq", -1);
+        if (t.kind() == EntryKind.INPUT) {
+            if (atNs == Long.MIN_VALUE) {
+                throw new IllegalArgumentException("missing \"at_ns\" (inputs carry their time)");
+            }
+            if (m.containsKey("cause_seq")) {
+                throw new IllegalArgumentException("cause_seq is only for derived entries");
+            }
+        } else if (m.containsKey("cause_seq") && cause < 0) {
+            throw new IllegalArgumentException("cause_seq must not be negative");
+        }
+        Object record = t.fromJson(m, atNs == Long.MIN_VALUE ? 0 : atNs, ENVELOPE_KEYS);
+        return new Line(t.kind(), seq, atNs, cause, record);
+    }
+
+    private static long optLong(Map<String, Object> m, String key, long absent) {
+        if (!m.containsKey(key)) {
+            return absent;
+        }
+        if (m.get(key) instanceof Long l) {
+            return l;
+        }
+        throw new IllegalArgumentException(key + " must be an integer, found " + Json.write(m.get(key)));
+    }
+
+    // ------------------------------------------------------------------ import
+
+    /**
+     * What an import wrote.
+     *
+     * @param entries        entries written (the header not counted)
+     * @param firstSeq       seq of the first entry written (or the next seq when none)
+     * @param lastSeq        seq of the last entry written (firstSeq - 1 when none)
+     * @param headerFromFile whether the header came from the file's first line
+     * @param appended       whether the entries were appended to an existing journal
+     */
+    public record ImportResult(long entries, long firstSeq, long lastSeq, boolean headerFromFile, boolean appended) {}
+
+    /**
+     * Builds a journal in {@code dir} from a JSON-lines file (or appends to the journal already
+     * there, which must describe the same node). Validates the whole file first; on any bad line
+     * nothing is written.
+     *
+     * @param header the header to use, or {@code null} to take it from the file's first line; a
+     *               given header replaces the file's
+     * @throws JsonLinesException listing the bad lines
+     * @throws JournalException   when the journal cannot be written (a journal for another node
+     *                            in {@code dir}, another writer); nothing is written then either
+     */
+    public static ImportResult importFile(Path jsonl, Path dir, JournalHeader header) {
+        Validation v = validate(jsonl);
+        JournalHeader h = header != null ? header : v.fileHeader;
+        if (h == null && !v.headerAttempted) {
+            v.errors.addFirst(new JsonLinesException.LineError(Math.max(1, v.firstLine),
+                    "no header: the first line is not a header and none was given"));
+            v.total++;
+        }
+        if (v.total > 0) {
+            throw new JsonLinesException(jsonl.toString(), v.errors, v.total);
+        }
+        boolean existed = Queues.hasQueueFiles(dir);
+        boolean dirExisted = Files.isDirectory(dir);
+        JournalWriter w = JournalWriter.open(dir, h);
+        long first = w.nextSeq();
+        long written = 0;
+        boolean ok = false;
+        try (w; Lines in = new Lines(jsonl)) {
+            SeqIndex inputs = new SeqIndex();
+            long lastInputNew = 0;
+            long lastInputAt = 0;
+            String text;
+            while ((text = in.next()) != null) {
+                if (text.isBlank()) {
+                    continue;
+                }
+                Line line = parseLine(text);
+                switch (line.kind()) {
+                    case HEADER -> { }
+                    case INPUT -> {
+                        NodeEvent e = (NodeEvent) line.record();
+                        lastInputNew = w.appendInput(e);
+                        lastInputAt = e.atNs();
+                        if (line.seq() >= 0) {
+                            inputs.add(line.seq(), lastInputNew, lastInputAt);
+                        }
+                        written++;
+                    }
+                    case DERIVED -> {
+                        long cause = lastInputNew;
+                        long at = lastInputAt;
+                        if (line.causeSeq() == 0) {
+                            cause = 0;
+                            at = 0;
+                        } else if (line.causeSeq() > 0) {
+                            int i = inputs.find(line.causeSeq());
+                            cause = inputs.news[i];
+                            at = inputs.ats[i];
+                        }
+                        if (line.atNs() != Long.MIN_VALUE) {
+                            at = line.atNs();
+                        }
+                        w.appendDerived(cause, at, (Effect) line.record());
+                        written++;
+                    }
+                }
+            }
+            ok = true;
+        } catch (IOException e) {
+            throw new JournalException("reading " + jsonl + " failed after " + written + " entries: " + e.getMessage(), e);
+        } finally {
+            if (!ok && !existed) {
+                deleteCreated(dir, dirExisted);
+            }
+        }
+        return new ImportResult(written, first, first + written - 1, header == null, existed);
+    }
+
+    private static final class Validation {
+        JournalHeader fileHeader;
+        final List<JsonLinesException.LineError> errors = new ArrayList<>();
+        long total;
+        long firstLine;
+        boolean headerAttempted;
+
+        void error(long line, String reason) {
+            total++;
+            if (errors.size() < JsonLinesException.MAX_LISTED) {
+                errors.add(new JsonLinesException.LineError(line, reason));
+            }
+        }
+    }
+
+    private static Validation validate(Path jsonl) {
+        Validation v = new Validation();
+        SeqIndex inputs = new SeqIndex();
+        long lineNo = 0;
+        long prevSeq = -1;
+        boolean any = false;
+        long lastInputAt = 0;
+        try (Lines in = new Lines(jsonl)) {
+            String text;
+            while (true) {
+                try {
+                    text = in.next();
+                } catch (CharacterCodingException e) {
+                    v.error(in.lineNo, "not valid UTF-8");
+                    continue;
+                }
+                if (text == null) {
+                    break;
+                }
+                lineNo = in.lineNo;
+                if (text.isBlank()) {
+                    continue;
+                }
+                if (!any) {
+                    v.firstLine = lineNo;
+                    v.headerAttempted = looksLikeHeader(text);
+                }
+                try {
+                    Line line = parseLine(text);
+                    if (line.kind() == EntryKind.HEADER) {
+                        if (any) {
+                            throw new IllegalArgumentException("a header is only allowed on the first line");
+                        }
+                        any = true;
+                        v.fileHeader = (JournalHeader) line.record();
+                        if (line.seq() > 0) {
+                            throw new IllegalArgumentException("the header's seq must be 0");
+                        }
+                        prevSeq = 0;
+                        continue;
+                    }
+                    any = true;
+                    if (line.seq() >= 0) {
+                        if (line.seq() <= prevSeq) {
+                            throw new IllegalArgumentException("seq " + line.seq()
+                                    + " is not greater than the seq before it (" + prevSeq + ")");
+                        }
+                        prevSeq = line.seq();
+                    }
+                    if (line.kind() == EntryKind.INPUT) {
+                        lastInputAt = line.atNs();
+                        if (line.seq() >= 0) {
+                            inputs.add(line.seq(), 0, lastInputAt);
+                        }
+                    } else if (line.causeSeq() > 0 && inputs.find(line.causeSeq()) < 0) {
+                        throw new IllegalArgumentException("cause_seq " + line.causeSeq()
+                                + " is not the seq of an input line above it");
+                    }
+                } catch (JsonException | PayloadException | IllegalArgumentException e) {
+                    v.error(lineNo, e.getMessage());
+                }
+            }
+        } catch (IOException e) {
+            throw new JournalException("cannot read " + jsonl + ": " + e.getMessage(), e);
+        }
+        return v;
+    }
+
+    /** Whether a first line meant to be a header (so a bad one is reported, not "no header"). */
+    private static boolean looksLikeHeader(String text) {
+        try {
+            return Json.parse(text) instanceof Map<?, ?> m && ("header".equals(m.get("type")) || "header".equals(m.get("kind")));
+        } catch (JsonException e) {
+            return false;
+        }
+    }
+
+    /**
+     * The lines of a file, split on LF and decoded one by one with a strict UTF-8 decoder, so that
+     * a malformed line is an error with its own line number rather than a silent U+FFFD.
+     */
+    private static final class Lines implements AutoCloseable {
+        private final InputStream in;
+        private final CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
+        private final byte[] buf = new byte[1 << 16];
+        private int pos;
+        private int end;
+        private byte[] line = new byte[256];
+        long lineNo;
+
+        Lines(Path p) throws IOException {
+            in = Files.newInputStream(p);
+        }
+
+        /** The next line without its LF, or null at the end; a bad line still counts. */
+        String next() throws IOException {
+            int n = 0;
+            boolean any = false;
+            while (true) {
+                if (pos == end) {
+                    end = in.read(buf, 0, buf.length);
+                    pos = 0;
+                    if (end <= 0) {
+                        end = 0;
+                        if (!any) {
+                            return null;
+                        }
+                        break;
+                    }
+                }
+                any = true;
+                int start = pos;
+                while (pos < end && buf[pos] != '\n') {
+                    pos++;
+                }
+                int len = pos - start;
+                if (n + len > line.length) {
+                    line = Arrays.copyOf(line, Math.max(n + len, line.length * 2));
+                }
+                System.arraycopy(buf, start, line, n, len);
+                n += len;
+                if (pos < end) {
+                    pos++; // the LF
+                    break;
+                }
+            }
+            lineNo++;
+            return decoder.reset().decode(ByteBuffer.wrap(line, 0, n)).toString();
+        }
+
+        @Override
+        public void close() throws IOException {
+            in.close();
+        }
+    }
+
+    /** Removes what a failed import created in a directory that held no journal before. */
+    private static void deleteCreated(Path dir, boolean dirExisted) {
+        try (Stream<Path> s = Files.list(dir)) {
+            for (Path p : s.toList()) {
+                String n = p.getFileName().toString();
+                if (n.endsWith(".cq4") || n.endsWith(".cq4t") || n.equals(JournalFormat.LOCK_FILE)) {
+                    Files.deleteIfExists(p);
+                }
+            }
+            if (!dirExisted) {
+                try (Stream<Path> rest = Files.list(dir)) {
+                    if (rest.findAny().isEmpty()) {
+                        Files.deleteIfExists(dir);
+                    }
+                }
+            }
+        } catch (IOException ignored) {
+            // best effort: the import already failed with its own message
+        }
+    }
+
+    /** Old seq to (new seq, at_ns) for input lines, in increasing old seq order. */
+    private static final class SeqIndex {
+        long[] olds = new long[256];
+        long[] news = new long[256];
+        long[] ats = new long[256];
+        int size;
+
+        void add(long old, long nu, long at) {
+            if (size == olds.length) {
+                olds = Arrays.copyOf(olds, size * 2);
+                news = Arrays.copyOf(news, size * 2);
+                ats = Arrays.copyOf(ats, size * 2);
+            }
+            olds[size] = old;
+            news[size] = nu;
+            ats[size] = at;
+            size++;
+        }
+
+        int find(long old) {
+            int i = Arrays.binarySearch(olds, 0, size, old);
+            return i >= 0 ? i : -1;
+        }
+    }
+}

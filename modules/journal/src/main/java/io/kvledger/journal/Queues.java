@@ -1,0 +1,67 @@
+package io.kvledger.journal;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
+import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.queue.ExcerptTailer;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
+import net.openhft.chronicle.wire.DocumentContext;
+
+/** Chronicle Queue plumbing shared by the writer, reader and tailer. */
+final class Queues {
+
+    private Queues() {}
+
+    /** Whether {@code dir} holds queue files (a journal, possibly empty). */
+    static boolean hasQueueFiles(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            return false;
+        }
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.anyMatch(p -> p.getFileName().toString().endsWith(".cq4"));
+        } catch (IOException e) {
+            throw new JournalException("cannot list " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    static SingleChronicleQueue open(Path dir, boolean readOnly) {
+        try {
+            return SingleChronicleQueueBuilder.single(dir.toFile())
+                    .rollCycle(JournalFormat.ROLL_CYCLE)
+                    .readOnly(readOnly)
+                    .build();
+        } catch (RuntimeException e) {
+            throw new JournalException("cannot open the journal in " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** A reusable buffer for reading excerpts. */
+    static final class Buffer {
+        byte[] bytes = new byte[1024];
+        int length;
+
+        /**
+         * Reads the next complete excerpt into this buffer.
+         *
+         * @return false when there is none (end of the journal, or an excerpt still being written)
+         */
+        boolean next(ExcerptTailer tailer) {
+            try (DocumentContext dc = tailer.readingDocument()) {
+                if (!dc.isPresent()) {
+                    return false;
+                }
+                Bytes<?> b = dc.wire().bytes();
+                int n = (int) b.readRemaining();
+                if (n > bytes.length) {
+                    bytes = new byte[Math.max(n, bytes.length * 2)];
+                }
+                b.read(bytes, 0, n);
+                length = n;
+                return true;
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+package io.kvledger.journal.format;
+
+/** What an entry is: the journal header, an input event, or a decision derived from one. */
+public enum EntryKind {
+    /** The first entry: format version, node identity and configuration. */
+    HEADER(0, "header"),
+    /** An input event (a {@link io.kvledger.core.event.NodeEvent}): the source of truth. */
+    INPUT(1, "input"),
+    /** An effect the reducer produced for an input ({@link io.kvledger.core.effect.Effect}). */
+    DERIVED(2, "derived");
+
+    private final int code;
+    private final String label;
+
+    EntryKind(int code, String label) {
+        this.code = code;
+        this.label = label;
+    }
+
+    /** The permanent code stored in the entry envelope. */
+    public int code() {
+        return code;
+    }
+
+    /** The name used in JSON lines ({@code "kind"}) and by the CLI. */
+    public String label() {
+        return label;
+    }
+
+    /** The kind with this code, or {@code null}. */
+    public static EntryKind byCode(int code) {
+        for (EntryKind k : values()) {
+            if (k.code == code) {
+                return k;
+            }
+        }
+        return null;
+    }
+
+    /** The kind with this label, or {@code null}. */
+    public static EntryKind byLabel(String label) {
+        for (EntryKind k : values()) {
+            if (k.label.equals(label)) {
+                return k;
+            }
+        }
+        return null;
+    }
+}

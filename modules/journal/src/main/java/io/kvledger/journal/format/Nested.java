@@ -1,0 +1,45 @@
+package io.kvledger.journal.format;
+
+import static io.kvledger.journal.format.Field.nul;
+import static io.kvledger.journal.format.Field.opt;
+import static io.kvledger.journal.format.Field.req;
+import static io.kvledger.journal.format.FieldType.BLOCKS;
+import static io.kvledger.journal.format.FieldType.BOOL;
+import static io.kvledger.journal.format.FieldType.I32;
+import static io.kvledger.journal.format.FieldType.PY;
+import static io.kvledger.journal.format.FieldType.STR;
+import static io.kvledger.journal.format.FieldType.STR_LIST;
+
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.ReqMeta;
+import java.util.List;
+
+/** Schemas of the records nested inside payloads. */
+final class Nested {
+
+    private Nested() {}
+
+    /** One entry of {@code scheduled_cached_reqs}. */
+    static final Schema<NodeEvent.CachedRequest> CACHED_REQUEST = Schema.of(NodeEvent.CachedRequest.class,
+            r -> new Object[] {r.requestId(), r.newBlockIds()},
+            (at, v) -> new NodeEvent.CachedRequest(v.s(0), v.o(1)),
+            r -> r.requestId() + (r.newBlockIds() == null ? "" : "+" + r.newBlockIds().totalBlocks()),
+            req("request_id", STR), nul("new_block_ids", BLOCKS));
+
+    /** One entry of {@code reqs_to_recv} / {@code reqs_to_save}. */
+    static final Schema<ReqMeta> REQ_META = Schema.of(ReqMeta.class,
+            m -> new Object[] {m.requestId(), m.localBlockIds(), m.remoteBlockIds(), m.remoteEngineId(),
+                    m.remoteHost(), m.remoteHandshakePort(), m.remoteNotifyPort(), m.remoteDpRank(),
+                    m.remoteDpSize(), m.remoteDpSizeLocal(), m.remoteTpSize(), m.transferId(),
+                    m.multiPodHosts(), m.writeMode()},
+            (at, v) -> new ReqMeta(v.s(0), v.o(1), v.o(2), v.s(3), v.s(4), v.i(5), v.i(6), v.i(7), v.i(8), v.i(9),
+                    v.i(10), v.o(11), v.<List<String>>o(12), v.b(13)),
+            m -> m.requestId() + " tid=" + Render.py(m.transferId()) + " -> " + Render.s(m.remoteHost()) + ":"
+                    + m.remoteNotifyPort() + " dp" + m.remoteDpRank() + " local=" + Render.blocks(m.localBlockIds())
+                    + " remote=" + Render.blocks(m.remoteBlockIds()),
+            req("request_id", STR), nul("local_block_ids", BLOCKS), nul("remote_block_ids", BLOCKS),
+            nul("remote_engine_id", STR), nul("remote_host", STR), req("remote_handshake_port", I32),
+            req("remote_notify_port", I32), req("remote_dp_rank", I32), req("remote_dp_size", I32),
+            req("remote_dp_size_local", I32), req("remote_tp_size", I32), nul("transfer_id", PY),
+            nul("multi_pod_hosts", STR_LIST), opt("write_mode", BOOL));
+}

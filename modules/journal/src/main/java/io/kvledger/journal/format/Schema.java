@@ -1,0 +1,199 @@
+package io.kvledger.journal.format;
+
+import java.io.IOException;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import org.msgpack.core.MessagePacker;
+import org.msgpack.core.MessageUnpacker;
+import org.msgpack.value.ValueType;
+
+/**
+ * The payload layout of one record type: its fields in order, how to take a record apart and how
+ * to build one. In msgpack a payload is an array of the field values in this order; in JSON an
+ * object keyed by the field names.
+ *
+ * <p>Compatibility rule (append-only): a field is never removed, reordered or retyped; a new field
+ * goes at the end and must be nullable or optional. A reader fills fields missing at the end of
+ * an older payload with their defaults and skips extra fields at the end of a newer one.
+ *
+ * @param <R> the record type
+ */
+public final class Schema<R> {
+
+    /** Builds a record from decoded fields ({@code atNs} is 0 for effects and nested records). */
+    @FunctionalInterface
+    public interface Builder<R> {
+        R build(long atNs, Values v);
+    }
+
+    private final Class<R> type;
+    private final List<Field> fields;
+    private final Function<R, Object[]> extract;
+    private final Builder<R> builder;
+    private final Function<R, String> dissector;
+
+    private Schema(Class<R> type, List<Field> fields, Function<R, Object[]> extract, Builder<R> builder,
+                   Function<R, String> dissector) {
+        this.type = type;
+        this.fields = fields;
+        this.extract = extract;
+        this.builder = builder;
+        this.dissector = dissector;
+    }
+
+    /**
+     * A schema.
+     *
+     * @param extract   the record's field values in the order of {@code fields}
+     * @param dissector the one-line rendering of a record (without the type name)
+     */
+    public static <R> Schema<R> of(Class<R> type, Function<R, Object[]> extract, Builder<R> builder,
+                                   Function<R, String> dissector, Field... fields) {
+        return new Schema<>(type, List.of(fields), extract, builder, dissector);
+    }
+
+    public Class<R> type() {
+        return type;
+    }
+
+    public List<Field> fields() {
+        return fields;
+    }
+
+    /** Writes {@code r} as a msgpack array of its fields. */
+    public void write(MessagePacker p, R r) throws IOException {
+        Object[] vals = extract.apply(r);
+        p.packArrayHeader(vals.length);
+        for (int i = 0; i < vals.length; i++) {
+            Object v = vals[i];
+            if (v == null) {
+                p.packNil();
+            } else {
+                try {
+                    fields.get(i).type().writeAny(p, v);
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException(type.getSimpleName() + "." + fields.get(i).name() + ": "
+                            + e.getMessage(), e);
+                }
+            }
+        }
+    }
+
+    /** Reads a record written by {@link #write} (or by an older or newer version of it). */
+    public R read(MessageUnpacker u, long atNs) throws IOException {
+        if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
+            throw new PayloadException("expected an array of fields, found "
+                    + u.getNextFormat().getValueType().name().toLowerCase());
+        }
+        int n = u.unpackArrayHeader();
+        Object[] vals = new Object[fields.size()];
+        for (int i = 0; i < vals.length; i++) {
+            Field f = fields.get(i);
+            if (i >= n) {
+                vals[i] = f.type().absent();
+            } else if (isNil(u)) {
+                if (f.type().primitive()) {
+                    throw new PayloadException(f.name() + ": nil for a " + f.type().doc());
+                }
+                vals[i] = null;
+            } else {
+                try {
+                    vals[i] = f.type().read(u);
+                } catch (PayloadException e) {
+                    throw e.in(f.name());
+                }
+            }
+        }
+        for (int i = vals.length; i < n; i++) {
+            u.skipValue();
+        }
+        return build(atNs, vals);
+    }
+
+    static boolean isNil(MessageUnpacker u) throws IOException {
+        if (u.getNextFormat().getValueType() == ValueType.NIL) {
+            u.unpackNil();
+            return true;
+        }
+        return false;
+    }
+
+    private R build(long atNs, Object[] vals) {
+        try {
+            return builder.build(atNs, new Values(vals));
+        } catch (RuntimeException e) {
+            throw new PayloadException("cannot build a " + type.getSimpleName() + ": " + e, e);
+        }
+    }
+
+    /** The JSON object of {@code r}'s fields, in schema order. */
+    public Map<String, Object> toJson(R r) {
+        Object[] vals = extract.apply(r);
+        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i < vals.length; i++) {
+            m.put(fields.get(i).name(), vals[i] == null ? null : fields.get(i).type().toJsonAny(vals[i]));
+        }
+        return m;
+    }
+
+    /**
+     * Builds a record from a JSON object.
+     *
+     * @param ignored keys that belong to the envelope ({@code seq}, {@code kind}, ...) and are not
+     *                payload fields; any other key that is not a field is an error
+     */
+    public R fromJson(Map<String, Object> m, long atNs, Set<String> ignored) {
+        for (String k : m.keySet()) {
+            if (!ignored.contains(k) && fields.stream().noneMatch(f -> f.name().equals(k))) {
+                throw new PayloadException("unknown field \"" + k + "\" (fields: " + fieldNames() + ")");
+            }
+        }
+        Object[] vals = new Object[fields.size()];
+        for (int i = 0; i < vals.length; i++) {
+            Field f = fields.get(i);
+            if (!m.containsKey(f.name())) {
+                if (!f.optional()) {
+                    throw new PayloadException("missing field \"" + f.name() + "\"");
+                }
+                vals[i] = f.type().absent();
+                continue;
+            }
+            Object j = m.get(f.name());
+            if (j == null) {
+                if (!f.nullable()) {
+                    throw new PayloadException(f.name() + ": must not be null");
+                }
+                vals[i] = null;
+                continue;
+            }
+            try {
+                vals[i] = f.type().fromJson(j);
+            } catch (PayloadException e) {
+                throw e.in(f.name());
+            }
+        }
+        return build(atNs, vals);
+    }
+
+    /** The field names, comma-separated. */
+    public String fieldNames() {
+        StringBuilder b = new StringBuilder();
+        for (Field f : fields) {
+            b.append(b.isEmpty() ? "" : ", ").append(f.name());
+        }
+        return b.toString();
+    }
+
+    /** The one-line rendering of {@code r}'s fields. */
+    public String dissect(R r) {
+        return dissector.apply(r);
+    }
+
+    /** The rendering of one field value, as dissectors print it. */
+    public String render(int fieldIndex, Object value) {
+        return fields.get(fieldIndex).type().renderAny(value);
+    }
+}

@@ -1,0 +1,218 @@
+package io.kvledger.journal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.journal.format.Payloads;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class JsonLinesTest {
+
+    @TempDir
+    Path tmp;
+
+    static String export(Path dir) throws Exception {
+        try (JournalReader r = JournalReader.open(dir)) {
+            StringWriter out = new StringWriter();
+            JsonLines.export(r, out);
+            return out.toString();
+        }
+    }
+
+    static Path write(Path file, String... lines) throws Exception {
+        Files.writeString(file, String.join("\n", lines) + "\n", StandardCharsets.UTF_8);
+        return file;
+    }
+
+    @Test
+    void exports_one_snake_case_object_per_entry() throws Exception {
+        Path dir = tmp.resolve("P1");
+        try (JournalWriter w = JournalWriter.open(dir, Samples.header())) {
+            long seq = w.appendInput(Samples.events().getFirst());
+            w.appendDerived(seq, new Effect.PhaseChanged(Samples.RID, null, RequestPhase.ADMITTED, "admitted"));
+        }
+        List<String> lines = export(dir).lines().toList();
+        assertThat(lines).hasSize(3);
+        assertThat(lines.get(0)).startsWith("{\"seq\":0,\"kind\":\"header\",\"type\":\"header\",\"format_version\":1,"
+                + "\"node_id\":\"P1\",\"origin\":\"samples\",\"kv_role\":\"kv_producer\",\"transfer_mode\":\"WRITE\","
+                + "\"host_ip\":\"10.0.0.1\",\"handshake_port\":\"6301\",\"notify_port\":\"61005\",\"dp_rank\":1,");
+        assertThat(lines.get(1)).isEqualTo("{\"seq\":1,\"kind\":\"input\",\"type\":\"request_admitted\",\"at_ns\":1000000000,"
+                + "\"request_id\":\"" + Samples.RID + "\",\"num_prompt_tokens\":48,\"prompt_token_ids_len\":48,"
+                + "\"kv_transfer_params\":{\"remote_dp_size\":1,\"remote_tp_size\":1,\"transfer_id\":\"" + Samples.TID
+                + "\",\"do_remote_decode\":true,\"do_remote_prefill\":false,\"remote_engine_id\":null,"
+                + "\"remote_block_ids\":null,\"client_extra\":{\"ratio\":0.5,\"none\":null,\"list\":[1,\"two\",[3]]}}}");
+        assertThat(lines.get(2)).isEqualTo("{\"seq\":2,\"kind\":\"derived\",\"type\":\"phase_changed\",\"at_ns\":1000000000,"
+                + "\"cause_seq\":1,\"request_id\":\"" + Samples.RID + "\",\"from\":null,\"to\":\"ADMITTED\",\"reason\":\"admitted\"}");
+    }
+
+    @Test
+    void export_then_import_gives_identical_entries_for_every_type() throws Exception {
+        Path dir = tmp.resolve("src");
+        try (JournalWriter w = JournalWriter.open(dir, Samples.header())) {
+            for (Effect f : Samples.effects()) {
+                w.appendDerived(0, f);
+            }
+            for (NodeEvent e : Samples.events()) {
+                w.appendApplied(e, Samples.effects().subList(0, 3));
+            }
+        }
+        String text = export(dir);
+        Path file = Files.writeString(tmp.resolve("all.jsonl"), text);
+        JsonLines.ImportResult res = JsonLines.importFile(file, tmp.resolve("copy"), null);
+        assertThat(res.headerFromFile()).isTrue();
+        assertThat(res.appended()).isFalse();
+        assertThat(res.firstSeq()).isEqualTo(1);
+        assertThat(res.entries()).isEqualTo(text.lines().count() - 1);
+        assertThat(export(tmp.resolve("copy"))).isEqualTo(text);
+        assertSameEntries(dir, tmp.resolve("copy"));
+    }
+
+    static void assertSameEntries(Path a, Path b) {
+        List<JournalEntry> x = JournalTest.readAll(a);
+        List<JournalEntry> y = JournalTest.readAll(b);
+        assertThat(y).hasSameSizeAs(x);
+        for (int i = 0; i < x.size(); i++) {
+            JournalEntry p = x.get(i);
+            JournalEntry q = y.get(i);
+            assertThat(q.seq()).isEqualTo(p.seq());
+            assertThat(q.atNs()).isEqualTo(p.atNs());
+            assertThat(q.getClass()).isEqualTo(p.getClass());
+            switch (p) {
+                case JournalEntry.Header h -> assertThat(((JournalEntry.Header) q).header().differences(h.header())).isEmpty();
+                case JournalEntry.Input in -> assertThat(Payloads.same(in.event(), ((JournalEntry.Input) q).event()))
+                        .as("seq %d", p.seq()).isTrue();
+                case JournalEntry.Derived d -> {
+                    assertThat(((JournalEntry.Derived) q).causeSeq()).isEqualTo(d.causeSeq());
+                    assertThat(Payloads.same(d.effect(), ((JournalEntry.Derived) q).effect())).as("seq %d", p.seq()).isTrue();
+                }
+                case JournalEntry.Unknown u -> assertThat(((JournalEntry.Unknown) q).bytes()).isEqualTo(u.bytes());
+            }
+        }
+    }
+
+    @Test
+    void lines_from_another_tool_may_leave_out_seq_kind_cause_and_time_of_derived_entries() throws Exception {
+        Path file = write(tmp.resolve("engine.jsonl"),
+                "{\"type\":\"header\",\"node_id\":\"D3\",\"kv_role\":\"kv_consumer\",\"transfer_mode\":\"READ\",\"tp_size\":2}",
+                "",
+                "{\"type\":\"request_admitted\",\"at_ns\":5,\"request_id\":\"r\",\"num_prompt_tokens\":3,"
+                        + "\"prompt_token_ids\":[1,2,3],\"kv_transfer_params\":{\"do_remote_prefill\":true}}",
+                "{\"type\":\"phase_changed\",\"request_id\":\"r\",\"from\":null,\"to\":\"ADMITTED\",\"reason\":\"admitted\"}",
+                "{\"type\":\"tick\",\"at_ns\":9}");
+        Path dir = tmp.resolve("D3");
+        JsonLines.ImportResult res = JsonLines.importFile(file, dir, null);
+        assertThat(res.entries()).isEqualTo(3);
+        try (JournalReader r = JournalReader.open(dir)) {
+            assertThat(r.header().role()).isEqualTo(Role.CONSUMER);
+            assertThat(r.header().mode()).isEqualTo(TransferMode.READ);
+            assertThat(r.header().config().tpSize()).isEqualTo(2);
+            assertThat(r.header().profile()).isEqualTo("newest");
+            List<JournalEntry> all = new ArrayList<>();
+            r.forEach(all::add);
+            assertThat(all.get(1)).isInstanceOf(JournalEntry.Input.class);
+            assertThat(((NodeEvent.RequestAdmitted) ((JournalEntry.Input) all.get(1)).event()).promptTokenIds()).isEqualTo(3);
+            assertThat(all.get(2)).isEqualTo(new JournalEntry.Derived(2, 1, 5,
+                    new Effect.PhaseChanged("r", null, RequestPhase.ADMITTED, "admitted")));
+            assertThat(all.get(3)).isEqualTo(new JournalEntry.Input(3, 9, new NodeEvent.Tick(9)));
+        }
+    }
+
+    @Test
+    void malformed_lines_are_all_reported_with_their_number_and_nothing_is_written() throws Exception {
+        Path file = write(tmp.resolve("bad.jsonl"),
+                JsonLines.toJson(new JournalEntry.Header(0, Samples.header())),
+                "{\"seq\":1,\"kind\":\"input\",\"type\":\"tick\",\"at_ns\":1}",
+                "{\"seq\":2,\"type\":\"tick\",\"at_ns\":2,}",
+                "{\"seq\":3,\"type\":\"tik\",\"at_ns\":3}",
+                "{\"seq\":4,\"type\":\"layer_saved\",\"at_ns\":4}",
+                "{\"seq\":1,\"type\":\"tick\",\"at_ns\":5}",
+                "{\"seq\":6,\"type\":\"stale_ack_dropped\",\"cause_seq\":5,\"request_id\":\"r\"}",
+                "{\"seq\":7,\"kind\":\"derived\",\"type\":\"tick\",\"at_ns\":6}",
+                "[1,2]",
+                "{\"type\":\"header\",\"node_id\":\"x\",\"kv_role\":\"kv_consumer\",\"transfer_mode\":\"READ\"}",
+                "{\"seq\":9,\"type\":\"matched_tokens_queried\",\"at_ns\":9,\"request_id\":\"r\",\"num_computed_tokens\":1.5}");
+        Path dir = tmp.resolve("never");
+        assertThatThrownBy(() -> JsonLines.importFile(file, dir, null))
+                .isInstanceOfSatisfying(JsonLinesException.class, e -> {
+                    assertThat(e.total()).isEqualTo(9);
+                    assertThat(e.errors()).extracting(JsonLinesException.LineError::line)
+                            .containsExactly(3L, 4L, 5L, 6L, 7L, 8L, 9L, 10L, 11L);
+                    assertThat(e.errors().get(0).reason()).isEqualTo("expected a string key but found '}' at column 34");
+                    assertThat(e.errors().get(1).reason()).isEqualTo("unknown type \"tik\"");
+                    assertThat(e.errors().get(2).reason()).isEqualTo("missing field \"layer_name\"");
+                    assertThat(e.errors().get(3).reason()).isEqualTo("seq 1 is not greater than the seq before it (1)");
+                    assertThat(e.errors().get(4).reason()).isEqualTo("cause_seq 5 is not the seq of an input line above it");
+                    assertThat(e.errors().get(5).reason()).isEqualTo("tick is an input type, not derived");
+                    assertThat(e.errors().get(6).reason()).isEqualTo("expected a JSON object");
+                    assertThat(e.errors().get(7).reason()).isEqualTo("a header is only allowed on the first line");
+                    assertThat(e.errors().get(8).reason()).isEqualTo("num_computed_tokens: expected an integer, found a float");
+                    assertThat(e.getMessage()).startsWith(file + ": 9 bad lines, nothing imported\n  line 3: ");
+                });
+        assertThat(dir).doesNotExist();
+    }
+
+    @Test
+    void a_file_without_a_header_needs_one_given() throws Exception {
+        Path file = write(tmp.resolve("no-header.jsonl"), "{\"type\":\"tick\",\"at_ns\":1}");
+        assertThatThrownBy(() -> JsonLines.importFile(file, tmp.resolve("x"), null))
+                .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors()).singleElement()
+                        .isEqualTo(new JsonLinesException.LineError(1, "no header: the first line is not a header and none was given")));
+        JsonLines.ImportResult res = JsonLines.importFile(file, tmp.resolve("x"), Samples.header());
+        assertThat(res.headerFromFile()).isFalse();
+        assertThat(JournalTest.readAll(tmp.resolve("x"))).hasSize(2);
+    }
+
+    @Test
+    void bad_header_lines_and_bad_utf8_are_reported() throws Exception {
+        Path file = write(tmp.resolve("h.jsonl"),
+                "{\"type\":\"header\",\"node_id\":\"x\",\"kv_role\":\"kv_both\",\"transfer_mode\":\"READ\"}");
+        assertThatThrownBy(() -> JsonLines.importFile(file, tmp.resolve("x"), null))
+                .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors().getFirst().reason())
+                        .isEqualTo("kv_role must be kv_producer or kv_consumer, found \"kv_both\""));
+        Path typo = write(tmp.resolve("t.jsonl"),
+                "{\"type\":\"header\",\"node_id\":\"x\",\"kv_role\":\"kv_consumer\",\"transfer_mode\":\"READ\",\"dp_rnak\":1}");
+        assertThatThrownBy(() -> JsonLines.importFile(typo, tmp.resolve("x"), null))
+                .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors().getFirst().reason())
+                        .isEqualTo("unknown header key \"dp_rnak\""));
+        Path bin = tmp.resolve("bin.jsonl");
+        Files.write(bin, ("{\"type\":\"tick\",\"at_ns\":1}\n\"\u00ff\u00fe\"\n{\"type\":\"tick\",\"at_ns\":2}\n")
+                .getBytes(StandardCharsets.ISO_8859_1));
+        assertThatThrownBy(() -> JsonLines.importFile(bin, tmp.resolve("x"), Samples.header()))
+                .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors()).singleElement()
+                        .isEqualTo(new JsonLinesException.LineError(2, "not valid UTF-8")));
+        assertThat(tmp.resolve("x")).doesNotExist();
+    }
+
+    @Test
+    void importing_into_an_existing_journal_appends_and_refuses_another_node() throws Exception {
+        Path dir = tmp.resolve("P1");
+        try (JournalWriter w = JournalWriter.open(dir, Samples.header())) {
+            w.appendInput(new NodeEvent.Tick(1));
+        }
+        Path file = write(tmp.resolve("more.jsonl"), "{\"type\":\"tick\",\"at_ns\":2}",
+                "{\"type\":\"stale_ack_dropped\",\"request_id\":\"r\"}");
+        JsonLines.ImportResult res = JsonLines.importFile(file, dir, Samples.header());
+        assertThat(res.appended()).isTrue();
+        assertThat(res.firstSeq()).isEqualTo(2);
+        assertThat(res.lastSeq()).isEqualTo(3);
+        assertThat(JournalTest.readAll(dir).get(3)).isEqualTo(new JournalEntry.Derived(3, 2, 2, new Effect.StaleAckDropped("r")));
+        Path other = write(tmp.resolve("other.jsonl"),
+                "{\"type\":\"header\",\"node_id\":\"D0\",\"kv_role\":\"kv_consumer\",\"transfer_mode\":\"READ\"}",
+                "{\"type\":\"tick\",\"at_ns\":3}");
+        assertThatThrownBy(() -> JsonLines.importFile(other, dir, null)).isInstanceOf(JournalException.class)
+                .hasMessageContaining("node_id: \"P1\" vs \"D0\"");
+        assertThat(JournalTest.readAll(dir)).hasSize(4);
+    }
+}
