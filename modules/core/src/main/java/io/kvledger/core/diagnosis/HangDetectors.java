@@ -23,6 +23,7 @@ import java.util.Map;
  * <p>Detector names are stable (they are printed and used in golden files): stuck-waiting,
  * stuck, reaped-without-ack, unknown-completion-id, superseded-transfer-id, ack-before-finish,
  * notify-unhandshaken-rank, wrong-port-offset-form, notify-no-listener, empty-remote-blocks,
+ * ack-before-mapping, failed-read-no-release,
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, and anomaly (any other
  * serious anomaly).
  */
@@ -162,10 +163,12 @@ public final class HangDetectors {
                             + (reapedAfterRead(l, tid, s.atNs()) ? "; a read of these blocks was still in flight (use after free)" : ""));
             case EMPTY_REMOTE_BLOCKS -> new Finding("empty-remote-blocks", n.name, r.requestId, tid, r.phase, 28, s.atNs(), r.sinceNs,
                     "remote_blocks with an empty block_notify_list at " + rel(l, s.atNs()) + ": the Python handler raises and its listener dies");
-            case ACK_UNMAPPED_STUCK, ACK_UNMAPPED_DROPPED, WRITE_DONE_UNMATCHED, ACK_FOR_NON_LIVE_TRANSFER ->
+            case ACK_UNMAPPED_DROPPED -> new Finding("ack-before-mapping", n.name, r.requestId, tid, r.phase, 12, s.atNs(),
+                    r.sinceNs, "the ACK for " + tid + " arrived before the worker's mapping held it and was dropped (" + detail + ")");
+            case ACK_UNMAPPED_STUCK, WRITE_DONE_UNMATCHED, ACK_FOR_NON_LIVE_TRANSFER ->
                     new Finding("unknown-completion-id", n.name, r.requestId, tid, r.phase, 1, s.atNs(), r.sinceNs,
                             "completion id " + tid + " matches no request this worker maps (" + k + ": " + detail + ")");
-            case TRANSFER_ID_COLLISION, UNMAP_MISS -> new Finding("superseded-transfer-id", n.name, r.requestId, tid, r.phase, 13,
+            case TRANSFER_ID_COLLISION -> new Finding("superseded-transfer-id", n.name, r.requestId, tid, r.phase, 13,
                     s.atNs(), r.sinceNs, k + " at " + rel(l, s.atNs()) + ": " + detail);
             case STALE_ACK_DROPPED -> new Finding("ack-before-finish", n.name, r.requestId, tid, r.phase, 11, s.atNs(), r.sinceNs,
                     "an ACK arrived before request_finished, was parked, and was dropped as stale at " + rel(l, s.atNs()));
@@ -186,7 +189,9 @@ public final class HangDetectors {
         String tid = s.anomaly().transferId();
         switch (k) {
             case LISTENER_WOULD_DIE_IN_PYTHON -> out.add(listenerDeath(l, n, null, tid, s));
-            case ACK_UNMAPPED_STUCK, ACK_UNMAPPED_DROPPED, WRITE_DONE_UNMATCHED, ACK_FOR_NON_LIVE_TRANSFER -> out.add(new Finding(
+            case ACK_UNMAPPED_DROPPED -> out.add(new Finding("ack-before-mapping", n.name, null, tid, null, 12, s.atNs(), -1,
+                    "the ACK for " + tid + " arrived before the worker's mapping held it and was dropped" + ownerHint(l, n, tid)));
+            case ACK_UNMAPPED_STUCK, WRITE_DONE_UNMATCHED, ACK_FOR_NON_LIVE_TRANSFER -> out.add(new Finding(
                     "unknown-completion-id", n.name, null, tid, null, 1, s.atNs(), -1,
                     "completion id " + tid + " matches no request this worker maps" + ownerHint(l, n, tid) + " (" + k + ")"));
             case PORT_FORMS_DISAGREE -> out.add(new Finding("wrong-port-offset-form", n.name, null, null, null, 23,
@@ -245,6 +250,10 @@ public final class HangDetectors {
         List<String> consumers = t.legs.keySet().stream().filter(x -> !l.nodes.get(x).producer()).toList();
         if (got > 0) {
             var expected = PortMath.expectedAckCount(p.config.tpSize(), t.consumerTpSize);
+            if (expected.isOk() && got >= expected.value()) {
+                return "its listener received " + got + " release(s), but the worker never counted them (dropped or "
+                        + "unmapped: see the ACK findings of " + p.name + ")";
+            }
             return "received " + got + " of " + (expected.isOk() ? expected.value() : "?") + " releases (consumer TP "
                     + t.consumerTpSize + ", producer TP " + p.config.tpSize() + ")";
         }
@@ -300,6 +309,17 @@ public final class HangDetectors {
                         t.legs.get(s.fromNode()), t.transferId, phaseOf(from, t), alt != null ? 23 : 7, s.atNs(), -1,
                         s.kind() + " sent to " + s.host() + ":" + s.port() + " at " + rel(l, s.atNs())
                                 + ", where no journaled node listens" + (alt == null ? "" : "; " + alt)));
+            }
+            if (t.firstFailedReadAt != Long.MIN_VALUE) {
+                long failedAt = t.firstFailedReadAt;
+                boolean released = t.sends.stream().anyMatch(s -> s.kind().equals("release")
+                        && s.fromNode().equals(t.failedReadNode) && s.atNs() >= failedAt);
+                if (!released) {
+                    NodeView d = l.nodes.get(t.failedReadNode);
+                    out.add(new Finding("failed-read-no-release", t.failedReadNode, t.legs.get(t.failedReadNode), t.transferId,
+                            phaseOf(d, t), 2, failedAt, -1, "a read of this transfer failed at " + rel(l, failedAt) + " ("
+                                    + t.failedReadDetail.strip() + ") and no release followed: the producer holds its blocks until the reap"));
+                }
             }
             if (!t.reapedOn.isEmpty()) {
                 int expected = -1;

@@ -102,8 +102,14 @@ public final class Ledger {
                     TransferView t = transfers.get(tid);
                     if (t != null) {
                         t.lastCompletionAt = at;
+                        if (!e.succeeded() && n.readStatuses.remove(e.statusId()) && t.firstFailedReadAt == Long.MIN_VALUE) {
+                            t.firstFailedReadAt = at;
+                            t.failedReadNode = n.name;
+                            t.failedReadDetail = e.code() + " " + e.message();
+                        }
                     }
                 }
+                n.readStatuses.remove(e.statusId());
             }
             default -> { }
         }
@@ -152,6 +158,7 @@ public final class Ledger {
             case Effect.PostRead e -> {
                 if (e.transferId() != null) {
                     n.inFlight.put(e.statusId(), e.transferId());
+                    n.readStatuses.add(e.statusId());
                     transfer(e.transferId()).readsPosted++;
                     bind(n, n.request(e.requestId(), at), e.transferId());
                 }
@@ -224,7 +231,8 @@ public final class Ledger {
             if (t != null) {
                 t.doneLegs.add(n.name);
                 t.legEnds.put(n.name, r.phase + " (" + r.reason + ")");
-                if (t.doneLegs.containsAll(t.legs.keySet()) && t.legs.size() >= 2 && t.reapedOn.isEmpty()) {
+                if (t.doneLegs.containsAll(t.legs.keySet()) && t.legs.size() >= 2 && t.reapedOn.isEmpty()
+                        && t.firstFailedReadAt == Long.MIN_VALUE) {
                     transfers.remove(r.transferId);
                 }
             }
@@ -259,6 +267,8 @@ public final class Ledger {
         final LinkedHashMap<String, ReqView> requests = new LinkedHashMap<>();
         final List<Seen> nodeAnomalies = new ArrayList<>();
         final LinkedHashMap<Long, String> inFlight = new LinkedHashMap<>();
+        /** Posted read statuses not yet completed. */
+        final java.util.LinkedHashSet<Long> readStatuses = new java.util.LinkedHashSet<>();
         long listenerDeathAt = Long.MIN_VALUE;
         Effect.Anomaly listenerDeath;
         long framesAfterDeath;
@@ -305,6 +315,10 @@ public final class Ledger {
         final LinkedHashMap<String, Integer> releasesReceived = new LinkedHashMap<>();
         final LinkedHashMap<String, Long> reapedOn = new LinkedHashMap<>();
         int consumerTpSize = 1;
+        /** The first failed read status of this transfer, on which node, and its code and message. */
+        long firstFailedReadAt = Long.MIN_VALUE;
+        String failedReadNode;
+        String failedReadDetail;
         int readsPosted;
         int writesPosted;
         long lastCompletionAt = Long.MIN_VALUE;
