@@ -1,2 +1,34 @@
-/** kvledger zmq module (being built). */
+/**
+ * Reactive JeroMQ adapters for the MoRIIO control plane (protocol spec sections 2 and 3):
+ * {@link io.kvledger.zmq.NotifyListenerAdapter} (notify ROUTER to events),
+ * {@link io.kvledger.zmq.NotifyPublisher} (send effects to single frames on cached DEALERs),
+ * {@link io.kvledger.zmq.HandshakeServer} and {@link io.kvledger.zmq.HandshakeClient}, and
+ * {@link io.kvledger.zmq.RegistrationHeartbeat} to a proxy.
+ *
+ * <h2>Threading</h2>
+ * <ul>
+ *   <li>JeroMQ sockets are not thread-safe. Every socket is created, used and closed by exactly
+ *       one thread that the adapter owns (named {@code kvledger-...}); each adapter owns one
+ *       {@code ZMQ.Context} whose I/O and reaper threads are named {@code kvledger-zmq-...}.</li>
+ *   <li>Adapters hand what they observe to an {@link io.kvledger.zmq.EventSink}: a non-blocking
+ *       {@code offer}. When the sink is full the adapter's own thread backs off and retries, so
+ *       nothing is lost and the pressure travels back to ZMQ (which stops reading the socket)
+ *       instead of into a Reactor or Netty thread. {@link io.kvledger.zmq.BoundedFluxSink} is the
+ *       bounded, serialized, multi-producer sink that exposes the events as a {@code Flux}; a
+ *       journal can be plugged in as any other {@code EventSink}.</li>
+ *   <li>No public method blocks on I/O except {@code open}/{@code close}, which bind or tear
+ *       down sockets and wait for the owner thread: call them from a thread that may block
+ *       ({@code closeAsync} and the {@code Flux} factories never block the caller).</li>
+ *   <li>Closing an adapter closes every socket it opened, terminates its context and ends every
+ *       thread it started.</li>
+ *   <li>Nothing that arrives on a socket can end an adapter thread: malformed frames become
+ *       {@code FrameRejected} events (with whether the Python listener would have died on them),
+ *       failures of the adapter's own work become {@link io.kvledger.zmq.AdapterEvent}s.</li>
+ *   <li>JeroMQ keeps a reference to the {@code byte[]} it sends: every frame sent is a fresh
+ *       array or a private copy, never reused.</li>
+ * </ul>
+ *
+ * <p>Depends on {@code io.kvledger.core} (events, effects, port arithmetic),
+ * {@code io.kvledger.wire} (codecs), JeroMQ and reactor-core.
+ */
 package io.kvledger.zmq;

@@ -1,0 +1,289 @@
+package io.kvledger.zmq;
+
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.wire.NotifyEvents;
+import io.kvledger.wire.RejectReason;
+import io.kvledger.wire.Rejection;
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import org.zeromq.SocketType;
+import org.zeromq.ZMQ;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * A MoRIIO notify listener: a ROUTER bound where the Python worker binds its own (see
+ * {@link NotifyListenerConfig#forRank}), receiving {@code [identity, payload]} exactly as Python
+ * DEALERs send it. Every message becomes one {@link InboundFrame} whose event is the decoded
+ * notify ({@code RemoteBlocksReceived}, {@code WriteDoneReceived}, {@code ReleaseReceived},
+ * {@code RawCompletionReceived}) or a {@code FrameRejected} with the reason, the bytes and whether
+ * the same frame would have ended the Python listener thread. A message with more than one frame
+ * after the identity (a DEALER that added an empty delimiter) is rejected as
+ * {@code BAD_FRAMING}: the Python listener's 2-tuple unpack raises on it.
+ *
+ * <p>One thread ({@code kvledger-notify-listener-<port>}) owns the socket: it receives, decodes
+ * and offers to the sink, backing off while the sink is full (ZMQ then stops reading, so nothing
+ * is lost). Nothing that arrives can end that thread; a sink that throws loses that one frame,
+ * counted in {@link #sinkErrors()}.
+ */
+public final class NotifyListenerAdapter implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger(NotifyListenerAdapter.class.getName());
+    /** Frames of one message kept beyond the first; the rest are counted in the reason. */
+    private static final int MAX_KEPT_FRAMES = 16;
+
+    private final NotifyListenerConfig config;
+    private final EventSink<? super InboundFrame> sink;
+    private final ZMQ.Context ctx;
+    private final Thread thread;
+    private final CompletableFuture<String> bound = new CompletableFuture<>();
+    private final AtomicBoolean closeStarted = new AtomicBoolean();
+    private final CompletableFuture<Void> closed = new CompletableFuture<>();
+    private volatile boolean closing;
+    private volatile String endpoint;
+
+    private final AtomicLong received = new AtomicLong();
+    private final AtomicLong rejected = new AtomicLong();
+    private final AtomicLong abandoned = new AtomicLong();
+    private final AtomicLong sinkErrors = new AtomicLong();
+    private final AtomicLong loopErrors = new AtomicLong();
+
+    private NotifyListenerAdapter(NotifyListenerConfig config, EventSink<? super InboundFrame> sink) {
+        this.config = config;
+        this.sink = sink;
+        this.ctx = ZmqRuntime.context("notify");
+        this.thread = ZmqRuntime.thread("kvledger-notify-listener", this::run);
+    }
+
+    /**
+     * Binds and starts listening; returns once bound.
+     *
+     * @throws IllegalStateException when the endpoint cannot be bound (the message says why)
+     */
+    public static NotifyListenerAdapter open(NotifyListenerConfig config, EventSink<? super InboundFrame> sink) {
+        NotifyListenerAdapter a = new NotifyListenerAdapter(config, sink);
+        a.thread.start();
+        try {
+            a.bound.join();
+        } catch (RuntimeException e) {
+            a.close();
+            throw new IllegalStateException("cannot bind notify listener at " + config.bindEndpoint() + ": "
+                    + ZmqRuntime.describe(e.getCause() == null ? e : e.getCause()), e);
+        }
+        a.thread.setName("kvledger-notify-listener-" + a.port());
+        return a;
+    }
+
+    /**
+     * The received frames as a {@code Flux}: binds on subscription (off the subscribing thread),
+     * buffers up to {@code capacity} frames ahead of demand, and closes the listener when the
+     * subscription ends.
+     */
+    public static Flux<InboundFrame> receive(NotifyListenerConfig config, int capacity) {
+        return receive(config, capacity, endpoint -> { });
+    }
+
+    /**
+     * As {@link #receive(NotifyListenerConfig, int)}, telling {@code onBound} the endpoint actually
+     * bound (an ephemeral port's number, for a caller that prints or advertises it) before the
+     * first frame.
+     */
+    public static Flux<InboundFrame> receive(NotifyListenerConfig config, int capacity, Consumer<String> onBound) {
+        return Flux.usingWhen(
+                Mono.fromCallable(() -> {
+                    BoundedFluxSink<InboundFrame> s = new BoundedFluxSink<>(capacity);
+                    NotifyListenerAdapter a = open(config, s);
+                    try {
+                        onBound.accept(a.endpoint());
+                    } catch (RuntimeException e) {
+                        a.close();
+                        throw e;
+                    }
+                    return new Opened(a, s);
+                }).subscribeOn(Schedulers.boundedElastic()),
+                o -> o.sink().flux(),
+                o -> Mono.fromFuture(o.adapter().closeAsync()));
+    }
+
+    private record Opened(NotifyListenerAdapter adapter, BoundedFluxSink<InboundFrame> sink) {}
+
+    /** The endpoint actually bound, e.g. {@code tcp://127.0.0.1:54321} for an ephemeral port. */
+    public String endpoint() {
+        return endpoint;
+    }
+
+    public int port() {
+        String e = endpoint;
+        return Integer.parseInt(e.substring(e.lastIndexOf(':') + 1));
+    }
+
+    /** Messages received (each became exactly one frame offered to the sink, or was abandoned on close). */
+    public long received() {
+        return received.get();
+    }
+
+    /** Messages that became {@code FrameRejected}. */
+    public long rejected() {
+        return rejected.get();
+    }
+
+    /** Frames the sink had no room for when the listener was closed. */
+    public long abandonedOnClose() {
+        return abandoned.get();
+    }
+
+    /** Frames lost because the sink threw. */
+    public long sinkErrors() {
+        return sinkErrors.get();
+    }
+
+    /** The listener thread's id (tests measure what it allocates). */
+    long threadId() {
+        return thread.threadId();
+    }
+
+    /** Whether the listener thread is alive (it only ends on close). */
+    public boolean isRunning() {
+        return thread.isAlive() && !closing;
+    }
+
+    private void run() {
+        ZMQ.Socket router = null;
+        try {
+            router = ctx.socket(SocketType.ROUTER);
+            router.setLinger(0);
+            router.setMaxMsgSize(config.maxMessageBytes());
+            router.setRcvHWM(config.receiveHwm());
+            router.setIPv6(ZmqRuntime.ipv6(config.bindEndpoint()));
+            router.bind(config.bindEndpoint());
+            endpoint = router.getLastEndpoint();
+            bound.complete(endpoint);
+        } catch (RuntimeException e) {
+            ZmqRuntime.closeQuietly(router);
+            bound.completeExceptionally(e);
+            return;
+        }
+        NotifyEvents events = new NotifyEvents(config.limits());
+        long seq = 0;
+        try {
+            while (!closing) {
+                byte[] identity;
+                List<byte[]> frames;
+                try {
+                    identity = router.recv(0);
+                    if (identity == null) {
+                        continue;
+                    }
+                    frames = new ArrayList<>(1);
+                    int extra = 0;
+                    long extraBytes = 0;
+                    while (router.hasReceiveMore()) {
+                        byte[] f = router.recv(0);
+                        if (frames.size() < MAX_KEPT_FRAMES) {
+                            frames.add(f == null ? new byte[0] : f);
+                        } else {
+                            extra++;
+                            extraBytes += f == null ? 0 : f.length;
+                        }
+                    }
+                    long atNs = config.clock().getAsLong();
+                    InboundFrame in = new InboundFrame(seq++, atNs, endpoint, identity, frames,
+                            toEvent(events, frames, extra, extraBytes, atNs));
+                    received.incrementAndGet();
+                    if (in.rejected()) {
+                        rejected.incrementAndGet();
+                    }
+                    deliver(in);
+                } catch (RuntimeException e) {
+                    if (ZmqRuntime.isTerm(e) || closing) {
+                        break;
+                    }
+                    loopErrors.incrementAndGet();
+                    LOG.log(System.Logger.Level.WARNING, "notify listener " + endpoint + ": " + ZmqRuntime.describe(e), e);
+                } catch (Error e) {
+                    if (e instanceof VirtualMachineError) {
+                        throw e;
+                    }
+                    loopErrors.incrementAndGet();
+                    LOG.log(System.Logger.Level.ERROR, "notify listener " + endpoint + ": " + ZmqRuntime.describe(e), e);
+                }
+            }
+        } finally {
+            ZmqRuntime.closeQuietly(router);
+        }
+    }
+
+    private static NodeEvent toEvent(NotifyEvents events, List<byte[]> frames, int extra, long extraBytes, long atNs) {
+        if (frames.size() == 1 && extra == 0) {
+            return events.toEvent(frames.get(0), atNs);
+        }
+        StringBuilder sizes = new StringBuilder();
+        ByteArrayOutputStream all = new ByteArrayOutputStream();
+        for (byte[] f : frames) {
+            sizes.append(sizes.isEmpty() ? "" : ", ").append(f.length);
+            all.writeBytes(f);
+        }
+        String detail = (frames.size() + extra) + " frames after the identity (sizes " + sizes
+                + (extra > 0 ? ", and " + extra + " more frames of " + extraBytes + " bytes not kept" : "")
+                + "); a MoRIIO DEALER sends exactly one, with no empty delimiter; the kept frames are concatenated";
+        Rejection r = new Rejection(RejectReason.BAD_FRAMING, detail, true);
+        return new NodeEvent.FrameRejected(atNs, r.text(), all.toByteArray(), true);
+    }
+
+    private void deliver(InboundFrame in) {
+        try {
+            if (!Backoff.offer(sink, in, () -> closing)) {
+                abandoned.incrementAndGet();
+            }
+        } catch (RuntimeException e) {
+            sinkErrors.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "notify listener " + endpoint + ": sink threw on frame " + in.seq() + ": "
+                    + ZmqRuntime.describe(e), e);
+        }
+    }
+
+    /** Closes the socket, terminates the context and ends the thread; idempotent. Blocks until done. */
+    @Override
+    public void close() {
+        if (!closeStarted.compareAndSet(false, true)) {
+            closed.join();
+            return;
+        }
+        try {
+            closing = true;
+            ctx.term();
+            joinQuietly(thread);
+        } finally {
+            closed.complete(null);
+        }
+    }
+
+    /** Closes on a short-lived thread of its own; never blocks the caller. */
+    public CompletableFuture<Void> closeAsync() {
+        if (closeStarted.get()) {
+            return closed;
+        }
+        ZmqRuntime.thread("kvledger-notify-listener-closer", this::close).start();
+        return closed;
+    }
+
+    static void joinQuietly(Thread t) {
+        boolean interrupted = false;
+        while (t.isAlive()) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

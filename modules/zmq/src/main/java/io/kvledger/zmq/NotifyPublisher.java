@@ -1,0 +1,295 @@
+package io.kvledger.zmq;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.wire.EffectFrames;
+import io.kvledger.wire.OutboundFrame;
+import io.kvledger.wire.WireEncodingException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.zeromq.ZMQ;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+
+/**
+ * Sends the reducer's notify effects ({@code SendRemoteBlocks}, {@code SendRelease},
+ * {@code SendWriteDone}, {@code SendWriteFailed}) as the Python peers do: each as one frame (no
+ * empty delimiter) on a DEALER cached per {@code tcp://host:port}, configured with TCP keepalive
+ * (idle 30 s, interval 10 s, 3 probes), {@code SNDHWM=0} and {@code LINGER=0}. The host and port
+ * come from the effect unchanged: the reducer already applied the port form each message type
+ * uses (protocol spec 2.1).
+ *
+ * <p>{@link #publish} encodes on the caller's thread (so the caller's values are read where they
+ * live) and never blocks: it hands the frame to the publisher thread
+ * ({@code kvledger-notify-publisher}), which owns every DEALER. Failures (an unencodable value,
+ * an unresolvable host, a port out of range, a full queue) become {@link AdapterEvent.SendFailed}
+ * events. As with Python's DEALERs, frames to a peer that is not up yet wait in ZMQ until it is.
+ *
+ * <p>The publisher thread also runs the {@link StallKicker} workaround for a JeroMQ race that can
+ * leave a fresh connection without a handshake.
+ *
+ * <p>{@code publish} and {@code send} may be called from any thread (the queue is thread-safe);
+ * frames from one caller are sent in order.
+ */
+public final class NotifyPublisher implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger(NotifyPublisher.class.getName());
+    private static final OutboundFrame STOP = new OutboundFrame("stop", 0, "stop", null, new byte[0]);
+
+    private final PublisherConfig config;
+    private final EventSink<? super AdapterEvent> events;
+    private final ArrayBlockingQueue<OutboundFrame> queue;
+    private final ZMQ.Context ctx;
+    private final Thread thread;
+    private final ThreadLocal<EffectFrames> encoders = ThreadLocal.withInitial(EffectFrames::new);
+    private final AtomicBoolean closeStarted = new AtomicBoolean();
+    private final CompletableFuture<Void> closed = new CompletableFuture<>();
+    private volatile boolean closing;
+
+    private final AtomicLong sent = new AtomicLong();
+    private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong eventsAbandoned = new AtomicLong();
+
+    private NotifyPublisher(PublisherConfig config, EventSink<? super AdapterEvent> events) {
+        this.config = config;
+        this.events = events;
+        this.queue = new ArrayBlockingQueue<>(config.queueCapacity());
+        this.ctx = ZmqRuntime.context("publisher");
+        this.thread = ZmqRuntime.thread("kvledger-notify-publisher", this::run);
+    }
+
+    public static NotifyPublisher open(PublisherConfig config, EventSink<? super AdapterEvent> events) {
+        NotifyPublisher p = new NotifyPublisher(config, events);
+        p.thread.start();
+        return p;
+    }
+
+    /**
+     * Publishes a send effect. Returns {@code false} for effects that are not sends (ignored) and
+     * for sends that failed at once (reported as {@code SendFailed}); never throws, never blocks.
+     */
+    public boolean publish(Effect effect) {
+        if (!EffectFrames.isSend(effect)) {
+            return false;
+        }
+        OutboundFrame f;
+        try {
+            f = encoders.get().encode(effect);
+        } catch (WireEncodingException | IllegalArgumentException e) {
+            fail(endpointOf(effect), typeOf(effect), null, "cannot encode: " + e.getMessage(), new byte[0]);
+            return false;
+        }
+        return send(f);
+    }
+
+    /** Sends an already encoded frame; same contract as {@link #publish}. */
+    public boolean send(OutboundFrame frame) {
+        if (closing) {
+            fail(frame.endpoint(), frame.messageType(), frame.transferId(), "publisher closed", frame.frame());
+            return false;
+        }
+        if (!queue.offer(frame)) {
+            fail(frame.endpoint(), frame.messageType(), frame.transferId(), "publisher queue full (" + config.queueCapacity()
+                    + " frames waiting)", frame.frame());
+            return false;
+        }
+        return true;
+    }
+
+    /** Publishes every send effect of {@code effects} (others are ignored) until disposed. */
+    public Disposable attach(Flux<? extends Effect> effects) {
+        return effects.subscribe(this::publish, e -> LOG.log(System.Logger.Level.ERROR, "effect stream failed", e));
+    }
+
+    /** Frames handed to ZMQ. */
+    public long sent() {
+        return sent.get();
+    }
+
+    /** Sends that failed (each reported as a {@code SendFailed} event). */
+    public long failed() {
+        return failed.get();
+    }
+
+    /** Events the sink had no room for when the publisher closed. */
+    public long eventsAbandonedOnClose() {
+        return eventsAbandoned.get();
+    }
+
+    /** Frames waiting for the publisher thread. */
+    public int queued() {
+        return queue.size();
+    }
+
+    private void run() {
+        Map<String, ZMQ.Socket> dealers = new LinkedHashMap<>(16, 0.75f, true);
+        StallKicker kicker = null;
+        java.util.List<OutboundFrame> batch = new java.util.ArrayList<>(256);
+        boolean stop = false;
+        try {
+            kicker = new StallKicker(ctx);
+            while (true) {
+                OutboundFrame f;
+                long wait = dealers.isEmpty() ? 100_000_000L : Math.min(100_000_000L, kicker.nanosToNextKick(System.nanoTime()));
+                try {
+                    f = queue.poll(Math.max(1, wait), TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    // not ours to interrupt: keep the socket thread alive until close
+                    continue;
+                }
+                if (f == STOP || (f == null && closing)) {
+                    break;
+                }
+                if (f != null) {
+                    sendNow(dealers, f, kicker);
+                    // take what else is waiting in one go: one lock round instead of one per frame
+                    batch.clear();
+                    queue.drainTo(batch, 256);
+                    for (OutboundFrame more : batch) {
+                        if (more == STOP) {
+                            stop = true;
+                            break;
+                        }
+                        sendNow(dealers, more, kicker);
+                    }
+                    if (stop) {
+                        break;
+                    }
+                }
+                if (!dealers.isEmpty()) {
+                    kicker.maybeKick(System.nanoTime());
+                }
+            }
+            for (OutboundFrame left; (left = queue.poll()) != null; ) {
+                if (left != STOP) {
+                    fail(left.endpoint(), left.messageType(), left.transferId(), "publisher closed before sending", left.frame());
+                }
+            }
+        } finally {
+            dealers.values().forEach(ZmqRuntime::closeQuietly);
+            dealers.clear();
+            if (kicker != null) {
+                kicker.close();
+            }
+        }
+    }
+
+    private void sendNow(Map<String, ZMQ.Socket> dealers, OutboundFrame f, StallKicker kicker) {
+        String endpoint = f.endpoint();
+        try {
+            if (f.host() == null || f.host().isEmpty()) {
+                fail(endpoint, f.messageType(), f.transferId(), "no host", f.frame());
+                return;
+            }
+            if (f.port() <= 0 || f.port() > 65535) {
+                fail(endpoint, f.messageType(), f.transferId(), "port " + f.port() + " out of range", f.frame());
+                return;
+            }
+            ZMQ.Socket s = dealers.get(endpoint);
+            if (s == null) {
+                s = ZmqRuntime.notifyDealer(ctx, ZmqRuntime.ipv6(endpoint));
+                try {
+                    s.connect(endpoint);
+                } catch (RuntimeException e) {
+                    ZmqRuntime.closeQuietly(s);
+                    throw e;
+                }
+                dealers.put(endpoint, s);
+                kicker.connected(System.nanoTime());
+                evictBeyond(dealers, config.maxCachedPeers());
+            }
+            if (!s.send(f.frame(), ZMQ.DONTWAIT)) {
+                fail(endpoint, f.messageType(), f.transferId(), "ZMQ refused the frame (errno " + s.errno() + ")", f.frame());
+                return;
+            }
+            sent.incrementAndGet();
+            if (config.reportSentFrames()) {
+                emit(new AdapterEvent.FrameSent(config.clock().getAsLong(), endpoint, f.messageType(), f.transferId(), f.frame()));
+            }
+        } catch (RuntimeException e) {
+            if (ZmqRuntime.isTerm(e)) {
+                fail(endpoint, f.messageType(), f.transferId(), "publisher closed", f.frame());
+                return;
+            }
+            ZMQ.Socket broken = dealers.remove(endpoint);
+            ZmqRuntime.closeQuietly(broken);
+            fail(endpoint, f.messageType(), f.transferId(), ZmqRuntime.describe(e), f.frame());
+        }
+    }
+
+    private static void evictBeyond(Map<String, ZMQ.Socket> dealers, int max) {
+        var it = dealers.entrySet().iterator();
+        while (dealers.size() > max && it.hasNext()) {
+            ZmqRuntime.closeQuietly(it.next().getValue());
+            it.remove();
+        }
+    }
+
+    private void fail(String endpoint, String type, String tid, String reason, byte[] frame) {
+        failed.incrementAndGet();
+        emit(new AdapterEvent.SendFailed(config.clock().getAsLong(), endpoint, type, tid, reason, frame));
+    }
+
+    private void emit(AdapterEvent e) {
+        try {
+            if (!Backoff.offer(events, e, () -> closing)) {
+                eventsAbandoned.incrementAndGet();
+            }
+        } catch (RuntimeException ex) {
+            LOG.log(System.Logger.Level.WARNING, "publisher event sink threw: " + ZmqRuntime.describe(ex), ex);
+        }
+    }
+
+    private static String endpointOf(Effect e) {
+        return switch (e) {
+            case Effect.SendRemoteBlocks s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
+            case Effect.SendRelease s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
+            case Effect.SendWriteDone s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
+            case Effect.SendWriteFailed s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
+            default -> "";
+        };
+    }
+
+    private static String typeOf(Effect e) {
+        return switch (e) {
+            case Effect.SendRemoteBlocks s -> "remote_blocks";
+            case Effect.SendRelease s -> "release";
+            case Effect.SendWriteDone s -> "write_done";
+            case Effect.SendWriteFailed s -> "write_failed";
+            default -> "";
+        };
+    }
+
+    /**
+     * Sends what is queued, then closes every DEALER (linger 0), terminates the context and ends
+     * the thread; idempotent; blocks until done. Frames still queued behind a closing publisher
+     * are reported as failed.
+     */
+    @Override
+    public void close() {
+        if (!closeStarted.compareAndSet(false, true)) {
+            closed.join();
+            return;
+        }
+        try {
+            closing = true;
+            queue.offer(STOP);
+            NotifyListenerAdapter.joinQuietly(thread);
+            ctx.term();
+        } finally {
+            closed.complete(null);
+        }
+    }
+
+    public CompletableFuture<Void> closeAsync() {
+        if (closeStarted.get()) {
+            return closed;
+        }
+        ZmqRuntime.thread("kvledger-notify-publisher-closer", this::close).start();
+        return closed;
+    }
+}

@@ -1,0 +1,82 @@
+package io.kvledger.zmq;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import org.zeromq.SocketType;
+import org.zeromq.ZMQ;
+import org.zeromq.ZMQException;
+
+/** JeroMQ plumbing shared by the adapters: contexts with named daemon threads, socket options, errors. */
+final class ZmqRuntime {
+
+    private static final AtomicInteger CONTEXTS = new AtomicInteger();
+    private static final System.Logger LOG = System.getLogger(ZmqRuntime.class.getName());
+
+    private ZmqRuntime() {}
+
+    /** A context with one I/O thread, its threads named {@code kvledger-zmq-<owner>-<n>-<jeromq name>}. */
+    static ZMQ.Context context(String owner) {
+        ZMQ.Context ctx = ZMQ.context(1);
+        String prefix = "kvledger-zmq-" + owner + "-" + CONTEXTS.incrementAndGet() + "-";
+        ctx.setThreadFactor((r, name) -> {
+            Thread t = new Thread(r, prefix + name);
+            t.setDaemon(true);
+            return t;
+        });
+        // JeroMQ prints these to stderr by default; route them to the log instead
+        ctx.setUncaughtExceptionHandler((t, e) -> LOG.log(System.Logger.Level.WARNING, "JeroMQ thread " + t.getName() + ": " + describe(e), e));
+        ctx.setNotificationExceptionHandler((t, e) -> LOG.log(System.Logger.Level.DEBUG, "JeroMQ thread " + t.getName() + ": " + describe(e), e));
+        return ctx;
+    }
+
+    static Thread thread(String name, Runnable body) {
+        Thread t = new Thread(body, name);
+        t.setDaemon(true);
+        return t;
+    }
+
+    /**
+     * A notify DEALER as the newest peers configure it (protocol spec 2.2, E-ack): TCP keepalive
+     * on with idle 30 s, interval 10 s, 3 probes; no send high-water mark; linger 0.
+     */
+    static ZMQ.Socket notifyDealer(ZMQ.Context ctx, boolean ipv6) {
+        ZMQ.Socket s = ctx.socket(SocketType.DEALER);
+        s.setTCPKeepAlive(1);
+        s.setTCPKeepAliveIdle(30);
+        s.setTCPKeepAliveInterval(10);
+        s.setTCPKeepAliveCount(3);
+        s.setSndHWM(0);
+        s.setLinger(0);
+        s.setIPv6(ipv6);
+        return s;
+    }
+
+    static boolean isTerm(Throwable t) {
+        return t instanceof ZMQException z && z.getErrorCode() == ZMQ.Error.ETERM.getCode();
+    }
+
+    /** Whether {@code endpoint}'s host part is an IPv6 literal ({@code tcp://[::1]:5}). */
+    static boolean ipv6(String endpoint) {
+        return endpoint.contains("[");
+    }
+
+    static void closeQuietly(ZMQ.Socket s) {
+        if (s == null) {
+            return;
+        }
+        try {
+            s.setLinger(0);
+        } catch (RuntimeException ignored) {
+            // the context is already terminating; close below still releases the socket
+        }
+        try {
+            s.close();
+        } catch (RuntimeException ignored) {
+            // closing a socket of a terminated context: nothing left to release
+        }
+    }
+
+    static String describe(Throwable t) {
+        String m = t.getMessage();
+        return t.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+    }
+}
