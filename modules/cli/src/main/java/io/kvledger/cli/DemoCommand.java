@@ -1,13 +1,26 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.Behaviour;
+import io.kvledger.cli.replay.ConfigOverrides;
+import io.kvledger.cli.replay.JournalInputs;
+import io.kvledger.cli.replay.Replayer;
 import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.core.diagnosis.Finding;
+import io.kvledger.journal.JournalException;
+import io.kvledger.journal.sim.SimJournalRecorder;
 import io.kvledger.sim.FaultSpec;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.Simulation;
 import io.kvledger.sim.SimulationResult;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Model.CommandSpec;
@@ -18,14 +31,20 @@ import picocli.CommandLine.TypeConversionException;
 
 /**
  * {@code kvledger demo}: a seeded simulation of a prefill/decode cluster, first in WRITE mode, then
- * a shorter READ-mode run, each printed as a lifecycle report ({@link DemoReport}).
+ * a shorter READ-mode run, each printed as a lifecycle report ({@link DemoReport}). Both runs are
+ * journaled ({@code DIR/write/<node>}, {@code DIR/read/<node>}, DIR a fresh temporary directory or
+ * {@code --out}); the demo ends with the {@code hangs} report of each run's journals and the
+ * {@code inspect} command line for one hung request.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true, sortOptions = false,
         description = {
             "Simulates a disaggregated cluster (toy proxy, prefill and decode engines, one reducer per engine rank) "
                     + "from one seed, with injected faults, and prints per node the request phases, the requests that "
                     + "completed or hung, and every anomaly the reducers recorded.",
-            "The same seed and options always print the same report."})
+            "Both runs are journaled, one journal per node, into DIR/write and DIR/read (DIR: --out, or a new "
+                    + "temporary directory); the demo ends with the hangs report of each run and the inspect command "
+                    + "for one hung request.",
+            "The same seed and options always print the same report (apart from the journal directory)."})
 final class DemoCommand implements Callable<Integer> {
 
     static final String DEFAULT_FAULTS = "drop=0.01,dup=0.01,delay=0.02,fail=0.005,abort=0.01";
@@ -70,6 +89,11 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--full-ids", description = "print request ids whole instead of abbreviating the embedded addresses")
     boolean fullIds;
 
+    @Option(names = "--out", paramLabel = "DIR",
+            description = "write the journals here (missing or empty; default: a new directory under the system "
+                    + "temporary directory)")
+    Path out;
+
     /** Reads {@code --faults}; a bad spec is a usage error naming the bad token. */
     static final class FaultSpecConverter implements ITypeConverter<FaultSpec> {
         @Override
@@ -100,26 +124,108 @@ final class DemoCommand implements Callable<Integer> {
         if (behaviour == null) {
             throw usage("--profile must be newest or seed, got '" + profile + "'");
         }
-        PrintWriter out = spec.commandLine().getOut();
-        DemoReport report = new DemoReport(out, fullIds, perKind);
+        Path dir = journalDir();
+        PrintWriter w = spec.commandLine().getOut();
+        DemoReport report = new DemoReport(w, fullIds, perKind);
         int runs = readRequests > 0 ? 2 : 1;
         report.header(seed, behaviour, faults, rerunCommand());
-        report.run(1, runs, simulate(TransferMode.WRITE, requests, behaviour));
-        if (readRequests > 0) {
-            report.run(2, runs, simulate(TransferMode.READ, readRequests, behaviour));
+        List<Path> runDirs = new ArrayList<>();
+        try {
+            runDirs.add(dir.resolve("write"));
+            report.run(1, runs, simulate(TransferMode.WRITE, requests, behaviour, runDirs.get(0)));
+            if (readRequests > 0) {
+                runDirs.add(dir.resolve("read"));
+                report.run(2, runs, simulate(TransferMode.READ, readRequests, behaviour, runDirs.get(1)));
+            }
+        } catch (JournalException e) {
+            w.flush();
+            spec.commandLine().getErr().println("kvledger demo: cannot write the journals: " + e.getMessage());
+            spec.commandLine().getErr().flush();
+            return 1;
         }
-        out.flush();
+        w.println();
+        w.println("journals: " + dir + " (one directory per node: " + String.join(", ", runNames(runDirs)) + ")");
+        Finding example = null;
+        Path exampleDir = null;
+        for (Path runDir : runDirs) {
+            w.println();
+            w.println("== ./kvledger hangs " + shellQuote(runDir.toString()) + " ==");
+            HangsReport.Result res;
+            try (Replayer r = Replayer.open(JournalInputs.resolve(List.of(runDir)), ConfigOverrides.none())) {
+                res = HangsReport.analyse(r.recorded(false), Bounds.defaults());
+            }
+            HangsReport.print(w, res, fullIds);
+            Finding f = HangsReport.exampleHung(res.findings());
+            if (example == null && f != null) {
+                example = f;
+                exampleDir = runDir;
+            }
+        }
+        w.println();
+        if (example == null) {
+            w.println("no hung request to inspect; follow any request with ./kvledger inspect "
+                    + shellQuote(runDirs.get(0).toString()) + " --request <id>");
+        } else {
+            String uuid = Text.uuidOf(example.requestId());
+            w.println("inspect a hung request (" + example.node() + ", " + example.detector() + "):");
+            w.println("  ./kvledger inspect " + shellQuote(exampleDir.toString()) + " --request "
+                    + (uuid != null ? uuid : shellQuote(example.requestId())));
+        }
+        w.flush();
         return 0;
     }
 
-    private SimulationResult simulate(TransferMode mode, int n, Behaviour behaviour) {
-        return Simulation.run(SimOptions.builder(seed, mode)
+    private static List<String> runNames(List<Path> runDirs) {
+        List<String> names = new ArrayList<>();
+        for (Path p : runDirs) {
+            List<String> nodes = new ArrayList<>();
+            for (JournalInputs.NodeJournal j : JournalInputs.resolve(List.of(p))) {
+                nodes.add(j.name());
+            }
+            names.add(p.getFileName() + "/" + String.join(" ", nodes));
+        }
+        return names;
+    }
+
+    private static String shellQuote(String s) {
+        return s.matches("[A-Za-z0-9._:,/=+-]+") ? s : "'" + s.replace("'", "'\\''") + "'";
+    }
+
+    /** --out (missing or empty), or a new temporary directory. */
+    private Path journalDir() {
+        try {
+            if (out == null) {
+                return Files.createTempDirectory("kvledger-demo-");
+            }
+            if (Files.exists(out)) {
+                if (!Files.isDirectory(out)) {
+                    throw usage("--out " + out + " is not a directory");
+                }
+                try (Stream<Path> s = Files.list(out)) {
+                    if (s.findAny().isPresent()) {
+                        throw usage("--out " + out + " is not empty: the demo writes fresh journals into a missing or "
+                                + "empty directory");
+                    }
+                }
+            }
+            return Files.createDirectories(out);
+        } catch (IOException e) {
+            throw usage("cannot create the journal directory " + (out == null ? "under the temporary directory" : out)
+                    + ": " + e.getMessage());
+        }
+    }
+
+    private SimulationResult simulate(TransferMode mode, int n, Behaviour behaviour, Path dir) {
+        SimOptions options = SimOptions.builder(seed, mode)
                 .requests(n)
                 .nodes(prefillNodes, decodeNodes)
                 .faults(faults)
                 .behaviour(behaviour)
                 .keepLog(false)
-                .build());
+                .build();
+        try (SimJournalRecorder rec = new SimJournalRecorder(dir, rerunCommand() + " (" + mode + " run)")) {
+            return Simulation.run(options, rec);
+        }
     }
 
     private String rerunCommand() {

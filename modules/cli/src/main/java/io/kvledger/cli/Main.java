@@ -30,7 +30,18 @@ public final class Main implements Callable<Integer> {
 
     /** Every subcommand, in the order {@code kvledger --help} lists them. */
     static final List<NamedCommand> COMMANDS = List.of(
-            new NamedCommand("demo", DemoCommand::new));
+            new NamedCommand("demo", DemoCommand::new),
+            new NamedCommand("replay", ReplayCommand::new),
+            new NamedCommand("inspect", InspectCommand::new),
+            new NamedCommand("hangs", HangsCommand::new),
+            new NamedCommand("stats", StatsCommand::new),
+            new NamedCommand("dump", DumpCommand::new),
+            new NamedCommand("tail", TailCommand::new),
+            new NamedCommand("verify", VerifyCommand::new),
+            new NamedCommand("merge", MergeCommand::new),
+            new NamedCommand("simulate", SimulateCommand::new),
+            new NamedCommand("journal", JournalCommand::new),
+            new NamedCommand("listen", ListenCommand::new));
 
     @Spec
     CommandSpec spec;

@@ -3,7 +3,16 @@
  * named commands and the exit-code contract (0 ok, 2 usage error with the command's usage, 1
  * failure); each command is a class of its own ({@code DemoCommand} runs the seeded cluster
  * simulation and prints it with {@code DemoReport}). Commands write only to the streams of their
- * {@code CommandLine}, so tests run them in-process on captured output.
+ * {@code CommandLine}, so tests run them in-process on captured output. The journal-file
+ * commands ({@code dump}, {@code tail}, {@code verify}, {@code merge}, {@code simulate},
+ * {@code journal export|import}) share {@code JournalDirs} (DIR arguments, through
+ * {@code replay.JournalInputs}), {@code EntryFormat} (one line per entry), {@code TimeMerge}
+ * (several journals in event-time order) and {@code TypeFilter} ({@code --type}). The replaying
+ * commands ({@code replay}, {@code inspect}, {@code hangs}, {@code stats}, and the demo's hangs
+ * report) re-run the reducers through {@code replay.Replayer} and share {@code ReplayOptions}
+ * ({@code --profile}/{@code --set}), {@code Journals}, {@code NodeTally}, {@code HangsReport} and
+ * {@code Text} (shortened ids, relative times, bug-class titles): their human output is
+ * deterministic, with no absolute time and no path but the journals' names.
  *
  * <p>May depend on every other kvledger module and picocli; nothing depends on it.
  */

@@ -4,12 +4,21 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Runs commands in-process through picocli and checks exit codes and captured output. */
 class MainTest {
 
     private record Outcome(int code, String out, String err) {}
+
+    /** Where demos that are not about their journals write them. */
+    @TempDir
+    Path scratch;
 
     private static Outcome run(String... args) {
         StringWriter out = new StringWriter();
@@ -20,7 +29,8 @@ class MainTest {
 
     @Test
     void demo_prints_configuration_phase_table_requests_and_anomalies() {
-        Outcome o = run("demo", "--seed", "42", "--requests", "60", "--read-requests", "20");
+        Outcome o = run("demo", "--seed", "42", "--requests", "60", "--read-requests", "20",
+                "--out", scratch.resolve("j").toString());
         assertThat(o.code()).as("seed 42; stderr: %s", o.err()).isZero();
         assertThat(o.out())
                 .contains("kvledger demo: seed 42")
@@ -37,16 +47,51 @@ class MainTest {
     }
 
     @Test
-    void demo_is_deterministic_for_a_seed() {
-        Outcome a = run("demo", "--seed", "9", "--requests", "40", "--read-requests", "10", "--faults", "drop=0.05,abort=0.05");
-        Outcome b = run("demo", "--seed", "9", "--requests", "40", "--read-requests", "10", "--faults", "drop=0.05,abort=0.05");
-        assertThat(a.code()).as("seed 9; stderr: %s", a.err()).isZero();
-        assertThat(b.out()).as("seed 9").isEqualTo(a.out());
+    void demo_is_deterministic_for_a_seed(@TempDir Path tmp) {
+        Path a = tmp.resolve("a");
+        Path b = tmp.resolve("b");
+        Outcome x = run("demo", "--seed", "9", "--requests", "40", "--read-requests", "10", "--faults", "drop=0.05,abort=0.05",
+                "--out", a.toString());
+        Outcome y = run("demo", "--seed", "9", "--requests", "40", "--read-requests", "10", "--faults", "drop=0.05,abort=0.05",
+                "--out", b.toString());
+        assertThat(x.code()).as("seed 9; stderr: %s", x.err()).isZero();
+        assertThat(y.out().replace(b.toString(), "DIR")).as("seed 9").isEqualTo(x.out().replace(a.toString(), "DIR"));
+    }
+
+    @Test
+    void demo_journals_both_runs_and_ends_with_the_hangs_reports_and_an_inspect_command(@TempDir Path tmp) {
+        Path dir = tmp.resolve("journals");
+        Outcome o = run("demo", "--seed", "42", "--requests", "120", "--read-requests", "10", "--out", dir.toString());
+        assertThat(o.code()).as("seed 42; stderr: %s", o.err()).isZero();
+        assertThat(Files.isDirectory(dir.resolve("write").resolve("P0"))).isTrue();
+        assertThat(Files.isDirectory(dir.resolve("read").resolve("D0"))).isTrue();
+        assertThat(o.out())
+                .contains("journals: " + dir + " (one directory per node: write/D0 P0, read/D0 P0)")
+                .contains("== ./kvledger hangs " + dir.resolve("write") + " ==")
+                .contains("== ./kvledger hangs " + dir.resolve("read") + " ==")
+                .containsPattern("(?m)^stuck-waiting: \\d+ findings?$")
+                .containsPattern("(?m)^summary: \\d+ findings? ");
+        Matcher m = Pattern.compile("(?m)^  \\./kvledger inspect (\\S+) --request ([0-9a-f]{32})$").matcher(o.out());
+        assertThat(m.find()).as(o.out()).isTrue();
+        assertThat(m.group(1)).isEqualTo(dir.resolve("write").toString());
+        Outcome inspect = run("inspect", m.group(1), "--request", m.group(2));
+        assertThat(inspect.code()).as(inspect.err()).isZero();
+        assertThat(inspect.out()).contains("(not terminal)");
+    }
+
+    @Test
+    void demo_refuses_an_out_directory_that_is_not_empty(@TempDir Path tmp) throws Exception {
+        Files.writeString(tmp.resolve("x"), "keep me");
+        Outcome o = run("demo", "--requests", "5", "--read-requests", "0", "--out", tmp.toString());
+        assertThat(o.code()).isEqualTo(2);
+        assertThat(o.err()).contains("is not empty").contains("Usage: kvledger demo");
+        assertThat(Files.readString(tmp.resolve("x"))).isEqualTo("keep me");
     }
 
     @Test
     void demo_groups_anomalies_by_kind_with_a_count_and_truncates_long_groups() {
         Outcome o = run("demo", "--seed", "5", "--requests", "10", "--read-requests", "40", "--faults", "drop=0.5",
+                "--out", scratch.resolve("j").toString(),
                 "--per-kind", "2");
         assertThat(o.code()).as("seed 5; stderr: %s", o.err()).isZero();
         assertThat(o.out())
@@ -58,6 +103,7 @@ class MainTest {
     @Test
     void demo_with_full_ids_prints_the_embedded_addresses() {
         Outcome o = run("demo", "--seed", "5", "--requests", "5", "--read-requests", "20", "--faults", "drop=0.5",
+                "--out", scratch.resolve("j").toString(),
                 "--full-ids");
         assertThat(o.code()).isZero();
         assertThat(o.out()).contains("cmpl-___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_");
@@ -93,7 +139,7 @@ class MainTest {
         assertThat(none.err()).contains("Missing command").contains("demo");
         Outcome unknown = run("replay-everything");
         assertThat(unknown.code()).isEqualTo(2);
-        assertThat(unknown.err()).contains("Usage: kvledger");
+        assertThat(unknown.err()).contains("Unmatched argument at index 0: 'replay-everything'");
     }
 
     @Test

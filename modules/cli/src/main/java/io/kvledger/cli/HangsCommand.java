@@ -1,0 +1,81 @@
+package io.kvledger.cli;
+
+import io.kvledger.cli.replay.Replayer;
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.diagnosis.Bounds;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvledger hangs DIR...}: replays the journals of a deployment through the transfer ledger
+ * and prints every hung or anomalous request the hang detectors find, one line each, grouped by
+ * detector. Exit 1 when there is a finding, 0 when clean.
+ */
+@Command(name = "hangs", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {
+            "Replays node journals (all nodes of one deployment: prefill and decode ranks) through the transfer "
+                    + "ledger and prints every request that did not reach a terminal phase or ended in an anomalous one, "
+                    + "one line each: node, request, phase, detector, bug class (moriio-protocol.md section 7) and a "
+                    + "diagnosis naming the missing or wrong event.",
+            "DIR is a node journal, or a directory holding one journal directory per node.",
+            "Exit status: 0 no findings; 1 findings; 2 usage error."})
+final class HangsCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journal directories")
+    List<String> dirs = new ArrayList<>();
+
+    @Option(names = "--stuck-after", paramLabel = "SECONDS",
+            description = "a request that stayed longer than this in a non-terminal phase, at the end of the "
+                    + "journals, is stuck (default: 30)")
+    Double stuckAfter;
+
+    @Mixin
+    ReplayOptions replayOptions;
+
+    @Option(names = "--json", description = "print one JSON object")
+    boolean json;
+
+    @Option(names = "--full-ids", description = "print proxy request ids whole instead of cmpl-..._<uuid>-...")
+    boolean fullIds;
+
+    @Override
+    public Integer call() {
+        Bounds bounds = Bounds.defaults();
+        if (stuckAfter != null) {
+            if (!(stuckAfter > 0) || stuckAfter.isInfinite()) {
+                throw new ParameterException(spec.commandLine(), "--stuck-after must be a positive number of seconds, got "
+                        + stuckAfter);
+            }
+            bounds = new Bounds(NodeConfig.seconds(stuckAfter));
+        }
+        var overrides = replayOptions.overrides(spec);
+        PrintWriter out = spec.commandLine().getOut();
+        ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "hangs");
+        HangsReport.Result res;
+        try (Replayer r = Journals.open(spec, dirs, overrides)) {
+            r.progress(progress).recorded(false);
+            res = HangsReport.analyse(r, bounds);
+            progress.done();
+            Journals.warnings(spec, r);
+        }
+        if (json) {
+            HangsReport.printJson(out, res);
+        } else {
+            HangsReport.print(out, res, fullIds);
+        }
+        out.flush();
+        return res.findings().isEmpty() ? 0 : 1;
+    }
+}

@@ -1,0 +1,129 @@
+package io.kvledger.cli;
+
+import io.kvledger.cli.replay.JournalInputs;
+import io.kvledger.cli.replay.JournalInputs.NodeJournal;
+import io.kvledger.journal.JournalException;
+import io.kvledger.journal.JournalReader;
+import io.kvledger.journal.JsonLines;
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.regex.Pattern;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvledger journal export DIR [--out FILE]}: one JSON object per entry, in seq order. A
+ * single journal goes to standard output or FILE; a directory of node journals (simulate or merge
+ * output) needs {@code --out OUTDIR} and gives {@code OUTDIR/<node>/journal.jsonl} per node (the
+ * layout of journal/fixtures). A file is written under a temporary name and renamed when complete,
+ * so a failed export leaves no half-written file; an existing file is kept unless {@code --force}.
+ */
+@Command(name = "export", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Writes a journal as JSON lines: to standard output, or to FILE with --out.",
+            "For a directory of node journals, --out names a directory: OUT/<node>/journal.jsonl per node."})
+final class JournalExportCommand implements Callable<Integer> {
+
+    private static final Pattern SAFE_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(paramLabel = "DIR", description = "a journal, or a directory of node journals")
+    Path dir;
+
+    @Option(names = "--out", paramLabel = "FILE", description = "the file to write (a directory for several journals)")
+    Path out;
+
+    @Option(names = "--force", description = "replace files that already exist")
+    boolean force;
+
+    @Override
+    public Integer call() {
+        List<NodeJournal> journals;
+        try {
+            journals = JournalDirs.resolve(List.of(dir));
+        } catch (JournalInputs.InputException e) {
+            throw usage(e.getMessage());
+        }
+        PrintWriter err = spec.commandLine().getErr();
+        if (JournalDirs.isJournal(dir)) {
+            if (out == null) {
+                return exportTo(dir, null, err);
+            }
+            if (Files.isDirectory(out)) {
+                throw usage("--out " + out + " is a directory; give the file to write");
+            }
+            return exportTo(dir, out, err);
+        }
+        if (out == null) {
+            throw usage(dir + " holds " + journals.size() + " journals: give --out DIR to write DIR/<node>/journal.jsonl for each");
+        }
+        if (Files.exists(out) && !Files.isDirectory(out)) {
+            throw usage("--out " + out + " is a file; with several journals it must be a directory");
+        }
+        for (NodeJournal j : journals) {
+            String name = j.name();
+            int code = exportTo(j.dir(), out.resolve(SAFE_NAME.matcher(name).matches() ? name : "journal-" + Math.abs(name.hashCode()))
+                    .resolve("journal.jsonl"), err);
+            if (code != 0) {
+                return code;
+            }
+        }
+        return 0;
+    }
+
+    private int exportTo(Path journal, Path file, PrintWriter err) {
+        JournalReader r;
+        try {
+            r = JournalReader.open(journal);
+        } catch (JournalException e) {
+            throw usage(e.getMessage());
+        }
+        try (r) {
+            if (file == null) {
+                PrintWriter o = spec.commandLine().getOut();
+                JsonLines.export(r, o);
+                o.flush();
+            } else {
+                if (Files.exists(file) && !force) {
+                    throw usage(file + " exists; use --force to replace it");
+                }
+                Path parent = file.toAbsolutePath().getParent();
+                Files.createDirectories(parent);
+                Path partial = parent.resolve("." + file.getFileName() + ".partial");
+                long n;
+                try (Writer w = new BufferedWriter(Files.newBufferedWriter(partial, StandardCharsets.UTF_8), 1 << 16)) {
+                    n = JsonLines.export(r, w);
+                } catch (IOException | RuntimeException e) {
+                    Files.deleteIfExists(partial);
+                    throw e;
+                }
+                Files.move(partial, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                err.println(String.format(Locale.ROOT, "exported %,d entries of %s to %s", n, r.header().nodeId(), file));
+            }
+            r.warnings().forEach(err::println);
+            err.flush();
+            return 0;
+        } catch (IOException e) {
+            err.println("journal export: writing " + (file == null ? "standard output" : file) + " failed: " + e.getMessage());
+            return 1;
+        }
+    }
+
+    private ParameterException usage(String message) {
+        return new ParameterException(spec.commandLine(), message);
+    }
+}

@@ -1,0 +1,280 @@
+package io.kvledger.cli;
+
+import io.kvledger.cli.replay.ConfigOverrides;
+import io.kvledger.cli.replay.Replayer;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.journal.JournalEntry;
+import io.kvledger.journal.format.EntryType;
+import io.kvledger.journal.format.Payloads;
+import io.kvledger.journal.json.Json;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvledger replay DIR...}: re-runs each node's reducer over the inputs of its journal
+ * (merged by event time across nodes) and prints, per node, what the replay saw: inputs and
+ * effects, the requests in each phase at the end, anomalies by kind. {@code --effects} prints
+ * every recomputed effect; {@code --verify} compares them with the derived entries the journal
+ * recorded and reports the first divergence of each node (exit 1 when any).
+ */
+@Command(name = "replay", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {
+            "Re-runs the reducer over the input events of node journals and prints a summary per node: inputs, "
+                    + "effects, requests per phase at the end (* marks phases that are not terminal) and anomalies "
+                    + "by kind.",
+            "Each node replays with the profile, switches and timeouts its journal header recorded, unless "
+                    + "--profile or --set say otherwise; the summary says what was in effect.",
+            "DIR is a node journal, or a directory holding one journal directory per node. Several nodes are "
+                    + "merged by event time.",
+            "Exit status: 0 done; 1 --verify found a divergence; 2 usage error."})
+final class ReplayCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journal directories")
+    List<String> dirs = new ArrayList<>();
+
+    @Option(names = "--until", paramLabel = "SEQ",
+            description = "stop each journal after its entry SEQ (inputs with a higher seq are not applied)")
+    Long until;
+
+    @Option(names = "--effects", description = "print one line per recomputed effect (the journal's dissectors)")
+    boolean effects;
+
+    @Option(names = "--verify",
+            description = "compare the recomputed effects with the derived entries the journal recorded; report the "
+                    + "first divergence of each node; exit 1 when there is one")
+    boolean verify;
+
+    @Mixin
+    ReplayOptions replayOptions;
+
+    @Option(names = "--json", description = "print JSON: one object per effect line (with --effects), then the summary object")
+    boolean json;
+
+    @Option(names = "--full-ids", description = "print proxy request ids whole instead of cmpl-..._<uuid>-...")
+    boolean fullIds;
+
+    /** One node's comparison of recorded and recomputed effects. */
+    static final class Verify {
+        long recorded;
+        long divergentInputs;
+        String first;
+        Map<String, Object> firstJson;
+
+        void check(long seq, String cause, List<Effect> actual, List<JournalEntry.Derived> expected, boolean fullIds) {
+            recorded += expected.size();
+            int n = Math.max(actual.size(), expected.size());
+            for (int i = 0; i < n; i++) {
+                Effect a = i < actual.size() ? actual.get(i) : null;
+                Effect e = i < expected.size() ? expected.get(i).effect() : null;
+                if (a != null && e != null && (a.equals(e) || Payloads.same(a, e))) {
+                    continue;
+                }
+                divergentInputs++;
+                if (first == null) {
+                    String exp = e == null ? "(nothing: the journal recorded " + expected.size() + " effect(s))"
+                            : Payloads.dissect(e);
+                    String act = a == null ? "(nothing: the replay produced " + actual.size() + " effect(s))"
+                            : Payloads.dissect(a);
+                    first = "seq " + seq + " (" + cause + "), effect " + (i + 1) + " of " + n + "\n"
+                            + "      journal: " + Text.ids(exp, fullIds) + "\n"
+                            + "      replay:  " + Text.ids(act, fullIds);
+                    firstJson = new LinkedHashMap<>();
+                    firstJson.put("seq", seq);
+                    firstJson.put("cause", cause);
+                    firstJson.put("effect_index", (long) i);
+                    firstJson.put("expected", e == null ? null : Payloads.dissect(e));
+                    firstJson.put("actual", a == null ? null : Payloads.dissect(a));
+                }
+                return;
+            }
+        }
+    }
+
+    @Override
+    public Integer call() {
+        if (until != null && until < 0) {
+            throw new ParameterException(spec.commandLine(), "--until must not be negative, got " + until);
+        }
+        ConfigOverrides overrides = replayOptions.overrides(spec);
+        PrintWriter out = spec.commandLine().getOut();
+        ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "replay");
+        try (Replayer r = Journals.open(spec, dirs, overrides)) {
+            if (until != null) {
+                r.until(until);
+            }
+            r.progress(progress).recorded(verify);
+            int n = r.nodes().size();
+            NodeTally[] tallies = new NodeTally[n];
+            Verify[] verifies = new Verify[n];
+            for (int i = 0; i < n; i++) {
+                tallies[i] = new NodeTally();
+                verifies[i] = new Verify();
+            }
+            long[] base = {Long.MIN_VALUE};
+            r.run(new Replayer.Listener() {
+                @Override
+                public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {
+                    tallies[node.index()].effects(startup);
+                    if (verify) {
+                        verifies[node.index()].check(0, "start-up checks", startup, recorded, fullIds);
+                    }
+                }
+
+                @Override
+                public void applied(Replayer.Node node, JournalEntry.Input in, List<Effect> fx,
+                                    List<JournalEntry.Derived> recorded) {
+                    if (base[0] == Long.MIN_VALUE) {
+                        base[0] = in.atNs();
+                    }
+                    NodeTally t = tallies[node.index()];
+                    t.input(in.seq(), in.atNs());
+                    t.effects(fx);
+                    if (verify) {
+                        verifies[node.index()].check(in.seq(), in.type().typeName(), fx, recorded, fullIds);
+                    }
+                    if (effects && !fx.isEmpty()) {
+                        printEffects(out, node, in, fx, in.atNs() - base[0]);
+                    }
+                }
+            });
+            progress.done();
+            Journals.warnings(spec, r);
+            boolean diverged = summary(out, r, tallies, verifies);
+            out.flush();
+            return verify && diverged ? 1 : 0;
+        }
+    }
+
+    private void printEffects(PrintWriter out, Replayer.Node node, JournalEntry.Input in, List<Effect> fx, long relNs) {
+        String cause = in.type().typeName();
+        for (Effect e : fx) {
+            EntryType type = EntryType.of(e);
+            if (json) {
+                LinkedHashMap<String, Object> m = new LinkedHashMap<>();
+                m.put("node", node.name());
+                m.put("seq", in.seq());
+                m.put("at_ns", in.atNs());
+                m.put("t", Text.secondsDouble(relNs));
+                m.put("cause", cause);
+                m.put("type", type.typeName());
+                m.put("fields", type.toJson(e));
+                m.put("text", type.dissect(e));
+                out.println(Json.write(m));
+            } else {
+                out.println(Text.rel(relNs) + "  " + node.name() + "  #" + in.seq() + "  " + cause + " => "
+                        + Text.ids(type.dissect(e), fullIds));
+            }
+        }
+    }
+
+    /** Prints the summary; returns whether any node diverged (with --verify). */
+    private boolean summary(PrintWriter out, Replayer r, NodeTally[] tallies, Verify[] verifies) {
+        List<Replayer.Node> nodes = r.nodes();
+        List<Replayer.NodeCounts> counts = r.counts();
+        long inputs = 0;
+        long fx = 0;
+        int diverging = 0;
+        for (int i = 0; i < nodes.size(); i++) {
+            inputs += tallies[i].inputs;
+            fx += tallies[i].effects;
+            // A journal without any recorded effect (imported inputs) has nothing to diverge from.
+            if (verifies[i].divergentInputs > 0 && counts.get(i).derived() > 0) {
+                diverging++;
+            }
+        }
+        if (json) {
+            List<Object> list = new ArrayList<>();
+            for (int i = 0; i < nodes.size(); i++) {
+                list.add(nodeJson(nodes.get(i), tallies[i], verifies[i], counts.get(i)));
+            }
+            LinkedHashMap<String, Object> m = new LinkedHashMap<>();
+            m.put("command", "replay");
+            m.put("journals", (long) nodes.size());
+            m.put("inputs", inputs);
+            m.put("effects", fx);
+            m.put("until", until);
+            m.put("verified", verify);
+            if (verify) {
+                m.put("diverging_nodes", (long) diverging);
+            }
+            m.put("nodes", list);
+            out.println(Json.write(m));
+            return diverging > 0;
+        }
+        out.println("replay: " + nodes.size() + " journal(s) (" + Journals.names(nodes) + "), " + inputs
+                + " inputs applied, " + fx + " effects recomputed" + (until == null ? "" : ", each journal up to seq " + until));
+        for (int i = 0; i < nodes.size(); i++) {
+            Replayer.Node node = nodes.get(i);
+            NodeTally t = tallies[i];
+            out.println("node " + node.name() + " (journal " + node.journal().name() + "): " + Text.node(node.config()));
+            out.println("  in effect: " + ConfigOverrides.describe(node.recordedConfig(), node.config())
+                    + (node.config().equals(node.recordedConfig()) ? " (as journaled)" : ""));
+            out.println("  inputs " + t.inputs + (t.inputs == 0 ? "" : " (seq " + t.firstSeq + ".." + t.lastSeq + ")")
+                    + ", effects " + t.effects + (t.inputs == 0 ? "" : ", span " + Text.seconds3(t.lastAtNs - t.firstAtNs)));
+            out.println("  phases at the end: " + t.phasesLine());
+            out.println("  anomalies: " + t.anomaliesLine());
+        }
+        if (verify) {
+            out.println("verify: " + (diverging == 0 ? "no divergence" : diverging + " of " + nodes.size() + " node(s) diverge"));
+            for (int i = 0; i < nodes.size(); i++) {
+                Verify v = verifies[i];
+                String name = nodes.get(i).name();
+                if (counts.get(i).derived() == 0) {
+                    out.println("  " + name + ": nothing to compare: the journal holds no recorded effects (inputs only)");
+                } else if (v.divergentInputs == 0) {
+                    out.println("  " + name + ": the same " + v.recorded + " effects for " + tallies[i].inputs + " inputs");
+                } else {
+                    out.println("  " + name + ": " + v.divergentInputs + " of " + tallies[i].inputs
+                            + " inputs diverge; the first at " + v.first);
+                }
+            }
+        }
+        return diverging > 0;
+    }
+
+    private Map<String, Object> nodeJson(Replayer.Node node, NodeTally t, Verify v, Replayer.NodeCounts c) {
+        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
+        m.put("node", node.name());
+        m.put("journal", node.journal().name());
+        m.put("node_id", node.header().nodeId());
+        m.put("describe", Text.node(node.config()));
+        m.put("profile", node.config().behaviour().profile());
+        m.put("recorded_profile", node.recordedConfig().behaviour().profile());
+        m.put("in_effect", ConfigOverrides.describe(node.recordedConfig(), node.config()));
+        m.put("defer_timeout_ns", node.config().deferTimeoutNs());
+        m.put("transfer_timeout_ns", node.config().transferTimeoutNs());
+        m.put("recv_abort_timeout_ns", node.config().recvAbortTimeoutNs());
+        m.put("inputs", t.inputs);
+        m.put("effects", t.effects);
+        m.put("first_seq", t.firstSeq);
+        m.put("last_seq", t.lastSeq);
+        m.put("first_at_ns", t.inputs == 0 ? null : t.firstAtNs);
+        m.put("last_at_ns", t.inputs == 0 ? null : t.lastAtNs);
+        m.put("recorded_effects", c.derived() < 0 ? null : c.derived());
+        m.put("unknown_entries", c.unknown());
+        m.put("phases", t.phasesJson());
+        m.put("anomalies", t.anomaliesJson());
+        if (verify) {
+            LinkedHashMap<String, Object> vm = new LinkedHashMap<>();
+            vm.put("comparable", c.derived() > 0);
+            vm.put("divergent_inputs", v.divergentInputs);
+            vm.put("first", v.firstJson);
+            m.put("verify", vm);
+        }
+        return m;
+    }
+}

@@ -1,0 +1,293 @@
+package io.kvledger.cli;
+
+import io.kvledger.cli.replay.JournalInputs;
+import io.kvledger.cli.replay.JournalInputs.NodeJournal;
+import io.kvledger.journal.JournalEntry;
+import io.kvledger.journal.JournalException;
+import io.kvledger.journal.JournalFormat;
+import io.kvledger.journal.JournalReader;
+import io.kvledger.journal.json.Json;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvledger verify DIR...}: checks that journals are well formed. Per journal: the header
+ * comes first (and only there) in a format version this build reads; every entry has a type id
+ * this version knows and decodes; sequence numbers go up by exactly one; event times never go
+ * back (over the inputs and the derived entries of an input; start-up checks, whose cause is the
+ * header, carry no time of their own); every derived entry's cause is the header or an earlier
+ * input. Across journals: node ids are unique. Exit 0 when everything is clean, 1 when a problem
+ * was found (each listed with its seq), 2 for a DIR that holds no journal.
+ */
+@Command(name = "verify", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Checks the format of journals: header first, known type ids, sequence numbers up by one, "
+                + "event times that never go back, derived entries caused by an earlier input, unique node ids.",
+            "Exit status: 0 clean, 1 when a problem was found (each printed with its seq), 2 usage error."})
+final class VerifyCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journals, or directories of node journals")
+    List<Path> dirs;
+
+    @Option(names = "--max-problems", paramLabel = "N", defaultValue = "20",
+            description = "problems listed per journal; the rest are counted (default: ${DEFAULT-VALUE})")
+    int maxProblems;
+
+    @Option(names = "--json", description = "one JSON object: every journal with its counts and problems")
+    boolean json;
+
+    /** One problem: the seq of the entry (-1: the journal as a whole) and what is wrong. */
+    record Problem(long seq, String what) {}
+
+    /** What was found in one journal. */
+    static final class Report {
+        final String dir;
+        String node = "?";
+        long entries;
+        long inputs;
+        long derived;
+        long lastSeq = -1;
+        long firstAtNs = Long.MAX_VALUE;
+        long lastAtNs = Long.MIN_VALUE;
+        final List<Problem> problems = new ArrayList<>();
+        long problemCount;
+        final int max;
+
+        Report(String dir, int max) {
+            this.dir = dir;
+            this.max = max;
+        }
+
+        void problem(long seq, String what) {
+            problemCount++;
+            if (problems.size() < max) {
+                problems.add(new Problem(seq, what));
+            }
+        }
+    }
+
+    @Override
+    public Integer call() {
+        if (maxProblems < 0) {
+            throw usage("--max-problems must not be negative, got " + maxProblems);
+        }
+        List<NodeJournal> journals;
+        try {
+            journals = JournalDirs.resolve(dirs);
+        } catch (JournalInputs.InputException e) {
+            throw usage(e.getMessage());
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        Progress progress = new Progress(err, "verify");
+        List<Report> reports = new ArrayList<>();
+        long[] done = {0};
+        for (NodeJournal j : journals) {
+            reports.add(verify(j, progress, done, err));
+        }
+        progress.done(String.format(Locale.ROOT, "%,d entries", done[0]));
+        List<Problem> across = acrossJournals(reports);
+        long total = across.size();
+        int bad = 0;
+        for (Report r : reports) {
+            total += r.problemCount;
+            bad += r.problemCount > 0 ? 1 : 0;
+        }
+        if (json) {
+            printJson(out, reports, across, total);
+        } else {
+            printText(out, reports, across, total, bad);
+        }
+        out.flush();
+        return total == 0 ? 0 : 1;
+    }
+
+    private Report verify(NodeJournal j, Progress progress, long[] done, PrintWriter err) {
+        Report rep = new Report(j.name(), maxProblems);
+        JournalReader reader;
+        try {
+            reader = JournalReader.open(j.dir());
+        } catch (JournalException e) {
+            rep.problem(0, e.getMessage());
+            return rep;
+        }
+        try (reader) {
+            rep.node = reader.header().nodeId();
+            int version = reader.header().formatVersion();
+            if (version > JournalFormat.FORMAT_VERSION) {
+                rep.problem(0, "format version " + version + " is newer than this build's " + JournalFormat.FORMAT_VERSION
+                        + ": entries it cannot decode are reported as unknown");
+            }
+            if (rep.node.isEmpty()) {
+                rep.problem(0, "the header's node_id is empty");
+            }
+            BitSet inputSeqs = new BitSet();
+            long expected = 0;
+            long lastAt = Long.MIN_VALUE;
+            long lastAtSeq = -1;
+            for (JournalEntry e : reader) {
+                long seq = e.seq();
+                if (seq != expected) {
+                    rep.problem(seq, seq > expected
+                            ? "seq jumps from " + (expected - 1) + " to " + seq + " (" + (seq - expected) + " missing)"
+                            : "seq " + seq + " does not increase (the entry before it is seq " + (expected - 1) + ")");
+                }
+                expected = Math.max(expected, seq) + 1;
+                rep.entries++;
+                rep.lastSeq = seq;
+                switch (e) {
+                    case JournalEntry.Header h -> {
+                        if (seq != 0 || rep.entries != 1) {
+                            rep.problem(seq, "a header in the middle of the journal (only the first entry is a header)");
+                        }
+                    }
+                    case JournalEntry.Input in -> {
+                        rep.inputs++;
+                        if (seq >= 0 && seq <= Integer.MAX_VALUE) {
+                            inputSeqs.set((int) seq);
+                        }
+                        if (in.atNs() < lastAt) {
+                            rep.problem(seq, "time goes back: at_ns " + in.atNs() + " is before " + lastAt + " (seq "
+                                    + lastAtSeq + ")");
+                        } else {
+                            lastAt = in.atNs();
+                            lastAtSeq = seq;
+                        }
+                        span(rep, in.atNs());
+                    }
+                    case JournalEntry.Derived d -> {
+                        rep.derived++;
+                        long cause = d.causeSeq();
+                        if (cause != 0) {
+                            if (cause >= seq) {
+                                rep.problem(seq, "derived entry's cause_seq " + cause + " is not an earlier entry");
+                            } else if (cause <= Integer.MAX_VALUE && !inputSeqs.get((int) cause)) {
+                                rep.problem(seq, "derived entry's cause_seq " + cause + " is not an input");
+                            }
+                            if (d.atNs() < lastAt) {
+                                rep.problem(seq, "time goes back: derived at_ns " + d.atNs() + " is before " + lastAt
+                                        + " (seq " + lastAtSeq + ")");
+                            } else {
+                                lastAt = d.atNs();
+                                lastAtSeq = seq;
+                            }
+                            span(rep, d.atNs());
+                        }
+                    }
+                    case JournalEntry.Unknown u -> rep.problem(seq, "type id " + u.typeId()
+                            + (u.kind() == null ? "" : " (" + u.kind().label() + ")") + " cannot be read: " + u.reason());
+                }
+                if ((++done[0] & 0xFFFF) == 0 && progress.due()) {
+                    progress.update(-1, String.format(Locale.ROOT, "%s: %,d entries", rep.node, done[0]));
+                }
+            }
+            for (String w : reader.warnings()) {
+                err.println(w);
+            }
+        }
+        return rep;
+    }
+
+    private static void span(Report rep, long at) {
+        rep.firstAtNs = Math.min(rep.firstAtNs, at);
+        rep.lastAtNs = Math.max(rep.lastAtNs, at);
+    }
+
+    private static List<Problem> acrossJournals(List<Report> reports) {
+        Map<String, List<Report>> byNode = new LinkedHashMap<>();
+        for (Report r : reports) {
+            byNode.computeIfAbsent(r.node, k -> new ArrayList<>()).add(r);
+        }
+        List<Problem> out = new ArrayList<>();
+        byNode.forEach((node, rs) -> {
+            if (rs.size() > 1 && !node.equals("?")) {
+                out.add(new Problem(-1, "node id " + node + " is used by " + rs.size() + " journals ("
+                        + String.join(", ", rs.stream().map(r -> r.dir).toList())
+                        + "): hangs and inspect cannot tell them apart"));
+            }
+        });
+        return out;
+    }
+
+    private static void printText(PrintWriter out, List<Report> reports, List<Problem> across, long total, int bad) {
+        for (Report r : reports) {
+            StringBuilder b = new StringBuilder();
+            b.append(r.node).append(r.node.equals(r.dir) ? "" : " (journal " + r.dir + ")").append(": ")
+                    .append(String.format(Locale.ROOT, "%,d entries (%,d inputs, %,d derived)", r.entries, r.inputs, r.derived));
+            if (r.firstAtNs <= r.lastAtNs) {
+                b.append(", t ").append(EntryFormat.time(r.firstAtNs)).append("..").append(EntryFormat.time(r.lastAtNs)).append(" s");
+            }
+            b.append(r.problemCount == 0 ? ": ok" : ": " + r.problemCount + (r.problemCount == 1 ? " problem" : " problems"));
+            out.println(b);
+            for (Problem p : r.problems) {
+                out.println("  seq " + p.seq() + ": " + p.what());
+            }
+            if (r.problemCount > r.problems.size()) {
+                out.println("  ... and " + (r.problemCount - r.problems.size()) + " more");
+            }
+        }
+        for (Problem p : across) {
+            out.println("across journals: " + p.what());
+        }
+        if (total == 0) {
+            out.println("verify: " + reports.size() + (reports.size() == 1 ? " journal" : " journals") + ", no problems");
+        } else {
+            out.println("verify: " + total + (total == 1 ? " problem" : " problems") + " in " + bad + " of " + reports.size()
+                    + (reports.size() == 1 ? " journal" : " journals") + (across.isEmpty() ? "" : " and across journals"));
+        }
+    }
+
+    private static void printJson(PrintWriter out, List<Report> reports, List<Problem> across, long total) {
+        List<Object> js = new ArrayList<>();
+        for (Report r : reports) {
+            LinkedHashMap<String, Object> m = new LinkedHashMap<>();
+            m.put("node", r.node);
+            m.put("journal", r.dir);
+            m.put("entries", r.entries);
+            m.put("inputs", r.inputs);
+            m.put("derived", r.derived);
+            m.put("last_seq", r.lastSeq);
+            m.put("first_at_ns", r.firstAtNs <= r.lastAtNs ? r.firstAtNs : null);
+            m.put("last_at_ns", r.firstAtNs <= r.lastAtNs ? r.lastAtNs : null);
+            m.put("problem_count", r.problemCount);
+            m.put("problems", problems(r.problems));
+            js.add(m);
+        }
+        LinkedHashMap<String, Object> top = new LinkedHashMap<>();
+        top.put("ok", total == 0);
+        top.put("problem_count", total);
+        top.put("journals", js);
+        top.put("across_journals", problems(across));
+        out.println(Json.write(top));
+    }
+
+    private static List<Object> problems(List<Problem> ps) {
+        List<Object> out = new ArrayList<>();
+        for (Problem p : ps) {
+            LinkedHashMap<String, Object> m = new LinkedHashMap<>();
+            m.put("seq", p.seq() < 0 ? null : p.seq());
+            m.put("problem", p.what());
+            out.add(m);
+        }
+        return out;
+    }
+
+    private ParameterException usage(String message) {
+        return new ParameterException(spec.commandLine(), message);
+    }
+}

@@ -1,0 +1,83 @@
+package io.kvledger.cli;
+
+import static io.kvledger.cli.CliRun.run;
+import static io.kvledger.cli.CliRun.simulate;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvledger.journal.json.Json;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code kvledger simulate}: journals per node, a summary, and usage errors. */
+class SimulateCommandTest {
+
+    @TempDir
+    Path tmp;
+
+    @Test
+    void writes_one_journal_per_node_and_prints_a_summary() {
+        CliRun.Outcome o = simulate(tmp.resolve("out"), "read", 2, 1, "drop=0.5");
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.out())
+                .contains("simulate: seed 2, READ mode, 1 requests, 1 prefill + 1 decode node(s), faults drop=0.5, profile newest")
+                .contains("rerun: kvledger simulate --seed 2 --requests 1 --faults drop=0.5 --mode read --profile newest "
+                        + "--defer-timeout-s 31 --time-limit-s 5 --idle-step-ms 5000 --tick-ms 5000")
+                .containsPattern("(?m)^  P0   kv_producer +\\d+ entries   1 requests: 1 terminal, 0 hung$")
+                .containsPattern("(?m)^  D0   kv_consumer +\\d+ entries")
+                .contains("anomalies: 1 in 1 kind(s): DEFERRAL_REAPED x1")
+                .contains("next: kvledger hangs " + tmp.resolve("out"));
+        assertThat(JournalDirs.isJournal(tmp.resolve("out/P0"))).isTrue();
+        assertThat(JournalDirs.isJournal(tmp.resolve("out/D0"))).isTrue();
+        // the header records the command that reproduces the run
+        CliRun.Outcome dump = run("dump", tmp.resolve("out/P0").toString(), "--type", "header");
+        assertThat(dump.out()).contains("origin=\"kvledger simulate --seed 2 --requests 1 --faults drop=0.5 --mode read");
+    }
+
+    @Test
+    void the_same_options_write_the_same_journals() {
+        simulate(tmp.resolve("a"), "write", 3, 2, "drop=0.2");
+        simulate(tmp.resolve("b"), "write", 3, 2, "drop=0.2");
+        for (String node : List.of("P0", "D0")) {
+            String a = run("journal", "export", tmp.resolve("a").resolve(node).toString()).out();
+            String b = run("journal", "export", tmp.resolve("b").resolve(node).toString()).out();
+            assertThat(b).as("seed 3 " + node).isEqualTo(a).isNotEmpty();
+        }
+    }
+
+    @Test
+    void json_summary_names_each_node_and_the_anomalies() {
+        CliRun.Outcome o = run("simulate", "--seed", "2", "--requests", "1", "--faults", "drop=0.5", "--mode", "read",
+                "--time-limit-s", "5", "--defer-timeout-s", "31", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", tmp.resolve("j").toString(), "--json");
+        assertThat(o.code()).as(o.err()).isZero();
+        Map<?, ?> m = (Map<?, ?>) Json.parse(o.out().strip());
+        assertThat(m.get("mode")).isEqualTo("READ");
+        assertThat((List<?>) m.get("nodes")).hasSize(2);
+        assertThat(((Map<?, ?>) m.get("anomalies")).get("DEFERRAL_REAPED")).isEqualTo(1L);
+    }
+
+    @Test
+    void usage_errors_exit_2() throws Exception {
+        CliRun.Outcome noOut = run("simulate", "--seed", "1");
+        assertThat(noOut.code()).isEqualTo(2);
+        assertThat(noOut.err()).contains("Missing required option: '--out=DIR'").contains("Usage: kvledger simulate");
+        assertThat(run("simulate", "--requests", "0", "--out", tmp.resolve("x").toString()).err())
+                .contains("--requests must be at least 1");
+        CliRun.Outcome badMode = run("simulate", "--mode", "push", "--out", tmp.resolve("x").toString());
+        assertThat(badMode.code()).isEqualTo(2);
+        assertThat(badMode.err()).contains("--mode must be read or write, got 'push'");
+        assertThat(run("simulate", "--faults", "lose=1", "--out", tmp.resolve("x").toString()).code()).isEqualTo(2);
+        assertThat(run("simulate", "--defer-timeout-s", "0", "--out", tmp.resolve("x").toString()).err())
+                .contains("--defer-timeout-s must be positive");
+        Files.createDirectories(tmp.resolve("full"));
+        Files.writeString(tmp.resolve("full/notes.txt"), "keep me");
+        CliRun.Outcome notEmpty = run("simulate", "--out", tmp.resolve("full").toString());
+        assertThat(notEmpty.code()).isEqualTo(2);
+        assertThat(notEmpty.err()).contains("is not empty");
+        assertThat(tmp.resolve("full/notes.txt")).hasContent("keep me");
+    }
+}

@@ -1,0 +1,127 @@
+package io.kvledger.cli;
+
+import static io.kvledger.cli.CliRun.run;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.journal.JournalFormat;
+import io.kvledger.journal.JournalHeader;
+import io.kvledger.journal.JournalWriter;
+import io.kvledger.journal.format.EntryType;
+import io.kvledger.journal.json.Json;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import net.openhft.chronicle.queue.ExcerptAppender;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
+import net.openhft.chronicle.wire.DocumentContext;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code kvledger verify}: clean journals exit 0; each format problem is listed with its seq and exits 1. */
+class VerifyCommandTest {
+
+    @TempDir
+    Path tmp;
+
+    private static final int INPUT = 1;
+    private static final int DERIVED = 2;
+
+    /** Appends one entry's bytes as another writer would (envelope layout 1, journal/FORMAT.md). */
+    static void appendRaw(Path dir, int kind, int typeId, long seq, long atNs, long cause, byte... payload) {
+        ByteBuffer b = ByteBuffer.allocate(JournalFormat.ENVELOPE_V1 + payload.length).order(ByteOrder.LITTLE_ENDIAN);
+        b.put((byte) 1).put((byte) kind).putShort((short) typeId).putLong(seq).putLong(atNs).putLong(cause).put(payload);
+        try (SingleChronicleQueue q = SingleChronicleQueueBuilder.single(dir.toFile()).rollCycle(JournalFormat.ROLL_CYCLE).build();
+             ExcerptAppender a = q.createAppender();
+             DocumentContext dc = a.writingDocument()) {
+            dc.wire().bytes().write(b.array());
+        }
+    }
+
+    private Path cleanJournal(String node) {
+        Path dir = tmp.resolve(node);
+        try (JournalWriter w = JournalWriter.open(dir, JournalHeader.of(node,
+                NodeConfig.builder(Role.CONSUMER, TransferMode.WRITE).build(), "verify test"))) {
+            w.appendInput(new NodeEvent.Tick(1_000_000_000L));
+            w.appendInput(new NodeEvent.Tick(2_000_000_000L));
+        }
+        return dir;
+    }
+
+    @Test
+    void clean_journals_exit_0() {
+        Path sim = tmp.resolve("sim");
+        assertThat(CliRun.simulate(sim, "write", 1, 1, "drop=0.5").code()).isZero();
+        CliRun.Outcome o = run("verify", sim.toString());
+        assertThat(o.code()).as(o.out() + o.err()).isZero();
+        assertThat(o.out()).containsPattern("(?m)^D0: \\d+ entries \\(\\d+ inputs, \\d+ derived\\), t \\d+\\.\\d+\\.\\.\\d+\\.\\d+ s: ok$")
+                .containsPattern("(?m)^P0: .*: ok$")
+                .contains("verify: 2 journals, no problems");
+    }
+
+    @Test
+    void every_problem_is_listed_with_its_seq_and_exits_1() {
+        Path dir = cleanJournal("D0");
+        byte[] tick = {(byte) 0x90};
+        byte[] staleAck = {(byte) 0x91, (byte) 0xC0};
+        int tickId = EntryType.TICK.id();
+        int staleId = EntryType.STALE_ACK_DROPPED.id();
+        appendRaw(dir, INPUT, tickId, 4, 3_000_000_000L, -1, tick);          // seq 3 is missing
+        appendRaw(dir, INPUT, tickId, 5, 1_500_000_000L, -1, tick);          // time goes back
+        appendRaw(dir, DERIVED, staleId, 6, 3_000_000_000L, 9, staleAck);    // cause after it
+        appendRaw(dir, DERIVED, staleId, 7, 3_000_000_000L, 6, staleAck);    // cause is a derived entry
+        appendRaw(dir, INPUT, 77, 8, 3_000_000_000L, -1, tick);              // a type this version does not know
+        CliRun.Outcome o = run("verify", dir.toString());
+        assertThat(o.code()).as(o.out()).isEqualTo(1);
+        assertThat(o.out())
+                .contains("D0: 8 entries (4 inputs, 2 derived)")
+                .contains(": 5 problems")
+                .contains("  seq 4: seq jumps from 2 to 4 (1 missing)")
+                .contains("  seq 5: time goes back: at_ns 1500000000 is before 3000000000 (seq 4)")
+                .contains("  seq 6: derived entry's cause_seq 9 is not an earlier entry")
+                .contains("  seq 7: derived entry's cause_seq 6 is not an input")
+                .contains("  seq 8: type id 77 (input) cannot be read: type id 77 is unknown to this version")
+                .contains("verify: 5 problems in 1 of 1 journal");
+        assertThat(o.err()).contains("type id 77 is unknown to this version");
+
+        CliRun.Outcome json = run("verify", "--json", dir.toString());
+        assertThat(json.code()).isEqualTo(1);
+        Map<?, ?> m = (Map<?, ?>) Json.parse(json.out().strip());
+        assertThat(m.get("ok")).isEqualTo(false);
+        assertThat(m.get("problem_count")).isEqualTo(5L);
+        @SuppressWarnings("unchecked")
+        List<Object> problems = (List<Object>) ((Map<?, ?>) ((List<?>) m.get("journals")).get(0)).get("problems");
+        assertThat(problems).extracting(p -> (Object) ((Map<?, ?>) p).get("seq")).containsExactly(4L, 5L, 6L, 7L, 8L);
+
+        CliRun.Outcome capped = run("verify", "--max-problems", "2", dir.toString());
+        assertThat(capped.out()).contains("  ... and 3 more");
+    }
+
+    @Test
+    void duplicate_node_ids_across_journals_are_a_problem() {
+        cleanJournal("D0");
+        Path other = tmp.resolve("elsewhere");
+        try (JournalWriter w = JournalWriter.open(other.resolve("copy"), JournalHeader.of("D0",
+                NodeConfig.builder(Role.CONSUMER, TransferMode.WRITE).build(), "verify test"))) {
+            w.appendInput(new NodeEvent.Tick(1));
+        }
+        CliRun.Outcome o = run("verify", tmp.resolve("D0").toString(), other.toString());
+        assertThat(o.code()).isEqualTo(1);
+        assertThat(o.out()).contains("D0 (journal copy): 2 entries").contains("across journals: node id D0 is used by 2 journals");
+    }
+
+    @Test
+    void usage_errors_exit_2() {
+        CliRun.Outcome o = run("verify", tmp.resolve("missing").toString());
+        assertThat(o.code()).isEqualTo(2);
+        assertThat(o.err()).contains("no such directory").contains("Usage: kvledger verify");
+        assertThat(run("verify").code()).isEqualTo(2);
+        assertThat(run("verify", "--max-problems", "-1", tmp.toString()).code()).isEqualTo(2);
+    }
+}
