@@ -1,0 +1,521 @@
+package io.kvledger.bench;
+
+import io.kvledger.rdma.EngineOptions;
+import io.kvledger.rdma.MemoryRegion;
+import io.kvledger.rdma.OffsetBatch;
+import io.kvledger.rdma.PendingTransfer;
+import io.kvledger.rdma.RegionDescriptor;
+import io.kvledger.rdma.Result;
+import io.kvledger.rdma.Session;
+import io.kvledger.rdma.TransferEngine;
+import io.kvledger.rdma.TransferEvent;
+import io.kvledger.rdma.TransferOp;
+import io.kvledger.rdma.jvm.InJvmTransferEngine;
+import io.kvledger.rdma.ucx.Ucx;
+import io.kvledger.rdma.ucx.UcxTransferEngine;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.zip.CRC32C;
+
+/**
+ * Question: how close do the transfer engines come to the machine's copy limit?
+ *
+ * <p>One run measures, for transfers of 4 KiB, 64 KiB, 1 MiB and 64 MiB: single-thread C
+ * {@code memcpy} ({@code native/memcpy_bench}), a bare {@link MemorySegment#copy} loop, the
+ * in-JVM engine, the UCX engine with two engines in this JVM, the UCX engine between this JVM and
+ * a second one it starts, and the plain C loop of UCX put/get ({@code native/ucx_bench}), in both
+ * UCX error-handling modes. Every case walks a 64 MiB region transfer by transfer (offset
+ * {@code i·size mod region}), with at most {@code window} (16) one-entry batches in flight, in
+ * rounds of at least 512 MiB; the first round warms up, the median of the next five is reported
+ * in GB/s (1e9 bytes/s). Data is checked after each case (CRC-32C of source and destination).
+ *
+ * <p>Per-transfer overhead at 4 KiB is the time per 4 KiB transfer minus 4096 bytes at the
+ * case's own 64 MiB bandwidth; the one-in-flight latency (post to completion event) is printed too.
+ *
+ * <pre>
+ * java --enable-native-access=ALL-UNNAMED -cp benchmarks/target/benchmarks.jar \
+ *      io.kvledger.bench.TransferBandwidthRunner [--rounds 5] [--round-mib 512] [--window 16] [--quick]
+ * </pre>
+ * Run it from the repository root: it builds {@code native/} with {@code native/build.sh} into
+ * {@code benchmarks/target/native} (C rows are skipped with a note when gcc or the UCX headers
+ * are missing, UCX rows when libucp does not load).
+ */
+public final class TransferBandwidthRunner {
+
+    static final long[] SIZES = {4096, 64 << 10, 1 << 20, 64 << 20};
+    static final long REGION = 64L << 20;
+    static final long SPIN_NS = 20_000;
+
+    int rounds = 5;
+    long perRound = 256L << 20;
+    int window = 16;
+    final Map<String, double[]> rows = new LinkedHashMap<>();
+    final Map<String, Double> latencyUs = new LinkedHashMap<>();
+    final Map<String, Double> chainedUs = new LinkedHashMap<>();
+    final List<String> notes = new ArrayList<>();
+    private long nextId = 1;
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("--peer")) {
+            peer(args);
+            return;
+        }
+        TransferBandwidthRunner r = new TransferBandwidthRunner();
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--rounds" -> r.rounds = Integer.parseInt(args[++i]);
+                case "--round-mib" -> r.perRound = Long.parseLong(args[++i]) << 20;
+                case "--window" -> r.window = Integer.parseInt(args[++i]);
+                case "--quick" -> {
+                    r.rounds = 3;
+                    r.perRound = 128L << 20;
+                }
+                default -> {
+                    System.err.println("usage: TransferBandwidthRunner [--rounds N] [--round-mib N] [--window N] [--quick]");
+                    System.exit(2);
+                }
+            }
+        }
+        if (r.rounds < 1 || r.perRound < REGION || r.window < 1) {
+            System.err.println("rounds and window must be positive, --round-mib at least 64");
+            System.exit(2);
+        }
+        r.run();
+    }
+
+    static String loadAverage() {
+        try {
+            return Files.readString(Path.of("/proc/loadavg")).strip();
+        } catch (IOException | RuntimeException e) {
+            return "unknown";
+        }
+    }
+
+    void run() throws Exception {
+        System.out.printf("# transfer bandwidth, %s, %d cores, %s; window %d, rounds of %d MiB, median of %d; "
+                        + "load average %s%n", LocalDate.now(), Runtime.getRuntime().availableProcessors(),
+                System.getProperty("java.vm.version"), window, perRound >> 20, rounds, loadAverage());
+        Path nativeBin = buildNative();
+        if (nativeBin != null && Files.isExecutable(nativeBin.resolve("memcpy_bench"))) {
+            cRow("C memcpy (1 thread)", nativeBin.resolve("memcpy_bench").toString(), List.of(), "memcpy");
+        }
+        segmentCopy();
+        try (TransferEngine a = InJvmTransferEngine.open(opts("a", EngineOptions.ErrorHandling.PEER));
+             TransferEngine b = InJvmTransferEngine.open(opts("b", EngineOptions.ErrorHandling.PEER))) {
+            inProcess("in-JVM engine", a, b);
+        }
+        Ucx.Availability ucx = Ucx.load();
+        if (!ucx.loaded()) {
+            notes.add("UCX rows skipped: " + ucx.detail());
+        } else {
+            // AUTO, the default, is NONE between processes of one host: the two explicit modes cover it
+            for (EngineOptions.ErrorHandling mode : List.of(EngineOptions.ErrorHandling.PEER,
+                    EngineOptions.ErrorHandling.NONE)) {
+                String m = mode == EngineOptions.ErrorHandling.NONE ? "shm (err-mode none = auto)"
+                        : "tcp lo (err-mode peer)";
+                try (TransferEngine a = UcxTransferEngine.open(opts("a", mode)).orElseThrow();
+                     TransferEngine b = UcxTransferEngine.open(opts("b", mode)).orElseThrow()) {
+                    inProcess("UCX engine, 1 process, " + m, a, b);
+                }
+                twoProcess("UCX engine, 2 processes, " + m, mode);
+                if (nativeBin != null && Files.isExecutable(nativeBin.resolve("ucx_bench"))) {
+                    String em = mode.name().toLowerCase(Locale.ROOT);
+                    cRow("C UCX loop, 1 process, " + m, nativeBin.resolve("ucx_bench").toString(),
+                            List.of("--procs", "1", "--err-mode", em, "--window", Integer.toString(window)), "ucx-");
+                    cRow("C UCX loop, 2 processes, " + m, nativeBin.resolve("ucx_bench").toString(),
+                            List.of("--procs", "2", "--err-mode", em, "--window", Integer.toString(window)), "ucx-");
+                }
+            }
+        }
+        print();
+    }
+
+    EngineOptions opts(String name, EngineOptions.ErrorHandling mode) {
+        return EngineOptions.defaults().withName(name).withErrorHandling(mode).withTransferTimeout(Duration.ofSeconds(60));
+    }
+
+    // ------------------------------------------------------------------ C baselines
+
+    Path buildNative() throws IOException, InterruptedException {
+        Path script = Path.of("native", "build.sh");
+        if (!Files.exists(script)) {
+            notes.add("C rows skipped: run from the repository root (native/build.sh not found)");
+            return null;
+        }
+        Path out = Path.of("benchmarks", "target", "native");
+        Process p = new ProcessBuilder("bash", script.toString(), out.toString()).redirectErrorStream(true).start();
+        String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        p.waitFor();
+        System.out.println("# " + log.replace("\n", "\n# "));
+        if (log.contains("skipped")) {
+            notes.add(log);
+        }
+        return p.exitValue() == 0 ? out : null;
+    }
+
+    /** Runs a C baseline and files its lines ("<label> <size> <median> <min> <max>") as rows. */
+    void cRow(String name, String binary, List<String> flags, String labelPrefix) throws Exception {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(binary);
+        cmd.addAll(flags);
+        cmd.add(Long.toString(REGION));
+        cmd.add(Long.toString(perRound));
+        cmd.add(Integer.toString(rounds));
+        for (long s : SIZES) {
+            cmd.add(Long.toString(s));
+        }
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        List<String> out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).lines().toList();
+        if (!p.waitFor(600, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            notes.add(name + " failed: " + String.join(" | ", out));
+            return;
+        }
+        Map<String, double[]> byLabel = new LinkedHashMap<>();
+        for (String line : out) {
+            String[] w = line.trim().split("\\s+");
+            if (w.length < 3 || !w[0].startsWith(labelPrefix)) {
+                continue;
+            }
+            int idx = Arrays.binarySearch(SIZES, Long.parseLong(w[1]));
+            if (idx >= 0) {
+                byLabel.computeIfAbsent(w[0], k -> new double[SIZES.length])[idx] = Double.parseDouble(w[2]);
+            }
+        }
+        for (var e : byLabel.entrySet()) {
+            String op = e.getKey().contains("-get-") ? "get" : e.getKey().contains("-put-") ? "put" : null;
+            rows.put(op == null ? name : name + " " + op, e.getValue());
+        }
+    }
+
+    // ------------------------------------------------------------------ Java cases
+
+    static void pattern(MemorySegment s) {
+        for (long i = 0; i < s.byteSize(); i += 8) {
+            s.set(ValueLayout.JAVA_LONG_UNALIGNED, i, i * 0x9E3779B97F4A7C15L);
+        }
+    }
+
+    static long crc(MemorySegment s) {
+        CRC32C c = new CRC32C();
+        c.update(s.asByteBuffer());
+        return c.getValue();
+    }
+
+    void segmentCopy() {
+        double[] med = new double[SIZES.length];
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment src = arena.allocate(REGION, 4096);
+            MemorySegment dst = arena.allocate(REGION, 4096);
+            pattern(src);
+            for (int si = 0; si < SIZES.length; si++) {
+                long size = SIZES[si];
+                long blocks = REGION / size;
+                long n = Math.max(4, perRound / size);
+                double[] r = new double[rounds];
+                for (int round = -1; round < rounds; round++) {
+                    long t0 = System.nanoTime();
+                    for (long i = 0; i < n; i++) {
+                        long off = (i % blocks) * size;
+                        MemorySegment.copy(src, off, dst, off, size);
+                    }
+                    long dt = System.nanoTime() - t0;
+                    if (round >= 0) {
+                        r[round] = (double) n * size / dt;
+                    }
+                }
+                check(dst.mismatch(src) == -1, "MemorySegment.copy " + size);
+                med[si] = median(r);
+            }
+        }
+        rows.put("MemorySegment.copy (1 thread)", med);
+    }
+
+    void inProcess(String name, TransferEngine a, TransferEngine b) throws InterruptedException {
+        MemoryRegion ra = a.register("bench-a", REGION).orElseThrow();
+        MemoryRegion rb = b.register("bench-b", REGION).orElseThrow();
+        Session s = a.openSession(ra, rb.descriptor()).orElseThrow();
+        pattern(ra.segment());
+        double[] w = sweep(s, TransferOp.WRITE);
+        check(rb.segment().mismatch(ra.segment()) == -1, name + " write: destination differs");
+        rows.put(name + " write", w);
+        rb.segment().fill((byte) 0);
+        pattern(rb.segment());
+        ra.segment().fill((byte) 0);
+        double[] r = sweep(s, TransferOp.READ);
+        check(rb.segment().mismatch(ra.segment()) == -1, name + " read: destination differs");
+        rows.put(name + " read", r);
+        latencyUs.put(name, latency(s));
+        chainedUs.put(name, chained(a, s));
+        s.close();
+    }
+
+    void twoProcess(String name, EngineOptions.ErrorHandling mode) throws Exception {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), TransferBandwidthRunner.class.getName(),
+                "--peer", mode.name(), Long.toString(REGION)));
+        Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        PrintStream in = new PrintStream(p.getOutputStream(), true, StandardCharsets.UTF_8);
+        BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        try (TransferEngine a = UcxTransferEngine.open(opts("a", mode)).orElseThrow()) {
+            String d = out.readLine();
+            check(d != null && d.startsWith("DESC "), "peer did not start: " + d);
+            RegionDescriptor remote = RegionDescriptor.parse(d.substring(5)).orElseThrow();
+            MemoryRegion ra = a.register("bench-a", REGION).orElseThrow();
+            Session s = a.openSession(ra, remote).orElseThrow();
+            pattern(ra.segment());
+            double[] w = sweep(s, TransferOp.WRITE);
+            in.println("CRC");
+            check(Long.parseLong(out.readLine()) == crc(ra.segment()), name + " write: peer region differs");
+            rows.put(name + " write", w);
+            in.println("FILL");
+            check("OK".equals(out.readLine()), "peer fill");
+            ra.segment().fill((byte) 0);
+            double[] r = sweep(s, TransferOp.READ);
+            in.println("CRC");
+            check(Long.parseLong(out.readLine()) == crc(ra.segment()), name + " read: local region differs");
+            rows.put(name + " read", r);
+            latencyUs.put(name, latency(s));
+            chainedUs.put(name, chained(a, s));
+            s.close();
+        } finally {
+            in.println("EXIT");
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+            }
+        }
+    }
+
+    double[] sweep(Session s, TransferOp op) {
+        double[] med = new double[SIZES.length];
+        for (int si = 0; si < SIZES.length; si++) {
+            med[si] = median(rounds(s, op, SIZES[si], window));
+        }
+        return med;
+    }
+
+    double[] rounds(Session s, TransferOp op, long size, int w) {
+        long blocks = REGION / size;
+        long n = Math.max(4, perRound / size);
+        double[] r = new double[rounds];
+        @SuppressWarnings("unchecked")
+        CompletableFuture<TransferEvent>[] ring = new CompletableFuture[w];
+        for (int round = -1; round < rounds; round++) {
+            long t0 = System.nanoTime();
+            for (long i = 0; i < n; i++) {
+                int slot = (int) (i % w);
+                if (ring[slot] != null) {
+                    await(ring[slot]);
+                }
+                long off = (i % blocks) * size;
+                Result<PendingTransfer> p = s.post(nextId++, op, OffsetBatch.single(off, off, size));
+                ring[slot] = p.orElseThrow().future();
+            }
+            for (int k = 0; k < w; k++) {
+                if (ring[k] != null) {
+                    await(ring[k]);
+                    ring[k] = null;
+                }
+            }
+            long dt = System.nanoTime() - t0;
+            if (round >= 0) {
+                r[round] = (double) n * size / dt;
+            }
+        }
+        return r;
+    }
+
+    /**
+     * Microseconds per 4 KiB transfer when each completion posts the next one from the engine's
+     * own thread (a {@code completions()} subscriber), {@code window} in flight: the engine's cost
+     * without a second thread in the loop. Median of the rounds.
+     */
+    double chained(TransferEngine engine, Session s) throws InterruptedException {
+        long size = 4096;
+        long n = Math.max(4 * window, perRound / size / 4);
+        double[] us = new double[rounds];
+        for (int round = -1; round < rounds; round++) {
+            long base = nextId;
+            nextId += n + window;
+            java.util.concurrent.atomic.AtomicLong next = new java.util.concurrent.atomic.AtomicLong();
+            java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
+            java.util.concurrent.atomic.AtomicReference<TransferEvent> failure = new java.util.concurrent.atomic.AtomicReference<>();
+            java.util.concurrent.CountDownLatch finished = new java.util.concurrent.CountDownLatch(1);
+            long blocks = REGION / size;
+            var sub = engine.completions().filter(e -> e.transferId() >= base && e.transferId() < base + n).subscribe(e -> {
+                if (!e.succeeded()) {
+                    failure.set(e);
+                }
+                long i = next.getAndIncrement();
+                if (i < n) {
+                    s.post(base + i, TransferOp.WRITE, OffsetBatch.single((i % blocks) * size, (i % blocks) * size, size));
+                }
+                if (done.incrementAndGet() == n) {
+                    finished.countDown();
+                }
+            });
+            long t0 = System.nanoTime();
+            for (int k = 0; k < window; k++) {
+                long i = next.getAndIncrement();
+                s.post(base + i, TransferOp.WRITE, OffsetBatch.single((i % blocks) * size, (i % blocks) * size, size));
+            }
+            check(finished.await(120, TimeUnit.SECONDS), "chained transfers finished");
+            long dt = System.nanoTime() - t0;
+            sub.dispose();
+            check(failure.get() == null, "chained transfer failed: " + failure.get());
+            if (round >= 0) {
+                us[round] = dt / 1e3 / n;
+            }
+        }
+        return median(us);
+    }
+
+    /** Median microseconds from post to completion with one 4 KiB batch in flight. */
+    double latency(Session s) {
+        int n = 20_000;
+        double[] us = new double[n];
+        for (int i = -2000; i < n; i++) {
+            long t0 = System.nanoTime();
+            CompletableFuture<TransferEvent> f = s.post(nextId++, TransferOp.WRITE, OffsetBatch.single(0, 0, 4096))
+                    .orElseThrow().future();
+            await(f);
+            if (i >= 0) {
+                us[i] = (System.nanoTime() - t0) / 1e3;
+            }
+        }
+        return median(us);
+    }
+
+    /**
+     * Waits for a completion as a node's event loop would: a short spin (up to {@link #SPIN_NS},
+     * enough for a 4 KiB transfer, so a quick completion is not paid with a thread wake-up),
+     * then it parks and the engine thread wakes it. A longer spin would take a core from the
+     * engine threads on a small machine.
+     */
+    static void await(CompletableFuture<TransferEvent> f) {
+        if (!f.isDone()) {
+            long until = System.nanoTime() + SPIN_NS;
+            while (!f.isDone() && System.nanoTime() - until < 0) {
+                Thread.onSpinWait();
+            }
+        }
+        TransferEvent e = f.join();
+        if (!e.succeeded()) {
+            throw new IllegalStateException("transfer failed: " + e);
+        }
+    }
+
+    static double median(double[] v) {
+        double[] c = v.clone();
+        Arrays.sort(c);
+        return c[c.length / 2];
+    }
+
+    static void check(boolean ok, String what) {
+        if (!ok) {
+            throw new IllegalStateException("check failed: " + what);
+        }
+    }
+
+    // ------------------------------------------------------------------ report
+
+    void print() {
+        StringBuilder sb = new StringBuilder();
+        sb.append("\n| case (GB/s, median) |");
+        for (long s : SIZES) {
+            sb.append(' ').append(s >= 1 << 20 ? (s >> 20) + " MiB" : (s >> 10) + " KiB").append(" |");
+        }
+        sb.append("\n|---|");
+        sb.append("---:|".repeat(SIZES.length)).append('\n');
+        for (var e : rows.entrySet()) {
+            sb.append("| ").append(e.getKey()).append(" |");
+            for (double v : e.getValue()) {
+                sb.append(String.format(Locale.ROOT, " %.2f |", v));
+            }
+            sb.append('\n');
+        }
+        System.out.print(sb);
+        double[] memcpy = rows.get("C memcpy (1 thread)");
+        double[] seg = rows.get("MemorySegment.copy (1 thread)");
+        System.out.println("\nratios and per-transfer cost:");
+        for (var e : rows.entrySet()) {
+            String k = e.getKey();
+            double[] v = e.getValue();
+            if (k.startsWith("UCX engine, 2 processes") && memcpy != null) {
+                System.out.printf(Locale.ROOT, "  %s: %.0f%% of C memcpy at 1 MiB, %.0f%% at 64 MiB (target >= 70%%)%n",
+                        k, 100 * v[2] / memcpy[2], 100 * v[3] / memcpy[3]);
+            }
+            if (k.startsWith("in-JVM engine") && seg != null) {
+                System.out.printf(Locale.ROOT, "  %s: %.0f%% / %.0f%% / %.0f%% / %.0f%% of MemorySegment.copy at 4K/64K/1M/64M "
+                        + "(target >= 90%%)%n", k, 100 * v[0] / seg[0], 100 * v[1] / seg[1], 100 * v[2] / seg[2],
+                        100 * v[3] / seg[3]);
+            }
+            if (k.contains("engine")) {
+                double perTransferNs = 4096 / v[0];
+                double overheadNs = perTransferNs - 4096 / v[3];
+                System.out.printf(Locale.ROOT, "  %s: %.2f us per 4 KiB transfer, overhead %.2f us (target < 5 us)%n",
+                        k, perTransferNs / 1e3, overheadNs / 1e3);
+            }
+        }
+        for (var e : chainedUs.entrySet()) {
+            System.out.printf(Locale.ROOT, "  %s: %.2f us per 4 KiB write when completions post the next one "
+                    + "(engine thread, %d in flight)%n", e.getKey(), e.getValue(), window);
+        }
+        for (var e : latencyUs.entrySet()) {
+            System.out.printf(Locale.ROOT, "  %s: one 4 KiB write in flight, post to completion %.1f us (median)%n",
+                    e.getKey(), e.getValue());
+        }
+        for (String n : notes) {
+            System.out.println("  note: " + n);
+        }
+        System.out.println("# load average at the end: " + loadAverage());
+    }
+
+    // ------------------------------------------------------------------ the second process
+
+    /** {@code --peer MODE BYTES}: registers one region, prints its descriptor, answers CRC/FILL/EXIT. */
+    static void peer(String[] args) throws Exception {
+        EngineOptions.ErrorHandling mode = EngineOptions.ErrorHandling.valueOf(args[1]);
+        long bytes = Long.parseLong(args[2]);
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        try (TransferEngine e = UcxTransferEngine.open(EngineOptions.defaults().withName("peer").withErrorHandling(mode)
+                .withTransferTimeout(Duration.ofSeconds(60))).orElseThrow();
+             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+            MemoryRegion r = e.register("bench-peer", bytes).orElseThrow();
+            out.println("DESC " + r.descriptor().toText());
+            for (String line; (line = in.readLine()) != null; ) {
+                switch (line.trim()) {
+                    case "CRC" -> out.println(crc(r.segment()));
+                    case "FILL" -> {
+                        pattern(r.segment());
+                        out.println("OK");
+                    }
+                    case "EXIT" -> {
+                        return;
+                    }
+                    default -> out.println("ERROR " + line);
+                }
+            }
+        }
+    }
+}
