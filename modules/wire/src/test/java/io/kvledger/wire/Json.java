@@ -8,9 +8,10 @@ import java.util.Map;
 
 /**
  * A small strict JSON reader for the wire vectors: objects keep key order (LinkedHashMap),
- * integers become Long (BigInteger beyond), other numbers Double.
+ * integers become Long (BigInteger beyond), other numbers Double. Shared with the zmq tests
+ * through this module's test jar.
  */
-final class Json {
+public final class Json {
 
     private final String s;
     private int i;
@@ -19,7 +20,7 @@ final class Json {
         this.s = s;
     }
 
-    static Object parse(String text) {
+    public static Object parse(String text) {
         Json j = new Json(text);
         j.ws();
         Object v = j.value();

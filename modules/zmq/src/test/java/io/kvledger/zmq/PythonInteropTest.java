@@ -1,5 +1,6 @@
 package io.kvledger.zmq;
 
+import io.kvledger.wire.Json;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.effect.Effect;
