@@ -14,6 +14,7 @@ import io.kvledger.rdma.TransferError;
 import io.kvledger.rdma.TransferEvent;
 import io.kvledger.rdma.TransferOp;
 import io.kvledger.rdma.spi.BatchRules;
+import io.kvledger.rdma.spi.SessionRules;
 import io.kvledger.rdma.spi.CompletionHub;
 import io.kvledger.rdma.spi.Idler;
 import java.lang.foreign.Arena;
@@ -142,22 +143,12 @@ public final class InJvmTransferEngine implements TransferEngine {
 
     @Override
     public Result<Session> openSession(MemoryRegion local, RegionDescriptor remote) {
-        if (local == null || remote == null) {
-            return Result.err(FailureCode.INVALID_ARGUMENT, "local region and remote descriptor must not be null");
+        TransferError bad = SessionRules.check(local, remote, !closed.get(), label,
+                local instanceof JvmRegion own && own.engine() == this, KIND, "the in-JVM engine");
+        if (bad != null) {
+            return Result.err(bad);
         }
-        if (closed.get()) {
-            return Result.err(FailureCode.ENGINE_CLOSED, label + " is closed");
-        }
-        if (!(local instanceof JvmRegion r) || r.engine() != this) {
-            return Result.err(FailureCode.INVALID_ARGUMENT, "region '" + local.name() + "' was not registered by " + label);
-        }
-        if (!r.open) {
-            return Result.err(FailureCode.REGION_CLOSED, "local region '" + r.name + "' is closed");
-        }
-        if (!KIND.equals(remote.engineKind())) {
-            return Result.err(FailureCode.FOREIGN_ENGINE, "descriptor of region '" + remote.name() + "' comes from a '"
-                    + remote.engineKind() + "' engine, not the in-JVM engine");
-        }
+        JvmRegion r = (JvmRegion) local;
         JvmSession s = new JvmSession(r, remote);
         sessions.add(s);
         submit(() -> connect(s));

@@ -28,6 +28,7 @@ import io.kvledger.rdma.TransferError;
 import io.kvledger.rdma.TransferEvent;
 import io.kvledger.rdma.TransferOp;
 import io.kvledger.rdma.spi.BatchRules;
+import io.kvledger.rdma.spi.SessionRules;
 import io.kvledger.rdma.spi.CompletionHub;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -360,22 +361,12 @@ public final class UcxTransferEngine implements TransferEngine {
 
     @Override
     public Result<Session> openSession(MemoryRegion local, RegionDescriptor remote) {
-        if (local == null || remote == null) {
-            return Result.err(FailureCode.INVALID_ARGUMENT, "local region and remote descriptor must not be null");
+        TransferError bad = SessionRules.check(local, remote, accepting, label,
+                local instanceof UcxRegion own && own.engine() == this, KIND, "UCX");
+        if (bad != null) {
+            return Result.err(bad);
         }
-        if (!accepting) {
-            return Result.err(FailureCode.ENGINE_CLOSED, label + " is closed");
-        }
-        if (!(local instanceof UcxRegion r) || r.engine() != this) {
-            return Result.err(FailureCode.INVALID_ARGUMENT, "region '" + local.name() + "' was not registered by " + label);
-        }
-        if (!r.open) {
-            return Result.err(FailureCode.REGION_CLOSED, "local region '" + r.name + "' is closed");
-        }
-        if (!KIND.equals(remote.engineKind())) {
-            return Result.err(FailureCode.FOREIGN_ENGINE, "descriptor of region '" + remote.name() + "' comes from a '"
-                    + remote.engineKind() + "' engine, not UCX");
-        }
+        UcxRegion r = (UcxRegion) local;
         UcxSession s = new UcxSession(r, remote);
         sessions.add(s);
         submit(() -> connect(s));
