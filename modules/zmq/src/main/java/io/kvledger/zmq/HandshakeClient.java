@@ -231,20 +231,7 @@ public final class HandshakeClient implements AutoCloseable {
             // tasks notice `closing` within one wait slice and close their sockets; only then is
             // the context terminated (JeroMQ skips its shutdown for a context whose first socket
             // is created while term() runs, leaving that socket's threads running)
-            boolean interrupted = false;
-            while (true) {
-                try {
-                    if (pool.awaitTermination(1, TimeUnit.SECONDS)) {
-                        break;
-                    }
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-            ctx.term();
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
+            ZmqRuntime.awaitThenTerminate(pool, ctx);
         } finally {
             closed.complete(null);
         }

@@ -143,20 +143,7 @@ public final class RegistrationHeartbeat implements AutoCloseable {
                 }
             });
             owner.shutdown();
-            boolean interrupted = false;
-            while (true) {
-                try {
-                    if (owner.awaitTermination(1, TimeUnit.SECONDS)) {
-                        break;
-                    }
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-            ctx.term();
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
+            ZmqRuntime.awaitThenTerminate(owner, ctx);
         } finally {
             closed.complete(null);
         }

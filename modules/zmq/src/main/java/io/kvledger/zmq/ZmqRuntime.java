@@ -28,6 +28,28 @@ final class ZmqRuntime {
         return ctx;
     }
 
+    /**
+     * Waits, without giving up on interrupts, until {@code owner}'s tasks have closed their
+     * sockets, then terminates {@code ctx} (terminating first would leave JeroMQ threads behind);
+     * the caller's interrupt status is restored afterwards.
+     */
+    static void awaitThenTerminate(java.util.concurrent.ExecutorService owner, ZMQ.Context ctx) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                if (owner.awaitTermination(1, java.util.concurrent.TimeUnit.SECONDS)) {
+                    break;
+                }
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        ctx.term();
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     static Thread thread(String name, Runnable body) {
         Thread t = new Thread(body, name);
         t.setDaemon(true);
