@@ -24,6 +24,29 @@ public sealed interface DecodeResult<T> {
         }
     }
 
+    /** A decoding step that may throw (a {@link WireReject}, or msgpack-core's exceptions). */
+    @FunctionalInterface
+    interface Decoding<T> {
+        T decode() throws java.io.IOException;
+    }
+
+    /**
+     * Runs {@code decoding} and turns every way it can fail into a typed rejection: a
+     * {@link WireReject} as it is, any other exception through {@link MsgpackReader#translate},
+     * and a stack overflow (nesting too deep) as NESTING_TOO_DEEP.
+     */
+    static <T> DecodeResult<T> of(Decoding<T> decoding) {
+        try {
+            return new Ok<>(decoding.decode());
+        } catch (WireReject e) {
+            return new Rejected<>(e.toRejection());
+        } catch (Exception e) {
+            return new Rejected<>(MsgpackReader.translate(e).toRejection());
+        } catch (StackOverflowError e) {
+            return new Rejected<>(new Rejection(RejectReason.NESTING_TOO_DEEP, "nesting exhausted the stack", false));
+        }
+    }
+
     default boolean isOk() {
         return this instanceof Ok;
     }

@@ -64,27 +64,11 @@ public final class HandshakeCodec {
     }
 
     public DecodeResult<AgentMetadata> decodeMetadata(byte[] frame) {
-        try {
-            return new DecodeResult.Ok<>(metadata(frame));
-        } catch (WireReject e) {
-            return new DecodeResult.Rejected<>(e.toRejection());
-        } catch (Exception e) {
-            return new DecodeResult.Rejected<>(MsgpackReader.translate(e).toRejection());
-        } catch (StackOverflowError e) {
-            return new DecodeResult.Rejected<>(new Rejection(RejectReason.NESTING_TOO_DEEP, "nesting exhausted the stack", false));
-        }
+        return DecodeResult.of(() -> metadata(frame));
     }
 
     public DecodeResult<LayerMap> decodeLayerMap(byte[] frame) {
-        try {
-            return new DecodeResult.Ok<>(layerMap(frame));
-        } catch (WireReject e) {
-            return new DecodeResult.Rejected<>(e.toRejection());
-        } catch (Exception e) {
-            return new DecodeResult.Rejected<>(MsgpackReader.translate(e).toRejection());
-        } catch (StackOverflowError e) {
-            return new DecodeResult.Rejected<>(new Rejection(RejectReason.NESTING_TOO_DEEP, "nesting exhausted the stack", false));
-        }
+        return DecodeResult.of(() -> layerMap(frame));
     }
 
     private AgentMetadata metadata(byte[] frame) throws java.io.IOException {

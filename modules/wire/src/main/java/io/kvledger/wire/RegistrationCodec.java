@@ -42,15 +42,7 @@ public final class RegistrationCodec {
     }
 
     public DecodeResult<Registration> decode(byte[] frame) {
-        try {
-            return new DecodeResult.Ok<>(decodeOrThrow(frame));
-        } catch (WireReject e) {
-            return new DecodeResult.Rejected<>(e.toRejection());
-        } catch (Exception e) {
-            return new DecodeResult.Rejected<>(MsgpackReader.translate(e).toRejection());
-        } catch (StackOverflowError e) {
-            return new DecodeResult.Rejected<>(new Rejection(RejectReason.NESTING_TOO_DEEP, "nesting exhausted the stack", false));
-        }
+        return DecodeResult.of(() -> decodeOrThrow(frame));
     }
 
     private Registration decodeOrThrow(byte[] frame) throws java.io.IOException {
