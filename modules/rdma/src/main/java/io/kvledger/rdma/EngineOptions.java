@@ -12,11 +12,25 @@ import java.util.Objects;
  * @param netDevices      UCX only: the {@code NET_DEVICES} setting, which network devices UCX's
  *                        tcp may use ({@code "lo"} by default, so that tests never leave the host)
  * @param name            a name for threads and log lines
+ * @param inlineCopyMaxBytes in-JVM engine only: a batch of at most this many bytes, posted while
+ *                        nothing of its session waits on the engine thread, is copied and completed
+ *                        on the posting thread before {@code post} returns (its completion event is
+ *                        emitted on that thread too); {@code 0} sends every batch to the engine
+ *                        thread. Default {@link #DEFAULT_INLINE_COPY_MAX_BYTES}.
  */
-public record EngineOptions(Duration transferTimeout, ErrorHandling errorHandling, String netDevices, String name) {
+public record EngineOptions(Duration transferTimeout, ErrorHandling errorHandling, String netDevices, String name,
+                            long inlineCopyMaxBytes) {
 
     /** MoRIIO's {@code DEFAULT_TRANSFER_TIMEOUT}. */
     public static final Duration DEFAULT_TRANSFER_TIMEOUT = Duration.ofSeconds(30);
+
+    /**
+     * 1 MiB: such a copy takes about 0.1 ms here, and below it a hand-off to the engine thread and
+     * back costs a measurable share of the bandwidth on a small machine (benchmarks/README.md,
+     * TransferBandwidthRunner); larger batches go to the engine thread so that a poster is never
+     * held for milliseconds.
+     */
+    public static final long DEFAULT_INLINE_COPY_MAX_BYTES = 1 << 20;
 
     /**
      * UCX endpoint error handling, chosen per peer endpoint.
@@ -43,26 +57,34 @@ public record EngineOptions(Duration transferTimeout, ErrorHandling errorHandlin
         if (transferTimeout.isNegative() || transferTimeout.isZero()) {
             throw new IllegalArgumentException("transferTimeout must be positive, got " + transferTimeout);
         }
+        if (inlineCopyMaxBytes < 0) {
+            throw new IllegalArgumentException("inlineCopyMaxBytes must not be negative, got " + inlineCopyMaxBytes);
+        }
     }
 
-    /** 30 s timeout, automatic error handling, tcp on lo. */
+    /** 30 s timeout, automatic error handling, tcp on lo, small in-JVM batches copied inline. */
     public static EngineOptions defaults() {
-        return new EngineOptions(DEFAULT_TRANSFER_TIMEOUT, ErrorHandling.AUTO, "lo", "kvledger");
+        return new EngineOptions(DEFAULT_TRANSFER_TIMEOUT, ErrorHandling.AUTO, "lo", "kvledger",
+                DEFAULT_INLINE_COPY_MAX_BYTES);
     }
 
     public EngineOptions withTransferTimeout(Duration d) {
-        return new EngineOptions(d, errorHandling, netDevices, name);
+        return new EngineOptions(d, errorHandling, netDevices, name, inlineCopyMaxBytes);
     }
 
     public EngineOptions withErrorHandling(ErrorHandling e) {
-        return new EngineOptions(transferTimeout, e, netDevices, name);
+        return new EngineOptions(transferTimeout, e, netDevices, name, inlineCopyMaxBytes);
     }
 
     public EngineOptions withNetDevices(String devices) {
-        return new EngineOptions(transferTimeout, errorHandling, devices, name);
+        return new EngineOptions(transferTimeout, errorHandling, devices, name, inlineCopyMaxBytes);
     }
 
     public EngineOptions withName(String n) {
-        return new EngineOptions(transferTimeout, errorHandling, netDevices, n);
+        return new EngineOptions(transferTimeout, errorHandling, netDevices, n, inlineCopyMaxBytes);
+    }
+
+    public EngineOptions withInlineCopyMaxBytes(long bytes) {
+        return new EngineOptions(transferTimeout, errorHandling, netDevices, name, bytes);
     }
 }

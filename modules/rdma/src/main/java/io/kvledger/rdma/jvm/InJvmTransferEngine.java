@@ -38,10 +38,16 @@ import reactor.core.publisher.Flux;
  * descriptor of an engine that is gone is {@link FailureCode#PEER_UNREACHABLE} and a forged key
  * {@link FailureCode#BAD_RKEY}, as with UCX.
  *
- * <p>Copies run on the engine's own thread ({@code kvledger-injvm-…}), never on the caller's,
- * so posting from a Reactor thread never blocks it; a batch's completion follows its last
- * copy. Memory is off-heap, one shared arena per region, all owned by the engine and freed when
- * it closes; a copy that races with the peer engine's close fails with
+ * <p>A small batch ({@link EngineOptions#inlineCopyMaxBytes}, 1 MiB by default) posted while
+ * nothing of its session waits on the engine thread is copied on the posting thread, and its
+ * completion is emitted there before {@code post} returns: a hand-off to another thread and back
+ * costs more than such a copy (benchmarks/README.md). Every other batch, and every post made from
+ * inside a completion callback (so that a subscriber that posts the next batch never recurses),
+ * runs on the engine's own thread ({@code kvledger-injvm-…}), in post order per session. Either
+ * way a batch's completion follows its last copy.
+ *
+ * <p>Memory is off-heap, one shared arena per region, all owned by the engine and freed when it
+ * closes; a copy that races with the peer engine's close fails with
  * {@link FailureCode#PEER_FAILED} instead of touching freed memory (shared arenas make that a
  * checked condition).
  */
@@ -52,10 +58,13 @@ public final class InJvmTransferEngine implements TransferEngine {
     private static final ConcurrentHashMap<UUID, InJvmTransferEngine> LIVE = new ConcurrentHashMap<>();
     private static final AtomicInteger SEQUENCE = new AtomicInteger();
     private static final System.Logger LOG = System.getLogger("io.kvledger.rdma");
+    /** Set while this thread emits an inline completion: a post from the callback is queued. */
+    private static final ThreadLocal<boolean[]> IN_CALLBACK = ThreadLocal.withInitial(() -> new boolean[1]);
 
     private final UUID id = UUID.randomUUID();
     private final EngineOptions options;
     private final long timeoutNs;
+    private final long inlineMaxBytes;
     private final String label;
     private final CompletionHub hub;
     private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
@@ -71,6 +80,7 @@ public final class InJvmTransferEngine implements TransferEngine {
     private InJvmTransferEngine(EngineOptions options) {
         this.options = options;
         this.timeoutNs = options.transferTimeout().toNanos();
+        this.inlineMaxBytes = options.inlineCopyMaxBytes();
         this.label = "in-jvm engine " + options.name() + "#" + SEQUENCE.incrementAndGet();
         this.hub = new CompletionHub(label);
         this.thread = Thread.ofPlatform().daemon(true).name("kvledger-injvm-" + options.name() + "-" + SEQUENCE.get())
@@ -210,35 +220,51 @@ public final class InJvmTransferEngine implements TransferEngine {
         Result<PendingTransfer> admitted = hub.admit(transferId, op);
         if (admitted.isOk()) {
             long now = System.nanoTime();
-            submit(() -> copy(s, transferId, op, batch, now));
+            boolean[] inCallback;
+            if (batch.totalBytes() <= inlineMaxBytes && s.queued.get() == 0 && s.state == Session.State.OPEN
+                    && Thread.currentThread() != thread && !(inCallback = IN_CALLBACK.get())[0]) {
+                inCallback[0] = true;
+                try {
+                    hub.complete(copy(s, transferId, op, batch, now, false));
+                } finally {
+                    inCallback[0] = false;
+                }
+            } else {
+                s.queued.incrementAndGet();
+                submit(() -> {
+                    hub.complete(copy(s, transferId, op, batch, now, true));
+                    s.queued.decrementAndGet();
+                });
+            }
         }
         return admitted;
     }
 
-    /** Engine thread: the copies of one batch. */
-    private void copy(JvmSession s, long transferId, TransferOp op, OffsetBatch b, long postNs) {
+    /**
+     * The copies of one batch, on the engine thread or inline; returns the batch's one event.
+     *
+     * @param queued whether the batch waited on the engine thread (only then can it be late)
+     */
+    private TransferEvent copy(JvmSession s, long transferId, TransferOp op, OffsetBatch b, long postNs,
+                               boolean queued) {
         if (stopped) {
-            hub.complete(new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.CANCELED,
-                    label + " closed before the batch ran"));
-            return;
+            return new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.CANCELED,
+                    label + " closed before the batch ran");
         }
         if (s.state != Session.State.OPEN) {
             TransferError why = s.failure;
-            hub.complete(new TransferEvent.Failed(transferId, System.nanoTime(), op,
+            return new TransferEvent.Failed(transferId, System.nanoTime(), op,
                     why == null ? FailureCode.ENDPOINT_CLOSED : why.code(),
-                    why == null ? "session is " + s.state : why.message()));
-            return;
+                    why == null ? "session is " + s.state : why.message());
         }
-        if (System.nanoTime() - postNs > timeoutNs) {
-            hub.complete(new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.TIMEOUT,
-                    "not started within " + options.transferTimeout().toMillis() + " ms"));
-            return;
+        if (queued && System.nanoTime() - postNs > timeoutNs) {
+            return new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.TIMEOUT,
+                    "not started within " + options.transferTimeout().toMillis() + " ms");
         }
         JvmRegion target = s.target;
         if (!target.open) {
-            hub.complete(new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.PEER_FAILED,
-                    "remote region '" + target.name + "' was unregistered"));
-            return;
+            return new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.PEER_FAILED,
+                    "remote region '" + target.name + "' was unregistered");
         }
         MemorySegment local = s.local.segment;
         MemorySegment remote = target.segment;
@@ -251,12 +277,11 @@ public final class InJvmTransferEngine implements TransferEngine {
                 }
             }
         } catch (IllegalStateException | IndexOutOfBoundsException e) {
-            hub.complete(new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.PEER_FAILED,
-                    "copy failed (peer engine closed?): " + e.getMessage()));
-            return;
+            return new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.PEER_FAILED,
+                    "copy failed (peer engine closed?): " + e.getMessage());
         }
         long now = System.nanoTime();
-        hub.complete(new TransferEvent.Succeeded(transferId, now, op, b.size(), b.totalBytes(), now - postNs));
+        return new TransferEvent.Succeeded(transferId, now, op, b.size(), b.totalBytes(), now - postNs);
     }
 
     private void submit(Runnable c) {
@@ -385,6 +410,8 @@ public final class InJvmTransferEngine implements TransferEngine {
         volatile TransferError failure;
         volatile JvmRegion target;
         volatile UUID peerId;
+        /** Batches of this session handed to the engine thread and not completed yet. */
+        final AtomicInteger queued = new AtomicInteger();
 
         JvmSession(JvmRegion local, RegionDescriptor remote) {
             this.local = local;
