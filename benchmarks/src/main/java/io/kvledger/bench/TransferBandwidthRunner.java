@@ -54,6 +54,9 @@ import java.util.zip.CRC32C;
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp benchmarks/target/benchmarks.jar \
  *      io.kvledger.bench.TransferBandwidthRunner [--rounds 5] [--round-mib 512] [--window 16] [--quick]
+ *      [--in-jvm-only]   (C memcpy, MemorySegment.copy and the in-JVM engine only)
+ *      [--shm-only]      (no UCX rows over tcp)
+ *      [--inline-max BYTES] [--pairs N] [--spin-us N]
  * </pre>
  * Run it from the repository root: it builds {@code native/} with {@code native/build.sh} into
  * {@code benchmarks/target/native} (C rows are skipped with a note when gcc or the UCX headers
@@ -63,15 +66,25 @@ public final class TransferBandwidthRunner {
 
     static final long[] SIZES = {4096, 64 << 10, 1 << 20, 64 << 20};
     static final long REGION = 64L << 20;
+    /** Default spin of {@link #await} before it parks; {@code --spin-us} changes it. */
     static final long SPIN_NS = 20_000;
+    static long spinNs = SPIN_NS;
+    /** Entries of the batched small-block case. */
+    static final int LAYER_ENTRIES = 16;
 
     int rounds = 5;
+    int pairs = 21;
     long perRound = 256L << 20;
     int window = 16;
+    boolean inJvmOnly;
+    boolean shmOnly;
+    long inlineMax = EngineOptions.DEFAULT_INLINE_COPY_MAX_BYTES;
     final Map<String, double[]> rows = new LinkedHashMap<>();
     final Map<String, Double> latencyUs = new LinkedHashMap<>();
     final Map<String, Double> chainedUs = new LinkedHashMap<>();
     final List<String> notes = new ArrayList<>();
+    String[] pairedLabels;
+    double[][] pairedRatios;
     private long nextId = 1;
 
     public static void main(String[] args) throws Exception {
@@ -85,18 +98,23 @@ public final class TransferBandwidthRunner {
                 case "--rounds" -> r.rounds = Integer.parseInt(args[++i]);
                 case "--round-mib" -> r.perRound = Long.parseLong(args[++i]) << 20;
                 case "--window" -> r.window = Integer.parseInt(args[++i]);
+                case "--in-jvm-only" -> r.inJvmOnly = true;
+                case "--shm-only" -> r.shmOnly = true;
+                case "--pairs" -> r.pairs = Integer.parseInt(args[++i]);
+                case "--spin-us" -> spinNs = Long.parseLong(args[++i]) * 1000;
+                case "--inline-max" -> r.inlineMax = Long.parseLong(args[++i]);
                 case "--quick" -> {
                     r.rounds = 3;
                     r.perRound = 128L << 20;
                 }
                 default -> {
-                    System.err.println("usage: TransferBandwidthRunner [--rounds N] [--round-mib N] [--window N] [--quick]");
+                    System.err.println("usage: TransferBandwidthRunner [--rounds N] [--round-mib N] [--window N] [--quick] [--in-jvm-only] [--shm-only] [--inline-max BYTES] [--pairs N] [--spin-us N]");
                     System.exit(2);
                 }
             }
         }
-        if (r.rounds < 1 || r.perRound < REGION || r.window < 1) {
-            System.err.println("rounds and window must be positive, --round-mib at least 64");
+        if (r.rounds < 1 || r.pairs < 1 || r.perRound < REGION || r.window < 1) {
+            System.err.println("rounds, pairs and window must be positive, --round-mib at least 64");
             System.exit(2);
         }
         r.run();
@@ -119,17 +137,22 @@ public final class TransferBandwidthRunner {
             cRow("C memcpy (1 thread)", nativeBin.resolve("memcpy_bench").toString(), List.of(), "memcpy");
         }
         segmentCopy();
-        try (TransferEngine a = InJvmTransferEngine.open(opts("a", EngineOptions.ErrorHandling.PEER));
-             TransferEngine b = InJvmTransferEngine.open(opts("b", EngineOptions.ErrorHandling.PEER))) {
+        try (TransferEngine a = InJvmTransferEngine.open(opts("a", EngineOptions.ErrorHandling.PEER)
+                .withInlineCopyMaxBytes(inlineMax));
+             TransferEngine b = InJvmTransferEngine.open(opts("b", EngineOptions.ErrorHandling.PEER)
+                .withInlineCopyMaxBytes(inlineMax))) {
             inProcess("in-JVM engine", a, b);
         }
         Ucx.Availability ucx = Ucx.load();
-        if (!ucx.loaded()) {
+        if (inJvmOnly) {
+            notes.add("UCX rows skipped: --in-jvm-only");
+        } else if (!ucx.loaded()) {
             notes.add("UCX rows skipped: " + ucx.detail());
         } else {
             // AUTO, the default, is NONE between processes of one host: the two explicit modes cover it
-            for (EngineOptions.ErrorHandling mode : List.of(EngineOptions.ErrorHandling.PEER,
-                    EngineOptions.ErrorHandling.NONE)) {
+            List<EngineOptions.ErrorHandling> modes = shmOnly ? List.of(EngineOptions.ErrorHandling.NONE)
+                    : List.of(EngineOptions.ErrorHandling.PEER, EngineOptions.ErrorHandling.NONE);
+            for (EngineOptions.ErrorHandling mode : modes) {
                 String m = mode == EngineOptions.ErrorHandling.NONE ? "shm (err-mode none = auto)"
                         : "tcp lo (err-mode peer)";
                 try (TransferEngine a = UcxTransferEngine.open(opts("a", mode)).orElseThrow();
@@ -227,26 +250,33 @@ public final class TransferBandwidthRunner {
             MemorySegment dst = arena.allocate(REGION, 4096);
             pattern(src);
             for (int si = 0; si < SIZES.length; si++) {
-                long size = SIZES[si];
-                long blocks = REGION / size;
-                long n = Math.max(4, perRound / size);
                 double[] r = new double[rounds];
                 for (int round = -1; round < rounds; round++) {
-                    long t0 = System.nanoTime();
-                    for (long i = 0; i < n; i++) {
-                        long off = (i % blocks) * size;
-                        MemorySegment.copy(src, off, dst, off, size);
-                    }
-                    long dt = System.nanoTime() - t0;
+                    double gbs = copyRound(src, dst, SIZES[si], 1);
                     if (round >= 0) {
-                        r[round] = (double) n * size / dt;
+                        r[round] = gbs;
                     }
                 }
-                check(dst.mismatch(src) == -1, "MemorySegment.copy " + size);
+                check(dst.mismatch(src) == -1, "MemorySegment.copy " + SIZES[si]);
                 med[si] = median(r);
             }
         }
         rows.put("MemorySegment.copy (1 thread)", med);
+    }
+
+    /**
+     * One round of the bare loop: {@code perRound} bytes as copies of {@code size} bytes walking
+     * the region, in groups of {@code entries} (the shape of an engine batch); GB/s.
+     */
+    double copyRound(MemorySegment src, MemorySegment dst, long size, int entries) {
+        long blocks = REGION / size;
+        long n = Math.max(entries, perRound / size) / entries * entries;
+        long t0 = System.nanoTime();
+        for (long i = 0; i < n; i++) {
+            long off = (i % blocks) * size;
+            MemorySegment.copy(src, off, dst, off, size);
+        }
+        return (double) n * size / (System.nanoTime() - t0);
     }
 
     void inProcess(String name, TransferEngine a, TransferEngine b) throws InterruptedException {
@@ -263,6 +293,10 @@ public final class TransferBandwidthRunner {
         double[] r = sweep(s, TransferOp.READ);
         check(rb.segment().mismatch(ra.segment()) == -1, name + " read: destination differs");
         rows.put(name + " read", r);
+        if (a instanceof InJvmTransferEngine) {
+            paired(s, ra.segment(), rb.segment());
+            check(rb.segment().mismatch(ra.segment()) == -1, name + " paired rounds: regions differ");
+        }
         latencyUs.put(name, latency(s));
         chainedUs.put(name, chained(a, s));
         s.close();
@@ -315,34 +349,98 @@ public final class TransferBandwidthRunner {
     }
 
     double[] rounds(Session s, TransferOp op, long size, int w) {
-        long blocks = REGION / size;
-        long n = Math.max(4, perRound / size);
         double[] r = new double[rounds];
-        @SuppressWarnings("unchecked")
-        CompletableFuture<TransferEvent>[] ring = new CompletableFuture[w];
         for (int round = -1; round < rounds; round++) {
-            long t0 = System.nanoTime();
-            for (long i = 0; i < n; i++) {
-                int slot = (int) (i % w);
-                if (ring[slot] != null) {
-                    await(ring[slot]);
-                }
-                long off = (i % blocks) * size;
-                Result<PendingTransfer> p = s.post(nextId++, op, OffsetBatch.single(off, off, size));
-                ring[slot] = p.orElseThrow().future();
-            }
-            for (int k = 0; k < w; k++) {
-                if (ring[k] != null) {
-                    await(ring[k]);
-                    ring[k] = null;
-                }
-            }
-            long dt = System.nanoTime() - t0;
+            double gbs = engineRound(s, op, size, 1, w);
             if (round >= 0) {
-                r[round] = (double) n * size / dt;
+                r[round] = gbs;
             }
         }
         return r;
+    }
+
+    /**
+     * One round through an engine: {@code perRound} bytes in batches of {@code entries} entries of
+     * {@code size} bytes walking the region, at most {@code w} batches in flight; GB/s.
+     */
+    double engineRound(Session s, TransferOp op, long size, int entries, int w) {
+        long blocks = REGION / size;
+        long n = Math.max(entries, perRound / size) / entries;
+        @SuppressWarnings("unchecked")
+        CompletableFuture<TransferEvent>[] ring = new CompletableFuture[w];
+        long[] l = new long[entries];
+        long[] sz = new long[entries];
+        Arrays.fill(sz, size);
+        long block = 0;
+        long t0 = System.nanoTime();
+        for (long i = 0; i < n; i++) {
+            int slot = (int) (i % w);
+            if (ring[slot] != null) {
+                await(ring[slot]);
+            }
+            OffsetBatch batch;
+            if (entries == 1) {
+                long off = (block++ % blocks) * size;
+                batch = OffsetBatch.single(off, off, size);
+            } else {
+                for (int k = 0; k < entries; k++) {
+                    l[k] = (block++ % blocks) * size;
+                }
+                batch = OffsetBatch.of(l, l, sz);
+            }
+            ring[slot] = s.post(nextId++, op, batch).orElseThrow().future();
+        }
+        for (int k = 0; k < w; k++) {
+            if (ring[k] != null) {
+                await(ring[k]);
+            }
+        }
+        return (double) n * entries * size / (System.nanoTime() - t0);
+    }
+
+    /**
+     * The in-JVM engine against a bare {@link MemorySegment#copy} loop over the same two regions,
+     * round by round (alternating which goes first), so that both see the same moment of a noisy
+     * shared machine: the median of the per-round ratios, for one-entry batches of each size and
+     * for batches of {@link #LAYER_ENTRIES} 4 KiB entries (a layer's blocks, as MoRIIO posts them).
+     */
+    void paired(Session s, MemorySegment local, MemorySegment remote) {
+        String[] labels = new String[SIZES.length + 1];
+        double[][] ratios = new double[SIZES.length + 1][];
+        for (int si = 0; si <= SIZES.length; si++) {
+            long size = si < SIZES.length ? SIZES[si] : 4096;
+            int entries = si < SIZES.length ? 1 : LAYER_ENTRIES;
+            labels[si] = si < SIZES.length ? sizeLabel(size) : LAYER_ENTRIES + " x 4 KiB";
+            double[] wr = new double[pairs];
+            double[] rd = new double[pairs];
+            for (int round = -1; round < pairs; round++) {
+                double w = pair(round, () -> engineRound(s, TransferOp.WRITE, size, entries, window),
+                        () -> copyRound(local, remote, size, entries));
+                double r = pair(round, () -> engineRound(s, TransferOp.READ, size, entries, window),
+                        () -> copyRound(remote, local, size, entries));
+                if (round >= 0) {
+                    wr[round] = w;
+                    rd[round] = r;
+                }
+            }
+            ratios[si] = new double[] {median(wr), median(rd)};
+        }
+        pairedLabels = labels;
+        pairedRatios = ratios;
+    }
+
+    /** engine GB/s over bare GB/s for one round, the order alternating with the round number. */
+    static double pair(int round, java.util.function.DoubleSupplier engine, java.util.function.DoubleSupplier bare) {
+        if ((round & 1) == 0) {
+            double e = engine.getAsDouble();
+            return e / bare.getAsDouble();
+        }
+        double b = bare.getAsDouble();
+        return engine.getAsDouble() / b;
+    }
+
+    static String sizeLabel(long s) {
+        return s >= 1 << 20 ? (s >> 20) + " MiB" : (s >> 10) + " KiB";
     }
 
     /**
@@ -414,7 +512,7 @@ public final class TransferBandwidthRunner {
      */
     static void await(CompletableFuture<TransferEvent> f) {
         if (!f.isDone()) {
-            long until = System.nanoTime() + SPIN_NS;
+            long until = System.nanoTime() + spinNs;
             while (!f.isDone() && System.nanoTime() - until < 0) {
                 Thread.onSpinWait();
             }
@@ -443,7 +541,7 @@ public final class TransferBandwidthRunner {
         StringBuilder sb = new StringBuilder();
         sb.append("\n| case (GB/s, median) |");
         for (long s : SIZES) {
-            sb.append(' ').append(s >= 1 << 20 ? (s >> 20) + " MiB" : (s >> 10) + " KiB").append(" |");
+            sb.append(' ').append(sizeLabel(s)).append(" |");
         }
         sb.append("\n|---|");
         sb.append("---:|".repeat(SIZES.length)).append('\n');
@@ -484,6 +582,14 @@ public final class TransferBandwidthRunner {
         for (var e : latencyUs.entrySet()) {
             System.out.printf(Locale.ROOT, "  %s: one 4 KiB write in flight, post to completion %.1f us (median)%n",
                     e.getKey(), e.getValue());
+        }
+        if (pairedRatios != null) {
+            System.out.println("  in-JVM engine / MemorySegment.copy on the same regions, paired rounds (median of "
+                    + pairs + " per-round ratios; target >= 90%):");
+            for (int i = 0; i < pairedLabels.length; i++) {
+                System.out.printf(Locale.ROOT, "    %-10s write %4.0f%%  read %4.0f%%%n", pairedLabels[i],
+                        100 * pairedRatios[i][0], 100 * pairedRatios[i][1]);
+            }
         }
         for (String n : notes) {
             System.out.println("  note: " + n);
