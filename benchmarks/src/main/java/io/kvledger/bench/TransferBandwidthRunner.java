@@ -83,8 +83,8 @@ public final class TransferBandwidthRunner {
     final Map<String, Double> latencyUs = new LinkedHashMap<>();
     final Map<String, Double> chainedUs = new LinkedHashMap<>();
     final List<String> notes = new ArrayList<>();
-    String[] pairedLabels;
-    double[][] pairedRatios;
+    /** Paired-round ratios per case: {write, read} per row of {@link #pairedLabels()}. */
+    final Map<String, double[][]> paired = new LinkedHashMap<>();
     private long nextId = 1;
 
     public static void main(String[] args) throws Exception {
@@ -294,7 +294,7 @@ public final class TransferBandwidthRunner {
         check(rb.segment().mismatch(ra.segment()) == -1, name + " read: destination differs");
         rows.put(name + " read", r);
         if (a instanceof InJvmTransferEngine) {
-            paired(s, ra.segment(), rb.segment());
+            paired(name, s, ra.segment(), rb.segment());
             check(rb.segment().mismatch(ra.segment()) == -1, name + " paired rounds: regions differ");
         }
         latencyUs.put(name, latency(s));
@@ -328,6 +328,16 @@ public final class TransferBandwidthRunner {
             double[] r = sweep(s, TransferOp.READ);
             in.println("CRC");
             check(Long.parseLong(out.readLine()) == crc(ra.segment()), name + " read: local region differs");
+            if (mode == EngineOptions.ErrorHandling.NONE) {
+                try (Arena scratchArena = Arena.ofConfined()) {
+                    // the bare loop copies between the local region and a scratch segment holding the same bytes
+                    MemorySegment scratch = scratchArena.allocate(REGION, 4096);
+                    pattern(scratch);
+                    paired(name, s, ra.segment(), scratch);
+                }
+                in.println("CRC");
+                check(Long.parseLong(out.readLine()) == crc(ra.segment()), name + " paired rounds: regions differ");
+            }
             rows.put(name + " read", r);
             latencyUs.put(name, latency(s));
             chainedUs.put(name, chained(a, s));
@@ -399,25 +409,24 @@ public final class TransferBandwidthRunner {
     }
 
     /**
-     * The in-JVM engine against a bare {@link MemorySegment#copy} loop over the same two regions,
-     * round by round (alternating which goes first), so that both see the same moment of a noisy
-     * shared machine: the median of the per-round ratios, for one-entry batches of each size and
-     * for batches of {@link #LAYER_ENTRIES} 4 KiB entries (a layer's blocks, as MoRIIO posts them).
+     * An engine against a bare {@link MemorySegment#copy} loop on this thread, round by round
+     * (alternating which goes first), so that both see the same moment of a noisy shared machine:
+     * the median of the per-round ratios, for one-entry batches of each size and for batches of
+     * {@link #LAYER_ENTRIES} 4 KiB entries (a layer's blocks, as MoRIIO posts them). The bare loop
+     * copies {@code local} to {@code other} for writes and back for reads; both hold the same bytes.
      */
-    void paired(Session s, MemorySegment local, MemorySegment remote) {
-        String[] labels = new String[SIZES.length + 1];
+    void paired(String name, Session s, MemorySegment local, MemorySegment other) {
         double[][] ratios = new double[SIZES.length + 1][];
         for (int si = 0; si <= SIZES.length; si++) {
             long size = si < SIZES.length ? SIZES[si] : 4096;
             int entries = si < SIZES.length ? 1 : LAYER_ENTRIES;
-            labels[si] = si < SIZES.length ? sizeLabel(size) : LAYER_ENTRIES + " x 4 KiB";
             double[] wr = new double[pairs];
             double[] rd = new double[pairs];
             for (int round = -1; round < pairs; round++) {
                 double w = pair(round, () -> engineRound(s, TransferOp.WRITE, size, entries, window),
-                        () -> copyRound(local, remote, size, entries));
+                        () -> copyRound(local, other, size, entries));
                 double r = pair(round, () -> engineRound(s, TransferOp.READ, size, entries, window),
-                        () -> copyRound(remote, local, size, entries));
+                        () -> copyRound(other, local, size, entries));
                 if (round >= 0) {
                     wr[round] = w;
                     rd[round] = r;
@@ -425,8 +434,17 @@ public final class TransferBandwidthRunner {
             }
             ratios[si] = new double[] {median(wr), median(rd)};
         }
-        pairedLabels = labels;
-        pairedRatios = ratios;
+        paired.put(name, ratios);
+    }
+
+    /** Row labels of the paired table: the sizes, then the batched case. */
+    static String[] pairedLabels() {
+        String[] labels = new String[SIZES.length + 1];
+        for (int i = 0; i < SIZES.length; i++) {
+            labels[i] = sizeLabel(SIZES[i]);
+        }
+        labels[SIZES.length] = LAYER_ENTRIES + " x 4 KiB";
+        return labels;
     }
 
     /** engine GB/s over bare GB/s for one round, the order alternating with the round number. */
@@ -583,13 +601,23 @@ public final class TransferBandwidthRunner {
             System.out.printf(Locale.ROOT, "  %s: one 4 KiB write in flight, post to completion %.1f us (median)%n",
                     e.getKey(), e.getValue());
         }
-        if (pairedRatios != null) {
-            System.out.println("  in-JVM engine / MemorySegment.copy on the same regions, paired rounds (median of "
-                    + pairs + " per-round ratios; target >= 90%):");
-            for (int i = 0; i < pairedLabels.length; i++) {
-                System.out.printf(Locale.ROOT, "    %-10s write %4.0f%%  read %4.0f%%%n", pairedLabels[i],
-                        100 * pairedRatios[i][0], 100 * pairedRatios[i][1]);
+        if (!paired.isEmpty()) {
+            String[] labels = pairedLabels();
+            System.out.println("\nengine / MemorySegment.copy in paired rounds (median of " + pairs
+                    + " per-round ratios; targets: in-JVM >= 90 %, UCX between processes >= 70 % at >= 1 MiB):");
+            StringBuilder t = new StringBuilder("| case, write / read |");
+            for (String l : labels) {
+                t.append(' ').append(l).append(" |");
             }
+            t.append("\n|---|").append("---:|".repeat(labels.length)).append('\n');
+            for (var e : paired.entrySet()) {
+                t.append("| ").append(e.getKey()).append(" |");
+                for (double[] wr : e.getValue()) {
+                    t.append(String.format(Locale.ROOT, " %.0f %% / %.0f %% |", 100 * wr[0], 100 * wr[1]));
+                }
+                t.append('\n');
+            }
+            System.out.print(t);
         }
         for (String n : notes) {
             System.out.println("  note: " + n);
