@@ -13,7 +13,9 @@ import reactor.core.publisher.Flux;
  * exactly one event, a {@link TransferEvent.Failed} for an unreachable peer, a bad remote key,
  * a closed endpoint or a transfer past {@link EngineOptions#transferTimeout()}.
  *
- * <p>Threading: all methods are thread-safe. {@link Session#post} never blocks.
+ * <p>Threading: all methods are thread-safe. {@link Session#post} never waits; the in-JVM
+ * engine may copy a small batch inside it ({@link EngineOptions#inlineCopyMaxBytes}, at most
+ * about 0.1 ms here) and then completes the batch before {@code post} returns.
  * {@link #register} and {@link #close} may wait (bounded by the transfer timeout) for the
  * engine's own thread and belong in setup and shutdown code, not on a Reactor thread.
  */
@@ -52,7 +54,8 @@ public interface TransferEngine extends AutoCloseable {
     /**
      * Completions of every batch posted on this engine, hot: events are buffered until the first
      * subscriber arrives, later subscribers see only later events. The flux completes when the
-     * engine closes. Events are emitted from the engine's thread; do not block in a subscriber.
+     * engine closes. Events are emitted from the engine's thread, or, for a batch an engine
+     * completed inline, from the posting thread inside {@code post}; do not block in a subscriber.
      */
     Flux<TransferEvent> completions();
 
