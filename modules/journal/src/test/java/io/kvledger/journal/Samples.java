@@ -81,7 +81,11 @@ public final class Samples {
                 new NodeEvent.FrameRejected(t + 17_000, "unknown notify type 'bogus'",
                         new byte[] {(byte) 0x81, (byte) 0xa4, 't', 'y', 'p', 'e', (byte) 0xa5, 'b', 'o', 'g', 'u', 's'},
                         true),
-                new NodeEvent.Tick(t + 18_000));
+                new NodeEvent.Tick(t + 18_000),
+                new NodeEvent.NotifySendFailed(t + 19_000, "tcp://10.0.9.9:61005", "release", TID,
+                        "publisher queue full (4096 frames)",
+                        new byte[] {(byte) 0x82, (byte) 0xa4, 't', 'y', 'p', 'e', (byte) 0xa7, 'r', 'e', 'l', 'e', 'a', 's',
+                                'e', (byte) 0xab, 't', 'r', 'a', 'n', 's', 'f', 'e', 'r', '_', 'i', 'd', (byte) 0xa1, 'x'}));
     }
 
     public static List<Effect> effects() {

@@ -1,5 +1,6 @@
 package io.kvledger.zmq;
 
+import io.kvledger.core.event.NodeEvent;
 import io.kvledger.wire.HandshakeRequest;
 import java.util.Objects;
 
@@ -8,9 +9,10 @@ import java.util.Objects;
  * adapters' own sends and heartbeats, and what the handshake server served or refused. Each
  * carries the monotonic time it happened at.
  *
- * <p>(Proposed for the core: a {@code NotifySendFailed} node event so the reducer can react to a
- * notify that never left, and a {@code HandshakeRequestRejected} for the journal; until then the
- * service routes these to its journal and logs.)
+ * <p>A failed send also belongs in the node's journal: {@link SendFailed#toNodeEvent()} gives the
+ * core's {@code NodeEvent.NotifySendFailed}, which the reducer records as an anomaly of the
+ * request owning the transfer id and the hang report names ("…, which never left D0"). The other
+ * events are for logs and metrics.
  */
 public sealed interface AdapterEvent {
 
@@ -26,6 +28,12 @@ public sealed interface AdapterEvent {
             implements AdapterEvent {
         public SendFailed {
             Objects.requireNonNull(reason, "reason");
+        }
+
+        /** The same failure as the node event the reducer and the journal take (time unchanged). */
+        public NodeEvent.NotifySendFailed toNodeEvent() {
+            return new NodeEvent.NotifySendFailed(atNs, endpoint, messageType, transferId, reason,
+                    frame == null ? new byte[0] : frame.clone());
         }
     }
 

@@ -3,6 +3,7 @@ package io.kvledger.zmq;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
 import io.kvledger.wire.EffectFrames;
 import io.kvledger.wire.NotifyEncoder;
 import java.util.HexFormat;
@@ -103,6 +104,14 @@ class NotifyPublisherTest {
             assertThat(failed.get(3).frame()).isEqualTo(new NotifyEncoder().writeDone("t-nohost"));
             assertThat(failed.get(4).reason()).isEqualTo("no host");
             assertThat(pub.failed()).isEqualTo(5);
+            NodeEvent.NotifySendFailed e = failed.get(3).toNodeEvent();
+            assertThat(e.atNs()).isEqualTo(failed.get(3).atNs());
+            assertThat(e.endpoint()).isEqualTo("tcp://no-such-host.invalid:5555");
+            assertThat(e.messageType()).isEqualTo("write_done");
+            assertThat(e.transferId()).isEqualTo("t-nohost");
+            assertThat(e.reason()).isEqualTo(failed.get(3).reason());
+            assertThat(e.frame()).isEqualTo(failed.get(3).frame());
+            assertThat(failed.get(0).toNodeEvent().frame()).as("encoding failed: no frame").isEmpty();
         }
     }
 

@@ -66,6 +66,7 @@ public final class Mentions {
             }
             case NodeEvent.WriteDoneReceived x -> tid(s, x.transferId());
             case NodeEvent.ReleaseReceived x -> tid(s, x.transferId());
+            case NodeEvent.NotifySendFailed x -> tid(s, x.transferId());
             case NodeEvent.RawCompletionReceived x -> {
                 rid(s, x.completionId());
                 tid(s, x.completionId());

@@ -114,7 +114,7 @@ public final class HangDetectors {
         }
         boolean received = t.remoteBlocksAt.stream().anyMatch(s -> s.node().equals(target.name));
         if (!received) {
-            return "remote_blocks sent to " + target.name + " (" + to + ") at " + rel(l, first.atNs()) + " never arrived there (lost notify)";
+            return "remote_blocks sent to " + target.name + " (" + to + ") at " + rel(l, first.atNs()) + lostHow(t, first);
         }
         if (!t.legs.containsKey(target.name)) {
             return "remote_blocks reached " + target.name + ", which never served this transfer (the prefill leg ran on "
@@ -125,7 +125,7 @@ public final class HangDetectors {
         if (writeDoneSent) {
             Send wd = t.sends.stream().filter(s -> s.kind().equals("write_done")).findFirst().get();
             return target.name + " sent write_done to " + wd.host() + ":" + wd.port() + " at " + rel(l, wd.atNs())
-                    + (t.writeDoneReceivedBy.contains(d.name) ? " and it arrived, but the worker never mapped it" : ", which never arrived (lost notify)");
+                    + (t.writeDoneReceivedBy.contains(d.name) ? " and it arrived, but the worker never mapped it" : lostHow(t, wd));
         }
         if (p != null) {
             for (Seen s : p.anomalies) {
@@ -140,6 +140,19 @@ public final class HangDetectors {
         String ended = t.legEnds.get(target.name);
         return target.name + "'s leg ended " + (ended == null ? "" : ended + " ") + "without sending write_done"
                 + (t.writesPosted == 0 ? " and without posting any write" : "");
+    }
+
+    /**
+     * How a notify that did not arrive was lost: its sender's publisher journaled that it never
+     * left, or it left and vanished on the way.
+     */
+    private static String lostHow(TransferView t, Send s) {
+        for (Ledger.SendFailure f : t.sendFailures) {
+            if (f.fromNode().equals(s.fromNode()) && s.kind().equals(f.kind()) && f.atNs() >= s.atNs()) {
+                return ", which never left " + s.fromNode() + " (send to " + f.endpoint() + " failed: " + f.reason() + ")";
+            }
+        }
+        return ", which never arrived (lost notify)";
     }
 
     private static String otherProducers(Ledger l, TransferView t, String except) {
@@ -270,7 +283,7 @@ public final class HangDetectors {
                 return r.fromNode() + " released to " + target.name + ", not to this rank"
                         + (p.config.tpSize() > 1 ? " (with P_tp > D_tp some producer TP ranks are never read)" : "");
             }
-            return r.fromNode() + " sent release at " + rel(l, r.atNs()) + ", which never arrived (lost notify)";
+            return r.fromNode() + " sent release at " + rel(l, r.atNs()) + lostHow(t, r);
         }
         if (consumers.isEmpty()) {
             return "the decode leg is not in these journals";

@@ -91,6 +91,12 @@ public final class Ledger {
                 t.releasesReceived.merge(n.name, 1, Integer::sum);
                 t.consumerTpSize = e.consumerTpSize() == null ? 1 : e.consumerTpSize();
             }
+            case NodeEvent.NotifySendFailed e -> {
+                if (e.transferId() != null && !e.transferId().isEmpty()) {
+                    transfer(e.transferId()).sendFailures.add(new SendFailure(n.name, e.messageType(), e.endpoint(), at,
+                            e.reason()));
+                }
+            }
             case NodeEvent.RawCompletionReceived e -> {
                 if (transfers.containsKey(e.completionId())) {
                     transfer(e.completionId()).releasesReceived.merge(n.name, 1, Integer::sum);
@@ -261,6 +267,9 @@ public final class Ledger {
 
     record Send(String fromNode, String kind, String host, int port, long atNs, boolean empty) {}
 
+    /** A notify its sender's publisher could not send ({@code NotifySendFailed}). */
+    record SendFailure(String fromNode, String kind, String endpoint, long atNs, String reason) {}
+
     static final class NodeView {
         final String name;
         final NodeConfig config;
@@ -310,6 +319,7 @@ public final class Ledger {
         /** How each forgotten leg ended: phase and reason. */
         final LinkedHashMap<String, String> legEnds = new LinkedHashMap<>();
         final List<Send> sends = new ArrayList<>();
+        final List<SendFailure> sendFailures = new ArrayList<>();
         final List<Seen2> remoteBlocksAt = new ArrayList<>();
         final java.util.LinkedHashSet<String> writeDoneReceivedBy = new java.util.LinkedHashSet<>();
         final LinkedHashMap<String, Integer> releasesReceived = new LinkedHashMap<>();

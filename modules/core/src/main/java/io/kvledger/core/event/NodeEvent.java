@@ -122,6 +122,23 @@ public sealed interface NodeEvent {
     record FrameRejected(long atNs, String reason, byte[] frame, boolean wouldKillPythonListener)
             implements NodeEvent {}
 
+    // ---------------------------------------------------------------- notify publisher
+
+    /**
+     * A notify this node meant to send never left it: the publisher could not encode it, the
+     * address did not resolve, the port was out of range, its queue was full, or ZMQ refused the
+     * frame. (Python's DEALER would raise here or queue the frame forever; either way the peer
+     * never hears of it.)
+     *
+     * @param endpoint    where it was going ({@code tcp://host:port}), or the unresolved host
+     * @param messageType {@code remote_blocks}, {@code release}, {@code write_done} or
+     *                    {@code write_failed}
+     * @param transferId  the frame's transfer id, or {@code null} when it has none
+     * @param frame       the encoded frame, empty when encoding itself failed
+     */
+    record NotifySendFailed(long atNs, String endpoint, String messageType, String transferId, String reason,
+                            byte[] frame) implements NodeEvent {}
+
     // ---------------------------------------------------------------- time
 
     /** Time passed: lets deadlines (deferred writes, receive aborts, transfer waits) fire. */

@@ -68,7 +68,9 @@ public enum AnomalyKind {
     REQUEST_ADMITTED_TWICE(65, Severity.WARNING, 0,
             "a request id was admitted while the scheduler still holds it; the second admission is ignored"),
     FINISHED_RECVING_UNEXPECTED(64, Severity.WOULD_RAISE, 10,
-            "finished_recving names a request that is not waiting for remote KVs (scheduler assertion)");
+            "finished_recving names a request that is not waiting for remote KVs (scheduler assertion)"),
+    NOTIFY_SEND_FAILED(68, Severity.HANG_RISK, 7,
+            "a notify never left this node (not encodable, no such address, queue full or refused): its peer waits for it");
 
     /** How bad an anomaly is. */
     public enum Severity {

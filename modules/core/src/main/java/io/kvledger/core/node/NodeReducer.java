@@ -68,6 +68,7 @@ public final class NodeReducer {
             case NodeEvent.ReleaseReceived e -> WorkerSide.release(c, e.transferId(), e.consumerTpSize());
             case NodeEvent.RawCompletionReceived e -> WorkerSide.rawCompletion(c, e.completionId());
             case NodeEvent.FrameRejected e -> WorkerSide.frameRejected(c, e);
+            case NodeEvent.NotifySendFailed e -> WorkerSide.notifySendFailed(c, e);
             case NodeEvent.Tick e -> WorkerSide.tick(c);
         }
         c.reset(0, null);

@@ -441,6 +441,20 @@ final class WorkerSide {
         }
     }
 
+    /**
+     * A notify of this node never left: recorded against the request that owns its transfer id
+     * (the scheduler's map, else the worker's copy), so that a hang report names the lost
+     * notify. Nothing is retried: Python would not retry either.
+     */
+    static void notifySendFailed(Ctx c, NodeEvent.NotifySendFailed e) {
+        String tid = e.transferId();
+        String rid = tid == null ? null : c.s.transferIdToRequestId.get(tid);
+        if (rid == null && tid != null) {
+            rid = c.s.workerTransferIds.get(tid);
+        }
+        c.anomaly(AnomalyKind.NOTIFY_SEND_FAILED, rid, tid, e.messageType() + " to " + e.endpoint() + ": " + e.reason());
+    }
+
     // ------------------------------------------------------------------ get_finished
 
     static void getFinished(Ctx c) {

@@ -120,6 +120,64 @@ class CrossNodeDiagnosisTest {
     }
 
     /**
+     * READ 1P1D where D0's release never leaves D0 (its publisher journals the failed send): P0
+     * reaps, and both the reap and D0's anomaly name the failed send.
+     */
+    @Test
+    void a_release_that_never_left_the_decode_is_named_in_the_reap() {
+        Cluster c = new Cluster();
+        c.node("P0", NodeConfig.builder(Role.PRODUCER, TransferMode.READ).hostIp("10.0.0.1").build());
+        c.node("D0", NodeConfig.builder(Role.CONSUMER, TransferMode.READ).hostIp("10.0.1.1").build());
+        String base = RequestIds.proxyRequestId(new ZmqAddress("10.0.0.1", 6301, 61005),
+                new ZmqAddress("10.0.1.1", 6301, 61005), UUID);
+        String prid = "cmpl-" + base + "-0-aaaaaaaa";
+        String drid = "cmpl-" + base + "-0-bbbbbbbb";
+        c.on("P0", new NodeEvent.RequestAdmitted(0, prid, 32, 32, KvParams.of("do_remote_decode", true,
+                "do_remote_prefill", false, "transfer_id", "tx-lost")));
+        c.on("P0", new NodeEvent.MatchedTokensQueried(1, prid, 0));
+        c.on("P0", new NodeEvent.BlocksAllocated(2, prid, BlockGroups.single(4, 5), 0));
+        c.on("P0", new NodeEvent.StepScheduled(3, 1, List.of()));
+        List<Effect> fin = c.on("P0", new NodeEvent.RequestFinished(4, prid, FinishStatus.FINISHED_LENGTH_CAPPED,
+                BlockGroups.single(4, 5)));
+        KvParams returned = c.only(fin, Effect.FinishDecision.class).get(0).params().copy();
+
+        c.on("D0", new NodeEvent.RequestAdmitted(5, drid, 32, 32, returned));
+        c.on("D0", new NodeEvent.MatchedTokensQueried(6, drid, 0));
+        c.on("D0", new NodeEvent.BlocksAllocated(7, drid, BlockGroups.single(8, 9), 31));
+        c.on("D0", new NodeEvent.StepScheduled(8, 1, List.of()));
+        List<Effect> load = c.on("D0", new NodeEvent.LoadStarted(9));
+        for (Effect.StartHandshake h : c.only(load, Effect.StartHandshake.class)) {
+            load = new ArrayList<>(load);
+            load.addAll(c.on("D0", new NodeEvent.HandshakeCompleted(10, h.key())));
+        }
+        for (Effect.PostRead r : c.only(load, Effect.PostRead.class)) {
+            c.on("D0", new NodeEvent.TransferCompleted(11, r.statusId(), true, 0, "ok"));
+        }
+        Effect.SendRelease release = c.only(c.on("D0", new NodeEvent.FinishedPolled(12)), Effect.SendRelease.class).get(0);
+        String endpoint = "tcp://" + release.host() + ":" + release.port();
+        List<Effect> failed = c.on("D0", new NodeEvent.NotifySendFailed(13, endpoint, "release", String.valueOf(release.transferId()),
+                "ZMQ refused the frame (errno 113)", new byte[0]));
+        assertThat(c.only(failed, Effect.Anomaly.class)).extracting(Effect.Anomaly::requestId).containsExactly(drid);
+        c.on("D0", new NodeEvent.RequestFinished(14, drid, FinishStatus.FINISHED_STOPPED, BlockGroups.single(8, 9)));
+        c.on("P0", new NodeEvent.ConnectorOutputReceived(61 * S, null, null));
+
+        List<Finding> f = HangDetectors.run(c.ledger, Bounds.defaults());
+        assertThat(f).anySatisfy(x -> {
+            assertThat(x.detector()).isEqualTo("reaped-without-ack");
+            assertThat(x.node()).isEqualTo("P0");
+            assertThat(x.requestId()).isEqualTo(prid);
+            assertThat(x.message()).contains("never left D0").contains(endpoint).contains("errno 113")
+                    .doesNotContain("lost notify");
+        });
+        assertThat(f).anySatisfy(x -> {
+            assertThat(x.node()).isEqualTo("D0");
+            assertThat(x.requestId()).isEqualTo(drid);
+            assertThat(x.bugClass()).isEqualTo(7);
+            assertThat(x.message()).contains("NOTIFY_SEND_FAILED").contains(endpoint);
+        });
+    }
+
+    /**
      * The seed-002 mismatch: the decode acknowledges with its own request id as a raw completion;
      * the producer cannot map it, keeps retrying it, and reaps.
      */

@@ -170,6 +170,16 @@ public enum EntryType {
     TICK(19, EntryKind.INPUT, "tick", Schema.of(NodeEvent.Tick.class,
             e -> new Object[0], (at, v) -> new NodeEvent.Tick(at), e -> "")),
 
+    // ---------------------------------------------------------------- inputs: notify publisher
+
+    NOTIFY_SEND_FAILED(20, EntryKind.INPUT, "notify_send_failed", Schema.of(NodeEvent.NotifySendFailed.class,
+            e -> new Object[] {e.endpoint(), e.messageType(), e.transferId(), e.reason(), e.frame()},
+            (at, v) -> new NodeEvent.NotifySendFailed(at, v.s(0), v.s(1), v.s(2), v.s(3), v.o(4)),
+            e -> Render.s(e.messageType()) + " to " + Render.s(e.endpoint()) + " tid=" + Render.s(e.transferId())
+                    + " reason=" + Render.s(e.reason()) + " frame=" + Render.hex(e.frame(), 24),
+            nul("endpoint", STR), nul("message_type", STR), nul("transfer_id", STR), nul("reason", STR),
+            req("frame", BYTES))),
+
     // ---------------------------------------------------------------- derived: hook replies
 
     MATCHED_TOKENS(100, EntryKind.DERIVED, "matched_tokens", Schema.of(Effect.MatchedTokens.class,
@@ -404,6 +414,7 @@ public enum EntryType {
             case NodeEvent.RawCompletionReceived x -> RAW_COMPLETION_RECEIVED;
             case NodeEvent.FrameRejected x -> FRAME_REJECTED;
             case NodeEvent.Tick x -> TICK;
+            case NodeEvent.NotifySendFailed x -> NOTIFY_SEND_FAILED;
         };
     }
 

@@ -351,6 +351,13 @@ final class EventSequences {
         }
     }
 
+    record SendFailed(long dtNs, Tid tid, String messageType) implements Op {
+        public NodeEvent make(long at, Seen s) {
+            return new NodeEvent.NotifySendFailed(at, "tcp://10.0.9.9:61005", messageType, tid.resolve(s), "no host",
+                    new byte[0]);
+        }
+    }
+
     // ------------------------------------------------------------------ the scenario
 
     /** The longest event sequence a scenario materializes. */
@@ -694,6 +701,8 @@ final class EventSequences {
         Arbitrary<Op> raw = Combinators.combine(dt, tid(), anyText).as(Raw::new);
         Arbitrary<Op> rejected = Combinators.combine(dt, Arbitraries.bytes().array(byte[].class).ofMaxSize(4),
                 Arbitraries.of(false, true)).as(Rejected::new);
+        Arbitrary<Op> sendFailed = Combinators.combine(dt, tid(),
+                Arbitraries.of("remote_blocks", "release", "write_done", "write_failed")).as(SendFailed::new);
         return Arbitraries.frequencyOf(
                 Tuple.of(12, admit),
                 Tuple.of(6, match),
@@ -712,7 +721,8 @@ final class EventSequences {
                 Tuple.of(4, writeDone),
                 Tuple.of(5, release),
                 Tuple.of(3, raw),
-                Tuple.of(1, rejected));
+                Tuple.of(1, rejected),
+                Tuple.of(1, sendFailed));
     }
 
     /** Anomaly kinds seen in a run (for statistics and messages). */

@@ -260,6 +260,11 @@ final class WorkerFixtures {
             return on(new NodeEvent.FrameRejected(nowNs, reason, new byte[] {(byte) 0xff}, kills));
         }
 
+        // notify publisher
+        List<Effect> sendFailed(String messageType, String tid, String reason) {
+            return on(new NodeEvent.NotifySendFailed(nowNs, "tcp://10.0.0.2:62005", messageType, tid, reason, new byte[0]));
+        }
+
         // ------------------------------------------------------------ composite setups
 
         /** A producer request admitted and allocated (mapped on the scheduler side; the worker does not know it yet). */

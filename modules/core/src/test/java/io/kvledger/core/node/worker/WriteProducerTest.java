@@ -422,4 +422,36 @@ class WriteProducerTest {
         assertThat(only(fx, Effect.PostWrite.class)).isEmpty();
         assertThat(only(fx, Effect.StartHandshake.class)).isEmpty();
     }
+
+    @Test
+    void a_write_done_that_never_left_is_an_anomaly_of_its_request() {
+        String rid = proxyRid("w-sendfail");
+        Node n = ready(Node.of(writeProducer()), rid, "tx-sf");
+        remoteBlocks(n, "tx-sf", 0, 21, 22);
+        n.saveLayer(LAYER_0);
+        n.saveLayer(LAYER_1);
+        n.waitForSave();
+        for (Effect.PostWrite w : only(n.all, Effect.PostWrite.class)) {
+            n.completed(w.statusId(), true);
+        }
+        assertThat(only(n.all, Effect.SendWriteDone.class)).hasSize(1);
+        List<Effect> fx = n.sendFailed("write_done", "tx-sf", "publisher queue full (4096 frames)");
+        List<Effect.Anomaly> a = only(fx, Effect.Anomaly.class);
+        assertThat(a).hasSize(1);
+        assertThat(a.get(0).kind()).isEqualTo(AnomalyKind.NOTIFY_SEND_FAILED);
+        assertThat(a.get(0).kind().bugClass()).isEqualTo(7);
+        assertThat(a.get(0).requestId()).isEqualTo(rid);
+        assertThat(a.get(0).transferId()).isEqualTo("tx-sf");
+        assertThat(a.get(0).detail()).contains("write_done", "tcp://10.0.0.2:62005", "queue full");
+        assertThat(only(fx, Effect.SendWriteDone.class)).as("no retry, as in Python").isEmpty();
+    }
+
+    @Test
+    void a_failed_send_of_an_unknown_transfer_is_still_recorded() {
+        Node n = Node.of(writeProducer());
+        List<Effect.Anomaly> a = only(n.sendFailed("release", null, "no host"), Effect.Anomaly.class);
+        assertThat(a).extracting(Effect.Anomaly::kind).containsExactly(AnomalyKind.NOTIFY_SEND_FAILED);
+        assertThat(a.get(0).requestId()).isNull();
+        assertThat(a.get(0).transferId()).isNull();
+    }
 }
