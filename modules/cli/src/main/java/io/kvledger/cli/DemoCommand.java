@@ -22,12 +22,10 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.TypeConversionException;
 
 /**
  * {@code kvledger demo}: a seeded simulation of a prefill/decode cluster, first in WRITE mode, then
@@ -64,10 +62,9 @@ final class DemoCommand implements Callable<Integer> {
             description = "client requests of the READ-mode run; 0 skips it (default: ${DEFAULT-VALUE})")
     int readRequests;
 
-    @Option(names = "--faults", paramLabel = "SPEC", defaultValue = DEFAULT_FAULTS, converter = FaultSpecConverter.class,
+    @Option(names = "--faults", paramLabel = "SPEC", defaultValue = DEFAULT_FAULTS, converter = FaultSpecOption.Converter.class,
             description = {"faults as key=probability pairs, or none (default: ${DEFAULT-VALUE}).",
-                "Keys: drop, dup, delay, reorder (per notify frame), fail, stall (per transfer), "
-                        + "handshake-fail (per handshake), abort (per request)."})
+                FaultSpecOption.KEYS_HELP})
     FaultSpec faults;
 
     @Option(names = "--prefill-nodes", paramLabel = "N", defaultValue = "1",
@@ -95,16 +92,6 @@ final class DemoCommand implements Callable<Integer> {
     Path out;
 
     /** Reads {@code --faults}; a bad spec is a usage error naming the bad token. */
-    static final class FaultSpecConverter implements ITypeConverter<FaultSpec> {
-        @Override
-        public FaultSpec convert(String value) {
-            try {
-                return FaultSpec.parse(value);
-            } catch (IllegalArgumentException e) {
-                throw new TypeConversionException(e.getMessage());
-            }
-        }
-    }
 
     @Override
     public Integer call() {

@@ -54,10 +54,9 @@ final class SimulateCommand implements Callable<Integer> {
             description = "client requests (default: ${DEFAULT-VALUE})")
     int requests;
 
-    @Option(names = "--faults", paramLabel = "SPEC", defaultValue = "none", converter = SimulateCommand.Faults.class,
+    @Option(names = "--faults", paramLabel = "SPEC", defaultValue = "none", converter = FaultSpecOption.Converter.class,
             description = {"faults as key=probability pairs, or none (default: ${DEFAULT-VALUE}).",
-                "Keys: drop, dup, delay, reorder (per notify frame), fail, stall (per transfer), "
-                        + "handshake-fail (per handshake), abort (per request)."})
+                FaultSpecOption.KEYS_HELP})
     FaultSpec faults;
 
     @Option(names = "--out", paramLabel = "DIR", required = true,
@@ -100,16 +99,6 @@ final class SimulateCommand implements Callable<Integer> {
     boolean json;
 
     /** Reads {@code --faults}; a bad spec is a usage error naming the bad token. */
-    static final class Faults implements picocli.CommandLine.ITypeConverter<FaultSpec> {
-        @Override
-        public FaultSpec convert(String value) {
-            try {
-                return FaultSpec.parse(value);
-            } catch (IllegalArgumentException e) {
-                throw new picocli.CommandLine.TypeConversionException(e.getMessage());
-            }
-        }
-    }
 
     @Override
     public Integer call() {

@@ -9,28 +9,29 @@ import java.util.List;
  *   <li>per notify frame ({@code remote_blocks}, {@code write_done}, {@code release}):
  *       {@code drop} (never delivered), {@code dup} (delivered twice), {@code delay} (a long extra
  *       delay), {@code reorder} (held back and delivered after the next frame to the same
- *       destination);</li>
+ *       destination), {@code send-fail} (never leaves its sender, whose publisher reports a
+ *       {@code NotifySendFailed} to its own node);</li>
  *   <li>per posted transfer (one batch read or write of one layer): {@code fail} (completes with
  *       {@code succeeded=false}), {@code stall} (never completes);</li>
  *   <li>per handshake: {@code handshake-fail};</li>
  *   <li>per client request: {@code abort} (one leg, prefill or decode, is aborted mid-flight,
  *       possibly before its blocks are allocated).</li>
  * </ul>
- * Written as {@code drop=0.01,dup=0.01,delay=0.02,reorder=0.01,fail=0.005,stall=0.002,abort=0.01,handshake-fail=0};
+ * Written as {@code drop=0.01,dup=0.01,delay=0.02,reorder=0.01,fail=0.005,stall=0.002,abort=0.01,handshake-fail=0,send-fail=0};
  * keys may come in any order and be left out (0).
  */
 public record FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
-                        double abort, double handshakeFail) {
+                        double abort, double handshakeFail, double sendFail) {
 
     /** No faults at all. */
-    public static final FaultSpec NONE = new FaultSpec(0, 0, 0, 0, 0, 0, 0, 0);
+    public static final FaultSpec NONE = new FaultSpec(0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /** The keys {@link #parse} accepts, in canonical order. */
     public static final List<String> KEYS =
-            List.of("drop", "dup", "delay", "reorder", "fail", "stall", "abort", "handshake-fail");
+            List.of("drop", "dup", "delay", "reorder", "fail", "stall", "abort", "handshake-fail", "send-fail");
 
     public FaultSpec {
-        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail};
+        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail};
         for (int i = 0; i < all.length; i++) {
             if (!(all[i] >= 0 && all[i] <= 1)) {
                 throw new IllegalArgumentException(
@@ -103,7 +104,7 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
             }
             v[k] = p;
         }
-        return new FaultSpec(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+        return new FaultSpec(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
     }
 
     /** Whether every probability is 0. */
@@ -113,7 +114,7 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
 
     /** The canonical text: the non-zero faults in {@link #KEYS} order, or {@code none}. */
     public String format() {
-        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail};
+        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail};
         List<String> parts = new ArrayList<>();
         for (int i = 0; i < all.length; i++) {
             if (all[i] != 0) {

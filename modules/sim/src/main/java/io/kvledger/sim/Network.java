@@ -42,6 +42,7 @@ final class Network {
     long framesDelayed;
     long framesReordered;
     long framesUnsupported;
+    long framesSendFailed;
     long handshakesStarted;
     long handshakesFailed;
     long transfersPosted;
@@ -63,13 +64,23 @@ final class Network {
     }
 
     /**
-     * Sends a notify frame to {@code tcp://host:port}.
+     * Sends a notify frame from {@code from} to {@code tcp://host:port}.
      *
+     * @param type  the frame's message type, for a send failure
+     * @param tid   the frame's transfer id, for a send failure ({@code null} when it has none)
      * @param frame makes the event the receiving listener turns the frame into, at its arrival time
      */
-    void notify(String host, int port, LongFunction<NodeEvent> frame) {
+    void notify(SimNode from, String type, String tid, String host, int port, LongFunction<NodeEvent> frame) {
         framesSent++;
         String dest = host + ":" + port;
+        // drawn only when the fault is on, so that runs without it keep their seeds' outcomes
+        if (faults.sendFail() > 0 && fault.nextDouble() < faults.sendFail()) {
+            framesSendFailed++;
+            long reportAt = sim.now() + between(opts.netMinNs(), opts.netMaxNs());
+            sim.at(reportAt, () -> from.deliver(new NodeEvent.NotifySendFailed(sim.now(), "tcp://" + dest, type, tid,
+                    "send-fail fault: the publisher could not send the frame", new byte[0])));
+            return;
+        }
         long lag = between(opts.netMinNs(), opts.netMaxNs());
         long longLag = between(opts.longDelayMinNs(), opts.longDelayMaxNs());
         long dupLag = between(opts.netMinNs(), opts.netMaxNs());

@@ -218,12 +218,12 @@ final class SimNode {
     private void route(NodeEvent cause, Effect effect) {
         Network net = sim.network();
         switch (effect) {
-            case Effect.SendRemoteBlocks m -> net.notify(m.host(), m.port(),
+            case Effect.SendRemoteBlocks m -> net.notify(this, "remote_blocks", text(m.transferId()), m.host(), m.port(),
                     at -> new NodeEvent.RemoteBlocksReceived(at, m.reqId(), text(m.transferId()),
                             m.blockNotifyList(), m.decodeRank(), false));
-            case Effect.SendWriteDone m -> net.notify(m.host(), m.port(),
+            case Effect.SendWriteDone m -> net.notify(this, "write_done", m.transferId(), m.host(), m.port(),
                     at -> new NodeEvent.WriteDoneReceived(at, m.transferId()));
-            case Effect.SendRelease m -> net.notify(m.host(), m.port(),
+            case Effect.SendRelease m -> net.notify(this, "release", text(m.transferId()), m.host(), m.port(),
                     at -> new NodeEvent.ReleaseReceived(at, text(m.transferId()), m.consumerTpSize()));
             case Effect.SendWriteFailed m -> net.unsupported();
             case Effect.StartHandshake h -> {

@@ -15,6 +15,7 @@ package io.kvledger.sim;
  * @param framesDelayed         frames the delay fault held back
  * @param framesReordered       frames the reorder fault delivered after a later one
  * @param framesUnsupported     frames of a type the node events cannot carry ({@code write_failed})
+ * @param framesSendFailed      frames the send-fail fault kept from leaving their sender
  * @param handshakesStarted     handshakes the nodes started
  * @param handshakesFailed      handshakes that failed (injected, or no listener at the address)
  * @param transfersPosted       batch reads and writes posted
@@ -42,6 +43,7 @@ public record SimStats(
         long framesDelayed,
         long framesReordered,
         long framesUnsupported,
+        long framesSendFailed,
         long handshakesStarted,
         long handshakesFailed,
         long transfersPosted,

@@ -145,6 +145,7 @@ public final class Simulation {
         SimStats stats = new SimStats(arrived, decodeCompleted, abortsInjected, decodeNotDispatched,
                 network.framesSent, network.framesDelivered, network.framesLost, network.framesDropped,
                 network.framesDuplicated, network.framesDelayed, network.framesReordered, network.framesUnsupported,
+                network.framesSendFailed,
                 network.handshakesStarted, network.handshakesFailed, network.transfersPosted, network.transfersFailed,
                 network.transfersStalled, loadErrorBlocks, unexpectedFrees, unexpectedRecvs, stepsBlockedTimeout,
                 queue.now(), reason);

@@ -13,12 +13,12 @@ class FaultSpecTest {
     void parses_every_key_in_any_order_with_whitespace() {
         FaultSpec f = FaultSpec.parse(" handshake-fail=0.5 , drop=0.01,dup=0.02,delay=0.03,reorder=0.04,"
                 + "fail=0.005,stall=0.002,abort = 0.1");
-        assertThat(f).isEqualTo(new FaultSpec(0.01, 0.02, 0.03, 0.04, 0.005, 0.002, 0.1, 0.5));
+        assertThat(f).isEqualTo(new FaultSpec(0.01, 0.02, 0.03, 0.04, 0.005, 0.002, 0.1, 0.5, 0));
     }
 
     @Test
     void missing_keys_are_zero_and_none_or_blank_mean_no_faults() {
-        assertThat(FaultSpec.parse("drop=0.2")).isEqualTo(new FaultSpec(0.2, 0, 0, 0, 0, 0, 0, 0));
+        assertThat(FaultSpec.parse("drop=0.2")).isEqualTo(new FaultSpec(0.2, 0, 0, 0, 0, 0, 0, 0, 0));
         assertThat(FaultSpec.parse("none")).isEqualTo(FaultSpec.NONE);
         assertThat(FaultSpec.parse("  ")).isEqualTo(FaultSpec.NONE);
         assertThat(FaultSpec.parse(null)).isEqualTo(FaultSpec.NONE);

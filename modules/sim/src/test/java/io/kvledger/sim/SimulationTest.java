@@ -93,6 +93,31 @@ class SimulationTest {
         assertThat(r.requestsHung()).as("seed %d: hung after reaping", seed).isZero();
     }
 
+    @ParameterizedTest
+    @ValueSource(longs = {42, 5, 77})
+    void releases_that_never_leave_the_decode_are_anomalies_there_and_reaps_on_prefill(long seed) {
+        SimulationResult r = run(seed, TransferMode.READ, 40, "send-fail=0.3");
+        assertThat(r.stats().framesSendFailed()).as("seed %d: sends failed", seed).isPositive();
+        assertThat(r.stats().framesDropped()).as("seed %d", seed).isZero();
+        List<AnomalyRecord> failed = r.anomalies(AnomalyKind.NOTIFY_SEND_FAILED);
+        assertThat(failed).as("seed %d: NOTIFY_SEND_FAILED", seed).hasSize((int) r.stats().framesSendFailed())
+                .allSatisfy(a -> {
+                    assertThat(a.node()).as("seed %d", seed).isEqualTo("D0");
+                    assertThat(a.transferId()).as("seed %d", seed).isNotNull();
+                    assertThat(a.detail()).as("seed %d", seed).startsWith("release to tcp://");
+                });
+        assertThat(r.anomalies(AnomalyKind.DEFERRAL_REAPED)).as("seed %d: P0 reaps what it never heard of", seed)
+                .hasSize(failed.size());
+    }
+
+    @Test
+    void a_run_without_the_send_fail_fault_is_the_run_it_was_before() {
+        SimulationResult off = run(42, TransferMode.WRITE, 40, "drop=0.1,dup=0.1");
+        SimulationResult zero = run(42, TransferMode.WRITE, 40, "drop=0.1,dup=0.1,send-fail=0");
+        assertThat(zero.stats()).isEqualTo(off.stats());
+        assertThat(zero.anomalies(AnomalyKind.NOTIFY_SEND_FAILED)).isEmpty();
+    }
+
     @Test
     void several_nodes_per_side_route_by_host_and_port() {
         long seed = 11;

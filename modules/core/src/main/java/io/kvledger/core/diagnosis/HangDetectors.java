@@ -211,8 +211,12 @@ public final class HangDetectors {
                     s.atNs() == Long.MIN_VALUE ? l.firstAtNs : s.atNs(), -1, "topology check: " + s.anomaly().detail()));
             default -> {
                 if (Ledger.serious(k)) {
-                    out.add(new Finding("anomaly", n.name, null, tid, null, k.bugClass(),
-                            s.atNs() == Long.MIN_VALUE ? l.firstAtNs : s.atNs(), -1, k + ": " + s.anomaly().detail()));
+                    // a request this node already forgot may still be known as the transfer's leg here
+                    TransferView t = tid == null ? null : l.transfers.get(tid);
+                    String rid = t == null ? null : t.legs.get(n.name);
+                    boolean timed = s.atNs() != Long.MIN_VALUE;
+                    out.add(new Finding("anomaly", n.name, rid, tid, null, k.bugClass(), timed ? s.atNs() : l.firstAtNs, -1,
+                            k + (timed ? " at " + rel(l, s.atNs()) : "") + ": " + s.anomaly().detail()));
                 }
             }
         }
