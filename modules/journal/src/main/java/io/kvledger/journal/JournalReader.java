@@ -69,6 +69,13 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         if (!Queues.hasQueueFiles(dir)) {
             throw new JournalException("no journal in " + dir + ": it has no .cq4 queue files");
         }
+        List<Path> empty = Queues.emptyQueueFiles(dir);
+        if (!empty.isEmpty()) {
+            throw new JournalException("the journal in " + dir + " has an empty queue file (0 bytes, not written by "
+                    + "Chronicle: a crash while it was being created, or a truncated copy): " + empty.get(0).getFileName()
+                    + (empty.size() > 1 ? " and " + (empty.size() - 1) + " more" : "")
+                    + "; move it away to read the rest");
+        }
         SingleChronicleQueue q = Queues.open(dir, true);
         try {
             return new JournalReader(dir, q);

@@ -3,6 +3,8 @@ package io.kvledger.journal;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.stream.Stream;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.queue.ExcerptTailer;
@@ -22,6 +24,26 @@ final class Queues {
         }
         try (Stream<Path> s = Files.list(dir)) {
             return s.anyMatch(p -> p.getFileName().toString().endsWith(".cq4"));
+        } catch (IOException e) {
+            throw new JournalException("cannot list " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The {@code .cq4} files of {@code dir} that are empty (0 bytes), sorted. Chronicle creates
+     * its files at full size, so an empty one is a file a crash or a copy left behind; opening it
+     * makes Chronicle wait about 12 s for a header that never comes.
+     */
+    static List<Path> emptyQueueFiles(Path dir) {
+        try (Stream<Path> s = Files.list(dir)) {
+            List<Path> out = new ArrayList<>();
+            for (Path p : (Iterable<Path>) s::iterator) {
+                if (p.getFileName().toString().endsWith(".cq4") && Files.isRegularFile(p) && Files.size(p) == 0) {
+                    out.add(p);
+                }
+            }
+            out.sort(null);
+            return out;
         } catch (IOException e) {
             throw new JournalException("cannot list " + dir + ": " + e.getMessage(), e);
         }

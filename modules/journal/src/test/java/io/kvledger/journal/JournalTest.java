@@ -321,6 +321,26 @@ class JournalTest {
                 .hasMessageContaining("is not a kvledger journal");
     }
 
+    @Test
+    void an_empty_queue_file_is_named_at_once_instead_of_waited_on() throws Exception {
+        Path dir = tmp.resolve("truncated");
+        Files.createDirectories(dir);
+        Files.createFile(dir.resolve("20261202L.cq4"));
+        // the reader's own check, not Chronicle's failure after waiting ~12 s for a header ("has no header")
+        assertThatThrownBy(() -> JournalReader.open(dir)).isInstanceOf(JournalException.class)
+                .hasMessageContaining("empty queue file").hasMessageContaining("20261202L.cq4")
+                .hasMessageContaining("move it away");
+
+        // next to a real journal: the reader still refuses, naming the empty file
+        Path both = tmp.resolve("both");
+        try (JournalWriter w = JournalWriter.open(both, Samples.header())) {
+            w.appendInput(new NodeEvent.Tick(1));
+        }
+        Files.createFile(both.resolve("20991231L.cq4"));
+        assertThatThrownBy(() -> JournalReader.open(both)).isInstanceOf(JournalException.class)
+                .hasMessageContaining("20991231L.cq4");
+    }
+
     /** The example in FORMAT.md, read back raw from a real journal. */
     @Test
     void an_entry_has_the_documented_byte_layout() {
