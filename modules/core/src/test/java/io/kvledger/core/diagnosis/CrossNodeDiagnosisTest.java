@@ -42,6 +42,34 @@ class CrossNodeDiagnosisTest {
             return fx;
         }
 
+        /** Prefill leg of a READ request up to request_finished; returns the params it hands the decode. */
+        KvParams prefillLeg(String node, String rid, KvParams params) {
+            on(node, new NodeEvent.RequestAdmitted(0, rid, 32, 32, params));
+            on(node, new NodeEvent.MatchedTokensQueried(1, rid, 0));
+            on(node, new NodeEvent.BlocksAllocated(2, rid, BlockGroups.single(4, 5), 0));
+            on(node, new NodeEvent.StepScheduled(3, 1, List.of()));
+            List<Effect> fin = on(node, new NodeEvent.RequestFinished(4, rid, FinishStatus.FINISHED_LENGTH_CAPPED,
+                    BlockGroups.single(4, 5)));
+            return only(fin, Effect.FinishDecision.class).get(0).params().copy();
+        }
+
+        /** Decode leg of a READ request: admitted, handshaken, every read done; returns the release it sends. */
+        Effect.SendRelease decodeLegToRelease(String node, String rid, KvParams params) {
+            on(node, new NodeEvent.RequestAdmitted(5, rid, 32, 32, params));
+            on(node, new NodeEvent.MatchedTokensQueried(6, rid, 0));
+            on(node, new NodeEvent.BlocksAllocated(7, rid, BlockGroups.single(8, 9), 31));
+            on(node, new NodeEvent.StepScheduled(8, 1, List.of()));
+            List<Effect> load = on(node, new NodeEvent.LoadStarted(9));
+            for (Effect.StartHandshake h : only(load, Effect.StartHandshake.class)) {
+                load = new ArrayList<>(load);
+                load.addAll(on(node, new NodeEvent.HandshakeCompleted(10, h.key())));
+            }
+            for (Effect.PostRead r : only(load, Effect.PostRead.class)) {
+                on(node, new NodeEvent.TransferCompleted(11, r.statusId(), true, 0, "ok"));
+            }
+            return only(on(node, new NodeEvent.FinishedPolled(12)), Effect.SendRelease.class).get(0);
+        }
+
         <T extends Effect> List<T> only(List<Effect> fx, Class<T> type) {
             List<T> out = new ArrayList<>();
             for (Effect e : fx) {
@@ -70,29 +98,10 @@ class CrossNodeDiagnosisTest {
         String base = RequestIds.proxyRequestId(ZmqAddress.parse(pAddr).value(), ZmqAddress.parse(dAddr).value(), UUID);
         String prid = "cmpl-" + base + "-0-aaaaaaaa";
         String drid = "cmpl-" + base + "-0-bbbbbbbb";
-        c.on("P1", new NodeEvent.RequestAdmitted(0, prid, 32, 32, KvParams.of("do_remote_decode", true,
-                "do_remote_prefill", false, "transfer_id", "tx-port")));
-        c.on("P1", new NodeEvent.MatchedTokensQueried(1, prid, 0));
-        c.on("P1", new NodeEvent.BlocksAllocated(2, prid, BlockGroups.single(4, 5), 0));
-        c.on("P1", new NodeEvent.StepScheduled(3, 1, List.of()));
-        List<Effect> fin = c.on("P1", new NodeEvent.RequestFinished(4, prid, FinishStatus.FINISHED_LENGTH_CAPPED, BlockGroups.single(4, 5)));
-        KvParams returned = c.only(fin, Effect.FinishDecision.class).get(0).params().copy();
+        KvParams returned = c.prefillLeg("P1", prid, KvParams.of("do_remote_decode", true,
+                "do_remote_prefill", false, "transfer_id", "tx-port"));
         returned.put("remote_tp_size", 2L);
-
-        c.on("D0", new NodeEvent.RequestAdmitted(5, drid, 32, 32, returned));
-        c.on("D0", new NodeEvent.MatchedTokensQueried(6, drid, 0));
-        c.on("D0", new NodeEvent.BlocksAllocated(7, drid, BlockGroups.single(8, 9), 31));
-        c.on("D0", new NodeEvent.StepScheduled(8, 1, List.of()));
-        List<Effect> load = c.on("D0", new NodeEvent.LoadStarted(9));
-        for (Effect.StartHandshake h : c.only(load, Effect.StartHandshake.class)) {
-            load = new ArrayList<>(load);
-            load.addAll(c.on("D0", new NodeEvent.HandshakeCompleted(10, h.key())));
-        }
-        for (Effect.PostRead r : c.only(load, Effect.PostRead.class)) {
-            c.on("D0", new NodeEvent.TransferCompleted(11, r.statusId(), true, 0, "ok"));
-        }
-        List<Effect> polled = c.on("D0", new NodeEvent.FinishedPolled(12));
-        Effect.SendRelease release = c.only(polled, Effect.SendRelease.class).get(0);
+        Effect.SendRelease release = c.decodeLegToRelease("D0", drid, returned);
         assertThat(release.port()).isEqualTo(61005 + 2);
         c.on("D0", new NodeEvent.RequestFinished(13, drid, FinishStatus.FINISHED_STOPPED, BlockGroups.single(8, 9)));
         // the release never reaches P1 (it listens on 61006); P1 reaps at defer_timeout
@@ -132,28 +141,9 @@ class CrossNodeDiagnosisTest {
                 new ZmqAddress("10.0.1.1", 6301, 61005), UUID);
         String prid = "cmpl-" + base + "-0-aaaaaaaa";
         String drid = "cmpl-" + base + "-0-bbbbbbbb";
-        c.on("P0", new NodeEvent.RequestAdmitted(0, prid, 32, 32, KvParams.of("do_remote_decode", true,
-                "do_remote_prefill", false, "transfer_id", "tx-lost")));
-        c.on("P0", new NodeEvent.MatchedTokensQueried(1, prid, 0));
-        c.on("P0", new NodeEvent.BlocksAllocated(2, prid, BlockGroups.single(4, 5), 0));
-        c.on("P0", new NodeEvent.StepScheduled(3, 1, List.of()));
-        List<Effect> fin = c.on("P0", new NodeEvent.RequestFinished(4, prid, FinishStatus.FINISHED_LENGTH_CAPPED,
-                BlockGroups.single(4, 5)));
-        KvParams returned = c.only(fin, Effect.FinishDecision.class).get(0).params().copy();
-
-        c.on("D0", new NodeEvent.RequestAdmitted(5, drid, 32, 32, returned));
-        c.on("D0", new NodeEvent.MatchedTokensQueried(6, drid, 0));
-        c.on("D0", new NodeEvent.BlocksAllocated(7, drid, BlockGroups.single(8, 9), 31));
-        c.on("D0", new NodeEvent.StepScheduled(8, 1, List.of()));
-        List<Effect> load = c.on("D0", new NodeEvent.LoadStarted(9));
-        for (Effect.StartHandshake h : c.only(load, Effect.StartHandshake.class)) {
-            load = new ArrayList<>(load);
-            load.addAll(c.on("D0", new NodeEvent.HandshakeCompleted(10, h.key())));
-        }
-        for (Effect.PostRead r : c.only(load, Effect.PostRead.class)) {
-            c.on("D0", new NodeEvent.TransferCompleted(11, r.statusId(), true, 0, "ok"));
-        }
-        Effect.SendRelease release = c.only(c.on("D0", new NodeEvent.FinishedPolled(12)), Effect.SendRelease.class).get(0);
+        KvParams returned = c.prefillLeg("P0", prid, KvParams.of("do_remote_decode", true,
+                "do_remote_prefill", false, "transfer_id", "tx-lost"));
+        Effect.SendRelease release = c.decodeLegToRelease("D0", drid, returned);
         String endpoint = "tcp://" + release.host() + ":" + release.port();
         List<Effect> failed = c.on("D0", new NodeEvent.NotifySendFailed(13, endpoint, "release", String.valueOf(release.transferId()),
                 "ZMQ refused the frame (errno 113)", new byte[0]));

@@ -260,6 +260,16 @@ final class WorkerFixtures {
             return on(new NodeEvent.FrameRejected(nowNs, reason, new byte[] {(byte) 0xff}, kills));
         }
 
+        /** One forward pass: save_kv_layer for each layer, then wait_for_save; all their effects. */
+        List<Effect> forward(String... layers) {
+            List<Effect> fx = new ArrayList<>();
+            for (String layer : layers) {
+                fx.addAll(saveLayer(layer));
+            }
+            fx.addAll(waitForSave());
+            return fx;
+        }
+
         // notify publisher
         List<Effect> sendFailed(String messageType, String tid, String reason) {
             return on(new NodeEvent.NotifySendFailed(nowNs, "tcp://10.0.0.2:62005", messageType, tid, reason, new byte[0]));

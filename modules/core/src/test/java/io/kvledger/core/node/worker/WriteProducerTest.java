@@ -89,9 +89,7 @@ class WriteProducerTest {
         String rid = proxyRid("w2");
         Node n = ready(Node.of(writeProducer()), rid, "tx-w2");
         remoteBlocks(n, "tx-w2", 0, 21, 22);
-        n.saveLayer(LAYER_0);
-        n.saveLayer(LAYER_1);
-        n.waitForSave();
+        n.forward(LAYER_0, LAYER_1);
         List<Effect.PostWrite> writes = only(n.all, Effect.PostWrite.class);
         assertThat(only(n.completed(writes.get(0).statusId(), true), Effect.SendWriteDone.class)).isEmpty();
         List<Effect> last = n.completed(writes.get(1).statusId(), true);
@@ -143,9 +141,7 @@ class WriteProducerTest {
     void tasks_are_deferred_until_remote_blocks_arrive() {
         String rid = proxyRid("w5");
         Node n = ready(Node.of(writeProducer()), rid, "tx-w5");
-        n.saveLayer(LAYER_0);
-        n.saveLayer(LAYER_1);
-        n.waitForSave();
+        n.forward(LAYER_0, LAYER_1);
         assertThat(only(n.all, Effect.PostWrite.class)).as("no remote_blocks yet").isEmpty();
         n.advance(5 * S);
         assertThat(only(n.tick(), Effect.PostWrite.class)).isEmpty();
@@ -167,9 +163,7 @@ class WriteProducerTest {
         n.handshakeDone(HS_KEY);
         remoteBlocks(n, "tx-a", 0, 21, 22);
         remoteBlocks(n, "tx-b", 0, 23, 24);
-        n.saveLayer(LAYER_0);
-        n.saveLayer(LAYER_1);
-        n.waitForSave();
+        n.forward(LAYER_0, LAYER_1);
         List<Effect.PostWrite> writes = only(n.all, Effect.PostWrite.class);
         assertThat(writes).extracting(w -> w.transferId() + "/" + w.layerName()).containsExactlyInAnyOrder(
                 "tx-a/" + LAYER_0, "tx-a/" + LAYER_1, "tx-b/" + LAYER_0, "tx-b/" + LAYER_1);
@@ -428,12 +422,8 @@ class WriteProducerTest {
         String rid = proxyRid("w-sendfail");
         Node n = ready(Node.of(writeProducer()), rid, "tx-sf");
         remoteBlocks(n, "tx-sf", 0, 21, 22);
-        n.saveLayer(LAYER_0);
-        n.saveLayer(LAYER_1);
-        n.waitForSave();
-        for (Effect.PostWrite w : only(n.all, Effect.PostWrite.class)) {
-            n.completed(w.statusId(), true);
-        }
+        n.forward(LAYER_0, LAYER_1);
+        completeAll(n, only(n.all, Effect.PostWrite.class), true);
         assertThat(only(n.all, Effect.SendWriteDone.class)).hasSize(1);
         List<Effect> fx = n.sendFailed("write_done", "tx-sf", "publisher queue full (4096 frames)");
         List<Effect.Anomaly> a = only(fx, Effect.Anomaly.class);
