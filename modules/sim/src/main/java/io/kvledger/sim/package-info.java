@@ -3,8 +3,8 @@
  * connector's control plane: it drives one {@code io.kvledger.core.node} reducer per engine rank
  * with the hook calls vLLM's scheduler and model runner would make, feeds each node the frames,
  * handshake answers and transfer completions its peers' effects cause, and injects faults
- * (dropped, duplicated, delayed and reordered notifies; failed and stalled transfers; failed
- * handshakes; aborted requests).
+ * (dropped, duplicated, delayed and reordered notifies, notifies that never leave their sender;
+ * failed and stalled transfers; failed handshakes; aborted requests).
  *
  * <p>Entry point: {@link io.kvledger.sim.Simulation#run(SimOptions, Recorder)}. A run is a pure
  * function of its {@link io.kvledger.sim.SimOptions} (the seed included): one thread, a virtual
