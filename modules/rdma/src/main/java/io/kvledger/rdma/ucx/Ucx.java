@@ -168,6 +168,7 @@ public final class Ucx {
         static final MethodHandle RKEY_BUFFER_RELEASE = ucp("ucp_rkey_buffer_release", FunctionDescriptor.ofVoid(ADDRESS));
         static final MethodHandle EP_RKEY_UNPACK = ucp("ucp_ep_rkey_unpack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         static final MethodHandle RKEY_DESTROY = ucp("ucp_rkey_destroy", FunctionDescriptor.ofVoid(ADDRESS));
+        static final MethodHandle RKEY_PTR = ucp("ucp_rkey_ptr", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
         static final MethodHandle PUT_NBX = ucp("ucp_put_nbx",
                 FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
         static final MethodHandle GET_NBX = ucp("ucp_get_nbx",
@@ -422,6 +423,18 @@ public final class Ucx {
     public static int epRkeyUnpack(MemorySegment ep, MemorySegment buffer, MemorySegment rkeyOut) {
         try {
             return (int) H.EP_RKEY_UNPACK.invokeExact(ep, buffer, rkeyOut);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ucp_rkey_ptr}: a local address for {@code remoteAddress} when the remote memory is
+     * mapped into this process (shared-memory transports); {@code UCS_ERR_UNREACHABLE} otherwise.
+     */
+    public static int rkeyPtr(MemorySegment rkey, long remoteAddress, MemorySegment addressOut) {
+        try {
+            return (int) H.RKEY_PTR.invokeExact(rkey, remoteAddress, addressOut);
         } catch (Throwable t) {
             throw rethrow(t);
         }

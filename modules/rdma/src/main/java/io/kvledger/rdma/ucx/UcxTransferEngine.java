@@ -81,6 +81,17 @@ import reactor.core.publisher.Flux;
  * Which endpoints get peer error handling is {@link EngineOptions#errorHandling()}; by default
  * ({@code AUTO}) those to other hosts, since UCX's shared memory does not support it.
  *
+ * <p><b>Direct shared memory.</b> When UCX maps a peer's region into this process
+ * ({@code ucp_rkey_ptr} succeeds: a peer on this host, shared-memory transport) and the endpoint
+ * has no peer error handling (a direct copy could not notice a dead peer), a batch of up to
+ * {@link EngineOptions#inlineCopyMaxBytes} posted while nothing of its session waits on the
+ * progress thread is copied by the posting thread with {@link MemorySegment#copy} and completed
+ * before {@code post} returns, as the in-JVM engine does: a put or get there is one memcpy by the
+ * initiator anyway, and the hand-off to the progress thread and back cost up to a third of the
+ * bandwidth (benchmarks/README.md). Posts from inside a completion callback, and every other
+ * batch, take the path above. The progress thread stops direct copies of a session, and waits
+ * for those running, before it destroys the session's remote key or the engine's memory.
+ *
  * <p><b>Memory</b> of a region is allocated by UCX ({@code ucp_mem_map} with
  * {@code UCP_MEM_MAP_ALLOCATE}: shared memory on this host, which a peer here maps and accesses
  * one-sided) and handed out as a segment of a shared arena the engine owns; where UCX cannot
@@ -123,6 +134,9 @@ public final class UcxTransferEngine implements TransferEngine {
     private final ConcurrentHashMap<Long, UcxRegion> regions = new ConcurrentHashMap<>();
     private final Set<UcxSession> sessions = ConcurrentHashMap.newKeySet();
     private final AtomicInteger endpointCount = new AtomicInteger();
+    /** Posting threads inside a direct copy; the progress thread waits for 0 before it frees. */
+    private final AtomicInteger directUsers = new AtomicInteger();
+    private static final ThreadLocal<boolean[]> IN_CALLBACK = ThreadLocal.withInitial(() -> new boolean[1]);
 
     // ---- owned by the progress thread
     private MemorySegment context = MemorySegment.NULL;
@@ -407,6 +421,15 @@ public final class UcxTransferEngine implements TransferEngine {
                 return;
             }
             s.rkey = out.get(ADDRESS, 0);
+            // not with peer error handling: a direct copy would not notice a dead peer
+            if (options.inlineCopyMaxBytes() > 0 && !ep.peerMode
+                    && Ucx.rkeyPtr(s.rkey, s.remote.baseAddress(), out) == UCS_OK
+                    && out.get(ADDRESS, 0).address() != 0) {
+                // the peer's region, mapped here; its arena closes before the key is destroyed
+                s.directArena = Arena.ofShared();
+                s.direct = out.get(ADDRESS, 0).reinterpret(s.remote.length(), s.directArena, null);
+                s.directOpen = true;
+            }
         }
         s.ep = ep;
         ep.sessions.add(s);
@@ -546,10 +569,38 @@ public final class UcxTransferEngine implements TransferEngine {
 
     private void destroyRkeys(Endpoint ep) {
         for (UcxSession s : ep.sessions) {
-            if (s.rkey != null) {
-                Ucx.rkeyDestroy(s.rkey);
-                s.rkey = null;
-            }
+            destroyRkey(s);
+        }
+    }
+
+    /** Progress thread: ends direct copies of the session (waiting for running ones), then frees its key. */
+    private void destroyRkey(UcxSession s) {
+        if (s.directArena != null) {
+            stopDirect(s);
+            closeQuietly(s.directArena);
+            s.directArena = null;
+            s.direct = null;
+        }
+        if (s.rkey != null) {
+            Ucx.rkeyDestroy(s.rkey);
+            s.rkey = null;
+        }
+    }
+
+    /**
+     * Progress thread: no new direct copy of {@code s} starts after this returns, and none is
+     * running. A poster announces itself in {@link #directUsers} before it checks
+     * {@code directOpen}, so one that saw it open is counted here.
+     */
+    private void stopDirect(UcxSession s) {
+        s.directOpen = false;
+        awaitNoDirectCopies();
+    }
+
+    private void awaitNoDirectCopies() {
+        // direct copies are at most inlineCopyMaxBytes: this waits for microseconds
+        while (directUsers.get() != 0) {
+            Thread.onSpinWait();
         }
     }
 
@@ -559,10 +610,7 @@ public final class UcxTransferEngine implements TransferEngine {
         if (stopping || ep == null || ep.failed || ep.closing || s.inFlight > 0 || !ep.sessions.contains(s)) {
             return;
         }
-        if (s.rkey != null) {
-            Ucx.rkeyDestroy(s.rkey);
-            s.rkey = null;
-        }
+        destroyRkey(s);
         ep.sessions.remove(s);
         if (ep.sessions.isEmpty()) {
             closeEndpoint(ep, false);
@@ -591,10 +639,61 @@ public final class UcxTransferEngine implements TransferEngine {
         Result<PendingTransfer> admitted = hub.admit(transferId, op);
         if (admitted.isOk()) {
             long now = System.nanoTime();
-            InFlight f = new InFlight(transferId, op, s, batch, now, now + timeoutNs);
-            submit(() -> start(f));
+            if (s.direct == null || batch.totalBytes() > options.inlineCopyMaxBytes() || !copyDirect(s, transferId, op, batch, now)) {
+                InFlight f = new InFlight(transferId, op, s, batch, now, now + timeoutNs);
+                s.queued.incrementAndGet();
+                submit(() -> start(f));
+            }
         }
         return admitted;
+    }
+
+    /**
+     * Posting thread: the batch as {@link MemorySegment#copy}s between the local region and the
+     * peer's region mapped here, completed before it returns; false (nothing done) when it must
+     * go through the progress thread instead: a batch of the session still waits there, the call
+     * comes from a completion callback or the progress thread, or the session is closing.
+     */
+    private boolean copyDirect(UcxSession s, long transferId, TransferOp op, OffsetBatch b, long postNs) {
+        if (s.queued.get() != 0 || Thread.currentThread() == thread) {
+            return false;
+        }
+        boolean[] inCallback = IN_CALLBACK.get();
+        if (inCallback[0]) {
+            return false;
+        }
+        TransferEvent event;
+        directUsers.incrementAndGet();
+        try {
+            MemorySegment remote = s.direct;
+            if (!s.directOpen || remote == null || s.state != Session.State.OPEN || !s.local.open || !accepting) {
+                return false;
+            }
+            MemorySegment local = s.local.segment;
+            try {
+                for (int i = 0; i < b.size(); i++) {
+                    if (op == TransferOp.WRITE) {
+                        MemorySegment.copy(local, b.localOffset(i), remote, b.remoteOffset(i), b.sizeBytes(i));
+                    } else {
+                        MemorySegment.copy(remote, b.remoteOffset(i), local, b.localOffset(i), b.sizeBytes(i));
+                    }
+                }
+                long now = System.nanoTime();
+                event = new TransferEvent.Succeeded(transferId, now, op, b.size(), b.totalBytes(), now - postNs);
+            } catch (IllegalStateException | IndexOutOfBoundsException e) {
+                event = new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.ENDPOINT_CLOSED,
+                        "direct copy into the peer's mapped region failed (session closing?): " + e.getMessage());
+            }
+        } finally {
+            directUsers.decrementAndGet();
+        }
+        inCallback[0] = true;
+        try {
+            hub.complete(event);
+        } finally {
+            inCallback[0] = false;
+        }
+        return true;
     }
 
     /** Progress thread: posts every entry, then the flush that completes the batch. */
@@ -769,8 +868,13 @@ public final class UcxTransferEngine implements TransferEngine {
     }
 
     private void report(InFlight f, TransferEvent e) {
+        boolean first = !f.reported;
         f.reported = true;
         hub.complete(e);
+        if (first) {
+            // after the event, so that a later direct copy of the session cannot overtake it
+            f.session.queued.decrementAndGet();
+        }
     }
 
     // ================================================================== the thread
@@ -1114,6 +1218,10 @@ public final class UcxTransferEngine implements TransferEngine {
     /** Progress thread, last: cancel, close endpoints (bounded), unmap, destroy worker and context. */
     private void shutdown() {
         stopping = true;
+        for (UcxSession s : sessions) {
+            s.directOpen = false;
+        }
+        awaitNoDirectCopies();
         for (Runnable c; (c = commands.poll()) != null; ) {
             try {
                 c.run();
@@ -1272,6 +1380,12 @@ public final class UcxTransferEngine implements TransferEngine {
         Endpoint ep;              // progress thread
         MemorySegment rkey;       // progress thread
         int inFlight;             // progress thread
+        /** The peer's region mapped into this process, or null; set before the session opens. */
+        volatile MemorySegment direct;
+        Arena directArena;        // progress thread
+        volatile boolean directOpen;
+        /** Batches of this session handed to the progress thread and not reported yet. */
+        final AtomicInteger queued = new AtomicInteger();
 
         UcxSession(UcxRegion local, RegionDescriptor remote) {
             this.local = local;
