@@ -12,11 +12,13 @@ import java.util.Objects;
  * @param netDevices      UCX only: the {@code NET_DEVICES} setting, which network devices UCX's
  *                        tcp may use ({@code "lo"} by default, so that tests never leave the host)
  * @param name            a name for threads and log lines
- * @param inlineCopyMaxBytes in-JVM engine only: a batch of at most this many bytes, posted while
- *                        nothing of its session waits on the engine thread, is copied and completed
- *                        on the posting thread before {@code post} returns (its completion event is
- *                        emitted on that thread too); {@code 0} sends every batch to the engine
- *                        thread. Default {@link #DEFAULT_INLINE_COPY_MAX_BYTES}.
+ * @param inlineCopyMaxBytes a batch of at most this many bytes, posted while nothing of its session
+ *                        waits on the engine thread, is copied and completed on the posting thread
+ *                        before {@code post} returns (its completion event is emitted on that
+ *                        thread too): always by the in-JVM engine, and by the UCX engine when UCX
+ *                        maps the peer's region into this process (shared memory without peer
+ *                        error handling); {@code 0} sends every batch to the engine thread.
+ *                        Default {@link #DEFAULT_INLINE_COPY_MAX_BYTES}.
  */
 public record EngineOptions(Duration transferTimeout, ErrorHandling errorHandling, String netDevices, String name,
                             long inlineCopyMaxBytes) {

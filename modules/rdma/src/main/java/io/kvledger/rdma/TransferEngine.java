@@ -13,9 +13,10 @@ import reactor.core.publisher.Flux;
  * exactly one event, a {@link TransferEvent.Failed} for an unreachable peer, a bad remote key,
  * a closed endpoint or a transfer past {@link EngineOptions#transferTimeout()}.
  *
- * <p>Threading: all methods are thread-safe. {@link Session#post} never waits; the in-JVM
- * engine may copy a small batch inside it ({@link EngineOptions#inlineCopyMaxBytes}, at most
- * about 0.1 ms here) and then completes the batch before {@code post} returns.
+ * <p>Threading: all methods are thread-safe. {@link Session#post} never waits; an engine may
+ * copy a small batch inside it ({@link EngineOptions#inlineCopyMaxBytes}, at most about 0.1 ms
+ * here: the in-JVM engine, and UCX to a peer region mapped into this process) and then completes
+ * the batch before {@code post} returns.
  * {@link #register} and {@link #close} may wait (bounded by the transfer timeout) for the
  * engine's own thread and belong in setup and shutdown code, not on a Reactor thread.
  */
