@@ -70,7 +70,9 @@ public enum AnomalyKind {
     FINISHED_RECVING_UNEXPECTED(64, Severity.WOULD_RAISE, 10,
             "finished_recving names a request that is not waiting for remote KVs (scheduler assertion)"),
     NOTIFY_SEND_FAILED(68, Severity.HANG_RISK, 7,
-            "a notify never left this node (not encodable, no such address, queue full or refused): its peer waits for it");
+            "a notify never left this node (not encodable, no such address, queue full or refused): its peer waits for it"),
+    READS_POSTED_OUT_OF_PHASE(69, Severity.WARNING, 0,
+            "the worker posted reads for a request the scheduler no longer holds staged for receive (stale metadata)");
 
     /** How bad an anomaly is. */
     public enum Severity {

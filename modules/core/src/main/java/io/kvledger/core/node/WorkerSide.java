@@ -122,8 +122,15 @@ final class WorkerSide {
             c.emit(new Effect.PostRead(id, m.requestId(), m.transferIdString(), layer, session, local, remote));
         }
         s.recvingTransfers.put(m.requestId(), new RecvTransfer(m.transferId(), c.now, m.localBlockIds(), host, port, ids));
-        if (r != null) {
+        if (r == null || r.phase.terminal() || r.phase == RequestPhase.READS_IN_FLIGHT) {
+            return;
+        }
+        if (r.phase == RequestPhase.RECV_STAGED) {
             c.phase(r, RequestPhase.READS_IN_FLIGHT, "layer reads posted");
+        } else {
+            // the worker acts on the receive it was given (as Python does); the scheduler has moved on
+            c.anomaly(AnomalyKind.READS_POSTED_OUT_OF_PHASE, m.requestId(), m.transferIdString(),
+                    "reads posted for a request in " + r.phase + " (stale receive metadata)");
         }
     }
 

@@ -91,6 +91,18 @@ class ReducerProperties {
         report(run, ReducerFixtures.unresolvedDeferrals(run), "deferral never surfaced");
     }
 
+    /**
+     * (f, regression) The seed whose scenario first showed a READ request moved back from RUNNING
+     * to READS_IN_FLIGHT when a late handshake posted reads from stale receive metadata; now an
+     * anomaly (READS_POSTED_OUT_OF_PHASE) and no phase change.
+     */
+    @Property(tries = TRIES, seed = "4540373373202627319")
+    void phases_only_move_forward_regression_seed(@ForAll("scenarios") Scenario scenario) {
+        Materialized m = scenario.materialize();
+        Assume.that(m.thrown() == null);
+        report(m.run(), ReducerFixtures.phaseRegressions(m.run()), "phase regression");
+    }
+
     /** (f) Phases only move forward along the documented lifecycle; nothing leaves a terminal phase unless re-admitted. */
     @Property(tries = TRIES)
     void phases_only_move_forward(@ForAll("scenarios") Scenario scenario) {
