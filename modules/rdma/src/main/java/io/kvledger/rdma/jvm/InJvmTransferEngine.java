@@ -269,13 +269,7 @@ public final class InJvmTransferEngine implements TransferEngine {
         MemorySegment local = s.local.segment;
         MemorySegment remote = target.segment;
         try {
-            for (int i = 0; i < b.size(); i++) {
-                if (op == TransferOp.WRITE) {
-                    MemorySegment.copy(local, b.localOffset(i), remote, b.remoteOffset(i), b.sizeBytes(i));
-                } else {
-                    MemorySegment.copy(remote, b.remoteOffset(i), local, b.localOffset(i), b.sizeBytes(i));
-                }
-            }
+            BatchRules.copy(op, local, remote, b);
         } catch (IllegalStateException | IndexOutOfBoundsException e) {
             return new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.PEER_FAILED,
                     "copy failed (peer engine closed?): " + e.getMessage());

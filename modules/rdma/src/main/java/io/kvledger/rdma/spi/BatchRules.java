@@ -3,6 +3,8 @@ package io.kvledger.rdma.spi;
 import io.kvledger.rdma.FailureCode;
 import io.kvledger.rdma.OffsetBatch;
 import io.kvledger.rdma.TransferError;
+import io.kvledger.rdma.TransferOp;
+import java.lang.foreign.MemorySegment;
 
 /** The checks every engine makes before posting a batch. */
 public final class BatchRules {
@@ -42,5 +44,22 @@ public final class BatchRules {
             }
         }
         return null;
+    }
+
+    /**
+     * Moves the batch with {@link MemorySegment#copy}: local to remote for a
+     * write, remote to local for a read. Both engines' direct paths use it.
+     *
+     * @throws IllegalStateException when either segment's arena was closed meanwhile
+     */
+    public static void copy(TransferOp op, MemorySegment local,
+                            MemorySegment remote, OffsetBatch b) {
+        for (int i = 0; i < b.size(); i++) {
+            if (op == TransferOp.WRITE) {
+                MemorySegment.copy(local, b.localOffset(i), remote, b.remoteOffset(i), b.sizeBytes(i));
+            } else {
+                MemorySegment.copy(remote, b.remoteOffset(i), local, b.localOffset(i), b.sizeBytes(i));
+            }
+        }
     }
 }

@@ -671,13 +671,7 @@ public final class UcxTransferEngine implements TransferEngine {
             }
             MemorySegment local = s.local.segment;
             try {
-                for (int i = 0; i < b.size(); i++) {
-                    if (op == TransferOp.WRITE) {
-                        MemorySegment.copy(local, b.localOffset(i), remote, b.remoteOffset(i), b.sizeBytes(i));
-                    } else {
-                        MemorySegment.copy(remote, b.remoteOffset(i), local, b.localOffset(i), b.sizeBytes(i));
-                    }
-                }
+                BatchRules.copy(op, local, remote, b);
                 long now = System.nanoTime();
                 event = new TransferEvent.Succeeded(transferId, now, op, b.size(), b.totalBytes(), now - postNs);
             } catch (IllegalStateException | IndexOutOfBoundsException e) {
