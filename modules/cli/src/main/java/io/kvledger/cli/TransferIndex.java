@@ -80,7 +80,7 @@ final class TransferIndex {
         switch (e) {
             case JournalEntry.Input in -> input(node, in.seq(), in.atNs(), in.event());
             case JournalEntry.Derived d -> derived(node, d.seq(), d.atNs(), d.effect());
-            default -> { }
+            case JournalEntry.Header _, JournalEntry.Unknown _ -> { }
         }
     }
 
@@ -103,7 +103,10 @@ final class TransferIndex {
             case NodeEvent.RequestFinished e -> viaRequest(node, seq, at, e.requestId());
             case NodeEvent.MatchedTokensQueried e -> viaRequest(node, seq, at, e.requestId());
             case NodeEvent.BlocksAllocated e -> viaRequest(node, seq, at, e.requestId());
-            default -> { }
+            case NodeEvent.StepScheduled _, NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _,
+                    NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
+                    NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _,
+                    NodeEvent.FrameRejected _, NodeEvent.NotifySendFailed _, NodeEvent.Tick _ -> { }
         }
     }
 
@@ -142,7 +145,7 @@ final class TransferIndex {
             case Effect.AckParked e -> viaRequest(node, seq, at, e.requestId());
             case Effect.StaleAckDropped e -> viaRequest(node, seq, at, e.requestId());
             case Effect.MatchedTokens e -> viaRequest(node, seq, at, e.requestId());
-            default -> { }
+            case Effect.FinishedReported _, Effect.FinishedSendingRewritten _, Effect.StartHandshake _ -> { }
         }
     }
 

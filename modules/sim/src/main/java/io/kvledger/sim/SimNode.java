@@ -196,7 +196,12 @@ final class SimNode {
             case NodeEvent.HandshakeCompleted h -> unblock("hs:" + h.key());
             case NodeEvent.HandshakeFailed h -> unblock("hs:" + h.key());
             case NodeEvent.TransferCompleted t -> unblock("st:" + t.statusId());
-            default -> { }
+            case NodeEvent.RequestAdmitted _, NodeEvent.MatchedTokensQueried _, NodeEvent.BlocksAllocated _,
+                    NodeEvent.StepScheduled _, NodeEvent.RequestFinished _, NodeEvent.ConnectorOutputReceived _,
+                    NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _,
+                    NodeEvent.FinishedPolled _, NodeEvent.RemoteBlocksReceived _, NodeEvent.WriteDoneReceived _,
+                    NodeEvent.ReleaseReceived _, NodeEvent.RawCompletionReceived _, NodeEvent.FrameRejected _,
+                    NodeEvent.NotifySendFailed _, NodeEvent.Tick _ -> { }
         }
     }
 
@@ -241,7 +246,8 @@ final class SimNode {
             }
             case Effect.Anomaly a -> sim.anomaly(this, cause.atNs(), a);
             case Effect.PhaseChanged p -> track(p.requestId());
-            default -> { }
+            case Effect.HookReply _, Effect.DeferralStarted _, Effect.AckParked _, Effect.AckSurfaced _,
+                    Effect.StaleAckDropped _, Effect.Unmapped _ -> { }
         }
     }
 
@@ -626,7 +632,8 @@ final class SimNode {
                 String id = switch (e) {
                     case Effect.MatchedTokens m -> m.requestId();
                     case Effect.FinishDecision f -> f.requestId();
-                    default -> requestId;
+                    case Effect.MetadataBuilt _, Effect.FinishedReported _, Effect.FinishedSendingRewritten _,
+                            Effect.IoCommand _, Effect.Decision _ -> requestId;
                 };
                 if (requestId.equals(id)) {
                     return type.cast(e);

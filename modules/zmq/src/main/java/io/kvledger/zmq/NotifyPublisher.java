@@ -250,7 +250,8 @@ public final class NotifyPublisher implements AutoCloseable {
             case Effect.SendRelease s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
             case Effect.SendWriteDone s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
             case Effect.SendWriteFailed s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
-            default -> "";
+            case Effect.HookReply _, Effect.StartHandshake _, Effect.PostWrite _, Effect.PostRead _,
+                    Effect.Decision _ -> "";
         };
     }
 
@@ -260,7 +261,8 @@ public final class NotifyPublisher implements AutoCloseable {
             case Effect.SendRelease s -> "release";
             case Effect.SendWriteDone s -> "write_done";
             case Effect.SendWriteFailed s -> "write_failed";
-            default -> "";
+            case Effect.HookReply _, Effect.StartHandshake _, Effect.PostWrite _, Effect.PostRead _,
+                    Effect.Decision _ -> "";
         };
     }
 

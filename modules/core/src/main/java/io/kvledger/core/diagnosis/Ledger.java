@@ -117,7 +117,11 @@ public final class Ledger {
                 }
                 n.readStatuses.remove(e.statusId());
             }
-            default -> { }
+            case NodeEvent.MatchedTokensQueried _, NodeEvent.BlocksAllocated _, NodeEvent.StepScheduled _,
+                    NodeEvent.RequestFinished _, NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _,
+                    NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
+                    NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.FrameRejected _,
+                    NodeEvent.Tick _ -> { }
         }
         if (n.listenerDeathAt != Long.MIN_VALUE && (isFrame(event) || event instanceof NodeEvent.FrameRejected)) {
             n.framesAfterDeath++;
@@ -199,7 +203,8 @@ public final class Ledger {
                     n.nodeAnomalies.add(s);
                 }
             }
-            default -> { }
+            case Effect.HookReply _, Effect.SendWriteFailed _, Effect.StartHandshake _, Effect.AckParked _,
+                    Effect.StaleAckDropped _ -> { }
         }
     }
 

@@ -117,7 +117,8 @@ public final class TransferEffectPublisher implements AutoCloseable {
                 post(r.statusId(), TransferOp.READ, r.sessionKey(), r.layerName(), r.localBlockIds(), r.remoteBlockIds());
                 yield true;
             }
-            default -> false;
+            case Effect.HookReply _, Effect.SendRemoteBlocks _, Effect.SendRelease _, Effect.SendWriteDone _,
+                    Effect.SendWriteFailed _, Effect.StartHandshake _, Effect.Decision _ -> false;
         };
     }
 
