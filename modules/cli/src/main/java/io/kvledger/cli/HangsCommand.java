@@ -1,6 +1,7 @@
 package io.kvledger.cli;
 
-import io.kvledger.cli.replay.Replayer;
+import io.kvledger.journal.replay.Hangs;
+import io.kvledger.journal.replay.Replayer;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.diagnosis.Bounds;
 import java.io.PrintWriter;
@@ -63,10 +64,10 @@ final class HangsCommand implements Callable<Integer> {
         var overrides = replayOptions.overrides(spec);
         PrintWriter out = spec.commandLine().getOut();
         ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "hangs");
-        HangsReport.Result res;
+        Hangs.Result res;
         try (Replayer r = Journals.open(spec, dirs, overrides)) {
             r.progress(progress).recorded(false);
-            res = HangsReport.analyse(r, bounds);
+            res = Hangs.analyse(r, bounds);
             progress.done();
             Journals.warnings(spec, r);
         }

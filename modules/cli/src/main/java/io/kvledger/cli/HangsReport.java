@@ -1,13 +1,11 @@
 package io.kvledger.cli;
 
-import io.kvledger.cli.replay.ConfigOverrides;
-import io.kvledger.cli.replay.Replayer;
+import io.kvledger.journal.replay.ConfigOverrides;
+import io.kvledger.journal.replay.Hangs;
+import io.kvledger.journal.replay.Replayer;
 import io.kvledger.core.diagnosis.Bounds;
 import io.kvledger.core.diagnosis.Finding;
 import io.kvledger.core.diagnosis.HangDetectors;
-import io.kvledger.core.diagnosis.Ledger;
-import io.kvledger.core.effect.Effect;
-import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.json.Json;
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -17,7 +15,7 @@ import java.util.Map;
 import java.util.TreeSet;
 
 /**
- * Replays journals through a core {@link Ledger} and prints what {@link HangDetectors} find:
+ * Prints what {@link Hangs#analyse} (the library's ledger replay and {@link HangDetectors}) finds:
  * one line per finding (node, request, phase, detector, bug class, message), grouped by detector
  * in the detectors' documented order, and a summary. Used by {@code hangs} and by the demo.
  *
@@ -26,67 +24,10 @@ import java.util.TreeSet;
  */
 final class HangsReport {
 
-    /** The detectors in the order {@link HangDetectors} documents them; groups print in this order. */
-    static final List<String> DETECTOR_ORDER = List.of("stuck-waiting", "stuck", "reaped-without-ack",
-            "unknown-completion-id", "superseded-transfer-id", "ack-before-finish", "notify-unhandshaken-rank",
-            "wrong-port-offset-form", "notify-no-listener", "empty-remote-blocks", "ack-before-mapping",
-            "failed-read-no-release", "ack-deficit", "free-while-in-flight", "listener-death", "mapping-leak",
-            "anomaly");
-
-    /** What a diagnosis run found. */
-    record Result(List<Replayer.Node> nodes, long inputs, long firstAtNs, long lastAtNs, Bounds bounds,
-                  List<Finding> findings) {}
-
     private HangsReport() {}
 
-    /** Replays every input into a ledger and runs the detectors. */
-    static Result analyse(Replayer r, Bounds bounds) {
-        Ledger ledger = new Ledger();
-        long[] inputs = {0};
-        r.run(new Replayer.Listener() {
-            @Override
-            public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {
-                ledger.nodeStarted(node.name(), node.config(), startup);
-            }
-
-            @Override
-            public void applied(Replayer.Node node, JournalEntry.Input in, List<Effect> fx,
-                                List<JournalEntry.Derived> recorded) {
-                inputs[0]++;
-                ledger.observe(node.name(), in.event(), fx);
-            }
-        });
-        List<Finding> findings = HangDetectors.run(ledger, bounds);
-        return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, findings);
-    }
-
-    /** The findings grouped by detector, groups in {@link #DETECTOR_ORDER} (unknown names last, sorted). */
-    static Map<String, List<Finding>> byDetector(List<Finding> findings) {
-        TreeSet<String> unknown = new TreeSet<>();
-        for (Finding f : findings) {
-            if (!DETECTOR_ORDER.contains(f.detector())) {
-                unknown.add(f.detector());
-            }
-        }
-        List<String> order = new ArrayList<>(DETECTOR_ORDER);
-        order.addAll(unknown);
-        Map<String, List<Finding>> groups = new LinkedHashMap<>();
-        for (String d : order) {
-            List<Finding> list = new ArrayList<>();
-            for (Finding f : findings) {
-                if (f.detector().equals(d)) {
-                    list.add(f);
-                }
-            }
-            if (!list.isEmpty()) {
-                groups.put(d, list);
-            }
-        }
-        return groups;
-    }
-
     /** The human report. */
-    static void print(PrintWriter out, Result res, boolean fullIds) {
+    static void print(PrintWriter out, Hangs.Result res, boolean fullIds) {
         long span = res.inputs() == 0 ? 0 : res.lastAtNs() - res.firstAtNs();
         out.println("hangs: " + res.nodes().size() + " journal(s) (" + Journals.names(res.nodes()) + "), " + res.inputs()
                 + " events over " + Text.seconds3(span) + "; stuck after " + ConfigOverrides.seconds(res.bounds().stuckAfterNs())
@@ -95,7 +36,7 @@ final class HangsReport {
             out.println("  " + n.name() + ": " + Text.node(n.config()) + "; "
                     + ConfigOverrides.describe(n.recordedConfig(), n.config()));
         }
-        Map<String, List<Finding>> groups = byDetector(res.findings());
+        Map<String, List<Finding>> groups = Hangs.byDetector(res.findings());
         if (groups.isEmpty()) {
             out.println("no findings: every request reached a terminal phase without a serious anomaly");
             return;
@@ -138,7 +79,7 @@ final class HangsReport {
     }
 
     /** The JSON report (one object). */
-    static void printJson(PrintWriter out, Result res) {
+    static void printJson(PrintWriter out, Hangs.Result res) {
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
         m.put("command", "hangs");
         m.put("journals", (long) res.nodes().size());
@@ -158,7 +99,7 @@ final class HangsReport {
         m.put("stuck_after_ns", res.bounds().stuckAfterNs());
         m.put("count", (long) res.findings().size());
         LinkedHashMap<String, Object> by = new LinkedHashMap<>();
-        byDetector(res.findings()).forEach((d, l) -> by.put(d, (long) l.size()));
+        Hangs.byDetector(res.findings()).forEach((d, l) -> by.put(d, (long) l.size()));
         m.put("by_detector", by);
         List<Object> list = new ArrayList<>();
         for (Finding f : res.findings()) {
