@@ -1,4 +1,5 @@
-// Stays in the cli module: it journals simulations (io.kvledger.cli.sim), and the journal module does not see the simulator.
+// Stays in the cli module: it journals simulations (io.kvledger.cli.sim),
+// and the journal module does not see the simulator.
 package io.kvledger.journal.replay;
 
 import static org.assertj.core.api.Assertions.assertThat;
