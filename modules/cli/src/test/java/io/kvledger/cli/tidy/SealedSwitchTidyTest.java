@@ -17,14 +17,14 @@ import org.junit.jupiter.api.Test;
 
 /**
  * No {@code default ->} branch may swallow a new event or effect type: every switch in the
- * project's main sources whose case labels name a sealed type (or one of its subtypes) must be
+ * project's main sources (every module's and the benchmarks') whose case labels name a sealed type (or one of its subtypes) must be
  * exhaustive without a {@code default}, so adding a variant fails to compile until every router
  * handles it.
  *
  * <p>How it decides, as text (this module's tests see every module's sources on disk):
  * <ol>
  *   <li>the sealed names are every {@code sealed interface|class X} declared in
- *       {@code modules/&#42;/src/main/java}, plus every type declared as implementing or extending
+ *       {@code modules/&#42;/src/main/java} and {@code benchmarks/src/main/java}, plus every type declared as implementing or extending
  *       one of them (found by a fixed point over the declarations);</li>
  *   <li>a switch is "over a sealed type" when one of its own case labels starts with such a name
  *       ({@code case Effect.PostWrite w}, {@code case NodeEvent.Tick _}, {@code case Decision d});</li>
@@ -56,13 +56,16 @@ class SealedSwitchTidyTest {
     @Test
     void no_switch_over_a_sealed_type_has_a_default_branch() throws IOException {
         List<Path> files = new ArrayList<>();
+        List<Path> roots = new ArrayList<>();
         try (Stream<Path> modules = Files.list(root().resolve("modules"))) {
-            for (Path m : modules.sorted().toList()) {
-                Path main = m.resolve("src/main/java");
-                if (Files.isDirectory(main)) {
-                    try (Stream<Path> walk = Files.walk(main)) {
-                        walk.filter(p -> p.toString().endsWith(".java")).sorted().forEach(files::add);
-                    }
+            roots.addAll(modules.sorted().toList());
+        }
+        roots.add(root().resolve("benchmarks"));
+        for (Path m : roots) {
+            Path main = m.resolve("src/main/java");
+            if (Files.isDirectory(main)) {
+                try (Stream<Path> walk = Files.walk(main)) {
+                    walk.filter(p -> p.toString().endsWith(".java")).sorted().forEach(files::add);
                 }
             }
         }
