@@ -3,6 +3,7 @@ package io.kvledger.journal.replay;
 import io.kvledger.core.diagnosis.Bounds;
 import io.kvledger.core.diagnosis.Finding;
 import io.kvledger.core.diagnosis.HangDetectors;
+import io.kvledger.core.diagnosis.InFlight;
 import io.kvledger.core.diagnosis.Ledger;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.JournalEntry;
@@ -35,9 +36,17 @@ public final class Hangs {
      * @param lastAtNs  time of the last event the ledger saw
      * @param bounds    the bounds the detectors ran with
      * @param findings  what the detectors found, in their order
+     * @param inFlight  every request in a non-terminal phase when the journals end, with why it is
+     *                  (stuck) or is not (young, still progressing) a finding
      */
     public record Result(List<Replayer.Node> nodes, long inputs, long firstAtNs, long lastAtNs, Bounds bounds,
-                         List<Finding> findings) {}
+                         List<Finding> findings, List<InFlight> inFlight) {
+
+        /** In-flight requests with this status. */
+        public long count(InFlight.Status status) {
+            return inFlight.stream().filter(f -> f.status() == status).count();
+        }
+    }
 
     private Hangs() {}
 
@@ -59,7 +68,8 @@ public final class Hangs {
             }
         });
         List<Finding> findings = HangDetectors.run(ledger, bounds);
-        return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, findings);
+        return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, findings,
+                HangDetectors.inFlight(ledger, bounds));
     }
 
     /** The findings grouped by detector, groups in {@link #DETECTOR_ORDER} (unknown names last, sorted). */
