@@ -67,6 +67,14 @@ public final class Main implements Callable<Integer> {
         for (NamedCommand c : COMMANDS) {
             cl.addSubcommand(c.name(), c.factory().get());
         }
+        return configure(cl, out, err);
+    }
+
+    /**
+     * Sets the streams and the error handlers on {@code cl} and every subcommand it has now
+     * (picocli does not pass them on to subcommands added later).
+     */
+    static CommandLine configure(CommandLine cl, PrintWriter out, PrintWriter err) {
         cl.setOut(out);
         cl.setErr(err);
         cl.setParameterExceptionHandler(Main::usageError);

@@ -139,10 +139,10 @@ class JournalImportExportTest {
     void usage_errors_exit_2() {
         CliRun.Outcome noSub = run("journal");
         assertThat(noSub.code()).isEqualTo(2);
-        assertThat(noSub.err()).contains("Missing subcommand: choose export or import").contains("Usage: kvledger journal");
+        assertThat(noSub.err()).contains("Missing subcommand: choose export or import").contains("see 'kvledger help journal'");
         CliRun.Outcome missing = run("journal", "import", tmp.resolve("none.jsonl").toString(), tmp.resolve("d").toString());
         assertThat(missing.code()).isEqualTo(2);
-        assertThat(missing.err()).contains("no such file").contains("Usage: kvledger journal import");
+        assertThat(missing.err()).contains("no such file").contains("see 'kvledger journal import --help'");
         assertThat(run("journal", "export", tmp.resolve("none").toString()).code()).isEqualTo(2);
         assertThat(run("journal", "import", "only-one-arg.jsonl").code()).isEqualTo(2);
     }
