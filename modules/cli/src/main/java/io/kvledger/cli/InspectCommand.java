@@ -171,14 +171,17 @@ final class InspectCommand implements Callable<Integer> {
 
         // Pass 1: which ids belong to the one asked for.
         Scan scan = new Scan(query, byRequest);
+        ProgressLine scanning = ProgressLine.forTerminal(err, "inspect (1/2)");
         try (Replayer r = open(journals)) {
-            r.progress(ProgressLine.forTerminal(err, "inspect (1/2)"));
+            r.progress(scanning);
             r.run((node, in, fx, recorded) -> {
                 Mentions.of(in.event(), scan);
                 for (int i = 0; i < fx.size(); i++) {
                     Mentions.of(fx.get(i), scan);
                 }
             });
+        } finally {
+            scanning.done();
         }
         Set<String> hits = scan.hits();
         if (hits.isEmpty()) {
@@ -225,6 +228,7 @@ final class InspectCommand implements Callable<Integer> {
         // Pass 2: the lines.
         List<Line> lines = new ArrayList<>();
         List<Replayer.Node> nodes;
+        ProgressLine collecting = ProgressLine.forTerminal(err, "inspect (2/2)");
         try (Replayer r = open(journals)) {
             nodes = r.nodes();
             List<Set<Long>> statuses = new ArrayList<>();
@@ -232,7 +236,7 @@ final class InspectCommand implements Callable<Integer> {
                 statuses.add(new HashSet<>());
             }
             Match m = new Match(rids, tids);
-            r.progress(ProgressLine.forTerminal(err, "inspect (2/2)"));
+            r.progress(collecting);
             r.run((node, in, fx, recorded) -> {
                 Set<Long> st = statuses.get(node.index());
                 m.reset(st);
@@ -261,7 +265,10 @@ final class InspectCommand implements Callable<Integer> {
                     }
                 }
             });
+            collecting.done();
             Journals.warnings(spec, r);
+        } finally {
+            collecting.done();
         }
         if (json) {
             printJson(out, query, what, nodes, rids, tids, lines);
