@@ -529,7 +529,7 @@ final class JournalImportCommand implements Callable<Integer> {
     }
 
     /** Validates and imports into a scratch journal, then replays it through the reducer into DIR. */
-    private static int importDerived(Path file, Path dir, JournalHeader header, PrintWriter out) {
+    static int importDerived(Path file, Path dir, JournalHeader header, PrintWriter out) {
         Path scratch;
         try {
             scratch = Files.createTempDirectory("kvledger-import-");

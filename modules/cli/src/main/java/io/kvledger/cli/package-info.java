@@ -10,7 +10,8 @@
  * (several journals in event-time order) and {@code TypeFilter} ({@code --type}). The replaying
  * commands ({@code replay}, {@code inspect}, {@code hangs}, {@code stats}, and the demo's hangs
  * report) re-run the reducers through {@code replay.Replayer} and share {@code ReplayOptions}
- * ({@code --profile}/{@code --set}), {@code Journals}, {@code NodeTally}, {@code HangsReport} and
+ * ({@code --profile}/{@code --set}), {@code Journals} (with {@code JsonLinesTrees}: a directory of
+ * JSON lines is read through temporary journals), {@code NodeTally}, {@code HangsReport} and
  * {@code Text} (shortened ids, relative times, bug-class titles): their human output is
  * deterministic, with no absolute time and no path but the journals' names.
  *

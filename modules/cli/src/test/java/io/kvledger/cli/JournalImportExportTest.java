@@ -238,6 +238,14 @@ class JournalImportExportTest {
         assertThat(ok.out()).contains("imported 2 entries").contains("appended");
     }
 
+    private static String readString(Path p) {
+        try {
+            return Files.readString(p);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     private static String[] concat(String[] a, String[] b) {
         String[] all = java.util.Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, all, a.length, b.length);
@@ -269,7 +277,7 @@ class JournalImportExportTest {
      * same journals as importing node by node, so hangs says the same.
      */
     @Test
-    void a_fixture_folder_imports_in_one_command() {
+    void a_fixture_folder_imports_in_one_command_and_reads_directly() {
         Path fixtures = Path.of(System.getProperty("kvledger.fixtures", "../../journal/fixtures"));
         for (String f : List.of("07-reaped-without-ack", "23-port-offset-form")) {
             Path folder = fixtures.resolve(f);
@@ -294,6 +302,20 @@ class JournalImportExportTest {
             assertThat(a.code()).as(f).isEqualTo(b.code());
             assertThat(a.out().replace(whole.toString(), "DIR")).as(f).isEqualTo(b.out().replace(byNode.toString(), "DIR"))
                     .contains("hangs: ");
+            // and the reading commands take the folder of JSON lines as it is
+            CliRun.Outcome direct = run("hangs", folder.toString());
+            assertThat(direct.code()).as(f).isEqualTo(b.code());
+            assertThat(direct.out().replace(folder.toString(), "DIR")).as(f).isEqualTo(b.out().replace(byNode.toString(), "DIR"));
+            assertThat(direct.err()).contains("kvledger hangs: note: " + folder + " holds JSON lines; read through temporary journals");
+            assertThat(run("stats", folder.toString()).code()).as(f).isZero();
         }
+        Path folder = fixtures.resolve("07-reaped-without-ack");
+        String golden = readString(folder.resolve("expected-inspect.txt"));
+        int nl = golden.indexOf('\n');
+        String[] args = golden.substring("$ kvledger ".length(), nl).strip().replace("DIR", folder.toString()).split("\\s+");
+        CliRun.Outcome inspect = run(args);
+        assertThat(inspect.code()).as(inspect.err()).isZero();
+        assertThat(inspect.out().replace(folder.toString(), "DIR")).as("inspect on the fixture folder as it is")
+                .isEqualTo(golden.substring(nl + 1));
     }
 }
