@@ -117,6 +117,9 @@ final class ListenCommand implements Callable<Integer> {
             }
             err.println(name + ": " + journalFailure(journal, e));
             return 2;
+        } catch (RuntimeException e) {
+            listener.close();
+            throw e;
         }
         CountDownLatch done = new CountDownLatch(1);
         Thread hook = new Thread(() -> {
