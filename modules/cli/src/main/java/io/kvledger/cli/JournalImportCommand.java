@@ -199,7 +199,9 @@ final class JournalImportCommand implements Callable<Integer> {
         boolean existed = Files.isDirectory(target);
         boolean journal = JournalDirs.isJournal(target);
         if (journal && inputsOnly) {
-            throw usage(target + " already holds a journal; --derive builds a new one (import into an empty directory)");
+            throw usage(target + " already holds a journal; " + (derive ? "--derive builds a new one"
+                    : "a node's inputs.jsonl is imported with --derive, which builds a new one")
+                    + " (import into an empty directory)");
         }
         if (!journal) {
             if (existed && !isEmpty(target)) {

@@ -309,6 +309,11 @@ class JournalImportExportTest {
             assertThat(direct.err()).contains("kvledger hangs: note: " + folder + " holds JSON lines; read through temporary journals");
             assertThat(run("stats", folder.toString()).code()).as(f).isZero();
         }
+        CliRun.Outcome again = run("journal", "import", fixtures.resolve("23-port-offset-form").toString(),
+                tmp.resolve("23-port-offset-form-tree").toString());
+        assertThat(again.code()).isEqualTo(2);
+        assertThat(again.err()).contains("D0 already holds a journal; a node's inputs.jsonl is imported with --derive, "
+                + "which builds a new one");
         Path folder = fixtures.resolve("07-reaped-without-ack");
         String golden = readString(folder.resolve("expected-inspect.txt"));
         int nl = golden.indexOf('\n');
