@@ -89,11 +89,15 @@ final class InspectCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Timeline.Result result;
+        ProgressLine scanning = ProgressLine.forTerminal(err, "inspect (1/2)");
+        ProgressLine collecting = ProgressLine.forTerminal(err, "inspect (2/2)");
         try {
-            result = Timeline.of(journals, query, kind, json, List.of(ProgressLine.forTerminal(err, "inspect (1/2)"),
-                    ProgressLine.forTerminal(err, "inspect (2/2)")));
+            result = Timeline.of(journals, query, kind, json, List.of(scanning, collecting));
         } catch (JournalInputs.InputException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
+        } finally {
+            scanning.done();
+            collecting.done();
         }
         switch (result) {
             case Timeline.NotFound nf -> {

@@ -92,11 +92,14 @@ final class JournalExportCommand implements Callable<Integer> {
         } catch (JournalException e) {
             throw usage(e.getMessage());
         }
+        Progress progress = new Progress(err, "journal export " + r.header().nodeId());
         try (r) {
             if (file == null) {
                 PrintWriter o = spec.commandLine().getOut();
-                JsonLines.export(r, o);
-                o.flush();
+                Counting c = new Counting(o, progress);
+                JsonLines.export(r, c);
+                c.flush();
+                progress.done(String.format(Locale.ROOT, "%,d entries", c.lines));
             } else {
                 if (Files.exists(file) && !force) {
                     throw usage(file + " exists; use --force to replace it");
@@ -105,12 +108,15 @@ final class JournalExportCommand implements Callable<Integer> {
                 Files.createDirectories(parent);
                 Path partial = parent.resolve("." + file.getFileName() + ".partial");
                 long n;
-                try (Writer w = new BufferedWriter(Files.newBufferedWriter(partial, StandardCharsets.UTF_8), 1 << 16)) {
+                try (Writer w = new Counting(new BufferedWriter(Files.newBufferedWriter(partial, StandardCharsets.UTF_8), 1 << 16),
+                        progress)) {
                     n = JsonLines.export(r, w);
                 } catch (IOException | RuntimeException e) {
+                    progress.done("failed");
                     Files.deleteIfExists(partial);
                     throw e;
                 }
+                progress.done(String.format(Locale.ROOT, "%,d entries", n));
                 Files.move(partial, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
                 err.println(String.format(Locale.ROOT, "exported %,d entries of %s to %s", n, r.header().nodeId(), file));
             }
@@ -120,6 +126,58 @@ final class JournalExportCommand implements Callable<Integer> {
         } catch (IOException e) {
             err.println("journal export: writing " + (file == null ? "standard output" : file) + " failed: " + e.getMessage());
             return 1;
+        }
+    }
+
+    /** Passes text on, counting lines (entries) for the progress line. */
+    private static final class Counting extends java.io.FilterWriter {
+        private final Progress progress;
+        long lines;
+
+        Counting(Writer out, Progress progress) {
+            super(out);
+            this.progress = progress;
+        }
+
+        @Override
+        public void write(int c) throws IOException {
+            super.write(c);
+            if (c == '\n') {
+                counted(1);
+            }
+        }
+
+        @Override
+        public void write(char[] buf, int off, int len) throws IOException {
+            super.write(buf, off, len);
+            int n = 0;
+            for (int i = off; i < off + len; i++) {
+                if (buf[i] == '\n') {
+                    n++;
+                }
+            }
+            counted(n);
+        }
+
+        @Override
+        public void write(String str, int off, int len) throws IOException {
+            super.write(str, off, len);
+            int n = 0;
+            for (int i = off; i < off + len; i++) {
+                if (str.charAt(i) == '\n') {
+                    n++;
+                }
+            }
+            counted(n);
+        }
+
+        private void counted(int n) {
+            if (n > 0) {
+                lines += n;
+                if (progress.due()) {
+                    progress.update(-1, String.format(Locale.ROOT, "%,d entries", lines));
+                }
+            }
         }
     }
 

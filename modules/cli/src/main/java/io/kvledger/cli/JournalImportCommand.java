@@ -41,6 +41,13 @@ import picocli.CommandLine.Spec;
  * (or, for a file without a header line, make one: {@code --node}, {@code --role} and
  * {@code --mode} are then required).
  *
+ * <p>The target must be new or empty: a journal already there is refused unless {@code --append},
+ * and then the file must continue it (its first seq, when it has seqs, is the journal's next; its
+ * first input is not before the journal's last). Inputs whose time goes backwards are refused in
+ * any case, naming the line. FILE may also be a directory in the layout {@code journal export
+ * --out} writes ({@code TREE/<node>/journal.jsonl}, or {@code inputs.jsonl} as in journal/fixtures,
+ * imported with {@code --derive}): each node goes to {@code DIR/<node>}.
+ *
  * <p>{@code --derive} is for files that hold only inputs, as a patched engine logs its hook calls:
  * the node reducer is run over the inputs with the header's configuration, and every input is
  * journaled with the effects it produces (exactly what a live node or the simulator journals), so
@@ -48,19 +55,27 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "import", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Builds a journal in DIR from a JSON-lines file (the journal export format; journal/FORMAT.md "
-                + "lists the fields). Nothing is written unless every line is valid; bad lines are listed with their "
-                + "numbers (exit status 2).",
+                + "lists the fields), or DIR/<node> for each node of a tree that journal export --out wrote. Nothing is "
+                + "written unless every line is valid and the times of the inputs do not go backwards; bad lines are "
+                + "listed with their numbers (exit status 2). DIR must be new or empty unless --append.",
             "Header options replace fields of the file's header line, or make the header of a file that has none."})
 final class JournalImportCommand implements Callable<Integer> {
 
     @Spec
     CommandSpec spec;
 
-    @Parameters(index = "0", paramLabel = "FILE.jsonl", description = "the JSON-lines file")
+    @Parameters(index = "0", paramLabel = "FILE.jsonl|TREE", description = {"the JSON-lines file, or a directory of them "
+            + "as journal export --out writes: TREE/<node>/journal.jsonl (a node with only inputs.jsonl, as in "
+            + "journal/fixtures, is imported with --derive)"})
     Path file;
 
-    @Parameters(index = "1", paramLabel = "DIR", description = "the journal directory to create (or append to)")
+    @Parameters(index = "1", paramLabel = "DIR", description = {"the journal directory to create (new or empty; with "
+            + "--append, a journal to add to); for a TREE, DIR/<node> is created for each node"})
     Path dir;
+
+    @Option(names = "--append", description = {"add the file's entries to the journal DIR already holds; the file must "
+            + "continue it: its first seq (if it has seqs) is the journal's next, and its times do not go back"})
+    boolean append;
 
     @Option(names = "--node", paramLabel = "ID", description = "node id (header node_id)")
     String node;
@@ -97,44 +112,264 @@ final class JournalImportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        if (Files.isDirectory(file)) {
+            return importTree(out, err);
+        }
         if (!Files.isRegularFile(file)) {
             throw usage(Files.exists(file) ? file + " is not a file" : "no such file: " + file);
+        }
+        JournalHeader header = headerFromOptions();
+        return importOne(file, dir, derive, header, "journal import", out, err);
+    }
+
+    /** Imports one file into one journal directory; every check first, then all or nothing. */
+    private int importOne(Path jsonl, Path target, boolean inputsOnly, JournalHeader header, String label, PrintWriter out,
+                          PrintWriter err) {
+        Target t = checkTarget(target, inputsOnly);
+        Progress progress = new Progress(err, label);
+        List<JsonLinesException.LineError> problems = new ArrayList<>();
+        long[] total = {0};
+        if (inputsOnly) {
+            derivedLines(jsonl, problems, total);
+        }
+        if (problems.isEmpty()) {
+            scan(jsonl, t, problems, total, progress);
+        }
+        if (!problems.isEmpty()) {
+            progress.done("refused");
+            String msg = new JsonLinesException(jsonl.toString(), problems, total[0]).getMessage();
+            if (inputsOnly && problems.stream().anyMatch(e -> e.reason().startsWith("a derived entry"))) {
+                msg = msg.replace("nothing imported", "nothing imported: --derive takes inputs only (drop --derive "
+                        + "to import recorded derived entries as they are)");
+            }
+            err.println(name() + ": " + msg);
+            return 2;
+        }
+        try (AutoCloseable ticking = progress.ticking(() -> String.format(Locale.ROOT, "writing %s (%.1f s)", target,
+                progress.elapsedS()))) {
+            int code = inputsOnly ? importDerived(jsonl, target, header, out) : importPlain(jsonl, target, header, out);
+            progress.done("done");
+            return code;
+        } catch (JsonLinesException e) {
+            progress.done("refused");
+            err.println(name() + ": " + e.getMessage());
+            return 2;
+        } catch (JournalException e) {
+            progress.done("failed");
+            err.println(name() + ": " + e.getMessage() + "; nothing imported");
+            return 2;
+        } catch (RuntimeException e) {
+            progress.done("failed");
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException(e); // closing the ticker does not throw checked exceptions
+        }
+    }
+
+    private int importPlain(Path jsonl, Path target, JournalHeader header, PrintWriter out) {
+        JsonLines.ImportResult r = JsonLines.importFile(jsonl, target, header);
+        try (JournalReader reader = JournalReader.open(target)) {
+            out.println(String.format(Locale.ROOT, "imported %,d entries from %s into %s (seq %d..%d%s): %s", r.entries(),
+                    jsonl.getFileName(), target, r.firstSeq(), r.lastSeq(), r.appended() ? ", appended" : "",
+                    reader.header().describe()));
+        }
+        out.flush();
+        return 0;
+    }
+
+    private String name() {
+        return spec.qualifiedName();
+    }
+
+    // ------------------------------------------------------------------ the target and the file's order
+
+    /** Where an import goes: whether it holds a journal, and where that journal ends. */
+    private record Target(Path dir, boolean existed, boolean journal, long nextSeq, long lastInputAtNs, int lastInputLine) {}
+
+    /**
+     * Refuses a target that is a file, a non-empty directory that holds no journal, or a journal
+     * without {@code --append} (or with {@code --derive}); reads where an appended-to journal ends.
+     */
+    private Target checkTarget(Path target, boolean inputsOnly) {
+        if (Files.exists(target) && !Files.isDirectory(target)) {
+            throw usage(target + " is a file, not a directory");
+        }
+        boolean existed = Files.isDirectory(target);
+        boolean journal = JournalDirs.isJournal(target);
+        if (journal && inputsOnly) {
+            throw usage(target + " already holds a journal; " + (derive ? "--derive builds a new one"
+                    : "a node's inputs.jsonl is imported with --derive, which builds a new one")
+                    + " (import into an empty directory)");
+        }
+        if (!journal) {
+            if (existed && !isEmpty(target)) {
+                throw usage(target + " is not empty and holds no journal: import into a new or empty directory");
+            }
+            return new Target(target, existed, false, 1, Long.MIN_VALUE, 0);
+        }
+        if (!append) {
+            throw usage(target + " already holds a journal: give --append to add the file's entries after its last one, "
+                    + "or import into a new directory");
+        }
+        long next = 1;
+        long lastAt = Long.MIN_VALUE;
+        try (JournalReader r = JournalReader.open(target)) {
+            for (JournalEntry e : r) {
+                next = e.seq() + 1;
+                if (e instanceof JournalEntry.Input) {
+                    lastAt = e.atNs();
+                }
+            }
+        } catch (JournalException e) {
+            throw usage("cannot read the journal in " + target + " to append to it: " + e.getMessage());
+        }
+        return new Target(target, true, true, next, lastAt, 0);
+    }
+
+    private static boolean isEmpty(Path dir) {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.findAny().isEmpty();
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Checks what the journal itself does not: inputs whose time goes back (against the input
+     * before them, or the end of the journal appended to), and, with {@code --append}, a first
+     * seq that does not continue the journal. Lines that do not parse are left to the import,
+     * which reports them with their reason.
+     */
+    private static void scan(Path jsonl, Target t, List<JsonLinesException.LineError> problems, long[] total, Progress progress) {
+        long size;
+        try {
+            size = Math.max(1, Files.size(jsonl));
+        } catch (IOException e) {
+            size = 1;
+        }
+        long lastAt = t.lastInputAtNs();
+        long lastAtLine = 0;
+        boolean seqChecked = !t.journal();
+        long bytes = 0;
+        long n = 0;
+        try (BufferedReader r = Files.newBufferedReader(jsonl, StandardCharsets.UTF_8)) {
+            String text;
+            while ((text = r.readLine()) != null) {
+                n++;
+                bytes += text.length() + 1;
+                if ((n & 0x3FFF) == 0 && progress.due()) {
+                    progress.update((double) bytes / size, String.format(Locale.ROOT, "checking %,d lines", n));
+                }
+                if (text.isBlank()) {
+                    continue;
+                }
+                JsonLines.Line line;
+                try {
+                    line = JsonLines.parseLine(text);
+                } catch (RuntimeException e) {
+                    continue; // reported by the import with its reason
+                }
+                if (line.kind() == EntryKind.HEADER) {
+                    continue;
+                }
+                if (!seqChecked && line.seq() >= 0) {
+                    seqChecked = true;
+                    if (line.seq() != t.nextSeq()) {
+                        add(problems, total, n, "seq " + line.seq() + " does not continue the journal in " + t.dir()
+                                + " (its next seq is " + t.nextSeq() + (line.seq() < t.nextSeq()
+                                        ? "; these entries may be in it already)" : ")"));
+                    }
+                }
+                if (line.kind() == EntryKind.INPUT) {
+                    if (line.atNs() < lastAt) {
+                        add(problems, total, n, "time " + line.atNs() + " ns goes backwards: " + (lastAtLine > 0
+                                ? "line " + lastAtLine + ", the input before it, is at " + lastAt + " ns"
+                                : "the journal in " + t.dir() + " ends at " + lastAt + " ns"));
+                    } else {
+                        lastAt = line.atNs();
+                        lastAtLine = n;
+                    }
+                }
+            }
+        } catch (IOException | java.io.UncheckedIOException e) {
+            // not UTF-8 or unreadable: the import reports it line by line
+        }
+    }
+
+    private static void add(List<JsonLinesException.LineError> problems, long[] total, long line, String reason) {
+        total[0]++;
+        if (problems.size() < JsonLinesException.MAX_LISTED) {
+            problems.add(new JsonLinesException.LineError(line, reason));
+        }
+    }
+
+    // ------------------------------------------------------------------ a tree of node files
+
+    /** One node of a tree: its name, its file and whether that file holds inputs only. */
+    private record NodeFile(String node, Path jsonl, boolean inputsOnly) {}
+
+    /**
+     * Imports {@code TREE/<node>/journal.jsonl} (or {@code inputs.jsonl} with --derive, or when a
+     * node has only that) into {@code DIR/<node>}. Every target is checked before anything is
+     * written; when one import fails, the journals this run created are removed again.
+     */
+    private int importTree(PrintWriter out, PrintWriter err) {
+        if (anyHeaderOption()) {
+            throw usage("header options take a single file; " + file + " is a directory of node files");
+        }
+        List<NodeFile> nodes = new ArrayList<>();
+        try (Stream<Path> s = Files.list(file)) {
+            for (Path sub : s.filter(Files::isDirectory).sorted().toList()) {
+                Path journal = sub.resolve("journal.jsonl");
+                Path inputs = sub.resolve("inputs.jsonl");
+                String node = sub.getFileName().toString();
+                if (Files.isRegularFile(journal) && !(derive && Files.isRegularFile(inputs))) {
+                    nodes.add(new NodeFile(node, journal, derive));
+                } else if (Files.isRegularFile(inputs)) {
+                    nodes.add(new NodeFile(node, inputs, true));
+                }
+            }
+        } catch (IOException e) {
+            throw usage("cannot list " + file + ": " + e.getMessage());
+        }
+        if (nodes.isEmpty()) {
+            throw usage(file + " holds no <node>/journal.jsonl (the layout journal export --out writes) and no "
+                    + "<node>/inputs.jsonl");
         }
         if (Files.exists(dir) && !Files.isDirectory(dir)) {
             throw usage(dir + " is a file, not a directory");
         }
-        if (derive && JournalDirs.isJournal(dir)) {
-            throw usage(dir + " already holds a journal; --derive builds a new one (import into an empty directory)");
+        for (NodeFile n : nodes) {
+            checkTarget(dir.resolve(n.node()), n.inputsOnly());
         }
-        PrintWriter out = spec.commandLine().getOut();
-        PrintWriter err = spec.commandLine().getErr();
-        JournalHeader header = headerFromOptions();
-        try {
-            if (derive) {
-                List<JsonLinesException.LineError> derived = derivedLines();
-                if (!derived.isEmpty()) {
-                    err.println(new JsonLinesException(file.toString(), derived.subList(0,
-                            Math.min(derived.size(), JsonLinesException.MAX_LISTED)), derived.size()).getMessage()
-                            .replace("nothing imported", "nothing imported: --derive takes inputs only (drop --derive "
-                                    + "to import recorded derived entries as they are)"));
-                    return 2;
+        List<Path> created = new ArrayList<>();
+        boolean dirExisted = Files.isDirectory(dir);
+        for (NodeFile n : nodes) {
+            Path target = dir.resolve(n.node());
+            boolean existed = Files.exists(target);
+            int code = importOne(n.jsonl(), target, n.inputsOnly(), null, "journal import " + n.node(), out, err);
+            if (code != 0) {
+                for (Path c : created) {
+                    deleteTree(c);
                 }
-                return importDerived(header, out);
+                if (!dirExisted && isEmptyOrMissing(dir)) {
+                    deleteTree(dir);
+                }
+                err.println(name() + ": " + (created.isEmpty() ? "nothing imported"
+                        : "the " + created.size() + " journal(s) imported before " + n.node() + " were removed again"));
+                return code;
             }
-            JsonLines.ImportResult r = JsonLines.importFile(file, dir, header);
-            try (JournalReader reader = JournalReader.open(dir)) {
-                out.println(String.format(Locale.ROOT, "imported %,d entries from %s into %s (seq %d..%d%s): %s", r.entries(),
-                        file.getFileName(), dir, r.firstSeq(), r.lastSeq(), r.appended() ? ", appended" : "",
-                        reader.header().describe()));
+            if (!existed) {
+                created.add(target);
             }
-            return 0;
-        } catch (JsonLinesException e) {
-            err.println(e.getMessage());
-            return 2;
-        } catch (JournalException e) {
-            err.println("journal import: " + e.getMessage() + "; nothing imported");
-            return 2;
         }
+        return 0;
+    }
+
+    private static boolean isEmptyOrMissing(Path d) {
+        return !Files.isDirectory(d) || isEmpty(d);
     }
 
     // ------------------------------------------------------------------ header options
@@ -273,9 +508,8 @@ final class JournalImportCommand implements Callable<Integer> {
     // ------------------------------------------------------------------ --derive
 
     /** The numbers of the lines that hold derived entries (lines that do not parse are left to the import). */
-    private List<JsonLinesException.LineError> derivedLines() {
-        List<JsonLinesException.LineError> out = new ArrayList<>();
-        try (BufferedReader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+    private static void derivedLines(Path jsonl, List<JsonLinesException.LineError> out, long[] total) {
+        try (BufferedReader r = Files.newBufferedReader(jsonl, StandardCharsets.UTF_8)) {
             String line;
             long n = 0;
             while ((line = r.readLine()) != null) {
@@ -285,7 +519,7 @@ final class JournalImportCommand implements Callable<Integer> {
                 }
                 try {
                     if (JsonLines.parseLine(line).kind() == EntryKind.DERIVED) {
-                        out.add(new JsonLinesException.LineError(n, "a derived entry; --derive takes inputs only"));
+                        add(out, total, n, "a derived entry; --derive takes inputs only");
                     }
                 } catch (RuntimeException ignored) {
                     // reported by the import with its reason
@@ -294,11 +528,10 @@ final class JournalImportCommand implements Callable<Integer> {
         } catch (IOException e) {
             // not UTF-8 or unreadable: the import reports it line by line
         }
-        return out;
     }
 
     /** Validates and imports into a scratch journal, then replays it through the reducer into DIR. */
-    private int importDerived(JournalHeader header, PrintWriter out) {
+    static int importDerived(Path file, Path dir, JournalHeader header, PrintWriter out) {
         Path scratch;
         try {
             scratch = Files.createTempDirectory("kvledger-import-");

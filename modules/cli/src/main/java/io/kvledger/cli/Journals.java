@@ -4,7 +4,9 @@ import io.kvledger.journal.replay.ConfigOverrides;
 import io.kvledger.journal.replay.JournalInputs;
 import io.kvledger.journal.replay.JournalInputs.NodeJournal;
 import io.kvledger.journal.replay.Replayer;
+import io.kvledger.journal.JournalException;
 import java.io.PrintWriter;
+import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
@@ -14,11 +16,23 @@ final class Journals {
 
     private Journals() {}
 
-    /** {@link JournalInputs#resolveArgs}, with a bad argument as a usage error (exit 2). */
+    /**
+     * {@link JournalInputs#resolveArgs}, with a bad argument as a usage error (exit 2); a
+     * directory of JSON lines (journal/fixtures, {@code journal export --out}) is read through
+     * temporary journals ({@link JsonLinesTrees}).
+     */
     static List<NodeJournal> resolve(CommandSpec spec, List<String> dirs) {
         try {
-            return JournalInputs.resolveArgs(dirs);
-        } catch (JournalInputs.InputException e) {
+            if (dirs.stream().noneMatch(JsonLinesTrees::isTree)) {
+                return JournalInputs.resolveArgs(dirs);
+            }
+            List<NodeJournal> out = new ArrayList<>();
+            for (String d : dirs) {
+                out.addAll(JsonLinesTrees.isTree(d) ? JsonLinesTrees.read(d, spec.commandLine().getErr(), spec.qualifiedName())
+                        : JournalInputs.resolveArgs(List.of(d)));
+            }
+            return out;
+        } catch (JournalInputs.InputException | JournalException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
     }

@@ -5,17 +5,28 @@ import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.journal.JournalException;
+import io.kvledger.journal.JournalFormat;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
+import io.kvledger.wire.RejectReason;
+import io.kvledger.wire.WireLimits;
 import io.kvledger.zmq.InboundFrame;
 import io.kvledger.zmq.NotifyListenerAdapter;
 import io.kvledger.zmq.NotifyListenerConfig;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.zeromq.ZMQException;
+import zmq.ZError;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -27,6 +38,11 @@ import picocli.CommandLine.Spec;
  * decoded or rejected, until it is stopped (SIGINT/SIGTERM, or {@code --max-frames}), flushing
  * the journal on the way out. The first piece of a tap in front of real vLLM MoRIIO ranks: point
  * their decode schedulers or workers at it, then {@code kvledger dump DIR} shows one line per frame.
+ *
+ * <p>A failed start is one line naming the command and exit status 2, and leaves nothing behind:
+ * the socket is bound before the journal is opened, and a journal directory the start created is
+ * removed again. A frame the journal cannot take as received is journaled as a
+ * {@code FrameRejected} saying so, and the listener goes on.
  *
  * <p>Threads: the listener's socket thread hands frames to a bounded queue; this command's thread
  * is the journal's single writer.
@@ -81,6 +97,30 @@ final class ListenCommand implements Callable<Integer> {
         NodeConfig config = NodeConfig.builder(r, m).hostIp(host.equals("*") || host.equals("0.0.0.0") ? "127.0.0.1" : host)
                 .behaviour(Behaviour.newest()).build();
         ArrayBlockingQueue<InboundFrame> queue = new ArrayBlockingQueue<>(65_536);
+        String name = spec.qualifiedName();
+        // Bind first: a failed bind leaves nothing behind (no header-only journal).
+        NotifyListenerAdapter listener;
+        try {
+            listener = NotifyListenerAdapter.open(NotifyListenerConfig.forEndpoint(bind), queue::offer);
+        } catch (IllegalStateException e) {
+            err.println(name + ": " + bindFailure(bind, e));
+            return 2;
+        }
+        boolean dirExisted = Files.exists(journal);
+        JournalWriter opened;
+        try {
+            opened = JournalWriter.open(journal, JournalHeader.of(node, config, "kvledger listen --bind " + bind));
+        } catch (JournalException e) {
+            listener.close();
+            if (!dirExisted) {
+                deleteCreated(journal);
+            }
+            err.println(name + ": " + journalFailure(journal, e));
+            return 2;
+        } catch (RuntimeException e) {
+            listener.close();
+            throw e;
+        }
         CountDownLatch done = new CountDownLatch(1);
         Thread hook = new Thread(() -> {
             stopping = true;
@@ -90,37 +130,28 @@ final class ListenCommand implements Callable<Integer> {
                 Thread.currentThread().interrupt();
             }
         }, "kvledger-listen-shutdown");
-        long frames = 0;
-        long rejected = 0;
-        try (JournalWriter writer = JournalWriter.open(journal, JournalHeader.of(node, config, "kvledger listen --bind " + bind));
-             NotifyListenerAdapter listener = openListener(queue)) {
+        Tally tally = new Tally();
+        try (JournalWriter writer = opened; listener) {
             Runtime.getRuntime().addShutdownHook(hook);
             err.println("listen: bound " + listener.endpoint() + "; journaling every frame to " + journal
                     + (maxFrames > 0 ? " (stopping after " + maxFrames + " frames)" : "; stop with Ctrl-C"));
             err.flush();
             long deadline = durationS > 0 ? System.nanoTime() + (long) (durationS * 1e9) : Long.MAX_VALUE;
-            while (!stopping && (maxFrames == 0 || frames < maxFrames) && System.nanoTime() < deadline) {
+            while (!stopping && (maxFrames == 0 || tally.frames < maxFrames) && System.nanoTime() < deadline) {
                 InboundFrame f = queue.poll(100, TimeUnit.MILLISECONDS);
-                if (f == null) {
-                    continue;
-                }
-                writer.appendInput(f.event());
-                frames++;
-                if (f.event() instanceof NodeEvent.FrameRejected) {
-                    rejected++;
+                if (f != null) {
+                    journalFrame(writer, f.event(), tally, err);
                 }
             }
             // drain what the listener already handed over
             InboundFrame f;
-            while ((maxFrames == 0 || frames < maxFrames) && (f = queue.poll()) != null) {
-                writer.appendInput(f.event());
-                frames++;
-                if (f.event() instanceof NodeEvent.FrameRejected) {
-                    rejected++;
-                }
+            while ((maxFrames == 0 || tally.frames < maxFrames) && (f = queue.poll()) != null) {
+                journalFrame(writer, f.event(), tally, err);
             }
             writer.flush();
-            out.println("listen: " + frames + " frame(s) journaled (" + rejected + " rejected) to " + journal);
+            out.println("listen: " + tally.frames + " frame(s) journaled (" + tally.rejected + " rejected"
+                    + (tally.substituted > 0 ? ", " + tally.substituted + " too large to journal as received: journaled as rejections" : "")
+                    + ")" + (tally.lost > 0 ? ", " + tally.lost + " lost: the journal refused them" : "") + " to " + journal);
             out.flush();
         } finally {
             done.countDown();
@@ -133,13 +164,130 @@ final class ListenCommand implements Callable<Integer> {
         return 0;
     }
 
-    private volatile boolean stopping;
+    /** What {@link #journalFrame} did with the frames so far. */
+    static final class Tally {
+        long frames;
+        long rejected;
+        long substituted;
+        long lost;
+    }
 
-    private NotifyListenerAdapter openListener(ArrayBlockingQueue<InboundFrame> queue) {
+    /** Bytes of a frame the journal could not take that its substitute rejection keeps. */
+    static final int KEPT_WHEN_REFUSED = WireLimits.DEFAULT.keptRejectedBytes();
+
+    /**
+     * Journals one received frame. When the journal refuses the event (too large, or a value it
+     * cannot hold), a {@code FrameRejected} saying so is journaled in its place, with the first
+     * {@link #KEPT_WHEN_REFUSED} bytes of a rejected frame; the listener goes on either way. Only
+     * when that fails too is the frame lost (counted, and said on standard error).
+     */
+    static void journalFrame(JournalWriter writer, NodeEvent event, Tally tally, PrintWriter err) {
         try {
-            return NotifyListenerAdapter.open(NotifyListenerConfig.forEndpoint(bind), queue::offer);
-        } catch (IllegalStateException e) {
-            throw new ParameterException(spec.commandLine(), "cannot bind " + bind + ": " + e.getMessage());
+            writer.appendInput(event);
+            tally.frames++;
+            if (event instanceof NodeEvent.FrameRejected) {
+                tally.rejected++;
+            }
+            return;
+        } catch (JournalException | IllegalArgumentException refused) {
+            byte[] bytes = event instanceof NodeEvent.FrameRejected fr ? fr.frame() : new byte[0];
+            byte[] kept = Arrays.copyOf(bytes, Math.min(bytes.length, KEPT_WHEN_REFUSED));
+            String was = event instanceof NodeEvent.FrameRejected fr ? fr.reason() : event.getClass().getSimpleName();
+            String reason = RejectReason.FRAME_TOO_LARGE.name() + ": the journal refused the frame as received ("
+                    + clip(String.valueOf(refused.getMessage()), 200) + "); it was: " + clip(was, 300) + "; first "
+                    + kept.length + " of " + bytes.length + " bytes kept";
+            boolean kills = event instanceof NodeEvent.FrameRejected fr && fr.wouldKillPythonListener();
+            try {
+                writer.appendInput(new NodeEvent.FrameRejected(event.atNs(), reason, kept, kills));
+                tally.frames++;
+                tally.rejected++;
+                tally.substituted++;
+            } catch (JournalException | IllegalArgumentException again) {
+                tally.lost++;
+                if (tally.lost <= 10) {
+                    err.println("listen: a frame could not be journaled: " + again.getMessage());
+                    err.flush();
+                }
+            }
         }
     }
+
+    private static String clip(String s, int max) {
+        return s.length() <= max ? s : s.substring(0, max) + "...";
+    }
+
+    /** The line for a bind that failed: the endpoint in use, or the reason ZMQ gave. */
+    static String bindFailure(String bind, IllegalStateException e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof ZMQException z) {
+                if (z.getErrorCode() == ZError.EADDRINUSE) {
+                    return bind + " is already in use";
+                }
+                if (z.getErrorCode() == ZError.EADDRNOTAVAIL) {
+                    return "cannot bind " + bind + ": the address is not one of this machine's";
+                }
+                return "cannot bind " + bind + ": " + ZError.toString(z.getErrorCode());
+            }
+        }
+        Throwable c = e.getCause() == null ? e : e.getCause();
+        return "cannot bind " + bind + ": " + (c.getMessage() == null ? c.getClass().getSimpleName() : c.getMessage());
+    }
+
+    /** The line for a journal that could not be opened for writing. */
+    static String journalFailure(Path dir, JournalException e) {
+        String msg = String.valueOf(e.getMessage());
+        if (msg.contains("is being written by another process")) {
+            long pid = lockHolder(dir.resolve(JournalFormat.LOCK_FILE));
+            return "journal " + dir + " is being written by another process" + (pid > 0 ? " (pid " + pid + ")" : "");
+        }
+        return msg;
+    }
+
+    /**
+     * The process holding a lock on {@code lockFile}, from {@code /proc/locks} (Linux; the JDK
+     * locks with {@code fcntl}, whose entries name the holder's pid), or -1 when unknown.
+     */
+    static long lockHolder(Path lockFile) {
+        Path locks = Path.of("/proc/locks");
+        try {
+            Object ino = Files.getAttribute(lockFile, "unix:ino");
+            if (!(ino instanceof Long inode) || !Files.isReadable(locks)) {
+                return -1;
+            }
+            String suffix = ":" + inode;
+            for (String line : Files.readAllLines(locks)) {
+                String[] f = line.trim().split("\\s+");
+                // "1: POSIX  ADVISORY  WRITE 12345 08:01:1234567 0 EOF"
+                if (f.length >= 6 && f[5].endsWith(suffix)) {
+                    try {
+                        long pid = Long.parseLong(f[4]);
+                        if (pid > 0) {
+                            return pid;
+                        }
+                    } catch (NumberFormatException ignored) {
+                        // a line of another shape ("->" for a waiter)
+                    }
+                }
+            }
+        } catch (IOException | UnsupportedOperationException | IllegalArgumentException | SecurityException e) {
+            return -1;
+        }
+        return -1;
+    }
+
+    /** Removes a journal directory a failed start created (it did not exist before). */
+    private static void deleteCreated(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(dir)) {
+            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException ignored) {
+            // best effort: the start already failed with its own message
+        }
+    }
+
+    private volatile boolean stopping;
 }

@@ -14,8 +14,13 @@ import picocli.CommandLine.Spec;
 
 /**
  * The {@code kvledger} command: a table of named subcommands ({@link #COMMANDS}). Exit codes:
- * 0 when the command succeeded, 2 for a usage error (the message and the command's usage go to
- * standard error), 1 when a command failed.
+ * 0 when the command succeeded, 2 for a usage error or a journal, file or socket the command
+ * cannot use, 1 when a command failed otherwise.
+ *
+ * <p>Errors are one line on standard error naming the command ({@code kvledger listen: ...}); a
+ * usage error adds a hint where the help is ({@code see 'kvledger help listen'}) instead of
+ * printing the whole help. No stack trace is printed unless {@code KVLEDGER_DEBUG} is set in the
+ * environment (or {@code -Dkvledger.debug=true}).
  */
 @Command(name = "kvledger", mixinStandardHelpOptions = true, version = "kvledger " + Main.VERSION,
         description = "Event-sourced control plane for MoRIIO KV-cache transfer: simulate, replay and inspect "
@@ -62,9 +67,71 @@ public final class Main implements Callable<Integer> {
         for (NamedCommand c : COMMANDS) {
             cl.addSubcommand(c.name(), c.factory().get());
         }
+        return configure(cl, out, err);
+    }
+
+    /**
+     * Sets the streams and the error handlers on {@code cl} and every subcommand it has now
+     * (picocli does not pass them on to subcommands added later).
+     */
+    static CommandLine configure(CommandLine cl, PrintWriter out, PrintWriter err) {
         cl.setOut(out);
         cl.setErr(err);
+        cl.setParameterExceptionHandler(Main::usageError);
+        cl.setExecutionExceptionHandler(Main::failure);
         return cl;
+    }
+
+    /** A usage error: one line naming the command, picocli's suggestions if any, and where the help is. */
+    private static int usageError(ParameterException ex, String[] args) {
+        CommandLine cl = ex.getCommandLine();
+        PrintWriter err = cl.getErr();
+        err.println(cl.getCommandSpec().qualifiedName() + ": " + trimmed(ex.getMessage()));
+        CommandLine.UnmatchedArgumentException.printSuggestions(ex, err);
+        err.println("see '" + helpHint(cl) + "'");
+        err.flush();
+        return cl.getCommandSpec().exitCodeOnInvalidInput();
+    }
+
+    /** Where the help of a command is: {@code kvledger help NAME} for a top-level command. */
+    static String helpHint(CommandLine cl) {
+        CommandLine parent = cl.getParent();
+        if (parent == null) {
+            return cl.getCommandName() + " --help";
+        }
+        if (parent.getParent() == null) {
+            return parent.getCommandName() + " help " + cl.getCommandName();
+        }
+        return cl.getCommandSpec().qualifiedName() + " --help";
+    }
+
+    /**
+     * An exception out of a command: one line naming the command. Exit status 2 for the project's
+     * own exceptions and I/O errors (a journal, file or socket the command cannot use: their
+     * messages name it), 1 for anything else (an internal error, named by its class).
+     */
+    private static int failure(Exception ex, CommandLine cl, CommandLine.ParseResult parsed) {
+        PrintWriter err = cl.getErr();
+        boolean ours = ex.getClass().getName().startsWith("io.kvledger.") || ex instanceof java.io.IOException
+                || ex instanceof java.io.UncheckedIOException;
+        String m = ex.getMessage();
+        String text = ours && m != null ? m : "internal error: " + ex.getClass().getName() + (m == null ? "" : ": " + m);
+        err.println(cl.getCommandSpec().qualifiedName() + ": " + trimmed(text));
+        if (debug()) {
+            ex.printStackTrace(err);
+        }
+        err.flush();
+        return ours ? 2 : 1;
+    }
+
+    private static boolean debug() {
+        String env = System.getenv("KVLEDGER_DEBUG");
+        return (env != null && !env.isEmpty() && !env.equals("0")) || Boolean.getBoolean("kvledger.debug");
+    }
+
+    /** The message without surrounding blanks (a JSON-lines error lists its bad lines below the first). */
+    private static String trimmed(String message) {
+        return message == null ? "" : message.strip();
     }
 
     /** Runs one command line and returns its exit code. */

@@ -3,29 +3,33 @@ package io.kvledger.cli;
 import io.kvledger.journal.replay.Replayer;
 import java.io.PrintWriter;
 import java.util.Locale;
+import java.util.function.LongSupplier;
 
 /**
  * A one-line progress counter on standard error for replays that take more than a second; shown
- * only when the console is a terminal (never in tests or pipes, which capture standard output).
+ * only when standard error is a terminal ({@link Progress#stderrIsTerminal()}: never in pipes,
+ * logs or tests), with the same timing as {@link Progress}, and erased by {@link #done()}.
  */
 final class ProgressLine implements Replayer.Progress {
 
     private final PrintWriter err;
     private final String label;
     private final boolean enabled;
-    private final long startNs = System.nanoTime();
+    private final LongSupplier clock;
+    private final long startNs;
     private long lastNs;
     private boolean shown;
 
-    private ProgressLine(PrintWriter err, String label, boolean enabled) {
+    ProgressLine(PrintWriter err, String label, boolean enabled, LongSupplier clock) {
         this.err = err;
         this.label = label;
         this.enabled = enabled;
+        this.clock = clock;
+        this.startNs = clock.getAsLong();
     }
 
     static ProgressLine forTerminal(PrintWriter err, String label) {
-        java.io.Console c = System.console();
-        return new ProgressLine(err, label, c != null && c.isTerminal());
+        return new ProgressLine(err, label, Progress.stderrIsTerminal(), System::nanoTime);
     }
 
     @Override
@@ -33,8 +37,8 @@ final class ProgressLine implements Replayer.Progress {
         if (!enabled) {
             return;
         }
-        long now = System.nanoTime();
-        if (now - startNs < 1_000_000_000L || now - lastNs < 250_000_000L) {
+        long now = clock.getAsLong();
+        if (now - startNs < Progress.SHOW_AFTER_NS || (shown && now - lastNs < Progress.REDRAW_NS)) {
             return;
         }
         lastNs = now;
@@ -49,6 +53,7 @@ final class ProgressLine implements Replayer.Progress {
         if (shown) {
             err.print("\r" + " ".repeat(78) + "\r");
             err.flush();
+            shown = false;
         }
     }
 }

@@ -1,7 +1,7 @@
 /**
  * The {@code kvledger} command line (picocli): {@link io.kvledger.cli.Main} holds the table of
- * named commands and the exit-code contract (0 ok, 2 usage error with the command's usage, 1
- * failure); each command is a class of its own ({@code DemoCommand} runs the seeded cluster
+ * named commands and the exit-code contract (0 ok, 2 usage error or unusable input, 1 failure)
+ * with one-line errors naming the command; each command is a class of its own ({@code DemoCommand} runs the seeded cluster
  * simulation and prints it with {@code DemoReport}). Commands write only to the streams of their
  * {@code CommandLine}, so tests run them in-process on captured output. The journal-file
  * commands ({@code dump}, {@code tail}, {@code verify}, {@code merge}, {@code simulate},
@@ -13,7 +13,8 @@
  * report) re-run the reducers through the replay library ({@code io.kvledger.journal.replay}:
  * {@code Replayer}, {@code Timeline} for {@code inspect}, {@code Hangs} for {@code hangs}); the
  * commands keep option parsing and printing, and share {@code ReplayOptions}
- * ({@code --profile}/{@code --set}), {@code Journals}, {@code NodeTally}, {@code HangsReport} and
+ * ({@code --profile}/{@code --set}), {@code Journals} (with {@code JsonLinesTrees}: a directory of
+ * JSON lines is read through temporary journals), {@code NodeTally}, {@code HangsReport} and
  * {@code Text} (shortened ids, relative times, bug-class titles): their human output is
  * deterministic, with no absolute time and no path but the journals' names.
  *

@@ -82,7 +82,7 @@ class DumpCommandTest {
         CliRun.Outcome badType = run("dump", sim.toString(), "--type", "remote_blocks");
         assertThat(badType.code()).isEqualTo(2);
         assertThat(badType.err()).contains("unknown type 'remote_blocks'").contains("did you mean remote_blocks_received?")
-                .contains("Usage: kvledger dump");
+                .contains("see 'kvledger help dump'");
         CliRun.Outcome missing = run("dump", tmp.resolve("nothing-here").toString());
         assertThat(missing.code()).isEqualTo(2);
         assertThat(missing.err()).contains("no such directory");

@@ -179,7 +179,7 @@ class JournalCommandsTest {
         Outcome bogus = run("replay", faulty.toString(), "--set", "bogus=1");
         assertThat(bogus.code()).isEqualTo(2);
         assertThat(bogus.err()).contains("unknown --set key 'bogus'").contains("Valid keys: defer_timeout (seconds)")
-                .contains("map-first-owner-wins").contains("Usage: kvledger replay");
+                .contains("map-first-owner-wins").contains("see 'kvledger help replay'");
         Outcome bad = run("replay", faulty.toString(), "--set", "map-first-owner-wins=maybe");
         assertThat(bad.code()).isEqualTo(2);
         assertThat(bad.err()).contains("takes true or false");
@@ -188,7 +188,7 @@ class JournalCommandsTest {
         assertThat(run("replay", faulty.toString(), "--until", "-1").code()).isEqualTo(2);
         Outcome empty = run("replay", tmp.toString());
         assertThat(empty.code()).isEqualTo(2);
-        assertThat(empty.err()).contains(tmp + ": no journal there").contains("Usage: kvledger replay");
+        assertThat(empty.err()).contains(tmp + ": no journal there").contains("see 'kvledger help replay'");
         assertThat(empty.out()).isEmpty();
         assertThat(run("replay").code()).isEqualTo(2);
     }
@@ -252,7 +252,7 @@ class JournalCommandsTest {
         for (String bad : List.of("0", "-5", "x")) {
             Outcome o = run("hangs", faulty.toString(), "--stuck-after", bad);
             assertThat(o.code()).as(bad).isEqualTo(2);
-            assertThat(o.err()).contains("Usage: kvledger hangs");
+            assertThat(o.err()).contains("see 'kvledger help hangs'");
         }
         Outcome missing = run("hangs", tmp.resolve("nope").toString());
         assertThat(missing.code()).isEqualTo(2);
@@ -327,7 +327,7 @@ class JournalCommandsTest {
         assertThat(unknown.err()).contains("no request id in 2 journal(s) matches 'no-such-request'");
         Outcome neither = run("inspect", faulty.toString());
         assertThat(neither.code()).isEqualTo(2);
-        assertThat(neither.err()).contains("Usage: kvledger inspect");
+        assertThat(neither.err()).contains("see 'kvledger help inspect'");
         Outcome both = run("inspect", faulty.toString(), "--request", "a", "--transfer", "b");
         assertThat(both.code()).isEqualTo(2);
         assertThat(run("inspect", "--request", "a").code()).isEqualTo(2);
@@ -364,7 +364,7 @@ class JournalCommandsTest {
         assertThat(map(m.get("end_to_end_ns"))).containsKeys("count", "unfinished");
         Outcome bad = run("stats", tmp.toString(), "--json");
         assertThat(bad.code()).isEqualTo(2);
-        assertThat(bad.err()).contains("no journal there").contains("Usage: kvledger stats");
+        assertThat(bad.err()).contains("no journal there").contains("see 'kvledger help stats'");
         assertThat(Files.exists(tmp)).isTrue();
     }
 }

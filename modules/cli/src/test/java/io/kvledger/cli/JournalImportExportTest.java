@@ -139,11 +139,188 @@ class JournalImportExportTest {
     void usage_errors_exit_2() {
         CliRun.Outcome noSub = run("journal");
         assertThat(noSub.code()).isEqualTo(2);
-        assertThat(noSub.err()).contains("Missing subcommand: choose export or import").contains("Usage: kvledger journal");
+        assertThat(noSub.err()).contains("Missing subcommand: choose export or import").contains("see 'kvledger help journal'");
         CliRun.Outcome missing = run("journal", "import", tmp.resolve("none.jsonl").toString(), tmp.resolve("d").toString());
         assertThat(missing.code()).isEqualTo(2);
-        assertThat(missing.err()).contains("no such file").contains("Usage: kvledger journal import");
+        assertThat(missing.err()).contains("no such file").contains("see 'kvledger journal import --help'");
         assertThat(run("journal", "export", tmp.resolve("none").toString()).code()).isEqualTo(2);
         assertThat(run("journal", "import", "only-one-arg.jsonl").code()).isEqualTo(2);
+    }
+
+    /** Exports {@code sim/P0} to a file and imports it into {@code dir}; returns the exported lines. */
+    private List<String> importP0(Path dir) throws IOException {
+        Path file = tmp.resolve("p0-full.jsonl");
+        assertThat(run("journal", "export", sim.resolve("P0").toString(), "--out", file.toString(), "--force").code()).isZero();
+        CliRun.Outcome imp = run("journal", "import", file.toString(), dir.toString());
+        assertThat(imp.code()).as(imp.err()).isZero();
+        return Files.readAllLines(file);
+    }
+
+    @Test
+    void a_journal_already_there_is_refused_unless_append_and_importing_the_same_file_twice_is_refused()
+            throws IOException {
+        Path dir = tmp.resolve("P0");
+        List<String> lines = importP0(dir);
+        Path file = tmp.resolve("p0-full.jsonl");
+        String before = run("journal", "export", dir.toString()).out();
+
+        CliRun.Outcome again = run("journal", "import", file.toString(), dir.toString());
+        assertThat(again.code()).isEqualTo(2);
+        assertThat(again.err()).startsWith("kvledger journal import: " + dir + " already holds a journal: give --append");
+        CliRun.Outcome twice = run("journal", "import", "--append", file.toString(), dir.toString());
+        assertThat(twice.code()).isEqualTo(2);
+        assertThat(twice.err()).contains("nothing imported").contains("line 2: seq 1 does not continue the journal in " + dir
+                + " (its next seq is " + (lines.size()) + "; these entries may be in it already)");
+        assertThat(run("journal", "export", dir.toString()).out()).as("the journal is unchanged").isEqualTo(before);
+        assertThat(run("verify", dir.toString()).code()).isZero();
+
+        Path other = tmp.resolve("notes");
+        Files.createDirectories(other);
+        Files.writeString(other.resolve("readme.txt"), "mine\n");
+        CliRun.Outcome notEmpty = run("journal", "import", file.toString(), other.toString());
+        assertThat(notEmpty.code()).isEqualTo(2);
+        assertThat(notEmpty.err()).contains(other + " is not empty and holds no journal");
+        try (Stream<Path> s = Files.list(other)) {
+            assertThat(s.toList()).containsExactly(other.resolve("readme.txt"));
+        }
+    }
+
+    @Test
+    void append_adds_a_file_that_continues_the_journal() throws IOException {
+        List<String> all = run("journal", "export", sim.resolve("P0").toString()).lines();
+        // split before an input in the middle: the second part's derived entries name inputs of its own
+        int cut = all.size() / 2;
+        while (!all.get(cut).contains("\"kind\":\"input\"")) {
+            cut++;
+        }
+        Path first = tmp.resolve("first.jsonl");
+        Path second = tmp.resolve("second.jsonl");
+        Files.write(first, all.subList(0, cut));
+        List<String> rest = new java.util.ArrayList<>(List.of(all.get(0)));
+        rest.addAll(all.subList(cut, all.size()));
+        Files.write(second, rest);
+        Path dir = tmp.resolve("P0");
+        assertThat(run("journal", "import", first.toString(), dir.toString()).code()).isZero();
+        CliRun.Outcome app = run("journal", "import", "--append", second.toString(), dir.toString());
+        assertThat(app.code()).as(app.err()).isZero();
+        assertThat(app.out()).contains("(seq " + cut + ".." + (all.size() - 1) + ", appended)");
+        assertThat(run("journal", "export", dir.toString()).out()).isEqualTo(String.join("\n", all) + "\n");
+    }
+
+    @Test
+    void inputs_whose_time_goes_backwards_are_refused_naming_the_line() throws IOException {
+        Path file = tmp.resolve("hooks.jsonl");
+        Files.writeString(file, """
+                {"type":"tick","at_ns":1000}
+                {"type":"tick","at_ns":3000}
+                {"type":"tick","at_ns":2000}
+                {"type":"tick","at_ns":4000}
+                """);
+        Path dir = tmp.resolve("P3");
+        String[] header = {"--node", "P3", "--role", "prefill", "--mode", "write"};
+        CliRun.Outcome o = run(concat(new String[] {"journal", "import", file.toString(), dir.toString()}, header));
+        assertThat(o.code()).isEqualTo(2);
+        assertThat(o.err()).contains("1 bad line, nothing imported")
+                .contains("line 3: time 2000 ns goes backwards: line 2, the input before it, is at 3000 ns");
+        assertThat(dir).doesNotExist();
+
+        // appending: the file's first input may not be before the journal's last
+        Files.writeString(file, "{\"type\":\"tick\",\"at_ns\":1000}\n{\"type\":\"tick\",\"at_ns\":5000}\n");
+        assertThat(run(concat(new String[] {"journal", "import", file.toString(), dir.toString()}, header)).code()).isZero();
+        Path later = tmp.resolve("later.jsonl");
+        Files.writeString(later, "{\"type\":\"tick\",\"at_ns\":4000}\n");
+        CliRun.Outcome back = run(concat(new String[] {"journal", "import", "--append", later.toString(), dir.toString()}, header));
+        assertThat(back.code()).isEqualTo(2);
+        assertThat(back.err()).contains("line 1: time 4000 ns goes backwards: the journal in " + dir + " ends at 5000 ns");
+        Files.writeString(later, "{\"type\":\"tick\",\"at_ns\":5000}\n{\"type\":\"tick\",\"at_ns\":6000}\n");
+        CliRun.Outcome ok = run(concat(new String[] {"journal", "import", "--append", later.toString(), dir.toString()}, header));
+        assertThat(ok.code()).as(ok.err()).isZero();
+        assertThat(ok.out()).contains("imported 2 entries").contains("appended");
+    }
+
+    private static String readString(Path p) {
+        try {
+            return Files.readString(p);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static String[] concat(String[] a, String[] b) {
+        String[] all = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, all, a.length, b.length);
+        return all;
+    }
+
+    @Test
+    void the_tree_journal_export_writes_imports_back_node_by_node() throws IOException {
+        Path tree = tmp.resolve("tree");
+        assertThat(run("journal", "export", sim.toString(), "--out", tree.toString()).code()).isZero();
+        Path back = tmp.resolve("back");
+        CliRun.Outcome o = run("journal", "import", tree.toString(), back.toString());
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.lines()).hasSize(2);
+        assertThat(o.out()).contains("from journal.jsonl into " + back.resolve("D0")).contains("into " + back.resolve("P0"));
+        for (String node : List.of("P0", "D0")) {
+            assertThat(run("journal", "export", back.resolve(node).toString()).out()).as(node)
+                    .isEqualTo(run("journal", "export", sim.resolve(node).toString()).out());
+        }
+        CliRun.Outcome again = run("journal", "import", tree.toString(), back.toString());
+        assertThat(again.code()).isEqualTo(2);
+        assertThat(again.err()).contains(back.resolve("D0") + " already holds a journal");
+        assertThat(run("journal", "import", tmp.toString(), tmp.resolve("x").toString()).err())
+                .contains("holds no <node>/journal.jsonl");
+    }
+
+    /**
+     * A fixture folder imports in one command, its {@code inputs.jsonl} nodes with --derive: the
+     * same journals as importing node by node, so hangs says the same.
+     */
+    @Test
+    void a_fixture_folder_imports_in_one_command_and_reads_directly() {
+        Path fixtures = Path.of(System.getProperty("kvledger.fixtures", "../../journal/fixtures"));
+        for (String f : List.of("07-reaped-without-ack", "23-port-offset-form")) {
+            Path folder = fixtures.resolve(f);
+            Path whole = tmp.resolve(f + "-tree");
+            CliRun.Outcome o = run("journal", "import", folder.toString(), whole.toString());
+            assertThat(o.code()).as(o.err()).isZero();
+            Path byNode = tmp.resolve(f + "-nodes");
+            try (Stream<Path> s = Files.list(folder)) {
+                for (Path node : s.filter(Files::isDirectory).toList()) {
+                    Path journal = node.resolve("journal.jsonl");
+                    CliRun.Outcome one = Files.exists(journal)
+                            ? run("journal", "import", journal.toString(), byNode.resolve(node.getFileName().toString()).toString())
+                            : run("journal", "import", "--derive", node.resolve("inputs.jsonl").toString(),
+                                    byNode.resolve(node.getFileName().toString()).toString());
+                    assertThat(one.code()).as(one.err()).isZero();
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            CliRun.Outcome a = run("hangs", whole.toString());
+            CliRun.Outcome b = run("hangs", byNode.toString());
+            assertThat(a.code()).as(f).isEqualTo(b.code());
+            assertThat(a.out().replace(whole.toString(), "DIR")).as(f).isEqualTo(b.out().replace(byNode.toString(), "DIR"))
+                    .contains("hangs: ");
+            // and the reading commands take the folder of JSON lines as it is
+            CliRun.Outcome direct = run("hangs", folder.toString());
+            assertThat(direct.code()).as(f).isEqualTo(b.code());
+            assertThat(direct.out().replace(folder.toString(), "DIR")).as(f).isEqualTo(b.out().replace(byNode.toString(), "DIR"));
+            assertThat(direct.err()).contains("kvledger hangs: note: " + folder + " holds JSON lines; read through temporary journals");
+            assertThat(run("stats", folder.toString()).code()).as(f).isZero();
+        }
+        CliRun.Outcome again = run("journal", "import", fixtures.resolve("23-port-offset-form").toString(),
+                tmp.resolve("23-port-offset-form-tree").toString());
+        assertThat(again.code()).isEqualTo(2);
+        assertThat(again.err()).contains("D0 already holds a journal; a node's inputs.jsonl is imported with --derive, "
+                + "which builds a new one");
+        Path folder = fixtures.resolve("07-reaped-without-ack");
+        String golden = readString(folder.resolve("expected-inspect.txt"));
+        int nl = golden.indexOf('\n');
+        String[] args = golden.substring("$ kvledger ".length(), nl).strip().replace("DIR", folder.toString()).split("\\s+");
+        CliRun.Outcome inspect = run(args);
+        assertThat(inspect.code()).as(inspect.err()).isZero();
+        assertThat(inspect.out().replace(folder.toString(), "DIR")).as("inspect on the fixture folder as it is")
+                .isEqualTo(golden.substring(nl + 1));
     }
 }

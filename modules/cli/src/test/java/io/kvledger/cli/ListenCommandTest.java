@@ -6,11 +6,19 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.wire.NotifyEncoder;
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.journal.JournalHeader;
+import io.kvledger.journal.JournalWriter;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -20,6 +28,9 @@ import io.kvledger.wire.OutboundFrame;
 import io.kvledger.zmq.EventSink;
 import io.kvledger.zmq.NotifyPublisher;
 import io.kvledger.zmq.PublisherConfig;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
 
 /** {@code kvledger listen}: real frames from a DEALER on loopback end up in the journal, bad ones too. */
 class ListenCommandTest {
@@ -66,11 +77,149 @@ class ListenCommandTest {
     }
 
     @Test
-    void a_bind_that_is_not_tcp_is_a_usage_error(@TempDir Path tmp) {
+    void a_bind_that_is_not_tcp_is_a_usage_error_of_one_line_and_a_hint(@TempDir Path tmp) {
         StringWriter err = new StringWriter();
         int code = Main.run(new PrintWriter(new StringWriter()), new PrintWriter(err), "listen", "--bind", "ipc:///x",
                 "--journal", tmp.resolve("j").toString());
         assertThat(code).isEqualTo(2);
-        assertThat(err.toString()).contains("--bind takes tcp://HOST:PORT").contains("Usage");
+        assertThat(err.toString().lines().toList()).containsExactly(
+                "kvledger listen: --bind takes tcp://HOST:PORT, got ipc:///x", "see 'kvledger help listen'");
+        assertThat(tmp.resolve("j")).doesNotExist();
+    }
+
+    @Test
+    void a_port_in_use_is_one_line_exit_2_and_leaves_no_journal_behind(@TempDir Path tmp) throws Exception {
+        try (ServerSocket taken = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            String bind = "tcp://127.0.0.1:" + taken.getLocalPort();
+            Path dir = tmp.resolve("tap");
+            CliRun.Outcome o = CliRun.run("listen", "--bind", bind, "--journal", dir.toString(), "--duration-s", "5");
+            assertThat(o.code()).isEqualTo(2);
+            assertThat(o.err()).isEqualTo("kvledger listen: " + bind + " is already in use" + System.lineSeparator());
+            assertThat(o.out()).isEmpty();
+            assertThat(dir).as("no header-only journal").doesNotExist();
+        }
+    }
+
+    /** A second {@code listen} on a journal a child JVM's {@code listen} is writing names the child's pid. */
+    @Test
+    void a_journal_another_process_writes_is_one_line_naming_its_pid(@TempDir Path tmp) throws Exception {
+        Path dir = tmp.resolve("tap");
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        String flags = System.getProperty("kvledger.jvm.flags", "");
+        if (!flags.isBlank()) {
+            cmd.addAll(Arrays.asList(flags.strip().split("\\s+")));
+        }
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "listen", "--bind",
+                "tcp://127.0.0.1:" + freePort(), "--journal", dir.toString(), "--duration-s", "60"));
+        Process child = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            String started = readLine(child.getErrorStream());
+            assertThat(started).contains("listen: bound");
+            String bind = "tcp://127.0.0.1:" + freePort();
+            CliRun.Outcome o = CliRun.run("listen", "--bind", bind, "--journal", dir.toString(), "--duration-s", "5");
+            assertThat(o.code()).isEqualTo(2);
+            assertThat(o.err()).isEqualTo("kvledger listen: journal " + dir + " is being written by another process (pid "
+                    + child.pid() + ")" + System.lineSeparator());
+            // the port it bound first was released again: another listener can have it
+            CompletableFuture<CliRun.Outcome> again = CompletableFuture.supplyAsync(() -> CliRun.run("listen", "--bind", bind,
+                    "--journal", tmp.resolve("other").toString(), "--duration-s", "0.2"));
+            assertThat(again.get(30, TimeUnit.SECONDS).code()).as(again.get().err()).isZero();
+        } finally {
+            child.destroyForcibly();
+            child.waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * The issue's kill: one peer sends a message of two 8 MiB frames (16 MiB concatenated). The
+     * listener journals a bounded rejection and the valid frame after it, and exits cleanly.
+     */
+    @Test
+    void a_multi_part_message_of_16_mib_is_journaled_as_a_bounded_rejection_and_listening_goes_on(@TempDir Path tmp)
+            throws Exception {
+        int port = freePort();
+        Path dir = tmp.resolve("tap");
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CompletableFuture<Integer> run = CompletableFuture.supplyAsync(() -> Main.run(new PrintWriter(out), new PrintWriter(err),
+                "listen", "--bind", "tcp://127.0.0.1:" + port, "--journal", dir.toString(), "--max-frames", "2", "--duration-s", "60"));
+        try (ZContext ctx = new ZContext()) {
+            ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
+            dealer.connect("tcp://127.0.0.1:" + port);
+            byte[] part = new byte[8 << 20];
+            Arrays.fill(part, (byte) 7);
+            dealer.sendMore(part);
+            dealer.send(part, 0);
+            dealer.send(new NotifyEncoder().writeDone("tx-after"), 0);
+            assertThat(run.get(60, TimeUnit.SECONDS)).as(err.toString()).isZero();
+        }
+        assertThat(out.toString()).contains("2 frame(s) journaled (1 rejected)");
+        List<NodeEvent> events = inputs(dir);
+        assertThat(events).hasSize(2);
+        assertThat(events.get(0)).isInstanceOfSatisfying(NodeEvent.FrameRejected.class, e -> {
+            assertThat(e.reason()).startsWith("BAD_FRAMING: 2 frames after the identity (sizes 8388608, 8388608; 16777216 bytes in all)");
+            assertThat(e.frame()).hasSize(64 << 10);
+        });
+        assertThat(events.get(1)).isInstanceOfSatisfying(NodeEvent.WriteDoneReceived.class,
+                e -> assertThat(e.transferId()).isEqualTo("tx-after"));
+    }
+
+    /** An event the journal refuses is journaled as a rejection saying so, and the next one goes in as usual. */
+    @Test
+    void a_frame_the_journal_refuses_is_journaled_as_a_rejection_in_its_place(@TempDir Path tmp) {
+        Path dir = tmp.resolve("tap");
+        byte[] huge = new byte[40 << 20];
+        Arrays.fill(huge, (byte) 3);
+        ListenCommand.Tally tally = new ListenCommand.Tally();
+        StringWriter err = new StringWriter();
+        NodeConfig config = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build();
+        try (JournalWriter w = JournalWriter.open(dir, JournalHeader.of("tap", config, "test"))) {
+            ListenCommand.journalFrame(w, new NodeEvent.FrameRejected(10, "TRUNCATED: made up", huge, true), tally, new PrintWriter(err));
+            ListenCommand.journalFrame(w, new NodeEvent.WriteDoneReceived(20, "tx-next"), tally, new PrintWriter(err));
+        }
+        assertThat(err.toString()).isEmpty();
+        assertThat(tally.frames).isEqualTo(2);
+        assertThat(tally.lost).isZero();
+        List<NodeEvent> events = inputs(dir);
+        assertThat(events).hasSize(2);
+        assertThat(events.get(0)).isInstanceOfSatisfying(NodeEvent.FrameRejected.class, e -> {
+            assertThat(e.atNs()).isEqualTo(10);
+            assertThat(e.wouldKillPythonListener()).isTrue();
+            assertThat(e.frame()).hasSize(ListenCommand.KEPT_WHEN_REFUSED);
+            if (tally.substituted == 1) {
+                assertThat(e.reason()).startsWith("FRAME_TOO_LARGE: the journal refused the frame as received (")
+                        .contains("it was: TRUNCATED: made up; first 65536 of 41943040 bytes kept");
+            }
+        });
+        assertThat(tally.substituted).as("40 MiB is beyond what one journal entry holds").isEqualTo(1);
+        assertThat(events.get(1)).isEqualTo(new NodeEvent.WriteDoneReceived(20, "tx-next"));
+    }
+
+    private static List<NodeEvent> inputs(Path dir) {
+        List<NodeEvent> events = new ArrayList<>();
+        try (JournalReader r = JournalReader.open(dir)) {
+            for (JournalEntry e : r) {
+                if (e instanceof JournalEntry.Input in) {
+                    events.add(in.event());
+                }
+            }
+        }
+        return events;
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    private static String readLine(InputStream in) throws IOException {
+        StringBuilder b = new StringBuilder();
+        int c;
+        while ((c = in.read()) >= 0 && c != '\n') {
+            b.append((char) c);
+        }
+        return b.toString();
     }
 }

@@ -6,6 +6,8 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -84,7 +86,7 @@ class MainTest {
         Files.writeString(tmp.resolve("x"), "keep me");
         Outcome o = run("demo", "--requests", "5", "--read-requests", "0", "--out", tmp.toString());
         assertThat(o.code()).isEqualTo(2);
-        assertThat(o.err()).contains("is not empty").contains("Usage: kvledger demo");
+        assertThat(o.err()).contains("is not empty").contains("see 'kvledger help demo'");
         assertThat(Files.readString(tmp.resolve("x"))).isEqualTo("keep me");
     }
 
@@ -113,7 +115,7 @@ class MainTest {
     void unknown_option_exits_2_with_usage() {
         Outcome o = run("demo", "--bogus");
         assertThat(o.code()).isEqualTo(2);
-        assertThat(o.err()).contains("Unknown option: '--bogus'").contains("Usage: kvledger demo").contains("--seed=N");
+        assertThat(o.err()).contains("Unknown option: '--bogus'").contains("see 'kvledger help demo'").doesNotContain("--seed=N");
         assertThat(o.out()).isEmpty();
     }
 
@@ -121,7 +123,7 @@ class MainTest {
     void bad_fault_spec_exits_2_naming_the_token() {
         Outcome o = run("demo", "--faults", "drop=0.1,lose=0.2");
         assertThat(o.code()).isEqualTo(2);
-        assertThat(o.err()).contains("'lose=0.2'").contains("unknown fault 'lose'").contains("Usage: kvledger demo");
+        assertThat(o.err()).contains("'lose=0.2'").contains("unknown fault 'lose'").contains("see 'kvledger help demo'");
     }
 
     @Test
@@ -140,6 +142,68 @@ class MainTest {
         Outcome unknown = run("replay-everything");
         assertThat(unknown.code()).isEqualTo(2);
         assertThat(unknown.err()).contains("Unmatched argument at index 0: 'replay-everything'");
+    }
+
+    /** Every command, nested ones too: a usage error is one line naming it and a hint where its help is, not the help. */
+    @Test
+    void a_usage_error_of_every_command_is_one_line_and_a_hint() {
+        List<List<String>> commands = new ArrayList<>();
+        for (Main.NamedCommand c : Main.COMMANDS) {
+            commands.add(List.of(c.name()));
+        }
+        commands.add(List.of("journal", "import"));
+        commands.add(List.of("journal", "export"));
+        for (List<String> c : commands) {
+            List<String> args = new ArrayList<>(c);
+            args.add("--no-such-option");
+            Outcome o = run(args.toArray(String[]::new));
+            String name = "kvledger " + String.join(" ", c);
+            String hint = c.size() == 1 ? "see 'kvledger help " + c.get(0) + "'" : "see '" + name + " --help'";
+            assertThat(o.code()).as(name).isEqualTo(2);
+            assertThat(o.err().lines().toList()).as(name).hasSizeBetween(2, 3)
+                    .first().asString().startsWith(name + ": ");
+            assertThat(o.err().lines().toList()).as(name).last().isEqualTo(hint);
+            assertThat(o.err()).as(name).doesNotContain("Usage:");
+            assertThat(o.out()).as(name).isEmpty();
+        }
+        assertThat(run("hangs", "--no-such-option", "DIR").err().lines().toList())
+                .containsExactly("kvledger hangs: Unknown option: '--no-such-option'", "see 'kvledger help hangs'");
+        Outcome none = run();
+        assertThat(none.err().lines().toList()).containsExactly(
+                "kvledger: Missing command: choose one of " + String.join(", ", Main.COMMANDS.stream().map(Main.NamedCommand::name).toList()),
+                "see 'kvledger --help'");
+    }
+
+    @picocli.CommandLine.Command(name = "boom")
+    static final class Boom implements java.util.concurrent.Callable<Integer> {
+        final RuntimeException thrown;
+
+        Boom(RuntimeException thrown) {
+            this.thrown = thrown;
+        }
+
+        @Override
+        public Integer call() {
+            throw thrown;
+        }
+    }
+
+    /** An exception out of a command is one line naming the command, never a stack trace. */
+    @Test
+    void an_exception_out_of_a_command_is_one_line_without_a_stack_trace() {
+        for (RuntimeException e : List.of(new io.kvledger.journal.JournalException("the journal in J is damaged"),
+                new IllegalStateException("a bug"))) {
+            StringWriter out = new StringWriter();
+            StringWriter err = new StringWriter();
+            picocli.CommandLine cl = Main.commandLine(new PrintWriter(out), new PrintWriter(err));
+            cl.addSubcommand("boom", new Boom(e));
+            Main.configure(cl, new PrintWriter(out), new PrintWriter(err));
+            int code = cl.execute("boom");
+            boolean ours = e instanceof io.kvledger.journal.JournalException;
+            assertThat(code).isEqualTo(ours ? 2 : 1);
+            assertThat(err.toString().lines().toList()).containsExactly(ours ? "kvledger boom: the journal in J is damaged"
+                    : "kvledger boom: internal error: java.lang.IllegalStateException: a bug");
+        }
     }
 
     @Test

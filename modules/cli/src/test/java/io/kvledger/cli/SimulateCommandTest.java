@@ -64,7 +64,7 @@ class SimulateCommandTest {
     void usage_errors_exit_2() throws Exception {
         CliRun.Outcome noOut = run("simulate", "--seed", "1");
         assertThat(noOut.code()).isEqualTo(2);
-        assertThat(noOut.err()).contains("Missing required option: '--out=DIR'").contains("Usage: kvledger simulate");
+        assertThat(noOut.err()).contains("Missing required option: '--out=DIR'").contains("see 'kvledger help simulate'");
         assertThat(run("simulate", "--requests", "0", "--out", tmp.resolve("x").toString()).err())
                 .contains("--requests must be at least 1");
         CliRun.Outcome badMode = run("simulate", "--mode", "push", "--out", tmp.resolve("x").toString());

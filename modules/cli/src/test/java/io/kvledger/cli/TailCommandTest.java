@@ -92,7 +92,7 @@ class TailCommandTest {
         CliRun.Outcome several = run("tail", tmp.toString());
         assertThat(several.code()).isEqualTo(2);
         assertThat(several.err()).contains("holds the journals of 2 node(s) (D0, P0): tail one of them")
-                .contains("Usage: kvledger tail");
+                .contains("see 'kvledger help tail'");
         assertThat(run("tail", tmp.resolve("none").toString()).err()).contains("no such directory");
         assertThat(run("tail", "--max", "3", tmp.resolve("P0").toString()).err()).contains("--max is only for -f");
         assertThat(run("tail", "-n", "-1", tmp.resolve("P0").toString()).code()).isEqualTo(2);

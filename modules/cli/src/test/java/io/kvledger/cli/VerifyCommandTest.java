@@ -120,7 +120,7 @@ class VerifyCommandTest {
     void usage_errors_exit_2() {
         CliRun.Outcome o = run("verify", tmp.resolve("missing").toString());
         assertThat(o.code()).isEqualTo(2);
-        assertThat(o.err()).contains("no such directory").contains("Usage: kvledger verify");
+        assertThat(o.err()).contains("no such directory").contains("see 'kvledger help verify'");
         assertThat(run("verify").code()).isEqualTo(2);
         assertThat(run("verify", "--max-problems", "-1", tmp.toString()).code()).isEqualTo(2);
     }

@@ -12,7 +12,9 @@ import java.util.Objects;
  * @param atNs     when it was received (monotonic); equal to {@code event.atNs()}
  * @param endpoint the listener's bound endpoint
  * @param identity the ROUTER identity of the sending DEALER
- * @param frames   the frames after the identity: exactly one for every well-formed DEALER send
+ * @param frames   the frames after the identity: exactly one for every well-formed DEALER send;
+ *                 for a multi-part message, the leading bytes kept by its rejection (at most
+ *                 {@code WireLimits.keptRejectedBytes()} in total)
  * @param event    {@code RemoteBlocksReceived}, {@code WriteDoneReceived}, {@code ReleaseReceived},
  *                 {@code RawCompletionReceived} or {@code FrameRejected}
  */

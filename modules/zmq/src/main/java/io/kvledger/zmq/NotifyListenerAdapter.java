@@ -8,6 +8,7 @@ import io.kvledger.wire.Rejection;
 import java.io.ByteArrayOutputStream;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -28,7 +29,10 @@ import reactor.core.scheduler.Schedulers;
  * {@code RawCompletionReceived}) or a {@code FrameRejected} with the reason, the bytes and whether
  * the same frame would have ended the Python listener thread. A message with more than one frame
  * after the identity (a DEALER that added an empty delimiter) is rejected as
- * {@code BAD_FRAMING}: the Python listener's 2-tuple unpack raises on it.
+ * {@code BAD_FRAMING}: the Python listener's 2-tuple unpack raises on it. Such a rejection keeps
+ * at most {@link io.kvledger.wire.WireLimits#keptRejectedBytes()} (64 KiB by default) of the
+ * message in total, however many frames it has and however large they are (each frame is still
+ * bounded by {@link NotifyListenerConfig#maxMessageBytes()}); the reason lists the sizes.
  *
  * <p>One thread ({@code kvledger-notify-listener-<port>}) owns the socket: it receives, decodes
  * and offers to the sink, backing off while the sink is full (ZMQ then stops reading, so nothing
@@ -44,8 +48,8 @@ import reactor.core.scheduler.Schedulers;
 public final class NotifyListenerAdapter implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(NotifyListenerAdapter.class.getName());
-    /** Frames of one message kept beyond the first; the rest are counted in the reason. */
-    private static final int MAX_KEPT_FRAMES = 16;
+    /** Frame sizes of one multi-part message listed in its rejection; the rest are counted. */
+    private static final int MAX_LISTED_SIZES = 16;
 
     private final NotifyListenerConfig config;
     private final EventSink<? super InboundFrame> sink;
@@ -228,21 +232,16 @@ public final class NotifyListenerAdapter implements AutoCloseable {
                     if (identity == null) {
                         continue;
                     }
-                    frames = new ArrayList<>(1);
-                    int extra = 0;
-                    long extraBytes = 0;
-                    while (router.hasReceiveMore()) {
-                        byte[] f = router.recv(0);
-                        if (frames.size() < MAX_KEPT_FRAMES) {
-                            frames.add(f == null ? new byte[0] : f);
-                        } else {
-                            extra++;
-                            extraBytes += f == null ? 0 : f.length;
-                        }
+                    byte[] first = router.recv(0);
+                    if (first == null) {
+                        first = new byte[0];
                     }
+                    Parts parts = router.hasReceiveMore() ? Parts.multi(router, first, config.limits().keptRejectedBytes())
+                            : null;
+                    frames = parts == null ? List.of(first) : parts.kept;
                     long atNs = config.clock().getAsLong();
-                    InboundFrame in = new InboundFrame(seq++, atNs, endpoint, identity, frames,
-                            toEvent(events, frames, extra, extraBytes, atNs));
+                    NodeEvent event = parts == null ? events.toEvent(first, atNs) : parts.rejection(atNs);
+                    InboundFrame in = new InboundFrame(seq++, atNs, endpoint, identity, frames, event);
                     received.incrementAndGet();
                     if (in.rejected()) {
                         rejected.incrementAndGet();
@@ -267,21 +266,56 @@ public final class NotifyListenerAdapter implements AutoCloseable {
         }
     }
 
-    private static NodeEvent toEvent(NotifyEvents events, List<byte[]> frames, int extra, long extraBytes, long atNs) {
-        if (frames.size() == 1 && extra == 0) {
-            return events.toEvent(frames.get(0), atNs);
+    /**
+     * The frames of a multi-part message (more than one frame after the identity), received to the
+     * end but kept only up to {@code budget} bytes in total, however many frames there are and
+     * however large: the first frames' leading bytes, in order. The sizes of the first
+     * {@link #MAX_LISTED_SIZES} frames, the frame count and the total are kept for the reason.
+     */
+    private static final class Parts {
+        final List<byte[]> kept = new ArrayList<>(2);
+        final StringBuilder sizes = new StringBuilder();
+        int count;
+        long total;
+        int keptBytes;
+
+        static Parts multi(ZMQ.Socket router, byte[] first, int budget) {
+            Parts p = new Parts();
+            p.add(first, budget);
+            while (router.hasReceiveMore()) {
+                byte[] f = router.recv(0);
+                p.add(f == null ? new byte[0] : f, budget);
+            }
+            return p;
         }
-        StringBuilder sizes = new StringBuilder();
-        ByteArrayOutputStream all = new ByteArrayOutputStream();
-        for (byte[] f : frames) {
-            sizes.append(sizes.isEmpty() ? "" : ", ").append(f.length);
-            all.writeBytes(f);
+
+        private void add(byte[] f, int budget) {
+            if (count < MAX_LISTED_SIZES) {
+                sizes.append(count == 0 ? "" : ", ").append(f.length);
+            }
+            count++;
+            total += f.length;
+            int room = budget - keptBytes;
+            if (room > 0) {
+                byte[] k = f.length <= room ? f : Arrays.copyOf(f, room);
+                kept.add(k);
+                keptBytes += k.length;
+            }
         }
-        String detail = (frames.size() + extra) + " frames after the identity (sizes " + sizes
-                + (extra > 0 ? ", and " + extra + " more frames of " + extraBytes + " bytes not kept" : "")
-                + "); a MoRIIO DEALER sends exactly one, with no empty delimiter; the kept frames are concatenated";
-        Rejection r = new Rejection(RejectReason.BAD_FRAMING, detail, true);
-        return new NodeEvent.FrameRejected(atNs, r.text(), all.toByteArray(), true);
+
+        NodeEvent.FrameRejected rejection(long atNs) {
+            ByteArrayOutputStream all = new ByteArrayOutputStream(keptBytes);
+            for (byte[] k : kept) {
+                all.writeBytes(k);
+            }
+            String detail = count + " frames after the identity (sizes " + sizes
+                    + (count > MAX_LISTED_SIZES ? ", ... " + (count - MAX_LISTED_SIZES) + " more" : "") + "; " + total
+                    + " bytes in all); a MoRIIO DEALER sends exactly one, with no empty delimiter; "
+                    + (keptBytes == total ? "the frames are kept concatenated"
+                            : "the first " + keptBytes + " bytes of the frames, concatenated, are kept");
+            Rejection r = new Rejection(RejectReason.BAD_FRAMING, detail, true);
+            return new NodeEvent.FrameRejected(atNs, r.text(), all.toByteArray(), true);
+        }
     }
 
     private void deliver(InboundFrame in) {

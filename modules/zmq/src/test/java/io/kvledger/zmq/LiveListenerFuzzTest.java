@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.wire.NotifyEvents;
 import io.kvledger.wire.NotifyEncoder;
+import io.kvledger.wire.WireLimits;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -72,6 +73,49 @@ class LiveListenerFuzzTest {
             assertThat(l.isRunning()).as("the listener thread survives every frame").isTrue();
             assertThat(alloc).as("listener allocation for %d frames of %d bytes", frames.size(), totalBytes)
                     .isLessThan(32L * 1024 * 1024 + 4096L * frames.size() + 8 * totalBytes);
+        }
+    }
+
+    /**
+     * Multi-part messages far above what a rejection may keep: each becomes one
+     * {@code BAD_FRAMING} rejection holding at most 64 KiB, whatever the number and size of its
+     * frames, and the valid frame sent after each is decoded.
+     */
+    @Test
+    void hugeMultiPartMessagesAreRejectedWithABoundedPrefixAndTheListenerGoesOn() {
+        int mib = 1 << 20;
+        int[][] shapes = {{2, 8 * mib}, {3, 6 * mib}, {10, 8 * mib}};
+        int kept = WireLimits.DEFAULT.keptRejectedBytes();
+        NotifyEncoder enc = new NotifyEncoder();
+        Collector<InboundFrame> sink = new Collector<>();
+        try (NotifyListenerAdapter l = NotifyListenerAdapter.open(NotifyListenerConfig.forEndpoint("tcp://127.0.0.1:*"), sink);
+             TestPeers peers = new TestPeers()) {
+            ZMQ.Socket d = peers.dealer(l.endpoint());
+            for (int s = 0; s < shapes.length; s++) {
+                int count = shapes[s][0];
+                byte[] part = new byte[shapes[s][1]];
+                byte fill = (byte) ('a' + s);
+                java.util.Arrays.fill(part, fill);
+                for (int i = 0; i < count; i++) {
+                    d.send(part, i < count - 1 ? ZMQ.SNDMORE : 0);
+                }
+                d.send(enc.writeDone("tx-after-" + s), 0);
+                List<InboundFrame> got = sink.await(2 * (s + 1), 60);
+                InboundFrame bad = got.get(2 * s);
+                assertThat(bad.event()).as("shape %d x %d", count, part.length).isInstanceOfSatisfying(NodeEvent.FrameRejected.class, r -> {
+                    assertThat(r.reason()).startsWith("BAD_FRAMING: " + count + " frames after the identity (sizes " + part.length + ", ")
+                            .contains((long) count * part.length + " bytes in all")
+                            .contains("the first " + kept + " bytes of the frames, concatenated, are kept");
+                    assertThat(r.frame()).hasSize(kept).containsOnly(fill);
+                });
+                assertThat(bad.frames().stream().mapToLong(f -> f.length).sum()).isEqualTo(kept);
+                assertThat(got.get(2 * s + 1).event()).as("the valid frame after %d x %d", count, part.length)
+                        .isEqualTo(new NodeEvent.WriteDoneReceived(got.get(2 * s + 1).atNs(), "tx-after-" + s));
+                assertThat(l.isRunning()).isTrue();
+            }
+            assertThat(l.received()).isEqualTo(6);
+            assertThat(l.rejected()).isEqualTo(3);
+            assertThat(l.sinkErrors()).isZero();
         }
     }
 }

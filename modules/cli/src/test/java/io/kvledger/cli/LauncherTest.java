@@ -1,0 +1,107 @@
+package io.kvledger.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.jar.Attributes;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The {@code kvledger} launcher script run from another directory: relative paths mean the
+ * caller's directory, not the checkout. The script is copied into a scratch checkout whose CLI jar
+ * is a pathing jar over the test classpath (so the launcher finds it up to date and builds
+ * nothing), and run with bash from a third directory.
+ */
+class LauncherTest {
+
+    @TempDir
+    Path tmp;
+
+    private Path checkout;
+    private Path caller;
+
+    @BeforeEach
+    void scratchCheckout() throws IOException {
+        Path script = Path.of(System.getProperty("kvledger.launcher", "../../kvledger"));
+        assertThat(script).as("the launcher script (system property kvledger.launcher)").isRegularFile();
+        checkout = tmp.resolve("checkout");
+        Files.createDirectories(checkout.resolve("modules/cli/target"));
+        Files.copy(script, checkout.resolve("kvledger"));
+        Files.writeString(checkout.resolve("pom.xml"), "<project/>\n");
+        Files.setLastModifiedTime(checkout.resolve("pom.xml"), FileTime.fromMillis(System.currentTimeMillis() - 3_600_000));
+        Manifest m = new Manifest();
+        m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        m.getMainAttributes().put(Attributes.Name.MAIN_CLASS, Main.class.getName());
+        List<String> urls = new ArrayList<>();
+        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+            if (!entry.isBlank()) {
+                urls.add(Path.of(entry).toAbsolutePath().toUri().toString());
+            }
+        }
+        m.getMainAttributes().put(Attributes.Name.CLASS_PATH, String.join(" ", urls));
+        try (OutputStream o = Files.newOutputStream(checkout.resolve("modules/cli/target/kvledger.jar"));
+             JarOutputStream j = new JarOutputStream(o, m)) {
+            j.flush();
+        }
+        caller = tmp.resolve("elsewhere");
+        Files.createDirectories(caller);
+    }
+
+    private record Ran(int code, String out, String err) {}
+
+    /** Runs {@code bash <script> args...} in {@code cwd} with JAVA_HOME set to this JVM's. */
+    private Ran launch(Path cwd, String script, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of("bash", script));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(cwd.toFile());
+        pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
+        Path out = tmp.resolve("launch.out");
+        Path err = tmp.resolve("launch.err");
+        pb.redirectOutput(out.toFile()).redirectError(err.toFile());
+        Process p = pb.start();
+        assertThat(p.waitFor(120, TimeUnit.SECONDS)).as("the launcher ends").isTrue();
+        return new Ran(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void relative_paths_resolve_from_the_callers_directory() throws Exception {
+        String script = caller.relativize(checkout.resolve("kvledger")).toString(); // ../checkout/kvledger
+        Ran sim = launch(caller, script, "simulate", "--seed", "2", "--requests", "2", "--faults", "drop=0", "--out", "out",
+                "--time-limit-s", "5", "--idle-step-ms", "5000", "--tick-ms", "5000");
+        assertThat(sim.code()).as(sim.err()).isZero();
+        assertThat(sim.err()).doesNotContain("building the CLI jar");
+        assertThat(caller.resolve("out/P0")).as("output lands where the user ran it").isDirectory();
+        assertThat(caller.resolve("out/D0")).isDirectory();
+        assertThat(checkout.resolve("out")).as("not in the checkout").doesNotExist();
+
+        Ran stats = launch(caller, script, "stats", "out");
+        assertThat(stats.code()).as(stats.err()).isZero();
+        assertThat(stats.err()).doesNotContain("no such directory");
+
+        Path sub = caller.resolve("sub");
+        Files.createDirectories(sub);
+        Ran dump = launch(sub, checkout.resolve("kvledger").toString(), "dump", "../out/P0", "--type", "header");
+        assertThat(dump.code()).as(dump.err()).isZero();
+        assertThat(dump.out()).contains("header");
+    }
+
+    @Test
+    void a_missing_relative_directory_is_named_as_the_user_gave_it() throws Exception {
+        Ran r = launch(caller, checkout.resolve("kvledger").toString(), "stats", "nowhere");
+        assertThat(r.code()).isEqualTo(2);
+        assertThat(r.err()).startsWith("kvledger stats: ").contains("nowhere");
+    }
+}
