@@ -4,6 +4,7 @@ import io.kvledger.core.config.NodeConfig;
 import io.kvledger.rdma.engine.TransferEngines;
 import io.kvledger.service.data.KvLayout;
 import io.kvledger.service.engine.SimulatedEngine;
+import io.kvledger.sim.FaultSpec;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
@@ -26,11 +27,14 @@ import java.util.Objects;
  * @param deliveryBound  how long an adapter retries a full inbox before it counts a loss
  * @param handshakeTimeout bound of one handshake
  * @param engineOptions  the simulated engine's pacing
+ * @param faults         faults injected between the loop and the publishers ({@link FaultSpec#NONE}: none)
+ * @param faultSeed      the seed of the fault draws
  */
 public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, EngineKind engine, KvLayout layout,
                           TransferEngines.Choice transferEngine, String httpHost, int httpPort, String bearerToken,
                           String proxyPing, String httpAdvertised, int inboxCapacity, Duration deliveryBound,
-                          Duration handshakeTimeout, SimulatedEngine.Options engineOptions) {
+                          Duration handshakeTimeout, SimulatedEngine.Options engineOptions,
+                          FaultSpec faults, long faultSeed) {
 
     /** Who calls the connector's hooks. */
     public enum EngineKind {
@@ -58,46 +62,52 @@ public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, Eng
     public static NodeOptions defaults(String nodeId, NodeConfig config, Path journalDir) {
         return new NodeOptions(nodeId, config, journalDir, EngineKind.SIM,
                 new KvLayout(config.layerNames(), 1024, 256), TransferEngines.Choice.AUTO, null, 0, null, null, null,
-                65_536, Duration.ofSeconds(1), Duration.ofSeconds(5), SimulatedEngine.Options.DEFAULT);
+                65_536, Duration.ofSeconds(1), Duration.ofSeconds(5), SimulatedEngine.Options.DEFAULT, FaultSpec.NONE, 0L);
     }
 
     public NodeOptions withEngine(EngineKind e) {
         return new NodeOptions(nodeId, config, journalDir, e, layout, transferEngine, httpHost, httpPort, bearerToken,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed);
     }
 
     public NodeOptions withLayout(KvLayout l) {
         return new NodeOptions(nodeId, config, journalDir, engine, l, transferEngine, httpHost, httpPort, bearerToken,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed);
     }
 
     public NodeOptions withTransferEngine(TransferEngines.Choice c) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, c, httpHost, httpPort, bearerToken,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed);
     }
 
     public NodeOptions withHttp(String host, int port, String token) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, host, port, token,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed);
     }
 
     public NodeOptions withProxy(String ping, String advertisedHttp) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, ping, advertisedHttp, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions);
+                bearerToken, ping, advertisedHttp, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed);
     }
 
     public NodeOptions withInbox(int capacity, Duration bound) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, proxyPing, httpAdvertised, capacity, bound, handshakeTimeout, engineOptions);
+                bearerToken, proxyPing, httpAdvertised, capacity, bound, handshakeTimeout, engineOptions, faults, faultSeed);
     }
 
     public NodeOptions withHandshakeTimeout(Duration d) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, d, engineOptions);
+                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, d, engineOptions, faults, faultSeed);
     }
 
     public NodeOptions withEngineOptions(SimulatedEngine.Options o) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, o);
+                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, o, faults, faultSeed);
+    }
+
+    public NodeOptions withFaults(FaultSpec f, long seed) {
+        return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
+                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions,
+                f, seed);
     }
 }

@@ -64,6 +64,7 @@ public final class NodeService implements AutoCloseable {
     private SimulatedEngine engine;
     private HttpFront http;
     private Recovery recovery;
+    private LiveFaults faults;
     private volatile boolean closed;
 
     private NodeService(NodeOptions options) {
@@ -124,6 +125,10 @@ public final class NodeService implements AutoCloseable {
                 dpLocal, cfg.tpRank()), dataPlane.agentMetadata(), dataPlane.layerMap(), this::onAdapterEvent, clock);
         opened.add(handshakeServer);
 
+        if (!options.faults().isNone()) {
+            faults = new LiveFaults(options.faults(), options.faultSeed(), delivery::deliver, clock);
+            opened.add(faults);
+        }
         loop = new NodeLoop(options.nodeId(), state, journal, this::route, clock, inbox, lastSeq);
         loop.start();
 
@@ -201,13 +206,19 @@ public final class NodeService implements AutoCloseable {
     /** Executes one effect (loop thread). Every effect type is named: a new one breaks the build. */
     private void route(Effect effect) {
         switch (effect) {
-            case Effect.SendRemoteBlocks e -> publisher.publish(e);
-            case Effect.SendRelease e -> publisher.publish(e);
-            case Effect.SendWriteDone e -> publisher.publish(e);
-            case Effect.SendWriteFailed e -> publisher.publish(e);
-            case Effect.StartHandshake e -> dataPlane.startHandshake(e);
-            case Effect.PostWrite e -> dataPlane.post(e);
-            case Effect.PostRead e -> dataPlane.post(e);
+            case Effect.SendRemoteBlocks e -> notify(e, e.host(), e.port(), "remote_blocks", String.valueOf(e.transferId()));
+            case Effect.SendRelease e -> notify(e, e.host(), e.port(), "release", String.valueOf(e.transferId()));
+            case Effect.SendWriteDone e -> notify(e, e.host(), e.port(), "write_done", e.transferId());
+            case Effect.SendWriteFailed e -> notify(e, e.host(), e.port(), "write_failed", e.transferId());
+            case Effect.StartHandshake e -> {
+                if (faults != null) {
+                    faults.handshake(e, dataPlane::startHandshake);
+                } else {
+                    dataPlane.startHandshake(e);
+                }
+            }
+            case Effect.PostWrite e -> transfer(e.statusId(), e);
+            case Effect.PostRead e -> transfer(e.statusId(), e);
             // Hook replies go back to the caller with the whole list; decisions stay in the journal.
             case Effect.MatchedTokens e -> { }
             case Effect.MetadataBuilt e -> { }
@@ -222,6 +233,27 @@ public final class NodeService implements AutoCloseable {
             case Effect.Unmapped e -> { }
             case Effect.Anomaly e -> { }
         }
+    }
+
+    private void notify(Effect e, String host, int port, String type, String transferId) {
+        if (faults != null) {
+            faults.notify(e, "tcp://" + host + ":" + port, type, transferId, publisher::publish);
+        } else {
+            publisher.publish(e);
+        }
+    }
+
+    private void transfer(long statusId, Effect e) {
+        if (faults != null) {
+            faults.transfer(statusId, e, dataPlane::post);
+        } else {
+            dataPlane.post(e);
+        }
+    }
+
+    /** Faults injected so far ({@code --faults}). */
+    public long faultsInjected() {
+        return faults == null ? 0 : faults.injected();
     }
 
     /** Offers an event from outside (tests, bridges); false when the inbox refused it. */

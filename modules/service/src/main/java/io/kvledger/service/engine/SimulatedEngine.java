@@ -131,6 +131,7 @@ public final class SimulatedEngine implements AutoCloseable {
     private final AtomicLong verifiedBytes = new AtomicLong();
     private final AtomicLong corruptRequests = new AtomicLong();
     private final AtomicLong steps = new AtomicLong();
+    private final java.util.concurrent.atomic.AtomicInteger held = new java.util.concurrent.atomic.AtomicInteger();
 
     /**
      * @param kv the region holding {@code layout} (the data plane's memory), or {@code null} when
@@ -431,6 +432,7 @@ public final class SimulatedEngine implements AutoCloseable {
             return;
         }
         requests.put(r.id, r);
+        held.incrementAndGet();
         port.call(new NodeEvent.RequestAdmitted(clock.getAsLong(), r.id, r.prompt, r.prompt, r.params));
     }
 
@@ -469,7 +471,9 @@ public final class SimulatedEngine implements AutoCloseable {
     private void release(Req r) {
         free.addAll(r.blocks);
         r.blocks.clear();
-        requests.remove(r.id);
+        if (requests.remove(r.id) != null) {
+            held.decrementAndGet();
+        }
     }
 
     /** Extends a request's blocks to cover {@code tokens}; the new ids, or null when the pool is short. */
@@ -559,6 +563,11 @@ public final class SimulatedEngine implements AutoCloseable {
 
     public long steps() {
         return steps.get();
+    }
+
+    /** Requests the engine still holds: running, waiting, or finished with their free deferred. */
+    public int heldRequests() {
+        return held.get();
     }
 
     /** Free blocks in the pool (read racily; for metrics). */

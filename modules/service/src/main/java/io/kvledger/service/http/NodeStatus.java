@@ -33,6 +33,7 @@ public final class NodeStatus {
         m.put("notifies_failed", node.publisher().failed());
         m.put("frames_received", node.listener().received());
         m.put("frames_rejected", node.listener().rejected());
+        m.put("faults_injected", node.faultsInjected());
         SimulatedEngine e = node.engine();
         if (e != null) {
             Map<String, Object> em = new LinkedHashMap<>();
@@ -43,6 +44,7 @@ public final class NodeStatus {
             em.put("corrupt_requests", e.corruptRequests());
             em.put("steps", e.steps());
             em.put("free_blocks", e.freeBlocks());
+            em.put("held_requests", e.heldRequests());
             m.put("engine", em);
         }
         return m;
