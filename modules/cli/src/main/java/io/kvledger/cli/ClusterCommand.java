@@ -90,7 +90,7 @@ final class ClusterCommand implements Callable<Integer> {
     @Option(names = "--stuck-after-s", defaultValue = "5", description = "hangs --stuck-after for the report (default: ${DEFAULT-VALUE}).")
     double stuckAfterS;
 
-    @Option(names = "--timeout-s", defaultValue = "300", description = "Give up on the run after this many seconds (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--timeout-s", defaultValue = "300", description = "Give up on requests not answered this many seconds after the nodes are up (default: ${DEFAULT-VALUE}).")
     double timeoutS;
 
     /** One started node process. */
@@ -169,7 +169,7 @@ final class ClusterCommand implements Callable<Integer> {
             SplittableRandom rng = new SplittableRandom(seed ^ 0x5eed);
             Semaphore inFlight = new Semaphore(concurrency);
             List<CompletableFuture<ToyRouter.Outcome>> all = new ArrayList<>();
-            long deadline = t0 + (long) (timeoutS * 1e9);
+            long deadline = System.nanoTime() + (long) (timeoutS * 1e9);
             for (int i = 0; i < requests; i++) {
                 if (i == killAfter && killNode != null) {
                     for (Started n : nodes) {

@@ -62,7 +62,7 @@ public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, Eng
     public static NodeOptions defaults(String nodeId, NodeConfig config, Path journalDir) {
         return new NodeOptions(nodeId, config, journalDir, EngineKind.SIM,
                 new KvLayout(config.layerNames(), 1024, 256), TransferEngines.Choice.AUTO, null, 0, null, null, null,
-                65_536, Duration.ofSeconds(1), Duration.ofSeconds(5), SimulatedEngine.Options.DEFAULT, FaultSpec.NONE, 0L);
+                65_536, Duration.ofSeconds(1), Duration.ofSeconds(10), SimulatedEngine.Options.DEFAULT, FaultSpec.NONE, 0L);
     }
 
     public NodeOptions withEngine(EngineKind e) {

@@ -132,6 +132,9 @@ public final class NodeService implements AutoCloseable {
         loop = new NodeLoop(options.nodeId(), state, journal, this::route, clock, inbox, lastSeq);
         loop.start();
 
+        if (recovery != null && !recovery.handshakes().isEmpty()) {
+            reopenSessions();
+        }
         if (options.engine() == NodeOptions.EngineKind.SIM) {
             engine = new SimulatedEngine(options.nodeId(), cfg, hookPort(), clock, options.layout(), dataPlane.memory(),
                     options.engineOptions());
@@ -149,6 +152,26 @@ public final class NodeService implements AutoCloseable {
                     cfg.dpSize(), cfg.tpSize(), cfg.mode().name());
             opened.add(RegistrationHeartbeat.start(options.proxyPing(), reg, RegistrationHeartbeat.PING_INTERVAL,
                     this::onAdapterEvent, clock));
+        }
+    }
+
+    /**
+     * A recovered state counts on the sessions its handshakes opened, which died with the old
+     * process: hand-shake again with every peer it knew (the outcomes are journaled like any
+     * other), waiting a bounded time so the engine does not post on a session that is not back yet.
+     */
+    private void reopenSessions() {
+        List<java.util.concurrent.CompletableFuture<Void>> pending = new ArrayList<>();
+        for (Effect.StartHandshake h : recovery.handshakes().values()) {
+            pending.add(dataPlane.startHandshake(h));
+        }
+        try {
+            java.util.concurrent.CompletableFuture.allOf(pending.toArray(java.util.concurrent.CompletableFuture[]::new))
+                    .get(options.handshakeTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            LOG.log(System.Logger.Level.WARNING, "node " + options.nodeId() + ": re-handshakes after recovery: " + e);
         }
     }
 

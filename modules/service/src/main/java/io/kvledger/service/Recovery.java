@@ -9,7 +9,9 @@ import io.kvledger.journal.JournalReader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Rebuilds a node's state from its journal: every journaled input is applied again, in order,
@@ -22,8 +24,11 @@ import java.util.List;
  * @param lastSeq      the seq of the last complete entry (0: the journal holds only its header)
  * @param lastAtNs     the time of the last input ({@code Long.MIN_VALUE} when none)
  * @param recoveryNs   how long it took (wall clock)
+ * @param handshakes   the last handshake started for each peer key (its endpoint), so that a
+ *                     restarted node can open again the sessions the recovered state counts on
  */
-public record Recovery(NodeState state, long inputs, long lastSeq, long lastAtNs, long recoveryNs) {
+public record Recovery(NodeState state, long inputs, long lastSeq, long lastAtNs, long recoveryNs,
+                       Map<String, Effect.StartHandshake> handshakes) {
 
     /** Whether {@code dir} holds a journal to recover. */
     public static boolean present(Path dir) {
@@ -45,6 +50,7 @@ public record Recovery(NodeState state, long inputs, long lastSeq, long lastAtNs
         long inputs = 0;
         long lastSeq = 0;
         long lastAt = Long.MIN_VALUE;
+        Map<String, Effect.StartHandshake> handshakes = new LinkedHashMap<>();
         try (JournalReader r = JournalReader.open(dir)) {
             for (JournalEntry e : r) {
                 lastSeq = Math.max(lastSeq, e.seq());
@@ -53,9 +59,11 @@ public record Recovery(NodeState state, long inputs, long lastSeq, long lastAtNs
                     NodeReducer.applyInto(state, in.event(), discard);
                     inputs++;
                     lastAt = in.atNs();
+                } else if (e instanceof JournalEntry.Derived d && d.effect() instanceof Effect.StartHandshake h) {
+                    handshakes.put(h.key(), h);
                 }
             }
         }
-        return new Recovery(state, inputs, lastSeq, lastAt, System.nanoTime() - t0);
+        return new Recovery(state, inputs, lastSeq, lastAt, System.nanoTime() - t0, handshakes);
     }
 }

@@ -117,9 +117,12 @@ public final class DataPlane implements AutoCloseable {
         transfers.publish(effect);
     }
 
-    /** Starts the handshake a {@code StartHandshake} asks for; its outcome reaches the loop as an event. */
-    public void startHandshake(Effect.StartHandshake e) {
-        handshakes.start(e).whenComplete((result, error) -> {
+    /**
+     * Starts the handshake a {@code StartHandshake} asks for; its outcome reaches the loop as an
+     * event. The returned future completes (never exceptionally) once the outcome was handed on.
+     */
+    public java.util.concurrent.CompletableFuture<Void> startHandshake(Effect.StartHandshake e) {
+        return handshakes.start(e).handle((result, error) -> {
             String failure = error != null ? reason(error) : bind(e.key(), result);
             NodeEvent outcome = failure == null
                     ? new NodeEvent.HandshakeCompleted(clock.getAsLong(), e.key())
@@ -128,6 +131,7 @@ public final class DataPlane implements AutoCloseable {
                 handshakesFailed.incrementAndGet();
             }
             events.test(outcome);
+            return null;
         });
     }
 
