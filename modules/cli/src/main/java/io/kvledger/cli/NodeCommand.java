@@ -129,7 +129,12 @@ final class NodeCommand implements Callable<Integer> {
         Thread hook = new Thread(() -> {
             stop.countDown();
             try {
-                stopped.await(15, TimeUnit.SECONDS);
+                // SIGINT/SIGTERM: the node closes its adapters and flushes its journal, then the
+                // process ends with 0 (a clean stop), not with the signal's 130/143.
+                if (stopped.await(30, TimeUnit.SECONDS)) {
+                    System.out.flush();
+                    Runtime.getRuntime().halt(0);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
