@@ -1,0 +1,17 @@
+package io.kvledger.zmq;
+
+/**
+ * Receives the engine hook calls of an {@link EngineBridgeServer}, in the order the server reads
+ * them, on the server's socket thread.
+ *
+ * <p>{@link #onHook} must not block: hand the call on (typically: offer
+ * {@code call.event()} to the node loop's bounded inbox, with the call attached) and return. Answer
+ * each call exactly once, later, from any thread, with {@link BridgeCall#reply} or
+ * {@link BridgeCall#fail} (when the inbox is full, {@code fail("node busy")} at once). An
+ * exception thrown here answers the call with {@code ok: False} and is counted; it does not end
+ * the server.
+ */
+@FunctionalInterface
+public interface HookHandler {
+    void onHook(BridgeCall call);
+}
