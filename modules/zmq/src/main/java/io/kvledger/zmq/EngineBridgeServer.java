@@ -192,6 +192,11 @@ public final class EngineBridgeServer implements AutoCloseable {
         return thread.isAlive() && !closing;
     }
 
+    /** Whether the wake-up pipe is still open (for tests: an interrupted answerer must not close it). */
+    boolean wakeUpOpen() {
+        return pipe.sink().isOpen() && pipe.source().isOpen();
+    }
+
     // ---------------------------------------------------------------- answers (any thread)
 
     boolean answer(BridgeCall call, byte[] frame, boolean ok) {
@@ -211,10 +216,18 @@ public final class EngineBridgeServer implements AutoCloseable {
 
     private void wake() {
         if (wakePending.compareAndSet(false, true)) {
+            // an interrupted caller would close the pipe for good (NIO channels are interruptible):
+            // write with the flag cleared and restore it afterwards
+            boolean interrupted = Thread.interrupted();
             try {
                 pipe.sink().write(ByteBuffer.wrap(new byte[] {1}));
             } catch (IOException | RuntimeException e) {
-                // the pipe is closed: the server is stopping and drains the outbox itself
+                // the pipe is closed: the server is stopping, or the socket thread's housekeeping
+                // tick (100 ms) drains the outbox without being woken
+            } finally {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
             }
         }
     }
@@ -270,6 +283,8 @@ public final class EngineBridgeServer implements AutoCloseable {
                         break;
                     }
                     LOG.log(System.Logger.Level.WARNING, "engine bridge " + endpoint + ": " + ZmqRuntime.describe(e), e);
+                    // never spin on a fault that repeats
+                    java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L);
                 }
             }
         } finally {

@@ -272,6 +272,29 @@ class EngineBridgeServerTest {
     }
 
     @Test
+    void anAnswerFromAnInterruptedThreadArrivesAndKeepsTheWakeUpOpen() throws Exception {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).build();
+        java.util.concurrent.atomic.AtomicBoolean stillInterrupted = new java.util.concurrent.atomic.AtomicBoolean();
+        HookHandler fromInterrupted = c -> {
+            Thread t = new Thread(() -> {
+                Thread.currentThread().interrupt();
+                c.reply(List.of(new Effect.MatchedTokens("r", 4, true)));
+                stillInterrupted.set(Thread.currentThread().isInterrupted());
+            });
+            t.start();
+        };
+        try (EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), fromInterrupted);
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            for (int i = 0; i < 3; i++) {
+                BridgeReply r = engine.call(new HookCall.GetNumNewMatchedTokens("r", 0));
+                assertThat(ok(r)).containsEntry("num_tokens", 4L);
+            }
+            assertThat(stillInterrupted).as("the answerer's interrupt flag is kept").isTrue();
+            assertThat(server.wakeUpOpen()).isTrue();
+        }
+    }
+
+    @Test
     void closeAnswersWaitingCallsAndEndsEveryThread() {
         Set<String> before = Threads.kvledger();
         NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).build();
