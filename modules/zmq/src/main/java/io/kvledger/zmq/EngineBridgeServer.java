@@ -31,7 +31,8 @@ import org.zeromq.ZMQ;
  * stamps it with the configured clock, decodes it, and:
  * <ul>
  *   <li>answers at once, on the socket thread, what needs no node: malformed frames
- *       ({@code ok: False} with the rejection, counted in {@link #rejected()}), {@code ping},
+ *       ({@code ok: False} with the rejection, counted in {@link #rejected()} and reported to
+ *       {@link HookHandler#onRejected}), {@code ping},
  *       {@code hello} (the {@link BridgeNodeInfo}, or {@code ok: False} when the caller's role,
  *       mode or ranks differ), and calls beyond {@link EngineBridgeConfig#maxInFlight()}
  *       ({@code "busy"});</li>
@@ -372,18 +373,30 @@ public final class EngineBridgeServer implements AutoCloseable {
         } else {
             rejected.incrementAndGet();
             boolean req = parts > 0 && frames.get(0).length == 0;
-            trySend(router, identity, req, BridgeCodec.encodeError(null, new Rejection(RejectReason.BAD_FRAMING,
-                    parts + " frames after the routing id; send one frame (DEALER) or an empty frame and one (REQ)", false).text()));
+            BridgeDecoded.Rejected r = new BridgeDecoded.Rejected(null, null, new Rejection(RejectReason.BAD_FRAMING,
+                    parts + " frames after the routing id; send one frame (DEALER) or an empty frame and one (REQ)", false));
+            trySend(router, identity, req, BridgeCodec.encodeError(r));
+            reportRejected(atNs, frames.isEmpty() ? new byte[0] : frames.get(frames.size() - 1), r);
             return true;
         }
         switch (BridgeCodec.decode(payload, config.limits())) {
             case BridgeDecoded.Rejected r -> {
                 rejected.incrementAndGet();
                 trySend(router, identity, reqFraming, BridgeCodec.encodeError(r));
+                reportRejected(atNs, payload, r);
             }
             case BridgeDecoded.Request ok -> dispatch(router, identity, reqFraming, ok.request(), atNs);
         }
         return true;
+    }
+
+    private void reportRejected(long atNs, byte[] frame, BridgeDecoded.Rejected r) {
+        try {
+            handler.onRejected(atNs, frame, r);
+        } catch (Exception | StackOverflowError ex) {
+            handlerErrors.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "engine bridge handler threw on a rejected request: " + ZmqRuntime.describe(ex), ex);
+        }
     }
 
     private void dispatch(ZMQ.Socket router, byte[] identity, boolean reqFraming, BridgeRequest request, long atNs) {

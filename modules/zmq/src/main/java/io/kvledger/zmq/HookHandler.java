@@ -1,5 +1,7 @@
 package io.kvledger.zmq;
 
+import io.kvledger.wire.bridge.BridgeDecoded;
+
 /**
  * Receives the engine hook calls of an {@link EngineBridgeServer}, in the order the server reads
  * them, on the server's socket thread.
@@ -13,5 +15,17 @@ package io.kvledger.zmq;
  */
 @FunctionalInterface
 public interface HookHandler {
+
     void onHook(BridgeCall call);
+
+    /**
+     * A message that was not a valid request (already answered {@code ok: False}), for a journal
+     * or a log; called on the socket thread, must not block. Does nothing by default.
+     *
+     * @param atNs      when it was read (the server's clock)
+     * @param frame     the request frame (for a message with the wrong number of frames, its last
+     *                  frame, or an empty array)
+     * @param rejection why, with the request's id and hook when they could be read
+     */
+    default void onRejected(long atNs, byte[] frame, BridgeDecoded.Rejected rejection) {}
 }

@@ -150,7 +150,19 @@ class EngineBridgeServerTest {
     void malformedRequestsAreAnsweredAtOnceAndCounted() throws Exception {
         NodeConfig cfg = NodeConfig.builder(Role.CONSUMER, TransferMode.WRITE).build();
         List<BridgeCall> handed = new CopyOnWriteArrayList<>();
-        try (EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), handed::add);
+        List<String> reported = new CopyOnWriteArrayList<>();
+        HookHandler recording = new HookHandler() {
+            @Override
+            public void onHook(BridgeCall call) {
+                handed.add(call);
+            }
+
+            @Override
+            public void onRejected(long atNs, byte[] frame, io.kvledger.wire.bridge.BridgeDecoded.Rejected rejection) {
+                reported.add(rejection.rejection().reason() + " id=" + rejection.id() + " bytes=" + frame.length);
+            }
+        };
+        try (EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), recording);
              BridgeClient engine = new BridgeClient(server.endpoint())) {
             engine.send(new byte[] {(byte) 0xc1});
             BridgeReply r = engine.reply(10_000);
@@ -183,6 +195,11 @@ class EngineBridgeServerTest {
             assertThat(mismatch.error()).isEqualTo("this node is not the caller's: kv_role kv_producer != kv_consumer, tp_rank 3 != 0");
 
             assertThat(handed).as("nothing malformed reaches the node").isEmpty();
+            assertThat(reported).as("each rejection is reported to the handler once").hasSize(4);
+            assertThat(reported.get(0)).isEqualTo("INVALID_FORMAT id=null bytes=1");
+            assertThat(reported.get(1)).startsWith("MISSING_FIELD id=6 bytes=");
+            assertThat(reported.get(2)).startsWith("UNKNOWN_TYPE id=6 bytes=");
+            assertThat(reported.get(3)).isEqualTo("BAD_FRAMING id=null bytes=1");
             assertThat(server.rejected()).isEqualTo(4);
             assertThat(server.control()).isEqualTo(2);
             assertThat(server.received()).isEqualTo(6);
