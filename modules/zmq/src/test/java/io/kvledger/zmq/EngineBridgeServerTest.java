@@ -351,6 +351,11 @@ class EngineBridgeServerTest {
                 BridgeNodeInfo.of(cfg), c -> c.reply(List.of()))) {
             assertThat(a.endpoint()).startsWith("tcp://127.0.0.1:");
             assertThat(a.port()).isPositive();
+            try (EngineBridgeServer byName = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint("tcp://localhost:0"),
+                    BridgeNodeInfo.of(cfg), c -> c.reply(List.of()));
+                 BridgeClient engine = new BridgeClient("tcp://127.0.0.1:" + byName.port())) {
+                assertThat(engine.call(new HookCall.Ping()).ok()).isTrue();
+            }
             assertThatThrownBy(() -> EngineBridgeServer.open(EngineBridgeConfig.forEndpoint("tcp://127.0.0.1:" + a.port()),
                     BridgeNodeInfo.of(cfg), c -> c.reply(List.of())))
                     .isInstanceOf(IllegalStateException.class).hasMessageContaining("cannot bind the engine bridge");
@@ -388,8 +393,6 @@ class EngineBridgeServerTest {
             assertThat(server.handedOff()).isPositive();
             assertThat(engine.call(new HookCall.Ping()).ok()).isTrue();
             assertThat(server.isRunning()).isTrue();
-        } catch (InterruptedException e) {
-            throw new AssertionError(e);
         }
     }
 
