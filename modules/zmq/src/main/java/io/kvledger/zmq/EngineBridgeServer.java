@@ -259,6 +259,10 @@ public final class EngineBridgeServer implements AutoCloseable {
             bound.completeExceptionally(e);
             return;
         } catch (Error e) {
+            if (poller != null) {
+                poller.close();
+            }
+            ZmqRuntime.closeQuietly(router);
             stopped = true;
             bound.completeExceptionally(e);
             throw e;
@@ -289,17 +293,21 @@ public final class EngineBridgeServer implements AutoCloseable {
                 }
             }
         } finally {
-            stopped = true;
             try {
-                sendAnswers(router);
+                // claim what is unanswered first (later answers are then refused), send what was
+                // answered before, and only then refuse to queue more
                 for (BridgeCall c : pending.values()) {
                     if (c.claim()) {
                         trySend(router, c.identity, c.reqFraming, BridgeCodec.encodeError(c.id(), "node closing"));
                     }
                 }
+                sendAnswers(router);
+                stopped = true;
+                sendAnswers(router);
                 pending.clear();
                 inFlight = 0;
             } catch (RuntimeException e) {
+                stopped = true;
                 LOG.log(System.Logger.Level.DEBUG, "engine bridge closing: " + ZmqRuntime.describe(e), e);
             }
             poller.close();
