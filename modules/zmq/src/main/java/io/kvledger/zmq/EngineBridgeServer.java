@@ -312,8 +312,8 @@ public final class EngineBridgeServer implements AutoCloseable {
             }
             poller.close();
             try {
-                // give the last answers a moment to leave
-                router.setLinger(100);
+                // give the last answers up to a second to leave (close waits at most that long)
+                router.setLinger(1000);
                 router.close();
             } catch (RuntimeException e) {
                 ZmqRuntime.closeQuietly(router);
