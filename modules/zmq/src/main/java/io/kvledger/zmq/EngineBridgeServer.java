@@ -347,10 +347,11 @@ public final class EngineBridgeServer implements AutoCloseable {
         for (Outgoing o; (o = outbox.poll()) != null; ) {
             if (o.call() != null) {
                 pending.remove(o.call().seq);
+                // before the send: a caller holding its answer sees the count without it
+                inFlight = pending.size();
             }
             trySend(router, o.identity(), o.reqFraming(), o.frame());
         }
-        inFlight = pending.size();
     }
 
     /** Reads and handles one message; false when none is waiting. */
@@ -458,6 +459,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                 break;
             }
             it.remove();
+            inFlight = pending.size();
             if (c.claim()) {
                 timedOut.incrementAndGet();
                 trySend(router, c.identity, c.reqFraming, BridgeCodec.encodeError(c.id(), "timed out: the node did not answer "
