@@ -65,9 +65,13 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--notify-port", paramLabel = "P", description = "Notify port base (default 61005); the rank binds base + dp + tp.")
     Integer notifyPort;
 
-    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|none",
-            description = "Who calls the hooks: the built-in simulated engine (sim), or nobody (none: adapters only) (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|bridge|none",
+            description = "Who calls the hooks: the built-in simulated engine (sim), an engine's connector over the bridge socket (bridge), or nobody (none: adapters only) (default: ${DEFAULT-VALUE}).")
     String engine;
+
+    @Option(names = "--bridge", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
+            description = "Where the engine bridge binds with --engine bridge (loopback only; port 0: any free port, printed at start) (default: ${DEFAULT-VALUE}).")
+    String bridgeEndpoint;
 
     @Option(names = "--journal", required = true, paramLabel = "DIR", description = "The node's journal (created, or recovered and continued).")
     Path journal;
@@ -147,6 +151,7 @@ final class NodeCommand implements Callable<Integer> {
                     + "/" + c.tpSize() + ", notify " + node.listener().endpoint() + ", handshake "
                     + node.handshakeServer().endpoint() + ", " + node.dataPlane().engineReason()
                     + (node.http() != null ? ", http " + node.http().host() + ":" + node.http().port() : "")
+                    + (node.bridge() != null ? ", engine bridge " + node.bridge().endpoint() : "")
                     + (node.recovery() != null ? ", recovered " + node.recovery().inputs() + " inputs in "
                     + node.recovery().recoveryNs() / 1_000_000 + " ms" : "")
                     + "; journal " + journal + (durationS > 0 ? "" : "; stop with Ctrl-C"));
@@ -240,8 +245,8 @@ final class NodeCommand implements Callable<Integer> {
         o = o.withEngine(switch (engine.toLowerCase(Locale.ROOT)) {
             case "sim" -> NodeOptions.EngineKind.SIM;
             case "none" -> NodeOptions.EngineKind.NONE;
-            case "bridge" -> throw usage("--engine bridge needs the vLLM bridge, which this version does not have yet: use sim or none");
-            default -> throw usage("--engine takes sim or none, got " + engine);
+            case "bridge" -> NodeOptions.EngineKind.BRIDGE;
+            default -> throw usage("--engine takes sim, bridge or none, got " + engine);
         });
         o = o.withTransferEngine(switch (transferEngine.toLowerCase(Locale.ROOT)) {
             case "auto" -> TransferEngines.Choice.AUTO;
@@ -249,6 +254,7 @@ final class NodeCommand implements Callable<Integer> {
             case "in-jvm", "injvm" -> TransferEngines.Choice.IN_JVM;
             default -> throw usage("--transfer-engine takes auto, ucx or in-jvm, got " + transferEngine);
         });
+        o = o.withBridge(bridgeEndpoint);
         if (blocks < 1 || blockBytes < 8 || blockBytes % 8 != 0) {
             throw usage("--blocks must be positive and --block-bytes a positive multiple of 8");
         }

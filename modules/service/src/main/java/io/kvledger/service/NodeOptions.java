@@ -29,12 +29,13 @@ import java.util.Objects;
  * @param engineOptions  the simulated engine's pacing
  * @param faults         faults injected between the loop and the publishers ({@link FaultSpec#NONE}: none)
  * @param faultSeed      the seed of the fault draws
+ * @param bridgeEndpoint where the engine bridge binds with {@link EngineKind#BRIDGE} ({@code tcp://127.0.0.1:PORT}, port 0: any)
  */
 public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, EngineKind engine, KvLayout layout,
                           TransferEngines.Choice transferEngine, String httpHost, int httpPort, String bearerToken,
                           String proxyPing, String httpAdvertised, int inboxCapacity, Duration deliveryBound,
                           Duration handshakeTimeout, SimulatedEngine.Options engineOptions,
-                          FaultSpec faults, long faultSeed) {
+                          FaultSpec faults, long faultSeed, String bridgeEndpoint) {
 
     /** Who calls the connector's hooks. */
     public enum EngineKind {
@@ -62,52 +63,59 @@ public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, Eng
     public static NodeOptions defaults(String nodeId, NodeConfig config, Path journalDir) {
         return new NodeOptions(nodeId, config, journalDir, EngineKind.SIM,
                 new KvLayout(config.layerNames(), 1024, 256), TransferEngines.Choice.AUTO, null, 0, null, null, null,
-                65_536, Duration.ofSeconds(1), Duration.ofSeconds(10), SimulatedEngine.Options.DEFAULT, FaultSpec.NONE, 0L);
+                65_536, Duration.ofSeconds(1), Duration.ofSeconds(10), SimulatedEngine.Options.DEFAULT, FaultSpec.NONE, 0L,
+                "tcp://127.0.0.1:0");
     }
 
     public NodeOptions withEngine(EngineKind e) {
         return new NodeOptions(nodeId, config, journalDir, e, layout, transferEngine, httpHost, httpPort, bearerToken,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint);
     }
 
     public NodeOptions withLayout(KvLayout l) {
         return new NodeOptions(nodeId, config, journalDir, engine, l, transferEngine, httpHost, httpPort, bearerToken,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint);
     }
 
     public NodeOptions withTransferEngine(TransferEngines.Choice c) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, c, httpHost, httpPort, bearerToken,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint);
     }
 
     public NodeOptions withHttp(String host, int port, String token) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, host, port, token,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint);
     }
 
     public NodeOptions withProxy(String ping, String advertisedHttp) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, ping, advertisedHttp, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed);
+                bearerToken, ping, advertisedHttp, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint);
     }
 
     public NodeOptions withInbox(int capacity, Duration bound) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, proxyPing, httpAdvertised, capacity, bound, handshakeTimeout, engineOptions, faults, faultSeed);
+                bearerToken, proxyPing, httpAdvertised, capacity, bound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint);
     }
 
     public NodeOptions withHandshakeTimeout(Duration d) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, d, engineOptions, faults, faultSeed);
+                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, d, engineOptions, faults, faultSeed, bridgeEndpoint);
     }
 
     public NodeOptions withEngineOptions(SimulatedEngine.Options o) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, o, faults, faultSeed);
+                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, o, faults, faultSeed, bridgeEndpoint);
     }
 
     public NodeOptions withFaults(FaultSpec f, long seed) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
                 bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions,
-                f, seed);
+                f, seed, bridgeEndpoint);
+    }
+
+    public NodeOptions withBridge(String endpoint) {
+        return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
+                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions,
+                faults, faultSeed, endpoint);
     }
 }

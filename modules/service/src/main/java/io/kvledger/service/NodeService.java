@@ -14,7 +14,12 @@ import io.kvledger.service.engine.HookPort;
 import io.kvledger.service.engine.SimulatedEngine;
 import io.kvledger.service.http.HttpFront;
 import io.kvledger.wire.Registration;
+import io.kvledger.wire.bridge.BridgeNodeInfo;
 import io.kvledger.zmq.AdapterEvent;
+import io.kvledger.zmq.BridgeCall;
+import io.kvledger.zmq.EngineBridgeConfig;
+import io.kvledger.zmq.EngineBridgeServer;
+import io.kvledger.zmq.HookHandler;
 import io.kvledger.zmq.EventSink;
 import io.kvledger.zmq.HandshakeServer;
 import io.kvledger.zmq.InboundFrame;
@@ -63,6 +68,7 @@ public final class NodeService implements AutoCloseable {
     private HandshakeServer handshakeServer;
     private SimulatedEngine engine;
     private HttpFront http;
+    private EngineBridgeServer bridge;
     private Recovery recovery;
     private LiveFaults faults;
     private volatile boolean closed;
@@ -140,6 +146,11 @@ public final class NodeService implements AutoCloseable {
                     options.engineOptions());
             engine.start();
         }
+        if (options.engine() == NodeOptions.EngineKind.BRIDGE) {
+            bridge = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint(options.bridgeEndpoint()).withClock(clock),
+                    BridgeNodeInfo.of(cfg), bridgeHandler());
+            opened.add(bridge);
+        }
         if (options.httpHost() != null) {
             http = HttpFront.start(this, options.httpHost(), options.httpPort(), options.bearerToken());
             opened.add(http);
@@ -208,6 +219,27 @@ public final class NodeService implements AutoCloseable {
             throw new HookPort.HookCallException("hook call " + what + " got no reply: "
                     + (e.getCause() == null ? e : e.getCause()).getMessage(), e);
         }
+    }
+
+    /**
+     * Engine hook calls from the bridge: each becomes a hook call on the inbox, answered with the
+     * effects of its transition. Runs on the bridge's socket thread, so it never waits: a full
+     * inbox answers "node busy" at once (the engine sees the error; nothing was journaled).
+     */
+    private HookHandler bridgeHandler() {
+        return new HookHandler() {
+            @Override
+            public void onHook(BridgeCall call) {
+                inbox.call(call.event(), 0).whenComplete((effects, error) -> {
+                    if (error != null) {
+                        call.fail(error instanceof Inbox.InboxFullException ? "node busy: " + error.getMessage()
+                                : "node: " + error.getMessage());
+                    } else {
+                        call.reply(effects);
+                    }
+                });
+            }
+        };
     }
 
     private boolean onFrame(InboundFrame f) {
@@ -365,6 +397,11 @@ public final class NodeService implements AutoCloseable {
 
     public HandshakeServer handshakeServer() {
         return handshakeServer;
+    }
+
+    /** The engine bridge, or {@code null} when the engine is not bridged. */
+    public EngineBridgeServer bridge() {
+        return bridge;
     }
 
     /** The admin HTTP server, or {@code null}. */
