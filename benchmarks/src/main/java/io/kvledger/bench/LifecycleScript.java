@@ -388,7 +388,9 @@ public final class LifecycleScript {
                             }
                         }
                     }
-                    default -> { }
+                    case Effect.SendWriteFailed _, Effect.MatchedTokens _, Effect.MetadataBuilt _,
+                            Effect.FinishedSendingRewritten _, Effect.DeferralStarted _, Effect.AckParked _,
+                            Effect.AckSurfaced _, Effect.StaleAckDropped _, Effect.Unmapped _, Effect.Anomaly _ -> { }
                 }
             }
         }

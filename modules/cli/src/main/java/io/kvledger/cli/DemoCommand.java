@@ -1,14 +1,15 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.Behaviour;
-import io.kvledger.cli.replay.ConfigOverrides;
-import io.kvledger.cli.replay.JournalInputs;
-import io.kvledger.cli.replay.Replayer;
+import io.kvledger.journal.replay.ConfigOverrides;
+import io.kvledger.journal.replay.JournalInputs;
+import io.kvledger.journal.replay.Hangs;
+import io.kvledger.journal.replay.Replayer;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.diagnosis.Bounds;
 import io.kvledger.core.diagnosis.Finding;
 import io.kvledger.journal.JournalException;
-import io.kvledger.journal.sim.SimJournalRecorder;
+import io.kvledger.cli.sim.SimJournalRecorder;
 import io.kvledger.sim.FaultSpec;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.Simulation;
@@ -137,9 +138,9 @@ final class DemoCommand implements Callable<Integer> {
         for (Path runDir : runDirs) {
             w.println();
             w.println("== ./kvledger hangs " + shellQuote(runDir.toString()) + " ==");
-            HangsReport.Result res;
+            Hangs.Result res;
             try (Replayer r = Replayer.open(JournalInputs.resolve(List.of(runDir)), ConfigOverrides.none())) {
-                res = HangsReport.analyse(r.recorded(false), Bounds.defaults());
+                res = Hangs.analyse(r.recorded(false), Bounds.defaults());
             }
             HangsReport.print(w, res, fullIds);
             Finding f = HangsReport.exampleHung(res.findings());

@@ -1,6 +1,7 @@
 package io.kvledger.cli;
 
-import io.kvledger.cli.replay.Replayer;
+import io.kvledger.journal.replay.Hangs;
+import io.kvledger.journal.replay.Replayer;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.diagnosis.Bounds;
 import java.io.PrintWriter;
@@ -23,10 +24,12 @@ import picocli.CommandLine.Spec;
 @Command(name = "hangs", mixinStandardHelpOptions = true, sortOptions = false,
         description = {
             "Replays node journals (all nodes of one deployment: prefill and decode ranks) through the transfer "
-                    + "ledger and prints every request that did not reach a terminal phase or ended in an anomalous one, "
+                    + "ledger and prints every request stuck in a non-terminal phase or ended in an anomalous one, "
                     + "one line each: node, request, phase, detector, bug class (moriio-protocol.md section 7) and a "
                     + "diagnosis naming the missing or wrong event.",
             "DIR is a node journal, or a directory holding one journal directory per node.",
+            "It always says how many requests are still in a non-terminal phase when the journals end, and why each "
+                    + "is or is not stuck: younger than --stuck-after in its phase, or still making progress.",
             "Exit status: 0 no findings; 1 findings; 2 usage error."})
 final class HangsCommand implements Callable<Integer> {
 
@@ -37,9 +40,13 @@ final class HangsCommand implements Callable<Integer> {
     List<String> dirs = new ArrayList<>();
 
     @Option(names = "--stuck-after", paramLabel = "SECONDS",
-            description = "a request that stayed longer than this in a non-terminal phase, at the end of the "
-                    + "journals, is stuck (default: 30)")
+            description = "a request that stayed longer than this in a non-terminal phase at the end of the "
+                    + "journals, with no lifecycle event (scheduled, transfer posted or completed, frame received, "
+                    + "phase change) within this of the end, is stuck (default: 30)")
     Double stuckAfter;
+
+    @Option(names = "--in-flight", description = "also list every request still in flight that is not stuck, one line each")
+    boolean listInFlight;
 
     @Mixin
     ReplayOptions replayOptions;
@@ -63,17 +70,17 @@ final class HangsCommand implements Callable<Integer> {
         var overrides = replayOptions.overrides(spec);
         PrintWriter out = spec.commandLine().getOut();
         ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "hangs");
-        HangsReport.Result res;
+        Hangs.Result res;
         try (Replayer r = Journals.open(spec, dirs, overrides)) {
             r.progress(progress).recorded(false);
-            res = HangsReport.analyse(r, bounds);
+            res = Hangs.analyse(r, bounds);
             progress.done();
             Journals.warnings(spec, r);
         }
         if (json) {
             HangsReport.printJson(out, res);
         } else {
-            HangsReport.print(out, res, fullIds);
+            HangsReport.print(out, res, fullIds, listInFlight);
         }
         out.flush();
         return res.findings().isEmpty() ? 0 : 1;

@@ -1,14 +1,17 @@
 package io.kvledger.cli;
 
-import io.kvledger.cli.replay.ConfigOverrides;
-import io.kvledger.cli.replay.Replayer;
 import io.kvledger.core.diagnosis.Bounds;
 import io.kvledger.core.diagnosis.Finding;
 import io.kvledger.core.diagnosis.HangDetectors;
+import io.kvledger.core.diagnosis.InFlight;
 import io.kvledger.core.diagnosis.Ledger;
 import io.kvledger.core.effect.Effect;
+import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.json.Json;
+import io.kvledger.journal.replay.ConfigOverrides;
+import io.kvledger.journal.replay.Hangs;
+import io.kvledger.journal.replay.Replayer;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -17,76 +20,26 @@ import java.util.Map;
 import java.util.TreeSet;
 
 /**
- * Replays journals through a core {@link Ledger} and prints what {@link HangDetectors} find:
+ * Prints what {@link Hangs#analyse} (the library's ledger replay and {@link HangDetectors}) finds:
  * one line per finding (node, request, phase, detector, bug class, message), grouped by detector
- * in the detectors' documented order, and a summary. Used by {@code hangs} and by the demo.
+ * in the detectors' documented order, and a summary. It always says how many requests were still in
+ * a non-terminal phase when the journals end and why each is, or is not, a finding. Used by
+ * {@code hangs} and by the demo.
  *
  * <p>Deterministic: times are relative to the first event of the journals, journals are named by
  * their node ids and display names, never by the paths given.
  */
 final class HangsReport {
 
-    /** The detectors in the order {@link HangDetectors} documents them; groups print in this order. */
-    static final List<String> DETECTOR_ORDER = List.of("stuck-waiting", "stuck", "reaped-without-ack",
-            "unknown-completion-id", "superseded-transfer-id", "ack-before-finish", "notify-unhandshaken-rank",
-            "wrong-port-offset-form", "notify-no-listener", "empty-remote-blocks", "ack-before-mapping",
-            "failed-read-no-release", "ack-deficit", "free-while-in-flight", "listener-death", "mapping-leak",
-            "anomaly");
-
-    /** What a diagnosis run found. */
-    record Result(List<Replayer.Node> nodes, long inputs, long firstAtNs, long lastAtNs, Bounds bounds,
-                  List<Finding> findings) {}
-
     private HangsReport() {}
 
-    /** Replays every input into a ledger and runs the detectors. */
-    static Result analyse(Replayer r, Bounds bounds) {
-        Ledger ledger = new Ledger();
-        long[] inputs = {0};
-        r.run(new Replayer.Listener() {
-            @Override
-            public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {
-                ledger.nodeStarted(node.name(), node.config(), startup);
-            }
-
-            @Override
-            public void applied(Replayer.Node node, JournalEntry.Input in, List<Effect> fx,
-                                List<JournalEntry.Derived> recorded) {
-                inputs[0]++;
-                ledger.observe(node.name(), in.event(), fx);
-            }
-        });
-        List<Finding> findings = HangDetectors.run(ledger, bounds);
-        return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, findings);
-    }
-
-    /** The findings grouped by detector, groups in {@link #DETECTOR_ORDER} (unknown names last, sorted). */
-    static Map<String, List<Finding>> byDetector(List<Finding> findings) {
-        TreeSet<String> unknown = new TreeSet<>();
-        for (Finding f : findings) {
-            if (!DETECTOR_ORDER.contains(f.detector())) {
-                unknown.add(f.detector());
-            }
-        }
-        List<String> order = new ArrayList<>(DETECTOR_ORDER);
-        order.addAll(unknown);
-        Map<String, List<Finding>> groups = new LinkedHashMap<>();
-        for (String d : order) {
-            List<Finding> list = new ArrayList<>();
-            for (Finding f : findings) {
-                if (f.detector().equals(d)) {
-                    list.add(f);
-                }
-            }
-            if (!list.isEmpty()) {
-                groups.put(d, list);
-            }
-        }
-        return groups;
-    }
-
     /** The human report. */
-    static void print(PrintWriter out, Result res, boolean fullIds) {
+    static void print(PrintWriter out, Hangs.Result res, boolean fullIds) {
+        print(out, res, fullIds, false);
+    }
+
+    /** The human report; {@code listInFlight} also lists every in-flight request that is not stuck. */
+    static void print(PrintWriter out, Hangs.Result res, boolean fullIds, boolean listInFlight) {
         long span = res.inputs() == 0 ? 0 : res.lastAtNs() - res.firstAtNs();
         out.println("hangs: " + res.nodes().size() + " journal(s) (" + Journals.names(res.nodes()) + "), " + res.inputs()
                 + " events over " + Text.seconds3(span) + "; stuck after " + ConfigOverrides.seconds(res.bounds().stuckAfterNs())
@@ -95,9 +48,13 @@ final class HangsReport {
             out.println("  " + n.name() + ": " + Text.node(n.config()) + "; "
                     + ConfigOverrides.describe(n.recordedConfig(), n.config()));
         }
-        Map<String, List<Finding>> groups = byDetector(res.findings());
+        printInFlight(out, res, fullIds, listInFlight);
+        Map<String, List<Finding>> groups = Hangs.byDetector(res.findings());
         if (groups.isEmpty()) {
-            out.println("no findings: every request reached a terminal phase without a serious anomaly");
+            long notStuck = res.inFlight().size() - res.count(InFlight.Status.STUCK);
+            out.println(notStuck == 0 ? "no findings: every request reached a terminal phase without a serious anomaly"
+                    : "no findings: " + requests(notStuck) + " still in flight " + (notStuck == 1 ? "is" : "are")
+                            + " not stuck (see above); every other request reached a terminal phase without a serious anomaly");
             return;
         }
         TreeSet<Integer> classes = new TreeSet<>();
@@ -128,6 +85,71 @@ final class HangsReport {
         }
     }
 
+    /**
+     * How many requests were in a non-terminal phase when the journals end and why each is or is
+     * not a finding, then their count per node and phase (and, when asked, one line each).
+     */
+    private static void printInFlight(PrintWriter out, Hangs.Result res, boolean fullIds, boolean list) {
+        String end = res.inputs() == 0 ? "" : " (the journals end at " + rel(res, res.lastAtNs()) + ")";
+        if (res.inFlight().isEmpty()) {
+            out.println("in flight: none; every request the journals saw reached a terminal phase" + end);
+            return;
+        }
+        String bound = ConfigOverrides.seconds(res.bounds().stuckAfterNs());
+        List<String> why = new ArrayList<>();
+        long young = res.count(InFlight.Status.YOUNG);
+        long progressing = res.count(InFlight.Status.PROGRESSING);
+        long stuck = res.count(InFlight.Status.STUCK);
+        if (young > 0) {
+            why.add(young + " in " + its(young) + " phase for less than --stuck-after " + bound);
+        }
+        if (progressing > 0) {
+            why.add(progressing + " in " + its(progressing) + " phase longer, but still progressing (a lifecycle event "
+                    + "within " + bound + " of the end)");
+        }
+        if (stuck > 0) {
+            why.add(stuck + " stuck (findings below)");
+        }
+        out.println("in flight: " + requests(res.inFlight().size()) + " in a non-terminal phase" + end + ": "
+                + String.join(", ", why));
+        LinkedHashMap<String, LinkedHashMap<RequestPhase, Long>> byNode = new LinkedHashMap<>();
+        for (InFlight f : res.inFlight()) {
+            byNode.computeIfAbsent(f.node(), k -> new LinkedHashMap<>()).merge(f.phase(), 1L, Long::sum);
+        }
+        List<String> nodes = new ArrayList<>();
+        byNode.forEach((node, phases) -> {
+            List<String> parts = new ArrayList<>();
+            for (RequestPhase p : RequestPhase.values()) {
+                if (phases.containsKey(p)) {
+                    parts.add(p.name() + " " + phases.get(p));
+                }
+            }
+            nodes.add(node + ": " + String.join(", ", parts));
+        });
+        out.println("  " + String.join("; ", nodes));
+        if (list) {
+            for (InFlight f : res.inFlight()) {
+                if (f.status() != InFlight.Status.STUCK) {
+                    out.println("  " + f.node() + "  " + Text.ids(f.requestId(), fullIds) + "  " + f.phase().name() + "  "
+                            + f.status().name().toLowerCase(java.util.Locale.ROOT) + "  in its phase since "
+                            + rel(res, f.sinceNs()) + ", last event at " + rel(res, f.lastEventNs()));
+                }
+            }
+        }
+    }
+
+    private static String its(long n) {
+        return n == 1 ? "its" : "their";
+    }
+
+    private static String requests(long n) {
+        return n + (n == 1 ? " request" : " requests");
+    }
+
+    private static String rel(Hangs.Result res, long atNs) {
+        return "t+" + Text.seconds3(atNs - res.firstAtNs());
+    }
+
     /** One finding: node, request (or transfer), phase, detector, bug class, message. */
     static String line(Finding f, boolean fullIds) {
         String who = f.requestId() != null ? Text.ids(f.requestId(), fullIds)
@@ -138,7 +160,7 @@ final class HangsReport {
     }
 
     /** The JSON report (one object). */
-    static void printJson(PrintWriter out, Result res) {
+    static void printJson(PrintWriter out, Hangs.Result res) {
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
         m.put("command", "hangs");
         m.put("journals", (long) res.nodes().size());
@@ -158,7 +180,7 @@ final class HangsReport {
         m.put("stuck_after_ns", res.bounds().stuckAfterNs());
         m.put("count", (long) res.findings().size());
         LinkedHashMap<String, Object> by = new LinkedHashMap<>();
-        byDetector(res.findings()).forEach((d, l) -> by.put(d, (long) l.size()));
+        Hangs.byDetector(res.findings()).forEach((d, l) -> by.put(d, (long) l.size()));
         m.put("by_detector", by);
         List<Object> list = new ArrayList<>();
         for (Finding f : res.findings()) {
@@ -176,6 +198,25 @@ final class HangsReport {
             list.add(fm);
         }
         m.put("findings", list);
+        LinkedHashMap<String, Object> in = new LinkedHashMap<>();
+        in.put("count", (long) res.inFlight().size());
+        for (InFlight.Status st : InFlight.Status.values()) {
+            in.put(st.name().toLowerCase(java.util.Locale.ROOT), res.count(st));
+        }
+        List<Object> reqs = new ArrayList<>();
+        for (InFlight f : res.inFlight()) {
+            LinkedHashMap<String, Object> fm = new LinkedHashMap<>();
+            fm.put("node", f.node());
+            fm.put("request_id", f.requestId());
+            fm.put("transfer_id", f.transferId());
+            fm.put("phase", f.phase().name());
+            fm.put("status", f.status().name().toLowerCase(java.util.Locale.ROOT));
+            fm.put("since_ns", f.sinceNs());
+            fm.put("last_event_ns", f.lastEventNs());
+            reqs.add(fm);
+        }
+        in.put("requests", reqs);
+        m.put("in_flight", in);
         out.println(Json.write(m));
     }
 

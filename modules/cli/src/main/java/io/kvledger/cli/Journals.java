@@ -1,9 +1,9 @@
 package io.kvledger.cli;
 
-import io.kvledger.cli.replay.ConfigOverrides;
-import io.kvledger.cli.replay.JournalInputs;
-import io.kvledger.cli.replay.JournalInputs.NodeJournal;
-import io.kvledger.cli.replay.Replayer;
+import io.kvledger.journal.replay.ConfigOverrides;
+import io.kvledger.journal.replay.JournalInputs;
+import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.journal.replay.Replayer;
 import java.io.PrintWriter;
 import java.util.List;
 import picocli.CommandLine.Model.CommandSpec;
@@ -35,8 +35,13 @@ final class Journals {
 
     /** Prints what the readers skipped or doubted, on standard error. */
     static void warnings(CommandSpec spec, Replayer r) {
+        warnings(spec, r.warnings());
+    }
+
+    /** Prints warnings a library call collected, on standard error. */
+    static void warnings(CommandSpec spec, List<String> warnings) {
         PrintWriter err = spec.commandLine().getErr();
-        for (String w : r.warnings()) {
+        for (String w : warnings) {
             err.println(spec.name() + ": warning: " + w);
         }
         err.flush();

@@ -1,7 +1,9 @@
 package io.kvledger.cli;
 
-import io.kvledger.cli.replay.JournalInputs;
-import io.kvledger.cli.replay.JournalInputs.NodeJournal;
+import io.kvledger.journal.replay.JournalInputs;
+import io.kvledger.journal.replay.TimeMerge;
+import io.kvledger.journal.replay.TransferIndex;
+import io.kvledger.journal.replay.JournalInputs.NodeJournal;
 import io.kvledger.core.config.Role;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalException;
@@ -289,19 +291,19 @@ final class MergeCommand implements Callable<Integer> {
     private static Map<String, Object> transferJson(TransferIndex.Transfer t) {
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
         m.put("kind", "transfer");
-        m.put("transfer_id", t.transferId);
-        m.put("first_at_ns", t.firstAtNs);
-        m.put("last_at_ns", t.lastAtNs);
+        m.put("transfer_id", t.transferId());
+        m.put("first_at_ns", t.firstAtNs());
+        m.put("last_at_ns", t.lastAtNs());
         m.put("both_sides", t.bothSides());
         List<Object> legs = new ArrayList<>();
-        for (TransferIndex.Leg l : t.legs.values()) {
+        for (TransferIndex.Leg l : t.legs().values()) {
             LinkedHashMap<String, Object> lm = new LinkedHashMap<>();
-            lm.put("node", l.node);
-            lm.put("kv_role", l.producer ? "kv_producer" : "kv_consumer");
-            lm.put("request_id", l.requestId);
-            lm.put("entries", l.entries);
-            lm.put("first_seq", l.firstSeq);
-            lm.put("last_seq", l.lastSeq);
+            lm.put("node", l.node());
+            lm.put("kv_role", l.producer() ? "kv_producer" : "kv_consumer");
+            lm.put("request_id", l.requestId());
+            lm.put("entries", l.entries());
+            lm.put("first_seq", l.firstSeq());
+            lm.put("last_seq", l.lastSeq());
             legs.add(lm);
         }
         m.put("legs", legs);
@@ -335,7 +337,7 @@ final class MergeCommand implements Callable<Integer> {
             if (t.bothSides()) {
                 both++;
             } else {
-                oneSide.add(t.transferId);
+                oneSide.add(t.transferId());
             }
         }
         m.put("transfers", (long) index.transfers().size());
@@ -365,11 +367,11 @@ final class MergeCommand implements Callable<Integer> {
         int n = index.transfers().size();
         o.println("transfers: " + n + ", " + (n - oneSide.size()) + " seen by both a prefill and a decode node"
                 + (oneSide.isEmpty() ? "" : ", " + oneSide.size() + " by one side only"));
-        oneSide.sort(Comparator.comparingLong(t -> t.firstAtNs));
+        oneSide.sort(Comparator.comparingLong(t -> t.firstAtNs()));
         for (int i = 0; i < oneSide.size() && i < LISTED; i++) {
             TransferIndex.Transfer t = oneSide.get(i);
-            o.println("  " + t.transferId + "  only on " + String.join(", ", t.legs.keySet()) + "  from t="
-                    + EntryFormat.time(t.firstAtNs) + " s");
+            o.println("  " + t.transferId() + "  only on " + String.join(", ", t.legs().keySet()) + "  from t="
+                    + EntryFormat.time(t.firstAtNs()) + " s");
         }
         if (oneSide.size() > LISTED) {
             o.println("  ... and " + (oneSide.size() - LISTED) + " more (" + INDEX + " lists them all)");

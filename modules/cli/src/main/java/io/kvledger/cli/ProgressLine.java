@@ -1,6 +1,6 @@
 package io.kvledger.cli;
 
-import io.kvledger.cli.replay.Replayer;
+import io.kvledger.journal.replay.Replayer;
 import java.io.PrintWriter;
 import java.util.Locale;
 

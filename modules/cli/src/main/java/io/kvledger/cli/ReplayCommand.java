@@ -1,7 +1,7 @@
 package io.kvledger.cli;
 
-import io.kvledger.cli.replay.ConfigOverrides;
-import io.kvledger.cli.replay.Replayer;
+import io.kvledger.journal.replay.ConfigOverrides;
+import io.kvledger.journal.replay.Replayer;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.format.EntryType;

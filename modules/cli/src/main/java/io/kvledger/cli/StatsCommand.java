@@ -1,6 +1,6 @@
 package io.kvledger.cli;
 
-import io.kvledger.cli.replay.Replayer;
+import io.kvledger.journal.replay.Replayer;
 import io.kvledger.core.diagnosis.Ledger;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.model.AnomalyKind;

@@ -6,14 +6,21 @@
  * {@code CommandLine}, so tests run them in-process on captured output. The journal-file
  * commands ({@code dump}, {@code tail}, {@code verify}, {@code merge}, {@code simulate},
  * {@code journal export|import}) share {@code JournalDirs} (DIR arguments, through
- * {@code replay.JournalInputs}), {@code EntryFormat} (one line per entry), {@code TimeMerge}
- * (several journals in event-time order) and {@code TypeFilter} ({@code --type}). The replaying
+ * the journal module's {@code io.kvledger.journal.replay.JournalInputs}), {@code EntryFormat} (one
+ * line per entry), the library's {@code TimeMerge} (several journals in event-time order) and
+ * {@code TypeFilter} ({@code --type}). The replaying
  * commands ({@code replay}, {@code inspect}, {@code hangs}, {@code stats}, and the demo's hangs
- * report) re-run the reducers through {@code replay.Replayer} and share {@code ReplayOptions}
+ * report) re-run the reducers through the replay library ({@code io.kvledger.journal.replay}:
+ * {@code Replayer}, {@code Timeline} for {@code inspect}, {@code Hangs} for {@code hangs}); the
+ * commands keep option parsing and printing, and share {@code ReplayOptions}
  * ({@code --profile}/{@code --set}), {@code Journals}, {@code NodeTally}, {@code HangsReport} and
  * {@code Text} (shortened ids, relative times, bug-class titles): their human output is
  * deterministic, with no absolute time and no path but the journals' names.
  *
- * <p>May depend on every other kvledger module and picocli; nothing depends on it.
+ * {@code io.kvledger.cli.sim} journals a simulation ({@code SimJournalRecorder}), so the journal
+ * module need not depend on the simulator.
+ *
+ * <p>May depend on every other kvledger module and picocli; only the benchmarks depend on it
+ * (for {@code SimJournalRecorder}).
  */
 package io.kvledger.cli;

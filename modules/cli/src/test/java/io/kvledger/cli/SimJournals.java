@@ -1,7 +1,7 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.TransferMode;
-import io.kvledger.journal.sim.SimJournalRecorder;
+import io.kvledger.cli.sim.SimJournalRecorder;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.Simulation;
 import io.kvledger.sim.SimulationResult;
@@ -21,6 +21,30 @@ final class SimJournals {
         SimOptions o = SimOptions.builder(seed, mode).requests(requests).faults(faults).keepLog(false).build();
         try (SimJournalRecorder rec = new SimJournalRecorder(dir, "test seed=" + seed + " " + mode)) {
             return Simulation.run(o, rec);
+        }
+    }
+
+    /**
+     * Journals that stop at {@code cutNs} while the run goes on, as when a deployment's recording
+     * ends with work in flight: every event after the cut is left out.
+     */
+    static SimulationResult writeUntil(Path dir, SimOptions o, long cutNs) {
+        try (SimJournalRecorder rec = new SimJournalRecorder(dir, "test seed=" + o.seed() + " cut")) {
+            return Simulation.run(o, new io.kvledger.sim.Recorder() {
+                @Override
+                public void nodeStarted(String node, io.kvledger.core.config.NodeConfig config,
+                                        java.util.List<io.kvledger.core.effect.Effect> startupEffects) {
+                    rec.nodeStarted(node, config, startupEffects);
+                }
+
+                @Override
+                public void applied(String node, long seq, io.kvledger.core.event.NodeEvent event,
+                                    java.util.List<io.kvledger.core.effect.Effect> effects) {
+                    if (event.atNs() <= cutNs) {
+                        rec.applied(node, seq, event, effects);
+                    }
+                }
+            });
         }
     }
 

@@ -9,6 +9,6 @@
  *
  * <p>Depends on {@code io.kvledger.core}, {@code io.kvledger.journal.format},
  * {@code io.kvledger.journal.json}, Chronicle Queue and msgpack-core. Nothing here depends on the
- * wire module or the simulator ({@code io.kvledger.journal.sim} adapts the simulator to it).
+ * wire module or the simulator ({@code io.kvledger.cli.sim} adapts the simulator to it).
  */
 package io.kvledger.journal;

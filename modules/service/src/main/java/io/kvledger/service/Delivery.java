@@ -9,7 +9,7 @@ import java.util.concurrent.locks.LockSupport;
  * {@code boundNs}, then give up and count it as lost. An adapter thread therefore never waits
  * forever, and a loss is never silent: it is counted here and logged once per hundred losses.
  */
-public final class Delivery {
+public final class Delivery implements io.kvledger.core.event.NodeEventSink {
 
     private static final System.Logger LOG = System.getLogger("io.kvledger.service");
 
@@ -20,6 +20,11 @@ public final class Delivery {
     public Delivery(Inbox inbox, long boundNs) {
         this.inbox = inbox;
         this.boundNs = boundNs;
+    }
+
+    @Override
+    public boolean offer(NodeEvent event) {
+        return deliver(event);
     }
 
     /** Offers {@code event}, retrying while the inbox is full; {@code false} when it was lost. */

@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
-import java.util.function.Predicate;
+import io.kvledger.core.event.NodeEventSink;
 
 /**
  * Fault injection for live runs ({@code kvledger cluster --faults}), between the loop and the
@@ -30,12 +30,12 @@ final class LiveFaults implements AutoCloseable {
 
     private final FaultSpec spec;
     private final SplittableRandom rng;
-    private final Predicate<NodeEvent> deliver;
+    private final NodeEventSink deliver;
     private final LongSupplier clock;
     private final ScheduledExecutorService delayer;
     private final AtomicLong injected = new AtomicLong();
 
-    LiveFaults(FaultSpec spec, long seed, Predicate<NodeEvent> deliver, LongSupplier clock) {
+    LiveFaults(FaultSpec spec, long seed, NodeEventSink deliver, LongSupplier clock) {
         this.spec = spec;
         this.rng = new SplittableRandom(seed);
         this.deliver = deliver;
@@ -66,7 +66,7 @@ final class LiveFaults implements AutoCloseable {
         }
         if (draw(spec.sendFail())) {
             injected.incrementAndGet();
-            deliver.test(new NodeEvent.NotifySendFailed(clock.getAsLong(), endpoint, type, transferId,
+            deliver.offer(new NodeEvent.NotifySendFailed(clock.getAsLong(), endpoint, type, transferId,
                     "injected send failure", new byte[0]));
             return;
         }
@@ -87,7 +87,7 @@ final class LiveFaults implements AutoCloseable {
     void transfer(long statusId, Effect e, Consumer<Effect> post) {
         if (draw(spec.fail())) {
             injected.incrementAndGet();
-            deliver.test(new NodeEvent.TransferCompleted(clock.getAsLong(), statusId, false, -1, "injected transfer failure"));
+            deliver.offer(new NodeEvent.TransferCompleted(clock.getAsLong(), statusId, false, -1, "injected transfer failure"));
             return;
         }
         if (draw(spec.stall())) {
@@ -101,7 +101,7 @@ final class LiveFaults implements AutoCloseable {
     void handshake(Effect.StartHandshake e, Consumer<Effect.StartHandshake> start) {
         if (draw(spec.handshakeFail())) {
             injected.incrementAndGet();
-            deliver.test(new NodeEvent.HandshakeFailed(clock.getAsLong(), e.key(), "injected handshake failure"));
+            deliver.offer(new NodeEvent.HandshakeFailed(clock.getAsLong(), e.key(), "injected handshake failure"));
             return;
         }
         start.accept(e);

@@ -22,7 +22,6 @@ import io.kvledger.zmq.EngineBridgeServer;
 import io.kvledger.zmq.HookHandler;
 import io.kvledger.zmq.EventSink;
 import io.kvledger.zmq.HandshakeServer;
-import io.kvledger.zmq.InboundFrame;
 import io.kvledger.zmq.NotifyListenerAdapter;
 import io.kvledger.zmq.NotifyListenerConfig;
 import io.kvledger.zmq.NotifyPublisher;
@@ -71,6 +70,8 @@ public final class NodeService implements AutoCloseable {
     private EngineBridgeServer bridge;
     private Recovery recovery;
     private LiveFaults faults;
+    private java.util.concurrent.ScheduledExecutorService lossReporter;
+    private long lossesReported;
     private volatile boolean closed;
 
     private NodeService(NodeOptions options) {
@@ -119,22 +120,31 @@ public final class NodeService implements AutoCloseable {
         int dpLocal = PortMath.foldLocalRank(cfg.dpRank(), cfg.dpSizeLocal());
         dataPlane = orThrow(DataPlane.open(cfg.engineId() + "-dp" + cfg.dpRank() + "-tp" + cfg.tpRank(),
                 options.layout(), options.transferEngine(), Duration.ofNanos(cfg.transferTimeoutNs()),
-                options.handshakeTimeout(), delivery::deliver, clock), "the data plane");
+                options.handshakeTimeout(), inbox::offer, delivery::deliver, options.deliveryBound(), clock),
+                "the data plane");
         opened.add(dataPlane);
 
-        publisher = NotifyPublisher.open(new PublisherConfig(65_536, 4096, false, clock), this::onAdapterEvent);
+        publisher = NotifyPublisher.openForNode(new PublisherConfig(65_536, 4096, false, clock), inbox::offer,
+                options.deliveryBound());
         opened.add(publisher);
-        listener = NotifyListenerAdapter.open(NotifyListenerConfig.forRank(cfg.hostIp(), cfg.notifyPortBase(), dpLocal,
-                cfg.tpRank()).withClock(clock), this::onFrame);
+        listener = NotifyListenerAdapter.openForNode(NotifyListenerConfig.forRank(cfg.hostIp(), cfg.notifyPortBase(),
+                dpLocal, cfg.tpRank()).withClock(clock), inbox::offer, options.deliveryBound());
         opened.add(listener);
         handshakeServer = HandshakeServer.open(HandshakeServer.rankEndpoint(cfg.hostIp(), cfg.handshakePortBase(),
                 dpLocal, cfg.tpRank()), dataPlane.agentMetadata(), dataPlane.layerMap(), this::onAdapterEvent, clock);
         opened.add(handshakeServer);
 
         if (!options.faults().isNone()) {
-            faults = new LiveFaults(options.faults(), options.faultSeed(), delivery::deliver, clock);
+            // Called on the loop thread: one offer, never a wait (the loop is what drains the inbox).
+            faults = new LiveFaults(options.faults(), options.faultSeed(), inbox::offer, clock);
             opened.add(faults);
         }
+        lossReporter = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "kvledger-loss-report-" + options.nodeId());
+            t.setDaemon(true);
+            return t;
+        });
+        lossReporter.scheduleWithFixedDelay(this::reportLosses, 1, 1, TimeUnit.SECONDS);
         loop = new NodeLoop(options.nodeId(), state, journal, this::route, clock, inbox, lastSeq);
         loop.start();
 
@@ -242,11 +252,6 @@ public final class NodeService implements AutoCloseable {
         };
     }
 
-    private boolean onFrame(InboundFrame f) {
-        delivery.deliver(f.event());
-        return true; // delivered or counted as lost: never make the socket thread retry forever
-    }
-
     private boolean onAdapterEvent(AdapterEvent e) {
         switch (e) {
             case AdapterEvent.SendFailed f -> delivery.deliver(f.toNodeEvent());
@@ -306,6 +311,31 @@ public final class NodeService implements AutoCloseable {
         }
     }
 
+    /**
+     * Events the adapters could not hand to a full inbox, in all.
+     */
+    public long eventsLost() {
+        return (listener == null ? 0 : listener.refused()) + (publisher == null ? 0 : publisher.refused())
+                + (dataPlane == null ? 0 : dataPlane.refused()) + delivery.lost();
+    }
+
+    /**
+     * Journals what the adapters lost to a full inbox since the last report, once there is room:
+     * a {@code FrameRejected} saying how many events were refused, so the journal itself says
+     * that it is missing something (checked every second, on its own thread).
+     */
+    private void reportLosses() {
+        long lost = eventsLost();
+        if (lost > lossesReported) {
+            String why = "inbox full: " + (lost - lossesReported) + " event(s) refused since the last report ("
+                    + "listener " + listener.refused() + ", publisher " + publisher.refused() + ", transfers "
+                    + dataPlane.refused() + ", handshakes " + delivery.lost() + " in all)";
+            if (inbox.offer(new NodeEvent.FrameRejected(clock.getAsLong(), why, new byte[0], false))) {
+                lossesReported = lost;
+            }
+        }
+    }
+
     /** Faults injected so far ({@code --faults}). */
     public long faultsInjected() {
         return faults == null ? 0 : faults.injected();
@@ -324,6 +354,9 @@ public final class NodeService implements AutoCloseable {
         closed = true;
         if (engine != null) {
             engine.close();
+        }
+        if (lossReporter != null) {
+            lossReporter.shutdownNow();
         }
         // Stop the inputs first, then the loop (it drains what is queued), then the outputs.
         for (AutoCloseable c : List.copyOf(opened).reversed()) {

@@ -131,15 +131,29 @@ class LiveNodeFaultsTest {
                     .isTrue();
             gate.complete(null);
             assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> p.listener().received() >= 500)).isTrue();
-            long lostBefore = p.delivery().lost();
+            long lostBefore = p.eventsLost();
             assertThat(lostBefore).as("losses are counted").isPositive();
             dealer.send("after-the-burst".getBytes(java.nio.charset.StandardCharsets.UTF_8), 0);
             assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> journaled(p, "after-the-burst")))
                     .as("the listener is alive and the next frame is journaled").isTrue();
             assertThat(p.listener().isRunning()).isTrue();
+            assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> journaledLoss(p)))
+                    .as("the journal itself says events were refused").isTrue();
         } finally {
             p.close();
         }
+    }
+
+    private boolean journaledLoss(NodeService p) {
+        try (JournalReader r = JournalReader.open(dir.resolve("P0"))) {
+            for (JournalEntry e : r) {
+                if (e instanceof JournalEntry.Input in && in.event() instanceof NodeEvent.FrameRejected f
+                        && f.reason().startsWith("inbox full: ")) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /**

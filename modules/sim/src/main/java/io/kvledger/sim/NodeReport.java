@@ -22,6 +22,9 @@ import java.util.Map;
  * @param stateHash        {@code NodeState.stateHash()} at the end
  * @param eventsApplied    events applied to its reducer
  * @param blocksInUse      KV blocks the engine still held at the end
+ * @param retainedRequests requests the simulated engine still kept in memory at the end (a done
+ *                         request is dropped; only its counts stay)
+ * @param peakRetained     the most requests it kept at once during the run
  * @param log              every (event, effects), in order; empty unless {@link SimOptions#keepLog()}
  */
 public record NodeReport(
@@ -36,6 +39,8 @@ public record NodeReport(
         long stateHash,
         long eventsApplied,
         int blocksInUse,
+        int retainedRequests,
+        int peakRetained,
         List<AppliedEvent> log) {
 
     public NodeReport {

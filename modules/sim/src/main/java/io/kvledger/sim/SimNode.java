@@ -106,7 +106,10 @@ final class SimNode {
     private final int finishStage;
 
     private final ArrayDeque<Input> inputs = new ArrayDeque<>();
+    /** Requests the engine still holds: admitted and not yet done (a done request is dropped). */
     private final LinkedHashMap<String, Req> requests = new LinkedHashMap<>();
+    /** The most requests {@link #requests} held at once. */
+    private int peakRetained;
     private final List<Req> waiting = new ArrayList<>();
     private final List<Req> remoteKvs = new ArrayList<>();
     private final List<Req> running = new ArrayList<>();
@@ -116,6 +119,12 @@ final class SimNode {
     private long seq;
     /** Request ids whose reducer phase was not terminal when last looked at. */
     private final LinkedHashSet<String> open = new LinkedHashSet<>();
+    /**
+     * Requests per reducer phase, kept from the {@code PhaseChanged} effects (+1 for the phase
+     * entered, -1 for the one left): the reducer's own phase table forgets old terminal requests
+     * once it holds 65,536, so the report cannot count from it.
+     */
+    private final long[] phaseCounts = new long[RequestPhase.values().length];
 
     private boolean stepping;
     private long stepNo;
@@ -196,7 +205,12 @@ final class SimNode {
             case NodeEvent.HandshakeCompleted h -> unblock("hs:" + h.key());
             case NodeEvent.HandshakeFailed h -> unblock("hs:" + h.key());
             case NodeEvent.TransferCompleted t -> unblock("st:" + t.statusId());
-            default -> { }
+            case NodeEvent.RequestAdmitted _, NodeEvent.MatchedTokensQueried _, NodeEvent.BlocksAllocated _,
+                    NodeEvent.StepScheduled _, NodeEvent.RequestFinished _, NodeEvent.ConnectorOutputReceived _,
+                    NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _,
+                    NodeEvent.FinishedPolled _, NodeEvent.RemoteBlocksReceived _, NodeEvent.WriteDoneReceived _,
+                    NodeEvent.ReleaseReceived _, NodeEvent.RawCompletionReceived _, NodeEvent.FrameRejected _,
+                    NodeEvent.NotifySendFailed _, NodeEvent.Tick _ -> { }
         }
     }
 
@@ -240,8 +254,15 @@ final class SimNode {
                 net.transfer(this, r.statusId(), r.localBlockIds().length);
             }
             case Effect.Anomaly a -> sim.anomaly(this, cause.atNs(), a);
-            case Effect.PhaseChanged p -> track(p.requestId());
-            default -> { }
+            case Effect.PhaseChanged p -> {
+                if (p.from() != null) {
+                    phaseCounts[p.from().ordinal()]--;
+                }
+                phaseCounts[p.to().ordinal()]++;
+                track(p.requestId());
+            }
+            case Effect.HookReply _, Effect.DeferralStarted _, Effect.AckParked _, Effect.AckSurfaced _,
+                    Effect.StaleAckDropped _, Effect.Unmapped _ -> { }
         }
     }
 
@@ -397,6 +418,7 @@ final class SimNode {
                 case Input.Add a -> {
                     Req r = a.req();
                     requests.put(r.id, r);
+                    peakRetained = Math.max(peakRetained, requests.size());
                     live++;
                     apply(new NodeEvent.RequestAdmitted(now, r.id, r.promptTokens, r.promptTokens, r.params));
                     track(r.id);
@@ -604,6 +626,9 @@ final class SimNode {
         r.blocks.clear();
         r.status = Status.DONE;
         live--;
+        // Nothing asks about a done request again: an abort or a worker report naming it finds no
+        // request, which is handled as for a done one.
+        requests.remove(r.id, r);
     }
 
     private long between(long min, long max) {
@@ -626,7 +651,8 @@ final class SimNode {
                 String id = switch (e) {
                     case Effect.MatchedTokens m -> m.requestId();
                     case Effect.FinishDecision f -> f.requestId();
-                    default -> requestId;
+                    case Effect.MetadataBuilt _, Effect.FinishedReported _, Effect.FinishedSendingRewritten _,
+                            Effect.IoCommand _, Effect.Decision _ -> requestId;
                 };
                 if (requestId.equals(id)) {
                     return type.cast(e);
@@ -641,16 +667,23 @@ final class SimNode {
     NodeReport report() {
         EnumMap<RequestPhase, Integer> counts = new EnumMap<>(RequestPhase.class);
         int terminal = 0;
+        for (RequestPhase p : RequestPhase.values()) {
+            long n = phaseCounts[p.ordinal()];
+            if (n != 0) {
+                counts.put(p, Math.toIntExact(n));
+                if (p.terminal()) {
+                    terminal += Math.toIntExact(n);
+                }
+            }
+        }
+        // The reducer never forgets a request in a non-terminal phase.
         List<HungRequest> hung = new ArrayList<>();
         for (Map.Entry<String, RequestPhase> e : state.phases().entrySet()) {
-            counts.merge(e.getValue(), 1, Integer::sum);
-            if (e.getValue().terminal()) {
-                terminal++;
-            } else {
+            if (!e.getValue().terminal()) {
                 hung.add(new HungRequest(name, e.getKey(), e.getValue()));
             }
         }
         return new NodeReport(name, config, notifyPort, handshakePort, counts, terminal, hung.size(), hung,
-                state.stateHash(), seq, pool.inUse(), log);
+                state.stateHash(), seq, pool.inUse(), requests.size(), peakRetained, log);
     }
 }

@@ -13,7 +13,8 @@
  * {@link io.kvledger.sim.Recorder} sees every (event, effects) pair as it is applied, so a journal
  * can persist a run; {@link io.kvledger.sim.SimulationResult} summarises it (phase counts,
  * anomalies with their node and request, hung requests, frame and transfer counters, state
- * hashes).
+ * hashes). An engine drops a request once it is done and keeps only its counts, so the requests a
+ * long run holds are bounded by the work in flight (the anomalies it records are all kept).
  *
  * <p>The pieces: {@code Simulation} (agenda, run loop, the proxy's dispatch), {@code ToyProxy}
  * (ids and {@code kv_transfer_params} as vLLM's toy proxy makes them), {@code SimNode} (a toy

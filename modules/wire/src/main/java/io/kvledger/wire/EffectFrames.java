@@ -36,7 +36,8 @@ public final class EffectFrames {
                     encoder.writeDone(s.transferId()));
             case Effect.SendWriteFailed s -> new OutboundFrame(s.host(), s.port(), "write_failed", s.transferId(),
                     encoder.writeFailed(s.transferId(), s.reason()));
-            default -> null;
+            case Effect.HookReply _, Effect.StartHandshake _, Effect.PostWrite _, Effect.PostRead _,
+                    Effect.Decision _ -> null;
         };
     }
 }

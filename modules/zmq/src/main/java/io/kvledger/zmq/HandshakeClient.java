@@ -2,6 +2,7 @@ package io.kvledger.zmq;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.event.NodeEventSink;
 import io.kvledger.wire.AgentMetadata;
 import io.kvledger.wire.DecodeResult;
 import io.kvledger.wire.HandshakeCodec;
@@ -11,6 +12,7 @@ import io.kvledger.wire.OutboundFrame;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
@@ -18,6 +20,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.zeromq.ZMQ;
 import org.zeromq.SocketType;
@@ -34,11 +37,23 @@ import reactor.core.publisher.Mono;
  *
  * <p>Handshakes run on up to {@code maxConcurrent} threads ({@code kvledger-handshake-client-N}),
  * each owning its DEALER from connect to close. The methods that start a handshake never block.
+ *
+ * <p>Two shapes of event sink: {@link #open} offers the result events to an {@link EventSink}
+ * and backs off for as long as it refuses; {@link #openForNode} offers them to a node's
+ * {@link NodeEventSink}, retrying on a handshake thread for up to a bound (default 1 s) and
+ * offering once on a caller's thread (a handshake refused at once), then drops and counts the
+ * event in {@link #refused()}. The returned future completes either way.
  */
 public final class HandshakeClient implements AutoCloseable {
 
+    private static final System.Logger LOG = System.getLogger(HandshakeClient.class.getName());
+
     private final Duration timeout;
     private final EventSink<? super NodeEvent> events;
+    private final NodeEventSink nodeSink;
+    private final long refuseAfterNs;
+    private final AtomicLong refused = new AtomicLong();
+    private final AtomicLong abandoned = new AtomicLong();
     private final LongSupplier clock;
     private final ZMQ.Context ctx;
     private final ThreadPoolExecutor pool;
@@ -46,9 +61,12 @@ public final class HandshakeClient implements AutoCloseable {
     private final CompletableFuture<Void> closed = new CompletableFuture<>();
     private volatile boolean closing;
 
-    private HandshakeClient(Duration timeout, int maxConcurrent, EventSink<? super NodeEvent> events, LongSupplier clock) {
+    private HandshakeClient(Duration timeout, int maxConcurrent, EventSink<? super NodeEvent> events, NodeEventSink nodeSink,
+                            Duration refuseAfter, LongSupplier clock) {
         this.timeout = timeout;
         this.events = events;
+        this.nodeSink = nodeSink;
+        this.refuseAfterNs = refuseAfter.toNanos();
         this.clock = clock;
         this.ctx = ZmqRuntime.context("handshake-client");
         AtomicInteger n = new AtomicInteger();
@@ -65,7 +83,37 @@ public final class HandshakeClient implements AutoCloseable {
         if (timeout.isNegative() || timeout.isZero() || maxConcurrent < 1) {
             throw new IllegalArgumentException("timeout must be positive and maxConcurrent at least 1");
         }
-        return new HandshakeClient(timeout, maxConcurrent, events, clock);
+        return new HandshakeClient(timeout, maxConcurrent, Objects.requireNonNull(events, "events"), null, Duration.ZERO,
+                clock);
+    }
+
+    /**
+     * Opens a client for a node: {@code HandshakeCompleted}/{@code HandshakeFailed} are offered to
+     * {@code sink}, a refused one retried for up to {@link BoundedOffer#DEFAULT_BOUND} (1 s), then
+     * dropped and counted in {@link #refused()}.
+     */
+    public static HandshakeClient openForNode(Duration timeout, int maxConcurrent, NodeEventSink sink, LongSupplier clock) {
+        return openForNode(timeout, maxConcurrent, sink, clock, BoundedOffer.DEFAULT_BOUND);
+    }
+
+    /** As {@link #openForNode(Duration, int, NodeEventSink, LongSupplier)} with a refusal bound (zero: offer once). */
+    public static HandshakeClient openForNode(Duration timeout, int maxConcurrent, NodeEventSink sink, LongSupplier clock,
+                                              Duration refuseAfter) {
+        if (timeout.isNegative() || timeout.isZero() || maxConcurrent < 1) {
+            throw new IllegalArgumentException("timeout must be positive and maxConcurrent at least 1");
+        }
+        return new HandshakeClient(timeout, maxConcurrent, null, Objects.requireNonNull(sink, "sink"),
+                BoundedOffer.checked(refuseAfter), clock);
+    }
+
+    /** Result events a node sink refused for longer than the bound, dropped ({@link #openForNode} only). */
+    public long refused() {
+        return refused.get();
+    }
+
+    /** Result events not delivered because the client was closing. */
+    public long abandonedOnClose() {
+        return abandoned.get();
     }
 
     /** Starts the handshake a {@code StartHandshake} effect asks for. */
@@ -83,13 +131,13 @@ public final class HandshakeClient implements AutoCloseable {
         CompletableFuture<HandshakeResult> result = new CompletableFuture<>();
         String endpoint = OutboundFrame.tcpEndpoint(host, port);
         if (closing) {
-            fail(result, key, "handshake client closed");
+            failOnCaller(result, key, "handshake client closed");
             return result;
         }
         try {
             pool.execute(() -> run(result, key, endpoint, host, port));
         } catch (RejectedExecutionException e) {
-            fail(result, key, closing ? "handshake client closed" : "too many handshakes pending");
+            failOnCaller(result, key, closing ? "handshake client closed" : "too many handshakes pending");
         }
         return result;
     }
@@ -149,7 +197,7 @@ public final class HandshakeClient implements AutoCloseable {
                 fail(result, key, "undecodable layer map from " + endpoint + ": " + lm.rejectionOrNull().text());
                 return;
             }
-            emit(new NodeEvent.HandshakeCompleted(clock.getAsLong(), key));
+            emit(new NodeEvent.HandshakeCompleted(clock.getAsLong(), key), true);
             result.complete(new HandshakeResult(key, endpoint, md.valueOrNull(), lm.valueOrNull()));
         } catch (RuntimeException e) {
             fail(result, key, ZmqRuntime.isTerm(e) || closing ? "handshake client closed" : "handshake with " + endpoint + " failed: "
@@ -209,13 +257,31 @@ public final class HandshakeClient implements AutoCloseable {
         return null;
     }
 
+    /** A failure on a handshake thread: a node sink's refusal is retried up to the bound. */
     private void fail(CompletableFuture<HandshakeResult> result, String key, String reason) {
-        emit(new NodeEvent.HandshakeFailed(clock.getAsLong(), key, reason));
+        emit(new NodeEvent.HandshakeFailed(clock.getAsLong(), key, reason), true);
         result.completeExceptionally(new HandshakeException(key, reason));
     }
 
-    private void emit(NodeEvent e) {
-        Backoff.offer(events, e, () -> closing);
+    /** A failure on the caller's thread (maybe the loop that drains the sink): a node sink is offered once. */
+    private void failOnCaller(CompletableFuture<HandshakeResult> result, String key, String reason) {
+        emit(new NodeEvent.HandshakeFailed(clock.getAsLong(), key, reason), false);
+        result.completeExceptionally(new HandshakeException(key, reason));
+    }
+
+    private void emit(NodeEvent e, boolean mayWait) {
+        if (nodeSink == null) {
+            if (!Backoff.offer(events, e, () -> closing)) {
+                abandoned.incrementAndGet();
+            }
+            return;
+        }
+        long bound = mayWait ? refuseAfterNs : 0;
+        switch (BoundedOffer.offer(nodeSink, e, bound, () -> closing)) {
+            case TAKEN -> { }
+            case CLOSING -> abandoned.incrementAndGet();
+            case REFUSED -> BoundedOffer.logRefused(LOG, "handshake client", refused.incrementAndGet(), e, bound);
+        }
     }
 
     /** Fails every handshake in flight or waiting, closes their sockets and ends the threads. */

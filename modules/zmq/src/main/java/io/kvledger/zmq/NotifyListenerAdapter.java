@@ -1,12 +1,15 @@
 package io.kvledger.zmq;
 
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.event.NodeEventSink;
 import io.kvledger.wire.NotifyEvents;
 import io.kvledger.wire.RejectReason;
 import io.kvledger.wire.Rejection;
 import java.io.ByteArrayOutputStream;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -31,6 +34,12 @@ import reactor.core.scheduler.Schedulers;
  * and offers to the sink, backing off while the sink is full (ZMQ then stops reading, so nothing
  * is lost). Nothing that arrives can end that thread; a sink that throws loses that one frame,
  * counted in {@link #sinkErrors()}.
+ *
+ * <p>Two shapes of sink: {@link #open} hands whole {@link InboundFrame}s (identity, frames and
+ * event; {@code kvledger listen} journals them) to an {@link EventSink} and backs off for as long
+ * as it refuses; {@link #openForNode} hands each frame's {@link NodeEvent} to a node's
+ * {@link NodeEventSink} and backs off for at most a bound (default 1 s), then drops the event and
+ * counts it in {@link #refused()} (and logs the first and every 1024th refusal).
  */
 public final class NotifyListenerAdapter implements AutoCloseable {
 
@@ -40,6 +49,8 @@ public final class NotifyListenerAdapter implements AutoCloseable {
 
     private final NotifyListenerConfig config;
     private final EventSink<? super InboundFrame> sink;
+    private final NodeEventSink nodeSink;
+    private final long refuseAfterNs;
     private final ZMQ.Context ctx;
     private final Thread thread;
     private final CompletableFuture<String> bound = new CompletableFuture<>();
@@ -53,10 +64,14 @@ public final class NotifyListenerAdapter implements AutoCloseable {
     private final AtomicLong abandoned = new AtomicLong();
     private final AtomicLong sinkErrors = new AtomicLong();
     private final AtomicLong loopErrors = new AtomicLong();
+    private final AtomicLong refused = new AtomicLong();
 
-    private NotifyListenerAdapter(NotifyListenerConfig config, EventSink<? super InboundFrame> sink) {
+    private NotifyListenerAdapter(NotifyListenerConfig config, EventSink<? super InboundFrame> sink,
+                                  NodeEventSink nodeSink, Duration refuseAfter) {
         this.config = config;
         this.sink = sink;
+        this.nodeSink = nodeSink;
+        this.refuseAfterNs = refuseAfter.toNanos();
         this.ctx = ZmqRuntime.context("notify");
         this.thread = ZmqRuntime.thread("kvledger-notify-listener", this::run);
     }
@@ -67,7 +82,32 @@ public final class NotifyListenerAdapter implements AutoCloseable {
      * @throws IllegalStateException when the endpoint cannot be bound (the message says why)
      */
     public static NotifyListenerAdapter open(NotifyListenerConfig config, EventSink<? super InboundFrame> sink) {
-        NotifyListenerAdapter a = new NotifyListenerAdapter(config, sink);
+        return start(new NotifyListenerAdapter(config, Objects.requireNonNull(sink, "sink"), null, Duration.ZERO));
+    }
+
+    /**
+     * Binds and starts listening for a node: each frame's event (decoded notify or
+     * {@code FrameRejected}) is offered to {@code sink}; a refused event is retried for up to
+     * {@link BoundedOffer#DEFAULT_BOUND} (1 s), then dropped and counted in {@link #refused()}.
+     *
+     * @throws IllegalStateException when the endpoint cannot be bound (the message says why)
+     */
+    public static NotifyListenerAdapter openForNode(NotifyListenerConfig config, NodeEventSink sink) {
+        return openForNode(config, sink, BoundedOffer.DEFAULT_BOUND);
+    }
+
+    /**
+     * As {@link #openForNode(NotifyListenerConfig, NodeEventSink)}, retrying a refused event for
+     * up to {@code refuseAfter} (zero: offer once).
+     */
+    public static NotifyListenerAdapter openForNode(NotifyListenerConfig config, NodeEventSink sink,
+                                                    Duration refuseAfter) {
+        return start(new NotifyListenerAdapter(config, null, Objects.requireNonNull(sink, "sink"),
+                BoundedOffer.checked(refuseAfter)));
+    }
+
+    private static NotifyListenerAdapter start(NotifyListenerAdapter a) {
+        NotifyListenerConfig config = a.config;
         a.thread.start();
         try {
             a.bound.join();
@@ -136,6 +176,14 @@ public final class NotifyListenerAdapter implements AutoCloseable {
     /** Frames the sink had no room for when the listener was closed. */
     public long abandonedOnClose() {
         return abandoned.get();
+    }
+
+    /**
+     * Events a node sink refused for longer than the bound and that were dropped
+     * ({@link #openForNode} only; always 0 for {@link #open}).
+     */
+    public long refused() {
+        return refused.get();
     }
 
     /** Frames lost because the sink threw. */
@@ -238,7 +286,14 @@ public final class NotifyListenerAdapter implements AutoCloseable {
 
     private void deliver(InboundFrame in) {
         try {
-            if (!Backoff.offer(sink, in, () -> closing)) {
+            if (nodeSink != null) {
+                switch (BoundedOffer.offer(nodeSink, in.event(), refuseAfterNs, () -> closing)) {
+                    case TAKEN -> { }
+                    case CLOSING -> abandoned.incrementAndGet();
+                    case REFUSED -> BoundedOffer.logRefused(LOG, "notify listener " + endpoint, refused.incrementAndGet(),
+                            in.event(), refuseAfterNs);
+                }
+            } else if (!Backoff.offer(sink, in, () -> closing)) {
                 abandoned.incrementAndGet();
             }
         } catch (RuntimeException e) {

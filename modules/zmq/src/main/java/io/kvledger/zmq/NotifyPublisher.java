@@ -1,11 +1,15 @@
 package io.kvledger.zmq;
 
 import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.event.NodeEventSink;
 import io.kvledger.wire.EffectFrames;
 import io.kvledger.wire.OutboundFrame;
 import io.kvledger.wire.WireEncodingException;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -34,6 +38,14 @@ import reactor.core.publisher.Flux;
  *
  * <p>{@code publish} and {@code send} may be called from any thread (the queue is thread-safe);
  * frames from one caller are sent in order.
+ *
+ * <p>Two shapes of event sink: {@link #open} reports every {@link AdapterEvent} to an
+ * {@link EventSink} and backs off for as long as it refuses; {@link #openForNode} reports each
+ * send failure as a {@code NodeEvent.NotifySendFailed} to a node's {@link NodeEventSink}. On the
+ * publisher thread a refused event is retried for up to a bound (default 1 s); on a caller's
+ * thread (a failure found in {@link #publish} itself, whose caller may be the very loop that
+ * drains the sink) it is offered once. A dropped event is counted in {@link #refused()} and
+ * logged. {@code FrameSent} events have no node event and are not reported to a node sink.
  */
 public final class NotifyPublisher implements AutoCloseable {
 
@@ -42,6 +54,8 @@ public final class NotifyPublisher implements AutoCloseable {
 
     private final PublisherConfig config;
     private final EventSink<? super AdapterEvent> events;
+    private final NodeEventSink nodeSink;
+    private final long refuseAfterNs;
     private final ArrayBlockingQueue<OutboundFrame> queue;
     private final ZMQ.Context ctx;
     private final Thread thread;
@@ -53,17 +67,38 @@ public final class NotifyPublisher implements AutoCloseable {
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong failed = new AtomicLong();
     private final AtomicLong eventsAbandoned = new AtomicLong();
+    private final AtomicLong refused = new AtomicLong();
 
-    private NotifyPublisher(PublisherConfig config, EventSink<? super AdapterEvent> events) {
+    private NotifyPublisher(PublisherConfig config, EventSink<? super AdapterEvent> events, NodeEventSink nodeSink,
+                            Duration refuseAfter) {
         this.config = config;
         this.events = events;
+        this.nodeSink = nodeSink;
+        this.refuseAfterNs = refuseAfter.toNanos();
         this.queue = new ArrayBlockingQueue<>(config.queueCapacity());
         this.ctx = ZmqRuntime.context("publisher");
         this.thread = ZmqRuntime.thread("kvledger-notify-publisher", this::run);
     }
 
     public static NotifyPublisher open(PublisherConfig config, EventSink<? super AdapterEvent> events) {
-        NotifyPublisher p = new NotifyPublisher(config, events);
+        NotifyPublisher p = new NotifyPublisher(config, Objects.requireNonNull(events, "events"), null, Duration.ZERO);
+        p.thread.start();
+        return p;
+    }
+
+    /**
+     * Opens a publisher for a node: send failures reach {@code sink} as
+     * {@code NodeEvent.NotifySendFailed}; a refused one is retried (on the publisher thread) for
+     * up to {@link BoundedOffer#DEFAULT_BOUND} (1 s), then dropped and counted in {@link #refused()}.
+     */
+    public static NotifyPublisher openForNode(PublisherConfig config, NodeEventSink sink) {
+        return openForNode(config, sink, BoundedOffer.DEFAULT_BOUND);
+    }
+
+    /** As {@link #openForNode(PublisherConfig, NodeEventSink)} with a refusal bound (zero: offer once). */
+    public static NotifyPublisher openForNode(PublisherConfig config, NodeEventSink sink, Duration refuseAfter) {
+        NotifyPublisher p = new NotifyPublisher(config, null, Objects.requireNonNull(sink, "sink"),
+                BoundedOffer.checked(refuseAfter));
         p.thread.start();
         return p;
     }
@@ -118,6 +153,11 @@ public final class NotifyPublisher implements AutoCloseable {
     /** Events the sink had no room for when the publisher closed. */
     public long eventsAbandonedOnClose() {
         return eventsAbandoned.get();
+    }
+
+    /** Send-failure events a node sink refused for longer than the bound, dropped ({@link #openForNode} only). */
+    public long refused() {
+        return refused.get();
     }
 
     /** Frames waiting for the publisher thread. */
@@ -235,6 +275,10 @@ public final class NotifyPublisher implements AutoCloseable {
     }
 
     private void emit(AdapterEvent e) {
+        if (nodeSink != null) {
+            emitToNode(e);
+            return;
+        }
         try {
             if (!Backoff.offer(events, e, () -> closing)) {
                 eventsAbandoned.incrementAndGet();
@@ -244,13 +288,36 @@ public final class NotifyPublisher implements AutoCloseable {
         }
     }
 
+    private void emitToNode(AdapterEvent e) {
+        NodeEvent ne = switch (e) {
+            case AdapterEvent.SendFailed f -> f.toNodeEvent();
+            // a sent frame is not an input of the reducer; the publisher never emits the others
+            case AdapterEvent.FrameSent _, AdapterEvent.HandshakeServed _, AdapterEvent.HandshakeRequestRejected _,
+                    AdapterEvent.HeartbeatFailed _ -> null;
+        };
+        if (ne == null) {
+            return;
+        }
+        long bound = Thread.currentThread() == thread ? refuseAfterNs : 0;
+        try {
+            switch (BoundedOffer.offer(nodeSink, ne, bound, () -> closing)) {
+                case TAKEN -> { }
+                case CLOSING -> eventsAbandoned.incrementAndGet();
+                case REFUSED -> BoundedOffer.logRefused(LOG, "notify publisher", refused.incrementAndGet(), ne, bound);
+            }
+        } catch (RuntimeException ex) {
+            LOG.log(System.Logger.Level.WARNING, "publisher node sink threw: " + ZmqRuntime.describe(ex), ex);
+        }
+    }
+
     private static String endpointOf(Effect e) {
         return switch (e) {
             case Effect.SendRemoteBlocks s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
             case Effect.SendRelease s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
             case Effect.SendWriteDone s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
             case Effect.SendWriteFailed s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
-            default -> "";
+            case Effect.HookReply _, Effect.StartHandshake _, Effect.PostWrite _, Effect.PostRead _,
+                    Effect.Decision _ -> "";
         };
     }
 
@@ -260,7 +327,8 @@ public final class NotifyPublisher implements AutoCloseable {
             case Effect.SendRelease s -> "release";
             case Effect.SendWriteDone s -> "write_done";
             case Effect.SendWriteFailed s -> "write_failed";
-            default -> "";
+            case Effect.HookReply _, Effect.StartHandshake _, Effect.PostWrite _, Effect.PostRead _,
+                    Effect.Decision _ -> "";
         };
     }
 

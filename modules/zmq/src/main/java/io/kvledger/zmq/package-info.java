@@ -20,6 +20,14 @@
  *       instead of into a Reactor or Netty thread. {@link io.kvledger.zmq.BoundedFluxSink} is the
  *       bounded, serialized, multi-producer sink that exposes the events as a {@code Flux}; a
  *       journal can be plugged in as any other {@code EventSink}.</li>
+ *   <li>For a node's loop, the listener, the publisher and the handshake client have
+ *       {@code openForNode} factories taking the core's
+ *       {@link io.kvledger.core.event.NodeEventSink} (the loop's bounded inbox): they offer
+ *       {@code NodeEvent}s (decoded notifies and {@code FrameRejected}, {@code NotifySendFailed},
+ *       {@code HandshakeCompleted}/{@code HandshakeFailed}). On a refusal the adapter's own thread
+ *       retries with a bounded backoff (default 1 s), then drops the event and counts it in
+ *       {@code refused()} and logs it; an event found on a caller's thread (which may be the
+ *       loop itself) is offered once.</li>
  *   <li>No public method blocks on I/O except {@code open}/{@code close}, which bind or tear
  *       down sockets and wait for the owner thread: call them from a thread that may block
  *       ({@code closeAsync} and the {@code Flux} factories never block the caller).</li>

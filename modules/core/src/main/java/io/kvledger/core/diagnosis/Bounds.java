@@ -3,8 +3,9 @@ package io.kvledger.core.diagnosis;
 /**
  * The time bounds the detectors judge against.
  *
- * @param stuckAfterNs a non-terminal request older than this in its phase (at the end of the
- *                     journals) is reported as stuck
+ * @param stuckAfterNs a non-terminal request older than this in its phase at the end of the
+ *                     journals, and without a lifecycle event within this of the end, is reported
+ *                     as stuck
  */
 public record Bounds(long stuckAfterNs) {
 

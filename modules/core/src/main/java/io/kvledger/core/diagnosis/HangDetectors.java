@@ -26,6 +26,10 @@ import java.util.Map;
  * ack-before-mapping, failed-read-no-release,
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, and anomaly (any other
  * serious anomaly).
+ *
+ * <p>A request still in a non-terminal phase when the journals end is stuck only when it stayed in
+ * that phase longer than {@link Bounds#stuckAfterNs()} and had no lifecycle event within that bound
+ * of the end; {@link #inFlight} accounts for every such request, stuck or not.
  */
 public final class HangDetectors {
 
@@ -47,6 +51,44 @@ public final class HangDetectors {
         out.sort(Comparator.comparing(Finding::node).thenComparingLong(Finding::atNs)
                 .thenComparing(f -> f.requestId() == null ? "" : f.requestId()));
         return dedupe(out);
+    }
+
+    /**
+     * Every request in a non-terminal phase when the journals end, with whether it is stuck (and
+     * then also a finding of {@link #run}) or why it is not: still young in its phase, or still
+     * making progress. Ordered by node, then as the node first saw them.
+     */
+    public static List<InFlight> inFlight(Ledger ledger, Bounds bounds) {
+        List<InFlight> out = new ArrayList<>();
+        long end = ledger.lastAtNs;
+        for (NodeView n : ledger.nodes.values()) {
+            for (ReqView r : n.requests.values()) {
+                if (r.phase != null && !r.phase.terminal()) {
+                    out.add(new InFlight(n.name, r.requestId, r.transferId, r.phase, since(r), r.lastEventNs,
+                            status(r, end, bounds)));
+                }
+            }
+        }
+        return out;
+    }
+
+    private static long since(ReqView r) {
+        return r.sinceNs == Long.MIN_VALUE ? r.firstSeenNs : r.sinceNs;
+    }
+
+    /**
+     * Stuck: in its phase for longer than the bound and no lifecycle event within the bound of the
+     * end. Admission age alone does not make a request stuck: a decode that generates a token every
+     * step stays in RUNNING, but is scheduled every step.
+     */
+    private static InFlight.Status status(ReqView r, long end, Bounds b) {
+        if (end - since(r) <= b.stuckAfterNs()) {
+            return InFlight.Status.YOUNG;
+        }
+        if (end - r.lastEventNs <= b.stuckAfterNs()) {
+            return InFlight.Status.PROGRESSING;
+        }
+        return InFlight.Status.STUCK;
     }
 
     private static List<Finding> dedupe(List<Finding> in) {
@@ -72,10 +114,10 @@ public final class HangDetectors {
         if (r.phase == null || r.phase.terminal()) {
             return;
         }
-        long since = r.sinceNs == Long.MIN_VALUE ? r.firstSeenNs : r.sinceNs;
-        if (end - since <= b.stuckAfterNs()) {
+        if (status(r, end, b) != InFlight.Status.STUCK) {
             return;
         }
+        long since = since(r);
         String waited = "for " + seconds(end - since) + " until the journal ends";
         if (r.phase == RequestPhase.WAITING_FOR_REMOTE_KVS) {
             out.add(new Finding("stuck-waiting", n.name, r.requestId, r.transferId, r.phase, 27, end, since,

@@ -79,14 +79,36 @@ public final class Ledger {
         switch (event) {
             case NodeEvent.RequestAdmitted e -> {
                 ReqView r = n.request(e.requestId(), at);
+                r.lastEventNs = at;
                 KvParams p = e.params();
                 if (p != null && p.get("transfer_id") instanceof String t && !t.isEmpty()) {
                     bind(n, r, t);
                 }
             }
-            case NodeEvent.RemoteBlocksReceived e -> transfer(e.transferId()).remoteBlocksAt.add(new Seen2(n.name, at, e.blockNotifyList().isEmpty()));
-            case NodeEvent.WriteDoneReceived e -> transfer(e.transferId()).writeDoneReceivedBy.add(n.name);
+            case NodeEvent.MatchedTokensQueried e -> touch(n, e.requestId(), at);
+            case NodeEvent.BlocksAllocated e -> touch(n, e.requestId(), at);
+            case NodeEvent.RequestFinished e -> touch(n, e.requestId(), at);
+            case NodeEvent.StepScheduled e -> {
+                if (e.cachedRequests() != null) {
+                    for (NodeEvent.CachedRequest c : e.cachedRequests()) {
+                        touch(n, c.requestId(), at);
+                    }
+                }
+            }
+            case NodeEvent.ConnectorOutputReceived e -> {
+                touchAll(n, e.finishedSending(), at);
+                touchAll(n, e.finishedRecving(), at);
+            }
+            case NodeEvent.RemoteBlocksReceived e -> {
+                transfer(e.transferId()).remoteBlocksAt.add(new Seen2(n.name, at, e.blockNotifyList().isEmpty()));
+                touchLeg(n, e.transferId(), at);
+            }
+            case NodeEvent.WriteDoneReceived e -> {
+                transfer(e.transferId()).writeDoneReceivedBy.add(n.name);
+                touchLeg(n, e.transferId(), at);
+            }
             case NodeEvent.ReleaseReceived e -> {
+                touchLeg(n, e.transferId(), at);
                 TransferView t = transfer(e.transferId());
                 t.releasesReceived.merge(n.name, 1, Integer::sum);
                 t.consumerTpSize = e.consumerTpSize() == null ? 1 : e.consumerTpSize();
@@ -105,6 +127,7 @@ public final class Ledger {
             case NodeEvent.TransferCompleted e -> {
                 String tid = n.inFlight.remove(e.statusId());
                 if (tid != null) {
+                    touchLeg(n, tid, at);
                     TransferView t = transfers.get(tid);
                     if (t != null) {
                         t.lastCompletionAt = at;
@@ -117,7 +140,7 @@ public final class Ledger {
                 }
                 n.readStatuses.remove(e.statusId());
             }
-            default -> { }
+            case NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.FrameRejected _, NodeEvent.Tick _ -> { }
         }
         if (n.listenerDeathAt != Long.MIN_VALUE && (isFrame(event) || event instanceof NodeEvent.FrameRejected)) {
             n.framesAfterDeath++;
@@ -138,6 +161,7 @@ public final class Ledger {
                 }
                 r.phase = e.to();
                 r.sinceNs = at;
+                r.lastEventNs = at;
                 r.reason = e.reason();
                 if (e.to().terminal()) {
                     r.endedAt = at;
@@ -162,6 +186,7 @@ public final class Ledger {
             case Effect.SendRelease e -> send(n, null, e.transferId(), "release", e.host(), e.port(), at, false);
             case Effect.SendWriteDone e -> send(n, null, e.transferId(), "write_done", e.host(), e.port(), at, false);
             case Effect.PostRead e -> {
+                touch(n, e.requestId(), at);
                 if (e.transferId() != null) {
                     n.inFlight.put(e.statusId(), e.transferId());
                     n.readStatuses.add(e.statusId());
@@ -171,6 +196,7 @@ public final class Ledger {
             }
             case Effect.PostWrite e -> {
                 if (e.transferId() != null) {
+                    touchLeg(n, e.transferId(), at);
                     n.inFlight.put(e.statusId(), e.transferId());
                     transfer(e.transferId()).writesPosted++;
                 }
@@ -199,7 +225,36 @@ public final class Ledger {
                     n.nodeAnomalies.add(s);
                 }
             }
-            default -> { }
+            case Effect.HookReply _, Effect.SendWriteFailed _, Effect.StartHandshake _, Effect.AckParked _,
+                    Effect.StaleAckDropped _ -> { }
+        }
+    }
+
+    /**
+     * A lifecycle event of a request this ledger holds: the scheduler named it (queried, allocated,
+     * scheduled, finished, reported), its phase changed, or its transfer moved (a frame for it
+     * arrived, a transfer was posted or completed). Anomalies and ticks are not progress.
+     */
+    private static void touch(NodeView n, String rid, long at) {
+        ReqView r = rid == null ? null : n.requests.get(rid);
+        if (r != null && at > r.lastEventNs) {
+            r.lastEventNs = at;
+        }
+    }
+
+    private static void touchAll(NodeView n, List<String> rids, long at) {
+        if (rids != null) {
+            for (String rid : rids) {
+                touch(n, rid, at);
+            }
+        }
+    }
+
+    /** A lifecycle event of this node's leg of a transfer. */
+    private void touchLeg(NodeView n, String tid, long at) {
+        TransferView t = tid == null ? null : transfers.get(tid);
+        if (t != null) {
+            touch(n, t.legs.get(n.name), at);
         }
     }
 
@@ -304,11 +359,14 @@ public final class Ledger {
         long sinceNs = Long.MIN_VALUE;
         long endedAt = Long.MIN_VALUE;
         String reason;
+        /** The time of its latest lifecycle event (see {@code Ledger.touch}). */
+        long lastEventNs;
         final List<Seen> anomalies = new ArrayList<>();
 
         ReqView(String requestId, long firstSeenNs) {
             this.requestId = requestId;
             this.firstSeenNs = firstSeenNs;
+            this.lastEventNs = firstSeenNs;
         }
     }
 

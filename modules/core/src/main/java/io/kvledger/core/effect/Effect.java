@@ -7,29 +7,47 @@ import io.kvledger.core.model.KvParams;
 import java.util.List;
 
 /**
- * What the reducer decided, as values. Three kinds:
+ * What the reducer decided, as values. Three sealed families, each switched over exhaustively by
+ * the code that routes it:
  * <ul>
- *   <li>hook replies, which the engine adapter returns to vLLM ({@link MatchedTokens},
+ *   <li>{@link HookReply} hook replies, which the engine adapter returns to vLLM ({@link MatchedTokens},
  *       {@link MetadataBuilt}, {@link FinishDecision}, {@link FinishedReported},
  *       {@link FinishedSendingRewritten});</li>
- *   <li>I/O commands, which publishers execute ({@code Send*}, {@link StartHandshake},
+ *   <li>{@link IoCommand} I/O commands, which publishers execute ({@code Send*}, {@link StartHandshake},
  *       {@link PostWrite}, {@link PostRead});</li>
- *   <li>decision records, which the journal keeps as derived entries and replay compares
+ *   <li>{@link Decision} decision records, which the journal keeps as derived entries and replay compares
  *       ({@link PhaseChanged}, {@link DeferralStarted}, {@link AckParked}, {@link AckSurfaced},
  *       {@link StaleAckDropped}, {@link Unmapped}, {@link Anomaly}).</li>
  * </ul>
  */
-public sealed interface Effect {
+public sealed interface Effect permits Effect.HookReply, Effect.IoCommand, Effect.Decision {
 
     /** Whether this effect is a decision record (derived, journaled, never executed). */
     default boolean isDecision() {
-        return false;
+        return this instanceof Decision;
     }
+
+    /**
+     * Replies to the engine's hook calls; the engine adapter returns them to vLLM. A router
+     * switches over this family exhaustively (no {@code default}), so a new reply type fails to
+     * compile until every router handles it.
+     */
+    sealed interface HookReply extends Effect
+            permits MatchedTokens, MetadataBuilt, FinishDecision, FinishedReported, FinishedSendingRewritten {}
+
+    /** Commands publishers execute (notifies, handshakes, transfer posts). */
+    sealed interface IoCommand extends Effect
+            permits SendRemoteBlocks, SendRelease, SendWriteDone, SendWriteFailed, StartHandshake, PostWrite,
+                    PostRead {}
+
+    /** Decision records: derived, journaled, compared by replay, never executed. */
+    sealed interface Decision extends Effect
+            permits PhaseChanged, DeferralStarted, AckParked, AckSurfaced, StaleAckDropped, Unmapped, Anomaly {}
 
     // ---------------------------------------------------------------- hook replies
 
     /** The reply to {@code get_num_new_matched_tokens}. */
-    record MatchedTokens(String requestId, int count, boolean loadAsync) implements Effect {}
+    record MatchedTokens(String requestId, int count, boolean loadAsync) implements HookReply {}
 
     /**
      * The connector metadata of a step ({@code build_connector_meta}'s result).
@@ -38,20 +56,20 @@ public sealed interface Effect {
      * @param mappingSize the size of the transfer-id map snapshot handed to the worker
      */
     record MetadataBuilt(long step, List<ReqMeta> reqsToRecv, List<ReqMeta> reqsToSave, List<String> reqsToSend,
-                         int mappingSize) implements Effect {}
+                         int mappingSize) implements HookReply {}
 
     /** The reply to {@code request_finished}: free later ({@code delayFree}) and the returned params. */
-    record FinishDecision(String requestId, boolean delayFree, KvParams params) implements Effect {}
+    record FinishDecision(String requestId, boolean delayFree, KvParams params) implements HookReply {}
 
     /** The reply to {@code get_finished} and {@code get_block_ids_with_load_errors}. */
     record FinishedReported(List<String> doneSending, List<String> doneRecving, List<Integer> loadErrorBlocks)
-            implements Effect {}
+            implements HookReply {}
 
     /**
      * {@code update_connector_output} rewrote {@code finished_sending}: vLLM frees exactly these
      * requests' blocks now. {@code safe} is empty when the Python value is None.
      */
-    record FinishedSendingRewritten(List<String> safe) implements Effect {}
+    record FinishedSendingRewritten(List<String> safe) implements HookReply {}
 
     // ---------------------------------------------------------------- I/O commands
 
@@ -60,70 +78,56 @@ public sealed interface Effect {
 
     /** Send a {@code remote_blocks} frame to {@code tcp://host:port}. */
     record SendRemoteBlocks(String host, int port, String reqId, Object transferId, List<Integer> blockNotifyList,
-                            int decodeRank) implements Effect {}
+                            int decodeRank) implements IoCommand {}
 
     /** Send a {@code release} frame. */
     record SendRelease(Sender sender, String host, int port, Object transferId, int consumerTpSize)
-            implements Effect {}
+            implements IoCommand {}
 
     /** Send a {@code write_done} frame. */
-    record SendWriteDone(String host, int port, String transferId) implements Effect {}
+    record SendWriteDone(String host, int port, String transferId) implements IoCommand {}
 
     /** Send a {@code write_failed} frame (open PR #57705, behind its switch). */
-    record SendWriteFailed(String host, int port, String transferId, String reason) implements Effect {}
+    record SendWriteFailed(String host, int port, String transferId, String reason) implements IoCommand {}
 
     /** Start a handshake with the peer rank whose tables are keyed {@code key}. */
     record StartHandshake(String key, String host, int port, String remoteEngineId, int remoteDpRank)
-            implements Effect {}
+            implements IoCommand {}
 
     /** Post one layer's batch write; its completion comes back as a TransferCompleted with statusId. */
     record PostWrite(long statusId, String transferId, String layerName, String sessionKey,
-                     int[] localBlockIds, int[] remoteBlockIds) implements Effect {}
+                     int[] localBlockIds, int[] remoteBlockIds) implements IoCommand {}
 
     /** Post one layer's batch read. */
     record PostRead(long statusId, String requestId, String transferId, String layerName, String sessionKey,
-                    int[] localBlockIds, int[] remoteBlockIds) implements Effect {}
+                    int[] localBlockIds, int[] remoteBlockIds) implements IoCommand {}
 
     // ---------------------------------------------------------------- decision records
 
     /** A request changed phase, with the reason (the only way phases change). */
-    record PhaseChanged(String requestId, RequestPhase from, RequestPhase to, String reason) implements Effect {
-        @Override public boolean isDecision() { return true; }
-    }
+    record PhaseChanged(String requestId, RequestPhase from, RequestPhase to, String reason) implements Decision {}
 
     /** Free deferred until an ACK or {@code deadlineNs}. */
-    record DeferralStarted(String requestId, String transferId, long deadlineNs) implements Effect {
-        @Override public boolean isDecision() { return true; }
-    }
+    record DeferralStarted(String requestId, String transferId, long deadlineNs) implements Decision {}
 
     /** An ACK arrived before its deferral existed; parked until {@code deadlineNs}. */
-    record AckParked(String requestId, long deadlineNs) implements Effect {
-        @Override public boolean isDecision() { return true; }
-    }
+    record AckParked(String requestId, long deadlineNs) implements Decision {}
 
     /** How a request came to be surfaced in finished_sending. */
     enum SurfaceReason { ACKED, PARKED_ACK_RELEASED, REAPED }
 
     /** A request was surfaced in finished_sending (vLLM frees it). */
-    record AckSurfaced(String requestId, String transferId, SurfaceReason reason) implements Effect {
-        @Override public boolean isDecision() { return true; }
-    }
+    record AckSurfaced(String requestId, String transferId, SurfaceReason reason) implements Decision {}
 
     /** A parked ACK passed its deadline without a deferral and was dropped. */
-    record StaleAckDropped(String requestId) implements Effect {
-        @Override public boolean isDecision() { return true; }
-    }
+    record StaleAckDropped(String requestId) implements Decision {}
 
     /** How an unmap found its entry. */
     enum UnmapKind { EXACT, BY_TRANSFER_ID, MISS }
 
     /** The request-id/transfer-id map lost an entry (or missed). */
-    record Unmapped(String requestId, String transferId, String removedRequestId, UnmapKind kind) implements Effect {
-        @Override public boolean isDecision() { return true; }
-    }
+    record Unmapped(String requestId, String transferId, String removedRequestId, UnmapKind kind) implements Decision {}
 
     /** Something the Python connector would raise, assert, warn about or leak. */
-    record Anomaly(AnomalyKind kind, String requestId, String transferId, String detail) implements Effect {
-        @Override public boolean isDecision() { return true; }
-    }
+    record Anomaly(AnomalyKind kind, String requestId, String transferId, String detail) implements Decision {}
 }

@@ -722,7 +722,13 @@ final class WorkerSide {
         NodeState s = c.s;
         StatusRecord st = s.statuses.get(e.statusId());
         if (st == null) {
-            c.anomaly(AnomalyKind.UNKNOWN_STATUS, null, null, "status " + e.statusId() + (e.succeeded() ? " succeeded" : " failed"));
+            // Status ids are handed out in order from 1, so an id below the next one was posted here:
+            // its transfer was settled or given up (a failed layer, a timeout, a release, a receive
+            // abort) before this completion came, and its status record went with it. The Python
+            // worker no longer polls such a status either; only an id never handed out is unknown.
+            if (e.statusId() < 1 || e.statusId() >= s.nextStatusId) {
+                c.anomaly(AnomalyKind.UNKNOWN_STATUS, null, null, "status " + e.statusId() + (e.succeeded() ? " succeeded" : " failed"));
+            }
             return;
         }
         st.state = e.succeeded() ? SUCCEEDED : FAILED;

@@ -22,11 +22,14 @@ public final class Payloads {
 
     /** The type of a {@link NodeEvent} or {@link Effect}. */
     public static EntryType typeOf(Object record) {
-        return switch (record) {
-            case NodeEvent e -> EntryType.of(e);
-            case Effect e -> EntryType.of(e);
-            default -> throw new IllegalArgumentException("not an event or effect: " + record);
-        };
+        // the argument is an Object, so this is a type test with a rejection, not a sealed switch
+        if (record instanceof NodeEvent e) {
+            return EntryType.of(e);
+        }
+        if (record instanceof Effect e) {
+            return EntryType.of(e);
+        }
+        throw new IllegalArgumentException("not an event or effect: " + record);
     }
 
     /** The msgpack payload of a {@link NodeEvent} or {@link Effect}. */

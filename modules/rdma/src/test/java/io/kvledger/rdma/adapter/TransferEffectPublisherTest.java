@@ -142,4 +142,28 @@ class TransferEffectPublisherTest {
         assertThat(TransferCompletionAdapter.adapt(Flux.just(new TransferEvent.Succeeded(1, 2, TransferOp.READ, 1, 1, 1)))
                 .collectList().block(WAIT)).containsExactly(new NodeEvent.TransferCompleted(2, 1, true, 0, "ok"));
     }
+
+    @Test
+    void aNodeSinkGetsTheCompletionsAndAFullOneIsCountedAsRefusedNotLost() {
+        java.util.concurrent.ArrayBlockingQueue<io.kvledger.core.event.NodeEvent> inbox =
+                new java.util.concurrent.ArrayBlockingQueue<>(1);
+        try (TransferEffectPublisher p = new TransferEffectPublisher(producer, clock::incrementAndGet, inbox::offer,
+                Duration.ofMillis(20))) {
+            assertThat(p.bind("d_dp0", "model.layers.0", session, geometry, 0, 0).isOk()).isTrue();
+            assertThat(p.publish(new Effect.PostWrite(51, "tx-s", "model.layers.0", "d_dp0",
+                    new int[] {1}, new int[] {10}))).isTrue();
+            Await.until(() -> inbox.size() == 1, WAIT, "the completion in the inbox");
+            assertThat(((NodeEvent.TransferCompleted) inbox.peek()).statusId()).isEqualTo(51);
+            // the inbox is full now: a refused post (caller's thread) and a completion (engine thread) are dropped and counted
+            assertThat(p.publish(new Effect.PostWrite(52, "tx-s", "model.layers.9", "d_dp0",
+                    new int[] {1}, new int[] {10}))).isTrue();
+            assertThat(p.refused()).isEqualTo(1);
+            assertThat(p.publish(new Effect.PostWrite(53, "tx-s", "model.layers.0", "d_dp0",
+                    new int[] {2}, new int[] {11}))).isTrue();
+            Await.until(() -> p.refused() == 2, WAIT, "the completion refused after the bound");
+            assertThat(p.pending()).isZero();
+            assertThat(inbox).hasSize(1);
+            org.assertj.core.api.Assertions.assertThatThrownBy(p::events).isInstanceOf(IllegalStateException.class);
+        }
+    }
 }

@@ -2,6 +2,7 @@ package io.kvledger.service.data;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.event.NodeEventSink;
 import io.kvledger.rdma.EngineOptions;
 import io.kvledger.rdma.MemoryRegion;
 import io.kvledger.rdma.RegionDescriptor;
@@ -23,8 +24,6 @@ import java.util.List;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
-import java.util.function.Predicate;
-import reactor.core.Disposable;
 
 /**
  * A node's data plane: its transfer engine (UCX when it loads, else the in-JVM engine), the one
@@ -55,14 +54,14 @@ public final class DataPlane implements AutoCloseable {
     private final MemoryRegion region;
     private final TransferEffectPublisher transfers;
     private final HandshakeClient handshakes;
-    private final Predicate<NodeEvent> events;
+    private final NodeEventSink events;
     private final LongSupplier clock;
-    private final Disposable completions;
     private final AtomicLong sessionsBound = new AtomicLong();
     private final AtomicLong handshakesFailed = new AtomicLong();
 
     private DataPlane(String engineId, KvLayout layout, TransferEngines.Opened opened, MemoryRegion region,
-                      Duration handshakeTimeout, Predicate<NodeEvent> events, LongSupplier clock) {
+                      Duration handshakeTimeout, NodeEventSink completions, NodeEventSink events, Duration refuseAfter,
+                      LongSupplier clock) {
         this.engineId = engineId;
         this.layout = layout;
         this.engine = opened.engine();
@@ -70,19 +69,22 @@ public final class DataPlane implements AutoCloseable {
         this.region = region;
         this.events = events;
         this.clock = clock;
-        this.transfers = new TransferEffectPublisher(engine, clock);
-        this.completions = transfers.events().subscribe(events::test);
+        this.transfers = new TransferEffectPublisher(engine, clock, completions, refuseAfter);
         this.handshakes = HandshakeClient.open(handshakeTimeout, 4, EventSink.discarding(), clock);
     }
 
     /**
      * Opens the engine and registers the KV region.
      *
-     * @param events where completions and handshake outcomes go (returns whether delivered)
+     * @param completions the loop's inbox, for transfer completions (the engine's threads retry a
+     *                    full inbox for {@code refuseAfter}, then count the loss: {@link #refused()})
+     * @param events      where handshake outcomes go (a bounded delivery: they come from the
+     *                    handshake threads)
      */
     public static Result<DataPlane> open(String engineId, KvLayout layout, TransferEngines.Choice choice,
                                          Duration transferTimeout, Duration handshakeTimeout,
-                                         Predicate<NodeEvent> events, LongSupplier clock) {
+                                         NodeEventSink completions, NodeEventSink events, Duration refuseAfter,
+                                         LongSupplier clock) {
         EngineOptions options = EngineOptions.defaults().withTransferTimeout(transferTimeout).withName(engineId);
         Result<TransferEngines.Opened> opened = TransferEngines.open(choice, options);
         if (opened.errorOrNull() != null) {
@@ -94,7 +96,8 @@ public final class DataPlane implements AutoCloseable {
             o.engine().close();
             return Result.err(region.errorOrNull());
         }
-        return Result.ok(new DataPlane(engineId, layout, o, region.valueOrNull(), handshakeTimeout, events, clock));
+        return Result.ok(new DataPlane(engineId, layout, o, region.valueOrNull(), handshakeTimeout, completions, events,
+                refuseAfter, clock));
     }
 
     /** The first handshake reply this node's handshake server gives. */
@@ -130,7 +133,7 @@ public final class DataPlane implements AutoCloseable {
             if (failure != null) {
                 handshakesFailed.incrementAndGet();
             }
-            events.test(outcome);
+            events.offer(outcome);
             return null;
         });
     }
@@ -200,6 +203,11 @@ public final class DataPlane implements AutoCloseable {
         return handshakesFailed.get();
     }
 
+    /** Transfer completions lost to a full inbox. */
+    public long refused() {
+        return transfers.refused();
+    }
+
     /** Posted transfers whose completion has not come back. */
     public int pendingTransfers() {
         return transfers.pending();
@@ -208,7 +216,6 @@ public final class DataPlane implements AutoCloseable {
     @Override
     public void close() {
         handshakes.close();
-        completions.dispose();
         transfers.close();
         engine.close();
     }

@@ -24,7 +24,7 @@ public final class NodeStatus {
         m.put("inbox_depth", node.inbox().depth());
         m.put("inbox_capacity", node.inbox().capacity());
         m.put("inbox_refused", node.inbox().refused());
-        m.put("events_lost", node.delivery().lost());
+        m.put("events_lost", node.eventsLost());
         m.put("transfer_engine", node.dataPlane().engineKind());
         m.put("sessions_bound", node.dataPlane().sessionsBound());
         m.put("handshakes_failed", node.dataPlane().handshakesFailed());

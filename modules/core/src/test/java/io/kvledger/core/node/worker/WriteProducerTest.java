@@ -244,6 +244,27 @@ class WriteProducerTest {
     }
 
     @Test
+    void completions_of_a_failed_writes_other_layers_are_not_unknown_statuses() {
+        // simulate --seed 1002 --mode write with fail=0.05: one layer's write fails, the write is
+        // given up (self-ACK) and its status records dropped; the other layers' completions come
+        // after. They were posted, so they are no UNKNOWN_STATUS ("never posted").
+        String rid = proxyRid("w8c");
+        Node n = ready(Node.of(writeProducer()), rid, "tx-w8c");
+        remoteBlocks(n, "tx-w8c", 0, 21, 22);
+        n.waitForSave();
+        List<Effect.PostWrite> writes = only(n.all, Effect.PostWrite.class);
+        assertThat(writes).hasSize(2);
+        assertThat(anomalyKinds(n.completed(writes.get(0).statusId(), false))).containsExactly(AnomalyKind.WRITE_FAILED);
+        assertThat(n.completed(writes.get(1).statusId(), true)).as("late completion of an abandoned write").isEmpty();
+        assertThat(n.completed(writes.get(1).statusId(), false)).as("and a second one").isEmpty();
+        long never = writes.get(1).statusId() + 1;
+        assertThat(anomalyKinds(n.completed(never, true))).as("an id never handed out")
+                .containsExactly(AnomalyKind.UNKNOWN_STATUS);
+        assertThat(anomalyKinds(n.completed(0, true))).as("id 0 is never handed out").containsExactly(AnomalyKind.UNKNOWN_STATUS);
+        assertThat(n.pollReport().doneSending()).containsExactly(rid);
+    }
+
+    @Test
     void with_write_failed_notify_a_failed_write_tells_the_decode_side() {
         String rid = proxyRid("w8b");
         Node n = ready(Node.of(writeProducer().behaviour(Behaviour.newest().with(Switch.WRITE_FAILED_NOTIFY, true))),
@@ -286,6 +307,7 @@ class WriteProducerTest {
         // the late completion finds nothing to finish
         List<Effect> late = n.completed(writes.get(1).statusId(), true);
         assertThat(only(late, Effect.SendWriteDone.class)).isEmpty();
+        assertThat(anomalyKinds(late)).as("the status was posted: no UNKNOWN_STATUS").isEmpty();
         assertThat(only(n.all, Effect.SendWriteDone.class)).isEmpty();
     }
 

@@ -1,10 +1,11 @@
-package io.kvledger.cli;
+package io.kvledger.journal.replay;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.journal.JournalEntry;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,10 +22,10 @@ import java.util.Map;
  * and in the metadata) or through its request id once the node has tied that request to a
  * transfer (phase changes, finishes, allocations).
  */
-final class TransferIndex {
+public final class TransferIndex {
 
     /** One node's part in a transfer. */
-    static final class Leg {
+    public static final class Leg {
         final String node;
         final boolean producer;
         String requestId;
@@ -36,10 +37,40 @@ final class TransferIndex {
             this.node = node;
             this.producer = producer;
         }
+
+        /** The node (journal) this leg is on. */
+        public String node() {
+            return node;
+        }
+
+        /** Whether the node is a producer (prefill). */
+        public boolean producer() {
+            return producer;
+        }
+
+        /** The request id the node tied to this transfer, or null. */
+        public String requestId() {
+            return requestId;
+        }
+
+        /** How many of the node's entries named this transfer. */
+        public long entries() {
+            return entries;
+        }
+
+        /** The first seq on the node that named it, or -1. */
+        public long firstSeq() {
+            return firstSeq;
+        }
+
+        /** The last seq on the node that named it, or -1. */
+        public long lastSeq() {
+            return lastSeq;
+        }
     }
 
     /** One transfer id, with every node that saw it. */
-    static final class Transfer {
+    public static final class Transfer {
         final String transferId;
         long firstAtNs = Long.MAX_VALUE;
         long lastAtNs = Long.MIN_VALUE;
@@ -49,7 +80,28 @@ final class TransferIndex {
             this.transferId = transferId;
         }
 
-        boolean bothSides() {
+        /** The transfer id. */
+        public String transferId() {
+            return transferId;
+        }
+
+        /** The time of the first entry that named it. */
+        public long firstAtNs() {
+            return firstAtNs;
+        }
+
+        /** The time of the last entry that named it. */
+        public long lastAtNs() {
+            return lastAtNs;
+        }
+
+        /** Per node, in the order the nodes first saw it (read-only). */
+        public Map<String, Leg> legs() {
+            return Collections.unmodifiableMap(legs);
+        }
+
+        /** Whether both a producer and a consumer saw it. */
+        public boolean bothSides() {
             boolean p = false;
             boolean c = false;
             for (Leg l : legs.values()) {
@@ -66,21 +118,22 @@ final class TransferIndex {
     private final Map<String, Boolean> producers = new HashMap<>();
 
     /** Registers a node before its entries. */
-    void node(String node, boolean producer) {
+    public void node(String node, boolean producer) {
         producers.put(node, producer);
         ridToTid.put(node, new HashMap<>());
     }
 
-    Map<String, Transfer> transfers() {
-        return transfers;
+    /** Every transfer seen so far, in the order first seen (read-only). */
+    public Map<String, Transfer> transfers() {
+        return Collections.unmodifiableMap(transfers);
     }
 
     /** One entry of {@code node}'s journal, in merged order. */
-    void add(String node, JournalEntry e) {
+    public void add(String node, JournalEntry e) {
         switch (e) {
             case JournalEntry.Input in -> input(node, in.seq(), in.atNs(), in.event());
             case JournalEntry.Derived d -> derived(node, d.seq(), d.atNs(), d.effect());
-            default -> { }
+            case JournalEntry.Header _, JournalEntry.Unknown _ -> { }
         }
     }
 
@@ -103,7 +156,10 @@ final class TransferIndex {
             case NodeEvent.RequestFinished e -> viaRequest(node, seq, at, e.requestId());
             case NodeEvent.MatchedTokensQueried e -> viaRequest(node, seq, at, e.requestId());
             case NodeEvent.BlocksAllocated e -> viaRequest(node, seq, at, e.requestId());
-            default -> { }
+            case NodeEvent.StepScheduled _, NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _,
+                    NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
+                    NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _,
+                    NodeEvent.FrameRejected _, NodeEvent.NotifySendFailed _, NodeEvent.Tick _ -> { }
         }
     }
 
@@ -142,7 +198,7 @@ final class TransferIndex {
             case Effect.AckParked e -> viaRequest(node, seq, at, e.requestId());
             case Effect.StaleAckDropped e -> viaRequest(node, seq, at, e.requestId());
             case Effect.MatchedTokens e -> viaRequest(node, seq, at, e.requestId());
-            default -> { }
+            case Effect.FinishedReported _, Effect.FinishedSendingRewritten _, Effect.StartHandshake _ -> { }
         }
     }
 

@@ -1,4 +1,4 @@
-package io.kvledger.journal.sim;
+package io.kvledger.cli.sim;
 
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.effect.Effect;

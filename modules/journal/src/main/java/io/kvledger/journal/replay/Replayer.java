@@ -1,6 +1,6 @@
-package io.kvledger.cli.replay;
+package io.kvledger.journal.replay;
 
-import io.kvledger.cli.replay.JournalInputs.NodeJournal;
+import io.kvledger.journal.replay.JournalInputs.NodeJournal;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.node.NodeReducer;

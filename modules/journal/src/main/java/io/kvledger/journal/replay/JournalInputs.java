@@ -1,4 +1,4 @@
-package io.kvledger.cli.replay;
+package io.kvledger.journal.replay;
 
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalReader;

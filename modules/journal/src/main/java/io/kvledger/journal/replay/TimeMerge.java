@@ -1,4 +1,4 @@
-package io.kvledger.cli;
+package io.kvledger.journal.replay;
 
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
@@ -16,10 +16,10 @@ import java.util.PriorityQueue;
  * virtual clock; live nodes must stamp with clocks that agree closely enough for the order to
  * mean something.
  */
-final class TimeMerge implements Iterator<TimeMerge.Item> {
+public final class TimeMerge implements Iterator<TimeMerge.Item> {
 
     /** One entry and the journal it came from. */
-    record Item(int source, String node, JournalEntry entry) {}
+    public record Item(int source, String node, JournalEntry entry) {}
 
     private record Head(Item item, Iterator<JournalEntry> rest) {}
 
@@ -32,7 +32,7 @@ final class TimeMerge implements Iterator<TimeMerge.Item> {
      * @param readers the journals, open
      * @param nodes   the name printed for each (usually its header's node id)
      */
-    TimeMerge(List<JournalReader> readers, List<String> nodes) {
+    public TimeMerge(List<JournalReader> readers, List<String> nodes) {
         for (int i = 0; i < readers.size(); i++) {
             Iterator<JournalEntry> it = readers.get(i).iterator();
             if (it.hasNext()) {
@@ -42,7 +42,7 @@ final class TimeMerge implements Iterator<TimeMerge.Item> {
     }
 
     /** The node ids of the readers' headers. */
-    static List<String> nodeIds(List<JournalReader> readers) {
+    public static List<String> nodeIds(List<JournalReader> readers) {
         List<String> out = new ArrayList<>();
         for (JournalReader r : readers) {
             out.add(r.header().nodeId());

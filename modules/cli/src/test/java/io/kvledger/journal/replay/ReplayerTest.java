@@ -1,4 +1,6 @@
-package io.kvledger.cli.replay;
+// Stays in the cli module: it journals simulations (io.kvledger.cli.sim),
+// and the journal module does not see the simulator.
+package io.kvledger.journal.replay;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -15,7 +17,7 @@ import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.journal.format.Payloads;
-import io.kvledger.journal.sim.SimJournalRecorder;
+import io.kvledger.cli.sim.SimJournalRecorder;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.Simulation;
 import java.nio.file.Path;

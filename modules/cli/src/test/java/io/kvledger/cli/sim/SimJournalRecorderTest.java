@@ -1,4 +1,4 @@
-package io.kvledger.journal.sim;
+package io.kvledger.cli.sim;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,10 +1,10 @@
-package io.kvledger.cli.replay;
+package io.kvledger.journal.replay;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.kvledger.cli.replay.JournalInputs.InputException;
-import io.kvledger.cli.replay.JournalInputs.NodeJournal;
+import io.kvledger.journal.replay.JournalInputs.InputException;
+import io.kvledger.journal.replay.JournalInputs.NodeJournal;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

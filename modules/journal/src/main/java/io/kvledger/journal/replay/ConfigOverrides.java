@@ -1,4 +1,4 @@
-package io.kvledger.cli.replay;
+package io.kvledger.journal.replay;
 
 import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;

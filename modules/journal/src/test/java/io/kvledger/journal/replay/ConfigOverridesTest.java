@@ -1,4 +1,4 @@
-package io.kvledger.cli.replay;
+package io.kvledger.journal.replay;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

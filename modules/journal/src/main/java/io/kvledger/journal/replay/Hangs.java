@@ -1,0 +1,99 @@
+package io.kvledger.journal.replay;
+
+import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.core.diagnosis.Finding;
+import io.kvledger.core.diagnosis.HangDetectors;
+import io.kvledger.core.diagnosis.InFlight;
+import io.kvledger.core.diagnosis.Ledger;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.journal.JournalEntry;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+
+/**
+ * The {@code hangs} diagnosis as data: replays journals through a core {@link Ledger} and runs
+ * {@link HangDetectors} over it. Printing is the caller's (the CLI's {@code HangsReport}, the
+ * service's HTTP API).
+ */
+public final class Hangs {
+
+    /** The detectors in the order {@link HangDetectors} documents them; reports group in this order. */
+    public static final List<String> DETECTOR_ORDER = List.of("stuck-waiting", "stuck", "reaped-without-ack",
+            "unknown-completion-id", "superseded-transfer-id", "ack-before-finish", "notify-unhandshaken-rank",
+            "wrong-port-offset-form", "notify-no-listener", "empty-remote-blocks", "ack-before-mapping",
+            "failed-read-no-release", "ack-deficit", "free-while-in-flight", "listener-death", "mapping-leak",
+            "anomaly");
+
+    /**
+     * What a diagnosis run found.
+     *
+     * @param nodes     the replayed nodes, in journal order
+     * @param inputs    inputs replayed over all nodes
+     * @param firstAtNs time of the first event the ledger saw
+     * @param lastAtNs  time of the last event the ledger saw
+     * @param bounds    the bounds the detectors ran with
+     * @param findings  what the detectors found, in their order
+     * @param inFlight  every request in a non-terminal phase when the journals end, with why it is
+     *                  (stuck) or is not (young, still progressing) a finding
+     */
+    public record Result(List<Replayer.Node> nodes, long inputs, long firstAtNs, long lastAtNs, Bounds bounds,
+                         List<Finding> findings, List<InFlight> inFlight) {
+
+        /** In-flight requests with this status. */
+        public long count(InFlight.Status status) {
+            return inFlight.stream().filter(f -> f.status() == status).count();
+        }
+    }
+
+    private Hangs() {}
+
+    /** Replays every input of {@code r} into a ledger (runs {@code r}) and runs the detectors. */
+    public static Result analyse(Replayer r, Bounds bounds) {
+        Ledger ledger = new Ledger();
+        long[] inputs = {0};
+        r.run(new Replayer.Listener() {
+            @Override
+            public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {
+                ledger.nodeStarted(node.name(), node.config(), startup);
+            }
+
+            @Override
+            public void applied(Replayer.Node node, JournalEntry.Input in, List<Effect> fx,
+                                List<JournalEntry.Derived> recorded) {
+                inputs[0]++;
+                ledger.observe(node.name(), in.event(), fx);
+            }
+        });
+        List<Finding> findings = HangDetectors.run(ledger, bounds);
+        return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, findings,
+                HangDetectors.inFlight(ledger, bounds));
+    }
+
+    /** The findings grouped by detector, groups in {@link #DETECTOR_ORDER} (unknown names last, sorted). */
+    public static Map<String, List<Finding>> byDetector(List<Finding> findings) {
+        TreeSet<String> unknown = new TreeSet<>();
+        for (Finding f : findings) {
+            if (!DETECTOR_ORDER.contains(f.detector())) {
+                unknown.add(f.detector());
+            }
+        }
+        List<String> order = new ArrayList<>(DETECTOR_ORDER);
+        order.addAll(unknown);
+        Map<String, List<Finding>> groups = new LinkedHashMap<>();
+        for (String d : order) {
+            List<Finding> list = new ArrayList<>();
+            for (Finding f : findings) {
+                if (f.detector().equals(d)) {
+                    list.add(f);
+                }
+            }
+            if (!list.isEmpty()) {
+                groups.put(d, list);
+            }
+        }
+        return groups;
+    }
+}
