@@ -46,7 +46,9 @@ public final class Main implements Callable<Integer> {
             new NamedCommand("merge", MergeCommand::new),
             new NamedCommand("simulate", SimulateCommand::new),
             new NamedCommand("journal", JournalCommand::new),
-            new NamedCommand("listen", ListenCommand::new));
+            new NamedCommand("listen", ListenCommand::new),
+            new NamedCommand("node", NodeCommand::new),
+            new NamedCommand("cluster", ClusterCommand::new));
 
     @Spec
     CommandSpec spec;

@@ -18,6 +18,9 @@
  *       ({@link io.kvledger.wire.AgentMetadata}) and the layer-to-descriptors map
  *       ({@link io.kvledger.wire.LayerMap}), with their codecs. Opaque mori blobs are carried as
  *       {@link io.kvledger.wire.OpaqueBytes} and passed through untouched.</li>
+ *   <li>{@link io.kvledger.wire.PyMsgpack}: whole frames as generic Python values, strict and
+ *       bounded, for dict-shaped protocols; the engine bridge protocol built on it lives in
+ *       {@code io.kvledger.wire.bridge}.</li>
  * </ul>
  *
  * <h2>Contracts</h2>

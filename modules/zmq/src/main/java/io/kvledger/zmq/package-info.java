@@ -3,7 +3,11 @@
  * {@link io.kvledger.zmq.NotifyListenerAdapter} (notify ROUTER to events),
  * {@link io.kvledger.zmq.NotifyPublisher} (send effects to single frames on cached DEALERs),
  * {@link io.kvledger.zmq.HandshakeServer} and {@link io.kvledger.zmq.HandshakeClient}, and
- * {@link io.kvledger.zmq.RegistrationHeartbeat} to a proxy.
+ * {@link io.kvledger.zmq.RegistrationHeartbeat} to a proxy, and
+ * {@link io.kvledger.zmq.EngineBridgeServer}, the loopback ROUTER where an engine's connector sends
+ * its hook calls ({@code io.kvledger.wire.bridge}) and a {@link io.kvledger.zmq.HookHandler}
+ * answers each {@link io.kvledger.zmq.BridgeCall} from any thread (answers are queued to the
+ * socket thread, which a pipe in its poller wakes).
  *
  * <h2>Threading</h2>
  * <ul>

@@ -296,6 +296,85 @@ public final class NodeState {
     }
 
     /**
+     * READ loads this worker is still waiting for: posted read statuses without a completion,
+     * plus requests whose reads wait for a handshake. The worker's per-layer read barrier holds
+     * the forward while this is above zero (a live engine polls it; pure, allocates nothing).
+     */
+    public int readsInFlight() {
+        int n = recvAwaitingHandshake.size();
+        for (StatusRecord st : statuses.values()) {
+            if (!st.write && st.state == 0) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Handshakes this worker started that have neither completed nor failed. The Python worker
+     * busy-waits in {@code save_kv_layer} and {@code start_load_kv} while one is pending, so a
+     * live engine holds its forward on this too (pure, allocates nothing).
+     */
+    public int handshakesInFlight() {
+        int n = 0;
+        for (String key : handshakesStarted) {
+            if (!remoteAgents.contains(key)) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /**
+     * The earliest deadline this state holds that is later than {@code afterNs}, or
+     * {@link Long#MAX_VALUE} when there is none: deferred WRITE tasks ({@code defer_timeout}),
+     * writes waiting for their statuses ({@code transfer_timeout}), in-flight READs
+     * ({@code recv_abort_timeout}), ACKs waiting for the worker mapping (the unmapped-ACK TTL),
+     * deferred frees and parked ACKs. A live node fires a {@code Tick} at that time; the
+     * deadlines that only an engine hook evaluates (the scheduler's reaps in
+     * {@code update_connector_output}, receive aborts and unmapped ACKs in {@code get_finished})
+     * are included so the loop wakes for them too, and {@code afterNs} (the time of the last
+     * tick) keeps a deadline the tick did not clear from waking the loop twice.
+     *
+     * <p>Pure: it reads the tables and allocates nothing.
+     */
+    public long nextDeadlineAfter(long afterNs) {
+        long best = Long.MAX_VALUE;
+        for (WriteTask t : deferredTasks) {
+            best = earliest(best, afterNs, sum(t.enqueueNs(), config.deferTimeoutNs()));
+        }
+        for (WriteTransfer w : writes.values()) {
+            if (w.waitStartNs >= 0 && !w.completionNotified) {
+                best = earliest(best, afterNs, sum(w.waitStartNs, config.transferTimeoutNs()));
+            }
+        }
+        for (RecvTransfer r : recvingTransfers.values()) {
+            best = earliest(best, afterNs, sum(r.startNs(), config.recvAbortTimeoutNs()));
+        }
+        for (PendingAck a : pendingUnmappedAcks) {
+            best = earliest(best, afterNs, sum(a.firstSeenNs, config.unmappedAckTtlNs()));
+        }
+        for (Deferral d : deferredSendDeadlines.values()) {
+            best = earliest(best, afterNs, d.deadlineNs());
+        }
+        for (long deadline : pendingSentAcks.values()) {
+            best = earliest(best, afterNs, deadline);
+        }
+        return best;
+    }
+
+    /** Deadlines compare with {@code >}: a deadline fires one nanosecond after it is reached. */
+    private static long earliest(long best, long afterNs, long deadlineNs) {
+        long fireAt = deadlineNs == Long.MAX_VALUE ? Long.MAX_VALUE : deadlineNs + 1;
+        return fireAt > afterNs && fireAt < best ? fireAt : best;
+    }
+
+    private static long sum(long a, long b) {
+        long s = a + b;
+        return ((a ^ s) & (b ^ s)) < 0 ? Long.MAX_VALUE : s;
+    }
+
+    /**
      * A deterministic 64-bit hash of the whole state (FNV-1a over a canonical rendering): the same
      * events from the same initial state give the same hash.
      */

@@ -1,0 +1,316 @@
+package io.kvledger.cli;
+
+import io.kvledger.core.config.Behaviour;
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.moriio.Checked;
+import io.kvledger.core.moriio.ExtraConfig;
+import io.kvledger.journal.json.Json;
+import io.kvledger.rdma.engine.TransferEngines;
+import io.kvledger.service.NodeOptions;
+import io.kvledger.service.NodeService;
+import io.kvledger.service.data.KvLayout;
+import io.kvledger.service.http.NodeStatus;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvledger node}: runs the control plane of one engine rank live until it is stopped
+ * (SIGINT/SIGTERM, or {@code --duration-s}): journal, reducer loop, notify listener and
+ * publisher, handshake server and initiator, transfer engine, optional registration heartbeat
+ * and HTTP server, and the engine that calls the hooks (the built-in simulated one by default).
+ * A node restarted on its journal recovers its state from it and continues.
+ */
+@Command(name = "node", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Run kvledger live as the control plane of one engine rank (journal, reducer, ZMQ, transfers, timers).")
+final class NodeCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--role", paramLabel = "producer|consumer", description = "The rank's role (or kv_role in --kv-transfer-config).")
+    String role;
+
+    @Option(names = "--mode", paramLabel = "read|write", description = "Transfer mode (or read_mode in --kv-transfer-config; default write).")
+    String mode;
+
+    @Option(names = "--kv-transfer-config", paramLabel = "JSON",
+            description = "vLLM's --kv-transfer-config string: kv_role and kv_connector_extra_config (handshake_port, notify_port, read_mode, host_ip, proxy_ip, proxy_ping_port, http_port, defer_timeout, ...) configure the node as they configure the connector.")
+    String kvTransferConfig;
+
+    @Option(names = "--dp", defaultValue = "0/1", paramLabel = "R/SIZE", description = "Data-parallel rank and size (default: ${DEFAULT-VALUE}).")
+    String dp;
+
+    @Option(names = "--tp", defaultValue = "0/1", paramLabel = "R/SIZE", description = "Tensor-parallel rank and size (default: ${DEFAULT-VALUE}).")
+    String tp;
+
+    @Option(names = "--host", paramLabel = "IP", description = "The IP this rank advertises and binds (default 127.0.0.1).")
+    String host;
+
+    @Option(names = "--handshake-port", paramLabel = "P", description = "Handshake port base (default 6301); the rank binds base + dp + tp.")
+    Integer handshakePort;
+
+    @Option(names = "--notify-port", paramLabel = "P", description = "Notify port base (default 61005); the rank binds base + dp + tp.")
+    Integer notifyPort;
+
+    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|bridge|none",
+            description = "Who calls the hooks: the built-in simulated engine (sim), an engine's connector over the bridge socket (bridge), or nobody (none: adapters only) (default: ${DEFAULT-VALUE}).")
+    String engine;
+
+    @Option(names = "--bridge", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
+            description = "Where the engine bridge binds with --engine bridge (loopback only; port 0: any free port, printed at start) (default: ${DEFAULT-VALUE}).")
+    String bridgeEndpoint;
+
+    @Option(names = "--journal", required = true, paramLabel = "DIR", description = "The node's journal (created, or recovered and continued).")
+    Path journal;
+
+    @Option(names = "--node-id", paramLabel = "ID", description = "Node id in the journal (default: P<dp> or D<dp>, with -tp<R> when TP > 1).")
+    String nodeId;
+
+    @Option(names = "--http", paramLabel = "HOST:PORT", description = "Serve the HTTP API (health, status, completions) here; loopback recommended.")
+    String http;
+
+    @Option(names = "--http-token", paramLabel = "TOKEN", description = "Require 'Authorization: Bearer TOKEN' on every HTTP route but /healthz.")
+    String httpToken;
+
+    @Option(names = "--proxy", paramLabel = "tcp://HOST:PORT", description = "Send registration heartbeats to this proxy ROUTER (or proxy_ip/proxy_ping_port in the config).")
+    String proxy;
+
+    @Option(names = "--profile", defaultValue = "newest", paramLabel = "seed|newest", description = "Behaviour profile (default: ${DEFAULT-VALUE}).")
+    String profile;
+
+    @Option(names = "--transfer-engine", defaultValue = "auto", paramLabel = "auto|ucx|in-jvm",
+            description = "Data plane: UCX when it loads (auto), or the in-JVM engine (peers in this JVM only) (default: ${DEFAULT-VALUE}).")
+    String transferEngine;
+
+    @Option(names = "--blocks", defaultValue = "1024", description = "KV blocks the region holds (default: ${DEFAULT-VALUE}).")
+    int blocks;
+
+    @Option(names = "--block-bytes", defaultValue = "1024", description = "Bytes of one block's K (and of its V) per layer (default: ${DEFAULT-VALUE}).")
+    long blockBytes;
+
+    @Option(names = "--faults", paramLabel = "SPEC", description = "Inject faults between the loop and the publishers (testing only). "
+            + FaultSpecOption.KEYS_HELP)
+    String faults;
+
+    @Option(names = "--fault-seed", defaultValue = "1", description = "Seed of the fault draws (default: ${DEFAULT-VALUE}).")
+    long faultSeed;
+
+    @Option(names = "--duration-s", defaultValue = "0", description = "Stop after this many seconds (0: run until stopped).")
+    double durationS;
+
+    @Option(names = "--status-file", paramLabel = "FILE", description = "Write the node's final counters as JSON here when it stops.")
+    Path statusFile;
+
+    private final CountDownLatch stop = new CountDownLatch(1);
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        NodeOptions options = options();
+        NodeService node;
+        try {
+            node = NodeService.start(options);
+        } catch (RuntimeException e) {
+            err.println("kvledger node: " + e.getMessage());
+            err.flush();
+            return 2;
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread hook = new Thread(() -> {
+            stop.countDown();
+            try {
+                // SIGINT/SIGTERM: the node closes its adapters and flushes its journal, then the
+                // process ends with 0 (a clean stop), not with the signal's 130/143.
+                if (stopped.await(30, TimeUnit.SECONDS)) {
+                    System.out.flush();
+                    Runtime.getRuntime().halt(0);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "kvledger-node-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            NodeConfig c = options.config();
+            err.println("node " + options.nodeId() + ": " + c.role().name().toLowerCase(Locale.ROOT) + " "
+                    + c.mode().name().toLowerCase(Locale.ROOT) + " dp" + c.dpRank() + "/" + c.dpSize() + " tp" + c.tpRank()
+                    + "/" + c.tpSize() + ", notify " + node.listener().endpoint() + ", handshake "
+                    + node.handshakeServer().endpoint() + ", " + node.dataPlane().engineReason()
+                    + (node.http() != null ? ", http " + node.http().host() + ":" + node.http().port() : "")
+                    + (node.bridge() != null ? ", engine bridge " + node.bridge().endpoint() : "")
+                    + (node.recovery() != null ? ", recovered " + node.recovery().inputs() + " inputs in "
+                    + node.recovery().recoveryNs() / 1_000_000 + " ms" : "")
+                    + "; journal " + journal + (durationS > 0 ? "" : "; stop with Ctrl-C"));
+            err.flush();
+            if (durationS > 0) {
+                stop.await((long) (durationS * 1e9), TimeUnit.NANOSECONDS);
+            } else {
+                stop.await();
+            }
+        } finally {
+            Map<String, Object> status = NodeStatus.of(node);
+            node.close();
+            if (statusFile != null) {
+                java.nio.file.Files.writeString(statusFile, Json.write(status) + "\n");
+            }
+            out.println("node " + options.nodeId() + ": stopped after " + status.get("events_applied")
+                    + " events; journal " + journal);
+            out.flush();
+            stopped.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook is running and waits for `stopped`
+            }
+        }
+        return 0;
+    }
+
+    private NodeOptions options() {
+        int[] dpv = rankSize("--dp", dp);
+        int[] tpv = rankSize("--tp", tp);
+        Behaviour behaviour = Behaviour.preset(profile);
+        if (behaviour == null) {
+            throw usage("--profile takes seed or newest, got " + profile);
+        }
+        Map<String, Object> extra = new LinkedHashMap<>();
+        String kvRole = null;
+        if (kvTransferConfig != null) {
+            Object parsed;
+            try {
+                parsed = Json.parse(kvTransferConfig);
+            } catch (RuntimeException e) {
+                throw usage("--kv-transfer-config is not JSON: " + e.getMessage());
+            }
+            if (!(parsed instanceof Map<?, ?> m)) {
+                throw usage("--kv-transfer-config must be a JSON object");
+            }
+            kvRole = m.get("kv_role") instanceof String s ? s : null;
+            if (m.get("kv_connector_extra_config") instanceof Map<?, ?> x) {
+                x.forEach((k, v) -> extra.put(String.valueOf(k), v));
+            }
+        }
+        if (role != null) {
+            kvRole = switch (role.toLowerCase(Locale.ROOT)) {
+                case "producer", "prefill", "p" -> "kv_producer";
+                case "consumer", "decode", "d" -> "kv_consumer";
+                default -> throw usage("--role takes producer or consumer, got " + role);
+            };
+        }
+        if (kvRole == null) {
+            throw usage("give --role producer|consumer (or kv_role in --kv-transfer-config)");
+        }
+        if (!kvRole.equals("kv_producer") && !kvRole.equals("kv_consumer")) {
+            throw usage("kv_role " + kvRole + " is not supported by a live node (kv_producer or kv_consumer)");
+        }
+        if (mode != null) {
+            extra.put("read_mode", switch (mode.toLowerCase(Locale.ROOT)) {
+                case "read" -> true;
+                case "write" -> false;
+                default -> throw usage("--mode takes read or write, got " + mode);
+            });
+        }
+        if (host != null) {
+            extra.put("host_ip", host);
+        }
+        if (handshakePort != null) {
+            extra.put("handshake_port", (long) handshakePort);
+        }
+        if (notifyPort != null) {
+            extra.put("notify_port", (long) notifyPort);
+        }
+        Checked<NodeConfig> checked = NodeConfig.fromExtraConfig(kvRole, extra,
+                System.getenv("VLLM_MORIIO_DEFERRED_TIMEOUT_S"), behaviour, dpv[0], dpv[1], dpv[1], tpv[0], tpv[1]);
+        if (!checked.isOk()) {
+            throw usage("the connector configuration is invalid: " + checked.error());
+        }
+        NodeConfig config = checked.value();
+        String id = nodeId != null ? nodeId : (config.isProducer() ? "P" : "D") + config.dpRank()
+                + (config.tpSize() > 1 ? "-tp" + config.tpRank() : "");
+        NodeOptions o = NodeOptions.defaults(id, config, journal.toAbsolutePath().normalize());
+        o = o.withEngine(switch (engine.toLowerCase(Locale.ROOT)) {
+            case "sim" -> NodeOptions.EngineKind.SIM;
+            case "none" -> NodeOptions.EngineKind.NONE;
+            case "bridge" -> NodeOptions.EngineKind.BRIDGE;
+            default -> throw usage("--engine takes sim, bridge or none, got " + engine);
+        });
+        o = o.withTransferEngine(switch (transferEngine.toLowerCase(Locale.ROOT)) {
+            case "auto" -> TransferEngines.Choice.AUTO;
+            case "ucx" -> TransferEngines.Choice.UCX;
+            case "in-jvm", "injvm" -> TransferEngines.Choice.IN_JVM;
+            default -> throw usage("--transfer-engine takes auto, ucx or in-jvm, got " + transferEngine);
+        });
+        o = o.withBridge(bridgeEndpoint);
+        if (blocks < 1 || blockBytes < 8 || blockBytes % 8 != 0) {
+            throw usage("--blocks must be positive and --block-bytes a positive multiple of 8");
+        }
+        o = o.withLayout(new KvLayout(config.layerNames(), blocks, blockBytes));
+        if (http != null) {
+            int colon = http.lastIndexOf(':');
+            if (colon <= 0) {
+                throw usage("--http takes HOST:PORT, got " + http);
+            }
+            o = o.withHttp(http.substring(0, colon), port("--http", http.substring(colon + 1)), httpToken);
+        }
+        String ping = proxy;
+        if (ping == null && ExtraConfig.pythonTruthy(extra.get("proxy_ip"))) {
+            ping = "tcp://" + extra.get("proxy_ip") + ":" + extra.getOrDefault("proxy_ping_port", 36367L);
+        }
+        if (ping != null) {
+            String adv = extra.get("http_port") != null ? config.hostIp() + ":" + extra.get("http_port") : null;
+            o = o.withProxy(ping, adv);
+        }
+        if (faults != null && !faults.isBlank()) {
+            try {
+                o = o.withFaults(io.kvledger.sim.FaultSpec.parse(faults), faultSeed);
+            } catch (IllegalArgumentException e) {
+                throw usage("--faults: " + e.getMessage());
+            }
+        }
+        return o;
+    }
+
+    private int[] rankSize(String opt, String v) {
+        String[] parts = v.split("/", -1);
+        try {
+            int r = Integer.parseInt(parts[0].trim());
+            int n = Integer.parseInt(parts[1].trim());
+            if (parts.length != 2 || n < 1 || r < 0 || r >= n) {
+                throw new NumberFormatException();
+            }
+            return new int[] {r, n};
+        } catch (RuntimeException e) {
+            throw usage(opt + " takes RANK/SIZE with 0 <= RANK < SIZE, got " + v);
+        }
+    }
+
+    private int port(String opt, String v) {
+        try {
+            int p = Integer.parseInt(v.trim());
+            if (p < 0 || p > 65535) {
+                throw new NumberFormatException();
+            }
+            return p;
+        } catch (NumberFormatException e) {
+            throw usage(opt + " needs a port from 0 to 65535, got " + v);
+        }
+    }
+
+    private ParameterException usage(String message) {
+        return new ParameterException(spec.commandLine(), message);
+    }
+}

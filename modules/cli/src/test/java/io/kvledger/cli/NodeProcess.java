@@ -1,0 +1,131 @@
+package io.kvledger.cli;
+
+import io.kvledger.core.moriio.ZmqAddress;
+import io.kvledger.service.cluster.HttpLeg;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** A {@code kvledger node} child process for live tests, with fixed ports so it can be restarted. */
+final class NodeProcess {
+
+    final String name;
+    final boolean prefill;
+    final String mode;
+    final Path journal;
+    final Path log;
+    final int handshake;
+    final int notify;
+    final int http;
+    private final List<String> extra;
+    private Process process;
+    private int starts;
+
+    NodeProcess(String name, boolean prefill, String mode, Path dir, String... extra) {
+        this.name = name;
+        this.prefill = prefill;
+        this.mode = mode;
+        this.journal = dir.resolve(name);
+        this.log = dir.resolve(name + ".log");
+        this.handshake = freePort();
+        this.notify = freePort();
+        this.http = freePort();
+        this.extra = List.of(extra);
+    }
+
+    static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    Path statusFile() {
+        return journal.resolveSibling(name + ".status.json");
+    }
+
+    void start() {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (a.startsWith("--") || a.startsWith("-Dchronicle")) {
+                cmd.add(a);
+            }
+        }
+        cmd.addAll(List.of("-XX:+UseParallelGC", "-cp", System.getProperty("java.class.path"), Main.class.getName(), "node",
+                "--role", prefill ? "producer" : "consumer", "--mode", mode, "--host", "127.0.0.1",
+                "--handshake-port", String.valueOf(handshake), "--notify-port", String.valueOf(notify),
+                "--http", "127.0.0.1:" + http, "--journal", journal.toString(), "--node-id", name,
+                "--status-file", statusFile().toString()));
+        cmd.addAll(extra);
+        starts++;
+        try {
+            process = new ProcessBuilder(cmd).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    boolean awaitHealthy(HttpClient client, Duration timeout) throws InterruptedException {
+        long end = System.nanoTime() + timeout.toNanos();
+        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + http + "/healthz"))
+                .timeout(Duration.ofSeconds(2)).GET().build();
+        while (System.nanoTime() < end && process.isAlive()) {
+            try {
+                if (client.send(req, HttpResponse.BodyHandlers.ofString()).statusCode() == 200) {
+                    return true;
+                }
+            } catch (IOException e) {
+                // not up yet
+            }
+            Thread.sleep(50);
+        }
+        return false;
+    }
+
+    HttpLeg leg(HttpClient client) {
+        return new HttpLeg(name, new ZmqAddress("127.0.0.1", handshake, notify), 1, 1, URI.create("http://127.0.0.1:" + http),
+                client, Duration.ofSeconds(30));
+    }
+
+    /** kill -9. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+    }
+
+    /** SIGTERM, and the exit code. */
+    int stop() throws InterruptedException {
+        if (process == null) {
+            return -1;
+        }
+        process.destroy();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            process.waitFor(5, TimeUnit.SECONDS);
+            return -1;
+        }
+        return process.exitValue();
+    }
+
+    String logText() {
+        try {
+            return Files.exists(log) ? Files.readString(log) : "";
+        } catch (IOException e) {
+            return e.toString();
+        }
+    }
+}

@@ -1,0 +1,126 @@
+package io.kvledger.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.journal.JournalReader;
+import io.kvledger.journal.json.Json;
+import io.kvledger.service.Recovery;
+import io.kvledger.service.cluster.ToyRouter;
+import java.net.http.HttpClient;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * kill -9 of a prefill node in the middle of a run, then a restart on the same journal: the node
+ * recovers its state, continues the journal, serves new requests, and afterwards every request is
+ * terminal or named by {@code hangs}, and {@code replay --verify} of the whole journal agrees.
+ */
+class NodeRecoveryTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aPrefillKilledMidRunRecoversFromItsJournal() throws Exception {
+        String[] timeouts = {"--kv-transfer-config", "{\"kv_connector_extra_config\":{\"defer_timeout\":3,\"transfer_timeout\":3}}"};
+        NodeProcess p = new NodeProcess("P0", true, "write", dir, timeouts);
+        NodeProcess d = new NodeProcess("D0", false, "write", dir, timeouts);
+        HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        int pExit;
+        int dExit;
+        try {
+            p.start();
+            d.start();
+            assertThat(p.awaitHealthy(client, Duration.ofSeconds(90))).as(p.logText()).isTrue();
+            assertThat(d.awaitHealthy(client, Duration.ofSeconds(90))).as(d.logText()).isTrue();
+            ToyRouter router = new ToyRouter(List.of(p.leg(client)), List.of(d.leg(client)), TransferMode.WRITE, 11);
+
+            for (ToyRouter.Outcome o : await(send(router, 10))) {
+                assertThat(o.ok()).as("before the kill: %s", o).isTrue();
+            }
+            List<CompletableFuture<ToyRouter.Outcome>> inFlight = send(router, 10);
+            Thread.sleep(30);
+            p.kill();
+            await(inFlight); // some fail, some may have finished: either way they end
+
+            p.start();
+            assertThat(p.awaitHealthy(client, Duration.ofSeconds(90))).as(p.logText()).isTrue();
+            assertThat(p.logText()).containsPattern("recovered \\d+ inputs in \\d+ ms");
+            for (ToyRouter.Outcome o : await(send(router, 10))) {
+                assertThat(o.ok()).as("after the restart: %s", o).isTrue();
+                assertThat(o.decodeLeg().verifiedBytes()).isPositive();
+            }
+            Thread.sleep(4_000); // past defer_timeout: what the old process left deferred is reaped
+        } finally {
+            pExit = p.stop();
+            dExit = d.stop();
+        }
+        assertThat(pExit).as("P0 exits 0 on SIGTERM: %s", p.logText()).isZero();
+        assertThat(dExit).as("D0 exits 0 on SIGTERM: %s", d.logText()).isZero();
+
+        // The restarted process continued the same journal: one header, seqs without a gap.
+        long entries = 0;
+        long lastSeq = -1;
+        try (JournalReader r = JournalReader.open(dir.resolve("P0"))) {
+            for (var e : r) {
+                assertThat(e.seq()).isEqualTo(lastSeq + 1);
+                lastSeq = e.seq();
+                entries++;
+            }
+        }
+        assertThat(entries).isGreaterThan(100);
+
+        CliRun.Outcome verify = CliRun.run("replay", dir.resolve("P0").toString(), "--verify");
+        assertThat(verify.code()).as(verify.out() + verify.err()).isZero();
+
+        // Blocks: the restarted prefill's engine holds nothing once its deferrals ended.
+        Map<?, ?> status = (Map<?, ?>) Json.parse(Files.readString(p.statusFile()).trim());
+        assertThat(((Map<?, ?>) status.get("engine")).get("held_requests")).isEqualTo(0L);
+
+        // Every request the journals left non-terminal is named by hangs.
+        CliRun.Outcome hangs = CliRun.run("hangs", dir.resolve("P0").toString(), dir.resolve("D0").toString(),
+                "--stuck-after", "1");
+        List<String> open = new ArrayList<>();
+        for (String node : List.of("P0", "D0")) {
+            Role role = node.startsWith("P") ? Role.PRODUCER : Role.CONSUMER;
+            Recovery rec = Recovery.replay(dir.resolve(node), io.kvledger.core.config.NodeConfig.builder(role,
+                    TransferMode.WRITE).deferTimeoutNs(3_000_000_000L).transferTimeoutNs(3_000_000_000L).build());
+            rec.state().phases().forEach((id, phase) -> {
+                if (!phase.terminal()) {
+                    open.add(id);
+                }
+            });
+        }
+        for (String id : open) {
+            assertThat(hangs.out()).as("hangs names %s", id).contains(id.substring(id.lastIndexOf('_') + 1));
+        }
+        assertThat(hangs.code()).isEqualTo(open.isEmpty() ? 0 : 1);
+    }
+
+    private static List<CompletableFuture<ToyRouter.Outcome>> send(ToyRouter router, int n) {
+        List<CompletableFuture<ToyRouter.Outcome>> all = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            all.add(router.send(40 + 23 * i, 1 + i % 3));
+        }
+        return all;
+    }
+
+    private static List<ToyRouter.Outcome> await(List<CompletableFuture<ToyRouter.Outcome>> all) throws Exception {
+        List<ToyRouter.Outcome> out = new ArrayList<>();
+        for (CompletableFuture<ToyRouter.Outcome> f : all) {
+            out.add(f.get(90, TimeUnit.SECONDS));
+        }
+        return out;
+    }
+}

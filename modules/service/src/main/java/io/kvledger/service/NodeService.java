@@ -1,0 +1,452 @@
+package io.kvledger.service;
+
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.moriio.PortMath;
+import io.kvledger.core.node.NodeReducer;
+import io.kvledger.core.node.NodeState;
+import io.kvledger.journal.JournalHeader;
+import io.kvledger.journal.JournalWriter;
+import io.kvledger.rdma.Result;
+import io.kvledger.service.data.DataPlane;
+import io.kvledger.service.engine.HookPort;
+import io.kvledger.service.engine.SimulatedEngine;
+import io.kvledger.service.http.HttpFront;
+import io.kvledger.wire.Registration;
+import io.kvledger.wire.bridge.BridgeNodeInfo;
+import io.kvledger.zmq.AdapterEvent;
+import io.kvledger.zmq.BridgeCall;
+import io.kvledger.zmq.EngineBridgeConfig;
+import io.kvledger.zmq.EngineBridgeServer;
+import io.kvledger.zmq.HookHandler;
+import io.kvledger.zmq.EventSink;
+import io.kvledger.zmq.HandshakeServer;
+import io.kvledger.zmq.NotifyListenerAdapter;
+import io.kvledger.zmq.NotifyListenerConfig;
+import io.kvledger.zmq.NotifyPublisher;
+import io.kvledger.zmq.PublisherConfig;
+import io.kvledger.zmq.RegistrationHeartbeat;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One live node: the control plane of one engine rank. {@link #start} recovers the state from
+ * the journal when there is one (or writes a new journal's header and start-up checks), binds the
+ * notify listener (notify port + {@code dp + tp}) and the handshake server (handshake port +
+ * {@code dp + tp}), opens the notify publisher, the data plane and, when a proxy is given, the
+ * registration heartbeat, then starts the loop and the engine. {@link #close} stops them in the
+ * reverse order and flushes the journal.
+ *
+ * <p>Every adapter hands its events to the loop's one {@link Inbox} through a {@link Delivery}
+ * (bounded retry, counted loss); the loop's effects reach the publishers through the router
+ * built here, which switches over every effect with no default.
+ */
+public final class NodeService implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final long HOOK_WAIT_NS = TimeUnit.SECONDS.toNanos(5);
+
+    private final NodeOptions options;
+    private final ServiceClock clock = ServiceClock.system();
+    private final Inbox inbox;
+    private final Delivery delivery;
+    private final List<AutoCloseable> opened = new ArrayList<>();
+    private final AtomicLong adapterFailures = new AtomicLong();
+    private JournalWriter journal;
+    private NodeState state;
+    private NodeLoop loop;
+    private DataPlane dataPlane;
+    private NotifyPublisher publisher;
+    private NotifyListenerAdapter listener;
+    private HandshakeServer handshakeServer;
+    private SimulatedEngine engine;
+    private HttpFront http;
+    private EngineBridgeServer bridge;
+    private Recovery recovery;
+    private LiveFaults faults;
+    private java.util.concurrent.ScheduledExecutorService lossReporter;
+    private long lossesReported;
+    private volatile boolean closed;
+
+    private NodeService(NodeOptions options) {
+        this.options = options;
+        this.inbox = new Inbox(options.inboxCapacity());
+        this.delivery = new Delivery(inbox, options.deliveryBound().toNanos());
+    }
+
+    /**
+     * Starts a node. On failure everything opened so far is closed again, and the exception says
+     * what could not start.
+     */
+    public static NodeService start(NodeOptions options) {
+        NodeService n = new NodeService(options);
+        try {
+            n.startAll();
+            return n;
+        } catch (RuntimeException e) {
+            n.close();
+            throw e;
+        }
+    }
+
+    private void startAll() {
+        NodeConfig cfg = options.config();
+        long lastSeq = 0;
+        if (Recovery.present(options.journalDir())) {
+            recovery = Recovery.replay(options.journalDir(), cfg);
+            state = recovery.state();
+            lastSeq = recovery.lastSeq();
+            clock.notBefore(recovery.lastAtNs());
+            LOG.log(System.Logger.Level.INFO, "node " + options.nodeId() + ": recovered " + recovery.inputs()
+                    + " inputs (last seq " + lastSeq + ") in " + recovery.recoveryNs() / 1_000_000 + " ms");
+        } else {
+            state = NodeState.initial(cfg);
+        }
+        journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg, "kvledger node"));
+        opened.add(journal);
+        if (recovery == null) {
+            for (Effect e : NodeReducer.startupChecks(cfg)) {
+                journal.appendDerived(0, e);
+            }
+            lastSeq = journal.nextSeq() - 1;
+        }
+
+        int dpLocal = PortMath.foldLocalRank(cfg.dpRank(), cfg.dpSizeLocal());
+        dataPlane = orThrow(DataPlane.open(cfg.engineId() + "-dp" + cfg.dpRank() + "-tp" + cfg.tpRank(),
+                options.layout(), options.transferEngine(), Duration.ofNanos(cfg.transferTimeoutNs()),
+                options.handshakeTimeout(), inbox::offer, delivery::deliver, options.deliveryBound(), clock),
+                "the data plane");
+        opened.add(dataPlane);
+
+        publisher = NotifyPublisher.openForNode(new PublisherConfig(65_536, 4096, false, clock), inbox::offer,
+                options.deliveryBound());
+        opened.add(publisher);
+        listener = NotifyListenerAdapter.openForNode(NotifyListenerConfig.forRank(cfg.hostIp(), cfg.notifyPortBase(),
+                dpLocal, cfg.tpRank()).withClock(clock), inbox::offer, options.deliveryBound());
+        opened.add(listener);
+        handshakeServer = HandshakeServer.open(HandshakeServer.rankEndpoint(cfg.hostIp(), cfg.handshakePortBase(),
+                dpLocal, cfg.tpRank()), dataPlane.agentMetadata(), dataPlane.layerMap(), this::onAdapterEvent, clock);
+        opened.add(handshakeServer);
+
+        if (!options.faults().isNone()) {
+            // Called on the loop thread: one offer, never a wait (the loop is what drains the inbox).
+            faults = new LiveFaults(options.faults(), options.faultSeed(), inbox::offer, clock);
+            opened.add(faults);
+        }
+        lossReporter = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "kvledger-loss-report-" + options.nodeId());
+            t.setDaemon(true);
+            return t;
+        });
+        lossReporter.scheduleWithFixedDelay(this::reportLosses, 1, 1, TimeUnit.SECONDS);
+        loop = new NodeLoop(options.nodeId(), state, journal, this::route, clock, inbox, lastSeq);
+        loop.start();
+
+        if (recovery != null && !recovery.handshakes().isEmpty()) {
+            reopenSessions();
+        }
+        if (options.engine() == NodeOptions.EngineKind.SIM) {
+            engine = new SimulatedEngine(options.nodeId(), cfg, hookPort(), clock, options.layout(), dataPlane.memory(),
+                    options.engineOptions());
+            engine.start();
+        }
+        if (options.engine() == NodeOptions.EngineKind.BRIDGE) {
+            bridge = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint(options.bridgeEndpoint()).withClock(clock),
+                    BridgeNodeInfo.of(cfg), bridgeHandler());
+            opened.add(bridge);
+        }
+        if (options.httpHost() != null) {
+            http = HttpFront.start(this, options.httpHost(), options.httpPort(), options.bearerToken());
+            opened.add(http);
+        }
+        if (options.proxyPing() != null) {
+            String httpAddr = options.httpAdvertised() != null ? options.httpAdvertised()
+                    : http != null ? cfg.hostIp() + ":" + http.port() : cfg.hostIp() + ":0";
+            Registration reg = new Registration(cfg.isProducer() ? Registration.PRODUCER : Registration.CONSUMER,
+                    httpAddr, Registration.zmqAddress(cfg.hostIp(), cfg.handshakePortBase(), cfg.notifyPortBase()),
+                    cfg.dpSize(), cfg.tpSize(), cfg.mode().name());
+            opened.add(RegistrationHeartbeat.start(options.proxyPing(), reg, RegistrationHeartbeat.PING_INTERVAL,
+                    this::onAdapterEvent, clock));
+        }
+    }
+
+    /**
+     * A recovered state counts on the sessions its handshakes opened, which died with the old
+     * process: hand-shake again with every peer it knew (the outcomes are journaled like any
+     * other), waiting a bounded time so the engine does not post on a session that is not back yet.
+     */
+    private void reopenSessions() {
+        List<java.util.concurrent.CompletableFuture<Void>> pending = new ArrayList<>();
+        for (Effect.StartHandshake h : recovery.handshakes().values()) {
+            pending.add(dataPlane.startHandshake(h));
+        }
+        try {
+            java.util.concurrent.CompletableFuture.allOf(pending.toArray(java.util.concurrent.CompletableFuture[]::new))
+                    .get(options.handshakeTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            LOG.log(System.Logger.Level.WARNING, "node " + options.nodeId() + ": re-handshakes after recovery: " + e);
+        }
+    }
+
+    private static <T> T orThrow(Result<T> r, String what) {
+        if (r.errorOrNull() != null) {
+            throw new IllegalStateException("cannot open " + what + ": " + r.errorOrNull().message());
+        }
+        return r.valueOrNull();
+    }
+
+    /** The hook port of an in-process engine: a bounded wait for the loop's reply. */
+    public HookPort hookPort() {
+        return new HookPort() {
+            @Override
+            public List<Effect> call(NodeEvent event) {
+                return await(inbox.call(event, HOOK_WAIT_NS), event.getClass().getSimpleName());
+            }
+
+            @Override
+            public boolean forwardSettled() {
+                return await(inbox.query(s -> s.readsInFlight() == 0 && s.handshakesInFlight() == 0),
+                        "forwardSettled");
+            }
+        };
+    }
+
+    private static <T> T await(java.util.concurrent.CompletableFuture<T> f, String what) {
+        try {
+            return f.get(HOOK_WAIT_NS, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new HookPort.HookCallException("interrupted", e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new HookPort.HookCallException("hook call " + what + " got no reply: "
+                    + (e.getCause() == null ? e : e.getCause()).getMessage(), e);
+        }
+    }
+
+    /**
+     * Engine hook calls from the bridge: each becomes a hook call on the inbox, answered with the
+     * effects of its transition. Runs on the bridge's socket thread, so it never waits: a full
+     * inbox answers "node busy" at once (the engine sees the error; nothing was journaled).
+     */
+    private HookHandler bridgeHandler() {
+        return new HookHandler() {
+            @Override
+            public void onHook(BridgeCall call) {
+                inbox.call(call.event(), 0).whenComplete((effects, error) -> {
+                    if (error != null) {
+                        call.fail(error instanceof Inbox.InboxFullException ? "node busy: " + error.getMessage()
+                                : "node: " + error.getMessage());
+                    } else {
+                        call.reply(effects);
+                    }
+                });
+            }
+        };
+    }
+
+    private boolean onAdapterEvent(AdapterEvent e) {
+        switch (e) {
+            case AdapterEvent.SendFailed f -> delivery.deliver(f.toNodeEvent());
+            case AdapterEvent.FrameSent s -> { }
+            case AdapterEvent.HandshakeServed s -> { }
+            case AdapterEvent.HandshakeRequestRejected r -> adapterFailures.incrementAndGet();
+            case AdapterEvent.HeartbeatFailed h -> adapterFailures.incrementAndGet();
+        }
+        return true;
+    }
+
+    /** Executes one effect (loop thread). Every effect type is named: a new one breaks the build. */
+    private void route(Effect effect) {
+        switch (effect) {
+            case Effect.SendRemoteBlocks e -> notify(e, e.host(), e.port(), "remote_blocks", String.valueOf(e.transferId()));
+            case Effect.SendRelease e -> notify(e, e.host(), e.port(), "release", String.valueOf(e.transferId()));
+            case Effect.SendWriteDone e -> notify(e, e.host(), e.port(), "write_done", e.transferId());
+            case Effect.SendWriteFailed e -> notify(e, e.host(), e.port(), "write_failed", e.transferId());
+            case Effect.StartHandshake e -> {
+                if (faults != null) {
+                    faults.handshake(e, dataPlane::startHandshake);
+                } else {
+                    dataPlane.startHandshake(e);
+                }
+            }
+            case Effect.PostWrite e -> transfer(e.statusId(), e);
+            case Effect.PostRead e -> transfer(e.statusId(), e);
+            // Hook replies go back to the caller with the whole list; decisions stay in the journal.
+            case Effect.MatchedTokens e -> { }
+            case Effect.MetadataBuilt e -> { }
+            case Effect.FinishDecision e -> { }
+            case Effect.FinishedReported e -> { }
+            case Effect.FinishedSendingRewritten e -> { }
+            case Effect.PhaseChanged e -> { }
+            case Effect.DeferralStarted e -> { }
+            case Effect.AckParked e -> { }
+            case Effect.AckSurfaced e -> { }
+            case Effect.StaleAckDropped e -> { }
+            case Effect.Unmapped e -> { }
+            case Effect.Anomaly e -> { }
+        }
+    }
+
+    private void notify(Effect e, String host, int port, String type, String transferId) {
+        if (faults != null) {
+            faults.notify(e, "tcp://" + host + ":" + port, type, transferId, publisher::publish);
+        } else {
+            publisher.publish(e);
+        }
+    }
+
+    private void transfer(long statusId, Effect e) {
+        if (faults != null) {
+            faults.transfer(statusId, e, dataPlane::post);
+        } else {
+            dataPlane.post(e);
+        }
+    }
+
+    /**
+     * Events the adapters could not hand to a full inbox, in all.
+     */
+    public long eventsLost() {
+        return (listener == null ? 0 : listener.refused()) + (publisher == null ? 0 : publisher.refused())
+                + (dataPlane == null ? 0 : dataPlane.refused()) + delivery.lost();
+    }
+
+    /**
+     * Journals what the adapters lost to a full inbox since the last report, once there is room:
+     * a {@code FrameRejected} saying how many events were refused, so the journal itself says
+     * that it is missing something (checked every second, on its own thread).
+     */
+    private void reportLosses() {
+        long lost = eventsLost();
+        if (lost > lossesReported) {
+            String why = "inbox full: " + (lost - lossesReported) + " event(s) refused since the last report ("
+                    + "listener " + listener.refused() + ", publisher " + publisher.refused() + ", transfers "
+                    + dataPlane.refused() + ", handshakes " + delivery.lost() + " in all)";
+            if (inbox.offer(new NodeEvent.FrameRejected(clock.getAsLong(), why, new byte[0], false))) {
+                lossesReported = lost;
+            }
+        }
+    }
+
+    /** Faults injected so far ({@code --faults}). */
+    public long faultsInjected() {
+        return faults == null ? 0 : faults.injected();
+    }
+
+    /** Offers an event from outside (tests, bridges); false when the inbox refused it. */
+    public boolean offer(NodeEvent event) {
+        return inbox.offer(event);
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (engine != null) {
+            engine.close();
+        }
+        if (lossReporter != null) {
+            lossReporter.shutdownNow();
+        }
+        // Stop the inputs first, then the loop (it drains what is queued), then the outputs.
+        for (AutoCloseable c : List.copyOf(opened).reversed()) {
+            if (c == journal || c == dataPlane || c == publisher) {
+                continue;
+            }
+            closeQuietly(c);
+        }
+        if (loop != null) {
+            loop.close();
+        }
+        closeQuietly(publisher);
+        closeQuietly(dataPlane);
+        closeQuietly(journal);
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        if (c == null) {
+            return;
+        }
+        try {
+            c.close();
+        } catch (Exception e) {
+            LOG.log(System.Logger.Level.WARNING, "closing " + c.getClass().getSimpleName() + ": " + e);
+        }
+    }
+
+    // ------------------------------------------------------------------ views
+
+    public NodeOptions options() {
+        return options;
+    }
+
+    public ServiceClock clock() {
+        return clock;
+    }
+
+    public Inbox inbox() {
+        return inbox;
+    }
+
+    public NodeLoop loop() {
+        return loop;
+    }
+
+    public DataPlane dataPlane() {
+        return dataPlane;
+    }
+
+    /** The simulated engine, or {@code null} when another engine drives the node. */
+    public SimulatedEngine engine() {
+        return engine;
+    }
+
+    /** What recovery did at start, or {@code null} for a new journal. */
+    public Recovery recovery() {
+        return recovery;
+    }
+
+    public Delivery delivery() {
+        return delivery;
+    }
+
+    public NotifyListenerAdapter listener() {
+        return listener;
+    }
+
+    public NotifyPublisher publisher() {
+        return publisher;
+    }
+
+    public HandshakeServer handshakeServer() {
+        return handshakeServer;
+    }
+
+    /** The engine bridge, or {@code null} when the engine is not bridged. */
+    public EngineBridgeServer bridge() {
+        return bridge;
+    }
+
+    /** The admin HTTP server, or {@code null}. */
+    public HttpFront http() {
+        return http;
+    }
+
+    public long adapterFailures() {
+        return adapterFailures.get();
+    }
+
+    public boolean isRunning() {
+        return !closed && loop != null && loop.isRunning();
+    }
+}

@@ -1,0 +1,256 @@
+package io.kvledger.service.http;
+
+import io.kvledger.core.model.KvParams;
+import io.kvledger.journal.json.Json;
+import io.kvledger.service.NodeService;
+import io.kvledger.service.engine.Completion;
+import io.kvledger.service.engine.SimulatedEngine;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
+
+/**
+ * The node's HTTP server (Reactor-Netty), loopback by default:
+ * <ul>
+ *   <li>{@code GET /healthz}: 200 while the loop runs, 503 otherwise (never needs the token);</li>
+ *   <li>{@code GET /v1/status}: the node's counters as JSON;</li>
+ *   <li>{@code POST /v1/completions} (simulated engine only): an OpenAI-style completion whose
+ *       body gives {@code prompt_tokens} (or a {@code prompt} string, one token per
+ *       whitespace-separated word), {@code max_tokens} and {@code kv_transfer_params}; the
+ *       {@code X-Request-Id} header names the request as the toy proxy does, and the engine
+ *       runs it as vLLM's OpenAI server would, under {@code cmpl-<X-Request-Id>-0-<8 hex>}.
+ *       The response carries the {@code kv_transfer_params} {@code request_finished} returned.</li>
+ * </ul>
+ * Bodies over {@value #MAX_BODY_BYTES} bytes are refused (413); with a bearer token, every route
+ * but {@code /healthz} needs {@code Authorization: Bearer <token>} (401). Handlers never block a
+ * Netty thread: state reads go through the loop's inbox, completions through futures.
+ */
+public final class HttpFront implements AutoCloseable {
+
+    public static final int MAX_BODY_BYTES = 1 << 20;
+    private static final Duration COMPLETION_TIMEOUT = Duration.ofMinutes(5);
+
+    private final NodeService node;
+    private final String token;
+    private final DisposableServer server;
+
+    private HttpFront(NodeService node, String host, int port, String token) {
+        this.node = node;
+        this.token = token;
+        this.server = HttpServer.create()
+                .host(host)
+                .port(port)
+                .httpRequestDecoder(s -> s.maxInitialLineLength(8192).maxHeaderSize(16384))
+                .route(r -> r
+                        .get("/healthz", this::healthz)
+                        .get("/v1/status", guarded(this::status))
+                        .post("/v1/completions", guarded(this::completions)))
+                .bindNow(Duration.ofSeconds(10));
+    }
+
+    /**
+     * Binds the server.
+     *
+     * @throws IllegalStateException when the address cannot be bound
+     */
+    public static HttpFront start(NodeService node, String host, int port, String token) {
+        try {
+            return new HttpFront(node, host, port, token);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("cannot bind the HTTP server at " + host + ":" + port + ": "
+                    + (e.getCause() != null ? e.getCause().getMessage() : e.getMessage()), e);
+        }
+    }
+
+    public int port() {
+        return server.port();
+    }
+
+    public String host() {
+        return server.host();
+    }
+
+    @Override
+    public void close() {
+        server.disposeNow(Duration.ofSeconds(5));
+    }
+
+    private interface Handler {
+        Publisher<Void> handle(HttpServerRequest req, HttpServerResponse res);
+    }
+
+    private java.util.function.BiFunction<HttpServerRequest, HttpServerResponse, Publisher<Void>> guarded(Handler h) {
+        return (req, res) -> {
+            if (token != null && !("Bearer " + token).equals(req.requestHeaders().get("Authorization"))) {
+                return json(res, HttpResponseStatus.UNAUTHORIZED, Map.of("error", "missing or wrong bearer token"));
+            }
+            return h.handle(req, res);
+        };
+    }
+
+    static Publisher<Void> json(HttpServerResponse res, HttpResponseStatus status, Object body) {
+        return res.status(status).header("Content-Type", "application/json")
+                .sendString(Mono.just(Json.write(body) + "\n"), StandardCharsets.UTF_8);
+    }
+
+    private Publisher<Void> healthz(HttpServerRequest req, HttpServerResponse res) {
+        boolean up = node.isRunning();
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("status", up ? "ok" : "stopped");
+        body.put("node", node.options().nodeId());
+        return json(res, up ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE, body);
+    }
+
+    private Publisher<Void> status(HttpServerRequest req, HttpServerResponse res) {
+        return json(res, HttpResponseStatus.OK, NodeStatus.of(node));
+    }
+
+    /** Reads a body of at most {@link #MAX_BODY_BYTES}; errors with {@link BodyTooLarge} past it. */
+    static Mono<String> body(HttpServerRequest req) {
+        String len = req.requestHeaders().get("Content-Length");
+        if (len != null) {
+            try {
+                if (Long.parseLong(len.trim()) > MAX_BODY_BYTES) {
+                    return Mono.error(new BodyTooLarge());
+                }
+            } catch (NumberFormatException e) {
+                return Mono.error(new IllegalArgumentException("bad Content-Length"));
+            }
+        }
+        return req.receive().asByteArray()
+                .scan(new byte[0], (acc, b) -> {
+                    if (acc.length + b.length > MAX_BODY_BYTES) {
+                        throw new BodyTooLarge();
+                    }
+                    byte[] out = java.util.Arrays.copyOf(acc, acc.length + b.length);
+                    System.arraycopy(b, 0, out, acc.length, b.length);
+                    return out;
+                })
+                .last(new byte[0])
+                .map(b -> new String(b, StandardCharsets.UTF_8));
+    }
+
+    static final class BodyTooLarge extends RuntimeException {
+        BodyTooLarge() {
+            super("request body over " + MAX_BODY_BYTES + " bytes");
+        }
+    }
+
+    private Publisher<Void> completions(HttpServerRequest req, HttpServerResponse res) {
+        SimulatedEngine engine = node.engine();
+        if (engine == null) {
+            return json(res, HttpResponseStatus.NOT_FOUND, Map.of("error",
+                    "this node has no built-in engine (--engine " + node.options().engine().name().toLowerCase() + ")"));
+        }
+        String xrid = req.requestHeaders().get("X-Request-Id");
+        return body(req).flatMap(text -> {
+            CompletionRequest cr;
+            try {
+                cr = CompletionRequest.parse(text);
+            } catch (IllegalArgumentException e) {
+                return Mono.from(json(res, HttpResponseStatus.BAD_REQUEST, Map.of("error", e.getMessage())));
+            }
+            String base = xrid != null && !xrid.isBlank() ? xrid : java.util.UUID.randomUUID().toString().replace("-", "");
+            String rid = "cmpl-" + base + "-0-" + String.format("%08x", ThreadLocalRandom.current().nextInt());
+            return Mono.fromFuture(() -> engine.submit(rid, cr.promptTokens(), cr.maxTokens(), cr.params()))
+                    .timeout(COMPLETION_TIMEOUT)
+                    .flatMap(c -> Mono.from(json(res, c.error() == null ? HttpResponseStatus.OK
+                            : HttpResponseStatus.INTERNAL_SERVER_ERROR, response(base, c))))
+                    .onErrorResume(e -> Mono.from(json(res, HttpResponseStatus.SERVICE_UNAVAILABLE,
+                            Map.of("error", String.valueOf(e.getMessage())))));
+        }).onErrorResume(BodyTooLarge.class, e -> Mono.from(json(res, HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE,
+                Map.of("error", e.getMessage()))))
+          .onErrorResume(IllegalArgumentException.class, e -> Mono.from(json(res, HttpResponseStatus.BAD_REQUEST,
+                Map.of("error", e.getMessage()))));
+    }
+
+    private static Map<String, Object> response(String id, Completion c) {
+        Map<String, Object> choice = new LinkedHashMap<>();
+        choice.put("index", 0);
+        choice.put("text", "");
+        choice.put("finish_reason", switch (c.finishStatus()) {
+            case FINISHED_STOPPED -> "stop";
+            case FINISHED_LENGTH_CAPPED -> "length";
+            case FINISHED_ABORTED -> "abort";
+            case FINISHED_IGNORED, FINISHED_ERROR -> "error";
+        });
+        Map<String, Object> usage = new LinkedHashMap<>();
+        usage.put("prompt_tokens", c.promptTokens());
+        usage.put("completion_tokens", c.outputTokens());
+        usage.put("total_tokens", c.promptTokens() + c.outputTokens());
+        Map<String, Object> kv = new LinkedHashMap<>();
+        kv.put("request_id", c.requestId());
+        kv.put("verified_bytes", c.verifiedBytes());
+        kv.put("load_failed", c.loadFailed());
+        if (c.error() != null) {
+            kv.put("error", c.error());
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("id", "cmpl-" + id);
+        out.put("object", "text_completion");
+        out.put("choices", List.of(choice));
+        out.put("usage", usage);
+        out.put("kv_transfer_params", c.kvTransferParams());
+        out.put("kvledger", kv);
+        return out;
+    }
+
+    /** The fields of a completion request the simulated engine uses. */
+    record CompletionRequest(int promptTokens, int maxTokens, KvParams params) {
+
+        static CompletionRequest parse(String text) {
+            Object v;
+            try {
+                v = Json.parse(text);
+            } catch (RuntimeException e) {
+                throw new IllegalArgumentException("the body is not JSON: " + e.getMessage());
+            }
+            if (!(v instanceof Map<?, ?> m)) {
+                throw new IllegalArgumentException("the body must be a JSON object");
+            }
+            int prompt;
+            if (m.get("prompt_tokens") instanceof Long n) {
+                prompt = (int) Math.min(n, 1_000_000);
+            } else if (m.get("prompt") instanceof String s) {
+                prompt = s.isBlank() ? 0 : s.trim().split("\\s+").length;
+            } else if (m.get("prompt") instanceof List<?> l) {
+                throw new IllegalArgumentException("batched prompts are not supported (one prompt per request)");
+            } else {
+                throw new IllegalArgumentException("give prompt_tokens (an integer) or prompt (a string)");
+            }
+            if (prompt < 1) {
+                throw new IllegalArgumentException("the prompt must have at least one token");
+            }
+            int max = 16;
+            if (m.containsKey("max_tokens")) {
+                if (!(m.get("max_tokens") instanceof Long n) || n < 1) {
+                    throw new IllegalArgumentException("max_tokens must be a positive integer");
+                }
+                max = (int) Math.min(n, 100_000);
+            }
+            if (m.get("n") instanceof Long n && n != 1) {
+                throw new IllegalArgumentException("n > 1 is not supported");
+            }
+            KvParams params = null;
+            Object kv = m.get("kv_transfer_params");
+            if (kv instanceof Map<?, ?> km) {
+                Map<String, Object> copy = new LinkedHashMap<>();
+                km.forEach((k, val) -> copy.put(String.valueOf(k), val));
+                params = KvParams.of(copy);
+            } else if (kv != null) {
+                throw new IllegalArgumentException("kv_transfer_params must be an object");
+            }
+            return new CompletionRequest(prompt, max, params);
+        }
+    }
+}

@@ -1,0 +1,52 @@
+package io.kvledger.service.http;
+
+import io.kvledger.service.NodeService;
+import io.kvledger.service.engine.SimulatedEngine;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** The node's counters as a JSON-ready map ({@code GET /v1/status}). */
+public final class NodeStatus {
+
+    private NodeStatus() {}
+
+    public static Map<String, Object> of(NodeService node) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("node", node.options().nodeId());
+        m.put("role", node.options().config().role().name().toLowerCase());
+        m.put("mode", node.options().config().mode().name().toLowerCase());
+        m.put("running", node.isRunning());
+        m.put("events_applied", node.loop().applied());
+        m.put("ticks", node.loop().ticks());
+        m.put("last_seq", node.loop().lastSeq());
+        m.put("journal_errors", node.loop().journalErrors());
+        m.put("loop_errors", node.loop().loopErrors());
+        m.put("inbox_depth", node.inbox().depth());
+        m.put("inbox_capacity", node.inbox().capacity());
+        m.put("inbox_refused", node.inbox().refused());
+        m.put("events_lost", node.eventsLost());
+        m.put("transfer_engine", node.dataPlane().engineKind());
+        m.put("sessions_bound", node.dataPlane().sessionsBound());
+        m.put("handshakes_failed", node.dataPlane().handshakesFailed());
+        m.put("transfers_pending", node.dataPlane().pendingTransfers());
+        m.put("notifies_sent", node.publisher().sent());
+        m.put("notifies_failed", node.publisher().failed());
+        m.put("frames_received", node.listener().received());
+        m.put("frames_rejected", node.listener().rejected());
+        m.put("faults_injected", node.faultsInjected());
+        SimulatedEngine e = node.engine();
+        if (e != null) {
+            Map<String, Object> em = new LinkedHashMap<>();
+            em.put("submitted", e.submitted());
+            em.put("completed", e.completed());
+            em.put("failed", e.failed());
+            em.put("verified_bytes", e.verifiedBytes());
+            em.put("corrupt_requests", e.corruptRequests());
+            em.put("steps", e.steps());
+            em.put("free_blocks", e.freeBlocks());
+            em.put("held_requests", e.heldRequests());
+            m.put("engine", em);
+        }
+        return m;
+    }
+}

@@ -1,0 +1,20 @@
+/**
+ * The live node: kvledger running as the control plane beside one engine rank.
+ *
+ * <p>{@link io.kvledger.service.NodeService} assembles one node: the journal (recovered with
+ * {@link io.kvledger.service.Recovery} when it exists), the single
+ * {@link io.kvledger.service.NodeLoop} thread that owns the {@code NodeState} and drains the one
+ * bounded {@link io.kvledger.service.Inbox}, the adapters that feed it (notify listener,
+ * handshake results, transfer completions, send failures, the engine's hook calls) and the
+ * publishers its effects drive (notify publisher, handshake initiator, transfer engine).
+ * Deadlines the reducer holds come back as journaled {@code Tick}s from the loop's own timed
+ * wait, so a node with nothing due sleeps.
+ *
+ * <p>Sub-packages: {@code data} (the KV region, transfer engine and handshake binding),
+ * {@code engine} (the built-in simulated engine and the hook port), {@code http} (the
+ * Reactor-Netty admin and completion endpoints).
+ *
+ * <p>May depend on every other kvledger module but the CLI, on reactor-core, reactor-netty-http
+ * and Micrometer. The CLI depends on it, not the other way round.
+ */
+package io.kvledger.service;

@@ -1,0 +1,690 @@
+package io.kvledger.wire.bridge;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.FinishStatus;
+import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.ReqMeta;
+import io.kvledger.wire.DecodeResult;
+import io.kvledger.wire.PyMsgpack;
+import io.kvledger.wire.RejectReason;
+import io.kvledger.wire.Rejection;
+import io.kvledger.wire.WireEncodingException;
+import io.kvledger.wire.WireLimits;
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * The engine bridge protocol codec (version {@value #VERSION}; the module README of
+ * {@code modules/service} documents it for the Python side).
+ *
+ * <p>Request frame: a msgpack map {@code {"v": 1, "id": int, "hook": str, "args": {...}}};
+ * reply frame: {@code {"v": 1, "id": <the request's>, "ok": True, "result": {...}}} or
+ * {@code {"v": 1, "id": <the request's or None>, "ok": False, "error": str}}.
+ *
+ * <p>{@link #decode} never throws and is bounded by its {@link WireLimits} (frame size, nesting):
+ * a frame that is not a valid request comes back as {@link BridgeDecoded.Rejected} with the id
+ * when it could be read and a detail naming the offending field ({@code "args.block_ids[1][3]
+ * must be int, got str"}). Unknown keys, in the envelope and in {@code args}, are ignored so that
+ * newer engines can send more than this version reads.
+ *
+ * <p>{@link #encodeReply} maps the effects of the one reducer transition a hook call caused to
+ * that call's reply, taking only the hook-reply effects; I/O commands and decision records are
+ * not the engine's business and are never sent.
+ *
+ * <p>Stateless: the methods are static and safe from any thread.
+ */
+public final class BridgeCodec {
+
+    /** The protocol version this codec speaks. */
+    public static final int VERSION = 1;
+
+    private BridgeCodec() {}
+
+    // ================================================================== requests
+
+    /** Decodes one request frame with {@link WireLimits#DEFAULT}. */
+    public static BridgeDecoded decode(byte[] frame) {
+        return decode(frame, WireLimits.DEFAULT);
+    }
+
+    /** Decodes one request frame; never throws. */
+    public static BridgeDecoded decode(byte[] frame, WireLimits limits) {
+        DecodeResult<Object> value = PyMsgpack.decode(frame, limits);
+        if (value instanceof DecodeResult.Rejected<Object> r) {
+            return new BridgeDecoded.Rejected(null, null, r.rejection());
+        }
+        Object top = PyMsgpack.orNull(value.valueOrNull());
+        Long id = null;
+        BridgeHook hook = null;
+        try {
+            if (!(top instanceof Map<?, ?> envelope)) {
+                throw new Bad(RejectReason.NOT_A_MAP, "a request is a map {\"v\", \"id\", \"hook\", \"args\"}, got " + typeName(top));
+            }
+            Object idValue = envelope.get("id");
+            if (!envelope.containsKey("id")) {
+                throw new Bad(RejectReason.MISSING_FIELD, "missing \"id\" (the caller's correlation id, an int)");
+            }
+            id = int64(idValue, "id");
+            if (!envelope.containsKey("v")) {
+                throw new Bad(RejectReason.MISSING_FIELD, "missing \"v\" (the protocol version, " + VERSION + ")");
+            }
+            long v = int64(envelope.get("v"), "v");
+            if (v != VERSION) {
+                throw new Bad(RejectReason.INVALID_VALUE, "protocol version " + v + " is not supported; this node speaks " + VERSION);
+            }
+            if (!envelope.containsKey("hook")) {
+                throw new Bad(RejectReason.MISSING_FIELD, "missing \"hook\"");
+            }
+            String hookName = str(envelope.get("hook"), "hook");
+            hook = BridgeHook.ofWireName(hookName);
+            if (hook == null) {
+                throw new Bad(RejectReason.UNKNOWN_TYPE, "unknown hook \"" + clip(hookName) + "\" (known: " + knownHooks() + ")");
+            }
+            Object argsValue = envelope.get("args");
+            Map<?, ?> args;
+            if (argsValue == null) {
+                args = Map.of();
+            } else if (argsValue instanceof Map<?, ?> m) {
+                args = m;
+            } else {
+                throw new Bad(RejectReason.WRONG_FIELD_TYPE, "args must be a dict, got " + typeName(argsValue));
+            }
+            return new BridgeDecoded.Request(new BridgeRequest(id, call(hook, args)));
+        } catch (Bad b) {
+            return new BridgeDecoded.Rejected(id, hook, new Rejection(b.reason, b.getMessage(), false));
+        } catch (RuntimeException e) {
+            // a bug of this codec, not of the frame: still an answer, never an escape
+            return new BridgeDecoded.Rejected(id, hook, new Rejection(RejectReason.INVALID_VALUE,
+                    "request could not be read: " + e, false));
+        }
+    }
+
+    private static HookCall call(BridgeHook hook, Map<?, ?> a) {
+        return switch (hook) {
+            case ADD_REQUEST -> new HookCall.AddRequest(
+                    str(req(a, "request_id"), "args.request_id"),
+                    int32(req(a, "num_prompt_tokens"), "args.num_prompt_tokens"),
+                    optionalInt(req(a, "prompt_token_ids_len"), "args.prompt_token_ids_len"),
+                    params(a.get("kv_transfer_params"), "args.kv_transfer_params"));
+            case GET_NUM_NEW_MATCHED_TOKENS -> new HookCall.GetNumNewMatchedTokens(
+                    str(req(a, "request_id"), "args.request_id"),
+                    int32(req(a, "num_computed_tokens"), "args.num_computed_tokens"));
+            case UPDATE_STATE_AFTER_ALLOC -> new HookCall.UpdateStateAfterAlloc(
+                    str(req(a, "request_id"), "args.request_id"),
+                    blocks(req(a, "block_ids"), "args.block_ids"),
+                    int32(req(a, "num_external_tokens"), "args.num_external_tokens"));
+            case BUILD_CONNECTOR_META -> new HookCall.BuildConnectorMeta(
+                    int64(req(a, "step"), "args.step"), cached(a));
+            case REQUEST_FINISHED -> new HookCall.RequestFinished(
+                    str(req(a, "request_id"), "args.request_id"),
+                    status(req(a, "status"), "args.status"),
+                    blocks(req(a, "block_ids"), "args.block_ids"));
+            case UPDATE_CONNECTOR_OUTPUT -> new HookCall.UpdateConnectorOutput(
+                    optionalStrings(a.get("finished_sending"), "args.finished_sending"),
+                    optionalStrings(a.get("finished_recving"), "args.finished_recving"));
+            case START_LOAD_KV -> new HookCall.StartLoadKv();
+            case SAVE_KV_LAYER -> new HookCall.SaveKvLayer(str(req(a, "layer_name"), "args.layer_name"));
+            case WAIT_FOR_SAVE -> new HookCall.WaitForSave();
+            case GET_FINISHED -> new HookCall.GetFinished();
+            case HELLO -> new HookCall.Hello(
+                    optionalStr(a.get("kv_role"), "args.kv_role"),
+                    optionalStr(a.get("mode"), "args.mode"),
+                    a.get("dp_rank") == null ? null : int32(a.get("dp_rank"), "args.dp_rank"),
+                    a.get("tp_rank") == null ? null : int32(a.get("tp_rank"), "args.tp_rank"),
+                    optionalStr(a.get("connector_role"), "args.connector_role"));
+            case PING -> new HookCall.Ping();
+        };
+    }
+
+    private static List<NodeEvent.CachedRequest> cached(Map<?, ?> a) {
+        boolean hasIds = a.get("cached_req_ids") != null;
+        boolean hasBlocks = a.get("cached_new_block_ids") != null;
+        if (!hasIds && !hasBlocks) {
+            return List.of();
+        }
+        if (hasIds != hasBlocks) {
+            throw new Bad(RejectReason.MISSING_FIELD, "args." + (hasIds ? "cached_new_block_ids" : "cached_req_ids")
+                    + " is missing: cached_req_ids and cached_new_block_ids come together");
+        }
+        List<?> ids = list(a.get("cached_req_ids"), "args.cached_req_ids");
+        List<?> blocks = list(a.get("cached_new_block_ids"), "args.cached_new_block_ids");
+        if (ids.size() != blocks.size()) {
+            throw new Bad(RejectReason.INVALID_VALUE, "args.cached_req_ids has " + ids.size()
+                    + " items but args.cached_new_block_ids has " + blocks.size() + "; they are parallel lists");
+        }
+        List<NodeEvent.CachedRequest> out = new ArrayList<>(ids.size());
+        for (int i = 0; i < ids.size(); i++) {
+            String rid = str(ids.get(i), "args.cached_req_ids[" + i + "]");
+            Object b = blocks.get(i);
+            out.add(new NodeEvent.CachedRequest(rid, b == null ? null : blocks(b, "args.cached_new_block_ids[" + i + "]")));
+        }
+        return out;
+    }
+
+    // ================================================================== replies
+
+    /**
+     * The reply to hook call {@code id} from the effects of the reducer transition it caused:
+     * <ul>
+     *   <li>{@code get_num_new_matched_tokens}: {@code MatchedTokens} as
+     *       {@code {"num_tokens": int, "load_async": bool}};</li>
+     *   <li>{@code build_connector_meta}: {@code MetadataBuilt} as {@code {"step", "reqs_to_recv":
+     *       {rid: ReqMeta dict}, "reqs_to_save": {rid: ReqMeta dict}, "reqs_to_send": [rid],
+     *       "mapping_size"}};</li>
+     *   <li>{@code request_finished}: {@code FinishDecision} as
+     *       {@code {"delay_free": bool, "kv_transfer_params": dict | None}};</li>
+     *   <li>{@code update_connector_output}: {@code FinishedSendingRewritten} as
+     *       {@code {"finished_sending": [rid] | None}} (None when empty, as the connector's
+     *       {@code SAFE or None}); {@code {}} when the node did not rewrite it (a consumer), which
+     *       means leave it as it is;</li>
+     *   <li>{@code get_finished}: {@code FinishedReported} as {@code {"finished_sending": [rid] |
+     *       None, "finished_recving": [rid] | None, "load_error_blocks": [int]}} (None when
+     *       empty);</li>
+     *   <li>every other hook: {@code {}}.</li>
+     * </ul>
+     * A hook whose reply effect is missing gets an error reply naming it. Never throws: a value
+     * that cannot be packed (a transfer id of a type Python's msgpack has no form for) becomes an
+     * error reply as well.
+     *
+     * @param effects the transition's effects; read before this method returns, so the caller may
+     *                reuse the list afterwards
+     */
+    public static byte[] encodeReply(long id, BridgeHook hook, List<? extends Effect> effects) {
+        Objects.requireNonNull(hook, "hook");
+        Map<String, Object> result;
+        try {
+            result = result(hook, effects);
+        } catch (Bad b) {
+            return encodeError(id, b.getMessage());
+        }
+        try {
+            return PyMsgpack.encode(envelopeOk(id, result));
+        } catch (WireEncodingException | IllegalArgumentException e) {
+            return encodeError(id, "cannot encode the " + hook.wireName() + " reply: " + e.getMessage());
+        }
+    }
+
+    private static Map<String, Object> result(BridgeHook hook, List<? extends Effect> effects) {
+        Map<String, Object> r = new LinkedHashMap<>();
+        switch (hook) {
+            case GET_NUM_NEW_MATCHED_TOKENS -> {
+                Effect.MatchedTokens m = first(effects, Effect.MatchedTokens.class, hook);
+                r.put("num_tokens", (long) m.count());
+                r.put("load_async", m.loadAsync());
+            }
+            case BUILD_CONNECTOR_META -> {
+                Effect.MetadataBuilt m = first(effects, Effect.MetadataBuilt.class, hook);
+                r.put("step", m.step());
+                r.put("reqs_to_recv", metas(m.reqsToRecv()));
+                r.put("reqs_to_save", metas(m.reqsToSave()));
+                r.put("reqs_to_send", m.reqsToSend() == null ? List.of() : new ArrayList<>(m.reqsToSend()));
+                r.put("mapping_size", (long) m.mappingSize());
+            }
+            case REQUEST_FINISHED -> {
+                Effect.FinishDecision d = first(effects, Effect.FinishDecision.class, hook);
+                r.put("delay_free", d.delayFree());
+                r.put("kv_transfer_params", d.params() == null ? null : new LinkedHashMap<>(d.params().asMap()));
+            }
+            case UPDATE_CONNECTOR_OUTPUT -> {
+                Effect.FinishedSendingRewritten w = find(effects, Effect.FinishedSendingRewritten.class);
+                if (w != null) {
+                    r.put("finished_sending", idsOrNone(w.safe()));
+                }
+            }
+            case GET_FINISHED -> {
+                Effect.FinishedReported f = first(effects, Effect.FinishedReported.class, hook);
+                r.put("finished_sending", idsOrNone(f.doneSending()));
+                r.put("finished_recving", idsOrNone(f.doneRecving()));
+                List<Long> errors = new ArrayList<>();
+                if (f.loadErrorBlocks() != null) {
+                    for (Integer b : f.loadErrorBlocks()) {
+                        errors.add((long) b);
+                    }
+                }
+                r.put("load_error_blocks", errors);
+            }
+            case ADD_REQUEST, UPDATE_STATE_AFTER_ALLOC, START_LOAD_KV, SAVE_KV_LAYER, WAIT_FOR_SAVE, PING -> {
+                // void hooks: the reply only says the node took the call
+            }
+            case HELLO -> throw new Bad(RejectReason.INVALID_VALUE, "hello is answered with encodeHello, not from effects");
+        }
+        return r;
+    }
+
+    /** The reply to {@code hello}: the node's identity and protocol version. */
+    public static byte[] encodeHello(long id, BridgeNodeInfo node) {
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("protocol", (long) VERSION);
+        r.put("kv_role", node.kvRole());
+        r.put("mode", node.modeName());
+        r.put("dp_rank", (long) node.dpRank());
+        r.put("dp_size", (long) node.dpSize());
+        r.put("tp_rank", (long) node.tpRank());
+        r.put("tp_size", (long) node.tpSize());
+        r.put("engine_id", node.engineId());
+        List<String> hooks = new ArrayList<>();
+        for (BridgeHook h : BridgeHook.values()) {
+            hooks.add(h.wireName());
+        }
+        r.put("hooks", hooks);
+        return PyMsgpack.encode(envelopeOk(id, r));
+    }
+
+    /**
+     * Why a {@code hello} does not fit this node (its {@code kv_role}, {@code mode}, {@code dp_rank}
+     * or {@code tp_rank} differs), or {@code null} when it fits.
+     */
+    public static String helloMismatch(HookCall.Hello hello, BridgeNodeInfo node) {
+        List<String> wrong = new ArrayList<>();
+        if (hello.kvRole() != null && !hello.kvRole().equals(node.kvRole())) {
+            wrong.add("kv_role " + clip(hello.kvRole()) + " != " + node.kvRole());
+        }
+        if (hello.mode() != null && !hello.mode().strip().equalsIgnoreCase(node.modeName())) {
+            wrong.add("mode " + clip(hello.mode()) + " != " + node.modeName());
+        }
+        if (hello.dpRank() != null && hello.dpRank() != node.dpRank()) {
+            wrong.add("dp_rank " + hello.dpRank() + " != " + node.dpRank());
+        }
+        if (hello.tpRank() != null && hello.tpRank() != node.tpRank()) {
+            wrong.add("tp_rank " + hello.tpRank() + " != " + node.tpRank());
+        }
+        return wrong.isEmpty() ? null : "this node is not the caller's: " + String.join(", ", wrong);
+    }
+
+    /** An empty successful result ({@code ping}). */
+    public static byte[] encodeEmpty(long id) {
+        return PyMsgpack.encode(envelopeOk(id, Map.of()));
+    }
+
+    /** An error reply; {@code id} may be {@code null} (the request's id was unreadable). */
+    public static byte[] encodeError(Long id, String error) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("v", (long) VERSION);
+        m.put("id", id);
+        m.put("ok", false);
+        m.put("error", error == null ? "error" : wellFormed(error));
+        return PyMsgpack.encode(m);
+    }
+
+    /** The error reply to a rejected request. */
+    public static byte[] encodeError(BridgeDecoded.Rejected rejected) {
+        return encodeError(rejected.id(), rejected.error());
+    }
+
+    private static Map<String, Object> envelopeOk(long id, Map<String, Object> result) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("v", (long) VERSION);
+        m.put("id", id);
+        m.put("ok", true);
+        m.put("result", result);
+        return m;
+    }
+
+    private static Map<String, Object> metas(List<ReqMeta> metas) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        if (metas == null) {
+            return out;
+        }
+        for (ReqMeta m : metas) {
+            Map<String, Object> d = new LinkedHashMap<>();
+            d.put("local_block_ids", m.localBlockIds() == null ? null : m.localBlockIds().toGroupedValue());
+            d.put("remote_block_ids", m.remoteBlockIds() == null ? null : m.remoteBlockIds().toGroupedValue());
+            d.put("remote_engine_id", m.remoteEngineId());
+            d.put("remote_host", m.remoteHost());
+            d.put("remote_handshake_port", (long) m.remoteHandshakePort());
+            d.put("remote_notify_port", (long) m.remoteNotifyPort());
+            d.put("remote_dp_rank", (long) m.remoteDpRank());
+            d.put("remote_dp_size", (long) m.remoteDpSize());
+            d.put("remote_dp_size_local", (long) m.remoteDpSizeLocal());
+            d.put("remote_tp_size", (long) m.remoteTpSize());
+            d.put("transfer_id", m.transferId());
+            d.put("multi_pod_hosts", new ArrayList<>(m.multiPodHosts()));
+            d.put("write_mode", m.writeMode());
+            out.put(m.requestId(), d);
+        }
+        return out;
+    }
+
+    private static List<String> idsOrNone(List<String> ids) {
+        return ids == null || ids.isEmpty() ? null : new ArrayList<>(ids);
+    }
+
+    private static <E extends Effect> E first(List<? extends Effect> effects, Class<E> type, BridgeHook hook) {
+        E e = find(effects, type);
+        if (e == null) {
+            throw new Bad(RejectReason.MISSING_FIELD, "the node produced no " + type.getSimpleName() + " for "
+                    + hook.wireName() + " (a bug of the node, not of the call)");
+        }
+        return e;
+    }
+
+    private static <E extends Effect> E find(List<? extends Effect> effects, Class<E> type) {
+        if (effects == null) {
+            return null;
+        }
+        for (Effect e : effects) {
+            if (type.isInstance(e)) {
+                return type.cast(e);
+            }
+        }
+        return null;
+    }
+
+    // ================================================================== the engine side (Java clients, tests)
+
+    /** Encodes a request as the Python side would build it (same keys, same order, same bytes). */
+    public static byte[] encodeRequest(BridgeRequest request) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("v", (long) VERSION);
+        m.put("id", request.id());
+        m.put("hook", request.hook().wireName());
+        m.put("args", args(request.call()));
+        return PyMsgpack.encode(m);
+    }
+
+    /** The {@code args} dict of a call, as the Python side sends it. */
+    public static Map<String, Object> args(HookCall call) {
+        Map<String, Object> a = new LinkedHashMap<>();
+        switch (call) {
+            case HookCall.AddRequest c -> {
+                a.put("request_id", c.requestId());
+                a.put("num_prompt_tokens", (long) c.numPromptTokens());
+                a.put("prompt_token_ids_len", c.promptTokenIds() < 0 ? null : (Object) (long) c.promptTokenIds());
+                a.put("kv_transfer_params", c.params() == null ? null : new LinkedHashMap<>(c.params().asMap()));
+            }
+            case HookCall.GetNumNewMatchedTokens c -> {
+                a.put("request_id", c.requestId());
+                a.put("num_computed_tokens", (long) c.numComputedTokens());
+            }
+            case HookCall.UpdateStateAfterAlloc c -> {
+                a.put("request_id", c.requestId());
+                a.put("block_ids", c.blockIds().toGroupedValue());
+                a.put("num_external_tokens", (long) c.numExternalTokens());
+            }
+            case HookCall.BuildConnectorMeta c -> {
+                a.put("step", c.step());
+                List<Object> ids = new ArrayList<>();
+                List<Object> blocks = new ArrayList<>();
+                for (NodeEvent.CachedRequest r : c.cachedRequests()) {
+                    ids.add(r.requestId());
+                    blocks.add(r.newBlockIds() == null ? null : r.newBlockIds().toGroupedValue());
+                }
+                a.put("cached_req_ids", ids);
+                a.put("cached_new_block_ids", blocks);
+            }
+            case HookCall.RequestFinished c -> {
+                a.put("request_id", c.requestId());
+                a.put("status", c.status().name());
+                a.put("block_ids", c.blockIds().toGroupedValue());
+            }
+            case HookCall.UpdateConnectorOutput c -> {
+                a.put("finished_sending", c.finishedSending());
+                a.put("finished_recving", c.finishedRecving());
+            }
+            case HookCall.StartLoadKv c -> { }
+            case HookCall.SaveKvLayer c -> a.put("layer_name", c.layerName());
+            case HookCall.WaitForSave c -> { }
+            case HookCall.GetFinished c -> { }
+            case HookCall.Hello c -> {
+                putIfSet(a, "kv_role", c.kvRole());
+                putIfSet(a, "mode", c.mode());
+                putIfSet(a, "dp_rank", c.dpRank() == null ? null : (long) c.dpRank());
+                putIfSet(a, "tp_rank", c.tpRank() == null ? null : (long) c.tpRank());
+                putIfSet(a, "connector_role", c.connectorRole());
+            }
+            case HookCall.Ping c -> { }
+        }
+        return a;
+    }
+
+    private static void putIfSet(Map<String, Object> m, String k, Object v) {
+        if (v != null) {
+            m.put(k, v);
+        }
+    }
+
+    /** Decodes a reply frame ({@link WireLimits#DEFAULT}); never throws. */
+    @SuppressWarnings("unchecked")
+    public static DecodeResult<BridgeReply> decodeReply(byte[] frame) {
+        DecodeResult<Object> value = PyMsgpack.decode(frame, WireLimits.DEFAULT);
+        if (value instanceof DecodeResult.Rejected<Object> r) {
+            return new DecodeResult.Rejected<>(r.rejection());
+        }
+        Object top = PyMsgpack.orNull(value.valueOrNull());
+        try {
+            if (!(top instanceof Map<?, ?> m)) {
+                throw new Bad(RejectReason.NOT_A_MAP, "a reply is a map, got " + typeName(top));
+            }
+            long v = int64(field(m, "v"), "v");
+            if (v != VERSION) {
+                throw new Bad(RejectReason.INVALID_VALUE, "reply version " + v + ", expected " + VERSION);
+            }
+            Object idValue = field(m, "id");
+            Long id = idValue == null ? null : int64(idValue, "id");
+            if (!(field(m, "ok") instanceof Boolean ok)) {
+                throw new Bad(RejectReason.WRONG_FIELD_TYPE, "ok must be bool, got " + typeName(m.get("ok")));
+            }
+            if (ok) {
+                if (!(field(m, "result") instanceof Map<?, ?> result)) {
+                    throw new Bad(RejectReason.WRONG_FIELD_TYPE, "result must be a dict, got " + typeName(m.get("result")));
+                }
+                return new DecodeResult.Ok<>(new BridgeReply(id, true, (Map<String, Object>) result, null));
+            }
+            return new DecodeResult.Ok<>(new BridgeReply(id, false, null, str(field(m, "error"), "error")));
+        } catch (Bad b) {
+            return new DecodeResult.Rejected<>(new Rejection(b.reason, b.getMessage(), false));
+        } catch (RuntimeException e) {
+            return new DecodeResult.Rejected<>(new Rejection(RejectReason.INVALID_VALUE, "reply could not be read: " + e, false));
+        }
+    }
+
+    // ================================================================== argument readers
+
+    /** A rejection of the request being read (control flow only: no stack trace). */
+    private static final class Bad extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        final RejectReason reason;
+
+        Bad(RejectReason reason, String detail) {
+            super(detail, null, false, false);
+            this.reason = reason;
+        }
+    }
+
+    /** A required argument (present, possibly None). */
+    private static Object req(Map<?, ?> args, String key) {
+        if (!args.containsKey(key)) {
+            throw new Bad(RejectReason.MISSING_FIELD, "missing args." + key);
+        }
+        return args.get(key);
+    }
+
+    /** A required envelope field of a reply. */
+    private static Object field(Map<?, ?> m, String key) {
+        if (!m.containsKey(key)) {
+            throw new Bad(RejectReason.MISSING_FIELD, "missing " + key);
+        }
+        return m.get(key);
+    }
+
+    private static String str(Object v, String what) {
+        if (v instanceof String s) {
+            return s;
+        }
+        throw wrong(what, "str", v);
+    }
+
+    private static String optionalStr(Object v, String what) {
+        return v == null ? null : str(v, what);
+    }
+
+    private static long int64(Object v, String what) {
+        if (v instanceof Long l) {
+            return l;
+        }
+        if (v instanceof BigInteger b) {
+            throw new Bad(RejectReason.INTEGER_OUT_OF_RANGE, what + " = " + b + " does not fit a signed 64-bit integer");
+        }
+        throw wrong(what, "int", v);
+    }
+
+    private static int int32(Object v, String what) {
+        long l = int64(v, what);
+        if (l < Integer.MIN_VALUE || l > Integer.MAX_VALUE) {
+            throw new Bad(RejectReason.INTEGER_OUT_OF_RANGE, what + " = " + l + " does not fit a 32-bit integer");
+        }
+        return (int) l;
+    }
+
+    /** An int, or None as -1. */
+    private static int optionalInt(Object v, String what) {
+        if (v == null) {
+            return -1;
+        }
+        int i = int32(v, what);
+        if (i < 0) {
+            throw new Bad(RejectReason.INVALID_VALUE, what + " = " + i + " is negative (send None when there are no token ids)");
+        }
+        return i;
+    }
+
+    private static List<?> list(Object v, String what) {
+        if (v instanceof List<?> l) {
+            return l;
+        }
+        throw wrong(what, "list", v);
+    }
+
+    private static List<String> optionalStrings(Object v, String what) {
+        if (v == null) {
+            return null;
+        }
+        List<?> l = list(v, what);
+        List<String> out = new ArrayList<>(l.size());
+        for (int i = 0; i < l.size(); i++) {
+            out.add(str(l.get(i), what + "[" + i + "]"));
+        }
+        return out;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static KvParams params(Object v, String what) {
+        if (v == null) {
+            return null;
+        }
+        if (v instanceof Map<?, ?> m) {
+            // PyMsgpack gives str keys only
+            return KvParams.of((Map<String, ?>) m);
+        }
+        throw wrong(what, "dict or None", v);
+    }
+
+    private static FinishStatus status(Object v, String what) {
+        String s = str(v, what);
+        String name = s.startsWith("RequestStatus.") ? s.substring("RequestStatus.".length()) : s;
+        for (FinishStatus f : FinishStatus.values()) {
+            if (f.name().equals(name)) {
+                return f;
+            }
+        }
+        List<String> names = new ArrayList<>();
+        for (FinishStatus f : FinishStatus.values()) {
+            names.add(f.name());
+        }
+        throw new Bad(RejectReason.INVALID_VALUE, what + " \"" + clip(s) + "\" is not a finished status (one of "
+                + String.join(", ", names) + ")");
+    }
+
+    /**
+     * Block ids as {@code KVCacheBlocks.get_block_ids()} gives them, one list per KV-cache group,
+     * or one flat list (a single group). Ids are non-negative ints.
+     */
+    private static BlockGroups blocks(Object v, String what) {
+        List<?> l = list(v, what);
+        if (l.isEmpty()) {
+            return BlockGroups.single();
+        }
+        boolean grouped = l.get(0) instanceof List<?>;
+        if (!grouped) {
+            return BlockGroups.single(ids(l, what));
+        }
+        int[][] groups = new int[l.size()][];
+        for (int g = 0; g < l.size(); g++) {
+            String w = what + "[" + g + "]";
+            groups[g] = ids(list(l.get(g), w), w);
+        }
+        return BlockGroups.of(groups);
+    }
+
+    private static int[] ids(List<?> l, String what) {
+        int[] out = new int[l.size()];
+        for (int i = 0; i < out.length; i++) {
+            String w = what + "[" + i + "]";
+            Object o = l.get(i);
+            if (o instanceof List<?>) {
+                throw new Bad(RejectReason.WRONG_FIELD_TYPE, w + " must be int, got list (mixed flat and grouped block ids)");
+            }
+            int id = int32(o, w);
+            if (id < 0) {
+                throw new Bad(RejectReason.INVALID_VALUE, w + " = " + id + " is negative; block ids are non-negative");
+            }
+            out[i] = id;
+        }
+        return out;
+    }
+
+    private static Bad wrong(String what, String expected, Object got) {
+        return new Bad(RejectReason.WRONG_FIELD_TYPE, what + " must be " + expected + ", got " + typeName(got));
+    }
+
+    /** Python's name for the type of a decoded value. */
+    static String typeName(Object v) {
+        return switch (v) {
+            case null -> "None";
+            case Boolean b -> "bool";
+            case Long l -> "int";
+            case BigInteger b -> "int";
+            case Double d -> "float";
+            case String s -> "str";
+            case byte[] b -> "bytes";
+            case List<?> l -> "list";
+            case Map<?, ?> m -> "dict";
+            default -> v.getClass().getSimpleName();
+        };
+    }
+
+    private static String knownHooks() {
+        List<String> names = new ArrayList<>();
+        for (BridgeHook h : BridgeHook.values()) {
+            names.add(h.wireName());
+        }
+        return String.join(", ", names);
+    }
+
+    private static String clip(String s) {
+        return s.length() <= 80 ? s : s.substring(0, 80) + "...(" + s.length() + " chars)";
+    }
+
+    /** Replaces unpaired surrogates so an error text always encodes. */
+    private static String wellFormed(String s) {
+        StringBuilder b = null;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            boolean bad = Character.isHighSurrogate(c) ? !(i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1)))
+                    : Character.isLowSurrogate(c) && !(i > 0 && Character.isHighSurrogate(s.charAt(i - 1)));
+            if (bad && b == null) {
+                b = new StringBuilder(s.substring(0, i));
+            }
+            if (b != null) {
+                b.append(bad ? '\ufffd' : c);
+            }
+        }
+        return b == null ? s : b.toString();
+    }
+}

@@ -1,0 +1,34 @@
+package io.kvledger.wire.bridge;
+
+import io.kvledger.wire.Rejection;
+import java.util.Objects;
+
+/** The outcome of decoding one request frame: a request, or a rejection to answer at once. */
+public sealed interface BridgeDecoded {
+
+    /** A well-formed request. */
+    record Request(BridgeRequest request) implements BridgeDecoded {
+        public Request {
+            Objects.requireNonNull(request, "request");
+        }
+    }
+
+    /**
+     * A frame that is not a valid request.
+     *
+     * @param id        the frame's correlation id when it could be read, else {@code null} (the
+     *                  error reply then carries {@code "id": None})
+     * @param hook      the hook when it could be read, else {@code null}
+     * @param rejection why, with a stable reason code and a detail naming the field
+     */
+    record Rejected(Long id, BridgeHook hook, Rejection rejection) implements BridgeDecoded {
+        public Rejected {
+            Objects.requireNonNull(rejection, "rejection");
+        }
+
+        /** The text the error reply carries. */
+        public String error() {
+            return rejection.text();
+        }
+    }
+}

@@ -1,0 +1,181 @@
+package io.kvledger.wire.bridge;
+
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.FinishStatus;
+import io.kvledger.core.model.KvParams;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The decoded arguments of one bridge call. The engine hooks ({@link Engine}) carry everything
+ * their {@link NodeEvent} needs except the time: the engine sends no clock, the adapter that
+ * receives the call stamps it ({@link Engine#at(long)}). {@link Hello} and {@link Ping} are the
+ * bridge's own control calls and never reach the reducer.
+ */
+public sealed interface HookCall {
+
+    BridgeHook hook();
+
+    /** A call that becomes one {@link NodeEvent}. */
+    sealed interface Engine extends HookCall {
+        /** The event this call is, as it happened at {@code atNs} (monotonic nanoseconds). */
+        NodeEvent at(long atNs);
+    }
+
+    /**
+     * {@code add_request}: a request entered the scheduler.
+     *
+     * @param promptTokenIds the length of {@code prompt_token_ids}, or -1 when it is None
+     * @param params         {@code kv_transfer_params}, or {@code null} for None
+     */
+    record AddRequest(String requestId, int numPromptTokens, int promptTokenIds, KvParams params) implements Engine {
+        public AddRequest {
+            Objects.requireNonNull(requestId, "requestId");
+        }
+
+        @Override public BridgeHook hook() { return BridgeHook.ADD_REQUEST; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.RequestAdmitted(atNs, requestId, numPromptTokens, promptTokenIds, params);
+        }
+    }
+
+    /** {@code get_num_new_matched_tokens(request, num_computed_tokens)}. */
+    record GetNumNewMatchedTokens(String requestId, int numComputedTokens) implements Engine {
+        public GetNumNewMatchedTokens {
+            Objects.requireNonNull(requestId, "requestId");
+        }
+
+        @Override public BridgeHook hook() { return BridgeHook.GET_NUM_NEW_MATCHED_TOKENS; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.MatchedTokensQueried(atNs, requestId, numComputedTokens);
+        }
+    }
+
+    /** {@code update_state_after_alloc(request, blocks, num_external_tokens)}. */
+    record UpdateStateAfterAlloc(String requestId, BlockGroups blockIds, int numExternalTokens) implements Engine {
+        public UpdateStateAfterAlloc {
+            Objects.requireNonNull(requestId, "requestId");
+            Objects.requireNonNull(blockIds, "blockIds");
+        }
+
+        @Override public BridgeHook hook() { return BridgeHook.UPDATE_STATE_AFTER_ALLOC; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.BlocksAllocated(atNs, requestId, blockIds, numExternalTokens);
+        }
+    }
+
+    /**
+     * {@code build_connector_meta(scheduler_output)}.
+     *
+     * @param cachedRequests {@code scheduled_cached_reqs}, each with its newly allocated block ids
+     *                       ({@code null} when none)
+     */
+    record BuildConnectorMeta(long step, List<NodeEvent.CachedRequest> cachedRequests) implements Engine {
+        public BuildConnectorMeta {
+            cachedRequests = List.copyOf(cachedRequests);
+        }
+
+        @Override public BridgeHook hook() { return BridgeHook.BUILD_CONNECTOR_META; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.StepScheduled(atNs, step, cachedRequests);
+        }
+    }
+
+    /** {@code request_finished(request, block_ids)}. */
+    record RequestFinished(String requestId, FinishStatus status, BlockGroups blockIds) implements Engine {
+        public RequestFinished {
+            Objects.requireNonNull(requestId, "requestId");
+            Objects.requireNonNull(status, "status");
+            Objects.requireNonNull(blockIds, "blockIds");
+        }
+
+        @Override public BridgeHook hook() { return BridgeHook.REQUEST_FINISHED; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.RequestFinished(atNs, requestId, status, blockIds);
+        }
+    }
+
+    /**
+     * {@code update_connector_output(connector_output)}.
+     *
+     * @param finishedSending request ids, or {@code null} for None
+     * @param finishedRecving request ids, or {@code null} for None
+     */
+    record UpdateConnectorOutput(List<String> finishedSending, List<String> finishedRecving) implements Engine {
+        public UpdateConnectorOutput {
+            finishedSending = finishedSending == null ? null : List.copyOf(finishedSending);
+            finishedRecving = finishedRecving == null ? null : List.copyOf(finishedRecving);
+        }
+
+        @Override public BridgeHook hook() { return BridgeHook.UPDATE_CONNECTOR_OUTPUT; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.ConnectorOutputReceived(atNs, finishedSending, finishedRecving);
+        }
+    }
+
+    /** {@code start_load_kv(forward_context)}. */
+    record StartLoadKv() implements Engine {
+        @Override public BridgeHook hook() { return BridgeHook.START_LOAD_KV; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.LoadStarted(atNs);
+        }
+    }
+
+    /** {@code save_kv_layer(layer_name, kv_layer, attn_metadata)}: only the name crosses. */
+    record SaveKvLayer(String layerName) implements Engine {
+        public SaveKvLayer {
+            Objects.requireNonNull(layerName, "layerName");
+        }
+
+        @Override public BridgeHook hook() { return BridgeHook.SAVE_KV_LAYER; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.LayerSaved(atNs, layerName);
+        }
+    }
+
+    /** {@code wait_for_save()}. */
+    record WaitForSave() implements Engine {
+        @Override public BridgeHook hook() { return BridgeHook.WAIT_FOR_SAVE; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.SaveWaited(atNs);
+        }
+    }
+
+    /** {@code get_finished(finished_req_ids)} with {@code get_block_ids_with_load_errors()}. */
+    record GetFinished() implements Engine {
+        @Override public BridgeHook hook() { return BridgeHook.GET_FINISHED; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.FinishedPolled(atNs);
+        }
+    }
+
+    /**
+     * {@code hello}: the engine side introduces itself. Each field is {@code null} when the caller
+     * did not send it; a field that is sent must match the node, or the call is refused.
+     *
+     * @param kvRole        vLLM's {@code kv_role} ({@code "kv_producer"} or {@code "kv_consumer"})
+     * @param mode          {@code "read"} or {@code "write"}
+     * @param dpRank        the caller's global data-parallel rank
+     * @param tpRank        the caller's tensor-parallel rank
+     * @param connectorRole {@code "scheduler"} or {@code "worker"} (informational)
+     */
+    record Hello(String kvRole, String mode, Integer dpRank, Integer tpRank, String connectorRole) implements HookCall {
+        @Override public BridgeHook hook() { return BridgeHook.HELLO; }
+    }
+
+    /** {@code ping}. */
+    record Ping() implements HookCall {
+        @Override public BridgeHook hook() { return BridgeHook.PING; }
+    }
+}

@@ -1,0 +1,481 @@
+package io.kvledger.wire.bridge;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.AnomalyKind;
+import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.FinishStatus;
+import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.ReqMeta;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.wire.DecodeResult;
+import io.kvledger.wire.PyMsgpack;
+import io.kvledger.wire.RejectReason;
+import io.kvledger.wire.WireLimits;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class BridgeCodecTest {
+
+    // ------------------------------------------------------------------ requests
+
+    @Test
+    void everyRequestRoundTrips() {
+        List<BridgeRequest> all = BridgeSamples.all();
+        java.util.Set<BridgeHook> seen = java.util.EnumSet.noneOf(BridgeHook.class);
+        for (BridgeRequest r : all) {
+            byte[] frame = BridgeCodec.encodeRequest(r);
+            BridgeDecoded d = BridgeCodec.decode(frame);
+            assertThat(d).as("%s", r).isInstanceOf(BridgeDecoded.Request.class);
+            BridgeRequest back = ((BridgeDecoded.Request) d).request();
+            assertThat(BridgeSamples.same(r, back)).as("%s came back as %s", r, back).isTrue();
+            seen.add(r.hook());
+        }
+        assertThat(seen).containsExactlyInAnyOrder(BridgeHook.values());
+    }
+
+    @Test
+    void engineHooksBecomeTheirEventsAtTheStampedTime() {
+        KvParams p = BridgeSamples.proxyParams();
+        assertThat(new HookCall.AddRequest("r", 5, -1, p).at(42)).isEqualTo(new NodeEvent.RequestAdmitted(42, "r", 5, -1, p));
+        assertThat(new HookCall.GetNumNewMatchedTokens("r", 3).at(7)).isEqualTo(new NodeEvent.MatchedTokensQueried(7, "r", 3));
+        assertThat(new HookCall.UpdateStateAfterAlloc("r", BlockGroups.single(1), 16).at(8))
+                .isEqualTo(new NodeEvent.BlocksAllocated(8, "r", BlockGroups.single(1), 16));
+        assertThat(new HookCall.BuildConnectorMeta(2, List.of(new NodeEvent.CachedRequest("r", null))).at(9))
+                .isEqualTo(new NodeEvent.StepScheduled(9, 2, List.of(new NodeEvent.CachedRequest("r", null))));
+        assertThat(new HookCall.RequestFinished("r", FinishStatus.FINISHED_STOPPED, BlockGroups.single(1)).at(10))
+                .isEqualTo(new NodeEvent.RequestFinished(10, "r", FinishStatus.FINISHED_STOPPED, BlockGroups.single(1)));
+        assertThat(new HookCall.UpdateConnectorOutput(null, List.of("x")).at(11))
+                .isEqualTo(new NodeEvent.ConnectorOutputReceived(11, null, List.of("x")));
+        assertThat(new HookCall.StartLoadKv().at(12)).isEqualTo(new NodeEvent.LoadStarted(12));
+        assertThat(new HookCall.SaveKvLayer("l0").at(13)).isEqualTo(new NodeEvent.LayerSaved(13, "l0"));
+        assertThat(new HookCall.WaitForSave().at(14)).isEqualTo(new NodeEvent.SaveWaited(14));
+        assertThat(new HookCall.GetFinished().at(15)).isEqualTo(new NodeEvent.FinishedPolled(15));
+    }
+
+    @Test
+    void aRequestAsPythonBuildsItDecodes() {
+        // what the connector sends: flat block ids, no kv_transfer_params key, an extra unknown arg
+        Map<String, Object> args = new LinkedHashMap<>();
+        args.put("request_id", "cmpl-x");
+        args.put("block_ids", new ArrayList<>(List.of(new ArrayList<>(List.of(3L, 4L)), new ArrayList<>(List.of(9L)))));
+        args.put("num_external_tokens", 32L);
+        args.put("future_arg", "ignored");
+        BridgeRequest r = ok(frame(7, "update_state_after_alloc", args));
+        assertThat(r).isEqualTo(new BridgeRequest(7, new HookCall.UpdateStateAfterAlloc("cmpl-x",
+                BlockGroups.of(new int[] {3, 4}, new int[] {9}), 32)));
+
+        Map<String, Object> add = new LinkedHashMap<>();
+        add.put("request_id", "emb");
+        add.put("num_prompt_tokens", 4L);
+        add.put("prompt_token_ids_len", null);
+        assertThat(ok(frame(8, "add_request", add)).call()).isEqualTo(new HookCall.AddRequest("emb", 4, -1, null));
+
+        Map<String, Object> flat = new LinkedHashMap<>();
+        flat.put("request_id", "r");
+        flat.put("status", "RequestStatus.FINISHED_LENGTH_CAPPED");
+        flat.put("block_ids", new ArrayList<>(List.of(1L, 2L)));
+        assertThat(ok(frame(9, "request_finished", flat)).call())
+                .isEqualTo(new HookCall.RequestFinished("r", FinishStatus.FINISHED_LENGTH_CAPPED, BlockGroups.single(1, 2)));
+
+        Map<String, Object> envelope = new LinkedHashMap<>();
+        envelope.put("v", 1L);
+        envelope.put("id", 10L);
+        envelope.put("hook", "get_finished");
+        assertThat(ok(PyMsgpack.encode(envelope)).call()).as("args may be left out").isEqualTo(new HookCall.GetFinished());
+        envelope.put("args", null);
+        assertThat(ok(PyMsgpack.encode(envelope)).call()).as("args may be None").isEqualTo(new HookCall.GetFinished());
+    }
+
+    @Test
+    void requestBytesAreWhatPythonPacks() {
+        // msgpack.packb({"v": 1, "id": 3, "hook": "get_num_new_matched_tokens",
+        //                "args": {"request_id": "r", "num_computed_tokens": 0}}), by hand
+        byte[] expected = HexFormat.of().parseHex("84" + "a176" + "01" + "a26964" + "03"
+                + "a4686f6f6b" + "ba" + hex("get_num_new_matched_tokens")
+                + "a461726773" + "82" + "aa" + hex("request_id") + "a172" + "b3" + hex("num_computed_tokens") + "00");
+        byte[] got = BridgeCodec.encodeRequest(new BridgeRequest(3, new HookCall.GetNumNewMatchedTokens("r", 0)));
+        assertThat(HexFormat.of().formatHex(got)).isEqualTo(HexFormat.of().formatHex(expected));
+    }
+
+    // ------------------------------------------------------------------ rejections
+
+    @Test
+    void envelopeRejectionsNameWhatIsWrong() {
+        rejected(new byte[0], null, RejectReason.EMPTY_FRAME, "zero-length");
+        rejected(PyMsgpack.encode(List.of(1L)), null, RejectReason.NOT_A_MAP, "got list");
+        rejected(PyMsgpack.encode("hello"), null, RejectReason.NOT_A_MAP, "got str");
+        rejected(new byte[] {(byte) 0xc0}, null, RejectReason.NOT_A_MAP, "got None");
+        rejected(HexFormat.of().parseHex("81a376"), null, RejectReason.TRUNCATED, "claims 3 bytes");
+        rejected(new byte[] {(byte) 0xdf, 0x7f, (byte) 0xff, (byte) 0xff, (byte) 0xff}, null,
+                RejectReason.LENGTH_CLAIM_EXCEEDS_FRAME, "claims");
+        rejected(map("v", 1L, "hook", "ping"), null, RejectReason.MISSING_FIELD, "\"id\"");
+        rejected(map("v", 1L, "id", "7", "hook", "ping"), null, RejectReason.WRONG_FIELD_TYPE, "id must be int, got str");
+        rejected(map("v", 1L, "id", 1.5, "hook", "ping"), null, RejectReason.WRONG_FIELD_TYPE, "id must be int, got float");
+        rejected(map("v", 1L, "id", new java.math.BigInteger("18446744073709551615"), "hook", "ping"), null,
+                RejectReason.INTEGER_OUT_OF_RANGE, "id");
+        rejected(map("id", 4L, "hook", "ping"), 4L, RejectReason.MISSING_FIELD, "\"v\"");
+        rejected(map("v", 2L, "id", 4L, "hook", "ping"), 4L, RejectReason.INVALID_VALUE, "protocol version 2 is not supported; this node speaks 1");
+        rejected(map("v", true, "id", 4L, "hook", "ping"), 4L, RejectReason.WRONG_FIELD_TYPE, "v must be int, got bool");
+        rejected(map("v", 1L, "id", 4L), 4L, RejectReason.MISSING_FIELD, "\"hook\"");
+        rejected(map("v", 1L, "id", 4L, "hook", 5L), 4L, RejectReason.WRONG_FIELD_TYPE, "hook must be str, got int");
+        rejected(map("v", 1L, "id", 4L, "hook", "get_num_matched_tokens"), 4L, RejectReason.UNKNOWN_TYPE,
+                "unknown hook \"get_num_matched_tokens\" (known: add_request, get_num_new_matched_tokens");
+        rejected(map("v", 1L, "id", 4L, "hook", "ping", "args", List.of()), 4L, RejectReason.WRONG_FIELD_TYPE,
+                "args must be a dict, got list");
+        byte[] trailing = Arrays.copyOf(map("v", 1L, "id", 4L, "hook", "ping"), map("v", 1L, "id", 4L, "hook", "ping").length + 1);
+        rejected(trailing, null, RejectReason.TRAILING_BYTES, "1 bytes follow");
+        // a bin key, an int key, a duplicate key, an ext value, invalid UTF-8
+        rejected(HexFormat.of().parseHex("81c4017601"), null, RejectReason.BIN_KEY, "bin");
+        rejected(HexFormat.of().parseHex("810101"), null, RejectReason.NON_STRING_KEY, "keys must be str");
+        rejected(HexFormat.of().parseHex("82a17601a17602"), null, RejectReason.DUPLICATE_KEY, "\"v\" appears twice");
+        rejected(HexFormat.of().parseHex("81a176d40100"), null, RejectReason.INVALID_FORMAT, "ext");
+        rejected(HexFormat.of().parseHex("81a176a2c328"), null, RejectReason.NOT_UTF8, "UTF-8");
+        rejected(HexFormat.of().parseHex("81a176c1"), null, RejectReason.INVALID_FORMAT, "0xc1");
+    }
+
+    @Test
+    void oversizeAndTooDeepFramesAreRejectedBoundedly() {
+        WireLimits small = WireLimits.DEFAULT.withMaxFrameBytes(64);
+        byte[] big = BridgeCodec.encodeRequest(new BridgeRequest(1, new HookCall.SaveKvLayer("x".repeat(100))));
+        BridgeDecoded d = BridgeCodec.decode(big, small);
+        assertThat(((BridgeDecoded.Rejected) d).rejection().reason()).isEqualTo(RejectReason.FRAME_TOO_LARGE);
+        assertThat(((BridgeDecoded.Rejected) d).error()).contains("exceeds the limit of 64 bytes");
+
+        Object deep = 1L;
+        for (int i = 0; i < 40; i++) {
+            deep = new ArrayList<>(List.of(deep));
+        }
+        Map<String, Object> args = new LinkedHashMap<>();
+        args.put("request_id", "r");
+        args.put("num_prompt_tokens", 1L);
+        args.put("prompt_token_ids_len", 1L);
+        args.put("kv_transfer_params", Map.of("deep", deep));
+        BridgeDecoded deepResult = BridgeCodec.decode(frame(5, "add_request", args));
+        assertThat(((BridgeDecoded.Rejected) deepResult).rejection().reason()).isEqualTo(RejectReason.NESTING_TOO_DEEP);
+    }
+
+    @Test
+    void everyRequiredArgumentIsNamedWhenMissing() {
+        for (BridgeRequest r : BridgeSamples.all()) {
+            Map<String, Object> args = BridgeCodec.args(r.call());
+            for (String key : args.keySet()) {
+                boolean optional = switch (r.hook()) {
+                    case ADD_REQUEST -> key.equals("kv_transfer_params");
+                    case BUILD_CONNECTOR_META -> key.startsWith("cached_");
+                    case UPDATE_CONNECTOR_OUTPUT, HELLO -> true;
+                    default -> false;
+                };
+                Map<String, Object> without = new LinkedHashMap<>(args);
+                without.remove(key);
+                BridgeDecoded d = BridgeCodec.decode(frame(r.id(), r.hook().wireName(), without));
+                if (optional) {
+                    if (!key.startsWith("cached_")) {
+                        assertThat(d).as("%s without %s", r.hook(), key).isInstanceOf(BridgeDecoded.Request.class);
+                    }
+                    continue;
+                }
+                assertThat(d).as("%s without %s", r.hook(), key).isInstanceOf(BridgeDecoded.Rejected.class);
+                BridgeDecoded.Rejected rej = (BridgeDecoded.Rejected) d;
+                assertThat(rej.id()).isEqualTo(r.id());
+                assertThat(rej.hook()).isEqualTo(r.hook());
+                assertThat(rej.rejection().reason()).isEqualTo(RejectReason.MISSING_FIELD);
+                assertThat(rej.error()).contains("args." + key);
+            }
+        }
+    }
+
+    @Test
+    void mistypedArgumentsAreNamed() {
+        Map<String, Object> a = addArgs();
+        a.put("num_prompt_tokens", "17");
+        argRejected("add_request", a, RejectReason.WRONG_FIELD_TYPE, "args.num_prompt_tokens must be int, got str");
+        a = addArgs();
+        a.put("num_prompt_tokens", true);
+        argRejected("add_request", a, RejectReason.WRONG_FIELD_TYPE, "args.num_prompt_tokens must be int, got bool");
+        a = addArgs();
+        a.put("num_prompt_tokens", 1L << 33);
+        argRejected("add_request", a, RejectReason.INTEGER_OUT_OF_RANGE, "args.num_prompt_tokens = 8589934592 does not fit");
+        a = addArgs();
+        a.put("prompt_token_ids_len", -3L);
+        argRejected("add_request", a, RejectReason.INVALID_VALUE, "args.prompt_token_ids_len = -3 is negative");
+        a = addArgs();
+        a.put("kv_transfer_params", List.of());
+        argRejected("add_request", a, RejectReason.WRONG_FIELD_TYPE, "args.kv_transfer_params must be dict or None, got list");
+        a = addArgs();
+        a.put("request_id", new byte[] {1});
+        argRejected("add_request", a, RejectReason.WRONG_FIELD_TYPE, "args.request_id must be str, got bytes");
+
+        Map<String, Object> alloc = new LinkedHashMap<>();
+        alloc.put("request_id", "r");
+        alloc.put("num_external_tokens", 0L);
+        alloc.put("block_ids", List.of(List.of(1L, 2L), List.of(3L, "4")));
+        argRejected("update_state_after_alloc", alloc, RejectReason.WRONG_FIELD_TYPE, "args.block_ids[1][1] must be int, got str");
+        alloc.put("block_ids", List.of(1L, -2L));
+        argRejected("update_state_after_alloc", alloc, RejectReason.INVALID_VALUE, "args.block_ids[1] = -2 is negative");
+        alloc.put("block_ids", List.of(1L, List.of(2L)));
+        argRejected("update_state_after_alloc", alloc, RejectReason.WRONG_FIELD_TYPE, "args.block_ids[1] must be int, got list");
+        alloc.put("block_ids", List.of(List.of(1L), 2L));
+        argRejected("update_state_after_alloc", alloc, RejectReason.WRONG_FIELD_TYPE, "args.block_ids[1] must be list, got int");
+        alloc.put("block_ids", Map.of());
+        argRejected("update_state_after_alloc", alloc, RejectReason.WRONG_FIELD_TYPE, "args.block_ids must be list, got dict");
+        alloc.put("block_ids", List.of(1.0));
+        argRejected("update_state_after_alloc", alloc, RejectReason.WRONG_FIELD_TYPE, "args.block_ids[0] must be int, got float");
+
+        Map<String, Object> meta = new LinkedHashMap<>();
+        meta.put("step", 1L);
+        meta.put("cached_req_ids", List.of("a", "b"));
+        meta.put("cached_new_block_ids", List.of(List.of(List.of(1L))));
+        argRejected("build_connector_meta", meta, RejectReason.INVALID_VALUE, "args.cached_req_ids has 2 items but args.cached_new_block_ids has 1");
+        meta.remove("cached_new_block_ids");
+        argRejected("build_connector_meta", meta, RejectReason.MISSING_FIELD, "args.cached_new_block_ids is missing");
+        meta.put("cached_new_block_ids", List.of(List.of(List.of(1L)), List.of("x")));
+        argRejected("build_connector_meta", meta, RejectReason.WRONG_FIELD_TYPE, "args.cached_new_block_ids[1][0] must be int, got str");
+        meta.put("cached_req_ids", List.of("a", 2L));
+        argRejected("build_connector_meta", meta, RejectReason.WRONG_FIELD_TYPE, "args.cached_req_ids[1] must be str, got int");
+
+        Map<String, Object> fin = new LinkedHashMap<>();
+        fin.put("request_id", "r");
+        fin.put("status", "FINISHED_SOMEHOW");
+        fin.put("block_ids", List.of());
+        argRejected("request_finished", fin, RejectReason.INVALID_VALUE, "args.status \"FINISHED_SOMEHOW\" is not a finished status (one of FINISHED_STOPPED");
+
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("finished_sending", List.of("a", 1L));
+        argRejected("update_connector_output", out, RejectReason.WRONG_FIELD_TYPE, "args.finished_sending[1] must be str, got int");
+        out.put("finished_sending", "a");
+        argRejected("update_connector_output", out, RejectReason.WRONG_FIELD_TYPE, "args.finished_sending must be list, got str");
+
+        argRejected("save_kv_layer", new LinkedHashMap<>(Map.of("layer_name", 3L)), RejectReason.WRONG_FIELD_TYPE,
+                "args.layer_name must be str, got int");
+        argRejected("hello", new LinkedHashMap<>(Map.of("tp_rank", "0")), RejectReason.WRONG_FIELD_TYPE,
+                "args.tp_rank must be int, got str");
+    }
+
+    // ------------------------------------------------------------------ replies
+
+    @Test
+    void matchedTokensReply() {
+        List<Effect> effects = List.of(new Effect.PhaseChanged("r", null, RequestPhase.ADMITTED, "x"),
+                new Effect.MatchedTokens("r", 15, true));
+        BridgeReply r = reply(BridgeCodec.encodeReply(3, BridgeHook.GET_NUM_NEW_MATCHED_TOKENS, effects));
+        assertThat(r.id()).isEqualTo(3L);
+        assertThat(r.ok()).isTrue();
+        assertThat(r.result()).containsExactly(e("num_tokens", 15L), e("load_async", true));
+    }
+
+    @Test
+    void metadataReplyCarriesEveryReqMetaField() {
+        ReqMeta recv = new ReqMeta("d1", BlockGroups.single(7, 8), BlockGroups.of(new int[] {1, 2}), "10.0.0.1:6301",
+                "10.0.0.1", 6301, 61005, 0, 1, 1, 2, "tx-1", List.of("10.0.0.1"), false);
+        ReqMeta save = new ReqMeta("p1", BlockGroups.single(3), null, "10.0.0.2:6301", "10.0.0.2", 6301, 61006, 1, 2, 0, 0,
+                null, List.of(), true);
+        List<Effect> effects = List.of(new Effect.SendRemoteBlocks("h", 1, "r", "t", List.of(), 0),
+                new Effect.MetadataBuilt(12, List.of(recv), List.of(save), List.of("p0"), 5),
+                new Effect.Anomaly(AnomalyKind.REQUEST_UNKNOWN, "r", null, "x"));
+        BridgeReply r = reply(BridgeCodec.encodeReply(4, BridgeHook.BUILD_CONNECTOR_META, effects));
+        assertThat(r.result().keySet()).containsExactly("step", "reqs_to_recv", "reqs_to_save", "reqs_to_send", "mapping_size");
+        assertThat(r.result().get("step")).isEqualTo(12L);
+        assertThat(r.result().get("reqs_to_send")).isEqualTo(List.of("p0"));
+        assertThat(r.result().get("mapping_size")).isEqualTo(5L);
+        Map<?, ?> d1 = (Map<?, ?>) ((Map<?, ?>) r.result().get("reqs_to_recv")).get("d1");
+        assertThat(new ArrayList<Object>(d1.keySet())).containsExactly("local_block_ids", "remote_block_ids", "remote_engine_id",
+                "remote_host", "remote_handshake_port", "remote_notify_port", "remote_dp_rank", "remote_dp_size",
+                "remote_dp_size_local", "remote_tp_size", "transfer_id", "multi_pod_hosts", "write_mode");
+        assertThat(d1.get("local_block_ids")).isEqualTo(List.of(List.of(7L, 8L)));
+        assertThat(d1.get("remote_block_ids")).isEqualTo(List.of(List.of(1L, 2L)));
+        assertThat(d1.get("remote_notify_port")).isEqualTo(61005L);
+        assertThat(d1.get("remote_tp_size")).isEqualTo(2L);
+        assertThat(d1.get("transfer_id")).isEqualTo("tx-1");
+        assertThat(d1.get("write_mode")).isEqualTo(false);
+        Map<?, ?> p1 = (Map<?, ?>) ((Map<?, ?>) r.result().get("reqs_to_save")).get("p1");
+        assertThat(p1.get("remote_block_ids")).isNull();
+        assertThat(p1.get("transfer_id")).isNull();
+        assertThat(p1.get("write_mode")).isEqualTo(true);
+    }
+
+    @Test
+    void finishDecisionReplyPacksParamsAsPythonDoes() {
+        KvParams params = BridgeSamples.proxyParams();
+        byte[] frame = BridgeCodec.encodeReply(5, BridgeHook.REQUEST_FINISHED,
+                List.of(new Effect.DeferralStarted("r", "tx", 99), new Effect.FinishDecision("r", true, params)));
+        BridgeReply r = reply(frame);
+        assertThat(r.result().get("delay_free")).isEqualTo(true);
+        assertThat(BridgeSamples.valueEquals(r.result().get("kv_transfer_params"), params.asMap())).isTrue();
+        // the params' bytes inside the reply are exactly msgpack.packb(params)
+        String paramsHex = HexFormat.of().formatHex(PyMsgpack.encode(params.asMap()));
+        assertThat(HexFormat.of().formatHex(frame)).endsWith(hex("kv_transfer_params") + paramsHex);
+
+        BridgeReply none = reply(BridgeCodec.encodeReply(6, BridgeHook.REQUEST_FINISHED,
+                List.of(new Effect.FinishDecision("r", false, null))));
+        assertThat(none.result()).containsExactly(e("delay_free", false), e("kv_transfer_params", NULL));
+    }
+
+    @Test
+    void connectorOutputReply() {
+        BridgeReply safe = reply(BridgeCodec.encodeReply(7, BridgeHook.UPDATE_CONNECTOR_OUTPUT,
+                List.of(new Effect.AckSurfaced("a", "t", Effect.SurfaceReason.ACKED), new Effect.FinishedSendingRewritten(List.of("a", "b")))));
+        assertThat(safe.result()).containsExactly(e("finished_sending", List.of("a", "b")));
+        BridgeReply empty = reply(BridgeCodec.encodeReply(8, BridgeHook.UPDATE_CONNECTOR_OUTPUT,
+                List.of(new Effect.FinishedSendingRewritten(List.of()))));
+        assertThat(empty.result()).as("SAFE or None").containsExactly(e("finished_sending", NULL));
+        BridgeReply consumer = reply(BridgeCodec.encodeReply(9, BridgeHook.UPDATE_CONNECTOR_OUTPUT, List.of()));
+        assertThat(consumer.result()).as("no rewrite: leave finished_sending as it is").isEmpty();
+    }
+
+    @Test
+    void getFinishedReply() {
+        BridgeReply r = reply(BridgeCodec.encodeReply(10, BridgeHook.GET_FINISHED,
+                List.of(new Effect.FinishedReported(List.of("p1"), List.of(), List.of(4, 5)))));
+        assertThat(r.result()).containsExactly(e("finished_sending", List.of("p1")),
+                e("finished_recving", NULL), e("load_error_blocks", List.of(4L, 5L)));
+        BridgeReply none = reply(BridgeCodec.encodeReply(11, BridgeHook.GET_FINISHED,
+                List.of(new Effect.FinishedReported(List.of(), List.of("d1"), List.of()))));
+        assertThat(none.result()).containsExactly(e("finished_sending", NULL),
+                e("finished_recving", List.of("d1")), e("load_error_blocks", List.of()));
+    }
+
+    @Test
+    void voidHooksReplyEmptyAndIgnoreIoAndDecisions() {
+        List<Effect> noise = List.of(new Effect.SendWriteDone("h", 1, "t"),
+                new Effect.PostWrite(1, "t", "l", "k", new int[] {1}, new int[] {2}),
+                new Effect.Anomaly(AnomalyKind.REQUEST_UNKNOWN, "r", null, "x"));
+        for (BridgeHook h : List.of(BridgeHook.ADD_REQUEST, BridgeHook.UPDATE_STATE_AFTER_ALLOC, BridgeHook.START_LOAD_KV,
+                BridgeHook.SAVE_KV_LAYER, BridgeHook.WAIT_FOR_SAVE, BridgeHook.PING)) {
+            byte[] f = BridgeCodec.encodeReply(12, h, noise);
+            BridgeReply r = reply(f);
+            assertThat(r.ok()).as("%s", h).isTrue();
+            assertThat(r.result()).as("%s", h).isEmpty();
+            assertThat(HexFormat.of().formatHex(f)).isEqualTo("84a17601a269640ca26f6bc3a6726573756c7480");
+        }
+    }
+
+    @Test
+    void aMissingReplyEffectOrAnUnpackableValueIsAnErrorReplyNotAnException() {
+        BridgeReply missing = reply(BridgeCodec.encodeReply(13, BridgeHook.GET_NUM_NEW_MATCHED_TOKENS, List.of()));
+        assertThat(missing.ok()).isFalse();
+        assertThat(missing.id()).isEqualTo(13L);
+        assertThat(missing.error()).contains("no MatchedTokens for get_num_new_matched_tokens");
+
+        ReqMeta odd = new ReqMeta("d", BlockGroups.single(), null, "e", "h", 1, 2, 0, 1, 1, 1, new Object(), List.of(), false);
+        BridgeReply unpackable = reply(BridgeCodec.encodeReply(14, BridgeHook.BUILD_CONNECTOR_META,
+                List.of(new Effect.MetadataBuilt(1, List.of(odd), List.of(), List.of(), 0))));
+        assertThat(unpackable.ok()).isFalse();
+        assertThat(unpackable.error()).contains("cannot encode the build_connector_meta reply");
+
+        BridgeReply hello = reply(BridgeCodec.encodeReply(15, BridgeHook.HELLO, List.of()));
+        assertThat(hello.ok()).isFalse();
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void errorRepliesAndHello() {
+        BridgeReply e = reply(BridgeCodec.encodeError(null, "bad \ud800 text"));
+        assertThat(e.id()).isNull();
+        assertThat(e.ok()).isFalse();
+        assertThat(e.error()).isEqualTo("bad \ufffd text");
+        assertThat(HexFormat.of().formatHex(BridgeCodec.encodeError(2L, "x"))).isEqualTo("84a17601a26964" + "02" + "a26f6bc2a56572726f72a178");
+
+        BridgeNodeInfo node = new BridgeNodeInfo(io.kvledger.core.config.Role.CONSUMER, io.kvledger.core.config.TransferMode.WRITE,
+                1, 2, 0, 1, "10.0.0.1:6301");
+        BridgeReply h = reply(BridgeCodec.encodeHello(16, node));
+        assertThat(h.result()).containsEntry("protocol", 1L).containsEntry("kv_role", "kv_consumer").containsEntry("mode", "write")
+                .containsEntry("dp_rank", 1L).containsEntry("dp_size", 2L).containsEntry("tp_rank", 0L).containsEntry("tp_size", 1L)
+                .containsEntry("engine_id", "10.0.0.1:6301");
+        assertThat((List<Object>) h.result().get("hooks")).contains("add_request", "get_finished", "hello", "ping");
+        assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_consumer", "WRITE", 1, 0, "scheduler"), node)).isNull();
+        assertThat(BridgeCodec.helloMismatch(new HookCall.Hello(null, null, null, null, null), node)).isNull();
+        assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_producer", "read", 0, 1, null), node))
+                .isEqualTo("this node is not the caller's: kv_role kv_producer != kv_consumer, mode read != write, dp_rank 0 != 1, tp_rank 1 != 0");
+    }
+
+    @Test
+    void malformedRepliesAreRejectedNotThrown() {
+        assertThat(BridgeCodec.decodeReply(new byte[0]).isOk()).isFalse();
+        assertThat(BridgeCodec.decodeReply(map("v", 1L, "id", 1L)).rejectionOrNull().detail()).contains("missing ok");
+        assertThat(BridgeCodec.decodeReply(map("v", 1L, "id", 1L, "ok", true, "result", 3L)).rejectionOrNull().detail())
+                .contains("result must be a dict");
+        assertThat(BridgeCodec.decodeReply(map("v", 9L, "id", 1L, "ok", true, "result", Map.of())).rejectionOrNull().detail())
+                .contains("reply version 9");
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private static final Object NULL = null;
+
+    /** A map entry that may hold None (Map.entry refuses null). */
+    static Map.Entry<String, Object> e(String k, Object v) {
+        return new java.util.AbstractMap.SimpleEntry<>(k, v);
+    }
+
+    static Map<String, Object> addArgs() {
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("request_id", "r");
+        a.put("num_prompt_tokens", 17L);
+        a.put("prompt_token_ids_len", 17L);
+        return a;
+    }
+
+    static byte[] frame(long id, String hook, Map<String, Object> args) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("v", 1L);
+        m.put("id", id);
+        m.put("hook", hook);
+        m.put("args", args);
+        return PyMsgpack.encode(m);
+    }
+
+    static byte[] map(Object... kv) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put((String) kv[i], kv[i + 1]);
+        }
+        return PyMsgpack.encode(m);
+    }
+
+    private static BridgeRequest ok(byte[] frame) {
+        BridgeDecoded d = BridgeCodec.decode(frame);
+        assertThat(d).isInstanceOf(BridgeDecoded.Request.class);
+        return ((BridgeDecoded.Request) d).request();
+    }
+
+    private static void rejected(byte[] frame, Long id, RejectReason reason, String detail) {
+        BridgeDecoded d = BridgeCodec.decode(frame);
+        assertThat(d).as("%s", HexFormat.of().formatHex(frame)).isInstanceOf(BridgeDecoded.Rejected.class);
+        BridgeDecoded.Rejected r = (BridgeDecoded.Rejected) d;
+        assertThat(r.rejection().reason()).as(r.error()).isEqualTo(reason);
+        assertThat(r.error()).contains(detail);
+        assertThat(r.id()).isEqualTo(id);
+        BridgeReply reply = reply(BridgeCodec.encodeError(r));
+        assertThat(reply.ok()).isFalse();
+        assertThat(reply.id()).isEqualTo(id);
+        assertThat(reply.error()).startsWith(reason.name() + ": ");
+    }
+
+    private static void argRejected(String hook, Map<String, Object> args, RejectReason reason, String detail) {
+        BridgeDecoded d = BridgeCodec.decode(frame(77, hook, args));
+        assertThat(d).as("%s %s", hook, args).isInstanceOf(BridgeDecoded.Rejected.class);
+        BridgeDecoded.Rejected r = (BridgeDecoded.Rejected) d;
+        assertThat(r.error()).contains(detail);
+        assertThat(r.rejection().reason()).as(r.error()).isEqualTo(reason);
+        assertThat(r.id()).isEqualTo(77L);
+        assertThat(r.hook().wireName()).isEqualTo(hook);
+    }
+
+    static BridgeReply reply(byte[] frame) {
+        DecodeResult<BridgeReply> d = BridgeCodec.decodeReply(frame);
+        assertThat(d.isOk()).as("%s", d.rejectionOrNull()).isTrue();
+        return d.valueOrNull();
+    }
+
+    static String hex(String s) {
+        return HexFormat.of().formatHex(s.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+}

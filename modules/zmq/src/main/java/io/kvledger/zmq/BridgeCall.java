@@ -1,0 +1,120 @@
+package io.kvledger.zmq;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.wire.bridge.BridgeCodec;
+import io.kvledger.wire.bridge.BridgeHook;
+import io.kvledger.wire.bridge.BridgeRequest;
+import io.kvledger.wire.bridge.HookCall;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One engine hook call received by an {@link EngineBridgeServer}, waiting for its answer.
+ *
+ * <p>Answer it exactly once, from any thread: {@link #reply(List)} with the effects of the
+ * reducer transition the call's event caused, or {@link #fail(String)}. The first answer wins;
+ * later ones (and answers after the server's reply timeout answered for you, or after close)
+ * return {@code false} and send nothing. Both encode on the calling thread before returning, so
+ * the effect list may be reused as soon as {@code reply} returns.
+ */
+public final class BridgeCall {
+
+    private final EngineBridgeServer server;
+    private final BridgeRequest request;
+    private final HookCall.Engine call;
+    private final long receivedAtNs;
+    final byte[] identity;
+    final boolean reqFraming;
+    final long seq;
+    final long deadlineNs;
+    private final AtomicBoolean answered = new AtomicBoolean();
+
+    BridgeCall(EngineBridgeServer server, BridgeRequest request, long receivedAtNs, byte[] identity, boolean reqFraming,
+               long seq, long deadlineNs) {
+        this.server = server;
+        this.request = request;
+        this.call = (HookCall.Engine) request.call();
+        this.receivedAtNs = receivedAtNs;
+        this.identity = identity;
+        this.reqFraming = reqFraming;
+        this.seq = seq;
+        this.deadlineNs = deadlineNs;
+    }
+
+    /** The caller's correlation id. */
+    public long id() {
+        return request.id();
+    }
+
+    public BridgeHook hook() {
+        return request.hook();
+    }
+
+    /** The decoded arguments. */
+    public HookCall.Engine call() {
+        return call;
+    }
+
+    public BridgeRequest request() {
+        return request;
+    }
+
+    /** When the server read the call (the server's clock, monotonic nanoseconds). */
+    public long receivedAtNs() {
+        return receivedAtNs;
+    }
+
+    /** The call as a reducer event, stamped with the time the server read it. */
+    public NodeEvent event() {
+        return call.at(receivedAtNs);
+    }
+
+    /** The call as a reducer event stamped {@code atNs} (e.g. when the node loop dequeues it). */
+    public NodeEvent event(long atNs) {
+        return call.at(atNs);
+    }
+
+    /**
+     * Answers with the reply {@link BridgeCodec#encodeReply} builds from {@code effects} (only the
+     * hook-reply effects matter; the others are ignored).
+     *
+     * @return whether this was the call's first answer (and is now queued for sending)
+     */
+    public boolean reply(List<? extends Effect> effects) {
+        if (!answered.compareAndSet(false, true)) {
+            server.lateAnswer();
+            return false;
+        }
+        byte[] frame = BridgeCodec.encodeReply(request.id(), request.hook(), effects);
+        return server.answer(this, frame, true);
+    }
+
+    /**
+     * Answers {@code ok: False} with {@code error}.
+     *
+     * @return whether this was the call's first answer
+     */
+    public boolean fail(String error) {
+        if (!answered.compareAndSet(false, true)) {
+            server.lateAnswer();
+            return false;
+        }
+        return server.answer(this, BridgeCodec.encodeError(request.id(), error), false);
+    }
+
+    /** Whether the call has been answered (by the handler, a timeout or the server's close). */
+    public boolean isAnswered() {
+        return answered.get();
+    }
+
+    /** Claims the call for an answer the server gives itself (timeout, close, handler failure). */
+    boolean claim() {
+        return answered.compareAndSet(false, true);
+    }
+
+    @Override
+    public String toString() {
+        return "BridgeCall[" + request.hook().wireName() + " id=" + request.id() + "]";
+    }
+}

@@ -1,0 +1,549 @@
+package io.kvledger.zmq;
+
+import io.kvledger.wire.RejectReason;
+import io.kvledger.wire.Rejection;
+import io.kvledger.wire.bridge.BridgeCodec;
+import io.kvledger.wire.bridge.BridgeDecoded;
+import io.kvledger.wire.bridge.BridgeNodeInfo;
+import io.kvledger.wire.bridge.BridgeRequest;
+import io.kvledger.wire.bridge.HookCall;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.Pipe;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.zeromq.SocketType;
+import org.zeromq.ZMQ;
+
+/**
+ * The engine bridge: a ROUTER on a loopback endpoint where an engine's connector sends its hook
+ * calls ({@link BridgeCodec}, protocol version 1), each answered with the node's reply.
+ *
+ * <p>One thread ({@code kvledger-engine-bridge-<port>}) owns the socket. It reads each call,
+ * stamps it with the configured clock, decodes it, and:
+ * <ul>
+ *   <li>answers at once, on the socket thread, what needs no node: malformed frames
+ *       ({@code ok: False} with the rejection, counted in {@link #rejected()} and reported to
+ *       {@link HookHandler#onRejected}), {@code ping},
+ *       {@code hello} (the {@link BridgeNodeInfo}, or {@code ok: False} when the caller's role,
+ *       mode or ranks differ), and calls beyond {@link EngineBridgeConfig#maxInFlight()}
+ *       ({@code "busy"});</li>
+ *   <li>hands every engine hook to the {@link HookHandler} as a {@link BridgeCall}, in the order
+ *       read. The handler answers it later from any thread; answers are queued and sent by the
+ *       socket thread, woken through a pipe that its poller watches next to the ROUTER. A call
+ *       still unanswered after {@link EngineBridgeConfig#replyTimeout()} is answered
+ *       {@code ok: False, error: "timed out ..."}.</li>
+ * </ul>
+ *
+ * <p>Callers may be DEALERs (one frame per request; replies come as one frame) or REQs (an empty
+ * delimiter first; replies keep it). Replies go back with {@code ROUTER_MANDATORY} and without
+ * blocking: a reply to a caller that has gone is dropped and counted ({@link #undeliverable()}).
+ *
+ * <p>Ordering: the handler sees the calls of one caller in the order it sent them, and the
+ * server sends answers in the order they are given. A handler that answers in order (one node
+ * loop) therefore answers each caller in request order; the answers the server gives itself
+ * (malformed, ping, hello, busy, timed out) can overtake hook replies still in the loop.
+ * Callers match replies by {@code id}.
+ *
+ * <p>Nothing that arrives on the socket ends the thread; neither does a handler that throws.
+ * {@link #close()} answers calls still waiting with {@code ok: False, error: "node closing"},
+ * closes the socket and ends the thread and the context's threads.
+ *
+ * <p>JeroMQ 0.6.0's fresh-connect stall ({@link StallKicker}) affects the connecting side's
+ * context; this server only accepts connections and needs no kicker (pyzmq callers use libzmq).
+ */
+public final class EngineBridgeServer implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger(EngineBridgeServer.class.getName());
+    private static final int MAX_READ_PER_ROUND = 1024;
+    private static final long HOUSEKEEPING_NS = 100_000_000L;
+
+    private final EngineBridgeConfig config;
+    private final BridgeNodeInfo node;
+    private final HookHandler handler;
+    private final ZMQ.Context ctx;
+    private final Thread thread;
+    private final Pipe pipe;
+    private final AtomicBoolean wakePending = new AtomicBoolean();
+    private final ConcurrentLinkedQueue<Outgoing> outbox = new ConcurrentLinkedQueue<>();
+    private final CompletableFuture<String> bound = new CompletableFuture<>();
+    private final AtomicBoolean closeStarted = new AtomicBoolean();
+    private final CompletableFuture<Void> closed = new CompletableFuture<>();
+    private volatile boolean closing;
+    private volatile boolean stopped;
+    private volatile String endpoint;
+    private volatile int inFlight;
+
+    /** Calls handed to the handler and not yet sent an answer, in arrival (= deadline) order. Socket thread only. */
+    private final LinkedHashMap<Long, BridgeCall> pending = new LinkedHashMap<>();
+    private long nextSeq;
+
+    private final AtomicLong received = new AtomicLong();
+    private final AtomicLong rejected = new AtomicLong();
+    private final AtomicLong handedOff = new AtomicLong();
+    private final AtomicLong replied = new AtomicLong();
+    private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong handlerErrors = new AtomicLong();
+    private final AtomicLong timedOut = new AtomicLong();
+    private final AtomicLong busy = new AtomicLong();
+    private final AtomicLong control = new AtomicLong();
+    private final AtomicLong lateAnswers = new AtomicLong();
+    private final AtomicLong undeliverable = new AtomicLong();
+
+    /** An encoded answer on its way to the socket thread. */
+    private record Outgoing(BridgeCall call, byte[] identity, boolean reqFraming, byte[] frame) {}
+
+    private EngineBridgeServer(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler) throws IOException {
+        this.config = config;
+        this.node = node;
+        this.handler = handler;
+        this.pipe = Pipe.open();
+        this.pipe.source().configureBlocking(false);
+        this.pipe.sink().configureBlocking(false);
+        this.ctx = ZmqRuntime.context("engine-bridge");
+        this.thread = ZmqRuntime.thread("kvledger-engine-bridge", this::run);
+    }
+
+    /**
+     * Binds {@code config.bindEndpoint()} and starts serving.
+     *
+     * @throws IllegalStateException when the endpoint cannot be bound
+     */
+    public static EngineBridgeServer open(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler) {
+        Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(node, "node");
+        Objects.requireNonNull(handler, "handler");
+        EngineBridgeServer s;
+        try {
+            s = new EngineBridgeServer(config, node, handler);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot open the engine bridge's wake-up pipe: " + e, e);
+        }
+        s.thread.start();
+        try {
+            s.bound.join();
+        } catch (RuntimeException e) {
+            s.close();
+            throw new IllegalStateException("cannot bind the engine bridge at " + config.bindEndpoint() + ": "
+                    + ZmqRuntime.describe(e.getCause() == null ? e : e.getCause()), e);
+        }
+        s.thread.setName("kvledger-engine-bridge-" + s.port());
+        return s;
+    }
+
+    /** The bound endpoint, e.g. {@code tcp://127.0.0.1:41234} (the real port when 0 was asked). */
+    public String endpoint() {
+        return endpoint;
+    }
+
+    public int port() {
+        String e = endpoint;
+        return Integer.parseInt(e.substring(e.lastIndexOf(':') + 1));
+    }
+
+    public BridgeNodeInfo node() {
+        return node;
+    }
+
+    /** Messages read from the socket. */
+    public long received() { return received.get(); }
+
+    /** Malformed messages, answered at once with {@code ok: False}. */
+    public long rejected() { return rejected.get(); }
+
+    /** Engine hook calls handed to the handler. */
+    public long handedOff() { return handedOff.get(); }
+
+    /** Calls the handler answered with {@link BridgeCall#reply}. */
+    public long replied() { return replied.get(); }
+
+    /** Calls the handler answered with {@link BridgeCall#fail}. */
+    public long failed() { return failed.get(); }
+
+    /** Calls whose handler threw (answered {@code ok: False}). */
+    public long handlerErrors() { return handlerErrors.get(); }
+
+    /** Calls answered {@code "timed out"} by the server. */
+    public long timedOut() { return timedOut.get(); }
+
+    /** Calls refused because {@code maxInFlight} calls were waiting. */
+    public long busy() { return busy.get(); }
+
+    /** {@code hello} and {@code ping} calls answered. */
+    public long control() { return control.get(); }
+
+    /** Answers given after the call was already answered (timed out, closed, or answered twice). */
+    public long lateAnswers() { return lateAnswers.get(); }
+
+    /** Replies ZMQ could not route (the caller disconnected) or queue (the caller stopped reading). */
+    public long undeliverable() { return undeliverable.get(); }
+
+    /** Calls handed to the handler whose answer has not been sent yet. */
+    public int inFlight() { return inFlight; }
+
+    public boolean isRunning() {
+        return thread.isAlive() && !closing;
+    }
+
+    /** Whether the wake-up pipe is still open (for tests: an interrupted answerer must not close it). */
+    boolean wakeUpOpen() {
+        return pipe.sink().isOpen() && pipe.source().isOpen();
+    }
+
+    // ---------------------------------------------------------------- answers (any thread)
+
+    boolean answer(BridgeCall call, byte[] frame, boolean ok) {
+        if (stopped) {
+            lateAnswers.incrementAndGet();
+            return false;
+        }
+        (ok ? replied : failed).incrementAndGet();
+        outbox.add(new Outgoing(call, call.identity, call.reqFraming, frame));
+        wake();
+        return true;
+    }
+
+    void lateAnswer() {
+        lateAnswers.incrementAndGet();
+    }
+
+    private void wake() {
+        if (wakePending.compareAndSet(false, true)) {
+            // an interrupted caller would close the pipe for good (NIO channels are interruptible):
+            // write with the flag cleared and restore it afterwards
+            boolean interrupted = Thread.interrupted();
+            try {
+                pipe.sink().write(ByteBuffer.wrap(new byte[] {1}));
+            } catch (IOException | RuntimeException e) {
+                // the pipe is closed: the server is stopping, or the socket thread's housekeeping
+                // tick (100 ms) drains the outbox without being woken
+            } finally {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- socket thread
+
+    private void run() {
+        ZMQ.Socket router = null;
+        ZMQ.Poller poller = null;
+        try {
+            router = ctx.socket(SocketType.ROUTER);
+            router.setLinger(0);
+            router.setRouterMandatory(true);
+            router.setMaxMsgSize(config.maxMessageBytes());
+            router.setIPv6(ZmqRuntime.ipv6(config.bindEndpoint()));
+            router.bind(config.zmqBindEndpoint());
+            endpoint = router.getLastEndpoint();
+            poller = ctx.poller(2);
+            poller.register(router, ZMQ.Poller.POLLIN);
+            poller.register(pipe.source(), ZMQ.Poller.POLLIN);
+            bound.complete(endpoint);
+        } catch (RuntimeException e) {
+            if (poller != null) {
+                poller.close();
+            }
+            ZmqRuntime.closeQuietly(router);
+            stopped = true;
+            bound.completeExceptionally(e);
+            return;
+        } catch (Error e) {
+            if (poller != null) {
+                poller.close();
+            }
+            ZmqRuntime.closeQuietly(router);
+            stopped = true;
+            bound.completeExceptionally(e);
+            throw e;
+        }
+        ByteBuffer drain = ByteBuffer.allocate(64);
+        try {
+            while (!closing) {
+                try {
+                    long waitMs = waitMillis(config.clock().getAsLong());
+                    poller.poll(waitMs);
+                    wakePending.set(false);
+                    drainPipe(drain);
+                    sendAnswers(router);
+                    for (int i = 0; i < MAX_READ_PER_ROUND && !closing; i++) {
+                        if (!readOne(router)) {
+                            break;
+                        }
+                    }
+                    sendAnswers(router);
+                    expire(router, config.clock().getAsLong());
+                } catch (RuntimeException e) {
+                    if (ZmqRuntime.isTerm(e) || closing) {
+                        break;
+                    }
+                    LOG.log(System.Logger.Level.WARNING, "engine bridge " + endpoint + ": " + ZmqRuntime.describe(e), e);
+                    // never spin on a fault that repeats
+                    java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L);
+                }
+            }
+        } finally {
+            try {
+                // claim what is unanswered first (later answers are then refused), send what was
+                // answered before, and only then refuse to queue more
+                for (BridgeCall c : pending.values()) {
+                    if (c.claim()) {
+                        trySend(router, c.identity, c.reqFraming, BridgeCodec.encodeError(c.id(), "node closing"));
+                    }
+                }
+                sendAnswers(router);
+                stopped = true;
+                sendAnswers(router);
+                pending.clear();
+                inFlight = 0;
+            } catch (RuntimeException e) {
+                stopped = true;
+                LOG.log(System.Logger.Level.DEBUG, "engine bridge closing: " + ZmqRuntime.describe(e), e);
+            }
+            poller.close();
+            try {
+                // give the last answers up to a second to leave (close waits at most that long)
+                router.setLinger(1000);
+                router.close();
+            } catch (RuntimeException e) {
+                ZmqRuntime.closeQuietly(router);
+            }
+        }
+    }
+
+    private long waitMillis(long nowNs) {
+        long wait = HOUSEKEEPING_NS;
+        if (!pending.isEmpty()) {
+            BridgeCall head = pending.values().iterator().next();
+            wait = Math.min(wait, Math.max(0, head.deadlineNs - nowNs));
+        }
+        return Math.max(1, TimeUnit.NANOSECONDS.toMillis(wait + 999_999));
+    }
+
+    private void drainPipe(ByteBuffer buf) {
+        try {
+            while (true) {
+                buf.clear();
+                if (pipe.source().read(buf) <= 0) {
+                    return;
+                }
+            }
+        } catch (IOException e) {
+            // closed: the loop ends on closing
+        }
+    }
+
+    private void sendAnswers(ZMQ.Socket router) {
+        for (Outgoing o; (o = outbox.poll()) != null; ) {
+            if (o.call() != null) {
+                pending.remove(o.call().seq);
+                // before the send: a caller holding its answer sees the count without it
+                inFlight = pending.size();
+            }
+            trySend(router, o.identity(), o.reqFraming(), o.frame());
+        }
+    }
+
+    /** Reads and handles one message; false when none is waiting. */
+    private boolean readOne(ZMQ.Socket router) {
+        byte[] identity = router.recv(ZMQ.DONTWAIT);
+        if (identity == null) {
+            return false;
+        }
+        List<byte[]> frames = new ArrayList<>(2);
+        int parts = 0;
+        while (router.hasReceiveMore()) {
+            byte[] f = router.recv(0);
+            parts++;
+            if (frames.size() < 3) {
+                frames.add(f == null ? new byte[0] : f);
+            }
+        }
+        long atNs = config.clock().getAsLong();
+        received.incrementAndGet();
+        byte[] payload;
+        boolean reqFraming;
+        if (parts == 1) {
+            payload = frames.get(0);
+            reqFraming = false;
+        } else if (parts == 2 && frames.get(0).length == 0) {
+            payload = frames.get(1);
+            reqFraming = true;
+        } else {
+            rejected.incrementAndGet();
+            boolean req = parts > 0 && frames.get(0).length == 0;
+            BridgeDecoded.Rejected r = new BridgeDecoded.Rejected(null, null, new Rejection(RejectReason.BAD_FRAMING,
+                    parts + " frames after the routing id; send one frame (DEALER) or an empty frame and one (REQ)", false));
+            trySend(router, identity, req, BridgeCodec.encodeError(r));
+            reportRejected(atNs, frames.isEmpty() ? new byte[0] : frames.get(frames.size() - 1), r);
+            return true;
+        }
+        switch (BridgeCodec.decode(payload, config.limits())) {
+            case BridgeDecoded.Rejected r -> {
+                rejected.incrementAndGet();
+                trySend(router, identity, reqFraming, BridgeCodec.encodeError(r));
+                reportRejected(atNs, payload, r);
+            }
+            case BridgeDecoded.Request ok -> dispatch(router, identity, reqFraming, ok.request(), atNs);
+        }
+        return true;
+    }
+
+    private void reportRejected(long atNs, byte[] frame, BridgeDecoded.Rejected r) {
+        try {
+            handler.onRejected(atNs, frame, r);
+        } catch (Exception | StackOverflowError ex) {
+            handlerErrors.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "engine bridge handler threw on a rejected request: " + ZmqRuntime.describe(ex), ex);
+        }
+    }
+
+    private void dispatch(ZMQ.Socket router, byte[] identity, boolean reqFraming, BridgeRequest request, long atNs) {
+        switch (request.call()) {
+            case HookCall.Ping p -> {
+                control.incrementAndGet();
+                trySend(router, identity, reqFraming, BridgeCodec.encodeEmpty(request.id()));
+            }
+            case HookCall.Hello h -> {
+                control.incrementAndGet();
+                String mismatch = BridgeCodec.helloMismatch(h, node);
+                trySend(router, identity, reqFraming, mismatch == null
+                        ? BridgeCodec.encodeHello(request.id(), node)
+                        : BridgeCodec.encodeError(request.id(), mismatch));
+            }
+            case HookCall.Engine e -> {
+                if (pending.size() >= config.maxInFlight()) {
+                    busy.incrementAndGet();
+                    trySend(router, identity, reqFraming, BridgeCodec.encodeError(request.id(),
+                            "busy: " + pending.size() + " calls already wait for the node"));
+                    return;
+                }
+                long seq = nextSeq++;
+                BridgeCall call = new BridgeCall(this, request, atNs, identity, reqFraming, seq,
+                        atNs + config.replyTimeout().toNanos());
+                pending.put(seq, call);
+                inFlight = pending.size();
+                handedOff.incrementAndGet();
+                try {
+                    handler.onHook(call);
+                } catch (Exception | StackOverflowError ex) {
+                    handlerErrors.incrementAndGet();
+                    LOG.log(System.Logger.Level.WARNING, "engine bridge handler threw on " + call + ": " + ZmqRuntime.describe(ex), ex);
+                    if (call.claim()) {
+                        pending.remove(seq);
+                        inFlight = pending.size();
+                        trySend(router, identity, reqFraming, BridgeCodec.encodeError(request.id(),
+                                "node failed to take the call: " + ZmqRuntime.describe(ex)));
+                    }
+                }
+            }
+        }
+    }
+
+    /** Answers, with "timed out", every call whose deadline passed. */
+    private void expire(ZMQ.Socket router, long nowNs) {
+        Iterator<BridgeCall> it = pending.values().iterator();
+        while (it.hasNext()) {
+            BridgeCall c = it.next();
+            if (c.deadlineNs > nowNs) {
+                break;
+            }
+            it.remove();
+            inFlight = pending.size();
+            if (c.claim()) {
+                timedOut.incrementAndGet();
+                trySend(router, c.identity, c.reqFraming, BridgeCodec.encodeError(c.id(), "timed out: the node did not answer "
+                        + c.hook().wireName() + " within " + config.replyTimeout().toMillis() + " ms"));
+            }
+        }
+        inFlight = pending.size();
+    }
+
+    /** Sends without blocking; a reply ZMQ cannot route or queue is dropped and counted. */
+    private void trySend(ZMQ.Socket router, byte[] identity, boolean reqFraming, byte[] frame) {
+        try {
+            boolean ok = router.send(identity, ZMQ.SNDMORE | ZMQ.DONTWAIT);
+            if (ok && reqFraming) {
+                ok = router.send(new byte[0], ZMQ.SNDMORE | ZMQ.DONTWAIT);
+            }
+            if (ok) {
+                ok = router.send(frame, ZMQ.DONTWAIT);
+            }
+            if (!ok) {
+                undeliverable.incrementAndGet();
+            }
+        } catch (RuntimeException e) {
+            if (ZmqRuntime.isTerm(e)) {
+                throw e;
+            }
+            // EHOSTUNREACH under ROUTER_MANDATORY: the caller is gone
+            undeliverable.incrementAndGet();
+        }
+    }
+
+    // ---------------------------------------------------------------- close
+
+    @Override
+    public void close() {
+        if (!closeStarted.compareAndSet(false, true)) {
+            closed.join();
+            return;
+        }
+        try {
+            closing = true;
+            wake();
+            if (thread.isAlive()) {
+                joinBounded(thread);
+            }
+            ctx.term();
+            try {
+                pipe.sink().close();
+                pipe.source().close();
+            } catch (IOException e) {
+                // nothing left to release
+            }
+        } finally {
+            closed.complete(null);
+        }
+    }
+
+    /** Closes on a short-lived thread of its own; never blocks the caller. */
+    public CompletableFuture<Void> closeAsync() {
+        if (closeStarted.get()) {
+            return closed;
+        }
+        ZmqRuntime.thread("kvledger-engine-bridge-closer", this::close).start();
+        return closed;
+    }
+
+    /** Waits for the socket thread; interrupts it once if a handler keeps it past 5 s. */
+    private static void joinBounded(Thread t) {
+        boolean interrupted = false;
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        boolean kicked = false;
+        while (t.isAlive()) {
+            try {
+                t.join(200);
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+            if (!kicked && System.nanoTime() > deadline) {
+                kicked = true;
+                t.interrupt();
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

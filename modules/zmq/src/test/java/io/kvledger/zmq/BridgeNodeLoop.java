@@ -1,0 +1,81 @@
+package io.kvledger.zmq;
+
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.node.NodeReducer;
+import io.kvledger.core.node.NodeState;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A minimal node loop for the bridge tests: one thread owns a {@link NodeState}, drains a bounded
+ * inbox of bridge calls, applies each call's event with {@link NodeReducer#applyInto} into one
+ * reused effect list and answers the call from that list, as the service's loop will.
+ */
+final class BridgeNodeLoop implements HookHandler, AutoCloseable {
+
+    private final NodeState state;
+    private final ArrayBlockingQueue<BridgeCall> inbox = new ArrayBlockingQueue<>(256);
+    private final Thread thread;
+    private final List<NodeEvent> applied = new CopyOnWriteArrayList<>();
+    private final List<Effect> allEffects = new CopyOnWriteArrayList<>();
+    private volatile boolean stop;
+
+    BridgeNodeLoop(NodeConfig config) {
+        this.state = NodeState.initial(config);
+        this.thread = new Thread(this::run, "test-node-loop");
+        this.thread.setDaemon(true);
+        this.thread.start();
+    }
+
+    @Override
+    public void onHook(BridgeCall call) {
+        if (!inbox.offer(call)) {
+            call.fail("node busy: inbox full");
+        }
+    }
+
+    private void run() {
+        List<Effect> sink = new ArrayList<>();
+        while (!stop) {
+            BridgeCall call;
+            try {
+                call = inbox.poll(50, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (call == null) {
+                continue;
+            }
+            NodeEvent event = call.event();
+            sink.clear();
+            NodeReducer.applyInto(state, event, sink);
+            applied.add(event);
+            allEffects.addAll(sink);
+            call.reply(sink);
+            sink.clear(); // the reply was encoded before reply() returned
+        }
+    }
+
+    List<NodeEvent> applied() {
+        return applied;
+    }
+
+    List<Effect> effects() {
+        return allEffects;
+    }
+
+    @Override
+    public void close() {
+        stop = true;
+        try {
+            thread.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,408 @@
+package io.kvledger.zmq;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.FinishStatus;
+import io.kvledger.core.model.KvParams;
+import io.kvledger.core.moriio.RequestIds;
+import io.kvledger.core.moriio.ZmqAddress;
+import io.kvledger.wire.PyMsgpack;
+import io.kvledger.wire.bridge.BridgeCodec;
+import io.kvledger.wire.bridge.BridgeNodeInfo;
+import io.kvledger.wire.bridge.BridgeReply;
+import io.kvledger.wire.bridge.BridgeRequest;
+import io.kvledger.wire.bridge.HookCall;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/** The engine bridge over a real socket, in front of a real reducer loop. */
+class EngineBridgeServerTest {
+
+    static final ZmqAddress PREFILL = new ZmqAddress("10.0.0.1", 6301, 61005);
+    static final ZmqAddress DECODE = new ZmqAddress("10.0.0.2", 7301, 62005);
+
+    static String rid(String name) {
+        return "cmpl-" + RequestIds.proxyRequestId(PREFILL, DECODE, String.format("%032x", name.hashCode() & 0xffffffffL)) + "-0-1a2b3c4d";
+    }
+
+    static EngineBridgeConfig config() {
+        return EngineBridgeConfig.forEndpoint("tcp://127.0.0.1:0");
+    }
+
+    // ------------------------------------------------------------------ lifecycles through a real reducer
+
+    @Test
+    void aWriteProducerLifecycle() throws Exception {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build();
+        String rid = rid("write-1");
+        KvParams params = KvParams.of("do_remote_decode", true, "do_remote_prefill", false, "transfer_id", "tx-w1",
+                "remote_dp_size", 1, "remote_tp_size", 1, "remote_engine_id", null, "remote_block_ids", null);
+        try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
+             EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), loop);
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            BridgeReply hello = engine.call(new HookCall.Hello("kv_producer", "write", 0, 0, "scheduler"));
+            assertThat(hello.ok()).as(hello.error()).isTrue();
+            assertThat(hello.result()).containsEntry("kv_role", "kv_producer").containsEntry("mode", "write")
+                    .containsEntry("protocol", 1L).containsEntry("engine_id", cfg.engineId());
+
+            assertThat(ok(engine.call(new HookCall.AddRequest(rid, 32, 32, params)))).isEmpty();
+            assertThat(ok(engine.call(new HookCall.GetNumNewMatchedTokens(rid, 0))))
+                    .containsEntry("num_tokens", 0L).containsEntry("load_async", false);
+            assertThat(ok(engine.call(new HookCall.UpdateStateAfterAlloc(rid, BlockGroups.single(1, 2), 0)))).isEmpty();
+
+            Map<String, Object> meta = ok(engine.call(new HookCall.BuildConnectorMeta(1, List.of())));
+            assertThat(meta).containsEntry("step", 1L).containsEntry("reqs_to_recv", Map.of());
+            Map<?, ?> save = (Map<?, ?>) ((Map<?, ?>) meta.get("reqs_to_save")).get(rid);
+            assertThat(save).as("the prompt is covered: the save is staged with D's address from the request id").isNotNull();
+            assertThat(save.get("remote_host")).isEqualTo("10.0.0.2");
+            assertThat(save.get("remote_notify_port")).isEqualTo(62005L);
+            assertThat(save.get("local_block_ids")).isEqualTo(List.of(List.of(1L, 2L)));
+            assertThat(save.get("transfer_id")).isEqualTo("tx-w1");
+            assertThat(save.get("write_mode")).isEqualTo(true);
+            assertThat(meta.get("mapping_size")).isEqualTo(1L);
+
+            Map<String, Object> fin = ok(engine.call(new HookCall.RequestFinished(rid, FinishStatus.FINISHED_LENGTH_CAPPED,
+                    BlockGroups.single(1, 2))));
+            assertThat(fin.get("delay_free")).as("blocks stay until D acknowledges").isEqualTo(true);
+            assertThat(castMap(fin.get("kv_transfer_params"))).containsEntry("transfer_id", "tx-w1")
+                    .containsEntry("do_remote_decode", false);
+
+            Map<String, Object> polled = ok(engine.call(new HookCall.GetFinished()));
+            assertThat(polled).containsEntry("finished_sending", null).containsEntry("finished_recving", null)
+                    .containsEntry("load_error_blocks", List.of());
+
+            assertThat(ok(engine.call(new HookCall.UpdateConnectorOutput(List.of(rid), null))))
+                    .as("the ACKed deferral is safe to free").containsEntry("finished_sending", List.of(rid));
+            assertThat(ok(engine.call(new HookCall.UpdateConnectorOutput(null, null))))
+                    .as("nothing left to free: SAFE or None").containsEntry("finished_sending", null);
+
+            assertThat(loop.applied()).hasSize(8);
+            assertThat(loop.applied().get(0)).isInstanceOf(NodeEvent.RequestAdmitted.class);
+            assertThat(loop.applied()).extracting(NodeEvent::atNs).isSorted();
+            assertThat(server.handedOff()).isEqualTo(8);
+            assertThat(server.replied()).isEqualTo(8);
+            assertThat(server.control()).isEqualTo(1);
+            assertThat(server.rejected()).isZero();
+            assertThat(server.timedOut()).isZero();
+        }
+    }
+
+    @Test
+    void aReadConsumerLifecycle() throws Exception {
+        NodeConfig cfg = NodeConfig.builder(Role.CONSUMER, TransferMode.READ).build();
+        String rid = rid("read-1");
+        KvParams params = KvParams.of("do_remote_decode", false, "do_remote_prefill", true, "remote_engine_id", "10.0.0.1:6301",
+                "remote_block_ids", List.of(List.of(11L, 12L)), "transfer_id", "tx-r1", "remote_host", "10.0.0.1",
+                "remote_handshake_port", 6301, "remote_notify_port", 61005, "remote_dp_size", 1, "remote_tp_size", 1);
+        try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
+             EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), loop);
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            assertThat(ok(engine.call(new HookCall.AddRequest(rid, 32, 32, params)))).isEmpty();
+            assertThat(ok(engine.call(new HookCall.GetNumNewMatchedTokens(rid, 0))))
+                    .as("READ loads synchronously and recomputes the last token")
+                    .containsEntry("num_tokens", 31L).containsEntry("load_async", false);
+            assertThat(ok(engine.call(new HookCall.UpdateStateAfterAlloc(rid, BlockGroups.single(5, 6), 31)))).isEmpty();
+
+            Map<String, Object> meta = ok(engine.call(new HookCall.BuildConnectorMeta(1, List.of())));
+            Map<?, ?> recv = (Map<?, ?>) ((Map<?, ?>) meta.get("reqs_to_recv")).get(rid);
+            assertThat(recv).isNotNull();
+            assertThat(recv.get("local_block_ids")).isEqualTo(List.of(List.of(5L, 6L)));
+            assertThat(recv.get("remote_block_ids")).isEqualTo(List.of(List.of(11L, 12L)));
+            assertThat(recv.get("remote_host")).isEqualTo("10.0.0.1");
+            assertThat(recv.get("remote_engine_id")).isEqualTo("10.0.0.1:6301");
+            assertThat(recv.get("write_mode")).isEqualTo(false);
+            assertThat(meta.get("reqs_to_save")).isEqualTo(Map.of());
+
+            // the worker starts loading: the node issues a handshake and reads (I/O commands), the engine gets {}
+            assertThat(ok(engine.call(new HookCall.StartLoadKv()))).isEmpty();
+            assertThat(loop.effects()).anyMatch(e -> e instanceof Effect.StartHandshake || e instanceof Effect.PostRead);
+
+            Map<String, Object> fin = ok(engine.call(new HookCall.RequestFinished(rid, FinishStatus.FINISHED_STOPPED,
+                    BlockGroups.single(5, 6))));
+            assertThat(fin).containsEntry("delay_free", false).containsEntry("kv_transfer_params", null);
+            assertThat(ok(engine.call(new HookCall.UpdateConnectorOutput(null, null))))
+                    .as("a consumer leaves finished_sending alone").isEmpty();
+            Map<String, Object> polled = ok(engine.call(new HookCall.GetFinished()));
+            assertThat(polled).containsKeys("finished_sending", "finished_recving", "load_error_blocks");
+            assertThat(polled.get("finished_recving")).as("READ never reports finished_recving").isNull();
+            assertThat(server.replied()).isEqualTo(8);
+        }
+    }
+
+    // ------------------------------------------------------------------ what the server answers itself
+
+    @Test
+    void malformedRequestsAreAnsweredAtOnceAndCounted() throws Exception {
+        NodeConfig cfg = NodeConfig.builder(Role.CONSUMER, TransferMode.WRITE).build();
+        List<BridgeCall> handed = new CopyOnWriteArrayList<>();
+        List<String> reported = new CopyOnWriteArrayList<>();
+        HookHandler recording = new HookHandler() {
+            @Override
+            public void onHook(BridgeCall call) {
+                handed.add(call);
+            }
+
+            @Override
+            public void onRejected(long atNs, byte[] frame, io.kvledger.wire.bridge.BridgeDecoded.Rejected rejection) {
+                reported.add(rejection.rejection().reason() + " id=" + rejection.id() + " bytes=" + frame.length);
+            }
+        };
+        try (EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), recording);
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            engine.send(new byte[] {(byte) 0xc1});
+            BridgeReply r = engine.reply(10_000);
+            assertThat(r.ok()).isFalse();
+            assertThat(r.id()).isNull();
+            assertThat(r.error()).startsWith("INVALID_FORMAT: ");
+
+            engine.send(BridgeCodec.encodeRequest(new BridgeRequest(5, new HookCall.Ping())).clone());
+            assertThat(engine.reply(10_000)).isEqualTo(new BridgeReply(5L, true, Map.of(), null));
+
+            Map<String, Object> bad = new LinkedHashMap<>();
+            bad.put("v", 1L);
+            bad.put("id", 6L);
+            bad.put("hook", "get_num_new_matched_tokens");
+            bad.put("args", Map.of("request_id", "r"));
+            engine.send(PyMsgpack.encode(bad));
+            r = engine.reply(10_000);
+            assertThat(r.id()).isEqualTo(6L);
+            assertThat(r.error()).isEqualTo("MISSING_FIELD: missing args.num_computed_tokens");
+
+            bad.put("hook", "frobnicate");
+            engine.send(PyMsgpack.encode(bad));
+            assertThat(engine.reply(10_000).error()).startsWith("UNKNOWN_TYPE: unknown hook \"frobnicate\"");
+
+            engine.sendParts(List.of(new byte[] {1}, new byte[] {2}, new byte[] {3}));
+            assertThat(engine.reply(10_000).error()).startsWith("BAD_FRAMING: 3 frames");
+
+            BridgeReply mismatch = engine.call(new HookCall.Hello("kv_producer", null, 0, 3, "worker"));
+            assertThat(mismatch.ok()).isFalse();
+            assertThat(mismatch.error()).isEqualTo("this node is not the caller's: kv_role kv_producer != kv_consumer, tp_rank 3 != 0");
+
+            assertThat(handed).as("nothing malformed reaches the node").isEmpty();
+            assertThat(reported).as("each rejection is reported to the handler once").hasSize(4);
+            assertThat(reported.get(0)).isEqualTo("INVALID_FORMAT id=null bytes=1");
+            assertThat(reported.get(1)).startsWith("MISSING_FIELD id=6 bytes=");
+            assertThat(reported.get(2)).startsWith("UNKNOWN_TYPE id=6 bytes=");
+            assertThat(reported.get(3)).isEqualTo("BAD_FRAMING id=null bytes=1");
+            assertThat(server.rejected()).isEqualTo(4);
+            assertThat(server.control()).isEqualTo(2);
+            assertThat(server.received()).isEqualTo(6);
+            assertThat(server.isRunning()).isTrue();
+        }
+    }
+
+    @Test
+    void aReqSocketGetsItsDelimiterBack() {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).build();
+        try (EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), c -> c.reply(List.of()));
+             BridgeClient engine = new BridgeClient(server.endpoint(), true)) {
+            BridgeReply r = engine.call(new HookCall.SaveKvLayer("l0"));
+            assertThat(r.ok()).isTrue();
+            assertThat(r.result()).isEmpty();
+            BridgeReply p = engine.call(new HookCall.Ping());
+            assertThat(p.ok()).isTrue();
+        }
+    }
+
+    @Test
+    void anUnansweredCallTimesOutAndALateAnswerIsDropped() {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).build();
+        List<BridgeCall> handed = new CopyOnWriteArrayList<>();
+        try (EngineBridgeServer server = EngineBridgeServer.open(config().withReplyTimeout(Duration.ofMillis(300)),
+                BridgeNodeInfo.of(cfg), handed::add);
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            BridgeReply r = engine.call(new HookCall.WaitForSave());
+            assertThat(r.ok()).isFalse();
+            assertThat(r.error()).isEqualTo("timed out: the node did not answer wait_for_save within 300 ms");
+            assertThat(handed).hasSize(1);
+            assertThat(handed.get(0).isAnswered()).isTrue();
+            assertThat(handed.get(0).reply(List.of())).as("the late answer is refused").isFalse();
+            assertThat(server.timedOut()).isEqualTo(1);
+            assertThat(server.lateAnswers()).isEqualTo(1);
+            assertThat(server.inFlight()).isZero();
+            // the server goes on serving
+            assertThat(engine.call(new HookCall.Ping()).ok()).isTrue();
+        }
+    }
+
+    @Test
+    void callsBeyondTheInFlightBoundAreRefusedAsBusy() {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).build();
+        List<BridgeCall> handed = new CopyOnWriteArrayList<>();
+        try (EngineBridgeServer server = EngineBridgeServer.open(config().withMaxInFlight(2), BridgeNodeInfo.of(cfg), handed::add);
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            for (long id = 1; id <= 3; id++) {
+                engine.send(BridgeCodec.encodeRequest(new BridgeRequest(id, new HookCall.StartLoadKv())));
+            }
+            BridgeReply busy = engine.reply(10_000);
+            assertThat(busy.id()).isEqualTo(3L);
+            assertThat(busy.error()).isEqualTo("busy: 2 calls already wait for the node");
+            // answers come back in the order they are given, not the order of the requests
+            assertThat(handed).hasSize(2);
+            assertThat(handed.get(1).fail("second first")).isTrue();
+            assertThat(handed.get(0).reply(List.of())).isTrue();
+            BridgeReply second = engine.reply(10_000);
+            BridgeReply first = engine.reply(10_000);
+            assertThat(second).isEqualTo(new BridgeReply(2L, false, null, "second first"));
+            assertThat(first).isEqualTo(new BridgeReply(1L, true, Map.of(), null));
+            assertThat(server.busy()).isEqualTo(1);
+            assertThat(server.failed()).isEqualTo(1);
+            assertThat(server.replied()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aHandlerThatThrowsAnswersTheCallAndTheServerGoesOn() {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).build();
+        AtomicLong calls = new AtomicLong();
+        HookHandler flaky = c -> {
+            if (calls.incrementAndGet() == 1) {
+                throw new IllegalStateException("inbox closed");
+            }
+            c.reply(List.of(new Effect.FinishedReported(List.of("x"), List.of(), List.of())));
+        };
+        try (EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), flaky);
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            BridgeReply r = engine.call(new HookCall.GetFinished());
+            assertThat(r.ok()).isFalse();
+            assertThat(r.error()).isEqualTo("node failed to take the call: IllegalStateException: inbox closed");
+            BridgeReply ok = engine.call(new HookCall.GetFinished());
+            assertThat(ok.result()).containsEntry("finished_sending", List.of("x"));
+            assertThat(server.handlerErrors()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void anAnswerFromAnInterruptedThreadArrivesAndKeepsTheWakeUpOpen() throws Exception {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).build();
+        java.util.concurrent.atomic.AtomicBoolean stillInterrupted = new java.util.concurrent.atomic.AtomicBoolean();
+        HookHandler fromInterrupted = c -> {
+            Thread t = new Thread(() -> {
+                Thread.currentThread().interrupt();
+                c.reply(List.of(new Effect.MatchedTokens("r", 4, true)));
+                stillInterrupted.set(Thread.currentThread().isInterrupted());
+            });
+            t.start();
+        };
+        try (EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), fromInterrupted);
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            for (int i = 0; i < 3; i++) {
+                BridgeReply r = engine.call(new HookCall.GetNumNewMatchedTokens("r", 0));
+                assertThat(ok(r)).containsEntry("num_tokens", 4L);
+            }
+            assertThat(stillInterrupted).as("the answerer's interrupt flag is kept").isTrue();
+            assertThat(server.wakeUpOpen()).isTrue();
+        }
+    }
+
+    @Test
+    void closeAnswersWaitingCallsAndEndsEveryThread() {
+        Set<String> before = Threads.kvledger();
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).build();
+        List<BridgeCall> handed = new CopyOnWriteArrayList<>();
+        EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), handed::add);
+        try (BridgeClient engine = new BridgeClient(server.endpoint())) {
+            engine.send(BridgeCodec.encodeRequest(new BridgeRequest(9, new HookCall.StartLoadKv())));
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (handed.isEmpty() && System.nanoTime() < deadline) {
+                Collector.sleep(5);
+            }
+            assertThat(handed).hasSize(1);
+            assertThat(server.inFlight()).isEqualTo(1);
+            server.close();
+            BridgeReply r = engine.reply(10_000);
+            assertThat(r).isEqualTo(new BridgeReply(9L, false, null, "node closing"));
+            assertThat(handed.get(0).reply(List.of())).isFalse();
+            assertThat(server.isRunning()).isFalse();
+        } finally {
+            server.close();
+        }
+        Threads.assertNoneLeftBeyond(before);
+    }
+
+    @Test
+    void onlyLoopbackTcpEndpointsAreAccepted() {
+        assertThatThrownBy(() -> EngineBridgeConfig.forEndpoint("ipc:///run/kvledger/bridge.sock"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("JeroMQ 0.6.0 emulates ipc");
+        assertThatThrownBy(() -> EngineBridgeConfig.forEndpoint("tcp://0.0.0.0:5555"))
+                .hasMessageContaining("binds only loopback");
+        assertThatThrownBy(() -> EngineBridgeConfig.forEndpoint("tcp://127.0.0.1"))
+                .hasMessageContaining("needs a host and a port");
+        assertThatThrownBy(() -> EngineBridgeConfig.forEndpoint("tcp://127.0.0.1:70000"))
+                .hasMessageContaining("out of range");
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).build();
+        try (EngineBridgeServer a = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint("tcp://127.0.0.1:*"),
+                BridgeNodeInfo.of(cfg), c -> c.reply(List.of()))) {
+            assertThat(a.endpoint()).startsWith("tcp://127.0.0.1:");
+            assertThat(a.port()).isPositive();
+            try (EngineBridgeServer byName = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint("tcp://localhost:0"),
+                    BridgeNodeInfo.of(cfg), c -> c.reply(List.of()));
+                 BridgeClient engine = new BridgeClient("tcp://127.0.0.1:" + byName.port())) {
+                assertThat(engine.call(new HookCall.Ping()).ok()).isTrue();
+            }
+            assertThatThrownBy(() -> EngineBridgeServer.open(EngineBridgeConfig.forEndpoint("tcp://127.0.0.1:" + a.port()),
+                    BridgeNodeInfo.of(cfg), c -> c.reply(List.of())))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("cannot bind the engine bridge");
+        }
+    }
+
+    @Test
+    void randomFramesOverTheSocketEachGetOneAnswerAndNeverEndTheServer() {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build();
+        long seed = Long.getLong("kvledger.fuzz.seed", 0x6c697665L);
+        SplittableRandom rnd = new SplittableRandom(seed);
+        List<byte[]> seeds = new ArrayList<>();
+        seeds.add(BridgeCodec.encodeRequest(new BridgeRequest(1, new HookCall.GetNumNewMatchedTokens("r", 3))));
+        seeds.add(BridgeCodec.encodeRequest(new BridgeRequest(2, new HookCall.UpdateStateAfterAlloc("r", BlockGroups.single(1, 2), 16))));
+        seeds.add(BridgeCodec.encodeRequest(new BridgeRequest(3, new HookCall.Hello("kv_producer", "write", 0, 0, "worker"))));
+        try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
+             EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), loop);
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            int n = 2_000;
+            for (int i = 0; i < n; i++) {
+                byte[] f = seeds.get(rnd.nextInt(seeds.size())).clone();
+                switch (rnd.nextInt(4)) {
+                    case 0 -> f[rnd.nextInt(f.length)] ^= (byte) (1 << rnd.nextInt(8));
+                    case 1 -> f = java.util.Arrays.copyOf(f, Math.max(1, rnd.nextInt(f.length)));
+                    case 2 -> f[rnd.nextInt(f.length)] = (byte) rnd.nextInt(256);
+                    default -> { }
+                }
+                engine.send(f);
+                BridgeReply r = engine.reply(10_000);
+                assertThat(r).as("seed %s frame %d", seed, i).isNotNull();
+            }
+            assertThat(server.received()).isEqualTo(n);
+            assertThat(server.rejected() + server.handedOff() + server.control()).isEqualTo(n);
+            assertThat(server.rejected()).isPositive();
+            assertThat(server.handedOff()).isPositive();
+            assertThat(engine.call(new HookCall.Ping()).ok()).isTrue();
+            assertThat(server.isRunning()).isTrue();
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> castMap(Object o) {
+        return (Map<String, Object>) o;
+    }
+
+    static Map<String, Object> ok(BridgeReply r) {
+        assertThat(r.ok()).as("reply error: %s", r.error()).isTrue();
+        return r.result();
+    }
+}
