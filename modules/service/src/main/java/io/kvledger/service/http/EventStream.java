@@ -93,6 +93,17 @@ final class EventStream implements AutoCloseable {
         return clients.size();
     }
 
+    /** Clients that got their {@code ready} event (the hub follows the journal for them). */
+    int readyClients() {
+        int n = 0;
+        for (Client c : clients) {
+            if (c.ready) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     /** Events dropped for slow clients since start. */
     long dropped() {
         return dropped.get();
