@@ -58,6 +58,7 @@ public final class DataPlane implements AutoCloseable {
     private final LongSupplier clock;
     private final AtomicLong sessionsBound = new AtomicLong();
     private final AtomicLong handshakesFailed = new AtomicLong();
+    private volatile java.util.function.LongConsumer postTimed;
 
     private DataPlane(String engineId, KvLayout layout, TransferEngines.Opened opened, MemoryRegion region,
                       Duration handshakeTimeout, NodeEventSink completions, NodeEventSink events, Duration refuseAfter,
@@ -117,7 +118,19 @@ public final class DataPlane implements AutoCloseable {
 
     /** Executes a {@code PostWrite} or {@code PostRead}; a refusal comes back as a failed completion. */
     public void post(Effect effect) {
+        java.util.function.LongConsumer timed = postTimed;
+        if (timed == null) {
+            transfers.publish(effect);
+            return;
+        }
+        long t0 = System.nanoTime();
         transfers.publish(effect);
+        timed.accept(System.nanoTime() - t0);
+    }
+
+    /** Receives the wall time of each {@link #post} (the metrics' post time); called on the loop thread. */
+    public void onPostTimed(java.util.function.LongConsumer observer) {
+        this.postTimed = observer;
     }
 
     /**

@@ -5,6 +5,7 @@ import io.kvledger.journal.json.Json;
 import io.kvledger.service.NodeService;
 import io.kvledger.service.engine.Completion;
 import io.kvledger.service.engine.SimulatedEngine;
+import io.kvledger.service.metrics.NodeMetrics;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -30,6 +31,9 @@ import reactor.netty.http.server.HttpServerResponse;
  *       {@code X-Request-Id} header names the request as the toy proxy does, and the engine
  *       runs it as vLLM's OpenAI server would, under {@code cmpl-<X-Request-Id>-0-<8 hex>}.
  *       The response carries the {@code kv_transfer_params} {@code request_finished} returned.</li>
+ *   <li>{@code GET /metrics}, {@code GET /v1/requests}, {@code GET /v1/requests/{id}},
+ *       {@code GET /v1/hangs}, {@code GET /v1/events}: the admin API ({@link AdminRoutes}; the
+ *       module README documents each route).</li>
  * </ul>
  * Bodies over {@value #MAX_BODY_BYTES} bytes are refused (413); with a bearer token, every route
  * but {@code /healthz} needs {@code Authorization: Bearer <token>} (401). Handlers never block a
@@ -42,11 +46,15 @@ public final class HttpFront implements AutoCloseable {
 
     private final NodeService node;
     private final String token;
+    private final NodeMetrics metrics;
+    private final AdminRoutes admin;
     private final DisposableServer server;
 
     private HttpFront(NodeService node, String host, int port, String token) {
         this.node = node;
         this.token = token;
+        this.metrics = NodeMetrics.attach(node);
+        this.admin = new AdminRoutes(node, metrics);
         this.server = HttpServer.create()
                 .host(host)
                 .port(port)
@@ -54,7 +62,12 @@ public final class HttpFront implements AutoCloseable {
                 .route(r -> r
                         .get("/healthz", this::healthz)
                         .get("/v1/status", guarded(this::status))
-                        .post("/v1/completions", guarded(this::completions)))
+                        .post("/v1/completions", guarded(this::completions))
+                        .get("/metrics", guarded(admin::metrics))
+                        .get("/v1/requests", guarded(admin::requests))
+                        .get("/v1/requests/{id}", guarded(admin::request))
+                        .get("/v1/hangs", guarded(admin::hangs))
+                        .get("/v1/events", guarded(admin::events)))
                 .bindNow(Duration.ofSeconds(10));
     }
 
@@ -80,9 +93,19 @@ public final class HttpFront implements AutoCloseable {
         return server.host();
     }
 
+    /** The node's metrics (registered with the loop when the server started). */
+    public NodeMetrics metrics() {
+        return metrics;
+    }
+
     @Override
     public void close() {
-        server.disposeNow(Duration.ofSeconds(5));
+        // End the event streams first: an open stream would hold the server's graceful shutdown.
+        try {
+            admin.close();
+        } finally {
+            server.disposeNow(Duration.ofSeconds(5));
+        }
     }
 
     private interface Handler {
@@ -93,6 +116,12 @@ public final class HttpFront implements AutoCloseable {
         return (req, res) -> {
             if (token != null && !("Bearer " + token).equals(req.requestHeaders().get("Authorization"))) {
                 return json(res, HttpResponseStatus.UNAUTHORIZED, Map.of("error", "missing or wrong bearer token"));
+            }
+            if (req.method() == io.netty.handler.codec.http.HttpMethod.GET) {
+                Publisher<Void> refused = AdminRoutes.tooLarge(req, res);
+                if (refused != null) {
+                    return refused;
+                }
             }
             return h.handle(req, res);
         };

@@ -1,0 +1,15 @@
+/**
+ * The node's HTTP server (Reactor-Netty): {@link io.kvledger.service.http.HttpFront} with the
+ * health, status and completion endpoints, and the admin API of {@code AdminRoutes}:
+ * {@code /metrics} (from {@link io.kvledger.service.metrics.NodeMetrics}), the request list and
+ * timelines, the hang detectors over the node's journal, and the server-sent stream of journal
+ * entries. The module README documents every route ("HTTP API").
+ *
+ * <p>Handlers never block a Netty thread or the loop: state reads are {@code Inbox.query} tasks,
+ * journal reads run on Reactor's bounded-elastic scheduler, the event stream has its own thread.
+ *
+ * <p>May depend on the service package and its {@code metrics} and {@code engine} packages,
+ * kvledger-core (the diagnosis ledger and detectors), kvledger-journal (reader, tailer, JSON),
+ * reactor-core, reactor-netty-http and Micrometer.
+ */
+package io.kvledger.service.http;
