@@ -87,7 +87,7 @@ class LiveNodeFaultsTest {
                 if (!failed) {
                     d.close();
                 }
-                assertThat(failed).as("the handshake failed on its deadline: %s", failed ? "" : dump(dir.resolve("D0")))
+                assertThat(failed).as("the handshake failed on its deadline: %s", failed ? "" : TestNodes.dump(dir.resolve("D0")))
                         .isTrue();
                 assertThat(d.isRunning()).isTrue();
                 c.cancel(true);
@@ -173,16 +173,6 @@ class LiveNodeFaultsTest {
             ctx.destroySocket(s);
         }
         throw new AssertionError("no DEALER connection to " + endpoint + " in 10 attempts");
-    }
-
-    private static String dump(Path journal) {
-        StringBuilder b = new StringBuilder();
-        try (JournalReader r = JournalReader.open(journal)) {
-            for (JournalEntry e : r) {
-                b.append('\n').append(e.seq()).append(' ').append(e.dissect());
-            }
-        }
-        return b.toString();
     }
 
     /** Reads the journal on the test thread (never on the loop's: it must keep draining the inbox). */

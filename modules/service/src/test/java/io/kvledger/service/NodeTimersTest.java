@@ -71,7 +71,7 @@ class NodeTimersTest {
                     .as("journal: %s", new Object() {
                         @Override
                         public String toString() {
-                            return dump(dir.resolve("P0"));
+                            return TestNodes.dump(dir.resolve("P0"));
                         }
                     }).isTrue();
             ticksAfterExpiry = p.loop().ticks();
@@ -82,16 +82,6 @@ class NodeTimersTest {
             p.close();
             d.close();
         }
-    }
-
-    private static String dump(Path journal) {
-        StringBuilder b = new StringBuilder();
-        try (JournalReader r = JournalReader.open(journal)) {
-            for (JournalEntry e : r) {
-                b.append('\n').append(e.seq()).append(' ').append(e.dissect());
-            }
-        }
-        return b.toString();
     }
 
     /** Whether a Tick's effects hold the WRITE_TASK_EXPIRED anomaly. */

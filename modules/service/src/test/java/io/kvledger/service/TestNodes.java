@@ -76,4 +76,15 @@ final class TestNodes {
         }
         return cond.getAsBoolean();
     }
+
+    /** Every entry of a journal, one dissected line each (for failure messages). */
+    static String dump(Path journal) {
+        StringBuilder b = new StringBuilder();
+        try (io.kvledger.journal.JournalReader r = io.kvledger.journal.JournalReader.open(journal)) {
+            for (io.kvledger.journal.JournalEntry e : r) {
+                b.append('\n').append(e.seq()).append(' ').append(e.dissect());
+            }
+        }
+        return b.toString();
+    }
 }
