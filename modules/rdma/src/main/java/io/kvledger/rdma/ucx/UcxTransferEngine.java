@@ -954,6 +954,13 @@ public final class UcxTransferEngine implements TransferEngine {
             // keep UCX's tcp on the devices asked for (lo by default): tests never leave the host
             check(Ucx.configModify(cfg, arena.allocateFrom("NET_DEVICES"), arena.allocateFrom(options.netDevices())),
                     "ucp_config_modify NET_DEVICES=" + options.netDevices());
+            for (String[] kv : survivalConfig(options.transferTimeout().toMillis())) {
+                int st = Ucx.configModify(cfg, arena.allocateFrom(kv[0]), arena.allocateFrom(kv[1]));
+                if (st != UCS_OK) {
+                    LOG.log(System.Logger.Level.WARNING, label + ": ucp_config_modify " + kv[0] + "=" + kv[1] + ": "
+                            + Ucx.statusString(st) + "; a peer on this host may fall back to RMA emulated over tcp");
+                }
+            }
             MemorySegment p = arena.allocate(UCP_PARAMS);
             p.set(JAVA_LONG, offset(UCP_PARAMS, "field_mask"), UcxAbi.UCP_PARAM_FIELD_FEATURES | UcxAbi.UCP_PARAM_FIELD_NAME);
             // WAKEUP: an idle worker waits in poll(2) instead of spinning (selects the same transports here)
@@ -997,6 +1004,37 @@ public final class UcxTransferEngine implements TransferEngine {
                 MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class, int.class)).bindTo(this);
         errorHandlerStub = Linker.nativeLinker().upcallStub(onError,
                 FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_INT), arena);
+    }
+
+    /**
+     * The UCX settings that keep this process from serving RMA emulated by active messages for
+     * a peer on this host. UCX 1.13 (and later) aborts the process that serves an emulated put or
+     * get when the reply cannot be sent: {@code ucp_put_handler} and {@code ucp_get_req_handler}
+     * send it with {@code ucp_request_send}, which calls {@code ucs_fatal} ("unexpected error:
+     * Endpoint timeout") for any error, whatever the endpoints' error-handling mode. Over tcp that
+     * happens whenever an initiator dies with puts still buffered in this process's socket: the
+     * first reply after its reset fails. Peer error handling used to mean tcp between two
+     * processes of this host, so a same-host initiator killed mid-transfer took this process down.
+     * <ul>
+     * <li>{@code MM_ERROR_HANDLING=y}: the posix shared-memory transport offers peer failure
+     *     handling (it checks the peer process like keepalive does), so endpoints with peer error
+     *     handling to this host use posix shared memory instead of tcp;</li>
+     * <li>{@code ALLOC_PRIO} posix first: regions are allocated in posix shared memory, so their
+     *     remote keys carry a posix key and a put or get by a peer on this host is a one-sided
+     *     copy by the peer (with a sysv key only, an endpoint limited to posix would still emulate
+     *     RMA over its active messages);</li>
+     * <li>{@code KEEPALIVE_INTERVAL} half the transfer timeout (at most UCX's 20 s): endpoints with
+     *     peer error handling hear that an idle peer died within the timeout.</li>
+     * </ul>
+     * Peers on other hosts still use tcp without RDMA devices, with RMA emulated: see
+     * {@code package-info}.
+     */
+    static List<String[]> survivalConfig(long transferTimeoutMs) {
+        long keepaliveMs = Math.max(100, Math.min(20_000, transferTimeoutMs / 2));
+        return List.of(
+                new String[] {"MM_ERROR_HANDLING", "y"},
+                new String[] {"ALLOC_PRIO", "md:posix,md:sysv,huge,thp,md:*,mmap,heap"},
+                new String[] {"KEEPALIVE_INTERVAL", keepaliveMs + "ms"});
     }
 
     private static void check(int status, String what) {
