@@ -79,7 +79,9 @@ import reactor.core.publisher.Flux;
  * endpoint with peer error handling also hears from UCX that its peer failed, through the
  * endpoint error handler (an FFM upcall), which does the same with {@link FailureCode#PEER_FAILED}.
  * Which endpoints get peer error handling is {@link EngineOptions#errorHandling()}; by default
- * ({@code AUTO}) those to other hosts, since UCX's shared memory does not support it.
+ * ({@code AUTO}) those to other hosts. Either way a peer on this host reaches this engine's
+ * regions through shared memory, one-sided, so this process never serves RMA emulated for it
+ * (UCX aborts a process whose reply to an emulated put fails; see {@code survivalConfig}).
  *
  * <p><b>Direct shared memory.</b> When UCX maps a peer's region into this process
  * ({@code ucp_rkey_ptr} succeeds: a peer on this host, shared-memory transport) and the endpoint
@@ -212,7 +214,7 @@ public final class UcxTransferEngine implements TransferEngine {
     public String describe() {
         String eh = switch (options.errorHandling()) {
             case AUTO -> "auto (none, i.e. shared memory, for peers on this host; peer for others)";
-            case PEER -> "peer";
+            case PEER -> "peer (posix shared memory for peers on this host)";
             case NONE -> "none";
         };
         return Ucx.load().detail() + ", error handling " + eh
@@ -511,8 +513,9 @@ public final class UcxTransferEngine implements TransferEngine {
      * @param force force-close ({@code UCP_EP_CLOSE_FLAG_FORCE}): for a peer UCX reported failed,
      *              or one presumed dead without peer error handling (a graceful close would wait
      *              for it forever). A forced close is never used on a peer that may be alive and
-     *              have peer error handling: UCX 1.13 aborts the <em>peer's</em> process when its
-     *              emulated-RMA handler then cannot answer ("unexpected error: Endpoint timeout").
+     *              have peer error handling: over tcp it resets the connection, and UCX 1.13
+     *              aborts the <em>peer's</em> process when its emulated-RMA handler then cannot
+     *              answer a put still buffered there ("unexpected error: Endpoint timeout").
      */
     private void failEndpoint(Endpoint ep, FailureCode code, String why, boolean force) {
         if (ep.failed) {
