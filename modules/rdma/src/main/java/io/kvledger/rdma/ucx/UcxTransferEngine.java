@@ -867,11 +867,9 @@ public final class UcxTransferEngine implements TransferEngine {
     private void report(InFlight f, TransferEvent e) {
         boolean first = !f.reported;
         f.reported = true;
-        hub.complete(e);
-        if (first) {
-            // after the event, so that a later direct copy of the session cannot overtake it
-            f.session.queued.decrementAndGet();
-        }
+        // after the event is emitted, so that a later direct copy of the session cannot overtake
+        // it, and before its future completes, so that a caller woken by it may copy directly
+        hub.complete(e, first ? f.session.queued::decrementAndGet : null);
     }
 
     // ================================================================== the thread
