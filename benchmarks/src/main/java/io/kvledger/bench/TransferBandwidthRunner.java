@@ -55,7 +55,7 @@ import java.util.zip.CRC32C;
  * java --enable-native-access=ALL-UNNAMED -cp benchmarks/target/benchmarks.jar \
  *      io.kvledger.bench.TransferBandwidthRunner [--rounds 5] [--round-mib 512] [--window 16] [--quick]
  *      [--in-jvm-only]   (C memcpy, MemorySegment.copy and the in-JVM engine only)
- *      [--shm-only]      (no UCX rows over tcp)
+ *      [--shm-only]      (no rows with peer error handling)
  *      [--inline-max BYTES] [--pairs N] [--spin-us N]
  * </pre>
  * Run it from the repository root: it builds {@code native/} with {@code native/build.sh} into
@@ -154,7 +154,9 @@ public final class TransferBandwidthRunner {
                     : List.of(EngineOptions.ErrorHandling.PEER, EngineOptions.ErrorHandling.NONE);
             for (EngineOptions.ErrorHandling mode : modes) {
                 String m = mode == EngineOptions.ErrorHandling.NONE ? "shm (err-mode none = auto)"
-                        : "tcp lo (err-mode peer)";
+                        : "posix shm (err-mode peer)";
+                // the C loop keeps UCX's defaults: with peer error handling that is tcp on lo
+                String cm = mode == EngineOptions.ErrorHandling.NONE ? m : "tcp lo (err-mode peer)";
                 try (TransferEngine a = UcxTransferEngine.open(opts("a", mode)).orElseThrow();
                      TransferEngine b = UcxTransferEngine.open(opts("b", mode)).orElseThrow()) {
                     inProcess("UCX engine, 1 process, " + m, a, b);
@@ -162,9 +164,9 @@ public final class TransferBandwidthRunner {
                 twoProcess("UCX engine, 2 processes, " + m, mode);
                 if (nativeBin != null && Files.isExecutable(nativeBin.resolve("ucx_bench"))) {
                     String em = mode.name().toLowerCase(Locale.ROOT);
-                    cRow("C UCX loop, 1 process, " + m, nativeBin.resolve("ucx_bench").toString(),
+                    cRow("C UCX loop, 1 process, " + cm, nativeBin.resolve("ucx_bench").toString(),
                             List.of("--procs", "1", "--err-mode", em, "--window", Integer.toString(window)), "ucx-");
-                    cRow("C UCX loop, 2 processes, " + m, nativeBin.resolve("ucx_bench").toString(),
+                    cRow("C UCX loop, 2 processes, " + cm, nativeBin.resolve("ucx_bench").toString(),
                             List.of("--procs", "2", "--err-mode", em, "--window", Integer.toString(window)), "ucx-");
                 }
             }

@@ -38,10 +38,11 @@ public record EngineOptions(Duration transferTimeout, ErrorHandling errorHandlin
      * UCX endpoint error handling, chosen per peer endpoint.
      *
      * <p>{@link #PEER} ({@code UCP_ERR_HANDLING_MODE_PEER}) makes UCX report a failed peer on
-     * every request (an endpoint error handler) and allows force-closing an endpoint. UCX 1.13's
-     * shared-memory transports have no peer-failure support, so between processes of one host
-     * without RDMA devices this mode runs over tcp, at about a quarter of the shared-memory
-     * bandwidth here.
+     * every request (an endpoint error handler) and allows force-closing an endpoint. Between
+     * processes of one host the UCX engine runs it over posix shared memory (UCX's sysv transport
+     * has no peer-failure support, and tcp would emulate RMA with active messages, which UCX 1.13
+     * aborts the target over when its initiator dies mid-transfer); to other hosts without RDMA
+     * devices it runs over tcp.
      *
      * <p>{@link #NONE} lets UCX use shared memory. A failed peer is then noticed only by
      * {@code transfer_timeout}, after which its endpoint is force-closed.

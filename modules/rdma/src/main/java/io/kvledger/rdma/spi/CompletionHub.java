@@ -63,8 +63,21 @@ public final class CompletionHub {
 
     /** Delivers the one event of an admitted batch; later events for the same id are ignored. */
     public void complete(TransferEvent event) {
+        complete(event, null);
+    }
+
+    /**
+     * As {@link #complete(TransferEvent)}, running {@code afterEmit} (when not null, and also when
+     * the event is ignored) once the event is on the flux but before the batch's future completes:
+     * an engine releases per-session state there, so that a caller woken by the future already
+     * sees it released, while nothing it posts next can reach the flux before this event.
+     */
+    public void complete(TransferEvent event, Runnable afterEmit) {
         CompletableFuture<TransferEvent> f = pending.remove(event.transferId());
         if (f == null) {
+            if (afterEmit != null) {
+                afterEmit.run();
+            }
             return;
         }
         (event.succeeded() ? succeeded : failed).incrementAndGet();
@@ -73,6 +86,9 @@ public final class CompletionHub {
             LOG.log(System.Logger.Level.WARNING, engineName + ": completion flux not drained (" + r + ", "
                     + BUFFER + " events buffered without a subscriber?); events from now on reach only their "
                     + "PendingTransfer until a subscriber drains the flux");
+        }
+        if (afterEmit != null) {
+            afterEmit.run();
         }
         f.complete(event);
     }

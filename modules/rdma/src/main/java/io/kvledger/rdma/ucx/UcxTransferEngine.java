@@ -79,7 +79,9 @@ import reactor.core.publisher.Flux;
  * endpoint with peer error handling also hears from UCX that its peer failed, through the
  * endpoint error handler (an FFM upcall), which does the same with {@link FailureCode#PEER_FAILED}.
  * Which endpoints get peer error handling is {@link EngineOptions#errorHandling()}; by default
- * ({@code AUTO}) those to other hosts, since UCX's shared memory does not support it.
+ * ({@code AUTO}) those to other hosts. Either way a peer on this host reaches this engine's
+ * regions through shared memory, one-sided, so this process never serves RMA emulated for it
+ * (UCX aborts a process whose reply to an emulated put fails; see {@code survivalConfig}).
  *
  * <p><b>Direct shared memory.</b> When UCX maps a peer's region into this process
  * ({@code ucp_rkey_ptr} succeeds: a peer on this host, shared-memory transport) and the endpoint
@@ -212,7 +214,7 @@ public final class UcxTransferEngine implements TransferEngine {
     public String describe() {
         String eh = switch (options.errorHandling()) {
             case AUTO -> "auto (none, i.e. shared memory, for peers on this host; peer for others)";
-            case PEER -> "peer";
+            case PEER -> "peer (posix shared memory for peers on this host)";
             case NONE -> "none";
         };
         return Ucx.load().detail() + ", error handling " + eh
@@ -511,8 +513,9 @@ public final class UcxTransferEngine implements TransferEngine {
      * @param force force-close ({@code UCP_EP_CLOSE_FLAG_FORCE}): for a peer UCX reported failed,
      *              or one presumed dead without peer error handling (a graceful close would wait
      *              for it forever). A forced close is never used on a peer that may be alive and
-     *              have peer error handling: UCX 1.13 aborts the <em>peer's</em> process when its
-     *              emulated-RMA handler then cannot answer ("unexpected error: Endpoint timeout").
+     *              have peer error handling: over tcp it resets the connection, and UCX 1.13
+     *              aborts the <em>peer's</em> process when its emulated-RMA handler then cannot
+     *              answer a put still buffered there ("unexpected error: Endpoint timeout").
      */
     private void failEndpoint(Endpoint ep, FailureCode code, String why, boolean force) {
         if (ep.failed) {
@@ -864,11 +867,9 @@ public final class UcxTransferEngine implements TransferEngine {
     private void report(InFlight f, TransferEvent e) {
         boolean first = !f.reported;
         f.reported = true;
-        hub.complete(e);
-        if (first) {
-            // after the event, so that a later direct copy of the session cannot overtake it
-            f.session.queued.decrementAndGet();
-        }
+        // after the event is emitted, so that a later direct copy of the session cannot overtake
+        // it, and before its future completes, so that a caller woken by it may copy directly
+        hub.complete(e, first ? f.session.queued::decrementAndGet : null);
     }
 
     // ================================================================== the thread
@@ -954,6 +955,13 @@ public final class UcxTransferEngine implements TransferEngine {
             // keep UCX's tcp on the devices asked for (lo by default): tests never leave the host
             check(Ucx.configModify(cfg, arena.allocateFrom("NET_DEVICES"), arena.allocateFrom(options.netDevices())),
                     "ucp_config_modify NET_DEVICES=" + options.netDevices());
+            for (String[] kv : survivalConfig(options.transferTimeout().toMillis())) {
+                int st = Ucx.configModify(cfg, arena.allocateFrom(kv[0]), arena.allocateFrom(kv[1]));
+                if (st != UCS_OK) {
+                    LOG.log(System.Logger.Level.WARNING, label + ": ucp_config_modify " + kv[0] + "=" + kv[1] + ": "
+                            + Ucx.statusString(st) + "; a peer on this host may fall back to RMA emulated over tcp");
+                }
+            }
             MemorySegment p = arena.allocate(UCP_PARAMS);
             p.set(JAVA_LONG, offset(UCP_PARAMS, "field_mask"), UcxAbi.UCP_PARAM_FIELD_FEATURES | UcxAbi.UCP_PARAM_FIELD_NAME);
             // WAKEUP: an idle worker waits in poll(2) instead of spinning (selects the same transports here)
@@ -997,6 +1005,37 @@ public final class UcxTransferEngine implements TransferEngine {
                 MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class, int.class)).bindTo(this);
         errorHandlerStub = Linker.nativeLinker().upcallStub(onError,
                 FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_INT), arena);
+    }
+
+    /**
+     * The UCX settings that keep this process from serving RMA emulated by active messages for
+     * a peer on this host. UCX 1.13 (and later) aborts the process that serves an emulated put or
+     * get when the reply cannot be sent: {@code ucp_put_handler} and {@code ucp_get_req_handler}
+     * send it with {@code ucp_request_send}, which calls {@code ucs_fatal} ("unexpected error:
+     * Endpoint timeout") for any error, whatever the endpoints' error-handling mode. Over tcp that
+     * happens whenever an initiator dies with puts still buffered in this process's socket: the
+     * first reply after its reset fails. Peer error handling used to mean tcp between two
+     * processes of this host, so a same-host initiator killed mid-transfer took this process down.
+     * <ul>
+     * <li>{@code MM_ERROR_HANDLING=y}: the posix shared-memory transport offers peer failure
+     *     handling (it checks the peer process like keepalive does), so endpoints with peer error
+     *     handling to this host use posix shared memory instead of tcp;</li>
+     * <li>{@code ALLOC_PRIO} posix first: regions are allocated in posix shared memory, so their
+     *     remote keys carry a posix key and a put or get by a peer on this host is a one-sided
+     *     copy by the peer (with a sysv key only, an endpoint limited to posix would still emulate
+     *     RMA over its active messages);</li>
+     * <li>{@code KEEPALIVE_INTERVAL} half the transfer timeout (at most UCX's 20 s): endpoints with
+     *     peer error handling hear that an idle peer died within the timeout.</li>
+     * </ul>
+     * Peers on other hosts still use tcp without RDMA devices, with RMA emulated: see
+     * {@code package-info}.
+     */
+    static List<String[]> survivalConfig(long transferTimeoutMs) {
+        long keepaliveMs = Math.max(100, Math.min(20_000, transferTimeoutMs / 2));
+        return List.of(
+                new String[] {"MM_ERROR_HANDLING", "y"},
+                new String[] {"ALLOC_PRIO", "md:posix,md:sysv,huge,thp,md:*,mmap,heap"},
+                new String[] {"KEEPALIVE_INTERVAL", keepaliveMs + "ms"});
     }
 
     private static void check(int status, String what) {

@@ -51,6 +51,22 @@ class CompletionHubTest {
     }
 
     @Test
+    void afterEmitRunsOnceTheEventIsOnTheFluxAndBeforeTheFutureCompletes() {
+        CompletionHub hub = new CompletionHub("test");
+        List<TransferEvent> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        hub.flux().subscribe(seen::add);
+        PendingTransfer p = hub.admit(3, TransferOp.READ).orElseThrow();
+        List<String> at = new java.util.ArrayList<>();
+        hub.complete(ok(3), () -> at.add("flux " + seen.size() + ", future done " + p.future().isDone()));
+        assertThat(at).containsExactly("flux 1, future done false");
+        assertThat(p.future()).isCompletedWithValue(ok(3));
+        // an ignored event (a second report) still runs it: an engine's release must not be lost
+        hub.complete(ok(3), () -> at.add("ignored"));
+        assertThat(at).containsExactly("flux 1, future done false", "ignored");
+        assertThat(seen).containsExactly(ok(3));
+    }
+
+    @Test
     void batchRulesNameTheFirstBadEntry() {
         TransferError e = BatchRules.check(OffsetBatch.of(new long[] {0, 10}, new long[] {0, 0}, new long[] {10, 10}), 15, 100);
         assertThat(e.code()).isEqualTo(FailureCode.LOCAL_OUT_OF_BOUNDS);

@@ -272,6 +272,46 @@ class TwoProcessUcxTest {
         }
     }
 
+    /**
+     * A put into a peer on this host is a one-sided copy in both modes: it completes while the
+     * peer process is stopped (SIGSTOP), so the peer never serves it. With peer error handling
+     * this used to run over tcp with RMA emulated by active messages, which the target serves,
+     * and UCX aborts a target whose reply to an emulated put fails (its initiator died): see
+     * {@link UcxTransferEngine}'s {@code survivalConfig}.
+     */
+    @ParameterizedTest(name = "error handling {0}")
+    @ValueSource(strings = {"peer", "none"})
+    void aWriteIntoAPeerOnThisHostNeedsNoneOfItsProgress(String mode) throws Exception {
+        int blocks = 4;
+        long kvStride = blocks * BLOCK;
+        try (Peer peer = Peer.start(dir, mode, TIMEOUT); UcxTransferEngine engine = engine(mode)) {
+            RegionDescriptor remote = desc(peer.call("REGISTER kv " + 2 * kvStride, WAIT));
+            MemoryRegion local = engine.register("kv", 2 * BLOCK).orElseThrow();
+            Session s = engine.openSession(local, remote).orElseThrow();
+            // connected while the peer runs; this write leaves block 0 as it was (zero)
+            assertThat(Await.event(s.write(1, OffsetBatch.single(0, 0, BLOCK)), WAIT).succeeded()).isTrue();
+            KvPattern.fill(local.segment(), 0, BLOCK, 0, 2, 0);
+            KvPattern.fill(local.segment(), BLOCK, BLOCK, 0, 2, 1);
+            OffsetBatch block1 = OffsetBatch.of(new long[] {0, BLOCK}, new long[] {BLOCK, kvStride + BLOCK},
+                    new long[] {BLOCK, BLOCK});
+            signal(peer, "STOP");
+            TransferEvent e;
+            try {
+                e = Await.event(s.write(2, block1), WAIT);
+            } finally {
+                signal(peer, "CONT");
+            }
+            assertThat(e.succeeded()).as("a write while the target process is stopped: %s", e).isTrue();
+            assertThat(peer.call("VERIFYKV kv 0 0 " + kvStride + " " + BLOCK + " " + BLOCK + " " + blocks + " 1 2", WAIT))
+                    .isEqualTo("OK");
+        }
+    }
+
+    static void signal(Peer peer, String signal) throws Exception {
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(peer.pid())).inheritIO().start();
+        assertThat(kill.waitFor()).as("kill -%s %d", signal, peer.pid()).isZero();
+    }
+
     @Test
     void zeroLengthOverBoundsAndWrongRegionAreRefusedBeforeAnythingIsPosted() throws Exception {
         try (Peer peer = Peer.start(dir, "none", TIMEOUT); UcxTransferEngine engine = engine("none")) {
