@@ -123,17 +123,23 @@ public final class LiveNodeRunner {
         print("warm-up", warm);
         List<Round> on = new ArrayList<>();
         List<Round> off = new ArrayList<>();
+        List<Double> ratios = new ArrayList<>();
         for (int r = 0; r < rounds; r++) {
             for (boolean journaled : r % 2 == 0 ? new boolean[] {true, false} : new boolean[] {false, true}) {
                 Round x = round(journaled, mode, requests, window, engine);
                 print("round " + (r + 1), x);
                 (journaled ? on : off).add(x);
             }
+            ratios.add(on.getLast().rps() / off.getLast().rps());
         }
         double rpsOn = median(on.stream().mapToDouble(Round::rps).toArray());
         double rpsOff = median(off.stream().mapToDouble(Round::rps).toArray());
         System.out.printf(Locale.ROOT, "median requests/s: journal on %.0f, off %.0f; on/off %.3f (journal cost %.1f %%)%n",
                 rpsOn, rpsOff, rpsOn / rpsOff, 100 * (1 - rpsOn / rpsOff));
+        double ratio = median(ratios.stream().mapToDouble(Double::doubleValue).toArray());
+        System.out.printf(Locale.ROOT, "on/off, median of %d per-round ratios: %.3f (journal cost %.1f %%); per-round %s%n",
+                ratios.size(), ratio, 100 * (1 - ratio),
+                ratios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList());
         for (List<Round> set : List.of(on, off)) {
             long[] own = set.stream().flatMapToLong(x -> Arrays.stream(x.ownEventNs())).sorted().toArray();
             long[] later = set.stream().flatMapToLong(x -> Arrays.stream(x.laterNs())).sorted().toArray();

@@ -66,10 +66,17 @@ public final class NodeLoopRunner {
 
     enum Mode { JOURNAL, NO_JOURNAL, REDUCER_ALONE }
 
-    /** Events and wall time of a mode's round; bytes allocated; CPU time of the loop threads (0 without loop). */
+    /**
+     * Events and wall time of a mode's round; bytes allocated; CPU time of the thread that applied
+     * the events (the loop threads, or the runner's thread for {@code reducerAlone}).
+     */
     record Result(long events, long ns, long bytes, long loopCpuNs) {
         double perSecond() {
             return events / (ns / 1e9);
+        }
+
+        double cpuUsPerEvent() {
+            return loopCpuNs / 1e3 / events;
         }
     }
 
@@ -128,6 +135,7 @@ public final class NodeLoopRunner {
             results.put(m, new ArrayList<>());
         }
         List<Double> journalRatios = new ArrayList<>();
+        List<Double> cpuRatios = new ArrayList<>();
         for (int r = -warmup; r < rounds; r++) {
             Map<Mode, Result> round = new EnumMap<>(Mode.class);
             StringBuilder line = new StringBuilder(r < 0 ? "warm-up" : "round " + (r + 1));
@@ -135,8 +143,9 @@ public final class NodeLoopRunner {
                 Mode m = modes.get(Math.floorMod(r + k, modes.size()));
                 Result x = runner.run(m);
                 round.put(m, x);
-                line.append(String.format(Locale.ROOT, "  %s %,.0f ev/s (%.0f B/ev, loop on CPU %.0f %%)", m,
-                        x.perSecond(), (double) x.bytes() / x.events(), 100.0 * x.loopCpuNs() / x.ns()));
+                line.append(String.format(Locale.ROOT, "  %s %,.0f ev/s (%.0f B/ev, %.2f CPU us/ev, on CPU %.0f %%)",
+                        m, x.perSecond(), (double) x.bytes() / x.events(), x.cpuUsPerEvent(),
+                        100.0 * x.loopCpuNs() / x.ns()));
             }
             System.out.println(line);
             if (r >= 0) {
@@ -145,6 +154,7 @@ public final class NodeLoopRunner {
                 }
                 if (round.containsKey(Mode.JOURNAL) && round.containsKey(Mode.NO_JOURNAL)) {
                     journalRatios.add(round.get(Mode.JOURNAL).perSecond() / round.get(Mode.NO_JOURNAL).perSecond());
+                    cpuRatios.add(round.get(Mode.NO_JOURNAL).cpuUsPerEvent() / round.get(Mode.JOURNAL).cpuUsPerEvent());
                 }
             }
         }
@@ -152,9 +162,10 @@ public final class NodeLoopRunner {
             double[] v = results.get(m).stream().mapToDouble(Result::perSecond).sorted().toArray();
             double[] b = results.get(m).stream().mapToDouble(x -> (double) x.bytes() / x.events()).sorted().toArray();
             double[] c = results.get(m).stream().mapToDouble(x -> (double) x.loopCpuNs() / x.ns()).sorted().toArray();
+            double[] u = results.get(m).stream().mapToDouble(Result::cpuUsPerEvent).sorted().toArray();
             System.out.printf(Locale.ROOT, "%-13s median %,.0f events/s (min %,.0f, max %,.0f), median %.0f B/event, "
-                    + "loop thread on CPU %.0f %% of the round (median)%n", m, median(v), v[0], v[v.length - 1],
-                    median(b), 100 * median(c));
+                    + "median %.2f CPU us/event (%,.0f events/s on a core of its own), on CPU %.0f %% of the round%n",
+                    m, median(v), v[0], v[v.length - 1], median(b), median(u), 1e6 / median(u), 100 * median(c));
         }
         if (journalRatios.isEmpty()) {
             return;
@@ -163,6 +174,10 @@ public final class NodeLoopRunner {
         System.out.printf(Locale.ROOT, "journal / noJournal, median of %d per-round ratios: %.3f (the journal costs "
                 + "%.1f %% of the loop's throughput); per-round ratios %s%n", journalRatios.size(), ratio,
                 100 * (1 - ratio), journalRatios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList());
+        double cpuRatio = median(cpuRatios.stream().mapToDouble(Double::doubleValue).toArray());
+        System.out.printf(Locale.ROOT, "CPU per event, noJournal / journal, median of per-round ratios: %.3f (the journal "
+                + "costs %.1f %% of the loop thread's CPU); per-round ratios %s%n", cpuRatio, 100 * (1 - cpuRatio),
+                cpuRatios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList());
     }
 
     Result run(Mode mode) throws Exception {
@@ -178,12 +193,14 @@ public final class NodeLoopRunner {
             NodeState state = s.freshState();
             if (mode == Mode.REDUCER_ALONE) {
                 long a0 = mx.getTotalThreadAllocatedBytes();
+                long c0 = mx.getCurrentThreadCpuTime();
                 long t0 = System.nanoTime();
                 for (NodeEvent e : ev) {
                     sink.clear();
                     NodeReducer.applyInto(state, e, sink);
                 }
                 ns += System.nanoTime() - t0;
+                cpu += mx.getCurrentThreadCpuTime() - c0;
                 bytes += mx.getTotalThreadAllocatedBytes() - a0;
                 n += ev.length;
                 check(s, state.stateHash(), i);
