@@ -25,6 +25,9 @@ import org.junit.jupiter.api.io.TempDir;
 /** The node-loop benchmark's workload: its size, its time move, and a loop that runs it as the reducer does. */
 class LoopWorkloadTest {
 
+    /** Requests per mode: a quarter of the standard script keeps the test quick. */
+    private static final int REQUESTS = 128;
+
     private static List<NodeStream> streams;
 
     @TempDir
@@ -32,7 +35,7 @@ class LoopWorkloadTest {
 
     @BeforeAll
     static void buildWorkload() {
-        streams = LoopWorkload.streams();
+        streams = LoopWorkload.streams(REQUESTS);
     }
 
     @Test
