@@ -53,6 +53,7 @@ public final class NodeService implements AutoCloseable {
     private static final long HOOK_WAIT_NS = TimeUnit.SECONDS.toNanos(5);
 
     private final NodeOptions options;
+    private final boolean journaled;
     private final ServiceClock clock = ServiceClock.system();
     private final Inbox inbox;
     private final Delivery delivery;
@@ -74,8 +75,9 @@ public final class NodeService implements AutoCloseable {
     private long lossesReported;
     private volatile boolean closed;
 
-    private NodeService(NodeOptions options) {
+    private NodeService(NodeOptions options, boolean journaled) {
         this.options = options;
+        this.journaled = journaled;
         this.inbox = new Inbox(options.inboxCapacity());
         this.delivery = new Delivery(inbox, options.deliveryBound().toNanos());
     }
@@ -85,7 +87,20 @@ public final class NodeService implements AutoCloseable {
      * what could not start.
      */
     public static NodeService start(NodeOptions options) {
-        NodeService n = new NodeService(options);
+        return start(options, true);
+    }
+
+    /**
+     * Starts a node that keeps no journal: nothing is recovered, written or flushed, and
+     * {@code journalDir} is not touched. For benchmarks only (the journal's cost, measured
+     * against the same run with it); such a node cannot be replayed or recovered.
+     */
+    public static NodeService startWithoutJournal(NodeOptions options) {
+        return start(options, false);
+    }
+
+    private static NodeService start(NodeOptions options, boolean journaled) {
+        NodeService n = new NodeService(options, journaled);
         try {
             n.startAll();
             return n;
@@ -98,7 +113,7 @@ public final class NodeService implements AutoCloseable {
     private void startAll() {
         NodeConfig cfg = options.config();
         long lastSeq = 0;
-        if (Recovery.present(options.journalDir())) {
+        if (journaled && Recovery.present(options.journalDir())) {
             recovery = Recovery.replay(options.journalDir(), cfg);
             state = recovery.state();
             lastSeq = recovery.lastSeq();
@@ -108,9 +123,11 @@ public final class NodeService implements AutoCloseable {
         } else {
             state = NodeState.initial(cfg);
         }
-        journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg, "kvledger node"));
-        opened.add(journal);
-        if (recovery == null) {
+        if (journaled) {
+            journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg, "kvledger node"));
+            opened.add(journal);
+        }
+        if (journaled && recovery == null) {
             for (Effect e : NodeReducer.startupChecks(cfg)) {
                 journal.appendDerived(0, e);
             }
