@@ -4,6 +4,7 @@ import io.kvledger.cli.replay.ConfigOverrides;
 import io.kvledger.cli.replay.JournalInputs;
 import io.kvledger.cli.replay.JournalInputs.NodeJournal;
 import io.kvledger.cli.replay.Replayer;
+import io.kvledger.journal.JournalReader;
 import java.io.PrintWriter;
 import java.util.List;
 import picocli.CommandLine.Model.CommandSpec;
@@ -40,6 +41,16 @@ final class Journals {
             err.println(spec.name() + ": warning: " + w);
         }
         err.flush();
+    }
+
+    /**
+     * Whether the latest pass of {@code r} met damage (regions it skipped, printed with its
+     * warnings): the commands that print a journal's entries then exit 1, since their output lacks
+     * what the damage held.
+     */
+    static boolean damaged(JournalReader r) {
+        JournalReader.Integrity i = r.integrity();
+        return i != null && !i.damage().isEmpty();
     }
 
     /** "P0, D0" */

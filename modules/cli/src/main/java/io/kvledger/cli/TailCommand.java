@@ -130,8 +130,8 @@ final class TailCommand implements Callable<Integer> {
             }
             out.flush();
             r.warnings().forEach(spec.commandLine().getErr()::println);
+            return Journals.damaged(r) ? 1 : 0;
         }
-        return 0;
     }
 
     private void keep(ArrayDeque<JournalEntry> ring, JournalEntry e) {

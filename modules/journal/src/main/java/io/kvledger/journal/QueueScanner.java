@@ -165,7 +165,7 @@ final class QueueScanner implements AutoCloseable {
             }
             if (h == 0 || (h & NOT_COMPLETE) != 0) {
                 // the apparent end: a writer appends here next (or died while appending)
-                if (follow && isLastFile()) {
+                if (follow && isLastFile() && !writtenPast(pos)) {
                     invalidate();
                     return false;
                 }
@@ -366,7 +366,8 @@ final class QueueScanner implements AutoCloseable {
                 return -1;
             }
             int h = intAt((int) (q - winStart));
-            if (h == 0 || (h & (NOT_COMPLETE | META_DATA)) != 0) {
+            // an entry whose header lost only its metadata bit is still found (the walk reads it)
+            if (h == 0 || (h & NOT_COMPLETE) != 0) {
                 continue;
             }
             int len = h & LENGTH_MASK;
@@ -448,22 +449,45 @@ final class QueueScanner implements AutoCloseable {
     }
 
     /**
-     * How many excerpts Chronicle's header of the current file says it holds (its
-     * {@code writePosition}: the position and sequence number of the last one), or -1 when the
+     * How many excerpts Chronicle's header of the current file says it holds, or -1 when the
      * header cannot be read.
      */
     private long chronicleExcerpts() throws IOException {
-        if (size < 8 || !ensure(0, (int) Math.min(size, 4096))) {
+        long[] wp = chronicleWritePosition();
+        if (wp == null) {
             return -1;
+        }
+        long seqInCycle = JournalFormat.ROLL_CYCLE.toSequenceNumber(wp[1]);
+        return seqInCycle >= 0 ? seqInCycle + 1 : -1;
+    }
+
+    /**
+     * Whether Chronicle's header of the current file (read afresh) records an excerpt after
+     * {@code at}: then the zeros at {@code at} are damage, not the place a live writer appends next.
+     */
+    private boolean writtenPast(long at) throws IOException {
+        invalidate();
+        long[] wp = chronicleWritePosition();
+        invalidate();
+        return wp != null && wp[0] > at;
+    }
+
+    /**
+     * Chronicle's {@code writePosition} from the file header (the first excerpt, metadata): the
+     * position of the last excerpt written and its sequence value; null when it cannot be read.
+     */
+    private long[] chronicleWritePosition() throws IOException {
+        if (size < 8 || !ensure(0, (int) Math.min(size, 4096))) {
+            return null;
         }
         int h = intAt(0);
         if ((h & (META_DATA | NOT_COMPLETE)) != META_DATA) {
-            return -1;
+            return null;
         }
         int len = Math.min(h & LENGTH_MASK, winLen - 4);
         int at = indexOf(WRITE_POSITION, 4, 4 + len);
         if (at < 0) {
-            return -1;
+            return null;
         }
         int p = at + WRITE_POSITION.length;
         int end = 4 + len;
@@ -474,19 +498,18 @@ final class QueueScanner implements AutoCloseable {
             p += 5 + intAt(p + 1); // padding of a given length
         }
         if (p < 0 || p + 1 + 32 > end || (win[p] & 0xff) != 0x8D) {
-            return -1; // not an array of int64
+            return null; // not an array of int64
         }
         long used = longAt(p + 9);
         if (used < 2) {
-            return -1;
+            return null;
         }
         long position = longAt(p + 17);
         long sequence = longAt(p + 25);
         if (position <= 0 || (position & 3) != 0) {
-            return -1;
+            return null;
         }
-        long seqInCycle = JournalFormat.ROLL_CYCLE.toSequenceNumber(sequence);
-        return seqInCycle >= 0 ? seqInCycle + 1 : -1;
+        return new long[] {position, sequence};
     }
 
     private int indexOf(byte[] needle, int from, int to) {
