@@ -272,8 +272,8 @@ final class InspectCommand implements Callable<Integer> {
         return 0;
     }
 
-    private static Replayer open(List<NodeJournal> journals) {
-        return Replayer.open(journals, ConfigOverrides.none()).recorded(false);
+    private Replayer open(List<NodeJournal> journals) {
+        return Journals.openResolved(spec, journals, ConfigOverrides.none()).recorded(false);
     }
 
     /** Whether an event or effect names one of the target ids (or a status posted for them). */

@@ -26,7 +26,14 @@ final class Journals {
 
     /** Resolves and opens the journals; an unreadable one is a usage error (exit 2). */
     static Replayer open(CommandSpec spec, List<String> dirs, ConfigOverrides overrides) {
-        List<NodeJournal> journals = resolve(spec, dirs);
+        return openResolved(spec, resolve(spec, dirs), overrides);
+    }
+
+    /**
+     * Opens resolved journals; an unreadable one (no header, a header lost to damage, named by
+     * file and byte offset) is a usage error (exit 2) with that one line, never a stack trace.
+     */
+    static Replayer openResolved(CommandSpec spec, List<NodeJournal> journals, ConfigOverrides overrides) {
         try {
             return Replayer.open(journals, overrides);
         } catch (JournalInputs.InputException e) {

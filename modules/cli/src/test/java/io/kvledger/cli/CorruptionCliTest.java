@@ -167,7 +167,8 @@ class CorruptionCliTest {
         java.util.Map<String, CliRun.Outcome> all = everyReader(dir, d0);
         for (var e : all.entrySet()) {
             if (!e.getKey().equals("inspect")) {
-                assertThat(e.getValue().err() + e.getValue().out()).as(e.getKey()).contains("journal damaged")
+                assertThat(e.getValue().err() + e.getValue().out()).as(e.getKey())
+                        .contains(e.getKey().equals("verify") ? "damaged: " : "journal damaged: ")
                         .contains(file.getFileName() + " at byte " + n(entries.get((int) first).pos()));
             }
         }
@@ -310,7 +311,7 @@ class CorruptionCliTest {
         }
         CliRun.Outcome v = run("verify", v1.toString());
         assertThat(v.code()).as(v.out()).isZero();
-        assertThat(v.out()).contains("P0: " + n(entries.size()) + " entries").contains(": ok [" + n(entries.size())
+        assertThat(v.out()).contains("P0 (journal v1): " + n(entries.size()) + " entries").contains(": ok [" + n(entries.size())
                 + " entries without checksums (format version 1): damage inside them cannot be detected]");
         assertThat(run("dump", v1.toString()).lines()).hasSize(entries.size());
     }
