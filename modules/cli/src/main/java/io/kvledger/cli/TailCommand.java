@@ -36,7 +36,8 @@ import picocli.CommandLine.Spec;
  * journal.
  */
 @Command(name = "tail", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Prints the last entries of a journal; with -f, follows it while its writer appends.",
+        description = {"Prints the last entries of a journal; with -f, follows it while its writer appends. "
+                + "Without -f, exit status 1 when the journal is damaged (the damage is printed on standard error).",
             "With -f the journal need not exist yet: tail waits for its writer to start. Ctrl-C stops it."})
 final class TailCommand implements Callable<Integer> {
 

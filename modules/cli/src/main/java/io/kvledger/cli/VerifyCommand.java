@@ -31,12 +31,18 @@ import picocli.CommandLine.Spec;
  * this version knows and decodes; sequence numbers go up by exactly one; event times never go
  * back (over the inputs and the derived entries of an input; start-up checks, whose cause is the
  * header, carry no time of their own); every derived entry's cause is the header or an earlier
- * input. Across journals: node ids are unique. Exit 0 when everything is clean, 1 when a problem
- * was found (each listed with its seq), 2 for a DIR that holds no journal.
+ * input. Integrity: every entry's checksum (format version 2) and the framing of the queue files;
+ * each damaged region is a problem naming the file, the byte offset, the last good seq and the
+ * entries lost, so verify never says "ok" about a journal it could not read completely; entries
+ * without checksums (format version 1) are counted. Across journals: node ids are unique. Exit 0
+ * when everything is clean, 1 when a problem was found (each listed with its seq or region), 2 for
+ * a DIR that holds no journal.
  */
 @Command(name = "verify", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Checks the format of journals: header first, known type ids, sequence numbers up by one, "
-                + "event times that never go back, derived entries caused by an earlier input, unique node ids.",
+                + "event times that never go back, derived entries caused by an earlier input, unique node ids; "
+                + "and their integrity: every entry's checksum, every damaged region (file, byte offset, last good "
+                + "seq, entries lost), data after the apparent end.",
             "Exit status: 0 clean, 1 when a problem was found (each printed with its seq), 2 usage error."})
 final class VerifyCommand implements Callable<Integer> {
 

@@ -255,6 +255,23 @@ class CorruptionTest {
         });
     }
 
+    /** Readable data after the apparent end: a zeroed or not-complete excerpt header in the middle of the data. */
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void entries_after_an_apparent_end_are_found_and_the_gap_reported(boolean zeroHeader) {
+        Path dir = copy();
+        int k = ENTRIES_MID + 1;
+        Damage.Excerpt x = entries.get(k);
+        int h = zeroHeader ? 0 : (x.len() | 0x8000_0000);
+        Damage.write(Damage.queueFile(dir), x.pos(), new byte[] {(byte) h, (byte) (h >>> 8), (byte) (h >>> 16), (byte) (h >>> 24)});
+        Pass p = readAll(dir);
+        assertThat(p.seqs()).isEqualTo(seqsExcept(s -> s == k));
+        assertThat(p.integrity().damage()).singleElement().isEqualTo(new JournalDamage(
+                Damage.queueFile(dir).getFileName().toString(), x.pos(), entries.get(k + 1).pos() - x.pos(), k - 1, k + 1, 1,
+                (zeroHeader ? "the data ends here (zeros)" : "an excerpt left incomplete")
+                        + ", but entries follow at byte " + String.format(java.util.Locale.ROOT, "%,d", entries.get(k + 1).pos())));
+    }
+
     // ---- bit flips ----------------------------------------------------------------------
 
     /**
