@@ -37,9 +37,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * <p>Events: {@code mix} cycles through every event of {@link LifecycleScript#standard()} (the
  * four node streams, 27,100 events: admissions with params, block allocations with ~52 block ids,
  * steps, notifies, completions, ticks); {@code tick} appends the smallest event. Each append is
- * one excerpt: the 28-byte envelope and the msgpack payload. {@link #appendApplied} appends an
- * input and the effects the reducer produced for it (what a live node writes per event); its
- * score counts inputs.
+ * one excerpt: the 32-byte envelope (with the entry's CRC32C, format version 2) and the msgpack
+ * payload. {@link #appendApplied} appends an input and the effects the reducer produced for it
+ * (what a live node writes per event); its score counts inputs.
  *
  * <p>Each iteration writes to a fresh journal in a temporary directory, deleted after the
  * iteration, so a run does not fill the disk; the journal's page faults on its first pages are

@@ -22,7 +22,8 @@ import picocli.CommandLine.Spec;
  * {@code kvledger dump DIR...}: every entry of one or more journals, one line each (the journal's
  * own dissectors), or JSON lines with {@code --json}. Several journals (a {@code simulate} or
  * {@code merge} output, or several DIR arguments) are interleaved by event time with the node id
- * in front of each line. Journal warnings (skipped entries of unknown types) go to standard error.
+ * in front of each line. Journal warnings (skipped entries of unknown types, damaged regions) go to
+ * standard error; a damaged journal is printed as far as it is intact and the exit status is 1.
  */
 @Command(name = "dump", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Prints the entries of journals, one line per entry: seq, event time in seconds, kind "
@@ -89,11 +90,13 @@ final class DumpCommand implements Callable<Integer> {
                 }
             }
             out.flush();
+            boolean damaged = false;
             for (JournalReader r : readers) {
                 r.warnings().forEach(err::println);
+                damaged |= Journals.damaged(r);
             }
             err.flush();
-            return 0;
+            return damaged ? 1 : 0;
         } finally {
             JournalDirs.closeAll(readers);
         }

@@ -30,10 +30,13 @@ import picocli.CommandLine.Spec;
  * output) needs {@code --out OUTDIR} and gives {@code OUTDIR/<node>/journal.jsonl} per node (the
  * layout of journal/fixtures). A file is written under a temporary name and renamed when complete,
  * so a failed export leaves no half-written file; an existing file is kept unless {@code --force}.
+ * A damaged journal is exported as far as it is intact, its damaged regions are printed on
+ * standard error, and the exit status is 1.
  */
 @Command(name = "export", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Writes a journal as JSON lines: to standard output, or to FILE with --out.",
-            "For a directory of node journals, --out names a directory: OUT/<node>/journal.jsonl per node."})
+            "For a directory of node journals, --out names a directory: OUT/<node>/journal.jsonl per node.",
+            "Exit status: 0, or 1 when a journal is damaged (what is intact is exported; the damage is printed)."})
 final class JournalExportCommand implements Callable<Integer> {
 
     private static final Pattern SAFE_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
@@ -74,15 +77,18 @@ final class JournalExportCommand implements Callable<Integer> {
         if (Files.exists(out) && !Files.isDirectory(out)) {
             throw usage("--out " + out + " is a file; with several journals it must be a directory");
         }
+        int worst = 0;
         for (NodeJournal j : journals) {
             String name = j.name();
             int code = exportTo(j.dir(), out.resolve(SAFE_NAME.matcher(name).matches() ? name : "journal-" + Math.abs(name.hashCode()))
                     .resolve("journal.jsonl"), err);
-            if (code != 0) {
+            if (code == 1 && worst == 0) {
+                worst = 1; // a damaged journal: what is intact is exported, and the others too
+            } else if (code != 0) {
                 return code;
             }
         }
-        return 0;
+        return worst;
     }
 
     private int exportTo(Path journal, Path file, PrintWriter err) {
@@ -122,7 +128,7 @@ final class JournalExportCommand implements Callable<Integer> {
             }
             r.warnings().forEach(err::println);
             err.flush();
-            return 0;
+            return Journals.damaged(r) ? 1 : 0;
         } catch (IOException e) {
             err.println("journal export: writing " + (file == null ? "standard output" : file) + " failed: " + e.getMessage());
             return 1;

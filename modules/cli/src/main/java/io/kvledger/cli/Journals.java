@@ -5,6 +5,7 @@ import io.kvledger.journal.replay.JournalInputs;
 import io.kvledger.journal.replay.JournalInputs.NodeJournal;
 import io.kvledger.journal.replay.Replayer;
 import io.kvledger.journal.JournalException;
+import io.kvledger.journal.JournalReader;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,7 +40,14 @@ final class Journals {
 
     /** Resolves and opens the journals; an unreadable one is a usage error (exit 2). */
     static Replayer open(CommandSpec spec, List<String> dirs, ConfigOverrides overrides) {
-        List<NodeJournal> journals = resolve(spec, dirs);
+        return openResolved(spec, resolve(spec, dirs), overrides);
+    }
+
+    /**
+     * Opens resolved journals; an unreadable one (no header, a header lost to damage, named by
+     * file and byte offset) is a usage error (exit 2) with that one line, never a stack trace.
+     */
+    static Replayer openResolved(CommandSpec spec, List<NodeJournal> journals, ConfigOverrides overrides) {
         try {
             return Replayer.open(journals, overrides);
         } catch (JournalInputs.InputException e) {
@@ -59,6 +67,16 @@ final class Journals {
             err.println(spec.name() + ": warning: " + w);
         }
         err.flush();
+    }
+
+    /**
+     * Whether the latest pass of {@code r} met damage (regions it skipped, printed with its
+     * warnings): the commands that print a journal's entries then exit 1, since their output lacks
+     * what the damage held.
+     */
+    static boolean damaged(JournalReader r) {
+        JournalReader.Integrity i = r.integrity();
+        return i != null && !i.damage().isEmpty();
     }
 
     /** "P0, D0" */

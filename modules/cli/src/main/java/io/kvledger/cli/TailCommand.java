@@ -36,7 +36,8 @@ import picocli.CommandLine.Spec;
  * journal.
  */
 @Command(name = "tail", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Prints the last entries of a journal; with -f, follows it while its writer appends.",
+        description = {"Prints the last entries of a journal; with -f, follows it while its writer appends. "
+                + "Without -f, exit status 1 when the journal is damaged (the damage is printed on standard error).",
             "With -f the journal need not exist yet: tail waits for its writer to start. Ctrl-C stops it."})
 final class TailCommand implements Callable<Integer> {
 
@@ -130,8 +131,8 @@ final class TailCommand implements Callable<Integer> {
             }
             out.flush();
             r.warnings().forEach(spec.commandLine().getErr()::println);
+            return Journals.damaged(r) ? 1 : 0;
         }
-        return 0;
     }
 
     private void keep(ArrayDeque<JournalEntry> ring, JournalEntry e) {

@@ -2,12 +2,14 @@ package io.kvledger.cli;
 
 import io.kvledger.journal.replay.JournalInputs;
 import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.journal.JournalDamage;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalFormat;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.json.Json;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.BitSet;
@@ -29,12 +31,18 @@ import picocli.CommandLine.Spec;
  * this version knows and decodes; sequence numbers go up by exactly one; event times never go
  * back (over the inputs and the derived entries of an input; start-up checks, whose cause is the
  * header, carry no time of their own); every derived entry's cause is the header or an earlier
- * input. Across journals: node ids are unique. Exit 0 when everything is clean, 1 when a problem
- * was found (each listed with its seq), 2 for a DIR that holds no journal.
+ * input. Integrity: every entry's checksum (format version 2) and the framing of the queue files;
+ * each damaged region is a problem naming the file, the byte offset, the last good seq and the
+ * entries lost, so verify never says "ok" about a journal it could not read completely; entries
+ * without checksums (format version 1) are counted. Across journals: node ids are unique. Exit 0
+ * when everything is clean, 1 when a problem was found (each listed with its seq or region), 2 for
+ * a DIR that holds no journal.
  */
 @Command(name = "verify", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Checks the format of journals: header first, known type ids, sequence numbers up by one, "
-                + "event times that never go back, derived entries caused by an earlier input, unique node ids.",
+                + "event times that never go back, derived entries caused by an earlier input, unique node ids; "
+                + "and their integrity: every entry's checksum, every damaged region (file, byte offset, last good "
+                + "seq, entries lost), data after the apparent end.",
             "Exit status: 0 clean, 1 when a problem was found (each printed with its seq), 2 usage error."})
 final class VerifyCommand implements Callable<Integer> {
 
@@ -51,8 +59,15 @@ final class VerifyCommand implements Callable<Integer> {
     @Option(names = "--json", description = "one JSON object: every journal with its counts and problems")
     boolean json;
 
-    /** One problem: the seq of the entry (-1: the journal as a whole) and what is wrong. */
-    record Problem(long seq, String what) {}
+    /**
+     * One problem: the seq of the entry (-1: the journal as a whole) and what is wrong; a damaged
+     * region also carries its {@link JournalDamage}.
+     */
+    record Problem(long seq, String what, JournalDamage damage) {
+        Problem(long seq, String what) {
+            this(seq, what, null);
+        }
+    }
 
     /** What was found in one journal. */
     static final class Report {
@@ -67,6 +82,13 @@ final class VerifyCommand implements Callable<Integer> {
         final List<Problem> problems = new ArrayList<>();
         long problemCount;
         final int max;
+        long checked;
+        long unchecked;
+        int damaged;
+        long lost;
+        boolean lossUnknown;
+        boolean metadataMissing;
+        int damageSeen;
 
         Report(String dir, int max) {
             this.dir = dir;
@@ -74,10 +96,32 @@ final class VerifyCommand implements Callable<Integer> {
         }
 
         void problem(long seq, String what) {
+            add(new Problem(seq, what));
+        }
+
+        void add(Problem p) {
             problemCount++;
             if (problems.size() < max) {
-                problems.add(new Problem(seq, what));
+                problems.add(p);
             }
+        }
+
+        void damage(JournalDamage d) {
+            damaged++;
+            if (d.lostEntries() < 0) {
+                lossUnknown = true;
+            } else {
+                lost += d.lostEntries();
+            }
+            add(new Problem(-1, "damaged: " + d.describe(), d));
+        }
+
+        /** Adds the regions of {@code all} not reported yet. */
+        void damageUpTo(List<JournalDamage> all) {
+            for (int i = damageSeen; i < all.size(); i++) {
+                damage(all.get(i));
+            }
+            damageSeen = Math.max(damageSeen, all.size());
         }
     }
 
@@ -120,87 +164,139 @@ final class VerifyCommand implements Callable<Integer> {
     private Report verify(NodeJournal j, Progress progress, long[] done, PrintWriter err) {
         Report rep = new Report(j.name(), maxProblems);
         JournalReader reader;
+        rep.metadataMissing = JournalReader.metadataMissing(j.dir());
         try {
             reader = JournalReader.open(j.dir());
         } catch (JournalException e) {
-            rep.problem(0, e.getMessage());
+            // list every damaged region even when the header is lost
+            List<JournalDamage> damage = List.of();
+            try {
+                damage = JournalReader.check(j.dir()).damage();
+            } catch (JournalException | UncheckedIOException ignored) {
+                // the open failure says it
+            }
+            if (damage.isEmpty()) {
+                rep.problem(0, e.getMessage());
+            } else {
+                rep.problem(0, "the header (seq 0) cannot be read: nothing in this journal can be replayed");
+                damage.forEach(rep::damage);
+            }
             return rep;
         }
         try (reader) {
-            rep.node = reader.header().nodeId();
-            int version = reader.header().formatVersion();
-            if (version > JournalFormat.FORMAT_VERSION) {
-                rep.problem(0, "format version " + version + " is newer than this build's " + JournalFormat.FORMAT_VERSION
-                        + ": entries it cannot decode are reported as unknown");
+            verifyEntries(reader, rep, progress, done, err);
+        } catch (JournalException | UncheckedIOException e) {
+            rep.problem(-1, "reading stopped: " + e.getMessage());
+        }
+        return rep;
+    }
+
+    private void verifyEntries(JournalReader reader, Report rep, Progress progress, long[] done, PrintWriter err) {
+        rep.node = reader.header().nodeId();
+        int version = reader.header().formatVersion();
+        if (version > JournalFormat.FORMAT_VERSION) {
+            rep.problem(0, "format version " + version + " is newer than this build's " + JournalFormat.FORMAT_VERSION
+                    + ": entries it cannot decode are reported as unknown");
+        }
+        if (rep.node.isEmpty()) {
+            rep.problem(0, "the header's node_id is empty");
+        }
+        BitSet inputSeqs = new BitSet();
+        long expected = 0;
+        long lastAt = Long.MIN_VALUE;
+        long lastAtSeq = -1;
+        for (JournalEntry e : reader) {
+            long seq = e.seq();
+            if (seq != expected) {
+                rep.damageUpTo(reader.damageSoFar());
             }
-            if (rep.node.isEmpty()) {
-                rep.problem(0, "the header's node_id is empty");
+            if (seq != expected && !explained(reader.damageSoFar(), expected - 1, seq)) {
+                rep.problem(seq, seq > expected
+                        ? "seq jumps from " + (expected - 1) + " to " + seq + " (" + (seq - expected) + " missing)"
+                        : "seq " + seq + " does not increase (the entry before it is seq " + (expected - 1) + ")");
             }
-            BitSet inputSeqs = new BitSet();
-            long expected = 0;
-            long lastAt = Long.MIN_VALUE;
-            long lastAtSeq = -1;
-            for (JournalEntry e : reader) {
-                long seq = e.seq();
-                if (seq != expected) {
-                    rep.problem(seq, seq > expected
-                            ? "seq jumps from " + (expected - 1) + " to " + seq + " (" + (seq - expected) + " missing)"
-                            : "seq " + seq + " does not increase (the entry before it is seq " + (expected - 1) + ")");
-                }
-                expected = Math.max(expected, seq) + 1;
-                rep.entries++;
-                rep.lastSeq = seq;
-                switch (e) {
-                    case JournalEntry.Header h -> {
-                        if (seq != 0 || rep.entries != 1) {
-                            rep.problem(seq, "a header in the middle of the journal (only the first entry is a header)");
-                        }
+            expected = Math.max(expected, seq) + 1;
+            rep.entries++;
+            rep.lastSeq = seq;
+            switch (e) {
+                case JournalEntry.Header h -> {
+                    if (seq != 0 || rep.entries != 1) {
+                        rep.problem(seq, "a header in the middle of the journal (only the first entry is a header)");
                     }
-                    case JournalEntry.Input in -> {
-                        rep.inputs++;
-                        if (seq >= 0 && seq <= Integer.MAX_VALUE) {
-                            inputSeqs.set((int) seq);
+                }
+                case JournalEntry.Input in -> {
+                    rep.inputs++;
+                    if (seq >= 0 && seq <= Integer.MAX_VALUE) {
+                        inputSeqs.set((int) seq);
+                    }
+                    if (in.atNs() < lastAt) {
+                        rep.problem(seq, "time goes back: at_ns " + in.atNs() + " is before " + lastAt + " (seq "
+                                + lastAtSeq + ")");
+                    } else {
+                        lastAt = in.atNs();
+                        lastAtSeq = seq;
+                    }
+                    span(rep, in.atNs());
+                }
+                case JournalEntry.Derived d -> {
+                    rep.derived++;
+                    long cause = d.causeSeq();
+                    if (cause != 0) {
+                        if (cause >= seq) {
+                            rep.problem(seq, "derived entry's cause_seq " + cause + " is not an earlier entry");
+                        } else if (cause <= Integer.MAX_VALUE && !inputSeqs.get((int) cause)
+                                && !lost(reader.damageSoFar(), cause)) {
+                            rep.problem(seq, "derived entry's cause_seq " + cause + " is not an input");
                         }
-                        if (in.atNs() < lastAt) {
-                            rep.problem(seq, "time goes back: at_ns " + in.atNs() + " is before " + lastAt + " (seq "
-                                    + lastAtSeq + ")");
+                        if (d.atNs() < lastAt) {
+                            rep.problem(seq, "time goes back: derived at_ns " + d.atNs() + " is before " + lastAt
+                                    + " (seq " + lastAtSeq + ")");
                         } else {
-                            lastAt = in.atNs();
+                            lastAt = d.atNs();
                             lastAtSeq = seq;
                         }
-                        span(rep, in.atNs());
+                        span(rep, d.atNs());
                     }
-                    case JournalEntry.Derived d -> {
-                        rep.derived++;
-                        long cause = d.causeSeq();
-                        if (cause != 0) {
-                            if (cause >= seq) {
-                                rep.problem(seq, "derived entry's cause_seq " + cause + " is not an earlier entry");
-                            } else if (cause <= Integer.MAX_VALUE && !inputSeqs.get((int) cause)) {
-                                rep.problem(seq, "derived entry's cause_seq " + cause + " is not an input");
-                            }
-                            if (d.atNs() < lastAt) {
-                                rep.problem(seq, "time goes back: derived at_ns " + d.atNs() + " is before " + lastAt
-                                        + " (seq " + lastAtSeq + ")");
-                            } else {
-                                lastAt = d.atNs();
-                                lastAtSeq = seq;
-                            }
-                            span(rep, d.atNs());
-                        }
-                    }
-                    case JournalEntry.Unknown u -> rep.problem(seq, "type id " + u.typeId()
-                            + (u.kind() == null ? "" : " (" + u.kind().label() + ")") + " cannot be read: " + u.reason());
                 }
-                if ((++done[0] & 0xFFFF) == 0 && progress.due()) {
-                    progress.update(-1, String.format(Locale.ROOT, "%s: %,d entries", rep.node, done[0]));
-                }
+                case JournalEntry.Unknown u -> rep.problem(seq, "type id " + u.typeId()
+                        + (u.kind() == null ? "" : " (" + u.kind().label() + ")") + " cannot be read: " + u.reason());
             }
-            for (String w : reader.warnings()) {
+            if ((++done[0] & 0xFFFF) == 0 && progress.due()) {
+                progress.update(-1, String.format(Locale.ROOT, "%s: %,d entries", rep.node, done[0]));
+            }
+        }
+        JournalReader.Integrity integrity = reader.integrity();
+        if (integrity != null) {
+            rep.damageUpTo(integrity.damage());
+            rep.checked = integrity.checked();
+            rep.unchecked = integrity.unchecked();
+        }
+        for (String w : reader.warnings()) {
+            if (!w.contains(": journal damaged: ")) { // listed as problems on standard output
                 err.println(w);
             }
         }
-        return rep;
+    }
+
+    /** Whether {@code seq} is an entry a damaged region lost (reported there already). */
+    private static boolean lost(List<JournalDamage> damage, long seq) {
+        for (JournalDamage d : damage) {
+            if (seq > d.lastGoodSeq() && (d.resumeSeq() < 0 || seq < d.resumeSeq())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Whether a seq jump from {@code last} to {@code seq} is a damaged region already reported. */
+    private static boolean explained(List<JournalDamage> damage, long last, long seq) {
+        for (int i = damage.size() - 1; i >= 0; i--) {
+            JournalDamage d = damage.get(i);
+            if (d.resumeSeq() == seq && d.lastGoodSeq() == last) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static void span(Report rep, long at) {
@@ -233,9 +329,22 @@ final class VerifyCommand implements Callable<Integer> {
                 b.append(", t ").append(EntryFormat.time(r.firstAtNs)).append("..").append(EntryFormat.time(r.lastAtNs)).append(" s");
             }
             b.append(r.problemCount == 0 ? ": ok" : ": " + r.problemCount + (r.problemCount == 1 ? " problem" : " problems"));
+            if (r.damaged > 0) {
+                b.append(" (").append(r.damaged).append(r.damaged == 1 ? " damaged region, " : " damaged regions, ")
+                        .append(r.lossUnknown && r.lost == 0 ? "an unknown number of"
+                                : (r.lossUnknown ? "at least " : "") + String.format(Locale.ROOT, "%,d", r.lost))
+                        .append(r.lost == 1 && !r.lossUnknown ? " entry" : " entries").append(" could not be read)");
+            }
+            if (r.unchecked > 0) {
+                b.append(String.format(Locale.ROOT, " [%,d entries without checksums (format version 1): damage inside "
+                        + "them cannot be detected]", r.unchecked));
+            }
             out.println(b);
+            if (r.metadataMissing) {
+                out.println("  note: metadata.cq4t is missing (readers do not need it; a writer recreates it)");
+            }
             for (Problem p : r.problems) {
-                out.println("  seq " + p.seq() + ": " + p.what());
+                out.println(p.damage() != null || p.seq() < 0 ? "  " + p.what() : "  seq " + p.seq() + ": " + p.what());
             }
             if (r.problemCount > r.problems.size()) {
                 out.println("  ... and " + (r.problemCount - r.problems.size()) + " more");
@@ -264,6 +373,11 @@ final class VerifyCommand implements Callable<Integer> {
             m.put("last_seq", r.lastSeq);
             m.put("first_at_ns", r.firstAtNs <= r.lastAtNs ? r.firstAtNs : null);
             m.put("last_at_ns", r.firstAtNs <= r.lastAtNs ? r.lastAtNs : null);
+            m.put("checked_entries", r.checked);
+            m.put("unchecked_entries", r.unchecked);
+            m.put("damaged_regions", r.damaged);
+            m.put("lost_entries", r.lossUnknown ? null : r.lost);
+            m.put("metadata_missing", r.metadataMissing);
             m.put("problem_count", r.problemCount);
             m.put("problems", problems(r.problems));
             js.add(m);
@@ -282,6 +396,17 @@ final class VerifyCommand implements Callable<Integer> {
             LinkedHashMap<String, Object> m = new LinkedHashMap<>();
             m.put("seq", p.seq() < 0 ? null : p.seq());
             m.put("problem", p.what());
+            if (p.damage() != null) {
+                JournalDamage d = p.damage();
+                LinkedHashMap<String, Object> dm = new LinkedHashMap<>();
+                dm.put("file", d.file());
+                dm.put("offset", d.offset());
+                dm.put("length", d.length() < 0 ? null : d.length());
+                dm.put("last_good_seq", d.lastGoodSeq() < 0 ? null : d.lastGoodSeq());
+                dm.put("resume_seq", d.resumeSeq() < 0 ? null : d.resumeSeq());
+                dm.put("lost_entries", d.lostEntries() < 0 ? null : d.lostEntries());
+                m.put("damage", dm);
+            }
             out.add(m);
         }
         return out;

@@ -33,10 +33,17 @@ class VerifyCommandTest {
     private static final int INPUT = 1;
     private static final int DERIVED = 2;
 
-    /** Appends one entry's bytes as another writer would (envelope layout 1, journal/FORMAT.md). */
+    /**
+     * Appends one entry's bytes as another writer would (envelope layout 2 with its CRC32C over
+     * bytes 0..28 and the payload, journal/FORMAT.md).
+     */
     static void appendRaw(Path dir, int kind, int typeId, long seq, long atNs, long cause, byte... payload) {
-        ByteBuffer b = ByteBuffer.allocate(JournalFormat.ENVELOPE_V1 + payload.length).order(ByteOrder.LITTLE_ENDIAN);
-        b.put((byte) 1).put((byte) kind).putShort((short) typeId).putLong(seq).putLong(atNs).putLong(cause).put(payload);
+        ByteBuffer b = ByteBuffer.allocate(JournalFormat.ENVELOPE_V2 + payload.length).order(ByteOrder.LITTLE_ENDIAN);
+        b.put((byte) 2).put((byte) kind).putShort((short) typeId).putLong(seq).putLong(atNs).putLong(cause);
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(b.array(), 0, JournalFormat.CRC_OFFSET);
+        crc.update(payload);
+        b.putInt((int) crc.getValue()).put(payload);
         try (SingleChronicleQueue q = SingleChronicleQueueBuilder.single(dir.toFile()).rollCycle(JournalFormat.ROLL_CYCLE).build();
              ExcerptAppender a = q.createAppender();
              DocumentContext dc = a.writingDocument()) {

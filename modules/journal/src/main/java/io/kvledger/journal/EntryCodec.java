@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.zip.CRC32C;
 import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessageUnpacker;
 import org.msgpack.core.buffer.ArrayBufferInput;
@@ -28,14 +29,64 @@ final class EntryCodec {
 
     private EntryCodec() {}
 
-    /** Writes a layout-1 envelope into {@code out[0..28)}. */
+    private static final VarHandle I32 = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+
+    /**
+     * Writes a layout-2 envelope into {@code out[0..32)} with its checksum field zeroed; fill it
+     * with {@link #seal} once the payload follows it.
+     */
     static void envelope(byte[] out, EntryKind kind, int typeId, long seq, long atNs, long causeSeq) {
+        envelopeV1(out, kind, typeId, seq, atNs, causeSeq);
         out[0] = (byte) JournalFormat.FORMAT_VERSION;
+        I32.set(out, JournalFormat.CRC_OFFSET, 0);
+    }
+
+    /** Writes a layout-1 envelope (no checksum) into {@code out[0..28)} (tests and documentation only). */
+    static void envelopeV1(byte[] out, EntryKind kind, int typeId, long seq, long atNs, long causeSeq) {
+        out[0] = 1;
         out[1] = (byte) kind.code();
         I16.set(out, 2, (short) typeId);
         I64.set(out, 4, seq);
         I64.set(out, 12, atNs);
         I64.set(out, 20, causeSeq);
+    }
+
+    /**
+     * The CRC32C of an entry of layout 2 or later: bytes {@code [0, 28)} followed by bytes
+     * {@code [32, len)} of {@code b}, starting at {@code off}.
+     */
+    static int crc(byte[] b, int off, int len) {
+        CRC32C c = new CRC32C();
+        c.update(b, off, JournalFormat.CRC_OFFSET);
+        c.update(b, off + JournalFormat.ENVELOPE_V2, len - JournalFormat.ENVELOPE_V2);
+        return (int) c.getValue();
+    }
+
+    /** The CRC32C over a layout-2 envelope and a payload held apart from it. */
+    static int crc(byte[] envelope, byte[] payload, int payloadLen) {
+        CRC32C c = new CRC32C();
+        c.update(envelope, 0, JournalFormat.CRC_OFFSET);
+        c.update(payload, 0, payloadLen);
+        return (int) c.getValue();
+    }
+
+    /** The checksum stored in an entry of layout 2 or later. */
+    static int storedCrc(byte[] b, int off) {
+        return (int) I32.get(b, off + JournalFormat.CRC_OFFSET);
+    }
+
+    /** Stores {@code crc} in a layout-2 envelope. */
+    static void seal(byte[] envelope, int crc) {
+        I32.set(envelope, JournalFormat.CRC_OFFSET, crc);
+    }
+
+    /**
+     * Whether the entry at {@code b[off..off+len)} is of layout 2 or later and its checksum
+     * matches.
+     */
+    static boolean checksumOk(byte[] b, int off, int len) {
+        return len >= JournalFormat.ENVELOPE_V2 && (b[off] & 0xff) >= JournalFormat.FIRST_CHECKSUMMED_VERSION
+                && storedCrc(b, off) == crc(b, off, len);
     }
 
     /** Writes a layout-0 envelope into {@code out[0..20)} (tests and documentation only). */
@@ -61,6 +112,11 @@ final class EntryCodec {
 
     static long seq(byte[] b) {
         return (long) I64.get(b, 4);
+    }
+
+    /** The entry's at_ns (bytes 12..20 in every layout so far). */
+    static long atNs(byte[] b) {
+        return (long) I64.get(b, 12);
     }
 
     /** The header payload: a msgpack map. */
@@ -107,6 +163,15 @@ final class EntryCodec {
             long cause;
             int payloadAt;
             switch (layout) {
+                case 2 -> {
+                    // the reader checked the checksum before handing the entry over
+                    if (len < JournalFormat.ENVELOPE_V2) {
+                        return unknown(b, len, seq, typeId, kind, 0, "truncated layout-2 envelope (" + len + " bytes)");
+                    }
+                    atNs = (long) I64.get(b, 12);
+                    cause = (long) I64.get(b, 20);
+                    payloadAt = JournalFormat.ENVELOPE_V2;
+                }
                 case 1 -> {
                     if (len < JournalFormat.ENVELOPE_V1) {
                         return unknown(b, len, seq, typeId, kind, 0, "truncated layout-1 envelope (" + len + " bytes)");

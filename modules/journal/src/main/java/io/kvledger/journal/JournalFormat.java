@@ -10,29 +10,40 @@ import net.openhft.chronicle.queue.rollcycles.LargeRollCycles;
  * msgpack payload.
  *
  * <pre>
- * offset size  field        (layout version 1)
- *      0    1  layout       entry layout version (1)
+ * offset size  field        (layout version 2)
+ *      0    1  layout       entry layout version (2)
  *      1    1  kind         0 header, 1 input, 2 derived
  *      2    2  type_id      permanent type id (unsigned)
  *      4    8  seq          sequence number, monotonic per journal (header = 0)
  *     12    8  at_ns        the event's time; a derived entry carries its cause's time
  *     20    8  cause_seq    derived: seq of the input that caused it; header and inputs: -1
- *     28    n  payload      msgpack (header: a map; others: an array of fields)
+ *     28    4  crc32c       CRC32C of bytes 0..28 followed by bytes 32..end (layout 2 and later)
+ *     32    n  payload      msgpack (header: a map; others: an array of fields)
  * </pre>
  *
- * <p>The first 12 bytes (layout, kind, type id, seq) keep their place in every layout version, so
- * a reader can always say which entry it could not decode.
+ * <p>Layout 1 is layout 2 without the checksum (the payload starts at 28). The first 12 bytes
+ * (layout, kind, type id, seq) keep their place in every layout version, so a reader can always
+ * say which entry it could not decode; every layout from 2 on keeps the checksum at 28..32.
  */
 public final class JournalFormat {
 
     /** The format version written to new headers and the layout version of new entries. */
-    public static final int FORMAT_VERSION = 1;
+    public static final int FORMAT_VERSION = 2;
+
+    /** The first format (and layout) version whose entries carry a CRC32C. */
+    public static final int FIRST_CHECKSUMMED_VERSION = 2;
 
     /** The oldest layout version this reader decodes. */
     public static final int OLDEST_READABLE_VERSION = 0;
 
     /** The header's {@code magic} value: marks a Chronicle Queue as a kvledger journal. */
     public static final String MAGIC = "kvledger-journal";
+
+    /** Envelope size of layout version 2: layout 1's and the CRC32C. */
+    public static final int ENVELOPE_V2 = 32;
+
+    /** Where layout 2 and later keep the entry's CRC32C (4 bytes, little-endian). */
+    public static final int CRC_OFFSET = 28;
 
     /** Envelope size of layout version 1. */
     public static final int ENVELOPE_V1 = 28;

@@ -3,6 +3,7 @@ package io.kvledger.journal;
 import io.kvledger.journal.format.EntryKind;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
@@ -10,8 +11,6 @@ import java.util.Spliterator;
 import java.util.Spliterators;
 import java.util.stream.Stream;
 import java.util.stream.StreamSupport;
-import net.openhft.chronicle.queue.ExcerptTailer;
-import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 
 /**
  * Reads one node's journal: its {@link #header()} and its entries, in order, from the header to
@@ -20,6 +19,13 @@ import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
  * in another process (an iteration then ends at the entries written so far; use
  * {@link #tail(boolean)} to follow).
  *
+ * <p>The queue files are read with plain file reads ({@link QueueScanner}), not through
+ * Chronicle's memory mappings, so a damaged file (truncated, zeroed, flipped bits, a missing or
+ * cut {@code metadata.cq4t}) can never fault the JVM. Each entry's checksum (format version 2) is
+ * checked before it is decoded; a damaged region is skipped, reading resumes at the next good
+ * entry, and the region (file, byte offset, last good seq, entries lost) is reported by
+ * {@link #integrity()} and in {@link #warnings()}.
+ *
  * <p>Entries this version cannot decode come back as {@link JournalEntry.Unknown} and are
  * summarised in {@link #warnings()}; a reader never throws for the content of an entry.
  *
@@ -27,23 +33,59 @@ import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
  */
 public final class JournalReader implements AutoCloseable, Iterable<JournalEntry> {
 
+    /** Damaged regions listed one per line in {@link #warnings()}; the rest are counted. */
+    static final int MAX_DAMAGE_WARNINGS = 20;
+
+    /**
+     * What the latest complete pass found about the journal's integrity.
+     *
+     * @param damage    every damaged region, in file order
+     * @param checked   entries read whose checksum matched
+     * @param unchecked entries read that carry no checksum (format versions 0 and 1)
+     */
+    public record Integrity(List<JournalDamage> damage, long checked, long unchecked) {
+
+        /** Entries known to be lost in all regions (a region that cannot know counts 0 here). */
+        public long lostEntries() {
+            long n = 0;
+            for (JournalDamage d : damage) {
+                n += Math.max(0, d.lostEntries());
+            }
+            return n;
+        }
+
+        /** Whether some region could not say how many entries it lost. */
+        public boolean lossUnknown() {
+            return damage.stream().anyMatch(d -> d.lostEntries() < 0);
+        }
+    }
+
     private final Path dir;
-    private final SingleChronicleQueue queue;
     private final JournalHeader header;
     private final Warnings warnings;
     private final int headerWarnings;
+    private Integrity integrity;
+    private QueueScanner current;
 
-    private JournalReader(Path dir, SingleChronicleQueue queue) {
+    private JournalReader(Path dir) {
         this.dir = dir;
-        this.queue = queue;
         this.warnings = new Warnings(dir.toString());
         Queues.Buffer buf = new Queues.Buffer();
-        try (ExcerptTailer t = queue.createTailer()) {
-            if (!buf.next(t)) {
+        try (QueueScanner s = new QueueScanner(dir, false)) {
+            if (!s.next(buf)) {
+                s.close();
+                if (!s.damage().isEmpty()) {
+                    throw new JournalException("the journal in " + dir + " is damaged and no entry can be read: "
+                            + s.damage().getFirst().describe() + "; kvledger verify lists the damage");
+                }
                 throw new JournalException("the journal in " + dir + " is empty (it has no header)");
             }
             JournalEntry first = new EntryCodec.Decoder(warnings).decode(buf.bytes, buf.length);
             if (!(first instanceof JournalEntry.Header h)) {
+                if (!s.damage().isEmpty()) {
+                    throw new JournalException("the journal in " + dir + " is damaged: its header (seq 0) cannot be read: "
+                            + s.damage().getFirst().describe() + "; kvledger verify lists the damage");
+                }
                 throw new JournalException("the queue in " + dir + " is not a kvledger journal: its first entry is "
                         + first.dissect());
             }
@@ -59,8 +101,9 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
     /**
      * Opens the journal in {@code dir}.
      *
-     * @throws JournalException when {@code dir} holds no journal or its first entry is not a
-     *                          kvledger header
+     * @throws JournalException when {@code dir} holds no journal, its first entry is not a
+     *                          kvledger header, or the header cannot be read (damage, named by file
+     *                          and byte offset)
      */
     public static JournalReader open(Path dir) {
         if (!Files.isDirectory(dir)) {
@@ -76,13 +119,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
                     + (empty.size() > 1 ? " and " + (empty.size() - 1) + " more" : "")
                     + "; move it away to read the rest");
         }
-        SingleChronicleQueue q = Queues.open(dir, true);
-        try {
-            return new JournalReader(dir, q);
-        } catch (RuntimeException e) {
-            q.close();
-            throw e;
-        }
+        return new JournalReader(dir);
     }
 
     public Path dir() {
@@ -99,14 +136,94 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
      * directory. Callers print them (on stderr).
      */
     public List<String> warnings() {
-        return warnings.list();
+        List<String> out = new ArrayList<>();
+        if (integrity != null) {
+            out.addAll(damageLines(dir.toString(), integrity.damage()));
+        }
+        out.addAll(warnings.list());
+        return out;
+    }
+
+    /**
+     * What the latest complete pass found: damaged regions and how many entries were checked;
+     * null before a pass has read to the end.
+     */
+    public Integrity integrity() {
+        return integrity;
+    }
+
+    /**
+     * The damaged regions the pass under way has found so far: a region is known by the time the
+     * entry it resumes at is returned (its {@code resumeSeq}).
+     */
+    public List<JournalDamage> damageSoFar() {
+        QueueScanner s = current;
+        return s == null ? (integrity == null ? List.of() : integrity.damage()) : List.copyOf(s.damage());
+    }
+
+    /**
+     * Checks the integrity of the journal in {@code dir} without decoding it, also when its header
+     * is unreadable (so that {@code verify} can list every damaged region of a journal that cannot
+     * be opened).
+     *
+     * @throws JournalException when a file cannot be read at all
+     */
+    public static Integrity check(Path dir) {
+        try (QueueScanner s = new QueueScanner(dir, false)) {
+            Queues.Buffer buf = new Queues.Buffer();
+            while (s.next(buf)) {
+                // the scanner checks each entry's checksum and records the damage
+            }
+            return integrity(dir, s);
+        }
+    }
+
+    /**
+     * Whether Chronicle's {@code metadata.cq4t} is missing from {@code dir} (harmless: readers do
+     * not use it and a writer recreates it).
+     */
+    public static boolean metadataMissing(Path dir) {
+        return !Files.exists(dir.resolve(Queues.METADATA_FILE));
+    }
+
+    private static Integrity integrity(Path dir, QueueScanner s) {
+        List<JournalDamage> damage = new ArrayList<>(s.damage());
+        String meta = Queues.metadataProblem(dir);
+        if (meta != null) {
+            long size;
+            try {
+                size = Files.size(dir.resolve(Queues.METADATA_FILE));
+            } catch (java.io.IOException e) {
+                size = 0;
+            }
+            damage.add(new JournalDamage(Queues.METADATA_FILE, size, -1, -1, -1, 0, meta
+                    + " (readers do not need it; a writer refuses the journal until it is moved away)"));
+        }
+        return new Integrity(List.copyOf(damage), s.checked(), s.unchecked());
+    }
+
+    /** One line per damaged region (at most {@value #MAX_DAMAGE_WARNINGS}, then a count). */
+    static List<String> damageLines(String journal, List<JournalDamage> damage) {
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < damage.size() && i < MAX_DAMAGE_WARNINGS; i++) {
+            out.add(journal + ": journal damaged: " + damage.get(i).describe());
+        }
+        if (damage.size() > MAX_DAMAGE_WARNINGS) {
+            long lost = 0;
+            for (JournalDamage d : damage.subList(MAX_DAMAGE_WARNINGS, damage.size())) {
+                lost += Math.max(0, d.lostEntries());
+            }
+            out.add(journal + ": journal damaged: " + (damage.size() - MAX_DAMAGE_WARNINGS) + " more damaged regions ("
+                    + lost + " more entries lost); kvledger verify lists them all");
+        }
+        return out;
     }
 
     /** Every entry from the header on; each call starts a new pass. */
     @Override
     public Iterator<JournalEntry> iterator() {
         warnings.clearEntryWarnings(headerWarnings);
-        return new EntryIterator(queue.createTailer(), new EntryCodec.Decoder(warnings), false);
+        return new EntryIterator(this, new EntryCodec.Decoder(warnings), false);
     }
 
     /**
@@ -118,7 +235,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
      */
     public Iterator<JournalEntry> inputIterator() {
         warnings.clearEntryWarnings(headerWarnings);
-        return new EntryIterator(queue.createTailer(), new EntryCodec.Decoder(warnings), true);
+        return new EntryIterator(this, new EntryCodec.Decoder(warnings), true);
     }
 
     /** {@link #iterator()} as a sequential stream; close it (or the reader) when done early. */
@@ -134,32 +251,36 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
      * @param fromStart true to start at the header, false to start after the last entry written so far
      */
     public JournalTailer tail(boolean fromStart) {
-        ExcerptTailer t = queue.createTailer();
+        QueueScanner s = new QueueScanner(dir, true);
         if (!fromStart) {
-            t.toEnd();
+            Queues.Buffer skip = new Queues.Buffer();
+            while (s.next(skip)) {
+                // to the end of what has been written so far
+            }
         }
-        t.singleThreadedCheckReset();
-        return new JournalTailer(this, t, new EntryCodec.Decoder(warnings), false);
+        return new JournalTailer(this, s, new EntryCodec.Decoder(warnings), false);
     }
 
     @Override
     public void close() {
-        queue.close();
+        // every pass closes its own files
     }
 
     private static final class EntryIterator implements Iterator<JournalEntry> {
-        private final ExcerptTailer tailer;
+        private final JournalReader reader;
+        private final QueueScanner scanner;
         private final EntryCodec.Decoder decoder;
         private final Queues.Buffer buf = new Queues.Buffer();
         private final boolean skipDerived;
         private JournalEntry next;
         private boolean done;
 
-        EntryIterator(ExcerptTailer tailer, EntryCodec.Decoder decoder, boolean skipDerived) {
-            this.tailer = tailer;
+        EntryIterator(JournalReader reader, EntryCodec.Decoder decoder, boolean skipDerived) {
+            this.reader = reader;
+            this.scanner = new QueueScanner(reader.dir, false);
+            reader.current = scanner;
             this.decoder = decoder;
             this.skipDerived = skipDerived;
-            tailer.singleThreadedCheckReset();
         }
 
         @Override
@@ -171,9 +292,11 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
                 return false;
             }
             do {
-                if (!buf.next(tailer)) {
+                if (!scanner.next(buf)) {
                     done = true;
-                    tailer.close();
+                    scanner.close();
+                    reader.integrity = integrity(reader.dir, scanner);
+                    reader.current = null;
                     return false;
                 }
             } while (skipDerived && buf.length >= JournalFormat.FIXED_PREFIX
@@ -195,7 +318,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         void close() {
             if (!done) {
                 done = true;
-                tailer.close();
+                scanner.close();
             }
         }
     }

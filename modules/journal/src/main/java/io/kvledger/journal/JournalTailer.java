@@ -2,9 +2,9 @@ package io.kvledger.journal;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
-import net.openhft.chronicle.queue.ExcerptTailer;
 
 /**
  * Follows a journal while a writer (in this or another process) appends to it, for
@@ -19,12 +19,12 @@ public final class JournalTailer implements AutoCloseable {
     private static final long MAX_PAUSE_NS = 5_000_000;
 
     private final JournalReader reader;
-    private final ExcerptTailer tailer;
+    private final QueueScanner tailer;
     private final EntryCodec.Decoder decoder;
     private final boolean ownsReader;
     private final Queues.Buffer buf = new Queues.Buffer();
 
-    JournalTailer(JournalReader reader, ExcerptTailer tailer, EntryCodec.Decoder decoder, boolean ownsReader) {
+    JournalTailer(JournalReader reader, QueueScanner tailer, EntryCodec.Decoder decoder, boolean ownsReader) {
         this.reader = reader;
         this.tailer = tailer;
         this.decoder = decoder;
@@ -55,7 +55,7 @@ public final class JournalTailer implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         long pauseNs = 0;
         while (true) {
-            if (buf.next(tailer)) {
+            if (tailer.next(buf)) {
                 return decoder.decode(buf.bytes, buf.length);
             }
             long left = deadline - System.nanoTime();
@@ -67,9 +67,14 @@ public final class JournalTailer implements AutoCloseable {
         }
     }
 
-    /** What was skipped so far (see {@link JournalReader#warnings()}). */
+    /**
+     * What was skipped so far (see {@link JournalReader#warnings()}), with the damaged regions
+     * this tailer read past.
+     */
     public List<String> warnings() {
-        return reader.warnings();
+        List<String> out = new ArrayList<>(JournalReader.damageLines(reader.dir().toString(), tailer.damage()));
+        out.addAll(reader.warnings());
+        return out;
     }
 
     @Override

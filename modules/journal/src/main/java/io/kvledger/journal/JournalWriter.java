@@ -15,8 +15,6 @@ import java.util.ArrayList;
 import java.util.List;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.queue.ExcerptAppender;
-import net.openhft.chronicle.queue.ExcerptTailer;
-import net.openhft.chronicle.queue.TailerDirection;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 import net.openhft.chronicle.wire.DocumentContext;
 import org.msgpack.core.MessagePack;
@@ -49,7 +47,7 @@ public final class JournalWriter implements AutoCloseable {
     private final FileLock lock;
     private final JournalHeader header;
     private final boolean appended;
-    private final byte[] envelope = new byte[JournalFormat.ENVELOPE_V1];
+    private final byte[] envelope = new byte[JournalFormat.ENVELOPE_V2];
     private final BytesSink sink = new BytesSink();
     private final MessagePacker packer = MessagePack.newDefaultPacker(sink);
     private long nextSeq;
@@ -57,14 +55,22 @@ public final class JournalWriter implements AutoCloseable {
     private long lastInputAtNs;
     private boolean closed;
 
+    /** What an existing journal ends with, read before Chronicle maps it. */
+    private record Existing(JournalHeader header, long nextSeq, long lastInputSeq, long lastInputAtNs) {}
+
     private JournalWriter(Path dir, SingleChronicleQueue queue, FileChannel lockChannel, FileLock lock,
-                          JournalHeader given) {
+                          JournalHeader given, Existing found) {
         this.dir = dir;
         this.queue = queue;
         this.lockChannel = lockChannel;
         this.lock = lock;
         this.appender = queue.createAppender();
-        JournalHeader existing = readExisting();
+        JournalHeader existing = found == null ? null : found.header();
+        if (found != null) {
+            nextSeq = found.nextSeq();
+            lastInputSeq = found.lastInputSeq();
+            lastInputAtNs = found.lastInputAtNs();
+        }
         if (existing == null) {
             this.header = given.withFormatVersion(JournalFormat.FORMAT_VERSION);
             this.appended = false;
@@ -118,8 +124,11 @@ public final class JournalWriter implements AutoCloseable {
         }
         SingleChronicleQueue q = null;
         try {
+            // read (and check) what is there with plain file reads before Chronicle maps the files
+            Existing found = Queues.hasQueueFiles(dir) ? readExisting(dir) : null;
+            Queues.checkMetadata(dir);
             q = Queues.open(dir, false);
-            return new JournalWriter(dir, q, ch, lock, header);
+            return new JournalWriter(dir, q, ch, lock, header, found);
         } catch (RuntimeException e) {
             if (q != null) {
                 q.close();
@@ -130,55 +139,69 @@ public final class JournalWriter implements AutoCloseable {
         }
     }
 
-    /** Reads the existing header and last entry, or returns {@code null} for an empty queue. */
-    private JournalHeader readExisting() {
+    /**
+     * Reads the existing header and last entry, or returns {@code null} for an empty queue.
+     *
+     * @throws JournalException when the journal is damaged (a writer never appends after damage:
+     *                          the entries after it would be unreachable for Chronicle's index)
+     */
+    private static Existing readExisting(Path dir) {
+        if (!Queues.emptyQueueFiles(dir).isEmpty()) {
+            throw new JournalException("the journal in " + dir + " has an empty queue file (0 bytes): "
+                    + Queues.emptyQueueFiles(dir).getFirst().getFileName() + "; move it away first");
+        }
         Queues.Buffer buf = new Queues.Buffer();
         Warnings w = new Warnings(dir.toString());
-        JournalHeader existing;
-        try (ExcerptTailer t = queue.createTailer()) {
-            if (!buf.next(t)) {
-                return null;
+        JournalHeader existing = null;
+        long last = -1;
+        long lastInputSeq = 0;
+        long lastInputAtNs = 0;
+        try (QueueScanner s = new QueueScanner(dir, false)) {
+            boolean first = true;
+            while (s.next(buf)) {
+                if (first) {
+                    first = false;
+                    JournalEntry e = new EntryCodec.Decoder(w).decode(buf.bytes, buf.length);
+                    if (!(e instanceof JournalEntry.Header h)) {
+                        throw new JournalException(s.damage().isEmpty()
+                                ? "the queue in " + dir + " is not a kvledger journal: its first entry is " + e.dissect()
+                                : "the journal in " + dir + " is damaged: its header cannot be read: "
+                                        + s.damage().getFirst().describe());
+                    }
+                    existing = h.header();
+                }
+                if (buf.length < JournalFormat.FIXED_PREFIX) {
+                    continue;
+                }
+                last = Math.max(last, EntryCodec.seq(buf.bytes));
+                int kind = EntryCodec.kindCode(buf.bytes);
+                if (kind == EntryKind.INPUT.code() && buf.length >= JournalFormat.ENVELOPE_V0) {
+                    lastInputSeq = EntryCodec.seq(buf.bytes);
+                    lastInputAtNs = EntryCodec.atNs(buf.bytes);
+                }
             }
-            JournalEntry first = new EntryCodec.Decoder(w).decode(buf.bytes, buf.length);
-            if (!(first instanceof JournalEntry.Header h)) {
-                throw new JournalException("the queue in " + dir + " is not a kvledger journal: its first entry is "
-                        + first.dissect());
+            if (!s.damage().isEmpty()) {
+                throw new JournalException("the journal in " + dir + " is damaged (" + s.damage().size()
+                        + (s.damage().size() == 1 ? " region" : " regions") + ", the first: "
+                        + s.damage().getFirst().describe() + "); nothing is appended to a damaged journal: "
+                        + "run kvledger verify on it, and export what it holds (kvledger journal export)");
             }
-            existing = h.header();
+        }
+        if (existing == null) {
+            return null;
         }
         if (existing.formatVersion() > JournalFormat.FORMAT_VERSION) {
             throw new JournalException("the journal in " + dir + " was created by format version "
                     + existing.formatVersion() + "; this version writes " + JournalFormat.FORMAT_VERSION
                     + " and cannot append to it");
         }
-        // Walk back from the end to the last complete entry and the last input.
-        try (ExcerptTailer t = queue.createTailer().direction(TailerDirection.BACKWARD).toEnd()) {
-            long last = -1;
-            EntryCodec.Decoder d = new EntryCodec.Decoder(w);
-            while (buf.next(t)) {
-                if (buf.length < JournalFormat.FIXED_PREFIX) {
-                    continue;
-                }
-                long seq = EntryCodec.seq(buf.bytes);
-                if (last < 0) {
-                    last = seq;
-                }
-                int kind = EntryCodec.kindCode(buf.bytes);
-                if (kind == EntryKind.INPUT.code() || kind == EntryKind.HEADER.code()) {
-                    JournalEntry e = d.decode(buf.bytes, buf.length);
-                    lastInputSeq = kind == EntryKind.HEADER.code() ? 0 : seq;
-                    lastInputAtNs = e.atNs();
-                    break;
-                }
-            }
-            nextSeq = last + 1;
-        }
-        return existing;
+        return new Existing(existing, last + 1, lastInputSeq, lastInputAtNs);
     }
 
     private void writeHeader() {
         byte[] payload = EntryCodec.headerPayload(header);
         EntryCodec.envelope(envelope, EntryKind.HEADER, EntryType.HEADER.id(), 0, 0, JournalFormat.NO_CAUSE);
+        EntryCodec.seal(envelope, EntryCodec.crc(envelope, payload, payload.length));
         try (DocumentContext dc = appender.writingDocument()) {
             Bytes<?> b = dc.wire().bytes();
             b.write(envelope, 0, envelope.length);
@@ -277,11 +300,15 @@ public final class JournalWriter implements AutoCloseable {
         EntryCodec.envelope(envelope, kind, type.id(), seq, atNs, cause);
         try (DocumentContext dc = appender.writingDocument()) {
             Bytes<?> b = dc.wire().bytes();
+            long start = b.writePosition();
             b.write(envelope, 0, envelope.length);
             sink.target = b;
+            sink.crc.reset();
+            sink.crc.update(envelope, 0, JournalFormat.CRC_OFFSET);
             try {
                 type.write(packer, record);
                 packer.flush();
+                b.writeInt(start + JournalFormat.CRC_OFFSET, (int) sink.crc.getValue());
             } catch (IOException | RuntimeException e) {
                 dc.rollbackOnClose();
                 packer.clear();

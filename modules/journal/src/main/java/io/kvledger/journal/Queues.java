@@ -6,11 +6,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
-import net.openhft.chronicle.bytes.Bytes;
-import net.openhft.chronicle.queue.ExcerptTailer;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
-import net.openhft.chronicle.wire.DocumentContext;
 
 /** Chronicle Queue plumbing shared by the writer, reader and tailer. */
 final class Queues {
@@ -60,30 +57,45 @@ final class Queues {
         }
     }
 
-    /** A reusable buffer for reading excerpts. */
+    /** Chronicle's table store in a journal directory. */
+    static final String METADATA_FILE = "metadata.cq4t";
+
+    /**
+     * What is wrong with {@code metadata.cq4t}, or null when it looks as Chronicle writes it (or
+     * is missing: a writer recreates it; readers do not use it).
+     */
+    static String metadataProblem(Path dir) {
+        Path m = dir.resolve(METADATA_FILE);
+        if (!Files.exists(m)) {
+            return null;
+        }
+        try {
+            long size = Files.size(m);
+            if (size == 0 || size % QueueScanner.FILE_GRAIN != 0) {
+                return METADATA_FILE + " is " + size + " bytes, not a multiple of " + QueueScanner.FILE_GRAIN
+                        + " as Chronicle writes it: it was truncated";
+            }
+            return null;
+        } catch (IOException e) {
+            return "cannot read " + METADATA_FILE + ": " + e.getMessage();
+        }
+    }
+
+    /**
+     * Refuses a damaged {@code metadata.cq4t} before Chronicle maps it (mapping a file cut short
+     * faults the JVM when a page past its end is touched).
+     */
+    static void checkMetadata(Path dir) {
+        String p = metadataProblem(dir);
+        if (p != null) {
+            throw new JournalException("the journal in " + dir + " is damaged: " + p + "; move " + METADATA_FILE
+                    + " away and Chronicle recreates it (the entries are in the .cq4 files)");
+        }
+    }
+
+    /** A reusable buffer for reading entries. */
     static final class Buffer {
         byte[] bytes = new byte[1024];
         int length;
-
-        /**
-         * Reads the next complete excerpt into this buffer.
-         *
-         * @return false when there is none (end of the journal, or an excerpt still being written)
-         */
-        boolean next(ExcerptTailer tailer) {
-            try (DocumentContext dc = tailer.readingDocument()) {
-                if (!dc.isPresent()) {
-                    return false;
-                }
-                Bytes<?> b = dc.wire().bytes();
-                int n = (int) b.readRemaining();
-                if (n > bytes.length) {
-                    bytes = new byte[Math.max(n, bytes.length * 2)];
-                }
-                b.read(bytes, 0, n);
-                length = n;
-                return true;
-            }
-        }
     }
 }

@@ -45,7 +45,7 @@ public final class CrashChild {
             for (int i = 0; i < n; i++) {
                 w.appendInput(new NodeEvent.Tick(i));
             }
-            byte[] envelope = new byte[JournalFormat.ENVELOPE_V1];
+            byte[] envelope = new byte[JournalFormat.ENVELOPE_V2];
             EntryCodec.envelope(envelope, EntryKind.INPUT, EntryType.TICK.id(), w.nextSeq(), n, JournalFormat.NO_CAUSE);
             try (SingleChronicleQueue q = SingleChronicleQueueBuilder.single(dir.toFile())
                     .rollCycle(JournalFormat.ROLL_CYCLE).build();

@@ -52,16 +52,22 @@ class JournalTest {
         }
     }
 
+    /** An entry's bytes in the given layout; layouts 2 and later carry their CRC32C. */
     static byte[] rawEntry(int layout, EntryKind kind, int typeId, long seq, long atNs, byte[] payload) {
-        int env = layout == 0 ? JournalFormat.ENVELOPE_V0 : JournalFormat.ENVELOPE_V1;
+        int env = layout == 0 ? JournalFormat.ENVELOPE_V0 : layout == 1 ? JournalFormat.ENVELOPE_V1 : JournalFormat.ENVELOPE_V2;
         byte[] b = new byte[env + payload.length];
         if (layout == 0) {
             EntryCodec.envelopeV0(b, kind, typeId, seq, atNs);
+        } else if (layout == 1) {
+            EntryCodec.envelopeV1(b, kind, typeId, seq, atNs, JournalFormat.NO_CAUSE);
         } else {
             EntryCodec.envelope(b, kind, typeId, seq, atNs, JournalFormat.NO_CAUSE);
             b[0] = (byte) layout;
         }
         System.arraycopy(payload, 0, b, env, payload.length);
+        if (layout >= 2) {
+            EntryCodec.seal(b, EntryCodec.crc(b, 0, b.length));
+        }
         return b;
     }
 
@@ -207,11 +213,11 @@ class JournalTest {
             p.packArrayHeader(1).packString("future");
             someMap = p.toByteArray();
         }
-        appendRaw(dir, rawEntry(1, EntryKind.INPUT, 77, 2, 5, someMap));
-        appendRaw(dir, rawEntry(1, EntryKind.INPUT, 77, 3, 6, someMap));
+        appendRaw(dir, rawEntry(2, EntryKind.INPUT, 77, 2, 5, someMap));
+        appendRaw(dir, rawEntry(2, EntryKind.INPUT, 77, 3, 6, someMap));
         appendRaw(dir, rawEntry(9, EntryKind.INPUT, 1, 4, 7, someMap));
-        appendRaw(dir, rawEntry(1, EntryKind.INPUT, EntryType.LAYER_SAVED.id(), 5, 8, new byte[] {(byte) 0x91, 0x05}));
-        appendRaw(dir, rawEntry(1, EntryKind.DERIVED, EntryType.TICK.id(), 6, 9, new byte[] {(byte) 0x90}));
+        appendRaw(dir, rawEntry(2, EntryKind.INPUT, EntryType.LAYER_SAVED.id(), 5, 8, new byte[] {(byte) 0x91, 0x05}));
+        appendRaw(dir, rawEntry(2, EntryKind.DERIVED, EntryType.TICK.id(), 6, 9, new byte[] {(byte) 0x90}));
         try (JournalWriter w = JournalWriter.open(dir, Samples.header())) {
             assertThat(w.nextSeq()).isEqualTo(7);
             w.appendInput(new NodeEvent.Tick(10));
@@ -263,7 +269,7 @@ class JournalTest {
             assertThat(all.get(3)).isEqualTo(new JournalEntry.Derived(3, 2, admitted.atNs(), phase));
             assertThat(r.warnings()).isEmpty();
         }
-        // and a current writer appends layout-1 entries after them
+        // and a current writer appends layout-2 entries after them
         try (JournalWriter w = JournalWriter.open(dir, Samples.header())) {
             assertThat(w.nextSeq()).isEqualTo(4);
             w.appendApplied(new NodeEvent.Tick(900), List.of(new Effect.StaleAckDropped("r")));
@@ -276,13 +282,13 @@ class JournalTest {
     @Test
     void a_journal_of_a_newer_format_version_is_read_but_not_appended_to() {
         Path dir = tmp.resolve("future");
-        appendRaw(dir, rawEntry(1, EntryKind.HEADER, 0, 0, 0, EntryCodec.headerPayload(Samples.header().withFormatVersion(2))));
+        appendRaw(dir, rawEntry(2, EntryKind.HEADER, 0, 0, 0, EntryCodec.headerPayload(Samples.header().withFormatVersion(3))));
         try (JournalReader r = JournalReader.open(dir)) {
-            assertThat(r.header().formatVersion()).isEqualTo(2);
-            assertThat(r.warnings()).singleElement().asString().contains("format version 2 is newer");
+            assertThat(r.header().formatVersion()).isEqualTo(3);
+            assertThat(r.warnings()).singleElement().asString().contains("format version 3 is newer");
         }
         assertThatThrownBy(() -> JournalWriter.open(dir, Samples.header())).isInstanceOf(JournalException.class)
-                .hasMessageContaining("created by format version 2");
+                .hasMessageContaining("created by format version 3");
     }
 
     @Test
@@ -360,7 +366,8 @@ class JournalTest {
             b.read(last);
         }
         assertThat(java.util.HexFormat.of().formatHex(last))
-                .isEqualTo("01" + "01" + "1300" + "1300000000000000" + "00ca9a3b00000000" + "ffffffffffffffff" + "90");
+                .isEqualTo("02" + "01" + "1300" + "1300000000000000" + "00ca9a3b00000000" + "ffffffffffffffff" + "33b04075"
+                        + "90");
     }
 
     @Test

@@ -45,7 +45,7 @@ class JsonLinesTest {
         }
         List<String> lines = export(dir).lines().toList();
         assertThat(lines).hasSize(3);
-        assertThat(lines.get(0)).startsWith("{\"seq\":0,\"kind\":\"header\",\"type\":\"header\",\"format_version\":1,"
+        assertThat(lines.get(0)).startsWith("{\"seq\":0,\"kind\":\"header\",\"type\":\"header\",\"format_version\":2,"
                 + "\"node_id\":\"P1\",\"origin\":\"samples\",\"kv_role\":\"kv_producer\",\"transfer_mode\":\"WRITE\","
                 + "\"host_ip\":\"10.0.0.1\",\"handshake_port\":\"6301\",\"notify_port\":\"61005\",\"dp_rank\":1,");
         assertThat(lines.get(1)).isEqualTo("{\"seq\":1,\"kind\":\"input\",\"type\":\"request_admitted\",\"at_ns\":1000000000,"

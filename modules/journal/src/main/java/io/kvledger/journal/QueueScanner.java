@@ -1,0 +1,606 @@
+package io.kvledger.journal;
+
+import io.kvledger.journal.format.EntryKind;
+import io.kvledger.journal.format.EntryType;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * Reads the entries of a journal's Chronicle queue files with plain positional file reads, never
+ * through a memory mapping, so that no file content (a truncated file, zeroed pages, flipped bits)
+ * can fault the JVM; every excerpt is bounds-checked against the file's size before it is read.
+ *
+ * <p>A queue file is a sequence of excerpts, each a 4-byte little-endian header (bits 0-29:
+ * length; bit 30: Chronicle's metadata; bit 31: not complete) followed by its bytes and padded
+ * to 4 bytes; a header of 0 ends the data (the rest of the file is zeros), and a rolled file ends
+ * with Chronicle's end marker. Metadata excerpts (Chronicle's file header and index) are
+ * skipped; each data excerpt is a kvledger entry, whose checksum (layout 2 and later) is checked
+ * before the entry is handed out.
+ *
+ * <p>Damage is anything else: a checksum mismatch, an excerpt running past the end of its file,
+ * an entry of layout 0 or 1 in a journal whose header is checksummed, a file that ends without a
+ * terminating header, zeros (or any unreadable bytes) followed by readable entries, or fewer
+ * excerpts than Chronicle's own file header records. After damage the scanner searches the rest
+ * of the file, 4 bytes at a time, for the next entry whose checksum matches and whose seq is
+ * above the last good one, and resumes there; each damaged region becomes a
+ * {@link JournalDamage} with the number of entries lost (the seq gap). Journals of format version
+ * 0 and 1 have no checksums: there a resumed entry only has to look like one (a known type of the
+ * right kind, a seq above the last good one).
+ *
+ * <p>In follow mode ({@link JournalTailer}) the end of the last file is not searched past: a live
+ * writer appends there, and {@link #next} simply returns false until it has.
+ *
+ * <p>Threading: one thread.
+ */
+final class QueueScanner implements AutoCloseable {
+
+    static final int LENGTH_MASK = 0x3FFF_FFFF;
+    static final int META_DATA = 0x4000_0000;
+    static final int NOT_COMPLETE = 0x8000_0000;
+    /** Chronicle's marker at the end of a file the writer rolled away from. */
+    static final int END_OF_DATA = NOT_COMPLETE | META_DATA;
+    /** Chronicle creates and extends its files in multiples of this. */
+    static final long FILE_GRAIN = 4096;
+    /** No kvledger entry comes near this (the listener caps a frame far below it). */
+    static final int MAX_ENTRY = 64 << 20;
+
+    private static final int WINDOW = 1 << 20;
+    private static final byte[] WRITE_POSITION = "writePosition".getBytes(StandardCharsets.US_ASCII);
+
+    private final Path dir;
+    private final boolean follow;
+    private List<Path> files;
+    private int fileIndex = -1;
+    private FileChannel ch;
+    private String fileName;
+    private long size;
+    private long pos;
+    private byte[] win = new byte[WINDOW];
+    private long winStart;
+    private int winLen;
+
+    private long lastGoodSeq = -1;
+    private boolean strict;
+    private boolean headerSeen;
+    private long checked;
+    private long unchecked;
+    private Pending pending;
+    private final List<JournalDamage> damage = new ArrayList<>();
+    private boolean finished;
+
+    // per file: Chronicle's header says how many excerpts it wrote (-1: unknown)
+    private long expectedInFile;
+    private long goodInFile;
+    private long lostKnownInFile;
+    private int damageBeforeFile;
+
+    /** A damaged region whose cost is known once the next good entry (or the end) is found. */
+    private record Pending(String file, long offset, long lastGoodSeq, String what, long goodInFileBefore) {}
+
+    QueueScanner(Path dir, boolean follow) {
+        this.dir = dir;
+        this.follow = follow;
+        this.files = listFiles(dir);
+    }
+
+    /** The {@code .cq4} files of {@code dir}, by name (the roll cycle's order). */
+    static List<Path> listFiles(Path dir) {
+        try (Stream<Path> s = Files.list(dir)) {
+            List<Path> out = new ArrayList<>();
+            for (Path p : (Iterable<Path>) s::iterator) {
+                if (p.getFileName().toString().endsWith(".cq4") && Files.isRegularFile(p)) {
+                    out.add(p);
+                }
+            }
+            out.sort(null);
+            return out;
+        } catch (IOException e) {
+            throw new JournalException("cannot list " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Entries handed out whose checksum was checked. */
+    long checked() {
+        return checked;
+    }
+
+    /** Entries handed out that carry no checksum (layouts 0 and 1). */
+    long unchecked() {
+        return unchecked;
+    }
+
+    /** The damage found so far (complete once {@link #next} has returned false outside follow mode). */
+    List<JournalDamage> damage() {
+        return damage;
+    }
+
+    /**
+     * Reads the next good entry into {@code buf}.
+     *
+     * @return false at the end of the journal (in follow mode: of what has been written so far)
+     * @throws JournalException when a file cannot be read (an I/O error)
+     */
+    boolean next(Queues.Buffer buf) {
+        try {
+            return advance(buf);
+        } catch (IOException e) {
+            throw new JournalException("cannot read " + dir.resolve(fileName == null ? "" : fileName) + ": "
+                    + e.getMessage(), e);
+        }
+    }
+
+    private boolean advance(Queues.Buffer buf) throws IOException {
+        while (true) {
+            if (finished) {
+                return false;
+            }
+            if (ch == null && !openNextFile()) {
+                finish();
+                return false;
+            }
+            if (pos + 4 > size) {
+                if (follow && isLastFile() && refreshSize()) {
+                    continue;
+                }
+                if (follow && isLastFile()) {
+                    return false;
+                }
+                // a healthy file always has room after its data: it was cut
+                startDamage(pos, "the file ends at byte " + fmt(size) + " without an end of data (it was truncated)");
+                endFile();
+                continue;
+            }
+            int h = readInt(pos);
+            if (h == END_OF_DATA) {
+                endFile();
+                continue;
+            }
+            if (h == 0 || (h & NOT_COMPLETE) != 0) {
+                // the apparent end: a writer appends here next (or died while appending)
+                if (follow && isLastFile() && !writtenPast(pos)) {
+                    invalidate();
+                    return false;
+                }
+                if (!searchAfterEnd(h)) {
+                    endFile();
+                }
+                continue;
+            }
+            int len = h & LENGTH_MASK;
+            if (pos + 4 + len > size) {
+                if (follow && isLastFile() && refreshSize()) {
+                    continue;
+                }
+                startDamage(pos, "an excerpt of " + fmt(len) + " bytes runs past the end of the file at byte "
+                        + fmt(size) + " (the file was truncated or the excerpt's header is damaged)");
+                resync(pos + 4);
+                continue;
+            }
+            if ((h & META_DATA) != 0) {
+                if (pos == 0 || len == 0 || chronicleMetadata(pos + 4)) {
+                    pos = align(pos + 4 + len);
+                    continue;
+                }
+                // not Chronicle's: a data excerpt whose header lost a bit, or garbage
+                if (len >= JournalFormat.FIXED_PREFIX && check(pos + 4, len, false) == null) {
+                    startDamage(pos, "an entry's excerpt header is marked as Chronicle metadata (a flipped bit); "
+                            + "the entry itself is intact and was read");
+                    handOut(buf, pos + 4, len);
+                    pos = align(pos + 4 + len);
+                    return true;
+                }
+                startDamage(pos, "an excerpt marked as metadata holds neither Chronicle metadata nor an entry");
+                resync(pos + 4);
+                continue;
+            }
+            String bad = check(pos + 4, len, true);
+            if (bad != null) {
+                startDamage(pos, bad);
+                resync(pos + 4);
+                continue;
+            }
+            handOut(buf, pos + 4, len);
+            pos = align(pos + 4 + len);
+            return true;
+        }
+    }
+
+    private void handOut(Queues.Buffer buf, long at, int len) throws IOException {
+        ensure(at, len);
+        if (len > buf.bytes.length) {
+            buf.bytes = new byte[Math.max(len, buf.bytes.length * 2)];
+        }
+        System.arraycopy(win, (int) (at - winStart), buf.bytes, 0, len);
+        buf.length = len;
+        long seq = len >= JournalFormat.FIXED_PREFIX ? EntryCodec.seq(buf.bytes) : lastGoodSeq;
+        int layout = buf.bytes[0] & 0xff;
+        if (!headerSeen && len >= JournalFormat.FIXED_PREFIX && EntryCodec.kindCode(buf.bytes) == EntryKind.HEADER.code()) {
+            headerSeen = true;
+            strict = layout >= JournalFormat.FIRST_CHECKSUMMED_VERSION;
+        }
+        if (layout >= JournalFormat.FIRST_CHECKSUMMED_VERSION) {
+            checked++;
+        } else {
+            unchecked++;
+        }
+        goodInFile++;
+        if (pending != null) {
+            long lost = Math.max(0, seq - pending.lastGoodSeq - 1);
+            if (pending.file.equals(fileName)) {
+                lostKnownInFile += lost;
+            }
+            damage.add(new JournalDamage(pending.file, pending.offset,
+                    pending.file.equals(fileName) ? pos - pending.offset : -1, pending.lastGoodSeq, seq, lost, pending.what));
+            pending = null;
+        }
+        lastGoodSeq = Math.max(lastGoodSeq, seq);
+    }
+
+    /**
+     * Why the data excerpt at {@code at} (its bytes, after the excerpt header) is not a good entry,
+     * or null when it is.
+     *
+     * @param inPlace true when the walk reached it (any seq goes: verify reports seq problems);
+     *                false when a search after damage found it (its seq must be above the last good one)
+     */
+    private String check(long at, int len, boolean inPlace) throws IOException {
+        if (len < JournalFormat.FIXED_PREFIX) {
+            return "an excerpt of " + len + " bytes is too short to be an entry";
+        }
+        ensure(at, len);
+        int off = (int) (at - winStart);
+        int layout = win[off] & 0xff;
+        if (layout >= JournalFormat.FIRST_CHECKSUMMED_VERSION) {
+            if (len < JournalFormat.ENVELOPE_V2) {
+                return "an entry of layout " + layout + " is " + len + " bytes, shorter than its envelope";
+            }
+            if (EntryCodec.storedCrc(win, off) != EntryCodec.crc(win, off, len)) {
+                return "checksum mismatch (CRC32C)";
+            }
+        } else if (strict || (!headerSeen && checked > 0)) {
+            // a checksummed journal (or, its header lost, one whose entries so far had checksums)
+            return "an entry of layout " + layout + " (without checksum) in a checksummed journal";
+        } else if (!inPlace && (!headerSeen || !plausibleUnchecked(off, len))) {
+            // without checksums, only a journal known to be unchecked resumes at a look-alike
+            return "not an entry";
+        }
+        if (!inPlace) {
+            long seq = EntryCodec.seq(slice(off));
+            if (seq <= lastGoodSeq || (lastGoodSeq >= 0 && seq - lastGoodSeq > (1L << 40))) {
+                return "an old entry";
+            }
+        }
+        return null;
+    }
+
+    private byte[] slice(int off) {
+        byte[] b = new byte[JournalFormat.FIXED_PREFIX];
+        System.arraycopy(win, off, b, 0, b.length);
+        return b;
+    }
+
+    /**
+     * A layout-0/1 entry found by searching: it must name a known input or derived type of its
+     * kind, and its payload must start as a msgpack array.
+     */
+    private boolean plausibleUnchecked(int off, int len) {
+        int layout = win[off] & 0xff;
+        if (layout > 1) {
+            return false;
+        }
+        EntryKind kind = EntryKind.byCode(win[off + 1] & 0xff);
+        if (kind == null || kind == EntryKind.HEADER) {
+            return false;
+        }
+        EntryType type = EntryType.byId((win[off + 2] & 0xff) | (win[off + 3] & 0xff) << 8);
+        int payloadAt = layout == 0 ? JournalFormat.ENVELOPE_V0 : JournalFormat.ENVELOPE_V1;
+        if (type == null || type.kind() != kind || len <= payloadAt) {
+            return false;
+        }
+        int first = win[off + payloadAt] & 0xff;
+        return (first >= 0x90 && first <= 0x9f) || first == 0xdc || first == 0xdd;
+    }
+
+    /**
+     * Whether a metadata excerpt's content starts as Chronicle writes its own (a field name: the
+     * file header, the index) or is padding.
+     */
+    private boolean chronicleMetadata(long at) throws IOException {
+        if (!ensure(at, 1)) {
+            return false;
+        }
+        int b = win[(int) (at - winStart)] & 0xff;
+        return b == 0xB9 || b == 0x8F || b == 0x8E;
+    }
+
+    private void startDamage(long at, String what) {
+        if (pending == null) {
+            pending = new Pending(fileName, at, lastGoodSeq, what, goodInFile);
+        }
+    }
+
+    /** After damage: continues at the next good entry in this file, or ends the file. */
+    private void resync(long from) throws IOException {
+        long q = search(align(from));
+        if (q < 0) {
+            endFile();
+        } else {
+            pos = q;
+        }
+    }
+
+    /**
+     * At the apparent end (header {@code h}, zero or not complete): anything readable after it is
+     * damage. Returns true when the walk continues (at a found entry, or because a live writer
+     * moved the end), false when the file ends here.
+     */
+    private boolean searchAfterEnd(int h) throws IOException {
+        long q = search(align(pos + 4));
+        if (q < 0) {
+            return false;
+        }
+        // a live writer may have appended meanwhile: then the end has simply moved
+        invalidate();
+        if (readInt(pos) != h) {
+            return true;
+        }
+        startDamage(pos, h == 0
+                ? "the data ends here (zeros), but entries follow at byte " + fmt(q)
+                : "an excerpt left incomplete, but entries follow at byte " + fmt(q));
+        pos = q;
+        return true;
+    }
+
+    /** The first position at or after {@code from} in this file that holds a good entry, or -1. */
+    private long search(long from) throws IOException {
+        for (long q = from; q + 4 <= size; q += 4) {
+            if ((q < winStart || q + 4 > winStart + winLen) && !ensure(q, 4)) {
+                return -1;
+            }
+            int h = intAt((int) (q - winStart));
+            // an entry whose header lost only its metadata bit is still found (the walk reads it)
+            if (h == 0 || (h & NOT_COMPLETE) != 0) {
+                continue;
+            }
+            int len = h & LENGTH_MASK;
+            if (len < JournalFormat.FIXED_PREFIX || len > MAX_ENTRY || q + 4 + len > size) {
+                continue;
+            }
+            if (check(q + 4, len, false) == null) {
+                return q;
+            }
+        }
+        return -1;
+    }
+
+    private boolean openNextFile() throws IOException {
+        closeFile();
+        if (fileIndex + 1 >= files.size()) {
+            if (follow) {
+                files = listFiles(dir);
+            }
+            if (fileIndex + 1 >= files.size()) {
+                return false;
+            }
+        }
+        fileIndex++;
+        Path p = files.get(fileIndex);
+        fileName = p.getFileName().toString();
+        ch = FileChannel.open(p, StandardOpenOption.READ);
+        size = ch.size();
+        pos = 0;
+        invalidate();
+        goodInFile = 0;
+        lostKnownInFile = 0;
+        expectedInFile = chronicleExcerpts();
+        damageBeforeFile = damage.size();
+        return true;
+    }
+
+    private boolean isLastFile() {
+        return fileIndex >= files.size() - 1 && listFiles(dir).size() <= files.size();
+    }
+
+    private boolean refreshSize() throws IOException {
+        long s = ch.size();
+        if (s != size) {
+            size = s;
+            invalidate();
+            return true;
+        }
+        return false;
+    }
+
+    /** The end of the current file: settles what it lost and moves to the next. */
+    private void endFile() throws IOException {
+        if (expectedInFile >= 0) {
+            long missing = expectedInFile - goodInFile - lostKnownInFile;
+            if (pending != null && pending.file.equals(fileName)) {
+                long lost = Math.max(0, expectedInFile - pending.goodInFileBefore - lostKnownInFile);
+                damage.add(new JournalDamage(pending.file, pending.offset, -1, pending.lastGoodSeq, -1, lost, pending.what));
+                pending = null;
+            } else if (missing > 0 && pending == null) {
+                damage.add(new JournalDamage(fileName, pos, -1, lastGoodSeq, -1, missing,
+                        "Chronicle's file header records " + fmt(expectedInFile) + " excerpts but the data ends after "
+                                + fmt(goodInFile + lostKnownInFile) + " (the end of the file was zeroed or cut)"));
+            }
+        }
+        if (!follow && size % FILE_GRAIN != 0 && damage.size() == damageBeforeFile && pending == null) {
+            damage.add(new JournalDamage(fileName, size, -1, lastGoodSeq, -1, 0, "the file's size, " + fmt(size)
+                    + " bytes, is not a multiple of " + FILE_GRAIN + " as Chronicle writes it: it was truncated"));
+        }
+        closeFile();
+    }
+
+    private void finish() {
+        if (pending != null) {
+            damage.add(new JournalDamage(pending.file, pending.offset, -1, pending.lastGoodSeq, -1, -1, pending.what));
+            pending = null;
+        }
+        finished = !follow;
+    }
+
+    /**
+     * How many excerpts Chronicle's header of the current file says it holds, or -1 when the
+     * header cannot be read.
+     */
+    private long chronicleExcerpts() throws IOException {
+        long[] wp = chronicleWritePosition();
+        if (wp == null) {
+            return -1;
+        }
+        long seqInCycle = JournalFormat.ROLL_CYCLE.toSequenceNumber(wp[1]);
+        return seqInCycle >= 0 ? seqInCycle + 1 : -1;
+    }
+
+    /**
+     * Whether Chronicle's header of the current file (read afresh) records an excerpt after
+     * {@code at}: then the zeros at {@code at} are damage, not the place a live writer appends next.
+     */
+    private boolean writtenPast(long at) throws IOException {
+        invalidate();
+        long[] wp = chronicleWritePosition();
+        invalidate();
+        return wp != null && wp[0] > at;
+    }
+
+    /**
+     * Chronicle's {@code writePosition} from the file header (the first excerpt, metadata): the
+     * position of the last excerpt written and its sequence value; null when it cannot be read.
+     */
+    private long[] chronicleWritePosition() throws IOException {
+        if (size < 8 || !ensure(0, (int) Math.min(size, 4096))) {
+            return null;
+        }
+        int h = intAt(0);
+        if ((h & (META_DATA | NOT_COMPLETE)) != META_DATA) {
+            return null;
+        }
+        int len = Math.min(h & LENGTH_MASK, winLen - 4);
+        int at = indexOf(WRITE_POSITION, 4, 4 + len);
+        if (at < 0) {
+            return null;
+        }
+        int p = at + WRITE_POSITION.length;
+        int end = 4 + len;
+        while (p < end && (win[p] & 0xff) == 0x8F) {
+            p++; // one byte of padding
+        }
+        if (p + 5 <= end && (win[p] & 0xff) == 0x8E) {
+            p += 5 + intAt(p + 1); // padding of a given length
+        }
+        if (p < 0 || p + 1 + 32 > end || (win[p] & 0xff) != 0x8D) {
+            return null; // not an array of int64
+        }
+        long used = longAt(p + 9);
+        if (used < 2) {
+            return null;
+        }
+        long position = longAt(p + 17);
+        long sequence = longAt(p + 25);
+        if (position <= 0 || (position & 3) != 0) {
+            return null;
+        }
+        return new long[] {position, sequence};
+    }
+
+    private int indexOf(byte[] needle, int from, int to) {
+        outer:
+        for (int i = from; i + needle.length <= to; i++) {
+            for (int k = 0; k < needle.length; k++) {
+                if (win[i + k] != needle[k]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
+    }
+
+    private void closeFile() {
+        if (ch != null) {
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // read-only
+            }
+            ch = null;
+        }
+    }
+
+    @Override
+    public void close() {
+        closeFile();
+        finished = true;
+    }
+
+    // ---- the read window ------------------------------------------------------------------
+
+    private void invalidate() {
+        winLen = 0;
+        winStart = 0;
+    }
+
+    /** Makes the window cover {@code [at, at + n)}; false when the file ends before. */
+    private boolean ensure(long at, int n) throws IOException {
+        if (at >= winStart && at + n <= winStart + winLen) {
+            return true;
+        }
+        if (at + n > size) {
+            return false;
+        }
+        if (n > win.length) {
+            win = new byte[Math.max(n, win.length * 2)];
+        }
+        ByteBuffer bb = ByteBuffer.wrap(win);
+        int want = (int) Math.min(win.length, size - at);
+        bb.limit(want);
+        long p = at;
+        while (bb.hasRemaining()) {
+            int r = ch.read(bb, p);
+            if (r < 0) {
+                break;
+            }
+            p += r;
+        }
+        winStart = at;
+        winLen = bb.position();
+        if (winLen < n) {
+            // the file shrank under us: treat it as ending here
+            size = at + winLen;
+            return false;
+        }
+        return true;
+    }
+
+    private int readInt(long at) throws IOException {
+        if (!ensure(at, 4)) {
+            return 0;
+        }
+        return intAt((int) (at - winStart));
+    }
+
+    private int intAt(int off) {
+        return (win[off] & 0xff) | (win[off + 1] & 0xff) << 8 | (win[off + 2] & 0xff) << 16 | (win[off + 3] & 0xff) << 24;
+    }
+
+    private long longAt(int off) {
+        return (intAt(off) & 0xFFFF_FFFFL) | ((long) intAt(off + 4)) << 32;
+    }
+
+    private static long align(long p) {
+        return (p + 3) & ~3L;
+    }
+
+    static String fmt(long v) {
+        return String.format(java.util.Locale.ROOT, "%,d", v);
+    }
+}

@@ -1,0 +1,116 @@
+package io.kvledger.journal;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * Damages journal files on purpose for the corruption tests: truncation, zeroed pages, bit flips.
+ * It also walks an intact queue file (excerpt header by excerpt header, as journal/FORMAT.md
+ * describes it) so a test knows which bytes each entry occupies and can predict exactly what a
+ * reader must still read.
+ */
+final class Damage {
+
+    private Damage() {}
+
+    /** One excerpt of an intact file: where its 4-byte header is, its length, whether it is Chronicle metadata. */
+    record Excerpt(long pos, int len, boolean meta) {
+        long end() {
+            return pos + 4 + len;
+        }
+    }
+
+    /** The single {@code .cq4} file of a journal directory. */
+    static Path queueFile(Path dir) {
+        List<Path> files = QueueScanner.listFiles(dir);
+        if (files.size() != 1) {
+            throw new IllegalStateException("expected one queue file in " + dir + ", found " + files);
+        }
+        return files.getFirst();
+    }
+
+    /** Every excerpt of an intact queue file, in order, up to the end of its data. */
+    static List<Excerpt> excerpts(Path file) {
+        byte[] d = read(file);
+        ByteBuffer b = ByteBuffer.wrap(d).order(ByteOrder.LITTLE_ENDIAN);
+        List<Excerpt> out = new ArrayList<>();
+        long pos = 0;
+        while (pos + 4 <= d.length) {
+            int h = b.getInt((int) pos);
+            if (h == 0) {
+                break;
+            }
+            int len = h & QueueScanner.LENGTH_MASK;
+            out.add(new Excerpt(pos, len, (h & QueueScanner.META_DATA) != 0));
+            pos = (pos + 4 + len + 3) & ~3L;
+        }
+        return out;
+    }
+
+    /** The data excerpts (entries) of an intact file: entry i has seq i. */
+    static List<Excerpt> entries(Path file) {
+        return excerpts(file).stream().filter(e -> !e.meta()).toList();
+    }
+
+    static void truncate(Path file, long size) {
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.setLength(size);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static void zero(Path file, long at, int len) {
+        write(file, at, new byte[len]);
+    }
+
+    /**
+     * Flips {@code count} random bits (distinct positions not guaranteed: a bit flipped twice is
+     * restored) in {@code [from, to)} of the file.
+     *
+     * @return the byte offsets and bit numbers flipped, as {@code offset * 8 + bit}
+     */
+    static long[] flip(Path file, long from, long to, int count, long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        long[] flips = new long[count];
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            for (int i = 0; i < count; i++) {
+                long at = rnd.nextLong(from, to);
+                int bit = rnd.nextInt(8);
+                f.seek(at);
+                int v = f.read();
+                f.seek(at);
+                f.write(v ^ (1 << bit));
+                flips[i] = at * 8 + bit;
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return flips;
+    }
+
+    static void write(Path file, long at, byte[] bytes) {
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.seek(at);
+            f.write(bytes);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static byte[] read(Path file) {
+        try {
+            return Files.readAllBytes(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
