@@ -125,8 +125,17 @@ class WriteProducerTest {
 
     @Test
     void write_done_goes_to_the_decode_rank_notify_port_plus_the_two_argument_offset() {
+        // The proxy tells the prefill leg the decode's DP size (2 here): add_new_req folds the
+        // decode rank by remote_dp_size_local, which defaults to it.
         String rid = proxyRid("w4");
-        Node n = ready(Node.of(writeProducer().tp(1, 2)), rid, "tx-w4");
+        Node n = Node.of(writeProducer().tp(1, 2));
+        KvParams kv = prefillParams("tx-w4");
+        kv.put("remote_dp_size", 2L);
+        n.admit(rid, 32, kv);
+        n.match(rid, 0);
+        n.alloc(rid, BlockGroups.single(1, 2), 0);
+        n.stepAndLoad();
+        n.handshakeDone(HS_KEY);
         remoteBlocks(n, "tx-w4", 1, 21, 22);
         n.waitForSave();
         List<Effect.PostWrite> writes = only(n.all, Effect.PostWrite.class);
