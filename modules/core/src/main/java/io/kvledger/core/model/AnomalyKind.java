@@ -4,6 +4,9 @@ package io.kvledger.core.model;
  * Everything the Python connector would raise, assert, warn about or silently leak, as a named
  * anomaly the reducer records instead. Codes are permanent (journal and CLI); {@link #bugClass()}
  * names the entry of moriio-protocol.md section 7 the anomaly is evidence of (0 when none).
+ * {@link Severity#WARNING} and {@link Severity#WOULD_RAISE} mean the Python code logs or raises at
+ * that very call; a kind marked {@link #upstreamSilent()} is kvledger's own diagnosis of a spot
+ * where the Python code says nothing.
  */
 public enum AnomalyKind {
     // configuration, at node start

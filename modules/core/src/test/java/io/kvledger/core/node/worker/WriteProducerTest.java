@@ -146,6 +146,43 @@ class WriteProducerTest {
                 new Effect.SendWriteDone(DECODE.host(), DECODE.notifyPort() + 2, "tx-w4"));
     }
 
+    /** A one-layer-pair write of {@code tid} whose decode rank is {@code decodeRank}; returns its write_done. */
+    private static List<Effect.SendWriteDone> writeDoneFor(KvParams kv, String tid, int decodeRank) {
+        String rid = proxyRid(tid);
+        Node n = Node.of(writeProducer());
+        n.admit(rid, 32, kv);
+        n.match(rid, 0);
+        n.alloc(rid, BlockGroups.single(1, 2), 0);
+        n.stepAndLoad();
+        n.handshakeDone(HS_KEY);
+        remoteBlocks(n, tid, decodeRank, 21, 22);
+        n.waitForSave();
+        return only(completeAll(n, only(n.all, Effect.PostWrite.class), true), Effect.SendWriteDone.class);
+    }
+
+    @Test
+    void write_done_to_a_child_pod_uses_remote_hosts_and_the_pod_local_rank() {
+        // add_new_req keeps remote_hosts; decode rank 3 of 4, two per pod: pod 1, local rank 1.
+        KvParams kv = prefillParams("tx-pod");
+        kv.put("remote_dp_size", 4L);
+        kv.put("remote_dp_size_local", 2L);
+        kv.put("remote_hosts", List.of(DECODE.host(), "10.0.9.9"));
+
+        assertThat(writeDoneFor(kv, "tx-pod", 3)).containsExactly(
+                new Effect.SendWriteDone("10.0.9.9", DECODE.notifyPort() + 1, "tx-pod"));
+    }
+
+    @Test
+    void write_done_with_the_external_dp_sentinel_keeps_the_global_rank_on_the_single_host() {
+        // remote_dp_size_local 0 stays 0 in ReqMeta: no folding, pod 0, multi_pod_hosts = [remote_host].
+        KvParams kv = prefillParams("tx-ext");
+        kv.put("remote_dp_size", 4L);
+        kv.put("remote_dp_size_local", 0L);
+
+        assertThat(writeDoneFor(kv, "tx-ext", 3)).containsExactly(
+                new Effect.SendWriteDone(DECODE.host(), DECODE.notifyPort() + 3, "tx-ext"));
+    }
+
     @Test
     void tasks_are_deferred_until_remote_blocks_arrive() {
         String rid = proxyRid("w5");
