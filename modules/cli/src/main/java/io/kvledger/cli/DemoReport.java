@@ -178,7 +178,7 @@ final class DemoReport {
                 .thenComparing(AnomalyKind::code));
         for (AnomalyKind k : kinds) {
             List<AnomalyRecord> list = byKind.get(k);
-            out.printf(Locale.ROOT, "  %s x%d  [%s, code %d%s]  %s%n", k.name(), list.size(), k.severity(), k.code(),
+            out.printf(Locale.ROOT, "  %s x%d  [%s, code %d%s]  %s%n", k.name(), list.size(), k.label(), k.code(),
                     k.bugClass() == 0 ? "" : ", bug class " + k.bugClass(), k.summary());
             int shown = Math.min(perKind, list.size());
             for (int i = 0; i < shown; i++) {

@@ -185,7 +185,7 @@ final class StatsCommand implements Callable<Integer> {
             } else {
                 List<String[]> ar = new ArrayList<>();
                 ar.add(new String[] {"anomaly", "count", "severity", "code", "bug class"});
-                an.forEach((k, c) -> ar.add(new String[] {k.name(), Long.toString(c), k.severity().name(),
+                an.forEach((k, c) -> ar.add(new String[] {k.name(), Long.toString(c), k.label(),
                         Integer.toString(k.code()), k.bugClass() == 0 ? "-" : Integer.toString(k.bugClass())}));
                 table(out, ar);
             }

@@ -4,6 +4,9 @@ package io.kvledger.core.model;
  * Everything the Python connector would raise, assert, warn about or silently leak, as a named
  * anomaly the reducer records instead. Codes are permanent (journal and CLI); {@link #bugClass()}
  * names the entry of moriio-protocol.md section 7 the anomaly is evidence of (0 when none).
+ * {@link Severity#WARNING} and {@link Severity#WOULD_RAISE} mean the Python code logs or raises at
+ * that very call; a kind marked {@link #upstreamSilent()} is kvledger's own diagnosis of a spot
+ * where the Python code says nothing.
  */
 public enum AnomalyKind {
     // configuration, at node start
@@ -21,7 +24,7 @@ public enum AnomalyKind {
     UNMAP_MISS(15, Severity.WARNING, 13, "unmap found neither the request id nor the transfer id"),
     UNPINNED_DP_RANK(16, Severity.WARNING, 18, "remote_dp_size > 1 but neither remote_dp_rank nor is_request_leader is set; rank 0 assumed"),
     NOTIFY_ADDRESS_UNRESOLVED(17, Severity.WOULD_RAISE, 16, "no peer address in the request id or the params (ValueError)"),
-    READ_INVALID_PARAMS(18, Severity.WARNING, 14, "READ recv without remote_block_ids or remote_engine_id: nothing is transferred"),
+    READ_INVALID_PARAMS(18, Severity.WARNING, 14, "READ recv with remote_block_ids but no remote_engine_id key: warned, nothing is transferred"),
     READ_ALIGNMENT_FAILED(19, Severity.WOULD_RAISE, 0, "local and remote block lists cannot be aligned"),
     META_ADDRESS_UNRESOLVED(20, Severity.WOULD_RAISE, 16, "build_connector_meta cannot resolve the peer address (ValueError)"),
     RELEASE_NOT_SENT(21, Severity.HANG_RISK, 13, "abort-before-alloc release could not be sent (no transfer id or address)"),
@@ -72,7 +75,17 @@ public enum AnomalyKind {
     NOTIFY_SEND_FAILED(68, Severity.HANG_RISK, 7,
             "a notify never left this node (not encodable, no such address, queue full or refused): its peer waits for it"),
     READS_POSTED_OUT_OF_PHASE(69, Severity.WARNING, 0,
-            "the worker posted reads for a request the scheduler no longer holds staged for receive (stale metadata)");
+            "the worker posted reads for a request the scheduler no longer holds staged for receive (stale metadata)"),
+    META_PARAM_MISSING(70, Severity.WOULD_RAISE, 14,
+            "add_new_req reads transfer_id and remote_block_ids by key: a missing key raises KeyError out of build_connector_meta"),
+    PARAM_NOT_AN_INT(71, Severity.WOULD_RAISE, 16,
+            "the scheduler calls int() on a kv_transfer_params value that is not a number (ValueError or TypeError)"),
+    DEFERRAL_EXPIRED_AT_ACK(72, Severity.WARNING, 7,
+            "a deferral expired in the call its ACK arrived: counted in the \"Reaped N\" warning, freed by its ACK"),
+    READ_RECV_WITHOUT_REMOTE_BLOCKS(73, Severity.INFO, 14, true,
+            "READ consumer params without remote_block_ids (missing or empty): no receive staged, the prefill waits for its reap");
+
+    private static final String OWN = "kvledger's own";
 
     /** How bad an anomaly is. */
     public enum Severity {
@@ -89,13 +102,33 @@ public enum AnomalyKind {
     private final int code;
     private final Severity severity;
     private final int bugClass;
+    private final boolean upstreamSilent;
     private final String summary;
 
     AnomalyKind(int code, Severity severity, int bugClass, String summary) {
+        this(code, severity, bugClass, false, summary);
+    }
+
+    AnomalyKind(int code, Severity severity, int bugClass, boolean upstreamSilent, String summary) {
         this.code = code;
         this.severity = severity;
         this.bugClass = bugClass;
+        this.upstreamSilent = upstreamSilent;
         this.summary = summary;
+    }
+
+    /**
+     * True for a record that is kvledger's own diagnosis of a spot where the Python connector
+     * says nothing (no log line, no exception): it is evidence for a detector, never a claim
+     * that upstream raised or warned. Renderers mark it (see {@link #label()}).
+     */
+    public boolean upstreamSilent() {
+        return upstreamSilent;
+    }
+
+    /** The severity as renderers print it: {@code INFO} or {@code INFO, kvledger's own}. */
+    public String label() {
+        return upstreamSilent ? severity + ", " + OWN : severity.toString();
     }
 
     public int code() {

@@ -210,8 +210,15 @@ final class SchedulerSide {
         String rid = r.requestId;
         Object remoteValue = params.get("remote_block_ids");
         if (!ExtraConfig.pythonTruthy(remoteValue) || !params.has("remote_engine_id")) {
-            c.anomaly(AnomalyKind.READ_INVALID_PARAMS, rid, tid(r),
-                    !ExtraConfig.pythonTruthy(remoteValue) ? "remote_block_ids missing or empty" : "remote_engine_id missing");
+            // Upstream is silent when remote_block_ids is missing or empty (the walrus test fails
+            // quietly) and warns "Got invalid KVTransferParams" only for a missing remote_engine_id.
+            if (!ExtraConfig.pythonTruthy(remoteValue)) {
+                c.anomaly(AnomalyKind.READ_RECV_WITHOUT_REMOTE_BLOCKS, rid, tid(r),
+                        "remote_block_ids " + (params.has("remote_block_ids") ? "is " + ExtraConfig.pythonStr(remoteValue) : "missing")
+                                + "; upstream logs nothing, computes locally and never releases the producer's blocks");
+            } else {
+                c.anomaly(AnomalyKind.READ_INVALID_PARAMS, rid, tid(r), "remote_engine_id missing: Got invalid KVTransferParams");
+            }
             if (!c.cfg.isProducer()) {
                 c.allocPhase(r, RequestPhase.RUNNING, "allocated; invalid KVTransferParams, computes locally");
             }
@@ -368,8 +375,16 @@ final class SchedulerSide {
         String rid = r.requestId;
         Long rank = p.integer("remote_dp_rank", 0);
         int remoteDpRank = rank == null ? 0 : (int) (long) rank;
-        Long dpSizeV = KvParams.asLong(ExtraConfig.pythonTruthy(p.get("remote_dp_size")) ? p.get("remote_dp_size") : 1L);
-        int dpSize = dpSizeV == null ? 1 : (int) (long) dpSizeV;
+        // int(params.get("remote_dp_size", 1) or 1) sits outside the try: a non-numeric value raises
+        // ValueError out of update_state_after_alloc before any notify is sent.
+        Object dpSizeRaw = ExtraConfig.pythonTruthy(p.get("remote_dp_size")) ? p.get("remote_dp_size") : 1L;
+        Long dpSizeV = KvParams.asLong(dpSizeRaw);
+        if (dpSizeV == null) {
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tid(r), "update_state_after_alloc: int(" + ExtraConfig.pythonStr(dpSizeRaw)
+                    + ") for remote_dp_size raises " + (dpSizeRaw instanceof String ? "ValueError" : "TypeError"));
+            return false;
+        }
+        int dpSize = (int) (long) dpSizeV;
         Long dpLocalV = ExtraConfig.pythonTruthy(p.get("remote_dp_size_local")) ? KvParams.asLong(p.get("remote_dp_size_local")) : Long.valueOf(0);
         int dpLocal = dpLocalV == null ? 0 : (int) (long) dpLocalV;
         if (dpLocal > 0) {
@@ -480,6 +495,15 @@ final class SchedulerSide {
 
     // ------------------------------------------------------------------ build_connector_meta
 
+    /**
+     * {@code build_connector_meta}. When {@code add_new_req} raises (KeyError, ValueError,
+     * TypeError) the Python method unwinds at that entry: what the loops did before it stays done
+     * (pending saves updated, moved or finished, the final chunk's snapshot popped), and nothing
+     * after it runs: no snapshot is reclaimed, {@code _reqs_need_recv} and {@code _reqs_need_save}
+     * are not cleared and {@code _reqs_need_send} is not rebound, so the next step finds the same
+     * staged entries (and raises again on the same one). The reducer leaves its tables exactly so;
+     * the worker gets empty metadata for the step, where the engine core's step would have failed.
+     */
     static void buildMeta(Ctx c, NodeEvent.StepScheduled e) {
         NodeState s = c.s;
         List<ReqMeta> recv = new ArrayList<>(s.reqsNeedRecv.size());
@@ -503,9 +527,11 @@ final class SchedulerSide {
                         kv = pending.req().params != null ? pending.req().params : KvParams.empty();
                     }
                     ReqMeta m = addNewReq(c, pending.req(), cr.requestId(), updated, kv, true);
-                    if (m != null) {
-                        save.add(m);
+                    if (m == null) {
+                        metaRaised(c, e);
+                        return;
                     }
+                    save.add(m);
                     s.reqsNeedPendingSave.remove(cr.requestId());
                     c.phase(pending.req(), RequestPhase.PREFILLING, "final chunk: save staged for the worker");
                 }
@@ -515,9 +541,11 @@ final class SchedulerSide {
             Stage st = en.getValue();
             KvParams kv = snapshotOrLive(s, en.getKey(), st.req());
             ReqMeta m = addNewReq(c, st.req(), en.getKey(), st.blocks(), kv, false);
-            if (m != null) {
-                recv.add(m);
+            if (m == null) {
+                metaRaised(c, e);
+                return;
             }
+            recv.add(m);
         }
         for (Map.Entry<String, Stage> en : s.reqsNeedSave.entrySet()) {
             Stage st = en.getValue();
@@ -533,9 +561,11 @@ final class SchedulerSide {
                 continue;
             }
             ReqMeta m = addNewReq(c, st.req(), en.getKey(), st.blocks(), kv, true);
-            if (m != null) {
-                save.add(m);
+            if (m == null) {
+                metaRaised(c, e);
+                return;
             }
+            save.add(m);
         }
         List<String> toSend = new ArrayList<>(s.reqsNeedSend.keySet());
         for (String rid : s.reqsNeedRecv.keySet()) {
@@ -551,13 +581,28 @@ final class SchedulerSide {
         s.reqsNeedSend = new LinkedHashMap<>();
         s.metaRecv = recv;
         s.metaSave = save;
+        refreshMetaMapping(s);
+        c.emit(new Effect.MetadataBuilt(e.step(), recv, save, toSend, s.metaMapping.size()));
+    }
+
+    /**
+     * {@code build_connector_meta} raised (the anomaly is already recorded): no metadata reaches
+     * the worker this step, and the staging tables stay as the unwound Python left them.
+     */
+    private static void metaRaised(Ctx c, NodeEvent.StepScheduled e) {
+        NodeState s = c.s;
+        s.metaRecv = List.of();
+        s.metaSave = List.of();
+        c.emit(new Effect.MetadataBuilt(e.step(), List.of(), List.of(), List.of(), s.metaMapping.size()));
+    }
+
+    private static void refreshMetaMapping(NodeState s) {
         if (s.metaMappingVersion != s.mappingVersion) {
             // The worker's copy of the map: a snapshot, as when the metadata crosses to the
             // worker process. Copied only when the map changed since the last step's snapshot.
             s.metaMapping = new LinkedHashMap<>(s.transferIdToRequestId);
             s.metaMappingVersion = s.mappingVersion;
         }
-        c.emit(new Effect.MetadataBuilt(e.step(), recv, save, toSend, s.metaMapping.size()));
     }
 
     private static KvParams snapshotOrLive(NodeState s, String rid, Req req) {
@@ -576,17 +621,34 @@ final class SchedulerSide {
     }
 
     /**
-     * {@code add_new_req}: resolves the peer address (request-id address first, the explicit params
-     * as fallback) and builds the ReqMeta; null with an anomaly where Python raises ValueError.
+     * {@code add_new_req} ({@code MoRIIOConnectorMetadata}, the same in the seed and the newest
+     * common), in the order the Python code evaluates it: {@code transfer_id} by key (KeyError),
+     * the peer address (the request-id address first, the explicit params as fallback;
+     * ValueError), {@code multi_pod_hosts} = {@code remote_hosts or [remote_host]},
+     * {@code remote_dp_size_local} = {@code int(params.get("remote_dp_size_local",
+     * params.get("remote_dp_size", 1)))} (0, the external-DP sentinel, stays 0; None or a
+     * non-numeric value raises), {@code remote_block_ids} by key (KeyError),
+     * {@code remote_engine_id} as given (None when absent; never synthesized), the remote TP size
+     * {@code int(remote_tp_size or tp_size or 0)}.
+     *
+     * @return the entry, or {@code null} with a named anomaly where the Python code raises
      */
     static ReqMeta addNewReq(Ctx c, Req req, String rid, BlockGroups local, KvParams kv, boolean writeMode) {
-        String host = null;
-        int hs = -1;
-        int np = -1;
+        if (!kv.has("transfer_id")) {
+            c.anomaly(AnomalyKind.META_PARAM_MISSING, rid, null,
+                    "kv_transfer_params['transfer_id'] raises KeyError in add_new_req ("
+                            + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
+            return null;
+        }
+        Object transferId = kv.get("transfer_id");
+        String tidString = transferId instanceof String ts ? ts : null;
+        String host;
+        int hs;
+        int np;
         var parsed = peer(req, rid, writeMode);
         if (parsed != null) {
             if (!parsed.isOk()) {
-                c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, kv.string("transfer_id"), parsed.error());
+                c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, tidString, parsed.error());
                 return null;
             }
             host = parsed.value().host();
@@ -597,7 +659,7 @@ final class SchedulerSide {
             Long hsv = KvParams.asLong(kv.get("remote_handshake_port"));
             Long npv = KvParams.asLong(kv.get("remote_notify_port"));
             if (!ExtraConfig.pythonTruthy(h) || hsv == null || npv == null) {
-                c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, kv.string("transfer_id"),
+                c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, tidString,
                         "no zmq_address in the request id and remote_host/remote_handshake_port/remote_notify_port incomplete");
                 return null;
             }
@@ -605,23 +667,45 @@ final class SchedulerSide {
             hs = (int) (long) hsv;
             np = (int) (long) npv;
         }
-        BlockGroups remote = BlockGroups.fromParamValue(kv.get("remote_block_ids"));
-        int dpRank = intOr(kv.get("remote_dp_rank"), 0);
-        int dpSize = intOr(kv.get("remote_dp_size"), 1);
-        int dpSizeLocal = kv.has("remote_dp_size_local") && kv.get("remote_dp_size_local") != null
-                ? intOr(kv.get("remote_dp_size_local"), dpSize) : dpSize;
-        int tp = intOr(kv.get("remote_tp_size"), 0);
-        if (tp == 0) {
-            tp = intOr(kv.get("tp_size"), 0);
-        }
         List<String> pods = new ArrayList<>();
-        if (kv.get("remote_hosts") instanceof List<?> l) {
+        Object hosts = kv.get("remote_hosts");
+        if (!ExtraConfig.pythonTruthy(hosts)) {
+            pods.add(host);
+        } else if (hosts instanceof List<?> l) {
             for (Object o : l) {
                 pods.add(ExtraConfig.pythonStr(o));
             }
+        } else {
+            pods.add(ExtraConfig.pythonStr(hosts));
         }
-        return new ReqMeta(rid, local, remote, host + ":" + hs, host, hs, np, dpRank, dpSize, dpSizeLocal, tp,
-                kv.get("transfer_id"), pods, writeMode);
+        Object dpLocalValue = kv.has("remote_dp_size_local") ? kv.get("remote_dp_size_local") : kv.getOr("remote_dp_size", 1L);
+        Long dpLocal = KvParams.asLong(dpLocalValue);
+        if (dpLocal == null) {
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString, "add_new_req: int(" + ExtraConfig.pythonStr(dpLocalValue)
+                    + ") for remote_dp_size_local raises " + (dpLocalValue instanceof String ? "ValueError" : "TypeError"));
+            return null;
+        }
+        if (!kv.has("remote_block_ids")) {
+            c.anomaly(AnomalyKind.META_PARAM_MISSING, rid, tidString,
+                    "kv_transfer_params['remote_block_ids'] raises KeyError in add_new_req ("
+                            + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
+            return null;
+        }
+        BlockGroups remote = BlockGroups.fromParamValue(kv.get("remote_block_ids"));
+        Object engine = kv.get("remote_engine_id");
+        String engineId = engine == null ? null : ExtraConfig.pythonStr(engine);
+        Object tpValue = ExtraConfig.pythonTruthy(kv.get("remote_tp_size")) ? kv.get("remote_tp_size")
+                : ExtraConfig.pythonTruthy(kv.get("tp_size")) ? kv.get("tp_size") : (Object) 0L;
+        Long tp = KvParams.asLong(tpValue);
+        if (tp == null) {
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString,
+                    "add_new_req: int(" + ExtraConfig.pythonStr(tpValue) + ") for the remote TP size raises ValueError");
+            return null;
+        }
+        int dpRank = intOr(kv.get("remote_dp_rank"), 0);
+        int dpSize = intOr(kv.get("remote_dp_size"), 1);
+        return new ReqMeta(rid, local, remote, engineId, host, hs, np, dpRank, dpSize, (int) (long) dpLocal,
+                (int) (long) tp, transferId, pods, writeMode);
     }
 
     private static int intOr(Object v, int fallback) {
@@ -862,20 +946,24 @@ final class SchedulerSide {
             }
         }
         if (!c.on(Switch.HOLD_UNTIL_REAL_ACK)) {
-            int reaped = 0;
+            // expired is every deferral past its deadline, whether or not its ACK is in SAFE
+            // already: upstream's "Reaped %d deferred sends" warning counts len(expired).
+            List<String> expired = new ArrayList<>();
             for (Map.Entry<String, NodeState.Deferral> d : s.deferredSendDeadlines.entrySet()) {
-                if (now >= d.getValue().deadlineNs() && !safe.containsKey(d.getKey())) {
-                    safe.put(d.getKey(), Effect.SurfaceReason.REAPED);
-                    reaped++;
+                if (now >= d.getValue().deadlineNs()) {
+                    expired.add(d.getKey());
+                    safe.putIfAbsent(d.getKey(), Effect.SurfaceReason.REAPED);
                 }
             }
-            if (reaped > 0) {
-                for (Map.Entry<String, Effect.SurfaceReason> en : safe.entrySet()) {
-                    if (en.getValue() == Effect.SurfaceReason.REAPED) {
-                        c.anomaly(AnomalyKind.DEFERRAL_REAPED, en.getKey(), s.deferredSendDeadlines.get(en.getKey()).transferId(),
-                                "no finished_sending after " + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms; blocks force-freed ("
-                                        + reaped + " reaped this step)");
-                    }
+            String count = " (" + expired.size() + " reaped this step)";
+            for (String rid : expired) {
+                String t = s.deferredSendDeadlines.get(rid).transferId();
+                if (safe.get(rid) == Effect.SurfaceReason.REAPED) {
+                    c.anomaly(AnomalyKind.DEFERRAL_REAPED, rid, t, "no finished_sending after "
+                            + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms; blocks force-freed" + count);
+                } else {
+                    c.anomaly(AnomalyKind.DEFERRAL_EXPIRED_AT_ACK, rid, t, "past its deadline of "
+                            + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms when its ACK arrived; freed by the ACK" + count);
                 }
             }
         }

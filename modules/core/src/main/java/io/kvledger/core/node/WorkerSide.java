@@ -57,13 +57,13 @@ final class WorkerSide {
         // READ consumer: eager handshake with every remote DP rank of each engine, once per engine.
         LinkedHashSet<String> engines = new LinkedHashSet<>();
         for (ReqMeta m : s.metaRecv) {
-            if (engines.add(m.remoteEngineId())) {
+            if (engines.add(m.handshakeEngineId())) {
                 for (int r = 0; r < Math.max(m.remoteDpSize(), 1); r++) {
-                    String key = m.remoteEngineId() + "_dp" + r;
+                    String key = m.handshakeEngineId() + "_dp" + r;
                     if (!s.remoteAgents.contains(key) && s.handshakesStarted.add(key)) {
                         int dialTp = PortMath.effectiveRemoteTpRank(c.cfg.tpRank(), c.cfg.tpSize(), m.remoteTpSize()).orElse(c.cfg.tpRank());
                         c.emit(new Effect.StartHandshake(key, m.remoteHost(),
-                                m.remoteHandshakePort() + PortMath.portOffset(r, dialTp, m.remoteTpSize()), m.remoteEngineId(), r));
+                                m.remoteHandshakePort() + PortMath.portOffset(r, dialTp, m.remoteTpSize()), m.handshakeEngineId(), r));
                     }
                 }
             }
@@ -84,7 +84,7 @@ final class WorkerSide {
             return true; // the release path needs no session
         }
         for (int r = 0; r < Math.max(m.remoteDpSize(), 1); r++) {
-            if (!s.remoteAgents.contains(m.remoteEngineId() + "_dp" + r)) {
+            if (!s.remoteAgents.contains(m.handshakeEngineId() + "_dp" + r)) {
                 return false;
             }
         }
@@ -111,7 +111,7 @@ final class WorkerSide {
             }
             return;
         }
-        String session = m.remoteEngineId() + "_dp" + m.remoteDpRank();
+        String session = m.handshakeEngineId() + "_dp" + m.remoteDpRank();
         int[] local = m.localBlockIds().first();
         int[] remote = m.remoteBlockIds() == null ? new int[0] : m.remoteBlockIds().first();
         List<Long> ids = new ArrayList<>(c.cfg.layerNames().size());
@@ -706,7 +706,7 @@ final class WorkerSide {
         c.anomaly(AnomalyKind.HANDSHAKE_FAILED, null, null, key + ": " + reason);
         String eid = key.contains("_dp") ? key.substring(0, key.lastIndexOf("_dp")) : key;
         for (ReqMeta m : s.recvAwaitingHandshake) {
-            if (m.remoteEngineId().equals(eid)) {
+            if (m.handshakeEngineId().equals(eid)) {
                 c.anomaly(AnomalyKind.HANDSHAKE_FAILED, m.requestId(), m.transferIdString(), "its read waits for " + key);
             }
         }

@@ -320,7 +320,7 @@ public enum EntryType {
     ANOMALY(146, EntryKind.DERIVED, "anomaly", Schema.of(Effect.Anomaly.class,
             e -> new Object[] {e.kind(), e.requestId(), e.transferId(), e.detail()},
             (at, v) -> new Effect.Anomaly(v.o(0), v.s(1), v.s(2), v.s(3)),
-            e -> (e.kind() == null ? "None" : e.kind() + " [" + e.kind().severity()
+            e -> (e.kind() == null ? "None" : e.kind() + " [" + e.kind().label()
                     + (e.kind().bugClass() > 0 ? ", bug class " + e.kind().bugClass() : "") + "]")
                     + " rid=" + Render.s(e.requestId()) + " tid=" + Render.s(e.transferId())
                     + ": " + Render.s(e.detail()),

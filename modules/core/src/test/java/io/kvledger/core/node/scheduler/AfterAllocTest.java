@@ -100,7 +100,8 @@ class AfterAllocTest {
     void seed_stages_saves_in_read_mode_too() {
         Node p = new Node(producer(TransferMode.READ).behaviour(seed()));
         String rid = proxyRid("seed-read-save");
-        p.admit(rid, 32, params("do_remote_decode", true, "transfer_id", "tx-sr"));
+        p.admit(rid, 32, params("do_remote_decode", true, "transfer_id", "tx-sr", "remote_engine_id", null,
+                "remote_block_ids", null));
 
         p.alloc(rid, one(7, 8), 0);
 
@@ -251,15 +252,41 @@ class AfterAllocTest {
     }
 
     @Test
-    void read_without_remote_block_ids_warns() {
+    void read_without_remote_block_ids_is_silent_upstream_and_kvledgers_own_info_record() {
+        // `if remote_block_ids := params.get(...)` fails quietly: no warning in seed or newest.
+        for (var b : List.of(seed(), io.kvledger.core.config.Behaviour.newest())) {
+            for (KvParams kv : List.of(
+                    params("do_remote_prefill", true, "remote_engine_id", "e", "remote_block_ids", List.of(), "transfer_id", "t"),
+                    params("do_remote_prefill", true, "remote_engine_id", "e", "remote_block_ids", null, "transfer_id", "t"),
+                    params("do_remote_prefill", true, "remote_engine_id", "e", "transfer_id", "t"))) {
+                Node d = new Node(consumer(TransferMode.READ).behaviour(b));
+                String rid = proxyRid("no-blocks");
+                d.admit(rid, 64, kv);
+
+                List<Effect> fx = d.alloc(rid, one(1), 31);
+
+                Effect.Anomaly a = single(fx, Effect.Anomaly.class);
+                assertThat(a.kind()).isEqualTo(AnomalyKind.READ_RECV_WITHOUT_REMOTE_BLOCKS);
+                assertThat(a.kind().severity()).isEqualTo(AnomalyKind.Severity.INFO);
+                assertThat(a.kind().upstreamSilent()).isTrue();
+                assertThat(a.kind().label()).isEqualTo("INFO, kvledger's own");
+                assertThat(d.state.stagedRecvs()).isEmpty();
+                assertThat(d.state.liveParams(rid).get("do_remote_prefill")).isEqualTo(false);
+            }
+        }
+    }
+
+    @Test
+    void read_with_remote_block_ids_but_no_remote_engine_id_warns_invalid_params() {
         Node d = new Node(consumer(TransferMode.READ));
-        String rid = proxyRid("no-blocks");
-        d.admit(rid, 64, params("do_remote_prefill", true, "remote_engine_id", "e", "remote_block_ids", List.of(),
-                "transfer_id", "t"));
+        String rid = proxyRid("no-eid");
+        d.admit(rid, 64, params("do_remote_prefill", true, "remote_block_ids", grouped(a(10, 11)), "transfer_id", "t"));
 
-        List<Effect> fx = d.alloc(rid, one(1), 31);
+        List<Effect> fx = d.alloc(rid, one(1, 2), 31);
 
-        assertThat(anomalies(fx)).contains(AnomalyKind.READ_INVALID_PARAMS);
+        assertThat(anomalies(fx)).containsExactly(AnomalyKind.READ_INVALID_PARAMS);
+        assertThat(AnomalyKind.READ_INVALID_PARAMS.upstreamSilent()).isFalse();
+        assertThat(AnomalyKind.READ_INVALID_PARAMS.severity()).isEqualTo(AnomalyKind.Severity.WARNING);
         assertThat(d.state.stagedRecvs()).isEmpty();
     }
 

@@ -18,8 +18,10 @@ import org.junit.jupiter.api.Test;
 class ConnectorMetadataTest {
 
     private static KvParams saveParams(String tid) {
+        // what the proxy hands a prefill leg: remote_engine_id and remote_block_ids present, None
         return params("do_remote_decode", true, "transfer_id", tid, "remote_host", "10.0.0.2",
-                "remote_handshake_port", 7301, "remote_notify_port", 62005);
+                "remote_handshake_port", 7301, "remote_notify_port", 62005, "remote_engine_id", null,
+                "remote_block_ids", null);
     }
 
     @Test

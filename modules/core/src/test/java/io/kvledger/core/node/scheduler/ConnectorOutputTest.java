@@ -116,6 +116,49 @@ class ConnectorOutputTest {
     }
 
     @Test
+    void reaped_warning_counts_every_expired_deferral_including_one_acked_in_the_same_call() {
+        // upstream: expired = every deferral with now >= deadline, SAFE already or not, and the
+        // warning says "Reaped len(expired) deferred sends"; identical in seed and newest.
+        for (Behaviour b : List.of(Behaviour.seed(), Behaviour.newest())) {
+            Node p = producerNode(b);
+            allocated(p, "acked", "tx-a");
+            allocated(p, "lost", "tx-l");
+            allocated(p, "parked", "tx-p");
+            deferred(p, "acked", T0);
+            deferred(p, "lost", T0);
+            p.at(T0 + S).acks("parked"); // early ACK: parked until its request finishes
+            deferred(p, "parked", T0);
+
+            List<Effect> fx = p.at(T0 + DEFER_NS).acks("acked");
+
+            List<Effect.Anomaly> reaps = only(fx, Effect.Anomaly.class).stream()
+                    .filter(a -> a.kind() == AnomalyKind.DEFERRAL_REAPED || a.kind() == AnomalyKind.DEFERRAL_EXPIRED_AT_ACK)
+                    .toList();
+            assertThat(reaps).extracting(Effect.Anomaly::requestId).containsExactly("acked", "lost", "parked");
+            assertThat(reaps).extracting(Effect.Anomaly::kind).containsExactly(AnomalyKind.DEFERRAL_EXPIRED_AT_ACK,
+                    AnomalyKind.DEFERRAL_REAPED, AnomalyKind.DEFERRAL_EXPIRED_AT_ACK);
+            assertThat(reaps).allSatisfy(a -> assertThat(a.detail()).endsWith("(3 reaped this step)"));
+            assertThat(AnomalyKind.DEFERRAL_EXPIRED_AT_ACK.severity()).isEqualTo(AnomalyKind.Severity.WARNING);
+            // the ACKs still free their own requests; only the lost one is reaped
+            assertThat(only(fx, Effect.AckSurfaced.class)).extracting(Effect.AckSurfaced::reason).containsExactly(
+                    Effect.SurfaceReason.ACKED, Effect.SurfaceReason.PARKED_ACK_RELEASED, Effect.SurfaceReason.REAPED);
+            assertThat(p.state.phaseOf("acked")).isEqualTo(RequestPhase.FREED_AFTER_ACK);
+            assertThat(p.state.phaseOf("lost")).isEqualTo(RequestPhase.REAPED);
+        }
+    }
+
+    @Test
+    void no_reaped_warning_when_no_deferral_expired() {
+        Node p = producerNode(Behaviour.newest());
+        allocated(p, "r", "tx-r");
+        deferred(p, "r", T0);
+
+        List<Effect> fx = p.at(T0 + DEFER_NS - 1).acks("r");
+
+        assertThat(anomalies(fx)).doesNotContain(AnomalyKind.DEFERRAL_REAPED, AnomalyKind.DEFERRAL_EXPIRED_AT_ACK);
+    }
+
+    @Test
     void stale_parked_ack_is_dropped_at_its_deadline() {
         Node p = producerNode(Behaviour.newest());
         p.at(T0).acks("ghost");

@@ -232,7 +232,8 @@ class MoriioUnmapTest {
     void test_producer_completion_stays_on_first_transfer_owner() {
         Node p = new Node(producer(TransferMode.WRITE).behaviour(firstOwnerWins()));
         KvParams kv = params("do_remote_decode", true, "transfer_id", "tid-shared",
-                "remote_host", "10.0.0.2", "remote_handshake_port", 7301, "remote_notify_port", 62005);
+                "remote_host", "10.0.0.2", "remote_handshake_port", 7301, "remote_notify_port", 62005,
+                "remote_engine_id", null, "remote_block_ids", null);
         p.admit("rid-a", 32, kv);
         p.admit("rid-b", 32, kv);
         p.alloc("rid-a", one(1, 2), 0);
@@ -253,7 +254,8 @@ class MoriioUnmapTest {
         // The hazard #56468 fixes: under last-write-wins the ACK is credited to the second request.
         Node p = new Node(producer(TransferMode.WRITE));
         KvParams kv = params("do_remote_decode", true, "transfer_id", "tid-shared",
-                "remote_host", "10.0.0.2", "remote_handshake_port", 7301, "remote_notify_port", 62005);
+                "remote_host", "10.0.0.2", "remote_handshake_port", 7301, "remote_notify_port", 62005,
+                "remote_engine_id", null, "remote_block_ids", null);
         p.admit("rid-a", 32, kv);
         p.admit("rid-b", 32, kv);
         p.alloc("rid-a", one(1, 2), 0);

@@ -125,8 +125,17 @@ class WriteProducerTest {
 
     @Test
     void write_done_goes_to_the_decode_rank_notify_port_plus_the_two_argument_offset() {
+        // The proxy tells the prefill leg the decode's DP size (2 here): add_new_req folds the
+        // decode rank by remote_dp_size_local, which defaults to it.
         String rid = proxyRid("w4");
-        Node n = ready(Node.of(writeProducer().tp(1, 2)), rid, "tx-w4");
+        Node n = Node.of(writeProducer().tp(1, 2));
+        KvParams kv = prefillParams("tx-w4");
+        kv.put("remote_dp_size", 2L);
+        n.admit(rid, 32, kv);
+        n.match(rid, 0);
+        n.alloc(rid, BlockGroups.single(1, 2), 0);
+        n.stepAndLoad();
+        n.handshakeDone(HS_KEY);
         remoteBlocks(n, "tx-w4", 1, 21, 22);
         n.waitForSave();
         List<Effect.PostWrite> writes = only(n.all, Effect.PostWrite.class);
@@ -135,6 +144,43 @@ class WriteProducerTest {
         // remote_notify_port + get_port_offset(decode_dp_rank=1, tp_rank=1) = base + 2
         assertThat(only(fx, Effect.SendWriteDone.class)).containsExactly(
                 new Effect.SendWriteDone(DECODE.host(), DECODE.notifyPort() + 2, "tx-w4"));
+    }
+
+    /** A one-layer-pair write of {@code tid} whose decode rank is {@code decodeRank}; returns its write_done. */
+    private static List<Effect.SendWriteDone> writeDoneFor(KvParams kv, String tid, int decodeRank) {
+        String rid = proxyRid(tid);
+        Node n = Node.of(writeProducer());
+        n.admit(rid, 32, kv);
+        n.match(rid, 0);
+        n.alloc(rid, BlockGroups.single(1, 2), 0);
+        n.stepAndLoad();
+        n.handshakeDone(HS_KEY);
+        remoteBlocks(n, tid, decodeRank, 21, 22);
+        n.waitForSave();
+        return only(completeAll(n, only(n.all, Effect.PostWrite.class), true), Effect.SendWriteDone.class);
+    }
+
+    @Test
+    void write_done_to_a_child_pod_uses_remote_hosts_and_the_pod_local_rank() {
+        // add_new_req keeps remote_hosts; decode rank 3 of 4, two per pod: pod 1, local rank 1.
+        KvParams kv = prefillParams("tx-pod");
+        kv.put("remote_dp_size", 4L);
+        kv.put("remote_dp_size_local", 2L);
+        kv.put("remote_hosts", List.of(DECODE.host(), "10.0.9.9"));
+
+        assertThat(writeDoneFor(kv, "tx-pod", 3)).containsExactly(
+                new Effect.SendWriteDone("10.0.9.9", DECODE.notifyPort() + 1, "tx-pod"));
+    }
+
+    @Test
+    void write_done_with_the_external_dp_sentinel_keeps_the_global_rank_on_the_single_host() {
+        // remote_dp_size_local 0 stays 0 in ReqMeta: no folding, pod 0, multi_pod_hosts = [remote_host].
+        KvParams kv = prefillParams("tx-ext");
+        kv.put("remote_dp_size", 4L);
+        kv.put("remote_dp_size_local", 0L);
+
+        assertThat(writeDoneFor(kv, "tx-ext", 3)).containsExactly(
+                new Effect.SendWriteDone(DECODE.host(), DECODE.notifyPort() + 3, "tx-ext"));
     }
 
     @Test
