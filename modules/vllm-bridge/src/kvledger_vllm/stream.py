@@ -114,6 +114,7 @@ class Stream:
         self._q = queue.Queue(maxsize=maxsize)
         self._sink = sink
         self._header = header
+        self.captured = 0         # entries offered by calling threads (written + dropped)
         self.dropped = 0          # entries dropped because the queue was full (calling threads)
         self._dropped_written = 0  # the part of ``dropped`` already written into the stream
         self.written = 0
@@ -127,6 +128,7 @@ class Stream:
 
     def put(self, kind, type_name, fields):
         """Captures one entry; never blocks, never raises. Returns False when it was dropped."""
+        self.captured += 1
         try:
             self._q.put_nowait((kind, type_name, time.monotonic_ns(), fields))
             return True
