@@ -31,7 +31,7 @@ import logging
 import os
 
 from . import __version__
-from .stream import DERIVED, INPUT, FileSink, Stream, plain
+from .stream import FileSink, Stream, plain
 
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (  # noqa: E402  (needs vLLM)
     KVConnectorBase_V1,
@@ -212,10 +212,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             log.error("kvledger recorder: recording %s failed (%r); the call itself went through. "
                       "Further errors in %s are counted, not logged.", where, e, where, exc_info=True)
 
-    def _put(self, kind, type_name, fields):
+    def _put(self, type_name, fields, reply_type=None, reply_fields=None):
         s = self._stream
         if s is not None:
-            s.put(kind, type_name, fields)
+            s.put(type_name, fields, reply_type, reply_fields)
 
     def _admit(self, request):
         rid = _request_id(request)
@@ -227,7 +227,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if not isinstance(n, int):
             n = len(ids) if ids is not None else 0
         params = getattr(request, "kv_transfer_params", None)
-        self._put(INPUT, "request_admitted", {
+        self._put("request_admitted", {
             "request_id": rid,
             "num_prompt_tokens": n,
             "prompt_token_ids_len": len(ids) if ids is not None else None,
@@ -268,7 +268,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         result = self._inner.start_load_kv(forward_context, **kwargs)
         if self._stream is not None:
             try:
-                self._put(INPUT, "load_started", {})
+                self._put("load_started", {})
             except Exception as e:  # noqa: BLE001
                 self._failed("start_load_kv", e)
         return result
@@ -280,7 +280,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         result = self._inner.save_kv_layer(layer_name, kv_layer, attn_metadata, **kwargs)
         if self._record_layers:
             try:
-                self._put(INPUT, "layer_saved", {"layer_name": str(layer_name)})
+                self._put("layer_saved", {"layer_name": str(layer_name)})
             except Exception as e:  # noqa: BLE001
                 self._failed("save_kv_layer", e)
         return result
@@ -289,7 +289,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         result = self._inner.wait_for_save()
         if self._stream is not None:
             try:
-                self._put(INPUT, "save_waited", {})
+                self._put("save_waited", {})
             except Exception as e:  # noqa: BLE001
                 self._failed("wait_for_save", e)
         return result
@@ -299,8 +299,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             try:
                 sending, recving = result
-                self._put(INPUT, "finished_polled", {})
-                self._put(DERIVED, "finished_reported", {
+                self._put("finished_polled", {}, "finished_reported", {
                     "done_sending": _id_list(sending), "done_recving": _id_list(recving),
                     "load_error_blocks": None})
             except Exception as e:  # noqa: BLE001
@@ -348,12 +347,12 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         result = self._inner.get_num_new_matched_tokens(request, num_computed_tokens)
         if self._stream is not None and rid is not None:
             try:
-                self._put(INPUT, "matched_tokens_queried",
-                          {"request_id": rid, "num_computed_tokens": int(num_computed_tokens)})
                 count, load_async = result
-                if count is not None:  # None: "ask again"; the format has no reply for it
-                    self._put(DERIVED, "matched_tokens",
-                              {"request_id": rid, "count": int(count), "load_async": bool(load_async)})
+                # None means "ask again": the format has no reply for it
+                self._put("matched_tokens_queried", {"request_id": rid, "num_computed_tokens": int(num_computed_tokens)},
+                          None if count is None else "matched_tokens",
+                          None if count is None else {"request_id": rid, "count": int(count),
+                                                      "load_async": bool(load_async)})
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
         return result
@@ -370,7 +369,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         result = self._inner.update_state_after_alloc(request, blocks, num_external_tokens)
         if rid is not None:
             try:
-                self._put(INPUT, "blocks_allocated", {"request_id": rid, "blocks": groups,
+                self._put("blocks_allocated", {"request_id": rid, "blocks": groups,
                                                       "num_external_tokens": int(num_external_tokens)})
             except Exception as e:  # noqa: BLE001
                 self._failed("update_state_after_alloc", e)
@@ -390,7 +389,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                         nb = new_blocks[i] if i < len(new_blocks) else None
                         cached.append({"request_id": str(r),
                                        "new_block_ids": None if nb is None else _block_groups(nb)})
-                self._put(INPUT, "step_scheduled", {"step": self._step, "scheduled_cached_reqs": cached})
+                self._put("step_scheduled", {"step": self._step, "scheduled_cached_reqs": cached})
             except Exception as e:  # noqa: BLE001
                 self._failed("build_connector_meta", e)
         return result
@@ -414,10 +413,12 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         result = self._inner.update_connector_output(connector_output)
         if fields is not None:
             try:
-                self._put(INPUT, "connector_output_received", fields)
                 if self._producer_scheduler:
                     safe = getattr(connector_output, "finished_sending", None)
-                    self._put(DERIVED, "finished_sending_rewritten", {"safe": _id_list(safe) or []})
+                    self._put("connector_output_received", fields, "finished_sending_rewritten",
+                              {"safe": _id_list(safe) or []})
+                else:
+                    self._put("connector_output_received", fields)
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
         return result
@@ -439,10 +440,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if rid is not None:
             try:
                 self._seen.discard(rid)
-                self._put(INPUT, "request_finished", fields)
                 delay_free, params = result
-                self._put(DERIVED, "finish_decision", {"request_id": rid, "delay_free": bool(delay_free),
-                                                       "kv_transfer_params": plain(params)})
+                self._put("request_finished", fields, "finish_decision",
+                          {"request_id": rid, "delay_free": bool(delay_free), "kv_transfer_params": plain(params)})
             except Exception as e:  # noqa: BLE001
                 self._failed(where, e)
         return result

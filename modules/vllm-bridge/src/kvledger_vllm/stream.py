@@ -1,8 +1,9 @@
 """The recording stream: hook calls captured on vLLM's threads, written as kvledger JSON lines elsewhere.
 
 Capture (``Stream.put``) is one ``time.monotonic_ns()`` and one ``queue.Queue.put_nowait`` of a
-small tuple on the calling thread; it never blocks and never raises. A full queue drops the entry
-and counts it. A daemon thread (``Stream`` starts it) turns entries into JSON lines
+small tuple on the calling thread, one per hook call; it never blocks and never raises. A full
+queue drops the entry and counts it. A daemon thread (``Stream`` starts it) polls the queue every
+few milliseconds and turns entries into JSON lines
 (journal/FORMAT.md, "JSON lines") and appends them to the file. Dropped entries are written into
 the stream as soon as the writer catches up, as a ``frame_rejected`` input whose reason says how
 many hook calls were lost (the format has no entry type of its own for this yet).
@@ -22,10 +23,14 @@ import time
 
 log = logging.getLogger("vllm.kvledger_vllm")
 
-# An entry on the queue: (kind, type, at_ns, fields) with kind "input" or "derived"; a derived
-# entry follows the input it answers (the import takes the nearest input above as its cause).
+# An entry on the queue: (type, at_ns, fields, reply_type, reply_fields): one input and, when the
+# hook has a reply in the format, the derived entry written right after it (the import takes the
+# nearest input above a derived line as its cause).
 INPUT = "input"
 DERIVED = "derived"
+
+# How long the writer sleeps when the queue is empty (the delay of a line reaching the file).
+POLL_S = 0.005
 
 DROP_REASON_PREFIX = "kvledger-vllm recorder: "
 
@@ -126,11 +131,12 @@ class Stream:
 
     # ------------------------------------------------------------------ calling threads
 
-    def put(self, kind, type_name, fields):
-        """Captures one entry; never blocks, never raises. Returns False when it was dropped."""
+    def put(self, type_name, fields, reply_type=None, reply_fields=None):
+        """Captures one input entry and, optionally, the derived entry that answers it (the inner
+        connector's return value); never blocks, never raises. Returns False when it was dropped."""
         self.captured += 1
         try:
-            self._q.put_nowait((kind, type_name, time.monotonic_ns(), fields))
+            self._q.put_nowait((type_name, time.monotonic_ns(), fields, reply_type, reply_fields))
             return True
         except queue.Full:
             self.dropped += 1  # racy across threads by a few counts at worst; never blocks
@@ -151,24 +157,28 @@ class Stream:
             return
         failed = False
         while True:
-            item = self._q.get()
-            batch = [item]
-            while len(batch) < 1024:
+            # Polled, not blocked in get(): a put then finds no waiter to wake, so the engine's
+            # threads and this one do not hand the GIL back and forth once per hook call.
+            batch = []
+            while len(batch) < 4096:
                 try:
                     batch.append(self._q.get_nowait())
                 except queue.Empty:
                     break
+            if not batch:
+                time.sleep(POLL_S)
+                continue
             stop = any(b is None for b in batch)
             lines = []
             for b in batch:
                 if b is None:
                     continue
                 try:
-                    lines.append(self._line(b))
+                    lines.extend(self._lines(b))
                 except Exception as e:  # noqa: BLE001
                     self.write_errors += 1
                     if self.write_errors == 1:
-                        log.error("kvledger recorder: cannot encode a %s entry (%s); it is skipped", b[1], e)
+                        log.error("kvledger recorder: cannot encode a %s entry (%s); it is skipped", b[0], e)
             drops = self.dropped - self._dropped_written
             if drops > 0:
                 at = self._last_at_ns if self._last_at_ns is not None else 0
@@ -193,22 +203,27 @@ class Stream:
                 self._sink.close()
                 return
 
-    def _line(self, item):
-        kind, type_name, at_ns, fields = item
-        if kind == INPUT:
-            # Inputs must not go backwards in time; entries captured on two threads may.
-            if self._last_at_ns is not None and at_ns < self._last_at_ns:
-                at_ns = self._last_at_ns
-            self._last_at_ns = at_ns
-            obj = {"kind": INPUT, "type": type_name, "at_ns": at_ns}
-        else:
-            obj = {"kind": DERIVED, "type": type_name}
+    def _lines(self, item):
+        type_name, at_ns, fields, reply_type, reply_fields = item
+        # Inputs must not go backwards in time; entries captured on two threads may.
+        if self._last_at_ns is not None and at_ns < self._last_at_ns:
+            at_ns = self._last_at_ns
+        self._last_at_ns = at_ns
+        obj = {"kind": INPUT, "type": type_name, "at_ns": at_ns}
         obj.update(fields)
-        return encode_line(obj)
+        if reply_type is None:
+            return [encode_line(obj)]
+        reply = {"kind": DERIVED, "type": reply_type}
+        reply.update(reply_fields)
+        return [encode_line(obj), encode_line(reply)]
 
     def _drain_forever(self):
         while True:
-            item = self._q.get()
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                time.sleep(POLL_S)
+                continue
             self._q.task_done()
             if item is None:
                 return
