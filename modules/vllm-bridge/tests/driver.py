@@ -9,13 +9,14 @@ new blocks on later steps), ``build_connector_meta``, the worker's forward pass 
 ``update_connector_output`` and ``request_finished`` for requests that finished (length-capped after
 their prefill, or aborted).
 
-Run as a script it writes a recording: ``python3 driver.py --scenario healthy|diverge --role
+Run as a script it writes a recording: ``python3 driver.py --scenario healthy|diverge|overflow --role
 producer|consumer --out DIR`` (PYTHONPATH: the package's src and tests/standin, tests).
 """
 
 import argparse
 import os
 import sys
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -165,6 +166,21 @@ def consumer_requests(n=3, prompt=40):
                     max_tokens=8) for i in range(n)]
 
 
+class GatedSink:
+    """A sink that holds every write until ``gate`` is set (a stalled disk)."""
+
+    def __init__(self, sink, gate):
+        self.sink = sink
+        self.gate = gate
+
+    def write_lines(self, lines):
+        self.gate.wait()
+        self.sink.write_lines(lines)
+
+    def close(self):
+        self.sink.close()
+
+
 def play(out_dir, scenario="healthy", role="producer", record_layers=True):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings."""
     import fakes
@@ -182,6 +198,16 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True):
     cfg = make_config("kv_producer" if producer else "kv_consumer", extra)
     sched = build(KvledgerRecorderConnector, cfg, KVConnectorRole.SCHEDULER)
     worker = build(KvledgerRecorderConnector, cfg, KVConnectorRole.WORKER)
+    gate = None
+    if scenario == "overflow":
+        # The disk stalls for the whole run: a queue of 8 entries overflows, the rest is dropped
+        # and counted; when the disk comes back the stream says how many calls it lost.
+        from kvledger_vllm.stream import FileSink, Stream
+        gate = threading.Event()
+        for r in (sched, worker):
+            header, path = r.recording_stream._header, r.recording_stream._sink.path
+            r.recording_stream.close()
+            r._stream = Stream(header, GatedSink(FileSink(path), gate), maxsize=8)
     d = Driver(sched, worker, producer=producer)
     d.add(reqs[0])
     d.add(reqs[1])
@@ -190,6 +216,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True):
     if producer:
         d.abort(reqs[1].request_id)  # aborted mid-prefill: freed at once, nothing sent
     d.run(5)
+    if gate is not None:
+        gate.set()
     sched.shutdown()
     worker.shutdown()
     return (template.format(role="scheduler", dp=0, tp=0), template.format(role="worker", dp=0, tp=0))
@@ -197,7 +225,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scenario", choices=("healthy", "diverge"), default="healthy")
+    ap.add_argument("--scenario", choices=("healthy", "diverge", "overflow"), default="healthy")
     ap.add_argument("--role", choices=("producer", "consumer"), default="producer")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)

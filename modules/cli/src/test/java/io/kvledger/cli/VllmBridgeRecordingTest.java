@@ -10,6 +10,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -91,6 +93,23 @@ class VllmBridgeRecordingTest {
         assertTrue(o.out().contains("replay:  finish_decision rid=" + rid + " delay_free=true"), o.out());
         // kvledger still holds the request's blocks: the real connector freed them at once
         assertTrue(o.out().contains("DEFERRED_FREE 1"), o.out());
+    }
+
+    @Test
+    void droppedHookCallsAreCountedInTheImportedJournal() throws Exception {
+        // The driver's disk stalls for the whole run: 8 entries fit the queue, the rest is dropped.
+        List<Path> rec = record("overflow", "producer");
+        for (Path file : rec) {
+            Path dir = importInto(file, file.getFileName().toString().startsWith("scheduler") ? "P0" : "P0-tp0");
+            CliRun.Outcome dump = CliRun.run("dump", dir.toString(), "--type", "frame_rejected");
+            assertEquals(0, dump.code(), dump.out() + dump.err());
+            Matcher m = Pattern.compile("reason=kvledger-vllm recorder: (\\d+) hook call\\(s\\) dropped \\(queue full\\)").matcher(dump.out());
+            assertTrue(m.find(), dump.out());
+            assertTrue(Integer.parseInt(m.group(1)) > 0, dump.out());
+            // 8 captured inputs and the drop line: the stream says where it is incomplete, last
+            long inputs = Files.readAllLines(file).stream().filter(l -> l.startsWith("{\"kind\":\"input\"")).count();
+            assertEquals(9, inputs, file.toString());
+        }
     }
 
     @Test
