@@ -136,3 +136,29 @@ def test_kv_both_is_recorded_as_moriio_treats_it(tmp_path):
     assert lines(tmp_path / "scheduler.jsonl")[0]["kv_role"] == "kv_consumer"
     assert lines(tmp_path / "worker.jsonl")[0]["kv_role"] == "kv_producer"
     assert lines(tmp_path / "worker.jsonl")[0]["transfer_mode"] == "READ"
+
+
+def test_hma_finish_records_block_ids_per_group(tmp_path):
+    from kvledger_vllm import KvledgerRecorderConnectorHMA
+    from vllm.v1.request import Request, RequestStatus
+    extra = {"inner_connector": "ScriptedHMAConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}.jsonl")}
+    rec = KvledgerRecorderConnectorHMA(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    req = Request("r-hma", list(range(20)), {"do_remote_decode": True, "transfer_id": "tx-h"}, max_tokens=1)
+    req.status = RequestStatus.FINISHED_LENGTH_CAPPED
+    delay, params = rec.request_finished_all_groups(req, ([1, 2], [7]))
+    rec.shutdown()
+    assert delay is True and params["remote_block_ids"] == [[1, 2], [7]]
+    s = lines(tmp_path / "scheduler.jsonl")
+    fin = [e for e in s if e["type"] == "request_finished"]
+    assert fin[0]["block_ids"] == [[1, 2], [7]] and fin[0]["status"] == "FINISHED_LENGTH_CAPPED"
+    assert s[-1]["type"] == "finish_decision" and s[-1]["delay_free"] is True
+
+
+def test_a_missing_inner_connector_is_named(tmp_path):
+    import pytest
+    from kvledger_vllm.recorder import resolve_inner_class
+    with pytest.raises(ImportError, match="cannot find the inner connector 'MoRIIOConnector'"):
+        resolve_inner_class({})
+    with pytest.raises(AttributeError):
+        resolve_inner_class({"inner_connector": "NoSuchConnector", "inner_connector_module_path": "fakes"})
