@@ -121,10 +121,12 @@ def _block_groups(value):
 
 
 def _status_name(request):
+    """The request's finish status by name. A status the journal format does not know (a newer
+    vLLM's) is written as FINISHED_ABORTED: MoRIIO only tells FINISHED_LENGTH_CAPPED from the
+    rest, and an unknown name would make the whole file fail to import."""
     st = getattr(request, "status", None)
-    name = getattr(st, "name", None) or str(st)
-    name = name.rsplit(".", 1)[-1]
-    return name if name in _FINISH_STATUSES else "FINISHED_ABORTED" if "ABORT" in name else name
+    name = (getattr(st, "name", None) or str(st)).rsplit(".", 1)[-1]
+    return name if name in _FINISH_STATUSES else "FINISHED_ABORTED"
 
 
 def _id_list(value):
