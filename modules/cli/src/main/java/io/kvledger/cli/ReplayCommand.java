@@ -67,14 +67,36 @@ final class ReplayCommand implements Callable<Integer> {
     @Option(names = "--full-ids", description = "print proxy request ids whole instead of cmpl-..._<uuid>-...")
     boolean fullIds;
 
+    /**
+     * The start of the header {@code origin} of a journal recorded from a real vLLM connector by
+     * the vLLM bridge (modules/vllm-bridge). Such a journal holds the real connector's answers to
+     * its hooks as derived entries, and no decision records, I/O commands or connector metadata:
+     * {@code --verify} compares only those answers (every hook reply but {@code metadata_built}).
+     */
+    static final String BRIDGE_ORIGIN = "vllm-bridge ";
+
     /** One node's comparison of recorded and recomputed effects. */
     static final class Verify {
+        final boolean repliesOnly;
         long recorded;
         long divergentInputs;
         String first;
         Map<String, Object> firstJson;
 
+        Verify(boolean repliesOnly) {
+            this.repliesOnly = repliesOnly;
+        }
+
+        /** Whether a bridge recording holds this kind of effect (see {@link #BRIDGE_ORIGIN}). */
+        static boolean bridgeRecords(Effect e) {
+            return e instanceof Effect.HookReply && !(e instanceof Effect.MetadataBuilt);
+        }
+
         void check(long seq, String cause, List<Effect> actual, List<JournalEntry.Derived> expected, boolean fullIds) {
+            if (repliesOnly) {
+                actual = actual.stream().filter(Verify::bridgeRecords).toList();
+                expected = expected.stream().filter(d -> bridgeRecords(d.effect())).toList();
+            }
             recorded += expected.size();
             int n = Math.max(actual.size(), expected.size());
             for (int i = 0; i < n; i++) {
@@ -122,7 +144,7 @@ final class ReplayCommand implements Callable<Integer> {
             Verify[] verifies = new Verify[n];
             for (int i = 0; i < n; i++) {
                 tallies[i] = new NodeTally();
-                verifies[i] = new Verify();
+                verifies[i] = new Verify(r.nodes().get(i).header().origin().startsWith(BRIDGE_ORIGIN));
             }
             long[] base = {Long.MIN_VALUE};
             r.run(new Replayer.Listener() {
@@ -236,10 +258,13 @@ final class ReplayCommand implements Callable<Integer> {
                 if (counts.get(i).derived() == 0) {
                     out.println("  " + name + ": nothing to compare: the journal holds no recorded effects (inputs only)");
                 } else if (v.divergentInputs == 0) {
-                    out.println("  " + name + ": the same " + v.recorded + " effects for " + tallies[i].inputs + " inputs");
+                    out.println("  " + name + ": the same " + v.recorded + (v.repliesOnly ? " hook replies" : " effects")
+                            + " for " + tallies[i].inputs + " inputs"
+                            + (v.repliesOnly ? " (a vllm-bridge recording: only the connector's replies are compared)" : ""));
                 } else {
                     out.println("  " + name + ": " + v.divergentInputs + " of " + tallies[i].inputs
-                            + " inputs diverge; the first at " + v.first);
+                            + " inputs diverge" + (v.repliesOnly ? " (hook replies of a vllm-bridge recording)" : "")
+                            + "; the first at " + v.first);
                 }
             }
         }
@@ -271,6 +296,7 @@ final class ReplayCommand implements Callable<Integer> {
         if (verify) {
             LinkedHashMap<String, Object> vm = new LinkedHashMap<>();
             vm.put("comparable", c.derived() > 0);
+            vm.put("replies_only", v.repliesOnly);
             vm.put("divergent_inputs", v.divergentInputs);
             vm.put("first", v.firstJson);
             m.put("verify", vm);

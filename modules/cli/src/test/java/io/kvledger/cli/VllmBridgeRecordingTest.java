@@ -1,0 +1,129 @@
+package io.kvledger.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The vLLM bridge's recordings (modules/vllm-bridge) through the real CLI: the Python driver plays
+ * vLLM's scheduler loop over {@code KvledgerRecorderConnector} wrapping a scripted MoRIIO-like
+ * connector and writes the scheduler's and the worker's JSON lines; {@code journal import} takes
+ * them, and {@code replay --verify} compares the scripted connector's replies with kvledger's.
+ * Needs Debian's python3 with python3-zmq and python3-msgpack (the launcher installs them).
+ */
+class VllmBridgeRecordingTest {
+
+    static final Path PYTHON = Path.of("/usr/bin/python3");
+    static final Path BRIDGE = Path.of(System.getProperty("kvledger.vllmBridge", "../vllm-bridge")).toAbsolutePath().normalize();
+
+    @TempDir
+    Path tmp;
+
+    @BeforeAll
+    static void python() throws Exception {
+        assumeTrue(Files.isExecutable(PYTHON), "skipped: " + PYTHON + " is missing (./kvledger test installs Debian's python3)");
+        Process p = new ProcessBuilder(PYTHON.toString(), "-c", "import zmq, msgpack").redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assumeTrue(p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0,
+                "skipped: python3-zmq and python3-msgpack are needed (apt-get install python3-zmq python3-msgpack): " + out);
+        assumeTrue(Files.isRegularFile(BRIDGE.resolve("tests/driver.py")), "skipped: no modules/vllm-bridge at " + BRIDGE);
+    }
+
+    /** Runs the driver; returns the scheduler and worker recordings. */
+    private List<Path> record(String scenario, String role) throws IOException, InterruptedException {
+        Path out = tmp.resolve("rec-" + scenario + "-" + role);
+        ProcessBuilder pb = new ProcessBuilder(PYTHON.toString(), BRIDGE.resolve("tests/driver.py").toString(),
+                "--scenario", scenario, "--role", role, "--out", out.toString()).redirectErrorStream(true);
+        pb.environment().put("PYTHONPATH", String.join(":", BRIDGE.resolve("src").toString(),
+                BRIDGE.resolve("tests/standin").toString(), BRIDGE.resolve("tests").toString()));
+        pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
+        Process p = pb.start();
+        String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the driver did not finish");
+        assertEquals(0, p.exitValue(), log);
+        Path sched = out.resolve("scheduler-dp0-tp0.jsonl");
+        Path worker = out.resolve("worker-dp0-tp0.jsonl");
+        assertTrue(Files.size(sched) > 0 && Files.size(worker) > 0, log);
+        return List.of(sched, worker);
+    }
+
+    private Path importInto(Path file, String node) {
+        Path dir = tmp.resolve("journals-" + file.getParent().getFileName()).resolve(node);
+        CliRun.Outcome o = CliRun.run("journal", "import", file.toString(), dir.toString());
+        assertEquals(0, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("origin=\"vllm-bridge "), o.out());
+        return dir;
+    }
+
+    @Test
+    void healthyProducerRecordingReplaysWithoutDivergence() throws Exception {
+        List<Path> rec = record("healthy", "producer");
+        Path p0 = importInto(rec.get(0), "P0");
+        CliRun.Outcome o = CliRun.run("replay", "--verify", p0.toString());
+        assertEquals(0, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("verify: no divergence"), o.out());
+        // 3 get_num_new_matched_tokens, 3 request_finished, 6 update_connector_output replies
+        assertTrue(o.out().contains("P0: the same 12 hook replies for 24 inputs"), o.out());
+        assertTrue(o.out().contains("phases at the end: FINISHED 1, FREED_AFTER_ACK 2"), o.out());
+    }
+
+    @Test
+    void divergingConnectorIsCaughtAtItsRequestFinished() throws Exception {
+        List<Path> rec = record("diverge", "producer");
+        Path p0 = importInto(rec.get(0), "P0");
+        CliRun.Outcome o = CliRun.run("replay", "--verify", "--full-ids", p0.toString());
+        assertEquals(1, o.code(), o.out() + o.err());
+        String rid = "cmpl-___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_host:10.0.1.1,"
+                + "handshake:6301,notify:61005_00000000000000000000000000000001-0-aaaaaaaa";
+        assertTrue(o.out().contains("P0: 1 of 24 inputs diverge"), o.out());
+        assertTrue(o.out().contains("(request_finished), effect 1 of 1"), o.out());
+        assertTrue(o.out().contains("journal: finish_decision rid=" + rid + " delay_free=false"), o.out());
+        assertTrue(o.out().contains("replay:  finish_decision rid=" + rid + " delay_free=true"), o.out());
+        // kvledger still holds the request's blocks: the real connector freed them at once
+        assertTrue(o.out().contains("DEFERRED_FREE 1"), o.out());
+    }
+
+    @Test
+    void droppedHookCallsAreCountedInTheImportedJournal() throws Exception {
+        // The driver's disk stalls for the whole run: 8 entries fit the queue, the rest is dropped.
+        List<Path> rec = record("overflow", "producer");
+        for (Path file : rec) {
+            Path dir = importInto(file, file.getFileName().toString().startsWith("scheduler") ? "P0" : "P0-tp0");
+            CliRun.Outcome dump = CliRun.run("dump", dir.toString(), "--type", "frame_rejected");
+            assertEquals(0, dump.code(), dump.out() + dump.err());
+            Matcher m = Pattern.compile("reason=kvledger-vllm recorder: (\\d+) hook call\\(s\\) dropped \\(queue full\\)").matcher(dump.out());
+            assertTrue(m.find(), dump.out());
+            assertTrue(Integer.parseInt(m.group(1)) > 0, dump.out());
+            // 8 captured inputs and the drop line: the stream says where it is incomplete, last
+            long inputs = Files.readAllLines(file).stream().filter(l -> l.startsWith("{\"kind\":\"input\"")).count();
+            assertEquals(9, inputs, file.toString());
+        }
+    }
+
+    @Test
+    void workerAndConsumerRecordingsImportAndHangsReadsThem() throws Exception {
+        List<Path> prod = record("healthy", "producer");
+        List<Path> cons = record("healthy", "consumer");
+        Path w = importInto(prod.get(1), "P0-tp0");
+        Path d0 = importInto(cons.get(0), "D0");
+        importInto(cons.get(1), "D0-tp0");
+        CliRun.Outcome dump = CliRun.run("dump", w.toString());
+        assertEquals(0, dump.code(), dump.out() + dump.err());
+        assertTrue(dump.out().contains("layer_saved"), dump.out());
+        CliRun.Outcome hangs = CliRun.run("hangs", d0.toString());
+        assertTrue(hangs.code() == 0 || hangs.code() == 1, hangs.out() + hangs.err());
+        assertTrue(hangs.out().startsWith("hangs: 1 journal(s) (D0)"), hangs.out());
+    }
+}

@@ -1,0 +1,256 @@
+"""The recording stream: hook calls captured on vLLM's threads, written as kvledger JSON lines elsewhere.
+
+Capture (``Stream.put``) is one ``time.monotonic_ns()`` and one ``queue.Queue.put_nowait`` of a
+small tuple on the calling thread, one per hook call; it never blocks and never raises. A full
+queue drops the entry and counts it. A daemon thread (``Stream`` starts it) polls the queue every
+few milliseconds and turns entries into JSON lines
+(journal/FORMAT.md, "JSON lines") and appends them to the file. Dropped entries are written into
+the stream as soon as the writer catches up, as a ``frame_rejected`` input whose reason says how
+many hook calls were lost (the format has no entry type of its own for this yet).
+
+Only the standard library is used here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import queue
+import threading
+import time
+
+log = logging.getLogger("vllm.kvledger_vllm")
+
+# An entry on the queue: (type, at_ns, fields, reply_type, reply_fields): one input and, when the
+# hook has a reply in the format, the derived entry written right after it (the import takes the
+# nearest input above a derived line as its cause).
+INPUT = "input"
+DERIVED = "derived"
+
+# How long the writer sleeps when the queue is empty (the delay of a line reaching the file).
+POLL_S = 0.005
+
+DROP_REASON_PREFIX = "kvledger-vllm recorder: "
+
+
+def plain(value, depth=0):
+    """A copy of ``value`` made of JSON-representable Python values (dict keys as str).
+
+    Taken on the calling thread for values the connector may mutate later (kv_transfer_params).
+    Sets become sorted lists; tuples lists; anything else its ``str``.
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if depth > 32:
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [plain(v, depth + 1) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return sorted(items, key=repr)
+    if isinstance(value, (bytes, bytearray)):
+        return {"$bytes": __import__("base64").b64encode(bytes(value)).decode("ascii")}
+    return str(value)
+
+
+def _json_value(v):
+    """Applies the format's tags for values JSON cannot hold (NaN/inf floats, huge ints)."""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return {"$float": "nan"}
+        if math.isinf(v):
+            return {"$float": "inf" if v > 0 else "-inf"}
+        return v
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        if -(2 ** 63) <= v < 2 ** 63:
+            return v
+        return {"$int": str(v)}
+    if isinstance(v, dict):
+        if len(v) == 1 and next(iter(v)) == "$bytes":
+            return v
+        return {k: _json_value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_json_value(x) for x in v]
+    return v
+
+
+def encode_line(obj):
+    return json.dumps(_json_value(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+class FileSink:
+    """Appends lines to one file (created with its directory; truncated when it exists)."""
+
+    def __init__(self, path):
+        self.path = path
+        d = os.path.dirname(path)
+        if d:
+            os.makedirs(d, exist_ok=True)
+        self._f = open(path, "w", encoding="utf-8")
+
+    def write_lines(self, lines):
+        self._f.write("".join(line + "\n" for line in lines))
+        self._f.flush()
+
+    def close(self):
+        try:
+            self._f.close()
+        except OSError:
+            pass
+
+
+class Stream:
+    """A bounded capture queue and the background writer that drains it into a sink.
+
+    ``header`` is the header line's dict (written first). ``sink`` has ``write_lines(list)`` and
+    ``close()``. ``maxsize`` bounds the queue (entries, not bytes).
+    """
+
+    def __init__(self, header, sink, maxsize=65536, name="kvledger-recorder"):
+        self._q = queue.Queue(maxsize=maxsize)
+        self._sink = sink
+        self._header = header
+        self.captured = 0         # entries offered by calling threads (written + dropped)
+        self.dropped = 0          # entries dropped because the queue was full (calling threads)
+        self._dropped_written = 0  # the part of ``dropped`` already written into the stream
+        self.written = 0
+        self.write_errors = 0
+        self._last_at_ns = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ calling threads
+
+    def put(self, type_name, fields, reply_type=None, reply_fields=None):
+        """Captures one input entry and, optionally, the derived entry that answers it (the inner
+        connector's return value); never blocks, never raises. Returns False when it was dropped."""
+        self.captured += 1
+        try:
+            self._q.put_nowait((type_name, time.monotonic_ns(), fields, reply_type, reply_fields))
+            return True
+        except queue.Full:
+            self.dropped += 1  # racy across threads by a few counts at worst; never blocks
+            return False
+        except Exception:  # noqa: BLE001 - the engine must never see the recorder fail
+            self.dropped += 1
+            return False
+
+    # ------------------------------------------------------------------ writer thread
+
+    def _run(self):
+        try:
+            self._sink.write_lines([encode_line(self._header)])
+        except Exception as e:  # noqa: BLE001
+            self.write_errors += 1
+            log.error("kvledger recorder: cannot write the journal header (%s); recording stops", e)
+            self._drain_forever()
+            return
+        failed = False
+        while True:
+            # Polled, not blocked in get(): a put then finds no waiter to wake, so the engine's
+            # threads and this one do not hand the GIL back and forth once per hook call.
+            batch = []
+            while len(batch) < 4096:
+                try:
+                    batch.append(self._q.get_nowait())
+                except queue.Empty:
+                    break
+            if not batch:
+                time.sleep(POLL_S)
+                continue
+            stop = any(b is None for b in batch)
+            lines = []
+            for b in batch:
+                if b is None:
+                    continue
+                try:
+                    lines.extend(self._lines(b))
+                except Exception as e:  # noqa: BLE001
+                    self.write_errors += 1
+                    if self.write_errors == 1:
+                        log.error("kvledger recorder: cannot encode a %s entry (%s); it is skipped", b[0], e)
+            drops = self.dropped - self._dropped_written
+            if drops > 0:
+                at = self._last_at_ns if self._last_at_ns is not None else 0
+                self._last_at_ns = at
+                lines.append(encode_line({
+                    "kind": INPUT, "type": "frame_rejected", "at_ns": at,
+                    "reason": DROP_REASON_PREFIX + str(drops) + " hook call(s) dropped (queue full); "
+                              + str(self.dropped) + " in all; the journal is incomplete here",
+                    "frame": "", "would_kill_python_listener": False}))
+                self._dropped_written += drops
+            if not failed and lines:
+                try:
+                    self._sink.write_lines(lines)
+                    self.written += len(lines)
+                except Exception as e:  # noqa: BLE001
+                    failed = True
+                    self.write_errors += 1
+                    log.error("kvledger recorder: writing the journal failed (%s); recording stops, the engine runs on", e)
+            for _ in batch:
+                self._q.task_done()
+            if stop:
+                self._sink.close()
+                return
+
+    def _lines(self, item):
+        type_name, at_ns, fields, reply_type, reply_fields = item
+        # Inputs must not go backwards in time; entries captured on two threads may.
+        if self._last_at_ns is not None and at_ns < self._last_at_ns:
+            at_ns = self._last_at_ns
+        self._last_at_ns = at_ns
+        obj = {"kind": INPUT, "type": type_name, "at_ns": at_ns}
+        obj.update(fields)
+        if reply_type is None:
+            return [encode_line(obj)]
+        reply = {"kind": DERIVED, "type": reply_type}
+        reply.update(reply_fields)
+        return [encode_line(obj), encode_line(reply)]
+
+    def _drain_forever(self):
+        while True:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                time.sleep(POLL_S)
+                continue
+            self._q.task_done()
+            if item is None:
+                return
+
+    # ------------------------------------------------------------------ shutdown
+
+    def flush(self, timeout=None):
+        """Waits until everything captured so far is written (tests, shutdown)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._q.unfinished_tasks:
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+        return True
+
+    def close(self, timeout=5.0):
+        """Writes what is queued and stops the writer (bounded wait; the thread is a daemon)."""
+        if self._closed:
+            return
+        self._closed = True
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._q.put_nowait(None)
+                break
+            except queue.Full:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.001)
+        self._thread.join(max(0.0, deadline - time.monotonic()))

@@ -1,0 +1,239 @@
+"""A driver that plays vLLM's scheduler loop over connectors (tests only).
+
+One engine (one DP rank, one TP rank): a SCHEDULER-role connector and a WORKER-role connector,
+both built the way vLLM's factory builds them (``cls(vllm_config, role, kv_cache_config)``). Each
+step: admit new requests (``on_new_request``), schedule waiting ones (``get_num_new_matched_tokens``,
+allocate, ``update_state_after_alloc``), prefill in chunks of ``chunk`` tokens (cached requests with
+new blocks on later steps), ``build_connector_meta``, the worker's forward pass (bind,
+``start_load_kv``, ``save_kv_layer`` per layer, ``wait_for_save``, ``get_finished``, clear), then
+``update_connector_output`` and ``request_finished`` for requests that finished (length-capped after
+their prefill, or aborted).
+
+Run as a script it writes a recording: ``python3 driver.py --scenario healthy|diverge|overflow --role
+producer|consumer --out DIR`` (PYTHONPATH: the package's src and tests/standin, tests).
+"""
+
+import argparse
+import os
+import sys
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+from vllm.config import CacheConfig, KVTransferConfig, ParallelConfig, VllmConfig  # noqa: E402
+from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
+from vllm.v1.core.kv_cache_manager import KVCacheBlocks  # noqa: E402
+from vllm.v1.core.sched.output import CachedRequestData, SchedulerOutput  # noqa: E402
+from vllm.v1.outputs import KVConnectorOutput  # noqa: E402
+from vllm.v1.request import Request, RequestStatus  # noqa: E402
+
+LAYERS = ("model.layers.0.self_attn.attn", "model.layers.1.self_attn.attn")
+P_ADDR = "host:10.0.0.1,handshake:6301,notify:61005"
+D_ADDR = "host:10.0.1.1,handshake:6301,notify:61005"
+
+
+def request_id(i, side):
+    return f"cmpl-___prefill_addr_{P_ADDR}___decode_addr_{D_ADDR}_{i:032x}-0-{side * 8}"
+
+
+def make_config(role, extra, connector="KvledgerRecorderConnector", module="kvledger_vllm"):
+    extra = dict(extra)
+    extra.setdefault("host_ip", "10.0.0.1" if role == "kv_producer" else "10.0.1.1")
+    return VllmConfig(
+        kv_transfer_config=KVTransferConfig(kv_connector=connector, kv_role=role,
+                                            kv_connector_module_path=module, kv_connector_extra_config=extra),
+        parallel_config=ParallelConfig(),
+        cache_config=CacheConfig(block_size=16))
+
+
+def build(cls, config, role):
+    return cls(config, role, None)
+
+
+class Driver:
+    """Plays the scheduler loop over a scheduler connector and a worker connector."""
+
+    def __init__(self, scheduler, worker, producer=True, chunk=16, block_size=16):
+        self.sched = scheduler
+        self.worker = worker
+        self.producer = producer
+        self.chunk = chunk
+        self.block_size = block_size
+        self.waiting = []
+        self.running = {}
+        self.blocks = {}
+        self.next_block = 1
+        self.finished_for_worker = set()
+        self.calls = 0
+        self.aborts = set()
+
+    def add(self, req):
+        self.sched.on_new_request(req)
+        self.calls += 1
+        self.waiting.append(req)
+
+    def abort(self, rid):
+        self.aborts.add(rid)
+
+    def _alloc(self, n_tokens):
+        n = -(-n_tokens // self.block_size)
+        ids = list(range(self.next_block, self.next_block + n))
+        self.next_block += n
+        return ids
+
+    def step(self):
+        new_scheduled = []
+        cached = CachedRequestData()
+        # admission of waiting requests
+        for req in list(self.waiting):
+            count, _async = self.sched.get_num_new_matched_tokens(req, 0)
+            self.calls += 1
+            if count is None:
+                continue
+            ext = count or 0
+            first = min(self.chunk, req.num_prompt_tokens)
+            ids = self._alloc(first if not ext else ext)
+            self.blocks[req.request_id] = list(ids)
+            self.sched.update_state_after_alloc(req, KVCacheBlocks([ids]), ext)
+            self.calls += 1
+            self.waiting.remove(req)
+            req.status = RequestStatus.WAITING_FOR_REMOTE_KVS if _async else RequestStatus.RUNNING
+            if ext:
+                req.num_computed_tokens = req.num_prompt_tokens
+            else:
+                req.num_computed_tokens = first
+            self.running[req.request_id] = req
+            new_scheduled.append(req.request_id)
+        # chunked prefill of running requests scheduled in an earlier step
+        for rid, req in self.running.items():
+            if rid in new_scheduled or req.num_computed_tokens >= req.num_prompt_tokens:
+                continue
+            n = min(self.chunk, req.num_prompt_tokens - req.num_computed_tokens)
+            ids = self._alloc(n)
+            self.blocks[rid].extend(ids)
+            req.num_computed_tokens += n
+            cached.req_ids.append(rid)
+            cached.new_block_ids.append((ids,))
+        out = SchedulerOutput(scheduled_cached_reqs=cached, finished_req_ids=set(self.finished_for_worker))
+        meta = self.sched.build_connector_meta(out)
+        self.calls += 1
+        # the worker's forward pass
+        self.worker.bind_connector_metadata(meta)
+        self.worker.start_load_kv(None)
+        for layer in LAYERS:
+            self.worker.wait_for_layer_load(layer)
+            self.worker.save_kv_layer(layer, None, None)
+        self.worker.wait_for_save()
+        sending, recving = self.worker.get_finished(set(self.finished_for_worker))
+        self.worker.clear_connector_metadata()
+        self.calls += 6 + 2 * len(LAYERS)
+        self.finished_for_worker.clear()
+        self.sched.update_connector_output(KVConnectorOutput(finished_sending=sending, finished_recving=recving))
+        self.calls += 1
+        # requests that finish this step
+        for rid, req in list(self.running.items()):
+            done = req.num_computed_tokens >= req.num_prompt_tokens
+            if rid in self.aborts:
+                req.status = RequestStatus.FINISHED_ABORTED
+            elif done and rid not in new_scheduled:
+                req.status = RequestStatus.FINISHED_LENGTH_CAPPED if self.producer else RequestStatus.FINISHED_STOPPED
+            elif done and not self.producer and rid in new_scheduled:
+                continue
+            else:
+                continue
+            self.sched.request_finished(req, list(self.blocks[rid]))
+            self.calls += 1
+            del self.running[rid]
+            self.finished_for_worker.add(rid)
+
+    def run(self, steps):
+        for _ in range(steps):
+            self.step()
+
+
+def producer_requests(n=3, prompt=40):
+    return [Request(request_id(i + 1, "a"), list(range(prompt)),
+                    {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": f"tx-{i + 1:04d}",
+                     "remote_engine_id": None, "remote_block_ids": None}, max_tokens=1) for i in range(n)]
+
+
+def consumer_requests(n=3, prompt=40):
+    return [Request(request_id(i + 1, "b"), list(range(prompt)),
+                    {"do_remote_decode": False, "do_remote_prefill": True, "transfer_id": f"tx-{i + 1:04d}",
+                     "remote_engine_id": "10.0.0.1:6301", "remote_host": "10.0.0.1",
+                     "remote_handshake_port": 6301, "remote_notify_port": 61005,
+                     "remote_block_ids": [[1, 2, 3]], "remote_dp_size": 1, "remote_tp_size": 1},
+                    max_tokens=8) for i in range(n)]
+
+
+class GatedSink:
+    """A sink that holds every write until ``gate`` is set (a stalled disk)."""
+
+    def __init__(self, sink, gate):
+        self.sink = sink
+        self.gate = gate
+
+    def write_lines(self, lines):
+        self.gate.wait()
+        self.sink.write_lines(lines)
+
+    def close(self):
+        self.sink.close()
+
+
+def play(out_dir, scenario="healthy", role="producer", record_layers=True):
+    """Runs one scripted engine and returns the paths of the scheduler and worker recordings."""
+    import fakes
+    from kvledger_vllm import KvledgerRecorderConnector
+
+    producer = role == "producer"
+    reqs = producer_requests() if producer else consumer_requests()
+    fakes.ScriptedConnector.script = {}
+    if scenario == "diverge":
+        # the real connector frees the first request's blocks at once where MoRIIO defers them
+        fakes.ScriptedConnector.script = {"delay_free_override": {reqs[0].request_id: False}}
+    template = os.path.join(out_dir, "{role}-dp{dp}-tp{tp}.jsonl")
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": template, "record_layers": record_layers}
+    cfg = make_config("kv_producer" if producer else "kv_consumer", extra)
+    sched = build(KvledgerRecorderConnector, cfg, KVConnectorRole.SCHEDULER)
+    worker = build(KvledgerRecorderConnector, cfg, KVConnectorRole.WORKER)
+    gate = None
+    if scenario == "overflow":
+        # The disk stalls for the whole run: a queue of 8 entries overflows, the rest is dropped
+        # and counted; when the disk comes back the stream says how many calls it lost.
+        from kvledger_vllm.stream import FileSink, Stream
+        gate = threading.Event()
+        for r in (sched, worker):
+            header, path = r.recording_stream._header, r.recording_stream._sink.path
+            r.recording_stream.close()
+            r._stream = Stream(header, GatedSink(FileSink(path), gate), maxsize=8)
+    d = Driver(sched, worker, producer=producer)
+    d.add(reqs[0])
+    d.add(reqs[1])
+    d.step()
+    d.add(reqs[2])
+    if producer:
+        d.abort(reqs[1].request_id)  # aborted mid-prefill: freed at once, nothing sent
+    d.run(5)
+    if gate is not None:
+        gate.set()
+    sched.shutdown()
+    worker.shutdown()
+    return (template.format(role="scheduler", dp=0, tp=0), template.format(role="worker", dp=0, tp=0))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", choices=("healthy", "diverge", "overflow"), default="healthy")
+    ap.add_argument("--role", choices=("producer", "consumer"), default="producer")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    for p in play(a.out, a.scenario, a.role):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path[:0] = [HERE]
+    sys.exit(main())

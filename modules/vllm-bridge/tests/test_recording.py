@@ -1,0 +1,164 @@
+"""What the recorder writes: a header from vLLM's config, then the hooks as kvledger JSON lines."""
+
+import json
+import logging
+
+import driver
+import fakes
+from driver import make_config
+from kvledger_vllm import KvledgerRecorderConnector, __version__
+from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+
+
+def lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def test_producer_streams_have_headers_from_the_vllm_config(tmp_path):
+    sched_path, worker_path = driver.play(str(tmp_path), "healthy", "producer")
+    assert sched_path == str(tmp_path / "scheduler-dp0-tp0.jsonl")
+    s = lines(sched_path)
+    w = lines(worker_path)
+    hs, hw = s[0], w[0]
+    assert hs["kind"] == "header" and hs["node_id"] == "P0" and hs["kv_role"] == "kv_producer"
+    assert hs["transfer_mode"] == "WRITE" and hs["host_ip"] == "10.0.0.1"
+    assert hs["handshake_port"] == "6301" and hs["notify_port"] == "61005"  # the connector's string defaults
+    assert (hs["dp_rank"], hs["dp_size"], hs["tp_rank"], hs["tp_size"], hs["cache_block_size"]) == (0, 1, 0, 1, 16)
+    assert hs["origin"].startswith(f"vllm-bridge {__version__} recorder scheduler")
+    assert hw["node_id"] == "P0-tp0" and hw["origin"].startswith(f"vllm-bridge {__version__} recorder worker")
+    # no header anywhere else; inputs carry increasing times
+    assert all(e["kind"] != "header" for e in s[1:] + w[1:])
+    times = [e["at_ns"] for e in s if e["kind"] == "input"]
+    assert times == sorted(times)
+
+
+def test_a_request_lifecycle_is_recorded_with_the_inner_replies(tmp_path):
+    sched_path, _ = driver.play(str(tmp_path), "healthy", "producer")
+    s = lines(sched_path)
+    rid = driver.request_id(1, "a")
+    mine = [(e["kind"], e["type"]) for e in s if e.get("request_id") == rid]
+    assert mine == [("input", "request_admitted"), ("input", "matched_tokens_queried"), ("derived", "matched_tokens"),
+                    ("input", "blocks_allocated"), ("input", "request_finished"), ("derived", "finish_decision")]
+    by_type = {e["type"]: e for e in s if e.get("request_id") == rid}
+    assert by_type["request_admitted"]["num_prompt_tokens"] == 40
+    assert by_type["request_admitted"]["kv_transfer_params"]["transfer_id"] == "tx-0001"
+    assert by_type["matched_tokens"] == {"kind": "derived", "type": "matched_tokens", "request_id": rid,
+                                         "count": 0, "load_async": False}
+    assert by_type["blocks_allocated"]["blocks"] == [[1]]
+    assert by_type["request_finished"]["status"] == "FINISHED_LENGTH_CAPPED"
+    assert by_type["request_finished"]["block_ids"] == [[1, 4, 6]]
+    fd = by_type["finish_decision"]
+    assert fd["delay_free"] is True and fd["kv_transfer_params"]["remote_block_ids"] == [[1, 4, 6]]
+    # chunked prefill: the later chunks arrive as cached requests with new blocks
+    steps = [e for e in s if e["type"] == "step_scheduled"]
+    assert [e["step"] for e in steps] == list(range(1, len(steps) + 1))
+    assert {"request_id": rid, "new_block_ids": [[4]]} in steps[1]["scheduled_cached_reqs"]
+    # the ACK comes back through update_connector_output, and the inner's rewrite as its reply
+    outs = [(e, s[i + 1]) for i, e in enumerate(s) if e["type"] == "connector_output_received"]
+    acked = [(o, r) for o, r in outs if o["finished_sending"] == [rid]]
+    assert len(acked) == 1 and acked[0][1] == {"kind": "derived", "type": "finished_sending_rewritten", "safe": [rid]}
+
+
+def test_aborted_request_and_admission_snapshot(tmp_path):
+    sched_path, _ = driver.play(str(tmp_path), "healthy", "consumer")
+    s = lines(sched_path)
+    assert s[0]["kv_role"] == "kv_consumer" and s[0]["node_id"] == "D0"
+    rid = driver.request_id(1, "b")
+    adm = [e for e in s if e["type"] == "request_admitted" and e["request_id"] == rid]
+    assert len(adm) == 1  # one admission per request, however often it is seen
+    # the params as they were at admission: the inner connector cleared do_remote_prefill later
+    assert adm[0]["kv_transfer_params"]["do_remote_prefill"] is True
+    mt = [e for e in s if e["type"] == "matched_tokens" and e["request_id"] == rid]
+    assert mt == [{"kind": "derived", "type": "matched_tokens", "request_id": rid, "count": 40, "load_async": True}]
+
+
+def test_worker_stream_records_forward_passes_and_get_finished(tmp_path):
+    _, worker_path = driver.play(str(tmp_path), "healthy", "producer")
+    w = lines(worker_path)
+    types = [e["type"] for e in w[1:]]
+    per_step = ["load_started", "layer_saved", "layer_saved", "save_waited", "finished_polled", "finished_reported"]
+    assert types == per_step * 6
+    reported = [e for e in w if e["type"] == "finished_reported"]
+    assert reported[3]["done_sending"] == [driver.request_id(1, "a")]
+    assert [e["layer_name"] for e in w if e["type"] == "layer_saved"][:2] == list(driver.LAYERS)
+
+
+def test_per_layer_hooks_can_be_left_out(tmp_path):
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}.jsonl"), "record_layers": False}
+    rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.WORKER, None)
+    rec.start_load_kv(None)
+    for layer in driver.LAYERS:
+        rec.save_kv_layer(layer, None, None)
+    rec.wait_for_save()
+    rec.shutdown()
+    assert [e["type"] for e in lines(tmp_path / "worker.jsonl")[1:]] == ["load_started", "save_waited"]
+    assert [c[0] for c in rec.inner.calls].count("save_kv_layer") == 2  # still delegated
+
+
+def test_announces_itself_once_with_version_and_path(tmp_path, caplog):
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}-dp{dp}-tp{tp}.jsonl")}
+    with caplog.at_level(logging.INFO, logger="vllm.kvledger_vllm"):
+        rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "vllm.kvledger_vllm"]
+    assert len(msgs) == 1
+    assert f"kvledger-vllm {__version__}" in msgs[0] and str(tmp_path / "scheduler-dp0-tp0.jsonl") in msgs[0]
+    rec.shutdown()
+
+
+def test_without_record_to_it_only_delegates(caplog):
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
+    with caplog.at_level(logging.INFO, logger="vllm.kvledger_vllm"):
+        rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    assert rec.recording_stream is None
+    assert "not recording" in caplog.text
+    from vllm.v1.request import Request
+    assert rec.get_num_new_matched_tokens(Request("r", [1, 2]), 0) == (0, False)
+
+
+def test_zmq_sink_is_refused_in_this_version_and_the_engine_runs_on(caplog):
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": "tcp://127.0.0.1:5999"}
+    with caplog.at_level(logging.INFO, logger="vllm.kvledger_vllm"):
+        rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    assert rec.recording_stream is None
+    assert "ZMQ sink" in caplog.text
+    assert isinstance(rec.inner, fakes.ScriptedConnector)
+
+
+def test_kv_both_is_recorded_as_moriio_treats_it(tmp_path):
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}.jsonl"), "read_mode": "True"}
+    for role in (KVConnectorRole.SCHEDULER, KVConnectorRole.WORKER):
+        KvledgerRecorderConnector(make_config("kv_both", extra), role, None).shutdown()
+    assert lines(tmp_path / "scheduler.jsonl")[0]["kv_role"] == "kv_consumer"
+    assert lines(tmp_path / "worker.jsonl")[0]["kv_role"] == "kv_producer"
+    assert lines(tmp_path / "worker.jsonl")[0]["transfer_mode"] == "READ"
+
+
+def test_hma_finish_records_block_ids_per_group(tmp_path):
+    from kvledger_vllm import KvledgerRecorderConnectorHMA
+    from vllm.v1.request import Request, RequestStatus
+    extra = {"inner_connector": "ScriptedHMAConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}.jsonl")}
+    rec = KvledgerRecorderConnectorHMA(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    req = Request("r-hma", list(range(20)), {"do_remote_decode": True, "transfer_id": "tx-h"}, max_tokens=1)
+    req.status = RequestStatus.FINISHED_LENGTH_CAPPED
+    delay, params = rec.request_finished_all_groups(req, ([1, 2], [7]))
+    rec.shutdown()
+    assert delay is True and params["remote_block_ids"] == [[1, 2], [7]]
+    s = lines(tmp_path / "scheduler.jsonl")
+    fin = [e for e in s if e["type"] == "request_finished"]
+    assert fin[0]["block_ids"] == [[1, 2], [7]] and fin[0]["status"] == "FINISHED_LENGTH_CAPPED"
+    assert s[-1]["type"] == "finish_decision" and s[-1]["delay_free"] is True
+
+
+def test_a_missing_inner_connector_is_named(tmp_path):
+    import pytest
+    from kvledger_vllm.recorder import resolve_inner_class
+    with pytest.raises(ImportError, match="cannot find the inner connector 'MoRIIOConnector'"):
+        resolve_inner_class({})
+    with pytest.raises(AttributeError):
+        resolve_inner_class({"inner_connector": "NoSuchConnector", "inner_connector_module_path": "fakes"})
