@@ -123,16 +123,6 @@ public final class NodeService implements AutoCloseable {
         } else {
             state = NodeState.initial(cfg);
         }
-        if (journaled) {
-            journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg, "kvledger node"));
-            opened.add(journal);
-        }
-        if (journaled && recovery == null) {
-            for (Effect e : NodeReducer.startupChecks(cfg)) {
-                journal.appendDerived(0, e);
-            }
-            lastSeq = journal.nextSeq() - 1;
-        }
 
         int dpLocal = PortMath.foldLocalRank(cfg.dpRank(), cfg.dpSizeLocal());
         dataPlane = orThrow(DataPlane.open(cfg.engineId() + "-dp" + cfg.dpRank() + "-tp" + cfg.tpRank(),
@@ -155,6 +145,18 @@ public final class NodeService implements AutoCloseable {
             // Called on the loop thread: one offer, never a wait (the loop is what drains the inbox).
             faults = new LiveFaults(options.faults(), options.faultSeed(), inbox::offer, clock);
             opened.add(faults);
+        }
+        // The journal opens last: a node that cannot bind its ports leaves no journal behind. What
+        // the adapters received meanwhile waits in the inbox for the loop.
+        if (journaled) {
+            journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg, "kvledger node"));
+            opened.add(journal);
+        }
+        if (journaled && recovery == null) {
+            for (Effect e : NodeReducer.startupChecks(cfg)) {
+                journal.appendDerived(0, e);
+            }
+            lastSeq = journal.nextSeq() - 1;
         }
         lossReporter = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "kvledger-loss-report-" + options.nodeId());
