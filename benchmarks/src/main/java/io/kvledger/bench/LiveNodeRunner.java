@@ -12,7 +12,6 @@ import io.kvledger.service.NodeService;
 import io.kvledger.service.cluster.LocalLeg;
 import io.kvledger.service.cluster.ToyRouter;
 import io.kvledger.service.engine.SimulatedEngine;
-import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -164,7 +163,7 @@ public final class LiveNodeRunner {
     static Round round(boolean journaled, TransferMode mode, int requests, int window, SimulatedEngine.Options engine)
             throws Exception {
         Path dir = Files.createTempDirectory("kvledger-live-bench");
-        int base = freePortBase(4);
+        int base = io.kvledger.service.cluster.LoopbackPorts.freeRange(4);
         NodeService p = null;
         NodeService d = null;
         try {
@@ -231,31 +230,6 @@ public final class LiveNodeRunner {
                 .withTransferEngine(TransferEngines.Choice.IN_JVM)
                 .withHandshakeTimeout(Duration.ofSeconds(3))
                 .withEngineOptions(engine);
-    }
-
-    /** A base port with {@code span} free ports after it (checked by binding them). */
-    static int freePortBase(int span) throws IOException {
-        for (int attempt = 0; attempt < 50; attempt++) {
-            int base;
-            try (ServerSocket s = new ServerSocket(0)) {
-                base = s.getLocalPort();
-            }
-            if (base + span > 65_000) {
-                continue;
-            }
-            boolean ok = true;
-            for (int port = base; port < base + span && ok; port++) {
-                try (ServerSocket s = new ServerSocket(port)) {
-                    s.setReuseAddress(true);
-                } catch (IOException e) {
-                    ok = false;
-                }
-            }
-            if (ok) {
-                return base;
-            }
-        }
-        throw new IllegalStateException("no free port range of " + span);
     }
 
     static long pct(long[] sorted, double p) {

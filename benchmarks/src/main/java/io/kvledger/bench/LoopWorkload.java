@@ -3,6 +3,7 @@ package io.kvledger.bench;
 import io.kvledger.bench.LifecycleScript.NodeKind;
 import io.kvledger.bench.LifecycleScript.NodeStream;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.event.NodeEvents;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
 import java.util.ArrayList;
@@ -48,7 +49,7 @@ public final class LoopWorkload {
     public static NodeEvent[] moved(NodeEvent[] events, long deltaNs) {
         NodeEvent[] out = new NodeEvent[events.length];
         for (int i = 0; i < events.length; i++) {
-            out[i] = at(events[i], events[i].atNs() + deltaNs);
+            out[i] = NodeEvents.at(events[i], events[i].atNs() + deltaNs);
         }
         return out;
     }
@@ -62,39 +63,5 @@ public final class LoopWorkload {
             NodeReducer.applyInto(state, e, sink);
         }
         return state.stateHash();
-    }
-
-    /** The same event at time {@code t}; no default, so a new event type breaks the build here. */
-    static NodeEvent at(NodeEvent e, long t) {
-        return switch (e) {
-            case NodeEvent.RequestAdmitted x -> new NodeEvent.RequestAdmitted(t, x.requestId(), x.numPromptTokens(),
-                    x.promptTokenIds(), x.params());
-            case NodeEvent.MatchedTokensQueried x -> new NodeEvent.MatchedTokensQueried(t, x.requestId(),
-                    x.numComputedTokens());
-            case NodeEvent.BlocksAllocated x -> new NodeEvent.BlocksAllocated(t, x.requestId(), x.blocks(),
-                    x.numExternalTokens());
-            case NodeEvent.StepScheduled x -> new NodeEvent.StepScheduled(t, x.step(), x.cachedRequests());
-            case NodeEvent.RequestFinished x -> new NodeEvent.RequestFinished(t, x.requestId(), x.status(), x.blockIds());
-            case NodeEvent.ConnectorOutputReceived x -> new NodeEvent.ConnectorOutputReceived(t, x.finishedSending(),
-                    x.finishedRecving());
-            case NodeEvent.LoadStarted x -> new NodeEvent.LoadStarted(t);
-            case NodeEvent.LayerSaved x -> new NodeEvent.LayerSaved(t, x.layerName());
-            case NodeEvent.SaveWaited x -> new NodeEvent.SaveWaited(t);
-            case NodeEvent.FinishedPolled x -> new NodeEvent.FinishedPolled(t);
-            case NodeEvent.HandshakeCompleted x -> new NodeEvent.HandshakeCompleted(t, x.key());
-            case NodeEvent.HandshakeFailed x -> new NodeEvent.HandshakeFailed(t, x.key(), x.reason());
-            case NodeEvent.TransferCompleted x -> new NodeEvent.TransferCompleted(t, x.statusId(), x.succeeded(),
-                    x.code(), x.message());
-            case NodeEvent.RemoteBlocksReceived x -> new NodeEvent.RemoteBlocksReceived(t, x.reqId(), x.transferId(),
-                    x.blockNotifyList(), x.decodeRank(), x.legacyWithoutType());
-            case NodeEvent.WriteDoneReceived x -> new NodeEvent.WriteDoneReceived(t, x.transferId());
-            case NodeEvent.ReleaseReceived x -> new NodeEvent.ReleaseReceived(t, x.transferId(), x.consumerTpSize());
-            case NodeEvent.RawCompletionReceived x -> new NodeEvent.RawCompletionReceived(t, x.completionId());
-            case NodeEvent.FrameRejected x -> new NodeEvent.FrameRejected(t, x.reason(), x.frame(),
-                    x.wouldKillPythonListener());
-            case NodeEvent.NotifySendFailed x -> new NodeEvent.NotifySendFailed(t, x.endpoint(), x.messageType(),
-                    x.transferId(), x.reason(), x.frame());
-            case NodeEvent.Tick x -> new NodeEvent.Tick(t);
-        };
     }
 }

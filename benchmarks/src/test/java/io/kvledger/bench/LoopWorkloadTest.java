@@ -47,7 +47,7 @@ class LoopWorkloadTest {
             for (int i = 0; i < moved.length; i++) {
                 assertThat(moved[i].atNs()).isEqualTo(s.events()[i].atNs() + 1_000_000_000_000L);
                 assertThat(moved[i].getClass()).isEqualTo(s.events()[i].getClass());
-                assertThat(LoopWorkload.at(moved[i], s.events()[i].atNs())).isEqualTo(s.events()[i]);
+                assertThat(io.kvledger.core.event.NodeEvents.at(moved[i], s.events()[i].atNs())).isEqualTo(s.events()[i]);
                 NodeReducer.applyInto(a, s.events()[i], new ArrayList<>());
                 NodeReducer.applyInto(b, moved[i], new ArrayList<>());
             }

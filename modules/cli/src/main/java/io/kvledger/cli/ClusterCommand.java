@@ -5,12 +5,12 @@ import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.json.Json;
 import io.kvledger.service.cluster.HttpLeg;
 import io.kvledger.service.cluster.Leg;
+import io.kvledger.service.cluster.LoopbackPorts;
 import io.kvledger.service.cluster.ToyRouter;
 import io.kvledger.sim.FaultSpec;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -262,9 +262,9 @@ final class ClusterCommand implements Callable<Integer> {
     }
 
     private Started startNode(String name, boolean p, TransferMode m, FaultSpec fs, Path dir) throws IOException {
-        int handshake = freePort();
-        int notify = freePort();
-        int http = freePort();
+        int handshake = LoopbackPorts.free();
+        int notify = LoopbackPorts.free();
+        int http = LoopbackPorts.free();
         Path log = dir.resolve(name + ".log");
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -289,12 +289,6 @@ final class ClusterCommand implements Callable<Integer> {
         }
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         return new Started(name, p, handshake, notify, http, pb.start(), log);
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
     }
 
     private static boolean awaitHealthy(HttpClient client, Started n, Duration timeout) throws InterruptedException {

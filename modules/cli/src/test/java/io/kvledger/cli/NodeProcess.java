@@ -5,7 +5,6 @@ import io.kvledger.service.cluster.HttpLeg;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -45,11 +44,7 @@ final class NodeProcess {
     }
 
     static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return io.kvledger.service.cluster.LoopbackPorts.free();
     }
 
     Path statusFile() {

@@ -2,6 +2,7 @@ package io.kvledger.service;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.event.NodeEvents;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
 import io.kvledger.journal.JournalWriter;
@@ -142,7 +143,7 @@ public final class NodeLoop implements AutoCloseable {
 
     private void handle(NodeEvent event, Inbox.Item.Call call) {
         if (event.atNs() < lastAtNs) {
-            event = Events.at(event, lastAtNs);
+            event = NodeEvents.at(event, lastAtNs);
         }
         long seq;
         try {

@@ -16,31 +16,9 @@ final class TestNodes {
 
     private TestNodes() {}
 
-    /** A base port with {@code span} free ports after it (checked by binding them; racy but rare). */
+    /** A base port with {@code span} free ports after it. */
     static int freePortBase(int span) {
-        for (int attempt = 0; attempt < 50; attempt++) {
-            int base;
-            try (ServerSocket s = new ServerSocket(0)) {
-                base = s.getLocalPort();
-            } catch (IOException e) {
-                throw new IllegalStateException(e);
-            }
-            if (base + span > 65_000) {
-                continue;
-            }
-            boolean ok = true;
-            for (int p = base; p < base + span && ok; p++) {
-                try (ServerSocket s = new ServerSocket(p)) {
-                    s.setReuseAddress(true);
-                } catch (IOException e) {
-                    ok = false;
-                }
-            }
-            if (ok) {
-                return base;
-            }
-        }
-        throw new IllegalStateException("no free port range of " + span);
+        return io.kvledger.service.cluster.LoopbackPorts.freeRange(span);
     }
 
     static NodeConfig config(Role role, TransferMode mode, int handshakePort, int notifyPort) {

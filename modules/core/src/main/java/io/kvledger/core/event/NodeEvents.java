@@ -1,18 +1,17 @@
-package io.kvledger.service;
+package io.kvledger.core.event;
 
-import io.kvledger.core.event.NodeEvent;
+/** Helpers over {@link NodeEvent}s. Pure. */
+public final class NodeEvents {
 
-/** Helpers over {@link NodeEvent}s that the core has no need for. */
-final class Events {
-
-    private Events() {}
+    private NodeEvents() {}
 
     /**
-     * The same event at another time. The loop uses it to keep journal time non-decreasing when
+     * The same event at another time. A live loop uses it to keep journal time non-decreasing when
      * an adapter stamped an event a moment before another adapter's event that reached the inbox
-     * first; the switch has no default, so a new event type breaks the build here.
+     * first; benchmarks use it to move a scripted workload in time. The switch has no default, so a
+     * new event type breaks the build here.
      */
-    static NodeEvent at(NodeEvent e, long t) {
+    public static NodeEvent at(NodeEvent e, long t) {
         return switch (e) {
             case NodeEvent.RequestAdmitted x -> new NodeEvent.RequestAdmitted(t, x.requestId(), x.numPromptTokens(),
                     x.promptTokenIds(), x.params());
