@@ -321,6 +321,7 @@ class EngineBridgeServerTest {
             engine.send(BridgeCodec.encodeRequest(new BridgeRequest(9, new HookCall.StartLoadKv())));
             long deadline = System.nanoTime() + 10_000_000_000L;
             while (handed.isEmpty() && System.nanoTime() < deadline) {
+                engine.keepConnecting();
                 Collector.sleep(5);
             }
             assertThat(handed).hasSize(1);
