@@ -84,6 +84,10 @@ public final class Ledger {
                 if (p != null && p.get("transfer_id") instanceof String t && !t.isEmpty()) {
                     bind(n, r, t);
                 }
+                if (p != null && p.get("remote_host") instanceof String h && !h.isEmpty()
+                        && KvParams.asLong(p.get("remote_handshake_port")) != null) {
+                    r.handshakeEngine = h + ":" + KvParams.asLong(p.get("remote_handshake_port"));
+                }
             }
             case NodeEvent.MatchedTokensQueried e -> touch(n, e.requestId(), at);
             case NodeEvent.BlocksAllocated e -> touch(n, e.requestId(), at);
@@ -140,7 +144,18 @@ public final class Ledger {
                 }
                 n.readStatuses.remove(e.statusId());
             }
-            case NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.FrameRejected _, NodeEvent.Tick _ -> { }
+            case NodeEvent.HandshakeCompleted e -> {
+                Handshake h = n.handshakes.get(e.key());
+                if (h != null) {
+                    h.completedAt = at;
+                }
+            }
+            case NodeEvent.HandshakeFailed e -> {
+                Handshake h = n.handshakes.computeIfAbsent(e.key(), k -> new Handshake(k, null, -1, at));
+                h.failedAt = at;
+                h.failReason = e.reason();
+            }
+            case NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.FrameRejected _, NodeEvent.Tick _ -> { }
         }
         if (n.listenerDeathAt != Long.MIN_VALUE && (isFrame(event) || event instanceof NodeEvent.FrameRejected)) {
             n.framesAfterDeath++;
@@ -190,6 +205,7 @@ public final class Ledger {
                 if (e.transferId() != null) {
                     n.inFlight.put(e.statusId(), e.transferId());
                     n.readStatuses.add(e.statusId());
+                    n.request(e.requestId(), at).transferPosted = true;
                     transfer(e.transferId()).readsPosted++;
                     bind(n, n.request(e.requestId(), at), e.transferId());
                 }
@@ -197,6 +213,11 @@ public final class Ledger {
             case Effect.PostWrite e -> {
                 if (e.transferId() != null) {
                     touchLeg(n, e.transferId(), at);
+                    TransferView tv = transfers.get(e.transferId());
+                    ReqView w = tv == null || tv.legs.get(n.name) == null ? null : n.requests.get(tv.legs.get(n.name));
+                    if (w != null) {
+                        w.transferPosted = true;
+                    }
                     n.inFlight.put(e.statusId(), e.transferId());
                     transfer(e.transferId()).writesPosted++;
                 }
@@ -225,7 +246,19 @@ public final class Ledger {
                     n.nodeAnomalies.add(s);
                 }
             }
-            case Effect.HookReply _, Effect.SendWriteFailed _, Effect.StartHandshake _, Effect.AckParked _,
+            case Effect.StartHandshake e -> {
+                Handshake h = n.handshakes.get(e.key());
+                if (h == null || h.completedAt != Long.MIN_VALUE) {
+                    n.handshakes.put(e.key(), new Handshake(e.key(), e.host(), e.port(), at));
+                } else {
+                    h.attempts++;
+                    if (h.host == null) {
+                        h.host = e.host();
+                        h.port = e.port();
+                    }
+                }
+            }
+            case Effect.HookReply _, Effect.SendWriteFailed _, Effect.AckParked _,
                     Effect.StaleAckDropped _ -> { }
         }
     }
@@ -325,8 +358,43 @@ public final class Ledger {
     /** A notify its sender's publisher could not send ({@code NotifySendFailed}). */
     record SendFailure(String fromNode, String kind, String endpoint, long atNs, String reason) {}
 
+    /**
+     * A handshake this node started (a {@code StartHandshake} effect), keyed as the worker keys it
+     * ({@code <remote_host>:<handshake_port>_dp<rank>}): the peer endpoint dialled and what became
+     * of it. A failure seen for a key never started here has no endpoint.
+     */
+    static final class Handshake {
+        final String key;
+        String host;
+        int port;
+        final long startedAt;
+        int attempts = 1;
+        long completedAt = Long.MIN_VALUE;
+        long failedAt = Long.MIN_VALUE;
+        String failReason;
+
+        Handshake(String key, String host, int port, long startedAt) {
+            this.key = key;
+            this.host = host;
+            this.port = port;
+            this.startedAt = startedAt;
+        }
+
+        /** The engine part of the key (what requests' params name as remote_host:remote_handshake_port). */
+        String engine() {
+            int i = key.lastIndexOf("_dp");
+            return i < 0 ? key : key.substring(0, i);
+        }
+
+        String endpoint() {
+            return host == null ? "an endpoint this node did not journal" : host + ":" + port;
+        }
+    }
+
     static final class NodeView {
         final String name;
+        /** Handshakes this node started or saw fail, in the order it first did. */
+        final LinkedHashMap<String, Handshake> handshakes = new LinkedHashMap<>();
         final NodeConfig config;
         final LinkedHashMap<String, ReqView> requests = new LinkedHashMap<>();
         final List<Seen> nodeAnomalies = new ArrayList<>();
@@ -359,6 +427,10 @@ public final class Ledger {
         long sinceNs = Long.MIN_VALUE;
         long endedAt = Long.MIN_VALUE;
         String reason;
+        /** {@code remote_host:remote_handshake_port} from its admission params (the engine whose handshake it needs), or null. */
+        String handshakeEngine;
+        /** Whether this node posted a read or write for it (so it no longer waits on a handshake). */
+        boolean transferPosted;
         /** The time of its latest lifecycle event (see {@code Ledger.touch}). */
         long lastEventNs;
         final List<Seen> anomalies = new ArrayList<>();
