@@ -24,7 +24,7 @@ import java.util.Map;
  * <p>Detector names are stable (they are printed and used in golden files): stuck-waiting,
  * stuck, reaped-without-ack, unknown-completion-id, superseded-transfer-id, ack-before-finish,
  * notify-unhandshaken-rank, wrong-port-offset-form, notify-no-listener, empty-remote-blocks,
- * ack-before-mapping, failed-read-no-release, handshake-incomplete,
+ * ack-before-mapping, failed-read-no-release, handshake-incomplete, negative-matched-tokens,
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, and anomaly (any other
  * serious anomaly).
  *
@@ -109,7 +109,8 @@ public final class HangDetectors {
         boolean handshake = false;
         for (Seen s : r.anomalies) {
             if (Ledger.serious(s.anomaly().kind()) || s.anomaly().kind() == AnomalyKind.STALE_ACK_DROPPED
-                    || s.anomaly().kind() == AnomalyKind.WRITE_DONE_UNMATCHED) {
+                    || s.anomaly().kind() == AnomalyKind.WRITE_DONE_UNMATCHED
+                    || s.anomaly().kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS) {
                 Finding f = fromAnomaly(l, n, r, s);
                 handshake |= f.detector().equals("handshake-incomplete");
                 out.add(f);
@@ -199,6 +200,38 @@ public final class HangDetectors {
             msg += "; still in " + r.phase + " since " + rel(l, since(r)) + " when the journal ends";
         }
         return new Finding("handshake-incomplete", n.name, r.requestId, tid, r.phase, 21, s.atNs(), r.sinceNs, msg);
+    }
+
+    /**
+     * A negative count from get_num_new_matched_tokens (no section-7 class: the seed's missing
+     * clamp, seed-vs-newest switch match-clamps-at-zero): the counts it came from, and the other
+     * legs of its transfer.
+     */
+    private static Finding negativeMatched(Ledger l, NodeView n, ReqView r, String tid, Seen s) {
+        String detail = s.anomaly().detail();
+        String count = detail != null && detail.startsWith("count ") ? detail.substring(6) : detail;
+        StringBuilder m = new StringBuilder("get_num_new_matched_tokens returned ").append(count)
+                .append(" at ").append(rel(l, s.atNs()));
+        if (r.promptTokens >= 0 && r.lastComputedTokens >= 0) {
+            m.append(" (num_prompt_tokens ").append(r.promptTokens).append(", prompt_token_ids ")
+                    .append(r.promptTokenIds).append(", num_computed_tokens ")
+                    .append(r.lastComputedTokens).append(", ").append(n.config.mode()).append(' ')
+                    .append(n.producer() ? "producer" : "consumer").append(')');
+        }
+        m.append(": vLLM's scheduler takes a negative external token count (no clamp at 0: switch match-clamps-at-zero is off)");
+        TransferView t = tid == null ? null : l.transfers.get(tid);
+        if (t != null) {
+            List<String> others = new ArrayList<>();
+            t.legs.forEach((node, rid) -> {
+                if (!node.equals(n.name)) {
+                    others.add(node + " " + rid);
+                }
+            });
+            if (!others.isEmpty()) {
+                m.append("; transfer ").append(tid).append(" also on ").append(String.join(", ", others));
+            }
+        }
+        return new Finding("negative-matched-tokens", n.name, r.requestId, tid, r.phase, 0, s.atNs(), r.sinceNs, m.toString());
     }
 
     /** Why a WRITE decode leg never got its write_done, from what the other legs saw. */
@@ -300,6 +333,7 @@ public final class HangDetectors {
                     r.phase, 8, s.atNs(), r.sinceNs, k + " at " + rel(l, s.atNs()) + ": " + detail);
             case LISTENER_WOULD_DIE_IN_PYTHON -> listenerDeath(l, n, r.requestId, tid, s);
             case HANDSHAKE_FAILED -> handshakeFailed(l, n, r, tid, s);
+            case NEGATIVE_MATCHED_TOKENS -> negativeMatched(l, n, r, tid, s);
             case MAPPING_LEAK, PENDING_SAVE_LEAK -> new Finding("mapping-leak", n.name, r.requestId, tid, r.phase, 35, s.atNs(),
                     r.sinceNs, k + ": " + detail);
             case ACK_FANIN_INVALID -> new Finding("ack-deficit", n.name, r.requestId, tid, r.phase, 22, s.atNs(), r.sinceNs,

@@ -80,6 +80,8 @@ public final class Ledger {
             case NodeEvent.RequestAdmitted e -> {
                 ReqView r = n.request(e.requestId(), at);
                 r.lastEventNs = at;
+                r.promptTokens = e.numPromptTokens();
+                r.promptTokenIds = e.promptTokenIds();
                 KvParams p = e.params();
                 if (p != null && p.get("transfer_id") instanceof String t && !t.isEmpty()) {
                     bind(n, r, t);
@@ -89,7 +91,13 @@ public final class Ledger {
                     r.handshakeEngine = h + ":" + KvParams.asLong(p.get("remote_handshake_port"));
                 }
             }
-            case NodeEvent.MatchedTokensQueried e -> touch(n, e.requestId(), at);
+            case NodeEvent.MatchedTokensQueried e -> {
+                touch(n, e.requestId(), at);
+                ReqView r = n.requests.get(e.requestId());
+                if (r != null) {
+                    r.lastComputedTokens = e.numComputedTokens();
+                }
+            }
             case NodeEvent.BlocksAllocated e -> touch(n, e.requestId(), at);
             case NodeEvent.RequestFinished e -> touch(n, e.requestId(), at);
             case NodeEvent.StepScheduled e -> {
@@ -315,7 +323,8 @@ public final class Ledger {
     }
 
     private void maybeForget(NodeView n, ReqView r) {
-        boolean clean = r.anomalies.stream().noneMatch(s -> serious(s.anomaly.kind()));
+        boolean clean = r.anomalies.stream().noneMatch(s -> serious(s.anomaly.kind())
+                || s.anomaly.kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS);
         if (!clean || r.phase == RequestPhase.REAPED) {
             return;
         }
@@ -429,6 +438,10 @@ public final class Ledger {
         String reason;
         /** {@code remote_host:remote_handshake_port} from its admission params (the engine whose handshake it needs), or null. */
         String handshakeEngine;
+        /** num_prompt_tokens and len(prompt_token_ids) at admission, and num_computed_tokens of its latest matched-tokens query (-1 when unseen). */
+        int promptTokens = -1;
+        int promptTokenIds = -1;
+        int lastComputedTokens = -1;
         /** Whether this node posted a read or write for it (so it no longer waits on a handshake). */
         boolean transferPosted;
         /** The time of its latest lifecycle event (see {@code Ledger.touch}). */

@@ -24,7 +24,7 @@ public final class Hangs {
     public static final List<String> DETECTOR_ORDER = List.of("stuck-waiting", "handshake-incomplete", "stuck", "reaped-without-ack",
             "unknown-completion-id", "superseded-transfer-id", "ack-before-finish", "notify-unhandshaken-rank",
             "wrong-port-offset-form", "notify-no-listener", "empty-remote-blocks", "ack-before-mapping",
-            "failed-read-no-release", "ack-deficit", "free-while-in-flight", "listener-death", "mapping-leak",
+            "failed-read-no-release", "ack-deficit", "free-while-in-flight", "listener-death", "mapping-leak", "negative-matched-tokens",
             "anomaly");
 
     /**
