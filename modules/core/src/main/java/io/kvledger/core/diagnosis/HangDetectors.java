@@ -25,6 +25,7 @@ import java.util.Map;
  * stuck, reaped-without-ack, unknown-completion-id, superseded-transfer-id, ack-before-finish,
  * notify-unhandshaken-rank, wrong-port-offset-form, notify-no-listener, empty-remote-blocks,
  * ack-before-mapping, failed-read-no-release, handshake-incomplete, negative-matched-tokens,
+ * transfer-status-poisoned,
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, and anomaly (any other
  * serious anomaly).
  *
@@ -125,6 +126,11 @@ public final class HangDetectors {
         if (handshake) {
             return; // the handshake finding already says what it waits for, and since when
         }
+        Finding poisoned = poisonedStatus(l, n, r, end, b);
+        if (poisoned != null) {
+            out.add(poisoned);
+            return;
+        }
         Handshake unanswered = unansweredHandshake(n, r, end, b);
         if (unanswered != null) {
             out.add(new Finding("handshake-incomplete", n.name, r.requestId, r.transferId, r.phase, 21, end, since(r),
@@ -149,6 +155,36 @@ public final class HangDetectors {
             out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 33, end, since,
                     "no terminal event: in " + r.phase + " " + waited + (r.reason == null ? "" : " (entered: " + r.reason + ")")));
         }
+    }
+
+    /**
+     * Class 9 (RDMA notification poisoning): a stuck request with transfer statuses still in
+     * flight on an engine whose last completion was a failure, for longer than the stuck bound;
+     * no transfer completed on that engine after it.
+     */
+    private static Finding poisonedStatus(Ledger l, NodeView n, ReqView r, long end, Bounds b) {
+        long failedAt = n.failedSinceSuccessAt;
+        if (failedAt == Long.MIN_VALUE || end - failedAt <= b.stuckAfterNs() || r.transferId == null) {
+            return null;
+        }
+        List<Long> waiting = new ArrayList<>();
+        long firstPost = Long.MAX_VALUE;
+        for (Map.Entry<Long, String> e : n.inFlight.entrySet()) {
+            Long posted = n.postedAt.get(e.getKey());
+            if (e.getValue().equals(r.transferId) && posted != null) {
+                waiting.add(e.getKey());
+                firstPost = Math.min(firstPost, posted);
+            }
+        }
+        if (waiting.isEmpty()) {
+            return null;
+        }
+        return new Finding("transfer-status-poisoned", n.name, r.requestId, r.transferId, r.phase, 9, end, since(r),
+                (waiting.size() == 1 ? "transfer status " : "transfer statuses ") + waiting + " posted from "
+                        + rel(l, firstPost) + " never completed: the last completion on " + n.name + " was a failure at "
+                        + rel(l, failedAt) + " (" + n.failedDetail.strip() + (n.failedTransfer == null ? "" : ", transfer "
+                        + n.failedTransfer) + ") and no transfer completed on this engine for " + seconds(end - failedAt)
+                        + " until the journal ends; in " + r.phase + " since " + rel(l, since(r)));
     }
 
     /**

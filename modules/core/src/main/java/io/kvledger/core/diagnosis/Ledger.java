@@ -137,6 +137,14 @@ public final class Ledger {
                 }
             }
             case NodeEvent.TransferCompleted e -> {
+                n.postedAt.remove(e.statusId());
+                if (e.succeeded()) {
+                    n.failedSinceSuccessAt = Long.MIN_VALUE;
+                } else if (n.failedSinceSuccessAt == Long.MIN_VALUE) {
+                    n.failedSinceSuccessAt = at;
+                    n.failedDetail = e.code() + " " + e.message();
+                    n.failedTransfer = n.inFlight.get(e.statusId());
+                }
                 String tid = n.inFlight.remove(e.statusId());
                 if (tid != null) {
                     touchLeg(n, tid, at);
@@ -213,6 +221,7 @@ public final class Ledger {
                 if (e.transferId() != null) {
                     n.inFlight.put(e.statusId(), e.transferId());
                     n.readStatuses.add(e.statusId());
+                    n.postedAt.put(e.statusId(), at);
                     n.request(e.requestId(), at).transferPosted = true;
                     transfer(e.transferId()).readsPosted++;
                     bind(n, n.request(e.requestId(), at), e.transferId());
@@ -228,6 +237,7 @@ public final class Ledger {
                     }
                     n.inFlight.put(e.statusId(), e.transferId());
                     transfer(e.transferId()).writesPosted++;
+                    n.postedAt.put(e.statusId(), at);
                 }
             }
             case Effect.Anomaly e -> {
@@ -410,6 +420,15 @@ public final class Ledger {
         final LinkedHashMap<Long, String> inFlight = new LinkedHashMap<>();
         /** Posted read statuses not yet completed. */
         final java.util.LinkedHashSet<Long> readStatuses = new java.util.LinkedHashSet<>();
+        /** When each posted status still in flight was posted. */
+        final LinkedHashMap<Long, Long> postedAt = new LinkedHashMap<>();
+        /**
+         * The first failed completion since this engine's last successful one (MIN_VALUE when the
+         * latest completion succeeded), its code and message, and its transfer.
+         */
+        long failedSinceSuccessAt = Long.MIN_VALUE;
+        String failedDetail;
+        String failedTransfer;
         long listenerDeathAt = Long.MIN_VALUE;
         Effect.Anomaly listenerDeath;
         long framesAfterDeath;
