@@ -29,7 +29,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>Run with {@code -Dkvledger.regenerate=true} to rewrite the golden files from the current
  * output instead (their first line, the command, is kept).
  *
- * <p>Each fixture's hangs output must name its bug class (the folder's number), unless the folder
+ * <p>Each fixture's hangs output must name its bug class (the folder's number; a {@code 00-<detector>}
+ * folder, for a finding no section-7 class matches, must have findings of that detector), unless the folder
  * holds a {@code DETECTOR-GAP.md} explaining why today's detectors miss it: then the test checks
  * that the gap is still there, so that fixing the detector makes it fail until the note is removed
  * and the golden file regenerated.
@@ -88,6 +89,11 @@ class FixtureGoldenTest {
                     .as(name + ": the detectors now name class " + bugClass + ": delete " + GAP_NOTE
                             + " and regenerate the golden files (-Dkvledger.regenerate=true)")
                     .isFalse();
+        } else if (bugClass == 0) {
+            // no section-7 class: the folder's short name is the detector that must report it
+            String detector = name.substring(name.indexOf('-') + 1);
+            assertThat(Pattern.compile("(?m)^" + Pattern.quote(detector) + ": \\d+ findings?$").matcher(hangs).find())
+                    .as(name + ": hangs has findings of detector " + detector + ":\n" + hangs).isTrue();
         } else {
             assertThat(classToken.matcher(hangs).find()).as(name + ": hangs names bug class " + bugClass + ":\n" + hangs)
                     .isTrue();

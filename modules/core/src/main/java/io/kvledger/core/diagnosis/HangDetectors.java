@@ -1,6 +1,7 @@
 package io.kvledger.core.diagnosis;
 
 import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.diagnosis.Ledger.Handshake;
 import io.kvledger.core.diagnosis.Ledger.NodeView;
 import io.kvledger.core.diagnosis.Ledger.ReqView;
 import io.kvledger.core.diagnosis.Ledger.Send;
@@ -23,7 +24,8 @@ import java.util.Map;
  * <p>Detector names are stable (they are printed and used in golden files): stuck-waiting,
  * stuck, reaped-without-ack, unknown-completion-id, superseded-transfer-id, ack-before-finish,
  * notify-unhandshaken-rank, wrong-port-offset-form, notify-no-listener, empty-remote-blocks,
- * ack-before-mapping, failed-read-no-release,
+ * ack-before-mapping, failed-read-no-release, handshake-incomplete, negative-matched-tokens,
+ * transfer-status-poisoned,
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, and anomaly (any other
  * serious anomaly).
  *
@@ -105,16 +107,39 @@ public final class HangDetectors {
     // ------------------------------------------------------------------ per request
 
     private static void requestFindings(Ledger l, NodeView n, ReqView r, long end, Bounds b, List<Finding> out) {
+        boolean handshake = false;
         for (Seen s : r.anomalies) {
             if (Ledger.serious(s.anomaly().kind()) || s.anomaly().kind() == AnomalyKind.STALE_ACK_DROPPED
-                    || s.anomaly().kind() == AnomalyKind.WRITE_DONE_UNMATCHED) {
-                out.add(fromAnomaly(l, n, r, s));
+                    || s.anomaly().kind() == AnomalyKind.WRITE_DONE_UNMATCHED
+                    || s.anomaly().kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS) {
+                Finding f = fromAnomaly(l, n, r, s);
+                handshake |= f.detector().equals("handshake-incomplete");
+                out.add(f);
             }
         }
         if (r.phase == null || r.phase.terminal()) {
             return;
         }
         if (status(r, end, b) != InFlight.Status.STUCK) {
+            return;
+        }
+        if (handshake) {
+            return; // the handshake finding already says what it waits for, and since when
+        }
+        Finding poisoned = poisonedStatus(l, n, r, end, b);
+        if (poisoned != null) {
+            out.add(poisoned);
+            return;
+        }
+        Handshake unanswered = unansweredHandshake(n, r, end, b);
+        if (unanswered != null) {
+            out.add(new Finding("handshake-incomplete", n.name, r.requestId, r.transferId, r.phase, 21, end, since(r),
+                    (n.producer() ? "its writes wait" : "its read waits") + " for handshake " + unanswered.key + " with "
+                            + unanswered.endpoint() + ", started at " + rel(l, unanswered.startedAt)
+                            + (unanswered.attempts > 1 ? " (" + unanswered.attempts + " attempts)" : "")
+                            + ": never answered (no handshake_completed or handshake_failed) for "
+                            + seconds(end - unanswered.startedAt) + " until the journal ends; in " + r.phase
+                            + " since " + rel(l, since(r))));
             return;
         }
         long since = since(r);
@@ -130,6 +155,119 @@ public final class HangDetectors {
             out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 33, end, since,
                     "no terminal event: in " + r.phase + " " + waited + (r.reason == null ? "" : " (entered: " + r.reason + ")")));
         }
+    }
+
+    /**
+     * Class 9 (RDMA notification poisoning): a stuck request with transfer statuses still in
+     * flight on an engine whose last completion was a failure, for longer than the stuck bound;
+     * no transfer completed on that engine after it.
+     */
+    private static Finding poisonedStatus(Ledger l, NodeView n, ReqView r, long end, Bounds b) {
+        long failedAt = n.failedSinceSuccessAt;
+        if (failedAt == Long.MIN_VALUE || end - failedAt <= b.stuckAfterNs() || r.transferId == null) {
+            return null;
+        }
+        List<Long> waiting = new ArrayList<>();
+        long firstPost = Long.MAX_VALUE;
+        for (Map.Entry<Long, String> e : n.inFlight.entrySet()) {
+            Long posted = n.postedAt.get(e.getKey());
+            if (e.getValue().equals(r.transferId) && posted != null) {
+                waiting.add(e.getKey());
+                firstPost = Math.min(firstPost, posted);
+            }
+        }
+        if (waiting.isEmpty()) {
+            return null;
+        }
+        return new Finding("transfer-status-poisoned", n.name, r.requestId, r.transferId, r.phase, 9, end, since(r),
+                (waiting.size() == 1 ? "transfer status " : "transfer statuses ") + waiting + " posted from "
+                        + rel(l, firstPost) + " never completed: the last completion on " + n.name + " was a failure at "
+                        + rel(l, failedAt) + " (" + n.failedDetail.strip() + (n.failedTransfer == null ? "" : ", transfer "
+                        + n.failedTransfer) + ") and no transfer completed on this engine for " + seconds(end - failedAt)
+                        + " until the journal ends; in " + r.phase + " since " + rel(l, since(r)));
+    }
+
+    /**
+     * The handshake a request still waits on: one this node started for the engine its params
+     * name, never completed nor failed, for longer than the stuck bound, while no transfer was
+     * posted for the request.
+     */
+    private static Handshake unansweredHandshake(NodeView n, ReqView r, long end, Bounds b) {
+        if (r.handshakeEngine == null || r.transferPosted) {
+            return null;
+        }
+        for (Handshake h : n.handshakes.values()) {
+            if (h.engine().equals(r.handshakeEngine) && h.completedAt == Long.MIN_VALUE && h.failedAt == Long.MIN_VALUE
+                    && h.host != null && end - h.startedAt > b.stuckAfterNs()) {
+                return h;
+            }
+        }
+        return null;
+    }
+
+    /** A HANDSHAKE_FAILED anomaly of a request: the key, the peer it dialled, how long it waited and why it failed. */
+    private static Finding handshakeFailed(Ledger l, NodeView n, ReqView r, String tid, Seen s) {
+        String detail = s.anomaly().detail();
+        Handshake failed = null;
+        for (Handshake h : n.handshakes.values()) {
+            if (h.failedAt != Long.MIN_VALUE && h.failedAt <= s.atNs() && detail != null && detail.endsWith(h.key)) {
+                failed = h;
+            }
+        }
+        if (failed == null && r.handshakeEngine != null) {
+            for (Handshake h : n.handshakes.values()) {
+                if (h.engine().equals(r.handshakeEngine) && h.failedAt != Long.MIN_VALUE && h.failedAt <= s.atNs()) {
+                    failed = h;
+                }
+            }
+        }
+        String msg;
+        if (failed == null) {
+            msg = "HANDSHAKE_FAILED at " + rel(l, s.atNs()) + ": " + detail;
+        } else {
+            msg = detail + "; handshake " + failed.key + " with " + failed.endpoint()
+                    + (failed.host == null ? "" : ", started at " + rel(l, failed.startedAt))
+                    + ", failed at " + rel(l, failed.failedAt)
+                    + (failed.host == null ? "" : " after " + seconds(failed.failedAt - failed.startedAt))
+                    + " (" + failed.failReason + ")"
+                    + (failed.completedAt != Long.MIN_VALUE ? "; completed later at " + rel(l, failed.completedAt) : "");
+        }
+        if (r.phase != null && !r.phase.terminal()) {
+            msg += "; still in " + r.phase + " since " + rel(l, since(r)) + " when the journal ends";
+        }
+        return new Finding("handshake-incomplete", n.name, r.requestId, tid, r.phase, 21, s.atNs(), r.sinceNs, msg);
+    }
+
+    /**
+     * A negative count from get_num_new_matched_tokens (no section-7 class: the seed's missing
+     * clamp, seed-vs-newest switch match-clamps-at-zero): the counts it came from, and the other
+     * legs of its transfer.
+     */
+    private static Finding negativeMatched(Ledger l, NodeView n, ReqView r, String tid, Seen s) {
+        String detail = s.anomaly().detail();
+        String count = detail != null && detail.startsWith("count ") ? detail.substring(6) : detail;
+        StringBuilder m = new StringBuilder("get_num_new_matched_tokens returned ").append(count)
+                .append(" at ").append(rel(l, s.atNs()));
+        if (r.promptTokens >= 0 && r.lastComputedTokens >= 0) {
+            m.append(" (num_prompt_tokens ").append(r.promptTokens).append(", prompt_token_ids ")
+                    .append(r.promptTokenIds).append(", num_computed_tokens ")
+                    .append(r.lastComputedTokens).append(", ").append(n.config.mode()).append(' ')
+                    .append(n.producer() ? "producer" : "consumer").append(')');
+        }
+        m.append(": vLLM's scheduler takes a negative external token count (no clamp at 0: switch match-clamps-at-zero is off)");
+        TransferView t = tid == null ? null : l.transfers.get(tid);
+        if (t != null) {
+            List<String> others = new ArrayList<>();
+            t.legs.forEach((node, rid) -> {
+                if (!node.equals(n.name)) {
+                    others.add(node + " " + rid);
+                }
+            });
+            if (!others.isEmpty()) {
+                m.append("; transfer ").append(tid).append(" also on ").append(String.join(", ", others));
+            }
+        }
+        return new Finding("negative-matched-tokens", n.name, r.requestId, tid, r.phase, 0, s.atNs(), r.sinceNs, m.toString());
     }
 
     /** Why a WRITE decode leg never got its write_done, from what the other legs saw. */
@@ -230,6 +368,8 @@ public final class HangDetectors {
             case FREE_WHILE_TRANSFER_IN_FLIGHT, REAP_THEN_LATE_ACK -> new Finding("free-while-in-flight", n.name, r.requestId, tid,
                     r.phase, 8, s.atNs(), r.sinceNs, k + " at " + rel(l, s.atNs()) + ": " + detail);
             case LISTENER_WOULD_DIE_IN_PYTHON -> listenerDeath(l, n, r.requestId, tid, s);
+            case HANDSHAKE_FAILED -> handshakeFailed(l, n, r, tid, s);
+            case NEGATIVE_MATCHED_TOKENS -> negativeMatched(l, n, r, tid, s);
             case MAPPING_LEAK, PENDING_SAVE_LEAK -> new Finding("mapping-leak", n.name, r.requestId, tid, r.phase, 35, s.atNs(),
                     r.sinceNs, k + ": " + detail);
             case ACK_FANIN_INVALID -> new Finding("ack-deficit", n.name, r.requestId, tid, r.phase, 22, s.atNs(), r.sinceNs,
@@ -342,7 +482,22 @@ public final class HangDetectors {
             return "WRITE self-ACK never came" + (wd ? "" : " (no write_done sent)") + "; decode " + c
                     + (cr == null ? " finished its leg" : " is in " + cr.phase);
         }
-        return "decode " + c + " never sent release" + (cr == null ? " (its leg finished)" : " (it is in " + cr.phase + ")");
+        return "decode " + c + " never sent release" + (cr == null ? " (its leg finished)" : " (it is in " + cr.phase + ")")
+                + (cr == null ? "" : handshakeNote(cv, cr));
+    }
+
+    /** Why a consumer never posted its read, when a handshake it needs did not complete. */
+    private static String handshakeNote(NodeView n, ReqView r) {
+        if (r.handshakeEngine == null || r.transferPosted) {
+            return "";
+        }
+        for (Handshake h : n.handshakes.values()) {
+            if (h.engine().equals(r.handshakeEngine) && h.completedAt == Long.MIN_VALUE) {
+                return "; its read was never posted: handshake " + h.key + " with " + h.endpoint()
+                        + (h.failedAt == Long.MIN_VALUE ? " was never answered" : " failed (" + h.failReason + ")");
+            }
+        }
+        return "";
     }
 
     // ------------------------------------------------------------------ cross-node

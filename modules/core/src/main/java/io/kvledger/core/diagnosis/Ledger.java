@@ -80,12 +80,24 @@ public final class Ledger {
             case NodeEvent.RequestAdmitted e -> {
                 ReqView r = n.request(e.requestId(), at);
                 r.lastEventNs = at;
+                r.promptTokens = e.numPromptTokens();
+                r.promptTokenIds = e.promptTokenIds();
                 KvParams p = e.params();
                 if (p != null && p.get("transfer_id") instanceof String t && !t.isEmpty()) {
                     bind(n, r, t);
                 }
+                if (p != null && p.get("remote_host") instanceof String h && !h.isEmpty()
+                        && KvParams.asLong(p.get("remote_handshake_port")) != null) {
+                    r.handshakeEngine = h + ":" + KvParams.asLong(p.get("remote_handshake_port"));
+                }
             }
-            case NodeEvent.MatchedTokensQueried e -> touch(n, e.requestId(), at);
+            case NodeEvent.MatchedTokensQueried e -> {
+                touch(n, e.requestId(), at);
+                ReqView r = n.requests.get(e.requestId());
+                if (r != null) {
+                    r.lastComputedTokens = e.numComputedTokens();
+                }
+            }
             case NodeEvent.BlocksAllocated e -> touch(n, e.requestId(), at);
             case NodeEvent.RequestFinished e -> touch(n, e.requestId(), at);
             case NodeEvent.StepScheduled e -> {
@@ -125,6 +137,14 @@ public final class Ledger {
                 }
             }
             case NodeEvent.TransferCompleted e -> {
+                n.postedAt.remove(e.statusId());
+                if (e.succeeded()) {
+                    n.failedSinceSuccessAt = Long.MIN_VALUE;
+                } else if (n.failedSinceSuccessAt == Long.MIN_VALUE) {
+                    n.failedSinceSuccessAt = at;
+                    n.failedDetail = e.code() + " " + e.message();
+                    n.failedTransfer = n.inFlight.get(e.statusId());
+                }
                 String tid = n.inFlight.remove(e.statusId());
                 if (tid != null) {
                     touchLeg(n, tid, at);
@@ -140,7 +160,18 @@ public final class Ledger {
                 }
                 n.readStatuses.remove(e.statusId());
             }
-            case NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.FrameRejected _, NodeEvent.Tick _ -> { }
+            case NodeEvent.HandshakeCompleted e -> {
+                Handshake h = n.handshakes.get(e.key());
+                if (h != null) {
+                    h.completedAt = at;
+                }
+            }
+            case NodeEvent.HandshakeFailed e -> {
+                Handshake h = n.handshakes.computeIfAbsent(e.key(), k -> new Handshake(k, null, -1, at));
+                h.failedAt = at;
+                h.failReason = e.reason();
+            }
+            case NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.FrameRejected _, NodeEvent.Tick _ -> { }
         }
         if (n.listenerDeathAt != Long.MIN_VALUE && (isFrame(event) || event instanceof NodeEvent.FrameRejected)) {
             n.framesAfterDeath++;
@@ -190,6 +221,8 @@ public final class Ledger {
                 if (e.transferId() != null) {
                     n.inFlight.put(e.statusId(), e.transferId());
                     n.readStatuses.add(e.statusId());
+                    n.postedAt.put(e.statusId(), at);
+                    n.request(e.requestId(), at).transferPosted = true;
                     transfer(e.transferId()).readsPosted++;
                     bind(n, n.request(e.requestId(), at), e.transferId());
                 }
@@ -197,8 +230,14 @@ public final class Ledger {
             case Effect.PostWrite e -> {
                 if (e.transferId() != null) {
                     touchLeg(n, e.transferId(), at);
+                    TransferView tv = transfers.get(e.transferId());
+                    ReqView w = tv == null || tv.legs.get(n.name) == null ? null : n.requests.get(tv.legs.get(n.name));
+                    if (w != null) {
+                        w.transferPosted = true;
+                    }
                     n.inFlight.put(e.statusId(), e.transferId());
                     transfer(e.transferId()).writesPosted++;
+                    n.postedAt.put(e.statusId(), at);
                 }
             }
             case Effect.Anomaly e -> {
@@ -225,7 +264,19 @@ public final class Ledger {
                     n.nodeAnomalies.add(s);
                 }
             }
-            case Effect.HookReply _, Effect.SendWriteFailed _, Effect.StartHandshake _, Effect.AckParked _,
+            case Effect.StartHandshake e -> {
+                Handshake h = n.handshakes.get(e.key());
+                if (h == null || h.completedAt != Long.MIN_VALUE) {
+                    n.handshakes.put(e.key(), new Handshake(e.key(), e.host(), e.port(), at));
+                } else {
+                    h.attempts++;
+                    if (h.host == null) {
+                        h.host = e.host();
+                        h.port = e.port();
+                    }
+                }
+            }
+            case Effect.HookReply _, Effect.SendWriteFailed _, Effect.AckParked _,
                     Effect.StaleAckDropped _ -> { }
         }
     }
@@ -282,7 +333,8 @@ public final class Ledger {
     }
 
     private void maybeForget(NodeView n, ReqView r) {
-        boolean clean = r.anomalies.stream().noneMatch(s -> serious(s.anomaly.kind()));
+        boolean clean = r.anomalies.stream().noneMatch(s -> serious(s.anomaly.kind())
+                || s.anomaly.kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS);
         if (!clean || r.phase == RequestPhase.REAPED) {
             return;
         }
@@ -325,14 +377,58 @@ public final class Ledger {
     /** A notify its sender's publisher could not send ({@code NotifySendFailed}). */
     record SendFailure(String fromNode, String kind, String endpoint, long atNs, String reason) {}
 
+    /**
+     * A handshake this node started (a {@code StartHandshake} effect), keyed as the worker keys it
+     * ({@code <remote_host>:<handshake_port>_dp<rank>}): the peer endpoint dialled and what became
+     * of it. A failure seen for a key never started here has no endpoint.
+     */
+    static final class Handshake {
+        final String key;
+        String host;
+        int port;
+        final long startedAt;
+        int attempts = 1;
+        long completedAt = Long.MIN_VALUE;
+        long failedAt = Long.MIN_VALUE;
+        String failReason;
+
+        Handshake(String key, String host, int port, long startedAt) {
+            this.key = key;
+            this.host = host;
+            this.port = port;
+            this.startedAt = startedAt;
+        }
+
+        /** The engine part of the key (what requests' params name as remote_host:remote_handshake_port). */
+        String engine() {
+            int i = key.lastIndexOf("_dp");
+            return i < 0 ? key : key.substring(0, i);
+        }
+
+        String endpoint() {
+            return host == null ? "an endpoint this node did not journal" : host + ":" + port;
+        }
+    }
+
     static final class NodeView {
         final String name;
+        /** Handshakes this node started or saw fail, in the order it first did. */
+        final LinkedHashMap<String, Handshake> handshakes = new LinkedHashMap<>();
         final NodeConfig config;
         final LinkedHashMap<String, ReqView> requests = new LinkedHashMap<>();
         final List<Seen> nodeAnomalies = new ArrayList<>();
         final LinkedHashMap<Long, String> inFlight = new LinkedHashMap<>();
         /** Posted read statuses not yet completed. */
         final java.util.LinkedHashSet<Long> readStatuses = new java.util.LinkedHashSet<>();
+        /** When each posted status still in flight was posted. */
+        final LinkedHashMap<Long, Long> postedAt = new LinkedHashMap<>();
+        /**
+         * The first failed completion since this engine's last successful one (MIN_VALUE when the
+         * latest completion succeeded), its code and message, and its transfer.
+         */
+        long failedSinceSuccessAt = Long.MIN_VALUE;
+        String failedDetail;
+        String failedTransfer;
         long listenerDeathAt = Long.MIN_VALUE;
         Effect.Anomaly listenerDeath;
         long framesAfterDeath;
@@ -359,6 +455,14 @@ public final class Ledger {
         long sinceNs = Long.MIN_VALUE;
         long endedAt = Long.MIN_VALUE;
         String reason;
+        /** {@code remote_host:remote_handshake_port} from its admission params (the engine whose handshake it needs), or null. */
+        String handshakeEngine;
+        /** num_prompt_tokens and len(prompt_token_ids) at admission, and num_computed_tokens of its latest matched-tokens query (-1 when unseen). */
+        int promptTokens = -1;
+        int promptTokenIds = -1;
+        int lastComputedTokens = -1;
+        /** Whether this node posted a read or write for it (so it no longer waits on a handshake). */
+        boolean transferPosted;
         /** The time of its latest lifecycle event (see {@code Ledger.touch}). */
         long lastEventNs;
         final List<Seen> anomalies = new ArrayList<>();
