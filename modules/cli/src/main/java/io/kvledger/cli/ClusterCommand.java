@@ -142,10 +142,12 @@ final class ClusterCommand implements Callable<Integer> {
         HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
         long t0 = System.nanoTime();
         try {
+            // Every node's ports at once, so no two nodes are handed the same one.
+            int[] ports = LoopbackPorts.distinct(3 * (prefill + decode));
             for (int i = 0; i < prefill + decode; i++) {
                 boolean p = i < prefill;
                 String name = (p ? "P" : "D") + (p ? i : i - prefill);
-                nodes.add(startNode(name, p, m, fs, dir));
+                nodes.add(startNode(name, p, m, fs, dir, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]));
             }
             for (Started n : nodes) {
                 if (!awaitHealthy(client, n, Duration.ofSeconds(60))) {
@@ -261,10 +263,8 @@ final class ClusterCommand implements Callable<Integer> {
         return "no KV bytes verified";
     }
 
-    private Started startNode(String name, boolean p, TransferMode m, FaultSpec fs, Path dir) throws IOException {
-        int handshake = LoopbackPorts.free();
-        int notify = LoopbackPorts.free();
-        int http = LoopbackPorts.free();
+    private Started startNode(String name, boolean p, TransferMode m, FaultSpec fs, Path dir, int handshake, int notify,
+                              int http) throws IOException {
         Path log = dir.resolve(name + ".log");
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());

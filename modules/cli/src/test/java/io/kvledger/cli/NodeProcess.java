@@ -37,9 +37,10 @@ final class NodeProcess {
         this.mode = mode;
         this.journal = dir.resolve(name);
         this.log = dir.resolve(name + ".log");
-        this.handshake = freePort();
-        this.notify = freePort();
-        this.http = freePort();
+        int[] ports = io.kvledger.service.cluster.LoopbackPorts.distinct(3);
+        this.handshake = ports[0];
+        this.notify = ports[1];
+        this.http = ports[2];
         this.extra = List.of(extra);
     }
 
