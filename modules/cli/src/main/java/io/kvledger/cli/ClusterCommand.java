@@ -182,6 +182,8 @@ final class ClusterCommand implements Callable<Integer> {
                     }
                 }
                 if (!inFlight.tryAcquire(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    err.println("cluster: --concurrency " + concurrency + " requests still unanswered at --timeout-s; sent "
+                            + i + " of " + requests);
                     break;
                 }
                 int prompt = 16 + rng.nextInt(500);

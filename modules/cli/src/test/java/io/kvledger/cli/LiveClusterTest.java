@@ -44,7 +44,8 @@ class LiveClusterTest {
                 "--faults", "drop=0.2", "--kill", "D1@12", "--out", dir.resolve("run").toString(), "--timeout-s", "40",
                 "--defer-timeout-s", "4", "--stuck-after-s", "2");
         assertThat(r.code()).as(r.out() + r.err()).isEqualTo(1);
-        assertThat(r.out()).containsPattern("24 requests, \\d+ ok, [1-9]\\d* failed");
+        // Requests whose notify was dropped hang until --timeout-s, so not all 24 may be sent.
+        assertThat(r.out()).containsPattern("[1-9]\\d* requests, \\d+ ok, [1-9]\\d* failed");
         assertThat(r.out()).contains("D1: no status");
         assertThat(r.out()).doesNotContain("no findings");
         assertThat(r.err()).contains("kill -9 D1");
