@@ -100,11 +100,7 @@ final class ClusterCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         PrintWriter o = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        TransferMode m = switch (mode.toLowerCase(Locale.ROOT)) {
-            case "read" -> TransferMode.READ;
-            case "write" -> TransferMode.WRITE;
-            default -> throw usage("--mode takes read or write, got " + mode);
-        };
+        TransferMode m = ModeOption.parse(spec, mode);
         if (prefill < 1 || decode < 1 || requests < 0 || concurrency < 1) {
             throw usage("--prefill and --decode need at least 1, --requests at least 0, --concurrency at least 1");
         }

@@ -88,11 +88,7 @@ final class ListenCommand implements Callable<Integer> {
             case "consumer", "decode", "d" -> Role.CONSUMER;
             default -> throw new ParameterException(spec.commandLine(), "--role takes producer or consumer, got " + role);
         };
-        TransferMode m = switch (mode.toLowerCase(java.util.Locale.ROOT)) {
-            case "read" -> TransferMode.READ;
-            case "write" -> TransferMode.WRITE;
-            default -> throw new ParameterException(spec.commandLine(), "--mode takes read or write, got " + mode);
-        };
+        TransferMode m = ModeOption.parse(spec, mode);
         String host = bind.substring("tcp://".length(), bind.lastIndexOf(':'));
         NodeConfig config = NodeConfig.builder(r, m).hostIp(host.equals("*") || host.equals("0.0.0.0") ? "127.0.0.1" : host)
                 .behaviour(Behaviour.newest()).build();

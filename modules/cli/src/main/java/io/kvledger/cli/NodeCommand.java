@@ -218,11 +218,7 @@ final class NodeCommand implements Callable<Integer> {
             throw usage("kv_role " + kvRole + " is not supported by a live node (kv_producer or kv_consumer)");
         }
         if (mode != null) {
-            extra.put("read_mode", switch (mode.toLowerCase(Locale.ROOT)) {
-                case "read" -> true;
-                case "write" -> false;
-                default -> throw usage("--mode takes read or write, got " + mode);
-            });
+            extra.put("read_mode", ModeOption.parse(spec, mode) == TransferMode.READ);
         }
         if (host != null) {
             extra.put("host_ip", host);

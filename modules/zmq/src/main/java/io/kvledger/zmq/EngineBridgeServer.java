@@ -519,11 +519,7 @@ public final class EngineBridgeServer implements AutoCloseable {
 
     /** Closes on a short-lived thread of its own; never blocks the caller. */
     public CompletableFuture<Void> closeAsync() {
-        if (closeStarted.get()) {
-            return closed;
-        }
-        ZmqRuntime.thread("kvledger-engine-bridge-closer", this::close).start();
-        return closed;
+        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-engine-bridge-closer", this::close);
     }
 
     /** Waits for the socket thread; interrupts it once if a handler keeps it past 5 s. */

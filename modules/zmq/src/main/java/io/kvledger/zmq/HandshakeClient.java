@@ -304,10 +304,6 @@ public final class HandshakeClient implements AutoCloseable {
     }
 
     public CompletableFuture<Void> closeAsync() {
-        if (closeStarted.get()) {
-            return closed;
-        }
-        ZmqRuntime.thread("kvledger-handshake-client-closer", this::close).start();
-        return closed;
+        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-handshake-client-closer", this::close);
     }
 }

@@ -208,10 +208,6 @@ public final class HandshakeServer implements AutoCloseable {
     }
 
     public CompletableFuture<Void> closeAsync() {
-        if (closeStarted.get()) {
-            return closed;
-        }
-        ZmqRuntime.thread("kvledger-handshake-server-closer", this::close).start();
-        return closed;
+        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-handshake-server-closer", this::close);
     }
 }

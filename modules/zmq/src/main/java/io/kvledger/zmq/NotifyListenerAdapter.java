@@ -355,11 +355,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
 
     /** Closes on a short-lived thread of its own; never blocks the caller. */
     public CompletableFuture<Void> closeAsync() {
-        if (closeStarted.get()) {
-            return closed;
-        }
-        ZmqRuntime.thread("kvledger-notify-listener-closer", this::close).start();
-        return closed;
+        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-notify-listener-closer", this::close);
     }
 
     static void joinQuietly(Thread t) {

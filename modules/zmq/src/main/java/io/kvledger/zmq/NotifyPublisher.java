@@ -354,10 +354,6 @@ public final class NotifyPublisher implements AutoCloseable {
     }
 
     public CompletableFuture<Void> closeAsync() {
-        if (closeStarted.get()) {
-            return closed;
-        }
-        ZmqRuntime.thread("kvledger-notify-publisher-closer", this::close).start();
-        return closed;
+        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-notify-publisher-closer", this::close);
     }
 }

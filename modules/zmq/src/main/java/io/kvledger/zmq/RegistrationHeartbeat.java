@@ -150,10 +150,6 @@ public final class RegistrationHeartbeat implements AutoCloseable {
     }
 
     public CompletableFuture<Void> closeAsync() {
-        if (closeStarted.get()) {
-            return closed;
-        }
-        ZmqRuntime.thread("kvledger-registration-heartbeat-closer", this::close).start();
-        return closed;
+        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-registration-heartbeat-closer", this::close);
     }
 }

@@ -50,6 +50,19 @@ final class ZmqRuntime {
         }
     }
 
+    /**
+     * An adapter's {@code closeAsync}: runs {@code close} on a short-lived thread named
+     * {@code threadName} unless a close already started, and returns the future that {@code close}
+     * completes. Never blocks the caller.
+     */
+    static java.util.concurrent.CompletableFuture<Void> closeAsync(java.util.concurrent.atomic.AtomicBoolean closeStarted,
+            java.util.concurrent.CompletableFuture<Void> closed, String threadName, Runnable close) {
+        if (!closeStarted.get()) {
+            thread(threadName, close).start();
+        }
+        return closed;
+    }
+
     static Thread thread(String name, Runnable body) {
         Thread t = new Thread(body, name);
         t.setDaemon(true);
