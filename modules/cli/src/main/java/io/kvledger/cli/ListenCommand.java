@@ -9,8 +9,7 @@ import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalFormat;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
-import io.kvledger.wire.RejectReason;
-import io.kvledger.wire.WireLimits;
+import io.kvledger.service.tap.FrameJournal;
 import io.kvledger.zmq.InboundFrame;
 import io.kvledger.zmq.NotifyListenerAdapter;
 import io.kvledger.zmq.NotifyListenerConfig;
@@ -18,7 +17,6 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.Callable;
@@ -161,55 +159,15 @@ final class ListenCommand implements Callable<Integer> {
     }
 
     /** What {@link #journalFrame} did with the frames so far. */
-    static final class Tally {
-        long frames;
-        long rejected;
-        long substituted;
-        long lost;
+    static final class Tally extends FrameJournal.Tally {
     }
 
     /** Bytes of a frame the journal could not take that its substitute rejection keeps. */
-    static final int KEPT_WHEN_REFUSED = WireLimits.DEFAULT.keptRejectedBytes();
+    static final int KEPT_WHEN_REFUSED = FrameJournal.KEPT_WHEN_REFUSED;
 
-    /**
-     * Journals one received frame. When the journal refuses the event (too large, or a value it
-     * cannot hold), a {@code FrameRejected} saying so is journaled in its place, with the first
-     * {@link #KEPT_WHEN_REFUSED} bytes of a rejected frame; the listener goes on either way. Only
-     * when that fails too is the frame lost (counted, and said on standard error).
-     */
+    /** Journals one received frame ({@link FrameJournal#append}, shared with {@code kvledger tap}). */
     static void journalFrame(JournalWriter writer, NodeEvent event, Tally tally, PrintWriter err) {
-        try {
-            writer.appendInput(event);
-            tally.frames++;
-            if (event instanceof NodeEvent.FrameRejected) {
-                tally.rejected++;
-            }
-            return;
-        } catch (JournalException | IllegalArgumentException refused) {
-            byte[] bytes = event instanceof NodeEvent.FrameRejected fr ? fr.frame() : new byte[0];
-            byte[] kept = Arrays.copyOf(bytes, Math.min(bytes.length, KEPT_WHEN_REFUSED));
-            String was = event instanceof NodeEvent.FrameRejected fr ? fr.reason() : event.getClass().getSimpleName();
-            String reason = RejectReason.FRAME_TOO_LARGE.name() + ": the journal refused the frame as received ("
-                    + clip(String.valueOf(refused.getMessage()), 200) + "); it was: " + clip(was, 300) + "; first "
-                    + kept.length + " of " + bytes.length + " bytes kept";
-            boolean kills = event instanceof NodeEvent.FrameRejected fr && fr.wouldKillPythonListener();
-            try {
-                writer.appendInput(new NodeEvent.FrameRejected(event.atNs(), reason, kept, kills));
-                tally.frames++;
-                tally.rejected++;
-                tally.substituted++;
-            } catch (JournalException | IllegalArgumentException again) {
-                tally.lost++;
-                if (tally.lost <= 10) {
-                    err.println("listen: a frame could not be journaled: " + again.getMessage());
-                    err.flush();
-                }
-            }
-        }
-    }
-
-    private static String clip(String s, int max) {
-        return s.length() <= max ? s : s.substring(0, max) + "...";
+        FrameJournal.append(writer, event, tally, err, "listen");
     }
 
     /** The line for a bind that failed: the endpoint in use, or the reason ZMQ gave. */

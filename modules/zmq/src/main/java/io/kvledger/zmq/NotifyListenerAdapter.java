@@ -272,7 +272,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
      * however large: the first frames' leading bytes, in order. The sizes of the first
      * {@link #MAX_LISTED_SIZES} frames, the frame count and the total are kept for the reason.
      */
-    private static final class Parts {
+    static final class Parts {
         final List<byte[]> kept = new ArrayList<>(2);
         final StringBuilder sizes = new StringBuilder();
         int count;
@@ -285,6 +285,15 @@ public final class NotifyListenerAdapter implements AutoCloseable {
             while (router.hasReceiveMore()) {
                 byte[] f = router.recv(0);
                 p.add(f == null ? new byte[0] : f, budget);
+            }
+            return p;
+        }
+
+        /** The same, for a message whose frames are already received ({@link NotifyRelay} keeps them all to forward). */
+        static Parts of(List<byte[]> frames, int budget) {
+            Parts p = new Parts();
+            for (byte[] f : frames) {
+                p.add(f, budget);
             }
             return p;
         }
