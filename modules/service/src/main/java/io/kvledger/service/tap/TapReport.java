@@ -114,7 +114,10 @@ public final class TapReport {
     }
 
     /** Builds the view from the journals' contents. */
-    public static TapReport of(List<TapJournal> journals) {
+    public static TapReport of(List<TapJournal> given) {
+        // prefill ranks first, then decode ranks, each by host and port
+        List<TapJournal> journals = given.stream().sorted(Comparator.comparing((TapJournal j) -> j.role() == Role.PRODUCER ? 0 : 1)
+                .thenComparing(TapJournal::host).thenComparingInt(TapJournal::port)).toList();
         List<Rank> ranks = new ArrayList<>();
         for (TapJournal j : journals) {
             int lowest = journals.stream().filter(o -> o.role() == j.role() && o.host().equals(j.host()))
