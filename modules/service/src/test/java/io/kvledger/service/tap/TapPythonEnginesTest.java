@@ -82,4 +82,27 @@ class TapPythonEnginesTest {
                 .startsWith("1 write_done never crossed to D+0 127.0.0.1:" + (base + 1) + " (decode_rank 0)");
         assertThat(err.toString()).isEmpty();
     }
+
+    /** What the Java proxy will read: the fake engine's heartbeat, received by a JeroMQ ROUTER, decodes with the registration codec. */
+    @Test
+    void the_fake_engine_registration_decodes_with_the_java_codec() throws Exception {
+        FakeEngineProcess.assumePython();
+        int[] ports = LoopbackPorts.distinct(2);
+        try (org.zeromq.ZContext ctx = new org.zeromq.ZContext()) {
+            org.zeromq.ZMQ.Socket ping = ctx.createSocket(org.zeromq.SocketType.ROUTER);
+            ping.setReceiveTimeOut(15_000);
+            int pingPort = ping.bindToRandomPort("tcp://127.0.0.1");
+            try (FakeEngineProcess e = FakeEngineProcess.start("prefill", "read", ports[0], 6301, ports[1], "--proxy",
+                    "tcp://127.0.0.1:" + pingPort)) {
+                byte[] identity = ping.recv(0);
+                assertThat(identity).as("a registration within 15 s").isNotNull();
+                assertThat(ping.hasReceiveMore()).isTrue();
+                byte[] frame = ping.recv(0);
+                assertThat(ping.hasReceiveMore()).as("one frame, no empty delimiter").isFalse();
+                io.kvledger.wire.Registration r = new io.kvledger.wire.RegistrationCodec().decode(frame).valueOrNull();
+                assertThat(r).isEqualTo(new io.kvledger.wire.Registration("P", "127.0.0.1:" + ports[0],
+                        io.kvledger.wire.Registration.zmqAddress("127.0.0.1", 6301, ports[1]), 1, 1, "READ"));
+            }
+        }
+    }
 }
