@@ -20,7 +20,6 @@ import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.zeromq.ZMQException;
@@ -115,23 +114,14 @@ final class ListenCommand implements Callable<Integer> {
             listener.close();
             throw e;
         }
-        CountDownLatch done = new CountDownLatch(1);
-        Thread hook = new Thread(() -> {
-            stopping = true;
-            try {
-                done.await(5, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "kvledger-listen-shutdown");
         Tally tally = new Tally();
-        try (JournalWriter writer = opened; listener) {
-            Runtime.getRuntime().addShutdownHook(hook);
+        // closed last: a signal's hook waits until the journal is flushed and closed
+        try (StopOnSignal stop = new StopOnSignal("kvledger-listen-shutdown"); JournalWriter writer = opened; listener) {
             err.println("listen: bound " + listener.endpoint() + "; journaling every frame to " + journal
                     + (maxFrames > 0 ? " (stopping after " + maxFrames + " frames)" : "; stop with Ctrl-C"));
             err.flush();
             long deadline = durationS > 0 ? System.nanoTime() + (long) (durationS * 1e9) : Long.MAX_VALUE;
-            while (!stopping && (maxFrames == 0 || tally.frames < maxFrames) && System.nanoTime() < deadline) {
+            while (!stop.stopping() && (maxFrames == 0 || tally.frames < maxFrames) && System.nanoTime() < deadline) {
                 InboundFrame f = queue.poll(100, TimeUnit.MILLISECONDS);
                 if (f != null) {
                     journalFrame(writer, f.event(), tally, err);
@@ -147,13 +137,6 @@ final class ListenCommand implements Callable<Integer> {
                     + (tally.substituted > 0 ? ", " + tally.substituted + " too large to journal as received: journaled as rejections" : "")
                     + ")" + (tally.lost > 0 ? ", " + tally.lost + " lost: the journal refused them" : "") + " to " + journal);
             out.flush();
-        } finally {
-            done.countDown();
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException shuttingDown) {
-                // the JVM is already stopping: the hook is running and waits for `done`
-            }
         }
         return 0;
     }
@@ -242,6 +225,4 @@ final class ListenCommand implements Callable<Integer> {
             // best effort: the start already failed with its own message
         }
     }
-
-    private volatile boolean stopping;
 }

@@ -10,8 +10,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -74,8 +72,6 @@ final class TapCommand implements Callable<Integer> {
     @Option(names = "--duration-s", defaultValue = "0", description = "Stop after this many seconds (0: run until stopped).")
     double durationS;
 
-    private volatile boolean stopping;
-
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
@@ -108,17 +104,8 @@ final class TapCommand implements Callable<Integer> {
             err.println(name + ": " + ListenCommand.journalFailure(journal, e));
             return 2;
         }
-        CountDownLatch done = new CountDownLatch(1);
-        Thread hook = new Thread(() -> {
-            stopping = true;
-            try {
-                done.await(5, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "kvledger-tap-shutdown");
-        try (Tap tap = opened) {
-            Runtime.getRuntime().addShutdownHook(hook);
+        // closed last: a signal's hook waits until the journals are flushed and closed
+        try (StopOnSignal stop = new StopOnSignal("kvledger-tap-shutdown"); Tap tap = opened) {
             for (int i = 0; i < targets.size(); i++) {
                 err.println("tap: " + targets.get(i).label() + " <- " + tap.endpoints().get(i) + " (journal "
                         + journal.resolve(targets.get(i).journalName()) + ")");
@@ -127,7 +114,7 @@ final class TapCommand implements Callable<Integer> {
                     + " frames)" : "; stop with Ctrl-C"));
             err.flush();
             long deadline = durationS > 0 ? System.nanoTime() + (long) (durationS * 1e9) : Long.MAX_VALUE;
-            while (!stopping && (maxFrames == 0 || tap.framesJournaled() < maxFrames) && System.nanoTime() < deadline) {
+            while (!stop.stopping() && (maxFrames == 0 || tap.framesJournaled() < maxFrames) && System.nanoTime() < deadline) {
                 Thread.sleep(20);
             }
             tap.close();
@@ -145,13 +132,6 @@ final class TapCommand implements Callable<Integer> {
                     + (failed > 0 ? ", " + failed + " could not be forwarded" : "")
                     + (lost > 0 ? ", " + lost + " lost: the journal refused them" : "") + " to " + journal);
             out.flush();
-        } finally {
-            done.countDown();
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException shuttingDown) {
-                // the JVM is already stopping: the hook is running and waits for `done`
-            }
         }
         return 0;
     }

@@ -11,7 +11,6 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.zeromq.SocketType;
 import org.zeromq.ZMQ;
 
 /**
@@ -109,7 +108,7 @@ public final class NotifyRelay implements AutoCloseable {
         NotifyRelay r = new NotifyRelay(listen, targetEndpoint, maxSenders, Objects.requireNonNull(sink, "sink"));
         r.thread.start();
         try {
-            r.bound.join();
+            r.endpoint = r.bound.join();
         } catch (RuntimeException e) {
             r.close();
             throw new IllegalStateException("cannot bind notify relay at " + listen.bindEndpoint() + ": "
@@ -164,22 +163,13 @@ public final class NotifyRelay implements AutoCloseable {
     }
 
     private void run() {
-        ZMQ.Socket router = null;
-        try {
-            router = ctx.socket(SocketType.ROUTER);
-            router.setLinger(0);
-            router.setMaxMsgSize(config.maxMessageBytes());
-            router.setRcvHWM(config.receiveHwm());
-            router.setIPv6(ZmqRuntime.ipv6(config.bindEndpoint()));
-            router.setReceiveTimeOut(POLL_MS);
-            router.bind(config.bindEndpoint());
-            endpoint = router.getLastEndpoint();
-            bound.complete(endpoint);
-        } catch (RuntimeException e) {
-            ZmqRuntime.closeQuietly(router);
-            bound.completeExceptionally(e);
+        ZMQ.Socket router = NotifyListenerAdapter.bindRouter(ctx, config, bound);
+        if (router == null) {
             return;
         }
+        endpoint = bound.join();
+        // a timed receive: the kicker must run while no message comes
+        router.setReceiveTimeOut(POLL_MS);
         // access order: the least recently used sender's DEALER is evicted first
         Map<String, ZMQ.Socket> dealers = new LinkedHashMap<>(16, 0.75f, true);
         StallKicker kicker = new StallKicker(ctx);
