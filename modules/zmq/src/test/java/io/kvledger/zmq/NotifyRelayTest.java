@@ -128,6 +128,7 @@ class NotifyRelayTest {
 
     @Test
     void each_sender_gets_its_own_forwarding_dealer_and_keeps_its_order() {
+        Set<String> before = Threads.kvledger();
         Collector<NotifyRelay.Relayed> sink = new Collector<>();
         try (TestPeers peers = new TestPeers()) {
             ZMQ.Socket target = peers.router("tcp://127.0.0.1:*");
@@ -159,6 +160,7 @@ class NotifyRelayTest {
                 assertThat(sink.await(10, 10)).allMatch(NotifyRelay.Relayed::forwarded);
             }
         }
+        Threads.assertNoneLeftBeyond(before);
     }
 
     @Test
