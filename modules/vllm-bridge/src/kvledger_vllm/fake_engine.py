@@ -486,6 +486,7 @@ class FakeEngine:
         self.free = list(range(num_blocks))
         self.requests = {}
         self.inbox = queue.Queue()
+        self._arrived = []  # taken from the inbox, admitted at the next step (engine thread only)
         self.step_no = 0
         self.errors = []
         self._stop = threading.Event()
@@ -505,7 +506,12 @@ class FakeEngine:
     def close(self):
         self._stop.set()
         self._thread.join(5)
-        for r in self.requests.values():
+        while True:
+            try:
+                self._arrived.append(self.inbox.get_nowait())
+            except queue.Empty:
+                break
+        for r in list(self.requests.values()) + self._arrived:
             if not r.done.is_set():
                 r.error = "engine stopped"
                 r.tokens.put(None)
@@ -513,9 +519,9 @@ class FakeEngine:
 
     def _run(self):
         while not self._stop.is_set():
-            if not self.requests:
+            if not self.requests and not self._arrived:
                 try:
-                    self.inbox.put(self.inbox.get(timeout=0.1))
+                    self._arrived.append(self.inbox.get(timeout=0.1))
                 except queue.Empty:
                     continue
             try:
@@ -552,9 +558,11 @@ class FakeEngine:
         self.step_no += 1
         while True:
             try:
-                r = self.inbox.get_nowait()
+                self._arrived.append(self.inbox.get_nowait())
             except queue.Empty:
                 break
+        arrived, self._arrived = self._arrived, []
+        for r in arrived:
             if r.id in self.requests:
                 r.error = "request %s is already running" % r.id
                 r.tokens.put(None)
