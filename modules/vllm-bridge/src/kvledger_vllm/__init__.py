@@ -2,7 +2,9 @@
 
 ``kv_connector_module_path: "kvledger_vllm"`` with ``kv_connector: "KvledgerRecorderConnector"``
 (or ``"KvledgerRecorderConnectorHMA"`` when the inner connector is ``SupportsHMA``). Importing the
-connector classes needs vLLM; ``kvledger_vllm.stream`` does not.
+connector classes needs vLLM; ``kvledger_vllm.stream`` does not, nor does
+``kvledger_vllm.fake_engine`` (fake MoRIIO engine ranks for the live demo:
+``python3 -m kvledger_vllm.fake_engine --help``).
 """
 
 __version__ = "0.1.0"

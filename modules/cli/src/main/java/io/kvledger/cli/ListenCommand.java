@@ -9,8 +9,7 @@ import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalFormat;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
-import io.kvledger.wire.RejectReason;
-import io.kvledger.wire.WireLimits;
+import io.kvledger.service.tap.FrameJournal;
 import io.kvledger.zmq.InboundFrame;
 import io.kvledger.zmq.NotifyListenerAdapter;
 import io.kvledger.zmq.NotifyListenerConfig;
@@ -18,11 +17,9 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.zeromq.ZMQException;
@@ -117,23 +114,14 @@ final class ListenCommand implements Callable<Integer> {
             listener.close();
             throw e;
         }
-        CountDownLatch done = new CountDownLatch(1);
-        Thread hook = new Thread(() -> {
-            stopping = true;
-            try {
-                done.await(5, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "kvledger-listen-shutdown");
         Tally tally = new Tally();
-        try (JournalWriter writer = opened; listener) {
-            Runtime.getRuntime().addShutdownHook(hook);
+        // closed last: a signal's hook waits until the journal is flushed and closed
+        try (StopOnSignal stop = new StopOnSignal("kvledger-listen-shutdown"); JournalWriter writer = opened; listener) {
             err.println("listen: bound " + listener.endpoint() + "; journaling every frame to " + journal
                     + (maxFrames > 0 ? " (stopping after " + maxFrames + " frames)" : "; stop with Ctrl-C"));
             err.flush();
             long deadline = durationS > 0 ? System.nanoTime() + (long) (durationS * 1e9) : Long.MAX_VALUE;
-            while (!stopping && (maxFrames == 0 || tally.frames < maxFrames) && System.nanoTime() < deadline) {
+            while (!stop.stopping() && (maxFrames == 0 || tally.frames < maxFrames) && System.nanoTime() < deadline) {
                 InboundFrame f = queue.poll(100, TimeUnit.MILLISECONDS);
                 if (f != null) {
                     journalFrame(writer, f.event(), tally, err);
@@ -149,67 +137,20 @@ final class ListenCommand implements Callable<Integer> {
                     + (tally.substituted > 0 ? ", " + tally.substituted + " too large to journal as received: journaled as rejections" : "")
                     + ")" + (tally.lost > 0 ? ", " + tally.lost + " lost: the journal refused them" : "") + " to " + journal);
             out.flush();
-        } finally {
-            done.countDown();
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException shuttingDown) {
-                // the JVM is already stopping: the hook is running and waits for `done`
-            }
         }
         return 0;
     }
 
     /** What {@link #journalFrame} did with the frames so far. */
-    static final class Tally {
-        long frames;
-        long rejected;
-        long substituted;
-        long lost;
+    static final class Tally extends FrameJournal.Tally {
     }
 
     /** Bytes of a frame the journal could not take that its substitute rejection keeps. */
-    static final int KEPT_WHEN_REFUSED = WireLimits.DEFAULT.keptRejectedBytes();
+    static final int KEPT_WHEN_REFUSED = FrameJournal.KEPT_WHEN_REFUSED;
 
-    /**
-     * Journals one received frame. When the journal refuses the event (too large, or a value it
-     * cannot hold), a {@code FrameRejected} saying so is journaled in its place, with the first
-     * {@link #KEPT_WHEN_REFUSED} bytes of a rejected frame; the listener goes on either way. Only
-     * when that fails too is the frame lost (counted, and said on standard error).
-     */
+    /** Journals one received frame ({@link FrameJournal#append}, shared with {@code kvledger tap}). */
     static void journalFrame(JournalWriter writer, NodeEvent event, Tally tally, PrintWriter err) {
-        try {
-            writer.appendInput(event);
-            tally.frames++;
-            if (event instanceof NodeEvent.FrameRejected) {
-                tally.rejected++;
-            }
-            return;
-        } catch (JournalException | IllegalArgumentException refused) {
-            byte[] bytes = event instanceof NodeEvent.FrameRejected fr ? fr.frame() : new byte[0];
-            byte[] kept = Arrays.copyOf(bytes, Math.min(bytes.length, KEPT_WHEN_REFUSED));
-            String was = event instanceof NodeEvent.FrameRejected fr ? fr.reason() : event.getClass().getSimpleName();
-            String reason = RejectReason.FRAME_TOO_LARGE.name() + ": the journal refused the frame as received ("
-                    + clip(String.valueOf(refused.getMessage()), 200) + "); it was: " + clip(was, 300) + "; first "
-                    + kept.length + " of " + bytes.length + " bytes kept";
-            boolean kills = event instanceof NodeEvent.FrameRejected fr && fr.wouldKillPythonListener();
-            try {
-                writer.appendInput(new NodeEvent.FrameRejected(event.atNs(), reason, kept, kills));
-                tally.frames++;
-                tally.rejected++;
-                tally.substituted++;
-            } catch (JournalException | IllegalArgumentException again) {
-                tally.lost++;
-                if (tally.lost <= 10) {
-                    err.println("listen: a frame could not be journaled: " + again.getMessage());
-                    err.flush();
-                }
-            }
-        }
-    }
-
-    private static String clip(String s, int max) {
-        return s.length() <= max ? s : s.substring(0, max) + "...";
+        FrameJournal.append(writer, event, tally, err, "listen");
     }
 
     /** The line for a bind that failed: the endpoint in use, or the reason ZMQ gave. */
@@ -284,6 +225,4 @@ final class ListenCommand implements Callable<Integer> {
             // best effort: the start already failed with its own message
         }
     }
-
-    private volatile boolean stopping;
 }

@@ -47,6 +47,8 @@ public final class Main implements Callable<Integer> {
             new NamedCommand("simulate", SimulateCommand::new),
             new NamedCommand("journal", JournalCommand::new),
             new NamedCommand("listen", ListenCommand::new),
+            new NamedCommand("tap", TapCommand::new),
+            new NamedCommand("tap-report", TapReportCommand::new),
             new NamedCommand("node", NodeCommand::new),
             new NamedCommand("cluster", ClusterCommand::new));
 

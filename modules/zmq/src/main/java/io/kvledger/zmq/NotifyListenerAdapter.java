@@ -114,7 +114,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
         NotifyListenerConfig config = a.config;
         a.thread.start();
         try {
-            a.bound.join();
+            a.endpoint = a.bound.join();
         } catch (RuntimeException e) {
             a.close();
             throw new IllegalStateException("cannot bind notify listener at " + config.bindEndpoint() + ": "
@@ -205,7 +205,11 @@ public final class NotifyListenerAdapter implements AutoCloseable {
         return thread.isAlive() && !closing;
     }
 
-    private void run() {
+    /**
+     * A notify ROUTER bound as {@code config} says (linger 0, ZMQ's message cap, the receive
+     * high-water mark); {@code null} when binding failed, which {@code bound} then carries.
+     */
+    static ZMQ.Socket bindRouter(ZMQ.Context ctx, NotifyListenerConfig config, CompletableFuture<String> bound) {
         ZMQ.Socket router = null;
         try {
             router = ctx.socket(SocketType.ROUTER);
@@ -214,13 +218,21 @@ public final class NotifyListenerAdapter implements AutoCloseable {
             router.setRcvHWM(config.receiveHwm());
             router.setIPv6(ZmqRuntime.ipv6(config.bindEndpoint()));
             router.bind(config.bindEndpoint());
-            endpoint = router.getLastEndpoint();
-            bound.complete(endpoint);
+            bound.complete(router.getLastEndpoint());
+            return router;
         } catch (RuntimeException e) {
             ZmqRuntime.closeQuietly(router);
             bound.completeExceptionally(e);
+            return null;
+        }
+    }
+
+    private void run() {
+        ZMQ.Socket router = bindRouter(ctx, config, bound);
+        if (router == null) {
             return;
         }
+        endpoint = bound.join();
         NotifyEvents events = new NotifyEvents(config.limits());
         long seq = 0;
         try {
@@ -272,7 +284,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
      * however large: the first frames' leading bytes, in order. The sizes of the first
      * {@link #MAX_LISTED_SIZES} frames, the frame count and the total are kept for the reason.
      */
-    private static final class Parts {
+    static final class Parts {
         final List<byte[]> kept = new ArrayList<>(2);
         final StringBuilder sizes = new StringBuilder();
         int count;
@@ -285,6 +297,15 @@ public final class NotifyListenerAdapter implements AutoCloseable {
             while (router.hasReceiveMore()) {
                 byte[] f = router.recv(0);
                 p.add(f == null ? new byte[0] : f, budget);
+            }
+            return p;
+        }
+
+        /** The same, for a message whose frames are already received ({@link NotifyRelay} keeps them all to forward). */
+        static Parts of(List<byte[]> frames, int budget) {
+            Parts p = new Parts();
+            for (byte[] f : frames) {
+                p.add(f, budget);
             }
             return p;
         }

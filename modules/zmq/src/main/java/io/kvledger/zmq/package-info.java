@@ -2,6 +2,8 @@
  * Reactive JeroMQ adapters for the MoRIIO control plane (protocol spec sections 2 and 3):
  * {@link io.kvledger.zmq.NotifyListenerAdapter} (notify ROUTER to events),
  * {@link io.kvledger.zmq.NotifyPublisher} (send effects to single frames on cached DEALERs),
+ * {@link io.kvledger.zmq.NotifyRelay} (a tap's ROUTER that forwards every message unchanged to
+ * the real notify port and reports what it decoded to),
  * {@link io.kvledger.zmq.HandshakeServer} and {@link io.kvledger.zmq.HandshakeClient}, and
  * {@link io.kvledger.zmq.RegistrationHeartbeat} to a proxy, and
  * {@link io.kvledger.zmq.EngineBridgeServer}, the loopback ROUTER where an engine's connector sends
