@@ -10,7 +10,8 @@ new blocks on later steps), ``build_connector_meta``, the worker's forward pass 
 their prefill, or aborted).
 
 Run as a script it writes a recording: ``python3 driver.py --scenario healthy|diverge|overflow --role
-producer|consumer --out DIR`` (PYTHONPATH: the package's src and tests/standin, tests).
+producer|consumer --out DIR`` (PYTHONPATH: the package's src and tests/standin, tests), or streams it
+to a shadow node with ``--to tcp://127.0.0.1:PORT`` in place of ``--out``.
 """
 
 import argparse
@@ -181,8 +182,11 @@ class GatedSink:
         self.sink.close()
 
 
-def play(out_dir, scenario="healthy", role="producer", record_layers=True):
-    """Runs one scripted engine and returns the paths of the scheduler and worker recordings."""
+def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None):
+    """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
+
+    ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
+    """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
 
@@ -192,7 +196,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True):
     if scenario == "diverge":
         # the real connector frees the first request's blocks at once where MoRIIO defers them
         fakes.ScriptedConnector.script = {"delay_free_override": {reqs[0].request_id: False}}
-    template = os.path.join(out_dir, "{role}-dp{dp}-tp{tp}.jsonl")
+    template = record_to or os.path.join(out_dir, "{role}-dp{dp}-tp{tp}.jsonl")
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
              "record_to": template, "record_layers": record_layers}
     cfg = make_config("kv_producer" if producer else "kv_consumer", extra)
@@ -227,9 +231,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", choices=("healthy", "diverge", "overflow"), default="healthy")
     ap.add_argument("--role", choices=("producer", "consumer"), default="producer")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="directory of the recordings (file sink)")
+    ap.add_argument("--to", help="record_to instead of files in --out, e.g. tcp://127.0.0.1:PORT (a shadow node)")
     a = ap.parse_args(argv)
-    for p in play(a.out, a.scenario, a.role):
+    if not a.out and not a.to:
+        ap.error("give --out DIR or --to tcp://HOST:PORT")
+    for p in play(a.out or ".", a.scenario, a.role, record_to=a.to):
         print(p)
     return 0
 

@@ -17,11 +17,14 @@ Extra config keys read here (all others are the inner connector's):
 
 ``inner_connector``             class name of the wrapped connector, default ``MoRIIOConnector``
 ``inner_connector_module_path`` module holding it (default: vLLM's registry, then MoRIIO's module)
-``record_to``                   a path template with ``{role}``, ``{dp}``, ``{tp}``; absent: no recording
+``record_to``                   a path template with ``{role}``, ``{dp}``, ``{tp}``, or ``tcp://HOST:PORT``
+                                of a ``kvledger node --engine shadow`` (stream.ZmqSink); absent: no recording
 ``record_layers``               also record ``save_kv_layer`` per layer (default false: per-layer
                                 hooks cost one attribute test when off)
 ``record_queue_size``           capture queue bound in entries, default 65536 (a full queue drops
                                 and counts; the count is written into the stream)
+``record_zmq_hwm``              with ``tcp://``: messages (batches) ZMQ queues while the node is away,
+                                default 1000 (beyond: dropped and counted)
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import logging
 import os
 
 from . import __version__
-from .stream import FileSink, Stream, plain
+from .stream import FileSink, Stream, ZmqSink, plain
 
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (  # noqa: E402  (needs vLLM)
     KVConnectorBase_V1,
@@ -183,15 +186,20 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             log.info("kvledger-vllm %s: %s %s over %s, not recording (no record_to)", __version__,
                      type(self).__name__, role_name, inner_cls.__name__)
             return
-        if "://" in str(where):
-            raise ValueError(f"record_to {where!r}: only a file path is supported in this version "
-                             f"(the ZMQ sink to a kvledger node is not built yet)")
-        path = str(where).format(role=role_name, dp=dp, tp=tp)
+        where = str(where)
+        if "://" in where and not where.startswith("tcp://"):
+            raise ValueError(f"record_to {where!r}: give a file path template or tcp://HOST:PORT "
+                             f"(a kvledger node started with --engine shadow)")
+        path = where.format(role=role_name, dp=dp, tp=tp)
         self._record_layers = str(extra.get("record_layers", "false")).strip().lower() in ("1", "true", "yes")
         qsize = int(extra.get("record_queue_size", 65536))
         header = build_header(vllm_config, self._is_scheduler, extra, inner_cls, (dp, dp_size, dp_local, tp, tp_size))
         self._producer_scheduler = self._is_scheduler and header["kv_role"] == "kv_producer"
-        self._stream = Stream(header, FileSink(path), maxsize=qsize,
+        if path.startswith("tcp://"):
+            sink = ZmqSink(path, role_name, dp, tp, hwm=int(extra.get("record_zmq_hwm", 1000)))
+        else:
+            sink = FileSink(path)
+        self._stream = Stream(header, sink, maxsize=qsize,
                               name=f"kvledger-recorder-{role_name}-dp{dp}-tp{tp}")
         log.info("kvledger-vllm %s: %s %s over %s, recording to %s (per-layer hooks %s)", __version__,
                  type(self).__name__, role_name, inner_cls.__name__, path,
