@@ -65,9 +65,18 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--notify-port", paramLabel = "P", description = "Notify port base (default 61005); the rank binds base + dp + tp.")
     Integer notifyPort;
 
-    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|bridge|none",
-            description = "Who calls the hooks: the built-in simulated engine (sim), an engine's connector over the bridge socket (bridge), or nobody (none: adapters only) (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|bridge|shadow|none",
+            description = "Who calls the hooks: the built-in simulated engine (sim), an engine's connector over the bridge socket (bridge), "
+                    + "a real connector the node only observes through the vLLM bridge's recorder stream (shadow: see --shadow), "
+                    + "or nobody (none: adapters only) (default: ${DEFAULT-VALUE}).")
     String engine;
+
+    @Option(names = "--shadow", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
+            description = "With --engine shadow: where the node receives the recorder's streams (the record_to of the "
+                    + "engine's kvledger_vllm connector; loopback only; port 0: any free port, printed at start). The node "
+                    + "runs the reducer on the scheduler's hook calls, reports where it answers otherwise than the real "
+                    + "connector, and binds no notify or handshake port, sends nothing (default: ${DEFAULT-VALUE}).")
+    String shadowEndpoint;
 
     @Option(names = "--bridge", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
             description = "Where the engine bridge binds with --engine bridge (loopback only; port 0: any free port, printed at start) (default: ${DEFAULT-VALUE}).")
@@ -148,8 +157,11 @@ final class NodeCommand implements Callable<Integer> {
             NodeConfig c = options.config();
             err.println("node " + options.nodeId() + ": " + c.role().name().toLowerCase(Locale.ROOT) + " "
                     + c.mode().name().toLowerCase(Locale.ROOT) + " dp" + c.dpRank() + "/" + c.dpSize() + " tp" + c.tpRank()
-                    + "/" + c.tpSize() + ", notify " + node.listener().endpoint() + ", handshake "
-                    + node.handshakeServer().endpoint() + ", " + node.dataPlane().engineReason()
+                    + "/" + c.tpSize()
+                    + (node.isShadow() ? ", shadow of a real connector: streams at " + node.shadowServer().endpoint()
+                            + " (record_to), no notify or handshake port, nothing sent"
+                            : ", notify " + node.listener().endpoint() + ", handshake "
+                            + node.handshakeServer().endpoint() + ", " + node.dataPlane().engineReason())
                     + (node.http() != null ? ", http " + node.http().host() + ":" + node.http().port() : "")
                     + (node.bridge() != null ? ", engine bridge " + node.bridge().endpoint() : "")
                     + (node.recovery() != null ? ", recovered " + node.recovery().inputs() + " inputs in "
@@ -242,15 +254,23 @@ final class NodeCommand implements Callable<Integer> {
             case "sim" -> NodeOptions.EngineKind.SIM;
             case "none" -> NodeOptions.EngineKind.NONE;
             case "bridge" -> NodeOptions.EngineKind.BRIDGE;
-            default -> throw usage("--engine takes sim, bridge or none, got " + engine);
+            case "shadow" -> NodeOptions.EngineKind.SHADOW;
+            default -> throw usage("--engine takes sim, bridge, shadow or none, got " + engine);
         });
+        boolean observing = o.engine() == NodeOptions.EngineKind.SHADOW;
+        if (observing && faults != null && !faults.isBlank()) {
+            throw usage("--faults injects faults into what a node sends; a shadow node (--engine shadow) sends nothing");
+        }
+        if (observing && proxy != null) {
+            throw usage("--proxy registers an engine with a proxy; a shadow node (--engine shadow) is not one (the real engine registers itself)");
+        }
         o = o.withTransferEngine(switch (transferEngine.toLowerCase(Locale.ROOT)) {
             case "auto" -> TransferEngines.Choice.AUTO;
             case "ucx" -> TransferEngines.Choice.UCX;
             case "in-jvm", "injvm" -> TransferEngines.Choice.IN_JVM;
             default -> throw usage("--transfer-engine takes auto, ucx or in-jvm, got " + transferEngine);
         });
-        o = o.withBridge(bridgeEndpoint);
+        o = o.withBridge(observing ? shadowEndpoint : bridgeEndpoint);
         if (blocks < 1 || blockBytes < 8 || blockBytes % 8 != 0) {
             throw usage("--blocks must be positive and --block-bytes a positive multiple of 8");
         }
@@ -266,7 +286,7 @@ final class NodeCommand implements Callable<Integer> {
         if (ping == null && ExtraConfig.pythonTruthy(extra.get("proxy_ip"))) {
             ping = "tcp://" + extra.get("proxy_ip") + ":" + extra.getOrDefault("proxy_ping_port", 36367L);
         }
-        if (ping != null) {
+        if (ping != null && !observing) {
             String adv = extra.get("http_port") != null ? config.hostIp() + ":" + extra.get("http_port") : null;
             o = o.withProxy(ping, adv);
         }

@@ -38,6 +38,15 @@ public final class NodeLoop implements AutoCloseable {
         void onApplied(long seq, NodeEvent event, List<Effect> effects);
     }
 
+    /**
+     * Decides what a shadow node journals for an observed input (loop thread, must not block):
+     * given the reducer's effects and the answers the observed process recorded, the derived
+     * entries to journal, in order.
+     */
+    public interface Observer {
+        List<Effect> derived(long seq, NodeEvent event, List<Effect> reducer, List<Effect> recorded);
+    }
+
     private final NodeState state;
     private final JournalWriter journal;
     private final EffectRouter router;
@@ -57,6 +66,7 @@ public final class NodeLoop implements AutoCloseable {
     private long lastTickNs = Long.MIN_VALUE;
     private long unjournaledSeq;
     private volatile boolean running;
+    private volatile Observer observer;
 
     /**
      * @param journal the node's journal, or {@code null} to run without one (benchmarks only:
@@ -79,6 +89,11 @@ public final class NodeLoop implements AutoCloseable {
 
     public void addListener(Listener l) {
         listeners.add(l);
+    }
+
+    /** Sets the observer of {@link Inbox#observe observed} inputs (before {@link #start}). */
+    public void observeWith(Observer o) {
+        this.observer = o;
     }
 
     public void start() {
@@ -114,12 +129,13 @@ public final class NodeLoop implements AutoCloseable {
                     long now = clock.getAsLong();
                     lastTickNs = now;
                     ticks.incrementAndGet();
-                    handle(new NodeEvent.Tick(now), null);
+                    handle(new NodeEvent.Tick(now), null, null);
                     continue;
                 }
                 switch (item) {
-                    case Inbox.Item.Input in -> handle(in.event(), null);
-                    case Inbox.Item.Call call -> handle(call.event(), call);
+                    case Inbox.Item.Input in -> handle(in.event(), null, null);
+                    case Inbox.Item.Call call -> handle(call.event(), call, null);
+                    case Inbox.Item.Observed o -> handle(o.event(), null, o.recorded());
                     case Inbox.Item.Query<?> q -> runQuery(q);
                     case Inbox.Item.Stop s -> running = false;
                 }
@@ -141,7 +157,11 @@ public final class NodeLoop implements AutoCloseable {
         }
     }
 
-    private void handle(NodeEvent event, Inbox.Item.Call call) {
+    /**
+     * @param recorded for an observed input, the answers its process recorded (the observer then
+     *                 decides what is journaled); {@code null} otherwise
+     */
+    private void handle(NodeEvent event, Inbox.Item.Call call, List<Effect> recorded) {
         if (event.atNs() < lastAtNs) {
             event = NodeEvents.at(event, lastAtNs);
         }
@@ -159,8 +179,13 @@ public final class NodeLoop implements AutoCloseable {
         lastAtNs = event.atNs();
         effects.clear();
         NodeReducer.applyInto(state, event, effects);
+        Observer obs = observer;
+        List<Effect> derived = effects;
+        if (recorded != null && obs != null) {
+            derived = obs.derived(seq, event, List.copyOf(effects), recorded);
+        }
         if (journal != null) {
-            for (Effect e : effects) {
+            for (Effect e : derived) {
                 try {
                     journal.appendDerived(seq, e);
                 } catch (RuntimeException ex) {
@@ -173,7 +198,7 @@ public final class NodeLoop implements AutoCloseable {
         lastSeq = journal == null ? seq : journal.nextSeq() - 1;
         applied.incrementAndGet();
         lastAppliedWallNs = System.nanoTime();
-        List<Effect> out = effects.isEmpty() ? List.of() : List.copyOf(effects);
+        List<Effect> out = derived.isEmpty() ? List.of() : List.copyOf(derived);
         for (Listener l : listeners) {
             try {
                 l.onApplied(seq, event, out);
