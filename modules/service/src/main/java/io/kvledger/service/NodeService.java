@@ -181,7 +181,7 @@ public final class NodeService implements AutoCloseable {
         lossReporter.scheduleWithFixedDelay(this::reportLosses, 1, 1, TimeUnit.SECONDS);
         loop = new NodeLoop(options.nodeId(), state, journal, this::route, clock, inbox, lastSeq);
         if (observing) {
-            shadow = new io.kvledger.service.shadow.ShadowMonitor();
+            shadow = new io.kvledger.service.shadow.ShadowMonitor(inbox::offer);
             loop.observeWith(shadow);
         }
         loop.start();

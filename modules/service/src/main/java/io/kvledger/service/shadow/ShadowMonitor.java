@@ -23,8 +23,9 @@ import java.util.concurrent.atomic.LongAdder;
  * for it: the real connector's answers as recorded, the reducer's other effects (decisions, and
  * the commands a live node would have executed; a shadow node executes none), and, when the two
  * disagree, an {@code Anomaly} of kind {@link AnomalyKind#SHADOW_DIVERGENCE} naming the hook and
- * both answers. The journal thus reads like an imported recording ({@code replay --verify} reports
- * the same divergences again), with the reducer's decisions and the divergences in it.
+ * both answers, plus a {@code frame_rejected} note naming the request (timelines recompute effects,
+ * so they show inputs). The journal thus reads like an imported recording ({@code replay --verify}
+ * reports the same divergences again), with the reducer's decisions and the divergences in it.
  *
  * <p>Divergences are counted by hook and the newest {@value #KEPT} are kept for the HTTP API.
  * Also holds what {@link ShadowIntake} knows of the streams. Thread-safe for readers.
@@ -74,7 +75,16 @@ public final class ShadowMonitor implements NodeLoop.Observer {
     private final AtomicLong compared = new AtomicLong();
     final ConcurrentHashMap<String, ShadowIntake.StreamInfo> streams = new ConcurrentHashMap<>();
 
-    public ShadowMonitor() {
+    private final java.util.function.Predicate<NodeEvent> notes;
+
+    /**
+     * @param notes where the monitor offers the note of each divergence (the node's inbox, without
+     *              waiting): a {@code frame_rejected} input naming the request, so that request
+     *              timelines ({@code inspect}, {@code /v1/requests/{id}}), which recompute effects,
+     *              show the divergence too
+     */
+    public ShadowMonitor(java.util.function.Predicate<NodeEvent> notes) {
+        this.notes = notes;
         for (String h : HOOKS.values()) {
             byHook.put(h, new LongAdder());
         }
@@ -106,6 +116,10 @@ public final class ShadowMonitor implements NodeLoop.Observer {
             out.add(new Effect.Anomaly(AnomalyKind.SHADOW_DIVERGENCE, rid, null, hook + ", reply " + (i + 1)
                     + ": the connector answered " + (conn == null ? "nothing (" + expected.size() + " replies)" : conn)
                     + "; kvledger answers " + (mine == null ? "nothing (" + actual.size() + " replies)" : mine)));
+            notes.test(new NodeEvent.FrameRejected(event.atNs(), ShadowIntake.REASON_PREFIX + "divergence at seq " + seq
+                    + " (" + hook + ", reply " + (i + 1) + "): the connector answered " + (conn == null ? "nothing" : conn)
+                    + "; kvledger answers " + (mine == null ? "nothing" : mine),
+                    (rid == null ? "" : rid).getBytes(java.nio.charset.StandardCharsets.UTF_8), false));
             byHook.computeIfAbsent(hook, k -> new LongAdder()).increment();
             total.incrementAndGet();
             synchronized (kept) {
