@@ -25,6 +25,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * ends empty it journals and applies a {@code Tick} at the current time. A node with no deadline
  * blocks on the inbox and does not spin.
  *
+ * <p>Observed inputs ({@link Inbox#observe}, a shadow node) are journaled and applied the same
+ * way, but the derived entries journaled for them are what the {@link Observer} decides from the
+ * reducer's effects and the answers recorded by the observed process.
+ *
  * <p>Nothing that happens while handling one item stops the loop: an event the journal refuses
  * is not applied (its caller gets the error), an exception from a router or listener is counted
  * and the loop goes on.
