@@ -92,6 +92,7 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
     private final long waitNs;
     private final AtomicLong malformed = new AtomicLong();
     private String current;
+    private boolean inboxFull;
 
     /**
      * @param waitNs how long one observed input may wait for room in a full inbox (the socket
@@ -161,6 +162,7 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
             return;
         }
         String[] texts = new String(batch, StandardCharsets.UTF_8).split("\n", -1);
+        inboxFull = false;
         NodeEvent pending = null;
         List<Effect> recorded = new ArrayList<>();
         boolean skipDerived = false;
@@ -259,7 +261,9 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
     }
 
     private void observe(StreamInfo s, NodeEvent e, List<Effect> recorded, long atNs) {
-        if (!inbox.observe(e, recorded, waitNs)) {
+        // Once the inbox stayed full for waitNs, the rest of the message is not waited for.
+        if (!inbox.observe(e, recorded, inboxFull ? 0 : waitNs)) {
+            inboxFull = true;
             s.lost.incrementAndGet();
             note(atNs, "the node's inbox was full: a " + e.getClass().getSimpleName() + " of stream " + s.id
                     + " and its recorded answers are lost");
