@@ -67,6 +67,7 @@ class Driver:
         self.finished_for_worker = set()
         self.calls = 0
         self.aborts = set()
+        self.finished = []  # (request id, delay_free) as the scheduler connector answered
 
     def add(self, req):
         self.sched.on_new_request(req)
@@ -142,7 +143,8 @@ class Driver:
                 continue
             else:
                 continue
-            self.sched.request_finished(req, list(self.blocks[rid]))
+            delay_free, _params = self.sched.request_finished(req, list(self.blocks[rid]))
+            self.finished.append((rid, delay_free))
             self.calls += 1
             del self.running[rid]
             self.finished_for_worker.add(rid)
@@ -182,10 +184,12 @@ class GatedSink:
         self.sink.close()
 
 
-def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None):
+def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
+    ``drive`` is a drive node's bridge endpoint (drive mode); ``answers``, a list, receives the
+    scheduler connector's ``request_finished`` answers ``(request id, delay_free)``.
     """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
@@ -199,6 +203,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     template = record_to or os.path.join(out_dir, "{role}-dp{dp}-tp{tp}.jsonl")
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
              "record_to": template, "record_layers": record_layers}
+    if drive:
+        extra["drive_node"] = drive
     cfg = make_config("kv_producer" if producer else "kv_consumer", extra)
     sched = build(KvledgerRecorderConnector, cfg, KVConnectorRole.SCHEDULER)
     worker = build(KvledgerRecorderConnector, cfg, KVConnectorRole.WORKER)
@@ -220,6 +226,9 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     if producer:
         d.abort(reqs[1].request_id)  # aborted mid-prefill: freed at once, nothing sent
     d.run(5)
+    if answers is not None:
+        answers.extend(d.finished)
+        answers.append(("driving", sched.driving))
     if gate is not None:
         gate.set()
     sched.shutdown()
@@ -233,11 +242,15 @@ def main(argv=None):
     ap.add_argument("--role", choices=("producer", "consumer"), default="producer")
     ap.add_argument("--out", help="directory of the recordings (file sink)")
     ap.add_argument("--to", help="record_to instead of files in --out, e.g. tcp://127.0.0.1:PORT (a shadow node)")
+    ap.add_argument("--drive", help="drive mode: the bridge endpoint of a kvledger node --engine drive")
     a = ap.parse_args(argv)
     if not a.out and not a.to:
         ap.error("give --out DIR or --to tcp://HOST:PORT")
-    for p in play(a.out or ".", a.scenario, a.role, record_to=a.to):
+    answers = []
+    for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers):
         print(p)
+    for rid, delay_free in answers:
+        print(f"answer {rid} {delay_free}")
     return 0
 
 

@@ -65,9 +65,11 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--notify-port", paramLabel = "P", description = "Notify port base (default 61005); the rank binds base + dp + tp.")
     Integer notifyPort;
 
-    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|bridge|shadow|none",
+    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|bridge|shadow|drive|none",
             description = "Who calls the hooks: the built-in simulated engine (sim), an engine's connector over the bridge socket (bridge), "
                     + "a real connector the node only observes through the vLLM bridge's recorder stream (shadow: see --shadow), "
+                    + "a real engine whose scheduler hooks the node answers over the bridge socket while the engine's own "
+                    + "connector moves the KV (drive: the vLLM bridge's drive_node; no port bound, nothing sent), "
                     + "or nobody (none: adapters only) (default: ${DEFAULT-VALUE}).")
     String engine;
 
@@ -160,10 +162,12 @@ final class NodeCommand implements Callable<Integer> {
                     + "/" + c.tpSize()
                     + (node.isShadow() ? ", shadow of a real connector: streams at " + node.shadowServer().endpoint()
                             + " (record_to), no notify or handshake port, nothing sent"
+                            : node.isPassive() ? ", driving a real engine's scheduler: engine bridge " + node.bridge().endpoint()
+                            + " (drive_node), no notify or handshake port, nothing sent"
                             : ", notify " + node.listener().endpoint() + ", handshake "
                             + node.handshakeServer().endpoint() + ", " + node.dataPlane().engineReason())
                     + (node.http() != null ? ", http " + node.http().host() + ":" + node.http().port() : "")
-                    + (node.bridge() != null ? ", engine bridge " + node.bridge().endpoint() : "")
+                    + (node.bridge() != null && !node.isPassive() ? ", engine bridge " + node.bridge().endpoint() : "")
                     + (node.recovery() != null ? ", recovered " + node.recovery().inputs() + " inputs in "
                     + node.recovery().recoveryNs() / 1_000_000 + " ms" : "")
                     + "; journal " + journal + (durationS > 0 ? "" : "; stop with Ctrl-C"));
@@ -255,14 +259,17 @@ final class NodeCommand implements Callable<Integer> {
             case "none" -> NodeOptions.EngineKind.NONE;
             case "bridge" -> NodeOptions.EngineKind.BRIDGE;
             case "shadow" -> NodeOptions.EngineKind.SHADOW;
-            default -> throw usage("--engine takes sim, bridge, shadow or none, got " + engine);
+            case "drive" -> NodeOptions.EngineKind.DRIVE;
+            default -> throw usage("--engine takes sim, bridge, shadow, drive or none, got " + engine);
         });
         boolean observing = o.engine() == NodeOptions.EngineKind.SHADOW;
-        if (observing && faults != null && !faults.isBlank()) {
-            throw usage("--faults injects faults into what a node sends; a shadow node (--engine shadow) sends nothing");
+        boolean passive = observing || o.engine() == NodeOptions.EngineKind.DRIVE;
+        String which = "a " + engine.toLowerCase(Locale.ROOT) + " node (--engine " + engine.toLowerCase(Locale.ROOT) + ")";
+        if (passive && faults != null && !faults.isBlank()) {
+            throw usage("--faults injects faults into what a node sends; " + which + " sends nothing");
         }
-        if (observing && proxy != null) {
-            throw usage("--proxy registers an engine with a proxy; a shadow node (--engine shadow) is not one (the real engine registers itself)");
+        if (passive && proxy != null) {
+            throw usage("--proxy registers an engine with a proxy; " + which + " is not one (the real engine registers itself)");
         }
         o = o.withTransferEngine(switch (transferEngine.toLowerCase(Locale.ROOT)) {
             case "auto" -> TransferEngines.Choice.AUTO;
@@ -286,7 +293,7 @@ final class NodeCommand implements Callable<Integer> {
         if (ping == null && ExtraConfig.pythonTruthy(extra.get("proxy_ip"))) {
             ping = "tcp://" + extra.get("proxy_ip") + ":" + extra.getOrDefault("proxy_ping_port", 36367L);
         }
-        if (ping != null && !observing) {
+        if (ping != null && !passive) {
             String adv = extra.get("http_port") != null ? config.hostIp() + ":" + extra.get("http_port") : null;
             o = o.withProxy(ping, adv);
         }

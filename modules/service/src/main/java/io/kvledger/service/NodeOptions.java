@@ -29,7 +29,8 @@ import java.util.Objects;
  * @param engineOptions  the simulated engine's pacing
  * @param faults         faults injected between the loop and the publishers ({@link FaultSpec#NONE}: none)
  * @param faultSeed      the seed of the fault draws
- * @param bridgeEndpoint where the engine bridge binds with {@link EngineKind#BRIDGE}, or the shadow socket with
+ * @param bridgeEndpoint where the engine bridge binds with {@link EngineKind#BRIDGE} and {@link EngineKind#DRIVE},
+ *                       or the shadow socket with
  *                       {@link EngineKind#SHADOW} ({@code tcp://127.0.0.1:PORT}, port 0: any)
  */
 public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, EngineKind engine, KvLayout layout,
@@ -51,7 +52,13 @@ public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, Eng
          * and answers to the shadow socket; the node runs the reducer on them and reports where it
          * answers otherwise. Binds no notify or handshake port and executes no effect.
          */
-        SHADOW
+        SHADOW,
+        /**
+         * A real engine whose scheduler hooks the node answers over the bridge socket (the vLLM bridge's
+         * drive mode), while the engine's own connector does the worker's part (transfers, notifies,
+         * handshakes): the node binds no notify or handshake port and executes no effect.
+         */
+        DRIVE
     }
 
     public NodeOptions {

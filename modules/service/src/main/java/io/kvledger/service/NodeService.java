@@ -59,6 +59,9 @@ public final class NodeService implements AutoCloseable {
     public static final String SHADOW_ORIGIN = io.kvledger.journal.replay.BridgeReplies.ORIGIN
             + "shadow (kvledger node --engine shadow)";
 
+    /** The header origin of a drive node's journal (its own decisions, as any node's). */
+    public static final String DRIVE_ORIGIN = "kvledger node --engine drive";
+
     private final NodeOptions options;
     private final boolean journaled;
     private final ServiceClock clock = ServiceClock.system();
@@ -78,6 +81,7 @@ public final class NodeService implements AutoCloseable {
     private EngineBridgeServer bridge;
     private io.kvledger.zmq.ShadowStreamServer shadowServer;
     private io.kvledger.service.shadow.ShadowMonitor shadow;
+    private final boolean passive;
     private Recovery recovery;
     private LiveFaults faults;
     private java.util.concurrent.ScheduledExecutorService lossReporter;
@@ -87,6 +91,7 @@ public final class NodeService implements AutoCloseable {
     private NodeService(NodeOptions options, boolean journaled) {
         this.options = options;
         this.journaled = journaled;
+        this.passive = options.engine() == NodeOptions.EngineKind.SHADOW || options.engine() == NodeOptions.EngineKind.DRIVE;
         this.inbox = new Inbox(options.inboxCapacity());
         this.delivery = new Delivery(inbox, options.deliveryBound().toNanos());
     }
@@ -134,8 +139,8 @@ public final class NodeService implements AutoCloseable {
         }
 
         int dpLocal = PortMath.foldLocalRank(cfg.dpRank(), cfg.dpSizeLocal());
-        boolean observing = isShadow();
-        // A shadow node posts nothing: the in-JVM engine only gives it a region to describe.
+        boolean observing = isPassive();
+        // A shadow or drive node posts nothing: the in-JVM engine only gives it a region to describe.
         dataPlane = orThrow(DataPlane.open(cfg.engineId() + "-dp" + cfg.dpRank() + "-tp" + cfg.tpRank(),
                 options.layout(), observing ? io.kvledger.rdma.engine.TransferEngines.Choice.IN_JVM : options.transferEngine(), Duration.ofNanos(cfg.transferTimeoutNs()),
                 options.handshakeTimeout(), inbox::offer, delivery::deliver, options.deliveryBound(), clock),
@@ -146,7 +151,7 @@ public final class NodeService implements AutoCloseable {
                 options.deliveryBound());
         opened.add(publisher);
         if (!observing) {
-            // A shadow node leaves the rank's notify and handshake ports to the real connector.
+            // A shadow or drive node leaves the rank's notify and handshake ports to the real connector.
             listener = NotifyListenerAdapter.openForNode(NotifyListenerConfig.forRank(cfg.hostIp(), cfg.notifyPortBase(),
                     dpLocal, cfg.tpRank()).withClock(clock), inbox::offer, options.deliveryBound());
             opened.add(listener);
@@ -164,7 +169,7 @@ public final class NodeService implements AutoCloseable {
         // the adapters received meanwhile waits in the inbox for the loop.
         if (journaled) {
             journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg,
-                    observing ? SHADOW_ORIGIN : "kvledger node"));
+                    isShadow() ? SHADOW_ORIGIN : isPassive() ? DRIVE_ORIGIN : "kvledger node"));
             opened.add(journal);
         }
         if (journaled && recovery == null) {
@@ -180,13 +185,13 @@ public final class NodeService implements AutoCloseable {
         });
         lossReporter.scheduleWithFixedDelay(this::reportLosses, 1, 1, TimeUnit.SECONDS);
         loop = new NodeLoop(options.nodeId(), state, journal, this::route, clock, inbox, lastSeq);
-        if (observing) {
+        if (isShadow()) {
             shadow = new io.kvledger.service.shadow.ShadowMonitor(inbox::offer);
             loop.observeWith(shadow);
         }
         loop.start();
 
-        if (observing) {
+        if (isShadow()) {
             shadowServer = io.kvledger.zmq.ShadowStreamServer.open(options.bridgeEndpoint(), clock,
                     new io.kvledger.service.shadow.ShadowIntake(inbox, cfg, shadow, options.deliveryBound().toNanos()));
             opened.add(shadowServer);
@@ -199,7 +204,7 @@ public final class NodeService implements AutoCloseable {
                     options.engineOptions());
             engine.start();
         }
-        if (options.engine() == NodeOptions.EngineKind.BRIDGE) {
+        if (options.engine() == NodeOptions.EngineKind.BRIDGE || options.engine() == NodeOptions.EngineKind.DRIVE) {
             bridge = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint(options.bridgeEndpoint()).withClock(clock),
                     BridgeNodeInfo.of(cfg), bridgeHandler());
             opened.add(bridge);
@@ -308,10 +313,10 @@ public final class NodeService implements AutoCloseable {
 
     /**
      * Executes one effect (loop thread). Every effect type is named: a new one breaks the build. A
-     * shadow node executes none: the real connector does.
+     * shadow or drive node executes none: the real connector does.
      */
     private void route(Effect effect) {
-        if (shadow != null) {
+        if (passive) {
             return;
         }
         switch (effect) {
@@ -491,6 +496,14 @@ public final class NodeService implements AutoCloseable {
     /** Whether this node observes a real connector ({@code --engine shadow}). */
     public boolean isShadow() {
         return options.engine() == NodeOptions.EngineKind.SHADOW;
+    }
+
+    /**
+     * Whether the node leaves the transfers to a real connector ({@code --engine shadow} or
+     * {@code drive}): no notify or handshake port, no effect executed.
+     */
+    public boolean isPassive() {
+        return passive;
     }
 
     /** The shadow node's comparisons, or {@code null} when the node is not a shadow. */
