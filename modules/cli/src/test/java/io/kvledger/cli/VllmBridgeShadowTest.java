@@ -31,7 +31,8 @@ import org.junit.jupiter.api.io.TempDir;
  * process (the CLI, in a child JVM) and a real Python process (the stand-in driver of
  * modules/vllm-bridge, recording with {@code record_to: tcp://127.0.0.1:PORT}). The node runs the
  * reducer on the scheduler's stream as it arrives and reports, over HTTP, where the scripted
- * connector answered otherwise.
+ * connector answered otherwise. And the drive mode: {@code kvledger node --engine drive} answers the
+ * driver's scheduler hooks over the engine bridge.
  */
 class VllmBridgeShadowTest {
 
@@ -66,11 +67,16 @@ class VllmBridgeShadowTest {
 
     /** Starts {@code kvledger node --engine shadow} as the driver's producer engine is configured. */
     private Path startShadow(String role) throws Exception {
+        return startNode(role, "shadow");
+    }
+
+    /** Starts {@code kvledger node --engine ENGINE} (shadow: --shadow; drive: --bridge on the same port). */
+    private Path startNode(String role, String engine) throws Exception {
         int[] ports = io.kvledger.service.cluster.LoopbackPorts.distinct(2);
         shadowPort = ports[0];
         httpPort = ports[1];
-        Path journal = tmp.resolve("shadow-" + role);
-        nodeLog = tmp.resolve("shadow-" + role + ".log");
+        Path journal = tmp.resolve(engine + "-" + role);
+        nodeLog = tmp.resolve(engine + "-" + role + ".log");
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
@@ -80,7 +86,7 @@ class VllmBridgeShadowTest {
         }
         String host = role.equals("producer") ? "10.0.0.1" : "10.0.1.1";
         cmd.addAll(List.of("-XX:+UseParallelGC", "-cp", System.getProperty("java.class.path"), Main.class.getName(), "node",
-                "--engine", "shadow", "--shadow", "tcp://127.0.0.1:" + shadowPort,
+                "--engine", engine, engine.equals("shadow") ? "--shadow" : "--bridge", "tcp://127.0.0.1:" + shadowPort,
                 "--kv-transfer-config", "{\"kv_role\":\"kv_" + role + "\",\"kv_connector_extra_config\":{\"host_ip\":\"" + host
                         + "\",\"proxy_ip\":\"127.0.0.1\",\"proxy_ping_port\":1}}",
                 "--http", "127.0.0.1:" + httpPort, "--journal", journal.toString()));
@@ -96,7 +102,7 @@ class VllmBridgeShadowTest {
             }
             Thread.sleep(50);
         }
-        throw new AssertionError("the shadow node did not come up: " + Files.readString(nodeLog));
+        throw new AssertionError("the " + engine + " node did not come up: " + Files.readString(nodeLog));
     }
 
     private HttpResponse<String> get(String path) throws IOException, InterruptedException {
@@ -113,8 +119,13 @@ class VllmBridgeShadowTest {
 
     /** Runs the driver streaming to the shadow node; returns its output. */
     private String drive(String scenario, String role) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(PYTHON.toString(), BRIDGE.resolve("tests/driver.py").toString(),
-                "--scenario", scenario, "--role", role, "--to", "tcp://127.0.0.1:" + shadowPort).redirectErrorStream(true);
+        return runDriver("--scenario", scenario, "--role", role, "--to", "tcp://127.0.0.1:" + shadowPort);
+    }
+
+    private String runDriver(String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(PYTHON.toString(), BRIDGE.resolve("tests/driver.py").toString()));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
         pb.environment().put("PYTHONPATH", String.join(":", BRIDGE.resolve("src").toString(),
                 BRIDGE.resolve("tests/standin").toString(), BRIDGE.resolve("tests").toString()));
         pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
@@ -223,6 +234,35 @@ class VllmBridgeShadowTest {
         assertTrue(o.out().contains("the first at seq " + seq + " (request_finished)"), o.out());
         CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--type", "anomaly");
         assertTrue(dump.out().contains("SHADOW_DIVERGENCE"), dump.out() + dump.err());
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void driveModeHandsTheSchedulersDecisionsToTheNode() throws Exception {
+        // The scripted connector would free the first request at once; kvledger defers it, and the
+        // driver (vLLM) gets kvledger's answer. The recording keeps the connector's own answers.
+        Path journal = startNode("producer", "drive");
+        Path rec = tmp.resolve("rec-drive");
+        String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", rec.toString(),
+                "--drive", "tcp://127.0.0.1:" + shadowPort);
+        assertTrue(out.contains("answer driving True"), out);
+        assertTrue(out.contains("answer " + RID1 + " True"), out);
+        Map<String, Object> timeline = json("/v1/requests/" + java.net.URLEncoder.encode(RID1, StandardCharsets.UTF_8));
+        List<Map<String, Object>> end = (List<Map<String, Object>>) timeline.get("end");
+        assertEquals("DEFERRED_FREE", end.getFirst().get("phase"), Json.write(timeline));
+        Map<String, Object> status = json("/v1/status");
+        assertEquals(0L, status.get("notifies_sent"), status.toString());
+        stopNode();
+        // the node's journal: its own decisions, replayed identically
+        CliRun.Outcome v = CliRun.run("replay", "--verify", journal.toString());
+        assertEquals(0, v.code(), v.out() + v.err());
+        // the recording: the connector's answers, which kvledger overrode at that request_finished
+        Path p0 = tmp.resolve("rec-drive-P0");
+        CliRun.Outcome imp = CliRun.run("journal", "import", rec.resolve("scheduler-dp0-tp0.jsonl").toString(), p0.toString());
+        assertEquals(0, imp.code(), imp.out() + imp.err());
+        CliRun.Outcome o = CliRun.run("replay", "--verify", "--full-ids", p0.toString());
+        assertEquals(1, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("journal: finish_decision rid=" + RID1 + " delay_free=false"), o.out());
     }
 
     @Test
