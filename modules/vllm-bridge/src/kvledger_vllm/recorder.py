@@ -220,7 +220,12 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             return self._drive.call(hook, **args)
         except Exception as e:  # noqa: BLE001
             self.drive_fallbacks += 1
-            self._failed("drive " + hook, e)
+            where = "drive " + hook
+            n = self._errors.get(where, 0)
+            self._errors[where] = n + 1
+            if n == 0:
+                log.error("kvledger recorder: drive mode: no answer from the node for %s (%s); %s's answer stands. "
+                          "Further failures of %s are counted, not logged.", hook, e, type(self._inner).__name__, hook)
             return None
 
     def _drive_admit(self, request):
