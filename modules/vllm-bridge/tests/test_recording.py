@@ -120,7 +120,7 @@ def test_without_record_to_it_only_delegates(caplog):
 
 def test_an_unknown_sink_scheme_is_refused_and_the_engine_runs_on(caplog):
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
-             "record_to": "ipc:///run/kvledger.sock"}
+             "record_to": "ipc://kvledger.sock"}
     with caplog.at_level(logging.INFO, logger="vllm.kvledger_vllm"):
         rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
     assert rec.recording_stream is None
