@@ -172,6 +172,11 @@ public final class ShadowStreamServer implements AutoCloseable {
         return handlerErrors.get();
     }
 
+    /** Closes on a short-lived thread of its own; never blocks the caller. */
+    public CompletableFuture<Void> closeAsync() {
+        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-shadow-stream-closer", this::close);
+    }
+
     @Override
     public void close() {
         if (!closeStarted.compareAndSet(false, true)) {
