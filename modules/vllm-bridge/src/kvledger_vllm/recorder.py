@@ -137,6 +137,18 @@ def _status_name(request):
     return name if name in _FINISH_STATUSES else "FINISHED_ABORTED"
 
 
+def _admission(request):
+    """A request's admission fields (``request_admitted``, the bridge's ``add_request``), params copied."""
+    ids = getattr(request, "prompt_token_ids", None)
+    n = getattr(request, "num_prompt_tokens", None)
+    if not isinstance(n, int):
+        n = len(ids) if ids is not None else 0
+    params = getattr(request, "kv_transfer_params", None)
+    return {"request_id": _request_id(request), "num_prompt_tokens": n,
+            "prompt_token_ids_len": len(ids) if ids is not None else None,
+            "kv_transfer_params": plain(params) if params is not None else None}
+
+
 def _id_list(value):
     if value is None:
         return None
@@ -233,14 +245,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if rid in self._drive_seen:
             return rid
         self._drive_seen.add(rid)
-        ids = getattr(request, "prompt_token_ids", None)
-        n = getattr(request, "num_prompt_tokens", None)
-        if not isinstance(n, int):
-            n = len(ids) if ids is not None else 0
-        params = getattr(request, "kv_transfer_params", None)
-        self._drive_call("add_request", request_id=rid, num_prompt_tokens=n,
-                         prompt_token_ids_len=len(ids) if ids is not None else None,
-                         kv_transfer_params=plain(params) if params is not None else None)
+        self._drive_call("add_request", **_admission(request))
         return rid
 
     @property
@@ -304,17 +309,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if rid in self._seen:
             return rid
         self._seen.add(rid)
-        ids = getattr(request, "prompt_token_ids", None)
-        n = getattr(request, "num_prompt_tokens", None)
-        if not isinstance(n, int):
-            n = len(ids) if ids is not None else 0
-        params = getattr(request, "kv_transfer_params", None)
-        self._put("request_admitted", {
-            "request_id": rid,
-            "num_prompt_tokens": n,
-            "prompt_token_ids_len": len(ids) if ids is not None else None,
-            "kv_transfer_params": plain(params) if params is not None else None,
-        })
+        self._put("request_admitted", _admission(request))
         return rid
 
     # ================================================================== worker side

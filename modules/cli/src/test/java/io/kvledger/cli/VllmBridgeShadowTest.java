@@ -122,18 +122,8 @@ class VllmBridgeShadowTest {
         return runDriver("--scenario", scenario, "--role", role, "--to", "tcp://127.0.0.1:" + shadowPort);
     }
 
-    private String runDriver(String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(PYTHON.toString(), BRIDGE.resolve("tests/driver.py").toString()));
-        cmd.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-        pb.environment().put("PYTHONPATH", String.join(":", BRIDGE.resolve("src").toString(),
-                BRIDGE.resolve("tests/standin").toString(), BRIDGE.resolve("tests").toString()));
-        pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
-        Process p = pb.start();
-        String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the driver did not finish");
-        assertEquals(0, p.exitValue(), log);
-        return log;
+    private static String runDriver(String... args) throws Exception {
+        return VllmBridgeRecordingTest.runDriver(args);
     }
 
     /** Waits until the scheduler stream has ended and its {@code inputs} hook calls are applied. */
