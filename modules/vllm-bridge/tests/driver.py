@@ -10,7 +10,8 @@ new blocks on later steps), ``build_connector_meta``, the worker's forward pass 
 their prefill, or aborted).
 
 Run as a script it writes a recording: ``python3 driver.py --scenario healthy|diverge|overflow --role
-producer|consumer --out DIR`` (PYTHONPATH: the package's src and tests/standin, tests).
+producer|consumer --out DIR`` (PYTHONPATH: the package's src and tests/standin, tests), or streams it
+to a shadow node with ``--to tcp://127.0.0.1:PORT`` in place of ``--out``.
 """
 
 import argparse
@@ -66,6 +67,7 @@ class Driver:
         self.finished_for_worker = set()
         self.calls = 0
         self.aborts = set()
+        self.finished = []  # (request id, delay_free) as the scheduler connector answered
 
     def add(self, req):
         self.sched.on_new_request(req)
@@ -141,7 +143,8 @@ class Driver:
                 continue
             else:
                 continue
-            self.sched.request_finished(req, list(self.blocks[rid]))
+            delay_free, _params = self.sched.request_finished(req, list(self.blocks[rid]))
+            self.finished.append((rid, delay_free))
             self.calls += 1
             del self.running[rid]
             self.finished_for_worker.add(rid)
@@ -181,8 +184,13 @@ class GatedSink:
         self.sink.close()
 
 
-def play(out_dir, scenario="healthy", role="producer", record_layers=True):
-    """Runs one scripted engine and returns the paths of the scheduler and worker recordings."""
+def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None):
+    """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
+
+    ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
+    ``drive`` is a drive node's bridge endpoint (drive mode); ``answers``, a list, receives the
+    scheduler connector's ``request_finished`` answers ``(request id, delay_free)``.
+    """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
 
@@ -192,9 +200,11 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True):
     if scenario == "diverge":
         # the real connector frees the first request's blocks at once where MoRIIO defers them
         fakes.ScriptedConnector.script = {"delay_free_override": {reqs[0].request_id: False}}
-    template = os.path.join(out_dir, "{role}-dp{dp}-tp{tp}.jsonl")
+    template = record_to or os.path.join(out_dir, "{role}-dp{dp}-tp{tp}.jsonl")
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
              "record_to": template, "record_layers": record_layers}
+    if drive:
+        extra["drive_node"] = drive
     cfg = make_config("kv_producer" if producer else "kv_consumer", extra)
     sched = build(KvledgerRecorderConnector, cfg, KVConnectorRole.SCHEDULER)
     worker = build(KvledgerRecorderConnector, cfg, KVConnectorRole.WORKER)
@@ -216,6 +226,9 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True):
     if producer:
         d.abort(reqs[1].request_id)  # aborted mid-prefill: freed at once, nothing sent
     d.run(5)
+    if answers is not None:
+        answers.extend(d.finished)
+        answers.append(("driving", sched.driving))
     if gate is not None:
         gate.set()
     sched.shutdown()
@@ -227,10 +240,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", choices=("healthy", "diverge", "overflow"), default="healthy")
     ap.add_argument("--role", choices=("producer", "consumer"), default="producer")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="directory of the recordings (file sink)")
+    ap.add_argument("--to", help="record_to instead of files in --out, e.g. tcp://127.0.0.1:PORT (a shadow node)")
+    ap.add_argument("--drive", help="drive mode: the bridge endpoint of a kvledger node --engine drive")
     a = ap.parse_args(argv)
-    for p in play(a.out, a.scenario, a.role):
+    if not a.out and not a.to:
+        ap.error("give --out DIR or --to tcp://HOST:PORT")
+    answers = []
+    for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers):
         print(p)
+    for rid, delay_free in answers:
+        print(f"answer {rid} {delay_free}")
     return 0
 
 

@@ -118,13 +118,13 @@ def test_without_record_to_it_only_delegates(caplog):
     assert rec.get_num_new_matched_tokens(Request("r", [1, 2]), 0) == (0, False)
 
 
-def test_zmq_sink_is_refused_in_this_version_and_the_engine_runs_on(caplog):
+def test_an_unknown_sink_scheme_is_refused_and_the_engine_runs_on(caplog):
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
-             "record_to": "tcp://127.0.0.1:5999"}
+             "record_to": "ipc://kvledger.sock"}
     with caplog.at_level(logging.INFO, logger="vllm.kvledger_vllm"):
         rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
     assert rec.recording_stream is None
-    assert "ZMQ sink" in caplog.text
+    assert "give a file path template or tcp://HOST:PORT" in caplog.text
     assert isinstance(rec.inner, fakes.ScriptedConnector)
 
 

@@ -17,11 +17,19 @@ Extra config keys read here (all others are the inner connector's):
 
 ``inner_connector``             class name of the wrapped connector, default ``MoRIIOConnector``
 ``inner_connector_module_path`` module holding it (default: vLLM's registry, then MoRIIO's module)
-``record_to``                   a path template with ``{role}``, ``{dp}``, ``{tp}``; absent: no recording
+``record_to``                   a path template with ``{role}``, ``{dp}``, ``{tp}``, or ``tcp://HOST:PORT``
+                                of a ``kvledger node --engine shadow`` (stream.ZmqSink); absent: no recording
 ``record_layers``               also record ``save_kv_layer`` per layer (default false: per-layer
                                 hooks cost one attribute test when off)
 ``record_queue_size``           capture queue bound in entries, default 65536 (a full queue drops
                                 and counts; the count is written into the stream)
+``record_zmq_hwm``              with ``tcp://``: messages (batches) ZMQ queues while the node is away,
+                                default 1000 (beyond: dropped and counted)
+``drive_node``                  drive mode (off by default): ``tcp://127.0.0.1:PORT`` of a
+                                ``kvledger node --engine drive``; the scheduler connector returns the
+                                node's answers to vLLM (the inner still runs and its worker does the
+                                transfers); see README "Drive mode"
+``drive_timeout_ms``            how long one drive call waits for the node, default 5000
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import logging
 import os
 
 from . import __version__
-from .stream import FileSink, Stream, plain
+from .stream import FileSink, Stream, ZmqSink, plain
 
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (  # noqa: E402  (needs vLLM)
     KVConnectorBase_V1,
@@ -129,6 +137,18 @@ def _status_name(request):
     return name if name in _FINISH_STATUSES else "FINISHED_ABORTED"
 
 
+def _admission(request):
+    """A request's admission fields (``request_admitted``, the bridge's ``add_request``), params copied."""
+    ids = getattr(request, "prompt_token_ids", None)
+    n = getattr(request, "num_prompt_tokens", None)
+    if not isinstance(n, int):
+        n = len(ids) if ids is not None else 0
+    params = getattr(request, "kv_transfer_params", None)
+    return {"request_id": _request_id(request), "num_prompt_tokens": n,
+            "prompt_token_ids_len": len(ids) if ids is not None else None,
+            "kv_transfer_params": plain(params) if params is not None else None}
+
+
 def _id_list(value):
     if value is None:
         return None
@@ -162,6 +182,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._record_layers = False
         self._is_scheduler = role == KVConnectorRole.SCHEDULER
         self._producer_scheduler = False
+        self._drive = None
+        self._drive_seen = set()
+        self._drive_step = 0
+        self.drive_fallbacks = 0
         if SupportsHMA is not None and issubclass(inner_cls, SupportsHMA) != issubclass(type(self), SupportsHMA):
             log.warning("kvledger recorder: %s %s SupportsHMA but %s %s; use kv_connector %s",
                         inner_cls.__name__, "is" if issubclass(inner_cls, SupportsHMA) else "is not",
@@ -172,6 +196,62 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         except Exception as e:  # noqa: BLE001 - recording is optional, the engine is not
             self._stream = None
             log.error("kvledger recorder: recording is off: %s", e, exc_info=True)
+        if extra.get("drive_node") and self._is_scheduler:
+            self._start_driving(vllm_config, extra)
+
+    def _start_driving(self, vllm_config, extra):
+        """Connects to the node and checks it is this engine's; on any problem drive mode stays off."""
+        from .drive import NodeBridge
+        where = str(extra["drive_node"])
+        try:
+            ktc = vllm_config.kv_transfer_config
+            role = str(getattr(ktc, "kv_role", "") or "")
+            if role == "kv_both":
+                role = "kv_consumer"
+            read_mode = str(extra.get("read_mode", "false")).strip().lower() in ("true", "1")
+            dp = _ranks(vllm_config, True)[0]
+            bridge = NodeBridge(where, int(extra.get("drive_timeout_ms", 5000)))
+            try:
+                bridge.call("hello", kv_role=role, mode="read" if read_mode else "write", dp_rank=dp,
+                            connector_role="scheduler")
+            except Exception:
+                bridge.close()
+                raise
+            self._drive = bridge
+            self._drive_producer = role == "kv_producer"
+            log.warning("kvledger-vllm %s: DRIVE MODE: the scheduler hooks are answered by the kvledger node at %s "
+                        "(%s's own answers are recorded, not returned)", __version__, where,
+                        type(self._inner).__name__)
+        except Exception as e:  # noqa: BLE001 - the engine runs on with its own connector
+            self._drive = None
+            log.error("kvledger recorder: drive mode is off, %s answers the hooks: %s", type(self._inner).__name__, e)
+
+    def _drive_call(self, hook, **args):
+        """The node's answer to one hook, or None (then the inner's answer stands; counted, logged once)."""
+        try:
+            return self._drive.call(hook, **args)
+        except Exception as e:  # noqa: BLE001
+            self.drive_fallbacks += 1
+            where = "drive " + hook
+            n = self._errors.get(where, 0)
+            self._errors[where] = n + 1
+            if n == 0:
+                log.error("kvledger recorder: drive mode: no answer from the node for %s (%s); %s's answer stands. "
+                          "Further failures of %s are counted, not logged.", hook, e, type(self._inner).__name__, hook)
+            return None
+
+    def _drive_admit(self, request):
+        rid = _request_id(request)
+        if rid in self._drive_seen:
+            return rid
+        self._drive_seen.add(rid)
+        self._drive_call("add_request", **_admission(request))
+        return rid
+
+    @property
+    def driving(self):
+        """Whether a kvledger node answers this scheduler connector's hooks (drive mode)."""
+        return self._drive is not None
 
     # ------------------------------------------------------------------ recording set-up
 
@@ -183,15 +263,20 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             log.info("kvledger-vllm %s: %s %s over %s, not recording (no record_to)", __version__,
                      type(self).__name__, role_name, inner_cls.__name__)
             return
-        if "://" in str(where):
-            raise ValueError(f"record_to {where!r}: only a file path is supported in this version "
-                             f"(the ZMQ sink to a kvledger node is not built yet)")
-        path = str(where).format(role=role_name, dp=dp, tp=tp)
+        where = str(where)
+        if "://" in where and not where.startswith("tcp://"):
+            raise ValueError(f"record_to {where!r}: give a file path template or tcp://HOST:PORT "
+                             f"(a kvledger node started with --engine shadow)")
+        path = where.format(role=role_name, dp=dp, tp=tp)
         self._record_layers = str(extra.get("record_layers", "false")).strip().lower() in ("1", "true", "yes")
         qsize = int(extra.get("record_queue_size", 65536))
         header = build_header(vllm_config, self._is_scheduler, extra, inner_cls, (dp, dp_size, dp_local, tp, tp_size))
         self._producer_scheduler = self._is_scheduler and header["kv_role"] == "kv_producer"
-        self._stream = Stream(header, FileSink(path), maxsize=qsize,
+        if path.startswith("tcp://"):
+            sink = ZmqSink(path, role_name, dp, tp, hwm=int(extra.get("record_zmq_hwm", 1000)))
+        else:
+            sink = FileSink(path)
+        self._stream = Stream(header, sink, maxsize=qsize,
                               name=f"kvledger-recorder-{role_name}-dp{dp}-tp{tp}")
         log.info("kvledger-vllm %s: %s %s over %s, recording to %s (per-layer hooks %s)", __version__,
                  type(self).__name__, role_name, inner_cls.__name__, path,
@@ -224,17 +309,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if rid in self._seen:
             return rid
         self._seen.add(rid)
-        ids = getattr(request, "prompt_token_ids", None)
-        n = getattr(request, "num_prompt_tokens", None)
-        if not isinstance(n, int):
-            n = len(ids) if ids is not None else 0
-        params = getattr(request, "kv_transfer_params", None)
-        self._put("request_admitted", {
-            "request_id": rid,
-            "num_prompt_tokens": n,
-            "prompt_token_ids_len": len(ids) if ids is not None else None,
-            "kv_transfer_params": plain(params) if params is not None else None,
-        })
+        self._put("request_admitted", _admission(request))
         return rid
 
     # ================================================================== worker side
@@ -315,6 +390,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         try:
             return self._inner.shutdown()
         finally:
+            d = self._drive
+            if d is not None:
+                self._drive = None
+                try:
+                    d.close()
+                except Exception as e:  # noqa: BLE001
+                    self._failed("shutdown", e)
             s = self._stream
             if s is not None:
                 try:
@@ -346,6 +428,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 rid = self._admit(request)
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
+        if self._drive is not None:
+            self._drive_admit(request)
         result = self._inner.get_num_new_matched_tokens(request, num_computed_tokens)
         if self._stream is not None and rid is not None:
             try:
@@ -357,6 +441,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                                                       "load_async": bool(load_async)})
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
+        if self._drive is not None:
+            r = self._drive_call("get_num_new_matched_tokens", request_id=_request_id(request),
+                                 num_computed_tokens=int(num_computed_tokens))
+            if r is not None:
+                return r.get("num_tokens"), bool(r.get("load_async"))
         return result
 
     def update_state_after_alloc(self, request, blocks, num_external_tokens):
@@ -375,6 +464,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                                                       "num_external_tokens": int(num_external_tokens)})
             except Exception as e:  # noqa: BLE001
                 self._failed("update_state_after_alloc", e)
+        if self._drive is not None:
+            try:
+                block_ids = _block_groups(blocks.get_block_ids() if blocks is not None else None)
+            except Exception as e:  # noqa: BLE001
+                block_ids = None
+                self._failed("drive update_state_after_alloc", e)
+            if block_ids is not None:
+                self._drive_call("update_state_after_alloc", request_id=_request_id(request), block_ids=block_ids,
+                                 num_external_tokens=int(num_external_tokens))
         return result
 
     def build_connector_meta(self, scheduler_output):
@@ -394,6 +492,19 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._put("step_scheduled", {"step": self._step, "scheduled_cached_reqs": cached})
             except Exception as e:  # noqa: BLE001
                 self._failed("build_connector_meta", e)
+        if self._drive is not None:
+            # The node learns the step; vLLM gets the inner's metadata, which its worker reads.
+            self._drive_step += 1
+            try:
+                crd = getattr(scheduler_output, "scheduled_cached_reqs", None)
+                ids = [str(r) for r in (getattr(crd, "req_ids", ()) or ())] if crd is not None else []
+                nbs = list(getattr(crd, "new_block_ids", ()) or ()) if crd is not None else []
+                nbs = [None if nb is None else _block_groups(nb) for nb in nbs[:len(ids)]]
+                nbs += [None] * (len(ids) - len(nbs))
+                self._drive_call("build_connector_meta", step=self._drive_step, cached_req_ids=ids,
+                                 cached_new_block_ids=nbs)
+            except Exception as e:  # noqa: BLE001
+                self._failed("drive build_connector_meta", e)
         return result
 
     def on_new_request(self, request):
@@ -402,10 +513,19 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._admit(request)
             except Exception as e:  # noqa: BLE001
                 self._failed("on_new_request", e)
+        if self._drive is not None:
+            self._drive_admit(request)
         return self._inner.on_new_request(request)
 
     def update_connector_output(self, connector_output):
         fields = None
+        before = None
+        if self._drive is not None:
+            try:
+                before = {"finished_sending": _id_list(getattr(connector_output, "finished_sending", None)),
+                          "finished_recving": _id_list(getattr(connector_output, "finished_recving", None))}
+            except Exception as e:  # noqa: BLE001
+                self._failed("drive update_connector_output", e)
         if self._stream is not None:
             try:
                 fields = {"finished_sending": _id_list(getattr(connector_output, "finished_sending", None)),
@@ -423,6 +543,12 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     self._put("connector_output_received", fields)
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
+        if before is not None:
+            r = self._drive_call("update_connector_output", **before)
+            if r is not None and "finished_sending" in r:
+                # the node's rewrite: the requests whose blocks vLLM frees now (None when none)
+                safe = r["finished_sending"]
+                connector_output.finished_sending = set(safe) if safe else None
         return result
 
     def request_finished(self, request, block_ids):
@@ -447,6 +573,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                           {"request_id": rid, "delay_free": bool(delay_free), "kv_transfer_params": plain(params)})
             except Exception as e:  # noqa: BLE001
                 self._failed(where, e)
+        if self._drive is not None:
+            rid = _request_id(request)
+            self._drive_seen.discard(rid)
+            try:
+                args = {"request_id": rid, "status": _status_name(request), "block_ids": _block_groups(block_ids)}
+            except Exception as e:  # noqa: BLE001
+                args = None
+                self._failed("drive " + where, e)
+            r = self._drive_call("request_finished", **args) if args is not None else None
+            if r is not None:
+                return bool(r.get("delay_free")), r.get("kv_transfer_params")
         return result
 
     def take_events(self):

@@ -8,7 +8,8 @@ few milliseconds and turns entries into JSON lines
 the stream as soon as the writer catches up, as a ``frame_rejected`` input whose reason says how
 many hook calls were lost (the format has no entry type of its own for this yet).
 
-Only the standard library is used here.
+The file sink uses only the standard library; the ZMQ sink (``ZmqSink``) needs pyzmq, imported
+when it is configured.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import queue
 import threading
 import time
+import uuid
 
 log = logging.getLogger("vllm.kvledger_vllm")
 
@@ -108,6 +110,94 @@ class FileSink:
             pass
 
 
+STREAM_PROTOCOL = 1
+
+
+class ZmqSink:
+    """Sends the stream to a kvledger node (``kvledger node --engine shadow --shadow ENDPOINT``).
+
+    A PUSH socket of its own context connects to ``endpoint`` (ZMQ connects and reconnects in the
+    background: every 100 ms at first, backing off to 2 s). Each ``write_lines`` batch is one
+    message of three frames, sent without blocking:
+
+    1. the envelope, a JSON object: ``{"v": 1, "stream": <hex id of this process's stream>,
+       "role": "scheduler"|"worker", "dp": <int>, "tp": <int>, "first": <number of the batch's
+       first line, the header being line 0>, "count": <lines in the batch>, "end": <bool>,
+       "dropped": <lines this sink dropped so far>}``;
+    2. the header line (the same in every message, so a node that starts or restarts mid-stream
+       still knows whose stream it reads);
+    3. the batch: the JSON lines the file sink would write, joined by ``\n`` (UTF-8), empty in
+       the ``end`` message ``close`` sends.
+
+    Messages wait in ZMQ's queue of ``hwm`` messages while the node is away (and reach it when it
+    comes); when that queue is full a batch is dropped and counted (``dropped_lines``), never
+    waited for. The node sees the gap in the line numbers and journals it. Only an error other
+    than a full queue (a closed context) raises, which stops the recording like a failing disk.
+    """
+
+    def __init__(self, endpoint, role, dp, tp, hwm=1000, linger_ms=1000):
+        import zmq  # pyzmq: only needed for this sink
+        self._zmq = zmq
+        self.endpoint = endpoint
+        self._ctx = zmq.Context(1)
+        s = self._ctx.socket(zmq.PUSH)
+        s.setsockopt(zmq.SNDHWM, int(hwm))
+        s.setsockopt(zmq.LINGER, int(linger_ms))
+        s.setsockopt(zmq.RECONNECT_IVL, 100)
+        s.setsockopt(zmq.RECONNECT_IVL_MAX, 2000)
+        s.connect(endpoint)
+        self._sock = s
+        self.stream_id = uuid.uuid4().hex
+        self._envelope = {"v": STREAM_PROTOCOL, "stream": self.stream_id, "role": role, "dp": int(dp),
+                          "tp": int(tp)}
+        self._header = b""
+        self._next = 1
+        self.sent_messages = 0
+        self.sent_lines = 0
+        self.dropped_messages = 0
+        self.dropped_lines = 0
+        self._closed = False
+
+    def write_header(self, line):
+        """Keeps the header line; it travels in every message."""
+        self._header = line.encode("utf-8")
+
+    def _send(self, lines, end=False):
+        env = dict(self._envelope, first=self._next, count=len(lines), end=end, dropped=self.dropped_lines)
+        frames = [json.dumps(env, separators=(",", ":")).encode("utf-8"), self._header,
+                  "\n".join(lines).encode("utf-8")]
+        self._next += len(lines)
+        try:
+            self._sock.send_multipart(frames, flags=self._zmq.NOBLOCK, copy=True)
+        except self._zmq.Again:
+            self.dropped_messages += 1
+            self.dropped_lines += len(lines)
+            if self.dropped_messages == 1:
+                log.warning("kvledger recorder: the node at %s takes no more (its queue of messages is full); "
+                            "lines are dropped and counted until it does", self.endpoint)
+            return False
+        self.sent_messages += 1
+        self.sent_lines += len(lines)
+        return True
+
+    def write_lines(self, lines):
+        if lines:
+            self._send(list(lines))
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._send([], end=True)
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            self._sock.close()  # waits up to linger_ms for queued messages to leave
+        finally:
+            self._ctx.term()
+
+
 class Stream:
     """A bounded capture queue and the background writer that drains it into a sink.
 
@@ -149,7 +239,12 @@ class Stream:
 
     def _run(self):
         try:
-            self._sink.write_lines([encode_line(self._header)])
+            header_line = encode_line(self._header)
+            write_header = getattr(self._sink, "write_header", None)
+            if write_header is not None:
+                write_header(header_line)
+            else:
+                self._sink.write_lines([header_line])
         except Exception as e:  # noqa: BLE001
             self.write_errors += 1
             log.error("kvledger recorder: cannot write the journal header (%s); recording stops", e)

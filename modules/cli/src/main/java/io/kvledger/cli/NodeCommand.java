@@ -65,9 +65,20 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--notify-port", paramLabel = "P", description = "Notify port base (default 61005); the rank binds base + dp + tp.")
     Integer notifyPort;
 
-    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|bridge|none",
-            description = "Who calls the hooks: the built-in simulated engine (sim), an engine's connector over the bridge socket (bridge), or nobody (none: adapters only) (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|bridge|shadow|drive|none",
+            description = "Who calls the hooks: the built-in simulated engine (sim), an engine's connector over the bridge socket (bridge), "
+                    + "a real connector the node only observes through the vLLM bridge's recorder stream (shadow: see --shadow), "
+                    + "a real engine whose scheduler hooks the node answers over the bridge socket while the engine's own "
+                    + "connector moves the KV (drive: the vLLM bridge's drive_node; no port bound, nothing sent), "
+                    + "or nobody (none: adapters only) (default: ${DEFAULT-VALUE}).")
     String engine;
+
+    @Option(names = "--shadow", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
+            description = "With --engine shadow: where the node receives the recorder's streams (the record_to of the "
+                    + "engine's kvledger_vllm connector; loopback only; port 0: any free port, printed at start). The node "
+                    + "runs the reducer on the scheduler's hook calls, reports where it answers otherwise than the real "
+                    + "connector, and binds no notify or handshake port, sends nothing (default: ${DEFAULT-VALUE}).")
+    String shadowEndpoint;
 
     @Option(names = "--bridge", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
             description = "Where the engine bridge binds with --engine bridge (loopback only; port 0: any free port, printed at start) (default: ${DEFAULT-VALUE}).")
@@ -148,10 +159,15 @@ final class NodeCommand implements Callable<Integer> {
             NodeConfig c = options.config();
             err.println("node " + options.nodeId() + ": " + c.role().name().toLowerCase(Locale.ROOT) + " "
                     + c.mode().name().toLowerCase(Locale.ROOT) + " dp" + c.dpRank() + "/" + c.dpSize() + " tp" + c.tpRank()
-                    + "/" + c.tpSize() + ", notify " + node.listener().endpoint() + ", handshake "
-                    + node.handshakeServer().endpoint() + ", " + node.dataPlane().engineReason()
+                    + "/" + c.tpSize()
+                    + (node.isShadow() ? ", shadow of a real connector: streams at " + node.shadowServer().endpoint()
+                            + " (record_to), no notify or handshake port, nothing sent"
+                            : node.isPassive() ? ", driving a real engine's scheduler: engine bridge " + node.bridge().endpoint()
+                            + " (drive_node), no notify or handshake port, nothing sent"
+                            : ", notify " + node.listener().endpoint() + ", handshake "
+                            + node.handshakeServer().endpoint() + ", " + node.dataPlane().engineReason())
                     + (node.http() != null ? ", http " + node.http().host() + ":" + node.http().port() : "")
-                    + (node.bridge() != null ? ", engine bridge " + node.bridge().endpoint() : "")
+                    + (node.bridge() != null && !node.isPassive() ? ", engine bridge " + node.bridge().endpoint() : "")
                     + (node.recovery() != null ? ", recovered " + node.recovery().inputs() + " inputs in "
                     + node.recovery().recoveryNs() / 1_000_000 + " ms" : "")
                     + "; journal " + journal + (durationS > 0 ? "" : "; stop with Ctrl-C"));
@@ -242,15 +258,26 @@ final class NodeCommand implements Callable<Integer> {
             case "sim" -> NodeOptions.EngineKind.SIM;
             case "none" -> NodeOptions.EngineKind.NONE;
             case "bridge" -> NodeOptions.EngineKind.BRIDGE;
-            default -> throw usage("--engine takes sim, bridge or none, got " + engine);
+            case "shadow" -> NodeOptions.EngineKind.SHADOW;
+            case "drive" -> NodeOptions.EngineKind.DRIVE;
+            default -> throw usage("--engine takes sim, bridge, shadow, drive or none, got " + engine);
         });
+        boolean observing = o.engine() == NodeOptions.EngineKind.SHADOW;
+        boolean passive = observing || o.engine() == NodeOptions.EngineKind.DRIVE;
+        String which = "a " + engine.toLowerCase(Locale.ROOT) + " node (--engine " + engine.toLowerCase(Locale.ROOT) + ")";
+        if (passive && faults != null && !faults.isBlank()) {
+            throw usage("--faults injects faults into what a node sends; " + which + " sends nothing");
+        }
+        if (passive && proxy != null) {
+            throw usage("--proxy registers an engine with a proxy; " + which + " is not one (the real engine registers itself)");
+        }
         o = o.withTransferEngine(switch (transferEngine.toLowerCase(Locale.ROOT)) {
             case "auto" -> TransferEngines.Choice.AUTO;
             case "ucx" -> TransferEngines.Choice.UCX;
             case "in-jvm", "injvm" -> TransferEngines.Choice.IN_JVM;
             default -> throw usage("--transfer-engine takes auto, ucx or in-jvm, got " + transferEngine);
         });
-        o = o.withBridge(bridgeEndpoint);
+        o = o.withBridge(observing ? shadowEndpoint : bridgeEndpoint);
         if (blocks < 1 || blockBytes < 8 || blockBytes % 8 != 0) {
             throw usage("--blocks must be positive and --block-bytes a positive multiple of 8");
         }
@@ -266,7 +293,7 @@ final class NodeCommand implements Callable<Integer> {
         if (ping == null && ExtraConfig.pythonTruthy(extra.get("proxy_ip"))) {
             ping = "tcp://" + extra.get("proxy_ip") + ":" + extra.getOrDefault("proxy_ping_port", 36367L);
         }
-        if (ping != null) {
+        if (ping != null && !passive) {
             String adv = extra.get("http_port") != null ? config.hostIp() + ":" + extra.get("http_port") : null;
             o = o.withProxy(ping, adv);
         }

@@ -1,5 +1,6 @@
 package io.kvledger.cli;
 
+import io.kvledger.journal.replay.BridgeReplies;
 import io.kvledger.journal.replay.ConfigOverrides;
 import io.kvledger.journal.replay.Replayer;
 import io.kvledger.core.effect.Effect;
@@ -69,11 +70,11 @@ final class ReplayCommand implements Callable<Integer> {
 
     /**
      * The start of the header {@code origin} of a journal recorded from a real vLLM connector by
-     * the vLLM bridge (modules/vllm-bridge). Such a journal holds the real connector's answers to
-     * its hooks as derived entries, and no decision records, I/O commands or connector metadata:
-     * {@code --verify} compares only those answers (every hook reply but {@code metadata_built}).
+     * the vLLM bridge (modules/vllm-bridge), or streamed to a shadow node. Such a journal holds the
+     * real connector's answers to its hooks as derived entries: {@code --verify} compares only
+     * those answers ({@link BridgeReplies}, as the shadow node does live).
      */
-    static final String BRIDGE_ORIGIN = "vllm-bridge ";
+    static final String BRIDGE_ORIGIN = BridgeReplies.ORIGIN;
 
     /** One node's comparison of recorded and recomputed effects. */
     static final class Verify {
@@ -87,24 +88,18 @@ final class ReplayCommand implements Callable<Integer> {
             this.repliesOnly = repliesOnly;
         }
 
-        /** Whether a bridge recording holds this kind of effect (see {@link #BRIDGE_ORIGIN}). */
-        static boolean bridgeRecords(Effect e) {
-            return e instanceof Effect.HookReply && !(e instanceof Effect.MetadataBuilt);
-        }
-
-        void check(long seq, String cause, List<Effect> actual, List<JournalEntry.Derived> expected, boolean fullIds) {
+        void check(long seq, String cause, List<Effect> actual, List<JournalEntry.Derived> recorded, boolean fullIds) {
+            List<Effect> expected = recorded.stream().map(JournalEntry.Derived::effect).toList();
             if (repliesOnly) {
-                actual = actual.stream().filter(Verify::bridgeRecords).toList();
-                expected = expected.stream().filter(d -> bridgeRecords(d.effect())).toList();
+                actual = BridgeReplies.replies(actual);
+                expected = BridgeReplies.replies(expected);
             }
-            recorded += expected.size();
+            this.recorded += expected.size();
+            int i = BridgeReplies.firstDifference(actual, expected);
             int n = Math.max(actual.size(), expected.size());
-            for (int i = 0; i < n; i++) {
+            if (i >= 0) {
                 Effect a = i < actual.size() ? actual.get(i) : null;
-                Effect e = i < expected.size() ? expected.get(i).effect() : null;
-                if (a != null && e != null && (a.equals(e) || Payloads.same(a, e))) {
-                    continue;
-                }
+                Effect e = i < expected.size() ? expected.get(i) : null;
                 divergentInputs++;
                 if (first == null) {
                     String exp = e == null ? "(nothing: the journal recorded " + expected.size() + " effect(s))"
@@ -121,7 +116,6 @@ final class ReplayCommand implements Callable<Integer> {
                     firstJson.put("expected", e == null ? null : Payloads.dissect(e));
                     firstJson.put("actual", a == null ? null : Payloads.dissect(a));
                 }
-                return;
             }
         }
     }

@@ -41,11 +41,11 @@ class VllmBridgeRecordingTest {
         assumeTrue(Files.isRegularFile(BRIDGE.resolve("tests/driver.py")), "skipped: no modules/vllm-bridge at " + BRIDGE);
     }
 
-    /** Runs the driver; returns the scheduler and worker recordings. */
-    private List<Path> record(String scenario, String role) throws IOException, InterruptedException {
-        Path out = tmp.resolve("rec-" + scenario + "-" + role);
-        ProcessBuilder pb = new ProcessBuilder(PYTHON.toString(), BRIDGE.resolve("tests/driver.py").toString(),
-                "--scenario", scenario, "--role", role, "--out", out.toString()).redirectErrorStream(true);
+    /** Runs the stand-in driver ({@code tests/driver.py ARGS}) to its end; returns its output. */
+    static String runDriver(String... args) throws IOException, InterruptedException {
+        List<String> cmd = new java.util.ArrayList<>(List.of(PYTHON.toString(), BRIDGE.resolve("tests/driver.py").toString()));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
         pb.environment().put("PYTHONPATH", String.join(":", BRIDGE.resolve("src").toString(),
                 BRIDGE.resolve("tests/standin").toString(), BRIDGE.resolve("tests").toString()));
         pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
@@ -53,6 +53,13 @@ class VllmBridgeRecordingTest {
         String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the driver did not finish");
         assertEquals(0, p.exitValue(), log);
+        return log;
+    }
+
+    /** Runs the driver; returns the scheduler and worker recordings. */
+    private List<Path> record(String scenario, String role) throws IOException, InterruptedException {
+        Path out = tmp.resolve("rec-" + scenario + "-" + role);
+        String log = runDriver("--scenario", scenario, "--role", role, "--out", out.toString());
         Path sched = out.resolve("scheduler-dp0-tp0.jsonl");
         Path worker = out.resolve("worker-dp0-tp0.jsonl");
         assertTrue(Files.size(sched) > 0 && Files.size(worker) > 0, log);

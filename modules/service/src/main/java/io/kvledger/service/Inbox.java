@@ -31,6 +31,12 @@ public final class Inbox {
         /** A hook call: the engine waits for the effects of its event. */
         record Call(NodeEvent event, CompletableFuture<List<Effect>> reply) implements Item {}
 
+        /**
+         * An input observed in another process's stream together with the answers that process
+         * gave to it (a shadow node: {@link NodeLoop.Observer} compares and journals them).
+         */
+        record Observed(NodeEvent event, List<Effect> recorded) implements Item {}
+
         /** A read of the state, run on the loop thread between events. */
         record Query<T>(Function<NodeState, T> read, CompletableFuture<T> result) implements Item {}
 
@@ -61,6 +67,25 @@ public final class Inbox {
             return false;
         }
         return true;
+    }
+
+    /**
+     * Offers an observed input and the answers recorded for it (shadow nodes); waits at most
+     * {@code waitNs} for room. {@code false} (and counted) when the inbox stayed full.
+     */
+    public boolean observe(NodeEvent event, List<Effect> recorded, long waitNs) {
+        Objects.requireNonNull(event, "event");
+        offered.increment();
+        try {
+            if (queue.size() < capacity && queue.offer(new Item.Observed(event, List.copyOf(recorded)), waitNs,
+                    TimeUnit.NANOSECONDS)) {
+                return true;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        refused.increment();
+        return false;
     }
 
     /**

@@ -25,6 +25,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * ends empty it journals and applies a {@code Tick} at the current time. A node with no deadline
  * blocks on the inbox and does not spin.
  *
+ * <p>Observed inputs ({@link Inbox#observe}, a shadow node) are journaled and applied the same
+ * way, but the derived entries journaled for them are what the {@link Observer} decides from the
+ * reducer's effects and the answers recorded by the observed process.
+ *
  * <p>Nothing that happens while handling one item stops the loop: an event the journal refuses
  * is not applied (its caller gets the error), an exception from a router or listener is counted
  * and the loop goes on.
@@ -36,6 +40,15 @@ public final class NodeLoop implements AutoCloseable {
     /** Called on the loop thread after each applied event; must not block. */
     public interface Listener {
         void onApplied(long seq, NodeEvent event, List<Effect> effects);
+    }
+
+    /**
+     * Decides what a shadow node journals for an observed input (loop thread, must not block):
+     * given the reducer's effects and the answers the observed process recorded, the derived
+     * entries to journal, in order.
+     */
+    public interface Observer {
+        List<Effect> derived(long seq, NodeEvent event, List<Effect> reducer, List<Effect> recorded);
     }
 
     private final NodeState state;
@@ -57,6 +70,7 @@ public final class NodeLoop implements AutoCloseable {
     private long lastTickNs = Long.MIN_VALUE;
     private long unjournaledSeq;
     private volatile boolean running;
+    private volatile Observer observer;
 
     /**
      * @param journal the node's journal, or {@code null} to run without one (benchmarks only:
@@ -79,6 +93,11 @@ public final class NodeLoop implements AutoCloseable {
 
     public void addListener(Listener l) {
         listeners.add(l);
+    }
+
+    /** Sets the observer of {@link Inbox#observe observed} inputs (before {@link #start}). */
+    public void observeWith(Observer o) {
+        this.observer = o;
     }
 
     public void start() {
@@ -114,12 +133,13 @@ public final class NodeLoop implements AutoCloseable {
                     long now = clock.getAsLong();
                     lastTickNs = now;
                     ticks.incrementAndGet();
-                    handle(new NodeEvent.Tick(now), null);
+                    handle(new NodeEvent.Tick(now), null, null);
                     continue;
                 }
                 switch (item) {
-                    case Inbox.Item.Input in -> handle(in.event(), null);
-                    case Inbox.Item.Call call -> handle(call.event(), call);
+                    case Inbox.Item.Input in -> handle(in.event(), null, null);
+                    case Inbox.Item.Call call -> handle(call.event(), call, null);
+                    case Inbox.Item.Observed o -> handle(o.event(), null, o.recorded());
                     case Inbox.Item.Query<?> q -> runQuery(q);
                     case Inbox.Item.Stop s -> running = false;
                 }
@@ -141,7 +161,11 @@ public final class NodeLoop implements AutoCloseable {
         }
     }
 
-    private void handle(NodeEvent event, Inbox.Item.Call call) {
+    /**
+     * @param recorded for an observed input, the answers its process recorded (the observer then
+     *                 decides what is journaled); {@code null} otherwise
+     */
+    private void handle(NodeEvent event, Inbox.Item.Call call, List<Effect> recorded) {
         if (event.atNs() < lastAtNs) {
             event = NodeEvents.at(event, lastAtNs);
         }
@@ -159,8 +183,13 @@ public final class NodeLoop implements AutoCloseable {
         lastAtNs = event.atNs();
         effects.clear();
         NodeReducer.applyInto(state, event, effects);
+        Observer obs = observer;
+        List<Effect> derived = effects;
+        if (recorded != null && obs != null) {
+            derived = obs.derived(seq, event, List.copyOf(effects), recorded);
+        }
         if (journal != null) {
-            for (Effect e : effects) {
+            for (Effect e : derived) {
                 try {
                     journal.appendDerived(seq, e);
                 } catch (RuntimeException ex) {
@@ -173,7 +202,7 @@ public final class NodeLoop implements AutoCloseable {
         lastSeq = journal == null ? seq : journal.nextSeq() - 1;
         applied.incrementAndGet();
         lastAppliedWallNs = System.nanoTime();
-        List<Effect> out = effects.isEmpty() ? List.of() : List.copyOf(effects);
+        List<Effect> out = derived.isEmpty() ? List.of() : List.copyOf(derived);
         for (Listener l : listeners) {
             try {
                 l.onApplied(seq, event, out);

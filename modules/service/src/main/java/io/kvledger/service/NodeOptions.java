@@ -29,7 +29,9 @@ import java.util.Objects;
  * @param engineOptions  the simulated engine's pacing
  * @param faults         faults injected between the loop and the publishers ({@link FaultSpec#NONE}: none)
  * @param faultSeed      the seed of the fault draws
- * @param bridgeEndpoint where the engine bridge binds with {@link EngineKind#BRIDGE} ({@code tcp://127.0.0.1:PORT}, port 0: any)
+ * @param bridgeEndpoint where the engine bridge binds with {@link EngineKind#BRIDGE} and {@link EngineKind#DRIVE},
+ *                       or the shadow socket with
+ *                       {@link EngineKind#SHADOW} ({@code tcp://127.0.0.1:PORT}, port 0: any)
  */
 public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, EngineKind engine, KvLayout layout,
                           TransferEngines.Choice transferEngine, String httpHost, int httpPort, String bearerToken,
@@ -44,7 +46,19 @@ public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, Eng
         /** An engine over the bridge socket (the vLLM connector of modules/vllm-bridge). */
         BRIDGE,
         /** Nobody: the node only runs its adapters (a listener and data plane for tests). */
-        NONE
+        NONE,
+        /**
+         * A real connector that kvledger observes: the vLLM bridge's recorder streams its hook calls
+         * and answers to the shadow socket; the node runs the reducer on them and reports where it
+         * answers otherwise. Binds no notify or handshake port and executes no effect.
+         */
+        SHADOW,
+        /**
+         * A real engine whose scheduler hooks the node answers over the bridge socket (the vLLM bridge's
+         * drive mode), while the engine's own connector does the worker's part (transfers, notifies,
+         * handshakes): the node binds no notify or handshake port and executes no effect.
+         */
+        DRIVE
     }
 
     public NodeOptions {

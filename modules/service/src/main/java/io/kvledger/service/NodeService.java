@@ -52,6 +52,16 @@ public final class NodeService implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("io.kvledger.service");
     private static final long HOOK_WAIT_NS = TimeUnit.SECONDS.toNanos(5);
 
+    /**
+     * The header origin of a shadow node's journal: it starts like a vLLM-bridge recording's, since
+     * it holds the real connector's answers ({@code replay --verify} compares only those).
+     */
+    public static final String SHADOW_ORIGIN = io.kvledger.journal.replay.BridgeReplies.ORIGIN
+            + "shadow (kvledger node --engine shadow)";
+
+    /** The header origin of a drive node's journal (its own decisions, as any node's). */
+    public static final String DRIVE_ORIGIN = "kvledger node --engine drive";
+
     private final NodeOptions options;
     private final boolean journaled;
     private final ServiceClock clock = ServiceClock.system();
@@ -69,6 +79,9 @@ public final class NodeService implements AutoCloseable {
     private SimulatedEngine engine;
     private HttpFront http;
     private EngineBridgeServer bridge;
+    private io.kvledger.zmq.ShadowStreamServer shadowServer;
+    private io.kvledger.service.shadow.ShadowMonitor shadow;
+    private final boolean passive;
     private Recovery recovery;
     private LiveFaults faults;
     private java.util.concurrent.ScheduledExecutorService lossReporter;
@@ -78,6 +91,7 @@ public final class NodeService implements AutoCloseable {
     private NodeService(NodeOptions options, boolean journaled) {
         this.options = options;
         this.journaled = journaled;
+        this.passive = options.engine() == NodeOptions.EngineKind.SHADOW || options.engine() == NodeOptions.EngineKind.DRIVE;
         this.inbox = new Inbox(options.inboxCapacity());
         this.delivery = new Delivery(inbox, options.deliveryBound().toNanos());
     }
@@ -125,8 +139,10 @@ public final class NodeService implements AutoCloseable {
         }
 
         int dpLocal = PortMath.foldLocalRank(cfg.dpRank(), cfg.dpSizeLocal());
+        boolean observing = isPassive();
+        // A shadow or drive node posts nothing: the in-JVM engine only gives it a region to describe.
         dataPlane = orThrow(DataPlane.open(cfg.engineId() + "-dp" + cfg.dpRank() + "-tp" + cfg.tpRank(),
-                options.layout(), options.transferEngine(), Duration.ofNanos(cfg.transferTimeoutNs()),
+                options.layout(), observing ? io.kvledger.rdma.engine.TransferEngines.Choice.IN_JVM : options.transferEngine(), Duration.ofNanos(cfg.transferTimeoutNs()),
                 options.handshakeTimeout(), inbox::offer, delivery::deliver, options.deliveryBound(), clock),
                 "the data plane");
         opened.add(dataPlane);
@@ -134,12 +150,15 @@ public final class NodeService implements AutoCloseable {
         publisher = NotifyPublisher.openForNode(new PublisherConfig(65_536, 4096, false, clock), inbox::offer,
                 options.deliveryBound());
         opened.add(publisher);
-        listener = NotifyListenerAdapter.openForNode(NotifyListenerConfig.forRank(cfg.hostIp(), cfg.notifyPortBase(),
-                dpLocal, cfg.tpRank()).withClock(clock), inbox::offer, options.deliveryBound());
-        opened.add(listener);
-        handshakeServer = HandshakeServer.open(HandshakeServer.rankEndpoint(cfg.hostIp(), cfg.handshakePortBase(),
-                dpLocal, cfg.tpRank()), dataPlane.agentMetadata(), dataPlane.layerMap(), this::onAdapterEvent, clock);
-        opened.add(handshakeServer);
+        if (!observing) {
+            // A shadow or drive node leaves the rank's notify and handshake ports to the real connector.
+            listener = NotifyListenerAdapter.openForNode(NotifyListenerConfig.forRank(cfg.hostIp(), cfg.notifyPortBase(),
+                    dpLocal, cfg.tpRank()).withClock(clock), inbox::offer, options.deliveryBound());
+            opened.add(listener);
+            handshakeServer = HandshakeServer.open(HandshakeServer.rankEndpoint(cfg.hostIp(), cfg.handshakePortBase(),
+                    dpLocal, cfg.tpRank()), dataPlane.agentMetadata(), dataPlane.layerMap(), this::onAdapterEvent, clock);
+            opened.add(handshakeServer);
+        }
 
         if (!options.faults().isNone()) {
             // Called on the loop thread: one offer, never a wait (the loop is what drains the inbox).
@@ -149,7 +168,8 @@ public final class NodeService implements AutoCloseable {
         // The journal opens last: a node that cannot bind its ports leaves no journal behind. What
         // the adapters received meanwhile waits in the inbox for the loop.
         if (journaled) {
-            journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg, "kvledger node"));
+            journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg,
+                    isShadow() ? SHADOW_ORIGIN : isPassive() ? DRIVE_ORIGIN : "kvledger node"));
             opened.add(journal);
         }
         if (journaled && recovery == null) {
@@ -165,9 +185,18 @@ public final class NodeService implements AutoCloseable {
         });
         lossReporter.scheduleWithFixedDelay(this::reportLosses, 1, 1, TimeUnit.SECONDS);
         loop = new NodeLoop(options.nodeId(), state, journal, this::route, clock, inbox, lastSeq);
+        if (isShadow()) {
+            shadow = new io.kvledger.service.shadow.ShadowMonitor();
+            loop.observeWith(shadow);
+        }
         loop.start();
 
-        if (recovery != null && !recovery.handshakes().isEmpty()) {
+        if (isShadow()) {
+            shadowServer = io.kvledger.zmq.ShadowStreamServer.open(options.bridgeEndpoint(), clock,
+                    new io.kvledger.service.shadow.ShadowIntake(inbox, cfg, shadow, options.deliveryBound().toNanos()));
+            opened.add(shadowServer);
+        }
+        if (!observing && recovery != null && !recovery.handshakes().isEmpty()) {
             reopenSessions();
         }
         if (options.engine() == NodeOptions.EngineKind.SIM) {
@@ -175,7 +204,7 @@ public final class NodeService implements AutoCloseable {
                     options.engineOptions());
             engine.start();
         }
-        if (options.engine() == NodeOptions.EngineKind.BRIDGE) {
+        if (options.engine() == NodeOptions.EngineKind.BRIDGE || options.engine() == NodeOptions.EngineKind.DRIVE) {
             bridge = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint(options.bridgeEndpoint()).withClock(clock),
                     BridgeNodeInfo.of(cfg), bridgeHandler());
             opened.add(bridge);
@@ -282,8 +311,14 @@ public final class NodeService implements AutoCloseable {
         return true;
     }
 
-    /** Executes one effect (loop thread). Every effect type is named: a new one breaks the build. */
+    /**
+     * Executes one effect (loop thread). Every effect type is named: a new one breaks the build. A
+     * shadow or drive node executes none: the real connector does.
+     */
     private void route(Effect effect) {
+        if (passive) {
+            return;
+        }
         switch (effect) {
             case Effect.SendRemoteBlocks e -> notify(e, e.host(), e.port(), "remote_blocks", String.valueOf(e.transferId()));
             case Effect.SendRelease e -> notify(e, e.host(), e.port(), "release", String.valueOf(e.transferId()));
@@ -347,7 +382,7 @@ public final class NodeService implements AutoCloseable {
         long lost = eventsLost();
         if (lost > lossesReported) {
             String why = "inbox full: " + (lost - lossesReported) + " event(s) refused since the last report ("
-                    + "listener " + listener.refused() + ", publisher " + publisher.refused() + ", transfers "
+                    + "listener " + (listener == null ? 0 : listener.refused()) + ", publisher " + publisher.refused() + ", transfers "
                     + dataPlane.refused() + ", handshakes " + delivery.lost() + " in all)";
             if (inbox.offer(new NodeEvent.FrameRejected(clock.getAsLong(), why, new byte[0], false))) {
                 lossesReported = lost;
@@ -439,6 +474,7 @@ public final class NodeService implements AutoCloseable {
         return delivery;
     }
 
+    /** The notify listener, or {@code null} on a shadow node. */
     public NotifyListenerAdapter listener() {
         return listener;
     }
@@ -447,6 +483,7 @@ public final class NodeService implements AutoCloseable {
         return publisher;
     }
 
+    /** The handshake server, or {@code null} on a shadow node. */
     public HandshakeServer handshakeServer() {
         return handshakeServer;
     }
@@ -454,6 +491,29 @@ public final class NodeService implements AutoCloseable {
     /** The engine bridge, or {@code null} when the engine is not bridged. */
     public EngineBridgeServer bridge() {
         return bridge;
+    }
+
+    /** Whether this node observes a real connector ({@code --engine shadow}). */
+    public boolean isShadow() {
+        return options.engine() == NodeOptions.EngineKind.SHADOW;
+    }
+
+    /**
+     * Whether the node leaves the transfers to a real connector ({@code --engine shadow} or
+     * {@code drive}): no notify or handshake port, no effect executed.
+     */
+    public boolean isPassive() {
+        return passive;
+    }
+
+    /** The shadow node's comparisons, or {@code null} when the node is not a shadow. */
+    public io.kvledger.service.shadow.ShadowMonitor shadow() {
+        return shadow;
+    }
+
+    /** The shadow socket, or {@code null} when the node is not a shadow. */
+    public io.kvledger.zmq.ShadowStreamServer shadowServer() {
+        return shadowServer;
     }
 
     /** The admin HTTP server, or {@code null}. */

@@ -83,7 +83,10 @@ public enum AnomalyKind {
     DEFERRAL_EXPIRED_AT_ACK(72, Severity.WARNING, 7,
             "a deferral expired in the call its ACK arrived: counted in the \"Reaped N\" warning, freed by its ACK"),
     READ_RECV_WITHOUT_REMOTE_BLOCKS(73, Severity.INFO, 14, true,
-            "READ consumer params without remote_block_ids (missing or empty): no receive staged, the prefill waits for its reap");
+            "READ consumer params without remote_block_ids (missing or empty): no receive staged, the prefill waits for its reap"),
+    // recorded by a shadow node (kvledger node --engine shadow), never by the reducer
+    SHADOW_DIVERGENCE(74, Severity.WARNING, 0, true,
+            "the real connector answered a hook otherwise than kvledger's reducer (shadow node: both answers in the detail)");
 
     private static final String OWN = "kvledger's own";
 

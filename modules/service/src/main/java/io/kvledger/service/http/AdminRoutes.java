@@ -5,6 +5,7 @@ import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.node.NodeState;
 import io.kvledger.service.NodeService;
+import io.kvledger.service.shadow.ShadowMonitor;
 import io.kvledger.service.metrics.NodeMetrics;
 import io.kvledger.service.metrics.RequestTimes;
 import io.netty.buffer.Unpooled;
@@ -300,6 +301,37 @@ final class AdminRoutes implements AutoCloseable {
                 .timeout(JOURNAL_TIMEOUT)
                 .flatMap(m -> Mono.from(HttpFront.json(res, HttpResponseStatus.OK, m)))
                 .onErrorResume(e -> Mono.from(unavailable(res, e)));
+    }
+
+    // ------------------------------------------------------------------ /v1/divergences
+
+    /**
+     * A shadow node's divergences: where the real connector answered a hook otherwise than the
+     * reducer, newest {@code limit} (default 100, at most {@value ShadowMonitor#KEPT}) oldest first,
+     * with the counts by hook and the streams the node reads. {@code 404} on a node that is not a
+     * shadow.
+     */
+    Publisher<Void> divergences(HttpServerRequest req, HttpServerResponse res) {
+        ShadowMonitor shadow = node.shadow();
+        if (shadow == null) {
+            return HttpFront.json(res, HttpResponseStatus.NOT_FOUND, Map.of("error",
+                    "this node is not a shadow node (kvledger node --engine shadow)"));
+        }
+        int limit = 100;
+        List<String> l = new QueryStringDecoder(req.uri()).parameters().get("limit");
+        if (l != null && !l.isEmpty()) {
+            String v = l.get(l.size() - 1).strip();
+            try {
+                limit = Integer.parseInt(v);
+            } catch (NumberFormatException e) {
+                limit = -1;
+            }
+            if (limit < 0 || limit > ShadowMonitor.KEPT) {
+                return HttpFront.json(res, HttpResponseStatus.BAD_REQUEST, Map.of("error",
+                        "limit must be an integer from 0 to " + ShadowMonitor.KEPT + ", got '" + v + "'"));
+            }
+        }
+        return HttpFront.json(res, HttpResponseStatus.OK, shadow.toJson(node.options().nodeId(), limit));
     }
 
     // ------------------------------------------------------------------ /v1/events

@@ -67,6 +67,7 @@ public final class HttpFront implements AutoCloseable {
                         .get("/v1/requests", guarded(admin::requests))
                         .get("/v1/requests/{id}", guarded(admin::request))
                         .get("/v1/hangs", guarded(admin::hangs))
+                        .get("/v1/divergences", guarded(admin::divergences))
                         .get("/v1/events", guarded(admin::events)))
                 .bindNow(Duration.ofSeconds(10));
     }

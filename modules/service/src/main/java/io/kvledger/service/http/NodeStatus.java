@@ -31,8 +31,15 @@ public final class NodeStatus {
         m.put("transfers_pending", node.dataPlane().pendingTransfers());
         m.put("notifies_sent", node.publisher().sent());
         m.put("notifies_failed", node.publisher().failed());
-        m.put("frames_received", node.listener().received());
-        m.put("frames_rejected", node.listener().rejected());
+        m.put("frames_received", node.listener() == null ? 0L : node.listener().received());
+        m.put("frames_rejected", node.listener() == null ? 0L : node.listener().rejected());
+        if (node.shadow() != null) {
+            m.put("shadow_inputs", node.shadow().observed());
+            m.put("shadow_divergences", node.shadow().divergences());
+            m.put("shadow_lines_received", node.shadow().linesReceived());
+            m.put("shadow_lines_lost", node.shadow().linesLost());
+            m.put("shadow_messages", node.shadowServer() == null ? 0L : node.shadowServer().messages());
+        }
         m.put("faults_injected", node.faultsInjected());
         SimulatedEngine e = node.engine();
         if (e != null) {

@@ -8,7 +8,7 @@
  * <p>Handlers never block a Netty thread or the loop: state reads are {@code Inbox.query} tasks,
  * journal reads run on Reactor's bounded-elastic scheduler, the event stream has its own thread.
  *
- * <p>May depend on the service package and its {@code metrics} and {@code engine} packages,
+ * <p>May depend on the service package and its {@code metrics}, {@code engine} and {@code shadow} packages,
  * kvledger-core (the diagnosis ledger and detectors), kvledger-journal (reader, tailer, JSON),
  * reactor-core, reactor-netty-http and Micrometer.
  */

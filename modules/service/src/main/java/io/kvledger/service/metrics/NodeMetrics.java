@@ -174,10 +174,26 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
                 .description("Posts whose completion has not come back").tags(tags).register(registry);
         FunctionCounter.builder("kvledger:notifies_sent", node, n -> n.publisher().sent())
                 .description("Notify frames sent").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:frames_received", node, n -> n.listener().received())
+        FunctionCounter.builder("kvledger:frames_received", node, n -> n.listener() == null ? 0 : n.listener().received())
                 .description("Notify frames received").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:frames_rejected", node, n -> n.listener().rejected())
+        FunctionCounter.builder("kvledger:frames_rejected", node, n -> n.listener() == null ? 0 : n.listener().rejected())
                 .description("Notify frames rejected").tags(tags).register(registry);
+        var shadow = node.shadow();
+        if (shadow != null) {
+            for (String hook : shadow.hooks()) {
+                FunctionCounter.builder("kvledger:shadow_divergences", shadow, s -> s.divergences(hook))
+                        .description("Hook calls the real connector answered otherwise than kvledger's reducer (shadow node)")
+                        .tags(tags).tag("hook", hook).register(registry);
+            }
+            FunctionCounter.builder("kvledger:shadow_inputs", shadow, s -> s.observed())
+                    .description("Hook calls observed in the scheduler stream, applied and compared")
+                    .tags(tags).register(registry);
+            FunctionCounter.builder("kvledger:shadow_replies_compared", shadow, s -> s.compared())
+                    .description("Recorded connector replies compared with the reducer's").tags(tags).register(registry);
+            FunctionCounter.builder("kvledger:shadow_lines_lost", shadow, s -> s.linesLost())
+                    .description("Stream lines lost: gaps (the recorder's ZMQ queue was full), unreadable lines, "
+                            + "lines a full inbox refused").tags(tags).register(registry);
+        }
     }
 
     private static Duration ms(long v) {

@@ -3,7 +3,7 @@
  * keeps Micrometer meters (exported in the Prometheus text format, transfer metrics named after
  * vLLM's {@code vllm:nixl_*}) and the per-request times the admin API reports.
  *
- * <p>May depend on kvledger-core, the service package (the node, its loop, inbox and data plane)
- * and Micrometer; the HTTP package depends on it, not the other way round.
+ * <p>May depend on kvledger-core, the service package (the node, its loop, inbox and data plane),
+ * its {@code shadow} package (a shadow node's counts) and Micrometer; the HTTP package depends on it, not the other way round.
  */
 package io.kvledger.service.metrics;

@@ -1,0 +1,183 @@
+"""Per-hook cost of the vLLM bridge's recorder, measured with the stand-in driver.
+
+    python3 benchmarks/vllm_bridge_hook_cost.py [--requests 4096] [--repeat 5]
+
+(Debian's python3 with python3-zmq; run from the repository root.) The stand-in driver of
+modules/vllm-bridge/tests plays vLLM's scheduler loop (admission, chunked prefill, the worker's
+forward pass with two layers, finishes) over one scheduler and one worker connector, in these
+configurations:
+
+- ``inner``: the scripted MoRIIO-like connector alone (no recorder);
+- ``off``: ``KvledgerRecorderConnector`` without ``record_to`` (delegation only);
+- ``file``: recording to files (``record_to: DIR/{role}-dp{dp}-tp{tp}.jsonl``);
+- ``zmq``: recording to ``tcp://127.0.0.1:PORT``, a PULL socket in another process draining it
+  (what a shadow node does);
+
+per-layer hooks not recorded (``record_layers`` false, the default). Every hook method of both
+connectors is wrapped in a timer (``time.perf_counter_ns`` around the call, the same wrapper in
+every configuration); the table gives the mean nanoseconds per call of each hook in ``inner`` and
+what each other configuration adds to it, best of ``--repeat`` runs. The writer thread of the
+recorder runs in the same process during the calls, as it does in vLLM's engine-core and worker
+processes. A measurement, not a test: nothing is asserted.
+"""
+
+import argparse
+import collections
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BRIDGE = os.path.join(ROOT, "modules", "vllm-bridge")
+for p in ("src", "tests/standin", "tests"):
+    sys.path.insert(0, os.path.join(BRIDGE, p))
+
+import fakes  # noqa: E402
+from driver import Driver, make_config, request_id  # noqa: E402
+from kvledger_vllm import KvledgerRecorderConnector  # noqa: E402
+from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
+from vllm.v1.request import Request  # noqa: E402
+
+SCHED_HOOKS = ("on_new_request", "get_num_new_matched_tokens", "update_state_after_alloc", "build_connector_meta",
+               "update_connector_output", "request_finished")
+WORKER_HOOKS = ("bind_connector_metadata", "start_load_kv", "wait_for_layer_load", "save_kv_layer", "wait_for_save",
+                "get_finished", "clear_connector_metadata")
+PER_LAYER = ("wait_for_layer_load", "save_kv_layer")
+
+DRAIN = """
+import sys, zmq
+ctx = zmq.Context()
+s = ctx.socket(zmq.PULL)
+s.bind(sys.argv[1])
+print("ready", flush=True)
+n = 0
+while True:
+    s.recv_multipart()
+    n += 1
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def timed(obj, names, samples):
+    for name in names:
+        f = getattr(obj, name)
+        out = samples[name]
+
+        def wrapper(*a, _f=f, _out=out, **k):
+            t = time.perf_counter_ns()
+            r = _f(*a, **k)
+            _out.append(time.perf_counter_ns() - t)
+            return r
+        setattr(obj, name, wrapper)
+
+
+def requests(n, prompt=48):
+    return [Request(request_id(i + 1, "a"), list(range(prompt)),
+                    {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": f"tx-{i + 1:06d}",
+                     "remote_engine_id": None, "remote_block_ids": None}, max_tokens=1) for i in range(n)]
+
+
+def run(mode, n_requests, where):
+    """One driver run; returns ({hook: (mean ns, median ns)}, {hook: calls}, recorder counters)."""
+    base = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
+    if mode == "file":
+        base["record_to"] = os.path.join(where, "{role}-dp{dp}-tp{tp}.jsonl")
+    elif mode == "zmq":
+        base["record_to"] = where
+    cfg = make_config("kv_producer", base)
+    if mode == "inner":
+        sched = fakes.ScriptedConnector(cfg, KVConnectorRole.SCHEDULER)
+        worker = fakes.ScriptedConnector(cfg, KVConnectorRole.WORKER)
+    else:
+        sched = KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
+        worker = KvledgerRecorderConnector(cfg, KVConnectorRole.WORKER, None)
+    samples = collections.defaultdict(list)
+    timed(sched, SCHED_HOOKS, samples)
+    timed(worker, WORKER_HOOKS, samples)
+    d = Driver(sched, worker, producer=True)
+    reqs = requests(n_requests)
+    for i in range(0, len(reqs), 16):
+        for r in reqs[i:i + 16]:
+            d.add(r)
+        d.run(5)
+    counters = {}
+    if mode in ("file", "zmq"):
+        for name, c in (("scheduler", sched), ("worker", worker)):
+            s = c.recording_stream
+            s.flush(120)
+            sink = s._sink
+            counters[name] = (s.captured, s.dropped, getattr(sink, "dropped_lines", 0))
+    for c in (sched, worker):
+        if hasattr(c, "shutdown"):
+            c.shutdown()
+    stats = {h: (sum(v) / len(v), statistics.median(v)) for h, v in samples.items() if v}
+    return stats, {h: len(v) for h, v in samples.items()}, counters
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=4096)
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args(argv)
+    port = free_port()
+    endpoint = f"tcp://127.0.0.1:{port}"
+    drain = subprocess.Popen([sys.executable, "-c", DRAIN, endpoint], stdout=subprocess.PIPE, text=True)
+    try:
+        assert drain.stdout.readline().strip() == "ready"
+        best = {}
+        calls = {}
+        counters = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for rep in range(a.repeat + 1):  # the first round warms up and is not counted
+                for mode in ("inner", "off", "file", "zmq"):
+                    where = endpoint if mode == "zmq" else os.path.join(tmp, f"{mode}-{rep}")
+                    stats, c, ctr = run(mode, a.requests, where)
+                    if rep == 0:
+                        continue
+                    calls[mode] = c
+                    counters[mode] = ctr
+                    prev = best.setdefault(mode, {})
+                    for h, (mean, med) in stats.items():
+                        pm, pd = prev.get(h, (mean, med))
+                        prev[h] = (min(pm, mean), min(pd, med))
+        hooks = [h for h in SCHED_HOOKS + WORKER_HOOKS if h in best["inner"]]
+        print(f"{a.requests} requests (48-token prompts in 16-token chunks, 2 layers), best of {a.repeat} runs; "
+              f"ns per call, median / mean; the recorder columns are what it adds to the inner connector alone")
+        print()
+        print("| hook | calls per run | inner alone | + recorder, not recording | + recording to files | "
+              "+ recording over ZMQ |")
+        print("|---|---:|---:|---:|---:|---:|")
+
+        def cell(mode, h):
+            (m, d), (im, idd) = best[mode][h], best["inner"][h]
+            return f"{d - idd:+,.0f} / {m - im:+,.0f}"
+        for h in hooks:
+            im, idd = best["inner"][h]
+            label = h + (" (per layer, not recorded)" if h in PER_LAYER else "")
+            print(f"| `{label}` | {calls['inner'][h]:,} | {idd:,.0f} / {im:,.0f} | {cell('off', h)} | {cell('file', h)} | "
+                  f"{cell('zmq', h)} |")
+        n = sum(calls["inner"][h] for h in hooks)
+        total = {m: sum(best[m][h][0] * calls[m][h] for h in hooks) / n for m in best}
+        print(f"| all hooks, mean per call | {n:,} | {total['inner']:,.0f} | {total['off'] - total['inner']:+,.0f} | "
+              f"{total['file'] - total['inner']:+,.0f} | {total['zmq'] - total['inner']:+,.0f} |")
+        print()
+        for mode in ("file", "zmq"):
+            for name, (captured, dropped, lost) in counters[mode].items():
+                print(f"{mode} {name}: {captured:,} entries captured, {dropped} dropped by the capture queue, "
+                      f"{lost} lines dropped by the sink (last run)")
+    finally:
+        drain.kill()
+        drain.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,261 @@
+package io.kvledger.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.kvledger.journal.json.Json;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code kvledger node --engine shadow} fed by the vLLM bridge's recorder over ZMQ: a real node
+ * process (the CLI, in a child JVM) and a real Python process (the stand-in driver of
+ * modules/vllm-bridge, recording with {@code record_to: tcp://127.0.0.1:PORT}). The node runs the
+ * reducer on the scheduler's stream as it arrives and reports, over HTTP, where the scripted
+ * connector answered otherwise. And the drive mode: {@code kvledger node --engine drive} answers the
+ * driver's scheduler hooks over the engine bridge.
+ */
+class VllmBridgeShadowTest {
+
+    static final Path PYTHON = VllmBridgeRecordingTest.PYTHON;
+    static final Path BRIDGE = VllmBridgeRecordingTest.BRIDGE;
+    static final String RID1 = "cmpl-___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_host:10.0.1.1,"
+            + "handshake:6301,notify:61005_00000000000000000000000000000001-0-aaaaaaaa";
+
+    @TempDir
+    Path tmp;
+
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    private Process node;
+    private Path nodeLog;
+    private int shadowPort;
+    private int httpPort;
+
+    @BeforeAll
+    static void python() throws Exception {
+        VllmBridgeRecordingTest.python();
+    }
+
+    @AfterEach
+    void stopNode() throws InterruptedException {
+        if (node != null && node.isAlive()) {
+            node.destroy();
+            if (!node.waitFor(30, TimeUnit.SECONDS)) {
+                node.destroyForcibly();
+            }
+        }
+    }
+
+    /** Starts {@code kvledger node --engine shadow} as the driver's producer engine is configured. */
+    private Path startShadow(String role) throws Exception {
+        return startNode(role, "shadow");
+    }
+
+    /** Starts {@code kvledger node --engine ENGINE} (shadow: --shadow; drive: --bridge on the same port). */
+    private Path startNode(String role, String engine) throws Exception {
+        int[] ports = io.kvledger.service.cluster.LoopbackPorts.distinct(2);
+        shadowPort = ports[0];
+        httpPort = ports[1];
+        Path journal = tmp.resolve(engine + "-" + role);
+        nodeLog = tmp.resolve(engine + "-" + role + ".log");
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (a.startsWith("--") || a.startsWith("-Dchronicle")) {
+                cmd.add(a);
+            }
+        }
+        String host = role.equals("producer") ? "10.0.0.1" : "10.0.1.1";
+        cmd.addAll(List.of("-XX:+UseParallelGC", "-cp", System.getProperty("java.class.path"), Main.class.getName(), "node",
+                "--engine", engine, engine.equals("shadow") ? "--shadow" : "--bridge", "tcp://127.0.0.1:" + shadowPort,
+                "--kv-transfer-config", "{\"kv_role\":\"kv_" + role + "\",\"kv_connector_extra_config\":{\"host_ip\":\"" + host
+                        + "\",\"proxy_ip\":\"127.0.0.1\",\"proxy_ping_port\":1}}",
+                "--http", "127.0.0.1:" + httpPort, "--journal", journal.toString()));
+        node = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(nodeLog.toFile()).start();
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() < end && node.isAlive()) {
+            try {
+                if (get("/healthz").statusCode() == 200) {
+                    return journal;
+                }
+            } catch (IOException notYet) {
+                // starting
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("the " + engine + " node did not come up: " + Files.readString(nodeLog));
+    }
+
+    private HttpResponse<String> get(String path) throws IOException, InterruptedException {
+        return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
+                .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @SuppressWarnings("unchecked")
+    private Map<String, Object> json(String path) throws IOException, InterruptedException {
+        HttpResponse<String> r = get(path);
+        assertEquals(200, r.statusCode(), path + ": " + r.body());
+        return (Map<String, Object>) Json.parse(r.body());
+    }
+
+    /** Runs the driver streaming to the shadow node; returns its output. */
+    private String drive(String scenario, String role) throws Exception {
+        return runDriver("--scenario", scenario, "--role", role, "--to", "tcp://127.0.0.1:" + shadowPort);
+    }
+
+    private static String runDriver(String... args) throws Exception {
+        return VllmBridgeRecordingTest.runDriver(args);
+    }
+
+    /** Waits until the scheduler stream has ended and its {@code inputs} hook calls are applied. */
+    @SuppressWarnings("unchecked")
+    private Map<String, Object> awaitStream(long inputs) throws Exception {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        Map<String, Object> d = null;
+        while (System.nanoTime() < end) {
+            d = json("/v1/divergences");
+            List<Map<String, Object>> streams = (List<Map<String, Object>>) d.get("streams");
+            boolean ended = streams.stream().anyMatch(s -> "scheduler".equals(s.get("role")) && Boolean.TRUE.equals(s.get("ended")));
+            if (ended && ((Long) d.get("observed_inputs")) >= inputs) {
+                return d;
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("the scheduler stream did not arrive: " + d + "\n" + Files.readString(nodeLog));
+    }
+
+    private static long metric(String scrape, String name, String hook) {
+        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(name) + "\\{hook=\"" + hook + "\",[^}]*\\} ([0-9.]+)$").matcher(scrape);
+        assertTrue(m.find(), name + " " + hook + " missing in:\n" + scrape);
+        return (long) Double.parseDouble(m.group(1));
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void healthyConnectorShowsNoDivergenceLive() throws Exception {
+        Path journal = startShadow("producer");
+        drive("healthy", "producer");
+        Map<String, Object> d = awaitStream(24);
+        assertEquals(0L, d.get("count"), d.toString());
+        assertEquals(24L, d.get("observed_inputs"), d.toString());
+        // 3 get_num_new_matched_tokens, 3 request_finished, 6 update_connector_output replies
+        assertEquals(12L, d.get("replies_compared"), d.toString());
+        List<Map<String, Object>> streams = (List<Map<String, Object>>) d.get("streams");
+        Map<String, Object> sched = streams.stream().filter(s -> "scheduler".equals(s.get("role"))).findFirst().orElseThrow();
+        assertEquals(Boolean.TRUE, sched.get("shadowed"));
+        assertEquals("P0", sched.get("node_id"));
+        assertEquals(0L, sched.get("lines_lost"));
+        Map<String, Object> worker = streams.stream().filter(s -> "worker".equals(s.get("role"))).findFirst().orElseThrow();
+        assertEquals(Boolean.FALSE, worker.get("shadowed"), worker.toString());
+        String scrape = get("/metrics").body();
+        assertEquals(0, metric(scrape, "kvledger:shadow_divergences_total", "request_finished"));
+        assertEquals(0, metric(scrape, "kvledger:shadow_divergences_total", "get_num_new_matched_tokens"));
+        // the node acted on nothing: no notify left it
+        Map<String, Object> status = json("/v1/status");
+        assertEquals(0L, status.get("notifies_sent"), status.toString());
+        assertEquals(0L, status.get("shadow_divergences"), status.toString());
+        // the hang detectors over the live journal: the request aborted mid-prefill leaves its
+        // pending save behind in MoRIIO's scheduler (kvledger's model says so; nothing else hangs)
+        Map<String, Object> hangs = json("/v1/hangs?stuck_after=0.05");
+        assertEquals(Map.of("mapping-leak", 1L), hangs.get("by_detector"), hangs.toString());
+        Map<String, Object> leak = ((List<Map<String, Object>>) hangs.get("findings")).getFirst();
+        assertEquals(RID1.replace("0001-0-", "0002-0-"), leak.get("request_id"), hangs.toString());
+        // the shadow journal is a recording: replay --verify agrees with the node
+        stopNode();
+        CliRun.Outcome o = CliRun.run("replay", "--verify", journal.toString());
+        assertEquals(0, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("verify: no divergence"), o.out());
+        assertTrue(o.out().contains("the same 12 hook replies"), o.out());
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void divergingConnectorIsReportedLiveAtItsRequestFinished() throws Exception {
+        Path journal = startShadow("producer");
+        drive("diverge", "producer");
+        Map<String, Object> d = awaitStream(24);
+        assertEquals(1L, d.get("count"), d.toString());
+        assertEquals(Map.of("request_finished", 1L), d.get("by_hook"));
+        List<Map<String, Object>> list = (List<Map<String, Object>>) d.get("divergences");
+        assertEquals(1, list.size());
+        Map<String, Object> div = list.getFirst();
+        assertEquals("request_finished", div.get("hook"));
+        assertEquals(RID1, div.get("request_id"));
+        assertTrue(((String) div.get("connector")).startsWith("finish_decision rid=" + RID1 + " delay_free=false"), div.toString());
+        assertTrue(((String) div.get("kvledger")).startsWith("finish_decision rid=" + RID1 + " delay_free=true"), div.toString());
+        long seq = (Long) div.get("seq");
+        String scrape = get("/metrics").body();
+        assertEquals(1, metric(scrape, "kvledger:shadow_divergences_total", "request_finished"));
+        assertEquals(0, metric(scrape, "kvledger:shadow_divergences_total", "update_connector_output"));
+        // kvledger's model still holds the request's blocks the real connector freed: a hang, live
+        Map<String, Object> hangs = json("/v1/hangs?stuck_after=0.05");
+        assertEquals(Map.of("mapping-leak", 1L, "stuck", 1L), hangs.get("by_detector"), hangs.toString());
+        Map<String, Object> stuck = ((List<Map<String, Object>>) hangs.get("findings")).stream()
+                .filter(f -> "stuck".equals(f.get("detector"))).findFirst().orElseThrow();
+        assertEquals(RID1, stuck.get("request_id"), hangs.toString());
+        assertEquals("DEFERRED_FREE", stuck.get("phase"), hangs.toString());
+        stopNode();
+        CliRun.Outcome o = CliRun.run("replay", "--verify", "--full-ids", journal.toString());
+        assertEquals(1, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("1 of "), o.out());
+        assertTrue(o.out().contains("the first at seq " + seq + " (request_finished)"), o.out());
+        CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--type", "anomaly");
+        assertTrue(dump.out().contains("SHADOW_DIVERGENCE"), dump.out() + dump.err());
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void driveModeHandsTheSchedulersDecisionsToTheNode() throws Exception {
+        // The scripted connector would free the first request at once; kvledger defers it, and the
+        // driver (vLLM) gets kvledger's answer. The recording keeps the connector's own answers.
+        Path journal = startNode("producer", "drive");
+        Path rec = tmp.resolve("rec-drive");
+        String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", rec.toString(),
+                "--drive", "tcp://127.0.0.1:" + shadowPort);
+        assertTrue(out.contains("answer driving True"), out);
+        assertTrue(out.contains("answer " + RID1 + " True"), out);
+        Map<String, Object> timeline = json("/v1/requests/" + java.net.URLEncoder.encode(RID1, StandardCharsets.UTF_8));
+        List<Map<String, Object>> end = (List<Map<String, Object>>) timeline.get("end");
+        assertEquals("DEFERRED_FREE", end.getFirst().get("phase"), Json.write(timeline));
+        Map<String, Object> status = json("/v1/status");
+        assertEquals(0L, status.get("notifies_sent"), status.toString());
+        stopNode();
+        // the node's journal: its own decisions, replayed identically
+        CliRun.Outcome v = CliRun.run("replay", "--verify", journal.toString());
+        assertEquals(0, v.code(), v.out() + v.err());
+        // the recording: the connector's answers, which kvledger overrode at that request_finished
+        Path p0 = tmp.resolve("rec-drive-P0");
+        CliRun.Outcome imp = CliRun.run("journal", "import", rec.resolve("scheduler-dp0-tp0.jsonl").toString(), p0.toString());
+        assertEquals(0, imp.code(), imp.out() + imp.err());
+        CliRun.Outcome o = CliRun.run("replay", "--verify", "--full-ids", p0.toString());
+        assertEquals(1, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("journal: finish_decision rid=" + RID1 + " delay_free=false"), o.out());
+    }
+
+    @Test
+    void shadowNodeRefusesWhatWouldMakeItAct() {
+        CliRun.Outcome o = CliRun.run("node", "--engine", "shadow", "--role", "producer", "--faults", "drop=0.5",
+                "--journal", tmp.resolve("j").toString());
+        assertEquals(2, o.code(), o.out() + o.err());
+        assertTrue(o.err().contains("a shadow node (--engine shadow) sends nothing"), o.err());
+    }
+}

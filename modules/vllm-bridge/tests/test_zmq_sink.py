@@ -1,0 +1,146 @@
+"""The ZMQ sink (``record_to: tcp://...``): the same stream as the file sink, and it never blocks."""
+
+import json
+import socket
+import threading
+import time
+
+import zmq
+
+import driver
+from driver import Driver, make_config, producer_requests
+from kvledger_vllm import KvledgerRecorderConnector
+from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Pull:
+    """A PULL socket standing in for the shadow node: collects messages per stream."""
+
+    def __init__(self, port):
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.PULL)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.bind(f"tcp://127.0.0.1:{port}")
+        self.messages = []
+
+    def collect(self, until, timeout_s=30.0):
+        deadline = time.monotonic() + timeout_s
+        while not until(self.messages) and time.monotonic() < deadline:
+            if self.sock.poll(100):
+                env, header, batch = self.sock.recv_multipart()
+                self.messages.append((json.loads(env), json.loads(header), batch.decode("utf-8")))
+        return self.messages
+
+    def close(self):
+        self.sock.close()
+        self.ctx.term()
+
+
+def ended(n):
+    return lambda msgs: sum(1 for m in msgs if m[0]["end"]) >= n
+
+
+def lines_of(msgs, role):
+    out = []
+    for env, _, batch in msgs:
+        if env["role"] == role and batch:
+            out.extend(json.loads(x) for x in batch.split("\n"))
+    return out
+
+
+def test_the_node_receives_the_file_sinks_lines_numbered_with_the_header_in_every_message(tmp_path):
+    port = free_port()
+    pull = Pull(port)
+    try:
+        driver.play(str(tmp_path), "healthy", "producer", record_to=f"tcp://127.0.0.1:{port}")
+        msgs = pull.collect(ended(2))
+    finally:
+        pull.close()
+    assert sum(1 for m in msgs if m[0]["end"]) == 2
+    by_stream = {}
+    for env, header, _ in msgs:
+        by_stream.setdefault((env["stream"], env["role"]), []).append(env)
+        assert header["kind"] == "header" and header["node_id"] == ("P0" if env["role"] == "scheduler" else "P0-tp0")
+        assert env["v"] == 1 and env["dp"] == 0 and env["tp"] == 0 and env["dropped"] == 0
+    assert sorted(r for _, r in by_stream) == ["scheduler", "worker"]
+    for envs in by_stream.values():  # consecutive line numbers, the header being line 0
+        expect = 1
+        for e in envs:
+            assert e["first"] == expect
+            expect += e["count"]
+    # the same entries, in the same order, as the file sink writes for the same run
+    sched_file, worker_file = driver.play(str(tmp_path / "files"), "healthy", "producer")
+    for role, path in (("scheduler", sched_file), ("worker", worker_file)):
+        with open(path, encoding="utf-8") as f:
+            from_file = [json.loads(x) for x in f.read().splitlines()[1:]]
+        over_zmq = lines_of(msgs, role)
+        strip = lambda ls: [{k: v for k, v in x.items() if k != "at_ns"} for x in ls]  # noqa: E731
+        assert strip(over_zmq) == strip(from_file)
+
+
+def test_nobody_listening_never_blocks_the_engine_and_the_drops_are_counted(tmp_path):
+    port = free_port()  # nothing binds it
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": f"tcp://127.0.0.1:{port}", "record_layers": True, "record_zmq_hwm": 2}
+    cfg = make_config("kv_producer", extra)
+    sched = KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
+    worker = KvledgerRecorderConnector(cfg, KVConnectorRole.WORKER, None)
+    done = threading.Event()
+
+    def run():
+        d = Driver(sched, worker)
+        for r in producer_requests(n=20):
+            d.add(r)
+        for _ in range(40):
+            d.step()
+            time.sleep(0.01)  # several writer batches, so the ZMQ queue of 2 messages overflows
+        done.set()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(120)
+    assert done.is_set(), "the driver did not finish: the recorder blocked it"
+    sink = sched.recording_stream._sink
+    assert sched.recording_stream.flush(30)
+    assert sink.sent_messages == 2  # what ZMQ queues for a peer that may come
+    assert sink.dropped_messages > 0 and sink.dropped_lines > 0
+    assert sched.recording_stream.dropped == 0 and sched.recording_stream.write_errors == 0
+    closer = threading.Thread(target=lambda: (sched.shutdown(), worker.shutdown()), daemon=True)
+    closer.start()
+    closer.join(30)
+    assert not closer.is_alive(), "shutdown blocked on a node that never came"
+
+
+def test_the_sink_reaches_a_node_that_comes_late_and_one_that_restarts(tmp_path):
+    port = free_port()
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": f"tcp://127.0.0.1:{port}"}
+    sched = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    reqs = producer_requests(n=3)
+    sched.on_new_request(reqs[0])  # nobody listens yet: ZMQ keeps the message
+    assert sched.recording_stream.flush(10)
+    pull = Pull(port)
+    try:
+        first = pull.collect(lambda m: len(m) >= 1)
+        assert lines_of(first, "scheduler")[0]["request_id"] == reqs[0].request_id
+        pull.close()
+        # the node restarts: the sink reconnects by itself; the next messages carry the header again
+        pull = Pull(port)
+        deadline = time.monotonic() + 30
+        got = []
+        while not got and time.monotonic() < deadline:
+            sched.on_new_request(reqs[1])  # a message lost while reconnecting shows as a gap
+            assert sched.recording_stream.flush(10)
+            got = pull.collect(lambda m: len(m) >= 1, timeout_s=0.5)
+        assert got, "the sink did not reconnect"
+        env, header, batch = got[0]
+        assert header["node_id"] == "P0" and env["first"] > 1 and json.loads(batch)["type"] == "request_admitted"
+    finally:
+        sched.shutdown()
+        pull.close()
