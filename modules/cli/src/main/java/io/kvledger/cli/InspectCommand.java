@@ -1,6 +1,15 @@
 package io.kvledger.cli;
 
+import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.journal.replay.ConfigOverrides;
+import io.kvledger.journal.replay.Hangs;
 import io.kvledger.journal.replay.JournalInputs;
+import io.kvledger.service.web.TimelineJson;
+import io.kvledger.service.web.WebPage;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import io.kvledger.journal.replay.JournalInputs.NodeJournal;
 import io.kvledger.journal.replay.Replayer;
 import io.kvledger.journal.replay.Timeline;
@@ -65,6 +74,11 @@ final class InspectCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print one JSON object")
     boolean json;
 
+    @Option(names = "--html", paramLabel = "FILE",
+            description = "also write the timeline as one self-contained HTML page (the web page's swimlane view, "
+                    + "with the hang findings that name the request), to attach to a bug report")
+    String html;
+
     @Option(names = "--full-ids", description = "print proxy request ids whole instead of cmpl-..._<uuid>-...")
     boolean fullIds;
 
@@ -79,6 +93,9 @@ final class InspectCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         boolean byRequest = target.request != null;
+        if (html != null && html.isBlank()) {
+            throw new ParameterException(spec.commandLine(), "--html needs a file name");
+        }
         String query = (byRequest ? target.request : target.transfer).strip();
         Timeline.Kind kind = byRequest ? Timeline.Kind.REQUEST : Timeline.Kind.TRANSFER;
         String what = kind.word();
@@ -92,7 +109,7 @@ final class InspectCommand implements Callable<Integer> {
         ProgressLine scanning = ProgressLine.forTerminal(err, "inspect (1/2)");
         ProgressLine collecting = ProgressLine.forTerminal(err, "inspect (2/2)");
         try {
-            result = Timeline.of(journals, query, kind, json, List.of(scanning, collecting));
+            result = Timeline.of(journals, query, kind, json || html != null, List.of(scanning, collecting));
         } catch (JournalInputs.InputException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         } finally {
@@ -122,6 +139,9 @@ final class InspectCommand implements Callable<Integer> {
             }
             case Timeline.Found found -> {
                 Journals.warnings(spec, found.warnings());
+                if (html != null) {
+                    writeHtml(err, journals, found);
+                }
                 if (json) {
                     printJson(out, found);
                 } else {
@@ -189,6 +209,26 @@ final class InspectCommand implements Callable<Integer> {
                     + (p.to().terminal() ? "" : " (not terminal)") + " since " + Text.rel(l.atNs() - base) + ": " + p.reason());
         }
         out.println("inspect: " + lines.size() + " line(s) over " + Text.seconds3(lines.get(lines.size() - 1).atNs() - base));
+    }
+
+    /** {@code --html FILE}: the web page's view of the request, with its findings, as one file. */
+    private void writeHtml(PrintWriter err, List<NodeJournal> journals, Timeline.Found found) {
+        Map<String, Object> data = TimelineJson.timeline(found);
+        Hangs.Result hangs;
+        try (Replayer r = Journals.openResolved(spec, journals, ConfigOverrides.none())) {
+            hangs = Hangs.analyse(r, Bounds.defaults());
+        }
+        List<Object> findings = TimelineJson.findingsFor(hangs.findings(), found.requestIds(), found.transferIds());
+        data.put("findings", findings);
+        Path file = Path.of(html);
+        try {
+            Files.writeString(file, WebPage.standalone(data), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new ParameterException(spec.commandLine(), "cannot write --html " + html + ": " + e.getMessage());
+        }
+        err.println("inspect: wrote " + html + " (" + found.lines().size() + " line(s), " + findings.size()
+                + " finding(s)); open it in a browser");
+        err.flush();
     }
 
     private void printJson(PrintWriter out, Timeline.Found found) {

@@ -1,8 +1,10 @@
 package io.kvledger.service.http;
 
+import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.replay.JournalInputs;
 import io.kvledger.journal.replay.Timeline;
+import io.kvledger.service.web.TimelineJson;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -46,7 +48,7 @@ final class RequestTimeline {
      * The timeline of {@code query} in the journal of node {@code node} in {@code dir}: the replay
      * library's {@link Timeline} (what {@code kvledger inspect} computes) over this one journal.
      */
-    static Result of(Path dir, String node, String query) {
+    static Result of(Path dir, String node, NodeConfig config, String query) {
         query = query.strip();
         if (query.isEmpty()) {
             return new Result.NotFound("give a request id");
@@ -69,7 +71,7 @@ final class RequestTimeline {
                     lines.add(line(l, node));
                 }
                 String journalName = dir.getFileName() == null ? node : dir.getFileName().toString();
-                yield new Result.Found(json(query, node, journalName, new LinkedHashSet<>(f.requestIds()),
+                yield new Result.Found(json(query, node, TimelineJson.journal(node, journalName, config), new LinkedHashSet<>(f.requestIds()),
                         new LinkedHashSet<>(f.transferIds()), lines, truncated));
             }
         };
@@ -97,7 +99,7 @@ final class RequestTimeline {
     }
 
     /** The object {@code inspect --json} prints, for one node. */
-    private static Map<String, Object> json(String query, String node, String journalName, Set<String> rids,
+    private static Map<String, Object> json(String query, String node, Map<String, Object> journal, Set<String> rids,
                                             Set<String> tids, List<Map<String, Object>> lines, boolean truncated) {
         long base = lines.isEmpty() ? 0 : (Long) lines.get(0).get("at_ns");
         LinkedHashSet<String> legs = new LinkedHashSet<>();
@@ -132,10 +134,7 @@ final class RequestTimeline {
         m.put("command", "inspect");
         m.put("query", query);
         m.put("kind", "request");
-        LinkedHashMap<String, Object> jm = new LinkedHashMap<>();
-        jm.put("node", node);
-        jm.put("journal", journalName);
-        m.put("journals", List.of(jm));
+        m.put("journals", List.of(journal));
         List<Object> requests = new ArrayList<>();
         for (String rid : legs) {
             LinkedHashMap<String, Object> lm = new LinkedHashMap<>();
