@@ -184,8 +184,8 @@
         el('td', {}, [r.node]),
         el('td', {}, [r.phase + (r.terminal ? '' : ' \u2026')]),
         el('td', {}, [secs(r.age)]),
-        el('td', {'class': 'anomaly'}, [r.anomalies.join(', ')]),
-        el('td', {'class': 'finding', title: hang ? hang.message : ''}, [hang ? hang.detector + (hang.bug_class ? ' (class ' + hang.bug_class + ')' : '') + ': ' + hang.message : '']),
+        el('td', {'class': 'anomaly'}, [el('div', {'class': 'clip'}, [r.anomalies.join(', ')])]),
+        el('td', {'class': 'finding', title: hang ? hang.message : ''}, [el('div', {'class': 'clip'}, [hang ? hang.detector + (hang.bug_class ? ' (class ' + hang.bug_class + ')' : '') + ': ' + hang.message : ''])]),
         tidCell
       ]);
       tr.addEventListener('click', function () { location.hash = 'request=' + encodeURIComponent(r.id); });
@@ -324,7 +324,7 @@
       laneHeight[l.id] = l.id === 'wire' ? laneH + 12 * wireRows : laneH;
       y += laneHeight[l.id];
     });
-    var width = maxX + 240, height = y + 10;
+    var width = maxX + 200, height = y + 10;
     chart.setAttribute('width', width);
     chart.setAttribute('height', height);
     var defs = svg('defs', {}, chart);
@@ -373,7 +373,11 @@
         var g = svg('g', {'class': 'phase-band'}, chart);
         svg('rect', {x: b.x, y: laneY[lane] + laneH - 14, width: Math.max(2, x2 - b.x), height: 12,
           fill: PHASE_COLORS[b.phase] || '#eaecf0'}, g);
-        svg('text', {x: b.x + 3, y: laneY[lane] + laneH - 5, text: b.phase + ' (' + b.node + ')'}, g);
+        var label = b.phase + ' (' + b.node + ')', room = Math.floor((x2 - b.x - 4) / 6);
+        if (room >= 3) {
+          svg('text', {x: b.x + 3, y: laneY[lane] + laneH - 5, text: label.length > room ? label.slice(0, room - 1) + '\u2026' : label}, g);
+        }
+        title(g, label);
       });
     });
 
@@ -389,6 +393,44 @@
       title(g, t.node + ' ' + lines[t.from].type + ' status ' + t.status + ': ' + dur + (t.failed ? ' (FAILED)' : ''));
     });
 
+    // Deadlines.
+    deadlines.forEach(function (d) {
+      var side = sideOf(d.node, info);
+      var lanes = side === 'proxy' ? ['proxy'] : [side + '-sched', side + '-worker'];
+      var y1 = Math.min.apply(null, lanes.map(function (l) { return laneY[l]; }));
+      var y2 = Math.max.apply(null, lanes.map(function (l) { return laneY[l] + laneHeight[l]; }));
+      var x = xat(d.at);
+      var g = svg('g', {'class': 'deadline', 'data-deadline': d.kind, 'data-node': d.node}, chart);
+      svg('line', {x1: x, x2: x, y1: y1, y2: y2}, g);
+      svg('text', {x: x + 3, y: y1 + 10, text: '\u23f1 ' + d.label}, g);
+      title(g, d.node + ' ' + d.label + ' at t+' + ((d.at - base) / 1e9).toFixed(3) + ' s: ' + d.why);
+    });
+
+    // Hang findings: a dashed box where the missing event should have been.
+    var lastT = lines.length ? lines[lines.length - 1].at_ns : 0;
+    findings.forEach(function (f) {
+      var lane = findingLane(f, info);
+      if (!laneY[lane]) { return; }
+      var end = f.at_ns !== null && f.at_ns !== undefined ? f.at_ns : lastT;
+      if (f.detector === 'anomaly') {
+        var ga = svg('g', {'class': 'finding-anomaly', 'data-detector': f.detector}, chart);
+        svg('circle', {cx: xat(end), cy: laneY[lane] + 22, r: 10}, ga);
+        title(ga, f.node + ' ' + f.detector + ': ' + f.message);
+        return;
+      }
+      var start = f.since_ns !== null && f.since_ns !== undefined ? f.since_ns : end;
+      var x1 = xat(start), x2 = Math.max(xat(end), x1 + 24);
+      var g = svg('g', {'class': 'missing-event', 'data-detector': f.detector, 'data-node': f.node}, chart);
+      svg('rect', {x: x1, y: laneY[lane] + 6, width: x2 - x1, height: 30, rx: 4}, g);
+      svg('circle', {cx: x2, cy: laneY[lane] + 21, r: 8}, g);
+      svg('text', {x: x2 - 3, y: laneY[lane] + 25, text: '?'}, g);
+      svg('text', {x: x2 + 12, y: laneY[lane] + 25, text: 'missing: ' + expected(f, info)}, g);
+      svg('text', {x: x2 + 12, y: laneY[lane] + 37, text: f.detector + (f.bug_class ? ', class ' + f.bug_class : '')}, g);
+      title(g, f.node + ' ' + f.detector + (f.bug_class ? ' (class ' + f.bug_class + ')' : '') + ': ' + f.message);
+      g.addEventListener('click', function () {
+        $('#entry').textContent = 'hang finding on ' + f.node + '\n' + JSON.stringify(f, null, 2);
+      });
+    });
     // Events.
     var pos = [];
     var stackAt = {};
@@ -431,50 +473,13 @@
       }
     });
 
-    // Deadlines.
-    deadlines.forEach(function (d) {
-      var side = sideOf(d.node, info);
-      var lanes = side === 'proxy' ? ['proxy'] : [side + '-sched', side + '-worker'];
-      var y1 = Math.min.apply(null, lanes.map(function (l) { return laneY[l]; }));
-      var y2 = Math.max.apply(null, lanes.map(function (l) { return laneY[l] + laneHeight[l]; }));
-      var x = xat(d.at);
-      var g = svg('g', {'class': 'deadline', 'data-deadline': d.kind, 'data-node': d.node}, chart);
-      svg('line', {x1: x, x2: x, y1: y1, y2: y2}, g);
-      svg('text', {x: x + 3, y: y1 + 10, text: '\u23f1 ' + d.label}, g);
-      title(g, d.node + ' ' + d.label + ' at t+' + ((d.at - base) / 1e9).toFixed(3) + ' s: ' + d.why);
-    });
-
-    // Hang findings: a dashed box where the missing event should have been.
-    var lastT = lines.length ? lines[lines.length - 1].at_ns : 0;
-    findings.forEach(function (f) {
-      var lane = findingLane(f, info);
-      if (!laneY[lane]) { return; }
-      var end = f.at_ns !== null && f.at_ns !== undefined ? f.at_ns : lastT;
-      if (f.detector === 'anomaly' && (f.since_ns === null || f.since_ns === undefined)) {
-        var ga = svg('g', {'class': 'finding-anomaly', 'data-detector': f.detector}, chart);
-        svg('circle', {cx: xat(end), cy: laneY[lane] + 22, r: 10}, ga);
-        title(ga, f.node + ' ' + f.detector + ': ' + f.message);
-        return;
-      }
-      var start = f.since_ns !== null && f.since_ns !== undefined ? f.since_ns : end;
-      var x1 = xat(start), x2 = Math.max(xat(end), x1 + 24);
-      var g = svg('g', {'class': 'missing-event', 'data-detector': f.detector, 'data-node': f.node}, chart);
-      svg('rect', {x: x1, y: laneY[lane] + 6, width: x2 - x1, height: 30, rx: 4}, g);
-      svg('circle', {cx: x2, cy: laneY[lane] + 21, r: 8}, g);
-      svg('text', {x: x2 - 3, y: laneY[lane] + 25, text: '?'}, g);
-      svg('text', {x: x2 + 12, y: laneY[lane] + 25, text: 'missing: ' + expected(f, info)}, g);
-      title(g, f.node + ' ' + f.detector + (f.bug_class ? ' (class ' + f.bug_class + ')' : '') + ': ' + f.message);
-      g.addEventListener('click', function () {
-        $('#entry').textContent = 'hang finding on ' + f.node + '\n' + JSON.stringify(f, null, 2);
-      });
-    });
   }
 
   // What a detector says did not happen, in a few words (the finding's message says more).
   function expected(f, info) {
     var j = info[f.node] || {};
     switch (f.detector) {
-      case 'stuck-waiting': return j.mode === 'write' ? 'write_done (remote_blocks never reached the producer?)' : 'transfer completion';
+      case 'stuck-waiting': return j.mode === 'write' ? 'write_done' : 'transfer completion';
       case 'handshake-incomplete': return 'handshake_completed';
       case 'reaped-without-ack': return 'release (ACK) before defer_timeout';
       case 'stuck': return 'next phase change';
