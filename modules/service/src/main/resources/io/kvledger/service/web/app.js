@@ -40,7 +40,7 @@
 
   var state = {
     token: null, rows: [], findings: [], nodeInfo: {}, live: false, events: 0, openId: null,
-    timeline: null, refreshTimer: null, lastRefresh: 0, inFlight: false, standalone: false
+    timeline: null, refreshTimer: null, lastRefresh: 0, inFlight: false, standalone: false, followGen: 0
   };
 
   function set(a) { var s = {}; a.forEach(function (x) { s[x] = true; }); return s; }
@@ -92,7 +92,7 @@
   function key(node, rid) { return node + '\u0000' + rid; }
 
   function loadList() {
-    if (state.inFlight) { return Promise.resolve(); }
+    if (state.inFlight) { state.again = true; return Promise.resolve(); }
     state.inFlight = true;
     state.lastRefresh = Date.now();
     return Promise.all([api('/v1/requests?limit=10000'), api('/v1/hangs')]).then(function (res) {
@@ -127,7 +127,10 @@
       showError('');
     }).catch(function (e) {
       showError(e.status === 401 ? 'this server needs a token: open /ui/#token=YOUR_TOKEN' : 'cannot load the requests: ' + e.message);
-    }).then(function () { state.inFlight = false; });
+    }).then(function () {
+      state.inFlight = false;
+      if (state.again) { state.again = false; return loadList(); }
+    });
   }
 
   // ------------------------------------------------------------------ list
@@ -402,7 +405,7 @@
       var x = xat(d.at);
       var g = svg('g', {'class': 'deadline', 'data-deadline': d.kind, 'data-node': d.node}, chart);
       svg('line', {x1: x, x2: x, y1: y1, y2: y2}, g);
-      svg('text', {x: x + 3, y: y1 + 10, text: '\u23f1 ' + d.label}, g);
+      svg('text', {x: x + 3, y: y1 + 10, text: d.label}, g);
       title(g, d.node + ' ' + d.label + ' at t+' + ((d.at - base) / 1e9).toFixed(3) + ' s: ' + d.why);
     });
 
@@ -558,18 +561,20 @@
 
   // Server-sent events read through fetch (an EventSource cannot send the bearer token).
   function follow() {
+    var gen = ++state.followGen;
     var headers = {Accept: 'text/event-stream'};
     if (state.token) { headers.Authorization = 'Bearer ' + state.token; }
     fetch('/v1/events', {headers: headers, cache: 'no-store'}).then(function (r) {
       if (!r.ok || !r.body) {
         setLive(false, r.status === 404 ? 'journals (not live)' : 'no event stream (' + r.status + ')');
-        if (r.status !== 404) { setTimeout(follow, 5000); }
+        if (r.status !== 404) { setTimeout(function () { if (gen === state.followGen) { follow(); } }, 5000); }
         return;
       }
       var reader = r.body.getReader(), decoder = new TextDecoder(), buf = '';
       function pump() {
         return reader.read().then(function (chunk) {
           if (chunk.done) { throw new Error('stream ended'); }
+          if (gen !== state.followGen) { reader.cancel(); return null; }
           buf += decoder.decode(chunk.value, {stream: true});
           var cut;
           while ((cut = buf.indexOf('\n\n')) >= 0) {
@@ -581,8 +586,9 @@
       }
       return pump();
     }).catch(function () {
+      if (gen !== state.followGen) { return; }
       setLive(false, 'reconnecting');
-      setTimeout(follow, 3000);
+      setTimeout(function () { if (gen === state.followGen) { follow(); } }, 3000);
     });
   }
 
@@ -612,9 +618,13 @@
 
   // ------------------------------------------------------------------ start
 
+  // The hash holds the open request (#request=ID) and, once, the token (#token=T): the token is
+  // kept in the session's storage and taken out of the address.
   function route() {
     var p = new URLSearchParams(location.hash.replace(/^#/, ''));
+    var fresh = false;
     if (p.get('token')) {
+      fresh = p.get('token') !== state.token;
       state.token = p.get('token');
       try { sessionStorage.setItem('kvledger-token', state.token); } catch (e) { /* private mode */ }
       p.delete('token');
@@ -622,6 +632,15 @@
     }
     var id = p.get('request');
     if (id) { openRequest(id); }
+    return fresh;
+  }
+
+  function onHashChange() {
+    if (route()) {
+      // A new token: read everything again and follow the events with it.
+      loadList();
+      if (!state.live) { follow(); }
+    }
   }
 
   function start() {
@@ -639,7 +658,7 @@
     ['#search', '#hung-only', '#phase-filter', '#class-filter', '#node-filter'].forEach(function (s) {
       $(s).addEventListener(s === '#search' ? 'input' : 'change', renderList);
     });
-    window.addEventListener('hashchange', route);
+    window.addEventListener('hashchange', onHashChange);
     route();
     loadList().then(function () { follow(); });
   }
