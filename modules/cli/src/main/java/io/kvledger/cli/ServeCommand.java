@@ -1,6 +1,7 @@
 package io.kvledger.cli;
 
 import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.service.http.EventStream;
 import io.kvledger.service.web.WebServer;
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -27,6 +28,8 @@ import picocli.CommandLine.Spec;
                     + "and the event a hang finding says is missing. Click an event to see its journal entry.",
             "DIR is a node journal, a directory holding one journal directory per node, or a directory of JSON "
                     + "lines (journal/fixtures). The journals are read again on each page request.",
+            "With --follow the page updates live as the journals grow (point it at the journals of running nodes "
+                    + "for one live view of the whole deployment).",
             "Runs until interrupted (Ctrl-C). Exit status: 0 stopped; 2 usage error."})
 final class ServeCommand implements Callable<Integer> {
 
@@ -40,6 +43,11 @@ final class ServeCommand implements Callable<Integer> {
             description = "where to listen (default: ${DEFAULT-VALUE}; port 0 picks a free one). The page has no "
                     + "token: keep it on loopback or a trusted network.")
     String http;
+
+    @Option(names = "--follow",
+            description = "follow the journals as they grow (journals of running nodes): the page updates through "
+                    + "the server's event stream (/v1/events) as entries are appended")
+    boolean follow;
 
     /** Counted down when the server is up (tests wait on it). */
     final CountDownLatch started = new CountDownLatch(1);
@@ -67,25 +75,45 @@ final class ServeCommand implements Callable<Integer> {
         }
         List<NodeJournal> journals = Journals.resolve(spec, dirs);
         PrintWriter out = spec.commandLine().getOut();
-        try (WebServer s = start(journals, host, port)) {
+        List<EventStream> streams = new ArrayList<>();
+        if (follow) {
+            for (NodeJournal j : journals) {
+                streams.add(new EventStream(j.dir(), j.name()));
+            }
+        }
+        WebServer s = start(journals, host, port, streams);
+        boolean interrupted = false;
+        try {
             server = s;
             List<String> names = new ArrayList<>();
             journals.forEach(j -> names.add(j.name()));
             String shown = s.host().contains(":") ? "[" + s.host() + "]" : s.host();
             out.println("serve: http://" + shown + ":" + s.port() + "/ over " + journals.size() + " journal(s) ("
-                    + String.join(", ", names) + "); Ctrl-C stops");
+                    + String.join(", ", names) + ")" + (follow ? ", following them" : "") + "; Ctrl-C stops");
             out.flush();
             started.countDown();
             new CountDownLatch(1).await();
         } catch (InterruptedException e) {
+            // Stopped. The flag is set again once the streams have ended (closing one waits for its thread).
+            interrupted = true;
+        } finally {
+            // End the event streams first: an open stream would hold the server's graceful shutdown.
+            streams.forEach(EventStream::close);
+            s.close();
+        }
+        if (interrupted) {
             Thread.currentThread().interrupt();
         }
         return 0;
     }
 
-    private WebServer start(List<NodeJournal> journals, String host, int port) {
+    private WebServer start(List<NodeJournal> journals, String host, int port, List<EventStream> streams) {
         try {
-            return WebServer.start(journals, host, port);
+            return WebServer.start(journals, host, port, r -> {
+                if (!streams.isEmpty()) {
+                    r.get("/v1/events", (req, res) -> EventStream.serve(streams, res));
+                }
+            });
         } catch (IllegalStateException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }

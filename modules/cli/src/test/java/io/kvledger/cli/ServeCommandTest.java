@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
@@ -90,6 +91,67 @@ class ServeCommandTest {
             t.interrupt();
             t.join(10_000);
         }
+    }
+
+    @Test
+    void followStreamsWhatIsAppendedToTheJournals(@TempDir Path tmp) throws Exception {
+        Path sim = tmp.resolve("sim");
+        assertThat(CliRun.simulate(sim, "read", 2, 1, "drop=0").code()).isIn(0, 1);
+        StringWriter out = new StringWriter();
+        CommandLine cl = Main.commandLine(new PrintWriter(out, true), new PrintWriter(new StringWriter(), true));
+        ServeCommand serve = (ServeCommand) cl.getSubcommands().get("serve").getCommand();
+        Thread t = new Thread(() -> cl.execute("serve", sim.toString(), "--http", "127.0.0.1:0", "--follow"), "serve");
+        t.start();
+        try {
+            assertThat(serve.started.await(60, TimeUnit.SECONDS)).as("%s", out).isTrue();
+            assertThat(out.toString()).contains("following them");
+            String base = "http://127.0.0.1:" + serve.server.port();
+            HttpResponse<java.util.stream.Stream<String>> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/events"))
+                    .GET().build(), HttpResponse.BodyHandlers.ofLines());
+            assertThat(r.statusCode()).isEqualTo(200);
+            assertThat(r.headers().firstValue("Content-Type").orElse("")).startsWith("text/event-stream");
+            java.util.Iterator<String> lines = r.body().iterator();
+            int ready = 0;
+            while (ready < 2 && lines.hasNext()) {
+                if (lines.next().equals("event: ready")) {
+                    ready++;
+                }
+            }
+            assertThat(ready).as("a ready event from each journal").isEqualTo(2);
+
+            // An entry appended to P0's journal now reaches the page's stream.
+            Path p0 = sim.resolve("P0");
+            io.kvledger.journal.JournalHeader header;
+            long last;
+            try (io.kvledger.journal.JournalReader reader = io.kvledger.journal.JournalReader.open(p0)) {
+                header = reader.header();
+                long max = 0;
+                for (io.kvledger.journal.JournalEntry e : reader) {
+                    max = Math.max(max, e.atNs());
+                }
+                last = max;
+            }
+            long seq;
+            try (io.kvledger.journal.JournalWriter w = io.kvledger.journal.JournalWriter.open(p0, header)) {
+                seq = w.appendInput(new io.kvledger.core.event.NodeEvent.Tick(last + 1_000_000));
+            }
+            String id = null;
+            while (lines.hasNext()) {
+                String line = lines.next();
+                if (line.startsWith("id: ")) {
+                    id = line.substring(4);
+                }
+                if (line.startsWith("data: ") && line.contains("\"type\":\"tick\"") && line.contains("\"at_ns\":" + (last + 1_000_000))) {
+                    break;
+                }
+            }
+            assertThat(id).isEqualTo(Long.toString(seq));
+            r.body().close();
+        } finally {
+            t.interrupt();
+            t.join(10_000);
+        }
+        assertThat(t.isAlive()).as("serve stopped").isFalse();
     }
 
     @Test

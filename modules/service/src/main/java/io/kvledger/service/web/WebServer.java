@@ -4,9 +4,11 @@ import io.kvledger.journal.replay.JournalInputs.NodeJournal;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
+import reactor.netty.http.server.HttpServerRoutes;
 
 /**
  * The HTTP server of {@code kvledger serve}: the web page ({@link WebPage}) over a set of journals
@@ -27,6 +29,17 @@ public final class WebServer implements AutoCloseable {
      * @throws IllegalStateException when the address cannot be bound
      */
     public static WebServer start(List<NodeJournal> journals, String host, int port) {
+        return start(journals, host, port, r -> { });
+    }
+
+    /**
+     * Binds the server, with {@code extra} routes (for example a {@code /v1/events} stream over
+     * the journals, which {@code serve --follow} adds).
+     *
+     * @throws IllegalStateException when the address cannot be bound
+     */
+    public static WebServer start(List<NodeJournal> journals, String host, int port,
+                                  Consumer<HttpServerRoutes> extra) {
         JournalSetApi api = new JournalSetApi(journals);
         try {
             DisposableServer s = HttpServer.create()
@@ -37,6 +50,7 @@ public final class WebServer implements AutoCloseable {
                         WebPage.mount(r);
                         api.mount(r, UnaryOperator.identity());
                         r.get("/healthz", (req, res) -> WebPage.json(res, 200, Map.of("status", "ok")));
+                        extra.accept(r);
                     })
                     .bindNow(Duration.ofSeconds(10));
             return new WebServer(s);
