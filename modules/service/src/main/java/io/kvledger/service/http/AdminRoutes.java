@@ -255,7 +255,7 @@ final class AdminRoutes implements AutoCloseable {
             return HttpFront.json(res, HttpResponseStatus.BAD_REQUEST, Map.of("error", "bad escape in the request id"));
         }
         String nodeId = node.options().nodeId();
-        return Mono.fromCallable(() -> RequestTimeline.of(node.options().journalDir(), nodeId, node.options().config(), id))
+        return Mono.fromCallable(() -> RequestTimeline.of(node.options().journalDir(), nodeId, id))
                 .subscribeOn(Schedulers.boundedElastic())
                 .timeout(JOURNAL_TIMEOUT)
                 .flatMap(r -> Mono.from(switch (r) {

@@ -46,8 +46,16 @@ public final class TimelineJson {
         return m;
     }
 
-    /** The timeline of a found request or transfer, in {@code inspect --json}'s shape. */
+    /** The timeline of a found request or transfer, at most {@link #MAX_LINES} lines of it. */
     public static Map<String, Object> timeline(Timeline.Found found) {
+        return timeline(found, MAX_LINES);
+    }
+
+    /**
+     * The timeline of a found request or transfer, in {@code inspect --json}'s shape: at most
+     * {@code maxLines} lines ({@code truncated} says when there were more).
+     */
+    public static Map<String, Object> timeline(Timeline.Found found, int maxLines) {
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
         m.put("command", "inspect");
         m.put("query", found.query());
@@ -71,7 +79,7 @@ public final class TimelineJson {
         long base = lines.isEmpty() ? 0 : lines.get(0).atNs();
         List<Object> list = new ArrayList<>();
         for (Timeline.Line l : lines) {
-            if (list.size() == MAX_LINES) {
+            if (list.size() == maxLines) {
                 break;
             }
             LinkedHashMap<String, Object> lm = new LinkedHashMap<>();
@@ -105,12 +113,20 @@ public final class TimelineJson {
             ends.add(em);
         }
         m.put("end", ends);
-        m.put("truncated", lines.size() > MAX_LINES);
+        m.put("truncated", lines.size() > maxLines);
         return m;
     }
 
-    /** One finding as {@code hangs --json} prints it (without the bug class title). */
+    /** One finding as {@code hangs --json} prints it, without the bug class title. */
     public static Map<String, Object> finding(Finding f) {
+        return finding(f, null);
+    }
+
+    /**
+     * One finding as {@code hangs --json} prints it; with {@code titles}, {@code bug_class_title}
+     * follows {@code bug_class} (null for class 0).
+     */
+    public static Map<String, Object> finding(Finding f, java.util.function.IntFunction<String> titles) {
         LinkedHashMap<String, Object> fm = new LinkedHashMap<>();
         fm.put("detector", f.detector());
         fm.put("node", f.node());
@@ -118,6 +134,9 @@ public final class TimelineJson {
         fm.put("transfer_id", f.transferId());
         fm.put("phase", f.phase() == null ? null : f.phase().name());
         fm.put("bug_class", (long) f.bugClass());
+        if (titles != null) {
+            fm.put("bug_class_title", f.bugClass() == 0 ? null : titles.apply(f.bugClass()));
+        }
         fm.put("at_ns", f.atNs() == Long.MIN_VALUE ? null : f.atNs());
         fm.put("since_ns", f.sinceNs() < 0 || f.sinceNs() == Long.MIN_VALUE ? null : f.sinceNs());
         fm.put("message", f.message());
