@@ -259,7 +259,7 @@
     // Header and findings.
     var head = $('#timeline-head');
     head.textContent = '';
-    head.appendChild(document.createTextNode('request '));
+    head.appendChild(document.createTextNode((tl.kind || 'request') + ' '));
     head.appendChild(el('span', {'class': 'rid', title: tl.query}, [shortId((tl.request_ids || [tl.query])[0])]));
     (tl.requests || []).forEach(function (leg) {
       head.appendChild(el('div', {'class': 'rid'}, ['  ' + leg.node + ': ' + leg.request_id]));
@@ -321,10 +321,21 @@
 
     var transfers = computeTransfers(lines);
     var wireRows = Math.max(1, Math.min(6, transfers.rows));
+    // Each node's phases are a band under its side's scheduler lane, one band row per node.
+    var bandRow = {}, perSide = {};
+    (tl.journals || []).map(function (j) { return j.node; }).concat(lines.map(function (l) { return l.node; })).forEach(function (n) {
+      if (bandRow[n] === undefined) {
+        var side = sideOf(n, info);
+        bandRow[n] = perSide[side] = (perSide[side] === undefined ? 0 : perSide[side] + 1);
+      }
+    });
+    function bandLane(node) { var side = sideOf(node, info); return side === 'proxy' ? 'proxy' : side === 'tap' ? 'wire' : side + '-sched'; }
     var laneY = {}, laneHeight = {}, y = top;
     LANES.forEach(function (l) {
       laneY[l.id] = y;
-      laneHeight[l.id] = l.id === 'wire' ? laneH + 12 * wireRows : laneH;
+      var side = l.id === 'proxy' ? 'proxy' : l.id.slice(0, 1);
+      var bands = /-sched$|^proxy$/.test(l.id) && perSide[side] ? perSide[side] : 0;
+      laneHeight[l.id] = l.id === 'wire' ? laneH + 12 * wireRows : laneH + 13 * bands;
       y += laneHeight[l.id];
     });
     var width = maxX + 200, height = y + 10;
@@ -336,6 +347,7 @@
 
     var used = {};
     lines.forEach(function (l) { used[laneOf(l, info)] = true; });
+    if (transfers.items.length) { used.wire = true; }
     LANES.forEach(function (l, i) {
       svg('rect', {'class': 'lane-bg' + (i % 2 ? ' odd' : ''), x: 0, y: laneY[l.id], width: width, height: laneHeight[l.id], 'data-lane': l.id}, chart);
       svg('text', {'class': 'lane-label' + (used[l.id] ? '' : ' empty'), x: 6, y: laneY[l.id] + 16, text: l.label}, chart);
@@ -371,14 +383,15 @@
       var list = bands[k];
       list.forEach(function (b, j) {
         var x2 = j + 1 < list.length ? list[j + 1].x : maxX + 20;
-        var lane = sideOf(b.node, info) === 'proxy' ? 'proxy' : sideOf(b.node, info) + '-sched';
+        var lane = bandLane(b.node);
         if (!laneY[lane]) { return; }
-        var g = svg('g', {'class': 'phase-band'}, chart);
-        svg('rect', {x: b.x, y: laneY[lane] + laneH - 14, width: Math.max(2, x2 - b.x), height: 12,
+        var by = laneY[lane] + laneH - 14 + 13 * (bandRow[b.node] || 0);
+        var g = svg('g', {'class': 'phase-band', 'data-node': b.node}, chart);
+        svg('rect', {x: b.x, y: by, width: Math.max(2, x2 - b.x), height: 12,
           fill: PHASE_COLORS[b.phase] || '#eaecf0'}, g);
         var label = b.phase + ' (' + b.node + ')', room = Math.floor((x2 - b.x - 4) / 6);
         if (room >= 3) {
-          svg('text', {x: b.x + 3, y: laneY[lane] + laneH - 5, text: label.length > room ? label.slice(0, room - 1) + '\u2026' : label}, g);
+          svg('text', {x: b.x + 3, y: by + 9, text: label.length > room ? label.slice(0, room - 1) + '\u2026' : label}, g);
         }
         title(g, label);
       });
