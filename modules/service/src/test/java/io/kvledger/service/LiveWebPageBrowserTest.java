@@ -45,7 +45,8 @@ class LiveWebPageBrowserTest {
                     TestNodes.config(Role.CONSUMER, TransferMode.READ, base + 2, base + 3), dir.resolve("D0"))
                     .withHttp("127.0.0.1", 0, TOKEN));
             String page = "http://127.0.0.1:" + d.http().port() + "/ui/";
-            WebDriverWait wait = new WebDriverWait(browser, Duration.ofSeconds(30), Duration.ofMillis(50));
+            // Polls every 50 ms; the bound is generous for a loaded CI machine.
+            WebDriverWait wait = new WebDriverWait(browser, Duration.ofSeconds(60), Duration.ofMillis(50));
             // The list is drawn again on every refresh: elements found before one go stale.
             wait.ignoring(StaleElementReferenceException.class);
 
