@@ -22,6 +22,10 @@
   var WORKER = set(['load_started', 'layer_saved', 'save_waited', 'finished_polled', 'handshake_completed',
     'handshake_failed', 'transfer_completed', 'post_write', 'post_read', 'start_handshake', 'finished_reported',
     'ack_parked', 'stale_ack_dropped']);
+  // A proxy's journal records (kvledger proxy): the proxy lane.
+  var PROXY = set(['proxy_started', 'instance_registered', 'instance_expired', 'registration_rejected',
+    'request_rejected', 'request_routed', 'leg_sent', 'leg_answered', 'leg_failed', 'leg_cancelled',
+    'request_completed', 'records_dropped']);
   // Where each detector's missing event should have happened.
   var FINDING_LANE = {
     'stuck-waiting': 'wire', 'handshake-incomplete': 'wire', 'reaped-without-ack': 'wire',
@@ -228,6 +232,7 @@
   }
 
   function laneOf(line, info) {
+    if (PROXY[line.type]) { return 'proxy'; }
     var side = sideOf(line.node, info);
     if (side === 'proxy') { return 'proxy'; }
     if (side === 'tap' || WIRE[line.type]) { return 'wire'; }
@@ -250,6 +255,8 @@
     Object.keys(state.nodeInfo).forEach(function (k) { info[k] = state.nodeInfo[k]; });
     (tl.journals || []).forEach(function (j) { info[j.node] = j; });
     var lines = tl.lines || [];
+    // A journal that wrote proxy records is a proxy's (a proxy is not replayed, so it has no role).
+    lines.forEach(function (l) { if (PROXY[l.type] && !(info[l.node] || {}).role) { info[l.node] = {node: l.node, kind: 'proxy'}; } });
     var nodes = [];
     lines.forEach(function (l) { if (nodes.indexOf(l.node) < 0) { nodes.push(l.node); } });
     (tl.journals || []).forEach(function (j) { if (nodes.indexOf(j.node) < 0) { nodes.push(j.node); } });
