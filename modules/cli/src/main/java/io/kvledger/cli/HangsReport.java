@@ -11,6 +11,7 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.json.Json;
 import io.kvledger.journal.replay.ConfigOverrides;
 import io.kvledger.journal.replay.Hangs;
+import io.kvledger.service.web.TimelineJson;
 import io.kvledger.journal.replay.Replayer;
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -184,18 +185,7 @@ final class HangsReport {
         m.put("by_detector", by);
         List<Object> list = new ArrayList<>();
         for (Finding f : res.findings()) {
-            LinkedHashMap<String, Object> fm = new LinkedHashMap<>();
-            fm.put("detector", f.detector());
-            fm.put("node", f.node());
-            fm.put("request_id", f.requestId());
-            fm.put("transfer_id", f.transferId());
-            fm.put("phase", f.phase() == null ? null : f.phase().name());
-            fm.put("bug_class", (long) f.bugClass());
-            fm.put("bug_class_title", f.bugClass() == 0 ? null : Text.bugClass(f.bugClass()));
-            fm.put("at_ns", f.atNs() == Long.MIN_VALUE ? null : f.atNs());
-            fm.put("since_ns", f.sinceNs() < 0 || f.sinceNs() == Long.MIN_VALUE ? null : f.sinceNs());
-            fm.put("message", f.message());
-            list.add(fm);
+            list.add(TimelineJson.finding(f, Text::bugClass));
         }
         m.put("findings", list);
         LinkedHashMap<String, Object> in = new LinkedHashMap<>();

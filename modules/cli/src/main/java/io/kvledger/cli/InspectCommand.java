@@ -1,16 +1,24 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
-import io.kvledger.journal.replay.Replayer;
-import io.kvledger.journal.replay.Timeline;
-import io.kvledger.journal.replay.Timeline.Line;
+import io.kvledger.core.diagnosis.Bounds;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.json.Json;
+import io.kvledger.journal.replay.ConfigOverrides;
+import io.kvledger.journal.replay.Hangs;
+import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.journal.replay.JournalInputs;
+import io.kvledger.journal.replay.Replayer;
+import io.kvledger.journal.replay.Timeline.Line;
+import io.kvledger.journal.replay.Timeline;
+import io.kvledger.service.web.TimelineJson;
+import io.kvledger.service.web.WebPage;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -65,6 +73,11 @@ final class InspectCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print one JSON object")
     boolean json;
 
+    @Option(names = "--html", paramLabel = "FILE",
+            description = "also write the timeline as one self-contained HTML page (the web page's swimlane view, "
+                    + "with the hang findings that name the request), to attach to a bug report")
+    String html;
+
     @Option(names = "--full-ids", description = "print proxy request ids whole instead of cmpl-..._<uuid>-...")
     boolean fullIds;
 
@@ -79,6 +92,9 @@ final class InspectCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         boolean byRequest = target.request != null;
+        if (html != null && html.isBlank()) {
+            throw new ParameterException(spec.commandLine(), "--html needs a file name");
+        }
         String query = (byRequest ? target.request : target.transfer).strip();
         Timeline.Kind kind = byRequest ? Timeline.Kind.REQUEST : Timeline.Kind.TRANSFER;
         String what = kind.word();
@@ -92,7 +108,7 @@ final class InspectCommand implements Callable<Integer> {
         ProgressLine scanning = ProgressLine.forTerminal(err, "inspect (1/2)");
         ProgressLine collecting = ProgressLine.forTerminal(err, "inspect (2/2)");
         try {
-            result = Timeline.of(journals, query, kind, json, List.of(scanning, collecting));
+            result = Timeline.of(journals, query, kind, json || html != null, List.of(scanning, collecting));
         } catch (JournalInputs.InputException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         } finally {
@@ -122,6 +138,9 @@ final class InspectCommand implements Callable<Integer> {
             }
             case Timeline.Found found -> {
                 Journals.warnings(spec, found.warnings());
+                if (html != null) {
+                    writeHtml(err, journals, found);
+                }
                 if (json) {
                     printJson(out, found);
                 } else {
@@ -191,68 +210,27 @@ final class InspectCommand implements Callable<Integer> {
         out.println("inspect: " + lines.size() + " line(s) over " + Text.seconds3(lines.get(lines.size() - 1).atNs() - base));
     }
 
+    /** {@code --html FILE}: the web page's view of the request, with its findings, as one file. */
+    private void writeHtml(PrintWriter err, List<NodeJournal> journals, Timeline.Found found) {
+        Map<String, Object> data = TimelineJson.timeline(found);
+        Hangs.Result hangs;
+        try (Replayer r = Journals.openResolved(spec, journals, ConfigOverrides.none())) {
+            hangs = Hangs.analyse(r, Bounds.defaults());
+        }
+        List<Object> findings = TimelineJson.findingsFor(hangs.findings(), found.requestIds(), found.transferIds());
+        data.put("findings", findings);
+        Path file = Path.of(html);
+        try {
+            Files.writeString(file, WebPage.standalone(data), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new ParameterException(spec.commandLine(), "cannot write --html " + html + ": " + e.getMessage());
+        }
+        err.println("inspect: wrote " + html + " (" + found.lines().size() + " line(s), " + findings.size()
+                + " finding(s)); open it in a browser");
+        err.flush();
+    }
+
     private void printJson(PrintWriter out, Timeline.Found found) {
-        String query = found.query();
-        String what = found.kind().word();
-        List<Replayer.Node> nodes = found.nodes();
-        Set<String> rids = found.requestIds();
-        Set<String> tids = found.transferIds();
-        List<Line> lines = found.lines();
-        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-        m.put("command", "inspect");
-        m.put("query", query);
-        m.put("kind", what);
-        List<Object> journals = new ArrayList<>();
-        for (Replayer.Node n : nodes) {
-            LinkedHashMap<String, Object> jm = new LinkedHashMap<>();
-            jm.put("node", n.name());
-            jm.put("journal", n.journal().name());
-            journals.add(jm);
-        }
-        m.put("journals", journals);
-        List<Object> legs = new ArrayList<>();
-        found.legs().forEach((node, ids) -> ids.forEach(id -> {
-            LinkedHashMap<String, Object> lm = new LinkedHashMap<>();
-            lm.put("node", node);
-            lm.put("request_id", id);
-            legs.add(lm);
-        }));
-        m.put("requests", legs);
-        m.put("request_ids", new ArrayList<Object>(rids));
-        m.put("transfer_ids", new ArrayList<Object>(tids));
-        long base = lines.isEmpty() ? 0 : lines.get(0).atNs();
-        List<Object> list = new ArrayList<>();
-        for (Line l : lines) {
-            LinkedHashMap<String, Object> lm = new LinkedHashMap<>();
-            lm.put("t", Text.secondsDouble(l.atNs() - base));
-            lm.put("at_ns", l.atNs());
-            lm.put("node", l.node());
-            lm.put("seq", l.seq());
-            lm.put("kind", l.input() ? "input" : "effect");
-            lm.put("cause", l.cause());
-            lm.put("type", l.type().typeName());
-            lm.put("text", l.text());
-            if (l.phase() != null) {
-                lm.put("phase_from", l.phase().from() == null ? null : l.phase().from().name());
-                lm.put("phase_to", l.phase().to().name());
-                lm.put("reason", l.phase().reason());
-            }
-            lm.put("fields", l.fields());
-            list.add(lm);
-        }
-        m.put("lines", list);
-        List<Object> ends = new ArrayList<>();
-        for (Line l : found.ends()) {
-            LinkedHashMap<String, Object> em = new LinkedHashMap<>();
-            em.put("node", l.node());
-            em.put("request_id", l.phase().requestId());
-            em.put("phase", l.phase().to().name());
-            em.put("terminal", l.phase().to().terminal());
-            em.put("reason", l.phase().reason());
-            em.put("t", Text.secondsDouble(l.atNs() - base));
-            ends.add(em);
-        }
-        m.put("end", ends);
-        out.println(Json.write(m));
+        out.println(Json.write(TimelineJson.timeline(found, Integer.MAX_VALUE)));
     }
 }

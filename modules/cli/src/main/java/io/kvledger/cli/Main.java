@@ -39,6 +39,7 @@ public final class Main implements Callable<Integer> {
             new NamedCommand("replay", ReplayCommand::new),
             new NamedCommand("inspect", InspectCommand::new),
             new NamedCommand("hangs", HangsCommand::new),
+            new NamedCommand("serve", ServeCommand::new),
             new NamedCommand("stats", StatsCommand::new),
             new NamedCommand("dump", DumpCommand::new),
             new NamedCommand("tail", TailCommand::new),

@@ -16,7 +16,9 @@
  * ({@code --profile}/{@code --set}), {@code Journals} (with {@code JsonLinesTrees}: a directory of
  * JSON lines is read through temporary journals), {@code NodeTally}, {@code HangsReport} and
  * {@code Text} (shortened ids, relative times, bug-class titles): their human output is
- * deterministic, with no absolute time and no path but the journals' names.
+ * deterministic, with no absolute time and no path but the journals' names. {@code serve} and
+ * {@code inspect --html} show the service's web timeline ({@code io.kvledger.service.web}), whose
+ * {@code TimelineJson} also writes {@code inspect --json} and the findings of {@code hangs --json}.
  *
  * {@code io.kvledger.cli.sim} journals a simulation ({@code SimJournalRecorder}), so the journal
  * module need not depend on the simulator.

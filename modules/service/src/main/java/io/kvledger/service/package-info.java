@@ -12,7 +12,9 @@
  *
  * <p>Sub-packages: {@code data} (the KV region, transfer engine and handshake binding),
  * {@code engine} (the built-in simulated engine and the hook port), {@code http} (the
- * Reactor-Netty server: health, status, completions and the admin API), {@code metrics} (the
+ * Reactor-Netty server: health, status, completions and the admin API), {@code web} (the web
+ * timeline page, the JSON it reads over a set of journals, and {@code kvledger serve}'s server;
+ * the node's server mounts the page), {@code metrics} (the
  * Micrometer registry fed by a loop listener), {@code cluster} (the toy proxy's routing and the
  * legs a router sends requests to, for {@code kvledger cluster} and tests), {@code shadow} (a
  * node that observes a real connector through the vLLM bridge's recorder stream). The engine bridge's

@@ -8,7 +8,6 @@ import io.kvledger.service.NodeService;
 import io.kvledger.service.shadow.ShadowMonitor;
 import io.kvledger.service.metrics.NodeMetrics;
 import io.kvledger.service.metrics.RequestTimes;
-import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.QueryStringDecoder;
 import java.net.URLDecoder;
@@ -23,7 +22,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import org.reactivestreams.Publisher;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.server.HttpServerRequest;
@@ -337,15 +335,7 @@ final class AdminRoutes implements AutoCloseable {
     // ------------------------------------------------------------------ /v1/events
 
     Publisher<Void> events(HttpServerRequest req, HttpServerResponse res) {
-        Flux<String> stream = events.subscribe();
-        if (stream == null) {
-            return HttpFront.json(res, HttpResponseStatus.SERVICE_UNAVAILABLE, Map.of("error",
-                    "at most " + EventStream.MAX_CLIENTS + " event streams at once"));
-        }
-        return res.status(HttpResponseStatus.OK)
-                .header("Content-Type", "text/event-stream; charset=utf-8")
-                .header("Cache-Control", "no-cache")
-                .send(stream.map(s -> Unpooled.wrappedBuffer(s.getBytes(StandardCharsets.UTF_8))), b -> true);
+        return EventStream.serve(List.of(events), res);
     }
 
     private static Publisher<Void> unavailable(HttpServerResponse res, Throwable e) {

@@ -4,15 +4,22 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalTailer;
 import io.kvledger.journal.JsonLines;
 import io.kvledger.journal.json.Json;
+import io.netty.buffer.Unpooled;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Sinks;
+import reactor.netty.http.server.HttpServerResponse;
 import reactor.util.concurrent.Queues;
 
 /**
@@ -33,9 +40,9 @@ import reactor.util.concurrent.Queues;
  * line every {@value #HEARTBEAT_SECONDS} s so that proxies keep them open and a gone client is
  * noticed.
  */
-final class EventStream implements AutoCloseable {
+public final class EventStream implements AutoCloseable {
 
-    static final int MAX_CLIENTS = 16;
+    public static final int MAX_CLIENTS = 16;
     static final int BUFFER = 1024;
     static final int HEARTBEAT_SECONDS = 15;
 
@@ -50,7 +57,8 @@ final class EventStream implements AutoCloseable {
     private Thread thread;
     private volatile boolean closed;
 
-    EventStream(Path dir, String node) {
+    /** The stream of the journal in {@code dir}, whose node is {@code node}; it starts following on the first client. */
+    public EventStream(Path dir, String node) {
         this.dir = dir;
         this.node = node;
     }
@@ -68,7 +76,7 @@ final class EventStream implements AutoCloseable {
      * A new client's stream of SSE messages, or {@code null} when {@value #MAX_CLIENTS} clients
      * listen already (or the server is closing).
      */
-    Flux<String> subscribe() {
+    public Flux<String> subscribe() {
         Client c = new Client();
         synchronized (lock) {
             if (closed || clients.size() >= MAX_CLIENTS) {
@@ -86,6 +94,29 @@ final class EventStream implements AutoCloseable {
             c.gone = true;
             clients.remove(c);
         });
+    }
+
+    /**
+     * Answers one {@code GET /v1/events} with the entries of every stream in {@code streams},
+     * merged as they come (a {@code ready} event from each), or {@code 503} when one of them has
+     * {@value #MAX_CLIENTS} clients already.
+     */
+    public static Publisher<Void> serve(List<EventStream> streams, HttpServerResponse res) {
+        List<Flux<String>> fluxes = new ArrayList<>();
+        for (EventStream s : streams) {
+            Flux<String> f = s.subscribe();
+            if (f == null) {
+                // Give back the places taken: a subscription that ends at once leaves its stream.
+                fluxes.forEach(x -> x.subscribe().dispose());
+                return HttpFront.json(res, HttpResponseStatus.SERVICE_UNAVAILABLE, Map.of("error",
+                        "at most " + MAX_CLIENTS + " event streams at once"));
+            }
+            fluxes.add(f);
+        }
+        return res.status(HttpResponseStatus.OK)
+                .header("Content-Type", "text/event-stream; charset=utf-8")
+                .header("Cache-Control", "no-cache")
+                .send(Flux.merge(fluxes).map(m -> Unpooled.wrappedBuffer(m.getBytes(StandardCharsets.UTF_8))), b -> true);
     }
 
     /** Clients listening now. */
@@ -213,6 +244,7 @@ final class EventStream implements AutoCloseable {
         dropped.incrementAndGet();
     }
 
+    /** Ends every client's stream and stops following the journal. */
     @Override
     public void close() {
         Thread t;

@@ -6,6 +6,7 @@ import io.kvledger.service.NodeService;
 import io.kvledger.service.engine.Completion;
 import io.kvledger.service.engine.SimulatedEngine;
 import io.kvledger.service.metrics.NodeMetrics;
+import io.kvledger.service.web.WebPage;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -34,6 +35,8 @@ import reactor.netty.http.server.HttpServerResponse;
  *   <li>{@code GET /metrics}, {@code GET /v1/requests}, {@code GET /v1/requests/{id}},
  *       {@code GET /v1/hangs}, {@code GET /v1/events}: the admin API ({@link AdminRoutes}; the
  *       module README documents each route).</li>
+ *   <li>{@code GET /} and {@code GET /ui/}: the web timeline page ({@link WebPage}), over the
+ *       routes above; its assets hold no data and need no token.</li>
  * </ul>
  * Bodies over {@value #MAX_BODY_BYTES} bytes are refused (413); with a bearer token, every route
  * but {@code /healthz} needs {@code Authorization: Bearer <token>} (401). Handlers never block a
@@ -59,7 +62,7 @@ public final class HttpFront implements AutoCloseable {
                 .host(host)
                 .port(port)
                 .httpRequestDecoder(s -> s.maxInitialLineLength(8192).maxHeaderSize(16384))
-                .route(r -> r
+                .route(r -> WebPage.mount(r
                         .get("/healthz", this::healthz)
                         .get("/v1/status", guarded(this::status))
                         .post("/v1/completions", guarded(this::completions))
@@ -68,7 +71,7 @@ public final class HttpFront implements AutoCloseable {
                         .get("/v1/requests/{id}", guarded(admin::request))
                         .get("/v1/hangs", guarded(admin::hangs))
                         .get("/v1/divergences", guarded(admin::divergences))
-                        .get("/v1/events", guarded(admin::events)))
+                        .get("/v1/events", guarded(admin::events))))
                 .bindNow(Duration.ofSeconds(10));
     }
 

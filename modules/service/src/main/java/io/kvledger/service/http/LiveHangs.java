@@ -9,6 +9,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
+import io.kvledger.service.web.TimelineJson;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -121,17 +122,7 @@ final class LiveHangs {
         m.put("by_detector", by);
         List<Object> list = new ArrayList<>();
         for (Finding f : findings) {
-            LinkedHashMap<String, Object> fm = new LinkedHashMap<>();
-            fm.put("detector", f.detector());
-            fm.put("node", f.node());
-            fm.put("request_id", f.requestId());
-            fm.put("transfer_id", f.transferId());
-            fm.put("phase", f.phase() == null ? null : f.phase().name());
-            fm.put("bug_class", (long) f.bugClass());
-            fm.put("at_ns", f.atNs() == Long.MIN_VALUE ? null : f.atNs());
-            fm.put("since_ns", f.sinceNs() < 0 || f.sinceNs() == Long.MIN_VALUE ? null : f.sinceNs());
-            fm.put("message", f.message());
-            list.add(fm);
+            list.add(TimelineJson.finding(f));
         }
         m.put("findings", list);
         return m;

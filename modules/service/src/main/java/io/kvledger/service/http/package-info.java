@@ -3,12 +3,13 @@
  * health, status and completion endpoints, and the admin API of {@code AdminRoutes}:
  * {@code /metrics} (from {@link io.kvledger.service.metrics.NodeMetrics}), the request list and
  * timelines, the hang detectors over the node's journal, and the server-sent stream of journal
- * entries. The module README documents every route ("HTTP API").
+ * entries, and the web timeline page of {@code io.kvledger.service.web} at {@code /} and
+ * {@code /ui/}. The module README documents every route ("HTTP API").
  *
  * <p>Handlers never block a Netty thread or the loop: state reads are {@code Inbox.query} tasks,
  * journal reads run on Reactor's bounded-elastic scheduler, the event stream has its own thread.
  *
- * <p>May depend on the service package and its {@code metrics}, {@code engine} and {@code shadow} packages,
+ * <p>May depend on the service package and its {@code metrics}, {@code engine}, {@code shadow} and {@code web} packages,
  * kvledger-core (the diagnosis ledger and detectors), kvledger-journal (reader, tailer, JSON),
  * reactor-core, reactor-netty-http and Micrometer.
  */

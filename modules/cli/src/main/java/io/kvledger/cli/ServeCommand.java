@@ -1,0 +1,121 @@
+package io.kvledger.cli;
+
+import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.service.http.EventStream;
+import io.kvledger.service.web.WebServer;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvledger serve DIR... [--http HOST:PORT]}: serves the web timeline page over a set of
+ * journals (every node of a deployment, the proxy's, a tap's) until stopped: a searchable list of
+ * requests with their findings, and one request's swimlane timeline across every journal.
+ */
+@Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {
+            "Serves a web page over node journals: the requests (id, node, phase, age, anomalies, hang findings) "
+                    + "with filters, and one request's swimlane timeline across the journals (proxy, prefill "
+                    + "scheduler and worker, the wire, decode worker and scheduler), with its transfers, deadlines "
+                    + "and the event a hang finding says is missing. Click an event to see its journal entry.",
+            "DIR is a node journal, a directory holding one journal directory per node, or a directory of JSON "
+                    + "lines (journal/fixtures). The journals are read again on each page request.",
+            "With --follow the page updates live as the journals grow (point it at the journals of running nodes "
+                    + "for one live view of the whole deployment).",
+            "Runs until interrupted (Ctrl-C). Exit status: 0 stopped; 2 usage error."})
+final class ServeCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journal directories")
+    List<String> dirs = new ArrayList<>();
+
+    @Option(names = "--http", paramLabel = "HOST:PORT", defaultValue = "127.0.0.1:8088",
+            description = "where to listen (default: ${DEFAULT-VALUE}; port 0 picks a free one). The page has no "
+                    + "token: keep it on loopback or a trusted network.")
+    String http;
+
+    @Option(names = "--follow",
+            description = "follow the journals as they grow (journals of running nodes): the page updates through "
+                    + "the server's event stream (/v1/events) as entries are appended")
+    boolean follow;
+
+    /** Counted down when the server is up (tests wait on it). */
+    final CountDownLatch started = new CountDownLatch(1);
+    volatile WebServer server;
+
+    @Override
+    public Integer call() throws InterruptedException {
+        int colon = http.lastIndexOf(':');
+        if (colon <= 0) {
+            throw new ParameterException(spec.commandLine(), "--http takes HOST:PORT, got " + http);
+        }
+        String host = http.substring(0, colon);
+        if (host.startsWith("[") && host.endsWith("]")) {
+            host = host.substring(1, host.length() - 1);
+        }
+        int port;
+        try {
+            port = Integer.parseInt(http.substring(colon + 1).strip());
+            if (port < 0 || port > 65535) {
+                throw new NumberFormatException();
+            }
+        } catch (NumberFormatException e) {
+            throw new ParameterException(spec.commandLine(), "--http needs a port from 0 to 65535, got "
+                    + http.substring(colon + 1));
+        }
+        List<NodeJournal> journals = Journals.resolve(spec, dirs);
+        PrintWriter out = spec.commandLine().getOut();
+        List<EventStream> streams = new ArrayList<>();
+        if (follow) {
+            for (NodeJournal j : journals) {
+                streams.add(new EventStream(j.dir(), j.name()));
+            }
+        }
+        WebServer s = start(journals, host, port, streams);
+        boolean interrupted = false;
+        try {
+            server = s;
+            List<String> names = new ArrayList<>();
+            journals.forEach(j -> names.add(j.name()));
+            String shown = s.host().contains(":") ? "[" + s.host() + "]" : s.host();
+            out.println("serve: http://" + shown + ":" + s.port() + "/ over " + journals.size() + " journal(s) ("
+                    + String.join(", ", names) + ")" + (follow ? ", following them" : "") + "; Ctrl-C stops");
+            out.flush();
+            started.countDown();
+            new CountDownLatch(1).await();
+        } catch (InterruptedException e) {
+            // Stopped. The flag is set again once the streams have ended (closing one waits for its thread).
+            interrupted = true;
+        } finally {
+            // End the event streams first: an open stream would hold the server's graceful shutdown.
+            streams.forEach(EventStream::close);
+            s.close();
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        return 0;
+    }
+
+    private WebServer start(List<NodeJournal> journals, String host, int port, List<EventStream> streams) {
+        try {
+            return WebServer.start(journals, host, port, r -> {
+                if (!streams.isEmpty()) {
+                    r.get("/v1/events", (req, res) -> EventStream.serve(streams, res));
+                }
+            });
+        } catch (IllegalStateException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+    }
+}
