@@ -108,6 +108,7 @@ public final class LegSpans {
             AttributesBuilder a = Attributes.builder()
                     .put("kvledger.phase", p.phase().name())
                     .put("kvledger.phase.code", p.phase().code())
+                    .put("kvledger.phase.index", i)
                     .put("kvledger.reason", nz(p.reason()));
             if (p.exitReason() != null) {
                 a.put("kvledger.exit_reason", p.exitReason());

@@ -175,20 +175,17 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
             try {
                 if (it != null) {
                     apply(it);
-                    if (pending.size() >= OtlpSender.BATCH) {
-                        flush();
-                    }
-                    continue;
-                }
-                if (closing) {
+                } else if (closing) {
                     break;
                 }
+                // A busy node never leaves the queue empty for long: time is checked after every item.
                 long now = clock.getAsLong();
                 if (now - lastCheckNs >= options.checkEvery().toNanos()) {
                     lastCheckNs = now;
                     check(now);
                 }
-                if (!pending.isEmpty() && now - pendingSinceNs >= options.flushEvery().toNanos()) {
+                if (pending.size() >= OtlpSender.BATCH
+                        || (!pending.isEmpty() && now - pendingSinceNs >= options.flushEvery().toNanos())) {
                     flush();
                 }
             } catch (RuntimeException e) {

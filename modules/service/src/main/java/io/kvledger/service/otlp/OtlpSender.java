@@ -2,6 +2,7 @@ package io.kvledger.service.otlp;
 
 import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporter;
 import io.opentelemetry.sdk.common.CompletableResultCode;
+import io.opentelemetry.sdk.common.export.HttpResponse;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -30,7 +31,8 @@ public final class OtlpSender implements AutoCloseable {
         }
     }
 
-    private static final Logger SDK_LOG = Logger.getLogger("io.opentelemetry.exporter.internal.http.HttpExporter");
+    /** The SDK's exporters log each failed batch here (java.util.logging); kept so the level sticks. */
+    private static final Logger SDK_LOG = Logger.getLogger("io.opentelemetry.exporter");
 
     private final String endpoint;
     private final Duration timeout;
@@ -115,16 +117,24 @@ public final class OtlpSender implements AutoCloseable {
     }
 
     private static String oneLine(Throwable t) {
-        String m = t.getMessage();
-        while ((m == null || m.isBlank()) && t.getCause() != null) {
-            t = t.getCause();
-            m = t.getMessage();
+        // the SDK's HttpExportException (an internal class) carries the receiver's answer
+        if (response(t) instanceof HttpResponse r) {
+            String m = r.getStatusMessage();
+            boolean noText = m == null || m.isBlank() || m.strip().equals(Integer.toString(r.getStatusCode()));
+            return "HTTP " + r.getStatusCode() + (noText ? "" : " " + m.strip());
         }
-        if (t.getCause() != null && t.getCause().getMessage() != null && t instanceof java.io.IOException == false) {
-            m = m + " (" + t.getCause().getMessage() + ")";
-        }
-        String s = m == null ? t.getClass().getSimpleName() : m;
+        Throwable c = t.getCause() != null ? t.getCause() : t;
+        String m = c.getMessage();
+        String s = c.getClass().getSimpleName() + (m == null || m.isBlank() ? "" : ": " + m);
         return s.replace('\n', ' ');
+    }
+
+    private static Object response(Throwable t) {
+        try {
+            return t.getClass().getMethod("getResponse").invoke(t);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
     }
 
     @Override

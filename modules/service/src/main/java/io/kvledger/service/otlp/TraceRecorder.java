@@ -266,9 +266,9 @@ public final class TraceRecorder {
                 admit(v, p.requestId(), at);
             }
         }
+        Touch touched = touch(v, event); // binds a request to its transfer id even when not recorded
         if (recordInput(event)) {
-            Touch t = touch(v, event);
-            for (Leg leg : t.legs) {
+            for (Leg leg : touched.legs) {
                 addEvent(leg, at, seq, EntryType.of(event).typeName(), EntryType.of(event).dissect(event), inputAttrs(event));
             }
         }
