@@ -14,6 +14,7 @@ import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongUnaryOperator;
 
 /**
  * The traces of every request in a set of node journals ({@code kvledger export}): one replay
@@ -38,9 +39,11 @@ public final class JournalTraces {
      * @param unattached     findings that name no admitted request of the node (not exported)
      * @param lastAtNs       time of the last input replayed
      * @param firstAtNs      time of the first input replayed
+     * @param shiftNs        what was added to every exported time
      */
     public record Result(List<Replayer.Node> nodes, List<SpanData> spans, int traces, int legs, int inFlight,
-                         int withFinding, List<Finding> findings, int unattached, long firstAtNs, long lastAtNs) {}
+                         int withFinding, List<Finding> findings, int unattached, long firstAtNs, long lastAtNs,
+                         long shiftNs) {}
 
     private JournalTraces() {}
 
@@ -50,6 +53,14 @@ public final class JournalTraces {
      * @param shiftNs added to every exported time (0 keeps the journals' times)
      */
     public static Result of(Replayer r, Bounds bounds, long shiftNs) {
+        return of(r, bounds, first -> shiftNs);
+    }
+
+    /**
+     * Replays {@code r} (runs it) and builds the spans, every time shifted by what {@code shift}
+     * answers for the time of the first input (to move a simulated run to a wall-clock instant).
+     */
+    public static Result of(Replayer r, Bounds bounds, LongUnaryOperator shift) {
         Ledger ledger = new Ledger();
         TraceRecorder rec = new TraceRecorder(leg -> { }, Integer.MAX_VALUE);
         Map<String, Resource> resources = new HashMap<>();
@@ -80,6 +91,7 @@ public final class JournalTraces {
             byLeg.putIfAbsent(f.node() + "\u0000" + f.requestId(), f);
         }
         long end = ledger.lastAtNs();
+        long shiftNs = rec.legs().isEmpty() ? 0 : shift.applyAsLong(ledger.firstAtNs());
         List<SpanData> spans = new ArrayList<>();
         LinkedHashSet<String> traces = new LinkedHashSet<>();
         int legs = 0;
@@ -95,6 +107,6 @@ public final class JournalTraces {
             withFinding += f == null ? 0 : 1;
         }
         return new Result(r.nodes(), List.copyOf(spans), traces.size(), legs, inFlight, withFinding,
-                List.copyOf(findings), unattached, ledger.firstAtNs(), end);
+                List.copyOf(findings), unattached, ledger.firstAtNs(), end, shiftNs);
     }
 }
