@@ -16,7 +16,10 @@
  * ({@code --profile}/{@code --set}), {@code Journals} (with {@code JsonLinesTrees}: a directory of
  * JSON lines is read through temporary journals), {@code NodeTally}, {@code HangsReport} and
  * {@code Text} (shortened ids, relative times, bug-class titles): their human output is
- * deterministic, with no absolute time and no path but the journals' names.
+ * deterministic, with no absolute time and no path but the journals' names. {@code export} sends
+ * the journals' request lifecycles to an OTLP receiver through the service's
+ * {@code io.kvledger.service.otlp} ({@code JournalTraces}, {@code OtlpSender}); {@code node --otlp}
+ * attaches its {@code LiveTraces}.
  *
  * {@code io.kvledger.cli.sim} journals a simulation ({@code SimJournalRecorder}), so the journal
  * module need not depend on the simulator.

@@ -13,12 +13,13 @@
  * <p>Sub-packages: {@code data} (the KV region, transfer engine and handshake binding),
  * {@code engine} (the built-in simulated engine and the hook port), {@code http} (the
  * Reactor-Netty server: health, status, completions and the admin API), {@code metrics} (the
- * Micrometer registry fed by a loop listener), {@code cluster} (the toy proxy's routing and the
+ * Micrometer registry fed by a loop listener), {@code otlp} (request lifecycles as OpenTelemetry
+ * traces, from journals or off a live loop), {@code cluster} (the toy proxy's routing and the
  * legs a router sends requests to, for {@code kvledger cluster} and tests). The engine bridge's
  * socket is the zmq module's {@code EngineBridgeServer}; {@link io.kvledger.service.NodeService}
  * turns its calls into hook calls on the inbox.
  *
- * <p>May depend on every other kvledger module but the CLI, on reactor-core, reactor-netty-http
- * and Micrometer. The CLI depends on it, not the other way round.
+ * <p>May depend on every other kvledger module but the CLI, on reactor-core, reactor-netty-http,
+ * Micrometer and (in {@code otlp} only) the OpenTelemetry SDK and OTLP exporter. The CLI depends on it, not the other way round.
  */
 package io.kvledger.service;
