@@ -152,7 +152,8 @@ class LiveTracesTest {
                         "0123456789abcdef0123456789abcdef");
                 KvParams params = KvParams.of("do_remote_decode", false, "do_remote_prefill", true,
                         "remote_engine_id", null, "remote_block_ids", null, "transfer_id", "tx-never-answered",
-                        "remote_dp_size", 1, "remote_tp_size", 1);
+                        "remote_dp_size", 1, "remote_tp_size", 1,
+                        "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
                 CompletableFuture<Completion> leg = new LocalLeg(d).submit(xrid, 64, 2, params);
                 assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> !legSpans(receiver).isEmpty()))
                         .as("the stuck leg exported").isTrue();
@@ -164,6 +165,12 @@ class LiveTracesTest {
                 assertThat(stuck.attr("kvledger.in_flight")).isEqualTo("true");
                 assertThat(stuck.attr("kvledger.end_phase")).isEqualTo("WAITING_FOR_REMOTE_KVS");
                 assertThat(stuck.attr("kvledger.bug_class")).isEqualTo("27");
+                // the traceparent of its kv_transfer_params: a link to the caller's span
+                assertThat(stuck.span().getLinksList()).singleElement().satisfies(l -> {
+                    assertThat(java.util.HexFormat.of().formatHex(l.getTraceId().toByteArray()))
+                            .isEqualTo("4bf92f3577b34da6a3ce929d0e0e4736");
+                    assertThat(java.util.HexFormat.of().formatHex(l.getSpanId().toByteArray())).isEqualTo("00f067aa0ba902b7");
+                });
                 List<OtlpReceiver.Received> trace = receiver.spans().stream()
                         .filter(s -> s.traceId().equals(stuck.traceId())).toList();
                 OtlpReceiver.Received waiting = trace.stream().filter(s -> s.name().equals("WAITING_FOR_REMOTE_KVS"))
@@ -223,8 +230,10 @@ class LiveTracesTest {
                 .map(OtlpReceiver.Received::name).toList();
     }
 
+    /** The events of a leg: its phase spans' and its own (frames that came before the request). */
     private static List<String> events(List<OtlpReceiver.Received> trace, OtlpReceiver.Received leg) {
         List<String> out = new ArrayList<>();
+        leg.span().getEventsList().forEach(e -> out.add(e.getName()));
         for (OtlpReceiver.Received s : trace) {
             if (s.parentSpanId().equals(leg.spanId())) {
                 s.span().getEventsList().forEach(e -> out.add(e.getName()));

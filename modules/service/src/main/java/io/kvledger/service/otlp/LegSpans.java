@@ -44,7 +44,9 @@ import java.util.Map;
  * </ul>
  * The leg spans have no parent: a trace shows the legs of every node side by side. The leg span
  * carries {@code gen_ai.request.id} (vLLM's attribute on its {@code llm_request} span), so a
- * backend finds kvledger's leg and vLLM's span of the same request by one attribute.
+ * backend finds kvledger's leg and vLLM's span of the same request by one attribute. When the
+ * request's {@code kv_transfer_params} carry a W3C {@code traceparent} (a proxy can copy the
+ * client's header there), the leg span links to that span.
  */
 public final class LegSpans {
 
@@ -127,7 +129,7 @@ public final class LegSpans {
             SpanContext ctx = SpanContext.create(traceId, spanId(key, leg.node(), leg.requestId(), i),
                     TraceFlags.getSampled(), TraceState.getDefault());
             out.add(new Span(p.phase().name(), SpanKind.INTERNAL, ctx, legCtx, last ? error : StatusData.unset(),
-                    p.startNs() + shiftNs, end + shiftNs, a.build(), events, resource));
+                    p.startNs() + shiftNs, end + shiftNs, a.build(), events, List.of(), resource));
         }
         if (!ended) {
             legEnd = Math.max(legEnd, openEnd);
@@ -164,8 +166,23 @@ public final class LegSpans {
             a.put("kvledger.finding.message", finding.message());
         }
         String name = leg.config().role() == Role.PRODUCER ? "kvledger.prefill" : "kvledger.decode";
+        List<LinkData> links = List.of();
+        SpanContext linked = traceparent(leg.traceparent());
+        if (linked != null) {
+            links = List.of(LinkData.create(linked, Attributes.builder().put("kvledger.link", "traceparent").build()));
+        }
+        // frames that reached the node before the request did: events of the leg span, which starts with them
+        List<EventData> early = new ArrayList<>();
+        long legStart = leg.admittedAtNs();
+        for (TraceRecorder.Event e : leg.early()) {
+            early.add(event(e, shiftNs));
+            legStart = Math.min(legStart, e.atNs());
+        }
+        if (!early.isEmpty()) {
+            a.put("kvledger.early_frames", early.size());
+        }
         out.add(0, new Span(name, SpanKind.INTERNAL, legCtx, SpanContext.getInvalid(), error,
-                leg.admittedAtNs() + shiftNs, legEnd + shiftNs, a.build(), List.of(), resource));
+                legStart + shiftNs, legEnd + shiftNs, a.build(), early, links, resource));
         return out;
     }
 
@@ -190,6 +207,23 @@ public final class LegSpans {
                 .build());
     }
 
+    private static final java.util.regex.Pattern TRACEPARENT =
+            java.util.regex.Pattern.compile("([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})");
+
+    /** The span a W3C {@code traceparent} names, or null when it is absent or malformed. */
+    static SpanContext traceparent(String tp) {
+        if (tp == null) {
+            return null;
+        }
+        java.util.regex.Matcher m = TRACEPARENT.matcher(tp.strip());
+        if (!m.matches() || m.group(1).equals("ff")) {
+            return null;
+        }
+        SpanContext c = SpanContext.createFromRemoteParent(m.group(2), m.group(3),
+                TraceFlags.fromHex(m.group(4), 0), TraceState.getDefault());
+        return c.isValid() ? c : null;
+    }
+
     private static String nz(String s) {
         return s == null ? "" : s;
     }
@@ -204,7 +238,8 @@ public final class LegSpans {
 
     /** A finished span, as the exporter reads it. */
     record Span(String name, SpanKind kind, SpanContext context, SpanContext parent, StatusData status, long startNs,
-                long endNs, Attributes attributes, List<EventData> events, Resource resource) implements SpanData {
+                long endNs, Attributes attributes, List<EventData> events, List<LinkData> links, Resource resource)
+            implements SpanData {
 
         @Override
         public String getName() {
@@ -248,7 +283,7 @@ public final class LegSpans {
 
         @Override
         public List<LinkData> getLinks() {
-            return List.of();
+            return links;
         }
 
         @Override
@@ -268,7 +303,7 @@ public final class LegSpans {
 
         @Override
         public int getTotalRecordedLinks() {
-            return 0;
+            return links.size();
         }
 
         @Override

@@ -97,6 +97,8 @@ public final class TraceRecorder {
         final NodeConfig config;
         final String requestId;
         String transferId;
+        String traceparent;
+        final List<Event> early = new ArrayList<>(0);
         final long admittedAtNs;
         long lastAtNs;
         final List<Phase> phases = new ArrayList<>();
@@ -140,6 +142,14 @@ public final class TraceRecorder {
             return lastAtNs;
         }
 
+        /**
+         * Frames for its transfer id that this node received before it knew the request (a WRITE
+         * decode's remote_blocks can reach the prefill before the prefill admits the request).
+         */
+        public List<Event> early() {
+            return early;
+        }
+
         /** The phases in order; the last one is open while the request is not terminal. */
         public List<Phase> phases() {
             return phases;
@@ -173,6 +183,14 @@ public final class TraceRecorder {
             return failedCompletions;
         }
 
+        /**
+         * The W3C {@code traceparent} the request's {@code kv_transfer_params} carried at admission
+         * (a proxy that puts the client's header there links kvledger's leg to vLLM's trace), or null.
+         */
+        public String traceparent() {
+            return traceparent;
+        }
+
         /** The key the trace is joined by: the transfer id, or the request id when it has none. */
         public String traceKey() {
             return transferId != null ? transferId : requestId;
@@ -180,7 +198,12 @@ public final class TraceRecorder {
     }
 
     private record NodeView(String name, NodeConfig config, LinkedHashMap<String, Leg> legs,
-                            HashMap<String, LinkedHashSet<String>> ridsOfTid, HashMap<Long, Leg> statuses) {}
+                            HashMap<String, LinkedHashSet<String>> ridsOfTid, HashMap<Long, Leg> statuses,
+                            LinkedHashMap<String, List<Event>> early) {}
+
+    /** Transfer ids whose early frames are kept per node, and frames kept per transfer id. */
+    private static final int EARLY_TIDS = 4096;
+    private static final int EARLY_PER_TID = 8;
 
     private final Map<String, NodeView> nodes = new LinkedHashMap<>();
     private final Consumer<Leg> ended;
@@ -199,7 +222,13 @@ public final class TraceRecorder {
 
     /** Registers a node before its events. */
     public void node(String name, NodeConfig config) {
-        nodes.put(name, new NodeView(name, config, new LinkedHashMap<>(), new HashMap<>(), new HashMap<>()));
+        nodes.put(name, new NodeView(name, config, new LinkedHashMap<>(), new HashMap<>(), new HashMap<>(),
+                new LinkedHashMap<>() {
+                    @Override
+                    protected boolean removeEldestEntry(Map.Entry<String, List<Event>> eldest) {
+                        return size() > EARLY_TIDS;
+                    }
+                }));
     }
 
     /** Legs forgotten because more than {@code maxOpen} were open. */
@@ -267,9 +296,22 @@ public final class TraceRecorder {
             }
         }
         Touch touched = touch(v, event); // binds a request to its transfer id even when not recorded
+        if (event instanceof NodeEvent.RequestAdmitted a && a.params() != null
+                && a.params().get("traceparent") instanceof String tp && v.legs.get(a.requestId()) instanceof Leg leg) {
+            leg.traceparent = tp;
+        }
         if (recordInput(event)) {
+            EntryType type = EntryType.of(event);
             for (Leg leg : touched.legs) {
-                addEvent(leg, at, seq, EntryType.of(event).typeName(), EntryType.of(event).dissect(event), inputAttrs(event));
+                addEvent(leg, at, seq, type.typeName(), type.dissect(event), inputAttrs(event));
+            }
+            if (touched.legs.isEmpty()) {
+                for (String tid : touched.unknownTids) {
+                    List<Event> kept = v.early.computeIfAbsent(tid, k -> new ArrayList<>(1));
+                    if (kept.size() < EARLY_PER_TID) {
+                        kept.add(new Event(at, seq, type.typeName(), cut(type.dissect(event)), inputAttrs(event)));
+                    }
+                }
             }
         }
         if (event instanceof NodeEvent.TransferCompleted tc) {
@@ -391,8 +433,11 @@ public final class TraceRecorder {
             return;
         }
         leg.events++;
-        String t = text.length() > MAX_TEXT ? text.substring(0, MAX_TEXT - 3) + "..." : text;
-        p.events.add(new Event(at, seq, name, t, attrs));
+        p.events.add(new Event(at, seq, name, cut(text), attrs));
+    }
+
+    private static String cut(String text) {
+        return text.length() > MAX_TEXT ? text.substring(0, MAX_TEXT - 3) + "..." : text;
     }
 
     /** Inputs that become span events: frames, failures and the finish hook. */
@@ -442,6 +487,7 @@ public final class TraceRecorder {
     private static final class Touch implements Mentions.Sink {
         final NodeView v;
         final LinkedHashSet<Leg> legs = new LinkedHashSet<>();
+        final LinkedHashSet<String> unknownTids = new LinkedHashSet<>(0);
 
         Touch(NodeView v) {
             this.v = v;
@@ -458,7 +504,9 @@ public final class TraceRecorder {
         @Override
         public void transferId(String tid) {
             LinkedHashSet<String> rids = v.ridsOfTid.get(tid);
-            if (rids != null) {
+            if (rids == null) {
+                unknownTids.add(tid);
+            } else {
                 for (String rid : rids) {
                     Leg l = v.legs.get(rid);
                     if (l != null) {
@@ -478,6 +526,11 @@ public final class TraceRecorder {
                 l.transferId = tid;
             }
             v.ridsOfTid.computeIfAbsent(tid, k -> new LinkedHashSet<>()).add(rid);
+            unknownTids.remove(tid);
+            List<Event> early = v.early.remove(tid);
+            if (early != null) {
+                l.early.addAll(early);
+            }
             legs.add(l);
         }
 
