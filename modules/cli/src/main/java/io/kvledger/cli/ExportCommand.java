@@ -109,14 +109,21 @@ final class ExportCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         ProgressLine progress = ProgressLine.forTerminal(err, "export");
         JournalTraces.Result res;
+        List<io.kvledger.journal.replay.JournalInputs.NodeJournal> journals = Journals.resolve(spec, dirs);
+        long originNs = origin == null ? 0 : origin.getEpochSecond() * 1_000_000_000L + origin.getNano();
         try (sender) {
-            try (Replayer r = Journals.open(spec, dirs, overrides)) {
-                r.progress(progress).recorded(false);
-                long originNs = origin == null ? 0 : origin.getEpochSecond() * 1_000_000_000L + origin.getNano();
-                res = JournalTraces.of(r, bounds, first -> origin == null ? 0 : originNs - first);
+            try {
+                // two passes (the hang detectors, then the legs): the progress line counts both
+                res = JournalTraces.export(() -> Journals.openResolved(spec, journals, overrides).progress(progress),
+                        bounds, first -> origin == null ? 0 : originNs - first, sender::send);
+            } catch (OtlpSender.ExportException e) {
                 progress.done();
-                Journals.warnings(spec, r);
+                err.println("kvledger export: " + e.getMessage());
+                err.flush();
+                return 1;
             }
+            progress.done();
+            Journals.warnings(spec, res.warnings());
             long shift = res.shiftNs();
             if (origin == null && res.legs() > 0 && res.firstAtNs() < WALL_CLOCK_SINCE_NS) {
                 err.println("kvledger export: note: the journals' times start at " + Instant.ofEpochSecond(0, res.firstAtNs())
@@ -126,16 +133,9 @@ final class ExportCommand implements Callable<Integer> {
             for (Replayer.Node n : res.nodes()) {
                 names.add(n.name());
             }
-            try {
-                sender.send(res.spans());
-            } catch (OtlpSender.ExportException e) {
-                err.println("kvledger export: " + e.getMessage());
-                err.flush();
-                return 1;
-            }
             out.println("export: " + names.size() + " journal(s) (" + String.join(", ", names) + "): "
                     + res.traces() + " trace(s), " + res.legs() + " leg(s) (" + res.inFlight() + " in flight, "
-                    + res.withFinding() + " with a finding), " + res.spans().size() + " span(s) sent to "
+                    + res.withFinding() + " with a finding), " + res.spans() + " span(s) sent to "
                     + sender.endpoint() + (shift != 0 ? " (times shifted by " + String.format(java.util.Locale.ROOT,
                     "%+.3f", shift / 1e9) + " s)" : ""));
             if (res.unattached() > 0) {

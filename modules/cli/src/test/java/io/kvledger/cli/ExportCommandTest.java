@@ -86,6 +86,30 @@ class ExportCommandTest {
     }
 
     @Test
+    void aLargerRunGoesInBatchesThatNeverSplitALeg(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        assertThat(CliRun.simulate(dir.resolve("sim"), "write", 4, 120, "none").code()).isZero();
+        try (OtlpReceiver receiver = OtlpReceiver.start()) {
+            CliRun.Outcome o = CliRun.run("export", "--otlp", receiver.url(), dir.resolve("sim").toString());
+            assertThat(o.code()).as(o.err()).isZero();
+            assertThat(o.out()).contains("120 trace(s), 240 leg(s) (0 in flight, 0 with a finding)");
+            List<OtlpReceiver.Received> spans = receiver.spans();
+            assertThat(o.out()).contains(spans.size() + " span(s) sent");
+            assertThat(receiver.requests()).as("batches").hasSizeGreaterThan(1);
+            for (var req : receiver.requests()) {
+                List<io.opentelemetry.proto.trace.v1.Span> batch = req.getResourceSpansList().stream()
+                        .flatMap(rs -> rs.getScopeSpansList().stream()).flatMap(ss -> ss.getSpansList().stream()).toList();
+                assertThat(batch.size()).isLessThanOrEqualTo(512);
+                // every phase span travels with its leg span: a leg is never split over two batches
+                Set<com.google.protobuf.ByteString> legIds = batch.stream().filter(x -> x.getName().startsWith("kvledger."))
+                        .map(io.opentelemetry.proto.trace.v1.Span::getSpanId).collect(Collectors.toSet());
+                assertThat(batch.stream().filter(x -> !x.getName().startsWith("kvledger.")))
+                        .allSatisfy(x -> assertThat(legIds).contains(x.getParentSpanId()));
+            }
+            assertThat(spans.stream().filter(x -> x.name().startsWith("kvledger."))).hasSize(240);
+        }
+    }
+
+    @Test
     void aRefusedOrUnreachableReceiverIsOneLineAndExit1() throws Exception {
         Path f = fixture("07-reaped-without-ack");
         try (OtlpReceiver receiver = OtlpReceiver.start()) {

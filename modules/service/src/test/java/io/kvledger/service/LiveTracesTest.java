@@ -124,16 +124,17 @@ class LiveTracesTest {
             // The journals give the same spans offline (kvledger export): same ids, same names.
             Set<String> live = spans.stream().map(s -> s.traceId() + "/" + s.spanId() + " " + s.name())
                     .collect(Collectors.toCollection(TreeSet::new));
-            try (Replayer r = Replayer.open(JournalInputs.resolveArgs(List.of(dir.resolve("P0").toString(),
-                    dir.resolve("D0").toString())), ConfigOverrides.none())) {
-                JournalTraces.Result res = JournalTraces.of(r.recorded(false), Bounds.defaults(), 0);
-                Set<String> offline = res.spans().stream().map(s -> s.getTraceId() + "/" + s.getSpanId() + " " + s.getName())
-                        .collect(Collectors.toCollection(TreeSet::new));
-                assertThat(offline).isEqualTo(live);
-                assertThat(res.traces()).isEqualTo(3);
-                assertThat(res.legs()).isEqualTo(6);
-                assertThat(res.inFlight()).isZero();
-            }
+            var journals = JournalInputs.resolveArgs(List.of(dir.resolve("P0").toString(), dir.resolve("D0").toString()));
+            List<io.opentelemetry.sdk.trace.data.SpanData> exported = new ArrayList<>();
+            JournalTraces.Result res = JournalTraces.export(() -> Replayer.open(journals, ConfigOverrides.none()),
+                    Bounds.defaults(), first -> 0, exported::addAll);
+            Set<String> offline = exported.stream().map(s -> s.getTraceId() + "/" + s.getSpanId() + " " + s.getName())
+                    .collect(Collectors.toCollection(TreeSet::new));
+            assertThat(offline).isEqualTo(live);
+            assertThat(res.spans()).isEqualTo(exported.size());
+            assertThat(res.traces()).isEqualTo(3);
+            assertThat(res.legs()).isEqualTo(6);
+            assertThat(res.inFlight()).isZero();
         }
     }
 
