@@ -124,6 +124,10 @@ public final class OtlpSender implements AutoCloseable {
             return "HTTP " + r.getStatusCode() + (noText ? "" : " " + m.strip());
         }
         Throwable c = t.getCause() != null ? t.getCause() : t;
+        if (c instanceof java.net.ConnectException) {
+            return "cannot connect (" + (c.getMessage() == null || c.getMessage().isBlank() ? "connection refused"
+                    : c.getMessage()) + ")";
+        }
         String m = c.getMessage();
         String s = c.getClass().getSimpleName() + (m == null || m.isBlank() ? "" : ": " + m);
         return s.replace('\n', ' ');
