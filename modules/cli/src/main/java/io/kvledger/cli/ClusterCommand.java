@@ -93,6 +93,10 @@ final class ClusterCommand implements Callable<Integer> {
     @Option(names = "--timeout-s", defaultValue = "300", description = "Give up on requests not answered this many seconds after the nodes are up (default: ${DEFAULT-VALUE}).")
     double timeoutS;
 
+    @Option(names = "--otlp", paramLabel = "URL",
+            description = "Every node exports its requests' traces to this OTLP/HTTP receiver (kvledger node --otlp).")
+    String otlp;
+
     /** One started node process. */
     private record Started(String name, boolean prefill, int handshake, int notifyPort, int http, Process process, Path log) {}
 
@@ -101,6 +105,13 @@ final class ClusterCommand implements Callable<Integer> {
         PrintWriter o = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         TransferMode m = ModeOption.parse(spec, mode);
+        if (otlp != null) {
+            try {
+                io.kvledger.service.otlp.OtlpSender.endpoint(otlp);
+            } catch (io.kvledger.service.otlp.OtlpSender.ExportException e) {
+                throw new ParameterException(spec.commandLine(), e.getMessage());
+            }
+        }
         if (prefill < 1 || decode < 1 || requests < 0 || concurrency < 1) {
             throw usage("--prefill and --decode need at least 1, --requests at least 0, --concurrency at least 1");
         }
@@ -282,6 +293,9 @@ final class ClusterCommand implements Callable<Integer> {
                 "--transfer-engine", transferEngine, "--status-file", dir.resolve(name + ".status.json").toString(),
                 "--kv-transfer-config", "{\"kv_connector_extra_config\":{\"defer_timeout\":" + deferTimeoutS
                         + ",\"transfer_timeout\":" + transferTimeoutS + "}}"));
+        if (otlp != null) {
+            cmd.addAll(List.of("--otlp", otlp, "--otlp-stuck-after", String.valueOf(stuckAfterS)));
+        }
         if (!fs.isNone()) {
             cmd.addAll(List.of("--faults", fs.format(), "--fault-seed", String.valueOf(seed * 31 + name.hashCode())));
         }

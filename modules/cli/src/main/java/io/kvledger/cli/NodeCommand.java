@@ -12,6 +12,10 @@ import io.kvledger.service.NodeOptions;
 import io.kvledger.service.NodeService;
 import io.kvledger.service.data.KvLayout;
 import io.kvledger.service.http.NodeStatus;
+import io.kvledger.service.otlp.LiveTraces;
+import io.kvledger.service.otlp.OtlpSender;
+import io.kvledger.core.diagnosis.Bounds;
+import java.time.Duration;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -125,6 +129,17 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--status-file", paramLabel = "FILE", description = "Write the node's final counters as JSON here when it stops.")
     Path statusFile;
 
+    @Option(names = "--otlp", paramLabel = "URL",
+            description = "Export each request's trace to this OTLP/HTTP receiver (e.g. http://127.0.0.1:4318) when it "
+                    + "ends or the hang detectors find something about it; as 'kvledger export' makes them from the "
+                    + "journal. Never holds the node up.")
+    String otlp;
+
+    @Option(names = "--otlp-stuck-after", defaultValue = "30", paramLabel = "SECONDS",
+            description = "With --otlp: a request longer than this in a non-terminal phase, with no lifecycle event "
+                    + "meanwhile, is exported as stuck (default: ${DEFAULT-VALUE}).")
+    double otlpStuckAfter;
+
     private final CountDownLatch stop = new CountDownLatch(1);
 
     @Override
@@ -132,14 +147,30 @@ final class NodeCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         NodeOptions options = options();
+        OtlpSender sender = null;
+        if (otlp != null) {
+            if (!(otlpStuckAfter > 0) || Double.isInfinite(otlpStuckAfter)) {
+                throw usage("--otlp-stuck-after must be a positive number of seconds, got " + otlpStuckAfter);
+            }
+            try {
+                sender = OtlpSender.to(otlp, Duration.ofSeconds(10), Map.of(), true, true);
+            } catch (OtlpSender.ExportException e) {
+                throw usage(e.getMessage());
+            }
+        }
         NodeService node;
         try {
             node = NodeService.start(options);
         } catch (RuntimeException e) {
+            if (sender != null) {
+                sender.close();
+            }
             err.println("kvledger node: " + e.getMessage());
             err.flush();
             return 2;
         }
+        LiveTraces traces = sender == null ? null : LiveTraces.attach(node, sender,
+                LiveTraces.Options.defaults().withBounds(new Bounds(NodeConfig.seconds(otlpStuckAfter))));
         CountDownLatch stopped = new CountDownLatch(1);
         Thread hook = new Thread(() -> {
             stop.countDown();
@@ -168,6 +199,7 @@ final class NodeCommand implements Callable<Integer> {
                             + node.handshakeServer().endpoint() + ", " + node.dataPlane().engineReason())
                     + (node.http() != null ? ", http " + node.http().host() + ":" + node.http().port() : "")
                     + (node.bridge() != null && !node.isPassive() ? ", engine bridge " + node.bridge().endpoint() : "")
+                    + (traces != null ? ", traces to " + traces.endpoint() : "")
                     + (node.recovery() != null ? ", recovered " + node.recovery().inputs() + " inputs in "
                     + node.recovery().recoveryNs() / 1_000_000 + " ms" : "")
                     + "; journal " + journal + (durationS > 0 ? "" : "; stop with Ctrl-C"));
@@ -180,11 +212,19 @@ final class NodeCommand implements Callable<Integer> {
         } finally {
             Map<String, Object> status = NodeStatus.of(node);
             node.close();
+            if (traces != null) {
+                // after the node: the last events are in the exporter's queue
+                traces.close();
+                status.put("otlp_spans_exported", traces.exportedSpans());
+                status.put("otlp_spans_failed", traces.failedSpans());
+                status.put("otlp_events_dropped", traces.dropped());
+            }
             if (statusFile != null) {
                 java.nio.file.Files.writeString(statusFile, Json.write(status) + "\n");
             }
             out.println("node " + options.nodeId() + ": stopped after " + status.get("events_applied")
-                    + " events; journal " + journal);
+                    + " events; journal " + journal + (traces != null ? "; " + traces.exportedSpans()
+                    + " spans exported" + (traces.failedSpans() > 0 ? ", " + traces.failedSpans() + " refused" : "") : ""));
             out.flush();
             stopped.countDown();
             try {

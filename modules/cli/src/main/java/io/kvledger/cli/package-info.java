@@ -19,6 +19,10 @@
  * deterministic, with no absolute time and no path but the journals' names. {@code serve} and
  * {@code inspect --html} show the service's web timeline ({@code io.kvledger.service.web}), whose
  * {@code TimelineJson} also writes {@code inspect --json} and the findings of {@code hangs --json}.
+ * {@code export} sends
+ * the journals' request lifecycles to an OTLP receiver through the service's
+ * {@code io.kvledger.service.otlp} ({@code JournalTraces}, {@code OtlpSender}); {@code node --otlp}
+ * attaches its {@code LiveTraces}.
  *
  * {@code io.kvledger.cli.sim} journals a simulation ({@code SimJournalRecorder}), so the journal
  * module need not depend on the simulator.

@@ -15,13 +15,14 @@
  * Reactor-Netty server: health, status, completions and the admin API), {@code web} (the web
  * timeline page, the JSON it reads over a set of journals, and {@code kvledger serve}'s server;
  * the node's server mounts the page), {@code metrics} (the
- * Micrometer registry fed by a loop listener), {@code cluster} (the toy proxy's routing and the
+ * Micrometer registry fed by a loop listener), {@code otlp} (request lifecycles as OpenTelemetry
+ * traces, from journals or off a live loop), {@code cluster} (the toy proxy's routing and the
  * legs a router sends requests to, for {@code kvledger cluster} and tests), {@code shadow} (a
  * node that observes a real connector through the vLLM bridge's recorder stream). The engine bridge's
  * socket is the zmq module's {@code EngineBridgeServer}; {@link io.kvledger.service.NodeService}
  * turns its calls into hook calls on the inbox.
  *
- * <p>May depend on every other kvledger module but the CLI, on reactor-core, reactor-netty-http
- * and Micrometer. The CLI depends on it, not the other way round.
+ * <p>May depend on every other kvledger module but the CLI, on reactor-core, reactor-netty-http,
+ * Micrometer and (in {@code otlp} only) the OpenTelemetry SDK and OTLP exporter. The CLI depends on it, not the other way round.
  */
 package io.kvledger.service;

@@ -1,0 +1,168 @@
+package io.kvledger.cli;
+
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.journal.replay.Replayer;
+import io.kvledger.service.otlp.JournalTraces;
+import io.kvledger.service.otlp.OtlpSender;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvledger export --otlp URL DIR...}: every request's lifecycle in the journals, as
+ * OpenTelemetry traces sent to an OTLP/HTTP receiver (one trace per request, joined across nodes
+ * by transfer id; a span per phase per node; the hang findings as statuses). See
+ * {@link io.kvledger.service.otlp.LegSpans} for the span layout and ids.
+ */
+@Command(name = "export", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {
+            "Replays node journals and sends each request's lifecycle as an OpenTelemetry trace to an OTLP/HTTP "
+                    + "receiver (Jaeger, Tempo, an OpenTelemetry Collector): one trace per request, joined across "
+                    + "nodes by its transfer id; per node a leg span (kvledger.prefill or kvledger.decode) with one "
+                    + "child span per phase (ADMITTED, WAITING_FOR_REMOTE_KVS, ...); frames, decisions and anomalies "
+                    + "as span events; what 'kvledger hangs' finds as the ERROR status.",
+            "Ids are derived from the transfer id (or the request id when there is none): exporting again sends "
+                    + "the same trace and span ids.",
+            "DIR is a node journal, or a directory holding one journal directory per node.",
+            "Exit status: 0 the receiver took every span; 1 it refused or could not be reached; 2 usage error."})
+final class ExportCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journal directories")
+    List<String> dirs = new ArrayList<>();
+
+    @Option(names = "--otlp", required = true, paramLabel = "URL",
+            description = "the OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 (/v1/traces is appended when the URL "
+                    + "has no path)")
+    String otlp;
+
+    @Option(names = "--header", paramLabel = "NAME=VALUE",
+            description = "an HTTP header for the receiver (an API key, a tenant id); repeatable")
+    List<String> headers = new ArrayList<>();
+
+    @Option(names = "--stuck-after", paramLabel = "SECONDS",
+            description = "as in 'kvledger hangs': a request longer than this in a non-terminal phase with no "
+                    + "lifecycle event within this of the journals' end is stuck (default: 30)")
+    Double stuckAfter;
+
+    @Option(names = "--time-origin", paramLabel = "now|INSTANT",
+            description = "shift every time so that the journals' first event is at this instant (ISO-8601, e.g. "
+                    + "2026-12-03T09:00:00Z) or now; default: the journals' own times (simulated journals start "
+                    + "at 1970-01-01, which a backend's search window does not reach)")
+    String timeOrigin;
+
+    @Option(names = "--timeout-s", defaultValue = "10", paramLabel = "SECONDS",
+            description = "how long the receiver may take to answer one batch (default: ${DEFAULT-VALUE})")
+    double timeoutS;
+
+    @Mixin
+    ReplayOptions replayOptions;
+
+    /** Journal times before this (2001-09-09) are not wall-clock times: a simulator's virtual clock. */
+    private static final long WALL_CLOCK_SINCE_NS = 1_000_000_000L * 1_000_000_000L;
+
+    @Override
+    public Integer call() {
+        Bounds bounds = Bounds.defaults();
+        if (stuckAfter != null) {
+            if (!(stuckAfter > 0) || stuckAfter.isInfinite()) {
+                throw usage("--stuck-after must be a positive number of seconds, got " + stuckAfter);
+            }
+            bounds = new Bounds(NodeConfig.seconds(stuckAfter));
+        }
+        if (!(timeoutS > 0) || Double.isInfinite(timeoutS)) {
+            throw usage("--timeout-s must be a positive number of seconds, got " + timeoutS);
+        }
+        Map<String, String> hs = new LinkedHashMap<>();
+        for (String h : headers) {
+            int eq = h.indexOf('=');
+            if (eq <= 0) {
+                throw usage("--header takes NAME=VALUE, got \"" + h + "\"");
+            }
+            hs.put(h.substring(0, eq).strip(), h.substring(eq + 1).strip());
+        }
+        Instant origin = origin();
+        OtlpSender sender;
+        try {
+            sender = OtlpSender.to(otlp, Duration.ofMillis((long) (timeoutS * 1000)), hs, false, true);
+        } catch (OtlpSender.ExportException e) {
+            throw usage(e.getMessage());
+        }
+        var overrides = replayOptions.overrides(spec);
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        ProgressLine progress = ProgressLine.forTerminal(err, "export");
+        JournalTraces.Result res;
+        List<io.kvledger.journal.replay.JournalInputs.NodeJournal> journals = Journals.resolve(spec, dirs);
+        long originNs = origin == null ? 0 : origin.getEpochSecond() * 1_000_000_000L + origin.getNano();
+        try (sender) {
+            try {
+                // two passes (the hang detectors, then the legs): the progress line counts both
+                res = JournalTraces.export(() -> Journals.openResolved(spec, journals, overrides).progress(progress),
+                        bounds, first -> origin == null ? 0 : originNs - first, sender::send);
+            } catch (OtlpSender.ExportException e) {
+                progress.done();
+                err.println("kvledger export: " + e.getMessage());
+                err.flush();
+                return 1;
+            }
+            progress.done();
+            Journals.warnings(spec, res.warnings());
+            long shift = res.shiftNs();
+            if (origin == null && res.legs() > 0 && res.firstAtNs() < WALL_CLOCK_SINCE_NS) {
+                err.println("kvledger export: note: the journals' times start at " + Instant.ofEpochSecond(0, res.firstAtNs())
+                        + " (a simulator's clock), where a backend shows them; --time-origin now moves them");
+            }
+            List<String> names = new ArrayList<>();
+            for (Replayer.Node n : res.nodes()) {
+                names.add(n.name());
+            }
+            out.println("export: " + names.size() + " journal(s) (" + String.join(", ", names) + "): "
+                    + res.traces() + " trace(s), " + res.legs() + " leg(s) (" + res.inFlight() + " in flight, "
+                    + res.withFinding() + " with a finding), " + res.spans() + " span(s) sent to "
+                    + sender.endpoint() + (shift != 0 ? " (times shifted by " + String.format(java.util.Locale.ROOT,
+                    "%+.3f", shift / 1e9) + " s)" : ""));
+            if (res.unattached() > 0) {
+                out.println("  " + res.unattached() + " finding(s) name no request admitted on their node; not exported "
+                        + "(see 'kvledger hangs')");
+            }
+            out.flush();
+        }
+        return 0;
+    }
+
+    private Instant origin() {
+        if (timeOrigin == null) {
+            return null;
+        }
+        if (timeOrigin.strip().equalsIgnoreCase("now")) {
+            return Instant.now();
+        }
+        try {
+            return Instant.parse(timeOrigin.strip());
+        } catch (DateTimeParseException e) {
+            throw usage("--time-origin takes now or an ISO-8601 instant such as 2026-12-03T09:00:00Z, got \""
+                    + timeOrigin + "\"");
+        }
+    }
+
+    private ParameterException usage(String message) {
+        return new ParameterException(spec.commandLine(), message);
+    }
+}
