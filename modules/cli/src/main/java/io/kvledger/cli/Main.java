@@ -48,7 +48,8 @@ public final class Main implements Callable<Integer> {
             new NamedCommand("journal", JournalCommand::new),
             new NamedCommand("listen", ListenCommand::new),
             new NamedCommand("node", NodeCommand::new),
-            new NamedCommand("cluster", ClusterCommand::new));
+            new NamedCommand("cluster", ClusterCommand::new),
+            new NamedCommand("proxy", ProxyCommand::new));
 
     @Spec
     CommandSpec spec;

@@ -7,6 +7,7 @@ import io.kvledger.core.diagnosis.InFlight;
 import io.kvledger.core.diagnosis.Ledger;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.JournalEntry;
+import io.kvledger.journal.proxy.ProxyLedger;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -15,7 +16,8 @@ import java.util.TreeSet;
 
 /**
  * The {@code hangs} diagnosis as data: replays journals through a core {@link Ledger} and runs
- * {@link HangDetectors} over it. Printing is the caller's (the CLI's {@code HangsReport}, the
+ * {@link HangDetectors} over it; the proxy journals among them add the {@link ProxyLedger}
+ * detectors' findings. Printing is the caller's (the CLI's {@code HangsReport}, the
  * service's HTTP API).
  */
 public final class Hangs {
@@ -25,7 +27,7 @@ public final class Hangs {
             "unknown-completion-id", "superseded-transfer-id", "ack-before-finish", "notify-unhandshaken-rank",
             "wrong-port-offset-form", "notify-no-listener", "empty-remote-blocks", "ack-before-mapping",
             "failed-read-no-release", "ack-deficit", "free-while-in-flight", "listener-death", "mapping-leak", "negative-matched-tokens",
-            "anomaly");
+            "anomaly", "proxy-decode-unanswered", "proxy-prefill-failed");
 
     /**
      * What a diagnosis run found.
@@ -67,8 +69,14 @@ public final class Hangs {
                 ledger.observe(node.name(), in.event(), fx);
             }
         });
-        List<Finding> findings = HangDetectors.run(ledger, bounds);
-        return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, findings,
+        List<Finding> findings = new ArrayList<>(HangDetectors.run(ledger, bounds));
+        if (!r.proxyJournals().isEmpty()) {
+            // the proxy's journals: requests it sent whose decode (or prefill) leg never answered
+            ProxyLedger proxies = ProxyLedger.read(r.proxyJournals());
+            findings.addAll(proxies.findings(bounds.stuckAfterNs()));
+            r.addWarnings(proxies.warnings());
+        }
+        return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, List.copyOf(findings),
                 HangDetectors.inFlight(ledger, bounds));
     }
 

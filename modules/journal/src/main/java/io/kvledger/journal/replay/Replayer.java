@@ -260,6 +260,11 @@ public final class Replayer implements AutoCloseable {
      * What the readers skipped or doubted, one line each (unknown type ids, undecodable entries,
      * unknown header keys). The readers prefix lines with the journal directory as opened.
      */
+    /** Adds warnings of a pass that read other journals alongside (the proxies'). */
+    public void addWarnings(List<String> more) {
+        warnings.addAll(more);
+    }
+
     public List<String> warnings() {
         return List.copyOf(warnings);
     }

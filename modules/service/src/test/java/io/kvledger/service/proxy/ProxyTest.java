@@ -346,9 +346,9 @@ class ProxyTest {
 
         // a prefill that registers but whose HTTP port is closed (the first one expires meanwhile)
         pe.stopHeartbeat();
-        FakeEngine dead = keep(FakeEngine.start("P", 1));
-        dead.server.disposeNow(Duration.ofSeconds(5));
-        dead.register(p.pingPort(), "READ", BEAT);
+        FakeEngine gone = keep(FakeEngine.start("P", 1));
+        gone.server.disposeNow(Duration.ofSeconds(5));
+        gone.register(p.pingPort(), "READ", BEAT);
         assertTrue(eventually(Duration.ofSeconds(5), () -> p.producers() == 1
                 && journaled(ProxyEvent.InstanceExpired.class).size() == 1), "only the dead prefill is left");
         long t0 = System.nanoTime();
