@@ -40,9 +40,10 @@ public final class Hangs {
      * @param findings  what the detectors found, in their order
      * @param inFlight  every request in a non-terminal phase when the journals end, with why it is
      *                  (stuck) or is not (young, still progressing) a finding
+     * @param proxies   the proxy journals read alongside (their display names)
      */
     public record Result(List<Replayer.Node> nodes, long inputs, long firstAtNs, long lastAtNs, Bounds bounds,
-                         List<Finding> findings, List<InFlight> inFlight) {
+                         List<Finding> findings, List<InFlight> inFlight, List<String> proxies) {
 
         /** In-flight requests with this status. */
         public long count(InFlight.Status status) {
@@ -77,7 +78,7 @@ public final class Hangs {
             r.addWarnings(proxies.warnings());
         }
         return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, List.copyOf(findings),
-                HangDetectors.inFlight(ledger, bounds));
+                HangDetectors.inFlight(ledger, bounds), r.proxyJournals().stream().map(JournalInputs.NodeJournal::name).toList());
     }
 
     /** The findings grouped by detector, groups in {@link #DETECTOR_ORDER} (unknown names last, sorted). */
