@@ -193,9 +193,15 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
             role = switch (kvRole) {
                 case "kv_producer" -> Role.PRODUCER;
                 case "kv_consumer" -> Role.CONSUMER;
-                case PROXY_ROLE -> Role.CONSUMER;
+                case PROXY_ROLE -> {
+                    if (strict) {
+                        throw new IllegalArgumentException("kv_role must be kv_producer or kv_consumer, found \"proxy\" "
+                                + "(a proxy's journal is written by kvledger proxy only, never imported)");
+                    }
+                    yield Role.CONSUMER;
+                }
                 default -> throw new IllegalArgumentException(
-                        "kv_role must be kv_producer, kv_consumer or proxy, found \"" + kvRole + "\"");
+                        "kv_role must be kv_producer or kv_consumer, found \"" + kvRole + "\"");
             };
             proxy = PROXY_ROLE.equals(kvRole);
         }
