@@ -143,7 +143,8 @@ public final class Samples {
                         "no answer within 300.0 s"),
                 new io.kvledger.journal.proxy.ProxyEvent.LegCancelled(t + 9, prid, TID, "decode", 1_200_000_000L,
                         "client disconnected"),
-                new io.kvledger.journal.proxy.ProxyEvent.RequestCompleted(t + 10, prid, TID, 499, 1_250_000_000L));
+                new io.kvledger.journal.proxy.ProxyEvent.RequestCompleted(t + 10, prid, TID, 499, 1_250_000_000L),
+                new io.kvledger.journal.proxy.ProxyEvent.RecordsDropped(t + 11, 3));
     }
 
     public static List<Object> all() {

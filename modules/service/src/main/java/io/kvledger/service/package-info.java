@@ -14,7 +14,9 @@
  * {@code engine} (the built-in simulated engine and the hook port), {@code http} (the
  * Reactor-Netty server: health, status, completions and the admin API), {@code metrics} (the
  * Micrometer registry fed by a loop listener), {@code cluster} (the toy proxy's routing and the
- * legs a router sends requests to, for {@code kvledger cluster} and tests). The engine bridge's
+ * legs a router sends requests to, for {@code kvledger cluster} and tests), {@code proxy}
+ * ({@code kvledger proxy}: the MoRIIO-compatible router in front of engines, with its own journal).
+ * The engine bridge's
  * socket is the zmq module's {@code EngineBridgeServer}; {@link io.kvledger.service.NodeService}
  * turns its calls into hook calls on the inbox.
  *

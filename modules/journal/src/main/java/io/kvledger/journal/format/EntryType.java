@@ -420,7 +420,13 @@ public enum EntryType {
             (at, v) -> new ProxyEvent.RequestCompleted(at, v.s(0), v.s(1), v.i(2), v.l(3)),
             e -> "rid=" + Render.s(e.requestId()) + " tid=" + Render.s(e.transferId()) + " status=" + e.httpStatus()
                     + " after " + millis(e.elapsedNs()),
-            nul("request_id", STR), nul("transfer_id", STR), req("http_status", I32), req("elapsed_ns", I64)));
+            nul("request_id", STR), nul("transfer_id", STR), req("http_status", I32), req("elapsed_ns", I64))),
+
+    RECORDS_DROPPED(211, EntryKind.PROXY, "records_dropped", Schema.of(ProxyEvent.RecordsDropped.class,
+            e -> new Object[] {e.total()},
+            (at, v) -> new ProxyEvent.RecordsDropped(at, v.l(0)),
+            e -> "total=" + e.total() + " (the journal has a gap)",
+            req("total", I64)));
 
     private final int id;
     private final EntryKind kind;
@@ -553,6 +559,7 @@ public enum EntryType {
             case ProxyEvent.LegFailed x -> LEG_FAILED;
             case ProxyEvent.LegCancelled x -> LEG_CANCELLED;
             case ProxyEvent.RequestCompleted x -> REQUEST_COMPLETED;
+            case ProxyEvent.RecordsDropped x -> RECORDS_DROPPED;
         };
     }
 

@@ -69,6 +69,12 @@ public sealed interface ProxyEvent {
     record RequestCompleted(long atNs, String requestId, String transferId, int httpStatus, long elapsedNs)
             implements ProxyEvent {}
 
+    /**
+     * The proxy could not journal some records (its queue was full, or a record was not
+     * journalable): {@code total} so far. The journal has a gap before this entry.
+     */
+    record RecordsDropped(long atNs, long total) implements ProxyEvent {}
+
     /** The request id and transfer id this event names, when it names a request. */
     static String requestIdOf(ProxyEvent e) {
         return switch (e) {
@@ -83,6 +89,7 @@ public sealed interface ProxyEvent {
             case InstanceExpired r -> null;
             case RegistrationRejected r -> null;
             case RequestRejected r -> null;
+            case RecordsDropped r -> null;
         };
     }
 
@@ -100,6 +107,7 @@ public sealed interface ProxyEvent {
             case InstanceExpired r -> null;
             case RegistrationRejected r -> null;
             case RequestRejected r -> null;
+            case RecordsDropped r -> null;
         };
     }
 }

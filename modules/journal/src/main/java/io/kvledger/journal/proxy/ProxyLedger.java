@@ -230,6 +230,8 @@ public final class ProxyLedger {
             case ProxyEvent.InstanceExpired x -> { }
             case ProxyEvent.RegistrationRejected x -> { }
             case ProxyEvent.RequestRejected x -> { }
+            case ProxyEvent.RecordsDropped x -> warnings.add(proxy + ": " + x.total()
+                    + " proxy record(s) were dropped before " + x.atNs() + " (the journal has a gap)");
         }
     }
 

@@ -34,7 +34,7 @@ class EntryTypeTest {
             140 phase_changed, 141 deferral_started, 142 ack_parked, 143 ack_surfaced, 144 stale_ack_dropped, \
             145 unmapped, 146 anomaly, 200 proxy_started, 201 instance_registered, 202 instance_expired, \
             203 registration_rejected, 204 request_rejected, 205 request_routed, 206 leg_sent, 207 leg_answered, \
-            208 leg_failed, 209 leg_cancelled, 210 request_completed""";
+            208 leg_failed, 209 leg_cancelled, 210 request_completed, 211 records_dropped""";
 
     @Test
     void type_ids_and_names_are_the_permanent_ones() {

@@ -15,8 +15,8 @@ import java.util.function.Consumer;
  * The proxy's journal: {@link ProxyEvent}s handed over from Netty and the registration thread
  * through one bounded queue to one writer thread ({@code kvledger-proxy-journal}), the only one
  * that touches the {@link JournalWriter}. A full queue drops the event and counts it (a handler
- * never waits for the disk); the count is journaled as a rejected-registration note once there is
- * room again, so the journal says that it has a gap.
+ * never waits for the disk); the count so far is journaled as {@code records_dropped} once there
+ * is room again, so the journal says that it has a gap.
  */
 final class ProxyJournal implements Consumer<ProxyEvent>, AutoCloseable {
 
@@ -81,9 +81,7 @@ final class ProxyJournal implements Consumer<ProxyEvent>, AutoCloseable {
                 long d = dropped.get();
                 if (d != reported) {
                     reported = d;
-                    writer.appendProxy(new ProxyEvent.RegistrationRejected(e.atNs(),
-                            "journal gap: " + d + " proxy event(s) dropped so far (queue full or not journalable)",
-                            new byte[0]));
+                    writer.appendProxy(new ProxyEvent.RecordsDropped(e.atNs(), d));
                 }
             }
         } catch (InterruptedException ie) {

@@ -164,6 +164,7 @@ final class ProxyServer implements AutoCloseable {
         final AtomicBoolean completed = new AtomicBoolean();
         final Disposable.Composite legs = Disposables.composite();
         volatile String cancelReason = "client disconnected";
+        volatile Runnable onComplete;
 
         Flight(String rid, String tid, long startNs) {
             this.rid = rid;
@@ -174,6 +175,10 @@ final class ProxyServer implements AutoCloseable {
         /** The client got its answer (or gave up): journaled once. */
         void complete(int status, String outcome) {
             if (completed.compareAndSet(false, true)) {
+                Runnable r = onComplete;
+                if (r != null) {
+                    r.run();
+                }
                 journal.accept(new ProxyEvent.RequestCompleted(clock.getAsLong(), rid, tid, status,
                         clock.getAsLong() - startNs));
                 metrics.request(outcome, status);
@@ -305,7 +310,14 @@ final class ProxyServer implements AutoCloseable {
         journal.accept(new ProxyEvent.RequestRouted(t0, rid, tid, "/v1" + api, stream, clientRid, mode.name(),
                 p.httpAddress(), pDp, d.httpAddress(), dDp));
         Flight f = new Flight(rid, tid, t0);
-        res.withConnection(c -> c.onDispose(f::clientGone));
+        // a client connection closed before the answer: cancel the legs (the listener is removed
+        // when the request completes, so a long keep-alive connection does not collect them)
+        res.withConnection(c -> {
+            io.netty.util.concurrent.GenericFutureListener<io.netty.util.concurrent.Future<? super Void>> gone =
+                    x -> f.clientGone();
+            c.channel().closeFuture().addListener(gone);
+            f.onComplete = () -> c.channel().closeFuture().removeListener(gone);
+        });
 
         Map<String, Object> pb = new LinkedHashMap<>(body);
         pb.put("stream", false);
