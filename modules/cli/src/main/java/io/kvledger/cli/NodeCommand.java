@@ -18,8 +18,6 @@ import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -114,7 +112,6 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--status-file", paramLabel = "FILE", description = "Write the node's final counters as JSON here when it stops.")
     Path statusFile;
 
-    private final CountDownLatch stop = new CountDownLatch(1);
 
     @Override
     public Integer call() throws Exception {
@@ -129,21 +126,7 @@ final class NodeCommand implements Callable<Integer> {
             err.flush();
             return 2;
         }
-        CountDownLatch stopped = new CountDownLatch(1);
-        Thread hook = new Thread(() -> {
-            stop.countDown();
-            try {
-                // SIGINT/SIGTERM: the node closes its adapters and flushes its journal, then the
-                // process ends with 0 (a clean stop), not with the signal's 130/143.
-                if (stopped.await(30, TimeUnit.SECONDS)) {
-                    System.out.flush();
-                    Runtime.getRuntime().halt(0);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "kvledger-node-shutdown");
-        Runtime.getRuntime().addShutdownHook(hook);
+        Foreground fg = Foreground.install("kvledger-node-shutdown");
         try {
             NodeConfig c = options.config();
             err.println("node " + options.nodeId() + ": " + c.role().name().toLowerCase(Locale.ROOT) + " "
@@ -156,11 +139,7 @@ final class NodeCommand implements Callable<Integer> {
                     + node.recovery().recoveryNs() / 1_000_000 + " ms" : "")
                     + "; journal " + journal + (durationS > 0 ? "" : "; stop with Ctrl-C"));
             err.flush();
-            if (durationS > 0) {
-                stop.await((long) (durationS * 1e9), TimeUnit.NANOSECONDS);
-            } else {
-                stop.await();
-            }
+            fg.await(durationS);
         } finally {
             Map<String, Object> status = NodeStatus.of(node);
             node.close();
@@ -170,12 +149,7 @@ final class NodeCommand implements Callable<Integer> {
             out.println("node " + options.nodeId() + ": stopped after " + status.get("events_applied")
                     + " events; journal " + journal);
             out.flush();
-            stopped.countDown();
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException shuttingDown) {
-                // the hook is running and waits for `stopped`
-            }
+            fg.close();
         }
         return 0;
     }

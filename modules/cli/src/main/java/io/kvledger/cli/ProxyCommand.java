@@ -7,8 +7,6 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -79,8 +77,6 @@ final class ProxyCommand implements Callable<Integer> {
     @Option(names = "--duration-s", defaultValue = "0", paramLabel = "S", description = "Stop after this many seconds (0: run until stopped).")
     double durationS;
 
-    private final CountDownLatch stop = new CountDownLatch(1);
-
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
@@ -106,19 +102,7 @@ final class ProxyCommand implements Callable<Integer> {
             err.flush();
             return 2;
         }
-        CountDownLatch stopped = new CountDownLatch(1);
-        Thread hook = new Thread(() -> {
-            stop.countDown();
-            try {
-                if (stopped.await(30, TimeUnit.SECONDS)) {
-                    System.out.flush();
-                    Runtime.getRuntime().halt(0);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "kvledger-proxy-shutdown");
-        Runtime.getRuntime().addShutdownHook(hook);
+        Foreground fg = Foreground.install("kvledger-proxy-shutdown");
         try {
             err.println("proxy " + options.proxyId() + ": http " + host + ":" + proxy.httpPort() + ", registrations on tcp://"
                     + host + ":" + proxy.pingPort() + ", mode " + (options.mode() == null ? "of the first registrant"
@@ -126,11 +110,7 @@ final class ProxyCommand implements Callable<Integer> {
                     + notifyPortShift) + "; " + (journal == null ? "no journal" : "journal " + journal)
                     + (durationS > 0 ? "" : "; stop with Ctrl-C"));
             err.flush();
-            if (durationS > 0) {
-                stop.await((long) (durationS * 1e9), TimeUnit.NANOSECONDS);
-            } else {
-                stop.await();
-            }
+            fg.await(durationS);
         } finally {
             long journaled = proxy.journaled();
             proxy.close();
@@ -138,12 +118,7 @@ final class ProxyCommand implements Callable<Integer> {
                     + " registration message(s), " + proxy.registrationsRejected() + " rejected"
                     + (journal == null ? "" : "; " + journaled + " record(s) in journal " + journal));
             out.flush();
-            stopped.countDown();
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException shuttingDown) {
-                // the hook is running and waits for `stopped`
-            }
+            fg.close();
         }
         return 0;
     }

@@ -43,11 +43,11 @@ public sealed interface ProxyEvent {
      */
     record RequestRouted(long atNs, String requestId, String transferId, String api, boolean stream,
                          String clientRequestId, String mode, String prefill, Integer prefillDpRank, String decode,
-                         Integer decodeDpRank) implements ProxyEvent {}
+                         Integer decodeDpRank) implements OfRequest {}
 
     /** One leg was sent, with the {@code kv_transfer_params} it carried. */
     record LegSent(long atNs, String requestId, String transferId, String leg, String instance,
-                   KvParams kvTransferParams) implements ProxyEvent {}
+                   KvParams kvTransferParams) implements OfRequest {}
 
     /**
      * One leg answered (for a streamed decode leg: its stream ended).
@@ -55,19 +55,19 @@ public sealed interface ProxyEvent {
      * @param kvTransferParams what the leg returned (the prefill's handoff), or null
      */
     record LegAnswered(long atNs, String requestId, String transferId, String leg, int httpStatus, long elapsedNs,
-                       String finishReason, KvParams kvTransferParams) implements ProxyEvent {}
+                       String finishReason, KvParams kvTransferParams) implements OfRequest {}
 
     /** One leg failed: an error status, a transport error, a timeout, or an invalid handoff. */
     record LegFailed(long atNs, String requestId, String transferId, String leg, Integer httpStatus, long elapsedNs,
-                     String reason) implements ProxyEvent {}
+                     String reason) implements OfRequest {}
 
     /** One leg was cancelled before it answered (the client went away, or the other leg failed). */
     record LegCancelled(long atNs, String requestId, String transferId, String leg, long elapsedNs, String reason)
-            implements ProxyEvent {}
+            implements OfRequest {}
 
     /** The client got its answer (or its error) with this status. */
     record RequestCompleted(long atNs, String requestId, String transferId, int httpStatus, long elapsedNs)
-            implements ProxyEvent {}
+            implements OfRequest {}
 
     /**
      * The proxy could not journal some records (its queue was full, or a record was not
@@ -75,39 +75,21 @@ public sealed interface ProxyEvent {
      */
     record RecordsDropped(long atNs, long total) implements ProxyEvent {}
 
-    /** The request id and transfer id this event names, when it names a request. */
-    static String requestIdOf(ProxyEvent e) {
-        return switch (e) {
-            case RequestRouted r -> r.requestId();
-            case LegSent r -> r.requestId();
-            case LegAnswered r -> r.requestId();
-            case LegFailed r -> r.requestId();
-            case LegCancelled r -> r.requestId();
-            case RequestCompleted r -> r.requestId();
-            case ProxyStarted r -> null;
-            case InstanceRegistered r -> null;
-            case InstanceExpired r -> null;
-            case RegistrationRejected r -> null;
-            case RequestRejected r -> null;
-            case RecordsDropped r -> null;
-        };
+    /** A record about one routed request: it names the request's proxy id and its transfer id. */
+    sealed interface OfRequest extends ProxyEvent
+            permits RequestRouted, LegSent, LegAnswered, LegFailed, LegCancelled, RequestCompleted {
+        String requestId();
+
+        String transferId();
     }
 
-    /** The transfer id this event names, when it names a request. */
+    /** The proxy request id {@code e} names, or null for a record that is not about one request. */
+    static String requestIdOf(ProxyEvent e) {
+        return e instanceof OfRequest r ? r.requestId() : null;
+    }
+
+    /** The transfer id {@code e} names, or null for a record that is not about one request. */
     static String transferIdOf(ProxyEvent e) {
-        return switch (e) {
-            case RequestRouted r -> r.transferId();
-            case LegSent r -> r.transferId();
-            case LegAnswered r -> r.transferId();
-            case LegFailed r -> r.transferId();
-            case LegCancelled r -> r.transferId();
-            case RequestCompleted r -> r.transferId();
-            case ProxyStarted r -> null;
-            case InstanceRegistered r -> null;
-            case InstanceExpired r -> null;
-            case RegistrationRejected r -> null;
-            case RequestRejected r -> null;
-            case RecordsDropped r -> null;
-        };
+        return e instanceof OfRequest r ? r.transferId() : null;
     }
 }
