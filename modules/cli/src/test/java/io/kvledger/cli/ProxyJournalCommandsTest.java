@@ -82,6 +82,10 @@ class ProxyJournalCommandsTest {
         assertThat(out.indexOf("request_routed")).isLessThan(out.indexOf("D0  #1  request_admitted"));
         assertThat(out).doesNotContain("instance_expired").doesNotContain("proxy_started");
 
+        SimJournals.Outcome alone = run("inspect", proxy.toString(), "--request", UUID);
+        assertThat(alone.code()).as(alone.err()).isZero();
+        assertThat(alone.out()).contains("proxy0  #3  request_routed").doesNotContain("D0");
+
         SimJournals.Outcome byTid = run("inspect", fixture(), proxy.toString(), "--transfer", TID);
         assertThat(byTid.code()).as(byTid.err()).isZero();
         assertThat(byTid.out()).contains("leg_sent prefill").contains("request_admitted");
