@@ -112,8 +112,8 @@ final class ProxyCommand implements Callable<Integer> {
             err.flush();
             fg.await(durationS);
         } finally {
-            long journaled = proxy.journaled();
             proxy.close();
+            long journaled = proxy.journaled();
             out.println("proxy " + options.proxyId() + ": stopped; " + proxy.registrationsReceived()
                     + " registration message(s), " + proxy.registrationsRejected() + " rejected"
                     + (journal == null ? "" : "; " + journaled + " record(s) in journal " + journal));

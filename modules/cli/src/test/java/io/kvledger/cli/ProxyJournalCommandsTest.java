@@ -77,7 +77,7 @@ class ProxyJournalCommandsTest {
         SimJournals.Outcome o = run("inspect", fixture(), proxy.toString(), "--request", UUID);
         assertThat(o.code()).as(o.err()).isZero();
         String out = o.out();
-        assertThat(out).contains("proxy0  #3  request_routed").contains("proxy0  #5  leg_sent decode")
+        assertThat(out).contains("in 2 journal(s) (D0, P0) and proxy journal(s) proxy0").contains("proxy0  #3  request_routed").contains("proxy0  #5  leg_sent decode")
                 .contains("proxy0  #6  leg_answered prefill").contains("D0  #1  request_admitted");
         assertThat(out.indexOf("request_routed")).isLessThan(out.indexOf("D0  #1  request_admitted"));
         assertThat(out).doesNotContain("instance_expired").doesNotContain("proxy_started");
