@@ -227,6 +227,15 @@ class ProxyTest {
 
         ProxyEvent.RequestCompleted done = awaitJournaled(ProxyEvent.RequestCompleted.class, e -> true);
         assertEquals(200, done.httpStatus());
+        HttpResponse<String> health = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort()
+                + "/health")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, health.statusCode(), health.body());
+        assertEquals("{\"status\":\"ok\",\"mode\":\"WRITE\",\"prefill_instances\":1,\"decode_instances\":1}",
+                health.body());
+        HttpResponse<String> list = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort()
+                + "/v1/instances")).build(), HttpResponse.BodyHandlers.ofString());
+        assertTrue(list.body().contains("\"http_address\":\"" + pe.httpAddress() + "\"") && list.body()
+                .contains("\"dp_size\":2"), list.body());
         ProxyEvent.RequestRouted routed = journaled(ProxyEvent.RequestRouted.class).getFirst();
         assertEquals(pr.requestId(), routed.requestId());
         assertEquals(tid, routed.transferId());
