@@ -33,6 +33,7 @@ final class EntryFormat {
             case JournalEntry.Header h -> "header";
             case JournalEntry.Input in -> "input";
             case JournalEntry.Derived d -> "derived<-" + d.causeSeq();
+            case JournalEntry.Proxy px -> "proxy";
             case JournalEntry.Unknown u -> "unknown";
         };
     }

@@ -42,7 +42,8 @@ final class HangsReport {
     /** The human report; {@code listInFlight} also lists every in-flight request that is not stuck. */
     static void print(PrintWriter out, Hangs.Result res, boolean fullIds, boolean listInFlight) {
         long span = res.inputs() == 0 ? 0 : res.lastAtNs() - res.firstAtNs();
-        out.println("hangs: " + res.nodes().size() + " journal(s) (" + Journals.names(res.nodes()) + "), " + res.inputs()
+        out.println("hangs: " + res.nodes().size() + " journal(s) (" + Journals.names(res.nodes()) + ")"
+                + (res.proxies().isEmpty() ? "" : " and proxy journal(s) " + String.join(", ", res.proxies())) + ", " + res.inputs()
                 + " events over " + Text.seconds3(span) + "; stuck after " + ConfigOverrides.seconds(res.bounds().stuckAfterNs())
                 + " in one phase");
         for (Replayer.Node n : res.nodes()) {
@@ -72,12 +73,13 @@ final class HangsReport {
         out.println();
         List<String> parts = new ArrayList<>();
         groups.forEach((d, l) -> parts.add(d + " " + l.size()));
-        TreeSet<String> nodes = new TreeSet<>();
-        for (Finding f : res.findings()) {
-            nodes.add(f.node());
-        }
+        long onProxies = res.findings().stream().filter(f -> f.detector().startsWith("proxy-")).map(Finding::node)
+                .distinct().count();
+        long onNodes = res.findings().stream().filter(f -> !f.detector().startsWith("proxy-")).map(Finding::node)
+                .distinct().count();
         out.println("summary: " + res.findings().size() + " finding" + (res.findings().size() == 1 ? "" : "s") + " ("
-                + String.join(", ", parts) + ") on " + nodes.size() + " of " + res.nodes().size() + " node(s)");
+                + String.join(", ", parts) + ") on " + onNodes + " of " + res.nodes().size() + " node(s)"
+                + (res.proxies().isEmpty() ? "" : " and " + onProxies + " of " + res.proxies().size() + " proxy journal(s)"));
         if (!classes.isEmpty()) {
             out.println("bug classes (moriio-protocol.md section 7):");
             for (int c : classes) {
@@ -165,6 +167,7 @@ final class HangsReport {
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
         m.put("command", "hangs");
         m.put("journals", (long) res.nodes().size());
+        m.put("proxy_journals", new ArrayList<Object>(res.proxies()));
         List<Object> nodes = new ArrayList<>();
         for (Replayer.Node n : res.nodes()) {
             LinkedHashMap<String, Object> nm = new LinkedHashMap<>();

@@ -159,8 +159,11 @@ final class InspectCommand implements Callable<Integer> {
         Set<String> rids = found.requestIds();
         Set<String> tids = found.transferIds();
         List<Line> lines = found.lines();
+        Set<String> nodeNames = new HashSet<>();
+        nodes.forEach(n -> nodeNames.add(n.name()));
+        List<String> proxies = lines.stream().map(Line::node).filter(n -> !nodeNames.contains(n)).distinct().toList();
         out.println("inspect: " + what + " " + Text.ids(query, fullIds) + " in " + nodes.size() + " journal(s) ("
-                + Journals.names(nodes) + ")");
+                + Journals.names(nodes) + ")" + (proxies.isEmpty() ? "" : " and proxy journal(s) " + String.join(", ", proxies)));
         Map<String, Set<String>> legs = found.legs();
         for (Map.Entry<String, Set<String>> leg : legs.entrySet()) {
             for (String rid : leg.getValue()) {

@@ -52,7 +52,8 @@ public final class Main implements Callable<Integer> {
             new NamedCommand("tap", TapCommand::new),
             new NamedCommand("tap-report", TapReportCommand::new),
             new NamedCommand("node", NodeCommand::new),
-            new NamedCommand("cluster", ClusterCommand::new));
+            new NamedCommand("cluster", ClusterCommand::new),
+            new NamedCommand("proxy", ProxyCommand::new));
 
     @Spec
     CommandSpec spec;

@@ -180,7 +180,7 @@ final class MergeCommand implements Callable<Integer> {
             for (int i = 0; i < readers.size(); i++) {
                 JournalHeader h = readers.get(i).header();
                 String origin = h.origin().isEmpty() ? "merge" : h.origin() + " (merged)";
-                copies.add(new Copy(JournalWriter.open(staging.resolve(nodes.get(i)), JournalHeader.of(h.nodeId(), h.config(), origin)),
+                copies.add(new Copy(JournalWriter.open(staging.resolve(nodes.get(i)), new JournalHeader(io.kvledger.journal.JournalFormat.FORMAT_VERSION, h.nodeId(), h.config(), origin, h.proxy())),
                         h.role() == Role.PRODUCER));
                 index.node(nodes.get(i), h.role() == Role.PRODUCER);
             }
@@ -262,6 +262,13 @@ final class MergeCommand implements Callable<Integer> {
                 long seq = c.writer.appendDerived(cause, d.atNs(), d.effect());
                 c.entries++;
                 return new JournalEntry.Derived(seq, cause, d.atNs(), d.effect());
+            }
+            case JournalEntry.Proxy px -> {
+                long seq = c.writer.appendProxy(px.event());
+                c.entries++;
+                c.firstAtNs = Math.min(c.firstAtNs, px.atNs());
+                c.lastAtNs = Math.max(c.lastAtNs, px.atNs());
+                return new JournalEntry.Proxy(seq, px.atNs(), px.event());
             }
             case JournalEntry.Unknown u -> {
                 c.identity = false;

@@ -22,8 +22,6 @@ import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -140,7 +138,6 @@ final class NodeCommand implements Callable<Integer> {
                     + "meanwhile, is exported as stuck (default: ${DEFAULT-VALUE}).")
     double otlpStuckAfter;
 
-    private final CountDownLatch stop = new CountDownLatch(1);
 
     @Override
     public Integer call() throws Exception {
@@ -171,21 +168,7 @@ final class NodeCommand implements Callable<Integer> {
         }
         LiveTraces traces = sender == null ? null : LiveTraces.attach(node, sender,
                 LiveTraces.Options.defaults().withBounds(new Bounds(NodeConfig.seconds(otlpStuckAfter))));
-        CountDownLatch stopped = new CountDownLatch(1);
-        Thread hook = new Thread(() -> {
-            stop.countDown();
-            try {
-                // SIGINT/SIGTERM: the node closes its adapters and flushes its journal, then the
-                // process ends with 0 (a clean stop), not with the signal's 130/143.
-                if (stopped.await(30, TimeUnit.SECONDS)) {
-                    System.out.flush();
-                    Runtime.getRuntime().halt(0);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "kvledger-node-shutdown");
-        Runtime.getRuntime().addShutdownHook(hook);
+        Foreground fg = Foreground.install("kvledger-node-shutdown");
         try {
             NodeConfig c = options.config();
             err.println("node " + options.nodeId() + ": " + c.role().name().toLowerCase(Locale.ROOT) + " "
@@ -204,11 +187,7 @@ final class NodeCommand implements Callable<Integer> {
                     + node.recovery().recoveryNs() / 1_000_000 + " ms" : "")
                     + "; journal " + journal + (durationS > 0 ? "" : "; stop with Ctrl-C"));
             err.flush();
-            if (durationS > 0) {
-                stop.await((long) (durationS * 1e9), TimeUnit.NANOSECONDS);
-            } else {
-                stop.await();
-            }
+            fg.await(durationS);
         } finally {
             Map<String, Object> status = NodeStatus.of(node);
             node.close();
@@ -226,12 +205,7 @@ final class NodeCommand implements Callable<Integer> {
                     + " events; journal " + journal + (traces != null ? "; " + traces.exportedSpans()
                     + " spans exported" + (traces.failedSpans() > 0 ? ", " + traces.failedSpans() + " refused" : "") : ""));
             out.flush();
-            stopped.countDown();
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException shuttingDown) {
-                // the hook is running and waits for `stopped`
-            }
+            fg.close();
         }
         return 0;
     }

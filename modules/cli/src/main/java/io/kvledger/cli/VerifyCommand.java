@@ -258,6 +258,16 @@ final class VerifyCommand implements Callable<Integer> {
                         span(rep, d.atNs());
                     }
                 }
+                case JournalEntry.Proxy px -> {
+                    if (px.atNs() < lastAt) {
+                        rep.problem(seq, "time goes back: at_ns " + px.atNs() + " is before " + lastAt + " (seq "
+                                + lastAtSeq + ")");
+                    } else {
+                        lastAt = px.atNs();
+                        lastAtSeq = seq;
+                    }
+                    span(rep, px.atNs());
+                }
                 case JournalEntry.Unknown u -> rep.problem(seq, "type id " + u.typeId()
                         + (u.kind() == null ? "" : " (" + u.kind().label() + ")") + " cannot be read: " + u.reason());
             }

@@ -230,6 +230,10 @@ final class EntryCodec {
                         var effect = (io.kvledger.core.effect.Effect) type.read(unpacker, 0);
                         return new JournalEntry.Derived(seq, cause, atNs, effect);
                     }
+                    case PROXY -> {
+                        var event = (io.kvledger.journal.proxy.ProxyEvent) type.read(unpacker, atNs);
+                        return new JournalEntry.Proxy(seq, atNs, event);
+                    }
                 }
                 throw new AssertionError(kind);
             } catch (PayloadException | IllegalArgumentException e) {

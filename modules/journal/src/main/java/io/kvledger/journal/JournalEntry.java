@@ -48,6 +48,13 @@ public sealed interface JournalEntry {
         @Override public String dissect() { return type().dissect(effect); }
     }
 
+    /** A record of {@code kvledger proxy} (only in a proxy's journal; never replayed). */
+    record Proxy(long seq, long atNs, io.kvledger.journal.proxy.ProxyEvent event) implements JournalEntry {
+        public EntryType type() { return EntryType.of(event); }
+        @Override public int typeId() { return type().id(); }
+        @Override public String dissect() { return type().dissect(event); }
+    }
+
     /**
      * An entry this version cannot decode: a future type id, a future layout version, or a payload
      * that does not match its schema. Readers skip it (and warn); it is never an error.

@@ -35,8 +35,13 @@ import java.util.Set;
  * @param config        the node's configuration
  * @param origin        free text saying how the journal came to be ("simulate seed=7 ...",
  *                      "live", "import events.jsonl"); empty when unknown
+ * @param proxy         whether {@code kvledger proxy} wrote the journal ({@code kv_role}
+ *                      {@code "proxy"}): its entries are proxy records, not node events
  */
-public record JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin) {
+public record JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin, boolean proxy) {
+
+    /** The {@code kv_role} of a journal written by {@code kvledger proxy}. */
+    public static final String PROXY_ROLE = "proxy";
 
     public JournalHeader {
         Objects.requireNonNull(nodeId, "nodeId");
@@ -44,9 +49,24 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         origin = origin == null ? "" : origin;
     }
 
+    /** A node's header. */
+    public JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin) {
+        this(formatVersion, nodeId, config, origin, false);
+    }
+
     /** A header in the current format version. */
     public static JournalHeader of(String nodeId, NodeConfig config, String origin) {
         return new JournalHeader(JournalFormat.FORMAT_VERSION, nodeId, config, origin);
+    }
+
+    /**
+     * The header of a proxy's journal: {@code kv_role} {@code "proxy"}; the node fields keep their
+     * defaults and mean nothing, except {@code transfer_mode} (the mode the proxy was started with,
+     * WRITE when it latches the first registrant's).
+     */
+    public static JournalHeader proxy(String proxyId, TransferMode mode, String origin) {
+        return new JournalHeader(JournalFormat.FORMAT_VERSION, proxyId,
+                NodeConfig.builder(Role.CONSUMER, mode).build(), origin, true);
     }
 
     public Role role() {
@@ -64,11 +84,15 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
 
     /** This header with another format version (the writer stamps the version it writes). */
     public JournalHeader withFormatVersion(int v) {
-        return new JournalHeader(v, nodeId, config, origin);
+        return new JournalHeader(v, nodeId, config, origin, proxy);
     }
 
     /** One line: "P0 kv_producer WRITE 10.0.0.1 dp0/1(local 1) tp0/1 profile=newest format=1". */
     public String describe() {
+        if (proxy) {
+            return nodeId + " proxy " + config.mode() + " format=" + formatVersion
+                    + (origin.isEmpty() ? "" : " origin=\"" + origin + "\"");
+        }
         return nodeId + " " + kvRole(config.role()) + " " + config.mode() + " " + config.hostIp()
                 + " dp" + config.dpRank() + "/" + config.dpSize() + "(local " + config.dpSizeLocal() + ")"
                 + " tp" + config.tpRank() + "/" + config.tpSize() + " profile=" + profile()
@@ -96,7 +120,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         m.put("format_version", (long) formatVersion);
         m.put("node_id", nodeId);
         m.put("origin", origin);
-        m.put("kv_role", kvRole(c.role()));
+        m.put("kv_role", proxy ? PROXY_ROLE : kvRole(c.role()));
         m.put("transfer_mode", c.mode().name());
         m.put("host_ip", c.hostIp());
         m.put("handshake_port", PyValues.toJson(c.handshakePort()));
@@ -163,14 +187,23 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         int version = r.has("format_version") ? r.i32("format_version") : JournalFormat.FORMAT_VERSION;
         String nodeId = r.required("node_id") ? r.str("node_id") : "unknown";
         Role role = Role.CONSUMER;
+        boolean proxy = false;
         if (r.required("kv_role")) {
             String kvRole = r.str("kv_role");
             role = switch (kvRole) {
                 case "kv_producer" -> Role.PRODUCER;
                 case "kv_consumer" -> Role.CONSUMER;
+                case PROXY_ROLE -> {
+                    if (strict) {
+                        throw new IllegalArgumentException("kv_role must be kv_producer or kv_consumer, found \"proxy\" "
+                                + "(a proxy's journal is written by kvledger proxy only, never imported)");
+                    }
+                    yield Role.CONSUMER;
+                }
                 default -> throw new IllegalArgumentException(
                         "kv_role must be kv_producer or kv_consumer, found \"" + kvRole + "\"");
             };
+            proxy = PROXY_ROLE.equals(kvRole);
         }
         TransferMode mode = TransferMode.WRITE;
         if (r.required("transfer_mode")) {
@@ -235,7 +268,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
                 r.i32("unmapped_ack_cap", defaults.unmappedAckCap()));
         b.behaviour(behaviour(r, strict, warnings));
         String origin = r.has("origin") ? r.strOrNull("origin") : "";
-        return new JournalHeader(version, nodeId, b.build(), origin);
+        return new JournalHeader(version, nodeId, b.build(), origin, proxy);
     }
 
     private static Behaviour behaviour(Reader r, boolean strict, List<String> warnings) {

@@ -292,6 +292,19 @@ public final class JournalWriter implements AutoCloseable {
         return seq;
     }
 
+    /**
+     * Appends a proxy record (a journal whose header is a {@link JournalHeader#proxy() proxy's}).
+     *
+     * @return its seq
+     */
+    public long appendProxy(io.kvledger.journal.proxy.ProxyEvent event) {
+        if (!header.proxy()) {
+            throw new IllegalArgumentException("proxy records go to a proxy's journal; " + dir + " is "
+                    + header.nodeId() + "'s");
+        }
+        return append(EntryKind.PROXY, EntryType.of(event), event.atNs(), JournalFormat.NO_CAUSE, event);
+    }
+
     private long append(EntryKind kind, EntryType type, long atNs, long cause, Object record) {
         if (closed) {
             throw new IllegalStateException("the journal writer for " + dir + " is closed");

@@ -75,6 +75,13 @@ public final class JsonLines {
                 m.put("cause_seq", d.causeSeq());
                 m.putAll(t.toJson(d.effect()));
             }
+            case JournalEntry.Proxy px -> {
+                EntryType t = px.type();
+                m.put("kind", EntryKind.PROXY.label());
+                m.put("type", t.typeName());
+                m.put("at_ns", px.atNs());
+                m.putAll(t.toJson(px.event()));
+            }
             case JournalEntry.Unknown u -> {
                 m.put("kind", "unknown");
                 m.put("type_id", (long) u.typeId());
@@ -165,6 +172,10 @@ public final class JsonLines {
         if (kindV != null && !t.kind().label().equals(kindV)) {
             throw new IllegalArgumentException(t.typeName() + " is " + (t.kind() == EntryKind.INPUT ? "an " : "a ")
                     + t.kind().label() + " type, not " + kindV);
+        }
+        if (t.kind() == EntryKind.PROXY) {
+            throw new IllegalArgumentException(t.typeName() + " is a proxy record: export writes them, import does not "
+                    + "take them (a proxy journal is written by kvledger proxy only)");
         }
         long atNs = optLong(m, "at_ns", Long.MIN_VALUE);
         long cause = optLong(m, "cause_seq", -1);

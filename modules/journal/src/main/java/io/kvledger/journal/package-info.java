@@ -1,7 +1,9 @@
 /**
  * The node journal: one Chronicle Queue per node holding a header (format version, node identity
  * and configuration), every input event the node's reducer applied, and, tagged as derived, every
- * effect the reducer produced. {@link io.kvledger.journal.JournalWriter} appends (one writer thread,
+ * effect the reducer produced; or, under a header whose {@code kv_role} is {@code proxy}, the
+ * records of {@code kvledger proxy} ({@code io.kvledger.journal.proxy}).
+ * {@link io.kvledger.journal.JournalWriter} appends (one writer thread,
  * one writer process per journal), {@link io.kvledger.journal.JournalReader} reads it back as
  * {@link io.kvledger.journal.JournalEntry} values, {@link io.kvledger.journal.JournalTailer} follows a
  * live journal, and {@link io.kvledger.journal.JsonLines} converts to and from JSON lines. The byte

@@ -97,6 +97,8 @@ class JsonLinesTest {
                     assertThat(((JournalEntry.Derived) q).causeSeq()).isEqualTo(d.causeSeq());
                     assertThat(Payloads.same(d.effect(), ((JournalEntry.Derived) q).effect())).as("seq %d", p.seq()).isTrue();
                 }
+                case JournalEntry.Proxy px -> assertThat(Payloads.same(px.event(), ((JournalEntry.Proxy) q).event()))
+                        .as("seq %d", p.seq()).isTrue();
                 case JournalEntry.Unknown u -> assertThat(((JournalEntry.Unknown) q).bytes()).isEqualTo(u.bytes());
             }
         }

@@ -117,9 +117,40 @@ public final class Samples {
     }
 
     /** Every sample record, events first. */
+    /** One proxy record of each type, in id order. */
+    public static List<io.kvledger.journal.proxy.ProxyEvent> proxyEvents() {
+        long t = T0;
+        String prid = "___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_host:10.0.1.1,"
+                + "handshake:6301,notify:61005_0b5e1c2a9f3d4e6f8a7b6c5d4e3f2a1b";
+        KvParams sent = KvParams.of("transfer_id", TID, "do_remote_decode", true);
+        KvParams back = KvParams.of("transfer_id", TID, "remote_block_ids", List.of(List.of(4L, 5L)),
+                "remote_engine_id", "10.0.0.1:6301");
+        return List.of(
+                new io.kvledger.journal.proxy.ProxyEvent.ProxyStarted(t, "127.0.0.1:10001", 36367, null, 1000),
+                new io.kvledger.journal.proxy.ProxyEvent.InstanceRegistered(t + 1, "P", "10.0.0.1:8100",
+                        "host:10.0.0.1,handshake:6301,notify:61005", 2, 1, "READ", "new"),
+                new io.kvledger.journal.proxy.ProxyEvent.InstanceExpired(t + 2, "D", "10.0.1.1:8200", t - 10_000_000_000L),
+                new io.kvledger.journal.proxy.ProxyEvent.RegistrationRejected(t + 3,
+                        "MISSING_FIELD: registration without 'zmq_address'", new byte[] {(byte) 0x81, (byte) 0xa4}),
+                new io.kvledger.journal.proxy.ProxyEvent.RequestRejected(t + 4, "/v1/completions", null, 400,
+                        "n must be 1 (one choice per request: a prefill hands off one KV cache), got 2"),
+                new io.kvledger.journal.proxy.ProxyEvent.RequestRouted(t + 5, prid, TID, "/v1/completions", true, "client-7",
+                        "READ", "10.0.0.1:8100", 1, "10.0.1.1:8200", null),
+                new io.kvledger.journal.proxy.ProxyEvent.LegSent(t + 6, prid, TID, "prefill", "10.0.0.1:8100", sent),
+                new io.kvledger.journal.proxy.ProxyEvent.LegAnswered(t + 7, prid, TID, "prefill", 200, 41_500_000L,
+                        "length", back),
+                new io.kvledger.journal.proxy.ProxyEvent.LegFailed(t + 8, prid, TID, "decode", null, 300_000_000_000L,
+                        "no answer within 300.0 s"),
+                new io.kvledger.journal.proxy.ProxyEvent.LegCancelled(t + 9, prid, TID, "decode", 1_200_000_000L,
+                        "client disconnected"),
+                new io.kvledger.journal.proxy.ProxyEvent.RequestCompleted(t + 10, prid, TID, 499, 1_250_000_000L),
+                new io.kvledger.journal.proxy.ProxyEvent.RecordsDropped(t + 11, 3));
+    }
+
     public static List<Object> all() {
         List<Object> all = new ArrayList<>(events());
         all.addAll(effects());
+        all.addAll(proxyEvents());
         return all;
     }
 }

@@ -18,7 +18,8 @@
  * Micrometer registry fed by a loop listener), {@code otlp} (request lifecycles as OpenTelemetry
  * traces, from journals or off a live loop), {@code cluster} (the toy proxy's routing and the
  * legs a router sends requests to, for {@code kvledger cluster} and tests), {@code shadow} (a
- * node that observes a real connector through the vLLM bridge's recorder stream). The engine bridge's
+ * node that observes a real connector through the vLLM bridge's recorder stream), {@code proxy}
+ * ({@code kvledger proxy}: the MoRIIO-compatible router in front of engines, with its own journal). The engine bridge's
  * socket is the zmq module's {@code EngineBridgeServer}; {@link io.kvledger.service.NodeService}
  * turns its calls into hook calls on the inbox.
  *

@@ -87,6 +87,7 @@ class SimJournalRecorderTest {
                             next++;
                         }
                         case JournalEntry.Unknown u -> throw new AssertionError("seed " + seed + ": " + u.dissect());
+                        case JournalEntry.Proxy px -> throw new AssertionError("seed " + seed + ": " + px.dissect());
                     }
                 }
                 assertThat(next).isEqualTo(expected.size());

@@ -7,7 +7,12 @@ public enum EntryKind {
     /** An input event (a {@link io.kvledger.core.event.NodeEvent}): the source of truth. */
     INPUT(1, "input"),
     /** An effect the reducer produced for an input ({@link io.kvledger.core.effect.Effect}). */
-    DERIVED(2, "derived");
+    DERIVED(2, "derived"),
+    /**
+     * A record of what {@code kvledger proxy} did ({@link io.kvledger.journal.proxy.ProxyEvent}):
+     * only in journals whose header's {@code kv_role} is {@code "proxy"}; never replayed.
+     */
+    PROXY(3, "proxy");
 
     private final int code;
     private final String label;

@@ -24,6 +24,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.ReqMeta;
+import io.kvledger.journal.proxy.ProxyEvent;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.List;
@@ -40,7 +41,8 @@ import org.msgpack.core.MessageUnpacker;
  * <p>Ids are permanent: a type keeps its id forever, a removed type's id is never reused, and a
  * new record type takes a new id (the exhaustive switches in {@link #of(NodeEvent)} and
  * {@link #of(Effect)} stop the build until it has one). Ranges: 0 header; 1-99 input events;
- * 100-119 hook replies; 120-139 I/O commands; 140-199 decision records.
+ * 100-119 hook replies; 120-139 I/O commands; 140-199 decision records; 200-239 proxy records
+ * ({@link ProxyEvent}, kind {@link EntryKind#PROXY}).
  */
 public enum EntryType {
 
@@ -324,7 +326,107 @@ public enum EntryType {
                     + (e.kind().bugClass() > 0 ? ", bug class " + e.kind().bugClass() : "") + "]")
                     + " rid=" + Render.s(e.requestId()) + " tid=" + Render.s(e.transferId())
                     + ": " + Render.s(e.detail()),
-            req("anomaly", FieldType.ANOMALY), nul("request_id", STR), nul("transfer_id", STR), nul("detail", STR)));
+            req("anomaly", FieldType.ANOMALY), nul("request_id", STR), nul("transfer_id", STR), nul("detail", STR))),
+
+    // ---------------------------------------------------------------- proxy records (kvledger proxy)
+
+    PROXY_STARTED(200, EntryKind.PROXY, "proxy_started", Schema.of(ProxyEvent.ProxyStarted.class,
+            e -> new Object[] {e.httpAddress(), e.pingPort(), e.mode(), e.notifyPortShift()},
+            (at, v) -> new ProxyEvent.ProxyStarted(at, v.s(0), v.i(1), v.s(2), v.i(3)),
+            e -> "http=" + Render.s(e.httpAddress()) + " ping_port=" + e.pingPort() + " mode="
+                    + (e.mode() == null ? "first-registrant" : e.mode()) + " notify_port_shift=" + e.notifyPortShift(),
+            nul("http_address", STR), req("ping_port", I32), nul("mode", STR), opt("notify_port_shift", I32))),
+
+    INSTANCE_REGISTERED(201, EntryKind.PROXY, "instance_registered", Schema.of(ProxyEvent.InstanceRegistered.class,
+            e -> new Object[] {e.role(), e.httpAddress(), e.zmqAddress(), e.dpSize(), e.tpSize(), e.transferMode(),
+                    e.change()},
+            (at, v) -> new ProxyEvent.InstanceRegistered(at, v.s(0), v.s(1), v.s(2), v.i(3), v.i(4), v.s(5), v.s(6)),
+            e -> e.change() + " " + Render.s(e.role()) + " " + Render.s(e.httpAddress()) + " zmq=" + Render.s(e.zmqAddress())
+                    + " dp_size=" + e.dpSize() + " tp_size=" + e.tpSize() + " " + Render.s(e.transferMode()),
+            nul("role", STR), nul("http_address", STR), nul("zmq_address", STR), req("dp_size", I32),
+            req("tp_size", I32), nul("transfer_mode", STR), nul("change", STR))),
+
+    INSTANCE_EXPIRED(202, EntryKind.PROXY, "instance_expired", Schema.of(ProxyEvent.InstanceExpired.class,
+            e -> new Object[] {e.role(), e.httpAddress(), e.lastSeenNs()},
+            (at, v) -> new ProxyEvent.InstanceExpired(at, v.s(0), v.s(1), v.l(2)),
+            e -> Render.s(e.role()) + " " + Render.s(e.httpAddress()) + " last_seen_ns=" + e.lastSeenNs(),
+            nul("role", STR), nul("http_address", STR), req("last_seen_ns", I64))),
+
+    REGISTRATION_REJECTED(203, EntryKind.PROXY, "registration_rejected",
+            Schema.of(ProxyEvent.RegistrationRejected.class,
+                    e -> new Object[] {e.reason(), e.frame()},
+                    (at, v) -> new ProxyEvent.RegistrationRejected(at, v.s(0), v.o(1)),
+                    e -> "reason=" + Render.s(e.reason()) + " frame=" + Render.hex(e.frame(), 24),
+                    nul("reason", STR), req("frame", BYTES))),
+
+    REQUEST_REJECTED(204, EntryKind.PROXY, "request_rejected", Schema.of(ProxyEvent.RequestRejected.class,
+            e -> new Object[] {e.api(), e.clientRequestId(), e.status(), e.reason()},
+            (at, v) -> new ProxyEvent.RequestRejected(at, v.s(0), v.s(1), v.i(2), v.s(3)),
+            e -> Render.s(e.api()) + " status=" + e.status() + " client_request_id=" + Render.s(e.clientRequestId())
+                    + " reason=" + Render.s(e.reason()),
+            nul("api", STR), nul("client_request_id", STR), req("status", I32), nul("reason", STR))),
+
+    REQUEST_ROUTED(205, EntryKind.PROXY, "request_routed", Schema.of(ProxyEvent.RequestRouted.class,
+            e -> new Object[] {e.requestId(), e.transferId(), e.api(), e.stream(), e.clientRequestId(), e.mode(),
+                    e.prefill(), e.prefillDpRank(), e.decode(), e.decodeDpRank()},
+            (at, v) -> new ProxyEvent.RequestRouted(at, v.s(0), v.s(1), v.s(2), v.b(3), v.s(4), v.s(5), v.s(6),
+                    v.o(7), v.s(8), v.o(9)),
+            e -> "rid=" + Render.s(e.requestId()) + " tid=" + Render.s(e.transferId()) + " " + Render.s(e.api())
+                    + (e.stream() ? " stream" : "") + " " + Render.s(e.mode()) + " prefill=" + Render.s(e.prefill())
+                    + (e.prefillDpRank() == null ? "" : " dp" + e.prefillDpRank()) + " decode=" + Render.s(e.decode())
+                    + (e.decodeDpRank() == null ? "" : " dp" + e.decodeDpRank())
+                    + (e.clientRequestId() == null ? "" : " client_request_id=" + e.clientRequestId()),
+            nul("request_id", STR), nul("transfer_id", STR), nul("api", STR), opt("stream", BOOL),
+            nul("client_request_id", STR), nul("mode", STR), nul("prefill", STR), nul("prefill_dp_rank", I32_OR_NONE),
+            nul("decode", STR), nul("decode_dp_rank", I32_OR_NONE))),
+
+    LEG_SENT(206, EntryKind.PROXY, "leg_sent", Schema.of(ProxyEvent.LegSent.class,
+            e -> new Object[] {e.requestId(), e.transferId(), e.leg(), e.instance(), e.kvTransferParams()},
+            (at, v) -> new ProxyEvent.LegSent(at, v.s(0), v.s(1), v.s(2), v.s(3), v.o(4)),
+            e -> e.leg() + " rid=" + Render.s(e.requestId()) + " tid=" + Render.s(e.transferId()) + " to "
+                    + Render.s(e.instance()) + " params=" + Render.py(e.kvTransferParams()),
+            nul("request_id", STR), nul("transfer_id", STR), nul("leg", STR), nul("instance", STR),
+            nul("kv_transfer_params", PARAMS))),
+
+    LEG_ANSWERED(207, EntryKind.PROXY, "leg_answered", Schema.of(ProxyEvent.LegAnswered.class,
+            e -> new Object[] {e.requestId(), e.transferId(), e.leg(), e.httpStatus(), e.elapsedNs(), e.finishReason(),
+                    e.kvTransferParams()},
+            (at, v) -> new ProxyEvent.LegAnswered(at, v.s(0), v.s(1), v.s(2), v.i(3), v.l(4), v.s(5), v.o(6)),
+            e -> e.leg() + " rid=" + Render.s(e.requestId()) + " tid=" + Render.s(e.transferId()) + " status="
+                    + e.httpStatus() + " after " + millis(e.elapsedNs()) + " finish=" + Render.s(e.finishReason())
+                    + " params=" + Render.py(e.kvTransferParams()),
+            nul("request_id", STR), nul("transfer_id", STR), nul("leg", STR), req("http_status", I32),
+            req("elapsed_ns", I64), nul("finish_reason", STR), nul("kv_transfer_params", PARAMS))),
+
+    LEG_FAILED(208, EntryKind.PROXY, "leg_failed", Schema.of(ProxyEvent.LegFailed.class,
+            e -> new Object[] {e.requestId(), e.transferId(), e.leg(), e.httpStatus(), e.elapsedNs(), e.reason()},
+            (at, v) -> new ProxyEvent.LegFailed(at, v.s(0), v.s(1), v.s(2), v.o(3), v.l(4), v.s(5)),
+            e -> e.leg() + " rid=" + Render.s(e.requestId()) + " tid=" + Render.s(e.transferId()) + " status="
+                    + (e.httpStatus() == null ? "none" : e.httpStatus()) + " after " + millis(e.elapsedNs())
+                    + " reason=" + Render.s(e.reason()),
+            nul("request_id", STR), nul("transfer_id", STR), nul("leg", STR), nul("http_status", I32_OR_NONE),
+            req("elapsed_ns", I64), nul("reason", STR))),
+
+    LEG_CANCELLED(209, EntryKind.PROXY, "leg_cancelled", Schema.of(ProxyEvent.LegCancelled.class,
+            e -> new Object[] {e.requestId(), e.transferId(), e.leg(), e.elapsedNs(), e.reason()},
+            (at, v) -> new ProxyEvent.LegCancelled(at, v.s(0), v.s(1), v.s(2), v.l(3), v.s(4)),
+            e -> e.leg() + " rid=" + Render.s(e.requestId()) + " tid=" + Render.s(e.transferId()) + " after "
+                    + millis(e.elapsedNs()) + " reason=" + Render.s(e.reason()),
+            nul("request_id", STR), nul("transfer_id", STR), nul("leg", STR), req("elapsed_ns", I64),
+            nul("reason", STR))),
+
+    REQUEST_COMPLETED(210, EntryKind.PROXY, "request_completed", Schema.of(ProxyEvent.RequestCompleted.class,
+            e -> new Object[] {e.requestId(), e.transferId(), e.httpStatus(), e.elapsedNs()},
+            (at, v) -> new ProxyEvent.RequestCompleted(at, v.s(0), v.s(1), v.i(2), v.l(3)),
+            e -> "rid=" + Render.s(e.requestId()) + " tid=" + Render.s(e.transferId()) + " status=" + e.httpStatus()
+                    + " after " + millis(e.elapsedNs()),
+            nul("request_id", STR), nul("transfer_id", STR), req("http_status", I32), req("elapsed_ns", I64))),
+
+    RECORDS_DROPPED(211, EntryKind.PROXY, "records_dropped", Schema.of(ProxyEvent.RecordsDropped.class,
+            e -> new Object[] {e.total()},
+            (at, v) -> new ProxyEvent.RecordsDropped(at, v.l(0)),
+            e -> "total=" + e.total() + " (the journal has a gap)",
+            req("total", I64)));
 
     private final int id;
     private final EntryKind kind;
@@ -441,6 +543,28 @@ public enum EntryType {
             case Effect.Unmapped x -> UNMAPPED;
             case Effect.Anomaly x -> ANOMALY;
         };
+    }
+
+    /** The type of a proxy record. */
+    public static EntryType of(ProxyEvent e) {
+        return switch (e) {
+            case ProxyEvent.ProxyStarted x -> PROXY_STARTED;
+            case ProxyEvent.InstanceRegistered x -> INSTANCE_REGISTERED;
+            case ProxyEvent.InstanceExpired x -> INSTANCE_EXPIRED;
+            case ProxyEvent.RegistrationRejected x -> REGISTRATION_REJECTED;
+            case ProxyEvent.RequestRejected x -> REQUEST_REJECTED;
+            case ProxyEvent.RequestRouted x -> REQUEST_ROUTED;
+            case ProxyEvent.LegSent x -> LEG_SENT;
+            case ProxyEvent.LegAnswered x -> LEG_ANSWERED;
+            case ProxyEvent.LegFailed x -> LEG_FAILED;
+            case ProxyEvent.LegCancelled x -> LEG_CANCELLED;
+            case ProxyEvent.RequestCompleted x -> REQUEST_COMPLETED;
+            case ProxyEvent.RecordsDropped x -> RECORDS_DROPPED;
+        };
+    }
+
+    private static String millis(long ns) {
+        return String.format(java.util.Locale.ROOT, "%.1fms", ns / 1e6);
     }
 
     // ---------------------------------------------------------------- payloads

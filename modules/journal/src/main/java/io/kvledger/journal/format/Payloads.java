@@ -29,7 +29,10 @@ public final class Payloads {
         if (record instanceof Effect e) {
             return EntryType.of(e);
         }
-        throw new IllegalArgumentException("not an event or effect: " + record);
+        if (record instanceof io.kvledger.journal.proxy.ProxyEvent e) {
+            return EntryType.of(e);
+        }
+        throw new IllegalArgumentException("not an event, effect or proxy record: " + record);
     }
 
     /** The msgpack payload of a {@link NodeEvent} or {@link Effect}. */
@@ -66,6 +69,10 @@ public final class Payloads {
             return false;
         }
         if (a instanceof NodeEvent x && b instanceof NodeEvent y && x.atNs() != y.atNs()) {
+            return false;
+        }
+        if (a instanceof io.kvledger.journal.proxy.ProxyEvent x && b instanceof io.kvledger.journal.proxy.ProxyEvent y
+                && x.atNs() != y.atNs()) {
             return false;
         }
         return Arrays.equals(encode(a), encode(b));

@@ -7,6 +7,7 @@ import io.kvledger.core.diagnosis.InFlight;
 import io.kvledger.core.diagnosis.Ledger;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.JournalEntry;
+import io.kvledger.journal.proxy.ProxyLedger;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -15,7 +16,8 @@ import java.util.TreeSet;
 
 /**
  * The {@code hangs} diagnosis as data: replays journals through a core {@link Ledger} and runs
- * {@link HangDetectors} over it. Printing is the caller's (the CLI's {@code HangsReport}, the
+ * {@link HangDetectors} over it; the proxy journals among them add the {@link ProxyLedger}
+ * detectors' findings. Printing is the caller's (the CLI's {@code HangsReport}, the
  * service's HTTP API).
  */
 public final class Hangs {
@@ -25,7 +27,7 @@ public final class Hangs {
             "unknown-completion-id", "superseded-transfer-id", "ack-before-finish", "notify-unhandshaken-rank",
             "wrong-port-offset-form", "notify-no-listener", "empty-remote-blocks", "ack-before-mapping",
             "failed-read-no-release", "ack-deficit", "free-while-in-flight", "listener-death", "mapping-leak", "negative-matched-tokens",
-            "anomaly");
+            "anomaly", "proxy-decode-unanswered", "proxy-prefill-failed");
 
     /**
      * What a diagnosis run found.
@@ -38,9 +40,10 @@ public final class Hangs {
      * @param findings  what the detectors found, in their order
      * @param inFlight  every request in a non-terminal phase when the journals end, with why it is
      *                  (stuck) or is not (young, still progressing) a finding
+     * @param proxies   the proxy journals read alongside (their display names)
      */
     public record Result(List<Replayer.Node> nodes, long inputs, long firstAtNs, long lastAtNs, Bounds bounds,
-                         List<Finding> findings, List<InFlight> inFlight) {
+                         List<Finding> findings, List<InFlight> inFlight, List<String> proxies) {
 
         /** In-flight requests with this status. */
         public long count(InFlight.Status status) {
@@ -67,9 +70,15 @@ public final class Hangs {
                 ledger.observe(node.name(), in.event(), fx);
             }
         });
-        List<Finding> findings = HangDetectors.run(ledger, bounds);
-        return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, findings,
-                HangDetectors.inFlight(ledger, bounds));
+        List<Finding> findings = new ArrayList<>(HangDetectors.run(ledger, bounds));
+        if (!r.proxyJournals().isEmpty()) {
+            // the proxy's journals: requests it sent whose decode (or prefill) leg never answered
+            ProxyLedger proxies = ProxyLedger.read(r.proxyJournals());
+            findings.addAll(proxies.findings(bounds.stuckAfterNs()));
+            r.addWarnings(proxies.warnings());
+        }
+        return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, List.copyOf(findings),
+                HangDetectors.inFlight(ledger, bounds), r.proxyJournals().stream().map(JournalInputs.NodeJournal::name).toList());
     }
 
     /** The findings grouped by detector, groups in {@link #DETECTOR_ORDER} (unknown names last, sorted). */

@@ -96,6 +96,7 @@ public final class Replayer implements AutoCloseable {
 
     private final List<Node> nodes;
     private final List<JournalReader> readers;
+    private List<NodeJournal> proxyJournals = List.of();
     private final Set<String> warnings = new LinkedHashSet<>();
     private long untilSeq = Long.MAX_VALUE;
     private boolean ran;
@@ -115,14 +116,25 @@ public final class Replayer implements AutoCloseable {
      */
     public static Replayer open(List<NodeJournal> journals, ConfigOverrides overrides) {
         List<JournalReader> readers = new ArrayList<>();
+        List<NodeJournal> proxies = new ArrayList<>();
+        List<NodeJournal> nodeJournals = new ArrayList<>();
         try {
             for (NodeJournal j : journals) {
-                readers.add(j.open());
+                JournalReader r = j.open();
+                if (r.header().proxy()) {
+                    // a proxy's journal holds no node inputs: callers that want it read it with ProxyLedger
+                    r.close();
+                    proxies.add(j);
+                } else {
+                    readers.add(r);
+                    nodeJournals.add(j);
+                }
             }
         } catch (RuntimeException e) {
             readers.forEach(JournalReader::close);
             throw e;
         }
+        journals = nodeJournals;
         List<String> ids = new ArrayList<>();
         for (JournalReader r : readers) {
             ids.add(r.header().nodeId());
@@ -138,7 +150,14 @@ public final class Replayer implements AutoCloseable {
             }
             nodes.add(new Node(i, unique, journals.get(i), h, overrides.apply(h.config())));
         }
-        return new Replayer(List.copyOf(nodes), readers);
+        Replayer r = new Replayer(List.copyOf(nodes), readers);
+        r.proxyJournals = List.copyOf(proxies);
+        return r;
+    }
+
+    /** The journals given to {@link #open} that a proxy wrote: not replayed (see {@code ProxyLedger}). */
+    public List<NodeJournal> proxyJournals() {
+        return proxyJournals;
     }
 
     /** The nodes, in journal order. */
@@ -241,6 +260,11 @@ public final class Replayer implements AutoCloseable {
      * What the readers skipped or doubted, one line each (unknown type ids, undecodable entries,
      * unknown header keys). The readers prefix lines with the journal directory as opened.
      */
+    /** Adds warnings of a pass that read other journals alongside (the proxies'). */
+    public void addWarnings(List<String> more) {
+        warnings.addAll(more);
+    }
+
     public List<String> warnings() {
         return List.copyOf(warnings);
     }
@@ -334,6 +358,7 @@ public final class Replayer implements AutoCloseable {
                     }
                     case JournalEntry.Unknown u -> unknown++;
                     case JournalEntry.Header h -> { }
+                    case JournalEntry.Proxy px -> { }
                 }
             }
             return null;

@@ -2,7 +2,11 @@ package io.kvledger.journal.replay;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.journal.JournalEntry;
+import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.format.EntryType;
+import io.kvledger.journal.proxy.ProxyEvent;
+import io.kvledger.journal.proxy.ProxyLedger;
 import io.kvledger.journal.replay.JournalInputs.NodeJournal;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -25,7 +29,9 @@ import java.util.regex.Pattern;
  * <p>Two passes over the journals: the first finds which request ids and transfer ids belong to
  * the one asked for (an id prefix, a {@code cmpl-..._<uuid>-...} abbreviation, or the uuid hex of
  * a proxy request id finds every leg of that request; the transfer ids the legs carry link the
- * other nodes' legs), the second collects the lines.
+ * other nodes' legs), the second collects the lines. A proxy's journal among the journals adds
+ * its records of the request (routing, each leg sent, answered, failed or cancelled), joined by
+ * the proxy request id (which the nodes' request ids wrap) and the transfer id.
  */
 public final class Timeline {
 
@@ -125,6 +131,7 @@ public final class Timeline {
 
         // Pass 1: which ids belong to the one asked for.
         Scan scan = new Scan(q, byRequest);
+        List<NodeJournal> proxies;
         try (Replayer r = open(journals)) {
             r.progress(p1);
             r.run((node, in, fx, recorded) -> {
@@ -134,6 +141,28 @@ public final class Timeline {
                 }
             });
             warnings.addAll(r.warnings());
+            proxies = r.proxyJournals();
+        }
+        // the proxies' records name the request (its proxy id) and its transfer id
+        for (NodeJournal j : proxies) {
+            try (JournalReader pr = j.open()) {
+                for (JournalEntry e : pr) {
+                    if (e instanceof JournalEntry.Proxy px) {
+                        String rid = ProxyEvent.requestIdOf(px.event());
+                        String tid = ProxyEvent.transferIdOf(px.event());
+                        if (rid != null) {
+                            scan.requestId(rid);
+                        }
+                        if (tid != null) {
+                            scan.transferId(tid);
+                        }
+                        if (rid != null && tid != null) {
+                            scan.bind(rid, tid);
+                        }
+                    }
+                }
+                warnings.addAll(pr.warnings());
+            }
         }
         Set<String> hits = scan.hits();
         if (hits.isEmpty()) {
@@ -209,6 +238,14 @@ public final class Timeline {
             // the second pass reads the same entries: its warnings are the run's
             warnings.clear();
             warnings.addAll(r.warnings());
+        }
+        if (!proxies.isEmpty()) {
+            // proxy lines are inputs of their proxy (no cause, no phase), merged in by time
+            for (ProxyLedger.Line pl : ProxyLedger.read(proxies).lines(rids, tids)) {
+                lines.add(new Line(pl.atNs(), pl.proxy(), pl.seq(), true, null, pl.type(), pl.text(), null,
+                        withFields ? pl.type().toJson(pl.event()) : null));
+            }
+            lines.sort(java.util.Comparator.comparingLong(Line::atNs));
         }
         return new Found(q, kind, nodes, Collections.unmodifiableSet(rids), Collections.unmodifiableSet(tids),
                 Collections.unmodifiableList(lines), List.copyOf(warnings));

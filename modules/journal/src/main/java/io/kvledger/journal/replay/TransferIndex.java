@@ -133,7 +133,7 @@ public final class TransferIndex {
         switch (e) {
             case JournalEntry.Input in -> input(node, in.seq(), in.atNs(), in.event());
             case JournalEntry.Derived d -> derived(node, d.seq(), d.atNs(), d.effect());
-            case JournalEntry.Header _, JournalEntry.Unknown _ -> { }
+            case JournalEntry.Header _, JournalEntry.Unknown _, JournalEntry.Proxy _ -> { }
         }
     }
 

@@ -32,7 +32,9 @@ class EntryTypeTest {
             103 finished_reported, 104 finished_sending_rewritten, 120 send_remote_blocks, 121 send_release, \
             122 send_write_done, 123 send_write_failed, 124 start_handshake, 125 post_write, 126 post_read, \
             140 phase_changed, 141 deferral_started, 142 ack_parked, 143 ack_surfaced, 144 stale_ack_dropped, \
-            145 unmapped, 146 anomaly""";
+            145 unmapped, 146 anomaly, 200 proxy_started, 201 instance_registered, 202 instance_expired, \
+            203 registration_rejected, 204 request_rejected, 205 request_routed, 206 leg_sent, 207 leg_answered, \
+            208 leg_failed, 209 leg_cancelled, 210 request_completed, 211 records_dropped""";
 
     @Test
     void type_ids_and_names_are_the_permanent_ones() {
@@ -50,16 +52,23 @@ class EntryTypeTest {
             assertThat(family.isSealed()).as("%s is a sealed family", family).isTrue();
             records.addAll(Arrays.asList(family.getPermittedSubclasses()));
         }
+        for (Class<?> c : io.kvledger.journal.proxy.ProxyEvent.class.getPermittedSubclasses()) {
+            // OfRequest is a sealed family of the request records
+            records.addAll(c.isInterface() ? Arrays.asList(c.getPermittedSubclasses()) : List.of(c));
+        }
         Set<Class<?>> typed = new HashSet<>();
         for (EntryType t : EntryType.values()) {
             if (t == EntryType.HEADER) {
                 continue;
             }
             assertThat(typed.add(t.recordClass())).as("%s registered twice", t.recordClass()).isTrue();
-            assertThat(t.kind()).isEqualTo(NodeEvent.class.isAssignableFrom(t.recordClass())
-                    ? EntryKind.INPUT : EntryKind.DERIVED);
+            assertThat(t.kind()).isEqualTo(NodeEvent.class.isAssignableFrom(t.recordClass()) ? EntryKind.INPUT
+                    : io.kvledger.journal.proxy.ProxyEvent.class.isAssignableFrom(t.recordClass()) ? EntryKind.PROXY
+                    : EntryKind.DERIVED);
             if (t.kind() == EntryKind.INPUT) {
                 assertThat(t.id()).as(t.typeName()).isBetween(1, 99);
+            } else if (t.kind() == EntryKind.PROXY) {
+                assertThat(t.id()).as(t.typeName()).isBetween(200, 239);
             } else {
                 assertThat(t.id()).as(t.typeName()).isBetween(100, 199);
             }
@@ -84,7 +93,8 @@ class EntryTypeTest {
     void every_sample_round_trips_through_msgpack() {
         for (Object record : Samples.all()) {
             EntryType t = Payloads.typeOf(record);
-            long at = record instanceof NodeEvent e ? e.atNs() : 0;
+            long at = record instanceof NodeEvent e ? e.atNs()
+                    : record instanceof io.kvledger.journal.proxy.ProxyEvent e ? e.atNs() : 0;
             Object back = Payloads.decode(t, at, Payloads.encode(record));
             assertThat(Payloads.same(record, back)).as("%s", t).isTrue();
             String text = record.toString();
@@ -99,7 +109,8 @@ class EntryTypeTest {
     void every_sample_round_trips_through_json_text() {
         for (Object record : Samples.all()) {
             EntryType t = Payloads.typeOf(record);
-            long at = record instanceof NodeEvent e ? e.atNs() : 0;
+            long at = record instanceof NodeEvent e ? e.atNs()
+                    : record instanceof io.kvledger.journal.proxy.ProxyEvent e ? e.atNs() : 0;
             String text = Json.write(t.toJson(record));
             @SuppressWarnings("unchecked")
             Map<String, Object> parsed = (Map<String, Object>) Json.parse(text);

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.JournalEntry;
+import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JsonLines;
 import io.kvledger.journal.Samples;
 import java.nio.charset.StandardCharsets;
@@ -49,7 +50,8 @@ class FormatDocTest {
             if (t == EntryType.HEADER) {
                 continue;
             }
-            String owner = NodeEvent.class.isAssignableFrom(t.recordClass()) ? "NodeEvent." : "Effect.";
+            String owner = NodeEvent.class.isAssignableFrom(t.recordClass()) ? "NodeEvent."
+                    : io.kvledger.journal.proxy.ProxyEvent.class.isAssignableFrom(t.recordClass()) ? "ProxyEvent." : "Effect.";
             b.append("| ").append(t.id()).append(" | `").append(t.typeName()).append("` | ").append(t.kind().label())
                     .append(" | `").append(owner).append(t.recordClass().getSimpleName()).append("` | ")
                     .append(fields(t.schema())).append(" |\n");
@@ -72,6 +74,15 @@ class FormatDocTest {
         for (int i = 0; i < effects.size(); i++) {
             Effect f = effects.get(i);
             example(b, EntryType.of(f), new JournalEntry.Derived(100 + i, 1, Samples.T0, f));
+        }
+        b.append("Proxy records (kind `proxy`, only in a journal whose header's `kv_role` is `proxy`):\n\n");
+        b.append("#### 0 header (a proxy's)\n\n```json\n").append(JsonLines.toJson(new JournalEntry.Header(0,
+                JournalHeader.proxy("proxy", io.kvledger.core.config.TransferMode.READ, "kvledger proxy"))))
+                .append("\n```\n\n");
+        var proxy = Samples.proxyEvents();
+        for (int i = 0; i < proxy.size(); i++) {
+            var p = proxy.get(i);
+            example(b, EntryType.of(p), new JournalEntry.Proxy(i + 1, p.atNs(), p));
         }
         return b.toString();
     }

@@ -52,14 +52,7 @@ public final class ToyRouter {
         next++;
         String xrid = RequestIds.proxyRequestId(p.zmqAddress(), d.zmqAddress(), uuid4().toString().replace("-", ""));
         String tid = "tx-" + uuid4();
-        KvParams prefillParams = KvParams.of(
-                "remote_dp_size", d.dpSize(),
-                "remote_tp_size", d.tpSize(),
-                "transfer_id", tid,
-                "do_remote_decode", true,
-                "do_remote_prefill", false,
-                "remote_engine_id", null,
-                "remote_block_ids", null);
+        KvParams prefillParams = prefillParams(d.dpSize(), d.tpSize(), tid);
         CompletableFuture<Completion> pf;
         CompletableFuture<Completion> df;
         if (mode == TransferMode.WRITE) {
@@ -81,16 +74,41 @@ public final class ToyRouter {
         });
     }
 
+    /**
+     * The prefill leg's {@code kv_transfer_params}, as the toy proxy sends them (protocol 4.2),
+     * in its key order: the decode instance's DP and TP sizes and the minted transfer id.
+     */
+    public static KvParams prefillParams(int decodeDpSize, int decodeTpSize, String transferId) {
+        return KvParams.of(
+                "remote_dp_size", decodeDpSize,
+                "remote_tp_size", decodeTpSize,
+                "transfer_id", transferId,
+                "do_remote_decode", true,
+                "do_remote_prefill", false,
+                "remote_engine_id", null,
+                "remote_block_ids", null);
+    }
+
     /** The decode leg's params; in READ, the prefill's returned engine id, blocks and transfer id. */
     static KvParams decodeParams(Leg p, String tid, Map<String, Object> prefillReturned) {
+        return decodeParams(p.dpSize(), p.tpSize(), tid, prefillReturned);
+    }
+
+    /**
+     * The decode leg's {@code kv_transfer_params}, as the toy proxy sends them (protocol 4.2): the
+     * prefill instance's DP and TP sizes; with {@code prefillReturned} (READ), the prefill's
+     * returned {@code remote_engine_id}, {@code remote_block_ids} and {@code transfer_id}.
+     */
+    public static KvParams decodeParams(int prefillDpSize, int prefillTpSize, String tid,
+                                        Map<String, Object> prefillReturned) {
         KvParams params = KvParams.of(
                 "do_remote_decode", false,
                 "do_remote_prefill", true,
                 "remote_engine_id", null,
                 "remote_block_ids", null,
                 "transfer_id", tid,
-                "remote_dp_size", p.dpSize(),
-                "remote_tp_size", p.tpSize());
+                "remote_dp_size", prefillDpSize,
+                "remote_tp_size", prefillTpSize);
         if (prefillReturned != null) {
             params.put("remote_engine_id", prefillReturned.get("remote_engine_id"));
             params.put("remote_block_ids", prefillReturned.get("remote_block_ids"));

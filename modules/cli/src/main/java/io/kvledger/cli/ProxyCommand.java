@@ -1,0 +1,137 @@
+package io.kvledger.cli;
+
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.service.proxy.ProxyOptions;
+import io.kvledger.service.proxy.ProxyService;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvledger proxy}: the MoRIIO-compatible proxy in front of vLLM prefill and decode
+ * instances (io.kvledger.service.proxy), journaling both legs of every request.
+ */
+@Command(name = "proxy", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {
+            "A drop-in replacement for vLLM's MoRIIO toy proxy: engines register on the ping port (ZMQ ROUTER, msgpack "
+                    + "registrations every 3 s; an instance whose heartbeats stop expires), clients POST /v1/completions "
+                    + "or /v1/chat/completions (streamed or not), and each request goes to a prefill and a decode "
+                    + "instance with the toy proxy's request id (___prefill_addr_..___decode_addr_.._<32 hex>) and "
+                    + "transfer id (tx-<uuid4>): READ serially, WRITE concurrently.",
+            "It also checks what a careful router checks (client ids without peer markers, n = 1, one prompt, the "
+                    + "prefill's handoff), bounds both legs in time, cancels both when the client goes away, and "
+                    + "serves GET /health and GET /metrics.",
+            "With --journal it journals both legs of every request; give that directory to inspect and hangs next to "
+                    + "the nodes' journals.",
+            "OPENAI_API_KEY, when set, is sent to the engines as a bearer token, as the toy proxy does."})
+final class ProxyCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--host", defaultValue = "127.0.0.1", paramLabel = "IP",
+            description = "Address the HTTP server and the ping port bind (default ${DEFAULT-VALUE}; the toy proxy binds 0.0.0.0).")
+    String host;
+
+    @Option(names = "--port", defaultValue = "" + ProxyOptions.TOY_HTTP_PORT, paramLabel = "PORT",
+            description = "HTTP port (default ${DEFAULT-VALUE}, the toy proxy's; 0 picks one).")
+    int port;
+
+    @Option(names = "--ping-port", defaultValue = "" + ProxyOptions.TOY_PING_PORT, paramLabel = "PORT",
+            description = "Registration port, the engines' proxy_ping_port (default ${DEFAULT-VALUE}, the toy proxy's; 0 picks one).")
+    int pingPort;
+
+    @Option(names = "--mode", paramLabel = "read|write",
+            description = "Transfer mode; registrations of the other mode are rejected (default: the first registrant's, as the toy proxy).")
+    String mode;
+
+    @Option(names = "--journal", paramLabel = "DIR", description = "The proxy's journal (created, or continued).")
+    Path journal;
+
+    @Option(names = "--proxy-id", defaultValue = "proxy", paramLabel = "ID", description = "Its name in the journal (default ${DEFAULT-VALUE}).")
+    String proxyId;
+
+    @Option(names = "--registration-ttl-s", defaultValue = "10", paramLabel = "S",
+            description = "An instance with no heartbeat for this long expires (default ${DEFAULT-VALUE}; engines beat every 3 s).")
+    double ttlS;
+
+    @Option(names = "--prefill-timeout-s", defaultValue = "30", paramLabel = "S",
+            description = "Longest wait for the prefill leg's answer (default ${DEFAULT-VALUE}); then 504.")
+    double prefillTimeoutS;
+
+    @Option(names = "--decode-timeout-s", defaultValue = "300", paramLabel = "S",
+            description = "Longest wait for the decode leg's headers, and between two chunks of its stream (default ${DEFAULT-VALUE}); then 504.")
+    double decodeTimeoutS;
+
+    @Option(names = "--notify-port-shift", defaultValue = "0", paramLabel = "N",
+            description = "Add N to the notify ports of the zmq_addresses embedded in request ids (not the handshake "
+                    + "ports), so that the engines' notifies go through a kvledger tap listening at the shifted ports (default 0).")
+    int notifyPortShift;
+
+    @Option(names = "--duration-s", defaultValue = "0", paramLabel = "S", description = "Stop after this many seconds (0: run until stopped).")
+    double durationS;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        ProxyOptions options;
+        try {
+            options = new ProxyOptions(host, port, pingPort, mode == null ? null : ModeOption.parse(spec, mode),
+                    seconds("--registration-ttl-s", ttlS), seconds("--prefill-timeout-s", prefillTimeoutS),
+                    seconds("--decode-timeout-s", decodeTimeoutS), notifyPortShift,
+                    journal == null ? null : journal.toAbsolutePath().normalize(), proxyId,
+                    blankToNull(System.getenv("OPENAI_API_KEY")));
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        if (durationS < 0 || Double.isNaN(durationS)) {
+            throw new ParameterException(spec.commandLine(), "--duration-s must be 0 or more, got " + durationS);
+        }
+        ProxyService proxy;
+        try {
+            proxy = ProxyService.start(options, "kvledger proxy");
+        } catch (RuntimeException e) {
+            err.println("kvledger proxy: " + e.getMessage());
+            err.flush();
+            return 2;
+        }
+        Foreground fg = Foreground.install("kvledger-proxy-shutdown");
+        try {
+            err.println("proxy " + options.proxyId() + ": http " + host + ":" + proxy.httpPort() + ", registrations on tcp://"
+                    + host + ":" + proxy.pingPort() + ", mode " + (options.mode() == null ? "of the first registrant"
+                    : options.mode().name()) + (notifyPortShift == 0 ? "" : ", notify/handshake ports in request ids shifted by "
+                    + notifyPortShift) + "; " + (journal == null ? "no journal" : "journal " + journal)
+                    + (durationS > 0 ? "" : "; stop with Ctrl-C"));
+            err.flush();
+            fg.await(durationS);
+        } finally {
+            proxy.close();
+            long journaled = proxy.journaled();
+            out.println("proxy " + options.proxyId() + ": stopped; " + proxy.registrationsReceived()
+                    + " registration message(s), " + proxy.registrationsRejected() + " rejected"
+                    + (journal == null ? "" : "; " + journaled + " record(s) in journal " + journal));
+            out.flush();
+            fg.close();
+        }
+        return 0;
+    }
+
+    private Duration seconds(String option, double s) {
+        if (!(s > 0) || Double.isInfinite(s)) {
+            throw new ParameterException(spec.commandLine(), option + " must be a positive number of seconds, got " + s);
+        }
+        return Duration.ofNanos((long) (s * 1e9));
+    }
+
+    private static String blankToNull(String s) {
+        return s == null || s.isBlank() ? null : s;
+    }
+
+}

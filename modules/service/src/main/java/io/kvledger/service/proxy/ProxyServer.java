@@ -1,0 +1,555 @@
+package io.kvledger.service.proxy;
+
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.model.KvParams;
+import io.kvledger.core.moriio.RequestIds;
+import io.kvledger.core.moriio.ZmqAddress;
+import io.kvledger.journal.json.Json;
+import io.kvledger.journal.proxy.ProxyEvent;
+import io.kvledger.service.cluster.ToyRouter;
+import io.kvledger.wire.Registration;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.reactivestreams.Publisher;
+import reactor.core.Disposable;
+import reactor.core.Disposables;
+import reactor.core.publisher.ConnectableFlux;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.netty.ByteBufFlux;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.server.HttpServer;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
+import reactor.netty.resources.ConnectionProvider;
+
+/**
+ * The proxy's HTTP side (Reactor Netty server and client).
+ *
+ * <p>{@code POST /v1/completions} and {@code POST /v1/chat/completions}: the client's request is
+ * checked ({@link Checks#request}), a prefill and a decode instance are picked round robin, the
+ * request id {@code ___prefill_addr_{P}___decode_addr_{D}_{uuid4 hex}} and the transfer id
+ * {@code tx-<uuid4>} are minted, and the two legs go out as the toy proxy sends them (protocol
+ * 4.2), both with {@code X-Request-Id}: the prefill leg with {@code stream: false},
+ * {@code max_tokens: 1} (and {@code max_completion_tokens: 1} when given), {@code ignore_eos} and
+ * no stop conditions, the decode leg with one token less (never below 1). READ sends the decode
+ * leg once the prefill has answered, with the prefill's {@code remote_engine_id},
+ * {@code remote_block_ids} and {@code transfer_id}; WRITE sends both at once and holds the
+ * decode's answer until the prefill's handoff has been checked ({@link Checks#handoff}), cancelling
+ * the decode leg when it fails. The DP rank of each leg is pinned by a hash of the request id
+ * ({@link #dpRank}): sent as {@code X-data-parallel-rank}, and the prefill's as
+ * {@code remote_dp_rank} with {@code remote_dp_rank_override: true} to the decode. The decode's
+ * answer is passed through with its status and content type, streamed (SSE) chunk by chunk.
+ *
+ * <p>Errors are JSON {@code {"error": {"message", "type", "code"}}}: 400 for a request the checks
+ * refuse, 503 when no prefill or no decode instance is registered, 502 when a leg fails or the
+ * handoff is invalid, 504 when a leg does not answer in time. A client that goes away cancels
+ * both legs.
+ */
+final class ProxyServer implements AutoCloseable {
+
+    static final int MAX_BODY_BYTES = 16 << 20;
+    private static final Pattern FINISH = Pattern.compile("\"finish_reason\"\\s*:\\s*\"([^\"]+)\"");
+
+    private final ProxyOptions options;
+    private final Instances instances;
+    private final Consumer<ProxyEvent> journal;
+    private final LongSupplier clock;
+    private final ProxyMetrics metrics;
+    private final ConnectionProvider pool;
+    private final HttpClient client;
+    private final DisposableServer server;
+
+    ProxyServer(ProxyOptions options, Instances instances, Consumer<ProxyEvent> journal, LongSupplier clock,
+                ProxyMetrics metrics) {
+        this.options = options;
+        this.instances = instances;
+        this.journal = journal;
+        this.clock = clock;
+        this.metrics = metrics;
+        this.pool = ConnectionProvider.builder("kvledger-proxy").maxConnections(2048).pendingAcquireMaxCount(-1)
+                .build();
+        this.client = HttpClient.create(pool);
+        try {
+            this.server = HttpServer.create()
+                    .host(options.host())
+                    .port(options.httpPort())
+                    .httpRequestDecoder(s -> s.maxInitialLineLength(8192).maxHeaderSize(16384))
+                    .route(r -> r
+                            .post("/v1/completions", (req, res) -> handle(req, res, "/completions"))
+                            .post("/v1/chat/completions", (req, res) -> handle(req, res, "/chat/completions"))
+                            .get("/health", this::health)
+                            .get("/metrics", (req, res) -> res.header(HttpHeaderNames.CONTENT_TYPE,
+                                    "text/plain; version=0.0.4; charset=utf-8").sendString(Mono.just(metrics.scrape())))
+                            .get("/v1/instances", this::listInstances))
+                    .bindNow(Duration.ofSeconds(10));
+        } catch (RuntimeException e) {
+            pool.dispose();
+            throw new IllegalStateException("cannot bind the proxy's HTTP server on " + options.host() + ":"
+                    + options.httpPort() + ": " + e.getMessage(), e);
+        }
+    }
+
+    int port() {
+        return server.port();
+    }
+
+    // ------------------------------------------------------------------ small routes
+
+    private Publisher<Void> health(HttpServerRequest req, HttpServerResponse res) {
+        int p = instances.of(Registration.PRODUCER).size();
+        int d = instances.of(Registration.CONSUMER).size();
+        boolean ok = p > 0 && d > 0;
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("status", ok ? "ok" : "unavailable");
+        m.put("mode", instances.mode() == null ? null : instances.mode().name());
+        m.put("prefill_instances", (long) p);
+        m.put("decode_instances", (long) d);
+        if (!ok) {
+            m.put("reason", noInstance(p == 0 ? Registration.PRODUCER : Registration.CONSUMER));
+        }
+        return json(res, ok ? 200 : 503, m);
+    }
+
+    private Publisher<Void> listInstances(HttpServerRequest req, HttpServerResponse res) {
+        List<Object> list = new java.util.ArrayList<>();
+        long now = clock.getAsLong();
+        for (Instances.Instance i : instances.all()) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("type", i.role());
+            m.put("http_address", i.httpAddress());
+            m.put("zmq_address", i.zmqAddress());
+            m.put("dp_size", (long) i.dpSize());
+            m.put("tp_size", (long) i.tpSize());
+            m.put("transfer_mode", i.transferMode());
+            m.put("last_seen_s_ago", (now - i.lastSeenNs()) / 1e9);
+            list.add(m);
+        }
+        return json(res, 200, Map.of("instances", list));
+    }
+
+    private static Mono<Void> json(HttpServerResponse res, int status, Object body) {
+        return res.status(status).header(HttpHeaderNames.CONTENT_TYPE, "application/json")
+                .sendString(Mono.just(Json.write(body))).then();
+    }
+
+    private static String noInstance(String role) {
+        return Registration.PRODUCER.equals(role)
+                ? "no prefill (kv_producer) instance is registered with the proxy"
+                : "no decode (kv_consumer) instance is registered with the proxy";
+    }
+
+    // ------------------------------------------------------------------ completions
+
+    /** One client request in flight. */
+    private final class Flight {
+        final String rid;
+        final String tid;
+        final long startNs;
+        final AtomicBoolean completed = new AtomicBoolean();
+        final Disposable.Composite legs = Disposables.composite();
+        volatile String cancelReason = "client disconnected";
+        volatile Runnable onComplete;
+
+        Flight(String rid, String tid, long startNs) {
+            this.rid = rid;
+            this.tid = tid;
+            this.startNs = startNs;
+        }
+
+        /** The client got its answer (or gave up): journaled once. */
+        void complete(int status, String outcome) {
+            if (completed.compareAndSet(false, true)) {
+                Runnable r = onComplete;
+                if (r != null) {
+                    r.run();
+                }
+                journal.accept(new ProxyEvent.RequestCompleted(clock.getAsLong(), rid, tid, status,
+                        clock.getAsLong() - startNs));
+                metrics.request(outcome, status);
+            }
+        }
+
+        /** The client went away before its answer: cancel what is still running. */
+        void clientGone() {
+            if (!completed.get()) {
+                cancelReason = "client disconnected";
+                legs.dispose();
+                complete(499, "client_gone");
+            }
+        }
+    }
+
+    /** One leg's bookkeeping: it ends (answered, failed or cancelled) exactly once. */
+    private final class LegTrack {
+        final Flight flight;
+        final String leg;
+        final long startNs = clock.getAsLong();
+        final AtomicBoolean ended = new AtomicBoolean();
+        volatile int status = -1;
+        volatile String finish;
+
+        LegTrack(Flight flight, String leg) {
+            this.flight = flight;
+            this.leg = leg;
+        }
+
+        long elapsed() {
+            return clock.getAsLong() - startNs;
+        }
+
+        void answered(KvParams returned) {
+            if (ended.compareAndSet(false, true)) {
+                long el = elapsed();
+                journal.accept(new ProxyEvent.LegAnswered(clock.getAsLong(), flight.rid, flight.tid, leg, status, el,
+                        finish, returned));
+                metrics.leg(leg, "answered", el);
+            }
+        }
+
+        void failed(Integer httpStatus, String reason) {
+            if (ended.compareAndSet(false, true)) {
+                long el = elapsed();
+                journal.accept(new ProxyEvent.LegFailed(clock.getAsLong(), flight.rid, flight.tid, leg, httpStatus, el,
+                        reason));
+                metrics.leg(leg, "failed", el);
+            }
+        }
+
+        void cancelled() {
+            if (ended.compareAndSet(false, true)) {
+                long el = elapsed();
+                journal.accept(new ProxyEvent.LegCancelled(clock.getAsLong(), flight.rid, flight.tid, leg, el,
+                        flight.cancelReason));
+                metrics.leg(leg, "cancelled", el);
+            }
+        }
+    }
+
+    /** The prefill leg's outcome: its returned params when the handoff is good, else the client's error. */
+    private record Prefill(Map<String, Object> params, Failure failure) {}
+
+    /** An error for the client. */
+    private record Failure(int status, String message) {}
+
+    /** The decode answer's status line and content type (the first item of a decode stream). */
+    private record Head(int status, String contentType) {}
+
+    private Publisher<Void> handle(HttpServerRequest req, HttpServerResponse res, String api) {
+        long t0 = clock.getAsLong();
+        String clientRid = req.requestHeaders().get("X-Request-Id");
+        String length = req.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
+        if (length != null && length.chars().allMatch(Character::isDigit) && length.length() < 12
+                && Long.parseLong(length) > MAX_BODY_BYTES) {
+            return reject(res, api, clientRid, 413, "the body is over " + MAX_BODY_BYTES + " bytes");
+        }
+        return req.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
+                .flatMap(text -> route(req, res, api, clientRid, text, t0));
+    }
+
+    private Mono<Void> reject(HttpServerResponse res, String api, String clientRid, int status, String reason) {
+        journal.accept(new ProxyEvent.RequestRejected(clock.getAsLong(), "/v1" + api, clientRid, status, reason));
+        metrics.request("rejected", status);
+        return error(res, status, reason);
+    }
+
+    private static Mono<Void> error(HttpServerResponse res, int status, String message) {
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("message", message);
+        e.put("type", status >= 500 ? "proxy_error" : "invalid_request_error");
+        e.put("code", (long) status);
+        return json(res, status, Map.of("error", e));
+    }
+
+    @SuppressWarnings("unchecked")
+    private Mono<Void> route(HttpServerRequest req, HttpServerResponse res, String api, String clientRid, String text,
+                             long t0) {
+        Map<String, Object> body;
+        try {
+            if (!(Json.parse(text) instanceof Map<?, ?> m)) {
+                return reject(res, api, clientRid, 400, "the body must be a JSON object");
+            }
+            body = (Map<String, Object>) m;
+        } catch (RuntimeException e) {
+            return reject(res, api, clientRid, 400, "the body is not JSON: " + e.getMessage());
+        }
+        String problem = Checks.request(body, clientRid, api.startsWith("/chat"));
+        if (problem != null) {
+            return reject(res, api, clientRid, 400, problem);
+        }
+        Instances.Instance p = instances.next(Registration.PRODUCER);
+        if (p == null) {
+            return reject(res, api, clientRid, 503, noInstance(Registration.PRODUCER));
+        }
+        Instances.Instance d = instances.next(Registration.CONSUMER);
+        if (d == null) {
+            return reject(res, api, clientRid, 503, noInstance(Registration.CONSUMER));
+        }
+        TransferMode mode = instances.mode();
+        String rid = RequestIds.proxyRequestId(shifted(p.zmq()), shifted(d.zmq()),
+                UUID.randomUUID().toString().replace("-", ""));
+        String tid = "tx-" + UUID.randomUUID();
+        Integer pDp = p.dpSize() > 1 ? dpRank(rid, p.dpSize()) : null;
+        Integer dDp = d.dpSize() > 1 ? dpRank(rid, d.dpSize()) : null;
+        boolean stream = Boolean.TRUE.equals(body.get("stream"));
+        journal.accept(new ProxyEvent.RequestRouted(t0, rid, tid, "/v1" + api, stream, clientRid, mode.name(),
+                p.httpAddress(), pDp, d.httpAddress(), dDp));
+        Flight f = new Flight(rid, tid, t0);
+        // a client connection closed before the answer: cancel the legs (the listener is removed
+        // when the request completes, so a long keep-alive connection does not collect them)
+        res.withConnection(c -> {
+            io.netty.util.concurrent.GenericFutureListener<io.netty.util.concurrent.Future<? super Void>> gone =
+                    x -> f.clientGone();
+            c.channel().closeFuture().addListener(gone);
+            f.onComplete = () -> c.channel().closeFuture().removeListener(gone);
+        });
+
+        Map<String, Object> pb = new LinkedHashMap<>(body);
+        pb.put("stream", false);
+        pb.remove("stream_options");
+        pb.put("max_tokens", 1L);
+        if (pb.containsKey("max_completion_tokens")) {
+            pb.put("max_completion_tokens", 1L);
+        }
+        pb.put("ignore_eos", true);
+        pb.remove("stop");
+        pb.remove("stop_token_ids");
+        pb.remove("min_tokens");
+        pb.put("kv_transfer_params", ToyRouter.prefillParams(d.dpSize(), d.tpSize(), tid).asMap());
+
+        Map<String, Object> db = new LinkedHashMap<>(body);
+        for (String k : List.of("max_tokens", "max_completion_tokens")) {
+            if (db.get(k) instanceof Long n) {
+                db.put(k, Math.max(1L, n - 1));
+            }
+        }
+
+        Sinks.One<Prefill> prefillDone = Sinks.one();
+        f.legs.add(prefill(f, p, pDp, api, mode, pb).subscribe(prefillDone::tryEmitValue));
+        Flux<Object> out;
+        if (mode == TransferMode.WRITE) {
+            db.put("kv_transfer_params", decodeParams(p, pDp, tid, null).asMap());
+            ConnectableFlux<Object> dc = decode(f, d, dDp, api, db).replay();
+            Disposable conn = dc.connect();
+            f.legs.add(conn);
+            out = prefillDone.asMono().flatMapMany(pr -> {
+                if (pr.failure() == null) {
+                    return dc;
+                }
+                f.cancelReason = "prefill leg failed: " + pr.failure().message();
+                conn.dispose();
+                return Flux.just(pr.failure());
+            });
+        } else {
+            out = prefillDone.asMono().flatMapMany(pr -> {
+                if (pr.failure() != null) {
+                    return Flux.just(pr.failure());
+                }
+                db.put("kv_transfer_params", decodeParams(p, pDp, tid, pr.params()).asMap());
+                ConnectableFlux<Object> dc = decode(f, d, dDp, api, db).replay();
+                f.legs.add(dc.connect());
+                return dc;
+            });
+        }
+        return out.switchOnFirst((sig, flux) -> {
+            if (sig.hasValue() && sig.get() instanceof Failure fail) {
+                f.complete(fail.status(), "failed");
+                return error(res, fail.status(), fail.message());
+            }
+            if (sig.hasValue() && sig.get() instanceof Head h) {
+                res.status(h.status());
+                if (h.contentType() != null) {
+                    res.header(HttpHeaderNames.CONTENT_TYPE, h.contentType());
+                }
+                return res.sendByteArray(flux.skip(1).filter(o -> o instanceof byte[]).map(o -> (byte[]) o)).then()
+                        .doOnSuccess(v -> f.complete(h.status(), h.status() == 200 ? "ok" : "failed"));
+            }
+            if (sig.hasError()) {
+                f.complete(500, "failed");
+                return error(res, 500, "proxy error: " + sig.getThrowable());
+            }
+            return Mono.<Void>empty();
+        }).doOnCancel(f::clientGone).then();
+    }
+
+    /** The decode leg's params (toy proxy 4.2), with the pinned prefill rank and, in READ, the handoff. */
+    private static KvParams decodeParams(Instances.Instance p, Integer pDp, String tid, Map<String, Object> returned) {
+        KvParams params = ToyRouter.decodeParams(p.dpSize(), p.tpSize(), tid, returned);
+        if (pDp != null) {
+            Object r = returned == null ? null : returned.get("remote_dp_rank");
+            params.put("remote_dp_rank", r instanceof Long l ? l : (long) pDp);
+            params.put("remote_dp_rank_override", true);
+        }
+        return params;
+    }
+
+    private ZmqAddress shifted(ZmqAddress a) {
+        int s = options.notifyPortShift();
+        // only the notify port: a tap forwards notifies, never handshakes
+        return s == 0 ? a : new ZmqAddress(a.host(), a.handshakePort(), a.notifyPort() + s);
+    }
+
+    /**
+     * The DP rank a request is pinned to: the first 8 bytes of the SHA-256 of its request id, as an
+     * unsigned number, modulo {@code dpSize}. Deterministic across proxies and restarts.
+     */
+    static int dpRank(String requestId, int dpSize) {
+        try {
+            byte[] h = MessageDigest.getInstance("SHA-256").digest(requestId.getBytes(StandardCharsets.UTF_8));
+            long x = 0;
+            for (int i = 0; i < 8; i++) {
+                x = (x << 8) | (h[i] & 0xff);
+            }
+            return (int) Long.remainderUnsigned(x, dpSize);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is part of every JDK", e);
+        }
+    }
+
+    private HttpClient legClient(Flight f, Integer dp) {
+        return client.headers(h -> {
+            h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+            h.set("X-Request-Id", f.rid);
+            if (dp != null) {
+                h.set("X-data-parallel-rank", Integer.toString(dp));
+            }
+            if (options.apiKey() != null) {
+                h.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + options.apiKey());
+            }
+        });
+    }
+
+    private Mono<Prefill> prefill(Flight f, Instances.Instance p, Integer dp, String api, TransferMode mode,
+                                  Map<String, Object> body) {
+        LegTrack t = new LegTrack(f, ProxyEvent.PREFILL);
+        String json = Json.write(body);
+        journal.accept(new ProxyEvent.LegSent(t.startNs, f.rid, f.tid, t.leg, p.httpAddress(),
+                KvParams.of((Map<String, ?>) body.get("kv_transfer_params"))));
+        Duration timeout = options.prefillTimeout();
+        return legClient(f, dp).post().uri(p.requestAddress() + api)
+                .send(ByteBufFlux.fromString(Mono.just(json)))
+                .responseSingle((resp, buf) -> {
+                    t.status = resp.status().code();
+                    return buf.asString(StandardCharsets.UTF_8).defaultIfEmpty("");
+                })
+                .timeout(timeout)
+                .map(text -> evaluate(t, mode, text))
+                .onErrorResume(e -> {
+                    boolean late = e instanceof TimeoutException;
+                    String why = late ? "no answer within " + seconds(timeout) : "did not answer: " + describe(e);
+                    t.failed(t.status < 0 ? null : t.status, why);
+                    return Mono.just(new Prefill(null, new Failure(late ? 504 : 502,
+                            "prefill leg to " + p.httpAddress() + " " + why)));
+                })
+                .doOnCancel(t::cancelled);
+    }
+
+    @SuppressWarnings("unchecked")
+    private Prefill evaluate(LegTrack t, TransferMode mode, String text) {
+        String where = "prefill leg (" + t.flight.rid.substring(t.flight.rid.length() - 32) + ")";
+        Object parsed;
+        try {
+            parsed = Json.parse(text);
+        } catch (RuntimeException e) {
+            parsed = null;
+        }
+        if (t.status != 200) {
+            String msg = where + " answered " + t.status + ": " + excerpt(text);
+            t.failed(t.status, "answered " + t.status + ": " + excerpt(text));
+            return new Prefill(null, new Failure(502, msg));
+        }
+        if (!(parsed instanceof Map<?, ?> m)) {
+            t.failed(t.status, "the answer is not a JSON object: " + excerpt(text));
+            return new Prefill(null, new Failure(502, where + " answered with a body that is not a JSON object"));
+        }
+        Matcher fm = FINISH.matcher(text);
+        t.finish = fm.find() ? fm.group(1) : null;
+        Object params = m.get("kv_transfer_params");
+        String bad = Checks.handoff(params, t.flight.tid, mode);
+        if (bad != null) {
+            t.failed(t.status, "invalid handoff: " + bad);
+            return new Prefill(null, new Failure(502, where + " returned an invalid handoff: " + bad));
+        }
+        Map<String, Object> p = (Map<String, Object>) params;
+        t.answered(KvParams.of(p));
+        return new Prefill(p, null);
+    }
+
+    @SuppressWarnings("unchecked")
+    private Flux<Object> decode(Flight f, Instances.Instance d, Integer dp, String api, Map<String, Object> body) {
+        LegTrack t = new LegTrack(f, ProxyEvent.DECODE);
+        String json = Json.write(body);
+        journal.accept(new ProxyEvent.LegSent(t.startNs, f.rid, f.tid, t.leg, d.httpAddress(),
+                KvParams.of((Map<String, ?>) body.get("kv_transfer_params"))));
+        Duration timeout = options.decodeTimeout();
+        AtomicBoolean headSeen = new AtomicBoolean();
+        return legClient(f, dp).post().uri(d.requestAddress() + api)
+                .send(ByteBufFlux.fromString(Mono.just(json)))
+                .response((resp, content) -> {
+                    t.status = resp.status().code();
+                    headSeen.set(true);
+                    return Flux.<Object>just(new Head(t.status, resp.responseHeaders().get(HttpHeaderNames.CONTENT_TYPE)))
+                            .concatWith(content.asByteArray());
+                })
+                .timeout(timeout)
+                .doOnNext(o -> {
+                    if (o instanceof byte[] b) {
+                        Matcher fm = FINISH.matcher(new String(b, StandardCharsets.UTF_8));
+                        while (fm.find()) {
+                            t.finish = fm.group(1);
+                        }
+                    }
+                })
+                .doOnComplete(() -> {
+                    if (t.status == 200) {
+                        t.answered(null);
+                    } else {
+                        t.failed(t.status, "answered " + t.status);
+                    }
+                })
+                .onErrorResume(e -> {
+                    boolean late = e instanceof TimeoutException;
+                    String why = late ? (headSeen.get() ? "no chunk" : "no answer") + " within " + seconds(timeout)
+                            : "failed: " + describe(e);
+                    t.failed(t.status < 0 ? null : t.status, why);
+                    return headSeen.get() ? Flux.error(e)
+                            : Flux.just(new Failure(late ? 504 : 502, "decode leg to " + d.httpAddress() + " " + why));
+                })
+                .doOnCancel(t::cancelled);
+    }
+
+    private static String seconds(Duration d) {
+        return (d.toMillis() / 1000.0) + " s";
+    }
+
+    private static String describe(Throwable e) {
+        String m = e.getMessage();
+        return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+    }
+
+    private static String excerpt(String s) {
+        String one = s.replace('\n', ' ').strip();
+        return one.length() > 200 ? one.substring(0, 197) + "..." : one;
+    }
+
+    @Override
+    public void close() {
+        server.disposeNow(Duration.ofSeconds(5));
+        pool.disposeLater().block(Duration.ofSeconds(5));
+    }
+}
