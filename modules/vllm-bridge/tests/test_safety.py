@@ -28,7 +28,8 @@ class BadBlocks:
 
 def test_recorder_errors_never_escape_and_are_logged_once(tmp_path, caplog):
     rec = _rec(tmp_path)
-    req = Request("r1", [1, 2, 3], {"do_remote_decode": True, "transfer_id": "tx-1"})
+    # no do_remote_decode: the inner stages no save and never reads the blocks (which would raise in it)
+    req = Request("r1", [1, 2, 3], {"transfer_id": "tx-1"})
     with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
         for _ in range(3):
             assert rec.update_state_after_alloc(req, BadBlocks(), 0) is None
