@@ -215,24 +215,56 @@ def _req_meta(request_id, m, write_mode):
             "write_mode": bool(write_mode)}
 
 
-def metadata_reply(step, meta):
-    """The ``metadata_built`` reply fields for ``build_connector_meta``'s result, read on the calling
-    thread (MoRIIO hands the worker its live ``transfer_id_to_request_id``: its size is taken now).
+_REQ_META_FIELDS = ("local_block_ids", "remote_block_ids", "remote_engine_id", "remote_host",
+                    "remote_handshake_port", "remote_notify_port", "remote_dp_rank", "remote_dp_size",
+                    "remote_dp_size_local", "tp_size", "transfer_id", "remote_hosts")
 
-    None when the object holds neither ``reqs_to_recv`` nor ``reqs_to_save`` as a dict (not a
-    MoRIIO-like connector's metadata: nothing kvledger could compare is recorded).
+
+class _Fields:
+    """A ReqMeta's attributes as they were when captured (read now, converted later)."""
+
+    def __init__(self, m):
+        for name in _REQ_META_FIELDS:
+            v = getattr(m, name, _ABSENT)
+            if v is not _ABSENT:
+                setattr(self, name, v)
+
+
+def metadata_snapshot(step, meta):
+    """What the ``metadata_built`` reply needs of ``build_connector_meta``'s result, taken on the
+    calling thread: the entries of ``reqs_to_recv`` and ``reqs_to_save`` (each ReqMeta's attributes
+    copied shallowly: MoRIIO builds fresh ones each step and hands its block id lists over for
+    good), the ids of ``reqs_to_send`` and the size of ``transfer_id_to_request_id`` (MoRIIO hands
+    the worker its live map, so its size is taken now). Returns a function giving the reply fields
+    (called on the writer thread, where the block ids are converted), or None when the object holds
+    neither ``reqs_to_recv`` nor ``reqs_to_save`` as a dict (not a MoRIIO-like connector's metadata:
+    nothing kvledger could compare is recorded).
     """
     recv = getattr(meta, "reqs_to_recv", None)
     save = getattr(meta, "reqs_to_save", None)
     if not isinstance(recv, dict) and not isinstance(save, dict):
         return None
+    recv = [(r, _Fields(m)) for r, m in (recv or {}).items()]
+    save = [(r, _Fields(m)) for r, m in (save or {}).items()]
     send = getattr(meta, "reqs_to_send", None)
+    send = None if send is None else list(send)
     mapping = getattr(meta, "transfer_id_to_request_id", None)
-    return {"step": int(step),
-            "reqs_to_recv": [_req_meta(r, m, False) for r, m in (recv or {}).items()],
-            "reqs_to_save": [_req_meta(r, m, True) for r, m in (save or {}).items()],
-            "reqs_to_send": None if send is None else [str(r) for r in send],
-            "mapping_size": len(mapping) if mapping is not None else -1}
+    size = len(mapping) if mapping is not None else -1
+    step = int(step)
+
+    def fields():
+        return {"step": step,
+                "reqs_to_recv": [_req_meta(r, m, False) for r, m in recv],
+                "reqs_to_save": [_req_meta(r, m, True) for r, m in save],
+                "reqs_to_send": None if send is None else [str(r) for r in send],
+                "mapping_size": size}
+    return fields
+
+
+def metadata_reply(step, meta):
+    """The ``metadata_built`` reply fields for ``build_connector_meta``'s result (None: not MoRIIO-like)."""
+    f = metadata_snapshot(step, meta)
+    return None if f is None else f()
 
 
 class KvledgerRecorderConnector(KVConnectorBase_V1):
@@ -570,7 +602,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                         cached.append({"request_id": str(r),
                                        "new_block_ids": None if nb is None else _block_groups(nb)})
                 try:
-                    reply = metadata_reply(self._step, result)
+                    reply = metadata_snapshot(self._step, result)
                 except Exception as e:  # noqa: BLE001 - the step is recorded, its metadata not
                     reply = None
                     self._failed("build_connector_meta metadata", e)
