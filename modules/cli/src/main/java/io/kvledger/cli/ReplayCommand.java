@@ -56,7 +56,9 @@ final class ReplayCommand implements Callable<Integer> {
 
     @Option(names = "--verify",
             description = "compare the recomputed effects with the derived entries the journal recorded; report the "
-                    + "first divergence of each node; exit 1 when there is one")
+                    + "first divergence of each node; exit 1 when there is one. A vllm-bridge recording compares the "
+                    + "real connector's hook replies only (its metadata field by field); a vllm-bridge worker stream "
+                    + "is not compared (said so)")
     boolean verify;
 
     @Mixin
