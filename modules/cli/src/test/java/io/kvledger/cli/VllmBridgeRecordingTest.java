@@ -164,10 +164,11 @@ class VllmBridgeRecordingTest {
         CliRun.Outcome o = CliRun.run("replay", "--verify", d0.toString());
         assertEquals(0, o.code(), o.out() + o.err());
         assertTrue(o.out().contains("verify: no divergence"), o.out());
-        Matcher m = Pattern.compile("D0: the same (\\d+) hook replies").matcher(o.out());
-        assertTrue(m.find(), o.out());
+        // 3 get_num_new_matched_tokens, 3 request_finished and the metadata of the 6 steps (whose
+        // transfer map grows with each allocation and shrinks with each finish)
+        assertTrue(o.out().contains("D0: the same 12 hook replies for "), o.out());
         long metas = Files.readAllLines(rec.get(0)).stream().filter(l -> l.contains("\"type\":\"metadata_built\"")).count();
-        assertTrue(metas == 6 && Integer.parseInt(m.group(1)) > metas, o.out());
+        assertEquals(6, metas);
     }
 
     @Test
