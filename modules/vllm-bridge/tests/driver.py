@@ -9,7 +9,7 @@ new blocks on later steps), ``build_connector_meta``, the worker's forward pass 
 ``update_connector_output`` and ``request_finished`` for requests that finished (length-capped after
 their prefill, or aborted).
 
-Run as a script it writes a recording: ``python3 driver.py --scenario healthy|diverge|overflow --role
+Run as a script it writes a recording: ``python3 driver.py --scenario healthy|diverge|meta-diverge|overflow --role
 producer|consumer --out DIR`` (PYTHONPATH: the package's src and tests/standin, tests), or streams it
 to a shadow node with ``--to tcp://127.0.0.1:PORT`` in place of ``--out``.
 """
@@ -200,6 +200,9 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     if scenario == "diverge":
         # the real connector frees the first request's blocks at once where MoRIIO defers them
         fakes.ScriptedConnector.script = {"delay_free_override": {reqs[0].request_id: False}}
+    elif scenario == "meta-diverge":
+        # the real connector hands its worker a wrong block id (+100) in the first request's ReqMeta
+        fakes.ScriptedConnector.script = {"meta_wrong_block": {reqs[0].request_id: 100}}
     template = record_to or os.path.join(out_dir, "{role}-dp{dp}-tp{tp}.jsonl")
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
              "record_to": template, "record_layers": record_layers}
@@ -238,7 +241,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scenario", choices=("healthy", "diverge", "overflow"), default="healthy")
+    ap.add_argument("--scenario", choices=("healthy", "diverge", "meta-diverge", "overflow"), default="healthy")
     ap.add_argument("--role", choices=("producer", "consumer"), default="producer")
     ap.add_argument("--out", help="directory of the recordings (file sink)")
     ap.add_argument("--to", help="record_to instead of files in --out, e.g. tcp://127.0.0.1:PORT (a shadow node)")

@@ -6,6 +6,9 @@ recording, must decide exactly the same; ``script`` bends single answers to make
 """
 
 import itertools
+import re
+import time
+from dataclasses import dataclass, field
 
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (
     KVConnectorBase_V1,
@@ -16,17 +19,68 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
 from vllm.v1.request import RequestStatus
 
 
+_DECODE_ZMQ_RE = re.compile(r"___decode_addr_(.+)_[0-9a-f]{32}(?:-.*)?$")
+_PREFILL_ZMQ_RE = re.compile(r"___prefill_addr_(.+?)___decode_addr_")
+
+
+@dataclass
+class ReqMeta:
+    """MoRIIO's ReqMeta (newest fields, plus C-fold's ``remote_dp_rank``)."""
+
+    transfer_id: object
+    local_block_ids: list
+    remote_block_ids: object
+    remote_host: str
+    remote_port: int
+    remote_handshake_port: int
+    remote_notify_port: int
+    remote_engine_id: object
+    tp_size: int
+    remote_dp_size: int
+    remote_dp_rank: int = 0
+    remote_hosts: list = field(default_factory=list)
+    remote_dp_size_local: int = 0
+
+
 class FakeMeta(KVConnectorMetadata):
-    def __init__(self, step, reqs_to_save, reqs_to_send):
-        self.step = step
-        self.reqs_to_save = reqs_to_save
-        self.reqs_to_send = reqs_to_send
+    """MoRIIOConnectorMetadata's shape: what the scheduler hands the worker each step."""
+
+    def __init__(self):
+        self.reqs_to_recv = {}
+        self.reqs_to_save = {}
+        self.reqs_to_send = {}
+        self.transfer_id_to_request_id = {}
+
+    def add_new_req(self, request_id, local_block_ids, kv_transfer_params, write_mode=False):
+        p = kv_transfer_params
+        m = (_DECODE_ZMQ_RE if write_mode else _PREFILL_ZMQ_RE).search(request_id)
+        if m is not None:
+            parts = dict(seg.partition(":")[::2] for seg in m.group(1).split(","))
+            host, hs, notify = parts["host"].strip(), int(parts["handshake"]), int(parts["notify"])
+        else:
+            host, hs, notify = p["remote_host"], int(p["remote_handshake_port"]), int(p["remote_notify_port"])
+        hosts = p.get("remote_hosts") or [host]
+        meta = ReqMeta(transfer_id=p["transfer_id"], local_block_ids=local_block_ids,
+                       remote_block_ids=p["remote_block_ids"], remote_host=host, remote_port=hs,
+                       remote_handshake_port=hs, remote_notify_port=notify,
+                       remote_engine_id=p["remote_engine_id"],
+                       tp_size=int(p.get("remote_tp_size") or p.get("tp_size") or 0),
+                       remote_dp_size=p.get("remote_dp_size", 1), remote_dp_rank=p.get("remote_dp_rank", 0),
+                       remote_hosts=[str(h) for h in hosts],
+                       remote_dp_size_local=int(p.get("remote_dp_size_local", p.get("remote_dp_size", 1))))
+        (self.reqs_to_save if write_mode else self.reqs_to_recv)[request_id] = meta
 
 
 class ScriptedConnector(KVConnectorBase_V1):
     """MoRIIO-like answers (WRITE mode) with a script of deviations.
 
-    script keys: ``delay_free_override`` {request_id: bool} replaces request_finished's delay_free.
+    script keys: ``delay_free_override`` {request_id: bool} replaces request_finished's delay_free;
+    ``meta_wrong_block`` {request_id: n} adds n to the last local block id of that request's
+    ``ReqMeta`` in the connector metadata (a wrong block id handed to the worker).
+
+    The scheduler side keeps MoRIIO's tables (``transfer_id_to_request_id``, the saves staged at
+    allocation, chunked prefill's pending saves, ``_reqs_need_send``) and builds its metadata as
+    ``build_connector_meta`` does (WRITE mode).
     """
 
     script = {}
@@ -43,7 +97,14 @@ class ScriptedConnector(KVConnectorBase_V1):
         self.tp_size = pc.tensor_parallel_size
         self.params = {}
         self.deferred = set()
-        self.to_send = []
+        self.block_size = vllm_config.cache_config.block_size
+        self.transfer_id_to_request_id = {}
+        self.request_id_to_transfer_id = {}
+        self._reqs_need_recv = {}
+        self._reqs_need_save = {}
+        self._reqs_need_pending_save = {}
+        self._req_kv_params = {}
+        self._reqs_need_send = {}
         self.step = 0
         self.calls = []
         # worker side
@@ -57,16 +118,71 @@ class ScriptedConnector(KVConnectorBase_V1):
             return 0, False
         return max(request.num_prompt_tokens - num_computed_tokens, 0), True
 
+    def _map(self, rid, tid):
+        if tid is None or self.transfer_id_to_request_id.get(tid, rid) != rid:
+            return False
+        self.transfer_id_to_request_id[tid] = rid
+        self.request_id_to_transfer_id[rid] = tid
+        return True
+
+    def _unmap(self, rid):
+        tid = self.request_id_to_transfer_id.pop(rid, None)
+        if tid is not None and self.transfer_id_to_request_id.get(tid) == rid:
+            del self.transfer_id_to_request_id[tid]
+
     def update_state_after_alloc(self, request, blocks, num_external_tokens):
         self.calls.append(("update_state_after_alloc", request.request_id))
         p = request.kv_transfer_params
-        if p and p.get("do_remote_prefill"):
+        if not p:
+            return
+        rid = request.request_id
+        mapped = self._map(rid, p.get("transfer_id"))
+        if self.producer and p.get("do_remote_decode") and mapped:
+            groups = [list(g) for g in blocks.get_block_ids()]
+            self._reqs_need_save[rid] = (request, groups)
+            self._req_kv_params[rid] = dict(p)
+        if p.get("do_remote_prefill"):
             p["do_remote_prefill"] = False
 
     def build_connector_meta(self, scheduler_output):
         self.step += 1
-        meta = FakeMeta(self.step, [], list(self.to_send))
-        self.to_send.clear()
+        meta = FakeMeta()
+        meta.transfer_id_to_request_id = self.transfer_id_to_request_id
+        if self.producer:
+            crd = scheduler_output.scheduled_cached_reqs
+            for i, rid in enumerate(crd.req_ids):
+                new = crd.new_block_ids[i]
+                if new is None or rid not in self._reqs_need_pending_save:
+                    continue
+                req, existing = self._reqs_need_pending_save[rid]
+                updated = [list(g) + list(n) for g, n in zip(existing, new)]
+                self._reqs_need_pending_save[rid] = (req, updated)
+                if len(updated[0]) * self.block_size >= req.num_prompt_tokens:
+                    kv = self._req_kv_params.pop(rid, req.kv_transfer_params or {})
+                    meta.add_new_req(rid, updated, kv, write_mode=True)
+                    del self._reqs_need_pending_save[rid]
+        for rid, (req, groups) in self._reqs_need_recv.items():
+            meta.add_new_req(rid, groups, self._req_kv_params.get(rid, req.kv_transfer_params or {}))
+        for rid, (req, groups) in self._reqs_need_save.items():
+            kv = self._req_kv_params.get(rid, req.kv_transfer_params or {})
+            if req.num_prompt_tokens > len(groups[0]) * self.block_size:
+                self._reqs_need_pending_save[rid] = (req, groups)
+                continue
+            meta.add_new_req(rid, groups, kv, write_mode=True)
+        meta.reqs_to_send = self._reqs_need_send
+        for rid in self._reqs_need_recv:
+            self._req_kv_params.pop(rid, None)
+        for rid in self._reqs_need_save:
+            if rid not in self._reqs_need_pending_save:
+                self._req_kv_params.pop(rid, None)
+        self._reqs_need_recv.clear()
+        self._reqs_need_save.clear()
+        self._reqs_need_send = {}
+        for rid, n in self.script.get("meta_wrong_block", {}).items():
+            m = meta.reqs_to_save.get(rid) or meta.reqs_to_recv.get(rid)
+            if m is not None:
+                m.local_block_ids = [list(g) for g in m.local_block_ids]
+                m.local_block_ids[0][-1] += n
         return meta
 
     def update_connector_output(self, connector_output):
@@ -75,11 +191,15 @@ class ScriptedConnector(KVConnectorBase_V1):
         incoming = set(connector_output.finished_sending or ())
         safe = {r for r in incoming if r in self.deferred}
         self.deferred -= safe
+        for r in safe:
+            self._unmap(r)
         connector_output.finished_sending = safe
 
     def request_finished(self, request, block_ids):
         rid = request.request_id
         p = request.kv_transfer_params
+        if not self.producer:
+            self._unmap(rid)
         if not p:
             return False, None
         if p.get("do_remote_prefill"):
@@ -92,7 +212,7 @@ class ScriptedConnector(KVConnectorBase_V1):
         delay = self.script.get("delay_free_override", {}).get(rid, delay)
         if delay:
             self.deferred.add(rid)
-            self.to_send.append(rid)
+            self._reqs_need_send[rid] = time.perf_counter() + 3600
         out = {
             "do_remote_prefill": True,
             "do_remote_decode": False,

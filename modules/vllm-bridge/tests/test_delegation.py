@@ -91,7 +91,8 @@ def test_class_method_returns_exactly_the_inner_value(tmp_path, name):
 def test_metadata_is_bound_into_the_inner(tmp_path):
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
     rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.WORKER, None)
-    meta = fakes.FakeMeta(1, [], ["r9"])
+    meta = fakes.FakeMeta()
+    meta.reqs_to_send = {"r9": 0.0}
     rec.bind_connector_metadata(meta)
     assert rec.inner._get_connector_metadata() is meta
     assert rec.has_connector_metadata() is True

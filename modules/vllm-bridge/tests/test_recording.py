@@ -162,3 +162,87 @@ def test_a_missing_inner_connector_is_named(tmp_path):
         resolve_inner_class({})
     with pytest.raises(AttributeError):
         resolve_inner_class({"inner_connector": "NoSuchConnector", "inner_connector_module_path": "fakes"})
+
+
+# ---------------------------------------------------------------------- the connector metadata
+
+def _without_times(entries):
+    return [{k: v for k, v in e.items() if k != "at_ns"} for e in entries]
+
+
+def test_connector_metadata_is_recorded_as_the_metadata_built_reply(tmp_path):
+    sched_path, _ = driver.play(str(tmp_path), "healthy", "producer")
+    s = lines(sched_path)
+    steps = [(e, s[i + 1]) for i, e in enumerate(s) if e["type"] == "step_scheduled"]
+    assert len(steps) == 6
+    for step, meta in steps:  # one reply per build_connector_meta, right after it
+        assert meta["kind"] == "derived" and meta["type"] == "metadata_built" and meta["step"] == step["step"]
+    metas = [m for _, m in steps]
+    rid1, rid3 = driver.request_id(1, "a"), driver.request_id(3, "a")
+    # the first request's prompt (40 tokens, 16 per block) is covered at step 3: its save ships then
+    assert [[r["request_id"] for r in m["reqs_to_save"]] for m in metas] == [[], [], [rid1], [rid3], [], []]
+    save = metas[2]["reqs_to_save"][0]
+    assert save == {"request_id": rid1, "local_block_ids": [[1, 4, 6]], "remote_block_ids": None,
+                    "remote_engine_id": None, "remote_host": "10.0.1.1",  # the decode part of the request id
+                    "remote_handshake_port": 6301, "remote_notify_port": 61005, "remote_dp_rank": 0,
+                    "remote_dp_size": 1, "remote_dp_size_local": 1, "remote_tp_size": 0, "transfer_id": "tx-0001",
+                    "multi_pod_hosts": ["10.0.1.1"], "write_mode": True}
+    # a deferred free ships in reqs_to_send the step after request_finished
+    assert [m["reqs_to_send"] for m in metas][3:5] == [[rid1], [rid3]]
+    # the transfer map: three mapped, the first unmapped once its ACK is safe
+    assert [m["mapping_size"] for m in metas] == [2, 3, 3, 3, 2, 1]
+    assert all(m["reqs_to_recv"] == [] for m in metas)
+
+
+def test_a_wrong_block_id_in_the_metadata_is_the_one_difference(tmp_path):
+    healthy, _ = driver.play(str(tmp_path / "h"), "healthy", "producer")
+    wrong, _ = driver.play(str(tmp_path / "w"), "meta-diverge", "producer")
+    a, b = _without_times(lines(healthy)), _without_times(lines(wrong))
+    assert len(a) == len(b)
+    diff = [(x, y) for x, y in zip(a[1:], b[1:]) if x != y]
+    assert len(diff) == 1
+    x, y = diff[0]
+    assert x["type"] == "metadata_built" and x["step"] == 3
+    assert x["reqs_to_save"][0]["local_block_ids"] == [[1, 4, 6]]
+    assert y["reqs_to_save"][0]["local_block_ids"] == [[1, 4, 106]]
+    assert {k: v for k, v in y["reqs_to_save"][0].items() if k != "local_block_ids"} == \
+        {k: v for k, v in x["reqs_to_save"][0].items() if k != "local_block_ids"}
+
+
+def test_fields_an_older_reqmeta_lacks_are_written_as_not_compared():
+    from kvledger_vllm.recorder import metadata_reply
+
+    class OldReqMeta:  # MoRIIO of the #39565 era: no transfer_id, remote_dp_rank, remote_hosts, dp_size_local
+        local_block_ids = [5, 6]
+        remote_block_ids = [7, 8]
+        remote_host = "10.0.0.1"
+        remote_port = 6301
+        remote_handshake_port = 6301
+        remote_notify_port = 61005
+        remote_engine_id = "10.0.0.1:6301"
+        tp_size = 2
+        remote_dp_size = 1
+
+    class OldMeta:
+        def __init__(self):
+            self.reqs_to_recv = {"r1": OldReqMeta()}
+            self.reqs_to_save = {}
+            self.reqs_to_send = {}
+
+    reply = metadata_reply(7, OldMeta())
+    assert reply["step"] == 7 and reply["mapping_size"] == -1 and reply["reqs_to_send"] == []
+    r = reply["reqs_to_recv"][0]
+    assert r["request_id"] == "r1" and r["local_block_ids"] == [[5, 6]] and r["remote_block_ids"] == [[7, 8]]
+    assert (r["remote_dp_rank"], r["remote_dp_size_local"], r["remote_tp_size"]) == (-1, -1, 2)
+    assert r["transfer_id"] is None and r["multi_pod_hosts"] is None and r["write_mode"] is False
+    assert metadata_reply(1, object()) is None  # not MoRIIO-shaped: nothing to compare is recorded
+
+
+def test_a_metadata_object_of_another_shape_records_the_step_alone(tmp_path):
+    from vllm.v1.core.sched.output import SchedulerOutput
+    extra = {"inner_connector": "EchoConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}.jsonl")}
+    rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    assert isinstance(rec.build_connector_meta(SchedulerOutput()), fakes.Sentinel)
+    rec.shutdown()
+    assert [e["type"] for e in lines(tmp_path / "scheduler.jsonl")[1:]] == ["step_scheduled"]

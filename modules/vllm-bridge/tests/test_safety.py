@@ -28,7 +28,8 @@ class BadBlocks:
 
 def test_recorder_errors_never_escape_and_are_logged_once(tmp_path, caplog):
     rec = _rec(tmp_path)
-    req = Request("r1", [1, 2, 3], {"do_remote_decode": True, "transfer_id": "tx-1"})
+    # no do_remote_decode: the inner stages no save and never reads the blocks (which would raise in it)
+    req = Request("r1", [1, 2, 3], {"transfer_id": "tx-1"})
     with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
         for _ in range(3):
             assert rec.update_state_after_alloc(req, BadBlocks(), 0) is None
@@ -150,3 +151,20 @@ def test_inputs_never_go_backwards_in_the_file(tmp_path):
     st.close()
     ticks = [json.loads(x)["at_ns"] for x in st._sink.lines[1:]]
     assert ticks == [200, 200]
+
+
+def test_a_metadata_reply_that_cannot_be_converted_leaves_the_step_recorded(tmp_path):
+    from kvledger_vllm.stream import FileSink
+
+    def broken():
+        raise ValueError("not block ids")
+
+    path = tmp_path / "s.jsonl"
+    s = Stream({"kind": "header", "type": "header", "format_version": 1, "node_id": "P0"}, FileSink(str(path)))
+    s.put("step_scheduled", {"step": 1, "scheduled_cached_reqs": []}, "metadata_built", broken)
+    s.put("step_scheduled", {"step": 2, "scheduled_cached_reqs": []}, "metadata_built",
+          lambda: {"step": 2, "reqs_to_recv": [], "reqs_to_save": [], "reqs_to_send": [], "mapping_size": 0})
+    s.close()
+    types = [(e["type"], e.get("step")) for e in map(json.loads, path.read_text().splitlines()[1:])]
+    assert types == [("step_scheduled", 1), ("step_scheduled", 2), ("metadata_built", 2)]
+    assert s.write_errors == 1

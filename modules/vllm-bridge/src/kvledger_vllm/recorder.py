@@ -155,6 +155,118 @@ def _id_list(value):
     return sorted(str(x) for x in value)
 
 
+# ---------------------------------------------------------------------- the connector metadata
+
+_ABSENT = object()
+
+
+def _meta_groups(value):
+    """Block ids of a ReqMeta as groups: None stays None (as kvledger's ReqMeta has it), ``[]`` is
+    one empty group, a value that is not block ids is None."""
+    if value is None:
+        return None
+    try:
+        value = list(value)
+        if not value:
+            return [[]]
+        return _block_groups(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _meta_int(value):
+    """An int field of a ReqMeta; -1 when this connector's ReqMeta has no such field (or a non-int)."""
+    if value is _ABSENT or value is None or isinstance(value, bool):
+        return -1
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
+
+
+def _req_meta(request_id, m, write_mode):
+    """One ReqMeta of the connector's metadata in the journal's ``ReqMeta`` shape (journal/FORMAT.md).
+
+    MoRIIO's ReqMeta keeps the request id as its dict key and write mode as the dict it is in
+    (``reqs_to_save``); ``tp_size`` is kvledger's ``remote_tp_size``, ``remote_hosts`` its
+    ``multi_pod_hosts``. A field this version's ReqMeta lacks is written as -1 (ints), null
+    (``transfer_id``) or an empty list (``multi_pod_hosts``): ``replay --verify`` does not compare it.
+    """
+    def g(name):
+        return getattr(m, name, _ABSENT)
+
+    eid = g("remote_engine_id")
+    host = g("remote_host")
+    tid = g("transfer_id")
+    hosts = g("remote_hosts")
+    return {"request_id": str(request_id),
+            "local_block_ids": _meta_groups(g("local_block_ids") if g("local_block_ids") is not _ABSENT else None),
+            "remote_block_ids": _meta_groups(None if g("remote_block_ids") is _ABSENT else g("remote_block_ids")),
+            "remote_engine_id": None if eid is _ABSENT or eid is None else str(eid),
+            "remote_host": None if host is _ABSENT or host is None else str(host),
+            "remote_handshake_port": _meta_int(g("remote_handshake_port")),
+            "remote_notify_port": _meta_int(g("remote_notify_port")),
+            "remote_dp_rank": _meta_int(g("remote_dp_rank")),
+            "remote_dp_size": _meta_int(g("remote_dp_size")),
+            "remote_dp_size_local": _meta_int(g("remote_dp_size_local")),
+            "remote_tp_size": _meta_int(g("tp_size")),
+            "transfer_id": None if tid is _ABSENT else plain(tid),
+            "multi_pod_hosts": [str(h) for h in hosts] if isinstance(hosts, (list, tuple)) else None,
+            "write_mode": bool(write_mode)}
+
+
+_REQ_META_FIELDS = ("local_block_ids", "remote_block_ids", "remote_engine_id", "remote_host",
+                    "remote_handshake_port", "remote_notify_port", "remote_dp_rank", "remote_dp_size",
+                    "remote_dp_size_local", "tp_size", "transfer_id", "remote_hosts")
+
+
+class _Fields:
+    """A ReqMeta's attributes as they were when captured (read now, converted later)."""
+
+    def __init__(self, m):
+        for name in _REQ_META_FIELDS:
+            v = getattr(m, name, _ABSENT)
+            if v is not _ABSENT:
+                setattr(self, name, v)
+
+
+def metadata_snapshot(step, meta):
+    """What the ``metadata_built`` reply needs of ``build_connector_meta``'s result, taken on the
+    calling thread: the entries of ``reqs_to_recv`` and ``reqs_to_save`` (each ReqMeta's attributes
+    copied shallowly: MoRIIO builds fresh ones each step and hands its block id lists over for
+    good), the ids of ``reqs_to_send`` and the size of ``transfer_id_to_request_id`` (MoRIIO hands
+    the worker its live map, so its size is taken now). Returns a function giving the reply fields
+    (called on the writer thread, where the block ids are converted), or None when the object holds
+    neither ``reqs_to_recv`` nor ``reqs_to_save`` as a dict (not a MoRIIO-like connector's metadata:
+    nothing kvledger could compare is recorded).
+    """
+    recv = getattr(meta, "reqs_to_recv", None)
+    save = getattr(meta, "reqs_to_save", None)
+    if not isinstance(recv, dict) and not isinstance(save, dict):
+        return None
+    recv = [(r, _Fields(m)) for r, m in (recv or {}).items()]
+    save = [(r, _Fields(m)) for r, m in (save or {}).items()]
+    send = getattr(meta, "reqs_to_send", None)
+    send = None if send is None else list(send)
+    mapping = getattr(meta, "transfer_id_to_request_id", None)
+    size = len(mapping) if mapping is not None else -1
+    step = int(step)
+
+    def fields():
+        return {"step": step,
+                "reqs_to_recv": [_req_meta(r, m, False) for r, m in recv],
+                "reqs_to_save": [_req_meta(r, m, True) for r, m in save],
+                "reqs_to_send": None if send is None else [str(r) for r in send],
+                "mapping_size": size}
+    return fields
+
+
+def metadata_reply(step, meta):
+    """The ``metadata_built`` reply fields for ``build_connector_meta``'s result (None: not MoRIIO-like)."""
+    f = metadata_snapshot(step, meta)
+    return None if f is None else f()
+
+
 class KvledgerRecorderConnector(KVConnectorBase_V1):
     """Delegates every ``KVConnectorBase_V1`` method to the inner connector and records the hooks."""
 
@@ -489,7 +601,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                         nb = new_blocks[i] if i < len(new_blocks) else None
                         cached.append({"request_id": str(r),
                                        "new_block_ids": None if nb is None else _block_groups(nb)})
-                self._put("step_scheduled", {"step": self._step, "scheduled_cached_reqs": cached})
+                try:
+                    reply = metadata_snapshot(self._step, result)
+                except Exception as e:  # noqa: BLE001 - the step is recorded, its metadata not
+                    reply = None
+                    self._failed("build_connector_meta metadata", e)
+                self._put("step_scheduled", {"step": self._step, "scheduled_cached_reqs": cached},
+                          None if reply is None else "metadata_built", reply)
             except Exception as e:  # noqa: BLE001
                 self._failed("build_connector_meta", e)
         if self._drive is not None:

@@ -223,7 +223,9 @@ class Stream:
 
     def put(self, type_name, fields, reply_type=None, reply_fields=None):
         """Captures one input entry and, optionally, the derived entry that answers it (the inner
-        connector's return value); never blocks, never raises. Returns False when it was dropped."""
+        connector's return value); never blocks, never raises. Returns False when it was dropped.
+        ``reply_fields`` may be a function of no arguments returning the fields: the writer thread
+        calls it (a snapshot taken on the calling thread, converted off it)."""
         self.captured += 1
         try:
             self._q.put_nowait((type_name, time.monotonic_ns(), fields, reply_type, reply_fields))
@@ -308,6 +310,16 @@ class Stream:
         obj.update(fields)
         if reply_type is None:
             return [encode_line(obj)]
+        if callable(reply_fields):
+            # a reply captured as a snapshot on the calling thread, converted here (off the engine's thread)
+            try:
+                reply_fields = reply_fields()
+            except Exception as e:  # noqa: BLE001 - the input is still written, without its reply
+                self.write_errors += 1
+                if self.write_errors == 1:
+                    log.error("kvledger recorder: cannot convert the %s reply of a %s entry (%s); the entry is "
+                              "written without it", reply_type, type_name, e)
+                return [encode_line(obj)]
         reply = {"kind": DERIVED, "type": reply_type}
         reply.update(reply_fields)
         return [encode_line(obj), encode_line(reply)]

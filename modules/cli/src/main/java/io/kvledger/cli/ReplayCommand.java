@@ -56,7 +56,9 @@ final class ReplayCommand implements Callable<Integer> {
 
     @Option(names = "--verify",
             description = "compare the recomputed effects with the derived entries the journal recorded; report the "
-                    + "first divergence of each node; exit 1 when there is one")
+                    + "first divergence of each node; exit 1 when there is one. A vllm-bridge recording compares the "
+                    + "real connector's hook replies only (its metadata field by field); a vllm-bridge worker stream "
+                    + "is not compared (said so)")
     boolean verify;
 
     @Mixin
@@ -79,23 +81,32 @@ final class ReplayCommand implements Callable<Integer> {
     /** One node's comparison of recorded and recomputed effects. */
     static final class Verify {
         final boolean repliesOnly;
+        /** A vllm-bridge worker stream: nothing is compared ({@link BridgeReplies#WORKER_NOT_COMPARED}). */
+        final boolean workerStream;
         long recorded;
         long divergentInputs;
         String first;
         Map<String, Object> firstJson;
 
-        Verify(boolean repliesOnly) {
+        Verify(boolean repliesOnly, boolean workerStream) {
             this.repliesOnly = repliesOnly;
+            this.workerStream = workerStream;
         }
 
         void check(long seq, String cause, List<Effect> actual, List<JournalEntry.Derived> recorded, boolean fullIds) {
+            if (workerStream) {
+                return;
+            }
             List<Effect> expected = recorded.stream().map(JournalEntry.Derived::effect).toList();
+            int i;
             if (repliesOnly) {
-                actual = BridgeReplies.replies(actual);
                 expected = BridgeReplies.replies(expected);
+                actual = BridgeReplies.comparable(actual, expected);
+                i = BridgeReplies.firstReplyDifference(actual, expected);
+            } else {
+                i = BridgeReplies.firstDifference(actual, expected);
             }
             this.recorded += expected.size();
-            int i = BridgeReplies.firstDifference(actual, expected);
             int n = Math.max(actual.size(), expected.size());
             if (i >= 0) {
                 Effect a = i < actual.size() ? actual.get(i) : null;
@@ -106,15 +117,18 @@ final class ReplayCommand implements Callable<Integer> {
                             : Payloads.dissect(e);
                     String act = a == null ? "(nothing: the replay produced " + actual.size() + " effect(s))"
                             : Payloads.dissect(a);
+                    String diff = BridgeReplies.difference(a, e);
                     first = "seq " + seq + " (" + cause + "), effect " + (i + 1) + " of " + n + "\n"
                             + "      journal: " + Text.ids(exp, fullIds) + "\n"
-                            + "      replay:  " + Text.ids(act, fullIds);
+                            + "      replay:  " + Text.ids(act, fullIds)
+                            + (diff == null ? "" : "\n      differs: " + Text.ids(diff, fullIds));
                     firstJson = new LinkedHashMap<>();
                     firstJson.put("seq", seq);
                     firstJson.put("cause", cause);
                     firstJson.put("effect_index", (long) i);
                     firstJson.put("expected", e == null ? null : Payloads.dissect(e));
                     firstJson.put("actual", a == null ? null : Payloads.dissect(a));
+                    firstJson.put("differs", diff);
                 }
             }
         }
@@ -138,7 +152,8 @@ final class ReplayCommand implements Callable<Integer> {
             Verify[] verifies = new Verify[n];
             for (int i = 0; i < n; i++) {
                 tallies[i] = new NodeTally();
-                verifies[i] = new Verify(r.nodes().get(i).header().origin().startsWith(BRIDGE_ORIGIN));
+                String origin = r.nodes().get(i).header().origin();
+                verifies[i] = new Verify(origin.startsWith(BRIDGE_ORIGIN), BridgeReplies.workerStream(origin));
             }
             long[] base = {Long.MIN_VALUE};
             r.run(new Replayer.Listener() {
@@ -249,7 +264,10 @@ final class ReplayCommand implements Callable<Integer> {
             for (int i = 0; i < nodes.size(); i++) {
                 Verify v = verifies[i];
                 String name = nodes.get(i).name();
-                if (counts.get(i).derived() == 0) {
+                if (v.workerStream) {
+                    out.println("  " + name + ": not compared: " + BridgeReplies.WORKER_NOT_COMPARED
+                            + "; replay --verify its rank's scheduler stream");
+                } else if (counts.get(i).derived() == 0) {
                     out.println("  " + name + ": nothing to compare: the journal holds no recorded effects (inputs only)");
                 } else if (v.divergentInputs == 0) {
                     out.println("  " + name + ": the same " + v.recorded + (v.repliesOnly ? " hook replies" : " effects")
@@ -289,7 +307,8 @@ final class ReplayCommand implements Callable<Integer> {
         m.put("anomalies", t.anomaliesJson());
         if (verify) {
             LinkedHashMap<String, Object> vm = new LinkedHashMap<>();
-            vm.put("comparable", c.derived() > 0);
+            vm.put("comparable", c.derived() > 0 && !v.workerStream);
+            vm.put("not_compared", v.workerStream ? BridgeReplies.WORKER_NOT_COMPARED : null);
             vm.put("replies_only", v.repliesOnly);
             vm.put("divergent_inputs", v.divergentInputs);
             vm.put("first", v.firstJson);

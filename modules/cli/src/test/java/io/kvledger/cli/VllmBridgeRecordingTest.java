@@ -81,8 +81,11 @@ class VllmBridgeRecordingTest {
         CliRun.Outcome o = CliRun.run("replay", "--verify", p0.toString());
         assertEquals(0, o.code(), o.out() + o.err());
         assertTrue(o.out().contains("verify: no divergence"), o.out());
-        // 3 get_num_new_matched_tokens, 3 request_finished, 6 update_connector_output replies
-        assertTrue(o.out().contains("P0: the same 12 hook replies for 24 inputs"), o.out());
+        // 3 get_num_new_matched_tokens, 3 request_finished, 6 update_connector_output replies and
+        // the connector metadata of the 6 steps
+        assertTrue(o.out().contains("P0: the same 18 hook replies for 24 inputs"), o.out());
+        long metas = Files.readAllLines(rec.get(0)).stream().filter(l -> l.contains("\"type\":\"metadata_built\"")).count();
+        assertEquals(6, metas);
         assertTrue(o.out().contains("phases at the end: FINISHED 1, FREED_AFTER_ACK 2"), o.out());
     }
 
@@ -94,7 +97,9 @@ class VllmBridgeRecordingTest {
         assertEquals(1, o.code(), o.out() + o.err());
         String rid = "cmpl-___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_host:10.0.1.1,"
                 + "handshake:6301,notify:61005_00000000000000000000000000000001-0-aaaaaaaa";
-        assertTrue(o.out().contains("P0: 1 of 24 inputs diverge"), o.out());
+        // the finish decision, then the next step's metadata: kvledger ships the deferred request
+        // in reqs_to_send, the connector (which freed it) does not
+        assertTrue(o.out().contains("P0: 2 of 24 inputs diverge"), o.out());
         assertTrue(o.out().contains("(request_finished), effect 1 of 1"), o.out());
         assertTrue(o.out().contains("journal: finish_decision rid=" + rid + " delay_free=false"), o.out());
         assertTrue(o.out().contains("replay:  finish_decision rid=" + rid + " delay_free=true"), o.out());
@@ -132,5 +137,54 @@ class VllmBridgeRecordingTest {
         CliRun.Outcome hangs = CliRun.run("hangs", d0.toString());
         assertTrue(hangs.code() == 0 || hangs.code() == 1, hangs.out() + hangs.err());
         assertTrue(hangs.out().startsWith("hangs: 1 journal(s) (D0)"), hangs.out());
+    }
+
+    static final String RID1 = "cmpl-___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_host:10.0.1.1,"
+            + "handshake:6301,notify:61005_00000000000000000000000000000001-0-aaaaaaaa";
+
+    @Test
+    void aWrongBlockIdInTheConnectorMetadataIsOneDivergence() throws Exception {
+        List<Path> rec = record("meta-diverge", "producer");
+        Path p0 = importInto(rec.get(0), "P0");
+        CliRun.Outcome o = CliRun.run("replay", "--verify", "--full-ids", p0.toString());
+        assertEquals(1, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("P0: 1 of 24 inputs diverge"), o.out());
+        assertTrue(o.out().contains("(step_scheduled), effect 1 of 1"), o.out());
+        assertTrue(o.out().contains("differs: reqs_to_save[" + RID1 + "].local_block_ids: the connector [[1, 4, 106]], "
+                + "kvledger [[1, 4, 6]]"), o.out());
+        CliRun.Outcome j = CliRun.run("replay", "--verify", "--json", p0.toString());
+        assertEquals(1, j.code(), j.out() + j.err());
+        assertTrue(j.out().contains("\"differs\":\"reqs_to_save["), j.out());
+    }
+
+    @Test
+    void consumerRecordingWithItsMetadataReplaysWithoutDivergence() throws Exception {
+        List<Path> rec = record("healthy", "consumer");
+        Path d0 = importInto(rec.get(0), "D0");
+        CliRun.Outcome o = CliRun.run("replay", "--verify", d0.toString());
+        assertEquals(0, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("verify: no divergence"), o.out());
+        // 3 get_num_new_matched_tokens, 3 request_finished and the metadata of the 6 steps (whose
+        // transfer map grows with each allocation and shrinks with each finish)
+        assertTrue(o.out().contains("D0: the same 12 hook replies for "), o.out());
+        long metas = Files.readAllLines(rec.get(0)).stream().filter(l -> l.contains("\"type\":\"metadata_built\"")).count();
+        assertEquals(6, metas);
+    }
+
+    @Test
+    void aWorkerStreamIsImportedAndSaidNotComparable() throws Exception {
+        List<Path> rec = record("healthy", "producer");
+        Path w = importInto(rec.get(1), "P0-tp0");
+        CliRun.Outcome o = CliRun.run("replay", "--verify", w.toString());
+        assertEquals(0, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("verify: no divergence"), o.out());
+        assertTrue(o.out().contains("P0-tp0: not compared: a vllm-bridge worker stream is not compared"), o.out());
+        CliRun.Outcome j = CliRun.run("replay", "--verify", "--json", w.toString());
+        assertEquals(0, j.code(), j.out() + j.err());
+        assertTrue(j.out().contains("\"comparable\":false"), j.out());
+        // its get_finished answers are in the journal, as the connector gave them
+        CliRun.Outcome dump = CliRun.run("dump", w.toString(), "--type", "finished_reported");
+        assertEquals(0, dump.code(), dump.out() + dump.err());
+        assertTrue(dump.out().contains("done_sending=[" + RID1 + "]"), dump.out());
     }
 }

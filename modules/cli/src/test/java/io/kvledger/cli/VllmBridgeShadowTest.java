@@ -157,8 +157,9 @@ class VllmBridgeShadowTest {
         Map<String, Object> d = awaitStream(24);
         assertEquals(0L, d.get("count"), d.toString());
         assertEquals(24L, d.get("observed_inputs"), d.toString());
-        // 3 get_num_new_matched_tokens, 3 request_finished, 6 update_connector_output replies
-        assertEquals(12L, d.get("replies_compared"), d.toString());
+        // 3 get_num_new_matched_tokens, 3 request_finished, 6 update_connector_output replies and
+        // the connector metadata of the 6 steps
+        assertEquals(18L, d.get("replies_compared"), d.toString());
         List<Map<String, Object>> streams = (List<Map<String, Object>>) d.get("streams");
         Map<String, Object> sched = streams.stream().filter(s -> "scheduler".equals(s.get("role"))).findFirst().orElseThrow();
         assertEquals(Boolean.TRUE, sched.get("shadowed"));
@@ -184,7 +185,7 @@ class VllmBridgeShadowTest {
         CliRun.Outcome o = CliRun.run("replay", "--verify", journal.toString());
         assertEquals(0, o.code(), o.out() + o.err());
         assertTrue(o.out().contains("verify: no divergence"), o.out());
-        assertTrue(o.out().contains("the same 12 hook replies"), o.out());
+        assertTrue(o.out().contains("the same 18 hook replies"), o.out());
     }
 
     @Test
@@ -193,10 +194,16 @@ class VllmBridgeShadowTest {
         Path journal = startShadow("producer");
         drive("diverge", "producer");
         Map<String, Object> d = awaitStream(24);
-        assertEquals(1L, d.get("count"), d.toString());
-        assertEquals(Map.of("request_finished", 1L), d.get("by_hook"));
+        // the finish decision, then the next step's metadata: kvledger ships the request it defers
+        // in reqs_to_send, the connector (which freed it) does not
+        assertEquals(2L, d.get("count"), d.toString());
+        assertEquals(Map.of("request_finished", 1L, "build_connector_meta", 1L), d.get("by_hook"));
         List<Map<String, Object>> list = (List<Map<String, Object>>) d.get("divergences");
-        assertEquals(1, list.size());
+        assertEquals(2, list.size());
+        Map<String, Object> meta = list.get(1);
+        assertEquals("build_connector_meta", meta.get("hook"), meta.toString());
+        assertTrue(((String) meta.get("connector")).contains("(reqs_to_send: the connector [], kvledger [" + RID1 + "])"),
+                meta.toString());
         Map<String, Object> div = list.getFirst();
         assertEquals("request_finished", div.get("hook"));
         assertEquals(RID1, div.get("request_id"));
@@ -216,7 +223,7 @@ class VllmBridgeShadowTest {
         stopNode();
         CliRun.Outcome o = CliRun.run("replay", "--verify", "--full-ids", journal.toString());
         assertEquals(1, o.code(), o.out() + o.err());
-        assertTrue(o.out().contains("1 of "), o.out());
+        assertTrue(o.out().contains("2 of "), o.out());
         assertTrue(o.out().contains("the first at seq " + seq + " (request_finished)"), o.out());
         CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--type", "anomaly");
         assertTrue(dump.out().contains("SHADOW_DIVERGENCE"), dump.out() + dump.err());

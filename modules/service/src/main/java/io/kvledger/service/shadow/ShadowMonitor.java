@@ -18,8 +18,8 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Compares, on the loop thread, the reducer's answer to each observed hook call with the answer
- * the real connector gave ({@link BridgeReplies}: every hook reply but the connector metadata,
- * as {@code replay --verify} compares a vLLM-bridge recording), and decides what is journaled
+ * the real connector gave ({@link BridgeReplies}: every hook reply, the connector metadata field
+ * by field, as {@code replay --verify} compares a vLLM-bridge recording), and decides what is journaled
  * for it: the real connector's answers as recorded, the reducer's other effects (decisions, and
  * the commands a live node would have executed; a shadow node executes none), and, when the two
  * disagree, an {@code Anomaly} of kind {@link AnomalyKind#SHADOW_DIVERGENCE} naming the hook and
@@ -85,8 +85,8 @@ public final class ShadowMonitor implements NodeLoop.Observer {
     @Override
     public List<Effect> derived(long seq, NodeEvent event, List<Effect> reducer, List<Effect> recorded) {
         observed.incrementAndGet();
-        List<Effect> actual = BridgeReplies.replies(reducer);
         List<Effect> expected = BridgeReplies.replies(recorded);
+        List<Effect> actual = BridgeReplies.comparable(reducer, expected);
         compared.addAndGet(expected.size());
         List<Effect> out = new ArrayList<>(recorded.size() + reducer.size() + 1);
         out.addAll(recorded);
@@ -95,7 +95,7 @@ public final class ShadowMonitor implements NodeLoop.Observer {
                 out.add(e);
             }
         }
-        int i = BridgeReplies.firstDifference(actual, expected);
+        int i = BridgeReplies.firstReplyDifference(actual, expected);
         if (i >= 0) {
             Effect a = i < actual.size() ? actual.get(i) : null;
             Effect x = i < expected.size() ? expected.get(i) : null;
@@ -104,6 +104,10 @@ public final class ShadowMonitor implements NodeLoop.Observer {
             String rid = requestId(x != null ? x : a);
             String conn = x == null ? null : Payloads.dissect(x);
             String mine = a == null ? null : Payloads.dissect(a);
+            String diff = BridgeReplies.difference(a, x);
+            if (diff != null) {
+                conn = conn + " (" + diff + ")";
+            }
             Divergence d = new Divergence(seq, event.atNs(), hook, input, rid, i, conn, mine);
             out.add(new Effect.Anomaly(AnomalyKind.SHADOW_DIVERGENCE, rid, null, hook + ", reply " + (i + 1)
                     + ": the connector answered " + (conn == null ? "nothing (" + expected.size() + " replies)" : conn)
