@@ -52,11 +52,24 @@ public sealed interface NodeEvent {
     /**
      * {@code request_finished(request, block_ids)}.
      *
-     * @param blockIds the request's blocks, one list per group (vLLM passes group 0 alone when the
-     *                 connector does not support HMA)
+     * @param requestId         {@code request.request_id} as the connector sees it at finish
+     * @param blockIds          the request's blocks, one list per group (vLLM passes group 0 alone
+     *                          when the connector does not support HMA)
+     * @param admittedRequestId the id the request was admitted (and mapped) under when it differs
+     *                          from {@code requestId} (vLLM's input processor appends
+     *                          {@code -<8 hex>} after mapping), else {@code null}. The connector
+     *                          itself never learns the old id: upstream defers and reaps under
+     *                          {@code requestId} while its tables keep the admitted id; the field
+     *                          only tells kvledger that this is the same request.
      */
-    record RequestFinished(long atNs, String requestId, FinishStatus status, BlockGroups blockIds)
-            implements NodeEvent {}
+    record RequestFinished(long atNs, String requestId, FinishStatus status, BlockGroups blockIds,
+                           String admittedRequestId) implements NodeEvent {
+
+        /** A finish under the id the request was admitted with. */
+        public RequestFinished(long atNs, String requestId, FinishStatus status, BlockGroups blockIds) {
+            this(atNs, requestId, status, blockIds, null);
+        }
+    }
 
     /**
      * {@code update_connector_output(connector_output)}: the aggregated worker output of a step.

@@ -83,7 +83,9 @@ public enum AnomalyKind {
     DEFERRAL_EXPIRED_AT_ACK(72, Severity.WARNING, 7,
             "a deferral expired in the call its ACK arrived: counted in the \"Reaped N\" warning, freed by its ACK"),
     READ_RECV_WITHOUT_REMOTE_BLOCKS(73, Severity.INFO, 14, true,
-            "READ consumer params without remote_block_ids (missing or empty): no receive staged, the prefill waits for its reap");
+            "READ consumer params without remote_block_ids (missing or empty): no receive staged, the prefill waits for its reap"),
+    REQUEST_RENAMED_AT_FINISH(74, Severity.INFO, 13, true,
+            "request_finished names the request by another id than it was admitted with (vLLM's -<8 hex> suffix); the connector's tables keep the admitted id");
 
     private static final String OWN = "kvledger's own";
 

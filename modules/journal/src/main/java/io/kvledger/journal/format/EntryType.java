@@ -1,5 +1,6 @@
 package io.kvledger.journal.format;
 
+import static io.kvledger.journal.format.Field.later;
 import static io.kvledger.journal.format.Field.nul;
 import static io.kvledger.journal.format.Field.opt;
 import static io.kvledger.journal.format.Field.req;
@@ -76,10 +77,12 @@ public enum EntryType {
             req("step", I64), req("scheduled_cached_reqs", listOf(Nested.CACHED_REQUEST)))),
 
     REQUEST_FINISHED(5, EntryKind.INPUT, "request_finished", Schema.of(NodeEvent.RequestFinished.class,
-            e -> new Object[] {e.requestId(), e.status(), e.blockIds()},
-            (at, v) -> new NodeEvent.RequestFinished(at, v.s(0), v.o(1), v.o(2)),
-            e -> "rid=" + e.requestId() + " " + e.status() + " blocks=" + Render.blocks(e.blockIds()),
-            req("request_id", STR), req("status", named(FinishStatus.class)), req("block_ids", BLOCKS))),
+            e -> new Object[] {e.requestId(), e.status(), e.blockIds(), e.admittedRequestId()},
+            (at, v) -> new NodeEvent.RequestFinished(at, v.s(0), v.o(1), v.o(2), v.s(3)),
+            e -> "rid=" + e.requestId() + " " + e.status() + " blocks=" + Render.blocks(e.blockIds())
+                    + (e.admittedRequestId() == null ? "" : " admitted_as=" + e.admittedRequestId()),
+            req("request_id", STR), req("status", named(FinishStatus.class)), req("block_ids", BLOCKS),
+            later("admitted_request_id", STR))),
 
     CONNECTOR_OUTPUT_RECEIVED(6, EntryKind.INPUT, "connector_output_received",
             Schema.of(NodeEvent.ConnectorOutputReceived.class,
