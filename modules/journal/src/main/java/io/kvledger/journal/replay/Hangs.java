@@ -25,7 +25,8 @@ public final class Hangs {
             "unknown-completion-id", "superseded-transfer-id", "ack-before-finish", "notify-unhandshaken-rank",
             "wrong-port-offset-form", "notify-no-listener", "empty-remote-blocks", "ack-before-mapping",
             "failed-read-no-release", "ack-deficit", "free-while-in-flight", "listener-death", "mapping-leak", "negative-matched-tokens",
-            "anomaly");
+            "eager-handshake-wrong-pod", "read-wrong-dp-rank", "transfer-id-uncorrelated", "renamed-at-finish",
+            "missing-remote-block-ids", "anomaly");
 
     /**
      * What a diagnosis run found.
