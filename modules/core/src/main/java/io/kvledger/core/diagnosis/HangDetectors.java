@@ -475,6 +475,12 @@ public final class HangDetectors {
                 return ": it is a request id of transfer " + t.transferId + ", not the transfer id";
             }
         }
+        TransferView t = l.transfers.get(id);
+        if (t != null && !t.legs.isEmpty() && !t.legs.containsKey(n.name)) {
+            List<String> legs = new ArrayList<>();
+            t.legs.forEach((node, rid) -> legs.add(node + " " + rid));
+            return ": it is the transfer of " + String.join(", ", legs) + ", which this rank never served";
+        }
         return "";
     }
 
