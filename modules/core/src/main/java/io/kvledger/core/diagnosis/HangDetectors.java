@@ -199,7 +199,9 @@ public final class HangDetectors {
             return;
         }
         long since = since(r);
-        String waited = "for " + seconds(end - since) + " until the journal ends";
+        String waited = "for " + seconds(end - since) + " until the journal ends"
+                + (n.shutDownAt != Long.MIN_VALUE && n.shutDownAt >= since ? " (" + n.name + " shut down at "
+                + rel(l, n.shutDownAt) + " with it still there)" : "");
         if (r.phase == RequestPhase.WAITING_FOR_REMOTE_KVS) {
             out.add(new Finding("stuck-waiting", n.name, r.requestId, r.transferId, r.phase, 27, end, since,
                     "in WAITING_FOR_REMOTE_KVS " + waited + ": " + whyNoWriteDone(l, n, r)));
@@ -545,6 +547,7 @@ public final class HangDetectors {
                     + (cr == null ? " finished its leg" : " is in " + cr.phase);
         }
         return "decode " + c + " never sent release" + (cr == null ? " (its leg finished)" : " (it is in " + cr.phase + ")")
+                + (cv.shutDownAt == Long.MIN_VALUE ? "" : "; " + c + " shut down at " + rel(l, cv.shutDownAt))
                 + (cr == null ? "" : handshakeNote(cv, cr));
     }
 

@@ -196,6 +196,7 @@ public final class Ledger {
                 h.failedAt = at;
                 h.failReason = e.reason();
             }
+            case NodeEvent.ShutDown _ -> n.shutDownAt = n.shutDownAt == Long.MIN_VALUE ? at : n.shutDownAt;
             case NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.FrameRejected _, NodeEvent.Tick _ -> { }
         }
         if (n.listenerDeathAt != Long.MIN_VALUE && (isFrame(event) || event instanceof NodeEvent.FrameRejected)) {
@@ -519,6 +520,8 @@ public final class Ledger {
         String failedTransfer;
         long listenerDeathAt = Long.MIN_VALUE;
         Effect.Anomaly listenerDeath;
+        /** When the connector's shutdown() was journaled (MIN_VALUE: never). */
+        long shutDownAt = Long.MIN_VALUE;
         long framesAfterDeath;
 
         NodeView(String name, NodeConfig config) {

@@ -152,6 +152,19 @@ public sealed interface NodeEvent {
     record NotifySendFailed(long atNs, String endpoint, String messageType, String transferId, String reason,
                             byte[] frame) implements NodeEvent {}
 
+    // ---------------------------------------------------------------- lifecycle of the connector
+
+    /**
+     * The connector's {@code shutdown()}: the worker stops, and the scheduler closes every notify
+     * DEALER it cached per peer path with {@code linger=0} (a frame still queued on one, say to a
+     * peer not yet connected, is dropped), logging a warning for each close that raises, then
+     * forgets them. Nothing else changes: a later notify would open a new socket.
+     *
+     * @param closeFailures one {@code "<path>: <error>"} per socket whose close raised, empty when
+     *                      none did, or {@code null} when the recorder could not see them
+     */
+    record ShutDown(long atNs, List<String> closeFailures) implements NodeEvent {}
+
     // ---------------------------------------------------------------- time
 
     /** Time passed: lets deadlines (deferred writes, receive aborts, transfer waits) fire. */

@@ -85,7 +85,11 @@ public enum AnomalyKind {
     READ_RECV_WITHOUT_REMOTE_BLOCKS(73, Severity.INFO, 14, true,
             "READ consumer params without remote_block_ids (missing or empty): no receive staged, the prefill waits for its reap"),
     REQUEST_RENAMED_AT_FINISH(74, Severity.INFO, 13, true,
-            "request_finished names the request by another id than it was admitted with (vLLM's -<8 hex> suffix); the connector's tables keep the admitted id");
+            "request_finished names the request by another id than it was admitted with (vLLM's -<8 hex> suffix); the connector's tables keep the admitted id"),
+    NOTIFY_SOCKET_CLOSE_FAILED(75, Severity.WARNING, 0,
+            "shutdown: closing a cached notify socket raised (\"Error closing ZMQ socket for path\")"),
+    SHUT_DOWN_WITH_REQUESTS_HELD(76, Severity.INFO, 0, true,
+            "shutdown while the scheduler still held requests: their transfers end with the node");
 
     private static final String OWN = "kvledger's own";
 

@@ -69,6 +69,7 @@ public final class NodeReducer {
             case NodeEvent.RawCompletionReceived e -> WorkerSide.rawCompletion(c, e.completionId());
             case NodeEvent.FrameRejected e -> WorkerSide.frameRejected(c, e);
             case NodeEvent.NotifySendFailed e -> WorkerSide.notifySendFailed(c, e);
+            case NodeEvent.ShutDown e -> SchedulerSide.shutDown(c, e);
             case NodeEvent.Tick e -> WorkerSide.tick(c);
         }
         c.reset(0, null);

@@ -1044,6 +1044,33 @@ final class SchedulerSide {
         c.emit(new Effect.FinishedSendingRewritten(surfaced));
     }
 
+    // ------------------------------------------------------------------ shutdown
+
+    /**
+     * {@code shutdown()}: each cached notify socket is closed (a failure is only logged) and the
+     * cache cleared. Requests still held are left as they are (the engine is going away); one
+     * anomaly names them so that a hang report can say their node stopped.
+     */
+    static void shutDown(Ctx c, NodeEvent.ShutDown e) {
+        if (e.closeFailures() != null) {
+            for (String f : e.closeFailures()) {
+                c.anomaly(AnomalyKind.NOTIFY_SOCKET_CLOSE_FAILED, null, null, f);
+            }
+        }
+        if (!c.s.requests.isEmpty()) {
+            StringBuilder held = new StringBuilder();
+            int shown = 0;
+            for (Req r : c.s.requests.values()) {
+                if (shown++ == 8) {
+                    held.append(", ...");
+                    break;
+                }
+                held.append(held.isEmpty() ? "" : ", ").append(r.requestId).append(" (").append(r.phase).append(')');
+            }
+            c.anomaly(AnomalyKind.SHUT_DOWN_WITH_REQUESTS_HELD, null, null, c.s.requests.size() + " held: " + held);
+        }
+    }
+
     // ------------------------------------------------------------------ helpers
 
     private static final Object NO_PEER = new Object();

@@ -183,6 +183,14 @@ public enum EntryType {
             nul("endpoint", STR), nul("message_type", STR), nul("transfer_id", STR), nul("reason", STR),
             req("frame", BYTES))),
 
+    // ---------------------------------------------------------------- inputs: connector lifecycle
+
+    SHUT_DOWN(21, EntryKind.INPUT, "shut_down", Schema.of(NodeEvent.ShutDown.class,
+            e -> new Object[] {e.closeFailures()},
+            (at, v) -> new NodeEvent.ShutDown(at, v.o(0)),
+            e -> "close_failures=" + Render.strs(e.closeFailures()),
+            nul("close_failures", STR_LIST))),
+
     // ---------------------------------------------------------------- derived: hook replies
 
     MATCHED_TOKENS(100, EntryKind.DERIVED, "matched_tokens", Schema.of(Effect.MatchedTokens.class,
@@ -418,6 +426,7 @@ public enum EntryType {
             case NodeEvent.FrameRejected x -> FRAME_REJECTED;
             case NodeEvent.Tick x -> TICK;
             case NodeEvent.NotifySendFailed x -> NOTIFY_SEND_FAILED;
+            case NodeEvent.ShutDown x -> SHUT_DOWN;
         };
     }
 

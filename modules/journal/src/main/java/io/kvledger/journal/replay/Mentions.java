@@ -84,6 +84,7 @@ public final class Mentions {
             case NodeEvent.HandshakeFailed x -> { }
             case NodeEvent.FrameRejected x -> { }
             case NodeEvent.Tick x -> { }
+            case NodeEvent.ShutDown x -> { }
         }
     }
 
