@@ -209,6 +209,28 @@ class SpecificDetectorsTest {
     }
 
     /**
+     * n > 1 siblings share a transfer id (class 29's setting): a finding about their transfer
+     * names each sibling on the prefill, not only the one that claimed the id last.
+     */
+    @Test
+    void sibling_prefill_requests_sharing_a_transfer_id_each_get_their_finding() {
+        c.node("P0", NodeConfig.builder(Role.PRODUCER, TransferMode.READ).hostIp("10.0.0.1").build());
+        decode();
+        String first = rid("10.0.0.1", "aaaaaaaa");
+        String second = rid("10.0.0.1", "cccccccc");
+        KvParams back = c.prefillLeg("P0", first, KvParams.of("do_remote_decode", true, "transfer_id", "tx-n2"));
+        c.prefillLeg("P0", second, KvParams.of("do_remote_decode", true, "transfer_id", "tx-n2"));
+        back.put("remote_block_ids", List.of());
+        String drid = rid("10.0.0.1", "bbbbbbbb");
+        decodeUntilLoad(drid, back);
+        c.on("D0", new NodeEvent.RequestFinished(20, drid, FinishStatus.FINISHED_STOPPED, BlockGroups.single(8, 9)));
+        List<Finding> m = of(at61("P0"), "missing-remote-block-ids");
+        assertThat(m).extracting(x -> x.node() + " " + x.requestId())
+                .containsExactly("D0 " + drid, "P0 " + first, "P0 " + second);
+        assertThat(m.get(0).message()).contains("P0 " + first + ", P0 " + second + " waits for its reap");
+    }
+
+    /**
      * Classes 13 and 1, newest and seed alike: the prefill finishes under {@code <admitted>-<8 hex>};
      * the deferral is keyed by it while the worker maps the transfer to the admitted id.
      */
