@@ -70,6 +70,7 @@ public final class HangDetectors {
                 Finding f = renamedAtFinish(ledger, n, r, end);
                 if (f != null) {
                     specific.add(f);
+                    renamedPeers(ledger, n, r, f, specific);
                 }
             }
         }
@@ -865,6 +866,27 @@ public final class HangDetectors {
                 out.addAll(producers);
             }
         }
+    }
+
+    /** The decode legs of a renamed prefill's transfer: their release was the ACK that could not match. */
+    private static void renamedPeers(Ledger l, NodeView p, ReqView pr, Finding f, List<Finding> out) {
+        TransferView t = pr.transferId == null ? null : l.transfers.get(pr.transferId);
+        if (t == null) {
+            return;
+        }
+        t.legRids.forEach((node, rids) -> {
+            NodeView d = l.nodes.get(node);
+            if (d == null || d.producer()) {
+                return;
+            }
+            for (String rid : rids) {
+                ReqView dr = d.requests.get(rid);
+                out.add(new Finding("renamed-at-finish", node, rid, t.transferId, dr == null ? null : dr.phase, 13, f.atNs(),
+                        dr == null ? -1 : since(dr), "its release of " + t.transferId + " was for " + p.name + " " + pr.requestId
+                                + ", which finished under another id than it was admitted with (" + pr.admittedAs
+                                + "): the ACK matched no deferral there; " + heldOrReaped(l, t, p, pr)));
+            }
+        });
     }
 
     /**
