@@ -78,7 +78,8 @@ def test_worker_stream_records_forward_passes_and_get_finished(tmp_path):
     w = lines(worker_path)
     types = [e["type"] for e in w[1:]]
     per_step = ["load_started", "layer_saved", "layer_saved", "save_waited", "finished_polled", "finished_reported"]
-    assert types == per_step * 6
+    assert types == per_step * 6 + ["shut_down"]
+    assert w[-1] == {"kind": "input", "type": "shut_down", "at_ns": w[-1]["at_ns"], "close_failures": []}
     reported = [e for e in w if e["type"] == "finished_reported"]
     assert reported[3]["done_sending"] == [driver.request_id(1, "a")]
     assert [e["layer_name"] for e in w if e["type"] == "layer_saved"][:2] == list(driver.LAYERS)
@@ -93,7 +94,7 @@ def test_per_layer_hooks_can_be_left_out(tmp_path):
         rec.save_kv_layer(layer, None, None)
     rec.wait_for_save()
     rec.shutdown()
-    assert [e["type"] for e in lines(tmp_path / "worker.jsonl")[1:]] == ["load_started", "save_waited"]
+    assert [e["type"] for e in lines(tmp_path / "worker.jsonl")[1:]] == ["load_started", "save_waited", "shut_down"]
     assert [c[0] for c in rec.inner.calls].count("save_kv_layer") == 2  # still delegated
 
 
@@ -128,14 +129,48 @@ def test_an_unknown_sink_scheme_is_refused_and_the_engine_runs_on(caplog):
     assert isinstance(rec.inner, fakes.ScriptedConnector)
 
 
-def test_kv_both_is_recorded_as_moriio_treats_it(tmp_path):
+def test_kv_both_is_recorded_as_it_is(tmp_path):
+    # kvledger replays kv_both as MoRIIO runs it (a consumer scheduler, a producer worker)
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
              "record_to": str(tmp_path / "{role}.jsonl"), "read_mode": "True"}
     for role in (KVConnectorRole.SCHEDULER, KVConnectorRole.WORKER):
         KvledgerRecorderConnector(make_config("kv_both", extra), role, None).shutdown()
-    assert lines(tmp_path / "scheduler.jsonl")[0]["kv_role"] == "kv_consumer"
-    assert lines(tmp_path / "worker.jsonl")[0]["kv_role"] == "kv_producer"
+    assert lines(tmp_path / "scheduler.jsonl")[0]["kv_role"] == "kv_both"
+    assert lines(tmp_path / "scheduler.jsonl")[0]["node_id"] == "B0"
+    assert lines(tmp_path / "worker.jsonl")[0]["kv_role"] == "kv_both"
     assert lines(tmp_path / "worker.jsonl")[0]["transfer_mode"] == "READ"
+
+
+def test_a_finish_under_the_suffixed_id_names_the_admitted_one(tmp_path):
+    from vllm.v1.request import Request, RequestStatus
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}.jsonl")}
+    rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    req = Request("cmpl-abc-0", list(range(20)), {"do_remote_decode": True, "transfer_id": "tx-r"}, max_tokens=1)
+    rec.get_num_new_matched_tokens(req, 0)
+    req.request_id = "cmpl-abc-0-956053a4"  # vLLM's input processor appended its suffix
+    req.status = RequestStatus.FINISHED_LENGTH_CAPPED
+    rec.request_finished(req, [1, 2])
+    other = Request("cmpl-xyz-0-956053a4", list(range(4)), None, max_tokens=1)  # a suffix, but no admitted base
+    other.status = RequestStatus.FINISHED_STOPPED
+    rec.request_finished(other, [])
+    rec.shutdown()
+    s = lines(tmp_path / "scheduler.jsonl")
+    assert [e["request_id"] for e in s if e["type"] == "request_admitted"] == ["cmpl-abc-0", "cmpl-xyz-0-956053a4"]
+    fin = [e for e in s if e["type"] == "request_finished"]
+    assert fin[0]["request_id"] == "cmpl-abc-0-956053a4" and fin[0]["admitted_request_id"] == "cmpl-abc-0"
+    assert "admitted_request_id" not in fin[1]
+
+
+def test_shutdown_is_recorded_with_the_socket_close_failures_moriio_logs(tmp_path):
+    extra = {"inner_connector": "ClosingConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}.jsonl")}
+    rec = KvledgerRecorderConnector(make_config("kv_consumer", extra), KVConnectorRole.SCHEDULER, None)
+    rec.shutdown()
+    s = lines(tmp_path / "scheduler.jsonl")
+    assert s[-1]["type"] == "shut_down"
+    assert s[-1]["close_failures"] == ["tcp://10.0.0.1:61005: Socket operation on non-socket"]
+    assert rec.inner.closed
 
 
 def test_hma_finish_records_block_ids_per_group(tmp_path):
@@ -152,7 +187,7 @@ def test_hma_finish_records_block_ids_per_group(tmp_path):
     s = lines(tmp_path / "scheduler.jsonl")
     fin = [e for e in s if e["type"] == "request_finished"]
     assert fin[0]["block_ids"] == [[1, 2], [7]] and fin[0]["status"] == "FINISHED_LENGTH_CAPPED"
-    assert s[-1]["type"] == "finish_decision" and s[-1]["delay_free"] is True
+    assert s[-2]["type"] == "finish_decision" and s[-2]["delay_free"] is True and s[-1]["type"] == "shut_down"
 
 
 def test_a_missing_inner_connector_is_named(tmp_path):
@@ -245,4 +280,4 @@ def test_a_metadata_object_of_another_shape_records_the_step_alone(tmp_path):
     rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
     assert isinstance(rec.build_connector_meta(SchedulerOutput()), fakes.Sentinel)
     rec.shutdown()
-    assert [e["type"] for e in lines(tmp_path / "scheduler.jsonl")[1:]] == ["step_scheduled"]
+    assert [e["type"] for e in lines(tmp_path / "scheduler.jsonl")[1:]] == ["step_scheduled", "shut_down"]

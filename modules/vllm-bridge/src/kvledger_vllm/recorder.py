@@ -66,6 +66,8 @@ _KNOWN_MODULES = {
     ),
 }
 
+_LOWER_HEX = frozenset("0123456789abcdef")
+
 _FINISH_STATUSES = ("FINISHED_STOPPED", "FINISHED_LENGTH_CAPPED", "FINISHED_ABORTED", "FINISHED_IGNORED",
                     "FINISHED_ERROR")
 
@@ -416,6 +418,16 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if s is not None:
             s.put(type_name, fields, reply_type, reply_fields)
 
+    def _renamed_from(self, rid):
+        """The id a request was admitted under when it now carries it plus vLLM's ``-<8 hex>``, else None."""
+        if rid in self._seen or len(rid) < 10 or rid[-9] != "-":
+            return None
+        tail = rid[-8:]
+        if any(c not in _LOWER_HEX for c in tail):
+            return None
+        base = rid[:-9]
+        return base if base in self._seen else None
+
     def _admit(self, request):
         rid = _request_id(request)
         if rid in self._seen:
@@ -499,7 +511,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return self._inner.get_block_ids_with_load_errors()
 
     def shutdown(self):
+        failures = _CloseFailures() if self._stream is not None else None
         try:
+            if failures is not None:
+                failures.attach()
             return self._inner.shutdown()
         finally:
             d = self._drive
@@ -507,6 +522,12 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._drive = None
                 try:
                     d.close()
+                except Exception as e:  # noqa: BLE001
+                    self._failed("shutdown", e)
+            if failures is not None:
+                failures.detach()
+                try:
+                    self._put("shut_down", {"close_failures": failures.seen})
                 except Exception as e:  # noqa: BLE001
                     self._failed("shutdown", e)
             s = self._stream
@@ -675,10 +696,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     def _finished(self, where, request, block_ids, call):
         rid = None
+        admitted = None
         if self._stream is not None:
             try:
-                rid = self._admit(request)
+                admitted = self._renamed_from(_request_id(request))
+                rid = _request_id(request) if admitted is not None else self._admit(request)
                 fields = {"request_id": rid, "status": _status_name(request), "block_ids": _block_groups(block_ids)}
+                if admitted is not None:
+                    # the same request, admitted before vLLM appended its suffix: not a new one
+                    fields["admitted_request_id"] = admitted
             except Exception as e:  # noqa: BLE001
                 rid = None
                 self._failed(where, e)
@@ -686,6 +712,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if rid is not None:
             try:
                 self._seen.discard(rid)
+                if admitted is not None:
+                    self._seen.discard(admitted)
                 delay_free, params = result
                 self._put("request_finished", fields, "finish_decision",
                           {"request_id": rid, "delay_free": bool(delay_free), "kv_transfer_params": plain(params)})
@@ -761,6 +789,35 @@ def recorder_class_for(inner_cls):
     return KvledgerRecorderConnector
 
 
+class _CloseFailures(logging.Handler):
+    """Collects, while the inner connector shuts down, the warnings MoRIIO's scheduler logs for
+    each notify socket whose close raised ("Error closing ZMQ socket for path %s: %s")."""
+
+    PREFIX = "Error closing ZMQ socket for path"
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.seen = []
+        self._logger = logging.getLogger("vllm")
+
+    def attach(self):
+        self._logger.addHandler(self)
+
+    def detach(self):
+        self._logger.removeHandler(self)
+
+    def emit(self, record):
+        try:
+            if isinstance(record.msg, str) and record.msg.startswith(self.PREFIX):
+                args = record.args if isinstance(record.args, tuple) else ()
+                if len(args) >= 2:
+                    self.seen.append(f"{args[0]}: {args[1]}")
+                else:
+                    self.seen.append(record.getMessage()[len(self.PREFIX):].strip())
+        except Exception:  # noqa: BLE001  (a logging handler must never raise)
+            pass
+
+
 # ---------------------------------------------------------------------- the journal header
 
 def _ranks(vllm_config, is_scheduler):
@@ -785,13 +842,12 @@ def build_header(vllm_config, is_scheduler, extra, inner_cls, ranks):
     dp, dp_size, dp_local, tp, tp_size = ranks
     ktc = vllm_config.kv_transfer_config
     role = str(getattr(ktc, "kv_role", "") or "")
-    if role == "kv_both":
-        # The MoRIIO scheduler tests kv_role == "kv_producer"; its worker uses is_kv_producer.
-        role = "kv_consumer" if is_scheduler else "kv_producer"
-    if role not in ("kv_producer", "kv_consumer"):
-        raise ValueError(f"kv_role {role!r}: kvledger records kv_producer and kv_consumer connectors")
+    # kv_both is written as it is: kvledger replays it as MoRIIO runs it (the scheduler tests
+    # kv_role == "kv_producer" and acts as a consumer; the worker uses is_kv_producer).
+    if role not in ("kv_producer", "kv_consumer", "kv_both"):
+        raise ValueError(f"kv_role {role!r}: kvledger records kv_producer, kv_consumer and kv_both connectors")
     read_mode = str(extra.get("read_mode", "false")).strip().lower() in ("true", "1")
-    side = "P" if role == "kv_producer" else "D"
+    side = {"kv_producer": "P", "kv_consumer": "D", "kv_both": "B"}[role]
     node_id = f"{side}{dp}" if is_scheduler else f"{side}{dp}-tp{tp}"
     header = {
         "kind": "header", "type": "header", "format_version": 1,

@@ -405,7 +405,8 @@ final class JournalImportCommand implements Callable<Integer> {
             m.put("kv_role", switch (role.toLowerCase(Locale.ROOT)) {
                 case "prefill", "producer", "kv_producer" -> "kv_producer";
                 case "decode", "consumer", "kv_consumer" -> "kv_consumer";
-                default -> throw usage("--role must be prefill (kv_producer) or decode (kv_consumer), got '" + role + "'");
+                case "both", "kv_both" -> "kv_both";
+                default -> throw usage("--role must be prefill (kv_producer), decode (kv_consumer) or kv_both, got '" + role + "'");
             });
         }
         if (mode != null) {

@@ -76,7 +76,7 @@ final class Text {
 
     /** "kv_producer WRITE 10.0.0.1 dp0/1 tp0/1". */
     static String node(NodeConfig c) {
-        return (c.role() == Role.PRODUCER ? "kv_producer" : "kv_consumer") + " " + c.mode() + " " + c.hostIp()
+        return c.role().kvRole() + " " + c.mode() + " " + c.hostIp()
                 + " dp" + c.dpRank() + "/" + c.dpSize() + " tp" + c.tpRank() + "/" + c.tpSize();
     }
 

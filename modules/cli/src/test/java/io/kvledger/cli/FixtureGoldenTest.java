@@ -101,6 +101,27 @@ class FixtureGoldenTest {
         golden(fixture.resolve("expected-inspect.txt"), dir, name, 0);
     }
 
+    /**
+     * The replay corpus: every node of every fixture, recorded or derived on import, replays with
+     * {@code replay --verify} and no divergence (a recorded journal whose reducer decisions a later
+     * reducer no longer takes fails here until it is re-derived, see the fixtures' README).
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("fixtures")
+    void every_node_of_the_fixture_replays_with_no_divergence(Path fixture, @TempDir Path tmp) throws IOException {
+        Path dir = tmp.resolve("DIR");
+        importNodes(fixture, dir);
+        List<Path> nodes;
+        try (Stream<Path> s = Files.list(dir)) {
+            nodes = s.filter(Files::isDirectory).sorted().toList();
+        }
+        for (Path n : nodes) {
+            Outcome o = run(List.of("replay", "--verify", n.toString()));
+            assertThat(o.code()).as(n.getFileName() + ": " + o.out() + o.err()).isZero();
+            assertThat(o.out()).as(n.getFileName().toString()).contains("verify: no divergence");
+        }
+    }
+
     /** Imports every node's JSON lines of the fixture into {@code dir/<node>}. */
     private static void importNodes(Path fixture, Path dir) throws IOException {
         List<Path> nodes;

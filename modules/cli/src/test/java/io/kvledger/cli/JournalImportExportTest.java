@@ -97,8 +97,12 @@ class JournalImportExportTest {
         assertThat(ok.out()).contains("imported 2 entries").contains("P3 kv_producer READ 10.0.0.9 dp1/2(local 2) tp0/2");
         CliRun.Outcome head = run("dump", tmp.resolve("P3").toString(), "--type", "header", "--json");
         assertThat(head.out()).contains("\"defer_timeout_ns\":30000000000").contains("\"origin\":\"import hooks.jsonl\"");
-        assertThat(run("journal", "import", file.toString(), tmp.resolve("y").toString(), "--node", "P3", "--role", "both",
-                "--mode", "read").err()).contains("--role must be prefill (kv_producer) or decode (kv_consumer)");
+        assertThat(run("journal", "import", file.toString(), tmp.resolve("y").toString(), "--node", "P3", "--role", "mixed",
+                "--mode", "read").err()).contains("--role must be prefill (kv_producer), decode (kv_consumer) or kv_both");
+        CliRun.Outcome both = run("journal", "import", file.toString(), tmp.resolve("B3").toString(), "--node", "B3",
+                "--role", "kv_both", "--mode", "write");
+        assertThat(both.code()).as(both.err()).isZero();
+        assertThat(both.out()).contains("B3 kv_both WRITE");
         assertThat(run("journal", "import", file.toString(), tmp.resolve("y").toString(), "--node", "P3", "--role", "prefill",
                 "--mode", "read", "--dp", "2/2").err()).contains("--dp: rank 2 is not below size 2");
     }

@@ -154,9 +154,9 @@ class VllmBridgeShadowTest {
     void healthyConnectorShowsNoDivergenceLive() throws Exception {
         Path journal = startShadow("producer");
         drive("healthy", "producer");
-        Map<String, Object> d = awaitStream(24);
+        Map<String, Object> d = awaitStream(25);
         assertEquals(0L, d.get("count"), d.toString());
-        assertEquals(24L, d.get("observed_inputs"), d.toString());
+        assertEquals(25L, d.get("observed_inputs"), d.toString());
         // 3 get_num_new_matched_tokens, 3 request_finished, 6 update_connector_output replies and
         // the connector metadata of the 6 steps
         assertEquals(18L, d.get("replies_compared"), d.toString());
@@ -193,7 +193,7 @@ class VllmBridgeShadowTest {
     void divergingConnectorIsReportedLiveAtItsRequestFinished() throws Exception {
         Path journal = startShadow("producer");
         drive("diverge", "producer");
-        Map<String, Object> d = awaitStream(24);
+        Map<String, Object> d = awaitStream(25);
         // the finish decision, then the next step's metadata: kvledger ships the request it defers
         // in reqs_to_send, the connector (which freed it) does not
         assertEquals(2L, d.get("count"), d.toString());

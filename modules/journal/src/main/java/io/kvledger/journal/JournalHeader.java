@@ -193,6 +193,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
             role = switch (kvRole) {
                 case "kv_producer" -> Role.PRODUCER;
                 case "kv_consumer" -> Role.CONSUMER;
+                case "kv_both" -> Role.BOTH;
                 case PROXY_ROLE -> {
                     if (strict) {
                         throw new IllegalArgumentException("kv_role must be kv_producer or kv_consumer, found \"proxy\" "
@@ -201,7 +202,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
                     yield Role.CONSUMER;
                 }
                 default -> throw new IllegalArgumentException(
-                        "kv_role must be kv_producer or kv_consumer, found \"" + kvRole + "\"");
+                        "kv_role must be kv_producer, kv_consumer or kv_both, found \"" + kvRole + "\"");
             };
             proxy = PROXY_ROLE.equals(kvRole);
         }
@@ -321,7 +322,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
     }
 
     static String kvRole(Role r) {
-        return r == Role.PRODUCER ? "kv_producer" : "kv_consumer";
+        return r.kvRole();
     }
 
     /** Typed access to a header map with error messages that name the key. */

@@ -131,6 +131,40 @@ class JsonLinesTest {
         }
     }
 
+    /**
+     * kv_both is recorded as what it is (moriio-protocol.md 1.1: a consumer scheduler and a
+     * producer worker), not refused: it imports, exports as kv_both and replays with the worker
+     * modelled as a producer.
+     */
+    @Test
+    void a_kv_both_journal_imports_exports_and_replays_as_kv_both() throws Exception {
+        Path file = write(tmp.resolve("both.jsonl"),
+                "{\"type\":\"header\",\"node_id\":\"B0\",\"kv_role\":\"kv_both\",\"transfer_mode\":\"WRITE\"}",
+                "{\"type\":\"write_done_received\",\"at_ns\":5,\"transfer_id\":\"tx-1\"}");
+        Path dir = tmp.resolve("B0");
+        JsonLines.importFile(file, dir, null);
+        try (JournalReader r = JournalReader.open(dir)) {
+            assertThat(r.header().role()).isEqualTo(Role.BOTH);
+            assertThat(r.header().config().isProducer()).as("scheduler side").isFalse();
+            assertThat(r.header().config().workerIsProducer()).as("worker side").isTrue();
+        }
+        assertThat(export(dir)).contains("\"kv_role\":\"kv_both\"");
+        List<String> kinds = new ArrayList<>();
+        try (JournalReader r = JournalReader.open(dir)) {
+            var config = r.header().config();
+            io.kvledger.core.node.NodeReducer.startupChecks(config).forEach(e -> kinds.add(((Effect.Anomaly) e).kind().name()));
+            var state = io.kvledger.core.node.NodeState.initial(config);
+            r.forEach(e -> {
+                if (e instanceof JournalEntry.Input in) {
+                    io.kvledger.core.node.NodeReducer.apply(state, in.event()).effects().stream()
+                            .filter(x -> x instanceof Effect.Anomaly).forEach(x -> kinds.add(((Effect.Anomaly) x).kind().name()));
+                }
+            });
+        }
+        // the producer worker's listener asserts on a write_done (the consumer scheduler asked for it)
+        assertThat(kinds).containsExactly("KV_BOTH_ROLE_ASYMMETRY", "NOTIFY_ROLE_MISMATCH", "LISTENER_WOULD_DIE_IN_PYTHON");
+    }
+
     @Test
     void malformed_lines_are_all_reported_with_their_number_and_nothing_is_written() throws Exception {
         Path file = write(tmp.resolve("bad.jsonl"),
@@ -179,10 +213,10 @@ class JsonLinesTest {
     @Test
     void bad_header_lines_and_bad_utf8_are_reported() throws Exception {
         Path file = write(tmp.resolve("h.jsonl"),
-                "{\"type\":\"header\",\"node_id\":\"x\",\"kv_role\":\"kv_both\",\"transfer_mode\":\"READ\"}");
+                "{\"type\":\"header\",\"node_id\":\"x\",\"kv_role\":\"kv_prefill\",\"transfer_mode\":\"READ\"}");
         assertThatThrownBy(() -> JsonLines.importFile(file, tmp.resolve("x"), null))
                 .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors().getFirst().reason())
-                        .isEqualTo("kv_role must be kv_producer or kv_consumer, found \"kv_both\""));
+                        .isEqualTo("kv_role must be kv_producer, kv_consumer or kv_both, found \"kv_prefill\""));
         Path typo = write(tmp.resolve("t.jsonl"),
                 "{\"type\":\"header\",\"node_id\":\"x\",\"kv_role\":\"kv_consumer\",\"transfer_mode\":\"READ\",\"dp_rnak\":1}");
         assertThatThrownBy(() -> JsonLines.importFile(typo, tmp.resolve("x"), null))

@@ -420,6 +420,12 @@ public final class NodeService implements AutoCloseable {
             closeQuietly(c);
         }
         if (loop != null) {
+            // The connector's shutdown(), journaled as the node's last input. The notify sockets
+            // are closed after the loop has drained (below), so their close failures are not
+            // known here: close_failures is null (the format's "not seen").
+            if (journal != null && loop.isRunning()) {
+                inbox.offer(new NodeEvent.ShutDown(clock.getAsLong(), null));
+            }
             loop.close();
         }
         closeQuietly(publisher);

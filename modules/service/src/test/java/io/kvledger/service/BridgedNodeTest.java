@@ -103,7 +103,7 @@ class BridgedNodeTest {
         assertThat(replies.get(11).get("ok")).isEqualTo(false);
         assertThat(String.valueOf(replies.get(11).get("error"))).contains("no_such_hook");
 
-        // Every engine hook the node answered is in its journal, in call order.
+        // Every engine hook the node answered is in its journal, in call order, then its shutdown.
         List<String> inputs = new ArrayList<>();
         try (JournalReader r = JournalReader.open(dir.resolve("P0"))) {
             for (JournalEntry e : r) {
@@ -113,6 +113,7 @@ class BridgedNodeTest {
             }
         }
         assertThat(inputs).containsExactly("RequestAdmitted", "MatchedTokensQueried", "BlocksAllocated", "StepScheduled",
-                "LoadStarted", "LayerSaved", "SaveWaited", "FinishedPolled", "RequestFinished", "ConnectorOutputReceived");
+                "LoadStarted", "LayerSaved", "SaveWaited", "FinishedPolled", "RequestFinished", "ConnectorOutputReceived",
+                "ShutDown");
     }
 }

@@ -45,6 +45,31 @@ class HangDiagnosisTest {
         }
     }
 
+    /** Every mode, both presets and several cluster shapes: a fault-free run is no finding. */
+    @Test
+    void fault_free_runs_of_every_mode_profile_and_shape_have_no_findings() {
+        int[][] shapes = {{1, 1}, {2, 1}, {1, 2}, {2, 3}};
+        for (TransferMode mode : TransferMode.values()) {
+            for (io.kvledger.core.config.Behaviour b : List.of(io.kvledger.core.config.Behaviour.newest(),
+                    io.kvledger.core.config.Behaviour.seed())) {
+                for (int[] shape : shapes) {
+                    SimulationResult[] r = new SimulationResult[1];
+                    List<Finding> f = diagnose(SimOptions.builder(11, mode).requests(40).nodes(shape[0], shape[1])
+                            .behaviour(b).build(), r);
+                    String what = "seed 11 " + mode + " " + b.profile() + " " + shape[0] + "P" + shape[1] + "D";
+                    if (mode == TransferMode.READ && b.profile().equals("seed")) {
+                        // The seed stages saves in READ too and only finalises them in WRITE
+                        // (seed-vs-newest #15): a chunked READ prompt leaks its pending save. That
+                        // is the seed's own leak, found in every such run, and the only finding.
+                        f = f.stream().filter(x -> !(x.detector().equals("mapping-leak")
+                                && x.message().startsWith("PENDING_SAVE_LEAK"))).toList();
+                    }
+                    assertThat(f).as(what).isEmpty();
+                }
+            }
+        }
+    }
+
     @Test
     void every_hung_decode_request_is_explained() {
         SimulationResult[] r = new SimulationResult[1];

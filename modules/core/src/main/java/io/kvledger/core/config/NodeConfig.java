@@ -144,8 +144,14 @@ public record NodeConfig(
         return intOf(handshakePort);
     }
 
+    /** The scheduler side's role test ({@code kv_role == "kv_producer"}): false for kv_both. */
     public boolean isProducer() {
         return role == Role.PRODUCER;
+    }
+
+    /** The worker side's role test ({@code is_kv_producer}): true for kv_producer and kv_both. */
+    public boolean workerIsProducer() {
+        return role != Role.CONSUMER;
     }
 
     public boolean on(Switch s) {

@@ -26,8 +26,14 @@ import java.util.Map;
  * notify-unhandshaken-rank, wrong-port-offset-form, notify-no-listener, empty-remote-blocks,
  * ack-before-mapping, failed-read-no-release, handshake-incomplete, negative-matched-tokens,
  * transfer-status-poisoned,
- * ack-deficit, free-while-in-flight, listener-death, mapping-leak, and anomaly (any other
- * serious anomaly).
+ * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
+ * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids, and
+ * anomaly (any other serious anomaly).
+ *
+ * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
+ * on every node the transfer touched (sibling requests sharing a transfer id each get their own);
+ * a request with such a specific finding gets no generic one (stuck, reaped-without-ack, ...) that
+ * would only restate its consequence.
  *
  * <p>A request still in a non-terminal phase when the journals end is stuck only when it stayed in
  * that phase longer than {@link Bounds#stuckAfterNs()} and had no lifecycle event within that bound
@@ -36,6 +42,10 @@ import java.util.Map;
 public final class HangDetectors {
 
     private HangDetectors() {}
+
+    /** Detectors that only restate a consequence; a request with a specific finding does not get them. */
+    private static final java.util.Set<String> GENERIC = java.util.Set.of("stuck", "stuck-waiting", "reaped-without-ack",
+            "ack-before-finish", "handshake-incomplete");
 
     /** Runs every detector; findings are ordered by node, then time. */
     public static List<Finding> run(Ledger ledger, Bounds bounds) {
@@ -50,6 +60,27 @@ public final class HangDetectors {
             }
         }
         crossNode(ledger, out);
+        List<Finding> specific = new ArrayList<>();
+        eagerHandshakeWrongPod(ledger, specific);
+        readWrongDpRank(ledger, specific);
+        uncorrelatedTransferIds(ledger, specific);
+        missingRemoteBlockIds(ledger, specific);
+        for (NodeView n : ledger.nodes.values()) {
+            for (ReqView r : n.requests.values()) {
+                Finding f = renamedAtFinish(ledger, n, r, end);
+                if (f != null) {
+                    specific.add(f);
+                    renamedPeers(ledger, n, r, f, specific);
+                }
+            }
+        }
+        java.util.Set<String> explained = new LinkedHashSet<>();
+        for (Finding f : specific) {
+            explained.add(f.node() + "|" + f.requestId());
+        }
+        out.removeIf(f -> f.requestId() != null && GENERIC.contains(f.detector())
+                && explained.contains(f.node() + "|" + f.requestId()));
+        out.addAll(specific);
         out.sort(Comparator.comparing(Finding::node).thenComparingLong(Finding::atNs)
                 .thenComparing(f -> f.requestId() == null ? "" : f.requestId()));
         return dedupe(out);
@@ -66,8 +97,8 @@ public final class HangDetectors {
         for (NodeView n : ledger.nodes.values()) {
             for (ReqView r : n.requests.values()) {
                 if (r.phase != null && !r.phase.terminal()) {
-                    out.add(new InFlight(n.name, r.requestId, r.transferId, r.phase, since(r), r.lastEventNs,
-                            status(r, end, bounds)));
+                    out.add(new InFlight(n.name, r.requestId, r.transferId, r.phase, since(r), lastProgress(ledger, n, r),
+                            status(ledger, n, r, end, bounds)));
                 }
             }
         }
@@ -83,14 +114,40 @@ public final class HangDetectors {
      * end. Admission age alone does not make a request stuck: a decode that generates a token every
      * step stays in RUNNING, but is scheduled every step.
      */
-    private static InFlight.Status status(ReqView r, long end, Bounds b) {
+    private static InFlight.Status status(Ledger l, NodeView n, ReqView r, long end, Bounds b) {
         if (end - since(r) <= b.stuckAfterNs()) {
             return InFlight.Status.YOUNG;
         }
-        if (end - r.lastEventNs <= b.stuckAfterNs()) {
+        if (end - lastProgress(l, n, r) <= b.stuckAfterNs()) {
             return InFlight.Status.PROGRESSING;
         }
         return InFlight.Status.STUCK;
+    }
+
+    /**
+     * The latest lifecycle event of a request, or of another leg of its transfer still in a
+     * non-terminal phase: a decode waiting while its prefill is still being scheduled chunk by
+     * chunk (or still writing) is making progress, whatever its own last event.
+     */
+    static long lastProgress(Ledger l, NodeView n, ReqView r) {
+        long last = r.lastEventNs;
+        TransferView t = r.transferId == null ? null : l.transfers.get(r.transferId);
+        if (t == null) {
+            return last;
+        }
+        for (Map.Entry<String, java.util.LinkedHashSet<String>> leg : t.legRids.entrySet()) {
+            if (leg.getKey().equals(n.name)) {
+                continue;
+            }
+            NodeView o = l.nodes.get(leg.getKey());
+            for (String rid : leg.getValue()) {
+                ReqView other = o == null ? null : o.requests.get(rid);
+                if (other != null && other.phase != null && !other.phase.terminal()) {
+                    last = Math.max(last, other.lastEventNs);
+                }
+            }
+        }
+        return last;
     }
 
     private static List<Finding> dedupe(List<Finding> in) {
@@ -120,7 +177,7 @@ public final class HangDetectors {
         if (r.phase == null || r.phase.terminal()) {
             return;
         }
-        if (status(r, end, b) != InFlight.Status.STUCK) {
+        if (status(l, n, r, end, b) != InFlight.Status.STUCK) {
             return;
         }
         if (handshake) {
@@ -143,7 +200,9 @@ public final class HangDetectors {
             return;
         }
         long since = since(r);
-        String waited = "for " + seconds(end - since) + " until the journal ends";
+        String waited = "for " + seconds(end - since) + " until the journal ends"
+                + (n.shutDownAt != Long.MIN_VALUE && n.shutDownAt >= since ? " (" + n.name + " shut down at "
+                + rel(l, n.shutDownAt) + " with it still there)" : "");
         if (r.phase == RequestPhase.WAITING_FOR_REMOTE_KVS) {
             out.add(new Finding("stuck-waiting", n.name, r.requestId, r.transferId, r.phase, 27, end, since,
                     "in WAITING_FOR_REMOTE_KVS " + waited + ": " + whyNoWriteDone(l, n, r)));
@@ -419,6 +478,12 @@ public final class HangDetectors {
                 return ": it is a request id of transfer " + t.transferId + ", not the transfer id";
             }
         }
+        TransferView t = l.transfers.get(id);
+        if (t != null && !t.legs.isEmpty() && !t.legs.containsKey(n.name)) {
+            List<String> legs = new ArrayList<>();
+            t.legs.forEach((node, rid) -> legs.add(node + " " + rid));
+            return ": it is the transfer of " + String.join(", ", legs) + ", which this rank never served";
+        }
         return "";
     }
 
@@ -483,6 +548,7 @@ public final class HangDetectors {
                     + (cr == null ? " finished its leg" : " is in " + cr.phase);
         }
         return "decode " + c + " never sent release" + (cr == null ? " (its leg finished)" : " (it is in " + cr.phase + ")")
+                + (cv.shutDownAt == Long.MIN_VALUE ? "" : "; " + c + " shut down at " + rel(l, cv.shutDownAt))
                 + (cr == null ? "" : handshakeNote(cv, cr));
     }
 
@@ -498,6 +564,370 @@ public final class HangDetectors {
             }
         }
         return "";
+    }
+
+    // ------------------------------------------------------------------ specific cross-node detectors
+
+    /** Every request of a transfer on every node but {@code except}, as "node rid (phase)". */
+    private static List<String> legsOf(Ledger l, TransferView t, String exceptNode) {
+        List<String> out = new ArrayList<>();
+        if (t == null) {
+            return out;
+        }
+        t.legRids.forEach((node, rids) -> {
+            if (!node.equals(exceptNode)) {
+                for (String rid : rids) {
+                    out.add(node + " " + rid + legState(l, t, node, rid));
+                }
+            }
+        });
+        return out;
+    }
+
+    private static String legState(Ledger l, TransferView t, String node, String rid) {
+        NodeView o = l.nodes.get(node);
+        ReqView r = o == null ? null : o.requests.get(rid);
+        if (r != null && r.phase != null) {
+            return " (" + r.phase + " since " + rel(l, since(r)) + ")";
+        }
+        String ended = t.legEnds.get(node);
+        return ended == null ? "" : " (ended " + ended + ")";
+    }
+
+    /** What became of a producer's deferred free: still held, or reaped (and when). */
+    private static String heldOrReaped(Ledger l, TransferView t, NodeView p, ReqView pr) {
+        Long reaped = t == null ? null : t.reapedOn.get(p.name);
+        if (reaped != null) {
+            return "its blocks were held until the reap at " + rel(l, reaped) + " (defer_timeout "
+                    + seconds(p.config.deferTimeoutNs()) + ")";
+        }
+        if (pr != null && pr.phase == RequestPhase.DEFERRED_FREE) {
+            return "its blocks are held in DEFERRED_FREE since " + rel(l, since(pr)) + " until the reap (defer_timeout "
+                    + seconds(p.config.deferTimeoutNs()) + ")";
+        }
+        return pr == null || pr.phase == null ? "its leg ended" : "it is in " + pr.phase;
+    }
+
+    /**
+     * Class 37: a READ decode's eager handshake dials the single {@code remote_host} with the
+     * global DP rank in the port offset, while the peer's pod layout ({@code remote_dp_size_local}
+     * below {@code remote_dp_size}) puts that rank on another pod as a folded local rank. One
+     * finding per decode request that waited on the engine, and one per prefill leg of its transfer.
+     */
+    private static void eagerHandshakeWrongPod(Ledger l, List<Finding> out) {
+        for (NodeView n : l.nodes.values()) {
+            for (Map.Entry<String, List<ReqView>> peer : n.podPeers.entrySet()) {
+                for (Handshake h : n.handshakes.values()) {
+                    if (!h.engine().equals(peer.getKey()) || h.rank < 0 || h.host == null) {
+                        continue;
+                    }
+                    for (ReqView r : peer.getValue()) {
+                        int local = r.remoteDpSizeLocal;
+                        if (local <= 0 || h.rank < local || h.startedAt < r.firstSeenNs) {
+                            continue;
+                        }
+                        wrongPod(l, n, h, r, out);
+                    }
+                }
+            }
+        }
+    }
+
+    private static void wrongPod(Ledger l, NodeView n, Handshake h, ReqView r, List<Finding> out) {
+        int local = r.remoteDpSizeLocal;
+        int pod = PortMath.podIndex(h.rank, local);
+        int fold = PortMath.foldLocalRank(h.rank, local);
+        String engine = r.handshakeEngine;
+        String base = engine.substring(engine.lastIndexOf(':') + 1);
+        String podHost = pod < r.remoteHosts.size() ? r.remoteHosts.get(pod) : null;
+        NodeView there = handshakeListener(l, h.host, h.port);
+        String reached = there == null ? "no journaled node has that handshake endpoint"
+                : "that endpoint is " + there.name + " (dp" + there.config.dpRank() + "/" + there.config.dpSize() + ")";
+        String outcome = h.completedAt != Long.MIN_VALUE
+                ? "it was answered at " + rel(l, h.completedAt) + " by whatever listens there: reads of rank " + h.rank
+                        + " use that peer's metadata (wrong memory)"
+                : h.failedAt != Long.MIN_VALUE ? "it failed at " + rel(l, h.failedAt) + " (" + h.failReason
+                        + "), and every TP rank raises HandshakeError with it"
+                : "it was never answered (the recv has no timeout): the TP-wide vote blocks, no read is posted";
+        String msg = "eager handshake " + h.key + " dialled " + h.host + ":" + h.port + " at " + rel(l, h.startedAt)
+                + ": the single remote_host with global DP rank " + h.rank + " in the port offset, but the peer's pods hold "
+                + local + " DP rank(s) each (remote_dp_size " + r.remoteDpSize + ", remote_dp_size_local " + local
+                + "): rank " + h.rank + " is local rank " + fold + " on pod " + pod
+                + (podHost == null ? " (remote_hosts does not name it)" : " at " + podHost)
+                + ", whose handshake port is " + base + " + its local offset"
+                + "; " + reached + "; " + outcome;
+        TransferView t = r.transferId == null ? null : l.transfers.get(r.transferId);
+        out.add(new Finding("eager-handshake-wrong-pod", n.name, r.requestId, r.transferId, r.phase, 37, h.startedAt, since(r),
+                msg + "; this request (remote_dp_rank " + r.remoteDpRank + ") reads from that engine"
+                        + otherLegsNote(l, t, n.name)));
+        if (t != null) {
+            t.legRids.forEach((node, rids) -> {
+                NodeView p = l.nodes.get(node);
+                if (p == null || !p.producer()) {
+                    return;
+                }
+                for (String rid : rids) {
+                    ReqView pr = p.requests.get(rid);
+                    out.add(new Finding("eager-handshake-wrong-pod", node, rid, t.transferId, pr == null ? null : pr.phase, 37,
+                            h.startedAt, pr == null ? -1 : since(pr), "its decode " + n.name + " " + r.requestId
+                                    + " depends on " + msg + "; " + heldOrReaped(l, t, p, pr)));
+                }
+            });
+        }
+    }
+
+    private static String otherLegsNote(Ledger l, TransferView t, String node) {
+        List<String> others = legsOf(l, t, node);
+        return others.isEmpty() ? "" : "; transfer " + t.transferId + " also on " + String.join(", ", others);
+    }
+
+    /** The node whose handshake ROUTER binds host:port (base + 2-argument offset of its folded rank). */
+    private static NodeView handshakeListener(Ledger l, String host, int port) {
+        for (NodeView n : l.nodes.values()) {
+            NodeConfig c = n.config;
+            if (c.hostIp().equals(host) && c.handshakePortBase()
+                    + PortMath.portOffset(PortMath.foldLocalRank(c.dpRank(), c.dpSizeLocal()), c.tpRank()) == port) {
+                return n;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Class 20: a READ session opened against one DP rank ({@code "{eid}_dp{R}"}) of an engine
+     * while another rank of that engine served the transfer. One finding per reading request and
+     * per serving request.
+     */
+    private static void readWrongDpRank(Ledger l, List<Finding> out) {
+        for (TransferView t : l.transfers.values()) {
+            for (Ledger.ReadPost read : t.reads) {
+                int i = read.sessionKey().lastIndexOf("_dp");
+                if (i < 0) {
+                    continue;
+                }
+                String eid = read.sessionKey().substring(0, i);
+                int rank;
+                try {
+                    rank = Integer.parseInt(read.sessionKey().substring(i + 3));
+                } catch (NumberFormatException e) {
+                    continue; // a flexible-mode key ("_dp{R}_tp{T}") names its rank differently
+                }
+                t.legRids.forEach((node, rids) -> {
+                    NodeView p = l.nodes.get(node);
+                    if (p == null || !p.producer() || rank == p.config.dpRank()
+                            || !eid.equals(p.config.hostIp() + ":" + p.config.handshakePortBase())) {
+                        return;
+                    }
+                    NodeView wrong = null;
+                    for (NodeView o : l.nodes.values()) {
+                        if (o.producer() && o.config.dpRank() == rank
+                                && eid.equals(o.config.hostIp() + ":" + o.config.handshakePortBase())) {
+                            wrong = o;
+                        }
+                    }
+                    String rankName = "DP rank " + rank + (wrong == null ? " (not in these journals)" : " (" + wrong.name + ")");
+                    String served = node + " (global DP rank " + p.config.dpRank() + " of " + p.config.dpSize() + ")";
+                    NodeView d = l.nodes.get(read.node());
+                    ReqView dr = d == null ? null : d.requests.get(read.requestId());
+                    out.add(new Finding("read-wrong-dp-rank", read.node(), read.requestId(), t.transferId,
+                            dr == null ? null : dr.phase, 20, read.atNs(), dr == null ? -1 : since(dr),
+                            "read session " + read.sessionKey() + " opened at " + rel(l, read.atNs()) + " targets " + rankName
+                                    + ", but transfer " + t.transferId + " was served by " + served
+                                    + ": the reads took rank " + rank + "'s memory and the release goes to rank " + rank
+                                    + "'s notify port; remote_dp_rank in its params: "
+                                    + (read.paramsDpRank() < 0 ? "absent (default 0)" : read.paramsDpRank())));
+                    for (String rid : rids) {
+                        ReqView pr = p.requests.get(rid);
+                        out.add(new Finding("read-wrong-dp-rank", node, rid, t.transferId, pr == null ? null : pr.phase, 20,
+                                read.atNs(), pr == null ? -1 : since(pr), "served transfer " + t.transferId + " as "
+                                        + served + ", but decode " + read.node() + " " + read.requestId() + " read it through session "
+                                        + read.sessionKey() + " (" + rankName + ") at " + rel(l, read.atNs())
+                                        + ": no release reaches this rank; " + heldOrReaped(l, t, p, pr)));
+                    }
+                });
+            }
+        }
+    }
+
+    /**
+     * Class 16: a request whose params carried no transfer id: the scheduler synthesized
+     * {@code sidecar-<its own request id>}, and the other leg (with its own request id) another
+     * one, so no notify or ACK of one leg names the other's transfer.
+     */
+    private static void uncorrelatedTransferIds(Ledger l, List<Finding> out) {
+        for (NodeView n : l.nodes.values()) {
+            for (ReqView r : n.requests.values()) {
+                Seen syn = firstAnomaly(r, AnomalyKind.TRANSFER_ID_SYNTHESIZED);
+                if (syn == null || !r.disagg) {
+                    continue;
+                }
+                String tid = syn.anomaly().transferId();
+                List<String> others = new ArrayList<>();
+                for (NodeView o : l.nodes.values()) {
+                    if (o == n) {
+                        continue;
+                    }
+                    for (ReqView x : o.requests.values()) {
+                        Seen xs = firstAnomaly(x, AnomalyKind.TRANSFER_ID_SYNTHESIZED);
+                        if (xs != null && x.disagg && baseId(x.requestId).equals(baseId(r.requestId))
+                                && !java.util.Objects.equals(xs.anomaly().transferId(), tid)) {
+                            others.add(o.name + " " + x.requestId + " synthesized " + xs.anomaly().transferId()
+                                    + (x.phase == null ? "" : " (" + x.phase + ")"));
+                        }
+                    }
+                }
+                if (others.isEmpty()) {
+                    continue; // the other leg is not journaled, or it carries this leg's id: nothing to tell apart
+                }
+                String consequence;
+                boolean write = n.config.mode() == io.kvledger.core.config.TransferMode.WRITE;
+                if (n.producer()) {
+                    consequence = write ? "the decode's remote_blocks name its own id, so this leg's writes never find their remote "
+                            + "allocation (the deferred task expires and self-ACKs, the decode is never told)"
+                            : "the decode's release names its own id, so no ACK can match this deferral: only the reap frees it";
+                } else {
+                    consequence = write ? "its remote_blocks name " + tid + ", which the prefill does not know, and the prefill's "
+                            + "write_done (if any) names the prefill's id, which this worker does not map"
+                            : "its release names " + tid + ", which the prefill does not map: the prefill frees only at its reap";
+                }
+                out.add(new Finding("transfer-id-uncorrelated", n.name, r.requestId, tid, r.phase, 16, syn.atNs(), since(r),
+                        "kv_transfer_params had no transfer_id: the scheduler synthesized " + tid + " from this leg's own request id at "
+                                + rel(l, syn.atNs()) + "; the other leg " + String.join(", ", others)
+                                + ": the legs share no transfer id, so " + consequence
+                                + (r.phase == null ? "" : "; " + r.phase + " since " + rel(l, since(r)))));
+            }
+        }
+    }
+
+    /** A request id without vLLM's trailing {@code -<8 hex>} suffix (the id both legs start from). */
+    static String baseId(String rid) {
+        if (rid != null && rid.length() > 9 && rid.charAt(rid.length() - 9) == '-'
+                && rid.substring(rid.length() - 8).chars().allMatch(ch -> Character.digit(ch, 16) >= 0 && !Character.isUpperCase(ch))) {
+            return rid.substring(0, rid.length() - 9);
+        }
+        return rid == null ? "" : rid;
+    }
+
+    private static Seen firstAnomaly(ReqView r, AnomalyKind k) {
+        for (Seen s : r.anomalies) {
+            if (s.anomaly().kind() == k) {
+                return s;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Classes 14 and 28: a READ decode admitted without usable {@code remote_block_ids} stages no
+     * receive, so it neither reads nor releases, while its prefill holds the blocks until the
+     * reap. One finding for the decode request and one per prefill request of the transfer.
+     */
+    private static void missingRemoteBlockIds(Ledger l, List<Finding> out) {
+        for (NodeView n : l.nodes.values()) {
+            for (ReqView r : n.requests.values()) {
+                Seen s = firstAnomaly(r, AnomalyKind.READ_RECV_WITHOUT_REMOTE_BLOCKS);
+                if (s == null || r.transferId == null) {
+                    continue;
+                }
+                TransferView t = l.transfers.get(r.transferId);
+                List<Finding> producers = new ArrayList<>();
+                String given = r.remoteBlocksGiven == null ? "absent" : String.valueOf(r.remoteBlocksGiven);
+                if (t != null) {
+                    t.legRids.forEach((node, rids) -> {
+                        NodeView p = l.nodes.get(node);
+                        if (p == null || !p.producer()) {
+                            return;
+                        }
+                        for (String rid : rids) {
+                            ReqView pr = p.requests.get(rid);
+                            boolean waits = t.reapedOn.containsKey(node) || pr != null && pr.phase == RequestPhase.DEFERRED_FREE;
+                            if (waits) {
+                                producers.add(new Finding("missing-remote-block-ids", node, rid, t.transferId,
+                                        pr == null ? null : pr.phase, 14, s.atNs(), pr == null ? -1 : since(pr),
+                                        "its decode " + n.name + " " + r.requestId + " was admitted with remote_block_ids " + given
+                                                + ": it staged no receive, so no read and no release will come; "
+                                                + heldOrReaped(l, t, p, pr)));
+                            }
+                        }
+                    });
+                }
+                if (producers.isEmpty()) {
+                    continue; // no prefill waits on it: nothing hangs
+                }
+                List<String> names = new ArrayList<>();
+                for (Finding f : producers) {
+                    names.add(f.node() + " " + f.requestId());
+                }
+                out.add(new Finding("missing-remote-block-ids", n.name, r.requestId, r.transferId, r.phase, 14, s.atNs(), since(r),
+                        "admitted with remote_block_ids " + given + " at " + rel(l, r.firstSeenNs)
+                                + ": update_state_after_alloc staged no receive (kv_transfer_params lost the prefill's blocks), "
+                                + "so this decode neither reads nor sends release, while " + String.join(", ", names)
+                                + " waits for its reap"));
+                out.addAll(producers);
+            }
+        }
+    }
+
+    /** The decode legs of a renamed prefill's transfer: their release was the ACK that could not match. */
+    private static void renamedPeers(Ledger l, NodeView p, ReqView pr, Finding f, List<Finding> out) {
+        TransferView t = pr.transferId == null ? null : l.transfers.get(pr.transferId);
+        if (t == null) {
+            return;
+        }
+        t.legRids.forEach((node, rids) -> {
+            NodeView d = l.nodes.get(node);
+            if (d == null || d.producer()) {
+                return;
+            }
+            for (String rid : rids) {
+                ReqView dr = d.requests.get(rid);
+                out.add(new Finding("renamed-at-finish", node, rid, t.transferId, dr == null ? null : dr.phase, 13, f.atNs(),
+                        dr == null ? -1 : since(dr), "its release of " + t.transferId + " was for " + p.name + " " + pr.requestId
+                                + ", which finished under another id than it was admitted with (" + pr.admittedAs
+                                + "): the ACK matched no deferral there; " + heldOrReaped(l, t, p, pr)));
+            }
+        });
+    }
+
+    /**
+     * Classes 13 and 1: a producer request that finished under another id than it was admitted
+     * with (vLLM's {@code -<8 hex>} suffix). Its deferral is keyed by the finish id while the
+     * worker maps the transfer to the admitted id, so its ACK surfaces the admitted id, is parked
+     * and dropped, and the deferral is only reaped.
+     */
+    private static Finding renamedAtFinish(Ledger l, NodeView n, ReqView r, long end) {
+        if (r.admittedAs == null || !n.producer()) {
+            return null;
+        }
+        Seen parked = firstAnomaly(r, AnomalyKind.EARLY_ACK_PARKED);
+        Seen stale = firstAnomaly(r, AnomalyKind.STALE_ACK_DROPPED);
+        Seen reaped = firstAnomaly(r, AnomalyKind.DEFERRAL_REAPED);
+        boolean acked = r.phase == RequestPhase.FREED_AFTER_ACK;
+        if (acked || parked == null && reaped == null && r.phase != RequestPhase.DEFERRED_FREE) {
+            return null; // its ACK matched after all, or nothing waited on one
+        }
+        StringBuilder m = new StringBuilder("admitted as ").append(r.admittedAs).append(", finished as ").append(r.requestId)
+                .append(" at ").append(rel(l, r.renamedAt)).append(" (vLLM's -<8 hex> suffix): the deferral is keyed by the new id, but the ")
+                .append("transfer-id map still names ").append(r.admittedAs);
+        if (parked != null) {
+            m.append(", so the ACK at ").append(rel(l, parked.atNs())).append(" surfaced ").append(r.admittedAs)
+                    .append(" in finished_sending, which matched no deferral and was parked");
+            if (stale != null) {
+                m.append(" (dropped as stale at ").append(rel(l, stale.atNs())).append(')');
+            }
+        } else {
+            m.append(", so an ACK would surface ").append(r.admittedAs).append(" and match no deferral");
+        }
+        if (reaped != null) {
+            m.append("; the deferral was reaped at ").append(rel(l, reaped.atNs())).append(": blocks held for defer_timeout ")
+                    .append(seconds(n.config.deferTimeoutNs())).append(" although the decode had released them");
+        } else if (r.phase == RequestPhase.DEFERRED_FREE) {
+            m.append("; still in DEFERRED_FREE since ").append(rel(l, since(r))).append(", only the reap will free it");
+        }
+        TransferView t = r.transferId == null ? null : l.transfers.get(r.transferId);
+        m.append(otherLegsNote(l, t, n.name));
+        return new Finding("renamed-at-finish", n.name, r.requestId, r.transferId, r.phase, 13,
+                reaped != null ? reaped.atNs() : parked != null ? parked.atNs() : end, since(r), m.toString());
     }
 
     // ------------------------------------------------------------------ cross-node

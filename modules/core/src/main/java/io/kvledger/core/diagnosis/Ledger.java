@@ -30,6 +30,12 @@ public final class Ledger {
         void phaseLeft(String node, String requestId, RequestPhase phase, long durationNs);
     }
 
+    /** The detail prefix of a {@code REQUEST_RENAMED_AT_FINISH} anomaly, followed by the admitted id. */
+    static final String RENAMED_PREFIX = "admitted as ";
+
+    /** How many requests per multi-pod peer engine a READ consumer's view keeps (class 37 evidence). */
+    static final int MAX_POD_PEER_REQUESTS = 32;
+
     final LinkedHashMap<String, NodeView> nodes = new LinkedHashMap<>();
     final LinkedHashMap<String, TransferView> transfers = new LinkedHashMap<>();
     long firstAtNs = Long.MAX_VALUE;
@@ -89,6 +95,25 @@ public final class Ledger {
                 if (p != null && p.get("remote_host") instanceof String h && !h.isEmpty()
                         && KvParams.asLong(p.get("remote_handshake_port")) != null) {
                     r.handshakeEngine = h + ":" + KvParams.asLong(p.get("remote_handshake_port"));
+                }
+                if (p != null) {
+                    r.remoteDpRank = intParam(p, "remote_dp_rank", -1);
+                    r.remoteDpSize = intParam(p, "remote_dp_size", -1);
+                    r.remoteDpSizeLocal = intParam(p, "remote_dp_size_local", -1);
+                    if (p.get("remote_hosts") instanceof List<?> hosts) {
+                        for (Object o : hosts) {
+                            r.remoteHosts.add(String.valueOf(o));
+                        }
+                    }
+                    r.remoteBlocksGiven = p.get("remote_block_ids");
+                    r.disagg = p.truthy("do_remote_decode") || p.truthy("do_remote_prefill");
+                    if (!n.producer() && n.config.mode() == io.kvledger.core.config.TransferMode.READ
+                            && r.handshakeEngine != null && r.remoteDpSizeLocal > 0 && r.remoteDpSize > r.remoteDpSizeLocal) {
+                        List<ReqView> peers = n.podPeers.computeIfAbsent(r.handshakeEngine, k -> new ArrayList<>());
+                        if (peers.size() < MAX_POD_PEER_REQUESTS) {
+                            peers.add(r);
+                        }
+                    }
                 }
             }
             case NodeEvent.MatchedTokensQueried e -> {
@@ -171,6 +196,7 @@ public final class Ledger {
                 h.failedAt = at;
                 h.failReason = e.reason();
             }
+            case NodeEvent.ShutDown _ -> n.shutDownAt = n.shutDownAt == Long.MIN_VALUE ? at : n.shutDownAt;
             case NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.FrameRejected _, NodeEvent.Tick _ -> { }
         }
         if (n.listenerDeathAt != Long.MIN_VALUE && (isFrame(event) || event instanceof NodeEvent.FrameRejected)) {
@@ -223,8 +249,13 @@ public final class Ledger {
                     n.readStatuses.add(e.statusId());
                     n.postedAt.put(e.statusId(), at);
                     n.request(e.requestId(), at).transferPosted = true;
-                    transfer(e.transferId()).readsPosted++;
+                    TransferView tv = transfer(e.transferId());
+                    tv.readsPosted++;
                     bind(n, n.request(e.requestId(), at), e.transferId());
+                    if (tv.reads.stream().noneMatch(x -> x.node().equals(n.name) && x.requestId().equals(e.requestId())
+                            && x.sessionKey().equals(e.sessionKey()))) {
+                        tv.reads.add(new ReadPost(n.name, e.requestId(), e.sessionKey(), at, n.request(e.requestId(), at).remoteDpRank));
+                    }
                 }
             }
             case Effect.PostWrite e -> {
@@ -241,6 +272,10 @@ public final class Ledger {
                 }
             }
             case Effect.Anomaly e -> {
+                if (e.kind() == AnomalyKind.REQUEST_RENAMED_AT_FINISH && e.requestId() != null && e.detail() != null
+                        && e.detail().startsWith(RENAMED_PREFIX)) {
+                    rename(n, e.detail().substring(RENAMED_PREFIX.length()), e.requestId(), at);
+                }
                 Seen s = new Seen(e, at);
                 if (e.kind() == AnomalyKind.LISTENER_WOULD_DIE_IN_PYTHON && n.listenerDeathAt == Long.MIN_VALUE) {
                     n.listenerDeathAt = at;
@@ -267,7 +302,9 @@ public final class Ledger {
             case Effect.StartHandshake e -> {
                 Handshake h = n.handshakes.get(e.key());
                 if (h == null || h.completedAt != Long.MIN_VALUE) {
-                    n.handshakes.put(e.key(), new Handshake(e.key(), e.host(), e.port(), at));
+                    h = new Handshake(e.key(), e.host(), e.port(), at);
+                    h.rank = e.remoteDpRank();
+                    n.handshakes.put(e.key(), h);
                 } else {
                     h.attempts++;
                     if (h.host == null) {
@@ -287,7 +324,7 @@ public final class Ledger {
      * arrived, a transfer was posted or completed). Anomalies and ticks are not progress.
      */
     private static void touch(NodeView n, String rid, long at) {
-        ReqView r = rid == null ? null : n.requests.get(rid);
+        ReqView r = n.find(rid);
         if (r != null && at > r.lastEventNs) {
             r.lastEventNs = at;
         }
@@ -305,7 +342,9 @@ public final class Ledger {
     private void touchLeg(NodeView n, String tid, long at) {
         TransferView t = tid == null ? null : transfers.get(tid);
         if (t != null) {
-            touch(n, t.legs.get(n.name), at);
+            for (String rid : t.rids(n.name)) {
+                touch(n, rid, at);
+            }
         }
     }
 
@@ -325,7 +364,43 @@ public final class Ledger {
             return;
         }
         r.transferId = tid;
-        transfer(tid).legs.put(n.name, r.requestId);
+        TransferView t = transfer(tid);
+        t.legs.put(n.name, r.requestId);
+        t.legRids.computeIfAbsent(n.name, k -> new java.util.LinkedHashSet<>()).add(r.requestId);
+    }
+
+    /**
+     * The request finished under another id than it was admitted with: its view, and its place in
+     * its transfer's legs, follow it to the new id; later mentions of the old id (the worker's
+     * ACK, a park) resolve to it.
+     */
+    private void rename(NodeView n, String oldId, String newId, long at) {
+        ReqView r = n.requests.remove(oldId);
+        if (r == null || n.requests.containsKey(newId)) {
+            if (r != null) {
+                n.requests.put(oldId, r);
+            }
+            return;
+        }
+        r.admittedAs = oldId;
+        r.requestId = newId;
+        r.renamedAt = at;
+        n.requests.put(newId, r);
+        n.aliases.put(oldId, newId);
+        for (TransferView t : transfers.values()) {
+            if (oldId.equals(t.legs.get(n.name))) {
+                t.legs.put(n.name, newId);
+            }
+            java.util.LinkedHashSet<String> rids = t.legRids.get(n.name);
+            if (rids != null && rids.remove(oldId)) {
+                rids.add(newId);
+            }
+        }
+    }
+
+    private static int intParam(KvParams p, String key, int absent) {
+        Long v = KvParams.asLong(p.get(key));
+        return v == null ? absent : (int) (long) v;
     }
 
     TransferView transfer(String tid) {
@@ -334,14 +409,16 @@ public final class Ledger {
 
     private void maybeForget(NodeView n, ReqView r) {
         boolean clean = r.anomalies.stream().noneMatch(s -> serious(s.anomaly.kind())
-                || s.anomaly.kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS);
+                || s.anomaly.kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS
+                || (r.disagg && (s.anomaly.kind() == AnomalyKind.TRANSFER_ID_SYNTHESIZED
+                        || s.anomaly.kind() == AnomalyKind.READ_RECV_WITHOUT_REMOTE_BLOCKS)));
         if (!clean || r.phase == RequestPhase.REAPED) {
             return;
         }
         n.requests.remove(r.requestId);
         if (r.transferId != null) {
             TransferView t = transfers.get(r.transferId);
-            if (t != null) {
+            if (t != null && t.rids(n.name).stream().noneMatch(n.requests::containsKey)) {
                 t.doneLegs.add(n.name);
                 t.legEnds.put(n.name, r.phase + " (" + r.reason + ")");
                 if (t.doneLegs.containsAll(t.legs.keySet()) && t.legs.size() >= 2 && t.reapedOn.isEmpty()
@@ -372,6 +449,9 @@ public final class Ledger {
 
     record Seen2(String node, long atNs, boolean empty) {}
 
+    /** A read posted by {@code node} for {@code requestId} on session {@code sessionKey} ("{eid}_dp{R}"). */
+    record ReadPost(String node, String requestId, String sessionKey, long atNs, int paramsDpRank) {}
+
     record Send(String fromNode, String kind, String host, int port, long atNs, boolean empty) {}
 
     /** A notify its sender's publisher could not send ({@code NotifySendFailed}). */
@@ -387,6 +467,8 @@ public final class Ledger {
         String host;
         int port;
         final long startedAt;
+        /** The remote DP rank the handshake is for (-1 when unknown). */
+        int rank = -1;
         int attempts = 1;
         long completedAt = Long.MIN_VALUE;
         long failedAt = Long.MIN_VALUE;
@@ -416,6 +498,13 @@ public final class Ledger {
         final LinkedHashMap<String, Handshake> handshakes = new LinkedHashMap<>();
         final NodeConfig config;
         final LinkedHashMap<String, ReqView> requests = new LinkedHashMap<>();
+        /** Admitted id to the id a request finished under (see {@code REQUEST_RENAMED_AT_FINISH}). */
+        final LinkedHashMap<String, String> aliases = new LinkedHashMap<>();
+        /**
+         * READ consumers: per peer engine spread over several pods (remote_dp_size_local below
+         * remote_dp_size), the first requests that named it, kept after they end (class 37).
+         */
+        final LinkedHashMap<String, List<ReqView>> podPeers = new LinkedHashMap<>();
         final List<Seen> nodeAnomalies = new ArrayList<>();
         final LinkedHashMap<Long, String> inFlight = new LinkedHashMap<>();
         /** Posted read statuses not yet completed. */
@@ -431,6 +520,8 @@ public final class Ledger {
         String failedTransfer;
         long listenerDeathAt = Long.MIN_VALUE;
         Effect.Anomaly listenerDeath;
+        /** When the connector's shutdown() was journaled (MIN_VALUE: never). */
+        long shutDownAt = Long.MIN_VALUE;
         long framesAfterDeath;
 
         NodeView(String name, NodeConfig config) {
@@ -439,7 +530,12 @@ public final class Ledger {
         }
 
         ReqView request(String rid, long at) {
-            return requests.computeIfAbsent(rid, k -> new ReqView(k, at));
+            return requests.computeIfAbsent(aliases.getOrDefault(rid, rid), k -> new ReqView(k, at));
+        }
+
+        /** The view of {@code rid} (or of the request it was renamed to), or null. */
+        ReqView find(String rid) {
+            return rid == null ? null : requests.get(aliases.getOrDefault(rid, rid));
         }
 
         boolean producer() {
@@ -448,7 +544,19 @@ public final class Ledger {
     }
 
     static final class ReqView {
-        final String requestId;
+        String requestId;
+        /** The id it was admitted under when it finished under another one (else null), and when. */
+        String admittedAs;
+        long renamedAt = Long.MIN_VALUE;
+        /** From its admission params: remote_dp_rank, remote_dp_size, remote_dp_size_local (-1 when absent), remote_hosts. */
+        int remoteDpRank = -1;
+        int remoteDpSize = -1;
+        int remoteDpSizeLocal = -1;
+        final List<String> remoteHosts = new ArrayList<>();
+        /** The remote_block_ids value its admission params carried (null when absent or None). */
+        Object remoteBlocksGiven;
+        /** Whether its admission params asked for a transfer (do_remote_decode or do_remote_prefill). */
+        boolean disagg;
         final long firstSeenNs;
         String transferId;
         RequestPhase phase;
@@ -476,7 +584,12 @@ public final class Ledger {
 
     static final class TransferView {
         final String transferId;
+        /** Per node, the request that last claimed this transfer there. */
         final LinkedHashMap<String, String> legs = new LinkedHashMap<>();
+        /** Per node, every request that claimed this transfer there (siblings share a transfer id). */
+        final LinkedHashMap<String, java.util.LinkedHashSet<String>> legRids = new LinkedHashMap<>();
+        /** The reads posted for this transfer: by which node and request, on which session. */
+        final List<ReadPost> reads = new ArrayList<>();
         final java.util.LinkedHashSet<String> doneLegs = new java.util.LinkedHashSet<>();
         /** How each forgotten leg ended: phase and reason. */
         final LinkedHashMap<String, String> legEnds = new LinkedHashMap<>();
@@ -497,6 +610,12 @@ public final class Ledger {
 
         TransferView(String transferId) {
             this.transferId = transferId;
+        }
+
+        /** Every request of {@code node} on this transfer, in the order they claimed it. */
+        java.util.Set<String> rids(String node) {
+            java.util.LinkedHashSet<String> r = legRids.get(node);
+            return r == null ? java.util.Set.of() : r;
         }
     }
 

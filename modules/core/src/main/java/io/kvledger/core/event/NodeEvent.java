@@ -52,11 +52,24 @@ public sealed interface NodeEvent {
     /**
      * {@code request_finished(request, block_ids)}.
      *
-     * @param blockIds the request's blocks, one list per group (vLLM passes group 0 alone when the
-     *                 connector does not support HMA)
+     * @param requestId         {@code request.request_id} as the connector sees it at finish
+     * @param blockIds          the request's blocks, one list per group (vLLM passes group 0 alone
+     *                          when the connector does not support HMA)
+     * @param admittedRequestId the id the request was admitted (and mapped) under when it differs
+     *                          from {@code requestId} (vLLM's input processor appends
+     *                          {@code -<8 hex>} after mapping), else {@code null}. The connector
+     *                          itself never learns the old id: upstream defers and reaps under
+     *                          {@code requestId} while its tables keep the admitted id; the field
+     *                          only tells kvledger that this is the same request.
      */
-    record RequestFinished(long atNs, String requestId, FinishStatus status, BlockGroups blockIds)
-            implements NodeEvent {}
+    record RequestFinished(long atNs, String requestId, FinishStatus status, BlockGroups blockIds,
+                           String admittedRequestId) implements NodeEvent {
+
+        /** A finish under the id the request was admitted with. */
+        public RequestFinished(long atNs, String requestId, FinishStatus status, BlockGroups blockIds) {
+            this(atNs, requestId, status, blockIds, null);
+        }
+    }
 
     /**
      * {@code update_connector_output(connector_output)}: the aggregated worker output of a step.
@@ -138,6 +151,19 @@ public sealed interface NodeEvent {
      */
     record NotifySendFailed(long atNs, String endpoint, String messageType, String transferId, String reason,
                             byte[] frame) implements NodeEvent {}
+
+    // ---------------------------------------------------------------- lifecycle of the connector
+
+    /**
+     * The connector's {@code shutdown()}: the worker stops, and the scheduler closes every notify
+     * DEALER it cached per peer path with {@code linger=0} (a frame still queued on one, say to a
+     * peer not yet connected, is dropped), logging a warning for each close that raises, then
+     * forgets them. Nothing else changes: a later notify would open a new socket.
+     *
+     * @param closeFailures one {@code "<path>: <error>"} per socket whose close raised, empty when
+     *                      none did, or {@code null} when the recorder could not see them
+     */
+    record ShutDown(long atNs, List<String> closeFailures) implements NodeEvent {}
 
     // ---------------------------------------------------------------- time
 

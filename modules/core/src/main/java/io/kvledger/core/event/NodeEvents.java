@@ -20,7 +20,8 @@ public final class NodeEvents {
             case NodeEvent.BlocksAllocated x -> new NodeEvent.BlocksAllocated(t, x.requestId(), x.blocks(),
                     x.numExternalTokens());
             case NodeEvent.StepScheduled x -> new NodeEvent.StepScheduled(t, x.step(), x.cachedRequests());
-            case NodeEvent.RequestFinished x -> new NodeEvent.RequestFinished(t, x.requestId(), x.status(), x.blockIds());
+            case NodeEvent.RequestFinished x -> new NodeEvent.RequestFinished(t, x.requestId(), x.status(), x.blockIds(),
+                    x.admittedRequestId());
             case NodeEvent.ConnectorOutputReceived x -> new NodeEvent.ConnectorOutputReceived(t, x.finishedSending(),
                     x.finishedRecving());
             case NodeEvent.LoadStarted x -> new NodeEvent.LoadStarted(t);
@@ -40,6 +41,7 @@ public final class NodeEvents {
                     x.wouldKillPythonListener());
             case NodeEvent.NotifySendFailed x -> new NodeEvent.NotifySendFailed(t, x.endpoint(), x.messageType(),
                     x.transferId(), x.reason(), x.frame());
+            case NodeEvent.ShutDown x -> new NodeEvent.ShutDown(t, x.closeFailures());
             case NodeEvent.Tick x -> new NodeEvent.Tick(t);
         };
     }

@@ -86,7 +86,13 @@ public enum AnomalyKind {
             "READ consumer params without remote_block_ids (missing or empty): no receive staged, the prefill waits for its reap"),
     // recorded by a shadow node (kvledger node --engine shadow), never by the reducer
     SHADOW_DIVERGENCE(74, Severity.WARNING, 0, true,
-            "the real connector answered a hook otherwise than kvledger's reducer (shadow node: both answers in the detail)");
+            "the real connector answered a hook otherwise than kvledger's reducer (shadow node: both answers in the detail)"),
+    REQUEST_RENAMED_AT_FINISH(75, Severity.INFO, 13, true,
+            "request_finished names the request by another id than it was admitted with (vLLM's -<8 hex> suffix); the connector's tables keep the admitted id"),
+    NOTIFY_SOCKET_CLOSE_FAILED(76, Severity.WARNING, 0,
+            "shutdown: closing a cached notify socket raised (\"Error closing ZMQ socket for path\")"),
+    SHUT_DOWN_WITH_REQUESTS_HELD(77, Severity.INFO, 0, true,
+            "shutdown while the scheduler still held requests: their transfers end with the node");
 
     private static final String OWN = "kvledger's own";
 

@@ -69,6 +69,7 @@ public final class NodeReducer {
             case NodeEvent.RawCompletionReceived e -> WorkerSide.rawCompletion(c, e.completionId());
             case NodeEvent.FrameRejected e -> WorkerSide.frameRejected(c, e);
             case NodeEvent.NotifySendFailed e -> WorkerSide.notifySendFailed(c, e);
+            case NodeEvent.ShutDown e -> SchedulerSide.shutDown(c, e);
             case NodeEvent.Tick e -> WorkerSide.tick(c);
         }
         c.reset(0, null);
@@ -82,6 +83,11 @@ public final class NodeReducer {
     public static List<Effect> startupChecks(NodeConfig config) {
         List<Effect> out = new ArrayList<>();
         NodeState s = NodeState.initial(config);
+        if (config.role() == Role.BOTH) {
+            out.add(anomaly(AnomalyKind.KV_BOTH_ROLE_ASYMMETRY, null, null,
+                    "kv_role kv_both: the scheduler runs as a consumer (kv_role != \"kv_producer\"), the worker as a producer"
+                            + " (is_kv_producer): receives the scheduler stages are never read, and the listener rejects write_done"));
+        }
         if (PortMath.portFormsDisagree(config.dpSize(), config.tpSize())) {
             out.add(anomaly(AnomalyKind.PORT_FORMS_DISAGREE, null, null,
                     "dp_size=" + config.dpSize() + " tp_size=" + config.tpSize()

@@ -464,7 +464,10 @@ public final class NodeState {
 
     /** What vLLM's scheduler holds for a request, including its live (mutated) params. */
     static final class Req {
-        final String requestId;
+        /** The id vLLM names the request by; changes once if it finishes under a suffixed id. */
+        String requestId;
+        /** The id it was admitted under, when it finished under another one; else null. */
+        String admittedAs;
         int numPromptTokens;
         int promptTokenIds;
         final KvParams params;

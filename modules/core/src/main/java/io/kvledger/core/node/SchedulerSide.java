@@ -722,6 +722,9 @@ final class SchedulerSide {
         NodeState s = c.s;
         Req r = s.requests.get(e.requestId());
         if (r == null) {
+            r = renamedAtFinish(c, e);
+        }
+        if (r == null) {
             c.anomaly(AnomalyKind.REQUEST_UNKNOWN, e.requestId(), null, "request_finished");
             c.emit(new Effect.FinishDecision(e.requestId(), false, null));
             return;
@@ -844,6 +847,43 @@ final class SchedulerSide {
             leakCheck(c, r);
             finishNow(c, r, RequestPhase.FINISHED, "finished length-capped with no blocks; freed now");
         }
+    }
+
+    /**
+     * A finish under an id the scheduler never admitted, for a request admitted under another one:
+     * the id the event names as admitted, or else the one live request whose id plus vLLM's
+     * input-processor suffix ({@code -<8 hex>}) is the finishing id. Upstream's connector never
+     * knows the two are one request: {@code request_finished} works with the id it is given (the
+     * deferral, the reap and the unmap use it) while every table filled at admission and
+     * allocation (the transfer-id map, the staged saves and receives) keeps the admitted id. The
+     * reducer does the same; only its own phase tracking follows the request to its new id.
+     * Returns the renamed request, or null when the finish is for no live request.
+     */
+    private static Req renamedAtFinish(Ctx c, NodeEvent.RequestFinished e) {
+        NodeState s = c.s;
+        String newId = e.requestId();
+        String old = e.admittedRequestId();
+        if (old == null) {
+            for (String rid : s.requests.keySet()) {
+                if (newId.length() == rid.length() + 9 && newId.startsWith(rid)
+                        && INPUT_PROCESSOR_SUFFIX.matcher(newId.substring(rid.length())).matches()) {
+                    old = rid;
+                    break;
+                }
+            }
+        }
+        Req r = old == null || old.equals(newId) ? null : s.requests.get(old);
+        if (r == null) {
+            return null;
+        }
+        c.anomaly(AnomalyKind.REQUEST_RENAMED_AT_FINISH, newId, tid(r), "admitted as " + old);
+        s.requests.remove(old);
+        s.phases.remove(old);
+        r.requestId = newId;
+        r.admittedAs = old;
+        s.requests.put(newId, r);
+        s.phases.put(newId, r.phase);
+        return r;
     }
 
     /** A producer's mapping is only removed by update_connector_output: one freed here leaks. */
@@ -1002,6 +1042,33 @@ final class SchedulerSide {
             c.anomaly(AnomalyKind.STALE_ACK_DROPPED, rid, null, "parked ACK never matched a deferral");
         }
         c.emit(new Effect.FinishedSendingRewritten(surfaced));
+    }
+
+    // ------------------------------------------------------------------ shutdown
+
+    /**
+     * {@code shutdown()}: each cached notify socket is closed (a failure is only logged) and the
+     * cache cleared. Requests still held are left as they are (the engine is going away); one
+     * anomaly names them so that a hang report can say their node stopped.
+     */
+    static void shutDown(Ctx c, NodeEvent.ShutDown e) {
+        if (e.closeFailures() != null) {
+            for (String f : e.closeFailures()) {
+                c.anomaly(AnomalyKind.NOTIFY_SOCKET_CLOSE_FAILED, null, null, f);
+            }
+        }
+        if (!c.s.requests.isEmpty()) {
+            StringBuilder held = new StringBuilder();
+            int shown = 0;
+            for (Req r : c.s.requests.values()) {
+                if (shown++ == 8) {
+                    held.append(", ...");
+                    break;
+                }
+                held.append(held.isEmpty() ? "" : ", ").append(r.requestId).append(" (").append(r.phase).append(')');
+            }
+            c.anomaly(AnomalyKind.SHUT_DOWN_WITH_REQUESTS_HELD, null, null, c.s.requests.size() + " held: " + held);
+        }
     }
 
     // ------------------------------------------------------------------ helpers

@@ -45,7 +45,15 @@ final class WorkerSide {
     static void startLoad(Ctx c) {
         NodeState s = c.s;
         s.workerTransferIds = s.metaMapping;
-        if (c.cfg.isProducer()) {
+        if (c.cfg.workerIsProducer()) {
+            if (c.cfg.role() == io.kvledger.core.config.Role.BOTH && !s.metaRecv.isEmpty()) {
+                // kv_both: the consumer scheduler staged receives; the producer worker returns before reading
+                for (ReqMeta m : s.metaRecv) {
+                    c.anomaly(AnomalyKind.KV_BOTH_ROLE_ASYMMETRY, m.requestId(), m.transferIdString(),
+                            "receive staged by the consumer scheduler, ignored by the producer worker: no read, no release");
+                }
+                s.metaRecv = List.of();
+            }
             // Prune fan-in counters and the completed set to transfers that are still live.
             s.ackCounts.keySet().removeIf(t -> !s.workerTransferIds.containsKey(t));
             s.completedTransfers.removeIf(t -> !s.workerTransferIds.containsKey(t));
@@ -137,7 +145,7 @@ final class WorkerSide {
     // ------------------------------------------------------------------ save_kv_layer / wait_for_save
 
     static void saveLayer(Ctx c, String layer) {
-        if (!c.cfg.isProducer() || c.cfg.mode() != TransferMode.WRITE) {
+        if (!c.cfg.workerIsProducer() || c.cfg.mode() != TransferMode.WRITE) {
             return;
         }
         NodeState s = c.s;
@@ -177,7 +185,7 @@ final class WorkerSide {
     }
 
     static void waitForSave(Ctx c) {
-        if (!c.cfg.isProducer() || c.cfg.mode() != TransferMode.WRITE) {
+        if (!c.cfg.workerIsProducer() || c.cfg.mode() != TransferMode.WRITE) {
             return;
         }
         for (String layer : c.cfg.layerNames()) {
@@ -372,7 +380,7 @@ final class WorkerSide {
     static void remoteBlocks(Ctx c, NodeEvent.RemoteBlocksReceived e) {
         countFrame(c);
         NodeState s = c.s;
-        if (!c.cfg.isProducer()) {
+        if (!c.cfg.workerIsProducer()) {
             c.anomaly(AnomalyKind.NOTIFY_ROLE_MISMATCH, e.reqId(), e.transferId(), "remote_blocks received by a consumer");
             listenerWouldDie(c, e.reqId(), e.transferId(), "role assertion on remote_blocks");
             return;
@@ -401,7 +409,7 @@ final class WorkerSide {
 
     static void writeDone(Ctx c, String tid) {
         countFrame(c);
-        if (c.cfg.isProducer()) {
+        if (c.cfg.workerIsProducer()) {
             c.anomaly(AnomalyKind.NOTIFY_ROLE_MISMATCH, null, tid, "write_done received by a producer");
             listenerWouldDie(c, null, tid, "role assertion on write_done");
             return;
@@ -412,7 +420,7 @@ final class WorkerSide {
     static void release(Ctx c, String tid, Integer consumerTpSize) {
         countFrame(c);
         NodeState s = c.s;
-        if (!c.cfg.isProducer()) {
+        if (!c.cfg.workerIsProducer()) {
             c.anomaly(AnomalyKind.NOTIFY_ROLE_MISMATCH, null, tid, "release received by a consumer");
             listenerWouldDie(c, null, tid, "role assertion on release");
             return;
@@ -434,7 +442,7 @@ final class WorkerSide {
 
     static void rawCompletion(Ctx c, String id) {
         countFrame(c);
-        if (c.cfg.isProducer()) {
+        if (c.cfg.workerIsProducer()) {
             c.s.doneAcks.add(new Ack(id, 1));
         } else {
             c.s.doneWriteIds.add(id);
@@ -465,7 +473,7 @@ final class WorkerSide {
     // ------------------------------------------------------------------ get_finished
 
     static void getFinished(Ctx c) {
-        if (c.cfg.isProducer()) {
+        if (c.cfg.workerIsProducer()) {
             producerFinished(c);
         } else if (c.cfg.mode() == TransferMode.WRITE) {
             writeConsumerFinished(c);

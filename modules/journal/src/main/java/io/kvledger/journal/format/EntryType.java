@@ -1,5 +1,6 @@
 package io.kvledger.journal.format;
 
+import static io.kvledger.journal.format.Field.later;
 import static io.kvledger.journal.format.Field.nul;
 import static io.kvledger.journal.format.Field.opt;
 import static io.kvledger.journal.format.Field.req;
@@ -78,10 +79,12 @@ public enum EntryType {
             req("step", I64), req("scheduled_cached_reqs", listOf(Nested.CACHED_REQUEST)))),
 
     REQUEST_FINISHED(5, EntryKind.INPUT, "request_finished", Schema.of(NodeEvent.RequestFinished.class,
-            e -> new Object[] {e.requestId(), e.status(), e.blockIds()},
-            (at, v) -> new NodeEvent.RequestFinished(at, v.s(0), v.o(1), v.o(2)),
-            e -> "rid=" + e.requestId() + " " + e.status() + " blocks=" + Render.blocks(e.blockIds()),
-            req("request_id", STR), req("status", named(FinishStatus.class)), req("block_ids", BLOCKS))),
+            e -> new Object[] {e.requestId(), e.status(), e.blockIds(), e.admittedRequestId()},
+            (at, v) -> new NodeEvent.RequestFinished(at, v.s(0), v.o(1), v.o(2), v.s(3)),
+            e -> "rid=" + e.requestId() + " " + e.status() + " blocks=" + Render.blocks(e.blockIds())
+                    + (e.admittedRequestId() == null ? "" : " admitted_as=" + e.admittedRequestId()),
+            req("request_id", STR), req("status", named(FinishStatus.class)), req("block_ids", BLOCKS),
+            later("admitted_request_id", STR))),
 
     CONNECTOR_OUTPUT_RECEIVED(6, EntryKind.INPUT, "connector_output_received",
             Schema.of(NodeEvent.ConnectorOutputReceived.class,
@@ -181,6 +184,14 @@ public enum EntryType {
                     + " reason=" + Render.s(e.reason()) + " frame=" + Render.hex(e.frame(), 24),
             nul("endpoint", STR), nul("message_type", STR), nul("transfer_id", STR), nul("reason", STR),
             req("frame", BYTES))),
+
+    // ---------------------------------------------------------------- inputs: connector lifecycle
+
+    SHUT_DOWN(21, EntryKind.INPUT, "shut_down", Schema.of(NodeEvent.ShutDown.class,
+            e -> new Object[] {e.closeFailures()},
+            (at, v) -> new NodeEvent.ShutDown(at, v.o(0)),
+            e -> "close_failures=" + Render.strs(e.closeFailures()),
+            nul("close_failures", STR_LIST))),
 
     // ---------------------------------------------------------------- derived: hook replies
 
@@ -517,6 +528,7 @@ public enum EntryType {
             case NodeEvent.FrameRejected x -> FRAME_REJECTED;
             case NodeEvent.Tick x -> TICK;
             case NodeEvent.NotifySendFailed x -> NOTIFY_SEND_FAILED;
+            case NodeEvent.ShutDown x -> SHUT_DOWN;
         };
     }
 

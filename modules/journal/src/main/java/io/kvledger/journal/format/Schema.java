@@ -66,8 +66,12 @@ public final class Schema<R> {
     /** Writes {@code r} as a msgpack array of its fields. */
     public void write(MessagePacker p, R r) throws IOException {
         Object[] vals = extract.apply(r);
-        p.packArrayHeader(vals.length);
-        for (int i = 0; i < vals.length; i++) {
+        int n = vals.length;
+        while (n > 0 && vals[n - 1] == null && fields.get(n - 1).omitNull()) {
+            n--; // readers fill missing trailing fields with null
+        }
+        p.packArrayHeader(n);
+        for (int i = 0; i < n; i++) {
             Object v = vals[i];
             if (v == null) {
                 p.packNil();
@@ -134,6 +138,9 @@ public final class Schema<R> {
         Object[] vals = extract.apply(r);
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
         for (int i = 0; i < vals.length; i++) {
+            if (vals[i] == null && fields.get(i).omitNull()) {
+                continue;
+            }
             m.put(fields.get(i).name(), vals[i] == null ? null : fields.get(i).type().toJsonAny(vals[i]));
         }
         return m;

@@ -27,7 +27,8 @@ public final class Hangs {
             "unknown-completion-id", "superseded-transfer-id", "ack-before-finish", "notify-unhandshaken-rank",
             "wrong-port-offset-form", "notify-no-listener", "empty-remote-blocks", "ack-before-mapping",
             "failed-read-no-release", "ack-deficit", "free-while-in-flight", "listener-death", "mapping-leak", "negative-matched-tokens",
-            "anomaly", "proxy-decode-unanswered", "proxy-prefill-failed");
+            "eager-handshake-wrong-pod", "read-wrong-dp-rank", "transfer-id-uncorrelated", "renamed-at-finish",
+            "missing-remote-block-ids", "anomaly", "proxy-decode-unanswered", "proxy-prefill-failed");
 
     /**
      * What a diagnosis run found.

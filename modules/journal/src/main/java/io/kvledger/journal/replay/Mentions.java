@@ -53,7 +53,12 @@ public final class Mentions {
                     }
                 }
             }
-            case NodeEvent.RequestFinished x -> rid(s, x.requestId());
+            case NodeEvent.RequestFinished x -> {
+                rid(s, x.requestId());
+                if (x.admittedRequestId() != null) {
+                    rid(s, x.admittedRequestId()); // the same request, admitted under this id
+                }
+            }
             case NodeEvent.ConnectorOutputReceived x -> {
                 rids(s, x.finishedSending());
                 rids(s, x.finishedRecving());
@@ -79,6 +84,7 @@ public final class Mentions {
             case NodeEvent.HandshakeFailed x -> { }
             case NodeEvent.FrameRejected x -> { }
             case NodeEvent.Tick x -> { }
+            case NodeEvent.ShutDown x -> { }
         }
     }
 

@@ -153,13 +153,18 @@ public final class TransferIndex {
                     see(node, seq, at, e.completionId(), null);
                 }
             }
-            case NodeEvent.RequestFinished e -> viaRequest(node, seq, at, e.requestId());
+            case NodeEvent.RequestFinished e -> {
+                if (e.admittedRequestId() != null && ridToTid.get(node).containsKey(e.admittedRequestId())) {
+                    ridToTid.get(node).putIfAbsent(e.requestId(), ridToTid.get(node).get(e.admittedRequestId()));
+                }
+                viaRequest(node, seq, at, e.requestId());
+            }
             case NodeEvent.MatchedTokensQueried e -> viaRequest(node, seq, at, e.requestId());
             case NodeEvent.BlocksAllocated e -> viaRequest(node, seq, at, e.requestId());
             case NodeEvent.StepScheduled _, NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _,
                     NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
                     NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _,
-                    NodeEvent.FrameRejected _, NodeEvent.NotifySendFailed _, NodeEvent.Tick _ -> { }
+                    NodeEvent.FrameRejected _, NodeEvent.NotifySendFailed _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> { }
         }
     }
 

@@ -28,7 +28,7 @@ class EntryTypeTest {
             5 request_finished, 6 connector_output_received, 7 load_started, 8 layer_saved, 9 save_waited, \
             10 finished_polled, 11 handshake_completed, 12 handshake_failed, 13 transfer_completed, \
             14 remote_blocks_received, 15 write_done_received, 16 release_received, 17 raw_completion_received, \
-            18 frame_rejected, 19 tick, 20 notify_send_failed, 100 matched_tokens, 101 metadata_built, 102 finish_decision, \
+            18 frame_rejected, 19 tick, 20 notify_send_failed, 21 shut_down, 100 matched_tokens, 101 metadata_built, 102 finish_decision, \
             103 finished_reported, 104 finished_sending_rewritten, 120 send_remote_blocks, 121 send_release, \
             122 send_write_done, 123 send_write_failed, 124 start_handshake, 125 post_write, 126 post_read, \
             140 phase_changed, 141 deferral_started, 142 ack_parked, 143 ack_surfaced, 144 stale_ack_dropped, \
@@ -116,8 +116,8 @@ class EntryTypeTest {
             Map<String, Object> parsed = (Map<String, Object>) Json.parse(text);
             Object back = t.fromJson(parsed, at, Set.of());
             assertThat(Payloads.same(record, back)).as("%s: %s", t, text).isTrue();
-            assertThat(parsed.keySet()).as(t.typeName())
-                    .containsExactlyElementsOf(t.schema().fields().stream().map(Field::name).toList());
+            assertThat(parsed.keySet()).as(t.typeName()).containsExactlyElementsOf(t.schema().fields().stream()
+                    .filter(f -> !f.omitNull() || parsed.containsKey(f.name())).map(Field::name).toList());
         }
     }
 
@@ -188,6 +188,35 @@ class EntryTypeTest {
         }
         assertThat(Payloads.decode(EntryType.HANDSHAKE_FAILED, 5, newer))
                 .isEqualTo(new NodeEvent.HandshakeFailed(5, "k", "why"));
+    }
+
+    /**
+     * {@code admitted_request_id} was added to request_finished after format version 2 shipped: a
+     * finish without it writes exactly the bytes and the JSON it wrote before, and an older
+     * payload reads as null.
+     */
+    @Test
+    void request_finished_names_an_admitted_id_only_when_it_differs() throws Exception {
+        var plain = new NodeEvent.RequestFinished(9, "r-0-956053a4", io.kvledger.core.model.FinishStatus.FINISHED_LENGTH_CAPPED,
+                io.kvledger.core.model.BlockGroups.single(1, 2));
+        var renamed = new NodeEvent.RequestFinished(9, "r-0-956053a4", io.kvledger.core.model.FinishStatus.FINISHED_LENGTH_CAPPED,
+                io.kvledger.core.model.BlockGroups.single(1, 2), "r-0");
+        byte[] older;
+        try (var p = org.msgpack.core.MessagePack.newDefaultBufferPacker()) {
+            p.packArrayHeader(3).packString("r-0-956053a4").packString("FINISHED_LENGTH_CAPPED");
+            p.packArrayHeader(1).packArrayHeader(2).packInt(1).packInt(2);
+            older = p.toByteArray();
+        }
+        assertThat(Payloads.encode(plain)).isEqualTo(older);
+        assertThat(Payloads.decode(EntryType.REQUEST_FINISHED, 9, older)).isEqualTo(plain);
+        assertThat(Payloads.decode(EntryType.REQUEST_FINISHED, 9, Payloads.encode(renamed))).isEqualTo(renamed);
+        assertThat(EntryType.REQUEST_FINISHED.toJson(plain)).doesNotContainKey("admitted_request_id");
+        Map<String, Object> json = EntryType.REQUEST_FINISHED.toJson(renamed);
+        assertThat(json).containsEntry("admitted_request_id", "r-0");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> parsed = (Map<String, Object>) Json.parse(Json.write(json));
+        assertThat(EntryType.REQUEST_FINISHED.fromJson(parsed, 9, Set.of())).isEqualTo(renamed);
+        assertThat(new io.kvledger.journal.JournalEntry.Input(1, 9, renamed).dissect()).endsWith("admitted_as=r-0");
     }
 
     @Test

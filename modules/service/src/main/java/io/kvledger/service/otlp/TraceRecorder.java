@@ -444,7 +444,8 @@ public final class TraceRecorder {
     private static boolean recordInput(NodeEvent e) {
         return switch (e) {
             case NodeEvent.RemoteBlocksReceived _, NodeEvent.WriteDoneReceived _, NodeEvent.ReleaseReceived _,
-                    NodeEvent.RawCompletionReceived _, NodeEvent.NotifySendFailed _, NodeEvent.RequestFinished _ -> true;
+                    NodeEvent.RawCompletionReceived _, NodeEvent.NotifySendFailed _, NodeEvent.RequestFinished _,
+                    NodeEvent.ShutDown _ -> true;
             case NodeEvent.RequestAdmitted _, NodeEvent.MatchedTokensQueried _, NodeEvent.BlocksAllocated _,
                     NodeEvent.StepScheduled _, NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _,
                     NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,

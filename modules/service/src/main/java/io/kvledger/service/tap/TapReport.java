@@ -165,7 +165,7 @@ public final class TapReport {
                             NodeEvent.StepScheduled _, NodeEvent.RequestFinished _, NodeEvent.ConnectorOutputReceived _,
                             NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
                             NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _,
-                            NodeEvent.Tick _ -> { }
+                            NodeEvent.Tick _, NodeEvent.ShutDown _ -> { }
                 }
             }
         }
@@ -364,7 +364,7 @@ public final class TapReport {
                     NodeEvent.StepScheduled _, NodeEvent.RequestFinished _, NodeEvent.ConnectorOutputReceived _,
                     NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
                     NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _,
-                    NodeEvent.Tick _ -> "other";
+                    NodeEvent.Tick _, NodeEvent.ShutDown _ -> "other";
         };
     }
 
@@ -380,7 +380,7 @@ public final class TapReport {
                     NodeEvent.BlocksAllocated _, NodeEvent.StepScheduled _, NodeEvent.RequestFinished _,
                     NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _, NodeEvent.LayerSaved _,
                     NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.HandshakeCompleted _,
-                    NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _, NodeEvent.Tick _ -> null;
+                    NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> null;
         };
     }
 }

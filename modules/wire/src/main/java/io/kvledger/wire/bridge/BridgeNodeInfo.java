@@ -27,7 +27,7 @@ public record BridgeNodeInfo(Role role, TransferMode mode, int dpRank, int dpSiz
 
     /** vLLM's {@code kv_role} string. */
     public String kvRole() {
-        return role == Role.PRODUCER ? "kv_producer" : "kv_consumer";
+        return role.kvRole();
     }
 
     /** {@code "read"} or {@code "write"}. */

@@ -310,6 +310,11 @@ final class ReducerFixtures {
             for (Effect e : run.effects.get(i)) {
                 if (e instanceof Effect.Anomaly a && a.requestId() != null) {
                     flagged.add(a.requestId());
+                    if (a.kind() == io.kvledger.core.model.AnomalyKind.REQUEST_RENAMED_AT_FINISH) {
+                        // the request finished under a suffixed id: its lifecycle continues under it
+                        String old = a.detail().substring("admitted as ".length());
+                        current.put(a.requestId(), current.remove(old));
+                    }
                 }
             }
             for (Effect e : run.effects.get(i)) {
