@@ -53,7 +53,7 @@ prepend=()
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 run_python() { # round
-  "$py" "$here/seed_hook_mix.py" --seed-file "$seed_file" --rounds 3 --warmup 1 --json > "$out/python-$1.json"
+  "$py" "$here/seed_hook_mix.py" --seed-file "$seed_file" --rounds 2 --warmup 1 --json > "$out/python-$1.json"
 }
 run_java() { # round tag jar
   "$java" -jar "$3" SeedHookMixBenchmark -wi 3 -w 1 -i 5 -r 1 -f 1 -prof gc "${prepend[@]}" \

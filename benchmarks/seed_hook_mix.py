@@ -337,6 +337,9 @@ def prompt_tokens(i):
     return 256 + (i * 37) % 769
 
 
+_TOKENS = {}
+
+
 class Inputs:
     """One round's inputs, built before the clock starts."""
 
@@ -365,7 +368,11 @@ class Inputs:
                           "remote_block_ids": [100_000 + b for b in ids], "transfer_id": tid,
                           "remote_dp_size": 1, "remote_tp_size": 1}
                 self.outs.append((KVConnectorOutput(), KVConnectorOutput()))
-            req = Request(rid, list(range(tokens)), params)
+            # The scheduler only takes len(prompt_token_ids): requests of one length share a list.
+            token_ids = _TOKENS.get(tokens)
+            if token_ids is None:
+                token_ids = _TOKENS[tokens] = list(range(tokens))
+            req = Request(rid, token_ids, params)
             self.reqs.append(req)
             self.blocks.append(KVCacheBlocks(ids))
             self.flat.append(ids)
