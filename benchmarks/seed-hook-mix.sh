@@ -13,7 +13,8 @@
 #   --jar           the benchmarks jar (default: benchmarks/target/benchmarks.jar; build it with
 #                   mvn -B -q -pl benchmarks -am package -DskipTests)
 #   --baseline-jar  also run SeedHookMixBenchmark from this jar (an older build) in every round
-#   --gc            run the JMH fork with -XX:+Use<gc>GC (default: the JVM's default, G1)
+#   --gc            run the JMH fork with -XX:+Use<gc>GC (default: Parallel, the collector a live
+#                   node runs with; G1 is the JVM's default)
 #   --out           keep the JMH JSON results and the Python output there (default: a temp dir)
 set -euo pipefail
 
@@ -23,10 +24,10 @@ rounds=3
 seed_file="$repo/../shared/seeds/000_8224966d3c25bc2c.txt"
 jar="$repo/benchmarks/target/benchmarks.jar"
 baseline=""
-gc=""
+gc="Parallel"
 out=""
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds="${2:?}"; shift 2 ;;
@@ -61,7 +62,7 @@ run_java() { # round tag jar
     || { echo "seed-hook-mix.sh: JMH failed, see $out/$2-$1.log" >&2; exit 1; }
 }
 
-echo "seed hook mix: $rounds rounds; python: $("$py" --version 2>&1); java: $("$java" -version 2>&1 | head -1); gc: ${gc:-default (G1)}; results in $out"
+echo "seed hook mix: $rounds rounds; python: $("$py" --version 2>&1); java: $("$java" -version 2>&1 | head -1); gc: ${gc}; results in $out"
 for r in $(seq 1 "$rounds"); do
   l0="$(load)"
   if [ $((r % 2)) -eq 1 ]; then
