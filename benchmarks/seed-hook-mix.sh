@@ -27,7 +27,7 @@ baseline=""
 gc="Parallel"
 out=""
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds="${2:?}"; shift 2 ;;
