@@ -27,7 +27,7 @@ baseline=""
 gc="Parallel"
 out=""
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds="${2:?}"; shift 2 ;;
@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
     --baseline-jar) baseline="${2:?}"; shift 2 ;;
     --gc) gc="${2:?}"; shift 2 ;;
     --out) out="${2:?}"; shift 2 ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     *) echo "seed-hook-mix.sh: unknown option $1" >&2; usage ;;
   esac
 done
