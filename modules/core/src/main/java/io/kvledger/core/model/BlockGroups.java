@@ -140,6 +140,14 @@ public final class BlockGroups {
         return groups[i];
     }
 
+    /**
+     * Group 0 alone, as {@code single(first())} gives, without copying the shared array (this
+     * instance when it has exactly one group).
+     */
+    public BlockGroups firstOnly() {
+        return groups.length == 1 ? this : new BlockGroups(new int[][] {first()});
+    }
+
     /** Group 0, or an empty array when there are no groups. */
     public int[] first() {
         return groups.length == 0 ? new int[0] : groups[0];

@@ -1,8 +1,6 @@
 package io.kvledger.core.model;
 
 import io.kvledger.core.moriio.ExtraConfig;
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -16,32 +14,79 @@ import java.util.Map;
  */
 public final class KvParams {
 
-    private LinkedHashMap<String, Object> values;
-    /** Copy on write: set when another KvParams may share {@link #values}. */
+    // Insertion-ordered parallel arrays, searched linearly: params hold a dozen keys or so, and
+    // a scan of interned keys beats hashing (and a LinkedHashMap's entries and resizes) there.
+    private String[] keys;
+    private Object[] vals;
+    private int size;
+    /** Copy on write: set when another KvParams may share {@link #keys} and {@link #vals}. */
     private boolean shared;
+    private Map<String, Object> view;
 
-    private KvParams(LinkedHashMap<String, Object> values) {
-        this.values = values;
-    }
-
-    private KvParams(LinkedHashMap<String, Object> values, boolean shared) {
-        this.values = values;
+    private KvParams(String[] keys, Object[] vals, int size, boolean shared) {
+        this.keys = keys;
+        this.vals = vals;
+        this.size = size;
         this.shared = shared;
     }
 
     private void own() {
         if (shared) {
-            values = new LinkedHashMap<>(values);
+            keys = keys.clone();
+            vals = vals.clone();
             shared = false;
         }
     }
 
+    private int indexOf(Object key) {
+        String[] k = keys;
+        for (int i = 0; i < size; i++) {
+            if (k[i] == key) {
+                return i;
+            }
+        }
+        if (key != null) {
+            for (int i = 0; i < size; i++) {
+                if (key.equals(k[i])) {
+                    return i;
+                }
+            }
+        }
+        return -1;
+    }
+
+    /** Sets the value of {@code key} in place, or appends the key (the caller owns the arrays). */
+    private void set(String key, Object value) {
+        int i = indexOf(key);
+        if (i >= 0) {
+            vals[i] = value;
+            return;
+        }
+        if (size == keys.length) {
+            int n = Math.max(4, size * 2);
+            keys = java.util.Arrays.copyOf(keys, n);
+            vals = java.util.Arrays.copyOf(vals, n);
+        }
+        keys[size] = key;
+        vals[size] = value;
+        size++;
+    }
+
     public static KvParams empty() {
-        return new KvParams(new LinkedHashMap<>());
+        return new KvParams(new String[8], new Object[8], 0, false);
+    }
+
+    /** Empty params with room for {@code n} keys. */
+    public static KvParams withCapacity(int n) {
+        return new KvParams(new String[Math.max(n, 1)], new Object[Math.max(n, 1)], 0, false);
     }
 
     public static KvParams of(Map<String, ?> m) {
-        return new KvParams(new LinkedHashMap<>(m));
+        KvParams p = withCapacity(m.size());
+        for (Map.Entry<String, ?> e : m.entrySet()) {
+            p.set(e.getKey(), e.getValue());
+        }
+        return p;
     }
 
     /** Builds params from alternating keys and values. */
@@ -49,42 +94,44 @@ public final class KvParams {
         if (kv.length % 2 != 0) {
             throw new IllegalArgumentException("keys and values must alternate");
         }
-        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
+        KvParams p = withCapacity(kv.length / 2);
         for (int i = 0; i < kv.length; i += 2) {
             Object v = kv[i + 1];
-            m.put((String) kv[i], v instanceof Integer n ? Long.valueOf(n) : v);
+            p.set((String) kv[i], v instanceof Integer n ? Long.valueOf(n) : v);
         }
-        return new KvParams(m);
+        return p;
     }
 
     /** An independent copy (copy on write: the entries are copied when either side next changes). */
     public KvParams copy() {
         shared = true;
-        return new KvParams(values, true);
+        return new KvParams(keys, vals, size, true);
     }
 
     public boolean has(String key) {
-        return values.containsKey(key);
+        return indexOf(key) >= 0;
     }
 
     /** {@code params.get(key)}: {@code null} when absent or None. */
     public Object get(String key) {
-        return values.get(key);
+        int i = indexOf(key);
+        return i < 0 ? null : vals[i];
     }
 
     /** {@code params.get(key, default)}: the default only when the key is absent. */
     public Object getOr(String key, Object fallback) {
-        return values.containsKey(key) ? values.get(key) : fallback;
+        int i = indexOf(key);
+        return i < 0 ? fallback : vals[i];
     }
 
     /** {@code bool(params.get(key))}. */
     public boolean truthy(String key) {
-        return ExtraConfig.pythonTruthy(values.get(key));
+        return ExtraConfig.pythonTruthy(get(key));
     }
 
     /** The value as a string, or {@code null} when absent, None or not a string. */
     public String string(String key) {
-        return values.get(key) instanceof String s ? s : null;
+        return get(key) instanceof String s ? s : null;
     }
 
     /**
@@ -92,10 +139,11 @@ public final class KvParams {
      * booleans). Returns {@code null} when the value cannot be read as an int (Python would raise).
      */
     public Long integer(String key, long fallback) {
-        if (!values.containsKey(key)) {
+        int i = indexOf(key);
+        if (i < 0) {
             return fallback;
         }
-        return asLong(values.get(key));
+        return asLong(vals[i]);
     }
 
     /** Python {@code int(v)} for the value kinds params carry; {@code null} when it would raise. */
@@ -121,42 +169,104 @@ public final class KvParams {
 
     public void put(String key, Object value) {
         own();
-        values.put(key, value instanceof Integer n ? Long.valueOf(n) : value);
+        set(key, value instanceof Integer n ? Long.valueOf(n) : value);
     }
 
     /** {@code params.setdefault(key, value)}: sets only when the key is absent. */
     public void setDefault(String key, Object value) {
-        if (!values.containsKey(key)) {
+        if (indexOf(key) < 0) {
             own();
-            values.put(key, value);
+            set(key, value);
         }
     }
 
     public boolean isEmpty() {
-        return values.isEmpty();
+        return size == 0;
     }
 
     public int size() {
-        return values.size();
+        return size;
     }
 
     /** An unmodifiable view in insertion order. */
     public Map<String, Object> asMap() {
-        return Collections.unmodifiableMap(values);
+        Map<String, Object> v = view;
+        if (v == null) {
+            v = new View();
+            view = v;
+        }
+        return v;
     }
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof KvParams p && p.values.equals(values);
+        return o instanceof KvParams p && p.asMap().equals(asMap());
     }
 
     @Override
     public int hashCode() {
-        return values.hashCode();
+        return asMap().hashCode();
     }
 
     @Override
     public String toString() {
-        return values.toString();
+        return asMap().toString();
+    }
+
+    /** The unmodifiable insertion-ordered view {@link #asMap()} returns (it follows later changes). */
+    private final class View extends java.util.AbstractMap<String, Object> {
+        private java.util.Set<Map.Entry<String, Object>> entries;
+
+        @Override
+        public int size() {
+            return size;
+        }
+
+        @Override
+        public boolean containsKey(Object key) {
+            return indexOf(key) >= 0;
+        }
+
+        @Override
+        public Object get(Object key) {
+            int i = indexOf(key);
+            return i < 0 ? null : vals[i];
+        }
+
+        @Override
+        public java.util.Set<Map.Entry<String, Object>> entrySet() {
+            java.util.Set<Map.Entry<String, Object>> es = entries;
+            if (es == null) {
+                es = new java.util.AbstractSet<>() {
+                    @Override
+                    public java.util.Iterator<Map.Entry<String, Object>> iterator() {
+                        return new java.util.Iterator<>() {
+                            private int next;
+
+                            @Override
+                            public boolean hasNext() {
+                                return next < size;
+                            }
+
+                            @Override
+                            public Map.Entry<String, Object> next() {
+                                if (next >= size) {
+                                    throw new java.util.NoSuchElementException();
+                                }
+                                int i = next++;
+                                return new java.util.AbstractMap.SimpleImmutableEntry<>(keys[i], vals[i]);
+                            }
+                        };
+                    }
+
+                    @Override
+                    public int size() {
+                        return size;
+                    }
+                };
+                entries = es;
+            }
+            return es;
+        }
     }
 }

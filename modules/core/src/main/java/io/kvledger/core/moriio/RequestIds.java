@@ -45,9 +45,91 @@ public final class RequestIds {
      * @return group 1 of the first match (the peer's {@code zmq_address} text, unparsed), or empty
      */
     public static Optional<String> peerZmqFromRequestId(String requestId, boolean isProducer) {
+        long span = peerZmqSpan(requestId, isProducer);
+        return span < 0 ? Optional.empty() : Optional.of(requestId.substring(spanStart(span), spanEnd(span)));
+    }
+
+    /**
+     * Where {@link #peerZmqFromRequestId} finds the peer address, without allocating: group 1's
+     * start and end packed as {@code (start << 32) | end} (read them with {@link #spanStart} and
+     * {@link #spanEnd}), or -1 when the id embeds none.
+     *
+     * <p>An id without {@code '\n'} (every id vLLM makes) is scanned directly; the scan gives the
+     * patterns' match exactly: with no line break, {@code .} matches every character and
+     * {@code $} only the end, so the prefill address ends at the first {@code ___decode_addr_}
+     * at least one character after {@code ___prefill_addr_} (non-greedy), and the decode address
+     * at the last {@code _} that is followed by 32 lowercase hex digits and then the end or a
+     * {@code -} (greedy), at least one character after the first {@code ___decode_addr_} (a
+     * later start can only find a subset of those ends). An id with a line break goes through
+     * the regular expressions.
+     */
+    public static long peerZmqSpan(String requestId, boolean isProducer) {
         Objects.requireNonNull(requestId, "requestId");
-        Matcher m = (isProducer ? DECODE_ZMQ : PREFILL_ZMQ).matcher(requestId);
-        return m.find() ? Optional.of(m.group(1)) : Optional.empty();
+        if (requestId.indexOf('\n') >= 0) {
+            Matcher m = (isProducer ? DECODE_ZMQ : PREFILL_ZMQ).matcher(requestId);
+            return m.find() ? span(m.start(1), m.end(1)) : -1;
+        }
+        return isProducer ? decodeSpan(requestId) : prefillSpan(requestId);
+    }
+
+    /** The start of a span from {@link #peerZmqSpan}. */
+    public static int spanStart(long span) {
+        return (int) (span >>> 32);
+    }
+
+    /** The end (exclusive) of a span from {@link #peerZmqSpan}. */
+    public static int spanEnd(long span) {
+        return (int) span;
+    }
+
+    private static long span(int start, int end) {
+        return ((long) start << 32) | end;
+    }
+
+    private static final String PREFILL_MARK = "___prefill_addr_";
+    private static final String DECODE_MARK = "___decode_addr_";
+    private static final int UUID_HEX = 32;
+
+    private static long prefillSpan(String id) {
+        int i = id.indexOf(PREFILL_MARK);
+        if (i < 0) {
+            return -1;
+        }
+        int start = i + PREFILL_MARK.length();
+        int end = id.indexOf(DECODE_MARK, start + 1);
+        return end < 0 ? -1 : span(start, end);
+    }
+
+    private static long decodeSpan(String id) {
+        int i = id.indexOf(DECODE_MARK);
+        if (i < 0) {
+            return -1;
+        }
+        int start = i + DECODE_MARK.length();
+        int len = id.length();
+        for (int e = len - UUID_HEX - 1; e > start; e--) {
+            if (id.charAt(e) != '_') {
+                continue;
+            }
+            int after = e + 1 + UUID_HEX;
+            if (after != len && id.charAt(after) != '-') {
+                continue;
+            }
+            if (lowerHex(id, e + 1, after)) {
+                return span(start, e);
+            }
+        }
+        return -1;
+    }
+
+    private static boolean lowerHex(String s, int from, int to) {
+        for (int k = from; k < to; k++) {
+            char ch = s.charAt(k);
+            if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

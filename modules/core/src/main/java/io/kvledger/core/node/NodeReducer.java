@@ -223,7 +223,7 @@ public final class NodeReducer {
             }
             RequestPhase from = r.phase;
             r.phase = to;
-            s.phases.put(r.requestId, to);
+            s.phases.set(r, to);
             out.add(new Effect.PhaseChanged(r.requestId, from, to, reason));
         }
 

@@ -38,6 +38,14 @@ public final class NodeState {
     /** Bumped on every change of the transfer-id map, so a step's snapshot is copied only when it changed. */
     long mappingVersion;
     long metaMappingVersion = -1;
+    /**
+     * The last peer address text parsed out of a request id in each direction, and its parse
+     * result (a cache: parsing is a pure function of the text; see SchedulerSide.peer).
+     */
+    String lastPrefillPeerText;
+    Object lastPrefillPeer;
+    String lastDecodePeerText;
+    Object lastDecodePeer;
 
     // ------------------------------------------------------------ derived configuration
     final int[] transferGroups;
@@ -55,12 +63,7 @@ public final class NodeState {
     /** Requests vLLM still holds (admitted and not yet freed). */
     final LinkedHashMap<String, Req> requests = new LinkedHashMap<>();
     /** The phase of live requests and of recently finished ones (bounded). */
-    final LinkedHashMap<String, RequestPhase> phases = new LinkedHashMap<>(64, 0.75f, false) {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, RequestPhase> eldest) {
-            return size() > FINISHED_PHASE_MEMORY && eldest.getValue().terminal();
-        }
-    };
+    final PhaseTable phases = new PhaseTable(FINISHED_PHASE_MEMORY);
 
     // ------------------------------------------------------------ scheduler side
     final LinkedHashMap<String, Stage> reqsNeedRecv = new LinkedHashMap<>();
@@ -479,6 +482,8 @@ public final class NodeState {
         /** The peer address embedded in the request id, parsed once per direction (see SchedulerSide.peer). */
         Object prefillPeer;
         Object decodePeer;
+        /** This request's entry in {@link NodeState#phases} (see {@link PhaseTable#set}). */
+        PhaseTable.Cell phaseCell;
 
         Req(String requestId, int numPromptTokens, int promptTokenIds, KvParams params, long admittedAtNs) {
             this.requestId = requestId;

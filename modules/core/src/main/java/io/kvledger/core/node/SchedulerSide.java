@@ -24,7 +24,6 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.regex.Pattern;
 
 /**
@@ -50,7 +49,9 @@ final class SchedulerSide {
         KvParams params = e.params() == null ? null : e.params().copy();
         Req r = new Req(e.requestId(), e.numPromptTokens(), e.promptTokenIds(), params, c.now);
         c.s.requests.put(r.requestId, r);
-        RequestPhase before = c.s.phases.put(r.requestId, RequestPhase.ADMITTED);
+        PhaseTable.Cell existing = c.s.phases.cell(r.requestId);
+        RequestPhase before = existing == null ? null : existing.getValue();
+        r.phaseCell = c.s.phases.put(r.requestId, RequestPhase.ADMITTED, existing);
         c.emit(new Effect.PhaseChanged(r.requestId, before, RequestPhase.ADMITTED, before == null ? "admitted" : "admitted again"));
         // on_new_request (#51052): a hybrid producer drops the last prompt token once.
         if (c.on(Switch.ON_NEW_REQUEST_P_TRUNCATION) && c.s.hybrid && c.cfg.isProducer() && params != null
@@ -160,7 +161,7 @@ final class SchedulerSide {
         if (params.truthy("do_remote_decode")) {
             if (!c.on(Switch.SAVE_STAGING_WRITE_ONLY) || c.cfg.mode() == TransferMode.WRITE) {
                 if (mapped) {
-                    BlockGroups local = c.on(Switch.SAVE_BLOCK_IDS_GROUPED) ? e.blocks() : BlockGroups.single(e.blocks().first());
+                    BlockGroups local = c.on(Switch.SAVE_BLOCK_IDS_GROUPED) ? e.blocks() : e.blocks().firstOnly();
                     c.s.reqsNeedSave.put(rid, new Stage(r, local));
                     c.s.reqKvParams.put(rid, params.copy());
                 }
@@ -412,7 +413,7 @@ final class SchedulerSide {
         }
         String host;
         int notifyPort;
-        var parsed = peer(r, rid, false);
+        var parsed = peer(c, r, rid, false);
         if (parsed != null) {
             if (!parsed.isOk()) {
                 c.anomaly(AnomalyKind.NOTIFY_ADDRESS_UNRESOLVED, rid, tid(r), parsed.error());
@@ -506,7 +507,7 @@ final class SchedulerSide {
      */
     static void buildMeta(Ctx c, NodeEvent.StepScheduled e) {
         NodeState s = c.s;
-        List<ReqMeta> recv = new ArrayList<>(s.reqsNeedRecv.size());
+        List<ReqMeta> recv = s.reqsNeedRecv.isEmpty() ? List.of() : new ArrayList<>(s.reqsNeedRecv.size());
         List<ReqMeta> save = new ArrayList<>(s.reqsNeedSave.size());
         if (c.cfg.mode() == TransferMode.WRITE && c.cfg.role() == Role.PRODUCER && !s.reqsNeedPendingSave.isEmpty()) {
             for (NodeEvent.CachedRequest cr : e.cachedRequests()) {
@@ -567,18 +568,27 @@ final class SchedulerSide {
             }
             save.add(m);
         }
-        List<String> toSend = new ArrayList<>(s.reqsNeedSend.keySet());
-        for (String rid : s.reqsNeedRecv.keySet()) {
-            s.reqKvParams.remove(rid);
+        List<String> toSend;
+        if (s.reqsNeedSend.isEmpty()) {
+            toSend = List.of(); // rebinding an empty dict to a new empty one changes nothing
+        } else {
+            toSend = new ArrayList<>(s.reqsNeedSend.keySet());
+            s.reqsNeedSend.clear(); // as rebinding to a new dict: nothing else holds the old one
         }
-        for (String rid : s.reqsNeedSave.keySet()) {
-            if (!s.reqsNeedPendingSave.containsKey(rid)) {
+        if (!s.reqsNeedRecv.isEmpty()) {
+            for (String rid : s.reqsNeedRecv.keySet()) {
                 s.reqKvParams.remove(rid);
             }
+            s.reqsNeedRecv.clear();
         }
-        s.reqsNeedRecv.clear();
-        s.reqsNeedSave.clear();
-        s.reqsNeedSend = new LinkedHashMap<>();
+        if (!s.reqsNeedSave.isEmpty()) {
+            for (String rid : s.reqsNeedSave.keySet()) {
+                if (!s.reqsNeedPendingSave.containsKey(rid)) {
+                    s.reqKvParams.remove(rid);
+                }
+            }
+            s.reqsNeedSave.clear();
+        }
         s.metaRecv = recv;
         s.metaSave = save;
         refreshMetaMapping(s);
@@ -645,7 +655,7 @@ final class SchedulerSide {
         String host;
         int hs;
         int np;
-        var parsed = peer(req, rid, writeMode);
+        var parsed = peer(c, req, rid, writeMode);
         if (parsed != null) {
             if (!parsed.isOk()) {
                 c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, tidString, parsed.error());
@@ -667,16 +677,17 @@ final class SchedulerSide {
             hs = (int) (long) hsv;
             np = (int) (long) npv;
         }
-        List<String> pods = new ArrayList<>();
+        List<String> pods;
         Object hosts = kv.get("remote_hosts");
         if (!ExtraConfig.pythonTruthy(hosts)) {
-            pods.add(host);
+            pods = List.of(host);
         } else if (hosts instanceof List<?> l) {
+            pods = new ArrayList<>(l.size());
             for (Object o : l) {
                 pods.add(ExtraConfig.pythonStr(o));
             }
         } else {
-            pods.add(ExtraConfig.pythonStr(hosts));
+            pods = List.of(ExtraConfig.pythonStr(hosts));
         }
         Object dpLocalValue = kv.has("remote_dp_size_local") ? kv.get("remote_dp_size_local") : kv.getOr("remote_dp_size", 1L);
         Long dpLocal = KvParams.asLong(dpLocalValue);
@@ -733,7 +744,7 @@ final class SchedulerSide {
         BlockGroups blocks = e.blockIds();
         if (!c.on(Switch.CONNECTOR_SUPPORTS_HMA) && blocks.size() > 1) {
             c.anomaly(AnomalyKind.HMA_MULTI_GROUP_ASSERT, rid, tid(r), blocks.size() + " groups passed to a non-HMA connector");
-            blocks = BlockGroups.single(blocks.first());
+            blocks = blocks.firstOnly();
         }
         KvParams params = r.params;
         if (!c.cfg.isProducer()) {
@@ -826,7 +837,7 @@ final class SchedulerSide {
             s.deferredSendDeadlines.put(rid, new NodeState.Deferral(deadline, tidString));
             c.emit(new Effect.DeferralStarted(rid, tidString, deadline));
         }
-        KvParams out = KvParams.empty();
+        KvParams out = KvParams.withCapacity(13);
         out.put("do_remote_prefill", Boolean.TRUE);
         out.put("do_remote_decode", Boolean.FALSE);
         out.put("remote_block_ids", remoteValue);
@@ -913,7 +924,7 @@ final class SchedulerSide {
         String h;
         Long p;
         if (host == null || port == null) {
-            var parsed = peer(r, r.requestId, false);
+            var parsed = peer(c, r, r.requestId, false);
             if (parsed == null || !parsed.isOk()) {
                 c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, ExtraConfig.pythonStr(transferId),
                         "missing remote notify address");
@@ -958,14 +969,19 @@ final class SchedulerSide {
             }
             return;
         }
-        LinkedHashSet<String> incoming = new LinkedHashSet<>();
-        if (e.finishedSending() != null) {
-            incoming.addAll(e.finishedSending());
-        }
+        // set(finished_sending or ()): a one-element list needs no de-duplication. The tables
+        // below are allocated only when something goes into them (most steps surface nothing).
+        List<String> sending = e.finishedSending();
+        java.util.Collection<String> incoming = sending == null || sending.size() <= 1
+                ? (sending == null ? List.of() : sending)
+                : new LinkedHashSet<>(sending);
         long now = c.now;
-        LinkedHashMap<String, Effect.SurfaceReason> safe = new LinkedHashMap<>();
+        LinkedHashMap<String, Effect.SurfaceReason> safe = null;
         for (String rid : incoming) {
             if (s.deferredSendDeadlines.containsKey(rid)) {
+                if (safe == null) {
+                    safe = new LinkedHashMap<>(4);
+                }
                 safe.put(rid, Effect.SurfaceReason.ACKED);
             } else if (!s.pendingSentAcks.containsKey(rid)) {
                 long deadline = plus(now, c.cfg.deferTimeoutNs());
@@ -980,22 +996,33 @@ final class SchedulerSide {
                 }
             }
         }
-        for (String rid : s.pendingSentAcks.keySet()) {
-            if (s.deferredSendDeadlines.containsKey(rid)) {
-                safe.putIfAbsent(rid, Effect.SurfaceReason.PARKED_ACK_RELEASED);
+        if (!s.pendingSentAcks.isEmpty()) {
+            for (String rid : s.pendingSentAcks.keySet()) {
+                if (s.deferredSendDeadlines.containsKey(rid)) {
+                    if (safe == null) {
+                        safe = new LinkedHashMap<>();
+                    }
+                    safe.putIfAbsent(rid, Effect.SurfaceReason.PARKED_ACK_RELEASED);
+                }
             }
         }
-        if (!c.on(Switch.HOLD_UNTIL_REAL_ACK)) {
+        if (!c.on(Switch.HOLD_UNTIL_REAL_ACK) && !s.deferredSendDeadlines.isEmpty()) {
             // expired is every deferral past its deadline, whether or not its ACK is in SAFE
             // already: upstream's "Reaped %d deferred sends" warning counts len(expired).
-            List<String> expired = new ArrayList<>();
+            List<String> expired = List.of();
             for (Map.Entry<String, NodeState.Deferral> d : s.deferredSendDeadlines.entrySet()) {
                 if (now >= d.getValue().deadlineNs()) {
+                    if (expired.isEmpty()) {
+                        expired = new ArrayList<>();
+                    }
                     expired.add(d.getKey());
+                    if (safe == null) {
+                        safe = new LinkedHashMap<>();
+                    }
                     safe.putIfAbsent(d.getKey(), Effect.SurfaceReason.REAPED);
                 }
             }
-            String count = " (" + expired.size() + " reaped this step)";
+            String count = expired.isEmpty() ? "" : " (" + expired.size() + " reaped this step)";
             for (String rid : expired) {
                 String t = s.deferredSendDeadlines.get(rid).transferId();
                 if (safe.get(rid) == Effect.SurfaceReason.REAPED) {
@@ -1006,6 +1033,11 @@ final class SchedulerSide {
                             + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms when its ACK arrived; freed by the ACK" + count);
                 }
             }
+        }
+        if (safe == null) {
+            dropStaleAcks(c, now);
+            c.emit(new Effect.FinishedSendingRewritten(List.of()));
+            return;
         }
         List<String> surfaced = new ArrayList<>(safe.size());
         for (Map.Entry<String, Effect.SurfaceReason> en : safe.entrySet()) {
@@ -1030,6 +1062,16 @@ final class SchedulerSide {
             }
             c.free(r);
         }
+        dropStaleAcks(c, now);
+        c.emit(new Effect.FinishedSendingRewritten(surfaced));
+    }
+
+    /** Parked ACKs past their deadline that never matched a deferral are dropped. */
+    private static void dropStaleAcks(Ctx c, long now) {
+        NodeState s = c.s;
+        if (s.pendingSentAcks.isEmpty()) {
+            return;
+        }
         List<String> stale = new ArrayList<>();
         for (Map.Entry<String, Long> p : s.pendingSentAcks.entrySet()) {
             if (now >= p.getValue()) {
@@ -1041,7 +1083,6 @@ final class SchedulerSide {
             c.emit(new Effect.StaleAckDropped(rid));
             c.anomaly(AnomalyKind.STALE_ACK_DROPPED, rid, null, "parked ACK never matched a deferral");
         }
-        c.emit(new Effect.FinishedSendingRewritten(surfaced));
     }
 
     // ------------------------------------------------------------------ shutdown
@@ -1081,11 +1122,34 @@ final class SchedulerSide {
      * result. Parsed once per request and direction; request ids never change.
      */
     @SuppressWarnings("unchecked")
-    static io.kvledger.core.moriio.Checked<ZmqAddress> peer(Req r, String rid, boolean isProducer) {
+    static io.kvledger.core.moriio.Checked<ZmqAddress> peer(Ctx c, Req r, String rid, boolean isProducer) {
         Object cached = r == null ? null : (isProducer ? r.decodePeer : r.prefillPeer);
         if (cached == null) {
-            Optional<String> embedded = RequestIds.peerZmqFromRequestId(rid, isProducer);
-            cached = embedded.isPresent() ? ZmqAddress.parse(embedded.get()) : NO_PEER;
+            long span = RequestIds.peerZmqSpan(rid, isProducer);
+            if (span < 0) {
+                cached = NO_PEER;
+            } else {
+                // Requests from the same peers embed the same address text: the node keeps the
+                // last text parsed in each direction and its (immutable) parse result.
+                NodeState s = c.s;
+                int from = RequestIds.spanStart(span);
+                int len = RequestIds.spanEnd(span) - from;
+                String last = isProducer ? s.lastDecodePeerText : s.lastPrefillPeerText;
+                if (last != null && last.length() == len && rid.regionMatches(from, last, 0, len)) {
+                    cached = isProducer ? s.lastDecodePeer : s.lastPrefillPeer;
+                } else {
+                    String text = rid.substring(from, from + len);
+                    var parsed = ZmqAddress.parse(text);
+                    if (isProducer) {
+                        s.lastDecodePeerText = text;
+                        s.lastDecodePeer = parsed;
+                    } else {
+                        s.lastPrefillPeerText = text;
+                        s.lastPrefillPeer = parsed;
+                    }
+                    cached = parsed;
+                }
+            }
             if (r != null) {
                 if (isProducer) {
                     r.decodePeer = cached;

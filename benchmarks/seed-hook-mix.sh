@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The seed scheduler's hook mix, Python against Java, side by side in one run.
+#
+# Each round runs the seed's own MoRIIOConnectorScheduler (benchmarks/seed_hook_mix.py, Debian's
+# python3) and SeedHookMixBenchmark (JMH, short: -wi 3 -w 1 -i 5 -r 1 -f 1 -prof gc) on both mixes,
+# alternating which goes first, and prints both rates and their ratio; at the end the medians and
+# the median of the per-round ratios. The load average is printed with every round: the machine
+# is shared, so only ratios taken in the same round mean much.
+#
+# Usage: benchmarks/seed-hook-mix.sh [--rounds N] [--seed-file PATH] [--jar PATH]
+#                                    [--baseline-jar PATH] [--gc G1|Parallel] [--out DIR]
+#   --seed-file     the seed document (default: <repo>/../shared/seeds/000_8224966d3c25bc2c.txt)
+#   --jar           the benchmarks jar (default: benchmarks/target/benchmarks.jar; build it with
+#                   mvn -B -q -pl benchmarks -am package -DskipTests)
+#   --baseline-jar  also run SeedHookMixBenchmark from this jar (an older build) in every round
+#   --gc            run the JMH fork with -XX:+Use<gc>GC (default: Parallel, the collector a live
+#                   node runs with; G1 is the JVM's default)
+#   --out           keep the JMH JSON results and the Python output there (default: a temp dir)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+rounds=3
+seed_file="$repo/../shared/seeds/000_8224966d3c25bc2c.txt"
+jar="$repo/benchmarks/target/benchmarks.jar"
+baseline=""
+gc="Parallel"
+out=""
+
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) rounds="${2:?}"; shift 2 ;;
+    --seed-file) seed_file="${2:?}"; shift 2 ;;
+    --jar) jar="${2:?}"; shift 2 ;;
+    --baseline-jar) baseline="${2:?}"; shift 2 ;;
+    --gc) gc="${2:?}"; shift 2 ;;
+    --out) out="${2:?}"; shift 2 ;;
+    -h|--help) usage 0 ;;
+    *) echo "seed-hook-mix.sh: unknown option $1" >&2; usage ;;
+  esac
+done
+case "$rounds" in ''|*[!0-9]*|0) echo "seed-hook-mix.sh: --rounds takes a positive integer" >&2; exit 2 ;; esac
+[ -f "$seed_file" ] || { echo "seed-hook-mix.sh: the seed document is not at $seed_file (pass --seed-file PATH)" >&2; exit 2; }
+[ -f "$jar" ] || { echo "seed-hook-mix.sh: no benchmarks jar at $jar (build it: mvn -B -q -pl benchmarks -am package -DskipTests)" >&2; exit 2; }
+[ -z "$baseline" ] || [ -f "$baseline" ] || { echo "seed-hook-mix.sh: no baseline jar at $baseline" >&2; exit 2; }
+py=/usr/bin/python3
+[ -x "$py" ] || py="$(command -v python3)"
+java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+if [ -z "$out" ]; then out="$(mktemp -d)"; else mkdir -p "$out"; fi
+prepend=()
+[ -z "$gc" ] || prepend=(-jvmArgsPrepend "-XX:+Use${gc}GC")
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+run_python() { # round
+  "$py" "$here/seed_hook_mix.py" --seed-file "$seed_file" --rounds 2 --warmup 1 --json > "$out/python-$1.json"
+}
+run_java() { # round tag jar
+  "$java" -jar "$3" SeedHookMixBenchmark -wi 3 -w 1 -i 5 -r 1 -f 1 -prof gc "${prepend[@]}" \
+    -rf json -rff "$out/$2-$1.json" > "$out/$2-$1.log" 2>&1 \
+    || { echo "seed-hook-mix.sh: JMH failed, see $out/$2-$1.log" >&2; exit 1; }
+}
+
+echo "seed hook mix: $rounds rounds; python: $("$py" --version 2>&1); java: $("$java" -version 2>&1 | head -1); gc: ${gc}; results in $out"
+for r in $(seq 1 "$rounds"); do
+  l0="$(load)"
+  if [ $((r % 2)) -eq 1 ]; then
+    run_python "$r"; run_java "$r" java "$jar"; [ -z "$baseline" ] || run_java "$r" baseline "$baseline"
+  else
+    [ -z "$baseline" ] || run_java "$r" baseline "$baseline"; run_java "$r" java "$jar"; run_python "$r"
+  fi
+  echo "round $r: load average $l0 -> $(load)"
+  "$py" - "$out" "$r" "${baseline:+baseline}" <<'EOF'
+import json, statistics, sys
+out, r, base = sys.argv[1], sys.argv[2], sys.argv[3]
+py = {}
+for line in open(f"{out}/python-{r}.json"):
+    d = json.loads(line)
+    py[d["mix"]] = d
+def jmh(tag):
+    res = {}
+    for b in json.load(open(f"{out}/{tag}-{r}.json")):
+        mix = b["params"]["mix"].lower().replace("_", "-")
+        its = [x for fork in b["primaryMetric"]["rawData"] for x in fork]
+        norm = b["secondaryMetrics"].get("gc.alloc.rate.norm", {}).get("score")
+        res[mix] = (statistics.median(its), its, norm)
+    return res
+java = jmh("java")
+basej = jmh("baseline") if base else {}
+for mix in ("write-producer", "read-consumer"):
+    p = py[mix]
+    jm, its, norm = java[mix]
+    line = (f"  {mix:15s} python {p['median']/1e6:6.3f} M calls/s (rounds {', '.join(f'{x/1e6:.3f}' for x in p['rounds'])})"
+            f" | java {jm/1e6:6.3f} M calls/s (iterations {', '.join(f'{x/1e6:.2f}' for x in its)}; {norm:.0f} B/call)"
+            f" | ratio {jm/p['median']:5.1f}x")
+    if base:
+        bm, bits, bnorm = basej[mix]
+        line += f" | baseline java {bm/1e6:.3f} M calls/s ({bnorm:.0f} B/call), new/baseline {jm/bm:.2f}x"
+    print(line)
+    with open(f"{out}/summary.tsv", "a") as f:
+        f.write(f"{r}\t{mix}\t{p['median']}\t{jm}\t{min(its)}\t{max(its)}\t{norm}\t"
+                f"{basej[mix][0] if base else ''}\t{basej[mix][2] if base else ''}\n")
+EOF
+done
+"$py" - "$out" <<'EOF'
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(f"{sys.argv[1]}/summary.tsv")]
+for mix in ("write-producer", "read-consumer"):
+    rs = [r for r in rows if r[1] == mix]
+    py = [float(r[2]) for r in rs]; jv = [float(r[3]) for r in rs]
+    spread = [(float(r[5]) - float(r[4])) / float(r[3]) for r in rs]
+    line = (f"{mix:15s} median python {statistics.median(py)/1e6:.3f} M calls/s, median java {statistics.median(jv)/1e6:.3f} M calls/s, "
+            f"median of per-round ratios {statistics.median(j / p for j, p in zip(jv, py)):.1f}x, "
+            f"java B/call {statistics.median(float(r[6]) for r in rs):.0f}, "
+            f"java iteration spread (max-min)/median per round: {', '.join(f'{s*100:.0f}%' for s in spread)}")
+    if rs[0][7]:
+        bj = [float(r[7]) for r in rs]
+        line += (f"; baseline java median {statistics.median(bj)/1e6:.3f} M calls/s "
+                 f"({statistics.median(float(r[8]) for r in rs):.0f} B/call), median new/baseline "
+                 f"{statistics.median(j / b for j, b in zip(jv, bj)):.2f}x")
+    print(line)
+EOF
