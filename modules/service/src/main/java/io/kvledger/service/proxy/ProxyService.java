@@ -18,6 +18,7 @@ public final class ProxyService implements AutoCloseable {
     private final ProxyJournal journal;
     private final RegistrationRouter router;
     private final ProxyServer server;
+    private final ProxyWeb web;
 
     private ProxyService(ProxyOptions options, LongSupplier clock, String origin) {
         this.options = options;
@@ -25,13 +26,14 @@ public final class ProxyService implements AutoCloseable {
         this.journal = ProxyJournal.pending();
         Consumer<ProxyEvent> sink = options.journalDir() == null ? e -> { } : journal;
         this.router = RegistrationRouter.start(options.host(), options.pingPort(), instances, sink, clock);
+        this.web = new ProxyWeb(options.journalDir(), options.serveJournals());
         ProxyServer s;
         try {
-            ProxyMetrics metrics = new ProxyMetrics(instances, new ProxyMetrics.RegistrationRouterCounts() {
+            ProxyMetrics metrics = new ProxyMetrics(options.proxyId(), instances, new ProxyMetrics.RegistrationRouterCounts() {
                 @Override public double received() { return router.received(); }
                 @Override public double rejected() { return router.rejected(); }
             });
-            s = new ProxyServer(options, instances, sink, clock, metrics);
+            s = new ProxyServer(options, instances, sink, clock, metrics, web::mount);
         } catch (RuntimeException e) {
             router.close();
             throw e;
@@ -108,6 +110,7 @@ public final class ProxyService implements AutoCloseable {
     @Override
     public void close() {
         try {
+            web.close();
             server.close();
         } finally {
             try {

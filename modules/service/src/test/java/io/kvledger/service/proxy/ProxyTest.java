@@ -353,6 +353,12 @@ class ProxyTest {
         assertTrue(de.received().isEmpty(), "no decode leg for a bad handoff");
         ProxyEvent.LegFailed f = awaitJournaled(ProxyEvent.LegFailed.class, e -> e.leg().equals("prefill"));
         assertEquals(200, f.httpStatus());
+        String scrape = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort() + "/metrics"))
+                .build(), HttpResponse.BodyHandlers.ofString()).body();
+        assertTrue(scrape.contains("kvledger:proxy_handoffs_rejected_total{proxy=\"proxy\",reason=\"transfer_id\"} 1.0"),
+                scrape);
+        assertTrue(scrape.contains("kvledger:proxy_leg_duration_seconds_count{leg=\"prefill\",outcome=\"failed\",proxy=\"proxy\"} 1"),
+                scrape);
 
         // a prefill that registers but whose HTTP port is closed (the first one expires meanwhile)
         pe.stopHeartbeat();
@@ -393,9 +399,10 @@ class ProxyTest {
         assertTrue(eventually(Duration.ofSeconds(5), () -> journaled(ProxyEvent.RequestRejected.class).size() == 6));
         HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort()
                 + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
-        assertTrue(metrics.body().contains("kvledger_proxy_requests_total{outcome=\"rejected\",status=\"400\"} 6.0"),
+        assertTrue(metrics.body().contains(
+                "kvledger:proxy_requests_total{outcome=\"rejected\",proxy=\"proxy\",status=\"400\"} 6.0"), metrics.body());
+        assertTrue(metrics.body().contains("kvledger:proxy_instances{proxy=\"proxy\",role=\"producer\"} 1.0"),
                 metrics.body());
-        assertTrue(metrics.body().contains("kvledger_proxy_instances{role=\"P\"} 1.0"), metrics.body());
     }
 
     /**
