@@ -9,6 +9,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.kvledger.wire.Registration;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -26,7 +27,7 @@ import java.util.concurrent.TimeUnit;
  *       (prefill) or {@code consumer} (decode), as the nodes' {@code role} tag;</li>
  *   <li>{@code kvledger:proxy_handoffs_rejected_total{reason}}: prefill handoffs the proxy refused
  *       to relay ({@link Checks#handoff}), by reason ({@code no_params}, {@code transfer_id},
- *       {@code read_incomplete}, {@code bad_field});</li>
+ *       {@code read_incomplete}, {@code bad_field}; each exported from start at 0);</li>
  *   <li>{@code kvledger:proxy_registrations_received_total},
  *       {@code kvledger:proxy_registrations_rejected_total}: registration messages read
  *       (heartbeats included) and rejected (journaled).</li>
@@ -50,7 +51,13 @@ final class ProxyMetrics {
                 .tags(tags).description("registration messages read (heartbeats included)").register(registry);
         FunctionCounter.builder("kvledger:proxy_registrations_rejected", router, RegistrationRouterCounts::rejected)
                 .tags(tags).description("registration messages rejected (journaled)").register(registry);
+        for (String reason : HANDOFF_REASONS) {
+            handoffs(reason);
+        }
     }
+
+    /** The {@code reason}s of {@code kvledger:proxy_handoffs_rejected_total}, exported from start (at 0). */
+    static final List<String> HANDOFF_REASONS = List.of("no_params", "transfer_id", "read_incomplete", "bad_field");
 
     /** The registration socket's counters (so that metrics outlive nothing they read). */
     interface RegistrationRouterCounts {
@@ -77,8 +84,12 @@ final class ProxyMetrics {
 
     /** The prefill's handoff was refused ({@link Checks#handoff} said {@code problem}). */
     void handoffRejected(String problem) {
-        Counter.builder("kvledger:proxy_handoffs_rejected").tags(tags).tag("reason", handoffReason(problem))
-                .description("prefill handoffs the proxy refused to relay, by reason").register(registry).increment();
+        handoffs(handoffReason(problem)).increment();
+    }
+
+    private Counter handoffs(String reason) {
+        return Counter.builder("kvledger:proxy_handoffs_rejected").tags(tags).tag("reason", reason)
+                .description("prefill handoffs the proxy refused to relay, by reason").register(registry);
     }
 
     /** The reason label of a {@link Checks#handoff} problem (a few fixed words, never the message). */
