@@ -1,9 +1,11 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.TransferMode;
+import io.kvledger.service.otlp.OtlpSender;
 import io.kvledger.service.proxy.ProxyOptions;
 import io.kvledger.service.proxy.ProxyService;
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -106,6 +108,19 @@ final class ProxyCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
+        if (otlp != null) {
+            try {
+                OtlpSender.endpoint(otlp);
+            } catch (OtlpSender.ExportException e) {
+                throw new ParameterException(spec.commandLine(), e.getMessage());
+            }
+        }
+        for (Path d : serveJournals) {
+            if (!Files.isDirectory(d)) {
+                err.println("kvledger proxy: warning: --serve-journals " + d + " is not a directory yet; the page shows "
+                        + "it once it holds journals");
+            }
+        }
         if (durationS < 0 || Double.isNaN(durationS)) {
             throw new ParameterException(spec.commandLine(), "--duration-s must be 0 or more, got " + durationS);
         }
@@ -131,7 +146,9 @@ final class ProxyCommand implements Callable<Integer> {
             long journaled = proxy.journaled();
             out.println("proxy " + options.proxyId() + ": stopped; " + proxy.registrationsReceived()
                     + " registration message(s), " + proxy.registrationsRejected() + " rejected"
-                    + (journal == null ? "" : "; " + journaled + " record(s) in journal " + journal));
+                    + (journal == null ? "" : "; " + journaled + " record(s) in journal " + journal)
+                    + (otlp == null ? "" : "; " + proxy.otlpSpansExported() + " span(s) sent to " + otlp
+                    + (proxy.otlpSpansFailed() == 0 ? "" : ", " + proxy.otlpSpansFailed() + " refused")));
             out.flush();
             fg.close();
         }
