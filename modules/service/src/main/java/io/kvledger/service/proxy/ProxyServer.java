@@ -61,6 +61,9 @@ import reactor.netty.resources.ConnectionProvider;
  * refuse, 503 when no prefill or no decode instance is registered, 502 when a leg fails or the
  * handoff is invalid, 504 when a leg does not answer in time. A client that goes away cancels
  * both legs.
+ *
+ * <p>Other routes: {@code GET /health}, {@code GET /metrics} ({@link ProxyMetrics}),
+ * {@code GET /v1/instances}, and what the service adds (the web page, {@link ProxyWeb}).
  */
 final class ProxyServer implements AutoCloseable {
 

@@ -32,12 +32,14 @@ import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.server.HttpServerRoutes;
 
 /**
- * The web page's JSON over a fixed set of journals (the {@code serve} command): the routes the
- * live node serves over its own journal, computed by replaying every journal given.
+ * The web page's JSON over a fixed set of journals (the {@code serve} command, and
+ * {@code kvledger proxy} over its journal and {@code --serve-journals}): the routes the live node
+ * serves over its own journal, computed by replaying every journal given.
  * <ul>
  *   <li>{@code GET /v1/requests}: every (node, request) the journals admitted, newest first, with
  *       its last phase, transfer id, age at the end of the journals and the anomalies the reducer
- *       recorded for it ({@link #requests()});</li>
+ *       recorded for it, and every request a proxy journal among them routed, with a
+ *       {@code PROXY_*} phase ({@link #requests()});</li>
  *   <li>{@code GET /v1/requests/{id}}: one request's timeline across every journal, its legs on
  *       other nodes linked by the transfer ids they carry (what {@code kvledger inspect} prints),
  *       plus the findings that name it ({@link #request(String)});</li>
