@@ -11,6 +11,9 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.json.Json;
 import io.kvledger.journal.proxy.ProxyEvent;
+import io.kvledger.service.otlp.LegSpans;
+import io.kvledger.service.otlp.OtlpReceiver;
+import io.opentelemetry.proto.trace.v1.Status;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
@@ -373,6 +376,39 @@ class ProxyTest {
         assertTrue(dead.body().contains("did not answer"), dead.body());
         assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(4).toNanos(), "no hang");
         assertTrue(de.received().isEmpty());
+    }
+
+    @Test
+    void withOtlpABadHandoffIsAnErrorSpanWithAFailedPrefillChildAndNoDecode() throws Exception {
+        try (OtlpReceiver receiver = OtlpReceiver.start()) {
+            ProxyService p = ProxyService.start(ProxyOptions.loopback().withOtlp(receiver.url()), "test");
+            try {
+                FakeEngine pe = engine("P", 1, p, "READ");
+                FakeEngine de = engine("D", 1, p, "READ");
+                pair(p, pe, de);
+                pe.echoTransferId = "tx-somebody-else";
+                assertEquals(502, post(p, "/v1/completions", "{\"prompt\":\"hi\",\"max_tokens\":3}").statusCode());
+                // a refused request (no leg) is no trace
+                assertEquals(400, post(p, "/v1/completions", "{\"prompt\":\"hi\",\"n\":2}").statusCode());
+            } finally {
+                p.close();
+            }
+            assertEquals(2, p.otlpSpansExported(), "the request's span and its prefill leg's");
+            List<OtlpReceiver.Received> spans = receiver.spans();
+            assertEquals(2, spans.size(), spans.toString());
+            OtlpReceiver.Received root = spans.stream().filter(x -> x.name().equals("kvledger.proxy")).findFirst()
+                    .orElseThrow();
+            OtlpReceiver.Received prefill = spans.stream().filter(x -> x.name().equals("kvledger.proxy.prefill"))
+                    .findFirst().orElseThrow();
+            assertEquals(LegSpans.traceId(root.attr("kvledger.transfer_id")), root.traceId());
+            assertEquals("502", root.attr("http.response.status_code"));
+            assertEquals(Status.StatusCode.STATUS_CODE_ERROR, root.span().getStatus().getCode());
+            assertEquals(root.spanId(), prefill.parentSpanId());
+            assertEquals(root.traceId(), prefill.traceId());
+            assertEquals("failed", prefill.attr("kvledger.outcome"));
+            assertTrue(prefill.attr("kvledger.reason").contains("invalid handoff"), prefill.attr("kvledger.reason"));
+            assertEquals(Status.StatusCode.STATUS_CODE_ERROR, prefill.span().getStatus().getCode());
+        }
     }
 
     @Test
