@@ -4,6 +4,7 @@ import io.kvledger.journal.proxy.ProxyEvent;
 import io.kvledger.journal.replay.Timeline;
 import io.kvledger.service.otlp.LegSpans;
 import io.kvledger.service.otlp.OtlpSender;
+import io.kvledger.service.otlp.SpanBatches;
 import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.common.AttributesBuilder;
 import io.opentelemetry.api.trace.SpanContext;
@@ -14,6 +15,7 @@ import io.opentelemetry.api.trace.TraceState;
 import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import io.opentelemetry.sdk.trace.data.StatusData;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -56,20 +58,16 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
     private static final long FLUSH_NS = TimeUnit.SECONDS.toNanos(1);
 
     private final String proxyId;
-    private final OtlpSender sender;
+    private final SpanBatches batches;
     private final LongSupplier clock;
     private final Resource resource;
     private final BlockingQueue<ProxyEvent> queue = new ArrayBlockingQueue<>(CAPACITY);
     private final AtomicLong dropped = new AtomicLong();
-    private final AtomicLong exported = new AtomicLong();
-    private final AtomicLong failed = new AtomicLong();
     private final Thread thread;
     private volatile boolean closing;
 
     // exporter thread only
     private final Map<String, Flight> open = new LinkedHashMap<>();
-    private final List<SpanData> pending = new ArrayList<>();
-    private long pendingSinceNs;
 
     /** One request as its records tell it. */
     private static final class Flight {
@@ -80,7 +78,7 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
 
     private ProxyTraces(String proxyId, OtlpSender sender, LongSupplier clock) {
         this.proxyId = proxyId;
-        this.sender = sender;
+        this.batches = new SpanBatches(sender, clock, Duration.ofNanos(FLUSH_NS));
         this.clock = clock;
         this.resource = Resource.create(Attributes.builder()
                 .put("service.name", "kvledger")
@@ -110,11 +108,11 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
     }
 
     long exportedSpans() {
-        return exported.get();
+        return batches.exported();
     }
 
     long failedSpans() {
-        return failed.get();
+        return batches.failed();
     }
 
     long dropped() {
@@ -135,10 +133,7 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
                 } else if (closing) {
                     break;
                 }
-                if (pending.size() >= OtlpSender.BATCH
-                        || (!pending.isEmpty() && clock.getAsLong() - pendingSinceNs >= FLUSH_NS)) {
-                    flush();
-                }
+                batches.flushIfDue();
             } catch (RuntimeException ex) {
                 LOG.log(System.Logger.Level.WARNING, "otlp exporter (proxy): " + ex, ex);
             }
@@ -153,7 +148,7 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
                 export(f, null, now);
             }
             open.clear();
-            flush();
+            batches.flush();
         } catch (RuntimeException ex) {
             LOG.log(System.Logger.Level.WARNING, "otlp exporter (proxy), closing: " + ex, ex);
         }
@@ -233,10 +228,8 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
                 a.put("kvledger.client_gone", true);
             }
         }
-        if (pending.isEmpty()) {
-            pendingSinceNs = clock.getAsLong();
-        }
-        pending.add(LegSpans.span("kvledger.proxy", SpanKind.SERVER, root, SpanContext.getInvalid(), status,
+        List<SpanData> spans = new ArrayList<>();
+        spans.add(LegSpans.span("kvledger.proxy", SpanKind.SERVER, root, SpanContext.getInvalid(), status,
                 r.atNs(), Math.max(r.atNs(), endNs), a.build(), List.of(), resource));
         int index = 1;
         for (String leg : List.of(ProxyEvent.PREFILL, ProxyEvent.DECODE)) {
@@ -273,25 +266,10 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
             } else {
                 la.put("kvledger.in_flight", true);
             }
-            pending.add(LegSpans.span("kvledger.proxy." + leg, SpanKind.CLIENT, ctx, root, ls, s.atNs(),
+            spans.add(LegSpans.span("kvledger.proxy." + leg, SpanKind.CLIENT, ctx, root, ls, s.atNs(),
                     Math.max(s.atNs(), end), la.build(), List.of(), resource));
         }
-    }
-
-    private void flush() {
-        if (pending.isEmpty()) {
-            return;
-        }
-        List<SpanData> batch = List.copyOf(pending);
-        pending.clear();
-        try {
-            sender.send(batch);
-            exported.addAndGet(batch.size());
-        } catch (OtlpSender.ExportException e) {
-            if (failed.getAndAdd(batch.size()) == 0) {
-                LOG.log(System.Logger.Level.WARNING, "otlp: " + e.getMessage() + " (further failures are counted)");
-            }
-        }
+        batches.add(spans);
     }
 
     /** Sends what is left (the records queued, the requests still open) and stops. */
@@ -303,6 +281,6 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        sender.close();
+        batches.close();
     }
 }
