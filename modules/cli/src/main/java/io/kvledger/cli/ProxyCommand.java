@@ -1,11 +1,15 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.TransferMode;
+import io.kvledger.service.otlp.OtlpSender;
 import io.kvledger.service.proxy.ProxyOptions;
 import io.kvledger.service.proxy.ProxyService;
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -27,6 +31,8 @@ import picocli.CommandLine.Spec;
             "It also checks what a careful router checks (client ids without peer markers, n = 1, one prompt, the "
                     + "prefill's handoff), bounds both legs in time, cancels both when the client goes away, and "
                     + "serves GET /health and GET /metrics.",
+            "It serves the web timeline page at / (/ui/) over its journal (and the --serve-journals directories), "
+                    + "updated live through GET /v1/events.",
             "With --journal it journals both legs of every request; give that directory to inspect and hangs next to "
                     + "the nodes' journals.",
             "OPENAI_API_KEY, when set, is sent to the engines as a bearer token, as the toy proxy does."})
@@ -74,6 +80,17 @@ final class ProxyCommand implements Callable<Integer> {
                     + "ports), so that the engines' notifies go through a kvledger tap listening at the shifted ports (default 0).")
     int notifyPortShift;
 
+    @Option(names = "--serve-journals", arity = "1..*", paramLabel = "DIR",
+            description = "Journal directories (the nodes', a tap's, or a directory holding one per node) the proxy's web "
+                    + "page (/ui/) shows next to the proxy's own journal, so that it shows the whole deployment; looked at "
+                    + "again on each page request, so journals of nodes started later appear.")
+    List<Path> serveJournals = new ArrayList<>();
+
+    @Option(names = "--otlp", paramLabel = "URL",
+            description = "Send a span per request (the client's leg, with the prefill and decode legs as children) over "
+                    + "OTLP/HTTP to URL (http://HOST:4318), in the trace the nodes' spans of the request are in.")
+    String otlp;
+
     @Option(names = "--duration-s", defaultValue = "0", paramLabel = "S", description = "Stop after this many seconds (0: run until stopped).")
     double durationS;
 
@@ -87,9 +104,22 @@ final class ProxyCommand implements Callable<Integer> {
                     seconds("--registration-ttl-s", ttlS), seconds("--prefill-timeout-s", prefillTimeoutS),
                     seconds("--decode-timeout-s", decodeTimeoutS), notifyPortShift,
                     journal == null ? null : journal.toAbsolutePath().normalize(), proxyId,
-                    blankToNull(System.getenv("OPENAI_API_KEY")));
+                    blankToNull(System.getenv("OPENAI_API_KEY")), absolute(serveJournals), otlp);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        if (otlp != null) {
+            try {
+                OtlpSender.endpoint(otlp);
+            } catch (OtlpSender.ExportException e) {
+                throw new ParameterException(spec.commandLine(), e.getMessage());
+            }
+        }
+        for (Path d : serveJournals) {
+            if (!Files.isDirectory(d)) {
+                err.println("kvledger proxy: warning: --serve-journals " + d + " is not a directory yet; the page shows "
+                        + "it once it holds journals");
+            }
         }
         if (durationS < 0 || Double.isNaN(durationS)) {
             throw new ParameterException(spec.commandLine(), "--duration-s must be 0 or more, got " + durationS);
@@ -116,7 +146,9 @@ final class ProxyCommand implements Callable<Integer> {
             long journaled = proxy.journaled();
             out.println("proxy " + options.proxyId() + ": stopped; " + proxy.registrationsReceived()
                     + " registration message(s), " + proxy.registrationsRejected() + " rejected"
-                    + (journal == null ? "" : "; " + journaled + " record(s) in journal " + journal));
+                    + (journal == null ? "" : "; " + journaled + " record(s) in journal " + journal)
+                    + (otlp == null ? "" : "; " + proxy.otlpSpansExported() + " span(s) sent to " + otlp
+                    + (proxy.otlpSpansFailed() == 0 ? "" : ", " + proxy.otlpSpansFailed() + " refused")));
             out.flush();
             fg.close();
         }
@@ -128,6 +160,14 @@ final class ProxyCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), option + " must be a positive number of seconds, got " + s);
         }
         return Duration.ofNanos((long) (s * 1e9));
+    }
+
+    private static List<Path> absolute(List<Path> dirs) {
+        List<Path> out = new ArrayList<>();
+        for (Path d : dirs) {
+            out.add(d.toAbsolutePath().normalize());
+        }
+        return out;
     }
 
     private static String blankToNull(String s) {

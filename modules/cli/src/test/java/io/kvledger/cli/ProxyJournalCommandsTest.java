@@ -120,5 +120,14 @@ class ProxyJournalCommandsTest {
         SimJournals.Outcome ttl = run("proxy", "--registration-ttl-s", "0");
         assertThat(ttl.code()).isEqualTo(2);
         assertThat(ttl.err()).contains("--registration-ttl-s must be a positive number of seconds");
+        SimJournals.Outcome otlp = run("proxy", "--otlp", "ftp://somewhere");
+        assertThat(otlp.code()).isEqualTo(2);
+        assertThat(otlp.err()).contains("--otlp takes an http(s)://HOST:PORT URL");
+
+        // --serve-journals: a directory that does not exist yet is said so (the page shows it once it exists)
+        SimJournals.Outcome later = run("proxy", "--port", "0", "--ping-port", "0", "--serve-journals",
+                tmp.resolve("not-yet").toString(), "--duration-s", "0.2");
+        assertThat(later.code()).as(later.err()).isZero();
+        assertThat(later.err()).contains("--serve-journals").contains("not a directory yet");
     }
 }

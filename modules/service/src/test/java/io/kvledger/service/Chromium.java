@@ -15,14 +15,14 @@ import org.openqa.selenium.chrome.ChromeOptions;
  * and driver come from the Debian packages {@code chromium} and {@code chromium-driver}, which
  * the launcher installs ({@code ./kvledger test}, in its {@code test_packages}); a test is skipped,
  * saying so, only when they are absent. Nothing is downloaded: the driver is given by path, so
- * Selenium Manager never runs.
+ * Selenium Manager never runs. Shared with the CLI's browser tests through the test jar.
  */
-final class Chromium {
+public final class Chromium {
 
     private Chromium() {}
 
     /** The first executable named {@code name} on the PATH (or in /usr/bin), or null. */
-    static Path onPath(String name) {
+    public static Path onPath(String name) {
         String path = System.getenv().getOrDefault("PATH", "") + File.pathSeparator + "/usr/bin";
         for (String dir : path.split(File.pathSeparator)) {
             if (!dir.isEmpty()) {
@@ -36,7 +36,7 @@ final class Chromium {
     }
 
     /** Starts headless Chromium; skips the calling test (with why) when chromium or its driver is absent. */
-    static ChromeDriver start() {
+    public static ChromeDriver start() {
         Path browser = onPath("chromium");
         Path driver = onPath("chromedriver");
         Assumptions.assumeTrue(browser != null && driver != null,
@@ -53,7 +53,7 @@ final class Chromium {
     }
 
     /** Saves a screenshot under the module's target/web-timeline/ (a test artifact). */
-    static Path screenshot(ChromeDriver d, String name) throws java.io.IOException {
+    public static Path screenshot(ChromeDriver d, String name) throws java.io.IOException {
         Path dir = Path.of("target", "web-timeline");
         Files.createDirectories(dir);
         Path file = dir.resolve(name + ".png");

@@ -8,6 +8,8 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.json.Json;
 import io.kvledger.service.cluster.LocalLeg;
 import io.kvledger.service.cluster.ToyRouter;
+import io.kvledger.service.proxy.ProxyOptions;
+import io.kvledger.service.proxy.ProxyService;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -28,37 +30,34 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The Grafana dashboard in {@code dashboards/kvledger-grafana.json} graphs only what a node exports:
- * two live nodes serve requests (and record one anomaly, so that the anomaly series exists), their
- * {@code /metrics} is scraped over HTTP, and every metric name in every PromQL expression of the
- * dashboard (panel targets and template queries) must be a series of the scrape. The proxy's
- * panels use names the proxy does not export yet: they must be exactly {@link #PENDING_PROXY}
- * and their panels say PENDING.
+ * The Grafana dashboard in {@code dashboards/kvledger-grafana.json} graphs only what kvledger
+ * exports: two live nodes registered with a running {@code kvledger proxy} serve requests (one of
+ * them through the proxy; and one anomaly is recorded, so that the anomaly series exists), the
+ * nodes' and the proxy's {@code /metrics} are scraped over HTTP, and every metric name in every
+ * PromQL expression of the dashboard (panel targets and template queries) must be a series of
+ * one of those scrapes.
  */
 class DashboardTest {
-
-    /** The proxy metric names the dashboard expects (io.kvledger.service.proxy is being built). */
-    static final Set<String> PENDING_PROXY = Set.of("kvledger:proxy_requests_total",
-            "kvledger:proxy_leg_duration_seconds_bucket", "kvledger:proxy_instances",
-            "kvledger:proxy_handoffs_rejected_total");
 
     @TempDir
     Path dir;
 
     @Test
-    void everyMetricTheDashboardUsesIsOneTheNodeExports() throws Exception {
+    void everyMetricTheDashboardUsesIsOneANodeOrTheProxyExports() throws Exception {
         Map<String, Object> dash = dashboard();
         Map<String, List<String>> exprs = expressions(dash);
         assertThat(exprs.size()).as("panels with PromQL (and template queries) in the dashboard").isGreaterThanOrEqualTo(18);
 
         Set<String> exported = new TreeSet<>();
         int base = TestNodes.freePortBase(4);
+        ProxyService proxy = ProxyService.start(ProxyOptions.loopback().withMode(TransferMode.WRITE), "test");
+        String ping = "tcp://127.0.0.1:" + proxy.pingPort();
         NodeService p = NodeService.start(TestNodes.options("P0",
                 TestNodes.config(Role.PRODUCER, TransferMode.WRITE, base, base + 1), dir.resolve("P0"))
-                .withHttp("127.0.0.1", 0, null));
+                .withHttp("127.0.0.1", 0, null).withProxy(ping, null));
         NodeService d = NodeService.start(TestNodes.options("D0",
                 TestNodes.config(Role.CONSUMER, TransferMode.WRITE, base + 2, base + 3), dir.resolve("D0"))
-                .withHttp("127.0.0.1", 0, null));
+                .withHttp("127.0.0.1", 0, null).withProxy(ping, null));
         try {
             ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 3);
             for (int i = 0; i < 2; i++) {
@@ -67,8 +66,17 @@ class DashboardTest {
             // A hook naming a request the node never admitted: one REQUEST_UNKNOWN anomaly.
             d.hookPort().call(new NodeEvent.MatchedTokensQueried(d.clock().getAsLong(), "cmpl-never-admitted", 0));
             HttpClient http = HttpClient.newHttpClient();
-            for (NodeService n : List.of(p, d)) {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + n.http().port()
+            // One request through the proxy: its request and leg series.
+            assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> proxy.producers() == 1 && proxy.consumers() == 1))
+                    .as("both nodes registered with the proxy").isTrue();
+            HttpResponse<String> c = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.httpPort()
+                            + "/v1/completions")).timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"m\",\"prompt\":\"" + "word ".repeat(40)
+                            + "\",\"max_tokens\":3}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(c.statusCode()).as(c.body()).isEqualTo(200);
+            List<Integer> ports = List.of(p.http().port(), d.http().port(), proxy.httpPort());
+            for (int port : ports) {
+                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
                         + "/metrics")).timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
                 assertThat(r.statusCode()).isEqualTo(200);
                 exported.addAll(sampleNames(r.body()));
@@ -76,31 +84,29 @@ class DashboardTest {
         } finally {
             p.close();
             d.close();
+            proxy.close();
         }
-        assertThat(exported).contains("kvledger:anomalies_total", "kvledger:nixl_xfer_time_seconds_bucket");
+        assertThat(exported).contains("kvledger:anomalies_total", "kvledger:nixl_xfer_time_seconds_bucket",
+                "kvledger:proxy_requests_total", "kvledger:proxy_leg_duration_seconds_bucket");
 
         Set<String> used = new TreeSet<>();
-        Set<String> unknown = new TreeSet<>();
         for (Map.Entry<String, List<String>> e : exprs.entrySet()) {
+            assertThat(e.getKey()).as("no panel is left pending").doesNotContain("PENDING");
             for (String expr : e.getValue()) {
                 List<String> names = metricNames(expr);
                 assertThat(names).as("metrics of %s: %s", e.getKey(), expr).isNotEmpty();
                 for (String n : names) {
                     used.add(n);
-                    if (!exported.contains(n)) {
-                        unknown.add(n);
-                        assertThat(PENDING_PROXY).as("%s in %s is neither exported by a node nor a pending proxy name "
-                                + "(exported: %s)", n, e.getKey(), exported).contains(n);
-                        assertThat(e.getKey()).as("a panel with pending names says so").contains("PENDING");
-                    }
+                    assertThat(exported).as("%s in %s is exported by a node or the proxy", n, e.getKey()).contains(n);
                 }
             }
         }
-        assertThat(unknown).as("the pending proxy names are all used").isEqualTo(PENDING_PROXY);
         // The panels the dashboard is for: requests by phase, hangs, transfer time and bytes, inbox, journal lag.
         assertThat(used).contains("kvledger:requests", "kvledger:anomalies_total", "kvledger:nixl_xfer_time_seconds_bucket",
                 "kvledger:nixl_bytes_transferred_sum", "kvledger:inbox_depth", "kvledger:journal_lag_seconds",
-                "kvledger:nixl_num_kv_expired_reqs_total");
+                "kvledger:nixl_num_kv_expired_reqs_total", "kvledger:proxy_requests_total",
+                "kvledger:proxy_leg_duration_seconds_bucket", "kvledger:proxy_instances",
+                "kvledger:proxy_handoffs_rejected_total");
     }
 
     @Test

@@ -236,6 +236,16 @@ public final class LegSpans {
         }
     }
 
+    /**
+     * A finished span with the given ids and times (epoch ns), for spans made outside this class
+     * (the proxy's); {@code parent} is {@link SpanContext#getInvalid()} for a root span.
+     */
+    public static SpanData span(String name, SpanKind kind, SpanContext context, SpanContext parent, StatusData status,
+                                long startNs, long endNs, Attributes attributes, List<EventData> events,
+                                Resource resource) {
+        return new Span(name, kind, context, parent, status, startNs, endNs, attributes, events, List.of(), resource);
+    }
+
     /** A finished span, as the exporter reads it. */
     record Span(String name, SpanKind kind, SpanContext context, SpanContext parent, StatusData status, long startNs,
                 long endNs, Attributes attributes, List<EventData> events, List<LinkData> links, Resource resource)

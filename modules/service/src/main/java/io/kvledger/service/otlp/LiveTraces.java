@@ -10,9 +10,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.service.NodeLoop;
 import io.kvledger.service.NodeService;
 import io.opentelemetry.sdk.resources.Resource;
-import io.opentelemetry.sdk.trace.data.SpanData;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -36,8 +34,8 @@ import java.util.function.LongSupplier;
  * drains the queue into a {@link TraceRecorder} and a core {@link Ledger}, runs the detectors
  * every {@code checkEvery} (judged as of the node's clock, as {@code GET /v1/hangs} does, without
  * the detectors that need every node's journal), and sends spans in batches (at most
- * {@value OtlpSender#BATCH} spans, at least every {@code flushEvery}) with the SDK's OTLP/HTTP
- * exporter. A batch the receiver does not take is counted ({@link #failedSpans()}) and logged,
+ * {@value OtlpSender#BATCH} spans, at least every {@code flushEvery}; {@link SpanBatches}) with the
+ * SDK's OTLP/HTTP exporter. A batch the receiver does not take is counted ({@link #failedSpans()}) and logged,
  * and not sent again.
  *
  * <p>A request exported for a finding is exported again, with the same span ids, when it ends.
@@ -76,7 +74,7 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
 
     private final String node;
     private final NodeConfig config;
-    private final OtlpSender sender;
+    private final SpanBatches batches;
     private final Options options;
     private final LongSupplier clock;
     private final Resource resource;
@@ -89,20 +87,16 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
     private final TraceRecorder recorder;
     private final Map<String, Finding> findings = new HashMap<>();
     private final Set<String> reported = new HashSet<>();
-    private final List<SpanData> pending = new ArrayList<>();
-    private long pendingSinceNs;
     private long lastCheckNs;
 
     private final AtomicLong dropped = new AtomicLong();
-    private final AtomicLong exportedSpans = new AtomicLong();
-    private final AtomicLong failedSpans = new AtomicLong();
     private final AtomicLong exportedLegs = new AtomicLong();
     private final AtomicLong findingLegs = new AtomicLong();
 
     private LiveTraces(String node, NodeConfig config, LongSupplier clock, OtlpSender sender, Options options) {
         this.node = node;
         this.config = config;
-        this.sender = sender;
+        this.batches = new SpanBatches(sender, clock, options.flushEvery());
         this.options = options;
         this.clock = clock;
         this.resource = LegSpans.resource(node, config);
@@ -140,12 +134,12 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
 
     /** Spans the receiver took. */
     public long exportedSpans() {
-        return exportedSpans.get();
+        return batches.exported();
     }
 
     /** Spans in batches the receiver did not take. */
     public long failedSpans() {
-        return failedSpans.get();
+        return batches.failed();
     }
 
     /** Legs exported (a leg exported for a finding and again at its end counts twice). */
@@ -160,7 +154,7 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
 
     /** Where the spans go. */
     public String endpoint() {
-        return sender.endpoint();
+        return batches.endpoint();
     }
 
     private void run() {
@@ -184,10 +178,7 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
                     lastCheckNs = now;
                     check(now);
                 }
-                if (pending.size() >= OtlpSender.BATCH
-                        || (!pending.isEmpty() && now - pendingSinceNs >= options.flushEvery().toNanos())) {
-                    flush();
-                }
+                batches.flushIfDue();
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "otlp exporter: " + e, e);
             }
@@ -204,7 +195,7 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
                     export(leg, now);
                 }
             }
-            flush();
+            batches.flush();
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "otlp exporter, closing: " + e, e);
         }
@@ -241,27 +232,8 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
     }
 
     private void export(TraceRecorder.Leg leg, long endNs) {
-        if (pending.isEmpty()) {
-            pendingSinceNs = clock.getAsLong();
-        }
-        pending.addAll(LegSpans.of(leg, resource, findings.get(leg.requestId()), endNs, 0));
+        batches.add(LegSpans.of(leg, resource, findings.get(leg.requestId()), endNs, 0));
         exportedLegs.incrementAndGet();
-    }
-
-    private void flush() {
-        if (pending.isEmpty()) {
-            return;
-        }
-        List<SpanData> batch = List.copyOf(pending);
-        pending.clear();
-        try {
-            sender.send(batch);
-            exportedSpans.addAndGet(batch.size());
-        } catch (OtlpSender.ExportException e) {
-            if (failedSpans.getAndAdd(batch.size()) == 0) {
-                LOG.log(System.Logger.Level.WARNING, "otlp: " + e.getMessage() + " (further failures are counted)");
-            }
-        }
     }
 
     /**
@@ -276,6 +248,6 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        sender.close();
+        batches.close();
     }
 }

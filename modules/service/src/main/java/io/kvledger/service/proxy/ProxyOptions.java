@@ -3,6 +3,7 @@ package io.kvledger.service.proxy;
 import io.kvledger.core.config.TransferMode;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -26,10 +27,15 @@ import java.util.Objects;
  * @param journalDir       the proxy's journal directory, or null for none
  * @param proxyId          the proxy's name in its journal header
  * @param apiKey           sent as {@code Authorization: Bearer ...} on both legs, or null
+ * @param serveJournals    journal directories (nodes', taps', a directory of them) the proxy's web
+ *                         page shows next to its own journal, found again on each page request (so
+ *                         journals of nodes started after the proxy appear); empty for none
+ * @param otlp             an OTLP/HTTP endpoint ({@code http://HOST:4318}) the proxy sends a span
+ *                         per request to, or null for none
  */
 public record ProxyOptions(String host, int httpPort, int pingPort, TransferMode mode, Duration registrationTtl,
                            Duration prefillTimeout, Duration decodeTimeout, int notifyPortShift, Path journalDir,
-                           String proxyId, String apiKey) {
+                           String proxyId, String apiKey, List<Path> serveJournals, String otlp) {
 
     /** The toy proxy's registration port. */
     public static final int TOY_PING_PORT = 36367;
@@ -42,6 +48,8 @@ public record ProxyOptions(String host, int httpPort, int pingPort, TransferMode
         Objects.requireNonNull(prefillTimeout, "prefillTimeout");
         Objects.requireNonNull(decodeTimeout, "decodeTimeout");
         proxyId = proxyId == null || proxyId.isBlank() ? "proxy" : proxyId;
+        serveJournals = serveJournals == null ? List.of() : List.copyOf(serveJournals);
+        otlp = otlp == null || otlp.isBlank() ? null : otlp;
         if (httpPort < 0 || httpPort > 65535 || pingPort < 0 || pingPort > 65535) {
             throw new IllegalArgumentException("ports must be in 0..65535");
         }
@@ -60,41 +68,51 @@ public record ProxyOptions(String host, int httpPort, int pingPort, TransferMode
     /** Loopback, free ports, WRITE latched from registrants, 10 s ttl, 30 s / 300 s timeouts, no journal. */
     public static ProxyOptions loopback() {
         return new ProxyOptions("127.0.0.1", 0, 0, null, Duration.ofSeconds(10), Duration.ofSeconds(30),
-                Duration.ofSeconds(300), 0, null, "proxy", null);
+                Duration.ofSeconds(300), 0, null, "proxy", null, List.of(), null);
     }
 
     public ProxyOptions withMode(TransferMode m) {
         return new ProxyOptions(host, httpPort, pingPort, m, registrationTtl, prefillTimeout, decodeTimeout,
-                notifyPortShift, journalDir, proxyId, apiKey);
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp);
     }
 
     public ProxyOptions withPorts(int http, int ping) {
         return new ProxyOptions(host, http, ping, mode, registrationTtl, prefillTimeout, decodeTimeout,
-                notifyPortShift, journalDir, proxyId, apiKey);
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp);
     }
 
     public ProxyOptions withRegistrationTtl(Duration ttl) {
         return new ProxyOptions(host, httpPort, pingPort, mode, ttl, prefillTimeout, decodeTimeout,
-                notifyPortShift, journalDir, proxyId, apiKey);
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp);
     }
 
     public ProxyOptions withTimeouts(Duration prefill, Duration decode) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefill, decode,
-                notifyPortShift, journalDir, proxyId, apiKey);
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp);
     }
 
     public ProxyOptions withNotifyPortShift(int shift) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
-                shift, journalDir, proxyId, apiKey);
+                shift, journalDir, proxyId, apiKey, serveJournals, otlp);
     }
 
     public ProxyOptions withJournal(Path dir) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
-                notifyPortShift, dir, proxyId, apiKey);
+                notifyPortShift, dir, proxyId, apiKey, serveJournals, otlp);
     }
 
     public ProxyOptions withApiKey(String key) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
-                notifyPortShift, journalDir, proxyId, key);
+                notifyPortShift, journalDir, proxyId, key, serveJournals, otlp);
+    }
+
+    public ProxyOptions withServeJournals(List<Path> dirs) {
+        return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
+                notifyPortShift, journalDir, proxyId, apiKey, dirs, otlp);
+    }
+
+    public ProxyOptions withOtlp(String endpoint) {
+        return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, endpoint);
     }
 }

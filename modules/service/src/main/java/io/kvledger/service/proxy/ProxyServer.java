@@ -36,6 +36,7 @@ import reactor.netty.http.client.HttpClient;
 import reactor.netty.http.server.HttpServer;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
+import reactor.netty.http.server.HttpServerRoutes;
 import reactor.netty.resources.ConnectionProvider;
 
 /**
@@ -60,6 +61,9 @@ import reactor.netty.resources.ConnectionProvider;
  * refuse, 503 when no prefill or no decode instance is registered, 502 when a leg fails or the
  * handoff is invalid, 504 when a leg does not answer in time. A client that goes away cancels
  * both legs.
+ *
+ * <p>Other routes: {@code GET /health}, {@code GET /metrics} ({@link ProxyMetrics}),
+ * {@code GET /v1/instances}, and what the service adds (the web page, {@link ProxyWeb}).
  */
 final class ProxyServer implements AutoCloseable {
 
@@ -76,7 +80,7 @@ final class ProxyServer implements AutoCloseable {
     private final DisposableServer server;
 
     ProxyServer(ProxyOptions options, Instances instances, Consumer<ProxyEvent> journal, LongSupplier clock,
-                ProxyMetrics metrics) {
+                ProxyMetrics metrics, Consumer<HttpServerRoutes> extra) {
         this.options = options;
         this.instances = instances;
         this.journal = journal;
@@ -90,13 +94,15 @@ final class ProxyServer implements AutoCloseable {
                     .host(options.host())
                     .port(options.httpPort())
                     .httpRequestDecoder(s -> s.maxInitialLineLength(8192).maxHeaderSize(16384))
-                    .route(r -> r
-                            .post("/v1/completions", (req, res) -> handle(req, res, "/completions"))
-                            .post("/v1/chat/completions", (req, res) -> handle(req, res, "/chat/completions"))
-                            .get("/health", this::health)
-                            .get("/metrics", (req, res) -> res.header(HttpHeaderNames.CONTENT_TYPE,
-                                    "text/plain; version=0.0.4; charset=utf-8").sendString(Mono.just(metrics.scrape())))
-                            .get("/v1/instances", this::listInstances))
+                    .route(r -> {
+                        r.post("/v1/completions", (req, res) -> handle(req, res, "/completions"))
+                                .post("/v1/chat/completions", (req, res) -> handle(req, res, "/chat/completions"))
+                                .get("/health", this::health)
+                                .get("/metrics", (req, res) -> res.header(HttpHeaderNames.CONTENT_TYPE,
+                                        "text/plain; version=0.0.4; charset=utf-8").sendString(Mono.just(metrics.scrape())))
+                                .get("/v1/instances", this::listInstances);
+                        extra.accept(r);
+                    })
                     .bindNow(Duration.ofSeconds(10));
         } catch (RuntimeException e) {
             pool.dispose();
@@ -483,6 +489,7 @@ final class ProxyServer implements AutoCloseable {
         String bad = Checks.handoff(params, t.flight.tid, mode);
         if (bad != null) {
             t.failed(t.status, "invalid handoff: " + bad);
+            metrics.handoffRejected(bad);
             return new Prefill(null, new Failure(502, where + " returned an invalid handoff: " + bad));
         }
         Map<String, Object> p = (Map<String, Object>) params;

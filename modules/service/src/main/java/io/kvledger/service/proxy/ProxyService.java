@@ -2,6 +2,9 @@ package io.kvledger.service.proxy;
 
 import io.kvledger.journal.proxy.ProxyEvent;
 import io.kvledger.service.ServiceClock;
+import io.kvledger.service.otlp.OtlpSender;
+import java.time.Duration;
+import java.util.Map;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
@@ -9,7 +12,7 @@ import java.util.function.LongSupplier;
  * A running {@code kvledger proxy}: the registration socket, the HTTP server and the journal.
  * {@link #start} binds both ports first and opens the journal only then (a failed start leaves no
  * journal behind); {@link #close} stops taking requests, then registrations, then writes the
- * journal's last entries.
+ * journal's last entries, then sends the last spans ({@code --otlp}).
  */
 public final class ProxyService implements AutoCloseable {
 
@@ -18,22 +21,36 @@ public final class ProxyService implements AutoCloseable {
     private final ProxyJournal journal;
     private final RegistrationRouter router;
     private final ProxyServer server;
+    private final ProxyWeb web;
+    private final ProxyTraces traces;
 
     private ProxyService(ProxyOptions options, LongSupplier clock, String origin) {
         this.options = options;
         this.instances = new Instances(options.mode(), options.registrationTtl().toNanos());
         this.journal = ProxyJournal.pending();
-        Consumer<ProxyEvent> sink = options.journalDir() == null ? e -> { } : journal;
-        this.router = RegistrationRouter.start(options.host(), options.pingPort(), instances, sink, clock);
+        this.traces = options.otlp() == null ? null : ProxyTraces.start(options.proxyId(),
+                OtlpSender.to(options.otlp(), Duration.ofSeconds(10), Map.of(), true, true), clock);
+        Consumer<ProxyEvent> journaled = options.journalDir() == null ? e -> { } : journal;
+        Consumer<ProxyEvent> sink = traces == null ? journaled : journaled.andThen(traces);
+        RegistrationRouter rr;
+        try {
+            rr = RegistrationRouter.start(options.host(), options.pingPort(), instances, sink, clock);
+        } catch (RuntimeException e) {
+            closeTraces();
+            throw e;
+        }
+        this.router = rr;
+        this.web = new ProxyWeb(options.journalDir(), options.serveJournals());
         ProxyServer s;
         try {
-            ProxyMetrics metrics = new ProxyMetrics(instances, new ProxyMetrics.RegistrationRouterCounts() {
+            ProxyMetrics metrics = new ProxyMetrics(options.proxyId(), instances, new ProxyMetrics.RegistrationRouterCounts() {
                 @Override public double received() { return router.received(); }
                 @Override public double rejected() { return router.rejected(); }
             });
-            s = new ProxyServer(options, instances, sink, clock, metrics);
+            s = new ProxyServer(options, instances, sink, clock, metrics, web::mount);
         } catch (RuntimeException e) {
             router.close();
+            closeTraces();
             throw e;
         }
         this.server = s;
@@ -43,6 +60,7 @@ public final class ProxyService implements AutoCloseable {
             } catch (RuntimeException e) {
                 server.close();
                 router.close();
+                closeTraces();
                 throw e;
             }
             sink.accept(new ProxyEvent.ProxyStarted(clock.getAsLong(), options.host() + ":" + server.port(),
@@ -100,6 +118,22 @@ public final class ProxyService implements AutoCloseable {
         return router.rejected();
     }
 
+    /** Spans the OTLP receiver took so far (0 without {@code --otlp}). */
+    public long otlpSpansExported() {
+        return traces == null ? 0 : traces.exportedSpans();
+    }
+
+    /** Spans in batches the OTLP receiver did not take. */
+    public long otlpSpansFailed() {
+        return traces == null ? 0 : traces.failedSpans();
+    }
+
+    private void closeTraces() {
+        if (traces != null) {
+            traces.close();
+        }
+    }
+
     /** Proxy events written to the journal so far. */
     public long journaled() {
         return journal.written();
@@ -108,12 +142,17 @@ public final class ProxyService implements AutoCloseable {
     @Override
     public void close() {
         try {
+            web.close();
             server.close();
         } finally {
             try {
                 router.close();
             } finally {
-                journal.close();
+                try {
+                    journal.close();
+                } finally {
+                    closeTraces();
+                }
             }
         }
     }

@@ -14,7 +14,15 @@
  *       ({@link io.kvledger.service.proxy.Checks}), {@code /health} and {@code /metrics};</li>
  *   <li>{@link io.kvledger.service.proxy.ProxyJournal}: the proxy's own journal (a kvledger journal
  *       whose header's {@code kv_role} is {@code proxy}; records
- *       {@link io.kvledger.journal.proxy.ProxyEvent}), appended by one writer thread.</li>
+ *       {@link io.kvledger.journal.proxy.ProxyEvent}), appended by one writer thread;</li>
+ *   <li>{@link io.kvledger.service.proxy.ProxyWeb}: the web timeline page on the proxy's server,
+ *       over its journal and the {@code --serve-journals} directories, live through
+ *       {@code /v1/events};</li>
+ *   <li>{@link io.kvledger.service.proxy.ProxyMetrics}: {@code /metrics}, named as the node's
+ *       ({@code kvledger:proxy_*});</li>
+ *   <li>{@link io.kvledger.service.proxy.ProxyTraces}: with {@code --otlp}, a span per request
+ *       (the client's leg, the two engine legs as children) in the trace the nodes' spans of the
+ *       request are in.</li>
  * </ul>
  *
  * <p>Request ids and the legs' {@code kv_transfer_params} come from
@@ -22,7 +30,8 @@
  * for the {@code cluster} command's in-process router. Nothing here blocks a Netty thread: the
  * registration socket has its own thread, the journal its own writer thread.
  *
- * <p>Depends on core, wire (registration codec), journal, the cluster package (params), JeroMQ,
- * Reactor Netty and Micrometer.
+ * <p>Depends on core, wire (registration codec), journal, the cluster package (params), the web
+ * and http packages (the page, its JSON, the event stream), the otlp package (trace ids, the
+ * sender), JeroMQ, Reactor Netty, Micrometer and the OpenTelemetry SDK.
  */
 package io.kvledger.service.proxy;

@@ -3,6 +3,9 @@ package io.kvledger.service.web;
 import io.kvledger.core.diagnosis.Bounds;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.model.RequestPhase;
+import io.kvledger.journal.JournalReader;
+import io.kvledger.journal.proxy.ProxyEvent;
+import io.kvledger.journal.proxy.ProxyLedger;
 import io.kvledger.journal.replay.ConfigOverrides;
 import io.kvledger.journal.replay.Hangs;
 import io.kvledger.journal.replay.JournalInputs.NodeJournal;
@@ -21,6 +24,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
@@ -28,12 +32,14 @@ import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.server.HttpServerRoutes;
 
 /**
- * The web page's JSON over a fixed set of journals (the {@code serve} command): the routes the
- * live node serves over its own journal, computed by replaying every journal given.
+ * The web page's JSON over a fixed set of journals (the {@code serve} command, and
+ * {@code kvledger proxy} over its journal and {@code --serve-journals}): the routes the live node
+ * serves over its own journal, computed by replaying every journal given.
  * <ul>
  *   <li>{@code GET /v1/requests}: every (node, request) the journals admitted, newest first, with
  *       its last phase, transfer id, age at the end of the journals and the anomalies the reducer
- *       recorded for it ({@link #requests()});</li>
+ *       recorded for it, and every request a proxy journal among them routed, with a
+ *       {@code PROXY_*} phase ({@link #requests()});</li>
  *   <li>{@code GET /v1/requests/{id}}: one request's timeline across every journal, its legs on
  *       other nodes linked by the transfer ids they carry (what {@code kvledger inspect} prints),
  *       plus the findings that name it ({@link #request(String)});</li>
@@ -61,7 +67,18 @@ public final class JournalSetApi {
      * bearer-token check; {@code UnaryOperator.identity()} for none).
      */
     public void mount(HttpServerRoutes routes, UnaryOperator<WebPage.Handler> guard) {
-        routes.get("/v1/requests", guard.apply((req, res) -> answer(res, this::requests)))
+        mount(routes, guard, () -> this);
+    }
+
+    /**
+     * Mounts the three routes over journals found again on each request: {@code apis} is called
+     * off the Netty threads (it may list directories), and the message of an
+     * {@link IllegalStateException} it throws is the answer's error (503), for example "no journal
+     * yet". The proxy's page uses it over journal directories that appear while it runs.
+     */
+    public static void mount(HttpServerRoutes routes, UnaryOperator<WebPage.Handler> guard,
+                             Supplier<JournalSetApi> apis) {
+        routes.get("/v1/requests", guard.apply((req, res) -> answer(res, () -> apis.get().requests())))
                 .get("/v1/requests/{id}", guard.apply((req, res) -> {
                     String raw = req.param("id");
                     String id;
@@ -70,7 +87,7 @@ public final class JournalSetApi {
                     } catch (IllegalArgumentException e) {
                         return WebPage.json(res, 400, Map.of("error", "bad escape in the request id"));
                     }
-                    return answer(res, () -> request(id));
+                    return answer(res, () -> apis.get().request(id));
                 }))
                 .get("/v1/hangs", guard.apply((req, res) -> {
                     Bounds b;
@@ -79,7 +96,7 @@ public final class JournalSetApi {
                     } catch (IllegalArgumentException e) {
                         return WebPage.json(res, 400, Map.of("error", e.getMessage()));
                     }
-                    return answer(res, () -> new Answer(200, hangs(b)));
+                    return answer(res, () -> new Answer(200, apis.get().hangs(b)));
                 }));
     }
 
@@ -128,11 +145,55 @@ public final class JournalSetApi {
         long phaseSinceNs = Long.MIN_VALUE;
         String transferId;
         final TreeSet<String> anomalies = new TreeSet<>();
+        /** A proxy's request: where it is ({@link #proxyPhase}), instead of a node phase. */
+        String proxyPhase;
 
         Row(String node, String requestId) {
             this.node = node;
             this.requestId = requestId;
         }
+
+        String phaseName() {
+            return proxyPhase != null ? proxyPhase : phase.name();
+        }
+
+        boolean terminal() {
+            return proxyPhase != null ? PROXY_TERMINAL.contains(proxyPhase) : phase.terminal();
+        }
+    }
+
+    /** The phases a proxy's request row ends in: the client got its answer (or went away). */
+    static final java.util.Set<String> PROXY_TERMINAL = java.util.Set.of("PROXY_ANSWERED", "PROXY_FAILED",
+            "PROXY_CLIENT_GONE");
+
+    /**
+     * Where a proxy's request is, as the list shows it: {@code PROXY_ROUTED} (no leg sent yet),
+     * {@code PROXY_PREFILL} (the prefill leg unanswered), {@code PROXY_DECODE} (the decode leg
+     * unanswered), or once the client has its answer {@code PROXY_ANSWERED} (200),
+     * {@code PROXY_CLIENT_GONE} (499) or {@code PROXY_FAILED}.
+     */
+    static String proxyPhase(ProxyLedger.Request q) {
+        if (q.clientStatus() != null) {
+            int s = q.clientStatus();
+            return s == 200 ? "PROXY_ANSWERED" : s == 499 ? "PROXY_CLIENT_GONE" : "PROXY_FAILED";
+        }
+        ProxyLedger.Leg d = q.legs().get(ProxyEvent.DECODE);
+        ProxyLedger.Leg p = q.legs().get(ProxyEvent.PREFILL);
+        if (p != null && p.outcome() == null) {
+            return "PROXY_PREFILL";
+        }
+        if (d != null && d.outcome() == null) {
+            return "PROXY_DECODE";
+        }
+        return p == null && d == null ? "PROXY_ROUTED" : "PROXY_DECODE";
+    }
+
+    private static long proxyPhaseSince(ProxyLedger.Request q) {
+        long since = q.routedAtNs();
+        for (ProxyLedger.Leg l : q.legs().values()) {
+            since = Math.max(since, l.outcome() == null ? l.sentAtNs() : l.endAtNs());
+        }
+        return since;
     }
 
     /** {@code GET /v1/requests}: every request of every journal, newest admission first. */
@@ -140,7 +201,9 @@ public final class JournalSetApi {
         LinkedHashMap<String, Row> rows = new LinkedHashMap<>();
         long[] last = {Long.MIN_VALUE};
         List<Object> nodes = new ArrayList<>();
+        List<NodeJournal> proxyJournals;
         try (Replayer r = open()) {
+            proxyJournals = r.proxyJournals();
             for (Replayer.Node n : r.nodes()) {
                 nodes.add(TimelineJson.journal(n.name(), n.journal().name(), n.config()));
             }
@@ -193,23 +256,38 @@ public final class JournalSetApi {
                 }
             });
         }
+        // A proxy's journal is not replayed: its routed requests are rows of their own (ProxyLedger).
+        ProxyLedger proxies = ProxyLedger.read(proxyJournals);
+        for (NodeJournal j : proxyJournals) {
+            try (JournalReader jr = j.open()) {
+                LinkedHashMap<String, Object> n = new LinkedHashMap<>();
+                n.put("node", jr.header().nodeId());
+                n.put("journal", j.name());
+                n.put("kind", "proxy");
+                nodes.add(n);
+            }
+        }
+        for (ProxyLedger.Request q : proxies.requests()) {
+            Row row = rows.computeIfAbsent(q.proxy() + "\u0000" + q.requestId(), k -> new Row(q.proxy(), q.requestId()));
+            row.proxyPhase = proxyPhase(q);
+            row.admittedAtNs = q.routedAtNs();
+            row.phaseSinceNs = proxyPhaseSince(q);
+            row.transferId = q.transferId();
+        }
         List<Row> list = new ArrayList<>(rows.values());
         list.sort((a, b) -> Long.compare(b.admittedAtNs, a.admittedAtNs));
-        long now = last[0];
+        long now = Math.max(last[0], proxies.lastAtNs());
         LinkedHashMap<String, Object> byPhase = new LinkedHashMap<>();
-        for (RequestPhase p : RequestPhase.values()) {
-            long c = list.stream().filter(x -> x.phase == p).count();
-            if (c > 0) {
-                byPhase.put(p.name(), c);
-            }
+        for (Row row : list) {
+            byPhase.merge(row.phaseName(), 1L, (a, b) -> (Long) a + (Long) b);
         }
         List<Object> out = new ArrayList<>();
         for (Row row : list) {
             LinkedHashMap<String, Object> m = new LinkedHashMap<>();
             m.put("node", row.node);
             m.put("request_id", row.requestId);
-            m.put("phase", row.phase.name());
-            m.put("terminal", row.phase.terminal());
+            m.put("phase", row.phaseName());
+            m.put("terminal", row.terminal());
             m.put("transfer_id", row.transferId);
             m.put("admitted_at_ns", row.admittedAtNs);
             m.put("age_s", (now - row.admittedAtNs) / 1e9);

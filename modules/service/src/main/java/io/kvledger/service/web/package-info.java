@@ -20,6 +20,7 @@
  *
  * <p>May depend on kvledger-core (configuration, phases, findings), kvledger-journal (replay,
  * JSON), reactor-core and reactor-netty-http. Nothing here depends on a running node: the live
- * node ({@code http.HttpFront}) mounts {@code WebPage} next to its own admin routes.
+ * node ({@code http.HttpFront}) mounts {@code WebPage} next to its own admin routes, and the proxy
+ * ({@code proxy.ProxyWeb}) mounts it with a {@code JournalSetApi} over its journal.
  */
 package io.kvledger.service.web;

@@ -281,7 +281,7 @@
       fbox.appendChild(el('div', {'class': 'finding-line'}, [f.node + '  ' + f.detector + (f.bug_class ? ' (class ' + f.bug_class + ')' : '') + ': ' + f.message]));
     });
     $('#legend').textContent = 'lines: ' + lines.length + (tl.truncated ? ' (truncated)' : '') + ' \u00b7 nodes: '
-      + nodes.map(function (n) { return n + ' (' + ((info[n] || {}).role || '?') + ', ' + ((info[n] || {}).mode || '?') + ')'; }).join(', ')
+      + nodes.map(function (n) { var j = info[n] || {}; return n + ' (' + (j.kind === 'proxy' ? 'proxy' : (j.role || '?') + ', ' + (j.mode || '?')) + ')'; }).join(', ')
       + ' \u00b7 \u25cf input event  \u25c6 decision  \u2192 frame across nodes  \u2503 deadline  \u2b1a missing event (hang finding)'
       + ' \u00b7 the time axis is compressed: long gaps are labelled';
     drawChart(tl, lines, findings, info, color);
@@ -464,7 +464,7 @@
       var cy = laneY[lane] + 22 + ((n - 1) % 2) * 6;
       pos.push({x: xs[idx], y: cy, lane: lane});
       var shape;
-      var attrs = {'class': 'ev', 'data-index': idx, 'data-type': l.type, 'data-node': l.node, fill: color[l.node]};
+      var attrs = {'class': 'ev', 'data-index': idx, 'data-type': l.type, 'data-node': l.node, 'data-lane': lane, fill: color[l.node]};
       if (l.kind === 'input') {
         attrs.cx = xs[idx]; attrs.cy = cy; attrs.r = 5;
         shape = svg('circle', attrs, chart);

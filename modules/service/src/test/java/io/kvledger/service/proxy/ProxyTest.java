@@ -11,6 +11,9 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.json.Json;
 import io.kvledger.journal.proxy.ProxyEvent;
+import io.kvledger.service.otlp.LegSpans;
+import io.kvledger.service.otlp.OtlpReceiver;
+import io.opentelemetry.proto.trace.v1.Status;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
@@ -353,6 +356,12 @@ class ProxyTest {
         assertTrue(de.received().isEmpty(), "no decode leg for a bad handoff");
         ProxyEvent.LegFailed f = awaitJournaled(ProxyEvent.LegFailed.class, e -> e.leg().equals("prefill"));
         assertEquals(200, f.httpStatus());
+        String scrape = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort() + "/metrics"))
+                .build(), HttpResponse.BodyHandlers.ofString()).body();
+        assertTrue(scrape.contains("kvledger:proxy_handoffs_rejected_total{proxy=\"proxy\",reason=\"transfer_id\"} 1.0"),
+                scrape);
+        assertTrue(scrape.contains("kvledger:proxy_leg_duration_seconds_count{leg=\"prefill\",outcome=\"failed\",proxy=\"proxy\"} 1"),
+                scrape);
 
         // a prefill that registers but whose HTTP port is closed (the first one expires meanwhile)
         pe.stopHeartbeat();
@@ -367,6 +376,39 @@ class ProxyTest {
         assertTrue(dead.body().contains("did not answer"), dead.body());
         assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(4).toNanos(), "no hang");
         assertTrue(de.received().isEmpty());
+    }
+
+    @Test
+    void withOtlpABadHandoffIsAnErrorSpanWithAFailedPrefillChildAndNoDecode() throws Exception {
+        try (OtlpReceiver receiver = OtlpReceiver.start()) {
+            ProxyService p = ProxyService.start(ProxyOptions.loopback().withOtlp(receiver.url()), "test");
+            try {
+                FakeEngine pe = engine("P", 1, p, "READ");
+                FakeEngine de = engine("D", 1, p, "READ");
+                pair(p, pe, de);
+                pe.echoTransferId = "tx-somebody-else";
+                assertEquals(502, post(p, "/v1/completions", "{\"prompt\":\"hi\",\"max_tokens\":3}").statusCode());
+                // a refused request (no leg) is no trace
+                assertEquals(400, post(p, "/v1/completions", "{\"prompt\":\"hi\",\"n\":2}").statusCode());
+            } finally {
+                p.close();
+            }
+            assertEquals(2, p.otlpSpansExported(), "the request's span and its prefill leg's");
+            List<OtlpReceiver.Received> spans = receiver.spans();
+            assertEquals(2, spans.size(), spans.toString());
+            OtlpReceiver.Received root = spans.stream().filter(x -> x.name().equals("kvledger.proxy")).findFirst()
+                    .orElseThrow();
+            OtlpReceiver.Received prefill = spans.stream().filter(x -> x.name().equals("kvledger.proxy.prefill"))
+                    .findFirst().orElseThrow();
+            assertEquals(LegSpans.traceId(root.attr("kvledger.transfer_id")), root.traceId());
+            assertEquals("502", root.attr("http.response.status_code"));
+            assertEquals(Status.StatusCode.STATUS_CODE_ERROR, root.span().getStatus().getCode());
+            assertEquals(root.spanId(), prefill.parentSpanId());
+            assertEquals(root.traceId(), prefill.traceId());
+            assertEquals("failed", prefill.attr("kvledger.outcome"));
+            assertTrue(prefill.attr("kvledger.reason").contains("invalid handoff"), prefill.attr("kvledger.reason"));
+            assertEquals(Status.StatusCode.STATUS_CODE_ERROR, prefill.span().getStatus().getCode());
+        }
     }
 
     @Test
@@ -393,9 +435,10 @@ class ProxyTest {
         assertTrue(eventually(Duration.ofSeconds(5), () -> journaled(ProxyEvent.RequestRejected.class).size() == 6));
         HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort()
                 + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
-        assertTrue(metrics.body().contains("kvledger_proxy_requests_total{outcome=\"rejected\",status=\"400\"} 6.0"),
+        assertTrue(metrics.body().contains(
+                "kvledger:proxy_requests_total{outcome=\"rejected\",proxy=\"proxy\",status=\"400\"} 6.0"), metrics.body());
+        assertTrue(metrics.body().contains("kvledger:proxy_instances{proxy=\"proxy\",role=\"producer\"} 1.0"),
                 metrics.body());
-        assertTrue(metrics.body().contains("kvledger_proxy_instances{role=\"P\"} 1.0"), metrics.body());
     }
 
     /**
