@@ -152,6 +152,17 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
         return before;
     }
 
+    /** Removes {@code key}'s entry as the {@code LinkedHashMap} did (a request renamed at finish). */
+    @Override
+    public RequestPhase remove(Object key) {
+        Cell c = index.remove(key);
+        if (c == null) {
+            return null;
+        }
+        unlink(c);
+        return c.getValue();
+    }
+
     @Override
     public RequestPhase get(Object key) {
         Cell c = index.get(key);

@@ -894,6 +894,7 @@ final class SchedulerSide {
         r.admittedAs = old;
         s.requests.put(newId, r);
         s.phases.put(newId, r.phase);
+        r.phaseCell = s.phases.cell(newId);
         return r;
     }
 

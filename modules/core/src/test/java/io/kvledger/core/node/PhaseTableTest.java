@@ -34,7 +34,10 @@ class PhaseTableTest {
             for (int op = 0; op < 300; op++) {
                 String rid = "r" + rnd.nextInt(30);
                 RequestPhase p = PHASES[rnd.nextInt(PHASES.length)];
-                if (rnd.nextInt(3) == 0) {
+                if (rnd.nextInt(12) == 0) {
+                    // a rename at finish removes the old id's entry (SchedulerSide.renamedAtFinish)
+                    assertThat(t.remove(rid)).isEqualTo(m.remove(rid));
+                } else if (rnd.nextInt(3) == 0) {
                     // admission: a new request object, as SchedulerSide.admitted does
                     NodeState.Req r = new NodeState.Req(rid, 1, 1, null, 0);
                     PhaseTable.Cell existing = t.cell(rid);
