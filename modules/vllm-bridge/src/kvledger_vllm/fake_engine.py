@@ -698,8 +698,7 @@ class _Handler(BaseHTTPRequestHandler):
         app = self.server.app
         path = self.path.split("?", 1)[0]
         if path not in ("/v1/completions", "/v1/chat/completions"):
-            length = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(length)
+            self._read_body()
             if path in ("/start_profile", "/stop_profile"):
                 self._json(200, {})
             else:
@@ -707,8 +706,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         chat = path == "/v1/chat/completions"
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = json.loads(self._read_body() or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("the body must be a JSON object")
         except ValueError as e:
@@ -752,6 +750,20 @@ class _Handler(BaseHTTPRequestHandler):
         obj["usage"] = usage
         obj["kv_transfer_params"] = req.kv_transfer_params
         self._json(200, obj)
+
+    def _read_body(self):
+        """The request body, by Content-Length or chunked (as uvicorn takes both; a proxy may stream it)."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
     @staticmethod
     def _all_tokens(req):
