@@ -64,10 +64,11 @@ final class LiveDemo {
                    double stuckAfterS, boolean fullIds) {}
 
     /** The outcome of one client request through the proxy. */
-    record Answer(int status, String error) {}
-
-    /** A whole answer with fewer tokens than the decode leg's max_tokens (counted, not failed). */
-    static final String SHORT = "short";
+    record Answer(int status, String error, boolean fewerTokens) {
+        Answer(int status, String error) {
+            this(status, error, false);
+        }
+    }
 
     /** The status of a streamed answer the proxy cut after its 200 (the client saw the end of the stream early). */
     static final int CUT = -2;
@@ -225,7 +226,7 @@ final class LiveDemo {
                         }
                         continue;
                     }
-                    if (a.error() == SHORT) {
+                    if (a.fewerTokens()) {
                         shortAnswers++;
                         statuses.merge("200", 1, Integer::sum);
                         continue;
@@ -405,7 +406,8 @@ final class LiveDemo {
                 return new Answer(200, "incomplete answer: " + oneLine(r.body()));
             }
             // the proxy asks the decode for max_tokens - 1 (the toy proxy's rule: the prefill made the first)
-            return new Answer(200, r.body().contains(" tok" + Math.max(1, tokens - 1) + "\"") ? null : SHORT);
+            // a whole answer with fewer tokens is counted apart (and fails a clean run)
+            return new Answer(200, null, !r.body().contains(" tok" + Math.max(1, tokens - 1) + "\""));
         });
     }
 
