@@ -324,3 +324,29 @@ def test_the_module_runs_as_a_command_and_stops_on_sigterm(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "kvledger_vllm.fake_engine", "--role", "nobody"], env=env,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "--role" in bad.stderr
+
+
+def test_a_chunked_request_body_is_read_whole(apps):
+    # kvledger proxy sends its legs' bodies chunked; vLLM's uvicorn takes them
+    app = fe.FakeEngineApp("decode", "write", http_port=0, notify_port=free_port(), bind_host="127.0.0.1")
+    apps.append(app)
+    raw = json.dumps({"prompt": "one two three four", "max_tokens": 3}).encode()
+    c = http.client.HTTPConnection("127.0.0.1", app.http_port, timeout=30)
+    c.request("POST", "/v1/completions", body=iter([raw[:7], raw[7:]]),
+              headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"}, encode_chunked=True)
+    r = c.getresponse()
+    body = json.loads(r.read())
+    c.close()
+    assert r.status == 200
+    assert body["usage"]["prompt_tokens"] == 4 and body["choices"][0]["text"] == " tok1 tok2 tok3"
+
+
+def test_dp_ranks_need_one_bridge_each_and_requests_name_their_rank(apps):
+    with pytest.raises(ValueError, match="one --bridge per DP rank"):
+        fe.FakeEngineApp("decode", "write", http_port=0, notify_port=free_port(), bind_host="127.0.0.1", dp_size=2)
+    app = fe.FakeEngineApp("decode", "write", http_port=0, notify_port=free_port(), bind_host="127.0.0.1")
+    apps.append(app)
+    assert app.engine_for(None) is app.engines[0] and app.engine_for("0") is app.engines[0]
+    status, _, data = post(app.http_port, "/v1/completions", {"prompt": "x", "max_tokens": 1},
+                           {"X-data-parallel-rank": "1"})
+    assert status == 400 and "not a rank of this engine (DP size 1)" in json.loads(data)["error"]["message"]

@@ -698,8 +698,7 @@ class _Handler(BaseHTTPRequestHandler):
         app = self.server.app
         path = self.path.split("?", 1)[0]
         if path not in ("/v1/completions", "/v1/chat/completions"):
-            length = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(length)
+            self._read_body()
             if path in ("/start_profile", "/stop_profile"):
                 self._json(200, {})
             else:
@@ -707,8 +706,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         chat = path == "/v1/chat/completions"
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = json.loads(self._read_body() or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("the body must be a JSON object")
         except ValueError as e:
@@ -728,7 +726,12 @@ class _Handler(BaseHTTPRequestHandler):
         prefix = "chatcmpl-" if chat else "cmpl-"
         # vLLM wraps the client's id: prefix, then "-0-" and 8 hex of its own
         req = Req("%s%s-0-%s" % (prefix, external_id, uuid.uuid4().hex[:8]), _prompt_tokens(body, chat), max_tokens, params)
-        app.engine.submit(req)
+        try:
+            engine = app.engine_for(self.headers.get("X-data-parallel-rank"))
+        except ValueError as e:
+            self._error(400, str(e))
+            return
+        engine.submit(req)
         created = int(time.time())
         rid = prefix + external_id
         if body.get("stream"):
@@ -752,6 +755,20 @@ class _Handler(BaseHTTPRequestHandler):
         obj["usage"] = usage
         obj["kv_transfer_params"] = req.kv_transfer_params
         self._json(200, obj)
+
+    def _read_body(self):
+        """The request body, by Content-Length or chunked (as uvicorn takes both; a proxy may stream it)."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
     @staticmethod
     def _all_tokens(req):
@@ -823,11 +840,24 @@ class FakeEngineApp:
         self.model = model
         self.request_timeout_s = request_timeout_s
         kv_role = "kv_producer" if role == "prefill" else "kv_consumer"
-        if bridge:
-            self.connector = BridgeConnector(bridge, kv_role, self.mode, layers)
+        bridges = [b for b in (bridge if isinstance(bridge, (list, tuple)) else [bridge] if bridge else []) if b]
+        if dp_size < 1:
+            raise ValueError("dp_size must be at least 1, got %r" % dp_size)
+        if dp_size > 1 and len(bridges) != dp_size:
+            raise ValueError("--dp-size %d needs one --bridge per DP rank (one kvledger node --dp R/%d each), got %d"
+                             % (dp_size, dp_size, len(bridges)))
+        if dp_size == 1 and len(bridges) > 1:
+            raise ValueError("%d bridges for one DP rank: give --dp-size" % len(bridges))
+        self.dp_size = dp_size
+        # DP ranks behind one API server, as vLLM runs them: one engine (and connector) per rank; the
+        # proxy names the rank of a request in X-data-parallel-rank; only rank 0 registers
+        if bridges:
+            self.connectors = [BridgeConnector(b, kv_role, self.mode, layers) for b in bridges]
         else:
-            self.connector = MoriioConnector(kv_role, self.mode, host, handshake_port, notify_port, bind_host, tp_size)
-        self.engine = FakeEngine(self.connector).start()
+            self.connectors = [MoriioConnector(kv_role, self.mode, host, handshake_port, notify_port, bind_host, tp_size)]
+        self.connector = self.connectors[0]
+        self.engines = [FakeEngine(c).start() for c in self.connectors]
+        self.engine = self.engines[0]
         self.http = ThreadingHTTPServer((bind_host if bind_host != "0.0.0.0" else "", http_port), _Handler)
         self.http.daemon_threads = True
         self.http.app = self
@@ -847,8 +877,22 @@ class FakeEngineApp:
             self.heartbeat.close()
         self.http.shutdown()
         self.http.server_close()
-        self.engine.close()
-        self.connector.close()
+        for e in self.engines:
+            e.close()
+        for c in self.connectors:
+            c.close()
+
+    def engine_for(self, dp_header):
+        """The engine of the DP rank a request names (X-data-parallel-rank), rank 0 when it names none."""
+        if dp_header is None or dp_header == "":
+            return self.engines[0]
+        try:
+            rank = int(dp_header)
+        except ValueError:
+            raise ValueError("X-data-parallel-rank must be an integer, got %r" % dp_header) from None
+        if not 0 <= rank < len(self.engines):
+            raise ValueError("X-data-parallel-rank %d is not a rank of this engine (DP size %d)" % (rank, len(self.engines)))
+        return self.engines[rank]
 
 
 def main(argv=None):
@@ -862,8 +906,11 @@ def main(argv=None):
     ap.add_argument("--handshake-port", type=int, default=6301, help="registered handshake base port")
     ap.add_argument("--notify-port", type=int, default=61005, help="notify base port (bound unless --bridge)")
     ap.add_argument("--proxy", metavar="tcp://HOST:PORT", help="register with this proxy ping ROUTER every 3 s")
-    ap.add_argument("--bridge", metavar="tcp://127.0.0.1:PORT",
+    ap.add_argument("--bridge", metavar="tcp://127.0.0.1:PORT", action="append",
                     help="call the hooks on this kvledger node's engine bridge (the node then owns the MoRIIO ports)")
+    ap.add_argument("--dp-size", type=int, default=1,
+                    help="DP ranks behind this API server (default 1); each needs its --bridge, in rank order, to a "
+                         "kvledger node --dp R/SIZE; requests go to the rank in X-data-parallel-rank; rank 0 registers")
     ap.add_argument("--model", default="kvledger-fake")
     ap.add_argument("--layers", default=",".join(DEFAULT_LAYERS), help="layer names of save_kv_layer (bridge)")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -871,7 +918,7 @@ def main(argv=None):
     logging.basicConfig(level=logging.DEBUG if a.verbose else logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
         app = FakeEngineApp(a.role, a.mode, a.host, a.http_port, a.handshake_port, a.notify_port, a.proxy, a.bridge,
-                            a.bind_host, a.model, layers=[x for x in a.layers.split(",") if x])
+                            a.bind_host, a.model, layers=[x for x in a.layers.split(",") if x], dp_size=a.dp_size)
     except (OSError, zmq.ZMQError, BridgeError, ValueError) as e:
         print("fake_engine: cannot start: %s" % e, file=sys.stderr)
         return 2
@@ -880,7 +927,7 @@ def main(argv=None):
         signal.signal(sig, lambda *_: stop.set())
     print("fake_engine: %s %s ready: http://%s zmq_address %s%s%s" % (
         a.role, app.mode, app.http_address, app.zmq_address,
-        "; hooks to the node at " + a.bridge if a.bridge else "; notify ROUTER bound",
+        "; hooks to the node(s) at " + ", ".join(a.bridge) if a.bridge else "; notify ROUTER bound",
         "; registering with " + a.proxy if a.proxy else ""), file=sys.stderr, flush=True)
     stop.wait()
     app.close()

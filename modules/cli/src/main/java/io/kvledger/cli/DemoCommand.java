@@ -92,10 +92,41 @@ final class DemoCommand implements Callable<Integer> {
                     + "temporary directory)")
     Path out;
 
-    /** Reads {@code --faults}; a bad spec is a usage error naming the bad token. */
+    @Option(names = "--live", description = {"run a live deployment on loopback instead of the simulation: the proxy, "
+            + "the tap, one prefill and one decode (a Python fake engine driving a kvledger node each); --requests "
+            + "completions through the proxy with the nodes' --faults (default for --live: " + LIVE_FAULTS + ") and a "
+            + "kill -9 of the decode's engine part-way, then the tap's report, the merged hangs report and an inspect "
+            + "command. Exit 0 when the run behaved as expected for the faults injected (none: every request answered "
+            + "200 and hangs clean; some: every request answered and hangs names what they left behind)."})
+    boolean live;
+
+    @Option(names = "--clean", description = "with --live: no faults and no kill (every request must be answered 200, hangs must find nothing)")
+    boolean clean;
+
+    @Option(names = "--mode", paramLabel = "read|write", defaultValue = "write",
+            description = "with --live: the transfer mode (default: ${DEFAULT-VALUE})")
+    String liveMode;
+
+    @Option(names = "--kill-decode-at", paramLabel = "N",
+            description = "with --live: kill -9 the decode's fake engine after N requests were sent, then restart it "
+                    + "(default: 3/4 of --requests; 0: no kill)")
+    Integer killDecodeAt;
+
+    @Option(names = "--concurrency", paramLabel = "N", defaultValue = "16",
+            description = "with --live: client requests in flight at once (default: ${DEFAULT-VALUE})")
+    int concurrency;
+
+    @Option(names = "--stuck-after", paramLabel = "SECONDS", defaultValue = "2",
+            description = "with --live: hangs --stuck-after of the report (default: ${DEFAULT-VALUE})")
+    double stuckAfterS;
+
+    static final String LIVE_FAULTS = "drop=0.01";
 
     @Override
-    public Integer call() {
+    public Integer call() throws Exception {
+        if (live) {
+            return live();
+        }
         if (requests < 1) {
             throw usage("--requests must be at least 1, got " + requests);
         }
@@ -163,6 +194,31 @@ final class DemoCommand implements Callable<Integer> {
         return 0;
     }
 
+    private int live() throws Exception {
+        if (requests < 1 || concurrency < 1) {
+            throw usage("--requests and --concurrency must be at least 1");
+        }
+        if (!(stuckAfterS > 0) || Double.isInfinite(stuckAfterS)) {
+            throw usage("--stuck-after must be a positive number of seconds, got " + stuckAfterS);
+        }
+        boolean faultsGiven = spec.commandLine().getParseResult().hasMatchedOption("--faults");
+        if (clean && (faultsGiven || killDecodeAt != null)) {
+            throw usage("--clean runs without faults: drop --faults and --kill-decode-at, or --clean");
+        }
+        FaultSpec fs = clean ? FaultSpec.NONE : faultsGiven ? faults : FaultSpec.parse(LIVE_FAULTS);
+        if (fs.abort() > 0) {
+            throw usage("--faults: abort is not supported live (use drop, dup, delay, fail)");
+        }
+        int killAt = clean ? 0 : killDecodeAt != null ? killDecodeAt : requests * 3 / 4;
+        if (killAt < 0 || killAt >= requests) {
+            throw usage("--kill-decode-at must be from 0 (no kill) to --requests - 1, got " + killAt);
+        }
+        TransferMode m = ModeOption.parse(spec, liveMode);
+        Path dir = journalDir().toAbsolutePath().normalize();
+        return new LiveDemo(new LiveDemo.Options(m, requests, concurrency, fs, killAt, seed, dir, stuckAfterS, fullIds),
+                spec.commandLine().getOut(), spec.commandLine().getErr()).run();
+    }
+
     private static List<String> runNames(List<Path> runDirs) {
         List<String> names = new ArrayList<>();
         for (Path p : runDirs) {
@@ -175,7 +231,7 @@ final class DemoCommand implements Callable<Integer> {
         return names;
     }
 
-    private static String shellQuote(String s) {
+    static String shellQuote(String s) {
         return s.matches("[A-Za-z0-9._:,/=+-]+") ? s : "'" + s.replace("'", "'\\''") + "'";
     }
 

@@ -22,7 +22,10 @@
  * {@code export} sends
  * the journals' request lifecycles to an OTLP receiver through the service's
  * {@code io.kvledger.service.otlp} ({@code JournalTraces}, {@code OtlpSender}); {@code node --otlp}
- * attaches its {@code LiveTraces}.
+ * attaches its {@code LiveTraces}. {@code demo --live} ({@code LiveDemo}) runs the service's proxy
+ * and tap in-process, {@code node} processes of this jar and the vLLM bridge's Python fake engines
+ * (found through the {@code kvledger.home} system property the launcher sets), then prints
+ * {@code tap-report} and {@code hangs} over their journals.
  *
  * {@code io.kvledger.cli.sim} journals a simulation ({@code SimJournalRecorder}), so the journal
  * module need not depend on the simulator.

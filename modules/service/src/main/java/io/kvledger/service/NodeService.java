@@ -292,12 +292,36 @@ public final class NodeService implements AutoCloseable {
                     if (error != null) {
                         call.fail(error instanceof Inbox.InboxFullException ? "node busy: " + error.getMessage()
                                 : "node: " + error.getMessage());
+                    } else if (holdsForward(call.event())) {
+                        // the Python worker busy-waits in start_load_kv for its handshakes and reads; a
+                        // bridged engine's forward waits the same way, so a READ decode does not finish a
+                        // request before its KV arrived (bounded: the transfer timeout, then the reply)
+                        long deadline = System.nanoTime() + options.config().transferTimeoutNs()
+                                + options.handshakeTimeout().toNanos();
+                        replyWhenSettled(call, effects, deadline);
                     } else {
                         call.reply(effects);
                     }
                 });
             }
         };
+    }
+
+    /** Whether the reply to this bridged hook waits for the worker's reads and handshakes (READ consumer forward). */
+    private boolean holdsForward(NodeEvent e) {
+        return options.engine() == NodeOptions.EngineKind.BRIDGE && e instanceof NodeEvent.LoadStarted
+                && options.config().mode() == io.kvledger.core.config.TransferMode.READ && !options.config().isProducer();
+    }
+
+    private void replyWhenSettled(BridgeCall call, List<Effect> effects, long deadline) {
+        inbox.query(s -> s.readsInFlight() == 0 && s.handshakesInFlight() == 0).whenComplete((settled, error) -> {
+            if (error != null || Boolean.TRUE.equals(settled) || System.nanoTime() > deadline) {
+                call.reply(effects);
+            } else {
+                java.util.concurrent.CompletableFuture.delayedExecutor(1, TimeUnit.MILLISECONDS)
+                        .execute(() -> replyWhenSettled(call, effects, deadline));
+            }
+        });
     }
 
     private boolean onAdapterEvent(AdapterEvent e) {
