@@ -157,7 +157,7 @@ final class ClusterCommand implements Callable<Integer> {
                 nodes.add(startNode(name, p, m, fs, dir, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]));
             }
             for (Started n : nodes) {
-                if (!awaitHealthy(client, n, Duration.ofSeconds(60))) {
+                if (!NodeHealth.awaitHealthy(client, n.process(), n.http(), Duration.ofSeconds(60))) {
                     err.println("kvledger cluster: node " + n.name() + " did not start; its log (" + n.log() + "):");
                     err.println(tail(n.log()));
                     return 2;
@@ -301,26 +301,6 @@ final class ClusterCommand implements Callable<Integer> {
         }
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         return new Started(name, p, handshake, notify, http, pb.start(), log);
-    }
-
-    private static boolean awaitHealthy(HttpClient client, Started n, Duration timeout) throws InterruptedException {
-        long end = System.nanoTime() + timeout.toNanos();
-        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + n.http() + "/healthz"))
-                .timeout(Duration.ofSeconds(2)).GET().build();
-        while (System.nanoTime() < end) {
-            if (!n.process().isAlive()) {
-                return false;
-            }
-            try {
-                if (client.send(req, HttpResponse.BodyHandlers.ofString()).statusCode() == 200) {
-                    return true;
-                }
-            } catch (IOException e) {
-                // not up yet
-            }
-            Thread.sleep(50);
-        }
-        return false;
     }
 
     /** Waits until every live node's engine holds no request (prefills freed what they deferred). */

@@ -178,19 +178,7 @@ final class HangsReport {
             nodes.add(nm);
         }
         m.put("nodes", nodes);
-        m.put("inputs", res.inputs());
-        m.put("first_at_ns", res.inputs() == 0 ? null : res.firstAtNs());
-        m.put("last_at_ns", res.inputs() == 0 ? null : res.lastAtNs());
-        m.put("stuck_after_ns", res.bounds().stuckAfterNs());
-        m.put("count", (long) res.findings().size());
-        LinkedHashMap<String, Object> by = new LinkedHashMap<>();
-        Hangs.byDetector(res.findings()).forEach((d, l) -> by.put(d, (long) l.size()));
-        m.put("by_detector", by);
-        List<Object> list = new ArrayList<>();
-        for (Finding f : res.findings()) {
-            list.add(TimelineJson.finding(f, Text::bugClass));
-        }
-        m.put("findings", list);
+        TimelineJson.putFindings(m, res, Text::bugClass);
         LinkedHashMap<String, Object> in = new LinkedHashMap<>();
         in.put("count", (long) res.inFlight().size());
         for (InFlight.Status st : InFlight.Status.values()) {

@@ -165,7 +165,7 @@ final class LiveDemo {
                 nodes.add(startNode("P0", true, m, ph, pn, pb, phttp, nodesDir));
                 nodes.add(startNode("D0", false, m, dh, dn, db, dhttp, nodesDir));
                 for (Node n : nodes) {
-                    if (!awaitHealthy(client, n, Duration.ofSeconds(60))) {
+                    if (!NodeHealth.awaitHealthy(client, n.process(), n.http(), Duration.ofSeconds(60))) {
                         err.println("kvledger demo: node " + n.name() + " did not start; the end of its log (" + n.log()
                                 + "):");
                         err.println(tail(n.log()));
@@ -492,26 +492,6 @@ final class LiveDemo {
             throw new IllegalStateException("the " + role + " fake engine did not start: " + first + " (log " + log + ")");
         }
         return p;
-    }
-
-    private static boolean awaitHealthy(HttpClient client, Node n, Duration timeout) throws InterruptedException {
-        long end = System.nanoTime() + timeout.toNanos();
-        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + n.http() + "/healthz"))
-                .timeout(Duration.ofSeconds(2)).GET().build();
-        while (System.nanoTime() < end) {
-            if (!n.process().isAlive()) {
-                return false;
-            }
-            try {
-                if (client.send(req, HttpResponse.BodyHandlers.ofString()).statusCode() == 200) {
-                    return true;
-                }
-            } catch (IOException e) {
-                // not up yet
-            }
-            Thread.sleep(50);
-        }
-        return false;
     }
 
     /** SIGTERM to the engines, then the nodes (so they journal the engines' last calls and flush), waiting for each. */

@@ -155,16 +155,14 @@ public final class TimelineJson {
         return out;
     }
 
-    /** The object {@code GET /v1/hangs} serves, over a set of journals. */
-    public static Map<String, Object> hangs(Hangs.Result res) {
-        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-        m.put("command", "hangs");
-        m.put("journals", (long) res.nodes().size());
-        List<Object> nodes = new ArrayList<>();
-        for (Replayer.Node n : res.nodes()) {
-            nodes.add(journal(n.name(), n.journal().name(), n.config()));
-        }
-        m.put("nodes", nodes);
+    /**
+     * Adds what the journals span and the findings of {@code res} to {@code m}: {@code inputs},
+     * {@code first_at_ns}, {@code last_at_ns}, {@code stuck_after_ns}, {@code count},
+     * {@code by_detector} and {@code findings} (each as {@link #finding(Finding, java.util.function.IntFunction)}
+     * with {@code titles}, or {@link #finding(Finding)} when it is null). Shared by {@code /v1/hangs}
+     * and {@code kvledger hangs --json}.
+     */
+    public static void putFindings(Map<String, Object> m, Hangs.Result res, java.util.function.IntFunction<String> titles) {
         m.put("inputs", res.inputs());
         m.put("first_at_ns", res.inputs() == 0 ? null : res.firstAtNs());
         m.put("last_at_ns", res.inputs() == 0 ? null : res.lastAtNs());
@@ -175,9 +173,22 @@ public final class TimelineJson {
         m.put("by_detector", by);
         List<Object> list = new ArrayList<>();
         for (Finding f : res.findings()) {
-            list.add(finding(f));
+            list.add(titles == null ? finding(f) : finding(f, titles));
         }
         m.put("findings", list);
+    }
+
+    /** The object {@code GET /v1/hangs} serves, over a set of journals. */
+    public static Map<String, Object> hangs(Hangs.Result res) {
+        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
+        m.put("command", "hangs");
+        m.put("journals", (long) res.nodes().size());
+        List<Object> nodes = new ArrayList<>();
+        for (Replayer.Node n : res.nodes()) {
+            nodes.add(journal(n.name(), n.journal().name(), n.config()));
+        }
+        m.put("nodes", nodes);
+        putFindings(m, res, null);
         return m;
     }
 }
