@@ -1,0 +1,12 @@
+/**
+ * Routing requests over live nodes as vLLM's MoRIIO toy proxy does, for {@code kvledger cluster}
+ * and tests: {@code ToyRouter} composes the toy proxy's request ids and each leg's
+ * {@code kv_transfer_params} (the proxy reuses its builders), a {@code Leg} sends one leg to a
+ * node ({@code LocalLeg} in-process, {@code HttpLeg} over the node's HTTP API), and
+ * {@code LoopbackPorts} hands out distinct loopback ports below the ephemeral range for the nodes
+ * of one run.
+ *
+ * <p>May depend on kvledger-core, kvledger-journal (JSON), the service package and its
+ * {@code engine} package, and the JDK's HTTP client.
+ */
+package io.kvledger.service.cluster;

@@ -1,0 +1,12 @@
+/**
+ * What stands in the engine's place beside a node: {@code HookPort}, the node's side of the
+ * connector hooks (a hook call goes into the inbox and its reply comes back when the loop has
+ * journaled and applied it), {@code SimulatedEngine}, the built-in engine that plays vLLM's
+ * scheduler and worker loop over the hook port (admission, chunked prefill, finishes, polls) with
+ * KV blocks in the node's region, and {@code Completion}, how a request ended in the simulated
+ * engine (what a vLLM response would carry, plus the KV bytes the data plane verified).
+ *
+ * <p>May depend on kvledger-core and the service's {@code data} package. The node assembly and
+ * the {@code cluster} package depend on it.
+ */
+package io.kvledger.service.engine;
