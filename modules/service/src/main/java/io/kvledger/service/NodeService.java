@@ -178,6 +178,17 @@ public final class NodeService implements AutoCloseable {
             }
             lastSeq = journal.nextSeq() - 1;
         }
+        if (journaled && recovery != null && !recovery.unjournaled().isEmpty()) {
+            // The old process died between its last input and that input's derived entries: the
+            // entries go in now, and the effects (never routed) are executed below.
+            for (Effect e : recovery.unjournaled()) {
+                journal.appendDerived(recovery.lastInputSeq(), e);
+            }
+            lastSeq = journal.nextSeq() - 1;
+            LOG.log(System.Logger.Level.INFO, "node " + options.nodeId() + ": the last input (seq "
+                    + recovery.lastInputSeq() + ") had " + recovery.unjournaled().size()
+                    + " derived entries missing; journaled them, its effects run once the sessions are back");
+        }
         lossReporter = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "kvledger-loss-report-" + options.nodeId());
             t.setDaemon(true);
@@ -198,6 +209,9 @@ public final class NodeService implements AutoCloseable {
         }
         if (!observing && recovery != null && !recovery.handshakes().isEmpty()) {
             reopenSessions();
+        }
+        if (recovery != null && !recovery.unrouted().isEmpty()) {
+            routeUnrouted(recovery.unrouted());
         }
         if (options.engine() == NodeOptions.EngineKind.SIM) {
             engine = new SimulatedEngine(options.nodeId(), cfg, hookPort(), clock, options.layout(), dataPlane.memory(),
@@ -241,6 +255,22 @@ public final class NodeService implements AutoCloseable {
             Thread.currentThread().interrupt();
         } catch (ExecutionException | TimeoutException e) {
             LOG.log(System.Logger.Level.WARNING, "node " + options.nodeId() + ": re-handshakes after recovery: " + e);
+        }
+    }
+
+    /** Runs the effects of an input the old process applied but died before routing, on the loop thread. */
+    private void routeUnrouted(List<Effect> effects) {
+        try {
+            inbox.query(s -> {
+                for (Effect e : effects) {
+                    route(e);
+                }
+                return null;
+            }).get(HOOK_WAIT_NS, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            LOG.log(System.Logger.Level.WARNING, "node " + options.nodeId() + ": effects left by the old process: " + e);
         }
     }
 

@@ -16,8 +16,12 @@ import java.util.Map;
 /**
  * Rebuilds a node's state from its journal: every journaled input is applied again, in order,
  * to a fresh state of the journal's configuration (the reducer is deterministic, so this is the
- * state the node had when it stopped or died). The derived entries are not needed: the effects
- * recomputed here are discarded, since they were executed (or lost with the process) already.
+ * state the node had when it stopped or died). The effects recomputed here are discarded, since
+ * they were executed already, with one exception: the loop journals an input, applies it, journals
+ * its derived entries and only then routes its effects, so a process killed between the input and
+ * the last of its derived entries left an input whose effects were never executed. For that last
+ * input, {@link #unjournaled} are the derived entries the journal lacks (the node appends them) and
+ * {@link #unrouted} all of its effects (the node executes them once its sessions are back).
  *
  * @param state        the recovered state
  * @param inputs       inputs applied
@@ -26,9 +30,15 @@ import java.util.Map;
  * @param recoveryNs   how long it took (wall clock)
  * @param handshakes   the last handshake started for each peer key (its endpoint), so that a
  *                     restarted node can open again the sessions the recovered state counts on
+ * @param lastInputSeq the seq of the last input (0 when none)
+ * @param unjournaled  the last input's effects after those the journal holds for it (empty
+ *                     when the journal holds them all)
+ * @param unrouted     when {@code unjournaled} is not empty, every effect of the last input (none
+ *                     of them was routed); else empty
  */
 public record Recovery(NodeState state, long inputs, long lastSeq, long lastAtNs, long recoveryNs,
-                       Map<String, Effect.StartHandshake> handshakes) {
+                       Map<String, Effect.StartHandshake> handshakes, long lastInputSeq, List<Effect> unjournaled,
+                       List<Effect> unrouted) {
 
     /** Whether {@code dir} holds a journal to recover. */
     public static boolean present(Path dir) {
@@ -51,6 +61,8 @@ public record Recovery(NodeState state, long inputs, long lastSeq, long lastAtNs
         long lastSeq = 0;
         long lastAt = Long.MIN_VALUE;
         Map<String, Effect.StartHandshake> handshakes = new LinkedHashMap<>();
+        long lastInputSeq = 0;
+        int journaledForLast = 0;
         try (JournalReader r = JournalReader.open(dir)) {
             for (JournalEntry e : r) {
                 lastSeq = Math.max(lastSeq, e.seq());
@@ -59,11 +71,30 @@ public record Recovery(NodeState state, long inputs, long lastSeq, long lastAtNs
                     NodeReducer.applyInto(state, in.event(), discard);
                     inputs++;
                     lastAt = in.atNs();
-                } else if (e instanceof JournalEntry.Derived d && d.effect() instanceof Effect.StartHandshake h) {
+                    lastInputSeq = in.seq();
+                    journaledForLast = 0;
+                } else if (e instanceof JournalEntry.Derived d) {
+                    if (d.causeSeq() == lastInputSeq && lastInputSeq > 0) {
+                        journaledForLast++;
+                    }
+                    if (d.effect() instanceof Effect.StartHandshake h) {
+                        handshakes.put(h.key(), h);
+                    }
+                }
+            }
+        }
+        List<Effect> unjournaled = List.of();
+        List<Effect> unrouted = List.of();
+        if (lastInputSeq > 0 && journaledForLast < discard.size()) {
+            unjournaled = List.copyOf(discard.subList(journaledForLast, discard.size()));
+            unrouted = List.copyOf(discard);
+            for (Effect e : unjournaled) {
+                if (e instanceof Effect.StartHandshake h) {
                     handshakes.put(h.key(), h);
                 }
             }
         }
-        return new Recovery(state, inputs, lastSeq, lastAt, System.nanoTime() - t0, handshakes);
+        return new Recovery(state, inputs, lastSeq, lastAt, System.nanoTime() - t0, handshakes, lastInputSeq,
+                unjournaled, unrouted);
     }
 }
