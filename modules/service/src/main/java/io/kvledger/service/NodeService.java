@@ -322,10 +322,12 @@ public final class NodeService implements AutoCloseable {
                     if (error != null) {
                         call.fail(error instanceof Inbox.InboxFullException ? "node busy: " + error.getMessage()
                                 : "node: " + error.getMessage());
-                    } else if (holdsForward(call.event())) {
-                        // the Python worker busy-waits in start_load_kv for its handshakes and reads; a
-                        // bridged engine's forward waits the same way, so a READ decode does not finish a
-                        // request before its KV arrived (bounded: the transfer timeout, then the reply)
+                    } else if (holdsForward(call.event(), effects)) {
+                        // the Python worker busy-waits in start_load_kv for its handshakes and reads, and in
+                        // save_kv_layer for the handshakes it started; a bridged engine's forward waits the
+                        // same way, so a READ decode does not finish a request before its KV arrived and a
+                        // WRITE prefill's next layer is not written to a decode DP rank still handshaking
+                        // (bounded: the transfer timeout, then the reply)
                         long deadline = System.nanoTime() + options.config().transferTimeoutNs()
                                 + options.handshakeTimeout().toNanos();
                         replyWhenSettled(call, effects, deadline);
@@ -337,10 +339,34 @@ public final class NodeService implements AutoCloseable {
         };
     }
 
-    /** Whether the reply to this bridged hook waits for the worker's reads and handshakes (READ consumer forward). */
-    private boolean holdsForward(NodeEvent e) {
-        return options.engine() == NodeOptions.EngineKind.BRIDGE && e instanceof NodeEvent.LoadStarted
-                && options.config().mode() == io.kvledger.core.config.TransferMode.READ && !options.config().isProducer();
+    /**
+     * Whether the reply to this bridged hook waits for the worker's reads and handshakes: a READ
+     * consumer's {@code start_load_kv}, and any forward hook that started a handshake (a WRITE
+     * producer's {@code save_kv_layer}: released when rank 0 of the decode answered, the next
+     * layer's write to a decode on rank 1 found no session and failed).
+     */
+    static boolean holdsForward(NodeOptions.EngineKind engine, NodeConfig cfg, NodeEvent e,
+                                List<Effect> effects) {
+        if (engine != NodeOptions.EngineKind.BRIDGE) {
+            return false;
+        }
+        if (e instanceof NodeEvent.LoadStarted && cfg.mode() == io.kvledger.core.config.TransferMode.READ
+                && !cfg.isProducer()) {
+            return true;
+        }
+        if (!(e instanceof NodeEvent.LoadStarted || e instanceof NodeEvent.LayerSaved || e instanceof NodeEvent.SaveWaited)) {
+            return false;
+        }
+        for (Effect x : effects) {
+            if (x instanceof Effect.StartHandshake) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private boolean holdsForward(NodeEvent e, List<Effect> effects) {
+        return holdsForward(options.engine(), options.config(), e, effects);
     }
 
     private void replyWhenSettled(BridgeCall call, List<Effect> effects, long deadline) {

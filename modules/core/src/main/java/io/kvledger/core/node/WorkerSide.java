@@ -682,12 +682,9 @@ final class WorkerSide {
         NodeState s = c.s;
         s.remoteAgents.add(key);
         s.handshakesFailed.remove(key);
-        if (key.endsWith("_dp0")) {
-            String eid = key.substring(0, key.length() - 4);
-            List<ReqMeta> waiting = s.awaitingHandshake.remove(eid);
-            if (waiting != null) {
-                s.readyRequests.addAll(waiting);
-            }
+        int dp = key.lastIndexOf("_dp");
+        if (dp > 0) {
+            releaseWritersOnceEveryRankHandshook(s, key.substring(0, dp));
         }
         if (!s.recvAwaitingHandshake.isEmpty()) {
             List<ReqMeta> waiting = new ArrayList<>(s.recvAwaitingHandshake);
@@ -700,6 +697,38 @@ final class WorkerSide {
                 }
             }
         }
+    }
+
+    /**
+     * {@code _background_moriio_handshake}'s {@code request_ready}: it runs when the handshakes
+     * with every remote DP rank are done ({@code wait_all_dp}), not when rank 0's is. A write
+     * released on rank 0 alone would target a rank still handshaking when its decode is another
+     * rank, and fail with no session (then self-ACK, and the decode waits forever).
+     */
+    private static void releaseWritersOnceEveryRankHandshook(NodeState s, String eid) {
+        List<ReqMeta> waiting = s.awaitingHandshake.get(eid);
+        if (waiting == null) {
+            return;
+        }
+        for (Iterator<ReqMeta> it = waiting.iterator(); it.hasNext(); ) {
+            ReqMeta m = it.next();
+            if (everyRankHandshook(s, eid, m.remoteDpSize())) {
+                s.readyRequests.add(m);
+                it.remove();
+            }
+        }
+        if (waiting.isEmpty()) {
+            s.awaitingHandshake.remove(eid);
+        }
+    }
+
+    private static boolean everyRankHandshook(NodeState s, String eid, int remoteDpSize) {
+        for (int r = 0; r < Math.max(remoteDpSize, 1); r++) {
+            if (!s.remoteAgents.contains(eid + "_dp" + r)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

@@ -398,6 +398,32 @@ class WriteProducerTest {
                 org.assertj.core.groups.Tuple.tuple(DECODE_EID + "_dp1", DECODE.handshakePort() + 1));
     }
 
+    @Test
+    void a_request_waiting_for_its_handshake_is_written_only_once_every_decode_dp_rank_handshook() {
+        // request_ready runs when wait_all_dp is done: released on rank 0 alone, the write for a
+        // decode on rank 1 would go to a session still handshaking, fail with no session, self-ACK
+        // (WRITE_FAILED) and leave the decode in WAITING_FOR_REMOTE_KVS for good.
+        Node n = Node.of(writeProducer());
+        String rid = proxyRid("w12r");
+        KvParams p = prefillParams("tx-w12r");
+        p.put("remote_dp_size", 2L);
+        p.put("remote_tp_size", 1L);
+        n.admit(rid, 32, p);
+        n.alloc(rid, BlockGroups.single(1, 2), 0);
+        n.stepAndLoad();
+        assertThat(only(n.saveLayer(LAYER_0), Effect.StartHandshake.class)).hasSize(2);
+        n.waitForSave();
+        n.stepAndLoad(); // the next step stages no save: the request now waits in _ready_requests only
+        remoteBlocks(n, "tx-w12r", 1, 21, 22);
+        n.handshakeDone(HS_KEY);
+        assertThat(only(n.saveLayer(LAYER_0), Effect.PostWrite.class)).as("decode rank 1 still handshaking").isEmpty();
+
+        n.handshakeDone(DECODE_EID + "_dp1");
+        List<Effect.PostWrite> writes = only(n.saveLayer(LAYER_1), Effect.PostWrite.class);
+        assertThat(writes).hasSize(1).allSatisfy(w -> assertThat(w.sessionKey()).isEqualTo(DECODE_EID + "_dp1"));
+        assertThat(anomalyKinds(n.all)).doesNotContain(AnomalyKind.WRITE_FAILED);
+    }
+
     // ------------------------------------------------------------------ remote_blocks edge cases
 
     @Test
