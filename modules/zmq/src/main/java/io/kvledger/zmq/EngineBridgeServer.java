@@ -127,15 +127,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         } catch (IOException e) {
             throw new IllegalStateException("cannot open the engine bridge's wake-up pipe: " + e, e);
         }
-        s.thread.start();
-        try {
-            s.bound.join();
-        } catch (RuntimeException e) {
-            s.close();
-            throw new IllegalStateException("cannot bind the engine bridge at " + config.bindEndpoint() + ": "
-                    + ZmqRuntime.describe(e.getCause() == null ? e : e.getCause()), e);
-        }
-        s.thread.setName("kvledger-engine-bridge-" + s.port());
+        ZmqRuntime.startBound(s.thread, s.bound, s::close, "the engine bridge", config.bindEndpoint(), "kvledger-engine-bridge-");
         return s;
     }
 
@@ -146,7 +138,7 @@ public final class EngineBridgeServer implements AutoCloseable {
 
     public int port() {
         String e = endpoint;
-        return Integer.parseInt(e.substring(e.lastIndexOf(':') + 1));
+        return ZmqRuntime.portOf(e);
     }
 
     public BridgeNodeInfo node() {

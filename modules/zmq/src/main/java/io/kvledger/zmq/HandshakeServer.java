@@ -68,15 +68,7 @@ public final class HandshakeServer implements AutoCloseable {
     public static HandshakeServer open(String bindEndpoint, AgentMetadata metadata, LayerMap layers,
                                        EventSink<? super AdapterEvent> events, LongSupplier clock) {
         HandshakeServer s = new HandshakeServer(bindEndpoint, metadata, layers, events, clock);
-        s.thread.start();
-        try {
-            s.bound.join();
-        } catch (RuntimeException e) {
-            s.close();
-            throw new IllegalStateException("cannot bind handshake server at " + bindEndpoint + ": "
-                    + ZmqRuntime.describe(e.getCause() == null ? e : e.getCause()), e);
-        }
-        s.thread.setName("kvledger-handshake-server-" + s.port());
+        ZmqRuntime.startBound(s.thread, s.bound, s::close, "handshake server", bindEndpoint, "kvledger-handshake-server-");
         return s;
     }
 
@@ -91,7 +83,7 @@ public final class HandshakeServer implements AutoCloseable {
 
     public int port() {
         String e = endpoint;
-        return Integer.parseInt(e.substring(e.lastIndexOf(':') + 1));
+        return ZmqRuntime.portOf(e);
     }
 
     /** Requests answered or ignored as the protocol says. */

@@ -112,15 +112,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
 
     private static NotifyListenerAdapter start(NotifyListenerAdapter a) {
         NotifyListenerConfig config = a.config;
-        a.thread.start();
-        try {
-            a.endpoint = a.bound.join();
-        } catch (RuntimeException e) {
-            a.close();
-            throw new IllegalStateException("cannot bind notify listener at " + config.bindEndpoint() + ": "
-                    + ZmqRuntime.describe(e.getCause() == null ? e : e.getCause()), e);
-        }
-        a.thread.setName("kvledger-notify-listener-" + a.port());
+        a.endpoint = ZmqRuntime.startBound(a.thread, a.bound, a::close, "notify listener", config.bindEndpoint(), "kvledger-notify-listener-");
         return a;
     }
 
@@ -164,7 +156,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
 
     public int port() {
         String e = endpoint;
-        return Integer.parseInt(e.substring(e.lastIndexOf(':') + 1));
+        return ZmqRuntime.portOf(e);
     }
 
     /** Messages received (each became exactly one frame offered to the sink, or was abandoned on close). */

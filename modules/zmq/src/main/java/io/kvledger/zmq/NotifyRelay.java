@@ -106,15 +106,7 @@ public final class NotifyRelay implements AutoCloseable {
             throw new IllegalArgumentException("maxSenders must be at least 1, got " + maxSenders);
         }
         NotifyRelay r = new NotifyRelay(listen, targetEndpoint, maxSenders, Objects.requireNonNull(sink, "sink"));
-        r.thread.start();
-        try {
-            r.endpoint = r.bound.join();
-        } catch (RuntimeException e) {
-            r.close();
-            throw new IllegalStateException("cannot bind notify relay at " + listen.bindEndpoint() + ": "
-                    + ZmqRuntime.describe(e.getCause() == null ? e : e.getCause()), e);
-        }
-        r.thread.setName("kvledger-notify-relay-" + r.port());
+        r.endpoint = ZmqRuntime.startBound(r.thread, r.bound, r::close, "notify relay", listen.bindEndpoint(), "kvledger-notify-relay-");
         return r;
     }
 
@@ -125,7 +117,7 @@ public final class NotifyRelay implements AutoCloseable {
 
     public int port() {
         String e = endpoint;
-        return Integer.parseInt(e.substring(e.lastIndexOf(':') + 1));
+        return ZmqRuntime.portOf(e);
     }
 
     /** Where every message is forwarded. */

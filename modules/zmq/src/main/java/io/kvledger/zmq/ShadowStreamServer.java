@@ -72,15 +72,7 @@ public final class ShadowStreamServer implements AutoCloseable {
                     "the shadow socket takes unauthenticated streams").replace("the engine bridge", "the shadow socket"));
         }
         ShadowStreamServer s = new ShadowStreamServer(endpoint, clock, handler);
-        s.thread.start();
-        try {
-            s.bound.join();
-        } catch (RuntimeException e) {
-            s.close();
-            throw new IllegalStateException("cannot bind the shadow socket at " + endpoint + ": "
-                    + ZmqRuntime.describe(e.getCause() == null ? e : e.getCause()), e);
-        }
-        s.thread.setName("kvledger-shadow-stream-" + s.port());
+        ZmqRuntime.startBound(s.thread, s.bound, s::close, "the shadow socket", endpoint, "kvledger-shadow-stream-");
         return s;
     }
 
@@ -154,7 +146,7 @@ public final class ShadowStreamServer implements AutoCloseable {
 
     public int port() {
         String e = endpoint;
-        return Integer.parseInt(e.substring(e.lastIndexOf(':') + 1));
+        return ZmqRuntime.portOf(e);
     }
 
     /** Messages read. */

@@ -114,4 +114,32 @@ final class ZmqRuntime {
         String m = t.getMessage();
         return t.getClass().getSimpleName() + (m == null ? "" : ": " + m);
     }
+
+    /** The port of a bound {@code tcp://host:port} endpoint. */
+    static int portOf(String endpoint) {
+        return Integer.parseInt(endpoint.substring(endpoint.lastIndexOf(':') + 1));
+    }
+
+    /**
+     * Starts the thread that owns a socket and waits until the socket is bound; then names the
+     * thread {@code namePrefix} and the bound port. On failure {@code closeOnFailure} runs and
+     * the exception says {@code cannot bind WHAT at WHERE: why}.
+     *
+     * @param bound completed by the thread with the bound endpoint
+     * @return the bound endpoint
+     */
+    static String startBound(Thread thread, java.util.concurrent.CompletableFuture<String> bound,
+                             Runnable closeOnFailure, String what, Object where, String namePrefix) {
+        thread.start();
+        String endpoint;
+        try {
+            endpoint = bound.join();
+        } catch (RuntimeException e) {
+            closeOnFailure.run();
+            throw new IllegalStateException("cannot bind " + what + " at " + where + ": "
+                    + describe(e.getCause() == null ? e : e.getCause()), e);
+        }
+        thread.setName(namePrefix + portOf(endpoint));
+        return endpoint;
+    }
 }
