@@ -52,10 +52,22 @@ final class ClusterHarness {
     private ClusterHarness() {}
 
     /** The deployment. */
-    record Shape(TransferMode mode, boolean seed, int pDp, int pTp, int dDp, int dTp) {
+    /**
+     * @param tpVote whether the decode ranks journal the TP-wide eager-handshake vote (#46116,
+     *               {@code awaits_tp_vote}): the harness then plays the all_reduce, answering every
+     *               TP worker of a decode DP rank with vote 1 once each of them finished its eager
+     *               handshakes with the engine
+     */
+    record Shape(TransferMode mode, boolean seed, int pDp, int pTp, int dDp, int dTp, boolean tpVote) {
+
+        Shape(TransferMode mode, boolean seed, int pDp, int pTp, int dDp, int dTp) {
+            this(mode, seed, pDp, pTp, dDp, dTp, false);
+        }
+
         @Override
         public String toString() {
-            return mode + " " + (seed ? "seed" : "newest") + " P dp" + pDp + "xtp" + pTp + " D dp" + dDp + "xtp" + dTp;
+            return mode + " " + (seed ? "seed" : "newest") + " P dp" + pDp + "xtp" + pTp + " D dp" + dDp + "xtp" + dTp
+                    + (tpVote ? " tp-vote" : "");
         }
     }
 
@@ -181,7 +193,7 @@ final class ClusterHarness {
                             .behaviour(shape.seed() ? Behaviour.seed() : Behaviour.newest())
                             .hostIp(addr.host()).handshakePort(String.valueOf(addr.handshakePort()))
                             .notifyPort(String.valueOf(addr.notifyPort()))
-                            .dp(r, dp, dp).tp(t, tp).build();
+                            .dp(r, dp, dp).tp(t, tp).awaitsTpVote(!producer && shape.tpVote()).build();
                     Rank rank = new Rank(group + "t" + t, producer, r, t, new ReducerFixtures.Run(c));
                     ranks.add(rank);
                     members.add(rank);
@@ -296,6 +308,13 @@ final class ClusterHarness {
         }
 
         List<Effect> apply(Rank k, NodeEvent e) {
+            if (e instanceof NodeEvent.HandshakeCompleted hc && shape.tpVote() && !k.producer()) {
+                int i = hc.key().lastIndexOf("_dp");
+                java.util.LinkedHashSet<String> open = openHandshakes.get(k.name() + "|" + hc.key().substring(0, i));
+                if (open != null) {
+                    open.remove(hc.key());
+                }
+            }
             List<Effect> out = k.run().apply(e);
             applied.add(new Applied(k.name(), e, out));
             log.add(k.name() + String.format(" #%03d ", k.run().events.size() - 1) + ReducerFixtures.render(e));
@@ -326,6 +345,10 @@ final class ClusterHarness {
             for (Effect e : out) {
                 switch (e) {
                     case Effect.StartHandshake h -> {
+                        if (shape.tpVote() && !from.producer()) {
+                            openHandshakes.computeIfAbsent(from.name() + "|" + h.remoteEngineId(),
+                                    k -> new java.util.LinkedHashSet<>()).add(h.key());
+                        }
                         Rank peer = handshakeListeners.get(h.host() + ":" + h.port());
                         if (peer == null || peer.producer() == from.producer()) {
                             undeliverable.add(from.name() + " handshake " + h.key() + " to " + h.host() + ":" + h.port());
@@ -386,6 +409,45 @@ final class ClusterHarness {
         void deliver(Delivery w) {
             wire.remove(w);
             apply(w.to(), w.event().apply(tick()));
+            if (shape.tpVote() && !w.to().producer()) {
+                vote(w.to());
+            }
+        }
+
+        /** Per decode rank and engine, the eager handshakes it started and has not seen answered. */
+        final LinkedHashMap<String, java.util.LinkedHashSet<String>> openHandshakes = new LinkedHashMap<>();
+        /** Per decode DP group, the engines the TP-wide vote passed for. */
+        final LinkedHashMap<String, java.util.LinkedHashSet<String>> voted = new LinkedHashMap<>();
+
+        /**
+         * The CPU all_reduce(MIN) of the eager handshake: once every TP worker of the rank's DP
+         * group started and finished its handshakes with an engine, every worker gets vote 1.
+         */
+        void vote(Rank any) {
+            String group = "D" + any.dp();
+            List<Rank> members = groups.get(group);
+            java.util.LinkedHashSet<String> engines = new java.util.LinkedHashSet<>();
+            for (Rank k : members) {
+                for (String key : openHandshakes.keySet()) {
+                    if (key.startsWith(k.name() + "|")) {
+                        engines.add(key.substring(key.indexOf('|') + 1));
+                    }
+                }
+            }
+            for (String engine : engines) {
+                if (voted.computeIfAbsent(group, g -> new java.util.LinkedHashSet<>()).contains(engine)) {
+                    continue;
+                }
+                boolean all = true;
+                for (Rank k : members) {
+                    java.util.LinkedHashSet<String> open = openHandshakes.get(k.name() + "|" + engine);
+                    all &= open != null && open.isEmpty();
+                }
+                if (all) {
+                    voted.get(group).add(engine);
+                    applyAll(members, at -> new NodeEvent.HandshakeVoted(at, engine, 1, null));
+                }
+            }
         }
 
         // ---------------------------------------------------------- engine steps

@@ -50,8 +50,9 @@ class ClusterProperties {
                 Arbitraries.of(false, true),
                 Arbitraries.integers().between(0, 4),
                 Arbitraries.integers().between(0, 4),
-                Arbitraries.integers().between(1, 2))
-                .as((mode, seed, pShape, dShape, heteroFactor) -> shape(mode, seed, pShape, dShape, heteroFactor));
+                Arbitraries.integers().between(1, 2),
+                Arbitraries.of(false, true))
+                .as((mode, seed, pShape, dShape, heteroFactor, vote) -> shape(mode, seed, pShape, dShape, heteroFactor, vote));
         return shapes.flatMap(shape -> {
             Arbitrary<ReqPlan> req = Combinators.combine(
                     Arbitraries.integers().between(1, 80),
@@ -73,7 +74,7 @@ class ClusterProperties {
      * A shape upstream supports. Each instance is DP only or TP only (DP > 1 with TP > 1 is class
      * 23). READ: the decode TP size is the prefill's times 1 or 2 (ACK fan-in); WRITE: equal TP.
      */
-    static Shape shape(TransferMode mode, boolean seed, int pShape, int dShape, int factor) {
+    static Shape shape(TransferMode mode, boolean seed, int pShape, int dShape, int factor, boolean vote) {
         int[][] forms = {{1, 1}, {2, 1}, {1, 2}, {1, 1}, {2, 1}};
         int pDp = forms[pShape][0];
         int pTp = forms[pShape][1];
@@ -82,7 +83,7 @@ class ClusterProperties {
         if (dTp > 1 && forms[dShape][0] > 1) {
             dDp = 1; // no DP > 1 with TP > 1 on the decode instance either
         }
-        return new Shape(mode, seed, pDp, pTp, dDp, dTp);
+        return new Shape(mode, seed, pDp, pTp, dDp, dTp, vote && mode == TransferMode.READ);
     }
 
     /** Every request ends on every rank, nothing is left in any table, and the run completed. */
@@ -90,7 +91,7 @@ class ClusterProperties {
     void every_request_ends_on_every_rank(@ForAll("plans") Plan plan) {
         Outcome o = ClusterHarness.run(plan);
         Statistics.label("shape").collect(plan.shape().mode(), "P" + plan.shape().pDp() + "x" + plan.shape().pTp(),
-                "D" + plan.shape().dDp() + "x" + plan.shape().dTp());
+                "D" + plan.shape().dDp() + "x" + plan.shape().dTp() + (plan.shape().tpVote() ? " vote" : ""));
         List<String> bad = new ArrayList<>();
         if (o.stuck() != null) {
             bad.add("the deployment did not complete: " + o.stuck());
@@ -302,6 +303,7 @@ class ClusterProperties {
         for (boolean seed : List.of(false, true)) {
             for (Plan p : List.of(
                     new Plan(new Shape(TransferMode.READ, seed, 1, 2, 1, 4), three, List.of(3, 1, 4, 1, 5, 9, 2, 6)),
+                    new Plan(new Shape(TransferMode.READ, seed, 1, 1, 1, 2, true), three, List.of(2, 7, 1, 8)),
                     new Plan(new Shape(TransferMode.WRITE, seed, 1, 2, 1, 2), chunked, List.of(2, 7, 1, 8, 2, 8)),
                     new Plan(new Shape(TransferMode.WRITE, seed, 2, 1, 2, 1), spread, List.of()),
                     new Plan(new Shape(TransferMode.READ, seed, 2, 1, 2, 1), spreadRead, List.of(5, 5, 5)))) {
