@@ -552,11 +552,14 @@ public final class HangDetectors {
         }
         return "decode " + c + " never sent release" + (cr == null ? " (its leg finished)" : " (it is in " + cr.phase + ")")
                 + (cv.shutDownAt == Long.MIN_VALUE ? "" : "; " + c + " shut down at " + rel(l, cv.shutDownAt))
-                + (cr == null ? "" : handshakeNote(cv, cr));
+                + (cr == null ? "" : handshakeNote(l, cv, cr));
     }
 
-    /** Why a consumer never posted its read, when a handshake it needs did not complete. */
-    private static String handshakeNote(NodeView n, ReqView r) {
+    /**
+     * Why a consumer never posted its read: a handshake it needs did not complete, or (journals
+     * with the vote) the TP-wide eager-handshake vote failed or never came.
+     */
+    private static String handshakeNote(Ledger l, NodeView n, ReqView r) {
         if (r.handshakeEngine == null || r.transferPosted) {
             return "";
         }
@@ -565,6 +568,16 @@ public final class HangDetectors {
                 return "; its read was never posted: handshake " + h.key + " with " + h.endpoint()
                         + (h.failedAt == Long.MIN_VALUE ? " was never answered" : " failed (" + h.failReason + ")");
             }
+        }
+        for (Seen s : r.anomalies) {
+            if (s.anomaly().kind() == AnomalyKind.HANDSHAKE_VOTE_FAILED) {
+                return "; its read was never posted: the TP-wide eager-handshake vote failed at " + rel(l, s.atNs())
+                        + " (HandshakeError on every TP rank)";
+            }
+        }
+        if (n.config.awaitsTpVote() && n.votes.stream().noneMatch(v -> v.engine().equals(r.handshakeEngine))) {
+            return "; its read was never posted: " + n.name + " waits in the TP-wide eager-handshake vote for "
+                    + r.handshakeEngine + ", which never came";
         }
         return "";
     }
