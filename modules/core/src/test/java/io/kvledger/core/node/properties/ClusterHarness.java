@@ -73,9 +73,16 @@ final class ClusterHarness {
 
     /**
      * One request: prompt length, prefill chunks (WRITE), the DP ranks the proxy routes it to, and
-     * whether its decode leg is aborted before its blocks are allocated.
+     * whether its decode leg is aborted before its blocks are allocated, and whether the prefill
+     * finishes it under another id than it was admitted with (vLLM's input processor appends
+     * {@code -<8 hex>}; class 13: its ACK names the admitted id, so the deferral is reaped).
      */
-    record ReqPlan(int promptTokens, int chunks, int pDpRank, int dDpRank, boolean abortDecode) {}
+    record ReqPlan(int promptTokens, int chunks, int pDpRank, int dDpRank, boolean abortDecode, boolean renamedAtFinish) {
+
+        ReqPlan(int promptTokens, int chunks, int pDpRank, int dDpRank, boolean abortDecode) {
+            this(promptTokens, chunks, pDpRank, dDpRank, abortDecode, false);
+        }
+    }
 
     record Plan(Shape shape, List<ReqPlan> requests, List<Integer> choices) {
         @Override
@@ -267,6 +274,18 @@ final class ClusterHarness {
                 }
                 quiet = sent ? 0 : quiet + 1;
             }
+            if (stuck == null && plan.requests().stream().anyMatch(ReqPlan::renamedAtFinish)) {
+                // a renamed request's ACK never matches its deferral: let defer_timeout pass so the reap frees it
+                now += ranks.get(0).run().config.deferTimeoutNs() + NodeConfig.NS_PER_S;
+                for (int i = 0; i < 2; i++) {
+                    for (String g : groupNames) {
+                        step(g);
+                    }
+                    while (!wire.isEmpty()) {
+                        deliver(wire.get(0));
+                    }
+                }
+            }
             List<String> ids = new ArrayList<>();
             List<String> tids = new ArrayList<>();
             for (Req r : reqs) {
@@ -380,7 +399,7 @@ final class ClusterHarness {
                             at -> new NodeEvent.WriteDoneReceived(at, wd.transferId()));
                     case Effect.FinishDecision fd when from.producer() && from.tp() == 0 -> {
                         for (Req r : reqs) {
-                            if (r.rid.equals(fd.requestId())) {
+                            if (fd.requestId() != null && fd.requestId().startsWith(r.rid)) {
                                 r.producerResponse = fd.params();
                             }
                         }
@@ -613,8 +632,9 @@ final class ClusterHarness {
                 }
                 case PREFILLED -> {
                     return () -> {
-                        applyAll(g, at -> new NodeEvent.RequestFinished(at, r.rid, FinishStatus.FINISHED_LENGTH_CAPPED,
-                                BlockGroups.of(producerBlocks(r))));
+                        String finishedAs = r.plan.renamedAtFinish() ? r.rid + "-" + String.format("%08x", 0x5eed0000 + r.index) : r.rid;
+                        applyAll(g, at -> new NodeEvent.RequestFinished(at, finishedAs, FinishStatus.FINISHED_LENGTH_CAPPED,
+                                BlockGroups.of(producerBlocks(r)), r.plan.renamedAtFinish() ? r.rid : null));
                         r.p = PStage.FINISHED;
                     };
                 }

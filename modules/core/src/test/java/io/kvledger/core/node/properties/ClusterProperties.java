@@ -45,6 +45,16 @@ class ClusterProperties {
 
     @Provide
     Arbitrary<Plan> plans() {
+        return plans(false);
+    }
+
+    /** Plans whose prefill may finish a request under a renamed id (class 13). */
+    @Provide
+    Arbitrary<Plan> renamingPlans() {
+        return plans(true);
+    }
+
+    private static Arbitrary<Plan> plans(boolean renames) {
         Arbitrary<Shape> shapes = Combinators.combine(
                 Arbitraries.of(TransferMode.class),
                 Arbitraries.of(false, true),
@@ -62,7 +72,8 @@ class ClusterProperties {
                     // Decode aborts before alloc only in READ: in WRITE the prefill's release handling leaves
                     // its deferred write in the worker's write table (NodeState "writes"), an open question for
                     // the worker's release path, not something these properties can claim upstream guarantees.
-                    Arbitraries.integers().between(0, 5).map(i -> i == 0 && shape.mode() == TransferMode.READ))
+                    Arbitraries.integers().between(0, 5).map(i -> i == 0 && shape.mode() == TransferMode.READ),
+                    Arbitraries.integers().between(0, 2).map(i -> renames && i == 0))
                     .as(ReqPlan::new);
             return Combinators.combine(req.list().ofMinSize(1).ofMaxSize(4),
                             Arbitraries.integers().between(0, 999).list().ofMaxSize(200))
@@ -318,6 +329,70 @@ class ClusterProperties {
                 }
             }
         }
+    }
+
+    /**
+     * A prefill that finishes a request under a renamed id ({@code <admitted id>-<8 hex>}) defers
+     * and reaps under the new id while its ACK names the admitted one (class 13): upstream then
+     * still ends every request and frees each prefill's blocks exactly once (by the reap at
+     * defer_timeout, with the ACK parked and dropped as stale), never surfaces a request twice,
+     * and {@code hangs} names every reaped request with the renamed-at-finish detector and
+     * nothing else.
+     */
+    @Property(tries = TRIES)
+    void renamed_requests_still_end_are_freed_once_and_are_named(@ForAll("renamingPlans") Plan plan) {
+        Outcome o = ClusterHarness.run(plan);
+        List<String> bad = new ArrayList<>();
+        if (o.stuck() != null) {
+            bad.add("the deployment did not complete: " + o.stuck());
+        }
+        java.util.Set<String> renamed = new java.util.LinkedHashSet<>();
+        for (int i = 0; i < o.requestIds().size(); i++) {
+            if (plan.requests().get(i).renamedAtFinish()) {
+                renamed.add(o.requestIds().get(i));
+            }
+        }
+        for (Rank k : o.ranks()) {
+            for (Map.Entry<String, RequestPhase> en : k.run().state.phases().entrySet()) {
+                if (!ReducerFixtures.TERMINAL.contains(en.getValue())) {
+                    bad.add(k.name() + " request " + en.getKey() + " ends in " + en.getValue());
+                }
+            }
+            bad.addAll(prefix(k, ReducerFixtures.doubleSurfacing(k.run())));
+            if (!k.producer()) {
+                continue;
+            }
+            LinkedHashMap<String, Integer> surfaced = new LinkedHashMap<>();
+            for (List<Effect> l : k.run().effects) {
+                for (Effect e : l) {
+                    if (e instanceof Effect.AckSurfaced a) {
+                        String admitted = a.requestId().length() > 9 && renamed.contains(a.requestId().substring(0, a.requestId().length() - 9))
+                                ? a.requestId().substring(0, a.requestId().length() - 9) : a.requestId();
+                        surfaced.merge(admitted, 1, Integer::sum);
+                        boolean wasRenamed = renamed.contains(admitted);
+                        if (wasRenamed != (a.reason() == Effect.SurfaceReason.REAPED)) {
+                            bad.add(k.name() + " surfaced " + a.requestId() + " as " + a.reason()
+                                    + (wasRenamed ? " although it was renamed at finish" : " although its ACK came"));
+                        }
+                    }
+                }
+            }
+            for (int i = 0; i < o.requestIds().size(); i++) {
+                if (plan.requests().get(i).pDpRank() == k.dp() && surfaced.getOrDefault(o.requestIds().get(i), 0) != 1) {
+                    bad.add(k.name() + " freed " + o.requestIds().get(i) + " " + surfaced.getOrDefault(o.requestIds().get(i), 0) + " times");
+                }
+            }
+        }
+        List<Finding> findings = HangDetectors.run(o.ledger(), Bounds.defaults());
+        Statistics.label("renamed").collect(renamed.isEmpty() ? "none renamed" : "renamed, "
+                + findings.stream().filter(f -> f.detector().equals("renamed-at-finish")).count() + " finding(s)");
+        for (Finding f : findings) {
+            boolean ofRenamed = f.requestId() != null && renamed.stream().anyMatch(f.requestId()::startsWith);
+            if (!f.detector().equals("renamed-at-finish") || !ofRenamed) {
+                bad.add("unexpected hangs finding: " + f);
+            }
+        }
+        report(bad);
     }
 
     private static List<String> prefix(Rank k, List<String> violations) {
