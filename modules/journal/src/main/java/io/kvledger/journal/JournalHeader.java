@@ -107,7 +107,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
             "tp_rank", "tp_size", "cache_block_size", "groups", "layer_names", "hma_enabled", "full_cudagraph",
             "lookahead_tokens", "speculative_tokens", "speculative_method", "defer_timeout_ns",
             "transfer_timeout_ns", "recv_abort_timeout_ns", "unmapped_ack_ttl_ns", "unmapped_ack_cap", "profile",
-            "switches");
+            "switches", "awaits_tp_vote");
 
     /** The keys that say which node this is; they must match when a writer appends. */
     static final Set<String> NOT_COMPARED = Set.of("magic", "format_version", "origin");
@@ -161,6 +161,9 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
             }
         }
         m.put("switches", switches);
+        if (c.awaitsTpVote()) {
+            m.put("awaits_tp_vote", true); // written only when set: headers of other journals stay as they were
+        }
         return m;
     }
 
@@ -268,6 +271,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         b.unmappedAckBounds(r.i64("unmapped_ack_ttl_ns", defaults.unmappedAckTtlNs()),
                 r.i32("unmapped_ack_cap", defaults.unmappedAckCap()));
         b.behaviour(behaviour(r, strict, warnings));
+        b.awaitsTpVote(r.bool("awaits_tp_vote", false));
         String origin = r.has("origin") ? r.strOrNull("origin") : "";
         return new JournalHeader(version, nodeId, b.build(), origin, proxy);
     }

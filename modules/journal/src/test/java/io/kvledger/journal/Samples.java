@@ -86,7 +86,8 @@ public final class Samples {
                         "publisher queue full (4096 frames)",
                         new byte[] {(byte) 0x82, (byte) 0xa4, 't', 'y', 'p', 'e', (byte) 0xa7, 'r', 'e', 'l', 'e', 'a', 's',
                                 'e', (byte) 0xab, 't', 'r', 'a', 'n', 's', 'f', 'e', 'r', '_', 'i', 'd', (byte) 0xa1, 'x'}),
-                new NodeEvent.ShutDown(t + 20_000, List.of("tcp://10.0.1.1:61005: Socket operation on non-socket")));
+                new NodeEvent.ShutDown(t + 20_000, List.of("tcp://10.0.1.1:61005: Socket operation on non-socket")),
+                new NodeEvent.HandshakeVoted(t + 21_000, "10.0.1.2:6301", 0, List.of(1)));
     }
 
     public static List<Effect> effects() {

@@ -210,7 +210,7 @@ final class SimNode {
                     NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _,
                     NodeEvent.FinishedPolled _, NodeEvent.RemoteBlocksReceived _, NodeEvent.WriteDoneReceived _,
                     NodeEvent.ReleaseReceived _, NodeEvent.RawCompletionReceived _, NodeEvent.FrameRejected _,
-                    NodeEvent.NotifySendFailed _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> { }
+                    NodeEvent.NotifySendFailed _, NodeEvent.HandshakeVoted _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> { }
         }
     }
 

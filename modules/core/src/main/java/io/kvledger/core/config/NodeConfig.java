@@ -32,6 +32,12 @@ import java.util.Objects;
  * @param unmappedAckTtlNs   TTL of ACKs waiting for the worker mapping (switch unmapped-ack-bounds)
  * @param unmappedAckCap     cap of ACKs waiting for the worker mapping (switch unmapped-ack-bounds)
  * @param behaviour          the behaviour switches
+ * @param awaitsTpVote       whether this rank's journal carries the TP-wide eager-handshake vote
+ *                           ({@code HandshakeVoted}): a READ consumer then holds each step's reads
+ *                           for an engine not yet voted on until the vote comes, as upstream's
+ *                           {@code start_load_kv} blocks in the all-reduce. False for recorders
+ *                           that do not journal the vote (reads go out once this rank's own
+ *                           handshakes are done); a journal header without the key means false.
  */
 public record NodeConfig(
         Role role,
@@ -57,7 +63,8 @@ public record NodeConfig(
         long recvAbortTimeoutNs,
         long unmappedAckTtlNs,
         int unmappedAckCap,
-        Behaviour behaviour) {
+        Behaviour behaviour,
+        boolean awaitsTpVote) {
 
     public static final long NS_PER_S = 1_000_000_000L;
 
@@ -162,7 +169,7 @@ public record NodeConfig(
         return new NodeConfig(role, mode, hostIp, handshakePort, notifyPort, dpRank, dpSize, dpSizeLocal,
                 tpRank, tpSize, cacheBlockSize, groups, layerNames, hmaEnabled, fullCudagraph, lookaheadTokens,
                 speculativeTokens, speculativeMethod, deferTimeoutNs, transferTimeoutNs, recvAbortTimeoutNs,
-                unmappedAckTtlNs, unmappedAckCap, b);
+                unmappedAckTtlNs, unmappedAckCap, b, awaitsTpVote);
     }
 
     public Builder toBuilder() {
@@ -189,6 +196,7 @@ public record NodeConfig(
         b.unmappedAckTtlNs = unmappedAckTtlNs;
         b.unmappedAckCap = unmappedAckCap;
         b.behaviour = behaviour;
+        b.awaitsTpVote = awaitsTpVote;
         return b;
     }
 
@@ -234,6 +242,7 @@ public record NodeConfig(
         private long unmappedAckTtlNs = seconds(30);
         private int unmappedAckCap = 1024;
         private Behaviour behaviour = Behaviour.newest();
+        private boolean awaitsTpVote;
 
         private Builder(Role role, TransferMode mode) {
             this.role = role;
@@ -257,13 +266,14 @@ public record NodeConfig(
         public Builder recvAbortTimeoutNs(long v) { recvAbortTimeoutNs = v; return this; }
         public Builder unmappedAckBounds(long ttlNs, int cap) { unmappedAckTtlNs = ttlNs; unmappedAckCap = cap; return this; }
         public Builder behaviour(Behaviour v) { behaviour = v; return this; }
+        public Builder awaitsTpVote(boolean v) { awaitsTpVote = v; return this; }
 
         public NodeConfig build() {
             List<KvGroupSpec> g = groups != null ? groups : List.of(KvGroupSpec.fullAttention(cacheBlockSize));
             return new NodeConfig(role, mode, hostIp, handshakePort, notifyPort, dpRank, dpSize, dpSizeLocal,
                     tpRank, tpSize, cacheBlockSize, g, layerNames, hmaEnabled, fullCudagraph, lookaheadTokens,
                     speculativeTokens, speculativeMethod, deferTimeoutNs, transferTimeoutNs, recvAbortTimeoutNs,
-                    unmappedAckTtlNs, unmappedAckCap, behaviour);
+                    unmappedAckTtlNs, unmappedAckCap, behaviour, awaitsTpVote);
         }
     }
 }

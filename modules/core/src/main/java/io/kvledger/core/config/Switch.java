@@ -9,6 +9,11 @@ package io.kvledger.core.config;
  *
  * <p>The switch name (kebab case) is the stable, user-facing identifier: it is written to journal
  * headers and accepted by {@code --set}.
+ *
+ * <p>The READ decode's eager handshake and its TP-wide {@code all_reduce(MIN)} vote (#46116, June)
+ * have no switch: the seed dates from after #48534 (August), so both presets run them as the
+ * newest worker does. Whether a journal carries the vote is the recorder's business, not the
+ * connector version's: {@code NodeConfig.awaitsTpVote}.
  */
 public enum Switch {
     // A1. Connector shell

@@ -27,8 +27,8 @@ import java.util.Map;
  * ack-before-mapping, failed-read-no-release, handshake-incomplete, negative-matched-tokens,
  * transfer-status-poisoned,
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
- * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids, and
- * anomaly (any other serious anomaly).
+ * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
+ * handshake-vote-waiting, handshake-vote-failed, and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
  * on every node the transfer touched (sibling requests sharing a transfer id each get their own);
@@ -65,6 +65,7 @@ public final class HangDetectors {
         readWrongDpRank(ledger, specific);
         uncorrelatedTransferIds(ledger, specific);
         missingRemoteBlockIds(ledger, specific);
+        voteWaiting(ledger, end, bounds, specific);
         for (NodeView n : ledger.nodes.values()) {
             for (ReqView r : n.requests.values()) {
                 Finding f = renamedAtFinish(ledger, n, r, end);
@@ -170,7 +171,7 @@ public final class HangDetectors {
                     || s.anomaly().kind() == AnomalyKind.WRITE_DONE_UNMATCHED
                     || s.anomaly().kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS) {
                 Finding f = fromAnomaly(l, n, r, s);
-                handshake |= f.detector().equals("handshake-incomplete");
+                handshake |= f.detector().equals("handshake-incomplete") || f.detector().equals("handshake-vote-failed");
                 out.add(f);
             }
         }
@@ -428,6 +429,7 @@ public final class HangDetectors {
                     r.phase, 8, s.atNs(), r.sinceNs, k + " at " + rel(l, s.atNs()) + ": " + detail);
             case LISTENER_WOULD_DIE_IN_PYTHON -> listenerDeath(l, n, r.requestId, tid, s);
             case HANDSHAKE_FAILED -> handshakeFailed(l, n, r, tid, s);
+            case HANDSHAKE_VOTE_FAILED -> voteFailed(l, n, r, tid, s);
             case NEGATIVE_MATCHED_TOKENS -> negativeMatched(l, n, r, tid, s);
             case MAPPING_LEAK, PENDING_SAVE_LEAK -> new Finding("mapping-leak", n.name, r.requestId, tid, r.phase, 35, s.atNs(),
                     r.sinceNs, k + ": " + detail);
@@ -448,6 +450,7 @@ public final class HangDetectors {
             case ACK_UNMAPPED_STUCK, WRITE_DONE_UNMATCHED, ACK_FOR_NON_LIVE_TRANSFER -> out.add(new Finding(
                     "unknown-completion-id", n.name, null, tid, null, 1, s.atNs(), -1,
                     "completion id " + tid + " matches no request this worker maps" + ownerHint(l, n, tid) + " (" + k + ")"));
+            case HANDSHAKE_VOTE_FAILED -> out.add(voteFailed(l, n, null, tid, s));
             case PORT_FORMS_DISAGREE -> out.add(new Finding("wrong-port-offset-form", n.name, null, null, null, 23,
                     s.atNs() == Long.MIN_VALUE ? l.firstAtNs : s.atNs(), -1, "topology check: " + s.anomaly().detail()));
             default -> {
@@ -549,11 +552,14 @@ public final class HangDetectors {
         }
         return "decode " + c + " never sent release" + (cr == null ? " (its leg finished)" : " (it is in " + cr.phase + ")")
                 + (cv.shutDownAt == Long.MIN_VALUE ? "" : "; " + c + " shut down at " + rel(l, cv.shutDownAt))
-                + (cr == null ? "" : handshakeNote(cv, cr));
+                + (cr == null ? "" : handshakeNote(l, cv, cr));
     }
 
-    /** Why a consumer never posted its read, when a handshake it needs did not complete. */
-    private static String handshakeNote(NodeView n, ReqView r) {
+    /**
+     * Why a consumer never posted its read: a handshake it needs did not complete, or (journals
+     * with the vote) the TP-wide eager-handshake vote failed or never came.
+     */
+    private static String handshakeNote(Ledger l, NodeView n, ReqView r) {
         if (r.handshakeEngine == null || r.transferPosted) {
             return "";
         }
@@ -562,6 +568,16 @@ public final class HangDetectors {
                 return "; its read was never posted: handshake " + h.key + " with " + h.endpoint()
                         + (h.failedAt == Long.MIN_VALUE ? " was never answered" : " failed (" + h.failReason + ")");
             }
+        }
+        for (Seen s : r.anomalies) {
+            if (s.anomaly().kind() == AnomalyKind.HANDSHAKE_VOTE_FAILED) {
+                return "; its read was never posted: the TP-wide eager-handshake vote failed at " + rel(l, s.atNs())
+                        + " (HandshakeError on every TP rank)";
+            }
+        }
+        if (n.config.awaitsTpVote() && n.votes.stream().noneMatch(v -> v.engine().equals(r.handshakeEngine))) {
+            return "; its read was never posted: " + n.name + " waits in the TP-wide eager-handshake vote for "
+                    + r.handshakeEngine + ", which never came";
         }
         return "";
     }
@@ -674,6 +690,131 @@ public final class HangDetectors {
                 }
             });
         }
+    }
+
+    /**
+     * Class 21 with the #46116 fix in place: a READ decode TP rank whose own eager handshakes with
+     * an engine all completed waits in the TP-wide {@code all_reduce(MIN)} vote, for longer than
+     * the stuck bound, while a sibling TP rank of its instance (same host, handshake port and DP
+     * rank) is still handshaking that engine, never answered (the recv has no timeout): no TP rank
+     * posts a read or enters the forward. Only for nodes whose journal carries the vote
+     * ({@code awaits_tp_vote}); one finding per request of the waiting rank that needs the engine,
+     * or one for the rank when none does.
+     */
+    private static void voteWaiting(Ledger l, long end, Bounds b, List<Finding> out) {
+        for (NodeView n : l.nodes.values()) {
+            if (!n.config.awaitsTpVote() || n.producer() || n.config.mode() != io.kvledger.core.config.TransferMode.READ) {
+                continue;
+            }
+            java.util.LinkedHashMap<String, Long> doneAt = new java.util.LinkedHashMap<>();
+            LinkedHashSet<String> open = new LinkedHashSet<>();
+            for (Handshake h : n.handshakes.values()) {
+                if (h.host == null) {
+                    continue;
+                }
+                if (h.completedAt == Long.MIN_VALUE) {
+                    open.add(h.engine());
+                } else {
+                    doneAt.merge(h.engine(), h.completedAt, Math::max);
+                }
+            }
+            for (Map.Entry<String, Long> e : doneAt.entrySet()) {
+                String engine = e.getKey();
+                long since = e.getValue();
+                if (open.contains(engine) || end - since <= b.stuckAfterNs()
+                        || n.votes.stream().anyMatch(v -> v.engine().equals(engine) && v.atNs() >= since)) {
+                    continue;
+                }
+                for (NodeView o : tpSiblings(l, n)) {
+                    for (Handshake h : o.handshakes.values()) {
+                        if (h.engine().equals(engine) && h.host != null && h.completedAt == Long.MIN_VALUE
+                                && h.failedAt == Long.MIN_VALUE) {
+                            voteWaitingFindings(l, n, o, h, engine, since, end, out);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static void voteWaitingFindings(Ledger l, NodeView n, NodeView o, Handshake h, String engine, long since,
+                                            long end, List<Finding> out) {
+        String msg = "TP rank " + n.config.tpRank() + " waits in the TP-wide eager-handshake vote (all_reduce MIN) for "
+                + engine + " since " + rel(l, since) + ", when its own handshakes with it completed, for "
+                + seconds(end - since) + " until the journal ends, while sibling TP rank " + o.config.tpRank() + " ("
+                + o.name + ") is still handshaking: " + h.key + " with " + h.endpoint() + ", started at "
+                + rel(l, h.startedAt) + ", never answered for " + seconds(end - h.startedAt)
+                + " (the handshake recv has no timeout); the vote never returns, so no TP rank posts its reads or enters the forward";
+        boolean any = false;
+        for (ReqView r : n.requests.values()) {
+            if (engine.equals(r.handshakeEngine) && !r.transferPosted && r.phase != null && !r.phase.terminal()) {
+                any = true;
+                out.add(new Finding("handshake-vote-waiting", n.name, r.requestId, r.transferId, r.phase, 21, end, since(r),
+                        msg + "; this request's read waits on it, in " + r.phase + " since " + rel(l, since(r))));
+            }
+        }
+        if (!any) {
+            out.add(new Finding("handshake-vote-waiting", n.name, null, null, null, 21, end, -1, msg));
+        }
+    }
+
+    /** The other TP ranks of a node's instance among the journals: same role, host, handshake port and DP rank. */
+    private static List<NodeView> tpSiblings(Ledger l, NodeView n) {
+        List<NodeView> out = new ArrayList<>();
+        NodeConfig c = n.config;
+        for (NodeView o : l.nodes.values()) {
+            NodeConfig oc = o.config;
+            if (o != n && oc.role() == c.role() && oc.hostIp().equals(c.hostIp())
+                    && oc.handshakePortBase() == c.handshakePortBase() && oc.dpRank() == c.dpRank()
+                    && oc.tpRank() != c.tpRank()) {
+                out.add(o);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * A failed TP-wide vote ({@code HANDSHAKE_VOTE_FAILED}): which TP rank failed and why, from
+     * the failing rank's own journal (its handshake's failure or the one never answered), and
+     * what this rank lost.
+     */
+    private static Finding voteFailed(Ledger l, NodeView n, ReqView r, String tid, Seen s) {
+        Ledger.Vote vote = null;
+        for (Ledger.Vote v : n.votes) {
+            if (v.vote() == 0 && v.atNs() <= s.atNs()) {
+                vote = v;
+            }
+        }
+        List<String> why = new ArrayList<>();
+        if (vote != null) {
+            List<NodeView> ranks = new ArrayList<>();
+            ranks.add(n);
+            ranks.addAll(tpSiblings(l, n));
+            for (NodeView o : ranks) {
+                if (vote.failedTpRanks() != null && !vote.failedTpRanks().contains(o.config.tpRank())) {
+                    continue;
+                }
+                for (Handshake h : o.handshakes.values()) {
+                    if (!h.engine().equals(vote.engine())) {
+                        continue;
+                    }
+                    String who = "TP rank " + o.config.tpRank() + " (" + o.name + ")";
+                    if (h.failedAt != Long.MIN_VALUE && h.failedAt <= vote.atNs()) {
+                        why.add(who + ": handshake " + h.key + " with " + h.endpoint() + " failed at " + rel(l, h.failedAt)
+                                + " (" + h.failReason + ")");
+                    } else if (h.completedAt == Long.MIN_VALUE && h.failedAt == Long.MIN_VALUE) {
+                        why.add(who + ": handshake " + h.key + " with " + h.endpoint() + " never answered");
+                    }
+                }
+            }
+        }
+        String msg = "TP-wide eager-handshake vote failed at " + rel(l, s.atNs()) + ": " + s.anomaly().detail()
+                + (why.isEmpty() ? "" : "; failed: " + String.join("; ", why));
+        if (r != null && r.phase != null && !r.phase.terminal()) {
+            msg += "; still in " + r.phase + " since " + rel(l, since(r)) + " when the journal ends";
+        }
+        return new Finding("handshake-vote-failed", n.name, r == null ? null : r.requestId, tid, r == null ? null : r.phase,
+                21, s.atNs(), r == null ? -1 : r.sinceNs, msg);
     }
 
     private static String otherLegsNote(Ledger l, TransferView t, String node) {

@@ -196,6 +196,7 @@ public final class Ledger {
                 h.failedAt = at;
                 h.failReason = e.reason();
             }
+            case NodeEvent.HandshakeVoted e -> n.votes.add(new Vote(e.remoteEngineId(), at, e.vote(), e.failedTpRanks()));
             case NodeEvent.ShutDown _ -> n.shutDownAt = n.shutDownAt == Long.MIN_VALUE ? at : n.shutDownAt;
             case NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.FrameRejected _, NodeEvent.Tick _ -> { }
         }
@@ -452,6 +453,9 @@ public final class Ledger {
     /** A read posted by {@code node} for {@code requestId} on session {@code sessionKey} ("{eid}_dp{R}"). */
     record ReadPost(String node, String requestId, String sessionKey, long atNs, int paramsDpRank) {}
 
+    /** A TP-wide eager-handshake vote this node journaled ({@code HandshakeVoted}). */
+    record Vote(String engine, long atNs, int vote, List<Integer> failedTpRanks) {}
+
     record Send(String fromNode, String kind, String host, int port, long atNs, boolean empty) {}
 
     /** A notify its sender's publisher could not send ({@code NotifySendFailed}). */
@@ -496,6 +500,8 @@ public final class Ledger {
         final String name;
         /** Handshakes this node started or saw fail, in the order it first did. */
         final LinkedHashMap<String, Handshake> handshakes = new LinkedHashMap<>();
+        /** The TP-wide eager-handshake votes this node journaled, in order. */
+        final List<Vote> votes = new ArrayList<>();
         final NodeConfig config;
         final LinkedHashMap<String, ReqView> requests = new LinkedHashMap<>();
         /** Admitted id to the id a request finished under (see {@code REQUEST_RENAMED_AT_FINISH}). */

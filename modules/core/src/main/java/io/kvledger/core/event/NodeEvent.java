@@ -99,6 +99,31 @@ public sealed interface NodeEvent {
     /** A handshake failed or timed out (the Python initiator would block forever or raise). */
     record HandshakeFailed(long atNs, String key, String reason) implements NodeEvent {}
 
+    /**
+     * The TP-wide vote that ends {@code _eager_handshake_all_dp_ranks} (#46116) for one remote
+     * engine: after joining its own eager handshakes, every TP worker of the instance takes a CPU
+     * {@code all_reduce(MIN)} over the TP group of its own result (1 every handshake succeeded, 0
+     * one failed), and every worker gets the same minimum. With 0, every rank raises
+     * {@code HandshakeError} after the collective, its own handshakes good or not; with 1, the
+     * engine counts as eagerly handshaken and the step's reads go ahead.
+     *
+     * <p>An input like a handshake reply: the collective is outside the connector's rank, so the
+     * recorder journals what the all-reduce returned.
+     *
+     * @param remoteEngineId {@code "{remote_host}:{remote_handshake_port}"}, the engine voted on
+     * @param vote           the all-reduced minimum: 1 passed, 0 failed
+     * @param failedTpRanks  the TP ranks that voted 0 when the recorder knows them (an all-reduce
+     *                       alone does not say), else {@code null}
+     */
+    record HandshakeVoted(long atNs, String remoteEngineId, int vote, List<Integer> failedTpRanks)
+            implements NodeEvent {
+
+        /** Whether every TP rank's eager handshakes succeeded. */
+        public boolean passed() {
+            return vote != 0;
+        }
+    }
+
     /** A posted transfer (one status of a batch read or write) completed. */
     record TransferCompleted(long atNs, long statusId, boolean succeeded, int code, String message)
             implements NodeEvent {}

@@ -30,6 +30,8 @@ public final class NodeEvents {
             case NodeEvent.FinishedPolled x -> new NodeEvent.FinishedPolled(t);
             case NodeEvent.HandshakeCompleted x -> new NodeEvent.HandshakeCompleted(t, x.key());
             case NodeEvent.HandshakeFailed x -> new NodeEvent.HandshakeFailed(t, x.key(), x.reason());
+            case NodeEvent.HandshakeVoted x -> new NodeEvent.HandshakeVoted(t, x.remoteEngineId(), x.vote(),
+                    x.failedTpRanks());
             case NodeEvent.TransferCompleted x -> new NodeEvent.TransferCompleted(t, x.statusId(), x.succeeded(),
                     x.code(), x.message());
             case NodeEvent.RemoteBlocksReceived x -> new NodeEvent.RemoteBlocksReceived(t, x.reqId(), x.transferId(),

@@ -92,7 +92,9 @@ public enum AnomalyKind {
     NOTIFY_SOCKET_CLOSE_FAILED(76, Severity.WARNING, 0,
             "shutdown: closing a cached notify socket raised (\"Error closing ZMQ socket for path\")"),
     SHUT_DOWN_WITH_REQUESTS_HELD(77, Severity.INFO, 0, true,
-            "shutdown while the scheduler still held requests: their transfers end with the node");
+            "shutdown while the scheduler still held requests: their transfers end with the node"),
+    HANDSHAKE_VOTE_FAILED(78, Severity.WOULD_RAISE, 21,
+            "the TP-wide eager-handshake vote failed: every TP rank raises HandshakeError and the step's reads are never posted");
 
     private static final String OWN = "kvledger's own";
 

@@ -62,6 +62,7 @@ public final class NodeReducer {
             case NodeEvent.FinishedPolled e -> WorkerSide.getFinished(c);
             case NodeEvent.HandshakeCompleted e -> WorkerSide.handshakeCompleted(c, e.key());
             case NodeEvent.HandshakeFailed e -> WorkerSide.handshakeFailed(c, e.key(), e.reason());
+            case NodeEvent.HandshakeVoted e -> WorkerSide.handshakeVoted(c, e);
             case NodeEvent.TransferCompleted e -> WorkerSide.transferCompleted(c, e);
             case NodeEvent.RemoteBlocksReceived e -> WorkerSide.remoteBlocks(c, e);
             case NodeEvent.WriteDoneReceived e -> WorkerSide.writeDone(c, e.transferId());

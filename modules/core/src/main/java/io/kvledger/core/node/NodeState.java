@@ -113,6 +113,12 @@ public final class NodeState {
     final LinkedHashSet<String> reportedUnmatched = boundedSet();
     final LinkedHashMap<String, RecvTransfer> recvingTransfers = new LinkedHashMap<>();
     final ArrayList<ReqMeta> recvAwaitingHandshake = new ArrayList<>();
+    /** Remote engines whose TP-wide eager-handshake vote passed ({@code _eager_handshaked_engines}). */
+    final LinkedHashSet<String> votedEngines = new LinkedHashSet<>();
+    /** Engines of the held step whose vote has not come yet (only with {@code awaitsTpVote}). */
+    final LinkedHashSet<String> votesOutstanding = new LinkedHashSet<>();
+    /** The step's receives, held in start_load_kv until every engine of the step voted. */
+    final ArrayList<ReqMeta> recvAwaitingVote = new ArrayList<>();
     final LinkedHashSet<Integer> loadErrorBlocks = new LinkedHashSet<>();
 
     private NodeState(NodeConfig config) {
@@ -221,6 +227,7 @@ public final class NodeState {
         put(m, "unmatched_write_completions", unmatchedWriteCompletions.size());
         put(m, "recving_transfers", recvingTransfers.size());
         put(m, "recv_awaiting_handshake", recvAwaitingHandshake.size());
+        put(m, "recv_awaiting_vote", recvAwaitingVote.size());
         return m;
     }
 
@@ -304,7 +311,7 @@ public final class NodeState {
      * the forward while this is above zero (a live engine polls it; pure, allocates nothing).
      */
     public int readsInFlight() {
-        int n = recvAwaitingHandshake.size();
+        int n = recvAwaitingHandshake.size() + recvAwaitingVote.size();
         for (StatusRecord st : statuses.values()) {
             if (!st.write && st.state == 0) {
                 n++;
@@ -419,6 +426,10 @@ public final class NodeState {
         b.append("\nawaiting_hs=").append(awaitingHandshake).append(readyRequests);
         b.append("\nwrite_done=").append(doneWriteIds).append(unmatchedWriteCompletions);
         b.append("\nrecving=").append(recvingTransfers).append(recvAwaitingHandshake);
+        if (!votedEngines.isEmpty() || !votesOutstanding.isEmpty() || !recvAwaitingVote.isEmpty()) {
+            // only when a vote was ever seen, so that states of journals without one dump as before
+            b.append("\nvotes=").append(votedEngines).append(votesOutstanding).append(recvAwaitingVote);
+        }
         b.append("\nload_errors=").append(loadErrorBlocks);
         return b.toString();
     }

@@ -78,6 +78,19 @@ final class WorkerSide {
         }
         List<ReqMeta> recv = s.metaRecv;
         s.metaRecv = List.of(); // one start_load_kv per step's metadata: never read twice
+        if (c.cfg.awaitsTpVote()) {
+            // The eager handshake ends in the TP-wide all_reduce(MIN); start_load_kv reads nothing
+            // until every engine of the step not yet eagerly handshaken has been voted on.
+            for (String eid : engines) {
+                if (!s.votedEngines.contains(eid)) {
+                    s.votesOutstanding.add(eid);
+                }
+            }
+            if (!s.votesOutstanding.isEmpty()) {
+                s.recvAwaitingVote.addAll(recv);
+                return;
+            }
+        }
         for (ReqMeta m : recv) {
             if (readHandshakeReady(s, m)) {
                 readBlocks(c, m);
@@ -747,11 +760,89 @@ final class WorkerSide {
                 c.anomaly(AnomalyKind.HANDSHAKE_FAILED, m.requestId(), m.transferIdString(), "its read waits for " + key);
             }
         }
+        for (ReqMeta m : s.recvAwaitingVote) {
+            if (m.handshakeEngineId().equals(eid)) {
+                c.anomaly(AnomalyKind.HANDSHAKE_FAILED, m.requestId(), m.transferIdString(),
+                        "its read waits for the TP-wide vote after " + key);
+            }
+        }
         List<ReqMeta> writers = s.awaitingHandshake.get(eid);
         if (writers != null) {
             for (ReqMeta m : writers) {
                 c.anomaly(AnomalyKind.HANDSHAKE_FAILED, m.requestId(), m.transferIdString(), "its writes wait for " + key);
             }
+        }
+    }
+
+    /**
+     * The TP-wide vote of {@code _eager_handshake_all_dp_ranks} (#46116) for one engine. Passed:
+     * the engine counts as eagerly handshaken ({@code _eager_handshaked_engines}) and, once every
+     * engine of a held step has passed, the step's reads go out. Failed: every TP rank raises
+     * {@code HandshakeError} after the collective, this one too when its own handshakes
+     * succeeded; the raise unwinds start_load_kv before any {@code _read_blocks_for_req}, so the
+     * step's receives are never read and no release is sent for them (the prefill is freed only
+     * by its reap), the engine is not marked handshaken (the next step that names it handshakes
+     * and votes again), and handshakes that succeeded stay known. The connector changes nothing
+     * else: the requests keep their phase, and what vLLM's engine core does with the raised step
+     * is outside it. Each lost receive is named in a {@code HANDSHAKE_VOTE_FAILED} anomaly (one
+     * without a request when none was lost). Votes exist only in a READ consumer's start_load_kv;
+     * one journaled on another role is ignored.
+     */
+    static void handshakeVoted(Ctx c, NodeEvent.HandshakeVoted e) {
+        NodeState s = c.s;
+        if (c.cfg.workerIsProducer() || c.cfg.mode() != TransferMode.READ) {
+            return;
+        }
+        String eid = e.remoteEngineId();
+        boolean held = s.votesOutstanding.remove(eid);
+        if (e.passed()) {
+            s.votedEngines.add(eid);
+            if (held && s.votesOutstanding.isEmpty() && !s.recvAwaitingVote.isEmpty()) {
+                List<ReqMeta> batch = new ArrayList<>(s.recvAwaitingVote);
+                s.recvAwaitingVote.clear();
+                for (ReqMeta m : batch) {
+                    if (readHandshakeReady(s, m)) {
+                        readBlocks(c, m);
+                    } else {
+                        s.recvAwaitingHandshake.add(m);
+                    }
+                }
+            }
+            return;
+        }
+        List<String> ownFailed = new ArrayList<>();
+        for (String key : s.handshakesFailed) {
+            if (key.startsWith(eid + "_dp")) {
+                ownFailed.add(key);
+            }
+        }
+        String err = "HandshakeError: eager MoRIIO handshake failed for " + eid + " on "
+                + (e.failedTpRanks() == null || e.failedTpRanks().isEmpty() ? "at least one TP rank"
+                        : "TP rank(s) " + e.failedTpRanks())
+                + " (all_reduce MIN " + e.vote() + "); "
+                + (ownFailed.isEmpty() ? "this rank's own handshakes with " + eid + " succeeded"
+                        : "this rank's own handshake " + String.join(", ", ownFailed) + " failed");
+        List<ReqMeta> lost = new ArrayList<>();
+        if (held || !s.recvAwaitingVote.isEmpty()) {
+            // the raise ends the whole start_load_kv: engines after this one are not voted on
+            lost.addAll(s.recvAwaitingVote);
+            s.recvAwaitingVote.clear();
+            s.votesOutstanding.clear();
+        } else {
+            for (Iterator<ReqMeta> it = s.recvAwaitingHandshake.iterator(); it.hasNext(); ) {
+                ReqMeta m = it.next();
+                if (m.handshakeEngineId().equals(eid)) {
+                    lost.add(m);
+                    it.remove();
+                }
+            }
+        }
+        if (lost.isEmpty()) {
+            c.anomaly(AnomalyKind.HANDSHAKE_VOTE_FAILED, null, null, err);
+        }
+        for (ReqMeta m : lost) {
+            c.anomaly(AnomalyKind.HANDSHAKE_VOTE_FAILED, m.requestId(), m.transferIdString(),
+                    err + "; its read is never posted and no release is sent");
         }
     }
 

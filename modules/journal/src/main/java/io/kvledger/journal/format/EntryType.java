@@ -193,6 +193,13 @@ public enum EntryType {
             e -> "close_failures=" + Render.strs(e.closeFailures()),
             nul("close_failures", STR_LIST))),
 
+    HANDSHAKE_VOTED(22, EntryKind.INPUT, "handshake_voted", Schema.of(NodeEvent.HandshakeVoted.class,
+            e -> new Object[] {e.remoteEngineId(), e.vote(), e.failedTpRanks()},
+            (at, v) -> new NodeEvent.HandshakeVoted(at, v.s(0), v.i(1), v.o(2)),
+            e -> "engine=" + e.remoteEngineId() + " vote=" + e.vote() + (e.passed() ? " passed" : " FAILED")
+                    + (e.failedTpRanks() == null ? "" : " failed_tp_ranks=" + e.failedTpRanks()),
+            req("remote_engine_id", STR), req("vote", I32), nul("failed_tp_ranks", INT_LIST))),
+
     // ---------------------------------------------------------------- derived: hook replies
 
     MATCHED_TOKENS(100, EntryKind.DERIVED, "matched_tokens", Schema.of(Effect.MatchedTokens.class,
@@ -529,6 +536,7 @@ public enum EntryType {
             case NodeEvent.Tick x -> TICK;
             case NodeEvent.NotifySendFailed x -> NOTIFY_SEND_FAILED;
             case NodeEvent.ShutDown x -> SHUT_DOWN;
+            case NodeEvent.HandshakeVoted x -> HANDSHAKE_VOTED;
         };
     }
 

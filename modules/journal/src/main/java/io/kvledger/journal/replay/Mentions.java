@@ -82,6 +82,7 @@ public final class Mentions {
             case NodeEvent.FinishedPolled x -> { }
             case NodeEvent.HandshakeCompleted x -> { }
             case NodeEvent.HandshakeFailed x -> { }
+            case NodeEvent.HandshakeVoted x -> { }
             case NodeEvent.FrameRejected x -> { }
             case NodeEvent.Tick x -> { }
             case NodeEvent.ShutDown x -> { }

@@ -163,8 +163,8 @@ public final class TransferIndex {
             case NodeEvent.BlocksAllocated e -> viaRequest(node, seq, at, e.requestId());
             case NodeEvent.StepScheduled _, NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _,
                     NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
-                    NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _,
-                    NodeEvent.FrameRejected _, NodeEvent.NotifySendFailed _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> { }
+                    NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _,
+                    NodeEvent.TransferCompleted _, NodeEvent.FrameRejected _, NodeEvent.NotifySendFailed _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> { }
         }
     }
 

@@ -449,7 +449,7 @@ public final class TraceRecorder {
             case NodeEvent.RequestAdmitted _, NodeEvent.MatchedTokensQueried _, NodeEvent.BlocksAllocated _,
                     NodeEvent.StepScheduled _, NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _,
                     NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
-                    NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _,
+                    NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _, NodeEvent.TransferCompleted _,
                     NodeEvent.FrameRejected _, NodeEvent.Tick _ -> false;
         };
     }

@@ -164,7 +164,7 @@ public final class TapReport {
                     case NodeEvent.RequestAdmitted _, NodeEvent.MatchedTokensQueried _, NodeEvent.BlocksAllocated _,
                             NodeEvent.StepScheduled _, NodeEvent.RequestFinished _, NodeEvent.ConnectorOutputReceived _,
                             NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
-                            NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _,
+                            NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _, NodeEvent.TransferCompleted _,
                             NodeEvent.Tick _, NodeEvent.ShutDown _ -> { }
                 }
             }
@@ -363,7 +363,7 @@ public final class TapReport {
             case NodeEvent.RequestAdmitted _, NodeEvent.MatchedTokensQueried _, NodeEvent.BlocksAllocated _,
                     NodeEvent.StepScheduled _, NodeEvent.RequestFinished _, NodeEvent.ConnectorOutputReceived _,
                     NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
-                    NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _,
+                    NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _, NodeEvent.TransferCompleted _,
                     NodeEvent.Tick _, NodeEvent.ShutDown _ -> "other";
         };
     }
@@ -380,7 +380,7 @@ public final class TapReport {
                     NodeEvent.BlocksAllocated _, NodeEvent.StepScheduled _, NodeEvent.RequestFinished _,
                     NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _, NodeEvent.LayerSaved _,
                     NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.HandshakeCompleted _,
-                    NodeEvent.HandshakeFailed _, NodeEvent.TransferCompleted _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> null;
+                    NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _, NodeEvent.TransferCompleted _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> null;
         };
     }
 }

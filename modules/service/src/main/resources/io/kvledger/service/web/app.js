@@ -20,7 +20,7 @@
     'notify_send_failed', 'send_remote_blocks', 'send_release', 'send_write_done', 'send_write_failed',
     'raw_completion_received']);
   var WORKER = set(['load_started', 'layer_saved', 'save_waited', 'finished_polled', 'handshake_completed',
-    'handshake_failed', 'transfer_completed', 'post_write', 'post_read', 'start_handshake', 'finished_reported',
+    'handshake_failed', 'handshake_voted', 'transfer_completed', 'post_write', 'post_read', 'start_handshake', 'finished_reported',
     'ack_parked', 'stale_ack_dropped']);
   // A proxy's journal records (kvledger proxy): the proxy lane.
   var PROXY = set(['proxy_started', 'instance_registered', 'instance_expired', 'registration_rejected',
@@ -33,7 +33,7 @@
     'empty-remote-blocks': 'wire', 'ack-before-mapping': 'wire', 'failed-read-no-release': 'wire',
     'ack-deficit': 'wire', 'ack-before-finish': 'wire',
     'transfer-status-poisoned': 'worker', 'unknown-completion-id': 'worker', 'free-while-in-flight': 'worker',
-    'listener-death': 'worker'
+    'listener-death': 'worker', 'handshake-vote-waiting': 'worker', 'handshake-vote-failed': 'worker'
   };
   // The frame a sent effect is answered by on the other node.
   var RECEIVED_AS = {send_remote_blocks: 'remote_blocks_received', send_release: 'release_received',
@@ -504,6 +504,8 @@
     switch (f.detector) {
       case 'stuck-waiting': return j.mode === 'write' ? 'write_done' : 'transfer completion';
       case 'handshake-incomplete': return 'handshake_completed';
+      case 'handshake-vote-waiting': return 'handshake_voted (every TP rank done handshaking)';
+      case 'handshake-vote-failed': return 'a passing TP-wide handshake vote';
       case 'reaped-without-ack': return 'release (ACK) before defer_timeout';
       case 'stuck': return 'next phase change';
       case 'failed-read-no-release': return 'release after the failed read';

@@ -295,6 +295,18 @@ final class EventSequences {
         }
     }
 
+    /** The TP-wide eager-handshake vote for an engine some handshake key named (or a fixed one). */
+    record Vote(long dtNs, boolean fromSeen, int pick, String engine, int vote, List<Integer> failedTpRanks) implements Op {
+        public NodeEvent make(long at, Seen s) {
+            String e = engine;
+            if (fromSeen && !s.handshakeKeys.isEmpty()) {
+                String k = Seen.pick(s.handshakeKeys, pick);
+                e = k.contains("_dp") ? k.substring(0, k.lastIndexOf("_dp")) : k;
+            }
+            return new NodeEvent.HandshakeVoted(at, e, vote, failedTpRanks);
+        }
+    }
+
     record Transfer(long dtNs, boolean fromSeen, int pick, long randomId, boolean ok, int code) implements Op {
         public NodeEvent make(long at, Seen s) {
             long id = fromSeen && !s.statusIds.isEmpty() ? Seen.pick(s.statusIds, pick) : randomId;
@@ -453,8 +465,9 @@ final class EventSequences {
                 Arbitraries.integers().between(0, 2), // lookahead
                 Arbitraries.integers().between(0, 2), // speculative method: none, dspark, eagle
                 Arbitraries.integers().between(0, 2), // speculative tokens
-                Arbitraries.integers().between(0, 3)) // ports: default, "6400", int 0, "0"
-                .as((a, b, c, d, e, f) -> new int[] {a, b, c, d, e, f});
+                Arbitraries.integers().between(0, 3), // ports: default, "6400", int 0, "0"
+                Arbitraries.integers().between(0, 1)) // the journal carries the TP-wide handshake vote
+                .as((a, b, c, d, e, f, g) -> new int[] {a, b, c, d, e, f, g});
         return Combinators.combine(role, mode, dp, tp, seedPreset, flips, groups, misc)
                 .as((r, m, d, t, seed, fl, g, x) -> {
                     Behaviour b = seed ? Behaviour.seed() : Behaviour.newest();
@@ -477,6 +490,7 @@ final class EventSequences {
                             .speculative(x[3] == 0 ? null : x[3] == 1 ? "dspark" : "eagle", x[4])
                             .handshakePort(port)
                             .behaviour(b)
+                            .awaitsTpVote(x[6] == 1)
                             .build();
                 });
     }
@@ -689,6 +703,9 @@ final class EventSequences {
         Arbitrary<Op> handshake = Combinators.combine(dt, Arbitraries.of(true, true, false), Arbitraries.integers().between(0, 7),
                 Arbitraries.of("10.0.0.1:6301_dp0", "10.0.0.2:7301_dp0", "10.0.0.2:7301_dp1", "nobody:1_dp0"),
                 Arbitraries.integers().between(0, 5).map(i -> i == 0)).as(Handshake::new);
+        Arbitrary<Op> vote = Combinators.combine(dt, Arbitraries.of(true, true, false), Arbitraries.integers().between(0, 7),
+                Arbitraries.of("10.0.0.1:6301", "10.0.0.2:7301", "nobody:1"), Arbitraries.of(1, 1, 0, 2),
+                EventSequences.<List<Integer>>oneOfValues(null, List.of(), List.of(1), List.of(0, 1))).as(Vote::new);
         Arbitrary<Op> transfer = Combinators.combine(dt, Arbitraries.of(true, true, true, false), Arbitraries.integers().between(0, 15),
                 Arbitraries.of(0L, -1L, 1L, 999L), Arbitraries.integers().between(0, 4).map(i -> i != 0),
                 Arbitraries.of(0, -5, 7)).as(Transfer::new);
@@ -716,6 +733,7 @@ final class EventSequences {
                 Tuple.of(12, bare),
                 Tuple.of(4, layer),
                 Tuple.of(5, handshake),
+                Tuple.of(2, vote),
                 Tuple.of(6, transfer),
                 Tuple.of(5, remoteBlocks),
                 Tuple.of(4, writeDone),
