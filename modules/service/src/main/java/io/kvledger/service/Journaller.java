@@ -33,9 +33,6 @@ final class Journaller implements AutoCloseable {
     /** Default ring size (inputs). */
     static final int DEFAULT_CAPACITY = 4096;
 
-    /** Every this many inputs appended the journaller wakes a waiting loop (and at each batch's end). */
-    private static final int WAKE_EVERY = 32;
-
     private static final int SPINS = 100;
 
     /** One applied input on its way to the journal and then to the router. */
@@ -76,6 +73,8 @@ final class Journaller implements AutoCloseable {
     private long released;
     private volatile boolean journallerParked;
     private volatile boolean loopParked;
+    /** While the loop is parked: how many slots it waits to see journaled. */
+    private volatile long loopWants;
     private volatile boolean stopping;
     /** Test hook: while set, the journaller appends nothing (a stalled disk). */
     private volatile boolean held;
@@ -99,6 +98,7 @@ final class Journaller implements AutoCloseable {
     }
 
     void start() {
+        journal.pretouch();
         thread.start();
     }
 
@@ -107,7 +107,8 @@ final class Journaller implements AutoCloseable {
     /** The slot the loop fills next, waiting (and routing through {@code drain}) while the ring is full. */
     Slot claim(Runnable drain) {
         while (head - released >= slots.length) {
-            awaitJournaled(released + 1);
+            // wait for a quarter of the ring rather than one slot: fewer wake-ups, bigger groups
+            awaitJournaled(released + Math.max(1, slots.length / 4));
             drain.run();
         }
         return slots[(int) (head & mask)];
@@ -153,6 +154,7 @@ final class Journaller implements AutoCloseable {
                 Thread.onSpinWait();
                 continue;
             }
+            loopWants = target;
             loopParked = true;
             if (journaled < target) {
                 LockSupport.parkNanos(this, 1_000_000);
@@ -192,7 +194,6 @@ final class Journaller implements AutoCloseable {
 
     private void appendAll() {
         long next = 0;
-        long sinceWake = 0;
         while (!abandoned) {
             long h = head;
             if (next == h || held) {
@@ -205,13 +206,10 @@ final class Journaller implements AutoCloseable {
             for (; next < h && !held; next++) {
                 append(slots[(int) (next & mask)]);
                 journaled = next + 1;
-                if (++sinceWake >= WAKE_EVERY) {
-                    sinceWake = 0;
-                    wakeLoop();
+                if (loopParked && next + 1 >= loopWants) {
+                    LockSupport.unpark(loopThread);
                 }
             }
-            sinceWake = 0;
-            wakeLoop();
         }
         if (abandoned) {
             return;
@@ -238,9 +236,7 @@ final class Journaller implements AutoCloseable {
     }
 
     private void wakeLoop() {
-        if (loopParked) {
-            LockSupport.unpark(loopThread);
-        }
+        LockSupport.unpark(loopThread);
     }
 
     private void append(Slot s) {
