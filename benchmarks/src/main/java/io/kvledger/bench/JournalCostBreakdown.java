@@ -47,7 +47,9 @@ import org.msgpack.core.MessagePack;
  *       cost per excerpt, almost no page faults);</li>
  *   <li>{@code BATCHED}: the same bytes as {@code EXCERPTS}, 64 inputs per excerpt (what group
  *       commit would leave: the bytes and their page faults);</li>
- *   <li>{@code APPEND}: {@link JournalWriter#appendApplied} itself, into a fresh journal.</li>
+ *   <li>{@code APPEND}: {@link JournalWriter#appendApplied} itself, into a fresh journal;</li>
+ *   <li>{@code APPEND_PRETOUCHED}: the same with {@link JournalWriter#pretouch} (the pretoucher's
+ *       thread touches the fresh pages; its CPU time is not counted here).</li>
  * </ul>
  *
  * <p>Usage: {@code JournalCostBreakdown [--requests N] [--rounds R] [--warmup W] [--dir DIR]}
@@ -56,7 +58,7 @@ import org.msgpack.core.MessagePack;
  */
 public final class JournalCostBreakdown {
 
-    enum Part { ENCODE, CRC, EXCERPTS, TINY_EXCERPTS, BATCHED, APPEND }
+    enum Part { ENCODE, CRC, EXCERPTS, TINY_EXCERPTS, BATCHED, APPEND, APPEND_PRETOUCHED }
 
     private static final int BATCH = 64;
 
@@ -172,7 +174,8 @@ public final class JournalCostBreakdown {
             case EXCERPTS -> chronicle(false, false);
             case TINY_EXCERPTS -> chronicle(true, false);
             case BATCHED -> chronicle(false, true);
-            case APPEND -> append();
+            case APPEND -> append(false);
+            case APPEND_PRETOUCHED -> append(true);
         };
     }
 
@@ -241,10 +244,13 @@ public final class JournalCostBreakdown {
         }
     }
 
-    private long append() throws IOException {
+    private long append(boolean pretouch) throws IOException {
         Path d = Files.createTempDirectory(parent, "journal-cost-");
         try (JournalWriter w = JournalWriter.open(d, JournalHeader.of("WRITE_PRODUCER", streams.getFirst().config(),
                 "JournalCostBreakdown"))) {
+            if (pretouch) {
+                w.pretouch();
+            }
             long t0 = mx.getCurrentThreadCpuTime();
             for (int i = 0; i < inputs.length; i++) {
                 w.appendApplied(inputs[i], derivedLists.get(i));
