@@ -95,14 +95,16 @@ final class Pretoucher implements AutoCloseable {
                     }
                 }
                 if (seg != null) {
+                    // page-aligned: [from, to) where from is the first page not touched yet
                     long from = Math.max(touched, (pos + PAGE - 1) / PAGE * PAGE);
-                    long to = Math.min(want, seg.byteSize());
+                    long to = Math.min(want, seg.byteSize()) / PAGE * PAGE;
                     long n = 0;
-                    for (long p = from; p + 4 <= to && !closed; p += PAGE) {
+                    long p = from;
+                    for (; p < to && !closed; p += PAGE) {
                         INT.compareAndSet(seg, p, 0, 0);
                         n++;
                     }
-                    touched = Math.max(touched, to);
+                    touched = Math.max(touched, p);
                     touchedPages += n;
                 }
                 LockSupport.parkNanos(this, 10_000_000);
