@@ -59,7 +59,8 @@ import java.util.stream.Stream;
  *
  * <p>Usage: {@code java <project JVM flags> -cp benchmarks/target/benchmarks.jar
  * io.kvledger.bench.NodeLoopRunner [--requests N] [--rounds R] [--warmup W] [--dir DIR]
- * [--modes journal,no_journal,reducer_alone]} (defaults: 4096 requests per mode, 7 rounds, 2 warm-up
+ * [--modes journal,no_journal,reducer_alone] [--ring N]} ({@code --ring}: the journaller's ring
+ * capacity, a power of two; defaults: 4096 requests per mode, 7 rounds, 2 warm-up
  * rounds, journals under the system's temporary directory, all three modes). The loop thread's CPU
  * time over the round's wall time tells CPU work from waiting (page faults of the mapped journal
  * file, a core taken by other processes). In {@code journal} mode the journaller thread's CPU time
@@ -93,6 +94,8 @@ public final class NodeLoopRunner {
     private final long[] expected;
     private final Path parent;
     private final List<Mode> modes;
+    /** The journaller's ring capacity (0: the loop's default). */
+    int ring;
 
     NodeLoopRunner(List<NodeStream> streams, long deltaNs, Path parent, List<Mode> modes) {
         this.streams = streams;
@@ -112,10 +115,11 @@ public final class NodeLoopRunner {
         int warmup = 2;
         Path parent = null;
         List<Mode> modes = List.of(Mode.values());
+        int ring = 0;
         for (int i = 0; i < args.length; i += 2) {
             if (args[i].equals("--help") || args[i].equals("-h")) {
                 System.out.println("usage: NodeLoopRunner [--requests N] [--rounds R] [--warmup W] [--dir DIR] "
-                        + "[--modes journal,no_journal,reducer_alone]");
+                        + "[--modes journal,no_journal,reducer_alone] [--ring N]");
                 return;
             }
             if (i + 1 >= args.length) {
@@ -126,6 +130,7 @@ public final class NodeLoopRunner {
                 case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
                 case "--warmup" -> warmup = Integer.parseInt(args[i + 1]);
                 case "--dir" -> parent = Path.of(args[i + 1]);
+                case "--ring" -> ring = Integer.parseInt(args[i + 1]);
                 case "--modes" -> modes = Arrays.stream(args[i + 1].split(","))
                         .map(x -> Mode.valueOf(x.toUpperCase(Locale.ROOT))).toList();
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
@@ -135,6 +140,7 @@ public final class NodeLoopRunner {
         List<NodeStream> streams = LoopWorkload.streams(requests);
         NodeLoopRunner runner = new NodeLoopRunner(streams, ServiceClock.system().getAsLong() + LoopWorkload.AHEAD_NS,
                 parent, modes);
+        runner.ring = ring;
         long total = 0;
         for (NodeEvent[] e : runner.events) {
             total += e.length;
@@ -234,7 +240,10 @@ public final class NodeLoopRunner {
                             JournalHeader.of(s.kind().name(), s.config(), "NodeLoopRunner"));
                 }
                 Inbox inbox = new Inbox(65_536);
-                loop = new NodeLoop(s.kind().name(), state, journal, EffectRouter.none(), ServiceClock.system(), inbox, 0);
+                loop = ring == 0
+                        ? new NodeLoop(s.kind().name(), state, journal, EffectRouter.none(), ServiceClock.system(), inbox, 0)
+                        : new NodeLoop(s.kind().name(), state, journal, EffectRouter.none(), ServiceClock.system(), inbox, 0,
+                                ring);
                 loop.start();
                 long loopTid = thread("kvledger-node-loop-" + s.kind().name());
                 long journallerTid = mode == Mode.JOURNAL ? thread("kvledger-journaller-" + s.kind().name()) : -1;

@@ -31,7 +31,7 @@ final class Journaller implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("io.kvledger.service");
 
     /** Default ring size (inputs). */
-    static final int DEFAULT_CAPACITY = 4096;
+    static final int DEFAULT_CAPACITY = 16384;
 
     private static final int SPINS = 100;
 
@@ -39,7 +39,7 @@ final class Journaller implements AutoCloseable {
     static final class Slot {
         NodeEvent event;
         /** The reducer's effects (the loop applies into it). */
-        final ArrayList<Effect> effects = new ArrayList<>(16);
+        final ArrayList<Effect> effects = new ArrayList<>();
         /** What is journaled and routed: {@link #effects}, or what an observer decided. */
         List<Effect> derived;
         Inbox.Item.Call call;
@@ -107,8 +107,9 @@ final class Journaller implements AutoCloseable {
     /** The slot the loop fills next, waiting (and routing through {@code drain}) while the ring is full. */
     Slot claim(Runnable drain) {
         while (head - released >= slots.length) {
-            // wait for a quarter of the ring rather than one slot: fewer wake-ups, bigger groups
-            awaitJournaled(released + Math.max(1, slots.length / 4));
+            // wait for half the ring rather than one slot: fewer wake-ups, and the journaller still
+            // has half a ring of work while the woken loop waits for a CPU
+            awaitJournaled(released + Math.max(1, slots.length / 2));
             drain.run();
         }
         return slots[(int) (head & mask)];

@@ -96,8 +96,11 @@ public final class NodeLoop implements AutoCloseable {
         this(name, state, journal, router, clock, inbox, lastSeq, Journaller.DEFAULT_CAPACITY);
     }
 
-    /** @param ringCapacity the journaller's ring, in inputs (a power of two) */
-    NodeLoop(String name, NodeState state, JournalWriter journal, EffectRouter router, ServiceClock clock,
+    /**
+     * @param ringCapacity the journaller's ring, in inputs (a power of two): how far the loop may
+     *                     run ahead of the journal
+     */
+    public NodeLoop(String name, NodeState state, JournalWriter journal, EffectRouter router, ServiceClock clock,
              Inbox inbox, long lastSeq, int ringCapacity) {
         this.state = Objects.requireNonNull(state, "state");
         this.journal = journal;
