@@ -232,4 +232,35 @@ class NodeLoopJournallerTest {
             journal.close();
         }
     }
+
+    @Test
+    void anInputTheJournalRefusesIsCountedItsCallFailsAndNothingOfItLeaves() throws Exception {
+        List<NodeEvent> events = requests(2);
+        NodeEvent.RequestAdmitted first = (NodeEvent.RequestAdmitted) events.getFirst();
+        // a value msgpack cannot carry: the journal refuses the input
+        NodeEvent bad = new NodeEvent.RequestAdmitted(first.atNs(), first.requestId(), first.numPromptTokens(),
+                first.promptTokenIds(), io.kvledger.core.model.KvParams.of("not_python", new Object()));
+        List<Effect> routed = Collections.synchronizedList(new ArrayList<>());
+        Path live = dir.resolve("live");
+        try (JournalWriter journal = open(live)) {
+            Inbox inbox = new Inbox(1024);
+            NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, routed::add, ServiceClock.system(),
+                    inbox, 0, 16);
+            loop.start();
+            try {
+                CompletableFuture<List<Effect>> refused = inbox.call(bad, TimeUnit.SECONDS.toNanos(10));
+                assertThat(refused).failsWithin(Duration.ofSeconds(30))
+                        .withThrowableThat().withMessageContaining("cannot journal");
+                assertThat(loop.journalErrors()).isEqualTo(1);
+                assertThat(routed).as("nothing of the refused input left the node").isEmpty();
+                for (NodeEvent e : events.subList(3, 6)) {
+                    inbox.call(e, TimeUnit.SECONDS.toNanos(10)).get(30, TimeUnit.SECONDS);
+                }
+                assertThat(loop.applied()).as("the loop went on").isEqualTo(3);
+            } finally {
+                loop.close();
+            }
+        }
+        assertThat(inputs(live)).isEqualTo(3);
+    }
 }
