@@ -155,6 +155,7 @@ public final class NodeLoopRunner {
         }
         List<Double> journalRatios = new ArrayList<>();
         List<Double> cpuRatios = new ArrayList<>();
+        List<Double> totalCpuRatios = new ArrayList<>();
         for (int r = -warmup; r < rounds; r++) {
             Map<Mode, Result> round = new EnumMap<>(Mode.class);
             StringBuilder line = new StringBuilder(r < 0 ? "warm-up" : "round " + (r + 1));
@@ -175,6 +176,8 @@ public final class NodeLoopRunner {
                 if (round.containsKey(Mode.JOURNAL) && round.containsKey(Mode.NO_JOURNAL)) {
                     journalRatios.add(round.get(Mode.JOURNAL).perSecond() / round.get(Mode.NO_JOURNAL).perSecond());
                     cpuRatios.add(round.get(Mode.NO_JOURNAL).cpuUsPerEvent() / round.get(Mode.JOURNAL).cpuUsPerEvent());
+                    totalCpuRatios.add(round.get(Mode.NO_JOURNAL).cpuUsPerEvent() / (round.get(Mode.JOURNAL).cpuUsPerEvent()
+                            + round.get(Mode.JOURNAL).journallerCpuUsPerEvent()));
                 }
             }
         }
@@ -201,6 +204,10 @@ public final class NodeLoopRunner {
         System.out.printf(Locale.ROOT, "CPU per event, noJournal / journal, median of per-round ratios: %.3f (the journal "
                 + "costs %.1f %% of the loop thread's CPU); per-round ratios %s%n", cpuRatio, 100 * (1 - cpuRatio),
                 cpuRatios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList());
+        double totalRatio = median(totalCpuRatios.stream().mapToDouble(Double::doubleValue).toArray());
+        System.out.printf(Locale.ROOT, "CPU per event, noJournal loop / (journal loop + journaller), median of per-round "
+                + "ratios: %.3f; per-round ratios %s%n", totalRatio,
+                totalCpuRatios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList());
     }
 
     Result run(Mode mode) throws Exception {
