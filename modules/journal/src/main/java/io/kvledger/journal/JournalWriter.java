@@ -321,7 +321,9 @@ public final class JournalWriter implements AutoCloseable {
             sink.crc.reset();
             sink.crc.update(envelope, 0, JournalFormat.CRC_OFFSET);
             try {
-                type.write(packer, record);
+                if (!FastPayloads.write(packer, record)) {
+                    type.write(packer, record);
+                }
                 packer.flush();
                 b.writeInt(start + JournalFormat.CRC_OFFSET, (int) sink.crc.getValue());
                 if (pretoucher != null && b instanceof MappedBytes mb) {
