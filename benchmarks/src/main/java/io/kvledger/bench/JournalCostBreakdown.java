@@ -5,6 +5,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
+import io.kvledger.journal.FastPayloads;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.journal.format.EntryType;
@@ -38,7 +39,8 @@ import org.msgpack.core.MessagePack;
  * <p>Parts, run one after the other in every round (the order rotates):
  * <ul>
  *   <li>{@code ENCODE}: the msgpack payloads of the input and its derived entries, into a heap
- *       buffer (no envelope, no Chronicle);</li>
+ *       buffer (no envelope, no Chronicle), with the generic schema encoder;</li>
+ *   <li>{@code ENCODE_FAST}: the same with {@link FastPayloads} first (what the writer does);</li>
  *   <li>{@code CRC}: CRC32C over as many bytes as an input journals;</li>
  *   <li>{@code EXCERPTS}: pre-encoded bytes of each entry's size class written to a fresh Chronicle
  *       queue, one excerpt per entry as the journal does (so: Chronicle's per-excerpt work, and
@@ -58,7 +60,7 @@ import org.msgpack.core.MessagePack;
  */
 public final class JournalCostBreakdown {
 
-    enum Part { ENCODE, CRC, EXCERPTS, TINY_EXCERPTS, BATCHED, APPEND, APPEND_PRETOUCHED }
+    enum Part { ENCODE, ENCODE_FAST, CRC, EXCERPTS, TINY_EXCERPTS, BATCHED, APPEND, APPEND_PRETOUCHED }
 
     private static final int BATCH = 64;
 
@@ -169,7 +171,8 @@ public final class JournalCostBreakdown {
     /** CPU ns of this thread for one pass of {@code part} over every input. */
     private long measure(Part part) throws IOException {
         return switch (part) {
-            case ENCODE -> encode();
+            case ENCODE -> encode(false);
+            case ENCODE_FAST -> encode(true);
             case CRC -> crc();
             case EXCERPTS -> chronicle(false, false);
             case TINY_EXCERPTS -> chronicle(true, false);
@@ -179,14 +182,20 @@ public final class JournalCostBreakdown {
         };
     }
 
-    private long encode() throws IOException {
+    private long encode(boolean fast) throws IOException {
         MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
         long t0 = mx.getCurrentThreadCpuTime();
         for (int i = 0; i < inputs.length; i++) {
             p.clear();
-            EntryType.of(inputs[i]).write(p, inputs[i]);
+            EntryType t = EntryType.of(inputs[i]);
+            if (!fast || !FastPayloads.write(p, inputs[i])) {
+                t.write(p, inputs[i]);
+            }
             for (Effect e : derived[i]) {
-                EntryType.of(e).write(p, e);
+                EntryType te = EntryType.of(e);
+                if (!fast || !FastPayloads.write(p, e)) {
+                    te.write(p, e);
+                }
             }
             p.flush();
         }

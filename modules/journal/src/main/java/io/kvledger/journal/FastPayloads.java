@@ -21,12 +21,15 @@ import org.msgpack.core.MessagePacker;
  * <p>The schemas are in {@code EntryType}; a change there must be made here too (the test fails
  * otherwise). Encoding only: the decode side is untouched.
  */
-final class FastPayloads {
+public final class FastPayloads {
 
     private FastPayloads() {}
 
-    /** Writes {@code record}'s payload, or returns {@code false} when it has no encoder here. */
-    static boolean write(MessagePacker p, Object record) throws IOException {
+    /**
+     * Writes {@code record}'s payload, or returns {@code false} when it has no encoder here (public
+     * for {@code JournalCostBreakdown}; {@link JournalWriter} is what uses it).
+     */
+    public static boolean write(MessagePacker p, Object record) throws IOException {
         if (record instanceof NodeEvent e) {
             return event(p, e);
         }
