@@ -31,7 +31,7 @@ final class Journaller implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("io.kvledger.service");
 
     /** Default ring size (inputs). */
-    static final int DEFAULT_CAPACITY = 16384;
+    static final int DEFAULT_CAPACITY = 1024;
 
     private static final int SPINS = 100;
 
