@@ -146,6 +146,15 @@ final class Journaller implements AutoCloseable {
 
     /** Waits until at least {@code target} slots are journaled (or the journaller is gone). */
     void awaitJournaled(long target) {
+        awaitJournaled(target, null);
+    }
+
+    /**
+     * Waits until at least {@code target} slots are journaled, or until {@code orElse} says there is
+     * something else to do (checked after the spins and after each bounded park: within a
+     * millisecond), or the journaller is gone.
+     */
+    void awaitJournaled(long target, java.util.function.BooleanSupplier orElse) {
         int spins = 0;
         while (journaled < target) {
             if (!thread.isAlive()) {
@@ -154,6 +163,9 @@ final class Journaller implements AutoCloseable {
             if (spins++ < SPINS) {
                 Thread.onSpinWait();
                 continue;
+            }
+            if (orElse != null && orElse.getAsBoolean()) {
+                return;
             }
             loopWants = target;
             loopParked = true;
@@ -164,9 +176,9 @@ final class Journaller implements AutoCloseable {
         }
     }
 
-    /** Waits until the next slot to release is journaled. */
-    void awaitNext() {
-        awaitJournaled(released + 1);
+    /** Waits until the next slot to release is journaled, or {@code orElse} says there is other work. */
+    void awaitNext(java.util.function.BooleanSupplier orElse) {
+        awaitJournaled(released + 1, orElse);
     }
 
     /** Waits until everything published is journaled. */

@@ -70,6 +70,7 @@ public final class NodeLoop implements AutoCloseable {
     private final List<Effect> effects = new ArrayList<>(16);
     private final Journaller journaller;
     private final Runnable routeJournaled = this::routeJournaled;
+    private final java.util.function.BooleanSupplier inboxHasItems;
 
     private final AtomicLong applied = new AtomicLong();
     private final AtomicLong ticks = new AtomicLong();
@@ -110,6 +111,7 @@ public final class NodeLoop implements AutoCloseable {
         this.lastSeq = lastSeq;
         this.unjournaledSeq = lastSeq;
         this.predictedSeq = lastSeq + 1;
+        this.inboxHasItems = () -> inbox.depth() > 0;
         this.thread = new Thread(this::run, "kvledger-node-loop-" + name);
         this.thread.setDaemon(false);
         this.journaller = journal == null ? null : new Journaller(name, journal, journalErrors, ringCapacity, thread);
@@ -162,7 +164,8 @@ public final class NodeLoop implements AutoCloseable {
                     // Effects wait for the journaller: apply what else is there meanwhile.
                     item = inbox.take(0);
                     if (item == null) {
-                        journaller.awaitNext();
+                        // until the journaller publishes, or the inbox has more to apply meanwhile
+                        journaller.awaitNext(inboxHasItems);
                         continue;
                     }
                 } else {
