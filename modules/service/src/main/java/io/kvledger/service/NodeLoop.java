@@ -256,6 +256,8 @@ public final class NodeLoop implements AutoCloseable {
         Journaller.Slot slot = journaller.claim(routeJournaled);
         lastAtNs = event.atNs();
         NodeReducer.applyInto(state, event, slot.effects);
+        // the seq the journaller will give the input (off by the entries of a refused input or
+        // derived entry before it, if any: an observer's seq is informational)
         List<Effect> derived = observed(predictedSeq, event, slot.effects, recorded);
         predictedSeq += 1 + derived.size();
         slot.event = event;
