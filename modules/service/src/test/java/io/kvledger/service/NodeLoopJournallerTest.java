@@ -267,4 +267,36 @@ class NodeLoopJournallerTest {
         }
         assertThat(inputs(live)).isEqualTo(3);
     }
+
+    @Test
+    void closingDrainsTheRingIntoTheJournalAndRoutesWhatItHeld() throws Exception {
+        List<NodeEvent> events = requests(20);
+        List<Effect> expected = new ArrayList<>();
+        NodeState model = NodeState.initial(cfg);
+        for (NodeEvent e : events) {
+            NodeReducer.applyInto(model, e, expected);
+        }
+        List<Effect> routed = Collections.synchronizedList(new ArrayList<>());
+        Path live = dir.resolve("live");
+        try (JournalWriter journal = open(live)) {
+            Inbox inbox = new Inbox(1024);
+            NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, routed::add, ServiceClock.system(),
+                    inbox, 0, 16);
+            loop.start();
+            loop.holdJournal(true);
+            for (NodeEvent e : events) {
+                assertThat(inbox.offer(e)).isTrue();
+            }
+            assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> loop.unjournaled() == 16)).isTrue();
+            loop.holdJournal(false);
+            // the stop goes in behind the inputs: the loop applies them all, then drains the ring
+            loop.close();
+            assertThat(loop.isRunning()).isFalse();
+            assertThat(loop.applied()).isEqualTo(events.size());
+            assertThat(loop.lastSeq()).isEqualTo(journal.nextSeq() - 1);
+        }
+        assertThat(inputs(live)).isEqualTo(events.size());
+        assertThat(routed).extracting(Payloads::dissect)
+                .containsExactlyElementsOf(expected.stream().map(Payloads::dissect).toList());
+    }
 }
