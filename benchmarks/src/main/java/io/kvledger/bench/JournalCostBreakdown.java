@@ -5,6 +5,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
+import io.kvledger.journal.FastPayloads;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.journal.format.EntryType;
@@ -38,7 +39,8 @@ import org.msgpack.core.MessagePack;
  * <p>Parts, run one after the other in every round (the order rotates):
  * <ul>
  *   <li>{@code ENCODE}: the msgpack payloads of the input and its derived entries, into a heap
- *       buffer (no envelope, no Chronicle);</li>
+ *       buffer (no envelope, no Chronicle), with the generic schema encoder;</li>
+ *   <li>{@code ENCODE_FAST}: the same with {@link FastPayloads} first (what the writer does);</li>
  *   <li>{@code CRC}: CRC32C over as many bytes as an input journals;</li>
  *   <li>{@code EXCERPTS}: pre-encoded bytes of each entry's size class written to a fresh Chronicle
  *       queue, one excerpt per entry as the journal does (so: Chronicle's per-excerpt work, and
@@ -47,7 +49,9 @@ import org.msgpack.core.MessagePack;
  *       cost per excerpt, almost no page faults);</li>
  *   <li>{@code BATCHED}: the same bytes as {@code EXCERPTS}, 64 inputs per excerpt (what group
  *       commit would leave: the bytes and their page faults);</li>
- *   <li>{@code APPEND}: {@link JournalWriter#appendApplied} itself, into a fresh journal.</li>
+ *   <li>{@code APPEND}: {@link JournalWriter#appendApplied} itself, into a fresh journal;</li>
+ *   <li>{@code APPEND_PRETOUCHED}: the same with {@link JournalWriter#pretouch} (the pretoucher's
+ *       thread touches the fresh pages; its CPU time is not counted here).</li>
  * </ul>
  *
  * <p>Usage: {@code JournalCostBreakdown [--requests N] [--rounds R] [--warmup W] [--dir DIR]}
@@ -56,7 +60,7 @@ import org.msgpack.core.MessagePack;
  */
 public final class JournalCostBreakdown {
 
-    enum Part { ENCODE, CRC, EXCERPTS, TINY_EXCERPTS, BATCHED, APPEND }
+    enum Part { ENCODE, ENCODE_FAST, CRC, EXCERPTS, TINY_EXCERPTS, BATCHED, APPEND, APPEND_PRETOUCHED }
 
     private static final int BATCH = 64;
 
@@ -167,23 +171,31 @@ public final class JournalCostBreakdown {
     /** CPU ns of this thread for one pass of {@code part} over every input. */
     private long measure(Part part) throws IOException {
         return switch (part) {
-            case ENCODE -> encode();
+            case ENCODE -> encode(false);
+            case ENCODE_FAST -> encode(true);
             case CRC -> crc();
             case EXCERPTS -> chronicle(false, false);
             case TINY_EXCERPTS -> chronicle(true, false);
             case BATCHED -> chronicle(false, true);
-            case APPEND -> append();
+            case APPEND -> append(false);
+            case APPEND_PRETOUCHED -> append(true);
         };
     }
 
-    private long encode() throws IOException {
+    private long encode(boolean fast) throws IOException {
         MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
         long t0 = mx.getCurrentThreadCpuTime();
         for (int i = 0; i < inputs.length; i++) {
             p.clear();
-            EntryType.of(inputs[i]).write(p, inputs[i]);
+            EntryType t = EntryType.of(inputs[i]);
+            if (!fast || !FastPayloads.write(p, inputs[i])) {
+                t.write(p, inputs[i]);
+            }
             for (Effect e : derived[i]) {
-                EntryType.of(e).write(p, e);
+                EntryType te = EntryType.of(e);
+                if (!fast || !FastPayloads.write(p, e)) {
+                    te.write(p, e);
+                }
             }
             p.flush();
         }
@@ -241,10 +253,13 @@ public final class JournalCostBreakdown {
         }
     }
 
-    private long append() throws IOException {
+    private long append(boolean pretouch) throws IOException {
         Path d = Files.createTempDirectory(parent, "journal-cost-");
         try (JournalWriter w = JournalWriter.open(d, JournalHeader.of("WRITE_PRODUCER", streams.getFirst().config(),
                 "JournalCostBreakdown"))) {
+            if (pretouch) {
+                w.pretouch();
+            }
             long t0 = mx.getCurrentThreadCpuTime();
             for (int i = 0; i < inputs.length; i++) {
                 w.appendApplied(inputs[i], derivedLists.get(i));

@@ -41,8 +41,10 @@ import java.util.stream.Stream;
  * lifecycles), moved once an hour ahead of the node clock and built before anything is timed. A
  * mode's round runs both nodes one after the other; for each, the runner's thread offers every
  * event to a fresh node's {@link Inbox} (default capacity; a refused offer is retried after 10 µs:
- * one producer thread, as an adapter is) and waits until the loop has applied the last one. The
- * loop routes effects to {@link EffectRouter#none()}. Modes:
+ * one producer thread, as an adapter is) and waits until the last one is through end to end:
+ * journaled by the loop's journaller thread and its effects routed (the loop counts an event as
+ * applied only then), so a round includes draining the journaller. The loop routes effects to
+ * {@link EffectRouter#none()}. Modes:
  * <ul>
  *   <li>{@code journal}: a fresh journal per node and round (opened before the clock starts, so its
  *       first pages fault in during the round, as in {@code JournalAppendBenchmark});</li>
@@ -57,10 +59,13 @@ import java.util.stream.Stream;
  *
  * <p>Usage: {@code java <project JVM flags> -cp benchmarks/target/benchmarks.jar
  * io.kvledger.bench.NodeLoopRunner [--requests N] [--rounds R] [--warmup W] [--dir DIR]
- * [--modes journal,no_journal,reducer_alone]} (defaults: 4096 requests per mode, 7 rounds, 2 warm-up
+ * [--modes journal,no_journal,reducer_alone] [--ring N]} ({@code --ring}: the journaller's ring
+ * capacity, a power of two; defaults: 4096 requests per mode, 7 rounds, 2 warm-up
  * rounds, journals under the system's temporary directory, all three modes). The loop thread's CPU
  * time over the round's wall time tells CPU work from waiting (page faults of the mapped journal
- * file, a core taken by other processes).
+ * file, a core taken by other processes). In {@code journal} mode the journaller thread's CPU time
+ * per event is printed too: the loop and the journaller overlap on two cores, so the slower of
+ * the two bounds the throughput.
  */
 public final class NodeLoopRunner {
 
@@ -70,13 +75,17 @@ public final class NodeLoopRunner {
      * Events and wall time of a mode's round; bytes allocated; CPU time of the thread that applied
      * the events (the loop threads, or the runner's thread for {@code reducerAlone}).
      */
-    record Result(long events, long ns, long bytes, long loopCpuNs) {
+    record Result(long events, long ns, long bytes, long loopCpuNs, long journallerCpuNs) {
         double perSecond() {
             return events / (ns / 1e9);
         }
 
         double cpuUsPerEvent() {
             return loopCpuNs / 1e3 / events;
+        }
+
+        double journallerCpuUsPerEvent() {
+            return journallerCpuNs / 1e3 / events;
         }
     }
 
@@ -85,6 +94,8 @@ public final class NodeLoopRunner {
     private final long[] expected;
     private final Path parent;
     private final List<Mode> modes;
+    /** The journaller's ring capacity (0: the loop's default). */
+    int ring;
 
     NodeLoopRunner(List<NodeStream> streams, long deltaNs, Path parent, List<Mode> modes) {
         this.streams = streams;
@@ -104,7 +115,13 @@ public final class NodeLoopRunner {
         int warmup = 2;
         Path parent = null;
         List<Mode> modes = List.of(Mode.values());
+        int ring = 0;
         for (int i = 0; i < args.length; i += 2) {
+            if (args[i].equals("--help") || args[i].equals("-h")) {
+                System.out.println("usage: NodeLoopRunner [--requests N] [--rounds R] [--warmup W] [--dir DIR] "
+                        + "[--modes journal,no_journal,reducer_alone] [--ring N]");
+                return;
+            }
             if (i + 1 >= args.length) {
                 throw new IllegalArgumentException(args[i] + " needs a value");
             }
@@ -113,6 +130,7 @@ public final class NodeLoopRunner {
                 case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
                 case "--warmup" -> warmup = Integer.parseInt(args[i + 1]);
                 case "--dir" -> parent = Path.of(args[i + 1]);
+                case "--ring" -> ring = Integer.parseInt(args[i + 1]);
                 case "--modes" -> modes = Arrays.stream(args[i + 1].split(","))
                         .map(x -> Mode.valueOf(x.toUpperCase(Locale.ROOT))).toList();
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
@@ -122,6 +140,7 @@ public final class NodeLoopRunner {
         List<NodeStream> streams = LoopWorkload.streams(requests);
         NodeLoopRunner runner = new NodeLoopRunner(streams, ServiceClock.system().getAsLong() + LoopWorkload.AHEAD_NS,
                 parent, modes);
+        runner.ring = ring;
         long total = 0;
         for (NodeEvent[] e : runner.events) {
             total += e.length;
@@ -136,6 +155,7 @@ public final class NodeLoopRunner {
         }
         List<Double> journalRatios = new ArrayList<>();
         List<Double> cpuRatios = new ArrayList<>();
+        List<Double> totalCpuRatios = new ArrayList<>();
         for (int r = -warmup; r < rounds; r++) {
             Map<Mode, Result> round = new EnumMap<>(Mode.class);
             StringBuilder line = new StringBuilder(r < 0 ? "warm-up" : "round " + (r + 1));
@@ -143,9 +163,10 @@ public final class NodeLoopRunner {
                 Mode m = modes.get(Math.floorMod(r + k, modes.size()));
                 Result x = runner.run(m);
                 round.put(m, x);
-                line.append(String.format(Locale.ROOT, "  %s %,.0f ev/s (%.0f B/ev, %.2f CPU us/ev, on CPU %.0f %%)",
-                        m, x.perSecond(), (double) x.bytes() / x.events(), x.cpuUsPerEvent(),
-                        100.0 * x.loopCpuNs() / x.ns()));
+                line.append(String.format(Locale.ROOT, "  %s %,.0f ev/s (%.0f B/ev, loop %.2f CPU us/ev, on CPU %.0f %%"
+                                + "%s)", m, x.perSecond(), (double) x.bytes() / x.events(), x.cpuUsPerEvent(),
+                        100.0 * x.loopCpuNs() / x.ns(), m != Mode.JOURNAL ? "" : String.format(Locale.ROOT,
+                                "; journaller %.2f CPU us/ev", x.journallerCpuUsPerEvent())));
             }
             System.out.println(line);
             if (r >= 0) {
@@ -155,6 +176,8 @@ public final class NodeLoopRunner {
                 if (round.containsKey(Mode.JOURNAL) && round.containsKey(Mode.NO_JOURNAL)) {
                     journalRatios.add(round.get(Mode.JOURNAL).perSecond() / round.get(Mode.NO_JOURNAL).perSecond());
                     cpuRatios.add(round.get(Mode.NO_JOURNAL).cpuUsPerEvent() / round.get(Mode.JOURNAL).cpuUsPerEvent());
+                    totalCpuRatios.add(round.get(Mode.NO_JOURNAL).cpuUsPerEvent() / (round.get(Mode.JOURNAL).cpuUsPerEvent()
+                            + round.get(Mode.JOURNAL).journallerCpuUsPerEvent()));
                 }
             }
         }
@@ -163,9 +186,12 @@ public final class NodeLoopRunner {
             double[] b = results.get(m).stream().mapToDouble(x -> (double) x.bytes() / x.events()).sorted().toArray();
             double[] c = results.get(m).stream().mapToDouble(x -> (double) x.loopCpuNs() / x.ns()).sorted().toArray();
             double[] u = results.get(m).stream().mapToDouble(Result::cpuUsPerEvent).sorted().toArray();
+            double[] j = results.get(m).stream().mapToDouble(Result::journallerCpuUsPerEvent).sorted().toArray();
             System.out.printf(Locale.ROOT, "%-13s median %,.0f events/s (min %,.0f, max %,.0f), median %.0f B/event, "
-                    + "median %.2f CPU us/event (%,.0f events/s on a core of its own), on CPU %.0f %% of the round%n",
-                    m, median(v), v[0], v[v.length - 1], median(b), median(u), 1e6 / median(u), 100 * median(c));
+                    + "loop median %.2f CPU us/event (%,.0f events/s on a core of its own), on CPU %.0f %% of the round%s%n",
+                    m, median(v), v[0], v[v.length - 1], median(b), median(u), 1e6 / median(u), 100 * median(c),
+                    m != Mode.JOURNAL ? "" : String.format(Locale.ROOT, "; journaller median %.2f CPU us/event "
+                            + "(%,.0f events/s on a core of its own)", median(j), 1e6 / median(j)));
         }
         if (journalRatios.isEmpty()) {
             return;
@@ -178,6 +204,10 @@ public final class NodeLoopRunner {
         System.out.printf(Locale.ROOT, "CPU per event, noJournal / journal, median of per-round ratios: %.3f (the journal "
                 + "costs %.1f %% of the loop thread's CPU); per-round ratios %s%n", cpuRatio, 100 * (1 - cpuRatio),
                 cpuRatios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList());
+        double totalRatio = median(totalCpuRatios.stream().mapToDouble(Double::doubleValue).toArray());
+        System.out.printf(Locale.ROOT, "CPU per event, noJournal loop / (journal loop + journaller), median of per-round "
+                + "ratios: %.3f; per-round ratios %s%n", totalRatio,
+                totalCpuRatios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList());
     }
 
     Result run(Mode mode) throws Exception {
@@ -185,6 +215,7 @@ public final class NodeLoopRunner {
         long ns = 0;
         long bytes = 0;
         long cpu = 0;
+        long jcpu = 0;
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         List<Effect> sink = new ArrayList<>(16);
         for (int i = 0; i < streams.size(); i++) {
@@ -216,10 +247,15 @@ public final class NodeLoopRunner {
                             JournalHeader.of(s.kind().name(), s.config(), "NodeLoopRunner"));
                 }
                 Inbox inbox = new Inbox(65_536);
-                loop = new NodeLoop(s.kind().name(), state, journal, EffectRouter.none(), ServiceClock.system(), inbox, 0);
+                loop = ring == 0
+                        ? new NodeLoop(s.kind().name(), state, journal, EffectRouter.none(), ServiceClock.system(), inbox, 0)
+                        : new NodeLoop(s.kind().name(), state, journal, EffectRouter.none(), ServiceClock.system(), inbox, 0,
+                                ring);
                 loop.start();
-                long loopTid = loopThread(s.kind().name());
+                long loopTid = thread("kvledger-node-loop-" + s.kind().name());
+                long journallerTid = mode == Mode.JOURNAL ? thread("kvledger-journaller-" + s.kind().name()) : -1;
                 long c0 = mx.getThreadCpuTime(loopTid);
+                long j0 = journallerTid < 0 ? 0 : mx.getThreadCpuTime(journallerTid);
                 long a0 = mx.getTotalThreadAllocatedBytes();
                 long t0 = System.nanoTime();
                 for (NodeEvent e : ev) {
@@ -233,6 +269,7 @@ public final class NodeLoopRunner {
                 ns += System.nanoTime() - t0;
                 bytes += mx.getTotalThreadAllocatedBytes() - a0;
                 cpu += mx.getThreadCpuTime(loopTid) - c0;
+                jcpu += journallerTid < 0 ? 0 : mx.getThreadCpuTime(journallerTid) - j0;
                 n += ev.length;
                 if (loop.ticks() != 0 || loop.journalErrors() != 0 || loop.loopErrors() != 0) {
                     throw new IllegalStateException(s.kind() + " " + mode + ": ticks " + loop.ticks() + ", journal errors "
@@ -253,17 +290,17 @@ public final class NodeLoopRunner {
                 }
             }
         }
-        return new Result(n, ns, bytes, cpu);
+        return new Result(n, ns, bytes, cpu, jcpu);
     }
 
-    /** The id of the running loop thread of node {@code name}. */
-    private static long loopThread(String name) {
+    /** The id of the running thread called {@code name}. */
+    private static long thread(String name) {
         for (Thread t : Thread.getAllStackTraces().keySet()) {
-            if (t.getName().equals("kvledger-node-loop-" + name)) {
+            if (t.getName().equals(name)) {
                 return t.threadId();
             }
         }
-        throw new IllegalStateException("no loop thread for " + name);
+        throw new IllegalStateException("no thread " + name);
     }
 
     private void check(NodeStream s, long hash, int i) {

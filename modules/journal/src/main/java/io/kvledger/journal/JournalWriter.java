@@ -14,6 +14,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.bytes.MappedBytes;
 import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 import net.openhft.chronicle.wire.DocumentContext;
@@ -50,6 +51,7 @@ public final class JournalWriter implements AutoCloseable {
     private final byte[] envelope = new byte[JournalFormat.ENVELOPE_V2];
     private final BytesSink sink = new BytesSink();
     private final MessagePacker packer = MessagePack.newDefaultPacker(sink);
+    private Pretoucher pretoucher;
     private long nextSeq;
     private long lastInputSeq;
     private long lastInputAtNs;
@@ -319,9 +321,14 @@ public final class JournalWriter implements AutoCloseable {
             sink.crc.reset();
             sink.crc.update(envelope, 0, JournalFormat.CRC_OFFSET);
             try {
-                type.write(packer, record);
+                if (!FastPayloads.write(packer, record)) {
+                    type.write(packer, record);
+                }
                 packer.flush();
                 b.writeInt(start + JournalFormat.CRC_OFFSET, (int) sink.crc.getValue());
+                if (pretoucher != null && b instanceof MappedBytes mb) {
+                    pretoucher.advance(mb.mappedFile().file(), b.writePosition());
+                }
             } catch (IOException | RuntimeException e) {
                 dc.rollbackOnClose();
                 packer.clear();
@@ -335,6 +342,22 @@ public final class JournalWriter implements AutoCloseable {
         }
         nextSeq = seq + 1;
         return seq;
+    }
+
+    /**
+     * Starts touching the queue file's pages ahead of this writer on a thread of its own (see
+     * {@link Pretoucher}), so that appends do not stall on first writes to fresh pages. For a writer
+     * that appends at a high rate (the node loop's journaller); idempotent; stops at {@link #close}.
+     */
+    public void pretouch() {
+        if (pretoucher == null && !closed) {
+            pretoucher = new Pretoucher(header.nodeId());
+        }
+    }
+
+    /** Pages the pretoucher touched so far (0 without one). */
+    public long pretouchedPages() {
+        return pretoucher == null ? 0 : pretoucher.touchedPages();
     }
 
     /** Forces the queue's mapped pages to disk (for durability against an OS crash, not needed otherwise). */
@@ -351,6 +374,9 @@ public final class JournalWriter implements AutoCloseable {
             return;
         }
         closed = true;
+        if (pretoucher != null) {
+            pretoucher.close();
+        }
         List<RuntimeException> errors = new ArrayList<>();
         try {
             appender.close();

@@ -4,7 +4,8 @@
  * effect the reducer produced; or, under a header whose {@code kv_role} is {@code proxy}, the
  * records of {@code kvledger proxy} ({@code io.kvledger.journal.proxy}).
  * {@link io.kvledger.journal.JournalWriter} appends (one writer thread,
- * one writer process per journal), {@link io.kvledger.journal.JournalReader} reads it back as
+ * one writer process per journal; {@code pretouch()} starts a thread that touches the queue file's
+ * pages ahead of a fast writer), {@link io.kvledger.journal.JournalReader} reads it back as
  * {@link io.kvledger.journal.JournalEntry} values, {@link io.kvledger.journal.JournalTailer} follows a
  * live journal, and {@link io.kvledger.journal.JsonLines} converts to and from JSON lines. The byte
  * layout is described in {@code journal/FORMAT.md}. Each entry carries a CRC32C (format version 2);

@@ -15,10 +15,15 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The single thread that owns a node's {@link NodeState}. For each event it takes from the
- * {@link Inbox}, in this order: append the input to the journal, {@link NodeReducer#applyInto},
- * append the derived entries with the input's seq, tell the listeners, hand the effects to the
- * {@link EffectRouter}, and complete the hook call waiting for them. Journal before apply: a
- * crash never loses an event whose effects left the node.
+ * {@link Inbox}: {@link NodeReducer#applyInto}, then hand the event and the entries it derives to
+ * the {@link Journaller} (a thread of its own that appends the input and then its derived entries
+ * with the input's seq, in order, in groups). Once the journaller says an input is journaled, the
+ * loop tells the listeners, hands the effects to the {@link EffectRouter} and completes the hook
+ * call waiting for them. Nothing leaves the node before its entries are in the journal, so a
+ * crash loses only inputs whose effects never escaped (as a crash before the append would). While
+ * the journaller is behind, the loop goes on applying what the inbox holds (up to the journaller's
+ * ring, {@value Journaller#DEFAULT_CAPACITY} inputs; then it waits): the journal's cost overlaps
+ * the reducer's instead of adding to it.
  *
  * <p>Timers: after each event the loop asks the state for its next deadline
  * ({@link NodeState#nextDeadlineAfter}) and waits on the inbox until then at most; when the wait
@@ -29,9 +34,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * way, but the derived entries journaled for them are what the {@link Observer} decides from the
  * reducer's effects and the answers recorded by the observed process.
  *
- * <p>Nothing that happens while handling one item stops the loop: an event the journal refuses
- * is not applied (its caller gets the error), an exception from a router or listener is counted
- * and the loop goes on.
+ * <p>State queries ({@link Inbox#query}) wait until everything applied before them is journaled
+ * and routed, so no reader sees a state the journal does not hold yet.
+ *
+ * <p>Nothing that happens while handling one item stops the loop: an input the journal refuses has
+ * its effects withheld (its caller gets the error; the error is counted and logged), an exception
+ * from a router or listener is counted and the loop goes on. Without a journal (benchmarks) the
+ * loop routes each event's effects right after applying it.
  */
 public final class NodeLoop implements AutoCloseable {
 
@@ -59,6 +68,9 @@ public final class NodeLoop implements AutoCloseable {
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private final Thread thread;
     private final List<Effect> effects = new ArrayList<>(16);
+    private final Journaller journaller;
+    private final Runnable routeJournaled = this::routeJournaled;
+    private final java.util.function.BooleanSupplier inboxHasItems;
 
     private final AtomicLong applied = new AtomicLong();
     private final AtomicLong ticks = new AtomicLong();
@@ -69,6 +81,8 @@ public final class NodeLoop implements AutoCloseable {
     private volatile long lastAppliedWallNs;
     private long lastTickNs = Long.MIN_VALUE;
     private long unjournaledSeq;
+    /** The seq the next input gets if the journal takes every entry (an observer's seq). */
+    private long predictedSeq;
     private volatile boolean running;
     private volatile Observer observer;
 
@@ -80,6 +94,15 @@ public final class NodeLoop implements AutoCloseable {
      */
     public NodeLoop(String name, NodeState state, JournalWriter journal, EffectRouter router, ServiceClock clock,
                     Inbox inbox, long lastSeq) {
+        this(name, state, journal, router, clock, inbox, lastSeq, Journaller.DEFAULT_CAPACITY);
+    }
+
+    /**
+     * @param ringCapacity the journaller's ring, in inputs (a power of two): how far the loop may
+     *                     run ahead of the journal
+     */
+    public NodeLoop(String name, NodeState state, JournalWriter journal, EffectRouter router, ServiceClock clock,
+             Inbox inbox, long lastSeq, int ringCapacity) {
         this.state = Objects.requireNonNull(state, "state");
         this.journal = journal;
         this.router = Objects.requireNonNull(router, "router");
@@ -87,8 +110,11 @@ public final class NodeLoop implements AutoCloseable {
         this.inbox = Objects.requireNonNull(inbox, "inbox");
         this.lastSeq = lastSeq;
         this.unjournaledSeq = lastSeq;
+        this.predictedSeq = lastSeq + 1;
+        this.inboxHasItems = () -> inbox.depth() > 0;
         this.thread = new Thread(this::run, "kvledger-node-loop-" + name);
         this.thread.setDaemon(false);
+        this.journaller = journal == null ? null : new Journaller(name, journal, journalErrors, ringCapacity, thread);
     }
 
     public void addListener(Listener l) {
@@ -102,6 +128,9 @@ public final class NodeLoop implements AutoCloseable {
 
     public void start() {
         running = true;
+        if (journaller != null) {
+            journaller.start();
+        }
         thread.start();
     }
 
@@ -126,15 +155,30 @@ public final class NodeLoop implements AutoCloseable {
     private void run() {
         while (running) {
             try {
-                long deadline = state.nextDeadlineAfter(lastTickNs);
-                long wait = deadline == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, deadline - clock.getAsLong());
-                Inbox.Item item = inbox.take(wait);
-                if (item == null) {
-                    long now = clock.getAsLong();
-                    lastTickNs = now;
-                    ticks.incrementAndGet();
-                    handle(new NodeEvent.Tick(now), null, null);
-                    continue;
+                Inbox.Item item;
+                if (journaller != null && journaller.pending()) {
+                    routeJournaled();
+                    if (!journaller.pending()) {
+                        continue;
+                    }
+                    // Effects wait for the journaller: apply what else is there meanwhile.
+                    item = inbox.take(0);
+                    if (item == null) {
+                        // until the journaller publishes, or the inbox has more to apply meanwhile
+                        journaller.awaitNext(inboxHasItems);
+                        continue;
+                    }
+                } else {
+                    long deadline = state.nextDeadlineAfter(lastTickNs);
+                    long wait = deadline == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, deadline - clock.getAsLong());
+                    item = inbox.take(wait);
+                    if (item == null) {
+                        long now = clock.getAsLong();
+                        lastTickNs = now;
+                        ticks.incrementAndGet();
+                        handle(new NodeEvent.Tick(now), null, null);
+                        continue;
+                    }
                 }
                 switch (item) {
                     case Inbox.Item.Input in -> handle(in.event(), null, null);
@@ -145,6 +189,12 @@ public final class NodeLoop implements AutoCloseable {
                 }
             } catch (InterruptedException e) {
                 running = false;
+            } catch (Journaller.Gone e) {
+                // nothing more can be journaled, so nothing more may leave: the node stops
+                loopErrors.incrementAndGet();
+                LOG.log(System.Logger.Level.ERROR, "node loop: the journaller ended; the loop stops with "
+                        + journaller.unjournaled() + " inputs unjournaled (their effects never left)");
+                running = false;
             } catch (RuntimeException | Error e) {
                 loopErrors.incrementAndGet();
                 LOG.log(System.Logger.Level.ERROR, "node loop: " + e, e);
@@ -153,7 +203,31 @@ public final class NodeLoop implements AutoCloseable {
         drainAfterStop();
     }
 
+    /** Routes every journaled input's effects, in order (loop thread). */
+    private void routeJournaled() {
+        Journaller.Slot s;
+        while ((s = journaller.nextJournaled()) != null) {
+            try {
+                if (s.refused != null) {
+                    if (s.call != null) {
+                        s.call.reply().completeExceptionally(s.refused);
+                    }
+                } else {
+                    lastSeq = s.lastSeq;
+                    emit(s.seq, s.event, s.derived, s.call);
+                }
+            } finally {
+                journaller.release(s);
+            }
+        }
+    }
+
     private <T> void runQuery(Inbox.Item.Query<T> q) {
+        if (journaller != null) {
+            // a query sees only what the journal holds
+            journaller.awaitAll();
+            routeJournaled();
+        }
         try {
             q.result().complete(q.read().apply(state));
         } catch (RuntimeException e) {
@@ -169,37 +243,39 @@ public final class NodeLoop implements AutoCloseable {
         if (event.atNs() < lastAtNs) {
             event = NodeEvents.at(event, lastAtNs);
         }
-        long seq;
-        try {
-            seq = journal == null ? ++unjournaledSeq : journal.appendInput(event);
-        } catch (RuntimeException e) {
-            journalErrors.incrementAndGet();
-            LOG.log(System.Logger.Level.ERROR, "journal refused " + event.getClass().getSimpleName() + ": " + e);
-            if (call != null) {
-                call.reply().completeExceptionally(e);
-            }
+        if (journaller == null) {
+            long seq = ++unjournaledSeq;
+            lastAtNs = event.atNs();
+            effects.clear();
+            NodeReducer.applyInto(state, event, effects);
+            List<Effect> derived = observed(seq, event, effects, recorded);
+            lastSeq = seq;
+            emit(seq, event, derived, call);
             return;
         }
+        Journaller.Slot slot = journaller.claim(routeJournaled);
         lastAtNs = event.atNs();
-        effects.clear();
-        NodeReducer.applyInto(state, event, effects);
+        NodeReducer.applyInto(state, event, slot.effects);
+        // the seq the journaller will give the input (off by the entries of a refused input or
+        // derived entry before it, if any: an observer's seq is informational)
+        List<Effect> derived = observed(predictedSeq, event, slot.effects, recorded);
+        predictedSeq += 1 + derived.size();
+        slot.event = event;
+        slot.derived = derived;
+        slot.call = call;
+        journaller.publish();
+    }
+
+    private List<Effect> observed(long seq, NodeEvent event, List<Effect> effects, List<Effect> recorded) {
         Observer obs = observer;
-        List<Effect> derived = effects;
         if (recorded != null && obs != null) {
-            derived = obs.derived(seq, event, List.copyOf(effects), recorded);
+            return obs.derived(seq, event, List.copyOf(effects), recorded);
         }
-        if (journal != null) {
-            for (Effect e : derived) {
-                try {
-                    journal.appendDerived(seq, e);
-                } catch (RuntimeException ex) {
-                    journalErrors.incrementAndGet();
-                    LOG.log(System.Logger.Level.ERROR, "journal refused a derived " + e.getClass().getSimpleName()
-                            + ": " + ex);
-                }
-            }
-        }
-        lastSeq = journal == null ? seq : journal.nextSeq() - 1;
+        return effects;
+    }
+
+    /** Tells the listeners, routes the effects and answers the call of an input (journaled, if journaling). */
+    private void emit(long seq, NodeEvent event, List<Effect> derived, Inbox.Item.Call call) {
         applied.incrementAndGet();
         lastAppliedWallNs = System.nanoTime();
         List<Effect> out = derived.isEmpty() ? List.of() : List.copyOf(derived);
@@ -225,6 +301,20 @@ public final class NodeLoop implements AutoCloseable {
     }
 
     private void drainAfterStop() {
+        if (journaller != null) {
+            // what was applied goes to the journal, then out (SIGTERM, close)
+            try {
+                journaller.awaitAll();
+                routeJournaled();
+            } catch (Journaller.Gone e) {
+                LOG.log(System.Logger.Level.WARNING, "node loop: stopping with " + journaller.unjournaled()
+                        + " inputs the journaller did not append (their effects never left)");
+            } catch (RuntimeException e) {
+                loopErrors.incrementAndGet();
+                LOG.log(System.Logger.Level.ERROR, "node loop: draining the journaller: " + e, e);
+            }
+            journaller.close();
+        }
         Inbox.Item item;
         try {
             while ((item = inbox.take(0)) != null) {
@@ -237,20 +327,31 @@ public final class NodeLoop implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        if (journal != null) {
-            try {
-                journal.flush();
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "journal flush failed: " + e);
-            }
-        }
+    }
+
+    /** Test hook: holds ({@code true}) or lets go the journaller's appends, as a stalled disk would. */
+    void holdJournal(boolean hold) {
+        journaller.hold(hold);
+    }
+
+    /**
+     * Test hook: ends the journaller without appending what it still holds, as a process killed now
+     * would leave the journal (the loop then fails on its next wait for it).
+     */
+    void abandonJournal() {
+        journaller.abandon();
+    }
+
+    /** Inputs applied and not yet journaled (0 without a journal). */
+    public long unjournaled() {
+        return journaller == null ? 0 : journaller.unjournaled();
     }
 
     public boolean isRunning() {
         return thread.isAlive();
     }
 
-    /** Events applied since start. */
+    /** Events applied, journaled (when journaling) and routed since start. */
     public long applied() {
         return applied.get();
     }
@@ -260,7 +361,7 @@ public final class NodeLoop implements AutoCloseable {
         return ticks.get();
     }
 
-    /** Events the journal refused (not applied). */
+    /** Entries the journal refused (a refused input's effects were withheld). */
     public long journalErrors() {
         return journalErrors.get();
     }

@@ -17,11 +17,13 @@ import java.util.Map;
  * Rebuilds a node's state from its journal: every journaled input is applied again, in order,
  * to a fresh state of the journal's configuration (the reducer is deterministic, so this is the
  * state the node had when it stopped or died). The effects recomputed here are discarded, since
- * they were executed already, with one exception: the loop journals an input, applies it, journals
- * its derived entries and only then routes its effects, so a process killed between the input and
- * the last of its derived entries left an input whose effects were never executed. For that last
- * input, {@link #unjournaled} are the derived entries the journal lacks (the node appends them) and
- * {@link #unrouted} all of its effects (the node executes them once its sessions are back).
+ * they were executed already, with one exception: the loop's journaller appends an input and then
+ * its derived entries, and the loop routes the input's effects only after all of them are
+ * appended, so a process killed between the input and the last of its derived entries left an
+ * input whose effects were never executed. For that last input, {@link #unjournaled} are the
+ * derived entries the journal lacks (the node appends them) and {@link #unrouted} all of its
+ * effects (the node executes them once its sessions are back). Inputs the loop had applied but the
+ * journaller had not appended are simply absent: none of their effects left the node.
  *
  * @param state        the recovered state
  * @param inputs       inputs applied

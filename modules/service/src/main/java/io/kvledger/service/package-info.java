@@ -4,7 +4,8 @@
  * <p>{@link io.kvledger.service.NodeService} assembles one node: the journal (recovered with
  * {@link io.kvledger.service.Recovery} when it exists), the single
  * {@link io.kvledger.service.NodeLoop} thread that owns the {@code NodeState} and drains the one
- * bounded {@link io.kvledger.service.Inbox}, the adapters that feed it (notify listener,
+ * bounded {@link io.kvledger.service.Inbox} (its journaller thread appends what the loop applied;
+ * effects leave only once journaled), the adapters that feed it (notify listener,
  * handshake results, transfer completions, send failures, the engine's hook calls) and the
  * publishers its effects drive (notify publisher, handshake initiator, transfer engine).
  * Deadlines the reducer holds come back as journaled {@code Tick}s from the loop's own timed

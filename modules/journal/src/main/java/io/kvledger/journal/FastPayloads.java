@@ -1,0 +1,331 @@
+package io.kvledger.journal;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.journal.format.PyValues;
+import java.io.IOException;
+import java.util.List;
+import org.msgpack.core.MessagePacker;
+
+/**
+ * Payload encoders written out by hand for the entry types a live node journals most, producing
+ * the same bytes as the generic {@code Schema.write} of their {@code EntryType} (a msgpack array of
+ * the fields in schema order, nil for a null value, the trailing {@code later} field left out when
+ * null) without its field array, boxing and per-field dispatch. {@link #write} returns
+ * {@code false} for every other type, which the generic encoder then writes.
+ * {@code FastPayloadsTest} compares both encoders' bytes over every entry type.
+ *
+ * <p>The schemas are in {@code EntryType}; a change there must be made here too (the test fails
+ * otherwise). Encoding only: the decode side is untouched.
+ */
+public final class FastPayloads {
+
+    private FastPayloads() {}
+
+    /**
+     * Writes {@code record}'s payload, or returns {@code false} when it has no encoder here (public
+     * for {@code JournalCostBreakdown}; {@link JournalWriter} is what uses it).
+     */
+    public static boolean write(MessagePacker p, Object record) throws IOException {
+        if (record instanceof NodeEvent e) {
+            return event(p, e);
+        }
+        if (record instanceof Effect e) {
+            return effect(p, e);
+        }
+        return false;
+    }
+
+    private static boolean event(MessagePacker p, NodeEvent event) throws IOException {
+        switch (event) {
+            case NodeEvent.MatchedTokensQueried e -> {
+                p.packArrayHeader(2);
+                str(p, e.requestId());
+                p.packInt(e.numComputedTokens());
+            }
+            case NodeEvent.BlocksAllocated e -> {
+                p.packArrayHeader(3);
+                str(p, e.requestId());
+                blocks(p, e.blocks());
+                p.packInt(e.numExternalTokens());
+            }
+            case NodeEvent.RequestAdmitted e -> {
+                p.packArrayHeader(4);
+                str(p, e.requestId());
+                p.packInt(e.numPromptTokens());
+                p.packInt(e.promptTokenIds());
+                params(p, e.params(), "RequestAdmitted.kv_transfer_params");
+            }
+            case NodeEvent.RequestFinished e -> {
+                // admitted_request_id is a later field: left out when null
+                p.packArrayHeader(e.admittedRequestId() == null ? 3 : 4);
+                str(p, e.requestId());
+                if (e.status() == null) {
+                    p.packNil();
+                } else {
+                    p.packString(e.status().name());
+                }
+                blocks(p, e.blockIds());
+                if (e.admittedRequestId() != null) {
+                    p.packString(e.admittedRequestId());
+                }
+            }
+            case NodeEvent.ConnectorOutputReceived e -> {
+                p.packArrayHeader(2);
+                strs(p, e.finishedSending());
+                strs(p, e.finishedRecving());
+            }
+            case NodeEvent.LoadStarted e -> p.packArrayHeader(0);
+            case NodeEvent.SaveWaited e -> p.packArrayHeader(0);
+            case NodeEvent.FinishedPolled e -> p.packArrayHeader(0);
+            case NodeEvent.Tick e -> p.packArrayHeader(0);
+            case NodeEvent.LayerSaved e -> {
+                p.packArrayHeader(1);
+                str(p, e.layerName());
+            }
+            case NodeEvent.TransferCompleted e -> {
+                p.packArrayHeader(4);
+                p.packLong(e.statusId());
+                p.packBoolean(e.succeeded());
+                p.packInt(e.code());
+                str(p, e.message());
+            }
+            case NodeEvent.RemoteBlocksReceived e -> {
+                p.packArrayHeader(5);
+                str(p, e.reqId());
+                str(p, e.transferId());
+                ints(p, e.blockNotifyList());
+                p.packInt(e.decodeRank());
+                p.packBoolean(e.legacyWithoutType());
+            }
+            case NodeEvent.StepScheduled e -> {
+                return false;
+            }
+            case NodeEvent.HandshakeCompleted e -> {
+                return false;
+            }
+            case NodeEvent.HandshakeFailed e -> {
+                return false;
+            }
+            case NodeEvent.WriteDoneReceived e -> {
+                return false;
+            }
+            case NodeEvent.ReleaseReceived e -> {
+                return false;
+            }
+            case NodeEvent.RawCompletionReceived e -> {
+                return false;
+            }
+            case NodeEvent.FrameRejected e -> {
+                return false;
+            }
+            case NodeEvent.NotifySendFailed e -> {
+                return false;
+            }
+            case NodeEvent.ShutDown e -> {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean effect(MessagePacker p, Effect effect) throws IOException {
+        switch (effect) {
+            case Effect.PhaseChanged e -> {
+                p.packArrayHeader(4);
+                str(p, e.requestId());
+                phase(p, e.from());
+                phase(p, e.to());
+                str(p, e.reason());
+            }
+            case Effect.FinishedReported e -> {
+                p.packArrayHeader(3);
+                strs(p, e.doneSending());
+                strs(p, e.doneRecving());
+                ints(p, e.loadErrorBlocks());
+            }
+            case Effect.FinishDecision e -> {
+                p.packArrayHeader(3);
+                str(p, e.requestId());
+                p.packBoolean(e.delayFree());
+                params(p, e.params(), "FinishDecision.kv_transfer_params");
+            }
+            case Effect.MatchedTokens e -> {
+                p.packArrayHeader(3);
+                str(p, e.requestId());
+                p.packInt(e.count());
+                p.packBoolean(e.loadAsync());
+            }
+            case Effect.PostWrite e -> {
+                p.packArrayHeader(6);
+                p.packLong(e.statusId());
+                str(p, e.transferId());
+                str(p, e.layerName());
+                str(p, e.sessionKey());
+                ints(p, e.localBlockIds());
+                ints(p, e.remoteBlockIds());
+            }
+            case Effect.PostRead e -> {
+                p.packArrayHeader(7);
+                p.packLong(e.statusId());
+                str(p, e.requestId());
+                str(p, e.transferId());
+                str(p, e.layerName());
+                str(p, e.sessionKey());
+                ints(p, e.localBlockIds());
+                ints(p, e.remoteBlockIds());
+            }
+            case Effect.Unmapped e -> {
+                p.packArrayHeader(4);
+                str(p, e.requestId());
+                str(p, e.transferId());
+                str(p, e.removedRequestId());
+                name(p, e.kind());
+            }
+            case Effect.FinishedSendingRewritten e -> {
+                p.packArrayHeader(1);
+                strs(p, e.safe());
+            }
+            case Effect.AckSurfaced e -> {
+                p.packArrayHeader(3);
+                str(p, e.requestId());
+                str(p, e.transferId());
+                name(p, e.reason());
+            }
+            case Effect.DeferralStarted e -> {
+                p.packArrayHeader(3);
+                str(p, e.requestId());
+                str(p, e.transferId());
+                p.packLong(e.deadlineNs());
+            }
+            case Effect.SendRelease e -> {
+                p.packArrayHeader(5);
+                name(p, e.sender());
+                str(p, e.host());
+                p.packInt(e.port());
+                if (e.transferId() == null) {
+                    p.packNil();
+                } else {
+                    py(p, e.transferId(), "SendRelease.transfer_id");
+                }
+                p.packInt(e.consumerTpSize());
+            }
+            case Effect.SendWriteDone e -> {
+                p.packArrayHeader(3);
+                str(p, e.host());
+                p.packInt(e.port());
+                str(p, e.transferId());
+            }
+            case Effect.MetadataBuilt e -> {
+                return false;
+            }
+            case Effect.SendRemoteBlocks e -> {
+                return false;
+            }
+            case Effect.SendWriteFailed e -> {
+                return false;
+            }
+            case Effect.StartHandshake e -> {
+                return false;
+            }
+            case Effect.AckParked e -> {
+                return false;
+            }
+            case Effect.StaleAckDropped e -> {
+                return false;
+            }
+            case Effect.Anomaly e -> {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static void str(MessagePacker p, String s) throws IOException {
+        if (s == null) {
+            p.packNil();
+        } else {
+            p.packString(s);
+        }
+    }
+
+    private static void name(MessagePacker p, Enum<?> e) throws IOException {
+        if (e == null) {
+            p.packNil();
+        } else {
+            p.packString(e.name());
+        }
+    }
+
+    private static void phase(MessagePacker p, RequestPhase ph) throws IOException {
+        if (ph == null) {
+            p.packNil();
+        } else {
+            p.packInt(ph.code());
+        }
+    }
+
+    private static void params(MessagePacker p, KvParams params, String field) throws IOException {
+        if (params == null) {
+            p.packNil();
+        } else {
+            py(p, params, field);
+        }
+    }
+
+    /** A Python value; a value that is none names its field, as {@code Schema.write} does. */
+    private static void py(MessagePacker p, Object v, String field) throws IOException {
+        try {
+            PyValues.pack(p, v);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(field + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static void blocks(MessagePacker p, BlockGroups g) throws IOException {
+        if (g == null) {
+            p.packNil();
+            return;
+        }
+        p.packArrayHeader(g.size());
+        for (int i = 0; i < g.size(); i++) {
+            ints(p, g.group(i));
+        }
+    }
+
+    private static void ints(MessagePacker p, int[] ids) throws IOException {
+        if (ids == null) {
+            p.packNil();
+            return;
+        }
+        p.packArrayHeader(ids.length);
+        for (int id : ids) {
+            p.packInt(id);
+        }
+    }
+
+    private static void ints(MessagePacker p, List<Integer> ids) throws IOException {
+        if (ids == null) {
+            p.packNil();
+            return;
+        }
+        p.packArrayHeader(ids.size());
+        for (int i = 0; i < ids.size(); i++) {
+            p.packInt(ids.get(i));
+        }
+    }
+
+    private static void strs(MessagePacker p, List<String> l) throws IOException {
+        if (l == null) {
+            p.packNil();
+            return;
+        }
+        p.packArrayHeader(l.size());
+        for (int i = 0; i < l.size(); i++) {
+            str(p, l.get(i));
+        }
+    }
+}

@@ -1,0 +1,316 @@
+package io.kvledger.service;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.journal.JournalWriter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The node loop's journal writer thread (LMAX style, group commit). The loop applies an event, puts
+ * the event and the entries it derives into the next {@link Slot} of a bounded ring and
+ * {@link #publish publishes} it; this thread appends the slots in order (the input, then its derived
+ * entries with the input's seq) and publishes how many it has {@link #journaled journaled}. The loop
+ * routes a slot's effects only once it is journaled, then {@link #release releases} it: nothing
+ * leaves the node before its entries are in the journal.
+ *
+ * <p>One producer (the loop thread) and one consumer (this thread); a full ring makes the loop wait,
+ * nothing is dropped. Slots and their effect lists are reused, so a hand-off allocates nothing.
+ * Either side parks when it has nothing to do and the other unparks it (a bounded park, so a missed
+ * wake-up costs at most a millisecond).
+ *
+ * <p>An input the journal refuses ({@link JournalWriter#appendInput} throws) has no seq: its slot
+ * carries the error and the loop withholds its effects; a refused derived entry is counted and
+ * logged and the others go on. The writer belongs to this thread from {@link #start} until
+ * {@link #close} returns.
+ */
+final class Journaller implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+
+    /** Default ring size (inputs). */
+    static final int DEFAULT_CAPACITY = 1024;
+
+    private static final int SPINS = 100;
+
+    /** One applied input on its way to the journal and then to the router. */
+    static final class Slot {
+        NodeEvent event;
+        /** The reducer's effects (the loop applies into it). */
+        final ArrayList<Effect> effects = new ArrayList<>();
+        /** What is journaled and routed: {@link #effects}, or what an observer decided. */
+        List<Effect> derived;
+        Inbox.Item.Call call;
+        /** Set by the journaller: the input's seq, and the seq of its last entry. */
+        long seq;
+        long lastSeq;
+        /** Set by the journaller when the input was refused. */
+        RuntimeException refused;
+
+        void clear() {
+            event = null;
+            derived = null;
+            call = null;
+            refused = null;
+            effects.clear();
+        }
+    }
+
+    private final JournalWriter journal;
+    private final AtomicLong journalErrors;
+    private final Slot[] slots;
+    private final int mask;
+    private final Thread thread;
+    private final Thread loopThread;
+
+    /** Slots published by the loop (written by the loop only). */
+    private volatile long head;
+    /** Slots appended to the journal (written by the journaller only). */
+    private volatile long journaled;
+    /** Slots the loop routed and handed back (loop only). */
+    private long released;
+    private volatile boolean journallerParked;
+    private volatile boolean loopParked;
+    /** While the loop is parked: how many slots it waits to see journaled. */
+    private volatile long loopWants;
+    private volatile boolean stopping;
+    /** Test hook: while set, the journaller appends nothing (a stalled disk). */
+    private volatile boolean held;
+    /** Test hook: the journaller ends without appending anything more (a killed process). */
+    private volatile boolean abandoned;
+
+    Journaller(String name, JournalWriter journal, AtomicLong journalErrors, int capacity, Thread loopThread) {
+        if (Integer.bitCount(capacity) != 1) {
+            throw new IllegalArgumentException("the journal ring's capacity must be a power of two, got " + capacity);
+        }
+        this.journal = journal;
+        this.journalErrors = journalErrors;
+        this.slots = new Slot[capacity];
+        for (int i = 0; i < capacity; i++) {
+            slots[i] = new Slot();
+        }
+        this.mask = capacity - 1;
+        this.loopThread = loopThread;
+        this.thread = new Thread(this::run, "kvledger-journaller-" + name);
+        this.thread.setDaemon(false);
+    }
+
+    void start() {
+        journal.pretouch();
+        thread.start();
+    }
+
+    // ------------------------------------------------------------------ loop side
+
+    /** The slot the loop fills next, waiting (and routing through {@code drain}) while the ring is full. */
+    Slot claim(Runnable drain) {
+        while (head - released >= slots.length) {
+            // wait for half the ring rather than one slot: fewer wake-ups, and the journaller still
+            // has half a ring of work while the woken loop waits for a CPU
+            awaitJournaled(released + Math.max(1, slots.length / 2));
+            drain.run();
+        }
+        return slots[(int) (head & mask)];
+    }
+
+    /** Hands the claimed slot to the journaller. */
+    void publish() {
+        head = head + 1;
+        if (journallerParked) {
+            LockSupport.unpark(thread);
+        }
+    }
+
+    /** Slots published and not yet released. */
+    boolean pending() {
+        return released < head;
+    }
+
+    /** Slots published and not yet journaled. */
+    long unjournaled() {
+        return head - journaled;
+    }
+
+    /** The next slot in order if it is journaled, else {@code null}. */
+    Slot nextJournaled() {
+        return released < journaled ? slots[(int) (released & mask)] : null;
+    }
+
+    /** Hands back the slot {@link #nextJournaled} returned, once routed. */
+    void release(Slot s) {
+        s.clear();
+        released++;
+    }
+
+    /** Waits until at least {@code target} slots are journaled (or the journaller is gone). */
+    void awaitJournaled(long target) {
+        awaitJournaled(target, null);
+    }
+
+    /**
+     * Waits until at least {@code target} slots are journaled, or until {@code orElse} says there is
+     * something else to do (checked after the spins and after each bounded park: within a
+     * millisecond), or the journaller is gone.
+     */
+    void awaitJournaled(long target, java.util.function.BooleanSupplier orElse) {
+        int spins = 0;
+        while (journaled < target) {
+            if (!thread.isAlive()) {
+                throw new Gone();
+            }
+            if (spins++ < SPINS) {
+                Thread.onSpinWait();
+                continue;
+            }
+            if (orElse != null && orElse.getAsBoolean()) {
+                return;
+            }
+            loopWants = target;
+            loopParked = true;
+            if (journaled < target) {
+                LockSupport.parkNanos(this, 1_000_000);
+            }
+            loopParked = false;
+        }
+    }
+
+    /** Waits until the next slot to release is journaled, or {@code orElse} says there is other work. */
+    void awaitNext(java.util.function.BooleanSupplier orElse) {
+        awaitJournaled(released + 1, orElse);
+    }
+
+    /** Waits until everything published is journaled. */
+    void awaitAll() {
+        awaitJournaled(head);
+    }
+
+    /** The journaller thread ended while the loop waited for it (abandoned, or killed by an error). */
+    static final class Gone extends IllegalStateException {
+        Gone() {
+            super("the journaller thread is gone");
+        }
+    }
+
+    // ------------------------------------------------------------------ journaller side
+
+    private void run() {
+        try {
+            appendAll();
+        } catch (RuntimeException | Error e) {
+            LOG.log(System.Logger.Level.ERROR, "the journaller died: " + e + " (the node stops: nothing is routed"
+                    + " that is not journaled)", e);
+            wakeLoop();
+        }
+    }
+
+    private void appendAll() {
+        long next = 0;
+        while (!abandoned) {
+            long h = head;
+            if (next == h || held) {
+                if (next == h && stopping && head == next) {
+                    break;
+                }
+                idle(next);
+                continue;
+            }
+            for (; next < h && !held; next++) {
+                append(slots[(int) (next & mask)]);
+                journaled = next + 1;
+                if (loopParked && next + 1 >= loopWants) {
+                    LockSupport.unpark(loopThread);
+                }
+            }
+        }
+        if (abandoned) {
+            return;
+        }
+        try {
+            journal.flush();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "journal flush failed: " + e);
+        }
+    }
+
+    private void idle(long next) {
+        for (int i = 0; i < SPINS; i++) {
+            if (head != next && !held) {
+                return;
+            }
+            Thread.onSpinWait();
+        }
+        journallerParked = true;
+        if ((head == next || held) && !(stopping && head == next)) {
+            LockSupport.parkNanos(this, 1_000_000);
+        }
+        journallerParked = false;
+    }
+
+    private void wakeLoop() {
+        LockSupport.unpark(loopThread);
+    }
+
+    private void append(Slot s) {
+        try {
+            s.seq = journal.appendInput(s.event);
+        } catch (RuntimeException e) {
+            journalErrors.incrementAndGet();
+            LOG.log(System.Logger.Level.ERROR, "journal refused " + s.event.getClass().getSimpleName() + ": " + e
+                    + " (the node applied it; its effects are withheld)");
+            s.refused = e;
+            return;
+        }
+        for (Effect e : s.derived) {
+            try {
+                journal.appendDerived(s.seq, e);
+            } catch (RuntimeException ex) {
+                journalErrors.incrementAndGet();
+                LOG.log(System.Logger.Level.ERROR, "journal refused a derived " + e.getClass().getSimpleName() + ": "
+                        + ex);
+            }
+        }
+        s.lastSeq = journal.nextSeq() - 1;
+    }
+
+    // ------------------------------------------------------------------ control
+
+    /** Test hook: stops appending (as a stalled disk would) until {@code false}. */
+    void hold(boolean h) {
+        held = h;
+        if (!h) {
+            LockSupport.unpark(thread);
+        }
+    }
+
+    /**
+     * Test hook: ends the thread without appending what is still published, as a process killed
+     * now would leave the journal.
+     */
+    void abandon() {
+        abandoned = true;
+        LockSupport.unpark(thread);
+        try {
+            thread.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Appends what is published, flushes and ends the thread (bounded wait). */
+    @Override
+    public void close() {
+        stopping = true;
+        LockSupport.unpark(thread);
+        try {
+            thread.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (thread.isAlive()) {
+            LOG.log(System.Logger.Level.WARNING, "the journaller did not drain within 10 s ("
+                    + (head - journaled) + " inputs left)");
+        }
+    }
+}
