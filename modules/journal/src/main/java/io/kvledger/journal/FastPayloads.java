@@ -107,6 +107,9 @@ public final class FastPayloads {
             case NodeEvent.HandshakeCompleted e -> {
                 return false;
             }
+            case NodeEvent.HandshakeVoted e -> {
+                return false;
+            }
             case NodeEvent.HandshakeFailed e -> {
                 return false;
             }

@@ -57,6 +57,17 @@ public final class JournalWriter implements AutoCloseable {
     private long lastInputAtNs;
     private boolean closed;
 
+    /**
+     * Why this journal would refuse {@code event} for its values (a params value that is not a
+     * Python value, nested too deep, an integer wider than msgpack's 64 bits), or {@code null}:
+     * checked without encoding, so the node loop can refuse an input before it applies it. Only
+     * {@code RequestAdmitted} carries free-form values; every other input is typed.
+     */
+    public static String refusal(NodeEvent event) {
+        return event instanceof NodeEvent.RequestAdmitted a && a.params() != null
+                ? io.kvledger.journal.format.PyValues.refusal(a.params()) : null;
+    }
+
     /** What an existing journal ends with, read before Chronicle maps it. */
     private record Existing(JournalHeader header, long nextSeq, long lastInputSeq, long lastInputAtNs) {}
 

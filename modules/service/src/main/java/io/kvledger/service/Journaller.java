@@ -22,7 +22,8 @@ import java.util.concurrent.locks.LockSupport;
  * wake-up costs at most a millisecond).
  *
  * <p>An input the journal refuses ({@link JournalWriter#appendInput} throws) has no seq: its slot
- * carries the error and the loop withholds its effects; a refused derived entry is counted and
+ * carries the error and the loop withholds its effects and stops (values were checked before the
+ * input was applied, so this is the journal failing); a refused derived entry is counted and
  * logged and the others go on. The writer belongs to this thread from {@link #start} until
  * {@link #close} returns.
  */
@@ -258,7 +259,7 @@ final class Journaller implements AutoCloseable {
         } catch (RuntimeException e) {
             journalErrors.incrementAndGet();
             LOG.log(System.Logger.Level.ERROR, "journal refused " + s.event.getClass().getSimpleName() + ": " + e
-                    + " (the node applied it; its effects are withheld)");
+                    + " (the node applied it: its effects are withheld and the node stops)");
             s.refused = e;
             return;
         }

@@ -37,9 +37,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>State queries ({@link Inbox#query}) wait until everything applied before them is journaled
  * and routed, so no reader sees a state the journal does not hold yet.
  *
- * <p>Nothing that happens while handling one item stops the loop: an input the journal refuses has
- * its effects withheld (its caller gets the error; the error is counted and logged), an exception
- * from a router or listener is counted and the loop goes on. Without a journal (benchmarks) the
+ * <p>Nothing that happens while handling one item stops the loop but a failing journal: an input
+ * whose values the journal would refuse is refused before it is applied (its caller gets the
+ * error; the error is counted and logged), an exception from a router or listener is counted and
+ * the loop goes on. If the journal fails on an input already applied, that input's effects and
+ * all that follow are withheld and the loop stops, so the node never runs ahead of its journal. Without a journal (benchmarks) the
  * loop routes each event's effects right after applying it.
  */
 public final class NodeLoop implements AutoCloseable {
@@ -76,6 +78,8 @@ public final class NodeLoop implements AutoCloseable {
     private final AtomicLong ticks = new AtomicLong();
     private final AtomicLong journalErrors = new AtomicLong();
     private final AtomicLong loopErrors = new AtomicLong();
+    /** Set on the loop thread when the journal refused an applied input: the loop stops. */
+    private boolean journalFailed;
     private volatile long lastSeq;
     private volatile long lastAtNs = Long.MIN_VALUE;
     private volatile long lastAppliedWallNs;
@@ -212,6 +216,20 @@ public final class NodeLoop implements AutoCloseable {
                     if (s.call != null) {
                         s.call.reply().completeExceptionally(s.refused);
                     }
+                    // The values were checked before apply, so this is the journal failing (a
+                    // full disk, a closed queue): the state now holds an input the journal does
+                    // not. Nothing of it left; the node stops rather than run ahead of its journal.
+                    if (!journalFailed) {
+                        LOG.log(System.Logger.Level.ERROR, "node loop: the journal refused an applied input ("
+                                + s.refused + "); the node stops and withholds the effects of what follows");
+                    }
+                    journalFailed = true;
+                    running = false;
+                } else if (journalFailed) {
+                    // applied on a state its journal does not hold: nothing of it leaves
+                    if (s.call != null) {
+                        s.call.reply().completeExceptionally(new IllegalStateException("the node stopped: its journal failed"));
+                    }
                 } else {
                     lastSeq = s.lastSeq;
                     emit(s.seq, s.event, s.derived, s.call);
@@ -251,6 +269,19 @@ public final class NodeLoop implements AutoCloseable {
             List<Effect> derived = observed(seq, event, effects, recorded);
             lastSeq = seq;
             emit(seq, event, derived, call);
+            return;
+        }
+        String why = JournalWriter.refusal(event);
+        if (why != null) {
+            // refused before it is applied, as the journal would refuse it: the state never holds
+            // an input its journal does not
+            journalErrors.incrementAndGet();
+            LOG.log(System.Logger.Level.ERROR, "journal refused " + event.getClass().getSimpleName() + ": " + why
+                    + " (not applied)");
+            if (call != null) {
+                call.reply().completeExceptionally(new io.kvledger.journal.JournalException(
+                        "journal refused " + event.getClass().getSimpleName() + ": " + why));
+            }
             return;
         }
         Journaller.Slot slot = journaller.claim(routeJournaled);

@@ -238,7 +238,7 @@ class NodeLoopJournallerTest {
     }
 
     @Test
-    void anInputTheJournalRefusesIsCountedItsCallFailsAndNothingOfItLeaves() throws Exception {
+    void anInputTheJournalRefusesIsCountedItsCallFailsAndItIsNeverApplied() throws Exception {
         List<NodeEvent> events = requests(2);
         NodeEvent.RequestAdmitted first = (NodeEvent.RequestAdmitted) events.getFirst();
         // a value msgpack cannot carry: the journal refuses the input
@@ -257,6 +257,9 @@ class NodeLoopJournallerTest {
                         .withThrowableThat().withMessageContaining("cannot journal");
                 assertThat(loop.journalErrors()).isEqualTo(1);
                 assertThat(routed).as("nothing of the refused input left the node").isEmpty();
+                assertThat(inbox.query(st -> st.phaseOf(first.requestId())).get(30, TimeUnit.SECONDS))
+                        .as("the refused input was never applied: the state holds only what its journal holds")
+                        .isNull();
                 for (NodeEvent e : events.subList(3, 6)) {
                     inbox.call(e, TimeUnit.SECONDS.toNanos(10)).get(30, TimeUnit.SECONDS);
                 }

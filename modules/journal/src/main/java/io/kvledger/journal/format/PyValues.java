@@ -96,6 +96,63 @@ public final class PyValues {
         }
     }
 
+    /**
+     * Why {@link #pack} would refuse {@code v}, or {@code null} if it packs: the same rules
+     * (Python value types, nesting up to {@value #MAX_DEPTH}, integers that fit msgpack's 64 bits),
+     * checked without encoding anything, so a caller can refuse a value before it acts on it.
+     */
+    public static String refusal(Object v) {
+        return refusal(v, 0);
+    }
+
+    private static String refusal(Object v, int depth) {
+        if (depth > MAX_DEPTH) {
+            return "value nested deeper than " + MAX_DEPTH;
+        }
+        return switch (v) {
+            case null -> null;
+            case Boolean b -> null;
+            case Long l -> null;
+            case Integer i -> null;
+            case Short s -> null;
+            case Byte b -> null;
+            case BigInteger bi -> bi.bitLength() < 64 || (bi.signum() > 0 && bi.bitLength() == 64) ? null
+                    : "cannot journal the integer " + bi + " (msgpack carries at most 64 bits)";
+            case Double d -> null;
+            case Float f -> null;
+            case CharSequence cs -> null;
+            case byte[] bytes -> null;
+            case KvParams params -> refusal(params.asMap(), depth);
+            case BlockGroups g -> null;
+            case int[] ints -> null;
+            case Map<?, ?> m -> {
+                for (Map.Entry<?, ?> e : m.entrySet()) {
+                    String why = refusal(e.getKey(), depth + 1);
+                    if (why == null) {
+                        why = refusal(e.getValue(), depth + 1);
+                    }
+                    if (why != null) {
+                        yield why;
+                    }
+                }
+                yield null;
+            }
+            case Collection<?> c -> firstRefusal(c, depth);
+            case Object[] arr -> firstRefusal(java.util.Arrays.asList(arr), depth);
+            default -> "cannot journal a value of type " + v.getClass().getName() + " (not a Python value)";
+        };
+    }
+
+    private static String firstRefusal(Collection<?> c, int depth) {
+        for (Object o : c) {
+            String why = refusal(o, depth + 1);
+            if (why != null) {
+                return why;
+            }
+        }
+        return null;
+    }
+
     static void packInts(MessagePacker p, int[] ids) throws IOException {
         p.packArrayHeader(ids.length);
         for (int id : ids) {

@@ -124,4 +124,41 @@ class PyValuesTest {
         assumeThat(p.exitValue()).as("python3 msgpack available: %s", hex).isZero();
         assertThat(HexFormat.of().formatHex(pack(sample()))).isEqualTo(hex);
     }
+    /** {@code refusal} checks without encoding what {@code pack} refuses, with the same reason. */
+    @Test
+    void refusal_agrees_with_pack_on_what_it_accepts_and_refuses() throws Exception {
+        Object deep = List.of();
+        for (int i = 0; i <= PyValues.MAX_DEPTH + 1; i++) {
+            deep = List.of(deep);
+        }
+        List<Object> values = new ArrayList<>(List.of(sample(), new int[] {1, 2}, BlockGroups.single(new int[] {3}),
+                new byte[] {1}, BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE), BigInteger.valueOf(Long.MIN_VALUE),
+                BigInteger.ONE.shiftLeft(64), BigInteger.ONE.shiftLeft(63).negate().subtract(BigInteger.ONE),
+                new Object(), List.of(1L, new Object()), Map.of("k", Thread.State.NEW), deep,
+                new Object[] {"a", 1L}, java.util.Set.of(1L)));
+        Map<String, Object> badKey = new LinkedHashMap<>();
+        badKey.put("ok", 1L);
+        badKey.put("bad", new StringBuilder("sb"));
+        badKey.put("worse", new Object());
+        values.add(badKey);
+        int refused = 0;
+        for (Object v : values) {
+            String why = PyValues.refusal(v);
+            String packError = null;
+            try {
+                pack(v);
+            } catch (IllegalArgumentException e) {
+                packError = e.getMessage();
+            }
+            assertThat(why == null).as("refusal(%s) is %s, pack said %s", v, why, packError).isEqualTo(packError == null);
+            if (why != null) {
+                refused++;
+                if (!(v instanceof BigInteger)) {
+                    assertThat(why).isEqualTo(packError);
+                }
+            }
+        }
+        assertThat(refused).as("the refused samples").isEqualTo(7);
+    }
 }
+
