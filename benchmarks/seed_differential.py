@@ -310,6 +310,8 @@ class Req:
             remote = list(range(start, start + nblocks))
             if rnd.random() < 0.05:
                 remote = []
+            elif rnd.random() < 0.03:
+                remote = [remote]  # a newest prefill's grouped ids (seed-vs-newest #24, wire-incompatible)
             p = {"do_remote_prefill": True, "do_remote_decode": False, "remote_block_ids": remote,
                  "remote_engine_id": "10.0.0.1:6301", "remote_host": P_HOSTS[0],
                  "remote_handshake_port": rnd.choice((6301, "6301")), "remote_notify_port": rnd.choice((61005, "61005")),

@@ -237,6 +237,13 @@ final class SchedulerSide {
         if (!c.on(Switch.READ_RECV_GROUPED_CLIPPED)) {
             // The seed: group 0 only, and remote_block_ids must be a flat list.
             if (!BlockGroups.isFlatParamValue(remoteValue)) {
+                if (!c.on(Switch.READ_ALIGN_LOCAL_REMOTE)) {
+                    BlockGroups grouped = seedStagesGroupedRemote(c, r, e, remoteValue);
+                    if (grouped == null) {
+                        return false;
+                    }
+                    return stageRecv(c, r, grouped, snapshot, e);
+                }
                 c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r),
                         "remote_block_ids is a list of lists; this decode expects a flat list (assert)");
                 return false;
@@ -322,14 +329,52 @@ final class SchedulerSide {
                 local = BlockGroups.single();
             }
         }
-        c.s.reqsNeedRecv.put(rid, new Stage(r, local));
-        c.s.reqKvParams.put(rid, snapshot);
+        return stageRecv(c, r, local, snapshot, e);
+    }
+
+    private static boolean stageRecv(Ctx c, Req r, BlockGroups local, KvParams snapshot, NodeEvent.BlocksAllocated e) {
+        c.s.reqsNeedRecv.put(r.requestId, new Stage(r, local));
+        c.s.reqKvParams.put(r.requestId, snapshot);
         if (!c.cfg.isProducer()) {
             c.allocPhase(r, RequestPhase.RECV_STAGED, e.numExternalTokens() > 0
                     ? "allocated; receive staged"
                     : "allocated; full prefix hit, release staged");
         }
         return true;
+    }
+
+    /**
+     * The seed's flat READ receive given a newest producer's grouped {@code remote_block_ids}
+     * (seed-vs-newest #24): the seed code takes the value as it is, so {@code len(remote_block_ids)}
+     * counts groups. {@code assert len(local) <= len(remote)} holds for a full prefix hit (nothing
+     * is asserted, the local list is {@code []}) and for a local list no longer than the number of
+     * groups; a shorter local list is replaced by {@code remote[-len(local):]}, whole groups (all of
+     * them for an empty one). Returns the local ids to stage, or null where the assert fails.
+     */
+    private static BlockGroups seedStagesGroupedRemote(Ctx c, Req r, NodeEvent.BlocksAllocated e, Object remoteValue) {
+        BlockGroups remote = BlockGroups.fromParamValue(remoteValue);
+        if (remote == null) {
+            c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, r.requestId, tid(r), "remote_block_ids holds non-integer ids (TypeError)");
+            return null;
+        }
+        if (e.numExternalTokens() <= 0) {
+            return BlockGroups.single();
+        }
+        int[] l = e.blocks().first();
+        int n = remote.size();
+        if (l.length > n) {
+            c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, r.requestId, tid(r), "assert len(local)=" + l.length
+                    + " <= len(remote)=" + n + " fails: remote_block_ids is a list of " + n + " group(s) (a newest producer's)");
+            return null;
+        }
+        if (l.length == n) {
+            return BlockGroups.single(l);
+        }
+        int[] idx = new int[l.length == 0 ? n : l.length];
+        for (int i = 0; i < idx.length; i++) {
+            idx[i] = n - idx.length + i;
+        }
+        return remote.select(idx);
     }
 
     private static boolean isMamba(NodeState s, int group) {
