@@ -38,4 +38,6 @@ done
 py=/usr/bin/python3
 [ -x "$py" ] || py="$(command -v python3)"
 "$py" -c 'import msgpack' 2>/dev/null || { echo "seed-differential.sh: $py has no msgpack (apt-get install python3-msgpack)" >&2; exit 2; }
+# Python's set order (the seed iterates sets) follows the string hash: fixed, so a run repeats
+export PYTHONHASHSEED="${PYTHONHASHSEED:-0}"
 exec "$py" "$here/seed_differential.py" --seed-file "$seed_file" --kvledger "$repo/kvledger" "${args[@]}"

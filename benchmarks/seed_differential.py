@@ -462,42 +462,14 @@ class Engine:
                 cached.req_ids.append(f"cmpl-plain-{step}")
                 cached.new_block_ids.append(([self.alloc(BLOCK)[0]],))
             self.call("build_connector_meta", SchedulerOutput(scheduled_cached_reqs=cached))
-            # the worker's report of this step
-            sending = set(acks.pop(step, set()))
-            if sh.producer and rnd.random() < 0.03:
-                sending.add(f"cmpl-unknown-{step}-0")  # an ACK for a request this engine never had
-            recving = set(recvs.pop(step, set()))
-            self.call("update_connector_output", KVConnectorOutput(finished_sending=sending or None,
-                                                                   finished_recving=recving or None))
-            # WRITE consumers asked again after their KV arrived (#57705): the answer is compared
-            for rid in recving:
-                s = st[rid]
-                if s["r"].reask and rid in running:
-                    self.call("get_num_new_matched_tokens", s["req"], max(s["r"].prompt - 1, 0))
-            # preemption: back to waiting, blocks gone, asked again later
-            for rid, s in list(running.items()):
-                if s["r"].preempt and s["state"] == "running" and not s.get("preempted") and rnd.random() < 0.4:
-                    s["preempted"] = True
-                    s["state"] = "waiting"
-                    s["computed"] = 0
-                    s["blocks"] = []
-                    s["req"].status = RequestStatus.PREEMPTED
-                    del running[rid]
-                    waiting.append(rid)
-            # finishes
-            for rid, s in list(running.items()):
-                r = s["r"]
-                if s["state"] != "running" or r.end == "never":
-                    continue
-                if r.end == "abort-running" and rnd.random() < 0.35:
-                    del running[rid]
-                    self.finish(s, RequestStatus.FINISHED_ABORTED, step, acks)
-                    continue
-                if s["computed"] >= r.prompt:
-                    s["decoded"] = s.get("decoded", 0) + 1
-                    if sh.producer or s["decoded"] > r.decode_steps:
-                        del running[rid]
-                        self.finish(s, r.status_normal, step, acks)
+            # the worker's report of this step and the finishes, in either order (vLLM's
+            # update_from_output frees finished requests and applies the connector output)
+            if rnd.random() < 0.7:
+                self.report(step, acks, recvs, st, running)
+                self.preempt_and_finish(step, acks, running, waiting)
+            else:
+                self.preempt_and_finish(step, acks, running, waiting)
+                self.report(step, acks, recvs, st, running)
         # the tail: let deadlines pass (reaps, stale parks), then the late ACKs of reaped frees
         for t in range(3):
             self.clock.advance(int((self.shape.defer_timeout + 1) * 512))
@@ -507,6 +479,51 @@ class Engine:
                     late |= acks.pop(k)
             self.call("build_connector_meta", SchedulerOutput())
             self.call("update_connector_output", KVConnectorOutput(finished_sending=late or None))
+
+    def report(self, step, acks, recvs, st, running):
+        sh, rnd = self.shape, self.rnd
+        sending = set(acks.pop(step, set()))
+        if sh.producer and rnd.random() < 0.03:
+            sending.add(f"cmpl-unknown-{step}-0")  # an ACK for a request this engine never had
+        recving = set(recvs.pop(step, set()))
+        self.call("update_connector_output", KVConnectorOutput(finished_sending=sending or None,
+                                                               finished_recving=recving or None))
+        # WRITE consumers asked again after their KV arrived (#57705): the answer is compared
+        for rid in sorted(recving):
+            s = st[rid]
+            if s["r"].reask and rid in running:
+                self.call("get_num_new_matched_tokens", s["req"], max(s["r"].prompt - 1, 0))
+
+    def preempt_and_finish(self, step, acks, running, waiting):
+        sh, rnd = self.shape, self.rnd
+        # preemption: back to waiting, blocks gone, asked again later
+        for rid, s in list(running.items()):
+            if s["r"].preempt and s["state"] == "running" and not s.get("preempted") and rnd.random() < 0.4:
+                s["preempted"] = True
+                s["state"] = "waiting"
+                s["computed"] = 0
+                s["blocks"] = []
+                s["req"].status = RequestStatus.PREEMPTED
+                del running[rid]
+                waiting.append(rid)
+        # finishes (an abort also reaches a request still waiting for its remote KV)
+        for rid, s in list(running.items()):
+            r = s["r"]
+            if r.end == "abort-running" and s["state"] == "remote-kv" and rnd.random() < 0.3:
+                del running[rid]
+                self.finish(s, RequestStatus.FINISHED_ABORTED, step, acks)
+                continue
+            if s["state"] != "running" or r.end == "never":
+                continue
+            if r.end == "abort-running" and rnd.random() < 0.35:
+                del running[rid]
+                self.finish(s, RequestStatus.FINISHED_ABORTED, step, acks)
+                continue
+            if s["computed"] >= r.prompt:
+                s["decoded"] = s.get("decoded", 0) + 1
+                if sh.producer or s["decoded"] > r.decode_steps:
+                    del running[rid]
+                    self.finish(s, r.status_normal, step, acks)
 
     def alloc_more(self, s, n_tokens):
         have = len(s["blocks"])
