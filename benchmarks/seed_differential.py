@@ -301,6 +301,8 @@ class Req:
                 p["remote_dp_size"] = shape.dp_size
             if rnd.random() < 0.5:
                 p["remote_tp_size"] = rnd.choice((1, 2))
+            if rnd.random() < 0.05:
+                p[rnd.choice(("remote_dp_size", "remote_tp_size"))] = rnd.choice(("2", 1.0, None, True, "x"))
             if not addressed or rnd.random() < 0.2:
                 p.update(remote_host=D_HOSTS[0], remote_handshake_port=6301, remote_notify_port=61005)
         else:
@@ -328,6 +330,12 @@ class Req:
                 p["remote_hosts"] = list(P_HOSTS)
             if not addressed and rnd.random() < 0.1:
                 del p["remote_host"]  # no address at all: the seed raises where it needs one
+            if rnd.random() < 0.08:
+                # a proxy's odd JSON: a number as a string, a float, a bool, junk or None
+                key = rnd.choice(("remote_dp_rank", "remote_dp_size", "remote_dp_size_local", "tp_size",
+                                  "remote_notify_port", "remote_handshake_port", "is_request_leader",
+                                  "remote_dp_rank_override"))
+                p[key] = rnd.choice(("1", "2", 1.0, True, False, "x", None, 0))
         if shape.producer and rnd.random() < 0.03:
             # kv_both-like params on a producer: also a remote prefill to read
             p.update(do_remote_prefill=True, remote_block_ids=[7, 8, 9], remote_engine_id="10.0.1.1:6301")
@@ -652,8 +660,7 @@ def kind_of(d):
     hook = HOOK_OF.get(cause, cause)
     exp, act = d.get("expected") or "", d.get("actual") or ""
     if d.get("differs"):
-        what = d["differs"].split(":", 1)[0]
-        what = re.sub(r"\[[^\]]*\]", "[*]", what)
+        what = re.sub(r"\[[^\]]*\]", "[*]", d["differs"]).split(":", 1)[0]
         return f"{hook}: metadata {what}"
     t_exp = exp.split(" ", 1)[0] if exp else "nothing"
     t_act = act.split(" ", 1)[0] if act else "nothing"

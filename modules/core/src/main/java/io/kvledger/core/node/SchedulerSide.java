@@ -760,7 +760,9 @@ final class SchedulerSide {
             return null;
         }
         int dpRank = intOr(kv.get("remote_dp_rank"), 0);
-        int dpSize = intOr(kv.get("remote_dp_size"), 1);
+        // kv_transfer_params.get("remote_dp_size", 1): only an absent key defaults; a present 0 stays 0
+        Long dpSizeValue = kv.has("remote_dp_size") ? KvParams.asLong(kv.get("remote_dp_size")) : null;
+        int dpSize = dpSizeValue == null ? 1 : (int) (long) dpSizeValue;
         return new ReqMeta(rid, local, remote, engineId, host, hs, np, dpRank, dpSize, (int) (long) dpLocal,
                 (int) (long) tp, transferId, pods, writeMode);
     }
