@@ -58,7 +58,8 @@ final class ReplayCommand implements Callable<Integer> {
             description = "compare the recomputed effects with the derived entries the journal recorded; report the "
                     + "first divergence of each node; exit 1 when there is one. A vllm-bridge recording compares the "
                     + "real connector's hook replies only (its metadata field by field); a vllm-bridge worker stream "
-                    + "is not compared (said so)")
+                    + "is not compared (said so). With --json each node also gives by_input (inputs compared and diverging, per "
+                    + "input type) and divergences (every one, up to 1000)")
     boolean verify;
 
     @Mixin
@@ -87,6 +88,13 @@ final class ReplayCommand implements Callable<Integer> {
         long divergentInputs;
         String first;
         Map<String, Object> firstJson;
+        /** Per input type: inputs compared and inputs whose replies diverge ({@code --json}'s by_input). */
+        final Map<String, long[]> byInput = new java.util.TreeMap<>();
+        /** Every divergence of the node, up to {@link #MAX_LISTED} ({@code --json}'s divergences). */
+        final List<Map<String, Object>> divergences = new ArrayList<>();
+
+        /** How many divergences of one node {@code --json} lists. */
+        static final int MAX_LISTED = 1000;
 
         Verify(boolean repliesOnly, boolean workerStream) {
             this.repliesOnly = repliesOnly;
@@ -108,27 +116,34 @@ final class ReplayCommand implements Callable<Integer> {
             }
             this.recorded += expected.size();
             int n = Math.max(actual.size(), expected.size());
+            long[] tally = byInput.computeIfAbsent(cause, k -> new long[2]);
+            tally[0]++;
             if (i >= 0) {
                 Effect a = i < actual.size() ? actual.get(i) : null;
                 Effect e = i < expected.size() ? expected.get(i) : null;
                 divergentInputs++;
+                tally[1]++;
+                String exp = e == null ? "(nothing: the journal recorded " + expected.size() + " effect(s))"
+                        : Payloads.dissect(e);
+                String act = a == null ? "(nothing: the replay produced " + actual.size() + " effect(s))"
+                        : Payloads.dissect(a);
+                String diff = BridgeReplies.difference(a, e);
+                Map<String, Object> d = new LinkedHashMap<>();
+                d.put("seq", seq);
+                d.put("cause", cause);
+                d.put("effect_index", (long) i);
+                d.put("expected", e == null ? null : exp);
+                d.put("actual", a == null ? null : act);
+                d.put("differs", diff);
+                if (divergences.size() < MAX_LISTED) {
+                    divergences.add(d);
+                }
                 if (first == null) {
-                    String exp = e == null ? "(nothing: the journal recorded " + expected.size() + " effect(s))"
-                            : Payloads.dissect(e);
-                    String act = a == null ? "(nothing: the replay produced " + actual.size() + " effect(s))"
-                            : Payloads.dissect(a);
-                    String diff = BridgeReplies.difference(a, e);
                     first = "seq " + seq + " (" + cause + "), effect " + (i + 1) + " of " + n + "\n"
                             + "      journal: " + Text.ids(exp, fullIds) + "\n"
                             + "      replay:  " + Text.ids(act, fullIds)
                             + (diff == null ? "" : "\n      differs: " + Text.ids(diff, fullIds));
-                    firstJson = new LinkedHashMap<>();
-                    firstJson.put("seq", seq);
-                    firstJson.put("cause", cause);
-                    firstJson.put("effect_index", (long) i);
-                    firstJson.put("expected", e == null ? null : Payloads.dissect(e));
-                    firstJson.put("actual", a == null ? null : Payloads.dissect(a));
-                    firstJson.put("differs", diff);
+                    firstJson = d;
                 }
             }
         }
@@ -312,6 +327,15 @@ final class ReplayCommand implements Callable<Integer> {
             vm.put("replies_only", v.repliesOnly);
             vm.put("divergent_inputs", v.divergentInputs);
             vm.put("first", v.firstJson);
+            LinkedHashMap<String, Object> by = new LinkedHashMap<>();
+            v.byInput.forEach((cause, counts) -> {
+                LinkedHashMap<String, Object> tm = new LinkedHashMap<>();
+                tm.put("compared", counts[0]);
+                tm.put("diverging", counts[1]);
+                by.put(cause, tm);
+            });
+            vm.put("by_input", by);
+            vm.put("divergences", new ArrayList<Object>(v.divergences));
             m.put("verify", vm);
         }
         return m;

@@ -4,11 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.kvledger.journal.json.Json;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -158,6 +160,20 @@ class VllmBridgeRecordingTest {
         CliRun.Outcome j = CliRun.run("replay", "--verify", "--json", p0.toString());
         assertEquals(1, j.code(), j.out() + j.err());
         assertTrue(j.out().contains("\"differs\":\"reqs_to_save["), j.out());
+        // every divergence is listed, and the inputs compared are tallied per input type
+        String[] lines = j.out().strip().split("\n");
+        Map<?, ?> verify = (Map<?, ?>) ((Map<?, ?>) ((List<?>) ((Map<?, ?>) Json.parse(lines[lines.length - 1]))
+                .get("nodes")).get(0)).get("verify");
+        List<?> divergences = (List<?>) verify.get("divergences");
+        assertEquals(1, divergences.size(), j.out());
+        assertEquals("step_scheduled", ((Map<?, ?>) divergences.get(0)).get("cause"));
+        Map<?, ?> byInput = (Map<?, ?>) verify.get("by_input");
+        Map<?, ?> steps = (Map<?, ?>) byInput.get("step_scheduled");
+        assertEquals(1L, ((Number) steps.get("diverging")).longValue(), j.out());
+        assertTrue(((Number) steps.get("compared")).longValue() >= 5, j.out());
+        assertEquals(0L, ((Number) ((Map<?, ?>) byInput.get("request_finished")).get("diverging")).longValue(), j.out());
+        long compared = byInput.values().stream().mapToLong(t -> ((Number) ((Map<?, ?>) t).get("compared")).longValue()).sum();
+        assertEquals(25 + 1, compared, j.out()); // every input, and the start-up checks
     }
 
     @Test

@@ -237,6 +237,13 @@ final class SchedulerSide {
         if (!c.on(Switch.READ_RECV_GROUPED_CLIPPED)) {
             // The seed: group 0 only, and remote_block_ids must be a flat list.
             if (!BlockGroups.isFlatParamValue(remoteValue)) {
+                if (!c.on(Switch.READ_ALIGN_LOCAL_REMOTE)) {
+                    BlockGroups grouped = seedStagesGroupedRemote(c, r, e, remoteValue);
+                    if (grouped == null) {
+                        return false;
+                    }
+                    return stageRecv(c, r, grouped, snapshot, e);
+                }
                 c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r),
                         "remote_block_ids is a list of lists; this decode expects a flat list (assert)");
                 return false;
@@ -322,14 +329,52 @@ final class SchedulerSide {
                 local = BlockGroups.single();
             }
         }
-        c.s.reqsNeedRecv.put(rid, new Stage(r, local));
-        c.s.reqKvParams.put(rid, snapshot);
+        return stageRecv(c, r, local, snapshot, e);
+    }
+
+    private static boolean stageRecv(Ctx c, Req r, BlockGroups local, KvParams snapshot, NodeEvent.BlocksAllocated e) {
+        c.s.reqsNeedRecv.put(r.requestId, new Stage(r, local));
+        c.s.reqKvParams.put(r.requestId, snapshot);
         if (!c.cfg.isProducer()) {
             c.allocPhase(r, RequestPhase.RECV_STAGED, e.numExternalTokens() > 0
                     ? "allocated; receive staged"
                     : "allocated; full prefix hit, release staged");
         }
         return true;
+    }
+
+    /**
+     * The seed's flat READ receive given a newest producer's grouped {@code remote_block_ids}
+     * (seed-vs-newest #24): the seed code takes the value as it is, so {@code len(remote_block_ids)}
+     * counts groups. {@code assert len(local) <= len(remote)} holds for a full prefix hit (nothing
+     * is asserted, the local list is {@code []}) and for a local list no longer than the number of
+     * groups; a shorter local list is replaced by {@code remote[-len(local):]}, whole groups (all of
+     * them for an empty one). Returns the local ids to stage, or null where the assert fails.
+     */
+    private static BlockGroups seedStagesGroupedRemote(Ctx c, Req r, NodeEvent.BlocksAllocated e, Object remoteValue) {
+        BlockGroups remote = BlockGroups.fromParamValue(remoteValue);
+        if (remote == null) {
+            c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, r.requestId, tid(r), "remote_block_ids holds non-integer ids (TypeError)");
+            return null;
+        }
+        if (e.numExternalTokens() <= 0) {
+            return BlockGroups.single();
+        }
+        int[] l = e.blocks().first();
+        int n = remote.size();
+        if (l.length > n) {
+            c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, r.requestId, tid(r), "assert len(local)=" + l.length
+                    + " <= len(remote)=" + n + " fails: remote_block_ids is a list of " + n + " group(s) (a newest producer's)");
+            return null;
+        }
+        if (l.length == n) {
+            return BlockGroups.single(l);
+        }
+        int[] idx = new int[l.length == 0 ? n : l.length];
+        for (int i = 0; i < idx.length; i++) {
+            idx[i] = n - idx.length + i;
+        }
+        return remote.select(idx);
     }
 
     private static boolean isMamba(NodeState s, int group) {
@@ -555,7 +600,8 @@ final class SchedulerSide {
                 s.reqsNeedPendingSave.put(en.getKey(), st);
                 if (st.req().phase.terminal()) {
                     c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.getKey(), st.req().params == null ? null
-                            : st.req().params.string("transfer_id"), "a finished request's save moved to pending; it is never removed");
+                            : st.req().params.string("transfer_id"), "a finished request's save moved to pending; it is never removed"
+                            + pendingSaveLeakWhose(c));
                 } else if (c.cfg.isProducer()) {
                     c.phase(st.req(), RequestPhase.PENDING_SAVE, "prompt not covered yet (chunked prefill)");
                 }
@@ -714,7 +760,9 @@ final class SchedulerSide {
             return null;
         }
         int dpRank = intOr(kv.get("remote_dp_rank"), 0);
-        int dpSize = intOr(kv.get("remote_dp_size"), 1);
+        // kv_transfer_params.get("remote_dp_size", 1): only an absent key defaults; a present 0 stays 0
+        Long dpSizeValue = kv.has("remote_dp_size") ? KvParams.asLong(kv.get("remote_dp_size")) : null;
+        int dpSize = dpSizeValue == null ? 1 : (int) (long) dpSizeValue;
         return new ReqMeta(rid, local, remote, engineId, host, hs, np, dpRank, dpSize, (int) (long) dpLocal,
                 (int) (long) tp, transferId, pods, writeMode);
     }
@@ -761,7 +809,7 @@ final class SchedulerSide {
         }
         if (s.reqsNeedPendingSave.containsKey(rid)) {
             c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, rid, tid(r),
-                    "finished with a chunked-prefill save still pending; the entry is never removed");
+                    "finished with a chunked-prefill save still pending; the entry is never removed" + pendingSaveLeakWhose(c));
         }
         if (params == null || params.isEmpty()) {
             c.emit(new Effect.FinishDecision(rid, false, null));
@@ -896,6 +944,21 @@ final class SchedulerSide {
         s.phases.put(newId, r.phase);
         r.phaseCell = s.phases.cell(newId);
         return r;
+    }
+
+    /**
+     * Whose leak a {@link AnomalyKind#PENDING_SAVE_LEAK} is: the connector's own, which kvledger
+     * reproduces (its state holds what MoRIIO's would), never a leak of kvledger's. In READ mode
+     * only the seed stages saves (seed-vs-newest #15, {@link Switch#SAVE_STAGING_WRITE_ONLY} off)
+     * and its finaliser runs only in WRITE, so every chunked prompt leaks; in WRITE a request that
+     * finishes before its final chunk is never scheduled again, so its finaliser never runs.
+     */
+    private static String pendingSaveLeakWhose(Ctx c) {
+        return c.cfg.mode() == TransferMode.READ
+                ? ": a real leak of the seed connector, which kvledger reproduces (seed-vs-newest #15: the seed stages "
+                        + "saves in READ mode too and finalizes them only in WRITE; newest stages none in READ)"
+                : ": a real leak of the connector, which kvledger reproduces (MoRIIO finalizes a pending save only when "
+                        + "the request is scheduled again, and a finished request is not)";
     }
 
     /** A producer's mapping is only removed by update_connector_output: one freed here leaks. */

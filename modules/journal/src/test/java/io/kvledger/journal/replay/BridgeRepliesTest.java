@@ -79,6 +79,17 @@ class BridgeRepliesTest {
     }
 
     @Test
+    void theRewrittenFinishedSendingIsASet() {
+        // MoRIIO's SAFE is a Python set: the recorder writes it sorted, kvledger in surfacing order
+        Effect.FinishedSendingRewritten kv = new Effect.FinishedSendingRewritten(List.of("r2", "r1"));
+        assertTrue(BridgeReplies.sameReply(kv, new Effect.FinishedSendingRewritten(List.of("r1", "r2"))));
+        assertFalse(BridgeReplies.sameReply(kv, new Effect.FinishedSendingRewritten(List.of("r1"))));
+        assertFalse(BridgeReplies.sameReply(kv, new Effect.FinishedSendingRewritten(List.of("r1", "r2", "r3"))));
+        assertEquals(-1, BridgeReplies.firstReplyDifference(List.of(kv),
+                List.of(new Effect.FinishedSendingRewritten(List.of("r1", "r2")))));
+    }
+
+    @Test
     void workerStreamsAreToldApart() {
         assertTrue(BridgeReplies.workerStream("vllm-bridge 0.1.0 recorder worker dp0 tp1 inner=x.MoRIIOConnector"));
         assertFalse(BridgeReplies.workerStream("vllm-bridge 0.1.0 recorder scheduler dp0 tp0 inner=x.MoRIIOConnector"));

@@ -57,6 +57,16 @@ class AddNewReqTest {
 
     @ParameterizedTest
     @MethodSource("presets")
+    void remote_dp_size_defaults_only_when_absent_a_present_zero_stays_zero(Behaviour b) {
+        // remote_dp_size=kv_transfer_params.get("remote_dp_size", 1): found by the seed differential
+        String rid = proxyRid("dpsize");
+        assertThat(savedMeta(saveStep(b, rid, prefillLeg("tx-z", "remote_dp_size", 0L))).remoteDpSize()).isZero();
+        assertThat(savedMeta(saveStep(b, rid, prefillLeg("tx-a"))).remoteDpSize()).isEqualTo(1);
+        assertThat(savedMeta(saveStep(b, rid, prefillLeg("tx-f", "remote_dp_size", 4L))).remoteDpSize()).isEqualTo(4);
+    }
+
+    @ParameterizedTest
+    @MethodSource("presets")
     void multi_pod_hosts_falls_back_to_the_resolved_remote_host_without_remote_hosts(Behaviour b) {
         ReqMeta fromRid = savedMeta(saveStep(b, proxyRid("pods"), prefillLeg("tx-pods")));
         ReqMeta fromParams = savedMeta(saveStep(b, "plain-1", prefillLeg("tx-pods", "remote_host", "10.9.0.1",

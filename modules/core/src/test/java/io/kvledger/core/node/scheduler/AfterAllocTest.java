@@ -213,6 +213,34 @@ class AfterAllocTest {
     }
 
     @Test
+    void seed_read_recv_counts_the_groups_of_a_newest_producers_grouped_remote_block_ids() {
+        // seed-vs-newest #24: the seed takes a newest prefill's [[ids]] as it is, so
+        // len(remote_block_ids) is the number of groups: a full prefix hit and a local list of one
+        // block pass the assert and the receive is staged with the grouped remote ids
+        Node hit = new Node(consumer(TransferMode.READ).behaviour(seed()));
+        Effect.MetadataBuilt full = readAlloc(hit, proxyRid("seed-grouped-hit"), grouped(a(10, 11, 12)), one(1, 2, 3), 0);
+        assertThat(full.reqsToRecv()).singleElement().satisfies(m -> {
+            assertThat(m.localBlockIds().first()).isEmpty();
+            assertThat(m.remoteBlockIds()).isEqualTo(groups(a(10, 11, 12)));
+        });
+
+        Node one = new Node(consumer(TransferMode.READ).behaviour(seed()));
+        Effect.MetadataBuilt single = readAlloc(one, proxyRid("seed-grouped-one"), grouped(a(10, 11, 12)), one(7), 31);
+        assertThat(single.reqsToRecv()).singleElement().satisfies(m -> {
+            assertThat(m.localBlockIds()).isEqualTo(one(7)); // len(local) == len(remote) == 1: kept
+            assertThat(m.remoteBlockIds()).isEqualTo(groups(a(10, 11, 12)));
+        });
+
+        Node two = new Node(consumer(TransferMode.READ).behaviour(seed()));
+        String rid = proxyRid("seed-grouped-two");
+        two.admit(rid, 64, readDecodeParams(grouped(a(10, 11, 12))));
+        List<Effect> fx = two.alloc(rid, one(1, 2), 31); // assert 2 <= 1 fails
+        assertThat(anomalies(fx)).contains(AnomalyKind.READ_ALIGNMENT_FAILED);
+        assertThat(two.state.stagedRecvs()).isEmpty();
+        assertThat(two.state.liveParams(rid).get("do_remote_prefill")).isEqualTo(true);
+    }
+
+    @Test
     void newest_full_prefix_hit_stages_one_empty_list_per_remote_group() {
         Node d = new Node(consumer(TransferMode.READ).hmaEnabled(true)
                 .groups(List.of(KvGroupSpec.fullAttention(16), KvGroupSpec.slidingWindow(16, 64))));

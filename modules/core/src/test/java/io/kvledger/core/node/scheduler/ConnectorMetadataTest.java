@@ -217,4 +217,40 @@ class ConnectorMetadataTest {
         assertThat(s.state.paramSnapshots()).containsOnlyKeys(rid);
         assertThat(anomalies(fx)).contains(AnomalyKind.PENDING_SAVE_LEAK);
     }
+
+    private static List<String> leakDetails(List<Effect> fx) {
+        return fx.stream().filter(e -> e instanceof Effect.Anomaly a && a.kind() == AnomalyKind.PENDING_SAVE_LEAK)
+                .map(e -> ((Effect.Anomaly) e).detail()).toList();
+    }
+
+    @Test
+    void seed_read_chunked_prompt_pending_save_leak_is_the_seed_connectors_own() {
+        // seed-vs-newest #15: the seed's READ producer stages the save and never finalizes it; the
+        // anomaly (and the mapping-leak finding built from it) says the leak is the seed's, not kvledger's
+        Node s = new Node(producer(TransferMode.READ).behaviour(seed()));
+        String rid = proxyRid("leak15");
+        s.admit(rid, 64, params("do_remote_decode", true, "transfer_id", "tx-15"));
+        s.alloc(rid, one(1, 2), 0);
+        s.meta();
+
+        List<Effect> fx = s.finish(rid, FinishStatus.FINISHED_LENGTH_CAPPED, one(1, 2));
+
+        assertThat(leakDetails(fx)).singleElement().asString()
+                .contains("a real leak of the seed connector, which kvledger reproduces", "seed-vs-newest #15");
+    }
+
+    @Test
+    void write_pending_save_of_a_request_finished_mid_prefill_is_the_connectors_own_leak() {
+        // MoRIIO finalizes a pending save only for a request scheduled again; an aborted one is not
+        Node p = new Node(producer(TransferMode.WRITE));
+        String rid = proxyRid("abortmid");
+        p.admit(rid, 100, saveParams("tx-a"));
+        p.alloc(rid, one(0, 1, 2), 0);
+        p.meta();
+
+        List<Effect> fx = p.finish(rid, FinishStatus.FINISHED_ABORTED, one(0, 1, 2));
+
+        assertThat(leakDetails(fx)).singleElement().asString()
+                .contains("a real leak of the connector, which kvledger reproduces").doesNotContain("#15");
+    }
 }
