@@ -515,6 +515,19 @@ public final class HangDetectors {
         if (got > 0) {
             var expected = PortMath.expectedAckCount(p.config.tpSize(), t.consumerTpSize);
             if (expected.isOk() && got >= expected.value()) {
+                Long reported = t.workerReported.get(p.name);
+                if (reported != null && p.config.tpSize() > 1) {
+                    List<String> silent = new ArrayList<>();
+                    for (NodeView o : tpSiblings(l, p)) {
+                        if (t.legs.containsKey(o.name) && !t.workerReported.containsKey(o.name)) {
+                            silent.add(o.name);
+                        }
+                    }
+                    return "its worker got its " + got + " release(s) and reported it finished sending at "
+                            + rel(l, reported) + ", but vLLM frees a request only once every TP rank's worker reported it, and "
+                            + (silent.isEmpty() ? "another TP rank (not in these journals)" : String.join(", ", silent))
+                            + " never did";
+                }
                 return "its listener received " + got + " release(s), but the worker never counted them (dropped or "
                         + "unmapped: see the ACK findings of " + p.name + ")";
             }
@@ -522,6 +535,13 @@ public final class HangDetectors {
                     + t.consumerTpSize + ", producer TP " + p.config.tpSize() + ")";
         }
         List<Send> releases = t.sends.stream().filter(s -> s.kind().equals("release")).toList();
+        for (Send r : releases) {
+            if (listener(l, r.host(), r.port()) == p) {
+                // a release addressed to this rank that its listener never received
+                return r.fromNode() + " sent release to this rank (" + r.host() + ":" + r.port() + ") at "
+                        + rel(l, r.atNs()) + lostHow(t, r);
+            }
+        }
         if (!releases.isEmpty()) {
             Send r = releases.get(0);
             NodeView target = listener(l, r.host(), r.port());
@@ -997,6 +1017,20 @@ public final class HangDetectors {
             }
         }
         return false;
+    }
+
+    /** The other TP ranks of a node's DP rank (same role, host, handshake port base and DP rank) in these journals. */
+    private static List<NodeView> tpSiblings(Ledger l, NodeView n) {
+        List<NodeView> out = new ArrayList<>();
+        for (NodeView o : l.nodes.values()) {
+            NodeConfig a = o.config;
+            NodeConfig b = n.config;
+            if (o != n && a.role() == b.role() && a.hostIp().equals(b.hostIp()) && a.handshakePortBase() == b.handshakePortBase()
+                    && a.dpRank() == b.dpRank() && a.tpRank() != b.tpRank()) {
+                out.add(o);
+            }
+        }
+        return out;
     }
 
     static NodeView listener(Ledger l, String host, int port) {

@@ -313,6 +313,17 @@ public final class Ledger {
                     }
                 }
             }
+            case Effect.FinishedReported e -> {
+                // a producer's worker reported these finished sending: every ACK its rank expects came
+                if (e.doneSending() != null) {
+                    for (String rid : e.doneSending()) {
+                        ReqView r = n.requests.get(rid);
+                        if (r != null && r.transferId != null) {
+                            transfer(r.transferId).workerReported.putIfAbsent(n.name, at);
+                        }
+                    }
+                }
+            }
             case Effect.HookReply _, Effect.SendWriteFailed _, Effect.AckParked _,
                     Effect.StaleAckDropped _ -> { }
         }
@@ -599,6 +610,8 @@ public final class Ledger {
         final java.util.LinkedHashSet<String> writeDoneReceivedBy = new java.util.LinkedHashSet<>();
         final LinkedHashMap<String, Integer> releasesReceived = new LinkedHashMap<>();
         final LinkedHashMap<String, Long> reapedOn = new LinkedHashMap<>();
+        /** Per producer node, when its worker first reported this transfer's request finished sending. */
+        final LinkedHashMap<String, Long> workerReported = new LinkedHashMap<>();
         int consumerTpSize = 1;
         /** The first failed read status of this transfer, on which node, and its code and message. */
         long firstFailedReadAt = Long.MIN_VALUE;

@@ -226,7 +226,12 @@ public final class SimulatedEngine implements AutoCloseable {
         }
     }
 
-    /** A scheduler hook: the other TP ranks first (their workers get the scheduler output), then this one. */
+    /**
+     * A scheduler hook: the other TP ranks first (their workers get the scheduler output before the
+     * forward; a decode's blocks are zeroed on every rank before rank 0's scheduler asks for the KV),
+     * then this one. So a deadline the scheduler starts ({@code request_finished}'s deferred free)
+     * starts on the other ranks' replicas no later than here.
+     */
     private List<Effect> sched(NodeEvent e) {
         if (workers != null) {
             try {
@@ -236,6 +241,22 @@ public final class SimulatedEngine implements AutoCloseable {
             }
         }
         return port.call(e);
+    }
+
+    /**
+     * {@code update_connector_output}: this rank first, then the others, so a replica applies it no
+     * earlier than rank 0 and reaps (or drops a parked ACK) whenever rank 0 did.
+     */
+    private List<Effect> schedLast(NodeEvent e) {
+        List<Effect> effects = port.call(e);
+        if (workers != null) {
+            try {
+                workers.call(e);
+            } catch (RuntimeException x) {
+                throw new HookPort.HookCallException("TP ranks: " + x.getMessage(), x);
+            }
+        }
+        return effects;
     }
 
     /** A forward hook: every TP rank at once; this rank's own waits, then the others' replies. */
@@ -500,7 +521,7 @@ public final class SimulatedEngine implements AutoCloseable {
                 }
             }
         }
-        Effect.FinishedSendingRewritten safe = reply(sched(new NodeEvent.ConnectorOutputReceived(
+        Effect.FinishedSendingRewritten safe = reply(schedLast(new NodeEvent.ConnectorOutputReceived(
                 clock.getAsLong(), doneSending, doneRecving)), Effect.FinishedSendingRewritten.class);
         if (safe != null) {
             for (String id : safe.safe()) {
