@@ -62,6 +62,14 @@ public final class NodeService implements AutoCloseable {
     /** The header origin of a drive node's journal (its own decisions, as any node's). */
     public static final String DRIVE_ORIGIN = "kvledger node --engine drive";
 
+    /**
+     * The header origin of a TP rank's worker node: its scheduler-side entries replay TP rank 0's
+     * scheduler; the {@code remote_blocks} (and scheduler {@code release}) it journals were sent by
+     * TP rank 0's node, not by this one.
+     */
+    public static final String SIM_WORKER_ORIGIN = "kvledger node --engine sim-worker (a TP rank's worker process; "
+            + "scheduler-side notifies are sent by TP rank 0's node)";
+
     private final NodeOptions options;
     private final boolean journaled;
     private final ServiceClock clock = ServiceClock.system();
@@ -170,7 +178,8 @@ public final class NodeService implements AutoCloseable {
         // the adapters received meanwhile waits in the inbox for the loop.
         if (journaled) {
             journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg,
-                    isShadow() ? SHADOW_ORIGIN : isPassive() ? DRIVE_ORIGIN : "kvledger node"));
+                    isShadow() ? SHADOW_ORIGIN : isPassive() ? DRIVE_ORIGIN
+                            : options.engine() == NodeOptions.EngineKind.SIM_WORKER ? SIM_WORKER_ORIGIN : "kvledger node"));
             opened.add(journal);
         }
         if (journaled && recovery == null) {
