@@ -45,6 +45,23 @@ class LiveClusterTpTest {
     }
 
     @Test
+    void aTp2ReadRunReleasesFromEveryRank() {
+        CliRun.Outcome r = CliRun.run("cluster", "--prefill", "1", "--decode", "1", "--tp", "2", "--mode", "read",
+                "--requests", "8", "--out", dir.resolve("run").toString(), "--timeout-s", "90", "--seed", "5");
+        String out = r.out();
+        assertThat(out).as(r.err()).contains("8 requests, 8 ok, 0 failed");
+        assertThat(out).contains("no findings");
+        // each decode rank reads from its own prefill rank and releases to it
+        assertThat(out).containsPattern("D0-tp0: \\d+ events, 8 notifies sent, 0 frames received, 1 sessions");
+        assertThat(out).containsPattern("D0-tp1: \\d+ events, 8 notifies sent, 0 frames received, 1 sessions");
+        assertThat(out).containsPattern("P0-tp1: \\d+ events, 0 notifies sent, 8 frames received");
+        long tp0 = verified(out, "D0-tp0");
+        assertThat(tp0).isPositive();
+        assertThat(verified(out, "D0-tp1")).isEqualTo(tp0);
+        assertThat(r.code()).as(out + r.err()).isZero();
+    }
+
+    @Test
     void aTp2ReadRunWithOneRanksReleasesDroppedNamesThatRank() {
         // D0-tp1's releases are dropped: P0-tp1 never gets its ACK, so vLLM's aggregated
         // finished_sending never names the requests and the prefill reaps them at defer_timeout.
