@@ -329,6 +329,35 @@ public final class HangDetectors {
         return new Finding("negative-matched-tokens", n.name, r.requestId, tid, r.phase, 0, s.atNs(), r.sinceNs, m.toString());
     }
 
+    /**
+     * With TP above 1: a decode rank whose worker had its write_done waits for its other TP ranks
+     * (vLLM hands a request to the scheduler once every worker reported it received); a rank whose
+     * write_done was sent to it but never arrived names the prefill rank that sent it. Null when
+     * neither applies.
+     */
+    private static String whyNoWriteDoneTp(Ledger l, NodeView d, TransferView t) {
+        Long reported = t.workerReported.get(d.name);
+        if (reported != null) {
+            List<String> silent = new ArrayList<>();
+            for (NodeView o : tpSiblings(l, d)) {
+                if (t.legs.containsKey(o.name) && !t.workerReported.containsKey(o.name)) {
+                    silent.add(o.name);
+                }
+            }
+            return "its worker got its write_done and reported it received at " + rel(l, reported)
+                    + ", but vLLM hands a request back to the scheduler only once every TP rank's worker reported it, and "
+                    + (silent.isEmpty() ? "another TP rank (not in these journals)" : String.join(", ", silent)) + " never did";
+        }
+        for (Send wd : t.sends) {
+            if (wd.kind().equals("write_done") && listener(l, wd.host(), wd.port()) == d) {
+                return wd.fromNode() + " sent write_done to this rank (" + wd.host() + ":" + wd.port() + ") at "
+                        + rel(l, wd.atNs()) + (t.writeDoneReceivedBy.contains(d.name)
+                        ? " and it arrived, but the worker never mapped it" : lostHow(t, wd));
+            }
+        }
+        return null;
+    }
+
     /** Why a WRITE decode leg never got its write_done, from what the other legs saw. */
     private static String whyNoWriteDone(Ledger l, NodeView d, ReqView r) {
         if (r.transferId == null) {
@@ -337,6 +366,12 @@ public final class HangDetectors {
         TransferView t = l.transfers.get(r.transferId);
         if (t == null) {
             return "no node recorded transfer " + r.transferId;
+        }
+        if (d.config.tpSize() > 1) {
+            String why = whyNoWriteDoneTp(l, d, t);
+            if (why != null) {
+                return why;
+            }
         }
         List<Send> notifies = t.sends.stream().filter(s -> s.kind().equals("remote_blocks") && s.fromNode().equals(d.name)).toList();
         if (notifies.isEmpty()) {

@@ -323,6 +323,15 @@ public final class Ledger {
                         }
                     }
                 }
+                // a consumer's worker reported these received (WRITE: its write_done came)
+                if (e.doneRecving() != null) {
+                    for (String rid : e.doneRecving()) {
+                        ReqView r = n.requests.get(rid);
+                        if (r != null && r.transferId != null) {
+                            transfer(r.transferId).workerReported.putIfAbsent(n.name, at);
+                        }
+                    }
+                }
             }
             case Effect.HookReply _, Effect.SendWriteFailed _, Effect.AckParked _,
                     Effect.StaleAckDropped _ -> { }
@@ -610,7 +619,10 @@ public final class Ledger {
         final java.util.LinkedHashSet<String> writeDoneReceivedBy = new java.util.LinkedHashSet<>();
         final LinkedHashMap<String, Integer> releasesReceived = new LinkedHashMap<>();
         final LinkedHashMap<String, Long> reapedOn = new LinkedHashMap<>();
-        /** Per producer node, when its worker first reported this transfer's request finished sending. */
+        /**
+         * Per node, when its worker first reported this transfer's request finished sending (a
+         * producer) or receiving (a consumer).
+         */
         final LinkedHashMap<String, Long> workerReported = new LinkedHashMap<>();
         int consumerTpSize = 1;
         /** The first failed read status of this transfer, on which node, and its code and message. */

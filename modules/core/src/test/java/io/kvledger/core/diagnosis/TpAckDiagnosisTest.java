@@ -74,4 +74,54 @@ class TpAckDiagnosisTest {
                     .contains("only once every TP rank's worker reported it, and P0-tp1 never did");
         });
     }
+    /**
+     * WRITE with TP 2: prefill rank 1's write_done to decode rank 1 is lost. Decode rank 0 had its
+     * write_done, but vLLM hands the request back to the scheduler only once both workers reported
+     * it, so it waits on both ranks; each finding says what it is missing.
+     */
+    @Test
+    void a_lost_write_done_of_one_tp_rank_is_named_on_both_decode_ranks() {
+        CrossNodeDiagnosisTest.Cluster c = new CrossNodeDiagnosisTest.Cluster();
+        for (int t = 0; t < 2; t++) {
+            c.node("P0-tp" + t, NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).hostIp("10.0.0.1").tp(t, 2).build());
+            c.node("D0-tp" + t, NodeConfig.builder(Role.CONSUMER, TransferMode.WRITE).hostIp("10.0.1.1").tp(t, 2).build());
+        }
+        String base = RequestIds.proxyRequestId(new ZmqAddress("10.0.0.1", 6301, 61005),
+                new ZmqAddress("10.0.1.1", 6301, 61005), UUID);
+        String drid = "cmpl-" + base + "-0-bbbbbbbb";
+        KvParams params = KvParams.of("do_remote_decode", false, "do_remote_prefill", true, "remote_engine_id", null,
+                "remote_block_ids", null, "transfer_id", "tx-w", "remote_dp_size", 1L, "remote_tp_size", 2L);
+        for (int t = 0; t < 2; t++) {
+            String d = "D0-tp" + t;
+            c.on(d, new NodeEvent.RequestAdmitted(S, drid, 32, 32, params.copy()));
+            c.on(d, new NodeEvent.MatchedTokensQueried(S, drid, 0));
+            c.on(d, new NodeEvent.BlocksAllocated(S, drid, BlockGroups.single(8, 9), 32));
+            c.on(d, new NodeEvent.StepScheduled(S, 1, List.of()));
+            c.on(d, new NodeEvent.LoadStarted(S));
+        }
+        // each prefill rank writes its decode rank and sends it write_done (base + dp + its own tp rank)
+        for (int t = 0; t < 2; t++) {
+            c.ledger.observe("P0-tp" + t, new NodeEvent.SaveWaited(2 * S),
+                    List.of(new Effect.SendWriteDone("10.0.1.1", 61005 + t, "tx-w")));
+        }
+        c.on("D0-tp0", new NodeEvent.WriteDoneReceived(2 * S, "tx-w"));
+        List<Effect> polled = c.on("D0-tp0", new NodeEvent.FinishedPolled(2 * S));
+        assertThat(c.only(polled, Effect.FinishedReported.class).get(0).doneRecving()).containsExactly(drid);
+        c.on("D0-tp1", new NodeEvent.FinishedPolled(2 * S));
+        for (int t = 0; t < 2; t++) {
+            c.on("D0-tp" + t, new NodeEvent.ConnectorOutputReceived(40 * S, null, null));
+        }
+
+        List<Finding> f = HangDetectors.run(c.ledger, Bounds.defaults());
+        assertThat(f).anySatisfy(x -> {
+            assertThat(x.node()).isEqualTo("D0-tp1");
+            assertThat(x.requestId()).isEqualTo(drid);
+            assertThat(x.message()).contains("P0-tp1 sent write_done to this rank (10.0.1.1:61006)").contains("never arrived");
+        });
+        assertThat(f).anySatisfy(x -> {
+            assertThat(x.node()).isEqualTo("D0-tp0");
+            assertThat(x.message()).contains("its worker got its write_done and reported it received")
+                    .contains("and D0-tp1 never did");
+        });
+    }
 }
