@@ -91,7 +91,7 @@ final class NodeCommand implements Callable<Integer> {
     String shadowEndpoint;
 
     @Option(names = "--bridge", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
-            description = "Where the engine bridge binds with --engine bridge (loopback only; port 0: any free port, printed at start) (default: ${DEFAULT-VALUE}).")
+            description = "Where the engine bridge binds with --engine bridge or sim-worker (loopback only; port 0: any free port, printed at start) (default: ${DEFAULT-VALUE}).")
     String bridgeEndpoint;
 
     @Option(names = "--journal", required = true, paramLabel = "DIR", description = "The node's journal (created, or recovered and continued).")
