@@ -23,8 +23,20 @@ public final class EngineBridgeClient implements AutoCloseable {
 
     /** A call that got no usable reply in time, or an error reply. */
     public static final class BridgeCallException extends RuntimeException {
+        private final boolean timedOut;
+
         public BridgeCallException(String message) {
+            this(message, false);
+        }
+
+        public BridgeCallException(String message, boolean timedOut) {
             super(message);
+            this.timedOut = timedOut;
+        }
+
+        /** Whether no reply came in time (rather than an error reply or an unreadable one). */
+        public boolean timedOut() {
+            return timedOut;
         }
     }
 
@@ -75,7 +87,7 @@ public final class EngineBridgeClient implements AutoCloseable {
             long now = System.nanoTime();
             if (now > deadline) {
                 throw new BridgeCallException("no reply from the node at " + endpoint + " within "
-                        + timeoutNs / 1_000_000 + " ms (call " + id + ")");
+                        + timeoutNs / 1_000_000 + " ms (call " + id + ")", true);
             }
             socket.setReceiveTimeOut((int) Math.max(1, Math.min(20, (deadline - now) / 1_000_000L)));
             byte[] frame = socket.recv(0);

@@ -18,7 +18,9 @@ import java.util.Map;
  * {@code get_finished} for the engine to aggregate as vLLM's {@code KVOutputAggregator} does.
  *
  * <p>Owned by the engine's thread. A failed or late call throws
- * {@link EngineBridgeClient.BridgeCallException}.
+ * {@link EngineBridgeClient.BridgeCallException}; a rank that once let a call time out is taken
+ * for dead and every later call fails at once (as a vLLM engine core stops with a dead worker:
+ * its DP rank serves nothing more, and the requests it holds hang until the client gives up).
  */
 public final class TpWorkers implements AutoCloseable {
 
@@ -27,6 +29,8 @@ public final class TpWorkers implements AutoCloseable {
 
     private final List<EngineBridgeClient> clients = new ArrayList<>();
     private final long timeoutNs;
+    /** The first rank that did not answer in time, or -1. */
+    private int dead = -1;
 
     /**
      * @param endpoints the bridge endpoints of TP ranks 1, 2, ... in rank order
@@ -52,6 +56,10 @@ public final class TpWorkers implements AutoCloseable {
 
     /** Sends the call of {@code e} to every rank; the ids to {@link #await}. */
     public long[] send(NodeEvent e) {
+        if (dead >= 0) {
+            throw new EngineBridgeClient.BridgeCallException("TP rank " + (dead + 1) + " (" + clients.get(dead).endpoint()
+                    + ") did not answer in time before: taken for dead");
+        }
         HookCall call = toCall(e);
         long[] ids = new long[clients.size()];
         for (int i = 0; i < ids.length; i++) {
@@ -64,7 +72,14 @@ public final class TpWorkers implements AutoCloseable {
     public List<BridgeReply> await(long[] ids) {
         List<BridgeReply> out = new ArrayList<>(ids.length);
         for (int i = 0; i < ids.length; i++) {
-            out.add(clients.get(i).await(ids[i], timeoutNs));
+            try {
+                out.add(clients.get(i).await(ids[i], timeoutNs));
+            } catch (EngineBridgeClient.BridgeCallException e) {
+                if (e.timedOut()) {
+                    dead = i;
+                }
+                throw e;
+            }
         }
         return out;
     }
