@@ -67,7 +67,7 @@ public final class NodeService implements AutoCloseable {
      * scheduler; the {@code remote_blocks} (and scheduler {@code release}) it journals were sent by
      * TP rank 0's node, not by this one.
      */
-    public static final String SIM_WORKER_ORIGIN = "kvledger node --engine sim-worker (a TP rank's worker process; "
+    public static final String SIM_WORKER_ORIGIN = JournalHeader.SIM_WORKER_ORIGIN + " (a TP rank's worker process; "
             + "scheduler-side notifies are sent by TP rank 0's node)";
 
     private final NodeOptions options;

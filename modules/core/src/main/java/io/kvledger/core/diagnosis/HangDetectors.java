@@ -373,7 +373,17 @@ public final class HangDetectors {
                 return why;
             }
         }
-        List<Send> notifies = t.sends.stream().filter(s -> s.kind().equals("remote_blocks") && s.fromNode().equals(d.name)).toList();
+        // with TP > 1 the DP rank's one scheduler may be another rank's node (TP rank 0's)
+        List<String> schedulers = new ArrayList<>(List.of(d.name));
+        if (d.config.tpSize() > 1) {
+            tpSiblings(l, d).forEach(o -> schedulers.add(o.name));
+        }
+        List<Send> notifies = t.sends.stream().filter(s -> s.kind().equals("remote_blocks") && schedulers.contains(s.fromNode())).toList();
+        if (notifies.isEmpty() && schedulers.size() > 1) {
+            return "no TP rank of this DP rank (" + String.join(", ", schedulers) + ") sent remote_blocks: its scheduler "
+                    + "never asked for the KV (not the notify owner, the address did not resolve, or the engine stopped first); "
+                    + "no producer will write";
+        }
         if (notifies.isEmpty()) {
             return "this rank never sent remote_blocks (not the notify owner, or the address did not resolve); "
                     + "no producer will write";

@@ -86,6 +86,8 @@ class TpAckDiagnosisTest {
             c.node("P0-tp" + t, NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).hostIp("10.0.0.1").tp(t, 2).build());
             c.node("D0-tp" + t, NodeConfig.builder(Role.CONSUMER, TransferMode.WRITE).hostIp("10.0.1.1").tp(t, 2).build());
         }
+        // decode rank 1's scheduler side replays rank 0's: its remote_blocks were rank 0's to send
+        c.ledger.schedulerReplica("D0-tp1");
         String base = RequestIds.proxyRequestId(new ZmqAddress("10.0.0.1", 6301, 61005),
                 new ZmqAddress("10.0.1.1", 6301, 61005), UUID);
         String drid = "cmpl-" + base + "-0-bbbbbbbb";
@@ -123,5 +125,8 @@ class TpAckDiagnosisTest {
             assertThat(x.message()).contains("its worker got its write_done and reported it received")
                     .contains("and D0-tp1 never did");
         });
+        // the replica's journaled remote_blocks are not counted as sent: one per prefill rank, from rank 0
+        assertThat(c.ledger.transfers.get("tx-w").sends.stream().filter(x -> x.kind().equals("remote_blocks"))
+                .map(Ledger.Send::fromNode).toList()).containsExactly("D0-tp0", "D0-tp0");
     }
 }
