@@ -84,6 +84,9 @@ public final class EngineBridgeClient implements AutoCloseable {
         BridgeReply r = early.remove(id);
         long deadline = System.nanoTime() + timeoutNs;
         while (r == null) {
+            if (Thread.currentThread().isInterrupted()) {
+                throw new BridgeCallException("interrupted while waiting for the node at " + endpoint + " (call " + id + ")");
+            }
             long now = System.nanoTime();
             if (now > deadline) {
                 throw new BridgeCallException("no reply from the node at " + endpoint + " within "

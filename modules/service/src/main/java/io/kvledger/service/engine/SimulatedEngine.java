@@ -221,7 +221,8 @@ public final class SimulatedEngine implements AutoCloseable {
                 r.done.completeExceptionally(new IllegalStateException("engine " + name + " stopped"));
             }
         }
-        if (workers != null) {
+        if (workers != null && !thread.isAlive()) {
+            // the engine thread owns the bridge sockets: closed only once it is gone
             workers.close();
         }
     }
