@@ -202,16 +202,6 @@ final class ClusterCommand implements Callable<Integer> {
                 throw usage("--kill takes NODE@N, e.g. D0@50");
             }
         }
-        Path dir = out.toAbsolutePath().normalize();
-        if (Files.isDirectory(dir)) {
-            try (var s = Files.list(dir)) {
-                if (s.findAny().isPresent()) {
-                    throw usage(out + " is not empty: give a new or empty directory");
-                }
-            }
-        }
-        Files.createDirectories(dir);
-
         List<Rank> ranks = layout(pTp, dTp);
         if (faultsOn != null) {
             if (fs.isNone()) {
@@ -223,6 +213,16 @@ final class ClusterCommand implements Callable<Integer> {
                 }
             }
         }
+        Path dir = out.toAbsolutePath().normalize();
+        if (Files.isDirectory(dir)) {
+            try (var s = Files.list(dir)) {
+                if (s.findAny().isPresent()) {
+                    throw usage(out + " is not empty: give a new or empty directory");
+                }
+            }
+        }
+        Files.createDirectories(dir);
+
         List<Started> nodes = new ArrayList<>();
         HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
         long t0 = System.nanoTime();
