@@ -14,9 +14,10 @@ import org.junit.jupiter.api.io.TempDir;
  * drives TP rank 1's node over its engine bridge), each rank handshaking, moving and checking its
  * own KV over real ZMQ and UCX, then {@code hangs} over the four journals.
  *
- * <p>Each run starts four JVMs (8 to 35 s on two shared cores), so the faulted run is behind
- * {@code -Dkvledger.slow=true}; the diagnosis it checks end to end is also checked in core, on
- * hand-built journals ({@code TpAckDiagnosisTest}).
+ * <p>Each run starts four to six JVMs (8 to 35 s on two shared cores), so the faulted run and a
+ * DP 2 run are behind {@code -Dkvledger.slow=true}; the diagnosis the faulted run checks end to
+ * end is also checked in core, on hand-built journals ({@code TpAckDiagnosisTest}), and the DP
+ * routing by {@code ToyRouterDpTest}.
  */
 class LiveClusterTpTest {
 
@@ -89,6 +90,24 @@ class LiveClusterTpTest {
                 + "t\\+[\\d.]+ s, but vLLM frees a request only once every TP rank's worker reported it, and P0-tp1 never did");
         assertThat(out).doesNotContain("no findings");
         assertThat(r.code()).as(out + r.err()).isEqualTo(1);
+    }
+
+    @Test
+    @EnabledIfSystemProperty(named = "kvledger.slow", matches = "true|1")
+    void aDp2WriteRunPairsPrefillAndDecodeRanksAcross() {
+        // 2 prefill instances and 1 decode of DP 2: decode rank 1 gets the requests of prefill rank 0
+        // and the reverse, so each notifies the other rank's port (remote_dp_rank)
+        CliRun.Outcome r = CliRun.run("cluster", "--prefill", "2", "--decode", "1", "--dp", "2", "--mode", "write",
+                "--requests", "8", "--out", dir.resolve("run").toString(), "--timeout-s", "90");
+        String out = r.out();
+        assertThat(out).as(r.err()).contains("8 requests, 8 ok, 0 failed");
+        assertThat(out).contains("no findings");
+        for (String node : new String[] {"P0-dp0", "P0-dp1", "P1-dp0", "P1-dp1"}) {
+            assertThat(out).as(node).containsPattern(node + ": \\d+ events, 2 notifies sent, 2 frames received");
+        }
+        assertThat(verified(out, "D0-dp0")).isPositive();
+        assertThat(verified(out, "D0-dp1")).isPositive();
+        assertThat(r.code()).as(out + r.err()).isZero();
     }
 
     @Test
