@@ -34,13 +34,22 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code kvledger cluster}: starts {@code N + M} live nodes as processes on loopback (each
+ * {@code kvledger cluster}: starts {@code N + M} instances as live node processes on loopback (each
  * {@code kvledger node} with the simulated engine, its own journal and HTTP port), routes
  * {@code K} requests through them as vLLM's toy proxy does (real ZMQ notifies and handshakes,
  * real transfers of KV blocks filled with a verifiable pattern), waits for the prefills to free
  * what they hold, stops the nodes with SIGTERM, and prints the lifecycle summary and the
  * {@code hangs} report over their journals. Exit 0 when every request succeeded, every byte
  * checked and {@code hangs} found nothing.
+ *
+ * <p>An instance with DP or TP above 1 is one node process per (DP rank, TP rank), each binding
+ * its instance's base ports + {@code dp + tp} (MoRIIO's two-argument listener form; DP and TP
+ * above 1 together are refused, since MoRIIO's dialers then aim at {@code dp * tp_size + tp}).
+ * The simulated engine of a DP rank runs in its TP rank 0 node (vLLM's engine core: one scheduler
+ * per DP rank) and drives the nodes of TP ranks 1.. ({@code --engine sim-worker}, vLLM's worker
+ * processes) over their engine bridges; each rank moves and checks its own KV. Each DP rank is a
+ * leg of the router, in the toy proxy's flat interleaved order, reached at its own HTTP server
+ * with {@code X-data-parallel-rank}.
  */
 @Command(name = "cluster", mixinStandardHelpOptions = true, sortOptions = false,
         description = "Start N prefill and M decode live nodes as processes on loopback, send K requests through them, then report.")
@@ -55,6 +64,20 @@ final class ClusterCommand implements Callable<Integer> {
     @Option(names = "--decode", defaultValue = "1", description = "Decode nodes (default: ${DEFAULT-VALUE}).")
     int decode;
 
+    @Option(names = "--tp", defaultValue = "1", paramLabel = "T",
+            description = "TP size of every instance: one node process per TP rank (default: ${DEFAULT-VALUE}).")
+    int tp;
+
+    @Option(names = "--prefill-tp", paramLabel = "T", description = "TP size of the prefill instances (default: --tp; READ only when it differs from the decode's).")
+    Integer prefillTp;
+
+    @Option(names = "--decode-tp", paramLabel = "T", description = "TP size of the decode instances (default: --tp).")
+    Integer decodeTp;
+
+    @Option(names = "--dp", defaultValue = "1", paramLabel = "D",
+            description = "DP size of every instance: one node process per DP rank; not with TP above 1 (default: ${DEFAULT-VALUE}).")
+    int dp;
+
     @Option(names = "--mode", defaultValue = "write", paramLabel = "read|write", description = "Transfer mode (default: ${DEFAULT-VALUE}).")
     String mode;
 
@@ -65,6 +88,10 @@ final class ClusterCommand implements Callable<Integer> {
             description = "Faults injected inside the nodes, e.g. drop=0.01,dup=0.01,delay=0.02,fail=0.005. " + FaultSpecOption.KEYS_HELP
                     + " (abort is not supported live.)")
     String faults;
+
+    @Option(names = "--faults-on", split = ",", paramLabel = "NODE",
+            description = "Inject --faults only inside these nodes (e.g. D0-tp1); default: every node.")
+    List<String> faultsOn;
 
     @Option(names = "--kill", paramLabel = "NODE@N", description = "kill -9 node NODE (e.g. D0) after N requests were sent.")
     String kill;
@@ -97,8 +124,28 @@ final class ClusterCommand implements Callable<Integer> {
             description = "Every node exports its requests' traces to this OTLP/HTTP receiver (kvledger node --otlp).")
     String otlp;
 
+    /**
+     * One node process: rank ({@code dpRank}, {@code tpRank}) of instance {@code instance}, whose base
+     * ports are {@code handshake} and {@code notifyPort}; {@code bridge} is its engine bridge's port
+     * (TP ranks above 0), else 0.
+     */
+    private record Rank(String name, boolean prefill, int instance, int dpRank, int tpRank, int tpSize, int handshake,
+                        int notifyPort, int http, int bridge) {}
+
     /** One started node process. */
-    private record Started(String name, boolean prefill, int handshake, int notifyPort, int http, Process process, Path log) {}
+    private record Started(Rank rank, Process process, Path log) {
+        String name() {
+            return rank.name();
+        }
+
+        boolean prefill() {
+            return rank.prefill();
+        }
+
+        int http() {
+            return rank.http();
+        }
+    }
 
     @Override
     public Integer call() throws Exception {
@@ -114,6 +161,26 @@ final class ClusterCommand implements Callable<Integer> {
         }
         if (prefill < 1 || decode < 1 || requests < 0 || concurrency < 1) {
             throw usage("--prefill and --decode need at least 1, --requests at least 0, --concurrency at least 1");
+        }
+        int pTp = prefillTp != null ? prefillTp : tp;
+        int dTp = decodeTp != null ? decodeTp : tp;
+        if (tp < 1 || pTp < 1 || dTp < 1 || dp < 1) {
+            throw usage("--tp, --prefill-tp, --decode-tp and --dp need at least 1");
+        }
+        if (dp > 1 && Math.max(pTp, dTp) > 1) {
+            throw usage("--dp " + dp + " with TP above 1: MoRIIO's listeners bind base + dp + tp while its dialers aim at "
+                    + "base + dp * tp_size + tp, so ranks collide or are misdialled (protocol 2.1); give DP or TP above 1, not both");
+        }
+        if (pTp != dTp && m == TransferMode.WRITE) {
+            throw usage("--prefill-tp " + pTp + " and --decode-tp " + dTp + " differ: in WRITE MoRIIO's decode scheduler sends "
+                    + "remote_blocks to its own TP size's prefill ports and each prefill rank's write_done to the decode rank "
+                    + "of its own index, so some ranks never get theirs (protocol 5.7); use --mode read, or equal sizes");
+        }
+        if (pTp != dTp) {
+            io.kvledger.core.moriio.Checked<Integer> ok = io.kvledger.core.moriio.PortMath.remoteTpRank(0, dTp, pTp);
+            if (!ok.isOk()) {
+                throw usage("--prefill-tp " + pTp + " --decode-tp " + dTp + ": " + ok.error());
+            }
         }
         FaultSpec fs;
         try {
@@ -135,6 +202,17 @@ final class ClusterCommand implements Callable<Integer> {
                 throw usage("--kill takes NODE@N, e.g. D0@50");
             }
         }
+        List<Rank> ranks = layout(pTp, dTp);
+        if (faultsOn != null) {
+            if (fs.isNone()) {
+                throw usage("--faults-on goes with --faults");
+            }
+            for (String f : faultsOn) {
+                if (ranks.stream().noneMatch(r -> r.name().equals(f))) {
+                    throw usage("--faults-on: no node " + f + " (nodes: " + String.join(", ", ranks.stream().map(Rank::name).toList()) + ")");
+                }
+            }
+        }
         Path dir = out.toAbsolutePath().normalize();
         if (Files.isDirectory(dir)) {
             try (var s = Files.list(dir)) {
@@ -149,12 +227,9 @@ final class ClusterCommand implements Callable<Integer> {
         HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
         long t0 = System.nanoTime();
         try {
-            // Every node's ports at once, so no two nodes are handed the same one.
-            int[] ports = LoopbackPorts.distinct(3 * (prefill + decode));
-            for (int i = 0; i < prefill + decode; i++) {
-                boolean p = i < prefill;
-                String name = (p ? "P" : "D") + (p ? i : i - prefill);
-                nodes.add(startNode(name, p, m, fs, dir, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]));
+            for (Rank r : ranks) {
+                boolean faulted = faultsOn == null || faultsOn.contains(r.name());
+                nodes.add(startNode(r, ranks, m, faulted ? fs : FaultSpec.NONE, dir));
             }
             for (Started n : nodes) {
                 if (!NodeHealth.awaitHealthy(client, n.process(), n.http(), Duration.ofSeconds(60))) {
@@ -163,16 +238,24 @@ final class ClusterCommand implements Callable<Integer> {
                     return 2;
                 }
             }
-            err.println("cluster: " + prefill + " prefill + " + decode + " decode nodes up in "
+            err.println("cluster: " + prefill + " prefill + " + decode + " decode " + (nodes.size() == prefill + decode ? "nodes"
+                    : "instances (" + shape(pTp, dTp) + ": " + nodes.size() + " node processes)") + " up in "
                     + (System.nanoTime() - t0) / 1_000_000 + " ms; sending " + requests + " " + m.name().toLowerCase(Locale.ROOT)
                     + " requests");
             err.flush();
+            // One leg per DP rank (its TP rank 0 runs the engine), in the toy proxy's flat interleaved order.
             List<Leg> pl = new ArrayList<>();
             List<Leg> dl = new ArrayList<>();
-            for (Started n : nodes) {
-                Leg leg = new HttpLeg(n.name(), new ZmqAddress("127.0.0.1", n.handshake(), n.notifyPort()), 1, 1,
-                        URI.create("http://127.0.0.1:" + n.http()), client, Duration.ofSeconds((long) Math.max(30, timeoutS)));
-                (n.prefill() ? pl : dl).add(leg);
+            for (int r = 0; r < dp; r++) {
+                for (Started n : nodes) {
+                    Rank k = n.rank();
+                    if (k.dpRank() == r && k.tpRank() == 0) {
+                        Leg leg = new HttpLeg(k.name(), new ZmqAddress("127.0.0.1", k.handshake(), k.notifyPort()), dp,
+                                k.tpSize(), r, URI.create("http://127.0.0.1:" + k.http()), client,
+                                Duration.ofSeconds((long) Math.max(30, timeoutS)));
+                        (k.prefill() ? pl : dl).add(leg);
+                    }
+                }
             }
             ToyRouter router = new ToyRouter(pl, dl, m, seed);
             SplittableRandom rng = new SplittableRandom(seed ^ 0x5eed);
@@ -224,21 +307,57 @@ final class ClusterCommand implements Callable<Integer> {
             quiesce(client, nodes, Duration.ofNanos((long) ((deferTimeoutS + transferTimeoutS + 5) * 1e9)));
             stopAll(nodes);
             long wallMs = (System.nanoTime() - t0) / 1_000_000;
-            o.println("cluster: " + sent + " requests, " + ok + " ok, " + failed + " failed; " + verified
-                    + " KV bytes transferred and verified; " + wallMs + " ms");
-            for (String f : failures) {
-                o.println("  failed: " + f);
-            }
+            List<String> lines = new ArrayList<>();
+            Map<String, Long> engineBytes = new java.util.HashMap<>();
+            Map<Rank, Long> workerBytes = new java.util.LinkedHashMap<>();
+            long workerCorrupt = 0;
             for (Started n : nodes) {
                 Path status = dir.resolve(n.name() + ".status.json");
                 if (Files.exists(status)) {
                     Map<?, ?> st = (Map<?, ?>) Json.parse(Files.readString(status).trim());
-                    o.println("  " + n.name() + ": " + st.get("events_applied") + " events, " + st.get("notifies_sent")
+                    String kv = "";
+                    if (st.get("worker") instanceof Map<?, ?> w && !n.prefill()) {
+                        long b = w.get("verified_bytes") instanceof Long x ? x : 0;
+                        long c = w.get("corrupt_requests") instanceof Long x ? x : 0;
+                        workerBytes.put(n.rank(), b);
+                        workerCorrupt += c;
+                        kv = ", " + b + " KV bytes verified" + (c > 0 ? ", " + c + " requests corrupt" : "");
+                    } else if (st.get("engine") instanceof Map<?, ?> e && !n.prefill()) {
+                        long b = e.get("verified_bytes") instanceof Long x ? x : 0;
+                        engineBytes.put(n.rank().instance() + "/" + n.rank().dpRank(), b);
+                        kv = nodes.size() > prefill + decode ? ", " + b + " KV bytes verified" : "";
+                    }
+                    lines.add("  " + n.name() + ": " + st.get("events_applied") + " events, " + st.get("notifies_sent")
                             + " notifies sent, " + st.get("frames_received") + " frames received, " + st.get("sessions_bound")
-                            + " sessions (" + st.get("transfer_engine") + "), " + st.get("faults_injected") + " faults injected");
+                            + " sessions (" + st.get("transfer_engine") + "), " + st.get("faults_injected") + " faults injected" + kv);
                 } else {
-                    o.println("  " + n.name() + ": no status (the process was killed or did not stop cleanly)");
+                    lines.add("  " + n.name() + ": no status (the process was killed or did not stop cleanly)");
                 }
+            }
+            // Every TP rank of a decode checks its own KV: a clean run has each rank verify as many
+            // bytes as its TP rank 0 (the engine's, counted per request above).
+            List<String> tpShort = new ArrayList<>();
+            for (Map.Entry<Rank, Long> w : workerBytes.entrySet()) {
+                verified += w.getValue();
+                Long own = engineBytes.get(w.getKey().instance() + "/" + w.getKey().dpRank());
+                if (own == null || !own.equals(w.getValue())) {
+                    tpShort.add(w.getKey().name() + " verified " + w.getValue() + " KV bytes, its TP rank 0 " + own);
+                }
+            }
+            o.println("cluster: " + sent + " requests, " + ok + " ok, " + failed + " failed; " + verified
+                    + " KV bytes transferred and verified" + (workerBytes.isEmpty() ? "" : " (every TP rank's)") + "; "
+                    + wallMs + " ms");
+            for (String f : failures) {
+                o.println("  failed: " + f);
+            }
+            for (String t : tpShort) {
+                o.println("  tp: " + t);
+            }
+            if (workerCorrupt > 0) {
+                o.println("  tp: " + workerCorrupt + " decode requests got KV that differs from their prefill rank's");
+            }
+            for (String l : lines) {
+                o.println(l);
             }
             o.println();
             o.flush();
@@ -253,7 +372,7 @@ final class ClusterCommand implements Callable<Integer> {
             o.println();
             o.println("journals: " + dir + " (kvledger inspect " + dir.resolve(nodes.get(0).name()) + " ... --request ID)");
             o.flush();
-            return failed == 0 && hangs == 0 ? 0 : 1;
+            return failed == 0 && hangs == 0 && tpShort.isEmpty() && workerCorrupt == 0 ? 0 : 1;
         } finally {
             stopAll(nodes);
         }
@@ -272,8 +391,50 @@ final class ClusterCommand implements Callable<Integer> {
         return "no KV bytes verified";
     }
 
-    private Started startNode(String name, boolean p, TransferMode m, FaultSpec fs, Path dir, int handshake, int notify,
-                              int http) throws IOException {
+    /**
+     * The node processes: per instance, per DP rank, per TP rank; the instance's two base ports
+     * (handshake and notify) each start a run of {@code dp * tp} free ports (its ranks bind base +
+     * dp + tp), and every rank gets an HTTP port and, above TP rank 0, an engine bridge port.
+     */
+    private List<Rank> layout(int pTp, int dTp) {
+        int instances = prefill + decode;
+        int[] spans = new int[2 * instances];
+        int singles = 0;
+        for (int i = 0; i < instances; i++) {
+            int t = i < prefill ? pTp : dTp;
+            spans[2 * i] = dp * t;
+            spans[2 * i + 1] = dp * t;
+            singles += dp * t + dp * (t - 1);
+        }
+        int[] all = new int[spans.length + singles];
+        System.arraycopy(spans, 0, all, 0, spans.length);
+        java.util.Arrays.fill(all, spans.length, all.length, 1);
+        // Every port at once, so no two nodes are handed the same one.
+        int[] ports = LoopbackPorts.runs(all);
+        int next = spans.length;
+        List<Rank> out = new ArrayList<>();
+        for (int i = 0; i < instances; i++) {
+            boolean p = i < prefill;
+            int t = p ? pTp : dTp;
+            int inst = p ? i : i - prefill;
+            for (int r = 0; r < dp; r++) {
+                for (int k = 0; k < t; k++) {
+                    String name = (p ? "P" : "D") + inst + (dp > 1 ? "-dp" + r : "") + (t > 1 ? "-tp" + k : "");
+                    int http = ports[next++];
+                    int bridge = k > 0 ? ports[next++] : 0;
+                    out.add(new Rank(name, p, inst, r, k, t, ports[2 * i], ports[2 * i + 1], http, bridge));
+                }
+            }
+        }
+        return out;
+    }
+
+    private String shape(int pTp, int dTp) {
+        return dp > 1 ? "DP " + dp : pTp == dTp ? "TP " + pTp : "prefill TP " + pTp + ", decode TP " + dTp;
+    }
+
+    private Started startNode(Rank k, List<Rank> ranks, TransferMode m, FaultSpec fs, Path dir) throws IOException {
+        String name = k.name();
         Path log = dir.resolve(name + ".log");
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -287,12 +448,24 @@ final class ClusterCommand implements Callable<Integer> {
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(Main.class.getName());
-        cmd.addAll(List.of("node", "--role", p ? "producer" : "consumer", "--mode", m.name().toLowerCase(Locale.ROOT),
-                "--host", "127.0.0.1", "--handshake-port", String.valueOf(handshake), "--notify-port", String.valueOf(notify),
-                "--http", "127.0.0.1:" + http, "--journal", dir.resolve(name).toString(), "--node-id", name,
+        cmd.addAll(List.of("node", "--role", k.prefill() ? "producer" : "consumer", "--mode", m.name().toLowerCase(Locale.ROOT),
+                "--host", "127.0.0.1", "--handshake-port", String.valueOf(k.handshake()), "--notify-port",
+                String.valueOf(k.notifyPort()), "--dp", k.dpRank() + "/" + dp, "--tp", k.tpRank() + "/" + k.tpSize(),
+                "--http", "127.0.0.1:" + k.http(), "--journal", dir.resolve(name).toString(), "--node-id", name,
                 "--transfer-engine", transferEngine, "--status-file", dir.resolve(name + ".status.json").toString(),
                 "--kv-transfer-config", "{\"kv_connector_extra_config\":{\"defer_timeout\":" + deferTimeoutS
                         + ",\"transfer_timeout\":" + transferTimeoutS + "}}"));
+        if (k.tpRank() > 0) {
+            cmd.addAll(List.of("--engine", "sim-worker", "--bridge", "tcp://127.0.0.1:" + k.bridge()));
+        } else if (k.tpSize() > 1) {
+            List<String> workers = new ArrayList<>();
+            for (Rank w : ranks) {
+                if (w.prefill() == k.prefill() && w.instance() == k.instance() && w.dpRank() == k.dpRank() && w.tpRank() > 0) {
+                    workers.add("tcp://127.0.0.1:" + w.bridge());
+                }
+            }
+            cmd.addAll(List.of("--tp-workers", String.join(",", workers)));
+        }
         if (otlp != null) {
             cmd.addAll(List.of("--otlp", otlp, "--otlp-stuck-after", String.valueOf(stuckAfterS)));
         }
@@ -300,7 +473,7 @@ final class ClusterCommand implements Callable<Integer> {
             cmd.addAll(List.of("--faults", fs.format(), "--fault-seed", String.valueOf(seed * 31 + name.hashCode())));
         }
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
-        return new Started(name, p, handshake, notify, http, pb.start(), log);
+        return new Started(k, pb.start(), log);
     }
 
     /** Waits until every live node's engine holds no request (prefills freed what they deferred). */

@@ -18,6 +18,7 @@ import io.kvledger.core.diagnosis.Bounds;
 import java.time.Duration;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -67,13 +68,20 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--notify-port", paramLabel = "P", description = "Notify port base (default 61005); the rank binds base + dp + tp.")
     Integer notifyPort;
 
-    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|bridge|shadow|drive|none",
+    @Option(names = "--engine", defaultValue = "sim", paramLabel = "sim|sim-worker|bridge|shadow|drive|none",
             description = "Who calls the hooks: the built-in simulated engine (sim), an engine's connector over the bridge socket (bridge), "
                     + "a real connector the node only observes through the vLLM bridge's recorder stream (shadow: see --shadow), "
                     + "a real engine whose scheduler hooks the node answers over the bridge socket while the engine's own "
                     + "connector moves the KV (drive: the vLLM bridge's drive_node; no port bound, nothing sent), "
-                    + "or nobody (none: adapters only) (default: ${DEFAULT-VALUE}).")
+                    + "or nobody (none: adapters only); sim-worker: TP rank > 0 of a simulated engine, whose hooks come over "
+                    + "the bridge socket from TP rank 0's node (see --tp-workers) (default: ${DEFAULT-VALUE}).")
     String engine;
+
+    @Option(names = "--tp-workers", split = ",", paramLabel = "tcp://127.0.0.1:PORT",
+            description = "With --engine sim on TP rank 0 of TP > 1: the engine bridges of the nodes of TP ranks 1, 2, ... "
+                    + "(--engine sim-worker), in rank order; the simulated engine sends them every hook call and "
+                    + "aggregates their get_finished.")
+    List<String> tpWorkers;
 
     @Option(names = "--shadow", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
             description = "With --engine shadow: where the node receives the recorder's streams (the record_to of the "
@@ -83,7 +91,7 @@ final class NodeCommand implements Callable<Integer> {
     String shadowEndpoint;
 
     @Option(names = "--bridge", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
-            description = "Where the engine bridge binds with --engine bridge (loopback only; port 0: any free port, printed at start) (default: ${DEFAULT-VALUE}).")
+            description = "Where the engine bridge binds with --engine bridge or sim-worker (loopback only; port 0: any free port, printed at start) (default: ${DEFAULT-VALUE}).")
     String bridgeEndpoint;
 
     @Option(names = "--journal", required = true, paramLabel = "DIR", description = "The node's journal (created, or recovered and continued).")
@@ -274,8 +282,21 @@ final class NodeCommand implements Callable<Integer> {
             case "bridge" -> NodeOptions.EngineKind.BRIDGE;
             case "shadow" -> NodeOptions.EngineKind.SHADOW;
             case "drive" -> NodeOptions.EngineKind.DRIVE;
-            default -> throw usage("--engine takes sim, bridge, shadow, drive or none, got " + engine);
+            case "sim-worker" -> NodeOptions.EngineKind.SIM_WORKER;
+            default -> throw usage("--engine takes sim, sim-worker, bridge, shadow, drive or none, got " + engine);
         });
+        List<String> workers = tpWorkers == null ? List.of() : tpWorkers;
+        if (!workers.isEmpty()) {
+            if (o.engine() != NodeOptions.EngineKind.SIM || config.tpRank() != 0 || workers.size() != config.tpSize() - 1) {
+                throw usage("--tp-workers takes the bridges of TP ranks 1.." + (config.tpSize() - 1)
+                        + " and goes with --engine sim on --tp 0/SIZE (got " + workers.size() + " for tp "
+                        + config.tpRank() + "/" + config.tpSize() + ", --engine " + engine + ")");
+            }
+            o = o.withTpWorkers(workers);
+        }
+        if (o.engine() == NodeOptions.EngineKind.SIM_WORKER && config.tpRank() == 0) {
+            throw usage("--engine sim-worker is a TP rank above 0 (give --tp R/SIZE with R >= 1); TP rank 0 runs --engine sim");
+        }
         boolean observing = o.engine() == NodeOptions.EngineKind.SHADOW;
         boolean passive = observing || o.engine() == NodeOptions.EngineKind.DRIVE;
         String which = "a " + engine.toLowerCase(Locale.ROOT) + " node (--engine " + engine.toLowerCase(Locale.ROOT) + ")";

@@ -94,6 +94,9 @@ final class StatsCommand implements Callable<Integer> {
                 @Override
                 public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {
                     ledger.nodeStarted(node.name(), node.config(), startup);
+                    if (node.header().origin().startsWith(io.kvledger.journal.JournalHeader.SIM_WORKER_ORIGIN)) {
+                        ledger.schedulerReplica(node.name());
+                    }
                     stats.get(node.name()).tally.effects(startup);
                 }
 

@@ -40,6 +40,12 @@ import java.util.Set;
  */
 public record JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin, boolean proxy) {
 
+    /**
+     * How the origin of a TP rank's worker node starts ({@code kvledger node --engine sim-worker}):
+     * its scheduler side replays TP rank 0's, whose node sent the scheduler's notifies.
+     */
+    public static final String SIM_WORKER_ORIGIN = "kvledger node --engine sim-worker";
+
     /** The {@code kv_role} of a journal written by {@code kvledger proxy}. */
     public static final String PROXY_ROLE = "proxy";
 

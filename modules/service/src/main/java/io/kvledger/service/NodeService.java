@@ -62,6 +62,14 @@ public final class NodeService implements AutoCloseable {
     /** The header origin of a drive node's journal (its own decisions, as any node's). */
     public static final String DRIVE_ORIGIN = "kvledger node --engine drive";
 
+    /**
+     * The header origin of a TP rank's worker node: its scheduler-side entries replay TP rank 0's
+     * scheduler; the {@code remote_blocks} (and scheduler {@code release}) it journals were sent by
+     * TP rank 0's node, not by this one.
+     */
+    public static final String SIM_WORKER_ORIGIN = JournalHeader.SIM_WORKER_ORIGIN + " (a TP rank's worker process; "
+            + "scheduler-side notifies are sent by TP rank 0's node)";
+
     private final NodeOptions options;
     private final boolean journaled;
     private final ServiceClock clock = ServiceClock.system();
@@ -77,6 +85,7 @@ public final class NodeService implements AutoCloseable {
     private NotifyListenerAdapter listener;
     private HandshakeServer handshakeServer;
     private SimulatedEngine engine;
+    private io.kvledger.service.engine.SimulatedWorker worker;
     private HttpFront http;
     private EngineBridgeServer bridge;
     private io.kvledger.zmq.ShadowStreamServer shadowServer;
@@ -169,7 +178,8 @@ public final class NodeService implements AutoCloseable {
         // the adapters received meanwhile waits in the inbox for the loop.
         if (journaled) {
             journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg,
-                    isShadow() ? SHADOW_ORIGIN : isPassive() ? DRIVE_ORIGIN : "kvledger node"));
+                    isShadow() ? SHADOW_ORIGIN : isPassive() ? DRIVE_ORIGIN
+                            : options.engine() == NodeOptions.EngineKind.SIM_WORKER ? SIM_WORKER_ORIGIN : "kvledger node"));
             opened.add(journal);
         }
         if (journaled && recovery == null) {
@@ -214,11 +224,18 @@ public final class NodeService implements AutoCloseable {
             routeUnrouted(recovery.unrouted());
         }
         if (options.engine() == NodeOptions.EngineKind.SIM) {
+            io.kvledger.service.engine.TpWorkers workers = options.tpWorkers().isEmpty() ? null
+                    : new io.kvledger.service.engine.TpWorkers(options.tpWorkers(), cfg.transferTimeoutNs()
+                            + options.handshakeTimeout().toNanos() + TimeUnit.SECONDS.toNanos(5));
             engine = new SimulatedEngine(options.nodeId(), cfg, hookPort(), clock, options.layout(), dataPlane.memory(),
-                    options.engineOptions());
+                    options.engineOptions(), workers);
             engine.start();
         }
-        if (options.engine() == NodeOptions.EngineKind.BRIDGE || options.engine() == NodeOptions.EngineKind.DRIVE) {
+        if (options.engine() == NodeOptions.EngineKind.SIM_WORKER) {
+            worker = new io.kvledger.service.engine.SimulatedWorker(cfg, options.layout(), dataPlane.memory());
+        }
+        if (options.engine() == NodeOptions.EngineKind.BRIDGE || options.engine() == NodeOptions.EngineKind.DRIVE
+                || options.engine() == NodeOptions.EngineKind.SIM_WORKER) {
             bridge = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint(options.bridgeEndpoint()).withClock(clock),
                     BridgeNodeInfo.of(cfg), bridgeHandler());
             opened.add(bridge);
@@ -318,7 +335,13 @@ public final class NodeService implements AutoCloseable {
         return new HookHandler() {
             @Override
             public void onHook(BridgeCall call) {
+                if (worker != null) {
+                    worker.before(call.event());
+                }
                 inbox.call(call.event(), 0).whenComplete((effects, error) -> {
+                    if (worker != null && error == null) {
+                        worker.after(call.event(), effects);
+                    }
                     if (error != null) {
                         call.fail(error instanceof Inbox.InboxFullException ? "node busy: " + error.getMessage()
                                 : "node: " + error.getMessage());
@@ -347,7 +370,7 @@ public final class NodeService implements AutoCloseable {
      */
     static boolean holdsForward(NodeOptions.EngineKind engine, NodeConfig cfg, NodeEvent e,
                                 List<Effect> effects) {
-        if (engine != NodeOptions.EngineKind.BRIDGE) {
+        if (engine != NodeOptions.EngineKind.BRIDGE && engine != NodeOptions.EngineKind.SIM_WORKER) {
             return false;
         }
         if (e instanceof NodeEvent.LoadStarted && cfg.mode() == io.kvledger.core.config.TransferMode.READ
@@ -400,8 +423,16 @@ public final class NodeService implements AutoCloseable {
             return;
         }
         switch (effect) {
-            case Effect.SendRemoteBlocks e -> notify(e, e.host(), e.port(), "remote_blocks", String.valueOf(e.transferId()));
-            case Effect.SendRelease e -> notify(e, e.host(), e.port(), "release", String.valueOf(e.transferId()));
+            case Effect.SendRemoteBlocks e -> {
+                if (sendsSchedulerNotifies()) {
+                    notify(e, e.host(), e.port(), "remote_blocks", String.valueOf(e.transferId()));
+                }
+            }
+            case Effect.SendRelease e -> {
+                if (e.sender() == Effect.Sender.WORKER || sendsSchedulerNotifies()) {
+                    notify(e, e.host(), e.port(), "release", String.valueOf(e.transferId()));
+                }
+            }
             case Effect.SendWriteDone e -> notify(e, e.host(), e.port(), "write_done", e.transferId());
             case Effect.SendWriteFailed e -> notify(e, e.host(), e.port(), "write_failed", e.transferId());
             case Effect.StartHandshake e -> {
@@ -427,6 +458,15 @@ public final class NodeService implements AutoCloseable {
             case Effect.Unmapped e -> { }
             case Effect.Anomaly e -> { }
         }
+    }
+
+    /**
+     * Whether this node sends what the connector's scheduler side sends: not on a TP rank's worker
+     * process ({@link NodeOptions.EngineKind#SIM_WORKER}), whose scheduler side only replays the
+     * calls of its DP rank's one scheduler (in TP rank 0's node), which sends them once.
+     */
+    private boolean sendsSchedulerNotifies() {
+        return options.engine() != NodeOptions.EngineKind.SIM_WORKER;
     }
 
     private void notify(Effect e, String host, int port, String type, String transferId) {
@@ -544,6 +584,11 @@ public final class NodeService implements AutoCloseable {
 
     public DataPlane dataPlane() {
         return dataPlane;
+    }
+
+    /** The TP rank's model runner of a {@code sim-worker} node, or {@code null}. */
+    public io.kvledger.service.engine.SimulatedWorker worker() {
+        return worker;
     }
 
     /** The simulated engine, or {@code null} when another engine drives the node. */

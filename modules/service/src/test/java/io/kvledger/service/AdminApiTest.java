@@ -241,6 +241,14 @@ class AdminApiTest {
                     .method("GET", HttpRequest.BodyPublishers.ofByteArray(big)).build(),
                     HttpResponse.BodyHandlers.ofString());
             assertThat(getBig.statusCode()).isEqualTo(413);
+            // a node is one DP rank: a completion for another rank is refused, not served here
+            HttpResponse<String> otherRank = http.send(HttpRequest.newBuilder(url(d, "/v1/completions"))
+                    .header("Authorization", "Bearer " + TOKEN).header("Content-Type", "application/json")
+                    .header("X-data-parallel-rank", "1")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt_tokens\": 16, \"max_tokens\": 1}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(otherRank.statusCode()).isEqualTo(400);
+            assertThat(otherRank.body()).contains("X-data-parallel-rank 1 is not this node's DP rank (0)");
         } finally {
             if (sse != null) {
                 sse.close();

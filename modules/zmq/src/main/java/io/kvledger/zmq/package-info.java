@@ -9,7 +9,9 @@
  * {@link io.kvledger.zmq.EngineBridgeServer}, the loopback ROUTER where an engine's connector sends
  * its hook calls ({@code io.kvledger.wire.bridge}) and a {@link io.kvledger.zmq.HookHandler}
  * answers each {@link io.kvledger.zmq.BridgeCall} from any thread (answers are queued to the
- * socket thread, which a pipe in its poller wakes), and
+ * socket thread, which a pipe in its poller wakes), and its Java engine side
+ * {@link io.kvledger.zmq.EngineBridgeClient} (a simulated engine driving the nodes of its other TP
+ * ranks), and
  * {@link io.kvledger.zmq.ShadowStreamServer}, the loopback PULL where the vLLM bridge's recorder
  * pushes its streams to a shadow node (raw frames to a handler, in arrival order).
  *

@@ -330,6 +330,35 @@ public final class HangDetectors {
         return new Finding("negative-matched-tokens", n.name, r.requestId, tid, r.phase, 0, s.atNs(), r.sinceNs, m.toString());
     }
 
+    /**
+     * With TP above 1: a decode rank whose worker had its write_done waits for its other TP ranks
+     * (vLLM hands a request to the scheduler once every worker reported it received); a rank whose
+     * write_done was sent to it but never arrived names the prefill rank that sent it. Null when
+     * neither applies.
+     */
+    private static String whyNoWriteDoneTp(Ledger l, NodeView d, TransferView t) {
+        Long reported = t.workerReported.get(d.name);
+        if (reported != null) {
+            List<String> silent = new ArrayList<>();
+            for (NodeView o : tpSiblings(l, d)) {
+                if (t.legs.containsKey(o.name) && !t.workerReported.containsKey(o.name)) {
+                    silent.add(o.name);
+                }
+            }
+            return "its worker got its write_done and reported it received at " + rel(l, reported)
+                    + ", but vLLM hands a request back to the scheduler only once every TP rank's worker reported it, and "
+                    + (silent.isEmpty() ? "another TP rank (not in these journals)" : String.join(", ", silent)) + " never did";
+        }
+        for (Send wd : t.sends) {
+            if (wd.kind().equals("write_done") && listener(l, wd.host(), wd.port()) == d) {
+                return wd.fromNode() + " sent write_done to this rank (" + wd.host() + ":" + wd.port() + ") at "
+                        + rel(l, wd.atNs()) + (t.writeDoneReceivedBy.contains(d.name)
+                        ? " and it arrived, but the worker never mapped it" : lostHow(t, wd));
+            }
+        }
+        return null;
+    }
+
     /** Why a WRITE decode leg never got its write_done, from what the other legs saw. */
     private static String whyNoWriteDone(Ledger l, NodeView d, ReqView r) {
         if (r.transferId == null) {
@@ -339,7 +368,23 @@ public final class HangDetectors {
         if (t == null) {
             return "no node recorded transfer " + r.transferId;
         }
-        List<Send> notifies = t.sends.stream().filter(s -> s.kind().equals("remote_blocks") && s.fromNode().equals(d.name)).toList();
+        if (d.config.tpSize() > 1) {
+            String why = whyNoWriteDoneTp(l, d, t);
+            if (why != null) {
+                return why;
+            }
+        }
+        // with TP > 1 the DP rank's one scheduler may be another rank's node (TP rank 0's)
+        List<String> schedulers = new ArrayList<>(List.of(d.name));
+        if (d.config.tpSize() > 1) {
+            tpSiblings(l, d).forEach(o -> schedulers.add(o.name));
+        }
+        List<Send> notifies = t.sends.stream().filter(s -> s.kind().equals("remote_blocks") && schedulers.contains(s.fromNode())).toList();
+        if (notifies.isEmpty() && schedulers.size() > 1) {
+            return "no TP rank of this DP rank (" + String.join(", ", schedulers) + ") sent remote_blocks: its scheduler "
+                    + "never asked for the KV (not the notify owner, the address did not resolve, or the engine stopped first); "
+                    + "no producer will write";
+        }
         if (notifies.isEmpty()) {
             return "this rank never sent remote_blocks (not the notify owner, or the address did not resolve); "
                     + "no producer will write";
@@ -518,6 +563,19 @@ public final class HangDetectors {
         if (got > 0) {
             var expected = PortMath.expectedAckCount(p.config.tpSize(), t.consumerTpSize);
             if (expected.isOk() && got >= expected.value()) {
+                Long reported = t.workerReported.get(p.name);
+                if (reported != null && p.config.tpSize() > 1) {
+                    List<String> silent = new ArrayList<>();
+                    for (NodeView o : tpSiblings(l, p)) {
+                        if (t.legs.containsKey(o.name) && !t.workerReported.containsKey(o.name)) {
+                            silent.add(o.name);
+                        }
+                    }
+                    return "its worker got its " + got + " release(s) and reported it finished sending at "
+                            + rel(l, reported) + ", but vLLM frees a request only once every TP rank's worker reported it, and "
+                            + (silent.isEmpty() ? "another TP rank (not in these journals)" : String.join(", ", silent))
+                            + " never did";
+                }
                 return "its listener received " + got + " release(s), but the worker never counted them (dropped or "
                         + "unmapped: see the ACK findings of " + p.name + ")";
             }
@@ -525,6 +583,13 @@ public final class HangDetectors {
                     + t.consumerTpSize + ", producer TP " + p.config.tpSize() + ")";
         }
         List<Send> releases = t.sends.stream().filter(s -> s.kind().equals("release")).toList();
+        for (Send r : p.config.tpSize() > 1 ? releases : List.<Send>of()) {
+            if (listener(l, r.host(), r.port()) == p) {
+                // a release addressed to this rank that its listener never received
+                return r.fromNode() + " sent release to this rank (" + r.host() + ":" + r.port() + ") at "
+                        + rel(l, r.atNs()) + lostHow(t, r);
+            }
+        }
         if (!releases.isEmpty()) {
             Send r = releases.get(0);
             NodeView target = listener(l, r.host(), r.port());
@@ -1138,6 +1203,20 @@ public final class HangDetectors {
             }
         }
         return false;
+    }
+
+    /** The other TP ranks of a node's DP rank (same role, host, handshake port base and DP rank) in these journals. */
+    private static List<NodeView> tpSiblings(Ledger l, NodeView n) {
+        List<NodeView> out = new ArrayList<>();
+        for (NodeView o : l.nodes.values()) {
+            NodeConfig a = o.config;
+            NodeConfig b = n.config;
+            if (o != n && a.role() == b.role() && a.hostIp().equals(b.hostIp()) && a.handshakePortBase() == b.handshakePortBase()
+                    && a.dpRank() == b.dpRank() && a.tpRank() != b.tpRank()) {
+                out.add(o);
+            }
+        }
+        return out;
     }
 
     static NodeView listener(Ledger l, String host, int port) {

@@ -37,6 +37,10 @@ public final class Ledger {
     static final int MAX_POD_PEER_REQUESTS = 32;
 
     final LinkedHashMap<String, NodeView> nodes = new LinkedHashMap<>();
+
+    /** Nodes whose scheduler-side notifies are another node's ({@link #schedulerReplica}). */
+
+    private final java.util.Set<String> replicas = new java.util.HashSet<>();
     final LinkedHashMap<String, TransferView> transfers = new LinkedHashMap<>();
     long firstAtNs = Long.MAX_VALUE;
     long lastAtNs = Long.MIN_VALUE;
@@ -44,6 +48,16 @@ public final class Ledger {
 
     public void onPhaseLeft(PhaseListener l) {
         this.phaseListener = l;
+    }
+
+    /**
+     * Marks a node as a TP rank's worker whose scheduler side replays its DP rank's one scheduler
+     * (a {@code kvledger node --engine sim-worker}): the scheduler's notifies it journals
+     * ({@code remote_blocks}, the scheduler's {@code release}) were sent by TP rank 0's node, so the
+     * ledger does not count them as sent by this one.
+     */
+    public void schedulerReplica(String node) {
+        replicas.add(node);
     }
 
     /** Registers a node (before its events) with what its startup checks found. */
@@ -239,9 +253,16 @@ public final class Ledger {
                     bind(n, n.request(e.requestId(), at), e.transferId());
                 }
             }
-            case Effect.SendRemoteBlocks e -> send(n, e.reqId(), e.transferId(), "remote_blocks", e.host(), e.port(), at,
-                    e.blockNotifyList().isEmpty());
-            case Effect.SendRelease e -> send(n, null, e.transferId(), "release", e.host(), e.port(), at, false);
+            case Effect.SendRemoteBlocks e -> {
+                if (!replicas.contains(n.name)) {
+                    send(n, e.reqId(), e.transferId(), "remote_blocks", e.host(), e.port(), at, e.blockNotifyList().isEmpty());
+                }
+            }
+            case Effect.SendRelease e -> {
+                if (e.sender() == Effect.Sender.WORKER || !replicas.contains(n.name)) {
+                    send(n, null, e.transferId(), "release", e.host(), e.port(), at, false);
+                }
+            }
             case Effect.SendWriteDone e -> send(n, null, e.transferId(), "write_done", e.host(), e.port(), at, false);
             case Effect.PostRead e -> {
                 touch(n, e.requestId(), at);
@@ -311,6 +332,26 @@ public final class Ledger {
                     if (h.host == null) {
                         h.host = e.host();
                         h.port = e.port();
+                    }
+                }
+            }
+            case Effect.FinishedReported e -> {
+                // a producer's worker reported these finished sending: every ACK its rank expects came
+                if (e.doneSending() != null) {
+                    for (String rid : e.doneSending()) {
+                        ReqView r = n.requests.get(rid);
+                        if (r != null && r.transferId != null) {
+                            transfer(r.transferId).workerReported.putIfAbsent(n.name, at);
+                        }
+                    }
+                }
+                // a consumer's worker reported these received (WRITE: its write_done came)
+                if (e.doneRecving() != null) {
+                    for (String rid : e.doneRecving()) {
+                        ReqView r = n.requests.get(rid);
+                        if (r != null && r.transferId != null) {
+                            transfer(r.transferId).workerReported.putIfAbsent(n.name, at);
+                        }
                     }
                 }
             }
@@ -605,6 +646,11 @@ public final class Ledger {
         final java.util.LinkedHashSet<String> writeDoneReceivedBy = new java.util.LinkedHashSet<>();
         final LinkedHashMap<String, Integer> releasesReceived = new LinkedHashMap<>();
         final LinkedHashMap<String, Long> reapedOn = new LinkedHashMap<>();
+        /**
+         * Per node, when its worker first reported this transfer's request finished sending (a
+         * producer) or receiving (a consumer).
+         */
+        final LinkedHashMap<String, Long> workerReported = new LinkedHashMap<>();
         int consumerTpSize = 1;
         /** The first failed read status of this transfer, on which node, and its code and message. */
         long firstFailedReadAt = Long.MIN_VALUE;

@@ -62,6 +62,9 @@ public final class Hangs {
             @Override
             public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {
                 ledger.nodeStarted(node.name(), node.config(), startup);
+                if (node.header().origin().startsWith(io.kvledger.journal.JournalHeader.SIM_WORKER_ORIGIN)) {
+                    ledger.schedulerReplica(node.name());
+                }
             }
 
             @Override

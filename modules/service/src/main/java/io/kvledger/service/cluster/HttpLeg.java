@@ -17,10 +17,18 @@ import java.util.concurrent.CompletableFuture;
 /**
  * A leg served by a node of another process, through its {@code POST /v1/completions}. Transport
  * failures and error responses come back as a {@link Completion} with an error, never as an
- * exceptional future.
+ * exceptional future. With DP > 1 the leg is one DP rank of an instance ({@code base} is that
+ * rank's HTTP server, as vLLM's API server hands the request to the rank the header names) and
+ * sends {@code X-data-parallel-rank} as the toy proxy does.
  */
-public record HttpLeg(String name, ZmqAddress zmqAddress, int dpSize, int tpSize, URI base, HttpClient client,
+public record HttpLeg(String name, ZmqAddress zmqAddress, int dpSize, int tpSize, int dpRank, URI base, HttpClient client,
                       Duration timeout) implements Leg {
+
+    /** A leg to an instance with one DP rank (or no rank pinning). */
+    public HttpLeg(String name, ZmqAddress zmqAddress, int dpSize, int tpSize, URI base, HttpClient client,
+                   Duration timeout) {
+        this(name, zmqAddress, dpSize, tpSize, 0, base, client, timeout);
+    }
 
     @Override
     public CompletableFuture<Completion> submit(String xRequestId, int promptTokens, int maxTokens, KvParams params) {
@@ -28,12 +36,14 @@ public record HttpLeg(String name, ZmqAddress zmqAddress, int dpSize, int tpSize
         body.put("prompt_tokens", promptTokens);
         body.put("max_tokens", maxTokens);
         body.put("kv_transfer_params", params == null ? null : params.asMap());
-        HttpRequest req = HttpRequest.newBuilder(base.resolve("/v1/completions"))
+        HttpRequest.Builder b = HttpRequest.newBuilder(base.resolve("/v1/completions"))
                 .timeout(timeout)
                 .header("Content-Type", "application/json")
-                .header("X-Request-Id", xRequestId)
-                .POST(HttpRequest.BodyPublishers.ofString(Json.write(body)))
-                .build();
+                .header("X-Request-Id", xRequestId);
+        if (dpSize > 1) {
+            b.header("X-data-parallel-rank", Integer.toString(dpRank));
+        }
+        HttpRequest req = b.POST(HttpRequest.BodyPublishers.ofString(Json.write(body))).build();
         return client.sendAsync(req, HttpResponse.BodyHandlers.ofString())
                 .handle((res, err) -> err != null
                         ? failed(xRequestId, promptTokens, name + " did not answer: " + err)

@@ -19,6 +19,14 @@ public interface Leg {
     int tpSize();
 
     /**
+     * The DP rank of the instance this leg reaches (sent as {@code X-data-parallel-rank} and, for a
+     * prefill, to the decode as {@code remote_dp_rank} when {@link #dpSize()} is above 1).
+     */
+    default int dpRank() {
+        return 0;
+    }
+
+    /**
      * Sends one leg: the engine runs it under a request id derived from {@code xRequestId} as
      * vLLM's OpenAI server does.
      */

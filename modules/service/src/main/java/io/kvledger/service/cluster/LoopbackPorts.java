@@ -86,6 +86,52 @@ public final class LoopbackPorts {
         throw new IllegalStateException("no run of " + span + " free ports found from " + LOW + " to " + HIGH);
     }
 
+    /**
+     * For each {@code spans[i]}, a base port with that many consecutive free ports from it (1: a
+     * single port); no two runs share a port (every port is held until all runs were found).
+     */
+    public static int[] runs(int... spans) {
+        List<ServerSocket> held = new ArrayList<>();
+        try {
+            int[] bases = new int[spans.length];
+            for (int i = 0; i < spans.length; i++) {
+                int span = spans[i];
+                if (span < 1) {
+                    throw new IllegalArgumentException("a run needs at least one port, got " + span);
+                }
+                boolean found = false;
+                for (int attempt = 0; attempt < 500 && !found; attempt++) {
+                    int base = ThreadLocalRandom.current().nextInt(LOW, HIGH - span);
+                    List<ServerSocket> run = new ArrayList<>();
+                    for (int p = base; p < base + span; p++) {
+                        ServerSocket sock = tryBind(p);
+                        if (sock == null) {
+                            break;
+                        }
+                        run.add(sock);
+                    }
+                    held.addAll(run);
+                    if (run.size() == span) {
+                        bases[i] = base;
+                        found = true;
+                    }
+                }
+                if (!found) {
+                    throw new IllegalStateException("no run of " + span + " free ports found from " + LOW + " to " + HIGH);
+                }
+            }
+            return bases;
+        } finally {
+            for (ServerSocket sock : held) {
+                try {
+                    sock.close();
+                } catch (IOException e) {
+                    // released either way
+                }
+            }
+        }
+    }
+
     private static ServerSocket tryBind(int port) {
         try {
             ServerSocket s = new ServerSocket();

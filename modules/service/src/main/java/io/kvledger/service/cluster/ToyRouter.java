@@ -16,7 +16,9 @@ import java.util.concurrent.CompletableFuture;
  * and decode instances, the {@code X-Request-Id} with both peers' {@code zmq_address}es
  * embedded, a {@code tx-<uuid4>} transfer id, each leg's {@code kv_transfer_params}; WRITE sends
  * both legs at once, READ sends the decode leg with what the prefill leg returned. Randomness
- * comes only from the seeded generator.
+ * comes only from the seeded generator. With DP > 1 each DP rank is one leg: given in the toy
+ * proxy's flat interleaved order (rank 0 of every instance, then rank 1, ...), the round robin is
+ * its {@code flat_interleaved_dp_route}.
  */
 public final class ToyRouter {
 
@@ -89,9 +91,17 @@ public final class ToyRouter {
                 "remote_block_ids", null);
     }
 
-    /** The decode leg's params; in READ, the prefill's returned engine id, blocks and transfer id. */
+    /**
+     * The decode leg's params; in READ, the prefill's returned engine id, blocks and transfer id;
+     * with a prefill of DP > 1, the selected prefill rank as {@code remote_dp_rank} (the toy proxy's
+     * "if a rank was selected"), so a WRITE decode notifies that rank's ports.
+     */
     static KvParams decodeParams(Leg p, String tid, Map<String, Object> prefillReturned) {
-        return decodeParams(p.dpSize(), p.tpSize(), tid, prefillReturned);
+        KvParams params = decodeParams(p.dpSize(), p.tpSize(), tid, prefillReturned);
+        if (p.dpSize() > 1) {
+            params.put("remote_dp_rank", (long) p.dpRank());
+        }
+        return params;
     }
 
     /**

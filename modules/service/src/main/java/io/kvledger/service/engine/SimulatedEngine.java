@@ -45,6 +45,15 @@ import java.util.function.LongSupplier;
  * prefill's pattern. The engine steps while it has requests (every {@code idleStepNs} while all
  * of them only wait for a peer) and sleeps when it has none.
  *
+ * <p>With TP > 1 the engine is the engine core of its DP rank and the node it runs in is TP rank
+ * 0's (its worker 0): it hands every hook call to the nodes of the other TP ranks too
+ * ({@link TpWorkers}), the scheduler calls first (a worker sees the scheduler output before the
+ * forward), the forward calls to every rank at once (each rank's node answers once its own
+ * handshakes and reads settled), and it aggregates the ranks' {@code get_finished} as vLLM's
+ * {@code KVOutputAggregator} does: a request is finished sending (receiving) once every TP rank
+ * reported it, and the load-error blocks are the union. Each rank's node fills and checks its own
+ * KV region ({@link SimulatedWorker}).
+ *
  * <p>Deviations from vLLM, for simplicity: no preemption (a request that cannot get a block
  * waits), no prefix cache, one token per decode step, and the connector is asked about a
  * waiting request only when the pool can hold its prompt.
@@ -119,6 +128,11 @@ public final class SimulatedEngine implements AutoCloseable {
     private final LinkedBlockingQueue<Input> inputs = new LinkedBlockingQueue<>();
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
     private final LinkedHashMap<String, Req> requests = new LinkedHashMap<>();
+    /** The other TP ranks' nodes, or {@code null} with TP 1. */
+    private final TpWorkers workers;
+    /** Per request id, how many more TP ranks must report it finished sending (receiving). */
+    private final Map<String, Integer> sendRemaining = new java.util.HashMap<>();
+    private final Map<String, Integer> recvRemaining = new java.util.HashMap<>();
     private final Thread thread;
     private volatile boolean running;
     private long step;
@@ -139,6 +153,16 @@ public final class SimulatedEngine implements AutoCloseable {
      */
     public SimulatedEngine(String name, NodeConfig config, HookPort port, LongSupplier clock, KvLayout layout,
                            MemorySegment kv, Options options) {
+        this(name, config, port, clock, layout, kv, options, null);
+    }
+
+    /**
+     * @param workers the nodes of this DP rank's other TP ranks, or {@code null} (TP 1); the engine
+     *                closes them when it stops
+     */
+    public SimulatedEngine(String name, NodeConfig config, HookPort port, LongSupplier clock, KvLayout layout,
+                           MemorySegment kv, Options options, TpWorkers workers) {
+        this.workers = workers == null || workers.size() == 0 ? null : workers;
         this.name = name;
         this.config = config;
         this.port = port;
@@ -197,6 +221,115 @@ public final class SimulatedEngine implements AutoCloseable {
                 r.done.completeExceptionally(new IllegalStateException("engine " + name + " stopped"));
             }
         }
+        if (workers != null && !thread.isAlive()) {
+            // the engine thread owns the bridge sockets: closed only once it is gone
+            workers.close();
+        }
+    }
+
+    /**
+     * A scheduler hook: the other TP ranks first (their workers get the scheduler output before the
+     * forward; a decode's blocks are zeroed on every rank before rank 0's scheduler asks for the KV),
+     * then this one. So a deadline the scheduler starts ({@code request_finished}'s deferred free)
+     * starts on the other ranks' replicas no later than here.
+     */
+    private List<Effect> sched(NodeEvent e) {
+        if (workers != null) {
+            try {
+                workers.call(e);
+            } catch (RuntimeException x) {
+                throw new HookPort.HookCallException("TP ranks: " + x.getMessage(), x);
+            }
+        }
+        return port.call(e);
+    }
+
+    /**
+     * {@code update_connector_output}: this rank first, then the others, so a replica applies it no
+     * earlier than rank 0 and reaps (or drops a parked ACK) whenever rank 0 did.
+     */
+    private List<Effect> schedLast(NodeEvent e) {
+        List<Effect> effects = port.call(e);
+        if (workers != null) {
+            try {
+                workers.call(e);
+            } catch (RuntimeException x) {
+                throw new HookPort.HookCallException("TP ranks: " + x.getMessage(), x);
+            }
+        }
+        return effects;
+    }
+
+    /** A forward hook: every TP rank at once; this rank's own waits, then the others' replies. */
+    private List<Effect> forward(NodeEvent e, boolean waits) {
+        long[] ids = workers == null ? null : sendQuietly(e);
+        List<Effect> effects = port.call(e);
+        if (waits) {
+            awaitForward(effects);
+        }
+        if (ids != null) {
+            awaitQuietly(ids);
+        }
+        return effects;
+    }
+
+    private long[] sendQuietly(NodeEvent e) {
+        try {
+            return workers.send(e);
+        } catch (RuntimeException x) {
+            throw new HookPort.HookCallException("TP ranks: " + x.getMessage(), x);
+        }
+    }
+
+    private List<io.kvledger.wire.bridge.BridgeReply> awaitQuietly(long[] ids) {
+        try {
+            return workers.await(ids);
+        } catch (RuntimeException x) {
+            throw new HookPort.HookCallException("TP ranks: " + x.getMessage(), x);
+        }
+    }
+
+    /**
+     * {@code get_finished} on every TP rank, aggregated: a request id is reported once every rank
+     * reported it (each rank once), the load-error blocks of all ranks together.
+     */
+    private Effect.FinishedReported poll() {
+        NodeEvent e = new NodeEvent.FinishedPolled(clock.getAsLong());
+        long[] ids = workers == null ? null : sendQuietly(e);
+        Effect.FinishedReported own = reply(port.call(e), Effect.FinishedReported.class);
+        if (ids == null) {
+            return own;
+        }
+        List<TpWorkers.Polled> all = new ArrayList<>(TpWorkers.polled(awaitQuietly(ids)));
+        all.add(0, own == null ? new TpWorkers.Polled(List.of(), List.of(), List.of())
+                : new TpWorkers.Polled(orEmpty(own.doneSending()), orEmpty(own.doneRecving()), orEmpty(own.loadErrorBlocks())));
+        int ranks = all.size();
+        List<String> sending = new ArrayList<>();
+        List<String> recving = new ArrayList<>();
+        java.util.LinkedHashSet<Integer> errors = new java.util.LinkedHashSet<>();
+        for (TpWorkers.Polled p : all) {
+            count(p.doneSending(), sendRemaining, ranks, sending);
+            count(p.doneRecving(), recvRemaining, ranks, recving);
+            errors.addAll(p.loadErrorBlocks());
+        }
+        return new Effect.FinishedReported(sending.isEmpty() ? null : sending, recving.isEmpty() ? null : recving,
+                List.copyOf(errors));
+    }
+
+    private static void count(List<String> ids, Map<String, Integer> remaining, int ranks, List<String> done) {
+        for (String id : ids) {
+            int left = remaining.getOrDefault(id, ranks) - 1;
+            if (left <= 0) {
+                remaining.remove(id);
+                done.add(id);
+            } else {
+                remaining.put(id, left);
+            }
+        }
+    }
+
+    private static <T> List<T> orEmpty(List<T> l) {
+        return l == null ? List.of() : l;
     }
 
     private void run() {
@@ -307,7 +440,7 @@ public final class SimulatedEngine implements AutoCloseable {
             if (free.size() < promptBlocks) {
                 break; // FCFS: later requests wait too
             }
-            Effect.MatchedTokens mt = reply(port.call(new NodeEvent.MatchedTokensQueried(clock.getAsLong(), r.id, 0)),
+            Effect.MatchedTokens mt = reply(sched(new NodeEvent.MatchedTokensQueried(clock.getAsLong(), r.id, 0)),
                     Effect.MatchedTokens.class);
             int ext = mt == null ? 0 : Math.max(0, mt.count());
             boolean async = mt != null && mt.loadAsync() && ext > 0;
@@ -315,7 +448,7 @@ public final class SimulatedEngine implements AutoCloseable {
                 int[] blocks = grow(r, r.prompt);
                 r.external = ext;
                 clear(blocks);
-                port.call(new NodeEvent.BlocksAllocated(clock.getAsLong(), r.id, BlockGroups.single(blocks), ext));
+                sched(new NodeEvent.BlocksAllocated(clock.getAsLong(), r.id, BlockGroups.single(blocks), ext));
                 r.status = Status.WAITING_FOR_REMOTE_KVS;
                 continue;
             }
@@ -326,7 +459,7 @@ public final class SimulatedEngine implements AutoCloseable {
                 r.external = ext;
                 r.syncLoad = true;
                 clear(blocks);
-                port.call(new NodeEvent.BlocksAllocated(clock.getAsLong(), r.id, BlockGroups.single(blocks), ext));
+                sched(new NodeEvent.BlocksAllocated(clock.getAsLong(), r.id, BlockGroups.single(blocks), ext));
                 r.status = Status.RUNNING;
                 r.computed = Math.min(r.prompt, ext + Math.max(1, Math.min(r.prompt - ext, budget)));
                 budget -= r.computed - ext;
@@ -336,13 +469,13 @@ public final class SimulatedEngine implements AutoCloseable {
             }
             int tokens = Math.min(r.prompt, budget);
             int[] blocks = grow(r, tokens);
-            port.call(new NodeEvent.BlocksAllocated(clock.getAsLong(), r.id, BlockGroups.single(blocks), 0));
+            sched(new NodeEvent.BlocksAllocated(clock.getAsLong(), r.id, BlockGroups.single(blocks), 0));
             r.status = Status.RUNNING;
             r.computed = tokens;
             budget -= tokens;
             computedThisStep.add(r);
         }
-        port.call(new NodeEvent.StepScheduled(clock.getAsLong(), step, cached));
+        sched(new NodeEvent.StepScheduled(clock.getAsLong(), step, cached));
 
         // ---- the forward
         for (Req r : computedThisStep) {
@@ -350,15 +483,14 @@ public final class SimulatedEngine implements AutoCloseable {
                 KvPattern.fill(kv, layout, r.transferId, r.blockArray());
             }
         }
-        awaitForward(port.call(new NodeEvent.LoadStarted(clock.getAsLong())));
+        forward(new NodeEvent.LoadStarted(clock.getAsLong()), true);
         for (String layer : config.layerNames()) {
-            awaitForward(port.call(new NodeEvent.LayerSaved(clock.getAsLong(), layer)));
+            forward(new NodeEvent.LayerSaved(clock.getAsLong(), layer), true);
         }
-        port.call(new NodeEvent.SaveWaited(clock.getAsLong()));
+        forward(new NodeEvent.SaveWaited(clock.getAsLong()), false);
 
         // ---- the output
-        Effect.FinishedReported fin = reply(port.call(new NodeEvent.FinishedPolled(clock.getAsLong())),
-                Effect.FinishedReported.class);
+        Effect.FinishedReported fin = poll();
         List<String> doneSending = fin == null ? null : fin.doneSending();
         List<String> doneRecving = fin == null ? null : fin.doneRecving();
         if (fin != null && fin.loadErrorBlocks() != null && !fin.loadErrorBlocks().isEmpty()) {
@@ -390,7 +522,7 @@ public final class SimulatedEngine implements AutoCloseable {
                 }
             }
         }
-        Effect.FinishedSendingRewritten safe = reply(port.call(new NodeEvent.ConnectorOutputReceived(
+        Effect.FinishedSendingRewritten safe = reply(schedLast(new NodeEvent.ConnectorOutputReceived(
                 clock.getAsLong(), doneSending, doneRecving)), Effect.FinishedSendingRewritten.class);
         if (safe != null) {
             for (String id : safe.safe()) {
@@ -433,7 +565,7 @@ public final class SimulatedEngine implements AutoCloseable {
         }
         requests.put(r.id, r);
         held.incrementAndGet();
-        port.call(new NodeEvent.RequestAdmitted(clock.getAsLong(), r.id, r.prompt, r.prompt, r.params));
+        sched(new NodeEvent.RequestAdmitted(clock.getAsLong(), r.id, r.prompt, r.prompt, r.params));
     }
 
     private void abortNow(String id) {
@@ -446,7 +578,7 @@ public final class SimulatedEngine implements AutoCloseable {
 
     private void finish(Req r, FinishStatus status) {
         r.finished = true;
-        Effect.FinishDecision d = reply(port.call(new NodeEvent.RequestFinished(clock.getAsLong(), r.id, status,
+        Effect.FinishDecision d = reply(sched(new NodeEvent.RequestFinished(clock.getAsLong(), r.id, status,
                 BlockGroups.single(r.blockArray()))), Effect.FinishDecision.class);
         Map<String, Object> params = d == null || d.params() == null ? null : d.params().asMap();
         String error = status == FinishStatus.FINISHED_ABORTED ? "aborted" : null;

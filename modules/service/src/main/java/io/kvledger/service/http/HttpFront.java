@@ -186,6 +186,13 @@ public final class HttpFront implements AutoCloseable {
                     "this node has no built-in engine (--engine " + node.options().engine().name().toLowerCase() + ")"));
         }
         String xrid = req.requestHeaders().get("X-Request-Id");
+        String dpHeader = req.requestHeaders().get("X-data-parallel-rank");
+        int ownDp = node.options().config().dpRank();
+        if (dpHeader != null && !dpHeader.trim().equals(Integer.toString(ownDp))) {
+            // vLLM's API server hands a request to the engine of the rank the header names: this node is one rank
+            return json(res, HttpResponseStatus.BAD_REQUEST, Map.of("error", "X-data-parallel-rank " + dpHeader
+                    + " is not this node's DP rank (" + ownDp + ")"));
+        }
         return body(req).flatMap(text -> {
             CompletionRequest cr;
             try {

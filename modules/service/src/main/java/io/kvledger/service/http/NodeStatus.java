@@ -41,6 +41,14 @@ public final class NodeStatus {
             m.put("shadow_messages", node.shadowServer() == null ? 0L : node.shadowServer().messages());
         }
         m.put("faults_injected", node.faultsInjected());
+        if (node.worker() != null) {
+            Map<String, Object> wm = new LinkedHashMap<>();
+            wm.put("tp_rank", (long) node.options().config().tpRank());
+            wm.put("verified_bytes", node.worker().verifiedBytes());
+            wm.put("verified_requests", node.worker().verifiedRequests());
+            wm.put("corrupt_requests", node.worker().corruptRequests());
+            m.put("worker", wm);
+        }
         SimulatedEngine e = node.engine();
         if (e != null) {
             Map<String, Object> em = new LinkedHashMap<>();
