@@ -1205,20 +1205,6 @@ public final class HangDetectors {
         return false;
     }
 
-    /** The other TP ranks of a node's DP rank (same role, host, handshake port base and DP rank) in these journals. */
-    private static List<NodeView> tpSiblings(Ledger l, NodeView n) {
-        List<NodeView> out = new ArrayList<>();
-        for (NodeView o : l.nodes.values()) {
-            NodeConfig a = o.config;
-            NodeConfig b = n.config;
-            if (o != n && a.role() == b.role() && a.hostIp().equals(b.hostIp()) && a.handshakePortBase() == b.handshakePortBase()
-                    && a.dpRank() == b.dpRank() && a.tpRank() != b.tpRank()) {
-                out.add(o);
-            }
-        }
-        return out;
-    }
-
     static NodeView listener(Ledger l, String host, int port) {
         for (NodeView n : l.nodes.values()) {
             if (n.config.hostIp().equals(host) && Ledger.listenPort(n.config) == port) {
