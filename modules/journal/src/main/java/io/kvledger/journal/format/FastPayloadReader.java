@@ -1,17 +1,14 @@
 package io.kvledger.journal.format;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
  * A faster way to read the payloads of well-formed entries, for passes over large journals
  * ({@code replay}, {@code hangs}): it reads the msgpack bytes in place, without msgpack-core's
- * unpacker, and hands out one {@link String} instance for equal strings met again soon (request
- * ids, transfer ids and layer names recur in entry after entry, and the reducers' maps then find
- * them with their hash already computed).
+ * unpacker and its per-value format lookups. (Handing out one {@link String} instance for
+ * strings that recur, to save the reducers' maps rehashing them, was tried: it cost more in
+ * lookups than it saved.)
  *
  * <p>It gives the same records as {@link EntryType#read} on every payload it accepts, field by
  * field through the same {@link Schema} builders; it accepts only what it reads plainly (the
@@ -33,16 +30,9 @@ public final class FastPayloadReader {
 
     static final Fallback FALLBACK = new Fallback();
 
-    private static final VarHandle LONG_LE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
-    private static final int CACHE_BITS = 13;
-    /** Longer strings are decoded afresh each time. */
-    private static final int CACHE_MAX_BYTES = 256;
-
     private byte[] b;
     int pos;
     private int end;
-    private final byte[][] cacheKeys = new byte[1 << CACHE_BITS][];
-    private final String[] cacheValues = new String[1 << CACHE_BITS];
 
     public FastPayloadReader() {}
 
@@ -218,7 +208,7 @@ public final class FastPayloadReader {
         }
         int at = pos;
         pos += n;
-        return n <= CACHE_MAX_BYTES ? cached(at, n) : new String(b, at, n, StandardCharsets.UTF_8);
+        return new String(b, at, n, StandardCharsets.UTF_8);
     }
 
     /** A bin payload, copied. */
@@ -244,28 +234,5 @@ public final class FastPayloadReader {
         byte[] out = Arrays.copyOfRange(b, pos, pos + n);
         pos += n;
         return out;
-    }
-
-    // ------------------------------------------------------------------ recent strings
-
-    /** The string of {@code b[at, at + n)}: the instance handed out last for these bytes, if still cached. */
-    private String cached(int at, int n) {
-        long h = n;
-        int i = 0;
-        for (; i + 8 <= n; i += 8) {
-            h = (h ^ (long) LONG_LE.get(b, at + i)) * 0x9E3779B97F4A7C15L;
-        }
-        for (; i < n; i++) {
-            h = (h ^ (b[at + i] & 0xff)) * 0x9E3779B97F4A7C15L;
-        }
-        int slot = (int) ((h ^ (h >>> 29)) >>> (64 - CACHE_BITS));
-        byte[] k = cacheKeys[slot];
-        if (k != null && Arrays.equals(k, 0, k.length, b, at, at + n)) {
-            return cacheValues[slot];
-        }
-        String s = new String(b, at, n, StandardCharsets.UTF_8);
-        cacheKeys[slot] = Arrays.copyOfRange(b, at, at + n);
-        cacheValues[slot] = s;
-        return s;
     }
 }

@@ -425,6 +425,8 @@ public final class Replayer implements AutoCloseable {
      */
     private static final class Batch {
         final JournalEntry.Input[] inputs = new JournalEntry.Input[BATCH];
+        /** Each input's atNs, for the merge (it compares times without touching the inputs). */
+        final long[] at = new long[BATCH];
         final int[] fxEnd = new int[BATCH];
         final int[] recEnd;
         Effect[] fx = new Effect[BATCH];
@@ -444,6 +446,7 @@ public final class Replayer implements AutoCloseable {
 
         void add(JournalEntry.Input in, List<Effect> effects, List<JournalEntry.Derived> recorded) {
             inputs[n] = in;
+            at[n] = in.atNs();
             int k = effects.size();
             if (fxN + k > fx.length) {
                 fx = java.util.Arrays.copyOf(fx, Math.max(fx.length * 2, fxN + k));
@@ -638,6 +641,7 @@ public final class Replayer implements AutoCloseable {
             int n = feeds.length;
             Batch[] cur = new Batch[n];
             int[] at = new int[n];
+            long[] headAt = new long[n];
             for (int i = 0; i < n; i++) {
                 cur[i] = take(i);
                 Feed f = feeds[i];
@@ -653,6 +657,9 @@ public final class Replayer implements AutoCloseable {
                 }
                 listener.started(f.cursor.node, f.startupEffects, f.startup);
                 cur[i] = settle(i, cur[i], 0);
+                if (cur[i] != null) {
+                    headAt[i] = cur[i].at[0];
+                }
             }
             Slice<Effect> fx = new Slice<>();
             Slice<JournalEntry.Derived> rec = new Slice<>();
@@ -662,13 +669,9 @@ public final class Replayer implements AutoCloseable {
                 int best = -1;
                 long bestAt = 0;
                 for (int i = 0; i < n; i++) {
-                    Batch b = cur[i];
-                    if (b != null) {
-                        long t = b.inputs[at[i]].atNs();
-                        if (best < 0 || t < bestAt) {
-                            best = i;
-                            bestAt = t;
-                        }
+                    if (cur[i] != null && (best < 0 || headAt[i] < bestAt)) {
+                        best = i;
+                        bestAt = headAt[i];
                     }
                 }
                 if (best < 0) {
@@ -685,9 +688,13 @@ public final class Replayer implements AutoCloseable {
                 listener.applied(feeds[best].cursor.node, b.inputs[k], fx, recorded);
                 b.inputs[k] = null;
                 at[best] = k + 1;
-                cur[best] = settle(best, b, k + 1);
-                if (cur[best] != b) {
+                Batch next = settle(best, b, k + 1);
+                cur[best] = next;
+                if (next != b) {
                     at[best] = 0;
+                }
+                if (next != null) {
+                    headAt[best] = next.at[at[best]];
                 }
                 if ((++applied & (PROGRESS_EVERY - 1)) == 0) {
                     progress.inputsApplied(applied);
