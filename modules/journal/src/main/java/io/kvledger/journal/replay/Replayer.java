@@ -35,9 +35,8 @@ import java.util.Set;
  * are skipped and show up in {@link #warnings()}.
  *
  * <p>Threads: the listener runs on the thread that calls {@link #run}, in merged order. Reading,
- * decoding and reducing the journals runs there too with {@link #threads(int) threads(0)};
- * otherwise (the default when the machine has more than one processor) helper threads do it
- * ahead of the listener, a batch of inputs of one journal at a time (each journal's reducer
+ * decoding and reducing the journals runs there too by default ({@link #threads(int) threads(0)});
+ * with {@code threads(n)}, n helper threads do it ahead of the listener, a batch of inputs of one journal at a time (each journal's reducer
  * stays on one batch's thread at a time, in journal order), and hand the batches over; the
  * listener sees the same inputs, effects and recorded entries in the same order either way, and
  * an error of a journal (an unreadable file) surfaces at the same point of the merge.
@@ -190,10 +189,11 @@ public final class Replayer implements AutoCloseable {
     }
 
     /**
-     * How many helper threads read, decode and reduce the journals ahead of the listener: 0 does
-     * everything on the caller's thread; at most one per journal is used. The default is the
-     * number of processors (at most {@value #MAX_THREADS}), or 0 on a single processor;
-     * the system property {@code kvledger.replay.threads} sets it for a whole JVM.
+     * How many helper threads read, decode and reduce the journals ahead of the listener: 0 (the
+     * default) does everything on the caller's thread; at most one per journal is used. The
+     * system property {@code kvledger.replay.threads} sets the default for a whole JVM. (On the
+     * shared 2-core machines of benchmarks/README.md two helpers cost about a quarter more CPU
+     * time and finished later than none, so none is the default.)
      */
     public Replayer threads(int n) {
         if (n < 0) {
@@ -202,8 +202,6 @@ public final class Replayer implements AutoCloseable {
         this.threads = n;
         return this;
     }
-
-    static final int MAX_THREADS = 4;
 
     private static int defaultThreads() {
         String p = System.getProperty("kvledger.replay.threads");
@@ -214,8 +212,7 @@ public final class Replayer implements AutoCloseable {
                 // ignored: the default below
             }
         }
-        int cpus = Runtime.getRuntime().availableProcessors();
-        return cpus <= 1 ? 0 : Math.min(cpus, MAX_THREADS);
+        return 0;
     }
 
     /** Reports inputs applied so far (for a progress line on stderr). */
