@@ -192,7 +192,7 @@ public final class Replayer implements AutoCloseable {
      * How many helper threads read, decode and reduce the journals ahead of the listener: 0 (the
      * default) does everything on the caller's thread; at most one per journal is used. The
      * system property {@code kvledger.replay.threads} sets the default for a whole JVM. (On the
-     * shared 2-core machines of benchmarks/README.md two helpers cost about a quarter more CPU
+     * shared 2-core machines of benchmarks/README.md two helpers cost about a third more CPU
      * time and finished later than none, so none is the default.)
      */
     public Replayer threads(int n) {
