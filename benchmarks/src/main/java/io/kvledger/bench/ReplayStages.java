@@ -31,12 +31,14 @@ import java.util.Locale;
  *       detectors.</li>
  * </ul>
  * Each stage runs {@code ROUNDS} times (default 3) after one warm-up pass of each; the figures
- * are per round (wall time and input events per second) and the median. The peak of the heap
- * pools after the runs (the JVM's own bookkeeping, {@link MemoryPoolMXBean#getPeakUsage()}) is
- * printed at the end: run with {@code -Xmx512m} to check the bound.
+ * are per round (wall time and input events per second, process and thread CPU time) and the
+ * median. The sum of the heap pools' peaks ({@link MemoryPoolMXBean#getPeakUsage()}) is printed
+ * at the end: an upper bound of the peak heap (the pools peak at different times); the commands'
+ * own heap figures come from {@code -Xlog:gc}.
  *
  * <p>Usage: {@code java <project flags> -cp benchmarks/target/benchmarks.jar
- * io.kvledger.bench.ReplayStages DIR [ROUNDS] [STAGE,...]}.
+ * io.kvledger.bench.ReplayStages DIR [ROUNDS] [STAGE,...]} (stages: scan, decode, replay, hangs;
+ * {@code types} alone prints the entries per type instead).
  */
 public final class ReplayStages {
 
