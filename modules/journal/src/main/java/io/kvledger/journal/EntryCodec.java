@@ -2,6 +2,7 @@ package io.kvledger.journal;
 
 import io.kvledger.journal.format.EntryKind;
 import io.kvledger.journal.format.EntryType;
+import io.kvledger.journal.format.FastPayloadReader;
 import io.kvledger.journal.format.PayloadException;
 import io.kvledger.journal.format.PyValues;
 import java.io.IOException;
@@ -119,6 +120,16 @@ final class EntryCodec {
         return (long) I64.get(b, 12);
     }
 
+    /** The kind code of the entry that starts at {@code b[off]}. */
+    static int kindCode(byte[] b, int off) {
+        return b[off + 1] & 0xff;
+    }
+
+    /** The seq of the entry that starts at {@code b[off]}. */
+    static long seq(byte[] b, int off) {
+        return (long) I64.get(b, off + 4);
+    }
+
     /** The header payload: a msgpack map. */
     static byte[] headerPayload(JournalHeader h) {
         try (var p = MessagePack.newDefaultBufferPacker()) {
@@ -135,6 +146,7 @@ final class EntryCodec {
         private final Warnings warnings;
         private final ArrayBufferInput input = new ArrayBufferInput(new byte[0]);
         private final MessageUnpacker unpacker = MessagePack.newDefaultUnpacker(input);
+        private final FastPayloadReader fast = new FastPayloadReader();
         private long lastInputSeq;
 
         Decoder(Warnings warnings) {
@@ -149,15 +161,23 @@ final class EntryCodec {
          *          nothing returned refers to it)
          */
         JournalEntry decode(byte[] b, int len) {
+            return decode(b, 0, len);
+        }
+
+        /**
+         * Decodes the stored entry {@code b[off, off + len)}; as {@link #decode(byte[], int)}
+         * (nothing returned refers to {@code b}).
+         */
+        JournalEntry decode(byte[] b, int off, int len) {
             if (len < JournalFormat.FIXED_PREFIX) {
                 String why = "entry of " + len + " bytes is shorter than the " + JournalFormat.FIXED_PREFIX + "-byte prefix";
                 warnings.add(why);
-                return new JournalEntry.Unknown(-1, -1, null, 0, Arrays.copyOf(b, len), why);
+                return new JournalEntry.Unknown(-1, -1, null, 0, Arrays.copyOfRange(b, off, off + len), why);
             }
-            int layout = layout(b);
-            int kindCode = kindCode(b);
-            int typeId = typeId(b);
-            long seq = seq(b);
+            int layout = b[off] & 0xff;
+            int kindCode = b[off + 1] & 0xff;
+            int typeId = ((short) I16.get(b, off + 2)) & 0xffff;
+            long seq = (long) I64.get(b, off + 4);
             EntryKind kind = EntryKind.byCode(kindCode);
             long atNs;
             long cause;
@@ -166,48 +186,67 @@ final class EntryCodec {
                 case 2 -> {
                     // the reader checked the checksum before handing the entry over
                     if (len < JournalFormat.ENVELOPE_V2) {
-                        return unknown(b, len, seq, typeId, kind, 0, "truncated layout-2 envelope (" + len + " bytes)");
+                        return unknown(b, off, len, seq, typeId, kind, 0, "truncated layout-2 envelope (" + len + " bytes)");
                     }
-                    atNs = (long) I64.get(b, 12);
-                    cause = (long) I64.get(b, 20);
+                    atNs = (long) I64.get(b, off + 12);
+                    cause = (long) I64.get(b, off + 20);
                     payloadAt = JournalFormat.ENVELOPE_V2;
                 }
                 case 1 -> {
                     if (len < JournalFormat.ENVELOPE_V1) {
-                        return unknown(b, len, seq, typeId, kind, 0, "truncated layout-1 envelope (" + len + " bytes)");
+                        return unknown(b, off, len, seq, typeId, kind, 0, "truncated layout-1 envelope (" + len + " bytes)");
                     }
-                    atNs = (long) I64.get(b, 12);
-                    cause = (long) I64.get(b, 20);
+                    atNs = (long) I64.get(b, off + 12);
+                    cause = (long) I64.get(b, off + 20);
                     payloadAt = JournalFormat.ENVELOPE_V1;
                 }
                 case 0 -> {
                     if (len < JournalFormat.ENVELOPE_V0) {
-                        return unknown(b, len, seq, typeId, kind, 0, "truncated layout-0 envelope (" + len + " bytes)");
+                        return unknown(b, off, len, seq, typeId, kind, 0, "truncated layout-0 envelope (" + len + " bytes)");
                     }
-                    atNs = (long) I64.get(b, 12);
+                    atNs = (long) I64.get(b, off + 12);
                     // Layout 0 had no cause_seq: a derived entry followed its cause's input.
                     cause = kind == EntryKind.DERIVED ? lastInputSeq : JournalFormat.NO_CAUSE;
                     payloadAt = JournalFormat.ENVELOPE_V0;
                 }
                 default -> {
-                    return unknown(b, len, seq, typeId, kind, 0, "entry layout version " + layout
+                    return unknown(b, off, len, seq, typeId, kind, 0, "entry layout version " + layout
                             + " is newer than this reader (" + JournalFormat.FORMAT_VERSION + ")");
                 }
             }
             if (kind == null) {
-                return unknown(b, len, seq, typeId, null, atNs, "unknown entry kind " + kindCode);
+                return unknown(b, off, len, seq, typeId, null, atNs, "unknown entry kind " + kindCode);
             }
             EntryType type = EntryType.byId(typeId);
             if (type == null) {
                 warnings.unknownType(typeId, seq);
-                return new JournalEntry.Unknown(seq, typeId, kind, atNs, Arrays.copyOf(b, len),
+                return new JournalEntry.Unknown(seq, typeId, kind, atNs, Arrays.copyOfRange(b, off, off + len),
                         "type id " + typeId + " is unknown to this version");
             }
             if (type.kind() != kind) {
-                return unknown(b, len, seq, typeId, kind, atNs,
+                return unknown(b, off, len, seq, typeId, kind, atNs,
                         type.typeName() + " is " + article(type.kind()) + " type but the entry is " + article(kind));
             }
-            input.reset(b, payloadAt, len - payloadAt);
+            if (kind != EntryKind.HEADER) {
+                // well-formed payloads: read in place; anything else: the generic unpacker below
+                Object r = fast.read(type, b, off + payloadAt, off + len, kind == EntryKind.DERIVED ? 0 : atNs);
+                if (r != null) {
+                    switch (kind) {
+                        case INPUT -> {
+                            lastInputSeq = seq;
+                            return new JournalEntry.Input(seq, atNs, (io.kvledger.core.event.NodeEvent) r);
+                        }
+                        case DERIVED -> {
+                            return new JournalEntry.Derived(seq, cause, atNs, (io.kvledger.core.effect.Effect) r);
+                        }
+                        case PROXY -> {
+                            return new JournalEntry.Proxy(seq, atNs, (io.kvledger.journal.proxy.ProxyEvent) r);
+                        }
+                        case HEADER -> throw new AssertionError(kind);
+                    }
+                }
+            }
+            input.reset(b, off + payloadAt, len - payloadAt);
             try {
                 unpacker.reset(input);
                 switch (kind) {
@@ -237,9 +276,9 @@ final class EntryCodec {
                 }
                 throw new AssertionError(kind);
             } catch (PayloadException | IllegalArgumentException e) {
-                return unknown(b, len, seq, typeId, kind, atNs, type.typeName() + " payload: " + e.getMessage());
+                return unknown(b, off, len, seq, typeId, kind, atNs, type.typeName() + " payload: " + e.getMessage());
             } catch (IOException | RuntimeException e) {
-                return unknown(b, len, seq, typeId, kind, atNs, type.typeName() + " payload is malformed msgpack: " + e);
+                return unknown(b, off, len, seq, typeId, kind, atNs, type.typeName() + " payload is malformed msgpack: " + e);
             }
         }
 
@@ -247,10 +286,10 @@ final class EntryCodec {
             return (k == EntryKind.INPUT ? "an " : "a ") + k.label();
         }
 
-        private JournalEntry.Unknown unknown(byte[] b, int len, long seq, int typeId, EntryKind kind, long atNs,
+        private JournalEntry.Unknown unknown(byte[] b, int off, int len, long seq, int typeId, EntryKind kind, long atNs,
                                              String why) {
             warnings.add("seq " + seq + ": " + why + "; skipped");
-            return new JournalEntry.Unknown(seq, typeId, kind, atNs, Arrays.copyOf(b, len), why);
+            return new JournalEntry.Unknown(seq, typeId, kind, atNs, Arrays.copyOfRange(b, off, off + len), why);
         }
     }
 }

@@ -170,7 +170,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
      */
     public static Integrity check(Path dir) {
         try (QueueScanner s = new QueueScanner(dir, false)) {
-            Queues.Buffer buf = new Queues.Buffer();
+            Queues.Buffer buf = Queues.Buffer.inPlace();
             while (s.next(buf)) {
                 // the scanner checks each entry's checksum and records the damage
             }
@@ -253,7 +253,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
     public JournalTailer tail(boolean fromStart) {
         QueueScanner s = new QueueScanner(dir, true);
         if (!fromStart) {
-            Queues.Buffer skip = new Queues.Buffer();
+            Queues.Buffer skip = Queues.Buffer.inPlace();
             while (s.next(skip)) {
                 // to the end of what has been written so far
             }
@@ -270,7 +270,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         private final JournalReader reader;
         private final QueueScanner scanner;
         private final EntryCodec.Decoder decoder;
-        private final Queues.Buffer buf = new Queues.Buffer();
+        private final Queues.Buffer buf = Queues.Buffer.inPlace();
         private final boolean skipDerived;
         private JournalEntry next;
         private boolean done;
@@ -300,8 +300,8 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
                     return false;
                 }
             } while (skipDerived && buf.length >= JournalFormat.FIXED_PREFIX
-                    && EntryCodec.kindCode(buf.bytes) == EntryKind.DERIVED.code());
-            next = decoder.decode(buf.bytes, buf.length);
+                    && EntryCodec.kindCode(buf.bytes, buf.offset) == EntryKind.DERIVED.code());
+            next = decoder.decode(buf.bytes, buf.offset, buf.length);
             return true;
         }
 

@@ -53,6 +53,8 @@ final class QueueScanner implements AutoCloseable {
     static final int MAX_ENTRY = 64 << 20;
 
     private static final int WINDOW = 1 << 20;
+    /** Zeros to compare the window with ({@link #zeroRun}). */
+    private static final byte[] ZEROS = new byte[WINDOW];
     private static final byte[] WRITE_POSITION = "writePosition".getBytes(StandardCharsets.US_ASCII);
 
     private final Path dir;
@@ -215,14 +217,21 @@ final class QueueScanner implements AutoCloseable {
 
     private void handOut(Queues.Buffer buf, long at, int len) throws IOException {
         ensure(at, len);
-        if (len > buf.bytes.length) {
-            buf.bytes = new byte[Math.max(len, buf.bytes.length * 2)];
+        int off = (int) (at - winStart);
+        if (buf.inPlace) {
+            buf.bytes = win;
+            buf.offset = off;
+        } else {
+            if (len > buf.bytes.length) {
+                buf.bytes = new byte[Math.max(len, buf.bytes.length * 2)];
+            }
+            System.arraycopy(win, off, buf.bytes, 0, len);
+            buf.offset = 0;
         }
-        System.arraycopy(win, (int) (at - winStart), buf.bytes, 0, len);
         buf.length = len;
-        long seq = len >= JournalFormat.FIXED_PREFIX ? EntryCodec.seq(buf.bytes) : lastGoodSeq;
-        int layout = buf.bytes[0] & 0xff;
-        if (!headerSeen && len >= JournalFormat.FIXED_PREFIX && EntryCodec.kindCode(buf.bytes) == EntryKind.HEADER.code()) {
+        long seq = len >= JournalFormat.FIXED_PREFIX ? EntryCodec.seq(win, off) : lastGoodSeq;
+        int layout = win[off] & 0xff;
+        if (!headerSeen && len >= JournalFormat.FIXED_PREFIX && EntryCodec.kindCode(win, off) == EntryKind.HEADER.code()) {
             headerSeen = true;
             strict = layout >= JournalFormat.FIRST_CHECKSUMMED_VERSION;
         }
@@ -273,18 +282,12 @@ final class QueueScanner implements AutoCloseable {
             return "not an entry";
         }
         if (!inPlace) {
-            long seq = EntryCodec.seq(slice(off));
+            long seq = EntryCodec.seq(win, off);
             if (seq <= lastGoodSeq || (lastGoodSeq >= 0 && seq - lastGoodSeq > (1L << 40))) {
                 return "an old entry";
             }
         }
         return null;
-    }
-
-    private byte[] slice(int off) {
-        byte[] b = new byte[JournalFormat.FIXED_PREFIX];
-        System.arraycopy(win, off, b, 0, b.length);
-        return b;
     }
 
     /**
@@ -366,8 +369,13 @@ final class QueueScanner implements AutoCloseable {
                 return -1;
             }
             int h = intAt((int) (q - winStart));
+            if (h == 0) {
+                // the zeros after the data (most of a file's tail): skip them at once, not 4 bytes a time
+                q += zeroRun((int) (q - winStart)) - 4;
+                continue;
+            }
             // an entry whose header lost only its metadata bit is still found (the walk reads it)
-            if (h == 0 || (h & NOT_COMPLETE) != 0) {
+            if ((h & NOT_COMPLETE) != 0) {
                 continue;
             }
             int len = h & LENGTH_MASK;
@@ -579,6 +587,17 @@ final class QueueScanner implements AutoCloseable {
             return false;
         }
         return true;
+    }
+
+    /**
+     * The length of the run of zero bytes at {@code off} in the window, rounded down to whole
+     * 4-byte words (at least 4: the word at {@code off} is zero).
+     */
+    private int zeroRun(int off) {
+        int n = Math.min(winLen - off, ZEROS.length);
+        int i = java.util.Arrays.mismatch(win, off, off + n, ZEROS, 0, n);
+        int run = i < 0 ? n : i;
+        return Math.max(4, run & ~3);
     }
 
     private int readInt(long at) throws IOException {

@@ -93,9 +93,31 @@ final class Queues {
         }
     }
 
-    /** A reusable buffer for reading entries. */
+    /**
+     * A reusable buffer for reading entries: the entry is {@code bytes[offset, offset + length)}.
+     * By default the scanner copies each entry into {@link #bytes} (offset 0). A buffer made
+     * {@link #inPlace()} is handed the scanner's own read window instead, without a copy: its
+     * bytes are valid only until the next read of the scanner.
+     */
     static final class Buffer {
-        byte[] bytes = new byte[1024];
+        byte[] bytes;
+        int offset;
         int length;
+        final boolean inPlace;
+
+        Buffer() {
+            this.bytes = new byte[1024];
+            this.inPlace = false;
+        }
+
+        private Buffer(boolean inPlace) {
+            this.bytes = inPlace ? new byte[0] : new byte[1024];
+            this.inPlace = inPlace;
+        }
+
+        /** A buffer that borrows the scanner's window (no copy; valid until the next read). */
+        static Buffer inPlace() {
+            return new Buffer(true);
+        }
     }
 }

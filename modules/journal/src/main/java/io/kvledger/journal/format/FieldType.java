@@ -39,6 +39,15 @@ public abstract class FieldType<T> {
 
     abstract T read(MessageUnpacker u) throws IOException;
 
+    /**
+     * {@link #read} from a {@link FastPayloadReader}: the same value for a well-formed field;
+     * throws {@link FastPayloadReader.Fallback} for anything this type does not read there (by
+     * default: everything).
+     */
+    T readFast(FastPayloadReader in) {
+        throw FastPayloadReader.FALLBACK;
+    }
+
     abstract Object toJson(T v);
 
     abstract T fromJson(Object j);
@@ -69,6 +78,7 @@ public abstract class FieldType<T> {
     public static final FieldType<Integer> I32 = new FieldType<>("int") {
         @Override void write(MessagePacker p, Integer v) throws IOException { p.packInt(v); }
         @Override Integer read(MessageUnpacker u) throws IOException { return toInt(readLong(u)); }
+        @Override Integer readFast(FastPayloadReader in) { return in.readInt(); }
         @Override Object toJson(Integer v) { return (long) v; }
         @Override Integer fromJson(Object j) { return toInt(jsonLong(j)); }
         @Override Integer absent() { return 0; }
@@ -79,6 +89,7 @@ public abstract class FieldType<T> {
     public static final FieldType<Long> I64 = new FieldType<>("int64") {
         @Override void write(MessagePacker p, Long v) throws IOException { p.packLong(v); }
         @Override Long read(MessageUnpacker u) throws IOException { return readLong(u); }
+        @Override Long readFast(FastPayloadReader in) { return in.readLong(); }
         @Override Object toJson(Long v) { return v; }
         @Override Long fromJson(Object j) { return jsonLong(j); }
         @Override Long absent() { return 0L; }
@@ -89,6 +100,7 @@ public abstract class FieldType<T> {
     public static final FieldType<Integer> I32_OR_NONE = new FieldType<>("int|nil") {
         @Override void write(MessagePacker p, Integer v) throws IOException { p.packInt(v); }
         @Override Integer read(MessageUnpacker u) throws IOException { return toInt(readLong(u)); }
+        @Override Integer readFast(FastPayloadReader in) { return in.readInt(); }
         @Override Object toJson(Integer v) { return (long) v; }
         @Override Integer fromJson(Object j) { return toInt(jsonLong(j)); }
     };
@@ -100,6 +112,7 @@ public abstract class FieldType<T> {
     public static final FieldType<Integer> LENGTH_OR_NONE = new FieldType<>("int (-1: None) / int|null") {
         @Override void write(MessagePacker p, Integer v) throws IOException { p.packInt(v); }
         @Override Integer read(MessageUnpacker u) throws IOException { return toInt(readLong(u)); }
+        @Override Integer readFast(FastPayloadReader in) { return in.readInt(); }
         @Override Object toJson(Integer v) { return v < 0 ? null : (long) v; }
         @Override Integer fromJson(Object j) { return toInt(jsonLong(j)); }
         @Override Integer absent() { return -1; }
@@ -113,6 +126,7 @@ public abstract class FieldType<T> {
             expect(u, ValueType.BOOLEAN);
             return u.unpackBoolean();
         }
+        @Override Boolean readFast(FastPayloadReader in) { return in.readBool(); }
         @Override Object toJson(Boolean v) { return v; }
         @Override Boolean fromJson(Object j) {
             if (j instanceof Boolean b) {
@@ -131,6 +145,7 @@ public abstract class FieldType<T> {
             expect(u, ValueType.STRING);
             return u.unpackString();
         }
+        @Override String readFast(FastPayloadReader in) { return in.readString(); }
         @Override Object toJson(String v) { return v; }
         @Override String fromJson(Object j) {
             if (j instanceof String s) {
@@ -150,6 +165,7 @@ public abstract class FieldType<T> {
             expect(u, ValueType.BINARY);
             return u.readPayload(u.unpackBinaryHeader());
         }
+        @Override byte[] readFast(FastPayloadReader in) { return in.readBinary(); }
         @Override Object toJson(byte[] v) { return Base64.getEncoder().encodeToString(v); }
         @Override byte[] fromJson(Object j) {
             if (!(j instanceof String s)) {
@@ -168,6 +184,12 @@ public abstract class FieldType<T> {
     public static final FieldType<Object> PY = new FieldType<>("any") {
         @Override void write(MessagePacker p, Object v) throws IOException { PyValues.pack(p, v); }
         @Override Object read(MessageUnpacker u) throws IOException { return PyValues.unpack(u); }
+        @Override Object readFast(FastPayloadReader in) {
+            if (!in.atString()) {
+                throw FastPayloadReader.FALLBACK; // only a str (a transfer id) is read here
+            }
+            return in.readString();
+        }
         @Override Object toJson(Object v) { return PyValues.toJson(v); }
         @Override Object fromJson(Object j) { return PyValues.fromJson(j); }
         @Override String render(Object v) { return Render.py(v); }
@@ -203,6 +225,17 @@ public abstract class FieldType<T> {
             }
             return BlockGroups.of(g);
         }
+        @Override BlockGroups readFast(FastPayloadReader in) {
+            int n = in.arrayHeader();
+            if (n > in.remaining()) {
+                throw FastPayloadReader.FALLBACK; // each group takes a byte at least
+            }
+            int[][] g = new int[n][];
+            for (int i = 0; i < n; i++) {
+                g[i] = in.readInts();
+            }
+            return BlockGroups.of(g);
+        }
         @Override Object toJson(BlockGroups v) { return v.toGroupedValue(); }
         @Override BlockGroups fromJson(Object j) {
             List<?> l = jsonList(j);
@@ -223,6 +256,7 @@ public abstract class FieldType<T> {
     public static final FieldType<int[]> INT_ARRAY = new FieldType<>("[int]") {
         @Override void write(MessagePacker p, int[] v) throws IOException { PyValues.packInts(p, v); }
         @Override int[] read(MessageUnpacker u) throws IOException { return readInts(u); }
+        @Override int[] readFast(FastPayloadReader in) { return in.readInts(); }
         @Override Object toJson(int[] v) { return BlockGroups.flatValue(v); }
         @Override int[] fromJson(Object j) { return jsonInts(j); }
         @Override String render(int[] v) { return Render.ints(v); }
@@ -238,6 +272,14 @@ public abstract class FieldType<T> {
         }
         @Override List<Integer> read(MessageUnpacker u) throws IOException {
             int[] a = readInts(u);
+            List<Integer> l = new ArrayList<>(a.length);
+            for (int i : a) {
+                l.add(i);
+            }
+            return l;
+        }
+        @Override List<Integer> readFast(FastPayloadReader in) {
+            int[] a = in.readInts();
             List<Integer> l = new ArrayList<>(a.length);
             for (int i : a) {
                 l.add(i);
@@ -279,6 +321,17 @@ public abstract class FieldType<T> {
             List<String> l = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
                 l.add(Schema.isNil(u) ? null : STR.read(u));
+            }
+            return l;
+        }
+        @Override List<String> readFast(FastPayloadReader in) {
+            int n = in.arrayHeader();
+            if (n > in.remaining()) {
+                throw FastPayloadReader.FALLBACK; // each element takes a byte at least
+            }
+            List<String> l = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                l.add(in.nil() ? null : in.readString());
             }
             return l;
         }
@@ -326,6 +379,7 @@ public abstract class FieldType<T> {
         return new FieldType<>(doc.toString()) {
             @Override void write(MessagePacker p, E v) throws IOException { p.packString(v.name()); }
             @Override E read(MessageUnpacker u) throws IOException { return byName(type, STR.read(u)); }
+            @Override E readFast(FastPayloadReader in) { return byName(type, in.readString()); }
             @Override Object toJson(E v) { return v.name(); }
             @Override E fromJson(Object j) { return byName(type, STR.fromJson(j)); }
             @Override String render(E v) { return v.name(); }
@@ -350,6 +404,13 @@ public abstract class FieldType<T> {
                 E e = byCode.apply(c);
                 if (e == null) {
                     throw new PayloadException(type.getSimpleName() + " code " + c + " is unknown to this version");
+                }
+                return e;
+            }
+            @Override E readFast(FastPayloadReader in) {
+                E e = byCode.apply(in.readInt());
+                if (e == null) {
+                    throw FastPayloadReader.FALLBACK;
                 }
                 return e;
             }
@@ -378,6 +439,17 @@ public abstract class FieldType<T> {
                 List<R> l = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
                     l.add(schema.read(u, 0));
+                }
+                return l;
+            }
+            @Override List<R> readFast(FastPayloadReader in) {
+                int n = in.arrayHeader();
+                if (n > in.remaining()) {
+                    throw FastPayloadReader.FALLBACK; // each element takes a byte at least
+                }
+                List<R> l = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    l.add(schema.readFast(in, 0));
                 }
                 return l;
             }

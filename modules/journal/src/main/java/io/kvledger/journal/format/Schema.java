@@ -117,6 +117,34 @@ public final class Schema<R> {
         return build(atNs, vals);
     }
 
+    /**
+     * {@link #read} for a well-formed payload, by {@link FastPayloadReader}: the same fields, the
+     * same defaults for missing trailing fields, the same builder; anything else throws
+     * ({@link FastPayloadReader.Fallback}, or the builder's {@link PayloadException}).
+     */
+    R readFast(FastPayloadReader in, long atNs) {
+        int n = in.arrayHeader();
+        int size = fields.size();
+        if (n > size) {
+            throw FastPayloadReader.FALLBACK; // fields of a newer version: the generic path skips them
+        }
+        Object[] vals = new Object[size];
+        for (int i = 0; i < size; i++) {
+            FieldType<?> t = fields.get(i).type();
+            if (i >= n) {
+                vals[i] = t.absent();
+            } else if (in.nil()) {
+                if (t.primitive()) {
+                    throw FastPayloadReader.FALLBACK;
+                }
+                vals[i] = null;
+            } else {
+                vals[i] = t.readFast(in);
+            }
+        }
+        return build(atNs, vals);
+    }
+
     static boolean isNil(MessageUnpacker u) throws IOException {
         if (u.getNextFormat().getValueType() == ValueType.NIL) {
             u.unpackNil();

@@ -6,6 +6,9 @@
  *
  * <p>One schema per type serves the msgpack codec, the JSON-lines mapping, the dissectors and the
  * generated field tables of {@code journal/FORMAT.md}, so that the three cannot drift apart.
+ * {@link io.kvledger.journal.format.FastPayloadReader} reads well-formed payloads through the same
+ * schemas and builders without msgpack-core's unpacker (for long passes: replay, hangs) and leaves
+ * everything else to the generic reader.
  *
  * <p>Depends on {@code io.kvledger.core} (event, effect, model), msgpack-core and
  * {@code io.kvledger.journal.json}; nothing here knows about Chronicle Queue or files.

@@ -1,0 +1,238 @@
+package io.kvledger.journal.format;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * A faster way to read the payloads of well-formed entries, for passes over large journals
+ * ({@code replay}, {@code hangs}): it reads the msgpack bytes in place, without msgpack-core's
+ * unpacker and its per-value format lookups. (Handing out one {@link String} instance for
+ * strings that recur, to save the reducers' maps rehashing them, was tried: it cost more in
+ * lookups than it saved.)
+ *
+ * <p>It gives the same records as {@link EntryType#read} on every payload it accepts, field by
+ * field through the same {@link Schema} builders; it accepts only what it reads plainly (the
+ * expected msgpack types, no extra trailing fields, {@link FieldType#PARAMS} and non-string
+ * {@link FieldType#PY} values excepted) and refuses everything else with {@link #read}
+ * returning {@code null}, so that the caller decodes that payload with {@link EntryType#read},
+ * which produces the record or the exact error as before.
+ *
+ * <p>Not thread-safe: one per pass over one journal.
+ */
+public final class FastPayloadReader {
+
+    /** Thrown (without a stack) when a payload leaves the fast path. */
+    static final class Fallback extends RuntimeException {
+        Fallback() {
+            super("not on the fast path", null, false, false);
+        }
+    }
+
+    static final Fallback FALLBACK = new Fallback();
+
+    private byte[] b;
+    int pos;
+    private int end;
+
+    public FastPayloadReader() {}
+
+    /**
+     * Reads the payload {@code b[from, to)} of an entry of {@code type}.
+     *
+     * @return the record, or {@code null} when the payload is not one this reader takes (then
+     *         decode it with {@link EntryType#read})
+     */
+    public Object read(EntryType type, byte[] b, int from, int to, long atNs) {
+        Schema<?> schema = type.schema();
+        if (schema == null) {
+            return null;
+        }
+        this.b = b;
+        this.pos = from;
+        this.end = to;
+        try {
+            return schema.readFast(this, atNs);
+        } catch (RuntimeException e) {
+            // anything unexpected (a type this reader does not take, a malformed payload, a
+            // builder's refusal): the generic decoder reproduces the result, or the exact error
+            return null;
+        } finally {
+            this.b = null;
+        }
+    }
+
+    // ------------------------------------------------------------------ msgpack, big-endian
+
+    private int u8() {
+        if (pos >= end) {
+            throw FALLBACK;
+        }
+        return b[pos++] & 0xff;
+    }
+
+    private int u16() {
+        return u8() << 8 | u8();
+    }
+
+    private long u32() {
+        return ((long) u8() << 24) | (u8() << 16) | (u8() << 8) | u8();
+    }
+
+    private long s64() {
+        return u32() << 32 | u32();
+    }
+
+    /** Bytes left in the payload. */
+    int remaining() {
+        return end - pos;
+    }
+
+    /** Whether the next value is nil; consumes it if so. */
+    boolean nil() {
+        if (pos < end && (b[pos] & 0xff) == 0xc0) {
+            pos++;
+            return true;
+        }
+        return false;
+    }
+
+    /** An array header (fixarray, array 16, array 32). */
+    int arrayHeader() {
+        int c = u8();
+        if (c >= 0x90 && c <= 0x9f) {
+            return c & 0x0f;
+        }
+        if (c == 0xdc) {
+            return u16();
+        }
+        if (c == 0xdd) {
+            long n = u32();
+            if (n > Integer.MAX_VALUE) {
+                throw FALLBACK;
+            }
+            return (int) n;
+        }
+        throw FALLBACK;
+    }
+
+    /** An integer of any width that fits in a signed 64 bits (as {@code FieldType.readLong}). */
+    long readLong() {
+        int c = u8();
+        if (c <= 0x7f) {
+            return c;
+        }
+        if (c >= 0xe0) {
+            return (byte) c;
+        }
+        return switch (c) {
+            case 0xcc -> u8();
+            case 0xcd -> u16();
+            case 0xce -> u32();
+            case 0xcf -> {
+                long v = s64();
+                if (v < 0) {
+                    throw FALLBACK; // above Long.MAX_VALUE: the generic path says so
+                }
+                yield v;
+            }
+            case 0xd0 -> (byte) u8();
+            case 0xd1 -> (short) u16();
+            case 0xd2 -> (int) u32();
+            case 0xd3 -> s64();
+            default -> throw FALLBACK;
+        };
+    }
+
+    /** An integer that fits in 32 bits (as {@code FieldType.toInt(readLong(u))}). */
+    int readInt() {
+        long v = readLong();
+        if (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE) {
+            throw FALLBACK;
+        }
+        return (int) v;
+    }
+
+    boolean readBool() {
+        int c = u8();
+        if (c == 0xc2) {
+            return false;
+        }
+        if (c == 0xc3) {
+            return true;
+        }
+        throw FALLBACK;
+    }
+
+    int[] readInts() {
+        int n = arrayHeader();
+        if (n > remaining()) {
+            throw FALLBACK; // each int takes a byte at least
+        }
+        int[] a = new int[n];
+        for (int i = 0; i < n; i++) {
+            a[i] = readInt();
+        }
+        return a;
+    }
+
+    /** Whether the next value is a msgpack str (without consuming it). */
+    boolean atString() {
+        if (pos >= end) {
+            return false;
+        }
+        int c = b[pos] & 0xff;
+        return (c >= 0xa0 && c <= 0xbf) || c == 0xd9 || c == 0xda || c == 0xdb;
+    }
+
+    /** A str, decoded as msgpack-core does ({@code new String(bytes, UTF_8)}). */
+    String readString() {
+        int c = u8();
+        int n;
+        if (c >= 0xa0 && c <= 0xbf) {
+            n = c & 0x1f;
+        } else if (c == 0xd9) {
+            n = u8();
+        } else if (c == 0xda) {
+            n = u16();
+        } else if (c == 0xdb) {
+            long l = u32();
+            if (l > Integer.MAX_VALUE) {
+                throw FALLBACK;
+            }
+            n = (int) l;
+        } else {
+            throw FALLBACK;
+        }
+        if (n > end - pos) {
+            throw FALLBACK;
+        }
+        int at = pos;
+        pos += n;
+        return new String(b, at, n, StandardCharsets.UTF_8);
+    }
+
+    /** A bin payload, copied. */
+    byte[] readBinary() {
+        int c = u8();
+        int n;
+        if (c == 0xc4) {
+            n = u8();
+        } else if (c == 0xc5) {
+            n = u16();
+        } else if (c == 0xc6) {
+            long l = u32();
+            if (l > Integer.MAX_VALUE) {
+                throw FALLBACK;
+            }
+            n = (int) l;
+        } else {
+            throw FALLBACK;
+        }
+        if (n > end - pos) {
+            throw FALLBACK;
+        }
+        byte[] out = Arrays.copyOfRange(b, pos, pos + n);
+        pos += n;
+        return out;
+    }
+}

@@ -1,0 +1,192 @@
+package io.kvledger.journal.format;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.journal.Samples;
+import io.kvledger.journal.json.Json;
+import java.io.IOException;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
+import org.msgpack.core.MessageUnpacker;
+
+/**
+ * The fast payload reader against the generic one ({@link EntryType#read}): whatever it accepts it
+ * must read to the same record, and it must accept the common well-formed payloads (else it is
+ * not used and replay is slow).
+ */
+class FastPayloadReaderTest {
+
+    /** The input types the reader must take on the fast path (all but the params map). */
+    private static final Set<String> FAST_INPUTS = Set.of("matched_tokens_queried", "blocks_allocated", "step_scheduled",
+            "request_finished", "connector_output_received", "load_started", "layer_saved", "save_waited",
+            "finished_polled", "handshake_completed", "handshake_failed", "transfer_completed",
+            "remote_blocks_received", "write_done_received", "release_received", "raw_completion_received",
+            "frame_rejected", "tick", "notify_send_failed", "shut_down");
+
+    private static byte[] payload(EntryType t, Object record) throws IOException {
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            t.write(p, record);
+            p.flush();
+            return p.toByteArray();
+        }
+    }
+
+    private static EntryType typeOf(Object r) {
+        return switch (r) {
+            case NodeEvent e -> EntryType.of(e);
+            case Effect e -> EntryType.of(e);
+            case io.kvledger.journal.proxy.ProxyEvent e -> EntryType.of(e);
+            default -> throw new IllegalArgumentException(String.valueOf(r));
+        };
+    }
+
+    /** The generic reading: the record, or the exception's class and message. */
+    private static Object generic(EntryType t, byte[] b, int from, int to, long atNs) {
+        MessageUnpacker u = MessagePack.newDefaultUnpacker(b, from, to - from);
+        try {
+            return t.read(u, atNs);
+        } catch (IOException | RuntimeException e) {
+            return e;
+        }
+    }
+
+    /** A record as text that sees into arrays: its dissection and its JSON fields. */
+    private static String text(EntryType t, Object r) {
+        return t.dissect(r) + " " + Json.write(t.toJson(r));
+    }
+
+    private static long atNs(Object r) {
+        return r instanceof NodeEvent e ? e.atNs() : r instanceof io.kvledger.journal.proxy.ProxyEvent p ? p.atNs() : 0;
+    }
+
+    @Test
+    void every_sample_reads_back_the_same_and_the_common_inputs_take_the_fast_path() throws IOException {
+        FastPayloadReader fast = new FastPayloadReader();
+        for (Object r : Samples.all()) {
+            EntryType t = typeOf(r);
+            byte[] b = payload(t, r);
+            Object g = generic(t, b, 0, b.length, atNs(r));
+            Object f = fast.read(t, b, 0, b.length, atNs(r));
+            assertThat(g).as(t.typeName()).isNotInstanceOf(Exception.class);
+            if (FAST_INPUTS.contains(t.typeName())) {
+                assertThat(f).as("%s takes the fast path", t.typeName()).isNotNull();
+            }
+            if (f != null) {
+                assertThat(text(t, f)).as(t.typeName()).isEqualTo(text(t, g));
+                assertThat(f.getClass()).isEqualTo(g.getClass());
+            }
+        }
+    }
+
+    @Test
+    void the_payload_may_sit_anywhere_in_a_larger_array() throws IOException {
+        FastPayloadReader fast = new FastPayloadReader();
+        NodeEvent e = new NodeEvent.LayerSaved(42, "model.layers.7.self_attn.attn");
+        byte[] p = payload(EntryType.LAYER_SAVED, e);
+        byte[] b = new byte[p.length + 40];
+        java.util.Arrays.fill(b, (byte) 0xc1);
+        System.arraycopy(p, 0, b, 17, p.length);
+        assertThat(fast.read(EntryType.LAYER_SAVED, b, 17, 17 + p.length, 42)).isEqualTo(e);
+    }
+
+    @Test
+    void strings_decode_as_the_generic_reader_decodes_them() throws IOException {
+        FastPayloadReader fast = new FastPayloadReader();
+        NodeEvent e = new NodeEvent.WriteDoneReceived(3, "tx-\u00e9\u4e2d-" + Samples.TID);
+        byte[] b = payload(EntryType.WRITE_DONE_RECEIVED, e);
+        assertThat(fast.read(EntryType.WRITE_DONE_RECEIVED, b, 0, b.length, 3)).isEqualTo(e);
+        // bytes that are not valid UTF-8 decode as the generic reader decodes them (replacement characters)
+        byte[] bad = {(byte) 0x91, (byte) 0xa3, 'a', (byte) 0xff, 'b'};
+        Object g = generic(EntryType.LAYER_SAVED, bad, 0, bad.length, 1);
+        assertThat(fast.read(EntryType.LAYER_SAVED, bad, 0, bad.length, 1)).isEqualTo(g);
+        assertThat(((NodeEvent.LayerSaved) g).layerName()).isEqualTo("a\ufffdb");
+    }
+
+    @Test
+    void other_integer_widths_read_the_same_and_out_of_range_ones_are_left_to_the_generic_reader() {
+        FastPayloadReader fast = new FastPayloadReader();
+        // transfer_completed [status_id, succeeded, code, message]
+        byte[][] payloads = {
+            {(byte) 0x94, (byte) 0xcf, 0, 0, 0, 0, 0, 0, 1, 0, (byte) 0xc3, (byte) 0xd3, -1, -1, -1, -1, -1, -1, -1, -3,
+                (byte) 0xc0},
+            {(byte) 0x94, (byte) 0xce, 0, 1, 0, 0, (byte) 0xc2, (byte) 0xd0, (byte) 0x80, (byte) 0xa2, 'o', 'k'},
+            {(byte) 0x94, (byte) 0xcd, 1, 0, (byte) 0xc2, (byte) 0xd1, (byte) 0x80, 0, (byte) 0xc0},
+            {(byte) 0x93, (byte) 0xcc, (byte) 0xff, (byte) 0xc3, (byte) 0xe0},
+            {(byte) 0x92, 5, (byte) 0xc3},
+        };
+        for (byte[] p : payloads) {
+            Object g = generic(EntryType.TRANSFER_COMPLETED, p, 0, p.length, 9);
+            assertThat(g).isInstanceOf(NodeEvent.TransferCompleted.class);
+            assertThat(fast.read(EntryType.TRANSFER_COMPLETED, p, 0, p.length, 9)).isEqualTo(g);
+        }
+        byte[][] refused = {
+            // status id above Long.MAX_VALUE
+            {(byte) 0x94, (byte) 0xcf, (byte) 0x80, 0, 0, 0, 0, 0, 0, 0, (byte) 0xc3, 0, (byte) 0xc0},
+            // code beyond 32 bits
+            {(byte) 0x94, 1, (byte) 0xc3, (byte) 0xd3, 0, 0, 0, 1, 0, 0, 0, 0, (byte) 0xc0},
+            // nil for a bool
+            {(byte) 0x94, 1, (byte) 0xc0, 0, (byte) 0xc0},
+            // a field more than this version knows
+            {(byte) 0x95, 1, (byte) 0xc3, 0, (byte) 0xc0, 7},
+            // a map instead of the field array
+            {(byte) 0x80},
+        };
+        for (byte[] p : refused) {
+            assertThat(fast.read(EntryType.TRANSFER_COMPLETED, p, 0, p.length, 9)).isNull();
+        }
+    }
+
+    /**
+     * Cut and bit-flipped payloads of every sample: the fast reader either declines or reads what
+     * the generic reader reads, never something else.
+     */
+    @Test
+    void damaged_payloads_are_declined_or_read_exactly_as_the_generic_reader_reads_them() throws IOException {
+        FastPayloadReader fast = new FastPayloadReader();
+        Random rnd = new Random(20261203);
+        int accepted = 0;
+        int declined = 0;
+        List<Object> all = Samples.all();
+        for (Object r : all) {
+            EntryType t = typeOf(r);
+            byte[] whole = payload(t, r);
+            for (int cut = 0; cut < whole.length; cut++) {
+                Object f = fast.read(t, whole, 0, cut, atNs(r));
+                Object g = generic(t, whole, 0, cut, atNs(r));
+                if (f == null) {
+                    declined++;
+                } else {
+                    accepted++;
+                    assertThat(g).as("%s cut at %d", t.typeName(), cut).isNotInstanceOf(Exception.class);
+                    assertThat(text(t, f)).isEqualTo(text(t, g));
+                }
+            }
+            for (int k = 0; k < 200; k++) {
+                byte[] b = whole.clone();
+                int flips = 1 + rnd.nextInt(3);
+                for (int i = 0; i < flips; i++) {
+                    b[rnd.nextInt(b.length)] ^= (byte) (1 << rnd.nextInt(8));
+                }
+                Object f = fast.read(t, b, 0, b.length, atNs(r));
+                Object g = generic(t, b, 0, b.length, atNs(r));
+                if (f == null) {
+                    declined++;
+                } else {
+                    accepted++;
+                    assertThat(g).as("%s flipped %s", t.typeName(), java.util.HexFormat.of().formatHex(b))
+                            .isNotInstanceOf(Exception.class);
+                    assertThat(text(t, f)).isEqualTo(text(t, g));
+                }
+            }
+        }
+        // both happen: the test exercises both branches
+        assertThat(accepted).isPositive();
+        assertThat(declined).isPositive();
+    }
+}
