@@ -40,7 +40,7 @@ public final class Ledger {
 
     /** Nodes whose scheduler-side notifies are another node's ({@link #schedulerReplica}). */
 
-    private final java.util.Set<String> replicas = new java.util.HashSet<>();
+    private final java.util.Set<String> replicas = new java.util.LinkedHashSet<>();
     final LinkedHashMap<String, TransferView> transfers = new LinkedHashMap<>();
     long firstAtNs = Long.MAX_VALUE;
     long lastAtNs = Long.MIN_VALUE;
