@@ -103,7 +103,9 @@ public final class ReplayStages {
                     String k = switch (e) {
                         case JournalEntry.Input in -> "input " + in.type().typeName();
                         case JournalEntry.Derived d -> "derived " + d.type().typeName();
-                        default -> e.getClass().getSimpleName();
+                        case JournalEntry.Header h -> "header";
+                        case JournalEntry.Proxy p -> "proxy " + p.event().getClass().getSimpleName();
+                        case JournalEntry.Unknown u -> "unknown type " + u.typeId();
                     };
                     n.computeIfAbsent(k, x -> new long[1])[0]++;
                 }
