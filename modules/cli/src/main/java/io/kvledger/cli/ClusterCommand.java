@@ -455,6 +455,10 @@ final class ClusterCommand implements Callable<Integer> {
                 "--transfer-engine", transferEngine, "--status-file", dir.resolve(name + ".status.json").toString(),
                 "--kv-transfer-config", "{\"kv_connector_extra_config\":{\"defer_timeout\":" + deferTimeoutS
                         + ",\"transfer_timeout\":" + transferTimeoutS + "}}"));
+        if (!k.prefill() && k.tpSize() > 1 && m == TransferMode.READ) {
+            // the TP-wide eager-handshake vote: TP rank 0's engine sends handshake_voted to every rank
+            cmd.add("--await-tp-vote");
+        }
         if (k.tpRank() > 0) {
             cmd.addAll(List.of("--engine", "sim-worker", "--bridge", "tcp://127.0.0.1:" + k.bridge()));
         } else if (k.tpSize() > 1) {

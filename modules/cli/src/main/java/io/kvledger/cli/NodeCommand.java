@@ -83,6 +83,12 @@ final class NodeCommand implements Callable<Integer> {
                     + "aggregates their get_finished.")
     List<String> tpWorkers;
 
+    @Option(names = "--await-tp-vote",
+            description = "A READ consumer rank that journals the TP-wide eager-handshake vote (awaits_tp_vote): "
+                    + "start_load_kv holds the step's reads until the engine sent handshake_voted for each engine the "
+                    + "step names (the all_reduce(MIN) over the TP group); kvledger cluster sets it on READ decode ranks with TP > 1.")
+    boolean awaitTpVote;
+
     @Option(names = "--shadow", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
             description = "With --engine shadow: where the node receives the recorder's streams (the record_to of the "
                     + "engine's kvledger_vllm connector; loopback only; port 0: any free port, printed at start). The node "
@@ -273,6 +279,12 @@ final class NodeCommand implements Callable<Integer> {
             throw usage("the connector configuration is invalid: " + checked.error());
         }
         NodeConfig config = checked.value();
+        if (awaitTpVote) {
+            if (config.isProducer() || config.mode() != TransferMode.READ) {
+                throw usage("--await-tp-vote goes with a READ consumer (--role consumer --mode read)");
+            }
+            config = config.toBuilder().awaitsTpVote(true).build();
+        }
         String id = nodeId != null ? nodeId : (config.isProducer() ? "P" : "D") + config.dpRank()
                 + (config.tpSize() > 1 ? "-tp" + config.tpRank() : "");
         NodeOptions o = NodeOptions.defaults(id, config, journal.toAbsolutePath().normalize());

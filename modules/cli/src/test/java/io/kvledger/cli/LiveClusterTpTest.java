@@ -65,6 +65,19 @@ class LiveClusterTpTest {
         assertThat(tp0).isPositive();
         assertThat(verified(out, "D0-tp1")).isEqualTo(tp0);
         assertThat(r.code()).as(out + r.err()).isZero();
+        // the TP-wide eager-handshake vote ran live: each decode rank awaited it (header) and
+        // journaled the all_reduce(MIN) TP rank 0's engine sent it, passed; the prefill votes on nothing
+        for (String rank : new String[] {"D0-tp0", "D0-tp1"}) {
+            String journal = dir.resolve("run").resolve(rank).toString();
+            CliRun.Outcome votes = CliRun.run("dump", journal, "--type", "handshake_voted");
+            assertThat(votes.code()).as(votes.err()).isZero();
+            assertThat(votes.out()).as(rank).contains("handshake_voted").contains("vote=1 passed").doesNotContain("FAILED");
+            CliRun.Outcome header = CliRun.run("dump", journal, "--type", "header", "--json");
+            assertThat(header.out()).as(rank + header.err()).contains("\"awaits_tp_vote\":true");
+        }
+        CliRun.Outcome prefillVotes = CliRun.run("dump", dir.resolve("run").resolve("P0-tp0").toString(), "--type", "handshake_voted");
+        assertThat(prefillVotes.code()).as(prefillVotes.err()).isZero();
+        assertThat(prefillVotes.out()).doesNotContain("handshake_voted");
     }
 
     @Test

@@ -30,6 +30,7 @@ import io.kvledger.zmq.RegistrationHeartbeat;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -308,8 +309,12 @@ public final class NodeService implements AutoCloseable {
 
             @Override
             public boolean forwardSettled() {
-                return await(inbox.query(s -> s.readsInFlight() == 0 && s.handshakesInFlight() == 0),
-                        "forwardSettled");
+                return await(inbox.query(NodeService::settled), "forwardSettled");
+            }
+
+            @Override
+            public List<String> failedHandshakes() {
+                return await(inbox.query(s -> List.copyOf(s.failedHandshakes())), "failedHandshakes");
             }
         };
     }
@@ -373,9 +378,9 @@ public final class NodeService implements AutoCloseable {
         if (engine != NodeOptions.EngineKind.BRIDGE && engine != NodeOptions.EngineKind.SIM_WORKER) {
             return false;
         }
-        if (e instanceof NodeEvent.LoadStarted && cfg.mode() == io.kvledger.core.config.TransferMode.READ
-                && !cfg.isProducer()) {
-            return true;
+        if ((e instanceof NodeEvent.LoadStarted || e instanceof NodeEvent.HandshakeVoted)
+                && cfg.mode() == io.kvledger.core.config.TransferMode.READ && !cfg.isProducer()) {
+            return true; // the vote lets the held reads go: its reply waits for them as start_load_kv's did
         }
         if (!(e instanceof NodeEvent.LoadStarted || e instanceof NodeEvent.LayerSaved || e instanceof NodeEvent.SaveWaited)) {
             return false;
@@ -392,15 +397,36 @@ public final class NodeService implements AutoCloseable {
         return holdsForward(options.engine(), options.config(), e, effects);
     }
 
+    /**
+     * Whether the worker's forward may go on: no handshake in flight and no READ load, or, with
+     * reads held for the TP vote ({@code awaits_tp_vote}), no handshake in flight (the engine
+     * sends the vote next, and the reply to {@code handshake_voted} waits for the reads).
+     */
+    static boolean settled(io.kvledger.core.node.NodeState s) {
+        return s.handshakesInFlight() == 0 && (s.readsInFlight() == 0 || s.votesPending() > 0);
+    }
+
     private void replyWhenSettled(BridgeCall call, List<Effect> effects, long deadline) {
-        inbox.query(s -> s.readsInFlight() == 0 && s.handshakesInFlight() == 0).whenComplete((settled, error) -> {
-            if (error != null || Boolean.TRUE.equals(settled) || System.nanoTime() > deadline) {
-                call.reply(effects);
+        inbox.query(s -> settled(s) ? voteExtra(call, s) : null).whenComplete((extra, error) -> {
+            if (error != null || extra != null || System.nanoTime() > deadline) {
+                call.reply(effects, extra == null ? Map.of() : extra);
             } else {
                 java.util.concurrent.CompletableFuture.delayedExecutor(1, TimeUnit.MILLISECONDS)
                         .execute(() -> replyWhenSettled(call, effects, deadline));
             }
         });
+    }
+
+    /**
+     * What a settled forward reply adds: to {@code start_load_kv} of a rank that awaits the TP vote,
+     * {@code failed_handshakes} (the keys whose last handshake failed, for the engine core's
+     * all_reduce(MIN)); nothing otherwise.
+     */
+    private Map<String, Object> voteExtra(BridgeCall call, io.kvledger.core.node.NodeState s) {
+        if (call.hook() == io.kvledger.wire.bridge.BridgeHook.START_LOAD_KV && s.config().awaitsTpVote()) {
+            return Map.of("failed_handshakes", new ArrayList<Object>(s.failedHandshakes()));
+        }
+        return Map.of();
     }
 
     private boolean onAdapterEvent(AdapterEvent e) {

@@ -82,11 +82,20 @@ public final class BridgeCall {
      * @return whether this was the call's first answer (and is now queued for sending)
      */
     public boolean reply(List<? extends Effect> effects) {
+        return reply(effects, java.util.Map.of());
+    }
+
+    /**
+     * As {@link #reply(List)}, with {@code extra} entries added to the result.
+     *
+     * @return whether this was the call's first answer (and is now queued for sending)
+     */
+    public boolean reply(List<? extends Effect> effects, java.util.Map<String, ?> extra) {
         if (!answered.compareAndSet(false, true)) {
             server.lateAnswer();
             return false;
         }
-        byte[] frame = BridgeCodec.encodeReply(request.id(), request.hook(), effects);
+        byte[] frame = BridgeCodec.encodeReply(request.id(), request.hook(), effects, extra);
         return server.answer(this, frame, true);
     }
 

@@ -321,6 +321,19 @@ public final class NodeState {
     }
 
     /**
+     * Engines of a held step whose TP-wide vote has not come yet ({@code awaitsTpVote}): while
+     * above zero the step's reads wait for {@code HandshakeVoted}, not for a transfer.
+     */
+    public int votesPending() {
+        return votesOutstanding.size();
+    }
+
+    /** The handshake keys ({@code engine_dpN}) whose last handshake failed (read-only view). */
+    public java.util.Set<String> failedHandshakes() {
+        return java.util.Collections.unmodifiableSet(handshakesFailed);
+    }
+
+    /**
      * Handshakes this worker started that have neither completed nor failed. The Python worker
      * busy-waits in {@code save_kv_layer} and {@code start_load_kv} while one is pending, so a
      * live engine holds its forward on this too (pure, allocates nothing).

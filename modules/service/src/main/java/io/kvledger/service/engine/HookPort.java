@@ -19,10 +19,19 @@ public interface HookPort {
      * Whether the worker has no READ load and no handshake in flight: the forward waits for this
      * (the Python worker busy-waits for handshakes in {@code start_load_kv} and
      * {@code save_kv_layer}, and holds each layer for its reads). {@code true} when the port
-     * cannot tell.
+     * cannot tell. A rank that awaits the TP vote and holds its reads for it counts as settled once
+     * its handshakes are: the vote comes next.
      */
     default boolean forwardSettled() {
         return true;
+    }
+
+    /**
+     * The worker's handshake keys ({@code engine_dpN}) whose last handshake failed, for the TP vote
+     * of {@code start_load_kv}; empty when the port cannot tell.
+     */
+    default List<String> failedHandshakes() {
+        return List.of();
     }
 
     /** A hook call that got no answer. */

@@ -136,6 +136,8 @@ public final class SimulatedEngine implements AutoCloseable {
     private final Thread thread;
     private volatile boolean running;
     private long step;
+    /** Engines whose TP-wide eager-handshake vote passed (with {@code awaitsTpVote}). */
+    private final java.util.Set<String> votedEngines = new java.util.LinkedHashSet<>();
     /** A wait of the forward that timed out: the next hooks check again. */
     private boolean forwardHeld;
 
@@ -271,6 +273,69 @@ public final class SimulatedEngine implements AutoCloseable {
             awaitQuietly(ids);
         }
         return effects;
+    }
+
+    /**
+     * {@code start_load_kv} on every TP rank. When the ranks await the TP vote
+     * ({@code awaits_tp_vote}: a READ decode with TP > 1), this is the engine core's side of the
+     * eager handshake's {@code all_reduce(MIN)}: every rank answers start_load_kv once its own
+     * handshakes to the step's engines finished (succeeded or failed) and its reads wait for the
+     * vote; the engine then takes each rank's vote per engine the step names and has not passed
+     * yet (0 when one of the rank's handshakes with it failed), and hands the minimum
+     * ({@code HandshakeVoted}) to every rank, itself included, before the forward goes on. A
+     * failed vote raises in vLLM's start_load_kv, so the engines after it are not voted on.
+     */
+    private void startLoad(Effect.MetadataBuilt built) {
+        NodeEvent e = new NodeEvent.LoadStarted(clock.getAsLong());
+        if (!config.awaitsTpVote()) {
+            forward(e, true);
+            return;
+        }
+        java.util.LinkedHashSet<String> engines = new java.util.LinkedHashSet<>();
+        if (built != null && built.reqsToRecv() != null) {
+            for (io.kvledger.core.model.ReqMeta m : built.reqsToRecv()) {
+                if (!votedEngines.contains(m.handshakeEngineId())) {
+                    engines.add(m.handshakeEngineId());
+                }
+            }
+        }
+        long[] ids = workers == null ? null : sendQuietly(e);
+        List<Effect> effects = port.call(e);
+        awaitForward(effects);
+        List<io.kvledger.wire.bridge.BridgeReply> replies = ids == null ? List.of() : awaitQuietly(ids);
+        if (engines.isEmpty()) {
+            return;
+        }
+        List<List<String>> failedByRank = new ArrayList<>();
+        failedByRank.add(port.failedHandshakes());
+        for (io.kvledger.wire.bridge.BridgeReply r : replies) {
+            List<String> keys = new ArrayList<>();
+            if (r.result() != null && r.result().get("failed_handshakes") instanceof List<?> l) {
+                for (Object o : l) {
+                    keys.add(String.valueOf(o));
+                }
+            }
+            failedByRank.add(keys);
+        }
+        for (String eid : engines) {
+            List<Integer> failedRanks = new ArrayList<>();
+            for (int rank = 0; rank < failedByRank.size(); rank++) {
+                for (String key : failedByRank.get(rank)) {
+                    if (key.startsWith(eid + "_dp")) {
+                        failedRanks.add(rank);
+                        break;
+                    }
+                }
+            }
+            int vote = failedRanks.isEmpty() ? 1 : 0;
+            forward(new NodeEvent.HandshakeVoted(clock.getAsLong(), eid, vote, failedRanks), true);
+            if (vote == 0) {
+                LOG.log(System.Logger.Level.WARNING, "engine " + name + ": eager handshake vote with " + eid
+                        + " failed on TP rank(s) " + failedRanks);
+                break;
+            }
+            votedEngines.add(eid);
+        }
     }
 
     private long[] sendQuietly(NodeEvent e) {
@@ -475,7 +540,8 @@ public final class SimulatedEngine implements AutoCloseable {
             budget -= tokens;
             computedThisStep.add(r);
         }
-        sched(new NodeEvent.StepScheduled(clock.getAsLong(), step, cached));
+        Effect.MetadataBuilt built = reply(sched(new NodeEvent.StepScheduled(clock.getAsLong(), step, cached)),
+                Effect.MetadataBuilt.class);
 
         // ---- the forward
         for (Req r : computedThisStep) {
@@ -483,7 +549,7 @@ public final class SimulatedEngine implements AutoCloseable {
                 KvPattern.fill(kv, layout, r.transferId, r.blockArray());
             }
         }
-        forward(new NodeEvent.LoadStarted(clock.getAsLong()), true);
+        startLoad(built);
         for (String layer : config.layerNames()) {
             forward(new NodeEvent.LayerSaved(clock.getAsLong(), layer), true);
         }

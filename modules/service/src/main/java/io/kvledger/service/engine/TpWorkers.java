@@ -142,6 +142,8 @@ public final class TpWorkers implements AutoCloseable {
             return new HookCall.WaitForSave();
         } else if (e instanceof NodeEvent.FinishedPolled) {
             return new HookCall.GetFinished();
+        } else if (e instanceof NodeEvent.HandshakeVoted v) {
+            return new HookCall.HandshakeVoted(v.remoteEngineId(), v.vote(), v.failedTpRanks());
         }
         throw new IllegalArgumentException("not an engine hook: " + e.getClass().getSimpleName());
     }

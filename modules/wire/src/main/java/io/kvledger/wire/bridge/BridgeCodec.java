@@ -132,6 +132,10 @@ public final class BridgeCodec {
             case SAVE_KV_LAYER -> new HookCall.SaveKvLayer(str(req(a, "layer_name"), "args.layer_name"));
             case WAIT_FOR_SAVE -> new HookCall.WaitForSave();
             case GET_FINISHED -> new HookCall.GetFinished();
+            case HANDSHAKE_VOTED -> new HookCall.HandshakeVoted(
+                    str(req(a, "remote_engine_id"), "args.remote_engine_id"),
+                    int32(req(a, "vote"), "args.vote"),
+                    optionalInts(a.get("failed_tp_ranks"), "args.failed_tp_ranks"));
             case HELLO -> new HookCall.Hello(
                     optionalStr(a.get("kv_role"), "args.kv_role"),
                     optionalStr(a.get("mode"), "args.mode"),
@@ -140,6 +144,18 @@ public final class BridgeCodec {
                     optionalStr(a.get("connector_role"), "args.connector_role"));
             case PING -> new HookCall.Ping();
         };
+    }
+
+    private static List<Integer> optionalInts(Object v, String what) {
+        if (v == null) {
+            return null;
+        }
+        List<?> l = list(v, what);
+        List<Integer> out = new ArrayList<>(l.size());
+        for (int i = 0; i < l.size(); i++) {
+            out.add(int32(l.get(i), what + "[" + i + "]"));
+        }
+        return out;
     }
 
     private static List<NodeEvent.CachedRequest> cached(Map<?, ?> a) {
@@ -196,6 +212,15 @@ public final class BridgeCodec {
      *                reuse the list afterwards
      */
     public static byte[] encodeReply(long id, BridgeHook hook, List<? extends Effect> effects) {
+        return encodeReply(id, hook, effects, Map.of());
+    }
+
+    /**
+     * As {@link #encodeReply(long, BridgeHook, List)}, with {@code extra} entries added to the
+     * result (the node's own additions, e.g. {@code failed_handshakes} in a {@code start_load_kv}
+     * reply of a rank that awaits the TP vote).
+     */
+    public static byte[] encodeReply(long id, BridgeHook hook, List<? extends Effect> effects, Map<String, ?> extra) {
         Objects.requireNonNull(hook, "hook");
         Map<String, Object> result;
         try {
@@ -203,6 +228,7 @@ public final class BridgeCodec {
         } catch (Bad b) {
             return encodeError(id, b.getMessage());
         }
+        result.putAll(extra);
         try {
             return PyMsgpack.encode(envelopeOk(id, result));
         } catch (WireEncodingException | IllegalArgumentException e) {
@@ -249,7 +275,7 @@ public final class BridgeCodec {
                 }
                 r.put("load_error_blocks", errors);
             }
-            case ADD_REQUEST, UPDATE_STATE_AFTER_ALLOC, START_LOAD_KV, SAVE_KV_LAYER, WAIT_FOR_SAVE, PING -> {
+            case ADD_REQUEST, UPDATE_STATE_AFTER_ALLOC, START_LOAD_KV, SAVE_KV_LAYER, WAIT_FOR_SAVE, HANDSHAKE_VOTED, PING -> {
                 // void hooks: the reply only says the node took the call
             }
             case HELLO -> throw new Bad(RejectReason.INVALID_VALUE, "hello is answered with encodeHello, not from effects");
@@ -431,6 +457,18 @@ public final class BridgeCodec {
             case HookCall.SaveKvLayer c -> a.put("layer_name", c.layerName());
             case HookCall.WaitForSave c -> { }
             case HookCall.GetFinished c -> { }
+            case HookCall.HandshakeVoted c -> {
+                a.put("remote_engine_id", c.remoteEngineId());
+                a.put("vote", (long) c.vote());
+                List<Object> ranks = null;
+                if (c.failedTpRanks() != null) {
+                    ranks = new ArrayList<>();
+                    for (Integer r : c.failedTpRanks()) {
+                        ranks.add((long) r);
+                    }
+                }
+                a.put("failed_tp_ranks", ranks);
+            }
             case HookCall.Hello c -> {
                 putIfSet(a, "kv_role", c.kvRole());
                 putIfSet(a, "mode", c.mode());

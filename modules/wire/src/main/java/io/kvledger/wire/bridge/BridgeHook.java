@@ -16,6 +16,12 @@ public enum BridgeHook {
     SAVE_KV_LAYER("save_kv_layer", true),
     WAIT_FOR_SAVE("wait_for_save", true),
     GET_FINISHED("get_finished", true),
+    /**
+     * The TP-wide eager-handshake vote of start_load_kv ({@code all_reduce(MIN)} over the TP
+     * group), as the engine core computed it for one remote engine (vLLM has no hook: the bridge
+     * adds one so that each rank's journal records the vote its worker saw).
+     */
+    HANDSHAKE_VOTED("handshake_voted", true),
     /** Version and role handshake: answered by the bridge server with the node's identity. */
     HELLO("hello", false),
     /** Liveness of the bridge's socket thread: answered at once with an empty result. */

@@ -161,6 +161,25 @@ public sealed interface HookCall {
     }
 
     /**
+     * {@code handshake_voted(remote_engine_id, vote, failed_tp_ranks)}: the outcome of the TP-wide
+     * {@code all_reduce(MIN)} vote on the eager handshakes with {@code remoteEngineId} (1 passed,
+     * 0 failed; {@code failedTpRanks} the ranks whose own handshakes failed, {@code null} when
+     * not known).
+     */
+    record HandshakeVoted(String remoteEngineId, int vote, List<Integer> failedTpRanks) implements Engine {
+        public HandshakeVoted {
+            Objects.requireNonNull(remoteEngineId, "remoteEngineId");
+            failedTpRanks = failedTpRanks == null ? null : List.copyOf(failedTpRanks);
+        }
+
+        @Override public BridgeHook hook() { return BridgeHook.HANDSHAKE_VOTED; }
+
+        @Override public NodeEvent at(long atNs) {
+            return new NodeEvent.HandshakeVoted(atNs, remoteEngineId, vote, failedTpRanks);
+        }
+    }
+
+    /**
      * {@code hello}: the engine side introduces itself. Each field is {@code null} when the caller
      * did not send it; a field that is sent must match the node, or the call is refused.
      *

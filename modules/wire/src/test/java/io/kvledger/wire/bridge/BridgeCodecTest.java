@@ -170,6 +170,7 @@ class BridgeCodecTest {
                 boolean optional = switch (r.hook()) {
                     case ADD_REQUEST -> key.equals("kv_transfer_params");
                     case BUILD_CONNECTOR_META -> key.startsWith("cached_");
+                    case HANDSHAKE_VOTED -> key.equals("failed_tp_ranks");
                     case UPDATE_CONNECTOR_OUTPUT, HELLO -> true;
                     default -> false;
                 };

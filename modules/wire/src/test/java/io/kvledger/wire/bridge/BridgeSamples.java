@@ -54,6 +54,9 @@ public final class BridgeSamples {
         out.add(new BridgeRequest(id++, new HookCall.SaveKvLayer("model.layers.0.self_attn.attn")));
         out.add(new BridgeRequest(id++, new HookCall.WaitForSave()));
         out.add(new BridgeRequest(id++, new HookCall.GetFinished()));
+        out.add(new BridgeRequest(id++, new HookCall.HandshakeVoted("10.0.0.1:6301", 1, List.of())));
+        out.add(new BridgeRequest(id++, new HookCall.HandshakeVoted("10.0.0.1:6301", 0, List.of(1, 3))));
+        out.add(new BridgeRequest(id++, new HookCall.HandshakeVoted("10.0.0.1:6301", 0, null)));
         out.add(new BridgeRequest(id++, new HookCall.Hello("kv_consumer", "write", 0, 1, "worker")));
         out.add(new BridgeRequest(id++, new HookCall.Hello(null, null, null, null, null)));
         out.add(new BridgeRequest(id++, new HookCall.Ping()));
