@@ -356,6 +356,16 @@ public final class JournalWriter implements AutoCloseable {
     }
 
     /**
+     * Hands the appender to the calling thread. Chronicle's appender belongs to one thread at a
+     * time: a thread that takes over appending from another (a journaller thread after a recovery
+     * appended on the starting thread) calls this first, once the other thread has stopped
+     * appending.
+     */
+    public void handOverToCurrentThread() {
+        appender.singleThreadedCheckReset();
+    }
+
+    /**
      * Starts touching the queue file's pages ahead of this writer on a thread of its own (see
      * {@link Pretoucher}), so that appends do not stall on first writes to fresh pages. For a writer
      * that appends at a high rate (the node loop's journaller); idempotent; stops at {@link #close}.

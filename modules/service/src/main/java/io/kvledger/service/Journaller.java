@@ -198,6 +198,9 @@ final class Journaller implements AutoCloseable {
 
     private void run() {
         try {
+            // the node's start may have appended on its own thread (recovery's missing derived
+            // entries); from here on this thread alone appends
+            journal.handOverToCurrentThread();
             appendAll();
         } catch (RuntimeException | Error e) {
             LOG.log(System.Logger.Level.ERROR, "the journaller died: " + e + " (the node stops: nothing is routed"

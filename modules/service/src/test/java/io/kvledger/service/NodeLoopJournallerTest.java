@@ -302,4 +302,37 @@ class NodeLoopJournallerTest {
         assertThat(routed).extracting(Payloads::dissect)
                 .containsExactlyElementsOf(expected.stream().map(Payloads::dissect).toList());
     }
+    /**
+     * A restarted node appends on its starting thread before its loop starts (recovery journals
+     * the derived entries a crash left out); the journaller thread then takes the journal over.
+     * Chronicle's appender is confined to one thread at a time, and a fresh-clone run of
+     * NodeRecoveryTest caught the journaller refusing its first input without the hand-over.
+     */
+    @Test
+    void theJournallerTakesTheJournalOverFromTheThreadThatAppendedBeforeTheLoopStarted() throws Exception {
+        List<NodeEvent> events = requests(3);
+        List<Effect> routed = Collections.synchronizedList(new ArrayList<>());
+        Path live = dir.resolve("live");
+        try (JournalWriter journal = open(live)) {
+            NodeState state = NodeState.initial(cfg);
+            List<Effect> first = new ArrayList<>();
+            NodeReducer.applyInto(state, events.getFirst(), first);
+            journal.appendApplied(events.getFirst(), first);
+            Inbox inbox = new Inbox(1024);
+            NodeLoop loop = new NodeLoop("D0", state, journal, routed::add, ServiceClock.system(), inbox,
+                    journal.nextSeq() - 1, 16);
+            loop.start();
+            try {
+                for (NodeEvent e : events.subList(1, events.size())) {
+                    inbox.call(e, TimeUnit.SECONDS.toNanos(10)).get(30, TimeUnit.SECONDS);
+                }
+                assertThat(loop.journalErrors()).as("the journaller appended after the starting thread").isZero();
+                assertThat(loop.isRunning()).isTrue();
+            } finally {
+                loop.close();
+            }
+        }
+        assertThat(inputs(live)).isEqualTo(events.size());
+    }
 }
+
