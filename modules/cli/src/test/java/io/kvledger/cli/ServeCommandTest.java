@@ -3,6 +3,7 @@ package io.kvledger.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.journal.json.Json;
+import io.kvledger.service.HttpOnceMore;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;
@@ -170,17 +171,7 @@ class ServeCommandTest {
 
     private HttpResponse<String> get(String url, int status) throws Exception {
         HttpRequest q = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(15)).GET().build();
-        HttpResponse<String> r;
-        try {
-            r = http.send(q, HttpResponse.BodyHandlers.ofString());
-        } catch (java.net.http.HttpTimeoutException e) {
-            // A rare stall of one exchange between the JDK client and Reactor Netty under load
-            // (about 1 in 300 requests with a reused connection, also seen on the node's API):
-            // a GET is idempotent, so it is asked once more on a fresh connection.
-            System.err.println("ServeCommandTest: GET " + url + " timed out; asking once more");
-            r = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()
-                    .send(q, HttpResponse.BodyHandlers.ofString());
-        }
+        HttpResponse<String> r = HttpOnceMore.send(http, q, HttpResponse.BodyHandlers.ofString(), "ServeCommandTest");
         assertThat(r.statusCode()).as("GET %s: %s", url, r.body()).isEqualTo(status);
         return r;
     }

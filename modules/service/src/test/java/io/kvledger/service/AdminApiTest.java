@@ -363,17 +363,7 @@ class AdminApiTest {
             r.body().close();
             return new StatusOnly(r);
         }
-        try {
-            return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
-        } catch (java.net.http.HttpTimeoutException e) {
-            // The rare stall of one exchange between the JDK client and Reactor Netty on a reused
-            // connection (ServeCommandTest sees it too; once here right after a 400 on the same
-            // connection). A GET is idempotent: ask once more on a fresh connection. A node whose
-            // loop is stuck would still not answer, and the test fails then.
-            System.err.println("AdminApiTest: GET " + path + " timed out; asking once more on a fresh connection");
-            return HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()
-                    .send(b.build(), HttpResponse.BodyHandlers.ofString());
-        }
+        return HttpOnceMore.send(http, b.build(), HttpResponse.BodyHandlers.ofString(), "AdminApiTest");
     }
 
     @SuppressWarnings("unchecked")

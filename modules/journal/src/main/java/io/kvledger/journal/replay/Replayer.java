@@ -34,14 +34,10 @@ import java.util.Set;
  * <p>Streaming: memory does not grow with the journals' length (one pending input per journal); what a listener keeps is its own business. Unknown entries (a newer format)
  * are skipped and show up in {@link #warnings()}.
  *
- * <p>Threads: the listener runs on the thread that calls {@link #run}, in merged order. Reading,
- * decoding and reducing the journals runs there too by default ({@link #threads(int) threads(0)});
- * with {@code threads(n)}, n helper threads do it ahead of the listener, a batch of inputs of one journal at a time (each journal's reducer
- * stays on one batch's thread at a time, in journal order), and hand the batches over; the
- * listener sees the same inputs, effects and recorded entries in the same order either way, and
- * an error of a journal (an unreadable file) surfaces at the same point of the merge.
- * Memory stays bounded: at most {@value #AHEAD} batches of {@value #BATCH} inputs per journal
- * wait for the listener. Not reusable after {@link #run}.
+ * <p>Single-threaded: everything, the listener included, runs on the thread that calls
+ * {@link #run}. (Decoding and reducing each journal on a thread of its own was tried: it used a
+ * third more CPU time and finished later on the shared 2-core machines of benchmarks/README.md.)
+ * Not reusable after {@link #run}.
  */
 public final class Replayer implements AutoCloseable {
 
@@ -107,7 +103,6 @@ public final class Replayer implements AutoCloseable {
     private boolean readRecorded = true;
     private NodeCounts[] counts;
     private Progress progress = Progress.NONE;
-    private int threads = defaultThreads();
 
     private Replayer(List<Node> nodes, List<JournalReader> readers) {
         this.nodes = nodes;
@@ -188,33 +183,6 @@ public final class Replayer implements AutoCloseable {
         return this;
     }
 
-    /**
-     * How many helper threads read, decode and reduce the journals ahead of the listener: 0 (the
-     * default) does everything on the caller's thread; at most one per journal is used. The
-     * system property {@code kvledger.replay.threads} sets the default for a whole JVM. (On the
-     * shared 2-core machines of benchmarks/README.md two helpers cost about a third more CPU
-     * time and finished later than none, so none is the default.)
-     */
-    public Replayer threads(int n) {
-        if (n < 0) {
-            throw new IllegalArgumentException("threads must be 0 or more, got " + n);
-        }
-        this.threads = n;
-        return this;
-    }
-
-    private static int defaultThreads() {
-        String p = System.getProperty("kvledger.replay.threads");
-        if (p != null) {
-            try {
-                return Math.max(0, Integer.parseInt(p.strip()));
-            } catch (NumberFormatException e) {
-                // ignored: the default below
-            }
-        }
-        return 0;
-    }
-
     /** Reports inputs applied so far (for a progress line on stderr). */
     public Replayer progress(Progress p) {
         this.progress = p == null ? Progress.NONE : p;
@@ -242,34 +210,6 @@ public final class Replayer implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             cursors[i] = new Cursor(nodes.get(i), readers.get(i), untilSeq, readRecorded);
         }
-        int helpers = Math.min(threads, n);
-        if (helpers == 0) {
-            runHere(cursors, listener);
-        } else {
-            try (Pipeline p = new Pipeline(cursors, helpers)) {
-                p.run(listener, progress);
-            }
-        }
-        counts = new NodeCounts[n];
-        for (int i = 0; i < n; i++) {
-            Cursor c = cursors[i];
-            counts[i] = new NodeCounts(c.inputs, readRecorded ? c.derivedCount : -1, c.unknown, c.orphans);
-        }
-        for (int i = 0; i < n; i++) {
-            for (String w : readers.get(i).warnings()) {
-                warnings.add(w);
-            }
-            long orphans = cursors[i].orphans;
-            if (orphans > 0) {
-                warnings.add(nodes.get(i).journal().name() + ": " + orphans
-                        + " derived entries name a cause that is not the input before them; not compared");
-            }
-        }
-        listener.finished();
-    }
-
-    /** The replay on the caller's thread alone. */
-    private void runHere(Cursor[] cursors, Listener listener) {
         for (Cursor c : cursors) {
             c.start();
             c.advance();
@@ -293,6 +233,22 @@ public final class Replayer implements AutoCloseable {
                 progress.inputsApplied(applied);
             }
         }
+        counts = new NodeCounts[n];
+        for (int i = 0; i < n; i++) {
+            Cursor c = cursors[i];
+            counts[i] = new NodeCounts(c.inputs, readRecorded ? c.derivedCount : -1, c.unknown, c.orphans);
+        }
+        for (int i = 0; i < n; i++) {
+            for (String w : readers.get(i).warnings()) {
+                warnings.add(w);
+            }
+            long orphans = cursors[i].orphans;
+            if (orphans > 0) {
+                warnings.add(nodes.get(i).journal().name() + ": " + orphans
+                        + " derived entries name a cause that is not the input before them; not compared");
+            }
+        }
+        listener.finished();
     }
 
     /** Per node (journal order), what the run read; {@code null} before {@link #run}. */
@@ -406,351 +362,6 @@ public final class Replayer implements AutoCloseable {
                 }
             }
             return null;
-        }
-    }
-
-    // ---------------------------------------------------------------- the replay on helper threads
-
-    /** Inputs per batch handed from a helper thread to the listener's. */
-    static final int BATCH = 2048;
-    /** Batches of one journal waiting for the listener, at most. */
-    static final int AHEAD = 4;
-
-    /**
-     * A run of consecutive inputs of one journal, each with the effects its reducer produced and
-     * the derived entries recorded for it (flat arrays, with each input's end offset).
-     */
-    private static final class Batch {
-        final JournalEntry.Input[] inputs = new JournalEntry.Input[BATCH];
-        /** Each input's atNs, for the merge (it compares times without touching the inputs). */
-        final long[] at = new long[BATCH];
-        final int[] fxEnd = new int[BATCH];
-        final int[] recEnd;
-        Effect[] fx = new Effect[BATCH];
-        JournalEntry.Derived[] rec;
-        int n;
-        int fxN;
-        int recN;
-        /** The journal has no input after this batch. */
-        boolean last;
-        /** What reading the journal further threw: thrown where the journal's next input would be. */
-        Throwable error;
-
-        Batch(boolean recorded) {
-            this.recEnd = recorded ? new int[BATCH] : null;
-            this.rec = recorded ? new JournalEntry.Derived[16] : null;
-        }
-
-        void add(JournalEntry.Input in, List<Effect> effects, List<JournalEntry.Derived> recorded) {
-            inputs[n] = in;
-            at[n] = in.atNs();
-            int k = effects.size();
-            if (fxN + k > fx.length) {
-                fx = java.util.Arrays.copyOf(fx, Math.max(fx.length * 2, fxN + k));
-            }
-            for (int i = 0; i < k; i++) {
-                fx[fxN++] = effects.get(i);
-            }
-            fxEnd[n] = fxN;
-            if (recEnd != null) {
-                int r = recorded.size();
-                if (recN + r > rec.length) {
-                    rec = java.util.Arrays.copyOf(rec, Math.max(rec.length * 2, recN + r));
-                }
-                for (int i = 0; i < r; i++) {
-                    rec[recN++] = recorded.get(i);
-                }
-                recEnd[n] = recN;
-            }
-            n++;
-        }
-    }
-
-    /** A read-only view of {@code a[from, to)}, repointed for each input (the listener's lists are reused). */
-    private static final class Slice<T> extends java.util.AbstractList<T> implements java.util.RandomAccess {
-        private T[] a;
-        private int from;
-        private int size;
-
-        void point(T[] a, int from, int to) {
-            this.a = a;
-            this.from = from;
-            this.size = to - from;
-        }
-
-        @Override
-        public T get(int i) {
-            java.util.Objects.checkIndex(i, size);
-            return a[from + i];
-        }
-
-        @Override
-        public int size() {
-            return size;
-        }
-    }
-
-    /** One journal as the helpers see it: its cursor, and the batches it has made for the listener. */
-    private static final class Feed {
-        final Cursor cursor;
-        final java.util.ArrayDeque<Batch> ready = new java.util.ArrayDeque<>();
-        /** A helper is making its next batch. */
-        boolean busy;
-        /** The last batch is made. */
-        boolean done;
-        /** {@link Cursor#start} and the first advance have run (startup effects and entries known). */
-        boolean started;
-        List<Effect> startupEffects;
-        List<JournalEntry.Derived> startup;
-
-        Feed(Cursor cursor) {
-            this.cursor = cursor;
-        }
-    }
-
-    /**
-     * Helper threads making batches for every journal, the fullest feeds last, and the merge on
-     * the caller's thread. One lock guards the feeds' queues and flags; a feed's cursor is touched
-     * only by the helper that marked it busy (the lock hands it from helper to helper).
-     */
-    private static final class Pipeline implements AutoCloseable {
-        private final Feed[] feeds;
-        private final boolean recorded;
-        private final java.util.concurrent.locks.ReentrantLock lock = new java.util.concurrent.locks.ReentrantLock();
-        private final java.util.concurrent.locks.Condition work = lock.newCondition();
-        private final java.util.concurrent.locks.Condition made = lock.newCondition();
-        private final Thread[] helpers;
-        private boolean closed;
-
-        Pipeline(Cursor[] cursors, int threads) {
-            feeds = new Feed[cursors.length];
-            for (int i = 0; i < cursors.length; i++) {
-                feeds[i] = new Feed(cursors[i]);
-            }
-            recorded = cursors.length > 0 && cursors[0].readRecorded;
-            helpers = new Thread[threads];
-            for (int i = 0; i < threads; i++) {
-                helpers[i] = Thread.ofPlatform().daemon().name("kvledger-replay-" + i).unstarted(this::help);
-                helpers[i].start();
-            }
-        }
-
-        /** A helper: makes the next batch of the feed with the fewest waiting, until every feed is done. */
-        private void help() {
-            while (true) {
-                Feed f;
-                lock.lock();
-                try {
-                    while (true) {
-                        if (closed) {
-                            return;
-                        }
-                        f = pick();
-                        if (f != null) {
-                            f.busy = true;
-                            break;
-                        }
-                        if (allDone()) {
-                            return;
-                        }
-                        work.awaitUninterruptibly();
-                    }
-                } finally {
-                    lock.unlock();
-                }
-                Batch b = fill(f);
-                lock.lock();
-                try {
-                    f.ready.addLast(b);
-                    f.busy = false;
-                    f.done = b.last;
-                    made.signalAll();
-                    if (f.done) {
-                        work.signalAll(); // helpers waiting for the end may leave
-                    }
-                } finally {
-                    lock.unlock();
-                }
-            }
-        }
-
-        private Feed pick() {
-            Feed best = null;
-            for (Feed f : feeds) {
-                if (!f.busy && !f.done && f.ready.size() < AHEAD && (best == null || f.ready.size() < best.ready.size())) {
-                    best = f;
-                }
-            }
-            return best;
-        }
-
-        private boolean allDone() {
-            for (Feed f : feeds) {
-                if (!f.done) {
-                    return false;
-                }
-            }
-            return true;
-        }
-
-        /** Runs the cursor on for one batch (the first batch starts it). */
-        private Batch fill(Feed f) {
-            Cursor c = f.cursor;
-            Batch b = new Batch(recorded);
-            try {
-                if (!f.started) {
-                    c.start();
-                    c.advance();
-                    f.startupEffects = c.startupEffects;
-                    f.startup = List.copyOf(c.startup);
-                    f.started = true;
-                }
-                while (b.n < BATCH && c.head != null) {
-                    b.add(c.head, c.sink, c.derived);
-                    c.advance();
-                }
-                b.last = c.head == null;
-            } catch (Throwable t) {
-                b.error = t;
-                b.last = true;
-            }
-            return b;
-        }
-
-        /** The next batch of feed {@code i}, waiting for a helper to make it. */
-        private Batch take(int i) {
-            Feed f = feeds[i];
-            lock.lock();
-            try {
-                while (f.ready.isEmpty()) {
-                    made.awaitUninterruptibly();
-                }
-                Batch b = f.ready.pollFirst();
-                work.signal();
-                return b;
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        /** The merge: as {@link Replayer#runHere}, over the batches. */
-        void run(Listener listener, Progress progress) {
-            int n = feeds.length;
-            Batch[] cur = new Batch[n];
-            int[] at = new int[n];
-            long[] headAt = new long[n];
-            for (int i = 0; i < n; i++) {
-                cur[i] = take(i);
-                Feed f = feeds[i];
-                boolean startedNow;
-                lock.lock();
-                try {
-                    startedNow = f.started;
-                } finally {
-                    lock.unlock();
-                }
-                if (!startedNow) {
-                    rethrow(cur[i].error);
-                }
-                listener.started(f.cursor.node, f.startupEffects, f.startup);
-                cur[i] = settle(i, cur[i], 0);
-                if (cur[i] != null) {
-                    headAt[i] = cur[i].at[0];
-                }
-            }
-            Slice<Effect> fx = new Slice<>();
-            Slice<JournalEntry.Derived> rec = new Slice<>();
-            List<JournalEntry.Derived> none = List.of();
-            long applied = 0;
-            while (true) {
-                int best = -1;
-                long bestAt = 0;
-                for (int i = 0; i < n; i++) {
-                    if (cur[i] != null && (best < 0 || headAt[i] < bestAt)) {
-                        best = i;
-                        bestAt = headAt[i];
-                    }
-                }
-                if (best < 0) {
-                    break;
-                }
-                Batch b = cur[best];
-                int k = at[best];
-                fx.point(b.fx, k == 0 ? 0 : b.fxEnd[k - 1], b.fxEnd[k]);
-                List<JournalEntry.Derived> recorded = none;
-                if (b.recEnd != null) {
-                    rec.point(b.rec, k == 0 ? 0 : b.recEnd[k - 1], b.recEnd[k]);
-                    recorded = rec;
-                }
-                listener.applied(feeds[best].cursor.node, b.inputs[k], fx, recorded);
-                b.inputs[k] = null;
-                at[best] = k + 1;
-                Batch next = settle(best, b, k + 1);
-                cur[best] = next;
-                if (next != b) {
-                    at[best] = 0;
-                }
-                if (next != null) {
-                    headAt[best] = next.at[at[best]];
-                }
-                if ((++applied & (PROGRESS_EVERY - 1)) == 0) {
-                    progress.inputsApplied(applied);
-                }
-            }
-        }
-
-        /**
-         * The batch that holds feed {@code i}'s next input, given that {@code b}'s next is at
-         * {@code k}: {@code b}, the next batch, or null at the end; throws what reading the
-         * journal threw, where its next input would have been.
-         */
-        private Batch settle(int i, Batch b, int k) {
-            while (k >= b.n) {
-                if (b.error != null) {
-                    rethrow(b.error);
-                }
-                if (b.last) {
-                    return null;
-                }
-                b = take(i);
-                k = 0;
-            }
-            return b;
-        }
-
-        private static void rethrow(Throwable t) {
-            if (t instanceof RuntimeException e) {
-                throw e;
-            }
-            if (t instanceof Error e) {
-                throw e;
-            }
-            throw new IllegalStateException(t);
-        }
-
-        @Override
-        public void close() {
-            lock.lock();
-            try {
-                closed = true;
-                work.signalAll();
-            } finally {
-                lock.unlock();
-            }
-            for (Thread t : helpers) {
-                boolean interrupted = false;
-                while (true) {
-                    try {
-                        t.join();
-                        break;
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                }
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
-            }
         }
     }
 }
