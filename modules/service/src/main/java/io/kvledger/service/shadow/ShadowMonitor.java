@@ -84,10 +84,8 @@ public final class ShadowMonitor implements NodeLoop.Observer {
 
     @Override
     public List<Effect> derived(long seq, NodeEvent event, List<Effect> reducer, List<Effect> recorded) {
-        observed.incrementAndGet();
         List<Effect> expected = BridgeReplies.replies(recorded);
         List<Effect> actual = BridgeReplies.comparable(reducer, expected);
-        compared.addAndGet(expected.size());
         List<Effect> out = new ArrayList<>(recorded.size() + reducer.size() + 1);
         out.addAll(recorded);
         for (Effect e : reducer) {
@@ -96,6 +94,7 @@ public final class ShadowMonitor implements NodeLoop.Observer {
             }
         }
         int i = BridgeReplies.firstReplyDifference(actual, expected);
+        Divergence d = null;
         if (i >= 0) {
             Effect a = i < actual.size() ? actual.get(i) : null;
             Effect x = i < expected.size() ? expected.get(i) : null;
@@ -108,18 +107,24 @@ public final class ShadowMonitor implements NodeLoop.Observer {
             if (diff != null) {
                 conn = conn + " (" + diff + ")";
             }
-            Divergence d = new Divergence(seq, event.atNs(), hook, input, rid, i, conn, mine);
+            d = new Divergence(seq, event.atNs(), hook, input, rid, i, conn, mine);
             out.add(new Effect.Anomaly(AnomalyKind.SHADOW_DIVERGENCE, rid, null, hook + ", reply " + (i + 1)
                     + ": the connector answered " + (conn == null ? "nothing (" + expected.size() + " replies)" : conn)
                     + "; kvledger answers " + (mine == null ? "nothing (" + actual.size() + " replies)" : mine)));
-            byHook.computeIfAbsent(hook, k -> new LongAdder()).increment();
-            total.incrementAndGet();
-            synchronized (kept) {
+        }
+        // one step under the lock toJson reads with: a reader sees an input counted only with
+        // its divergence, if any, and counts that agree with the list
+        synchronized (kept) {
+            if (d != null) {
+                byHook.computeIfAbsent(d.hook(), k -> new LongAdder()).increment();
+                total.incrementAndGet();
                 kept.addLast(d);
                 if (kept.size() > KEPT) {
                     kept.removeFirst();
                 }
             }
+            compared.addAndGet(expected.size());
+            observed.incrementAndGet();
         }
         return out;
     }
@@ -178,6 +183,13 @@ public final class ShadowMonitor implements NodeLoop.Observer {
     /** The JSON object of {@code GET /v1/divergences}. */
     public Map<String, Object> toJson(String node, int limit) {
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
+        synchronized (kept) {
+            putSnapshot(m, node, limit);
+        }
+        return m;
+    }
+
+    private void putSnapshot(LinkedHashMap<String, Object> m, String node, int limit) {
         m.put("node", node);
         m.put("count", divergences());
         LinkedHashMap<String, Object> hooks = new LinkedHashMap<>();
@@ -206,6 +218,5 @@ public final class ShadowMonitor implements NodeLoop.Observer {
             list.add(dm);
         }
         m.put("divergences", list);
-        return m;
     }
 }
