@@ -8,11 +8,14 @@ import org.msgpack.core.buffer.MessageBufferOutput;
 /**
  * Lets a msgpack packer write straight into the Chronicle excerpt being written: the packer fills
  * this sink's reusable buffer and each flush copies it into {@link #target}, updating
- * {@link #crc} with every byte it passes on. One copy, no allocation per entry.
+ * {@link #crc} with every byte it passes on. One copy, no allocation per entry. While the writer
+ * builds a group excerpt, {@link #heap} is set instead and the bytes go there.
  */
 final class BytesSink implements MessageBufferOutput {
 
     Bytes<?> target;
+    /** When set (a group being built), bytes go here instead of {@link #target}. */
+    GroupBuffer heap;
     final CRC32C crc = new CRC32C();
     private byte[] array = new byte[8192];
     private MessageBuffer buffer = MessageBuffer.wrap(array);
@@ -28,20 +31,22 @@ final class BytesSink implements MessageBufferOutput {
 
     @Override
     public void writeBuffer(int length) {
-        crc.update(array, 0, length);
-        target.write(array, 0, length);
+        write(array, 0, length);
     }
 
     @Override
     public void write(byte[] buffer, int offset, int length) {
         crc.update(buffer, offset, length);
-        target.write(buffer, offset, length);
+        if (heap != null) {
+            heap.put(buffer, offset, length);
+        } else {
+            target.write(buffer, offset, length);
+        }
     }
 
     @Override
     public void add(byte[] buffer, int offset, int length) {
-        crc.update(buffer, offset, length);
-        target.write(buffer, offset, length);
+        write(buffer, offset, length);
     }
 
     @Override

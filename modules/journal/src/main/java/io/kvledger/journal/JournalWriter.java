@@ -52,6 +52,14 @@ public final class JournalWriter implements AutoCloseable {
     private final BytesSink sink = new BytesSink();
     private final MessagePacker packer = MessagePack.newDefaultPacker(sink);
     private Pretoucher pretoucher;
+    /** The group being built, or null outside {@link #beginGroup}/{@link #endGroup}. */
+    private GroupBuffer group;
+    private final GroupBuffer groupBuffer = new GroupBuffer();
+    private int groupMembers;
+    private long groupFirstSeq;
+    private long groupFirstAtNs;
+    private long groupSavedInputSeq;
+    private long groupSavedInputAtNs;
     private long nextSeq;
     private long lastInputSeq;
     private long lastInputAtNs;
@@ -324,6 +332,10 @@ public final class JournalWriter implements AutoCloseable {
         }
         long seq = nextSeq;
         EntryCodec.envelope(envelope, kind, type.id(), seq, atNs, cause);
+        if (group != null) {
+            appendMember(type, atNs, record);
+            return seq;
+        }
         try (DocumentContext dc = appender.writingDocument()) {
             Bytes<?> b = dc.wire().bytes();
             long start = b.writePosition();
@@ -353,6 +365,122 @@ public final class JournalWriter implements AutoCloseable {
         }
         nextSeq = seq + 1;
         return seq;
+    }
+
+    /**
+     * Encodes one entry (its envelope already in {@link #envelope}) as the next member of the group
+     * being built; on failure the group is as it was before.
+     */
+    private void appendMember(EntryType type, long atNs, Object record) {
+        GroupBuffer g = group;
+        int memberAt = g.length;
+        g.ensure(JournalFormat.MEMBER_HEADER + JournalFormat.ENVELOPE_V2);
+        g.length += JournalFormat.MEMBER_HEADER;
+        int entryAt = g.length;
+        g.put(envelope, 0, JournalFormat.ENVELOPE_V2);
+        sink.heap = g;
+        sink.crc.reset();
+        sink.crc.update(envelope, 0, JournalFormat.CRC_OFFSET);
+        try {
+            if (!FastPayloads.write(packer, record)) {
+                type.write(packer, record);
+            }
+            packer.flush();
+        } catch (IOException | RuntimeException e) {
+            packer.clear();
+            g.length = memberAt;
+            if (e instanceof IllegalArgumentException iae) {
+                throw iae;
+            }
+            throw new JournalException("cannot append " + type.typeName() + " to " + dir + ": " + e, e);
+        } finally {
+            sink.heap = null;
+        }
+        g.putIntAt(entryAt + JournalFormat.CRC_OFFSET, (int) sink.crc.getValue());
+        g.putIntAt(memberAt, g.length - entryAt);
+        g.pad();
+        if (groupMembers++ == 0) {
+            groupFirstSeq = nextSeq;
+            groupFirstAtNs = atNs;
+        }
+        nextSeq++;
+    }
+
+    /**
+     * Starts a group: the entries appended until {@link #endGroup} are written as one Chronicle
+     * excerpt (a group excerpt, {@link JournalFormat#GROUP_LAYOUT}) when {@code endGroup} is called,
+     * and not before: their seqs are handed out at once, but readers see none of them until then,
+     * and a process that dies before leaves none of them. For a writer that appends many entries at
+     * once (the node loop's journaller): Chronicle's cost per excerpt is paid once per group.
+     */
+    public void beginGroup() {
+        if (group != null) {
+            throw new IllegalStateException("a group is already open on the journal writer for " + dir);
+        }
+        groupBuffer.reset();
+        group = groupBuffer;
+        groupMembers = 0;
+        groupSavedInputSeq = lastInputSeq;
+        groupSavedInputAtNs = lastInputAtNs;
+    }
+
+    /** Entries in the open group (0 without one). */
+    public int groupEntries() {
+        return group == null ? 0 : groupMembers;
+    }
+
+    /** Bytes the open group holds so far (0 without one). */
+    public int groupBytes() {
+        return group == null ? 0 : group.length;
+    }
+
+    /**
+     * Writes the open group: nothing when it is empty, its one entry as a plain excerpt, else one
+     * group excerpt.
+     *
+     * @throws JournalException when the excerpt cannot be written: then none of the group's
+     *                          entries is in the journal, and the seqs they were given are handed
+     *                          out again
+     */
+    public void endGroup() {
+        GroupBuffer g = group;
+        if (g == null) {
+            throw new IllegalStateException("no group is open on the journal writer for " + dir);
+        }
+        group = null;
+        if (groupMembers == 0) {
+            return;
+        }
+        int from;
+        int len;
+        if (groupMembers == 1) {
+            from = JournalFormat.ENVELOPE_V2 + JournalFormat.MEMBER_HEADER;
+            len = g.bytes[JournalFormat.ENVELOPE_V2] & 0xff | (g.bytes[JournalFormat.ENVELOPE_V2 + 1] & 0xff) << 8
+                    | (g.bytes[JournalFormat.ENVELOPE_V2 + 2] & 0xff) << 16 | (g.bytes[JournalFormat.ENVELOPE_V2 + 3] & 0xff) << 24;
+        } else {
+            long lastSeq = nextSeq - 1;
+            EntryCodec.groupEnvelope(g.bytes, groupFirstSeq, groupFirstAtNs, lastSeq);
+            from = 0;
+            len = g.length;
+            g.putIntAt(JournalFormat.CRC_OFFSET, EntryCodec.crc(g.bytes, 0, len));
+        }
+        try (DocumentContext dc = appender.writingDocument()) {
+            try {
+                Bytes<?> b = dc.wire().bytes();
+                b.write(g.bytes, from, len);
+                if (pretoucher != null && b instanceof MappedBytes mb) {
+                    pretoucher.advance(mb.mappedFile().file(), b.writePosition());
+                }
+            } catch (RuntimeException e) {
+                dc.rollbackOnClose();
+                throw e;
+            }
+        } catch (RuntimeException e) {
+            nextSeq = groupFirstSeq;
+            lastInputSeq = groupSavedInputSeq;
+            lastInputAtNs = groupSavedInputAtNs;
+            throw new JournalException("cannot append a group of " + groupMembers + " entries to " + dir + ": " + e, e);
+        }
     }
 
     /**
