@@ -77,6 +77,7 @@ final class QueueScanner implements AutoCloseable {
     private boolean headerSeen;
     private long checked;
     private long unchecked;
+    private long groups;
     private Pending pending;
     /** The group being handed out: its excerpt's position, its next member, its end (-1: none). */
     private long groupPos = -1;
@@ -124,6 +125,11 @@ final class QueueScanner implements AutoCloseable {
     /** Entries handed out whose checksum was checked. */
     long checked() {
         return checked;
+    }
+
+    /** Group excerpts read. */
+    long groups() {
+        return groups;
     }
 
     /** Entries handed out that carry no checksum (layouts 0 and 1). */
@@ -254,6 +260,7 @@ final class QueueScanner implements AutoCloseable {
         goodInFile++;
         if ((win[(int) (at - winStart)] & 0xff) == JournalFormat.GROUP_LAYOUT) {
             groupsInFile = true;
+            groups++;
             groupPos = pos;
             memberAt = at + JournalFormat.ENVELOPE_V2;
             groupEnd = at + len;

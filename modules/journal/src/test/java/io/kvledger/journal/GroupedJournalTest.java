@@ -161,6 +161,10 @@ class GroupedJournalTest {
         JournalReader.Integrity check = JournalReader.check(pristine);
         assertThat(check.damage()).isEmpty();
         assertThat(check.checked()).isEqualTo(written.size());
+        byte[] file = Damage.read(Damage.queueFile(pristine));
+        assertThat(check.groups()).isEqualTo(Damage.entries(Damage.queueFile(pristine)).stream()
+                .filter(x -> file[(int) x.pos() + 4] == JournalFormat.GROUP_LAYOUT).count())
+                .isGreaterThan(400);
     }
 
     @Test
