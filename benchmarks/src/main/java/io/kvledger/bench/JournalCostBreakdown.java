@@ -60,7 +60,7 @@ import org.msgpack.core.MessagePack;
  */
 public final class JournalCostBreakdown {
 
-    enum Part { ENCODE, ENCODE_FAST, CRC, EXCERPTS, TINY_EXCERPTS, BATCHED, APPEND, APPEND_PRETOUCHED }
+    enum Part { ENCODE, ENCODE_FAST, CRC, EXCERPTS, TINY_EXCERPTS, BATCHED, APPEND, APPEND_PRETOUCHED, APPEND_GROUPED }
 
     private static final int BATCH = 64;
 
@@ -177,8 +177,9 @@ public final class JournalCostBreakdown {
             case EXCERPTS -> chronicle(false, false);
             case TINY_EXCERPTS -> chronicle(true, false);
             case BATCHED -> chronicle(false, true);
-            case APPEND -> append(false);
-            case APPEND_PRETOUCHED -> append(true);
+            case APPEND -> append(false, false);
+            case APPEND_PRETOUCHED -> append(true, false);
+            case APPEND_GROUPED -> append(true, true);
         };
     }
 
@@ -253,7 +254,11 @@ public final class JournalCostBreakdown {
         }
     }
 
-    private long append(boolean pretouch) throws IOException {
+    /**
+     * {@code appendApplied} per input, or (grouped) the journaller's way: inputs and their derived
+     * entries in group excerpts of {@value #BATCH} inputs, pretouched.
+     */
+    private long append(boolean pretouch, boolean grouped) throws IOException {
         Path d = Files.createTempDirectory(parent, "journal-cost-");
         try (JournalWriter w = JournalWriter.open(d, JournalHeader.of("WRITE_PRODUCER", streams.getFirst().config(),
                 "JournalCostBreakdown"))) {
@@ -261,8 +266,18 @@ public final class JournalCostBreakdown {
                 w.pretouch();
             }
             long t0 = mx.getCurrentThreadCpuTime();
-            for (int i = 0; i < inputs.length; i++) {
-                w.appendApplied(inputs[i], derivedLists.get(i));
+            if (grouped) {
+                for (int i = 0; i < inputs.length; i += BATCH) {
+                    w.beginGroup();
+                    for (int x = i; x < Math.min(inputs.length, i + BATCH); x++) {
+                        w.appendApplied(inputs[x], derivedLists.get(x));
+                    }
+                    w.endGroup();
+                }
+            } else {
+                for (int i = 0; i < inputs.length; i++) {
+                    w.appendApplied(inputs[i], derivedLists.get(i));
+                }
             }
             return mx.getCurrentThreadCpuTime() - t0;
         } finally {

@@ -1,22 +1,17 @@
 package io.kvledger.journal;
 
-import java.util.zip.CRC32C;
-import net.openhft.chronicle.bytes.Bytes;
 import org.msgpack.core.buffer.MessageBuffer;
 import org.msgpack.core.buffer.MessageBufferOutput;
 
 /**
- * Lets a msgpack packer write straight into the Chronicle excerpt being written: the packer fills
- * this sink's reusable buffer and each flush copies it into {@link #target}, updating
- * {@link #crc} with every byte it passes on. One copy, no allocation per entry. While the writer
- * builds a group excerpt, {@link #heap} is set instead and the bytes go there.
+ * Lets msgpack-java's packer (the generic schema encoder, for the entry types {@link FastPayloads}
+ * leaves to it) write into the group buffer the journal writer is building: the packer fills this
+ * sink's reusable buffer and each flush copies it into {@link #heap}. No allocation per entry.
  */
 final class BytesSink implements MessageBufferOutput {
 
-    Bytes<?> target;
-    /** When set (a group being built), bytes go here instead of {@link #target}. */
+    /** Where the bytes go (set by the writer around each use). */
     GroupBuffer heap;
-    final CRC32C crc = new CRC32C();
     private byte[] array = new byte[8192];
     private MessageBuffer buffer = MessageBuffer.wrap(array);
 
@@ -31,22 +26,17 @@ final class BytesSink implements MessageBufferOutput {
 
     @Override
     public void writeBuffer(int length) {
-        write(array, 0, length);
+        heap.put(array, 0, length);
     }
 
     @Override
     public void write(byte[] buffer, int offset, int length) {
-        crc.update(buffer, offset, length);
-        if (heap != null) {
-            heap.put(buffer, offset, length);
-        } else {
-            target.write(buffer, offset, length);
-        }
+        heap.put(buffer, offset, length);
     }
 
     @Override
     public void add(byte[] buffer, int offset, int length) {
-        write(buffer, offset, length);
+        heap.put(buffer, offset, length);
     }
 
     @Override

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.zip.CRC32C;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.MappedBytes;
 import net.openhft.chronicle.queue.ExcerptAppender;
@@ -55,6 +56,9 @@ public final class JournalWriter implements AutoCloseable {
     /** The group being built, or null outside {@link #beginGroup}/{@link #endGroup}. */
     private GroupBuffer group;
     private final GroupBuffer groupBuffer = new GroupBuffer();
+    /** Encodes the frequent entry types straight into {@link #groupBuffer}. */
+    private final FastPacker fast = new FastPacker(groupBuffer);
+    private final CRC32C crc = new CRC32C();
     private int groupMembers;
     private long groupFirstSeq;
     private long groupFirstAtNs;
@@ -336,34 +340,15 @@ public final class JournalWriter implements AutoCloseable {
             appendMember(type, atNs, record);
             return seq;
         }
-        try (DocumentContext dc = appender.writingDocument()) {
-            Bytes<?> b = dc.wire().bytes();
-            long start = b.writePosition();
-            b.write(envelope, 0, envelope.length);
-            sink.target = b;
-            sink.crc.reset();
-            sink.crc.update(envelope, 0, JournalFormat.CRC_OFFSET);
-            try {
-                if (!FastPayloads.write(packer, record)) {
-                    type.write(packer, record);
-                }
-                packer.flush();
-                b.writeInt(start + JournalFormat.CRC_OFFSET, (int) sink.crc.getValue());
-                if (pretoucher != null && b instanceof MappedBytes mb) {
-                    pretoucher.advance(mb.mappedFile().file(), b.writePosition());
-                }
-            } catch (IOException | RuntimeException e) {
-                dc.rollbackOnClose();
-                packer.clear();
-                if (e instanceof IllegalArgumentException iae) {
-                    throw iae;
-                }
-                throw new JournalException("cannot append " + type.typeName() + " to " + dir + ": " + e, e);
-            } finally {
-                sink.target = null;
-            }
+        // outside a group, an entry is a group of one: written as a plain excerpt
+        beginGroup();
+        try {
+            appendMember(type, atNs, record);
+        } catch (RuntimeException e) {
+            group = null;
+            throw e;
         }
-        nextSeq = seq + 1;
+        endGroup();
         return seq;
     }
 
@@ -378,14 +363,16 @@ public final class JournalWriter implements AutoCloseable {
         g.length += JournalFormat.MEMBER_HEADER;
         int entryAt = g.length;
         g.put(envelope, 0, JournalFormat.ENVELOPE_V2);
-        sink.heap = g;
-        sink.crc.reset();
-        sink.crc.update(envelope, 0, JournalFormat.CRC_OFFSET);
         try {
-            if (!FastPayloads.write(packer, record)) {
-                type.write(packer, record);
+            if (!FastPayloads.write(fast, record)) {
+                sink.heap = g;
+                try {
+                    type.write(packer, record);
+                    packer.flush();
+                } finally {
+                    sink.heap = null;
+                }
             }
-            packer.flush();
         } catch (IOException | RuntimeException e) {
             packer.clear();
             g.length = memberAt;
@@ -393,10 +380,11 @@ public final class JournalWriter implements AutoCloseable {
                 throw iae;
             }
             throw new JournalException("cannot append " + type.typeName() + " to " + dir + ": " + e, e);
-        } finally {
-            sink.heap = null;
         }
-        g.putIntAt(entryAt + JournalFormat.CRC_OFFSET, (int) sink.crc.getValue());
+        crc.reset();
+        crc.update(g.bytes, entryAt, JournalFormat.CRC_OFFSET);
+        crc.update(g.bytes, entryAt + JournalFormat.ENVELOPE_V2, g.length - entryAt - JournalFormat.ENVELOPE_V2);
+        g.putIntAt(entryAt + JournalFormat.CRC_OFFSET, (int) crc.getValue());
         g.putIntAt(memberAt, g.length - entryAt);
         g.pad();
         if (groupMembers++ == 0) {
