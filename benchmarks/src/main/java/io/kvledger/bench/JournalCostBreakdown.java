@@ -118,23 +118,31 @@ public final class JournalCostBreakdown {
         int rounds = 7;
         int warmup = 2;
         Path dir = Path.of(System.getProperty("java.io.tmpdir"));
+        List<Part> parts = List.of(Part.values());
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--requests" -> requests = Integer.parseInt(args[++i]);
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
                 case "--dir" -> dir = Path.of(args[++i]).toAbsolutePath();
+                case "--parts" -> {
+                    parts = new ArrayList<>();
+                    for (String name : args[++i].split(",")) {
+                        parts.add(Part.valueOf(name.trim().toUpperCase(Locale.ROOT)));
+                    }
+                }
                 default -> {
-                    System.err.println("usage: JournalCostBreakdown [--requests N] [--rounds R] [--warmup W] [--dir DIR]");
+                    System.err.println("usage: JournalCostBreakdown [--requests N] [--rounds R] [--warmup W] [--dir DIR]"
+                            + " [--parts encode,append_grouped,...]");
                     System.exit(2);
                 }
             }
         }
         JournalCostBreakdown b = new JournalCostBreakdown(LoopWorkload.streams(requests), dir);
-        b.run(rounds, warmup);
+        b.run(rounds, warmup, parts.toArray(new Part[0]));
     }
 
-    void run(int rounds, int warmup) throws IOException {
+    void run(int rounds, int warmup, Part[] parts) throws IOException {
         int n = inputs.length;
         long entries = 0;
         for (int[] s : entrySizes) {
@@ -142,7 +150,6 @@ public final class JournalCostBreakdown {
         }
         System.out.printf(Locale.ROOT, "%d inputs, %d entries (%.2f per input), %.0f journaled bytes per input%n",
                 n, entries, entries / (double) n, bytesPerInputTotal / (double) n);
-        Part[] parts = Part.values();
         Map<Part, double[]> measured = new EnumMap<>(Part.class);
         for (Part p : parts) {
             measured.put(p, new double[rounds]);

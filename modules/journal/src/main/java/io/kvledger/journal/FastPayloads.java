@@ -4,6 +4,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.format.PyValues;
 import java.io.IOException;
@@ -108,7 +109,18 @@ public final class FastPayloads {
                 p.bool(e.legacyWithoutType());
             }
             case NodeEvent.StepScheduled e -> {
-                return false;
+                p.arrayHeader(2);
+                p.int64(e.step());
+                if (e.cachedRequests() == null) {
+                    p.nil();
+                } else {
+                    p.arrayHeader(e.cachedRequests().size());
+                    for (NodeEvent.CachedRequest c : e.cachedRequests()) {
+                        p.arrayHeader(2);
+                        str(p, c.requestId());
+                        blocks(p, c.newBlockIds());
+                    }
+                }
             }
             case NodeEvent.HandshakeCompleted e -> {
                 return false;
@@ -229,10 +241,25 @@ public final class FastPayloads {
                 str(p, e.transferId());
             }
             case Effect.MetadataBuilt e -> {
-                return false;
+                p.arrayHeader(5);
+                p.int64(e.step());
+                reqMetas(p, e.reqsToRecv());
+                reqMetas(p, e.reqsToSave());
+                strs(p, e.reqsToSend());
+                p.int64(e.mappingSize());
             }
             case Effect.SendRemoteBlocks e -> {
-                return false;
+                p.arrayHeader(6);
+                str(p, e.host());
+                p.int64(e.port());
+                str(p, e.reqId());
+                if (e.transferId() == null) {
+                    p.nil();
+                } else {
+                    py(p, e.transferId(), "SendRemoteBlocks.transfer_id");
+                }
+                ints(p, e.blockNotifyList());
+                p.int64(e.decodeRank());
             }
             case Effect.SendWriteFailed e -> {
                 return false;
@@ -251,6 +278,36 @@ public final class FastPayloads {
             }
         }
         return true;
+    }
+
+    /** {@code reqs_to_recv} / {@code reqs_to_save}: an array of ReqMeta field arrays. */
+    private static void reqMetas(MsgOut p, List<ReqMeta> l) throws IOException {
+        if (l == null) {
+            p.nil();
+            return;
+        }
+        p.arrayHeader(l.size());
+        for (ReqMeta m : l) {
+            p.arrayHeader(14);
+            str(p, m.requestId());
+            blocks(p, m.localBlockIds());
+            blocks(p, m.remoteBlockIds());
+            str(p, m.remoteEngineId());
+            str(p, m.remoteHost());
+            p.int64(m.remoteHandshakePort());
+            p.int64(m.remoteNotifyPort());
+            p.int64(m.remoteDpRank());
+            p.int64(m.remoteDpSize());
+            p.int64(m.remoteDpSizeLocal());
+            p.int64(m.remoteTpSize());
+            if (m.transferId() == null) {
+                p.nil();
+            } else {
+                py(p, m.transferId(), "ReqMeta.transfer_id");
+            }
+            strs(p, m.multiPodHosts());
+            p.bool(m.writeMode());
+        }
     }
 
     private static void str(MsgOut p, String s) throws IOException {

@@ -48,6 +48,15 @@ public final class PyValues {
         if (depth > MAX_DEPTH) {
             throw new IllegalArgumentException("value nested deeper than " + MAX_DEPTH);
         }
+        // the values params hold most, before the type switch's chain of tests
+        if (v instanceof String s) {
+            p.str(s);
+            return;
+        }
+        if (v instanceof Long l) {
+            p.int64(l);
+            return;
+        }
         switch (v) {
             case null -> p.nil();
             case Boolean b -> p.bool(b);
