@@ -174,6 +174,35 @@ final class FastPacker implements MsgOut {
         out.put(v, 0, n);
     }
 
+    /**
+     * An array of ints (block ids): the header and every element with one capacity check, each
+     * element in its smallest form as {@link #int64} writes it.
+     */
+    void ints(int[] ids, int from, int to) {
+        arrayHeader(to - from);
+        out.ensure(5 * (to - from));
+        byte[] b = out.bytes;
+        int p = out.length;
+        for (int i = from; i < to; i++) {
+            int v = ids[i];
+            if (v >= 0 && v < 128) {
+                b[p++] = (byte) v;
+            } else if (v >= 0 && v < 256) {
+                b[p++] = (byte) 0xcc;
+                b[p++] = (byte) v;
+            } else if (v >= 0 && v < 65536) {
+                b[p++] = (byte) 0xcd;
+                b[p++] = (byte) (v >>> 8);
+                b[p++] = (byte) v;
+            } else {
+                out.length = p;
+                int64(v);
+                p = out.length;
+            }
+        }
+        out.length = p;
+    }
+
     @Override
     public void arrayHeader(int n) {
         if (n < 16) {

@@ -367,6 +367,10 @@ public final class FastPayloads {
             p.nil();
             return;
         }
+        if (p instanceof FastPacker f) {
+            f.ints(ids, 0, ids.length);
+            return;
+        }
         p.arrayHeader(ids.length);
         for (int id : ids) {
             p.int64(id);

@@ -80,6 +80,16 @@ public final class JournalWriter implements AutoCloseable {
                 ? io.kvledger.journal.format.PyValues.refusal(a.params()) : null;
     }
 
+    private static EntryType typeOf(NodeEvent e) {
+        EntryType t = EntryType.ofClass(e.getClass());
+        return t != null ? t : EntryType.of(e);
+    }
+
+    private static EntryType typeOf(Effect e) {
+        EntryType t = EntryType.ofClass(e.getClass());
+        return t != null ? t : EntryType.of(e);
+    }
+
     /** What an existing journal ends with, read before Chronicle maps it. */
     private record Existing(JournalHeader header, long nextSeq, long lastInputSeq, long lastInputAtNs) {}
 
@@ -269,7 +279,7 @@ public final class JournalWriter implements AutoCloseable {
      *                                  written then)
      */
     public long appendInput(NodeEvent event) {
-        EntryType type = EntryType.of(event);
+        EntryType type = typeOf(event);
         long seq = append(EntryKind.INPUT, type, event.atNs(), JournalFormat.NO_CAUSE, event);
         lastInputSeq = seq;
         lastInputAtNs = event.atNs();
@@ -301,7 +311,7 @@ public final class JournalWriter implements AutoCloseable {
             throw new IllegalArgumentException("cause seq " + causeSeq + " is not an entry of this journal (next seq "
                     + nextSeq + ")");
         }
-        return append(EntryKind.DERIVED, EntryType.of(effect), atNs, causeSeq, effect);
+        return append(EntryKind.DERIVED, typeOf(effect), atNs, causeSeq, effect);
     }
 
     /**
@@ -312,7 +322,7 @@ public final class JournalWriter implements AutoCloseable {
     public long appendApplied(NodeEvent event, List<Effect> effects) {
         long seq = appendInput(event);
         for (Effect e : effects) {
-            append(EntryKind.DERIVED, EntryType.of(e), event.atNs(), seq, e);
+            append(EntryKind.DERIVED, typeOf(e), event.atNs(), seq, e);
         }
         return seq;
     }

@@ -45,6 +45,7 @@ class FastPayloadsTest {
     private int compared;
 
     private void same(Object r) throws IOException {
+        assertThat(EntryType.ofClass(r.getClass())).as("the per-class cache agrees with the switch").isEqualTo(typeOf(r));
         MessageBufferPacker generic = MessagePack.newDefaultBufferPacker();
         typeOf(r).write(generic, r);
         generic.flush();

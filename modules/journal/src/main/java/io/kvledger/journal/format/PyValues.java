@@ -120,6 +120,9 @@ public final class PyValues {
         if (depth > MAX_DEPTH) {
             return "value nested deeper than " + MAX_DEPTH;
         }
+        if (v instanceof String || v instanceof Long || v == null) {
+            return null; // what params hold most, before the type switch's chain of tests
+        }
         return switch (v) {
             case null -> null;
             case Boolean b -> null;
