@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.zip.CRC32C;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.MappedBytes;
+import net.openhft.chronicle.bytes.MappedBytesStore;
 import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 import net.openhft.chronicle.wire.DocumentContext;
@@ -467,7 +468,13 @@ public final class JournalWriter implements AutoCloseable {
                 Bytes<?> b = dc.wire().bytes();
                 b.write(g.bytes, from, len);
                 if (pretoucher != null && b instanceof MappedBytes mb) {
-                    pretoucher.advance(mb.mappedFile().file(), b.writePosition());
+                    long pos = b.writePosition();
+                    if (mb.bytesStore() instanceof MappedBytesStore store && store.inside(pos)) {
+                        pretoucher.advance(mb.mappedFile().file(), pos, store.addressForWrite(pos),
+                                store.addressForWrite(pos) + (store.safeLimit() - pos));
+                    } else {
+                        pretoucher.advance(mb.mappedFile().file(), pos);
+                    }
                 }
             } catch (RuntimeException e) {
                 dc.rollbackOnClose();
@@ -500,6 +507,11 @@ public final class JournalWriter implements AutoCloseable {
         if (pretoucher == null && !closed) {
             pretoucher = new Pretoucher(header.nodeId());
         }
+    }
+
+    /** Times the pretoucher populated this writer's own mapping (0 without one, or without madvise). */
+    long pretouchPopulateCalls() {
+        return pretoucher == null ? 0 : pretoucher.populateCalls();
     }
 
     /** Pages the pretoucher touched so far (0 without one). */
