@@ -204,6 +204,10 @@ final class NodeCommand implements Callable<Integer> {
             err.flush();
             return 2;
         }
+        if (failJournalAfter != null) {
+            // before the start-up line: a caller that waits for it counts the inputs from there
+            node.failJournalAfter(failJournalAfter);
+        }
         LiveTraces traces = sender == null ? null : LiveTraces.attach(node, sender,
                 LiveTraces.Options.defaults().withBounds(new Bounds(NodeConfig.seconds(otlpStuckAfter))));
         Foreground fg = Foreground.install("kvledger-node-shutdown");
@@ -213,9 +217,6 @@ final class NodeCommand implements Callable<Integer> {
                 fg.wake();
             }
         });
-        if (failJournalAfter != null) {
-            node.failJournalAfter(failJournalAfter);
-        }
         NodeLoop.Stopped failed = null;
         try {
             NodeConfig c = options.config();

@@ -36,6 +36,11 @@ class NodeLoopExitTest {
         try {
             p.start(List.of("--fail-journal-after", "3"));
             assertThat(p.awaitHealthy(client, Duration.ofSeconds(90))).as(p.logText()).isTrue();
+            // the fault is armed before the node's start-up line
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!p.errText().contains("node P0: producer write") && System.nanoTime() < end) {
+                Thread.sleep(20);
+            }
             Leg leg = p.leg(client);
             // a plain request: its hook calls are the node's first inputs; the fourth is refused
             CompletableFuture<Completion> first = leg.submit("req-1", 64, 2, null);
