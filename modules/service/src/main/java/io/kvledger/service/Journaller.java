@@ -81,6 +81,8 @@ final class Journaller implements AutoCloseable {
     private volatile boolean held;
     /** Test hook: the journaller ends without appending anything more (a killed process). */
     private volatile boolean abandoned;
+    /** Test hook: an error the thread throws at its next turn (as one from the JVM would end it). */
+    private volatile Error poison;
     /** What ended the thread, when an error did ({@code null} otherwise). */
     private volatile Throwable died;
     /** Called (on the dying thread) when an error ends it, so an idle loop learns it at once. */
@@ -245,6 +247,10 @@ final class Journaller implements AutoCloseable {
     private void appendAll() {
         long next = 0;
         while (!abandoned) {
+            Error p = poison;
+            if (p != null) {
+                throw p;
+            }
             long h = head;
             if (next == h || held) {
                 if (next == h && stopping && head == next) {
@@ -333,6 +339,12 @@ final class Journaller implements AutoCloseable {
         if (!h) {
             LockSupport.unpark(thread);
         }
+    }
+
+    /** Test hook: the thread dies of {@code e} at its next turn (within a millisecond when idle). */
+    void kill(Error e) {
+        poison = e;
+        LockSupport.unpark(thread);
     }
 
     /**

@@ -436,6 +436,11 @@ public final class NodeLoop implements AutoCloseable {
         journaller.hold(hold);
     }
 
+    /** Test hook: the journaller thread dies of {@code e}, as of an error from the JVM. */
+    void killJournaller(Error e) {
+        journaller.kill(e);
+    }
+
     /**
      * Test hook: ends the journaller without appending what it still holds, as a process killed now
      * would leave the journal (the loop then fails on its next wait for it).

@@ -155,4 +155,22 @@ class NodeLoopStopTest {
             assertThat(loop.applied()).isEqualTo(1);
         }
     }
+
+    @Test
+    void aJournallerThatDiesWhileTheLoopIdlesStopsItAtOnceWithTheError() throws Exception {
+        Path live = dir.resolve("live");
+        try (JournalWriter journal = open(live)) {
+            Inbox inbox = new Inbox(64);
+            NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, e -> { }, ServiceClock.system(), inbox, 0, 16);
+            loop.start();
+            call(inbox, requests(1).getFirst());
+            // nothing more comes in: the loop blocks on the inbox with no deadline
+            loop.killJournaller(new OutOfMemoryError("injected by the test"));
+            NodeLoop.Stopped s = loop.stopped().get(10, TimeUnit.SECONDS);
+            assertThat(s.requested()).isFalse();
+            assertThat(s.cause()).startsWith("the journaller thread died: java.lang.OutOfMemoryError: injected by the test");
+            loop.close();
+        }
+        assertThat(Recovery.replay(live, cfg).inputs()).isEqualTo(1);
+    }
 }
