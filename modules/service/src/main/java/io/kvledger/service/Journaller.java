@@ -25,7 +25,8 @@ import java.util.concurrent.locks.LockSupport;
  * carries the error and the loop withholds its effects and stops (values were checked before the
  * input was applied, so this is the journal failing); a refused derived entry is counted and
  * logged and the others go on. The writer belongs to this thread from {@link #start} until
- * {@link #close} returns.
+ * {@link #close} returns. An error that ends this thread runs the {@code onDeath} callback (the loop
+ * wakes, finds the journaller {@link #gone} and stops, with {@link #deathCause} as its cause).
  */
 final class Journaller implements AutoCloseable {
 
@@ -83,6 +84,8 @@ final class Journaller implements AutoCloseable {
     private volatile boolean abandoned;
     /** Test hook: an error the thread throws at its next turn (as one from the JVM would end it). */
     private volatile Error poison;
+    /** Set when the thread ends (before {@link #onDeath} runs, so the woken loop sees it). */
+    private volatile boolean ended;
     /** What ended the thread, when an error did ({@code null} otherwise). */
     private volatile Throwable died;
     /** Called (on the dying thread) when an error ends it, so an idle loop learns it at once. */
@@ -207,7 +210,7 @@ final class Journaller implements AutoCloseable {
 
     /** Whether the thread has ended (it ends only in {@link #close}, or when abandoned or killed by an error). */
     boolean gone() {
-        return !thread.isAlive() && !stopping;
+        return ended && !stopping;
     }
 
     /** Why the thread ended: the error that killed it, or that it was abandoned. */
@@ -233,6 +236,7 @@ final class Journaller implements AutoCloseable {
             appendAll();
         } catch (RuntimeException | Error e) {
             died = e;
+            ended = true;
             LOG.log(System.Logger.Level.ERROR, "the journaller died: " + e + " (the node stops: nothing is routed"
                     + " that is not journaled)", e);
             wakeLoop();
@@ -241,6 +245,8 @@ final class Journaller implements AutoCloseable {
             } catch (RuntimeException ignored) {
                 // the loop still finds the thread gone on its next wait
             }
+        } finally {
+            ended = true;
         }
     }
 
