@@ -50,6 +50,10 @@ import picocli.CommandLine.Spec;
  * processes) over their engine bridges; each rank moves and checks its own KV. Each DP rank is a
  * leg of the router, in the toy proxy's flat interleaved order, reached at its own HTTP server
  * with {@code X-data-parallel-rank}.
+ *
+ * <p>A node process that exits by itself during the run (its loop stopped: {@code kvledger node}
+ * exits 3 and says why), or that does not exit 0 on SIGTERM, is named in the summary with its exit
+ * status and the run is not clean (exit 1). Nodes killed by {@code --kill} are reported as before.
  */
 @Command(name = "cluster", mixinStandardHelpOptions = true, sortOptions = false,
         description = "Start N prefill and M decode live nodes as processes on loopback, send K requests through them, then report.")
@@ -95,6 +99,11 @@ final class ClusterCommand implements Callable<Integer> {
 
     @Option(names = "--kill", paramLabel = "NODE@N", description = "kill -9 node NODE (e.g. D0) after N requests were sent.")
     String kill;
+
+    @Option(names = "--fail-journal", paramLabel = "NODE@N",
+            description = "Testing only, an injected fault: node NODE's journal refuses every input after its first N "
+                    + "(kvledger node --fail-journal-after N), so its loop stops and the process exits by itself.")
+    String failJournal;
 
     @Option(names = "--out", required = true, paramLabel = "DIR", description = "Where the nodes' journals and logs go (DIR/<node>/).")
     Path out;
@@ -203,6 +212,22 @@ final class ClusterCommand implements Callable<Integer> {
             }
         }
         List<Rank> ranks = layout(pTp, dTp);
+        String failNode = null;
+        long failAfter = -1;
+        if (failJournal != null) {
+            String[] kv = failJournal.split("@", 2);
+            try {
+                failNode = kv[0];
+                failAfter = Long.parseLong(kv[1]);
+            } catch (RuntimeException e) {
+                throw usage("--fail-journal takes NODE@N, e.g. D0@40");
+            }
+            String f = failNode;
+            if (failAfter < 0 || ranks.stream().noneMatch(r -> r.name().equals(f))) {
+                throw usage("--fail-journal takes NODE@N with a node of the run and N >= 0, got " + failJournal + " (nodes: "
+                        + String.join(", ", ranks.stream().map(Rank::name).toList()) + ")");
+            }
+        }
         if (faultsOn != null) {
             if (fs.isNone()) {
                 throw usage("--faults-on goes with --faults");
@@ -224,12 +249,13 @@ final class ClusterCommand implements Callable<Integer> {
         Files.createDirectories(dir);
 
         List<Started> nodes = new ArrayList<>();
+        java.util.Set<String> killed = new java.util.HashSet<>();
         HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
         long t0 = System.nanoTime();
         try {
             for (Rank r : ranks) {
                 boolean faulted = faultsOn == null || faultsOn.contains(r.name());
-                nodes.add(startNode(r, ranks, m, faulted ? fs : FaultSpec.NONE, dir));
+                nodes.add(startNode(r, ranks, m, faulted ? fs : FaultSpec.NONE, r.name().equals(failNode) ? failAfter : -1, dir));
             }
             for (Started n : nodes) {
                 if (!NodeHealth.awaitHealthy(client, n.process(), n.http(), Duration.ofSeconds(60))) {
@@ -267,6 +293,7 @@ final class ClusterCommand implements Callable<Integer> {
                     for (Started n : nodes) {
                         if (n.name().equals(killNode)) {
                             err.println("cluster: kill -9 " + n.name() + " (pid " + n.process().pid() + ") after " + i + " requests");
+                            killed.add(n.name());
                             n.process().destroyForcibly();
                         }
                     }
@@ -305,7 +332,28 @@ final class ClusterCommand implements Callable<Integer> {
             }
             long sent = all.size();
             quiesce(client, nodes, Duration.ofNanos((long) ((deferTimeoutS + transferTimeoutS + 5) * 1e9)));
+            // a node that ended before the stop, and was not killed on purpose, stopped by itself
+            List<Started> exitedEarly = new ArrayList<>();
+            for (Started n : nodes) {
+                if (!n.process().isAlive() && !killed.contains(n.name())) {
+                    exitedEarly.add(n);
+                }
+            }
             stopAll(nodes);
+            List<String> exits = new ArrayList<>();
+            for (Started n : nodes) {
+                if (killed.contains(n.name()) || n.process().isAlive()) {
+                    continue;
+                }
+                int code = n.process().exitValue();
+                if (exitedEarly.contains(n)) {
+                    String why = loopStopCause(n);
+                    exits.add(n.name() + " exited by itself during the run with status " + code
+                            + (why != null ? ": " + why : "") + " (log " + n.log() + ")");
+                } else if (code != 0) {
+                    exits.add(n.name() + " exited with status " + code + " when stopped (log " + n.log() + ")");
+                }
+            }
             long wallMs = (System.nanoTime() - t0) / 1_000_000;
             List<String> lines = new ArrayList<>();
             Map<String, Long> engineBytes = new java.util.HashMap<>();
@@ -353,6 +401,9 @@ final class ClusterCommand implements Callable<Integer> {
             for (String t : tpShort) {
                 o.println("  tp: " + t);
             }
+            for (String x : exits) {
+                o.println("  exited: " + x);
+            }
             if (workerCorrupt > 0) {
                 o.println("  tp: " + workerCorrupt + " decode requests got KV that differs from their prefill rank's");
             }
@@ -372,7 +423,7 @@ final class ClusterCommand implements Callable<Integer> {
             o.println();
             o.println("journals: " + dir + " (kvledger inspect " + dir.resolve(nodes.get(0).name()) + " ... --request ID)");
             o.flush();
-            return failed == 0 && hangs == 0 && tpShort.isEmpty() && workerCorrupt == 0 ? 0 : 1;
+            return failed == 0 && hangs == 0 && tpShort.isEmpty() && workerCorrupt == 0 && exits.isEmpty() ? 0 : 1;
         } finally {
             stopAll(nodes);
         }
@@ -433,7 +484,24 @@ final class ClusterCommand implements Callable<Integer> {
         return dp > 1 ? "DP " + dp : pTp == dTp ? "TP " + pTp : "prefill TP " + pTp + ", decode TP " + dTp;
     }
 
-    private Started startNode(Rank k, List<Rank> ranks, TransferMode m, FaultSpec fs, Path dir) throws IOException {
+    /** Why a node's loop stopped, from the one line {@code kvledger node} writes then, or {@code null}. */
+    private static String loopStopCause(Started n) {
+        String prefix = "kvledger node " + n.name() + ": the node loop stopped: ";
+        try (var lines = Files.lines(n.log())) {
+            return lines.filter(l -> l.startsWith(prefix)).findFirst()
+                    .map(l -> {
+                        String why = l.substring(prefix.length());
+                        int end = why.lastIndexOf("; exiting with status");
+                        return end >= 0 ? why.substring(0, end) : why;
+                    })
+                    .orElse(null);
+        } catch (IOException | java.io.UncheckedIOException e) {
+            return null;
+        }
+    }
+
+    private Started startNode(Rank k, List<Rank> ranks, TransferMode m, FaultSpec fs, long failJournalAfter, Path dir)
+            throws IOException {
         String name = k.name();
         Path log = dir.resolve(name + ".log");
         List<String> cmd = new ArrayList<>();
@@ -475,6 +543,9 @@ final class ClusterCommand implements Callable<Integer> {
         }
         if (!fs.isNone()) {
             cmd.addAll(List.of("--faults", fs.format(), "--fault-seed", String.valueOf(seed * 31 + name.hashCode())));
+        }
+        if (failJournalAfter >= 0) {
+            cmd.addAll(List.of("--fail-journal-after", String.valueOf(failJournalAfter)));
         }
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         return new Started(k, pb.start(), log);

@@ -43,6 +43,11 @@ final class Foreground implements AutoCloseable {
         }
     }
 
+    /** Ends {@link #await} now, without a signal (what the command runs stopped by itself). */
+    void wake() {
+        stop.countDown();
+    }
+
     /** The command has closed what it ran: a waiting signal may end the process now. */
     @Override
     public void close() {

@@ -8,6 +8,7 @@ import io.kvledger.core.moriio.Checked;
 import io.kvledger.core.moriio.ExtraConfig;
 import io.kvledger.journal.json.Json;
 import io.kvledger.rdma.engine.TransferEngines;
+import io.kvledger.service.NodeLoop;
 import io.kvledger.service.NodeOptions;
 import io.kvledger.service.NodeService;
 import io.kvledger.service.data.KvLayout;
@@ -35,10 +36,25 @@ import picocli.CommandLine.Spec;
  * publisher, handshake server and initiator, transfer engine, optional registration heartbeat
  * and HTTP server, and the engine that calls the hooks (the built-in simulated one by default).
  * A node restarted on its journal recovers its state from it and continues.
+ *
+ * <p>A node whose loop stops by itself (its journal refused an applied input, its journaller thread
+ * died) sends nothing more: the process says why on stderr in one line, stops its adapters, closes
+ * what it can of the journal and exits {@value #LOOP_STOPPED}, so that a supervisor restarts it and
+ * the restart recovers the state from the journal.
  */
 @Command(name = "node", mixinStandardHelpOptions = true, sortOptions = false,
-        description = "Run kvledger live as the control plane of one engine rank (journal, reducer, ZMQ, transfers, timers).")
+        description = "Run kvledger live as the control plane of one engine rank (journal, reducer, ZMQ, transfers, timers).",
+        exitCodeListHeading = "%nExit status:%n",
+        exitCodeList = {
+            "0:stopped by Ctrl-C/SIGTERM or --duration-s (adapters stopped, journal flushed)",
+            "1:internal error",
+            "2:usage error, or the node could not start (a port in use, a journal it cannot open)",
+            "3:the node loop stopped by itself (e.g. the journal refused an applied input); the reason is on "
+                    + "stderr; restart the node: it recovers from its journal"})
 final class NodeCommand implements Callable<Integer> {
+
+    /** The exit status of a node whose loop stopped by itself. */
+    static final int LOOP_STOPPED = 3;
 
     @Spec
     CommandSpec spec;
@@ -135,6 +151,11 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--fault-seed", defaultValue = "1", description = "Seed of the fault draws (default: ${DEFAULT-VALUE}).")
     long faultSeed;
 
+    @Option(names = "--fail-journal-after", paramLabel = "N",
+            description = "Testing only, an injected fault: after N more inputs the journal refuses every input, as a "
+                    + "full disk would; the node loop stops and the process exits " + LOOP_STOPPED + ".")
+    Long failJournalAfter;
+
     @Option(names = "--duration-s", defaultValue = "0", description = "Stop after this many seconds (0: run until stopped).")
     double durationS;
 
@@ -158,6 +179,9 @@ final class NodeCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         NodeOptions options = options();
+        if (failJournalAfter != null && failJournalAfter < 0) {
+            throw usage("--fail-journal-after takes a number of inputs, 0 or more, got " + failJournalAfter);
+        }
         OtlpSender sender = null;
         if (otlp != null) {
             if (!(otlpStuckAfter > 0) || Double.isInfinite(otlpStuckAfter)) {
@@ -180,9 +204,20 @@ final class NodeCommand implements Callable<Integer> {
             err.flush();
             return 2;
         }
+        if (failJournalAfter != null) {
+            // before the start-up line: a caller that waits for it counts the inputs from there
+            node.failJournalAfter(failJournalAfter);
+        }
         LiveTraces traces = sender == null ? null : LiveTraces.attach(node, sender,
                 LiveTraces.Options.defaults().withBounds(new Bounds(NodeConfig.seconds(otlpStuckAfter))));
         Foreground fg = Foreground.install("kvledger-node-shutdown");
+        java.util.concurrent.CompletableFuture<NodeLoop.Stopped> loopStopped = node.loopStopped();
+        loopStopped.thenAccept(s -> {
+            if (!s.requested()) {
+                fg.wake();
+            }
+        });
+        NodeLoop.Stopped failed = null;
         try {
             NodeConfig c = options.config();
             err.println("node " + options.nodeId() + ": " + c.role().name().toLowerCase(Locale.ROOT) + " "
@@ -202,8 +237,19 @@ final class NodeCommand implements Callable<Integer> {
                     + "; journal " + journal + (durationS > 0 ? "" : "; stop with Ctrl-C"));
             err.flush();
             fg.await(durationS);
+            NodeLoop.Stopped s = loopStopped.getNow(null);
+            if (s != null && !s.requested()) {
+                failed = s;
+                // said first, in one line, in case closing what is left hangs
+                err.println("kvledger node " + options.nodeId() + ": the node loop stopped: " + s.cause()
+                        + "; exiting with status " + LOOP_STOPPED + " (restart it: it recovers from its journal)");
+                err.flush();
+            }
         } finally {
             Map<String, Object> status = NodeStatus.of(node);
+            if (failed != null) {
+                status.put("loop_stopped", failed.cause());
+            }
             node.close();
             if (traces != null) {
                 // after the node: the last events are in the exporter's queue
@@ -221,7 +267,7 @@ final class NodeCommand implements Callable<Integer> {
             out.flush();
             fg.close();
         }
-        return 0;
+        return failed != null ? LOOP_STOPPED : 0;
     }
 
     private NodeOptions options() {

@@ -23,7 +23,9 @@ final class NodeProcess {
     final boolean prefill;
     final String mode;
     final Path journal;
+    /** The process's stdout, then its stderr appended to {@link #errLog} (across restarts). */
     final Path log;
+    final Path errLog;
     final int handshake;
     final int notify;
     final int http;
@@ -37,6 +39,7 @@ final class NodeProcess {
         this.mode = mode;
         this.journal = dir.resolve(name);
         this.log = dir.resolve(name + ".log");
+        this.errLog = dir.resolve(name + ".err.log");
         int[] ports = io.kvledger.service.cluster.LoopbackPorts.distinct(3);
         this.handshake = ports[0];
         this.notify = ports[1];
@@ -53,6 +56,11 @@ final class NodeProcess {
     }
 
     void start() {
+        start(extra);
+    }
+
+    /** Starts the process with {@code args} instead of the extra arguments given at construction. */
+    void start(List<String> args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
@@ -65,11 +73,11 @@ final class NodeProcess {
                 "--handshake-port", String.valueOf(handshake), "--notify-port", String.valueOf(notify),
                 "--http", "127.0.0.1:" + http, "--journal", journal.toString(), "--node-id", name,
                 "--status-file", statusFile().toString()));
-        cmd.addAll(extra);
+        cmd.addAll(args);
         starts++;
         try {
-            process = new ProcessBuilder(cmd).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+            process = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                    .redirectError(ProcessBuilder.Redirect.appendTo(errLog.toFile())).start();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -97,6 +105,11 @@ final class NodeProcess {
                 client, Duration.ofSeconds(30));
     }
 
+    /** Waits for the process to end by itself; its exit status, or -1 when it still runs after {@code timeout}. */
+    int awaitExit(Duration timeout) throws InterruptedException {
+        return process.waitFor(timeout.toNanos(), TimeUnit.NANOSECONDS) ? process.exitValue() : -1;
+    }
+
     /** kill -9. */
     void kill() throws InterruptedException {
         process.destroyForcibly();
@@ -117,9 +130,19 @@ final class NodeProcess {
         return process.exitValue();
     }
 
+    /** What the process wrote to stdout, then what it wrote to stderr. */
     String logText() {
+        return read(log) + read(errLog);
+    }
+
+    /** What the process wrote to stderr. */
+    String errText() {
+        return read(errLog);
+    }
+
+    private static String read(Path p) {
         try {
-            return Files.exists(log) ? Files.readString(log) : "";
+            return Files.exists(p) ? Files.readString(p) : "";
         } catch (IOException e) {
             return e.toString();
         }

@@ -27,7 +27,8 @@ import java.util.concurrent.locks.LockSupport;
  * carries the error and the loop withholds its effects and stops (values were checked before the
  * input was applied, so this is the journal failing); a refused derived entry is counted and
  * logged and the others go on. The writer belongs to this thread from {@link #start} until
- * {@link #close} returns.
+ * {@link #close} returns. An error that ends this thread runs the {@code onDeath} callback (the loop
+ * wakes, finds the journaller {@link #gone} and stops, with {@link #deathCause} as its cause).
  */
 final class Journaller implements AutoCloseable {
 
@@ -89,8 +90,28 @@ final class Journaller implements AutoCloseable {
     private volatile boolean held;
     /** Test hook: the journaller ends without appending anything more (a killed process). */
     private volatile boolean abandoned;
+    /** Test hook: an error the thread throws at its next turn (as one from the JVM would end it). */
+    private volatile Error poison;
+    /** Set when the thread ends (before {@link #onDeath} runs, so the woken loop sees it). */
+    private volatile boolean ended;
+    /** What ended the thread, when an error did ({@code null} otherwise). */
+    private volatile Throwable died;
+    /** Called (on the dying thread) when an error ends it, so an idle loop learns it at once. */
+    private final Runnable onDeath;
+    /** Inputs appended so far (journaller thread writes). */
+    private volatile long appendedInputs;
+    /** The injected fault ({@link #refuseAfter}): inputs from this count on are refused. */
+    private volatile long refuseFrom = Long.MAX_VALUE;
+    private volatile String refuseWhy;
 
     Journaller(String name, JournalWriter journal, AtomicLong journalErrors, int capacity, Thread loopThread) {
+        this(name, journal, journalErrors, capacity, loopThread, () -> { });
+    }
+
+    /** @param onDeath run on the journaller thread when an error ends it (must not block) */
+    Journaller(String name, JournalWriter journal, AtomicLong journalErrors, int capacity, Thread loopThread,
+               Runnable onDeath) {
+        this.onDeath = onDeath;
         if (Integer.bitCount(capacity) != 1) {
             throw new IllegalArgumentException("the journal ring's capacity must be a power of two, got " + capacity);
         }
@@ -195,6 +216,17 @@ final class Journaller implements AutoCloseable {
         awaitJournaled(head);
     }
 
+    /** Whether the thread has ended (it ends only in {@link #close}, or when abandoned or killed by an error). */
+    boolean gone() {
+        return ended && !stopping;
+    }
+
+    /** Why the thread ended: the error that killed it, or that it was abandoned. */
+    String deathCause() {
+        Throwable e = died;
+        return e != null ? "the journaller thread died: " + e : "the journaller thread ended";
+    }
+
     /** The journaller thread ended while the loop waited for it (abandoned, or killed by an error). */
     static final class Gone extends IllegalStateException {
         Gone() {
@@ -211,15 +243,28 @@ final class Journaller implements AutoCloseable {
             journal.handOverToCurrentThread();
             appendAll();
         } catch (RuntimeException | Error e) {
+            died = e;
+            ended = true;
             LOG.log(System.Logger.Level.ERROR, "the journaller died: " + e + " (the node stops: nothing is routed"
                     + " that is not journaled)", e);
             wakeLoop();
+            try {
+                onDeath.run();
+            } catch (RuntimeException ignored) {
+                // the loop still finds the thread gone on its next wait
+            }
+        } finally {
+            ended = true;
         }
     }
 
     private void appendAll() {
         long next = 0;
         while (!abandoned) {
+            Error p = poison;
+            if (p != null) {
+                throw p;
+            }
             long h = head;
             if (next == h || held) {
                 if (next == h && stopping && head == next) {
@@ -287,7 +332,11 @@ final class Journaller implements AutoCloseable {
 
     private void append(Slot s) {
         try {
+            if (appendedInputs >= refuseFrom) {
+                throw new io.kvledger.journal.JournalException(refuseWhy);
+            }
             s.seq = journal.appendInput(s.event);
+            appendedInputs = appendedInputs + 1;
         } catch (RuntimeException e) {
             journalErrors.incrementAndGet();
             LOG.log(System.Logger.Level.ERROR, "journal refused " + s.event.getClass().getSimpleName() + ": " + e
@@ -309,12 +358,28 @@ final class Journaller implements AutoCloseable {
 
     // ------------------------------------------------------------------ control
 
+    /**
+     * An injected fault ({@code kvledger node --fail-journal-after N}): after {@code inputs} more
+     * inputs, the journal refuses every input, as a full disk or a failing volume would (nothing
+     * more is written). The loop then stops as it does when the journal itself fails.
+     */
+    void refuseAfter(long inputs, String why) {
+        refuseWhy = why;
+        refuseFrom = appendedInputs + inputs;
+    }
+
     /** Test hook: stops appending (as a stalled disk would) until {@code false}. */
     void hold(boolean h) {
         held = h;
         if (!h) {
             LockSupport.unpark(thread);
         }
+    }
+
+    /** Test hook: the thread dies of {@code e} at its next turn (within a millisecond when idle). */
+    void kill(Error e) {
+        poison = e;
+        LockSupport.unpark(thread);
     }
 
     /**

@@ -43,10 +43,26 @@ import java.util.concurrent.atomic.AtomicLong;
  * the loop goes on. If the journal fails on an input already applied, that input's effects and
  * all that follow are withheld and the loop stops, so the node never runs ahead of its journal. Without a journal (benchmarks) the
  * loop routes each event's effects right after applying it.
+ *
+ * <p>How the loop ended is told by {@link #stopped()}: a stop asked for by {@link #close} is
+ * {@link Stopped#requested() requested}; a loop that stopped by itself (the journal refused an
+ * applied input, the journaller thread died, the loop thread was interrupted or died of an error)
+ * carries the cause, so the node's owner can end the process instead of leaving its adapters
+ * bound around a dead loop.
  */
 public final class NodeLoop implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+
+    /**
+     * How the loop ended.
+     *
+     * @param requested whether {@link #close} asked for it (a clean stop)
+     * @param cause     when the loop stopped by itself, why, in one line; {@code null} when requested
+     */
+    public record Stopped(boolean requested, String cause) {
+        static final Stopped REQUESTED = new Stopped(true, null);
+    }
 
     /** Called on the loop thread after each applied event; must not block. */
     public interface Listener {
@@ -89,6 +105,11 @@ public final class NodeLoop implements AutoCloseable {
     private long predictedSeq;
     private volatile boolean running;
     private volatile Observer observer;
+    /** Set by {@link #close} before it asks the loop to stop. */
+    private volatile boolean stopRequested;
+    /** Why the loop stopped by itself (loop thread; the first cause wins). */
+    private String failure;
+    private final java.util.concurrent.CompletableFuture<Stopped> stopped = new java.util.concurrent.CompletableFuture<>();
 
     /**
      * @param journal the node's journal, or {@code null} to run without one (benchmarks only:
@@ -118,7 +139,10 @@ public final class NodeLoop implements AutoCloseable {
         this.inboxHasItems = () -> inbox.depth() > 0;
         this.thread = new Thread(this::run, "kvledger-node-loop-" + name);
         this.thread.setDaemon(false);
-        this.journaller = journal == null ? null : new Journaller(name, journal, journalErrors, ringCapacity, thread);
+        // a journaller that dies while the loop idles on the inbox: a query wakes the loop, which
+        // then finds the journaller gone and stops
+        this.journaller = journal == null ? null : new Journaller(name, journal, journalErrors, ringCapacity, thread,
+                () -> inbox.query(s -> null));
     }
 
     public void addListener(Listener l) {
@@ -128,6 +152,15 @@ public final class NodeLoop implements AutoCloseable {
     /** Sets the observer of {@link Inbox#observe observed} inputs (before {@link #start}). */
     public void observeWith(Observer o) {
         this.observer = o;
+    }
+
+    /**
+     * Completes once the loop thread has ended (after the journaller drained and flushed what it
+     * could): {@link Stopped#requested()} for a stop asked for by {@link #close}, else the cause.
+     * Never completes exceptionally.
+     */
+    public java.util.concurrent.CompletableFuture<Stopped> stopped() {
+        return stopped.copy();
     }
 
     public void start() {
@@ -144,6 +177,7 @@ public final class NodeLoop implements AutoCloseable {
         if (!thread.isAlive()) {
             return;
         }
+        stopRequested = true;
         inbox.stop();
         try {
             thread.join(TimeUnit.SECONDS.toMillis(10));
@@ -157,9 +191,40 @@ public final class NodeLoop implements AutoCloseable {
     }
 
     private void run() {
+        Throwable died = null;
+        try {
+            loop();
+            drainAfterStop();
+        } catch (RuntimeException | Error e) {
+            died = e;
+            LOG.log(System.Logger.Level.ERROR, "node loop: the loop thread died: " + e, e);
+        } finally {
+            if (died != null && failure == null) {
+                failure = "the loop thread died: " + died;
+            }
+            if (failure == null && !stopRequested) {
+                failure = "the loop ended without being asked to stop";
+            }
+            stopped.complete(failure == null ? Stopped.REQUESTED : new Stopped(false, failure));
+        }
+    }
+
+    /** Records why the loop stops by itself (the first cause wins). */
+    private void fail(String cause) {
+        if (failure == null) {
+            failure = cause;
+        }
+        running = false;
+    }
+
+    private void loop() {
         while (running) {
             try {
                 Inbox.Item item;
+                if (journaller != null && journaller.gone()) {
+                    // the journaller died while the loop idled: nothing more can be journaled
+                    throw new Journaller.Gone();
+                }
                 if (journaller != null && journaller.pending()) {
                     routeJournaled();
                     if (!journaller.pending()) {
@@ -192,13 +257,17 @@ public final class NodeLoop implements AutoCloseable {
                     case Inbox.Item.Stop s -> running = false;
                 }
             } catch (InterruptedException e) {
+                if (!stopRequested) {
+                    fail("the loop thread was interrupted");
+                }
                 running = false;
             } catch (Journaller.Gone e) {
                 // nothing more can be journaled, so nothing more may leave: the node stops
                 loopErrors.incrementAndGet();
                 LOG.log(System.Logger.Level.ERROR, "node loop: the journaller ended; the loop stops with "
                         + journaller.unjournaled() + " inputs unjournaled (their effects never left)");
-                running = false;
+                fail(journaller.deathCause() + " (" + journaller.unjournaled() + " applied inputs unjournaled,"
+                        + " their effects withheld)");
             } catch (RuntimeException | Error e) {
                 loopErrors.incrementAndGet();
                 LOG.log(System.Logger.Level.ERROR, "node loop: " + e, e);
@@ -222,6 +291,8 @@ public final class NodeLoop implements AutoCloseable {
                     if (!journalFailed) {
                         LOG.log(System.Logger.Level.ERROR, "node loop: the journal refused an applied input ("
                                 + s.refused + "); the node stops and withholds the effects of what follows");
+                        fail("the journal refused an applied input (" + s.event.getClass().getSimpleName() + ", "
+                                + s.refused.getMessage() + "); its effects and those of what follows were withheld");
                     }
                     journalFailed = true;
                     running = false;
@@ -365,12 +436,31 @@ public final class NodeLoop implements AutoCloseable {
         journaller.hold(hold);
     }
 
+    /** Test hook: the journaller thread dies of {@code e}, as of an error from the JVM. */
+    void killJournaller(Error e) {
+        journaller.kill(e);
+    }
+
     /**
      * Test hook: ends the journaller without appending what it still holds, as a process killed now
      * would leave the journal (the loop then fails on its next wait for it).
      */
     void abandonJournal() {
         journaller.abandon();
+    }
+
+    /**
+     * A named fault for tests of the node's owner ({@code kvledger node --fail-journal-after N}):
+     * after {@code inputs} more inputs the journal refuses every input, as a full disk would, and
+     * the loop stops as it does when its journal fails.
+     *
+     * @throws IllegalStateException without a journal
+     */
+    void failJournalAfter(long inputs, String why) {
+        if (journaller == null) {
+            throw new IllegalStateException("the node keeps no journal");
+        }
+        journaller.refuseAfter(inputs, why);
     }
 
     /** Inputs applied and not yet journaled (0 without a journal). */

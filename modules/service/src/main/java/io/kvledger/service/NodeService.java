@@ -536,6 +536,31 @@ public final class NodeService implements AutoCloseable {
         }
     }
 
+    /**
+     * Completes once the node's loop has ended: {@link NodeLoop.Stopped#requested()} when
+     * {@link #close} stopped it, else why it stopped by itself (the journal refused an applied
+     * input, the journaller thread died, ...). A node whose loop stopped by itself applies and
+     * sends nothing more while its adapters stay bound: its owner should {@link #close} it and
+     * end the process, so that a restart recovers the node from its journal.
+     */
+    public java.util.concurrent.CompletableFuture<NodeLoop.Stopped> loopStopped() {
+        return loop.stopped();
+    }
+
+    /**
+     * Injects the named fault {@code journal-refuses} ({@code kvledger node --fail-journal-after N},
+     * testing only): after {@code inputs} more inputs the journal refuses every input, as a full
+     * disk would (nothing more is written), so the loop stops by itself as it does when its
+     * journal fails.
+     */
+    public void failJournalAfter(long inputs) {
+        if (inputs < 0) {
+            throw new IllegalArgumentException("inputs must be at least 0, got " + inputs);
+        }
+        loop.failJournalAfter(inputs, "injected fault (--fail-journal-after " + inputs
+                + "): the journal refuses every input after the next " + inputs + ", as a full disk would");
+    }
+
     /** Faults injected so far ({@code --faults}). */
     public long faultsInjected() {
         return faults == null ? 0 : faults.injected();
