@@ -39,7 +39,12 @@ import org.msgpack.core.MessagePacker;
  *
  * <p>Durability: an entry is in the memory-mapped queue file when an append returns, so readers in
  * other processes see it and it survives the death of this process. It reaches the disk when the
- * OS writes the page back; {@link #flush} forces that.
+ * OS writes the page back; {@link #flush} forces that. Inside a group ({@link #beginGroup}) that
+ * holds from {@link #endGroup} on, for the whole group at once.
+ *
+ * <p>Encoding: every entry is encoded into a reused heap buffer (the frequent types by
+ * {@link FastPayloads} through the writer's own msgpack packer, the others by their schema through
+ * msgpack-java), checksummed there, and copied into one Chronicle excerpt: its own, or its group's.
  */
 public final class JournalWriter implements AutoCloseable {
 
@@ -411,6 +416,7 @@ public final class JournalWriter implements AutoCloseable {
      * and not before: their seqs are handed out at once, but readers see none of them until then,
      * and a process that dies before leaves none of them. For a writer that appends many entries at
      * once (the node loop's journaller): Chronicle's cost per excerpt is paid once per group.
+     * Closing the writer with a group open drops the group, as a process that dies would.
      */
     public void beginGroup() {
         if (group != null) {
