@@ -234,10 +234,8 @@ final class QueueScanner implements AutoCloseable {
             }
             String bad = check(pos + 4, len, true);
             if (bad != null) {
-                if (len >= JournalFormat.FIXED_PREFIX && ensure(pos + 4, 1)
-                        && (win[(int) (pos + 4 - winStart)] & 0xff) == JournalFormat.GROUP_LAYOUT) {
-                    groupsInFile = true; // its intact members will be found one by one
-                }
+                // (a damaged excerpt does not tell whether it was a group: its layout byte may be
+                // the damage; only an intact group makes the file one of groups)
                 startDamage(pos, bad);
                 resync(pos + 4);
                 continue;
