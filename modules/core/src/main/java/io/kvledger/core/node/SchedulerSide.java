@@ -41,14 +41,16 @@ final class SchedulerSide {
     // ------------------------------------------------------------------ admission
 
     static void admitted(Ctx c, NodeEvent.RequestAdmitted e) {
-        Req live = c.s.requests.get(e.requestId());
+        RequestSlots.Slot sl = c.s.slots.get(e.requestId());
+        Req live = c.s.requests.get(sl);
         if (live != null) {
             c.anomaly(AnomalyKind.REQUEST_ADMITTED_TWICE, e.requestId(), tid(live), "still " + live.phase);
             return;
         }
         KvParams params = e.params() == null ? null : e.params().copy();
         Req r = new Req(e.requestId(), e.numPromptTokens(), e.promptTokenIds(), params, c.now);
-        c.s.requests.put(r.requestId, r);
+        r.slot = sl != null ? sl : c.s.slots.obtain(r.requestId);
+        c.s.requests.put(r.slot, r);
         PhaseTable.Cell existing = c.s.phases.cell(r.requestId);
         RequestPhase before = existing == null ? null : existing.getValue();
         r.phaseCell = c.s.phases.put(r.requestId, RequestPhase.ADMITTED, existing);
@@ -156,14 +158,14 @@ final class SchedulerSide {
                             : "transfer_id absent; written back into the params");
         }
         params.setDefault("transfer_id", transferId);
-        boolean mapped = map(c, rid, transferId);
+        boolean mapped = map(c, r.slot, rid, transferId);
 
         if (params.truthy("do_remote_decode")) {
             if (!c.on(Switch.SAVE_STAGING_WRITE_ONLY) || c.cfg.mode() == TransferMode.WRITE) {
                 if (mapped) {
                     BlockGroups local = c.on(Switch.SAVE_BLOCK_IDS_GROUPED) ? e.blocks() : e.blocks().firstOnly();
-                    c.s.reqsNeedSave.put(rid, new Stage(r, local));
-                    c.s.reqKvParams.put(rid, params.copy());
+                    c.s.reqsNeedSave.put(r.slot, new Stage(r, local));
+                    c.s.reqKvParams.put(r.slot, params.copy());
                 }
             }
         }
@@ -333,8 +335,8 @@ final class SchedulerSide {
     }
 
     private static boolean stageRecv(Ctx c, Req r, BlockGroups local, KvParams snapshot, NodeEvent.BlocksAllocated e) {
-        c.s.reqsNeedRecv.put(r.requestId, new Stage(r, local));
-        c.s.reqKvParams.put(r.requestId, snapshot);
+        c.s.reqsNeedRecv.put(r.slot, new Stage(r, local));
+        c.s.reqKvParams.put(r.slot, snapshot);
         if (!c.cfg.isProducer()) {
             c.allocPhase(r, RequestPhase.RECV_STAGED, e.numExternalTokens() > 0
                     ? "allocated; receive staged"
@@ -497,8 +499,11 @@ final class SchedulerSide {
 
     // ------------------------------------------------------------------ the transfer-id map
 
-    /** {@code map_request_id}; returns false when first-owner-wins refuses the mapping. */
-    static boolean map(Ctx c, String rid, String tid) {
+    /**
+     * {@code map_request_id}, given the slot of {@code rid} (or null when it has none); returns
+     * false when first-owner-wins refuses the mapping.
+     */
+    static boolean map(Ctx c, RequestSlots.Slot sl, String rid, String tid) {
         String owner = c.s.transferIdToRequestId.get(tid);
         if (owner != null && !owner.equals(rid)) {
             if (c.on(Switch.MAP_FIRST_OWNER_WINS)) {
@@ -508,15 +513,18 @@ final class SchedulerSide {
             c.anomaly(AnomalyKind.TRANSFER_ID_COLLISION, rid, tid, "overwrote owner " + owner + " (last write wins)");
         }
         c.s.transferIdToRequestId.put(tid, rid);
-        c.s.requestIdToTransferId.put(rid, tid);
+        c.s.requestIdToTransferId.put(sl != null ? sl : c.s.slots.obtain(rid), tid);
         c.s.mappingVersion++;
         return true;
     }
 
-    /** {@code unmap_request_id(rid, transfer_id)}: exact, then the transfer-id fallback, else a miss. */
-    static void unmap(Ctx c, String rid, String tid) {
+    /**
+     * {@code unmap_request_id(rid, transfer_id)}, given the slot of {@code rid} (or null when it
+     * has none): exact, then the transfer-id fallback, else a miss.
+     */
+    static void unmap(Ctx c, RequestSlots.Slot sl, String rid, String tid) {
         NodeState s = c.s;
-        String mappedTid = s.requestIdToTransferId.remove(rid);
+        String mappedTid = s.requestIdToTransferId.remove(sl);
         if (mappedTid != null) {
             s.transferIdToRequestId.remove(mappedTid);
             s.mappingVersion++;
@@ -583,9 +591,9 @@ final class SchedulerSide {
                 }
             }
         }
-        for (Map.Entry<String, Stage> en : s.reqsNeedRecv.entrySet()) {
+        for (RequestSlots.Link<Stage> en = s.reqsNeedRecv.first(); en != null; en = en.next()) {
             Stage st = en.getValue();
-            KvParams kv = snapshotOrLive(s, en.getKey(), st.req());
+            KvParams kv = snapshotOrLive(s, en.slot, st.req());
             ReqMeta m = addNewReq(c, st.req(), en.getKey(), st.blocks(), kv, false);
             if (m == null) {
                 metaRaised(c, e);
@@ -593,11 +601,11 @@ final class SchedulerSide {
             }
             recv.add(m);
         }
-        for (Map.Entry<String, Stage> en : s.reqsNeedSave.entrySet()) {
+        for (RequestSlots.Link<Stage> en = s.reqsNeedSave.first(); en != null; en = en.next()) {
             Stage st = en.getValue();
-            KvParams kv = snapshotOrLive(s, en.getKey(), st.req());
+            KvParams kv = snapshotOrLive(s, en.slot, st.req());
             if (st.req().numPromptTokens > covered(c, st.blocks())) {
-                s.reqsNeedPendingSave.put(en.getKey(), st);
+                s.reqsNeedPendingSave.put(en.slot, st);
                 if (st.req().phase.terminal()) {
                     c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.getKey(), st.req().params == null ? null
                             : st.req().params.string("transfer_id"), "a finished request's save moved to pending; it is never removed"
@@ -622,15 +630,15 @@ final class SchedulerSide {
             s.reqsNeedSend.clear(); // as rebinding to a new dict: nothing else holds the old one
         }
         if (!s.reqsNeedRecv.isEmpty()) {
-            for (String rid : s.reqsNeedRecv.keySet()) {
-                s.reqKvParams.remove(rid);
+            for (RequestSlots.Link<Stage> en = s.reqsNeedRecv.first(); en != null; en = en.next()) {
+                s.reqKvParams.remove(en.slot);
             }
             s.reqsNeedRecv.clear();
         }
         if (!s.reqsNeedSave.isEmpty()) {
-            for (String rid : s.reqsNeedSave.keySet()) {
-                if (!s.reqsNeedPendingSave.containsKey(rid)) {
-                    s.reqKvParams.remove(rid);
+            for (RequestSlots.Link<Stage> en = s.reqsNeedSave.first(); en != null; en = en.next()) {
+                if (!s.reqsNeedPendingSave.has(en.slot)) {
+                    s.reqKvParams.remove(en.slot);
                 }
             }
             s.reqsNeedSave.clear();
@@ -661,8 +669,8 @@ final class SchedulerSide {
         }
     }
 
-    private static KvParams snapshotOrLive(NodeState s, String rid, Req req) {
-        KvParams kv = s.reqKvParams.get(rid);
+    private static KvParams snapshotOrLive(NodeState s, RequestSlots.Slot sl, Req req) {
+        KvParams kv = s.reqKvParams.get(sl);
         if (kv != null) {
             return kv;
         }
@@ -797,7 +805,7 @@ final class SchedulerSide {
         KvParams params = r.params;
         if (!c.cfg.isProducer()) {
             String t = params != null && params.get("transfer_id") instanceof String ts ? ts : null;
-            unmap(c, rid, t);
+            unmap(c, r.slot, rid, t);
             if (s.recvingTransfers.containsKey(rid)) {
                 c.anomaly(AnomalyKind.FREE_WHILE_TRANSFER_IN_FLIGHT, rid, t,
                         "request finished while its READ is still in flight; its blocks return to the pool");
@@ -807,7 +815,7 @@ final class SchedulerSide {
                         "request finished before the handshake its read waited for completed; no release will be sent");
             }
         }
-        if (s.reqsNeedPendingSave.containsKey(rid)) {
+        if (s.reqsNeedPendingSave.has(r.slot)) {
             c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, rid, tid(r),
                     "finished with a chunked-prefill save still pending; the entry is never removed" + pendingSaveLeakWhose(c));
         }
@@ -828,7 +836,7 @@ final class SchedulerSide {
                 } else {
                     empty = BlockGroups.empty(s.transferGroups.length);
                 }
-                s.reqsNeedRecv.put(rid, new Stage(r, empty));
+                s.reqsNeedRecv.put(r.slot, new Stage(r, empty));
             }
             params.put("do_remote_prefill", Boolean.FALSE);
             c.emit(new Effect.FinishDecision(rid, false, null));
@@ -880,9 +888,9 @@ final class SchedulerSide {
                     "request_finished on a consumer returned delay_free=True (do_remote_decode on a decode leg?)");
         }
         if (delay) {
-            s.reqsNeedSend.put(rid, plus(c.now, READ_ABORT_REQUEST_TIMEOUT_NS));
+            s.reqsNeedSend.put(r.slot, plus(c.now, READ_ABORT_REQUEST_TIMEOUT_NS));
             long deadline = plus(c.now, c.cfg.deferTimeoutNs());
-            s.deferredSendDeadlines.put(rid, new NodeState.Deferral(deadline, tidString));
+            s.deferredSendDeadlines.put(r.slot, new NodeState.Deferral(deadline, tidString));
             c.emit(new Effect.DeferralStarted(rid, tidString, deadline));
         }
         KvParams out = KvParams.withCapacity(13);
@@ -941,6 +949,7 @@ final class SchedulerSide {
         r.requestId = newId;
         r.admittedAs = old;
         s.requests.put(newId, r);
+        r.slot = s.slots.get(newId);
         s.phases.put(newId, r.phase);
         r.phaseCell = s.phases.cell(newId);
         return r;
@@ -963,8 +972,8 @@ final class SchedulerSide {
 
     /** A producer's mapping is only removed by update_connector_output: one freed here leaks. */
     private static void leakCheck(Ctx c, Req r) {
-        if (c.cfg.isProducer() && c.s.requestIdToTransferId.containsKey(r.requestId)) {
-            c.anomaly(AnomalyKind.MAPPING_LEAK, r.requestId, c.s.requestIdToTransferId.get(r.requestId),
+        if (c.cfg.isProducer() && c.s.requestIdToTransferId.has(r.slot)) {
+            c.anomaly(AnomalyKind.MAPPING_LEAK, r.requestId, c.s.requestIdToTransferId.get(r.slot),
                     "freed without a deferral: the transfer-id mapping stays (class 35)");
         }
     }
@@ -1042,12 +1051,13 @@ final class SchedulerSide {
         long now = c.now;
         LinkedHashMap<String, Effect.SurfaceReason> safe = null;
         for (String rid : incoming) {
-            if (s.deferredSendDeadlines.containsKey(rid)) {
+            RequestSlots.Slot sl = s.slots.get(rid);
+            if (s.deferredSendDeadlines.has(sl)) {
                 if (safe == null) {
                     safe = new LinkedHashMap<>(4);
                 }
                 safe.put(rid, Effect.SurfaceReason.ACKED);
-            } else if (!s.pendingSentAcks.containsKey(rid)) {
+            } else if (!s.pendingSentAcks.has(sl)) {
                 long deadline = plus(now, c.cfg.deferTimeoutNs());
                 s.pendingSentAcks.put(rid, deadline);
                 c.emit(new Effect.AckParked(rid, deadline));
@@ -1061,12 +1071,12 @@ final class SchedulerSide {
             }
         }
         if (!s.pendingSentAcks.isEmpty()) {
-            for (String rid : s.pendingSentAcks.keySet()) {
-                if (s.deferredSendDeadlines.containsKey(rid)) {
+            for (RequestSlots.Link<Long> p = s.pendingSentAcks.first(); p != null; p = p.next()) {
+                if (s.deferredSendDeadlines.has(p.slot)) {
                     if (safe == null) {
                         safe = new LinkedHashMap<>();
                     }
-                    safe.putIfAbsent(rid, Effect.SurfaceReason.PARKED_ACK_RELEASED);
+                    safe.putIfAbsent(p.getKey(), Effect.SurfaceReason.PARKED_ACK_RELEASED);
                 }
             }
         }
@@ -1074,7 +1084,7 @@ final class SchedulerSide {
             // expired is every deferral past its deadline, whether or not its ACK is in SAFE
             // already: upstream's "Reaped %d deferred sends" warning counts len(expired).
             List<String> expired = List.of();
-            for (Map.Entry<String, NodeState.Deferral> d : s.deferredSendDeadlines.entrySet()) {
+            for (RequestSlots.Link<NodeState.Deferral> d = s.deferredSendDeadlines.first(); d != null; d = d.next()) {
                 if (now >= d.getValue().deadlineNs()) {
                     if (expired.isEmpty()) {
                         expired = new ArrayList<>();
@@ -1106,13 +1116,14 @@ final class SchedulerSide {
         List<String> surfaced = new ArrayList<>(safe.size());
         for (Map.Entry<String, Effect.SurfaceReason> en : safe.entrySet()) {
             String rid = en.getKey();
-            NodeState.Deferral d = s.deferredSendDeadlines.remove(rid);
+            RequestSlots.Slot sl = s.slots.get(rid);
+            NodeState.Deferral d = s.deferredSendDeadlines.remove(sl);
             String transferId = d != null ? d.transferId() : null;
-            s.pendingSentAcks.remove(rid);
-            unmap(c, rid, transferId);
+            s.pendingSentAcks.remove(sl);
+            unmap(c, sl, rid, transferId);
             c.emit(new Effect.AckSurfaced(rid, transferId, en.getValue()));
             surfaced.add(rid);
-            Req r = s.requests.get(rid);
+            Req r = s.requests.get(sl);
             if (r == null) {
                 c.anomaly(AnomalyKind.FINISHED_SENDING_UNKNOWN_REQUEST, rid, transferId, "assert req_id in self.requests");
                 continue;
