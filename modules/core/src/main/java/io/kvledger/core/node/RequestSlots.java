@@ -6,7 +6,6 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.NoSuchElementException;
-import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -18,11 +17,13 @@ import java.util.Set;
  * {@code LinkedHashMap}s it replaces took one hash lookup each.
  *
  * <p>Each table ({@link Table}) is an insertion-ordered map that behaves exactly as the
- * {@code LinkedHashMap} it replaces: its entries ({@link Link}, one per slot and table) form an
- * intrusive doubly linked list in insertion order; a {@code put} of a present key keeps its
- * position, a removed key put again goes to the end; it iterates, compares and renders
- * ({@link AbstractMap#toString()}) the same. The one hash index (request id to slot) is only looked
- * up, never iterated: the lists keep every order. A slot leaves the index when it is in no table.
+ * {@code LinkedHashMap} it replaces: its entries are the slots themselves, linked into an intrusive
+ * doubly linked list per table in insertion order (each slot keeps, per table, its value and its
+ * two neighbours in one array, so a request allocates one slot and one array whatever tables it
+ * enters); a {@code put} of a present key keeps its position, a removed key put again goes to the
+ * end; it iterates, compares and renders ({@link AbstractMap#toString()}) the same. The one hash
+ * index (request id to slot) is only looked up, never iterated: the lists keep every order. A slot
+ * leaves the index when it is in no table.
  */
 final class RequestSlots {
 
@@ -62,12 +63,7 @@ final class RequestSlots {
     }
 
     private void releaseIfIdle(Slot s) {
-        for (Link<?> l : s.links) {
-            if (l != null && l.in) {
-                return;
-            }
-        }
-        if (!s.released) {
+        if (s.members == 0 && !s.released) {
             s.released = true;
             index.remove(s.rid);
         }
@@ -78,10 +74,15 @@ final class RequestSlots {
         return new Table<>(this, id);
     }
 
-    /** Everything kept for one request id: its entry in each table, present or not. */
+    /**
+     * Everything kept for one request id: per table, whether it is in it, its value and its
+     * neighbours ({@code cells[3 * table]}, {@code [3 * table + 1]} and {@code [3 * table + 2]}).
+     */
     static final class Slot {
         final String rid;
-        final Link<?>[] links = new Link<?>[TABLES];
+        final Object[] cells = new Object[3 * TABLES];
+        /** Bit {@code table} set while the slot is in that table. */
+        int members;
         /** True once dropped from the index: a later put of the id makes a new slot. */
         boolean released;
 
@@ -90,71 +91,28 @@ final class RequestSlots {
         }
     }
 
-    /** A slot's entry in one table. Detached entries ({@code in == false}) hold no value. */
-    static final class Link<V> implements Map.Entry<String, V> {
-        final Slot slot;
-        V value;
-        Link<V> before;
-        Link<V> after;
-        boolean in;
-
-        Link(Slot slot) {
-            this.slot = slot;
-        }
-
-        /** The next entry of the table in insertion order, or {@code null}. */
-        Link<V> next() {
-            return after;
-        }
-
-        @Override
-        public String getKey() {
-            return slot.rid;
-        }
-
-        @Override
-        public V getValue() {
-            return value;
-        }
-
-        @Override
-        public V setValue(V v) {
-            V old = value;
-            value = v;
-            return old;
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof Map.Entry<?, ?> e && Objects.equals(slot.rid, e.getKey()) && Objects.equals(value, e.getValue());
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hashCode(slot.rid) ^ Objects.hashCode(value);
-        }
-
-        @Override
-        public String toString() {
-            return slot.rid + "=" + value;
-        }
-    }
-
     /**
      * One request-id keyed table: a {@code LinkedHashMap<String, V>} in behaviour, whose entries
-     * live in the slots. The slot-taking methods skip the index lookup.
+     * live in the slots. The slot-taking methods skip the index lookup; {@link #first()} and
+     * {@link #next(Slot)} walk it in insertion order without allocating.
      */
     static final class Table<V> extends AbstractMap<String, V> {
         private final RequestSlots slots;
-        private final int id;
-        private Link<V> head;
-        private Link<V> tail;
+        private final int bit;
+        private final int v;
+        private final int b;
+        private final int a;
+        private Slot head;
+        private Slot tail;
         private int size;
         private Set<Map.Entry<String, V>> entries;
 
         private Table(RequestSlots slots, int id) {
             this.slots = slots;
-            this.id = id;
+            this.bit = 1 << id;
+            this.v = 3 * id;
+            this.b = 3 * id + 1;
+            this.a = 3 * id + 2;
         }
 
         /** A slot dropped from the index stands for its id's slot now, if any. */
@@ -162,96 +120,84 @@ final class RequestSlots {
             return s != null && s.released ? slots.get(s.rid) : s;
         }
 
-        @SuppressWarnings("unchecked")
-        private Link<V> link(Slot s) {
-            return (Link<V>) s.links[id];
-        }
-
-        /** The first entry in insertion order, or {@code null}. */
-        Link<V> first() {
+        /** The first slot in insertion order, or {@code null}. */
+        Slot first() {
             return head;
         }
 
+        /** The slot after {@code s} (which is in this table) in insertion order, or {@code null}. */
+        Slot next(Slot s) {
+            return (Slot) s.cells[a];
+        }
+
         /** The value of the slot's entry, or {@code null}. */
+        @SuppressWarnings("unchecked")
         V get(Slot s) {
             s = current(s);
-            if (s == null) {
-                return null;
-            }
-            Link<V> l = link(s);
-            return l == null ? null : l.value;
+            return s == null ? null : (V) s.cells[v];
         }
 
         boolean has(Slot s) {
             s = current(s);
-            if (s == null) {
-                return false;
-            }
-            Link<V> l = link(s);
-            return l != null && l.in;
+            return s != null && (s.members & bit) != 0;
         }
 
-        /** {@code put(slot.rid, v)}: a present entry keeps its place, a new one goes last. */
-        V put(Slot s, V v) {
+        /** {@code put(slot.rid, value)}: a present entry keeps its place, a new one goes last. */
+        @SuppressWarnings("unchecked")
+        V put(Slot s, V value) {
             if (s.released) {
                 s = slots.obtain(s.rid);
             }
-            Link<V> l = link(s);
-            if (l == null) {
-                l = new Link<>(s);
-                s.links[id] = l;
-            }
-            if (l.in) {
-                V old = l.value;
-                l.value = v;
+            Object[] c = s.cells;
+            if ((s.members & bit) != 0) {
+                V old = (V) c[v];
+                c[v] = value;
                 return old;
             }
-            l.in = true;
-            l.value = v;
+            s.members |= bit;
+            c[v] = value;
             if (tail == null) {
-                head = l;
+                head = s;
             } else {
-                l.before = tail;
-                tail.after = l;
+                c[b] = tail;
+                tail.cells[a] = s;
             }
-            tail = l;
+            tail = s;
             size++;
             return null;
         }
 
         /** Removes the slot's entry; returns its value or {@code null}. */
+        @SuppressWarnings("unchecked")
         V remove(Slot s) {
             s = current(s);
-            if (s == null) {
+            if (s == null || (s.members & bit) == 0) {
                 return null;
             }
-            Link<V> l = link(s);
-            if (l == null || !l.in) {
-                return null;
-            }
-            V old = l.value;
-            unlink(l);
+            V old = (V) s.cells[v];
+            unlink(s);
             slots.releaseIfIdle(s);
             return old;
         }
 
-        private void unlink(Link<V> l) {
-            Link<V> b = l.before;
-            Link<V> a = l.after;
-            if (b == null) {
-                head = a;
+        private void unlink(Slot s) {
+            Object[] c = s.cells;
+            Slot before = (Slot) c[b];
+            Slot after = (Slot) c[a];
+            if (before == null) {
+                head = after;
             } else {
-                b.after = a;
+                before.cells[a] = after;
             }
-            if (a == null) {
-                tail = b;
+            if (after == null) {
+                tail = before;
             } else {
-                a.before = b;
+                after.cells[b] = before;
             }
-            l.before = null;
-            l.after = null;
-            l.in = false;
-            l.value = null;
+            c[v] = null;
+            c[b] = null;
+            c[a] = null;
+            s.members &= ~bit;
             size--;
         }
 
@@ -278,9 +224,9 @@ final class RequestSlots {
         @Override
         public void clear() {
             while (head != null) {
-                Link<V> l = head;
-                unlink(l);
-                slots.releaseIfIdle(l.slot);
+                Slot s = head;
+                unlink(s);
+                slots.releaseIfIdle(s);
             }
         }
 
@@ -302,8 +248,8 @@ final class RequestSlots {
                     @Override
                     public Iterator<Map.Entry<String, V>> iterator() {
                         return new Iterator<>() {
-                            private Link<V> next = head;
-                            private Link<V> last;
+                            private Slot next = head;
+                            private Slot last;
 
                             @Override
                             public boolean hasNext() {
@@ -311,22 +257,23 @@ final class RequestSlots {
                             }
 
                             @Override
+                            @SuppressWarnings("unchecked")
                             public Map.Entry<String, V> next() {
-                                Link<V> l = next;
-                                if (l == null) {
+                                Slot s = next;
+                                if (s == null) {
                                     throw new NoSuchElementException();
                                 }
-                                next = l.after;
-                                last = l;
-                                return l;
+                                next = (Slot) s.cells[a];
+                                last = s;
+                                return new AbstractMap.SimpleImmutableEntry<>(s.rid, (V) s.cells[v]);
                             }
 
                             @Override
                             public void remove() {
-                                if (last == null || !last.in) {
+                                if (last == null || (last.members & bit) == 0) {
                                     throw new IllegalStateException();
                                 }
-                                Table.this.remove(last.slot);
+                                Table.this.remove(last);
                                 last = null;
                             }
                         };

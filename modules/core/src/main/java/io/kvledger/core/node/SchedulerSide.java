@@ -591,23 +591,23 @@ final class SchedulerSide {
                 }
             }
         }
-        for (RequestSlots.Link<Stage> en = s.reqsNeedRecv.first(); en != null; en = en.next()) {
-            Stage st = en.getValue();
-            KvParams kv = snapshotOrLive(s, en.slot, st.req());
-            ReqMeta m = addNewReq(c, st.req(), en.getKey(), st.blocks(), kv, false);
+        for (RequestSlots.Slot en = s.reqsNeedRecv.first(); en != null; en = s.reqsNeedRecv.next(en)) {
+            Stage st = s.reqsNeedRecv.get(en);
+            KvParams kv = snapshotOrLive(s, en, st.req());
+            ReqMeta m = addNewReq(c, st.req(), en.rid, st.blocks(), kv, false);
             if (m == null) {
                 metaRaised(c, e);
                 return;
             }
             recv.add(m);
         }
-        for (RequestSlots.Link<Stage> en = s.reqsNeedSave.first(); en != null; en = en.next()) {
-            Stage st = en.getValue();
-            KvParams kv = snapshotOrLive(s, en.slot, st.req());
+        for (RequestSlots.Slot en = s.reqsNeedSave.first(); en != null; en = s.reqsNeedSave.next(en)) {
+            Stage st = s.reqsNeedSave.get(en);
+            KvParams kv = snapshotOrLive(s, en, st.req());
             if (st.req().numPromptTokens > covered(c, st.blocks())) {
-                s.reqsNeedPendingSave.put(en.slot, st);
+                s.reqsNeedPendingSave.put(en, st);
                 if (st.req().phase.terminal()) {
-                    c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.getKey(), st.req().params == null ? null
+                    c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.rid, st.req().params == null ? null
                             : st.req().params.string("transfer_id"), "a finished request's save moved to pending; it is never removed"
                             + pendingSaveLeakWhose(c));
                 } else if (c.cfg.isProducer()) {
@@ -615,7 +615,7 @@ final class SchedulerSide {
                 }
                 continue;
             }
-            ReqMeta m = addNewReq(c, st.req(), en.getKey(), st.blocks(), kv, true);
+            ReqMeta m = addNewReq(c, st.req(), en.rid, st.blocks(), kv, true);
             if (m == null) {
                 metaRaised(c, e);
                 return;
@@ -630,15 +630,15 @@ final class SchedulerSide {
             s.reqsNeedSend.clear(); // as rebinding to a new dict: nothing else holds the old one
         }
         if (!s.reqsNeedRecv.isEmpty()) {
-            for (RequestSlots.Link<Stage> en = s.reqsNeedRecv.first(); en != null; en = en.next()) {
-                s.reqKvParams.remove(en.slot);
+            for (RequestSlots.Slot en = s.reqsNeedRecv.first(); en != null; en = s.reqsNeedRecv.next(en)) {
+                s.reqKvParams.remove(en);
             }
             s.reqsNeedRecv.clear();
         }
         if (!s.reqsNeedSave.isEmpty()) {
-            for (RequestSlots.Link<Stage> en = s.reqsNeedSave.first(); en != null; en = en.next()) {
-                if (!s.reqsNeedPendingSave.has(en.slot)) {
-                    s.reqKvParams.remove(en.slot);
+            for (RequestSlots.Slot en = s.reqsNeedSave.first(); en != null; en = s.reqsNeedSave.next(en)) {
+                if (!s.reqsNeedPendingSave.has(en)) {
+                    s.reqKvParams.remove(en);
                 }
             }
             s.reqsNeedSave.clear();
@@ -1071,12 +1071,12 @@ final class SchedulerSide {
             }
         }
         if (!s.pendingSentAcks.isEmpty()) {
-            for (RequestSlots.Link<Long> p = s.pendingSentAcks.first(); p != null; p = p.next()) {
-                if (s.deferredSendDeadlines.has(p.slot)) {
+            for (RequestSlots.Slot p = s.pendingSentAcks.first(); p != null; p = s.pendingSentAcks.next(p)) {
+                if (s.deferredSendDeadlines.has(p)) {
                     if (safe == null) {
                         safe = new LinkedHashMap<>();
                     }
-                    safe.putIfAbsent(p.getKey(), Effect.SurfaceReason.PARKED_ACK_RELEASED);
+                    safe.putIfAbsent(p.rid, Effect.SurfaceReason.PARKED_ACK_RELEASED);
                 }
             }
         }
@@ -1084,16 +1084,16 @@ final class SchedulerSide {
             // expired is every deferral past its deadline, whether or not its ACK is in SAFE
             // already: upstream's "Reaped %d deferred sends" warning counts len(expired).
             List<String> expired = List.of();
-            for (RequestSlots.Link<NodeState.Deferral> d = s.deferredSendDeadlines.first(); d != null; d = d.next()) {
-                if (now >= d.getValue().deadlineNs()) {
+            for (RequestSlots.Slot d = s.deferredSendDeadlines.first(); d != null; d = s.deferredSendDeadlines.next(d)) {
+                if (now >= s.deferredSendDeadlines.get(d).deadlineNs()) {
                     if (expired.isEmpty()) {
                         expired = new ArrayList<>();
                     }
-                    expired.add(d.getKey());
+                    expired.add(d.rid);
                     if (safe == null) {
                         safe = new LinkedHashMap<>();
                     }
-                    safe.putIfAbsent(d.getKey(), Effect.SurfaceReason.REAPED);
+                    safe.putIfAbsent(d.rid, Effect.SurfaceReason.REAPED);
                 }
             }
             String count = expired.isEmpty() ? "" : " (" + expired.size() + " reaped this step)";

@@ -82,9 +82,9 @@ class RequestSlotsTest {
                         // the slot walk the reducer uses, removing the current entry from another table
                         List<String> walked = new ArrayList<>();
                         int other = (t + 1) % RequestSlots.TABLES;
-                        for (RequestSlots.Link<Integer> l = table.first(); l != null; l = l.next()) {
-                            walked.add(l.getKey() + "=" + l.getValue());
-                            assertThat(tables.get(other).remove(l.slot)).isEqualTo(maps.get(other).remove(l.getKey()));
+                        for (RequestSlots.Slot l = table.first(); l != null; l = table.next(l)) {
+                            walked.add(l.rid + "=" + table.get(l));
+                            assertThat(tables.get(other).remove(l)).isEqualTo(maps.get(other).remove(l.rid));
                         }
                         List<String> expected = new ArrayList<>();
                         map.forEach((k, x) -> expected.add(k + "=" + x));
