@@ -58,6 +58,8 @@ public final class NodeState {
     final boolean hybrid;
     final boolean hmaActive;
     final boolean isKvMaster;
+    /** {@code engine_id} ({@link NodeConfig#engineId()}), rendered once: request_finished returns it with every deferral. */
+    final String engineId;
 
     // ------------------------------------------------------------ the engine's view
     /** Requests vLLM still holds (admitted and not yet freed). */
@@ -174,6 +176,7 @@ public final class NodeState {
         int tailTokens = 1 + config.lookaheadTokens() + (hybrid ? config.speculativeTokens() : 0);
         maxDecodeTailBlocks = config.on(Switch.DECODE_TAIL_TOLERANCE) ? ceilDiv(tailTokens, Math.max(attnBlock, 1)) : 0;
         isKvMaster = PortMath.podIndex(config.dpRank(), config.dpSizeLocal()) == 0;
+        engineId = config.engineId();
     }
 
     /** A fresh node with nothing admitted. */

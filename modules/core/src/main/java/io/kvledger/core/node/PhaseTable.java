@@ -101,6 +101,12 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
         }
         Cell c = new Cell(key, phase);
         index.put(key, c);
+        linkLast(c);
+        return c;
+    }
+
+    /** Appends a cell just put into the index, then evicts as the {@code LinkedHashMap} did. */
+    private void linkLast(Cell c) {
         if (tail == null) {
             head = c;
         } else {
@@ -113,7 +119,25 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
             unlink(eldest);
             index.remove(eldest.key);
         }
-        return c;
+    }
+
+    /**
+     * {@code put(r.requestId, phase)} for a request being admitted, in one index traversal (a
+     * {@code putIfAbsent} of a new entry): sets the request's entry and returns the phase the id
+     * had before, or {@code null}.
+     */
+    RequestPhase admit(NodeState.Req r, RequestPhase phase) {
+        Cell fresh = new Cell(r.requestId, phase);
+        Cell existing = index.putIfAbsent(r.requestId, fresh);
+        if (existing != null) {
+            RequestPhase before = existing.getValue();
+            existing.phase = (byte) phase.ordinal();
+            r.phaseCell = existing;
+            return before;
+        }
+        linkLast(fresh);
+        r.phaseCell = fresh;
+        return null;
     }
 
     /** The phase change of a request: its own entry when it still has one, else a map put. */

@@ -57,6 +57,13 @@ final class RequestSlots {
         return s;
     }
 
+    /** A new slot for {@code rid}, which has none ({@link #get} gave {@code null}). */
+    Slot add(String rid) {
+        Slot s = new Slot(rid);
+        index.put(rid, s);
+        return s;
+    }
+
     /** Slots in the index (for tests: a slot in no table is dropped). */
     int slotCount() {
         return index.size();

@@ -49,11 +49,9 @@ final class SchedulerSide {
         }
         KvParams params = e.params() == null ? null : e.params().copy();
         Req r = new Req(e.requestId(), e.numPromptTokens(), e.promptTokenIds(), params, c.now);
-        r.slot = sl != null ? sl : c.s.slots.obtain(r.requestId);
+        r.slot = sl != null ? sl : c.s.slots.add(r.requestId);
         c.s.requests.put(r.slot, r);
-        PhaseTable.Cell existing = c.s.phases.cell(r.requestId);
-        RequestPhase before = existing == null ? null : existing.getValue();
-        r.phaseCell = c.s.phases.put(r.requestId, RequestPhase.ADMITTED, existing);
+        RequestPhase before = c.s.phases.admit(r, RequestPhase.ADMITTED);
         c.emit(new Effect.PhaseChanged(r.requestId, before, RequestPhase.ADMITTED, before == null ? "admitted" : "admitted again"));
         // on_new_request (#51052): a hybrid producer drops the last prompt token once.
         if (c.on(Switch.ON_NEW_REQUEST_P_TRUNCATION) && c.s.hybrid && c.cfg.isProducer() && params != null
@@ -897,7 +895,7 @@ final class SchedulerSide {
         out.put("do_remote_prefill", Boolean.TRUE);
         out.put("do_remote_decode", Boolean.FALSE);
         out.put("remote_block_ids", remoteValue);
-        out.put("remote_engine_id", c.cfg.engineId());
+        out.put("remote_engine_id", c.s.engineId);
         out.put("remote_host", c.cfg.hostIp());
         out.put("remote_handshake_port", c.cfg.handshakePort());
         out.put("remote_notify_port", c.cfg.notifyPort());
