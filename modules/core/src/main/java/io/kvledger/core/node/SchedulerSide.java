@@ -36,6 +36,13 @@ final class SchedulerSide {
     private static final long READ_ABORT_REQUEST_TIMEOUT_NS =
             ExtraConfig.READ_ABORT_REQUEST_TIMEOUT_S * 1_000_000_000L;
 
+    /** The keys of the params request_finished returns, in the connector's order. */
+    private static final String[] FINISHED_PARAM_KEYS = {
+        "do_remote_prefill", "do_remote_decode", "remote_block_ids", "remote_engine_id", "remote_host",
+        "remote_handshake_port", "remote_notify_port", "remote_dp_rank", "remote_dp_rank_override", "remote_dp_size",
+        "remote_dp_size_local", "tp_size", "transfer_id",
+    };
+
     private SchedulerSide() {}
 
     // ------------------------------------------------------------------ admission
@@ -891,20 +898,10 @@ final class SchedulerSide {
             s.deferredSendDeadlines.put(r.slot, new NodeState.Deferral(deadline, tidString));
             c.emit(new Effect.DeferralStarted(rid, tidString, deadline));
         }
-        KvParams out = KvParams.withCapacity(13);
-        out.put("do_remote_prefill", Boolean.TRUE);
-        out.put("do_remote_decode", Boolean.FALSE);
-        out.put("remote_block_ids", remoteValue);
-        out.put("remote_engine_id", c.s.engineId);
-        out.put("remote_host", c.cfg.hostIp());
-        out.put("remote_handshake_port", c.cfg.handshakePort());
-        out.put("remote_notify_port", c.cfg.notifyPort());
-        out.put("remote_dp_rank", (long) c.cfg.dpRank());
-        out.put("remote_dp_rank_override", Boolean.TRUE);
-        out.put("remote_dp_size", (long) c.cfg.dpSize());
-        out.put("remote_dp_size_local", (long) c.cfg.dpSizeLocal());
-        out.put("tp_size", (long) c.cfg.tpSize());
-        out.put("transfer_id", tidValue);
+        KvParams out = KvParams.ofDistinct(FINISHED_PARAM_KEYS, new Object[] {
+            Boolean.TRUE, Boolean.FALSE, remoteValue, c.s.engineId, c.cfg.hostIp(), c.cfg.handshakePort(),
+            c.cfg.notifyPort(), (long) c.cfg.dpRank(), Boolean.TRUE, (long) c.cfg.dpSize(), (long) c.cfg.dpSizeLocal(),
+            (long) c.cfg.tpSize(), tidValue});
         c.emit(new Effect.FinishDecision(rid, delay, out));
         if (delay) {
             c.phase(r, RequestPhase.DEFERRED_FREE, "finished length-capped; free deferred until ACK or defer_timeout");
