@@ -84,11 +84,11 @@ public final class NodeState {
 
     // ------------------------------------------------------------ worker side: shared
     /** The worker's copy of the transfer-id map, replaced by each step's metadata. */
-    LinkedHashMap<String, String> workerTransferIds = new LinkedHashMap<>();
+    Map<String, String> workerTransferIds = new LinkedHashMap<>();
     /** The newest connector metadata (what start_load_kv and save_kv_layer read). */
     List<ReqMeta> metaRecv = List.of();
     List<ReqMeta> metaSave = List.of();
-    LinkedHashMap<String, String> metaMapping = new LinkedHashMap<>();
+    Map<String, String> metaMapping = new LinkedHashMap<>();
     long nextStatusId = 1;
     final LinkedHashMap<Long, StatusRecord> statuses = new LinkedHashMap<>();
     final LinkedHashSet<String> remoteAgents = new LinkedHashSet<>();

@@ -669,7 +669,7 @@ final class SchedulerSide {
         if (s.metaMappingVersion != s.mappingVersion) {
             // The worker's copy of the map: a snapshot, as when the metadata crosses to the
             // worker process. Copied only when the map changed since the last step's snapshot.
-            s.metaMapping = new LinkedHashMap<>(s.transferIdToRequestId);
+            s.metaMapping = MappingSnapshot.of(s.transferIdToRequestId);
             s.metaMappingVersion = s.mappingVersion;
         }
     }
