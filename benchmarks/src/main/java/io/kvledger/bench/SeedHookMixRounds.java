@@ -14,7 +14,9 @@ import java.util.Locale;
  * {@value SeedHookMixBenchmark#POOL} prebuilt requests (600,000 hook calls) to one long-lived
  * node state, the shape in which the issue saw single rounds swing under G1. Prints every round,
  * then the median, min and max; for profiling (JFR) and for the spread between rounds, next to
- * {@link SeedHookMixBenchmark}, which is the figure of record.
+ * {@link SeedHookMixBenchmark}, which is the figure of record. Each round also gives the rate in
+ * the timing thread's own CPU time ({@code ThreadMXBean}), which other processes on a shared
+ * machine disturb less than the wall-clock rate (they still share the caches).
  *
  * <p>Usage: {@code java -cp benchmarks.jar io.kvledger.bench.SeedHookMixRounds
  * [write-producer|read-consumer] [rounds] [warmup-rounds]}
@@ -38,8 +40,11 @@ public final class SeedHookMixRounds {
         System.gc(); // the prebuilt pool goes to the old generation before the clock starts
         long calls = (long) SeedHookMixBenchmark.POOL * SeedHookMix.HOOKS_PER_REQUEST;
         double[] rates = new double[rounds];
+        double[] cpuRates = new double[rounds];
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
         long effects = 0;
         for (int r = 0; r < warmup + rounds; r++) {
+            long c0 = threads.getCurrentThreadCpuTime();
             long t0 = System.nanoTime();
             for (NodeEvent e : events) {
                 NodeReducer.applyInto(state, e, sink);
@@ -47,16 +52,22 @@ public final class SeedHookMixRounds {
                 sink.clear();
             }
             long dt = System.nanoTime() - t0;
+            long dc = threads.getCurrentThreadCpuTime() - c0;
             if (r >= warmup) {
                 rates[r - warmup] = calls * 1e9 / dt;
-                System.out.printf(Locale.ROOT, "java %s round %d: %d calls in %.3f s = %.3f M calls/s%n",
-                        mix, r - warmup + 1, calls, dt / 1e9, rates[r - warmup] / 1e6);
+                cpuRates[r - warmup] = calls * 1e9 / dc;
+                System.out.printf(Locale.ROOT, "java %s round %d: %d calls in %.3f s = %.3f M calls/s (%.3f M calls per CPU second)%n",
+                        mix, r - warmup + 1, calls, dt / 1e9, rates[r - warmup] / 1e6, cpuRates[r - warmup] / 1e6);
             }
         }
         double[] sorted = rates.clone();
         Arrays.sort(sorted);
+        double[] cpuSorted = cpuRates.clone();
+        Arrays.sort(cpuSorted);
         System.out.printf(Locale.ROOT, "java %s: median %.3f M calls/s, min %.3f, max %.3f (%d rounds; %d effects; %d live requests)%n",
                 mix, sorted[rounds / 2] / 1e6, sorted[0] / 1e6, sorted[rounds - 1] / 1e6, rounds, effects,
                 state.liveRequests());
+        System.out.printf(Locale.ROOT, "java %s per CPU second: median %.3f M calls, min %.3f, max %.3f%n",
+                mix, cpuSorted[rounds / 2] / 1e6, cpuSorted[0] / 1e6, cpuSorted[rounds - 1] / 1e6);
     }
 }

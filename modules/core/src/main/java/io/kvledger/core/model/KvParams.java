@@ -102,6 +102,25 @@ public final class KvParams {
         return p;
     }
 
+    /**
+     * Params holding {@code keys[i] = values[i]} in that order, as {@link #put} of each in turn
+     * would give when the keys are distinct (the caller's promise), without searching for each
+     * key first. The keys array may be shared by many params and is never written (copy on write:
+     * it is copied, with the values, on the first change); the values array is taken over, its
+     * {@link Integer}s made {@link Long}s as {@link #put} makes them.
+     */
+    public static KvParams ofDistinct(String[] keys, Object[] values) {
+        if (keys.length != values.length) {
+            throw new IllegalArgumentException("as many values as keys");
+        }
+        for (int i = 0; i < values.length; i++) {
+            if (values[i] instanceof Integer n) {
+                values[i] = Long.valueOf(n); // as put does
+            }
+        }
+        return new KvParams(keys, values, keys.length, true);
+    }
+
     /** An independent copy (copy on write: the entries are copied when either side next changes). */
     public KvParams copy() {
         shared = true;

@@ -240,7 +240,7 @@ public final class NodeReducer {
 
         /** vLLM frees the request: it leaves the scheduler's table. */
         void free(NodeState.Req r) {
-            s.requests.remove(r.requestId);
+            s.requests.remove(r.slot != null ? r.slot : s.slots.get(r.requestId));
         }
     }
 }

@@ -58,33 +58,37 @@ public final class NodeState {
     final boolean hybrid;
     final boolean hmaActive;
     final boolean isKvMaster;
+    /** {@code engine_id} ({@link NodeConfig#engineId()}), rendered once: request_finished returns it with every deferral. */
+    final String engineId;
 
     // ------------------------------------------------------------ the engine's view
     /** Requests vLLM still holds (admitted and not yet freed). */
-    final LinkedHashMap<String, Req> requests = new LinkedHashMap<>();
+    /** One record per request id for the tables below that are keyed by it (see {@link RequestSlots}). */
+    final RequestSlots slots = new RequestSlots();
+    final RequestSlots.Table<Req> requests = slots.table(RequestSlots.REQUESTS);
     /** The phase of live requests and of recently finished ones (bounded). */
     final PhaseTable phases = new PhaseTable(FINISHED_PHASE_MEMORY);
 
     // ------------------------------------------------------------ scheduler side
-    final LinkedHashMap<String, Stage> reqsNeedRecv = new LinkedHashMap<>();
-    final LinkedHashMap<String, Stage> reqsNeedSave = new LinkedHashMap<>();
-    final LinkedHashMap<String, Stage> reqsNeedPendingSave = new LinkedHashMap<>();
-    final LinkedHashMap<String, KvParams> reqKvParams = new LinkedHashMap<>();
-    LinkedHashMap<String, Long> reqsNeedSend = new LinkedHashMap<>();
-    final LinkedHashMap<String, Deferral> deferredSendDeadlines = new LinkedHashMap<>();
-    final LinkedHashMap<String, Long> pendingSentAcks = new LinkedHashMap<>();
+    final RequestSlots.Table<Stage> reqsNeedRecv = slots.table(RequestSlots.NEED_RECV);
+    final RequestSlots.Table<Stage> reqsNeedSave = slots.table(RequestSlots.NEED_SAVE);
+    final RequestSlots.Table<Stage> reqsNeedPendingSave = slots.table(RequestSlots.NEED_PENDING_SAVE);
+    final RequestSlots.Table<KvParams> reqKvParams = slots.table(RequestSlots.KV_PARAMS);
+    final RequestSlots.Table<Long> reqsNeedSend = slots.table(RequestSlots.NEED_SEND);
+    final RequestSlots.Table<Deferral> deferredSendDeadlines = slots.table(RequestSlots.DEFERRED);
+    final RequestSlots.Table<Long> pendingSentAcks = slots.table(RequestSlots.PARKED_ACKS);
     final LinkedHashMap<String, String> transferIdToRequestId = new LinkedHashMap<>();
-    final LinkedHashMap<String, String> requestIdToTransferId = new LinkedHashMap<>();
+    final RequestSlots.Table<String> requestIdToTransferId = slots.table(RequestSlots.RID_TO_TID);
     /** Requests reaped recently, to recognise a late ACK (bounded). */
     final LinkedHashSet<String> reapedRequests = boundedSet();
 
     // ------------------------------------------------------------ worker side: shared
     /** The worker's copy of the transfer-id map, replaced by each step's metadata. */
-    LinkedHashMap<String, String> workerTransferIds = new LinkedHashMap<>();
+    Map<String, String> workerTransferIds = new LinkedHashMap<>();
     /** The newest connector metadata (what start_load_kv and save_kv_layer read). */
     List<ReqMeta> metaRecv = List.of();
     List<ReqMeta> metaSave = List.of();
-    LinkedHashMap<String, String> metaMapping = new LinkedHashMap<>();
+    Map<String, String> metaMapping = new LinkedHashMap<>();
     long nextStatusId = 1;
     final LinkedHashMap<Long, StatusRecord> statuses = new LinkedHashMap<>();
     final LinkedHashSet<String> remoteAgents = new LinkedHashSet<>();
@@ -172,6 +176,7 @@ public final class NodeState {
         int tailTokens = 1 + config.lookaheadTokens() + (hybrid ? config.speculativeTokens() : 0);
         maxDecodeTailBlocks = config.on(Switch.DECODE_TAIL_TOLERANCE) ? ceilDiv(tailTokens, Math.max(attnBlock, 1)) : 0;
         isKvMaster = PortMath.podIndex(config.dpRank(), config.dpSizeLocal()) == 0;
+        engineId = config.engineId();
     }
 
     /** A fresh node with nothing admitted. */
@@ -508,6 +513,12 @@ public final class NodeState {
         Object decodePeer;
         /** This request's entry in {@link NodeState#phases} (see {@link PhaseTable#set}). */
         PhaseTable.Cell phaseCell;
+        /**
+         * The slot of {@link #requestId} in {@link NodeState#slots}, set when the request goes into
+         * {@link NodeState#requests}: its tables' entries without a lookup (a slot dropped since
+         * stands for the id's slot now, see {@link RequestSlots.Table}).
+         */
+        RequestSlots.Slot slot;
 
         Req(String requestId, int numPromptTokens, int promptTokenIds, KvParams params, long admittedAtNs) {
             this.requestId = requestId;

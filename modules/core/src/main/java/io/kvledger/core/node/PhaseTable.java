@@ -3,7 +3,6 @@ package io.kvledger.core.node;
 import io.kvledger.core.model.RequestPhase;
 import java.util.AbstractMap;
 import java.util.AbstractSet;
-import java.util.LinkedHashMap;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.NoSuchElementException;
@@ -31,6 +30,8 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
     /** One entry: its key, its phase (as an ordinal: a primitive store needs no GC barrier) and its links. */
     static final class Cell implements Map.Entry<String, RequestPhase> {
         final String key;
+        /** The key's hash as {@link CellIndex} spreads it (found again without reading the key). */
+        final int hash;
         byte phase;
         Cell before;
         Cell after;
@@ -39,6 +40,7 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
 
         Cell(String key, RequestPhase phase) {
             this.key = key;
+            this.hash = CellIndex.hash(key);
             this.phase = (byte) phase.ordinal();
         }
 
@@ -74,8 +76,8 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
     }
 
     private final int memory;
-    // Only looked up, never iterated (the cells keep the order); a LinkedHashMap as everywhere in core.
-    private final LinkedHashMap<String, Cell> index = new LinkedHashMap<>(64);
+    // Only looked up, never iterated (the cells keep the order).
+    private final CellIndex index = new CellIndex(64);
     private Cell head;
     private Cell tail;
     private Set<Map.Entry<String, RequestPhase>> entries;
@@ -100,7 +102,13 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
             return existing;
         }
         Cell c = new Cell(key, phase);
-        index.put(key, c);
+        index.putIfAbsent(c);
+        linkLast(c);
+        return c;
+    }
+
+    /** Appends a cell just put into the index, then evicts as the {@code LinkedHashMap} did. */
+    private void linkLast(Cell c) {
         if (tail == null) {
             head = c;
         } else {
@@ -111,9 +119,27 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
         Cell eldest = head;
         if (index.size() > memory && PHASES[eldest.phase].terminal()) {
             unlink(eldest);
-            index.remove(eldest.key);
+            index.remove(eldest);
         }
-        return c;
+    }
+
+    /**
+     * {@code put(r.requestId, phase)} for a request being admitted, in one index traversal (a
+     * {@code putIfAbsent} of a new entry): sets the request's entry and returns the phase the id
+     * had before, or {@code null}.
+     */
+    RequestPhase admit(NodeState.Req r, RequestPhase phase) {
+        Cell fresh = new Cell(r.requestId, phase);
+        Cell existing = index.putIfAbsent(fresh);
+        if (existing != null) {
+            RequestPhase before = existing.getValue();
+            existing.phase = (byte) phase.ordinal();
+            r.phaseCell = existing;
+            return before;
+        }
+        linkLast(fresh);
+        r.phaseCell = fresh;
+        return null;
     }
 
     /** The phase change of a request: its own entry when it still has one, else a map put. */
@@ -171,7 +197,7 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
 
     @Override
     public boolean containsKey(Object key) {
-        return index.containsKey(key);
+        return index.get(key) != null;
     }
 
     @Override

@@ -36,22 +36,29 @@ final class SchedulerSide {
     private static final long READ_ABORT_REQUEST_TIMEOUT_NS =
             ExtraConfig.READ_ABORT_REQUEST_TIMEOUT_S * 1_000_000_000L;
 
+    /** The keys of the params request_finished returns, in the connector's order. */
+    private static final String[] FINISHED_PARAM_KEYS = {
+        "do_remote_prefill", "do_remote_decode", "remote_block_ids", "remote_engine_id", "remote_host",
+        "remote_handshake_port", "remote_notify_port", "remote_dp_rank", "remote_dp_rank_override", "remote_dp_size",
+        "remote_dp_size_local", "tp_size", "transfer_id",
+    };
+
     private SchedulerSide() {}
 
     // ------------------------------------------------------------------ admission
 
     static void admitted(Ctx c, NodeEvent.RequestAdmitted e) {
-        Req live = c.s.requests.get(e.requestId());
+        RequestSlots.Slot sl = c.s.slots.get(e.requestId());
+        Req live = c.s.requests.get(sl);
         if (live != null) {
             c.anomaly(AnomalyKind.REQUEST_ADMITTED_TWICE, e.requestId(), tid(live), "still " + live.phase);
             return;
         }
         KvParams params = e.params() == null ? null : e.params().copy();
         Req r = new Req(e.requestId(), e.numPromptTokens(), e.promptTokenIds(), params, c.now);
-        c.s.requests.put(r.requestId, r);
-        PhaseTable.Cell existing = c.s.phases.cell(r.requestId);
-        RequestPhase before = existing == null ? null : existing.getValue();
-        r.phaseCell = c.s.phases.put(r.requestId, RequestPhase.ADMITTED, existing);
+        r.slot = sl != null ? sl : c.s.slots.add(r.requestId);
+        c.s.requests.put(r.slot, r);
+        RequestPhase before = c.s.phases.admit(r, RequestPhase.ADMITTED);
         c.emit(new Effect.PhaseChanged(r.requestId, before, RequestPhase.ADMITTED, before == null ? "admitted" : "admitted again"));
         // on_new_request (#51052): a hybrid producer drops the last prompt token once.
         if (c.on(Switch.ON_NEW_REQUEST_P_TRUNCATION) && c.s.hybrid && c.cfg.isProducer() && params != null
@@ -156,14 +163,14 @@ final class SchedulerSide {
                             : "transfer_id absent; written back into the params");
         }
         params.setDefault("transfer_id", transferId);
-        boolean mapped = map(c, rid, transferId);
+        boolean mapped = map(c, r.slot, rid, transferId);
 
         if (params.truthy("do_remote_decode")) {
             if (!c.on(Switch.SAVE_STAGING_WRITE_ONLY) || c.cfg.mode() == TransferMode.WRITE) {
                 if (mapped) {
                     BlockGroups local = c.on(Switch.SAVE_BLOCK_IDS_GROUPED) ? e.blocks() : e.blocks().firstOnly();
-                    c.s.reqsNeedSave.put(rid, new Stage(r, local));
-                    c.s.reqKvParams.put(rid, params.copy());
+                    c.s.reqsNeedSave.put(r.slot, new Stage(r, local));
+                    c.s.reqKvParams.put(r.slot, params.copy());
                 }
             }
         }
@@ -333,8 +340,8 @@ final class SchedulerSide {
     }
 
     private static boolean stageRecv(Ctx c, Req r, BlockGroups local, KvParams snapshot, NodeEvent.BlocksAllocated e) {
-        c.s.reqsNeedRecv.put(r.requestId, new Stage(r, local));
-        c.s.reqKvParams.put(r.requestId, snapshot);
+        c.s.reqsNeedRecv.put(r.slot, new Stage(r, local));
+        c.s.reqKvParams.put(r.slot, snapshot);
         if (!c.cfg.isProducer()) {
             c.allocPhase(r, RequestPhase.RECV_STAGED, e.numExternalTokens() > 0
                     ? "allocated; receive staged"
@@ -497,8 +504,11 @@ final class SchedulerSide {
 
     // ------------------------------------------------------------------ the transfer-id map
 
-    /** {@code map_request_id}; returns false when first-owner-wins refuses the mapping. */
-    static boolean map(Ctx c, String rid, String tid) {
+    /**
+     * {@code map_request_id}, given the slot of {@code rid} (or null when it has none); returns
+     * false when first-owner-wins refuses the mapping.
+     */
+    static boolean map(Ctx c, RequestSlots.Slot sl, String rid, String tid) {
         String owner = c.s.transferIdToRequestId.get(tid);
         if (owner != null && !owner.equals(rid)) {
             if (c.on(Switch.MAP_FIRST_OWNER_WINS)) {
@@ -508,15 +518,18 @@ final class SchedulerSide {
             c.anomaly(AnomalyKind.TRANSFER_ID_COLLISION, rid, tid, "overwrote owner " + owner + " (last write wins)");
         }
         c.s.transferIdToRequestId.put(tid, rid);
-        c.s.requestIdToTransferId.put(rid, tid);
+        c.s.requestIdToTransferId.put(sl != null ? sl : c.s.slots.obtain(rid), tid);
         c.s.mappingVersion++;
         return true;
     }
 
-    /** {@code unmap_request_id(rid, transfer_id)}: exact, then the transfer-id fallback, else a miss. */
-    static void unmap(Ctx c, String rid, String tid) {
+    /**
+     * {@code unmap_request_id(rid, transfer_id)}, given the slot of {@code rid} (or null when it
+     * has none): exact, then the transfer-id fallback, else a miss.
+     */
+    static void unmap(Ctx c, RequestSlots.Slot sl, String rid, String tid) {
         NodeState s = c.s;
-        String mappedTid = s.requestIdToTransferId.remove(rid);
+        String mappedTid = s.requestIdToTransferId.remove(sl);
         if (mappedTid != null) {
             s.transferIdToRequestId.remove(mappedTid);
             s.mappingVersion++;
@@ -583,23 +596,23 @@ final class SchedulerSide {
                 }
             }
         }
-        for (Map.Entry<String, Stage> en : s.reqsNeedRecv.entrySet()) {
-            Stage st = en.getValue();
-            KvParams kv = snapshotOrLive(s, en.getKey(), st.req());
-            ReqMeta m = addNewReq(c, st.req(), en.getKey(), st.blocks(), kv, false);
+        for (RequestSlots.Slot en = s.reqsNeedRecv.first(); en != null; en = s.reqsNeedRecv.next(en)) {
+            Stage st = s.reqsNeedRecv.get(en);
+            KvParams kv = snapshotOrLive(s, en, st.req());
+            ReqMeta m = addNewReq(c, st.req(), en.rid, st.blocks(), kv, false);
             if (m == null) {
                 metaRaised(c, e);
                 return;
             }
             recv.add(m);
         }
-        for (Map.Entry<String, Stage> en : s.reqsNeedSave.entrySet()) {
-            Stage st = en.getValue();
-            KvParams kv = snapshotOrLive(s, en.getKey(), st.req());
+        for (RequestSlots.Slot en = s.reqsNeedSave.first(); en != null; en = s.reqsNeedSave.next(en)) {
+            Stage st = s.reqsNeedSave.get(en);
+            KvParams kv = snapshotOrLive(s, en, st.req());
             if (st.req().numPromptTokens > covered(c, st.blocks())) {
-                s.reqsNeedPendingSave.put(en.getKey(), st);
+                s.reqsNeedPendingSave.put(en, st);
                 if (st.req().phase.terminal()) {
-                    c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.getKey(), st.req().params == null ? null
+                    c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.rid, st.req().params == null ? null
                             : st.req().params.string("transfer_id"), "a finished request's save moved to pending; it is never removed"
                             + pendingSaveLeakWhose(c));
                 } else if (c.cfg.isProducer()) {
@@ -607,7 +620,7 @@ final class SchedulerSide {
                 }
                 continue;
             }
-            ReqMeta m = addNewReq(c, st.req(), en.getKey(), st.blocks(), kv, true);
+            ReqMeta m = addNewReq(c, st.req(), en.rid, st.blocks(), kv, true);
             if (m == null) {
                 metaRaised(c, e);
                 return;
@@ -622,15 +635,15 @@ final class SchedulerSide {
             s.reqsNeedSend.clear(); // as rebinding to a new dict: nothing else holds the old one
         }
         if (!s.reqsNeedRecv.isEmpty()) {
-            for (String rid : s.reqsNeedRecv.keySet()) {
-                s.reqKvParams.remove(rid);
+            for (RequestSlots.Slot en = s.reqsNeedRecv.first(); en != null; en = s.reqsNeedRecv.next(en)) {
+                s.reqKvParams.remove(en);
             }
             s.reqsNeedRecv.clear();
         }
         if (!s.reqsNeedSave.isEmpty()) {
-            for (String rid : s.reqsNeedSave.keySet()) {
-                if (!s.reqsNeedPendingSave.containsKey(rid)) {
-                    s.reqKvParams.remove(rid);
+            for (RequestSlots.Slot en = s.reqsNeedSave.first(); en != null; en = s.reqsNeedSave.next(en)) {
+                if (!s.reqsNeedPendingSave.has(en)) {
+                    s.reqKvParams.remove(en);
                 }
             }
             s.reqsNeedSave.clear();
@@ -656,13 +669,13 @@ final class SchedulerSide {
         if (s.metaMappingVersion != s.mappingVersion) {
             // The worker's copy of the map: a snapshot, as when the metadata crosses to the
             // worker process. Copied only when the map changed since the last step's snapshot.
-            s.metaMapping = new LinkedHashMap<>(s.transferIdToRequestId);
+            s.metaMapping = MappingSnapshot.of(s.transferIdToRequestId);
             s.metaMappingVersion = s.mappingVersion;
         }
     }
 
-    private static KvParams snapshotOrLive(NodeState s, String rid, Req req) {
-        KvParams kv = s.reqKvParams.get(rid);
+    private static KvParams snapshotOrLive(NodeState s, RequestSlots.Slot sl, Req req) {
+        KvParams kv = s.reqKvParams.get(sl);
         if (kv != null) {
             return kv;
         }
@@ -797,7 +810,7 @@ final class SchedulerSide {
         KvParams params = r.params;
         if (!c.cfg.isProducer()) {
             String t = params != null && params.get("transfer_id") instanceof String ts ? ts : null;
-            unmap(c, rid, t);
+            unmap(c, r.slot, rid, t);
             if (s.recvingTransfers.containsKey(rid)) {
                 c.anomaly(AnomalyKind.FREE_WHILE_TRANSFER_IN_FLIGHT, rid, t,
                         "request finished while its READ is still in flight; its blocks return to the pool");
@@ -807,7 +820,7 @@ final class SchedulerSide {
                         "request finished before the handshake its read waited for completed; no release will be sent");
             }
         }
-        if (s.reqsNeedPendingSave.containsKey(rid)) {
+        if (s.reqsNeedPendingSave.has(r.slot)) {
             c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, rid, tid(r),
                     "finished with a chunked-prefill save still pending; the entry is never removed" + pendingSaveLeakWhose(c));
         }
@@ -828,7 +841,7 @@ final class SchedulerSide {
                 } else {
                     empty = BlockGroups.empty(s.transferGroups.length);
                 }
-                s.reqsNeedRecv.put(rid, new Stage(r, empty));
+                s.reqsNeedRecv.put(r.slot, new Stage(r, empty));
             }
             params.put("do_remote_prefill", Boolean.FALSE);
             c.emit(new Effect.FinishDecision(rid, false, null));
@@ -880,25 +893,15 @@ final class SchedulerSide {
                     "request_finished on a consumer returned delay_free=True (do_remote_decode on a decode leg?)");
         }
         if (delay) {
-            s.reqsNeedSend.put(rid, plus(c.now, READ_ABORT_REQUEST_TIMEOUT_NS));
+            s.reqsNeedSend.put(r.slot, plus(c.now, READ_ABORT_REQUEST_TIMEOUT_NS));
             long deadline = plus(c.now, c.cfg.deferTimeoutNs());
-            s.deferredSendDeadlines.put(rid, new NodeState.Deferral(deadline, tidString));
+            s.deferredSendDeadlines.put(r.slot, new NodeState.Deferral(deadline, tidString));
             c.emit(new Effect.DeferralStarted(rid, tidString, deadline));
         }
-        KvParams out = KvParams.withCapacity(13);
-        out.put("do_remote_prefill", Boolean.TRUE);
-        out.put("do_remote_decode", Boolean.FALSE);
-        out.put("remote_block_ids", remoteValue);
-        out.put("remote_engine_id", c.cfg.engineId());
-        out.put("remote_host", c.cfg.hostIp());
-        out.put("remote_handshake_port", c.cfg.handshakePort());
-        out.put("remote_notify_port", c.cfg.notifyPort());
-        out.put("remote_dp_rank", (long) c.cfg.dpRank());
-        out.put("remote_dp_rank_override", Boolean.TRUE);
-        out.put("remote_dp_size", (long) c.cfg.dpSize());
-        out.put("remote_dp_size_local", (long) c.cfg.dpSizeLocal());
-        out.put("tp_size", (long) c.cfg.tpSize());
-        out.put("transfer_id", tidValue);
+        KvParams out = KvParams.ofDistinct(FINISHED_PARAM_KEYS, new Object[] {
+            Boolean.TRUE, Boolean.FALSE, remoteValue, c.s.engineId, c.cfg.hostIp(), c.cfg.handshakePort(),
+            c.cfg.notifyPort(), (long) c.cfg.dpRank(), Boolean.TRUE, (long) c.cfg.dpSize(), (long) c.cfg.dpSizeLocal(),
+            (long) c.cfg.tpSize(), tidValue});
         c.emit(new Effect.FinishDecision(rid, delay, out));
         if (delay) {
             c.phase(r, RequestPhase.DEFERRED_FREE, "finished length-capped; free deferred until ACK or defer_timeout");
@@ -941,6 +944,7 @@ final class SchedulerSide {
         r.requestId = newId;
         r.admittedAs = old;
         s.requests.put(newId, r);
+        r.slot = s.slots.get(newId);
         s.phases.put(newId, r.phase);
         r.phaseCell = s.phases.cell(newId);
         return r;
@@ -963,8 +967,8 @@ final class SchedulerSide {
 
     /** A producer's mapping is only removed by update_connector_output: one freed here leaks. */
     private static void leakCheck(Ctx c, Req r) {
-        if (c.cfg.isProducer() && c.s.requestIdToTransferId.containsKey(r.requestId)) {
-            c.anomaly(AnomalyKind.MAPPING_LEAK, r.requestId, c.s.requestIdToTransferId.get(r.requestId),
+        if (c.cfg.isProducer() && c.s.requestIdToTransferId.has(r.slot)) {
+            c.anomaly(AnomalyKind.MAPPING_LEAK, r.requestId, c.s.requestIdToTransferId.get(r.slot),
                     "freed without a deferral: the transfer-id mapping stays (class 35)");
         }
     }
@@ -1042,12 +1046,13 @@ final class SchedulerSide {
         long now = c.now;
         LinkedHashMap<String, Effect.SurfaceReason> safe = null;
         for (String rid : incoming) {
-            if (s.deferredSendDeadlines.containsKey(rid)) {
+            RequestSlots.Slot sl = s.slots.get(rid);
+            if (s.deferredSendDeadlines.has(sl)) {
                 if (safe == null) {
                     safe = new LinkedHashMap<>(4);
                 }
                 safe.put(rid, Effect.SurfaceReason.ACKED);
-            } else if (!s.pendingSentAcks.containsKey(rid)) {
+            } else if (!s.pendingSentAcks.has(sl)) {
                 long deadline = plus(now, c.cfg.deferTimeoutNs());
                 s.pendingSentAcks.put(rid, deadline);
                 c.emit(new Effect.AckParked(rid, deadline));
@@ -1061,12 +1066,12 @@ final class SchedulerSide {
             }
         }
         if (!s.pendingSentAcks.isEmpty()) {
-            for (String rid : s.pendingSentAcks.keySet()) {
-                if (s.deferredSendDeadlines.containsKey(rid)) {
+            for (RequestSlots.Slot p = s.pendingSentAcks.first(); p != null; p = s.pendingSentAcks.next(p)) {
+                if (s.deferredSendDeadlines.has(p)) {
                     if (safe == null) {
                         safe = new LinkedHashMap<>();
                     }
-                    safe.putIfAbsent(rid, Effect.SurfaceReason.PARKED_ACK_RELEASED);
+                    safe.putIfAbsent(p.rid, Effect.SurfaceReason.PARKED_ACK_RELEASED);
                 }
             }
         }
@@ -1074,16 +1079,16 @@ final class SchedulerSide {
             // expired is every deferral past its deadline, whether or not its ACK is in SAFE
             // already: upstream's "Reaped %d deferred sends" warning counts len(expired).
             List<String> expired = List.of();
-            for (Map.Entry<String, NodeState.Deferral> d : s.deferredSendDeadlines.entrySet()) {
-                if (now >= d.getValue().deadlineNs()) {
+            for (RequestSlots.Slot d = s.deferredSendDeadlines.first(); d != null; d = s.deferredSendDeadlines.next(d)) {
+                if (now >= s.deferredSendDeadlines.get(d).deadlineNs()) {
                     if (expired.isEmpty()) {
                         expired = new ArrayList<>();
                     }
-                    expired.add(d.getKey());
+                    expired.add(d.rid);
                     if (safe == null) {
                         safe = new LinkedHashMap<>();
                     }
-                    safe.putIfAbsent(d.getKey(), Effect.SurfaceReason.REAPED);
+                    safe.putIfAbsent(d.rid, Effect.SurfaceReason.REAPED);
                 }
             }
             String count = expired.isEmpty() ? "" : " (" + expired.size() + " reaped this step)";
@@ -1106,13 +1111,14 @@ final class SchedulerSide {
         List<String> surfaced = new ArrayList<>(safe.size());
         for (Map.Entry<String, Effect.SurfaceReason> en : safe.entrySet()) {
             String rid = en.getKey();
-            NodeState.Deferral d = s.deferredSendDeadlines.remove(rid);
+            RequestSlots.Slot sl = s.slots.get(rid);
+            NodeState.Deferral d = s.deferredSendDeadlines.remove(sl);
             String transferId = d != null ? d.transferId() : null;
-            s.pendingSentAcks.remove(rid);
-            unmap(c, rid, transferId);
+            s.pendingSentAcks.remove(sl);
+            unmap(c, sl, rid, transferId);
             c.emit(new Effect.AckSurfaced(rid, transferId, en.getValue()));
             surfaced.add(rid);
-            Req r = s.requests.get(rid);
+            Req r = s.requests.get(sl);
             if (r == null) {
                 c.anomaly(AnomalyKind.FINISHED_SENDING_UNKNOWN_REQUEST, rid, transferId, "assert req_id in self.requests");
                 continue;

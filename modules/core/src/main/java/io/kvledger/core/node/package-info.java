@@ -9,6 +9,14 @@
  * threads, no I/O, and only insertion-ordered collections (Python dicts are insertion-ordered, so
  * this also reproduces the connector's iteration order).
  *
+ * <p>Hot tables keep that order in intrusive lists with a hash index that is only looked up, never
+ * iterated: {@link io.kvledger.core.node.RequestSlots} (one record per request id for the nine
+ * request-id tables of the scheduler side, so a hook looks its request up once),
+ * {@link io.kvledger.core.node.PhaseTable} with its open-addressing
+ * {@link io.kvledger.core.node.CellIndex}, and {@link io.kvledger.core.node.MappingSnapshot} (the
+ * worker's copy of the transfer-id map). Each behaves as the {@code LinkedHashMap} it replaced and
+ * has a test against it.
+ *
  * <p>May depend on the JDK and the other {@code io.kvledger.core} packages only.
  */
 package io.kvledger.core.node;

@@ -81,4 +81,38 @@ class KvParamsTest {
         assertThat(a.toString()).isEqualTo("{x=1, y=2}");
         assertThat(KvParams.of(Map.of()).isEmpty()).isTrue();
     }
+
+    @Test
+    void of_distinct_keys_is_the_puts_in_turn_and_never_writes_the_shared_keys() {
+        String[] keys = {"do_remote_prefill", "remote_block_ids", "remote_dp_rank", "transfer_id"};
+        String[] before = keys.clone();
+        Random rnd = new Random(5);
+        for (int round = 0; round < 200; round++) {
+            Object[] values = {rnd.nextBoolean(), List.of((long) rnd.nextInt(9)), rnd.nextBoolean() ? (Object) rnd.nextInt(4)
+                : (Object) (long) rnd.nextInt(4), "tx-" + round};
+            KvParams fast = KvParams.ofDistinct(keys, values.clone());
+            KvParams slow = KvParams.withCapacity(keys.length);
+            LinkedHashMap<String, Object> map = new LinkedHashMap<>();
+            for (int i = 0; i < keys.length; i++) {
+                slow.put(keys[i], values[i]);
+                map.put(keys[i], values[i] instanceof Integer n ? Long.valueOf(n) : values[i]);
+            }
+            assertThat(fast).isEqualTo(slow).hasSameHashCodeAs(slow);
+            assertThat(fast.toString()).isEqualTo(slow.toString()).isEqualTo(map.toString());
+            assertThat(fast.get(keys[2])).isInstanceOf(Long.class).isEqualTo(slow.get(keys[2]));
+            KvParams other = KvParams.ofDistinct(keys, values.clone());
+            KvParams copy = fast.copy();
+            // changes of either side, of present and new keys, leave the other and the shared keys alone
+            String k = rnd.nextBoolean() ? keys[rnd.nextInt(keys.length)] : "k" + rnd.nextInt(3);
+            fast.put(k, "changed");
+            map.put(k, "changed");
+            fast.setDefault("extra", 1L);
+            map.putIfAbsent("extra", 1L);
+            assertThat(fast.toString()).isEqualTo(map.toString());
+            assertThat(copy).isEqualTo(other).isEqualTo(slow);
+            copy.put(keys[0], "copy");
+            assertThat(other).isEqualTo(slow);
+            assertThat(keys).isEqualTo(before);
+        }
+    }
 }

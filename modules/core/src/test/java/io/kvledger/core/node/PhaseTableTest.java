@@ -40,9 +40,15 @@ class PhaseTableTest {
                 } else if (rnd.nextInt(3) == 0) {
                     // admission: a new request object, as SchedulerSide.admitted does
                     NodeState.Req r = new NodeState.Req(rid, 1, 1, null, 0);
-                    PhaseTable.Cell existing = t.cell(rid);
-                    assertThat(existing == null ? null : existing.getValue()).isEqualTo(m.get(rid));
-                    r.phaseCell = t.put(rid, p, existing);
+                    if (rnd.nextBoolean()) {
+                        // in one index traversal (PhaseTable.admit)
+                        assertThat(t.admit(r, p)).isEqualTo(m.get(rid));
+                    } else {
+                        PhaseTable.Cell existing = t.cell(rid);
+                        assertThat(existing == null ? null : existing.getValue()).isEqualTo(m.get(rid));
+                        r.phaseCell = t.put(rid, p, existing);
+                    }
+                    assertThat(r.phaseCell.attached).isTrue();
                     m.put(rid, p);
                     reqs.put(rid + "#" + op, r);
                 } else if (!reqs.isEmpty() && rnd.nextBoolean()) {

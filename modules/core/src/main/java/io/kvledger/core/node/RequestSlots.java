@@ -1,0 +1,304 @@
+package io.kvledger.core.node;
+
+import java.util.AbstractMap;
+import java.util.AbstractSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Set;
+
+/**
+ * One record ({@link Slot}) per request id for every table the scheduler side keys by request id
+ * ({@code requests}, {@code _reqs_need_recv}, {@code _reqs_need_save},
+ * {@code _reqs_need_pending_save}, {@code _req_kv_params}, {@code _reqs_need_send},
+ * {@code _deferred_send_deadlines}, {@code _pending_sent_acks}, {@code request_id_to_transfer_id}):
+ * a hook looks its request up once and reaches each table's entry through the slot, where the
+ * {@code LinkedHashMap}s it replaces took one hash lookup each.
+ *
+ * <p>Each table ({@link Table}) is an insertion-ordered map that behaves exactly as the
+ * {@code LinkedHashMap} it replaces: its entries are the slots themselves, linked into an intrusive
+ * doubly linked list per table in insertion order (each slot keeps, per table, its value and its
+ * two neighbours in one array, so a request allocates one slot and one array whatever tables it
+ * enters); a {@code put} of a present key keeps its position, a removed key put again goes to the
+ * end; it iterates, compares and renders ({@link AbstractMap#toString()}) the same. The one hash
+ * index (request id to slot) is only looked up, never iterated: the lists keep every order. A slot
+ * leaves the index when it is in no table.
+ */
+final class RequestSlots {
+
+    /** Tables, by index into {@link Slot#links}. */
+    static final int REQUESTS = 0;
+    static final int NEED_RECV = 1;
+    static final int NEED_SAVE = 2;
+    static final int NEED_PENDING_SAVE = 3;
+    static final int KV_PARAMS = 4;
+    static final int NEED_SEND = 5;
+    static final int DEFERRED = 6;
+    static final int PARKED_ACKS = 7;
+    static final int RID_TO_TID = 8;
+    static final int TABLES = 9;
+
+    // Only looked up, never iterated (the tables' lists keep the orders); a LinkedHashMap as everywhere in core.
+    private final LinkedHashMap<String, Slot> index = new LinkedHashMap<>(64);
+
+    /** The slot of {@code rid}, or {@code null} when no table holds it. */
+    Slot get(Object rid) {
+        return index.get(rid);
+    }
+
+    /** The slot of {@code rid}, created (in no table yet) when there is none. */
+    Slot obtain(String rid) {
+        Slot s = index.get(rid);
+        if (s == null) {
+            s = new Slot(rid);
+            index.put(rid, s);
+        }
+        return s;
+    }
+
+    /** A new slot for {@code rid}, which has none ({@link #get} gave {@code null}). */
+    Slot add(String rid) {
+        Slot s = new Slot(rid);
+        index.put(rid, s);
+        return s;
+    }
+
+    /** Slots in the index (for tests: a slot in no table is dropped). */
+    int slotCount() {
+        return index.size();
+    }
+
+    private void releaseIfIdle(Slot s) {
+        if (s.members == 0 && !s.released) {
+            s.released = true;
+            index.remove(s.rid);
+        }
+    }
+
+    /** A new table over these slots. */
+    <V> Table<V> table(int id) {
+        return new Table<>(this, id);
+    }
+
+    /**
+     * Everything kept for one request id: per table, whether it is in it, its value and its
+     * neighbours ({@code cells[3 * table]}, {@code [3 * table + 1]} and {@code [3 * table + 2]}).
+     */
+    static final class Slot {
+        final String rid;
+        final Object[] cells = new Object[3 * TABLES];
+        /** Bit {@code table} set while the slot is in that table. */
+        int members;
+        /** True once dropped from the index: a later put of the id makes a new slot. */
+        boolean released;
+
+        Slot(String rid) {
+            this.rid = rid;
+        }
+    }
+
+    /**
+     * One request-id keyed table: a {@code LinkedHashMap<String, V>} in behaviour, whose entries
+     * live in the slots. The slot-taking methods skip the index lookup; {@link #first()} and
+     * {@link #next(Slot)} walk it in insertion order without allocating.
+     */
+    static final class Table<V> extends AbstractMap<String, V> {
+        private final RequestSlots slots;
+        private final int bit;
+        private final int v;
+        private final int b;
+        private final int a;
+        private Slot head;
+        private Slot tail;
+        private int size;
+        private Set<Map.Entry<String, V>> entries;
+
+        private Table(RequestSlots slots, int id) {
+            this.slots = slots;
+            this.bit = 1 << id;
+            this.v = 3 * id;
+            this.b = 3 * id + 1;
+            this.a = 3 * id + 2;
+        }
+
+        /** A slot dropped from the index stands for its id's slot now, if any. */
+        private Slot current(Slot s) {
+            return s != null && s.released ? slots.get(s.rid) : s;
+        }
+
+        /** The first slot in insertion order, or {@code null}. */
+        Slot first() {
+            return head;
+        }
+
+        /** The slot after {@code s} (which is in this table) in insertion order, or {@code null}. */
+        Slot next(Slot s) {
+            return (Slot) s.cells[a];
+        }
+
+        /** The value of the slot's entry, or {@code null}. */
+        @SuppressWarnings("unchecked")
+        V get(Slot s) {
+            s = current(s);
+            return s == null ? null : (V) s.cells[v];
+        }
+
+        boolean has(Slot s) {
+            s = current(s);
+            return s != null && (s.members & bit) != 0;
+        }
+
+        /** {@code put(slot.rid, value)}: a present entry keeps its place, a new one goes last. */
+        @SuppressWarnings("unchecked")
+        V put(Slot s, V value) {
+            if (s.released) {
+                s = slots.obtain(s.rid);
+            }
+            Object[] c = s.cells;
+            if ((s.members & bit) != 0) {
+                V old = (V) c[v];
+                c[v] = value;
+                return old;
+            }
+            s.members |= bit;
+            c[v] = value;
+            if (tail == null) {
+                head = s;
+            } else {
+                c[b] = tail;
+                tail.cells[a] = s;
+            }
+            tail = s;
+            size++;
+            return null;
+        }
+
+        /** Removes the slot's entry; returns its value or {@code null}. */
+        @SuppressWarnings("unchecked")
+        V remove(Slot s) {
+            s = current(s);
+            if (s == null || (s.members & bit) == 0) {
+                return null;
+            }
+            V old = (V) s.cells[v];
+            unlink(s);
+            slots.releaseIfIdle(s);
+            return old;
+        }
+
+        private void unlink(Slot s) {
+            Object[] c = s.cells;
+            Slot before = (Slot) c[b];
+            Slot after = (Slot) c[a];
+            if (before == null) {
+                head = after;
+            } else {
+                before.cells[a] = after;
+            }
+            if (after == null) {
+                tail = before;
+            } else {
+                after.cells[b] = before;
+            }
+            c[v] = null;
+            c[b] = null;
+            c[a] = null;
+            s.members &= ~bit;
+            size--;
+        }
+
+        @Override
+        public V get(Object key) {
+            return get(slots.get(key));
+        }
+
+        @Override
+        public boolean containsKey(Object key) {
+            return has(slots.get(key));
+        }
+
+        @Override
+        public V put(String key, V value) {
+            return put(slots.obtain(key), value);
+        }
+
+        @Override
+        public V remove(Object key) {
+            return remove(slots.get(key));
+        }
+
+        @Override
+        public void clear() {
+            while (head != null) {
+                Slot s = head;
+                unlink(s);
+                slots.releaseIfIdle(s);
+            }
+        }
+
+        @Override
+        public int size() {
+            return size;
+        }
+
+        @Override
+        public boolean isEmpty() {
+            return size == 0;
+        }
+
+        @Override
+        public Set<Map.Entry<String, V>> entrySet() {
+            Set<Map.Entry<String, V>> es = entries;
+            if (es == null) {
+                es = new AbstractSet<>() {
+                    @Override
+                    public Iterator<Map.Entry<String, V>> iterator() {
+                        return new Iterator<>() {
+                            private Slot next = head;
+                            private Slot last;
+
+                            @Override
+                            public boolean hasNext() {
+                                return next != null;
+                            }
+
+                            @Override
+                            @SuppressWarnings("unchecked")
+                            public Map.Entry<String, V> next() {
+                                Slot s = next;
+                                if (s == null) {
+                                    throw new NoSuchElementException();
+                                }
+                                next = (Slot) s.cells[a];
+                                last = s;
+                                return new AbstractMap.SimpleImmutableEntry<>(s.rid, (V) s.cells[v]);
+                            }
+
+                            @Override
+                            public void remove() {
+                                if (last == null || (last.members & bit) == 0) {
+                                    throw new IllegalStateException();
+                                }
+                                Table.this.remove(last);
+                                last = null;
+                            }
+                        };
+                    }
+
+                    @Override
+                    public int size() {
+                        return size;
+                    }
+
+                    @Override
+                    public void clear() {
+                        Table.this.clear();
+                    }
+                };
+                entries = es;
+            }
+            return es;
+        }
+    }
+}
