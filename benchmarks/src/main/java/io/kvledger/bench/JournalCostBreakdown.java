@@ -60,7 +60,7 @@ import org.msgpack.core.MessagePack;
  */
 public final class JournalCostBreakdown {
 
-    enum Part { ENCODE, ENCODE_FAST, CRC, EXCERPTS, TINY_EXCERPTS, BATCHED, APPEND, APPEND_PRETOUCHED }
+    enum Part { ENCODE, ENCODE_FAST, CRC, EXCERPTS, TINY_EXCERPTS, BATCHED, APPEND, APPEND_PRETOUCHED, APPEND_GROUPED }
 
     private static final int BATCH = 64;
 
@@ -118,23 +118,31 @@ public final class JournalCostBreakdown {
         int rounds = 7;
         int warmup = 2;
         Path dir = Path.of(System.getProperty("java.io.tmpdir"));
+        List<Part> parts = List.of(Part.values());
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--requests" -> requests = Integer.parseInt(args[++i]);
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
                 case "--dir" -> dir = Path.of(args[++i]).toAbsolutePath();
+                case "--parts" -> {
+                    parts = new ArrayList<>();
+                    for (String name : args[++i].split(",")) {
+                        parts.add(Part.valueOf(name.trim().toUpperCase(Locale.ROOT)));
+                    }
+                }
                 default -> {
-                    System.err.println("usage: JournalCostBreakdown [--requests N] [--rounds R] [--warmup W] [--dir DIR]");
+                    System.err.println("usage: JournalCostBreakdown [--requests N] [--rounds R] [--warmup W] [--dir DIR]"
+                            + " [--parts encode,append_grouped,...]");
                     System.exit(2);
                 }
             }
         }
         JournalCostBreakdown b = new JournalCostBreakdown(LoopWorkload.streams(requests), dir);
-        b.run(rounds, warmup);
+        b.run(rounds, warmup, parts.toArray(new Part[0]));
     }
 
-    void run(int rounds, int warmup) throws IOException {
+    void run(int rounds, int warmup, Part[] parts) throws IOException {
         int n = inputs.length;
         long entries = 0;
         for (int[] s : entrySizes) {
@@ -142,7 +150,6 @@ public final class JournalCostBreakdown {
         }
         System.out.printf(Locale.ROOT, "%d inputs, %d entries (%.2f per input), %.0f journaled bytes per input%n",
                 n, entries, entries / (double) n, bytesPerInputTotal / (double) n);
-        Part[] parts = Part.values();
         Map<Part, double[]> measured = new EnumMap<>(Part.class);
         for (Part p : parts) {
             measured.put(p, new double[rounds]);
@@ -177,8 +184,9 @@ public final class JournalCostBreakdown {
             case EXCERPTS -> chronicle(false, false);
             case TINY_EXCERPTS -> chronicle(true, false);
             case BATCHED -> chronicle(false, true);
-            case APPEND -> append(false);
-            case APPEND_PRETOUCHED -> append(true);
+            case APPEND -> append(false, false);
+            case APPEND_PRETOUCHED -> append(true, false);
+            case APPEND_GROUPED -> append(true, true);
         };
     }
 
@@ -253,7 +261,11 @@ public final class JournalCostBreakdown {
         }
     }
 
-    private long append(boolean pretouch) throws IOException {
+    /**
+     * {@code appendApplied} per input, or (grouped) the journaller's way: inputs and their derived
+     * entries in group excerpts of {@value #BATCH} inputs, pretouched.
+     */
+    private long append(boolean pretouch, boolean grouped) throws IOException {
         Path d = Files.createTempDirectory(parent, "journal-cost-");
         try (JournalWriter w = JournalWriter.open(d, JournalHeader.of("WRITE_PRODUCER", streams.getFirst().config(),
                 "JournalCostBreakdown"))) {
@@ -261,8 +273,18 @@ public final class JournalCostBreakdown {
                 w.pretouch();
             }
             long t0 = mx.getCurrentThreadCpuTime();
-            for (int i = 0; i < inputs.length; i++) {
-                w.appendApplied(inputs[i], derivedLists.get(i));
+            if (grouped) {
+                for (int i = 0; i < inputs.length; i += BATCH) {
+                    w.beginGroup();
+                    for (int x = i; x < Math.min(inputs.length, i + BATCH); x++) {
+                        w.appendApplied(inputs[x], derivedLists.get(x));
+                    }
+                    w.endGroup();
+                }
+            } else {
+                for (int i = 0; i < inputs.length; i++) {
+                    w.appendApplied(inputs[i], derivedLists.get(i));
+                }
             }
             return mx.getCurrentThreadCpuTime() - t0;
         } finally {

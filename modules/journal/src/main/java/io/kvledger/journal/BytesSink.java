@@ -1,19 +1,17 @@
 package io.kvledger.journal;
 
-import java.util.zip.CRC32C;
-import net.openhft.chronicle.bytes.Bytes;
 import org.msgpack.core.buffer.MessageBuffer;
 import org.msgpack.core.buffer.MessageBufferOutput;
 
 /**
- * Lets a msgpack packer write straight into the Chronicle excerpt being written: the packer fills
- * this sink's reusable buffer and each flush copies it into {@link #target}, updating
- * {@link #crc} with every byte it passes on. One copy, no allocation per entry.
+ * Lets msgpack-java's packer (the generic schema encoder, for the entry types {@link FastPayloads}
+ * leaves to it) write into the group buffer the journal writer is building: the packer fills this
+ * sink's reusable buffer and each flush copies it into {@link #heap}. No allocation per entry.
  */
 final class BytesSink implements MessageBufferOutput {
 
-    Bytes<?> target;
-    final CRC32C crc = new CRC32C();
+    /** Where the bytes go (set by the writer around each use). */
+    GroupBuffer heap;
     private byte[] array = new byte[8192];
     private MessageBuffer buffer = MessageBuffer.wrap(array);
 
@@ -28,20 +26,17 @@ final class BytesSink implements MessageBufferOutput {
 
     @Override
     public void writeBuffer(int length) {
-        crc.update(array, 0, length);
-        target.write(array, 0, length);
+        heap.put(array, 0, length);
     }
 
     @Override
     public void write(byte[] buffer, int offset, int length) {
-        crc.update(buffer, offset, length);
-        target.write(buffer, offset, length);
+        heap.put(buffer, offset, length);
     }
 
     @Override
     public void add(byte[] buffer, int offset, int length) {
-        crc.update(buffer, offset, length);
-        target.write(buffer, offset, length);
+        heap.put(buffer, offset, length);
     }
 
     @Override

@@ -42,6 +42,20 @@ final class EntryCodec {
         I32.set(out, JournalFormat.CRC_OFFSET, 0);
     }
 
+    /**
+     * Writes a group excerpt's envelope into {@code out[0..32)} with its checksum field zeroed: the
+     * first member's seq and time, and the last member's seq where an entry has its cause.
+     */
+    static void groupEnvelope(byte[] out, long firstSeq, long firstAtNs, long lastSeq) {
+        out[0] = (byte) JournalFormat.GROUP_LAYOUT;
+        out[1] = (byte) JournalFormat.GROUP_KIND;
+        I16.set(out, 2, (short) 0);
+        I64.set(out, 4, firstSeq);
+        I64.set(out, 12, firstAtNs);
+        I64.set(out, 20, lastSeq);
+        I32.set(out, JournalFormat.CRC_OFFSET, 0);
+    }
+
     /** Writes a layout-1 envelope (no checksum) into {@code out[0..28)} (tests and documentation only). */
     static void envelopeV1(byte[] out, EntryKind kind, int typeId, long seq, long atNs, long causeSeq) {
         out[0] = 1;

@@ -4,10 +4,12 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.format.PyValues;
 import java.io.IOException;
 import java.util.List;
+import io.kvledger.journal.format.MsgOut;
 import org.msgpack.core.MessagePacker;
 
 /**
@@ -30,6 +32,11 @@ public final class FastPayloads {
      * for {@code JournalCostBreakdown}; {@link JournalWriter} is what uses it).
      */
     public static boolean write(MessagePacker p, Object record) throws IOException {
+        return write(MsgOut.of(p), record);
+    }
+
+    /** Writes {@code record}'s payload into {@code p}, or returns {@code false} (see above). */
+    public static boolean write(MsgOut p, Object record) throws IOException {
         if (record instanceof NodeEvent e) {
             return event(p, e);
         }
@@ -39,70 +46,81 @@ public final class FastPayloads {
         return false;
     }
 
-    private static boolean event(MessagePacker p, NodeEvent event) throws IOException {
+    private static boolean event(MsgOut p, NodeEvent event) throws IOException {
         switch (event) {
             case NodeEvent.MatchedTokensQueried e -> {
-                p.packArrayHeader(2);
+                p.arrayHeader(2);
                 str(p, e.requestId());
-                p.packInt(e.numComputedTokens());
+                p.int64(e.numComputedTokens());
             }
             case NodeEvent.BlocksAllocated e -> {
-                p.packArrayHeader(3);
+                p.arrayHeader(3);
                 str(p, e.requestId());
                 blocks(p, e.blocks());
-                p.packInt(e.numExternalTokens());
+                p.int64(e.numExternalTokens());
             }
             case NodeEvent.RequestAdmitted e -> {
-                p.packArrayHeader(4);
+                p.arrayHeader(4);
                 str(p, e.requestId());
-                p.packInt(e.numPromptTokens());
-                p.packInt(e.promptTokenIds());
+                p.int64(e.numPromptTokens());
+                p.int64(e.promptTokenIds());
                 params(p, e.params(), "RequestAdmitted.kv_transfer_params");
             }
             case NodeEvent.RequestFinished e -> {
                 // admitted_request_id is a later field: left out when null
-                p.packArrayHeader(e.admittedRequestId() == null ? 3 : 4);
+                p.arrayHeader(e.admittedRequestId() == null ? 3 : 4);
                 str(p, e.requestId());
                 if (e.status() == null) {
-                    p.packNil();
+                    p.nil();
                 } else {
-                    p.packString(e.status().name());
+                    p.str(e.status().name());
                 }
                 blocks(p, e.blockIds());
                 if (e.admittedRequestId() != null) {
-                    p.packString(e.admittedRequestId());
+                    p.str(e.admittedRequestId());
                 }
             }
             case NodeEvent.ConnectorOutputReceived e -> {
-                p.packArrayHeader(2);
+                p.arrayHeader(2);
                 strs(p, e.finishedSending());
                 strs(p, e.finishedRecving());
             }
-            case NodeEvent.LoadStarted e -> p.packArrayHeader(0);
-            case NodeEvent.SaveWaited e -> p.packArrayHeader(0);
-            case NodeEvent.FinishedPolled e -> p.packArrayHeader(0);
-            case NodeEvent.Tick e -> p.packArrayHeader(0);
+            case NodeEvent.LoadStarted e -> p.arrayHeader(0);
+            case NodeEvent.SaveWaited e -> p.arrayHeader(0);
+            case NodeEvent.FinishedPolled e -> p.arrayHeader(0);
+            case NodeEvent.Tick e -> p.arrayHeader(0);
             case NodeEvent.LayerSaved e -> {
-                p.packArrayHeader(1);
+                p.arrayHeader(1);
                 str(p, e.layerName());
             }
             case NodeEvent.TransferCompleted e -> {
-                p.packArrayHeader(4);
-                p.packLong(e.statusId());
-                p.packBoolean(e.succeeded());
-                p.packInt(e.code());
+                p.arrayHeader(4);
+                p.int64(e.statusId());
+                p.bool(e.succeeded());
+                p.int64(e.code());
                 str(p, e.message());
             }
             case NodeEvent.RemoteBlocksReceived e -> {
-                p.packArrayHeader(5);
+                p.arrayHeader(5);
                 str(p, e.reqId());
                 str(p, e.transferId());
                 ints(p, e.blockNotifyList());
-                p.packInt(e.decodeRank());
-                p.packBoolean(e.legacyWithoutType());
+                p.int64(e.decodeRank());
+                p.bool(e.legacyWithoutType());
             }
             case NodeEvent.StepScheduled e -> {
-                return false;
+                p.arrayHeader(2);
+                p.int64(e.step());
+                if (e.cachedRequests() == null) {
+                    p.nil();
+                } else {
+                    p.arrayHeader(e.cachedRequests().size());
+                    for (NodeEvent.CachedRequest c : e.cachedRequests()) {
+                        p.arrayHeader(2);
+                        str(p, c.requestId());
+                        blocks(p, c.newBlockIds());
+                    }
+                }
             }
             case NodeEvent.HandshakeCompleted e -> {
                 return false;
@@ -135,36 +153,36 @@ public final class FastPayloads {
         return true;
     }
 
-    private static boolean effect(MessagePacker p, Effect effect) throws IOException {
+    private static boolean effect(MsgOut p, Effect effect) throws IOException {
         switch (effect) {
             case Effect.PhaseChanged e -> {
-                p.packArrayHeader(4);
+                p.arrayHeader(4);
                 str(p, e.requestId());
                 phase(p, e.from());
                 phase(p, e.to());
                 str(p, e.reason());
             }
             case Effect.FinishedReported e -> {
-                p.packArrayHeader(3);
+                p.arrayHeader(3);
                 strs(p, e.doneSending());
                 strs(p, e.doneRecving());
                 ints(p, e.loadErrorBlocks());
             }
             case Effect.FinishDecision e -> {
-                p.packArrayHeader(3);
+                p.arrayHeader(3);
                 str(p, e.requestId());
-                p.packBoolean(e.delayFree());
+                p.bool(e.delayFree());
                 params(p, e.params(), "FinishDecision.kv_transfer_params");
             }
             case Effect.MatchedTokens e -> {
-                p.packArrayHeader(3);
+                p.arrayHeader(3);
                 str(p, e.requestId());
-                p.packInt(e.count());
-                p.packBoolean(e.loadAsync());
+                p.int64(e.count());
+                p.bool(e.loadAsync());
             }
             case Effect.PostWrite e -> {
-                p.packArrayHeader(6);
-                p.packLong(e.statusId());
+                p.arrayHeader(6);
+                p.int64(e.statusId());
                 str(p, e.transferId());
                 str(p, e.layerName());
                 str(p, e.sessionKey());
@@ -172,8 +190,8 @@ public final class FastPayloads {
                 ints(p, e.remoteBlockIds());
             }
             case Effect.PostRead e -> {
-                p.packArrayHeader(7);
-                p.packLong(e.statusId());
+                p.arrayHeader(7);
+                p.int64(e.statusId());
                 str(p, e.requestId());
                 str(p, e.transferId());
                 str(p, e.layerName());
@@ -182,51 +200,66 @@ public final class FastPayloads {
                 ints(p, e.remoteBlockIds());
             }
             case Effect.Unmapped e -> {
-                p.packArrayHeader(4);
+                p.arrayHeader(4);
                 str(p, e.requestId());
                 str(p, e.transferId());
                 str(p, e.removedRequestId());
                 name(p, e.kind());
             }
             case Effect.FinishedSendingRewritten e -> {
-                p.packArrayHeader(1);
+                p.arrayHeader(1);
                 strs(p, e.safe());
             }
             case Effect.AckSurfaced e -> {
-                p.packArrayHeader(3);
+                p.arrayHeader(3);
                 str(p, e.requestId());
                 str(p, e.transferId());
                 name(p, e.reason());
             }
             case Effect.DeferralStarted e -> {
-                p.packArrayHeader(3);
+                p.arrayHeader(3);
                 str(p, e.requestId());
                 str(p, e.transferId());
-                p.packLong(e.deadlineNs());
+                p.int64(e.deadlineNs());
             }
             case Effect.SendRelease e -> {
-                p.packArrayHeader(5);
+                p.arrayHeader(5);
                 name(p, e.sender());
                 str(p, e.host());
-                p.packInt(e.port());
+                p.int64(e.port());
                 if (e.transferId() == null) {
-                    p.packNil();
+                    p.nil();
                 } else {
                     py(p, e.transferId(), "SendRelease.transfer_id");
                 }
-                p.packInt(e.consumerTpSize());
+                p.int64(e.consumerTpSize());
             }
             case Effect.SendWriteDone e -> {
-                p.packArrayHeader(3);
+                p.arrayHeader(3);
                 str(p, e.host());
-                p.packInt(e.port());
+                p.int64(e.port());
                 str(p, e.transferId());
             }
             case Effect.MetadataBuilt e -> {
-                return false;
+                p.arrayHeader(5);
+                p.int64(e.step());
+                reqMetas(p, e.reqsToRecv());
+                reqMetas(p, e.reqsToSave());
+                strs(p, e.reqsToSend());
+                p.int64(e.mappingSize());
             }
             case Effect.SendRemoteBlocks e -> {
-                return false;
+                p.arrayHeader(6);
+                str(p, e.host());
+                p.int64(e.port());
+                str(p, e.reqId());
+                if (e.transferId() == null) {
+                    p.nil();
+                } else {
+                    py(p, e.transferId(), "SendRemoteBlocks.transfer_id");
+                }
+                ints(p, e.blockNotifyList());
+                p.int64(e.decodeRank());
             }
             case Effect.SendWriteFailed e -> {
                 return false;
@@ -247,40 +280,70 @@ public final class FastPayloads {
         return true;
     }
 
-    private static void str(MessagePacker p, String s) throws IOException {
+    /** {@code reqs_to_recv} / {@code reqs_to_save}: an array of ReqMeta field arrays. */
+    private static void reqMetas(MsgOut p, List<ReqMeta> l) throws IOException {
+        if (l == null) {
+            p.nil();
+            return;
+        }
+        p.arrayHeader(l.size());
+        for (ReqMeta m : l) {
+            p.arrayHeader(14);
+            str(p, m.requestId());
+            blocks(p, m.localBlockIds());
+            blocks(p, m.remoteBlockIds());
+            str(p, m.remoteEngineId());
+            str(p, m.remoteHost());
+            p.int64(m.remoteHandshakePort());
+            p.int64(m.remoteNotifyPort());
+            p.int64(m.remoteDpRank());
+            p.int64(m.remoteDpSize());
+            p.int64(m.remoteDpSizeLocal());
+            p.int64(m.remoteTpSize());
+            if (m.transferId() == null) {
+                p.nil();
+            } else {
+                py(p, m.transferId(), "ReqMeta.transfer_id");
+            }
+            strs(p, m.multiPodHosts());
+            p.bool(m.writeMode());
+        }
+    }
+
+    private static void str(MsgOut p, String s) throws IOException {
         if (s == null) {
-            p.packNil();
+            p.nil();
         } else {
-            p.packString(s);
+            p.str(s);
         }
     }
 
-    private static void name(MessagePacker p, Enum<?> e) throws IOException {
+    private static void name(MsgOut p, Enum<?> e) throws IOException {
         if (e == null) {
-            p.packNil();
+            p.nil();
         } else {
-            p.packString(e.name());
+            p.str(e.name());
         }
     }
 
-    private static void phase(MessagePacker p, RequestPhase ph) throws IOException {
+    private static void phase(MsgOut p, RequestPhase ph) throws IOException {
         if (ph == null) {
-            p.packNil();
+            p.nil();
         } else {
-            p.packInt(ph.code());
+            p.int64(ph.code());
         }
     }
 
-    private static void params(MessagePacker p, KvParams params, String field) throws IOException {
+    private static void params(MsgOut p, KvParams params, String field) throws IOException {
         if (params == null) {
-            p.packNil();
+            p.nil();
         } else {
             py(p, params, field);
         }
     }
 
     /** A Python value; a value that is none names its field, as {@code Schema.write} does. */
-    private static void py(MessagePacker p, Object v, String field) throws IOException {
+    private static void py(MsgOut p, Object v, String field) throws IOException {
         try {
             PyValues.pack(p, v);
         } catch (IllegalArgumentException e) {
@@ -288,45 +351,49 @@ public final class FastPayloads {
         }
     }
 
-    private static void blocks(MessagePacker p, BlockGroups g) throws IOException {
+    private static void blocks(MsgOut p, BlockGroups g) throws IOException {
         if (g == null) {
-            p.packNil();
+            p.nil();
             return;
         }
-        p.packArrayHeader(g.size());
+        p.arrayHeader(g.size());
         for (int i = 0; i < g.size(); i++) {
             ints(p, g.group(i));
         }
     }
 
-    private static void ints(MessagePacker p, int[] ids) throws IOException {
+    private static void ints(MsgOut p, int[] ids) throws IOException {
         if (ids == null) {
-            p.packNil();
+            p.nil();
             return;
         }
-        p.packArrayHeader(ids.length);
+        if (p instanceof FastPacker f) {
+            f.ints(ids, 0, ids.length);
+            return;
+        }
+        p.arrayHeader(ids.length);
         for (int id : ids) {
-            p.packInt(id);
+            p.int64(id);
         }
     }
 
-    private static void ints(MessagePacker p, List<Integer> ids) throws IOException {
+    private static void ints(MsgOut p, List<Integer> ids) throws IOException {
         if (ids == null) {
-            p.packNil();
+            p.nil();
             return;
         }
-        p.packArrayHeader(ids.size());
+        p.arrayHeader(ids.size());
         for (int i = 0; i < ids.size(); i++) {
-            p.packInt(ids.get(i));
+            p.int64(ids.get(i));
         }
     }
 
-    private static void strs(MessagePacker p, List<String> l) throws IOException {
+    private static void strs(MsgOut p, List<String> l) throws IOException {
         if (l == null) {
-            p.packNil();
+            p.nil();
             return;
         }
-        p.packArrayHeader(l.size());
+        p.arrayHeader(l.size());
         for (int i = 0; i < l.size(); i++) {
             str(p, l.get(i));
         }

@@ -24,8 +24,25 @@ import net.openhft.chronicle.queue.rollcycles.LargeRollCycles;
  * <p>Layout 1 is layout 2 without the checksum (the payload starts at 28). The first 12 bytes
  * (layout, kind, type id, seq) keep their place in every layout version, so a reader can always
  * say which entry it could not decode; every layout from 2 on keeps the checksum at 28..32.
+ *
+ * <p>A group excerpt ({@link #GROUP_LAYOUT}) holds several entries in one excerpt, so a writer that
+ * appends at a high rate pays Chronicle's per-excerpt cost once per group: an envelope of the same
+ * shape (layout 3, kind {@link #GROUP_KIND}, type id 0, the first member's seq and time, the last
+ * member's seq in place of cause_seq, the CRC32C over the whole excerpt as for layout 2), then the
+ * members, each a 4-byte little-endian length, a complete layout-2 entry with its own checksum and
+ * zeros to the next multiple of 4. A member is framed as Chronicle frames an excerpt, so a reader
+ * that finds a group damaged resumes at the next intact member.
  */
 public final class JournalFormat {
+
+    /** The layout byte of a group excerpt (several entries in one Chronicle excerpt). */
+    public static final int GROUP_LAYOUT = 3;
+
+    /** The kind byte of a group excerpt's envelope. */
+    public static final int GROUP_KIND = 4;
+
+    /** The length word before each member of a group. */
+    public static final int MEMBER_HEADER = 4;
 
     /** The format version written to new headers and the layout version of new entries. */
     public static final int FORMAT_VERSION = 2;

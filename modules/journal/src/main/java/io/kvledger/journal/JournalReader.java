@@ -42,8 +42,10 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
      * @param damage    every damaged region, in file order
      * @param checked   entries read whose checksum matched
      * @param unchecked entries read that carry no checksum (format versions 0 and 1)
+     * @param groups    group excerpts read (excerpts holding several entries, as the node loop's
+     *                  journaller writes them; their entries are among {@code checked})
      */
-    public record Integrity(List<JournalDamage> damage, long checked, long unchecked) {
+    public record Integrity(List<JournalDamage> damage, long checked, long unchecked, long groups) {
 
         /** Entries known to be lost in all regions (a region that cannot know counts 0 here). */
         public long lostEntries() {
@@ -199,7 +201,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
             damage.add(new JournalDamage(Queues.METADATA_FILE, size, -1, -1, -1, 0, meta
                     + " (readers do not need it; a writer refuses the journal until it is moved away)"));
         }
-        return new Integrity(List.copyOf(damage), s.checked(), s.unchecked());
+        return new Integrity(List.copyOf(damage), s.checked(), s.unchecked(), s.groups());
     }
 
     /** One line per damaged region (at most {@value #MAX_DAMAGE_WARNINGS}, then a count). */

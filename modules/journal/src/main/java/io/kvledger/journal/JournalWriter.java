@@ -13,8 +13,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.zip.CRC32C;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.MappedBytes;
+import net.openhft.chronicle.bytes.MappedBytesStore;
 import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 import net.openhft.chronicle.wire.DocumentContext;
@@ -37,7 +39,12 @@ import org.msgpack.core.MessagePacker;
  *
  * <p>Durability: an entry is in the memory-mapped queue file when an append returns, so readers in
  * other processes see it and it survives the death of this process. It reaches the disk when the
- * OS writes the page back; {@link #flush} forces that.
+ * OS writes the page back; {@link #flush} forces that. Inside a group ({@link #beginGroup}) that
+ * holds from {@link #endGroup} on, for the whole group at once.
+ *
+ * <p>Encoding: every entry is encoded into a reused heap buffer (the frequent types by
+ * {@link FastPayloads} through the writer's own msgpack packer, the others by their schema through
+ * msgpack-java), checksummed there, and copied into one Chronicle excerpt: its own, or its group's.
  */
 public final class JournalWriter implements AutoCloseable {
 
@@ -52,6 +59,17 @@ public final class JournalWriter implements AutoCloseable {
     private final BytesSink sink = new BytesSink();
     private final MessagePacker packer = MessagePack.newDefaultPacker(sink);
     private Pretoucher pretoucher;
+    /** The group being built, or null outside {@link #beginGroup}/{@link #endGroup}. */
+    private GroupBuffer group;
+    private final GroupBuffer groupBuffer = new GroupBuffer();
+    /** Encodes the frequent entry types straight into {@link #groupBuffer}. */
+    private final FastPacker fast = new FastPacker(groupBuffer);
+    private final CRC32C crc = new CRC32C();
+    private int groupMembers;
+    private long groupFirstSeq;
+    private long groupFirstAtNs;
+    private long groupSavedInputSeq;
+    private long groupSavedInputAtNs;
     private long nextSeq;
     private long lastInputSeq;
     private long lastInputAtNs;
@@ -66,6 +84,16 @@ public final class JournalWriter implements AutoCloseable {
     public static String refusal(NodeEvent event) {
         return event instanceof NodeEvent.RequestAdmitted a && a.params() != null
                 ? io.kvledger.journal.format.PyValues.refusal(a.params()) : null;
+    }
+
+    private static EntryType typeOf(NodeEvent e) {
+        EntryType t = EntryType.ofClass(e.getClass());
+        return t != null ? t : EntryType.of(e);
+    }
+
+    private static EntryType typeOf(Effect e) {
+        EntryType t = EntryType.ofClass(e.getClass());
+        return t != null ? t : EntryType.of(e);
     }
 
     /** What an existing journal ends with, read before Chronicle maps it. */
@@ -257,7 +285,7 @@ public final class JournalWriter implements AutoCloseable {
      *                                  written then)
      */
     public long appendInput(NodeEvent event) {
-        EntryType type = EntryType.of(event);
+        EntryType type = typeOf(event);
         long seq = append(EntryKind.INPUT, type, event.atNs(), JournalFormat.NO_CAUSE, event);
         lastInputSeq = seq;
         lastInputAtNs = event.atNs();
@@ -289,7 +317,7 @@ public final class JournalWriter implements AutoCloseable {
             throw new IllegalArgumentException("cause seq " + causeSeq + " is not an entry of this journal (next seq "
                     + nextSeq + ")");
         }
-        return append(EntryKind.DERIVED, EntryType.of(effect), atNs, causeSeq, effect);
+        return append(EntryKind.DERIVED, typeOf(effect), atNs, causeSeq, effect);
     }
 
     /**
@@ -300,7 +328,7 @@ public final class JournalWriter implements AutoCloseable {
     public long appendApplied(NodeEvent event, List<Effect> effects) {
         long seq = appendInput(event);
         for (Effect e : effects) {
-            append(EntryKind.DERIVED, EntryType.of(e), event.atNs(), seq, e);
+            append(EntryKind.DERIVED, typeOf(e), event.atNs(), seq, e);
         }
         return seq;
     }
@@ -324,35 +352,146 @@ public final class JournalWriter implements AutoCloseable {
         }
         long seq = nextSeq;
         EntryCodec.envelope(envelope, kind, type.id(), seq, atNs, cause);
-        try (DocumentContext dc = appender.writingDocument()) {
-            Bytes<?> b = dc.wire().bytes();
-            long start = b.writePosition();
-            b.write(envelope, 0, envelope.length);
-            sink.target = b;
-            sink.crc.reset();
-            sink.crc.update(envelope, 0, JournalFormat.CRC_OFFSET);
-            try {
-                if (!FastPayloads.write(packer, record)) {
-                    type.write(packer, record);
-                }
-                packer.flush();
-                b.writeInt(start + JournalFormat.CRC_OFFSET, (int) sink.crc.getValue());
-                if (pretoucher != null && b instanceof MappedBytes mb) {
-                    pretoucher.advance(mb.mappedFile().file(), b.writePosition());
-                }
-            } catch (IOException | RuntimeException e) {
-                dc.rollbackOnClose();
-                packer.clear();
-                if (e instanceof IllegalArgumentException iae) {
-                    throw iae;
-                }
-                throw new JournalException("cannot append " + type.typeName() + " to " + dir + ": " + e, e);
-            } finally {
-                sink.target = null;
-            }
+        if (group != null) {
+            appendMember(type, atNs, record);
+            return seq;
         }
-        nextSeq = seq + 1;
+        // outside a group, an entry is a group of one: written as a plain excerpt
+        beginGroup();
+        try {
+            appendMember(type, atNs, record);
+        } catch (RuntimeException e) {
+            group = null;
+            throw e;
+        }
+        endGroup();
         return seq;
+    }
+
+    /**
+     * Encodes one entry (its envelope already in {@link #envelope}) as the next member of the group
+     * being built; on failure the group is as it was before.
+     */
+    private void appendMember(EntryType type, long atNs, Object record) {
+        GroupBuffer g = group;
+        int memberAt = g.length;
+        g.ensure(JournalFormat.MEMBER_HEADER + JournalFormat.ENVELOPE_V2);
+        g.length += JournalFormat.MEMBER_HEADER;
+        int entryAt = g.length;
+        g.put(envelope, 0, JournalFormat.ENVELOPE_V2);
+        try {
+            if (!FastPayloads.write(fast, record)) {
+                sink.heap = g;
+                try {
+                    type.write(packer, record);
+                    packer.flush();
+                } finally {
+                    sink.heap = null;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            packer.clear();
+            g.length = memberAt;
+            if (e instanceof IllegalArgumentException iae) {
+                throw iae;
+            }
+            throw new JournalException("cannot append " + type.typeName() + " to " + dir + ": " + e, e);
+        }
+        crc.reset();
+        crc.update(g.bytes, entryAt, JournalFormat.CRC_OFFSET);
+        crc.update(g.bytes, entryAt + JournalFormat.ENVELOPE_V2, g.length - entryAt - JournalFormat.ENVELOPE_V2);
+        g.putIntAt(entryAt + JournalFormat.CRC_OFFSET, (int) crc.getValue());
+        g.putIntAt(memberAt, g.length - entryAt);
+        g.pad();
+        if (groupMembers++ == 0) {
+            groupFirstSeq = nextSeq;
+            groupFirstAtNs = atNs;
+        }
+        nextSeq++;
+    }
+
+    /**
+     * Starts a group: the entries appended until {@link #endGroup} are written as one Chronicle
+     * excerpt (a group excerpt, {@link JournalFormat#GROUP_LAYOUT}) when {@code endGroup} is called,
+     * and not before: their seqs are handed out at once, but readers see none of them until then,
+     * and a process that dies before leaves none of them. For a writer that appends many entries at
+     * once (the node loop's journaller): Chronicle's cost per excerpt is paid once per group.
+     * Closing the writer with a group open drops the group, as a process that dies would.
+     */
+    public void beginGroup() {
+        if (group != null) {
+            throw new IllegalStateException("a group is already open on the journal writer for " + dir);
+        }
+        groupBuffer.reset();
+        group = groupBuffer;
+        groupMembers = 0;
+        groupSavedInputSeq = lastInputSeq;
+        groupSavedInputAtNs = lastInputAtNs;
+    }
+
+    /** Entries in the open group (0 without one). */
+    public int groupEntries() {
+        return group == null ? 0 : groupMembers;
+    }
+
+    /** Bytes the open group holds so far (0 without one). */
+    public int groupBytes() {
+        return group == null ? 0 : group.length;
+    }
+
+    /**
+     * Writes the open group: nothing when it is empty, its one entry as a plain excerpt, else one
+     * group excerpt.
+     *
+     * @throws JournalException when the excerpt cannot be written: then none of the group's
+     *                          entries is in the journal, and the seqs they were given are handed
+     *                          out again
+     */
+    public void endGroup() {
+        GroupBuffer g = group;
+        if (g == null) {
+            throw new IllegalStateException("no group is open on the journal writer for " + dir);
+        }
+        group = null;
+        if (groupMembers == 0) {
+            return;
+        }
+        int from;
+        int len;
+        if (groupMembers == 1) {
+            from = JournalFormat.ENVELOPE_V2 + JournalFormat.MEMBER_HEADER;
+            len = g.bytes[JournalFormat.ENVELOPE_V2] & 0xff | (g.bytes[JournalFormat.ENVELOPE_V2 + 1] & 0xff) << 8
+                    | (g.bytes[JournalFormat.ENVELOPE_V2 + 2] & 0xff) << 16 | (g.bytes[JournalFormat.ENVELOPE_V2 + 3] & 0xff) << 24;
+        } else {
+            long lastSeq = nextSeq - 1;
+            EntryCodec.groupEnvelope(g.bytes, groupFirstSeq, groupFirstAtNs, lastSeq);
+            from = 0;
+            len = g.length;
+            g.putIntAt(JournalFormat.CRC_OFFSET, EntryCodec.crc(g.bytes, 0, len));
+        }
+        try (DocumentContext dc = appender.writingDocument()) {
+            try {
+                Bytes<?> b = dc.wire().bytes();
+                b.write(g.bytes, from, len);
+                if (pretoucher != null && b instanceof MappedBytes mb) {
+                    long pos = b.writePosition();
+                    if (mb.bytesStore() instanceof MappedBytesStore store && store.inside(pos)) {
+                        pretoucher.advance(mb.mappedFile().file(), pos, store.addressForWrite(pos),
+                                store.addressForWrite(pos) + (store.safeLimit() - pos));
+                    } else {
+                        pretoucher.advance(mb.mappedFile().file(), pos);
+                    }
+                }
+            } catch (RuntimeException e) {
+                dc.rollbackOnClose();
+                throw e;
+            }
+        } catch (RuntimeException e) {
+            nextSeq = groupFirstSeq;
+            lastInputSeq = groupSavedInputSeq;
+            lastInputAtNs = groupSavedInputAtNs;
+            throw new JournalException("cannot append a group of " + groupMembers + " entries to " + dir + ": " + e, e);
+        }
     }
 
     /**
@@ -374,6 +513,11 @@ public final class JournalWriter implements AutoCloseable {
         if (pretoucher == null && !closed) {
             pretoucher = new Pretoucher(header.nodeId());
         }
+    }
+
+    /** Times the pretoucher populated this writer's own mapping (0 without one, or without madvise). */
+    long pretouchPopulateCalls() {
+        return pretoucher == null ? 0 : pretoucher.populateCalls();
     }
 
     /** Pages the pretoucher touched so far (0 without one). */

@@ -14,10 +14,14 @@ import java.util.concurrent.locks.LockSupport;
  * Touches the pages of the journal's queue file ahead of the writer, on a thread of its own, so
  * that the writer's first write to a fresh page of the mapped file does not pay for allocating and
  * zeroing it (29 % of a journaling loop's samples before). Chronicle's own pretoucher is an
- * enterprise feature; this one maps the file itself and, page by page, compare-and-sets an int
- * from 0 to 0: a page the writer already wrote is left alone (the compare fails), a fresh one gets
- * allocated with the zeros it had. Nothing a reader sees changes, and the file never grows here:
- * only pages inside its current length (Chronicle extends it chunk by chunk) are touched.
+ * enterprise feature. This one, where Linux offers it ({@code madvise(MADV_POPULATE_WRITE)}, Linux
+ * 5.14), populates the page tables of the writer's own mapping ahead of it, so the writer takes no
+ * page fault at all; the call never changes a byte, and a range no longer mapped just fails.
+ * Elsewhere it maps the file itself and, page by page, compare-and-sets an int from 0 to 0: a page
+ * the writer already wrote is left alone (the compare fails), a fresh one gets allocated with the
+ * zeros it had (the writer's mapping still faults once per page, more cheaply). Nothing a reader
+ * sees changes, and the file never grows here: only pages inside its current length (Chronicle
+ * extends it chunk by chunk) are touched.
  *
  * <p>The writer {@link #advance tells} where it writes at most every {@value #NOTIFY_BYTES} bytes;
  * this thread keeps {@value #AHEAD_BYTES} bytes ahead of that.
@@ -34,11 +38,19 @@ final class Pretoucher implements AutoCloseable {
     private final Thread thread;
     private volatile File file;
     private volatile long position;
+    /** The writer's mapping: the address of {@link #position} and the end of the mapped chunk (0: unknown). */
+    private volatile long address;
+    private volatile long mappedEnd;
+    /** {@code madvise} with MADV_POPULATE_WRITE, or null where it is not available (or failed once). */
+    private static final java.lang.invoke.MethodHandle MADVISE = madvise();
+    private static final int MADV_POPULATE_WRITE = 23;
+    private volatile boolean madviseWorks = MADVISE != null;
     private volatile boolean closed;
     /** Writer side: the position after which it tells again. */
     private long notifyAt;
     /** Pages touched (for tests and the log). */
     private volatile long touchedPages;
+    private volatile long populateCalls;
 
     Pretoucher(String name) {
         this.thread = new Thread(this::run, "kvledger-pretouch-" + name);
@@ -48,17 +60,81 @@ final class Pretoucher implements AutoCloseable {
 
     /** Writer thread, after each entry: where it writes now, in {@code f}. Cheap unless a boundary is crossed. */
     void advance(File f, long pos) {
+        advance(f, pos, 0, 0);
+    }
+
+    /**
+     * Writer thread, after each write: where it writes now, in {@code f}, and where that is in its
+     * own mapping ({@code addr}, up to {@code end}; 0 when unknown). Cheap unless a boundary is
+     * crossed.
+     */
+    void advance(File f, long pos, long addr, long end) {
         if (pos < notifyAt && f == file) {
             return;
         }
         notifyAt = pos + NOTIFY_BYTES;
         file = f;
+        address = addr;
+        mappedEnd = end;
         position = pos;
         LockSupport.unpark(thread);
     }
 
+    private static java.lang.invoke.MethodHandle madvise() {
+        if (!System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux")) {
+            return null;
+        }
+        try {
+            java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+            return linker.defaultLookup().find("madvise").map(a -> linker.downcallHandle(a,
+                    java.lang.foreign.FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT))).orElse(null);
+        } catch (RuntimeException | LinkageError e) {
+            return null; // no native access: the mapping of its own does the work
+        }
+    }
+
+    /**
+     * Populates the writer's mapping from {@code pos} up to {@code want} (file offsets) within the
+     * file's length and the mapped chunk; returns the file offset populated to, or -1 when
+     * {@code madvise} cannot do it here.
+     */
+    private long populate(File f, long pos, long want, long addr, long end) {
+        if (!madviseWorks || addr == 0) {
+            return -1;
+        }
+        long from = (addr + PAGE - 1) / PAGE * PAGE;
+        long limit = Math.min(end, addr + (Math.min(want, sizeOf(f)) - pos)) / PAGE * PAGE;
+        if (limit <= from) {
+            return pos;
+        }
+        try {
+            int rc = (int) MADVISE.invokeExact(from, limit - from, MADV_POPULATE_WRITE);
+            if (rc != 0) {
+                // EINVAL on a kernel without it; ENOMEM when the writer moved to another chunk meanwhile
+                return -1;
+            }
+        } catch (Throwable t) {
+            madviseWorks = false;
+            return -1;
+        }
+        touchedPages += (limit - from) / PAGE;
+        populateCalls++;
+        return pos + (limit - addr);
+    }
+
     long touchedPages() {
         return touchedPages;
+    }
+
+    /** Successful {@code madvise} calls on the writer's mapping (0 where it is not available). */
+    long populateCalls() {
+        return populateCalls;
+    }
+
+    /** Whether this JVM can call {@code madvise} (Linux, native access enabled). */
+    static boolean canPopulate() {
+        return MADVISE != null;
     }
 
     private void run() {
@@ -75,6 +151,10 @@ final class Pretoucher implements AutoCloseable {
                     continue;
                 }
                 long want = pos + AHEAD_BYTES;
+                if (populate(f, pos, want, address, mappedEnd) >= 0) {
+                    LockSupport.parkNanos(this, 10_000_000);
+                    continue;
+                }
                 if (f != mappedFile || seg == null || (seg.byteSize() < want && sizeOf(f) > seg.byteSize())) {
                     if (arena != null) {
                         arena.close();

@@ -23,7 +23,10 @@ import java.util.stream.Stream;
  * to 4 bytes; a header of 0 ends the data (the rest of the file is zeros), and a rolled file ends
  * with Chronicle's end marker. Metadata excerpts (Chronicle's file header and index) are
  * skipped; each data excerpt is a kvledger entry, whose checksum (layout 2 and later) is checked
- * before the entry is handed out.
+ * before the entry is handed out, or a group of entries ({@link JournalFormat#GROUP_LAYOUT}), whose
+ * checksum covers its members, handed out one by one. A member is framed like an excerpt (a length
+ * word, the entry, padding to 4 bytes), so the search after a damaged group finds its intact
+ * members by their own checksums.
  *
  * <p>Damage is anything else: a checksum mismatch, an excerpt running past the end of its file,
  * an entry of layout 0 or 1 in a journal whose header is checksummed, a file that ends without a
@@ -74,12 +77,22 @@ final class QueueScanner implements AutoCloseable {
     private boolean headerSeen;
     private long checked;
     private long unchecked;
+    private long groups;
     private Pending pending;
+    /** The group being handed out: its excerpt's position, its next member, its end (-1: none). */
+    private long groupPos = -1;
+    private long memberAt;
+    private long groupEnd;
     private final List<JournalDamage> damage = new ArrayList<>();
     private boolean finished;
 
     // per file: Chronicle's header says how many excerpts it wrote (-1: unknown)
     private long expectedInFile;
+    /** Where Chronicle's header of the current file says its last excerpt starts (-1: unknown). */
+    private long expectedLastPos;
+    /** Whether the current file holds group excerpts: excerpts and entries are then not one to one. */
+    private boolean groupsInFile;
+    /** Excerpts read in the current file (a group counts once). */
     private long goodInFile;
     private long lostKnownInFile;
     private int damageBeforeFile;
@@ -114,6 +127,11 @@ final class QueueScanner implements AutoCloseable {
         return checked;
     }
 
+    /** Group excerpts read. */
+    long groups() {
+        return groups;
+    }
+
     /** Entries handed out that carry no checksum (layouts 0 and 1). */
     long unchecked() {
         return unchecked;
@@ -141,6 +159,9 @@ final class QueueScanner implements AutoCloseable {
 
     private boolean advance(Queues.Buffer buf) throws IOException {
         while (true) {
+            if (groupPos >= 0 && nextMember(buf)) {
+                return true;
+            }
             if (finished) {
                 return false;
             }
@@ -171,6 +192,13 @@ final class QueueScanner implements AutoCloseable {
                     invalidate();
                     return false;
                 }
+                if (!writtenAt(pos)) {
+                    // after the last excerpt Chronicle recorded: a writer died appending here (its
+                    // header is still 0 or not complete), so this is the end, not damage, even if a
+                    // group in flight left whole members behind it
+                    endFile();
+                    continue;
+                }
                 if (!searchAfterEnd(h)) {
                     endFile();
                 }
@@ -195,9 +223,10 @@ final class QueueScanner implements AutoCloseable {
                 if (len >= JournalFormat.FIXED_PREFIX && check(pos + 4, len, false) == null) {
                     startDamage(pos, "an entry's excerpt header is marked as Chronicle metadata (a flipped bit); "
                             + "the entry itself is intact and was read");
-                    handOut(buf, pos + 4, len);
-                    pos = align(pos + 4 + len);
-                    return true;
+                    if (take(buf, len)) {
+                        return true;
+                    }
+                    continue;
                 }
                 startDamage(pos, "an excerpt marked as metadata holds neither Chronicle metadata nor an entry");
                 resync(pos + 4);
@@ -205,17 +234,75 @@ final class QueueScanner implements AutoCloseable {
             }
             String bad = check(pos + 4, len, true);
             if (bad != null) {
+                // (a damaged excerpt does not tell whether it was a group: its layout byte may be
+                // the damage; only an intact group makes the file one of groups)
                 startDamage(pos, bad);
                 resync(pos + 4);
                 continue;
             }
-            handOut(buf, pos + 4, len);
-            pos = align(pos + 4 + len);
-            return true;
+            if (take(buf, len)) {
+                return true;
+            }
         }
     }
 
-    private void handOut(Queues.Buffer buf, long at, int len) throws IOException {
+    /**
+     * Takes the good excerpt of {@code len} bytes at {@link #pos}: hands out its entry, or opens
+     * its group and hands out the first member; moves {@link #pos} past it.
+     *
+     * @return whether an entry was handed out (false: a group without a readable member)
+     */
+    private boolean take(Queues.Buffer buf, int len) throws IOException {
+        long at = pos + 4;
+        ensure(at, len);
+        goodInFile++;
+        if ((win[(int) (at - winStart)] & 0xff) == JournalFormat.GROUP_LAYOUT) {
+            groupsInFile = true;
+            groups++;
+            groupPos = pos;
+            memberAt = at + JournalFormat.ENVELOPE_V2;
+            groupEnd = at + len;
+            pos = align(at + len);
+            return nextMember(buf);
+        }
+        handOut(buf, at, len, pos);
+        pos = align(at + len);
+        return true;
+    }
+
+    /**
+     * Hands out the next member of the open group; false (and the group closed) when it has no
+     * more. Its checksum covered the members, so they are not checked again; a member framed
+     * wrongly (which that checksum makes a writer's fault) ends the group as damage.
+     */
+    private boolean nextMember(Queues.Buffer buf) throws IOException {
+        if (memberAt + JournalFormat.MEMBER_HEADER > groupEnd) {
+            groupPos = -1;
+            return false;
+        }
+        if (!ensure(groupPos, (int) (groupEnd - groupPos))) {
+            groupPos = -1;
+            return false;
+        }
+        int len = intAt((int) (memberAt - winStart));
+        long at = memberAt + JournalFormat.MEMBER_HEADER;
+        if (len < JournalFormat.ENVELOPE_V2 || len > groupEnd - at
+                || (win[(int) (at - winStart)] & 0xff) != JournalFormat.FIRST_CHECKSUMMED_VERSION) {
+            startDamage(memberAt, "a group's member at byte " + fmt(memberAt) + " is framed wrongly (length "
+                    + fmt(len & 0xFFFF_FFFFL) + ", " + fmt(groupEnd - at) + " bytes left in the group)");
+            groupPos = -1;
+            return false;
+        }
+        handOut(buf, at, len, groupPos);
+        memberAt = align(at + len);
+        return true;
+    }
+
+    /**
+     * Hands out the entry of {@code len} bytes at {@code at}, whose excerpt starts at
+     * {@code excerptAt} (where a damaged region before it ends).
+     */
+    private void handOut(Queues.Buffer buf, long at, int len, long excerptAt) throws IOException {
         ensure(at, len);
         int off = (int) (at - winStart);
         if (buf.inPlace) {
@@ -240,14 +327,14 @@ final class QueueScanner implements AutoCloseable {
         } else {
             unchecked++;
         }
-        goodInFile++;
         if (pending != null) {
             long lost = Math.max(0, seq - pending.lastGoodSeq - 1);
             if (pending.file.equals(fileName)) {
                 lostKnownInFile += lost;
             }
             damage.add(new JournalDamage(pending.file, pending.offset,
-                    pending.file.equals(fileName) ? pos - pending.offset : -1, pending.lastGoodSeq, seq, lost, pending.what));
+                    pending.file.equals(fileName) ? excerptAt - pending.offset : -1, pending.lastGoodSeq, seq, lost,
+                    pending.what));
             pending = null;
         }
         lastGoodSeq = Math.max(lastGoodSeq, seq);
@@ -408,7 +495,11 @@ final class QueueScanner implements AutoCloseable {
         invalidate();
         goodInFile = 0;
         lostKnownInFile = 0;
-        expectedInFile = chronicleExcerpts();
+        groupsInFile = false;
+        groupPos = -1;
+        long[] wp = chronicleWritePosition();
+        expectedLastPos = wp == null ? -1 : wp[0];
+        expectedInFile = chronicleExcerpts(wp);
         damageBeforeFile = damage.size();
         return true;
     }
@@ -429,7 +520,18 @@ final class QueueScanner implements AutoCloseable {
 
     /** The end of the current file: settles what it lost and moves to the next. */
     private void endFile() throws IOException {
-        if (expectedInFile >= 0) {
+        groupPos = -1;
+        if (groupsInFile) {
+            // excerpts and entries are not one to one: what the end lost is known by position only
+            if (pending != null && pending.file.equals(fileName)) {
+                damage.add(new JournalDamage(pending.file, pending.offset, -1, pending.lastGoodSeq, -1, -1, pending.what));
+                pending = null;
+            } else if (expectedLastPos >= 0 && pos <= expectedLastPos && pending == null) {
+                damage.add(new JournalDamage(fileName, pos, -1, lastGoodSeq, -1, -1,
+                        "Chronicle's file header records an excerpt at byte " + fmt(expectedLastPos)
+                                + " but the data ends at byte " + fmt(pos) + " (the end of the file was zeroed or cut)"));
+            }
+        } else if (expectedInFile >= 0) {
             long missing = expectedInFile - goodInFile - lostKnownInFile;
             if (pending != null && pending.file.equals(fileName)) {
                 long lost = Math.max(0, expectedInFile - pending.goodInFileBefore - lostKnownInFile);
@@ -460,8 +562,7 @@ final class QueueScanner implements AutoCloseable {
      * How many excerpts Chronicle's header of the current file says it holds, or -1 when the
      * header cannot be read.
      */
-    private long chronicleExcerpts() throws IOException {
-        long[] wp = chronicleWritePosition();
+    private static long chronicleExcerpts(long[] wp) {
         if (wp == null) {
             return -1;
         }
@@ -478,6 +579,17 @@ final class QueueScanner implements AutoCloseable {
         long[] wp = chronicleWritePosition();
         invalidate();
         return wp != null && wp[0] > at;
+    }
+
+    /**
+     * Whether Chronicle's header of the current file records the excerpt at {@code at} or one after
+     * it as written (true when the header cannot be read: then it is not known to be in flight).
+     */
+    private boolean writtenAt(long at) throws IOException {
+        invalidate();
+        long[] wp = chronicleWritePosition();
+        invalidate();
+        return wp == null || wp[0] >= at;
     }
 
     /**

@@ -15,7 +15,8 @@ import net.openhft.chronicle.wire.DocumentContext;
  * The child JVM of {@link CrashSafetyTest}: appends to a journal until it is killed.
  *
  * <p>{@code loop DIR}: appends inputs with derived effects of varying sizes forever, printing
- * {@code ready} after the first thousand. {@code stall DIR N}: appends N inputs, then opens one
+ * {@code ready} after the first thousand. {@code groups DIR}: the same in group excerpts of 1 to 40
+ * inputs, printing {@code ready} after 200 groups. {@code stall DIR N}: appends N inputs, then opens one
  * more excerpt, writes half of an entry into it, prints {@code mid-append} and waits, so the kill
  * is certain to land inside an append.
  */
@@ -28,6 +29,26 @@ public final class CrashChild {
         try (JournalWriter w = JournalWriter.open(dir, Samples.header())) {
             List<NodeEvent> events = Samples.events();
             List<Effect> effects = Samples.effects();
+            if (args[0].equals("groups")) {
+                // as the node loop's journaller: groups of 1 to 40 inputs, each with its derived entries
+                long at = 0;
+                for (long i = 0; ; i++) {
+                    w.beginGroup();
+                    for (int k = 0; k <= i % 40; k++) {
+                        at += 1_000;
+                        NodeEvent e = k % 3 == 0 ? new NodeEvent.Tick(at) : events.get((int) ((i + k) % events.size()));
+                        long seq = w.appendInput(e);
+                        for (Effect d : effects.subList(0, (int) ((i + k) % 5))) {
+                            w.appendDerived(seq, d);
+                        }
+                    }
+                    w.endGroup();
+                    if (i == 200) {
+                        System.out.println("ready");
+                        System.out.flush();
+                    }
+                }
+            }
             if (args[0].equals("loop")) {
                 long at = 0;
                 for (long i = 0; ; i++) {

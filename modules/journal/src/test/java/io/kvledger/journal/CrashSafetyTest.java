@@ -110,6 +110,26 @@ class CrashSafetyTest {
     }
 
     @Test
+    void writers_killed_while_appending_groups_lose_only_the_group_in_flight() throws Exception {
+        Path dir = tmp.resolve("groups");
+        long previous = -1;
+        for (int round = 0; round < 2; round++) {
+            Process p = startChild("groups", dir.toString());
+            try {
+                awaitLine(p, "ready");
+            } finally {
+                kill(p);
+            }
+            // every entry up to the last complete group, no gap, no damage: a group is all or nothing
+            long last = checkComplete(dir);
+            assertThat(last).as("round %d", round).isGreaterThan(previous + 200);
+            assertThat(JournalReader.check(dir).damage()).isEmpty();
+            appendAfterCrash(dir, last);
+            previous = last + 2;
+        }
+    }
+
+    @Test
     void writers_killed_at_arbitrary_points_of_a_hot_append_loop_lose_only_the_entry_in_flight() throws Exception {
         Path dir = tmp.resolve("loop");
         long previous = -1;

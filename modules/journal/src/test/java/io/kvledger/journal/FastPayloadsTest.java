@@ -45,6 +45,7 @@ class FastPayloadsTest {
     private int compared;
 
     private void same(Object r) throws IOException {
+        assertThat(EntryType.ofClass(r.getClass())).as("the per-class cache agrees with the switch").isEqualTo(typeOf(r));
         MessageBufferPacker generic = MessagePack.newDefaultBufferPacker();
         typeOf(r).write(generic, r);
         generic.flush();
@@ -55,8 +56,64 @@ class FastPayloadsTest {
         fast.flush();
         specialized.add(typeOf(r).typeName());
         compared++;
-        assertThat(HexFormat.of().formatHex(fast.toByteArray())).as("%s", r)
-                .isEqualTo(HexFormat.of().formatHex(generic.toByteArray()));
+        String expected = HexFormat.of().formatHex(generic.toByteArray());
+        assertThat(HexFormat.of().formatHex(fast.toByteArray())).as("%s", r).isEqualTo(expected);
+        // the journal writer's own packer, twice: the second time its strings come from its cache
+        for (int round = 0; round < 2; round++) {
+            own.reset();
+            int from = own.length;
+            assertThat(FastPayloads.write(ownPacker, r)).isTrue();
+            assertThat(HexFormat.of().formatHex(own.bytes, from, own.length)).as("%s, FastPacker round %d", r, round)
+                    .isEqualTo(expected);
+        }
+    }
+
+    private final GroupBuffer own = new GroupBuffer();
+    private final FastPacker ownPacker = new FastPacker(own);
+
+    /** Python values at every boundary of msgpack's forms: FastPacker writes what msgpack-java writes. */
+    @Test
+    void theWritersOwnPackerWritesWhatMsgpackJavaWritesForEveryForm() throws Exception {
+        List<Object> values = new ArrayList<>();
+        long[] ints = {0, 1, 127, 128, 255, 256, 65535, 65536, (1L << 32) - 1, 1L << 32, Long.MAX_VALUE, -1, -32, -33,
+                -128, -129, -32768, -32769, Integer.MIN_VALUE, Integer.MIN_VALUE - 1L, Long.MIN_VALUE};
+        for (long v : ints) {
+            values.add(v);
+        }
+        values.add(java.math.BigInteger.ONE.shiftLeft(64).subtract(java.math.BigInteger.ONE));
+        values.add(java.math.BigInteger.valueOf(-5));
+        values.add(1.5);
+        values.add(Double.NaN);
+        values.add(-0.0);
+        values.add(true);
+        values.add(false);
+        values.add(null);
+        for (int n : new int[] {0, 1, 23, 24, 31, 32, 255, 256, 65535, 65536}) {
+            values.add("x".repeat(n));
+            values.add(new byte[n]);
+        }
+        values.add("é€😀 non-ASCII, long enough to be cached by the packer");
+        values.add("unpaired \ud800 surrogate, long enough to be cached");
+        for (int n : new int[] {15, 16, 65535, 65536}) {
+            values.add(java.util.Collections.nCopies(n, 1));
+            java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+            for (int i = 0; i < n; i++) {
+                m.put("k" + i, i);
+            }
+            values.add(m);
+        }
+        for (Object v : values) {
+            MessageBufferPacker generic = MessagePack.newDefaultBufferPacker();
+            io.kvledger.journal.format.PyValues.pack(generic, v);
+            generic.flush();
+            for (int round = 0; round < 2; round++) {
+                own.reset();
+                int from = own.length;
+                io.kvledger.journal.format.PyValues.pack(ownPacker, v);
+                assertThat(java.util.Arrays.copyOfRange(own.bytes, from, own.length)).as("%s", String.valueOf(v).length() > 80
+                        ? v.getClass().getSimpleName() : v).isEqualTo(generic.toByteArray());
+            }
+        }
     }
 
     /** {@code r} with its reference component {@code i} null (or null when it has none there). */

@@ -39,6 +39,9 @@ class PretouchTest {
                 // the first pass touches 8 MB (2048 pages) ahead; later passes follow the writer
                 assertThat(w.pretouchedPages()).as("pages touched ahead of the writer, past the first pass")
                         .isGreaterThan(Pretoucher.AHEAD_BYTES / 4096 + 64);
+                if (Pretoucher.canPopulate()) {
+                    assertThat(w.pretouchPopulateCalls()).as("the writer's own mapping populated (madvise)").isPositive();
+                }
             }
         }
     }

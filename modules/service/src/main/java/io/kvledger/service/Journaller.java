@@ -12,7 +12,9 @@ import java.util.concurrent.locks.LockSupport;
  * The node loop's journal writer thread (LMAX style, group commit). The loop applies an event, puts
  * the event and the entries it derives into the next {@link Slot} of a bounded ring and
  * {@link #publish publishes} it; this thread appends the slots in order (the input, then its derived
- * entries with the input's seq) and publishes how many it has {@link #journaled journaled}. The loop
+ * entries with the input's seq), all the slots it finds published in one group excerpt
+ * ({@link JournalWriter#beginGroup}: Chronicle's cost per excerpt paid once per group), and
+ * publishes how many it has {@link #journaled journaled}. The loop
  * routes a slot's effects only once it is journaled, then {@link #release releases} it: nothing
  * leaves the node before its entries are in the journal.
  *
@@ -36,6 +38,12 @@ final class Journaller implements AutoCloseable {
     static final int DEFAULT_CAPACITY = 1024;
 
     private static final int SPINS = 100;
+
+    /**
+     * A group excerpt takes inputs until it holds this many bytes (an input's entries always go
+     * into one group, whatever their size).
+     */
+    static final int GROUP_BYTES = 64 * 1024;
 
     /** One applied input on its way to the journal and then to the router. */
     static final class Slot {
@@ -265,12 +273,20 @@ final class Journaller implements AutoCloseable {
                 idle(next);
                 continue;
             }
-            for (; next < h && !held; next++) {
+            // group commit: what the loop published so far goes into one excerpt (up to a bound)
+            long first = next;
+            journal.beginGroup();
+            for (; next < h && !held && (next == first || journal.groupBytes() < GROUP_BYTES); next++) {
                 append(slots[(int) (next & mask)]);
-                journaled = next + 1;
-                if (loopParked && next + 1 >= loopWants) {
-                    LockSupport.unpark(loopThread);
-                }
+            }
+            try {
+                journal.endGroup();
+            } catch (RuntimeException e) {
+                refuseGroup(first, next, e);
+            }
+            journaled = next;
+            if (loopParked && next >= loopWants) {
+                LockSupport.unpark(loopThread);
             }
         }
         if (abandoned) {
@@ -299,6 +315,19 @@ final class Journaller implements AutoCloseable {
 
     private void wakeLoop() {
         LockSupport.unpark(loopThread);
+    }
+
+    /** The group's excerpt could not be written: none of its inputs is journaled. */
+    private void refuseGroup(long from, long to, RuntimeException e) {
+        journalErrors.incrementAndGet();
+        LOG.log(System.Logger.Level.ERROR, "journal refused a group of " + (to - from) + " inputs: " + e
+                + " (the node applied them: their effects are withheld and the node stops)");
+        for (long i = from; i < to; i++) {
+            Slot s = slots[(int) (i & mask)];
+            if (s.refused == null) {
+                s.refused = e;
+            }
+        }
     }
 
     private void append(Slot s) {

@@ -185,6 +185,10 @@ class NodeLoopJournallerTest {
                 .containsExactlyElementsOf(events.stream().map(e -> e.atNs() + " "
                         + io.kvledger.journal.format.EntryType.of(e).dissect(e)).toList());
         assertThat(routed).anyMatch(e -> e instanceof Effect.SendRemoteBlocks);
+        // what piled up while the journal stalled went in as group excerpts (one per journaller pass)
+        JournalReader.Integrity integrity = JournalReader.check(live);
+        assertThat(integrity.groups()).isPositive();
+        assertThat(integrity.damage()).isEmpty();
     }
 
     /**

@@ -513,6 +513,27 @@ public enum EntryType {
     }
 
     /** The type of an input event. */
+    /** The type of a record class, for writers that look it up per entry ({@link #ofClass}). */
+    private static final ClassValue<EntryType> BY_CLASS = new ClassValue<>() {
+        @Override
+        protected EntryType computeValue(Class<?> c) {
+            for (EntryType t : values()) {
+                if (t.recordClass() == c) {
+                    return t;
+                }
+            }
+            return null;
+        }
+    };
+
+    /**
+     * The type whose records are of class {@code c} (null for none): the same answer as the
+     * {@code of} methods, from a per-class cache instead of a switch over every type.
+     */
+    public static EntryType ofClass(Class<?> c) {
+        return BY_CLASS.get(c);
+    }
+
     public static EntryType of(NodeEvent e) {
         return switch (e) {
             case NodeEvent.RequestAdmitted x -> REQUEST_ADMITTED;

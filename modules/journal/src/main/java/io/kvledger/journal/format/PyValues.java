@@ -36,57 +36,68 @@ public final class PyValues {
 
     /** Writes {@code v} as msgpack. */
     public static void pack(MessagePacker p, Object v) throws IOException {
-        pack(p, v, 0);
+        pack(MsgOut.of(p), v, 0);
     }
 
-    private static void pack(MessagePacker p, Object v, int depth) throws IOException {
+    /** Writes {@code v} as msgpack into {@code out}. */
+    public static void pack(MsgOut out, Object v) throws IOException {
+        pack(out, v, 0);
+    }
+
+    private static void pack(MsgOut p, Object v, int depth) throws IOException {
         if (depth > MAX_DEPTH) {
             throw new IllegalArgumentException("value nested deeper than " + MAX_DEPTH);
         }
+        // the values params hold most, before the type switch's chain of tests
+        if (v instanceof String s) {
+            p.str(s);
+            return;
+        }
+        if (v instanceof Long l) {
+            p.int64(l);
+            return;
+        }
         switch (v) {
-            case null -> p.packNil();
-            case Boolean b -> p.packBoolean(b);
-            case Long l -> p.packLong(l);
-            case Integer i -> p.packLong(i);
-            case Short s -> p.packLong(s);
-            case Byte b -> p.packLong(b);
-            case BigInteger bi -> p.packBigInteger(bi);
-            case Double d -> p.packDouble(d);
-            case Float f -> p.packDouble(f);
-            case CharSequence cs -> p.packString(cs.toString());
-            case byte[] bytes -> {
-                p.packBinaryHeader(bytes.length);
-                p.writePayload(bytes);
-            }
+            case null -> p.nil();
+            case Boolean b -> p.bool(b);
+            case Long l -> p.int64(l);
+            case Integer i -> p.int64(i);
+            case Short s -> p.int64(s);
+            case Byte b -> p.int64(b);
+            case BigInteger bi -> p.bigInt(bi);
+            case Double d -> p.float64(d);
+            case Float f -> p.float64(f);
+            case CharSequence cs -> p.str(cs.toString());
+            case byte[] bytes -> p.bin(bytes);
             case KvParams params -> pack(p, params.asMap(), depth);
             case BlockGroups g -> {
-                p.packArrayHeader(g.size());
+                p.arrayHeader(g.size());
                 for (int i = 0; i < g.size(); i++) {
                     packInts(p, g.group(i));
                 }
             }
             case int[] ints -> packInts(p, ints);
             case Map<?, ?> m -> {
-                p.packMapHeader(m.size());
+                p.mapHeader(m.size());
                 for (Map.Entry<?, ?> e : m.entrySet()) {
                     pack(p, e.getKey(), depth + 1);
                     pack(p, e.getValue(), depth + 1);
                 }
             }
             case List<?> l -> {
-                p.packArrayHeader(l.size());
+                p.arrayHeader(l.size());
                 for (Object o : l) {
                     pack(p, o, depth + 1);
                 }
             }
             case Collection<?> c -> {
-                p.packArrayHeader(c.size());
+                p.arrayHeader(c.size());
                 for (Object o : c) {
                     pack(p, o, depth + 1);
                 }
             }
             case Object[] arr -> {
-                p.packArrayHeader(arr.length);
+                p.arrayHeader(arr.length);
                 for (Object o : arr) {
                     pack(p, o, depth + 1);
                 }
@@ -108,6 +119,9 @@ public final class PyValues {
     private static String refusal(Object v, int depth) {
         if (depth > MAX_DEPTH) {
             return "value nested deeper than " + MAX_DEPTH;
+        }
+        if (v instanceof String || v instanceof Long || v == null) {
+            return null; // what params hold most, before the type switch's chain of tests
         }
         return switch (v) {
             case null -> null;
@@ -154,9 +168,13 @@ public final class PyValues {
     }
 
     static void packInts(MessagePacker p, int[] ids) throws IOException {
-        p.packArrayHeader(ids.length);
+        packInts(MsgOut.of(p), ids);
+    }
+
+    static void packInts(MsgOut p, int[] ids) throws IOException {
+        p.arrayHeader(ids.length);
         for (int id : ids) {
-            p.packInt(id);
+            p.int64(id);
         }
     }
 
