@@ -56,20 +56,7 @@ class CorruptionTest {
     }
 
     private Path copy() {
-        Path dir = tmp.resolve("P1");
-        try {
-            Files.createDirectories(dir);
-            try (var s = Files.list(pristine)) {
-                for (Path p : s.toList()) {
-                    if (!p.getFileName().toString().equals(JournalFormat.LOCK_FILE)) {
-                        Files.copy(p, dir.resolve(p.getFileName()));
-                    }
-                }
-            }
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
-        return dir;
+        return Damage.copyJournal(pristine, tmp.resolve("P1"));
     }
 
     /** What one full pass reads: the seqs, each checked against what was written. */

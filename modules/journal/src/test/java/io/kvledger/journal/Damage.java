@@ -60,6 +60,23 @@ final class Damage {
         return excerpts(file).stream().filter(e -> !e.meta()).toList();
     }
 
+    /** Copies the journal in {@code from} into a new directory {@code to} (without the writer lock file). */
+    static Path copyJournal(Path from, Path to) {
+        try {
+            Files.createDirectories(to);
+            try (var s = Files.list(from)) {
+                for (Path p : s.toList()) {
+                    if (!p.getFileName().toString().equals(JournalFormat.LOCK_FILE)) {
+                        Files.copy(p, to.resolve(p.getFileName()));
+                    }
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return to;
+    }
+
     static void truncate(Path file, long size) {
         try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
             f.setLength(size);

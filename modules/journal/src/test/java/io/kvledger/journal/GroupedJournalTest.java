@@ -110,20 +110,7 @@ class GroupedJournalTest {
     }
 
     private Path copy() {
-        Path dir = tmp.resolve("P1");
-        try {
-            Files.createDirectories(dir);
-            try (var s = Files.list(pristine)) {
-                for (Path p : s.toList()) {
-                    if (!p.getFileName().toString().equals(JournalFormat.LOCK_FILE)) {
-                        Files.copy(p, dir.resolve(p.getFileName()));
-                    }
-                }
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        return dir;
+        return Damage.copyJournal(pristine, tmp.resolve("P1"));
     }
 
     record Pass(List<JournalEntry> entries, JournalReader.Integrity integrity) {

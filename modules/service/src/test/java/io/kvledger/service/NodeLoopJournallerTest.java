@@ -7,9 +7,6 @@ import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
-import io.kvledger.core.model.BlockGroups;
-import io.kvledger.core.moriio.RequestIds;
-import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
 import io.kvledger.journal.JournalEntry;
@@ -17,7 +14,6 @@ import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.journal.format.Payloads;
-import io.kvledger.service.cluster.ToyRouter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -41,20 +37,8 @@ class NodeLoopJournallerTest {
     private final NodeConfig cfg = TestNodes.config(Role.CONSUMER, TransferMode.WRITE, 21000, 21002);
     private final long t0 = System.currentTimeMillis() * 1_000_000L;
 
-    /** Three inputs per request that a WRITE decode answers with effects (the last notifies the prefill). */
     private List<NodeEvent> requests(int n) {
-        List<NodeEvent> out = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            String rid = RequestIds.proxyRequestId(new ZmqAddress("127.0.0.1", 22000, 22002),
-                    new ZmqAddress("127.0.0.1", 21000, 21002), String.format("%032x", i + 1));
-            String tid = String.format("tx-00000000-0000-4000-8000-%012d", i + 1);
-            long at = t0 + i * 10_000L;
-            out.add(new NodeEvent.RequestAdmitted(at, rid, 64, 64, ToyRouter.decodeParams(1, 1, tid, null)));
-            out.add(new NodeEvent.MatchedTokensQueried(at + 1_000, rid, 0));
-            out.add(new NodeEvent.BlocksAllocated(at + 2_000, rid, BlockGroups.single(4 * i, 4 * i + 1, 4 * i + 2,
-                    4 * i + 3), 64));
-        }
-        return out;
+        return TestNodes.decodeRequests(n, t0);
     }
 
     private JournalWriter open(Path d) {

@@ -3,12 +3,19 @@ package io.kvledger.service;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.moriio.RequestIds;
+import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.rdma.engine.TransferEngines;
+import io.kvledger.service.cluster.ToyRouter;
 import io.kvledger.service.data.KvLayout;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.BooleanSupplier;
 
 /** Node set-ups shared by the service tests. */
@@ -64,5 +71,25 @@ final class TestNodes {
             }
         }
         return b.toString();
+    }
+
+    /**
+     * {@code n} requests of three inputs each, as a WRITE decode gets them (admission with the toy
+     * proxy's params, match, allocation), from time {@code t0} on; request ids name the decode at
+     * 21000/21002 and the prefill at 22000/22002.
+     */
+    static List<NodeEvent> decodeRequests(int n, long t0) {
+        List<NodeEvent> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            String rid = RequestIds.proxyRequestId(new ZmqAddress("127.0.0.1", 22000, 22002),
+                    new ZmqAddress("127.0.0.1", 21000, 21002), String.format("%032x", i + 1));
+            String tid = String.format("tx-00000000-0000-4000-8000-%012d", i + 1);
+            long at = t0 + i * 10_000L;
+            out.add(new NodeEvent.RequestAdmitted(at, rid, 64, 64, ToyRouter.decodeParams(1, 1, tid, null)));
+            out.add(new NodeEvent.MatchedTokensQueried(at + 1_000, rid, 0));
+            out.add(new NodeEvent.BlocksAllocated(at + 2_000, rid, BlockGroups.single(4 * i, 4 * i + 1, 4 * i + 2,
+                    4 * i + 3), 64));
+        }
+        return out;
     }
 }
