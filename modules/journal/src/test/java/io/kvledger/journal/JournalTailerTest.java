@@ -22,6 +22,16 @@ class JournalTailerTest {
 
     @Test
     void follows_entries_appended_by_another_thread_in_order() throws Exception {
+        follow(false);
+    }
+
+    /** As the node loop's journaller writes them: group excerpts of 1 to 16 inputs, read member by member. */
+    @Test
+    void follows_group_excerpts_member_by_member() throws Exception {
+        follow(true);
+    }
+
+    private void follow(boolean groups) throws Exception {
         Path dir = tmp.resolve("P0");
         int n = 2_000;
         CountDownLatch opened = new CountDownLatch(1);
@@ -35,8 +45,16 @@ class JournalTailerTest {
                     Thread.currentThread().interrupt();
                     return;
                 }
-                for (int i = 0; i < n; i++) {
-                    w.appendApplied(new NodeEvent.Tick(i), List.of(new Effect.StaleAckDropped("r" + i)));
+                for (int i = 0; i < n; ) {
+                    if (groups) {
+                        w.beginGroup();
+                    }
+                    for (int k = 0; k <= i % 16 && i < n; k++, i++) {
+                        w.appendApplied(new NodeEvent.Tick(i), List.of(new Effect.StaleAckDropped("r" + i)));
+                    }
+                    if (groups) {
+                        w.endGroup();
+                    }
                 }
             });
             assertThat(t.poll(LONG)).isInstanceOf(JournalEntry.Header.class);
