@@ -38,8 +38,19 @@ public final class AotTraining {
             List.of("0", "dump", "DIR/D0", "--type", "header"));
 
     public static void main(String[] args) throws IOException {
-        int requests = args.length > 0 ? Integer.parseInt(args[0]) : 1500;
-        Path dir = Files.createTempDirectory("kvledger-aot-");
+        int requests = args.length > 0 ? Integer.parseInt(args[0]) : DEFAULT_REQUESTS;
+        System.exit(train(Path.of(System.getProperty("java.io.tmpdir")), requests) == 0 ? 0 : 1);
+    }
+
+    /** How many simulated requests the default training run journals. */
+    static final int DEFAULT_REQUESTS = 300;
+
+    /**
+     * Runs the training workload in a fresh directory under {@code parent}, deleted at the end;
+     * returns how many commands did not give their expected exit status.
+     */
+    static int train(Path parent, int requests) throws IOException {
+        Path dir = Files.createTempDirectory(parent, "kvledger-aot-");
         int failed = 0;
         try {
             PrintWriter none = new PrintWriter(Writer.nullWriter());
@@ -58,7 +69,7 @@ public final class AotTraining {
                 s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
             }
         }
-        System.exit(failed == 0 ? 0 : 1);
+        return failed;
     }
 
     private static int check(List<String> expected, int code) {
