@@ -13,8 +13,8 @@ import java.util.stream.Stream;
  * The training run of the JVM's AOT cache for the CLI (JDK 25, JEP 483/514/515): the launcher
  * runs {@code java -XX:AOTCacheOutput=FILE -cp kvledger.jar io.kvledger.cli.AotTraining} once per
  * build of the jar, and every later command starts with {@code -XX:AOTCache=FILE}: the classes
- * this run loaded come already parsed and linked, and the method profiles it gathered let the JIT
- * compile the hot paths sooner.
+ * this run loaded come already parsed, verified and linked. (The launcher has the JVM record no
+ * method profiles: those of a run this small made the JIT work more over a big journal.)
  *
  * <p>It writes a small seeded simulation (2 prefill and 2 decode journals, the BigJournal
  * benchmark's light faults) into a temporary directory, runs the journal commands over it
@@ -43,7 +43,7 @@ public final class AotTraining {
     }
 
     /** How many simulated requests the default training run journals. */
-    static final int DEFAULT_REQUESTS = 300;
+    static final int DEFAULT_REQUESTS = 50;
 
     /**
      * Runs the training workload in a fresh directory under {@code parent}, deleted at the end;
