@@ -64,10 +64,19 @@ class LauncherTest {
 
     /** Runs {@code bash <script> args...} in {@code cwd} with JAVA_HOME set to this JVM's. */
     private Ran launch(Path cwd, String script, String... args) throws Exception {
+        return launch(NO_AOT, cwd, script, args);
+    }
+
+    /** Without the AOT cache: each scratch checkout would train one (seconds); one test is about it. */
+    private static final java.util.Map<String, String> NO_AOT = java.util.Map.of("KVLEDGER_AOT", "0");
+
+    /** The same with more environment variables. */
+    private Ran launch(java.util.Map<String, String> env, Path cwd, String script, String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of("bash", script));
         cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd).directory(cwd.toFile());
         pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
+        pb.environment().putAll(env);
         Path out = tmp.resolve("launch.out");
         Path err = tmp.resolve("launch.err");
         pb.redirectOutput(out.toFile()).redirectError(err.toFile());
@@ -96,6 +105,34 @@ class LauncherTest {
         Ran dump = launch(sub, checkout.resolve("kvledger").toString(), "dump", "../out/P0", "--type", "header");
         assertThat(dump.code()).as(dump.err()).isZero();
         assertThat(dump.out()).contains("header");
+    }
+
+    /**
+     * The JVM's AOT cache next to the jar never shows: the first command trains it (or, where the
+     * JVM cannot make one, leaves a marker so that it is not tried on every command) and says
+     * nothing, and neither the cache nor a cache the JVM cannot use (here garbage) changes a byte
+     * of a command's output against a run without it ({@code KVLEDGER_AOT=0}).
+     */
+    @Test
+    void the_aot_cache_changes_no_output() throws Exception {
+        String script = checkout.resolve("kvledger").toString();
+        Ran sim = launch(java.util.Map.of(), caller, script, "simulate", "--seed", "3", "--requests", "2",
+                "--faults", "drop=0", "--out", "out", "--time-limit-s", "5", "--idle-step-ms", "5000", "--tick-ms", "5000");
+        assertThat(sim.code()).as(sim.err()).isZero();
+        assertThat(sim.err()).isEmpty();
+        Path aot = checkout.resolve("modules/cli/target/kvledger.aot");
+        Path failed = checkout.resolve("modules/cli/target/kvledger.aot.failed");
+        assertThat(Files.exists(aot) || Files.exists(failed)).as("a cache or the marker of a failed training").isTrue();
+        Ran plain = launch(NO_AOT, caller, script, "replay", "out");
+        assertThat(plain.code()).as(plain.err()).isZero();
+        assertThat(plain.out()).startsWith("replay: 2 journal(s)");
+        assertThat(plain.err()).isEmpty();
+        Ran cached = launch(java.util.Map.of(), caller, script, "replay", "out");
+        assertThat(cached).isEqualTo(plain);
+        Files.writeString(aot, "not an AOT cache\n");
+        Ran garbage = launch(java.util.Map.of(), caller, script, "replay", "out");
+        assertThat(garbage).isEqualTo(plain);
+        assertThat(aot).as("a cache newer than the jar is not made again").hasContent("not an AOT cache");
     }
 
     @Test

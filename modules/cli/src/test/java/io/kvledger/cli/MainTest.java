@@ -174,6 +174,35 @@ class MainTest {
                 "see 'kvledger --help'");
     }
 
+    /**
+     * A command named first is run from a command line holding only that command (a shorter
+     * start): its help, its usage errors and its exit codes are those it has in the whole table.
+     */
+    @Test
+    void a_command_alone_behaves_as_in_the_whole_table() {
+        for (Main.NamedCommand c : Main.COMMANDS) {
+            for (List<String> args : List.of(List.of(c.name(), "--help"), List.of(c.name(), "--no-such-option"))) {
+                String[] a = args.toArray(String[]::new);
+                StringWriter out = new StringWriter();
+                StringWriter err = new StringWriter();
+                picocli.CommandLine alone = Main.commandLine(new PrintWriter(out), new PrintWriter(err), a);
+                assertThat(alone.getSubcommands().keySet()).as(String.join(" ", args)).containsExactly("help", c.name());
+                int code = alone.execute(a);
+                StringWriter wholeOut = new StringWriter();
+                StringWriter wholeErr = new StringWriter();
+                int wholeCode = Main.commandLine(new PrintWriter(wholeOut), new PrintWriter(wholeErr)).execute(a);
+                assertThat(code).as(String.join(" ", args)).isEqualTo(wholeCode);
+                assertThat(out.toString()).as(String.join(" ", args)).isEqualTo(wholeOut.toString());
+                assertThat(err.toString()).as(String.join(" ", args)).isEqualTo(wholeErr.toString());
+                assertThat(out.toString() + err.toString()).as(String.join(" ", args)).isNotEmpty();
+            }
+        }
+        for (String[] a : new String[][] {{}, {"help"}, {"help", "replay"}, {"--help"}, {"replay-everything"}, {"--version"}}) {
+            assertThat(Main.commandLine(new PrintWriter(new StringWriter()), new PrintWriter(new StringWriter()), a)
+                    .getSubcommands().keySet()).as(String.join(" ", a)).contains("help", "replay", "hangs", "demo");
+        }
+    }
+
     @picocli.CommandLine.Command(name = "boom")
     static final class Boom implements java.util.concurrent.Callable<Integer> {
         final RuntimeException thrown;
