@@ -292,19 +292,10 @@ class CorruptionTest {
 
     /** Which entries the flips destroy (see above). */
     static TreeSet<Long> hit(long[] flips) {
-        // net effect per bit: flipped twice is restored
-        TreeSet<Long> bits = new TreeSet<>();
-        for (long f : flips) {
-            if (!bits.remove(f)) {
-                bits.add(f);
-            }
-        }
+        TreeSet<Long> bits = Damage.netFlips(flips);
         TreeSet<Long> lost = new TreeSet<>();
         for (int i = 0; i < entries.size(); i++) {
-            Damage.Excerpt x = entries.get(i);
-            var inside = bits.subSet(x.pos() * 8, x.end() * 8);
-            boolean onlyMetaBit = inside.size() == 1 && inside.first() == (x.pos() + 3) * 8 + 6;
-            if (!inside.isEmpty() && !onlyMetaBit) {
+            if (Damage.destroys(bits, entries.get(i).pos(), entries.get(i).end())) {
                 lost.add((long) i);
             }
         }

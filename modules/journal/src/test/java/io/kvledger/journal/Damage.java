@@ -114,6 +114,31 @@ final class Damage {
         return flips;
     }
 
+    /**
+     * The bits {@code flips} (as {@link #flip} returns them) leave flipped: a bit flipped twice is
+     * restored.
+     */
+    static java.util.TreeSet<Long> netFlips(long[] flips) {
+        java.util.TreeSet<Long> bits = new java.util.TreeSet<>();
+        for (long f : flips) {
+            if (!bits.remove(f)) {
+                bits.add(f);
+            }
+        }
+        return bits;
+    }
+
+    /**
+     * Whether the flipped {@code bits} destroy the entry framed at {@code [pos, end)} (its 4-byte
+     * length word first): any bit in it but its length word's metadata bit alone, which a reader
+     * sees through.
+     */
+    static boolean destroys(java.util.TreeSet<Long> bits, long pos, long end) {
+        var inside = bits.subSet(pos * 8, end * 8);
+        boolean onlyMetaBit = inside.size() == 1 && inside.first() == (pos + 3) * 8 + 6;
+        return !inside.isEmpty() && !onlyMetaBit;
+    }
+
     static void write(Path file, long at, byte[] bytes) {
         try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
             f.seek(at);

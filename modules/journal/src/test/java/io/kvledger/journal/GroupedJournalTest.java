@@ -279,17 +279,10 @@ class GroupedJournalTest {
     }
 
     static TreeSet<Long> hit(long[] flips) {
-        TreeSet<Long> bits = new TreeSet<>();
-        for (long f : flips) {
-            if (!bits.remove(f)) {
-                bits.add(f);
-            }
-        }
+        TreeSet<Long> bits = Damage.netFlips(flips);
         TreeSet<Long> lost = new TreeSet<>();
         for (Place x : places) {
-            var inside = bits.subSet(x.pos() * 8, x.end() * 8);
-            boolean onlyMetaBit = inside.size() == 1 && inside.first() == (x.pos() + 3) * 8 + 6;
-            if (!inside.isEmpty() && !onlyMetaBit) {
+            if (Damage.destroys(bits, x.pos(), x.end())) {
                 lost.add(x.seq());
             }
         }
