@@ -48,7 +48,10 @@ import org.openjdk.jmh.infra.Blackhole;
         "--add-exports=jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED",
         "--add-opens=jdk.compiler/com.sun.tools.javac=ALL-UNNAMED", "--add-opens=java.base/java.io=ALL-UNNAMED",
         "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
-        "--add-opens=java.base/java.util=ALL-UNNAMED"})
+        "--add-opens=java.base/java.util=ALL-UNNAMED",
+        // the live node's heap (the launcher's `node` flags): fixed and touched at start, so that no
+        // round pays the page faults of a heap the collector grows (benchmarks/README.md, item 2)
+        "-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch"})
 @Warmup(iterations = 3, time = 1, timeUnit = TimeUnit.SECONDS)
 @Measurement(iterations = 5, time = 1, timeUnit = TimeUnit.SECONDS)
 public class SeedHookMixBenchmark {
