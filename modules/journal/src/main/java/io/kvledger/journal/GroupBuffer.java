@@ -35,6 +35,10 @@ final class GroupBuffer {
         length += len;
     }
 
+    int intAt(int at) {
+        return (int) I32.get(bytes, at);
+    }
+
     void putIntAt(int at, int v) {
         I32.set(bytes, at, v);
     }

@@ -59,8 +59,8 @@ public final class JournalWriter implements AutoCloseable {
     private final BytesSink sink = new BytesSink();
     private final MessagePacker packer = MessagePack.newDefaultPacker(sink);
     private Pretoucher pretoucher;
-    /** The group being built, or null outside {@link #beginGroup}/{@link #endGroup}. */
-    private GroupBuffer group;
+    /** Whether a group is open ({@link #beginGroup} to {@link #endGroup}): entries go to {@link #groupBuffer}. */
+    private boolean inGroup;
     private final GroupBuffer groupBuffer = new GroupBuffer();
     /** Encodes the frequent entry types straight into {@link #groupBuffer}. */
     private final FastPacker fast = new FastPacker(groupBuffer);
@@ -352,7 +352,7 @@ public final class JournalWriter implements AutoCloseable {
         }
         long seq = nextSeq;
         EntryCodec.envelope(envelope, kind, type.id(), seq, atNs, cause);
-        if (group != null) {
+        if (inGroup) {
             appendMember(type, atNs, record);
             return seq;
         }
@@ -361,7 +361,7 @@ public final class JournalWriter implements AutoCloseable {
         try {
             appendMember(type, atNs, record);
         } catch (RuntimeException e) {
-            group = null;
+            inGroup = false;
             throw e;
         }
         endGroup();
@@ -373,7 +373,7 @@ public final class JournalWriter implements AutoCloseable {
      * being built; on failure the group is as it was before.
      */
     private void appendMember(EntryType type, long atNs, Object record) {
-        GroupBuffer g = group;
+        GroupBuffer g = groupBuffer;
         int memberAt = g.length;
         g.ensure(JournalFormat.MEMBER_HEADER + JournalFormat.ENVELOPE_V2);
         g.length += JournalFormat.MEMBER_HEADER;
@@ -419,11 +419,11 @@ public final class JournalWriter implements AutoCloseable {
      * Closing the writer with a group open drops the group, as a process that dies would.
      */
     public void beginGroup() {
-        if (group != null) {
+        if (inGroup) {
             throw new IllegalStateException("a group is already open on the journal writer for " + dir);
         }
         groupBuffer.reset();
-        group = groupBuffer;
+        inGroup = true;
         groupMembers = 0;
         groupSavedInputSeq = lastInputSeq;
         groupSavedInputAtNs = lastInputAtNs;
@@ -431,12 +431,12 @@ public final class JournalWriter implements AutoCloseable {
 
     /** Entries in the open group (0 without one). */
     public int groupEntries() {
-        return group == null ? 0 : groupMembers;
+        return inGroup ? groupMembers : 0;
     }
 
     /** Bytes the open group holds so far (0 without one). */
     public int groupBytes() {
-        return group == null ? 0 : group.length;
+        return inGroup ? groupBuffer.length : 0;
     }
 
     /**
@@ -448,11 +448,11 @@ public final class JournalWriter implements AutoCloseable {
      *                          out again
      */
     public void endGroup() {
-        GroupBuffer g = group;
-        if (g == null) {
+        GroupBuffer g = groupBuffer;
+        if (!inGroup) {
             throw new IllegalStateException("no group is open on the journal writer for " + dir);
         }
-        group = null;
+        inGroup = false;
         if (groupMembers == 0) {
             return;
         }
@@ -460,8 +460,7 @@ public final class JournalWriter implements AutoCloseable {
         int len;
         if (groupMembers == 1) {
             from = JournalFormat.ENVELOPE_V2 + JournalFormat.MEMBER_HEADER;
-            len = g.bytes[JournalFormat.ENVELOPE_V2] & 0xff | (g.bytes[JournalFormat.ENVELOPE_V2 + 1] & 0xff) << 8
-                    | (g.bytes[JournalFormat.ENVELOPE_V2 + 2] & 0xff) << 16 | (g.bytes[JournalFormat.ENVELOPE_V2 + 3] & 0xff) << 24;
+            len = g.intAt(JournalFormat.ENVELOPE_V2);
         } else {
             long lastSeq = nextSeq - 1;
             EntryCodec.groupEnvelope(g.bytes, groupFirstSeq, groupFirstAtNs, lastSeq);

@@ -130,9 +130,7 @@ class NodeLoopJournallerTest {
         Path live = dir.resolve("live");
         try (JournalWriter journal = open(live)) {
             Inbox inbox = new Inbox(1024);
-            NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, routed::add, ServiceClock.system(),
-                    inbox, 0, 4);
-            loop.start();
+            NodeLoop loop = TestNodes.startLoop(cfg, journal, inbox, routed::add, 4);
             try {
                 loop.holdJournal(true);
                 List<CompletableFuture<List<Effect>>> calls = new ArrayList<>();
@@ -194,9 +192,7 @@ class NodeLoopJournallerTest {
         }
         JournalWriter journal = open(live);
         Inbox inbox = new Inbox(1024);
-        NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, routed::add, ServiceClock.system(), inbox,
-                0, 64);
-        loop.start();
+        NodeLoop loop = TestNodes.startLoop(cfg, journal, inbox, routed::add, 64);
         List<CompletableFuture<List<Effect>>> lostCalls = new ArrayList<>();
         try {
             for (NodeEvent e : first) {
@@ -236,9 +232,7 @@ class NodeLoopJournallerTest {
         Path live = dir.resolve("live");
         try (JournalWriter journal = open(live)) {
             Inbox inbox = new Inbox(1024);
-            NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, routed::add, ServiceClock.system(),
-                    inbox, 0, 16);
-            loop.start();
+            NodeLoop loop = TestNodes.startLoop(cfg, journal, inbox, routed::add, 16);
             try {
                 CompletableFuture<List<Effect>> refused = inbox.call(bad, TimeUnit.SECONDS.toNanos(10));
                 assertThat(refused).failsWithin(Duration.ofSeconds(30))
@@ -271,9 +265,7 @@ class NodeLoopJournallerTest {
         Path live = dir.resolve("live");
         try (JournalWriter journal = open(live)) {
             Inbox inbox = new Inbox(1024);
-            NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, routed::add, ServiceClock.system(),
-                    inbox, 0, 16);
-            loop.start();
+            NodeLoop loop = TestNodes.startLoop(cfg, journal, inbox, routed::add, 16);
             loop.holdJournal(true);
             for (NodeEvent e : events) {
                 assertThat(inbox.offer(e)).isTrue();

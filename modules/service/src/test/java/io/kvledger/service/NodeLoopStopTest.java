@@ -105,8 +105,7 @@ class NodeLoopStopTest {
         List<NodeEvent> events = requests(2);
         try (JournalWriter journal = open(live)) {
             Inbox inbox = new Inbox(64);
-            NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, e -> { }, ServiceClock.system(), inbox, 0, 16);
-            loop.start();
+            NodeLoop loop = TestNodes.startLoop(cfg, journal, inbox, e -> { }, 16);
             loop.failJournalAfter(2, "injected fault (test)");
             call(inbox, events.get(0));
             call(inbox, events.get(1));
@@ -126,8 +125,7 @@ class NodeLoopStopTest {
         List<NodeEvent> events = requests(1);
         try (JournalWriter journal = open(live)) {
             Inbox inbox = new Inbox(64);
-            NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, e -> { }, ServiceClock.system(), inbox, 0, 16);
-            loop.start();
+            NodeLoop loop = TestNodes.startLoop(cfg, journal, inbox, e -> { }, 16);
             call(inbox, events.get(0));
             loop.abandonJournal();
             // the next input cannot be journaled: the loop stops and nothing of it leaves
@@ -145,8 +143,7 @@ class NodeLoopStopTest {
         Path live = dir.resolve("live");
         try (JournalWriter journal = open(live)) {
             Inbox inbox = new Inbox(64);
-            NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, e -> { }, ServiceClock.system(), inbox, 0, 16);
-            loop.start();
+            NodeLoop loop = TestNodes.startLoop(cfg, journal, inbox, e -> { }, 16);
             call(inbox, requests(1).getFirst());
             // nothing more comes in: the loop blocks on the inbox with no deadline
             loop.killJournaller(new OutOfMemoryError("injected by the test"));

@@ -7,6 +7,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.moriio.RequestIds;
 import io.kvledger.core.moriio.ZmqAddress;
+import io.kvledger.journal.JournalWriter;
 import io.kvledger.rdma.engine.TransferEngines;
 import io.kvledger.service.cluster.ToyRouter;
 import io.kvledger.service.data.KvLayout;
@@ -91,5 +92,16 @@ final class TestNodes {
                     4 * i + 3), 64));
         }
         return out;
+    }
+
+    /**
+     * A started node loop named D0 on a fresh state of {@code cfg}, with the system clock, routing
+     * to {@code router}, its journaller ring of {@code ring} inputs.
+     */
+    static NodeLoop startLoop(NodeConfig cfg, JournalWriter journal, Inbox inbox, EffectRouter router, int ring) {
+        NodeLoop loop = new NodeLoop("D0", io.kvledger.core.node.NodeState.initial(cfg), journal, router,
+                ServiceClock.system(), inbox, 0, ring);
+        loop.start();
+        return loop;
     }
 }

@@ -74,6 +74,25 @@ public final class FastPayloadReader {
         return u8() << 8 | u8();
     }
 
+    /** A 32-bit length that a Java array can hold, or the generic path. */
+    private int length32() {
+        long l = u32();
+        if (l > Integer.MAX_VALUE) {
+            throw FALLBACK;
+        }
+        return (int) l;
+    }
+
+    /** Moves past {@code n} payload bytes (the generic path when they run past the end): where they start. */
+    private int skip(int n) {
+        if (n > end - pos) {
+            throw FALLBACK;
+        }
+        int at = pos;
+        pos += n;
+        return at;
+    }
+
     private long u32() {
         return ((long) u8() << 24) | (u8() << 16) | (u8() << 8) | u8();
     }
@@ -106,11 +125,7 @@ public final class FastPayloadReader {
             return u16();
         }
         if (c == 0xdd) {
-            long n = u32();
-            if (n > Integer.MAX_VALUE) {
-                throw FALLBACK;
-            }
-            return (int) n;
+            return length32();
         }
         throw FALLBACK;
     }
@@ -195,19 +210,11 @@ public final class FastPayloadReader {
         } else if (c == 0xda) {
             n = u16();
         } else if (c == 0xdb) {
-            long l = u32();
-            if (l > Integer.MAX_VALUE) {
-                throw FALLBACK;
-            }
-            n = (int) l;
+            n = length32();
         } else {
             throw FALLBACK;
         }
-        if (n > end - pos) {
-            throw FALLBACK;
-        }
-        int at = pos;
-        pos += n;
+        int at = skip(n);
         return new String(b, at, n, StandardCharsets.UTF_8);
     }
 
@@ -220,19 +227,11 @@ public final class FastPayloadReader {
         } else if (c == 0xc5) {
             n = u16();
         } else if (c == 0xc6) {
-            long l = u32();
-            if (l > Integer.MAX_VALUE) {
-                throw FALLBACK;
-            }
-            n = (int) l;
+            n = length32();
         } else {
             throw FALLBACK;
         }
-        if (n > end - pos) {
-            throw FALLBACK;
-        }
-        byte[] out = Arrays.copyOfRange(b, pos, pos + n);
-        pos += n;
-        return out;
+        int at = skip(n);
+        return Arrays.copyOfRange(b, at, at + n);
     }
 }
