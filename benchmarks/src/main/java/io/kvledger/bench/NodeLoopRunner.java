@@ -60,12 +60,15 @@ import java.util.stream.Stream;
  * <p>Usage: {@code java <project JVM flags> -cp benchmarks/target/benchmarks.jar
  * io.kvledger.bench.NodeLoopRunner [--requests N] [--rounds R] [--warmup W] [--dir DIR]
  * [--modes journal,no_journal,reducer_alone] [--ring N]} ({@code --ring}: the journaller's ring
- * capacity, a power of two; defaults: 4096 requests per mode, 7 rounds, 2 warm-up
+ * capacity, a power of two; defaults: 4096 requests per mode, 7 rounds, 20 warm-up
  * rounds, journals under the system's temporary directory, all three modes). The loop thread's CPU
  * time over the round's wall time tells CPU work from waiting (page faults of the mapped journal
- * file, a core taken by other processes). In {@code journal} mode the journaller thread's CPU time
- * per event is printed too: the loop and the journaller overlap on two cores, so the slower of
- * the two bounds the throughput.
+ * file, a core taken by other processes). In {@code journal} mode the journaller's and the
+ * pretoucher's CPU time per event are printed too (the pretoucher populates the journal file's fresh
+ * pages ahead of the journaller: the kernel's work for every byte written), and the bound their sum
+ * sets on this machine's cores: three busy threads share them. The runner's own thread sleeps until
+ * the loop has applied the round's last event. The JIT keeps compiling for about 20 rounds (2 cores:
+ * it competes with the threads measured), hence the 20 warm-up rounds.
  */
 public final class NodeLoopRunner {
 
@@ -75,7 +78,7 @@ public final class NodeLoopRunner {
      * Events and wall time of a mode's round; bytes allocated; CPU time of the thread that applied
      * the events (the loop threads, or the runner's thread for {@code reducerAlone}).
      */
-    record Result(long events, long ns, long bytes, long loopCpuNs, long journallerCpuNs) {
+    record Result(long events, long ns, long bytes, long loopCpuNs, long journallerCpuNs, long pretouchCpuNs) {
         double perSecond() {
             return events / (ns / 1e9);
         }
@@ -86,6 +89,46 @@ public final class NodeLoopRunner {
 
         double journallerCpuUsPerEvent() {
             return journallerCpuNs / 1e3 / events;
+        }
+
+        double pretouchCpuUsPerEvent() {
+            return pretouchCpuNs / 1e3 / events;
+        }
+
+        /** CPU of every thread the mode keeps busy (loop, journaller, pretoucher), per event. */
+        double totalCpuUsPerEvent() {
+            return (loopCpuNs + journallerCpuNs + pretouchCpuNs) / 1e3 / events;
+        }
+
+        /**
+         * The most events/s the mode's threads could take on {@code cores} cores with a perfect
+         * hand-off: no thread faster than its own CPU per event, all of them together no faster
+         * than the cores.
+         */
+        double boundPerSecond(int cores) {
+            double slowest = Math.max(loopCpuNs, Math.max(journallerCpuNs, pretouchCpuNs)) / 1e3 / events;
+            return 1e6 / Math.max(slowest, totalCpuUsPerEvent() / cores);
+        }
+    }
+
+    /** Wakes the runner's thread once the loop has applied (and routed) the round's last event. */
+    private static final class AllApplied implements NodeLoop.Listener {
+        private final long target;
+        private final Thread waiter;
+        private long seen;
+        volatile boolean reached;
+
+        AllApplied(long target, Thread waiter) {
+            this.target = target;
+            this.waiter = waiter;
+        }
+
+        @Override
+        public void onApplied(long seq, NodeEvent event, List<Effect> effects) {
+            if (++seen == target) {
+                reached = true;
+                LockSupport.unpark(waiter);
+            }
         }
     }
 
@@ -112,7 +155,7 @@ public final class NodeLoopRunner {
     public static void main(String[] args) throws Exception {
         int requests = 4096;
         int rounds = 7;
-        int warmup = 2;
+        int warmup = 20;
         Path parent = null;
         List<Mode> modes = List.of(Mode.values());
         int ring = 0;
@@ -156,6 +199,8 @@ public final class NodeLoopRunner {
         List<Double> journalRatios = new ArrayList<>();
         List<Double> cpuRatios = new ArrayList<>();
         List<Double> totalCpuRatios = new ArrayList<>();
+        List<Double> boundRatios = new ArrayList<>();
+        int cores = Runtime.getRuntime().availableProcessors();
         for (int r = -warmup; r < rounds; r++) {
             Map<Mode, Result> round = new EnumMap<>(Mode.class);
             StringBuilder line = new StringBuilder(r < 0 ? "warm-up" : "round " + (r + 1));
@@ -166,7 +211,8 @@ public final class NodeLoopRunner {
                 line.append(String.format(Locale.ROOT, "  %s %,.0f ev/s (%.0f B/ev, loop %.2f CPU us/ev, on CPU %.0f %%"
                                 + "%s)", m, x.perSecond(), (double) x.bytes() / x.events(), x.cpuUsPerEvent(),
                         100.0 * x.loopCpuNs() / x.ns(), m != Mode.JOURNAL ? "" : String.format(Locale.ROOT,
-                                "; journaller %.2f CPU us/ev", x.journallerCpuUsPerEvent())));
+                                "; journaller %.2f, pretoucher %.2f CPU us/ev", x.journallerCpuUsPerEvent(),
+                                x.pretouchCpuUsPerEvent())));
             }
             System.out.println(line);
             if (r >= 0) {
@@ -176,8 +222,10 @@ public final class NodeLoopRunner {
                 if (round.containsKey(Mode.JOURNAL) && round.containsKey(Mode.NO_JOURNAL)) {
                     journalRatios.add(round.get(Mode.JOURNAL).perSecond() / round.get(Mode.NO_JOURNAL).perSecond());
                     cpuRatios.add(round.get(Mode.NO_JOURNAL).cpuUsPerEvent() / round.get(Mode.JOURNAL).cpuUsPerEvent());
-                    totalCpuRatios.add(round.get(Mode.NO_JOURNAL).cpuUsPerEvent() / (round.get(Mode.JOURNAL).cpuUsPerEvent()
-                            + round.get(Mode.JOURNAL).journallerCpuUsPerEvent()));
+                    totalCpuRatios.add(round.get(Mode.NO_JOURNAL).cpuUsPerEvent()
+                            / round.get(Mode.JOURNAL).totalCpuUsPerEvent());
+                    boundRatios.add(round.get(Mode.JOURNAL).boundPerSecond(cores)
+                            / round.get(Mode.NO_JOURNAL).boundPerSecond(cores));
                 }
             }
         }
@@ -187,11 +235,13 @@ public final class NodeLoopRunner {
             double[] c = results.get(m).stream().mapToDouble(x -> (double) x.loopCpuNs() / x.ns()).sorted().toArray();
             double[] u = results.get(m).stream().mapToDouble(Result::cpuUsPerEvent).sorted().toArray();
             double[] j = results.get(m).stream().mapToDouble(Result::journallerCpuUsPerEvent).sorted().toArray();
+            double[] p = results.get(m).stream().mapToDouble(Result::pretouchCpuUsPerEvent).sorted().toArray();
             System.out.printf(Locale.ROOT, "%-13s median %,.0f events/s (min %,.0f, max %,.0f), median %.0f B/event, "
                     + "loop median %.2f CPU us/event (%,.0f events/s on a core of its own), on CPU %.0f %% of the round%s%n",
                     m, median(v), v[0], v[v.length - 1], median(b), median(u), 1e6 / median(u), 100 * median(c),
                     m != Mode.JOURNAL ? "" : String.format(Locale.ROOT, "; journaller median %.2f CPU us/event "
-                            + "(%,.0f events/s on a core of its own)", median(j), 1e6 / median(j)));
+                            + "(%,.0f events/s on a core of its own); pretoucher median %.2f CPU us/event", median(j),
+                            1e6 / median(j), median(p)));
         }
         if (journalRatios.isEmpty()) {
             return;
@@ -205,9 +255,14 @@ public final class NodeLoopRunner {
                 + "costs %.1f %% of the loop thread's CPU); per-round ratios %s%n", cpuRatio, 100 * (1 - cpuRatio),
                 cpuRatios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList());
         double totalRatio = median(totalCpuRatios.stream().mapToDouble(Double::doubleValue).toArray());
-        System.out.printf(Locale.ROOT, "CPU per event, noJournal loop / (journal loop + journaller), median of per-round "
-                + "ratios: %.3f; per-round ratios %s%n", totalRatio,
+        System.out.printf(Locale.ROOT, "CPU per event, noJournal loop / (journal loop + journaller + pretoucher), median "
+                + "of per-round ratios: %.3f; per-round ratios %s%n", totalRatio,
                 totalCpuRatios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList());
+        double bound = median(boundRatios.stream().mapToDouble(Double::doubleValue).toArray());
+        System.out.printf(Locale.ROOT, "bound on %d cores, journal / noJournal (a perfect hand-off: no thread faster "
+                + "than its CPU per event, all busy threads together no faster than the cores), median of per-round "
+                + "ratios: %.3f (the journal would cost %.1f %%); per-round %s%n", cores, bound, 100 * (1 - bound),
+                boundRatios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList());
     }
 
     Result run(Mode mode) throws Exception {
@@ -216,6 +271,7 @@ public final class NodeLoopRunner {
         long bytes = 0;
         long cpu = 0;
         long jcpu = 0;
+        long pcpu = 0;
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         List<Effect> sink = new ArrayList<>(16);
         for (int i = 0; i < streams.size(); i++) {
@@ -251,11 +307,18 @@ public final class NodeLoopRunner {
                         ? new NodeLoop(s.kind().name(), state, journal, EffectRouter.none(), ServiceClock.system(), inbox, 0)
                         : new NodeLoop(s.kind().name(), state, journal, EffectRouter.none(), ServiceClock.system(), inbox, 0,
                                 ring);
+                // the runner's thread sleeps until the loop has applied the last event (the loop wakes
+                // it), so it takes no CPU from the loop and the journaller while they run
+                Thread runner = Thread.currentThread();
+                AllApplied done = new AllApplied(ev.length, runner);
+                loop.addListener(done);
                 loop.start();
                 long loopTid = thread("kvledger-node-loop-" + s.kind().name());
                 long journallerTid = mode == Mode.JOURNAL ? thread("kvledger-journaller-" + s.kind().name()) : -1;
+                long pretouchTid = mode == Mode.JOURNAL ? thread("kvledger-pretouch-" + s.kind().name()) : -1;
                 long c0 = mx.getThreadCpuTime(loopTid);
                 long j0 = journallerTid < 0 ? 0 : mx.getThreadCpuTime(journallerTid);
+                long p0 = pretouchTid < 0 ? 0 : mx.getThreadCpuTime(pretouchTid);
                 long a0 = mx.getTotalThreadAllocatedBytes();
                 long t0 = System.nanoTime();
                 for (NodeEvent e : ev) {
@@ -263,13 +326,14 @@ public final class NodeLoopRunner {
                         LockSupport.parkNanos(10_000);
                     }
                 }
-                while (loop.applied() < ev.length) {
-                    LockSupport.parkNanos(20_000);
+                while (!done.reached) {
+                    LockSupport.park(done);
                 }
                 ns += System.nanoTime() - t0;
                 bytes += mx.getTotalThreadAllocatedBytes() - a0;
                 cpu += mx.getThreadCpuTime(loopTid) - c0;
                 jcpu += journallerTid < 0 ? 0 : mx.getThreadCpuTime(journallerTid) - j0;
+                pcpu += pretouchTid < 0 ? 0 : mx.getThreadCpuTime(pretouchTid) - p0;
                 n += ev.length;
                 if (loop.ticks() != 0 || loop.journalErrors() != 0 || loop.loopErrors() != 0) {
                     throw new IllegalStateException(s.kind() + " " + mode + ": ticks " + loop.ticks() + ", journal errors "
@@ -290,7 +354,7 @@ public final class NodeLoopRunner {
                 }
             }
         }
-        return new Result(n, ns, bytes, cpu, jcpu);
+        return new Result(n, ns, bytes, cpu, jcpu, pcpu);
     }
 
     /** The id of the running thread called {@code name}. */
