@@ -251,6 +251,16 @@ final class NodeCommand implements Callable<Integer> {
                 status.put("loop_stopped", failed.cause());
             }
             node.close();
+            NodeLoop.Stopped late = loopStopped.getNow(null);
+            if (failed == null && late != null && !late.requested()) {
+                // the loop failed while the node was being stopped (a SIGTERM at the same moment):
+                // its failure still decides the status, so a supervisor restarts and recovers it
+                failed = late;
+                status.put("loop_stopped", late.cause());
+                err.println("kvledger node " + options.nodeId() + ": the node loop stopped: " + late.cause()
+                        + "; exiting with status " + LOOP_STOPPED + " (restart it: it recovers from its journal)");
+                err.flush();
+            }
             if (traces != null) {
                 // after the node: the last events are in the exporter's queue
                 traces.close();

@@ -468,8 +468,10 @@ public final class NodeLoop implements AutoCloseable {
         return journaller == null ? 0 : journaller.unjournaled();
     }
 
+    /** Whether the loop runs: its thread is alive and has not said it stopped ({@link #stopped}). */
     public boolean isRunning() {
-        return thread.isAlive();
+        // the thread completes {@code stopped} just before it ends: from then on it is not running
+        return thread.isAlive() && !stopped.isDone();
     }
 
     /** Events applied, journaled (when journaling) and routed since start. */
