@@ -137,7 +137,7 @@ public final class ExtraConfig {
      * </ul>
      */
     public static String pythonStr(Object v) {
-        return PyText.str(v);
+        return v instanceof String s ? s : PyText.str(v);
     }
 
     /**

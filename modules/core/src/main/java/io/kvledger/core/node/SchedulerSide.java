@@ -287,7 +287,8 @@ final class SchedulerSide {
             } else {
                 l = new int[0];
             }
-            local = BlockGroups.single(l);
+            // The allocation's own group 0 is not copied (block groups never change once built).
+            local = e.blocks().size() > 0 && l == e.blocks().group(0) ? e.blocks().firstOnly() : BlockGroups.single(l);
         } else {
             BlockGroups remote = BlockGroups.fromParamValue(remoteValue);
             if (remote == null || BlockGroups.isFlatParamValue(remoteValue)) {
