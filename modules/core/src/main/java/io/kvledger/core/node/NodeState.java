@@ -511,8 +511,11 @@ public final class NodeState {
         /** The peer address embedded in the request id, parsed once per direction (see SchedulerSide.peer). */
         Object prefillPeer;
         Object decodePeer;
-        /** This request's entry in {@link NodeState#phases} (see {@link PhaseTable#set}). */
-        PhaseTable.Cell phaseCell;
+        /**
+         * The sequence number of this request's entry in {@link NodeState#phases} (see
+         * {@link PhaseTable#set}), or {@link PhaseTable#NONE}.
+         */
+        long phaseSeq = PhaseTable.NONE;
         /**
          * The slot of {@link #requestId} in {@link NodeState#slots}, set when the request goes into
          * {@link NodeState#requests}: its tables' entries without a lookup (a slot dropped since

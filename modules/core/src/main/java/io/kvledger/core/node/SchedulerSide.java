@@ -946,8 +946,7 @@ final class SchedulerSide {
         r.admittedAs = old;
         s.requests.put(newId, r);
         r.slot = s.slots.get(newId);
-        s.phases.put(newId, r.phase);
-        r.phaseCell = s.phases.cell(newId);
+        r.phaseSeq = s.phases.putAndLocate(newId, r.phase);
         return r;
     }
 
