@@ -25,17 +25,32 @@ public final class KvParams {
      */
     private boolean keysShared;
     private boolean valsShared;
+    /**
+     * Bit {@code hashCode & 63} of every key ({@link #bit}); all bits when not kept. A lookup of a
+     * key whose bit is clear ends without scanning: most lookups of an absent key (the connector
+     * asks for a dozen optional keys per request) read one cached hash instead of every key.
+     */
+    private long keyBits;
     private Map<String, Object> view;
 
-    private KvParams(String[] keys, Object[] vals, int size, boolean keysShared, boolean valsShared) {
+    private KvParams(String[] keys, Object[] vals, int size, boolean keysShared, boolean valsShared, long keyBits) {
         this.keys = keys;
         this.vals = vals;
         this.size = size;
         this.keysShared = keysShared;
         this.valsShared = valsShared;
+        this.keyBits = keyBits;
+    }
+
+    /** The key's bit in {@link #keyBits}: a {@code String}'s hash is cached in it. */
+    private static long bit(String key) {
+        return key == null ? 1L : 1L << key.hashCode();
     }
 
     private int indexOf(Object key) {
+        if ((key == null || key instanceof String) && (keyBits & bit((String) key)) == 0) {
+            return -1;
+        }
         String[] k = keys;
         for (int i = 0; i < size; i++) {
             if (k[i] == key) {
@@ -91,16 +106,17 @@ public final class KvParams {
         }
         keys[size] = key;
         vals[size] = value;
+        keyBits |= bit(key);
         size++;
     }
 
     public static KvParams empty() {
-        return new KvParams(new String[8], new Object[8], 0, false, false);
+        return new KvParams(new String[8], new Object[8], 0, false, false, 0L);
     }
 
     /** Empty params with room for {@code n} keys. */
     public static KvParams withCapacity(int n) {
-        return new KvParams(new String[Math.max(n, 1)], new Object[Math.max(n, 1)], 0, false, false);
+        return new KvParams(new String[Math.max(n, 1)], new Object[Math.max(n, 1)], 0, false, false, 0L);
     }
 
     public static KvParams of(Map<String, ?> m) {
@@ -140,14 +156,14 @@ public final class KvParams {
                 values[i] = Long.valueOf(n); // as put does
             }
         }
-        return new KvParams(keys, values, keys.length, true, false);
+        return new KvParams(keys, values, keys.length, true, false, -1L); // no key bits: every lookup scans
     }
 
     /** An independent copy (copy on write: the entries are copied when either side next changes). */
     public KvParams copy() {
         keysShared = true;
         valsShared = true;
-        return new KvParams(keys, vals, size, true, true);
+        return new KvParams(keys, vals, size, true, true, keyBits);
     }
 
     public boolean has(String key) {
