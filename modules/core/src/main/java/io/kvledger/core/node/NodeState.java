@@ -46,6 +46,9 @@ public final class NodeState {
     Object lastPrefillPeer;
     String lastDecodePeerText;
     Object lastDecodePeer;
+    /** The last {@code [remote_host]} built for a ReqMeta and its host (immutable; see SchedulerSide.addNewReq). */
+    String lastPodsHost;
+    List<String> lastPods;
 
     // ------------------------------------------------------------ derived configuration
     final int[] transferGroups;

@@ -27,20 +27,28 @@ import java.util.Set;
  */
 final class RequestSlots {
 
-    /** Tables, by index into {@link Slot#links}. */
+    /**
+     * Tables, by index into {@link Slot#cells}: the ones every request with params enters first,
+     * so that a slot's array only reaches as far as the tables its requests use.
+     */
     static final int REQUESTS = 0;
-    static final int NEED_RECV = 1;
-    static final int NEED_SAVE = 2;
-    static final int NEED_PENDING_SAVE = 3;
-    static final int KV_PARAMS = 4;
+    static final int RID_TO_TID = 1;
+    static final int KV_PARAMS = 2;
+    static final int NEED_RECV = 3;
+    static final int NEED_SAVE = 4;
     static final int NEED_SEND = 5;
     static final int DEFERRED = 6;
     static final int PARKED_ACKS = 7;
-    static final int RID_TO_TID = 8;
+    static final int NEED_PENDING_SAVE = 8;
     static final int TABLES = 9;
 
     // Only looked up, never iterated (the tables' lists keep the orders); a LinkedHashMap as everywhere in core.
     private final LinkedHashMap<String, Slot> index = new LinkedHashMap<>(64);
+    /**
+     * The length new slots' arrays start with: the widest any slot has needed so far (three cells
+     * per table up to the last table it entered), so that in a steady workload no array grows.
+     */
+    private int width = 3;
 
     /** The slot of {@code rid}, or {@code null} when no table holds it. */
     Slot get(Object rid) {
@@ -51,7 +59,7 @@ final class RequestSlots {
     Slot obtain(String rid) {
         Slot s = index.get(rid);
         if (s == null) {
-            s = new Slot(rid);
+            s = new Slot(rid, width);
             index.put(rid, s);
         }
         return s;
@@ -59,7 +67,7 @@ final class RequestSlots {
 
     /** A new slot for {@code rid}, which has none ({@link #get} gave {@code null}). */
     Slot add(String rid) {
-        Slot s = new Slot(rid);
+        Slot s = new Slot(rid, width);
         index.put(rid, s);
         return s;
     }
@@ -87,14 +95,16 @@ final class RequestSlots {
      */
     static final class Slot {
         final String rid;
-        final Object[] cells = new Object[3 * TABLES];
+        /** Three cells per table up to the last table the slot entered (grown on demand). */
+        Object[] cells;
         /** Bit {@code table} set while the slot is in that table. */
         int members;
         /** True once dropped from the index: a later put of the id makes a new slot. */
         boolean released;
 
-        Slot(String rid) {
+        Slot(String rid, int width) {
             this.rid = rid;
+            this.cells = new Object[width];
         }
     }
 
@@ -141,7 +151,7 @@ final class RequestSlots {
         @SuppressWarnings("unchecked")
         V get(Slot s) {
             s = current(s);
-            return s == null ? null : (V) s.cells[v];
+            return s == null || (s.members & bit) == 0 ? null : (V) s.cells[v];
         }
 
         boolean has(Slot s) {
@@ -160,6 +170,13 @@ final class RequestSlots {
                 V old = (V) c[v];
                 c[v] = value;
                 return old;
+            }
+            if (c.length <= a) {
+                c = java.util.Arrays.copyOf(c, a + 1);
+                s.cells = c;
+                if (slots.width <= a) {
+                    slots.width = a + 1;
+                }
             }
             s.members |= bit;
             c[v] = value;

@@ -567,7 +567,8 @@ final class SchedulerSide {
     static void buildMeta(Ctx c, NodeEvent.StepScheduled e) {
         NodeState s = c.s;
         List<ReqMeta> recv = s.reqsNeedRecv.isEmpty() ? List.of() : new ArrayList<>(s.reqsNeedRecv.size());
-        List<ReqMeta> save = new ArrayList<>(s.reqsNeedSave.size());
+        List<ReqMeta> save = s.reqsNeedSave.isEmpty() && s.reqsNeedPendingSave.isEmpty()
+                ? List.of() : new ArrayList<>(s.reqsNeedSave.size());
         if (c.cfg.mode() == TransferMode.WRITE && c.cfg.role() == Role.PRODUCER && !s.reqsNeedPendingSave.isEmpty()) {
             for (NodeEvent.CachedRequest cr : e.cachedRequests()) {
                 if (cr.newBlockIds() == null) {
@@ -740,7 +741,13 @@ final class SchedulerSide {
         List<String> pods;
         Object hosts = kv.get("remote_hosts");
         if (!ExtraConfig.pythonTruthy(hosts)) {
-            pods = List.of(host);
+            // [remote_host]: one immutable list per peer host, shared by its requests' metadata
+            NodeState s = c.s;
+            if (s.lastPodsHost != host || s.lastPods == null) {
+                s.lastPods = List.of(host);
+                s.lastPodsHost = host;
+            }
+            pods = s.lastPods;
         } else if (hosts instanceof List<?> l) {
             pods = new ArrayList<>(l.size());
             for (Object o : l) {
