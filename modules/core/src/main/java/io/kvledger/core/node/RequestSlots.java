@@ -3,9 +3,9 @@ package io.kvledger.core.node;
 import java.util.AbstractMap;
 import java.util.AbstractSet;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -42,8 +42,14 @@ final class RequestSlots {
     static final int NEED_PENDING_SAVE = 8;
     static final int TABLES = 9;
 
-    // Only looked up, never iterated (the tables' lists keep the orders); a LinkedHashMap as everywhere in core.
-    private final LinkedHashMap<String, Slot> index = new LinkedHashMap<>(64);
+    /**
+     * The index from request id to slot: open addressing (linear probing, deletion by backward
+     * shift) over the slots themselves, which keep their id's hash. Only looked up, never
+     * iterated (the tables' lists keep the orders). It holds the live requests only, so it stays
+     * small and in the cache; unlike a map it allocates nothing per request.
+     */
+    private Slot[] index = new Slot[64];
+    private int indexed;
     /**
      * The length new slots' arrays start with: the widest any slot has needed so far (three cells
      * per table up to the last table it entered), so that in a steady workload no array grows.
@@ -52,15 +58,81 @@ final class RequestSlots {
 
     /** The slot of {@code rid}, or {@code null} when no table holds it. */
     Slot get(Object rid) {
-        return index.get(rid);
+        int h = hash(rid);
+        Slot[] t = index;
+        int mask = t.length - 1;
+        for (int i = h & mask; ; i = (i + 1) & mask) {
+            Slot s = t[i];
+            if (s == null) {
+                return null;
+            }
+            if (s.hash == h && (s.rid == rid || Objects.equals(s.rid, rid))) {
+                return s;
+            }
+        }
+    }
+
+    /** The spread hash of an id, as its slot keeps it. */
+    private static int hash(Object rid) {
+        int h = Objects.hashCode(rid) * 0x9E3779B9;
+        return h ^ (h >>> 16);
+    }
+
+    /** Puts a new slot (its id absent) into the index. */
+    private void insert(Slot s) {
+        Slot[] t = index;
+        int mask = t.length - 1;
+        int i = s.hash & mask;
+        while (t[i] != null) {
+            i = (i + 1) & mask;
+        }
+        t[i] = s;
+        if (++indexed * 2 > t.length) {
+            Slot[] g = new Slot[t.length * 2];
+            int m = g.length - 1;
+            for (Slot o : t) {
+                if (o != null) {
+                    int k = o.hash & m;
+                    while (g[k] != null) {
+                        k = (k + 1) & m;
+                    }
+                    g[k] = o;
+                }
+            }
+            index = g;
+        }
+    }
+
+    /** Takes a slot (in the index) out of it. */
+    private void unindex(Slot s) {
+        Slot[] t = index;
+        int mask = t.length - 1;
+        int i = s.hash & mask;
+        while (t[i] != s) {
+            if (t[i] == null) {
+                return; // not indexed (cannot happen: an unreleased slot is its id's indexed one)
+            }
+            i = (i + 1) & mask;
+        }
+        // backward shift: move later slots of the probe run into the hole when their home allows
+        for (int j = (i + 1) & mask; t[j] != null; j = (j + 1) & mask) {
+            int home = t[j].hash & mask;
+            boolean movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+            if (movable) {
+                t[i] = t[j];
+                i = j;
+            }
+        }
+        t[i] = null;
+        indexed--;
     }
 
     /** The slot of {@code rid}, created (in no table yet) when there is none. */
     Slot obtain(String rid) {
-        Slot s = index.get(rid);
+        Slot s = get(rid);
         if (s == null) {
             s = new Slot(rid, width);
-            index.put(rid, s);
+            insert(s);
         }
         return s;
     }
@@ -68,19 +140,19 @@ final class RequestSlots {
     /** A new slot for {@code rid}, which has none ({@link #get} gave {@code null}). */
     Slot add(String rid) {
         Slot s = new Slot(rid, width);
-        index.put(rid, s);
+        insert(s);
         return s;
     }
 
     /** Slots in the index (for tests: a slot in no table is dropped). */
     int slotCount() {
-        return index.size();
+        return indexed;
     }
 
     private void releaseIfIdle(Slot s) {
         if (s.members == 0 && !s.released) {
             s.released = true;
-            index.remove(s.rid);
+            unindex(s);
         }
     }
 
@@ -95,6 +167,8 @@ final class RequestSlots {
      */
     static final class Slot {
         final String rid;
+        /** {@code rid}'s spread hash ({@link RequestSlots#hash}). */
+        final int hash;
         /** Three cells per table up to the last table the slot entered (grown on demand). */
         Object[] cells;
         /** Bit {@code table} set while the slot is in that table. */
@@ -104,6 +178,7 @@ final class RequestSlots {
 
         Slot(String rid, int width) {
             this.rid = rid;
+            this.hash = RequestSlots.hash(rid);
             this.cells = new Object[width];
         }
     }
