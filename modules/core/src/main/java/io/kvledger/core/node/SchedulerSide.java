@@ -1051,14 +1051,14 @@ final class SchedulerSide {
                 ? (sending == null ? List.of() : sending)
                 : new LinkedHashSet<>(sending);
         long now = c.now;
-        LinkedHashMap<String, Effect.SurfaceReason> safe = null;
+        Surfacing safe = null;
         for (String rid : incoming) {
             RequestSlots.Slot sl = s.slots.get(rid);
             if (s.deferredSendDeadlines.has(sl)) {
                 if (safe == null) {
-                    safe = new LinkedHashMap<>(4);
+                    safe = new Surfacing();
                 }
-                safe.put(rid, Effect.SurfaceReason.ACKED);
+                safe.putIfAbsent(rid, Effect.SurfaceReason.ACKED); // incoming ids are distinct: a put
             } else if (!s.pendingSentAcks.has(sl)) {
                 long deadline = plus(now, c.cfg.deferTimeoutNs());
                 s.pendingSentAcks.put(rid, deadline);
@@ -1076,7 +1076,7 @@ final class SchedulerSide {
             for (RequestSlots.Slot p = s.pendingSentAcks.first(); p != null; p = s.pendingSentAcks.next(p)) {
                 if (s.deferredSendDeadlines.has(p)) {
                     if (safe == null) {
-                        safe = new LinkedHashMap<>();
+                        safe = new Surfacing();
                     }
                     safe.putIfAbsent(p.rid, Effect.SurfaceReason.PARKED_ACK_RELEASED);
                 }
@@ -1093,7 +1093,7 @@ final class SchedulerSide {
                     }
                     expired.add(d.rid);
                     if (safe == null) {
-                        safe = new LinkedHashMap<>();
+                        safe = new Surfacing();
                     }
                     safe.putIfAbsent(d.rid, Effect.SurfaceReason.REAPED);
                 }
@@ -1116,31 +1116,96 @@ final class SchedulerSide {
             return;
         }
         List<String> surfaced = new ArrayList<>(safe.size());
-        for (Map.Entry<String, Effect.SurfaceReason> en : safe.entrySet()) {
-            String rid = en.getKey();
+        for (int k = 0; k < safe.size(); k++) {
+            String rid = safe.rid(k);
+            Effect.SurfaceReason reason = safe.reason(k);
             RequestSlots.Slot sl = s.slots.get(rid);
             NodeState.Deferral d = s.deferredSendDeadlines.remove(sl);
             String transferId = d != null ? d.transferId() : null;
             s.pendingSentAcks.remove(sl);
             unmap(c, sl, rid, transferId);
-            c.emit(new Effect.AckSurfaced(rid, transferId, en.getValue()));
+            c.emit(new Effect.AckSurfaced(rid, transferId, reason));
             surfaced.add(rid);
             Req r = s.requests.get(sl);
             if (r == null) {
                 c.anomaly(AnomalyKind.FINISHED_SENDING_UNKNOWN_REQUEST, rid, transferId, "assert req_id in self.requests");
                 continue;
             }
-            if (en.getValue() == Effect.SurfaceReason.REAPED) {
+            if (reason == Effect.SurfaceReason.REAPED) {
                 s.reapedRequests.add(rid);
                 c.phase(r, RequestPhase.REAPED, "reaped after defer_timeout without an ACK");
             } else {
-                c.phase(r, RequestPhase.FREED_AFTER_ACK, en.getValue() == Effect.SurfaceReason.ACKED
+                c.phase(r, RequestPhase.FREED_AFTER_ACK, reason == Effect.SurfaceReason.ACKED
                         ? "ACK received; blocks freed" : "parked ACK matched the deferral; blocks freed");
             }
             c.free(r);
         }
         dropStaleAcks(c, now);
         c.emit(new Effect.FinishedSendingRewritten(surfaced));
+    }
+
+    /**
+     * {@code SAFE} of {@code update_connector_output}: request ids with the reason each surfaces,
+     * in insertion order, a put of a present id leaving it as it is ({@code putIfAbsent}). Most
+     * steps surface one ACK: a few entries sit in one array, searched linearly; past
+     * {@value #SMALL} a {@code LinkedHashMap} from id to position takes over the search.
+     */
+    static final class Surfacing {
+        private static final int SMALL = 8;
+        private Object[] cells = new Object[4];
+        private int n;
+        private LinkedHashMap<String, Integer> positions;
+
+        int size() {
+            return n;
+        }
+
+        String rid(int k) {
+            return (String) cells[2 * k];
+        }
+
+        Effect.SurfaceReason reason(int k) {
+            return (Effect.SurfaceReason) cells[2 * k + 1];
+        }
+
+        private int indexOf(String rid) {
+            if (positions != null) {
+                Integer k = positions.get(rid);
+                return k == null ? -1 : k;
+            }
+            for (int k = 0; k < n; k++) {
+                if (java.util.Objects.equals(cells[2 * k], rid)) {
+                    return k;
+                }
+            }
+            return -1;
+        }
+
+        /** The reason of {@code rid}, or {@code null}. */
+        Effect.SurfaceReason get(String rid) {
+            int k = indexOf(rid);
+            return k < 0 ? null : reason(k);
+        }
+
+        void putIfAbsent(String rid, Effect.SurfaceReason reason) {
+            if (indexOf(rid) >= 0) {
+                return;
+            }
+            if (2 * n == cells.length) {
+                cells = Arrays.copyOf(cells, 2 * cells.length);
+            }
+            cells[2 * n] = rid;
+            cells[2 * n + 1] = reason;
+            n++;
+            if (positions != null) {
+                positions.put(rid, n - 1);
+            } else if (n > SMALL) {
+                positions = new LinkedHashMap<>();
+                for (int k = 0; k < n; k++) {
+                    positions.put(rid(k), k);
+                }
+            }
+        }
     }
 
     /** Parked ACKs past their deadline that never matched a deferral are dropped. */
