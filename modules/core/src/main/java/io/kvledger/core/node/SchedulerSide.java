@@ -43,6 +43,9 @@ final class SchedulerSide {
         "remote_dp_size_local", "tp_size", "transfer_id",
     };
 
+    /** The reply of a step that surfaces nothing (a record of an immutable empty list: one will do). */
+    private static final Effect.FinishedSendingRewritten NOTHING_SURFACED = new Effect.FinishedSendingRewritten(List.of());
+
     private SchedulerSide() {}
 
     // ------------------------------------------------------------------ admission
@@ -633,7 +636,10 @@ final class SchedulerSide {
         if (s.reqsNeedSend.isEmpty()) {
             toSend = List.of(); // rebinding an empty dict to a new empty one changes nothing
         } else {
-            toSend = new ArrayList<>(s.reqsNeedSend.keySet());
+            toSend = new ArrayList<>(s.reqsNeedSend.size());
+            for (RequestSlots.Slot en = s.reqsNeedSend.first(); en != null; en = s.reqsNeedSend.next(en)) {
+                toSend.add(en.rid);
+            }
             s.reqsNeedSend.clear(); // as rebinding to a new dict: nothing else holds the old one
         }
         if (!s.reqsNeedRecv.isEmpty()) {
@@ -1112,7 +1118,7 @@ final class SchedulerSide {
         }
         if (safe == null) {
             dropStaleAcks(c, now);
-            c.emit(new Effect.FinishedSendingRewritten(List.of()));
+            c.emit(NOTHING_SURFACED);
             return;
         }
         List<String> surfaced = new ArrayList<>(safe.size());
