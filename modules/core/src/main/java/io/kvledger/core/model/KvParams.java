@@ -170,6 +170,19 @@ public final class KvParams {
         return indexOf(key) >= 0;
     }
 
+    /**
+     * The position of {@code key}, or -1 when absent: with {@link #valueAt}, a test for a key and
+     * a read of its value in one search. A position holds until the params next change.
+     */
+    public int position(String key) {
+        return indexOf(key);
+    }
+
+    /** The value at a position {@link #position} gave. */
+    public Object valueAt(int position) {
+        return vals[position];
+    }
+
     /** {@code params.get(key)}: {@code null} when absent or None. */
     public Object get(String key) {
         int i = indexOf(key);

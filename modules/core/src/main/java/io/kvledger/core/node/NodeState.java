@@ -49,6 +49,9 @@ public final class NodeState {
     /** The last {@code [remote_host]} built for a ReqMeta and its host (immutable; see SchedulerSide.addNewReq). */
     String lastPodsHost;
     List<String> lastPods;
+    /** The last {@code remote_block_ids} value a READ receive converted, and its groups (see SchedulerSide.readRecv). */
+    Object lastRemoteValue;
+    BlockGroups lastRemoteGroups;
 
     // ------------------------------------------------------------ derived configuration
     final int[] transferGroups;

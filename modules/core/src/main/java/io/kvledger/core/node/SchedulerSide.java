@@ -259,6 +259,10 @@ final class SchedulerSide {
                 return false;
             }
             BlockGroups remoteGroups = BlockGroups.fromParamValue(remoteValue);
+            // kept for build_connector_meta's add_new_req, which reads the same value (a param
+            // value is never changed in place, and block groups never change)
+            c.s.lastRemoteValue = remoteValue;
+            c.s.lastRemoteGroups = remoteGroups;
             if (remoteGroups == null) {
                 c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r), "remote_block_ids holds non-integer ids (TypeError)");
                 return false;
@@ -711,13 +715,15 @@ final class SchedulerSide {
      * @return the entry, or {@code null} with a named anomaly where the Python code raises
      */
     static ReqMeta addNewReq(Ctx c, Req req, String rid, BlockGroups local, KvParams kv, boolean writeMode) {
-        if (!kv.has("transfer_id")) {
+        // kv does not change below: each key is searched once, its position read again
+        int tidAt = kv.position("transfer_id");
+        if (tidAt < 0) {
             c.anomaly(AnomalyKind.META_PARAM_MISSING, rid, null,
                     "kv_transfer_params['transfer_id'] raises KeyError in add_new_req ("
                             + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
             return null;
         }
-        Object transferId = kv.get("transfer_id");
+        Object transferId = kv.valueAt(tidAt);
         String tidString = transferId instanceof String ts ? ts : null;
         String host;
         int hs;
@@ -762,24 +768,37 @@ final class SchedulerSide {
         } else {
             pods = List.of(ExtraConfig.pythonStr(hosts));
         }
-        Object dpLocalValue = kv.has("remote_dp_size_local") ? kv.get("remote_dp_size_local") : kv.getOr("remote_dp_size", 1L);
+        int dpLocalAt = kv.position("remote_dp_size_local");
+        int dpSizeAt = kv.position("remote_dp_size");
+        Object dpLocalValue = dpLocalAt >= 0 ? kv.valueAt(dpLocalAt) : dpSizeAt >= 0 ? kv.valueAt(dpSizeAt) : (Object) 1L;
         Long dpLocal = KvParams.asLong(dpLocalValue);
         if (dpLocal == null) {
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString, "add_new_req: int(" + ExtraConfig.pythonStr(dpLocalValue)
                     + ") for remote_dp_size_local raises " + (dpLocalValue instanceof String ? "ValueError" : "TypeError"));
             return null;
         }
-        if (!kv.has("remote_block_ids")) {
+        int remoteAt = kv.position("remote_block_ids");
+        if (remoteAt < 0) {
             c.anomaly(AnomalyKind.META_PARAM_MISSING, rid, tidString,
                     "kv_transfer_params['remote_block_ids'] raises KeyError in add_new_req ("
                             + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
             return null;
         }
-        BlockGroups remote = BlockGroups.fromParamValue(kv.get("remote_block_ids"));
+        Object remoteValue = kv.valueAt(remoteAt);
+        NodeState s = c.s;
+        // the receive staged this value this step (SchedulerSide.readRecv): its groups, not a second conversion
+        BlockGroups remote = remoteValue != null && remoteValue == s.lastRemoteValue
+                ? s.lastRemoteGroups : BlockGroups.fromParamValue(remoteValue);
         Object engine = kv.get("remote_engine_id");
         String engineId = engine == null ? null : ExtraConfig.pythonStr(engine);
-        Object tpValue = ExtraConfig.pythonTruthy(kv.get("remote_tp_size")) ? kv.get("remote_tp_size")
-                : ExtraConfig.pythonTruthy(kv.get("tp_size")) ? kv.get("tp_size") : (Object) 0L;
+        Object remoteTp = kv.get("remote_tp_size");
+        Object tpValue;
+        if (ExtraConfig.pythonTruthy(remoteTp)) {
+            tpValue = remoteTp;
+        } else {
+            Object ownTp = kv.get("tp_size");
+            tpValue = ExtraConfig.pythonTruthy(ownTp) ? ownTp : (Object) 0L;
+        }
         Long tp = KvParams.asLong(tpValue);
         if (tp == null) {
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString,
@@ -788,7 +807,7 @@ final class SchedulerSide {
         }
         int dpRank = intOr(kv.get("remote_dp_rank"), 0);
         // kv_transfer_params.get("remote_dp_size", 1): only an absent key defaults; a present 0 stays 0
-        Long dpSizeValue = kv.has("remote_dp_size") ? KvParams.asLong(kv.get("remote_dp_size")) : null;
+        Long dpSizeValue = dpSizeAt >= 0 ? KvParams.asLong(kv.valueAt(dpSizeAt)) : null;
         int dpSize = dpSizeValue == null ? 1 : (int) (long) dpSizeValue;
         return new ReqMeta(rid, local, remote, engineId, host, hs, np, dpRank, dpSize, (int) (long) dpLocal,
                 (int) (long) tp, transferId, pods, writeMode);
@@ -829,7 +848,7 @@ final class SchedulerSide {
                 c.anomaly(AnomalyKind.FREE_WHILE_TRANSFER_IN_FLIGHT, rid, t,
                         "request finished while its READ is still in flight; its blocks return to the pool");
             }
-            if (s.recvAwaitingHandshake.removeIf(m -> m.requestId().equals(rid))) {
+            if (!s.recvAwaitingHandshake.isEmpty() && s.recvAwaitingHandshake.removeIf(m -> m.requestId().equals(rid))) {
                 c.anomaly(AnomalyKind.HANDSHAKE_FAILED, rid, t,
                         "request finished before the handshake its read waited for completed; no release will be sent");
             }
