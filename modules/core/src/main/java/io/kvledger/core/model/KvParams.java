@@ -19,33 +19,55 @@ public final class KvParams {
     private String[] keys;
     private Object[] vals;
     private int size;
-    /** Copy on write: set when another KvParams may share {@link #keys} and {@link #vals}. */
-    private boolean shared;
+    /**
+     * Copy on write, per array: set when another KvParams may share {@link #keys} (or
+     * {@link #vals}). A change of a present key's value copies the values only.
+     */
+    private boolean keysShared;
+    private boolean valsShared;
+    /**
+     * Bit {@code hashCode & 63} of every key ({@link #bit}); all bits when not kept. A lookup of a
+     * key whose bit is clear ends without scanning: most lookups of an absent key (the connector
+     * asks for a dozen optional keys per request) read one cached hash instead of every key.
+     */
+    private long keyBits;
     private Map<String, Object> view;
 
-    private KvParams(String[] keys, Object[] vals, int size, boolean shared) {
+    private KvParams(String[] keys, Object[] vals, int size, boolean keysShared, boolean valsShared, long keyBits) {
         this.keys = keys;
         this.vals = vals;
         this.size = size;
-        this.shared = shared;
+        this.keysShared = keysShared;
+        this.valsShared = valsShared;
+        this.keyBits = keyBits;
     }
 
-    private void own() {
-        if (shared) {
-            keys = keys.clone();
-            vals = vals.clone();
-            shared = false;
-        }
+    /** The key's bit in {@link #keyBits}: a {@code String}'s hash is cached in it. */
+    private static long bit(String key) {
+        return key == null ? 1L : 1L << key.hashCode();
     }
 
     private int indexOf(Object key) {
+        if ((key == null || key instanceof String) && (keyBits & bit((String) key)) == 0) {
+            return -1;
+        }
         String[] k = keys;
         for (int i = 0; i < size; i++) {
             if (k[i] == key) {
                 return i;
             }
         }
-        if (key != null) {
+        if (key instanceof String s) {
+            // keys are mostly the same literals (found above); an absent key compares its cached
+            // hash with each key's before comparing characters
+            int h = s.hashCode();
+            for (int i = 0; i < size; i++) {
+                String ki = k[i];
+                if (ki != null && ki.hashCode() == h && s.equals(ki)) {
+                    return i;
+                }
+            }
+        } else if (key != null) {
             for (int i = 0; i < size; i++) {
                 if (key.equals(k[i])) {
                     return i;
@@ -55,10 +77,14 @@ public final class KvParams {
         return -1;
     }
 
-    /** Sets the value of {@code key} in place, or appends the key (the caller owns the arrays). */
+    /** Sets the value of {@code key} in place, or appends the key, copying shared arrays first. */
     private void set(String key, Object value) {
         int i = indexOf(key);
         if (i >= 0) {
+            if (valsShared) {
+                vals = vals.clone();
+                valsShared = false;
+            }
             vals[i] = value;
             return;
         }
@@ -66,19 +92,31 @@ public final class KvParams {
             int n = Math.max(4, size * 2);
             keys = java.util.Arrays.copyOf(keys, n);
             vals = java.util.Arrays.copyOf(vals, n);
+            keysShared = false;
+            valsShared = false;
+        } else {
+            if (keysShared) {
+                keys = keys.clone();
+                keysShared = false;
+            }
+            if (valsShared) {
+                vals = vals.clone();
+                valsShared = false;
+            }
         }
         keys[size] = key;
         vals[size] = value;
+        keyBits |= bit(key);
         size++;
     }
 
     public static KvParams empty() {
-        return new KvParams(new String[8], new Object[8], 0, false);
+        return new KvParams(new String[8], new Object[8], 0, false, false, 0L);
     }
 
     /** Empty params with room for {@code n} keys. */
     public static KvParams withCapacity(int n) {
-        return new KvParams(new String[Math.max(n, 1)], new Object[Math.max(n, 1)], 0, false);
+        return new KvParams(new String[Math.max(n, 1)], new Object[Math.max(n, 1)], 0, false, false, 0L);
     }
 
     public static KvParams of(Map<String, ?> m) {
@@ -106,7 +144,7 @@ public final class KvParams {
      * Params holding {@code keys[i] = values[i]} in that order, as {@link #put} of each in turn
      * would give when the keys are distinct (the caller's promise), without searching for each
      * key first. The keys array may be shared by many params and is never written (copy on write:
-     * it is copied, with the values, on the first change); the values array is taken over, its
+     * it is copied on the first added key); the values array is taken over, its
      * {@link Integer}s made {@link Long}s as {@link #put} makes them.
      */
     public static KvParams ofDistinct(String[] keys, Object[] values) {
@@ -118,17 +156,31 @@ public final class KvParams {
                 values[i] = Long.valueOf(n); // as put does
             }
         }
-        return new KvParams(keys, values, keys.length, true);
+        return new KvParams(keys, values, keys.length, true, false, -1L); // no key bits: every lookup scans
     }
 
     /** An independent copy (copy on write: the entries are copied when either side next changes). */
     public KvParams copy() {
-        shared = true;
-        return new KvParams(keys, vals, size, true);
+        keysShared = true;
+        valsShared = true;
+        return new KvParams(keys, vals, size, true, true, keyBits);
     }
 
     public boolean has(String key) {
         return indexOf(key) >= 0;
+    }
+
+    /**
+     * The position of {@code key}, or -1 when absent: with {@link #valueAt}, a test for a key and
+     * a read of its value in one search. A position holds until the params next change.
+     */
+    public int position(String key) {
+        return indexOf(key);
+    }
+
+    /** The value at a position {@link #position} gave. */
+    public Object valueAt(int position) {
+        return vals[position];
     }
 
     /** {@code params.get(key)}: {@code null} when absent or None. */
@@ -187,14 +239,12 @@ public final class KvParams {
     }
 
     public void put(String key, Object value) {
-        own();
         set(key, value instanceof Integer n ? Long.valueOf(n) : value);
     }
 
     /** {@code params.setdefault(key, value)}: sets only when the key is absent. */
     public void setDefault(String key, Object value) {
         if (indexOf(key) < 0) {
-            own();
             set(key, value);
         }
     }

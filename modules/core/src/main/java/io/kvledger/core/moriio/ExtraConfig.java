@@ -59,6 +59,11 @@ public final class ExtraConfig {
         if (v instanceof Boolean b) {
             return b;
         }
+        if (v instanceof String s) {
+            // a non-empty string almost always has a non-zero hash, which it keeps once computed:
+            // the test reads the String itself, not its characters
+            return s.hashCode() != 0 || !s.isEmpty();
+        }
         if (v instanceof Double d) {
             return d != 0.0;
         }
@@ -137,7 +142,7 @@ public final class ExtraConfig {
      * </ul>
      */
     public static String pythonStr(Object v) {
-        return PyText.str(v);
+        return v instanceof String s ? s : PyText.str(v);
     }
 
     /**

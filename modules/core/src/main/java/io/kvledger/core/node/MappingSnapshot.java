@@ -22,13 +22,14 @@ final class MappingSnapshot extends AbstractMap<String, String> {
     /** At most this many entries are kept in arrays; larger maps are copied into a LinkedHashMap. */
     static final int SMALL = 8;
 
-    private final String[] keys;
-    private final String[] values;
+    /** Key {@code i} at {@code 2 * i}, its value at {@code 2 * i + 1}: one array per snapshot. */
+    private final String[] cells;
+    private final int size;
     private Set<Map.Entry<String, String>> entries;
 
-    private MappingSnapshot(String[] keys, String[] values) {
-        this.keys = keys;
-        this.values = values;
+    private MappingSnapshot(String[] cells) {
+        this.cells = cells;
+        this.size = cells.length / 2;
     }
 
     /** An immutable copy of {@code m} in its order. */
@@ -36,25 +37,23 @@ final class MappingSnapshot extends AbstractMap<String, String> {
         if (m.size() > SMALL) {
             return new LinkedHashMap<>(m);
         }
-        String[] k = new String[m.size()];
-        String[] v = new String[m.size()];
+        String[] kv = new String[2 * m.size()];
         int i = 0;
         for (Map.Entry<String, String> e : m.entrySet()) {
-            k[i] = e.getKey();
-            v[i] = e.getValue();
-            i++;
+            kv[i++] = e.getKey();
+            kv[i++] = e.getValue();
         }
-        return new MappingSnapshot(k, v);
+        return new MappingSnapshot(kv);
     }
 
     private int indexOf(Object key) {
-        for (int i = 0; i < keys.length; i++) {
-            if (keys[i] == key) {
+        for (int i = 0; i < size; i++) {
+            if (cells[2 * i] == key) {
                 return i;
             }
         }
-        for (int i = 0; i < keys.length; i++) {
-            if (Objects.equals(keys[i], key)) {
+        for (int i = 0; i < size; i++) {
+            if (Objects.equals(cells[2 * i], key)) {
                 return i;
             }
         }
@@ -64,7 +63,7 @@ final class MappingSnapshot extends AbstractMap<String, String> {
     @Override
     public String get(Object key) {
         int i = indexOf(key);
-        return i < 0 ? null : values[i];
+        return i < 0 ? null : cells[2 * i + 1];
     }
 
     @Override
@@ -74,7 +73,7 @@ final class MappingSnapshot extends AbstractMap<String, String> {
 
     @Override
     public int size() {
-        return keys.length;
+        return size;
     }
 
     @Override
@@ -89,23 +88,23 @@ final class MappingSnapshot extends AbstractMap<String, String> {
 
                         @Override
                         public boolean hasNext() {
-                            return next < keys.length;
+                            return next < size;
                         }
 
                         @Override
                         public Map.Entry<String, String> next() {
-                            if (next >= keys.length) {
+                            if (next >= size) {
                                 throw new NoSuchElementException();
                             }
                             int i = next++;
-                            return new AbstractMap.SimpleImmutableEntry<>(keys[i], values[i]);
+                            return new AbstractMap.SimpleImmutableEntry<>(cells[2 * i], cells[2 * i + 1]);
                         }
                     };
                 }
 
                 @Override
                 public int size() {
-                    return keys.length;
+                    return size;
                 }
             };
             entries = es;

@@ -48,30 +48,98 @@ public final class NodeReducer {
      */
     public static void applyInto(NodeState state, NodeEvent event, List<Effect> sink) {
         Ctx c = state.ctx;
-        c.reset(event.atNs(), sink);
+        // The time is read in each arm from the record's own accessor: event.atNs() here would be
+        // an interface call over the six record types of a scheduler step (not inlined).
+        c.out = sink;
         switch (event) {
-            case NodeEvent.RequestAdmitted e -> SchedulerSide.admitted(c, e);
-            case NodeEvent.MatchedTokensQueried e -> SchedulerSide.matchedTokens(c, e);
-            case NodeEvent.BlocksAllocated e -> SchedulerSide.afterAlloc(c, e);
-            case NodeEvent.StepScheduled e -> SchedulerSide.buildMeta(c, e);
-            case NodeEvent.RequestFinished e -> SchedulerSide.finished(c, e);
-            case NodeEvent.ConnectorOutputReceived e -> SchedulerSide.connectorOutput(c, e);
-            case NodeEvent.LoadStarted e -> WorkerSide.startLoad(c);
-            case NodeEvent.LayerSaved e -> WorkerSide.saveLayer(c, e.layerName());
-            case NodeEvent.SaveWaited e -> WorkerSide.waitForSave(c);
-            case NodeEvent.FinishedPolled e -> WorkerSide.getFinished(c);
-            case NodeEvent.HandshakeCompleted e -> WorkerSide.handshakeCompleted(c, e.key());
-            case NodeEvent.HandshakeFailed e -> WorkerSide.handshakeFailed(c, e.key(), e.reason());
-            case NodeEvent.HandshakeVoted e -> WorkerSide.handshakeVoted(c, e);
-            case NodeEvent.TransferCompleted e -> WorkerSide.transferCompleted(c, e);
-            case NodeEvent.RemoteBlocksReceived e -> WorkerSide.remoteBlocks(c, e);
-            case NodeEvent.WriteDoneReceived e -> WorkerSide.writeDone(c, e.transferId());
-            case NodeEvent.ReleaseReceived e -> WorkerSide.release(c, e.transferId(), e.consumerTpSize());
-            case NodeEvent.RawCompletionReceived e -> WorkerSide.rawCompletion(c, e.completionId());
-            case NodeEvent.FrameRejected e -> WorkerSide.frameRejected(c, e);
-            case NodeEvent.NotifySendFailed e -> WorkerSide.notifySendFailed(c, e);
-            case NodeEvent.ShutDown e -> SchedulerSide.shutDown(c, e);
-            case NodeEvent.Tick e -> WorkerSide.tick(c);
+            case NodeEvent.RequestAdmitted e -> {
+                c.now = e.atNs();
+                SchedulerSide.admitted(c, e);
+            }
+            case NodeEvent.MatchedTokensQueried e -> {
+                c.now = e.atNs();
+                SchedulerSide.matchedTokens(c, e);
+            }
+            case NodeEvent.BlocksAllocated e -> {
+                c.now = e.atNs();
+                SchedulerSide.afterAlloc(c, e);
+            }
+            case NodeEvent.StepScheduled e -> {
+                c.now = e.atNs();
+                SchedulerSide.buildMeta(c, e);
+            }
+            case NodeEvent.RequestFinished e -> {
+                c.now = e.atNs();
+                SchedulerSide.finished(c, e);
+            }
+            case NodeEvent.ConnectorOutputReceived e -> {
+                c.now = e.atNs();
+                SchedulerSide.connectorOutput(c, e);
+            }
+            case NodeEvent.LoadStarted e -> {
+                c.now = e.atNs();
+                WorkerSide.startLoad(c);
+            }
+            case NodeEvent.LayerSaved e -> {
+                c.now = e.atNs();
+                WorkerSide.saveLayer(c, e.layerName());
+            }
+            case NodeEvent.SaveWaited e -> {
+                c.now = e.atNs();
+                WorkerSide.waitForSave(c);
+            }
+            case NodeEvent.FinishedPolled e -> {
+                c.now = e.atNs();
+                WorkerSide.getFinished(c);
+            }
+            case NodeEvent.HandshakeCompleted e -> {
+                c.now = e.atNs();
+                WorkerSide.handshakeCompleted(c, e.key());
+            }
+            case NodeEvent.HandshakeFailed e -> {
+                c.now = e.atNs();
+                WorkerSide.handshakeFailed(c, e.key(), e.reason());
+            }
+            case NodeEvent.HandshakeVoted e -> {
+                c.now = e.atNs();
+                WorkerSide.handshakeVoted(c, e);
+            }
+            case NodeEvent.TransferCompleted e -> {
+                c.now = e.atNs();
+                WorkerSide.transferCompleted(c, e);
+            }
+            case NodeEvent.RemoteBlocksReceived e -> {
+                c.now = e.atNs();
+                WorkerSide.remoteBlocks(c, e);
+            }
+            case NodeEvent.WriteDoneReceived e -> {
+                c.now = e.atNs();
+                WorkerSide.writeDone(c, e.transferId());
+            }
+            case NodeEvent.ReleaseReceived e -> {
+                c.now = e.atNs();
+                WorkerSide.release(c, e.transferId(), e.consumerTpSize());
+            }
+            case NodeEvent.RawCompletionReceived e -> {
+                c.now = e.atNs();
+                WorkerSide.rawCompletion(c, e.completionId());
+            }
+            case NodeEvent.FrameRejected e -> {
+                c.now = e.atNs();
+                WorkerSide.frameRejected(c, e);
+            }
+            case NodeEvent.NotifySendFailed e -> {
+                c.now = e.atNs();
+                WorkerSide.notifySendFailed(c, e);
+            }
+            case NodeEvent.ShutDown e -> {
+                c.now = e.atNs();
+                SchedulerSide.shutDown(c, e);
+            }
+            case NodeEvent.Tick e -> {
+                c.now = e.atNs();
+                WorkerSide.tick(c);
+            }
         }
         c.reset(0, null);
     }

@@ -46,6 +46,12 @@ public final class NodeState {
     Object lastPrefillPeer;
     String lastDecodePeerText;
     Object lastDecodePeer;
+    /** The last {@code [remote_host]} built for a ReqMeta and its host (immutable; see SchedulerSide.addNewReq). */
+    String lastPodsHost;
+    List<String> lastPods;
+    /** The last {@code remote_block_ids} value a READ receive converted, and its groups (see SchedulerSide.readRecv). */
+    Object lastRemoteValue;
+    BlockGroups lastRemoteGroups;
 
     // ------------------------------------------------------------ derived configuration
     final int[] transferGroups;
@@ -511,8 +517,11 @@ public final class NodeState {
         /** The peer address embedded in the request id, parsed once per direction (see SchedulerSide.peer). */
         Object prefillPeer;
         Object decodePeer;
-        /** This request's entry in {@link NodeState#phases} (see {@link PhaseTable#set}). */
-        PhaseTable.Cell phaseCell;
+        /**
+         * The sequence number of this request's entry in {@link NodeState#phases} (see
+         * {@link PhaseTable#set}), or {@link PhaseTable#NONE}.
+         */
+        long phaseSeq = PhaseTable.NONE;
         /**
          * The slot of {@link #requestId} in {@link NodeState#slots}, set when the request goes into
          * {@link NodeState#requests}: its tables' entries without a lookup (a slot dropped since

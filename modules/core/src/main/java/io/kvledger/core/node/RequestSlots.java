@@ -3,9 +3,9 @@ package io.kvledger.core.node;
 import java.util.AbstractMap;
 import java.util.AbstractSet;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -27,52 +27,132 @@ import java.util.Set;
  */
 final class RequestSlots {
 
-    /** Tables, by index into {@link Slot#links}. */
+    /**
+     * Tables, by index into {@link Slot#cells}: the ones every request with params enters first,
+     * so that a slot's array only reaches as far as the tables its requests use.
+     */
     static final int REQUESTS = 0;
-    static final int NEED_RECV = 1;
-    static final int NEED_SAVE = 2;
-    static final int NEED_PENDING_SAVE = 3;
-    static final int KV_PARAMS = 4;
+    static final int RID_TO_TID = 1;
+    static final int KV_PARAMS = 2;
+    static final int NEED_RECV = 3;
+    static final int NEED_SAVE = 4;
     static final int NEED_SEND = 5;
     static final int DEFERRED = 6;
     static final int PARKED_ACKS = 7;
-    static final int RID_TO_TID = 8;
+    static final int NEED_PENDING_SAVE = 8;
     static final int TABLES = 9;
 
-    // Only looked up, never iterated (the tables' lists keep the orders); a LinkedHashMap as everywhere in core.
-    private final LinkedHashMap<String, Slot> index = new LinkedHashMap<>(64);
+    /**
+     * The index from request id to slot: open addressing (linear probing, deletion by backward
+     * shift) over the slots themselves, which keep their id's hash. Only looked up, never
+     * iterated (the tables' lists keep the orders). It holds the live requests only, so it stays
+     * small and in the cache; unlike a map it allocates nothing per request.
+     */
+    private Slot[] index = new Slot[64];
+    private int indexed;
+    /**
+     * The length new slots' arrays start with: the widest any slot has needed so far (three cells
+     * per table up to the last table it entered), so that in a steady workload no array grows.
+     */
+    private int width = 3;
 
     /** The slot of {@code rid}, or {@code null} when no table holds it. */
     Slot get(Object rid) {
-        return index.get(rid);
+        int h = hash(rid);
+        Slot[] t = index;
+        int mask = t.length - 1;
+        for (int i = h & mask; ; i = (i + 1) & mask) {
+            Slot s = t[i];
+            if (s == null) {
+                return null;
+            }
+            if (s.hash == h && (s.rid == rid || Objects.equals(s.rid, rid))) {
+                return s;
+            }
+        }
+    }
+
+    /** The spread hash of an id, as its slot keeps it. */
+    private static int hash(Object rid) {
+        int h = Objects.hashCode(rid) * 0x9E3779B9;
+        return h ^ (h >>> 16);
+    }
+
+    /** Puts a new slot (its id absent) into the index. */
+    private void insert(Slot s) {
+        Slot[] t = index;
+        int mask = t.length - 1;
+        int i = s.hash & mask;
+        while (t[i] != null) {
+            i = (i + 1) & mask;
+        }
+        t[i] = s;
+        if (++indexed * 2 > t.length) {
+            Slot[] g = new Slot[t.length * 2];
+            int m = g.length - 1;
+            for (Slot o : t) {
+                if (o != null) {
+                    int k = o.hash & m;
+                    while (g[k] != null) {
+                        k = (k + 1) & m;
+                    }
+                    g[k] = o;
+                }
+            }
+            index = g;
+        }
+    }
+
+    /** Takes a slot (in the index) out of it. */
+    private void unindex(Slot s) {
+        Slot[] t = index;
+        int mask = t.length - 1;
+        int i = s.hash & mask;
+        while (t[i] != s) {
+            if (t[i] == null) {
+                return; // not indexed (cannot happen: an unreleased slot is its id's indexed one)
+            }
+            i = (i + 1) & mask;
+        }
+        // backward shift: move later slots of the probe run into the hole when their home allows
+        for (int j = (i + 1) & mask; t[j] != null; j = (j + 1) & mask) {
+            int home = t[j].hash & mask;
+            boolean movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+            if (movable) {
+                t[i] = t[j];
+                i = j;
+            }
+        }
+        t[i] = null;
+        indexed--;
     }
 
     /** The slot of {@code rid}, created (in no table yet) when there is none. */
     Slot obtain(String rid) {
-        Slot s = index.get(rid);
+        Slot s = get(rid);
         if (s == null) {
-            s = new Slot(rid);
-            index.put(rid, s);
+            s = new Slot(rid, width);
+            insert(s);
         }
         return s;
     }
 
     /** A new slot for {@code rid}, which has none ({@link #get} gave {@code null}). */
     Slot add(String rid) {
-        Slot s = new Slot(rid);
-        index.put(rid, s);
+        Slot s = new Slot(rid, width);
+        insert(s);
         return s;
     }
 
     /** Slots in the index (for tests: a slot in no table is dropped). */
     int slotCount() {
-        return index.size();
+        return indexed;
     }
 
     private void releaseIfIdle(Slot s) {
         if (s.members == 0 && !s.released) {
             s.released = true;
-            index.remove(s.rid);
+            unindex(s);
         }
     }
 
@@ -87,14 +167,19 @@ final class RequestSlots {
      */
     static final class Slot {
         final String rid;
-        final Object[] cells = new Object[3 * TABLES];
+        /** {@code rid}'s spread hash ({@link RequestSlots#hash}). */
+        final int hash;
+        /** Three cells per table up to the last table the slot entered (grown on demand). */
+        Object[] cells;
         /** Bit {@code table} set while the slot is in that table. */
         int members;
         /** True once dropped from the index: a later put of the id makes a new slot. */
         boolean released;
 
-        Slot(String rid) {
+        Slot(String rid, int width) {
             this.rid = rid;
+            this.hash = RequestSlots.hash(rid);
+            this.cells = new Object[width];
         }
     }
 
@@ -141,7 +226,7 @@ final class RequestSlots {
         @SuppressWarnings("unchecked")
         V get(Slot s) {
             s = current(s);
-            return s == null ? null : (V) s.cells[v];
+            return s == null || (s.members & bit) == 0 ? null : (V) s.cells[v];
         }
 
         boolean has(Slot s) {
@@ -160,6 +245,13 @@ final class RequestSlots {
                 V old = (V) c[v];
                 c[v] = value;
                 return old;
+            }
+            if (c.length <= a) {
+                c = java.util.Arrays.copyOf(c, a + 1);
+                s.cells = c;
+                if (slots.width <= a) {
+                    slots.width = a + 1;
+                }
             }
             s.members |= bit;
             c[v] = value;

@@ -43,6 +43,9 @@ final class SchedulerSide {
         "remote_dp_size_local", "tp_size", "transfer_id",
     };
 
+    /** The reply of a step that surfaces nothing (a record of an immutable empty list: one will do). */
+    private static final Effect.FinishedSendingRewritten NOTHING_SURFACED = new Effect.FinishedSendingRewritten(List.of());
+
     private SchedulerSide() {}
 
     // ------------------------------------------------------------------ admission
@@ -256,6 +259,10 @@ final class SchedulerSide {
                 return false;
             }
             BlockGroups remoteGroups = BlockGroups.fromParamValue(remoteValue);
+            // kept for build_connector_meta's add_new_req, which reads the same value (a param
+            // value is never changed in place, and block groups never change)
+            c.s.lastRemoteValue = remoteValue;
+            c.s.lastRemoteGroups = remoteGroups;
             if (remoteGroups == null) {
                 c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r), "remote_block_ids holds non-integer ids (TypeError)");
                 return false;
@@ -287,7 +294,8 @@ final class SchedulerSide {
             } else {
                 l = new int[0];
             }
-            local = BlockGroups.single(l);
+            // The allocation's own group 0 is not copied (block groups never change once built).
+            local = e.blocks().size() > 0 && l == e.blocks().group(0) ? e.blocks().firstOnly() : BlockGroups.single(l);
         } else {
             BlockGroups remote = BlockGroups.fromParamValue(remoteValue);
             if (remote == null || BlockGroups.isFlatParamValue(remoteValue)) {
@@ -566,7 +574,8 @@ final class SchedulerSide {
     static void buildMeta(Ctx c, NodeEvent.StepScheduled e) {
         NodeState s = c.s;
         List<ReqMeta> recv = s.reqsNeedRecv.isEmpty() ? List.of() : new ArrayList<>(s.reqsNeedRecv.size());
-        List<ReqMeta> save = new ArrayList<>(s.reqsNeedSave.size());
+        List<ReqMeta> save = s.reqsNeedSave.isEmpty() && s.reqsNeedPendingSave.isEmpty()
+                ? List.of() : new ArrayList<>(s.reqsNeedSave.size());
         if (c.cfg.mode() == TransferMode.WRITE && c.cfg.role() == Role.PRODUCER && !s.reqsNeedPendingSave.isEmpty()) {
             for (NodeEvent.CachedRequest cr : e.cachedRequests()) {
                 if (cr.newBlockIds() == null) {
@@ -631,7 +640,10 @@ final class SchedulerSide {
         if (s.reqsNeedSend.isEmpty()) {
             toSend = List.of(); // rebinding an empty dict to a new empty one changes nothing
         } else {
-            toSend = new ArrayList<>(s.reqsNeedSend.keySet());
+            toSend = new ArrayList<>(s.reqsNeedSend.size());
+            for (RequestSlots.Slot en = s.reqsNeedSend.first(); en != null; en = s.reqsNeedSend.next(en)) {
+                toSend.add(en.rid);
+            }
             s.reqsNeedSend.clear(); // as rebinding to a new dict: nothing else holds the old one
         }
         if (!s.reqsNeedRecv.isEmpty()) {
@@ -703,13 +715,15 @@ final class SchedulerSide {
      * @return the entry, or {@code null} with a named anomaly where the Python code raises
      */
     static ReqMeta addNewReq(Ctx c, Req req, String rid, BlockGroups local, KvParams kv, boolean writeMode) {
-        if (!kv.has("transfer_id")) {
+        // kv does not change below: each key is searched once, its position read again
+        int tidAt = kv.position("transfer_id");
+        if (tidAt < 0) {
             c.anomaly(AnomalyKind.META_PARAM_MISSING, rid, null,
                     "kv_transfer_params['transfer_id'] raises KeyError in add_new_req ("
                             + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
             return null;
         }
-        Object transferId = kv.get("transfer_id");
+        Object transferId = kv.valueAt(tidAt);
         String tidString = transferId instanceof String ts ? ts : null;
         String host;
         int hs;
@@ -739,7 +753,13 @@ final class SchedulerSide {
         List<String> pods;
         Object hosts = kv.get("remote_hosts");
         if (!ExtraConfig.pythonTruthy(hosts)) {
-            pods = List.of(host);
+            // [remote_host]: one immutable list per peer host, shared by its requests' metadata
+            NodeState s = c.s;
+            if (s.lastPodsHost != host || s.lastPods == null) {
+                s.lastPods = List.of(host);
+                s.lastPodsHost = host;
+            }
+            pods = s.lastPods;
         } else if (hosts instanceof List<?> l) {
             pods = new ArrayList<>(l.size());
             for (Object o : l) {
@@ -748,24 +768,37 @@ final class SchedulerSide {
         } else {
             pods = List.of(ExtraConfig.pythonStr(hosts));
         }
-        Object dpLocalValue = kv.has("remote_dp_size_local") ? kv.get("remote_dp_size_local") : kv.getOr("remote_dp_size", 1L);
+        int dpLocalAt = kv.position("remote_dp_size_local");
+        int dpSizeAt = kv.position("remote_dp_size");
+        Object dpLocalValue = dpLocalAt >= 0 ? kv.valueAt(dpLocalAt) : dpSizeAt >= 0 ? kv.valueAt(dpSizeAt) : (Object) 1L;
         Long dpLocal = KvParams.asLong(dpLocalValue);
         if (dpLocal == null) {
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString, "add_new_req: int(" + ExtraConfig.pythonStr(dpLocalValue)
                     + ") for remote_dp_size_local raises " + (dpLocalValue instanceof String ? "ValueError" : "TypeError"));
             return null;
         }
-        if (!kv.has("remote_block_ids")) {
+        int remoteAt = kv.position("remote_block_ids");
+        if (remoteAt < 0) {
             c.anomaly(AnomalyKind.META_PARAM_MISSING, rid, tidString,
                     "kv_transfer_params['remote_block_ids'] raises KeyError in add_new_req ("
                             + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
             return null;
         }
-        BlockGroups remote = BlockGroups.fromParamValue(kv.get("remote_block_ids"));
+        Object remoteValue = kv.valueAt(remoteAt);
+        NodeState s = c.s;
+        // the receive staged this value this step (SchedulerSide.readRecv): its groups, not a second conversion
+        BlockGroups remote = remoteValue != null && remoteValue == s.lastRemoteValue
+                ? s.lastRemoteGroups : BlockGroups.fromParamValue(remoteValue);
         Object engine = kv.get("remote_engine_id");
         String engineId = engine == null ? null : ExtraConfig.pythonStr(engine);
-        Object tpValue = ExtraConfig.pythonTruthy(kv.get("remote_tp_size")) ? kv.get("remote_tp_size")
-                : ExtraConfig.pythonTruthy(kv.get("tp_size")) ? kv.get("tp_size") : (Object) 0L;
+        Object remoteTp = kv.get("remote_tp_size");
+        Object tpValue;
+        if (ExtraConfig.pythonTruthy(remoteTp)) {
+            tpValue = remoteTp;
+        } else {
+            Object ownTp = kv.get("tp_size");
+            tpValue = ExtraConfig.pythonTruthy(ownTp) ? ownTp : (Object) 0L;
+        }
         Long tp = KvParams.asLong(tpValue);
         if (tp == null) {
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString,
@@ -774,7 +807,7 @@ final class SchedulerSide {
         }
         int dpRank = intOr(kv.get("remote_dp_rank"), 0);
         // kv_transfer_params.get("remote_dp_size", 1): only an absent key defaults; a present 0 stays 0
-        Long dpSizeValue = kv.has("remote_dp_size") ? KvParams.asLong(kv.get("remote_dp_size")) : null;
+        Long dpSizeValue = dpSizeAt >= 0 ? KvParams.asLong(kv.valueAt(dpSizeAt)) : null;
         int dpSize = dpSizeValue == null ? 1 : (int) (long) dpSizeValue;
         return new ReqMeta(rid, local, remote, engineId, host, hs, np, dpRank, dpSize, (int) (long) dpLocal,
                 (int) (long) tp, transferId, pods, writeMode);
@@ -815,7 +848,7 @@ final class SchedulerSide {
                 c.anomaly(AnomalyKind.FREE_WHILE_TRANSFER_IN_FLIGHT, rid, t,
                         "request finished while its READ is still in flight; its blocks return to the pool");
             }
-            if (s.recvAwaitingHandshake.removeIf(m -> m.requestId().equals(rid))) {
+            if (!s.recvAwaitingHandshake.isEmpty() && s.recvAwaitingHandshake.removeIf(m -> m.requestId().equals(rid))) {
                 c.anomaly(AnomalyKind.HANDSHAKE_FAILED, rid, t,
                         "request finished before the handshake its read waited for completed; no release will be sent");
             }
@@ -945,8 +978,7 @@ final class SchedulerSide {
         r.admittedAs = old;
         s.requests.put(newId, r);
         r.slot = s.slots.get(newId);
-        s.phases.put(newId, r.phase);
-        r.phaseCell = s.phases.cell(newId);
+        r.phaseSeq = s.phases.putAndLocate(newId, r.phase);
         return r;
     }
 
@@ -1044,14 +1076,14 @@ final class SchedulerSide {
                 ? (sending == null ? List.of() : sending)
                 : new LinkedHashSet<>(sending);
         long now = c.now;
-        LinkedHashMap<String, Effect.SurfaceReason> safe = null;
+        Surfacing safe = null;
         for (String rid : incoming) {
             RequestSlots.Slot sl = s.slots.get(rid);
             if (s.deferredSendDeadlines.has(sl)) {
                 if (safe == null) {
-                    safe = new LinkedHashMap<>(4);
+                    safe = new Surfacing();
                 }
-                safe.put(rid, Effect.SurfaceReason.ACKED);
+                safe.putIfAbsent(rid, Effect.SurfaceReason.ACKED); // incoming ids are distinct: a put
             } else if (!s.pendingSentAcks.has(sl)) {
                 long deadline = plus(now, c.cfg.deferTimeoutNs());
                 s.pendingSentAcks.put(rid, deadline);
@@ -1069,7 +1101,7 @@ final class SchedulerSide {
             for (RequestSlots.Slot p = s.pendingSentAcks.first(); p != null; p = s.pendingSentAcks.next(p)) {
                 if (s.deferredSendDeadlines.has(p)) {
                     if (safe == null) {
-                        safe = new LinkedHashMap<>();
+                        safe = new Surfacing();
                     }
                     safe.putIfAbsent(p.rid, Effect.SurfaceReason.PARKED_ACK_RELEASED);
                 }
@@ -1086,7 +1118,7 @@ final class SchedulerSide {
                     }
                     expired.add(d.rid);
                     if (safe == null) {
-                        safe = new LinkedHashMap<>();
+                        safe = new Surfacing();
                     }
                     safe.putIfAbsent(d.rid, Effect.SurfaceReason.REAPED);
                 }
@@ -1105,35 +1137,100 @@ final class SchedulerSide {
         }
         if (safe == null) {
             dropStaleAcks(c, now);
-            c.emit(new Effect.FinishedSendingRewritten(List.of()));
+            c.emit(NOTHING_SURFACED);
             return;
         }
         List<String> surfaced = new ArrayList<>(safe.size());
-        for (Map.Entry<String, Effect.SurfaceReason> en : safe.entrySet()) {
-            String rid = en.getKey();
+        for (int k = 0; k < safe.size(); k++) {
+            String rid = safe.rid(k);
+            Effect.SurfaceReason reason = safe.reason(k);
             RequestSlots.Slot sl = s.slots.get(rid);
             NodeState.Deferral d = s.deferredSendDeadlines.remove(sl);
             String transferId = d != null ? d.transferId() : null;
             s.pendingSentAcks.remove(sl);
             unmap(c, sl, rid, transferId);
-            c.emit(new Effect.AckSurfaced(rid, transferId, en.getValue()));
+            c.emit(new Effect.AckSurfaced(rid, transferId, reason));
             surfaced.add(rid);
             Req r = s.requests.get(sl);
             if (r == null) {
                 c.anomaly(AnomalyKind.FINISHED_SENDING_UNKNOWN_REQUEST, rid, transferId, "assert req_id in self.requests");
                 continue;
             }
-            if (en.getValue() == Effect.SurfaceReason.REAPED) {
+            if (reason == Effect.SurfaceReason.REAPED) {
                 s.reapedRequests.add(rid);
                 c.phase(r, RequestPhase.REAPED, "reaped after defer_timeout without an ACK");
             } else {
-                c.phase(r, RequestPhase.FREED_AFTER_ACK, en.getValue() == Effect.SurfaceReason.ACKED
+                c.phase(r, RequestPhase.FREED_AFTER_ACK, reason == Effect.SurfaceReason.ACKED
                         ? "ACK received; blocks freed" : "parked ACK matched the deferral; blocks freed");
             }
             c.free(r);
         }
         dropStaleAcks(c, now);
         c.emit(new Effect.FinishedSendingRewritten(surfaced));
+    }
+
+    /**
+     * {@code SAFE} of {@code update_connector_output}: request ids with the reason each surfaces,
+     * in insertion order, a put of a present id leaving it as it is ({@code putIfAbsent}). Most
+     * steps surface one ACK: a few entries sit in one array, searched linearly; past
+     * {@value #SMALL} a {@code LinkedHashMap} from id to position takes over the search.
+     */
+    static final class Surfacing {
+        private static final int SMALL = 8;
+        private Object[] cells = new Object[4];
+        private int n;
+        private LinkedHashMap<String, Integer> positions;
+
+        int size() {
+            return n;
+        }
+
+        String rid(int k) {
+            return (String) cells[2 * k];
+        }
+
+        Effect.SurfaceReason reason(int k) {
+            return (Effect.SurfaceReason) cells[2 * k + 1];
+        }
+
+        private int indexOf(String rid) {
+            if (positions != null) {
+                Integer k = positions.get(rid);
+                return k == null ? -1 : k;
+            }
+            for (int k = 0; k < n; k++) {
+                if (java.util.Objects.equals(cells[2 * k], rid)) {
+                    return k;
+                }
+            }
+            return -1;
+        }
+
+        /** The reason of {@code rid}, or {@code null}. */
+        Effect.SurfaceReason get(String rid) {
+            int k = indexOf(rid);
+            return k < 0 ? null : reason(k);
+        }
+
+        void putIfAbsent(String rid, Effect.SurfaceReason reason) {
+            if (indexOf(rid) >= 0) {
+                return;
+            }
+            if (2 * n == cells.length) {
+                cells = Arrays.copyOf(cells, 2 * cells.length);
+            }
+            cells[2 * n] = rid;
+            cells[2 * n + 1] = reason;
+            n++;
+            if (positions != null) {
+                positions.put(rid, n - 1);
+            } else if (n > SMALL) {
+                positions = new LinkedHashMap<>();
+                for (int k = 0; k < n; k++) {
+                    positions.put(rid(k), k);
+                }
+            }
+        }
     }
 
     /** Parked ACKs past their deadline that never matched a deferral are dropped. */

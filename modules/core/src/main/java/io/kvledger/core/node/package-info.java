@@ -12,8 +12,8 @@
  * <p>Hot tables keep that order in intrusive lists with a hash index that is only looked up, never
  * iterated: {@link io.kvledger.core.node.RequestSlots} (one record per request id for the nine
  * request-id tables of the scheduler side, so a hook looks its request up once),
- * {@link io.kvledger.core.node.PhaseTable} with its open-addressing
- * {@link io.kvledger.core.node.CellIndex}, and {@link io.kvledger.core.node.MappingSnapshot} (the
+ * {@link io.kvledger.core.node.PhaseTable} (a ring of entries in insertion order with an
+ * open-addressing index), and {@link io.kvledger.core.node.MappingSnapshot} (the
  * worker's copy of the transfer-id map). Each behaves as the {@code LinkedHashMap} it replaced and
  * has a test against it.
  *

@@ -68,6 +68,11 @@ class KvParamsTest {
                 if (copy != null) {
                     assertThat(copy.toString()).isEqualTo(copyModel.toString());
                     assertThat(copy.asMap()).isEqualTo(copyModel);
+                    for (String key : KEYS) {
+                        // present and absent keys, after changes on either side of the copy
+                        assertThat(copy.has(key)).isEqualTo(copyModel.containsKey(key));
+                        assertThat(p.has(new String(key))).isEqualTo(m.containsKey(key));
+                    }
                 }
             }
         }

@@ -19,6 +19,21 @@ import org.junit.jupiter.api.Test;
  */
 class RequestSlotsTest {
 
+    /** 64 ids with one String hash ("Aa" and "BB" hash alike). */
+    private static final List<String> COLLIDING = colliding();
+
+    private static List<String> colliding() {
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            StringBuilder b = new StringBuilder();
+            for (int bit = 0; bit < 6; bit++) {
+                b.append((i >> bit & 1) == 0 ? "Aa" : "BB");
+            }
+            ids.add(b.toString());
+        }
+        return ids;
+    }
+
     @Test
     void every_table_behaves_as_a_linked_hash_map() {
         Random rnd = new Random(14);
@@ -35,7 +50,13 @@ class RequestSlotsTest {
                 int t = rnd.nextInt(RequestSlots.TABLES);
                 RequestSlots.Table<Integer> table = tables.get(t);
                 LinkedHashMap<String, Integer> map = maps.get(t);
-                String rid = "r" + rnd.nextInt(12);
+                // few ids, ids sharing one String hash (probe runs and backward shifts in the
+                // index), or many (the index grows)
+                String rid = switch (round % 3) {
+                    case 0 -> "r" + rnd.nextInt(12);
+                    case 1 -> COLLIDING.get(rnd.nextInt(COLLIDING.size()));
+                    default -> "r" + rnd.nextInt(300);
+                };
                 Integer v = rnd.nextInt(100);
                 // a slot: the id's present one, or one held from earlier (perhaps dropped since)
                 RequestSlots.Slot slot = !held.isEmpty() && rnd.nextInt(3) == 0
@@ -117,6 +138,12 @@ class RequestSlotsTest {
                 for (String id : ids) {
                     assertThat(slots.get(id)).isNotNull();
                     assertThat(slots.get(id).released).isFalse();
+                    assertThat(slots.get(id).rid).isEqualTo(id);
+                }
+                if (op % 20 == 0) {
+                    for (String id : COLLIDING) {
+                        assertThat(slots.get(id) != null).isEqualTo(ids.contains(id));
+                    }
                 }
             }
         }
