@@ -184,12 +184,7 @@ public abstract class FieldType<T> {
     public static final FieldType<Object> PY = new FieldType<>("any") {
         @Override void write(MessagePacker p, Object v) throws IOException { PyValues.pack(p, v); }
         @Override Object read(MessageUnpacker u) throws IOException { return PyValues.unpack(u); }
-        @Override Object readFast(FastPayloadReader in) {
-            if (!in.atString()) {
-                throw FastPayloadReader.FALLBACK; // only a str (a transfer id) is read here
-            }
-            return in.readString();
-        }
+        @Override Object readFast(FastPayloadReader in) { return in.readPy(); }
         @Override Object toJson(Object v) { return PyValues.toJson(v); }
         @Override Object fromJson(Object j) { return PyValues.fromJson(j); }
         @Override String render(Object v) { return Render.py(v); }
@@ -202,6 +197,7 @@ public abstract class FieldType<T> {
             expect(u, ValueType.MAP);
             return PyValues.unpackParams(u);
         }
+        @Override KvParams readFast(FastPayloadReader in) { return in.readParams(); }
         @Override Object toJson(KvParams v) { return PyValues.toJson(v); }
         @Override KvParams fromJson(Object j) {
             if (!(j instanceof Map<?, ?>)) {
