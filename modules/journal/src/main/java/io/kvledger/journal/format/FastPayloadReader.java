@@ -42,6 +42,17 @@ public final class FastPayloadReader {
      * and the reducers' lookups by literal keys then match them by identity.
      */
     private String[] lastKeys = new String[0];
+    /**
+     * The strings {@link #readRecurringString} read last, with their msgpack bytes, in the order
+     * first read; {@link #recentHint} is where the next one is looked for first (after the last
+     * hit: layer names come round in order).
+     */
+    private final String[] recent = new String[RECENT];
+    private final byte[][] recentBytes = new byte[RECENT][];
+    private int recentNext;
+    private int recentHint;
+    private int recentCount;
+    private static final int RECENT = 128;
 
     public FastPayloadReader() {}
 
@@ -225,6 +236,46 @@ public final class FastPayloadReader {
         }
         int at = skip(n);
         return new String(b, at, n, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * {@link #readString}, but the same instance for the same bytes as one of the last
+     * {@value #RECENT} distinct strings read here (equal bytes decode to equal strings).
+     */
+    String readRecurringString() {
+        if (pos < end) {
+            int c = b[pos] & 0xff;
+            int at;
+            int n;
+            if (c >= 0xa0 && c <= 0xbf) {
+                at = pos + 1;
+                n = c & 0x1f;
+            } else if (c == 0xd9 && pos + 1 < end) {
+                at = pos + 2;
+                n = b[pos + 1] & 0xff;
+            } else {
+                return readString();
+            }
+            if (n > end - at) {
+                throw FALLBACK;
+            }
+            int filled = recentCount;
+            for (int k = 0, i = recentHint; k < filled; k++, i = i + 1 == filled ? 0 : i + 1) {
+                byte[] r = recentBytes[i];
+                if (r.length == n && Arrays.equals(b, at, at + n, r, 0, n)) {
+                    pos = at + n;
+                    recentHint = i + 1 == filled ? 0 : i + 1;
+                    return recent[i];
+                }
+            }
+            String s = readString();
+            recent[recentNext] = s;
+            recentBytes[recentNext] = Arrays.copyOfRange(b, at, at + n);
+            recentNext = (recentNext + 1) & (RECENT - 1);
+            recentCount = Math.min(recentCount + 1, RECENT);
+            return s;
+        }
+        return readString();
     }
 
     /** A bin payload, copied. */

@@ -266,4 +266,41 @@ class FastPayloadReaderTest {
                 .params();
         assertThat(p3.asMap()).containsExactly(java.util.Map.entry("a", 1L), java.util.Map.entry("b", "x"));
     }
+
+    @Test
+    void recurring_layer_names_read_as_the_generic_reader_reads_them_one_instance_each() throws IOException {
+        FastPayloadReader fast = new FastPayloadReader();
+        List<String> names = new java.util.ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            names.add("model.layers." + i + ".self_attn.attn");
+        }
+        names.add("x".repeat(40)); // a str 8
+        names.add("");
+        java.util.Map<String, String> first = new java.util.HashMap<>();
+        Random rnd = new Random(3);
+        for (int round = 0; round < 4; round++) {
+            // in order for a few layers, in order over more names than the reader keeps, then at random
+            int span = round == 0 ? 8 : round == 1 ? names.size() : 40;
+            for (int k = 0; k < 3 * span; k++) {
+                String name = round == 3 ? names.get(rnd.nextInt(names.size())) : names.get(k % span);
+                NodeEvent e = new NodeEvent.LayerSaved(k, name);
+                byte[] b = payload(EntryType.LAYER_SAVED, e);
+                Object f = fast.read(EntryType.LAYER_SAVED, b, 0, b.length, k);
+                assertThat(f).isEqualTo(generic(EntryType.LAYER_SAVED, b, 0, b.length, k)).isEqualTo(e);
+                String got = ((NodeEvent.LayerSaved) f).layerName();
+                if (round == 0) {
+                    assertThat(got).isSameAs(first.computeIfAbsent(name, x -> got));
+                }
+            }
+        }
+        // bytes that are not UTF-8, again and again: the generic reader's replacement characters each time
+        byte[] bad = {(byte) 0x91, (byte) 0xa3, 'a', (byte) 0xff, 'b'};
+        for (int i = 0; i < 3; i++) {
+            assertThat(fast.read(EntryType.LAYER_SAVED, bad, 0, bad.length, 1))
+                    .isEqualTo(generic(EntryType.LAYER_SAVED, bad, 0, bad.length, 1));
+        }
+        // a cut name is left to the generic reader
+        byte[] whole = payload(EntryType.LAYER_SAVED, new NodeEvent.LayerSaved(1, names.get(0)));
+        assertThat(fast.read(EntryType.LAYER_SAVED, whole, 0, whole.length - 1, 1)).isNull();
+    }
 }
