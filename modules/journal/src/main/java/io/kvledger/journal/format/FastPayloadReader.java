@@ -204,8 +204,21 @@ public final class FastPayloadReader {
             throw FALLBACK; // each int takes a byte at least
         }
         int[] a = new int[n];
+        byte[] b = this.b;
+        int e = end;
         for (int i = 0; i < n; i++) {
-            a[i] = readInt();
+            // block ids: a fixint or a uint 16 nearly always, read here; anything else by readInt
+            int p = pos;
+            int c = p < e ? b[p] & 0xff : -1;
+            if (c >= 0 && c <= 0x7f) {
+                a[i] = c;
+                pos = p + 1;
+            } else if (c == 0xcd && p + 3 <= e) {
+                a[i] = (b[p + 1] & 0xff) << 8 | (b[p + 2] & 0xff);
+                pos = p + 3;
+            } else {
+                a[i] = readInt();
+            }
         }
         return a;
     }

@@ -303,4 +303,19 @@ class FastPayloadReaderTest {
         byte[] whole = payload(EntryType.LAYER_SAVED, new NodeEvent.LayerSaved(1, names.get(0)));
         assertThat(fast.read(EntryType.LAYER_SAVED, whole, 0, whole.length - 1, 1)).isNull();
     }
+
+    @Test
+    void block_ids_of_every_width_read_as_the_generic_reader_reads_them() throws IOException {
+        FastPayloadReader fast = new FastPayloadReader();
+        NodeEvent e = new NodeEvent.BlocksAllocated(5, "r", io.kvledger.core.model.BlockGroups.of(new int[][] {
+            {0, 1, 127, 128, 255, 256, 65_535, 65_536, Integer.MAX_VALUE}, {}, {-1, -32, -33, -129, Integer.MIN_VALUE}}), 3);
+        byte[] b = payload(EntryType.BLOCKS_ALLOCATED, e);
+        assertThat(fast.read(EntryType.BLOCKS_ALLOCATED, b, 0, b.length, 5))
+                .isEqualTo(generic(EntryType.BLOCKS_ALLOCATED, b, 0, b.length, 5)).isEqualTo(e);
+        // a uint 16 cut after its first byte, and an id beyond 32 bits: left to the generic reader
+        byte[] cut = HexFormat.of().parseHex("94a1729191cd01");
+        assertThat(fast.read(EntryType.BLOCKS_ALLOCATED, cut, 0, cut.length, 5)).isNull();
+        byte[] wide = HexFormat.of().parseHex("94a1729191cf000000010000000003");
+        assertThat(fast.read(EntryType.BLOCKS_ALLOCATED, wide, 0, wide.length, 5)).isNull();
+    }
 }
