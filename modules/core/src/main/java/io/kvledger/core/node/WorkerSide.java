@@ -273,7 +273,7 @@ final class WorkerSide {
     /** Deferred tasks: run those whose remote_blocks arrived, expire those older than defer_timeout. */
     private static void processDeferred(Ctx c) {
         NodeState s = c.s;
-        if (s.deferredTasks.isEmpty()) {
+        if (s.deferredTasks.isEmpty() || !anyDeferredDue(c)) {
             return;
         }
         List<WriteTask> tasks = new ArrayList<>(s.deferredTasks);
@@ -306,6 +306,31 @@ final class WorkerSide {
                 keptTid = t.transferId();
             }
         }
+    }
+
+    /**
+     * Whether {@link #processDeferred} would do anything but put every task back in its order:
+     * drop one (its transfer ended), run one (its remote_blocks came) or expire one. The same
+     * tests, without taking the list apart (most calls find nothing to do).
+     */
+    private static boolean anyDeferredDue(Ctx c) {
+        NodeState s = c.s;
+        String keptTid = null;
+        for (int i = 0; i < s.deferredTasks.size(); i++) {
+            WriteTask t = s.deferredTasks.get(i);
+            if (c.now - t.enqueueNs() > c.cfg.deferTimeoutNs()) {
+                return true;
+            }
+            if (t.transferId() == keptTid) {
+                continue;
+            }
+            if (s.terminalTransfers.contains(t.transferId()) || !s.writes.containsKey(t.transferId())
+                    || s.remoteAllocs.containsKey(t.transferId())) {
+                return true;
+            }
+            keptTid = t.transferId();
+        }
+        return false;
     }
 
     /** {@code _finalize_if_complete}: once, when every expected write is done and its status settled. */
