@@ -41,7 +41,11 @@ import java.util.stream.Stream;
  * <p>In follow mode ({@link JournalTailer}) the end of the last file is not searched past: a live
  * writer appends there, and {@link #next} simply returns false until it has.
  *
- * <p>Threading: one thread.
+ * <p>Outside follow mode, a file of {@value #READ_AHEAD_FROM_CHUNKS} read-ahead chunks or more is
+ * read ahead on a thread of its own ({@link ReadAhead}) while the walk goes straight on; the
+ * scanner reads for itself wherever it does not (the file's header, the search after damage).
+ *
+ * <p>Threading: one thread (plus the read-ahead's own, which only reads the file).
  */
 final class QueueScanner implements AutoCloseable {
 
@@ -62,6 +66,8 @@ final class QueueScanner implements AutoCloseable {
 
     private final Path dir;
     private final boolean follow;
+    private final boolean readAhead;
+    private long chunksReadAhead;
     private List<Path> files;
     private int fileIndex = -1;
     private FileChannel ch;
@@ -71,6 +77,15 @@ final class QueueScanner implements AutoCloseable {
     private byte[] win = new byte[WINDOW];
     private long winStart;
     private int winLen;
+    /**
+     * Where the window's bytes start being the file's: {@link #winStart}, except in a chunk of the
+     * read-ahead, whose front holds only the tail of the entry before it (copied there).
+     */
+    private long winValidFrom;
+    /** The scanner's own window buffer (for its own reads); {@link #win} may be a read-ahead chunk's. */
+    private byte[] own = win;
+    /** Reads the current file ahead (outside follow mode, over large files); null when not running. */
+    private ReadAhead ahead;
 
     private long lastGoodSeq = -1;
     private boolean strict;
@@ -101,9 +116,23 @@ final class QueueScanner implements AutoCloseable {
     private record Pending(String file, long offset, long lastGoodSeq, String what, long goodInFileBefore) {}
 
     QueueScanner(Path dir, boolean follow) {
+        this(dir, follow, !follow);
+    }
+
+    /**
+     * @param readAhead whether large files are read ahead on a thread of their own
+     *                  ({@link ReadAhead}; never in follow mode)
+     */
+    QueueScanner(Path dir, boolean follow, boolean readAhead) {
         this.dir = dir;
         this.follow = follow;
+        this.readAhead = readAhead && !follow;
         this.files = listFiles(dir);
+    }
+
+    /** Chunks taken from the read-ahead so far. */
+    long chunksReadAhead() {
+        return chunksReadAhead;
     }
 
     /** The {@code .cq4} files of {@code dir}, by name (the roll cycle's order). */
@@ -452,7 +481,7 @@ final class QueueScanner implements AutoCloseable {
     /** The first position at or after {@code from} in this file that holds a good entry, or -1. */
     private long search(long from) throws IOException {
         for (long q = from; q + 4 <= size; q += 4) {
-            if ((q < winStart || q + 4 > winStart + winLen) && !ensure(q, 4)) {
+            if ((q < winValidFrom || q < winStart || q + 4 > winStart + winLen) && !ensure(q, 4)) {
                 return -1;
             }
             int h = intAt((int) (q - winStart));
@@ -646,6 +675,14 @@ final class QueueScanner implements AutoCloseable {
     }
 
     private void closeFile() {
+        if (ahead != null) {
+            ahead.close();
+            ahead = null;
+        }
+        if (win != own) {
+            win = own;
+            invalidate();
+        }
         if (ch != null) {
             try {
                 ch.close();
@@ -667,18 +704,32 @@ final class QueueScanner implements AutoCloseable {
     private void invalidate() {
         winLen = 0;
         winStart = 0;
+        winValidFrom = 0;
     }
+
+    static final int READ_AHEAD_FROM_CHUNKS = 4;
+    /** Files at least this large are read ahead (a chunk or two ahead of the walk). */
+    private static final long READ_AHEAD_FROM = (long) READ_AHEAD_FROM_CHUNKS * ReadAhead.CHUNK;
 
     /** Makes the window cover {@code [at, at + n)}; false when the file ends before. */
     private boolean ensure(long at, int n) throws IOException {
-        if (at >= winStart && at + n <= winStart + winLen) {
+        if (at >= winValidFrom && at >= winStart && at + n <= winStart + winLen) {
             return true;
         }
         if (at + n > size) {
             return false;
         }
+        if (nextChunk(at, n)) {
+            return true;
+        }
+        if (win != own) {
+            if (ahead != null) {
+                ahead.recycle(win);
+            }
+            win = own;
+        }
         if (n > win.length) {
-            win = new byte[Math.max(n, win.length * 2)];
+            win = own = new byte[Math.max(n, win.length * 2)];
         }
         ByteBuffer bb = ByteBuffer.wrap(win);
         int want = (int) Math.min(win.length, size - at);
@@ -692,6 +743,7 @@ final class QueueScanner implements AutoCloseable {
             p += r;
         }
         winStart = at;
+        winValidFrom = at;
         winLen = bb.position();
         if (winLen < n) {
             // the file shrank under us: treat it as ending here
@@ -699,6 +751,45 @@ final class QueueScanner implements AutoCloseable {
             return false;
         }
         return true;
+    }
+
+    /**
+     * Moves the window on to the read-ahead's next chunk when the walk goes on past its end
+     * (within {@link ReadAhead#SLACK} bytes of it, for {@code n} bytes that the chunk completes):
+     * the tail of the window from {@code at} is copied in front of the chunk. Starts the
+     * read-ahead where it is not running from the window's end. False when it does not apply (the
+     * caller reads for itself).
+     */
+    private boolean nextChunk(long at, int n) {
+        long winEnd = winStart + winLen;
+        if (!readAhead || winLen == 0 || at < winValidFrom || at > winEnd || winEnd - at > ReadAhead.SLACK
+                || winEnd >= size || size < READ_AHEAD_FROM || at + n - winEnd > ReadAhead.CHUNK) {
+            return false;
+        }
+        if (ahead != null && ahead.next() != winEnd) {
+            ahead.close();
+            ahead = null;
+        }
+        if (ahead == null) {
+            ahead = ReadAhead.start(files.get(fileIndex), winEnd, size);
+        }
+        ReadAhead.Chunk c = ahead.take();
+        if (c == null) {
+            ahead.close();
+            ahead = null;
+            return false;
+        }
+        chunksReadAhead++;
+        int tail = (int) (winEnd - at);
+        System.arraycopy(win, (int) (at - winStart), c.buf(), ReadAhead.SLACK - tail, tail);
+        if (win != own) {
+            ahead.recycle(win);
+        }
+        win = c.buf();
+        winStart = winEnd - ReadAhead.SLACK;
+        winLen = ReadAhead.SLACK + c.len();
+        winValidFrom = at;
+        return at + n <= winStart + winLen;
     }
 
     /**

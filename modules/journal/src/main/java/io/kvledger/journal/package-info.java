@@ -10,8 +10,9 @@
  * live journal, and {@link io.kvledger.journal.JsonLines} converts to and from JSON lines. The byte
  * layout is described in {@code journal/FORMAT.md}. Each entry carries a CRC32C (format version 2);
  * readers scan the queue files with plain file reads ({@code QueueScanner}, never a memory mapping
- * a damaged file could fault), check every entry, read around damage and report each damaged
- * region as a {@link io.kvledger.journal.JournalDamage}.
+ * a damaged file could fault; a large file is read ahead on a thread of its own, {@code ReadAhead}),
+ * check every entry, read around damage and report each damaged region as a
+ * {@link io.kvledger.journal.JournalDamage}.
  *
  * <p>Depends on {@code io.kvledger.core}, {@code io.kvledger.journal.format},
  * {@code io.kvledger.journal.json}, Chronicle Queue and msgpack-core. Nothing here depends on the

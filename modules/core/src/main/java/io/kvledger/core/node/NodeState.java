@@ -121,6 +121,13 @@ public final class NodeState {
     final ArrayList<String> doneWriteIds = new ArrayList<>();
     ArrayList<String> unmatchedWriteCompletions = new ArrayList<>();
     final LinkedHashSet<String> reportedUnmatched = boundedSet();
+    /**
+     * The {@link #workerTransferIds} map (immutable, replaced whole) against which the last pass of
+     * a WRITE consumer's get_finished found no kept id mapped and added nothing to
+     * {@link #reportedUnmatched}; {@code null} when that pass changed something. Not state: a
+     * shortcut for the next pass, which would find the same (see WorkerSide).
+     */
+    Map<String, String> unmatchedSettledAgainst;
     final LinkedHashMap<String, RecvTransfer> recvingTransfers = new LinkedHashMap<>();
     final ArrayList<ReqMeta> recvAwaitingHandshake = new ArrayList<>();
     /** Remote engines whose TP-wide eager-handshake vote passed ({@code _eager_handshaked_engines}). */

@@ -273,12 +273,21 @@ final class WorkerSide {
     /** Deferred tasks: run those whose remote_blocks arrived, expire those older than defer_timeout. */
     private static void processDeferred(Ctx c) {
         NodeState s = c.s;
-        if (s.deferredTasks.isEmpty()) {
+        if (s.deferredTasks.isEmpty() || !anyDeferredDue(c)) {
             return;
         }
         List<WriteTask> tasks = new ArrayList<>(s.deferredTasks);
         s.deferredTasks.clear();
+        // A transfer's tasks (one per layer) sit next to each other, and each save_kv_layer walks
+        // them all again. A task put back changed nothing, so the next task of the same transfer
+        // id would get the same three answers below: only its own age is left to check.
+        String keptTid = null;
         for (WriteTask t : tasks) {
+            if (t.transferId() == keptTid && c.now - t.enqueueNs() <= c.cfg.deferTimeoutNs()) {
+                s.deferredTasks.add(t);
+                continue;
+            }
+            keptTid = null;
             if (s.terminalTransfers.contains(t.transferId()) || !s.writes.containsKey(t.transferId())) {
                 continue;
             }
@@ -294,8 +303,34 @@ final class WorkerSide {
                 markDone(c, t.transferId(), "deferred write expired");
             } else {
                 s.deferredTasks.add(t);
+                keptTid = t.transferId();
             }
         }
+    }
+
+    /**
+     * Whether {@link #processDeferred} would do anything but put every task back in its order:
+     * drop one (its transfer ended), run one (its remote_blocks came) or expire one. The same
+     * tests, without taking the list apart (most calls find nothing to do).
+     */
+    private static boolean anyDeferredDue(Ctx c) {
+        NodeState s = c.s;
+        String keptTid = null;
+        for (int i = 0; i < s.deferredTasks.size(); i++) {
+            WriteTask t = s.deferredTasks.get(i);
+            if (c.now - t.enqueueNs() > c.cfg.deferTimeoutNs()) {
+                return true;
+            }
+            if (t.transferId() == keptTid) {
+                continue;
+            }
+            if (s.terminalTransfers.contains(t.transferId()) || !s.writes.containsKey(t.transferId())
+                    || s.remoteAllocs.containsKey(t.transferId())) {
+                return true;
+            }
+            keptTid = t.transferId();
+        }
+        return false;
     }
 
     /** {@code _finalize_if_complete}: once, when every expected write is done and its status settled. */
@@ -585,22 +620,34 @@ final class WorkerSide {
     private static void writeConsumerFinished(Ctx c) {
         NodeState s = c.s;
         ArrayList<String> pending = s.unmatchedWriteCompletions;
+        if (s.doneWriteIds.isEmpty() && s.unmatchedSettledAgainst == s.workerTransferIds) {
+            // Nothing new since the last pass, which found none of the kept ids mapped and each
+            // already reported: the map is the same (immutable) one, and reportedUnmatched, which
+            // only this pass adds to on a consumer and which loses members only when one is
+            // added, is as that pass left it. This pass would find the same and keep them all.
+            c.emit(new Effect.FinishedReported(List.of(), new ArrayList<>(), drainLoadErrors(s)));
+            return;
+        }
         pending.addAll(s.doneWriteIds);
         s.doneWriteIds.clear();
         ArrayList<String> remaining = new ArrayList<>();
         LinkedHashSet<String> recving = new LinkedHashSet<>();
+        boolean settled = true;
         for (String tid : pending) {
             String rid = s.workerTransferIds.get(tid);
             if (rid != null) {
                 recving.add(rid);
+                settled = false;
             } else {
                 remaining.add(tid);
                 if (s.reportedUnmatched.add(tid)) {
+                    settled = false;
                     c.anomaly(AnomalyKind.WRITE_DONE_UNMATCHED, null, tid, "kept for retry");
                 }
             }
         }
         s.unmatchedWriteCompletions = remaining;
+        s.unmatchedSettledAgainst = settled ? s.workerTransferIds : null;
         c.emit(new Effect.FinishedReported(List.of(), new ArrayList<>(recving), drainLoadErrors(s)));
     }
 

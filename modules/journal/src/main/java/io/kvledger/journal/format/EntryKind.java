@@ -32,14 +32,20 @@ public enum EntryKind {
         return label;
     }
 
-    /** The kind with this code, or {@code null}. */
-    public static EntryKind byCode(int code) {
+    /** The kinds by code (the codes are 0 to 3); {@code values()} would copy its array per entry read. */
+    private static final EntryKind[] BY_CODE = {HEADER, INPUT, DERIVED, PROXY};
+
+    static {
         for (EntryKind k : values()) {
-            if (k.code == code) {
-                return k;
+            if (BY_CODE[k.code] != k) {
+                throw new AssertionError("EntryKind.BY_CODE is out of step with the codes: " + k);
             }
         }
-        return null;
+    }
+
+    /** The kind with this code, or {@code null}. */
+    public static EntryKind byCode(int code) {
+        return code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
     }
 
     /** The kind with this label, or {@code null}. */

@@ -16,6 +16,7 @@ import static io.kvledger.journal.format.FieldType.LENGTH_OR_NONE;
 import static io.kvledger.journal.format.FieldType.PARAMS;
 import static io.kvledger.journal.format.FieldType.PHASE;
 import static io.kvledger.journal.format.FieldType.PY;
+import static io.kvledger.journal.format.FieldType.RECURRING_STR;
 import static io.kvledger.journal.format.FieldType.STR;
 import static io.kvledger.journal.format.FieldType.STR_LIST;
 import static io.kvledger.journal.format.FieldType.listOf;
@@ -103,7 +104,7 @@ public enum EntryType {
             e -> new Object[] {e.layerName()},
             (at, v) -> new NodeEvent.LayerSaved(at, v.s(0)),
             e -> "layer=" + e.layerName(),
-            req("layer_name", STR))),
+            req("layer_name", RECURRING_STR))),
 
     SAVE_WAITED(9, EntryKind.INPUT, "save_waited", Schema.of(NodeEvent.SaveWaited.class,
             e -> new Object[0], (at, v) -> new NodeEvent.SaveWaited(at), e -> "")),

@@ -1,7 +1,10 @@
 package io.kvledger.journal.format;
 
+import io.kvledger.core.model.KvParams;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 
 /**
  * A faster way to read the payloads of well-formed entries, for passes over large journals
@@ -12,8 +15,8 @@ import java.util.Arrays;
  *
  * <p>It gives the same records as {@link EntryType#read} on every payload it accepts, field by
  * field through the same {@link Schema} builders; it accepts only what it reads plainly (the
- * expected msgpack types, no extra trailing fields, {@link FieldType#PARAMS} and non-string
- * {@link FieldType#PY} values excepted) and refuses everything else with {@link #read}
+ * expected msgpack types, no extra trailing fields; Python values as {@link PyValues#unpack}
+ * gives them, params maps only with distinct string keys) and refuses everything else with {@link #read}
  * returning {@code null}, so that the caller decodes that payload with {@link EntryType#read},
  * which produces the record or the exact error as before.
  *
@@ -33,6 +36,23 @@ public final class FastPayloadReader {
     private byte[] b;
     int pos;
     private int end;
+    /**
+     * The keys of the last params map read, interned: the next map with the same keys (in a
+     * journal, nearly every one) shares the array ({@link KvParams#ofDistinct} never writes it),
+     * and the reducers' lookups by literal keys then match them by identity.
+     */
+    private String[] lastKeys = new String[0];
+    /**
+     * The strings {@link #readRecurringString} read last, with their msgpack bytes, in the order
+     * first read; {@link #recentHint} is where the next one is looked for first (after the last
+     * hit: layer names come round in order).
+     */
+    private final String[] recent = new String[RECENT];
+    private final byte[][] recentBytes = new byte[RECENT][];
+    private int recentNext;
+    private int recentHint;
+    private int recentCount;
+    private static final int RECENT = 128;
 
     public FastPayloadReader() {}
 
@@ -184,8 +204,21 @@ public final class FastPayloadReader {
             throw FALLBACK; // each int takes a byte at least
         }
         int[] a = new int[n];
+        byte[] b = this.b;
+        int e = end;
         for (int i = 0; i < n; i++) {
-            a[i] = readInt();
+            // block ids: a fixint or a uint 16 nearly always, read here; anything else by readInt
+            int p = pos;
+            int c = p < e ? b[p] & 0xff : -1;
+            if (c >= 0 && c <= 0x7f) {
+                a[i] = c;
+                pos = p + 1;
+            } else if (c == 0xcd && p + 3 <= e) {
+                a[i] = (b[p + 1] & 0xff) << 8 | (b[p + 2] & 0xff);
+                pos = p + 3;
+            } else {
+                a[i] = readInt();
+            }
         }
         return a;
     }
@@ -218,6 +251,46 @@ public final class FastPayloadReader {
         return new String(b, at, n, StandardCharsets.UTF_8);
     }
 
+    /**
+     * {@link #readString}, but the same instance for the same bytes as one of the last
+     * {@value #RECENT} distinct strings read here (equal bytes decode to equal strings).
+     */
+    String readRecurringString() {
+        if (pos < end) {
+            int c = b[pos] & 0xff;
+            int at;
+            int n;
+            if (c >= 0xa0 && c <= 0xbf) {
+                at = pos + 1;
+                n = c & 0x1f;
+            } else if (c == 0xd9 && pos + 1 < end) {
+                at = pos + 2;
+                n = b[pos + 1] & 0xff;
+            } else {
+                return readString();
+            }
+            if (n > end - at) {
+                throw FALLBACK;
+            }
+            int filled = recentCount;
+            for (int k = 0, i = recentHint; k < filled; k++, i = i + 1 == filled ? 0 : i + 1) {
+                byte[] r = recentBytes[i];
+                if (r.length == n && Arrays.equals(b, at, at + n, r, 0, n)) {
+                    pos = at + n;
+                    recentHint = i + 1 == filled ? 0 : i + 1;
+                    return recent[i];
+                }
+            }
+            String s = readString();
+            recent[recentNext] = s;
+            recentBytes[recentNext] = Arrays.copyOfRange(b, at, at + n);
+            recentNext = (recentNext + 1) & (RECENT - 1);
+            recentCount = Math.min(recentCount + 1, RECENT);
+            return s;
+        }
+        return readString();
+    }
+
     /** A bin payload, copied. */
     byte[] readBinary() {
         int c = u8();
@@ -233,5 +306,141 @@ public final class FastPayloadReader {
         }
         int at = skip(n);
         return Arrays.copyOfRange(b, at, at + n);
+    }
+
+    /**
+     * One Python value, as {@link PyValues#unpack} gives it: {@code null}, {@link Boolean},
+     * {@link Long}, {@link Double}, {@link String}, {@code byte[]}, {@link ArrayList},
+     * {@link LinkedHashMap}; anything else (an integer above {@link Long#MAX_VALUE}, a float32, an
+     * extension type, nesting deeper than {@link PyValues#MAX_DEPTH}) leaves the fast path.
+     */
+    Object readPy() {
+        return readPy(0);
+    }
+
+    private Object readPy(int depth) {
+        if (depth > PyValues.MAX_DEPTH || pos >= end) {
+            throw FALLBACK;
+        }
+        int c = b[pos] & 0xff;
+        if (c <= 0x7f || c >= 0xe0 || (c >= 0xcc && c <= 0xd3)) {
+            return readLong(); // Long.valueOf, as the generic path's boxing
+        }
+        if ((c >= 0xa0 && c <= 0xbf) || (c >= 0xd9 && c <= 0xdb)) {
+            return readString();
+        }
+        if (c >= 0x90 && c <= 0x9f || c == 0xdc || c == 0xdd) {
+            int n = arrayHeader();
+            if (n > remaining()) {
+                throw FALLBACK; // each element takes a byte at least
+            }
+            ArrayList<Object> l = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                l.add(readPy(depth + 1));
+            }
+            return l;
+        }
+        if (c >= 0x80 && c <= 0x8f || c == 0xde || c == 0xdf) {
+            int n = mapHeader();
+            LinkedHashMap<Object, Object> m = new LinkedHashMap<>();
+            for (int i = 0; i < n; i++) {
+                Object k = readPy(depth + 1);
+                m.put(k, readPy(depth + 1));
+            }
+            return m;
+        }
+        switch (c) {
+            case 0xc0 -> {
+                pos++;
+                return null;
+            }
+            case 0xc2 -> {
+                pos++;
+                return Boolean.FALSE;
+            }
+            case 0xc3 -> {
+                pos++;
+                return Boolean.TRUE;
+            }
+            case 0xcb -> {
+                pos++;
+                return Double.longBitsToDouble(s64());
+            }
+            case 0xc4, 0xc5, 0xc6 -> {
+                return readBinary();
+            }
+            default -> throw FALLBACK;
+        }
+    }
+
+    /** A map header (fixmap, map 16, map 32), at most as many entries as two bytes each can hold. */
+    private int mapHeader() {
+        int c = u8();
+        int n;
+        if (c >= 0x80 && c <= 0x8f) {
+            n = c & 0x0f;
+        } else if (c == 0xde) {
+            n = u16();
+        } else if (c == 0xdf) {
+            n = length32();
+        } else {
+            throw FALLBACK;
+        }
+        if (n > remaining() / 2) {
+            throw FALLBACK; // each key and value takes a byte at least
+        }
+        return n;
+    }
+
+    /**
+     * {@code kv_transfer_params}: a map whose keys are distinct strings (a repeated key, which
+     * the generic path resolves as a dict does, leaves the fast path, as does any other key).
+     */
+    KvParams readParams() {
+        int n = mapHeader();
+        String[] prev = lastKeys;
+        // prev as long as every key so far is prev's
+        String[] keys = n == prev.length ? prev : new String[n];
+        Object[] vals = new Object[n];
+        for (int i = 0; i < n; i++) {
+            if (keys == prev && matchesKey(prev[i])) {
+                pos += 1 + prev[i].length();
+            } else {
+                if (keys == prev) {
+                    keys = Arrays.copyOf(prev, n); // its keys before i are these
+                }
+                if (!atString()) {
+                    throw FALLBACK; // the generic path names the key that is not a string
+                }
+                String k = readString().intern();
+                for (int j = 0; j < i; j++) {
+                    if (keys[j].equals(k)) {
+                        throw FALLBACK;
+                    }
+                }
+                keys[i] = k;
+            }
+            vals[i] = readPy(1);
+        }
+        lastKeys = keys;
+        return KvParams.ofDistinct(keys, vals);
+    }
+
+    /**
+     * Whether the next value is the fixstr of the ASCII string {@code k} (up to 31 bytes; a
+     * longer key is compared as any new key).
+     */
+    private boolean matchesKey(String k) {
+        int n = k.length();
+        if (n > 31 || pos + 1 + n > end || (b[pos] & 0xff) != (0xa0 | n)) {
+            return false;
+        }
+        for (int i = 0; i < n; i++) {
+            int ch = k.charAt(i);
+            if (ch >= 0x80 || b[pos + 1 + i] != ch) {
+                return false;
+            }
+        }
+        return true;
     }
 }

@@ -155,6 +155,20 @@ public abstract class FieldType<T> {
         }
     };
 
+    /**
+     * A str that recurs a few names over and over (a layer name: one per layer and step): as
+     * {@link #STR}, except that the fast reader hands out one instance per distinct name
+     * ({@link FastPayloadReader#readRecurringString}), which also spares the reducers' sets
+     * hashing a fresh copy per entry.
+     */
+    public static final FieldType<String> RECURRING_STR = new FieldType<>("str") {
+        @Override void write(MessagePacker p, String v) throws IOException { STR.write(p, v); }
+        @Override String read(MessageUnpacker u) throws IOException { return STR.read(u); }
+        @Override String readFast(FastPayloadReader in) { return in.readRecurringString(); }
+        @Override Object toJson(String v) { return STR.toJson(v); }
+        @Override String fromJson(Object j) { return STR.fromJson(j); }
+    };
+
     /** Raw bytes: msgpack bin, a base64 string in JSON. */
     public static final FieldType<byte[]> BYTES = new FieldType<>("bin / base64 str") {
         @Override void write(MessagePacker p, byte[] v) throws IOException {
@@ -184,12 +198,7 @@ public abstract class FieldType<T> {
     public static final FieldType<Object> PY = new FieldType<>("any") {
         @Override void write(MessagePacker p, Object v) throws IOException { PyValues.pack(p, v); }
         @Override Object read(MessageUnpacker u) throws IOException { return PyValues.unpack(u); }
-        @Override Object readFast(FastPayloadReader in) {
-            if (!in.atString()) {
-                throw FastPayloadReader.FALLBACK; // only a str (a transfer id) is read here
-            }
-            return in.readString();
-        }
+        @Override Object readFast(FastPayloadReader in) { return in.readPy(); }
         @Override Object toJson(Object v) { return PyValues.toJson(v); }
         @Override Object fromJson(Object j) { return PyValues.fromJson(j); }
         @Override String render(Object v) { return Render.py(v); }
@@ -202,6 +211,7 @@ public abstract class FieldType<T> {
             expect(u, ValueType.MAP);
             return PyValues.unpackParams(u);
         }
+        @Override KvParams readFast(FastPayloadReader in) { return in.readParams(); }
         @Override Object toJson(KvParams v) { return PyValues.toJson(v); }
         @Override KvParams fromJson(Object j) {
             if (!(j instanceof Map<?, ?>)) {

@@ -34,6 +34,20 @@ public final class Schema<R> {
     private final Function<R, Object[]> extract;
     private final Builder<R> builder;
     private final Function<R, String> dissector;
+    /** For {@link #readFast}: the fields' types, whether each is primitive, and how to read each. */
+    private final FieldType<?>[] types;
+    private final boolean[] primitive;
+    private final byte[] fastKinds;
+
+    // How readFast reads a field: the common types directly (the same call their readFast makes),
+    // any other through its type's readFast (a call on one of many FieldType classes).
+    private static final byte OTHER = 0;
+    private static final byte I32 = 1;
+    private static final byte I64 = 2;
+    private static final byte BOOL = 3;
+    private static final byte STR = 4;
+    private static final byte RECURRING_STR = 5;
+    private static final byte INT_ARRAY = 6;
 
     private Schema(Class<R> type, List<Field> fields, Function<R, Object[]> extract, Builder<R> builder,
                    Function<R, String> dissector) {
@@ -42,6 +56,18 @@ public final class Schema<R> {
         this.extract = extract;
         this.builder = builder;
         this.dissector = dissector;
+        int n = fields.size();
+        this.types = new FieldType<?>[n];
+        this.primitive = new boolean[n];
+        this.fastKinds = new byte[n];
+        for (int i = 0; i < n; i++) {
+            FieldType<?> t = fields.get(i).type();
+            types[i] = t;
+            primitive[i] = t.primitive();
+            fastKinds[i] = t == FieldType.I32 ? I32 : t == FieldType.I64 ? I64 : t == FieldType.BOOL ? BOOL
+                    : t == FieldType.STR ? STR : t == FieldType.RECURRING_STR ? RECURRING_STR
+                    : t == FieldType.INT_ARRAY ? INT_ARRAY : OTHER;
+        }
     }
 
     /**
@@ -124,22 +150,30 @@ public final class Schema<R> {
      */
     R readFast(FastPayloadReader in, long atNs) {
         int n = in.arrayHeader();
-        int size = fields.size();
+        FieldType<?>[] ts = types;
+        int size = ts.length;
         if (n > size) {
             throw FastPayloadReader.FALLBACK; // fields of a newer version: the generic path skips them
         }
         Object[] vals = new Object[size];
         for (int i = 0; i < size; i++) {
-            FieldType<?> t = fields.get(i).type();
             if (i >= n) {
-                vals[i] = t.absent();
+                vals[i] = ts[i].absent();
             } else if (in.nil()) {
-                if (t.primitive()) {
+                if (primitive[i]) {
                     throw FastPayloadReader.FALLBACK;
                 }
                 vals[i] = null;
             } else {
-                vals[i] = t.readFast(in);
+                vals[i] = switch (fastKinds[i]) {
+                    case I32 -> Integer.valueOf(in.readInt());
+                    case I64 -> Long.valueOf(in.readLong());
+                    case BOOL -> Boolean.valueOf(in.readBool());
+                    case STR -> in.readString();
+                    case RECURRING_STR -> in.readRecurringString();
+                    case INT_ARRAY -> in.readInts();
+                    default -> ts[i].readFast(in);
+                };
             }
         }
         return build(atNs, vals);

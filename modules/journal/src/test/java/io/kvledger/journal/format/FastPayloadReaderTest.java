@@ -4,9 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.KvParams;
 import io.kvledger.journal.Samples;
 import io.kvledger.journal.json.Json;
 import java.io.IOException;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
@@ -22,8 +24,8 @@ import org.msgpack.core.MessageUnpacker;
  */
 class FastPayloadReaderTest {
 
-    /** The input types the reader must take on the fast path (all but the params map). */
-    private static final Set<String> FAST_INPUTS = Set.of("matched_tokens_queried", "blocks_allocated", "step_scheduled",
+    /** The input types the reader must take on the fast path (every one). */
+    private static final Set<String> FAST_INPUTS = Set.of("request_admitted", "matched_tokens_queried", "blocks_allocated", "step_scheduled",
             "request_finished", "connector_output_received", "load_started", "layer_saved", "save_waited",
             "finished_polled", "handshake_completed", "handshake_failed", "transfer_completed",
             "remote_blocks_received", "write_done_received", "release_received", "raw_completion_received",
@@ -188,5 +190,132 @@ class FastPayloadReaderTest {
         // both happen: the test exercises both branches
         assertThat(accepted).isPositive();
         assertThat(declined).isPositive();
+    }
+
+    /** A request_admitted payload around the msgpack bytes of a params map (given as hex). */
+    private static byte[] admitted(String paramsHex) {
+        byte[] head = HexFormat.of().parseHex("94" + "a3726964" + "30" + "30");
+        byte[] map = HexFormat.of().parseHex(paramsHex);
+        byte[] b = java.util.Arrays.copyOf(head, head.length + map.length);
+        System.arraycopy(map, 0, b, head.length, map.length);
+        return b;
+    }
+
+    @Test
+    void params_maps_read_as_the_generic_reader_reads_them_or_are_left_to_it() {
+        FastPayloadReader fast = new FastPayloadReader();
+        String[] taken = {
+            "80", // {}
+            // {"a": 1, "b": "x"} twice (the second shares the first's keys), then other keys
+            "82a16101a162a178", "82a16102a162a179", "82a16101a163c0", "81a16101",
+            // None, bools, negative and wide ints, uint64 below 2^63, float64, bytes
+            "88a161c0a162c2a163c3a164d3fffffffffffffffea165cf7fffffffffffffffa166cb3ff8000000000000a167c40201ffa168e0",
+            // nested list and dict (a dict with int and repeated keys, as Python's dict reads them), unicode key
+            "83a16c9301a1749190a164830102a17803a178c0a2c3a9cd0016",
+        };
+        for (String hex : taken) {
+            byte[] b = admitted(hex);
+            Object g = generic(EntryType.REQUEST_ADMITTED, b, 0, b.length, 5);
+            Object f = fast.read(EntryType.REQUEST_ADMITTED, b, 0, b.length, 5);
+            assertThat(g).as(hex).isInstanceOf(NodeEvent.RequestAdmitted.class);
+            assertThat(f).as(hex).isNotNull();
+            assertThat(text(EntryType.REQUEST_ADMITTED, f)).as(hex).isEqualTo(text(EntryType.REQUEST_ADMITTED, g));
+            // the same Java types too (Long, Double, byte[], ArrayList, LinkedHashMap), key by key
+            KvParams fp = ((NodeEvent.RequestAdmitted) f).params();
+            KvParams gp = ((NodeEvent.RequestAdmitted) g).params();
+            assertThat(fp.asMap().keySet()).as(hex).containsExactlyElementsOf(gp.asMap().keySet());
+            for (String k : gp.asMap().keySet()) {
+                Object gv = gp.get(k);
+                assertThat(fp.get(k) == null ? null : fp.get(k).getClass()).as("%s %s", hex, k)
+                        .isEqualTo(gv == null ? null : gv.getClass());
+            }
+        }
+        String[] declined = {
+            "82a16101a16102", // a repeated key: the generic path keeps the last value, as a dict does
+            "810101", // a key that is not a string: the generic path's error
+            "81a161cf8000000000000000", // above Long.MAX_VALUE: a BigInteger on the generic path
+            "81a161ca3fc00000", // float32
+            "81a161d40100", // an extension type: the generic path's error
+            "92a16101", // not a map
+            "83a16101a16202", // fewer entries than the header says
+        };
+        for (String hex : declined) {
+            byte[] b = admitted(hex);
+            assertThat(fast.read(EntryType.REQUEST_ADMITTED, b, 0, b.length, 5)).as(hex).isNull();
+        }
+        Object big = generic(EntryType.REQUEST_ADMITTED, admitted("81a161cf8000000000000000"), 0, 19, 5);
+        assertThat(((NodeEvent.RequestAdmitted) big).params().get("a")).isInstanceOf(java.math.BigInteger.class);
+    }
+
+    @Test
+    void params_read_with_shared_keys_are_still_each_their_own() {
+        FastPayloadReader fast = new FastPayloadReader();
+        byte[] one = admitted("82a16101a162a178");
+        byte[] two = admitted("82a16102a162a179");
+        KvParams p1 = ((NodeEvent.RequestAdmitted) fast.read(EntryType.REQUEST_ADMITTED, one, 0, one.length, 1))
+                .params();
+        KvParams p2 = ((NodeEvent.RequestAdmitted) fast.read(EntryType.REQUEST_ADMITTED, two, 0, two.length, 2))
+                .params();
+        p1.put("a", 7L);
+        p1.put("c", "new");
+        p2.put("b", "changed");
+        assertThat(p1.asMap()).containsExactly(java.util.Map.entry("a", 7L), java.util.Map.entry("b", "x"),
+                java.util.Map.entry("c", "new"));
+        assertThat(p2.asMap()).containsExactly(java.util.Map.entry("a", 2L), java.util.Map.entry("b", "changed"));
+        KvParams p3 = ((NodeEvent.RequestAdmitted) fast.read(EntryType.REQUEST_ADMITTED, one, 0, one.length, 3))
+                .params();
+        assertThat(p3.asMap()).containsExactly(java.util.Map.entry("a", 1L), java.util.Map.entry("b", "x"));
+    }
+
+    @Test
+    void recurring_layer_names_read_as_the_generic_reader_reads_them_one_instance_each() throws IOException {
+        FastPayloadReader fast = new FastPayloadReader();
+        List<String> names = new java.util.ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            names.add("model.layers." + i + ".self_attn.attn");
+        }
+        names.add("x".repeat(40)); // a str 8
+        names.add("");
+        java.util.Map<String, String> first = new java.util.HashMap<>();
+        Random rnd = new Random(3);
+        for (int round = 0; round < 4; round++) {
+            // in order for a few layers, in order over more names than the reader keeps, then at random
+            int span = round == 0 ? 8 : round == 1 ? names.size() : 40;
+            for (int k = 0; k < 3 * span; k++) {
+                String name = round == 3 ? names.get(rnd.nextInt(names.size())) : names.get(k % span);
+                NodeEvent e = new NodeEvent.LayerSaved(k, name);
+                byte[] b = payload(EntryType.LAYER_SAVED, e);
+                Object f = fast.read(EntryType.LAYER_SAVED, b, 0, b.length, k);
+                assertThat(f).isEqualTo(generic(EntryType.LAYER_SAVED, b, 0, b.length, k)).isEqualTo(e);
+                String got = ((NodeEvent.LayerSaved) f).layerName();
+                if (round == 0) {
+                    assertThat(got).isSameAs(first.computeIfAbsent(name, x -> got));
+                }
+            }
+        }
+        // bytes that are not UTF-8, again and again: the generic reader's replacement characters each time
+        byte[] bad = {(byte) 0x91, (byte) 0xa3, 'a', (byte) 0xff, 'b'};
+        for (int i = 0; i < 3; i++) {
+            assertThat(fast.read(EntryType.LAYER_SAVED, bad, 0, bad.length, 1))
+                    .isEqualTo(generic(EntryType.LAYER_SAVED, bad, 0, bad.length, 1));
+        }
+        // a cut name is left to the generic reader
+        byte[] whole = payload(EntryType.LAYER_SAVED, new NodeEvent.LayerSaved(1, names.get(0)));
+        assertThat(fast.read(EntryType.LAYER_SAVED, whole, 0, whole.length - 1, 1)).isNull();
+    }
+
+    @Test
+    void block_ids_of_every_width_read_as_the_generic_reader_reads_them() throws IOException {
+        FastPayloadReader fast = new FastPayloadReader();
+        NodeEvent e = new NodeEvent.BlocksAllocated(5, "r", io.kvledger.core.model.BlockGroups.of(new int[][] {
+            {0, 1, 127, 128, 255, 256, 65_535, 65_536, Integer.MAX_VALUE}, {}, {-1, -32, -33, -129, Integer.MIN_VALUE}}), 3);
+        byte[] b = payload(EntryType.BLOCKS_ALLOCATED, e);
+        assertThat(fast.read(EntryType.BLOCKS_ALLOCATED, b, 0, b.length, 5))
+                .isEqualTo(generic(EntryType.BLOCKS_ALLOCATED, b, 0, b.length, 5)).isEqualTo(e);
+        // a uint 16 cut after its first byte, and an id beyond 32 bits: left to the generic reader
+        byte[] cut = HexFormat.of().parseHex("94a1729191cd01");
+        assertThat(fast.read(EntryType.BLOCKS_ALLOCATED, cut, 0, cut.length, 5)).isNull();
+        byte[] wide = HexFormat.of().parseHex("94a1729191cf000000010000000003");
+        assertThat(fast.read(EntryType.BLOCKS_ALLOCATED, wide, 0, wide.length, 5)).isNull();
     }
 }
