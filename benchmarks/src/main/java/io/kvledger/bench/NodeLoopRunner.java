@@ -315,7 +315,7 @@ public final class NodeLoopRunner {
                 loop.start();
                 long loopTid = thread("kvledger-node-loop-" + s.kind().name());
                 long journallerTid = mode == Mode.JOURNAL ? thread("kvledger-journaller-" + s.kind().name()) : -1;
-                long pretouchTid = mode == Mode.JOURNAL ? thread("kvledger-pretouch-" + s.kind().name()) : -1;
+                long pretouchTid = mode == Mode.JOURNAL ? threadOrNone("kvledger-pretouch-" + s.kind().name()) : -1;
                 long c0 = mx.getThreadCpuTime(loopTid);
                 long j0 = journallerTid < 0 ? 0 : mx.getThreadCpuTime(journallerTid);
                 long p0 = pretouchTid < 0 ? 0 : mx.getThreadCpuTime(pretouchTid);
@@ -359,12 +359,21 @@ public final class NodeLoopRunner {
 
     /** The id of the running thread called {@code name}. */
     private static long thread(String name) {
+        long id = threadOrNone(name);
+        if (id < 0) {
+            throw new IllegalStateException("no thread " + name);
+        }
+        return id;
+    }
+
+    /** The id of the running thread called {@code name}, or -1 when there is none. */
+    private static long threadOrNone(String name) {
         for (Thread t : Thread.getAllStackTraces().keySet()) {
             if (t.getName().equals(name)) {
                 return t.threadId();
             }
         }
-        throw new IllegalStateException("no thread " + name);
+        return -1;
     }
 
     private void check(NodeStream s, long hash, int i) {
