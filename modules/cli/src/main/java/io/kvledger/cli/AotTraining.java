@@ -10,11 +10,13 @@ import java.util.List;
 import java.util.stream.Stream;
 
 /**
- * The training run of the JVM's AOT cache for the CLI (JDK 25, JEP 483/514/515): the launcher
- * runs {@code java -XX:AOTCacheOutput=FILE -cp kvledger.jar io.kvledger.cli.AotTraining} once per
- * build of the jar, and every later command starts with {@code -XX:AOTCache=FILE}: the classes
- * this run loaded come already parsed, verified and linked. (The launcher has the JVM record no
- * method profiles: those of a run this small made the JIT work more over a big journal.)
+ * The training run of the JVM's class archive for the CLI (a dynamic CDS archive): the launcher
+ * runs {@code java -XX:ArchiveClassesAtExit=FILE -cp kvledger.jar io.kvledger.cli.AotTraining}
+ * once per build of the jar, and every later command starts with
+ * {@code -XX:SharedArchiveFile=FILE}: the classes this run loaded, the lambdas' classes included,
+ * come already parsed and verified. (It was JDK 25's AOT cache until the fourth round of issue 14
+ * item 3: that cache keeps lambdas only with AOT-linked classes, which a small heap cannot start
+ * with; and the method profiles of a run this small made the JIT work more over a big journal.)
  *
  * <p>It writes a small seeded simulation (2 prefill and 2 decode journals, the BigJournal
  * benchmark's light faults) into a temporary directory, runs the journal commands over it

@@ -2,7 +2,7 @@
  * The {@code kvledger} command line (picocli): {@link io.kvledger.cli.Main} holds the table of
  * named commands and the exit-code contract (0 ok, 2 usage error or unusable input, 1 failure)
  * with one-line errors naming the command (a run that names its command registers only that one,
- * for a shorter start; {@code AotTraining} is the launcher's training run of the JVM's AOT cache); each command is a class of its own ({@code DemoCommand} runs the seeded cluster
+ * for a shorter start; {@code AotTraining} is the launcher's training run of the JVM's class archive); each command is a class of its own ({@code DemoCommand} runs the seeded cluster
  * simulation and prints it with {@code DemoReport}). Commands write only to the streams of their
  * {@code CommandLine}, so tests run them in-process on captured output. The journal-file
  * commands ({@code dump}, {@code tail}, {@code verify}, {@code merge}, {@code simulate},
