@@ -237,29 +237,18 @@ final class NodeCommand implements Callable<Integer> {
                     + "; journal " + journal + (durationS > 0 ? "" : "; stop with Ctrl-C"));
             err.flush();
             fg.await(durationS);
-            NodeLoop.Stopped s = loopStopped.getNow(null);
-            if (s != null && !s.requested()) {
-                failed = s;
-                // said first, in one line, in case closing what is left hangs
-                err.println("kvledger node " + options.nodeId() + ": the node loop stopped: " + s.cause()
-                        + "; exiting with status " + LOOP_STOPPED + " (restart it: it recovers from its journal)");
-                err.flush();
-            }
+            // said first, in one line, in case closing what is left hangs
+            failed = failedLoop(options.nodeId(), loopStopped, err);
         } finally {
             Map<String, Object> status = NodeStatus.of(node);
-            if (failed != null) {
-                status.put("loop_stopped", failed.cause());
-            }
             node.close();
-            NodeLoop.Stopped late = loopStopped.getNow(null);
-            if (failed == null && late != null && !late.requested()) {
+            if (failed == null) {
                 // the loop failed while the node was being stopped (a SIGTERM at the same moment):
                 // its failure still decides the status, so a supervisor restarts and recovers it
-                failed = late;
-                status.put("loop_stopped", late.cause());
-                err.println("kvledger node " + options.nodeId() + ": the node loop stopped: " + late.cause()
-                        + "; exiting with status " + LOOP_STOPPED + " (restart it: it recovers from its journal)");
-                err.flush();
+                failed = failedLoop(options.nodeId(), loopStopped, err);
+            }
+            if (failed != null) {
+                status.put("loop_stopped", failed.cause());
             }
             if (traces != null) {
                 // after the node: the last events are in the exporter's queue
@@ -278,6 +267,23 @@ final class NodeCommand implements Callable<Integer> {
             fg.close();
         }
         return failed != null ? LOOP_STOPPED : 0;
+    }
+
+    /**
+     * The loop's stop when it stopped by itself (else {@code null}), said on {@code err} in one
+     * line with the status the process exits with.
+     */
+    private static NodeLoop.Stopped failedLoop(String nodeId,
+                                               java.util.concurrent.CompletableFuture<NodeLoop.Stopped> loopStopped,
+                                               PrintWriter err) {
+        NodeLoop.Stopped s = loopStopped.getNow(null);
+        if (s == null || s.requested()) {
+            return null;
+        }
+        err.println("kvledger node " + nodeId + ": the node loop stopped: " + s.cause()
+                + "; exiting with status " + LOOP_STOPPED + " (restart it: it recovers from its journal)");
+        err.flush();
+        return s;
     }
 
     private NodeOptions options() {

@@ -64,7 +64,7 @@ public final class FastPayloads {
                 str(p, e.requestId());
                 p.int64(e.numPromptTokens());
                 p.int64(e.promptTokenIds());
-                params(p, e.params(), "RequestAdmitted.kv_transfer_params");
+                py(p, e.params(), "RequestAdmitted.kv_transfer_params");
             }
             case NodeEvent.RequestFinished e -> {
                 // admitted_request_id is a later field: left out when null
@@ -172,7 +172,7 @@ public final class FastPayloads {
                 p.arrayHeader(3);
                 str(p, e.requestId());
                 p.bool(e.delayFree());
-                params(p, e.params(), "FinishDecision.kv_transfer_params");
+                py(p, e.params(), "FinishDecision.kv_transfer_params");
             }
             case Effect.MatchedTokens e -> {
                 p.arrayHeader(3);
@@ -227,11 +227,7 @@ public final class FastPayloads {
                 name(p, e.sender());
                 str(p, e.host());
                 p.int64(e.port());
-                if (e.transferId() == null) {
-                    p.nil();
-                } else {
-                    py(p, e.transferId(), "SendRelease.transfer_id");
-                }
+                py(p, e.transferId(), "SendRelease.transfer_id");
                 p.int64(e.consumerTpSize());
             }
             case Effect.SendWriteDone e -> {
@@ -253,11 +249,7 @@ public final class FastPayloads {
                 str(p, e.host());
                 p.int64(e.port());
                 str(p, e.reqId());
-                if (e.transferId() == null) {
-                    p.nil();
-                } else {
-                    py(p, e.transferId(), "SendRemoteBlocks.transfer_id");
-                }
+                py(p, e.transferId(), "SendRemoteBlocks.transfer_id");
                 ints(p, e.blockNotifyList());
                 p.int64(e.decodeRank());
             }
@@ -300,11 +292,7 @@ public final class FastPayloads {
             p.int64(m.remoteDpSize());
             p.int64(m.remoteDpSizeLocal());
             p.int64(m.remoteTpSize());
-            if (m.transferId() == null) {
-                p.nil();
-            } else {
-                py(p, m.transferId(), "ReqMeta.transfer_id");
-            }
+            py(p, m.transferId(), "ReqMeta.transfer_id");
             strs(p, m.multiPodHosts());
             p.bool(m.writeMode());
         }
@@ -334,15 +322,7 @@ public final class FastPayloads {
         }
     }
 
-    private static void params(MsgOut p, KvParams params, String field) throws IOException {
-        if (params == null) {
-            p.nil();
-        } else {
-            py(p, params, field);
-        }
-    }
-
-    /** A Python value; a value that is none names its field, as {@code Schema.write} does. */
+    /** A Python value ({@code null} as nil); a value it cannot write names its field, as {@code Schema.write} does. */
     private static void py(MsgOut p, Object v, String field) throws IOException {
         try {
             PyValues.pack(p, v);
