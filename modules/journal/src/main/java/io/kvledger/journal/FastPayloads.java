@@ -3,7 +3,6 @@ package io.kvledger.journal;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
-import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.format.PyValues;
