@@ -39,8 +39,18 @@ public final class CompletionHub {
     private static final Object RESERVED = new Object();
 
     private final Sinks.Many<TransferEvent> sink = Sinks.many().multicast().onBackpressureBuffer(BUFFER, false);
-    /** Guards {@link #pending} and the three counters below it. */
-    private final Object lock = new Object();
+    /** 1 while a thread holds the hub's spin lock, which guards {@link #pending} and the three counters below it. */
+    @SuppressWarnings("unused") // through LOCK
+    private volatile int locked;
+    private static final java.lang.invoke.VarHandle LOCK;
+
+    static {
+        try {
+            LOCK = java.lang.invoke.MethodHandles.lookup().findVarHandle(CompletionHub.class, "locked", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
     /** Id in flight → its CompletableFuture, or {@link #RESERVED}. */
     private final LongTable<Object> pending = new LongTable<>(64);
     private long posted;
@@ -58,11 +68,14 @@ public final class CompletionHub {
     public Result<PendingTransfer> admit(long transferId, TransferOp op) {
         CompletableFuture<TransferEvent> f = new CompletableFuture<>();
         boolean added;
-        synchronized (lock) {
+        lock();
+        try {
             added = pending.putIfAbsent(transferId, f);
             if (added) {
                 posted++;
             }
+        } finally {
+            unlock();
         }
         if (!added) {
             rejected.incrementAndGet();
@@ -78,11 +91,14 @@ public final class CompletionHub {
      * reserved id.
      */
     public boolean reserve(long transferId) {
-        synchronized (lock) {
+        lock();
+        try {
             if (pending.putIfAbsent(transferId, RESERVED)) {
                 posted++;
                 return true;
             }
+        } finally {
+            unlock();
         }
         rejected.incrementAndGet();
         return false;
@@ -102,7 +118,8 @@ public final class CompletionHub {
      */
     public PendingTransfer completeReserved(TransferOp op, TransferEvent event) {
         long id = event.transferId();
-        synchronized (lock) {
+        lock();
+        try {
             Object v = pending.remove(id);
             if (v != RESERVED) {
                 if (v != null) {
@@ -111,6 +128,8 @@ public final class CompletionHub {
                 throw new IllegalStateException("transfer id " + id + " was not reserved");
             }
             count(event);
+        } finally {
+            unlock();
         }
         publish(event);
         return new PendingTransfer(id, op, CompletableFuture.completedFuture(event));
@@ -137,12 +156,15 @@ public final class CompletionHub {
     public void complete(TransferEvent event, Runnable afterEmit) {
         long id = event.transferId();
         Object v;
-        synchronized (lock) {
+        lock();
+        try {
             v = pending.get(id);
             if (v != null && v != RESERVED) {
                 pending.remove(id);
                 count(event);
             }
+        } finally {
+            unlock();
         }
         if (v == null || v == RESERVED) {
             if (afterEmit != null) {
@@ -157,7 +179,25 @@ public final class CompletionHub {
         ((CompletableFuture<TransferEvent>) v).complete(event);
     }
 
-    /** Under {@link #lock}. */
+    /**
+     * Takes the spin lock: one compare-and-set when free (the usual case: a critical section here
+     * is a table probe and a counter), yielding the core when the holder seems preempted.
+     */
+    private void lock() {
+        for (int spins = 0; !LOCK.compareAndSet(this, 0, 1); spins++) {
+            if (spins < 100) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        }
+    }
+
+    private void unlock() {
+        LOCK.setRelease(this, 0);
+    }
+
+    /** Under the lock. */
     private void count(TransferEvent event) {
         if (event.succeeded()) {
             succeeded++;
@@ -191,32 +231,47 @@ public final class CompletionHub {
     }
 
     public int inFlight() {
-        synchronized (lock) {
+        lock();
+        try {
             return pending.size();
+        } finally {
+            unlock();
         }
     }
 
     public boolean isPending(long transferId) {
-        synchronized (lock) {
+        lock();
+        try {
             return pending.get(transferId) != null;
+        } finally {
+            unlock();
         }
     }
 
     public long posted() {
-        synchronized (lock) {
+        lock();
+        try {
             return posted;
+        } finally {
+            unlock();
         }
     }
 
     public long succeeded() {
-        synchronized (lock) {
+        lock();
+        try {
             return succeeded;
+        } finally {
+            unlock();
         }
     }
 
     public long failed() {
-        synchronized (lock) {
+        lock();
+        try {
             return failed;
+        } finally {
+            unlock();
         }
     }
 
