@@ -24,7 +24,7 @@ import reactor.core.publisher.Sinks;
  * overflow is logged once.
  *
  * <p>The ids in flight and the posted / succeeded / failed counts sit in one primitive table under
- * one lock, taken once to admit a batch and once to complete it (one uncontended lock instead of a
+ * one spin lock, taken once to admit a batch and once to complete it (instead of a
  * boxing concurrent map and two atomic counters per batch, see benchmarks/README.md, issue 14
  * item 5). A batch its engine copies and completes on the posting thread skips the future's
  * pending state: {@link #reserve} then {@link #completeReserved}.
