@@ -411,32 +411,136 @@ public final class TransferBandwidthRunner {
     }
 
     /**
-     * An engine against a bare {@link MemorySegment#copy} loop on this thread, round by round
-     * (alternating which goes first), so that both see the same moment of a noisy shared machine:
-     * the median of the per-round ratios, for one-entry batches of each size and for batches of
-     * {@link #LAYER_ENTRIES} 4 KiB entries (a layer's blocks, as MoRIIO posts them). The bare loop
-     * copies {@code local} to {@code other} for writes and back for reads; both hold the same bytes.
+     * An engine against a bare {@link MemorySegment#copy} loop on this thread, round by round,
+     * so that both see the same moment of a noisy shared machine: the median of the per-round
+     * ratios, for one-entry batches of each size and for batches of {@link #LAYER_ENTRIES} 4 KiB
+     * entries (a layer's blocks, as MoRIIO posts them). The bare loop copies {@code local} to
+     * {@code other} for writes and back for reads; both hold the same bytes.
+     *
+     * <p>Each round also runs the control {@link CopyLoop}: this runner's own post/await loop
+     * around the same bare copy, without an engine. Rounds go engine, bare, control, then control,
+     * bare, engine. Three rows per engine: engine / bare, control / bare (what the runner's loop
+     * alone costs against the tight loop) and engine / control (the engine's own cost).
      */
     void paired(String name, Session s, MemorySegment local, MemorySegment other) {
-        double[][] ratios = new double[SIZES.length + 1][];
+        double[][] engineBare = new double[SIZES.length + 1][];
+        double[][] loopBare = new double[SIZES.length + 1][];
+        double[][] engineLoop = new double[SIZES.length + 1][];
+        CopyLoop loop = new CopyLoop(local, other);
         for (int si = 0; si <= SIZES.length; si++) {
             long size = si < SIZES.length ? SIZES[si] : 4096;
             int entries = si < SIZES.length ? 1 : LAYER_ENTRIES;
-            double[] wr = new double[pairs];
-            double[] rd = new double[pairs];
+            double[][] wr = new double[3][pairs];
+            double[][] rd = new double[3][pairs];
             for (int round = -1; round < pairs; round++) {
-                double w = pair(round, () -> engineRound(s, TransferOp.WRITE, size, entries, window),
-                        () -> copyRound(local, other, size, entries));
-                double r = pair(round, () -> engineRound(s, TransferOp.READ, size, entries, window),
-                        () -> copyRound(other, local, size, entries));
+                double[] w = triple(round, () -> engineRound(s, TransferOp.WRITE, size, entries, window),
+                        () -> copyRound(local, other, size, entries),
+                        () -> loopRound(loop, TransferOp.WRITE, size, entries, window));
+                double[] r = triple(round, () -> engineRound(s, TransferOp.READ, size, entries, window),
+                        () -> copyRound(other, local, size, entries),
+                        () -> loopRound(loop, TransferOp.READ, size, entries, window));
                 if (round >= 0) {
-                    wr[round] = w;
-                    rd[round] = r;
+                    for (int k = 0; k < 3; k++) {
+                        wr[k][round] = w[k];
+                        rd[k][round] = r[k];
+                    }
                 }
             }
-            ratios[si] = new double[] {median(wr), median(rd)};
+            engineBare[si] = new double[] {median(wr[0]), median(rd[0])};
+            loopBare[si] = new double[] {median(wr[1]), median(rd[1])};
+            engineLoop[si] = new double[] {median(wr[2]), median(rd[2])};
         }
-        paired.put(name, ratios);
+        paired.put(name, engineBare);
+        paired.put(name + ": control, the runner's post/await loop around a bare copy, no engine", loopBare);
+        paired.put(name + " / that control", engineLoop);
+    }
+
+    /**
+     * One round each of engine, bare loop and control, in the order engine, bare, control on even
+     * rounds and control, bare, engine on odd ones: {engine / bare, control / bare, engine / control}.
+     */
+    static double[] triple(int round, java.util.function.DoubleSupplier engine, java.util.function.DoubleSupplier bare,
+                           java.util.function.DoubleSupplier control) {
+        double e;
+        double b;
+        double c;
+        if ((round & 1) == 0) {
+            e = engine.getAsDouble();
+            b = bare.getAsDouble();
+            c = control.getAsDouble();
+        } else {
+            c = control.getAsDouble();
+            b = bare.getAsDouble();
+            e = engine.getAsDouble();
+        }
+        return new double[] {e / b, c / b, e / c};
+    }
+
+    /**
+     * The control of the paired rounds: what {@link #engineRound} does around each batch (an
+     * {@link OffsetBatch} per batch, a handle with a future, the window of futures, the await)
+     * with a bare {@link MemorySegment#copy} on the posting thread in place of an engine: no id
+     * check, no clock read, no event on a flux. Its handle's event carries no timestamps.
+     */
+    static final class CopyLoop {
+        private final MemorySegment local;
+        private final MemorySegment other;
+
+        CopyLoop(MemorySegment local, MemorySegment other) {
+            this.local = local;
+            this.other = other;
+        }
+
+        Result<PendingTransfer> post(long id, TransferOp op, OffsetBatch b) {
+            for (int i = 0; i < b.size(); i++) {
+                if (op == TransferOp.WRITE) {
+                    MemorySegment.copy(local, b.localOffset(i), other, b.remoteOffset(i), b.sizeBytes(i));
+                } else {
+                    MemorySegment.copy(other, b.remoteOffset(i), local, b.localOffset(i), b.sizeBytes(i));
+                }
+            }
+            TransferEvent e = new TransferEvent.Succeeded(id, 0, op, b.size(), b.totalBytes(), 0);
+            return Result.ok(new PendingTransfer(id, op, CompletableFuture.completedFuture(e)));
+        }
+    }
+
+    /**
+     * {@link #engineRound} with the {@link CopyLoop} control in place of a session: the same body,
+     * its own call site, so that the engine rows' call site sees only engine sessions.
+     */
+    double loopRound(CopyLoop c, TransferOp op, long size, int entries, int w) {
+        long blocks = REGION / size;
+        long n = Math.max(entries, perRound / size) / entries;
+        @SuppressWarnings("unchecked")
+        CompletableFuture<TransferEvent>[] ring = new CompletableFuture[w];
+        long[] l = new long[entries];
+        long[] sz = new long[entries];
+        Arrays.fill(sz, size);
+        long block = 0;
+        long t0 = System.nanoTime();
+        for (long i = 0; i < n; i++) {
+            int slot = (int) (i % w);
+            if (ring[slot] != null) {
+                await(ring[slot]);
+            }
+            OffsetBatch batch;
+            if (entries == 1) {
+                long off = (block++ % blocks) * size;
+                batch = OffsetBatch.single(off, off, size);
+            } else {
+                for (int k = 0; k < entries; k++) {
+                    l[k] = (block++ % blocks) * size;
+                }
+                batch = OffsetBatch.of(l, l, sz);
+            }
+            ring[slot] = c.post(nextId++, op, batch).orElseThrow().future();
+        }
+        for (int k = 0; k < w; k++) {
+            if (ring[k] != null) {
+                await(ring[k]);
+            }
+        }
+        return (double) n * entries * size / (System.nanoTime() - t0);
     }
 
     /** Row labels of the paired table: the sizes, then the batched case. */
@@ -447,16 +551,6 @@ public final class TransferBandwidthRunner {
         }
         labels[SIZES.length] = LAYER_ENTRIES + " x 4 KiB";
         return labels;
-    }
-
-    /** engine GB/s over bare GB/s for one round, the order alternating with the round number. */
-    static double pair(int round, java.util.function.DoubleSupplier engine, java.util.function.DoubleSupplier bare) {
-        if ((round & 1) == 0) {
-            double e = engine.getAsDouble();
-            return e / bare.getAsDouble();
-        }
-        double b = bare.getAsDouble();
-        return engine.getAsDouble() / b;
     }
 
     static String sizeLabel(long s) {
@@ -606,7 +700,8 @@ public final class TransferBandwidthRunner {
         if (!paired.isEmpty()) {
             String[] labels = pairedLabels();
             System.out.println("\nengine / MemorySegment.copy in paired rounds (median of " + pairs
-                    + " per-round ratios; targets: in-JVM >= 90 %, UCX between processes >= 70 % at >= 1 MiB):");
+                    + " per-round ratios; targets: in-JVM >= 90 %, UCX between processes >= 70 % at >= 1 MiB),"
+                    + " with the control loop (see paired()) against both:");
             StringBuilder t = new StringBuilder("| case, write / read |");
             for (String l : labels) {
                 t.append(' ').append(l).append(" |");

@@ -217,25 +217,29 @@ public final class InJvmTransferEngine implements TransferEngine {
         if (bad != null) {
             return hub.reject(Result.err(bad));
         }
+        boolean[] inCallback;
+        if (batch.totalBytes() <= inlineMaxBytes && s.queued.get() == 0 && s.state == Session.State.OPEN
+                && Thread.currentThread() != thread && !(inCallback = IN_CALLBACK.get())[0]) {
+            // inline: the id is reserved, the batch copied and its event emitted before post returns
+            if (!hub.reserve(transferId)) {
+                return hub.duplicate(transferId);
+            }
+            TransferEvent event = copy(s, transferId, op, batch, System.nanoTime(), false);
+            inCallback[0] = true;
+            try {
+                return Result.ok(hub.completeReserved(op, event));
+            } finally {
+                inCallback[0] = false;
+            }
+        }
         Result<PendingTransfer> admitted = hub.admit(transferId, op);
         if (admitted.isOk()) {
             long now = System.nanoTime();
-            boolean[] inCallback;
-            if (batch.totalBytes() <= inlineMaxBytes && s.queued.get() == 0 && s.state == Session.State.OPEN
-                    && Thread.currentThread() != thread && !(inCallback = IN_CALLBACK.get())[0]) {
-                inCallback[0] = true;
-                try {
-                    hub.complete(copy(s, transferId, op, batch, now, false));
-                } finally {
-                    inCallback[0] = false;
-                }
-            } else {
-                s.queued.incrementAndGet();
-                submit(() -> {
-                    hub.complete(copy(s, transferId, op, batch, now, true));
-                    s.queued.decrementAndGet();
-                });
-            }
+            s.queued.incrementAndGet();
+            submit(() -> {
+                hub.complete(copy(s, transferId, op, batch, now, true));
+                s.queued.decrementAndGet();
+            });
         }
         return admitted;
     }

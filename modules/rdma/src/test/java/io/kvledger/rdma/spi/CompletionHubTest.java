@@ -67,6 +67,84 @@ class CompletionHubTest {
     }
 
     @Test
+    void aReservedIdIsRefusedToOthersIgnoredByCompleteAndFreedByCompleteReserved() {
+        CompletionHub hub = new CompletionHub("test");
+        List<TransferEvent> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        hub.flux().subscribe(seen::add);
+        assertThat(hub.reserve(5)).isTrue();
+        assertThat(hub.reserve(5)).isFalse();
+        assertThat(hub.admit(5, TransferOp.WRITE).errorOrNull().code()).isEqualTo(FailureCode.DUPLICATE_TRANSFER_ID);
+        assertThat(hub.<PendingTransfer>duplicate(5).errorOrNull().message()).contains("5", "in flight");
+        assertThat(hub.isPending(5)).isTrue();
+        hub.complete(ok(5)); // not the reserver's event: ignored
+        assertThat(seen).isEmpty();
+        PendingTransfer p = hub.completeReserved(TransferOp.WRITE, ok(5));
+        assertThat(p.future()).isCompletedWithValue(ok(5));
+        assertThat(p.transferId()).isEqualTo(5);
+        assertThat(seen).containsExactly(ok(5));
+        assertThat(hub.isPending(5)).isFalse();
+        assertThat(hub.inFlight()).isZero();
+        assertThat(hub.posted()).isEqualTo(1);
+        assertThat(hub.succeeded()).isEqualTo(1);
+        assertThat(hub.rejected()).isEqualTo(2);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> hub.completeReserved(TransferOp.WRITE, ok(5)))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("not reserved");
+        PendingTransfer q = hub.admit(6, TransferOp.WRITE).orElseThrow();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> hub.completeReserved(TransferOp.WRITE, ok(6)))
+                .isInstanceOf(IllegalStateException.class);
+        assertThat(hub.isPending(6)).as("an admitted id survives a wrong completeReserved").isTrue();
+        hub.complete(ok(6));
+        assertThat(q.future()).isCompletedWithValue(ok(6));
+    }
+
+    @Test
+    void threadsRacingForTheSameIdsAdmitEachIdOnceAtATime() throws Exception {
+        CompletionHub hub = new CompletionHub("test");
+        int threads = 4;
+        int perThread = 20_000;
+        java.util.concurrent.atomic.AtomicLong overlaps = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.ConcurrentHashMap<Long, Boolean> holding = new java.util.concurrent.ConcurrentHashMap<>();
+        java.util.concurrent.atomic.AtomicLong wins = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        List<Thread> ts = new java.util.ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            boolean inline = t % 2 == 0;
+            ts.add(Thread.ofPlatform().start(() -> {
+                try {
+                    go.await();
+                } catch (InterruptedException e) {
+                    return;
+                }
+                for (int i = 0; i < perThread; i++) {
+                    long id = i % 64; // every thread wants the same 64 ids
+                    boolean got = inline ? hub.reserve(id) : hub.admit(id, TransferOp.WRITE).isOk();
+                    if (!got) {
+                        continue;
+                    }
+                    wins.incrementAndGet();
+                    if (holding.putIfAbsent(id, true) != null) {
+                        overlaps.incrementAndGet();
+                    }
+                    holding.remove(id);
+                    if (inline) {
+                        hub.completeReserved(TransferOp.WRITE, ok(id));
+                    } else {
+                        hub.complete(ok(id));
+                    }
+                }
+            }));
+        }
+        go.countDown();
+        for (Thread t : ts) {
+            t.join();
+        }
+        assertThat(overlaps.get()).as("an id held by two posters at once").isZero();
+        assertThat(hub.inFlight()).isZero();
+        assertThat(hub.posted()).isEqualTo(wins.get()).isEqualTo(hub.succeeded());
+        assertThat(hub.posted() + hub.rejected()).isEqualTo((long) threads * perThread);
+    }
+
+    @Test
     void batchRulesNameTheFirstBadEntry() {
         TransferError e = BatchRules.check(OffsetBatch.of(new long[] {0, 10}, new long[] {0, 0}, new long[] {10, 10}), 15, 100);
         assertThat(e.code()).isEqualTo(FailureCode.LOCAL_OUT_OF_BOUNDS);
