@@ -128,6 +128,45 @@ public final class NodeState {
      * shortcut for the next pass, which would find the same (see WorkerSide).
      */
     Map<String, String> unmatchedSettledAgainst;
+    /**
+     * The last few handshake engine ids made ({@code host:port} and its {@code _dp0} agent key),
+     * by remote host and handshake port: save_kv_layer asks for them per staged request and
+     * layer, and a node writes to a few decode engines. Not state: strings equal to what
+     * {@link ReqMeta#handshakeEngineId()} makes, kept to spare the concatenation and the hashing.
+     */
+    private final String[] engineIdHosts = new String[4];
+    private final int[] engineIdPorts = new int[4];
+    private final String[] engineIds = new String[4];
+    private final String[] agentKeysDp0 = new String[4];
+    private int engineIdNext;
+
+    /** The memo slot of {@code m}'s handshake engine id (made when missing). */
+    private int engineIdSlot(ReqMeta m) {
+        String host = m.remoteHost();
+        int port = m.remoteHandshakePort();
+        for (int i = 0; i < engineIds.length; i++) {
+            if (engineIds[i] != null && engineIdPorts[i] == port && java.util.Objects.equals(engineIdHosts[i], host)) {
+                return i;
+            }
+        }
+        int i = engineIdNext;
+        engineIdNext = (i + 1) & (engineIds.length - 1);
+        engineIdHosts[i] = host;
+        engineIdPorts[i] = port;
+        engineIds[i] = m.handshakeEngineId();
+        agentKeysDp0[i] = engineIds[i] + "_dp0";
+        return i;
+    }
+
+    /** {@link ReqMeta#handshakeEngineId()}, from the memo. */
+    String engineId(ReqMeta m) {
+        return engineIds[engineIdSlot(m)];
+    }
+
+    /** The agent key of {@code m}'s engine at DP rank 0 ({@code host:port_dp0}), from the memo. */
+    String agentKeyDp0(ReqMeta m) {
+        return agentKeysDp0[engineIdSlot(m)];
+    }
     final LinkedHashMap<String, RecvTransfer> recvingTransfers = new LinkedHashMap<>();
     final ArrayList<ReqMeta> recvAwaitingHandshake = new ArrayList<>();
     /** Remote engines whose TP-wide eager-handshake vote passed ({@code _eager_handshaked_engines}). */

@@ -163,8 +163,8 @@ final class WorkerSide {
         }
         NodeState s = c.s;
         for (ReqMeta m : s.metaSave) {
-            String eid = m.remoteHost() + ":" + m.remoteHandshakePort();
-            if (!s.remoteAgents.contains(eid + "_dp0")) {
+            if (!s.remoteAgents.contains(s.agentKeyDp0(m))) {
+                String eid = s.engineId(m);
                 startWriteHandshakes(c, m, eid);
                 List<ReqMeta> waiting = s.awaitingHandshake.computeIfAbsent(eid, k -> new ArrayList<>());
                 if (!waiting.contains(m)) {
