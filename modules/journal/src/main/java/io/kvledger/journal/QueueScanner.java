@@ -59,8 +59,7 @@ final class QueueScanner implements AutoCloseable {
     /** No kvledger entry comes near this (the listener caps a frame far below it). */
     static final int MAX_ENTRY = 64 << 20;
 
-    /** The scanner's own read window. */
-    static final int WINDOW = 1 << 20;
+    private static final int WINDOW = 1 << 20;
     /** Zeros to compare the window with ({@link #zeroRun}). */
     private static final byte[] ZEROS = new byte[WINDOW];
     private static final byte[] WRITE_POSITION = "writePosition".getBytes(StandardCharsets.US_ASCII);
@@ -87,11 +86,6 @@ final class QueueScanner implements AutoCloseable {
     private byte[] own = win;
     /** Reads the current file ahead (outside follow mode, over large files); null when not running. */
     private ReadAhead ahead;
-    /** The buffer of the read-ahead's chunk in the window, and the excerpts of it the read-ahead checked. */
-    private byte[] checkedBuf;
-    private ReadAhead.Checked checkedAhead;
-    /** Checksum checks the read-ahead made for the scanner. */
-    private long crcsAhead;
 
     private long lastGoodSeq = -1;
     private boolean strict;
@@ -160,11 +154,6 @@ final class QueueScanner implements AutoCloseable {
     /** Entries handed out whose checksum was checked. */
     long checked() {
         return checked;
-    }
-
-    /** Excerpts whose checksum the read-ahead checked (the scanner did not compute it again). */
-    long crcsAhead() {
-        return crcsAhead;
     }
 
     /** Group excerpts read. */
@@ -398,7 +387,7 @@ final class QueueScanner implements AutoCloseable {
             if (len < JournalFormat.ENVELOPE_V2) {
                 return "an entry of layout " + layout + " is " + len + " bytes, shorter than its envelope";
             }
-            if (!checkedAhead(at - 4) && EntryCodec.storedCrc(win, off) != EntryCodec.crc(win, off, len)) {
+            if (EntryCodec.storedCrc(win, off) != EntryCodec.crc(win, off, len)) {
                 return "checksum mismatch (CRC32C)";
             }
         } else if (strict || (!headerSeen && checked > 0)) {
@@ -782,8 +771,7 @@ final class QueueScanner implements AutoCloseable {
             ahead = null;
         }
         if (ahead == null) {
-            // the read-ahead checks checksums from the excerpt the walk stands at
-            ahead = ReadAhead.start(files.get(fileIndex), winEnd, size, pos <= winEnd ? pos : -1);
+            ahead = ReadAhead.start(files.get(fileIndex), winEnd, size);
         }
         ReadAhead.Chunk c = ahead.take();
         if (c == null) {
@@ -798,26 +786,10 @@ final class QueueScanner implements AutoCloseable {
             ahead.recycle(win);
         }
         win = c.buf();
-        checkedBuf = c.buf();
-        checkedAhead = c.checked();
         winStart = winEnd - ReadAhead.SLACK;
         winLen = ReadAhead.SLACK + c.len();
         winValidFrom = at;
         return at + n <= winStart + winLen;
-    }
-
-    /**
-     * Whether the read-ahead found the checksum of the entry in the excerpt at {@code excerptAt}
-     * matching, in the very buffer that is the window now (its header there gives the length
-     * the read-ahead checked).
-     */
-    private boolean checkedAhead(long excerptAt) {
-        long inChunk = excerptAt - (winStart + ReadAhead.SLACK);
-        if (win != checkedBuf || inChunk < 0 || inChunk >= winLen - ReadAhead.SLACK || !checkedAhead.has((int) inChunk)) {
-            return false;
-        }
-        crcsAhead++;
-        return true;
     }
 
     /**
