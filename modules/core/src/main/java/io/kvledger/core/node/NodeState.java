@@ -167,6 +167,7 @@ public final class NodeState {
     String agentKeyDp0(ReqMeta m) {
         return agentKeysDp0[engineIdSlot(m)];
     }
+
     final LinkedHashMap<String, RecvTransfer> recvingTransfers = new LinkedHashMap<>();
     final ArrayList<ReqMeta> recvAwaitingHandshake = new ArrayList<>();
     /** Remote engines whose TP-wide eager-handshake vote passed ({@code _eager_handshaked_engines}). */
