@@ -78,8 +78,9 @@ final class QueueScanner implements AutoCloseable {
     private long winStart;
     private int winLen;
     /**
-     * Where the window's bytes start being the file's: {@link #winStart}, except in a chunk of the
-     * read-ahead, whose front holds only the tail of the entry before it (copied there).
+     * Where the window's bytes start being the file's (never before {@link #winStart}): winStart,
+     * except in a chunk of the read-ahead, whose front holds only the tail of the entry before it
+     * (copied there).
      */
     private long winValidFrom;
     /** The scanner's own window buffer (for its own reads); {@link #win} may be a read-ahead chunk's. */
@@ -481,7 +482,7 @@ final class QueueScanner implements AutoCloseable {
     /** The first position at or after {@code from} in this file that holds a good entry, or -1. */
     private long search(long from) throws IOException {
         for (long q = from; q + 4 <= size; q += 4) {
-            if ((q < winValidFrom || q < winStart || q + 4 > winStart + winLen) && !ensure(q, 4)) {
+            if ((q < winValidFrom || q + 4 > winStart + winLen) && !ensure(q, 4)) {
                 return -1;
             }
             int h = intAt((int) (q - winStart));
@@ -713,7 +714,7 @@ final class QueueScanner implements AutoCloseable {
 
     /** Makes the window cover {@code [at, at + n)}; false when the file ends before. */
     private boolean ensure(long at, int n) throws IOException {
-        if (at >= winValidFrom && at >= winStart && at + n <= winStart + winLen) {
+        if (at >= winValidFrom && at + n <= winStart + winLen) {
             return true;
         }
         if (at + n > size) {

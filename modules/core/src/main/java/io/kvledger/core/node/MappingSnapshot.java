@@ -30,7 +30,7 @@ final class MappingSnapshot extends AbstractMap<String, String> {
     private final int size;
     /**
      * For more than {@link #SMALL} mappings: slot {@code h & (length - 1)} and the next ones
-     * (linear probing) hold {@code i + 1} for key {@code i} of hash {@code h} ({@link #spread}), 0
+     * (linear probing) hold {@code i + 1} for key {@code i} of hash {@code h} ({@link OpenAddressing#spread}), 0
      * when free; at most half full. Null for small maps (scanned).
      */
     private final int[] index;
@@ -61,18 +61,13 @@ final class MappingSnapshot extends AbstractMap<String, String> {
         int[] index = new int[Integer.highestOneBit(n) << 2];
         int mask = index.length - 1;
         for (int k = 0; k < n; k++) {
-            int slot = spread(kv[2 * k].hashCode()) & mask;
+            int slot = OpenAddressing.spread(kv[2 * k]) & mask;
             while (index[slot] != 0) {
                 slot = (slot + 1) & mask;
             }
             index[slot] = k + 1;
         }
         return new MappingSnapshot(kv, index);
-    }
-
-    /** The hash's high bits mixed into the low ones the index uses (as {@code HashMap} does). */
-    private static int spread(int h) {
-        return h ^ (h >>> 16);
     }
 
     private int indexOf(Object key) {
@@ -82,7 +77,7 @@ final class MappingSnapshot extends AbstractMap<String, String> {
                 return -1;
             }
             int mask = idx.length - 1;
-            for (int slot = spread(key.hashCode()) & mask; idx[slot] != 0; slot = (slot + 1) & mask) {
+            for (int slot = OpenAddressing.spread(key) & mask; idx[slot] != 0; slot = (slot + 1) & mask) {
                 int i = idx[slot] - 1;
                 String k = cells[2 * i];
                 if (k == key || k.equals(key)) {

@@ -70,8 +70,7 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
 
     /** The spread hash of a key. */
     static int hash(Object key) {
-        int h = Objects.hashCode(key) * 0x9E3779B9;
-        return h ^ (h >>> 16);
+        return OpenAddressing.spread(key);
     }
 
     // ------------------------------------------------------------------ index
@@ -121,8 +120,7 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
         // backward shift: move later entries of the probe run into the hole when their home allows
         for (int j = (i + 1) & mask; t[j] != 0; j = (j + 1) & mask) {
             int home = (int) (t[j] >>> 32) & mask;
-            boolean movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
-            if (movable) {
+            if (OpenAddressing.movable(home, i, j)) {
                 t[i] = t[j];
                 i = j;
             }

@@ -74,8 +74,7 @@ final class RequestSlots {
 
     /** The spread hash of an id, as its slot keeps it. */
     private static int hash(Object rid) {
-        int h = Objects.hashCode(rid) * 0x9E3779B9;
-        return h ^ (h >>> 16);
+        return OpenAddressing.spread(rid);
     }
 
     /** Puts a new slot (its id absent) into the index. */
@@ -117,8 +116,7 @@ final class RequestSlots {
         // backward shift: move later slots of the probe run into the hole when their home allows
         for (int j = (i + 1) & mask; t[j] != null; j = (j + 1) & mask) {
             int home = t[j].hash & mask;
-            boolean movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
-            if (movable) {
+            if (OpenAddressing.movable(home, i, j)) {
                 t[i] = t[j];
                 i = j;
             }

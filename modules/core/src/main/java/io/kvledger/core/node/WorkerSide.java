@@ -273,11 +273,14 @@ final class WorkerSide {
     /** Deferred tasks: run those whose remote_blocks arrived, expire those older than defer_timeout. */
     private static void processDeferred(Ctx c) {
         NodeState s = c.s;
-        if (s.deferredTasks.isEmpty() || !anyDeferredDue(c)) {
+        int first = s.deferredTasks.isEmpty() ? -1 : firstDeferredDue(c);
+        if (first < 0) {
             return;
         }
-        List<WriteTask> tasks = new ArrayList<>(s.deferredTasks);
-        s.deferredTasks.clear();
+        // the tasks before the first due one would only be put back, in their order: they stay
+        List<WriteTask> due = s.deferredTasks.subList(first, s.deferredTasks.size());
+        List<WriteTask> tasks = new ArrayList<>(due);
+        due.clear();
         // A transfer's tasks (one per layer) sit next to each other, and each save_kv_layer walks
         // them all again. A task put back changed nothing, so the next task of the same transfer
         // id would get the same three answers below: only its own age is left to check.
@@ -309,28 +312,28 @@ final class WorkerSide {
     }
 
     /**
-     * Whether {@link #processDeferred} would do anything but put every task back in its order:
-     * drop one (its transfer ended), run one (its remote_blocks came) or expire one. The same
-     * tests, without taking the list apart (most calls find nothing to do).
+     * The position of the first deferred task that {@link #processDeferred} would not simply put
+     * back (its transfer ended, its remote_blocks came, or it expired), or -1: the same tests,
+     * without taking the list apart (most calls find nothing to do).
      */
-    private static boolean anyDeferredDue(Ctx c) {
+    private static int firstDeferredDue(Ctx c) {
         NodeState s = c.s;
         String keptTid = null;
         for (int i = 0; i < s.deferredTasks.size(); i++) {
             WriteTask t = s.deferredTasks.get(i);
             if (c.now - t.enqueueNs() > c.cfg.deferTimeoutNs()) {
-                return true;
+                return i;
             }
             if (t.transferId() == keptTid) {
                 continue;
             }
             if (s.terminalTransfers.contains(t.transferId()) || !s.writes.containsKey(t.transferId())
                     || s.remoteAllocs.containsKey(t.transferId())) {
-                return true;
+                return i;
             }
             keptTid = t.transferId();
         }
-        return false;
+        return -1;
     }
 
     /** {@code _finalize_if_complete}: once, when every expected write is done and its status settled. */
