@@ -131,9 +131,34 @@ public final class JournalInputs {
         }
         if (out.isEmpty()) {
             throw new InputException(given + ": no journal there: it holds no .cq4 files, and none of its "
-                    + subdirs.size() + " subdirector" + (subdirs.size() == 1 ? "y does" : "ies do"));
+                    + subdirs.size() + " subdirector" + (subdirs.size() == 1 ? "y does" : "ies do")
+                    + jsonLinesHint(arg, subdirs));
         }
         return out;
+    }
+
+    /**
+     * For a directory that holds JSON lines instead (an export, or journal/fixtures' layout): says
+     * which file, and that the reading commands take it as it is while the others need it imported.
+     * Empty otherwise.
+     */
+    private static String jsonLinesHint(Path arg, List<Path> subdirs) {
+        List<Path> places = new ArrayList<>();
+        places.add(arg);
+        places.addAll(subdirs);
+        for (Path dir : places) {
+            try (Stream<Path> s = Files.list(dir)) {
+                Path jsonl = s.filter(p -> p.getFileName().toString().endsWith(".jsonl") && Files.isRegularFile(p))
+                        .sorted().findFirst().orElse(null);
+                if (jsonl != null) {
+                    return "; it holds JSON lines (" + jsonl + "): hangs, inspect, replay and stats read them as they "
+                            + "are, other commands after: kvledger journal import " + arg + " DIR";
+                }
+            } catch (IOException e) {
+                // unreadable: no hint
+            }
+        }
+        return "";
     }
 
     /** The name a journal given directly is shown with: its directory name ("." parts resolved). */

@@ -72,6 +72,22 @@ class JournalInputsTest {
     }
 
     @Test
+    void a_directory_of_json_lines_is_named_as_such_with_the_import_command() throws IOException {
+        Path tree = Files.createDirectories(tmp.resolve("fixture"));
+        Files.writeString(Files.createDirectories(tree.resolve("D0")).resolve("inputs.jsonl"), "{}\n");
+        Files.createDirectories(tree.resolve("P0"));
+        assertThatThrownBy(() -> JournalInputs.resolve(List.of(tree)))
+                .isInstanceOf(InputException.class)
+                .hasMessageContaining("no journal there")
+                .hasMessageContaining("it holds JSON lines (" + tree.resolve("D0").resolve("inputs.jsonl") + ")")
+                .hasMessageContaining("kvledger journal import " + tree + " DIR");
+        Path plain = Files.createDirectories(tmp.resolve("plain"));
+        assertThatThrownBy(() -> JournalInputs.resolve(List.of(plain)))
+                .isInstanceOf(InputException.class)
+                .message().doesNotContain("JSON lines");
+    }
+
+    @Test
     void a_missing_path_a_file_and_no_argument_are_usage_errors() throws IOException {
         Path file = Files.writeString(tmp.resolve("file.cq4"), "");
         assertThatThrownBy(() -> JournalInputs.resolve(List.of(tmp.resolve("nope"))))
