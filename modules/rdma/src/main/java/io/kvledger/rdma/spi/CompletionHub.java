@@ -120,13 +120,10 @@ public final class CompletionHub {
         long id = event.transferId();
         lock();
         try {
-            Object v = pending.remove(id);
-            if (v != RESERVED) {
-                if (v != null) {
-                    pending.putIfAbsent(id, v);
-                }
+            if (pending.get(id) != RESERVED) {
                 throw new IllegalStateException("transfer id " + id + " was not reserved");
             }
+            pending.remove(id);
             count(event);
         } finally {
             unlock();
@@ -231,45 +228,30 @@ public final class CompletionHub {
     }
 
     public int inFlight() {
-        lock();
-        try {
-            return pending.size();
-        } finally {
-            unlock();
-        }
+        return (int) underLock(() -> pending.size());
     }
 
     public boolean isPending(long transferId) {
-        lock();
-        try {
-            return pending.get(transferId) != null;
-        } finally {
-            unlock();
-        }
+        return underLock(() -> pending.get(transferId) != null ? 1 : 0) != 0;
     }
 
     public long posted() {
-        lock();
-        try {
-            return posted;
-        } finally {
-            unlock();
-        }
+        return underLock(() -> posted);
     }
 
     public long succeeded() {
-        lock();
-        try {
-            return succeeded;
-        } finally {
-            unlock();
-        }
+        return underLock(() -> succeeded);
     }
 
     public long failed() {
+        return underLock(() -> failed);
+    }
+
+    /** A read of the table or the counters under the lock (these readers are not on a hot path). */
+    private long underLock(java.util.function.LongSupplier read) {
         lock();
         try {
-            return failed;
+            return read.getAsLong();
         } finally {
             unlock();
         }
