@@ -141,4 +141,61 @@ class LauncherTest {
         assertThat(r.code()).isEqualTo(2);
         assertThat(r.err()).startsWith("kvledger stats: ").contains("nowhere");
     }
+
+    /**
+     * The launcher's count of free memory in blocks of at least one transparent huge page, over
+     * a made-up /proc/buddyinfo (4 KiB pages, 2 MiB huge pages: orders 9 and up count): the
+     * function is taken out of the script and run by bash on its own.
+     */
+    @Test
+    void free_huge_page_memory_is_summed_from_the_orders_of_a_huge_page_and_up() throws Exception {
+        Path pmd = Path.of("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isReadable(pmd)
+                && Files.readString(pmd).strip().equals("2097152"), "a kernel with 2 MiB transparent huge pages");
+        Path buddy = tmp.resolve("buddyinfo");
+        Files.writeString(buddy, String.join("\n",
+                "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 ",
+                "Node 0, zone    DMA32     67      8      3      6      5      6      4      4      5      3    750 ",
+                "Node 0, zone   Normal 335193  10053   5188   3784   2400   1536   1023    705    466    385   3809 ",
+                ""));
+        Path empty = tmp.resolve("empty");
+        Files.writeString(empty, "");
+        // DMA 1x2 + 3x4, DMA32 3x2 + 750x4, Normal 385x2 + 3809x4 MiB; order 8 and below not counted
+        assertThat(freeHugePageMib(buddy)).isEqualTo(2 + 12 + 6 + 3000 + 770 + 15236);
+        assertThat(freeHugePageMib(empty)).isZero();
+        assertThat(freeHugePageMib(tmp.resolve("missing"))).as("unreadable: none").isZero();
+    }
+
+    private long freeHugePageMib(Path buddyinfo) throws Exception {
+        String script = Files.readString(checkout.resolve("kvledger"), StandardCharsets.UTF_8);
+        int from = script.indexOf("\nfree_hugepage_mib() {");
+        int to = script.indexOf("\n}\n", from);
+        assertThat(from).as("the launcher defines free_hugepage_mib").isNotNegative();
+        String fn = script.substring(from + 1, to + 2);
+        Process p = new ProcessBuilder("bash", "-c", fn + "\nfree_hugepage_mib \"$1\"", "bash", buddyinfo.toString())
+                .redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.exitValue()).as(out).isZero();
+        return Long.parseLong(out);
+    }
+
+    /**
+     * Huge pages for the heap of the journal commands (the launcher's default when the kernel
+     * offers them) change no byte of what a command prints, against a run without them; a
+     * value of KVLEDGER_THP other than 0 or 1 means the default.
+     */
+    @Test
+    void huge_pages_for_the_heap_change_no_output() throws Exception {
+        String script = checkout.resolve("kvledger").toString();
+        Ran sim = launch(caller, script, "simulate", "--seed", "4", "--requests", "2", "--faults", "drop=0", "--out", "out",
+                "--time-limit-s", "5", "--idle-step-ms", "5000", "--tick-ms", "5000");
+        assertThat(sim.code()).as(sim.err()).isZero();
+        Ran off = launch(java.util.Map.of("KVLEDGER_AOT", "0", "KVLEDGER_THP", "0"), caller, script, "hangs", "out", "--json");
+        assertThat(off.out()).startsWith("{");
+        for (String thp : List.of("1", "auto", "yes")) {
+            Ran on = launch(java.util.Map.of("KVLEDGER_AOT", "0", "KVLEDGER_THP", thp), caller, script, "hangs", "out", "--json");
+            assertThat(on).as("KVLEDGER_THP=" + thp).isEqualTo(off);
+        }
+    }
 }
