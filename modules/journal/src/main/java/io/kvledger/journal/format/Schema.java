@@ -155,28 +155,35 @@ public final class Schema<R> {
         if (n > size) {
             throw FastPayloadReader.FALLBACK; // fields of a newer version: the generic path skips them
         }
-        Object[] vals = new Object[size];
-        for (int i = 0; i < size; i++) {
-            if (i >= n) {
-                vals[i] = ts[i].absent();
-            } else if (in.nil()) {
-                if (primitive[i]) {
-                    throw FastPayloadReader.FALLBACK;
+        // the reader's field array for this nesting depth, not a new one per payload: builders
+        // read their values and keep none of them through it (cleared on the way out)
+        Values v = in.borrowValues(size);
+        Object[] vals = v.slots();
+        try {
+            for (int i = 0; i < size; i++) {
+                if (i >= n) {
+                    vals[i] = ts[i].absent();
+                } else if (in.nil()) {
+                    if (primitive[i]) {
+                        throw FastPayloadReader.FALLBACK;
+                    }
+                    vals[i] = null;
+                } else {
+                    vals[i] = switch (fastKinds[i]) {
+                        case I32 -> Integer.valueOf(in.readInt());
+                        case I64 -> Long.valueOf(in.readLong());
+                        case BOOL -> Boolean.valueOf(in.readBool());
+                        case STR -> in.readString();
+                        case RECURRING_STR -> in.readRecurringString();
+                        case INT_ARRAY -> in.readInts();
+                        default -> ts[i].readFast(in);
+                    };
                 }
-                vals[i] = null;
-            } else {
-                vals[i] = switch (fastKinds[i]) {
-                    case I32 -> Integer.valueOf(in.readInt());
-                    case I64 -> Long.valueOf(in.readLong());
-                    case BOOL -> Boolean.valueOf(in.readBool());
-                    case STR -> in.readString();
-                    case RECURRING_STR -> in.readRecurringString();
-                    case INT_ARRAY -> in.readInts();
-                    default -> ts[i].readFast(in);
-                };
             }
+            return build(atNs, v);
+        } finally {
+            in.returnValues(v, size);
         }
-        return build(atNs, vals);
     }
 
     static boolean isNil(MessageUnpacker u) throws IOException {
@@ -188,8 +195,12 @@ public final class Schema<R> {
     }
 
     private R build(long atNs, Object[] vals) {
+        return build(atNs, new Values(vals));
+    }
+
+    private R build(long atNs, Values vals) {
         try {
-            return builder.build(atNs, new Values(vals));
+            return builder.build(atNs, vals);
         } catch (RuntimeException e) {
             throw new PayloadException("cannot build a " + type.getSimpleName() + ": " + e, e);
         }

@@ -9,6 +9,16 @@ public final class Values {
         this.v = v;
     }
 
+    /** The array behind these values (for a reader that fills it in place). */
+    Object[] slots() {
+        return v;
+    }
+
+    /** Forgets the first {@code n} values, so that a reused array keeps nothing alive. */
+    void clear(int n) {
+        java.util.Arrays.fill(v, 0, n, null);
+    }
+
     public int i(int idx) {
         return (Integer) v[idx];
     }

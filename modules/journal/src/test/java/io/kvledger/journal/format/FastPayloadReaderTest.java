@@ -86,6 +86,43 @@ class FastPayloadReaderTest {
         }
     }
 
+    /**
+     * One reader fills the same field arrays for every payload (one per nesting depth): records
+     * read earlier stay as they were read while later payloads, nested ones (a step's cached
+     * requests) and payloads it gives up on half-way (cut short) go through it, and a payload
+     * read after a given-up one reads whole.
+     */
+    @Test
+    void records_read_earlier_through_the_same_reader_are_unchanged_by_later_reads() throws IOException {
+        FastPayloadReader fast = new FastPayloadReader();
+        List<Object> kept = new java.util.ArrayList<>();
+        List<String> expected = new java.util.ArrayList<>();
+        int nested = 0;
+        for (int round = 0; round < 2; round++) {
+            for (Object r : Samples.all()) {
+                EntryType t = typeOf(r);
+                byte[] b = payload(t, r);
+                if (b.length > 2) {
+                    fast.read(t, b, 0, b.length - 1, atNs(r)); // given up on or read short: either way, not kept
+                }
+                Object f = fast.read(t, b, 0, b.length, atNs(r));
+                if (f == null) {
+                    continue;
+                }
+                if (f instanceof NodeEvent.StepScheduled s && !s.cachedRequests().isEmpty()) {
+                    nested++;
+                }
+                kept.add(f);
+                expected.add(text(t, generic(t, b, 0, b.length, atNs(r))));
+            }
+        }
+        assertThat(nested).as("samples with nested records").isPositive();
+        for (int i = 0; i < kept.size(); i++) {
+            Object f = kept.get(i);
+            assertThat(text(typeOf(f), f)).as("record %d", i).isEqualTo(expected.get(i));
+        }
+    }
+
     @Test
     void the_payload_may_sit_anywhere_in_a_larger_array() throws IOException {
         FastPayloadReader fast = new FastPayloadReader();
