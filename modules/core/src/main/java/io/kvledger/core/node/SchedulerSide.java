@@ -576,18 +576,65 @@ final class SchedulerSide {
         List<ReqMeta> recv = s.reqsNeedRecv.isEmpty() ? List.of() : new ArrayList<>(s.reqsNeedRecv.size());
         List<ReqMeta> save = s.reqsNeedSave.isEmpty() && s.reqsNeedPendingSave.isEmpty()
                 ? List.of() : new ArrayList<>(s.reqsNeedSave.size());
-        if (c.cfg.mode() == TransferMode.WRITE && c.cfg.role() == Role.PRODUCER && !s.reqsNeedPendingSave.isEmpty()
-                && !stagePendingSaveChunks(c, e, save)) {
-            metaRaised(c, e);
-            return;
+        if (c.cfg.mode() == TransferMode.WRITE && c.cfg.role() == Role.PRODUCER && !s.reqsNeedPendingSave.isEmpty()) {
+            for (NodeEvent.CachedRequest cr : e.cachedRequests()) {
+                if (cr.newBlockIds() == null) {
+                    continue;
+                }
+                Stage pending = s.reqsNeedPendingSave.get(cr.requestId());
+                if (pending == null) {
+                    continue; // a non-disagg request (#45043): skipped, not a KeyError
+                }
+                BlockGroups updated = c.on(Switch.PENDING_SAVE_PER_GROUP_APPEND)
+                        ? pending.blocks().appendPerGroup(cr.newBlockIds())
+                        : BlockGroups.concatFlat(pending.blocks().first(), cr.newBlockIds().first());
+                s.reqsNeedPendingSave.put(cr.requestId(), new Stage(pending.req(), updated));
+                if (covered(c, updated) >= pending.req().numPromptTokens) {
+                    KvParams kv = s.reqKvParams.remove(cr.requestId());
+                    if (kv == null) {
+                        kv = pending.req().params != null ? pending.req().params : KvParams.empty();
+                    }
+                    ReqMeta m = addNewReq(c, pending.req(), cr.requestId(), updated, kv, true);
+                    if (m == null) {
+                        metaRaised(c, e);
+                        return;
+                    }
+                    save.add(m);
+                    s.reqsNeedPendingSave.remove(cr.requestId());
+                    c.phase(pending.req(), RequestPhase.PREFILLING, "final chunk: save staged for the worker");
+                }
+            }
         }
-        if (!s.reqsNeedRecv.isEmpty() && !stageRecvs(c, recv)) {
-            metaRaised(c, e);
-            return;
+        for (RequestSlots.Slot en = s.reqsNeedRecv.first(); en != null; en = s.reqsNeedRecv.next(en)) {
+            Stage st = s.reqsNeedRecv.get(en);
+            KvParams kv = snapshotOrLive(s, en, st.req());
+            ReqMeta m = addNewReq(c, st.req(), en.rid, st.blocks(), kv, false);
+            if (m == null) {
+                metaRaised(c, e);
+                return;
+            }
+            recv.add(m);
         }
-        if (!s.reqsNeedSave.isEmpty() && !stageSaves(c, save)) {
-            metaRaised(c, e);
-            return;
+        for (RequestSlots.Slot en = s.reqsNeedSave.first(); en != null; en = s.reqsNeedSave.next(en)) {
+            Stage st = s.reqsNeedSave.get(en);
+            KvParams kv = snapshotOrLive(s, en, st.req());
+            if (st.req().numPromptTokens > covered(c, st.blocks())) {
+                s.reqsNeedPendingSave.put(en, st);
+                if (st.req().phase.terminal()) {
+                    c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.rid, st.req().params == null ? null
+                            : st.req().params.string("transfer_id"), "a finished request's save moved to pending; it is never removed"
+                            + pendingSaveLeakWhose(c));
+                } else if (c.cfg.isProducer()) {
+                    c.phase(st.req(), RequestPhase.PENDING_SAVE, "prompt not covered yet (chunked prefill)");
+                }
+                continue;
+            }
+            ReqMeta m = addNewReq(c, st.req(), en.rid, st.blocks(), kv, true);
+            if (m == null) {
+                metaRaised(c, e);
+                return;
+            }
+            save.add(m);
         }
         List<String> toSend;
         if (s.reqsNeedSend.isEmpty()) {
@@ -617,83 +664,6 @@ final class SchedulerSide {
         s.metaSave = save;
         refreshMetaMapping(s);
         c.emit(new Effect.MetadataBuilt(e.step(), recv, save, toSend, s.metaMapping.size()));
-    }
-
-    // buildMeta's three staging loops are methods of their own (behaviour as one method): smaller
-    // units for the JIT, and a branch first taken late recompiles only its loop
-    // (benchmarks/README.md, "Item 3, seventh round"). Each returns false where add_new_req raised.
-
-    /** A WRITE producer's pending saves: this step's new blocks appended; a covered prompt's save staged. */
-    private static boolean stagePendingSaveChunks(Ctx c, NodeEvent.StepScheduled e, List<ReqMeta> save) {
-        NodeState s = c.s;
-        for (NodeEvent.CachedRequest cr : e.cachedRequests()) {
-            if (cr.newBlockIds() == null) {
-                continue;
-            }
-            Stage pending = s.reqsNeedPendingSave.get(cr.requestId());
-            if (pending == null) {
-                continue; // a non-disagg request (#45043): skipped, not a KeyError
-            }
-            BlockGroups updated = c.on(Switch.PENDING_SAVE_PER_GROUP_APPEND)
-                    ? pending.blocks().appendPerGroup(cr.newBlockIds())
-                    : BlockGroups.concatFlat(pending.blocks().first(), cr.newBlockIds().first());
-            s.reqsNeedPendingSave.put(cr.requestId(), new Stage(pending.req(), updated));
-            if (covered(c, updated) >= pending.req().numPromptTokens) {
-                KvParams kv = s.reqKvParams.remove(cr.requestId());
-                if (kv == null) {
-                    kv = pending.req().params != null ? pending.req().params : KvParams.empty();
-                }
-                ReqMeta m = addNewReq(c, pending.req(), cr.requestId(), updated, kv, true);
-                if (m == null) {
-                    return false;
-                }
-                save.add(m);
-                s.reqsNeedPendingSave.remove(cr.requestId());
-                c.phase(pending.req(), RequestPhase.PREFILLING, "final chunk: save staged for the worker");
-            }
-        }
-        return true;
-    }
-
-    /** The staged receives, each into the metadata. */
-    private static boolean stageRecvs(Ctx c, List<ReqMeta> recv) {
-        NodeState s = c.s;
-        for (RequestSlots.Slot en = s.reqsNeedRecv.first(); en != null; en = s.reqsNeedRecv.next(en)) {
-            Stage st = s.reqsNeedRecv.get(en);
-            KvParams kv = snapshotOrLive(s, en, st.req());
-            ReqMeta m = addNewReq(c, st.req(), en.rid, st.blocks(), kv, false);
-            if (m == null) {
-                return false;
-            }
-            recv.add(m);
-        }
-        return true;
-    }
-
-    /** The staged saves: into the metadata when the prompt is covered, else to pending saves. */
-    private static boolean stageSaves(Ctx c, List<ReqMeta> save) {
-        NodeState s = c.s;
-        for (RequestSlots.Slot en = s.reqsNeedSave.first(); en != null; en = s.reqsNeedSave.next(en)) {
-            Stage st = s.reqsNeedSave.get(en);
-            KvParams kv = snapshotOrLive(s, en, st.req());
-            if (st.req().numPromptTokens > covered(c, st.blocks())) {
-                s.reqsNeedPendingSave.put(en, st);
-                if (st.req().phase.terminal()) {
-                    c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.rid, st.req().params == null ? null
-                            : st.req().params.string("transfer_id"), "a finished request's save moved to pending; it is never removed"
-                            + pendingSaveLeakWhose(c));
-                } else if (c.cfg.isProducer()) {
-                    c.phase(st.req(), RequestPhase.PENDING_SAVE, "prompt not covered yet (chunked prefill)");
-                }
-                continue;
-            }
-            ReqMeta m = addNewReq(c, st.req(), en.rid, st.blocks(), kv, true);
-            if (m == null) {
-                return false;
-            }
-            save.add(m);
-        }
-        return true;
     }
 
     /**
@@ -872,7 +842,16 @@ final class SchedulerSide {
         }
         KvParams params = r.params;
         if (!c.cfg.isProducer()) {
-            consumerFinishing(c, r, params);
+            String t = params != null && params.get("transfer_id") instanceof String ts ? ts : null;
+            unmap(c, r.slot, rid, t);
+            if (s.recvingTransfers.containsKey(rid)) {
+                c.anomaly(AnomalyKind.FREE_WHILE_TRANSFER_IN_FLIGHT, rid, t,
+                        "request finished while its READ is still in flight; its blocks return to the pool");
+            }
+            if (!s.recvAwaitingHandshake.isEmpty() && s.recvAwaitingHandshake.removeIf(m -> m.requestId().equals(rid))) {
+                c.anomaly(AnomalyKind.HANDSHAKE_FAILED, rid, t,
+                        "request finished before the handshake its read waited for completed; no release will be sent");
+            }
         }
         if (s.reqsNeedPendingSave.has(r.slot)) {
             c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, rid, tid(r),
@@ -884,7 +863,24 @@ final class SchedulerSide {
             return;
         }
         if (params.truthy("do_remote_prefill")) {
-            finishedBeforeAllocation(c, r, params, blocks);
+            if (c.cfg.mode() == TransferMode.WRITE) {
+                releaseWritePrefillBlocks(c, r, params);
+            } else {
+                BlockGroups empty;
+                if (!c.on(Switch.READ_ABORT_RECV_BLOCKS_SHAPE)) {
+                    empty = BlockGroups.single();
+                } else if (s.hybrid) {
+                    empty = blocks.select(recvGroupIndices(s)).withGroup(0, new int[0]);
+                } else {
+                    empty = BlockGroups.empty(s.transferGroups.length);
+                }
+                s.reqsNeedRecv.put(r.slot, new Stage(r, empty));
+            }
+            params.put("do_remote_prefill", Boolean.FALSE);
+            c.emit(new Effect.FinishDecision(rid, false, null));
+            finishNow(c, r, RequestPhase.ABORTED_BEFORE_ALLOC, c.cfg.mode() == TransferMode.WRITE
+                    ? "finished before allocation; release sent to the producer"
+                    : "finished before allocation; release staged for the worker");
             return;
         }
         if (!params.truthy("do_remote_decode") || e.status() != FinishStatus.FINISHED_LENGTH_CAPPED) {
@@ -946,49 +942,6 @@ final class SchedulerSide {
             leakCheck(c, r);
             finishNow(c, r, RequestPhase.FINISHED, "finished length-capped with no blocks; freed now");
         }
-    }
-
-    // finished's rarer branches are methods of their own (behaviour as one method): smaller
-    // units for the JIT, and a branch first taken late recompiles only its part
-    // (benchmarks/README.md, "Item 3, seventh round").
-
-    /** A consumer's request finishing: its mapping goes, and a read still under way is named. */
-    private static void consumerFinishing(Ctx c, Req r, KvParams params) {
-        NodeState s = c.s;
-        String rid = r.requestId;
-        String t = params != null && params.get("transfer_id") instanceof String ts ? ts : null;
-        unmap(c, r.slot, rid, t);
-        if (s.recvingTransfers.containsKey(rid)) {
-            c.anomaly(AnomalyKind.FREE_WHILE_TRANSFER_IN_FLIGHT, rid, t,
-                    "request finished while its READ is still in flight; its blocks return to the pool");
-        }
-        if (!s.recvAwaitingHandshake.isEmpty() && s.recvAwaitingHandshake.removeIf(m -> m.requestId().equals(rid))) {
-            c.anomaly(AnomalyKind.HANDSHAKE_FAILED, rid, t,
-                    "request finished before the handshake its read waited for completed; no release will be sent");
-        }
-    }
-
-    /** A decode request finished before its blocks were allocated: the producer's blocks are released. */
-    private static void finishedBeforeAllocation(Ctx c, Req r, KvParams params, BlockGroups blocks) {
-        NodeState s = c.s;
-        if (c.cfg.mode() == TransferMode.WRITE) {
-            releaseWritePrefillBlocks(c, r, params);
-        } else {
-            BlockGroups empty;
-            if (!c.on(Switch.READ_ABORT_RECV_BLOCKS_SHAPE)) {
-                empty = BlockGroups.single();
-            } else if (s.hybrid) {
-                empty = blocks.select(recvGroupIndices(s)).withGroup(0, new int[0]);
-            } else {
-                empty = BlockGroups.empty(s.transferGroups.length);
-            }
-            s.reqsNeedRecv.put(r.slot, new Stage(r, empty));
-        }
-        params.put("do_remote_prefill", Boolean.FALSE);
-        c.emit(new Effect.FinishDecision(r.requestId, false, null));
-        finishNow(c, r, RequestPhase.ABORTED_BEFORE_ALLOC, c.cfg.mode() == TransferMode.WRITE
-                ? "finished before allocation; release sent to the producer"
-                : "finished before allocation; release staged for the worker");
     }
 
     /**
@@ -1097,63 +1050,32 @@ final class SchedulerSide {
     // ------------------------------------------------------------------ update_connector_output
 
     static void connectorOutput(Ctx c, NodeEvent.ConnectorOutputReceived e) {
+        NodeState s = c.s;
         if (!c.cfg.isProducer()) {
             if (e.finishedRecving() != null) {
-                consumerFinishedRecving(c, e.finishedRecving());
+                for (String rid : e.finishedRecving()) {
+                    Req r = s.requests.get(rid);
+                    if (r == null) {
+                        c.anomaly(AnomalyKind.FINISHED_RECVING_UNEXPECTED, rid, null,
+                                "the scheduler no longer holds this request (assert req_id in self.requests)");
+                    } else if (r.recvDone || r.phase != RequestPhase.WAITING_FOR_REMOTE_KVS) {
+                        c.anomaly(AnomalyKind.FINISHED_RECVING_UNEXPECTED, rid, tid(r),
+                                "request is " + r.phase + (r.recvDone ? " and already received its KV" : ""));
+                    } else {
+                        r.recvDone = true;
+                        c.phase(r, RequestPhase.KV_RECEIVED, "in finished_recving");
+                    }
+                }
             }
             return;
         }
-        NodeState s = c.s;
-        long now = c.now;
-        Surfacing safe = ackedOrParked(c, e.finishedSending(), now);
-        if (!c.on(Switch.HOLD_UNTIL_REAL_ACK) && !s.deferredSendDeadlines.isEmpty()) {
-            safe = reapExpiredDeferrals(c, safe, now);
-        }
-        if (safe == null) {
-            dropStaleAcks(c, now);
-            c.emit(NOTHING_SURFACED);
-            return;
-        }
-        List<String> surfaced = surface(c, safe);
-        dropStaleAcks(c, now);
-        c.emit(new Effect.FinishedSendingRewritten(surfaced));
-    }
-
-    // connectorOutput's parts are methods of their own (behaviour as one method): each is a
-    // smaller unit for the JIT, and a branch first taken late (a deferral past its deadline, a
-    // finished_recving for a request in the wrong phase) recompiles only the part it is in
-    // (benchmarks/README.md, "Item 3, seventh round").
-
-    /** A consumer's finished_recving: each request's KV is in. */
-    private static void consumerFinishedRecving(Ctx c, List<String> finishedRecving) {
-        NodeState s = c.s;
-        for (String rid : finishedRecving) {
-            Req r = s.requests.get(rid);
-            if (r == null) {
-                c.anomaly(AnomalyKind.FINISHED_RECVING_UNEXPECTED, rid, null,
-                        "the scheduler no longer holds this request (assert req_id in self.requests)");
-            } else if (r.recvDone || r.phase != RequestPhase.WAITING_FOR_REMOTE_KVS) {
-                c.anomaly(AnomalyKind.FINISHED_RECVING_UNEXPECTED, rid, tid(r),
-                        "request is " + r.phase + (r.recvDone ? " and already received its KV" : ""));
-            } else {
-                r.recvDone = true;
-                c.phase(r, RequestPhase.KV_RECEIVED, "in finished_recving");
-            }
-        }
-    }
-
-    /**
-     * A producer's finished_sending: ACKs of deferred requests go into SAFE, the others are
-     * parked; then parked ACKs whose deferral has come go into SAFE. SAFE, or {@code null} when
-     * nothing went into it.
-     */
-    private static Surfacing ackedOrParked(Ctx c, List<String> sending, long now) {
-        NodeState s = c.s;
         // set(finished_sending or ()): a one-element list needs no de-duplication. The tables
         // below are allocated only when something goes into them (most steps surface nothing).
+        List<String> sending = e.finishedSending();
         java.util.Collection<String> incoming = sending == null || sending.size() <= 1
                 ? (sending == null ? List.of() : sending)
                 : new LinkedHashSet<>(sending);
+        long now = c.now;
         Surfacing safe = null;
         for (String rid : incoming) {
             RequestSlots.Slot sl = s.slots.get(rid);
@@ -1185,44 +1107,39 @@ final class SchedulerSide {
                 }
             }
         }
-        return safe;
-    }
-
-    /** Deferrals past their deadline go into SAFE (as REAPED unless their ACK is there already). */
-    private static Surfacing reapExpiredDeferrals(Ctx c, Surfacing safe, long now) {
-        NodeState s = c.s;
-        // expired is every deferral past its deadline, whether or not its ACK is in SAFE
-        // already: upstream's "Reaped %d deferred sends" warning counts len(expired).
-        List<String> expired = List.of();
-        for (RequestSlots.Slot d = s.deferredSendDeadlines.first(); d != null; d = s.deferredSendDeadlines.next(d)) {
-            if (now >= s.deferredSendDeadlines.get(d).deadlineNs()) {
-                if (expired.isEmpty()) {
-                    expired = new ArrayList<>();
+        if (!c.on(Switch.HOLD_UNTIL_REAL_ACK) && !s.deferredSendDeadlines.isEmpty()) {
+            // expired is every deferral past its deadline, whether or not its ACK is in SAFE
+            // already: upstream's "Reaped %d deferred sends" warning counts len(expired).
+            List<String> expired = List.of();
+            for (RequestSlots.Slot d = s.deferredSendDeadlines.first(); d != null; d = s.deferredSendDeadlines.next(d)) {
+                if (now >= s.deferredSendDeadlines.get(d).deadlineNs()) {
+                    if (expired.isEmpty()) {
+                        expired = new ArrayList<>();
+                    }
+                    expired.add(d.rid);
+                    if (safe == null) {
+                        safe = new Surfacing();
+                    }
+                    safe.putIfAbsent(d.rid, Effect.SurfaceReason.REAPED);
                 }
-                expired.add(d.rid);
-                if (safe == null) {
-                    safe = new Surfacing();
+            }
+            String count = expired.isEmpty() ? "" : " (" + expired.size() + " reaped this step)";
+            for (String rid : expired) {
+                String t = s.deferredSendDeadlines.get(rid).transferId();
+                if (safe.get(rid) == Effect.SurfaceReason.REAPED) {
+                    c.anomaly(AnomalyKind.DEFERRAL_REAPED, rid, t, "no finished_sending after "
+                            + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms; blocks force-freed" + count);
+                } else {
+                    c.anomaly(AnomalyKind.DEFERRAL_EXPIRED_AT_ACK, rid, t, "past its deadline of "
+                            + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms when its ACK arrived; freed by the ACK" + count);
                 }
-                safe.putIfAbsent(d.rid, Effect.SurfaceReason.REAPED);
             }
         }
-        String count = expired.isEmpty() ? "" : " (" + expired.size() + " reaped this step)";
-        for (String rid : expired) {
-            String t = s.deferredSendDeadlines.get(rid).transferId();
-            if (safe.get(rid) == Effect.SurfaceReason.REAPED) {
-                c.anomaly(AnomalyKind.DEFERRAL_REAPED, rid, t, "no finished_sending after "
-                        + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms; blocks force-freed" + count);
-            } else {
-                c.anomaly(AnomalyKind.DEFERRAL_EXPIRED_AT_ACK, rid, t, "past its deadline of "
-                        + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms when its ACK arrived; freed by the ACK" + count);
-            }
+        if (safe == null) {
+            dropStaleAcks(c, now);
+            c.emit(NOTHING_SURFACED);
+            return;
         }
-        return safe;
-    }
-
-    /** Frees every request in SAFE, in order: their ids, for finished_sending. */
-    private static List<String> surface(Ctx c, Surfacing safe) {
-        NodeState s = c.s;
         List<String> surfaced = new ArrayList<>(safe.size());
         for (int k = 0; k < safe.size(); k++) {
             String rid = safe.rid(k);
@@ -1248,7 +1165,8 @@ final class SchedulerSide {
             }
             c.free(r);
         }
-        return surfaced;
+        dropStaleAcks(c, now);
+        c.emit(new Effect.FinishedSendingRewritten(surfaced));
     }
 
     /**
