@@ -23,7 +23,11 @@ import org.msgpack.value.ValueType;
  */
 public final class Schema<R> {
 
-    /** Builds a record from decoded fields ({@code atNs} is 0 for effects and nested records). */
+    /**
+     * Builds a record from decoded fields ({@code atNs} is 0 for effects and nested records).
+     * {@code v} holds the fields only during the call (the fast reader reuses it for the next
+     * payload): a builder takes the values out of it and keeps no reference to it.
+     */
     @FunctionalInterface
     public interface Builder<R> {
         R build(long atNs, Values v);
