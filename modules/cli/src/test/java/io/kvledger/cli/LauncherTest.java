@@ -167,17 +167,35 @@ class LauncherTest {
     }
 
     private long freeHugePageMib(Path buddyinfo) throws Exception {
+        return Long.parseLong(launcherFunction("free_hugepage_mib", buddyinfo.toString()));
+    }
+
+    /** Runs one function of the launcher script alone in bash, with one argument: what it printed. */
+    private String launcherFunction(String name, String arg) throws Exception {
         String script = Files.readString(checkout.resolve("kvledger"), StandardCharsets.UTF_8);
-        int from = script.indexOf("\nfree_hugepage_mib() {");
+        int from = script.indexOf("\n" + name + "() {");
+        assertThat(from).as("the launcher defines " + name).isNotNegative();
         int to = script.indexOf("\n}\n", from);
-        assertThat(from).as("the launcher defines free_hugepage_mib").isNotNegative();
         String fn = script.substring(from + 1, to + 2);
-        Process p = new ProcessBuilder("bash", "-c", fn + "\nfree_hugepage_mib \"$1\"", "bash", buddyinfo.toString())
+        Process p = new ProcessBuilder("bash", "-c", fn + "\n" + name + " \"$1\"", "bash", arg)
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
         assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
         assertThat(p.exitValue()).as(out).isZero();
-        return Long.parseLong(out);
+        return out;
+    }
+
+    /** The live node's heap size (KVLEDGER_NODE_HEAP, as -Xmx takes it) in MiB, for the huge-page test. */
+    @Test
+    void the_node_heap_size_is_read_in_mib() throws Exception {
+        assertThat(launcherFunction("heap_mib", "2g")).isEqualTo("2048");
+        assertThat(launcherFunction("heap_mib", "4G")).isEqualTo("4096");
+        assertThat(launcherFunction("heap_mib", "512m")).isEqualTo("512");
+        assertThat(launcherFunction("heap_mib", "08g")).as("not octal").isEqualTo("8192");
+        assertThat(launcherFunction("heap_mib", "1t")).isEqualTo("1048576");
+        assertThat(launcherFunction("heap_mib", "3000000k")).isEqualTo("2929");
+        assertThat(launcherFunction("heap_mib", "2147483648")).as("bytes: not read, so no huge pages").isEmpty();
+        assertThat(launcherFunction("heap_mib", "big")).isEmpty();
     }
 
     /**
