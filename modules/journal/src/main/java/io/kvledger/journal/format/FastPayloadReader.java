@@ -100,7 +100,6 @@ public final class FastPayloadReader {
         this.b = b;
         this.pos = from;
         this.end = to;
-        this.depth = 0;
         try {
             return schema.readFast(this, atNs);
         } catch (RuntimeException e) {
