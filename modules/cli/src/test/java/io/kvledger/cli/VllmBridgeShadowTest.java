@@ -106,8 +106,10 @@ class VllmBridgeShadowTest {
     }
 
     private HttpResponse<String> get(String path) throws IOException, InterruptedException {
+        // longer than the node's own bound on a journal read (60 s, then 503): on two loaded cores
+        // the first /v1/hangs of a fresh node once took over 10 s, and the client gave up first
         return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
-                .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+                .timeout(Duration.ofSeconds(70)).GET().build(), HttpResponse.BodyHandlers.ofString());
     }
 
     @SuppressWarnings("unchecked")
