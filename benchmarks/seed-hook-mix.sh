@@ -48,6 +48,8 @@ py=/usr/bin/python3
 [ -x "$py" ] || py="$(command -v python3)"
 java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 if [ -z "$out" ]; then out="$(mktemp -d)"; else mkdir -p "$out"; fi
+# the summary is appended to round by round: a directory used before starts it again
+rm -f "$out/summary.tsv"
 prepend=()
 [ -z "$gc" ] || prepend=(-jvmArgsPrepend "-XX:+Use${gc}GC")
 
