@@ -106,6 +106,10 @@ final class QueueScanner implements AutoCloseable {
     private long expectedInFile;
     /** Where Chronicle's header of the current file says its last excerpt starts (-1: unknown). */
     private long expectedLastPos;
+    /** Whether the walk of the current file met an excerpt starting at {@link #expectedLastPos}. */
+    private boolean expectedLastPosMet;
+    /** Where the last excerpt the walk met in the current file starts (-1: none yet). */
+    private long lastExcerptPos;
     /** Whether the current file holds group excerpts: excerpts and entries are then not one to one. */
     private boolean groupsInFile;
     /** Excerpts read in the current file (a group counts once). */
@@ -234,6 +238,10 @@ final class QueueScanner implements AutoCloseable {
                 }
                 continue;
             }
+            if (pos == expectedLastPos) {
+                expectedLastPosMet = true;
+            }
+            lastExcerptPos = pos;
             int len = h & LENGTH_MASK;
             if (pos + 4 + len > size) {
                 if (follow && isLastFile() && refreshSize()) {
@@ -529,6 +537,8 @@ final class QueueScanner implements AutoCloseable {
         groupPos = -1;
         long[] wp = chronicleWritePosition();
         expectedLastPos = wp == null ? -1 : wp[0];
+        expectedLastPosMet = false;
+        lastExcerptPos = -1;
         expectedInFile = chronicleExcerpts(wp);
         damageBeforeFile = damage.size();
         return true;
@@ -572,6 +582,17 @@ final class QueueScanner implements AutoCloseable {
                         "Chronicle's file header records " + fmt(expectedInFile) + " excerpts but the data ends after "
                                 + fmt(goodInFile + lostKnownInFile) + " (the end of the file was zeroed or cut)"));
             }
+        }
+        if (!follow && expectedLastPos >= 0 && expectedLastPos < pos && !expectedLastPosMet
+                && damage.size() == damageBeforeFile && pending == null) {
+            // Chronicle's appender resumes at the header's write position: one that falls inside an
+            // excerpt makes a writer reopening the journal (a restarted node) read an entry's bytes
+            // as an excerpt header and append far from the data, leaving a hole of zeros behind
+            damage.add(new JournalDamage(fileName, 0, -1, lastGoodSeq, -1, 0,
+                    "Chronicle's file header records its last excerpt at byte " + fmt(expectedLastPos)
+                            + ", where no excerpt starts (the last one starts at byte " + fmt(lastExcerptPos)
+                            + "): the entries are intact, but a writer reopening this journal would append in"
+                            + " the wrong place"));
         }
         if (!follow && size % FILE_GRAIN != 0 && damage.size() == damageBeforeFile && pending == null) {
             damage.add(new JournalDamage(fileName, size, -1, lastGoodSeq, -1, 0, "the file's size, " + fmt(size)

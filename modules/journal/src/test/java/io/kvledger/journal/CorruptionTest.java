@@ -367,6 +367,42 @@ class CorruptionTest {
                 .hasMessageContaining("is damaged (1 region, the first: ").hasMessageContaining("nothing is appended");
     }
 
+    /**
+     * Chronicle's file header records where its last excerpt starts, and its appender resumes
+     * there. Pointed inside an entry, a writer reopening the journal would take the entry's bytes
+     * for an excerpt header and append far from the data (tried: 800 MB past it, behind a hole of
+     * zeros). Every entry still reads; the header is reported, and a writer refuses the journal.
+     * Pointed at an earlier excerpt's start, the appender walks on to the end: not damage.
+     */
+    @Test
+    void a_write_position_inside_an_entry_is_reported_and_refused_by_a_writer() {
+        Path dir = copy();
+        Path file = Damage.queueFile(dir);
+        long last = entries.getLast().pos();
+        long at = Damage.writePositionAt(file, last);
+        assertThat(at).as("Chronicle's header records the last excerpt's start").isPositive();
+        assertThat(JournalReader.check(pristine).damage()).isEmpty();
+
+        Damage.writeLong(file, at, entries.get(entries.size() - 2).pos());
+        assertThat(readAll(dir).integrity().damage()).isEmpty();
+
+        long inside = last + 8;
+        Damage.writeLong(file, at, inside);
+        Pass p = readAll(dir);
+        assertThat(p.seqs()).isEqualTo(seqsExcept(s -> false));
+        assertThat(p.integrity().damage()).singleElement().satisfies(d -> {
+            assertThat(d.offset()).isZero();
+            assertThat(d.lostEntries()).isZero();
+            assertThat(d.lastGoodSeq()).isEqualTo(ENTRIES - 1);
+            assertThat(d.what()).contains("records its last excerpt at byte "
+                    + String.format(java.util.Locale.ROOT, "%,d", inside) + ", where no excerpt starts (the last one starts at byte "
+                    + String.format(java.util.Locale.ROOT, "%,d", last) + ")");
+        });
+        assertThatThrownBy(() -> JournalWriter.open(dir, Samples.header())).isInstanceOf(JournalException.class)
+                .hasMessageContaining("is damaged (1 region").hasMessageContaining("where no excerpt starts")
+                .hasMessageContaining("nothing is appended");
+    }
+
     @Test
     void a_tailer_reads_past_damage_and_reports_it() {
         Path dir = copy();

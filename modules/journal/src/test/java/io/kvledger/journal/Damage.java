@@ -139,6 +139,32 @@ final class Damage {
         return !inside.isEmpty() && !onlyMetaBit;
     }
 
+    /**
+     * The offset of the little-endian long {@code value} in the 64 bytes after the name
+     * {@code writePosition} in Chronicle's file header, or -1 (the test finds the field by the
+     * value it must hold instead of parsing Chronicle's wire format).
+     */
+    static long writePositionAt(Path file, long value) {
+        byte[] d = read(file);
+        byte[] name = "writePosition".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        ByteBuffer b = ByteBuffer.wrap(d).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i + name.length < Math.min(d.length, 4096); i++) {
+            if (java.util.Arrays.equals(d, i, i + name.length, name, 0, name.length)) {
+                for (int k = i + name.length; k + 8 <= Math.min(d.length, i + name.length + 64); k++) {
+                    if (b.getLong(k) == value) {
+                        return k;
+                    }
+                }
+                return -1;
+            }
+        }
+        return -1;
+    }
+
+    static void writeLong(Path file, long at, long value) {
+        write(file, at, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(value).array());
+    }
+
     static void write(Path file, long at, byte[] bytes) {
         try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
             f.seek(at);
