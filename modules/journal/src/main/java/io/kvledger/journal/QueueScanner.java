@@ -63,6 +63,15 @@ final class QueueScanner implements AutoCloseable {
     /** Zeros to compare the window with ({@link #zeroRun}). */
     private static final byte[] ZEROS = new byte[WINDOW];
     private static final byte[] WRITE_POSITION = "writePosition".getBytes(StandardCharsets.US_ASCII);
+    /** The file header's field holding where Chronicle's index2index array is. */
+    private static final byte[] INDEX2INDEX_FIELD = "index2Index".getBytes(StandardCharsets.US_ASCII);
+    /** The name of the metadata excerpt holding the index2index array. */
+    private static final byte[] INDEX2INDEX_NAME = "index2index".getBytes(StandardCharsets.US_ASCII);
+    /** How many of the index2index array's entries are checked (each names an index array of 4 M excerpts). */
+    private static final int INDEX_ARRAYS_CHECKED = 64;
+    /** Metadata excerpts remembered per file: Chronicle writes a handful; past this the index is not checked. */
+    private static final int METADATA_REMEMBERED = 1 << 12;
+    private static final long[] NO_LONGS = new long[0];
 
     private final Path dir;
     private final boolean follow;
@@ -110,6 +119,13 @@ final class QueueScanner implements AutoCloseable {
     private boolean expectedLastPosMet;
     /** Where the last excerpt the walk met in the current file starts (-1: none yet). */
     private long lastExcerptPos;
+    /** Where Chronicle's header of the current file says its index2index array is (-1: unknown). */
+    private long index2IndexPos;
+    /** Where that array says the file's index arrays are (its first entries). */
+    private long[] indexArrayPos = NO_LONGS;
+    /** Where the metadata excerpts of the current file start, as the walk met them. */
+    private long[] metadataPos = new long[8];
+    private int metadataCount;
     /** Whether the current file holds group excerpts: excerpts and entries are then not one to one. */
     private boolean groupsInFile;
     /** Excerpts read in the current file (a group counts once). */
@@ -254,6 +270,7 @@ final class QueueScanner implements AutoCloseable {
             }
             if ((h & META_DATA) != 0) {
                 if (pos == 0 || len == 0 || chronicleMetadata(pos + 4)) {
+                    metadataMet(len);
                     pos = align(pos + 4 + len);
                     continue;
                 }
@@ -539,6 +556,9 @@ final class QueueScanner implements AutoCloseable {
         expectedLastPos = wp == null ? -1 : wp[0];
         expectedLastPosMet = false;
         lastExcerptPos = -1;
+        index2IndexPos = chronicleIndex2Index();
+        indexArrayPos = NO_LONGS;
+        metadataCount = 0;
         expectedInFile = chronicleExcerpts(wp);
         damageBeforeFile = damage.size();
         return true;
@@ -594,6 +614,10 @@ final class QueueScanner implements AutoCloseable {
                             + "): the entries are intact, but a writer reopening this journal would append in"
                             + " the wrong place"));
         }
+        JournalDamage badIndex = follow || damage.size() != damageBeforeFile || pending != null ? null : badIndex();
+        if (badIndex != null) {
+            damage.add(badIndex);
+        }
         if (!follow && size % FILE_GRAIN != 0 && damage.size() == damageBeforeFile && pending == null) {
             damage.add(new JournalDamage(fileName, size, -1, lastGoodSeq, -1, 0, "the file's size, " + fmt(size)
                     + " bytes, is not a multiple of " + FILE_GRAIN + " as Chronicle writes it: it was truncated"));
@@ -644,31 +668,137 @@ final class QueueScanner implements AutoCloseable {
     }
 
     /**
-     * Chronicle's {@code writePosition} from the file header (the first excerpt, metadata): the
-     * position of the last excerpt written and its sequence value; null when it cannot be read.
+     * The walk met a Chronicle metadata excerpt of {@code len} bytes at {@link #pos}: remembers
+     * where it starts, and reads the index2index array when it is that one.
      */
-    private long[] chronicleWritePosition() throws IOException {
-        if (size < 8 || !ensure(0, (int) Math.min(size, 4096))) {
+    private void metadataMet(int len) throws IOException {
+        if (follow || metadataCount > METADATA_REMEMBERED) {
+            return;
+        }
+        if (metadataCount == metadataPos.length) {
+            metadataPos = java.util.Arrays.copyOf(metadataPos, metadataCount * 2);
+        }
+        metadataPos[metadataCount++] = pos;
+        if (pos == index2IndexPos) {
+            indexArrayPos = chronicleIndexArrays(pos + 4, len);
+        }
+    }
+
+    /**
+     * What is wrong with Chronicle's index of the current file, walked to {@link #pos}, or null: its
+     * header's index2index position, or one of the index array positions that array records, falls
+     * where no metadata excerpt starts. (Chronicle's appender follows them to write the index entry
+     * of every 128th excerpt; the readers here do not use them.) Positions past the walk's end are
+     * not judged: a live writer may be allocating there.
+     */
+    private JournalDamage badIndex() {
+        if (metadataCount > METADATA_REMEMBERED) {
             return null;
+        }
+        if (index2IndexPos > 0 && index2IndexPos < pos && !metadataAt(index2IndexPos)) {
+            return indexDamage(0, "Chronicle's file header records its index2index array at byte "
+                    + fmt(index2IndexPos));
+        }
+        for (long at : indexArrayPos) {
+            if (at > 0 && at < pos && !metadataAt(at)) {
+                return indexDamage(index2IndexPos, "Chronicle's index2index array records an index array at byte "
+                        + fmt(at));
+            }
+        }
+        return null;
+    }
+
+    private JournalDamage indexDamage(long offset, String what) {
+        return new JournalDamage(fileName, offset, -1, lastGoodSeq, -1, 0, what + ", where no metadata excerpt starts:"
+                + " the entries are intact, but a writer reopening this journal fails when it next indexes an entry"
+                + " (Chronicle: \"Meta data not ready\")");
+    }
+
+    private boolean metadataAt(long at) {
+        for (int i = 0; i < metadataCount; i++) {
+            if (metadataPos[i] == at) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Chronicle's {@code index2Index} from the file header: where the index2index array's excerpt
+     * is; 0 when there is none yet, -1 when it cannot be read.
+     */
+    private long chronicleIndex2Index() throws IOException {
+        int end = headerEnd();
+        int at = end < 0 ? -1 : indexOf(INDEX2INDEX_FIELD, 4, end);
+        if (at < 0) {
+            return -1;
+        }
+        int p = at + INDEX2INDEX_FIELD.length;
+        while (p < end && (win[p] & 0xff) == 0x8F) {
+            p++; // one byte of padding
+        }
+        return p + 9 <= end && (win[p] & 0xff) == 0xA7 ? longAt(p + 1) : -1; // an int64
+    }
+
+    /** The first index array positions of the index2index excerpt whose bytes start at {@code at}. */
+    private long[] chronicleIndexArrays(long at, int len) throws IOException {
+        int n = Math.min(len, 64 + 17 + 8 * INDEX_ARRAYS_CHECKED);
+        if (!ensure(at, n)) {
+            return NO_LONGS;
+        }
+        int from = (int) (at - winStart);
+        int end = from + n;
+        int name = indexOf(INDEX2INDEX_NAME, from, Math.min(end, from + 16));
+        int p = name < 0 ? -1 : int64Array(name + INDEX2INDEX_NAME.length, end);
+        if (p < 0) {
+            return NO_LONGS;
+        }
+        long used = Math.min(longAt(p + 9), Math.min(INDEX_ARRAYS_CHECKED, (end - p - 17) / 8));
+        long[] out = new long[(int) Math.max(0, used)];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = longAt(p + 17 + 8 * i);
+        }
+        return out;
+    }
+
+    /**
+     * Where the bytes of Chronicle's file header (the first excerpt, metadata) end in the window
+     * (from 4), or -1 when it cannot be read.
+     */
+    private int headerEnd() throws IOException {
+        if (size < 8 || !ensure(0, (int) Math.min(size, 4096))) {
+            return -1;
         }
         int h = intAt(0);
         if ((h & (META_DATA | NOT_COMPLETE)) != META_DATA) {
-            return null;
+            return -1;
         }
-        int len = Math.min(h & LENGTH_MASK, winLen - 4);
-        int at = indexOf(WRITE_POSITION, 4, 4 + len);
-        if (at < 0) {
-            return null;
-        }
-        int p = at + WRITE_POSITION.length;
-        int end = 4 + len;
+        return 4 + Math.min(h & LENGTH_MASK, winLen - 4);
+    }
+
+    /**
+     * The window offset of the int64 array (its 0x8D marker, then capacity, used and the values)
+     * that follows a field name ending at {@code p}, after its padding; -1 when none is there.
+     */
+    private int int64Array(int p, int end) {
         while (p < end && (win[p] & 0xff) == 0x8F) {
             p++; // one byte of padding
         }
         if (p + 5 <= end && (win[p] & 0xff) == 0x8E) {
             p += 5 + intAt(p + 1); // padding of a given length
         }
-        if (p < 0 || p + 1 + 32 > end || (win[p] & 0xff) != 0x8D) {
+        return p < 0 || p + 17 > end || (win[p] & 0xff) != 0x8D ? -1 : p;
+    }
+
+    /**
+     * Chronicle's {@code writePosition} from the file header (the first excerpt, metadata): the
+     * position of the last excerpt written and its sequence value; null when it cannot be read.
+     */
+    private long[] chronicleWritePosition() throws IOException {
+        int end = headerEnd();
+        int at = end < 0 ? -1 : indexOf(WRITE_POSITION, 4, end);
+        int p = at < 0 ? -1 : int64Array(at + WRITE_POSITION.length, end);
+        if (p < 0 || p + 1 + 32 > end) {
             return null; // not an array of int64
         }
         long used = longAt(p + 9);

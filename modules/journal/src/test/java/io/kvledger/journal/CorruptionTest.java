@@ -379,7 +379,7 @@ class CorruptionTest {
         Path dir = copy();
         Path file = Damage.queueFile(dir);
         long last = entries.getLast().pos();
-        long at = Damage.writePositionAt(file, last);
+        long at = Damage.longAfter(file, "writePosition", last);
         assertThat(at).as("Chronicle's header records the last excerpt's start").isPositive();
         assertThat(JournalReader.check(pristine).damage()).isEmpty();
 
@@ -401,6 +401,50 @@ class CorruptionTest {
         assertThatThrownBy(() -> JournalWriter.open(dir, Samples.header())).isInstanceOf(JournalException.class)
                 .hasMessageContaining("is damaged (1 region").hasMessageContaining("where no excerpt starts")
                 .hasMessageContaining("nothing is appended");
+    }
+
+    /**
+     * Chronicle's appender writes the index entry of every 128th excerpt into an index array it
+     * finds through two positions: the file header's {@code index2Index} (where the index2index
+     * array is) and that array's entries (where each index array is). Either one pointing where no
+     * metadata excerpt starts makes a writer reopening the journal fail at its next index entry
+     * (tried: "expecting index2index", "Meta data not ready"). Every entry still reads; the
+     * position is reported, and a writer refuses the journal.
+     */
+    @Test
+    void an_index_position_where_no_metadata_excerpt_starts_is_reported_and_refused_by_a_writer() {
+        List<Damage.Excerpt> meta = Damage.excerpts(Damage.queueFile(pristine)).stream()
+                .filter(Damage.Excerpt::meta).toList();
+        long index2index = meta.get(1).pos();
+        long index = meta.get(2).pos();
+
+        Path dir = copy();
+        Path file = Damage.queueFile(dir);
+        long at = Damage.longAfter(file, "index2Index", index2index);
+        assertThat(at).as("the header records the index2index array's position").isPositive();
+        Damage.writeLong(file, at, index2index + 4);
+        assertIndexDamage(dir, 0, "Chronicle's file header records its index2index array at byte "
+                + String.format(java.util.Locale.ROOT, "%,d", index2index + 4));
+
+        Path dir2 = Damage.copyJournal(pristine, tmp.resolve("P2"));
+        Path file2 = Damage.queueFile(dir2);
+        long at2 = Damage.longAfter(file2, "index2index", index);
+        assertThat(at2).as("the index2index array records the index array's position").isPositive();
+        Damage.writeLong(file2, at2, index + 256);
+        assertIndexDamage(dir2, index2index, "Chronicle's index2index array records an index array at byte "
+                + String.format(java.util.Locale.ROOT, "%,d", index + 256));
+    }
+
+    private static void assertIndexDamage(Path dir, long offset, String what) {
+        Pass p = readAll(dir);
+        assertThat(p.seqs()).isEqualTo(seqsExcept(s -> false));
+        assertThat(p.integrity().damage()).singleElement().satisfies(d -> {
+            assertThat(d.offset()).isEqualTo(offset);
+            assertThat(d.lostEntries()).isZero();
+            assertThat(d.what()).startsWith(what + ", where no metadata excerpt starts");
+        });
+        assertThatThrownBy(() -> JournalWriter.open(dir, Samples.header())).isInstanceOf(JournalException.class)
+                .hasMessageContaining("is damaged (1 region").hasMessageContaining(what);
     }
 
     @Test

@@ -140,17 +140,19 @@ final class Damage {
     }
 
     /**
-     * The offset of the little-endian long {@code value} in the 64 bytes after the name
-     * {@code writePosition} in Chronicle's file header, or -1 (the test finds the field by the
-     * value it must hold instead of parsing Chronicle's wire format).
+     * The offset of the little-endian long {@code value} in the 64 bytes after the first
+     * occurrence of the field or excerpt name {@code name} (case counts) in the file's first MiB,
+     * or -1. A test finds a field of Chronicle's metadata by the value it must hold instead of
+     * parsing Chronicle's wire format.
      */
-    static long writePositionAt(Path file, long value) {
+    static long longAfter(Path file, String name, long value) {
         byte[] d = read(file);
-        byte[] name = "writePosition".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        byte[] n = name.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
         ByteBuffer b = ByteBuffer.wrap(d).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i + name.length < Math.min(d.length, 4096); i++) {
-            if (java.util.Arrays.equals(d, i, i + name.length, name, 0, name.length)) {
-                for (int k = i + name.length; k + 8 <= Math.min(d.length, i + name.length + 64); k++) {
+        int limit = Math.min(d.length, 1 << 20);
+        for (int i = 0; i + n.length < limit; i++) {
+            if (java.util.Arrays.equals(d, i, i + n.length, n, 0, n.length)) {
+                for (int k = i + n.length; k + 8 <= Math.min(d.length, i + n.length + 64); k++) {
                     if (b.getLong(k) == value) {
                         return k;
                     }
