@@ -710,8 +710,7 @@ final class QueueScanner implements AutoCloseable {
 
     private JournalDamage indexDamage(long offset, String what) {
         return new JournalDamage(fileName, offset, -1, lastGoodSeq, -1, 0, what + ", where no metadata excerpt starts:"
-                + " the entries are intact, but a writer reopening this journal fails when it next indexes an entry"
-                + " (Chronicle: \"Meta data not ready\")");
+                + " the entries are intact, but a writer reopening this journal fails when it next indexes an entry");
     }
 
     private boolean metadataAt(long at) {
