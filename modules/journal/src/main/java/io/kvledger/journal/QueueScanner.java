@@ -603,20 +603,9 @@ final class QueueScanner implements AutoCloseable {
                                 + fmt(goodInFile + lostKnownInFile) + " (the end of the file was zeroed or cut)"));
             }
         }
-        if (!follow && expectedLastPos >= 0 && expectedLastPos < pos && !expectedLastPosMet
-                && damage.size() == damageBeforeFile && pending == null) {
-            // Chronicle's appender resumes at the header's write position: one that falls inside an
-            // excerpt makes a writer reopening the journal (a restarted node) read an entry's bytes
-            // as an excerpt header and append far from the data, leaving a hole of zeros behind
-            damage.add(new JournalDamage(fileName, 0, -1, lastGoodSeq, -1, 0,
-                    "Chronicle's file header records its last excerpt at byte " + fmt(expectedLastPos)
-                            + ", where no excerpt starts (the last one starts at byte " + fmt(lastExcerptPos)
-                            + "): the entries are intact, but a writer reopening this journal would append in"
-                            + " the wrong place"));
-        }
-        JournalDamage badIndex = follow || damage.size() != damageBeforeFile || pending != null ? null : badIndex();
-        if (badIndex != null) {
-            damage.add(badIndex);
+        JournalDamage forWriters = follow || damage.size() != damageBeforeFile || pending != null ? null : forWriters();
+        if (forWriters != null) {
+            damage.add(forWriters);
         }
         if (!follow && size % FILE_GRAIN != 0 && damage.size() == damageBeforeFile && pending == null) {
             damage.add(new JournalDamage(fileName, size, -1, lastGoodSeq, -1, 0, "the file's size, " + fmt(size)
@@ -685,13 +674,26 @@ final class QueueScanner implements AutoCloseable {
     }
 
     /**
-     * What is wrong with Chronicle's index of the current file, walked to {@link #pos}, or null: its
-     * header's index2index position, or one of the index array positions that array records, falls
-     * where no metadata excerpt starts. (Chronicle's appender follows them to write the index entry
-     * of every 128th excerpt; the readers here do not use them.) Positions past the walk's end are
-     * not judged: a live writer may be allocating there.
+     * What in Chronicle's metadata of the current file, walked to {@link #pos} without damage, would
+     * break a writer reopening the journal though no entry is lost, or null. Positions past the
+     * walk's end are not judged: a live writer may be writing there.
+     * <ul>
+     *   <li>The header's write position inside an excerpt: Chronicle's appender resumes there, reads
+     *       an entry's bytes as an excerpt header and appends far from the data, behind a hole of
+     *       zeros. (At an earlier excerpt's start it walks on to the end: not damage.)</li>
+     *   <li>The header's index2index position, or an index array position that array records, where
+     *       no metadata excerpt starts: the appender follows them to write the index entry of every
+     *       128th excerpt and fails there. (The readers here do not use the index.)</li>
+     * </ul>
      */
-    private JournalDamage badIndex() {
+    private JournalDamage forWriters() {
+        if (expectedLastPos >= 0 && expectedLastPos < pos && !expectedLastPosMet) {
+            return new JournalDamage(fileName, 0, -1, lastGoodSeq, -1, 0,
+                    "Chronicle's file header records its last excerpt at byte " + fmt(expectedLastPos)
+                            + ", where no excerpt starts (the last one starts at byte " + fmt(lastExcerptPos)
+                            + "): the entries are intact, but a writer reopening this journal would append in"
+                            + " the wrong place");
+        }
         if (metadataCount > METADATA_REMEMBERED) {
             return null;
         }

@@ -146,7 +146,7 @@ final class Damage {
      * parsing Chronicle's wire format.
      */
     static long longAfter(Path file, String name, long value) {
-        byte[] d = read(file);
+        byte[] d = readStart(file, (1 << 20) + 128);
         byte[] n = name.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
         ByteBuffer b = ByteBuffer.wrap(d).order(ByteOrder.LITTLE_ENDIAN);
         int limit = Math.min(d.length, 1 << 20);
@@ -171,6 +171,17 @@ final class Damage {
         try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
             f.seek(at);
             f.write(bytes);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The file's first {@code max} bytes (all of it when shorter). */
+    static byte[] readStart(Path file, int max) {
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "r")) {
+            byte[] d = new byte[(int) Math.min(max, f.length())];
+            f.readFully(d);
+            return d;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
