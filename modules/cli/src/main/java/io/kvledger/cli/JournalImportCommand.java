@@ -13,10 +13,9 @@ import io.kvledger.journal.JsonLinesException;
 import io.kvledger.journal.format.EntryKind;
 import io.kvledger.journal.json.Json;
 import io.kvledger.journal.json.JsonException;
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
+import java.nio.charset.CharacterCodingException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -149,9 +148,14 @@ final class JournalImportCommand implements Callable<Integer> {
         }
         try (AutoCloseable ticking = progress.ticking(() -> String.format(Locale.ROOT, "writing %s (%.1f s)", target,
                 progress.elapsedS()))) {
-            int code = inputsOnly ? importDerived(jsonl, target, header, out) : importPlain(jsonl, target, header, out);
+            JsonLines.CutTail cut = inputsOnly ? importDerived(jsonl, target, header, out)
+                    : importPlain(jsonl, target, header, out);
             progress.done("done");
-            return code;
+            if (cut != null) {
+                err.println(name() + ": warning: " + cut.describe(jsonl));
+                err.flush();
+            }
+            return 0;
         } catch (JsonLinesException e) {
             progress.done("refused");
             err.println(name() + ": " + e.getMessage());
@@ -168,7 +172,8 @@ final class JournalImportCommand implements Callable<Integer> {
         }
     }
 
-    private int importPlain(Path jsonl, Path target, JournalHeader header, PrintWriter out) {
+    /** Imports as the file says; returns what a write cut short left at its end (left out), or null. */
+    private JsonLines.CutTail importPlain(Path jsonl, Path target, JournalHeader header, PrintWriter out) {
         JsonLines.ImportResult r = JsonLines.importFile(jsonl, target, header);
         try (JournalReader reader = JournalReader.open(target)) {
             out.println(String.format(Locale.ROOT, "imported %,d entries from %s into %s (seq %d..%d%s): %s", r.entries(),
@@ -176,7 +181,7 @@ final class JournalImportCommand implements Callable<Integer> {
                     reader.header().describe()));
         }
         out.flush();
-        return 0;
+        return r.cut();
     }
 
     private String name() {
@@ -254,10 +259,18 @@ final class JournalImportCommand implements Callable<Integer> {
         boolean seqChecked = !t.journal();
         long bytes = 0;
         long n = 0;
-        try (BufferedReader r = Files.newBufferedReader(jsonl, StandardCharsets.UTF_8)) {
-            String text;
-            while ((text = r.readLine()) != null) {
-                n++;
+        try (JsonLines.LineReader r = new JsonLines.LineReader(jsonl)) {
+            while (true) {
+                String text;
+                try {
+                    text = r.next();
+                } catch (CharacterCodingException e) {
+                    continue; // reported by the import
+                }
+                if (text == null) {
+                    break;
+                }
+                n = r.lineNo();
                 bytes += text.length() + 1;
                 if ((n & 0x3FFF) == 0 && progress.due()) {
                     progress.update((double) bytes / size, String.format(Locale.ROOT, "checking %,d lines", n));
@@ -487,9 +500,9 @@ final class JournalImportCommand implements Callable<Integer> {
 
     /** The file's header line, or null when its first non-blank line is not a valid header. */
     private JournalHeader fileHeader() {
-        try (BufferedReader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+        try (JsonLines.LineReader r = new JsonLines.LineReader(file)) {
             String line;
-            while ((line = r.readLine()) != null) {
+            while ((line = r.next()) != null) {
                 if (line.isBlank()) {
                     continue;
                 }
@@ -510,11 +523,18 @@ final class JournalImportCommand implements Callable<Integer> {
 
     /** The numbers of the lines that hold derived entries (lines that do not parse are left to the import). */
     private static void derivedLines(Path jsonl, List<JsonLinesException.LineError> out, long[] total) {
-        try (BufferedReader r = Files.newBufferedReader(jsonl, StandardCharsets.UTF_8)) {
-            String line;
-            long n = 0;
-            while ((line = r.readLine()) != null) {
-                n++;
+        try (JsonLines.LineReader r = new JsonLines.LineReader(jsonl)) {
+            while (true) {
+                String line;
+                try {
+                    line = r.next();
+                } catch (CharacterCodingException e) {
+                    continue; // reported by the import
+                }
+                if (line == null) {
+                    break;
+                }
+                long n = r.lineNo();
                 if (line.isBlank()) {
                     continue;
                 }
@@ -531,8 +551,11 @@ final class JournalImportCommand implements Callable<Integer> {
         }
     }
 
-    /** Validates and imports into a scratch journal, then replays it through the reducer into DIR. */
-    static int importDerived(Path file, Path dir, JournalHeader header, PrintWriter out) {
+    /**
+     * Validates and imports into a scratch journal, then replays it through the reducer into DIR;
+     * returns what a write cut short left at the file's end (left out), or null.
+     */
+    static JsonLines.CutTail importDerived(Path file, Path dir, JournalHeader header, PrintWriter out) {
         Path scratch;
         try {
             scratch = Files.createTempDirectory("kvledger-import-");
@@ -542,7 +565,7 @@ final class JournalImportCommand implements Callable<Integer> {
         boolean dirExisted = Files.isDirectory(dir);
         boolean ok = false;
         try {
-            JsonLines.importFile(file, scratch.resolve("j"), header);
+            JsonLines.CutTail cut = JsonLines.importFile(file, scratch.resolve("j"), header).cut();
             long inputs = 0;
             long derivedCount = 0;
             try (JournalReader in = JournalReader.open(scratch.resolve("j"));
@@ -565,7 +588,7 @@ final class JournalImportCommand implements Callable<Integer> {
                         in.header().describe()));
             }
             ok = true;
-            return 0;
+            return cut;
         } finally {
             deleteTree(scratch);
             if (!ok) {

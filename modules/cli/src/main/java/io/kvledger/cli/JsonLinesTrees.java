@@ -53,17 +53,19 @@ final class JsonLinesTrees {
         register(root);
         List<NodeJournal> out = new ArrayList<>();
         PrintWriter quiet = new PrintWriter(Writer.nullWriter());
+        List<String> cuts = new ArrayList<>();
         for (NodeFile f : files) {
             Path dir = root.resolve(f.node());
-            if (f.inputsOnly()) {
-                JournalImportCommand.importDerived(f.jsonl(), dir, null, quiet);
-            } else {
-                JsonLines.importFile(f.jsonl(), dir, null);
+            JsonLines.CutTail cut = f.inputsOnly() ? JournalImportCommand.importDerived(f.jsonl(), dir, null, quiet)
+                    : JsonLines.importFile(f.jsonl(), dir, null).cut();
+            if (cut != null) {
+                cuts.add(command + ": warning: " + cut.describe(f.jsonl()));
             }
             out.add(new NodeJournal(dir, f.node(), arg));
         }
         err.println(command + ": note: " + arg + " holds JSON lines; read through temporary journals (keep them with: "
                 + "kvledger journal import " + arg + " DIR)");
+        cuts.forEach(err::println);
         err.flush();
         return out;
     }

@@ -327,4 +327,65 @@ class JournalImportExportTest {
         assertThat(inspect.out().replace(folder.toString(), "DIR")).as("inspect on the fixture folder as it is")
                 .isEqualTo(golden.substring(nl + 1));
     }
+
+    /** Copies a fixture folder (its node directories' JSON lines) to {@code to}. */
+    private static void copyFolder(Path from, Path to) throws IOException {
+        try (Stream<Path> s = Files.walk(from)) {
+            for (Path p : s.toList()) {
+                Path q = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p)) {
+                    Files.createDirectories(q);
+                } else if (p.getFileName().toString().endsWith(".jsonl")) {
+                    Files.copy(p, q);
+                }
+            }
+        }
+    }
+
+    /** The file without its last {@code n} bytes. */
+    private static void cut(Path file, int n) throws IOException {
+        byte[] b = Files.readAllBytes(file);
+        Files.write(file, java.util.Arrays.copyOf(b, b.length - n));
+    }
+
+    @Test
+    void a_recording_cut_short_is_read_up_to_the_cut_and_the_cut_is_said() throws IOException {
+        Path fixtures = Path.of(System.getProperty("kvledger.fixtures", "../../journal/fixtures"));
+        Path folder = fixtures.resolve("07-reaped-without-ack");
+        // what the recorder wrote before its process was killed: the last line half written on P0,
+        // zero bytes after D0's data (a crash before its last block reached the disk)
+        Path killed = tmp.resolve("killed");
+        copyFolder(folder, killed);
+        Path p0 = killed.resolve("P0/journal.jsonl");
+        List<String> p0Lines = Files.readAllLines(p0);
+        cut(p0, p0Lines.getLast().length() / 2 + 1);
+        Path d0 = killed.resolve("D0/journal.jsonl");
+        Files.write(d0, new byte[8192], java.nio.file.StandardOpenOption.APPEND);
+        // the same recording without the cut line: what the reading commands must see
+        Path whole = tmp.resolve("whole");
+        copyFolder(folder, whole);
+        Files.write(whole.resolve("P0/journal.jsonl"), p0Lines.subList(0, p0Lines.size() - 1));
+
+        CliRun.Outcome a = run("hangs", killed.toString());
+        CliRun.Outcome b = run("hangs", whole.toString());
+        assertThat(a.code()).as(a.err()).isEqualTo(b.code()).isNotEqualTo(2);
+        assertThat(a.out().replace(killed.toString(), "DIR")).isEqualTo(b.out().replace(whole.toString(), "DIR"))
+                .contains("hangs: ");
+        assertThat(a.err()).contains("kvledger hangs: warning: " + p0 + ": left out its last line (line " + p0Lines.size()
+                + ", ").contains("kvledger hangs: warning: " + d0 + ": left out 8192 zero bytes at its end");
+        assertThat(b.err()).doesNotContain("warning");
+
+        CliRun.Outcome imported = run("journal", "import", p0.toString(), tmp.resolve("P0").toString());
+        assertThat(imported.code()).as(imported.err()).isZero();
+        assertThat(imported.out()).contains("imported " + (p0Lines.size() - 2) + " entries");
+        assertThat(imported.err()).contains("kvledger journal import: warning: " + p0 + ": left out its last line");
+
+        // an inputs-only file cut short, imported with --derive
+        Path inputs = tmp.resolve("inputs.jsonl");
+        Files.copy(fixtures.resolve("00-negative-matched-tokens/D0/inputs.jsonl"), inputs);
+        cut(inputs, 7);
+        CliRun.Outcome derived = run("journal", "import", "--derive", inputs.toString(), tmp.resolve("D0").toString());
+        assertThat(derived.code()).as(derived.err()).isZero();
+        assertThat(derived.err()).contains("kvledger journal import: warning: " + inputs + ": left out its last line");
+    }
 }

@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.Writer;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
@@ -34,7 +35,11 @@ import java.util.stream.Stream;
  * of every type with an example.
  *
  * <p>Import is strict and all-or-nothing: the whole file is validated before the first entry is
- * written, and every bad line is reported with its number and the reason. Lines written by other
+ * written, and every bad line is reported with its number and the reason. Two things at the very
+ * end of a file are not bad lines but what a write cut short leaves ({@link CutTail}): a last line
+ * without its newline that does not parse (the recording process was killed while appending), and
+ * zero bytes after the data (a crash before the file system wrote the file's last blocks). Those
+ * are left out, and the import says so. A UTF-8 byte order mark at the start is skipped. Lines written by other
  * tools may leave out {@code seq} (the journal numbers entries itself), {@code kind} (implied by
  * the type), a derived entry's {@code cause_seq} (the nearest input line above it) and
  * {@code at_ns} (its cause's time), and fields that are nullable or optional.
@@ -213,8 +218,39 @@ public final class JsonLines {
      * @param lastSeq        seq of the last entry written (firstSeq - 1 when none)
      * @param headerFromFile whether the header came from the file's first line
      * @param appended       whether the entries were appended to an existing journal
+     * @param cut            what was left out at the file's end (a write cut short), or {@code null}
      */
-    public record ImportResult(long entries, long firstSeq, long lastSeq, boolean headerFromFile, boolean appended) {}
+    public record ImportResult(long entries, long firstSeq, long lastSeq, boolean headerFromFile, boolean appended,
+                               CutTail cut) {}
+
+    /**
+     * What a write cut short left at the end of a JSON-lines file, left out of the import: the
+     * file's last line when it has no newline and does not parse (or is not UTF-8: a cut can split
+     * a character), and zero bytes after the data. A last line without a newline that parses is
+     * read as usual.
+     *
+     * @param line      the number of the cut line (1-based), or 0 when no line was cut
+     * @param lineBytes the bytes of the cut line
+     * @param zeroBytes zero bytes after the data, at the end of the file
+     */
+    public record CutTail(long line, long lineBytes, long zeroBytes) {
+
+        /** One sentence for a warning, naming the file. */
+        public String describe(Path file) {
+            StringBuilder b = new StringBuilder().append(file).append(": left out ");
+            if (line > 0) {
+                b.append("its last line (line ").append(line).append(", ").append(lineBytes)
+                        .append(lineBytes == 1 ? " byte" : " bytes").append(" without a newline, which do not parse)");
+            }
+            if (zeroBytes > 0) {
+                b.append(line > 0 ? " and " : "").append(zeroBytes).append(zeroBytes == 1 ? " zero byte" : " zero bytes")
+                        .append(" at its end");
+            }
+            return b.append(": what a write cut short leaves (the recording process killed, or a crash before the "
+                    + "file's last blocks were written); the lines before ").append(line > 0 ? "it" : "them")
+                    .append(" are read").toString();
+        }
+    }
 
     /**
      * Builds a journal in {@code dir} from a JSON-lines file (or appends to the journal already
@@ -230,7 +266,7 @@ public final class JsonLines {
     public static ImportResult importFile(Path jsonl, Path dir, JournalHeader header) {
         Validation v = validate(jsonl);
         JournalHeader h = header != null ? header : v.fileHeader;
-        if (h == null && !v.headerAttempted) {
+        if (h == null && !v.headerAttempted && !v.firstLineBad) {
             v.errors.addFirst(new JsonLinesException.LineError(Math.max(1, v.firstLine),
                     "no header: the first line is not a header and none was given"));
             v.total++;
@@ -244,7 +280,7 @@ public final class JsonLines {
         long first = w.nextSeq();
         long written = 0;
         boolean ok = false;
-        try (w; Lines in = new Lines(jsonl)) {
+        try (w; LineReader in = new LineReader(jsonl)) {
             SeqIndex inputs = new SeqIndex();
             long lastInputNew = 0;
             long lastInputAt = 0;
@@ -292,7 +328,7 @@ public final class JsonLines {
                 deleteCreated(dir, dirExisted);
             }
         }
-        return new ImportResult(written, first, first + written - 1, header == null, existed);
+        return new ImportResult(written, first, first + written - 1, header == null, existed, v.cut);
     }
 
     private static final class Validation {
@@ -301,6 +337,9 @@ public final class JsonLines {
         long total;
         long firstLine;
         boolean headerAttempted;
+        /** Whether the first non-blank line is itself reported (then "no header" would say it twice). */
+        boolean firstLineBad;
+        CutTail cut;
 
         void error(long line, String reason) {
             total++;
@@ -317,23 +356,28 @@ public final class JsonLines {
         long prevSeq = -1;
         boolean any = false;
         long lastInputAt = 0;
-        try (Lines in = new Lines(jsonl)) {
+        try (LineReader in = new LineReader(jsonl)) {
             String text;
             while (true) {
                 try {
                     text = in.next();
                 } catch (CharacterCodingException e) {
-                    v.error(in.lineNo, "not valid UTF-8");
+                    if (v.firstLine == 0) {
+                        v.firstLine = in.lineNo();
+                        v.firstLineBad = true;
+                    }
+                    v.error(in.lineNo(), "not valid UTF-8");
                     continue;
                 }
                 if (text == null) {
                     break;
                 }
-                lineNo = in.lineNo;
+                lineNo = in.lineNo();
                 if (text.isBlank()) {
                     continue;
                 }
-                if (!any) {
+                boolean first = v.firstLine == 0;
+                if (first) {
                     v.firstLine = lineNo;
                     v.headerAttempted = looksLikeHeader(text);
                 }
@@ -369,9 +413,11 @@ public final class JsonLines {
                                 + " is not the seq of an input line above it");
                     }
                 } catch (JsonException | PayloadException | IllegalArgumentException e) {
+                    v.firstLineBad |= first;
                     v.error(lineNo, e.getMessage());
                 }
             }
+            v.cut = in.cutTail();
         } catch (IOException e) {
             throw new JournalException("cannot read " + jsonl + ": " + e.getMessage(), e);
         }
@@ -388,10 +434,17 @@ public final class JsonLines {
     }
 
     /**
-     * The lines of a file, split on LF and decoded one by one with a strict UTF-8 decoder, so that
-     * a malformed line is an error with its own line number rather than a silent U+FFFD.
+     * The lines of a JSON-lines file, split on LF and decoded one by one with a strict UTF-8
+     * decoder, so that a malformed line is an error with its own line number rather than a silent
+     * U+FFFD. A byte order mark at the start is skipped, and what a write cut short left at the end
+     * ({@link CutTail}) is not handed out: {@link #cutTail()} says what, once {@link #next()} has
+     * returned null.
      */
-    private static final class Lines implements AutoCloseable {
+    public static final class LineReader implements AutoCloseable {
+        /** A last line longer than this is read as a line, never taken for a cut one. */
+        private static final int MAX_CUT_LINE = 16 << 20;
+        private static final byte[] BOM = {(byte) 0xEF, (byte) 0xBB, (byte) 0xBF};
+
         private final InputStream in;
         private final CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
                 .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
@@ -399,19 +452,45 @@ public final class JsonLines {
         private int pos;
         private int end;
         private byte[] line = new byte[256];
-        long lineNo;
+        private long lineNo;
+        /** Bytes of the file handed out as lines (the rest is the cut tail). */
+        private final long readable;
+        private long consumed;
+        private final long cutLineBytes;
+        private final long zeroBytes;
 
-        Lines(Path p) throws IOException {
+        public LineReader(Path p) throws IOException {
+            long size = Files.size(p);
+            long dataEnd;
+            long lastLineStart;
+            try (FileChannel ch = FileChannel.open(p)) {
+                dataEnd = endBeforeZeros(ch, size);
+                lastLineStart = lastLineStart(ch, dataEnd);
+                long fragment = dataEnd - lastLineStart;
+                boolean cut = fragment > 0 && fragment <= MAX_CUT_LINE && !parses(ch, lastLineStart, (int) fragment);
+                readable = cut ? lastLineStart : dataEnd;
+                cutLineBytes = cut ? fragment : 0;
+            }
+            zeroBytes = size - dataEnd;
             in = Files.newInputStream(p);
+            byte[] head = in.readNBytes((int) Math.min(BOM.length, readable));
+            if (Arrays.equals(head, BOM)) {
+                consumed = BOM.length;
+            } else {
+                System.arraycopy(head, 0, buf, 0, head.length);
+                end = head.length;
+            }
         }
 
         /** The next line without its LF, or null at the end; a bad line still counts. */
-        String next() throws IOException {
+        public String next() throws IOException {
             int n = 0;
             boolean any = false;
             while (true) {
                 if (pos == end) {
-                    end = in.read(buf, 0, buf.length);
+                    consumed += end;
+                    int want = (int) Math.min(buf.length, readable - consumed);
+                    end = want <= 0 ? -1 : in.read(buf, 0, want);
                     pos = 0;
                     if (end <= 0) {
                         end = 0;
@@ -441,9 +520,84 @@ public final class JsonLines {
             return decoder.reset().decode(ByteBuffer.wrap(line, 0, n)).toString();
         }
 
+        /** The number of the line {@link #next()} returned last (1-based). */
+        public long lineNo() {
+            return lineNo;
+        }
+
+        /** What was left out at the file's end, or {@code null}; meaningful once {@link #next()} returned null. */
+        public CutTail cutTail() {
+            if (cutLineBytes == 0 && zeroBytes == 0) {
+                return null;
+            }
+            return new CutTail(cutLineBytes > 0 ? lineNo + 1 : 0, cutLineBytes, zeroBytes);
+        }
+
         @Override
         public void close() throws IOException {
             in.close();
+        }
+
+        /** Where the zero bytes at the end of the file begin ({@code size} when it does not end in one). */
+        private static long endBeforeZeros(FileChannel ch, long size) throws IOException {
+            ByteBuffer b = ByteBuffer.allocate(1 << 16);
+            long at = size;
+            while (at > 0) {
+                int n = (int) Math.min(b.capacity(), at);
+                b.clear().limit(n);
+                readFully(ch, b, at - n);
+                for (int i = n - 1; i >= 0; i--) {
+                    if (b.get(i) != 0) {
+                        return at - n + i + 1;
+                    }
+                }
+                at -= n;
+            }
+            return 0;
+        }
+
+        /** Where the last line before {@code end} begins: after the last LF before it, or 0. */
+        private static long lastLineStart(FileChannel ch, long end) throws IOException {
+            ByteBuffer b = ByteBuffer.allocate(1 << 16);
+            long at = end;
+            while (at > 0 && end - at <= MAX_CUT_LINE) {
+                int n = (int) Math.min(b.capacity(), at);
+                b.clear().limit(n);
+                readFully(ch, b, at - n);
+                for (int i = n - 1; i >= 0; i--) {
+                    if (b.get(i) == '\n') {
+                        return at - n + i + 1;
+                    }
+                }
+                at -= n;
+            }
+            return at;
+        }
+
+        /** Whether the {@code len} bytes at {@code from} are UTF-8 and a JSON line that parses. */
+        private static boolean parses(FileChannel ch, long from, int len) throws IOException {
+            ByteBuffer b = ByteBuffer.allocate(len);
+            readFully(ch, b, from);
+            b.flip();
+            if (from == 0 && len >= BOM.length && b.get(0) == BOM[0] && b.get(1) == BOM[1] && b.get(2) == BOM[2]) {
+                b.position(BOM.length);
+            }
+            try {
+                parseLine(StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                        .onUnmappableCharacter(CodingErrorAction.REPORT).decode(b).toString());
+                return true;
+            } catch (CharacterCodingException | JsonException | PayloadException | IllegalArgumentException e) {
+                return false;
+            }
+        }
+
+        private static void readFully(FileChannel ch, ByteBuffer b, long at) throws IOException {
+            while (b.hasRemaining()) {
+                int r = ch.read(b, at + b.position());
+                if (r < 0) {
+                    throw new IOException("the file shrank while it was read");
+                }
+            }
         }
     }
 

@@ -251,4 +251,97 @@ class JsonLinesTest {
                 .hasMessageContaining("node_id: \"P1\" vs \"D0\"");
         assertThat(JournalTest.readAll(dir)).hasSize(4);
     }
+
+    /** A journal of the sample events exported: the header line, then one line per input. */
+    private String sampleExport() throws Exception {
+        Path dir = tmp.resolve("sample");
+        if (!Files.isDirectory(dir)) {
+            try (JournalWriter w = JournalWriter.open(dir, Samples.header())) {
+                for (NodeEvent e : Samples.events()) {
+                    w.appendInput(e);
+                }
+            }
+        }
+        return export(dir);
+    }
+
+    private static int utf8Length(String s) {
+        return s.getBytes(StandardCharsets.UTF_8).length;
+    }
+
+    @Test
+    void a_last_line_cut_short_is_left_out_and_said_and_the_lines_before_it_import() throws Exception {
+        List<String> lines = sampleExport().lines().toList();
+        assertThat(lines.size()).isGreaterThan(3);
+        String whole = String.join("\n", lines.subList(0, lines.size() - 1)) + "\n";
+        String last = lines.getLast();
+        for (int cut : new int[] {1, last.length() / 2, last.length() - 1}) {
+            Path file = tmp.resolve("cut-" + cut + ".jsonl");
+            Files.writeString(file, whole + last.substring(0, cut), StandardCharsets.UTF_8);
+            Path dir = tmp.resolve("cut-" + cut);
+            JsonLines.ImportResult r = JsonLines.importFile(file, dir, null);
+            assertThat(r.cut()).isEqualTo(new JsonLines.CutTail(lines.size(), utf8Length(last.substring(0, cut)), 0));
+            assertThat(r.entries()).isEqualTo(lines.size() - 2);
+            assertThat(export(dir)).isEqualTo(whole);
+            assertThat(r.cut().describe(file)).startsWith(file + ": left out its last line (line " + lines.size() + ", ");
+        }
+        // a cut in the middle of a character: not UTF-8, still a cut line
+        Path split = tmp.resolve("split.jsonl");
+        byte[] head = (whole + "{\"type\":\"tick\",\"at_ns\":9,\"x\":\"\u00e9").getBytes(StandardCharsets.UTF_8);
+        Files.write(split, java.util.Arrays.copyOf(head, head.length - 1));
+        assertThat(JsonLines.importFile(split, tmp.resolve("split"), null).cut().line()).isEqualTo(lines.size());
+        // the whole last line without its newline is read, and nothing is said
+        Path noNewline = tmp.resolve("no-newline.jsonl");
+        Files.writeString(noNewline, whole + last, StandardCharsets.UTF_8);
+        JsonLines.ImportResult all = JsonLines.importFile(noNewline, tmp.resolve("no-newline"), null);
+        assertThat(all.cut()).isNull();
+        assertThat(all.entries()).isEqualTo(lines.size() - 1);
+    }
+
+    @Test
+    void zero_bytes_at_the_end_are_left_out_but_a_bad_line_before_the_end_is_still_refused() throws Exception {
+        String text = sampleExport();
+        int lines = (int) text.lines().count();
+        byte[] data = text.getBytes(StandardCharsets.UTF_8);
+        Path zeros = tmp.resolve("zeros.jsonl");
+        Files.write(zeros, java.util.Arrays.copyOf(data, data.length + 70_000));
+        JsonLines.ImportResult r = JsonLines.importFile(zeros, tmp.resolve("zeros"), null);
+        assertThat(r.cut()).isEqualTo(new JsonLines.CutTail(0, 0, 70_000));
+        assertThat(r.entries()).isEqualTo(lines - 1);
+        assertThat(r.cut().describe(zeros)).isEqualTo(zeros + ": left out 70000 zero bytes at its end: what a write cut "
+                + "short leaves (the recording process killed, or a crash before the file's last blocks were written); "
+                + "the lines before them are read");
+        // a cut line, then zeros (the file's size written before its last block)
+        Path both = tmp.resolve("both.jsonl");
+        Files.write(both, java.util.Arrays.copyOf(java.util.Arrays.copyOf(data, data.length - 10), data.length + 4086));
+        assertThat(JsonLines.importFile(both, tmp.resolve("both"), null).cut())
+                .isEqualTo(new JsonLines.CutTail(lines, utf8Length(text.lines().toList().getLast()) - 9, 4096));
+        // zeros with lines after them are damage, not a cut
+        Path hole = tmp.resolve("hole.jsonl");
+        Files.write(hole, (text + "\0\0\0\n{\"type\":\"tick\",\"at_ns\":9999999999999}\n").getBytes(StandardCharsets.UTF_8));
+        assertThatThrownBy(() -> JsonLines.importFile(hole, tmp.resolve("hole"), null))
+                .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors()).extracting(JsonLinesException.LineError::line)
+                        .containsExactly((long) lines + 1));
+        // a last line that does not parse but has its newline was written whole: a bad line
+        Path bad = tmp.resolve("bad-last.jsonl");
+        Files.writeString(bad, text + "{\"type\":\"tick\",\n", StandardCharsets.UTF_8);
+        assertThatThrownBy(() -> JsonLines.importFile(bad, tmp.resolve("bad-last"), null))
+                .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors()).extracting(JsonLinesException.LineError::line)
+                        .containsExactly((long) lines + 1));
+        assertThat(tmp.resolve("hole")).doesNotExist();
+        assertThat(tmp.resolve("bad-last")).doesNotExist();
+    }
+
+    @Test
+    void a_byte_order_mark_is_skipped_and_a_bad_first_line_is_reported_once() throws Exception {
+        String text = sampleExport();
+        Path bom = tmp.resolve("bom.jsonl");
+        Files.write(bom, ("\uFEFF" + text).getBytes(StandardCharsets.UTF_8));
+        JsonLines.importFile(bom, tmp.resolve("bom"), null);
+        assertThat(export(tmp.resolve("bom"))).isEqualTo(text);
+        Path garbage = write(tmp.resolve("garbage.jsonl"), "garbage", "{\"type\":\"tick\",\"at_ns\":1}");
+        assertThatThrownBy(() -> JsonLines.importFile(garbage, tmp.resolve("g"), null))
+                .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors()).singleElement()
+                        .satisfies(l -> assertThat(l.line()).isEqualTo(1)));
+    }
 }
