@@ -281,3 +281,36 @@ def test_a_metadata_object_of_another_shape_records_the_step_alone(tmp_path):
     assert isinstance(rec.build_connector_meta(SchedulerOutput()), fakes.Sentinel)
     rec.shutdown()
     assert [e["type"] for e in lines(tmp_path / "scheduler.jsonl")[1:]] == ["step_scheduled", "shut_down"]
+
+
+def test_a_restarted_engine_keeps_the_recordings_of_its_earlier_runs(tmp_path):
+    # the first run's recording is what an SRE needs after the engine hung and was restarted
+    first, _ = driver.play(str(tmp_path), "healthy", "producer")
+    first_lines = lines(first)
+    second, _ = driver.play(str(tmp_path), "healthy", "producer")
+    assert second == first
+    kept = tmp_path / "scheduler-dp0-tp0.1.jsonl"
+    assert lines(str(kept)) == first_lines
+    assert lines(second)[0]["kind"] == "header" and len(lines(second)) == len(first_lines)
+    assert (tmp_path / "worker-dp0-tp0.1.jsonl").exists()
+
+
+def test_previous_recordings_shift_up_and_the_oldest_past_keep_goes(tmp_path):
+    from kvledger_vllm.stream import FileSink
+
+    path = str(tmp_path / "rec" / "scheduler-dp0-tp0.jsonl")
+    for run in range(4):
+        sink = FileSink(path, keep=2)
+        sink.write_lines([json.dumps({"run": run})])
+        sink.close()
+    assert lines(path) == [{"run": 3}]
+    assert lines(str(tmp_path / "rec" / "scheduler-dp0-tp0.1.jsonl")) == [{"run": 2}]
+    assert lines(str(tmp_path / "rec" / "scheduler-dp0-tp0.2.jsonl")) == [{"run": 1}]
+    assert not (tmp_path / "rec" / "scheduler-dp0-tp0.3.jsonl").exists()
+    # keep 0 overwrites, as before; an empty file is not kept
+    sink = FileSink(path, keep=0)
+    sink.close()
+    assert lines(path) == [] and lines(str(tmp_path / "rec" / "scheduler-dp0-tp0.1.jsonl")) == [{"run": 2}]
+    sink = FileSink(path, keep=2)
+    sink.close()
+    assert lines(str(tmp_path / "rec" / "scheduler-dp0-tp0.1.jsonl")) == [{"run": 2}]

@@ -21,6 +21,8 @@ Extra config keys read here (all others are the inner connector's):
                                 of a ``kvledger node --engine shadow`` (stream.ZmqSink); absent: no recording
 ``record_layers``               also record ``save_kv_layer`` per layer (default false: per-layer
                                 hooks cost one attribute test when off)
+``record_keep``                 earlier recordings kept when a process starts where one already is
+                                (``NAME.1.jsonl`` the newest, up to this many), default 5; 0 overwrites
 ``record_queue_size``           capture queue bound in entries, default 65536 (a full queue drops
                                 and counts; the count is written into the stream)
 ``record_zmq_hwm``              with ``tcp://``: messages (batches) ZMQ queues while the node is away,
@@ -389,7 +391,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if path.startswith("tcp://"):
             sink = ZmqSink(path, role_name, dp, tp, hwm=int(extra.get("record_zmq_hwm", 1000)))
         else:
-            sink = FileSink(path)
+            sink = FileSink(path, keep=int(extra.get("record_keep", 5)))
         self._stream = Stream(header, sink, maxsize=qsize,
                               name=f"kvledger-recorder-{role_name}-dp{dp}-tp{tp}")
         log.info("kvledger-vllm %s: %s %s over %s, recording to %s (per-layer hooks %s)", __version__,

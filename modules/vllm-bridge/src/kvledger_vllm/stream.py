@@ -89,14 +89,53 @@ def encode_line(obj):
     return json.dumps(_json_value(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-class FileSink:
-    """Appends lines to one file (created with its directory; truncated when it exists)."""
+def previous_name(path, k):
+    """The name of the k-th previous recording of ``path``: ``x.jsonl`` -> ``x.1.jsonl``, ``x.2.jsonl``..."""
+    stem, ext = os.path.splitext(path)
+    return f"{stem}.{k}{ext}"
 
-    def __init__(self, path):
+
+def keep_previous(path, keep):
+    """Moves a recording already at ``path`` aside before a new one starts there.
+
+    An engine restarted after a hang (by hand, or by its pod's liveness probe) would otherwise
+    truncate the recording of the run that hung. The newest previous recording becomes
+    ``previous_name(path, 1)``, older ones move up by one, and the one past ``keep`` is removed, so
+    a crash loop cannot fill the disk. ``keep`` 0 keeps none (the file is truncated). Returns the
+    name the previous recording now has, or None (none there, or it could not be moved: logged,
+    and the new recording starts over it as before).
+    """
+    if keep <= 0 or not os.path.isfile(path) or os.path.getsize(path) == 0:
+        return None
+    try:
+        oldest = previous_name(path, keep)
+        if os.path.exists(oldest):
+            os.remove(oldest)
+        for k in range(keep - 1, 0, -1):
+            if os.path.exists(previous_name(path, k)):
+                os.replace(previous_name(path, k), previous_name(path, k + 1))
+        os.replace(path, previous_name(path, 1))
+        return previous_name(path, 1)
+    except OSError as e:
+        log.warning("kvledger-vllm: could not keep the previous recording %s (%s); it is overwritten", path, e)
+        return None
+
+
+class FileSink:
+    """Appends lines to one file, created with its directory.
+
+    A recording already there (an earlier run of the engine) is kept as ``NAME.1.jsonl``, up to
+    ``keep`` earlier runs (``keep_previous``).
+    """
+
+    def __init__(self, path, keep=5):
         self.path = path
         d = os.path.dirname(path)
         if d:
             os.makedirs(d, exist_ok=True)
+        self.kept = keep_previous(path, keep)
+        if self.kept:
+            log.info("kvledger-vllm: the previous recording at %s is kept as %s", path, self.kept)
         self._f = open(path, "w", encoding="utf-8")
 
     def write_lines(self, lines):
