@@ -267,8 +267,16 @@ public final class JsonLines {
         Validation v = validate(jsonl);
         JournalHeader h = header != null ? header : v.fileHeader;
         if (h == null && !v.headerAttempted && !v.firstLineBad) {
-            v.errors.addFirst(new JsonLinesException.LineError(Math.max(1, v.firstLine),
-                    "no header: the first line is not a header and none was given"));
+            String reason;
+            if (v.firstLine > 0) {
+                reason = "no header: the first line is not a header and none was given";
+            } else if (v.cut != null && v.cut.line() > 0) {
+                reason = "no header: the file's only line (" + v.cut.lineBytes() + " bytes without a newline) was cut "
+                        + "short before it was written whole";
+            } else {
+                reason = "no header: the file holds no line" + (v.cut != null ? " (only " + v.cut.zeroBytes() + " zero bytes)" : "");
+            }
+            v.errors.addFirst(new JsonLinesException.LineError(Math.max(1, v.firstLine), reason));
             v.total++;
         }
         if (v.total > 0) {

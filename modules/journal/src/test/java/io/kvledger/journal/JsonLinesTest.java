@@ -290,6 +290,17 @@ class JsonLinesTest {
         byte[] head = (whole + "{\"type\":\"tick\",\"at_ns\":9,\"x\":\"\u00e9").getBytes(StandardCharsets.UTF_8);
         Files.write(split, java.util.Arrays.copyOf(head, head.length - 1));
         assertThat(JsonLines.importFile(split, tmp.resolve("split"), null).cut().line()).isEqualTo(lines.size());
+        // a header cut short is the whole file: nothing to import, and the error says why
+        Path headerCut = tmp.resolve("header-cut.jsonl");
+        Files.writeString(headerCut, lines.getFirst().substring(0, 40), StandardCharsets.UTF_8);
+        assertThatThrownBy(() -> JsonLines.importFile(headerCut, tmp.resolve("header-cut"), null))
+                .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors()).singleElement()
+                        .isEqualTo(new JsonLinesException.LineError(1, "no header: the file's only line (40 bytes without "
+                                + "a newline) was cut short before it was written whole")));
+        Path empty = Files.write(tmp.resolve("empty.jsonl"), new byte[0]);
+        assertThatThrownBy(() -> JsonLines.importFile(empty, tmp.resolve("empty"), null))
+                .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors().getFirst().reason())
+                        .isEqualTo("no header: the file holds no line"));
         // the whole last line without its newline is read, and nothing is said
         Path noNewline = tmp.resolve("no-newline.jsonl");
         Files.writeString(noNewline, whole + last, StandardCharsets.UTF_8);
