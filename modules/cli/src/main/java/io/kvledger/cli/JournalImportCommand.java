@@ -320,46 +320,52 @@ final class JournalImportCommand implements Callable<Integer> {
 
     // ------------------------------------------------------------------ a tree of node files
 
-    /** One node of a tree: its name, its file and whether that file holds inputs only. */
-    private record NodeFile(String node, Path jsonl, boolean inputsOnly) {}
-
     /**
      * Imports {@code TREE/<node>/journal.jsonl} (or {@code inputs.jsonl} with --derive, or when a
-     * node has only that) into {@code DIR/<node>}. Every target is checked before anything is
-     * written; when one import fails, the journals this run created are removed again.
+     * node has only that) into {@code DIR/<node>}; a directory of node files side by side, as the
+     * vLLM bridge's recorder writes them ({@code NAME.jsonl}, {@link JsonLinesTrees#recordings}),
+     * into {@code DIR/NAME}. Every target is checked before anything is written; when one import
+     * fails, the journals this run created are removed again.
      */
     private int importTree(PrintWriter out, PrintWriter err) {
         if (anyHeaderOption()) {
             throw usage("header options take a single file; " + file + " is a directory of node files");
         }
-        List<NodeFile> nodes = new ArrayList<>();
+        List<JsonLinesTrees.NodeFile> nodes = new ArrayList<>();
+        List<Path> earlierRuns = List.of();
         try (Stream<Path> s = Files.list(file)) {
             for (Path sub : s.filter(Files::isDirectory).sorted().toList()) {
                 Path journal = sub.resolve("journal.jsonl");
                 Path inputs = sub.resolve("inputs.jsonl");
                 String node = sub.getFileName().toString();
                 if (Files.isRegularFile(journal) && !(derive && Files.isRegularFile(inputs))) {
-                    nodes.add(new NodeFile(node, journal, derive));
+                    nodes.add(new JsonLinesTrees.NodeFile(node, journal, derive));
                 } else if (Files.isRegularFile(inputs)) {
-                    nodes.add(new NodeFile(node, inputs, true));
+                    nodes.add(new JsonLinesTrees.NodeFile(node, inputs, true));
                 }
             }
         } catch (IOException e) {
             throw usage("cannot list " + file + ": " + e.getMessage());
         }
         if (nodes.isEmpty()) {
-            throw usage(file + " holds no <node>/journal.jsonl (the layout journal export --out writes) and no "
-                    + "<node>/inputs.jsonl");
+            JsonLinesTrees.Recordings flat = JsonLinesTrees.recordings(file, derive);
+            nodes.addAll(flat.nodes());
+            earlierRuns = flat.earlierRuns();
+        }
+        if (nodes.isEmpty()) {
+            throw usage(file + " holds no <node>/journal.jsonl (the layout journal export --out writes), no "
+                    + "<node>/inputs.jsonl, and no .jsonl file that starts with a journal header (as the vLLM bridge's "
+                    + "recorder writes them)");
         }
         if (Files.exists(dir) && !Files.isDirectory(dir)) {
             throw usage(dir + " is a file, not a directory");
         }
-        for (NodeFile n : nodes) {
+        for (JsonLinesTrees.NodeFile n : nodes) {
             checkTarget(dir.resolve(n.node()), n.inputsOnly());
         }
         List<Path> created = new ArrayList<>();
         boolean dirExisted = Files.isDirectory(dir);
-        for (NodeFile n : nodes) {
+        for (JsonLinesTrees.NodeFile n : nodes) {
             Path target = dir.resolve(n.node());
             boolean existed = Files.exists(target);
             int code = importOne(n.jsonl(), target, n.inputsOnly(), null, "journal import " + n.node(), out, err);
@@ -377,6 +383,12 @@ final class JournalImportCommand implements Callable<Integer> {
             if (!existed) {
                 created.add(target);
             }
+        }
+        if (!earlierRuns.isEmpty()) {
+            err.println(name() + ": note: left out the recordings of earlier runs: " + String.join(", ",
+                    earlierRuns.stream().map(p -> p.getFileName().toString()).toList())
+                    + " (import one on its own: kvledger journal import FILE DIR)");
+            err.flush();
         }
         return 0;
     }

@@ -11,14 +11,25 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /**
  * Lets the reading commands ({@code hangs}, {@code inspect}, {@code replay}, {@code stats}) take
- * a directory of JSON lines as {@code journal export --out} writes it, and as journal/fixtures
- * holds them ({@code DIR/<node>/journal.jsonl}, or {@code inputs.jsonl} whose derived entries the
- * node reducer recomputes), or a directory holding one node's file: each node is imported into a
- * temporary journal, named after its directory, and the temporary journals are removed when the
+ * JSON lines as they are, in the layouts they come in:
+ * <ul>
+ *   <li>a directory as {@code journal export --out} writes it and journal/fixtures holds them,
+ *       {@code DIR/<node>/journal.jsonl} (or {@code inputs.jsonl}, whose derived entries the node
+ *       reducer recomputes), or a directory holding one node's file;</li>
+ *   <li>a directory of node files side by side, as the vLLM bridge's recorder writes them
+ *       ({@code prefill-scheduler-dp0-tp0.jsonl}, {@code prefill-worker-dp0-tp1.jsonl}, ...): every
+ *       {@code .jsonl} file whose first line is a journal header, named after the file; the
+ *       recordings the recorder kept of earlier runs ({@code NAME.1.jsonl} beside {@code NAME.jsonl})
+ *       are left out, and said;</li>
+ *   <li>one such file.</li>
+ * </ul>
+ * Each node is imported into a temporary journal, and the temporary journals are removed when the
  * JVM exits. A directory that holds a journal, or node directories with journals, is left to
  * {@link io.kvledger.journal.replay.JournalInputs}.
  */
@@ -30,11 +41,20 @@ final class JsonLinesTrees {
     private static boolean hooked;
 
     /** One node's file: its name, the file and whether it holds inputs only. */
-    private record NodeFile(String node, Path jsonl, boolean inputsOnly) {}
+    record NodeFile(String node, Path jsonl, boolean inputsOnly) {}
 
-    /** Whether {@code arg} is a directory of JSON lines with no journal in or under it. */
+    /**
+     * The node files of a directory in the recorder's layout ({@link #recordings}), and the
+     * recordings of earlier runs beside them, left out.
+     */
+    record Recordings(List<NodeFile> nodes, List<Path> earlierRuns) {}
+
+    /** A recording the recorder kept of an earlier run: {@code NAME.<n>.jsonl}. */
+    private static final Pattern EARLIER_RUN = Pattern.compile("(.+)\\.[0-9]+\\.jsonl");
+
+    /** Whether {@code arg} is JSON lines (a directory of them with no journal in or under it, or a file). */
     static boolean isTree(String arg) {
-        return !nodeFiles(Path.of(arg)).isEmpty();
+        return !nodeFiles(Path.of(arg)).nodes().isEmpty();
     }
 
     /**
@@ -43,7 +63,8 @@ final class JsonLinesTrees {
      * @throws JournalException (a {@code JsonLinesException} for bad lines) when a file cannot be imported
      */
     static List<NodeJournal> read(String arg, PrintWriter err, String command) {
-        List<NodeFile> files = nodeFiles(Path.of(arg));
+        Recordings found = nodeFiles(Path.of(arg));
+        List<NodeFile> files = found.nodes();
         Path root;
         try {
             root = Files.createTempDirectory("kvledger-jsonl-");
@@ -63,26 +84,37 @@ final class JsonLinesTrees {
             }
             out.add(new NodeJournal(dir, f.node(), arg));
         }
-        err.println(command + ": note: " + arg + " holds JSON lines; read through temporary journals (keep them with: "
-                + "kvledger journal import " + arg + " DIR)");
+        err.println(command + ": note: " + arg + (Files.isDirectory(Path.of(arg)) ? " holds" : " is") + " JSON lines; read "
+                + "through temporary journals (keep them with: kvledger journal import " + arg + " DIR)");
+        if (!found.earlierRuns().isEmpty()) {
+            err.println(command + ": note: left out the recordings of earlier runs: " + String.join(", ",
+                    found.earlierRuns().stream().map(p -> p.getFileName().toString()).toList())
+                    + " (give one as the argument to read it)");
+        }
         cuts.forEach(err::println);
         err.flush();
         return out;
     }
 
-    private static List<NodeFile> nodeFiles(Path arg) {
+    private static final Recordings NONE = new Recordings(List.of(), List.of());
+
+    private static Recordings nodeFiles(Path arg) {
+        if (Files.isRegularFile(arg) && arg.getFileName().toString().endsWith(".jsonl")) {
+            return new Recordings(List.of(new NodeFile(stem(arg), arg, arg.getFileName().toString().equals("inputs.jsonl"))),
+                    List.of());
+        }
         if (!Files.isDirectory(arg) || JournalDirs.isJournal(arg)) {
-            return List.of();
+            return NONE;
         }
         NodeFile own = fileOf(arg, name(arg));
         if (own != null) {
-            return List.of(own);
+            return new Recordings(List.of(own), List.of());
         }
         List<NodeFile> out = new ArrayList<>();
         try (Stream<Path> s = Files.list(arg)) {
             for (Path sub : s.filter(Files::isDirectory).sorted(Comparator.comparing(p -> p.getFileName().toString())).toList()) {
                 if (JournalDirs.isJournal(sub)) {
-                    return List.of(); // journals there: the usual reading
+                    return NONE; // journals there: the usual reading
                 }
                 NodeFile f = fileOf(sub, sub.getFileName().toString());
                 if (f != null) {
@@ -90,9 +122,44 @@ final class JsonLinesTrees {
                 }
             }
         } catch (IOException e) {
-            return List.of();
+            return NONE;
         }
-        return out;
+        return out.isEmpty() ? recordings(arg, false) : new Recordings(out, List.of());
+    }
+
+    /**
+     * The node files directly in {@code dir}, as the vLLM bridge's recorder writes them: every
+     * {@code .jsonl} file whose first line is a journal header ({@link JsonLines#startsWithHeader}),
+     * named after the file without {@code .jsonl}, in name order; other files are not looked at.
+     * A recording of an earlier run ({@code NAME.<n>.jsonl} where {@code NAME.jsonl} is there too)
+     * is listed apart. Files hold whole journals, or inputs only when {@code inputsOnly}.
+     */
+    static Recordings recordings(Path dir, boolean inputsOnly) {
+        List<NodeFile> nodes = new ArrayList<>();
+        List<Path> earlier = new ArrayList<>();
+        try (Stream<Path> s = Files.list(dir)) {
+            for (Path f : s.filter(p -> p.getFileName().toString().endsWith(".jsonl") && Files.isRegularFile(p))
+                    .sorted(Comparator.comparing(p -> p.getFileName().toString())).toList()) {
+                if (!JsonLines.startsWithHeader(f)) {
+                    continue;
+                }
+                Matcher m = EARLIER_RUN.matcher(f.getFileName().toString());
+                if (m.matches() && Files.isRegularFile(dir.resolve(m.group(1) + ".jsonl"))) {
+                    earlier.add(f);
+                } else {
+                    nodes.add(new NodeFile(stem(f), f, inputsOnly));
+                }
+            }
+        } catch (IOException e) {
+            return NONE;
+        }
+        return new Recordings(nodes, earlier);
+    }
+
+    /** A file's name without {@code .jsonl}. */
+    private static String stem(Path file) {
+        String n = file.getFileName().toString();
+        return n.substring(0, n.length() - ".jsonl".length());
     }
 
     private static NodeFile fileOf(Path dir, String node) {

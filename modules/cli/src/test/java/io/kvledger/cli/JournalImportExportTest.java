@@ -388,4 +388,49 @@ class JournalImportExportTest {
         assertThat(derived.code()).as(derived.err()).isZero();
         assertThat(derived.err()).contains("kvledger journal import: warning: " + inputs + ": left out its last line");
     }
+
+    @Test
+    void the_recorders_layout_of_files_side_by_side_reads_and_imports_as_it_is() throws IOException {
+        Path fixtures = Path.of(System.getProperty("kvledger.fixtures", "../../journal/fixtures"));
+        Path folder = fixtures.resolve("07-reaped-without-ack");
+        // as the vLLM bridge's recorder writes them into one directory: a file per process, the
+        // recording of the run before a restart kept as NAME.1.jsonl, and other JSON lines beside
+        Path rec = tmp.resolve("var-log-kvledger");
+        Files.createDirectories(rec);
+        Files.copy(folder.resolve("P0/journal.jsonl"), rec.resolve("prefill-scheduler-dp0-tp0.jsonl"));
+        Files.copy(folder.resolve("D0/journal.jsonl"), rec.resolve("decode-scheduler-dp0-tp0.jsonl"));
+        List<String> p0 = Files.readAllLines(folder.resolve("P0/journal.jsonl"));
+        Files.write(rec.resolve("prefill-scheduler-dp0-tp0.1.jsonl"), p0.subList(0, 3));
+        Files.writeString(rec.resolve("notes.jsonl"), "{\"not\":\"a journal\"}\n");
+
+        CliRun.Outcome direct = run("hangs", rec.toString());
+        CliRun.Outcome fixture = run("hangs", folder.toString());
+        assertThat(direct.code()).as(direct.err()).isEqualTo(fixture.code()).isNotEqualTo(2);
+        // the same findings; the nodes are named by their headers (P0, D0) and their files
+        assertThat(direct.out()).contains("P0 (prefill-scheduler-dp0-tp0)").contains("D0 (decode-scheduler-dp0-tp0)");
+        assertThat(findings(direct.out())).isEqualTo(findings(fixture.out())).isNotEmpty();
+        assertThat(direct.err()).contains("kvledger hangs: note: left out the recordings of earlier runs: "
+                + "prefill-scheduler-dp0-tp0.1.jsonl (give one as the argument to read it)");
+
+        // an earlier run on its own, given as a file
+        CliRun.Outcome earlier = run("stats", rec.resolve("prefill-scheduler-dp0-tp0.1.jsonl").toString());
+        assertThat(earlier.code()).as(earlier.err()).isZero();
+        assertThat(earlier.err()).contains("prefill-scheduler-dp0-tp0.1.jsonl is JSON lines");
+
+        Path out = tmp.resolve("journals");
+        CliRun.Outcome imported = run("journal", "import", rec.toString(), out.toString());
+        assertThat(imported.code()).as(imported.err()).isZero();
+        try (Stream<Path> s = Files.list(out)) {
+            assertThat(s.map(p -> p.getFileName().toString()).sorted().toList())
+                    .containsExactly("decode-scheduler-dp0-tp0", "prefill-scheduler-dp0-tp0");
+        }
+        assertThat(imported.err()).contains("note: left out the recordings of earlier runs: prefill-scheduler-dp0-tp0.1.jsonl");
+        CliRun.Outcome journals = run("hangs", out.toString());
+        assertThat(findings(journals.out())).isEqualTo(findings(fixture.out()));
+    }
+
+    /** The finding lines of a hangs report (those that name a detector's bug class). */
+    private static List<String> findings(String hangs) {
+        return hangs.lines().filter(l -> l.contains(" class ")).toList();
+    }
 }

@@ -144,6 +144,19 @@ class VllmBridgeRecordingTest {
         assertTrue(hangs.out().startsWith("hangs: 1 journal(s) (D0)"), hangs.out());
     }
 
+    @Test
+    void theRecordersDirectoryReadsAsItIs() throws Exception {
+        // what a user has after a run: the recorder's directory, no import step
+        List<Path> rec = record("healthy", "producer");
+        Path dir = rec.get(0).getParent();
+        CliRun.Outcome hangs = CliRun.run("hangs", dir.toString());
+        assertTrue(hangs.code() == 0 || hangs.code() == 1, hangs.out() + hangs.err());
+        assertTrue(hangs.out().startsWith("hangs: 2 journal(s) (P0 (scheduler-dp0-tp0), P0-tp0 (worker-dp0-tp0))"), hangs.out());
+        CliRun.Outcome verify = CliRun.run("replay", "--verify", rec.get(0).toString());
+        assertEquals(0, verify.code(), verify.out() + verify.err());
+        assertTrue(verify.out().contains("P0: the same 18 hook replies for 25 inputs"), verify.out());
+    }
+
     static final String RID1 = "cmpl-___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_host:10.0.1.1,"
             + "handshake:6301,notify:61005_00000000000000000000000000000001-0-aaaaaaaa";
 

@@ -432,6 +432,25 @@ public final class JsonLines {
         return v;
     }
 
+    /**
+     * Whether {@code file}'s first line is meant to be a journal header (its {@code type} or
+     * {@code kind} is "header"), as in every file {@code journal export} and the vLLM bridge's
+     * recorder write: what tells a node's JSON lines from other JSON-lines files beside them.
+     */
+    public static boolean startsWithHeader(Path file) {
+        try (LineReader in = new LineReader(file)) {
+            String text;
+            while ((text = in.next()) != null) {
+                if (!text.isBlank()) {
+                    return looksLikeHeader(text);
+                }
+            }
+            return false;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     /** Whether a first line meant to be a header (so a bad one is reported, not "no header"). */
     private static boolean looksLikeHeader(String text) {
         try {

@@ -1,6 +1,7 @@
 package io.kvledger.journal.replay;
 
 import io.kvledger.journal.JournalException;
+import io.kvledger.journal.JsonLines;
 import io.kvledger.journal.JournalReader;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -146,19 +147,26 @@ public final class JournalInputs {
         List<Path> places = new ArrayList<>();
         places.add(arg);
         places.addAll(subdirs);
+        Path other = null;
         for (Path dir : places) {
             try (Stream<Path> s = Files.list(dir)) {
-                Path jsonl = s.filter(p -> p.getFileName().toString().endsWith(".jsonl") && Files.isRegularFile(p))
-                        .sorted().findFirst().orElse(null);
-                if (jsonl != null) {
-                    return "; it holds JSON lines (" + jsonl + "): hangs, inspect, replay and stats read them as they "
-                            + "are, other commands after: kvledger journal import " + arg + " DIR";
+                for (Path jsonl : s.filter(p -> p.getFileName().toString().endsWith(".jsonl") && Files.isRegularFile(p))
+                        .sorted().toList()) {
+                    String n = jsonl.getFileName().toString();
+                    boolean nodeFile = n.equals("journal.jsonl") || n.equals("inputs.jsonl")
+                            || dir.equals(arg) && JsonLines.startsWithHeader(jsonl);
+                    if (nodeFile) {
+                        return "; it holds JSON lines (" + jsonl + "): hangs, inspect, replay and stats read them as "
+                                + "they are, other commands after: kvledger journal import " + arg + " DIR";
+                    }
+                    other = other == null ? jsonl : other;
                 }
             } catch (IOException e) {
                 // unreadable: no hint
             }
         }
-        return "";
+        return other == null ? "" : "; it holds JSON lines (" + other + "), but none in a journal's layout (a file whose "
+                + "first line is a journal header, or <node>/journal.jsonl: journal/FORMAT.md, \"JSON lines\")";
     }
 
     /** The name a journal given directly is shown with: its directory name ("." parts resolved). */

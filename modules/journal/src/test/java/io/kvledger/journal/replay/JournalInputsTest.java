@@ -81,6 +81,21 @@ class JournalInputsTest {
                 .hasMessageContaining("no journal there")
                 .hasMessageContaining("it holds JSON lines (" + tree.resolve("D0").resolve("inputs.jsonl") + ")")
                 .hasMessageContaining("kvledger journal import " + tree + " DIR");
+        // the vLLM bridge recorder's layout: files side by side that start with a journal header
+        Path rec = Files.createDirectories(tmp.resolve("rec"));
+        Files.writeString(rec.resolve("decode-scheduler-dp0-tp0.jsonl"), "{\"type\":\"header\"}\n");
+        assertThatThrownBy(() -> JournalInputs.resolve(List.of(rec)))
+                .isInstanceOf(InputException.class)
+                .hasMessageContaining("it holds JSON lines (" + rec.resolve("decode-scheduler-dp0-tp0.jsonl")
+                        + "): hangs, inspect, replay and stats read them as they are");
+        // other JSON lines are not said to be readable
+        Path other = Files.createDirectories(tmp.resolve("other"));
+        Files.writeString(other.resolve("merge-index.jsonl"), "{\"merge\":1}\n");
+        assertThatThrownBy(() -> JournalInputs.resolve(List.of(other)))
+                .isInstanceOf(InputException.class)
+                .hasMessageContaining("it holds JSON lines (" + other.resolve("merge-index.jsonl") + "), but none in a "
+                        + "journal's layout")
+                .message().doesNotContain("read them as they are");
         Path plain = Files.createDirectories(tmp.resolve("plain"));
         assertThatThrownBy(() -> JournalInputs.resolve(List.of(plain)))
                 .isInstanceOf(InputException.class)
