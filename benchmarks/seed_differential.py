@@ -101,6 +101,10 @@ class _StreamTime:
     def monotonic_ns(self):
         return self.clock.ticks * TICK_NS
 
+    def time_ns(self):
+        # the same clock, so that the stream's epoch anchor is 0 and the times are the ticks
+        return self.monotonic_ns()
+
     def __getattr__(self, name):
         return getattr(real_time, name)
 

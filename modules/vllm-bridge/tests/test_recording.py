@@ -314,3 +314,16 @@ def test_previous_recordings_shift_up_and_the_oldest_past_keep_goes(tmp_path):
     sink = FileSink(path, keep=2)
     sink.close()
     assert lines(str(tmp_path / "rec" / "scheduler-dp0-tp0.1.jsonl")) == [{"run": 2}]
+
+
+def test_times_are_epoch_nanoseconds_so_hosts_recordings_line_up(tmp_path):
+    # time.monotonic_ns() starts at boot: a prefill's and a decode's recordings from two hosts
+    # would not line up; the live nodes journal epoch nanoseconds, and so does the recorder
+    import time
+
+    before = time.time_ns()
+    sched, worker = driver.play(str(tmp_path), "healthy", "producer")
+    after = time.time_ns()
+    times = [e["at_ns"] for e in lines(sched) + lines(worker) if e["kind"] == "input"]
+    assert times
+    assert before - 1_000_000_000 <= min(times) <= max(times) <= after + 1_000_000_000

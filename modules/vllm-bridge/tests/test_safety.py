@@ -149,7 +149,8 @@ def test_inputs_never_go_backwards_in_the_file(tmp_path):
     st._q.put(("tick", 200, {}, None, None))
     st._q.put(("tick", 100, {}, None, None))
     st.close()
-    ticks = [json.loads(x)["at_ns"] for x in st._sink.lines[1:]]
+    # written on the epoch axis: the capture's monotonic time plus the stream's anchor
+    ticks = [json.loads(x)["at_ns"] - st._epoch_offset_ns for x in st._sink.lines[1:]]
     assert ticks == [200, 200]
 
 

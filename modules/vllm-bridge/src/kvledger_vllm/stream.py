@@ -254,6 +254,11 @@ class Stream:
         self.written = 0
         self.write_errors = 0
         self._last_at_ns = None
+        # Times are written as nanoseconds since the Unix epoch, read from the monotonic clock
+        # (captured as time.monotonic_ns(), anchored here once): the axis kvledger's live nodes
+        # journal on, so that recordings of a prefill and a decode on different hosts line up as
+        # far as their clocks agree. time.monotonic_ns() alone starts anywhere (at boot on Linux).
+        self._epoch_offset_ns = time.time_ns() - time.monotonic_ns()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -317,7 +322,9 @@ class Stream:
                         log.error("kvledger recorder: cannot encode a %s entry (%s); it is skipped", b[0], e)
             drops = self.dropped - self._dropped_written
             if drops > 0:
-                at = self._last_at_ns if self._last_at_ns is not None else 0
+                at = self._last_at_ns
+                if at is None:
+                    at = time.monotonic_ns() + self._epoch_offset_ns
                 self._last_at_ns = at
                 lines.append(encode_line({
                     "kind": INPUT, "type": "frame_rejected", "at_ns": at,
@@ -341,6 +348,7 @@ class Stream:
 
     def _lines(self, item):
         type_name, at_ns, fields, reply_type, reply_fields = item
+        at_ns += self._epoch_offset_ns
         # Inputs must not go backwards in time; entries captured on two threads may.
         if self._last_at_ns is not None and at_ns < self._last_at_ns:
             at_ns = self._last_at_ns
