@@ -610,9 +610,12 @@ public final class JsonLines {
                 b.position(BOM.length);
             }
             try {
-                parseLine(StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                        .onUnmappableCharacter(CodingErrorAction.REPORT).decode(b).toString());
-                return true;
+                String text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                        .onUnmappableCharacter(CodingErrorAction.REPORT).decode(b).toString();
+                if (!text.isBlank()) {
+                    parseLine(text);
+                }
+                return true; // a blank last line is skipped like any other
             } catch (CharacterCodingException | JsonException | PayloadException | IllegalArgumentException e) {
                 return false;
             }

@@ -307,6 +307,10 @@ class JsonLinesTest {
         JsonLines.ImportResult all = JsonLines.importFile(noNewline, tmp.resolve("no-newline"), null);
         assertThat(all.cut()).isNull();
         assertThat(all.entries()).isEqualTo(lines.size() - 1);
+        // and so is a blank one: skipped, as blank lines are
+        Path blank = tmp.resolve("blank-end.jsonl");
+        Files.writeString(blank, whole + last + "\n  \r", StandardCharsets.UTF_8);
+        assertThat(JsonLines.importFile(blank, tmp.resolve("blank-end"), null).cut()).isNull();
     }
 
     @Test
