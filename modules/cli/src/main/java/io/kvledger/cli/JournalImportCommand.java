@@ -385,8 +385,7 @@ final class JournalImportCommand implements Callable<Integer> {
             }
         }
         if (!earlierRuns.isEmpty()) {
-            err.println(name() + ": note: left out the recordings of earlier runs: " + String.join(", ",
-                    earlierRuns.stream().map(p -> p.getFileName().toString()).toList())
+            err.println(name() + ": note: " + JsonLinesTrees.leftOut(earlierRuns)
                     + " (import one on its own: kvledger journal import FILE DIR)");
             err.flush();
         }

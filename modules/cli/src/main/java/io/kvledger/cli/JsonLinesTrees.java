@@ -87,9 +87,7 @@ final class JsonLinesTrees {
         err.println(command + ": note: " + arg + (Files.isDirectory(Path.of(arg)) ? " holds" : " is") + " JSON lines; read "
                 + "through temporary journals (keep them with: kvledger journal import " + arg + " DIR)");
         if (!found.earlierRuns().isEmpty()) {
-            err.println(command + ": note: left out the recordings of earlier runs: " + String.join(", ",
-                    found.earlierRuns().stream().map(p -> p.getFileName().toString()).toList())
-                    + " (give one as the argument to read it)");
+            err.println(command + ": note: " + leftOut(found.earlierRuns()) + " (give one as the argument to read it)");
         }
         cuts.forEach(err::println);
         err.flush();
@@ -154,6 +152,12 @@ final class JsonLinesTrees {
             return NONE;
         }
         return new Recordings(nodes, earlier);
+    }
+
+    /** "left out the recordings of earlier runs: " and their file names. */
+    static String leftOut(List<Path> earlierRuns) {
+        return "left out the recordings of earlier runs: "
+                + String.join(", ", earlierRuns.stream().map(p -> p.getFileName().toString()).toList());
     }
 
     /** A file's name without {@code .jsonl}. */

@@ -246,8 +246,8 @@ public final class JsonLines {
                 b.append(line > 0 ? " and " : "").append(zeroBytes).append(zeroBytes == 1 ? " zero byte" : " zero bytes")
                         .append(" at its end");
             }
-            return b.append(": what a write cut short leaves (the recording process killed, or a crash before the "
-                    + "file's last blocks were written); the lines before ").append(line > 0 ? "it" : "them")
+            return b.append(": what a write cut short leaves (a recording process killed, or still writing, or a "
+                    + "crash before the file's last blocks were written); the lines before ").append(line > 0 ? "it" : "them")
                     .append(" are read").toString();
         }
     }
@@ -288,7 +288,7 @@ public final class JsonLines {
         long first = w.nextSeq();
         long written = 0;
         boolean ok = false;
-        try (w; LineReader in = new LineReader(jsonl)) {
+        try (w; LineReader in = new LineReader(jsonl, v.size)) {
             SeqIndex inputs = new SeqIndex();
             long lastInputNew = 0;
             long lastInputAt = 0;
@@ -348,6 +348,8 @@ public final class JsonLines {
         /** Whether the first non-blank line is itself reported (then "no header" would say it twice). */
         boolean firstLineBad;
         CutTail cut;
+        /** The bytes validated: the import reads no further (a recording may still grow). */
+        long size;
 
         void error(long line, String reason) {
             total++;
@@ -426,6 +428,7 @@ public final class JsonLines {
                 }
             }
             v.cut = in.cutTail();
+            v.size = in.size();
         } catch (IOException e) {
             throw new JournalException("cannot read " + jsonl + ": " + e.getMessage(), e);
         }
@@ -485,9 +488,20 @@ public final class JsonLines {
         private long consumed;
         private final long cutLineBytes;
         private final long zeroBytes;
+        private final long size;
 
         public LineReader(Path p) throws IOException {
-            long size = Files.size(p);
+            this(p, Long.MAX_VALUE);
+        }
+
+        /**
+         * Reads the file as if it ended after {@code size} bytes: a second pass over a file that
+         * is still being appended to (a running engine's recording) then reads what the first
+         * pass read, and not the lines written since.
+         */
+        LineReader(Path p, long size) throws IOException {
+            size = Math.min(size, Files.size(p));
+            this.size = size;
             long dataEnd;
             long lastLineStart;
             try (FileChannel ch = FileChannel.open(p)) {
@@ -545,6 +559,11 @@ public final class JsonLines {
             }
             lineNo++;
             return decoder.reset().decode(ByteBuffer.wrap(line, 0, n)).toString();
+        }
+
+        /** The bytes of the file this reader took for the whole file. */
+        long size() {
+            return size;
         }
 
         /** The number of the line {@link #next()} returned last (1-based). */

@@ -324,8 +324,8 @@ class JsonLinesTest {
         assertThat(r.cut()).isEqualTo(new JsonLines.CutTail(0, 0, 70_000));
         assertThat(r.entries()).isEqualTo(lines - 1);
         assertThat(r.cut().describe(zeros)).isEqualTo(zeros + ": left out 70000 zero bytes at its end: what a write cut "
-                + "short leaves (the recording process killed, or a crash before the file's last blocks were written); "
-                + "the lines before them are read");
+                + "short leaves (a recording process killed, or still writing, or a crash before the file's last blocks "
+                + "were written); the lines before them are read");
         // a cut line, then zeros (the file's size written before its last block)
         Path both = tmp.resolve("both.jsonl");
         Files.write(both, java.util.Arrays.copyOf(java.util.Arrays.copyOf(data, data.length - 10), data.length + 4086));
@@ -358,5 +358,31 @@ class JsonLinesTest {
         assertThatThrownBy(() -> JsonLines.importFile(garbage, tmp.resolve("g"), null))
                 .isInstanceOfSatisfying(JsonLinesException.class, e -> assertThat(e.errors()).singleElement()
                         .satisfies(l -> assertThat(l.line()).isEqualTo(1)));
+    }
+
+    @Test
+    void a_second_pass_reads_no_further_than_the_first_over_a_file_still_growing() throws Exception {
+        List<String> lines = sampleExport().lines().toList();
+        Path file = tmp.resolve("growing.jsonl");
+        String two = lines.get(0) + "\n" + lines.get(1) + "\n";
+        // the first pass saw two lines and half the third (a writer mid-write) ...
+        Files.writeString(file, two + lines.get(2).substring(0, 10), StandardCharsets.UTF_8);
+        long seen;
+        try (JsonLines.LineReader first = new JsonLines.LineReader(file)) {
+            assertThat(first.next()).isEqualTo(lines.get(0));
+            assertThat(first.next()).isEqualTo(lines.get(1));
+            assertThat(first.next()).isNull();
+            assertThat(first.cutTail()).isEqualTo(new JsonLines.CutTail(3, 10, 0));
+            seen = first.size();
+        }
+        // ... the writer finished that line and wrote more; a pass limited to what the first saw
+        // reads what it read
+        Files.writeString(file, two + String.join("\n", lines.subList(2, lines.size())) + "\n", StandardCharsets.UTF_8);
+        try (JsonLines.LineReader second = new JsonLines.LineReader(file, seen)) {
+            assertThat(second.next()).isEqualTo(lines.get(0));
+            assertThat(second.next()).isEqualTo(lines.get(1));
+            assertThat(second.next()).isNull();
+            assertThat(second.cutTail()).isEqualTo(new JsonLines.CutTail(3, 10, 0));
+        }
     }
 }
