@@ -37,14 +37,15 @@ import picocli.CommandLine.Spec;
                     + "as span events; what 'kvledger hangs' finds as the ERROR status.",
             "Ids are derived from the transfer id (or the request id when there is none): exporting again sends "
                     + "the same trace and span ids.",
-            "DIR is a node journal, or a directory holding one journal directory per node.",
+            "DIR is a node journal, or a directory holding one journal directory per node; JSON lines are read as "
+                    + "they are (the vLLM bridge recorder's directory, journal export --out's, or one .jsonl file).",
             "Exit status: 0 the receiver took every span; 1 it refused or could not be reached; 2 usage error."})
 final class ExportCommand implements Callable<Integer> {
 
     @Spec
     CommandSpec spec;
 
-    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journal directories")
+    @Parameters(paramLabel = "DIR", arity = "1..*", description = Journals.DIRS_HELP)
     List<String> dirs = new ArrayList<>();
 
     @Option(names = "--otlp", required = true, paramLabel = "URL",

@@ -27,7 +27,8 @@ import picocli.CommandLine.Spec;
                     + "ledger and prints every request stuck in a non-terminal phase or ended in an anomalous one, "
                     + "one line each: node, request, phase, detector, bug class (moriio-protocol.md section 7) and a "
                     + "diagnosis naming the missing or wrong event.",
-            "DIR is a node journal, or a directory holding one journal directory per node.",
+            "DIR is a node journal, or a directory holding one journal directory per node; JSON lines are read as "
+                    + "they are (the vLLM bridge recorder's directory, journal export --out's, or one .jsonl file).",
             "It always says how many requests are still in a non-terminal phase when the journals end, and why each "
                     + "is or is not stuck: younger than --stuck-after in its phase, or still making progress.",
             "Exit status: 0 no findings; 1 findings; 2 usage error."})
@@ -36,7 +37,7 @@ final class HangsCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journal directories")
+    @Parameters(paramLabel = "DIR", arity = "1..*", description = Journals.DIRS_HELP)
     List<String> dirs = new ArrayList<>();
 
     @Option(names = "--stuck-after", paramLabel = "SECONDS",

@@ -17,6 +17,10 @@ final class Journals {
 
     private Journals() {}
 
+    /** The DIR parameter's help of the commands that read journals through {@link #resolve}. */
+    static final String DIRS_HELP = "journal directories, or JSON lines as they are: a directory of node files "
+            + "(as the vLLM bridge's recorder or journal export --out writes them), or one .jsonl file";
+
     /**
      * {@link JournalInputs#resolveArgs}, with a bad argument as a usage error (exit 2); a
      * directory of JSON lines (journal/fixtures, {@code journal export --out}) is read through

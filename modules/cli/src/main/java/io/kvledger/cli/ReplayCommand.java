@@ -36,15 +36,16 @@ import picocli.CommandLine.Spec;
                     + "by kind.",
             "Each node replays with the profile, switches and timeouts its journal header recorded, unless "
                     + "--profile or --set say otherwise; the summary says what was in effect.",
-            "DIR is a node journal, or a directory holding one journal directory per node. Several nodes are "
-                    + "merged by event time.",
+            "DIR is a node journal, or a directory holding one journal directory per node; JSON lines are read as "
+                    + "they are (the vLLM bridge recorder's directory, journal export --out's, or one .jsonl file). "
+                    + "Several nodes are merged by event time.",
             "Exit status: 0 done; 1 --verify found a divergence; 2 usage error."})
 final class ReplayCommand implements Callable<Integer> {
 
     @Spec
     CommandSpec spec;
 
-    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journal directories")
+    @Parameters(paramLabel = "DIR", arity = "1..*", description = Journals.DIRS_HELP)
     List<String> dirs = new ArrayList<>();
 
     @Option(names = "--until", paramLabel = "SEQ",

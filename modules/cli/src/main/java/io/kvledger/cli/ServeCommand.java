@@ -26,8 +26,9 @@ import picocli.CommandLine.Spec;
                     + "with filters, and one request's swimlane timeline across the journals (proxy, prefill "
                     + "scheduler and worker, the wire, decode worker and scheduler), with its transfers, deadlines "
                     + "and the event a hang finding says is missing. Click an event to see its journal entry.",
-            "DIR is a node journal, a directory holding one journal directory per node, or a directory of JSON "
-                    + "lines (journal/fixtures). The journals are read again on each page request.",
+            "DIR is a node journal, a directory holding one journal directory per node, or JSON lines as they are "
+                    + "(journal/fixtures, the vLLM bridge recorder's directory, or one .jsonl file). The journals are "
+                    + "read again on each page request.",
             "With --follow the page updates live as the journals grow (point it at the journals of running nodes "
                     + "for one live view of the whole deployment).",
             "Runs until interrupted (Ctrl-C). Exit status: 0 stopped; 2 usage error."})
@@ -36,7 +37,7 @@ final class ServeCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journal directories")
+    @Parameters(paramLabel = "DIR", arity = "1..*", description = Journals.DIRS_HELP)
     List<String> dirs = new ArrayList<>();
 
     @Option(names = "--http", paramLabel = "HOST:PORT", defaultValue = "127.0.0.1:8088",
