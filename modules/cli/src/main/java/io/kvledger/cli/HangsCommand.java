@@ -30,7 +30,9 @@ import picocli.CommandLine.Spec;
             "DIR is a node journal, or a directory holding one journal directory per node; JSON lines are read as "
                     + "they are (the vLLM bridge recorder's directory, journal export --out's, or one .jsonl file).",
             "It always says how many requests are still in a non-terminal phase when the journals end, and why each "
-                    + "is or is not stuck: younger than --stuck-after in its phase, or still making progress.",
+                    + "is or is not stuck: younger than --stuck-after in its phase, or still making progress; and which "
+                    + "journals of live processes (kvledger node, the vLLM bridge's recorder) end without a shutdown "
+                    + "(killed, or still running: what happened after is not in them).",
             "Exit status: 0 no findings; 1 findings; 2 usage error."})
 final class HangsCommand implements Callable<Integer> {
 

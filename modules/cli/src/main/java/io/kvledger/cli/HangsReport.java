@@ -51,6 +51,7 @@ final class HangsReport {
                     + ConfigOverrides.describe(n.recordedConfig(), n.config()));
         }
         printInFlight(out, res, fullIds, listInFlight);
+        printOpen(out, res);
         Map<String, List<Finding>> groups = Hangs.byDetector(res.findings());
         if (groups.isEmpty()) {
             long notStuck = res.inFlight().size() - res.count(InFlight.Status.STUCK);
@@ -86,6 +87,24 @@ final class HangsReport {
                 out.println("  " + c + "  " + Text.bugClass(c));
             }
         }
+    }
+
+    /**
+     * The journals of live processes that end without a shutdown: what happened after their last
+     * event is not in them.
+     */
+    private static void printOpen(PrintWriter out, Hangs.Result res) {
+        if (res.open().isEmpty()) {
+            return;
+        }
+        List<String> parts = new ArrayList<>();
+        for (Hangs.Open o : res.open()) {
+            parts.add(o.node() + (o.lastEventNs() == 0 ? " (no event)" : " (last event at " + rel(res, o.lastEventNs()) + ")"));
+        }
+        out.println("no shutdown at the end of " + String.join(", ", parts) + ": "
+                + (res.open().size() == 1 ? "its process was" : "their processes were") + " killed, or "
+                + (res.open().size() == 1 ? "is" : "are") + " still running; what happened after is not in the journal"
+                + (res.open().size() == 1 ? "" : "s"));
     }
 
     /**
@@ -178,6 +197,14 @@ final class HangsReport {
             nodes.add(nm);
         }
         m.put("nodes", nodes);
+        List<Object> open = new ArrayList<>();
+        for (Hangs.Open o : res.open()) {
+            Map<String, Object> om = new LinkedHashMap<>();
+            om.put("node", o.node());
+            om.put("last_event_ns", o.lastEventNs());
+            open.add(om);
+        }
+        m.put("without_shutdown", open);
         TimelineJson.putFindings(m, res, Text::bugClass);
         LinkedHashMap<String, Object> in = new LinkedHashMap<>();
         in.put("count", (long) res.inFlight().size());

@@ -1,6 +1,7 @@
 package io.kvledger.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -155,6 +156,27 @@ class VllmBridgeRecordingTest {
         CliRun.Outcome verify = CliRun.run("replay", "--verify", rec.get(0).toString());
         assertEquals(0, verify.code(), verify.out() + verify.err());
         assertTrue(verify.out().contains("P0: the same 18 hook replies for 25 inputs"), verify.out());
+        // both processes shut down cleanly: the recordings end with their shutdown
+        assertFalse(hangs.out().contains("no shutdown"), hangs.out());
+    }
+
+    @Test
+    void aRecordingWithoutItsShutdownIsSaidToEndOpen() throws Exception {
+        // the engine killed (or still running): the scheduler's recording ends before its shutdown
+        List<Path> rec = record("healthy", "producer");
+        List<String> lines = Files.readAllLines(rec.get(0));
+        assertTrue(lines.getLast().contains("\"type\":\"shut_down\""), lines.getLast());
+        Files.write(rec.get(0), lines.subList(0, lines.size() - 1));
+        CliRun.Outcome hangs = CliRun.run("hangs", rec.get(0).getParent().toString());
+        assertTrue(hangs.code() == 0 || hangs.code() == 1, hangs.out() + hangs.err());
+        assertTrue(hangs.out().contains("no shutdown at the end of P0 (last event at t+"), hangs.out());
+        assertTrue(hangs.out().contains(": its process was killed, or is still running; what happened after is not in "
+                + "the journal\n"), hangs.out());
+        CliRun.Outcome json = CliRun.run("hangs", "--json", rec.get(0).getParent().toString());
+        Map<?, ?> report = (Map<?, ?>) Json.parse(json.out().strip());
+        List<?> open = (List<?>) report.get("without_shutdown");
+        assertEquals(1, open.size(), json.out());
+        assertEquals("P0", ((Map<?, ?>) open.get(0)).get("node"));
     }
 
     static final String RID1 = "cmpl-___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_host:10.0.1.1,"

@@ -6,6 +6,7 @@ import io.kvledger.core.diagnosis.HangDetectors;
 import io.kvledger.core.diagnosis.InFlight;
 import io.kvledger.core.diagnosis.Ledger;
 import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.proxy.ProxyLedger;
 import java.util.ArrayList;
@@ -42,14 +43,31 @@ public final class Hangs {
      * @param inFlight  every request in a non-terminal phase when the journals end, with why it is
      *                  (stuck) or is not (young, still progressing) a finding
      * @param proxies   the proxy journals read alongside (their display names)
+     * @param open      the journals of live processes (a {@code kvledger node}, a vLLM bridge
+     *                  recording) whose last input is not a shutdown: the process was killed, or is
+     *                  still running, so their requests may have gone on after the journal ends
      */
     public record Result(List<Replayer.Node> nodes, long inputs, long firstAtNs, long lastAtNs, Bounds bounds,
-                         List<Finding> findings, List<InFlight> inFlight, List<String> proxies) {
+                         List<Finding> findings, List<InFlight> inFlight, List<String> proxies, List<Open> open) {
 
         /** In-flight requests with this status. */
         public long count(InFlight.Status status) {
             return inFlight.stream().filter(f -> f.status() == status).count();
         }
+    }
+
+    /**
+     * A live process's journal that ends without a shutdown.
+     *
+     * @param node        the node's name
+     * @param lastEventNs the time of its last input (0 when it has none)
+     */
+    public record Open(String node, long lastEventNs) {}
+
+    /** Whether a journal was written by a live process, which journals a shutdown when it stops. */
+    static boolean live(Replayer.Node node) {
+        String origin = node.header().origin();
+        return origin.startsWith("kvledger node") || origin.startsWith(BridgeReplies.ORIGIN);
     }
 
     private Hangs() {}
@@ -58,6 +76,8 @@ public final class Hangs {
     public static Result analyse(Replayer r, Bounds bounds) {
         Ledger ledger = new Ledger();
         long[] inputs = {0};
+        // per node: the time of its last input, and whether that input was a shutdown
+        Map<String, long[]> last = new LinkedHashMap<>();
         r.run(new Replayer.Listener() {
             @Override
             public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {
@@ -72,8 +92,18 @@ public final class Hangs {
                                 List<JournalEntry.Derived> recorded) {
                 inputs[0]++;
                 ledger.observe(node.name(), in.event(), fx);
+                long[] l = last.computeIfAbsent(node.name(), k -> new long[2]);
+                l[0] = in.atNs();
+                l[1] = in.event() instanceof NodeEvent.ShutDown ? 1 : 0;
             }
         });
+        List<Open> open = new ArrayList<>();
+        for (Replayer.Node n : r.nodes()) {
+            long[] l = last.get(n.name());
+            if (live(n) && (l == null || l[1] == 0)) {
+                open.add(new Open(n.name(), l == null ? 0 : l[0]));
+            }
+        }
         List<Finding> findings = new ArrayList<>(HangDetectors.run(ledger, bounds));
         if (!r.proxyJournals().isEmpty()) {
             // the proxy's journals: requests it sent whose decode (or prefill) leg never answered
@@ -82,7 +112,8 @@ public final class Hangs {
             r.addWarnings(proxies.warnings());
         }
         return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, List.copyOf(findings),
-                HangDetectors.inFlight(ledger, bounds), r.proxyJournals().stream().map(JournalInputs.NodeJournal::name).toList());
+                HangDetectors.inFlight(ledger, bounds), r.proxyJournals().stream().map(JournalInputs.NodeJournal::name).toList(),
+                List.copyOf(open));
     }
 
     /** The findings grouped by detector, groups in {@link #DETECTOR_ORDER} (unknown names last, sorted). */
