@@ -15,7 +15,6 @@ import io.kvledger.journal.json.Json;
 import io.kvledger.journal.json.JsonException;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.charset.CharacterCodingException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -260,16 +259,8 @@ final class JournalImportCommand implements Callable<Integer> {
         long bytes = 0;
         long n = 0;
         try (JsonLines.LineReader r = new JsonLines.LineReader(jsonl)) {
-            while (true) {
-                String text;
-                try {
-                    text = r.next();
-                } catch (CharacterCodingException e) {
-                    continue; // reported by the import
-                }
-                if (text == null) {
-                    break;
-                }
+            String text;
+            while ((text = r.nextDecodable()) != null) {
                 n = r.lineNo();
                 bytes += text.length() + 1;
                 if ((n & 0x3FFF) == 0 && progress.due()) {
@@ -535,16 +526,8 @@ final class JournalImportCommand implements Callable<Integer> {
     /** The numbers of the lines that hold derived entries (lines that do not parse are left to the import). */
     private static void derivedLines(Path jsonl, List<JsonLinesException.LineError> out, long[] total) {
         try (JsonLines.LineReader r = new JsonLines.LineReader(jsonl)) {
-            while (true) {
-                String line;
-                try {
-                    line = r.next();
-                } catch (CharacterCodingException e) {
-                    continue; // reported by the import
-                }
-                if (line == null) {
-                    break;
-                }
+            String line;
+            while ((line = r.nextDecodable()) != null) {
                 long n = r.lineNo();
                 if (line.isBlank()) {
                     continue;

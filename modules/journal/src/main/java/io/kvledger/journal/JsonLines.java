@@ -566,6 +566,20 @@ public final class JsonLines {
             return size;
         }
 
+        /**
+         * The next line that is valid UTF-8, skipping those that are not (the import reports them
+         * with their numbers), or null at the end: for passes that check something else.
+         */
+        public String nextDecodable() throws IOException {
+            while (true) {
+                try {
+                    return next();
+                } catch (CharacterCodingException e) {
+                    // the next line, then
+                }
+            }
+        }
+
         /** The number of the line {@link #next()} returned last (1-based). */
         public long lineNo() {
             return lineNo;
