@@ -216,4 +216,18 @@ class LauncherTest {
             assertThat(on).as("KVLEDGER_THP=" + thp).isEqualTo(off);
         }
     }
+
+    /** Temporary files go where TMPDIR says (the JVM alone would write to /tmp); a TMPDIR that is no directory is ignored. */
+    @Test
+    void temporary_files_go_where_tmpdir_says() throws Exception {
+        String script = checkout.resolve("kvledger").toString();
+        Path tmpdir = Files.createDirectories(tmp.resolve("big-disk"));
+        Ran demo = launch(java.util.Map.of("KVLEDGER_AOT", "0", "TMPDIR", tmpdir.toString()), caller, script, "demo");
+        assertThat(demo.code()).as(demo.err()).isZero();
+        assertThat(demo.out()).contains("inspect " + tmpdir.resolve("kvledger-demo-"));
+        Ran missing = launch(java.util.Map.of("KVLEDGER_AOT", "0", "TMPDIR", tmp.resolve("nowhere").toString()), caller,
+                script, "demo");
+        assertThat(missing.code()).as(missing.err()).isZero();
+        assertThat(missing.out()).doesNotContain(tmp.resolve("nowhere").toString()).contains("kvledger-demo-");
+    }
 }
