@@ -587,7 +587,8 @@ def _record(rnd, shape, cls, clock, sent, tree):
     SeedConnector.scheduler_class = cls
     tmp = os.path.join(tree, ".rec-" + shape.name)
     os.makedirs(tmp, exist_ok=True)
-    c = KvledgerRecorderConnector(shape.config(os.path.join(tmp, "{role}.jsonl")), KVConnectorRole.SCHEDULER, None)
+    c = KvledgerRecorderConnector(shape.config(os.path.join(tmp, "{role}-dp{dp}-tp{tp}.jsonl")), KVConnectorRole.SCHEDULER,
+                                  None)
     tids = []
     reqs = [Req(rnd, shape, i, tids) for i in range(rnd.randrange(1, 13))]
     # an early ACK needs its request's id before it finishes: early ACK steps are placed at finish
@@ -601,7 +602,7 @@ def _record(rnd, shape, cls, clock, sent, tree):
         c.shutdown()
     except Exception as ex:  # noqa: BLE001
         died = died or f"shutdown: {ex}"
-    path = os.path.join(tmp, "scheduler.jsonl")
+    path = os.path.join(tmp, f"scheduler-dp{shape.dp_rank}-tp0.jsonl")
     node_dir = os.path.join(tree, shape.name)
     os.makedirs(node_dir, exist_ok=True)
     with open(path, encoding="utf-8") as f:

@@ -327,3 +327,24 @@ def test_times_are_epoch_nanoseconds_so_hosts_recordings_line_up(tmp_path):
     times = [e["at_ns"] for e in lines(sched) + lines(worker) if e["kind"] == "input"]
     assert times
     assert before - 1_000_000_000 <= min(times) <= max(times) <= after + 1_000_000_000
+
+
+def test_a_template_that_does_not_tell_the_processes_apart_gets_the_missing_parts(tmp_path, caplog):
+    from kvledger_vllm.recorder import per_process_template
+
+    assert per_process_template("/var/log/prefill.jsonl") == "/var/log/prefill-{role}.jsonl"
+    assert per_process_template("/var/log/prefill.jsonl", 2, 8) == "/var/log/prefill-{role}-dp{dp}-tp{tp}.jsonl"
+    assert per_process_template("/var/log/{role}.jsonl", 1, 8) == "/var/log/{role}-tp{tp}.jsonl"
+    assert per_process_template("/var/log/{role}.jsonl", 4, 1) == "/var/log/{role}-dp{dp}.jsonl"
+    assert per_process_template("/var/log/{role}.jsonl") == "/var/log/{role}.jsonl"
+    assert per_process_template("/r/{role}-{dp}-{tp}.jsonl", 2, 2) == "/r/{role}-{dp}-{tp}.jsonl"
+    # a scheduler and a worker given one file each write their own, and say where
+    with caplog.at_level(logging.WARNING, logger="vllm.kvledger_vllm"):
+        sched, worker = driver.play(str(tmp_path), "healthy", "producer",
+                                    record_to=str(tmp_path / "prefill.jsonl"))
+    assert (tmp_path / "prefill-scheduler.jsonl").exists()
+    assert (tmp_path / "prefill-worker.jsonl").exists()
+    assert not (tmp_path / "prefill.jsonl").exists()
+    assert lines(str(tmp_path / "prefill-scheduler.jsonl"))[0]["node_id"] == "P0"
+    assert lines(str(tmp_path / "prefill-worker.jsonl"))[0]["node_id"] == "P0-tp0"
+    assert "does not tell the engine's processes apart" in caplog.text

@@ -17,8 +17,10 @@ Extra config keys read here (all others are the inner connector's):
 
 ``inner_connector``             class name of the wrapped connector, default ``MoRIIOConnector``
 ``inner_connector_module_path`` module holding it (default: vLLM's registry, then MoRIIO's module)
-``record_to``                   a path template with ``{role}``, ``{dp}``, ``{tp}``, or ``tcp://HOST:PORT``
-                                of a ``kvledger node --engine shadow`` (stream.ZmqSink); absent: no recording
+``record_to``                   a path template with ``{role}``, ``{dp}``, ``{tp}`` (the parts needed to tell
+                                the processes apart are added when missing: ``per_process_template``), or
+                                ``tcp://HOST:PORT`` of a ``kvledger node --engine shadow`` (stream.ZmqSink);
+                                absent: no recording
 ``record_layers``               also record ``save_kv_layer`` per layer (default false: per-layer
                                 hooks cost one attribute test when off)
 ``record_keep``                 earlier recordings kept when a process starts where one already is
@@ -383,6 +385,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if "://" in where and not where.startswith("tcp://"):
             raise ValueError(f"record_to {where!r}: give a file path template or tcp://HOST:PORT "
                              f"(a kvledger node started with --engine shadow)")
+        if not where.startswith("tcp://"):
+            where = per_process_template(where, dp_size, tp_size)
         path = where.format(role=role_name, dp=dp, tp=tp)
         self._record_layers = str(extra.get("record_layers", "false")).strip().lower() in ("1", "true", "yes")
         qsize = int(extra.get("record_queue_size", 65536))
@@ -837,6 +841,27 @@ def _ranks(vllm_config, is_scheduler):
         except Exception:  # noqa: BLE001
             tp = int(getattr(pc, "rank", 0) or 0) % tp_size
     return dp, dp_size, dp_local, tp, tp_size
+
+
+def per_process_template(template, dp_size=1, tp_size=1):
+    """A file template that names each process of the engine apart.
+
+    Every process (the scheduler of each DP rank, the worker of each TP rank) writes its own file:
+    processes sharing one would write over each other's lines, and each start would move the
+    others' files aside as an earlier run's. A template without ``{role}`` (always needed: a
+    scheduler and a worker), ``{dp}`` (with more than one DP rank) or ``{tp}`` (with more than one
+    TP rank) gets the missing ones before its extension (``/var/log/prefill.jsonl`` ->
+    ``/var/log/prefill-{role}.jsonl``), with a warning naming the template to give.
+    """
+    needed = (("{role}", "-{role}", True), ("{dp}", "-dp{dp}", dp_size > 1), ("{tp}", "-tp{tp}", tp_size > 1))
+    missing = [part for key, part, need in needed if need and key not in template]
+    if not missing:
+        return template
+    stem, ext = os.path.splitext(template)
+    fixed = stem + "".join(missing) + ext
+    log.warning("kvledger-vllm: record_to %r does not tell the engine's processes apart (it needs {role}, and {dp} "
+                "and {tp} with more than one DP or TP rank); recording to %r instead", template, fixed)
+    return fixed
 
 
 def build_header(vllm_config, is_scheduler, extra, inner_cls, ranks):
