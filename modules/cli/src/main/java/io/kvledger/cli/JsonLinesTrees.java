@@ -57,6 +57,33 @@ final class JsonLinesTrees {
         return !nodeFiles(Path.of(arg)).nodes().isEmpty();
     }
 
+    /** The node files of {@code arg} (empty when it is no JSON lines), and the earlier runs left out. */
+    static Recordings files(String arg) {
+        return nodeFiles(Path.of(arg));
+    }
+
+    /** A new temporary directory, removed with what it holds when the JVM exits. */
+    static Path temporaryRoot(String forWhat) {
+        try {
+            Path root = Files.createTempDirectory("kvledger-jsonl-");
+            register(root);
+            return root;
+        } catch (IOException e) {
+            throw new JournalException("cannot create a temporary journal for " + forWhat + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Imports one node file into {@code dir}: its derived entries recomputed when it holds inputs
+     * only. Returns what a write cut short left at its end, or null.
+     *
+     * @throws JournalException (a {@code JsonLinesException} for bad lines) when it cannot be imported
+     */
+    static JsonLines.CutTail importNode(NodeFile f, Path dir) {
+        return f.inputsOnly() ? JournalImportCommand.importDerived(f.jsonl(), dir, null, new PrintWriter(Writer.nullWriter()))
+                : JsonLines.importFile(f.jsonl(), dir, null).cut();
+    }
+
     /**
      * Imports the JSON lines of {@code arg} into temporary journals.
      *
@@ -65,20 +92,12 @@ final class JsonLinesTrees {
     static List<NodeJournal> read(String arg, PrintWriter err, String command) {
         Recordings found = nodeFiles(Path.of(arg));
         List<NodeFile> files = found.nodes();
-        Path root;
-        try {
-            root = Files.createTempDirectory("kvledger-jsonl-");
-        } catch (IOException e) {
-            throw new JournalException("cannot create a temporary journal for " + arg + ": " + e.getMessage(), e);
-        }
-        register(root);
+        Path root = temporaryRoot(arg);
         List<NodeJournal> out = new ArrayList<>();
-        PrintWriter quiet = new PrintWriter(Writer.nullWriter());
         List<String> cuts = new ArrayList<>();
         for (NodeFile f : files) {
             Path dir = root.resolve(f.node());
-            JsonLines.CutTail cut = f.inputsOnly() ? JournalImportCommand.importDerived(f.jsonl(), dir, null, quiet)
-                    : JsonLines.importFile(f.jsonl(), dir, null).cut();
+            JsonLines.CutTail cut = importNode(f, dir);
             if (cut != null) {
                 cuts.add(command + ": warning: " + cut.describe(f.jsonl()));
             }

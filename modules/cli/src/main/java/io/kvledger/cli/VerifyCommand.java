@@ -7,6 +7,8 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalFormat;
 import io.kvledger.journal.JournalReader;
+import io.kvledger.journal.JsonLines;
+import io.kvledger.journal.JsonLinesException;
 import io.kvledger.journal.json.Json;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
@@ -42,14 +44,17 @@ import picocli.CommandLine.Spec;
         description = {"Checks the format of journals: header first, known type ids, sequence numbers up by one, "
                 + "event times that never go back, derived entries caused by an earlier input, unique node ids; "
                 + "and their integrity: every entry's checksum, every damaged region (file, byte offset, last good "
-                + "seq, entries lost), data after the apparent end.",
+                + "seq, entries lost), data after the apparent end. JSON lines (a vLLM bridge recorder's directory, "
+                + "journal export --out's, or one .jsonl file): every bad line with its number, and a last line cut "
+                + "short.",
             "Exit status: 0 clean, 1 when a problem was found (each printed with its seq), 2 usage error."})
 final class VerifyCommand implements Callable<Integer> {
 
     @Spec
     CommandSpec spec;
 
-    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journals, or directories of node journals")
+    @Parameters(paramLabel = "DIR", arity = "1..*", description = "journals, or directories of node journals, or JSON "
+            + "lines as the reading commands take them")
     List<Path> dirs;
 
     @Option(names = "--max-problems", paramLabel = "N", defaultValue = "20",
@@ -130,9 +135,17 @@ final class VerifyCommand implements Callable<Integer> {
         if (maxProblems < 0) {
             throw usage("--max-problems must not be negative, got " + maxProblems);
         }
-        List<NodeJournal> journals;
+        List<NodeJournal> journals = new ArrayList<>();
+        List<JsonLinesTrees.NodeFile> jsonLines = new ArrayList<>();
         try {
-            journals = JournalDirs.resolve(dirs);
+            for (Path d : dirs) {
+                List<JsonLinesTrees.NodeFile> files = JsonLinesTrees.files(d.toString()).nodes();
+                if (files.isEmpty()) {
+                    journals.addAll(JournalDirs.resolve(List.of(d)));
+                } else {
+                    jsonLines.addAll(files);
+                }
+            }
         } catch (JournalInputs.InputException e) {
             throw usage(e.getMessage());
         }
@@ -143,6 +156,10 @@ final class VerifyCommand implements Callable<Integer> {
         long[] done = {0};
         for (NodeJournal j : journals) {
             reports.add(verify(j, progress, done, err));
+        }
+        Path root = jsonLines.isEmpty() ? null : JsonLinesTrees.temporaryRoot("verify");
+        for (JsonLinesTrees.NodeFile f : jsonLines) {
+            reports.add(verifyJsonLines(f, root.resolve(f.node() + "-" + reports.size()), progress, done, err));
         }
         progress.done(String.format(Locale.ROOT, "%,d entries", done[0]));
         List<Problem> across = acrossJournals(reports);
@@ -159,6 +176,37 @@ final class VerifyCommand implements Callable<Integer> {
         }
         out.flush();
         return total == 0 ? 0 : 1;
+    }
+
+    /**
+     * A node's JSON-lines file (a vLLM bridge recording, an export): every bad line is a problem
+     * with its line number, and so is a last line cut short; a file that imports is then checked as
+     * a journal (its seqs are the imported journal's).
+     */
+    private Report verifyJsonLines(JsonLinesTrees.NodeFile f, Path dir, Progress progress, long[] done, PrintWriter err) {
+        JsonLines.CutTail cut;
+        try {
+            cut = JsonLinesTrees.importNode(f, dir);
+        } catch (JsonLinesException e) {
+            Report rep = new Report(f.jsonl().toString(), maxProblems);
+            rep.node = f.node();
+            for (JsonLinesException.LineError le : e.errors()) {
+                rep.problem(-1, le.toString());
+            }
+            rep.problemCount += e.total() - e.errors().size();
+            return rep;
+        } catch (JournalException e) {
+            Report rep = new Report(f.jsonl().toString(), maxProblems);
+            rep.node = f.node();
+            rep.problem(-1, e.getMessage());
+            return rep;
+        }
+        Report rep = verify(new NodeJournal(dir, f.jsonl().toString(), f.jsonl().toString()), progress, done, err);
+        rep.metadataMissing = false;
+        if (cut != null) {
+            rep.problem(-1, cut.describe(f.jsonl()));
+        }
+        return rep;
     }
 
     private Report verify(NodeJournal j, Progress progress, long[] done, PrintWriter err) {

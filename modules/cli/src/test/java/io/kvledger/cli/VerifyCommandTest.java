@@ -131,4 +131,29 @@ class VerifyCommandTest {
         assertThat(run("verify").code()).isEqualTo(2);
         assertThat(run("verify", "--max-problems", "-1", tmp.toString()).code()).isEqualTo(2);
     }
+
+    @Test
+    void json_lines_are_verified_line_by_line_as_the_reading_commands_take_them() throws Exception {
+        Path fixtures = Path.of(System.getProperty("kvledger.fixtures", "../../journal/fixtures"));
+        Path folder = fixtures.resolve("07-reaped-without-ack");
+        CliRun.Outcome clean = run("verify", folder.toString());
+        assertThat(clean.code()).as(clean.out() + clean.err()).isZero();
+        assertThat(clean.out()).contains("P0 (journal " + folder.resolve("P0/journal.jsonl") + "): 132 entries")
+                .endsWith("verify: 2 journals, no problems\n");
+        // the recorder's layout: one file cut short by a killed process, one with a bad line
+        Path rec = java.nio.file.Files.createDirectories(tmp.resolve("rec"));
+        byte[] p0 = java.nio.file.Files.readAllBytes(folder.resolve("P0/journal.jsonl"));
+        java.nio.file.Files.write(rec.resolve("prefill-scheduler-dp0-tp0.jsonl"), java.util.Arrays.copyOf(p0, p0.length - 30));
+        java.nio.file.Files.writeString(rec.resolve("decode-scheduler-dp0-tp0.jsonl"),
+                "{\"type\":\"header\",\"node_id\":\"D0\",\"kv_role\":\"kv_consumer\",\"transfer_mode\":\"READ\"}\n"
+                        + "{\"type\":\"tick\"}\n");
+        CliRun.Outcome bad = run("verify", rec.toString());
+        assertThat(bad.code()).as(bad.out() + bad.err()).isEqualTo(1);
+        assertThat(bad.out())
+                .contains("decode-scheduler-dp0-tp0 (journal " + rec.resolve("decode-scheduler-dp0-tp0.jsonl") + "): "
+                        + "0 entries (0 inputs, 0 derived): 1 problem\n  line 2: missing \"at_ns\" (inputs carry their time)")
+                .contains("P0 (journal " + rec.resolve("prefill-scheduler-dp0-tp0.jsonl") + "): 131 entries")
+                .contains("  " + rec.resolve("prefill-scheduler-dp0-tp0.jsonl") + ": left out its last line (line 132, ")
+                .endsWith("verify: 2 problems in 2 of 2 journals\n");
+    }
 }
