@@ -72,9 +72,10 @@ final class HangsCommand implements Callable<Integer> {
         }
         var overrides = replayOptions.overrides(spec);
         PrintWriter out = spec.commandLine().getOut();
-        ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "hangs");
         Hangs.Result res;
         try (Replayer r = Journals.open(spec, dirs, overrides)) {
+            // made after the journals are open: JSON lines read on the way have their own progress line
+            ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "hangs");
             r.progress(progress).recorded(false);
             res = Hangs.analyse(r, bounds);
             progress.done();

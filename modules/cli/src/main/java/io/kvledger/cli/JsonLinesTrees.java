@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -95,14 +96,27 @@ final class JsonLinesTrees {
         Path root = temporaryRoot(arg);
         List<NodeJournal> out = new ArrayList<>();
         List<String> cuts = new ArrayList<>();
-        for (NodeFile f : files) {
-            Path dir = root.resolve(f.node());
-            JsonLines.CutTail cut = importNode(f, dir);
-            if (cut != null) {
-                cuts.add(command + ": warning: " + cut.describe(f.jsonl()));
+        // a recording of millions of lines takes seconds to read: say which file, on a terminal
+        Progress progress = new Progress(err, command);
+        Path[] reading = {null};
+        try (AutoCloseable ticking = progress.ticking(() -> String.format(Locale.ROOT, "reading %s as JSON lines (%.1f s)",
+                reading[0] == null ? "" : reading[0].getFileName(), progress.elapsedS()))) {
+            for (NodeFile f : files) {
+                reading[0] = f.jsonl();
+                Path dir = root.resolve(f.node());
+                JsonLines.CutTail cut = importNode(f, dir);
+                if (cut != null) {
+                    cuts.add(command + ": warning: " + cut.describe(f.jsonl()));
+                }
+                out.add(new NodeJournal(dir, f.node(), arg));
             }
-            out.add(new NodeJournal(dir, f.node(), arg));
+        } catch (RuntimeException e) {
+            progress.done("stopped");
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException(e); // closing the ticker throws no checked exception
         }
+        progress.done(String.format(Locale.ROOT, "read %d JSON-lines file(s) (%.1f s)", files.size(), progress.elapsedS()));
         err.println(command + ": note: " + arg + (Files.isDirectory(Path.of(arg)) ? " holds" : " is") + " JSON lines; read "
                 + "through temporary journals (keep them with: kvledger journal import " + arg + " DIR)");
         if (!found.earlierRuns().isEmpty()) {

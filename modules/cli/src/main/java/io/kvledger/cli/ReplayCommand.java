@@ -157,8 +157,9 @@ final class ReplayCommand implements Callable<Integer> {
         }
         ConfigOverrides overrides = replayOptions.overrides(spec);
         PrintWriter out = spec.commandLine().getOut();
-        ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "replay");
         try (Replayer r = Journals.open(spec, dirs, overrides)) {
+            // made after the journals are open: JSON lines read on the way have their own progress line
+            ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "replay");
             if (until != null) {
                 r.until(until);
             }

@@ -77,7 +77,6 @@ final class StatsCommand implements Callable<Integer> {
     public Integer call() {
         var overrides = replayOptions.overrides(spec);
         PrintWriter out = spec.commandLine().getOut();
-        ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "stats");
         List<Replayer.Node> nodes;
         Map<String, NodeStats> stats = new LinkedHashMap<>();
         Map<String, Client> clients = new HashMap<>();
@@ -85,6 +84,8 @@ final class StatsCommand implements Callable<Integer> {
         ledger.onPhaseLeft((node, rid, phase, durationNs) ->
                 stats.get(node).phases.computeIfAbsent(phase, p -> histogram()).recordValue(Math.max(0, durationNs)));
         try (Replayer r = Journals.open(spec, dirs, overrides)) {
+            // made after the journals are open: JSON lines read on the way have their own progress line
+            ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "stats");
             nodes = r.nodes();
             for (Replayer.Node n : nodes) {
                 stats.put(n.name(), new NodeStats());
