@@ -28,13 +28,15 @@ final class Journals {
      */
     static List<NodeJournal> resolve(CommandSpec spec, List<String> dirs) {
         try {
-            if (dirs.stream().noneMatch(JsonLinesTrees::isTree)) {
+            List<JsonLinesTrees.Recordings> found = dirs.stream().map(JsonLinesTrees::files).toList();
+            if (found.stream().allMatch(f -> f.nodes().isEmpty())) {
                 return JournalInputs.resolveArgs(dirs);
             }
             List<NodeJournal> out = new ArrayList<>();
-            for (String d : dirs) {
-                out.addAll(JsonLinesTrees.isTree(d) ? JsonLinesTrees.read(d, spec.commandLine().getErr(), spec.qualifiedName())
-                        : JournalInputs.resolveArgs(List.of(d)));
+            for (int i = 0; i < dirs.size(); i++) {
+                String d = dirs.get(i);
+                out.addAll(found.get(i).nodes().isEmpty() ? JournalInputs.resolveArgs(List.of(d))
+                        : JsonLinesTrees.read(d, found.get(i), spec.commandLine().getErr(), spec.qualifiedName()));
             }
             return out;
         } catch (JournalInputs.InputException | JournalException e) {

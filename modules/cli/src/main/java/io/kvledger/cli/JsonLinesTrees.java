@@ -53,12 +53,10 @@ final class JsonLinesTrees {
     /** A recording the recorder kept of an earlier run: {@code NAME.<n>.jsonl}. */
     private static final Pattern EARLIER_RUN = Pattern.compile("(.+)\\.[0-9]+\\.jsonl");
 
-    /** Whether {@code arg} is JSON lines (a directory of them with no journal in or under it, or a file). */
-    static boolean isTree(String arg) {
-        return !nodeFiles(Path.of(arg)).nodes().isEmpty();
-    }
-
-    /** The node files of {@code arg} (empty when it is no JSON lines), and the earlier runs left out. */
+    /**
+     * The node files of {@code arg} (none when it is no JSON lines: a directory with a journal in or
+     * under it, or anything else), and the earlier runs left out.
+     */
     static Recordings files(String arg) {
         return nodeFiles(Path.of(arg));
     }
@@ -90,8 +88,7 @@ final class JsonLinesTrees {
      *
      * @throws JournalException (a {@code JsonLinesException} for bad lines) when a file cannot be imported
      */
-    static List<NodeJournal> read(String arg, PrintWriter err, String command) {
-        Recordings found = nodeFiles(Path.of(arg));
+    static List<NodeJournal> read(String arg, Recordings found, PrintWriter err, String command) {
         List<NodeFile> files = found.nodes();
         Path root = temporaryRoot(arg);
         List<NodeJournal> out = new ArrayList<>();

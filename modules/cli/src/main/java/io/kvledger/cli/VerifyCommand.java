@@ -135,17 +135,19 @@ final class VerifyCommand implements Callable<Integer> {
         if (maxProblems < 0) {
             throw usage("--max-problems must not be negative, got " + maxProblems);
         }
-        List<NodeJournal> journals = new ArrayList<>();
+        List<Path> queues = new ArrayList<>();
         List<JsonLinesTrees.NodeFile> jsonLines = new ArrayList<>();
-        try {
-            for (Path d : dirs) {
-                List<JsonLinesTrees.NodeFile> files = JsonLinesTrees.files(d.toString()).nodes();
-                if (files.isEmpty()) {
-                    journals.addAll(JournalDirs.resolve(List.of(d)));
-                } else {
-                    jsonLines.addAll(files);
-                }
+        for (Path d : dirs) {
+            List<JsonLinesTrees.NodeFile> files = JsonLinesTrees.files(d.toString()).nodes();
+            if (files.isEmpty()) {
+                queues.add(d);
+            } else {
+                jsonLines.addAll(files);
             }
+        }
+        List<NodeJournal> journals;
+        try {
+            journals = queues.isEmpty() ? List.of() : JournalDirs.resolve(queues);
         } catch (JournalInputs.InputException e) {
             throw usage(e.getMessage());
         }

@@ -476,8 +476,7 @@ public final class JsonLines {
         private static final byte[] BOM = {(byte) 0xEF, (byte) 0xBB, (byte) 0xBF};
 
         private final InputStream in;
-        private final CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
+        private final CharsetDecoder decoder = strictUtf8();
         private final byte[] buf = new byte[1 << 16];
         private int pos;
         private int end;
@@ -600,32 +599,28 @@ public final class JsonLines {
 
         /** Where the zero bytes at the end of the file begin ({@code size} when it does not end in one). */
         private static long endBeforeZeros(FileChannel ch, long size) throws IOException {
-            ByteBuffer b = ByteBuffer.allocate(1 << 16);
-            long at = size;
-            while (at > 0) {
-                int n = (int) Math.min(b.capacity(), at);
-                b.clear().limit(n);
-                readFully(ch, b, at - n);
-                for (int i = n - 1; i >= 0; i--) {
-                    if (b.get(i) != 0) {
-                        return at - n + i + 1;
-                    }
-                }
-                at -= n;
-            }
-            return 0;
+            return afterLast(ch, size, Long.MAX_VALUE, false, (byte) 0);
         }
 
         /** Where the last line before {@code end} begins: after the last LF before it, or 0. */
         private static long lastLineStart(FileChannel ch, long end) throws IOException {
-            ByteBuffer b = ByteBuffer.allocate(1 << 16);
+            return afterLast(ch, end, MAX_CUT_LINE, true, (byte) '\n');
+        }
+
+        /**
+         * Scanning back from {@code end}, at most about {@code limit} bytes: the position after the
+         * last byte that is ({@code equal}) or is not ({@code !equal}) {@code b}; where the scan
+         * stopped (0 at the file's start) when there is none.
+         */
+        private static long afterLast(FileChannel ch, long end, long limit, boolean equal, byte b) throws IOException {
+            ByteBuffer buf = ByteBuffer.allocate(1 << 16);
             long at = end;
-            while (at > 0 && end - at <= MAX_CUT_LINE) {
-                int n = (int) Math.min(b.capacity(), at);
-                b.clear().limit(n);
-                readFully(ch, b, at - n);
+            while (at > 0 && end - at <= limit) {
+                int n = (int) Math.min(buf.capacity(), at);
+                buf.clear().limit(n);
+                readFully(ch, buf, at - n);
                 for (int i = n - 1; i >= 0; i--) {
-                    if (b.get(i) == '\n') {
+                    if ((buf.get(i) == b) == equal) {
                         return at - n + i + 1;
                     }
                 }
@@ -643,8 +638,7 @@ public final class JsonLines {
                 b.position(BOM.length);
             }
             try {
-                String text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                        .onUnmappableCharacter(CodingErrorAction.REPORT).decode(b).toString();
+                String text = strictUtf8().decode(b).toString();
                 if (!text.isBlank()) {
                     parseLine(text);
                 }
@@ -652,6 +646,11 @@ public final class JsonLines {
             } catch (CharacterCodingException | JsonException | PayloadException | IllegalArgumentException e) {
                 return false;
             }
+        }
+
+        private static CharsetDecoder strictUtf8() {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT);
         }
 
         private static void readFully(FileChannel ch, ByteBuffer b, long at) throws IOException {

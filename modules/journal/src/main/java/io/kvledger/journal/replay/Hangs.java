@@ -76,8 +76,8 @@ public final class Hangs {
     public static Result analyse(Replayer r, Bounds bounds) {
         Ledger ledger = new Ledger();
         long[] inputs = {0};
-        // per node: the time of its last input, and whether that input was a shutdown
-        Map<String, long[]> last = new LinkedHashMap<>();
+        // per node: its last input
+        Map<String, NodeEvent> last = new LinkedHashMap<>();
         r.run(new Replayer.Listener() {
             @Override
             public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {
@@ -92,16 +92,14 @@ public final class Hangs {
                                 List<JournalEntry.Derived> recorded) {
                 inputs[0]++;
                 ledger.observe(node.name(), in.event(), fx);
-                long[] l = last.computeIfAbsent(node.name(), k -> new long[2]);
-                l[0] = in.atNs();
-                l[1] = in.event() instanceof NodeEvent.ShutDown ? 1 : 0;
+                last.put(node.name(), in.event());
             }
         });
         List<Open> open = new ArrayList<>();
         for (Replayer.Node n : r.nodes()) {
-            long[] l = last.get(n.name());
-            if (live(n) && (l == null || l[1] == 0)) {
-                open.add(new Open(n.name(), l == null ? 0 : l[0]));
+            NodeEvent e = last.get(n.name());
+            if (live(n) && !(e instanceof NodeEvent.ShutDown)) {
+                open.add(new Open(n.name(), e == null ? 0 : e.atNs()));
             }
         }
         List<Finding> findings = new ArrayList<>(HangDetectors.run(ledger, bounds));
