@@ -15,12 +15,15 @@ import java.util.zip.CRC32;
  * address and its length, plus the identity of the engine and region so that a descriptor for
  * the wrong region can be told apart.
  *
- * <p>Serialized form ({@link #encode()}), big-endian: magic {@code "KVRD"}, version byte 1,
+ * <p>Serialized form ({@link #encode()}), big-endian: magic {@code "KVRD"}, version byte 2,
  * engine kind (u8 length + UTF-8), engine id (16 bytes), host id (u8 length + UTF-8, see
- * {@link HostId}), owner process id (u64) and start time (u64, epoch ms, 0 if unknown), region id (u64), region name (u16 length + UTF-8), base address (u64), length
- * (u64), worker address (u32 length + bytes), remote key (u32 length + bytes), CRC-32 of
- * everything before it (u32). {@link #toText()} is that in
- * URL-safe base64 behind the prefix {@code kvrd1:}, for stdin/stdout or a file.
+ * {@link HostId}), owner process id (u64) and start (u64, clock ticks since the host's boot, see
+ * {@link ProcessStart}; 0 if unknown), region id (u64), region name (u16 length + UTF-8), base
+ * address (u64), length (u64), worker address (u32 length + bytes), remote key (u32 length +
+ * bytes), CRC-32 of everything before it (u32). {@link #toText()} is that in URL-safe base64
+ * behind the prefix {@code kvrd1:}, for stdin/stdout or a file. Version 1, from older builds, is
+ * the same but for the owner's start, which was epoch milliseconds as that JVM saw them: it is
+ * read as unknown, so such an owner is checked by its pid alone.
  *
  * <p>Decoding never throws: a damaged or truncated descriptor is a
  * {@link FailureCode#BAD_DESCRIPTOR}. The checksum is what keeps a damaged remote key away from
@@ -31,7 +34,9 @@ public final class RegionDescriptor {
     /** Text prefix of {@link #toText()}. */
     public static final String TEXT_PREFIX = "kvrd1:";
     private static final byte[] MAGIC = {'K', 'V', 'R', 'D'};
-    private static final int VERSION = 1;
+    private static final int VERSION = 2;
+    /** The older form, whose owner start was a wall-clock time (see the class comment). */
+    private static final int VERSION_WALL_CLOCK_START = 1;
     private static final int MAX_BLOB = 1 << 16;
     private static final int MAX_NAME = 1024;
 
@@ -39,7 +44,7 @@ public final class RegionDescriptor {
     private final UUID engineId;
     private final String hostId;
     private final long ownerPid;
-    private final long ownerStartMs;
+    private final long ownerStartTicks;
     private final long regionId;
     private final String name;
     private final long baseAddress;
@@ -47,14 +52,14 @@ public final class RegionDescriptor {
     private final byte[] workerAddress;
     private final byte[] rkey;
 
-    private RegionDescriptor(String engineKind, UUID engineId, String hostId, long ownerPid, long ownerStartMs,
+    private RegionDescriptor(String engineKind, UUID engineId, String hostId, long ownerPid, long ownerStartTicks,
                              long regionId, String name, long baseAddress, long length, byte[] workerAddress,
                              byte[] rkey) {
         this.engineKind = engineKind;
         this.engineId = engineId;
         this.hostId = hostId;
         this.ownerPid = ownerPid;
-        this.ownerStartMs = ownerStartMs;
+        this.ownerStartTicks = ownerStartTicks;
         this.regionId = regionId;
         this.name = name;
         this.baseAddress = baseAddress;
@@ -77,15 +82,13 @@ public final class RegionDescriptor {
     public static Result<RegionDescriptor> of(String engineKind, UUID engineId, String hostId, long regionId,
                                               String name, long baseAddress, long length, byte[] workerAddress,
                                               byte[] rkey) {
-        ProcessHandle self = ProcessHandle.current();
-        long start = self.info().startInstant().map(java.time.Instant::toEpochMilli).orElse(0L);
-        return of(engineKind, engineId, hostId, self.pid(), start, regionId, name, baseAddress, length, workerAddress,
-                rkey);
+        return of(engineKind, engineId, hostId, ProcessHandle.current().pid(), ProcessStart.ofSelf(), regionId, name,
+                baseAddress, length, workerAddress, rkey);
     }
 
     /** Every field given, the owning process's id and start time too (for tests and decoding). */
     public static Result<RegionDescriptor> of(String engineKind, UUID engineId, String hostId, long ownerPid,
-                                              long ownerStartMs, long regionId, String name, long baseAddress,
+                                              long ownerStartTicks, long regionId, String name, long baseAddress,
                                               long length, byte[] workerAddress, byte[] rkey) {
         if (engineKind == null || engineKind.isEmpty() || engineKind.getBytes(StandardCharsets.UTF_8).length > 255) {
             return Result.err(FailureCode.INVALID_ARGUMENT, "engine kind must be 1..255 UTF-8 bytes, got " + engineKind);
@@ -106,7 +109,7 @@ public final class RegionDescriptor {
             return Result.err(FailureCode.INVALID_ARGUMENT, "worker address and rkey must be non-null and at most "
                     + MAX_BLOB + " bytes");
         }
-        return Result.ok(new RegionDescriptor(engineKind, engineId, hostId, ownerPid, ownerStartMs, regionId, name,
+        return Result.ok(new RegionDescriptor(engineKind, engineId, hostId, ownerPid, ownerStartTicks, regionId, name,
                 baseAddress, length, workerAddress.clone(), rkey.clone()));
     }
 
@@ -128,22 +131,28 @@ public final class RegionDescriptor {
         return ownerPid;
     }
 
-    /** The owning process's start time in epoch milliseconds, or 0 when unknown. */
-    public long ownerStartMs() {
-        return ownerStartMs;
+    /** The owning process's start in clock ticks since its host's boot ({@link ProcessStart}), or 0 when unknown. */
+    public long ownerStartTicks() {
+        return ownerStartTicks;
     }
 
     /**
-     * For an owner on this host: whether that process still runs (same pid and start time).
-     * True for owners on other hosts, which cannot be checked from here.
+     * For an owner on this host: whether that process still runs (same pid and the same start,
+     * counted from boot, so that a step of the wall clock does not make it look like another
+     * process). An owner whose start is unknown, or cannot be read here, is checked by its pid
+     * alone; one that has exited but not been waited for yet (a zombie) is not alive. True for
+     * owners on other hosts, which cannot be checked from here.
      */
     public boolean ownerAlive() {
         if (!isOnThisHost()) {
             return true;
         }
-        return ProcessHandle.of(ownerPid).filter(ProcessHandle::isAlive).map(p -> ownerStartMs == 0
-                || p.info().startInstant().map(i -> Math.abs(i.toEpochMilli() - ownerStartMs) < 1000).orElse(true))
-                .orElse(false);
+        if (ProcessHandle.of(ownerPid).filter(ProcessHandle::isAlive).isEmpty()) {
+            return false;
+        }
+        long now = ProcessStart.of(ownerPid);
+        return now != ProcessStart.EXITED && (ownerStartTicks == ProcessStart.UNKNOWN || now == ProcessStart.UNKNOWN
+                || now == ownerStartTicks);
     }
 
     /** Whether the owner runs on this host (same host name and boot). */
@@ -193,7 +202,7 @@ public final class RegionDescriptor {
         ByteBuffer b = ByteBuffer.allocate(size);
         b.put(MAGIC).put((byte) VERSION).put((byte) kind.length).put(kind);
         b.putLong(engineId.getMostSignificantBits()).putLong(engineId.getLeastSignificantBits());
-        b.put((byte) host.length).put(host).putLong(ownerPid).putLong(ownerStartMs);
+        b.put((byte) host.length).put(host).putLong(ownerPid).putLong(ownerStartTicks);
         b.putLong(regionId).putShort((short) nm.length).put(nm);
         b.putLong(baseAddress).putLong(length);
         b.putInt(workerAddress.length).put(workerAddress).putInt(rkey.length).put(rkey);
@@ -217,9 +226,9 @@ public final class RegionDescriptor {
             return Result.err(FailureCode.BAD_DESCRIPTOR, "not a kvledger region descriptor (no KVRD magic, "
                     + bytes.length + " bytes)");
         }
-        if (bytes[4] != VERSION) {
+        if (bytes[4] != VERSION && bytes[4] != VERSION_WALL_CLOCK_START) {
             return Result.err(FailureCode.BAD_DESCRIPTOR, "descriptor version " + bytes[4] + ", this build reads "
-                    + VERSION);
+                    + VERSION_WALL_CLOCK_START + " and " + VERSION);
         }
         CRC32 crc = new CRC32();
         crc.update(bytes, 0, bytes.length - 4);
@@ -234,6 +243,9 @@ public final class RegionDescriptor {
             String host = new String(blob(b, b.get() & 0xff), StandardCharsets.UTF_8);
             long pid = b.getLong();
             long start = b.getLong();
+            if (bytes[4] == VERSION_WALL_CLOCK_START) {
+                start = ProcessStart.UNKNOWN;
+            }
             long regionId = b.getLong();
             String nm = new String(blob(b, b.getShort() & 0xffff), StandardCharsets.UTF_8);
             long base = b.getLong();
@@ -279,7 +291,7 @@ public final class RegionDescriptor {
     @Override
     public boolean equals(Object o) {
         return o instanceof RegionDescriptor d && engineKind.equals(d.engineKind) && engineId.equals(d.engineId)
-                && hostId.equals(d.hostId) && ownerPid == d.ownerPid && ownerStartMs == d.ownerStartMs
+                && hostId.equals(d.hostId) && ownerPid == d.ownerPid && ownerStartTicks == d.ownerStartTicks
                 && regionId == d.regionId && name.equals(d.name) && baseAddress == d.baseAddress
                 && length == d.length && Arrays.equals(workerAddress, d.workerAddress) && Arrays.equals(rkey, d.rkey);
     }

@@ -1,7 +1,11 @@
 package io.kvledger.rdma;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
@@ -95,9 +99,9 @@ class RegionDescriptorTest {
         assertThat(RegionDescriptor.decode(null).errorOrNull().code()).isEqualTo(FailureCode.BAD_DESCRIPTOR);
         assertThat(RegionDescriptor.decode("not a descriptor at all".getBytes()).errorOrNull().message())
                 .contains("magic");
-        byte[] v2 = sample().encode();
-        v2[4] = 2;
-        assertThat(RegionDescriptor.decode(v2).errorOrNull().message()).contains("version 2");
+        byte[] v3 = sample().encode();
+        v3[4] = 3;
+        assertThat(RegionDescriptor.decode(v3).errorOrNull().message()).contains("version 3", "reads 1 and 2");
     }
 
     @Test
@@ -110,5 +114,86 @@ class RegionDescriptorTest {
         assertThat(RegionDescriptor.of("ucx", ENGINE, 1, "x", 0, 1, null, b).errorOrNull().code()).isEqualTo(FailureCode.INVALID_ARGUMENT);
         assertThat(RegionDescriptor.of("ucx", ENGINE, 1, "x", 0, 1, b, new byte[1 << 17]).errorOrNull().code())
                 .isEqualTo(FailureCode.INVALID_ARGUMENT);
+    }
+
+    static RegionDescriptor ownedBy(String host, long pid, long startTicks) {
+        byte[] b = new byte[8];
+        return RegionDescriptor.of("ucx", ENGINE, host, pid, startTicks, 1, "x", 0, 1, b, b).orElseThrow();
+    }
+
+    /**
+     * The owner is named by its pid and its start counted from boot, both read from the kernel, so
+     * that two JVMs whose wall clocks were stepped between their starts (each works out a start
+     * instant from a boot time it read once) agree on it. The same pid with another start is
+     * another process: the owner has exited.
+     */
+    @Test
+    void anOwnerIsItsPidAndItsStartSinceBoot() {
+        long self = ProcessHandle.current().pid();
+        long start = ProcessStart.ofSelf();
+        assumeTrue(start > 0, "no /proc/PID/stat here");
+        byte[] b = new byte[8];
+        RegionDescriptor made = RegionDescriptor.of("ucx", ENGINE, 1, "x", 0, 1, b, b).orElseThrow();
+        assertThat(made.ownerPid()).isEqualTo(self);
+        assertThat(made.ownerStartTicks()).isEqualTo(start);
+        assertThat(RegionDescriptor.decode(made.encode()).orElseThrow().ownerAlive()).isTrue();
+        assertThat(ownedBy(HostId.current(), self, start + 1).ownerAlive()).isFalse();
+        assertThat(ownedBy(HostId.current(), self, start - 1).ownerAlive()).isFalse();
+        assertThat(ownedBy(HostId.current(), self, ProcessStart.UNKNOWN).ownerAlive()).isTrue();
+        assertThat(ownedBy("other-host/boot", self, start + 1).ownerAlive()).as("cannot be checked from here").isTrue();
+    }
+
+    @Test
+    void anOwnerThatExitedIsNotAliveWaitedForOrNot() throws Exception {
+        Process sleeper = new ProcessBuilder("sleep", "30").start();
+        try {
+            long start = ProcessStart.of(sleeper.pid());
+            assumeTrue(start > 0, "no /proc/PID/stat here");
+            RegionDescriptor d = ownedBy(HostId.current(), sleeper.pid(), start);
+            assertThat(d.ownerAlive()).isTrue();
+            sleeper.destroyForcibly().waitFor();
+            assertThat(d.ownerAlive()).isFalse();
+        } finally {
+            sleeper.destroyForcibly();
+        }
+        // `true` exits at once; its parent becomes `sleep`, which never waits: a zombie
+        Process parent = new ProcessBuilder("sh", "-c", "true & echo $!; exec sleep 30").start();
+        try {
+            long zombie = Long.parseLong(new BufferedReader(new InputStreamReader(parent.getInputStream(),
+                    StandardCharsets.US_ASCII)).readLine().strip());
+            for (int i = 0; i < 500 && ProcessStart.of(zombie) != ProcessStart.EXITED; i++) {
+                Thread.sleep(10);
+            }
+            assertThat(ProcessStart.of(zombie)).isEqualTo(ProcessStart.EXITED);
+            assertThat(ownedBy(HostId.current(), zombie, ProcessStart.UNKNOWN).ownerAlive()).isFalse();
+        } finally {
+            parent.destroyForcibly().waitFor();
+        }
+    }
+
+    @Test
+    void theStartIsFieldTwentyTwoCountedAfterTheCommandName() {
+        String fields4to21 = " 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 ";
+        assertThat(ProcessStart.parse("4242 (java) S" + fields4to21 + "987654 1024 0 0")).isEqualTo(987654);
+        assertThat(ProcessStart.parse("4242 (a) b (c) 7 8) R" + fields4to21 + "55 1 2")).isEqualTo(55);
+        assertThat(ProcessStart.parse("4242 (sh) Z" + fields4to21 + "55 1 2")).isEqualTo(ProcessStart.EXITED);
+        assertThat(ProcessStart.parse("4242 (sh) S 1 2 3")).isEqualTo(ProcessStart.UNKNOWN);
+        assertThat(ProcessStart.parse("no parenthesis")).isEqualTo(ProcessStart.UNKNOWN);
+        assertThat(ProcessStart.parse("4242 (sh) S" + fields4to21 + "x 1 2")).isEqualTo(ProcessStart.UNKNOWN);
+    }
+
+    /** A descriptor from a build before version 2 carried a wall-clock start: read as unknown. */
+    @Test
+    void aVersionOneDescriptorIsReadWithItsOwnersStartUnknown() {
+        RegionDescriptor d = ownedBy(HostId.current(), ProcessHandle.current().pid(), 1_796_339_775_000L);
+        byte[] v1 = d.encode();
+        v1[4] = 1;
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update(v1, 0, v1.length - 4);
+        java.nio.ByteBuffer.wrap(v1).putInt(v1.length - 4, (int) crc.getValue());
+        RegionDescriptor read = RegionDescriptor.decode(v1).orElseThrow();
+        assertThat(read.ownerStartTicks()).isEqualTo(ProcessStart.UNKNOWN);
+        assertThat(read.ownerAlive()).isTrue();
+        assertThat(read.sameRegion(d)).isTrue();
     }
 }
