@@ -10,6 +10,7 @@ configurations:
 - ``inner``: the scripted MoRIIO-like connector alone (no recorder);
 - ``off``: ``KvledgerRecorderConnector`` without ``record_to`` (delegation only);
 - ``file``: recording to files (``record_to: DIR/{role}-dp{dp}-tp{tp}.jsonl``);
+- ``unfolded``: the same with ``record_fold_steps`` false (every step written, none folded);
 - ``zmq``: recording to ``tcp://127.0.0.1:PORT``, a PULL socket in another process draining it
   (what a shadow node does);
 
@@ -89,8 +90,9 @@ def requests(n, prompt=48):
 def run(mode, n_requests, where):
     """One driver run; returns ({hook: (mean ns, median ns)}, {hook: calls}, recorder counters)."""
     base = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
-    if mode == "file":
+    if mode in ("file", "unfolded"):
         base["record_to"] = os.path.join(where, "{role}-dp{dp}-tp{tp}.jsonl")
+        base["record_fold_steps"] = mode == "file"
     elif mode == "zmq":
         base["record_to"] = where
     cfg = make_config("kv_producer", base)
@@ -110,7 +112,7 @@ def run(mode, n_requests, where):
             d.add(r)
         d.run(5)
     counters = {}
-    if mode in ("file", "zmq"):
+    if mode in ("file", "unfolded", "zmq"):
         for name, c in (("scheduler", sched), ("worker", worker)):
             s = c.recording_stream
             s.flush(120)
@@ -138,7 +140,7 @@ def main(argv=None):
         counters = {}
         with tempfile.TemporaryDirectory() as tmp:
             for rep in range(a.repeat + 1):  # the first round warms up and is not counted
-                for mode in ("inner", "off", "file", "zmq"):
+                for mode in ("inner", "off", "file", "unfolded", "zmq"):
                     where = endpoint if mode == "zmq" else os.path.join(tmp, f"{mode}-{rep}")
                     stats, c, ctr = run(mode, a.requests, where)
                     if rep == 0:
@@ -154,8 +156,8 @@ def main(argv=None):
               f"ns per call, median / mean; the recorder columns are what it adds to the inner connector alone")
         print()
         print("| hook | calls per run | inner alone | + recorder, not recording | + recording to files | "
-              "+ recording over ZMQ |")
-        print("|---|---:|---:|---:|---:|---:|")
+              "+ to files, steps not folded | + recording over ZMQ |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
 
         def cell(mode, h):
             (m, d), (im, idd) = best[mode][h], best["inner"][h]
@@ -164,13 +166,14 @@ def main(argv=None):
             im, idd = best["inner"][h]
             label = h + (" (per layer, not recorded)" if h in PER_LAYER else "")
             print(f"| `{label}` | {calls['inner'][h]:,} | {idd:,.0f} / {im:,.0f} | {cell('off', h)} | {cell('file', h)} | "
-                  f"{cell('zmq', h)} |")
+                  f"{cell('unfolded', h)} | {cell('zmq', h)} |")
         n = sum(calls["inner"][h] for h in hooks)
         total = {m: sum(best[m][h][0] * calls[m][h] for h in hooks) / n for m in best}
         print(f"| all hooks, mean per call | {n:,} | {total['inner']:,.0f} | {total['off'] - total['inner']:+,.0f} | "
-              f"{total['file'] - total['inner']:+,.0f} | {total['zmq'] - total['inner']:+,.0f} |")
+              f"{total['file'] - total['inner']:+,.0f} | {total['unfolded'] - total['inner']:+,.0f} | "
+              f"{total['zmq'] - total['inner']:+,.0f} |")
         print()
-        for mode in ("file", "zmq"):
+        for mode in ("file", "unfolded", "zmq"):
             for name, (captured, dropped, lost) in counters[mode].items():
                 print(f"{mode} {name}: {captured:,} entries captured, {dropped} dropped by the capture queue, "
                       f"{lost} lines dropped by the sink (last run)")

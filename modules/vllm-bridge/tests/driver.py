@@ -184,12 +184,14 @@ class GatedSink:
         self.sink.close()
 
 
-def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None):
+def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None,
+         idle_steps=0):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
     ``drive`` is a drive node's bridge endpoint (drive mode); ``answers``, a list, receives the
-    scheduler connector's ``request_finished`` answers ``(request id, delay_free)``.
+    scheduler connector's ``request_finished`` answers ``(request id, delay_free)``. ``idle_steps``
+    more steps follow the scenario's, with nothing to schedule (an engine stepping while it waits).
     """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
@@ -229,6 +231,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     if producer:
         d.abort(reqs[1].request_id)  # aborted mid-prefill: freed at once, nothing sent
     d.run(5)
+    d.run(idle_steps)
     if answers is not None:
         answers.extend(d.finished)
         answers.append(("driving", sched.driving))
@@ -246,11 +249,13 @@ def main(argv=None):
     ap.add_argument("--out", help="directory of the recordings (file sink)")
     ap.add_argument("--to", help="record_to instead of files in --out, e.g. tcp://127.0.0.1:PORT (a shadow node)")
     ap.add_argument("--drive", help="drive mode: the bridge endpoint of a kvledger node --engine drive")
+    ap.add_argument("--idle-steps", type=int, default=0, help="steps with nothing to schedule after the scenario's")
     a = ap.parse_args(argv)
     if not a.out and not a.to:
         ap.error("give --out DIR or --to tcp://HOST:PORT")
     answers = []
-    for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers):
+    for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers,
+                  idle_steps=a.idle_steps):
         print(p)
     for rid, delay_free in answers:
         print(f"answer {rid} {delay_free}")

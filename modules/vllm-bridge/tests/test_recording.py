@@ -7,12 +7,14 @@ import driver
 import fakes
 from driver import make_config
 from kvledger_vllm import KvledgerRecorderConnector, __version__
+from kvledger_vllm.stream import unfold
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 
 
 def lines(path):
+    """The recording's lines, its repeated steps unfolded (as kvledger's import reads them)."""
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return unfold([json.loads(line) for line in f if line.strip()])
 
 
 def test_producer_streams_have_headers_from_the_vllm_config(tmp_path):

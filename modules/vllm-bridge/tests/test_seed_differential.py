@@ -18,6 +18,7 @@ REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 
 import seed_differential as sd  # noqa: E402
+from kvledger_vllm.stream import unfold  # noqa: E402
 
 TOY = '''
 # a document of the seed's shape: prose, then the class
@@ -82,8 +83,9 @@ def run(seed_doc, tree, index, seed=3):
 
 
 def lines_of(tree, name):
+    """The recording's lines, its repeated steps unfolded (as kvledger's import reads them)."""
     with open(os.path.join(tree, name, "journal.jsonl"), encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
+        return unfold([json.loads(line) for line in f])
 
 
 def test_a_scenario_is_a_bridge_recording_of_the_seed_profile(seed_doc, tmp_path):

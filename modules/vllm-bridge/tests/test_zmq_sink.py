@@ -10,6 +10,7 @@ import zmq
 import driver
 from driver import Driver, make_config, producer_requests
 from kvledger_vllm import KvledgerRecorderConnector
+from kvledger_vllm.stream import unfold
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 
 
@@ -51,7 +52,7 @@ def lines_of(msgs, role):
     for env, _, batch in msgs:
         if env["role"] == role and batch:
             out.extend(json.loads(x) for x in batch.split("\n"))
-    return out
+    return unfold(out)
 
 
 def test_the_node_receives_the_file_sinks_lines_numbered_with_the_header_in_every_message(tmp_path):
@@ -78,7 +79,7 @@ def test_the_node_receives_the_file_sinks_lines_numbered_with_the_header_in_ever
     sched_file, worker_file = driver.play(str(tmp_path / "files"), "healthy", "producer")
     for role, path in (("scheduler", sched_file), ("worker", worker_file)):
         with open(path, encoding="utf-8") as f:
-            from_file = [json.loads(x) for x in f.read().splitlines()[1:]]
+            from_file = unfold([json.loads(x) for x in f.read().splitlines()[1:]])
         over_zmq = lines_of(msgs, role)
         strip = lambda ls: [{k: v for k, v in x.items() if k != "at_ns"} for x in ls]  # noqa: E731
         assert strip(over_zmq) == strip(from_file)

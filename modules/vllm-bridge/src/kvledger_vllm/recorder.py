@@ -25,6 +25,9 @@ Extra config keys read here (all others are the inner connector's):
                                 hooks cost one attribute test when off)
 ``record_keep``                 earlier recordings kept when a process starts where one already is
                                 (``NAME.1.jsonl`` the newest, up to this many), default 5; 0 overwrites
+``record_fold_steps``           write a run of steps that repeat the one before them (an engine stepping
+                                while a request waits) as one ``repeat`` line with every step's time,
+                                default true (stream.StepFolder; false writes every line)
 ``record_queue_size``           capture queue bound in entries, default 65536 (a full queue drops
                                 and counts; the count is written into the stream)
 ``record_zmq_hwm``              with ``tcp://``: messages (batches) ZMQ queues while the node is away,
@@ -396,8 +399,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             sink = ZmqSink(path, role_name, dp, tp, hwm=int(extra.get("record_zmq_hwm", 1000)))
         else:
             sink = FileSink(path, keep=int(extra.get("record_keep", 5)))
+        fold = str(extra.get("record_fold_steps", "true")).strip().lower() not in ("0", "false", "no")
         self._stream = Stream(header, sink, maxsize=qsize,
-                              name=f"kvledger-recorder-{role_name}-dp{dp}-tp{tp}")
+                              name=f"kvledger-recorder-{role_name}-dp{dp}-tp{tp}",
+                              fold_starts=(("step_scheduled",) if self._is_scheduler else ("load_started",)) if fold else None)
         log.info("kvledger-vllm %s: %s %s over %s, recording to %s (per-layer hooks %s)", __version__,
                  type(self).__name__, role_name, inner_cls.__name__, path,
                  "recorded" if self._record_layers else "not recorded")

@@ -4,7 +4,9 @@ Capture (``Stream.put``) is one ``time.monotonic_ns()`` and one ``queue.Queue.pu
 small tuple on the calling thread, one per hook call; it never blocks and never raises. A full
 queue drops the entry and counts it. A daemon thread (``Stream`` starts it) polls the queue every
 few milliseconds and turns entries into JSON lines
-(journal/FORMAT.md, "JSON lines") and appends them to the file. Dropped entries are written into
+(journal/FORMAT.md, "JSON lines") and appends them to the file; a run of engine steps that repeat
+the step before them (an engine stepping while a request waits) is written as one ``repeat`` line
+(``StepFolder``; FORMAT.md, "Repeated steps"). Dropped entries are written into
 the stream as soon as the writer catches up, as a ``frame_rejected`` input whose reason says how
 many hook calls were lost (the format has no entry type of its own for this yet).
 
@@ -25,6 +27,9 @@ import uuid
 
 log = logging.getLogger("vllm.kvledger_vllm")
 
+# Put on the queue by Stream.flush: the writer writes what its folder holds when it gets there.
+_FLUSH = object()
+
 # An entry on the queue: (type, at_ns, fields, reply_type, reply_fields): one input and, when the
 # hook has a reply in the format, the derived entry written right after it (the import takes the
 # nearest input above a derived line as its cause).
@@ -35,6 +40,174 @@ DERIVED = "derived"
 POLL_S = 0.005
 
 DROP_REASON_PREFIX = "kvledger-vllm recorder: "
+
+# A line that stands for repeats of the step written above it (journal/FORMAT.md, "Repeated steps").
+REPEAT = "repeat"
+# The longest step that is folded (lines); a longer one is written as it is.
+MAX_REPEAT_LINES = 64
+# A run of repeated steps is written at least this often: a process killed during a long run loses
+# at most this much of its steps (the steps, not the lines before them).
+FOLD_FLUSH_S = 1.0
+# With no new hook call for this long, the step in progress is written without waiting for the next
+# one to start: an engine stuck inside a hook leaves its last calls in the file.
+FOLD_IDLE_S = 0.05
+
+
+def _same_step_again(before, after):
+    """Whether the step ``after`` repeats the step ``before``: the same lines with the same fields and
+    values, except ``at_ns`` (any) and ``step`` (one more)."""
+    if len(before) != len(after):
+        return False
+    for a, b in zip(before, after):
+        if a.keys() != b.keys():
+            return False
+        for k, v in a.items():
+            if k == "at_ns":
+                continue
+            w = b[k]
+            if k == "step":
+                if type(v) is not int or type(w) is not int or w != v + 1:
+                    return False
+            elif v != w or type(v) is not type(w):
+                return False
+    return True
+
+
+def unfold(entries):
+    """The lines a recording stands for: its entries (dicts) with each ``repeat`` line replaced by the
+    steps it folded, as kvledger's import reads it. A repeated step is the ``lines`` entries above,
+    with ``step`` one more each time and each input's ``at_ns`` the input's before it plus the next
+    of ``at_ns_deltas``."""
+    out = []
+    last_at = None
+    for e in entries:
+        if e.get("kind") != REPEAT:
+            out.append(e)
+            if e.get("kind") == INPUT and "at_ns" in e:
+                last_at = e["at_ns"]
+            continue
+        deltas = iter(e["at_ns_deltas"])
+        step = out[-e["lines"]:]
+        for _ in range(e["times"]):
+            again = []
+            for line in step:
+                c = dict(line)
+                if "step" in c:
+                    c["step"] += 1
+                if c.get("kind") == INPUT and "at_ns" in c:
+                    last_at += next(deltas)
+                    c["at_ns"] = last_at
+                again.append(c)
+            out.extend(again)
+            step = again
+    return out
+
+
+class StepFolder:
+    """Writes a run of steps that repeat the step before them as one ``repeat`` line.
+
+    While a request waits (WAITING_FOR_REMOTE_KVS, the usual hang), vLLM's engine loop steps about
+    a thousand times a second without running the model, and every step calls the same hooks with
+    the same arguments: a few hundred bytes per step and process, gigabytes in an hour's hang. Such
+    a step is folded into the ``repeat`` line after the step it repeats, which keeps each folded
+    line's ``at_ns`` (as the difference to the input before it), so the import rebuilds exactly the
+    lines an unfolded recording holds.
+
+    A step is the lines from one entry whose type is in ``starts`` (``step_scheduled`` for a
+    scheduler, ``load_started`` for a worker) to the next. It repeats the one before when the two
+    have the same lines with the same fields, ``at_ns`` aside and ``step`` one more. Lines before the
+    first step, and every line of a step that differs, are written as they are. A step is written
+    once the next one starts; the run of folded steps at the latest every ``FOLD_FLUSH_S``, and the
+    step in progress once no entry came for ``FOLD_IDLE_S``.
+    """
+
+    def __init__(self, starts):
+        self.starts = frozenset(starts)
+        self._step = []        # the step in progress, not yet written
+        self._last = None      # the last step written or folded (what the next one may repeat)
+        self._times = 0        # steps folded and not yet written
+        self._deltas = []      # their inputs' at_ns, each less the input's before it
+        self._last_at = None   # at_ns of the last input written or folded
+        self._run_since = None
+        self.folded = 0        # steps folded in all
+
+    def _track(self, entries):
+        for e in entries:
+            if e.get("kind") == INPUT and "at_ns" in e:
+                self._last_at = e["at_ns"]
+
+    def _write(self, entries, out):
+        self.flush_run(out)
+        out.extend(entries)
+        self._track(entries)
+
+    def add(self, entry, out):
+        """Takes one entry (a dict) in the stream's order; appends the dicts to write to ``out``."""
+        if entry.get("kind") == INPUT and entry.get("type") in self.starts:
+            if self._step:
+                self._close_step(out)
+            self._step = [entry]
+        elif self._step:
+            self._step.append(entry)
+            if len(self._step) > MAX_REPEAT_LINES:
+                self._write(self._step, out)
+                self._step = []
+                self._last = None
+        else:
+            self._write([entry], out)
+            self._last = None
+
+    def _close_step(self, out):
+        step, self._step = self._step, []
+        if self._last is not None and self._last_at is not None and _same_step_again(self._last, step):
+            prev = self._last_at
+            for e in step:
+                if e.get("kind") == INPUT and "at_ns" in e:
+                    self._deltas.append(e["at_ns"] - prev)
+                    prev = e["at_ns"]
+            self._last_at = prev
+            self._times += 1
+            self.folded += 1
+            if self._run_since is None:
+                self._run_since = time.monotonic()
+        else:
+            self._write(step, out)
+        self._last = step
+
+    def release(self, out):
+        """Writes everything held back now (a flush): the folded steps, and the step in progress as
+        far as it has come; the next step is then compared with nothing."""
+        self._write(self._step, out)
+        self._step = []
+        self._last = None
+
+    def holding(self):
+        """Whether lines are held back (a step in progress, or folded steps not yet written)."""
+        return bool(self._step) or self._times > 0
+
+    def flush_run(self, out):
+        """Writes the folded steps not yet written as one ``repeat`` line."""
+        if self._times:
+            out.append({"kind": REPEAT, "lines": len(self._last), "times": self._times,
+                        "at_ns_deltas": self._deltas})
+            self._times = 0
+            self._deltas = []
+            self._run_since = None
+
+    def tick(self, out, idle_s):
+        """Called by the writer between batches: ``idle_s`` since the last entry came."""
+        if self._times and time.monotonic() - self._run_since >= FOLD_FLUSH_S:
+            self.flush_run(out)
+        if idle_s >= FOLD_IDLE_S and self._step:
+            self._write(self._step, out)
+            self._step = []
+            self._last = None
+
+    def close(self, out):
+        """Writes everything held back (the stream ends: the step in progress is whole)."""
+        if self._step:
+            self._close_step(out)
+        self.flush_run(out)
 
 
 def plain(value, depth=0):
@@ -241,11 +414,14 @@ class Stream:
     """A bounded capture queue and the background writer that drains it into a sink.
 
     ``header`` is the header line's dict (written first). ``sink`` has ``write_lines(list)`` and
-    ``close()``. ``maxsize`` bounds the queue (entries, not bytes).
+    ``close()``. ``maxsize`` bounds the queue (entries, not bytes). ``fold_starts``: the entry types
+    that start a step, to fold repeated steps (``StepFolder``); None writes every line.
     """
 
-    def __init__(self, header, sink, maxsize=65536, name="kvledger-recorder"):
+    def __init__(self, header, sink, maxsize=65536, name="kvledger-recorder", fold_starts=None):
         self._q = queue.Queue(maxsize=maxsize)
+        # repeated steps folded into repeat lines (StepFolder), or every line written (None)
+        self.folder = StepFolder(fold_starts) if fold_starts else None
         self._sink = sink
         self._header = header
         self.captured = 0         # entries offered by calling threads (written + dropped)
@@ -260,6 +436,7 @@ class Stream:
         # far as their clocks agree. time.monotonic_ns() alone starts anywhere (at boot on Linux).
         self._epoch_offset_ns = time.time_ns() - time.monotonic_ns()
         self._closed = False
+        self._failed = False  # a write failed: the recording stops, the engine runs on
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -296,7 +473,7 @@ class Stream:
             log.error("kvledger recorder: cannot write the journal header (%s); recording stops", e)
             self._drain_forever()
             return
-        failed = False
+        last_entry = time.monotonic()
         while True:
             # Polled, not blocked in get(): a put then finds no waiter to wake, so the engine's
             # threads and this one do not hand the GIL back and forth once per hook call.
@@ -307,46 +484,81 @@ class Stream:
                 except queue.Empty:
                     break
             if not batch:
+                if self.folder is not None:
+                    held = []
+                    self.folder.tick(held, time.monotonic() - last_entry)
+                    self._write(held)
                 time.sleep(POLL_S)
                 continue
-            stop = any(b is None for b in batch)
-            lines = []
+            last_entry = time.monotonic()
+            stop = False
+            out = []  # the entries to write, in order
             for b in batch:
                 if b is None:
+                    stop = True
+                    continue
+                if b is _FLUSH:
+                    if self.folder is not None:
+                        self.folder.release(out)
                     continue
                 try:
-                    lines.extend(self._lines(b))
+                    entries = self._entries(b)
                 except Exception as e:  # noqa: BLE001
                     self.write_errors += 1
                     if self.write_errors == 1:
                         log.error("kvledger recorder: cannot encode a %s entry (%s); it is skipped", b[0], e)
+                    continue
+                self._take(entries, out)
             drops = self.dropped - self._dropped_written
             if drops > 0:
                 at = self._last_at_ns
                 if at is None:
                     at = time.monotonic_ns() + self._epoch_offset_ns
                 self._last_at_ns = at
-                lines.append(encode_line({
+                self._take([{
                     "kind": INPUT, "type": "frame_rejected", "at_ns": at,
                     "reason": DROP_REASON_PREFIX + str(drops) + " hook call(s) dropped (queue full); "
                               + str(self.dropped) + " in all; the journal is incomplete here",
-                    "frame": "", "would_kill_python_listener": False}))
+                    "frame": "", "would_kill_python_listener": False}], out)
                 self._dropped_written += drops
-            if not failed and lines:
-                try:
-                    self._sink.write_lines(lines)
-                    self.written += len(lines)
-                except Exception as e:  # noqa: BLE001
-                    failed = True
-                    self.write_errors += 1
-                    log.error("kvledger recorder: writing the journal failed (%s); recording stops, the engine runs on", e)
+            if self.folder is not None:
+                self.folder.tick(out, 0.0)
+                if stop:
+                    self.folder.close(out)
+            self._write(out)
             for _ in batch:
                 self._q.task_done()
             if stop:
                 self._sink.close()
                 return
 
-    def _lines(self, item):
+    def _take(self, entries, out):
+        if self.folder is None:
+            out.extend(entries)
+        else:
+            for e in entries:
+                self.folder.add(e, out)
+
+    def _write(self, entries):
+        if self._failed or not entries:
+            return
+        lines = []
+        for e in entries:
+            try:
+                lines.append(encode_line(e))
+            except Exception as ex:  # noqa: BLE001
+                self.write_errors += 1
+                if self.write_errors == 1:
+                    log.error("kvledger recorder: cannot encode a %s entry (%s); it is skipped", e.get("type"), ex)
+        try:
+            self._sink.write_lines(lines)
+            self.written += len(lines)
+        except Exception as ex:  # noqa: BLE001
+            self._failed = True
+            self.write_errors += 1
+            log.error("kvledger recorder: writing the journal failed (%s); recording stops, the engine runs on", ex)
+
+    def _entries(self, item):
         type_name, at_ns, fields, reply_type, reply_fields = item
         at_ns += self._epoch_offset_ns
         # Inputs must not go backwards in time; entries captured on two threads may.
@@ -356,7 +568,7 @@ class Stream:
         obj = {"kind": INPUT, "type": type_name, "at_ns": at_ns}
         obj.update(fields)
         if reply_type is None:
-            return [encode_line(obj)]
+            return [obj]
         if callable(reply_fields):
             # a reply captured as a snapshot on the calling thread, converted here (off the engine's thread)
             try:
@@ -366,10 +578,10 @@ class Stream:
                 if self.write_errors == 1:
                     log.error("kvledger recorder: cannot convert the %s reply of a %s entry (%s); the entry is "
                               "written without it", reply_type, type_name, e)
-                return [encode_line(obj)]
+                return [obj]
         reply = {"kind": DERIVED, "type": reply_type}
         reply.update(reply_fields)
-        return [encode_line(obj), encode_line(reply)]
+        return [obj, reply]
 
     def _drain_forever(self):
         while True:
@@ -387,6 +599,12 @@ class Stream:
     def flush(self, timeout=None):
         """Waits until everything captured so far is written (tests, shutdown)."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        if self.folder is not None and not self._closed:
+            # the writer writes what the folder holds when it reaches this mark
+            try:
+                self._q.put(_FLUSH, timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except queue.Full:
+                return False
         while self._q.unfinished_tasks:
             if deadline is not None and time.monotonic() > deadline:
                 return False

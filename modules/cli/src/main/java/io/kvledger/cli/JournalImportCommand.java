@@ -258,6 +258,7 @@ final class JournalImportCommand implements Callable<Integer> {
         boolean seqChecked = !t.journal();
         long bytes = 0;
         long n = 0;
+        JsonLines.Parser parser = new JsonLines.Parser();
         try (JsonLines.LineReader r = new JsonLines.LineReader(jsonl)) {
             String text;
             while ((text = r.nextDecodable()) != null) {
@@ -269,31 +270,33 @@ final class JournalImportCommand implements Callable<Integer> {
                 if (text.isBlank()) {
                     continue;
                 }
-                JsonLines.Line line;
+                List<JsonLines.Line> lines;
                 try {
-                    line = JsonLines.parseLine(text);
+                    lines = parser.parse(text);
                 } catch (RuntimeException e) {
                     continue; // reported by the import with its reason
                 }
-                if (line.kind() == EntryKind.HEADER) {
-                    continue;
-                }
-                if (!seqChecked && line.seq() >= 0) {
-                    seqChecked = true;
-                    if (line.seq() != t.nextSeq()) {
-                        add(problems, total, n, "seq " + line.seq() + " does not continue the journal in " + t.dir()
-                                + " (its next seq is " + t.nextSeq() + (line.seq() < t.nextSeq()
-                                        ? "; these entries may be in it already)" : ")"));
+                for (JsonLines.Line line : lines) {
+                    if (line.kind() == EntryKind.HEADER) {
+                        continue;
                     }
-                }
-                if (line.kind() == EntryKind.INPUT) {
-                    if (line.atNs() < lastAt) {
-                        add(problems, total, n, "time " + line.atNs() + " ns goes backwards: " + (lastAtLine > 0
-                                ? "line " + lastAtLine + ", the input before it, is at " + lastAt + " ns"
-                                : "the journal in " + t.dir() + " ends at " + lastAt + " ns"));
-                    } else {
-                        lastAt = line.atNs();
-                        lastAtLine = n;
+                    if (!seqChecked && line.seq() >= 0) {
+                        seqChecked = true;
+                        if (line.seq() != t.nextSeq()) {
+                            add(problems, total, n, "seq " + line.seq() + " does not continue the journal in " + t.dir()
+                                    + " (its next seq is " + t.nextSeq() + (line.seq() < t.nextSeq()
+                                            ? "; these entries may be in it already)" : ")"));
+                        }
+                    }
+                    if (line.kind() == EntryKind.INPUT) {
+                        if (line.atNs() < lastAt) {
+                            add(problems, total, n, "time " + line.atNs() + " ns goes backwards: " + (lastAtLine > 0
+                                    ? "line " + lastAtLine + ", the input before it, is at " + lastAt + " ns"
+                                    : "the journal in " + t.dir() + " ends at " + lastAt + " ns"));
+                        } else {
+                            lastAt = line.atNs();
+                            lastAtLine = n;
+                        }
                     }
                 }
             }
@@ -525,6 +528,7 @@ final class JournalImportCommand implements Callable<Integer> {
 
     /** The numbers of the lines that hold derived entries (lines that do not parse are left to the import). */
     private static void derivedLines(Path jsonl, List<JsonLinesException.LineError> out, long[] total) {
+        JsonLines.Parser parser = new JsonLines.Parser();
         try (JsonLines.LineReader r = new JsonLines.LineReader(jsonl)) {
             String line;
             while ((line = r.nextDecodable()) != null) {
@@ -533,7 +537,7 @@ final class JournalImportCommand implements Callable<Integer> {
                     continue;
                 }
                 try {
-                    if (JsonLines.parseLine(line).kind() == EntryKind.DERIVED) {
+                    if (parser.parse(line).stream().anyMatch(l -> l.kind() == EntryKind.DERIVED)) {
                         add(out, total, n, "a derived entry; --derive takes inputs only");
                     }
                 } catch (RuntimeException ignored) {

@@ -5,11 +5,17 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.journal.JournalEntry;
+import io.kvledger.journal.JournalReader;
+import io.kvledger.journal.JsonLines;
 import io.kvledger.journal.json.Json;
 import java.io.IOException;
+import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -77,6 +83,15 @@ class VllmBridgeRecordingTest {
         return dir;
     }
 
+    /** The metadata_built entries of an imported journal (a recording may fold steps that repeat the one before). */
+    static long metadataBuiltIn(Path journal) throws IOException {
+        StringWriter exported = new StringWriter();
+        try (JournalReader r = JournalReader.open(journal)) {
+            JsonLines.export(r, exported);
+        }
+        return exported.toString().lines().filter(l -> l.contains("\"type\":\"metadata_built\"")).count();
+    }
+
     @Test
     void healthyProducerRecordingReplaysWithoutDivergence() throws Exception {
         List<Path> rec = record("healthy", "producer");
@@ -87,8 +102,7 @@ class VllmBridgeRecordingTest {
         // 3 get_num_new_matched_tokens, 3 request_finished, 6 update_connector_output replies and
         // the connector metadata of the 6 steps
         assertTrue(o.out().contains("P0: the same 18 hook replies for 25 inputs"), o.out());
-        long metas = Files.readAllLines(rec.get(0)).stream().filter(l -> l.contains("\"type\":\"metadata_built\"")).count();
-        assertEquals(6, metas);
+        assertEquals(6, metadataBuiltIn(p0));
         assertTrue(o.out().contains("phases at the end: FINISHED 1, FREED_AFTER_ACK 2"), o.out());
     }
 
@@ -221,8 +235,43 @@ class VllmBridgeRecordingTest {
         // 3 get_num_new_matched_tokens, 3 request_finished and the metadata of the 6 steps (whose
         // transfer map grows with each allocation and shrinks with each finish)
         assertTrue(o.out().contains("D0: the same 12 hook replies for "), o.out());
-        long metas = Files.readAllLines(rec.get(0)).stream().filter(l -> l.contains("\"type\":\"metadata_built\"")).count();
-        assertEquals(6, metas);
+        assertEquals(6, metadataBuiltIn(d0));
+    }
+
+    /**
+     * An engine stepping while nothing is scheduled (vLLM's loop while a request waits for its KV
+     * cache) is recorded as repeat lines: a fraction of the bytes, and the import has every step
+     * with its own time, the connector's metadata compared at each.
+     */
+    @Test
+    void idleStepsAreFoldedInTheRecordingAndEveryOneIsInTheJournal() throws Exception {
+        Path out = tmp.resolve("rec-idle");
+        runDriver("--scenario", "healthy", "--role", "consumer", "--out", out.toString(), "--idle-steps", "2000");
+        Path sched = out.resolve("scheduler-dp0-tp0.jsonl");
+        List<String> lines = Files.readAllLines(sched);
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("{\"kind\":\"repeat\"")), lines.toString());
+        assertTrue(lines.size() < 200, lines.size() + " lines");
+        Path d0 = importInto(sched, "D0");
+        CliRun.Outcome o = CliRun.run("replay", "--verify", d0.toString());
+        assertEquals(0, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("verify: no divergence"), o.out());
+        assertEquals(6 + 2000, metadataBuiltIn(d0));
+        List<JournalEntry> entries = new ArrayList<>();
+        try (JournalReader r = JournalReader.open(d0)) {
+            r.forEach(entries::add);
+        }
+        long last = Long.MIN_VALUE;
+        long step = 0;
+        for (JournalEntry e : entries) {
+            if (e instanceof JournalEntry.Input in) {
+                assertTrue(in.atNs() >= last, "time goes back at seq " + in.seq());
+                last = in.atNs();
+                if (in.event() instanceof NodeEvent.StepScheduled s) {
+                    assertEquals(++step, s.step());
+                }
+            }
+        }
+        assertEquals(6 + 2000, step);
     }
 
     @Test

@@ -137,12 +137,188 @@ public final class JsonLines {
      * @throws IllegalArgumentException when the envelope or the header is wrong
      */
     public static Line parseLine(String text) {
+        Map<String, Object> m = object(text);
+        if (REPEAT_KIND.equals(m.get("kind"))) {
+            throw new IllegalArgumentException("a repeat line stands for the lines above it: read the file with "
+                    + "JsonLines.Parser");
+        }
+        return parseMap(m);
+    }
+
+    private static Map<String, Object> object(String text) {
         Object parsed = Json.parse(text);
         if (!(parsed instanceof Map<?, ?> raw)) {
             throw new IllegalArgumentException("expected a JSON object");
         }
         @SuppressWarnings("unchecked")
         Map<String, Object> m = (Map<String, Object>) raw;
+        return m;
+    }
+
+    /**
+     * Whether {@code text} parses as a line on its own: an entry, or a repeat line whose own fields
+     * are well formed (what it repeats is checked where the lines above it are known).
+     */
+    static boolean parsesAlone(String text) {
+        Map<String, Object> m = object(text);
+        if (REPEAT_KIND.equals(m.get("kind"))) {
+            Repeat.of(m);
+        } else {
+            parseMap(m);
+        }
+        return true;
+    }
+
+    /** {@code kind} of a line that stands for repeats of the step above it (FORMAT.md, "Repeated steps"). */
+    public static final String REPEAT_KIND = "repeat";
+    /** The most lines a repeat line may repeat. */
+    public static final int MAX_REPEAT_LINES = 64;
+    /** The most entries one repeat line may stand for. */
+    public static final long MAX_REPEATED_ENTRIES = 1L << 20;
+
+    /** A repeat line's fields, checked on their own. */
+    private record Repeat(int lines, long times, long[] deltas) {
+
+        static Repeat of(Map<String, Object> m) {
+            for (String k : m.keySet()) {
+                if (!Set.of("kind", "lines", "times", "at_ns_deltas").contains(k)) {
+                    throw new IllegalArgumentException("a repeat line has no field \"" + k + "\" (it has lines, times "
+                            + "and at_ns_deltas)");
+                }
+            }
+            long lines = optLong(m, "lines", -1);
+            long times = optLong(m, "times", -1);
+            if (lines < 1 || lines > MAX_REPEAT_LINES) {
+                throw new IllegalArgumentException("a repeat line's lines must be 1 to " + MAX_REPEAT_LINES + ", found "
+                        + Json.write(m.get("lines")));
+            }
+            if (times < 1 || times * lines > MAX_REPEATED_ENTRIES) {
+                throw new IllegalArgumentException("a repeat line's times must be 1 or more, with lines × times at most "
+                        + MAX_REPEATED_ENTRIES + ", found " + Json.write(m.get("times")));
+            }
+            if (!(m.get("at_ns_deltas") instanceof List<?> list)) {
+                throw new IllegalArgumentException("a repeat line needs at_ns_deltas, a list of integers");
+            }
+            long[] deltas = new long[list.size()];
+            for (int i = 0; i < deltas.length; i++) {
+                if (!(list.get(i) instanceof Long d) || d < 0) {
+                    throw new IllegalArgumentException("at_ns_deltas[" + i + "] must be an integer of 0 or more, found "
+                            + Json.write(list.get(i)));
+                }
+                deltas[i] = d;
+            }
+            return new Repeat((int) lines, times, deltas);
+        }
+    }
+
+    /**
+     * Reads the lines of one file (or stream) in order, and unfolds its repeat lines: a line
+     * {@code {"kind":"repeat","lines":N,"times":K,"at_ns_deltas":[...]}} stands for K more copies of
+     * the N entries above it (the copy before, after a repeat line), each with its {@code step}
+     * one more than the copy before and each input's {@code at_ns} the time of the input before it
+     * plus the next delta. The vLLM bridge's recorder writes them for an engine that steps while a
+     * request waits; the entries they stand for are exactly those it would have written one by one.
+     */
+    public static final class Parser {
+
+        private final java.util.ArrayDeque<Map<String, Object>> recent = new java.util.ArrayDeque<>();
+        private long lastInputAt = Long.MIN_VALUE;
+
+        /**
+         * The entries {@code text} stands for: one for an entry line (or the header), the copies
+         * for a repeat line. Throws what {@link #parseLine} throws, and IllegalArgumentException for
+         * a repeat line that does not fit the lines above it.
+         */
+        public List<Line> parse(String text) {
+            Map<String, Object> m = object(text);
+            if (REPEAT_KIND.equals(m.get("kind"))) {
+                return unfold(Repeat.of(m));
+            }
+            Line line = parseMap(m);
+            if (line.kind() == EntryKind.HEADER) {
+                recent.clear();
+            } else {
+                remember(m, line);
+            }
+            return List.of(line);
+        }
+
+        /** Forgets the lines read so far (a stream that lost lines: a repeat line after the gap is an error). */
+        public void reset() {
+            recent.clear();
+            lastInputAt = Long.MIN_VALUE;
+        }
+
+        private void remember(Map<String, Object> m, Line line) {
+            if (recent.size() == MAX_REPEAT_LINES) {
+                recent.removeFirst();
+            }
+            recent.addLast(m);
+            if (line.kind() == EntryKind.INPUT) {
+                lastInputAt = line.atNs();
+            }
+        }
+
+        private List<Line> unfold(Repeat r) {
+            if (r.lines() > recent.size()) {
+                throw new IllegalArgumentException("a repeat line repeats " + r.lines() + " lines, and only "
+                        + recent.size() + " entry line(s) are above it" + (recent.isEmpty() ? "" : " since the header"));
+            }
+            List<Map<String, Object>> step = new ArrayList<>(recent).subList(recent.size() - r.lines(), recent.size());
+            int inputs = 0;
+            for (Map<String, Object> m : step) {
+                if (m.containsKey("seq") || m.containsKey("cause_seq")) {
+                    throw new IllegalArgumentException("a repeat line cannot repeat lines that carry seq or cause_seq");
+                }
+                if (m.get("step") != null && !(m.get("step") instanceof Long)) {
+                    throw new IllegalArgumentException("a repeated line's step must be an integer");
+                }
+                if (parseMap(m).kind() == EntryKind.INPUT) {
+                    inputs++;
+                }
+            }
+            if (r.deltas().length != r.times() * inputs) {
+                throw new IllegalArgumentException("a repeat line of " + r.times() + " times " + inputs
+                        + " input(s) needs " + r.times() * inputs + " at_ns_deltas, found " + r.deltas().length);
+            }
+            List<Line> out = new ArrayList<>((int) (r.times() * r.lines()));
+            int d = 0;
+            for (long k = 0; k < r.times(); k++) {
+                List<Map<String, Object>> again = new ArrayList<>(step.size());
+                for (Map<String, Object> m : step) {
+                    LinkedHashMap<String, Object> c = new LinkedHashMap<>(m);
+                    if (c.get("step") instanceof Long n) {
+                        c.put("step", Math.addExact(n, 1));
+                    }
+                    if (c.containsKey("at_ns") && EntryKind.INPUT.label().equals(kindOf(c))) {
+                        c.put("at_ns", Math.addExact(lastInputAt, r.deltas()[d++]));
+                    }
+                    Line line = parseMap(c);
+                    if (line.kind() == EntryKind.INPUT) {
+                        lastInputAt = line.atNs();
+                    }
+                    out.add(line);
+                    again.add(c);
+                }
+                step = again;
+            }
+            for (int i = 0; i < r.lines(); i++) {
+                recent.removeLast(); // the step repeated ...
+            }
+            recent.addAll(step); // ... gives way to its last copy, which a next repeat line repeats
+            return out;
+        }
+
+        private static String kindOf(Map<String, Object> m) {
+            if (m.get("kind") instanceof String k) {
+                return k;
+            }
+            EntryType t = m.get("type") instanceof String s ? EntryType.byName(s) : null;
+            return t == null ? null : t.kind().label();
+        }
+    }
+
+    private static Line parseMap(Map<String, Object> m) {
         Object kindV = m.get("kind");
         Object typeV = m.get("type");
         if (kindV != null && !(kindV instanceof String)) {
@@ -292,39 +468,41 @@ public final class JsonLines {
             SeqIndex inputs = new SeqIndex();
             long lastInputNew = 0;
             long lastInputAt = 0;
+            Parser parser = new Parser();
             String text;
             while ((text = in.next()) != null) {
                 if (text.isBlank()) {
                     continue;
                 }
-                Line line = parseLine(text);
-                switch (line.kind()) {
-                    case HEADER -> { }
-                    case INPUT -> {
-                        NodeEvent e = (NodeEvent) line.record();
-                        lastInputNew = w.appendInput(e);
-                        lastInputAt = e.atNs();
-                        if (line.seq() >= 0) {
-                            inputs.add(line.seq(), lastInputNew, lastInputAt);
+                for (Line line : parser.parse(text)) {
+                    switch (line.kind()) {
+                        case HEADER -> { }
+                        case INPUT -> {
+                            NodeEvent e = (NodeEvent) line.record();
+                            lastInputNew = w.appendInput(e);
+                            lastInputAt = e.atNs();
+                            if (line.seq() >= 0) {
+                                inputs.add(line.seq(), lastInputNew, lastInputAt);
+                            }
+                            written++;
                         }
-                        written++;
-                    }
-                    case DERIVED -> {
-                        long cause = lastInputNew;
-                        long at = lastInputAt;
-                        if (line.causeSeq() == 0) {
-                            cause = 0;
-                            at = 0;
-                        } else if (line.causeSeq() > 0) {
-                            int i = inputs.find(line.causeSeq());
-                            cause = inputs.news[i];
-                            at = inputs.ats[i];
+                        case DERIVED -> {
+                            long cause = lastInputNew;
+                            long at = lastInputAt;
+                            if (line.causeSeq() == 0) {
+                                cause = 0;
+                                at = 0;
+                            } else if (line.causeSeq() > 0) {
+                                int i = inputs.find(line.causeSeq());
+                                cause = inputs.news[i];
+                                at = inputs.ats[i];
+                            }
+                            if (line.atNs() != Long.MIN_VALUE) {
+                                at = line.atNs();
+                            }
+                            w.appendDerived(cause, at, (Effect) line.record());
+                            written++;
                         }
-                        if (line.atNs() != Long.MIN_VALUE) {
-                            at = line.atNs();
-                        }
-                        w.appendDerived(cause, at, (Effect) line.record());
-                        written++;
                     }
                 }
             }
@@ -366,6 +544,7 @@ public final class JsonLines {
         long prevSeq = -1;
         boolean any = false;
         long lastInputAt = 0;
+        Parser parser = new Parser();
         try (LineReader in = new LineReader(jsonl)) {
             String text;
             while (true) {
@@ -392,37 +571,38 @@ public final class JsonLines {
                     v.headerAttempted = looksLikeHeader(text);
                 }
                 try {
-                    Line line = parseLine(text);
-                    if (line.kind() == EntryKind.HEADER) {
-                        if (any) {
-                            throw new IllegalArgumentException("a header is only allowed on the first line");
+                    for (Line line : parser.parse(text)) {
+                        if (line.kind() == EntryKind.HEADER) {
+                            if (any) {
+                                throw new IllegalArgumentException("a header is only allowed on the first line");
+                            }
+                            any = true;
+                            v.fileHeader = (JournalHeader) line.record();
+                            if (line.seq() > 0) {
+                                throw new IllegalArgumentException("the header's seq must be 0");
+                            }
+                            prevSeq = 0;
+                            continue;
                         }
                         any = true;
-                        v.fileHeader = (JournalHeader) line.record();
-                        if (line.seq() > 0) {
-                            throw new IllegalArgumentException("the header's seq must be 0");
-                        }
-                        prevSeq = 0;
-                        continue;
-                    }
-                    any = true;
-                    if (line.seq() >= 0) {
-                        if (line.seq() <= prevSeq) {
-                            throw new IllegalArgumentException("seq " + line.seq()
-                                    + " is not greater than the seq before it (" + prevSeq + ")");
-                        }
-                        prevSeq = line.seq();
-                    }
-                    if (line.kind() == EntryKind.INPUT) {
-                        lastInputAt = line.atNs();
                         if (line.seq() >= 0) {
-                            inputs.add(line.seq(), 0, lastInputAt);
+                            if (line.seq() <= prevSeq) {
+                                throw new IllegalArgumentException("seq " + line.seq()
+                                        + " is not greater than the seq before it (" + prevSeq + ")");
+                            }
+                            prevSeq = line.seq();
                         }
-                    } else if (line.causeSeq() > 0 && inputs.find(line.causeSeq()) < 0) {
-                        throw new IllegalArgumentException("cause_seq " + line.causeSeq()
-                                + " is not the seq of an input line above it");
+                        if (line.kind() == EntryKind.INPUT) {
+                            lastInputAt = line.atNs();
+                            if (line.seq() >= 0) {
+                                inputs.add(line.seq(), 0, lastInputAt);
+                            }
+                        } else if (line.causeSeq() > 0 && inputs.find(line.causeSeq()) < 0) {
+                            throw new IllegalArgumentException("cause_seq " + line.causeSeq()
+                                    + " is not the seq of an input line above it");
+                        }
                     }
-                } catch (JsonException | PayloadException | IllegalArgumentException e) {
+                } catch (JsonException | PayloadException | IllegalArgumentException | ArithmeticException e) {
                     v.firstLineBad |= first;
                     v.error(lineNo, e.getMessage());
                 }
@@ -640,7 +820,7 @@ public final class JsonLines {
             try {
                 String text = strictUtf8().decode(b).toString();
                 if (!text.isBlank()) {
-                    parseLine(text);
+                    parsesAlone(text);
                 }
                 return true; // a blank last line is skipped like any other
             } catch (CharacterCodingException | JsonException | PayloadException | IllegalArgumentException e) {

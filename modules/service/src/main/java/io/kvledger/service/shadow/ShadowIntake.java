@@ -58,6 +58,8 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
         // socket thread only
         long next = 1;
         long offsetNs = Long.MIN_VALUE;
+        /** Unfolds the recorder's repeat lines; forgets what it read when lines are lost or unreadable. */
+        final JsonLines.Parser parser = new JsonLines.Parser();
 
         StreamInfo(String id, String role, String nodeId, String origin, long firstSeenNs, String refused) {
             this.id = id;
@@ -157,6 +159,7 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
             note(atNs, "stream " + id + " lost lines " + s.next + ".." + (first - 1) + " (" + lost + " line(s): "
                     + (s.next == 1 ? "the node started after them, or " : "") + "the recorder's ZMQ queue was full)");
             s.next = first;
+            s.parser.reset();
         }
         if (count == 0) {
             return;
@@ -172,10 +175,11 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
                 continue; // seen already
             }
             s.lines.incrementAndGet();
-            JsonLines.Line line;
+            List<JsonLines.Line> parsed;
             try {
-                line = JsonLines.parseLine(texts[k]);
+                parsed = s.parser.parse(texts[k]);
             } catch (RuntimeException e) {
+                s.parser.reset();
                 s.lost.incrementAndGet();
                 note(atNs, "stream " + id + " line " + lineNo + " is unreadable (" + e.getMessage() + ")");
                 if (pending != null) {
@@ -185,22 +189,24 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
                 skipDerived = true;
                 continue;
             }
-            switch (line.kind()) {
-                case HEADER -> { }
-                case INPUT -> {
-                    if (pending != null) {
-                        observe(s, pending, recorded, atNs);
+            for (JsonLines.Line line : parsed) {
+                switch (line.kind()) {
+                    case HEADER -> { }
+                    case INPUT -> {
+                        if (pending != null) {
+                            observe(s, pending, recorded, atNs);
+                        }
+                        pending = restamp(s, (NodeEvent) line.record(), atNs);
+                        recorded = new ArrayList<>();
+                        skipDerived = false;
                     }
-                    pending = restamp(s, (NodeEvent) line.record(), atNs);
-                    recorded = new ArrayList<>();
-                    skipDerived = false;
-                }
-                case DERIVED -> {
-                    if (pending != null) {
-                        recorded.add((Effect) line.record());
-                    } else if (!skipDerived) {
-                        s.lost.incrementAndGet();
-                        note(atNs, "stream " + id + " line " + lineNo + " is an answer without its hook call");
+                    case DERIVED -> {
+                        if (pending != null) {
+                            recorded.add((Effect) line.record());
+                        } else if (!skipDerived) {
+                            s.lost.incrementAndGet();
+                            note(atNs, "stream " + id + " line " + lineNo + " is an answer without its hook call");
+                        }
                     }
                 }
             }
