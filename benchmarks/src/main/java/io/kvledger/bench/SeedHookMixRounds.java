@@ -92,7 +92,9 @@ public final class SeedHookMixRounds {
         long controlSink = 0;
         java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
         long effects = 0;
+        long[] where = ThreadPlacement.read();
         for (int r = 0; r < warmup + rounds; r++) {
+            long[] from = where;
             long c0 = threads.getCurrentThreadCpuTime();
             long t0 = System.nanoTime();
             for (NodeEvent e : events) {
@@ -102,6 +104,7 @@ public final class SeedHookMixRounds {
             }
             long dt = System.nanoTime() - t0;
             long dc = threads.getCurrentThreadCpuTime() - c0;
+            where = ThreadPlacement.read();
             // the control: a fixed computation in the core's own cache (CRC32C over 64 KiB, 2,048
             // times), timed right after the round; when it swings as the rounds do, the machine
             // (another tenant, the CPU's clock) moves them, not the reducer
@@ -118,9 +121,9 @@ public final class SeedHookMixRounds {
                 rates[r - warmup] = calls * 1e9 / dt;
                 cpuRates[r - warmup] = calls * 1e9 / dc;
                 System.out.printf(Locale.ROOT, "java %s round %d: %d calls in %.3f s = %.3f M calls/s (%.3f M calls per CPU second);"
-                        + " control %.2f GB/s, memory %.1f ns per read%n",
+                        + " control %.2f GB/s, memory %.1f ns per read; %s%n",
                         mix, r - warmup + 1, calls, dt / 1e9, rates[r - warmup] / 1e6, cpuRates[r - warmup] / 1e6,
-                        controlRate / 1e9, memoryNs);
+                        controlRate / 1e9, memoryNs, ThreadPlacement.describe(from, where));
             }
         }
         double[] sorted = rates.clone();

@@ -92,6 +92,34 @@ class ShadowIntakeTest {
         assertThat(monitor.toJson("P0", 10).get("streams").toString()).contains("shadowed=false");
     }
 
+    /**
+     * The recorder's repeat lines (an engine stepping while a request waits) reach the loop as the
+     * hook calls they stand for; after lost lines the intake no longer knows what a repeat line
+     * repeats, and says so instead of repeating the wrong calls.
+     */
+    @Test
+    void repeatLinesAreUnfoldedAndOneAfterAGapIsNotGuessed() throws Exception {
+        String repeat = "{\"kind\":\"repeat\",\"lines\":2,\"times\":3,\"at_ns_deltas\":[100,100,100]}";
+        send(1_000, "s1", "scheduler", HEADER, 1, QUERY.formatted(300, 1), MATCHED.formatted(1));
+        send(5_000, "s1", "scheduler", HEADER, 3, repeat);
+        List<Inbox.Item> items = drain();
+        assertThat(items).hasSize(4).allMatch(i -> i instanceof Inbox.Item.Observed);
+        for (Inbox.Item i : items) {
+            Inbox.Item.Observed o = (Inbox.Item.Observed) i;
+            assertThat(o.event()).isEqualTo(new NodeEvent.MatchedTokensQueried(o.event().atNs(), "r1", 0));
+            assertThat(o.recorded()).containsExactly(new Effect.MatchedTokens("r1", 0, false));
+        }
+        assertThat(items).extracting(i -> ((Inbox.Item.Observed) i).event().atNs())
+                .containsExactly(1_000L, 1_100L, 1_200L, 1_300L);
+        // lines 4..5 lost: the repeat line on line 6 would repeat what came before the gap
+        send(2_000, "s1", "scheduler", HEADER, 6, repeat);
+        List<String> notes = drain().stream().map(ShadowIntakeTest::note).toList();
+        assertThat(notes).hasSize(2);
+        assertThat(notes.get(0)).startsWith("kvledger shadow: stream s1 lost lines 4..5");
+        assertThat(notes.get(1)).startsWith("kvledger shadow: stream s1 line 6 is unreadable (a repeat line repeats 2 lines, "
+                + "and only 0 entry line(s) are above it");
+    }
+
     @Test
     void aDivergenceIsCountedByHookAndJournaledAsAnAnomaly() throws Exception {
         NodeEvent q = new NodeEvent.MatchedTokensQueried(7, "r1", 0);
