@@ -18,6 +18,7 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
@@ -42,12 +43,21 @@ import java.util.stream.Stream;
  * are left out, and the import says so. A UTF-8 byte order mark at the start is skipped. Lines written by other
  * tools may leave out {@code seq} (the journal numbers entries itself), {@code kind} (implied by
  * the type), a derived entry's {@code cause_seq} (the nearest input line above it) and
- * {@code at_ns} (its cause's time), and fields that are nullable or optional.
+ * {@code at_ns} (its cause's time), and fields that are nullable or optional. The vLLM bridge's
+ * recordings may hold repeat lines, each standing for repeats of the engine step above it; a
+ * {@link Parser} unfolds them into the entries they stand for.
  */
 public final class JsonLines {
 
     /** Keys of a JSON line that are not payload fields. */
     public static final Set<String> ENVELOPE_KEYS = Set.of("seq", "kind", "type", "at_ns", "cause_seq");
+
+    /** {@code kind} of a line that stands for repeats of the step above it (FORMAT.md, "Repeated steps"). */
+    public static final String REPEAT_KIND = "repeat";
+    /** The most lines a repeat line may repeat. */
+    public static final int MAX_REPEAT_LINES = 64;
+    /** The most entries one repeat line may stand for. */
+    public static final long MAX_REPEATED_ENTRIES = 1L << 20;
 
     private JsonLines() {}
 
@@ -169,13 +179,6 @@ public final class JsonLines {
         return true;
     }
 
-    /** {@code kind} of a line that stands for repeats of the step above it (FORMAT.md, "Repeated steps"). */
-    public static final String REPEAT_KIND = "repeat";
-    /** The most lines a repeat line may repeat. */
-    public static final int MAX_REPEAT_LINES = 64;
-    /** The most entries one repeat line may stand for. */
-    public static final long MAX_REPEATED_ENTRIES = 1L << 20;
-
     /** A repeat line's fields, checked on their own. */
     private record Repeat(int lines, long times, long[] deltas) {
 
@@ -193,7 +196,7 @@ public final class JsonLines {
                         + Json.write(m.get("lines")));
             }
             if (times < 1 || times * lines > MAX_REPEATED_ENTRIES) {
-                throw new IllegalArgumentException("a repeat line's times must be 1 or more, with lines × times at most "
+                throw new IllegalArgumentException("a repeat line's times must be 1 or more, with lines * times at most "
                         + MAX_REPEATED_ENTRIES + ", found " + Json.write(m.get("times")));
             }
             if (!(m.get("at_ns_deltas") instanceof List<?> list)) {
@@ -221,7 +224,7 @@ public final class JsonLines {
      */
     public static final class Parser {
 
-        private final java.util.ArrayDeque<Map<String, Object>> recent = new java.util.ArrayDeque<>();
+        private final ArrayDeque<Map<String, Object>> recent = new ArrayDeque<>();
         private long lastInputAt = Long.MIN_VALUE;
 
         /**
@@ -273,7 +276,7 @@ public final class JsonLines {
                 if (m.get("step") != null && !(m.get("step") instanceof Long)) {
                     throw new IllegalArgumentException("a repeated line's step must be an integer");
                 }
-                if (parseMap(m).kind() == EntryKind.INPUT) {
+                if (EntryKind.INPUT.label().equals(kindOf(m))) {
                     inputs++;
                 }
             }
