@@ -9,7 +9,7 @@ new blocks on later steps), ``build_connector_meta``, the worker's forward pass 
 ``update_connector_output`` and ``request_finished`` for requests that finished (length-capped after
 their prefill, or aborted).
 
-Run as a script it writes a recording: ``python3 driver.py --scenario healthy|diverge|meta-diverge|overflow --role
+Run as a script it writes a recording: ``python3 driver.py --scenario healthy|diverge|meta-diverge|overflow|stuck --role
 producer|consumer --out DIR`` (PYTHONPATH: the package's src and tests/standin, tests), or streams it
 to a shadow node with ``--to tcp://127.0.0.1:PORT`` in place of ``--out``.
 """
@@ -18,6 +18,7 @@ import argparse
 import os
 import sys
 import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -54,7 +55,7 @@ def build(cls, config, role):
 class Driver:
     """Plays the scheduler loop over a scheduler connector and a worker connector."""
 
-    def __init__(self, scheduler, worker, producer=True, chunk=16, block_size=16):
+    def __init__(self, scheduler, worker, producer=True, chunk=16, block_size=16, await_recv=False):
         self.sched = scheduler
         self.worker = worker
         self.producer = producer
@@ -68,6 +69,11 @@ class Driver:
         self.calls = 0
         self.aborts = set()
         self.finished = []  # (request id, delay_free) as the scheduler connector answered
+        # await_recv: a request loading its KV cache asynchronously waits (WAITING_FOR_REMOTE_KVS)
+        # until the worker's get_finished reports it received, as vLLM's scheduler does
+        self.await_recv = await_recv
+        self.receiving = set()
+        self.before_step = None  # called at the start of each step (a fake clock's tick)
 
     def add(self, req):
         self.sched.on_new_request(req)
@@ -84,6 +90,8 @@ class Driver:
         return ids
 
     def step(self):
+        if self.before_step is not None:
+            self.before_step()
         new_scheduled = []
         cached = CachedRequestData()
         # admission of waiting requests
@@ -100,6 +108,8 @@ class Driver:
             self.calls += 1
             self.waiting.remove(req)
             req.status = RequestStatus.WAITING_FOR_REMOTE_KVS if _async else RequestStatus.RUNNING
+            if _async and self.await_recv:
+                self.receiving.add(req.request_id)
             if ext:
                 req.num_computed_tokens = req.num_prompt_tokens
             else:
@@ -132,9 +142,12 @@ class Driver:
         self.finished_for_worker.clear()
         self.sched.update_connector_output(KVConnectorOutput(finished_sending=sending, finished_recving=recving))
         self.calls += 1
+        self.receiving.difference_update(recving or ())
         # requests that finish this step
         for rid, req in list(self.running.items()):
             done = req.num_computed_tokens >= req.num_prompt_tokens
+            if rid in self.receiving:
+                continue  # still waiting for its KV cache
             if rid in self.aborts:
                 req.status = RequestStatus.FINISHED_ABORTED
             elif done and rid not in new_scheduled:
@@ -184,14 +197,34 @@ class GatedSink:
         self.sink.close()
 
 
+class FakeClock:
+    """``time.monotonic_ns`` for a driven run: each step moves it ``step_ns`` on, each reading 1 µs
+    (a run of seconds of engine time plays in milliseconds)."""
+
+    def __init__(self, step_ns):
+        self.step_ns = step_ns
+        self.now = time.monotonic_ns()
+        self.real = time.monotonic_ns
+
+    def monotonic_ns(self):
+        self.now += 1_000
+        return self.now
+
+    def tick(self):
+        self.now += self.step_ns
+
+
 def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None,
-         idle_steps=0):
+         idle_steps=0, step_ms=None):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
     ``drive`` is a drive node's bridge endpoint (drive mode); ``answers``, a list, receives the
     scheduler connector's ``request_finished`` answers ``(request id, delay_free)``. ``idle_steps``
     more steps follow the scenario's, with nothing to schedule (an engine stepping while it waits).
+    ``scenario`` "stuck" (a consumer): the remote KV caches never arrive, so the requests wait
+    (WAITING_FOR_REMOTE_KVS) through every step. ``step_ms``: the recorder's clock is a
+    ``FakeClock`` moving that much per step.
     """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
@@ -205,6 +238,10 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     elif scenario == "meta-diverge":
         # the real connector hands its worker a wrong block id (+100) in the first request's ReqMeta
         fakes.ScriptedConnector.script = {"meta_wrong_block": {reqs[0].request_id: 100}}
+    clock = None
+    if step_ms is not None:
+        clock = FakeClock(int(step_ms * 1_000_000))
+        time.monotonic_ns = clock.monotonic_ns
     template = record_to or os.path.join(out_dir, "{role}-dp{dp}-tp{tp}.jsonl")
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
              "record_to": template, "record_layers": record_layers}
@@ -223,7 +260,9 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
             header, path = r.recording_stream._header, r.recording_stream._sink.path
             r.recording_stream.close()
             r._stream = Stream(header, GatedSink(FileSink(path), gate), maxsize=8)
-    d = Driver(sched, worker, producer=producer)
+    d = Driver(sched, worker, producer=producer, await_recv=scenario == "stuck")
+    if clock is not None:
+        d.before_step = clock.tick
     d.add(reqs[0])
     d.add(reqs[1])
     d.step()
@@ -239,23 +278,26 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         gate.set()
     sched.shutdown()
     worker.shutdown()
+    if clock is not None:
+        time.monotonic_ns = clock.real
     return (template.format(role="scheduler", dp=0, tp=0), template.format(role="worker", dp=0, tp=0))
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scenario", choices=("healthy", "diverge", "meta-diverge", "overflow"), default="healthy")
+    ap.add_argument("--scenario", choices=("healthy", "diverge", "meta-diverge", "overflow", "stuck"), default="healthy")
     ap.add_argument("--role", choices=("producer", "consumer"), default="producer")
     ap.add_argument("--out", help="directory of the recordings (file sink)")
     ap.add_argument("--to", help="record_to instead of files in --out, e.g. tcp://127.0.0.1:PORT (a shadow node)")
     ap.add_argument("--drive", help="drive mode: the bridge endpoint of a kvledger node --engine drive")
     ap.add_argument("--idle-steps", type=int, default=0, help="steps with nothing to schedule after the scenario's")
+    ap.add_argument("--step-ms", type=float, help="a fake clock for the recorder, moving this much per step")
     a = ap.parse_args(argv)
     if not a.out and not a.to:
         ap.error("give --out DIR or --to tcp://HOST:PORT")
     answers = []
     for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers,
-                  idle_steps=a.idle_steps):
+                  idle_steps=a.idle_steps, step_ms=a.step_ms):
         print(p)
     for rid, delay_free in answers:
         print(f"answer {rid} {delay_free}")

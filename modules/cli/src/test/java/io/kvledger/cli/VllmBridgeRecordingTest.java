@@ -274,6 +274,32 @@ class VllmBridgeRecordingTest {
         assertEquals(6 + 2000, step);
     }
 
+    /**
+     * The hang a recording is made for: a decode engine whose KV caches never arrive steps on
+     * (here 4,000 steps, 10 ms apart on the recorder's clock). The recording folds the waiting
+     * steps into a few lines, and hangs, reading the recorder's directory, names every stranded
+     * request with the 40 s it waited.
+     */
+    @Test
+    void aDecodeEngineWaitingForeverIsAFewLinesAndHangsNamesItsRequests() throws Exception {
+        Path out = tmp.resolve("rec-stuck");
+        runDriver("--scenario", "stuck", "--role", "consumer", "--out", out.toString(), "--idle-steps", "4000",
+                "--step-ms", "10");
+        assertTrue(Files.readAllLines(out.resolve("scheduler-dp0-tp0.jsonl")).size() < 50);
+        assertTrue(Files.readAllLines(out.resolve("worker-dp0-tp0.jsonl")).size() < 50);
+        CliRun.Outcome o = CliRun.run("hangs", out.toString());
+        assertEquals(1, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("stuck-waiting: 3 findings"), o.out());
+        Matcher waited = Pattern.compile("in WAITING_FOR_REMOTE_KVS for (\\d+\\.\\d+) s until the journal ends").matcher(o.out());
+        int found = 0;
+        while (waited.find()) {
+            double s = Double.parseDouble(waited.group(1));
+            assertTrue(s > 40.0 && s < 40.2, o.out());
+            found++;
+        }
+        assertEquals(3, found, o.out());
+    }
+
     @Test
     void aWorkerStreamIsImportedAndSaidNotComparable() throws Exception {
         List<Path> rec = record("healthy", "producer");
