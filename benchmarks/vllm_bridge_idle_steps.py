@@ -23,22 +23,12 @@ for p in ("src", "tests/standin", "tests"):
     sys.path.insert(0, os.path.join(BRIDGE, p))
 
 import driver  # noqa: E402
-import fakes  # noqa: E402
-from kvledger_vllm import KvledgerRecorderConnector  # noqa: E402
-from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
 
 
 def run(out_dir, fold, steps, sleep_s):
-    fakes.ScriptedConnector.script = {}
     template = os.path.join(out_dir, "{role}-dp{dp}-tp{tp}.jsonl")
-    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
-             "record_to": template, "record_fold_steps": fold}
-    cfg = driver.make_config("kv_consumer", extra)
-    sched = driver.build(KvledgerRecorderConnector, cfg, KVConnectorRole.SCHEDULER)
-    worker = driver.build(KvledgerRecorderConnector, cfg, KVConnectorRole.WORKER)
-    d = driver.Driver(sched, worker, producer=False)
-    for r in driver.consumer_requests():
-        d.add(r)
+    d = driver.recorded_consumer(template, record_fold_steps=fold)
+    sched, worker = d.sched, d.worker
     d.run(10)  # the requests' own steps
     paths = [template.format(role=role, dp=0, tp=0) for role in ("scheduler", "worker")]
     for rec in (sched, worker):

@@ -182,6 +182,23 @@ def consumer_requests(n=3, prompt=40):
                     max_tokens=8) for i in range(n)]
 
 
+def recorded_consumer(template, **extra):
+    """A recorded consumer engine (scheduler and worker recorders over the scripted connector, to
+    the files of ``template``) with the three consumer requests added; returns its Driver. ``extra``
+    adds to the recorder's config (``record_fold_steps``, ...)."""
+    import fakes
+    from kvledger_vllm import KvledgerRecorderConnector
+
+    fakes.ScriptedConnector.script = {}
+    cfg = make_config("kv_consumer", dict({"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+                                           "record_to": template}, **extra))
+    d = Driver(build(KvledgerRecorderConnector, cfg, KVConnectorRole.SCHEDULER),
+               build(KvledgerRecorderConnector, cfg, KVConnectorRole.WORKER), producer=False)
+    for r in consumer_requests():
+        d.add(r)
+    return d
+
+
 class GatedSink:
     """A sink that holds every write until ``gate`` is set (a stalled disk)."""
 

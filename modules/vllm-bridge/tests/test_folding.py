@@ -5,7 +5,6 @@ import os
 import time
 
 import driver
-import fakes
 from kvledger_vllm import KvledgerRecorderConnector
 from kvledger_vllm import stream as st
 from kvledger_vllm.stream import REPEAT, StepFolder, unfold
@@ -120,19 +119,11 @@ def test_the_step_in_progress_is_written_once_no_hook_call_comes():
 
 
 def run_idle_engine(tmp_path, name, fold, steps=400):
-    fakes.ScriptedConnector.script = {}
     template = str(tmp_path / name / "{role}-dp{dp}-tp{tp}.jsonl")
-    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
-             "record_to": template, "record_fold_steps": fold}
-    cfg = driver.make_config("kv_consumer", extra)
-    sched = driver.build(KvledgerRecorderConnector, cfg, KVConnectorRole.SCHEDULER)
-    worker = driver.build(KvledgerRecorderConnector, cfg, KVConnectorRole.WORKER)
-    d = driver.Driver(sched, worker, producer=False)
-    for r in driver.consumer_requests():
-        d.add(r)
+    d = driver.recorded_consumer(template, record_fold_steps=fold)
     d.run(steps)
-    sched.shutdown()
-    worker.shutdown()
+    d.sched.shutdown()
+    d.worker.shutdown()
     out = {}
     for role in ("scheduler", "worker"):
         with open(template.format(role=role, dp=0, tp=0), encoding="utf-8") as fh:
