@@ -2,6 +2,7 @@ package io.kvledger.journal;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.event.NodeEvents;
 import io.kvledger.journal.format.EntryKind;
 import io.kvledger.journal.format.EntryType;
 import io.kvledger.journal.format.PayloadException;
@@ -268,15 +269,15 @@ public final class JsonLines {
                         + recent.size() + " entry line(s) are above it" + (recent.isEmpty() ? "" : " since the header"));
             }
             List<Map<String, Object>> step = new ArrayList<>(recent).subList(recent.size() - r.lines(), recent.size());
+            Line[] template = new Line[step.size()];
             int inputs = 0;
-            for (Map<String, Object> m : step) {
+            for (int j = 0; j < template.length; j++) {
+                Map<String, Object> m = step.get(j);
                 if (m.containsKey("seq") || m.containsKey("cause_seq")) {
                     throw new IllegalArgumentException("a repeat line cannot repeat lines that carry seq or cause_seq");
                 }
-                if (m.get("step") != null && !(m.get("step") instanceof Long)) {
-                    throw new IllegalArgumentException("a repeated line's step must be an integer");
-                }
-                if (EntryKind.INPUT.label().equals(kindOf(m))) {
+                template[j] = parseMap(m);
+                if (template[j].kind() == EntryKind.INPUT) {
                     inputs++;
                 }
             }
@@ -284,40 +285,53 @@ public final class JsonLines {
                 throw new IllegalArgumentException("a repeat line of " + r.times() + " times " + inputs
                         + " input(s) needs " + r.times() * inputs + " at_ns_deltas, found " + r.deltas().length);
             }
+            // Each copy is its template line's record at another time and, for the two types with a
+            // step, one step further: what parsing the line with those two fields changed gives.
             List<Line> out = new ArrayList<>((int) (r.times() * r.lines()));
+            long[] lastAt = new long[template.length];
             int d = 0;
-            for (long k = 0; k < r.times(); k++) {
-                List<Map<String, Object>> again = new ArrayList<>(step.size());
-                for (Map<String, Object> m : step) {
-                    LinkedHashMap<String, Object> c = new LinkedHashMap<>(m);
-                    if (c.get("step") instanceof Long n) {
-                        c.put("step", Math.addExact(n, 1));
+            for (long k = 1; k <= r.times(); k++) {
+                for (int j = 0; j < template.length; j++) {
+                    Line t = template[j];
+                    long at = t.atNs();
+                    if (t.kind() == EntryKind.INPUT) {
+                        at = Math.addExact(lastInputAt, r.deltas()[d++]);
+                        lastInputAt = at;
+                        lastAt[j] = at;
                     }
-                    if (c.containsKey("at_ns") && EntryKind.INPUT.label().equals(kindOf(c))) {
-                        c.put("at_ns", Math.addExact(lastInputAt, r.deltas()[d++]));
-                    }
-                    Line line = parseMap(c);
-                    if (line.kind() == EntryKind.INPUT) {
-                        lastInputAt = line.atNs();
-                    }
-                    out.add(line);
-                    again.add(c);
+                    out.add(new Line(t.kind(), -1, at, -1, again(t.record(), at, k)));
                 }
-                step = again;
             }
-            for (int i = 0; i < r.lines(); i++) {
-                recent.removeLast(); // the step repeated ...
+            // the last copy, which a next repeat line repeats, takes the template's place
+            for (int j = 0; j < template.length; j++) {
+                recent.removeLast();
             }
-            recent.addAll(step); // ... gives way to its last copy, which a next repeat line repeats
+            for (int j = 0; j < template.length; j++) {
+                LinkedHashMap<String, Object> c = new LinkedHashMap<>(step.get(j));
+                if (c.get("step") instanceof Long n) {
+                    c.put("step", Math.addExact(n, r.times()));
+                }
+                if (template[j].kind() == EntryKind.INPUT) {
+                    c.put("at_ns", lastAt[j]);
+                }
+                recent.addLast(c);
+            }
             return out;
         }
 
-        private static String kindOf(Map<String, Object> m) {
-            if (m.get("kind") instanceof String k) {
-                return k;
+        /** {@code record} at {@code at}, {@code k} steps on (the two types with a step field). */
+        private static Object again(Object record, long at, long k) {
+            if (record instanceof NodeEvent.StepScheduled s) {
+                return new NodeEvent.StepScheduled(at, Math.addExact(s.step(), k), s.cachedRequests());
             }
-            EntryType t = m.get("type") instanceof String s ? EntryType.byName(s) : null;
-            return t == null ? null : t.kind().label();
+            if (record instanceof NodeEvent e) {
+                return e.atNs() == at ? e : NodeEvents.at(e, at);
+            }
+            if (record instanceof Effect.MetadataBuilt m) {
+                return new Effect.MetadataBuilt(Math.addExact(m.step(), k), m.reqsToRecv(), m.reqsToSave(),
+                        m.reqsToSend(), m.mappingSize());
+            }
+            return record; // the other effects are immutable and carry no time of their own
         }
     }
 
