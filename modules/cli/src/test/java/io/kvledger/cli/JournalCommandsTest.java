@@ -204,7 +204,8 @@ class JournalCommandsTest {
                 .containsPattern("(?m)^  D0: kv_consumer WRITE 10\\.0\\.1\\.1 dp0/1 tp0/1; profile newest, defer_timeout 60 s")
                 .containsPattern("(?m)^stuck-waiting: \\d+ findings?$")
                 .containsPattern("(?m)^  D0  cmpl-\\.\\.\\._[0-9a-f]{32}-0-[0-9a-f]{8}  WAITING_FOR_REMOTE_KVS  stuck-waiting  "
-                        + "class 27  in WAITING_FOR_REMOTE_KVS for \\d+\\.\\d{3} s until the journal ends: ")
+                        + "class 27  in WAITING_FOR_REMOTE_KVS for \\d+\\.\\d{3} s until the journal ends: .*; D0 scheduled "
+                        + "\\d+ steps meanwhile, the last at t\\+\\d+\\.\\d{3} s$")
                 .containsPattern("(?m)^summary: \\d+ findings? \\(stuck-waiting \\d+.*\\) on \\d of 2 node\\(s\\)$")
                 .containsPattern("(?m)^  27  WRITE requests stranded in WAITING_FOR_REMOTE_KVS$")
                 .doesNotContain(root.toString());

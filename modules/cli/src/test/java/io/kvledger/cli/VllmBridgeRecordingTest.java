@@ -278,7 +278,7 @@ class VllmBridgeRecordingTest {
      * The hang a recording is made for: a decode engine whose KV caches never arrive steps on
      * (here 4,000 steps, 10 ms apart on the recorder's clock). The recording folds the waiting
      * steps into a few lines, and hangs, reading the recorder's directory, names every stranded
-     * request with the 40 s it waited.
+     * request with the 40 s it waited and the 4,000 steps its engine took meanwhile.
      */
     @Test
     void aDecodeEngineWaitingForeverIsAFewLinesAndHangsNamesItsRequests() throws Exception {
@@ -290,11 +290,15 @@ class VllmBridgeRecordingTest {
         CliRun.Outcome o = CliRun.run("hangs", out.toString());
         assertEquals(1, o.code(), o.out() + o.err());
         assertTrue(o.out().contains("stuck-waiting: 3 findings"), o.out());
-        Matcher waited = Pattern.compile("in WAITING_FOR_REMOTE_KVS for (\\d+\\.\\d+) s until the journal ends").matcher(o.out());
+        // each waited 40 s while its engine stepped on (the last step at the shutdown): a transfer that
+        // never came, not an engine stuck inside a hook
+        Matcher waited = Pattern.compile("in WAITING_FOR_REMOTE_KVS for (\\d+\\.\\d+) s until the journal ends.*; "
+                + "D0 scheduled (\\d+) steps meanwhile, the last at t\\+40\\.0\\d\\d s").matcher(o.out());
         int found = 0;
         while (waited.find()) {
             double s = Double.parseDouble(waited.group(1));
             assertTrue(s > 40.0 && s < 40.2, o.out());
+            assertTrue(Long.parseLong(waited.group(2)) >= 4000, o.out());
             found++;
         }
         assertEquals(3, found, o.out());

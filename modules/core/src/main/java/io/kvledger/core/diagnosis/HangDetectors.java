@@ -106,6 +106,22 @@ public final class HangDetectors {
         return out;
     }
 
+    /**
+     * For a node whose journal records its scheduler's steps (a vLLM bridge recording, a node an
+     * engine drives): how many it took while the request stayed in its phase, and when the last
+     * was. An engine waiting on a transfer steps on without the request; one stuck inside a call
+     * (a busy-wait, a lost completion in the worker) takes none, or stops long before the end.
+     */
+    private static String stepping(Ledger l, NodeView n, ReqView r) {
+        if (n.steps == 0) {
+            return "";
+        }
+        long during = n.steps - r.stepsAtSince;
+        return "; " + n.name + (during == 0 ? " scheduled no step meanwhile (its last at " + rel(l, n.lastStepAt) + ")"
+                : " scheduled " + during + (during == 1 ? " step" : " steps") + " meanwhile, the last at "
+                + rel(l, n.lastStepAt));
+    }
+
     private static long since(ReqView r) {
         return r.sinceNs == Long.MIN_VALUE ? r.firstSeenNs : r.sinceNs;
     }
@@ -204,16 +220,19 @@ public final class HangDetectors {
         String waited = "for " + seconds(end - since) + " until the journal ends"
                 + (n.shutDownAt != Long.MIN_VALUE && n.shutDownAt >= since ? " (" + n.name + " shut down at "
                 + rel(l, n.shutDownAt) + " with it still there)" : "");
+        String stepping = stepping(l, n, r);
         if (r.phase == RequestPhase.WAITING_FOR_REMOTE_KVS) {
             out.add(new Finding("stuck-waiting", n.name, r.requestId, r.transferId, r.phase, 27, end, since,
-                    "in WAITING_FOR_REMOTE_KVS " + waited + ": " + whyNoWriteDone(l, n, r)));
+                    "in WAITING_FOR_REMOTE_KVS " + waited + ": " + whyNoWriteDone(l, n, r) + stepping));
         } else if (r.phase == RequestPhase.DEFERRED_FREE) {
             out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 7, end, since,
                     "blocks held in DEFERRED_FREE " + waited + ": no ACK and no reap yet "
-                            + (n.producer() ? "(defer_timeout " + seconds(n.config.deferTimeoutNs()) + ")" : "(consumers never reap)")));
+                            + (n.producer() ? "(defer_timeout " + seconds(n.config.deferTimeoutNs()) + ")" : "(consumers never reap)")
+                            + stepping));
         } else {
             out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 33, end, since,
-                    "no terminal event: in " + r.phase + " " + waited + (r.reason == null ? "" : " (entered: " + r.reason + ")")));
+                    "no terminal event: in " + r.phase + " " + waited + (r.reason == null ? "" : " (entered: " + r.reason + ")")
+                            + stepping));
         }
     }
 

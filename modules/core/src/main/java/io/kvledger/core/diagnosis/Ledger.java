@@ -140,6 +140,8 @@ public final class Ledger {
             case NodeEvent.BlocksAllocated e -> touch(n, e.requestId(), at);
             case NodeEvent.RequestFinished e -> touch(n, e.requestId(), at);
             case NodeEvent.StepScheduled e -> {
+                n.steps++;
+                n.lastStepAt = at;
                 if (e.cachedRequests() != null) {
                     for (NodeEvent.CachedRequest c : e.cachedRequests()) {
                         touch(n, c.requestId(), at);
@@ -233,6 +235,7 @@ public final class Ledger {
                 }
                 r.phase = e.to();
                 r.sinceNs = at;
+                r.stepsAtSince = n.steps;
                 r.lastEventNs = at;
                 r.reason = e.reason();
                 if (e.to().terminal()) {
@@ -570,6 +573,9 @@ public final class Ledger {
         /** When the connector's shutdown() was journaled (MIN_VALUE: never). */
         long shutDownAt = Long.MIN_VALUE;
         long framesAfterDeath;
+        /** The scheduler steps this node journaled ({@code step_scheduled}), and when the last was. */
+        long steps;
+        long lastStepAt = Long.MIN_VALUE;
 
         NodeView(String name, NodeConfig config) {
             this.name = name;
@@ -577,7 +583,11 @@ public final class Ledger {
         }
 
         ReqView request(String rid, long at) {
-            return requests.computeIfAbsent(aliases.getOrDefault(rid, rid), k -> new ReqView(k, at));
+            return requests.computeIfAbsent(aliases.getOrDefault(rid, rid), k -> {
+                ReqView r = new ReqView(k, at);
+                r.stepsAtSince = steps;
+                return r;
+            });
         }
 
         /** The view of {@code rid} (or of the request it was renamed to), or null. */
@@ -608,6 +618,8 @@ public final class Ledger {
         String transferId;
         RequestPhase phase;
         long sinceNs = Long.MIN_VALUE;
+        /** The node's {@code steps} when the request entered its phase (or was first seen). */
+        long stepsAtSince;
         long endedAt = Long.MIN_VALUE;
         String reason;
         /** {@code remote_host:remote_handshake_port} from its admission params (the engine whose handshake it needs), or null. */

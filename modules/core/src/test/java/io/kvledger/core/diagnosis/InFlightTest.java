@@ -9,6 +9,8 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.RequestPhase;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -44,7 +46,8 @@ class InFlightTest {
         List<Finding> findings = HangDetectors.run(c.ledger, bounds);
         assertThat(findings).extracting(Finding::requestId).containsExactly("silent");
         assertThat(findings.get(0).detector()).isEqualTo("stuck");
-        assertThat(findings.get(0).message()).contains("for 100.000 s until the journal ends");
+        assertThat(findings.get(0).message()).contains("for 100.000 s until the journal ends")
+                .endsWith("; D0 scheduled 100 steps meanwhile, the last at t+100.000 s");
 
         List<InFlight> all = HangDetectors.inFlight(c.ledger, bounds);
         assertThat(all).extracting(InFlight::requestId).containsExactly("generating", "silent", "young");
@@ -60,6 +63,36 @@ class InFlightTest {
         c.on("D0", new NodeEvent.Tick(100 * S + 9 * S / 10));
         List<Finding> tight = HangDetectors.run(c.ledger, new Bounds(S / 2));
         assertThat(tight).extracting(Finding::requestId).containsExactlyInAnyOrder("silent", "young", "generating");
+    }
+
+    /**
+     * Whether the engine kept stepping while a request sat in its phase tells a transfer that never
+     * came (the engine polls on) from an engine stuck inside a call (it stops stepping).
+     */
+    @Test
+    void a_stuck_request_says_whether_its_engine_stepped_on_or_stopped() {
+        CrossNodeDiagnosisTest.Cluster c = new CrossNodeDiagnosisTest.Cluster();
+        c.node("D0", NodeConfig.builder(Role.CONSUMER, TransferMode.READ).hostIp("10.0.1.1").build());
+        running(c, "before", 0, 1);
+        for (long t = 1; t <= 10; t++) {
+            c.on("D0", new NodeEvent.StepScheduled(t * S, t, List.of()));
+        }
+        running(c, "after", 11 * S, 2);
+        c.on("D0", new NodeEvent.Tick(100 * S));
+        List<Finding> findings = HangDetectors.run(c.ledger, new Bounds(30 * S));
+        Map<String, String> byRequest = new TreeMap<>();
+        findings.forEach(f -> byRequest.put(f.requestId(), f.message()));
+        assertThat(byRequest).containsOnlyKeys("before", "after");
+        assertThat(byRequest.get("before")).endsWith("; D0 scheduled 10 steps meanwhile, the last at t+10.000 s");
+        assertThat(byRequest.get("after")).endsWith("; D0 scheduled no step meanwhile (its last at t+10.000 s)");
+
+        // a journal without steps (a node no engine drives) says nothing of them
+        CrossNodeDiagnosisTest.Cluster quiet = new CrossNodeDiagnosisTest.Cluster();
+        quiet.node("D0", NodeConfig.builder(Role.CONSUMER, TransferMode.READ).hostIp("10.0.1.1").build());
+        running(quiet, "r", 0, 1);
+        quiet.on("D0", new NodeEvent.Tick(100 * S));
+        assertThat(HangDetectors.run(quiet.ledger, new Bounds(30 * S))).singleElement()
+                .satisfies(f -> assertThat(f.message()).doesNotContain("step"));
     }
 
     @Test
