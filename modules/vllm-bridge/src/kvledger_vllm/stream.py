@@ -53,6 +53,11 @@ FOLD_FLUSH_S = 1.0
 FOLD_IDLE_S = 0.05
 
 
+def _input_at(e):
+    """The ``at_ns`` of an input entry, or None (a derived entry, which takes its cause's time)."""
+    return e.get("at_ns") if e.get("kind") == INPUT else None
+
+
 def _same_step_again(before, after):
     """Whether the step ``after`` repeats the step ``before``: the same lines with the same fields and
     values, except ``at_ns`` (any) and ``step`` (one more)."""
@@ -83,7 +88,7 @@ def unfold(entries):
     for e in entries:
         if e.get("kind") != REPEAT:
             out.append(e)
-            if e.get("kind") == INPUT and "at_ns" in e:
+            if _input_at(e) is not None:
                 last_at = e["at_ns"]
             continue
         deltas = iter(e["at_ns_deltas"])
@@ -94,7 +99,7 @@ def unfold(entries):
                 c = dict(line)
                 if "step" in c:
                     c["step"] += 1
-                if c.get("kind") == INPUT and "at_ns" in c:
+                if _input_at(c) is not None:
                     last_at += next(deltas)
                     c["at_ns"] = last_at
                 again.append(c)
@@ -133,7 +138,7 @@ class StepFolder:
 
     def _track(self, entries):
         for e in entries:
-            if e.get("kind") == INPUT and "at_ns" in e:
+            if _input_at(e) is not None:
                 self._last_at = e["at_ns"]
 
     def _write(self, entries, out):
@@ -162,9 +167,10 @@ class StepFolder:
         if self._last is not None and self._last_at is not None and _same_step_again(self._last, step):
             prev = self._last_at
             for e in step:
-                if e.get("kind") == INPUT and "at_ns" in e:
-                    self._deltas.append(e["at_ns"] - prev)
-                    prev = e["at_ns"]
+                at = _input_at(e)
+                if at is not None:
+                    self._deltas.append(at - prev)
+                    prev = at
             self._last_at = prev
             self._times += 1
             self.folded += 1
@@ -199,9 +205,7 @@ class StepFolder:
         if self._times and time.monotonic() - self._run_since >= FOLD_FLUSH_S:
             self.flush_run(out)
         if idle_s >= FOLD_IDLE_S and self._step:
-            self._write(self._step, out)
-            self._step = []
-            self._last = None
+            self.release(out)
 
     def close(self, out):
         """Writes everything held back (the stream ends: the step in progress is whole)."""

@@ -183,9 +183,11 @@ public final class JsonLines {
     /** A repeat line's fields, checked on their own. */
     private record Repeat(int lines, long times, long[] deltas) {
 
+        static final Set<String> KEYS = Set.of("kind", "lines", "times", "at_ns_deltas");
+
         static Repeat of(Map<String, Object> m) {
             for (String k : m.keySet()) {
-                if (!Set.of("kind", "lines", "times", "at_ns_deltas").contains(k)) {
+                if (!KEYS.contains(k)) {
                     throw new IllegalArgumentException("a repeat line has no field \"" + k + "\" (it has lines, times "
                             + "and at_ns_deltas)");
                 }

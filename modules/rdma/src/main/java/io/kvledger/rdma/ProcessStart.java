@@ -25,11 +25,14 @@ final class ProcessStart {
     /** What {@link #of} returns for a process that has exited but not been waited for (a zombie). */
     static final long EXITED = -1;
 
+    /** This process's start: it does not change, so it is read once (as {@link HostId} is). */
+    private static final long SELF = of(ProcessHandle.current().pid());
+
     private ProcessStart() {}
 
     /** This process's start, in clock ticks since boot, or {@link #UNKNOWN}. */
     static long ofSelf() {
-        return of(ProcessHandle.current().pid());
+        return SELF;
     }
 
     /**
