@@ -1,0 +1,666 @@
+#!/usr/bin/python3
+"""kvledger against an upstream vLLM version's own MoRIIO connector, call by call.
+
+The connector is not part of this repository: ``upstream_vllm.load`` imports the version's real
+files at run time from ``<repo>/../shared/upstream/vllm-<commit>`` (or ``--upstream DIR``) under
+the project's stubs. Each scenario is one engine rank's scheduler: vLLM's own factory
+(``KVConnectorFactory.create_connector``) builds the vLLM bridge's recorder
+(``kvledger_vllm.KvledgerRecorderConnector``) over the version's ``MoRIIOConnector`` (scheduler
+role), and a small engine plays vLLM's scheduler loop over it with vLLM's own ``Request``,
+``SchedulerOutput``/``NewRequestData``/``CachedRequestData`` and ``KVConnectorOutput`` in the
+order ``scheduler.py`` calls the hooks (``on_new_request`` at admission; per step
+``get_num_new_matched_tokens`` for a waiting request with no computed tokens, then
+``update_state_after_alloc`` with all its blocks, again without the match once its remote KV
+arrived; ``build_connector_meta``; then, in ``update_from_output``, ``request_finished`` of the
+requests that stopped before ``update_connector_output``) or, with async scheduling
+(``async_scheduler.py``), with ``build_connector_meta`` of step N+1 before the output of step N.
+The mode comes from the environment (``VLLM_MORIIO_CONNECTOR_READ_MODE``), as that version reads it.
+
+Scenarios: the cases of upstream's own unit tests (tests/v1/kv_connector/unit/
+test_moriio_connector.py, ported as scenarios: a WRITE producer's save, the same under chunked
+prefill, a READ consumer's load), then generated ones (producer, consumer and kv_both; READ and
+WRITE; DP and TP above 1; chunked prefill, prefix hits, preemption and resumption, aborts before
+and after allocation, ACKs early, late and never). A hook that raises in the connector (an engine
+core that would die) ends its scenario there; the recording holds everything before it.
+
+Then one ``kvledger journal import`` of every recording and ``kvledger replay --verify --effects
+--json`` in batches, with no ``--profile``: the profile is the one the recording's header names
+(vLLM version and commit, inner connector). It prints the hook calls compared, agreeing and
+diverging per hook, the divergences by kind, and the notify frames the connector sent against
+kvledger's, in order.
+
+Usage: upstream_differential.py [--upstream DIR] [--scenarios N] [--seed S] [--out DIR]
+                                [--kvledger PATH] [--only-record] [--json]
+"""
+
+import argparse
+import collections
+import json
+import logging
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+BRIDGE_SRC = os.path.join(REPO, "modules", "vllm-bridge", "src")
+DEFAULT_UPSTREAM = os.path.join(REPO, "..", "shared", "upstream", "vllm-239b5ff30")
+BLOCK = 16
+P_HOSTS = ("10.0.0.1", "10.0.0.2")
+D_HOSTS = ("10.0.1.1", "10.0.1.2")
+
+
+def fail(msg):
+    print(f"upstream_differential.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def zmq_addr(host, hs=6301, notify=61005):
+    return f"host:{host},handshake:{hs},notify:{notify}"
+
+
+def addressed_id(rnd, p_host, d_host, p_notify=61005, d_notify=61005):
+    uid = f"{rnd.getrandbits(128):032x}"
+    return f"___prefill_addr_{zmq_addr(p_host, notify=p_notify)}___decode_addr_{zmq_addr(d_host, notify=d_notify)}_{uid}"
+
+
+# ---------------------------------------------------------------------------- the engine
+
+class Died(Exception):
+    pass
+
+
+class Plan:
+    """One request's plan: what the engine does with it."""
+
+    def __init__(self, rid, prompt, params, arrive=0, max_tokens=8, chunk=10_000, prefix_hit=0, end="normal",
+                 status=None, ack=1, recv_after=1, preempt_at=None, abort_at=None):
+        self.rid, self.prompt, self.params, self.arrive = rid, prompt, params, arrive
+        self.max_tokens, self.chunk, self.prefix_hit, self.end = max_tokens, chunk, prefix_hit, end
+        self.status, self.ack, self.recv_after = status, ack, recv_after
+        self.preempt_at, self.abort_at = preempt_at, abort_at
+
+
+class Engine:
+    """vLLM's scheduler loop (scheduler.py / async_scheduler.py), reduced to what the connector sees."""
+
+    def __init__(self, up, connector, producer, async_sched, rnd):
+        self.up, self.c, self.producer, self.async_sched, self.rnd = up, connector, producer, async_sched, rnd
+        self.next_block = 1
+        self.calls = collections.Counter()
+        self.requests = {}    # rid -> Request (vLLM's self.requests: until its blocks are freed)
+        self.blocks = {}      # rid -> block ids
+        self.plans = {}
+        self.waiting = []
+        self.running = []
+        self.finished_recving = set()   # vLLM's finished_recving_kv_req_ids
+        self.acks = collections.defaultdict(set)   # step -> finished_sending
+        self.recvs = collections.defaultdict(set)  # step -> finished_recving
+        self.output_tokens = collections.Counter()
+        self.scheduled_before = set()
+
+    def call(self, hook, *args):
+        self.calls[hook] += 1
+        mark = len(self.up.SENT)
+        try:
+            return getattr(self.c, hook)(*args)
+        except Exception as e:  # noqa: BLE001 - the engine core would die here
+            del self.up.SENT[mark:]  # the recorder wrote nothing for this call
+            raise Died(f"{hook}: {type(e).__name__}: {e}") from None
+
+    def alloc(self, rid, tokens):
+        need = -(-tokens // BLOCK) if tokens > 0 else 0
+        have = self.blocks.setdefault(rid, [])
+        new = list(range(self.next_block, self.next_block + max(need - len(have), 0)))
+        self.next_block += len(new)
+        have.extend(new)
+        return new
+
+    def kv_blocks(self, rid):
+        return self.up.KVCacheBlocks.of_ids(list(self.blocks.get(rid, [])))
+
+    def admit(self, plan):
+        from vllm.v1.request import Request
+        from vllm.sampling_params import SamplingParams
+        extra = None if plan.params is None else {"kv_transfer_params": plan.params}
+        req = Request(plan.rid, list(range(plan.prompt)), SamplingParams(max_tokens=plan.max_tokens, extra_args=extra),
+                      None, arrival_time=0.0)
+        self.requests[plan.rid] = req
+        self.plans[plan.rid] = plan
+        self.waiting.append(req)
+        self.call("on_new_request", req)
+
+    def finish(self, req, status):
+        """_free_request: the connector's request_finished, then the blocks freed unless delayed."""
+        req.status = status
+        rid = req.request_id
+        if req in self.running:
+            self.running.remove(req)
+        if req in self.waiting:
+            self.waiting.remove(req)
+        delay, _params = self.call("request_finished", req, list(self.blocks.get(rid, [])))
+        plan = self.plans[rid]
+        if not delay:
+            self.free(rid)
+        if self.producer and plan.ack is not None and plan.ack != "early":
+            self.acks[self.step + plan.ack].add(rid)
+
+    def free(self, rid):
+        self.requests.pop(rid, None)
+        self.blocks.pop(rid, None)
+
+    def schedule(self, step):
+        from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+        from vllm.v1.request import RequestStatus
+        new_reqs, cached, resumed, preempted = [], CachedRequestData.make_empty(), [], set()
+        num_scheduled = {}
+        # running requests: chunks of a prefill, decode steps
+        for req in list(self.running):
+            plan = self.plans[req.request_id]
+            if plan.preempt_at == step and not preempted:
+                # _preempt_request: back to waiting, its blocks freed, computed tokens reset
+                self.running.remove(req)
+                req.status = RequestStatus.PREEMPTED
+                req.num_computed_tokens = 0
+                req.num_preemptions += 1
+                self.blocks.pop(req.request_id, None)
+                self.waiting.insert(0, req)
+                preempted.add(req.request_id)
+                continue
+            rid = req.request_id
+            todo = req.num_tokens - req.num_computed_tokens
+            n = min(todo, plan.chunk) if todo > 0 else 1
+            new = self.alloc(rid, req.num_computed_tokens + n)
+            num_scheduled[rid] = n
+            cached.req_ids.append(rid)
+            cached.new_block_ids.append((new,) if new else None)
+            cached.num_computed_tokens.append(req.num_computed_tokens)
+            cached.num_output_tokens.append(len(req.output_token_ids))
+        # waiting requests (none in a step that preempted, as vLLM)
+        if not preempted:
+            for req in list(self.waiting):
+                rid = req.request_id
+                plan = self.plans[rid]
+                if req.status == RequestStatus.WAITING_FOR_REMOTE_KVS:
+                    if rid not in self.finished_recving:
+                        continue
+                    self.finished_recving.discard(rid)
+                    if req.num_computed_tokens == req.num_tokens:
+                        req.num_computed_tokens = req.num_tokens - 1
+                    req.status = RequestStatus.PREEMPTED if req.num_preemptions else RequestStatus.WAITING
+                ext, load_async = 0, False
+                if req.num_computed_tokens == 0:
+                    local = min(plan.prefix_hit, (req.num_tokens - 1) // BLOCK * BLOCK)
+                    ext, load_async = self.call("get_num_new_matched_tokens", req, local)
+                    if ext is None:
+                        continue
+                    computed = local + ext
+                    if computed > req.num_tokens:
+                        raise Died(f"scheduler: assert num_computed_tokens <= request.num_tokens ({computed} > "
+                                   f"{req.num_tokens})")
+                else:
+                    computed = req.num_computed_tokens
+                if load_async:
+                    n = 0
+                    if ext <= 0:
+                        raise Died("scheduler: assert num_external_computed_tokens > 0")
+                else:
+                    n = min(req.num_tokens - computed, plan.chunk)
+                    if n <= 0:
+                        raise Died("scheduler: assert num_new_tokens > 0")
+                self.alloc(rid, computed + n)
+                self.call("update_state_after_alloc", req, self.kv_blocks(rid), ext)
+                self.waiting.remove(req)
+                if load_async:
+                    req.status = RequestStatus.WAITING_FOR_REMOTE_KVS
+                    req.num_computed_tokens = computed
+                    self.waiting.append(req)
+                    if not self.producer:
+                        self.recvs[step + plan.recv_after].add(rid)
+                    continue
+                req.num_computed_tokens = computed
+                self.running.append(req)
+                num_scheduled[rid] = n
+                if req.status == RequestStatus.WAITING:
+                    new_reqs.append(NewRequestData.from_request(req, self.kv_blocks(rid).get_block_ids()))
+                else:  # PREEMPTED: resumed
+                    cached.req_ids.append(rid)
+                    cached.resumed_req_ids.add(rid)
+                    cached.new_block_ids.append(self.kv_blocks(rid).get_block_ids())
+                    cached.num_computed_tokens.append(req.num_computed_tokens)
+                    cached.num_output_tokens.append(len(req.output_token_ids))
+                req.status = RequestStatus.RUNNING
+                if self.producer and plan.ack == "early":
+                    self.acks[step + 1].add(rid)
+        out = SchedulerOutput(scheduled_new_reqs=new_reqs, scheduled_cached_reqs=cached,
+                              num_scheduled_tokens=num_scheduled, total_num_scheduled_tokens=sum(num_scheduled.values()),
+                              scheduled_spec_decode_tokens={}, scheduled_encoder_inputs={},
+                              num_common_prefix_blocks=[0], preempted_req_ids=preempted, finished_req_ids=set(),
+                              free_encoder_mm_hashes=[])
+        self.call("build_connector_meta", out)
+        # _update_after_schedule: the scheduled tokens are computed
+        for rid, n in num_scheduled.items():
+            req = self.requests.get(rid)
+            if req is not None:
+                req.num_computed_tokens += n
+        return out
+
+    def update_from_output(self, out, step):
+        from vllm.v1.outputs import KVConnectorOutput
+        from vllm.v1.request import RequestStatus
+        # requests that produced their last token stop (prefill done: a token is sampled)
+        for rid in list(out.num_scheduled_tokens):
+            req = self.requests.get(rid)
+            if req is None or req.is_finished() or req not in self.running:
+                continue
+            if req.num_computed_tokens >= req.num_tokens:
+                req.append_output_token_ids(1)
+                plan = self.plans[rid]
+                if len(req.output_token_ids) >= plan.max_tokens:
+                    self.finish(req, plan.status or RequestStatus.FINISHED_LENGTH_CAPPED)
+        sending = self.acks.pop(step, set())
+        recving = self.recvs.pop(step, set())
+        sending = {r for r in sending if r in self.requests}
+        kco = KVConnectorOutput(finished_sending=sending or None, finished_recving=recving or None)
+        self.call("update_connector_output", kco)
+        for rid in kco.finished_recving or ():
+            req = self.requests.get(rid)
+            if req is not None and req.status == RequestStatus.WAITING_FOR_REMOTE_KVS:
+                self.finished_recving.add(rid)
+        for rid in kco.finished_sending or ():
+            self.free(rid)
+
+    def run(self, plans, steps):
+        from vllm.v1.request import RequestStatus
+        pending = []
+        for step in range(steps):
+            self.step = step
+            for p in plans:
+                if p.arrive == step:
+                    self.admit(p)
+            # aborts from the front end, between steps (finish_requests)
+            for p in plans:
+                if p.abort_at == step and p.rid in self.requests:
+                    req = self.requests[p.rid]
+                    if not req.is_finished():
+                        self.finish(req, RequestStatus.FINISHED_ABORTED)
+            out = self.schedule(step)
+            if self.async_sched:
+                # async_scheduler.py: the next step is scheduled before this one's output is processed
+                pending.append((out, step))
+                if len(pending) > 1:
+                    o, s = pending.pop(0)
+                    self.update_from_output(o, s)
+            else:
+                self.update_from_output(out, step)
+        for o, s in pending:
+            self.update_from_output(o, s)
+
+
+# ---------------------------------------------------------------------------- scenarios
+
+class Scenario:
+    def __init__(self, name, role, read, dp_rank=0, dp_size=1, tp_size=1, async_sched=False, host=None):
+        self.name, self.role, self.read = name, role, read
+        self.dp_rank, self.dp_size, self.tp_size = dp_rank, dp_size, tp_size
+        self.async_sched, self.host = async_sched, host
+        self.plans = []
+        self.steps = 12
+
+    @property
+    def producer(self):
+        return self.role == "kv_producer"
+
+
+def unit_test_scenarios():
+    """upstream's tests/v1/kv_connector/unit/test_moriio_connector.py, as scenarios: a request id
+    embedding both zmq addresses (127.0.0.1:4789), transfer id "0", remote engine "test_engine"."""
+    rnd = random.Random(0)
+    out = []
+
+    def params(do_remote_decode, do_remote_prefill):
+        return {"do_remote_decode": do_remote_decode, "do_remote_prefill": do_remote_prefill, "transfer_id": "0",
+                "remote_notify_port": 4789, "remote_block_ids": None, "remote_host": "127.0.0.1",
+                "remote_port": 4789, "remote_handshake_port": 4789, "remote_engine_id": "test_engine"}
+
+    def rid():
+        z = "host:127.0.0.1,handshake:4789,notify:4789"
+        return f"___prefill_addr_{z}___decode_addr_{z}_{rnd.getrandbits(128):032x}"
+
+    s = Scenario("u-write-saves-local-block-ids", "kv_producer", False)
+    s.plans.append(Plan(rid(), int(BLOCK * 2.5), params(True, False), max_tokens=1))
+    out.append(s)
+    s = Scenario("u-write-chunked-prefill-saves", "kv_producer", False)
+    s.plans.append(Plan(rid(), 64 * 2 + 32, params(True, False), max_tokens=1, chunk=64))
+    out.append(s)
+    s = Scenario("u-read-loads-remote-block-ids", "kv_consumer", True)
+    p = params(False, True)
+    p["remote_block_ids"] = [1, 2, 3]  # the request's own blocks, as the test sets them
+    s.plans.append(Plan(rid(), int(BLOCK * 2.5), p))
+    out.append(s)
+    return out
+
+
+def generated(rnd, index):
+    role = rnd.choice(("kv_producer", "kv_producer", "kv_consumer", "kv_consumer", "kv_both"))
+    read = rnd.random() < 0.5
+    dp_size = rnd.choice((1, 1, 2, 4))
+    tp_size = rnd.choice((1, 1, 2, 4))
+    s = Scenario(f"g{index:04d}-{role[3]}-{'read' if read else 'write'}-dp{0}of{dp_size}-tp{tp_size}", role, read,
+                 dp_rank=rnd.randrange(dp_size), dp_size=dp_size, tp_size=tp_size, async_sched=rnd.random() < 0.3,
+                 host=rnd.choice((None, "10.0.0.1", "10.0.1.1")))
+    s.name = f"g{index:04d}-{role[3]}-{'read' if read else 'write'}-dp{s.dp_rank}of{dp_size}-tp{tp_size}" + (
+        "-async" if s.async_sched else "")
+    n = rnd.randrange(1, 9)
+    for i in range(n):
+        prompt = rnd.choice((5, 15, 16, 17, 32, 40, 64, 100, 130))
+        p_host, d_host = rnd.choice(P_HOSTS), rnd.choice(D_HOSTS)
+        tid = f"tx-{uuid.UUID(int=rnd.getrandbits(128), version=4)}"
+        prefill_leg = s.producer or (role == "kv_both" and rnd.random() < 0.4)
+        if rnd.random() < 0.05:
+            params = None
+        elif prefill_leg:
+            # the toy proxy's prefill request
+            params = {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
+                      "remote_block_ids": None, "remote_dp_size": rnd.choice((1, 2)), "remote_tp_size": rnd.choice((1, 2)),
+                      "transfer_id": tid}
+        else:
+            params = {"do_remote_decode": False, "do_remote_prefill": True, "remote_engine_id": None,
+                      "remote_block_ids": None, "transfer_id": tid, "remote_dp_size": rnd.choice((1, 2)),
+                      "remote_tp_size": rnd.choice((1, 2, 4))}
+            if read:
+                nb = -(-prompt // BLOCK)
+                start = rnd.randrange(1, 5000)
+                params["remote_block_ids"] = list(range(start, start + nb))
+                params["remote_engine_id"] = f"{p_host}:6301"
+                if rnd.random() < 0.05:
+                    params["remote_block_ids"] = []
+            if rnd.random() < 0.5:
+                params["remote_dp_rank"] = rnd.randrange(params["remote_dp_size"])
+        rid = addressed_id(rnd, p_host, d_host)
+        if rnd.random() < 0.05 and (params is None or not params.get("do_remote_prefill")):
+            rid = f"cmpl-{rnd.getrandbits(128):032x}-0"  # no embedded address
+        end = rnd.choices(("normal", "abort-waiting", "abort-later"), (0.8, 0.1, 0.1))[0]
+        arrive = rnd.randrange(0, 4)
+        plan = Plan(rid, prompt, params, arrive=arrive,
+                    max_tokens=1 if prefill_leg else rnd.randrange(1, 4),
+                    chunk=rnd.choice((BLOCK, 2 * BLOCK, 10_000, 10_000)),
+                    prefix_hit=rnd.choice((0, 0, 0, BLOCK)),
+                    status=None if prefill_leg or rnd.random() < 0.5 else rnd.choice(("STOPPED", "LENGTH")),
+                    ack=rnd.choices((1, 2, 3, None, "early"), (0.5, 0.2, 0.1, 0.15, 0.05))[0],
+                    recv_after=rnd.randrange(1, 4),
+                    preempt_at=arrive + rnd.randrange(1, 4) if rnd.random() < 0.15 else None,
+                    abort_at=arrive if end == "abort-waiting" else arrive + rnd.randrange(1, 5) if end == "abort-later"
+                    else None)
+        s.plans.append(plan)
+    return s
+
+
+# ---------------------------------------------------------------------------- recording
+
+def record(up, scenario, tree, rnd):
+    """Runs one scenario; writes tree/<name>/journal.jsonl. Returns (name, calls, died, frames)."""
+    from vllm.config import CacheConfig, KVTransferConfig, ParallelConfig, SchedulerConfig, VllmConfig
+    from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+    from vllm.v1.request import RequestStatus
+    for p in scenario.plans:
+        if isinstance(p.status, str):
+            p.status = RequestStatus.FINISHED_STOPPED if p.status == "STOPPED" else RequestStatus.FINISHED_LENGTH_CAPPED
+    tmp = os.path.join(tree, ".rec-" + scenario.name)
+    os.makedirs(tmp, exist_ok=True)
+    # the mode as 239b5ff30 reads it: the environment, not the extra config
+    os.environ["VLLM_MORIIO_CONNECTOR_READ_MODE"] = "1" if scenario.read else "false"
+    if scenario.host:
+        os.environ["VLLM_HOST_IP"] = scenario.host
+    else:
+        os.environ.pop("VLLM_HOST_IP", None)
+    extra = {"inner_connector": "MoRIIOConnector", "record_to": os.path.join(tmp, "{role}-dp{dp}-tp{tp}.jsonl"),
+             "handshake_port": "6301", "notify_port": "61005"}
+    config = VllmConfig(
+        kv_transfer_config=KVTransferConfig(kv_connector="KvledgerRecorderConnector", kv_role=scenario.role,
+                                            kv_connector_module_path="kvledger_vllm", kv_connector_extra_config=extra),
+        parallel_config=ParallelConfig(data_parallel_rank=scenario.dp_rank, data_parallel_size=scenario.dp_size,
+                                       data_parallel_size_local=scenario.dp_size, tensor_parallel_size=scenario.tp_size),
+        cache_config=CacheConfig(block_size=BLOCK),
+        scheduler_config=SchedulerConfig(disable_hybrid_kv_cache_manager=True, async_scheduling=scenario.async_sched))
+    del up.SENT[:]
+    died = None
+    c = KVConnectorFactory.create_connector(config, KVConnectorRole.SCHEDULER, None)
+    e = Engine(up, c, scenario.producer, scenario.async_sched, rnd)
+    try:
+        e.run(scenario.plans, scenario.steps)
+    except Died as d:
+        died = str(d)
+    try:
+        c.shutdown()
+    except Exception as ex:  # noqa: BLE001
+        died = died or f"shutdown: {ex}"
+    path = os.path.join(tmp, f"scheduler-dp{scenario.dp_rank}-tp0.jsonl")
+    node_dir = os.path.join(tree, scenario.name)
+    os.makedirs(node_dir, exist_ok=True)
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    header = json.loads(lines[0])
+    header["node_id"] = scenario.name  # one node per scenario in the tree
+    with open(os.path.join(node_dir, "journal.jsonl"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(header, separators=(",", ":")) + "\n")
+        for line in lines[1:]:
+            f.write(line + "\n")
+    shutil.rmtree(tmp)
+    frames = [frame_of(p, d) for p, d in up.SENT]
+    with open(os.path.join(frames_dir(tree), scenario.name + ".json"), "w", encoding="utf-8") as f:
+        json.dump(frames, f)
+    return scenario.name, e.calls, died, len(frames)
+
+
+def frames_dir(tree):
+    d = os.path.join(os.path.dirname(tree), "frames")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def frame_of(path, data):
+    import msgpack
+    m = msgpack.loads(data, raw=False)
+    host, _, port = path[len("tcp://"):].rpartition(":")
+    return {"type": m.get("type"), "host": host.strip("[]"), "port": int(port), "req_id": m.get("req_id"),
+            "transfer_id": m.get("transfer_id"), "block_notify_list": m.get("block_notify_list"),
+            "decode_rank": m.get("decode_rank")}
+
+
+def kvledger_frame(effect):
+    f = effect.get("fields") or {}
+    if effect.get("type") == "send_remote_blocks":
+        return {"type": "remote_blocks", "host": f.get("host"), "port": f.get("port"), "req_id": f.get("req_id"),
+                "transfer_id": f.get("transfer_id"), "block_notify_list": f.get("block_notify_list"),
+                "decode_rank": f.get("decode_rank")}
+    if effect.get("type") == "send_release" and f.get("sender") == "SCHEDULER":
+        return {"type": "release", "host": f.get("host"), "port": f.get("port"), "req_id": None,
+                "transfer_id": f.get("transfer_id"), "block_notify_list": None, "decode_rank": None}
+    return None
+
+
+# ---------------------------------------------------------------------------- comparing
+
+HOOK_OF = {"matched_tokens_queried": "get_num_new_matched_tokens", "blocks_allocated": "update_state_after_alloc",
+           "step_scheduled": "build_connector_meta", "connector_output_received": "update_connector_output",
+           "request_finished": "request_finished", "request_admitted": "(admission)", "shut_down": "shutdown"}
+NOT_HOOKS = ("(admission)", "shutdown", "start-up checks")
+
+
+def kind_of(d):
+    hook = HOOK_OF.get(d.get("cause", "?"), d.get("cause", "?"))
+    exp, act = d.get("expected") or "", d.get("actual") or ""
+    if d.get("differs"):
+        return f"{hook}: metadata " + re.sub(r"\[[^\]]*\]", "[*]", d["differs"]).split(":", 1)[0]
+    t_exp = exp.split(" ", 1)[0] if exp else "nothing"
+    t_act = act.split(" ", 1)[0] if act else "nothing"
+    if t_exp != t_act:
+        return f"{hook}: upstream answered {t_exp}, kvledger {t_act}"
+    ew = dict(re.findall(r"(\w+)=(\{[^}]*\}|\[[^\]]*\]|\S+)", exp))
+    aw = dict(re.findall(r"(\w+)=(\{[^}]*\}|\[[^\]]*\]|\S+)", act))
+    fields = [k for k in sorted(set(ew) | set(aw)) if ew.get(k) != aw.get(k)]
+    return f"{hook}: {t_exp} differs in {', '.join(fields) or 'its text'}"
+
+
+def run_kvledger(kvledger, args, ok=(0,)):
+    p = subprocess.run([kvledger] + args, capture_output=True, text=True)
+    if p.returncode not in ok:
+        fail(f"kvledger {' '.join(args[:2])} failed (exit {p.returncode}): {p.stderr.strip() or p.stdout.strip()[-2000:]}")
+    return p.stdout
+
+
+def compare(kvledger, tree, journals, names, batch):
+    run_kvledger(kvledger, ["journal", "import", tree, journals])
+    nodes, frames = [], collections.defaultdict(list)
+    for i in range(0, len(names), batch):
+        dirs = [os.path.join(journals, n) for n in names[i:i + batch]]
+        out = run_kvledger(kvledger, ["replay", "--verify", "--effects", "--json", "--full-ids"] + dirs, ok=(0, 1))
+        lines = out.strip().splitlines()
+        for line in lines[:-1]:
+            e = json.loads(line)
+            f = kvledger_frame(e)
+            if f is not None:
+                frames[e["node"]].append(f)
+        nodes.extend(json.loads(lines[-1])["nodes"])
+    return nodes, frames
+
+
+def compare_frames(tree, names, kv_frames):
+    compared = agree = 0
+    kinds, examples = collections.Counter(), {}
+    for name in names:
+        with open(os.path.join(frames_dir(tree), name + ".json"), encoding="utf-8") as f:
+            up = json.load(f)
+        kv = kv_frames.get(name, [])
+        for i in range(max(len(up), len(kv))):
+            u = up[i] if i < len(up) else None
+            k = kv[i] if i < len(kv) else None
+            compared += 1
+            if u == k:
+                agree += 1
+                continue
+            if u is None or k is None:
+                kind = f"frames: {(u or k)['type']} sent by {'upstream' if k is None else 'kvledger'} only"
+            else:
+                kind = f"frames: {u['type']} differs in " + ", ".join(sorted(x for x in set(u) | set(k) if u.get(x) != k.get(x)))
+            kinds[kind] += 1
+            examples.setdefault(kind, (name, i, u, k))
+    return compared, agree, kinds, examples
+
+
+def summarize(nodes, recorded, frames, args, label):
+    per_hook = collections.OrderedDict()
+    kinds, examples = collections.Counter(), {}
+    profiles = collections.Counter()
+    diverging_scenarios = 0
+    for n in nodes:
+        profiles[n.get("profile", "?")] += 1
+        v = n.get("verify") or {}
+        for cause, t in (v.get("by_input") or {}).items():
+            h = per_hook.setdefault(HOOK_OF.get(cause, cause), [0, 0])
+            h[0] += t["compared"]
+            h[1] += t["diverging"]
+        if v.get("divergent_inputs"):
+            diverging_scenarios += 1
+        for d in v.get("divergences") or []:
+            k = kind_of(d)
+            kinds[k] += 1
+            examples.setdefault(k, (n["node"], d))
+    total = sum(c for h, (c, _) in per_hook.items() if h not in NOT_HOOKS)
+    diverging = sum(d for h, (_, d) in per_hook.items() if h not in NOT_HOOKS)
+    died = collections.Counter(":".join(r[2].split(":", 2)[:2]) for r in recorded if r[2])
+    result = {"upstream": label, "scenarios": len(nodes), "seed": args.seed, "profiles": dict(profiles),
+              "hook_calls": total, "agreeing": total - diverging, "diverging": diverging,
+              "diverging_scenarios": diverging_scenarios,
+              "per_hook": {h: {"compared": c, "diverging": d} for h, (c, d) in per_hook.items()},
+              "kinds": dict(kinds.most_common()), "engines_died": dict(died),
+              "frames": {"compared": frames[0], "agreeing": frames[1], "kinds": dict(frames[2].most_common())}}
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return result
+    print(f"upstream differential ({label}): {len(nodes)} scenarios (seed {args.seed}), profiles "
+          f"{dict(profiles)}; {total} hook calls compared: {total - diverging} agree, {diverging} diverge; "
+          f"{diverging_scenarios} scenario(s) with a divergence")
+    print("per hook (calls compared / diverging):")
+    for hook, (c, d) in per_hook.items():
+        if hook not in NOT_HOOKS:
+            print(f"  {hook:28s} {c:6d} / {d:d}")
+    print(f"notify frames the scheduler sent: {frames[0]} compared, {frames[1]} agree, {frames[0] - frames[1]} differ")
+    for k, n in frames[2].most_common():
+        name, i, u, kv = frames[3][k]
+        print(f"  {n:5d}  {k}\n         {name} frame {i}: upstream: {u}\n         {' ' * len(name)}          kvledger: {kv}")
+    if died:
+        print("scenarios ended by an exception in the connector (an engine core that dies; compared up to it):")
+        for k, n in died.most_common():
+            print(f"  {n:4d}  {k}")
+    if kinds:
+        print("divergences by kind (count, then the first example):")
+        for k, n in kinds.most_common():
+            node, d = examples[k]
+            print(f"  {n:5d}  {k}\n         {node} seq {d.get('seq')}: upstream: {d.get('expected')}\n"
+                  f"         {' ' * len(node)}        kvledger: {d.get('actual')}")
+            if d.get("differs"):
+                print(f"         {' ' * len(node)}        differs: {d['differs']}")
+    return result
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--upstream", default=DEFAULT_UPSTREAM,
+                    help="the upstream tree (default: <repo>/../shared/upstream/vllm-239b5ff30)")
+    ap.add_argument("--scenarios", type=int, default=300, help="generated scenarios besides the unit-test ones (default 300)")
+    ap.add_argument("--seed", type=int, default=1, help="the generator's seed (default 1)")
+    ap.add_argument("--out", help="keep recordings, frames and journals there (default: a temporary directory, removed)")
+    ap.add_argument("--kvledger", default=os.path.join(REPO, "kvledger"), help="the kvledger launcher")
+    ap.add_argument("--batch", type=int, default=100, help="scenarios per replay --verify run (default 100)")
+    ap.add_argument("--only-record", action="store_true", help="write the recordings, compare nothing")
+    ap.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    a = ap.parse_args(argv)
+    if a.scenarios < 0 or a.batch < 1:
+        ap.error("--scenarios must be at least 0 and --batch at least 1")
+    root = os.path.normpath(os.path.abspath(a.upstream))
+    if not os.path.isdir(os.path.join(root, "vllm")):
+        fail(f"no upstream vLLM tree at {root} (pass --upstream DIR, a vllm-<commit> directory)")
+    if not a.only_record and not os.access(a.kvledger, os.X_OK):
+        fail(f"no kvledger launcher at {a.kvledger} (pass --kvledger PATH)")
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, BRIDGE_SRC)
+    # the connector's own log lines (a warning per unmap miss, "MoRIIO is not available") are not
+    # this harness's output
+    quiet = logging.getLogger("vllm")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    import upstream_vllm as up
+    up.load(root)
+    out = os.path.abspath(a.out) if a.out else tempfile.mkdtemp(prefix="upstream-differential-")
+    tree, journals = os.path.join(out, "recordings"), os.path.join(out, "journals")
+    for d in (tree, journals, os.path.join(out, "frames")):
+        if os.path.exists(d):
+            shutil.rmtree(d)
+    os.makedirs(tree)
+    scenarios = unit_test_scenarios() + [generated(random.Random(a.seed * 1_000_003 + i), i) for i in range(a.scenarios)]
+    recorded = [record(up, s, tree, random.Random(a.seed * 7 + i)) for i, s in enumerate(scenarios)]
+    if not a.json:
+        print(f"recorded {len(recorded)} scenarios, {sum(sum(r[1].values()) for r in recorded)} hook calls made "
+              f"({sum(r[3] for r in recorded)} notify frames sent) in {tree}", flush=True)
+    try:
+        if a.only_record:
+            return 0
+        names = [r[0] for r in recorded]
+        nodes, kv_frames = compare(a.kvledger, tree, journals, names, a.batch)
+        r = summarize(nodes, recorded, compare_frames(tree, names, kv_frames), a, os.path.basename(root))
+        return 0 if r["diverging"] == 0 and r["frames"]["compared"] == r["frames"]["agreeing"] else 1
+    finally:
+        if not a.out:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
