@@ -4,8 +4,10 @@ import java.util.EnumSet;
 import java.util.Set;
 
 /**
- * The set of {@link Switch}es a node runs with. Two presets bundle them: {@link #seed()} reproduces
- * the seed scheduler branch for branch, {@link #newest()} the newest upstream one (the default).
+ * The set of {@link Switch}es a node runs with. Presets bundle them: {@link #vllm239b5ff30()} the
+ * scheduler of vLLM main at 239b5ff30, {@link #seed()} the seed scheduler branch for branch,
+ * {@link #newest()} the newest upstream one (the default). Which preset a recording of a given vLLM
+ * version needs is {@link UpstreamVersions}'s table.
  * Immutable; {@link #with} returns a modified copy.
  */
 public final class Behaviour {
@@ -36,6 +38,17 @@ public final class Behaviour {
         return preset(Switch::inSeed, "seed");
     }
 
+    /** The scheduler side of vLLM main at commit 239b5ff30 (2026-05-18), before the seed. */
+    public static Behaviour vllm239b5ff30() {
+        return preset(Switch::in239b5ff30, V239B5FF30);
+    }
+
+    /** The name of the {@link #vllm239b5ff30()} preset. */
+    public static final String V239B5FF30 = "vllm-239b5ff30";
+
+    /** The preset names, oldest connector first. */
+    public static final java.util.List<String> PRESETS = java.util.List.of(V239B5FF30, "seed", "newest");
+
     private static Behaviour preset(java.util.function.Predicate<Switch> member, String name) {
         EnumSet<Switch> s = EnumSet.noneOf(Switch.class);
         for (Switch sw : Switch.values()) {
@@ -46,11 +59,12 @@ public final class Behaviour {
         return new Behaviour(s, name);
     }
 
-    /** The preset called {@code name} ("seed" or "newest"), or {@code null}. */
+    /** The preset called {@code name} (one of {@link #PRESETS}), or {@code null}. */
     public static Behaviour preset(String name) {
         return switch (name) {
             case "seed" -> seed();
             case "newest" -> newest();
+            case V239B5FF30 -> vllm239b5ff30();
             default -> null;
         };
     }
@@ -72,7 +86,7 @@ public final class Behaviour {
         return new Behaviour(copy, name);
     }
 
-    /** "seed", "newest", or a preset name followed by "+custom" once a switch was changed. */
+    /** A preset name ({@link #PRESETS}), followed by "+custom" once a switch was changed. */
     public String profile() {
         return profile;
     }

@@ -103,7 +103,44 @@ public enum Switch {
     READ_BATCH_VERDICT(0, "read-batch-verdict", "#51052", true,
             "READ completion is judged over every status of a transfer, not only the last"),
     RETRY_UNMAPPED_ACKS(0, "retry-unmapped-acks", "not pinned (N)", true,
-            "ACKs that arrive before the worker mapping are retried instead of dropped");
+            "ACKs that arrive before the worker mapping are retried instead of dropped"),
+
+    // E. The scheduler side of vLLM main at 239b5ff30 (2026-05-18), read from its
+    // moriio_connector.py: behaviour the seed and newest share that 239b5ff30 lacks (on in seed and
+    // newest, off in vllm-239b5ff30), and what 239b5ff30 alone does (off in seed and newest).
+    TRANSFER_ID_SIDECAR_FALLBACK(0, "transfer-id-sidecar-fallback", "after 239b5ff30 (seed)", true, true, false,
+            "a missing or empty transfer_id is synthesized as sidecar-<request id>; 239b5ff30 reads "
+                    + "params[\"transfer_id\"] (KeyError when absent) and maps an empty one as it is"),
+    READ_RECV_FULL_HIT_EMPTY(0, "read-recv-full-hit-empty", "after 239b5ff30 (seed)", true, true, false,
+            "a READ receive with num_external_tokens == 0 stages no local blocks; 239b5ff30 aligns "
+                    + "the allocation's blocks whatever num_external_tokens is"),
+    WRITE_NOTIFY_ROUTED(0, "write-notify-routed", "after 239b5ff30 (seed)", true, true, false,
+            "the WRITE remote_blocks notify goes to the prefill address of the request id (or the params), "
+                    + "only from the owning rank, with per-pod folding and no blocks without external tokens; "
+                    + "239b5ff30 sends it from every rank to the decode address of the request id (ValueError "
+                    + "without one) with the allocation's first group"),
+    PENDING_SAVE_SKIPS_UNKNOWN(0, "pending-save-skips-unknown", "#45043 (seed)", true, true, false,
+            "a WRITE producer skips scheduled requests with new blocks that have no pending save; "
+                    + "239b5ff30 raises KeyError for them"),
+    META_ROUTING_FIELDS(0, "meta-routing-fields", "after 239b5ff30 (seed)", true, true, false,
+            "add_new_req falls back to the params' remote_host and ports, takes remote_tp_size before "
+                    + "tp_size and keeps remote_dp_rank, remote_dp_size_local and remote_hosts; 239b5ff30 "
+                    + "takes host and ports from the request id only, tp_size and remote_dp_size with "
+                    + "default 1, and requires remote_engine_id"),
+    FINISH_UNMAP_CONSUMER_ONLY(0, "finish-unmap-consumer-only", "after 239b5ff30 (seed)", true, true, false,
+            "request_finished unmaps the transfer id on consumers only, falling back to the transfer id; "
+                    + "239b5ff30 unmaps on every role, by request id only"),
+    WRITE_ABORT_RELEASE(0, "write-abort-release", "after 239b5ff30 (seed)", true, true, false,
+            "a WRITE request finished before allocation sends release to the producer; 239b5ff30 stages "
+                    + "an empty receive as READ does"),
+    FINISH_PARAMS_ROUTING(0, "finish-params-routing", "after 239b5ff30 (seed)", true, true, false,
+            "request_finished also returns remote_host, both ports, remote_dp_rank, remote_dp_rank_override "
+                    + "and the DP sizes; 239b5ff30 returns six keys"),
+    DEFERRED_FREE_RECONCILE(0, "deferred-free-reconcile", "after 239b5ff30 (seed)", true, true, false,
+            "deferred frees get a deadline and update_connector_output parks early ACKs, reaps and drops "
+                    + "stale ones; 239b5ff30 has no update_connector_output (the base's does nothing)"),
+    WRITE_CONSUMER_RECV_NEW_REQS(0, "write-consumer-recv-new-reqs", "239b5ff30 (gone by the seed)", false, false,
+            true, "a WRITE consumer's build_connector_meta adds every scheduled new request to reqs_to_recv");
 
     private final int seedDifference;
     private final String key;
@@ -111,11 +148,22 @@ public enum Switch {
     private final boolean inNewest;
     private final String description;
 
+    /** Membership of the seed and vllm-239b5ff30 presets when it is not the default one; null: default. */
+    private final Boolean inSeed;
+    private final Boolean in239b5ff30;
+
     Switch(int seedDifference, String key, String upstream, boolean inNewest, String description) {
+        this(seedDifference, key, upstream, inNewest, null, null, description);
+    }
+
+    Switch(int seedDifference, String key, String upstream, boolean inNewest, Boolean inSeed, Boolean in239b5ff30,
+            String description) {
         this.seedDifference = seedDifference;
         this.key = key;
         this.upstream = upstream;
         this.inNewest = inNewest;
+        this.inSeed = inSeed;
+        this.in239b5ff30 = in239b5ff30;
         this.description = description;
     }
 
@@ -144,7 +192,19 @@ public enum Switch {
      * worker-side switches it shares with newest are on.
      */
     public boolean inSeed() {
+        if (inSeed != null) {
+            return inSeed;
+        }
         return seedDifference == 0 ? (this == READ_BATCH_VERDICT || this == RETRY_UNMAPPED_ACKS) : !inNewest;
+    }
+
+    /**
+     * Whether vLLM main at 239b5ff30 behaves this way: its scheduler predates every seed-vs-newest
+     * difference (1 to 28 off, as in the seed) and lacks the seed behaviour of section E; the open
+     * PRs are off and the worker switches are the seed's (the differential compares the scheduler).
+     */
+    public boolean in239b5ff30() {
+        return in239b5ff30 != null ? in239b5ff30 : inSeed();
     }
 
     public String description() {

@@ -94,7 +94,14 @@ public enum AnomalyKind {
     SHUT_DOWN_WITH_REQUESTS_HELD(77, Severity.INFO, 0, true,
             "shutdown while the scheduler still held requests: their transfers end with the node"),
     HANDSHAKE_VOTE_FAILED(78, Severity.WOULD_RAISE, 21,
-            "the TP-wide eager-handshake vote failed: every TP rank raises HandshakeError and the step's reads are never posted");
+            "the TP-wide eager-handshake vote failed: every TP rank raises HandshakeError and the step's reads are never posted"),
+    // vLLM 239b5ff30's scheduler (profile vllm-239b5ff30)
+    TRANSFER_ID_MISSING(79, Severity.WOULD_RAISE, 16,
+            "kv_transfer_params has no transfer_id: params[\"transfer_id\"] raises KeyError (vLLM 239b5ff30 synthesizes none)"),
+    PENDING_SAVE_UNKNOWN_REQUEST(80, Severity.WOULD_RAISE, 0,
+            "a scheduled request with new blocks has no pending save: _reqs_need_pending_save[req_id] raises KeyError (vLLM 239b5ff30)"),
+    FINISHED_SENDING_LIVE_REQUEST(81, Severity.HANG_RISK, 1,
+            "finished_sending names a request that has not finished: with no update_connector_output (vLLM 239b5ff30) the scheduler frees a live request's blocks");
 
     private static final String OWN = "kvledger's own";
 

@@ -43,6 +43,11 @@ final class SchedulerSide {
         "remote_dp_size_local", "tp_size", "transfer_id",
     };
 
+    /** The keys of the params vLLM 239b5ff30's request_finished returns, in its order. */
+    private static final String[] FINISHED_PARAM_KEYS_239B5FF30 = {
+        "do_remote_prefill", "do_remote_decode", "remote_block_ids", "remote_engine_id", "tp_size", "transfer_id",
+    };
+
     /** The reply of a step that surfaces nothing (a record of an immutable empty list: one will do). */
     private static final Effect.FinishedSendingRewritten NOTHING_SURFACED = new Effect.FinishedSendingRewritten(List.of());
 
@@ -157,15 +162,25 @@ final class SchedulerSide {
             return;
         }
         Object rawTid = params.get("transfer_id");
-        String transferId = ExtraConfig.pythonTruthy(rawTid) && rawTid instanceof String s
-                ? s
-                : ExtraConfig.pythonTruthy(rawTid) ? ExtraConfig.pythonStr(rawTid) : RequestIds.synthesizedTransferId(rid);
-        if (!ExtraConfig.pythonTruthy(rawTid)) {
-            c.anomaly(AnomalyKind.TRANSFER_ID_SYNTHESIZED, rid, transferId,
-                    params.has("transfer_id") ? "transfer_id present but empty; params keep the empty value"
-                            : "transfer_id absent; written back into the params");
+        String transferId;
+        if (!c.on(Switch.TRANSFER_ID_SIDECAR_FALLBACK)) {
+            // 239b5ff30: transfer_id = params["transfer_id"], taken as it is
+            if (!params.has("transfer_id")) {
+                c.anomaly(AnomalyKind.TRANSFER_ID_MISSING, rid, null, "update_state_after_alloc");
+                return;
+            }
+            transferId = rawTid instanceof String ts ? ts : ExtraConfig.pythonStr(rawTid);
+        } else {
+            transferId = ExtraConfig.pythonTruthy(rawTid) && rawTid instanceof String ts
+                    ? ts
+                    : ExtraConfig.pythonTruthy(rawTid) ? ExtraConfig.pythonStr(rawTid) : RequestIds.synthesizedTransferId(rid);
+            if (!ExtraConfig.pythonTruthy(rawTid)) {
+                c.anomaly(AnomalyKind.TRANSFER_ID_SYNTHESIZED, rid, transferId,
+                        params.has("transfer_id") ? "transfer_id present but empty; params keep the empty value"
+                                : "transfer_id absent; written back into the params");
+            }
+            params.setDefault("transfer_id", transferId);
         }
-        params.setDefault("transfer_id", transferId);
         boolean mapped = map(c, r.slot, rid, transferId);
 
         if (params.truthy("do_remote_decode")) {
@@ -269,7 +284,8 @@ final class SchedulerSide {
             }
             int[] remote = remoteGroups.first();
             int[] l;
-            if (e.numExternalTokens() > 0) {
+            // 239b5ff30 aligns the allocation's blocks whatever num_external_tokens is
+            if (e.numExternalTokens() > 0 || !c.on(Switch.READ_RECV_FULL_HIT_EMPTY)) {
                 l = e.blocks().first();
                 if (!c.on(Switch.READ_ALIGN_LOCAL_REMOTE)) {
                     if (l.length > remote.length) {
@@ -432,6 +448,9 @@ final class SchedulerSide {
 
     /** WRITE consumer: the decode-to-prefill remote_blocks notify. Returns false when Python would raise. */
     private static boolean writeNotify(Ctx c, Req r, NodeEvent.BlocksAllocated e) {
+        if (!c.on(Switch.WRITE_NOTIFY_ROUTED)) {
+            return writeNotifyToDecodeAddress(c, r, e);
+        }
         KvParams p = r.params;
         String rid = r.requestId;
         Long rank = p.integer("remote_dp_rank", 0);
@@ -510,6 +529,38 @@ final class SchedulerSide {
         return true;
     }
 
+    /**
+     * vLLM 239b5ff30's WRITE notify: every rank sends, per TP index, to the notify port of the
+     * DECODE address embedded in the request id ({@code get_peer_zmq_from_request_id(rid,
+     * is_producer=True)}) plus {@code remote_dp_rank + tp_index}, the allocation's first group as
+     * the block list. No address in the request id raises ValueError (the engine core dies).
+     */
+    private static boolean writeNotifyToDecodeAddress(Ctx c, Req r, NodeEvent.BlocksAllocated e) {
+        KvParams p = r.params;
+        String rid = r.requestId;
+        Object rankValue = p.has("remote_dp_rank") ? p.get("remote_dp_rank") : (Object) 0L;
+        Long rank = rankValue instanceof Boolean b ? (Long) (b ? 1L : 0L) : rankValue instanceof Long l ? l : null;
+        var parsed = peer(c, r, rid, true);
+        if (parsed == null || !parsed.isOk()) {
+            c.anomaly(AnomalyKind.NOTIFY_ADDRESS_UNRESOLVED, rid, tid(r), parsed == null
+                    ? "Cannot parse peer zmq_address from request_id (ValueError)" : parsed.error());
+            return false;
+        }
+        if (rank == null) {
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tid(r), "update_state_after_alloc: remote_dp_rank "
+                    + ExtraConfig.pythonStr(rankValue) + " in the port arithmetic raises TypeError");
+            return false;
+        }
+        List<Integer> blocks = BlockGroups.intView(e.blocks().size() > 0 ? e.blocks().first() : new int[0]);
+        Object transferId = p.get("transfer_id");
+        for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {
+            c.emit(new Effect.SendRemoteBlocks(parsed.value().host(),
+                    parsed.value().notifyPort() + PortMath.portOffset((int) (long) rank, tpIndex), rid, transferId, blocks,
+                    c.cfg.dpRank()));
+        }
+        return true;
+    }
+
     // ------------------------------------------------------------------ the transfer-id map
 
     /**
@@ -576,14 +627,23 @@ final class SchedulerSide {
         List<ReqMeta> recv = s.reqsNeedRecv.isEmpty() ? List.of() : new ArrayList<>(s.reqsNeedRecv.size());
         List<ReqMeta> save = s.reqsNeedSave.isEmpty() && s.reqsNeedPendingSave.isEmpty()
                 ? List.of() : new ArrayList<>(s.reqsNeedSave.size());
-        if (c.cfg.mode() == TransferMode.WRITE && c.cfg.role() == Role.PRODUCER && !s.reqsNeedPendingSave.isEmpty()) {
+        boolean skipsUnknown = c.on(Switch.PENDING_SAVE_SKIPS_UNKNOWN);
+        if (c.cfg.mode() == TransferMode.WRITE && c.cfg.role() == Role.PRODUCER
+                && (!s.reqsNeedPendingSave.isEmpty() || !skipsUnknown)) {
             for (NodeEvent.CachedRequest cr : e.cachedRequests()) {
                 if (cr.newBlockIds() == null) {
                     continue;
                 }
                 Stage pending = s.reqsNeedPendingSave.get(cr.requestId());
                 if (pending == null) {
-                    continue; // a non-disagg request (#45043): skipped, not a KeyError
+                    if (skipsUnknown) {
+                        continue; // a non-disagg request (#45043): skipped, not a KeyError
+                    }
+                    c.anomaly(AnomalyKind.PENDING_SAVE_UNKNOWN_REQUEST, cr.requestId(), null,
+                            "build_connector_meta raises KeyError: a request scheduled with new blocks (a later chunk of a "
+                                    + "request without a pending save, a resumed or a non-disagg request)");
+                    metaRaised(c, e);
+                    return;
                 }
                 BlockGroups updated = c.on(Switch.PENDING_SAVE_PER_GROUP_APPEND)
                         ? pending.blocks().appendPerGroup(cr.newBlockIds())
@@ -725,6 +785,9 @@ final class SchedulerSide {
         }
         Object transferId = kv.valueAt(tidAt);
         String tidString = transferId instanceof String ts ? ts : null;
+        if (!c.on(Switch.META_ROUTING_FIELDS)) {
+            return addNewReqWithoutRouting(c, req, rid, local, kv, writeMode, transferId, tidString);
+        }
         String host;
         int hs;
         int np;
@@ -813,6 +876,37 @@ final class SchedulerSide {
                 (int) (long) tp, transferId, pods, writeMode);
     }
 
+    /**
+     * {@code add_new_req} of vLLM 239b5ff30 after its {@code transfer_id}: host and ports only from
+     * the request id (ValueError without them), {@code remote_block_ids} and
+     * {@code remote_engine_id} required (KeyError), {@code tp_size} and {@code remote_dp_size}
+     * read with default 1; its ReqMeta has no DP rank, local DP size or pod hosts (recorded as not
+     * compared).
+     */
+    private static ReqMeta addNewReqWithoutRouting(Ctx c, Req req, String rid, BlockGroups local, KvParams kv,
+            boolean writeMode, Object transferId, String tidString) {
+        var parsed = peer(c, req, rid, writeMode);
+        if (parsed == null || !parsed.isOk()) {
+            c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, tidString, parsed == null
+                    ? "Cannot parse peer zmq_address from request_id (ValueError in add_new_req)" : parsed.error());
+            return null;
+        }
+        for (String key : new String[] {"remote_block_ids", "remote_engine_id"}) {
+            if (!kv.has(key)) {
+                c.anomaly(AnomalyKind.META_PARAM_MISSING, rid, tidString, "kv_transfer_params['" + key
+                        + "'] raises KeyError in add_new_req (" + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
+                return null;
+            }
+        }
+        Object engine = kv.get("remote_engine_id");
+        Long tp = kv.has("tp_size") ? KvParams.asLong(kv.get("tp_size")) : Long.valueOf(1);
+        Long dpSize = kv.has("remote_dp_size") ? KvParams.asLong(kv.get("remote_dp_size")) : Long.valueOf(1);
+        return new ReqMeta(rid, local, BlockGroups.fromParamValue(kv.get("remote_block_ids")),
+                engine == null ? null : ExtraConfig.pythonStr(engine), parsed.value().host(),
+                parsed.value().handshakePort(), parsed.value().notifyPort(), 0, dpSize == null ? 0 : (int) (long) dpSize,
+                0, tp == null ? 0 : (int) (long) tp, transferId, List.of(), writeMode);
+    }
+
     private static int intOr(Object v, int fallback) {
         if (!ExtraConfig.pythonTruthy(v)) {
             return fallback;
@@ -841,9 +935,15 @@ final class SchedulerSide {
             blocks = blocks.firstOnly();
         }
         KvParams params = r.params;
+        boolean consumerOnly = c.on(Switch.FINISH_UNMAP_CONSUMER_ONLY);
+        if (!consumerOnly) {
+            unmap(c, r.slot, rid, null); // 239b5ff30: every role, by the request id only
+        }
         if (!c.cfg.isProducer()) {
             String t = params != null && params.get("transfer_id") instanceof String ts ? ts : null;
-            unmap(c, r.slot, rid, t);
+            if (consumerOnly) {
+                unmap(c, r.slot, rid, t);
+            }
             if (s.recvingTransfers.containsKey(rid)) {
                 c.anomaly(AnomalyKind.FREE_WHILE_TRANSFER_IN_FLIGHT, rid, t,
                         "request finished while its READ is still in flight; its blocks return to the pool");
@@ -863,7 +963,8 @@ final class SchedulerSide {
             return;
         }
         if (params.truthy("do_remote_prefill")) {
-            if (c.cfg.mode() == TransferMode.WRITE) {
+            boolean writeRelease = c.cfg.mode() == TransferMode.WRITE && c.on(Switch.WRITE_ABORT_RELEASE);
+            if (writeRelease) {
                 releaseWritePrefillBlocks(c, r, params);
             } else {
                 BlockGroups empty;
@@ -878,7 +979,7 @@ final class SchedulerSide {
             }
             params.put("do_remote_prefill", Boolean.FALSE);
             c.emit(new Effect.FinishDecision(rid, false, null));
-            finishNow(c, r, RequestPhase.ABORTED_BEFORE_ALLOC, c.cfg.mode() == TransferMode.WRITE
+            finishNow(c, r, RequestPhase.ABORTED_BEFORE_ALLOC, writeRelease
                     ? "finished before allocation; release sent to the producer"
                     : "finished before allocation; release staged for the worker");
             return;
@@ -927,14 +1028,29 @@ final class SchedulerSide {
         }
         if (delay) {
             s.reqsNeedSend.put(r.slot, plus(c.now, READ_ABORT_REQUEST_TIMEOUT_NS));
-            long deadline = plus(c.now, c.cfg.deferTimeoutNs());
-            s.deferredSendDeadlines.put(r.slot, new NodeState.Deferral(deadline, tidString));
-            c.emit(new Effect.DeferralStarted(rid, tidString, deadline));
+            if (c.on(Switch.DEFERRED_FREE_RECONCILE)) {
+                long deadline = plus(c.now, c.cfg.deferTimeoutNs());
+                s.deferredSendDeadlines.put(r.slot, new NodeState.Deferral(deadline, tidString));
+                c.emit(new Effect.DeferralStarted(rid, tidString, deadline));
+            }
         }
-        KvParams out = KvParams.ofDistinct(FINISHED_PARAM_KEYS, new Object[] {
-            Boolean.TRUE, Boolean.FALSE, remoteValue, c.s.engineId, c.cfg.hostIp(), c.cfg.handshakePort(),
-            c.cfg.notifyPort(), (long) c.cfg.dpRank(), Boolean.TRUE, (long) c.cfg.dpSize(), (long) c.cfg.dpSizeLocal(),
-            (long) c.cfg.tpSize(), tidValue});
+        KvParams out;
+        if (c.on(Switch.FINISH_PARAMS_ROUTING)) {
+            out = KvParams.ofDistinct(FINISHED_PARAM_KEYS, new Object[] {
+                Boolean.TRUE, Boolean.FALSE, remoteValue, c.s.engineId, c.cfg.hostIp(), c.cfg.handshakePort(),
+                c.cfg.notifyPort(), (long) c.cfg.dpRank(), Boolean.TRUE, (long) c.cfg.dpSize(), (long) c.cfg.dpSizeLocal(),
+                (long) c.cfg.tpSize(), tidValue});
+        } else {
+            if (!params.has("transfer_id")) {
+                // params["transfer_id"] in the returned dict: raised after the send was staged
+                c.anomaly(AnomalyKind.TRANSFER_ID_MISSING, rid, null, "request_finished");
+                c.emit(new Effect.FinishDecision(rid, false, null));
+                finishNow(c, r, RequestPhase.FINISHED, "finished; request_finished raised KeyError");
+                return;
+            }
+            out = KvParams.ofDistinct(FINISHED_PARAM_KEYS_239B5FF30, new Object[] {
+                Boolean.TRUE, Boolean.FALSE, remoteValue, c.s.engineId, (long) c.cfg.tpSize(), tidValue});
+        }
         c.emit(new Effect.FinishDecision(rid, delay, out));
         if (delay) {
             c.phase(r, RequestPhase.DEFERRED_FREE, "finished length-capped; free deferred until ACK or defer_timeout");
@@ -1069,6 +1185,10 @@ final class SchedulerSide {
             }
             return;
         }
+        if (!c.on(Switch.DEFERRED_FREE_RECONCILE)) {
+            passThrough(c, e);
+            return;
+        }
         // set(finished_sending or ()): a one-element list needs no de-duplication. The tables
         // below are allocated only when something goes into them (most steps surface nothing).
         List<String> sending = e.finishedSending();
@@ -1166,6 +1286,35 @@ final class SchedulerSide {
             c.free(r);
         }
         dropStaleAcks(c, now);
+        c.emit(new Effect.FinishedSendingRewritten(surfaced));
+    }
+
+    /**
+     * A producer whose connector has no {@code update_connector_output} (vLLM 239b5ff30: the base's
+     * does nothing): {@code finished_sending} reaches the scheduler as the worker reported it, and
+     * the scheduler frees each request's blocks ({@code assert req_id in self.requests}).
+     */
+    private static void passThrough(Ctx c, NodeEvent.ConnectorOutputReceived e) {
+        NodeState s = c.s;
+        List<String> sending = e.finishedSending();
+        if (sending == null || sending.isEmpty()) {
+            c.emit(NOTHING_SURFACED);
+            return;
+        }
+        List<String> surfaced = new ArrayList<>(new LinkedHashSet<>(sending));
+        for (String rid : surfaced) {
+            Req r = s.requests.get(rid);
+            if (r == null) {
+                c.anomaly(AnomalyKind.FINISHED_SENDING_UNKNOWN_REQUEST, rid, null, "assert req_id in self.requests");
+                continue;
+            }
+            if (r.phase != RequestPhase.DEFERRED_FREE) {
+                c.anomaly(AnomalyKind.FINISHED_SENDING_LIVE_REQUEST, rid, tid(r), "request is " + r.phase);
+            }
+            c.emit(new Effect.AckSurfaced(rid, tid(r), Effect.SurfaceReason.ACKED));
+            c.phase(r, RequestPhase.FREED_AFTER_ACK, "finished_sending: blocks freed");
+            c.free(r);
+        }
         c.emit(new Effect.FinishedSendingRewritten(surfaced));
     }
 
