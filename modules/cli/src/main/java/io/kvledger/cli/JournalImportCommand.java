@@ -93,7 +93,7 @@ final class JournalImportCommand implements Callable<Integer> {
     @Option(names = "--tp", paramLabel = "RANK/SIZE", description = "tensor-parallel rank and size")
     String tp;
 
-    @Option(names = "--profile", paramLabel = "seed|newest", description = "behaviour profile (its preset switches)")
+    @Option(names = "--profile", paramLabel = "vllm-239b5ff30|seed|newest", description = "behaviour profile (its preset switches)")
     String profile;
 
     @Option(names = "--set", paramLabel = "KEY=VALUE",
@@ -449,8 +449,8 @@ final class JournalImportCommand implements Callable<Integer> {
             m.put("tp_size", v[1]);
         }
         if (profile != null) {
-            if (!profile.equals("seed") && !profile.equals("newest")) {
-                throw usage("--profile must be seed or newest, got '" + profile + "'");
+            if (io.kvledger.core.config.Behaviour.preset(profile) == null) {
+                throw usage("--profile must be one of " + String.join(", ", io.kvledger.core.config.Behaviour.PRESETS) + ", got '" + profile + "'");
             }
             m.put("profile", profile);
             m.remove("switches"); // the preset's switches

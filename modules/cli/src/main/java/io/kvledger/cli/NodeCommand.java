@@ -131,7 +131,7 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--proxy", paramLabel = "tcp://HOST:PORT", description = "Send registration heartbeats to this proxy ROUTER (or proxy_ip/proxy_ping_port in the config).")
     String proxy;
 
-    @Option(names = "--profile", defaultValue = "newest", paramLabel = "seed|newest", description = "Behaviour profile (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--profile", defaultValue = "newest", paramLabel = "vllm-239b5ff30|seed|newest", description = "Behaviour profile (default: ${DEFAULT-VALUE}).")
     String profile;
 
     @Option(names = "--transfer-engine", defaultValue = "auto", paramLabel = "auto|ucx|in-jvm",
@@ -291,7 +291,7 @@ final class NodeCommand implements Callable<Integer> {
         int[] tpv = rankSize("--tp", tp);
         Behaviour behaviour = Behaviour.preset(profile);
         if (behaviour == null) {
-            throw usage("--profile takes seed or newest, got " + profile);
+            throw usage("--profile takes one of " + String.join(", ", io.kvledger.core.config.Behaviour.PRESETS) + ", got " + profile);
         }
         Map<String, Object> extra = new LinkedHashMap<>();
         String kvRole = null;

@@ -15,7 +15,7 @@ import picocli.CommandLine.ParameterException;
 final class ReplayOptions {
 
     @Option(names = "--profile", paramLabel = "NAME",
-            description = "replay every node with this behaviour preset (seed or newest) instead of the one its "
+            description = "replay every node with this behaviour preset (vllm-239b5ff30, seed or newest) instead of the one its "
                     + "journal header recorded")
     String profile;
 

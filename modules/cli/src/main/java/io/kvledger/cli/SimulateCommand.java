@@ -67,7 +67,7 @@ final class SimulateCommand implements Callable<Integer> {
             description = "transfer mode of every node (default: ${DEFAULT-VALUE})")
     String mode;
 
-    @Option(names = "--profile", paramLabel = "seed|newest", defaultValue = "newest",
+    @Option(names = "--profile", paramLabel = "vllm-239b5ff30|seed|newest", defaultValue = "newest",
             description = "reducer behaviour profile (default: ${DEFAULT-VALUE})")
     String profile;
 
@@ -115,7 +115,7 @@ final class SimulateCommand implements Callable<Integer> {
         };
         Behaviour behaviour = Behaviour.preset(profile);
         if (behaviour == null) {
-            throw usage("--profile must be seed or newest, got '" + profile + "'");
+            throw usage("--profile must be one of " + String.join(", ", io.kvledger.core.config.Behaviour.PRESETS) + ", got '" + profile + "'");
         }
         SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).faults(faults)
                 .behaviour(behaviour).keepLog(false);

@@ -11,7 +11,7 @@ import java.util.Map;
 
 /**
  * What a replay changes in the configuration each journal's header recorded: another behaviour
- * preset ({@code --profile seed|newest}), then single switches and configuration values
+ * preset ({@code --profile vllm-239b5ff30|seed|newest}), then single switches and configuration values
  * ({@code --set KEY=VALUE}). Without overrides a replay runs with exactly the header's
  * {@link NodeConfig}.
  *
@@ -56,13 +56,13 @@ public final class ConfigOverrides {
     /**
      * Reads {@code --profile} and {@code --set} values.
      *
-     * @param profile a preset name ("seed" or "newest"), or {@code null} to keep each journal's
+     * @param profile a preset name ({@link Behaviour#PRESETS}), or {@code null} to keep each journal's
      * @param sets    {@code KEY=VALUE} strings; a key given twice keeps the last value
      * @throws IllegalArgumentException naming the bad profile, key or value, with the valid ones
      */
     public static ConfigOverrides parse(String profile, List<String> sets) {
         if (profile != null && Behaviour.preset(profile) == null) {
-            throw new IllegalArgumentException("unknown profile '" + profile + "': use seed or newest");
+            throw new IllegalArgumentException("unknown profile '" + profile + "': use one of " + String.join(", ", Behaviour.PRESETS));
         }
         LinkedHashMap<Switch, Boolean> sw = new LinkedHashMap<>();
         LinkedHashMap<String, Number> vals = new LinkedHashMap<>();

@@ -77,7 +77,7 @@ class ConfigOverridesTest {
         assertThatThrownBy(() -> ConfigOverrides.parse(null, List.of("novalue")))
                 .hasMessageContaining("--set takes KEY=VALUE, got 'novalue'");
         assertThatThrownBy(() -> ConfigOverrides.parse("oldest", List.of()))
-                .hasMessageContaining("unknown profile 'oldest': use seed or newest");
+                .hasMessageContaining("unknown profile 'oldest': use one of vllm-239b5ff30, seed, newest");
         assertThatThrownBy(() -> ConfigOverrides.parse(null, List.of("unmapped_ack_cap=1.5")))
                 .hasMessageContaining("non-negative whole number");
     }
