@@ -162,6 +162,9 @@ class Engine:
         # running requests: chunks of a prefill, decode steps
         for req in list(self.running):
             plan = self.plans[req.request_id]
+            if (self.async_sched and req.num_output_placeholders > 0
+                    and req.num_computed_tokens + 2 - req.num_output_placeholders >= req.num_prompt_tokens + req.max_tokens):
+                continue  # async scheduling: the step in flight reaches max_tokens, no extra step
             if plan.preempt_at == step and not preempted:
                 # _preempt_request: back to waiting, its blocks freed, computed tokens reset
                 self.running.remove(req)
@@ -243,11 +246,15 @@ class Engine:
                               num_common_prefix_blocks=[0], preempted_req_ids=preempted, finished_req_ids=set(),
                               free_encoder_mm_hashes=[])
         self.call("build_connector_meta", out)
-        # _update_after_schedule: the scheduled tokens are computed
+        # _update_after_schedule: the scheduled tokens are computed; with async scheduling a step
+        # that samples a token leaves a placeholder for it (async_scheduler.py)
         for rid, n in num_scheduled.items():
             req = self.requests.get(rid)
             if req is not None:
                 req.num_computed_tokens += n
+                req.is_prefill_chunk = req.num_computed_tokens < req.num_tokens
+                if self.async_sched and not req.is_prefill_chunk:
+                    req.num_output_placeholders += 1
         return out
 
     def update_from_output(self, out, step):
@@ -258,8 +265,10 @@ class Engine:
             req = self.requests.get(rid)
             if req is None or req.is_finished() or req not in self.running:
                 continue
-            if req.num_computed_tokens >= req.num_tokens:
+            if not req.is_prefill_chunk:
                 req.append_output_token_ids(1)
+                if self.async_sched:
+                    req.num_output_placeholders -= 1
                 plan = self.plans[rid]
                 if len(req.output_token_ids) >= plan.max_tokens:
                     self.finish(req, plan.status or RequestStatus.FINISHED_LENGTH_CAPPED)
@@ -273,7 +282,11 @@ class Engine:
             if req is not None and req.status == RequestStatus.WAITING_FOR_REMOTE_KVS:
                 self.finished_recving.add(rid)
         for rid in kco.finished_sending or ():
+            req = self.requests.get(rid)
             self.free(rid)
+            if req is not None and not req.is_finished():
+                # vLLM frees the blocks of a request that is still running: its state is corrupt from here
+                raise Died("scheduler: finished_sending freed the blocks of a live request")
 
     def run(self, plans, steps):
         from vllm.v1.request import RequestStatus
@@ -516,12 +529,13 @@ def run_kvledger(kvledger, args, ok=(0,)):
     return p.stdout
 
 
-def compare(kvledger, tree, journals, names, batch):
+def compare(kvledger, tree, journals, names, batch, profile=None):
     run_kvledger(kvledger, ["journal", "import", tree, journals])
     nodes, frames = [], collections.defaultdict(list)
     for i in range(0, len(names), batch):
         dirs = [os.path.join(journals, n) for n in names[i:i + batch]]
-        out = run_kvledger(kvledger, ["replay", "--verify", "--effects", "--json", "--full-ids"] + dirs, ok=(0, 1))
+        out = run_kvledger(kvledger, ["replay", "--verify", "--effects", "--json", "--full-ids"]
+                           + (["--profile", profile] if profile else []) + dirs, ok=(0, 1))
         lines = out.strip().splitlines()
         for line in lines[:-1]:
             e = json.loads(line)
@@ -620,6 +634,7 @@ def main(argv=None):
     ap.add_argument("--out", help="keep recordings, frames and journals there (default: a temporary directory, removed)")
     ap.add_argument("--kvledger", default=os.path.join(REPO, "kvledger"), help="the kvledger launcher")
     ap.add_argument("--batch", type=int, default=100, help="scenarios per replay --verify run (default 100)")
+    ap.add_argument("--profile", help="replay with this profile instead of the one each recording names")
     ap.add_argument("--only-record", action="store_true", help="write the recordings, compare nothing")
     ap.add_argument("--json", action="store_true", help="print the result as one JSON object")
     a = ap.parse_args(argv)
@@ -654,7 +669,7 @@ def main(argv=None):
         if a.only_record:
             return 0
         names = [r[0] for r in recorded]
-        nodes, kv_frames = compare(a.kvledger, tree, journals, names, a.batch)
+        nodes, kv_frames = compare(a.kvledger, tree, journals, names, a.batch, a.profile)
         r = summarize(nodes, recorded, compare_frames(tree, names, kv_frames), a, os.path.basename(root))
         return 0 if r["diverging"] == 0 and r["frames"]["compared"] == r["frames"]["agreeing"] else 1
     finally:
