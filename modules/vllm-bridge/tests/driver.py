@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 from vllm.config import CacheConfig, KVTransferConfig, ParallelConfig, VllmConfig  # noqa: E402
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
 from vllm.v1.core.kv_cache_manager import KVCacheBlocks  # noqa: E402
-from vllm.v1.core.sched.output import CachedRequestData, SchedulerOutput  # noqa: E402
+from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput  # noqa: E402
 from vllm.v1.outputs import KVConnectorOutput  # noqa: E402
 from vllm.v1.request import Request, RequestStatus  # noqa: E402
 
@@ -93,6 +93,7 @@ class Driver:
         if self.before_step is not None:
             self.before_step()
         new_scheduled = []
+        new_reqs = []
         cached = CachedRequestData()
         # admission of waiting requests
         for req in list(self.waiting):
@@ -116,6 +117,7 @@ class Driver:
                 req.num_computed_tokens = first
             self.running[req.request_id] = req
             new_scheduled.append(req.request_id)
+            new_reqs.append(NewRequestData(req.request_id, req.prompt_token_ids, req.sampling_params, (list(ids),), 0))
         # chunked prefill of running requests scheduled in an earlier step
         for rid, req in self.running.items():
             if rid in new_scheduled or req.num_computed_tokens >= req.num_prompt_tokens:
@@ -126,7 +128,8 @@ class Driver:
             req.num_computed_tokens += n
             cached.req_ids.append(rid)
             cached.new_block_ids.append((ids,))
-        out = SchedulerOutput(scheduled_cached_reqs=cached, finished_req_ids=set(self.finished_for_worker))
+        out = SchedulerOutput(scheduled_new_reqs=new_reqs, scheduled_cached_reqs=cached,
+                              finished_req_ids=set(self.finished_for_worker), preempted_req_ids=set())
         meta = self.sched.build_connector_meta(out)
         self.calls += 1
         # the worker's forward pass

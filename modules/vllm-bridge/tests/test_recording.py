@@ -23,12 +23,12 @@ def test_producer_streams_have_headers_from_the_vllm_config(tmp_path):
     s = lines(sched_path)
     w = lines(worker_path)
     hs, hw = s[0], w[0]
-    assert hs["kind"] == "header" and hs["node_id"] == "P0" and hs["kv_role"] == "kv_producer"
+    assert hs["kind"] == "header" and hs["node_id"] == "P0-10.0.0.1-6301" and hs["kv_role"] == "kv_producer"
     assert hs["transfer_mode"] == "WRITE" and hs["host_ip"] == "10.0.0.1"
     assert hs["handshake_port"] == "6301" and hs["notify_port"] == "61005"  # the connector's string defaults
     assert (hs["dp_rank"], hs["dp_size"], hs["tp_rank"], hs["tp_size"], hs["cache_block_size"]) == (0, 1, 0, 1, 16)
     assert hs["origin"].startswith(f"vllm-bridge {__version__} recorder scheduler")
-    assert hw["node_id"] == "P0-tp0" and hw["origin"].startswith(f"vllm-bridge {__version__} recorder worker")
+    assert hw["node_id"] == "P0-tp0-10.0.0.1-6301" and hw["origin"].startswith(f"vllm-bridge {__version__} recorder worker")
     # no header anywhere else; inputs carry increasing times
     assert all(e["kind"] != "header" for e in s[1:] + w[1:])
     times = [e["at_ns"] for e in s if e["kind"] == "input"]
@@ -65,7 +65,7 @@ def test_a_request_lifecycle_is_recorded_with_the_inner_replies(tmp_path):
 def test_aborted_request_and_admission_snapshot(tmp_path):
     sched_path, _ = driver.play(str(tmp_path), "healthy", "consumer")
     s = lines(sched_path)
-    assert s[0]["kv_role"] == "kv_consumer" and s[0]["node_id"] == "D0"
+    assert s[0]["kv_role"] == "kv_consumer" and s[0]["node_id"] == "D0-10.0.1.1-6301"
     rid = driver.request_id(1, "b")
     adm = [e for e in s if e["type"] == "request_admitted" and e["request_id"] == rid]
     assert len(adm) == 1  # one admission per request, however often it is seen
@@ -138,7 +138,7 @@ def test_kv_both_is_recorded_as_it_is(tmp_path):
     for role in (KVConnectorRole.SCHEDULER, KVConnectorRole.WORKER):
         KvledgerRecorderConnector(make_config("kv_both", extra), role, None).shutdown()
     assert lines(tmp_path / "scheduler.jsonl")[0]["kv_role"] == "kv_both"
-    assert lines(tmp_path / "scheduler.jsonl")[0]["node_id"] == "B0"
+    assert lines(tmp_path / "scheduler.jsonl")[0]["node_id"] == "B0-10.0.1.1-6301"
     assert lines(tmp_path / "worker.jsonl")[0]["kv_role"] == "kv_both"
     assert lines(tmp_path / "worker.jsonl")[0]["transfer_mode"] == "READ"
 
@@ -347,6 +347,6 @@ def test_a_template_that_does_not_tell_the_processes_apart_gets_the_missing_part
     assert (tmp_path / "prefill-scheduler.jsonl").exists()
     assert (tmp_path / "prefill-worker.jsonl").exists()
     assert not (tmp_path / "prefill.jsonl").exists()
-    assert lines(str(tmp_path / "prefill-scheduler.jsonl"))[0]["node_id"] == "P0"
-    assert lines(str(tmp_path / "prefill-worker.jsonl"))[0]["node_id"] == "P0-tp0"
+    assert lines(str(tmp_path / "prefill-scheduler.jsonl"))[0]["node_id"] == "P0-10.0.0.1-6301"
+    assert lines(str(tmp_path / "prefill-worker.jsonl"))[0]["node_id"] == "P0-tp0-10.0.0.1-6301"
     assert "does not tell the engine's processes apart" in caplog.text

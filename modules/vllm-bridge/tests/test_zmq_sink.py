@@ -67,7 +67,7 @@ def test_the_node_receives_the_file_sinks_lines_numbered_with_the_header_in_ever
     by_stream = {}
     for env, header, _ in msgs:
         by_stream.setdefault((env["stream"], env["role"]), []).append(env)
-        assert header["kind"] == "header" and header["node_id"] == ("P0" if env["role"] == "scheduler" else "P0-tp0")
+        assert header["kind"] == "header" and header["node_id"] == ("P0-10.0.0.1-6301" if env["role"] == "scheduler" else "P0-tp0-10.0.0.1-6301")
         assert env["v"] == 1 and env["dp"] == 0 and env["tp"] == 0 and env["dropped"] == 0
     assert sorted(r for _, r in by_stream) == ["scheduler", "worker"]
     for envs in by_stream.values():  # consecutive line numbers, the header being line 0
@@ -141,7 +141,7 @@ def test_the_sink_reaches_a_node_that_comes_late_and_one_that_restarts(tmp_path)
             got = pull.collect(lambda m: len(m) >= 1, timeout_s=0.5)
         assert got, "the sink did not reconnect"
         env, header, batch = got[0]
-        assert header["node_id"] == "P0" and env["first"] > 1 and json.loads(batch)["type"] == "request_admitted"
+        assert header["node_id"] == "P0-10.0.0.1-6301" and env["first"] > 1 and json.loads(batch)["type"] == "request_admitted"
     finally:
         sched.shutdown()
         pull.close()

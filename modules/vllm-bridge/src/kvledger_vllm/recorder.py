@@ -276,6 +276,32 @@ def metadata_reply(step, meta):
     return None if f is None else f()
 
 
+def _new_requests(scheduler_output):
+    """``scheduled_new_reqs`` as the journal's ``NewRequest`` entries (params copied now), or
+    ``_ABSENT`` when this vLLM's scheduler output has no such field."""
+    reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
+    if reqs is _ABSENT:
+        return _ABSENT
+    out = []
+    for r in reqs or ():
+        sp = getattr(r, "sampling_params", None)
+        extra_args = getattr(sp, "extra_args", None)
+        params = extra_args.get("kv_transfer_params") if isinstance(extra_args, dict) else None
+        out.append({"request_id": str(r.req_id), "block_ids": _block_groups(getattr(r, "block_ids", None)),
+                    "num_computed_tokens": int(getattr(r, "num_computed_tokens", 0) or 0),
+                    "kv_transfer_params": plain(params) if params is not None else None})
+    return out
+
+
+def _preempted(scheduler_output):
+    """``preempted_req_ids`` sorted (None: none preempted, ``[]``), or ``_ABSENT`` when this vLLM's
+    scheduler output has no such field."""
+    ids = getattr(scheduler_output, "preempted_req_ids", _ABSENT)
+    if ids is _ABSENT:
+        return _ABSENT
+    return sorted(str(x) for x in (ids or ()))
+
+
 class KvledgerRecorderConnector(KVConnectorBase_V1):
     """Delegates every ``KVConnectorBase_V1`` method to the inner connector and records the hooks."""
 
@@ -329,7 +355,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             role = str(getattr(ktc, "kv_role", "") or "")
             if role == "kv_both":
                 role = "kv_consumer"
-            read_mode = str(extra.get("read_mode", "false")).strip().lower() in ("true", "1")
+            read_mode = resolve_mode(self._inner, extra, ktc) == "READ"
             dp = _ranks(vllm_config, True)[0]
             bridge = NodeBridge(where, int(extra.get("drive_timeout_ms", 5000)))
             try:
@@ -393,7 +419,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         path = where.format(role=role_name, dp=dp, tp=tp)
         self._record_layers = str(extra.get("record_layers", "false")).strip().lower() in ("1", "true", "yes")
         qsize = int(extra.get("record_queue_size", 65536))
-        header = build_header(vllm_config, self._is_scheduler, extra, inner_cls, (dp, dp_size, dp_local, tp, tp_size))
+        header = build_header(vllm_config, self._is_scheduler, extra, inner_cls, (dp, dp_size, dp_local, tp, tp_size),
+                              self._inner)
         self._producer_scheduler = self._is_scheduler and header["kv_role"] == "kv_producer"
         if path.startswith("tcp://"):
             sink = ZmqSink(path, role_name, dp, tp, hwm=int(extra.get("record_zmq_hwm", 1000)))
@@ -620,6 +647,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return result
 
     def build_connector_meta(self, scheduler_output):
+        new_reqs = preempted = _ABSENT
+        if self._stream is not None:
+            # before the inner runs: the params it reads are the request's own dict, changed later
+            try:
+                new_reqs = _new_requests(scheduler_output)
+                preempted = _preempted(scheduler_output)
+            except Exception as e:  # noqa: BLE001
+                new_reqs = preempted = _ABSENT
+                self._failed("build_connector_meta new requests", e)
         result = self._inner.build_connector_meta(scheduler_output)
         if self._stream is not None:
             try:
@@ -638,8 +674,12 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 except Exception as e:  # noqa: BLE001 - the step is recorded, its metadata not
                     reply = None
                     self._failed("build_connector_meta metadata", e)
-                self._put("step_scheduled", {"step": self._step, "scheduled_cached_reqs": cached},
-                          None if reply is None else "metadata_built", reply)
+                fields = {"step": self._step, "scheduled_cached_reqs": cached}
+                if new_reqs is not _ABSENT:
+                    fields["scheduled_new_reqs"] = new_reqs
+                if preempted is not _ABSENT:
+                    fields["preempted_req_ids"] = preempted
+                self._put("step_scheduled", fields, None if reply is None else "metadata_built", reply)
             except Exception as e:  # noqa: BLE001
                 self._failed("build_connector_meta", e)
         if self._drive is not None:
@@ -869,8 +909,128 @@ def per_process_template(template, dp_size=1, tp_size=1):
     return fixed
 
 
-def build_header(vllm_config, is_scheduler, extra, inner_cls, ranks):
-    """The kvledger journal header (journal/FORMAT.md, "Header") for this process."""
+_READ_MODE_ENV = "VLLM_MORIIO_CONNECTOR_READ_MODE"
+
+
+def _truthy(value):
+    return str(value).strip().lower() in ("true", "1")
+
+
+def resolve_mode(inner, extra, kv_transfer_config=None):
+    """``"READ"`` or ``"WRITE"``: the transfer mode as the inner connector resolved it.
+
+    The inner's own ``mode`` (MoRIIO sets it at construction: at vLLM 239b5ff30 from the
+    environment variable ``VLLM_MORIIO_CONNECTOR_READ_MODE``, later from the extra config's
+    ``read_mode``); else its module's ``get_moriio_mode``; else the extra config's ``read_mode``;
+    else the environment variable as vLLM's ``envs`` parses it (``"true"`` or ``"1"``, any case).
+    """
+    for holder in (inner, getattr(inner, "connector_scheduler", None), getattr(inner, "connector_worker", None)):
+        name = getattr(getattr(holder, "mode", None), "name", None)
+        if name in ("READ", "WRITE"):
+            return name
+    if inner is not None:
+        import sys
+        module = sys.modules.get(type(inner).__module__)
+        f = getattr(module, "get_moriio_mode", None)
+        if callable(f):
+            for args in ((), (kv_transfer_config,)):
+                try:
+                    name = getattr(f(*args), "name", None)
+                except TypeError:
+                    continue
+                except Exception:  # noqa: BLE001 - the module's own resolution failed: fall through
+                    break
+                if name in ("READ", "WRITE"):
+                    return name
+    if extra.get("read_mode") is not None:
+        return "READ" if _truthy(extra["read_mode"]) else "WRITE"
+    # vLLM's envs: os.getenv(name, "False").lower() in ("true", "1") (no stripping)
+    return "READ" if os.environ.get(_READ_MODE_ENV, "False").lower() in ("true", "1") else "WRITE"
+
+
+def resolve_host(inner, extra):
+    """The IP this engine advertises, as the inner connector resolved it.
+
+    MoRIIO's scheduler keeps it as ``host_ip`` (vLLM's ``get_ip()`` at 239b5ff30; the extra config's
+    ``host_ip`` first in later versions), its worker in ``moriio_config.local_ip``, and both connectors
+    put it in ``engine_id`` (``IP:PORT``). Else the extra config's ``host_ip``, else vLLM's
+    ``get_ip()``, else ``VLLM_HOST_IP``, else 127.0.0.1 (logged).
+    """
+    candidates = []
+    for holder in (getattr(inner, "connector_scheduler", None), getattr(inner, "connector_worker", None), inner):
+        candidates.append(getattr(holder, "host_ip", None))
+        candidates.append(getattr(getattr(holder, "moriio_config", None), "local_ip", None))
+    for c in candidates:
+        if isinstance(c, str) and c:
+            return c
+    eid = getattr(inner, "engine_id", None)
+    if isinstance(eid, str) and ":" in eid:
+        return eid.rsplit(":", 1)[0]
+    if extra.get("host_ip"):
+        return str(extra["host_ip"])
+    for module in ("vllm.utils.network_utils", "vllm.utils"):
+        try:
+            f = getattr(importlib.import_module(module), "get_ip", None)
+        except Exception:  # noqa: BLE001
+            continue
+        if callable(f):
+            try:
+                return str(f())
+            except Exception:  # noqa: BLE001
+                break
+    if os.environ.get("VLLM_HOST_IP"):
+        return os.environ["VLLM_HOST_IP"]
+    log.warning("kvledger recorder: cannot tell this engine's IP (no host_ip, no vLLM get_ip); recording 127.0.0.1")
+    return "127.0.0.1"
+
+
+def vllm_version_and_commit():
+    """``(vllm.__version__, commit)`` of the installed vLLM; each None when unknown.
+
+    The commit is vLLM's ``_version`` module's commit id when it has one, else the hash of a
+    development version's ``+g<hash>`` local part.
+    """
+    try:
+        import vllm
+    except Exception:  # noqa: BLE001
+        return None, None
+    version = getattr(vllm, "__version__", None)
+    version = str(version) if version else None
+    commit = None
+    try:
+        vmod = importlib.import_module("vllm._version")
+        for name in ("__commit_id__", "commit_id"):
+            c = getattr(vmod, name, None)
+            if isinstance(c, str) and c:
+                commit = c
+                break
+    except Exception:  # noqa: BLE001
+        pass
+    if commit is None and version:
+        import re
+        m = re.search(r"\+g([0-9a-f]{7,40})(?![0-9a-f])", version)
+        if m:
+            commit = m.group(1)
+    if commit is not None and len(commit) > 7 and commit[0] == "g" and all(ch in _LOWER_HEX for ch in commit[1:]):
+        commit = commit[1:]
+    return version, commit
+
+
+def node_id_for(role, is_scheduler, dp, tp, host, handshake_port):
+    """A kvledger node id that tells this engine process apart from every other of the fleet:
+    ``<P|D|B><dp>[-tp<tp>]-<host>-<handshake port>`` (``P0-10.0.0.7-6301``, ``D1-tp1-10.0.1.2-6401``).
+    Characters a node id cannot hold (an IPv6 address's ``:``) become ``.``."""
+    import re
+    side = {"kv_producer": "P", "kv_consumer": "D", "kv_both": "B"}[role]
+    rank = f"{side}{dp}" if is_scheduler else f"{side}{dp}-tp{tp}"
+    return re.sub(r"[^A-Za-z0-9._-]", ".", f"{rank}-{host}-{handshake_port}")
+
+
+def build_header(vllm_config, is_scheduler, extra, inner_cls, ranks, inner=None):
+    """The kvledger journal header (journal/FORMAT.md, "Header") for this process.
+
+    ``inner``: the constructed inner connector, asked for the mode and host it resolved.
+    """
     dp, dp_size, dp_local, tp, tp_size = ranks
     ktc = vllm_config.kv_transfer_config
     role = str(getattr(ktc, "kv_role", "") or "")
@@ -878,21 +1038,26 @@ def build_header(vllm_config, is_scheduler, extra, inner_cls, ranks):
     # kv_role == "kv_producer" and acts as a consumer; the worker uses is_kv_producer).
     if role not in ("kv_producer", "kv_consumer", "kv_both"):
         raise ValueError(f"kv_role {role!r}: kvledger records kv_producer, kv_consumer and kv_both connectors")
-    read_mode = str(extra.get("read_mode", "false")).strip().lower() in ("true", "1")
-    side = {"kv_producer": "P", "kv_consumer": "D", "kv_both": "B"}[role]
-    node_id = f"{side}{dp}" if is_scheduler else f"{side}{dp}-tp{tp}"
+    mode = resolve_mode(inner, extra, ktc)
+    host = resolve_host(inner, extra)
+    handshake_port = extra.get("handshake_port") or "6301"
+    inner_name = f"{inner_cls.__module__}.{inner_cls.__qualname__}"
+    version, commit = vllm_version_and_commit()
     header = {
         "kind": "header", "type": "header", "format_version": 1,
-        "node_id": node_id,
+        "node_id": node_id_for(role, is_scheduler, dp, tp, host, handshake_port),
         "origin": f"vllm-bridge {__version__} recorder {'scheduler' if is_scheduler else 'worker'} "
-                  f"dp{dp} tp{tp} inner={inner_cls.__module__}.{inner_cls.__qualname__}",
-        "kv_role": role,
-        "transfer_mode": "READ" if read_mode else "WRITE",
+                  f"dp{dp} tp{tp} inner={inner_name}",
     }
-    host = extra.get("host_ip") or os.environ.get("VLLM_HOST_IP")
-    if host:
-        header["host_ip"] = str(host)
-    header["handshake_port"] = extra.get("handshake_port") or "6301"
+    if version:
+        header["vllm_version"] = version
+    if commit:
+        header["vllm_commit"] = commit
+    header["inner_connector"] = inner_name
+    header["kv_role"] = role
+    header["transfer_mode"] = mode
+    header["host_ip"] = str(host)
+    header["handshake_port"] = handshake_port
     header["notify_port"] = extra.get("notify_port") or "61005"
     header.update({"dp_rank": dp, "dp_size": dp_size, "dp_size_local": dp_local, "tp_rank": tp, "tp_size": tp_size})
     block = getattr(getattr(vllm_config, "cache_config", None), "block_size", None)

@@ -15,12 +15,20 @@ class RequestStatus(enum.IntEnum):
     FINISHED_ERROR = enum.auto()
 
 
+class SamplingParams:
+    def __init__(self, extra_args=None):
+        self.extra_args = extra_args
+
+
 class Request:
     def __init__(self, request_id, prompt_token_ids, kv_transfer_params=None, max_tokens=16):
         self.request_id = request_id
         self.prompt_token_ids = list(prompt_token_ids)
         self.num_prompt_tokens = len(self.prompt_token_ids)
         self.kv_transfer_params = kv_transfer_params
+        # vLLM's Request takes its kv_transfer_params from here: the same dict
+        self.sampling_params = SamplingParams(
+            None if kv_transfer_params is None else {"kv_transfer_params": kv_transfer_params})
         self.status = RequestStatus.WAITING
         self.num_computed_tokens = 0
         self.max_tokens = max_tokens

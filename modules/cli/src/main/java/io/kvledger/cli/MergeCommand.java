@@ -180,7 +180,7 @@ final class MergeCommand implements Callable<Integer> {
             for (int i = 0; i < readers.size(); i++) {
                 JournalHeader h = readers.get(i).header();
                 String origin = h.origin().isEmpty() ? "merge" : h.origin() + " (merged)";
-                copies.add(new Copy(JournalWriter.open(staging.resolve(nodes.get(i)), new JournalHeader(io.kvledger.journal.JournalFormat.FORMAT_VERSION, h.nodeId(), h.config(), origin, h.proxy())),
+                copies.add(new Copy(JournalWriter.open(staging.resolve(nodes.get(i)), h.withOrigin(origin).withFormatVersion(io.kvledger.journal.JournalFormat.FORMAT_VERSION)),
                         h.role() == Role.PRODUCER));
                 index.node(nodes.get(i), h.role() == Role.PRODUCER);
             }

@@ -101,7 +101,7 @@ class VllmBridgeRecordingTest {
         assertTrue(o.out().contains("verify: no divergence"), o.out());
         // 3 get_num_new_matched_tokens, 3 request_finished, 6 update_connector_output replies and
         // the connector metadata of the 6 steps
-        assertTrue(o.out().contains("P0: the same 18 hook replies for 25 inputs"), o.out());
+        assertTrue(o.out().contains("P0-10.0.0.1-6301: the same 18 hook replies for 25 inputs"), o.out());
         assertEquals(6, metadataBuiltIn(p0));
         assertTrue(o.out().contains("phases at the end: FINISHED 1, FREED_AFTER_ACK 2"), o.out());
     }
@@ -116,7 +116,7 @@ class VllmBridgeRecordingTest {
                 + "handshake:6301,notify:61005_00000000000000000000000000000001-0-aaaaaaaa";
         // the finish decision, then the next step's metadata: kvledger ships the deferred request
         // in reqs_to_send, the connector (which freed it) does not
-        assertTrue(o.out().contains("P0: 2 of 25 inputs diverge"), o.out());
+        assertTrue(o.out().contains("P0-10.0.0.1-6301: 2 of 25 inputs diverge"), o.out());
         assertTrue(o.out().contains("(request_finished), effect 1 of 1"), o.out());
         assertTrue(o.out().contains("journal: finish_decision rid=" + rid + " delay_free=false"), o.out());
         assertTrue(o.out().contains("replay:  finish_decision rid=" + rid + " delay_free=true"), o.out());
@@ -156,7 +156,7 @@ class VllmBridgeRecordingTest {
         assertTrue(dump.out().contains("layer_saved"), dump.out());
         CliRun.Outcome hangs = CliRun.run("hangs", d0.toString());
         assertTrue(hangs.code() == 0 || hangs.code() == 1, hangs.out() + hangs.err());
-        assertTrue(hangs.out().startsWith("hangs: 1 journal(s) (D0)"), hangs.out());
+        assertTrue(hangs.out().startsWith("hangs: 1 journal(s) (D0-10.0.1.1-6301 (D0))"), hangs.out());
     }
 
     @Test
@@ -166,10 +166,10 @@ class VllmBridgeRecordingTest {
         Path dir = rec.get(0).getParent();
         CliRun.Outcome hangs = CliRun.run("hangs", dir.toString());
         assertTrue(hangs.code() == 0 || hangs.code() == 1, hangs.out() + hangs.err());
-        assertTrue(hangs.out().startsWith("hangs: 2 journal(s) (P0 (scheduler-dp0-tp0), P0-tp0 (worker-dp0-tp0))"), hangs.out());
+        assertTrue(hangs.out().startsWith("hangs: 2 journal(s) (P0-10.0.0.1-6301 (scheduler-dp0-tp0), P0-tp0-10.0.0.1-6301 (worker-dp0-tp0))"), hangs.out());
         CliRun.Outcome verify = CliRun.run("replay", "--verify", rec.get(0).toString());
         assertEquals(0, verify.code(), verify.out() + verify.err());
-        assertTrue(verify.out().contains("P0: the same 18 hook replies for 25 inputs"), verify.out());
+        assertTrue(verify.out().contains("P0-10.0.0.1-6301: the same 18 hook replies for 25 inputs"), verify.out());
         // both processes shut down cleanly: the recordings end with their shutdown
         assertFalse(hangs.out().contains("no shutdown"), hangs.out());
     }
@@ -183,14 +183,14 @@ class VllmBridgeRecordingTest {
         Files.write(rec.get(0), lines.subList(0, lines.size() - 1));
         CliRun.Outcome hangs = CliRun.run("hangs", rec.get(0).getParent().toString());
         assertTrue(hangs.code() == 0 || hangs.code() == 1, hangs.out() + hangs.err());
-        assertTrue(hangs.out().contains("no shutdown at the end of P0 (last event at t+"), hangs.out());
+        assertTrue(hangs.out().contains("no shutdown at the end of P0-10.0.0.1-6301 (last event at t+"), hangs.out());
         assertTrue(hangs.out().contains(": its process was killed, or is still running; what happened after is not in "
                 + "the journal\n"), hangs.out());
         CliRun.Outcome json = CliRun.run("hangs", "--json", rec.get(0).getParent().toString());
         Map<?, ?> report = (Map<?, ?>) Json.parse(json.out().strip());
         List<?> open = (List<?>) report.get("without_shutdown");
         assertEquals(1, open.size(), json.out());
-        assertEquals("P0", ((Map<?, ?>) open.get(0)).get("node"));
+        assertEquals("P0-10.0.0.1-6301", ((Map<?, ?>) open.get(0)).get("node"));
     }
 
     static final String RID1 = "cmpl-___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_host:10.0.1.1,"
@@ -202,7 +202,7 @@ class VllmBridgeRecordingTest {
         Path p0 = importInto(rec.get(0), "P0");
         CliRun.Outcome o = CliRun.run("replay", "--verify", "--full-ids", p0.toString());
         assertEquals(1, o.code(), o.out() + o.err());
-        assertTrue(o.out().contains("P0: 1 of 25 inputs diverge"), o.out());
+        assertTrue(o.out().contains("P0-10.0.0.1-6301: 1 of 25 inputs diverge"), o.out());
         assertTrue(o.out().contains("(step_scheduled), effect 1 of 1"), o.out());
         assertTrue(o.out().contains("differs: reqs_to_save[" + RID1 + "].local_block_ids: the connector [[1, 4, 106]], "
                 + "kvledger [[1, 4, 6]]"), o.out());
@@ -234,8 +234,16 @@ class VllmBridgeRecordingTest {
         assertTrue(o.out().contains("verify: no divergence"), o.out());
         // 3 get_num_new_matched_tokens, 3 request_finished and the metadata of the 6 steps (whose
         // transfer map grows with each allocation and shrinks with each finish)
-        assertTrue(o.out().contains("D0: the same 12 hook replies for "), o.out());
+        assertTrue(o.out().contains("D0-10.0.1.1-6301: the same 12 hook replies for "), o.out());
         assertEquals(6, metadataBuiltIn(d0));
+        // the steps carry what the scheduler scheduled new and preempted, through import and export
+        StringWriter exported = new StringWriter();
+        try (JournalReader r = JournalReader.open(d0)) {
+            assertEquals("fakes.ScriptedConnector", r.header().innerConnector());
+            JsonLines.export(r, exported);
+        }
+        assertTrue(exported.toString().contains("\"preempted_req_ids\":[]"), exported.toString());
+        assertTrue(exported.toString().contains("\"scheduled_new_reqs\":[{\"request_id\":\"cmpl-"), exported.toString());
     }
 
     /**
@@ -293,7 +301,7 @@ class VllmBridgeRecordingTest {
         // each waited 40 s while its engine stepped on (the last step at the shutdown): a transfer that
         // never came, not an engine stuck inside a hook
         Matcher waited = Pattern.compile("in WAITING_FOR_REMOTE_KVS for (\\d+\\.\\d+) s until the journal ends.*; "
-                + "D0 scheduled (\\d+) steps meanwhile, the last at t\\+40\\.0\\d\\d s").matcher(o.out());
+                + "D0-10\\.0\\.1\\.1-6301 scheduled (\\d+) steps meanwhile, the last at t\\+40\\.0\\d\\d s").matcher(o.out());
         int found = 0;
         while (waited.find()) {
             double s = Double.parseDouble(waited.group(1));
@@ -311,7 +319,7 @@ class VllmBridgeRecordingTest {
         CliRun.Outcome o = CliRun.run("replay", "--verify", w.toString());
         assertEquals(0, o.code(), o.out() + o.err());
         assertTrue(o.out().contains("verify: no divergence"), o.out());
-        assertTrue(o.out().contains("P0-tp0: not compared: a vllm-bridge worker stream is not compared"), o.out());
+        assertTrue(o.out().contains("P0-tp0-10.0.0.1-6301: not compared: a vllm-bridge worker stream is not compared"), o.out());
         CliRun.Outcome j = CliRun.run("replay", "--verify", "--json", w.toString());
         assertEquals(0, j.code(), j.out() + j.err());
         assertTrue(j.out().contains("\"comparable\":false"), j.out());

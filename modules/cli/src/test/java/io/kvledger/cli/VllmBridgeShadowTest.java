@@ -165,7 +165,7 @@ class VllmBridgeShadowTest {
         List<Map<String, Object>> streams = (List<Map<String, Object>>) d.get("streams");
         Map<String, Object> sched = streams.stream().filter(s -> "scheduler".equals(s.get("role"))).findFirst().orElseThrow();
         assertEquals(Boolean.TRUE, sched.get("shadowed"));
-        assertEquals("P0", sched.get("node_id"));
+        assertEquals("P0-10.0.0.1-6301", sched.get("node_id"));
         assertEquals(0L, sched.get("lines_lost"));
         Map<String, Object> worker = streams.stream().filter(s -> "worker".equals(s.get("role"))).findFirst().orElseThrow();
         assertEquals(Boolean.FALSE, worker.get("shadowed"), worker.toString());

@@ -108,6 +108,9 @@ public final class FastPayloads {
                 p.bool(e.legacyWithoutType());
             }
             case NodeEvent.StepScheduled e -> {
+                if (e.scheduledNewReqs() != null || e.preemptedReqIds() != null) {
+                    return false; // a recording's step with its new and preempted requests: the generic encoder
+                }
                 p.arrayHeader(2);
                 p.int64(e.step());
                 if (e.cachedRequests() == null) {

@@ -37,8 +37,14 @@ import java.util.Set;
  *                      "live", "import events.jsonl"); empty when unknown
  * @param proxy         whether {@code kvledger proxy} wrote the journal ({@code kv_role}
  *                      {@code "proxy"}): its entries are proxy records, not node events
+ * @param vllmVersion    {@code vllm.__version__} of the engine a vLLM bridge recording came from,
+ *                       or {@code null} when unknown (every other journal)
+ * @param vllmCommit     the git commit of that vLLM install when it has one, else {@code null}
+ * @param innerConnector {@code "module.Class"} of the connector the recorder wrapped, else
+ *                       {@code null}
  */
-public record JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin, boolean proxy) {
+public record JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin, boolean proxy,
+                            String vllmVersion, String vllmCommit, String innerConnector) {
 
     /**
      * How the origin of a TP rank's worker node starts ({@code kvledger node --engine sim-worker}):
@@ -53,6 +59,11 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         Objects.requireNonNull(nodeId, "nodeId");
         Objects.requireNonNull(config, "config");
         origin = origin == null ? "" : origin;
+    }
+
+    /** A header that says nothing of a vLLM engine. */
+    public JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin, boolean proxy) {
+        this(formatVersion, nodeId, config, origin, proxy, null, null, null);
     }
 
     /** A node's header. */
@@ -90,7 +101,17 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
 
     /** This header with another format version (the writer stamps the version it writes). */
     public JournalHeader withFormatVersion(int v) {
-        return new JournalHeader(v, nodeId, config, origin, proxy);
+        return new JournalHeader(v, nodeId, config, origin, proxy, vllmVersion, vllmCommit, innerConnector);
+    }
+
+    /** This header with another origin. */
+    public JournalHeader withOrigin(String o) {
+        return new JournalHeader(formatVersion, nodeId, config, o, proxy, vllmVersion, vllmCommit, innerConnector);
+    }
+
+    /** This header saying which vLLM and inner connector the recording came from (each may be null). */
+    public JournalHeader withVllm(String version, String commit, String inner) {
+        return new JournalHeader(formatVersion, nodeId, config, origin, proxy, version, commit, inner);
     }
 
     /** One line: "P0 kv_producer WRITE 10.0.0.1 dp0/1(local 1) tp0/1 profile=newest format=1". */
@@ -102,13 +123,17 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         return nodeId + " " + kvRole(config.role()) + " " + config.mode() + " " + config.hostIp()
                 + " dp" + config.dpRank() + "/" + config.dpSize() + "(local " + config.dpSizeLocal() + ")"
                 + " tp" + config.tpRank() + "/" + config.tpSize() + " profile=" + profile()
-                + " format=" + formatVersion + (origin.isEmpty() ? "" : " origin=\"" + origin + "\"");
+                + " format=" + formatVersion + (origin.isEmpty() ? "" : " origin=\"" + origin + "\"")
+                + (vllmVersion == null ? "" : " vllm=" + vllmVersion)
+                + (vllmCommit == null ? "" : " vllm_commit=" + vllmCommit)
+                + (innerConnector == null ? "" : " inner=" + innerConnector);
     }
 
     // ------------------------------------------------------------------ map form
 
     /** Header keys, in the order they are written. */
-    static final List<String> KEYS = List.of("magic", "format_version", "node_id", "origin", "kv_role",
+    static final List<String> KEYS = List.of("magic", "format_version", "node_id", "origin", "vllm_version",
+            "vllm_commit", "inner_connector", "kv_role",
             "transfer_mode", "host_ip", "handshake_port", "notify_port", "dp_rank", "dp_size", "dp_size_local",
             "tp_rank", "tp_size", "cache_block_size", "groups", "layer_names", "hma_enabled", "full_cudagraph",
             "lookahead_tokens", "speculative_tokens", "speculative_method", "defer_timeout_ns",
@@ -126,6 +151,16 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         m.put("format_version", (long) formatVersion);
         m.put("node_id", nodeId);
         m.put("origin", origin);
+        // written only when known: the headers of other journals stay as they were
+        if (vllmVersion != null) {
+            m.put("vllm_version", vllmVersion);
+        }
+        if (vllmCommit != null) {
+            m.put("vllm_commit", vllmCommit);
+        }
+        if (innerConnector != null) {
+            m.put("inner_connector", innerConnector);
+        }
         m.put("kv_role", proxy ? PROXY_ROLE : kvRole(c.role()));
         m.put("transfer_mode", c.mode().name());
         m.put("host_ip", c.hostIp());
@@ -279,7 +314,8 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         b.behaviour(behaviour(r, strict, warnings));
         b.awaitsTpVote(r.bool("awaits_tp_vote", false));
         String origin = r.has("origin") ? r.strOrNull("origin") : "";
-        return new JournalHeader(version, nodeId, b.build(), origin, proxy);
+        return new JournalHeader(version, nodeId, b.build(), origin, proxy, r.strOrNull("vllm_version"),
+                r.strOrNull("vllm_commit"), r.strOrNull("inner_connector"));
     }
 
     private static Behaviour behaviour(Reader r, boolean strict, List<String> warnings) {

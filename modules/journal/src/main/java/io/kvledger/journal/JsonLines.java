@@ -324,7 +324,8 @@ public final class JsonLines {
         /** {@code record} at {@code at}, {@code k} steps on (the two types with a step field). */
         private static Object again(Object record, long at, long k) {
             if (record instanceof NodeEvent.StepScheduled s) {
-                return new NodeEvent.StepScheduled(at, Math.addExact(s.step(), k), s.cachedRequests());
+                return new NodeEvent.StepScheduled(at, Math.addExact(s.step(), k), s.cachedRequests(),
+                        s.scheduledNewReqs(), s.preemptedReqIds());
             }
             if (record instanceof NodeEvent e) {
                 return e.atNs() == at ? e : NodeEvents.at(e, at);

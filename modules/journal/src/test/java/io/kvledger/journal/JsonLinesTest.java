@@ -132,6 +132,102 @@ class JsonLinesTest {
     }
 
     /**
+     * A vLLM bridge recording's header says which vLLM and which inner connector made it; the keys
+     * are kept through the journal and written back on export, and a header without them reads
+     * them as unknown.
+     */
+    @Test
+    void a_recording_header_keeps_the_vllm_version_commit_and_inner_connector() throws Exception {
+        Path file = write(tmp.resolve("rec.jsonl"),
+                "{\"kind\":\"header\",\"type\":\"header\",\"node_id\":\"P0-10.0.0.7-6301\",\"kv_role\":\"kv_producer\","
+                        + "\"transfer_mode\":\"READ\",\"vllm_version\":\"0.11.1.dev7+g239b5ff30\",\"vllm_commit\":\"239b5ff30\","
+                        + "\"inner_connector\":\"vllm.distributed.kv_transfer.kv_connector.v1.moriio.moriio_connector.MoRIIOConnector\"}",
+                "{\"type\":\"tick\",\"at_ns\":9}");
+        Path dir = tmp.resolve("P0");
+        JsonLines.importFile(file, dir, null);
+        try (JournalReader r = JournalReader.open(dir)) {
+            assertThat(r.header().nodeId()).isEqualTo("P0-10.0.0.7-6301");
+            assertThat(r.header().vllmVersion()).isEqualTo("0.11.1.dev7+g239b5ff30");
+            assertThat(r.header().vllmCommit()).isEqualTo("239b5ff30");
+            assertThat(r.header().innerConnector())
+                    .isEqualTo("vllm.distributed.kv_transfer.kv_connector.v1.moriio.moriio_connector.MoRIIOConnector");
+            assertThat(r.header().describe()).contains(" vllm=0.11.1.dev7+g239b5ff30 vllm_commit=239b5ff30 inner=");
+        }
+        String exported = export(dir);
+        assertThat(exported).contains("\"origin\":\"\",\"vllm_version\":\"0.11.1.dev7+g239b5ff30\",\"vllm_commit\":\"239b5ff30\","
+                + "\"inner_connector\":\"vllm.distributed.kv_transfer.kv_connector.v1.moriio.moriio_connector.MoRIIOConnector\",");
+        Path again = tmp.resolve("again");
+        JsonLines.importFile(write(tmp.resolve("exported.jsonl"), exported.strip()), again, null);
+        try (JournalReader r = JournalReader.open(again)) {
+            assertThat(r.header().vllmCommit()).isEqualTo("239b5ff30");
+        }
+        JsonLines.importFile(write(tmp.resolve("old.jsonl"),
+                "{\"type\":\"header\",\"node_id\":\"P0\",\"kv_role\":\"kv_producer\",\"transfer_mode\":\"WRITE\"}"),
+                tmp.resolve("old"), null);
+        try (JournalReader r = JournalReader.open(tmp.resolve("old"))) {
+            assertThat(r.header().vllmVersion()).isNull();
+            assertThat(r.header().vllmCommit()).isNull();
+            assertThat(r.header().innerConnector()).isNull();
+        }
+        assertThat(export(tmp.resolve("old"))).doesNotContain("vllm_").doesNotContain("inner_connector");
+        assertThatThrownBy(() -> JsonLines.importFile(write(tmp.resolve("bad.jsonl"),
+                "{\"type\":\"header\",\"node_id\":\"P0\",\"kv_role\":\"kv_producer\",\"transfer_mode\":\"WRITE\","
+                        + "\"vllm_version\":11}"), tmp.resolve("bad"), null))
+                .hasMessageContaining("vllm_version must be a string");
+    }
+
+    /**
+     * {@code scheduled_new_reqs} and {@code preempted_req_ids} of a step: absent (a recording that
+     * predates them) reads as not recorded, null; empty lists stay empty; values round-trip.
+     */
+    @Test
+    void a_step_without_new_or_preempted_requests_reads_them_as_not_recorded() throws Exception {
+        Path file = write(tmp.resolve("steps.jsonl"),
+                "{\"type\":\"header\",\"node_id\":\"D0\",\"kv_role\":\"kv_consumer\",\"transfer_mode\":\"WRITE\"}",
+                "{\"type\":\"step_scheduled\",\"at_ns\":5,\"step\":1,\"scheduled_cached_reqs\":[]}",
+                "{\"type\":\"step_scheduled\",\"at_ns\":6,\"step\":2,\"scheduled_cached_reqs\":[],\"scheduled_new_reqs\":[],"
+                        + "\"preempted_req_ids\":[]}",
+                "{\"type\":\"step_scheduled\",\"at_ns\":7,\"step\":3,\"scheduled_cached_reqs\":[],\"scheduled_new_reqs\":["
+                        + "{\"request_id\":\"r1\",\"block_ids\":[[4,5]],\"num_computed_tokens\":0,"
+                        + "\"kv_transfer_params\":{\"do_remote_prefill\":true,\"remote_block_ids\":[1,2]}},"
+                        + "{\"request_id\":\"r2\",\"block_ids\":[[6],[7]],\"num_computed_tokens\":16,\"kv_transfer_params\":null}]}",
+                "{\"type\":\"step_scheduled\",\"at_ns\":8,\"step\":4,\"scheduled_cached_reqs\":[],\"preempted_req_ids\":[\"r2\"]}");
+        Path dir = tmp.resolve("D0");
+        JsonLines.importFile(file, dir, null);
+        List<NodeEvent.StepScheduled> steps = new ArrayList<>();
+        try (JournalReader r = JournalReader.open(dir)) {
+            r.forEach(e -> {
+                if (e instanceof JournalEntry.Input in && in.event() instanceof NodeEvent.StepScheduled s) {
+                    steps.add(s);
+                }
+            });
+        }
+        assertThat(steps).hasSize(4);
+        assertThat(steps.get(0).scheduledNewReqs()).isNull();
+        assertThat(steps.get(0).preemptedReqIds()).isNull();
+        assertThat(steps.get(1).scheduledNewReqs()).isEmpty();
+        assertThat(steps.get(1).preemptedReqIds()).isEmpty();
+        NodeEvent.NewRequest r1 = steps.get(2).scheduledNewReqs().get(0);
+        assertThat(r1.requestId()).isEqualTo("r1");
+        assertThat(r1.blockIds().group(0)).containsExactly(4, 5);
+        assertThat(r1.numComputedTokens()).isZero();
+        assertThat(r1.params().get("do_remote_prefill")).isEqualTo(true);
+        NodeEvent.NewRequest r2 = steps.get(2).scheduledNewReqs().get(1);
+        assertThat(r2.blockIds().size()).isEqualTo(2);
+        assertThat(r2.numComputedTokens()).isEqualTo(16);
+        assertThat(r2.params()).isNull();
+        assertThat(steps.get(2).preemptedReqIds()).isNull();
+        assertThat(steps.get(3).scheduledNewReqs()).isNull();
+        assertThat(steps.get(3).preemptedReqIds()).containsExactly("r2");
+        List<String> lines = export(dir).lines().toList();
+        assertThat(lines.get(1)).doesNotContain("scheduled_new_reqs").doesNotContain("preempted_req_ids");
+        assertThat(lines.get(2)).endsWith("\"scheduled_cached_reqs\":[],\"scheduled_new_reqs\":[],\"preempted_req_ids\":[]}");
+        assertThat(lines.get(4)).endsWith("\"scheduled_cached_reqs\":[],\"preempted_req_ids\":[\"r2\"]}");
+        assertThat(new JournalEntry.Input(3, 7, steps.get(2)).dissect())
+                .contains("new=[r1 blocks=[[4,5]] computed=0 params=").contains("r2 blocks=[[6],[7]] computed=16]");
+    }
+
+    /**
      * kv_both is recorded as what it is (moriio-protocol.md 1.1: a consumer scheduler and a
      * producer worker), not refused: it imports, exports as kv_both and replays with the worker
      * modelled as a producer.

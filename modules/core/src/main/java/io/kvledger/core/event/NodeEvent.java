@@ -41,13 +41,35 @@ public sealed interface NodeEvent {
     /**
      * {@code build_connector_meta(scheduler_output)}: the scheduler finished a step.
      *
-     * @param cachedRequests {@code scheduled_cached_reqs}: each running request with the block ids
-     *                       newly allocated to it this step ({@code null} when none)
+     * @param cachedRequests   {@code scheduled_cached_reqs}: each running request with the block ids
+     *                         newly allocated to it this step ({@code null} when none)
+     * @param scheduledNewReqs {@code scheduled_new_reqs}: the requests scheduled for the first time
+     *                         this step (or again after a preemption); {@code null} when not
+     *                         recorded (journals and recordings that predate the field), which is
+     *                         not the same as an empty list
+     * @param preemptedReqIds  {@code preempted_req_ids}; {@code null} when not recorded
      */
-    record StepScheduled(long atNs, long step, List<CachedRequest> cachedRequests) implements NodeEvent {}
+    record StepScheduled(long atNs, long step, List<CachedRequest> cachedRequests, List<NewRequest> scheduledNewReqs,
+                         List<String> preemptedReqIds) implements NodeEvent {
+
+        /** A step whose new and preempted requests were not recorded. */
+        public StepScheduled(long atNs, long step, List<CachedRequest> cachedRequests) {
+            this(atNs, step, cachedRequests, null, null);
+        }
+    }
 
     /** One entry of {@code scheduled_cached_reqs}. */
     record CachedRequest(String requestId, BlockGroups newBlockIds) {}
+
+    /**
+     * One entry of {@code scheduled_new_reqs} ({@code NewRequestData}).
+     *
+     * @param blockIds          the request's block ids, one list per KV-cache group
+     * @param numComputedTokens {@code num_computed_tokens} when scheduled
+     * @param params            {@code sampling_params.extra_args["kv_transfer_params"]}, or
+     *                          {@code null} when the request has none
+     */
+    record NewRequest(String requestId, BlockGroups blockIds, int numComputedTokens, KvParams params) {}
 
     /**
      * {@code request_finished(request, block_ids)}.

@@ -19,7 +19,8 @@ public final class NodeEvents {
                     x.numComputedTokens());
             case NodeEvent.BlocksAllocated x -> new NodeEvent.BlocksAllocated(t, x.requestId(), x.blocks(),
                     x.numExternalTokens());
-            case NodeEvent.StepScheduled x -> new NodeEvent.StepScheduled(t, x.step(), x.cachedRequests());
+            case NodeEvent.StepScheduled x -> new NodeEvent.StepScheduled(t, x.step(), x.cachedRequests(),
+                    x.scheduledNewReqs(), x.preemptedReqIds());
             case NodeEvent.RequestFinished x -> new NodeEvent.RequestFinished(t, x.requestId(), x.status(), x.blockIds(),
                     x.admittedRequestId());
             case NodeEvent.ConnectorOutputReceived x -> new NodeEvent.ConnectorOutputReceived(t, x.finishedSending(),

@@ -74,10 +74,13 @@ public enum EntryType {
             req("request_id", STR), req("blocks", BLOCKS), req("num_external_tokens", I32))),
 
     STEP_SCHEDULED(4, EntryKind.INPUT, "step_scheduled", Schema.of(NodeEvent.StepScheduled.class,
-            e -> new Object[] {e.step(), e.cachedRequests()},
-            (at, v) -> new NodeEvent.StepScheduled(at, v.l(0), v.o(1)),
-            e -> "step=" + e.step() + " cached=" + Render.list(e.cachedRequests(), Nested.CACHED_REQUEST::dissect),
-            req("step", I64), req("scheduled_cached_reqs", listOf(Nested.CACHED_REQUEST)))),
+            e -> new Object[] {e.step(), e.cachedRequests(), e.scheduledNewReqs(), e.preemptedReqIds()},
+            (at, v) -> new NodeEvent.StepScheduled(at, v.l(0), v.o(1), v.o(2), v.<List<String>>o(3)),
+            e -> "step=" + e.step() + " cached=" + Render.list(e.cachedRequests(), Nested.CACHED_REQUEST::dissect)
+                    + (e.scheduledNewReqs() == null ? "" : " new=" + Render.list(e.scheduledNewReqs(), Nested.NEW_REQUEST::dissect))
+                    + (e.preemptedReqIds() == null ? "" : " preempted=" + e.preemptedReqIds()),
+            req("step", I64), req("scheduled_cached_reqs", listOf(Nested.CACHED_REQUEST)),
+            later("scheduled_new_reqs", listOf(Nested.NEW_REQUEST)), later("preempted_req_ids", STR_LIST))),
 
     REQUEST_FINISHED(5, EntryKind.INPUT, "request_finished", Schema.of(NodeEvent.RequestFinished.class,
             e -> new Object[] {e.requestId(), e.status(), e.blockIds(), e.admittedRequestId()},

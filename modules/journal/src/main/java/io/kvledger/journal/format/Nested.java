@@ -6,6 +6,7 @@ import static io.kvledger.journal.format.Field.req;
 import static io.kvledger.journal.format.FieldType.BLOCKS;
 import static io.kvledger.journal.format.FieldType.BOOL;
 import static io.kvledger.journal.format.FieldType.I32;
+import static io.kvledger.journal.format.FieldType.PARAMS;
 import static io.kvledger.journal.format.FieldType.PY;
 import static io.kvledger.journal.format.FieldType.STR;
 import static io.kvledger.journal.format.FieldType.STR_LIST;
@@ -25,6 +26,15 @@ final class Nested {
             (at, v) -> new NodeEvent.CachedRequest(v.s(0), v.o(1)),
             r -> r.requestId() + (r.newBlockIds() == null ? "" : "+" + r.newBlockIds().totalBlocks()),
             req("request_id", STR), nul("new_block_ids", BLOCKS));
+
+    /** One entry of {@code scheduled_new_reqs}. */
+    static final Schema<NodeEvent.NewRequest> NEW_REQUEST = Schema.of(NodeEvent.NewRequest.class,
+            r -> new Object[] {r.requestId(), r.blockIds(), r.numComputedTokens(), r.params()},
+            (at, v) -> new NodeEvent.NewRequest(v.s(0), v.o(1), v.i(2), v.o(3)),
+            r -> r.requestId() + " blocks=" + Render.blocks(r.blockIds()) + " computed=" + r.numComputedTokens()
+                    + (r.params() == null ? "" : " params=" + Render.py(r.params())),
+            req("request_id", STR), req("block_ids", BLOCKS), req("num_computed_tokens", I32),
+            nul("kv_transfer_params", PARAMS));
 
     /** One entry of {@code reqs_to_recv} / {@code reqs_to_save}. */
     static final Schema<ReqMeta> REQ_META = Schema.of(ReqMeta.class,

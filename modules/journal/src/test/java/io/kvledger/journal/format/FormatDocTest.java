@@ -59,6 +59,7 @@ class FormatDocTest {
         b.append("\nNested records (an array of fields in msgpack, an object in JSON):\n\n");
         b.append("| record | fields, in order |\n|---|---|\n");
         b.append("| `NodeEvent.CachedRequest` (in `scheduled_cached_reqs`) | ").append(fields(Nested.CACHED_REQUEST)).append(" |\n");
+        b.append("| `NodeEvent.NewRequest` (in `scheduled_new_reqs`) | ").append(fields(Nested.NEW_REQUEST)).append(" |\n");
         b.append("| `ReqMeta` (in `reqs_to_recv`, `reqs_to_save`) | ").append(fields(Nested.REQ_META)).append(" |\n");
         b.append("\nField notation: `name` type; **?** may be null (absent in a JSON line means null); ")
                 .append("**~** may be left out of a JSON line (it then takes its default: 0, false, -1 for lengths).\n");
