@@ -7,6 +7,7 @@ import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
 import io.kvledger.core.config.Switch;
 import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.config.UpstreamVersions;
 import io.kvledger.journal.format.PyValues;
 import io.kvledger.journal.json.Json;
 import java.util.ArrayList;
@@ -318,12 +319,33 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
                 r.strOrNull("vllm_commit"), r.strOrNull("inner_connector"));
     }
 
+    /**
+     * The header's behaviour: its {@code profile} and {@code switches}; a header without a profile
+     * that names its vLLM ({@code vllm_version}, {@code vllm_commit}, {@code inner_connector}, as a
+     * vLLM bridge recording does) gets the profile {@link UpstreamVersions} maps that vLLM to, and
+     * newest, with a warning, when the table has no row for it; a header naming neither, newest.
+     */
     private static Behaviour behaviour(Reader r, boolean strict, List<String> warnings) {
-        String profile = r.has("profile") ? r.str("profile") : "newest";
+        String profile;
+        if (r.has("profile")) {
+            profile = r.str("profile");
+        } else {
+            String version = r.strOrNull("vllm_version");
+            String commit = r.strOrNull("vllm_commit");
+            String inner = r.strOrNull("inner_connector");
+            String fromTable = UpstreamVersions.profileFor(version, commit, inner);
+            profile = fromTable != null ? fromTable : "newest";
+            if (fromTable == null && (version != null || commit != null) && warnings != null) {
+                warnings.add("no behaviour profile for vLLM " + (version == null ? "" : version)
+                        + (commit == null ? "" : " (commit " + commit + ")") + (inner == null ? "" : " with " + inner)
+                        + " in kvledger's table of upstream versions; newest assumed (pass --profile to choose)");
+            }
+        }
         String base = profile.endsWith("+custom") ? profile.substring(0, profile.length() - "+custom".length()) : profile;
         Behaviour b = Behaviour.preset(base);
         if (b == null) {
-            r.complain("unknown behaviour profile \"" + profile + "\" (known: seed, newest); newest assumed");
+            r.complain("unknown behaviour profile \"" + profile + "\" (known: " + String.join(", ", Behaviour.PRESETS)
+                    + "); newest assumed");
             b = Behaviour.newest();
         }
         if (!r.has("switches")) {

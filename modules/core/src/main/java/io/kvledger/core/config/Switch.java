@@ -5,7 +5,8 @@ package io.kvledger.core.config;
  * to the upstream change that introduced it. Numbers 1 to 28 are the differences between the seed
  * scheduler and the newest upstream one (seed-vs-newest.md section A); the rest are open upstream
  * PRs or older worker behaviour, off in both presets, that a replay may turn on to ask "would that
- * change have avoided this hang?".
+ * change have avoided this hang?", and (section E) the scheduler of vLLM main at 239b5ff30, on in
+ * the {@code vllm-239b5ff30} preset only.
  *
  * <p>The switch name (kebab case) is the stable, user-facing identifier: it is written to journal
  * headers and accepted by {@code --set}.
@@ -106,39 +107,32 @@ public enum Switch {
             "ACKs that arrive before the worker mapping are retried instead of dropped"),
 
     // E. The scheduler side of vLLM main at 239b5ff30 (2026-05-18), read from its
-    // moriio_connector.py: behaviour the seed and newest share that 239b5ff30 lacks (on in seed and
-    // newest, off in vllm-239b5ff30), and what 239b5ff30 alone does (off in seed and newest).
-    TRANSFER_ID_SIDECAR_FALLBACK(0, "transfer-id-sidecar-fallback", "after 239b5ff30 (seed)", true, true, false,
-            "a missing or empty transfer_id is synthesized as sidecar-<request id>; 239b5ff30 reads "
-                    + "params[\"transfer_id\"] (KeyError when absent) and maps an empty one as it is"),
-    READ_RECV_FULL_HIT_EMPTY(0, "read-recv-full-hit-empty", "after 239b5ff30 (seed)", true, true, false,
-            "a READ receive with num_external_tokens == 0 stages no local blocks; 239b5ff30 aligns "
-                    + "the allocation's blocks whatever num_external_tokens is"),
-    WRITE_NOTIFY_ROUTED(0, "write-notify-routed", "after 239b5ff30 (seed)", true, true, false,
-            "the WRITE remote_blocks notify goes to the prefill address of the request id (or the params), "
-                    + "only from the owning rank, with per-pod folding and no blocks without external tokens; "
-                    + "239b5ff30 sends it from every rank to the decode address of the request id (ValueError "
-                    + "without one) with the allocation's first group"),
-    PENDING_SAVE_SKIPS_UNKNOWN(0, "pending-save-skips-unknown", "#45043 (seed)", true, true, false,
-            "a WRITE producer skips scheduled requests with new blocks that have no pending save; "
-                    + "239b5ff30 raises KeyError for them"),
-    META_ROUTING_FIELDS(0, "meta-routing-fields", "after 239b5ff30 (seed)", true, true, false,
-            "add_new_req falls back to the params' remote_host and ports, takes remote_tp_size before "
-                    + "tp_size and keeps remote_dp_rank, remote_dp_size_local and remote_hosts; 239b5ff30 "
-                    + "takes host and ports from the request id only, tp_size and remote_dp_size with "
-                    + "default 1, and requires remote_engine_id"),
-    FINISH_UNMAP_CONSUMER_ONLY(0, "finish-unmap-consumer-only", "after 239b5ff30 (seed)", true, true, false,
-            "request_finished unmaps the transfer id on consumers only, falling back to the transfer id; "
-                    + "239b5ff30 unmaps on every role, by request id only"),
-    WRITE_ABORT_RELEASE(0, "write-abort-release", "after 239b5ff30 (seed)", true, true, false,
-            "a WRITE request finished before allocation sends release to the producer; 239b5ff30 stages "
-                    + "an empty receive as READ does"),
-    FINISH_PARAMS_ROUTING(0, "finish-params-routing", "after 239b5ff30 (seed)", true, true, false,
-            "request_finished also returns remote_host, both ports, remote_dp_rank, remote_dp_rank_override "
-                    + "and the DP sizes; 239b5ff30 returns six keys"),
-    DEFERRED_FREE_RECONCILE(0, "deferred-free-reconcile", "after 239b5ff30 (seed)", true, true, false,
-            "deferred frees get a deadline and update_connector_output parks early ACKs, reaps and drops "
-                    + "stale ones; 239b5ff30 has no update_connector_output (the base's does nothing)"),
+    // moriio_connector.py, where it differs from the seed: on in vllm-239b5ff30 only (a journal
+    // written before these switches existed lists none of them, so it replays as it did).
+    TRANSFER_ID_REQUIRED(0, "transfer-id-required", "239b5ff30 (the seed synthesizes sidecar-<rid>)", false, false, true,
+            "update_state_after_alloc reads params[\"transfer_id\"]: KeyError when absent, an empty one mapped as it is"),
+    READ_RECV_ALIGNS_FULL_HIT(0, "read-recv-aligns-full-hit", "239b5ff30 (the seed stages [] without external tokens)",
+            false, false, true, "a READ receive aligns the allocation's blocks with the remote ones whatever "
+                    + "num_external_tokens is"),
+    WRITE_NOTIFY_DECODE_ADDRESS(0, "write-notify-decode-address", "239b5ff30 (the seed routes to the prefill)", false,
+            false, true, "the WRITE remote_blocks notify goes from every rank, per TP index, to the notify port of the "
+                    + "DECODE address in the request id plus remote_dp_rank (ValueError without one), with the "
+                    + "allocation's first group"),
+    PENDING_SAVE_UNKNOWN_RAISES(0, "pending-save-unknown-raises", "239b5ff30 (the seed skips them, #45043)", false,
+            false, true, "a WRITE producer raises KeyError for a scheduled request with new blocks and no pending save"),
+    META_WITHOUT_ROUTING_FIELDS(0, "meta-without-routing-fields", "239b5ff30", false, false, true,
+            "add_new_req takes host and ports from the request id only, requires remote_engine_id, reads tp_size "
+                    + "and remote_dp_size with default 1, and has no DP rank, local DP size or pod hosts"),
+    FINISH_UNMAP_EVERY_ROLE(0, "finish-unmap-every-role", "239b5ff30 (the seed unmaps consumers only)", false, false,
+            true, "request_finished unmaps the transfer id on every role, by request id only"),
+    WRITE_ABORT_STAGES_RECV(0, "write-abort-stages-recv", "239b5ff30 (the seed sends release)", false, false, true,
+            "a WRITE request finished before allocation stages an empty receive, as READ does"),
+    FINISH_PARAMS_SIX_KEYS(0, "finish-params-six-keys", "239b5ff30 (the seed adds the routing keys)", false, false,
+            true, "request_finished returns do_remote_prefill, do_remote_decode, remote_block_ids, remote_engine_id, "
+                    + "tp_size and transfer_id only"),
+    NO_CONNECTOR_OUTPUT_HOOK(0, "no-update-connector-output", "239b5ff30 (the seed reconciles ACKs)", false, false,
+            true, "no deferral deadlines and no update_connector_output (the base's does nothing): finished_sending "
+                    + "frees what it names, nothing is parked, reaped or dropped"),
     WRITE_CONSUMER_RECV_NEW_REQS(0, "write-consumer-recv-new-reqs", "239b5ff30 (gone by the seed)", false, false,
             true, "a WRITE consumer's build_connector_meta adds every scheduled new request to reqs_to_recv");
 
@@ -200,8 +194,9 @@ public enum Switch {
 
     /**
      * Whether vLLM main at 239b5ff30 behaves this way: its scheduler predates every seed-vs-newest
-     * difference (1 to 28 off, as in the seed) and lacks the seed behaviour of section E; the open
-     * PRs are off and the worker switches are the seed's (the differential compares the scheduler).
+     * difference (1 to 28 off, as in the seed) and behaves as section E says; the open PRs are off
+     * and the worker switches are the seed's (benchmarks/upstream-differential.sh compares the
+     * scheduler side).
      */
     public boolean in239b5ff30() {
         return in239b5ff30 != null ? in239b5ff30 : inSeed();

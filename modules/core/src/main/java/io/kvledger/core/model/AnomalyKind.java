@@ -101,7 +101,9 @@ public enum AnomalyKind {
     PENDING_SAVE_UNKNOWN_REQUEST(80, Severity.WOULD_RAISE, 0,
             "a scheduled request with new blocks has no pending save: _reqs_need_pending_save[req_id] raises KeyError (vLLM 239b5ff30)"),
     FINISHED_SENDING_LIVE_REQUEST(81, Severity.HANG_RISK, 1,
-            "finished_sending names a request that has not finished: with no update_connector_output (vLLM 239b5ff30) the scheduler frees a live request's blocks");
+            "finished_sending names a request that has not finished: with no update_connector_output (vLLM 239b5ff30) the scheduler frees a live request's blocks"),
+    INPUT_NOT_RECORDED(82, Severity.WARNING, 0, true,
+            "the journal lacks an input this profile's connector reads (scheduled_new_reqs of a recording that predates it): its answer is not known");
 
     private static final String OWN = "kvledger's own";
 

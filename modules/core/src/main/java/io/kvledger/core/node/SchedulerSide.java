@@ -163,7 +163,7 @@ final class SchedulerSide {
         }
         Object rawTid = params.get("transfer_id");
         String transferId;
-        if (!c.on(Switch.TRANSFER_ID_SIDECAR_FALLBACK)) {
+        if (c.on(Switch.TRANSFER_ID_REQUIRED)) {
             // 239b5ff30: transfer_id = params["transfer_id"], taken as it is
             if (!params.has("transfer_id")) {
                 c.anomaly(AnomalyKind.TRANSFER_ID_MISSING, rid, null, "update_state_after_alloc");
@@ -285,7 +285,7 @@ final class SchedulerSide {
             int[] remote = remoteGroups.first();
             int[] l;
             // 239b5ff30 aligns the allocation's blocks whatever num_external_tokens is
-            if (e.numExternalTokens() > 0 || !c.on(Switch.READ_RECV_FULL_HIT_EMPTY)) {
+            if (e.numExternalTokens() > 0 || c.on(Switch.READ_RECV_ALIGNS_FULL_HIT)) {
                 l = e.blocks().first();
                 if (!c.on(Switch.READ_ALIGN_LOCAL_REMOTE)) {
                     if (l.length > remote.length) {
@@ -448,7 +448,7 @@ final class SchedulerSide {
 
     /** WRITE consumer: the decode-to-prefill remote_blocks notify. Returns false when Python would raise. */
     private static boolean writeNotify(Ctx c, Req r, NodeEvent.BlocksAllocated e) {
-        if (!c.on(Switch.WRITE_NOTIFY_ROUTED)) {
+        if (c.on(Switch.WRITE_NOTIFY_DECODE_ADDRESS)) {
             return writeNotifyToDecodeAddress(c, r, e);
         }
         KvParams p = r.params;
@@ -624,10 +624,16 @@ final class SchedulerSide {
      */
     static void buildMeta(Ctx c, NodeEvent.StepScheduled e) {
         NodeState s = c.s;
-        List<ReqMeta> recv = s.reqsNeedRecv.isEmpty() ? List.of() : new ArrayList<>(s.reqsNeedRecv.size());
+        List<ReqMeta> recv = s.reqsNeedRecv.isEmpty() && (e.scheduledNewReqs() == null || e.scheduledNewReqs().isEmpty())
+                ? List.of() : new ArrayList<>(s.reqsNeedRecv.size());
         List<ReqMeta> save = s.reqsNeedSave.isEmpty() && s.reqsNeedPendingSave.isEmpty()
                 ? List.of() : new ArrayList<>(s.reqsNeedSave.size());
-        boolean skipsUnknown = c.on(Switch.PENDING_SAVE_SKIPS_UNKNOWN);
+        if (c.on(Switch.WRITE_CONSUMER_RECV_NEW_REQS) && c.cfg.mode() == TransferMode.WRITE && !c.cfg.isProducer()
+                && !recvNewRequests(c, e, recv)) {
+            metaRaised(c, e);
+            return;
+        }
+        boolean skipsUnknown = !c.on(Switch.PENDING_SAVE_UNKNOWN_RAISES);
         if (c.cfg.mode() == TransferMode.WRITE && c.cfg.role() == Role.PRODUCER
                 && (!s.reqsNeedPendingSave.isEmpty() || !skipsUnknown)) {
             for (NodeEvent.CachedRequest cr : e.cachedRequests()) {
@@ -673,7 +679,7 @@ final class SchedulerSide {
                 metaRaised(c, e);
                 return;
             }
-            recv.add(m);
+            putMeta(recv, m);
         }
         for (RequestSlots.Slot en = s.reqsNeedSave.first(); en != null; en = s.reqsNeedSave.next(en)) {
             Stage st = s.reqsNeedSave.get(en);
@@ -724,6 +730,43 @@ final class SchedulerSide {
         s.metaSave = save;
         refreshMetaMapping(s);
         c.emit(new Effect.MetadataBuilt(e.step(), recv, save, toSend, s.metaMapping.size()));
+    }
+
+    /**
+     * vLLM 239b5ff30's WRITE consumer: every request in {@code scheduled_new_reqs} goes to
+     * {@code reqs_to_recv} ({@code add_new_req} with its group 0 and the kv_transfer_params of its
+     * sampling params, {@code {}} when it has none). Returns false where that raises.
+     */
+    private static boolean recvNewRequests(Ctx c, NodeEvent.StepScheduled e, List<ReqMeta> recv) {
+        if (e.scheduledNewReqs() == null) {
+            c.anomaly(AnomalyKind.INPUT_NOT_RECORDED, null, null, "step " + e.step() + ": scheduled_new_reqs, from which "
+                    + "this connector builds reqs_to_recv, was not recorded; the step's receives are not known");
+            return true;
+        }
+        for (NodeEvent.NewRequest nr : e.scheduledNewReqs()) {
+            KvParams kv = nr.params() == null ? KvParams.empty() : nr.params();
+            if (nr.blockIds() == null || nr.blockIds().size() == 0) {
+                c.anomaly(AnomalyKind.META_PARAM_MISSING, nr.requestId(), null, "list(new_req.block_ids)[0] raises IndexError");
+                return false;
+            }
+            ReqMeta m = addNewReq(c, c.s.requests.get(nr.requestId()), nr.requestId(), nr.blockIds().firstOnly(), kv, false);
+            if (m == null) {
+                return false;
+            }
+            putMeta(recv, m);
+        }
+        return true;
+    }
+
+    /** {@code meta.reqs_to_recv[rid] = ...}: a request already there is replaced in place. */
+    private static void putMeta(List<ReqMeta> metas, ReqMeta m) {
+        for (int i = 0; i < metas.size(); i++) {
+            if (metas.get(i).requestId().equals(m.requestId())) {
+                metas.set(i, m);
+                return;
+            }
+        }
+        metas.add(m);
     }
 
     /**
@@ -785,7 +828,7 @@ final class SchedulerSide {
         }
         Object transferId = kv.valueAt(tidAt);
         String tidString = transferId instanceof String ts ? ts : null;
-        if (!c.on(Switch.META_ROUTING_FIELDS)) {
+        if (c.on(Switch.META_WITHOUT_ROUTING_FIELDS)) {
             return addNewReqWithoutRouting(c, req, rid, local, kv, writeMode, transferId, tidString);
         }
         String host;
@@ -935,7 +978,7 @@ final class SchedulerSide {
             blocks = blocks.firstOnly();
         }
         KvParams params = r.params;
-        boolean consumerOnly = c.on(Switch.FINISH_UNMAP_CONSUMER_ONLY);
+        boolean consumerOnly = !c.on(Switch.FINISH_UNMAP_EVERY_ROLE);
         if (!consumerOnly) {
             unmap(c, r.slot, rid, null); // 239b5ff30: every role, by the request id only
         }
@@ -963,7 +1006,7 @@ final class SchedulerSide {
             return;
         }
         if (params.truthy("do_remote_prefill")) {
-            boolean writeRelease = c.cfg.mode() == TransferMode.WRITE && c.on(Switch.WRITE_ABORT_RELEASE);
+            boolean writeRelease = c.cfg.mode() == TransferMode.WRITE && !c.on(Switch.WRITE_ABORT_STAGES_RECV);
             if (writeRelease) {
                 releaseWritePrefillBlocks(c, r, params);
             } else {
@@ -1028,14 +1071,14 @@ final class SchedulerSide {
         }
         if (delay) {
             s.reqsNeedSend.put(r.slot, plus(c.now, READ_ABORT_REQUEST_TIMEOUT_NS));
-            if (c.on(Switch.DEFERRED_FREE_RECONCILE)) {
+            if (!c.on(Switch.NO_CONNECTOR_OUTPUT_HOOK)) {
                 long deadline = plus(c.now, c.cfg.deferTimeoutNs());
                 s.deferredSendDeadlines.put(r.slot, new NodeState.Deferral(deadline, tidString));
                 c.emit(new Effect.DeferralStarted(rid, tidString, deadline));
             }
         }
         KvParams out;
-        if (c.on(Switch.FINISH_PARAMS_ROUTING)) {
+        if (!c.on(Switch.FINISH_PARAMS_SIX_KEYS)) {
             out = KvParams.ofDistinct(FINISHED_PARAM_KEYS, new Object[] {
                 Boolean.TRUE, Boolean.FALSE, remoteValue, c.s.engineId, c.cfg.hostIp(), c.cfg.handshakePort(),
                 c.cfg.notifyPort(), (long) c.cfg.dpRank(), Boolean.TRUE, (long) c.cfg.dpSize(), (long) c.cfg.dpSizeLocal(),
@@ -1185,7 +1228,7 @@ final class SchedulerSide {
             }
             return;
         }
-        if (!c.on(Switch.DEFERRED_FREE_RECONCILE)) {
+        if (c.on(Switch.NO_CONNECTOR_OUTPUT_HOOK)) {
             passThrough(c, e);
             return;
         }
