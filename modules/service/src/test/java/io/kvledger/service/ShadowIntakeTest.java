@@ -93,6 +93,20 @@ class ShadowIntakeTest {
     }
 
     /**
+     * A recording of a vLLM whose connector another profile models (here vLLM 239b5ff30, which the
+     * header names and kvledger's table maps to vllm-239b5ff30) is refused by a node running newest,
+     * with the profile to start it with.
+     */
+    @Test
+    void aStreamOfAnotherVllmVersionIsRefusedWithTheProfileToUse() throws Exception {
+        send(1_000, "v1", "scheduler", HEADER.replace("\"dp_rank\"", "\"vllm_version\":\"0.0.0.dev0+g239b5ff30\",\"dp_rank\""), 1,
+                ADMIT.formatted(100, 1));
+        List<String> notes = drain().stream().filter(i -> i instanceof Inbox.Item.Input).map(ShadowIntakeTest::note).toList();
+        assertThat(notes).containsExactly("kvledger shadow: stream v1 (scheduler P0) refused: not this node's engine: profile "
+                + "vllm-239b5ff30 (the recorded vLLM's, 0.0.0.dev0+g239b5ff30) != newest (start the node with --profile vllm-239b5ff30)");
+    }
+
+    /**
      * The recorder's repeat lines (an engine stepping while a request waits) reach the loop as the
      * hook calls they stand for; after lost lines the intake no longer knows what a repeat line
      * repeats, and says so instead of repeating the wrong calls.

@@ -27,7 +27,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * its recorded time moved onto the node's clock (the offset taken at the stream's first input, never
  * ahead of the arrival), so intervals between hook calls are the engine's.
  *
- * <p>Only scheduler streams whose header names this node's role, mode and DP rank are shadowed
+ * <p>Only scheduler streams whose header names this node's role, mode, DP rank and behaviour
+ * profile (the one it names, or the one kvledger's table of upstream versions gives its vLLM) are shadowed
  * (kvledger's reducer models a rank's scheduler and worker together, and what a real worker sees
  * happens inside the connector, unrecorded); other streams are counted and refused, with one log
  * line and one journaled {@code frame_rejected} each. Gaps in a stream's line numbers (ZMQ's queue
@@ -243,6 +244,12 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
             }
             if (c.dpRank() != config.dpRank()) {
                 diff.add("dp_rank " + c.dpRank() + " != " + config.dpRank());
+            }
+            if (!c.behaviour().equals(config.behaviour())) {
+                // the recording's vLLM behaves otherwise than this node's model: every answer could differ
+                diff.add("profile " + c.behaviour().profile() + " (the recorded vLLM's"
+                        + (h.vllmVersion() == null ? "" : ", " + h.vllmVersion()) + ") != " + config.behaviour().profile()
+                        + " (start the node with --profile " + c.behaviour().profile() + ")");
             }
             if (!diff.isEmpty()) {
                 problem = "not this node's engine: " + String.join(", ", diff);
