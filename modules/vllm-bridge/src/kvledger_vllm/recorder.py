@@ -113,11 +113,43 @@ def resolve_inner_class(extra):
                       f"(set inner_connector_module_path); tried {errors or 'vLLM registry'}")
 
 
+def _names_inner(extra):
+    return bool(extra) and bool(extra.get("inner_connector") or extra.get("inner_connector_module_path"))
+
+
+def _current_config_extra(name=None):
+    """The extra config of vLLM's current config (``get_current_vllm_config_or_none``) when it
+    configures a kvledger recorder (``name``, if given, as its ``kv_connector``), else None."""
+    try:
+        from vllm.config import get_current_vllm_config_or_none
+        cfg = get_current_vllm_config_or_none()
+    except Exception:  # noqa: BLE001 - an older vLLM, or none
+        return None
+    ktc = getattr(cfg, "kv_transfer_config", None)
+    if ktc is None or getattr(ktc, "kv_connector_module_path", None) != "kvledger_vllm":
+        return None
+    if name is not None and getattr(ktc, "kv_connector", None) != name:
+        return None
+    extra = getattr(ktc, "kv_connector_extra_config", None)
+    return extra if isinstance(extra, dict) else {}
+
+
 def _class_for_classmethod(cls, extra):
-    """The inner class for a class method: the one built in this process, else resolved now."""
-    inner = getattr(cls, "_inner_class_seen", None)
-    if inner is not None and not extra:
-        return inner
+    """The inner class a class method asks, the configured one in every process: the config the
+    call passes (``vllm_config``, ``extra_config``) when it names an inner connector; else the inner
+    the class was resolved for (``configured_class``: vLLM's factory handed the config over); else
+    vLLM's current config; else the inner built in this process; else the default inner."""
+    if _names_inner(extra):
+        return resolve_inner_class(extra)
+    configured = getattr(cls, "_configured_inner", None)
+    if configured is not None:
+        return configured
+    current = _current_config_extra()
+    if _names_inner(current):
+        return resolve_inner_class(current)
+    seen = getattr(cls, "_inner_class_seen", None)
+    if seen is not None:
+        return seen
     return resolve_inner_class(extra or {})
 
 
@@ -302,10 +334,33 @@ def _preempted(scheduler_output):
     return sorted(str(x) for x in (ids or ()))
 
 
+class RecorderConfigError(ValueError):
+    """The recorder refuses its configuration at construction (one line: what and what to do)."""
+
+
+def _is_hma(cls):
+    return SupportsHMA is not None and isinstance(cls, type) and issubclass(cls, SupportsHMA)
+
+
+def _hma_refusal(recorder_cls, inner_cls):
+    """The one-line refusal when ``recorder_cls`` declares ``SupportsHMA`` and ``inner_cls`` does not
+    (or the reverse), else None."""
+    if _is_hma(recorder_cls) == _is_hma(inner_cls):
+        return None
+    inner = f"{inner_cls.__name__} ({inner_cls.__module__})"
+    if _is_hma(recorder_cls):
+        return (f"kvledger recorder: kv_connector {recorder_cls.__name__} declares SupportsHMA but the inner {inner} "
+                f"does not (vLLM would call request_finished_all_groups on it and stop the engine at the first "
+                f"finished request); configure kv_connector KvledgerRecorderConnector, which takes the inner's side")
+    return (f"kvledger recorder: the inner {inner} is SupportsHMA but kv_connector {recorder_cls.__name__} does not "
+            f"declare it (vLLM would pass it group 0 alone); configure kv_connector KvledgerRecorderConnectorHMA")
+
+
 class KvledgerRecorderConnector(KVConnectorBase_V1):
     """Delegates every ``KVConnectorBase_V1`` method to the inner connector and records the hooks."""
 
     _inner_class_seen = None  # the inner class this process built (for class methods without config)
+    _configured_inner = None  # the inner class this class was resolved for (configured_class)
 
     def __init__(self, vllm_config, role, kv_cache_config=None):
         # The base constructor only stores the config; it is called so that attributes vLLM code
@@ -316,12 +371,18 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             super().__init__(vllm_config, role)
         extra = _extra_config(vllm_config)
         inner_cls = resolve_inner_class(extra)
+        refusal = _hma_refusal(type(self), inner_cls)
+        if refusal is not None:
+            # before the inner is built: the engine does not start, and says why in one line
+            log.error("%s", refusal)
+            raise RecorderConfigError(refusal)
         type(self)._inner_class_seen = inner_cls
         KvledgerRecorderConnector._inner_class_seen = inner_cls
         try:
             self._inner = inner_cls(vllm_config, role, kv_cache_config)
         except TypeError:
             self._inner = inner_cls(vllm_config, role)
+        self._pending_finished = None
         self._errors = {}
         self._seen = set()
         self._step = 0
@@ -333,11 +394,6 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_seen = set()
         self._drive_step = 0
         self.drive_fallbacks = 0
-        if SupportsHMA is not None and issubclass(inner_cls, SupportsHMA) != issubclass(type(self), SupportsHMA):
-            log.warning("kvledger recorder: %s %s SupportsHMA but %s %s; use kv_connector %s",
-                        inner_cls.__name__, "is" if issubclass(inner_cls, SupportsHMA) else "is not",
-                        type(self).__name__, "is" if issubclass(type(self), SupportsHMA) else "is not",
-                        recorder_class_for(inner_cls).__name__)
         try:
             self._start_recording(vllm_config, role, extra, inner_cls)
         except Exception as e:  # noqa: BLE001 - recording is optional, the engine is not
@@ -476,17 +532,53 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     # ================================================================== worker side
 
+    # Properties and methods of newer base classes are forwarded as well: an older vLLM never asks
+    # for them, and a newer one gets the inner's own answer (its override, or its base's default).
+
     @property
     def prefer_cross_layer_blocks(self):
         return self._inner.prefer_cross_layer_blocks
+
+    @property
+    def supports_eagle_prefix_cache_hashing(self):
+        return self._inner.supports_eagle_prefix_cache_hashing
+
+    @property
+    def requires_kv_delivery(self):
+        return self._inner.requires_kv_delivery
+
+    @property
+    def supports_divergent_local_hybrid_hits(self):
+        return self._inner.supports_divergent_local_hybrid_hits
+
+    @property
+    def requires_full_step_completion(self):
+        return self._inner.requires_full_step_completion
+
+    def set_eagle_prefix_cache_hashing(self, enabled):
+        result = self._inner.set_eagle_prefix_cache_hashing(enabled)
+        # the base keeps the choice as an attribute vLLM may read off the connector it holds
+        self.use_eagle_prefix_cache_hashing = getattr(self._inner, "use_eagle_prefix_cache_hashing", enabled)
+        return result
+
+    def get_mem_pool_context(self):
+        return self._inner.get_mem_pool_context()
 
     def bind_connector_metadata(self, connector_metadata):
         super().bind_connector_metadata(connector_metadata)
         return self._inner.bind_connector_metadata(connector_metadata)
 
     def clear_connector_metadata(self):
+        if self._pending_finished is not None:
+            self._flush_finished(None)
         super().clear_connector_metadata()
         return self._inner.clear_connector_metadata()
+
+    def finish_forward(self):
+        return self._inner.finish_forward()
+
+    def reset_capture_state(self):
+        return self._inner.reset_capture_state()
 
     def has_connector_metadata(self):
         return self._inner.has_connector_metadata()
@@ -504,6 +596,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return self._inner.handle_preemptions(kv_connector_metadata)
 
     def start_load_kv(self, forward_context, **kwargs):
+        if self._pending_finished is not None:
+            self._flush_finished(None)
         result = self._inner.start_load_kv(forward_context, **kwargs)
         if self._stream is not None:
             try:
@@ -538,17 +632,54 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             try:
                 sending, recving = result
-                self._put("finished_polled", {}, "finished_reported", {
-                    "done_sending": _id_list(sending), "done_recving": _id_list(recving),
-                    "load_error_blocks": None})
+                self._hold_finished(sending, recving)
             except Exception as e:  # noqa: BLE001
                 self._failed("get_finished", e)
         return result
 
+    def get_transfer_results(self, finished_req_ids):
+        # Newer vLLM asks this instead of get_finished; the inner's base answers from its own
+        # get_finished, which the recorder would not see: recorded here.
+        result = self._inner.get_transfer_results(finished_req_ids)
+        if self._stream is not None:
+            try:
+                self._hold_finished(getattr(result, "finished_sending", None), getattr(result, "finished_recving", None))
+            except Exception as e:  # noqa: BLE001
+                self._failed("get_transfer_results", e)
+        return result
+
     def get_block_ids_with_load_errors(self):
-        return self._inner.get_block_ids_with_load_errors()
+        result = self._inner.get_block_ids_with_load_errors()
+        if self._pending_finished is not None:
+            try:
+                self._flush_finished(sorted(int(b) for b in (result or ())))
+            except Exception as e:  # noqa: BLE001
+                self._pending_finished = None
+                self._failed("get_block_ids_with_load_errors", e)
+        return result
+
+    def _hold_finished(self, sending, recving):
+        """The ``finished_polled`` input of this forward pass and its ``finished_reported`` reply,
+        held until vLLM asks for the blocks that failed to load (right after, in the same pass),
+        which the reply carries; written without them (null) at the next worker hook otherwise."""
+        if self._pending_finished is not None:
+            self._flush_finished(None)
+        self._pending_finished = (Stream.clock(), {"done_sending": _id_list(sending), "done_recving": _id_list(recving)})
+
+    def _flush_finished(self, load_error_blocks):
+        at, reply = self._pending_finished
+        self._pending_finished = None
+        reply["load_error_blocks"] = load_error_blocks
+        s = self._stream
+        if s is not None:
+            s.put("finished_polled", {}, "finished_reported", reply, at_ns=at)
 
     def shutdown(self):
+        if self._pending_finished is not None:
+            try:
+                self._flush_finished(None)
+            except Exception as e:  # noqa: BLE001
+                self._failed("shutdown", e)
         failures = _CloseFailures() if self._stream is not None else None
         try:
             if failures is not None:
@@ -591,6 +722,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     def bind_gpu_block_pool(self, gpu_block_pool):
         return self._inner.bind_gpu_block_pool(gpu_block_pool)
+
+    def bind_kv_cache_manager(self, kv_cache_manager):
+        return self._inner.bind_kv_cache_manager(kv_cache_manager)
 
     def get_num_new_matched_tokens(self, request, num_computed_tokens):
         rid = None
@@ -783,8 +917,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 return bool(r.get("delay_free")), r.get("kv_transfer_params")
         return result
 
+    def register_finished_partial_tail(self, request, block_ids, partial_tail_offloads):
+        return self._inner.register_finished_partial_tail(request, block_ids, partial_tail_offloads)
+
     def take_events(self):
         return self._inner.take_events()
+
+    def has_pending_block_frees(self):
+        return self._inner.has_pending_block_frees()
 
     def get_finished_count(self):
         return self._inner.get_finished_count()
@@ -792,13 +932,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
     def set_xfer_handshake_metadata(self, metadata):
         return self._inner.set_xfer_handshake_metadata(metadata)
 
+    def set_xfer_handshake_metadata_pp_aware(self, metadata):
+        return self._inner.set_xfer_handshake_metadata_pp_aware(metadata)
+
     def reset_cache(self):
         return self._inner.reset_cache()
 
     def has_pending_push_work(self):
-        # Newer base classes only; an inner without it answers like the base would.
-        f = getattr(self._inner, "has_pending_push_work", None)
-        return f() if f is not None else False
+        return self._inner.has_pending_push_work()
 
     # ================================================================== class methods
 
@@ -812,8 +953,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     @classmethod
     def build_kv_connector_stats(cls, data=None):
-        # Called in the API-server process with no config: the class built in this process, else
-        # the default inner connector.
+        # Called in the API-server process with no config: the inner this class was resolved for
+        # by vLLM's factory (configured_class), which had the config.
         return _class_for_classmethod(cls, None).build_kv_connector_stats(data)
 
     @classmethod
@@ -834,10 +975,49 @@ else:  # pragma: no cover
 
 
 def recorder_class_for(inner_cls):
-    """The recorder class to configure for ``inner_cls``: declares SupportsHMA exactly when it does."""
-    if SupportsHMA is not None and isinstance(inner_cls, type) and issubclass(inner_cls, SupportsHMA):
+    """The recorder class for ``inner_cls``: declares SupportsHMA exactly when it does."""
+    if _is_hma(inner_cls):
         return KvledgerRecorderConnectorHMA
     return KvledgerRecorderConnector
+
+
+_CONFIGURED = {}
+
+
+def configured_class(name, kv_transfer_config=None):
+    """The class vLLM gets for ``kv_connector`` ``name`` (``kvledger_vllm``'s module ``__getattr__``).
+
+    ``KvledgerRecorderConnector`` takes the inner connector's side: the class declares
+    ``SupportsHMA`` exactly when the inner does (vLLM's scheduler calls ``request_finished_all_groups``
+    on any connector that declares it); ``KvledgerRecorderConnectorHMA`` always declares it (and
+    refuses a non-HMA inner at construction). The inner is the one ``kv_transfer_config`` (the
+    factory's, when the caller could find it) or vLLM's current config names, else the default
+    (MoRIIO); the class returned remembers it, so that its class methods ask that inner in every
+    process (the API server's ``build_kv_connector_stats``). When the inner cannot be imported here,
+    the plain class is returned and its construction names the problem.
+    """
+    hma_name = name == "KvledgerRecorderConnectorHMA"
+    if hma_name and KvledgerRecorderConnectorHMA is None:
+        raise AttributeError("kvledger_vllm: this vLLM has no SupportsHMA; configure KvledgerRecorderConnector")
+    extra = None
+    if kv_transfer_config is not None:
+        extra = getattr(kv_transfer_config, "kv_connector_extra_config", None)
+        extra = extra if isinstance(extra, dict) else {}
+    if extra is None:
+        extra = _current_config_extra(name) or {}
+    try:
+        inner_cls = resolve_inner_class(extra)
+    except Exception as e:  # noqa: BLE001 - the constructor reports it with the engine's config
+        log.debug("kvledger recorder: %s resolved without its inner connector (%s)", name, e)
+        return KvledgerRecorderConnectorHMA if hma_name else KvledgerRecorderConnector
+    base = KvledgerRecorderConnectorHMA if hma_name else recorder_class_for(inner_cls)
+    key = (base, inner_cls)
+    cls = _CONFIGURED.get(key)
+    if cls is None:
+        cls = type(base.__name__, (base,), {"__module__": base.__module__, "__qualname__": base.__qualname__,
+                                            "__doc__": base.__doc__, "_configured_inner": inner_cls})
+        _CONFIGURED[key] = cls
+    return cls
 
 
 class _CloseFailures(logging.Handler):
