@@ -190,6 +190,29 @@ def _admission(request):
             "kv_transfer_params": plain(params) if params is not None else None}
 
 
+def _params_copy(params):
+    """What the calling thread keeps of a ``kv_transfer_params`` dict the connector may change later:
+    a shallow copy (connectors set and replace its keys; ``plain`` converts it on the writer thread)."""
+    if params is None:
+        return None
+    return dict(params) if isinstance(params, dict) else params
+
+
+def _admission_later(request):
+    """``_admission``'s fields as a function for the writer thread: the attributes read now, the
+    params copied shallowly now and converted there."""
+    rid = _request_id(request)
+    ids = getattr(request, "prompt_token_ids", None)
+    n = getattr(request, "num_prompt_tokens", None)
+    ids_len = len(ids) if ids is not None else None
+    params = _params_copy(getattr(request, "kv_transfer_params", None))
+
+    def fields():
+        return {"request_id": rid, "num_prompt_tokens": n if isinstance(n, int) else (ids_len or 0),
+                "prompt_token_ids_len": ids_len, "kv_transfer_params": plain(params) if params is not None else None}
+    return fields
+
+
 def _id_list(value):
     if value is None:
         return None
@@ -233,8 +256,12 @@ def _req_meta(request_id, m, write_mode):
     ``multi_pod_hosts``. A field this version's ReqMeta lacks is written as -1 (ints), null
     (``transfer_id``) or an empty list (``multi_pod_hosts``): ``replay --verify`` does not compare it.
     """
-    def g(name):
-        return getattr(m, name, _ABSENT)
+    if isinstance(m, dict):
+        def g(name):
+            return m.get(name, _ABSENT)
+    else:
+        def g(name):
+            return getattr(m, name, _ABSENT)
 
     eid = g("remote_engine_id")
     host = g("remote_host")
@@ -261,14 +288,64 @@ _REQ_META_FIELDS = ("local_block_ids", "remote_block_ids", "remote_engine_id", "
                     "remote_dp_size_local", "tp_size", "transfer_id", "remote_hosts")
 
 
-class _Fields:
-    """A ReqMeta's attributes as they were when captured (read now, converted later)."""
+class _LaterBlocks:
+    """Block ids handed to a hook, kept as they were (a shallow copy) and converted to groups on
+    the writer thread (``_later``)."""
 
-    def __init__(self, m):
-        for name in _REQ_META_FIELDS:
-            v = getattr(m, name, _ABSENT)
-            if v is not _ABSENT:
-                setattr(self, name, v)
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = tuple(value) if isinstance(value, (list, tuple)) else value
+
+    def convert(self):
+        return _block_groups(self.value)
+
+
+class _LaterIds:
+    """A set of request ids (or None), copied now, sorted on the writer thread."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = None if value is None else tuple(value)
+
+    def convert(self):
+        return _id_list(self.value)
+
+
+class _LaterStatus:
+    """A request's status, named on the writer thread (``_status_name``)."""
+
+    __slots__ = ("status",)
+
+    def __init__(self, request):
+        self.status = getattr(request, "status", None)
+
+    def convert(self):
+        return _status_name(self)
+
+
+_LATER = (_LaterBlocks, _LaterIds, _LaterStatus)
+
+
+def _later(fields):
+    """``fields`` as a function for the writer thread, which converts its ``_Later*`` values."""
+    def convert():
+        return {k: (v.convert() if isinstance(v, _LATER) else v) for k, v in fields.items()}
+    return convert
+
+
+def _Fields(m):
+    """A ReqMeta's attributes as they were when captured (read now, converted later), as a dict."""
+    d = getattr(m, "__dict__", None)
+    if type(d) is dict and "remote_block_ids" in d and "local_block_ids" in d:
+        return d.copy()  # a plain (data)class instance: its attributes in one copy
+    out = {}
+    for name in _REQ_META_FIELDS:
+        v = getattr(m, name, _ABSENT)
+        if v is not _ABSENT:
+            out[name] = v
+    return out
 
 
 def metadata_snapshot(step, meta):
@@ -308,9 +385,11 @@ def metadata_reply(step, meta):
     return None if f is None else f()
 
 
-def _new_requests(scheduler_output):
-    """``scheduled_new_reqs`` as the journal's ``NewRequest`` entries (params copied now), or
-    ``_ABSENT`` when this vLLM's scheduler output has no such field."""
+def _new_requests_snapshot(scheduler_output):
+    """What ``scheduled_new_reqs`` holds, read on the calling thread (each request's id, block id
+    lists, ``num_computed_tokens`` and a shallow copy of the ``kv_transfer_params`` of its
+    ``sampling_params.extra_args``), or ``_ABSENT`` when this vLLM's scheduler output has no such
+    field; ``_new_requests_fields`` converts it."""
     reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
     if reqs is _ABSENT:
         return _ABSENT
@@ -319,19 +398,36 @@ def _new_requests(scheduler_output):
         sp = getattr(r, "sampling_params", None)
         extra_args = getattr(sp, "extra_args", None)
         params = extra_args.get("kv_transfer_params") if isinstance(extra_args, dict) else None
-        out.append({"request_id": str(r.req_id), "block_ids": _block_groups(getattr(r, "block_ids", None)),
-                    "num_computed_tokens": int(getattr(r, "num_computed_tokens", 0) or 0),
-                    "kv_transfer_params": plain(params) if params is not None else None})
+        out.append((r.req_id, getattr(r, "block_ids", None), getattr(r, "num_computed_tokens", 0),
+                    _params_copy(params)))
     return out
+
+
+def _new_requests_fields(snapshot):
+    """The journal's ``NewRequest`` entries of a ``_new_requests_snapshot``."""
+    return [{"request_id": str(rid), "block_ids": _block_groups(blocks), "num_computed_tokens": int(n or 0),
+             "kv_transfer_params": plain(params) if params is not None else None}
+            for rid, blocks, n, params in snapshot]
+
+
+def _new_requests(scheduler_output):
+    """``scheduled_new_reqs`` as the journal's ``NewRequest`` entries, or ``_ABSENT``."""
+    snap = _new_requests_snapshot(scheduler_output)
+    return snap if snap is _ABSENT else _new_requests_fields(snap)
+
+
+def _preempted_snapshot(scheduler_output):
+    ids = getattr(scheduler_output, "preempted_req_ids", _ABSENT)
+    if ids is _ABSENT:
+        return _ABSENT
+    return list(ids) if ids else []
 
 
 def _preempted(scheduler_output):
     """``preempted_req_ids`` sorted (None: none preempted, ``[]``), or ``_ABSENT`` when this vLLM's
     scheduler output has no such field."""
-    ids = getattr(scheduler_output, "preempted_req_ids", _ABSENT)
-    if ids is _ABSENT:
-        return _ABSENT
-    return sorted(str(x) for x in (ids or ()))
+    ids = _preempted_snapshot(scheduler_output)
+    return ids if ids is _ABSENT else sorted(str(x) for x in ids)
 
 
 class RecorderConfigError(ValueError):
@@ -523,11 +619,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return base if base in self._seen else None
 
     def _admit(self, request):
-        rid = _request_id(request)
+        rid = str(request.request_id)
         if rid in self._seen:
             return rid
         self._seen.add(rid)
-        self._put("request_admitted", _admission(request))
+        s = self._stream
+        if s is not None:
+            s.put("request_admitted", _admission_later(request))
         return rid
 
     # ================================================================== worker side
@@ -758,15 +856,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             try:
                 rid = self._admit(request)
-                groups = _block_groups(blocks.get_block_ids() if blocks is not None else None)
+                groups = _LaterBlocks(blocks.get_block_ids() if blocks is not None else None)
             except Exception as e:  # noqa: BLE001
                 rid = None
                 self._failed("update_state_after_alloc", e)
         result = self._inner.update_state_after_alloc(request, blocks, num_external_tokens)
         if rid is not None:
             try:
-                self._put("blocks_allocated", {"request_id": rid, "blocks": groups,
-                                                      "num_external_tokens": int(num_external_tokens)})
+                self._put("blocks_allocated", _later({"request_id": rid, "blocks": groups,
+                                                      "num_external_tokens": int(num_external_tokens)}))
             except Exception as e:  # noqa: BLE001
                 self._failed("update_state_after_alloc", e)
         if self._drive is not None:
@@ -785,8 +883,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             # before the inner runs: the params it reads are the request's own dict, changed later
             try:
-                new_reqs = _new_requests(scheduler_output)
-                preempted = _preempted(scheduler_output)
+                new_reqs = _new_requests_snapshot(scheduler_output)
+                preempted = _preempted_snapshot(scheduler_output)
             except Exception as e:  # noqa: BLE001
                 new_reqs = preempted = _ABSENT
                 self._failed("build_connector_meta new requests", e)
@@ -794,25 +892,28 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             try:
                 self._step += 1
-                cached = []
+                step = self._step
                 crd = getattr(scheduler_output, "scheduled_cached_reqs", None)
-                if crd is not None:
-                    ids = list(getattr(crd, "req_ids", ()) or ())
-                    new_blocks = list(getattr(crd, "new_block_ids", ()) or ())
-                    for i, r in enumerate(ids):
-                        nb = new_blocks[i] if i < len(new_blocks) else None
-                        cached.append({"request_id": str(r),
-                                       "new_block_ids": None if nb is None else _block_groups(nb)})
+                ids = list(getattr(crd, "req_ids", ()) or ()) if crd is not None else []
+                new_blocks = list(getattr(crd, "new_block_ids", ()) or ()) if crd is not None else []
                 try:
-                    reply = metadata_snapshot(self._step, result)
+                    reply = metadata_snapshot(step, result)
                 except Exception as e:  # noqa: BLE001 - the step is recorded, its metadata not
                     reply = None
                     self._failed("build_connector_meta metadata", e)
-                fields = {"step": self._step, "scheduled_cached_reqs": cached}
-                if new_reqs is not _ABSENT:
-                    fields["scheduled_new_reqs"] = new_reqs
-                if preempted is not _ABSENT:
-                    fields["preempted_req_ids"] = preempted
+
+                def fields(step=step, ids=ids, new_blocks=new_blocks, new_reqs=new_reqs, preempted=preempted):
+                    # on the writer thread: vLLM builds these lists afresh each step and hands them over
+                    cached = []
+                    for i, r in enumerate(ids):
+                        nb = new_blocks[i] if i < len(new_blocks) else None
+                        cached.append({"request_id": str(r), "new_block_ids": None if nb is None else _block_groups(nb)})
+                    out = {"step": step, "scheduled_cached_reqs": cached}
+                    if new_reqs is not _ABSENT:
+                        out["scheduled_new_reqs"] = _new_requests_fields(new_reqs)
+                    if preempted is not _ABSENT:
+                        out["preempted_req_ids"] = sorted(str(x) for x in preempted)
+                    return out
                 self._put("step_scheduled", fields, None if reply is None else "metadata_built", reply)
             except Exception as e:  # noqa: BLE001
                 self._failed("build_connector_meta", e)
@@ -852,19 +953,19 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._failed("drive update_connector_output", e)
         if self._stream is not None:
             try:
-                fields = {"finished_sending": _id_list(getattr(connector_output, "finished_sending", None)),
-                          "finished_recving": _id_list(getattr(connector_output, "finished_recving", None))}
+                fields = {"finished_sending": _LaterIds(getattr(connector_output, "finished_sending", None)),
+                          "finished_recving": _LaterIds(getattr(connector_output, "finished_recving", None))}
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
         result = self._inner.update_connector_output(connector_output)
         if fields is not None:
             try:
                 if self._producer_scheduler:
-                    safe = getattr(connector_output, "finished_sending", None)
-                    self._put("connector_output_received", fields, "finished_sending_rewritten",
-                              {"safe": _id_list(safe) or []})
+                    safe = _LaterIds(getattr(connector_output, "finished_sending", None))
+                    self._put("connector_output_received", _later(fields), "finished_sending_rewritten",
+                              lambda: {"safe": safe.convert() or []})
                 else:
-                    self._put("connector_output_received", fields)
+                    self._put("connector_output_received", _later(fields))
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
         if before is not None:
@@ -886,7 +987,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             try:
                 admitted = self._renamed_from(_request_id(request))
                 rid = _request_id(request) if admitted is not None else self._admit(request)
-                fields = {"request_id": rid, "status": _status_name(request), "block_ids": _block_groups(block_ids)}
+                fields = {"request_id": rid, "status": _LaterStatus(request), "block_ids": _LaterBlocks(block_ids)}
                 if admitted is not None:
                     # the same request, admitted before vLLM appended its suffix: not a new one
                     fields["admitted_request_id"] = admitted
@@ -900,8 +1001,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 if admitted is not None:
                     self._seen.discard(admitted)
                 delay_free, params = result
-                self._put("request_finished", fields, "finish_decision",
-                          {"request_id": rid, "delay_free": bool(delay_free), "kv_transfer_params": plain(params)})
+                params = _params_copy(params)
+                delay_free = bool(delay_free)
+                self._put("request_finished", _later(fields), "finish_decision",
+                          lambda rid=rid, d=delay_free, p=params: {"request_id": rid, "delay_free": d,
+                                                                   "kv_transfer_params": plain(p)})
             except Exception as e:  # noqa: BLE001
                 self._failed(where, e)
         if self._drive is not None:

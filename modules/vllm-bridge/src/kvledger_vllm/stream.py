@@ -498,13 +498,15 @@ class Stream:
     def put(self, type_name, fields, reply_type=None, reply_fields=None, at_ns=None):
         """Captures one input entry and, optionally, the derived entry that answers it (the inner
         connector's return value); never blocks, never raises. Returns False when it was dropped.
-        ``reply_fields`` may be a function of no arguments returning the fields: the writer thread
-        calls it (a snapshot taken on the calling thread, converted off it). ``at_ns``: the time
+        ``fields`` and ``reply_fields`` may be functions of no arguments returning the fields: the
+        writer thread calls them (a snapshot taken on the calling thread, converted off it). ``at_ns``: the time
         the hook was called, read earlier with ``clock()`` (default: now)."""
         self.captured += 1
         try:
-            if self._q.offer((type_name, time.monotonic_ns() if at_ns is None else at_ns, fields, reply_type,
-                              reply_fields)):
+            q = self._q  # _CaptureQueue.offer, inlined: this runs once per hook call
+            if len(q._d) < q.maxsize:
+                q._d.append((type_name, time.monotonic_ns() if at_ns is None else at_ns, fields, reply_type, reply_fields))
+                q.added += 1
                 return True
             self.dropped += 1  # racy across threads by a few counts at worst; never blocks
             return False
@@ -614,6 +616,15 @@ class Stream:
             at_ns = self._last_at_ns
         self._last_at_ns = at_ns
         obj = {"kind": INPUT, "type": type_name, "at_ns": at_ns}
+        if callable(fields):
+            # an input captured as a snapshot on the calling thread, converted here
+            try:
+                fields = fields()
+            except Exception as e:  # noqa: BLE001 - the entry is lost, and counted
+                self.write_errors += 1
+                if self.write_errors == 1:
+                    log.error("kvledger recorder: cannot convert a %s entry (%s); it is skipped", type_name, e)
+                return []
         obj.update(fields)
         if reply_type is None:
             return [obj]
