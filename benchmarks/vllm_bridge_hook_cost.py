@@ -1,6 +1,7 @@
 """Per-hook cost of the vLLM bridge's recorder, measured with the stand-in driver.
 
     python3 benchmarks/vllm_bridge_hook_cost.py [--requests 4096] [--repeat 5]
+    python3 benchmarks/vllm_bridge_hook_cost.py --paired [--requests 4096]
 
 (Debian's python3 with python3-zmq; run from the repository root.) The stand-in driver of
 modules/vllm-bridge/tests plays vLLM's scheduler loop (admission, chunked prefill, the worker's
@@ -20,6 +21,13 @@ every configuration); the table gives the mean nanoseconds per call of each hook
 what each other configuration adds to it, best of ``--repeat`` runs. The writer thread of the
 recorder runs in the same process during the calls, as it does in vLLM's engine-core and worker
 processes. A measurement, not a test: nothing is asserted.
+
+``--paired``: the recorder's added time per scheduler hook as a ratio in one run. Two engines play
+the same workload side by side in one process, step for step (which of the two steps first
+alternates): the scripted connector alone, and the recorder recording to files over the same
+connector. Each scheduler hook call of both is timed by the same wrapper, so the machine's load
+falls on both alike; the table gives each hook's median and p99 alone and through the recorder,
+what the recorder adds (median minus median, p99 minus p99) and the ratio of the medians.
 """
 
 import argparse
@@ -125,11 +133,89 @@ def run(mode, n_requests, where):
     return stats, {h: len(v) for h, v in samples.items()}, counters
 
 
+def pct(values, q):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def paired(n_requests, where):
+    """Both engines in one run; returns ({hook: bare samples}, {hook: recorded samples}, counters)."""
+    bare_cfg = make_config("kv_producer", {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"})
+    rec_cfg = make_config("kv_producer", {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+                                          "record_to": os.path.join(where, "{role}-dp{dp}-tp{tp}.jsonl")})
+    engines = []
+    for mode in ("bare", "recorded"):
+        if mode == "bare":
+            sched = fakes.ScriptedConnector(bare_cfg, KVConnectorRole.SCHEDULER)
+            worker = fakes.ScriptedConnector(bare_cfg, KVConnectorRole.WORKER)
+        else:
+            sched = KvledgerRecorderConnector(rec_cfg, KVConnectorRole.SCHEDULER, None)
+            worker = KvledgerRecorderConnector(rec_cfg, KVConnectorRole.WORKER, None)
+        samples = collections.defaultdict(list)
+        timed(sched, SCHED_HOOKS, samples)
+        engines.append((Driver(sched, worker, producer=True), requests(n_requests), samples, sched, worker))
+    step = 0
+    for i in range(0, n_requests, 16):
+        for d, reqs, _, _, _ in engines:
+            for r in reqs[i:i + 16]:
+                d.add(r)
+        for _ in range(5):
+            order = engines if step % 2 == 0 else engines[::-1]
+            for d, _, _, _, _ in order:
+                d.step()
+            step += 1
+    rec_sched, rec_worker = engines[1][3], engines[1][4]
+    counters = {}
+    for name, c in (("scheduler", rec_sched), ("worker", rec_worker)):
+        s = c.recording_stream
+        s.flush(120)
+        counters[name] = (s.captured, s.dropped)
+    for _, _, _, sched, worker in engines:
+        for c in (sched, worker):
+            c.shutdown()
+    return engines[0][2], engines[1][2], counters
+
+
+def main_paired(a):
+    with tempfile.TemporaryDirectory() as tmp:
+        paired(min(a.requests, 512), os.path.join(tmp, "warm-up"))
+        bare, rec, counters = paired(a.requests, os.path.join(tmp, "run"))
+    print(f"{a.requests} requests (48-token prompts in 16-token chunks), the scripted connector alone and the "
+          f"recorder recording to files over it, step for step in one run; ns per call")
+    print()
+    print("| scheduler hook | calls | alone median / p99 | recorded median / p99 | added median / p99 | "
+          "ratio of medians |")
+    print("|---|---:|---:|---:|---:|---:|")
+    tot_calls = 0
+    tot_added = 0.0
+    for h in SCHED_HOOKS:
+        b, r = bare[h], rec[h]
+        bm, bp, rm, rp = statistics.median(b), pct(b, 0.99), statistics.median(r), pct(r, 0.99)
+        tot_calls += len(r)
+        tot_added += (rm - bm) * len(r)
+        print(f"| `{h}` | {len(r):,} | {bm:,.0f} / {bp:,.0f} | {rm:,.0f} / {rp:,.0f} | {rm - bm:+,.0f} / {rp - bp:+,.0f} "
+              f"| {rm / bm:.2f} |")
+    allb = [x for h in SCHED_HOOKS for x in bare[h]]
+    allr = [x for h in SCHED_HOOKS for x in rec[h]]
+    print(f"| all scheduler hooks | {len(allr):,} | {statistics.median(allb):,.0f} / {pct(allb, 0.99):,.0f} | "
+          f"{statistics.median(allr):,.0f} / {pct(allr, 0.99):,.0f} | "
+          f"{statistics.median(allr) - statistics.median(allb):+,.0f} / {pct(allr, 0.99) - pct(allb, 0.99):+,.0f} | "
+          f"{statistics.median(allr) / statistics.median(allb):.2f} |")
+    print()
+    print(f"added median per call, weighted by calls: {tot_added / tot_calls:+,.0f} ns (target: at most +2,000)")
+    for name, (captured, dropped) in counters.items():
+        print(f"{name}: {captured:,} entries captured, {dropped} dropped by the capture queue")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--paired", action="store_true", help="the scheduler hooks' added time as a ratio in one run")
     a = ap.parse_args(argv)
+    if a.paired:
+        main_paired(a)
+        return
     port = free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
     drain = subprocess.Popen([sys.executable, "-c", DRAIN, endpoint], stdout=subprocess.PIPE, text=True)

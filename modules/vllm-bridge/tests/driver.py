@@ -140,8 +140,9 @@ class Driver:
             self.worker.save_kv_layer(layer, None, None)
         self.worker.wait_for_save()
         sending, recving = self.worker.get_finished(set(self.finished_for_worker))
+        self.worker.get_block_ids_with_load_errors()  # vLLM asks right after get_finished
         self.worker.clear_connector_metadata()
-        self.calls += 6 + 2 * len(LAYERS)
+        self.calls += 7 + 2 * len(LAYERS)
         self.finished_for_worker.clear()
         self.sched.update_connector_output(KVConnectorOutput(finished_sending=sending, finished_recving=recving))
         self.calls += 1

@@ -307,6 +307,22 @@ class EchoConnector(KVConnectorBase_V1, SupportsHMA):
     def prefer_cross_layer_blocks(self):
         return self._answer("prefer_cross_layer_blocks")
 
+    @property
+    def supports_eagle_prefix_cache_hashing(self):
+        return self._answer("supports_eagle_prefix_cache_hashing")
+
+    @property
+    def requires_kv_delivery(self):
+        return self._answer("requires_kv_delivery")
+
+    @property
+    def supports_divergent_local_hybrid_hits(self):
+        return self._answer("supports_divergent_local_hybrid_hits")
+
+    @property
+    def requires_full_step_completion(self):
+        return self._answer("requires_full_step_completion")
+
     class_returned = {}
 
     @classmethod
@@ -347,7 +363,9 @@ ECHO_INSTANCE_METHODS = [
     "build_connector_worker_meta", "bind_gpu_block_pool", "get_num_new_matched_tokens", "update_state_after_alloc",
     "build_connector_meta", "on_new_request", "update_connector_output", "request_finished", "take_events",
     "get_finished_count", "set_xfer_handshake_metadata", "reset_cache", "has_pending_push_work",
-    "request_finished_all_groups",
+    "request_finished_all_groups", "set_eagle_prefix_cache_hashing", "get_mem_pool_context", "finish_forward",
+    "reset_capture_state", "get_transfer_results", "bind_kv_cache_manager", "register_finished_partial_tail",
+    "has_pending_block_frees", "set_xfer_handshake_metadata_pp_aware",
 ]
 for _n in ECHO_INSTANCE_METHODS:
     setattr(EchoConnector, _n, _make_echo(_n))

@@ -277,9 +277,10 @@ def test_fields_an_older_reqmeta_lacks_are_written_as_not_compared():
 
 def test_a_metadata_object_of_another_shape_records_the_step_alone(tmp_path):
     from vllm.v1.core.sched.output import SchedulerOutput
+    from kvledger_vllm import KvledgerRecorderConnectorHMA
     extra = {"inner_connector": "EchoConnector", "inner_connector_module_path": "fakes",
              "record_to": str(tmp_path / "{role}.jsonl")}
-    rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    rec = KvledgerRecorderConnectorHMA(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
     assert isinstance(rec.build_connector_meta(SchedulerOutput()), fakes.Sentinel)
     rec.shutdown()
     assert [e["type"] for e in lines(tmp_path / "scheduler.jsonl")[1:]] == ["step_scheduled", "shut_down"]
@@ -350,3 +351,34 @@ def test_a_template_that_does_not_tell_the_processes_apart_gets_the_missing_part
     assert lines(str(tmp_path / "prefill-scheduler.jsonl"))[0]["node_id"] == "P0-10.0.0.1-6301"
     assert lines(str(tmp_path / "prefill-worker.jsonl"))[0]["node_id"] == "P0-tp0-10.0.0.1-6301"
     assert "does not tell the engine's processes apart" in caplog.text
+
+
+def test_the_blocks_that_failed_to_load_ride_on_the_finished_reply(tmp_path):
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}.jsonl")}
+    rec = KvledgerRecorderConnector(make_config("kv_consumer", extra), KVConnectorRole.WORKER, None)
+    rec.inner.get_block_ids_with_load_errors = lambda: {9, 3}
+    rec.get_finished(set())
+    assert rec.get_block_ids_with_load_errors() == {9, 3}  # the inner's answer, unchanged
+    rec.clear_connector_metadata()
+    rec.get_finished(set())  # not asked for load errors this time: the reply says null
+    rec.clear_connector_metadata()
+    rec.shutdown()
+    replies = [e for e in lines(tmp_path / "worker.jsonl") if e["type"] == "finished_reported"]
+    assert [r["load_error_blocks"] for r in replies] == [[3, 9], None]
+    polled = [e for e in lines(tmp_path / "worker.jsonl") if e["type"] == "finished_polled"]
+    assert len(polled) == 2 and polled[0]["at_ns"] <= polled[1]["at_ns"]
+
+
+def test_newer_vllms_transfer_results_are_recorded_as_the_finished_reply(tmp_path):
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}.jsonl")}
+    rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.WORKER, None)
+    rec.inner.get_finished = lambda ids: ({"r2", "r1"}, None)
+    result = rec.get_transfer_results({"r1"})
+    assert result.finished_sending == {"r1", "r2"}
+    rec.get_block_ids_with_load_errors()
+    rec.shutdown()
+    reply = [e for e in lines(tmp_path / "worker.jsonl") if e["type"] == "finished_reported"]
+    assert reply == [{"kind": "derived", "type": "finished_reported", "done_sending": ["r1", "r2"],
+                      "done_recving": [], "load_error_blocks": []}]

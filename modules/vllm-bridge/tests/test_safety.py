@@ -9,7 +9,7 @@ import pytest
 import driver
 import fakes
 from driver import Driver, make_config, producer_requests
-from kvledger_vllm import KvledgerRecorderConnector
+from kvledger_vllm import KvledgerRecorderConnector, recorder_class_for
 from kvledger_vllm.stream import DROP_REASON_PREFIX, Stream
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 from vllm.v1.request import Request
@@ -18,7 +18,7 @@ from vllm.v1.request import Request
 def _rec(tmp_path, inner="ScriptedConnector", role=KVConnectorRole.SCHEDULER, **more):
     extra = {"inner_connector": inner, "inner_connector_module_path": "fakes",
              "record_to": str(tmp_path / "{role}-dp{dp}-tp{tp}.jsonl"), **more}
-    return KvledgerRecorderConnector(make_config("kv_producer", extra), role, None)
+    return recorder_class_for(getattr(fakes, inner))(make_config("kv_producer", extra), role, None)
 
 
 class BadBlocks:
@@ -146,8 +146,8 @@ def test_inputs_never_go_backwards_in_the_file(tmp_path):
     st = Stream({"kind": "header", "type": "header", "node_id": "P0", "kv_role": "kv_producer",
                  "transfer_mode": "WRITE"}, StalledSink(), maxsize=16)
     st._sink.release.set()
-    st._q.put(("tick", 200, {}, None, None))
-    st._q.put(("tick", 100, {}, None, None))
+    st._q.offer(("tick", 200, {}, None, None))
+    st._q.offer(("tick", 100, {}, None, None))
     st.close()
     # written on the epoch axis: the capture's monotonic time plus the stream's anchor
     ticks = [json.loads(x)["at_ns"] - st._epoch_offset_ns for x in st._sink.lines[1:]]

@@ -113,11 +113,43 @@ def resolve_inner_class(extra):
                       f"(set inner_connector_module_path); tried {errors or 'vLLM registry'}")
 
 
+def _names_inner(extra):
+    return bool(extra) and bool(extra.get("inner_connector") or extra.get("inner_connector_module_path"))
+
+
+def _current_config_extra(name=None):
+    """The extra config of vLLM's current config (``get_current_vllm_config_or_none``) when it
+    configures a kvledger recorder (``name``, if given, as its ``kv_connector``), else None."""
+    try:
+        from vllm.config import get_current_vllm_config_or_none
+        cfg = get_current_vllm_config_or_none()
+    except Exception:  # noqa: BLE001 - an older vLLM, or none
+        return None
+    ktc = getattr(cfg, "kv_transfer_config", None)
+    if ktc is None or getattr(ktc, "kv_connector_module_path", None) != "kvledger_vllm":
+        return None
+    if name is not None and getattr(ktc, "kv_connector", None) != name:
+        return None
+    extra = getattr(ktc, "kv_connector_extra_config", None)
+    return extra if isinstance(extra, dict) else {}
+
+
 def _class_for_classmethod(cls, extra):
-    """The inner class for a class method: the one built in this process, else resolved now."""
-    inner = getattr(cls, "_inner_class_seen", None)
-    if inner is not None and not extra:
-        return inner
+    """The inner class a class method asks, the configured one in every process: the config the
+    call passes (``vllm_config``, ``extra_config``) when it names an inner connector; else the inner
+    the class was resolved for (``configured_class``: vLLM's factory handed the config over); else
+    vLLM's current config; else the inner built in this process; else the default inner."""
+    if _names_inner(extra):
+        return resolve_inner_class(extra)
+    configured = getattr(cls, "_configured_inner", None)
+    if configured is not None:
+        return configured
+    current = _current_config_extra()
+    if _names_inner(current):
+        return resolve_inner_class(current)
+    seen = getattr(cls, "_inner_class_seen", None)
+    if seen is not None:
+        return seen
     return resolve_inner_class(extra or {})
 
 
@@ -156,6 +188,29 @@ def _admission(request):
     return {"request_id": _request_id(request), "num_prompt_tokens": n,
             "prompt_token_ids_len": len(ids) if ids is not None else None,
             "kv_transfer_params": plain(params) if params is not None else None}
+
+
+def _params_copy(params):
+    """What the calling thread keeps of a ``kv_transfer_params`` dict the connector may change later:
+    a shallow copy (connectors set and replace its keys; ``plain`` converts it on the writer thread)."""
+    if params is None:
+        return None
+    return dict(params) if isinstance(params, dict) else params
+
+
+def _admission_later(request):
+    """``_admission``'s fields as a function for the writer thread: the attributes read now, the
+    params copied shallowly now and converted there."""
+    rid = _request_id(request)
+    ids = getattr(request, "prompt_token_ids", None)
+    n = getattr(request, "num_prompt_tokens", None)
+    ids_len = len(ids) if ids is not None else None
+    params = _params_copy(getattr(request, "kv_transfer_params", None))
+
+    def fields():
+        return {"request_id": rid, "num_prompt_tokens": n if isinstance(n, int) else (ids_len or 0),
+                "prompt_token_ids_len": ids_len, "kv_transfer_params": plain(params) if params is not None else None}
+    return fields
 
 
 def _id_list(value):
@@ -201,8 +256,12 @@ def _req_meta(request_id, m, write_mode):
     ``multi_pod_hosts``. A field this version's ReqMeta lacks is written as -1 (ints), null
     (``transfer_id``) or an empty list (``multi_pod_hosts``): ``replay --verify`` does not compare it.
     """
-    def g(name):
-        return getattr(m, name, _ABSENT)
+    if isinstance(m, dict):
+        def g(name):
+            return m.get(name, _ABSENT)
+    else:
+        def g(name):
+            return getattr(m, name, _ABSENT)
 
     eid = g("remote_engine_id")
     host = g("remote_host")
@@ -229,14 +288,64 @@ _REQ_META_FIELDS = ("local_block_ids", "remote_block_ids", "remote_engine_id", "
                     "remote_dp_size_local", "tp_size", "transfer_id", "remote_hosts")
 
 
-class _Fields:
-    """A ReqMeta's attributes as they were when captured (read now, converted later)."""
+class _LaterBlocks:
+    """Block ids handed to a hook, kept as they were (a shallow copy) and converted to groups on
+    the writer thread (``_later``)."""
 
-    def __init__(self, m):
-        for name in _REQ_META_FIELDS:
-            v = getattr(m, name, _ABSENT)
-            if v is not _ABSENT:
-                setattr(self, name, v)
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = tuple(value) if isinstance(value, (list, tuple)) else value
+
+    def convert(self):
+        return _block_groups(self.value)
+
+
+class _LaterIds:
+    """A set of request ids (or None), copied now, sorted on the writer thread."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = None if value is None else tuple(value)
+
+    def convert(self):
+        return _id_list(self.value)
+
+
+class _LaterStatus:
+    """A request's status, named on the writer thread (``_status_name``)."""
+
+    __slots__ = ("status",)
+
+    def __init__(self, request):
+        self.status = getattr(request, "status", None)
+
+    def convert(self):
+        return _status_name(self)
+
+
+_LATER = (_LaterBlocks, _LaterIds, _LaterStatus)
+
+
+def _later(fields):
+    """``fields`` as a function for the writer thread, which converts its ``_Later*`` values."""
+    def convert():
+        return {k: (v.convert() if isinstance(v, _LATER) else v) for k, v in fields.items()}
+    return convert
+
+
+def _Fields(m):
+    """A ReqMeta's attributes as they were when captured (read now, converted later), as a dict."""
+    d = getattr(m, "__dict__", None)
+    if type(d) is dict and "remote_block_ids" in d and "local_block_ids" in d:
+        return d.copy()  # a plain (data)class instance: its attributes in one copy
+    out = {}
+    for name in _REQ_META_FIELDS:
+        v = getattr(m, name, _ABSENT)
+        if v is not _ABSENT:
+            out[name] = v
+    return out
 
 
 def metadata_snapshot(step, meta):
@@ -276,9 +385,11 @@ def metadata_reply(step, meta):
     return None if f is None else f()
 
 
-def _new_requests(scheduler_output):
-    """``scheduled_new_reqs`` as the journal's ``NewRequest`` entries (params copied now), or
-    ``_ABSENT`` when this vLLM's scheduler output has no such field."""
+def _new_requests_snapshot(scheduler_output):
+    """What ``scheduled_new_reqs`` holds, read on the calling thread (each request's id, block id
+    lists, ``num_computed_tokens`` and a shallow copy of the ``kv_transfer_params`` of its
+    ``sampling_params.extra_args``), or ``_ABSENT`` when this vLLM's scheduler output has no such
+    field; ``_new_requests_fields`` converts it."""
     reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
     if reqs is _ABSENT:
         return _ABSENT
@@ -287,25 +398,65 @@ def _new_requests(scheduler_output):
         sp = getattr(r, "sampling_params", None)
         extra_args = getattr(sp, "extra_args", None)
         params = extra_args.get("kv_transfer_params") if isinstance(extra_args, dict) else None
-        out.append({"request_id": str(r.req_id), "block_ids": _block_groups(getattr(r, "block_ids", None)),
-                    "num_computed_tokens": int(getattr(r, "num_computed_tokens", 0) or 0),
-                    "kv_transfer_params": plain(params) if params is not None else None})
+        out.append((r.req_id, getattr(r, "block_ids", None), getattr(r, "num_computed_tokens", 0),
+                    _params_copy(params)))
     return out
+
+
+def _new_requests_fields(snapshot):
+    """The journal's ``NewRequest`` entries of a ``_new_requests_snapshot``."""
+    return [{"request_id": str(rid), "block_ids": _block_groups(blocks), "num_computed_tokens": int(n or 0),
+             "kv_transfer_params": plain(params) if params is not None else None}
+            for rid, blocks, n, params in snapshot]
+
+
+def _new_requests(scheduler_output):
+    """``scheduled_new_reqs`` as the journal's ``NewRequest`` entries, or ``_ABSENT``."""
+    snap = _new_requests_snapshot(scheduler_output)
+    return snap if snap is _ABSENT else _new_requests_fields(snap)
+
+
+def _preempted_snapshot(scheduler_output):
+    ids = getattr(scheduler_output, "preempted_req_ids", _ABSENT)
+    if ids is _ABSENT:
+        return _ABSENT
+    return list(ids) if ids else []
 
 
 def _preempted(scheduler_output):
     """``preempted_req_ids`` sorted (None: none preempted, ``[]``), or ``_ABSENT`` when this vLLM's
     scheduler output has no such field."""
-    ids = getattr(scheduler_output, "preempted_req_ids", _ABSENT)
-    if ids is _ABSENT:
-        return _ABSENT
-    return sorted(str(x) for x in (ids or ()))
+    ids = _preempted_snapshot(scheduler_output)
+    return ids if ids is _ABSENT else sorted(str(x) for x in ids)
+
+
+class RecorderConfigError(ValueError):
+    """The recorder refuses its configuration at construction (one line: what and what to do)."""
+
+
+def _is_hma(cls):
+    return SupportsHMA is not None and isinstance(cls, type) and issubclass(cls, SupportsHMA)
+
+
+def _hma_refusal(recorder_cls, inner_cls):
+    """The one-line refusal when ``recorder_cls`` declares ``SupportsHMA`` and ``inner_cls`` does not
+    (or the reverse), else None."""
+    if _is_hma(recorder_cls) == _is_hma(inner_cls):
+        return None
+    inner = f"{inner_cls.__name__} ({inner_cls.__module__})"
+    if _is_hma(recorder_cls):
+        return (f"kvledger recorder: kv_connector {recorder_cls.__name__} declares SupportsHMA but the inner {inner} "
+                f"does not (vLLM would call request_finished_all_groups on it and stop the engine at the first "
+                f"finished request); configure kv_connector KvledgerRecorderConnector, which takes the inner's side")
+    return (f"kvledger recorder: the inner {inner} is SupportsHMA but kv_connector {recorder_cls.__name__} does not "
+            f"declare it (vLLM would pass it group 0 alone); configure kv_connector KvledgerRecorderConnectorHMA")
 
 
 class KvledgerRecorderConnector(KVConnectorBase_V1):
     """Delegates every ``KVConnectorBase_V1`` method to the inner connector and records the hooks."""
 
     _inner_class_seen = None  # the inner class this process built (for class methods without config)
+    _configured_inner = None  # the inner class this class was resolved for (configured_class)
 
     def __init__(self, vllm_config, role, kv_cache_config=None):
         # The base constructor only stores the config; it is called so that attributes vLLM code
@@ -316,12 +467,18 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             super().__init__(vllm_config, role)
         extra = _extra_config(vllm_config)
         inner_cls = resolve_inner_class(extra)
+        refusal = _hma_refusal(type(self), inner_cls)
+        if refusal is not None:
+            # before the inner is built: the engine does not start, and says why in one line
+            log.error("%s", refusal)
+            raise RecorderConfigError(refusal)
         type(self)._inner_class_seen = inner_cls
         KvledgerRecorderConnector._inner_class_seen = inner_cls
         try:
             self._inner = inner_cls(vllm_config, role, kv_cache_config)
         except TypeError:
             self._inner = inner_cls(vllm_config, role)
+        self._pending_finished = None
         self._errors = {}
         self._seen = set()
         self._step = 0
@@ -333,11 +490,6 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_seen = set()
         self._drive_step = 0
         self.drive_fallbacks = 0
-        if SupportsHMA is not None and issubclass(inner_cls, SupportsHMA) != issubclass(type(self), SupportsHMA):
-            log.warning("kvledger recorder: %s %s SupportsHMA but %s %s; use kv_connector %s",
-                        inner_cls.__name__, "is" if issubclass(inner_cls, SupportsHMA) else "is not",
-                        type(self).__name__, "is" if issubclass(type(self), SupportsHMA) else "is not",
-                        recorder_class_for(inner_cls).__name__)
         try:
             self._start_recording(vllm_config, role, extra, inner_cls)
         except Exception as e:  # noqa: BLE001 - recording is optional, the engine is not
@@ -467,26 +619,64 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return base if base in self._seen else None
 
     def _admit(self, request):
-        rid = _request_id(request)
+        rid = str(request.request_id)
         if rid in self._seen:
             return rid
         self._seen.add(rid)
-        self._put("request_admitted", _admission(request))
+        s = self._stream
+        if s is not None:
+            s.put("request_admitted", _admission_later(request))
         return rid
 
     # ================================================================== worker side
 
+    # Properties and methods of newer base classes are forwarded as well: an older vLLM never asks
+    # for them, and a newer one gets the inner's own answer (its override, or its base's default).
+
     @property
     def prefer_cross_layer_blocks(self):
         return self._inner.prefer_cross_layer_blocks
+
+    @property
+    def supports_eagle_prefix_cache_hashing(self):
+        return self._inner.supports_eagle_prefix_cache_hashing
+
+    @property
+    def requires_kv_delivery(self):
+        return self._inner.requires_kv_delivery
+
+    @property
+    def supports_divergent_local_hybrid_hits(self):
+        return self._inner.supports_divergent_local_hybrid_hits
+
+    @property
+    def requires_full_step_completion(self):
+        return self._inner.requires_full_step_completion
+
+    def set_eagle_prefix_cache_hashing(self, enabled):
+        result = self._inner.set_eagle_prefix_cache_hashing(enabled)
+        # the base keeps the choice as an attribute vLLM may read off the connector it holds
+        self.use_eagle_prefix_cache_hashing = getattr(self._inner, "use_eagle_prefix_cache_hashing", enabled)
+        return result
+
+    def get_mem_pool_context(self):
+        return self._inner.get_mem_pool_context()
 
     def bind_connector_metadata(self, connector_metadata):
         super().bind_connector_metadata(connector_metadata)
         return self._inner.bind_connector_metadata(connector_metadata)
 
     def clear_connector_metadata(self):
+        if self._pending_finished is not None:
+            self._flush_finished(None)
         super().clear_connector_metadata()
         return self._inner.clear_connector_metadata()
+
+    def finish_forward(self):
+        return self._inner.finish_forward()
+
+    def reset_capture_state(self):
+        return self._inner.reset_capture_state()
 
     def has_connector_metadata(self):
         return self._inner.has_connector_metadata()
@@ -504,6 +694,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return self._inner.handle_preemptions(kv_connector_metadata)
 
     def start_load_kv(self, forward_context, **kwargs):
+        if self._pending_finished is not None:
+            self._flush_finished(None)
         result = self._inner.start_load_kv(forward_context, **kwargs)
         if self._stream is not None:
             try:
@@ -538,17 +730,54 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             try:
                 sending, recving = result
-                self._put("finished_polled", {}, "finished_reported", {
-                    "done_sending": _id_list(sending), "done_recving": _id_list(recving),
-                    "load_error_blocks": None})
+                self._hold_finished(sending, recving)
             except Exception as e:  # noqa: BLE001
                 self._failed("get_finished", e)
         return result
 
+    def get_transfer_results(self, finished_req_ids):
+        # Newer vLLM asks this instead of get_finished; the inner's base answers from its own
+        # get_finished, which the recorder would not see: recorded here.
+        result = self._inner.get_transfer_results(finished_req_ids)
+        if self._stream is not None:
+            try:
+                self._hold_finished(getattr(result, "finished_sending", None), getattr(result, "finished_recving", None))
+            except Exception as e:  # noqa: BLE001
+                self._failed("get_transfer_results", e)
+        return result
+
     def get_block_ids_with_load_errors(self):
-        return self._inner.get_block_ids_with_load_errors()
+        result = self._inner.get_block_ids_with_load_errors()
+        if self._pending_finished is not None:
+            try:
+                self._flush_finished(sorted(int(b) for b in (result or ())))
+            except Exception as e:  # noqa: BLE001
+                self._pending_finished = None
+                self._failed("get_block_ids_with_load_errors", e)
+        return result
+
+    def _hold_finished(self, sending, recving):
+        """The ``finished_polled`` input of this forward pass and its ``finished_reported`` reply,
+        held until vLLM asks for the blocks that failed to load (right after, in the same pass),
+        which the reply carries; written without them (null) at the next worker hook otherwise."""
+        if self._pending_finished is not None:
+            self._flush_finished(None)
+        self._pending_finished = (Stream.clock(), {"done_sending": _id_list(sending), "done_recving": _id_list(recving)})
+
+    def _flush_finished(self, load_error_blocks):
+        at, reply = self._pending_finished
+        self._pending_finished = None
+        reply["load_error_blocks"] = load_error_blocks
+        s = self._stream
+        if s is not None:
+            s.put("finished_polled", {}, "finished_reported", reply, at_ns=at)
 
     def shutdown(self):
+        if self._pending_finished is not None:
+            try:
+                self._flush_finished(None)
+            except Exception as e:  # noqa: BLE001
+                self._failed("shutdown", e)
         failures = _CloseFailures() if self._stream is not None else None
         try:
             if failures is not None:
@@ -592,6 +821,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
     def bind_gpu_block_pool(self, gpu_block_pool):
         return self._inner.bind_gpu_block_pool(gpu_block_pool)
 
+    def bind_kv_cache_manager(self, kv_cache_manager):
+        return self._inner.bind_kv_cache_manager(kv_cache_manager)
+
     def get_num_new_matched_tokens(self, request, num_computed_tokens):
         rid = None
         if self._stream is not None:
@@ -624,15 +856,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             try:
                 rid = self._admit(request)
-                groups = _block_groups(blocks.get_block_ids() if blocks is not None else None)
+                groups = _LaterBlocks(blocks.get_block_ids() if blocks is not None else None)
             except Exception as e:  # noqa: BLE001
                 rid = None
                 self._failed("update_state_after_alloc", e)
         result = self._inner.update_state_after_alloc(request, blocks, num_external_tokens)
         if rid is not None:
             try:
-                self._put("blocks_allocated", {"request_id": rid, "blocks": groups,
-                                                      "num_external_tokens": int(num_external_tokens)})
+                self._put("blocks_allocated", _later({"request_id": rid, "blocks": groups,
+                                                      "num_external_tokens": int(num_external_tokens)}))
             except Exception as e:  # noqa: BLE001
                 self._failed("update_state_after_alloc", e)
         if self._drive is not None:
@@ -651,8 +883,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             # before the inner runs: the params it reads are the request's own dict, changed later
             try:
-                new_reqs = _new_requests(scheduler_output)
-                preempted = _preempted(scheduler_output)
+                new_reqs = _new_requests_snapshot(scheduler_output)
+                preempted = _preempted_snapshot(scheduler_output)
             except Exception as e:  # noqa: BLE001
                 new_reqs = preempted = _ABSENT
                 self._failed("build_connector_meta new requests", e)
@@ -660,25 +892,28 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             try:
                 self._step += 1
-                cached = []
+                step = self._step
                 crd = getattr(scheduler_output, "scheduled_cached_reqs", None)
-                if crd is not None:
-                    ids = list(getattr(crd, "req_ids", ()) or ())
-                    new_blocks = list(getattr(crd, "new_block_ids", ()) or ())
-                    for i, r in enumerate(ids):
-                        nb = new_blocks[i] if i < len(new_blocks) else None
-                        cached.append({"request_id": str(r),
-                                       "new_block_ids": None if nb is None else _block_groups(nb)})
+                ids = list(getattr(crd, "req_ids", ()) or ()) if crd is not None else []
+                new_blocks = list(getattr(crd, "new_block_ids", ()) or ()) if crd is not None else []
                 try:
-                    reply = metadata_snapshot(self._step, result)
+                    reply = metadata_snapshot(step, result)
                 except Exception as e:  # noqa: BLE001 - the step is recorded, its metadata not
                     reply = None
                     self._failed("build_connector_meta metadata", e)
-                fields = {"step": self._step, "scheduled_cached_reqs": cached}
-                if new_reqs is not _ABSENT:
-                    fields["scheduled_new_reqs"] = new_reqs
-                if preempted is not _ABSENT:
-                    fields["preempted_req_ids"] = preempted
+
+                def fields(step=step, ids=ids, new_blocks=new_blocks, new_reqs=new_reqs, preempted=preempted):
+                    # on the writer thread: vLLM builds these lists afresh each step and hands them over
+                    cached = []
+                    for i, r in enumerate(ids):
+                        nb = new_blocks[i] if i < len(new_blocks) else None
+                        cached.append({"request_id": str(r), "new_block_ids": None if nb is None else _block_groups(nb)})
+                    out = {"step": step, "scheduled_cached_reqs": cached}
+                    if new_reqs is not _ABSENT:
+                        out["scheduled_new_reqs"] = _new_requests_fields(new_reqs)
+                    if preempted is not _ABSENT:
+                        out["preempted_req_ids"] = sorted(str(x) for x in preempted)
+                    return out
                 self._put("step_scheduled", fields, None if reply is None else "metadata_built", reply)
             except Exception as e:  # noqa: BLE001
                 self._failed("build_connector_meta", e)
@@ -718,19 +953,19 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._failed("drive update_connector_output", e)
         if self._stream is not None:
             try:
-                fields = {"finished_sending": _id_list(getattr(connector_output, "finished_sending", None)),
-                          "finished_recving": _id_list(getattr(connector_output, "finished_recving", None))}
+                fields = {"finished_sending": _LaterIds(getattr(connector_output, "finished_sending", None)),
+                          "finished_recving": _LaterIds(getattr(connector_output, "finished_recving", None))}
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
         result = self._inner.update_connector_output(connector_output)
         if fields is not None:
             try:
                 if self._producer_scheduler:
-                    safe = getattr(connector_output, "finished_sending", None)
-                    self._put("connector_output_received", fields, "finished_sending_rewritten",
-                              {"safe": _id_list(safe) or []})
+                    safe = _LaterIds(getattr(connector_output, "finished_sending", None))
+                    self._put("connector_output_received", _later(fields), "finished_sending_rewritten",
+                              lambda: {"safe": safe.convert() or []})
                 else:
-                    self._put("connector_output_received", fields)
+                    self._put("connector_output_received", _later(fields))
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
         if before is not None:
@@ -752,7 +987,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             try:
                 admitted = self._renamed_from(_request_id(request))
                 rid = _request_id(request) if admitted is not None else self._admit(request)
-                fields = {"request_id": rid, "status": _status_name(request), "block_ids": _block_groups(block_ids)}
+                fields = {"request_id": rid, "status": _LaterStatus(request), "block_ids": _LaterBlocks(block_ids)}
                 if admitted is not None:
                     # the same request, admitted before vLLM appended its suffix: not a new one
                     fields["admitted_request_id"] = admitted
@@ -766,8 +1001,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 if admitted is not None:
                     self._seen.discard(admitted)
                 delay_free, params = result
-                self._put("request_finished", fields, "finish_decision",
-                          {"request_id": rid, "delay_free": bool(delay_free), "kv_transfer_params": plain(params)})
+                params = _params_copy(params)
+                delay_free = bool(delay_free)
+                self._put("request_finished", _later(fields), "finish_decision",
+                          lambda rid=rid, d=delay_free, p=params: {"request_id": rid, "delay_free": d,
+                                                                   "kv_transfer_params": plain(p)})
             except Exception as e:  # noqa: BLE001
                 self._failed(where, e)
         if self._drive is not None:
@@ -783,8 +1021,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 return bool(r.get("delay_free")), r.get("kv_transfer_params")
         return result
 
+    def register_finished_partial_tail(self, request, block_ids, partial_tail_offloads):
+        return self._inner.register_finished_partial_tail(request, block_ids, partial_tail_offloads)
+
     def take_events(self):
         return self._inner.take_events()
+
+    def has_pending_block_frees(self):
+        return self._inner.has_pending_block_frees()
 
     def get_finished_count(self):
         return self._inner.get_finished_count()
@@ -792,13 +1036,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
     def set_xfer_handshake_metadata(self, metadata):
         return self._inner.set_xfer_handshake_metadata(metadata)
 
+    def set_xfer_handshake_metadata_pp_aware(self, metadata):
+        return self._inner.set_xfer_handshake_metadata_pp_aware(metadata)
+
     def reset_cache(self):
         return self._inner.reset_cache()
 
     def has_pending_push_work(self):
-        # Newer base classes only; an inner without it answers like the base would.
-        f = getattr(self._inner, "has_pending_push_work", None)
-        return f() if f is not None else False
+        return self._inner.has_pending_push_work()
 
     # ================================================================== class methods
 
@@ -812,8 +1057,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     @classmethod
     def build_kv_connector_stats(cls, data=None):
-        # Called in the API-server process with no config: the class built in this process, else
-        # the default inner connector.
+        # Called in the API-server process with no config: the inner this class was resolved for
+        # by vLLM's factory (configured_class), which had the config.
         return _class_for_classmethod(cls, None).build_kv_connector_stats(data)
 
     @classmethod
@@ -834,10 +1079,49 @@ else:  # pragma: no cover
 
 
 def recorder_class_for(inner_cls):
-    """The recorder class to configure for ``inner_cls``: declares SupportsHMA exactly when it does."""
-    if SupportsHMA is not None and isinstance(inner_cls, type) and issubclass(inner_cls, SupportsHMA):
+    """The recorder class for ``inner_cls``: declares SupportsHMA exactly when it does."""
+    if _is_hma(inner_cls):
         return KvledgerRecorderConnectorHMA
     return KvledgerRecorderConnector
+
+
+_CONFIGURED = {}
+
+
+def configured_class(name, kv_transfer_config=None):
+    """The class vLLM gets for ``kv_connector`` ``name`` (``kvledger_vllm``'s module ``__getattr__``).
+
+    ``KvledgerRecorderConnector`` takes the inner connector's side: the class declares
+    ``SupportsHMA`` exactly when the inner does (vLLM's scheduler calls ``request_finished_all_groups``
+    on any connector that declares it); ``KvledgerRecorderConnectorHMA`` always declares it (and
+    refuses a non-HMA inner at construction). The inner is the one ``kv_transfer_config`` (the
+    factory's, when the caller could find it) or vLLM's current config names, else the default
+    (MoRIIO); the class returned remembers it, so that its class methods ask that inner in every
+    process (the API server's ``build_kv_connector_stats``). When the inner cannot be imported here,
+    the plain class is returned and its construction names the problem.
+    """
+    hma_name = name == "KvledgerRecorderConnectorHMA"
+    if hma_name and KvledgerRecorderConnectorHMA is None:
+        raise AttributeError("kvledger_vllm: this vLLM has no SupportsHMA; configure KvledgerRecorderConnector")
+    extra = None
+    if kv_transfer_config is not None:
+        extra = getattr(kv_transfer_config, "kv_connector_extra_config", None)
+        extra = extra if isinstance(extra, dict) else {}
+    if extra is None:
+        extra = _current_config_extra(name) or {}
+    try:
+        inner_cls = resolve_inner_class(extra)
+    except Exception as e:  # noqa: BLE001 - the constructor reports it with the engine's config
+        log.debug("kvledger recorder: %s resolved without its inner connector (%s)", name, e)
+        return KvledgerRecorderConnectorHMA if hma_name else KvledgerRecorderConnector
+    base = KvledgerRecorderConnectorHMA if hma_name else recorder_class_for(inner_cls)
+    key = (base, inner_cls)
+    cls = _CONFIGURED.get(key)
+    if cls is None:
+        cls = type(base.__name__, (base,), {"__module__": base.__module__, "__qualname__": base.__qualname__,
+                                            "__doc__": base.__doc__, "_configured_inner": inner_cls})
+        _CONFIGURED[key] = cls
+    return cls
 
 
 class _CloseFailures(logging.Handler):

@@ -1,8 +1,8 @@
 """The recording stream: hook calls captured on vLLM's threads, written as kvledger JSON lines elsewhere.
 
-Capture (``Stream.put``) is one ``time.monotonic_ns()`` and one ``queue.Queue.put_nowait`` of a
-small tuple on the calling thread, one per hook call; it never blocks and never raises. A full
-queue drops the entry and counts it. A daemon thread (``Stream`` starts it) polls the queue every
+Capture (``Stream.put``) is one ``time.monotonic_ns()`` and one ``deque.append`` of a small tuple
+on the calling thread, one per hook call (no lock: the writer polls, so there is no waiter to
+wake); it never blocks and never raises. A full queue drops the entry and counts it. A daemon thread (``Stream`` starts it) polls the queue every
 few milliseconds and turns entries into JSON lines
 (journal/FORMAT.md, "JSON lines") and appends them to the file; a run of engine steps that repeat
 the step before them (an engine stepping while a request waits) is written as one ``repeat`` line
@@ -20,8 +20,8 @@ import json
 import logging
 import math
 import os
-import queue
 import threading
+from collections import deque
 import time
 import uuid
 
@@ -414,6 +414,50 @@ class ZmqSink:
             self._ctx.term()
 
 
+class _CaptureQueue:
+    """A bounded FIFO for one writer thread and the engine's threads, without locks: ``deque``'s
+    append and popleft are atomic under the GIL. ``len`` bounds it approximately (a race lets a few
+    entries past ``maxsize``, never a block). ``unfinished`` counts entries offered and not yet
+    handled (``done``), for ``Stream.flush``."""
+
+    __slots__ = ("_d", "maxsize", "added", "handled")
+
+    def __init__(self, maxsize):
+        self._d = deque()
+        self.maxsize = maxsize
+        self.added = 0    # written by the calling threads only
+        self.handled = 0  # written by the writer thread only
+
+    def offer(self, item):
+        if len(self._d) >= self.maxsize:
+            return False
+        self._d.append(item)
+        self.added += 1
+        return True
+
+    def control(self, item):
+        """A flush mark or the stop marker: always taken (one beyond the bound at most)."""
+        self._d.append(item)
+        self.added += 1
+
+    def take(self, n):
+        out = []
+        pop = self._d.popleft
+        try:
+            while len(out) < n:
+                out.append(pop())
+        except IndexError:
+            pass
+        return out
+
+    def done(self, n):
+        self.handled += n
+
+    @property
+    def unfinished(self):
+        return self.added - self.handled
+
+
 class Stream:
     """A bounded capture queue and the background writer that drains it into a sink.
 
@@ -423,7 +467,7 @@ class Stream:
     """
 
     def __init__(self, header, sink, maxsize=65536, name="kvledger-recorder", fold_starts=None):
-        self._q = queue.Queue(maxsize=maxsize)
+        self._q = _CaptureQueue(maxsize)
         # repeated steps folded into repeat lines (StepFolder), or every line written (None)
         self.folder = StepFolder(fold_starts) if fold_starts else None
         self._sink = sink
@@ -446,16 +490,24 @@ class Stream:
 
     # ------------------------------------------------------------------ calling threads
 
-    def put(self, type_name, fields, reply_type=None, reply_fields=None):
+    @staticmethod
+    def clock():
+        """The capture clock (``at_ns`` of a ``put`` without one)."""
+        return time.monotonic_ns()
+
+    def put(self, type_name, fields, reply_type=None, reply_fields=None, at_ns=None):
         """Captures one input entry and, optionally, the derived entry that answers it (the inner
         connector's return value); never blocks, never raises. Returns False when it was dropped.
-        ``reply_fields`` may be a function of no arguments returning the fields: the writer thread
-        calls it (a snapshot taken on the calling thread, converted off it)."""
+        ``fields`` and ``reply_fields`` may be functions of no arguments returning the fields: the
+        writer thread calls them (a snapshot taken on the calling thread, converted off it). ``at_ns``: the time
+        the hook was called, read earlier with ``clock()`` (default: now)."""
         self.captured += 1
         try:
-            self._q.put_nowait((type_name, time.monotonic_ns(), fields, reply_type, reply_fields))
-            return True
-        except queue.Full:
+            q = self._q  # _CaptureQueue.offer, inlined: this runs once per hook call
+            if len(q._d) < q.maxsize:
+                q._d.append((type_name, time.monotonic_ns() if at_ns is None else at_ns, fields, reply_type, reply_fields))
+                q.added += 1
+                return True
             self.dropped += 1  # racy across threads by a few counts at worst; never blocks
             return False
         except Exception:  # noqa: BLE001 - the engine must never see the recorder fail
@@ -481,12 +533,7 @@ class Stream:
         while True:
             # Polled, not blocked in get(): a put then finds no waiter to wake, so the engine's
             # threads and this one do not hand the GIL back and forth once per hook call.
-            batch = []
-            while len(batch) < 4096:
-                try:
-                    batch.append(self._q.get_nowait())
-                except queue.Empty:
-                    break
+            batch = self._q.take(4096)
             if not batch:
                 if self.folder is not None:
                     held = []
@@ -530,8 +577,7 @@ class Stream:
                 if stop:
                     self.folder.close(out)
             self._write(out)
-            for _ in batch:
-                self._q.task_done()
+            self._q.done(len(batch))
             if stop:
                 self._sink.close()
                 return
@@ -570,6 +616,15 @@ class Stream:
             at_ns = self._last_at_ns
         self._last_at_ns = at_ns
         obj = {"kind": INPUT, "type": type_name, "at_ns": at_ns}
+        if callable(fields):
+            # an input captured as a snapshot on the calling thread, converted here
+            try:
+                fields = fields()
+            except Exception as e:  # noqa: BLE001 - the entry is lost, and counted
+                self.write_errors += 1
+                if self.write_errors == 1:
+                    log.error("kvledger recorder: cannot convert a %s entry (%s); it is skipped", type_name, e)
+                return []
         obj.update(fields)
         if reply_type is None:
             return [obj]
@@ -589,13 +644,12 @@ class Stream:
 
     def _drain_forever(self):
         while True:
-            try:
-                item = self._q.get_nowait()
-            except queue.Empty:
+            items = self._q.take(4096)
+            if not items:
                 time.sleep(POLL_S)
                 continue
-            self._q.task_done()
-            if item is None:
+            self._q.done(len(items))
+            if any(item is None for item in items):
                 return
 
     # ------------------------------------------------------------------ shutdown
@@ -605,11 +659,8 @@ class Stream:
         deadline = None if timeout is None else time.monotonic() + timeout
         if self.folder is not None and not self._closed:
             # the writer writes what the folder holds when it reaches this mark
-            try:
-                self._q.put(_FLUSH, timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
-            except queue.Full:
-                return False
-        while self._q.unfinished_tasks:
+            self._q.control(_FLUSH)
+        while self._q.unfinished:
             if deadline is not None and time.monotonic() > deadline:
                 return False
             time.sleep(0.001)
@@ -621,12 +672,5 @@ class Stream:
             return
         self._closed = True
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self._q.put_nowait(None)
-                break
-            except queue.Full:
-                if time.monotonic() > deadline:
-                    return
-                time.sleep(0.001)
+        self._q.control(None)
         self._thread.join(max(0.0, deadline - time.monotonic()))

@@ -1,7 +1,9 @@
 """Stand-in for vllm/distributed/kv_transfer/kv_connector/v1/base.py (tests only).
 
-Method names, signatures and defaults follow the newest upstream base class; bodies are the
-base class's no-op defaults. Written for kvledger's tests, not copied.
+Method names, signatures and defaults follow the newest upstream base classes (every member of the
+bases at vLLM 3c201bf2 and at 003df296: EAGLE prefix-cache hashing, KV delivery, transfer results,
+PP-aware handshake metadata, ...); bodies are the base class's defaults. Written for kvledger's
+tests, not copied.
 """
 
 import enum
@@ -39,10 +41,33 @@ class KVConnectorWorkerMetadata(ABC):
         pass
 
 
+class KVConnectorTransferResults:
+    def __init__(self, finished_sending=None, finished_recving=None, failed_recving=None):
+        self.finished_sending = set(finished_sending or ())
+        self.finished_recving = set(finished_recving or ())
+        self.failed_recving = set(failed_recving or ())
+
+
 class KVConnectorBase_V1(ABC):
 
     @property
     def prefer_cross_layer_blocks(self):
+        return False
+
+    @property
+    def supports_eagle_prefix_cache_hashing(self):
+        return False
+
+    @property
+    def requires_kv_delivery(self):
+        return self._kv_transfer_config.kv_role == "kv_producer"
+
+    @property
+    def supports_divergent_local_hybrid_hits(self):
+        return False
+
+    @property
+    def requires_full_step_completion(self):
         return False
 
     def __init__(self, vllm_config, role, kv_cache_config):
@@ -53,6 +78,13 @@ class KVConnectorBase_V1(ABC):
         self._kv_transfer_config = vllm_config.kv_transfer_config
         self._kv_cache_config = kv_cache_config
         self._role = role
+        self.use_eagle_prefix_cache_hashing = False
+
+    def set_eagle_prefix_cache_hashing(self, enabled):
+        self.use_eagle_prefix_cache_hashing = enabled
+
+    def get_mem_pool_context(self):
+        return None
 
     @property
     def role(self):
@@ -81,6 +113,12 @@ class KVConnectorBase_V1(ABC):
     def set_host_xfer_buffer_ops(self, copy_operation):
         return
 
+    def finish_forward(self):
+        return
+
+    def reset_capture_state(self):
+        return
+
     def handle_preemptions(self, kv_connector_metadata):
         return
 
@@ -103,6 +141,10 @@ class KVConnectorBase_V1(ABC):
     def get_finished(self, finished_req_ids):
         return None, None
 
+    def get_transfer_results(self, finished_req_ids):
+        sending, recving = self.get_finished(finished_req_ids)
+        return KVConnectorTransferResults(sending, recving)
+
     def get_block_ids_with_load_errors(self):
         return set()
 
@@ -122,6 +164,10 @@ class KVConnectorBase_V1(ABC):
         return None
 
     # scheduler side
+    def bind_kv_cache_manager(self, kv_cache_manager):
+        self._kv_cache_manager = kv_cache_manager
+        self.bind_gpu_block_pool(kv_cache_manager.block_pool)
+
     def bind_gpu_block_pool(self, gpu_block_pool):
         return
 
@@ -146,8 +192,14 @@ class KVConnectorBase_V1(ABC):
     def request_finished(self, request, block_ids):
         return False, None
 
+    def register_finished_partial_tail(self, request, block_ids, partial_tail_offloads):
+        return False
+
     def take_events(self):
         return ()
+
+    def has_pending_block_frees(self):
+        return False
 
     def has_pending_push_work(self):
         return False
@@ -171,6 +223,11 @@ class KVConnectorBase_V1(ABC):
 
     def set_xfer_handshake_metadata(self, metadata):
         return None
+
+    def set_xfer_handshake_metadata_pp_aware(self, metadata):
+        if any(pp_rank != 0 for pp_rank, _ in metadata):
+            raise ValueError(f"{type(self).__name__} received pp_rank > 0 handshake metadata")
+        self.set_xfer_handshake_metadata({tp_rank: meta for (_, tp_rank), meta in metadata.items()})
 
     @classmethod
     def build_prom_metrics(cls, vllm_config, metric_types, labelnames, per_engine_labelvalues):
