@@ -62,7 +62,7 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--role", paramLabel = "producer|consumer", description = "The rank's role (or kv_role in --kv-transfer-config).")
     String role;
 
-    @Option(names = "--mode", paramLabel = "read|write", description = "Transfer mode (or read_mode in --kv-transfer-config; default write).")
+    @Option(names = "--mode", paramLabel = "read|write", description = "Transfer mode (or read_mode in --kv-transfer-config, or with --profile vllm-239b5ff30 the environment variable VLLM_MORIIO_CONNECTOR_READ_MODE as that vLLM reads it; default write).")
     String mode;
 
     @Option(names = "--kv-transfer-config", paramLabel = "JSON",
@@ -335,8 +335,11 @@ final class NodeCommand implements Callable<Integer> {
         if (notifyPort != null) {
             extra.put("notify_port", (long) notifyPort);
         }
+        // --mode wins; else the environment variable vLLM 239b5ff30 reads (mode-from-env), or read_mode
+        String envReadMode = mode != null ? String.valueOf(ModeOption.parse(spec, mode) == TransferMode.READ)
+                : System.getenv("VLLM_MORIIO_CONNECTOR_READ_MODE");
         Checked<NodeConfig> checked = NodeConfig.fromExtraConfig(kvRole, extra,
-                System.getenv("VLLM_MORIIO_DEFERRED_TIMEOUT_S"), behaviour, dpv[0], dpv[1], dpv[1], tpv[0], tpv[1]);
+                System.getenv("VLLM_MORIIO_DEFERRED_TIMEOUT_S"), envReadMode, behaviour, dpv[0], dpv[1], dpv[1], tpv[0], tpv[1]);
         if (!checked.isOk()) {
             throw usage("the connector configuration is invalid: " + checked.error());
         }

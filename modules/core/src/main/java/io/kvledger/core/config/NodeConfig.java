@@ -96,7 +96,21 @@ public record NodeConfig(
     public static io.kvledger.core.moriio.Checked<NodeConfig> fromExtraConfig(
             String kvRole, java.util.Map<String, ?> extra, String envDeferTimeout, Behaviour behaviour,
             int dpRank, int dpSize, int dpSizeLocal, int tpRank, int tpSize) {
-        Builder b = builder(Role.fromKvRole(kvRole), TransferMode.fromReadMode(extra.get("read_mode")))
+        return fromExtraConfig(kvRole, extra, envDeferTimeout, null, behaviour, dpRank, dpSize, dpSizeLocal, tpRank, tpSize);
+    }
+
+    /**
+     * {@link #fromExtraConfig(String, java.util.Map, String, Behaviour, int, int, int, int, int)}
+     * with the value of {@code VLLM_MORIIO_CONNECTOR_READ_MODE} ({@code null} when unset), which
+     * picks the mode instead of {@code read_mode} under the {@code mode-from-env} switch (vLLM
+     * 239b5ff30's {@code get_moriio_mode()}).
+     */
+    public static io.kvledger.core.moriio.Checked<NodeConfig> fromExtraConfig(
+            String kvRole, java.util.Map<String, ?> extra, String envDeferTimeout, String envReadMode, Behaviour behaviour,
+            int dpRank, int dpSize, int dpSizeLocal, int tpRank, int tpSize) {
+        TransferMode mode = behaviour.on(Switch.MODE_FROM_ENV) ? TransferMode.fromEnvReadMode(envReadMode)
+                : TransferMode.fromReadMode(extra.get("read_mode"));
+        Builder b = builder(Role.fromKvRole(kvRole), mode)
                 .behaviour(behaviour)
                 .dp(dpRank, dpSize, dpSizeLocal)
                 .tp(tpRank, tpSize)

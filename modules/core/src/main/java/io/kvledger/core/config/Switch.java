@@ -109,6 +109,9 @@ public enum Switch {
     // E. The scheduler side of vLLM main at 239b5ff30 (2026-05-18), read from its
     // moriio_connector.py, where it differs from the seed: on in vllm-239b5ff30 only (a journal
     // written before these switches existed lists none of them, so it replays as it did).
+    MODE_FROM_ENV(0, "mode-from-env", "239b5ff30 (the seed reads the extra config's read_mode)", false, false, true,
+            "the mode is VLLM_MORIIO_CONNECTOR_READ_MODE as vLLM's envs parses it (\"true\" or \"1\", any case, "
+                    + "default False), not the extra config's read_mode; a recording's header carries the mode itself"),
     TRANSFER_ID_REQUIRED(0, "transfer-id-required", "239b5ff30 (the seed synthesizes sidecar-<rid>)", false, false, true,
             "update_state_after_alloc reads params[\"transfer_id\"]: KeyError when absent, an empty one mapped as it is"),
     READ_RECV_ALIGNS_FULL_HIT(0, "read-recv-aligns-full-hit", "239b5ff30 (the seed stages [] without external tokens)",

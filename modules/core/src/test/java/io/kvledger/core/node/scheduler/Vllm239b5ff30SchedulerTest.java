@@ -30,7 +30,7 @@ class Vllm239b5ff30SchedulerTest {
                 differ.add(s);
             }
         }
-        assertThat(differ).containsExactlyInAnyOrder(Switch.TRANSFER_ID_REQUIRED, Switch.READ_RECV_ALIGNS_FULL_HIT,
+        assertThat(differ).containsExactlyInAnyOrder(Switch.MODE_FROM_ENV, Switch.TRANSFER_ID_REQUIRED, Switch.READ_RECV_ALIGNS_FULL_HIT,
                 Switch.WRITE_NOTIFY_DECODE_ADDRESS, Switch.PENDING_SAVE_UNKNOWN_RAISES, Switch.META_WITHOUT_ROUTING_FIELDS,
                 Switch.FINISH_UNMAP_EVERY_ROLE, Switch.WRITE_ABORT_STAGES_RECV, Switch.FINISH_PARAMS_SIX_KEYS,
                 Switch.NO_CONNECTOR_OUTPUT_HOOK, Switch.WRITE_CONSUMER_RECV_NEW_REQS);
@@ -41,6 +41,22 @@ class Vllm239b5ff30SchedulerTest {
         }
         assertThat(V.profile()).isEqualTo("vllm-239b5ff30");
         assertThat(Behaviour.preset("vllm-239b5ff30")).isEqualTo(V);
+    }
+
+    @Test
+    void the_mode_comes_from_the_environment_as_vllm_parses_it() {
+        java.util.Map<String, Object> extra = java.util.Map.of("read_mode", true);
+        for (String env : new String[] {"1", "TRUE", "true"}) {
+            assertThat(io.kvledger.core.config.NodeConfig.fromExtraConfig("kv_consumer", extra, null, env, V, 0, 1, 1, 0, 1)
+                    .value().mode()).as(env).isEqualTo(TransferMode.READ);
+        }
+        for (String env : new String[] {null, "yes", " true", "0"}) {
+            assertThat(io.kvledger.core.config.NodeConfig.fromExtraConfig("kv_consumer", extra, null, env, V, 0, 1, 1, 0, 1)
+                    .value().mode()).as(String.valueOf(env)).isEqualTo(TransferMode.WRITE);
+        }
+        // the seed reads read_mode, whatever the environment says
+        assertThat(io.kvledger.core.config.NodeConfig.fromExtraConfig("kv_consumer", extra, null, null, seed(), 0, 1, 1, 0, 1)
+                .value().mode()).isEqualTo(TransferMode.READ);
     }
 
     @Test
