@@ -351,7 +351,8 @@ final class ClusterCommand implements Callable<Integer> {
                 }
             }
             long sent = all.size();
-            quiesce(client, nodes, Duration.ofNanos((long) ((deferTimeoutS + transferTimeoutS + 5) * 1e9)));
+            // ends as soon as no node holds a request: the bound leaves a loaded machine a minute beyond the timeouts
+            quiesce(client, nodes, Duration.ofNanos((long) ((deferTimeoutS + transferTimeoutS + 60) * 1e9)));
             // a node that ended before the stop, and was not killed on purpose, stopped by itself
             List<Started> exitedEarly = new ArrayList<>();
             for (Started n : nodes) {

@@ -30,7 +30,7 @@ class DemoLiveTest {
         Assumptions.assumeTrue(Files.isExecutable(Path.of(LiveDemo.PYTHON)), LiveDemo.PYTHON + " not found");
         Process p = new ProcessBuilder(LiveDemo.PYTHON, "-c", "import zmq, msgpack").redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        Assumptions.assumeTrue(p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0,
+        Assumptions.assumeTrue(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0,
                 "python3 cannot import zmq and msgpack (install python3-zmq and python3-msgpack): " + out);
     }
 

@@ -54,7 +54,7 @@ class ListenCommandTest {
                     enc.remoteBlocks("d-1", "tx-1", List.of(1, 2, 3), 0)))).isTrue();
             assertThat(pub.send(new OutboundFrame("127.0.0.1", port, "raw", null, new byte[] {(byte) 0xff, (byte) 0xfe, 0x00}))).isTrue();
             assertThat(pub.send(new OutboundFrame("127.0.0.1", port, "release", "tx-1", enc.release("tx-1", 2)))).isTrue();
-            assertThat(run.get(30, TimeUnit.SECONDS)).as(err.toString()).isZero();
+            assertThat(run.get(120, TimeUnit.SECONDS)).as(err.toString()).isZero();
         }
         assertThat(out.toString()).contains("3 frame(s) journaled (1 rejected)");
         List<NodeEvent> events = new ArrayList<>();
@@ -124,7 +124,7 @@ class ListenCommandTest {
             // the port it bound first was released again: another listener can have it
             CompletableFuture<CliRun.Outcome> again = CompletableFuture.supplyAsync(() -> CliRun.run("listen", "--bind", bind,
                     "--journal", tmp.resolve("other").toString(), "--duration-s", "0.2"));
-            assertThat(again.get(30, TimeUnit.SECONDS).code()).as(again.get().err()).isZero();
+            assertThat(again.get(120, TimeUnit.SECONDS).code()).as(again.get().err()).isZero();
         } finally {
             child.destroyForcibly();
             child.waitFor(30, TimeUnit.SECONDS);

@@ -82,7 +82,7 @@ class BridgedNodeTest {
             Process py = new ProcessBuilder(PYTHON, script.toString(), p.bridge().endpoint(), rid)
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start();
             stdout = new String(py.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(py.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(py.waitFor(120, TimeUnit.SECONDS)).isTrue();
             assertThat(py.exitValue()).as(stdout).isZero();
         } finally {
             p.close();

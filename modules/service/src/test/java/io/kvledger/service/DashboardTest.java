@@ -67,7 +67,7 @@ class DashboardTest {
             d.hookPort().call(new NodeEvent.MatchedTokensQueried(d.clock().getAsLong(), "cmpl-never-admitted", 0));
             HttpClient http = HttpClient.newHttpClient();
             // One request through the proxy: its request and leg series.
-            assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> proxy.producers() == 1 && proxy.consumers() == 1))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> proxy.producers() == 1 && proxy.consumers() == 1))
                     .as("both nodes registered with the proxy").isTrue();
             HttpResponse<String> c = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.httpPort()
                             + "/v1/completions")).timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")

@@ -48,9 +48,9 @@ class LiveNodeInProcessTest {
                 assertThat(o.decodeLeg().mismatch()).isNull();
             }
             int blocks = p.options().layout().numBlocks();
-            assertThat(TestNodes.eventually(Duration.ofSeconds(30), () -> p.engine().freeBlocks() == blocks))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> p.engine().freeBlocks() == blocks))
                     .as("the prefill freed every block (free now: %d)", p.engine().freeBlocks()).isTrue();
-            assertThat(TestNodes.eventually(Duration.ofSeconds(30), () -> d.engine().freeBlocks() == blocks)).isTrue();
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> d.engine().freeBlocks() == blocks)).isTrue();
             assertThat(d.engine().verifiedBytes()).isPositive();
             assertThat(p.eventsLost() + d.eventsLost()).isZero();
         } finally {

@@ -95,7 +95,7 @@ class ProxyDpFakeEnginesTest {
                             LoopbackPorts.free(), hs, nt, args.toArray(String[]::new));
                     instances.add(new Instance(name, hs, nt, ranks, fe));
                 }
-                assertThat(TestNodes.eventually(Duration.ofSeconds(15),
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120),
                         () -> proxy.producers() == prefills && proxy.consumers() == decodes)).as("every instance registered")
                         .isTrue();
 

@@ -319,7 +319,7 @@ class EngineBridgeServerTest {
         EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), handed::add);
         try (BridgeClient engine = new BridgeClient(server.endpoint())) {
             engine.send(BridgeCodec.encodeRequest(new BridgeRequest(9, new HookCall.StartLoadKv())));
-            long deadline = System.nanoTime() + 10_000_000_000L;
+            long deadline = System.nanoTime() + 120_000_000_000L;
             while (handed.isEmpty() && System.nanoTime() < deadline) {
                 engine.keepConnecting();
                 Collector.sleep(5);

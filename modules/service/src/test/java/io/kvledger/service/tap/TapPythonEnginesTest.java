@@ -65,7 +65,7 @@ class TapPythonEnginesTest {
             assertThat(post(client, http[0], rid2, prefillLeg("tx-2")).get(60, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
             prefill.kill();
             var d2 = post(client, http[1], rid2, decodeLeg("tx-2"));
-            long deadline = System.nanoTime() + 20_000_000_000L;
+            long deadline = System.nanoTime() + 120_000_000_000L;
             while (tap.framesJournaled() < 3 && System.nanoTime() < deadline) {
                 Thread.sleep(10);
             }
