@@ -33,7 +33,7 @@ def wait_for(cond, timeout=120.0):
     return cond()
 
 
-def post(port, path, body, headers=None, timeout=30):
+def post(port, path, body, headers=None, timeout=120):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     h = {"Content-Type": "application/json"}
     h.update(headers or {})
@@ -177,7 +177,7 @@ def test_a_write_decode_sends_remote_blocks_and_streams_after_write_done(ctx, ap
     assert t.is_alive(), "the decode waits for write_done (there is no D-side timeout in WRITE)"
     done = dealer(ctx, d_notify)
     done.send(msgpack.packb({"type": "write_done", "transfer_id": tid}))
-    t.join(30)
+    t.join(120)
     status, ctype, data = result["r"]
     assert status == 200 and ctype == "text/event-stream"
     events = [line[len("data: "):] for line in data.decode().split("\n\n") if line.startswith("data: ")]
@@ -207,7 +207,7 @@ def test_a_prefill_and_a_decode_complete_a_request_over_moriio_frames(apps, mode
         t.start()
         dstatus, _, ddata = post(d.http_port, "/v1/chat/completions",
                                  dict(body, max_tokens=3, kv_transfer_params=decode_leg_params(tid)), {"X-Request-Id": rid})
-        t.join(30)
+        t.join(120)
         assert out["p"][0] == 200
     else:
         # the proxy awaits the prefill, then copies remote_engine_id, remote_block_ids and transfer_id

@@ -269,7 +269,7 @@ class ListenCommandTest {
     @Test
     void a_flood_of_large_frames_is_journaled_within_a_capped_heap(@TempDir Path tmp) throws Exception {
         int port = freePort();
-        int n = 200;
+        int n = 100;
         Path dir = tmp.resolve("tap");
         Path out = tmp.resolve("out.txt");
         Process child = listenChild(dir, port, out, "96m", "--max-frames", String.valueOf(n + 1), "--duration-s", "600");
