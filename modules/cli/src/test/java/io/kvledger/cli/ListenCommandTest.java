@@ -152,7 +152,7 @@ class ListenCommandTest {
             dealer.sendMore(part);
             dealer.send(part, 0);
             dealer.send(new NotifyEncoder().writeDone("tx-after"), 0);
-            assertThat(run.get(60, TimeUnit.SECONDS)).as(err.toString()).isZero();
+            assertThat(run.get(120, TimeUnit.SECONDS)).as(err.toString()).isZero();
         }
         assertThat(out.toString()).contains("2 frame(s) journaled (1 rejected)");
         List<NodeEvent> events = inputs(dir);

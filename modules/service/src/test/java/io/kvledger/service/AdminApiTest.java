@@ -79,7 +79,7 @@ class AdminApiTest {
                 all.add(router.send(40 + 50 * i, 2));
             }
             for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                ToyRouter.Outcome o = f.get(60, TimeUnit.SECONDS);
+                ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                 assertThat(o.ok()).as("request %s: %s", o.xRequestId(), o).isTrue();
                 outcomes.add(o);
             }
@@ -218,7 +218,7 @@ class AdminApiTest {
             }
             assertThat(seen).noneMatch(ev -> ev.event().equals("dropped"));
             // And streams a new request as it is processed.
-            ToyRouter.Outcome late = router.send(64, 1).get(60, TimeUnit.SECONDS);
+            ToyRouter.Outcome late = router.send(64, 1).get(120, TimeUnit.SECONDS);
             assertThat(late.ok()).isTrue();
             List<SseEvent> more = sse.drain(Duration.ofSeconds(10), ev -> ev.data().contains(late.xRequestId())
                     && ev.data().contains("\"type\":\"request_admitted\""));

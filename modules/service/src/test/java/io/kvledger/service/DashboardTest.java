@@ -61,7 +61,7 @@ class DashboardTest {
         try {
             ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 3);
             for (int i = 0; i < 2; i++) {
-                assertThat(router.send(48, 2).get(60, TimeUnit.SECONDS).ok()).isTrue();
+                assertThat(router.send(48, 2).get(120, TimeUnit.SECONDS).ok()).isTrue();
             }
             // A hook naming a request the node never admitted: one REQUEST_UNKNOWN anomaly.
             d.hookPort().call(new NodeEvent.MatchedTokensQueried(d.clock().getAsLong(), "cmpl-never-admitted", 0));

@@ -52,7 +52,7 @@ class LiveNodeFaultsTest {
                 all.add(router.send(30 + 17 * i, 2));
             }
             for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                ToyRouter.Outcome o = f.get(60, TimeUnit.SECONDS);
+                ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                 assertThat(o.ok()).as("%s", o).isTrue();
                 assertThat(o.decodeLeg().verifiedBytes()).isPositive();
             }

@@ -42,7 +42,7 @@ class LiveNodeInProcessTest {
                 all.add(router.send(20 + (i * 37) % 300, 1 + i % 5));
             }
             for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                ToyRouter.Outcome o = f.get(60, TimeUnit.SECONDS);
+                ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                 assertThat(o.ok()).as("request %s: %s", o.xRequestId(), o).isTrue();
                 assertThat(o.decodeLeg().verifiedBytes()).as("verified KV bytes of %s", o.xRequestId()).isPositive();
                 assertThat(o.decodeLeg().mismatch()).isNull();

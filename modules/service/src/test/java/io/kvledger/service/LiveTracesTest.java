@@ -66,7 +66,7 @@ class LiveTracesTest {
                     all.add(router.send(40 + 30 * i, 2));
                 }
                 for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                    ToyRouter.Outcome o = f.get(60, TimeUnit.SECONDS);
+                    ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                     assertThat(o.ok()).as("%s", o).isTrue();
                     outcomes.add(o);
                 }
@@ -203,7 +203,7 @@ class LiveTracesTest {
             try {
                 ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 9);
                 for (int i = 0; i < 2; i++) {
-                    assertThat(router.send(48, 2).get(60, TimeUnit.SECONDS).ok()).isTrue();
+                    assertThat(router.send(48, 2).get(120, TimeUnit.SECONDS).ok()).isTrue();
                 }
                 assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> td.failedSpans() > 0))
                         .as("the refused batch is counted").isTrue();
