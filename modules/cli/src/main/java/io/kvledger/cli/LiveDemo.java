@@ -288,10 +288,12 @@ final class LiveDemo {
         }
         out.println();
         Path proxyDir = o.dir().resolve("proxy");
+        Path tapDir = o.dir().resolve("tap");
+        // with the tap's journals, a notify sent to the tap's port is followed through it to the node behind
         out.println("== ./kvledger hangs --stuck-after " + o.stuckAfterS() + " " + DemoCommand.shellQuote(nodesDir.toString())
-                + " " + DemoCommand.shellQuote(proxyDir.toString()) + " ==");
+                + " " + DemoCommand.shellQuote(proxyDir.toString()) + " " + DemoCommand.shellQuote(tapDir.toString()) + " ==");
         Hangs.Result res;
-        try (Replayer r = Replayer.open(JournalInputs.resolve(List.of(nodesDir, proxyDir)), ConfigOverrides.none())) {
+        try (Replayer r = Replayer.open(JournalInputs.resolve(List.of(nodesDir, proxyDir, tapDir)), ConfigOverrides.none())) {
             res = Hangs.analyse(r.recorded(false), new Bounds(NodeConfig.seconds(o.stuckAfterS())));
         }
         HangsReport.print(out, res, o.fullIds());

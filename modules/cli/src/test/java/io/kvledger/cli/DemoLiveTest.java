@@ -67,6 +67,11 @@ class DemoLiveTest {
         // the requests the killed engine held are left in the decode node's journal, or the proxy saw their decode leg fail
         assertThat(r.out()).containsPattern("(stuck|stuck-waiting|proxy-decode-unanswered|notify-no-listener): [1-9]\\d* finding");
         assertThat(r.out()).contains("inspect a hung request").contains("./kvledger inspect ");
+        // the tap's journals are among hangs' inputs: a notify the tap saw crossing is not taken for one sent nowhere,
+        // and the tap's own clock does not stretch the nodes' journals
+        assertThat(r.out()).doesNotContain("where no journaled node listens")
+                .containsPattern("hangs: 4 journal\\(s\\) \\(D0, P0, tap D [^)]+\\), tap P [^)]+\\)\\) and proxy journal\\(s\\) proxy, "
+                        + "\\d+ events over \\d{1,3}\\.\\d{3} s");
         assertThat(r.code()).as(r.out() + r.err()).isZero();
     }
 
