@@ -24,7 +24,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_for(cond, timeout=10.0):
+def wait_for(cond, timeout=120.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():
@@ -33,7 +33,7 @@ def wait_for(cond, timeout=10.0):
     return cond()
 
 
-def post(port, path, body, headers=None, timeout=30):
+def post(port, path, body, headers=None, timeout=120):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     h = {"Content-Type": "application/json"}
     h.update(headers or {})
@@ -62,7 +62,7 @@ def apps():
 def router(ctx, port=None):
     s = ctx.socket(zmq.ROUTER)
     s.setsockopt(zmq.LINGER, 0)
-    s.setsockopt(zmq.RCVTIMEO, 10000)
+    s.setsockopt(zmq.RCVTIMEO, 120000)
     if port is None:
         port = s.bind_to_random_port("tcp://127.0.0.1")
     else:
@@ -177,7 +177,7 @@ def test_a_write_decode_sends_remote_blocks_and_streams_after_write_done(ctx, ap
     assert t.is_alive(), "the decode waits for write_done (there is no D-side timeout in WRITE)"
     done = dealer(ctx, d_notify)
     done.send(msgpack.packb({"type": "write_done", "transfer_id": tid}))
-    t.join(30)
+    t.join(120)
     status, ctype, data = result["r"]
     assert status == 200 and ctype == "text/event-stream"
     events = [line[len("data: "):] for line in data.decode().split("\n\n") if line.startswith("data: ")]
@@ -207,7 +207,7 @@ def test_a_prefill_and_a_decode_complete_a_request_over_moriio_frames(apps, mode
         t.start()
         dstatus, _, ddata = post(d.http_port, "/v1/chat/completions",
                                  dict(body, max_tokens=3, kv_transfer_params=decode_leg_params(tid)), {"X-Request-Id": rid})
-        t.join(30)
+        t.join(120)
         assert out["p"][0] == 200
     else:
         # the proxy awaits the prefill, then copies remote_engine_id, remote_block_ids and transfer_id
@@ -294,7 +294,7 @@ def test_bad_requests_get_clear_http_errors(apps):
     assert status == 400
     status, _, _ = post(app.http_port, "/v1/nothing", {})
     assert status == 404
-    c = http.client.HTTPConnection("127.0.0.1", app.http_port, timeout=5)
+    c = http.client.HTTPConnection("127.0.0.1", app.http_port, timeout=30)
     c.request("GET", "/health")
     assert c.getresponse().status == 200
     c.close()
@@ -350,3 +350,52 @@ def test_dp_ranks_need_one_bridge_each_and_requests_name_their_rank(apps):
     status, _, data = post(app.http_port, "/v1/completions", {"prompt": "x", "max_tokens": 1},
                            {"X-data-parallel-rank": "1"})
     assert status == 400 and "not a rank of this engine (DP size 1)" in json.loads(data)["error"]["message"]
+
+
+def _send_raw(port, body, headers=None):
+    """Opens a connection, sends one POST and returns the socket (the test closes it: the client gives up)."""
+    data = json.dumps(body).encode()
+    h = {"Host": "127.0.0.1", "Content-Type": "application/json", "Content-Length": str(len(data))}
+    h.update(headers or {})
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(("POST /v1/completions HTTP/1.1\r\n" + "".join("%s: %s\r\n" % kv for kv in h.items()) + "\r\n").encode()
+              + data)
+    return s
+
+
+def test_a_decode_whose_client_gives_up_is_aborted(ctx, apps):
+    # a WRITE decode waits for write_done with no timeout of its own: a billion tokens asked, and a caller that left
+    app = fe.FakeEngineApp("decode", "write", http_port=0, handshake_port=7301, notify_port=free_port(),
+                           bind_host="127.0.0.1")
+    apps.append(app)
+    p_router, p_notify = router(ctx)
+    tid = "tx-" + uuid.uuid4().hex
+    rid = fe.compose_request_id(fe.zmq_address("127.0.0.1", 6301, p_notify), app.zmq_address)
+    s = _send_raw(app.http_port, {"model": "m", "prompt": "a b c", "max_tokens": 10 ** 9,
+                                  "kv_transfer_params": decode_leg_params(tid)}, {"X-Request-Id": rid})
+    assert msgpack.unpackb(p_router.recv_multipart()[1])["type"] == "remote_blocks"
+    assert app.engine.held() == 1
+    s.close()
+    assert wait_for(lambda: app.engine.held() == 0), "the request of a client that went away is aborted"
+    assert app.engine.aborted == 1
+    assert len(app.engine.free) == 1024, "its blocks are free again"
+    # the engine serves the next request
+    status, _, _ = post(app.http_port, "/v1/completions", {"model": "m", "prompt": "x", "max_tokens": 2})
+    assert status == 200
+
+
+def test_a_stream_whose_client_gives_up_is_aborted(apps):
+    app = fe.FakeEngineApp("decode", "write", http_port=0, handshake_port=7301, notify_port=free_port(),
+                           bind_host="127.0.0.1")
+    apps.append(app)
+    s = _send_raw(app.http_port, {"model": "m", "prompt": "a b c", "max_tokens": 10 ** 9, "stream": True})
+    got = b""
+    while got.count(b"data: ") < 3:
+        more = s.recv(4096)
+        assert more, "the stream ended early: %r" % got
+        got += more
+    assert app.engine.held() == 1
+    s.close()
+    assert wait_for(lambda: app.engine.held() == 0), "the stream of a client that went away is aborted"
+    assert app.engine.aborted == 1
+    assert len(app.engine.free) == 1024

@@ -30,7 +30,7 @@ class Pull:
         self.sock.bind(f"tcp://127.0.0.1:{port}")
         self.messages = []
 
-    def collect(self, until, timeout_s=30.0):
+    def collect(self, until, timeout_s=120.0):
         deadline = time.monotonic() + timeout_s
         while not until(self.messages) and time.monotonic() < deadline:
             if self.sock.poll(100):
@@ -108,13 +108,13 @@ def test_nobody_listening_never_blocks_the_engine_and_the_drops_are_counted(tmp_
     t.join(120)
     assert done.is_set(), "the driver did not finish: the recorder blocked it"
     sink = sched.recording_stream._sink
-    assert sched.recording_stream.flush(30)
+    assert sched.recording_stream.flush(120)
     assert sink.sent_messages == 2  # what ZMQ queues for a peer that may come
     assert sink.dropped_messages > 0 and sink.dropped_lines > 0
     assert sched.recording_stream.dropped == 0 and sched.recording_stream.write_errors == 0
     closer = threading.Thread(target=lambda: (sched.shutdown(), worker.shutdown()), daemon=True)
     closer.start()
-    closer.join(30)
+    closer.join(120)
     assert not closer.is_alive(), "shutdown blocked on a node that never came"
 
 
@@ -125,7 +125,7 @@ def test_the_sink_reaches_a_node_that_comes_late_and_one_that_restarts(tmp_path)
     sched = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
     reqs = producer_requests(n=3)
     sched.on_new_request(reqs[0])  # nobody listens yet: ZMQ keeps the message
-    assert sched.recording_stream.flush(10)
+    assert sched.recording_stream.flush(120)
     pull = Pull(port)
     try:
         first = pull.collect(lambda m: len(m) >= 1)
@@ -133,11 +133,11 @@ def test_the_sink_reaches_a_node_that_comes_late_and_one_that_restarts(tmp_path)
         pull.close()
         # the node restarts: the sink reconnects by itself; the next messages carry the header again
         pull = Pull(port)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         got = []
         while not got and time.monotonic() < deadline:
             sched.on_new_request(reqs[1])  # a message lost while reconnecting shows as a gap
-            assert sched.recording_stream.flush(10)
+            assert sched.recording_stream.flush(120)
             got = pull.collect(lambda m: len(m) >= 1, timeout_s=0.5)
         assert got, "the sink did not reconnect"
         env, header, batch = got[0]

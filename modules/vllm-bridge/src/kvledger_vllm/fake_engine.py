@@ -34,7 +34,9 @@ import json
 import logging
 import queue
 import re
+import select
 import signal
+import socket
 import sys
 import threading
 import time
@@ -47,6 +49,7 @@ import zmq
 LOG = logging.getLogger("kvledger_vllm.fake_engine")
 
 HEARTBEAT_S = 3.0
+CLIENT_CHECK_S = 0.2  # how often a waiting HTTP handler looks whether its client went away
 DEFAULT_LAYERS = ("model.layers.0.self_attn.attn", "model.layers.1.self_attn.attn")
 
 # ---------------------------------------------------------------- protocol helpers (section 2)
@@ -486,6 +489,8 @@ class FakeEngine:
         self.free = list(range(num_blocks))
         self.requests = {}
         self.inbox = queue.Queue()
+        self._aborts = queue.Queue()  # ids of requests whose client went away
+        self.aborted = 0
         self._arrived = []  # taken from the inbox, admitted at the next step (engine thread only)
         self.step_no = 0
         self.errors = []
@@ -503,6 +508,11 @@ class FakeEngine:
     def held(self):
         return len(self.requests)
 
+    def abort(self, req):
+        """The client of ``req`` went away (or its answer's bound passed): the engine thread aborts it
+        at its next step, as vLLM's API server aborts a request whose client disconnected."""
+        self._aborts.put(req.id)
+
     def close(self):
         self._stop.set()
         self._thread.join(5)
@@ -519,7 +529,7 @@ class FakeEngine:
 
     def _run(self):
         while not self._stop.is_set():
-            if not self.requests and not self._arrived:
+            if not self.requests and not self._arrived and self._aborts.empty():
                 try:
                     self._arrived.append(self.inbox.get(timeout=0.1))
                 except queue.Empty:
@@ -561,6 +571,7 @@ class FakeEngine:
                 self._arrived.append(self.inbox.get_nowait())
             except queue.Empty:
                 break
+        self._abort_requests()
         arrived, self._arrived = self._arrived, []
         for r in arrived:
             if r.id in self.requests:
@@ -631,10 +642,33 @@ class FakeEngine:
             if r is not None and r.status == "HELD":
                 self._release(r)
 
+    def _abort_requests(self):
+        """Aborts the requests whose client went away: one not admitted yet is dropped; an admitted
+        one finishes FINISHED_ABORTED through the connector (its blocks freed, or held while the
+        connector defers their free); one already finished is left alone."""
+        while True:
+            try:
+                rid = self._aborts.get_nowait()
+            except queue.Empty:
+                return
+            for r in self._arrived:
+                if r.id == rid and not r.done.is_set():
+                    self._arrived.remove(r)
+                    self.aborted += 1
+                    r.error = "aborted: the client went away"
+                    r.tokens.put(None)
+                    r.done.set()
+                    break
+            r = self.requests.get(rid)
+            if r is not None and not r.done.is_set() and r.status != "HELD":
+                self.aborted += 1
+                r.error = "aborted: the client went away"
+                self._finish(r, "FINISHED_ABORTED")
+
     def _finish(self, r, status):
         delay_free, params = self.connector.request_finished(r, status, r.blocks)
         r.kv_transfer_params = params
-        r.finish_reason = "length"
+        r.finish_reason = "abort" if status == "FINISHED_ABORTED" else "length"
         if delay_free:
             r.status = "HELD"
         else:
@@ -735,10 +769,18 @@ class _Handler(BaseHTTPRequestHandler):
         created = int(time.time())
         rid = prefix + external_id
         if body.get("stream"):
-            self._stream(app, req, rid, created, chat)
+            try:
+                self._stream(app, engine, req, rid, created, chat)
+            except (BrokenPipeError, ConnectionResetError):
+                # the client went away mid-stream: abort its request
+                engine.abort(req)
+                self.close_connection = True
             return
-        if not req.done.wait(app.request_timeout_s):
-            self._error(504, "the engine did not finish %s within %s s" % (req.id, app.request_timeout_s))
+        outcome = self._await_done(engine, req, app.request_timeout_s)
+        if outcome == "gone":
+            return
+        if outcome == "late":
+            self._error(504, "the engine did not finish %s within %s s (aborted)" % (req.id, app.request_timeout_s))
             return
         if req.error:
             self._error(500, req.error)
@@ -755,6 +797,30 @@ class _Handler(BaseHTTPRequestHandler):
         obj["usage"] = usage
         obj["kv_transfer_params"] = req.kv_transfer_params
         self._json(200, obj)
+
+    def _client_gone(self):
+        """Whether the client closed its connection (a readable socket with nothing to read: EOF)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def _await_done(self, engine, req, timeout_s):
+        """Waits for ``req`` to finish; "done", or "gone" / "late" (the client went away, the bound
+        passed), in which cases the request is aborted in the engine."""
+        deadline = time.monotonic() + timeout_s
+        while not req.done.wait(min(CLIENT_CHECK_S, max(0.0, deadline - time.monotonic()))):
+            if self._client_gone():
+                engine.abort(req)
+                self.close_connection = True
+                return "gone"
+            if time.monotonic() >= deadline:
+                engine.abort(req)
+                return "late"
+        return "done"
 
     def _read_body(self):
         """The request body, by Content-Length or chunked (as uvicorn takes both; a proxy may stream it)."""
@@ -779,7 +845,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return out
             out.append(t)
 
-    def _stream(self, app, req, rid, created, chat):
+    def _stream(self, app, engine, req, rid, created, chat):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -796,9 +862,16 @@ class _Handler(BaseHTTPRequestHandler):
         first = True
         while True:
             try:
-                t = req.tokens.get(timeout=max(0.01, deadline - time.monotonic()))
+                t = req.tokens.get(timeout=max(0.01, min(CLIENT_CHECK_S, deadline - time.monotonic())))
             except queue.Empty:
-                chunk({"error": {"message": "the engine did not finish %s in time" % req.id, "code": 504}})
+                if self._client_gone():
+                    engine.abort(req)
+                    self.close_connection = True
+                    return
+                if time.monotonic() < deadline:
+                    continue
+                engine.abort(req)
+                chunk({"error": {"message": "the engine did not finish %s in time (aborted)" % req.id, "code": 504}})
                 break
             if t is None:
                 if req.error:

@@ -129,6 +129,11 @@ final class ClusterCommand implements Callable<Integer> {
     @Option(names = "--timeout-s", defaultValue = "300", description = "Give up on requests not answered this many seconds after the nodes are up (default: ${DEFAULT-VALUE}).")
     double timeoutS;
 
+    @Option(names = "--start-timeout-s", defaultValue = NodeHealth.DEFAULT_START_TIMEOUT_S, paramLabel = "S",
+            description = "Give up on a node process that does not answer on its HTTP port this many seconds after it was "
+                    + "started (default: ${DEFAULT-VALUE}; a loaded machine can take minutes).")
+    double startTimeoutS;
+
     @Option(names = "--otlp", paramLabel = "URL",
             description = "Every node exports its requests' traces to this OTLP/HTTP receiver (kvledger node --otlp).")
     String otlp;
@@ -142,7 +147,7 @@ final class ClusterCommand implements Callable<Integer> {
                         int notifyPort, int http, int bridge) {}
 
     /** One started node process. */
-    private record Started(Rank rank, Process process, Path log) {
+    private record Started(Rank rank, Process process, Path log, long startedNs) {
         String name() {
             return rank.name();
         }
@@ -238,6 +243,12 @@ final class ClusterCommand implements Callable<Integer> {
                 }
             }
         }
+        Duration startDeadline;
+        try {
+            startDeadline = NodeHealth.deadline(startTimeoutS);
+        } catch (IllegalArgumentException e) {
+            throw usage("--start-timeout-s " + e.getMessage());
+        }
         Path dir = out.toAbsolutePath().normalize();
         if (Files.isDirectory(dir)) {
             try (var s = Files.list(dir)) {
@@ -257,16 +268,25 @@ final class ClusterCommand implements Callable<Integer> {
                 boolean faulted = faultsOn == null || faultsOn.contains(r.name());
                 nodes.add(startNode(r, ranks, m, faulted ? fs : FaultSpec.NONE, r.name().equals(failNode) ? failAfter : -1, dir));
             }
+            long slowestNs = 0;
+            String slowest = "";
             for (Started n : nodes) {
-                if (!NodeHealth.awaitHealthy(client, n.process(), n.http(), Duration.ofSeconds(60))) {
-                    err.println("kvledger cluster: node " + n.name() + " did not start; its log (" + n.log() + "):");
+                NodeHealth.Started up = NodeHealth.awaitHealthy(client, n.process(), n.http(), n.startedNs(), startDeadline);
+                if (!up.up()) {
+                    err.println("kvledger cluster: " + up.whyNot(n.name(), n.process(), "--start-timeout-s", startTimeoutS)
+                            + "; its log (" + n.log() + "):");
                     err.println(tail(n.log()));
                     return 2;
+                }
+                if (up.elapsedNs() >= slowestNs) {
+                    slowestNs = up.elapsedNs();
+                    slowest = n.name();
                 }
             }
             err.println("cluster: " + prefill + " prefill + " + decode + " decode " + (nodes.size() == prefill + decode ? "nodes"
                     : "instances (" + shape(pTp, dTp) + ": " + nodes.size() + " node processes)") + " up in "
-                    + (System.nanoTime() - t0) / 1_000_000 + " ms; sending " + requests + " " + m.name().toLowerCase(Locale.ROOT)
+                    + (System.nanoTime() - t0) / 1_000_000 + " ms (slowest " + slowest + ": " + NodeHealth.seconds(slowestNs)
+                    + " of the " + NodeHealth.seconds(startDeadline.toNanos()) + " start deadline); sending " + requests + " " + m.name().toLowerCase(Locale.ROOT)
                     + " requests");
             err.flush();
             // One leg per DP rank (its TP rank 0 runs the engine), in the toy proxy's flat interleaved order.
@@ -331,7 +351,8 @@ final class ClusterCommand implements Callable<Integer> {
                 }
             }
             long sent = all.size();
-            quiesce(client, nodes, Duration.ofNanos((long) ((deferTimeoutS + transferTimeoutS + 5) * 1e9)));
+            // ends as soon as no node holds a request: the bound leaves a loaded machine a minute beyond the timeouts
+            quiesce(client, nodes, Duration.ofNanos((long) ((deferTimeoutS + transferTimeoutS + 60) * 1e9)));
             // a node that ended before the stop, and was not killed on purpose, stopped by itself
             List<Started> exitedEarly = new ArrayList<>();
             for (Started n : nodes) {
@@ -548,7 +569,8 @@ final class ClusterCommand implements Callable<Integer> {
             cmd.addAll(List.of("--fail-journal-after", String.valueOf(failJournalAfter)));
         }
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
-        return new Started(k, pb.start(), log);
+        Process p = pb.start();
+        return new Started(k, p, log, System.nanoTime());
     }
 
     /** Waits until every live node's engine holds no request (prefills freed what they deferred). */

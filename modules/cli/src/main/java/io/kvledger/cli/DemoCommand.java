@@ -120,6 +120,11 @@ final class DemoCommand implements Callable<Integer> {
             description = "with --live: hangs --stuck-after of the report (default: ${DEFAULT-VALUE})")
     double stuckAfterS;
 
+    @Option(names = "--start-timeout-s", paramLabel = "S", defaultValue = NodeHealth.DEFAULT_START_TIMEOUT_S,
+            description = "with --live: give up on a node that does not answer on its HTTP port, or a fake engine that does "
+                    + "not register with the proxy, this many seconds after it was started (default: ${DEFAULT-VALUE})")
+    double startTimeoutS;
+
     static final String LIVE_FAULTS = "drop=0.01";
 
     @Override
@@ -213,9 +218,15 @@ final class DemoCommand implements Callable<Integer> {
         if (killAt < 0 || killAt >= requests) {
             throw usage("--kill-decode-at must be from 0 (no kill) to --requests - 1, got " + killAt);
         }
+        try {
+            NodeHealth.deadline(startTimeoutS);
+        } catch (IllegalArgumentException e) {
+            throw usage("--start-timeout-s " + e.getMessage());
+        }
         TransferMode m = ModeOption.parse(spec, liveMode);
         Path dir = journalDir().toAbsolutePath().normalize();
-        return new LiveDemo(new LiveDemo.Options(m, requests, concurrency, fs, killAt, seed, dir, stuckAfterS, fullIds),
+        return new LiveDemo(new LiveDemo.Options(m, requests, concurrency, fs, killAt, seed, dir, stuckAfterS, fullIds,
+                startTimeoutS),
                 spec.commandLine().getOut(), spec.commandLine().getErr()).run();
     }
 

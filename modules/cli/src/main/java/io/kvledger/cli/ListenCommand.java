@@ -33,7 +33,8 @@ import picocli.CommandLine.Spec;
 /**
  * {@code kvledger listen}: a standalone notify listener that journals every frame it receives,
  * decoded or rejected, until it is stopped (SIGINT/SIGTERM, or {@code --max-frames}), flushing
- * the journal on the way out. The first piece of a tap in front of real vLLM MoRIIO ranks: point
+ * the journal on the way out and exiting 0. A message above ZMQ's cap ({@code ZMQ_MAXMSGSIZE},
+ * 16 MiB) never reaches it: ZMQ drops the sender's connection on reading its size. The first piece of a tap in front of real vLLM MoRIIO ranks: point
  * their decode schedulers or workers at it, then {@code kvledger dump DIR} shows one line per frame.
  *
  * <p>A failed start is one line naming the command and exit status 2, and leaves nothing behind:
@@ -89,12 +90,13 @@ final class ListenCommand implements Callable<Integer> {
         String host = bind.substring("tcp://".length(), bind.lastIndexOf(':'));
         NodeConfig config = NodeConfig.builder(r, m).hostIp(host.equals("*") || host.equals("0.0.0.0") ? "127.0.0.1" : host)
                 .behaviour(Behaviour.newest()).build();
-        ArrayBlockingQueue<InboundFrame> queue = new ArrayBlockingQueue<>(65_536);
+        EventQueue queue = new EventQueue(QUEUED_BYTES, QUEUED_EVENTS);
         String name = spec.qualifiedName();
         // Bind first: a failed bind leaves nothing behind (no header-only journal).
         NotifyListenerAdapter listener;
         try {
-            listener = NotifyListenerAdapter.open(NotifyListenerConfig.forEndpoint(bind), queue::offer);
+            listener = NotifyListenerAdapter.open(NotifyListenerConfig.forEndpoint(bind).withReceiveHwm(RECEIVE_HWM),
+                    queue::offer);
         } catch (IllegalStateException e) {
             err.println(name + ": " + bindFailure(bind, e));
             return 2;
@@ -122,15 +124,15 @@ final class ListenCommand implements Callable<Integer> {
             err.flush();
             long deadline = durationS > 0 ? System.nanoTime() + (long) (durationS * 1e9) : Long.MAX_VALUE;
             while (!stop.stopping() && (maxFrames == 0 || tally.frames < maxFrames) && System.nanoTime() < deadline) {
-                InboundFrame f = queue.poll(100, TimeUnit.MILLISECONDS);
-                if (f != null) {
-                    journalFrame(writer, f.event(), tally, err);
+                NodeEvent e = queue.poll(100, TimeUnit.MILLISECONDS);
+                if (e != null) {
+                    journalFrame(writer, e, tally, err);
                 }
             }
             // drain what the listener already handed over
-            InboundFrame f;
-            while ((maxFrames == 0 || tally.frames < maxFrames) && (f = queue.poll()) != null) {
-                journalFrame(writer, f.event(), tally, err);
+            NodeEvent e;
+            while ((maxFrames == 0 || tally.frames < maxFrames) && (e = queue.poll(0, TimeUnit.NANOSECONDS)) != null) {
+                journalFrame(writer, e, tally, err);
             }
             writer.flush();
             out.println("listen: " + tally.frames + " frame(s) journaled (" + tally.rejected + " rejected"
@@ -139,6 +141,68 @@ final class ListenCommand implements Callable<Integer> {
             out.flush();
         }
         return 0;
+    }
+
+    /**
+     * Messages ZMQ buffers per peer before it stops reading that peer's stream: with ZMQ's cap of
+     * 16 MiB per message, at most 4 of them (64 MiB) wait in ZMQ per flooding peer.
+     */
+    static final int RECEIVE_HWM = 4;
+
+    /** Bytes of frames (as events keep them) waiting for the journal before the listener backs off. */
+    static final long QUEUED_BYTES = 16L << 20;
+
+    /** Events waiting for the journal before the listener backs off, however small. */
+    static final int QUEUED_EVENTS = 65_536;
+
+    /**
+     * The hand-off from the listener's socket thread to the journal's writer, bounded in events
+     * and in the bytes the events keep (a rejected frame keeps up to 4 MiB): when full, the
+     * listener backs off and ZMQ stops reading the peers (backpressure, nothing dropped), so memory
+     * stays bounded under a flood. Only the decoded event is kept, not the raw frames. One event is
+     * always taken when none waits, whatever its size.
+     */
+    static final class EventQueue {
+        private final ArrayBlockingQueue<NodeEvent> events;
+        private final long maxBytes;
+        private final java.util.concurrent.atomic.AtomicLong bytes = new java.util.concurrent.atomic.AtomicLong();
+
+        EventQueue(long maxBytes, int maxEvents) {
+            this.events = new ArrayBlockingQueue<>(maxEvents);
+            this.maxBytes = maxBytes;
+        }
+
+        /** The listener's sink: false (the listener backs off) when the bound is reached. */
+        boolean offer(InboundFrame f) {
+            NodeEvent e = f.event();
+            long size = size(e);
+            if (!events.isEmpty() && bytes.get() + size > maxBytes) {
+                return false;
+            }
+            bytes.addAndGet(size);
+            if (!events.offer(e)) {
+                bytes.addAndGet(-size);
+                return false;
+            }
+            return true;
+        }
+
+        NodeEvent poll(long timeout, TimeUnit unit) throws InterruptedException {
+            NodeEvent e = events.poll(timeout, unit);
+            if (e != null) {
+                bytes.addAndGet(-size(e));
+            }
+            return e;
+        }
+
+        /** Bytes the queued events keep. */
+        long bytes() {
+            return bytes.get();
+        }
+
+        static long size(NodeEvent e) {
+            return e instanceof NodeEvent.FrameRejected r ? 256L + r.frame().length + r.reason().length() : 256L;
+        }
     }
 
     /** What {@link #journalFrame} did with the frames so far. */

@@ -61,7 +61,7 @@ final class LiveDemo {
 
     /** What the command line asked for. */
     record Options(TransferMode mode, int requests, int concurrency, FaultSpec faults, int killAt, long seed, Path dir,
-                   double stuckAfterS, boolean fullIds) {}
+                   double stuckAfterS, boolean fullIds, double startTimeoutS) {}
 
     /** The outcome of one client request through the proxy. */
     record Answer(int status, String error, boolean fewerTokens) {
@@ -73,7 +73,7 @@ final class LiveDemo {
     /** The status of a streamed answer the proxy cut after its 200 (the client saw the end of the stream early). */
     static final int CUT = -2;
 
-    private record Node(String name, Process process, Path log, int http) {}
+    private record Node(String name, Process process, Path log, int http, long startedNs) {}
 
     static final String PYTHON = "/usr/bin/python3";
 
@@ -164,10 +164,12 @@ final class LiveDemo {
                         + " -> D0 127.0.0.1:" + dn);
                 nodes.add(startNode("P0", true, m, ph, pn, pb, phttp, nodesDir));
                 nodes.add(startNode("D0", false, m, dh, dn, db, dhttp, nodesDir));
+                Duration startDeadline = NodeHealth.deadline(o.startTimeoutS());
                 for (Node n : nodes) {
-                    if (!NodeHealth.awaitHealthy(client, n.process(), n.http(), Duration.ofSeconds(60))) {
-                        err.println("kvledger demo: node " + n.name() + " did not start; the end of its log (" + n.log()
-                                + "):");
+                    NodeHealth.Started up = NodeHealth.awaitHealthy(client, n.process(), n.http(), n.startedNs(), startDeadline);
+                    if (!up.up()) {
+                        err.println("kvledger demo: " + up.whyNot(n.name(), n.process(), "--start-timeout-s", o.startTimeoutS())
+                                + "; the end of its log (" + n.log() + "):");
                         err.println(tail(n.log()));
                         err.flush();
                         return 2;
@@ -179,12 +181,19 @@ final class LiveDemo {
                 engines.add(startEngine(src, "prefill", m, peHttp, ph, pn, pb, ping, "P0"));
                 Process decodeEngine = startEngine(src, "decode", m, deHttp, dh, dn, db, ping, "D0");
                 engines.add(decodeEngine);
-                long regEnd = System.nanoTime() + 15_000_000_000L;
-                while ((proxy.producers() < 1 || proxy.consumers() < 1) && System.nanoTime() < regEnd) {
+                long regStart = System.nanoTime();
+                long regEnd = regStart + startDeadline.toNanos();
+                while ((proxy.producers() < 1 || proxy.consumers() < 1) && System.nanoTime() - regEnd < 0
+                        && engines.stream().allMatch(Process::isAlive)) {
                     Thread.sleep(20);
                 }
                 if (proxy.producers() < 1 || proxy.consumers() < 1) {
-                    err.println("kvledger demo: the fake engines did not register with the proxy within 15 s");
+                    err.println("kvledger demo: the fake engines did not register with the proxy: "
+                            + (engines.stream().allMatch(Process::isAlive) ? "the start deadline (--start-timeout-s "
+                            + o.startTimeoutS() + ") passed " + NodeHealth.seconds(System.nanoTime() - regStart)
+                            + " after they were started" : "an engine exited while starting") + " (prefill "
+                            + (proxy.producers() < 1 ? "not " : "") + "registered, decode " + (proxy.consumers() < 1 ? "not " : "")
+                            + "registered; their logs in " + o.dir().resolve("engines") + ")");
                     err.flush();
                     return 2;
                 }
@@ -279,10 +288,12 @@ final class LiveDemo {
         }
         out.println();
         Path proxyDir = o.dir().resolve("proxy");
+        Path tapDir = o.dir().resolve("tap");
+        // with the tap's journals, a notify sent to the tap's port is followed through it to the node behind
         out.println("== ./kvledger hangs --stuck-after " + o.stuckAfterS() + " " + DemoCommand.shellQuote(nodesDir.toString())
-                + " " + DemoCommand.shellQuote(proxyDir.toString()) + " ==");
+                + " " + DemoCommand.shellQuote(proxyDir.toString()) + " " + DemoCommand.shellQuote(tapDir.toString()) + " ==");
         Hangs.Result res;
-        try (Replayer r = Replayer.open(JournalInputs.resolve(List.of(nodesDir, proxyDir)), ConfigOverrides.none())) {
+        try (Replayer r = Replayer.open(JournalInputs.resolve(List.of(nodesDir, proxyDir, tapDir)), ConfigOverrides.none())) {
             res = Hangs.analyse(r.recorded(false), new Bounds(NodeConfig.seconds(o.stuckAfterS())));
         }
         HangsReport.print(out, res, o.fullIds());
@@ -454,7 +465,8 @@ final class LiveDemo {
             cmd.addAll(List.of("--faults", o.faults().format(), "--fault-seed", String.valueOf(o.seed() * 31 + name.hashCode())));
         }
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
-        return new Node(name, pb.start(), log, http);
+        Process p = pb.start();
+        return new Node(name, p, log, http, System.nanoTime());
     }
 
     private Process startEngine(Path src, String role, String mode, int http, int handshake, int notify, int bridge,

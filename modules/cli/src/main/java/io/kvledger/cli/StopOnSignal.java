@@ -6,7 +6,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * For a command that runs until stopped ({@code listen}, {@code tap}): a JVM shutdown hook
  * (SIGINT, SIGTERM) that asks the command to stop and then waits, up to 5 s, until the command
- * has finished its clean-up (flushed its journals) and closed this.
+ * has finished its clean-up (flushed its journals) and closed this; the process then exits 0, a
+ * clean stop (as {@code node} and {@code proxy} do, {@link Foreground}), and otherwise with the
+ * signal's status.
  */
 final class StopOnSignal implements AutoCloseable {
 
@@ -22,7 +24,12 @@ final class StopOnSignal implements AutoCloseable {
         this.hook = new Thread(() -> {
             stopping = true;
             try {
-                done.await(5, TimeUnit.SECONDS);
+                if (done.await(5, TimeUnit.SECONDS)) {
+                    // a clean stop, as `kvledger node` ends on SIGTERM: exit 0, not the signal's 130/143
+                    System.out.flush();
+                    System.err.flush();
+                    Runtime.getRuntime().halt(0);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

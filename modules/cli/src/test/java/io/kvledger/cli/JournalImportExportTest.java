@@ -107,10 +107,22 @@ class JournalImportExportTest {
                 "--mode", "read", "--dp", "2/2").err()).contains("--dp: rank 2 is not below size 2");
     }
 
+    /**
+     * The import's scratch directories in this JVM's temporary directory, which the build makes its
+     * module's target/ (the parent pom's argLine), so that another process's scratch directory in
+     * the machine's shared one is not counted.
+     */
     private static long scratchDirs() throws IOException {
         try (Stream<Path> s = Files.list(Path.of(System.getProperty("java.io.tmpdir")))) {
             return s.filter(p -> p.getFileName().toString().startsWith("kvledger-import-")).count();
         }
+    }
+
+    @Test
+    void the_tests_temporary_directory_is_the_builds_own() throws Exception {
+        Path classes = Path.of(JournalImportExportTest.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        assertThat(Path.of(System.getProperty("java.io.tmpdir")).toRealPath()).as("java.io.tmpdir")
+                .isEqualTo(classes.getParent().toRealPath());
     }
 
     @Test

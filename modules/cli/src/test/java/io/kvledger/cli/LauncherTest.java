@@ -180,7 +180,7 @@ class LauncherTest {
         Process p = new ProcessBuilder("bash", "-c", fn + "\n" + name + " \"$1\"", "bash", arg)
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
         assertThat(p.exitValue()).as(out).isZero();
         return out;
     }

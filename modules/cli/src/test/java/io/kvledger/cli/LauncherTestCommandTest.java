@@ -33,7 +33,7 @@ class LauncherTestCommandTest {
     static void pytest() throws Exception {
         Process p = new ProcessBuilder("/usr/bin/python3", "-m", "pytest", "--version").redirectErrorStream(true).start();
         p.getInputStream().readAllBytes();
-        assumeTrue(p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0,
+        assumeTrue(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0,
                 "skipped: Debian's python3-pytest is missing (./kvledger test installs it)");
     }
 

@@ -37,7 +37,7 @@ class NodeLoopExitTest {
             p.start(List.of("--fail-journal-after", "3"));
             assertThat(p.awaitHealthy(client, Duration.ofSeconds(90))).as(p.logText()).isTrue();
             // the fault is armed before the node's start-up line
-            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
             while (!p.errText().contains("node P0: producer write") && System.nanoTime() < end) {
                 Thread.sleep(20);
             }
@@ -46,7 +46,7 @@ class NodeLoopExitTest {
             CompletableFuture<Completion> first = leg.submit("req-1", 64, 2, null);
             exit = p.awaitExit(Duration.ofSeconds(30));
             assertThat(exit).as("the node exits by itself: %s", p.logText()).isEqualTo(NodeCommand.LOOP_STOPPED);
-            assertThat(ok(first.get(30, TimeUnit.SECONDS))).as("its request did not succeed").isFalse();
+            assertThat(ok(first.get(120, TimeUnit.SECONDS))).as("its request did not succeed").isFalse();
         } finally {
             p.stop();
         }
@@ -68,7 +68,7 @@ class NodeLoopExitTest {
             p.start(List.of());
             assertThat(p.awaitHealthy(client, Duration.ofSeconds(90))).as(p.logText()).isTrue();
             assertThat(p.errText()).contains("recovered 3 inputs in ");
-            Completion again = p.leg(client).submit("req-2", 64, 2, null).get(30, TimeUnit.SECONDS);
+            Completion again = p.leg(client).submit("req-2", 64, 2, null).get(120, TimeUnit.SECONDS);
             assertThat(ok(again)).as("after the restart: %s", again).isTrue();
         } finally {
             exit2 = p.stop();

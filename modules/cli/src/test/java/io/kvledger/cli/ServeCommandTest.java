@@ -38,7 +38,7 @@ class ServeCommandTest {
         Thread t = new Thread(() -> cl.execute("serve", fixture.toString(), "--http", "127.0.0.1:0"), "serve");
         t.start();
         try {
-            assertThat(serve.started.await(60, TimeUnit.SECONDS)).as("%s", out).isTrue();
+            assertThat(serve.started.await(120, TimeUnit.SECONDS)).as("%s", out).isTrue();
             String base = "http://127.0.0.1:" + serve.server.port();
             assertThat(out.toString()).startsWith("serve: " + base + "/ over 2 journal(s) (D0, P0)");
 
@@ -104,7 +104,7 @@ class ServeCommandTest {
         Thread t = new Thread(() -> cl.execute("serve", sim.toString(), "--http", "127.0.0.1:0", "--follow"), "serve");
         t.start();
         try {
-            assertThat(serve.started.await(60, TimeUnit.SECONDS)).as("%s", out).isTrue();
+            assertThat(serve.started.await(120, TimeUnit.SECONDS)).as("%s", out).isTrue();
             assertThat(out.toString()).contains("following them");
             String base = "http://127.0.0.1:" + serve.server.port();
             HttpResponse<java.util.stream.Stream<String>> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/events"))

@@ -137,7 +137,7 @@ class TailCommandTest {
             assertThat(out).contains("header P0");
             Process kill = new ProcessBuilder("kill", "-INT", Long.toString(p.pid())).inheritIO().start();
             assertThat(kill.waitFor()).isZero();
-            assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("tail -f exits on SIGINT").isTrue();
+            assertThat(p.waitFor(120, TimeUnit.SECONDS)).as("tail -f exits on SIGINT").isTrue();
             String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
             assertThat(err).contains("tail: stopped after 4 entries");
             assertThat(p.exitValue()).as("128 + SIGINT").isEqualTo(130);

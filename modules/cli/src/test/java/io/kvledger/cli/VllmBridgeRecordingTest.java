@@ -45,7 +45,7 @@ class VllmBridgeRecordingTest {
         assumeTrue(Files.isExecutable(PYTHON), "skipped: " + PYTHON + " is missing (./kvledger test installs Debian's python3)");
         Process p = new ProcessBuilder(PYTHON.toString(), "-c", "import zmq, msgpack").redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assumeTrue(p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0,
+        assumeTrue(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0,
                 "skipped: python3-zmq and python3-msgpack are needed (apt-get install python3-zmq python3-msgpack): " + out);
         assumeTrue(Files.isRegularFile(BRIDGE.resolve("tests/driver.py")), "skipped: no modules/vllm-bridge at " + BRIDGE);
     }

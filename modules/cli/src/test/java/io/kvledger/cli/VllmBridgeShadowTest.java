@@ -91,7 +91,7 @@ class VllmBridgeShadowTest {
                         + "\",\"proxy_ip\":\"127.0.0.1\",\"proxy_ping_port\":1}}",
                 "--http", "127.0.0.1:" + httpPort, "--journal", journal.toString()));
         node = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(nodeLog.toFile()).start();
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         while (System.nanoTime() < end && node.isAlive()) {
             try {
                 if (get("/healthz").statusCode() == 200) {
@@ -131,7 +131,7 @@ class VllmBridgeShadowTest {
     /** Waits until the scheduler stream has ended and its {@code inputs} hook calls are applied. */
     @SuppressWarnings("unchecked")
     private Map<String, Object> awaitStream(long inputs) throws Exception {
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         Map<String, Object> d = null;
         while (System.nanoTime() < end) {
             d = json("/v1/divergences");

@@ -79,7 +79,7 @@ class WebTimelineBrowserTest {
         Thread t = new Thread(() -> code[0] = cl.execute("serve", fixture.toString(), "--http", "127.0.0.1:0"), "serve");
         t.start();
         try {
-            assertThat(serve.started.await(60, TimeUnit.SECONDS)).as("serve started: %s", out).isTrue();
+            assertThat(serve.started.await(120, TimeUnit.SECONDS)).as("serve started: %s", out).isTrue();
             assertThat(out.toString()).contains("over 2 journal(s) (D0, P0)");
             String base = "http://127.0.0.1:" + serve.server.port();
             withScreenshotOnFailure("serve-" + FIXTURE, () -> checkServedPage(base));

@@ -64,7 +64,7 @@ class CrashSafetyTest {
 
     static void kill(Process p) throws Exception {
         p.destroyForcibly();
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("child killed").isTrue();
+        assertThat(p.waitFor(120, TimeUnit.SECONDS)).as("child killed").isTrue();
         assertThat(p.exitValue()).as("killed by SIGKILL").isEqualTo(137);
     }
 

@@ -67,7 +67,7 @@ class AdminApiTest {
         try {
             // The event stream of the decode node, open before the requests.
             sse = SseClient.open(http, url(d, "/v1/events"), TOKEN);
-            SseEvent ready = sse.next(Duration.ofSeconds(10));
+            SseEvent ready = sse.next(Duration.ofSeconds(120));
             assertThat(ready).as("the ready event").isNotNull()
                     .satisfies(ev -> assertThat(ev.event()).as("%s", ev).isEqualTo("ready"));
 
@@ -79,16 +79,16 @@ class AdminApiTest {
                 all.add(router.send(40 + 50 * i, 2));
             }
             for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                ToyRouter.Outcome o = f.get(60, TimeUnit.SECONDS);
+                ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                 assertThat(o.ok()).as("request %s: %s", o.xRequestId(), o).isTrue();
                 outcomes.add(o);
             }
             int blocks = p.options().layout().numBlocks();
-            assertThat(TestNodes.eventually(Duration.ofSeconds(30), () -> p.engine().freeBlocks() == blocks
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> p.engine().freeBlocks() == blocks
                     && d.engine().freeBlocks() == blocks)).as("every block freed").isTrue();
             // Every request terminal on both nodes (the producer frees after the ACK).
             for (NodeService node : List.of(p, d)) {
-                assertThat(TestNodes.eventually(Duration.ofSeconds(30), () -> terminalCount(node) == n))
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> terminalCount(node) == n))
                         .as("%s: every request terminal", node.options().nodeId()).isTrue();
             }
 
@@ -218,7 +218,7 @@ class AdminApiTest {
             }
             assertThat(seen).noneMatch(ev -> ev.event().equals("dropped"));
             // And streams a new request as it is processed.
-            ToyRouter.Outcome late = router.send(64, 1).get(60, TimeUnit.SECONDS);
+            ToyRouter.Outcome late = router.send(64, 1).get(120, TimeUnit.SECONDS);
             assertThat(late.ok()).isTrue();
             List<SseEvent> more = sse.drain(Duration.ofSeconds(10), ev -> ev.data().contains(late.xRequestId())
                     && ev.data().contains("\"type\":\"request_admitted\""));
@@ -278,7 +278,7 @@ class AdminApiTest {
                     "remote_dp_size", 1,
                     "remote_tp_size", 1);
             CompletableFuture<Completion> leg = new LocalLeg(d).submit(xrid, 64, 2, params);
-            assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> {
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> {
                 try {
                     return (Long) json(get(d, "/v1/requests?phase=WAITING_FOR_REMOTE_KVS", null), 200)
                             .get("matched") == 1L;
@@ -321,7 +321,7 @@ class AdminApiTest {
     private static long terminalCount(NodeService node) {
         try {
             return node.inbox().query(s -> s.phases().values().stream().filter(RequestPhase::terminal).count())
-                    .get(5, TimeUnit.SECONDS);
+                    .get(120, TimeUnit.SECONDS);
         } catch (Exception e) {
             return -1;
         }
@@ -469,7 +469,7 @@ class AdminApiTest {
 
         private void read(CompletableFuture<HttpResponse<Stream<String>>> f) {
             try {
-                HttpResponse<Stream<String>> r = f.get(10, TimeUnit.SECONDS);
+                HttpResponse<Stream<String>> r = f.get(120, TimeUnit.SECONDS);
                 if (r.statusCode() != 200) {
                     events.add(new SseEvent(null, "http-" + r.statusCode(), ""));
                     return;

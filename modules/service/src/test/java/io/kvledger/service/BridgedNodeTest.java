@@ -82,8 +82,23 @@ class BridgedNodeTest {
             Process py = new ProcessBuilder(PYTHON, script.toString(), p.bridge().endpoint(), rid)
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start();
             stdout = new String(py.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(py.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(py.waitFor(120, TimeUnit.SECONDS)).isTrue();
             assertThat(py.exitValue()).as(stdout).isZero();
+            // the bridge's counts in /v1/status and /metrics: 12 calls, 10 hooks handed to the node, every reply delivered
+            Map<?, ?> bridge = (Map<?, ?>) io.kvledger.service.http.NodeStatus.of(p).get("bridge");
+            assertThat(bridge).as("/v1/status has the bridge's counts").isNotNull();
+            assertThat(bridge.get("calls_received")).isEqualTo(12L);
+            assertThat(bridge.get("calls_handed_off")).isEqualTo(10L);
+            assertThat(bridge.get("replies_undeliverable")).isEqualTo(0L);
+            assertThat(bridge.get("replies_undeliverable_applied")).isEqualTo(0L);
+            assertThat(bridge.get("replies_held")).isEqualTo(0L);
+            try (io.kvledger.service.metrics.NodeMetrics metrics = io.kvledger.service.metrics.NodeMetrics.attach(p)) {
+                String scrape = metrics.scrape();
+                assertThat(scrape).containsPattern("(?m)^kvledger:bridge_calls_received_total\\{[^}]*} 12\\.0$")
+                        .containsPattern("(?m)^kvledger:bridge_replies_undeliverable_total\\{[^}]*} 0\\.0$")
+                        .containsPattern("(?m)^kvledger:bridge_replies_undeliverable_applied_total\\{[^}]*} 0\\.0$")
+                        .containsPattern("(?m)^kvledger:bridge_replies_held\\{[^}]*} 0\\.0$");
+            }
         } finally {
             p.close();
         }

@@ -107,12 +107,12 @@ class BridgedWriteDpHandshakeTest {
                     "tcp://127.0.0.1:" + (p + 1), String.join(",", prefill.options().config().layerNames()))
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start();
             // decode rank 0 answers; rank 1 comes up a while later (its handshake is still within its bound)
-            assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> prefill.dataPlane().sessionsBound() >= 1))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> prefill.dataPlane().sessionsBound() >= 1))
                     .as("decode rank 0 handshook").isTrue();
             Thread.sleep(1000);
             nodes.add(decode(1, d));
             stdout = new String(py.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(py.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(py.waitFor(120, TimeUnit.SECONDS)).isTrue();
             assertThat(py.exitValue()).as(stdout).isZero();
         } finally {
             for (NodeService n : nodes.reversed()) {

@@ -61,13 +61,13 @@ class DashboardTest {
         try {
             ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 3);
             for (int i = 0; i < 2; i++) {
-                assertThat(router.send(48, 2).get(60, TimeUnit.SECONDS).ok()).isTrue();
+                assertThat(router.send(48, 2).get(120, TimeUnit.SECONDS).ok()).isTrue();
             }
             // A hook naming a request the node never admitted: one REQUEST_UNKNOWN anomaly.
             d.hookPort().call(new NodeEvent.MatchedTokensQueried(d.clock().getAsLong(), "cmpl-never-admitted", 0));
             HttpClient http = HttpClient.newHttpClient();
             // One request through the proxy: its request and leg series.
-            assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> proxy.producers() == 1 && proxy.consumers() == 1))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> proxy.producers() == 1 && proxy.consumers() == 1))
                     .as("both nodes registered with the proxy").isTrue();
             HttpResponse<String> c = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.httpPort()
                             + "/v1/completions")).timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")

@@ -52,13 +52,13 @@ class LiveNodeFaultsTest {
                 all.add(router.send(30 + 17 * i, 2));
             }
             for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                ToyRouter.Outcome o = f.get(60, TimeUnit.SECONDS);
+                ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                 assertThat(o.ok()).as("%s", o).isTrue();
                 assertThat(o.decodeLeg().verifiedBytes()).isPositive();
             }
             assertThat(p.faultsInjected() + d.faultsInjected()).as("duplicates were sent").isPositive();
             int blocks = p.options().layout().numBlocks();
-            assertThat(TestNodes.eventually(Duration.ofSeconds(30), () -> p.engine().freeBlocks() == blocks)).isTrue();
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> p.engine().freeBlocks() == blocks)).isTrue();
         } finally {
             d.close();
             p.close();
@@ -83,7 +83,7 @@ class LiveNodeFaultsTest {
                         "remote_host", "127.0.0.1", "remote_handshake_port", hs, "remote_notify_port", hs + 1,
                         "transfer_id", "tx-silent", "remote_dp_size", 1, "remote_tp_size", 1);
                 CompletableFuture<Completion> c = new LocalLeg(d).submit(xrid, 40, 2, params);
-                boolean failed = TestNodes.eventually(Duration.ofSeconds(20), () -> d.dataPlane().handshakesFailed() > 0);
+                boolean failed = TestNodes.eventually(Duration.ofSeconds(120), () -> d.dataPlane().handshakesFailed() > 0);
                 if (!failed) {
                     d.close();
                 }
@@ -129,18 +129,18 @@ class LiveNodeFaultsTest {
             // until the listener has dropped a frame, not only seen the inbox refuse one: it retries a
             // refused frame for the inbox's bound first, and a gate opened within that bound let
             // the retry through, so that nothing was lost (once in a fresh-clone run)
-            assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> p.inbox().refused() > 0 && p.eventsLost() > 0))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> p.inbox().refused() > 0 && p.eventsLost() > 0))
                     .as("refused %d, received %d, depth %d", p.inbox().refused(), p.listener().received(), p.inbox().depth())
                     .isTrue();
             gate.complete(null);
-            assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> p.listener().received() >= 500)).isTrue();
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> p.listener().received() >= 500)).isTrue();
             long lostBefore = p.eventsLost();
             assertThat(lostBefore).as("losses are counted").isPositive();
             dealer.send("after-the-burst".getBytes(java.nio.charset.StandardCharsets.UTF_8), 0);
-            assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> journaled(p, "after-the-burst")))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> journaled(p, "after-the-burst")))
                     .as("the listener is alive and the next frame is journaled").isTrue();
             assertThat(p.listener().isRunning()).isTrue();
-            assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> journaledLoss(p)))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> journaledLoss(p)))
                     .as("the journal itself says events were refused").isTrue();
         } finally {
             p.close();

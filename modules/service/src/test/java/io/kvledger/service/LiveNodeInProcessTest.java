@@ -42,15 +42,15 @@ class LiveNodeInProcessTest {
                 all.add(router.send(20 + (i * 37) % 300, 1 + i % 5));
             }
             for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                ToyRouter.Outcome o = f.get(60, TimeUnit.SECONDS);
+                ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                 assertThat(o.ok()).as("request %s: %s", o.xRequestId(), o).isTrue();
                 assertThat(o.decodeLeg().verifiedBytes()).as("verified KV bytes of %s", o.xRequestId()).isPositive();
                 assertThat(o.decodeLeg().mismatch()).isNull();
             }
             int blocks = p.options().layout().numBlocks();
-            assertThat(TestNodes.eventually(Duration.ofSeconds(30), () -> p.engine().freeBlocks() == blocks))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> p.engine().freeBlocks() == blocks))
                     .as("the prefill freed every block (free now: %d)", p.engine().freeBlocks()).isTrue();
-            assertThat(TestNodes.eventually(Duration.ofSeconds(30), () -> d.engine().freeBlocks() == blocks)).isTrue();
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> d.engine().freeBlocks() == blocks)).isTrue();
             assertThat(d.engine().verifiedBytes()).isPositive();
             assertThat(p.eventsLost() + d.eventsLost()).isZero();
         } finally {

@@ -63,14 +63,14 @@ class LiveTapChainTest {
                             "host:127.0.0.1,handshake:" + (b + 2) + ",notify:" + (b + 3 + shift));
                     var pl = post(client, http[0], rid, prefillLeg("tx-" + i));
                     var dl = post(client, http[1], rid, decodeLeg("tx-" + i));
-                    HttpResponse<String> pr = pl.get(60, TimeUnit.SECONDS);
+                    HttpResponse<String> pr = pl.get(120, TimeUnit.SECONDS);
                     assertThat(pr.statusCode()).as(pr.body()).isEqualTo(200);
                     assertThat(pr.body()).contains("\"do_remote_prefill\": true").contains("\"transfer_id\": \"tx-" + i + "\"");
-                    HttpResponse<String> dr = dl.get(60, TimeUnit.SECONDS);
+                    HttpResponse<String> dr = dl.get(120, TimeUnit.SECONDS);
                     assertThat(dr.statusCode()).as(dr.body()).isEqualTo(200);
                     assertThat(dr.body()).contains("\"text\": \" tok1 tok2\"");
                 }
-                long deadline = System.nanoTime() + 20_000_000_000L;
+                long deadline = System.nanoTime() + 120_000_000_000L;
                 while (tap.framesJournaled() < 6 && System.nanoTime() < deadline) {
                     Thread.sleep(10);
                 }

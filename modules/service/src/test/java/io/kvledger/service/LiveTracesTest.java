@@ -66,12 +66,12 @@ class LiveTracesTest {
                     all.add(router.send(40 + 30 * i, 2));
                 }
                 for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                    ToyRouter.Outcome o = f.get(60, TimeUnit.SECONDS);
+                    ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                     assertThat(o.ok()).as("%s", o).isTrue();
                     outcomes.add(o);
                 }
                 // Both legs of every request are exported once they end (the prefill's after its ACK).
-                assertThat(TestNodes.eventually(Duration.ofSeconds(30), () -> legSpans(receiver).size() >= 6))
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> legSpans(receiver).size() >= 6))
                         .as("six leg spans, got %s", legSpans(receiver).size()).isTrue();
             } finally {
                 p.close();
@@ -156,7 +156,7 @@ class LiveTracesTest {
                         "remote_dp_size", 1, "remote_tp_size", 1,
                         "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
                 CompletableFuture<Completion> leg = new LocalLeg(d).submit(xrid, 64, 2, params);
-                assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> !legSpans(receiver).isEmpty()))
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> !legSpans(receiver).isEmpty()))
                         .as("the stuck leg exported").isTrue();
                 assertThat(leg).isNotDone();
                 OtlpReceiver.Received stuck = legSpans(receiver).get(0);
@@ -203,9 +203,9 @@ class LiveTracesTest {
             try {
                 ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 9);
                 for (int i = 0; i < 2; i++) {
-                    assertThat(router.send(48, 2).get(60, TimeUnit.SECONDS).ok()).isTrue();
+                    assertThat(router.send(48, 2).get(120, TimeUnit.SECONDS).ok()).isTrue();
                 }
-                assertThat(TestNodes.eventually(Duration.ofSeconds(20), () -> td.failedSpans() > 0))
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> td.failedSpans() > 0))
                         .as("the refused batch is counted").isTrue();
             } finally {
                 p.close();

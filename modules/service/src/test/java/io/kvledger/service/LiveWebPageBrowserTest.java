@@ -64,7 +64,7 @@ class LiveWebPageBrowserTest {
 
             // A request journaled after the page loaded appears without a reload.
             ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.READ, 7);
-            ToyRouter.Outcome o = router.send(64, 2).get(60, TimeUnit.SECONDS);
+            ToyRouter.Outcome o = router.send(64, 2).get(120, TimeUnit.SECONDS);
             assertThat(o.ok()).as("%s", o).isTrue();
             wait.until(b -> rows(b).size() == 1 && rows(b).get(0).getText().contains("FINISHED"));
             String rid = wait.<String>until(b -> rows(b).get(0).getAttribute("data-request-id"));

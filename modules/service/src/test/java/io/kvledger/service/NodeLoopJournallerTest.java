@@ -103,10 +103,10 @@ class NodeLoopJournallerTest {
             try {
                 List<CompletableFuture<List<Effect>>> calls = new ArrayList<>();
                 for (NodeEvent e : events) {
-                    calls.add(inbox.call(e, TimeUnit.SECONDS.toNanos(10)));
+                    calls.add(inbox.call(e, TimeUnit.SECONDS.toNanos(120)));
                 }
                 for (CompletableFuture<List<Effect>> c : calls) {
-                    c.get(30, TimeUnit.SECONDS);
+                    c.get(120, TimeUnit.SECONDS);
                 }
                 assertThat(loop.applied()).isEqualTo(events.size());
                 assertThat(loop.journalErrors()).isZero();
@@ -134,16 +134,16 @@ class NodeLoopJournallerTest {
             try {
                 loop.holdJournal(true);
                 List<CompletableFuture<List<Effect>>> calls = new ArrayList<>();
-                calls.add(inbox.call(events.getFirst(), TimeUnit.SECONDS.toNanos(10)));
+                calls.add(inbox.call(events.getFirst(), TimeUnit.SECONDS.toNanos(120)));
                 // the loop now waits for the journal with an empty inbox: what arrives next is
                 // still applied while the journal is stalled
-                assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> loop.unjournaled() == 1)).isTrue();
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> loop.unjournaled() == 1)).isTrue();
                 for (NodeEvent e : events.subList(1, events.size())) {
-                    calls.add(inbox.call(e, TimeUnit.SECONDS.toNanos(10)));
+                    calls.add(inbox.call(e, TimeUnit.SECONDS.toNanos(120)));
                 }
-                assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> loop.unjournaled() == 4))
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> loop.unjournaled() == 4))
                         .as("the loop applied a ring's worth (4) and waits").isTrue();
-                assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> inbox.depth() == events.size() - 5))
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> inbox.depth() == events.size() - 5))
                         .as("the rest waits in the inbox (the loop holds the fifth)").isTrue();
                 Thread.sleep(200);
                 assertThat(loop.unjournaled()).isEqualTo(4);
@@ -154,7 +154,7 @@ class NodeLoopJournallerTest {
 
                 loop.holdJournal(false);
                 for (CompletableFuture<List<Effect>> c : calls) {
-                    c.get(30, TimeUnit.SECONDS);
+                    c.get(120, TimeUnit.SECONDS);
                 }
                 assertThat(loop.applied()).isEqualTo(events.size());
                 assertThat(inbox.refused()).isZero();
@@ -196,13 +196,13 @@ class NodeLoopJournallerTest {
         List<CompletableFuture<List<Effect>>> lostCalls = new ArrayList<>();
         try {
             for (NodeEvent e : first) {
-                inbox.call(e, TimeUnit.SECONDS.toNanos(10)).get(30, TimeUnit.SECONDS);
+                inbox.call(e, TimeUnit.SECONDS.toNanos(120)).get(120, TimeUnit.SECONDS);
             }
             loop.holdJournal(true);
             for (NodeEvent e : lost) {
-                lostCalls.add(inbox.call(e, TimeUnit.SECONDS.toNanos(10)));
+                lostCalls.add(inbox.call(e, TimeUnit.SECONDS.toNanos(120)));
             }
-            assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> loop.unjournaled() == lost.size())).isTrue();
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> loop.unjournaled() == lost.size())).isTrue();
             // the process dies here: the journaller never appends what it holds
             loop.abandonJournal();
             assertThat(lostCalls).noneMatch(c -> c.isDone() && !c.isCompletedExceptionally());
@@ -234,16 +234,16 @@ class NodeLoopJournallerTest {
             Inbox inbox = new Inbox(1024);
             NodeLoop loop = TestNodes.startLoop(cfg, journal, inbox, routed::add, 16);
             try {
-                CompletableFuture<List<Effect>> refused = inbox.call(bad, TimeUnit.SECONDS.toNanos(10));
+                CompletableFuture<List<Effect>> refused = inbox.call(bad, TimeUnit.SECONDS.toNanos(120));
                 assertThat(refused).failsWithin(Duration.ofSeconds(30))
                         .withThrowableThat().withMessageContaining("cannot journal");
                 assertThat(loop.journalErrors()).isEqualTo(1);
                 assertThat(routed).as("nothing of the refused input left the node").isEmpty();
-                assertThat(inbox.query(st -> st.phaseOf(first.requestId())).get(30, TimeUnit.SECONDS))
+                assertThat(inbox.query(st -> st.phaseOf(first.requestId())).get(120, TimeUnit.SECONDS))
                         .as("the refused input was never applied: the state holds only what its journal holds")
                         .isNull();
                 for (NodeEvent e : events.subList(3, 6)) {
-                    inbox.call(e, TimeUnit.SECONDS.toNanos(10)).get(30, TimeUnit.SECONDS);
+                    inbox.call(e, TimeUnit.SECONDS.toNanos(120)).get(120, TimeUnit.SECONDS);
                 }
                 assertThat(loop.applied()).as("the loop went on").isEqualTo(3);
             } finally {
@@ -270,7 +270,7 @@ class NodeLoopJournallerTest {
             for (NodeEvent e : events) {
                 assertThat(inbox.offer(e)).isTrue();
             }
-            assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> loop.unjournaled() == 16)).isTrue();
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> loop.unjournaled() == 16)).isTrue();
             loop.holdJournal(false);
             // the stop goes in behind the inputs: the loop applies them all, then drains the ring
             loop.close();
@@ -304,7 +304,7 @@ class NodeLoopJournallerTest {
             loop.start();
             try {
                 for (NodeEvent e : events.subList(1, events.size())) {
-                    inbox.call(e, TimeUnit.SECONDS.toNanos(10)).get(30, TimeUnit.SECONDS);
+                    inbox.call(e, TimeUnit.SECONDS.toNanos(120)).get(120, TimeUnit.SECONDS);
                 }
                 assertThat(loop.journalErrors()).as("the journaller appended after the starting thread").isZero();
                 assertThat(loop.isRunning()).isTrue();

@@ -42,7 +42,7 @@ class NodeLoopStopTest {
     }
 
     private static List<Effect> call(Inbox inbox, NodeEvent e) throws Exception {
-        return inbox.call(e, TimeUnit.SECONDS.toNanos(10)).get(30, TimeUnit.SECONDS);
+        return inbox.call(e, TimeUnit.SECONDS.toNanos(120)).get(120, TimeUnit.SECONDS);
     }
 
     @Test
@@ -84,11 +84,11 @@ class NodeLoopStopTest {
             journal.close();
             CompletableFuture<List<Effect>> refused = inbox.call(events.get(3), TimeUnit.SECONDS.toNanos(10));
             assertThat(refused).failsWithin(Duration.ofSeconds(30));
-            NodeLoop.Stopped s = stopped.get(10, TimeUnit.SECONDS);
+            NodeLoop.Stopped s = stopped.get(120, TimeUnit.SECONDS);
             assertThat(s.requested()).isFalse();
             assertThat(s.cause()).contains("the journal refused an applied input (RequestAdmitted")
                     .contains("is closed").doesNotContain("\n");
-            assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> !loop.isRunning())).isTrue();
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> !loop.isRunning())).isTrue();
             assertThat(routed).as("nothing of the refused input left the node").hasSize(routedBefore);
         } finally {
             loop.close();
@@ -110,7 +110,7 @@ class NodeLoopStopTest {
             call(inbox, events.get(0));
             call(inbox, events.get(1));
             assertThat(inbox.call(events.get(2), TimeUnit.SECONDS.toNanos(10))).failsWithin(Duration.ofSeconds(30));
-            NodeLoop.Stopped s = loop.stopped().get(10, TimeUnit.SECONDS);
+            NodeLoop.Stopped s = loop.stopped().get(120, TimeUnit.SECONDS);
             assertThat(s.requested()).isFalse();
             assertThat(s.cause()).contains("the journal refused an applied input (BlocksAllocated, injected fault (test))");
             assertThat(loop.lastSeq()).isEqualTo(journal.nextSeq() - 1);
@@ -130,7 +130,7 @@ class NodeLoopStopTest {
             loop.abandonJournal();
             // the next input cannot be journaled: the loop stops and nothing of it leaves
             inbox.offer(events.get(1));
-            NodeLoop.Stopped s = loop.stopped().get(10, TimeUnit.SECONDS);
+            NodeLoop.Stopped s = loop.stopped().get(120, TimeUnit.SECONDS);
             assertThat(s.requested()).isFalse();
             assertThat(s.cause()).startsWith("the journaller thread ended");
             loop.close();
@@ -147,7 +147,7 @@ class NodeLoopStopTest {
             call(inbox, requests(1).getFirst());
             // nothing more comes in: the loop blocks on the inbox with no deadline
             loop.killJournaller(new OutOfMemoryError("injected by the test"));
-            NodeLoop.Stopped s = loop.stopped().get(10, TimeUnit.SECONDS);
+            NodeLoop.Stopped s = loop.stopped().get(120, TimeUnit.SECONDS);
             assertThat(s.requested()).isFalse();
             assertThat(s.cause()).startsWith("the journaller thread died: java.lang.OutOfMemoryError: injected by the test");
             loop.close();

@@ -58,7 +58,7 @@ class NodeTimersTest {
             for (String layer : cfg.layerNames()) {
                 port.call(new NodeEvent.LayerSaved(p.clock().getAsLong(), layer));
             }
-            assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> p.dataPlane().sessionsBound() > 0)).isTrue();
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> p.dataPlane().sessionsBound() > 0)).isTrue();
             // The next forward finds the handshake done and defers each layer's write until remote_blocks.
             t = p.clock().getAsLong();
             port.call(new NodeEvent.StepScheduled(t, 2, List.of()));
@@ -67,7 +67,7 @@ class NodeTimersTest {
                 port.call(new NodeEvent.LayerSaved(p.clock().getAsLong(), layer));
             }
             // No remote_blocks ever comes: only the loop's own tick can expire the deferred writes.
-            assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> expired(dir.resolve("P0"))))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> expired(dir.resolve("P0"))))
                     .as("journal: %s", new Object() {
                         @Override
                         public String toString() {

@@ -95,7 +95,7 @@ class ProxyDpFakeEnginesTest {
                             LoopbackPorts.free(), hs, nt, args.toArray(String[]::new));
                     instances.add(new Instance(name, hs, nt, ranks, fe));
                 }
-                assertThat(TestNodes.eventually(Duration.ofSeconds(15),
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120),
                         () -> proxy.producers() == prefills && proxy.consumers() == decodes)).as("every instance registered")
                         .isTrue();
 
@@ -113,7 +113,7 @@ class ProxyDpFakeEnginesTest {
                             HttpResponse.BodyHandlers.ofString()));
                     if (i % 8 == 7) {
                         try {
-                            CompletableFuture.allOf(answers.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+                            CompletableFuture.allOf(answers.toArray(CompletableFuture[]::new)).get(120, TimeUnit.SECONDS);
                         } catch (java.util.concurrent.TimeoutException e) {
                             break;
                         }
@@ -122,7 +122,7 @@ class ProxyDpFakeEnginesTest {
                 for (int i = 0; i < answers.size(); i++) {
                     HttpResponse<String> r = answers.get(i).getNow(null);
                     if (r == null) {
-                        failures.add("request " + i + ": no answer within 60 s");
+                        failures.add("request " + i + ": no answer within 120 s");
                     } else if (r.statusCode() != 200) {
                         failures.add("request " + i + ": " + r.statusCode() + " " + r.body());
                     } else if (!r.body().contains(" tok" + (maxTokens.get(i) - 1) + "\"")

@@ -56,7 +56,7 @@ class ProxyLiveNodesTest {
                  NodeService d = NodeService.start(TestNodes.options("D0",
                     TestNodes.config(Role.CONSUMER, mode, base + 2, base + 3), dir.resolve("D0"))
                     .withHttp("127.0.0.1", 0, null).withProxy(ping, null))) {
-                assertThat(TestNodes.eventually(Duration.ofSeconds(10),
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120),
                         () -> proxy.producers() == 1 && proxy.consumers() == 1)).as("both nodes registered").isTrue();
                 HttpClient http = HttpClient.newHttpClient();
                 for (int i = 0; i < 3; i++) {

@@ -50,7 +50,7 @@ class ProxyTracesTest {
             LiveTraces tp = LiveTraces.attach(p, sender(receiver), LiveTraces.Options.defaults());
             LiveTraces td = LiveTraces.attach(d, sender(receiver), LiveTraces.Options.defaults());
             try {
-                assertThat(TestNodes.eventually(Duration.ofSeconds(10),
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120),
                         () -> proxy.producers() == 1 && proxy.consumers() == 1)).as("both nodes registered").isTrue();
                 HttpClient http = HttpClient.newHttpClient();
                 for (int i = 0; i < 2; i++) {
@@ -62,7 +62,7 @@ class ProxyTracesTest {
                             HttpResponse.BodyHandlers.ofString());
                     assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
                 }
-                assertThat(TestNodes.eventually(Duration.ofSeconds(30), () -> named(receiver, "kvledger.proxy").size() == 2))
+                assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> named(receiver, "kvledger.proxy").size() == 2))
                         .as("a proxy span per request, sent within a second or two").isTrue();
             } finally {
                 proxy.close();

@@ -59,7 +59,7 @@ class ProxyWebPageTest {
                 dir.resolve("P0")).withHttp("127.0.0.1", 0, null).withProxy(ping, null));
         d = NodeService.start(TestNodes.options("D0", TestNodes.config(Role.CONSUMER, TransferMode.WRITE, base + 2,
                 base + 3), dir.resolve("D0")).withHttp("127.0.0.1", 0, null).withProxy(ping, null));
-        assertThat(TestNodes.eventually(Duration.ofSeconds(10), () -> proxy.producers() == 1 && proxy.consumers() == 1))
+        assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> proxy.producers() == 1 && proxy.consumers() == 1))
                 .as("both nodes registered").isTrue();
     }
 
@@ -112,7 +112,7 @@ class ProxyWebPageTest {
         BlockingQueue<String> lines = new LinkedBlockingQueue<>();
         CompletableFuture<HttpResponse<Stream<String>>> sse = http.sendAsync(HttpRequest.newBuilder(
                 URI.create(url("/v1/events"))).build(), HttpResponse.BodyHandlers.ofLines());
-        HttpResponse<Stream<String>> events = sse.get(10, TimeUnit.SECONDS);
+        HttpResponse<Stream<String>> events = sse.get(120, TimeUnit.SECONDS);
         assertThat(events.statusCode()).isEqualTo(200);
         assertThat(events.headers().firstValue("Content-Type").orElse("")).startsWith("text/event-stream");
         Thread reader = Thread.ofVirtual().start(() -> {
@@ -124,7 +124,7 @@ class ProxyWebPageTest {
         });
         int ready = 0;
         while (ready < 3) {
-            String l = lines.poll(10, TimeUnit.SECONDS);
+            String l = lines.poll(120, TimeUnit.SECONDS);
             assertThat(l).as("three ready events").isNotNull();
             if (l.equals("event: ready")) {
                 ready++;
@@ -136,7 +136,7 @@ class ProxyWebPageTest {
         String uuid = rid.substring(rid.length() - 32);
         boolean routed = false;
         boolean admitted = false;
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         while (!(routed && admitted) && System.nanoTime() < end) {
             String l = lines.poll(1, TimeUnit.SECONDS);
             if (l != null && l.startsWith("data: ")) {

@@ -43,7 +43,7 @@ final class TestNodes {
         return NodeOptions.defaults(id, config, journal)
                 .withLayout(new KvLayout(config.layerNames(), 256, 64))
                 .withTransferEngine(TransferEngines.Choice.IN_JVM)
-                .withHandshakeTimeout(Duration.ofSeconds(3));
+                .withHandshakeTimeout(Duration.ofSeconds(30));
     }
 
     /** Polls {@code cond} every 10 ms up to {@code timeout}; whether it became true. */

@@ -10,7 +10,9 @@ import io.kvledger.wire.bridge.HookCall;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.Pipe;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -45,7 +47,16 @@ import org.zeromq.ZMQ;
  *
  * <p>Callers may be DEALERs (one frame per request; replies come as one frame) or REQs (an empty
  * delimiter first; replies keep it). Replies go back with {@code ROUTER_MANDATORY} and without
- * blocking: a reply to a caller that has gone is dropped and counted ({@link #undeliverable()}).
+ * blocking. A caller that sends faster than it reads (unawaited calls) fills its queue on the
+ * socket: the replies that do not fit are held here, in order, and sent as it reads
+ * ({@link #heldReplies()}), and while a caller has replies held its new hook calls are refused
+ * {@code "busy"} instead of applied (back-pressure before applying: what is held is bounded by
+ * the calls in flight). So every call handed to the handler is answered while its caller is
+ * connected; a reply to a caller that has gone is dropped and counted ({@link #undeliverable()},
+ * {@link #undeliverableApplied()} for calls handed to the handler), and so is a reply to a call
+ * that was not handed on (busy, ping, hello, malformed) when more than {@code maxInFlight} replies
+ * already wait for that caller. (Replies ZMQ took for a connection in the moment it drops go down
+ * with it: ZMQ does not say which; they are not counted.)
  *
  * <p>Ordering: the handler sees the calls of one caller in the order it sent them, and the
  * server sends answers in the order they are given. A handler that answers in order (one node
@@ -65,6 +76,7 @@ public final class EngineBridgeServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(EngineBridgeServer.class.getName());
     private static final int MAX_READ_PER_ROUND = 1024;
     private static final long HOUSEKEEPING_NS = 100_000_000L;
+    private static final long HELD_RETRY_NS = 2_000_000L;
 
     private final EngineBridgeConfig config;
     private final BridgeNodeInfo node;
@@ -97,6 +109,20 @@ public final class EngineBridgeServer implements AutoCloseable {
     private final AtomicLong control = new AtomicLong();
     private final AtomicLong lateAnswers = new AtomicLong();
     private final AtomicLong undeliverable = new AtomicLong();
+    private final AtomicLong undeliverableApplied = new AtomicLong();
+
+    /**
+     * Replies a caller's full queue on the socket could not take yet, per caller (its routing id),
+     * in send order. Socket thread only.
+     */
+    private final HashMap<ByteBuffer, ArrayDeque<Held>> held = new HashMap<>();
+    private volatile int heldCount;
+
+    /** A reply waiting for its caller to read; {@code handed}: the answer to a call handed to the handler. */
+    private record Held(byte[] identity, boolean reqFraming, byte[] frame, boolean handed) {}
+
+    /** What one non-blocking send did. */
+    private enum Send { SENT, FULL, GONE }
 
     /** An encoded answer on its way to the socket thread. */
     private record Outgoing(BridgeCall call, byte[] identity, boolean reqFraming, byte[] frame) {}
@@ -175,8 +201,17 @@ public final class EngineBridgeServer implements AutoCloseable {
     /** Answers given after the call was already answered (timed out, closed, or answered twice). */
     public long lateAnswers() { return lateAnswers.get(); }
 
-    /** Replies ZMQ could not route (the caller disconnected) or queue (the caller stopped reading). */
+    /**
+     * Replies dropped: the caller had disconnected, or (for a call not handed to the handler) more
+     * than {@code maxInFlight} replies already waited for it to read.
+     */
     public long undeliverable() { return undeliverable.get(); }
+
+    /** Of {@link #undeliverable()}, answers to calls handed to the handler: their caller had disconnected. */
+    public long undeliverableApplied() { return undeliverableApplied.get(); }
+
+    /** Replies waiting for their callers to read what the socket already queued for them. */
+    public int heldReplies() { return heldCount; }
 
     /** Calls handed to the handler whose answer has not been sent yet. */
     public int inFlight() { return inFlight; }
@@ -267,6 +302,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                     poller.poll(waitMs);
                     wakePending.set(false);
                     drainPipe(drain);
+                    flushHeld(router);
                     sendAnswers(router);
                     for (int i = 0; i < MAX_READ_PER_ROUND && !closing; i++) {
                         if (!readOne(router)) {
@@ -290,7 +326,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                 // answered before, and only then refuse to queue more
                 for (BridgeCall c : pending.values()) {
                     if (c.claim()) {
-                        trySend(router, c.identity, c.reqFraming, BridgeCodec.encodeError(c.id(), "node closing"));
+                        trySend(router, c.identity, c.reqFraming, BridgeCodec.encodeError(c.id(), "node closing"), true);
                     }
                 }
                 sendAnswers(router);
@@ -298,6 +334,9 @@ public final class EngineBridgeServer implements AutoCloseable {
                 sendAnswers(router);
                 pending.clear();
                 inFlight = 0;
+                // what callers have not read by now is not sent: the socket closes
+                flushHeld(router);
+                dropHeld();
             } catch (RuntimeException e) {
                 stopped = true;
                 LOG.log(System.Logger.Level.DEBUG, "engine bridge closing: " + ZmqRuntime.describe(e), e);
@@ -318,6 +357,10 @@ public final class EngineBridgeServer implements AutoCloseable {
         if (!pending.isEmpty()) {
             BridgeCall head = pending.values().iterator().next();
             wait = Math.min(wait, Math.max(0, head.deadlineNs - nowNs));
+        }
+        if (!held.isEmpty()) {
+            // a ROUTER cannot say when one caller's queue has room again: look every 2 ms
+            wait = Math.min(wait, HELD_RETRY_NS);
         }
         return Math.max(1, TimeUnit.NANOSECONDS.toMillis(wait + 999_999));
     }
@@ -342,7 +385,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                 // before the send: a caller holding its answer sees the count without it
                 inFlight = pending.size();
             }
-            trySend(router, o.identity(), o.reqFraming(), o.frame());
+            trySend(router, o.identity(), o.reqFraming(), o.frame(), o.call() != null);
         }
     }
 
@@ -376,14 +419,14 @@ public final class EngineBridgeServer implements AutoCloseable {
             boolean req = parts > 0 && frames.get(0).length == 0;
             BridgeDecoded.Rejected r = new BridgeDecoded.Rejected(null, null, new Rejection(RejectReason.BAD_FRAMING,
                     parts + " frames after the routing id; send one frame (DEALER) or an empty frame and one (REQ)", false));
-            trySend(router, identity, req, BridgeCodec.encodeError(r));
+            trySend(router, identity, req, BridgeCodec.encodeError(r), false);
             reportRejected(atNs, frames.isEmpty() ? new byte[0] : frames.get(frames.size() - 1), r);
             return true;
         }
         switch (BridgeCodec.decode(payload, config.limits())) {
             case BridgeDecoded.Rejected r -> {
                 rejected.incrementAndGet();
-                trySend(router, identity, reqFraming, BridgeCodec.encodeError(r));
+                trySend(router, identity, reqFraming, BridgeCodec.encodeError(r), false);
                 reportRejected(atNs, payload, r);
             }
             case BridgeDecoded.Request ok -> dispatch(router, identity, reqFraming, ok.request(), atNs);
@@ -404,20 +447,28 @@ public final class EngineBridgeServer implements AutoCloseable {
         switch (request.call()) {
             case HookCall.Ping p -> {
                 control.incrementAndGet();
-                trySend(router, identity, reqFraming, BridgeCodec.encodeEmpty(request.id()));
+                trySend(router, identity, reqFraming, BridgeCodec.encodeEmpty(request.id()), false);
             }
             case HookCall.Hello h -> {
                 control.incrementAndGet();
                 String mismatch = BridgeCodec.helloMismatch(h, node);
                 trySend(router, identity, reqFraming, mismatch == null
                         ? BridgeCodec.encodeHello(request.id(), node)
-                        : BridgeCodec.encodeError(request.id(), mismatch));
+                        : BridgeCodec.encodeError(request.id(), mismatch), false);
             }
             case HookCall.Engine e -> {
+                ArrayDeque<Held> unread = held.get(ByteBuffer.wrap(identity));
+                if (unread != null) {
+                    // back-pressure before applying: this caller has not read the replies it has
+                    busy.incrementAndGet();
+                    trySend(router, identity, reqFraming, BridgeCodec.encodeError(request.id(),
+                            "busy: " + unread.size() + " replies wait for this caller to read them"), false);
+                    return;
+                }
                 if (pending.size() >= config.maxInFlight()) {
                     busy.incrementAndGet();
                     trySend(router, identity, reqFraming, BridgeCodec.encodeError(request.id(),
-                            "busy: " + pending.size() + " calls already wait for the node"));
+                            "busy: " + pending.size() + " calls already wait for the node"), false);
                     return;
                 }
                 long seq = nextSeq++;
@@ -435,7 +486,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                         pending.remove(seq);
                         inFlight = pending.size();
                         trySend(router, identity, reqFraming, BridgeCodec.encodeError(request.id(),
-                                "node failed to take the call: " + ZmqRuntime.describe(ex)));
+                                "node failed to take the call: " + ZmqRuntime.describe(ex)), true);
                     }
                 }
             }
@@ -455,31 +506,108 @@ public final class EngineBridgeServer implements AutoCloseable {
             if (c.claim()) {
                 timedOut.incrementAndGet();
                 trySend(router, c.identity, c.reqFraming, BridgeCodec.encodeError(c.id(), "timed out: the node did not answer "
-                        + c.hook().wireName() + " within " + config.replyTimeout().toMillis() + " ms"));
+                        + c.hook().wireName() + " within " + config.replyTimeout().toMillis() + " ms"), true);
             }
         }
         inFlight = pending.size();
     }
 
-    /** Sends without blocking; a reply ZMQ cannot route or queue is dropped and counted. */
-    private void trySend(ZMQ.Socket router, byte[] identity, boolean reqFraming, byte[] frame) {
+    /**
+     * Sends a reply without blocking. Behind replies already held for its caller, or when the
+     * caller's queue on the socket is full, it is held (a reply to a call not handed on only while
+     * fewer than {@code maxInFlight} wait); to a caller that has gone it is dropped and counted.
+     * {@code handed}: the answer to a call handed to the handler.
+     */
+    private void trySend(ZMQ.Socket router, byte[] identity, boolean reqFraming, byte[] frame, boolean handed) {
+        ByteBuffer caller = ByteBuffer.wrap(identity);
+        ArrayDeque<Held> q = held.get(caller);
+        if (q == null) {
+            Send r = sendNow(router, identity, reqFraming, frame);
+            if (r == Send.SENT) {
+                return;
+            }
+            if (r == Send.GONE) {
+                dropped(handed);
+                return;
+            }
+            q = new ArrayDeque<>();
+            held.put(caller, q);
+        } else if (!handed && q.size() >= config.maxInFlight()) {
+            dropped(false);
+            return;
+        }
+        q.add(new Held(identity, reqFraming, frame, handed));
+        heldCount++;
+    }
+
+    /** Sends what is held, per caller in order, until a caller's queue is full again. */
+    private void flushHeld(ZMQ.Socket router) {
+        if (held.isEmpty()) {
+            return;
+        }
+        Iterator<ArrayDeque<Held>> it = held.values().iterator();
+        while (it.hasNext()) {
+            ArrayDeque<Held> q = it.next();
+            while (!q.isEmpty()) {
+                Held h = q.peek();
+                Send r = sendNow(router, h.identity(), h.reqFraming(), h.frame());
+                if (r == Send.FULL) {
+                    break;
+                }
+                if (r == Send.GONE) {
+                    for (Held g : q) {
+                        dropped(g.handed());
+                    }
+                    heldCount -= q.size();
+                    q.clear();
+                    break;
+                }
+                q.poll();
+                heldCount--;
+            }
+            if (q.isEmpty()) {
+                it.remove();
+            }
+        }
+    }
+
+    /** Drops, counted, every reply still held (the server is closing). */
+    private void dropHeld() {
+        for (ArrayDeque<Held> q : held.values()) {
+            for (Held g : q) {
+                dropped(g.handed());
+            }
+        }
+        held.clear();
+        heldCount = 0;
+    }
+
+    private void dropped(boolean handed) {
+        undeliverable.incrementAndGet();
+        if (handed) {
+            undeliverableApplied.incrementAndGet();
+        }
+    }
+
+    /**
+     * One non-blocking send: SENT, FULL (the caller's queue on the socket is at its high-water mark:
+     * JeroMQ's send returns false, EAGAIN), or GONE (no such caller any more: EHOSTUNREACH under
+     * {@code ROUTER_MANDATORY}, which JeroMQ throws).
+     */
+    private static Send sendNow(ZMQ.Socket router, byte[] identity, boolean reqFraming, byte[] frame) {
         try {
-            boolean ok = router.send(identity, ZMQ.SNDMORE | ZMQ.DONTWAIT);
-            if (ok && reqFraming) {
-                ok = router.send(new byte[0], ZMQ.SNDMORE | ZMQ.DONTWAIT);
+            if (!router.send(identity, ZMQ.SNDMORE | ZMQ.DONTWAIT)) {
+                return Send.FULL;
             }
-            if (ok) {
-                ok = router.send(frame, ZMQ.DONTWAIT);
-            }
-            if (!ok) {
-                undeliverable.incrementAndGet();
-            }
+            // the message's first part was taken: the rest of it is (the high-water mark counts messages)
+            boolean ok = !reqFraming || router.send(new byte[0], ZMQ.SNDMORE | ZMQ.DONTWAIT);
+            ok = ok && router.send(frame, ZMQ.DONTWAIT);
+            return ok ? Send.SENT : Send.GONE;
         } catch (RuntimeException e) {
             if (ZmqRuntime.isTerm(e)) {
                 throw e;
             }
-            // EHOSTUNREACH under ROUTER_MANDATORY: the caller is gone
-            undeliverable.incrementAndGet();
+            return Send.GONE;
         }
     }
 

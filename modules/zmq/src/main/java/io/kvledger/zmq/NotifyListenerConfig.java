@@ -50,6 +50,14 @@ public record NotifyListenerConfig(String bindEndpoint, WireLimits limits, long 
         return new NotifyListenerConfig(bindEndpoint, l, Math.max(maxMessageBytes, l.maxFrameBytes()), receiveHwm, clock);
     }
 
+    /** The same with ZMQ's receive high-water mark per peer at {@code hwm} messages. */
+    public NotifyListenerConfig withReceiveHwm(int hwm) {
+        if (hwm < 1) {
+            throw new IllegalArgumentException("receiveHwm must be positive: " + hwm);
+        }
+        return new NotifyListenerConfig(bindEndpoint, limits, maxMessageBytes, hwm, clock);
+    }
+
     public NotifyListenerConfig withClock(LongSupplier c) {
         return new NotifyListenerConfig(bindEndpoint, limits, maxMessageBytes, receiveHwm, c);
     }

@@ -72,7 +72,7 @@ final class BridgeClient implements AutoCloseable {
         while (true) {
             long now = System.nanoTime();
             if (now > deadline) {
-                throw new AssertionError("no reply within " + timeoutMs + " ms");
+                throw new NoReply("no reply within " + timeoutMs + " ms");
             }
             socket.setReceiveTimeOut((int) Math.max(1, Math.min(20, (deadline - now) / 1_000_000L)));
             byte[] first = socket.recv(0);
@@ -86,6 +86,24 @@ final class BridgeClient implements AutoCloseable {
                 out.add(socket.recv(0));
             }
             return out;
+        }
+    }
+
+    /** The next reply, or null when none came within {@code timeoutMs}. */
+    BridgeReply poll(long timeoutMs) {
+        try {
+            return reply(timeoutMs);
+        } catch (NoReply e) {
+            return null;
+        }
+    }
+
+    /** No reply came in time. */
+    static final class NoReply extends AssertionError {
+        private static final long serialVersionUID = 1L;
+
+        NoReply(String message) {
+            super(message);
         }
     }
 

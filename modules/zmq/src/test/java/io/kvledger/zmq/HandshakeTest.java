@@ -43,7 +43,7 @@ class HandshakeTest {
                     .extracting(e -> ((NodeEvent.HandshakeCompleted) e).key()).isEqualTo("10.0.0.1:6301_dp0");
             AdapterEvent.HandshakeServed s = (AdapterEvent.HandshakeServed) served.await(1, 10).get(0);
             assertThat(s.request()).isEqualTo(HandshakeRequest.GET_META_MSG);
-            assertThat(client.handshakeMono("k2", "127.0.0.1", server.port()).block(Duration.ofSeconds(10)).metadata()).isEqualTo(META);
+            assertThat(client.handshakeMono("k2", "127.0.0.1", server.port()).block(Duration.ofSeconds(120)).metadata()).isEqualTo(META);
             assertThat(server.served()).isEqualTo(2);
         }
         Threads.assertNoneLeftBeyond(before);

@@ -51,7 +51,7 @@ final class PythonPeer implements AutoCloseable {
             Path scripts = scripts(dir);
             Process p = new ProcessBuilder(PYTHON, scripts.resolve("python_ok.py").toString()).redirectErrorStream(true).start();
             String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-            if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 return PYTHON + " cannot import zmq and msgpack (install python3-zmq and python3-msgpack): " + text;
             }
             return "";

@@ -1160,23 +1160,41 @@ public final class HangDetectors {
     private static void crossNode(Ledger l, List<Finding> out) {
         for (TransferView t : l.transfers.values()) {
             for (Send s : t.sends) {
-                NodeView target = listener(l, s.host(), s.port());
-                if (target != null || !knownHost(l, s.host())) {
+                String host = s.host();
+                int port = s.port();
+                NodeView tap = tapAt(l, host, port);
+                if (tap != null) {
+                    // sent to a tap: follow it through, when the tap's journal shows it crossing
+                    String to = tap.config.hostIp() + ":" + Ledger.listenPort(tap.config);
+                    if (!crossed(t, tap, s.kind())) {
+                        NodeView from = l.nodes.get(s.fromNode());
+                        out.add(new Finding("notify-no-listener", s.fromNode(), t.legs.get(s.fromNode()), t.transferId,
+                                phaseOf(from, t), 7, s.atNs(), -1, s.kind() + " sent to " + host + ":" + port + " at "
+                                        + rel(l, s.atNs()) + ", the port of " + tap.name + " (forwarding to " + to
+                                        + "), whose journal never shows it crossing"));
+                        continue;
+                    }
+                    host = tap.config.hostIp();
+                    port = Ledger.listenPort(tap.config);
+                }
+                NodeView target = listener(l, host, port);
+                if (target != null || !knownHost(l, host) || tap != null) {
                     if (target != null && s.kind().equals("remote_blocks") && !t.legs.containsKey(target.name)
                             && t.legs.keySet().stream().anyMatch(x -> l.nodes.get(x).producer())) {
                         NodeView from = l.nodes.get(s.fromNode());
                         out.add(new Finding("notify-unhandshaken-rank", s.fromNode(), t.legs.get(s.fromNode()), t.transferId,
                                 phaseOf(from, t), 18, s.atNs(), -1,
-                                "remote_blocks to " + target.name + " (" + s.host() + ":" + s.port() + "), a rank that never served "
+                                "remote_blocks to " + target.name + " (" + host + ":" + port + (tap == null ? ""
+                                        : ", through " + tap.name) + "), a rank that never served "
                                         + "or handshook this transfer; it ran on " + otherProducers(l, t, s.fromNode())));
                     }
                     continue;
                 }
                 NodeView from = l.nodes.get(s.fromNode());
-                String alt = altForm(l, s.host(), s.port());
+                String alt = altForm(l, host, port);
                 out.add(new Finding(alt != null ? "wrong-port-offset-form" : "notify-no-listener", s.fromNode(),
                         t.legs.get(s.fromNode()), t.transferId, phaseOf(from, t), alt != null ? 23 : 7, s.atNs(), -1,
-                        s.kind() + " sent to " + s.host() + ":" + s.port() + " at " + rel(l, s.atNs())
+                        s.kind() + " sent to " + host + ":" + port + " at " + rel(l, s.atNs())
                                 + ", where no journaled node listens" + (alt == null ? "" : "; " + alt)));
             }
             if (t.firstFailedReadAt != Long.MIN_VALUE) {
@@ -1226,11 +1244,30 @@ public final class HangDetectors {
 
     static NodeView listener(Ledger l, String host, int port) {
         for (NodeView n : l.nodes.values()) {
-            if (n.config.hostIp().equals(host) && Ledger.listenPort(n.config) == port) {
+            if (!n.tap() && n.config.hostIp().equals(host) && Ledger.listenPort(n.config) == port) {
                 return n;
             }
         }
         return null;
+    }
+
+    /** The tap journal whose tap listens at {@code host:port}, or null. */
+    private static NodeView tapAt(Ledger l, String host, int port) {
+        for (NodeView n : l.nodes.values()) {
+            if (n.tap() && n.tapPort == port && n.tapHost.equals(host)) {
+                return n;
+            }
+        }
+        return null;
+    }
+
+    /** Whether {@code tap}'s journal shows a frame of {@code kind} for transfer {@code t} crossing it. */
+    private static boolean crossed(TransferView t, NodeView tap, String kind) {
+        return switch (kind) {
+            case "remote_blocks" -> t.remoteBlocksAt.stream().anyMatch(x -> x.node().equals(tap.name));
+            case "write_done" -> t.writeDoneReceivedBy.contains(tap.name);
+            default -> t.releasesReceived.containsKey(tap.name);
+        };
     }
 
     /** If the port is a node's port in the other offset form, a sentence saying so; else null. */

@@ -60,6 +60,21 @@ public final class Ledger {
         replicas.add(node);
     }
 
+    /**
+     * Marks a node's journal as a tap's ({@code kvledger tap}, the live demo's): it journals the
+     * frames that crossed the tap listening at {@code tapHost:tapPort} on their way to the rank its
+     * header names (its config's host and notify port). A notify sent to the tap's port is then
+     * followed through it to that rank instead of being taken for one sent where nobody listens.
+     */
+    public void tap(String node, String tapHost, int tapPort) {
+        NodeView n = nodes.get(node);
+        if (n != null) {
+            n.tapHost = tapHost;
+            n.tapPort = tapPort;
+            n.nodeAnomalies.clear(); // the startup checks of a rank's config the tap only names
+        }
+    }
+
     /** Registers a node (before its events) with what its startup checks found. */
     public void nodeStarted(String node, NodeConfig config, List<Effect> startupEffects) {
         NodeView v = new NodeView(node, config);
@@ -87,6 +102,12 @@ public final class Ledger {
             throw new IllegalStateException("nodeStarted was not called for " + node);
         }
         long at = event.atNs();
+        if (n.tap()) {
+            // a tap's journal is what crossed it, on the tap's own clock: it says whether a frame crossed,
+            // not when the nodes' journals begin and end, and what a reducer would decide from it belongs to no node
+            onEvent(n, event, at);
+            return;
+        }
         firstAtNs = Math.min(firstAtNs, at);
         lastAtNs = Math.max(lastAtNs, at);
         onEvent(n, event, at);
@@ -576,6 +597,9 @@ public final class Ledger {
         /** The scheduler steps this node journaled ({@code step_scheduled}), and when the last was. */
         long steps;
         long lastStepAt = Long.MIN_VALUE;
+        /** For a tap's journal ({@link Ledger#tap}): where the tap listens; null for a node. */
+        String tapHost;
+        int tapPort = -1;
 
         NodeView(String name, NodeConfig config) {
             this.name = name;
@@ -597,6 +621,11 @@ public final class Ledger {
 
         boolean producer() {
             return config.role() == Role.PRODUCER;
+        }
+
+        /** Whether this is a tap's journal, not a node's. */
+        boolean tap() {
+            return tapHost != null;
         }
     }
 

@@ -129,6 +129,50 @@ class CrossNodeDiagnosisTest {
     }
 
     /**
+     * READ 1P1D behind a tap (the live demo's shape): the request ids and params name the tap's
+     * port, 61105, in front of P0's 61005. A release the tap's journal shows crossing is followed
+     * through the tap to P0; one it never shows crossing is named with the tap.
+     */
+    @Test
+    void a_release_sent_to_a_taps_port_is_followed_through_the_tap() {
+        Cluster c = new Cluster();
+        NodeConfig pc = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).hostIp("10.0.0.1").build();
+        c.node("P0", pc);
+        c.node("D0", NodeConfig.builder(Role.CONSUMER, TransferMode.READ).hostIp("10.0.1.1").build());
+        String tap = "tap P-10.0.0.1-61005";
+        c.node(tap, pc);
+        c.ledger.tap(tap, "10.0.0.1", 61105);
+        String[] tids = {"tx-crossed", "tx-not-crossed"};
+        for (int i = 0; i < tids.length; i++) {
+            String base = RequestIds.proxyRequestId(new ZmqAddress("10.0.0.1", 6301, 61105),
+                    new ZmqAddress("10.0.1.1", 6301, 61005), UUID.substring(1) + i);
+            String prid = "cmpl-" + base + "-0-aaaaaaaa";
+            String drid = "cmpl-" + base + "-0-bbbbbbbb";
+            KvParams returned = c.prefillLeg("P0", prid, KvParams.of("do_remote_decode", true,
+                    "do_remote_prefill", false, "transfer_id", tids[i]));
+            returned.put("remote_notify_port", 61105L);
+            Effect.SendRelease release = c.decodeLegToRelease("D0", drid, returned);
+            assertThat(release.port()).as("the release goes to the tap").isEqualTo(61105);
+            c.on("D0", new NodeEvent.RequestFinished(13, drid, FinishStatus.FINISHED_STOPPED, BlockGroups.single(8, 9)));
+            if (i == 0) {
+                // on the tap's own clock (another process's); what its reducer would decide is ignored
+                c.on(tap, new NodeEvent.ReleaseReceived(1_000_000 * S, tids[i], 1));
+                c.on("P0", new NodeEvent.ReleaseReceived(15, tids[i], 1));
+            }
+        }
+        assertThat(c.ledger.lastAtNs()).as("the tap's clock does not stretch the nodes' journals").isLessThan(S);
+        List<Finding> f = HangDetectors.run(c.ledger, Bounds.defaults());
+        assertThat(f).as("%s", f).noneSatisfy(x -> assertThat(x.transferId()).isEqualTo("tx-crossed"));
+        assertThat(f).anySatisfy(x -> {
+            assertThat(x.detector()).isEqualTo("notify-no-listener");
+            assertThat(x.transferId()).isEqualTo("tx-not-crossed");
+            assertThat(x.node()).isEqualTo("D0");
+            assertThat(x.message()).contains("release sent to 10.0.0.1:61105").contains("the port of " + tap)
+                    .contains("forwarding to 10.0.0.1:61005").contains("never shows it crossing");
+        });
+    }
+
+    /**
      * READ 1P1D where D0's release never leaves D0 (its publisher journals the failed send): P0
      * reaps, and both the reap and D0's anomaly name the failed send.
      */

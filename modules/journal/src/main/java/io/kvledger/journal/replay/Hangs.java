@@ -70,6 +70,10 @@ public final class Hangs {
         return origin.startsWith("kvledger node") || origin.startsWith(BridgeReplies.ORIGIN);
     }
 
+    /** The end of a tap journal's origin ({@code kvledger tap}): {@code [tcp://BIND:TAPPORT -> tcp://HOST:PORT]}. */
+    static final java.util.regex.Pattern TAP_ORIGIN =
+            java.util.regex.Pattern.compile("\\[tcp://\\[?([^\\]\\s]+?)]?:(\\d+) -> tcp://[^\\s]+]$");
+
     private Hangs() {}
 
     /** Replays every input of {@code r} into a ledger (runs {@code r}) and runs the detectors. */
@@ -84,6 +88,12 @@ public final class Hangs {
                 ledger.nodeStarted(node.name(), node.config(), startup);
                 if (node.header().origin().startsWith(io.kvledger.journal.JournalHeader.SIM_WORKER_ORIGIN)) {
                     ledger.schedulerReplica(node.name());
+                }
+                java.util.regex.Matcher tap = TAP_ORIGIN.matcher(node.header().origin());
+                if (tap.find()) {
+                    String host = tap.group(1);
+                    boolean any = host.equals("0.0.0.0") || host.equals("*") || host.equals("::");
+                    ledger.tap(node.name(), any ? node.config().hostIp() : host, Integer.parseInt(tap.group(2)));
                 }
             }
 

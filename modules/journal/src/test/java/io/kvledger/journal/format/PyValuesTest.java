@@ -119,7 +119,7 @@ class PyValuesTest {
         Process p = new ProcessBuilder(python.toString(), "-c", script).redirectErrorStream(true).start();
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         p.getInputStream().transferTo(out);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
         String hex = out.toString(StandardCharsets.UTF_8).strip();
         assumeThat(p.exitValue()).as("python3 msgpack available: %s", hex).isZero();
         assertThat(HexFormat.of().formatHex(pack(sample()))).isEqualTo(hex);

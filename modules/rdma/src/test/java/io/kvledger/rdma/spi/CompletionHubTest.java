@@ -43,8 +43,8 @@ class CompletionHubTest {
         hub.complete(new TransferEvent.Failed(1, 2, TransferOp.WRITE, FailureCode.TIMEOUT, "late"));
         hub.complete(ok(99)); // never admitted
         hub.close();
-        assertThat(p.completion().block(Duration.ofSeconds(5))).isEqualTo(ok(1));
-        List<TransferEvent> all = hub.flux().collectList().block(Duration.ofSeconds(5));
+        assertThat(p.completion().block(Duration.ofSeconds(120))).isEqualTo(ok(1));
+        List<TransferEvent> all = hub.flux().collectList().block(Duration.ofSeconds(120));
         assertThat(all).as("buffered until the first subscriber").containsExactly(ok(1));
         assertThat(hub.succeeded()).isEqualTo(1);
         assertThat(hub.failed()).isZero();

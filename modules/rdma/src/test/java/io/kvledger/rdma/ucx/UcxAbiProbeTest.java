@@ -29,7 +29,7 @@ class UcxAbiProbeTest {
     static List<String> run(Path probe) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(probe.toString()).redirectErrorStream(true).start();
         byte[] out = p.getInputStream().readAllBytes();
-        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
         assertThat(p.exitValue()).as("abi_probe exit status").isZero();
         return new String(out, StandardCharsets.UTF_8).lines().toList();
     }

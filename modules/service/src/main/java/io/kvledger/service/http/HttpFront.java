@@ -202,8 +202,14 @@ public final class HttpFront implements AutoCloseable {
             }
             String base = xrid != null && !xrid.isBlank() ? xrid : java.util.UUID.randomUUID().toString().replace("-", "");
             String rid = "cmpl-" + base + "-0-" + String.format("%08x", ThreadLocalRandom.current().nextInt());
-            return Mono.fromFuture(() -> engine.submit(rid, cr.promptTokens(), cr.maxTokens(), cr.params()))
+            // A client that goes away (Reactor Netty cancels this publisher when the connection
+            // closes) or a completion that outlives its bound aborts the request in the engine, as
+            // vLLM's API server aborts a request whose client disconnected: otherwise it runs on,
+            // holding its blocks (a huge max_tokens, or a decode waiting for KV that never comes).
+            return Mono.fromFuture(() -> engine.submit(rid, cr.promptTokens(), cr.maxTokens(), cr.params()), true)
                     .timeout(COMPLETION_TIMEOUT)
+                    .doOnCancel(() -> engine.abort(rid))
+                    .doOnError(java.util.concurrent.TimeoutException.class, e -> engine.abort(rid))
                     .flatMap(c -> Mono.from(json(res, c.error() == null ? HttpResponseStatus.OK
                             : HttpResponseStatus.INTERNAL_SERVER_ERROR, response(base, c))))
                     .onErrorResume(e -> Mono.from(json(res, HttpResponseStatus.SERVICE_UNAVAILABLE,

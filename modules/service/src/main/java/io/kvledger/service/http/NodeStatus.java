@@ -40,6 +40,22 @@ public final class NodeStatus {
             m.put("shadow_lines_lost", node.shadow().linesLost());
             m.put("shadow_messages", node.shadowServer() == null ? 0L : node.shadowServer().messages());
         }
+        var bridge = node.bridge();
+        if (bridge != null) {
+            // the engine bridge: every call the node applied is answered while its caller is connected;
+            // what could not be delivered (the caller had gone) is counted here
+            Map<String, Object> bm = new LinkedHashMap<>();
+            bm.put("calls_received", bridge.received());
+            bm.put("calls_handed_off", bridge.handedOff());
+            bm.put("calls_busy", bridge.busy());
+            bm.put("calls_timed_out", bridge.timedOut());
+            bm.put("calls_rejected", bridge.rejected());
+            bm.put("calls_in_flight", (long) bridge.inFlight());
+            bm.put("replies_held", (long) bridge.heldReplies());
+            bm.put("replies_undeliverable", bridge.undeliverable());
+            bm.put("replies_undeliverable_applied", bridge.undeliverableApplied());
+            m.put("bridge", bm);
+        }
         m.put("faults_injected", node.faultsInjected());
         if (node.worker() != null) {
             Map<String, Object> wm = new LinkedHashMap<>();

@@ -56,8 +56,11 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * the inbox: node time since the last journaled and applied event; 0 when the inbox is empty, so a
  * value that grows means a stalled loop), {@code kvledger:transfers_pending},
  * {@code kvledger:notifies_sent_total}, {@code kvledger:frames_received_total},
- * {@code kvledger:frames_rejected_total}. Every series carries the tags {@code node} and
- * {@code role}.
+ * {@code kvledger:frames_rejected_total}; with an engine bridge,
+ * {@code kvledger:bridge_calls_received_total}, {@code kvledger:bridge_calls_busy_total},
+ * {@code kvledger:bridge_replies_held}, {@code kvledger:bridge_replies_undeliverable_total} and
+ * {@code kvledger:bridge_replies_undeliverable_applied_total}. Every series carries the tags
+ * {@code node} and {@code role}.
  *
  * <p>Threading: {@link #onApplied} runs on the loop thread and only updates counters and
  * primitive arrays (no allocation per event once every anomaly kind has been seen); scraping
@@ -178,6 +181,23 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
                 .description("Notify frames received").tags(tags).register(registry);
         FunctionCounter.builder("kvledger:frames_rejected", node, n -> n.listener() == null ? 0 : n.listener().rejected())
                 .description("Notify frames rejected").tags(tags).register(registry);
+        var bridge = node.bridge();
+        if (bridge != null) {
+            FunctionCounter.builder("kvledger:bridge_calls_received", bridge, b -> b.received())
+                    .description("Messages read on the engine bridge").tags(tags).register(registry);
+            FunctionCounter.builder("kvledger:bridge_calls_busy", bridge, b -> b.busy())
+                    .description("Engine hook calls refused busy (too many in flight, or their caller had replies "
+                            + "unread), not applied").tags(tags).register(registry);
+            Gauge.builder("kvledger:bridge_replies_held", bridge, b -> b.heldReplies())
+                    .description("Engine bridge replies waiting for their caller to read those the socket queued")
+                    .tags(tags).register(registry);
+            FunctionCounter.builder("kvledger:bridge_replies_undeliverable", bridge, b -> b.undeliverable())
+                    .description("Engine bridge replies dropped: the caller had disconnected (or, for a call not "
+                            + "applied, had too many replies unread)").tags(tags).register(registry);
+            FunctionCounter.builder("kvledger:bridge_replies_undeliverable_applied", bridge, b -> b.undeliverableApplied())
+                    .description("Replies to applied engine hook calls dropped because their caller had disconnected")
+                    .tags(tags).register(registry);
+        }
         var shadow = node.shadow();
         if (shadow != null) {
             for (String hook : shadow.hooks()) {

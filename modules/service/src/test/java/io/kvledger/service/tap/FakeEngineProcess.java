@@ -39,7 +39,7 @@ public final class FakeEngineProcess implements AutoCloseable {
         Assumptions.assumeTrue(Files.isExecutable(Path.of(PYTHON)), PYTHON + " not found (install python3, python3-zmq, python3-msgpack)");
         Process p = new ProcessBuilder(PYTHON, "-c", "import zmq, msgpack").redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        Assumptions.assumeTrue(p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0,
+        Assumptions.assumeTrue(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0,
                 PYTHON + " cannot import zmq and msgpack (install python3-zmq and python3-msgpack): " + out);
     }
 
