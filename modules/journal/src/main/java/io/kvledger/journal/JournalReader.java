@@ -122,6 +122,10 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         if (!Queues.hasQueueFiles(dir)) {
             throw new JournalException("no journal in " + dir + ": it has no .cq4 queue files");
         }
+        java.util.SortedMap<String, String> odd = Queues.oddQueueFiles(dir);
+        if (!odd.isEmpty() && QueueScanner.listFiles(dir).isEmpty()) {
+            throw new JournalException("no journal in " + dir + ": its .cq4 entries are no queue files: " + oddList(odd));
+        }
         List<Path> empty = Queues.emptyQueueFiles(dir);
         if (!empty.isEmpty()) {
             throw new JournalException("the journal in " + dir + " has an empty queue file (0 bytes, not written by "
@@ -213,8 +217,21 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         return !Files.exists(dir.resolve(Queues.METADATA_FILE));
     }
 
+    /** "a.cq4 is a FIFO (a named pipe); b.cq4 is ..." */
+    private static String oddList(java.util.SortedMap<String, String> odd) {
+        List<String> parts = new ArrayList<>();
+        odd.forEach((name, what) -> parts.add(name + " is " + what));
+        return String.join("; ", parts);
+    }
+
     private static Integrity integrity(Path dir, QueueScanner s) {
         List<JournalDamage> damage = new ArrayList<>(s.damage());
+        try {
+            Queues.oddQueueFiles(dir).forEach((name, what) -> damage.add(new JournalDamage(name, 0, -1, -1, -1, -1,
+                    "it is " + what + ", no queue file: not read (the entries of a day it held are missing)")));
+        } catch (JournalException e) {
+            // the pass listed the directory; a listing failing now says nothing about the entries
+        }
         String meta = Queues.metadataProblem(dir);
         if (meta != null) {
             long size;

@@ -27,6 +27,57 @@ final class Queues {
     }
 
     /**
+     * The entries of {@code dir} named {@code *.cq4} that are no regular file (a FIFO, a
+     * directory, a dangling symbolic link), by name, each with what it is: readers cannot read
+     * them (a FIFO would block a read), so they are damage, never "no queue files".
+     */
+    static java.util.SortedMap<String, String> oddQueueFiles(Path dir) {
+        java.util.SortedMap<String, String> out = new java.util.TreeMap<>();
+        try (Stream<Path> s = Files.list(dir)) {
+            for (Path p : (Iterable<Path>) s::iterator) {
+                String name = p.getFileName().toString();
+                if (name.endsWith(".cq4") && !Files.isRegularFile(p)) {
+                    out.put(name, what(p));
+                }
+            }
+        } catch (IOException e) {
+            throw new JournalException("cannot list " + dir + ": " + e.getMessage(), e);
+        }
+        return out;
+    }
+
+    /** What a file system entry that is no regular file is, in words. */
+    private static String what(Path p) {
+        String link = "";
+        if (Files.isSymbolicLink(p)) {
+            try {
+                link = "a symbolic link to " + Files.readSymbolicLink(p);
+            } catch (IOException e) {
+                link = "a symbolic link";
+            }
+            if (!Files.exists(p)) {
+                return link + ", which does not exist";
+            }
+            link += ", ";
+        }
+        if (Files.isDirectory(p)) {
+            return link + "a directory";
+        }
+        try {
+            int type = ((Integer) Files.getAttribute(p, "unix:mode")) & 0170000;
+            return link + switch (type) {
+                case 0010000 -> "a FIFO (a named pipe)";
+                case 0140000 -> "a socket";
+                case 0020000 -> "a character device";
+                case 0060000 -> "a block device";
+                default -> "not a regular file";
+            };
+        } catch (IOException | UnsupportedOperationException | IllegalArgumentException | ClassCastException e) {
+            return link + "not a regular file";
+        }
+    }
+
+    /**
      * The {@code .cq4} files of {@code dir} that are empty (0 bytes), sorted. Chronicle creates
      * its files at full size, so an empty one is a file a crash or a copy left behind; opening it
      * makes Chronicle wait about 12 s for a header that never comes.
