@@ -333,6 +333,13 @@ final class VerifyCommand implements Callable<Integer> {
         JournalReader.Integrity integrity = reader.integrity();
         if (integrity != null) {
             rep.damageUpTo(integrity.damage());
+            // what a writer needs too: a node restarted on this journal opens metadata.cq4t
+            boolean metaReported = integrity.damage().stream().anyMatch(d -> d.file().equals("metadata.cq4t"));
+            String meta = metaReported ? null : JournalReader.metadataWriterProblem(reader.dir());
+            if (meta != null) {
+                rep.damage(new JournalDamage("metadata.cq4t", 0, -1, -1, -1, 0, meta
+                        + " (readers do not need it; a writer refuses the journal until it is moved away)"));
+            }
             rep.checked = integrity.checked();
             rep.unchecked = integrity.unchecked();
         }

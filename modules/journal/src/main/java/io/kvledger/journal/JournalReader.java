@@ -224,6 +224,15 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         return String.join("; ", parts);
     }
 
+    /**
+     * What in {@code metadata.cq4t} keeps a writer from opening the journal in {@code dir}, or
+     * null: its framing, and a trial on a copy of it, for {@code verify} (a reader needs nothing
+     * from it; a node restarted on the journal does). The journal's files are not touched.
+     */
+    public static String metadataWriterProblem(Path dir) {
+        return Queues.metadataWriterProblem(dir);
+    }
+
     private static Integrity integrity(Path dir, QueueScanner s) {
         List<JournalDamage> damage = new ArrayList<>(s.damage());
         try {
@@ -240,7 +249,9 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
             } catch (java.io.IOException e) {
                 size = 0;
             }
-            damage.add(new JournalDamage(Queues.METADATA_FILE, size, -1, -1, -1, 0, meta
+            // a file cut short is damaged where it ends; anything else in its framing from its start
+            long at = meta.contains(", not a multiple of ") ? size : 0;
+            damage.add(new JournalDamage(Queues.METADATA_FILE, at, -1, -1, -1, 0, meta
                     + " (readers do not need it; a writer refuses the journal until it is moved away)"));
         }
         return new Integrity(List.copyOf(damage), s.checked(), s.unchecked(), s.groups());
