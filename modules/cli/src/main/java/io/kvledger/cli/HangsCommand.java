@@ -19,7 +19,8 @@ import picocli.CommandLine.Spec;
 /**
  * {@code kvledger hangs DIR...}: replays the journals of a deployment through the transfer ledger
  * and prints every hung or anomalous request the hang detectors find, one line each, grouped by
- * detector. Exit 1 when there is a finding, 0 when clean.
+ * detector. Exit 1 when there is a finding or a journal was not read whole (damaged, cut short,
+ * against the order rules), 0 when clean.
  */
 @Command(name = "hangs", mixinStandardHelpOptions = true, sortOptions = false,
         description = {
@@ -33,7 +34,7 @@ import picocli.CommandLine.Spec;
                     + "is or is not stuck: younger than --stuck-after in its phase, or still making progress; and which "
                     + "journals of live processes (kvledger node, the vLLM bridge's recorder) end without a shutdown "
                     + "(killed, or still running: what happened after is not in them).",
-            "Exit status: 0 no findings; 1 findings; 2 usage error."})
+            "Exit status: 0 no findings; 1 findings, or a journal is damaged or breaks the order rules verify checks (what was skipped or doubted is on standard error); 2 usage error."})
 final class HangsCommand implements Callable<Integer> {
 
     @Spec
@@ -73,13 +74,14 @@ final class HangsCommand implements Callable<Integer> {
         var overrides = replayOptions.overrides(spec);
         PrintWriter out = spec.commandLine().getOut();
         Hangs.Result res;
+        boolean doubted;
         try (Replayer r = Journals.open(spec, dirs, overrides)) {
             // made after the journals are open: JSON lines read on the way have their own progress line
             ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "hangs");
             r.progress(progress).recorded(false);
             res = Hangs.analyse(r, bounds);
             progress.done();
-            Journals.warnings(spec, r);
+            doubted = Journals.warnings(spec, r);
         }
         if (json) {
             HangsReport.printJson(out, res);
@@ -87,6 +89,6 @@ final class HangsCommand implements Callable<Integer> {
             HangsReport.print(out, res, fullIds, listInFlight);
         }
         out.flush();
-        return res.findings().isEmpty() ? 0 : 1;
+        return res.clean() && !doubted ? 0 : 1;
     }
 }

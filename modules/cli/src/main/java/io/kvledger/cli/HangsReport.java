@@ -52,7 +52,14 @@ final class HangsReport {
         }
         printInFlight(out, res, fullIds, listInFlight);
         printOpen(out, res);
+        printUnclean(out, res);
         Map<String, List<Finding>> groups = Hangs.byDetector(res.findings());
+        if (groups.isEmpty() && !res.unclean().isEmpty()) {
+            out.println("no findings in what could be read, but not clean: the journal" + (res.unclean().size() == 1 ? " of " : "s of ")
+                    + String.join(", ", res.unclean()) + (res.unclean().size() == 1 ? " was" : " were")
+                    + " not read whole (see the warnings), and what is missing may hold findings");
+            return;
+        }
         if (groups.isEmpty()) {
             long notStuck = res.inFlight().size() - res.count(InFlight.Status.STUCK);
             out.println(notStuck == 0 ? "no findings: every request reached a terminal phase without a serious anomaly"
@@ -105,6 +112,19 @@ final class HangsReport {
                 + (res.open().size() == 1 ? "its process was" : "their processes were") + " killed, or "
                 + (res.open().size() == 1 ? "is" : "are") + " still running; what happened after is not in the journal"
                 + (res.open().size() == 1 ? "" : "s"));
+    }
+
+    /**
+     * The journals not read clean (damaged, cut short, against the order rules), with the requests
+     * of each that were in flight when its journal ends: young at the cut says nothing.
+     */
+    private static void printUnclean(PrintWriter out, Hangs.Result res) {
+        for (String node : res.unclean()) {
+            long inFlight = res.inFlight().stream().filter(f -> f.node().equals(node)).count();
+            out.println("not read whole: " + node + "'s journal is damaged, cut short, or breaks the order rules (see the "
+                    + "warnings)" + (inFlight == 0 ? "" : "; " + requests(inFlight) + " in flight at its end may have "
+                    + "hung in what is missing"));
+        }
     }
 
     /**
@@ -205,6 +225,8 @@ final class HangsReport {
             open.add(om);
         }
         m.put("without_shutdown", open);
+        m.put("not_read_whole", new ArrayList<Object>(res.unclean()));
+        m.put("clean", res.clean());
         TimelineJson.putFindings(m, res, Text::bugClass);
         LinkedHashMap<String, Object> in = new LinkedHashMap<>();
         in.put("count", (long) res.inFlight().size());

@@ -50,7 +50,7 @@ import picocli.CommandLine.Spec;
                     + "their reasons.",
             "ID may be a whole id, a prefix, the 32-hex uuid of a proxy request id (finds every leg), or an "
                     + "abbreviation as other commands print it (cmpl-..._<uuid>-0-<suffix>).",
-            "Exit status: 0 found; 1 no such request or transfer; 2 usage error (also: ID matches several)."})
+            "Exit status: 0 found; 1 no such request or transfer, or a journal is damaged or breaks the order rules verify checks (what was skipped or doubted is on standard error); 2 usage error (also: ID matches several)."})
 final class InspectCommand implements Callable<Integer> {
 
     @Spec
@@ -117,6 +117,8 @@ final class InspectCommand implements Callable<Integer> {
         }
         switch (result) {
             case Timeline.NotFound nf -> {
+                // a journal that was not read whole may hold the id in what is missing
+                Journals.warnings(spec, nf.warnings());
                 err.println("inspect: no " + what + " id in " + nf.journals() + " journal(s) matches '" + query + "'"
                         + (byRequest ? " (give a whole request id, a prefix, or the 32-hex uuid of a proxy request id)"
                                 : " (give a whole transfer id or a prefix)"));
@@ -124,6 +126,7 @@ final class InspectCommand implements Callable<Integer> {
                 return 1;
             }
             case Timeline.Ambiguous amb -> {
+                Journals.warnings(spec, amb.warnings());
                 List<String> c = amb.candidates();
                 StringBuilder b = new StringBuilder("'" + query + "' matches " + c.size() + " " + what + "s; give more of "
                         + "the id. Candidates:");
@@ -137,7 +140,7 @@ final class InspectCommand implements Callable<Integer> {
                 throw new ParameterException(spec.commandLine(), b.toString());
             }
             case Timeline.Found found -> {
-                Journals.warnings(spec, found.warnings());
+                boolean doubted = Journals.warnings(spec, found.warnings());
                 if (html != null) {
                     writeHtml(err, journals, found);
                 }
@@ -147,7 +150,7 @@ final class InspectCommand implements Callable<Integer> {
                     print(out, found);
                 }
                 out.flush();
-                return 0;
+                return doubted ? 1 : 0;
             }
         }
     }

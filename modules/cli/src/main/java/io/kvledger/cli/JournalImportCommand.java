@@ -8,6 +8,7 @@ import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.JournalWriter;
+import io.kvledger.journal.StagedDir;
 import io.kvledger.journal.JsonLines;
 import io.kvledger.journal.JsonLinesException;
 import io.kvledger.journal.format.EntryKind;
@@ -560,14 +561,16 @@ final class JournalImportCommand implements Callable<Integer> {
         } catch (IOException e) {
             throw new JournalException("cannot create a scratch directory: " + e.getMessage(), e);
         }
-        boolean dirExisted = Files.isDirectory(dir);
         boolean ok = false;
+        // built beside DIR and moved there whole: a killed import leaves DIR as it was
+        StagedDir staged = null;
         try {
             JsonLines.CutTail cut = JsonLines.importFile(file, scratch.resolve("j"), header).cut();
+            staged = StagedDir.start(dir);
             long inputs = 0;
             long derivedCount = 0;
             try (JournalReader in = JournalReader.open(scratch.resolve("j"));
-                 JournalWriter w = JournalWriter.open(dir, in.header())) {
+                 JournalWriter w = JournalWriter.open(staged.work(), in.header())) {
                 NodeState state = NodeState.initial(in.header().config());
                 for (Effect e : NodeReducer.startupChecks(in.header().config())) {
                     w.appendDerived(0, e);
@@ -585,12 +588,13 @@ final class JournalImportCommand implements Callable<Integer> {
                         + "recomputed by the node reducer: %s", inputs, file.getFileName(), dir, derivedCount,
                         in.header().describe()));
             }
+            staged.publish();
             ok = true;
             return cut;
         } finally {
             deleteTree(scratch);
-            if (!ok) {
-                deleteJournalFiles(dir, dirExisted);
+            if (!ok && staged != null) {
+                staged.abandon();
             }
         }
     }
@@ -605,30 +609,6 @@ final class JournalImportCommand implements Callable<Integer> {
             }
         } catch (IOException ignored) {
             // a scratch directory under the system temp dir
-        }
-    }
-
-    /** Removes what a failed --derive import created (DIR held no journal before). */
-    private static void deleteJournalFiles(Path dir, boolean dirExisted) {
-        if (!Files.isDirectory(dir)) {
-            return;
-        }
-        try (Stream<Path> s = Files.list(dir)) {
-            for (Path p : s.toList()) {
-                String n = p.getFileName().toString();
-                if (n.endsWith(".cq4") || n.endsWith(".cq4t") || n.equals("kvledger-writer.lock")) {
-                    Files.deleteIfExists(p);
-                }
-            }
-            if (!dirExisted) {
-                try (Stream<Path> rest = Files.list(dir)) {
-                    if (rest.findAny().isEmpty()) {
-                        Files.deleteIfExists(dir);
-                    }
-                }
-            }
-        } catch (IOException ignored) {
-            // best effort: the import already failed with its own message
         }
     }
 

@@ -39,7 +39,7 @@ import picocli.CommandLine.Spec;
             "DIR is a node journal, or a directory holding one journal directory per node; JSON lines are read as "
                     + "they are (the vLLM bridge recorder's directory, journal export --out's, or one .jsonl file). "
                     + "Several nodes are merged by event time.",
-            "Exit status: 0 done; 1 --verify found a divergence; 2 usage error."})
+            "Exit status: 0 done; 1 --verify found a divergence, or a journal is damaged or breaks the order rules verify checks (what was skipped or doubted is on standard error); 2 usage error."})
 final class ReplayCommand implements Callable<Integer> {
 
     @Spec
@@ -200,10 +200,10 @@ final class ReplayCommand implements Callable<Integer> {
                 }
             });
             progress.done();
-            Journals.warnings(spec, r);
+            boolean doubted = Journals.warnings(spec, r);
             boolean diverged = summary(out, r, tallies, verifies);
             out.flush();
-            return verify && diverged ? 1 : 0;
+            return (verify && diverged) || doubted ? 1 : 0;
         }
     }
 

@@ -76,6 +76,7 @@ final class ServeCommand implements Callable<Integer> {
         }
         List<NodeJournal> journals = Journals.resolve(spec, dirs);
         PrintWriter out = spec.commandLine().getOut();
+        boolean doubted = Journals.audit(spec, journals);
         List<EventStream> streams = new ArrayList<>();
         if (follow) {
             for (NodeJournal j : journals) {
@@ -105,7 +106,7 @@ final class ServeCommand implements Callable<Integer> {
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
-        return 0;
+        return doubted ? 1 : 0;
     }
 
     private WebServer start(List<NodeJournal> journals, String host, int port, List<EventStream> streams) {

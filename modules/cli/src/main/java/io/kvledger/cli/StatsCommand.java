@@ -37,7 +37,7 @@ import picocli.CommandLine.Spec;
                     + "time requests spent in each phase and of their admission-to-terminal duration; then the "
                     + "end-to-end duration of client requests across nodes (legs joined by the proxy request id's uuid).",
             "Percentiles are HdrHistogram values at 3 significant digits.",
-            "Exit status: 0 done; 2 usage error."})
+            "Exit status: 0 done; 1 a journal is damaged or breaks the order rules verify checks (what was skipped or doubted is on standard error); 2 usage error."})
 final class StatsCommand implements Callable<Integer> {
 
     @Spec
@@ -78,6 +78,7 @@ final class StatsCommand implements Callable<Integer> {
         var overrides = replayOptions.overrides(spec);
         PrintWriter out = spec.commandLine().getOut();
         List<Replayer.Node> nodes;
+        boolean doubted;
         Map<String, NodeStats> stats = new LinkedHashMap<>();
         Map<String, Client> clients = new HashMap<>();
         Ledger ledger = new Ledger();
@@ -117,7 +118,7 @@ final class StatsCommand implements Callable<Integer> {
                 }
             });
             progress.done();
-            Journals.warnings(spec, r);
+            doubted = Journals.warnings(spec, r);
         }
         Histogram endToEnd = histogram();
         long unfinished = 0;
@@ -136,7 +137,7 @@ final class StatsCommand implements Callable<Integer> {
             print(out, nodes, stats, endToEnd, unfinished, first, last);
         }
         out.flush();
-        return 0;
+        return doubted ? 1 : 0;
     }
 
     private static void phase(NodeStats s, Map<String, Client> clients, Effect.PhaseChanged p, long atNs) {

@@ -3,6 +3,7 @@ package io.kvledger.cli;
 import io.kvledger.journal.replay.JournalInputs;
 import io.kvledger.journal.replay.JournalInputs.NodeJournal;
 import io.kvledger.journal.JournalDamage;
+import io.kvledger.journal.EntryRules;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalFormat;
@@ -14,7 +15,6 @@ import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.BitSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -68,9 +68,24 @@ final class VerifyCommand implements Callable<Integer> {
      * One problem: the seq of the entry (-1: the journal as a whole) and what is wrong; a damaged
      * region also carries its {@link JournalDamage}.
      */
-    record Problem(long seq, String what, JournalDamage damage) {
+    record Problem(long seq, String what, JournalDamage damage, long lastSeq, long runEntries) {
         Problem(long seq, String what) {
-            this(seq, what, null);
+            this(seq, what, null, seq, 1);
+        }
+
+        Problem(long seq, String what, JournalDamage damage) {
+            this(seq, what, damage, seq, 1);
+        }
+
+        /** The line printed (without its indent). */
+        String line() {
+            if (damage != null || seq < 0) {
+                return what;
+            }
+            if (runEntries > 1) {
+                return "seq " + seq + " to " + lastSeq + " (" + runEntries + " entries in a row, each like the first): " + what;
+            }
+            return "seq " + seq + ": " + what;
         }
     }
 
@@ -94,6 +109,10 @@ final class VerifyCommand implements Callable<Integer> {
         boolean lossUnknown;
         boolean metadataMissing;
         int damageSeen;
+        /** The run of order-rule problems still growing (one problem, listed once it ends). */
+        EntryRules.Problem runFirst;
+        EntryRules.Problem runLast;
+        long runEntries;
 
         Report(String dir, int max) {
             this.dir = dir;
@@ -101,7 +120,35 @@ final class VerifyCommand implements Callable<Integer> {
         }
 
         void problem(long seq, String what) {
+            endRun();
             add(new Problem(seq, what));
+        }
+
+        /**
+         * A problem the order rules found: consecutive entries with the same problem against the
+         * same reference (a seq or time every later entry stays behind) are one run, one problem.
+         */
+        void rule(EntryRules.Problem p) {
+            if (runLast != null && p.kind() == runLast.kind() && p.run().equals(runLast.run())
+                    && p.index() == runLast.index() + 1) {
+                runLast = p;
+                runEntries++;
+                return;
+            }
+            endRun();
+            runFirst = p;
+            runLast = p;
+            runEntries = 1;
+        }
+
+        void endRun() {
+            if (runFirst != null) {
+                EntryRules.Problem f = runFirst;
+                long last = runLast.seq();
+                runFirst = null;
+                runLast = null;
+                add(new Problem(f.seq(), f.what(), null, last, runEntries));
+            }
         }
 
         void add(Problem p) {
@@ -112,6 +159,7 @@ final class VerifyCommand implements Callable<Integer> {
         }
 
         void damage(JournalDamage d) {
+            endRun();
             damaged++;
             if (d.lostEntries() < 0) {
                 lossUnknown = true;
@@ -251,73 +299,29 @@ final class VerifyCommand implements Callable<Integer> {
         if (rep.node.isEmpty()) {
             rep.problem(0, "the header's node_id is empty");
         }
-        BitSet inputSeqs = new BitSet();
-        long expected = 0;
-        long lastAt = Long.MIN_VALUE;
-        long lastAtSeq = -1;
-        for (JournalEntry e : reader) {
+        // the order rules (seq, time, cause, one header) are the readers' own: every command applies them
+        java.util.Iterator<JournalEntry> it = reader.iterator(p -> {
+            rep.damageUpTo(reader.damageSoFar());
+            rep.rule(p);
+        });
+        while (it.hasNext()) {
+            JournalEntry e = it.next();
             long seq = e.seq();
-            if (seq != expected) {
-                rep.damageUpTo(reader.damageSoFar());
-            }
-            if (seq != expected && !explained(reader.damageSoFar(), expected - 1, seq)) {
-                rep.problem(seq, seq > expected
-                        ? "seq jumps from " + (expected - 1) + " to " + seq + " (" + (seq - expected) + " missing)"
-                        : "seq " + seq + " does not increase (the entry before it is seq " + (expected - 1) + ")");
-            }
-            expected = Math.max(expected, seq) + 1;
             rep.entries++;
             rep.lastSeq = seq;
             switch (e) {
-                case JournalEntry.Header h -> {
-                    if (seq != 0 || rep.entries != 1) {
-                        rep.problem(seq, "a header in the middle of the journal (only the first entry is a header)");
-                    }
-                }
+                case JournalEntry.Header h -> { }
                 case JournalEntry.Input in -> {
                     rep.inputs++;
-                    if (seq >= 0 && seq <= Integer.MAX_VALUE) {
-                        inputSeqs.set((int) seq);
-                    }
-                    if (in.atNs() < lastAt) {
-                        rep.problem(seq, "time goes back: at_ns " + in.atNs() + " is before " + lastAt + " (seq "
-                                + lastAtSeq + ")");
-                    } else {
-                        lastAt = in.atNs();
-                        lastAtSeq = seq;
-                    }
                     span(rep, in.atNs());
                 }
                 case JournalEntry.Derived d -> {
                     rep.derived++;
-                    long cause = d.causeSeq();
-                    if (cause != 0) {
-                        if (cause >= seq) {
-                            rep.problem(seq, "derived entry's cause_seq " + cause + " is not an earlier entry");
-                        } else if (cause <= Integer.MAX_VALUE && !inputSeqs.get((int) cause)
-                                && !lost(reader.damageSoFar(), cause)) {
-                            rep.problem(seq, "derived entry's cause_seq " + cause + " is not an input");
-                        }
-                        if (d.atNs() < lastAt) {
-                            rep.problem(seq, "time goes back: derived at_ns " + d.atNs() + " is before " + lastAt
-                                    + " (seq " + lastAtSeq + ")");
-                        } else {
-                            lastAt = d.atNs();
-                            lastAtSeq = seq;
-                        }
+                    if (d.causeSeq() != 0) {
                         span(rep, d.atNs());
                     }
                 }
-                case JournalEntry.Proxy px -> {
-                    if (px.atNs() < lastAt) {
-                        rep.problem(seq, "time goes back: at_ns " + px.atNs() + " is before " + lastAt + " (seq "
-                                + lastAtSeq + ")");
-                    } else {
-                        lastAt = px.atNs();
-                        lastAtSeq = seq;
-                    }
-                    span(rep, px.atNs());
-                }
+                case JournalEntry.Proxy px -> span(rep, px.atNs());
                 case JournalEntry.Unknown u -> rep.problem(seq, "type id " + u.typeId()
                         + (u.kind() == null ? "" : " (" + u.kind().label() + ")") + " cannot be read: " + u.reason());
             }
@@ -325,9 +329,17 @@ final class VerifyCommand implements Callable<Integer> {
                 progress.update(-1, String.format(Locale.ROOT, "%s: %,d entries", rep.node, done[0]));
             }
         }
+        rep.endRun();
         JournalReader.Integrity integrity = reader.integrity();
         if (integrity != null) {
             rep.damageUpTo(integrity.damage());
+            // what a writer needs too: a node restarted on this journal opens metadata.cq4t
+            boolean metaReported = integrity.damage().stream().anyMatch(d -> d.file().equals("metadata.cq4t"));
+            String meta = metaReported ? null : JournalReader.metadataWriterProblem(reader.dir());
+            if (meta != null) {
+                rep.damage(new JournalDamage("metadata.cq4t", 0, -1, -1, -1, 0, meta
+                        + " (readers do not need it; a writer refuses the journal until it is moved away)"));
+            }
             rep.checked = integrity.checked();
             rep.unchecked = integrity.unchecked();
         }
@@ -336,27 +348,6 @@ final class VerifyCommand implements Callable<Integer> {
                 err.println(w);
             }
         }
-    }
-
-    /** Whether {@code seq} is an entry a damaged region lost (reported there already). */
-    private static boolean lost(List<JournalDamage> damage, long seq) {
-        for (JournalDamage d : damage) {
-            if (seq > d.lastGoodSeq() && (d.resumeSeq() < 0 || seq < d.resumeSeq())) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Whether a seq jump from {@code last} to {@code seq} is a damaged region already reported. */
-    private static boolean explained(List<JournalDamage> damage, long last, long seq) {
-        for (int i = damage.size() - 1; i >= 0; i--) {
-            JournalDamage d = damage.get(i);
-            if (d.resumeSeq() == seq && d.lastGoodSeq() == last) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private static void span(Report rep, long at) {
@@ -404,7 +395,7 @@ final class VerifyCommand implements Callable<Integer> {
                 out.println("  note: metadata.cq4t is missing (readers do not need it; a writer recreates it)");
             }
             for (Problem p : r.problems) {
-                out.println(p.damage() != null || p.seq() < 0 ? "  " + p.what() : "  seq " + p.seq() + ": " + p.what());
+                out.println("  " + p.line());
             }
             if (r.problemCount > r.problems.size()) {
                 out.println("  ... and " + (r.problemCount - r.problems.size()) + " more");
@@ -456,6 +447,10 @@ final class VerifyCommand implements Callable<Integer> {
             LinkedHashMap<String, Object> m = new LinkedHashMap<>();
             m.put("seq", p.seq() < 0 ? null : p.seq());
             m.put("problem", p.what());
+            if (p.runEntries() > 1) {
+                m.put("last_seq", p.lastSeq());
+                m.put("run_entries", p.runEntries());
+            }
             if (p.damage() != null) {
                 JournalDamage d = p.damage();
                 LinkedHashMap<String, Object> dm = new LinkedHashMap<>();

@@ -285,6 +285,24 @@ class CorruptionCliTest {
         assertThat(dump.err()).contains("journal damaged: metadata.cq4t");
     }
 
+    /**
+     * Issue 29 item 2: verify passed a metadata.cq4t whose header excerpt was left incomplete; the
+     * writer then waited 10 s and said "Unable to claim exclusive exclusive lock".
+     */
+    @Test
+    void a_metadata_file_a_writer_cannot_open_is_a_problem() throws Exception {
+        Path dir = copy();
+        Path d0 = dir.resolve("D0");
+        Path meta = d0.resolve("metadata.cq4t");
+        byte[] b = Files.readAllBytes(meta);
+        b[3] |= (byte) 0x80;
+        Files.write(meta, b);
+        CliRun.Outcome v = run("verify", d0.toString());
+        assertThat(v.code()).as(v.out()).isEqualTo(1);
+        assertThat(v.out()).contains("damaged: metadata.cq4t at byte 0: metadata.cq4t's excerpt at byte 0 is marked incomplete")
+                .contains("a writer refuses the journal until it is moved away");
+    }
+
     /** A journal of format version 1 (no checksums) still reads, and verify says what it cannot check. */
     @Test
     void a_version_1_journal_verifies_ok_and_says_it_has_no_checksums() {

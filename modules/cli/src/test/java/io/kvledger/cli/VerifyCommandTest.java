@@ -110,6 +110,68 @@ class VerifyCommandTest {
         assertThat(capped.out()).contains("  ... and 3 more");
     }
 
+    /**
+     * Issue 29 item 5: one jump printed a line for every later entry (50,385 lines). A run of
+     * entries with the same problem against the same reference is one problem, one line.
+     */
+    @Test
+    void one_jump_is_one_line_however_many_entries_stay_behind_it() {
+        Path dir = cleanJournal("D0");
+        byte[] tick = {(byte) 0x90};
+        int tickId = EntryType.TICK.id();
+        appendRaw(dir, INPUT, tickId, 100, 3_000_000_000L, -1, tick);              // seq jumps 2 -> 100
+        for (long seq = 3; seq <= 50; seq++) {
+            appendRaw(dir, INPUT, tickId, seq, 3_000_000_000L + seq, -1, tick);    // 48 entries behind it
+        }
+        appendRaw(dir, INPUT, tickId, 101, 9_000_000_000L, -1, tick);              // a time far ahead
+        for (long seq = 102; seq <= 140; seq++) {
+            appendRaw(dir, INPUT, tickId, seq, 4_000_000_000L + seq, -1, tick);    // 39 entries before it in time
+        }
+        CliRun.Outcome o = run("verify", dir.toString());
+        assertThat(o.code()).as(o.out()).isEqualTo(1);
+        assertThat(o.out())
+                .contains("  seq 100: seq jumps from 2 to 100 (97 missing)\n")
+                .contains("  seq 3 to 50 (48 entries in a row, each like the first): seq 3 does not increase (the entry"
+                        + " before it is seq 100)")
+                .contains("  seq 102 to 140 (39 entries in a row, each like the first): time goes back: at_ns 4000000102"
+                        + " is before 9000000000 (seq 101)")
+                .contains(": 3 problems")
+                .contains("verify: 3 problems in 1 of 1 journal");
+        assertThat(o.out().lines().count()).as(o.out()).isLessThan(8);
+        // the readers skip the 48 entries behind the jump and say so in one line
+        CliRun.Outcome dump = run("dump", dir.toString());
+        assertThat(dump.code()).isEqualTo(1);
+        assertThat(dump.lines()).hasSize(3 + 1 + 1 + 39);
+        assertThat(dump.err()).contains("48 entries skipped: their seq does not increase")
+                .contains("39 entries read with an event time before the entry before them");
+    }
+
+    /** Issue 29 item 5: a FIFO or a dangling link named .cq4 was "no .cq4 files"; it is damage, named. */
+    @Test
+    void a_fifo_or_a_dangling_link_named_cq4_is_named_as_such() throws Exception {
+        Path fifoOnly = java.nio.file.Files.createDirectories(tmp.resolve("fifo"));
+        Process mk = new ProcessBuilder("mkfifo", fifoOnly.resolve("20261206L.cq4").toString()).start();
+        assertThat(mk.waitFor()).isZero();
+        CliRun.Outcome o = run("verify", fifoOnly.toString());
+        assertThat(o.code()).as(o.out() + o.err()).isEqualTo(1);
+        assertThat(o.out()).contains("damaged: 20261206L.cq4 at byte 0: it is a FIFO (a named pipe), no queue file")
+                .doesNotContain("no .cq4 files");
+        CliRun.Outcome replay = run("replay", fifoOnly.toString());
+        assertThat(replay.code()).isEqualTo(2);
+        assertThat(replay.err()).contains("20261206L.cq4 is a FIFO (a named pipe)").doesNotContain("no .cq4 files");
+
+        Path dir = cleanJournal("D0");
+        java.nio.file.Files.createSymbolicLink(dir.resolve("20991231L.cq4"), tmp.resolve("gone.cq4"));
+        CliRun.Outcome v = run("verify", dir.toString());
+        assertThat(v.code()).as(v.out()).isEqualTo(1);
+        assertThat(v.out()).contains("damaged: 20991231L.cq4 at byte 0: it is a symbolic link to " + tmp.resolve("gone.cq4")
+                + ", which does not exist, no queue file: not read");
+        CliRun.Outcome dump = run("dump", dir.toString());
+        assertThat(dump.code()).isEqualTo(1);
+        assertThat(dump.lines()).hasSize(3);
+        assertThat(dump.err()).contains("20991231L.cq4 at byte 0: it is a symbolic link to");
+    }
+
     @Test
     void duplicate_node_ids_across_journals_are_a_problem() {
         cleanJournal("D0");

@@ -1,6 +1,5 @@
 package io.kvledger.journal;
 
-import io.kvledger.journal.format.EntryKind;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -28,6 +27,13 @@ import java.util.stream.StreamSupport;
  *
  * <p>Entries this version cannot decode come back as {@link JournalEntry.Unknown} and are
  * summarised in {@link #warnings()}; a reader never throws for the content of an entry.
+ *
+ * <p>Every pass applies {@link EntryRules} as it reads, the order rules {@code verify} checks: an
+ * entry whose seq does not go up (a duplicate, an entry out of order) and the rest of a file that
+ * holds a second header (another journal's file, or a copy) are skipped; a seq jump, an event time
+ * that goes back and a derived entry whose cause is not an earlier input are read and doubted.
+ * Each kind of problem is one line of {@link #warnings()} with its count, so that no analysis
+ * answers from such entries quietly: a command exits non-zero when {@link #clean()} is false.
  *
  * <p>Threading: one thread per reader (each iteration may run on another thread, one at a time).
  */
@@ -68,6 +74,8 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
     private final int headerWarnings;
     private Integrity integrity;
     private QueueScanner current;
+    /** The order rules of the latest pass (null before the first). */
+    private EntryRules rules;
 
     private JournalReader(Path dir) {
         this.dir = dir;
@@ -114,6 +122,10 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         if (!Queues.hasQueueFiles(dir)) {
             throw new JournalException("no journal in " + dir + ": it has no .cq4 queue files");
         }
+        java.util.SortedMap<String, String> odd = Queues.oddQueueFiles(dir);
+        if (!odd.isEmpty() && QueueScanner.listFiles(dir).isEmpty()) {
+            throw new JournalException("no journal in " + dir + ": its .cq4 entries are no queue files: " + oddList(odd));
+        }
         List<Path> empty = Queues.emptyQueueFiles(dir);
         if (!empty.isEmpty()) {
             throw new JournalException("the journal in " + dir + " has an empty queue file (0 bytes, not written by "
@@ -142,8 +154,25 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         if (integrity != null) {
             out.addAll(damageLines(dir.toString(), integrity.damage()));
         }
+        if (rules != null) {
+            out.addAll(rules.warnings(dir.toString()));
+        }
         out.addAll(warnings.list());
         return out;
+    }
+
+    /**
+     * Whether the latest pass read the journal without skipping or doubting anything: no damaged
+     * region, no entry against the order rules, none it could not decode, no warning at all. A
+     * command that answers from a journal that is not clean says so and exits non-zero.
+     */
+    public boolean clean() {
+        return warnings().isEmpty();
+    }
+
+    /** What the order rules of the latest pass found, by kind (empty before a pass). */
+    public java.util.Map<EntryRules.Kind, Long> ruleProblems() {
+        return rules == null ? java.util.Map.of() : rules.counts();
     }
 
     /**
@@ -188,8 +217,30 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         return !Files.exists(dir.resolve(Queues.METADATA_FILE));
     }
 
+    /** "a.cq4 is a FIFO (a named pipe); b.cq4 is ..." */
+    private static String oddList(java.util.SortedMap<String, String> odd) {
+        List<String> parts = new ArrayList<>();
+        odd.forEach((name, what) -> parts.add(name + " is " + what));
+        return String.join("; ", parts);
+    }
+
+    /**
+     * What in {@code metadata.cq4t} keeps a writer from opening the journal in {@code dir}, or
+     * null: its framing, and a trial on a copy of it, for {@code verify} (a reader needs nothing
+     * from it; a node restarted on the journal does). The journal's files are not touched.
+     */
+    public static String metadataWriterProblem(Path dir) {
+        return Queues.metadataWriterProblem(dir);
+    }
+
     private static Integrity integrity(Path dir, QueueScanner s) {
         List<JournalDamage> damage = new ArrayList<>(s.damage());
+        try {
+            Queues.oddQueueFiles(dir).forEach((name, what) -> damage.add(new JournalDamage(name, 0, -1, -1, -1, -1,
+                    "it is " + what + ", no queue file: not read (the entries of a day it held are missing)")));
+        } catch (JournalException e) {
+            // the pass listed the directory; a listing failing now says nothing about the entries
+        }
         String meta = Queues.metadataProblem(dir);
         if (meta != null) {
             long size;
@@ -198,7 +249,9 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
             } catch (java.io.IOException e) {
                 size = 0;
             }
-            damage.add(new JournalDamage(Queues.METADATA_FILE, size, -1, -1, -1, 0, meta
+            // a file cut short is damaged where it ends; anything else in its framing from its start
+            long at = meta.contains(", not a multiple of ") ? size : 0;
+            damage.add(new JournalDamage(Queues.METADATA_FILE, at, -1, -1, -1, 0, meta
                     + " (readers do not need it; a writer refuses the journal until it is moved away)"));
         }
         return new Integrity(List.copyOf(damage), s.checked(), s.unchecked(), s.groups());
@@ -224,20 +277,29 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
     /** Every entry from the header on; each call starts a new pass. */
     @Override
     public Iterator<JournalEntry> iterator() {
+        return iterator(null);
+    }
+
+    /**
+     * Like {@link #iterator()}, handing every problem of the order rules to {@code onProblem} as it
+     * is found ({@code verify} lists them); each call starts a new pass.
+     */
+    public Iterator<JournalEntry> iterator(java.util.function.Consumer<EntryRules.Problem> onProblem) {
         warnings.clearEntryWarnings(headerWarnings);
-        return new EntryIterator(this, new EntryCodec.Decoder(warnings), false);
+        return new EntryIterator(this, new EntryCodec.Decoder(warnings), false, new EntryRules(onProblem));
     }
 
     /**
      * Like {@link #iterator()}, but derived entries are skipped before their payload is decoded:
      * for passes that recompute the effects and never look at the recorded ones (a replay
      * without verification decodes about a third fewer payloads). Header, input and unknown
-     * entries come back as from {@link #iterator()}; a derived entry of an unknown type is
-     * skipped without a warning. Each call starts a new pass.
+     * entries come back as from {@link #iterator()}; a derived entry whose type is not a known
+     * derived type is decoded (and comes back as unknown, with a warning). The order rules judge
+     * the skipped entries too. Each call starts a new pass.
      */
     public Iterator<JournalEntry> inputIterator() {
         warnings.clearEntryWarnings(headerWarnings);
-        return new EntryIterator(this, new EntryCodec.Decoder(warnings), true);
+        return new EntryIterator(this, new EntryCodec.Decoder(warnings), true, new EntryRules(null));
     }
 
     /** {@link #iterator()} as a sequential stream; close it (or the reader) when done early. */
@@ -254,13 +316,15 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
      */
     public JournalTailer tail(boolean fromStart) {
         QueueScanner s = new QueueScanner(dir, true);
+        EntryRules r = new EntryRules(null);
         if (!fromStart) {
             Queues.Buffer skip = Queues.Buffer.inPlace();
             while (s.next(skip)) {
-                // to the end of what has been written so far
+                // to the end of what has been written so far (the rules learn where it is)
+                r.admit(skip.bytes, skip.offset, skip.length, s.fileName(), s.damage());
             }
         }
-        return new JournalTailer(this, s, new EntryCodec.Decoder(warnings), false);
+        return new JournalTailer(this, s, new EntryCodec.Decoder(warnings), false, r);
     }
 
     @Override
@@ -274,15 +338,18 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         private final EntryCodec.Decoder decoder;
         private final Queues.Buffer buf = Queues.Buffer.inPlace();
         private final boolean skipDerived;
+        private final EntryRules rules;
         private JournalEntry next;
         private boolean done;
 
-        EntryIterator(JournalReader reader, EntryCodec.Decoder decoder, boolean skipDerived) {
+        EntryIterator(JournalReader reader, EntryCodec.Decoder decoder, boolean skipDerived, EntryRules rules) {
             this.reader = reader;
             this.scanner = new QueueScanner(reader.dir, false);
             reader.current = scanner;
+            reader.rules = rules;
             this.decoder = decoder;
             this.skipDerived = skipDerived;
+            this.rules = rules;
         }
 
         @Override
@@ -301,8 +368,8 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
                     reader.current = null;
                     return false;
                 }
-            } while (skipDerived && buf.length >= JournalFormat.FIXED_PREFIX
-                    && EntryCodec.kindCode(buf.bytes, buf.offset) == EntryKind.DERIVED.code());
+            } while (!rules.admit(buf.bytes, buf.offset, buf.length, scanner.fileName(), scanner.damage())
+                    || (skipDerived && EntryRules.quietlySkippable(buf.bytes, buf.offset, buf.length)));
             next = decoder.decode(buf.bytes, buf.offset, buf.length);
             return true;
         }

@@ -22,13 +22,16 @@ public final class JournalTailer implements AutoCloseable {
     private final QueueScanner tailer;
     private final EntryCodec.Decoder decoder;
     private final boolean ownsReader;
+    private final EntryRules rules;
     private final Queues.Buffer buf = new Queues.Buffer();
 
-    JournalTailer(JournalReader reader, QueueScanner tailer, EntryCodec.Decoder decoder, boolean ownsReader) {
+    JournalTailer(JournalReader reader, QueueScanner tailer, EntryCodec.Decoder decoder, boolean ownsReader,
+                  EntryRules rules) {
         this.reader = reader;
         this.tailer = tailer;
         this.decoder = decoder;
         this.ownsReader = ownsReader;
+        this.rules = rules;
     }
 
     /**
@@ -39,7 +42,7 @@ public final class JournalTailer implements AutoCloseable {
     public static JournalTailer open(Path dir, boolean fromStart) {
         JournalReader r = JournalReader.open(dir);
         JournalTailer t = r.tail(fromStart);
-        return new JournalTailer(r, t.tailer, t.decoder, true);
+        return new JournalTailer(r, t.tailer, t.decoder, true, t.rules);
     }
 
     public JournalHeader header() {
@@ -56,7 +59,10 @@ public final class JournalTailer implements AutoCloseable {
         long pauseNs = 0;
         while (true) {
             if (tailer.next(buf)) {
-                return decoder.decode(buf.bytes, buf.length);
+                if (!rules.admit(buf.bytes, buf.offset, buf.length, tailer.fileName(), tailer.damage())) {
+                    continue; // a duplicate, or another journal's file: skipped and counted
+                }
+                return decoder.decode(buf.bytes, buf.offset, buf.length);
             }
             long left = deadline - System.nanoTime();
             if (left <= 0) {
@@ -73,6 +79,7 @@ public final class JournalTailer implements AutoCloseable {
      */
     public List<String> warnings() {
         List<String> out = new ArrayList<>(JournalReader.damageLines(reader.dir().toString(), tailer.damage()));
+        out.addAll(rules.warnings(reader.dir().toString()));
         out.addAll(reader.warnings());
         return out;
     }

@@ -168,8 +168,18 @@ public final class JournalWriter implements AutoCloseable {
             // read (and check) what is there with plain file reads before Chronicle maps the files
             Existing found = Queues.hasQueueFiles(dir) ? readExisting(dir) : null;
             Queues.checkMetadata(dir);
-            q = Queues.open(dir, false);
-            return new JournalWriter(dir, q, ch, lock, header, found);
+            try {
+                q = Queues.open(dir, false);
+                return new JournalWriter(dir, q, ch, lock, header, found);
+            } catch (RuntimeException e) {
+                // Chronicle's own words rarely name the file at fault: name it when it is its table store
+                String meta = Queues.metadataWriterProblem(dir);
+                if (meta != null) {
+                    throw new JournalException("the journal in " + dir + " is damaged: " + meta + "; move "
+                            + Queues.METADATA_FILE + " away and Chronicle recreates it (the entries are in the .cq4 files)", e);
+                }
+                throw e;
+            }
         } catch (RuntimeException e) {
             if (q != null) {
                 q.close();

@@ -479,12 +479,14 @@ public final class JsonLines {
             throw new JsonLinesException(jsonl.toString(), v.errors, v.total);
         }
         boolean existed = Queues.hasQueueFiles(dir);
-        boolean dirExisted = Files.isDirectory(dir);
-        JournalWriter w = JournalWriter.open(dir, h);
+        // a new journal is built beside DIR and moved there whole: a killed import leaves DIR as it was
+        StagedDir staged = existed ? null : StagedDir.start(dir);
+        JournalWriter w = JournalWriter.open(existed ? dir : staged.work(), h);
         long first = w.nextSeq();
         long written = 0;
         boolean ok = false;
-        try (w; LineReader in = new LineReader(jsonl, v.size)) {
+        boolean closed = false;
+        try (LineReader in = new LineReader(jsonl, v.size)) {
             SeqIndex inputs = new SeqIndex();
             long lastInputNew = 0;
             long lastInputAt = 0;
@@ -526,12 +528,26 @@ public final class JsonLines {
                     }
                 }
             }
+            closed = true;
+            w.close();
+            if (staged != null) {
+                staged.publish();
+            }
             ok = true;
         } catch (IOException e) {
             throw new JournalException("reading " + jsonl + " failed after " + written + " entries: " + e.getMessage(), e);
         } finally {
-            if (!ok && !existed) {
-                deleteCreated(dir, dirExisted);
+            if (!ok) {
+                try {
+                    if (!closed) {
+                        w.close();
+                    }
+                } catch (RuntimeException ignored) {
+                    // the import failed already, with its own message
+                }
+                if (staged != null) {
+                    staged.abandon();
+                }
             }
         }
         return new ImportResult(written, first, first + written - 1, header == null, existed, v.cut);
@@ -612,6 +628,9 @@ public final class JsonLines {
                             }
                             prevSeq = line.seq();
                         }
+                        if (text.length() > MAX_ENTRY_BYTES / 4) {
+                            checkEntrySize(line);
+                        }
                         if (line.kind() == EntryKind.INPUT) {
                             lastInputAt = line.atNs();
                             if (line.seq() >= 0) {
@@ -633,6 +652,33 @@ public final class JsonLines {
             throw new JournalException("cannot read " + jsonl + ": " + e.getMessage(), e);
         }
         return v;
+    }
+
+    /**
+     * The most bytes one journal entry may hold (its envelope and payload): what Chronicle writes
+     * in one excerpt of the journal's roll cycle. A line whose entry would be larger is refused when
+     * the file is validated, with its line number, before anything is written.
+     */
+    public static final int MAX_ENTRY_BYTES = 16 << 20;
+
+    /**
+     * Refuses a line whose entry would not fit in a journal (encoded as the writer encodes it;
+     * only long lines are encoded: msgpack takes at most about three times a JSON value's text).
+     */
+    private static void checkEntrySize(Line line) {
+        EntryType type = EntryType.ofClass(line.record().getClass());
+        long bytes;
+        try (org.msgpack.core.MessageBufferPacker p = org.msgpack.core.MessagePack.newDefaultBufferPacker()) {
+            type.write(p, line.record());
+            p.flush();
+            bytes = JournalFormat.ENVELOPE_V2 + p.getTotalWrittenBytes();
+        } catch (IOException e) {
+            throw new IllegalArgumentException("the entry cannot be encoded: " + e.getMessage(), e);
+        }
+        if (bytes > MAX_ENTRY_BYTES) {
+            throw new IllegalArgumentException(String.format(java.util.Locale.ROOT, "the %s entry would be %,d bytes, over "
+                    + "the %,d bytes a journal entry may hold", type.typeName(), bytes, MAX_ENTRY_BYTES));
+        }
     }
 
     /**
@@ -671,8 +717,6 @@ public final class JsonLines {
      * returned null.
      */
     public static final class LineReader implements AutoCloseable {
-        /** A last line longer than this is read as a line, never taken for a cut one. */
-        private static final int MAX_CUT_LINE = 16 << 20;
         private static final byte[] BOM = {(byte) 0xEF, (byte) 0xBB, (byte) 0xBF};
 
         private final InputStream in;
@@ -707,7 +751,7 @@ public final class JsonLines {
                 dataEnd = endBeforeZeros(ch, size);
                 lastLineStart = lastLineStart(ch, dataEnd);
                 long fragment = dataEnd - lastLineStart;
-                boolean cut = fragment > 0 && fragment <= MAX_CUT_LINE && !parses(ch, lastLineStart, (int) fragment);
+                boolean cut = fragment > 0 && !parses(ch, lastLineStart, fragment);
                 readable = cut ? lastLineStart : dataEnd;
                 cutLineBytes = cut ? fragment : 0;
             }
@@ -804,7 +848,7 @@ public final class JsonLines {
 
         /** Where the last line before {@code end} begins: after the last LF before it, or 0. */
         private static long lastLineStart(FileChannel ch, long end) throws IOException {
-            return afterLast(ch, end, MAX_CUT_LINE, true, (byte) '\n');
+            return afterLast(ch, end, Long.MAX_VALUE, true, (byte) '\n');
         }
 
         /**
@@ -829,9 +873,34 @@ public final class JsonLines {
             return at;
         }
 
-        /** Whether the {@code len} bytes at {@code from} are UTF-8 and a JSON line that parses. */
-        private static boolean parses(FileChannel ch, long from, int len) throws IOException {
-            ByteBuffer b = ByteBuffer.allocate(len);
+        /**
+         * Whether the {@code len} bytes at {@code from} are UTF-8 and a JSON line that parses,
+         * whatever their number: one rule for a short cut line and a long one. A line (an object)
+         * ends with its closing brace, so one that does not is not read whole to find out.
+         */
+        private static boolean parses(FileChannel ch, long from, long len) throws IOException {
+            long last = from + len;
+            ByteBuffer tail = ByteBuffer.allocate(1);
+            while (last > from) {
+                tail.clear();
+                readFully(ch, tail, last - 1);
+                byte c = tail.get(0);
+                if (c == ' ' || c == '\t' || c == '\r') {
+                    last--;
+                    continue;
+                }
+                if (c != '}') {
+                    return false;
+                }
+                break;
+            }
+            if (last == from) {
+                return true; // a blank last line is skipped like any other
+            }
+            if (len > Integer.MAX_VALUE - 64) {
+                return false; // no line of that size can be read
+            }
+            ByteBuffer b = ByteBuffer.allocate((int) len);
             readFully(ch, b, from);
             b.flip();
             if (from == 0 && len >= BOM.length && b.get(0) == BOM[0] && b.get(1) == BOM[1] && b.get(2) == BOM[2]) {
@@ -860,27 +929,6 @@ public final class JsonLines {
                     throw new IOException("the file shrank while it was read");
                 }
             }
-        }
-    }
-
-    /** Removes what a failed import created in a directory that held no journal before. */
-    private static void deleteCreated(Path dir, boolean dirExisted) {
-        try (Stream<Path> s = Files.list(dir)) {
-            for (Path p : s.toList()) {
-                String n = p.getFileName().toString();
-                if (n.endsWith(".cq4") || n.endsWith(".cq4t") || n.equals(JournalFormat.LOCK_FILE)) {
-                    Files.deleteIfExists(p);
-                }
-            }
-            if (!dirExisted) {
-                try (Stream<Path> rest = Files.list(dir)) {
-                    if (rest.findAny().isEmpty()) {
-                        Files.deleteIfExists(dir);
-                    }
-                }
-            }
-        } catch (IOException ignored) {
-            // best effort: the import already failed with its own message
         }
     }
 

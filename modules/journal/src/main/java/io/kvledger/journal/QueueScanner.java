@@ -172,6 +172,11 @@ final class QueueScanner implements AutoCloseable {
         }
     }
 
+    /** The name of the queue file the entry handed out last was read from (null before the first). */
+    String fileName() {
+        return fileName;
+    }
+
     /** Entries handed out whose checksum was checked. */
     long checked() {
         return checked;

@@ -46,9 +46,18 @@ public final class Hangs {
      * @param open      the journals of live processes (a {@code kvledger node}, a vLLM bridge
      *                  recording) whose last input is not a shutdown: the process was killed, or is
      *                  still running, so their requests may have gone on after the journal ends
+     * @param unclean   the journals (node names, proxy journal names) not read clean: damaged, cut
+     *                  short, or against the order rules; what they lost may hold findings, so a
+     *                  result with any is never clean
      */
     public record Result(List<Replayer.Node> nodes, long inputs, long firstAtNs, long lastAtNs, Bounds bounds,
-                         List<Finding> findings, List<InFlight> inFlight, List<String> proxies, List<Open> open) {
+                         List<Finding> findings, List<InFlight> inFlight, List<String> proxies, List<Open> open,
+                         List<String> unclean) {
+
+        /** Whether nothing was found and every journal was read clean. */
+        public boolean clean() {
+            return findings.isEmpty() && unclean.isEmpty();
+        }
 
         /** In-flight requests with this status. */
         public long count(InFlight.Status status) {
@@ -113,15 +122,19 @@ public final class Hangs {
             }
         }
         List<Finding> findings = new ArrayList<>(HangDetectors.run(ledger, bounds));
+        List<String> unclean = new ArrayList<>(r.uncleanNodes());
         if (!r.proxyJournals().isEmpty()) {
             // the proxy's journals: requests it sent whose decode (or prefill) leg never answered
             ProxyLedger proxies = ProxyLedger.read(r.proxyJournals());
             findings.addAll(proxies.findings(bounds.stuckAfterNs()));
             r.addWarnings(proxies.warnings());
+            if (!proxies.warnings().isEmpty()) {
+                unclean.addAll(r.proxyJournals().stream().map(JournalInputs.NodeJournal::name).toList());
+            }
         }
         return new Result(r.nodes(), inputs[0], ledger.firstAtNs(), ledger.lastAtNs(), bounds, List.copyOf(findings),
                 HangDetectors.inFlight(ledger, bounds), r.proxyJournals().stream().map(JournalInputs.NodeJournal::name).toList(),
-                List.copyOf(open));
+                List.copyOf(open), List.copyOf(unclean));
     }
 
     /** The findings grouped by detector, groups in {@link #DETECTOR_ORDER} (unknown names last, sorted). */

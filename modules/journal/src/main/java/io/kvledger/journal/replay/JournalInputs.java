@@ -178,13 +178,17 @@ public final class JournalInputs {
         return n == null ? "." : n.toString();
     }
 
-    /** Whether {@code dir} directly holds Chronicle Queue files. */
+    /**
+     * Whether {@code dir} directly holds Chronicle Queue files: entries named {@code *.cq4} (one that
+     * is no regular file, a FIFO, a dangling link, makes it a journal too, whose reader says what is
+     * wrong, rather than a directory without one).
+     */
     public static boolean holdsQueueFiles(Path dir) {
         if (!Files.isDirectory(dir)) {
             return false;
         }
         try (Stream<Path> s = Files.list(dir)) {
-            return s.anyMatch(p -> p.getFileName().toString().endsWith(".cq4") && Files.isRegularFile(p));
+            return s.anyMatch(p -> p.getFileName().toString().endsWith(".cq4"));
         } catch (IOException e) {
             return false;
         }

@@ -152,6 +152,20 @@ public final class Replayer implements AutoCloseable {
         }
         Replayer r = new Replayer(List.copyOf(nodes), readers);
         r.proxyJournals = List.copyOf(proxies);
+        // as verify: two journals of one node id cannot be told apart (a file of one copied into another)
+        for (String id : new LinkedHashSet<>(ids)) {
+            int n = Collections.frequency(ids, id);
+            if (n > 1) {
+                List<String> where = new ArrayList<>();
+                for (int i = 0; i < ids.size(); i++) {
+                    if (ids.get(i).equals(id)) {
+                        where.add(journals.get(i).name());
+                    }
+                }
+                r.warnings.add("node id " + id + " is used by " + n + " journals (" + String.join(", ", where)
+                        + "): each is analysed under its journal's name, but they may be one node's entries twice");
+            }
+        }
         return r;
     }
 
@@ -249,6 +263,26 @@ public final class Replayer implements AutoCloseable {
             }
         }
         listener.finished();
+    }
+
+    /**
+     * The names of the nodes whose journal the run did not read clean ({@link JournalReader#clean()}:
+     * damaged regions, entries against the order rules, entries it could not decode), or whose node
+     * id another journal of the run has too (they cannot be told apart); empty before
+     * {@link #run}. An analysis of these nodes may miss what the damage held: it is never reported
+     * clean.
+     */
+    public List<String> uncleanNodes() {
+        List<String> out = new ArrayList<>();
+        if (ran) {
+            List<String> ids = nodes.stream().map(n -> n.header().nodeId()).toList();
+            for (int i = 0; i < nodes.size(); i++) {
+                if (!readers.get(i).clean() || Collections.frequency(ids, ids.get(i)) > 1) {
+                    out.add(nodes.get(i).name());
+                }
+            }
+        }
+        return out;
     }
 
     /** Per node (journal order), what the run read; {@code null} before {@link #run}. */
