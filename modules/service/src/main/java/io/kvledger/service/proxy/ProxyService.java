@@ -98,6 +98,11 @@ public final class ProxyService implements AutoCloseable {
         return router.port();
     }
 
+    /** The registered instances (for tests in this package). */
+    Instances instances() {
+        return instances;
+    }
+
     /** Registered prefill instances. */
     public int producers() {
         return instances.of("P").size();

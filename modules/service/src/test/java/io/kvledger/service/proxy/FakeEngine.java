@@ -32,7 +32,8 @@ import reactor.netty.http.server.HttpServerResponse;
 final class FakeEngine implements AutoCloseable {
 
     /** One request the engine received. */
-    record Received(String path, String requestId, String dpRank, Map<String, Object> body, long atNanoTime) {}
+    record Received(String path, String requestId, String dpRank, String authorization, Map<String, Object> body,
+                    long atNanoTime) {}
 
     final String role;
     final int dpSize;
@@ -61,7 +62,8 @@ final class FakeEngine implements AutoCloseable {
         this.handshakePort = ports[0];
         this.notifyPort = ports[1];
         this.server = HttpServer.create().host("127.0.0.1").port(0)
-                .route(r -> r.post("/v1/completions", this::complete).post("/v1/chat/completions", this::complete))
+                .route(r -> r.post("/v1/completions", this::complete).post("/v1/chat/completions", this::complete)
+                        .post("/start_profile", this::profile).post("/stop_profile", this::profile))
                 .bindNow(Duration.ofSeconds(10));
     }
 
@@ -104,12 +106,23 @@ final class FakeEngine implements AutoCloseable {
         String dp = req.requestHeaders().get("X-data-parallel-rank");
         return req.receive().aggregate().asString(StandardCharsets.UTF_8).flatMap(text -> {
             Map<String, Object> body = (Map<String, Object>) Json.parse(text);
-            received.add(new Received(req.uri(), rid, dp, body, System.nanoTime()));
+            received.add(new Received(req.uri(), rid, dp, req.requestHeaders().get("Authorization"), body,
+                    System.nanoTime()));
             if (hang) {
                 return Mono.never();
             }
             Mono<Void> wait = delayMs > 0 ? Mono.delay(Duration.ofMillis(delayMs)).then() : Mono.empty();
             return wait.then(Mono.defer(() -> "P".equals(role) ? prefill(res, rid, dp, body) : decode(res, rid, body)));
+        });
+    }
+
+    @SuppressWarnings("unchecked")
+    private Publisher<Void> profile(HttpServerRequest req, HttpServerResponse res) {
+        return req.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("").flatMap(text -> {
+            received.add(new Received(req.uri(), null, null, req.requestHeaders().get("Authorization"),
+                    text.isEmpty() ? Map.of() : (Map<String, Object>) Json.parse(text), System.nanoTime()));
+            return res.header(HttpHeaderNames.CONTENT_TYPE, "application/json")
+                    .sendString(Mono.just("{\"profiling\":\"" + req.uri() + "\"}")).then();
         });
     }
 

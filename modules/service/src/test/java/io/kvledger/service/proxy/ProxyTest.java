@@ -177,7 +177,7 @@ class ProxyTest {
     }
 
     @Test
-    void writeSendsBothLegsAtOnceComposedAsTheToyProxyWithThePrefillRankPinned() throws Exception {
+    void writeSendsBothLegsAtOnceComposedAsTheToyProxyWithThePrefillRankChosen() throws Exception {
         ProxyService p = proxy(ProxyOptions.loopback().withMode(TransferMode.WRITE));
         FakeEngine pe = engine("P", 2, p, "WRITE");
         FakeEngine de = engine("D", 1, p, "WRITE");
@@ -214,8 +214,9 @@ class ProxyTest {
         assertEquals(1L, kv(pr).get("remote_dp_size"));
         assertEquals(true, kv(pr).get("do_remote_decode"));
 
-        // DP pinning: the prefill rank is a hash of the request id, sent as header and to decode
-        int pinned = ProxyServer.dpRank(pr.requestId(), 2);
+        // the prefill rank is the request count (1) modulo its DP size, as the toy proxy picks it,
+        // sent as a header and to the decode
+        int pinned = 1;
         assertEquals(Integer.toString(pinned), pr.dpRank());
         assertNull(dr.dpRank(), "decode has dp_size 1: no rank header");
         assertEquals(4L, dr.body().get("max_tokens"));
@@ -226,7 +227,7 @@ class ProxyTest {
         assertNull(kv(dr).get("remote_block_ids"), "WRITE: decode does not wait for the blocks");
         assertEquals(2L, kv(dr).get("remote_dp_size"));
         assertEquals((long) pinned, kv(dr).get("remote_dp_rank"));
-        assertEquals(true, kv(dr).get("remote_dp_rank_override"));
+        assertFalse(kv(dr).containsKey("remote_dp_rank_override"), "the toy proxy sends no override");
 
         ProxyEvent.RequestCompleted done = awaitJournaled(ProxyEvent.RequestCompleted.class, e -> true);
         assertEquals(200, done.httpStatus());
