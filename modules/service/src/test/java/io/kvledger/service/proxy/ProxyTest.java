@@ -325,6 +325,48 @@ class ProxyTest {
     }
 
     @Test
+    void theJournalsTimeNeverGoesBackUnderConcurrentRequests() throws Exception {
+        ProxyService p = proxy(ProxyOptions.loopback());
+        FakeEngine pe = engine("P", 1, p, "WRITE");
+        FakeEngine de = engine("D", 1, p, "WRITE");
+        pair(p, pe, de);
+        de.chunks = 4;
+        int requests = 96;
+        List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> answers = new ArrayList<>();
+        for (int i = 0; i < requests; i++) {
+            answers.add(http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort()
+                            + "/v1/completions")).timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"p" + i + "\",\"max_tokens\":4,\"stream\":"
+                            + (i % 2 == 0) + "}")).build(), HttpResponse.BodyHandlers.ofString()));
+        }
+        for (var a : answers) {
+            assertEquals(200, a.get().statusCode());
+        }
+        assertTrue(eventually(Duration.ofSeconds(20),
+                () -> journaled(ProxyEvent.RequestCompleted.class).size() == requests), "every request journaled");
+        long last = Long.MIN_VALUE;
+        long lastSeq = -1;
+        int entries = 0;
+        try (JournalReader r = JournalReader.open(dir.resolve("proxy"))) {
+            for (JournalEntry e : r) {
+                if (e instanceof JournalEntry.Proxy px) {
+                    entries++;
+                    assertTrue(px.atNs() >= last, "time goes back at seq " + px.seq() + ": " + px.atNs() + " < "
+                            + last + " (seq " + lastSeq + ")");
+                    assertEquals(px.atNs(), px.event().atNs(), "the entry's time is its record's");
+                    last = px.atNs();
+                    lastSeq = px.seq();
+                }
+            }
+        }
+        assertTrue(entries >= requests * 6, "routed, two legs sent and answered, completed: " + entries);
+        // the durations are still measured where they happened: a request's elapsed time covers its legs'
+        for (ProxyEvent.RequestCompleted c : journaled(ProxyEvent.RequestCompleted.class)) {
+            assertTrue(c.elapsedNs() > 0, c.toString());
+        }
+    }
+
+    @Test
     void aHungPrefillTimesOutWithA504AndCancelsTheDecode() throws Exception {
         ProxyService p = proxy(ProxyOptions.loopback().withTimeouts(Duration.ofMillis(600), Duration.ofSeconds(30)));
         FakeEngine pe = engine("P", 1, p, "WRITE");
