@@ -550,6 +550,39 @@ class ProxyTest {
         ProxyEvent.RegistrationRejected first = journaled(ProxyEvent.RegistrationRejected.class).getFirst();
         assertEquals("hello proxy", new String(first.frame(), StandardCharsets.US_ASCII), "the frame is kept");
         assertEquals(1, journaled(ProxyEvent.InstanceRegistered.class).size());
+
+        // the registration counters are exported and move, also after a collection (a function
+        // counter over an object nothing else held read NaN, shown as nothing, once collected)
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+        }
+        Map<String, Double> m = metrics(p);
+        assertEquals((double) p.registrationsReceived(), m.get("kvledger:proxy_registrations_received_total"), m.toString());
+        assertEquals(5.0, m.get("kvledger:proxy_registrations_rejected_total"), m.toString());
+        assertTrue(p.registrationsReceived() >= 7, "every frame read is counted");
+        assertEquals(0.0, m.get("kvledger:proxy_instances{role=\"producer\"}"));
+        assertEquals(1.0, m.get("kvledger:proxy_instances{role=\"consumer\"}"));
+        for (Map.Entry<String, Double> e : m.entrySet()) {
+            assertFalse(e.getValue().isNaN(), "a series reads NaN: " + e.getKey());
+        }
+    }
+
+    /** The proxy's /metrics: each series (its name and labels but {@code proxy}) and its value. */
+    private Map<String, Double> metrics(ProxyService p) throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort()
+                + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode());
+        Map<String, Double> out = new java.util.TreeMap<>();
+        for (String line : r.body().split("\n")) {
+            if (line.isBlank() || line.startsWith("#")) {
+                continue;
+            }
+            int sp = line.lastIndexOf(' ');
+            String series = line.substring(0, sp).replaceAll("proxy=\"[^\"]*\",?", "").replace(",}", "}")
+                    .replace("{}", "");
+            out.put(series, Double.parseDouble(line.substring(sp + 1)));
+        }
+        return out;
     }
 
     @Test
