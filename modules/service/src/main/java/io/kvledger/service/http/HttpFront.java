@@ -55,16 +55,15 @@ public final class HttpFront implements AutoCloseable {
     private final AdminRoutes admin;
     private final DisposableServer server;
 
-    private HttpFront(NodeService node, String host, int port, String token) {
+    private HttpFront(NodeService node, String host, int port, String token, Duration headerTimeout) {
         this.node = node;
         this.token = token;
         this.metrics = NodeMetrics.attach(node);
         this.admin = new AdminRoutes(node, metrics);
-        this.server = HttpServer.create()
+        this.server = HttpHardening.harden(HttpServer.create(), headerTimeout)
                 .host(host)
                 .port(port)
-                .httpRequestDecoder(s -> s.maxInitialLineLength(8192).maxHeaderSize(16384))
-                .route(r -> WebPage.mount(r
+                .route(r -> HttpHardening.fallback(WebPage.mount(r
                         .get("/healthz", this::healthz)
                         .get("/v1/status", guarded(this::status))
                         .post("/v1/completions", guarded((req, res) -> completions(req, res, false)))
@@ -74,7 +73,7 @@ public final class HttpFront implements AutoCloseable {
                         .get("/v1/requests/{id}", guarded(admin::request))
                         .get("/v1/hangs", guarded(admin::hangs))
                         .get("/v1/divergences", guarded(admin::divergences))
-                        .get("/v1/events", guarded(admin::events))))
+                        .get("/v1/events", guarded(admin::events)))))
                 .bindNow(Duration.ofSeconds(10));
     }
 
@@ -84,11 +83,20 @@ public final class HttpFront implements AutoCloseable {
      * @throws IllegalStateException when the address cannot be bound
      */
     public static HttpFront start(NodeService node, String host, int port, String token) {
+        return start(node, host, port, token, HttpHardening.HEADER_TIMEOUT);
+    }
+
+    /**
+     * Binds the server with its own header timeout ({@link HttpHardening}).
+     *
+     * @throws IllegalStateException when the address cannot be bound
+     */
+    public static HttpFront start(NodeService node, String host, int port, String token, Duration headerTimeout) {
         try {
-            return new HttpFront(node, host, port, token);
+            return new HttpFront(node, host, port, token, headerTimeout);
         } catch (RuntimeException e) {
             throw new IllegalStateException("cannot bind the HTTP server at " + host + ":" + port + ": "
-                    + (e.getCause() != null ? e.getCause().getMessage() : e.getMessage()), e);
+                    + HttpHardening.bindFailure(e), e);
         }
     }
 

@@ -6,6 +6,7 @@ import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.json.Json;
 import io.kvledger.journal.proxy.ProxyEvent;
 import io.kvledger.service.cluster.ToyRouter;
+import io.kvledger.service.http.HttpHardening;
 import io.kvledger.wire.Registration;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import java.nio.charset.StandardCharsets;
@@ -96,10 +97,9 @@ final class ProxyServer implements AutoCloseable {
                 .build();
         this.client = HttpClient.create(pool);
         try {
-            this.server = HttpServer.create()
+            this.server = HttpHardening.harden(HttpServer.create(), options.headerTimeout())
                     .host(options.host())
                     .port(options.httpPort())
-                    .httpRequestDecoder(s -> s.maxInitialLineLength(8192).maxHeaderSize(16384))
                     .route(r -> {
                         r.post("/v1/completions", (req, res) -> handle(req, res, "/completions"))
                                 .post("/v1/chat/completions", (req, res) -> handle(req, res, "/chat/completions"))
@@ -110,12 +110,13 @@ final class ProxyServer implements AutoCloseable {
                                 .post("/start_profile", (req, res) -> profile(req, res, "start"))
                                 .post("/stop_profile", (req, res) -> profile(req, res, "stop"));
                         extra.accept(r);
+                        HttpHardening.fallback(r);
                     })
                     .bindNow(Duration.ofSeconds(10));
         } catch (RuntimeException e) {
             pool.dispose();
             throw new IllegalStateException("cannot bind the proxy's HTTP server on " + options.host() + ":"
-                    + options.httpPort() + ": " + e.getMessage(), e);
+                    + options.httpPort() + ": " + HttpHardening.bindFailure(e), e);
         }
     }
 
