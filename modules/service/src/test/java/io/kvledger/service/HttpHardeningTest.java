@@ -158,6 +158,33 @@ class HttpHardeningTest {
     }
 
     @Test
+    void aBusyPortSaysAlreadyInUse() throws Exception {
+        ProxyService first = ProxyService.start(ProxyOptions.loopback(), "test");
+        open.add(first);
+        for (ProxyOptions o : List.of(ProxyOptions.loopback().withPorts(first.httpPort(), 0),
+                ProxyOptions.loopback().withPorts(0, first.pingPort()))) {
+            Throwable t = org.assertj.core.api.Assertions.catchThrowable(() -> open.add(ProxyService.start(o, "test")));
+            assertThat(t).isInstanceOf(IllegalStateException.class);
+            assertThat(t.getMessage()).endsWith("address already in use").doesNotContain("Errno")
+                    .doesNotContain("Exception");
+        }
+        int base = TestNodes.freePortBase(2);
+        NodeService n = NodeService.start(TestNodes.options("P0", TestNodes.config(Role.PRODUCER, TransferMode.WRITE,
+                base, base + 1), dir.resolve("P0")));
+        open.add(n);
+        HttpFront f = HttpFront.start(n, "127.0.0.1", 0, null);
+        open.add(f);
+        Throwable t = org.assertj.core.api.Assertions.catchThrowable(() -> open.add(HttpFront.start(n, "127.0.0.1",
+                f.port(), null)));
+        assertThat(t).hasMessageEndingWith("address already in use");
+        t = org.assertj.core.api.Assertions.catchThrowable(() -> open.add(NodeService.start(TestNodes.options("P1",
+                TestNodes.config(Role.PRODUCER, TransferMode.WRITE, base, base + 1), dir.resolve("P1")))));
+        assertThat(t).isNotNull();
+        assertThat(t.getMessage()).as("a node on a taken port").contains("address already in use")
+                .doesNotContain("Errno");
+    }
+
+    @Test
     void theNodesServerRefusesSlowOversizedAndMisdirectedRequestsWithJson() throws Exception {
         int port = node();
         slowAndOversized(port, "/v1/completions");

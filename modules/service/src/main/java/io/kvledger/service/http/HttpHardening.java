@@ -147,16 +147,15 @@ public final class HttpHardening {
 
     /**
      * The line a failed bind says, with "address already in use" when the port is taken (the
-     * JDK's and JeroMQ's wording differ: "Address already in use", "Errno 48").
+     * JDK's and JeroMQ's wording differ: "Address already in use", "Errno 48", JeroMQ's own
+     * number for EADDRINUSE).
      */
     public static String bindFailure(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof BindException || (t.getMessage() != null && (t.getMessage().contains("already in use")
-                    || t.getMessage().contains("Errno 48") || t.getMessage().contains("Errno 98")))) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof BindException
+                    || (t instanceof org.zeromq.ZMQException z && z.getErrorCode() == zmq.ZError.EADDRINUSE)
+                    || (t.getMessage() != null && t.getMessage().contains("Address already in use"))) {
                 return "address already in use";
-            }
-            if (t.getCause() == t) {
-                break;
             }
         }
         Throwable root = e;
