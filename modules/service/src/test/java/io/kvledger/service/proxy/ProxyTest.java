@@ -586,6 +586,41 @@ class ProxyTest {
     }
 
     @Test
+    void theProxyRefusesWhatTheNodesEngineRefuses() {
+        // each of these is a 400 from a node's built-in engine; the proxy refuses it before any leg
+        String[][] bad = {
+            {"/completions", "{\"prompt\":\"\"}", "prompt"},
+            {"/completions", "{\"prompt\":\"   \"}", "prompt"},
+            {"/completions", "{\"prompt\":[]}", "prompt"},
+            {"/completions", "{\"prompt\":[1,-2]}", "token ids"},
+            {"/completions", "{\"prompt\":7}", "prompt"},
+            {"/completions", "{\"prompt\":\"hi\",\"stream\":\"yes\"}", "stream"},
+            {"/completions", "{\"prompt\":\"hi\",\"stream_options\":{\"include_usage\":true}}", "stream_options"},
+            {"/completions", "{\"prompt\":\"hi\",\"stream\":true,\"stream_options\":3}", "stream_options"},
+            {"/completions", "{\"prompt\":\"hi\",\"kv_transfer_params\":[1]}", "kv_transfer_params"},
+            {"/completions", "{\"prompt\":\"hi\",\"n\":\"1\"}", "n must be 1"},
+            {"/completions", "{\"prompt\":\"hi\",\"max_tokens\":1.5}", "max_tokens"},
+            {"/chat/completions", "{\"messages\":[\"hi\"]}", "message"},
+            {"/chat/completions", "{\"messages\":[{\"content\":\"hi\"}]}", "role"},
+            {"/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":0}",
+                "max_completion_tokens"},
+        };
+        for (String[] b : bad) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> body = (Map<String, Object>) Json.parse(b[1]);
+            String why = Checks.request(body, null, b[0].startsWith("/chat"));
+            assertNotNull(why, b[1] + " is refused");
+            assertTrue(why.contains(b[2]), b[1] + ": " + why);
+        }
+        for (String ok : List.of("{\"prompt\":\"hi\",\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+                "{\"prompt\":[1,2,3],\"stream\":false,\"kv_transfer_params\":{\"x\":1}}", "{\"prompt\":[\"one\"]}")) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> body = (Map<String, Object>) Json.parse(ok);
+            assertNull(Checks.request(body, null, false), ok);
+        }
+    }
+
+    @Test
     void checksOfTheHandoff() {
         String tid = "tx-1";
         assertNull(Checks.handoff(Map.of("transfer_id", tid), tid, TransferMode.WRITE));
