@@ -29,7 +29,6 @@ import reactor.core.publisher.ConnectableFlux;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
-import reactor.netty.ByteBufFlux;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.http.server.HttpServer;
@@ -194,8 +193,8 @@ final class ProxyServer implements AutoCloseable {
                         h.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + options.apiKey());
                     }
                 });
-                calls.add(c.post().uri(url).send(body.length == 0 ? ByteBufFlux.fromString(Mono.empty())
-                                : ByteBufFlux.fromInbound(Mono.just(body)))
+                calls.add(c.headers(h -> h.setInt(HttpHeaderNames.CONTENT_LENGTH, body.length)).post().uri(url)
+                        .send(sized(body))
                         .responseSingle((r, buf) -> buf.asByteArray().defaultIfEmpty(new byte[0])
                                 .map(b -> new Object[] {r.status().code(),
                                         r.responseHeaders().get(HttpHeaderNames.CONTENT_TYPE), b, url}))
@@ -478,6 +477,14 @@ final class ProxyServer implements AutoCloseable {
                 : new ZmqAddress(i.zmq().host(), i.zmq().handshakePort(), i.zmq().notifyPort() + s).format();
     }
 
+    /**
+     * A request body sent whole with its {@code Content-Length} (set by the caller), as the toy
+     * proxy's aiohttp sends JSON: not chunked, which some servers do not read.
+     */
+    private static Mono<io.netty.buffer.ByteBuf> sized(byte[] body) {
+        return Mono.fromSupplier(() -> io.netty.buffer.Unpooled.wrappedBuffer(body));
+    }
+
     private HttpClient legClient(Flight f, Integer dp) {
         return client.headers(h -> {
             h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
@@ -498,8 +505,10 @@ final class ProxyServer implements AutoCloseable {
         journal.accept(new ProxyEvent.LegSent(t.startNs, f.rid, f.tid, t.leg, p.httpAddress(),
                 KvParams.of((Map<String, ?>) body.get("kv_transfer_params"))));
         Duration timeout = options.prefillTimeout();
-        return legClient(f, dp).post().uri(p.requestAddress() + api)
-                .send(ByteBufFlux.fromString(Mono.just(json)))
+        byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
+        return legClient(f, dp).headers(h -> h.setInt(HttpHeaderNames.CONTENT_LENGTH, bytes.length))
+                .post().uri(p.requestAddress() + api)
+                .send(sized(bytes))
                 .responseSingle((resp, buf) -> {
                     t.status = resp.status().code();
                     return buf.asString(StandardCharsets.UTF_8).defaultIfEmpty("");
@@ -556,8 +565,10 @@ final class ProxyServer implements AutoCloseable {
                 KvParams.of((Map<String, ?>) body.get("kv_transfer_params"))));
         Duration timeout = options.decodeTimeout();
         AtomicBoolean headSeen = new AtomicBoolean();
-        return legClient(f, dp).post().uri(d.requestAddress() + api)
-                .send(ByteBufFlux.fromString(Mono.just(json)))
+        byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
+        return legClient(f, dp).headers(h -> h.setInt(HttpHeaderNames.CONTENT_LENGTH, bytes.length))
+                .post().uri(d.requestAddress() + api)
+                .send(sized(bytes))
                 .response((resp, content) -> {
                     t.status = resp.status().code();
                     headSeen.set(true);

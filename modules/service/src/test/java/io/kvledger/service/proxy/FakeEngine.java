@@ -32,8 +32,14 @@ import reactor.netty.http.server.HttpServerResponse;
 final class FakeEngine implements AutoCloseable {
 
     /** One request the engine received. */
-    record Received(String path, String requestId, String dpRank, String authorization, Map<String, Object> body,
-                    long atNanoTime) {}
+    record Received(String path, String requestId, String dpRank, String authorization, String framing,
+                    Map<String, Object> body, long atNanoTime) {}
+
+    /** How a request's body was delimited: {@code content-length} or {@code chunked}. */
+    private static String framing(HttpServerRequest req) {
+        String te = req.requestHeaders().get("Transfer-Encoding");
+        return te != null ? te.toLowerCase() : req.requestHeaders().contains("Content-Length") ? "content-length" : "none";
+    }
 
     final String role;
     final int dpSize;
@@ -106,8 +112,8 @@ final class FakeEngine implements AutoCloseable {
         String dp = req.requestHeaders().get("X-data-parallel-rank");
         return req.receive().aggregate().asString(StandardCharsets.UTF_8).flatMap(text -> {
             Map<String, Object> body = (Map<String, Object>) Json.parse(text);
-            received.add(new Received(req.uri(), rid, dp, req.requestHeaders().get("Authorization"), body,
-                    System.nanoTime()));
+            received.add(new Received(req.uri(), rid, dp, req.requestHeaders().get("Authorization"), framing(req),
+                    body, System.nanoTime()));
             if (hang) {
                 return Mono.never();
             }
@@ -119,7 +125,7 @@ final class FakeEngine implements AutoCloseable {
     @SuppressWarnings("unchecked")
     private Publisher<Void> profile(HttpServerRequest req, HttpServerResponse res) {
         return req.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("").flatMap(text -> {
-            received.add(new Received(req.uri(), null, null, req.requestHeaders().get("Authorization"),
+            received.add(new Received(req.uri(), null, null, req.requestHeaders().get("Authorization"), framing(req),
                     text.isEmpty() ? Map.of() : (Map<String, Object>) Json.parse(text), System.nanoTime()));
             return res.header(HttpHeaderNames.CONTENT_TYPE, "application/json")
                     .sendString(Mono.just("{\"profiling\":\"" + req.uri() + "\"}")).then();

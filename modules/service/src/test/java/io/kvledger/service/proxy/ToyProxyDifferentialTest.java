@@ -39,8 +39,8 @@ import org.zeromq.ZMQ;
  * same order and with the same messages (stray ones too: a HELLO, a type the toy proxy does not
  * know, a registration of the other mode), one set with each proxy; the same client requests go
  * to both, one at a time; then each engine's received legs (path, {@code X-Request-Id} with the
- * addresses named and the uuid blanked, {@code X-data-parallel-rank}, {@code Authorization}, the
- * body with the transfer id blanked) must be equal, engine by engine and in order.
+ * addresses named and the uuid blanked, {@code X-data-parallel-rank}, {@code Authorization}, how the body is
+ * delimited (a length, not chunks), the body with the transfer id blanked) must be equal, engine by engine and in order.
  *
  * <p>Differences kept on purpose (README, the proxy section) are taken out before comparing and
  * asserted on their own: the prefill leg's {@code ignore_eos} and dropped stop conditions (a
@@ -280,7 +280,7 @@ class ToyProxyDifferentialTest {
                     dp = null;
                     notes.add("decode_dp");
                 }
-                legs.add(r.path() + " rid=" + rid + " dp=" + dp + " auth=" + r.authorization() + " "
+                legs.add(r.path() + " rid=" + rid + " dp=" + dp + " auth=" + r.authorization() + " " + r.framing() + " "
                         + Json.write(body));
             }
             out.add(legs);
