@@ -137,6 +137,11 @@ public final class HttpHardening {
                 .sendString(Mono.just(errorBody(status, message))).then();
     }
 
+    /** The JSON of an error, {@code {"error": {"message", "type", "code"}}}, on one line. */
+    public static String errorJson(int status, String message) {
+        return errorBody(status, message).strip();
+    }
+
     static String errorBody(int status, String message) {
         Map<String, Object> e = new LinkedHashMap<>();
         e.put("message", message);

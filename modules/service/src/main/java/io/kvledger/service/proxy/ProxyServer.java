@@ -446,8 +446,29 @@ final class ProxyServer implements AutoCloseable {
                 if (h.contentType() != null) {
                     res.header(HttpHeaderNames.CONTENT_TYPE, h.contentType());
                 }
-                return res.sendByteArray(flux.skip(1).filter(o -> o instanceof byte[]).map(o -> (byte[]) o)).then()
-                        .doOnSuccess(v -> f.complete(h.status(), h.status() == 200 ? "ok" : "failed"));
+                AtomicBoolean broken = new AtomicBoolean();
+                boolean sse = h.contentType() != null && h.contentType().startsWith("text/event-stream");
+                Flux<byte[]> answer = flux.skip(1).filter(o -> o instanceof byte[]).map(o -> (byte[]) o)
+                        .onErrorResume(e -> {
+                            // the decode broke off after its status went out: the leg is journaled
+                            // as failed; the client must see the cut, never an answer that looks whole
+                            broken.set(true);
+                            if (sse) {
+                                return Flux.just(("data: " + HttpHardening.errorJson(502, "decode leg to "
+                                        + d.httpAddress() + " broke off mid-stream: " + describe(e)) + "\n\n"
+                                        + "data: [DONE]\n\n").getBytes(StandardCharsets.UTF_8));
+                            }
+                            // not a stream a client can be told in: close the connection, so that the
+                            // body is seen cut short (no last chunk), without Reactor's error log
+                            res.withConnection(c -> c.channel().close());
+                            return Flux.empty();
+                        });
+                return res.sendByteArray(answer).then()
+                        .onErrorResume(e -> {
+                            f.clientGone(); // the client's connection closed under the answer
+                            return Mono.empty();
+                        })
+                        .doOnSuccess(v -> f.complete(h.status(), h.status() == 200 && !broken.get() ? "ok" : "failed"));
             }
             if (sig.hasError()) {
                 f.complete(500, "failed");

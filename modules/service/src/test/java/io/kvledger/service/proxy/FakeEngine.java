@@ -60,6 +60,8 @@ final class FakeEngine implements AutoCloseable {
     /** Decode: chunks of a streamed answer, and the pause between two. */
     volatile int chunks = 3;
     volatile long chunkDelayMs;
+    /** Decode: close the connection after this many chunks of a streamed answer (negative: never). */
+    volatile int dieAfterChunks = -1;
 
     private FakeEngine(String role, int dpSize) {
         this.role = role;
@@ -162,6 +164,17 @@ final class FakeEngine implements AutoCloseable {
                     .sendString(Mono.just(Json.write(completion(rid, "decoded text", "length")))).then();
         }
         int n = chunks;
+        int die = dieAfterChunks;
+        if (die >= 0) {
+            Flux<String> cut = Flux.range(0, die)
+                    .map(i -> "data: " + Json.write(completion(rid, "t" + i, null)) + "\n\n")
+                    .concatWith(Mono.delay(Duration.ofMillis(200)).then(Mono.defer(() -> {
+                        // the chunks are out (flushed) before the connection goes
+                        res.withConnection(c -> c.channel().close());
+                        return Mono.<String>never();
+                    })));
+            return res.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream").sendString(cut).then();
+        }
         Flux<String> sse = Flux.range(0, n)
                 .concatMap(i -> (chunkDelayMs > 0 ? Mono.delay(Duration.ofMillis(chunkDelayMs)) : Mono.just(0L))
                         .thenReturn("data: " + Json.write(completion(rid, "t" + i, i == n - 1 ? "length" : null)) + "\n\n"))

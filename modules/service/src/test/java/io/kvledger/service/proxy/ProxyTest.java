@@ -367,6 +367,35 @@ class ProxyTest {
     }
 
     @Test
+    void aDecodeThatDiesMidStreamEndsTheClientsStreamWithAnErrorEvent() throws Exception {
+        ProxyService p = proxy(ProxyOptions.loopback());
+        FakeEngine pe = engine("P", 1, p, "WRITE");
+        FakeEngine de = engine("D", 1, p, "WRITE");
+        pair(p, pe, de);
+        de.dieAfterChunks = 2;
+        HttpResponse<String> r = post(p, "/v1/completions", "{\"prompt\":\"hi\",\"max_tokens\":9,\"stream\":true}");
+        assertEquals(200, r.statusCode(), "the status was out before the decode died");
+        assertTrue(r.body().startsWith("data: {"), r.body());
+        assertTrue(r.body().contains("\"t1\""), "the chunks before the cut reach the client: " + r.body());
+        String[] events = r.body().split("\n\n");
+        assertEquals("data: [DONE]", events[events.length - 1], r.body());
+        String error = events[events.length - 2];
+        assertTrue(error.startsWith("data: {\"error\":"), "an OpenAI error event says the stream broke: " + r.body());
+        assertTrue(error.contains("decode leg") && error.contains("\"code\":502"), error);
+        ProxyEvent.LegFailed lf = awaitJournaled(ProxyEvent.LegFailed.class, e -> e.leg().equals("decode"));
+        assertTrue(lf.reason().contains("failed"), lf.reason());
+        ProxyEvent.RequestCompleted done = awaitJournaled(ProxyEvent.RequestCompleted.class, e -> true);
+        assertEquals(200, done.httpStatus());
+        assertTrue(eventually(Duration.ofSeconds(5), () -> {
+            try {
+                return metrics(p).getOrDefault("kvledger:proxy_requests_total{outcome=\"failed\",status=\"200\"}", 0.0) == 1.0;
+            } catch (Exception e) {
+                return false;
+            }
+        }), "counted as failed");
+    }
+
+    @Test
     void aHungPrefillTimesOutWithA504AndCancelsTheDecode() throws Exception {
         ProxyService p = proxy(ProxyOptions.loopback().withTimeouts(Duration.ofMillis(600), Duration.ofSeconds(30)));
         FakeEngine pe = engine("P", 1, p, "WRITE");
