@@ -151,6 +151,10 @@ class HttpHardeningTest {
                 + "\r\n\r\n")), 431);
         assertJsonError(exchange(port, ascii("GET /" + "a".repeat(9_000) + " HTTP/1.1\r\nHost: x\r\n\r\n")), 414);
         assertJsonError(exchange(port, ascii("\u0001\u0002 not http at all\r\n\r\n")), 400);
+        // half a body, then nothing: the connection is closed (whatever was answered before)
+        String halfBody = exchange(port, ascii("POST " + completionsPath + " HTTP/1.1\r\nHost: x\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"prompt\":"));
+        assertThat(halfBody).doesNotStartWith("HTTP/1.1 2");
     }
 
     private static String methodHead(String response) {

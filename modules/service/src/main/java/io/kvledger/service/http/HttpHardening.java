@@ -4,7 +4,6 @@ import io.kvledger.journal.json.Json;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelDuplexHandler;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
@@ -50,9 +49,13 @@ import reactor.netty.http.server.HttpServerRoutes;
  *       closed, one that sent nothing is closed (an idle kept-alive connection);</li>
  *   <li>a request line over 8 KiB is {@code 414}, headers over 16 KiB {@code 431}, a request the
  *       decoder cannot read {@code 400}, each with a JSON body, and the connection closed;</li>
+ *   <li>a request body must keep coming: a pause over the header timeout closes the connection;
+ *       a body the decoder cannot read closes it too;</li>
  *   <li>{@link #fallback}: a path served for other methods is {@code 405} with {@code Allow}, any
  *       other {@code 404}, both JSON.</li>
  * </ul>
+ * Each refusal is a warning, at most one a minute per status ({@link RateLimitedLog}), naming the
+ * peer and the reason, never the request's headers.
  * Error bodies are {@code {"error": {"message", "type", "code"}}}, the proxy's shape (the node's
  * own routes answer {@code {"error": "..."}}; both carry the message under {@code error}).
  */
@@ -62,6 +65,8 @@ public final class HttpHardening {
     public static final Duration HEADER_TIMEOUT = Duration.ofSeconds(20);
     static final int MAX_INITIAL_LINE = 8192;
     static final int MAX_HEADER_SIZE = 16384;
+    /** How long a refused connection is read and drained after its answer before it closes. */
+    private static final long LINGER_MS = 2000;
 
     private HttpHardening() {}
 
@@ -70,6 +75,8 @@ public final class HttpHardening {
         long timeoutNs = headerTimeout.toNanos();
         return server
                 .httpRequestDecoder(s -> s.maxInitialLineLength(MAX_INITIAL_LINE).maxHeaderSize(MAX_HEADER_SIZE))
+                // a body that stops coming (half a Content-Length, then nothing) holds no connection
+                .readTimeout(headerTimeout)
                 .doOnChannelInit((observer, channel, remote) -> {
                     if (channel.pipeline().get(NettyPipeline.HttpCodec) == null) {
                         return; // not HTTP/1.1 over a plain connection: nothing of ours to watch
@@ -171,6 +178,8 @@ public final class HttpHardening {
     }
 
     /** One connection's watch: the header deadline and the decoder's failures. */
+    private static final RateLimitedLog WARNINGS = RateLimitedLog.warnings();
+
     private static final class Guard extends ChannelDuplexHandler {
 
         private final long timeoutNs;
@@ -178,6 +187,10 @@ public final class HttpHardening {
         final ChannelInboundHandlerAdapter bytes = new ChannelInboundHandlerAdapter() {
             @Override
             public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                if (refusing) {
+                    ReferenceCountUtil.release(msg); // answered and closing: the rest is dropped
+                    return;
+                }
                 if (msg instanceof ByteBuf b && b.isReadable()) {
                     bytesSinceArmed = true;
                 }
@@ -240,6 +253,17 @@ public final class HttpHardening {
                 ReferenceCountUtil.release(msg);
                 return;
             }
+            if (!(msg instanceof HttpRequest) && msg instanceof io.netty.handler.codec.http.HttpContent c
+                    && c.decoderResult().isFailure()) {
+                // a body the decoder cannot read (a bad chunk size ...): the request's handler has
+                // it already, so no answer of ours: the connection goes
+                refusing = true;
+                ReferenceCountUtil.release(msg);
+                WARNINGS.warn("http body", "http: closed the connection of " + ctx.channel().remoteAddress()
+                        + ": its request's body cannot be read as HTTP/1.1");
+                ctx.close();
+                return;
+            }
             if (msg instanceof HttpRequest req) {
                 disarm();
                 if (req.decoderResult().isFailure()) {
@@ -277,12 +301,24 @@ public final class HttpHardening {
         private void refuse(ChannelHandlerContext ctx, HttpResponseStatus status, String message) {
             refusing = true;
             disarm();
+            WARNINGS.warn("http " + status.code(), "http: answered " + status.code() + " to "
+                    + ctx.channel().remoteAddress() + " on " + ctx.channel().localAddress() + ": " + message);
             byte[] body = errorBody(status.code(), message).getBytes(StandardCharsets.UTF_8);
             FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, Unpooled.wrappedBuffer(body));
             r.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
             r.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.length);
             r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-            ctx.writeAndFlush(r).addListener(ChannelFutureListener.CLOSE);
+            // a lingering close: the answer goes out, then the sending side shuts and what the
+            // client still sends is read and dropped for a moment, so that closing with its bytes
+            // unread (a TCP reset) cannot destroy the answer before the client reads it
+            ctx.writeAndFlush(r).addListener(f -> {
+                if (ctx.channel() instanceof io.netty.channel.socket.SocketChannel sc && sc.isActive()) {
+                    sc.shutdownOutput();
+                    ctx.executor().schedule(() -> ctx.close(), LINGER_MS, TimeUnit.MILLISECONDS);
+                } else {
+                    ctx.close();
+                }
+            });
         }
     }
 }
