@@ -54,10 +54,12 @@ public final class HttpFront implements AutoCloseable {
     private final NodeMetrics metrics;
     private final AdminRoutes admin;
     private final DisposableServer server;
+    private final Duration headerTimeout;
 
     private HttpFront(NodeService node, String host, int port, String token, Duration headerTimeout) {
         this.node = node;
         this.token = token;
+        this.headerTimeout = headerTimeout;
         this.metrics = NodeMetrics.attach(node);
         this.admin = new AdminRoutes(node, metrics);
         this.server = HttpHardening.harden(HttpServer.create(), headerTimeout)
@@ -159,35 +161,13 @@ public final class HttpFront implements AutoCloseable {
         return json(res, HttpResponseStatus.OK, NodeStatus.of(node));
     }
 
-    /** Reads a body of at most {@link #MAX_BODY_BYTES}; errors with {@link BodyTooLarge} past it. */
-    static Mono<String> body(HttpServerRequest req) {
-        String len = req.requestHeaders().get("Content-Length");
-        if (len != null) {
-            try {
-                if (Long.parseLong(len.trim()) > MAX_BODY_BYTES) {
-                    return Mono.error(new BodyTooLarge());
-                }
-            } catch (NumberFormatException e) {
-                return Mono.error(new IllegalArgumentException("bad Content-Length"));
-            }
-        }
-        return req.receive().asByteArray()
-                .scan(new byte[0], (acc, b) -> {
-                    if (acc.length + b.length > MAX_BODY_BYTES) {
-                        throw new BodyTooLarge();
-                    }
-                    byte[] out = java.util.Arrays.copyOf(acc, acc.length + b.length);
-                    System.arraycopy(b, 0, out, acc.length, b.length);
-                    return out;
-                })
-                .last(new byte[0])
+    /**
+     * Reads a body of at most {@link #MAX_BODY_BYTES} within the body timeout; errors with
+     * {@link HttpHardening.BodyRefused} (413, 408, 400) otherwise.
+     */
+    Mono<String> body(HttpServerRequest req, HttpServerResponse res) {
+        return HttpHardening.body(req, res, MAX_BODY_BYTES, HttpHardening.bodyTimeout(headerTimeout))
                 .map(b -> new String(b, StandardCharsets.UTF_8));
-    }
-
-    static final class BodyTooLarge extends RuntimeException {
-        BodyTooLarge() {
-            super("request body over " + MAX_BODY_BYTES + " bytes");
-        }
     }
 
     private Publisher<Void> completions(HttpServerRequest req, HttpServerResponse res, boolean chat) {
@@ -204,7 +184,7 @@ public final class HttpFront implements AutoCloseable {
             return json(res, HttpResponseStatus.BAD_REQUEST, Map.of("error", "X-data-parallel-rank " + dpHeader
                     + " is not this node's DP rank (" + ownDp + ")"));
         }
-        return body(req).flatMap(text -> {
+        return body(req, res).flatMap(text -> {
             CompletionRequest cr;
             try {
                 cr = CompletionRequest.parse(text, chat);
@@ -220,8 +200,8 @@ public final class HttpFront implements AutoCloseable {
                             : HttpResponseStatus.INTERNAL_SERVER_ERROR, response(base, c, chat))))
                     .onErrorResume(e -> Mono.from(json(res, HttpResponseStatus.SERVICE_UNAVAILABLE,
                             Map.of("error", String.valueOf(e.getMessage())))));
-        }).onErrorResume(BodyTooLarge.class, e -> Mono.from(json(res, HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE,
-                Map.of("error", e.getMessage()))))
+        }).onErrorResume(HttpHardening.BodyRefused.class, e -> Mono.from(json(res,
+                HttpResponseStatus.valueOf(e.status()), Map.of("error", e.getMessage()))))
           .onErrorResume(IllegalArgumentException.class, e -> Mono.from(json(res, HttpResponseStatus.BAD_REQUEST,
                 Map.of("error", e.getMessage()))));
     }

@@ -49,8 +49,9 @@ import reactor.netty.http.server.HttpServerRoutes;
  *       closed, one that sent nothing is closed (an idle kept-alive connection);</li>
  *   <li>a request line over 8 KiB is {@code 414}, headers over 16 KiB {@code 431}, a request the
  *       decoder cannot read {@code 400}, each with a JSON body, and the connection closed;</li>
- *   <li>a request body must keep coming: a pause over the header timeout closes the connection;
- *       a body the decoder cannot read closes it too;</li>
+ *   <li>a request body must arrive whole within {@link #bodyTimeout} (else {@code 408}, closed)
+ *       and within the route's size ({@link #body}); a body the decoder cannot read closes the
+ *       connection;</li>
  *   <li>{@link #fallback}: a path served for other methods is {@code 405} with {@code Allow}, any
  *       other {@code 404}, both JSON.</li>
  * </ul>
@@ -70,13 +71,20 @@ public final class HttpHardening {
 
     private HttpHardening() {}
 
+    private static final java.util.concurrent.atomic.AtomicBoolean HOOKED = new java.util.concurrent.atomic.AtomicBoolean();
+
     /** {@code server} with the limits and the header timeout. */
     public static HttpServer harden(HttpServer server, Duration headerTimeout) {
+        if (HOOKED.compareAndSet(false, true)) {
+            // an error that arrives after its subscriber went (a peer's connection closed under a
+            // cancelled exchange) is Reactor's "onErrorDropped", by default an ERROR with a stack
+            // trace on the user's terminal: one warning line a minute instead
+            reactor.core.publisher.Hooks.onErrorDropped(e -> WARNINGS.warn("dropped",
+                    "reactor: an error after its exchange ended (dropped): " + e));
+        }
         long timeoutNs = headerTimeout.toNanos();
         return server
                 .httpRequestDecoder(s -> s.maxInitialLineLength(MAX_INITIAL_LINE).maxHeaderSize(MAX_HEADER_SIZE))
-                // a body that stops coming (half a Content-Length, then nothing) holds no connection
-                .readTimeout(headerTimeout)
                 .doOnChannelInit((observer, channel, remote) -> {
                     if (channel.pipeline().get(NettyPipeline.HttpCodec) == null) {
                         return; // not HTTP/1.1 over a plain connection: nothing of ours to watch
@@ -136,6 +144,64 @@ public final class HttpHardening {
     private static String path(HttpServerRequest req) {
         String p = req.path();
         return "/" + (p.length() > 200 ? p.substring(0, 200) + "..." : p);
+    }
+
+    /**
+     * How long a request's body may take to arrive whole: three header timeouts (a minute by
+     * default), so that a body that stops coming (half a {@code Content-Length}, then nothing)
+     * or trickles holds no connection.
+     */
+    public static Duration bodyTimeout(Duration headerTimeout) {
+        return headerTimeout.multipliedBy(3);
+    }
+
+    /** Why a body was not read: the status to answer and the message. */
+    public static final class BodyRefused extends RuntimeException {
+        private final int status;
+
+        BodyRefused(int status, String message) {
+            super(message, null, false, false);
+            this.status = status;
+        }
+
+        public int status() {
+            return status;
+        }
+    }
+
+    /**
+     * A request's body, whole: at most {@code maxBytes} (counted as it arrives, whatever
+     * {@code Content-Length} said) within {@code timeout}; else a {@link BodyRefused} of 413 or
+     * 408 (a 408 closes the connection: the rest of the body may never come).
+     */
+    public static Mono<byte[]> body(HttpServerRequest req, HttpServerResponse res, int maxBytes, Duration timeout) {
+        String len = req.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
+        if (len != null) {
+            long n;
+            try {
+                n = Long.parseLong(len.trim());
+            } catch (NumberFormatException e) {
+                return Mono.error(new BodyRefused(400, "Content-Length is not a number"));
+            }
+            if (n > maxBytes) {
+                return Mono.error(new BodyRefused(413, "the body is over " + maxBytes + " bytes"));
+            }
+        }
+        return req.receive().asByteArray()
+                .scan(new byte[0], (acc, b) -> {
+                    if (acc.length + b.length > maxBytes) {
+                        throw new BodyRefused(413, "the body is over " + maxBytes + " bytes");
+                    }
+                    byte[] out = java.util.Arrays.copyOf(acc, acc.length + b.length);
+                    System.arraycopy(b, 0, out, acc.length, b.length);
+                    return out;
+                })
+                .last(new byte[0])
+                .timeout(timeout, Mono.defer(() -> {
+                    res.header(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+                    return Mono.error(new BodyRefused(408, "the request's body did not arrive within "
+                            + timeout.toMillis() + " ms"));
+                }));
     }
 
     /** A JSON error answer: {@code {"error": {"message", "type", "code"}}}. */

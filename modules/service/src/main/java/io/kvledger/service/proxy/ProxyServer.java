@@ -178,7 +178,10 @@ final class ProxyServer implements AutoCloseable {
     private Publisher<Void> profile(HttpServerRequest req, HttpServerResponse res, String cmd) {
         List<Instances.Instance> all = new java.util.ArrayList<>(instances.of(Registration.PRODUCER));
         all.addAll(instances.of(Registration.CONSUMER));
-        return req.receive().aggregate().asByteArray().defaultIfEmpty(new byte[0]).flatMap(body -> {
+        return HttpHardening.body(req, res, MAX_BODY_BYTES, HttpHardening.bodyTimeout(options.headerTimeout()))
+                .onErrorResume(HttpHardening.BodyRefused.class, e -> Mono.from(error(res, e.status(), e.getMessage()))
+                        .then(Mono.empty()))
+                .flatMap(body -> {
             if (all.isEmpty()) {
                 return error(res, 503, "no prefill or decode instance is registered with the proxy");
             }
@@ -321,13 +324,11 @@ final class ProxyServer implements AutoCloseable {
         long t0 = clock.getAsLong();
         long n = requestNums.incrementAndGet();
         String clientRid = req.requestHeaders().get("X-Request-Id");
-        String length = req.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
-        if (length != null && length.chars().allMatch(Character::isDigit) && length.length() < 12
-                && Long.parseLong(length) > MAX_BODY_BYTES) {
-            return reject(res, api, clientRid, 413, "the body is over " + MAX_BODY_BYTES + " bytes");
-        }
-        return req.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-                .flatMap(text -> route(res, api, clientRid, text, t0, n));
+        return HttpHardening.body(req, res, MAX_BODY_BYTES, HttpHardening.bodyTimeout(options.headerTimeout()))
+                .map(b -> new String(b, StandardCharsets.UTF_8))
+                .flatMap(text -> route(res, api, clientRid, text, t0, n))
+                .onErrorResume(HttpHardening.BodyRefused.class, e -> reject(res, api, clientRid, e.status(),
+                        e.getMessage()));
     }
 
     private Mono<Void> reject(HttpServerResponse res, String api, String clientRid, int status, String reason) {
