@@ -93,6 +93,11 @@ class AdminApiTest {
             }
 
             // ---------------------------------------------------------------- /metrics
+            // Micrometer holds what a gauge or function counter reads weakly: after a collection,
+            // one over an object nothing else holds reads NaN (or stays at 0)
+            for (int i = 0; i < 3; i++) {
+                System.gc();
+            }
             for (NodeService node : List.of(p, d)) {
                 HttpResponse<String> r = get(node, "/metrics", TOKEN);
                 assertThat(r.statusCode()).isEqualTo(200);
@@ -124,6 +129,17 @@ class AdminApiTest {
                 assertThat(m.get(series("kvledger:nixl_num_kv_expired_reqs_total", node))).isZero();
                 assertThat(m.get(series("kvledger:events_lost_total", node))).isZero();
                 assertThat(m.get(series("kvledger:events_applied_total", node))).isEqualTo(node.loop().applied());
+                assertThat(m.entrySet()).as("%s: no series reads NaN", id).noneMatch(e -> e.getValue().isNaN());
+                // each function counter and gauge moves with what it reads
+                assertThat(m.get(series("kvledger:journal_last_seq", node))).isEqualTo((double) node.loop().lastSeq())
+                        .isPositive();
+                assertThat(m.get(series("kvledger:inbox_capacity", node))).isEqualTo((double) node.inbox().capacity());
+                assertThat(m.get(series("kvledger:notifies_sent_total", node)))
+                        .isEqualTo((double) node.publisher().sent());
+                assertThat(m.get(series("kvledger:frames_received_total", node)))
+                        .isEqualTo((double) node.listener().received());
+                assertThat(m.get(series("kvledger:notifies_sent_total", node) ) + m.get(series(
+                        "kvledger:frames_received_total", node))).as("%s sent or got notifies", id).isPositive();
                 assertThat(m).as("histogram buckets of the transfer time")
                         .containsKey(series("kvledger:nixl_xfer_time_seconds_bucket", node, "le", "+Inf"));
 

@@ -74,6 +74,39 @@ class ProxyLiveNodesTest {
                     assertThat((String) kl.get("request_id")).startsWith("cmpl-___prefill_addr_host:127.0.0.1,handshake:"
                             + base + ",notify:" + (base + 1) + "___decode_addr_host:127.0.0.1,handshake:" + (base + 2));
                 }
+                // "stream": true is honoured on both APIs: SSE chunks, the last with the finish
+                // reason (and, asked for, a usage chunk), then [DONE]
+                for (String[] api : List.of(
+                        new String[] {"/v1/completions", "{\"model\":\"m\",\"prompt\":\"" + "word ".repeat(30)
+                                + "\",\"max_tokens\":4,\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+                                "text_completion"},
+                        new String[] {"/v1/chat/completions", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+                                + "\"content\":\"" + "word ".repeat(30) + "\"}],\"max_tokens\":4,\"stream\":true}",
+                                "chat.completion.chunk"})) {
+                    HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+                                    + proxy.httpPort() + api[0])).timeout(Duration.ofSeconds(30))
+                            .header("Content-Type", "application/json")
+                            .POST(HttpRequest.BodyPublishers.ofString(api[1])).build(), HttpResponse.BodyHandlers.ofString());
+                    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+                    assertThat(r.headers().firstValue("Content-Type").orElse("")).startsWith("text/event-stream");
+                    assertThat(r.body()).as(api[0]).startsWith("data: {").endsWith("data: [DONE]\n\n");
+                    List<String> events = java.util.Arrays.stream(r.body().split("\n\n")).toList();
+                    List<Map<String, Object>> chunks = events.stream().filter(e -> !e.equals("data: [DONE]"))
+                            .map(e -> (Map<String, Object>) Json.parse(e.substring("data: ".length()))).toList();
+                    assertThat(chunks).as(r.body()).allSatisfy(c -> assertThat(c.get("object")).isEqualTo(api[2]));
+                    List<Map<String, Object>> withChoices = chunks.stream()
+                            .filter(c -> !((List<?>) c.get("choices")).isEmpty()).toList();
+                    Map<String, Object> last = (Map<String, Object>) ((List<?>) withChoices.getLast().get("choices")).getFirst();
+                    assertThat(last.get("finish_reason")).as(r.body()).isEqualTo("length");
+                    Map<String, Object> kl = (Map<String, Object>) withChoices.getLast().get("kvledger");
+                    assertThat((Long) kl.get("verified_bytes")).as("the decode verified the KV it got: %s", r.body())
+                            .isPositive();
+                    if (api[0].equals("/v1/completions")) {
+                        Map<String, Object> usage = (Map<String, Object>) chunks.getLast().get("usage");
+                        assertThat(usage).as("the usage chunk: %s", r.body()).isNotNull();
+                        assertThat(usage.get("completion_tokens")).isEqualTo(3L);
+                    }
+                }
             }
         }
         List<ProxyEvent.RequestRouted> routed = new java.util.ArrayList<>();
@@ -84,7 +117,7 @@ class ProxyLiveNodesTest {
                 }
             }
         }
-        assertThat(routed).hasSize(3);
+        assertThat(routed).hasSize(5);
         uuid = routed.getFirst().requestId().substring(routed.getFirst().requestId().length() - 32);
 
         List<JournalInputs.NodeJournal> journals = JournalInputs.resolve(List.of(dir));

@@ -110,6 +110,20 @@ final class ZmqRuntime {
         }
     }
 
+    /**
+     * Why a bind failed, in words: "address already in use" for a port another process holds
+     * (JeroMQ says "Errno 48", its own number for EADDRINUSE), else {@link #describe}.
+     */
+    static String bindFailure(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if ((c instanceof org.zeromq.ZMQException z && z.getErrorCode() == zmq.ZError.EADDRINUSE)
+                    || c instanceof java.net.BindException) {
+                return "address already in use";
+            }
+        }
+        return describe(t);
+    }
+
     static String describe(Throwable t) {
         String m = t.getMessage();
         return t.getClass().getSimpleName() + (m == null ? "" : ": " + m);
@@ -137,7 +151,7 @@ final class ZmqRuntime {
         } catch (RuntimeException e) {
             closeOnFailure.run();
             throw new IllegalStateException("cannot bind " + what + " at " + where + ": "
-                    + describe(e.getCause() == null ? e : e.getCause()), e);
+                    + bindFailure(e.getCause() == null ? e : e.getCause()), e);
         }
         thread.setName(namePrefix + portOf(endpoint));
         return endpoint;

@@ -38,7 +38,7 @@ public sealed interface ProxyEvent {
     /**
      * A client request was accepted and routed.
      *
-     * @param prefillDpRank the prefill DP rank chosen (pinned by hash), or null when its dp_size is 1
+     * @param prefillDpRank the prefill DP rank chosen, or null when its dp_size is 1
      * @param decodeDpRank  the decode DP rank chosen, or null when its dp_size is 1
      */
     record RequestRouted(long atNs, String requestId, String transferId, String api, boolean stream,

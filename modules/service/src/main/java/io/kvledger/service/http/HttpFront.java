@@ -26,9 +26,11 @@ import reactor.netty.http.server.HttpServerResponse;
  * <ul>
  *   <li>{@code GET /healthz}: 200 while the loop runs, 503 otherwise (never needs the token);</li>
  *   <li>{@code GET /v1/status}: the node's counters as JSON;</li>
- *   <li>{@code POST /v1/completions} (simulated engine only): an OpenAI-style completion whose
- *       body gives {@code prompt_tokens} (or a {@code prompt} string, one token per
- *       whitespace-separated word), {@code max_tokens} and {@code kv_transfer_params}; the
+ *   <li>{@code POST /v1/completions} and {@code POST /v1/chat/completions} (simulated engine
+ *       only): an OpenAI-style completion whose body gives {@code prompt_tokens} (or a
+ *       {@code prompt} string, one token per whitespace-separated word, or token ids; for chat the
+ *       {@code messages}' words), {@code max_tokens} and {@code kv_transfer_params}, and with
+ *       {@code "stream": true} is answered as server-sent events ending in {@code [DONE]}; the
  *       {@code X-Request-Id} header names the request as the toy proxy does, and the engine
  *       runs it as vLLM's OpenAI server would, under {@code cmpl-<X-Request-Id>-0-<8 hex>}.
  *       The response carries the {@code kv_transfer_params} {@code request_finished} returned.</li>
@@ -52,26 +54,28 @@ public final class HttpFront implements AutoCloseable {
     private final NodeMetrics metrics;
     private final AdminRoutes admin;
     private final DisposableServer server;
+    private final Duration headerTimeout;
 
-    private HttpFront(NodeService node, String host, int port, String token) {
+    private HttpFront(NodeService node, String host, int port, String token, Duration headerTimeout) {
         this.node = node;
         this.token = token;
+        this.headerTimeout = headerTimeout;
         this.metrics = NodeMetrics.attach(node);
         this.admin = new AdminRoutes(node, metrics);
-        this.server = HttpServer.create()
+        this.server = HttpHardening.harden(HttpServer.create(), headerTimeout)
                 .host(host)
                 .port(port)
-                .httpRequestDecoder(s -> s.maxInitialLineLength(8192).maxHeaderSize(16384))
-                .route(r -> WebPage.mount(r
+                .route(r -> HttpHardening.fallback(WebPage.mount(r
                         .get("/healthz", this::healthz)
                         .get("/v1/status", guarded(this::status))
-                        .post("/v1/completions", guarded(this::completions))
+                        .post("/v1/completions", guarded((req, res) -> completions(req, res, false)))
+                        .post("/v1/chat/completions", guarded((req, res) -> completions(req, res, true)))
                         .get("/metrics", guarded(admin::metrics))
                         .get("/v1/requests", guarded(admin::requests))
                         .get("/v1/requests/{id}", guarded(admin::request))
                         .get("/v1/hangs", guarded(admin::hangs))
                         .get("/v1/divergences", guarded(admin::divergences))
-                        .get("/v1/events", guarded(admin::events))))
+                        .get("/v1/events", guarded(admin::events)))))
                 .bindNow(Duration.ofSeconds(10));
     }
 
@@ -81,11 +85,20 @@ public final class HttpFront implements AutoCloseable {
      * @throws IllegalStateException when the address cannot be bound
      */
     public static HttpFront start(NodeService node, String host, int port, String token) {
+        return start(node, host, port, token, HttpHardening.HEADER_TIMEOUT);
+    }
+
+    /**
+     * Binds the server with its own header timeout ({@link HttpHardening}).
+     *
+     * @throws IllegalStateException when the address cannot be bound
+     */
+    public static HttpFront start(NodeService node, String host, int port, String token, Duration headerTimeout) {
         try {
-            return new HttpFront(node, host, port, token);
+            return new HttpFront(node, host, port, token, headerTimeout);
         } catch (RuntimeException e) {
             throw new IllegalStateException("cannot bind the HTTP server at " + host + ":" + port + ": "
-                    + (e.getCause() != null ? e.getCause().getMessage() : e.getMessage()), e);
+                    + HttpHardening.bindFailure(e), e);
         }
     }
 
@@ -148,38 +161,16 @@ public final class HttpFront implements AutoCloseable {
         return json(res, HttpResponseStatus.OK, NodeStatus.of(node));
     }
 
-    /** Reads a body of at most {@link #MAX_BODY_BYTES}; errors with {@link BodyTooLarge} past it. */
-    static Mono<String> body(HttpServerRequest req) {
-        String len = req.requestHeaders().get("Content-Length");
-        if (len != null) {
-            try {
-                if (Long.parseLong(len.trim()) > MAX_BODY_BYTES) {
-                    return Mono.error(new BodyTooLarge());
-                }
-            } catch (NumberFormatException e) {
-                return Mono.error(new IllegalArgumentException("bad Content-Length"));
-            }
-        }
-        return req.receive().asByteArray()
-                .scan(new byte[0], (acc, b) -> {
-                    if (acc.length + b.length > MAX_BODY_BYTES) {
-                        throw new BodyTooLarge();
-                    }
-                    byte[] out = java.util.Arrays.copyOf(acc, acc.length + b.length);
-                    System.arraycopy(b, 0, out, acc.length, b.length);
-                    return out;
-                })
-                .last(new byte[0])
+    /**
+     * Reads a body of at most {@link #MAX_BODY_BYTES} within the body timeout; errors with
+     * {@link HttpHardening.BodyRefused} (413, 408, 400) otherwise.
+     */
+    Mono<String> body(HttpServerRequest req, HttpServerResponse res) {
+        return HttpHardening.body(req, res, MAX_BODY_BYTES, HttpHardening.bodyTimeout(headerTimeout))
                 .map(b -> new String(b, StandardCharsets.UTF_8));
     }
 
-    static final class BodyTooLarge extends RuntimeException {
-        BodyTooLarge() {
-            super("request body over " + MAX_BODY_BYTES + " bytes");
-        }
-    }
-
-    private Publisher<Void> completions(HttpServerRequest req, HttpServerResponse res) {
+    private Publisher<Void> completions(HttpServerRequest req, HttpServerResponse res, boolean chat) {
         SimulatedEngine engine = node.engine();
         if (engine == null) {
             return json(res, HttpResponseStatus.NOT_FOUND, Map.of("error",
@@ -193,10 +184,10 @@ public final class HttpFront implements AutoCloseable {
             return json(res, HttpResponseStatus.BAD_REQUEST, Map.of("error", "X-data-parallel-rank " + dpHeader
                     + " is not this node's DP rank (" + ownDp + ")"));
         }
-        return body(req).flatMap(text -> {
+        return body(req, res).flatMap(text -> {
             CompletionRequest cr;
             try {
-                cr = CompletionRequest.parse(text);
+                cr = CompletionRequest.parse(text, chat);
             } catch (IllegalArgumentException e) {
                 return Mono.from(json(res, HttpResponseStatus.BAD_REQUEST, Map.of("error", e.getMessage())));
             }
@@ -210,30 +201,35 @@ public final class HttpFront implements AutoCloseable {
                     .timeout(COMPLETION_TIMEOUT)
                     .doOnCancel(() -> engine.abort(rid))
                     .doOnError(java.util.concurrent.TimeoutException.class, e -> engine.abort(rid))
-                    .flatMap(c -> Mono.from(json(res, c.error() == null ? HttpResponseStatus.OK
-                            : HttpResponseStatus.INTERNAL_SERVER_ERROR, response(base, c))))
+                    .flatMap(c -> Mono.from(cr.stream() && c.error() == null ? stream(res, base, c, cr)
+                            : json(res, c.error() == null ? HttpResponseStatus.OK
+                            : HttpResponseStatus.INTERNAL_SERVER_ERROR, response(base, c, chat))))
                     .onErrorResume(e -> Mono.from(json(res, HttpResponseStatus.SERVICE_UNAVAILABLE,
                             Map.of("error", String.valueOf(e.getMessage())))));
-        }).onErrorResume(BodyTooLarge.class, e -> Mono.from(json(res, HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE,
-                Map.of("error", e.getMessage()))))
+        }).onErrorResume(HttpHardening.BodyRefused.class, e -> Mono.from(json(res,
+                HttpResponseStatus.valueOf(e.status()), Map.of("error", e.getMessage()))))
           .onErrorResume(IllegalArgumentException.class, e -> Mono.from(json(res, HttpResponseStatus.BAD_REQUEST,
                 Map.of("error", e.getMessage()))));
     }
 
-    private static Map<String, Object> response(String id, Completion c) {
-        Map<String, Object> choice = new LinkedHashMap<>();
-        choice.put("index", 0);
-        choice.put("text", "");
-        choice.put("finish_reason", switch (c.finishStatus()) {
+    private static String finishReason(Completion c) {
+        return switch (c.finishStatus()) {
             case FINISHED_STOPPED -> "stop";
             case FINISHED_LENGTH_CAPPED -> "length";
             case FINISHED_ABORTED -> "abort";
             case FINISHED_IGNORED, FINISHED_ERROR -> "error";
-        });
+        };
+    }
+
+    private static Map<String, Object> usage(Completion c) {
         Map<String, Object> usage = new LinkedHashMap<>();
         usage.put("prompt_tokens", c.promptTokens());
         usage.put("completion_tokens", c.outputTokens());
         usage.put("total_tokens", c.promptTokens() + c.outputTokens());
+        return usage;
+    }
+
+    private static Map<String, Object> kvledger(Completion c) {
         Map<String, Object> kv = new LinkedHashMap<>();
         kv.put("request_id", c.requestId());
         kv.put("verified_bytes", c.verifiedBytes());
@@ -241,20 +237,96 @@ public final class HttpFront implements AutoCloseable {
         if (c.error() != null) {
             kv.put("error", c.error());
         }
+        return kv;
+    }
+
+    private static Map<String, Object> response(String id, Completion c, boolean chat) {
+        Map<String, Object> choice = new LinkedHashMap<>();
+        choice.put("index", 0);
+        if (chat) {
+            Map<String, Object> message = new LinkedHashMap<>();
+            message.put("role", "assistant");
+            message.put("content", "");
+            choice.put("message", message);
+        } else {
+            choice.put("text", "");
+        }
+        choice.put("finish_reason", finishReason(c));
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("id", "cmpl-" + id);
-        out.put("object", "text_completion");
+        out.put("id", (chat ? "chatcmpl-" : "cmpl-") + id);
+        out.put("object", chat ? "chat.completion" : "text_completion");
         out.put("choices", List.of(choice));
-        out.put("usage", usage);
+        out.put("usage", usage(c));
         out.put("kv_transfer_params", c.kvTransferParams());
-        out.put("kvledger", kv);
+        out.put("kvledger", kvledger(c));
         return out;
     }
 
-    /** The fields of a completion request the simulated engine uses. */
-    record CompletionRequest(int promptTokens, int maxTokens, KvParams params) {
+    /**
+     * A completion asked for with {@code "stream": true}, as OpenAI's server-sent events: one
+     * chunk per output token (the built-in engine makes no text: each is empty; a chat stream's
+     * first carries the assistant role), the last with the finish reason, the
+     * {@code kv_transfer_params} and this node's {@code kvledger} fields; with
+     * {@code stream_options.include_usage} a usage chunk with no choices; then
+     * {@code data: [DONE]}. The engine answers once the request finished, so the chunks follow
+     * one another at once.
+     */
+    private static Publisher<Void> stream(HttpServerResponse res, String base, Completion c, CompletionRequest cr) {
+        boolean chat = cr.chat();
+        String id = (chat ? "chatcmpl-" : "cmpl-") + base;
+        String object = chat ? "chat.completion.chunk" : "text_completion";
+        int tokens = Math.max(1, c.outputTokens());
+        List<String> events = new java.util.ArrayList<>();
+        for (int i = 0; i < tokens; i++) {
+            boolean last = i == tokens - 1;
+            Map<String, Object> choice = new LinkedHashMap<>();
+            choice.put("index", 0);
+            if (chat) {
+                Map<String, Object> delta = new LinkedHashMap<>();
+                if (i == 0) {
+                    delta.put("role", "assistant");
+                }
+                delta.put("content", "");
+                choice.put("delta", delta);
+            } else {
+                choice.put("text", "");
+            }
+            choice.put("finish_reason", last ? finishReason(c) : null);
+            Map<String, Object> chunk = new LinkedHashMap<>();
+            chunk.put("id", id);
+            chunk.put("object", object);
+            chunk.put("choices", List.of(choice));
+            if (last) {
+                chunk.put("kv_transfer_params", c.kvTransferParams());
+                chunk.put("kvledger", kvledger(c));
+            }
+            events.add("data: " + Json.write(chunk) + "\n\n");
+        }
+        if (cr.includeUsage()) {
+            Map<String, Object> chunk = new LinkedHashMap<>();
+            chunk.put("id", id);
+            chunk.put("object", object);
+            chunk.put("choices", List.of());
+            chunk.put("usage", usage(c));
+            events.add("data: " + Json.write(chunk) + "\n\n");
+        }
+        events.add("data: [DONE]\n\n");
+        return res.status(HttpResponseStatus.OK).header("Content-Type", "text/event-stream")
+                .header("Cache-Control", "no-cache")
+                .sendString(reactor.core.publisher.Flux.fromIterable(events), StandardCharsets.UTF_8);
+    }
 
-        static CompletionRequest parse(String text) {
+    /**
+     * The fields of a completion request the simulated engine uses.
+     *
+     * @param chat         asked on {@code /v1/chat/completions}
+     * @param stream       {@code "stream": true}
+     * @param includeUsage {@code "stream_options": {"include_usage": true}}
+     */
+    record CompletionRequest(int promptTokens, int maxTokens, KvParams params, boolean chat, boolean stream,
+                             boolean includeUsage) {
+
+        static CompletionRequest parse(String text, boolean chat) {
             Object v;
             try {
                 v = Json.parse(text);
@@ -267,25 +339,41 @@ public final class HttpFront implements AutoCloseable {
             int prompt;
             if (m.get("prompt_tokens") instanceof Long n) {
                 prompt = (int) Math.min(n, 1_000_000);
+            } else if (chat) {
+                prompt = chatWords(m.get("messages"));
             } else if (m.get("prompt") instanceof String s) {
-                prompt = s.isBlank() ? 0 : s.trim().split("\\s+").length;
+                prompt = words(s);
+            } else if (m.get("prompt") instanceof List<?> l && !l.isEmpty() && l.stream().allMatch(x -> x instanceof Long)) {
+                prompt = l.size(); // token ids
             } else if (m.get("prompt") instanceof List<?> l) {
                 throw new IllegalArgumentException("batched prompts are not supported (one prompt per request)");
             } else {
-                throw new IllegalArgumentException("give prompt_tokens (an integer) or prompt (a string)");
+                throw new IllegalArgumentException("give prompt_tokens (an integer) or prompt (a string or token ids)");
             }
             if (prompt < 1) {
                 throw new IllegalArgumentException("the prompt must have at least one token");
             }
             int max = 16;
-            if (m.containsKey("max_tokens")) {
-                if (!(m.get("max_tokens") instanceof Long n) || n < 1) {
-                    throw new IllegalArgumentException("max_tokens must be a positive integer");
+            for (String key : chat ? List.of("max_tokens", "max_completion_tokens") : List.of("max_tokens")) {
+                if (m.get(key) != null) {
+                    if (!(m.get(key) instanceof Long n) || n < 1) {
+                        throw new IllegalArgumentException(key + " must be a positive integer");
+                    }
+                    max = (int) Math.min(n, 100_000);
                 }
-                max = (int) Math.min(n, 100_000);
             }
-            if (m.get("n") instanceof Long n && n != 1) {
-                throw new IllegalArgumentException("n > 1 is not supported");
+            if (m.get("n") != null && !(m.get("n") instanceof Long n && n == 1)) {
+                throw new IllegalArgumentException("n must be 1 (n > 1 is not supported)");
+            }
+            Object stream = m.get("stream");
+            if (stream != null && !(stream instanceof Boolean)) {
+                throw new IllegalArgumentException("stream must be true or false");
+            }
+            boolean usage = false;
+            if (m.get("stream_options") instanceof Map<?, ?> so) {
+                usage = Boolean.TRUE.equals(so.get("include_usage"));
+            } else if (m.get("stream_options") != null) {
+                throw new IllegalArgumentException("stream_options must be an object");
             }
             KvParams params = null;
             Object kv = m.get("kv_transfer_params");
@@ -296,7 +384,35 @@ public final class HttpFront implements AutoCloseable {
             } else if (kv != null) {
                 throw new IllegalArgumentException("kv_transfer_params must be an object");
             }
-            return new CompletionRequest(prompt, max, params);
+            return new CompletionRequest(prompt, max, params, chat, Boolean.TRUE.equals(stream), usage);
+        }
+
+        private static int words(String s) {
+            return s.isBlank() ? 0 : s.trim().split("\\s+").length;
+        }
+
+        /** One token per whitespace-separated word of the messages' text. */
+        private static int chatWords(Object messages) {
+            if (!(messages instanceof List<?> l) || l.isEmpty()) {
+                throw new IllegalArgumentException("messages must be a non-empty list");
+            }
+            int n = 0;
+            for (Object o : l) {
+                if (!(o instanceof Map<?, ?> msg) || !(msg.get("role") instanceof String)) {
+                    throw new IllegalArgumentException("each message must be an object with a role");
+                }
+                Object content = msg.get("content");
+                if (content instanceof String s) {
+                    n += words(s);
+                } else if (content instanceof List<?> parts) {
+                    for (Object part : parts) {
+                        if (part instanceof Map<?, ?> pm && pm.get("text") instanceof String t) {
+                            n += words(t);
+                        }
+                    }
+                }
+            }
+            return n;
         }
     }
 }

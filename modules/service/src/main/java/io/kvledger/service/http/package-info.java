@@ -6,6 +6,11 @@
  * entries, and the web timeline page of {@code io.kvledger.service.web} at {@code /} and
  * {@code /ui/}. The module README documents every route ("HTTP API").
  *
+ * <p>{@link io.kvledger.service.http.HttpHardening} is what every kvledger HTTP server (the node's,
+ * the proxy's, {@code serve}'s) does below its routes: header and body timeouts, size limits,
+ * 405/404, JSON errors, "address already in use"; its refusals are warnings through
+ * {@link io.kvledger.service.http.RateLimitedLog}.
+ *
  * <p>Handlers never block a Netty thread or the loop: state reads are {@code Inbox.query} tasks,
  * journal reads run on Reactor's bounded-elastic scheduler, the event stream has its own thread.
  *

@@ -6,7 +6,8 @@ import java.util.Map;
 
 /**
  * What a careful router checks (vllm-integration.md section 6), as pure functions: the client's
- * request before any leg is sent, and the prefill's returned handoff before the decode leg is sent
+ * request before any leg is sent (at least as strictly as a node's built-in engine takes it, so
+ * that what an engine would refuse is a 400 here, not a 502 after a leg), and the prefill's returned handoff before the decode leg is sent
  * (READ) or let through (WRITE). Each returns null when the input passes, else a one-line reason.
  */
 final class Checks {
@@ -31,34 +32,87 @@ final class Checks {
         }
         Object n = body.get("n");
         if (n != null && !(n instanceof Long l && l == 1)) {
-            return "n must be 1 (one choice per request: a prefill hands off one KV cache), got " + n;
+            return "n must be 1 (one choice per request: a prefill hands off one KV cache), got " + quoted(n);
         }
         Object bestOf = body.get("best_of");
         if (bestOf != null && !(bestOf instanceof Long l && l == 1)) {
-            return "best_of must be 1, got " + bestOf;
+            return "best_of must be 1, got " + quoted(bestOf);
         }
         if (Boolean.TRUE.equals(body.get("use_beam_search"))) {
             return "beam search is not supported across a prefill/decode split";
         }
         if (!chat) {
-            Object prompt = body.get("prompt");
-            if (prompt == null) {
-                return "prompt is required";
+            String bad = prompt(body.get("prompt"));
+            if (bad != null) {
+                return bad;
             }
-            if (prompt instanceof List<?> l && !l.isEmpty() && !(l.get(0) instanceof Long)) {
-                if (l.size() != 1) {
-                    return "batched prompts (" + l.size() + " prompts) are not supported: send one request per prompt";
-                }
-            } else if (!(prompt instanceof String) && !(prompt instanceof List<?>)) {
-                return "prompt must be a string or a list of token ids";
+        } else {
+            String bad = messages(body.get("messages"));
+            if (bad != null) {
+                return bad;
             }
-        } else if (!(body.get("messages") instanceof List<?> msgs) || msgs.isEmpty()) {
-            return "messages must be a non-empty list";
         }
         for (String k : List.of("max_tokens", "max_completion_tokens")) {
             Object v = body.get(k);
             if (v != null && !(v instanceof Long l && l >= 1)) {
-                return k + " must be a positive integer, got " + v;
+                return k + " must be a positive integer, got " + quoted(v);
+            }
+        }
+        Object stream = body.get("stream");
+        if (stream != null && !(stream instanceof Boolean)) {
+            return "stream must be true or false, got " + quoted(stream);
+        }
+        Object options = body.get("stream_options");
+        if (options != null) {
+            if (!(options instanceof Map<?, ?>)) {
+                return "stream_options must be an object, got " + quoted(options);
+            }
+            if (!Boolean.TRUE.equals(stream)) {
+                return "stream_options is only for \"stream\": true";
+            }
+        }
+        Object kv = body.get("kv_transfer_params");
+        if (kv != null && !(kv instanceof Map<?, ?>)) {
+            return "kv_transfer_params must be an object (the proxy sets its own), got " + quoted(kv);
+        }
+        return null;
+    }
+
+    /** A completion's prompt: a non-blank string, a non-empty list of token ids, or one of those in a list of one. */
+    private static String prompt(Object prompt) {
+        if (prompt == null) {
+            return "prompt is required";
+        }
+        if (prompt instanceof String s) {
+            return s.isBlank() ? "prompt must have at least one token (it is empty)" : null;
+        }
+        if (!(prompt instanceof List<?> l)) {
+            return "prompt must be a string or a list of token ids, got " + quoted(prompt);
+        }
+        if (l.isEmpty()) {
+            return "prompt must have at least one token (the list is empty)";
+        }
+        if (l.get(0) instanceof Long) {
+            return l.stream().allMatch(x -> x instanceof Long t && t >= 0) ? null
+                    : "prompt token ids must be non-negative integers";
+        }
+        if (l.size() != 1) {
+            return "batched prompts (" + l.size() + " prompts) are not supported: send one request per prompt";
+        }
+        return prompt(l.get(0));
+    }
+
+    /** A chat's messages: a non-empty list of objects, each with a string role. */
+    private static String messages(Object messages) {
+        if (!(messages instanceof List<?> msgs) || msgs.isEmpty()) {
+            return "messages must be a non-empty list";
+        }
+        for (Object m : msgs) {
+            if (!(m instanceof Map<?, ?> mm)) {
+                return "each message must be an object, got " + quoted(m);
+            }
+            if (!(mm.get("role") instanceof String)) {
+                return "each message must have a role (a string)";
             }
         }
         return null;

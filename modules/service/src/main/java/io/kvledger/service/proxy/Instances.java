@@ -14,8 +14,9 @@ import java.util.Map;
  * The registered engine instances (protocol 3.1): keyed by {@code http_address}, a
  * re-registration updates in place; an instance with no heartbeat for the time to live expires
  * (the toy proxy never expires one). The transfer mode is the proxy's, or latched from the first
- * registrant; a registration of the other mode is rejected, as the toy proxy does. Instances of a
- * role are picked round robin in registration order. Thread-safe (one lock).
+ * registrant; a registration of the other mode is rejected, as the toy proxy does. Instances are
+ * picked round robin in registration order from the proxy's request count ({@link #pick}).
+ * Thread-safe (one lock).
  */
 final class Instances {
 
@@ -41,8 +42,6 @@ final class Instances {
     private final Map<String, Instance> byAddress = new LinkedHashMap<>();
     private final long ttlNs;
     private TransferMode mode;
-    private long producerTurn;
-    private long consumerTurn;
 
     Instances(TransferMode mode, long ttlNs) {
         this.mode = mode;
@@ -103,14 +102,38 @@ final class Instances {
         return out;
     }
 
-    /** The next instance of {@code role} round robin, or null when none is registered. */
-    synchronized Instance next(String role) {
-        List<Instance> of = of(role);
-        if (of.isEmpty()) {
+    /**
+     * A prefill and a decode instance for one request, with each one's DP rank when its DP size is
+     * above 1 (else null).
+     */
+    record Pair(Instance prefill, Integer prefillDpRank, Instance decode, Integer decodeDpRank) {}
+
+    /**
+     * The instances for the {@code requestNumber}-th completion request (counted from 1, every
+     * request the proxy took, as the toy proxy's {@code request_nums}): prefill
+     * {@code n mod |P|} and decode {@code n mod |D|} in registration order, both from one count
+     * as the toy proxy picks them; null when a role has no instance.
+     *
+     * <p>An instance of DP size above 1 gets rank {@code (n div |role|) mod dp_size}: its own
+     * turns go round its ranks. That is what the toy proxy's call
+     * {@code example_round_robin_dp_loader(request_nums // len(...), dp_size)} means, but its
+     * loader returns {@code request_nums mod dp_size}, which aliases with the instance choice
+     * (vLLM #46115: of two prefills of DP 2, the first only ever gets rank 0, the second rank 1).
+     */
+    synchronized Pair pick(long requestNumber) {
+        List<Instance> p = of(Registration.PRODUCER);
+        List<Instance> d = of(Registration.CONSUMER);
+        if (p.isEmpty() || d.isEmpty()) {
             return null;
         }
-        long turn = Registration.PRODUCER.equals(role) ? producerTurn++ : consumerTurn++;
-        return of.get((int) Math.floorMod(turn, (long) of.size()));
+        Instance pi = p.get((int) Math.floorMod(requestNumber, (long) p.size()));
+        Instance di = d.get((int) Math.floorMod(requestNumber, (long) d.size()));
+        return new Pair(pi, dpRank(requestNumber, p.size(), pi.dpSize()), di,
+                dpRank(requestNumber, d.size(), di.dpSize()));
+    }
+
+    private static Integer dpRank(long requestNumber, int instances, int dpSize) {
+        return dpSize > 1 ? (int) Math.floorMod(Math.floorDiv(requestNumber, (long) instances), (long) dpSize) : null;
     }
 
     /** The live instances of {@code role}, in registration order. */

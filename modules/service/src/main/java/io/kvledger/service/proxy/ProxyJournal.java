@@ -10,6 +10,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 /**
  * The proxy's journal: {@link ProxyEvent}s handed over from Netty and the registration thread
@@ -17,6 +18,13 @@ import java.util.function.Consumer;
  * that touches the {@link JournalWriter}. A full queue drops the event and counts it (a handler
  * never waits for the disk); the count so far is journaled as {@code records_dropped} once there
  * is room again, so the journal says that it has a gap.
+ *
+ * <p>Time: an entry's {@code at_ns} is when its record was handed over ({@link #accept}), read
+ * from the proxy's clock under the same lock as the queue's offer, so the journal's order is its
+ * time order whatever thread a record comes from (records stamped on several threads and queued
+ * in another order made {@code verify} say "time goes back"). The record's own time, taken where
+ * it happened, can be earlier by the time it took to get here (a routed request's by the reading
+ * of its body); durations ({@code elapsed_ns}) are measured where they happened and are exact.
  */
 final class ProxyJournal implements Consumer<ProxyEvent>, AutoCloseable {
 
@@ -26,17 +34,21 @@ final class ProxyJournal implements Consumer<ProxyEvent>, AutoCloseable {
     private final BlockingQueue<ProxyEvent> queue = new ArrayBlockingQueue<>(CAPACITY);
     private final AtomicLong dropped = new AtomicLong();
     private final AtomicLong written = new AtomicLong();
+    private final LongSupplier clock;
+    private final Object handOver = new Object();
     private volatile JournalWriter writer;
     private Thread thread;
 
-    private ProxyJournal() {}
+    private ProxyJournal(LongSupplier clock) {
+        this.clock = clock;
+    }
 
     /**
      * A journal that queues events until {@link #start} opens the writer (the proxy binds its
      * sockets first, so that a failed start leaves no journal behind).
      */
-    static ProxyJournal pending() {
-        return new ProxyJournal();
+    static ProxyJournal pending(LongSupplier clock) {
+        return new ProxyJournal(clock);
     }
 
     /** Opens (or continues) the proxy journal in {@code dir} and starts writing what is queued. */
@@ -47,11 +59,43 @@ final class ProxyJournal implements Consumer<ProxyEvent>, AutoCloseable {
         thread.start();
     }
 
+    /** Queues {@code e}, stamped with the time of its hand-over (see the class comment). */
     @Override
     public void accept(ProxyEvent e) {
-        if (!queue.offer(e)) {
-            dropped.incrementAndGet();
+        synchronized (handOver) {
+            if (!queue.offer(at(e, clock.getAsLong()))) {
+                dropped.incrementAndGet();
+            }
         }
+    }
+
+    /** {@code e} at {@code atNs}. */
+    static ProxyEvent at(ProxyEvent e, long atNs) {
+        return switch (e) {
+            case ProxyEvent.ProxyStarted x -> new ProxyEvent.ProxyStarted(atNs, x.httpAddress(), x.pingPort(), x.mode(),
+                    x.notifyPortShift());
+            case ProxyEvent.InstanceRegistered x -> new ProxyEvent.InstanceRegistered(atNs, x.role(), x.httpAddress(),
+                    x.zmqAddress(), x.dpSize(), x.tpSize(), x.transferMode(), x.change());
+            case ProxyEvent.InstanceExpired x -> new ProxyEvent.InstanceExpired(atNs, x.role(), x.httpAddress(),
+                    x.lastSeenNs());
+            case ProxyEvent.RegistrationRejected x -> new ProxyEvent.RegistrationRejected(atNs, x.reason(), x.frame());
+            case ProxyEvent.RequestRejected x -> new ProxyEvent.RequestRejected(atNs, x.api(), x.clientRequestId(),
+                    x.status(), x.reason());
+            case ProxyEvent.RequestRouted x -> new ProxyEvent.RequestRouted(atNs, x.requestId(), x.transferId(), x.api(),
+                    x.stream(), x.clientRequestId(), x.mode(), x.prefill(), x.prefillDpRank(), x.decode(),
+                    x.decodeDpRank());
+            case ProxyEvent.LegSent x -> new ProxyEvent.LegSent(atNs, x.requestId(), x.transferId(), x.leg(),
+                    x.instance(), x.kvTransferParams());
+            case ProxyEvent.LegAnswered x -> new ProxyEvent.LegAnswered(atNs, x.requestId(), x.transferId(), x.leg(),
+                    x.httpStatus(), x.elapsedNs(), x.finishReason(), x.kvTransferParams());
+            case ProxyEvent.LegFailed x -> new ProxyEvent.LegFailed(atNs, x.requestId(), x.transferId(), x.leg(),
+                    x.httpStatus(), x.elapsedNs(), x.reason());
+            case ProxyEvent.LegCancelled x -> new ProxyEvent.LegCancelled(atNs, x.requestId(), x.transferId(), x.leg(),
+                    x.elapsedNs(), x.reason());
+            case ProxyEvent.RequestCompleted x -> new ProxyEvent.RequestCompleted(atNs, x.requestId(), x.transferId(),
+                    x.httpStatus(), x.elapsedNs());
+            case ProxyEvent.RecordsDropped x -> new ProxyEvent.RecordsDropped(atNs, x.total());
+        };
     }
 
     /** Events appended so far. */

@@ -38,9 +38,18 @@ final class ProxyMetrics {
 
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final Tags tags;
+    /**
+     * Micrometer holds a gauge's or function counter's object weakly: what they read must be
+     * held here, or a collection leaves them reading nothing (the registration counters read 0
+     * after minutes of heartbeats when the anonymous object given here was held by nobody).
+     */
+    private final Instances instances;
+    private final RegistrationRouterCounts router;
 
     ProxyMetrics(String proxyId, Instances instances, RegistrationRouterCounts router) {
         this.tags = Tags.of("proxy", proxyId);
+        this.instances = instances;
+        this.router = router;
         Gauge.builder("kvledger:proxy_instances", instances, i -> i.of(Registration.PRODUCER).size())
                 .tags(tags).tag("role", "producer")
                 .description("registered prefill (kv_producer) instances").register(registry);

@@ -1,6 +1,7 @@
 package io.kvledger.service.proxy;
 
 import io.kvledger.core.config.TransferMode;
+import io.kvledger.service.http.HttpHardening;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -32,10 +33,13 @@ import java.util.Objects;
  *                         journals of nodes started after the proxy appear); empty for none
  * @param otlp             an OTLP/HTTP endpoint ({@code http://HOST:4318}) the proxy sends a span
  *                         per request to, or null for none
+ * @param headerTimeout    how long a client has to send a request's line and headers
+ *                         ({@link HttpHardening}); null for the default
  */
 public record ProxyOptions(String host, int httpPort, int pingPort, TransferMode mode, Duration registrationTtl,
                            Duration prefillTimeout, Duration decodeTimeout, int notifyPortShift, Path journalDir,
-                           String proxyId, String apiKey, List<Path> serveJournals, String otlp) {
+                           String proxyId, String apiKey, List<Path> serveJournals, String otlp,
+                           Duration headerTimeout) {
 
     /** The toy proxy's registration port. */
     public static final int TOY_PING_PORT = 36367;
@@ -50,15 +54,30 @@ public record ProxyOptions(String host, int httpPort, int pingPort, TransferMode
         proxyId = proxyId == null || proxyId.isBlank() ? "proxy" : proxyId;
         serveJournals = serveJournals == null ? List.of() : List.copyOf(serveJournals);
         otlp = otlp == null || otlp.isBlank() ? null : otlp;
+        headerTimeout = headerTimeout == null ? HttpHardening.HEADER_TIMEOUT : headerTimeout;
         if (httpPort < 0 || httpPort > 65535 || pingPort < 0 || pingPort > 65535) {
             throw new IllegalArgumentException("ports must be in 0..65535");
         }
-        if (!positive(registrationTtl) || !positive(prefillTimeout) || !positive(decodeTimeout)) {
+        if (!positive(registrationTtl) || !positive(prefillTimeout) || !positive(decodeTimeout)
+                || !positive(headerTimeout)) {
             throw new IllegalArgumentException("timeouts must be positive");
         }
         if (notifyPortShift < -65535 || notifyPortShift > 65535) {
             throw new IllegalArgumentException("--notify-port-shift must be within -65535..65535, got " + notifyPortShift);
         }
+    }
+
+    /** The options without a header timeout of their own (the default). */
+    public ProxyOptions(String host, int httpPort, int pingPort, TransferMode mode, Duration registrationTtl,
+                        Duration prefillTimeout, Duration decodeTimeout, int notifyPortShift, Path journalDir,
+                        String proxyId, String apiKey, List<Path> serveJournals, String otlp) {
+        this(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout, notifyPortShift, journalDir,
+                proxyId, apiKey, serveJournals, otlp, null);
+    }
+
+    public ProxyOptions withHeaderTimeout(Duration d) {
+        return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp, d);
     }
 
     private static boolean positive(Duration d) {
@@ -73,46 +92,46 @@ public record ProxyOptions(String host, int httpPort, int pingPort, TransferMode
 
     public ProxyOptions withMode(TransferMode m) {
         return new ProxyOptions(host, httpPort, pingPort, m, registrationTtl, prefillTimeout, decodeTimeout,
-                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp);
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp, headerTimeout);
     }
 
     public ProxyOptions withPorts(int http, int ping) {
         return new ProxyOptions(host, http, ping, mode, registrationTtl, prefillTimeout, decodeTimeout,
-                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp);
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp, headerTimeout);
     }
 
     public ProxyOptions withRegistrationTtl(Duration ttl) {
         return new ProxyOptions(host, httpPort, pingPort, mode, ttl, prefillTimeout, decodeTimeout,
-                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp);
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp, headerTimeout);
     }
 
     public ProxyOptions withTimeouts(Duration prefill, Duration decode) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefill, decode,
-                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp);
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp, headerTimeout);
     }
 
     public ProxyOptions withNotifyPortShift(int shift) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
-                shift, journalDir, proxyId, apiKey, serveJournals, otlp);
+                shift, journalDir, proxyId, apiKey, serveJournals, otlp, headerTimeout);
     }
 
     public ProxyOptions withJournal(Path dir) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
-                notifyPortShift, dir, proxyId, apiKey, serveJournals, otlp);
+                notifyPortShift, dir, proxyId, apiKey, serveJournals, otlp, headerTimeout);
     }
 
     public ProxyOptions withApiKey(String key) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
-                notifyPortShift, journalDir, proxyId, key, serveJournals, otlp);
+                notifyPortShift, journalDir, proxyId, key, serveJournals, otlp, headerTimeout);
     }
 
     public ProxyOptions withServeJournals(List<Path> dirs) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
-                notifyPortShift, journalDir, proxyId, apiKey, dirs, otlp);
+                notifyPortShift, journalDir, proxyId, apiKey, dirs, otlp, headerTimeout);
     }
 
     public ProxyOptions withOtlp(String endpoint) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
-                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, endpoint);
+                notifyPortShift, journalDir, proxyId, apiKey, serveJournals, endpoint, headerTimeout);
     }
 }

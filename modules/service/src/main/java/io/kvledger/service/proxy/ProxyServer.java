@@ -2,16 +2,14 @@ package io.kvledger.service.proxy;
 
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.model.KvParams;
-import io.kvledger.core.moriio.RequestIds;
 import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.json.Json;
 import io.kvledger.journal.proxy.ProxyEvent;
 import io.kvledger.service.cluster.ToyRouter;
+import io.kvledger.service.http.HttpHardening;
 import io.kvledger.wire.Registration;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -19,6 +17,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.regex.Matcher;
@@ -30,7 +29,6 @@ import reactor.core.publisher.ConnectableFlux;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
-import reactor.netty.ByteBufFlux;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.http.server.HttpServer;
@@ -43,19 +41,24 @@ import reactor.netty.resources.ConnectionProvider;
  * The proxy's HTTP side (Reactor Netty server and client).
  *
  * <p>{@code POST /v1/completions} and {@code POST /v1/chat/completions}: the client's request is
- * checked ({@link Checks#request}), a prefill and a decode instance are picked round robin, the
- * request id {@code ___prefill_addr_{P}___decode_addr_{D}_{uuid4 hex}} and the transfer id
- * {@code tx-<uuid4>} are minted, and the two legs go out as the toy proxy sends them (protocol
- * 4.2), both with {@code X-Request-Id}: the prefill leg with {@code stream: false},
- * {@code max_tokens: 1} (and {@code max_completion_tokens: 1} when given), {@code ignore_eos} and
- * no stop conditions, the decode leg with one token less (never below 1). READ sends the decode
- * leg once the prefill has answered, with the prefill's {@code remote_engine_id},
- * {@code remote_block_ids} and {@code transfer_id}; WRITE sends both at once and holds the
- * decode's answer until the prefill's handoff has been checked ({@link Checks#handoff}), cancelling
- * the decode leg when it fails. The DP rank of each leg is pinned by a hash of the request id
- * ({@link #dpRank}): sent as {@code X-data-parallel-rank}, and the prefill's as
- * {@code remote_dp_rank} with {@code remote_dp_rank_override: true} to the decode. The decode's
- * answer is passed through with its status and content type, streamed (SSE) chunk by chunk.
+ * counted (the toy proxy's {@code request_nums}, from 1) and checked ({@link Checks#request}); the
+ * count picks the prefill and the decode instance ({@link Instances#pick}: count modulo each
+ * role's instances, in registration order), the request id
+ * {@code ___prefill_addr_{P zmq_address}___decode_addr_{D zmq_address}_{uuid4 hex}} (both
+ * addresses verbatim as registered) and the transfer id {@code tx-<uuid4>} are minted, and the two
+ * legs go out as the toy proxy sends them (protocol 4.2), both with {@code X-Request-Id}: the
+ * prefill leg with {@code stream: false}, {@code max_tokens: 1} (and
+ * {@code max_completion_tokens: 1} when given), {@code ignore_eos} and no stop conditions, the
+ * decode leg with one token less (never below 1). READ sends the decode leg once the prefill has
+ * answered, with the prefill's {@code remote_engine_id}, {@code remote_block_ids} and
+ * {@code transfer_id}; WRITE sends both at once and holds the decode's answer until the prefill's
+ * handoff has been checked ({@link Checks#handoff}), cancelling the decode leg when it fails. A
+ * prefill of DP size above 1 gets a rank ({@link Instances#pick}: its turns go round its ranks,
+ * where the toy proxy's choice aliases with the instance choice) as {@code X-data-parallel-rank},
+ * and the decode leg gets it as {@code remote_dp_rank}; a decode of DP size above 1 is given its
+ * rank the same way (the toy proxy leaves it to the engine), so that the journal names it. The
+ * decode's answer
+ * is passed through with its status and content type, streamed (SSE) chunk by chunk.
  *
  * <p>Errors are JSON {@code {"error": {"message", "type", "code"}}}: 400 for a request the checks
  * refuse, 503 when no prefill or no decode instance is registered, 502 when a leg fails or the
@@ -63,7 +66,8 @@ import reactor.netty.resources.ConnectionProvider;
  * both legs.
  *
  * <p>Other routes: {@code GET /health}, {@code GET /metrics} ({@link ProxyMetrics}),
- * {@code GET /v1/instances}, and what the service adds (the web page, {@link ProxyWeb}).
+ * {@code GET /v1/instances}, {@code POST /start_profile} and {@code /stop_profile} (fanned out to
+ * every instance, as the toy proxy does), and what the service adds (the web page, {@link ProxyWeb}).
  */
 final class ProxyServer implements AutoCloseable {
 
@@ -78,6 +82,8 @@ final class ProxyServer implements AutoCloseable {
     private final ConnectionProvider pool;
     private final HttpClient client;
     private final DisposableServer server;
+    /** The toy proxy's {@code request_nums}: completion requests taken, counted from 1 as they arrive. */
+    private final AtomicLong requestNums = new AtomicLong();
 
     ProxyServer(ProxyOptions options, Instances instances, Consumer<ProxyEvent> journal, LongSupplier clock,
                 ProxyMetrics metrics, Consumer<HttpServerRoutes> extra) {
@@ -90,24 +96,26 @@ final class ProxyServer implements AutoCloseable {
                 .build();
         this.client = HttpClient.create(pool);
         try {
-            this.server = HttpServer.create()
+            this.server = HttpHardening.harden(HttpServer.create(), options.headerTimeout())
                     .host(options.host())
                     .port(options.httpPort())
-                    .httpRequestDecoder(s -> s.maxInitialLineLength(8192).maxHeaderSize(16384))
                     .route(r -> {
                         r.post("/v1/completions", (req, res) -> handle(req, res, "/completions"))
                                 .post("/v1/chat/completions", (req, res) -> handle(req, res, "/chat/completions"))
                                 .get("/health", this::health)
                                 .get("/metrics", (req, res) -> res.header(HttpHeaderNames.CONTENT_TYPE,
                                         "text/plain; version=0.0.4; charset=utf-8").sendString(Mono.just(metrics.scrape())))
-                                .get("/v1/instances", this::listInstances);
+                                .get("/v1/instances", this::listInstances)
+                                .post("/start_profile", (req, res) -> profile(req, res, "start"))
+                                .post("/stop_profile", (req, res) -> profile(req, res, "stop"));
                         extra.accept(r);
+                        HttpHardening.fallback(r);
                     })
                     .bindNow(Duration.ofSeconds(10));
         } catch (RuntimeException e) {
             pool.dispose();
             throw new IllegalStateException("cannot bind the proxy's HTTP server on " + options.host() + ":"
-                    + options.httpPort() + ": " + e.getMessage(), e);
+                    + options.httpPort() + ": " + HttpHardening.bindFailure(e), e);
         }
     }
 
@@ -158,6 +166,62 @@ final class ProxyServer implements AutoCloseable {
         return Registration.PRODUCER.equals(role)
                 ? "no prefill (kv_producer) instance is registered with the proxy"
                 : "no decode (kv_consumer) instance is registered with the proxy";
+    }
+
+    /**
+     * {@code POST /start_profile} and {@code /stop_profile}, as the toy proxy serves them: the
+     * body goes to {@code http://{http_address}/{cmd}_profile} of every registered instance
+     * (prefills, then decodes), at once; the answer is the first instance's when every one said
+     * yes. Unlike the toy proxy: no instance is a 503 (it answers 500), an engine's refusal or
+     * silence a 502 naming it (500 there), all as JSON errors.
+     */
+    private Publisher<Void> profile(HttpServerRequest req, HttpServerResponse res, String cmd) {
+        List<Instances.Instance> all = new java.util.ArrayList<>(instances.of(Registration.PRODUCER));
+        all.addAll(instances.of(Registration.CONSUMER));
+        return HttpHardening.body(req, res, MAX_BODY_BYTES, HttpHardening.bodyTimeout(options.headerTimeout()))
+                .onErrorResume(HttpHardening.BodyRefused.class, e -> Mono.from(error(res, e.status(), e.getMessage()))
+                        .then(Mono.empty()))
+                .flatMap(body -> {
+            if (all.isEmpty()) {
+                return error(res, 503, "no prefill or decode instance is registered with the proxy");
+            }
+            List<Mono<Object[]>> calls = new java.util.ArrayList<>();
+            for (Instances.Instance i : all) {
+                String url = "http://" + i.httpAddress() + "/" + cmd + "_profile";
+                HttpClient c = client.headers(h -> {
+                    if (body.length > 0) {
+                        h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+                    }
+                    if (options.apiKey() != null) {
+                        h.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + options.apiKey());
+                    }
+                });
+                calls.add(c.headers(h -> h.setInt(HttpHeaderNames.CONTENT_LENGTH, body.length)).post().uri(url)
+                        .send(sized(body))
+                        .responseSingle((r, buf) -> buf.asByteArray().defaultIfEmpty(new byte[0])
+                                .map(b -> new Object[] {r.status().code(),
+                                        r.responseHeaders().get(HttpHeaderNames.CONTENT_TYPE), b, url}))
+                        .timeout(Duration.ofSeconds(60))
+                        .onErrorResume(e -> Mono.just(new Object[] {-1, null, describe(e).getBytes(
+                                StandardCharsets.UTF_8), url})));
+            }
+            return Flux.mergeSequential(calls).collectList().flatMap(answers -> {
+                for (Object[] a : answers) {
+                    int status = (Integer) a[0];
+                    if (status < 200 || status >= 400) {
+                        String text = new String((byte[]) a[2], StandardCharsets.UTF_8);
+                        return error(res, 502, cmd + "_profile failed at " + a[3] + ": "
+                                + (status < 0 ? text : status + " " + excerpt(text)));
+                    }
+                }
+                Object[] first = answers.getFirst();
+                res.status((Integer) first[0]);
+                if (first[1] != null) {
+                    res.header(HttpHeaderNames.CONTENT_TYPE, (String) first[1]);
+                }
+                return res.sendByteArray(Mono.just((byte[]) first[2])).then();
+            });
+        });
     }
 
     // ------------------------------------------------------------------ completions
@@ -258,14 +322,13 @@ final class ProxyServer implements AutoCloseable {
 
     private Publisher<Void> handle(HttpServerRequest req, HttpServerResponse res, String api) {
         long t0 = clock.getAsLong();
+        long n = requestNums.incrementAndGet();
         String clientRid = req.requestHeaders().get("X-Request-Id");
-        String length = req.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
-        if (length != null && length.chars().allMatch(Character::isDigit) && length.length() < 12
-                && Long.parseLong(length) > MAX_BODY_BYTES) {
-            return reject(res, api, clientRid, 413, "the body is over " + MAX_BODY_BYTES + " bytes");
-        }
-        return req.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-                .flatMap(text -> route(req, res, api, clientRid, text, t0));
+        return HttpHardening.body(req, res, MAX_BODY_BYTES, HttpHardening.bodyTimeout(options.headerTimeout()))
+                .map(b -> new String(b, StandardCharsets.UTF_8))
+                .flatMap(text -> route(res, api, clientRid, text, t0, n))
+                .onErrorResume(HttpHardening.BodyRefused.class, e -> reject(res, api, clientRid, e.status(),
+                        e.getMessage()));
     }
 
     private Mono<Void> reject(HttpServerResponse res, String api, String clientRid, int status, String reason) {
@@ -283,8 +346,7 @@ final class ProxyServer implements AutoCloseable {
     }
 
     @SuppressWarnings("unchecked")
-    private Mono<Void> route(HttpServerRequest req, HttpServerResponse res, String api, String clientRid, String text,
-                             long t0) {
+    private Mono<Void> route(HttpServerResponse res, String api, String clientRid, String text, long t0, long count) {
         Map<String, Object> body;
         try {
             if (!(Json.parse(text) instanceof Map<?, ?> m)) {
@@ -298,20 +360,21 @@ final class ProxyServer implements AutoCloseable {
         if (problem != null) {
             return reject(res, api, clientRid, 400, problem);
         }
-        Instances.Instance p = instances.next(Registration.PRODUCER);
-        if (p == null) {
-            return reject(res, api, clientRid, 503, noInstance(Registration.PRODUCER));
+        Instances.Pair pair = instances.pick(count);
+        if (pair == null) {
+            return reject(res, api, clientRid, 503, noInstance(instances.of(Registration.PRODUCER).isEmpty()
+                    ? Registration.PRODUCER : Registration.CONSUMER));
         }
-        Instances.Instance d = instances.next(Registration.CONSUMER);
-        if (d == null) {
-            return reject(res, api, clientRid, 503, noInstance(Registration.CONSUMER));
-        }
+        Instances.Instance p = pair.prefill();
+        Instances.Instance d = pair.decode();
         TransferMode mode = instances.mode();
-        String rid = RequestIds.proxyRequestId(shifted(p.zmq()), shifted(d.zmq()),
-                UUID.randomUUID().toString().replace("-", ""));
+        String rid = "___prefill_addr_" + embedded(p) + "___decode_addr_" + embedded(d) + "_"
+                + UUID.randomUUID().toString().replace("-", "");
         String tid = "tx-" + UUID.randomUUID();
-        Integer pDp = p.dpSize() > 1 ? dpRank(rid, p.dpSize()) : null;
-        Integer dDp = d.dpSize() > 1 ? dpRank(rid, d.dpSize()) : null;
+        // the toy proxy leaves the decode's rank to its engine; this proxy says it, so that the
+        // rank each leg runs on is journaled
+        Integer pDp = pair.prefillDpRank();
+        Integer dDp = pair.decodeDpRank();
         boolean stream = Boolean.TRUE.equals(body.get("stream"));
         journal.accept(new ProxyEvent.RequestRouted(t0, rid, tid, "/v1" + api, stream, clientRid, mode.name(),
                 p.httpAddress(), pDp, d.httpAddress(), dDp));
@@ -325,20 +388,22 @@ final class ProxyServer implements AutoCloseable {
             f.onComplete = () -> c.channel().closeFuture().removeListener(gone);
         });
 
+        // keys in the toy proxy's order (a new key goes last): the params, then stream and the caps
         Map<String, Object> pb = new LinkedHashMap<>(body);
+        pb.put("kv_transfer_params", ToyRouter.prefillParams(d.dpSize(), d.tpSize(), tid).asMap());
         pb.put("stream", false);
-        pb.remove("stream_options");
         pb.put("max_tokens", 1L);
         if (pb.containsKey("max_completion_tokens")) {
             pb.put("max_completion_tokens", 1L);
         }
+        pb.remove("stream_options");
         pb.put("ignore_eos", true);
         pb.remove("stop");
         pb.remove("stop_token_ids");
         pb.remove("min_tokens");
-        pb.put("kv_transfer_params", ToyRouter.prefillParams(d.dpSize(), d.tpSize(), tid).asMap());
 
         Map<String, Object> db = new LinkedHashMap<>(body);
+        db.put("kv_transfer_params", Map.of()); // its place in the toy proxy's key order; filled below
         for (String k : List.of("max_tokens", "max_completion_tokens")) {
             if (db.get(k) instanceof Long n) {
                 db.put(k, Math.max(1L, n - 1));
@@ -382,8 +447,29 @@ final class ProxyServer implements AutoCloseable {
                 if (h.contentType() != null) {
                     res.header(HttpHeaderNames.CONTENT_TYPE, h.contentType());
                 }
-                return res.sendByteArray(flux.skip(1).filter(o -> o instanceof byte[]).map(o -> (byte[]) o)).then()
-                        .doOnSuccess(v -> f.complete(h.status(), h.status() == 200 ? "ok" : "failed"));
+                AtomicBoolean broken = new AtomicBoolean();
+                boolean sse = h.contentType() != null && h.contentType().startsWith("text/event-stream");
+                Flux<byte[]> answer = flux.skip(1).filter(o -> o instanceof byte[]).map(o -> (byte[]) o)
+                        .onErrorResume(e -> {
+                            // the decode broke off after its status went out: the leg is journaled
+                            // as failed; the client must see the cut, never an answer that looks whole
+                            broken.set(true);
+                            if (sse) {
+                                return Flux.just(("data: " + HttpHardening.errorJson(502, "decode leg to "
+                                        + d.httpAddress() + " broke off mid-stream: " + describe(e)) + "\n\n"
+                                        + "data: [DONE]\n\n").getBytes(StandardCharsets.UTF_8));
+                            }
+                            // not a stream a client can be told in: close the connection, so that the
+                            // body is seen cut short (no last chunk), without Reactor's error log
+                            res.withConnection(c -> c.channel().close());
+                            return Flux.empty();
+                        });
+                return res.sendByteArray(answer).then()
+                        .onErrorResume(e -> {
+                            f.clientGone(); // the client's connection closed under the answer
+                            return Mono.empty();
+                        })
+                        .doOnSuccess(v -> f.complete(h.status(), h.status() == 200 && !broken.get() ? "ok" : "failed"));
             }
             if (sig.hasError()) {
                 f.complete(500, "failed");
@@ -393,38 +479,32 @@ final class ProxyServer implements AutoCloseable {
         }).doOnCancel(f::clientGone).then();
     }
 
-    /** The decode leg's params (toy proxy 4.2), with the pinned prefill rank and, in READ, the handoff. */
+    /** The decode leg's params (toy proxy 4.2), with the selected prefill rank and, in READ, the handoff. */
     private static KvParams decodeParams(Instances.Instance p, Integer pDp, String tid, Map<String, Object> returned) {
         KvParams params = ToyRouter.decodeParams(p.dpSize(), p.tpSize(), tid, returned);
         if (pDp != null) {
-            Object r = returned == null ? null : returned.get("remote_dp_rank");
-            params.put("remote_dp_rank", r instanceof Long l ? l : (long) pDp);
-            params.put("remote_dp_rank_override", true);
+            params.put("remote_dp_rank", (long) pDp);
         }
         return params;
     }
 
-    private ZmqAddress shifted(ZmqAddress a) {
+    /**
+     * The {@code zmq_address} an instance's part of a request id carries: as it registered it (the
+     * toy proxy embeds it verbatim), or with {@code --notify-port-shift} its notify port moved.
+     */
+    private String embedded(Instances.Instance i) {
         int s = options.notifyPortShift();
         // only the notify port: a tap forwards notifies, never handshakes
-        return s == 0 ? a : new ZmqAddress(a.host(), a.handshakePort(), a.notifyPort() + s);
+        return s == 0 ? i.zmqAddress()
+                : new ZmqAddress(i.zmq().host(), i.zmq().handshakePort(), i.zmq().notifyPort() + s).format();
     }
 
     /**
-     * The DP rank a request is pinned to: the first 8 bytes of the SHA-256 of its request id, as an
-     * unsigned number, modulo {@code dpSize}. Deterministic across proxies and restarts.
+     * A request body sent whole with its {@code Content-Length} (set by the caller), as the toy
+     * proxy's aiohttp sends JSON: not chunked, which some servers do not read.
      */
-    static int dpRank(String requestId, int dpSize) {
-        try {
-            byte[] h = MessageDigest.getInstance("SHA-256").digest(requestId.getBytes(StandardCharsets.UTF_8));
-            long x = 0;
-            for (int i = 0; i < 8; i++) {
-                x = (x << 8) | (h[i] & 0xff);
-            }
-            return (int) Long.remainderUnsigned(x, dpSize);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is part of every JDK", e);
-        }
+    private static Mono<io.netty.buffer.ByteBuf> sized(byte[] body) {
+        return Mono.fromSupplier(() -> io.netty.buffer.Unpooled.wrappedBuffer(body));
     }
 
     private HttpClient legClient(Flight f, Integer dp) {
@@ -447,8 +527,10 @@ final class ProxyServer implements AutoCloseable {
         journal.accept(new ProxyEvent.LegSent(t.startNs, f.rid, f.tid, t.leg, p.httpAddress(),
                 KvParams.of((Map<String, ?>) body.get("kv_transfer_params"))));
         Duration timeout = options.prefillTimeout();
-        return legClient(f, dp).post().uri(p.requestAddress() + api)
-                .send(ByteBufFlux.fromString(Mono.just(json)))
+        byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
+        return legClient(f, dp).headers(h -> h.setInt(HttpHeaderNames.CONTENT_LENGTH, bytes.length))
+                .post().uri(p.requestAddress() + api)
+                .send(sized(bytes))
                 .responseSingle((resp, buf) -> {
                     t.status = resp.status().code();
                     return buf.asString(StandardCharsets.UTF_8).defaultIfEmpty("");
@@ -505,8 +587,10 @@ final class ProxyServer implements AutoCloseable {
                 KvParams.of((Map<String, ?>) body.get("kv_transfer_params"))));
         Duration timeout = options.decodeTimeout();
         AtomicBoolean headSeen = new AtomicBoolean();
-        return legClient(f, dp).post().uri(d.requestAddress() + api)
-                .send(ByteBufFlux.fromString(Mono.just(json)))
+        byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
+        return legClient(f, dp).headers(h -> h.setInt(HttpHeaderNames.CONTENT_LENGTH, bytes.length))
+                .post().uri(d.requestAddress() + api)
+                .send(sized(bytes))
                 .response((resp, content) -> {
                     t.status = resp.status().code();
                     headSeen.set(true);

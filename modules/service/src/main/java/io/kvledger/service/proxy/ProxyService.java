@@ -27,7 +27,7 @@ public final class ProxyService implements AutoCloseable {
     private ProxyService(ProxyOptions options, LongSupplier clock, String origin) {
         this.options = options;
         this.instances = new Instances(options.mode(), options.registrationTtl().toNanos());
-        this.journal = ProxyJournal.pending();
+        this.journal = ProxyJournal.pending(clock);
         this.traces = options.otlp() == null ? null : ProxyTraces.start(options.proxyId(),
                 OtlpSender.to(options.otlp(), Duration.ofSeconds(10), Map.of(), true, true), clock);
         Consumer<ProxyEvent> journaled = options.journalDir() == null ? e -> { } : journal;
@@ -96,6 +96,11 @@ public final class ProxyService implements AutoCloseable {
     /** The registration port bound. */
     public int pingPort() {
         return router.port();
+    }
+
+    /** The registered instances (for tests in this package). */
+    Instances instances() {
+        return instances;
     }
 
     /** Registered prefill instances. */

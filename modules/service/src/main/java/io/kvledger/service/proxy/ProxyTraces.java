@@ -53,6 +53,8 @@ import java.util.function.LongSupplier;
 final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final io.kvledger.service.http.RateLimitedLog WARNINGS =
+            io.kvledger.service.http.RateLimitedLog.warnings();
     private static final int CAPACITY = 1 << 16;
     private static final int MAX_OPEN = 100_000;
     private static final long FLUSH_NS = TimeUnit.SECONDS.toNanos(1);
@@ -135,7 +137,7 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
                 }
                 batches.flushIfDue();
             } catch (RuntimeException ex) {
-                LOG.log(System.Logger.Level.WARNING, "otlp exporter (proxy): " + ex, ex);
+                WARNINGS.warn("otlp exporter", "otlp exporter (proxy): " + ex);
             }
         }
         try {

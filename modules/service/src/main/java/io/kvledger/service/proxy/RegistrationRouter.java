@@ -59,7 +59,8 @@ final class RegistrationRouter implements AutoCloseable {
             socket.bind(endpoint);
         } catch (RuntimeException e) {
             ctx.close();
-            throw new IllegalStateException("cannot bind the registration socket " + endpoint + ": " + e.getMessage(), e);
+            throw new IllegalStateException("cannot bind the registration socket " + endpoint + ": "
+                    + io.kvledger.service.http.HttpHardening.bindFailure(e), e);
         }
         String last = socket.getLastEndpoint();
         this.port = Integer.parseInt(last.substring(last.lastIndexOf(':') + 1));

@@ -1,6 +1,7 @@
 package io.kvledger.service.web;
 
 import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.service.http.HttpHardening;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -42,21 +43,21 @@ public final class WebServer implements AutoCloseable {
                                   Consumer<HttpServerRoutes> extra) {
         JournalSetApi api = new JournalSetApi(journals);
         try {
-            DisposableServer s = HttpServer.create()
+            DisposableServer s = HttpHardening.harden(HttpServer.create(), HttpHardening.HEADER_TIMEOUT)
                     .host(host)
                     .port(port)
-                    .httpRequestDecoder(d -> d.maxInitialLineLength(8192).maxHeaderSize(16384))
                     .route(r -> {
                         WebPage.mount(r);
                         api.mount(r, UnaryOperator.identity());
                         r.get("/healthz", (req, res) -> WebPage.json(res, 200, Map.of("status", "ok")));
                         extra.accept(r);
+                        HttpHardening.fallback(r);
                     })
                     .bindNow(Duration.ofSeconds(10));
             return new WebServer(s);
         } catch (RuntimeException e) {
             throw new IllegalStateException("cannot bind the HTTP server at " + host + ":" + port + ": "
-                    + (e.getCause() != null ? e.getCause().getMessage() : e.getMessage()), e);
+                    + HttpHardening.bindFailure(e), e);
         }
     }
 

@@ -32,7 +32,14 @@ import reactor.netty.http.server.HttpServerResponse;
 final class FakeEngine implements AutoCloseable {
 
     /** One request the engine received. */
-    record Received(String path, String requestId, String dpRank, Map<String, Object> body, long atNanoTime) {}
+    record Received(String path, String requestId, String dpRank, String authorization, String framing,
+                    Map<String, Object> body, long atNanoTime) {}
+
+    /** How a request's body was delimited: {@code content-length} or {@code chunked}. */
+    private static String framing(HttpServerRequest req) {
+        String te = req.requestHeaders().get("Transfer-Encoding");
+        return te != null ? te.toLowerCase() : req.requestHeaders().contains("Content-Length") ? "content-length" : "none";
+    }
 
     final String role;
     final int dpSize;
@@ -53,6 +60,8 @@ final class FakeEngine implements AutoCloseable {
     /** Decode: chunks of a streamed answer, and the pause between two. */
     volatile int chunks = 3;
     volatile long chunkDelayMs;
+    /** Decode: close the connection after this many chunks of a streamed answer (negative: never). */
+    volatile int dieAfterChunks = -1;
 
     private FakeEngine(String role, int dpSize) {
         this.role = role;
@@ -61,7 +70,8 @@ final class FakeEngine implements AutoCloseable {
         this.handshakePort = ports[0];
         this.notifyPort = ports[1];
         this.server = HttpServer.create().host("127.0.0.1").port(0)
-                .route(r -> r.post("/v1/completions", this::complete).post("/v1/chat/completions", this::complete))
+                .route(r -> r.post("/v1/completions", this::complete).post("/v1/chat/completions", this::complete)
+                        .post("/start_profile", this::profile).post("/stop_profile", this::profile))
                 .bindNow(Duration.ofSeconds(10));
     }
 
@@ -104,12 +114,23 @@ final class FakeEngine implements AutoCloseable {
         String dp = req.requestHeaders().get("X-data-parallel-rank");
         return req.receive().aggregate().asString(StandardCharsets.UTF_8).flatMap(text -> {
             Map<String, Object> body = (Map<String, Object>) Json.parse(text);
-            received.add(new Received(req.uri(), rid, dp, body, System.nanoTime()));
+            received.add(new Received(req.uri(), rid, dp, req.requestHeaders().get("Authorization"), framing(req),
+                    body, System.nanoTime()));
             if (hang) {
                 return Mono.never();
             }
             Mono<Void> wait = delayMs > 0 ? Mono.delay(Duration.ofMillis(delayMs)).then() : Mono.empty();
             return wait.then(Mono.defer(() -> "P".equals(role) ? prefill(res, rid, dp, body) : decode(res, rid, body)));
+        });
+    }
+
+    @SuppressWarnings("unchecked")
+    private Publisher<Void> profile(HttpServerRequest req, HttpServerResponse res) {
+        return req.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("").flatMap(text -> {
+            received.add(new Received(req.uri(), null, null, req.requestHeaders().get("Authorization"), framing(req),
+                    text.isEmpty() ? Map.of() : (Map<String, Object>) Json.parse(text), System.nanoTime()));
+            return res.header(HttpHeaderNames.CONTENT_TYPE, "application/json")
+                    .sendString(Mono.just("{\"profiling\":\"" + req.uri() + "\"}")).then();
         });
     }
 
@@ -143,6 +164,17 @@ final class FakeEngine implements AutoCloseable {
                     .sendString(Mono.just(Json.write(completion(rid, "decoded text", "length")))).then();
         }
         int n = chunks;
+        int die = dieAfterChunks;
+        if (die >= 0) {
+            Flux<String> cut = Flux.range(0, die)
+                    .map(i -> "data: " + Json.write(completion(rid, "t" + i, null)) + "\n\n")
+                    .concatWith(Mono.delay(Duration.ofMillis(200)).then(Mono.defer(() -> {
+                        // the chunks are out (flushed) before the connection goes
+                        res.withConnection(c -> c.channel().close());
+                        return Mono.<String>never();
+                    })));
+            return res.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream").sendString(cut).then();
+        }
         Flux<String> sse = Flux.range(0, n)
                 .concatMap(i -> (chunkDelayMs > 0 ? Mono.delay(Duration.ofMillis(chunkDelayMs)) : Mono.just(0L))
                         .thenReturn("data: " + Json.write(completion(rid, "t" + i, i == n - 1 ? "length" : null)) + "\n\n"))

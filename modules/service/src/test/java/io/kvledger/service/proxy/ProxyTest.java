@@ -177,7 +177,7 @@ class ProxyTest {
     }
 
     @Test
-    void writeSendsBothLegsAtOnceComposedAsTheToyProxyWithThePrefillRankPinned() throws Exception {
+    void writeSendsBothLegsAtOnceComposedAsTheToyProxyWithThePrefillRankChosen() throws Exception {
         ProxyService p = proxy(ProxyOptions.loopback().withMode(TransferMode.WRITE));
         FakeEngine pe = engine("P", 2, p, "WRITE");
         FakeEngine de = engine("D", 1, p, "WRITE");
@@ -214,8 +214,9 @@ class ProxyTest {
         assertEquals(1L, kv(pr).get("remote_dp_size"));
         assertEquals(true, kv(pr).get("do_remote_decode"));
 
-        // DP pinning: the prefill rank is a hash of the request id, sent as header and to decode
-        int pinned = ProxyServer.dpRank(pr.requestId(), 2);
+        // the prefill rank is the request count (1) modulo its DP size, as the toy proxy picks it,
+        // sent as a header and to the decode
+        int pinned = 1;
         assertEquals(Integer.toString(pinned), pr.dpRank());
         assertNull(dr.dpRank(), "decode has dp_size 1: no rank header");
         assertEquals(4L, dr.body().get("max_tokens"));
@@ -226,7 +227,7 @@ class ProxyTest {
         assertNull(kv(dr).get("remote_block_ids"), "WRITE: decode does not wait for the blocks");
         assertEquals(2L, kv(dr).get("remote_dp_size"));
         assertEquals((long) pinned, kv(dr).get("remote_dp_rank"));
-        assertEquals(true, kv(dr).get("remote_dp_rank_override"));
+        assertFalse(kv(dr).containsKey("remote_dp_rank_override"), "the toy proxy sends no override");
 
         ProxyEvent.RequestCompleted done = awaitJournaled(ProxyEvent.RequestCompleted.class, e -> true);
         assertEquals(200, done.httpStatus());
@@ -321,6 +322,77 @@ class ProxyTest {
         assertEquals("client disconnected", c.reason());
         assertEquals(499, awaitJournaled(ProxyEvent.RequestCompleted.class, e -> true).httpStatus());
         assertTrue(journaled(ProxyEvent.LegAnswered.class).stream().noneMatch(l -> l.leg().equals("decode")));
+    }
+
+    @Test
+    void theJournalsTimeNeverGoesBackUnderConcurrentRequests() throws Exception {
+        ProxyService p = proxy(ProxyOptions.loopback());
+        FakeEngine pe = engine("P", 1, p, "WRITE");
+        FakeEngine de = engine("D", 1, p, "WRITE");
+        pair(p, pe, de);
+        de.chunks = 4;
+        int requests = 96;
+        List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> answers = new ArrayList<>();
+        for (int i = 0; i < requests; i++) {
+            answers.add(http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort()
+                            + "/v1/completions")).timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"p" + i + "\",\"max_tokens\":4,\"stream\":"
+                            + (i % 2 == 0) + "}")).build(), HttpResponse.BodyHandlers.ofString()));
+        }
+        for (var a : answers) {
+            assertEquals(200, a.get().statusCode());
+        }
+        assertTrue(eventually(Duration.ofSeconds(20),
+                () -> journaled(ProxyEvent.RequestCompleted.class).size() == requests), "every request journaled");
+        long last = Long.MIN_VALUE;
+        long lastSeq = -1;
+        int entries = 0;
+        try (JournalReader r = JournalReader.open(dir.resolve("proxy"))) {
+            for (JournalEntry e : r) {
+                if (e instanceof JournalEntry.Proxy px) {
+                    entries++;
+                    assertTrue(px.atNs() >= last, "time goes back at seq " + px.seq() + ": " + px.atNs() + " < "
+                            + last + " (seq " + lastSeq + ")");
+                    assertEquals(px.atNs(), px.event().atNs(), "the entry's time is its record's");
+                    last = px.atNs();
+                    lastSeq = px.seq();
+                }
+            }
+        }
+        assertTrue(entries >= requests * 6, "routed, two legs sent and answered, completed: " + entries);
+        // the durations are still measured where they happened: a request's elapsed time covers its legs'
+        for (ProxyEvent.RequestCompleted c : journaled(ProxyEvent.RequestCompleted.class)) {
+            assertTrue(c.elapsedNs() > 0, c.toString());
+        }
+    }
+
+    @Test
+    void aDecodeThatDiesMidStreamEndsTheClientsStreamWithAnErrorEvent() throws Exception {
+        ProxyService p = proxy(ProxyOptions.loopback());
+        FakeEngine pe = engine("P", 1, p, "WRITE");
+        FakeEngine de = engine("D", 1, p, "WRITE");
+        pair(p, pe, de);
+        de.dieAfterChunks = 2;
+        HttpResponse<String> r = post(p, "/v1/completions", "{\"prompt\":\"hi\",\"max_tokens\":9,\"stream\":true}");
+        assertEquals(200, r.statusCode(), "the status was out before the decode died");
+        assertTrue(r.body().startsWith("data: {"), r.body());
+        assertTrue(r.body().contains("\"t1\""), "the chunks before the cut reach the client: " + r.body());
+        String[] events = r.body().split("\n\n");
+        assertEquals("data: [DONE]", events[events.length - 1], r.body());
+        String error = events[events.length - 2];
+        assertTrue(error.startsWith("data: {\"error\":"), "an OpenAI error event says the stream broke: " + r.body());
+        assertTrue(error.contains("decode leg") && error.contains("\"code\":502"), error);
+        ProxyEvent.LegFailed lf = awaitJournaled(ProxyEvent.LegFailed.class, e -> e.leg().equals("decode"));
+        assertTrue(lf.reason().contains("failed"), lf.reason());
+        ProxyEvent.RequestCompleted done = awaitJournaled(ProxyEvent.RequestCompleted.class, e -> true);
+        assertEquals(200, done.httpStatus());
+        assertTrue(eventually(Duration.ofSeconds(5), () -> {
+            try {
+                return metrics(p).getOrDefault("kvledger:proxy_requests_total{outcome=\"failed\",status=\"200\"}", 0.0) == 1.0;
+            } catch (Exception e) {
+                return false;
+            }
+        }), "counted as failed");
     }
 
     @Test
@@ -507,6 +579,74 @@ class ProxyTest {
         ProxyEvent.RegistrationRejected first = journaled(ProxyEvent.RegistrationRejected.class).getFirst();
         assertEquals("hello proxy", new String(first.frame(), StandardCharsets.US_ASCII), "the frame is kept");
         assertEquals(1, journaled(ProxyEvent.InstanceRegistered.class).size());
+
+        // the registration counters are exported and move, also after a collection (a function
+        // counter over an object nothing else held read NaN, shown as nothing, once collected)
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+        }
+        Map<String, Double> m = metrics(p);
+        assertEquals((double) p.registrationsReceived(), m.get("kvledger:proxy_registrations_received_total"), m.toString());
+        assertEquals(5.0, m.get("kvledger:proxy_registrations_rejected_total"), m.toString());
+        assertTrue(p.registrationsReceived() >= 7, "every frame read is counted");
+        assertEquals(0.0, m.get("kvledger:proxy_instances{role=\"producer\"}"));
+        assertEquals(1.0, m.get("kvledger:proxy_instances{role=\"consumer\"}"));
+        for (Map.Entry<String, Double> e : m.entrySet()) {
+            assertFalse(e.getValue().isNaN(), "a series reads NaN: " + e.getKey());
+        }
+    }
+
+    /** The proxy's /metrics: each series (its name and labels but {@code proxy}) and its value. */
+    private Map<String, Double> metrics(ProxyService p) throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort()
+                + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode());
+        Map<String, Double> out = new java.util.TreeMap<>();
+        for (String line : r.body().split("\n")) {
+            if (line.isBlank() || line.startsWith("#")) {
+                continue;
+            }
+            int sp = line.lastIndexOf(' ');
+            String series = line.substring(0, sp).replaceAll("proxy=\"[^\"]*\",?", "").replace(",}", "}")
+                    .replace("{}", "");
+            out.put(series, Double.parseDouble(line.substring(sp + 1)));
+        }
+        return out;
+    }
+
+    @Test
+    void theProxyRefusesWhatTheNodesEngineRefuses() {
+        // each of these is a 400 from a node's built-in engine; the proxy refuses it before any leg
+        String[][] bad = {
+            {"/completions", "{\"prompt\":\"\"}", "prompt"},
+            {"/completions", "{\"prompt\":\"   \"}", "prompt"},
+            {"/completions", "{\"prompt\":[]}", "prompt"},
+            {"/completions", "{\"prompt\":[1,-2]}", "token ids"},
+            {"/completions", "{\"prompt\":7}", "prompt"},
+            {"/completions", "{\"prompt\":\"hi\",\"stream\":\"yes\"}", "stream"},
+            {"/completions", "{\"prompt\":\"hi\",\"stream_options\":{\"include_usage\":true}}", "stream_options"},
+            {"/completions", "{\"prompt\":\"hi\",\"stream\":true,\"stream_options\":3}", "stream_options"},
+            {"/completions", "{\"prompt\":\"hi\",\"kv_transfer_params\":[1]}", "kv_transfer_params"},
+            {"/completions", "{\"prompt\":\"hi\",\"n\":\"1\"}", "n must be 1"},
+            {"/completions", "{\"prompt\":\"hi\",\"max_tokens\":1.5}", "max_tokens"},
+            {"/chat/completions", "{\"messages\":[\"hi\"]}", "message"},
+            {"/chat/completions", "{\"messages\":[{\"content\":\"hi\"}]}", "role"},
+            {"/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":0}",
+                "max_completion_tokens"},
+        };
+        for (String[] b : bad) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> body = (Map<String, Object>) Json.parse(b[1]);
+            String why = Checks.request(body, null, b[0].startsWith("/chat"));
+            assertNotNull(why, b[1] + " is refused");
+            assertTrue(why.contains(b[2]), b[1] + ": " + why);
+        }
+        for (String ok : List.of("{\"prompt\":\"hi\",\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+                "{\"prompt\":[1,2,3],\"stream\":false,\"kv_transfer_params\":{\"x\":1}}", "{\"prompt\":[\"one\"]}")) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> body = (Map<String, Object>) Json.parse(ok);
+            assertNull(Checks.request(body, null, false), ok);
+        }
     }
 
     @Test
