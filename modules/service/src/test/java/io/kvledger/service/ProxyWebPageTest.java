@@ -203,12 +203,17 @@ class ProxyWebPageTest {
                 return true;
             });
             wait.until(b -> !b.findElements(By.cssSelector("#chart .ev[data-lane='proxy']")).isEmpty());
-            List<WebElement> legs = browser.findElements(By.cssSelector("#chart .ev[data-type='leg_sent']"));
-            assertThat(legs).hasSize(2).allSatisfy(e -> assertThat(e.getAttribute("data-lane")).isEqualTo("proxy"));
-            assertThat(browser.findElements(By.cssSelector("#chart .ev[data-type='leg_answered'][data-lane='proxy']")))
-                    .hasSize(2);
-            assertThat(browser.findElements(By.cssSelector("#chart .ev[data-type='request_admitted']")))
-                    .extracting(e -> e.getAttribute("data-lane")).containsExactlyInAnyOrder("p-sched", "d-sched");
+            // the live page may draw the chart again between a look-up and a read of what it found
+            // (a stale element): each check is read again until it holds
+            wait.ignoring(org.openqa.selenium.StaleElementReferenceException.class).until(b -> {
+                List<WebElement> legs = b.findElements(By.cssSelector("#chart .ev[data-type='leg_sent']"));
+                return legs.size() == 2 && legs.stream().allMatch(e -> "proxy".equals(e.getAttribute("data-lane")))
+                        && b.findElements(By.cssSelector("#chart .ev[data-type='leg_answered'][data-lane='proxy']"))
+                                .size() == 2
+                        && b.findElements(By.cssSelector("#chart .ev[data-type='request_admitted']")).stream()
+                                .map(e -> e.getAttribute("data-lane")).sorted().toList()
+                                .equals(List.of("d-sched", "p-sched"));
+            });
             assertThat(browser.findElements(By.cssSelector("#chart .missing-event"))).isEmpty();
             Chromium.screenshot(browser, "proxy-page");
         } finally {

@@ -55,6 +55,8 @@ final class FakeEngine implements AutoCloseable {
     volatile long delayMs;
     /** Never answer. */
     volatile boolean hang;
+    /** Answer every completion with this error status (0: answer normally). */
+    volatile int failStatus;
     /** Echo this transfer id instead of the one received (prefill). */
     volatile String echoTransferId;
     /** Decode: chunks of a streamed answer, and the pause between two. */
@@ -118,6 +120,11 @@ final class FakeEngine implements AutoCloseable {
                     body, System.nanoTime()));
             if (hang) {
                 return Mono.never();
+            }
+            if (failStatus > 0) {
+                answeredAtNanoTime.add(System.nanoTime());
+                return res.status(failStatus).header(HttpHeaderNames.CONTENT_TYPE, "application/json")
+                        .sendString(Mono.just("{\"error\":\"engine failure\"}")).then();
             }
             Mono<Void> wait = delayMs > 0 ? Mono.delay(Duration.ofMillis(delayMs)).then() : Mono.empty();
             return wait.then(Mono.defer(() -> "P".equals(role) ? prefill(res, rid, dp, body) : decode(res, rid, body)));

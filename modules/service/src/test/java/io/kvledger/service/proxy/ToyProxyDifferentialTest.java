@@ -345,6 +345,65 @@ class ToyProxyDifferentialTest {
                 mode, REQUESTS.size(), legs);
     }
 
+    /**
+     * A prefill that answers 500, one request to each proxy. READ: neither sends the decode leg;
+     * the toy proxy answers 500 with its exception's text, this proxy 502 with a JSON error.
+     * WRITE: the toy proxy never looks at the prefill's answer and gives the client the decode's
+     * 200 (whose KV never came); this proxy answers 502 and cancels the decode leg.
+     */
+    private void prefillFails(String mode) throws Exception {
+        int[] ports = LoopbackPorts.distinct(2);
+        Path log = startToy(ports[0], ports[1]);
+        Target toyTarget = new Target("toy proxy", ports[0], ports[1],
+                e -> read(log).contains("'http_address': '" + e.httpAddress() + "'"));
+        ProxyService kv = ProxyService.start(ProxyOptions.loopback(), "test");
+        open.add(kv);
+        Target kvTarget = new Target("kvledger proxy", kv.httpPort(), kv.pingPort(),
+                e -> kv.instances().all().stream().anyMatch(i -> i.httpAddress().equals(e.httpAddress())));
+        List<HttpResponse<String>> answers = new ArrayList<>();
+        List<List<FakeEngine>> sets = new ArrayList<>();
+        for (Target t : List.of(toyTarget, kvTarget)) {
+            List<FakeEngine> es = engines(t, mode);
+            for (FakeEngine e : es) {
+                if (e.role.equals("P")) {
+                    e.failStatus = 500;
+                }
+            }
+            answers.add(http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + t.httpPort() + "/v1/completions"))
+                    .timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"x\",\"max_tokens\":3}")).build(),
+                    HttpResponse.BodyHandlers.ofString()));
+            assertTrue(ProxyTest.eventually(Duration.ofSeconds(20), () -> prefills(es) == 1), t.name() + ": the prefill");
+            sets.add(es);
+        }
+        HttpResponse<String> toyAnswer = answers.get(0);
+        HttpResponse<String> kvAnswer = answers.get(1);
+        assertEquals(502, kvAnswer.statusCode(), kvAnswer.body());
+        assertTrue(kvAnswer.body().startsWith("{\"error\":{") && kvAnswer.body().contains("prefill leg"), kvAnswer.body());
+        int toyDecodes = sets.get(0).stream().filter(e -> e.role.equals("D")).mapToInt(e -> e.received().size()).sum();
+        if (mode.equals("READ")) {
+            assertEquals(500, toyAnswer.statusCode(), toyAnswer.body());
+            assertTrue(toyAnswer.body().startsWith("Internal Server Error: send_request_to_prefill"), toyAnswer.body());
+            assertEquals(0, toyDecodes, "READ: the toy proxy sends no decode leg after a failed prefill");
+        } else {
+            assertEquals(200, toyAnswer.statusCode(), "WRITE: the toy proxy answers with the decode: "
+                    + toyAnswer.body());
+            assertEquals(1, toyDecodes);
+        }
+        assertTrue(sets.get(1).stream().filter(e -> e.role.equals("D"))
+                .allMatch(e -> mode.equals("WRITE") || e.received().isEmpty()), "READ: no decode leg from kvledger");
+    }
+
+    @Test
+    void aFailedPrefillInReadIsAnErrorFromBothAndNoDecodeLeg() throws Exception {
+        prefillFails("READ");
+    }
+
+    @Test
+    void aFailedPrefillInWriteIsA502HereWhereTheToyProxyAnswersWithTheDecode() throws Exception {
+        prefillFails("WRITE");
+    }
+
     @Test
     void writeEnginesReceiveWhatTheToyProxySends() throws Exception {
         compare("WRITE", "READ");
