@@ -56,7 +56,7 @@ public final class HangDetectors {
                 nodeAnomaly(ledger, n, s, out);
             }
             for (ReqView r : n.requests.values()) {
-                requestFindings(ledger, n, r, end, bounds, out);
+                requestFindings(ledger, n, r, endOf(ledger, n), bounds, out);
             }
         }
         crossNode(ledger, out);
@@ -99,7 +99,7 @@ public final class HangDetectors {
             for (ReqView r : n.requests.values()) {
                 if (r.phase != null && !r.phase.terminal()) {
                     out.add(new InFlight(n.name, r.requestId, r.transferId, r.phase, since(r), lastProgress(ledger, n, r),
-                            status(ledger, n, r, end, bounds)));
+                            status(ledger, n, r, endOf(ledger, n), bounds)));
                 }
             }
         }
@@ -132,6 +132,9 @@ public final class HangDetectors {
      * step stays in RUNNING, but is scheduled every step.
      */
     private static InFlight.Status status(Ledger l, NodeView n, ReqView r, long end, Bounds b) {
+        if (endedEarly(l, n)) {
+            return InFlight.Status.STUCK; // its process is gone: nothing will move it
+        }
         if (end - since(r) <= b.stuckAfterNs()) {
             return InFlight.Status.YOUNG;
         }
@@ -217,7 +220,8 @@ public final class HangDetectors {
             return;
         }
         long since = since(r);
-        String waited = "for " + seconds(end - since) + " until the journal ends"
+        String waited = endedEarly(l, n) ? "for " + seconds(end - since) + " when " + diedNote(l, n)
+                : "for " + seconds(end - since) + " until the journal ends"
                 + (n.shutDownAt != Long.MIN_VALUE && n.shutDownAt >= since ? " (" + n.name + " shut down at "
                 + rel(l, n.shutDownAt) + " with it still there)" : "");
         String stepping = stepping(l, n, r);
@@ -372,7 +376,7 @@ public final class HangDetectors {
             if (wd.kind().equals("write_done") && listener(l, wd.host(), wd.port()) == d) {
                 return wd.fromNode() + " sent write_done to this rank (" + wd.host() + ":" + wd.port() + ") at "
                         + rel(l, wd.atNs()) + (t.writeDoneReceivedBy.contains(d.name)
-                        ? " and it arrived, but the worker never mapped it" : lostHow(t, wd));
+                        ? " and it arrived, but the worker never mapped it" : lostHow(l, t, wd));
             }
         }
         return null;
@@ -418,7 +422,7 @@ public final class HangDetectors {
         }
         boolean received = t.remoteBlocksAt.stream().anyMatch(s -> s.node().equals(target.name));
         if (!received) {
-            return "remote_blocks sent to " + target.name + " (" + to + ") at " + rel(l, first.atNs()) + lostHow(t, first);
+            return "remote_blocks sent to " + target.name + " (" + to + ") at " + rel(l, first.atNs()) + lostHow(l, t, first);
         }
         if (!t.legs.containsKey(target.name)) {
             return "remote_blocks reached " + target.name + ", which never served this transfer (the prefill leg ran on "
@@ -429,7 +433,7 @@ public final class HangDetectors {
         if (writeDoneSent) {
             Send wd = t.sends.stream().filter(s -> s.kind().equals("write_done")).findFirst().get();
             return target.name + " sent write_done to " + wd.host() + ":" + wd.port() + " at " + rel(l, wd.atNs())
-                    + (t.writeDoneReceivedBy.contains(d.name) ? " and it arrived, but the worker never mapped it" : lostHow(t, wd));
+                    + (t.writeDoneReceivedBy.contains(d.name) ? " and it arrived, but the worker never mapped it" : lostHow(l, t, wd));
         }
         if (p != null) {
             for (Seen s : p.anomalies) {
@@ -450,13 +454,35 @@ public final class HangDetectors {
      * How a notify that did not arrive was lost: its sender's publisher journaled that it never
      * left, or it left and vanished on the way.
      */
-    private static String lostHow(TransferView t, Send s) {
+    private static String lostHow(Ledger l, TransferView t, Send s) {
         for (Ledger.SendFailure f : t.sendFailures) {
             if (f.fromNode().equals(s.fromNode()) && s.kind().equals(f.kind()) && f.atNs() >= s.atNs()) {
                 return ", which never left " + s.fromNode() + " (send to " + f.endpoint() + " failed: " + f.reason() + ")";
             }
         }
+        NodeView to = listener(l, s.host(), s.port());
+        if (to != null && endedEarly(l, to) && s.atNs() > to.lastAtNs) {
+            return ", after " + diedNote(l, to) + ": a dead receiver, not a lost notify";
+        }
         return ", which never arrived (lost notify)";
+    }
+
+    /**
+     * Whether {@code n} is a live process's journal that ends without a shutdown before the other
+     * journals end: its process was killed (or was still running when the journals were read).
+     */
+    static boolean endedEarly(Ledger l, NodeView n) {
+        return n.live && n.shutDownAt == Long.MIN_VALUE && n.lastAtNs != Long.MIN_VALUE && n.lastAtNs < l.lastAtNs;
+    }
+
+    /** The end that bounds {@code n}'s requests' waits: its own journal's when it ended early, else the journals'. */
+    static long endOf(Ledger l, NodeView n) {
+        return endedEarly(l, n) ? n.lastAtNs : l.lastAtNs;
+    }
+
+    private static String diedNote(Ledger l, NodeView n) {
+        return n.name + "'s journal ended at " + rel(l, n.lastAtNs) + " without a shutdown (its process was killed, or "
+                + "was still running when the journals were read; the others go on to " + rel(l, l.lastAtNs) + ")";
     }
 
     private static String otherProducers(Ledger l, TransferView t, String except) {
@@ -606,7 +632,7 @@ public final class HangDetectors {
             if (listener(l, r.host(), r.port()) == p) {
                 // a release addressed to this rank that its listener never received
                 return r.fromNode() + " sent release to this rank (" + r.host() + ":" + r.port() + ") at "
-                        + rel(l, r.atNs()) + lostHow(t, r);
+                        + rel(l, r.atNs()) + lostHow(l, t, r);
             }
         }
         if (!releases.isEmpty()) {
@@ -621,7 +647,7 @@ public final class HangDetectors {
                 return r.fromNode() + " released to " + target.name + ", not to this rank"
                         + (p.config.tpSize() > 1 ? " (with P_tp > D_tp some producer TP ranks are never read)" : "");
             }
-            return r.fromNode() + " sent release at " + rel(l, r.atNs()) + lostHow(t, r);
+            return r.fromNode() + " sent release at " + rel(l, r.atNs()) + lostHow(l, t, r);
         }
         if (consumers.isEmpty()) {
             return "the decode leg is not in these journals";

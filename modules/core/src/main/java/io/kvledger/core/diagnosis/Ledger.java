@@ -75,6 +75,19 @@ public final class Ledger {
         }
     }
 
+    /**
+     * Marks a node's journal as a live process's ({@code kvledger node}, a vLLM bridge recording),
+     * which journals a shutdown when it stops: one that ends without it, before the other journals
+     * end, is a process that died (or was still running when they were read), and its requests
+     * waited only until its own journal ends.
+     */
+    public void liveNode(String node) {
+        NodeView n = nodes.get(node);
+        if (n != null) {
+            n.live = true;
+        }
+    }
+
     /** Registers a node (before its events) with what its startup checks found. */
     public void nodeStarted(String node, NodeConfig config, List<Effect> startupEffects) {
         NodeView v = new NodeView(node, config);
@@ -110,6 +123,7 @@ public final class Ledger {
         }
         firstAtNs = Math.min(firstAtNs, at);
         lastAtNs = Math.max(lastAtNs, at);
+        n.lastAtNs = Math.max(n.lastAtNs, at);
         onEvent(n, event, at);
         for (Effect e : effects) {
             onEffect(n, e, at);
@@ -597,6 +611,10 @@ public final class Ledger {
         /** The scheduler steps this node journaled ({@code step_scheduled}), and when the last was. */
         long steps;
         long lastStepAt = Long.MIN_VALUE;
+        /** A live process's journal ({@link Ledger#liveNode}). */
+        boolean live;
+        /** The time of this node's last event (MIN_VALUE: none). */
+        long lastAtNs = Long.MIN_VALUE;
         /** For a tap's journal ({@link Ledger#tap}): where the tap listens; null for a node. */
         String tapHost;
         int tapPort = -1;

@@ -173,6 +173,47 @@ class CrossNodeDiagnosisTest {
     }
 
     /**
+     * A live node's journal that ends without a shutdown while the others go on (its process was
+     * killed): its request waited until its own journal ended, and is named as on a dead node, not
+     * as waiting until the other journals end.
+     */
+    @Test
+    void a_request_on_a_node_whose_journal_ends_without_a_shutdown_is_named_as_such() {
+        for (boolean live : new boolean[] {true, false}) {
+            Cluster c = new Cluster();
+            c.node("P0", NodeConfig.builder(Role.PRODUCER, TransferMode.READ).hostIp("10.0.0.1").build());
+            c.node("D1", NodeConfig.builder(Role.CONSUMER, TransferMode.READ).hostIp("10.0.1.1").build());
+            if (live) {
+                c.ledger.liveNode("P0");
+                c.ledger.liveNode("D1");
+            }
+            String base = RequestIds.proxyRequestId(new ZmqAddress("10.0.0.1", 6301, 61005),
+                    new ZmqAddress("10.0.1.1", 6301, 61005), UUID);
+            KvParams returned = c.prefillLeg("P0", "cmpl-" + base + "-0-aaaaaaaa", KvParams.of("do_remote_decode", true,
+                    "do_remote_prefill", false, "transfer_id", "tx-dead"));
+            String drid = "cmpl-" + base + "-0-bbbbbbbb";
+            c.on("D1", new NodeEvent.RequestAdmitted(4 * S, drid, 32, 32, returned));
+            // D1 is killed here; P0 goes on for 8 s more and shuts down
+            c.on("P0", new NodeEvent.ConnectorOutputReceived(12 * S, null, null));
+            c.on("P0", new NodeEvent.ShutDown(12 * S, List.of()));
+            List<Finding> f = HangDetectors.run(c.ledger, new Bounds(2 * S));
+            if (live) {
+                assertThat(f).anySatisfy(x -> {
+                    assertThat(x.node()).isEqualTo("D1");
+                    assertThat(x.requestId()).isEqualTo(drid);
+                    assertThat(x.message()).contains("for 0.000 s when D1's journal ended at t+4.000 s without a shutdown "
+                            + "(its process was killed").doesNotContain("until the journal ends");
+                });
+            } else {
+                assertThat(f).anySatisfy(x -> {
+                    assertThat(x.requestId()).isEqualTo(drid);
+                    assertThat(x.message()).contains("for 8.000 s until the journal ends");
+                });
+            }
+        }
+    }
+
+    /**
      * READ 1P1D where D0's release never leaves D0 (its publisher journals the failed send): P0
      * reaps, and both the reap and D0's anomaly name the failed send.
      */

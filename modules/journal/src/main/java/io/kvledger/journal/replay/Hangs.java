@@ -98,6 +98,9 @@ public final class Hangs {
                 if (node.header().origin().startsWith(io.kvledger.journal.JournalHeader.SIM_WORKER_ORIGIN)) {
                     ledger.schedulerReplica(node.name());
                 }
+                if (live(node)) {
+                    ledger.liveNode(node.name());
+                }
                 java.util.regex.Matcher tap = TAP_ORIGIN.matcher(node.header().origin());
                 if (tap.find()) {
                     String host = tap.group(1);
