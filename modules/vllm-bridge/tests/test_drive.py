@@ -183,3 +183,29 @@ def test_the_node_learns_the_steps_new_and_preempted_requests(tmp_path):
         assert steps[1] == {"step": 2, "cached_req_ids": [], "cached_new_block_ids": []}
     finally:
         node.close()
+
+
+def test_a_node_refusing_the_engines_install_leaves_drive_mode_off(tmp_path, caplog, monkeypatch):
+    """hello names the install as the recording's header does; a node of another profile refuses it,
+    and the engine runs on with the inner connector's answers."""
+    import vllm
+    monkeypatch.setattr(vllm, "__version__", "0.11.1.dev5+g239b5ff30.d20260518", raising=False)
+    refusal = ("this node is not the caller's: the engine's vLLM 0.11.1.dev5+g239b5ff30.d20260518 (commit 239b5ff30) "
+               "with ScriptedConnector is modelled by profile vllm-239b5ff30, this node runs newest "
+               "(start it with --profile vllm-239b5ff30)")
+    node = ScriptedNode({"hello": refusal})
+    try:
+        with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
+            s = scheduler(tmp_path, node.port)
+        assert not s.driving
+        assert caplog.text.count("drive mode is off") == 1 and "start it with --profile vllm-239b5ff30" in caplog.text
+        assert node.calls == [("hello", {"kv_role": "kv_producer", "mode": "write", "dp_rank": 0,
+                                         "connector_role": "scheduler",
+                                         "vllm_version": "0.11.1.dev5+g239b5ff30.d20260518", "vllm_commit": "239b5ff30",
+                                         "inner_connector": "fakes.ScriptedConnector"})]
+        req = producer_requests(1)[0]
+        assert s.get_num_new_matched_tokens(req, 0) == (0, False)  # the inner's answer; the node is not asked
+        assert len(node.calls) == 1
+        s.shutdown()
+    finally:
+        node.close()
