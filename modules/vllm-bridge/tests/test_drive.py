@@ -68,13 +68,16 @@ def scheduler(tmp_path, node_port, **more):
 PARAMS = {"do_remote_prefill": True, "transfer_id": "tx-0001", "remote_host": "10.0.0.1"}
 
 
-def test_vllm_gets_the_nodes_answers_and_the_recording_keeps_the_connectors(tmp_path):
-    node = ScriptedNode({"get_num_new_matched_tokens": {"num_tokens": 7, "load_async": True},
+def test_vllm_gets_the_nodes_answers_and_the_recording_keeps_the_connectors(tmp_path, caplog):
+    node = ScriptedNode({"hello": {"protocol": 1, "profile": "seed"},
+                         "get_num_new_matched_tokens": {"num_tokens": 7, "load_async": True},
                          "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
                          "update_connector_output": {"finished_sending": ["r-x"]}})
     try:
-        s = scheduler(tmp_path, node.port)
+        with caplog.at_level(logging.WARNING, logger="vllm.kvledger_vllm"):
+            s = scheduler(tmp_path, node.port)
         assert s.driving
+        assert "DRIVE MODE" in caplog.text and "(profile seed;" in caplog.text  # the profile the node runs
         req = producer_requests(1)[0]
         s.on_new_request(req)
         assert s.get_num_new_matched_tokens(req, 0) == (7, True)  # the inner says (0, False)

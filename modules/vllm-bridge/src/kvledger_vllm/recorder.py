@@ -527,15 +527,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             hello["inner_connector"] = f"{inner_cls.__module__}.{inner_cls.__qualname__}"
             bridge = NodeBridge(where, int(extra.get("drive_timeout_ms", 5000)))
             try:
-                bridge.call("hello", **hello)
+                node = bridge.call("hello", **hello)
             except Exception:
                 bridge.close()
                 raise
             self._drive = bridge
             self._drive_producer = role == "kv_producer"
             log.warning("kvledger-vllm %s: DRIVE MODE: the scheduler hooks are answered by the kvledger node at %s "
-                        "(%s's own answers are recorded, not returned)", __version__, where,
-                        type(self._inner).__name__)
+                        "(profile %s; %s's own answers are recorded, not returned)", __version__, where,
+                        node.get("profile") or "not named", type(self._inner).__name__)
         except Exception as e:  # noqa: BLE001 - the engine runs on with its own connector
             self._drive = None
             log.error("kvledger recorder: drive mode is off, %s answers the hooks: %s", type(self._inner).__name__, e)
