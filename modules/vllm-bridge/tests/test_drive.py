@@ -68,13 +68,16 @@ def scheduler(tmp_path, node_port, **more):
 PARAMS = {"do_remote_prefill": True, "transfer_id": "tx-0001", "remote_host": "10.0.0.1"}
 
 
-def test_vllm_gets_the_nodes_answers_and_the_recording_keeps_the_connectors(tmp_path):
-    node = ScriptedNode({"get_num_new_matched_tokens": {"num_tokens": 7, "load_async": True},
+def test_vllm_gets_the_nodes_answers_and_the_recording_keeps_the_connectors(tmp_path, caplog):
+    node = ScriptedNode({"hello": {"protocol": 1, "profile": "seed"},
+                         "get_num_new_matched_tokens": {"num_tokens": 7, "load_async": True},
                          "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
                          "update_connector_output": {"finished_sending": ["r-x"]}})
     try:
-        s = scheduler(tmp_path, node.port)
+        with caplog.at_level(logging.WARNING, logger="vllm.kvledger_vllm"):
+            s = scheduler(tmp_path, node.port)
         assert s.driving
+        assert "DRIVE MODE" in caplog.text and "(profile seed;" in caplog.text  # the profile the node runs
         req = producer_requests(1)[0]
         s.on_new_request(req)
         assert s.get_num_new_matched_tokens(req, 0) == (7, True)  # the inner says (0, False)
@@ -92,7 +95,12 @@ def test_vllm_gets_the_nodes_answers_and_the_recording_keeps_the_connectors(tmp_
         assert hooks == ["hello", "add_request", "get_num_new_matched_tokens", "update_state_after_alloc",
                          "build_connector_meta", "update_connector_output", "request_finished"]
         args = dict(node.calls)
-        assert args["hello"] == {"kv_role": "kv_producer", "mode": "write", "dp_rank": 0, "connector_role": "scheduler"}
+        # the install as the recording's header names it (the stand-in vLLM has no version)
+        assert args["hello"] == {"kv_role": "kv_producer", "mode": "write", "dp_rank": 0, "connector_role": "scheduler",
+                                 "inner_connector": "fakes.ScriptedConnector"}
+        # an empty step: no new requests, and vLLM's None for no preemption is sent as []
+        assert args["build_connector_meta"] == {"step": 1, "cached_req_ids": [], "cached_new_block_ids": [],
+                                                "scheduled_new_reqs": [], "preempted_req_ids": []}
         assert args["add_request"]["request_id"] == req.request_id and args["add_request"]["num_prompt_tokens"] == 40
         assert args["update_state_after_alloc"] == {"request_id": req.request_id, "block_ids": [[1, 2]],
                                                     "num_external_tokens": 0}
@@ -144,3 +152,63 @@ def test_no_node_means_no_drive_mode_and_the_engine_runs_on(tmp_path, caplog):
     req = producer_requests(1)[0]
     assert s.get_num_new_matched_tokens(req, 0) == (0, False)
     s.shutdown()
+
+
+def test_the_node_learns_the_steps_new_and_preempted_requests(tmp_path):
+    """build_connector_meta carries scheduled_new_reqs (params as the request had them before the inner
+    ran) and preempted_req_ids; an older vLLM whose scheduler output lacks them sends neither."""
+    from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+    from types import SimpleNamespace
+    meta = {"step": 1, "reqs_to_recv": {"n1": {"local_block_ids": [[4, 5]]}}, "reqs_to_save": {}, "reqs_to_send": [],
+            "mapping_size": 0}
+    node = ScriptedNode({"build_connector_meta": meta})
+    try:
+        s = scheduler(tmp_path, node.port)
+        params = {"do_remote_prefill": True, "transfer_id": "tx-9", "remote_block_ids": [1, 2]}
+        new = [NewRequestData("n1", [1, 2], SimpleNamespace(extra_args={"kv_transfer_params": params}), ([4, 5], [6]), 0),
+               NewRequestData("n2", [3], SimpleNamespace(extra_args=None), ([7],), 16)]
+        out = SchedulerOutput(scheduled_new_reqs=new,
+                              scheduled_cached_reqs=CachedRequestData(req_ids=["c1"], new_block_ids=[([9],)]),
+                              preempted_req_ids={"p2", "p1"})
+        s.build_connector_meta(out)
+        assert s.drive_metadata == meta  # the node's answer, kept for inspection
+        old = SimpleNamespace(scheduled_cached_reqs=CachedRequestData())  # a vLLM without both fields
+        s.build_connector_meta(old)
+        s.shutdown()
+        steps = [a for h, a in node.calls if h == "build_connector_meta"]
+        assert steps[0] == {"step": 1, "cached_req_ids": ["c1"], "cached_new_block_ids": [[[9]]],
+                            "scheduled_new_reqs": [
+                                {"request_id": "n1", "block_ids": [[4, 5], [6]], "num_computed_tokens": 0,
+                                 "kv_transfer_params": params},
+                                {"request_id": "n2", "block_ids": [[7]], "num_computed_tokens": 16,
+                                 "kv_transfer_params": None}],
+                            "preempted_req_ids": ["p1", "p2"]}
+        assert steps[1] == {"step": 2, "cached_req_ids": [], "cached_new_block_ids": []}
+    finally:
+        node.close()
+
+
+def test_a_node_refusing_the_engines_install_leaves_drive_mode_off(tmp_path, caplog, monkeypatch):
+    """hello names the install as the recording's header does; a node of another profile refuses it,
+    and the engine runs on with the inner connector's answers."""
+    import vllm
+    monkeypatch.setattr(vllm, "__version__", "0.11.1.dev5+g239b5ff30.d20260518", raising=False)
+    refusal = ("this node is not the caller's: the engine's vLLM 0.11.1.dev5+g239b5ff30.d20260518 (commit 239b5ff30) "
+               "with ScriptedConnector is modelled by profile vllm-239b5ff30, this node runs newest "
+               "(start it with --profile vllm-239b5ff30)")
+    node = ScriptedNode({"hello": refusal})
+    try:
+        with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
+            s = scheduler(tmp_path, node.port)
+        assert not s.driving
+        assert caplog.text.count("drive mode is off") == 1 and "start it with --profile vllm-239b5ff30" in caplog.text
+        assert node.calls == [("hello", {"kv_role": "kv_producer", "mode": "write", "dp_rank": 0,
+                                         "connector_role": "scheduler",
+                                         "vllm_version": "0.11.1.dev5+g239b5ff30.d20260518", "vllm_commit": "239b5ff30",
+                                         "inner_connector": "fakes.ScriptedConnector"})]
+        req = producer_requests(1)[0]
+        assert s.get_num_new_matched_tokens(req, 0) == (0, False)  # the inner's answer; the node is not asked
+        assert len(node.calls) == 1
+        s.shutdown()
+    finally:
+        node.close()

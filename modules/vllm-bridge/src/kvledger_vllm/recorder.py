@@ -493,6 +493,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_seen = set()
         self._drive_step = 0
         self.drive_fallbacks = 0
+        # the node's answer to the last build_connector_meta (None: none yet, or it did not answer);
+        # for inspection only: vLLM's worker gets the inner's metadata
+        self.drive_metadata = None
         try:
             self._start_recording(vllm_config, role, extra, inner_cls)
         except Exception as e:  # noqa: BLE001 - recording is optional, the engine is not
@@ -512,18 +515,27 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 role = "kv_consumer"
             read_mode = resolve_mode(self._inner, extra, ktc) == "READ"
             dp = _ranks(vllm_config, True)[0]
+            hello = {"kv_role": role, "mode": "read" if read_mode else "write", "dp_rank": dp,
+                     "connector_role": "scheduler"}
+            # what the recording's header says of the install: the node checks its profile against it
+            version, commit = vllm_version_and_commit()
+            if version:
+                hello["vllm_version"] = version
+            if commit:
+                hello["vllm_commit"] = commit
+            inner_cls = type(self._inner)
+            hello["inner_connector"] = f"{inner_cls.__module__}.{inner_cls.__qualname__}"
             bridge = NodeBridge(where, int(extra.get("drive_timeout_ms", 5000)))
             try:
-                bridge.call("hello", kv_role=role, mode="read" if read_mode else "write", dp_rank=dp,
-                            connector_role="scheduler")
+                node = bridge.call("hello", **hello)
             except Exception:
                 bridge.close()
                 raise
             self._drive = bridge
             self._drive_producer = role == "kv_producer"
             log.warning("kvledger-vllm %s: DRIVE MODE: the scheduler hooks are answered by the kvledger node at %s "
-                        "(%s's own answers are recorded, not returned)", __version__, where,
-                        type(self._inner).__name__)
+                        "(profile %s; %s's own answers are recorded, not returned)", __version__, where,
+                        node.get("profile") or "not named", type(self._inner).__name__)
         except Exception as e:  # noqa: BLE001 - the engine runs on with its own connector
             self._drive = None
             log.error("kvledger recorder: drive mode is off, %s answers the hooks: %s", type(self._inner).__name__, e)
@@ -883,7 +895,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     def build_connector_meta(self, scheduler_output):
         new_reqs = preempted = _ABSENT
-        if self._stream is not None:
+        if self._stream is not None or self._drive is not None:
             # before the inner runs: the params it reads are the request's own dict, changed later
             try:
                 new_reqs = _new_requests_snapshot(scheduler_output)
@@ -929,10 +941,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 nbs = list(getattr(crd, "new_block_ids", ()) or ()) if crd is not None else []
                 nbs = [None if nb is None else _block_groups(nb) for nb in nbs[:len(ids)]]
                 nbs += [None] * (len(ids) - len(nbs))
-                self._drive_call("build_connector_meta", step=self._drive_step, cached_req_ids=ids,
-                                 cached_new_block_ids=nbs)
+                args = {"step": self._drive_step, "cached_req_ids": ids, "cached_new_block_ids": nbs}
+                # left out when this vLLM has no such field (the node then knows they were not sent)
+                if new_reqs is not _ABSENT:
+                    args["scheduled_new_reqs"] = _new_requests_fields(new_reqs)
+                if preempted is not _ABSENT:
+                    args["preempted_req_ids"] = sorted(str(x) for x in preempted)
             except Exception as e:  # noqa: BLE001
+                args = None
                 self._failed("drive build_connector_meta", e)
+            if args is not None:
+                self.drive_metadata = self._drive_call("build_connector_meta", **args)
         return result
 
     def on_new_request(self, request):

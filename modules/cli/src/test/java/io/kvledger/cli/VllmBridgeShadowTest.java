@@ -71,7 +71,7 @@ class VllmBridgeShadowTest {
     }
 
     /** Starts {@code kvledger node --engine ENGINE} (shadow: --shadow; drive: --bridge on the same port). */
-    private Path startNode(String role, String engine) throws Exception {
+    private Path startNode(String role, String engine, String... more) throws Exception {
         int[] ports = io.kvledger.service.cluster.LoopbackPorts.distinct(2);
         shadowPort = ports[0];
         httpPort = ports[1];
@@ -90,6 +90,7 @@ class VllmBridgeShadowTest {
                 "--kv-transfer-config", "{\"kv_role\":\"kv_" + role + "\",\"kv_connector_extra_config\":{\"host_ip\":\"" + host
                         + "\",\"proxy_ip\":\"127.0.0.1\",\"proxy_ping_port\":1}}",
                 "--http", "127.0.0.1:" + httpPort, "--journal", journal.toString()));
+        cmd.addAll(List.of(more));
         node = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(nodeLog.toFile()).start();
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         while (System.nanoTime() < end && node.isAlive()) {
@@ -258,6 +259,47 @@ class VllmBridgeShadowTest {
         CliRun.Outcome o = CliRun.run("replay", "--verify", "--full-ids", p0.toString());
         assertEquals(1, o.code(), o.out() + o.err());
         assertTrue(o.out().contains("journal: finish_decision rid=" + RID1 + " delay_free=false"), o.out());
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void driveModeHandsAWriteConsumerOf239b5ff30ItsNewRequests() throws Exception {
+        // vLLM 239b5ff30's WRITE consumer builds reqs_to_recv from scheduled_new_reqs: the node,
+        // driven under that profile, answers the step with the receive the engine scheduled
+        Path journal = startNode("consumer", "drive", "--profile", "vllm-239b5ff30");
+        List<String> cmd = List.of(PYTHON.toString(), BRIDGE.resolve("tests/drive_new_reqs.py").toString(),
+                "--drive", "tcp://127.0.0.1:" + shadowPort);
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.environment().put("PYTHONPATH", String.join(":", BRIDGE.resolve("src").toString(),
+                BRIDGE.resolve("tests/standin").toString(), BRIDGE.resolve("tests").toString()));
+        pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
+        Process p = pb.start();
+        String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the script did not finish");
+        assertEquals(0, p.exitValue(), log);
+        String last = log.strip().lines().reduce((a, b) -> b).orElseThrow();
+        Map<String, Object> out = (Map<String, Object>) Json.parse(last);
+        assertEquals(Boolean.TRUE, out.get("driving"), log);
+        assertEquals(0L, out.get("fallbacks"), log);
+        Map<String, Object> meta = (Map<String, Object>) out.get("metadata");
+        Map<String, Object> recv = (Map<String, Object>) meta.get("reqs_to_recv");
+        assertEquals(1, recv.size(), log);
+        String rid = recv.keySet().iterator().next();
+        assertTrue(rid.endsWith("-0-bbbbbbbb"), rid);
+        Map<String, Object> m = (Map<String, Object>) recv.get(rid);
+        // list(new_req.block_ids)[0]: group 0 of the scheduled request, the remote side from its params
+        assertEquals(List.of(List.of(3L, 4L)), m.get("local_block_ids"), log);
+        assertEquals("tx-0001", m.get("transfer_id"), log);
+        assertEquals("10.0.0.1", m.get("remote_host"), log);
+        // a hello naming an install the node's profile does not model is refused, naming the one to run
+        assertTrue(String.valueOf(out.get("refused")).contains("is modelled by profile newest, this node runs vllm-239b5ff30"),
+                log);
+        stopNode();
+        // the node journaled the step with its new requests: its replay decides the same
+        CliRun.Outcome v = CliRun.run("replay", "--verify", journal.toString());
+        assertEquals(0, v.code(), v.out() + v.err());
+        CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--type", "step_scheduled");
+        assertTrue(dump.out().contains("new=") && dump.out().contains("bbbbbbbb"), dump.out() + dump.err());
     }
 
     @Test

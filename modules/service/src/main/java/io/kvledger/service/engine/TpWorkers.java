@@ -129,7 +129,7 @@ public final class TpWorkers implements AutoCloseable {
         } else if (e instanceof NodeEvent.BlocksAllocated b) {
             return new HookCall.UpdateStateAfterAlloc(b.requestId(), b.blocks(), b.numExternalTokens());
         } else if (e instanceof NodeEvent.StepScheduled s) {
-            return new HookCall.BuildConnectorMeta(s.step(), s.cachedRequests());
+            return new HookCall.BuildConnectorMeta(s.step(), s.cachedRequests(), s.scheduledNewReqs(), s.preemptedReqIds());
         } else if (e instanceof NodeEvent.RequestFinished f) {
             return new HookCall.RequestFinished(f.requestId(), f.status(), f.blockIds());
         } else if (e instanceof NodeEvent.ConnectorOutputReceived o) {

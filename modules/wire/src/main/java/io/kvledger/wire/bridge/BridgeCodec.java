@@ -1,5 +1,6 @@
 package io.kvledger.wire.bridge;
 
+import io.kvledger.core.config.UpstreamVersions;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
@@ -120,7 +121,8 @@ public final class BridgeCodec {
                     blocks(req(a, "block_ids"), "args.block_ids"),
                     int32(req(a, "num_external_tokens"), "args.num_external_tokens"));
             case BUILD_CONNECTOR_META -> new HookCall.BuildConnectorMeta(
-                    int64(req(a, "step"), "args.step"), cached(a));
+                    int64(req(a, "step"), "args.step"), cached(a), newRequests(a.get("scheduled_new_reqs")),
+                    optionalStrings(a.get("preempted_req_ids"), "args.preempted_req_ids"));
             case REQUEST_FINISHED -> new HookCall.RequestFinished(
                     str(req(a, "request_id"), "args.request_id"),
                     status(req(a, "status"), "args.status"),
@@ -141,7 +143,10 @@ public final class BridgeCodec {
                     optionalStr(a.get("mode"), "args.mode"),
                     a.get("dp_rank") == null ? null : int32(a.get("dp_rank"), "args.dp_rank"),
                     a.get("tp_rank") == null ? null : int32(a.get("tp_rank"), "args.tp_rank"),
-                    optionalStr(a.get("connector_role"), "args.connector_role"));
+                    optionalStr(a.get("connector_role"), "args.connector_role"),
+                    optionalStr(a.get("vllm_version"), "args.vllm_version"),
+                    optionalStr(a.get("vllm_commit"), "args.vllm_commit"),
+                    optionalStr(a.get("inner_connector"), "args.inner_connector"));
             case PING -> new HookCall.Ping();
         };
     }
@@ -181,6 +186,43 @@ public final class BridgeCodec {
             out.add(new NodeEvent.CachedRequest(rid, b == null ? null : blocks(b, "args.cached_new_block_ids[" + i + "]")));
         }
         return out;
+    }
+
+    /**
+     * {@code scheduled_new_reqs}: a list of {@code {"request_id": str, "block_ids": groups,
+     * "num_computed_tokens": int >= 0, "kv_transfer_params": dict | None}} (the last may be left
+     * out), or {@code null} when not sent (absent or None).
+     */
+    private static List<NodeEvent.NewRequest> newRequests(Object v) {
+        if (v == null) {
+            return null;
+        }
+        String what = "args.scheduled_new_reqs";
+        List<?> l = list(v, what);
+        List<NodeEvent.NewRequest> out = new ArrayList<>(l.size());
+        for (int i = 0; i < l.size(); i++) {
+            String w = what + "[" + i + "]";
+            if (!(l.get(i) instanceof Map<?, ?> m)) {
+                throw wrong(w, "dict", l.get(i));
+            }
+            String rid = str(reqIn(m, "request_id", w), w + ".request_id");
+            BlockGroups blocks = blocks(reqIn(m, "block_ids", w), w + ".block_ids");
+            int computed = int32(reqIn(m, "num_computed_tokens", w), w + ".num_computed_tokens");
+            if (computed < 0) {
+                throw new Bad(RejectReason.INVALID_VALUE, w + ".num_computed_tokens = " + computed + " is negative");
+            }
+            out.add(new NodeEvent.NewRequest(rid, blocks, computed, params(m.get("kv_transfer_params"),
+                    w + ".kv_transfer_params")));
+        }
+        return out;
+    }
+
+    /** A required key of a nested map (present, possibly None). */
+    private static Object reqIn(Map<?, ?> m, String key, String where) {
+        if (!m.containsKey(key)) {
+            throw new Bad(RejectReason.MISSING_FIELD, "missing " + where + "." + key);
+        }
+        return m.get(key);
     }
 
     // ================================================================== replies
@@ -294,6 +336,9 @@ public final class BridgeCodec {
         r.put("tp_rank", (long) node.tpRank());
         r.put("tp_size", (long) node.tpSize());
         r.put("engine_id", node.engineId());
+        if (node.profile() != null) {
+            r.put("profile", node.profile());
+        }
         List<String> hooks = new ArrayList<>();
         for (BridgeHook h : BridgeHook.values()) {
             hooks.add(h.wireName());
@@ -304,7 +349,10 @@ public final class BridgeCodec {
 
     /**
      * Why a {@code hello} does not fit this node (its {@code kv_role}, {@code mode}, {@code dp_rank}
-     * or {@code tp_rank} differs), or {@code null} when it fits.
+     * or {@code tp_rank} differs, or the vLLM install it names is modelled by another behaviour
+     * profile than the node's, as {@link UpstreamVersions} maps a recording's header), or
+     * {@code null} when it fits. An install the table has no row for, or a node whose profile is
+     * not known, is not checked.
      */
     public static String helloMismatch(HookCall.Hello hello, BridgeNodeInfo node) {
         List<String> wrong = new ArrayList<>();
@@ -320,7 +368,39 @@ public final class BridgeCodec {
         if (hello.tpRank() != null && hello.tpRank() != node.tpRank()) {
             wrong.add("tp_rank " + hello.tpRank() + " != " + node.tpRank());
         }
+        String wanted = profileFor(hello);
+        if (wanted != null && node.baseProfile() != null && !wanted.equals(node.baseProfile())) {
+            wrong.add("the engine's " + install(hello) + " is modelled by profile " + wanted + ", this node runs "
+                    + node.profile() + " (start it with --profile " + wanted + ")");
+        }
         return wrong.isEmpty() ? null : "this node is not the caller's: " + String.join(", ", wrong);
+    }
+
+    /**
+     * The behaviour profile a recording with the hello's {@code vllm_version}, {@code vllm_commit}
+     * and {@code inner_connector} in its header would be replayed with, or {@code null} when the
+     * hello names no install or the table has no row for it.
+     */
+    public static String profileFor(HookCall.Hello hello) {
+        if (hello.vllmVersion() == null && hello.vllmCommit() == null) {
+            return null;
+        }
+        return UpstreamVersions.profileFor(hello.vllmVersion(), hello.vllmCommit(), hello.innerConnector());
+    }
+
+    private static String install(HookCall.Hello h) {
+        StringBuilder b = new StringBuilder("vLLM");
+        if (h.vllmVersion() != null) {
+            b.append(' ').append(clip(h.vllmVersion()));
+        }
+        if (h.vllmCommit() != null) {
+            b.append(" (commit ").append(clip(h.vllmCommit())).append(')');
+        }
+        if (h.innerConnector() != null) {
+            String cls = h.innerConnector();
+            b.append(" with ").append(clip(cls.substring(cls.lastIndexOf('.') + 1)));
+        }
+        return b.toString();
     }
 
     /** An empty successful result ({@code ping}). */
@@ -443,6 +523,19 @@ public final class BridgeCodec {
                 }
                 a.put("cached_req_ids", ids);
                 a.put("cached_new_block_ids", blocks);
+                if (c.scheduledNewReqs() != null) {
+                    List<Object> reqs = new ArrayList<>();
+                    for (NodeEvent.NewRequest r : c.scheduledNewReqs()) {
+                        Map<String, Object> d = new LinkedHashMap<>();
+                        d.put("request_id", r.requestId());
+                        d.put("block_ids", r.blockIds().toGroupedValue());
+                        d.put("num_computed_tokens", (long) r.numComputedTokens());
+                        d.put("kv_transfer_params", r.params() == null ? null : new LinkedHashMap<>(r.params().asMap()));
+                        reqs.add(d);
+                    }
+                    a.put("scheduled_new_reqs", reqs);
+                }
+                putIfSet(a, "preempted_req_ids", c.preemptedReqIds());
             }
             case HookCall.RequestFinished c -> {
                 a.put("request_id", c.requestId());
@@ -475,6 +568,9 @@ public final class BridgeCodec {
                 putIfSet(a, "dp_rank", c.dpRank() == null ? null : (long) c.dpRank());
                 putIfSet(a, "tp_rank", c.tpRank() == null ? null : (long) c.tpRank());
                 putIfSet(a, "connector_role", c.connectorRole());
+                putIfSet(a, "vllm_version", c.vllmVersion());
+                putIfSet(a, "vllm_commit", c.vllmCommit());
+                putIfSet(a, "inner_connector", c.innerConnector());
             }
             case HookCall.Ping c -> { }
         }

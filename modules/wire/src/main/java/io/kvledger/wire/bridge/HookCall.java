@@ -71,18 +71,29 @@ public sealed interface HookCall {
     /**
      * {@code build_connector_meta(scheduler_output)}.
      *
-     * @param cachedRequests {@code scheduled_cached_reqs}, each with its newly allocated block ids
-     *                       ({@code null} when none)
+     * @param cachedRequests   {@code scheduled_cached_reqs}, each with its newly allocated block ids
+     *                         ({@code null} when none)
+     * @param scheduledNewReqs {@code scheduled_new_reqs}, or {@code null} when the caller did not
+     *                         send them (not the same as an empty list)
+     * @param preemptedReqIds  {@code preempted_req_ids}, or {@code null} when not sent
      */
-    record BuildConnectorMeta(long step, List<NodeEvent.CachedRequest> cachedRequests) implements Engine {
+    record BuildConnectorMeta(long step, List<NodeEvent.CachedRequest> cachedRequests,
+                              List<NodeEvent.NewRequest> scheduledNewReqs, List<String> preemptedReqIds) implements Engine {
         public BuildConnectorMeta {
             cachedRequests = List.copyOf(cachedRequests);
+            scheduledNewReqs = scheduledNewReqs == null ? null : List.copyOf(scheduledNewReqs);
+            preemptedReqIds = preemptedReqIds == null ? null : List.copyOf(preemptedReqIds);
+        }
+
+        /** A step whose new and preempted requests were not sent. */
+        public BuildConnectorMeta(long step, List<NodeEvent.CachedRequest> cachedRequests) {
+            this(step, cachedRequests, null, null);
         }
 
         @Override public BridgeHook hook() { return BridgeHook.BUILD_CONNECTOR_META; }
 
         @Override public NodeEvent at(long atNs) {
-            return new NodeEvent.StepScheduled(atNs, step, cachedRequests);
+            return new NodeEvent.StepScheduled(atNs, step, cachedRequests, scheduledNewReqs, preemptedReqIds);
         }
     }
 
@@ -183,13 +194,26 @@ public sealed interface HookCall {
      * {@code hello}: the engine side introduces itself. Each field is {@code null} when the caller
      * did not send it; a field that is sent must match the node, or the call is refused.
      *
-     * @param kvRole        vLLM's {@code kv_role} ({@code "kv_producer"} or {@code "kv_consumer"})
-     * @param mode          {@code "read"} or {@code "write"}
-     * @param dpRank        the caller's global data-parallel rank
-     * @param tpRank        the caller's tensor-parallel rank
-     * @param connectorRole {@code "scheduler"} or {@code "worker"} (informational)
+     * @param kvRole         vLLM's {@code kv_role} ({@code "kv_producer"} or {@code "kv_consumer"})
+     * @param mode           {@code "read"} or {@code "write"}
+     * @param dpRank         the caller's global data-parallel rank
+     * @param tpRank         the caller's tensor-parallel rank
+     * @param connectorRole  {@code "scheduler"} or {@code "worker"} (informational)
+     * @param vllmVersion    the engine's {@code vllm.__version__}, as a recording's header has it
+     * @param vllmCommit     the engine's vLLM commit, as a recording's header has it
+     * @param innerConnector the connector the engine wraps ({@code "module.Class"}), as a
+     *                       recording's header has it; the three pick the behaviour profile that
+     *                       models the engine's connector ({@code UpstreamVersions}), which the node
+     *                       must run
      */
-    record Hello(String kvRole, String mode, Integer dpRank, Integer tpRank, String connectorRole) implements HookCall {
+    record Hello(String kvRole, String mode, Integer dpRank, Integer tpRank, String connectorRole,
+                 String vllmVersion, String vllmCommit, String innerConnector) implements HookCall {
+
+        /** A hello that names no vLLM install. */
+        public Hello(String kvRole, String mode, Integer dpRank, Integer tpRank, String connectorRole) {
+            this(kvRole, mode, dpRank, tpRank, connectorRole, null, null, null);
+        }
+
         @Override public BridgeHook hook() { return BridgeHook.HELLO; }
     }
 

@@ -169,7 +169,8 @@ class BridgeCodecTest {
             for (String key : args.keySet()) {
                 boolean optional = switch (r.hook()) {
                     case ADD_REQUEST -> key.equals("kv_transfer_params");
-                    case BUILD_CONNECTOR_META -> key.startsWith("cached_");
+                    case BUILD_CONNECTOR_META -> key.startsWith("cached_") || key.equals("scheduled_new_reqs")
+                            || key.equals("preempted_req_ids");
                     case HANDSHAKE_VOTED -> key.equals("failed_tp_ranks");
                     case UPDATE_CONNECTOR_OUTPUT, HELLO -> true;
                     default -> false;
@@ -258,6 +259,155 @@ class BridgeCodecTest {
                 "args.layer_name must be str, got int");
         argRejected("hello", new LinkedHashMap<>(Map.of("tp_rank", "0")), RejectReason.WRONG_FIELD_TYPE,
                 "args.tp_rank must be int, got str");
+    }
+
+    @Test
+    void newAndPreemptedRequestsAreOptionalAndReachTheStep() {
+        // an older connector sends neither: the step says they were not sent (null), not "none"
+        Map<String, Object> meta = new LinkedHashMap<>();
+        meta.put("step", 3L);
+        HookCall.BuildConnectorMeta old = (HookCall.BuildConnectorMeta) ok(frame(1, "build_connector_meta", meta)).call();
+        assertThat(old.scheduledNewReqs()).isNull();
+        assertThat(old.preemptedReqIds()).isNull();
+        assertThat(old.at(5)).isEqualTo(new NodeEvent.StepScheduled(5, 3, List.of(), null, null));
+        meta.put("scheduled_new_reqs", null);
+        meta.put("preempted_req_ids", null);
+        assertThat(((HookCall.BuildConnectorMeta) ok(frame(2, "build_connector_meta", meta)).call()).scheduledNewReqs()).isNull();
+        assertThat(BridgeCodec.args(old)).doesNotContainKeys("scheduled_new_reqs", "preempted_req_ids");
+
+        // as the recorder sends them: a flat block list is one group, kv_transfer_params may be left out
+        Map<String, Object> n1 = new LinkedHashMap<>();
+        n1.put("request_id", "n1");
+        n1.put("block_ids", List.of(List.of(4L, 5L), List.of(6L)));
+        n1.put("num_computed_tokens", 0L);
+        n1.put("kv_transfer_params", Map.of("do_remote_prefill", true, "transfer_id", "tx-9"));
+        n1.put("future_key", "ignored");
+        Map<String, Object> n2 = new LinkedHashMap<>();
+        n2.put("request_id", "n2");
+        n2.put("block_ids", List.of(7L));
+        n2.put("num_computed_tokens", 32L);
+        meta.put("scheduled_new_reqs", List.of(n1, n2));
+        meta.put("preempted_req_ids", List.of());
+        HookCall.BuildConnectorMeta c = (HookCall.BuildConnectorMeta) ok(frame(3, "build_connector_meta", meta)).call();
+        List<NodeEvent.NewRequest> want = List.of(
+                new NodeEvent.NewRequest("n1", BlockGroups.of(new int[] {4, 5}, new int[] {6}), 0,
+                        KvParams.of(Map.of("do_remote_prefill", true, "transfer_id", "tx-9"))),
+                new NodeEvent.NewRequest("n2", BlockGroups.single(7), 32, null));
+        assertThat(c.scheduledNewReqs()).isEqualTo(want);
+        assertThat(c.preemptedReqIds()).isEmpty();
+        assertThat(c.at(9)).isEqualTo(new NodeEvent.StepScheduled(9, 3, List.of(), want, List.of()));
+    }
+
+    @Test
+    void malformedNewAndPreemptedRequestsAreNamed() {
+        argRejected("build_connector_meta", newReqs("n"), RejectReason.WRONG_FIELD_TYPE,
+                "args.scheduled_new_reqs must be list, got str");
+        argRejected("build_connector_meta", newReqs(List.of("n")), RejectReason.WRONG_FIELD_TYPE,
+                "args.scheduled_new_reqs[0] must be dict, got str");
+        Map<String, Object> entry = newReq();
+        entry.remove("request_id");
+        argRejected("build_connector_meta", newReqs(List.of(newReq(), entry)), RejectReason.MISSING_FIELD,
+                "missing args.scheduled_new_reqs[1].request_id");
+        entry = newReq();
+        entry.remove("block_ids");
+        argRejected("build_connector_meta", newReqs(List.of(entry)), RejectReason.MISSING_FIELD,
+                "missing args.scheduled_new_reqs[0].block_ids");
+        entry = newReq();
+        entry.remove("num_computed_tokens");
+        argRejected("build_connector_meta", newReqs(List.of(entry)), RejectReason.MISSING_FIELD,
+                "missing args.scheduled_new_reqs[0].num_computed_tokens");
+        entry = newReq();
+        entry.put("request_id", 5L);
+        argRejected("build_connector_meta", newReqs(List.of(entry)), RejectReason.WRONG_FIELD_TYPE,
+                "args.scheduled_new_reqs[0].request_id must be str, got int");
+        entry = newReq();
+        entry.put("block_ids", List.of(List.of(1L), List.of(-3L)));
+        argRejected("build_connector_meta", newReqs(List.of(entry)), RejectReason.INVALID_VALUE,
+                "args.scheduled_new_reqs[0].block_ids[1][0] = -3 is negative");
+        entry = newReq();
+        entry.put("block_ids", null);
+        argRejected("build_connector_meta", newReqs(List.of(entry)), RejectReason.WRONG_FIELD_TYPE,
+                "args.scheduled_new_reqs[0].block_ids must be list, got None");
+        entry = newReq();
+        entry.put("num_computed_tokens", -1L);
+        argRejected("build_connector_meta", newReqs(List.of(entry)), RejectReason.INVALID_VALUE,
+                "args.scheduled_new_reqs[0].num_computed_tokens = -1 is negative");
+        entry = newReq();
+        entry.put("num_computed_tokens", 1L << 31);
+        argRejected("build_connector_meta", newReqs(List.of(entry)), RejectReason.INTEGER_OUT_OF_RANGE,
+                "args.scheduled_new_reqs[0].num_computed_tokens = 2147483648 does not fit a 32-bit integer");
+        entry = newReq();
+        entry.put("kv_transfer_params", List.of());
+        argRejected("build_connector_meta", newReqs(List.of(entry)), RejectReason.WRONG_FIELD_TYPE,
+                "args.scheduled_new_reqs[0].kv_transfer_params must be dict or None, got list");
+        Map<String, Object> meta = new LinkedHashMap<>();
+        meta.put("step", 1L);
+        meta.put("preempted_req_ids", List.of("a", 2L));
+        argRejected("build_connector_meta", meta, RejectReason.WRONG_FIELD_TYPE, "args.preempted_req_ids[1] must be str, got int");
+        meta.put("preempted_req_ids", Map.of());
+        argRejected("build_connector_meta", meta, RejectReason.WRONG_FIELD_TYPE, "args.preempted_req_ids must be list, got dict");
+        // nested too deep inside an entry's params: the frame's bound, before any field is read
+        Object deep = 1L;
+        for (int i = 0; i < 40; i++) {
+            deep = List.of(deep);
+        }
+        entry = newReq();
+        entry.put("kv_transfer_params", Map.of("deep", deep));
+        BridgeDecoded d = BridgeCodec.decode(frame(5, "build_connector_meta", newReqs(List.of(entry))));
+        assertThat(((BridgeDecoded.Rejected) d).rejection().reason()).isEqualTo(RejectReason.NESTING_TOO_DEEP);
+    }
+
+    private static Map<String, Object> newReq() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("request_id", "n");
+        m.put("block_ids", List.of(List.of(1L)));
+        m.put("num_computed_tokens", 0L);
+        m.put("kv_transfer_params", null);
+        return m;
+    }
+
+    private static Map<String, Object> newReqs(Object reqs) {
+        Map<String, Object> meta = new LinkedHashMap<>();
+        meta.put("step", 1L);
+        meta.put("cached_req_ids", List.of());
+        meta.put("cached_new_block_ids", List.of());
+        meta.put("scheduled_new_reqs", reqs);
+        return meta;
+    }
+
+    @Test
+    void helloAcceptsTheProfileARecordingsHeaderWouldPick() {
+        String moriio = "vllm.distributed.kv_transfer.kv_connector.v1.moriio.moriio_connector.MoRIIOConnector";
+        BridgeNodeInfo newest = new BridgeNodeInfo(io.kvledger.core.config.Role.CONSUMER,
+                io.kvledger.core.config.TransferMode.WRITE, 0, 1, 0, 1, "10.0.0.1:6301", "newest");
+        BridgeNodeInfo old = new BridgeNodeInfo(io.kvledger.core.config.Role.CONSUMER,
+                io.kvledger.core.config.TransferMode.WRITE, 0, 1, 0, 1, "10.0.0.1:6301", "vllm-239b5ff30");
+        BridgeNodeInfo custom = new BridgeNodeInfo(io.kvledger.core.config.Role.CONSUMER,
+                io.kvledger.core.config.TransferMode.WRITE, 0, 1, 0, 1, "10.0.0.1:6301", "vllm-239b5ff30+custom");
+        HookCall.Hello byCommit = new HookCall.Hello("kv_consumer", "write", 0, null, "scheduler", "0.11.1",
+                "239b5ff30cf46f9196149c888a20be2096fdff03", moriio);
+        HookCall.Hello byVersion = new HookCall.Hello(null, null, null, null, null, "0.11.1.dev5+g239b5ff30.d20260518",
+                null, null);
+        assertThat(BridgeCodec.profileFor(byCommit)).isEqualTo("vllm-239b5ff30");
+        assertThat(BridgeCodec.profileFor(byVersion)).isEqualTo("vllm-239b5ff30");
+        assertThat(BridgeCodec.helloMismatch(byCommit, old)).isNull();
+        assertThat(BridgeCodec.helloMismatch(byVersion, custom)).isNull();
+        assertThat(BridgeCodec.helloMismatch(byCommit, newest)).isEqualTo("this node is not the caller's: the engine's vLLM "
+                + "0.11.1 (commit 239b5ff30cf46f9196149c888a20be2096fdff03) with MoRIIOConnector is modelled by profile "
+                + "vllm-239b5ff30, this node runs newest (start it with --profile vllm-239b5ff30)");
+        // an install the table does not know, another connector, or a node of unknown profile: not checked
+        assertThat(BridgeCodec.helloMismatch(new HookCall.Hello(null, null, null, null, null, "0.10.0", null, moriio), old))
+                .isNull();
+        assertThat(BridgeCodec.helloMismatch(new HookCall.Hello(null, null, null, null, null, null,
+                "239b5ff30cf46f9196149c888a20be2096fdff03", "my.Connector"), newest)).isNull();
+        assertThat(BridgeCodec.helloMismatch(byCommit, new BridgeNodeInfo(io.kvledger.core.config.Role.CONSUMER,
+                io.kvledger.core.config.TransferMode.WRITE, 0, 1, 0, 1, "10.0.0.1:6301"))).isNull();
+        // the reply names the node's profile
+        assertThat(reply(BridgeCodec.encodeHello(3, custom)).result()).containsEntry("profile", "vllm-239b5ff30+custom");
+        assertThat(reply(BridgeCodec.encodeHello(3, new BridgeNodeInfo(io.kvledger.core.config.Role.CONSUMER,
+                io.kvledger.core.config.TransferMode.WRITE, 0, 1, 0, 1, "e"))).result()).doesNotContainKey("profile");
+        argRejected("hello", new LinkedHashMap<>(Map.of("vllm_commit", 239L)), RejectReason.WRONG_FIELD_TYPE,
+                "args.vllm_commit must be str, got int");
     }
 
     // ------------------------------------------------------------------ replies

@@ -44,6 +44,13 @@ public final class BridgeSamples {
         out.add(new BridgeRequest(id++, new HookCall.BuildConnectorMeta(4, List.of(
                 new NodeEvent.CachedRequest("r1", BlockGroups.single(9)),
                 new NodeEvent.CachedRequest("r2", null)))));
+        out.add(new BridgeRequest(id++, new HookCall.BuildConnectorMeta(5, List.of(new NodeEvent.CachedRequest("r1", null)),
+                List.of(new NodeEvent.NewRequest("n1", BlockGroups.of(new int[] {7, 8}, new int[] {9}), 0,
+                                KvParams.of(java.util.Map.of("do_remote_prefill", true, "transfer_id", "tx-1"))),
+                        new NodeEvent.NewRequest("n2", BlockGroups.single(), 16, null)),
+                List.of("p1", "p2"))));
+        out.add(new BridgeRequest(id++, new HookCall.BuildConnectorMeta(6, List.of(), List.of(), List.of())));
+        out.add(new BridgeRequest(id++, new HookCall.BuildConnectorMeta(7, List.of(), null, List.of("p3"))));
         out.add(new BridgeRequest(id++, new HookCall.RequestFinished("cmpl-a-0-1a2b3c4d", FinishStatus.FINISHED_LENGTH_CAPPED,
                 BlockGroups.single(4, 5, 6))));
         out.add(new BridgeRequest(id++, new HookCall.RequestFinished("r9", FinishStatus.FINISHED_ABORTED, BlockGroups.single())));
@@ -59,6 +66,9 @@ public final class BridgeSamples {
         out.add(new BridgeRequest(id++, new HookCall.HandshakeVoted("10.0.0.1:6301", 0, null)));
         out.add(new BridgeRequest(id++, new HookCall.Hello("kv_consumer", "write", 0, 1, "worker")));
         out.add(new BridgeRequest(id++, new HookCall.Hello(null, null, null, null, null)));
+        out.add(new BridgeRequest(id++, new HookCall.Hello("kv_consumer", "write", 0, null, "scheduler",
+                "0.11.1.dev5+g239b5ff30.d20260518", "239b5ff30cf46f9196149c888a20be2096fdff03",
+                "vllm.distributed.kv_transfer.kv_connector.v1.moriio.moriio_connector.MoRIIOConnector")));
         out.add(new BridgeRequest(id++, new HookCall.Ping()));
         out.add(new BridgeRequest(Long.MAX_VALUE, new HookCall.Ping()));
         out.add(new BridgeRequest(-5, new HookCall.SaveKvLayer("ünïcødé-layer")));
