@@ -77,6 +77,27 @@ class JournalImportExportTest {
         assertThat(o.out()).isEmpty();
     }
 
+    /**
+     * Issue 29 item 3: a line over the entry limit failed late, with a raw Chronicle exception,
+     * after a header-only journal was written. It is refused with its number, and nothing is
+     * written.
+     */
+    @Test
+    void a_line_over_the_entry_limit_is_refused_with_its_number_and_nothing_is_written() throws IOException {
+        Path file = tmp.resolve("big.jsonl");
+        List<String> lines = new java.util.ArrayList<>(run("journal", "export", sim.resolve("D0").toString()).lines());
+        lines.add("{\"kind\":\"input\",\"type\":\"frame_rejected\",\"at_ns\":9000000000000,\"reason\":\""
+                + "z".repeat(io.kvledger.journal.JsonLines.MAX_ENTRY_BYTES) + "\",\"frame\":\"\"}");
+        Files.write(file, lines);
+        Path dir = tmp.resolve("big");
+        CliRun.Outcome o = run("journal", "import", file.toString(), dir.toString());
+        assertThat(o.code()).as(o.err()).isEqualTo(2);
+        assertThat(o.err()).contains("line " + lines.size() + ": the frame_rejected entry would be")
+                .contains("nothing imported")
+                .doesNotContain("Exception");
+        assertThat(dir).doesNotExist();
+    }
+
     @Test
     void header_options_make_the_header_of_a_file_without_one() throws IOException {
         Path file = tmp.resolve("hooks.jsonl");

@@ -194,12 +194,21 @@ class ReaderRulesCliTest {
                 for (int k = e.size() / 2; d[(int) x[0] + 5] != 1; k++) {
                     x = e.get(k); // the first input from the middle on
                 }
-                int at = (int) x[0] + 4;
-                d[at + 1] = 2; // input -> derived, and a checksum to match
-                CRC32C crc = new CRC32C();
-                crc.update(d, at, JournalFormat.CRC_OFFSET);
-                crc.update(d, at + JournalFormat.ENVELOPE_V2, (int) x[1] - JournalFormat.ENVELOPE_V2);
-                ByteBuffer.wrap(d).order(ByteOrder.LITTLE_ENDIAN).putInt(at + JournalFormat.CRC_OFFSET, (int) crc.getValue());
+                int forged = 0;
+                for (long[] y : e) {
+                    // every input of its type: input -> derived, and a checksum to match
+                    int at = (int) y[0] + 4;
+                    if (d[at + 1] == 1 && d[at + 2] == d[(int) x[0] + 6] && d[at + 3] == d[(int) x[0] + 7]) {
+                        d[at + 1] = 2;
+                        CRC32C crc = new CRC32C();
+                        crc.update(d, at, JournalFormat.CRC_OFFSET);
+                        crc.update(d, at + JournalFormat.ENVELOPE_V2, (int) y[1] - JournalFormat.ENVELOPE_V2);
+                        ByteBuffer.wrap(d).order(ByteOrder.LITTLE_ENDIAN).putInt(at + JournalFormat.CRC_OFFSET,
+                                (int) crc.getValue());
+                        forged++;
+                    }
+                }
+                assertThat(forged).isGreaterThan(1);
                 Files.write(file, d);
             }
         }

@@ -302,7 +302,7 @@ final class EntryCodec {
 
         private JournalEntry.Unknown unknown(byte[] b, int off, int len, long seq, int typeId, EntryKind kind, long atNs,
                                              String why) {
-            warnings.add("seq " + seq + ": " + why + "; skipped");
+            warnings.undecodable(seq, why);
             return new JournalEntry.Unknown(seq, typeId, kind, atNs, Arrays.copyOfRange(b, off, off + len), why);
         }
     }

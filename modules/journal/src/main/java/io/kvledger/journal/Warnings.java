@@ -18,6 +18,8 @@ final class Warnings {
     private final List<String> messages = new ArrayList<>();
     private long dropped;
     private final Map<Integer, long[]> unknownTypes = new TreeMap<>();
+    /** Entries that could not be decoded, by reason: {count, first seq}, in the order first met. */
+    private final Map<String, long[]> undecodable = new java.util.LinkedHashMap<>();
 
     Warnings(String journal) {
         this.journal = journal;
@@ -36,12 +38,26 @@ final class Warnings {
         c[0]++;
     }
 
+    /** An entry that could not be decoded and was skipped; one line per reason, with a count. */
+    void undecodable(long seq, String why) {
+        long[] c = undecodable.get(why);
+        if (c == null) {
+            if (undecodable.size() >= MAX_MESSAGES) {
+                dropped++;
+                return;
+            }
+            undecodable.put(why, c = new long[] {0, seq});
+        }
+        c[0]++;
+    }
+
     void clearEntryWarnings(int keep) {
         while (messages.size() > keep) {
             messages.removeLast();
         }
         dropped = 0;
         unknownTypes.clear();
+        undecodable.clear();
     }
 
     int size() {
@@ -53,6 +69,11 @@ final class Warnings {
         for (Map.Entry<Integer, long[]> e : unknownTypes.entrySet()) {
             out.add(journal + ": type id " + e.getKey() + " is unknown to this version: " + e.getValue()[0]
                     + " entr" + (e.getValue()[0] == 1 ? "y" : "ies") + " skipped (first at seq " + e.getValue()[1] + ")");
+        }
+        for (Map.Entry<String, long[]> e : undecodable.entrySet()) {
+            long n = e.getValue()[0];
+            out.add(journal + ": " + (n == 1 ? "seq " + e.getValue()[1] + ": " + e.getKey() + "; skipped"
+                    : n + " entries skipped: " + e.getKey() + " (first at seq " + e.getValue()[1] + ")"));
         }
         for (String m : messages) {
             out.add(journal + ": " + m);

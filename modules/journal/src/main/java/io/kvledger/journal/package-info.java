@@ -12,7 +12,11 @@
  * readers scan the queue files with plain file reads ({@code QueueScanner}, never a memory mapping
  * a damaged file could fault; a large file is read ahead on a thread of its own, {@code ReadAhead}),
  * check every entry, read around damage and report each damaged region as a
- * {@link io.kvledger.journal.JournalDamage}.
+ * {@link io.kvledger.journal.JournalDamage}. Every pass applies {@link io.kvledger.journal.EntryRules},
+ * the order rules {@code verify} lists (one header, seqs up by one, times that never go back, causes
+ * that are earlier inputs), so that no reading command answers from what {@code verify} would flag
+ * without saying so. {@link io.kvledger.journal.StagedDir} builds an imported journal beside its
+ * destination and moves it there whole.
  *
  * <p>Depends on {@code io.kvledger.core}, {@code io.kvledger.journal.format},
  * {@code io.kvledger.journal.json}, Chronicle Queue and msgpack-core. Nothing here depends on the
