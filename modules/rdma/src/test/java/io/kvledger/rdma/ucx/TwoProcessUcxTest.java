@@ -46,7 +46,13 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class TwoProcessUcxTest {
 
-    static final Duration TIMEOUT = Duration.ofSeconds(3);
+    /**
+     * The engines' transfer timeout, which also bounds every blocking setup call (a 64 MiB
+     * registration among them: at load average 20 one took over 3 s in CI) and sets how soon a
+     * killed peer is noticed; long enough for a loaded machine, short enough that the kill tests
+     * still show the failure comes from it.
+     */
+    static final Duration TIMEOUT = Duration.ofSeconds(10);
     static final Duration WAIT = Duration.ofSeconds(30);
     static final int PRODUCER_BLOCKS = 64;
     static final int CONSUMER_BLOCKS = 96;
