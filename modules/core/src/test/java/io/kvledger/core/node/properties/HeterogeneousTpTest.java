@@ -74,6 +74,7 @@ class HeterogeneousTpTest {
             assertThat(f.bugClass()).as(all).isEqualTo(22);
             assertThat(f.message()).as(all).doesNotContain("lost notify");
         }
+        assertReplaysTheSame(o);
         boolean healthy = shape.mode() == TransferMode.READ && shape.dTp() >= shape.pTp();
         if (healthy) {
             assertThat(o.stuck()).isNull();
@@ -111,6 +112,25 @@ class HeterogeneousTpTest {
             assertThat(findings).as(all).anyMatch(f -> f.detector().equals("notify-no-listener")
                     && f.message().contains("heterogeneous TP"));
         }
+    }
+
+    /**
+     * vLLM 239b5ff30's WRITE decode scheduler sends remote_blocks from every TP rank's scheduler
+     * call, per its own TP index, to the DECODE address of the request id (switch
+     * write-notify-decode-address): D_tp frames to decode notify + remote_dp_rank + 0..D_tp-1,
+     * whatever the prefill's TP size, and none reaches a prefill rank.
+     */
+    @ParameterizedTest(name = "vllm-239b5ff30 WRITE P tp{0} D tp{1}")
+    @org.junit.jupiter.params.provider.CsvSource({"1,2", "2,1", "1,4", "4,1"})
+    void vllm_239b5ff30_decode_notifies_its_own_address_per_own_tp_index(int pTp, int dTp) {
+        Outcome o = ClusterHarness.run(new Plan(Shape.tp(TransferMode.WRITE, "vllm-239b5ff30", pTp, dTp), TWO, List.of()));
+        assertThat(remoteBlocksPorts(o, "D0t0")).containsExactlyElementsOf(range(71005, dTp));
+        for (int t = 0; t < pTp; t++) {
+            String node = "P0t" + t;
+            assertThat(o.applied()).noneMatch(a -> a.node().equals(node)
+                    && a.event() instanceof io.kvledger.core.event.NodeEvent.RemoteBlocksReceived);
+        }
+        assertReplaysTheSame(o);
     }
 
     static List<Arguments> lossy() {
@@ -158,6 +178,22 @@ class HeterogeneousTpTest {
             // write_done lost on its way to the one decode rank the prefill does send it to
             assertThat(findings).as(all).anyMatch(f -> f.node().equals("D0t0") && f.detector().equals("stuck-waiting")
                     && "tx-0".equals(f.transferId()) && f.message().contains("lost notify"));
+        }
+    }
+
+    /**
+     * What replay --verify checks, per rank: its journaled inputs, run again through a fresh
+     * reducer from its configuration, give the very effects the run took.
+     */
+    private static void assertReplaysTheSame(Outcome o) {
+        for (ClusterHarness.Rank k : o.ranks()) {
+            ReducerFixtures.Run again = new ReducerFixtures.Run(k.run().config);
+            for (int i = 0; i < k.run().events.size(); i++) {
+                List<Effect> effects = again.apply(k.run().events.get(i));
+                assertThat(effects.stream().map(ReducerFixtures::canonical).toList())
+                        .as(k.name() + " #" + i)
+                        .isEqualTo(k.run().effects.get(i).stream().map(ReducerFixtures::canonical).toList());
+            }
         }
     }
 
