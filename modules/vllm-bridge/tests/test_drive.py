@@ -104,6 +104,10 @@ def test_vllm_gets_the_nodes_answers_and_the_recording_keeps_the_connectors(tmp_
             lines = [json.loads(x) for x in f]
         matched = [x for x in lines if x["type"] == "matched_tokens"]
         assert matched[0]["count"] == 0 and matched[0]["load_async"] is False
+        # the connector's own rewrite of finished_sending (it knows no r-y: none safe), not the node's
+        # (which vLLM got)
+        rewritten = [x for x in lines if x["type"] == "finished_sending_rewritten"]
+        assert rewritten == [{"kind": "derived", "type": "finished_sending_rewritten", "safe": []}]
     finally:
         node.close()
 

@@ -8,8 +8,11 @@ vLLM loads it by configuration only::
                            "kv_connector_extra_config": {"record_to": "/var/log/kvledger/{role}-dp{dp}-tp{tp}.jsonl",
                                                          ...the inner connector's own keys...}}'
 
-Every method of ``KVConnectorBase_V1`` is delegated explicitly to the inner connector and returns
-exactly what the inner returned; an exception of the inner connector propagates unchanged (the
+``KvledgerRecorderConnector`` is resolved per configuration (``configured_class``): the class vLLM
+gets declares ``SupportsHMA`` exactly when the inner does, and a class whose HMA-ness and the
+inner's disagree refuses at construction (``RecorderConfigError``, one line). Every method and
+property of the newest ``KVConnectorBase_V1`` is delegated explicitly to the inner connector and
+returns exactly what the inner returned; an exception of the inner connector propagates unchanged (the
 engine sees what it would have seen without the recorder). The recorder's own work is wrapped so
 that an error in it is logged once per hook and never reaches vLLM.
 
@@ -961,9 +964,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if fields is not None:
             try:
                 if self._producer_scheduler:
-                    safe = _LaterIds(getattr(connector_output, "finished_sending", None))
+                    kept = _LaterIds(getattr(connector_output, "finished_sending", None))
                     self._put("connector_output_received", _later(fields), "finished_sending_rewritten",
-                              lambda: {"safe": safe.convert() or []})
+                              lambda kept=kept: {"safe": kept.convert() or []})
                 else:
                     self._put("connector_output_received", _later(fields))
             except Exception as e:  # noqa: BLE001

@@ -4,7 +4,7 @@ package io.kvledger.core.config;
  * Every behavioural difference between connector versions that the reducer reproduces, each tied
  * to the upstream change that introduced it. Numbers 1 to 28 are the differences between the seed
  * scheduler and the newest upstream one (seed-vs-newest.md section A); the rest are open upstream
- * PRs or older worker behaviour, off in both presets, that a replay may turn on to ask "would that
+ * PRs or older worker behaviour, off in every preset, that a replay may turn on to ask "would that
  * change have avoided this hang?", and (section E) the scheduler of vLLM main at 239b5ff30, on in
  * the {@code vllm-239b5ff30} preset only.
  *
@@ -80,7 +80,7 @@ public enum Switch {
     FINISH_BLOCK_IDS_SIGNATURE(28, "finish-block-ids-signature", "#53721, #51052", true,
             "request_finished accepts grouped or flat block ids"),
 
-    // D. Open upstream PRs (off in both presets)
+    // D. Open upstream PRs (off in every preset)
     MAP_FIRST_OWNER_WINS(0, "map-first-owner-wins", "#56468 (open)", false,
             "first owner keeps a transfer id; colliding rids are not staged; guarded unmap fallback"),
     WRITE_MATCH_AFTER_RECV_DONE(0, "write-match-after-recv-done", "#53549, #57705 (open)", false,
@@ -100,7 +100,7 @@ public enum Switch {
     WRITE_FAILED_NOTIFY(0, "write-failed-notify", "#57705 (open)", false,
             "an expired or failed WRITE tells the decode side with a write_failed message"),
 
-    // Older worker behaviour (on in both presets; off reproduces the older connector)
+    // Older worker behaviour (on in every preset; off reproduces the older connector)
     READ_BATCH_VERDICT(0, "read-batch-verdict", "#51052", true,
             "READ completion is judged over every status of a transfer, not only the last"),
     RETRY_UNMAPPED_ACKS(0, "retry-unmapped-acks", "not pinned (N)", true,

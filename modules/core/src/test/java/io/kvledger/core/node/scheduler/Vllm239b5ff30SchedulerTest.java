@@ -154,6 +154,37 @@ class Vllm239b5ff30SchedulerTest {
     }
 
     @Test
+    void a_write_consumer_receives_every_scheduled_new_request() {
+        Node d = new Node(consumer(TransferMode.WRITE).behaviour(V));
+        String rid = proxyRid("r8");
+        io.kvledger.core.model.KvParams kv = params("do_remote_prefill", false, "transfer_id", "t8", "remote_block_ids", null,
+                "remote_engine_id", null, "remote_dp_size", 2L);
+        List<Effect> fx = d.apply(new io.kvledger.core.event.NodeEvent.StepScheduled(d.now, 1, List.of(),
+                List.of(new io.kvledger.core.event.NodeEvent.NewRequest(rid, groups(a(3, 4), a(9)), 40, kv)), List.of()));
+        Effect.MetadataBuilt m = single(fx, Effect.MetadataBuilt.class);
+        assertThat(m.reqsToRecv()).singleElement().satisfies(r -> {
+            assertThat(r.requestId()).isEqualTo(rid);
+            assertThat(r.localBlockIds().size()).isEqualTo(1); // list(new_req.block_ids)[0]
+            assertThat(r.localBlockIds().first()).containsExactly(3, 4);
+            assertThat(r.remoteHost()).isEqualTo(PREFILL.host());
+            assertThat(r.remoteEngineId()).isNull();
+        });
+        // a plain request (no kv_transfer_params): add_new_req raises KeyError on transfer_id
+        List<Effect> raised = d.apply(new io.kvledger.core.event.NodeEvent.StepScheduled(d.now, 2, List.of(),
+                List.of(new io.kvledger.core.event.NodeEvent.NewRequest("plain", one(5), 16, null)), List.of()));
+        assertThat(anomalies(raised)).containsExactly(AnomalyKind.META_PARAM_MISSING);
+        assertThat(single(raised, Effect.MetadataBuilt.class).reqsToRecv()).isEmpty();
+        // a recording without scheduled_new_reqs cannot say what this connector received
+        List<Effect> unknown = d.apply(new io.kvledger.core.event.NodeEvent.StepScheduled(d.now, 3, List.of()));
+        assertThat(anomalies(unknown)).containsExactly(AnomalyKind.INPUT_NOT_RECORDED);
+        // the seed builds nothing from them
+        Node s = new Node(consumer(TransferMode.WRITE).behaviour(seed()));
+        assertThat(single(s.apply(new io.kvledger.core.event.NodeEvent.StepScheduled(s.now, 1, List.of(),
+                List.of(new io.kvledger.core.event.NodeEvent.NewRequest(rid, one(3, 4), 40, kv)), List.of())),
+                Effect.MetadataBuilt.class).reqsToRecv()).isEmpty();
+    }
+
+    @Test
     void a_read_receive_with_no_external_tokens_still_aligns_the_allocation() {
         Node d = new Node(consumer(TransferMode.READ).behaviour(V));
         String rid = proxyRid("r7");
