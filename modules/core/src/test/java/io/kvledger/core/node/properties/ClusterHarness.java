@@ -42,10 +42,13 @@ import java.util.Map;
  *
  * <p>Every frame, handshake and completion is delivered exactly once, in an interleaving chosen by
  * a list of choice numbers (shrinkable; when it runs out the harness drains in a fixed order).
- * Shapes are the ones upstream supports: a decode TP size that is a multiple of the prefill's in
- * READ (the ACK fan-in of #46290/#46332), equal TP sizes in WRITE (the decode scheduler sends one
- * remote_blocks per local TP rank), and no instance with both DP > 1 and TP > 1 (listeners and
- * dialers compute ports differently there, class 23).
+ * The random plans keep to the shapes upstream supports: a decode TP size that is a multiple of
+ * the prefill's in READ (the ACK fan-in of #46290/#46332), equal TP sizes in WRITE (the decode
+ * scheduler sends one remote_blocks per local TP rank), and no instance with both DP > 1 and TP > 1
+ * (listeners and dialers compute ports differently there, class 23). {@link Shape#tp} builds any
+ * other TP ratio under any preset, and a plan may lose one frame ({@link Plan#lose()}); with
+ * unequal TP sizes the engines keep stepping past defer_timeout at the end, so that what only the
+ * reap or a write's expiry ends is seen ({@code HeterogeneousTpTest}).
  */
 final class ClusterHarness {
 
