@@ -78,6 +78,17 @@ class SimulateCommandTest {
         CliRun.Outcome hangs = run("hangs", out.toString());
         assertThat(hangs.out()).as(hangs.err()).contains("class 22").doesNotContain("class 27")
                 .contains("the decode (TP 1) sends remote_blocks to prefill TP ranks 0..0 only");
+        CliRun.Outcome header = run("dump", out.resolve("P0-tp1").toString(), "--type", "header");
+        assertThat(header.out()).contains("origin=\"kvledger node --engine sim-worker (TP rank 1 of a simulated engine");
+        // a decode at TP 2 over a prefill at TP 1: only TP rank 0's node sends remote_blocks, one per decode TP rank
+        Path wide = tmp.resolve("wide");
+        assertThat(run("simulate", "--seed", "4", "--requests", "1", "--mode", "write", "--decode-tp", "2",
+                "--time-limit-s", "5", "--defer-timeout-s", "31", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", wide.toString()).code()).isZero();
+        CliRun.Outcome wideHangs = run("hangs", wide.toString());
+        assertThat(wideHangs.out()).contains("class 22").doesNotContain("class 27")
+                .containsPattern("(?m)^  D0  .*notify-no-listener  class 22")
+                .doesNotContainPattern("(?m)^  D0-tp1  .*notify-no-listener");
         CliRun.Outcome verify = run("replay", "--verify", out.toString());
         assertThat(verify.code()).as(verify.out() + verify.err()).isZero();
         assertThat(verify.out()).contains("verify: no divergence");
