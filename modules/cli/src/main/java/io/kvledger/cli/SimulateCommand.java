@@ -77,6 +77,14 @@ final class SimulateCommand implements Callable<Integer> {
     @Option(names = "--decode", paramLabel = "N", defaultValue = "1", description = "decode instances (default: ${DEFAULT-VALUE})")
     int decode;
 
+    @Option(names = "--prefill-tp", paramLabel = "N", defaultValue = "1",
+            description = "TP size of each prefill instance, one node per TP rank (default: ${DEFAULT-VALUE})")
+    int prefillTp;
+
+    @Option(names = "--decode-tp", paramLabel = "N", defaultValue = "1",
+            description = "TP size of each decode instance, one node per TP rank (default: ${DEFAULT-VALUE})")
+    int decodeTp;
+
     @Option(names = "--defer-timeout-s", paramLabel = "S",
             description = "the connectors' defer_timeout in seconds (default: the simulator's, 60)")
     Double deferTimeoutS;
@@ -108,6 +116,9 @@ final class SimulateCommand implements Callable<Integer> {
         if (prefill < 1 || decode < 1) {
             throw usage("--prefill and --decode must be at least 1");
         }
+        if (prefillTp < 1 || decodeTp < 1) {
+            throw usage("--prefill-tp and --decode-tp must be at least 1");
+        }
         TransferMode m = switch (mode.toLowerCase(Locale.ROOT)) {
             case "read" -> TransferMode.READ;
             case "write" -> TransferMode.WRITE;
@@ -117,7 +128,7 @@ final class SimulateCommand implements Callable<Integer> {
         if (behaviour == null) {
             throw usage("--profile must be one of " + String.join(", ", io.kvledger.core.config.Behaviour.PRESETS) + ", got '" + profile + "'");
         }
-        SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).faults(faults)
+        SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).tp(prefillTp, decodeTp).faults(faults)
                 .behaviour(behaviour).keepLog(false);
         if (deferTimeoutS != null) {
             b.deferTimeoutNs(positiveNs("--defer-timeout-s", deferTimeoutS, 1e9));
@@ -206,6 +217,9 @@ final class SimulateCommand implements Callable<Integer> {
                 .append(" --profile ").append(profile);
         if (prefill != 1 || decode != 1) {
             b.append(" --prefill ").append(prefill).append(" --decode ").append(decode);
+        }
+        if (prefillTp != 1 || decodeTp != 1) {
+            b.append(" --prefill-tp ").append(prefillTp).append(" --decode-tp ").append(decodeTp);
         }
         if (deferTimeoutS != null) {
             b.append(" --defer-timeout-s ").append(num(deferTimeoutS));

@@ -60,6 +60,42 @@ class SimulateCommandTest {
         assertThat(((Map<?, ?>) m.get("anomalies")).get("DEFERRAL_REAPED")).isEqualTo(1L);
     }
 
+    /**
+     * The issue's deployment: a WRITE prefill at TP 2, a decode at TP 1. Every TP rank journals,
+     * the rerun line keeps the TP sizes, hangs finds the un-notified prefill rank as class 22
+     * (never class 27) and replay --verify agrees with every journal.
+     */
+    @Test
+    void a_write_prefill_at_tp_2_over_a_decode_at_tp_1_is_class_22_and_replays_clean() {
+        Path out = tmp.resolve("tp");
+        CliRun.Outcome o = run("simulate", "--seed", "4", "--requests", "2", "--mode", "write", "--prefill-tp", "2",
+                "--time-limit-s", "5", "--defer-timeout-s", "31", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", out.toString());
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.out()).contains("--prefill-tp 2 --decode-tp 1")
+                .containsPattern("(?m)^  P0-tp1 kv_producer +\\d+ entries   2 requests: 2 terminal, 0 hung$")
+                .contains("WRITE_RANK_NOT_NOTIFIED x2");
+        CliRun.Outcome hangs = run("hangs", out.toString());
+        assertThat(hangs.out()).as(hangs.err()).contains("class 22").doesNotContain("class 27")
+                .contains("the decode (TP 1) sends remote_blocks to prefill TP ranks 0..0 only");
+        CliRun.Outcome header = run("dump", out.resolve("P0-tp1").toString(), "--type", "header");
+        assertThat(header.out()).contains("origin=\"kvledger node --engine sim-worker (TP rank 1 of a simulated engine");
+        // a decode at TP 2 over a prefill at TP 1: only TP rank 0's node sends remote_blocks, one per decode TP rank
+        Path wide = tmp.resolve("wide");
+        assertThat(run("simulate", "--seed", "4", "--requests", "1", "--mode", "write", "--decode-tp", "2",
+                "--time-limit-s", "5", "--defer-timeout-s", "31", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", wide.toString()).code()).isZero();
+        CliRun.Outcome wideHangs = run("hangs", wide.toString());
+        assertThat(wideHangs.out()).contains("class 22").doesNotContain("class 27")
+                .containsPattern("(?m)^  D0  .*notify-no-listener  class 22")
+                .doesNotContainPattern("(?m)^  D0-tp1  .*notify-no-listener");
+        CliRun.Outcome verify = run("replay", "--verify", out.toString());
+        assertThat(verify.code()).as(verify.out() + verify.err()).isZero();
+        assertThat(verify.out()).contains("verify: no divergence");
+        assertThat(run("simulate", "--decode-tp", "0", "--out", tmp.resolve("y").toString()).err())
+                .contains("--prefill-tp and --decode-tp must be at least 1");
+    }
+
     @Test
     void usage_errors_exit_2() throws Exception {
         CliRun.Outcome noOut = run("simulate", "--seed", "1");

@@ -23,8 +23,10 @@ import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
- * One engine rank (DP 1, TP 1) with its connector: a toy vLLM engine that owns a block pool and
- * calls the reducer's hooks in the order vLLM's scheduler and model runner call the connector's.
+ * One engine rank (DP 1) with its connector: a toy vLLM engine that owns a block pool and calls
+ * the reducer's hooks in the order vLLM's scheduler and model runner call the connector's. With TP
+ * above 1 this is TP rank 0's node; the other ranks' nodes ({@link #addTpWorker}) get every hook
+ * call it makes and run no engine of their own.
  *
  * <p>An engine step runs in stages, each its own agenda entry so that notify frames and transfer
  * completions can arrive between them:
@@ -137,6 +139,16 @@ final class SimNode {
     private long waitGeneration;
     private long tickGeneration;
 
+    /** With TP above 1, on TP rank 0's node (the engine): the nodes of the other TP ranks. */
+    private final List<SimNode> tpWorkers = new ArrayList<>();
+    /** On another TP rank's node: TP rank 0's node, whose engine hands it every hook call. */
+    private SimNode engine;
+    /** Whether the event being applied arrived on this rank's own listener or completion queue. */
+    private boolean delivering;
+    /** Per request id, how many TP ranks have reported it finished sending (receiving) so far. */
+    private final LinkedHashMap<String, Integer> sendingReports = new LinkedHashMap<>();
+    private final LinkedHashMap<String, Integer> recvingReports = new LinkedHashMap<>();
+
     SimNode(Simulation sim, String name, NodeConfig config, SplittableRandom rng) {
         this.sim = sim;
         this.opts = sim.options();
@@ -172,7 +184,17 @@ final class SimNode {
         return new ZmqAddress(config.hostIp(), config.handshakePortBase(), notifyPort);
     }
 
-    /** Runs the start-up checks and starts the idle background tick. */
+    /**
+     * Makes {@code worker} (the node of another TP rank of this engine's DP rank) one of this
+     * engine's workers: every hook call this engine makes on its own reducer is made on the
+     * worker's too, as vLLM's engine core broadcasts the scheduler output to every worker.
+     */
+    void addTpWorker(SimNode worker) {
+        tpWorkers.add(worker);
+        worker.engine = this;
+    }
+
+    /** Runs the start-up checks and starts the idle background tick (an engine's; a TP worker has none). */
     void start() {
         List<Effect> init = NodeReducer.startupChecks(config);
         sim.recorder().nodeStarted(name, config, init);
@@ -181,7 +203,9 @@ final class SimNode {
                 sim.anomaly(this, 0, a);
             }
         }
-        scheduleBackgroundTick();
+        if (engine == null) {
+            scheduleBackgroundTick();
+        }
     }
 
     // ------------------------------------------------------------------ inputs from the proxy
@@ -200,7 +224,12 @@ final class SimNode {
 
     /** A frame, handshake answer or transfer completion arrives: applied at once (listener threads). */
     void deliver(NodeEvent event) {
-        apply(event);
+        delivering = true;
+        try {
+            apply(event);
+        } finally {
+            delivering = false;
+        }
         switch (event) {
             case NodeEvent.HandshakeCompleted h -> unblock("hs:" + h.key());
             case NodeEvent.HandshakeFailed h -> unblock("hs:" + h.key());
@@ -226,11 +255,75 @@ final class SimNode {
         for (Effect effect : effects) {
             route(event, effect);
         }
-        return effects;
+        if (delivering || tpWorkers.isEmpty()) {
+            return effects;
+        }
+        // a hook call of the engine: every TP worker gets it too, and get_finished is aggregated
+        List<Effect.FinishedReported> reports = new ArrayList<>();
+        for (SimNode w : tpWorkers) {
+            for (Effect e : w.apply(event)) {
+                if (e instanceof Effect.FinishedReported fr) {
+                    reports.add(fr);
+                }
+            }
+        }
+        if (!(event instanceof NodeEvent.FinishedPolled)) {
+            return effects;
+        }
+        List<Effect> out = new ArrayList<>(effects.size());
+        for (Effect e : effects) {
+            if (e instanceof Effect.FinishedReported fr) {
+                reports.add(0, fr);
+                out.add(aggregate(reports));
+            } else {
+                out.add(e);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * vLLM's {@code KVOutputAggregator}: a request is finished sending (receiving) once every TP
+     * rank's worker has reported it, in this step or an earlier one; the blocks that failed to
+     * load are every rank's.
+     */
+    private Effect.FinishedReported aggregate(List<Effect.FinishedReported> reports) {
+        int ranks = reports.size();
+        List<String> sending = new ArrayList<>();
+        List<String> recving = new ArrayList<>();
+        List<Integer> errors = null;
+        for (Effect.FinishedReported r : reports) {
+            count(r.doneSending(), sendingReports, ranks, sending);
+            count(r.doneRecving(), recvingReports, ranks, recving);
+            if (r.loadErrorBlocks() != null) {
+                if (errors == null) {
+                    errors = new ArrayList<>();
+                }
+                errors.addAll(r.loadErrorBlocks());
+            }
+        }
+        return new Effect.FinishedReported(sending, recving, errors);
+    }
+
+    private static void count(List<String> ids, LinkedHashMap<String, Integer> counts, int ranks, List<String> done) {
+        if (ids == null) {
+            return;
+        }
+        for (String id : ids) {
+            int n = counts.merge(id, 1, Integer::sum);
+            if (n >= ranks) {
+                counts.remove(id);
+                done.add(id);
+            }
+        }
     }
 
     private void route(NodeEvent cause, Effect effect) {
         Network net = sim.network();
+        if (engine != null && (effect instanceof Effect.SendRemoteBlocks
+                || effect instanceof Effect.SendRelease r && r.sender() == Effect.Sender.SCHEDULER)) {
+            return; // one scheduler per DP rank: TP rank 0's node sends its notifies
+        }
         switch (effect) {
             case Effect.SendRemoteBlocks m -> net.notify(this, "remote_blocks", text(m.transferId()), m.host(), m.port(),
                     at -> new NodeEvent.RemoteBlocksReceived(at, m.reqId(), text(m.transferId()),

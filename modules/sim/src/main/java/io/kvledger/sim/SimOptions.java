@@ -13,7 +13,7 @@ import java.util.Objects;
  * @param seed                 the only source of randomness
  * @param mode                 READ or WRITE, for every node
  * @param requests             client requests the proxy receives
- * @param prefillNodes         prefill (producer) instances, one engine rank each (DP 1, TP 1)
+ * @param prefillNodes         prefill (producer) instances, each DP 1 and {@code prefillTp} TP ranks
  * @param decodeNodes          decode (consumer) instances, one engine rank each
  * @param faults               faults to inject
  * @param behaviour            the reducer's behaviour switches (every node)
@@ -56,6 +56,9 @@ import java.util.Objects;
  *                             so an ACK surfacing in the step its request finishes finds the
  *                             deferral; true makes such ACKs early (parked)
  * @param keepLog              whether the result keeps every node's (event, effects) log
+ * @param prefillTp            the TP size of every prefill instance: TP rank 0 is its engine, the
+ *                             other ranks are workers the engine hands every hook call to
+ * @param decodeTp             the TP size of every decode instance, likewise
  */
 public record SimOptions(
         long seed,
@@ -94,7 +97,9 @@ public record SimOptions(
         long transferTimeoutNs,
         long timeLimitNs,
         boolean connectorOutputFirst,
-        boolean keepLog) {
+        boolean keepLog,
+        int prefillTp,
+        int decodeTp) {
 
     static final long MS = 1_000_000L;
     static final long US = 1_000L;
@@ -107,6 +112,8 @@ public record SimOptions(
         positive("requests", requests, true);
         positive("prefillNodes", prefillNodes, false);
         positive("decodeNodes", decodeNodes, false);
+        positive("prefillTp", prefillTp, false);
+        positive("decodeTp", decodeTp, false);
         positive("blockSize", blockSize, false);
         positive("blocksPerNode", blocksPerNode, false);
         positive("tokenBudget", tokenBudget, false);
@@ -187,6 +194,8 @@ public record SimOptions(
         b.timeLimitNs = timeLimitNs;
         b.connectorOutputFirst = connectorOutputFirst;
         b.keepLog = keepLog;
+        b.prefillTp = prefillTp;
+        b.decodeTp = decodeTp;
         return b;
     }
 
@@ -229,6 +238,8 @@ public record SimOptions(
         private long timeLimitNs = NodeConfig.seconds(120);
         private boolean connectorOutputFirst;
         private boolean keepLog = true;
+        private int prefillTp = 1;
+        private int decodeTp = 1;
 
         private Builder(long seed, TransferMode mode) {
             this.seed = seed;
@@ -264,6 +275,7 @@ public record SimOptions(
         public Builder timeLimitNs(long v) { timeLimitNs = v; return this; }
         public Builder connectorOutputFirst(boolean v) { connectorOutputFirst = v; return this; }
         public Builder keepLog(boolean v) { keepLog = v; return this; }
+        public Builder tp(int prefill, int decode) { prefillTp = prefill; decodeTp = decode; return this; }
 
         public SimOptions build() {
             return new SimOptions(seed, mode, requests, prefillNodes, decodeNodes, faults, behaviour, blockSize,
@@ -271,7 +283,7 @@ public record SimOptions(
                     decodeMaxTokens, stepMinNs, stepMaxNs, idleStepNs, backgroundTickNs, meanInterArrivalNs, httpMinNs,
                     httpMaxNs, netMinNs, netMaxNs, longDelayMinNs, longDelayMaxNs, handshakeMinNs, handshakeMaxNs,
                     transferBaseNs, transferPerBlockNs, abortWindowNs, deferTimeoutNs, transferTimeoutNs, timeLimitNs,
-                    connectorOutputFirst, keepLog);
+                    connectorOutputFirst, keepLog, prefillTp, decodeTp);
         }
     }
 }

@@ -39,6 +39,8 @@ public final class Simulation {
     private final List<SimNode> prefills = new ArrayList<>();
     private final List<SimNode> decodes = new ArrayList<>();
     private final List<SimNode> nodes = new ArrayList<>();
+    /** The nodes of TP ranks above 0, driven by their instance's engine (TP rank 0's node). */
+    private final List<SimNode> tpWorkers = new ArrayList<>();
     private final List<AnomalyRecord> anomalies = new ArrayList<>();
 
     private int arrived;
@@ -63,17 +65,31 @@ public final class Simulation {
         SplittableRandom faults = root.split();
         this.network = new Network(this, latency, faults);
         for (int i = 0; i < opts.prefillNodes(); i++) {
-            prefills.add(new SimNode(this, "P" + i, nodeConfig(Role.PRODUCER, "10.0.0." + (i + 1)), root.split()));
+            prefills.add(instance("P" + i, Role.PRODUCER, "10.0.0." + (i + 1), opts.prefillTp(), root));
         }
         for (int i = 0; i < opts.decodeNodes(); i++) {
-            decodes.add(new SimNode(this, "D" + i, nodeConfig(Role.CONSUMER, "10.0.1." + (i + 1)), root.split()));
+            decodes.add(instance("D" + i, Role.CONSUMER, "10.0.1." + (i + 1), opts.decodeTp(), root));
         }
         nodes.addAll(prefills);
         nodes.addAll(decodes);
         this.proxy = new ToyProxy(prefills, decodes);
     }
 
-    private NodeConfig nodeConfig(Role role, String host) {
+    /**
+     * One instance: TP rank 0's node, the engine the proxy talks to, and with TP above 1 a node
+     * per other TP rank ({@code <name>-tp<rank>}) that the engine hands every hook call to.
+     */
+    private SimNode instance(String name, Role role, String host, int tp, SplittableRandom root) {
+        SimNode engine = new SimNode(this, name, nodeConfig(role, host, 0, tp), root.split());
+        for (int t = 1; t < tp; t++) {
+            SimNode w = new SimNode(this, name + "-tp" + t, nodeConfig(role, host, t, tp), root.split());
+            engine.addTpWorker(w);
+            tpWorkers.add(w);
+        }
+        return engine;
+    }
+
+    private NodeConfig nodeConfig(Role role, String host, int tpRank, int tpSize) {
         List<String> layers = new ArrayList<>();
         for (int i = 0; i < opts.layers(); i++) {
             layers.add("model.layers." + i + ".self_attn.attn");
@@ -85,6 +101,7 @@ public final class Simulation {
                 .deferTimeoutNs(opts.deferTimeoutNs())
                 .transferTimeoutNs(opts.transferTimeoutNs())
                 .behaviour(opts.behaviour())
+                .tp(tpRank, tpSize)
                 .build();
     }
 
@@ -102,7 +119,13 @@ public final class Simulation {
         for (SimNode n : nodes) {
             network.bind(n);
         }
+        for (SimNode n : tpWorkers) {
+            network.bind(n);
+        }
         for (SimNode n : nodes) {
+            n.start();
+        }
+        for (SimNode n : tpWorkers) {
             n.start();
         }
         if (opts.requests() > 0) {
@@ -141,6 +164,11 @@ public final class Simulation {
         List<NodeReport> reports = new ArrayList<>();
         for (SimNode n : nodes) {
             reports.add(n.report());
+            for (SimNode w : tpWorkers) {
+                if (w.name().startsWith(n.name() + "-tp")) {
+                    reports.add(w.report());
+                }
+            }
         }
         SimStats stats = new SimStats(arrived, decodeCompleted, abortsInjected, decodeNotDispatched,
                 network.framesSent, network.framesDelivered, network.framesLost, network.framesDropped,
@@ -162,9 +190,18 @@ public final class Simulation {
                 return false;
             }
         }
+        for (SimNode n : tpWorkers) {
+            if (!n.settled()) {
+                return false;
+            }
+        }
         // The incremental view says yes: confirm against the reducers' full phase maps.
         boolean all = true;
         for (SimNode n : nodes) {
+            n.rescanOpen();
+            all &= n.settled();
+        }
+        for (SimNode n : tpWorkers) {
             n.rescanOpen();
             all &= n.settled();
         }

@@ -51,7 +51,11 @@ public final class SimJournalRecorder implements Recorder, AutoCloseable {
         if (writers.containsKey(node)) {
             throw new IllegalStateException("node " + node + " started twice");
         }
-        JournalWriter w = JournalWriter.open(nodeDir, JournalHeader.of(node, config, origin));
+        // a TP rank above 0 is a worker of its instance's engine: the scheduler-side notifies its
+        // reducer decides are sent by TP rank 0's node, as the live node's sim-worker journals say
+        String o = config.tpRank() > 0 ? JournalHeader.SIM_WORKER_ORIGIN + " (TP rank " + config.tpRank()
+                + " of a simulated engine; scheduler-side notifies are sent by TP rank 0's node): " + origin : origin;
+        JournalWriter w = JournalWriter.open(nodeDir, JournalHeader.of(node, config, o));
         writers.put(node, w);
         for (Effect e : startupEffects) {
             w.appendDerived(0, e);

@@ -226,7 +226,8 @@ public final class HangDetectors {
                 + rel(l, n.shutDownAt) + " with it still there)" : "");
         String stepping = stepping(l, n, r);
         if (r.phase == RequestPhase.WAITING_FOR_REMOTE_KVS) {
-            out.add(new Finding("stuck-waiting", n.name, r.requestId, r.transferId, r.phase, 27, end, since,
+            out.add(new Finding("stuck-waiting", n.name, r.requestId, r.transferId, r.phase,
+                    consumerTpAboveProducer(l, n, r.transferId) ? 22 : 27, end, since,
                     "in WAITING_FOR_REMOTE_KVS " + waited + ": " + whyNoWriteDone(l, n, r) + stepping));
         } else if (r.phase == RequestPhase.DEFERRED_FREE) {
             out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 7, end, since,
@@ -379,7 +380,77 @@ public final class HangDetectors {
                         ? " and it arrived, but the worker never mapped it" : lostHow(l, t, wd));
             }
         }
+        int producerTp = producerTp(l, t);
+        if (producerTp > 0 && d.config.tpRank() >= producerTp) {
+            return "no prefill TP rank sends write_done to this rank: prefill TP rank r sends it to the decode's notify port"
+                    + " + DP rank + r, and the prefill has TP " + producerTp + " while this is decode TP rank "
+                    + d.config.tpRank() + " of " + d.config.tpSize() + " (heterogeneous TP: no MoRIIO version has a WRITE"
+                    + " rule for a decode TP above the prefill's)";
+        }
         return null;
+    }
+
+    /** The TP size of the producer legs of a transfer (the largest), or 0 when none is journaled. */
+    private static int producerTp(Ledger l, TransferView t) {
+        int tp = 0;
+        for (String node : t.legs.keySet()) {
+            NodeView v = l.nodes.get(node);
+            if (v.producer()) {
+                tp = Math.max(tp, v.config.tpSize());
+            }
+        }
+        return tp;
+    }
+
+    /** Whether a WRITE decode rank's transfer ran against a prefill of fewer TP ranks (class 22). */
+    private static boolean consumerTpAboveProducer(Ledger l, NodeView d, String tid) {
+        TransferView t = tid == null ? null : l.transfers.get(tid);
+        if (t == null || d.producer() || d.config.mode() != io.kvledger.core.config.TransferMode.WRITE) {
+            return false;
+        }
+        int producerTp = producerTp(l, t);
+        return producerTp > 0 && d.config.tpSize() > producerTp;
+    }
+
+    /**
+     * Whether a producer rank's transfer was released by a decode of fewer TP ranks than the
+     * producer's (the consumer_tp_size of its releases): get_moriio_remote_tp_rank maps decode rank
+     * d to prefill rank d * (P_tp / D_tp), so the other prefill ranks are never read nor released
+     * (the P_tp > D_tp residual of class 22).
+     */
+    private static boolean producerTpAboveConsumer(Ledger l, NodeView p, String tid) {
+        TransferView t = tid == null ? null : l.transfers.get(tid);
+        if (t == null || !p.producer()) {
+            return false;
+        }
+        if (p.config.mode() == io.kvledger.core.config.TransferMode.WRITE) {
+            int consumerTp = consumerTp(l, t);
+            return consumerTp > 0 && p.config.tpRank() >= consumerTp;
+        }
+        return !t.releasesReceived.isEmpty() && t.consumerTpSize < p.config.tpSize();
+    }
+
+    /** The TP size of the consumer legs of a transfer (the largest), or 0 when none is journaled. */
+    private static int consumerTp(Ledger l, TransferView t) {
+        int tp = 0;
+        for (String node : t.legs.keySet()) {
+            NodeView v = l.nodes.get(node);
+            if (!v.producer()) {
+                tp = Math.max(tp, v.config.tpSize());
+            }
+        }
+        return tp;
+    }
+
+    private static String unreadRanksNote(Ledger l, NodeView p, String tid) {
+        TransferView t = l.transfers.get(tid);
+        if (p.config.mode() == io.kvledger.core.config.TransferMode.WRITE) {
+            return "; heterogeneous TP: the decode (TP " + consumerTp(l, t) + ") sends remote_blocks to its own TP size's"
+                    + " prefill ranks only, and this is prefill TP rank " + p.config.tpRank();
+        }
+        return "; heterogeneous TP: the decode (TP " + t.consumerTpSize + ") reads and releases only prefill TP ranks"
+                + " d * " + (p.config.tpSize() / Math.max(1, t.consumerTpSize)) + " of the prefill's " + p.config.tpSize()
+                + ", so every request is freed by the reap";
     }
 
     /** Why a WRITE decode leg never got its write_done, from what the other legs saw. */
@@ -438,7 +509,8 @@ public final class HangDetectors {
         if (p != null) {
             for (Seen s : p.anomalies) {
                 AnomalyKind k = s.anomaly().kind();
-                if (k == AnomalyKind.WRITE_FAILED || k == AnomalyKind.WRITE_TASK_EXPIRED || k == AnomalyKind.WRITE_TIMEOUT) {
+                if (k == AnomalyKind.WRITE_FAILED || k == AnomalyKind.WRITE_TASK_EXPIRED || k == AnomalyKind.WRITE_TIMEOUT
+                        || k == AnomalyKind.WRITE_RANK_NOT_NOTIFIED) {
                     return target.name + " gave up at " + rel(l, s.atNs()) + " (" + k + ": " + s.anomaly().detail()
                             + "); no write_done was sent and WRITE has no decode-side timeout";
                 }
@@ -501,9 +573,10 @@ public final class HangDetectors {
         String tid = r.transferId != null ? r.transferId : s.anomaly().transferId();
         return switch (k) {
             case DEFERRAL_REAPED -> new Finding("reaped-without-ack", n.name, r.requestId, tid, r.phase,
-                    reapedAfterRead(l, tid, s.atNs()) ? 8 : 7, s.atNs(), r.sinceNs,
+                    reapedAfterRead(l, tid, s.atNs()) ? 8 : producerTpAboveConsumer(l, n, tid) ? 22 : 7, s.atNs(), r.sinceNs,
                     "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + whyNoAck(l, n, tid)
-                            + (reapedAfterRead(l, tid, s.atNs()) ? "; a read of these blocks was still in flight (use after free)" : ""));
+                            + (reapedAfterRead(l, tid, s.atNs()) ? "; a read of these blocks was still in flight (use after free)"
+                            : producerTpAboveConsumer(l, n, tid) ? unreadRanksNote(l, n, tid) : ""));
             case EMPTY_REMOTE_BLOCKS -> new Finding("empty-remote-blocks", n.name, r.requestId, tid, r.phase, 28, s.atNs(), r.sinceNs,
                     "remote_blocks with an empty block_notify_list at " + rel(l, s.atNs()) + ": the Python handler raises and its listener dies");
             case ACK_UNMAPPED_DROPPED -> new Finding("ack-before-mapping", n.name, r.requestId, tid, r.phase, 12, s.atNs(),
@@ -1218,10 +1291,15 @@ public final class HangDetectors {
                 }
                 NodeView from = l.nodes.get(s.fromNode());
                 String alt = altForm(l, host, port);
+                int producerTp = producerTp(l, t);
+                boolean tpGap = alt == null && s.kind().equals("remote_blocks") && from != null && !from.producer()
+                        && producerTp > 0 && from.config.tpSize() > producerTp;
                 out.add(new Finding(alt != null ? "wrong-port-offset-form" : "notify-no-listener", s.fromNode(),
-                        t.legs.get(s.fromNode()), t.transferId, phaseOf(from, t), alt != null ? 23 : 7, s.atNs(), -1,
+                        t.legs.get(s.fromNode()), t.transferId, phaseOf(from, t), alt != null ? 23 : tpGap ? 22 : 7, s.atNs(), -1,
                         s.kind() + " sent to " + host + ":" + port + " at " + rel(l, s.atNs())
-                                + ", where no journaled node listens" + (alt == null ? "" : "; " + alt)));
+                                + ", where no journaled node listens" + (alt == null ? "" : "; " + alt)
+                                + (tpGap ? "; heterogeneous TP: the decode sends one remote_blocks per its own TP rank ("
+                                + from.config.tpSize() + ") and the prefill has " + producerTp + ")" : "")));
             }
             if (t.firstFailedReadAt != Long.MIN_VALUE) {
                 long failedAt = t.firstFailedReadAt;

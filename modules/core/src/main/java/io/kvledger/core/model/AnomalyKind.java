@@ -103,7 +103,10 @@ public enum AnomalyKind {
     FINISHED_SENDING_LIVE_REQUEST(81, Severity.HANG_RISK, 1,
             "finished_sending names a request that has not finished: with no update_connector_output (vLLM 239b5ff30) the scheduler frees a live request's blocks"),
     INPUT_NOT_RECORDED(82, Severity.WARNING, 0, true,
-            "the journal lacks an input this profile's connector reads (scheduled_new_reqs of a recording that predates it): its answer is not known");
+            "the journal lacks an input this profile's connector reads (scheduled_new_reqs of a recording that predates it): its answer is not known"),
+    // heterogeneous TP
+    WRITE_RANK_NOT_NOTIFIED(83, Severity.HANG_RISK, 22,
+            "deferred WRITE task expired on a prefill TP rank the decode never notifies (its scheduler sends remote_blocks to its own TP size's ranks only): blocks held until defer_timeout on every request");
 
     private static final String OWN = "kvledger's own";
 

@@ -298,8 +298,19 @@ final class WorkerSide {
                 processTask(c, t);
             } else if (c.now - t.enqueueNs() > c.cfg.deferTimeoutNs()) {
                 WriteTransfer w = s.writes.get(t.transferId());
-                c.anomaly(AnomalyKind.WRITE_TASK_EXPIRED, w.meta.requestId(), t.transferId(),
-                        "no remote_blocks within defer_timeout; self-ACK, decode is not told");
+                int decodeTp = w.meta.remoteTpSize();
+                if (decodeTp > 0 && c.cfg.tpRank() >= decodeTp) {
+                    // every version's decode scheduler loops range(its own tp_size) over the 2-argument
+                    // port offset: with fewer decode than prefill TP ranks, this rank's port is never a
+                    // target, so nothing was lost (section 2.1, issue #41211)
+                    c.anomaly(AnomalyKind.WRITE_RANK_NOT_NOTIFIED, w.meta.requestId(), t.transferId(),
+                            "prefill TP rank " + c.cfg.tpRank() + " of " + c.cfg.tpSize() + ": the decode (TP " + decodeTp
+                                    + ") sends remote_blocks to prefill TP ranks 0.." + (decodeTp - 1)
+                                    + " only; self-ACK at defer_timeout, decode is not told");
+                } else {
+                    c.anomaly(AnomalyKind.WRITE_TASK_EXPIRED, w.meta.requestId(), t.transferId(),
+                            "no remote_blocks within defer_timeout; self-ACK, decode is not told");
+                }
                 if (c.on(Switch.WRITE_FAILED_NOTIFY)) {
                     c.emit(new Effect.SendWriteFailed(w.meta.remoteHost(), writeDonePort(c, w, 0), t.transferId(), "deferred write expired"));
                 }

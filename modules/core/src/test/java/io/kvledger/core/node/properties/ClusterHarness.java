@@ -42,10 +42,13 @@ import java.util.Map;
  *
  * <p>Every frame, handshake and completion is delivered exactly once, in an interleaving chosen by
  * a list of choice numbers (shrinkable; when it runs out the harness drains in a fixed order).
- * Shapes are the ones upstream supports: a decode TP size that is a multiple of the prefill's in
- * READ (the ACK fan-in of #46290/#46332), equal TP sizes in WRITE (the decode scheduler sends one
- * remote_blocks per local TP rank), and no instance with both DP > 1 and TP > 1 (listeners and
- * dialers compute ports differently there, class 23).
+ * The random plans keep to the shapes upstream supports: a decode TP size that is a multiple of
+ * the prefill's in READ (the ACK fan-in of #46290/#46332), equal TP sizes in WRITE (the decode
+ * scheduler sends one remote_blocks per local TP rank), and no instance with both DP > 1 and TP > 1
+ * (listeners and dialers compute ports differently there, class 23). {@link Shape#tp} builds any
+ * other TP ratio under any preset, and a plan may lose one frame ({@link Plan#lose()}); with
+ * unequal TP sizes the engines keep stepping past defer_timeout at the end, so that what only the
+ * reap or a write's expiry ends is seen ({@code HeterogeneousTpTest}).
  */
 final class ClusterHarness {
 
@@ -58,15 +61,28 @@ final class ClusterHarness {
      *               TP worker of a decode DP rank with vote 1 once each of them finished its eager
      *               handshakes with the engine
      */
-    record Shape(TransferMode mode, boolean seed, int pDp, int pTp, int dDp, int dTp, boolean tpVote) {
+    record Shape(TransferMode mode, boolean seed, int pDp, int pTp, int dDp, int dTp, boolean tpVote, String profile) {
+
+        Shape(TransferMode mode, boolean seed, int pDp, int pTp, int dDp, int dTp, boolean tpVote) {
+            this(mode, seed, pDp, pTp, dDp, dTp, tpVote, seed ? "seed" : "newest");
+        }
 
         Shape(TransferMode mode, boolean seed, int pDp, int pTp, int dDp, int dTp) {
             this(mode, seed, pDp, pTp, dDp, dTp, false);
         }
 
+        /** A shape of the named profile ({@link Behaviour#PRESETS}), DP 1 on both sides. */
+        static Shape tp(TransferMode mode, String profile, int pTp, int dTp) {
+            return new Shape(mode, profile.equals("seed"), 1, pTp, 1, dTp, false, profile);
+        }
+
+        Behaviour behaviour() {
+            return Behaviour.preset(profile);
+        }
+
         @Override
         public String toString() {
-            return mode + " " + (seed ? "seed" : "newest") + " P dp" + pDp + "xtp" + pTp + " D dp" + dDp + "xtp" + dTp
+            return mode + " " + profile + " P dp" + pDp + "xtp" + pTp + " D dp" + dDp + "xtp" + dTp
                     + (tpVote ? " tp-vote" : "");
         }
     }
@@ -84,7 +100,16 @@ final class ClusterHarness {
         }
     }
 
-    record Plan(Shape shape, List<ReqPlan> requests, List<Integer> choices) {
+    /**
+     * @param lose the one frame the wire loses, as its delivery label ("D0t0 remote_blocks tx-0 ->
+     *             P0t0"), or null: it is sent (journaled by its sender) and never arrives
+     */
+    record Plan(Shape shape, List<ReqPlan> requests, List<Integer> choices, String lose) {
+
+        Plan(Shape shape, List<ReqPlan> requests, List<Integer> choices) {
+            this(shape, requests, choices, null);
+        }
+
         @Override
         public String toString() {
             Outcome o = run(this);
@@ -179,6 +204,7 @@ final class ClusterHarness {
         final List<String> log = new ArrayList<>();
         long now;
         int choice;
+        boolean lost;
 
         Driver(Plan plan) {
             this.plan = plan;
@@ -197,7 +223,7 @@ final class ClusterHarness {
                 List<Rank> members = new ArrayList<>();
                 for (int t = 0; t < tp; t++) {
                     NodeConfig c = NodeConfig.builder(producer ? Role.PRODUCER : Role.CONSUMER, shape.mode())
-                            .behaviour(shape.seed() ? Behaviour.seed() : Behaviour.newest())
+                            .behaviour(shape.behaviour())
                             .hostIp(addr.host()).handshakePort(String.valueOf(addr.handshakePort()))
                             .notifyPort(String.valueOf(addr.notifyPort()))
                             .dp(r, dp, dp).tp(t, tp).awaitsTpVote(!producer && shape.tpVote()).build();
@@ -274,8 +300,11 @@ final class ClusterHarness {
                 }
                 quiet = sent ? 0 : quiet + 1;
             }
-            if (stuck == null && plan.requests().stream().anyMatch(ReqPlan::renamedAtFinish)) {
-                // a renamed request's ACK never matches its deferral: let defer_timeout pass so the reap frees it
+            if ((stuck == null || shape.pTp() != shape.dTp())
+                    && (plan.requests().stream().anyMatch(ReqPlan::renamedAtFinish) || shape.pTp() != shape.dTp())) {
+                // a renamed request's ACK never matches its deferral, and with unequal TP sizes a prefill
+                // rank may never be read or notified: let defer_timeout pass so the reap (or the
+                // deferred write's expiry) frees it; a stuck heterogeneous run's engines keep stepping too
                 now += ranks.get(0).run().config.deferTimeoutNs() + NodeConfig.NS_PER_S;
                 for (int i = 0; i < 2; i++) {
                     for (String g : groupNames) {
@@ -422,7 +451,13 @@ final class ClusterHarness {
                 undeliverable.add(from.name() + " " + label + " to " + host + ":" + port);
                 return;
             }
-            wire.add(new Delivery(to, from.name() + " " + label + " -> " + to.name(), event));
+            String delivery = from.name() + " " + label + " -> " + to.name();
+            if (!lost && delivery.equals(plan.lose())) {
+                lost = true;
+                log.add("      lost on the wire: " + delivery);
+                return;
+            }
+            wire.add(new Delivery(to, delivery, event));
         }
 
         void deliver(Delivery w) {
