@@ -39,7 +39,8 @@ import picocli.CommandLine.Spec;
                     + "the same trace and span ids.",
             "DIR is a node journal, or a directory holding one journal directory per node; JSON lines are read as "
                     + "they are (the vLLM bridge recorder's directory, journal export --out's, or one .jsonl file).",
-            "Exit status: 0 the receiver took every span; 1 it refused or could not be reached; 2 usage error."})
+            "Exit status: 0 the receiver took every span; 1 it refused or could not be reached, or a journal is damaged or "
+                + "breaks the order rules verify checks (what was skipped or doubted is on standard error); 2 usage error."})
 final class ExportCommand implements Callable<Integer> {
 
     @Spec
@@ -110,6 +111,7 @@ final class ExportCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         ProgressLine progress = ProgressLine.forTerminal(err, "export");
         JournalTraces.Result res;
+        boolean doubted;
         List<io.kvledger.journal.replay.JournalInputs.NodeJournal> journals = Journals.resolve(spec, dirs);
         long originNs = origin == null ? 0 : origin.getEpochSecond() * 1_000_000_000L + origin.getNano();
         try (sender) {
@@ -124,7 +126,7 @@ final class ExportCommand implements Callable<Integer> {
                 return 1;
             }
             progress.done();
-            Journals.warnings(spec, res.warnings());
+            doubted = Journals.warnings(spec, res.warnings());
             long shift = res.shiftNs();
             if (origin == null && res.legs() > 0 && res.firstAtNs() < WALL_CLOCK_SINCE_NS) {
                 err.println("kvledger export: note: the journals' times start at " + Instant.ofEpochSecond(0, res.firstAtNs())
@@ -145,7 +147,7 @@ final class ExportCommand implements Callable<Integer> {
             }
             out.flush();
         }
-        return 0;
+        return doubted ? 1 : 0;
     }
 
     private Instant origin() {

@@ -224,11 +224,15 @@ final class MergeCommand implements Callable<Integer> {
             }
         }
         progress.done(String.format(Locale.ROOT, "%,d entries", total));
+        boolean doubted = false;
         for (int i = 0; i < readers.size(); i++) {
             readers.get(i).warnings().forEach(err::println);
+            // the merged copy lacks what a reader skipped: said above, and the exit status says it too
+            doubted |= !readers.get(i).clean() || copies.get(i).skipped > 0;
             if (copies.get(i).skipped > 0) {
                 err.println(sources.get(i).name() + ": " + copies.get(i).skipped
-                        + " entries of types this build cannot decode were left out of the merged copy");
+                        + " entries this build cannot decode, or whose cause is no entry of the copy, were left out of the"
+                        + " merged copy");
             }
         }
         if (json) {
@@ -237,11 +241,15 @@ final class MergeCommand implements Callable<Integer> {
             printText(nodes, readers, copies, index);
         }
         spec.commandLine().getOut().flush();
-        return 0;
+        return doubted ? 1 : 0;
     }
 
     /** Appends one entry to the node's copy; returns it with its new seq, or null when left out. */
     private static JournalEntry copy(Copy c, JournalEntry e) {
+        if (c.identity && !(e instanceof JournalEntry.Header) && e.seq() != c.writer.nextSeq()) {
+            // the reader skipped entries (damage, a duplicate, another journal's file): seqs move
+            c.identity = false;
+        }
         switch (e) {
             case JournalEntry.Header h -> {
                 return null; // the writer wrote the copy's header
@@ -259,7 +267,15 @@ final class MergeCommand implements Callable<Integer> {
             }
             case JournalEntry.Derived d -> {
                 long cause = c.cause(d.causeSeq());
-                long seq = c.writer.appendDerived(cause, d.atNs(), d.effect());
+                long seq;
+                try {
+                    seq = c.writer.appendDerived(cause, d.atNs(), d.effect());
+                } catch (IllegalArgumentException notACause) {
+                    // its cause is no entry of the copy (the reader doubted it): left out, and counted
+                    c.identity = false;
+                    c.skipped++;
+                    return null;
+                }
                 c.entries++;
                 return new JournalEntry.Derived(seq, cause, d.atNs(), d.effect());
             }

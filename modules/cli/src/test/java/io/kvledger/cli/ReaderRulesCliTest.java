@@ -101,6 +101,18 @@ class ReaderRulesCliTest {
             // one line per kind of problem, not one per entry
             assertThat(o.err().lines().filter(l -> l.contains(kind.warning)).count()).as(what).isEqualTo(1);
         }
+        // merge copies what it reads: the copy lacks what was skipped, and it says so
+        CliRun.Outcome merge = CliRun.run("merge", d0.toString(), dir.resolve("P0").toString(), "--out",
+                tmp.resolve("merged").toString());
+        if (kind == Kind.OTHER_NODE_AS_EARLIER_DAY) {
+            // D0's directory now reads as P0's journal: merge refuses two journals of one node
+            assertThat(merge.code()).as("merge: %s", merge.err()).isEqualTo(2);
+            assertThat(merge.err()).contains("node id P0 is used by both");
+        } else {
+            assertThat(merge.code()).as("merge: %s", merge.err()).isEqualTo(1);
+            assertThat(merge.err()).contains(kind.warning).doesNotContain("internal error");
+            assertThat(CliRun.run("verify", tmp.resolve("merged").toString()).code()).as("the merged copy verifies").isZero();
+        }
         CliRun.Outcome replay = CliRun.run("replay", d0.toString());
         if (kind == Kind.DAY_COPIED_AS_NEXT_DAY) {
             // the copy's entries are skipped: the count is the journal's, not twice it
