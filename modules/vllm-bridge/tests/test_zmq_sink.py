@@ -94,23 +94,30 @@ def test_nobody_listening_never_blocks_the_engine_and_the_drops_are_counted(tmp_
     worker = KvledgerRecorderConnector(cfg, KVConnectorRole.WORKER, None)
     done = threading.Event()
 
+    flushed = []
+
     def run():
         d = Driver(sched, worker)
         for r in producer_requests(n=20):
             d.add(r)
         for _ in range(40):
             d.step()
-            time.sleep(0.01)  # several writer batches, so the ZMQ queue of 2 messages overflows
+            # each step's lines are their own writer batch, so the ZMQ queue of 2 messages overflows
+            # whatever the machine's load; a sink that blocked on the full queue would hold this flush
+            flushed.append(sched.recording_stream.flush(120))
         done.set()
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
     t.join(120)
     assert done.is_set(), "the driver did not finish: the recorder blocked it"
+    assert flushed == [True] * 40, flushed
     sink = sched.recording_stream._sink
     assert sched.recording_stream.flush(120)
     assert sink.sent_messages == 2  # what ZMQ queues for a peer that may come
-    assert sink.dropped_messages > 0 and sink.dropped_lines > 0
+    # every batch beyond those two is dropped and counted, none waited for: one a step at least
+    assert sink.dropped_messages >= 38 and sink.dropped_lines >= 38
+    assert sink.sent_lines + sink.dropped_lines == sched.recording_stream.written  # every line sent or counted
     assert sched.recording_stream.dropped == 0 and sched.recording_stream.write_errors == 0
     closer = threading.Thread(target=lambda: (sched.shutdown(), worker.shutdown()), daemon=True)
     closer.start()

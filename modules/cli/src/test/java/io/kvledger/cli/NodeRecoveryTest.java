@@ -9,7 +9,10 @@ import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.json.Json;
 import io.kvledger.service.Recovery;
 import io.kvledger.service.cluster.ToyRouter;
+import java.net.URI;
 import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -36,7 +39,7 @@ class NodeRecoveryTest {
         String[] timeouts = {"--kv-transfer-config", "{\"kv_connector_extra_config\":{\"defer_timeout\":3,\"transfer_timeout\":3}}"};
         NodeProcess p = new NodeProcess("P0", true, "write", dir, timeouts);
         NodeProcess d = new NodeProcess("D0", false, "write", dir, timeouts);
-        HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(30)).build();
         int pExit;
         int dExit;
         try {
@@ -61,7 +64,10 @@ class NodeRecoveryTest {
                 assertThat(o.ok()).as("after the restart: %s", o).isTrue();
                 assertThat(o.decodeLeg().verifiedBytes()).isPositive();
             }
-            Thread.sleep(4_000); // past defer_timeout: what the old process left deferred is reaped
+            // past defer_timeout (3 s), what the old process left deferred is reaped: waited for on
+            // the live node's status (bounded generously, ending when it holds), not slept for 4 s
+            assertThat(heldRequestsReachZero(client, p)).as("the restarted prefill's engine frees what it held: %s",
+                    p.logText()).isTrue();
         } finally {
             pExit = p.stop();
             dExit = d.stop();
@@ -106,6 +112,26 @@ class NodeRecoveryTest {
             assertThat(hangs.out()).as("hangs names %s", id).contains(id.substring(id.lastIndexOf('_') + 1));
         }
         assertThat(hangs.code()).isEqualTo(open.isEmpty() ? 0 : 1);
+    }
+
+    /** Polls the node's /v1/status until its engine holds no request (up to 120 s). */
+    private static boolean heldRequestsReachZero(HttpClient client, NodeProcess node) throws InterruptedException {
+        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + node.http + "/v1/status"))
+                .timeout(Duration.ofSeconds(30)).GET().build();
+        long end = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (System.nanoTime() < end) {
+            try {
+                HttpResponse<String> r = client.send(req, HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() == 200 && Json.parse(r.body()) instanceof Map<?, ?> st
+                        && st.get("engine") instanceof Map<?, ?> e && Long.valueOf(0).equals(e.get("held_requests"))) {
+                    return true;
+                }
+            } catch (java.io.IOException e) {
+                // not answering this time: asked again
+            }
+            Thread.sleep(100);
+        }
+        return false;
     }
 
     private static List<CompletableFuture<ToyRouter.Outcome>> send(ToyRouter router, int n) {

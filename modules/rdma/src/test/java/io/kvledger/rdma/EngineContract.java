@@ -21,7 +21,7 @@ import reactor.core.Disposable;
 public abstract class EngineContract {
 
     static final Duration TIMEOUT = Duration.ofSeconds(4);
-    static final Duration WAIT = Duration.ofSeconds(20);
+    static final Duration WAIT = Duration.ofSeconds(120);
     static final long REGION = 1 << 20;
 
     TransferEngine a;

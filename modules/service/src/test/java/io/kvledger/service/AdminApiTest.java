@@ -236,7 +236,7 @@ class AdminApiTest {
             // And streams a new request as it is processed.
             ToyRouter.Outcome late = router.send(64, 1).get(120, TimeUnit.SECONDS);
             assertThat(late.ok()).isTrue();
-            List<SseEvent> more = sse.drain(Duration.ofSeconds(10), ev -> ev.data().contains(late.xRequestId())
+            List<SseEvent> more = sse.drain(Duration.ofSeconds(120), ev -> ev.data().contains(late.xRequestId())
                     && ev.data().contains("\"type\":\"request_admitted\""));
             assertThat(more).anyMatch(ev -> ev.data().contains(late.xRequestId()));
 

@@ -39,7 +39,7 @@ class BridgedNodeTest {
                 global n
                 n += 1
                 s.send(msgpack.packb({"v": 1, "id": n, "hook": hook, "args": args}))
-                if not s.poll(20000):
+                if not s.poll(120000):
                     raise SystemExit("no reply to " + hook)
                 r = msgpack.unpackb(s.recv())
                 replies.append(r)

@@ -45,7 +45,7 @@ class BridgedWriteDpHandshakeTest {
                 global n
                 n += 1
                 s.send(msgpack.packb({"v": 1, "id": n, "hook": hook, "args": args}))
-                if not s.poll(30000):
+                if not s.poll(120000):
                     raise SystemExit("no reply to " + hook)
                 r = msgpack.unpackb(s.recv())
                 if not r.get("ok"):
@@ -74,7 +74,7 @@ class BridgedWriteDpHandshakeTest {
                 call("save_kv_layer", {"layer_name": layer})
             call("wait_for_save", {})
             done = []
-            end = time.time() + 5
+            end = time.time() + 120
             while rid not in done and time.time() < end:
                 done += call("get_finished", {}).get("finished_sending") or []
                 time.sleep(0.02)

@@ -58,7 +58,7 @@ class NodeLoopStopTest {
             }
             assertThat(stopped).as("the loop runs").isNotDone();
             loop.close();
-            assertThat(stopped).succeedsWithin(Duration.ofSeconds(10))
+            assertThat(stopped).succeedsWithin(Duration.ofSeconds(120))
                     .isEqualTo(new NodeLoop.Stopped(true, null));
             assertThat(loop.stopped()).as("asked again after the end").isCompletedWithValue(new NodeLoop.Stopped(true, null));
         }

@@ -7,6 +7,7 @@ import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.diagnosis.Bounds;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.proxy.ProxyEvent;
@@ -106,7 +107,7 @@ class ProxyDpFakeEnginesTest {
                     int tokens = 2 + i % 7;
                     maxTokens.add(tokens);
                     answers.add(http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.httpPort()
-                                    + "/v1/completions")).timeout(Duration.ofSeconds(60))
+                                    + "/v1/completions")).timeout(Duration.ofSeconds(120))
                             .header("Content-Type", "application/json")
                             .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"m\",\"prompt\":\"" + "word ".repeat(5 + i)
                                     + "\",\"max_tokens\":" + tokens + ",\"stream\":" + (i % 2 == 0) + "}")).build(),
@@ -131,8 +132,11 @@ class ProxyDpFakeEnginesTest {
                         failures.add("request " + i + ": not max_tokens - 1 = " + (maxTokens.get(i) - 1) + " tokens: " + r.body());
                     }
                 }
-                // let the prefills free what they hold before the journals are read
-                Thread.sleep(500);
+                // let the prefills free what they hold before the journals are read: waited for (every
+                // rank's requests in a terminal phase), not slept, so a loaded machine cannot cut it short;
+                // a rank that never settles is left to the hangs check below to name
+                TestNodes.eventually(Duration.ofSeconds(120), () -> instances.stream()
+                        .flatMap(in -> in.ranks().stream()).allMatch(ProxyDpFakeEnginesTest::settled));
             } finally {
                 for (Instance in : instances) {
                     in.engine().close();
@@ -191,6 +195,16 @@ class ProxyDpFakeEnginesTest {
         for (String u : wantPrefill.keySet()) {
             assertThat(gotPrefill.get(u)).endsWith("-dp" + wantPrefill.get(u).substring(wantPrefill.get(u).indexOf('#') + 1));
             assertThat(gotDecode.get(u)).endsWith("-dp" + wantDecode.get(u).substring(wantDecode.get(u).indexOf('#') + 1));
+        }
+    }
+
+    /** Whether every request the node's loop knows is in a terminal phase (read on the loop's thread). */
+    private static boolean settled(NodeService n) {
+        try {
+            return n.inbox().query(s -> s.phases().values().stream().allMatch(RequestPhase::terminal))
+                    .get(120, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            return false;
         }
     }
 

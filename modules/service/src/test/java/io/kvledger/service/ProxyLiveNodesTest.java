@@ -61,7 +61,7 @@ class ProxyLiveNodesTest {
                 HttpClient http = HttpClient.newHttpClient();
                 for (int i = 0; i < 3; i++) {
                     HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
-                                    + proxy.httpPort() + "/v1/completions")).timeout(Duration.ofSeconds(30))
+                                    + proxy.httpPort() + "/v1/completions")).timeout(Duration.ofSeconds(120))
                             .header("Content-Type", "application/json")
                             .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"m\",\"prompt\":\""
                                     + "word ".repeat(40 + i) + "\",\"max_tokens\":5}")).build(),
@@ -84,7 +84,7 @@ class ProxyLiveNodesTest {
                                 + "\"content\":\"" + "word ".repeat(30) + "\"}],\"max_tokens\":4,\"stream\":true}",
                                 "chat.completion.chunk"})) {
                     HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
-                                    + proxy.httpPort() + api[0])).timeout(Duration.ofSeconds(30))
+                                    + proxy.httpPort() + api[0])).timeout(Duration.ofSeconds(120))
                             .header("Content-Type", "application/json")
                             .POST(HttpRequest.BodyPublishers.ofString(api[1])).build(), HttpResponse.BodyHandlers.ofString());
                     assertThat(r.statusCode()).as(r.body()).isEqualTo(200);

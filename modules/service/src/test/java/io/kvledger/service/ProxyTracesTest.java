@@ -55,7 +55,7 @@ class ProxyTracesTest {
                 HttpClient http = HttpClient.newHttpClient();
                 for (int i = 0; i < 2; i++) {
                     HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
-                                    + proxy.httpPort() + "/v1/completions")).timeout(Duration.ofSeconds(30))
+                                    + proxy.httpPort() + "/v1/completions")).timeout(Duration.ofSeconds(120))
                             .header("Content-Type", "application/json")
                             .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"m\",\"prompt\":\""
                                     + "word ".repeat(40 + i) + "\",\"max_tokens\":4}")).build(),

@@ -86,7 +86,7 @@ class RecoveryCrashWindowTest {
                     .withEngine(NodeOptions.EngineKind.NONE))) {
                 assertThat(node.recovery().unjournaled()).hasSize(lastEffects.size());
                 String frame = null;
-                long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+                long end = System.nanoTime() + Duration.ofSeconds(120).toNanos();
                 while (frame == null && System.nanoTime() < end) {
                     ZMsg m = ZMsg.recvMsg(prefillNotify);
                     if (m != null) {

@@ -26,7 +26,7 @@ import reactor.core.publisher.Flux;
 /** The reducer's PostWrite/PostRead effects in, TransferCompleted events with their status ids out. */
 class TransferEffectPublisherTest {
 
-    static final Duration WAIT = Duration.ofSeconds(10);
+    static final Duration WAIT = Duration.ofSeconds(120);
     static final long BLOCK = 4096;
     InJvmTransferEngine producer;
     InJvmTransferEngine consumer;

@@ -24,7 +24,7 @@ import reactor.core.Disposable;
 /** Where the in-JVM engine runs a batch: inline on the posting thread, or on its own thread. */
 class InJvmInlineCopyTest {
 
-    static final Duration WAIT = Duration.ofSeconds(20);
+    static final Duration WAIT = Duration.ofSeconds(120);
     static final long REGION = 4L << 20;
     static final String ENGINE_THREAD = "kvledger-injvm-";
 

@@ -46,8 +46,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class TwoProcessUcxTest {
 
-    static final Duration TIMEOUT = Duration.ofSeconds(3);
-    static final Duration WAIT = Duration.ofSeconds(30);
+    /**
+     * Both engines' transfer timeout, which also bounds a region's registration: a 64 MiB region
+     * took over 3 s to register at a load average of 15, so it leaves room for a loaded machine.
+     */
+    static final Duration TIMEOUT = Duration.ofSeconds(10);
+    static final Duration WAIT = Duration.ofSeconds(120);
     static final int PRODUCER_BLOCKS = 64;
     static final int CONSUMER_BLOCKS = 96;
     static final int LAYERS = 2;

@@ -32,7 +32,7 @@ import reactor.core.Disposable;
  */
 class UcxDirectCopyTest {
 
-    static final Duration WAIT = Duration.ofSeconds(20);
+    static final Duration WAIT = Duration.ofSeconds(120);
     static final long REGION = 4L << 20;
 
     UcxTransferEngine a;

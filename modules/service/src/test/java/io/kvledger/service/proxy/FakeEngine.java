@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.reactivestreams.Publisher;
@@ -49,10 +50,17 @@ final class FakeEngine implements AutoCloseable {
     final List<Received> received = new CopyOnWriteArrayList<>();
     final AtomicInteger closedConnections = new AtomicInteger();
     final List<Long> answeredAtNanoTime = new CopyOnWriteArrayList<>();
+    /** Completed with the first completion request this engine receives. */
+    final CompletableFuture<Received> firstReceived = new CompletableFuture<>();
     private RegistrationHeartbeat heartbeat;
 
     /** Milliseconds before answering. */
     volatile long delayMs;
+    /**
+     * Answer only once this completes (after {@link #delayMs}): one engine's answer held until
+     * another engine received its leg, an order a test needs without timing it (null: no hold).
+     */
+    volatile CompletableFuture<?> holdUntil;
     /** Never answer. */
     volatile boolean hang;
     /** Answer every completion with this error status (0: answer normally). */
@@ -74,7 +82,7 @@ final class FakeEngine implements AutoCloseable {
         this.server = HttpServer.create().host("127.0.0.1").port(0)
                 .route(r -> r.post("/v1/completions", this::complete).post("/v1/chat/completions", this::complete)
                         .post("/start_profile", this::profile).post("/stop_profile", this::profile))
-                .bindNow(Duration.ofSeconds(10));
+                .bindNow(ProxyTest.WAIT);
     }
 
     static FakeEngine start(String role, int dpSize) {
@@ -116,8 +124,10 @@ final class FakeEngine implements AutoCloseable {
         String dp = req.requestHeaders().get("X-data-parallel-rank");
         return req.receive().aggregate().asString(StandardCharsets.UTF_8).flatMap(text -> {
             Map<String, Object> body = (Map<String, Object>) Json.parse(text);
-            received.add(new Received(req.uri(), rid, dp, req.requestHeaders().get("Authorization"), framing(req),
-                    body, System.nanoTime()));
+            Received got = new Received(req.uri(), rid, dp, req.requestHeaders().get("Authorization"), framing(req),
+                    body, System.nanoTime());
+            received.add(got);
+            firstReceived.complete(got);
             if (hang) {
                 return Mono.never();
             }
@@ -127,6 +137,11 @@ final class FakeEngine implements AutoCloseable {
                         .sendString(Mono.just("{\"error\":\"engine failure\"}")).then();
             }
             Mono<Void> wait = delayMs > 0 ? Mono.delay(Duration.ofMillis(delayMs)).then() : Mono.empty();
+            CompletableFuture<?> hold = holdUntil;
+            if (hold != null) {
+                // a copy: a cancelled answer must not cancel what it waits for
+                wait = wait.then(Mono.fromFuture(hold.copy())).then();
+            }
             return wait.then(Mono.defer(() -> "P".equals(role) ? prefill(res, rid, dp, body) : decode(res, rid, body)));
         });
     }
@@ -205,6 +220,6 @@ final class FakeEngine implements AutoCloseable {
     @Override
     public void close() {
         stopHeartbeat();
-        server.disposeNow(Duration.ofSeconds(5));
+        server.disposeNow(ProxyTest.WAIT);
     }
 }

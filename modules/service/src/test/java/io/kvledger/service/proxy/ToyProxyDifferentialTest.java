@@ -63,7 +63,7 @@ class ToyProxyDifferentialTest {
     Path dir;
 
     private final List<AutoCloseable> open = new ArrayList<>();
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(ProxyTest.WAIT).build();
     private Process toy;
 
     @AfterEach
@@ -110,10 +110,10 @@ class ToyProxyDifferentialTest {
         pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
         pb.redirectErrorStream(true).redirectOutput(log.toFile());
         toy = pb.start();
-        assertTrue(ProxyTest.eventually(Duration.ofSeconds(60), () -> {
+        assertTrue(ProxyTest.eventually(ProxyTest.WAIT, () -> {
             try {
                 return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/v1/completions"))
-                        .timeout(Duration.ofSeconds(5)).GET().build(), HttpResponse.BodyHandlers.ofString())
+                        .timeout(Duration.ofSeconds(30)).GET().build(), HttpResponse.BodyHandlers.ofString())
                         .statusCode() == 405;
             } catch (IOException e) {
                 return false;
@@ -144,7 +144,7 @@ class ToyProxyDifferentialTest {
             FakeEngine e = FakeEngine.start(s[0], Integer.parseInt(s[1]));
             open.add(e);
             e.register(t.pingPort(), mode, BEAT);
-            assertTrue(ProxyTest.eventually(Duration.ofSeconds(20), () -> t.registered().test(e)),
+            assertTrue(ProxyTest.eventually(ProxyTest.WAIT, () -> t.registered().test(e)),
                     t.name() + " registered " + e.httpAddress());
             out.add(e);
         }
@@ -199,17 +199,17 @@ class ToyProxyDifferentialTest {
         int sent = 0;
         for (String[] r : REQUESTS) {
             HttpResponse<String> resp = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + t.httpPort()
-                            + r[0])).timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
+                            + r[0])).timeout(ProxyTest.WAIT).header("Content-Type", "application/json")
                     .POST(HttpRequest.BodyPublishers.ofString(r[1])).build(), HttpResponse.BodyHandlers.ofString());
             sent++;
             int want = sent;
             // the toy proxy does not wait for a WRITE prefill: let it arrive before the next request
-            assertTrue(ProxyTest.eventually(Duration.ofSeconds(20), () -> prefills(es) == want),
+            assertTrue(ProxyTest.eventually(ProxyTest.WAIT, () -> prefills(es) == want),
                     t.name() + ": prefill " + want + " arrived");
             answers.add(resp.statusCode() + " " + resp.body().replaceAll("cmpl-___prefill_addr_[^\"]*", "cmpl-ID"));
         }
         HttpResponse<String> prof = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + t.httpPort()
-                        + "/start_profile")).timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
+                        + "/start_profile")).timeout(ProxyTest.WAIT).header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString("{\"note\":\"p\"}")).build(), HttpResponse.BodyHandlers.ofString());
         answers.add("profile " + prof.statusCode() + " " + prof.body());
         return answers;
@@ -311,9 +311,9 @@ class ToyProxyDifferentialTest {
         List<FakeEngine> kvEngines = engines(kvTarget, mode);
         strays(toyTarget.pingPort(), otherMode);
         strays(kvTarget.pingPort(), otherMode);
-        assertTrue(ProxyTest.eventually(Duration.ofSeconds(10), () -> kv.registrationsRejected() >= 2),
+        assertTrue(ProxyTest.eventually(ProxyTest.WAIT, () -> kv.registrationsRejected() >= 2),
                 "kvledger rejected the unknown type and the other mode");
-        assertTrue(ProxyTest.eventually(Duration.ofSeconds(10), () -> read(log).contains("Mismatched transfer mode")),
+        assertTrue(ProxyTest.eventually(ProxyTest.WAIT, () -> read(log).contains("Mismatched transfer mode")),
                 "the toy proxy skipped the other mode: " + read(log));
 
         List<String> toyAnswers = drive(toyTarget, toyEngines);
@@ -370,10 +370,10 @@ class ToyProxyDifferentialTest {
                 }
             }
             answers.add(http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + t.httpPort() + "/v1/completions"))
-                    .timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
+                    .timeout(ProxyTest.WAIT).header("Content-Type", "application/json")
                     .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"x\",\"max_tokens\":3}")).build(),
                     HttpResponse.BodyHandlers.ofString()));
-            assertTrue(ProxyTest.eventually(Duration.ofSeconds(20), () -> prefills(es) == 1), t.name() + ": the prefill");
+            assertTrue(ProxyTest.eventually(ProxyTest.WAIT, () -> prefills(es) == 1), t.name() + ": the prefill");
             sets.add(es);
         }
         HttpResponse<String> toyAnswer = answers.get(0);
