@@ -1,6 +1,6 @@
 """The READMEs' vLLM configuration, tested as written (issue 28 item 6).
 
-Every ``--kv-transfer-config`` of README.md and modules/vllm-bridge/README.md that names the
+Every ``--kv-transfer-config`` of docs/vllm.md and modules/vllm-bridge/README.md that names the
 recorder is loaded through the factory of an upstream vLLM version (``../shared/upstream``, read at
 run time, never copied here) over that version's real ``MoRIIOConnector``, scheduler role, and a
 finished request goes through it the way vLLM's scheduler calls the hooks
@@ -18,7 +18,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 UPSTREAM = os.path.normpath(os.path.join(REPO, "..", "shared", "upstream"))
-READMES = [os.path.join(REPO, "README.md"), os.path.join(REPO, "modules", "vllm-bridge", "README.md")]
+READMES = [os.path.join(REPO, "docs", "vllm.md"), os.path.join(REPO, "modules", "vllm-bridge", "README.md")]
 VERSIONS = ["vllm-239b5ff30"]
 
 
@@ -42,7 +42,7 @@ def test_the_readme_configuration_runs_a_finished_request_through_the_upstream_f
                        capture_output=True, text=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     assert p.returncode == 0, p.stderr[-4000:]
     results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
-    # both READMEs, a producer and a consumer each
+    # both documents, a producer and a consumer each
     assert sorted((r["readme"], r["kv_role"]) for r in results) == sorted(
         (os.path.relpath(f, REPO), role) for f in READMES for role in ("kv_consumer", "kv_producer")), results
     for r in results:

@@ -1,7 +1,7 @@
 """The drive mode's client: scheduler hook calls answered by a kvledger node over the engine bridge.
 
 ``kvledger node --engine drive --bridge tcp://127.0.0.1:PORT`` serves the engine bridge protocol
-(modules/service/README.md, "Engine bridge protocol"): one msgpack map per frame on a DEALER,
+(docs/bridge-protocol.md): one msgpack map per frame on a DEALER,
 ``{"v": 1, "id", "hook", "args"}`` answered ``{"v": 1, "id", "ok", "result"|"error"}``. This module
 holds the synchronous client the recorder's scheduler connector uses when ``drive_node`` is set.
 pyzmq and msgpack are imported when it is built.

@@ -13,7 +13,7 @@ wire a MoRIIO deployment uses, as a vLLM instance running the MoRIIO connector d
   and calls the KV connector's hooks in vLLM's order, on one of two connectors:
 
   * ``--bridge tcp://127.0.0.1:PORT``: the hooks go to a live ``kvledger node --engine bridge``
-    over its engine bridge (modules/service/README.md, "Engine bridge protocol"); the node is
+    over its engine bridge (docs/bridge-protocol.md); the node is
     then the rank's MoRIIO control plane (it binds the notify and handshake ports and sends and
     receives the MoRIIO frames), and the engine registers the node's ports;
   * no ``--bridge``: the fake engine is its own MoRIIO control plane. It binds the notify ROUTER

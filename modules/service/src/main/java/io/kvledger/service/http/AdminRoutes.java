@@ -30,7 +30,7 @@ import reactor.netty.http.server.HttpServerResponse;
 /**
  * The admin routes of a node's HTTP server: {@code GET /metrics}, {@code GET /v1/requests},
  * {@code GET /v1/requests/{id}}, {@code GET /v1/hangs} and {@code GET /v1/events} (see the
- * module README, "HTTP API"). {@link HttpFront} registers them behind its bearer-token check.
+ * docs/http-api.md). {@link HttpFront} registers them behind its bearer-token check.
  *
  * <p>Nothing here blocks a Netty thread or the loop: state reads are small tasks on the loop
  * ({@code Inbox.query}) whose result is rendered after; journal reads run on Reactor's

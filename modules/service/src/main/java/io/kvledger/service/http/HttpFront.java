@@ -36,7 +36,7 @@ import reactor.netty.http.server.HttpServerResponse;
  *       The response carries the {@code kv_transfer_params} {@code request_finished} returned.</li>
  *   <li>{@code GET /metrics}, {@code GET /v1/requests}, {@code GET /v1/requests/{id}},
  *       {@code GET /v1/hangs}, {@code GET /v1/events}: the admin API ({@link AdminRoutes}; the
- *       module README documents each route).</li>
+ *       routes are documented in docs/http-api.md).</li>
  *   <li>{@code GET /} and {@code GET /ui/}: the web timeline page ({@link WebPage}), over the
  *       routes above; its assets hold no data and need no token.</li>
  * </ul>

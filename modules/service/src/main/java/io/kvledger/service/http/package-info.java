@@ -4,7 +4,7 @@
  * {@code /metrics} (from {@link io.kvledger.service.metrics.NodeMetrics}), the request list and
  * timelines, the hang detectors over the node's journal, and the server-sent stream of journal
  * entries, and the web timeline page of {@code io.kvledger.service.web} at {@code /} and
- * {@code /ui/}. The module README documents every route ("HTTP API").
+ * {@code /ui/}. docs/http-api.md documents every route.
  *
  * <p>{@link io.kvledger.service.http.HttpHardening} is what every kvledger HTTP server (the node's,
  * the proxy's, {@code serve}'s) does below its routes: header and body timeouts, size limits,

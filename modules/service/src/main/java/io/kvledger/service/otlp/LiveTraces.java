@@ -47,7 +47,7 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger("io.kvledger.service.otlp");
 
-    /** Detectors left out on one node's journal (see the service README, {@code GET /v1/hangs}). */
+    /** Detectors left out on one node's journal (see docs/http-api.md, {@code GET /v1/hangs}). */
     static final Set<String> NEEDS_EVERY_JOURNAL = Set.of("notify-no-listener", "wrong-port-offset-form");
 
     /**

@@ -21,8 +21,8 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * The engine bridge protocol codec (version {@value #VERSION}; the module README of
- * {@code modules/service} documents it for the Python side).
+ * The engine bridge protocol codec (version {@value #VERSION}; {@code docs/bridge-protocol.md}
+ * documents it for the Python side).
  *
  * <p>Request frame: a msgpack map {@code {"v": 1, "id": int, "hook": str, "args": {...}}};
  * reply frame: {@code {"v": 1, "id": <the request's>, "ok": True, "result": {...}}} or

@@ -2,7 +2,7 @@
  * The engine bridge protocol: how an engine's KV-connector hook calls (vLLM's scheduler and
  * worker connector methods, forwarded by a thin Python connector) reach a kvledger node over a
  * local ZMQ socket, and how the node's reducer answers them. The protocol itself, with one
- * example per hook, is documented in {@code modules/service/README.md} ("Engine bridge protocol").
+ * example per hook, is documented in {@code docs/bridge-protocol.md}.
  *
  * <ul>
  *   <li>{@link io.kvledger.wire.bridge.BridgeCodec}: request decoding into
