@@ -206,6 +206,15 @@ final class ReducerFixtures {
             if (run.events.get(i) instanceof NodeEvent.RequestAdmitted a) {
                 surfaced.remove(a.requestId());
             }
+            // A connector without update_connector_output (vLLM 239b5ff30, switch no-update-connector-output)
+            // passes finished_sending through as the worker reported it, as upstream does: a request it
+            // names again is not hidden but named, with the assertion vLLM's scheduler would fail on.
+            Set<String> namedUnknown = new LinkedHashSet<>();
+            for (Effect e : run.effects.get(i)) {
+                if (e instanceof Effect.Anomaly a && a.kind() == AnomalyKind.FINISHED_SENDING_UNKNOWN_REQUEST) {
+                    namedUnknown.add(a.requestId());
+                }
+            }
             for (Effect e : run.effects.get(i)) {
                 if (e instanceof Effect.Anomaly a && a.kind() == AnomalyKind.REQUEST_RENAMED_AT_FINISH) {
                     surfaced.remove(a.requestId());
@@ -216,7 +225,7 @@ final class ReducerFixtures {
                         if (!inThisStep.add(rid)) {
                             bad.add("#" + i + ": " + rid + " twice in one finished_sending");
                         }
-                        if (!surfaced.add(rid)) {
+                        if (!surfaced.add(rid) && !namedUnknown.contains(rid)) {
                             bad.add("#" + i + ": " + rid + " surfaced again without being re-admitted");
                         }
                     }

@@ -65,12 +65,26 @@ class ReducerProperties {
         assertThat(m.run().state.stateHash()).as("state hash of the materializing run").isEqualTo(first.state.stateHash());
     }
 
-    /** (c) No request id is surfaced in finished_sending twice unless it was re-admitted in between. */
+    /**
+     * (c) No request id is surfaced in finished_sending twice unless it was re-admitted in between,
+     * or, for a connector that passes finished_sending through (no-update-connector-output), the
+     * reducer names the second with the assertion vLLM's scheduler fails on.
+     */
     @Property(tries = TRIES)
     void no_request_surfaced_twice_without_readmission(@ForAll("scenarios") Scenario scenario) {
         Materialized m = scenario.materialize();
         Assume.that(m.thrown() == null);
         report(m.run(), ReducerFixtures.doubleSurfacing(m.run()), "surfaced twice");
+    }
+
+    /**
+     * (c, regression) The seed that first drew a producer with no-update-connector-output given
+     * the same finished_sending twice for a request it never admitted (CI, 2026-12-06): upstream
+     * 239b5ff30 passes both through, and the reducer names each with FINISHED_SENDING_UNKNOWN_REQUEST.
+     */
+    @Property(tries = TRIES, seed = "2399256147482353009")
+    void no_request_surfaced_twice_regression_seed(@ForAll("scenarios") Scenario scenario) {
+        no_request_surfaced_twice_without_readmission(scenario);
     }
 
     /**
