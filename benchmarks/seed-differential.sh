@@ -21,17 +21,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 seed_file="$repo/../shared/seeds/000_8224966d3c25bc2c.txt"
 args=()
+prog=seed-differential.sh
+# shellcheck source=differential-args.sh
+. "$here/differential-args.sh"
 
 usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --seed-file) seed_file="${2:?--seed-file takes a path}"; shift 2 ;;
-    --scenarios|--seed) case "${2:-}" in ''|*[!0-9]*) echo "seed-differential.sh: $1 takes a non-negative integer" >&2; exit 2 ;; esac
-                        args+=("$1" "$2"); shift 2 ;;
-    --out) args+=(--out "$(cd "$(dirname "${2:?--out takes a directory}")" && pwd)/$(basename "$2")"); shift 2 ;;
-    --json) args+=(--json); shift ;;
-    -h|--help) usage 0 ;;
-    *) echo "seed-differential.sh: unknown option $1" >&2; usage ;;
+    *) common_arg "$@"; shift "$shift_by" ;;
   esac
 done
 [ -f "$seed_file" ] || { echo "seed-differential.sh: the seed document is not at $seed_file (pass --seed-file PATH)" >&2; exit 2; }

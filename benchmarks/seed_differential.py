@@ -31,9 +31,7 @@ import collections
 import json
 import os
 import random
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time as real_time
@@ -47,7 +45,9 @@ for p in (os.path.join(BRIDGE, "src"), os.path.join(BRIDGE, "tests", "standin"),
     if p not in sys.path:
         sys.path.insert(0, p)
 
+import differential  # noqa: E402  (what this harness shares with upstream_differential.py)
 import seed_hook_mix as shm  # noqa: E402  (the stubs of the seed's imports)
+from differential import Died, frames_dir, zmq_addr  # noqa: E402
 from kvledger_vllm import stream as kv_stream  # noqa: E402
 from kvledger_vllm import KvledgerRecorderConnector  # noqa: E402
 from vllm.config import CacheConfig, KVTransferConfig, ParallelConfig, VllmConfig  # noqa: E402
@@ -66,9 +66,10 @@ TICK_S = 1 / 512
 LATE = 1 << 30  # the step key of ACKs reported only after the tail's deadlines passed
 
 
-def fail(msg):
-    print(f"seed_differential.py: {msg}", file=sys.stderr)
-    sys.exit(2)
+SIDE = differential.Side("seed_differential.py", who="the seed", tag="seed", raiser="the seed",
+                         other_fields=("transfer_id", "consumer_tp_size"))
+fail, frame_of, kvledger_frame = SIDE.fail, SIDE.frame_of, SIDE.kvledger_frame
+compare_frames = SIDE.compare_frames
 
 
 # ---------------------------------------------------------------------------- the clock and ZMQ
@@ -197,10 +198,6 @@ class SeedConnector(KVConnectorBase_V1):
 
 P_HOSTS = ("10.0.0.1", "10.0.0.2")
 D_HOSTS = ("10.0.1.1", "10.0.1.2")
-
-
-def zmq_addr(host, hs=6301, notify=61005):
-    return f"host:{host},handshake:{hs},notify:{notify}"
 
 
 class Shape:
@@ -350,10 +347,6 @@ class Req:
         elif tid is not None:
             p["transfer_id"] = tid
         return p
-
-
-class Died(Exception):
-    pass
 
 
 class Engine:
@@ -620,188 +613,22 @@ def _record(rnd, shape, cls, clock, sent, tree):
     return shape.name, e.calls, died, len(sent)
 
 
-def frames_dir(tree):
-    d = os.path.join(os.path.dirname(tree), "frames")
-    os.makedirs(d, exist_ok=True)
-    return d
-
-
-def frame_of(path, data):
-    """A notify frame the seed sent, as comparable fields: its type, endpoint and map."""
-    import msgpack
-    m = msgpack.loads(data, raw=False)
-    host, _, port = path[len("tcp://"):].rpartition(":")
-    if m.get("type") == "remote_blocks":
-        return {"type": "remote_blocks", "host": host, "port": int(port), "req_id": m.get("req_id"),
-                "transfer_id": m.get("transfer_id"), "block_notify_list": m.get("block_notify_list"),
-                "decode_rank": m.get("decode_rank")}
-    return {"type": m.get("type"), "host": host, "port": int(port), "transfer_id": m.get("transfer_id"),
-            "consumer_tp_size": m.get("consumer_tp_size")}
-
-
-def kvledger_frame(effect):
-    """kvledger's scheduler-side send (a replay --effects --json line) in frame_of's shape, or None."""
-    f = effect.get("fields") or {}
-    if effect.get("type") == "send_remote_blocks":
-        return {"type": "remote_blocks", "host": f.get("host"), "port": f.get("port"), "req_id": f.get("req_id"),
-                "transfer_id": f.get("transfer_id"), "block_notify_list": f.get("block_notify_list"),
-                "decode_rank": f.get("decode_rank")}
-    if effect.get("type") == "send_release" and f.get("sender") == "SCHEDULER":
-        return {"type": "release", "host": f.get("host"), "port": f.get("port"), "transfer_id": f.get("transfer_id"),
-                "consumer_tp_size": f.get("consumer_tp_size")}
-    return None
-
-
 # ---------------------------------------------------------------------------- comparing
 
-HOOK_OF = {"matched_tokens_queried": "get_num_new_matched_tokens", "blocks_allocated": "update_state_after_alloc",
-           "step_scheduled": "build_connector_meta", "connector_output_received": "update_connector_output",
-           "request_finished": "request_finished", "request_admitted": "(admission)", "shut_down": "shutdown"}
-
-
-def kind_of(d):
-    """A divergence's kind: the hook, the reply type, and the field that differs (ids blanked)."""
-    cause = d.get("cause", "?")
-    hook = HOOK_OF.get(cause, cause)
-    exp, act = d.get("expected") or "", d.get("actual") or ""
-    if d.get("differs"):
-        what = re.sub(r"\[[^\]]*\]", "[*]", d["differs"]).split(":", 1)[0]
-        return f"{hook}: metadata {what}"
-    t_exp = exp.split(" ", 1)[0] if exp else "nothing"
-    t_act = act.split(" ", 1)[0] if act else "nothing"
-    if t_exp != t_act:
-        return f"{hook}: the seed answered {t_exp}, kvledger {t_act}"
-    fields = []
-    ew, aw = _fields(exp), _fields(act)
-    for k in sorted(set(ew) | set(aw)):
-        if ew.get(k) != aw.get(k):
-            fields.append(k)
-    return f"{hook}: {t_exp} differs in {', '.join(fields) or 'its text'}"
-
-
-def _fields(text):
-    out = {}
-    for m in re.finditer(r"(\w+)=(\{[^}]*\}|\[[^\]]*\]|\S+)", text):
-        out[m.group(1)] = m.group(2)
-    return out
-
-
-def run_kvledger(kvledger, args, ok=(0,)):
-    p = subprocess.run([kvledger] + args, capture_output=True, text=True)
-    if p.returncode not in ok:
-        fail(f"kvledger {' '.join(args[:2])} failed (exit {p.returncode}): {p.stderr.strip() or p.stdout.strip()[-2000:]}")
-    return p.stdout
-
-
-def compare(kvledger, tree, journals, names, batch):
-    """Imports the recordings, replays them; returns the nodes' summaries and kvledger's frames per node."""
-    run_kvledger(kvledger, ["journal", "import", tree, journals])
-    nodes = []
-    frames = collections.defaultdict(list)
-    for i in range(0, len(names), batch):
-        dirs = [os.path.join(journals, n) for n in names[i:i + batch]]
-        out = run_kvledger(kvledger, ["replay", "--verify", "--effects", "--json", "--full-ids", "--profile", "seed"]
-                           + dirs, ok=(0, 1))
-        lines = out.strip().splitlines()
-        for line in lines[:-1]:
-            e = json.loads(line)
-            f = kvledger_frame(e)
-            if f is not None:
-                frames[e["node"]].append(f)
-        nodes.extend(json.loads(lines[-1])["nodes"])
-    return nodes, frames
-
-
-def compare_frames(tree, names, kv_frames):
-    """The seed's notify frames against kvledger's, per scenario in order. Returns (compared,
-    agreeing, kinds Counter, examples)."""
-    compared = agree = 0
-    kinds = collections.Counter()
-    examples = {}
-    for name in names:
-        with open(os.path.join(frames_dir(tree), name + ".json"), encoding="utf-8") as f:
-            seed = json.load(f)
-        kv = kv_frames.get(name, [])
-        for i in range(max(len(seed), len(kv))):
-            s_f = seed[i] if i < len(seed) else None
-            k_f = kv[i] if i < len(kv) else None
-            compared += 1
-            if s_f == k_f:
-                agree += 1
-                continue
-            if s_f is None or k_f is None:
-                kind = f"frames: {(s_f or k_f)['type']} sent by {'the seed' if k_f is None else 'kvledger'} only"
-            else:
-                diff = sorted(k for k in set(s_f) | set(k_f) if s_f.get(k) != k_f.get(k))
-                kind = f"frames: {s_f['type']} differs in {', '.join(diff)}"
-            kinds[kind] += 1
-            examples.setdefault(kind, (name, i, s_f, k_f))
-    return compared, agree, kinds, examples
-
-
 def summarize(nodes, recorded, frames, args):
-    per_hook = collections.OrderedDict()
-    kinds = collections.Counter()
-    examples = {}
-    total = agree = 0
-    diverging_scenarios = 0
-    for n in nodes:
-        v = n.get("verify") or {}
-        by = v.get("by_input") or {}
-        for cause, t in by.items():
-            hook = HOOK_OF.get(cause, cause)
-            h = per_hook.setdefault(hook, [0, 0])
-            h[0] += t["compared"]
-            h[1] += t["diverging"]
-        if v.get("divergent_inputs"):
-            diverging_scenarios += 1
-        for d in v.get("divergences") or []:
-            k = kind_of(d)
-            kinds[k] += 1
-            examples.setdefault(k, (n["node"], d))
-    for hook, (c, dv) in per_hook.items():
-        if hook in ("(admission)", "shutdown", "start-up checks"):
-            continue
-        total += c
-        agree += c - dv
-    died = collections.Counter(r[2].split(":", 2)[0] + ":" + r[2].split(":", 2)[1] for r in recorded if r[2])
-    result = {"scenarios": len(nodes), "seed": args.seed, "hook_calls": total, "agreeing": agree,
-              "diverging": total - agree, "agreement": (agree / total) if total else None,
-              "diverging_scenarios": diverging_scenarios,
-              "per_hook": {h: {"compared": c, "diverging": d} for h, (c, d) in per_hook.items()},
-              "kinds": dict(kinds.most_common()), "engines_died": dict(died),
-              "frames": {"compared": frames[0], "agreeing": frames[1], "kinds": dict(frames[2].most_common())}}
+    t = SIDE.tally(nodes, recorded)
+    total, agree = t.total, t.total - t.diverging
+    result = dict({"scenarios": len(nodes), "seed": args.seed, "hook_calls": total, "agreeing": agree,
+                   "diverging": total - agree, "agreement": (agree / total) if total else None},
+                  **SIDE.result_tail(t, frames))
     if args.json:
         print(json.dumps(result, indent=1))
         return result
     print(f"seed differential: {len(nodes)} scenarios (seed {args.seed}), {total} hook calls compared: "
           f"{agree} agree, {total - agree} diverge ({100.0 * agree / total if total else 0:.2f} % agreement); "
-          f"{diverging_scenarios} scenario(s) with a divergence")
-    print("per hook (calls compared / diverging):")
-    for hook, (c, d) in per_hook.items():
-        if hook in ("(admission)", "shutdown", "start-up checks"):
-            continue
-        print(f"  {hook:28s} {c:6d} / {d:d}")
-    print(f"notify frames the scheduler sends (remote_blocks, release; compared in order, per scenario): "
-          f"{frames[0]} compared, {frames[1]} agree, {frames[0] - frames[1]} differ")
-    for k, n in frames[2].most_common():
-        name, i, s_f, k_f = frames[3][k]
-        print(f"  {n:5d}  {k}")
-        print(f"         {name} frame {i}: seed: {s_f}")
-        print(f"         {' ' * len(name)}          kvledger: {k_f}")
-    if died:
-        print("scenarios ended by an exception in the seed (an engine core that dies; compared up to it):")
-        for k, n in died.most_common():
-            print(f"  {n:4d}  {k}")
-    if kinds:
-        print("divergences by kind (count, then the first example):")
-        for k, n in kinds.most_common():
-            node, d = examples[k]
-            print(f"  {n:5d}  {k}")
-            print(f"         {node} seq {d.get('seq')}: seed: {d.get('expected')}")
-            print(f"         {' ' * len(node)}        kvledger: {d.get('actual')}")
-            if d.get("differs"):
-                print(f"         {' ' * len(node)}        differs: {d['differs']}")
+          f"{t.diverging_scenarios} scenario(s) with a divergence")
+    SIDE.print_details(t, frames, "notify frames the scheduler sends (remote_blocks, release; compared in order, "
+                                  "per scenario)")
     return result
 
 
@@ -840,7 +667,7 @@ def main(argv=None):
         if a.only_record:
             return 0
         names = [r[0] for r in recorded]
-        nodes, kv_frames = compare(a.kvledger, tree, journals, names, a.batch)
+        nodes, kv_frames = SIDE.compare(a.kvledger, tree, journals, names, a.batch, profile="seed")
         summarize(nodes, recorded, compare_frames(tree, names, kv_frames), a)
         return 0
     finally:

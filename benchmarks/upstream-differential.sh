@@ -24,17 +24,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 upstream="$repo/../shared/upstream/vllm-239b5ff30"
 args=()
+prog=upstream-differential.sh
+# shellcheck source=differential-args.sh
+. "$here/differential-args.sh"
 
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --upstream) upstream="${2:?--upstream takes a directory}"; shift 2 ;;
-    --scenarios|--seed) case "${2:-}" in ''|*[!0-9]*) echo "upstream-differential.sh: $1 takes a non-negative integer" >&2; exit 2 ;; esac
-                        args+=("$1" "$2"); shift 2 ;;
-    --out) args+=(--out "$(cd "$(dirname "${2:?--out takes a directory}")" && pwd)/$(basename "$2")"); shift 2 ;;
-    --json) args+=(--json); shift ;;
-    -h|--help) usage 0 ;;
-    *) echo "upstream-differential.sh: unknown option $1" >&2; usage ;;
+    *) common_arg "$@"; shift "$shift_by" ;;
   esac
 done
 [ -d "$upstream/vllm" ] || { echo "upstream-differential.sh: no upstream vLLM sources at $upstream (pass --upstream DIR)" >&2; exit 2; }

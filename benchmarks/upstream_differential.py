@@ -39,12 +39,13 @@ import json
 import logging
 import os
 import random
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import uuid
+
+import differential  # what this harness shares with seed_differential.py
+from differential import Died, frames_dir, zmq_addr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -55,13 +56,9 @@ P_HOSTS = ("10.0.0.1", "10.0.0.2")
 D_HOSTS = ("10.0.1.1", "10.0.1.2")
 
 
-def fail(msg):
-    print(f"upstream_differential.py: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
-def zmq_addr(host, hs=6301, notify=61005):
-    return f"host:{host},handshake:{hs},notify:{notify}"
+SIDE = differential.Side("upstream_differential.py", who="upstream", tag="upstream", raiser="the connector",
+                         other_fields=differential.REMOTE_BLOCKS_FIELDS)
+fail, frame_of = SIDE.fail, SIDE.frame_of
 
 
 def addressed_id(rnd, p_host, d_host, p_notify=61005, d_notify=61005):
@@ -70,10 +67,6 @@ def addressed_id(rnd, p_host, d_host, p_notify=61005, d_notify=61005):
 
 
 # ---------------------------------------------------------------------------- the engine
-
-class Died(Exception):
-    pass
-
 
 class Plan:
     """One request's plan: what the engine does with it."""
@@ -472,156 +465,21 @@ def record(up, scenario, tree, rnd):
     return scenario.name, e.calls, died, len(frames)
 
 
-def frames_dir(tree):
-    d = os.path.join(os.path.dirname(tree), "frames")
-    os.makedirs(d, exist_ok=True)
-    return d
-
-
-def frame_of(path, data):
-    import msgpack
-    m = msgpack.loads(data, raw=False)
-    host, _, port = path[len("tcp://"):].rpartition(":")
-    return {"type": m.get("type"), "host": host.strip("[]"), "port": int(port), "req_id": m.get("req_id"),
-            "transfer_id": m.get("transfer_id"), "block_notify_list": m.get("block_notify_list"),
-            "decode_rank": m.get("decode_rank")}
-
-
-def kvledger_frame(effect):
-    f = effect.get("fields") or {}
-    if effect.get("type") == "send_remote_blocks":
-        return {"type": "remote_blocks", "host": f.get("host"), "port": f.get("port"), "req_id": f.get("req_id"),
-                "transfer_id": f.get("transfer_id"), "block_notify_list": f.get("block_notify_list"),
-                "decode_rank": f.get("decode_rank")}
-    if effect.get("type") == "send_release" and f.get("sender") == "SCHEDULER":
-        return {"type": "release", "host": f.get("host"), "port": f.get("port"), "req_id": None,
-                "transfer_id": f.get("transfer_id"), "block_notify_list": None, "decode_rank": None}
-    return None
-
-
 # ---------------------------------------------------------------------------- comparing
 
-HOOK_OF = {"matched_tokens_queried": "get_num_new_matched_tokens", "blocks_allocated": "update_state_after_alloc",
-           "step_scheduled": "build_connector_meta", "connector_output_received": "update_connector_output",
-           "request_finished": "request_finished", "request_admitted": "(admission)", "shut_down": "shutdown"}
-NOT_HOOKS = ("(admission)", "shutdown", "start-up checks")
-
-
-def kind_of(d):
-    hook = HOOK_OF.get(d.get("cause", "?"), d.get("cause", "?"))
-    exp, act = d.get("expected") or "", d.get("actual") or ""
-    if d.get("differs"):
-        return f"{hook}: metadata " + re.sub(r"\[[^\]]*\]", "[*]", d["differs"]).split(":", 1)[0]
-    t_exp = exp.split(" ", 1)[0] if exp else "nothing"
-    t_act = act.split(" ", 1)[0] if act else "nothing"
-    if t_exp != t_act:
-        return f"{hook}: upstream answered {t_exp}, kvledger {t_act}"
-    ew = dict(re.findall(r"(\w+)=(\{[^}]*\}|\[[^\]]*\]|\S+)", exp))
-    aw = dict(re.findall(r"(\w+)=(\{[^}]*\}|\[[^\]]*\]|\S+)", act))
-    fields = [k for k in sorted(set(ew) | set(aw)) if ew.get(k) != aw.get(k)]
-    return f"{hook}: {t_exp} differs in {', '.join(fields) or 'its text'}"
-
-
-def run_kvledger(kvledger, args, ok=(0,)):
-    p = subprocess.run([kvledger] + args, capture_output=True, text=True)
-    if p.returncode not in ok:
-        fail(f"kvledger {' '.join(args[:2])} failed (exit {p.returncode}): {p.stderr.strip() or p.stdout.strip()[-2000:]}")
-    return p.stdout
-
-
-def compare(kvledger, tree, journals, names, batch, profile=None):
-    run_kvledger(kvledger, ["journal", "import", tree, journals])
-    nodes, frames = [], collections.defaultdict(list)
-    for i in range(0, len(names), batch):
-        dirs = [os.path.join(journals, n) for n in names[i:i + batch]]
-        out = run_kvledger(kvledger, ["replay", "--verify", "--effects", "--json", "--full-ids"]
-                           + (["--profile", profile] if profile else []) + dirs, ok=(0, 1))
-        lines = out.strip().splitlines()
-        for line in lines[:-1]:
-            e = json.loads(line)
-            f = kvledger_frame(e)
-            if f is not None:
-                frames[e["node"]].append(f)
-        nodes.extend(json.loads(lines[-1])["nodes"])
-    return nodes, frames
-
-
-def compare_frames(tree, names, kv_frames):
-    compared = agree = 0
-    kinds, examples = collections.Counter(), {}
-    for name in names:
-        with open(os.path.join(frames_dir(tree), name + ".json"), encoding="utf-8") as f:
-            up = json.load(f)
-        kv = kv_frames.get(name, [])
-        for i in range(max(len(up), len(kv))):
-            u = up[i] if i < len(up) else None
-            k = kv[i] if i < len(kv) else None
-            compared += 1
-            if u == k:
-                agree += 1
-                continue
-            if u is None or k is None:
-                kind = f"frames: {(u or k)['type']} sent by {'upstream' if k is None else 'kvledger'} only"
-            else:
-                kind = f"frames: {u['type']} differs in " + ", ".join(sorted(x for x in set(u) | set(k) if u.get(x) != k.get(x)))
-            kinds[kind] += 1
-            examples.setdefault(kind, (name, i, u, k))
-    return compared, agree, kinds, examples
-
-
 def summarize(nodes, recorded, frames, args, label):
-    per_hook = collections.OrderedDict()
-    kinds, examples = collections.Counter(), {}
-    profiles = collections.Counter()
-    diverging_scenarios = 0
-    for n in nodes:
-        profiles[n.get("profile", "?")] += 1
-        v = n.get("verify") or {}
-        for cause, t in (v.get("by_input") or {}).items():
-            h = per_hook.setdefault(HOOK_OF.get(cause, cause), [0, 0])
-            h[0] += t["compared"]
-            h[1] += t["diverging"]
-        if v.get("divergent_inputs"):
-            diverging_scenarios += 1
-        for d in v.get("divergences") or []:
-            k = kind_of(d)
-            kinds[k] += 1
-            examples.setdefault(k, (n["node"], d))
-    total = sum(c for h, (c, _) in per_hook.items() if h not in NOT_HOOKS)
-    diverging = sum(d for h, (_, d) in per_hook.items() if h not in NOT_HOOKS)
-    died = collections.Counter(":".join(r[2].split(":", 2)[:2]) for r in recorded if r[2])
-    result = {"upstream": label, "scenarios": len(nodes), "seed": args.seed, "profiles": dict(profiles),
-              "hook_calls": total, "agreeing": total - diverging, "diverging": diverging,
-              "diverging_scenarios": diverging_scenarios,
-              "per_hook": {h: {"compared": c, "diverging": d} for h, (c, d) in per_hook.items()},
-              "kinds": dict(kinds.most_common()), "engines_died": dict(died),
-              "frames": {"compared": frames[0], "agreeing": frames[1], "kinds": dict(frames[2].most_common())}}
+    t = SIDE.tally(nodes, recorded)
+    total, diverging = t.total, t.diverging
+    result = dict({"upstream": label, "scenarios": len(nodes), "seed": args.seed, "profiles": dict(t.profiles),
+                   "hook_calls": total, "agreeing": total - diverging, "diverging": diverging},
+                  **SIDE.result_tail(t, frames))
     if args.json:
         print(json.dumps(result, indent=1))
         return result
     print(f"upstream differential ({label}): {len(nodes)} scenarios (seed {args.seed}), profiles "
-          f"{dict(profiles)}; {total} hook calls compared: {total - diverging} agree, {diverging} diverge; "
-          f"{diverging_scenarios} scenario(s) with a divergence")
-    print("per hook (calls compared / diverging):")
-    for hook, (c, d) in per_hook.items():
-        if hook not in NOT_HOOKS:
-            print(f"  {hook:28s} {c:6d} / {d:d}")
-    print(f"notify frames the scheduler sent: {frames[0]} compared, {frames[1]} agree, {frames[0] - frames[1]} differ")
-    for k, n in frames[2].most_common():
-        name, i, u, kv = frames[3][k]
-        print(f"  {n:5d}  {k}\n         {name} frame {i}: upstream: {u}\n         {' ' * len(name)}          kvledger: {kv}")
-    if died:
-        print("scenarios ended by an exception in the connector (an engine core that dies; compared up to it):")
-        for k, n in died.most_common():
-            print(f"  {n:4d}  {k}")
-    if kinds:
-        print("divergences by kind (count, then the first example):")
-        for k, n in kinds.most_common():
-            node, d = examples[k]
-            print(f"  {n:5d}  {k}\n         {node} seq {d.get('seq')}: upstream: {d.get('expected')}\n"
-                  f"         {' ' * len(node)}        kvledger: {d.get('actual')}")
-            if d.get("differs"):
-                print(f"         {' ' * len(node)}        differs: {d['differs']}")
+          f"{dict(t.profiles)}; {total} hook calls compared: {total - diverging} agree, {diverging} diverge; "
+          f"{t.diverging_scenarios} scenario(s) with a divergence")
+    SIDE.print_details(t, frames, "notify frames the scheduler sent")
     return result
 
 
@@ -669,8 +527,8 @@ def main(argv=None):
         if a.only_record:
             return 0
         names = [r[0] for r in recorded]
-        nodes, kv_frames = compare(a.kvledger, tree, journals, names, a.batch, a.profile)
-        r = summarize(nodes, recorded, compare_frames(tree, names, kv_frames), a, os.path.basename(root))
+        nodes, kv_frames = SIDE.compare(a.kvledger, tree, journals, names, a.batch, a.profile)
+        r = summarize(nodes, recorded, SIDE.compare_frames(tree, names, kv_frames), a, os.path.basename(root))
         return 0 if r["diverging"] == 0 and r["frames"]["compared"] == r["frames"]["agreeing"] else 1
     finally:
         if not a.out:
