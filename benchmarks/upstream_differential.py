@@ -52,6 +52,7 @@ REPO = os.path.dirname(HERE)
 BRIDGE_SRC = os.path.join(REPO, "modules", "vllm-bridge", "src")
 DEFAULT_UPSTREAM = os.path.join(REPO, "..", "shared", "upstream", "vllm-239b5ff30")
 BLOCK = 16
+SWA_WINDOW = 32  # tokens of a sliding-window group: ceil(32 / 16) + 1 = 3 blocks kept
 P_HOSTS = ("10.0.0.1", "10.0.0.2")
 D_HOSTS = ("10.0.1.1", "10.0.1.2")
 
@@ -69,22 +70,34 @@ def addressed_id(rnd, p_host, d_host, p_notify=61005, d_notify=61005):
 # ---------------------------------------------------------------------------- the engine
 
 class Plan:
-    """One request's plan: what the engine does with it."""
+    """One request's plan: what the engine does with it. ``finish_empty``: the scheduler hands
+    request_finished no block ids (as upstream's routing test calls it)."""
 
     def __init__(self, rid, prompt, params, arrive=0, max_tokens=8, chunk=10_000, prefix_hit=0, end="normal",
-                 status=None, ack=1, recv_after=1, preempt_at=None, abort_at=None):
+                 status=None, ack=1, recv_after=1, preempt_at=None, abort_at=None, finish_empty=False):
         self.rid, self.prompt, self.params, self.arrive = rid, prompt, params, arrive
         self.max_tokens, self.chunk, self.prefix_hit, self.end = max_tokens, chunk, prefix_hit, end
         self.status, self.ack, self.recv_after = status, ack, recv_after
         self.preempt_at, self.abort_at = preempt_at, abort_at
+        self.finish_empty = finish_empty
+
+
+def upstream_supports_hma(connector):
+    """Whether vLLM's scheduler sees a SupportsHMA connector (it then calls request_finished_all_groups)."""
+    from vllm.distributed.kv_transfer.kv_connector.v1 import base
+    return hasattr(base, "SupportsHMA") and isinstance(connector, base.SupportsHMA)
 
 
 class Engine:
     """vLLM's scheduler loop (scheduler.py / async_scheduler.py), reduced to what the connector sees."""
 
-    def __init__(self, up, connector, producer, async_sched, rnd):
+    def __init__(self, up, connector, producer, async_sched, rnd, groups=("full",)):
         self.up, self.c, self.producer, self.async_sched, self.rnd = up, connector, producer, async_sched, rnd
         self.next_block = 1
+        # the KV-cache groups (scheduler's kv_cache_config order): "full", "swa" or "mamba"; the
+        # engine keeps one block list per group (a mamba group holds one state block per request)
+        self.groups = tuple(groups)
+        self.hma = upstream_supports_hma(connector)
         self.calls = collections.Counter()
         self.requests = {}    # rid -> Request (vLLM's self.requests: until its blocks are freed)
         self.blocks = {}      # rid -> block ids
@@ -107,15 +120,23 @@ class Engine:
             raise Died(f"{hook}: {type(e).__name__}: {e}") from None
 
     def alloc(self, rid, tokens):
+        """Allocates up to ``tokens``; returns the new block ids, one list per group."""
         need = -(-tokens // BLOCK) if tokens > 0 else 0
-        have = self.blocks.setdefault(rid, [])
-        new = list(range(self.next_block, self.next_block + max(need - len(have), 0)))
-        self.next_block += len(new)
-        have.extend(new)
-        return new
+        have = self.blocks.setdefault(rid, [[] for _ in self.groups])
+        out = []
+        for g, kind in enumerate(self.groups):
+            want = min(need, 1) if kind == "mamba" else need
+            new = list(range(self.next_block, self.next_block + max(want - len(have[g]), 0)))
+            self.next_block += len(new)
+            have[g].extend(new)
+            out.append(new)
+        return out
+
+    def group_ids(self, rid):
+        return [list(g) for g in self.blocks.get(rid, [[] for _ in self.groups])]
 
     def kv_blocks(self, rid):
-        return self.up.KVCacheBlocks.of_ids(list(self.blocks.get(rid, [])))
+        return self.up.KVCacheBlocks.of_ids(*self.group_ids(rid))
 
     def admit(self, plan):
         from vllm.v1.request import Request
@@ -136,7 +157,13 @@ class Engine:
             self.running.remove(req)
         if req in self.waiting:
             self.waiting.remove(req)
-        delay, _params = self.call("request_finished", req, list(self.blocks.get(rid, [])))
+        # scheduler.py's _connector_finished: request_finished_all_groups with every group's ids for
+        # a SupportsHMA connector, else request_finished with group 0
+        if self.hma:
+            groups = tuple([] for _ in self.groups) if self.plans[rid].finish_empty else tuple(self.group_ids(rid))
+            delay, _params = self.call("request_finished_all_groups", req, groups)
+        else:
+            delay, _params = self.call("request_finished", req, self.group_ids(rid)[0])
         plan = self.plans[rid]
         if not delay:
             self.free(rid)
@@ -174,7 +201,7 @@ class Engine:
             new = self.alloc(rid, req.num_computed_tokens + n)
             num_scheduled[rid] = n
             cached.req_ids.append(rid)
-            cached.new_block_ids.append((new,) if new else None)
+            cached.new_block_ids.append(tuple(new) if any(new) else None)
             cached.num_computed_tokens.append(req.num_computed_tokens)
             cached.num_output_tokens.append(len(req.output_token_ids))
         # waiting requests (none in a step that preempted, as vLLM)
@@ -311,10 +338,18 @@ class Engine:
 # ---------------------------------------------------------------------------- scenarios
 
 class Scenario:
-    def __init__(self, name, role, read, dp_rank=0, dp_size=1, tp_size=1, async_sched=False, host=None):
+    """One engine rank. ``groups``: the KV-cache groups ("full", "swa", "mamba"), given to the
+    connector as its kv_cache_config (versions that take one; None: the connector gets none);
+    ``hma``: vLLM runs the hybrid KV-cache manager (disable_hybrid_kv_cache_manager False);
+    ``dp_local``: data_parallel_size_local (default: dp_size, one pod)."""
+
+    def __init__(self, name, role, read, dp_rank=0, dp_size=1, tp_size=1, async_sched=False, host=None,
+                 groups=None, hma=False, dp_local=None):
         self.name, self.role, self.read = name, role, read
         self.dp_rank, self.dp_size, self.tp_size = dp_rank, dp_size, tp_size
         self.async_sched, self.host = async_sched, host
+        self.groups, self.hma = groups, hma
+        self.dp_local = dp_size if dp_local is None else dp_local
         self.plans = []
         self.steps = 12
 
@@ -407,6 +442,74 @@ def generated(rnd, index):
     return s
 
 
+def grouped_scenarios(scenarios, seed):
+    """The same scenarios for a version whose connector is SupportsHMA and takes a kv_cache_config
+    (3c201bf2): one full-attention group by default; READ scenarios also run with a sliding-window
+    group beside it under the hybrid KV-cache manager (MoRIIO refuses hybrid groups in WRITE mode at
+    construction); the remote_block_ids a READ decode receives are one list per group, as such a
+    producer returns them (the sliding-window group clipped to what it keeps), now and then an older
+    producer's flat list; routing params of multi-pod deployments (remote_dp_size_local,
+    remote_hosts, remote_dp_rank_override, is_request_leader) and engines on a second pod
+    (data_parallel_size_local below data_parallel_size)."""
+    out = []
+    for i, s in enumerate(scenarios):
+        rnd = random.Random(seed * 7_000_003 + i)
+        s.groups = ("full",)
+        s.hma = rnd.random() < 0.3
+        if s.read and rnd.random() < 0.4:
+            s.groups = rnd.choice((("full", "swa"), ("swa", "full"), ("full", "swa", "swa")))
+            s.hma = True
+        if s.dp_size == 4 and rnd.random() < 0.5:
+            s.dp_local = 2
+        if s.groups != ("full",) or s.hma or s.dp_local != s.dp_size:
+            s.name += "-" + "+".join(s.groups) + ("-hma" if s.hma else "") + (
+                f"-local{s.dp_local}" if s.dp_local != s.dp_size else "")
+        keep = [0 if g == "full" else -(-SWA_WINDOW // BLOCK) + 1 for g in s.groups]
+        for p in s.plans:
+            params = p.params
+            if not params:
+                continue
+            if params.get("do_remote_prefill") and isinstance(params.get("remote_block_ids"), list) \
+                    and rnd.random() > 0.05:
+                flat = params["remote_block_ids"]
+                params["remote_block_ids"] = [
+                    list(flat) if k == 0 or not flat else
+                    [b + 10_000 * (g + 1) for b in flat[-k:]] for g, k in enumerate(keep)]
+            if rnd.random() < 0.3:
+                size = params.get("remote_dp_size", 1)
+                params["remote_dp_size"] = size = rnd.choice((size, 2, 4))
+                params["remote_dp_size_local"] = rnd.choice((size, 1, 2, 0))
+                if rnd.random() < 0.6:
+                    params["remote_hosts"] = list(P_HOSTS)
+                params["remote_dp_rank"] = rnd.randrange(size)
+            r = rnd.random()
+            if r < 0.15:
+                params["remote_dp_rank_override"] = True
+            elif r < 0.25:
+                params["is_request_leader"] = rnd.random() < 0.5
+        out.append(s)
+    return out
+
+
+def routing_scenarios():
+    """upstream's tests/v1/kv_connector/unit/test_moriio_routing.py at 3c201bf2, as scenarios: a
+    prefill on global DP rank 11 of 16 with 8 ranks per pod, one on rank 4 of 8, and a request with
+    no kv_transfer_params; each finished length-capped with no block ids (the test's call) and with
+    its blocks."""
+    rnd = random.Random(11)
+    out = []
+    for rank, size, local in ((11, 16, 8), (4, 8, 8), (0, 16, 8)):
+        for empty in (True, False):
+            s = Scenario(f"r-finish-rank{rank}of{size}-local{local}" + ("-no-blocks" if empty else ""), "kv_producer",
+                         False, dp_rank=rank, dp_size=size, dp_local=local, groups=("full",), hma=not empty)
+            s.plans.append(Plan(addressed_id(rnd, P_HOSTS[0], D_HOSTS[0]), 40,
+                                {"do_remote_decode": True, "transfer_id": f"t-{rank}-{int(empty)}"},
+                                max_tokens=1, finish_empty=empty))
+            s.plans.append(Plan(addressed_id(rnd, P_HOSTS[0], D_HOSTS[0]), 20, None, max_tokens=1, finish_empty=empty))
+            out.append(s)
+    return out
+
+
 # ---------------------------------------------------------------------------- recording
 
 def record(up, scenario, tree, rnd):
@@ -428,17 +531,27 @@ def record(up, scenario, tree, rnd):
         os.environ.pop("VLLM_HOST_IP", None)
     extra = {"inner_connector": "MoRIIOConnector", "record_to": os.path.join(tmp, "{role}-dp{dp}-tp{tp}.jsonl"),
              "handshake_port": "6301", "notify_port": "61005"}
+    kv_cache_config = None
+    if scenario.groups is not None:
+        # newer versions: the mode is the extra config's read_mode, and the connector reads its
+        # kv_cache_config (the groups)
+        extra["read_mode"] = "true" if scenario.read else "false"
+        kv_cache_config = up.KVCacheConfig([
+            up.KVCacheGroupSpec([f"layer.{i}"], up.FullAttentionSpec(BLOCK) if kind == "full"
+                                else up.SlidingWindowSpec(BLOCK, SWA_WINDOW) if kind == "swa" else up.MambaSpec(BLOCK))
+            for i, kind in enumerate(scenario.groups)])
     config = VllmConfig(
         kv_transfer_config=KVTransferConfig(kv_connector="KvledgerRecorderConnector", kv_role=scenario.role,
                                             kv_connector_module_path="kvledger_vllm", kv_connector_extra_config=extra),
         parallel_config=ParallelConfig(data_parallel_rank=scenario.dp_rank, data_parallel_size=scenario.dp_size,
-                                       data_parallel_size_local=scenario.dp_size, tensor_parallel_size=scenario.tp_size),
+                                       data_parallel_size_local=scenario.dp_local, tensor_parallel_size=scenario.tp_size),
         cache_config=CacheConfig(block_size=BLOCK),
-        scheduler_config=SchedulerConfig(disable_hybrid_kv_cache_manager=True, async_scheduling=scenario.async_sched))
+        scheduler_config=SchedulerConfig(disable_hybrid_kv_cache_manager=not scenario.hma,
+                                         async_scheduling=scenario.async_sched))
     del up.SENT[:]
     died = None
-    c = KVConnectorFactory.create_connector(config, KVConnectorRole.SCHEDULER, None)
-    e = Engine(up, c, scenario.producer, scenario.async_sched, rnd)
+    c = KVConnectorFactory.create_connector(config, KVConnectorRole.SCHEDULER, kv_cache_config)
+    e = Engine(up, c, scenario.producer, scenario.async_sched, rnd, scenario.groups or ("full",))
     try:
         e.run(scenario.plans, scenario.steps)
     except Died as d:
@@ -483,7 +596,16 @@ def summarize(nodes, recorded, frames, args, label):
     return result
 
 
+def takes_kv_cache_config(root):
+    """Whether this version's connector is built with the groups (SupportsHMA, after 239b5ff30)."""
+    import re
+    path = os.path.join(root, "vllm", "distributed", "kv_transfer", "kv_connector", "v1", "moriio", "moriio_connector.py")
+    with open(path, encoding="utf-8") as f:
+        return re.search(r"class MoRIIOConnector\([^)]*SupportsHMA", f.read()) is not None
+
+
 def main(argv=None):
+    global SIDE, fail, frame_of
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--upstream", default=DEFAULT_UPSTREAM,
                     help="the upstream tree (default: <repo>/../shared/upstream/vllm-239b5ff30)")
@@ -512,6 +634,11 @@ def main(argv=None):
     quiet.propagate = False
     import upstream_vllm as up
     up.load(root)
+    if takes_kv_cache_config(root):
+        # release frames of newer versions carry consumer_tp_size (as the seed's)
+        SIDE = differential.Side("upstream_differential.py", who="upstream", tag="upstream", raiser="the connector",
+                                 other_fields=("transfer_id", "consumer_tp_size"))
+        fail, frame_of = SIDE.fail, SIDE.frame_of
     out = os.path.abspath(a.out) if a.out else tempfile.mkdtemp(prefix="upstream-differential-")
     tree, journals = os.path.join(out, "recordings"), os.path.join(out, "journals")
     for d in (tree, journals, os.path.join(out, "frames")):
@@ -519,6 +646,8 @@ def main(argv=None):
             shutil.rmtree(d)
     os.makedirs(tree)
     scenarios = unit_test_scenarios() + [generated(random.Random(a.seed * 1_000_003 + i), i) for i in range(a.scenarios)]
+    if takes_kv_cache_config(root):
+        scenarios = grouped_scenarios(scenarios, a.seed) + routing_scenarios()
     recorded = [record(up, s, tree, random.Random(a.seed * 7 + i)) for i, s in enumerate(scenarios)]
     if not a.json:
         print(f"recorded {len(recorded)} scenarios, {sum(sum(r[1].values()) for r in recorded)} hook calls made "

@@ -101,6 +101,7 @@ class ParallelConfig:
     data_parallel_rank: int = 0
     data_parallel_rank_local: int | None = None
     rank: int = 0
+    decode_context_parallel_size: int = 1
 
 
 @dataclasses.dataclass
@@ -142,6 +143,13 @@ class VllmConfig:
     scheduler_config: SchedulerConfig = dataclasses.field(default_factory=SchedulerConfig)
     compilation_config: CompilationConfig = dataclasses.field(default_factory=CompilationConfig)
     model_config: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    # what the 3c201bf2 scheduler reads for its decode-tail tolerance (no speculative decoding here)
+    speculative_config: object = None
+    num_lookahead_tokens: int = 0
+
+    @property
+    def num_speculative_tokens(self):
+        return 0
 
 
 def _config(m):
@@ -331,7 +339,15 @@ def _attention_selector(m):
 def _forward_context(m):
     class ForwardContext:
         pass
+
+    def get_forward_context():
+        raise RuntimeError("no forward context in the upstream loader (worker side not loaded)")
     m.ForwardContext = ForwardContext
+    m.get_forward_context = get_forward_context
+
+
+def _math_utils(m):
+    m.cdiv = lambda a, b: -(a // -b)
 
 
 class KVCacheBlock:
@@ -406,6 +422,292 @@ def _regex(m):
             setattr(m, name, getattr(re, name))
 
 
+# ------------------------------------------------- stubs of modules a version's tree may lack
+#
+# The 3c201bf2 tree holds the connector, the base and the routing test, not the helper modules
+# the connector imports (../shared/upstream/vllm-3c201bf2/SOURCES.md names them). The stubs below
+# stand in for them only where the version has no file of that name (FALLBACK_STUBS): what they
+# decide is written beside each one, taken from how the 3c201bf2 connector uses the name and from
+# public versions of those modules at nearby commits (moriio_common at 028a39c2 and 42fa4c09; the
+# protocol notes in shared/design/moriio-protocol.md sections 1-2). The helpers the seed scheduler
+# shares with 3c201bf2 (port arithmetic, request-id address parsing, ReqMeta and add_new_req) are
+# seed_hook_mix.py's, one copy for both differentials.
+
+class FullAttentionSpec:
+    def __init__(self, block_size=16, dcp_sharded=False):
+        self.block_size, self.dcp_sharded = block_size, dcp_sharded
+
+    def __repr__(self):
+        return f"FullAttentionSpec(block_size={self.block_size})"
+
+
+class SlidingWindowSpec(FullAttentionSpec):
+    """Not a full-attention spec (is_full_attention_spec is False for it, as upstream's)."""
+
+    def __init__(self, block_size=16, sliding_window=64):
+        super().__init__(block_size)
+        self.sliding_window = sliding_window
+
+
+class MambaSpec:
+    """Two states (conv and SSM), as MoRIIO's hybrid READ requires; no speculative blocks."""
+
+    def __init__(self, block_size=16, num_speculative_blocks=0):
+        self.block_size = block_size
+        self.shapes = ((1, 1), (1, 1))
+        self.dtypes = ("bfloat16", "bfloat16")
+        self.num_speculative_blocks = num_speculative_blocks
+
+    def __eq__(self, other):
+        return isinstance(other, MambaSpec) and (self.block_size, self.num_speculative_blocks) == (
+            other.block_size, other.num_speculative_blocks)
+
+    def __hash__(self):
+        return hash((self.block_size, self.num_speculative_blocks))
+
+
+@dataclasses.dataclass
+class KVCacheGroupSpec:
+    layer_names: list
+    kv_cache_spec: object
+    enable_kv_transfer: bool = True
+
+
+class KVCacheConfig:
+    """vLLM's KVCacheConfig as the 3c201bf2 connector reads it: the groups, the ones that take part
+    in KV transfer (``enable_kv_transfer``) and ``select_transfer_block_ids`` (ValueError unless one
+    list per group), as vLLM's kv_cache_interface.py has them at nearby commits."""
+
+    def __init__(self, kv_cache_groups, num_blocks=4096):
+        self.kv_cache_groups = list(kv_cache_groups)
+        self.num_blocks = num_blocks
+        self.kv_cache_tensors = []
+
+    @property
+    def transfer_group_ids(self):
+        return tuple(i for i, g in enumerate(self.kv_cache_groups) if g.enable_kv_transfer)
+
+    @property
+    def transfer_groups(self):
+        return tuple(self.kv_cache_groups[i] for i in self.transfer_group_ids)
+
+    def select_transfer_block_ids(self, block_ids):
+        if len(block_ids) != len(self.kv_cache_groups):
+            raise ValueError(f"Expected {len(self.kv_cache_groups)} KV cache groups, got {len(block_ids)}.")
+        return tuple(block_ids[i] for i in self.transfer_group_ids)
+
+    @classmethod
+    def full_attention(cls, block_size=16):
+        return cls([KVCacheGroupSpec(["layer.0"], FullAttentionSpec(block_size))])
+
+
+def _kv_cache_interface(m):
+    m.FullAttentionSpec, m.SlidingWindowSpec, m.MambaSpec = FullAttentionSpec, SlidingWindowSpec, MambaSpec
+    m.KVCacheGroupSpec, m.KVCacheConfig = KVCacheGroupSpec, KVCacheConfig
+    m.is_full_attention_spec = lambda spec: type(spec) is FullAttentionSpec
+
+
+def _worker_only(module, *names):
+    """Names only the worker side uses: a class that refuses to be built (the loader plays the
+    scheduler role; a worker-side call fails by its name instead of doing something made up)."""
+    def make(name):
+        def refuse(*a, **k):
+            raise RuntimeError(f"{module}.{name} is worker-side: not stubbed by the upstream loader")
+        return type(name, (), {"__init__": refuse})
+    return {n: make(n) for n in names}
+
+
+def _moriio_common(m):
+    import contextlib
+    import seed_hook_mix as shm
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorMetadata
+    from vllm.utils import network_utils
+    from vllm.distributed import parallel_state
+    # the helpers the seed's and 3c201bf2's schedulers share: one copy (seed_hook_mix.py)
+    for name in ("ROLE", "MoRIIOMode", "MoRIIOConstants", "ReqMeta", "fold_local_rank", "pod_index",
+                 "get_port_offset", "get_peer_zmq_from_request_id", "parse_moriio_zmq_address"):
+        setattr(m, name, getattr(shm, name))
+    m.ReqId = m.TransferId = m.EngineId = str
+    # one role per process, as upstream's RoleManager (the scheduler sets it at construction)
+    role = [shm.ROLE.NOTINIT]
+    m.set_role = lambda r: role.__setitem__(0, r)
+    m.get_role = lambda: role[0]
+
+    def get_moriio_mode(kv_transfer_config):
+        # Newer than 239b5ff30 the mode is the extra config's read_mode, the environment variable
+        # deprecated and ignored (028a39c2 and 42fa4c09; 3c201bf2's own error message says "set
+        # kv_connector_extra_config.read_mode=true"): str(value).lower().strip() in ("true", "1").
+        return shm.get_moriio_mode(kv_transfer_config)
+    m.get_moriio_mode = get_moriio_mode
+
+    def resolve_host_ip(extra_config):
+        # the extra config's host_ip, else vLLM's get_ip() (028a39c2 and 42fa4c09)
+        return extra_config.get("host_ip") or network_utils.get_ip()
+    m.resolve_host_ip = resolve_host_ip
+
+    class MoRIIOError(Exception):
+        pass
+
+    class HandshakeError(MoRIIOError):
+        pass
+
+    class TransferError(MoRIIOError):
+        pass
+    m.MoRIIOError, m.HandshakeError, m.TransferError = MoRIIOError, HandshakeError, TransferError
+
+    @dataclasses.dataclass
+    class MoRIIOTransferAck:
+        # Assumed: a bare transfer id (an older peer's ACK) counts as from a consumer of TP 1, so
+        # get_moriio_expected_ack_count gives 1 for it. Worker side only; not compared here.
+        transfer_id: str
+        consumer_tp_size: int = 1
+    m.MoRIIOTransferAck = MoRIIOTransferAck
+
+    class MoRIIOConnectorMetadata(KVConnectorMetadata):
+        """The metadata the scheduler hands the worker; add_new_req as the newest common resolves
+        a request's peer (the request-id address first, the explicit params as fallback; every
+        ReqMeta field from the params: moriio-protocol.md 2.3)."""
+
+        def __init__(self):
+            self.reqs_to_recv, self.reqs_to_save, self.reqs_to_send = {}, {}, {}
+            self.transfer_id_to_request_id = {}
+
+        add_new_req = shm.MoRIIOConnectorMetadata.add_new_req
+    m.MoRIIOConnectorMetadata = MoRIIOConnectorMetadata
+
+    # MoRIIOConfig.from_vllm_config reads these module globals when called (the routing test
+    # replaces them with monkeypatch.setattr, so they are looked up at call time, not bound here)
+    m.get_tensor_model_parallel_rank = parallel_state.get_tensor_model_parallel_rank
+    m.get_tensor_model_parallel_world_size = parallel_state.get_tensor_model_parallel_world_size
+    m.get_open_port = network_utils.get_open_port
+
+    @dataclasses.dataclass
+    class MoRIIOConfig:
+        local_ip: str
+        local_kv_port: int
+        proxy_ip: str
+        local_ping_port: int
+        proxy_ping_port: int
+        http_port: int
+        handshake_port: int
+        notify_port: int
+        tp_rank: int
+        dp_rank: int
+        dp_size: int
+        tp_size: int
+        transfer_timeout: float
+        defer_timeout: float
+        read_mode: bool = False
+        backend: str = "rdma"
+
+        @classmethod
+        def from_vllm_config(cls, vllm_config):
+            # As 42fa4c09 builds it, with what 3c201bf2 changed and its routing test pins:
+            # local_kv_port is 0 for backend "rdma" (mori binds and reserves its own port) and a
+            # free port for "xgmi"; dp_rank is the pod-local rank (fold_local_rank of the global
+            # rank by data_parallel_size_local) and the notify port is offset by it; proxy_ip and
+            # proxy_ping_port are optional ("" and 0); http_port is required (KeyError).
+            g = m.__dict__
+            ktc = vllm_config.kv_transfer_config
+            extra = ktc.kv_connector_extra_config
+            pc = vllm_config.parallel_config
+            tp_rank = g["get_tensor_model_parallel_rank"]()
+            dp_local = g["fold_local_rank"](pc.data_parallel_rank, pc.data_parallel_size_local)
+            backend = str(extra.get("backend", "rdma")).lower()
+            if backend not in ("rdma", "xgmi"):
+                raise ValueError(f"Invalid MoRIIO backend {backend!r} in kv_connector_extra_config; "
+                                 "must be one of 'rdma' or 'xgmi'.")
+            return cls(
+                local_ip=g["resolve_host_ip"](extra),
+                local_kv_port=0 if backend == "rdma" else g["get_open_port"](),
+                proxy_ip=extra.get("proxy_ip", ""),
+                local_ping_port=g["get_open_port"](),
+                proxy_ping_port=int(extra.get("proxy_ping_port", 0)),
+                http_port=int(extra["http_port"]),
+                handshake_port=int(extra["handshake_port"]),
+                notify_port=int(extra["notify_port"]) + g["get_port_offset"](dp_local, tp_rank),
+                tp_rank=tp_rank, dp_rank=dp_local, dp_size=pc.data_parallel_size,
+                tp_size=g["get_tensor_model_parallel_world_size"](),
+                transfer_timeout=float(extra.get("transfer_timeout", shm.MoRIIOConstants.DEFAULT_TRANSFER_TIMEOUT)),
+                defer_timeout=float(extra.get("defer_timeout", shm.MoRIIOConstants.DEFAULT_DEFER_TIMEOUT)),
+                read_mode=g["get_moriio_mode"](ktc) == shm.MoRIIOMode.READ,
+                backend=backend)
+    m.MoRIIOConfig = MoRIIOConfig
+
+    @contextlib.contextmanager
+    def zmq_ctx(socket_type, addr):
+        raise RuntimeError("zmq_ctx is worker-side (handshakes): not stubbed by the upstream loader")
+        yield  # noqa: unreachable - a generator for contextmanager
+    m.zmq_ctx = zmq_ctx
+    for k, v in _worker_only("moriio_common", "MoRIIOAgentMetadata", "ReqMetaTransfer", "TransferBatchState",
+                             "WriteTask").items():
+        setattr(m, k, v)
+
+
+def _moriio_engine(m):
+    for k, v in _worker_only("moriio_engine", "MoRIIOWrapper", "MoRIIOWriter").items():
+        setattr(m, k, v)
+
+
+def _moriio_layout(m):
+    for k, v in _worker_only("moriio_layout", "LayerTransferGeometry", "MambaOffsetTemplate").items():
+        setattr(m, k, v)
+
+    def worker_only(name):
+        def f(*a, **k):
+            raise RuntimeError(f"moriio_layout.{name} is worker-side: not stubbed by the upstream loader")
+        return f
+    for name in ("apply_mamba_offset_template", "build_layer_to_spec", "build_mamba_offset_template",
+                 "compute_block_transfer_offsets", "compute_mamba_conv_split_count", "get_layer_transfer_geometry",
+                 "is_mla_cache_layer", "iter_layer_registration_regions", "kda_conv_ssm"):
+        setattr(m, name, worker_only(name))
+
+
+def _kv_connector_utils(m):
+    m.BlockIds = list[list[int]]  # one block-id list per KV-cache group
+
+    def clip_ssm_state_blocks(block_ids, num_scratch_blocks):
+        # Assumed: a mamba group's blocks are the running state followed by its speculative
+        # scratch slots, and clipping drops the scratch (3c201bf2: "Scratch slots were removed by
+        # split_block_groups"). The scenarios here run no speculative decoding (0 scratch slots):
+        # then it is the list as it is, whichever way the real helper clips.
+        if num_scratch_blocks <= 0:
+            return list(block_ids)
+        return list(block_ids[:-num_scratch_blocks])
+    m.clip_ssm_state_blocks = clip_ssm_state_blocks
+
+
+def _ssm_conv_transfer_utils(m):
+    for k, v in _worker_only("ssm_conv_transfer_utils", "MambaConvSplitInfo").items():
+        setattr(m, k, v)
+
+    def derive_mamba_conv_split(*a, **k):
+        raise RuntimeError("derive_mamba_conv_split is worker-side: not stubbed by the upstream loader")
+    m.derive_mamba_conv_split = derive_mamba_conv_split
+
+
+#: Stubs used only where the version's tree has no file of that name.
+_KVC = "vllm.distributed.kv_transfer.kv_connector"
+FALLBACK_STUBS = {
+    _KVC + ".v1.moriio.moriio_common": _moriio_common,
+    _KVC + ".v1.moriio.moriio_engine": _moriio_engine,
+    _KVC + ".v1.moriio.moriio_layout": _moriio_layout,
+    _KVC + ".utils": _kv_connector_utils,
+    _KVC + ".v1.ssm_conv_transfer_utils": _ssm_conv_transfer_utils,
+    "vllm.v1.kv_cache_interface": _kv_cache_interface,
+}
+
+#: Files a version's tree lacks that the loader serves from another version's tree: vLLM's own
+#: request, scheduler-output and connector-output types and the connector factory. The 3c201bf2
+#: tree holds the connector and its base only; these files of 239b5ff30 give the connector the
+#: types it reads (request_id, prompt tokens, kv_transfer_params, status; scheduled requests and
+#: their new block ids; finished_sending / finished_recving), fields both versions have.
+BORROWED = {
+    "3c201bf2": ("vllm-239b5ff30", ("vllm.v1.request", "vllm.v1.core.sched.output", "vllm.v1.outputs",
+                                    _KVC + ".factory")),
+}
+
+
 STUBS = {
     "vllm.logger": _logger,
     "vllm.envs": _envs,
@@ -429,6 +731,7 @@ STUBS = {
     "vllm.v1.core.kv_cache_manager": _kv_cache_manager,
     "vllm.distributed.kv_transfer.kv_connector.base": _kv_connector_base,
     "vllm.distributed.kv_transfer.kv_connector.v1": _kv_connector_v1,
+    "vllm.utils.math_utils": _math_utils,
 }
 
 #: Third-party modules stubbed only when this python3 lacks them.
@@ -455,9 +758,10 @@ class UpstreamFinder(importlib.abc.MetaPathFinder):
     """Serves ``vllm.*`` (and the optional stubs): a real file of the version when it has one,
     else a stub, else an empty package (so that ``vllm.v1.core`` exists around the real files)."""
 
-    def __init__(self, root, version):
+    def __init__(self, root, version, borrowed=None):
         self.root = root
         self.version = version
+        self.borrowed = borrowed or {}  # module name -> the other tree that serves it
         self.real = []  # modules served from the upstream files
         self.stubbed = []
 
@@ -486,6 +790,14 @@ class UpstreamFinder(importlib.abc.MetaPathFinder):
         if os.path.isfile(init):
             self.real.append(name)
             return importlib.util.spec_from_file_location(name, init, submodule_search_locations=[base])
+        if name in self.borrowed:
+            other = os.path.join(self.borrowed[name], *rel) + ".py"
+            if os.path.isfile(other):
+                self.real.append(name + " (from " + os.path.basename(self.borrowed[name]) + ")")
+                return importlib.util.spec_from_file_location(name, other)
+        if name in FALLBACK_STUBS:
+            self.stubbed.append(name)
+            return importlib.util.spec_from_loader(name, _StubLoader(FALLBACK_STUBS[name], base))
         # a package the version's files sit in, or one they import that this loader has no stub
         # for: an empty namespace (an import of a missing name then fails by its name)
         spec = importlib.machinery.ModuleSpec(name, _StubLoader(lambda m: self._package(m, name)), is_package=True)
@@ -507,10 +819,21 @@ def load(root, version=None):
         raise FileNotFoundError(f"no vllm/ under {root}")
     if any(n == "vllm" or n.startswith("vllm.") for n in sys.modules):
         raise RuntimeError("another vllm is imported in this process already: load the upstream files in a new process")
+    commit = os.path.basename(root).rpartition("-")[2]
     if version is None:
-        commit = os.path.basename(root).rpartition("-")[2]
         version = f"0.0.0.dev0+g{commit}"
-    finder = UpstreamFinder(root, version)
+    borrowed = {}
+    if commit in BORROWED:
+        other, names = BORROWED[commit]
+        other_root = os.path.join(os.path.dirname(root), other)
+        if not os.path.isdir(os.path.join(other_root, "vllm")):
+            raise FileNotFoundError(f"{os.path.basename(root)} borrows vLLM's request and output types from "
+                                    f"{other}, which is not beside it ({other_root})")
+        borrowed = {n: other_root for n in names}
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)  # seed_hook_mix.py, the helpers the stubs share with the seed differential
+    finder = UpstreamFinder(root, version, borrowed)
     sys.meta_path.insert(0, finder)
     return finder
 
