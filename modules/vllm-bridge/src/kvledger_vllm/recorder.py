@@ -493,6 +493,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_seen = set()
         self._drive_step = 0
         self.drive_fallbacks = 0
+        self._kv_cache_config = kv_cache_config
         # the node's answer to the last build_connector_meta (None: none yet, or it did not answer);
         # for inspection only: vLLM's worker gets the inner's metadata
         self.drive_metadata = None
@@ -587,7 +588,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._record_layers = str(extra.get("record_layers", "false")).strip().lower() in ("1", "true", "yes")
         qsize = int(extra.get("record_queue_size", 65536))
         header = build_header(vllm_config, self._is_scheduler, extra, inner_cls, (dp, dp_size, dp_local, tp, tp_size),
-                              self._inner)
+                              self._inner, getattr(self, "_kv_cache_config", None))
         self._producer_scheduler = self._is_scheduler and header["kv_role"] == "kv_producer"
         if path.startswith("tcp://"):
             sink = ZmqSink(path, role_name, dp, tp, hwm=int(extra.get("record_zmq_hwm", 1000)))
@@ -1332,10 +1333,55 @@ def node_id_for(role, is_scheduler, dp, tp, host, handshake_port):
     return re.sub(r"[^A-Za-z0-9._-]", ".", f"{rank}-{host}-{handshake_port}")
 
 
-def build_header(vllm_config, is_scheduler, extra, inner_cls, ranks, inner=None):
+def _group_kind(spec):
+    """kvledger's GroupKind of a vLLM KV-cache spec, by its class (and vLLM's own
+    ``is_full_attention_spec`` where the install has it)."""
+    names = [c.__name__ for c in type(spec).__mro__]
+    if "MambaSpec" in names:
+        return "MAMBA"
+    if "SlidingWindowSpec" in names:
+        return "SLIDING_WINDOW"
+    try:
+        from vllm.v1.kv_cache_interface import is_full_attention_spec
+        if is_full_attention_spec(spec):
+            return "FULL_ATTENTION"
+    except Exception:  # noqa: BLE001 - an older vLLM: by class name
+        if "FullAttentionSpec" in names:
+            return "FULL_ATTENTION"
+    return "OTHER"
+
+
+def kv_groups(kv_cache_config):
+    """The KV-cache groups of the engine's ``KVCacheConfig`` in the header's shape (kind, block
+    size, sliding window, whether the group takes part in KV transfer), or None without one."""
+    groups = getattr(kv_cache_config, "kv_cache_groups", None)
+    if not groups:
+        return None
+    out = []
+    for g in groups:
+        spec = getattr(g, "kv_cache_spec", None)
+        kind = _group_kind(spec)
+        entry = {"kind": kind}
+        block = getattr(spec, "block_size", None)
+        if isinstance(block, int):
+            entry["block_size_tokens"] = block
+        window = getattr(spec, "sliding_window", None)
+        if kind == "SLIDING_WINDOW" and isinstance(window, int):
+            entry["sliding_window_tokens"] = window
+        entry["enable_kv_transfer"] = bool(getattr(g, "enable_kv_transfer", True))
+        if kind == "MAMBA":
+            shapes = getattr(spec, "shapes", None)
+            entry["mamba_states"] = len(shapes) if isinstance(shapes, (list, tuple)) else 2
+        out.append(entry)
+    return out
+
+
+def build_header(vllm_config, is_scheduler, extra, inner_cls, ranks, inner=None, kv_cache_config=None):
     """The kvledger journal header (journal/FORMAT.md, "Header") for this process.
 
-    ``inner``: the constructed inner connector, asked for the mode and host it resolved.
+    ``inner``: the constructed inner connector, asked for the mode and host it resolved;
+    ``kv_cache_config``: the engine's, whose groups (and whether vLLM runs the hybrid KV-cache
+    manager over them, and its lookahead) the header carries when there is one.
     """
     dp, dp_size, dp_local, tp, tp_size = ranks
     ktc = vllm_config.kv_transfer_config
@@ -1369,6 +1415,14 @@ def build_header(vllm_config, is_scheduler, extra, inner_cls, ranks, inner=None)
     block = getattr(getattr(vllm_config, "cache_config", None), "block_size", None)
     if isinstance(block, int):
         header["cache_block_size"] = block
+    groups = kv_groups(kv_cache_config)
+    if groups is not None:
+        header["groups"] = groups
+        sc = getattr(vllm_config, "scheduler_config", None)
+        header["hma_enabled"] = not bool(getattr(sc, "disable_hybrid_kv_cache_manager", True))
+        lookahead = getattr(vllm_config, "num_lookahead_tokens", None)
+        if isinstance(lookahead, int):
+            header["lookahead_tokens"] = lookahead
     for key, field in (("defer_timeout", "defer_timeout_ns"), ("transfer_timeout", "transfer_timeout_ns"),
                        ("recv_abort_timeout", "recv_abort_timeout_ns")):
         if extra.get(key) is not None:
