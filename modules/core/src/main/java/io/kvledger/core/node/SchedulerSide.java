@@ -314,7 +314,10 @@ final class SchedulerSide {
             local = e.blocks().size() > 0 && l == e.blocks().group(0) ? e.blocks().firstOnly() : BlockGroups.single(l);
         } else {
             BlockGroups remote = BlockGroups.fromParamValue(remoteValue);
-            if (remote == null || BlockGroups.isFlatParamValue(remoteValue)) {
+            boolean flat = remote != null && BlockGroups.isFlatParamValue(remoteValue);
+            // Without external tokens the remote ids are only counted ([[] for _ in remote_block_ids]):
+            // a flat list (an older producer's) stages one empty group per id, nothing raises.
+            if (remote == null || flat && e.numExternalTokens() > 0) {
                 c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r),
                         "remote_block_ids is not a list of lists (an older producer's flat list?)");
                 return false;
@@ -354,7 +357,7 @@ final class SchedulerSide {
                     }
                     local = BlockGroups.of(g);
                 } else {
-                    local = BlockGroups.empty(remote.size());
+                    local = BlockGroups.empty(flat ? remote.first().length : remote.size());
                 }
             } else {
                 local = BlockGroups.single();
