@@ -457,14 +457,18 @@ def grouped_scenarios(scenarios, seed):
         s.groups = ("full",)
         s.hma = rnd.random() < 0.3
         if s.read and rnd.random() < 0.4:
-            s.groups = rnd.choice((("full", "swa"), ("swa", "full"), ("full", "swa", "swa")))
+            s.groups = rnd.choice((("full", "swa"), ("swa", "full"), ("full", "swa", "swa"), ("full", "mamba"),
+                                   ("mamba", "full", "mamba")))
             s.hma = True
         if s.dp_size == 4 and rnd.random() < 0.5:
             s.dp_local = 2
         if s.groups != ("full",) or s.hma or s.dp_local != s.dp_size:
             s.name += "-" + "+".join(s.groups) + ("-hma" if s.hma else "") + (
                 f"-local{s.dp_local}" if s.dp_local != s.dp_size else "")
-        keep = [0 if g == "full" else -(-SWA_WINDOW // BLOCK) + 1 for g in s.groups]
+        keep = [0 if g == "full" else 1 if g == "mamba" else -(-SWA_WINDOW // BLOCK) + 1 for g in s.groups]
+        if "mamba" in s.groups:
+            # a hybrid producer returns [attention, *mamba groups]
+            keep = [0] + [1 for g in s.groups if g == "mamba"]
         for p in s.plans:
             params = p.params
             if not params:
