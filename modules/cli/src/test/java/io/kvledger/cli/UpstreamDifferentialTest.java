@@ -21,18 +21,23 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The upstream differential, a modest run (benchmarks/upstream_differential.py; the full run is
- * benchmarks/upstream-differential.sh): vLLM 239b5ff30's own MoRIIO connector, loaded at run time
- * from ../shared/upstream (never part of this repository) and driven through vLLM's factory and the
- * bridge's recorder in vLLM's call order, records upstream's unit-test cases and generated
- * scenarios; {@code journal import} and {@code replay --verify} (no {@code --profile}: each
- * recording's header names its vLLM) must agree with every hook reply and send the same notify
- * frames, in order. Skips only when the upstream sources or Debian's python3 with torch are absent.
+ * benchmarks/upstream-differential.sh): each upstream version's own MoRIIO connector (vLLM 239b5ff30
+ * and 3c201bf2), loaded at run time from ../shared/upstream (never part of this repository; the
+ * helper modules 3c201bf2's tree lacks are the loader's stubs) and driven through vLLM's factory and
+ * the bridge's recorder in vLLM's call order, records upstream's unit-test cases (for 3c201bf2 also
+ * its routing test's cases, KV-cache groups with sliding-window and mamba groups, grouped block ids
+ * and multi-pod routing params) and generated scenarios; {@code journal import} and
+ * {@code replay --verify} (no {@code --profile}: each recording's header names its vLLM) must agree
+ * with every hook reply and send the same notify frames, in order. Skips only when the upstream
+ * sources or Debian's python3 with torch are absent.
  */
 class UpstreamDifferentialTest {
 
     static final Path PYTHON = Path.of("/usr/bin/python3");
     static final Path REPO = Path.of(System.getProperty("kvledger.repo", "../..")).toAbsolutePath().normalize();
-    static final Path UPSTREAM = REPO.resolveSibling("shared").resolve("upstream").resolve("vllm-239b5ff30");
+    static final Path UPSTREAMS = REPO.resolveSibling("shared").resolve("upstream");
+    static final Path UPSTREAM = UPSTREAMS.resolve("vllm-239b5ff30");
+    static final Path NEWEST = UPSTREAMS.resolve("vllm-3c201bf2");
     static final int SCENARIOS = 40;
 
     @TempDir
@@ -51,9 +56,21 @@ class UpstreamDifferentialTest {
 
     @Test
     void vllm_239b5ff30_agrees_with_kvledger_call_by_call() throws Exception {
+        agreesCallByCall(UPSTREAM, "vllm-239b5ff30", SCENARIOS + 3, 1000, 20);
+    }
+
+    /** 3c201bf2 (SupportsHMA): the three unit-test cases, 40 generated scenarios and the routing test's six. */
+    @Test
+    void vllm_3c201bf2_agrees_with_newest_call_by_call() throws Exception {
+        assumeTrue(Files.isDirectory(NEWEST.resolve("vllm")), "skipped: no upstream vLLM sources at " + NEWEST);
+        agreesCallByCall(NEWEST, "newest", SCENARIOS + 3 + 6, 1000, 40);
+    }
+
+    private void agreesCallByCall(Path upstreamTree, String profile, int scenarios, int minCalls, int minFrames)
+            throws Exception {
         Path out = tmp.resolve("run");
         ProcessBuilder pb = new ProcessBuilder(PYTHON.toString(), REPO.resolve("benchmarks/upstream_differential.py").toString(),
-                "--upstream", UPSTREAM.toString(), "--scenarios", Integer.toString(SCENARIOS), "--seed", "1",
+                "--upstream", upstreamTree.toString(), "--scenarios", Integer.toString(SCENARIOS), "--seed", "1",
                 "--out", out.toString(), "--only-record").redirectErrorStream(true);
         pb.environment().put("PYTHONHASHSEED", "0");
         pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
@@ -69,7 +86,7 @@ class UpstreamDifferentialTest {
         try (Stream<Path> s = Files.list(journals)) {
             names = s.filter(Files::isDirectory).map(d -> d.getFileName().toString()).sorted().toList();
         }
-        assertEquals(SCENARIOS + 3, names.size(), "one journal per scenario (the unit-test cases and the generated ones)");
+        assertEquals(scenarios, names.size(), "one journal per scenario (the unit-test cases and the generated ones)");
         List<String> args = new ArrayList<>(List.of("replay", "--verify", "--effects", "--json", "--full-ids"));
         names.forEach(n -> args.add(journals.resolve(n).toString()));
         CliRun.Outcome verify = CliRun.run(args.toArray(String[]::new));
@@ -80,7 +97,7 @@ class UpstreamDifferentialTest {
         List<String> problems = new ArrayList<>();
         for (Object o : (List<?>) summary.get("nodes")) {
             Map<?, ?> node = (Map<?, ?>) o;
-            assertEquals("vllm-239b5ff30", node.get("profile"), "the profile the recording's header names: " + node.get("node"));
+            assertEquals(profile, node.get("profile"), "the profile the recording's header names: " + node.get("node"));
             Map<?, ?> v = (Map<?, ?>) node.get("verify");
             Map<?, ?> byInput = (Map<?, ?>) v.get("by_input");
             for (Object t : byInput.values()) {
@@ -91,7 +108,7 @@ class UpstreamDifferentialTest {
                 problems.add(node.get("node") + ": " + divergences.get(0));
             }
         }
-        assertTrue(compared > 1000, "hook calls compared: " + compared);
+        assertTrue(compared > minCalls, "hook calls compared: " + compared);
 
         // the notify frames the connector sent, in order, against kvledger's sends
         Map<String, List<Object>> kv = new LinkedHashMap<>();
@@ -122,7 +139,7 @@ class UpstreamDifferentialTest {
                 problems.add(name + " frames: upstream " + upstream + ", kvledger " + ours);
             }
         }
-        assertTrue(frames > 20, "notify frames compared: " + frames);
+        assertTrue(frames > minFrames, "notify frames compared: " + frames);
         assertTrue(problems.isEmpty(), () -> problems.size() + " scenario(s) diverge, first: " + problems.get(0) + "\n" + log);
     }
 }
