@@ -98,6 +98,7 @@ class Engine:
         # engine keeps one block list per group (a mamba group holds one state block per request)
         self.groups = tuple(groups)
         self.hma = upstream_supports_hma(connector)
+        self.lookahead = 0  # vLLM's num_lookahead_tokens: allocate_slots reserves them in attention groups
         self.calls = collections.Counter()
         self.requests = {}    # rid -> Request (vLLM's self.requests: until its blocks are freed)
         self.blocks = {}      # rid -> block ids
@@ -122,10 +123,11 @@ class Engine:
     def alloc(self, rid, tokens):
         """Allocates up to ``tokens``; returns the new block ids, one list per group."""
         need = -(-tokens // BLOCK) if tokens > 0 else 0
+        ahead = -(-(tokens + self.lookahead) // BLOCK) if tokens > 0 else 0
         have = self.blocks.setdefault(rid, [[] for _ in self.groups])
         out = []
         for g, kind in enumerate(self.groups):
-            want = min(need, 1) if kind == "mamba" else need
+            want = min(need, 1) if kind == "mamba" else ahead
             new = list(range(self.next_block, self.next_block + max(want - len(have[g]), 0)))
             self.next_block += len(new)
             have[g].extend(new)
@@ -349,6 +351,7 @@ class Scenario:
         self.dp_rank, self.dp_size, self.tp_size = dp_rank, dp_size, tp_size
         self.async_sched, self.host = async_sched, host
         self.groups, self.hma = groups, hma
+        self.lookahead = 0
         self.dp_local = dp_size if dp_local is None else dp_local
         self.plans = []
         self.steps = 12
@@ -462,9 +465,13 @@ def grouped_scenarios(scenarios, seed):
             s.hma = True
         if s.dp_size == 4 and rnd.random() < 0.5:
             s.dp_local = 2
+        if rnd.random() < 0.15:
+            s.lookahead = 16  # speculative lookahead: the decode tail tolerance is cdiv(1 + 16, 16) = 2 blocks
         if s.groups != ("full",) or s.hma or s.dp_local != s.dp_size:
             s.name += "-" + "+".join(s.groups) + ("-hma" if s.hma else "") + (
                 f"-local{s.dp_local}" if s.dp_local != s.dp_size else "")
+        if s.lookahead:
+            s.name += f"-ahead{s.lookahead}"
         keep = [0 if g == "full" else 1 if g == "mamba" else -(-SWA_WINDOW // BLOCK) + 1 for g in s.groups]
         if "mamba" in s.groups:
             # a hybrid producer returns [attention, *mamba groups]
@@ -551,11 +558,13 @@ def record(up, scenario, tree, rnd):
                                        data_parallel_size_local=scenario.dp_local, tensor_parallel_size=scenario.tp_size),
         cache_config=CacheConfig(block_size=BLOCK),
         scheduler_config=SchedulerConfig(disable_hybrid_kv_cache_manager=not scenario.hma,
-                                         async_scheduling=scenario.async_sched))
+                                         async_scheduling=scenario.async_sched),
+        num_lookahead_tokens=scenario.lookahead)
     del up.SENT[:]
     died = None
     c = KVConnectorFactory.create_connector(config, KVConnectorRole.SCHEDULER, kv_cache_config)
     e = Engine(up, c, scenario.producer, scenario.async_sched, rnd, scenario.groups or ("full",))
+    e.lookahead = scenario.lookahead
     try:
         e.run(scenario.plans, scenario.steps)
     except Died as d:

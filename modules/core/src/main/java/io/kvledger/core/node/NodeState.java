@@ -225,7 +225,8 @@ public final class NodeState {
         }
         coverageGroup = cg;
         coverageBlockSize = cbs;
-        int attnBlock = attention.isEmpty() ? config.cacheBlockSize() : groups.get(attention.get(0)).blockSizeTokens();
+        // the attention group's block size for a hybrid model, else the cache's (3c201bf2's self.block_size)
+        int attnBlock = !hybrid || attention.isEmpty() ? config.cacheBlockSize() : groups.get(attention.get(0)).blockSizeTokens();
         int tailTokens = 1 + config.lookaheadTokens() + (hybrid ? config.speculativeTokens() : 0);
         maxDecodeTailBlocks = config.on(Switch.DECODE_TAIL_TOLERANCE) ? ceilDiv(tailTokens, Math.max(attnBlock, 1)) : 0;
         isKvMaster = PortMath.podIndex(config.dpRank(), config.dpSizeLocal()) == 0;

@@ -37,6 +37,9 @@ final class SchedulerSide {
             ExtraConfig.READ_ABORT_REQUEST_TIMEOUT_S * 1_000_000_000L;
 
     /** The keys of the params request_finished returns, in the connector's order. */
+    /** {@code _MAX_LOCAL_MAMBA_TAIL_BLOCKS}: the extra local blocks a mamba group's READ alignment tolerates. */
+    private static final int MAX_LOCAL_MAMBA_TAIL_BLOCKS = 1;
+
     private static final String[] FINISHED_PARAM_KEYS = {
         "do_remote_prefill", "do_remote_decode", "remote_block_ids", "remote_engine_id", "remote_host",
         "remote_handshake_port", "remote_notify_port", "remote_dp_rank", "remote_dp_rank_override", "remote_dp_size",
@@ -76,7 +79,6 @@ final class SchedulerSide {
             if (r.promptTokenIds > 0) {
                 r.promptTokenIds -= 1;
             }
-            params.put("max_tokens", 1L);
             params.put("_p_side_truncated", Boolean.TRUE);
             c.anomaly(AnomalyKind.PROMPT_TRUNCATED, r.requestId, params.string("transfer_id"),
                     "prompt now " + r.numPromptTokens + " tokens; decode recomputes the last one");
@@ -298,7 +300,7 @@ final class SchedulerSide {
                         l = l.length == 0 ? remote : Arrays.copyOfRange(remote, remote.length - l.length, remote.length);
                     }
                 } else {
-                    int[][] pair = align(c, r, l, remote);
+                    int[][] pair = align(c, r, l, remote, c.s.maxDecodeTailBlocks);
                     if (pair == null) {
                         return false;
                     }
@@ -334,9 +336,16 @@ final class SchedulerSide {
                 int[][] rm = new int[allocated.size()][];
                 for (int g = 0; g < allocated.size(); g++) {
                     int[] li = allocated.group(g);
-                    int keep = c.s.swaKeep.length > localIdx[g] && !isMamba(c.s, localIdx[g]) ? c.s.swaKeep[localIdx[g]] : 0;
+                    // get_exchange_clipped_blocks clips sliding-window groups only under the hybrid
+                    // KV-cache manager; a hybrid (mamba) model's receive pairs its groups unclipped
+                    boolean mamba = isMamba(c.s, localIdx[g]);
+                    int keep = c.s.hmaActive && !c.s.hybrid && c.s.swaKeep.length > localIdx[g] && !mamba
+                            ? c.s.swaKeep[localIdx[g]] : 0;
                     li = BlockGroups.tail(li, keep);
-                    int[][] pair = c.on(Switch.READ_ALIGN_LOCAL_REMOTE) ? align(c, r, li, remote.group(g))
+                    // a mamba group tolerates one extra local block (_MAX_LOCAL_MAMBA_TAIL_BLOCKS), an
+                    // attention group the decode tail
+                    int[][] pair = c.on(Switch.READ_ALIGN_LOCAL_REMOTE)
+                            ? align(c, r, li, remote.group(g), mamba ? MAX_LOCAL_MAMBA_TAIL_BLOCKS : c.s.maxDecodeTailBlocks)
                             : new int[][] {li, remote.group(g)};
                     if (pair == null) {
                         return false;
@@ -432,16 +441,16 @@ final class SchedulerSide {
     }
 
     /** {@code _align_read_blocks} for one group: returns {local, remote} or null (ValueError). */
-    private static int[][] align(Ctx c, Req r, int[] local, int[] remote) {
+    private static int[][] align(Ctx c, Req r, int[] local, int[] remote, int maxTailBlocks) {
         if (local.length < remote.length) {
             int[] rt = local.length == 0 ? new int[0] : Arrays.copyOfRange(remote, remote.length - local.length, remote.length);
             return new int[][] {local, rt};
         }
         if (local.length > remote.length) {
             int extra = local.length - remote.length;
-            if (extra > c.s.maxDecodeTailBlocks) {
+            if (extra > maxTailBlocks) {
                 c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, r.requestId, tid(r),
-                        "local has " + extra + " more blocks than remote; tolerance " + c.s.maxDecodeTailBlocks + " (ValueError)");
+                        "local has " + extra + " more blocks than remote; tolerance " + maxTailBlocks + " (ValueError)");
                 return null;
             }
             return new int[][] {Arrays.copyOf(local, remote.length), remote};
@@ -1017,7 +1026,8 @@ final class SchedulerSide {
                 if (!c.on(Switch.READ_ABORT_RECV_BLOCKS_SHAPE)) {
                     empty = BlockGroups.single();
                 } else if (s.hybrid) {
-                    empty = blocks.select(recvGroupIndices(s)).withGroup(0, new int[0]);
+                    // 3c201bf2: the allocated attention blocks and the mamba slots, as they are
+                    empty = blocks.select(recvGroupIndices(s));
                 } else {
                     empty = BlockGroups.empty(s.transferGroups.length);
                 }
