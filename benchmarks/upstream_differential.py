@@ -14,7 +14,15 @@ order ``scheduler.py`` calls the hooks (``on_new_request`` at admission; per ste
 arrived; ``build_connector_meta``; then, in ``update_from_output``, ``request_finished`` of the
 requests that stopped before ``update_connector_output``) or, with async scheduling
 (``async_scheduler.py``), with ``build_connector_meta`` of step N+1 before the output of step N.
-The mode comes from the environment (``VLLM_MORIIO_CONNECTOR_READ_MODE``), as that version reads it.
+The mode comes from the environment (``VLLM_MORIIO_CONNECTOR_READ_MODE``), as 239b5ff30 reads it,
+and from the extra config's ``read_mode`` for newer versions.
+
+A version whose connector is ``SupportsHMA`` (3c201bf2) gets the engine's ``kv_cache_config``
+(one full-attention group, or sliding-window and mamba groups beside it under the hybrid KV-cache
+manager in READ mode), one block list per group in every hook, ``request_finished_all_groups`` at
+finish (as scheduler.py calls it for such a connector), lookahead slots, grouped
+``remote_block_ids``, multi-pod routing params, and its routing test's cases
+(tests/v1/kv_connector/unit/test_moriio_routing.py) as scenarios.
 
 Scenarios: the cases of upstream's own unit tests (tests/v1/kv_connector/unit/
 test_moriio_connector.py, ported as scenarios: a WRITE producer's save, the same under chunked
@@ -511,8 +519,10 @@ def routing_scenarios():
     out = []
     for rank, size, local in ((11, 16, 8), (4, 8, 8), (0, 16, 8)):
         for empty in (True, False):
+            # READ: the producer stages no save (the test's params have no remote_block_ids, which a
+            # WRITE producer's add_new_req reads by key), so the request reaches request_finished
             s = Scenario(f"r-finish-rank{rank}of{size}-local{local}" + ("-no-blocks" if empty else ""), "kv_producer",
-                         False, dp_rank=rank, dp_size=size, dp_local=local, groups=("full",), hma=not empty)
+                         True, dp_rank=rank, dp_size=size, dp_local=local, groups=("full",), hma=not empty)
             s.plans.append(Plan(addressed_id(rnd, P_HOSTS[0], D_HOSTS[0]), 40,
                                 {"do_remote_decode": True, "transfer_id": f"t-{rank}-{int(empty)}"},
                                 max_tokens=1, finish_empty=empty))

@@ -12,6 +12,11 @@ connector logs "MoRIIO is not available" and its scheduler side runs. Python pac
 import that Debian's python3 lacks (``msgspec``, ``regex``) are stubbed too; ``torch`` and
 ``numpy`` are Debian's (python3-torch).
 
+A version's tree that lacks modules its connector imports gets them from ``FALLBACK_STUBS`` (only
+where it has no file of that name: 3c201bf2's moriio_common, moriio_engine, moriio_layout,
+kv_connector.utils, ssm_conv_transfer_utils and vLLM's kv_cache_interface), and vLLM's request,
+output and factory files from an older tree (``BORROWED``).
+
 Call ``load`` once per process, before anything imports ``vllm`` (a process that already imported
 another ``vllm``, such as the bridge tests' stand-in, must use a subprocess).
 """

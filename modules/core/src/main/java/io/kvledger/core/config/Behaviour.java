@@ -6,8 +6,8 @@ import java.util.Set;
 /**
  * The set of {@link Switch}es a node runs with. Presets bundle them: {@link #vllm239b5ff30()} the
  * scheduler of vLLM main at 239b5ff30, {@link #seed()} the seed scheduler branch for branch,
- * {@link #newest()} the newest upstream one (the default). Which preset a recording of a given vLLM
- * version needs is {@link UpstreamVersions}'s table.
+ * {@link #newest()} the scheduler of vLLM main at 3c201bf2 (the default). Which preset a recording
+ * of a given vLLM version needs is {@link UpstreamVersions}'s table.
  * Immutable; {@link #with} returns a modified copy.
  */
 public final class Behaviour {
@@ -30,6 +30,12 @@ public final class Behaviour {
         this.bits = b;
     }
 
+    /**
+     * The scheduler side of vLLM main at commit 3c201bf24f9a5a2176b72c1c01d5645fdec8a7d0 (SupportsHMA
+     * MoRIIO: sliding-window and mamba groups, list-of-lists block ids, multi-pod WRITE routing), read
+     * from its moriio_connector.py and checked call by call against it by
+     * benchmarks/upstream-differential.sh; open upstream PRs are switches, off here.
+     */
     public static Behaviour newest() {
         return preset(Switch::inNewest, "newest");
     }

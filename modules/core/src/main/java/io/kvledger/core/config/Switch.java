@@ -3,7 +3,8 @@ package io.kvledger.core.config;
 /**
  * Every behavioural difference between connector versions that the reducer reproduces, each tied
  * to the upstream change that introduced it. Numbers 1 to 28 are the differences between the seed
- * scheduler and the newest upstream one (seed-vs-newest.md section A); the rest are open upstream
+ * scheduler and the newest upstream one, vLLM main at 3c201bf2 (seed-vs-newest.md section A; each
+ * re-read from 3c201bf2's moriio_connector.py, where it is on); the rest are open upstream
  * PRs or older worker behaviour, off in every preset, that a replay may turn on to ask "would that
  * change have avoided this hang?", and (section E) the scheduler of vLLM main at 239b5ff30, on in
  * the {@code vllm-239b5ff30} preset only.
@@ -179,7 +180,7 @@ public enum Switch {
         return upstream;
     }
 
-    /** Whether the newest upstream connector behaves this way. */
+    /** Whether the newest upstream connector (vLLM main at 3c201bf2) behaves this way. */
     public boolean inNewest() {
         return inNewest;
     }

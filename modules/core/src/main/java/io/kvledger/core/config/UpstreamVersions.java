@@ -31,7 +31,8 @@ public final class UpstreamVersions {
                     "vLLM main 2026-05-18 (before the seed): MoRIIO mode from VLLM_MORIIO_CONNECTOR_READ_MODE, "
                             + "six-key request_finished params, no update_connector_output"),
             new Row("3c201bf24f9a5a2176b72c1c01d5645fdec8a7d0", null, "newest",
-                    "vLLM main with SupportsHMA MoRIIO (SWA and mamba groups, grouped block ids)"));
+                    "vLLM main with SupportsHMA MoRIIO (SWA and mamba groups, grouped block ids, multi-pod WRITE "
+                            + "routing): the newest preset is read from this commit's scheduler"));
 
     private UpstreamVersions() {}
 
