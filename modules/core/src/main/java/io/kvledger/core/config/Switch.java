@@ -41,7 +41,8 @@ public enum Switch {
     SWA_BLOCKS_PER_GROUP(10, "swa-blocks-per-group", "#53721", true,
             "sliding-window groups keep ceil(window / block size) + 1 blocks"),
     DECODE_TAIL_TOLERANCE(11, "decode-tail-tolerance", "#51052", true,
-            "READ alignment tolerates ceil((1 + lookahead [+ spec]) / block size) extra local blocks"),
+            "READ alignment tolerates ceil((1 + lookahead [+ spec]) / block size) extra local blocks (the cache's "
+                    + "block size, a hybrid model's attention group's; a mamba group tolerates 1)"),
     // A3. get_num_new_matched_tokens
     READ_MATCH_REQUIRES_REMOTE_PREFILL(12, "read-match-requires-remote-prefill", "not pinned (N+t)", true,
             "a READ consumer matches tokens only for requests with do_remote_prefill"),
@@ -55,7 +56,8 @@ public enum Switch {
     SAVE_BLOCK_IDS_GROUPED(16, "save-block-ids-grouped", "#53721", true,
             "staged save block ids keep every group"),
     READ_RECV_GROUPED_CLIPPED(17, "read-recv-grouped-clipped", "#53721, #51052", true,
-            "READ recv pairs every transfer group, SWA groups clipped, group counts checked"),
+            "READ recv pairs every transfer group, group counts checked; SWA groups clipped under the hybrid KV-cache "
+                    + "manager (a hybrid mamba model's groups are not)"),
     READ_ALIGN_LOCAL_REMOTE(18, "read-align-local-remote", "#51052", true,
             "READ aligns local suffix with remote tail instead of asserting local <= remote"),
     READ_SNAPSHOT_ADJUSTED_REMOTE(19, "read-snapshot-adjusted-remote", "#51052, #53721", true,
@@ -69,7 +71,8 @@ public enum Switch {
             "chunk coverage uses the first full-attention group and its own block size"),
     // A6. request_finished
     READ_ABORT_RECV_BLOCKS_SHAPE(23, "read-abort-recv-blocks-shape", "#51052", true,
-            "a READ abort before alloc stages one empty list per transfer group"),
+            "a READ abort before alloc stages one empty list per transfer group (a hybrid model: its allocated "
+                    + "[attention, *mamba] blocks)"),
     REMOTE_BLOCK_IDS_GROUPED(24, "remote-block-ids-grouped", "#53721", true,
             "the producer returns remote_block_ids as a list of lists"),
     REMOTE_BLOCK_IDS_SWA_CLIPPED(25, "remote-block-ids-swa-clipped", "#53721", true,
