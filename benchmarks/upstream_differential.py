@@ -63,6 +63,7 @@ BLOCK = 16
 SWA_WINDOW = 32  # tokens of a sliding-window group: ceil(32 / 16) + 1 = 3 blocks kept
 P_HOSTS = ("10.0.0.1", "10.0.0.2")
 D_HOSTS = ("10.0.1.1", "10.0.1.2")
+POD_HOSTS = ("10.0.2.1", "10.0.2.2")
 
 
 SIDE = differential.Side("upstream_differential.py", who="upstream", tag="upstream", raiser="the connector",
@@ -499,7 +500,7 @@ def grouped_scenarios(scenarios, seed):
                 params["remote_dp_size"] = size = rnd.choice((size, 2, 4))
                 params["remote_dp_size_local"] = rnd.choice((size, 1, 2, 0))
                 if rnd.random() < 0.6:
-                    params["remote_hosts"] = list(P_HOSTS)
+                    params["remote_hosts"] = list(POD_HOSTS)  # per-pod prefill IPs, none the request id names
                 params["remote_dp_rank"] = rnd.randrange(size)
             r = rnd.random()
             if r < 0.15:

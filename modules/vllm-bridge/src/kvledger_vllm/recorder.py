@@ -255,8 +255,8 @@ def _req_meta(request_id, m, write_mode):
     """One ReqMeta of the connector's metadata in the journal's ``ReqMeta`` shape (journal/FORMAT.md).
 
     MoRIIO's ReqMeta keeps the request id as its dict key and write mode as the dict it is in
-    (``reqs_to_save``); ``tp_size`` is kvledger's ``remote_tp_size``, ``remote_hosts`` its
-    ``multi_pod_hosts``. A field this version's ReqMeta lacks is written as -1 (ints), null
+    (``reqs_to_save``); ``tp_size`` is kvledger's ``remote_tp_size``; ``multi_pod_hosts`` (the
+    newest ReqMeta's name, which its worker reads) or else ``remote_hosts`` its ``multi_pod_hosts``. A field this version's ReqMeta lacks is written as -1 (ints), null
     (``transfer_id``) or an empty list (``multi_pod_hosts``): ``replay --verify`` does not compare it.
     """
     if isinstance(m, dict):
@@ -269,7 +269,9 @@ def _req_meta(request_id, m, write_mode):
     eid = g("remote_engine_id")
     host = g("remote_host")
     tid = g("transfer_id")
-    hosts = g("remote_hosts")
+    hosts = g("multi_pod_hosts")
+    if hosts is _ABSENT:
+        hosts = g("remote_hosts")
     return {"request_id": str(request_id),
             "local_block_ids": _meta_groups(g("local_block_ids") if g("local_block_ids") is not _ABSENT else None),
             "remote_block_ids": _meta_groups(None if g("remote_block_ids") is _ABSENT else g("remote_block_ids")),
@@ -288,7 +290,7 @@ def _req_meta(request_id, m, write_mode):
 
 _REQ_META_FIELDS = ("local_block_ids", "remote_block_ids", "remote_engine_id", "remote_host",
                     "remote_handshake_port", "remote_notify_port", "remote_dp_rank", "remote_dp_size",
-                    "remote_dp_size_local", "tp_size", "transfer_id", "remote_hosts")
+                    "remote_dp_size_local", "tp_size", "transfer_id", "multi_pod_hosts", "remote_hosts")
 
 
 class _LaterBlocks:
