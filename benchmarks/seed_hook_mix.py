@@ -122,6 +122,13 @@ def resolve_host_ip(extra):
     return extra.get("host_ip") or "127.0.0.1"
 
 
+# The port and pod arithmetic (moriio-protocol.md 2.1). fold_local_rank and pod_index are not in
+# any stored common; both the seed and vLLM 3c201bf2 call them with (global rank,
+# data_parallel_size_local) and say what they do: the pod-local rank for port offsets and the pod
+# a rank lives on, with data_parallel_size_local == 0 (external DP) a single pod that must not
+# divide by zero ("fold_local_rank handles the external-DP sentinel (dp_local==0)"; "guarding via
+# pod_index keeps _is_kv_master True for the external-DP sentinel"). get_port_offset is the public
+# common's (028a39c2, 42fa4c09).
 def fold_local_rank(g, local):
     return g % local if local else g
 
@@ -162,6 +169,8 @@ def parse_moriio_zmq_address(s):
         raise ValueError(f"Malformed zmq_address {s!r}") from None
 
 
+# ReqMeta's fields as the newest worker reads them (3c201bf2: meta.remote_dp_rank,
+# remote_dp_size_local, tp_size, multi_pod_hosts, ...)
 @dataclass
 class ReqMeta:
     local_block_ids: list
