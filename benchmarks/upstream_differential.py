@@ -460,7 +460,8 @@ def grouped_scenarios(scenarios, seed):
     group beside it under the hybrid KV-cache manager (MoRIIO refuses hybrid groups in WRITE mode at
     construction); the remote_block_ids a READ decode receives are one list per group, as such a
     producer returns them (the sliding-window group clipped to what it keeps), now and then an older
-    producer's flat list; routing params of multi-pod deployments (remote_dp_size_local,
+    producer's flat list; now and then a second full-attention group that opts out of KV transfer;
+    routing params of multi-pod deployments (remote_dp_size_local,
     remote_hosts, remote_dp_rank_override, is_request_leader) and engines on a second pod
     (data_parallel_size_local below data_parallel_size)."""
     out = []
@@ -472,6 +473,11 @@ def grouped_scenarios(scenarios, seed):
             s.groups = rnd.choice((("full", "swa"), ("swa", "full"), ("full", "swa", "swa"), ("full", "mamba"),
                                    ("mamba", "full", "mamba")))
             s.hma = True
+        other = random.Random(seed * 11_000_003 + i)
+        if s.groups == ("full",) and other.random() < 0.1:
+            # a group that opts out of KV transfer (enable_kv_transfer False): the connector sees only
+            # the transfer groups in what it exchanges, every group in what it stages for a save
+            s.groups = other.choice((("full", "full-x"), ("full-x", "full")))
         if s.dp_size == 4 and rnd.random() < 0.5:
             s.dp_local = 2
         if rnd.random() < 0.15:
@@ -481,7 +487,8 @@ def grouped_scenarios(scenarios, seed):
                 f"-local{s.dp_local}" if s.dp_local != s.dp_size else "")
         if s.lookahead:
             s.name += f"-ahead{s.lookahead}"
-        keep = [0 if g == "full" else 1 if g == "mamba" else -(-SWA_WINDOW // BLOCK) + 1 for g in s.groups]
+        keep = [0 if g == "full" else 1 if g == "mamba" else -(-SWA_WINDOW // BLOCK) + 1 for g in s.groups
+                if g != "full-x"]
         if "mamba" in s.groups:
             # a hybrid producer returns [attention, *mamba groups]
             keep = [0] + [1 for g in s.groups if g == "mamba"]
@@ -559,8 +566,9 @@ def record(up, scenario, tree, rnd):
         # kv_cache_config (the groups)
         extra["read_mode"] = "true" if scenario.read else "false"
         kv_cache_config = up.KVCacheConfig([
-            up.KVCacheGroupSpec([f"layer.{i}"], up.FullAttentionSpec(BLOCK) if kind == "full"
-                                else up.SlidingWindowSpec(BLOCK, SWA_WINDOW) if kind == "swa" else up.MambaSpec(BLOCK))
+            up.KVCacheGroupSpec([f"layer.{i}"], up.FullAttentionSpec(BLOCK) if kind in ("full", "full-x")
+                                else up.SlidingWindowSpec(BLOCK, SWA_WINDOW) if kind == "swa" else up.MambaSpec(BLOCK),
+                                enable_kv_transfer=kind != "full-x")
             for i, kind in enumerate(scenario.groups)])
     config = VllmConfig(
         kv_transfer_config=KVTransferConfig(kv_connector="KvledgerRecorderConnector", kv_role=scenario.role,
