@@ -497,6 +497,11 @@ public final class NodeService implements AutoCloseable {
                 if (b == null || !options.profileFromEngine()) {
                     return node;
                 }
+                BridgeNodeInfo asWanted = new BridgeNodeInfo(node.role(), node.mode(), node.dpRank(), node.dpSize(),
+                        node.tpRank(), node.tpSize(), node.engineId(), b.profile());
+                if (io.kvledger.wire.bridge.BridgeCodec.helloMismatch(hello, asWanted) != null) {
+                    return node; // not this node's engine (its role, mode or rank): it gives the node nothing
+                }
                 String install = "the engine's vLLM " + (hello.vllmVersion() != null ? hello.vllmVersion() : hello.vllmCommit());
                 return takeProfile(b, install) == null ? BridgeNodeInfo.of(config) : node;
             }

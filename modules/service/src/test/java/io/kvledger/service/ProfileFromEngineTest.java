@@ -215,17 +215,22 @@ class ProfileFromEngineTest {
                 .withProfileFromEngine(true));
         List<Map<String, Object>> replies;
         try {
-            replies = hellos(node, "[{\"kv_role\":\"kv_producer\",\"mode\":\"write\",\"vllm_version\":\"" + V239 + "\"},"
+            replies = hellos(node, "[{\"kv_role\":\"kv_consumer\",\"vllm_version\":\"" + V239 + "\"},"
+                    + "{\"kv_role\":\"kv_producer\",\"mode\":\"write\",\"vllm_version\":\"" + V239 + "\"},"
                     + "{\"kv_role\":\"kv_producer\",\"vllm_commit\":\"" + C3C2 + "\"}]");
             assertThat(node.config().behaviour().profile()).isEqualTo("vllm-239b5ff30");
         } finally {
             node.close();
         }
-        assertThat(replies.get(0).get("ok")).as("%s", replies).isEqualTo(true);
-        assertThat(((Map<?, ?>) replies.get(0).get("result")).get("profile")).isEqualTo("vllm-239b5ff30");
+        // another role's engine gives the node nothing, its profile included
+        assertThat(replies.get(0).get("ok")).as("%s", replies).isEqualTo(false);
+        assertThat(String.valueOf(replies.get(0).get("error"))).contains("kv_role kv_consumer != kv_producer")
+                .contains("this node runs newest");
+        assertThat(replies.get(1).get("ok")).as("%s", replies).isEqualTo(true);
+        assertThat(((Map<?, ?>) replies.get(1).get("result")).get("profile")).isEqualTo("vllm-239b5ff30");
         // the first engine settled it: a hello of another vLLM is refused as before
-        assertThat(replies.get(1).get("ok")).isEqualTo(false);
-        assertThat(String.valueOf(replies.get(1).get("error"))).contains("is modelled by profile newest, this node runs "
+        assertThat(replies.get(2).get("ok")).isEqualTo(false);
+        assertThat(String.valueOf(replies.get(2).get("error"))).contains("is modelled by profile newest, this node runs "
                 + "vllm-239b5ff30 (start it with --profile newest)");
         assertThat(profileOf(journal)).isEqualTo("vllm-239b5ff30");
     }
