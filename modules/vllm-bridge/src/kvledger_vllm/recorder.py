@@ -1003,7 +1003,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             return self._inner.build_connector_meta(scheduler_output)
         # before the inner runs: the params it reads are the request's own dict, changed later
         try:
-            new_reqs = _new_requests_snapshot(scheduler_output)
+            new_reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
+            if new_reqs is not _ABSENT:
+                new_reqs = _new_requests_snapshot(scheduler_output) if new_reqs else []
             ids = getattr(scheduler_output, "preempted_req_ids", _ABSENT)
             preempted = ids if ids is _ABSENT else list(ids) if ids else []
         except Exception as e:  # noqa: BLE001
@@ -1026,6 +1028,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                         # a resumed request's lists become the model runner's, which extends them later
                         new_blocks = [None if nb is None else tuple(map(list, nb)) for nb in new_blocks]
                 try:
+                    recv, save, send, mapping = _META_FIELDS(result)
+                    if recv or save or type(recv) is not dict or type(save) is not dict:
+                        reply = metadata_snapshot(step, result)
+                    else:  # nothing to receive or save this step (metadata_snapshot's result, sooner)
+                        reply = (_metadata_fields, step, (), (), None if send is None else list(send) if send else [],
+                                 len(mapping) if mapping is not None else -1)
+                except AttributeError:
                     reply = metadata_snapshot(step, result)
                 except Exception as e:  # noqa: BLE001 - the step is recorded, its metadata not
                     reply = None
