@@ -399,3 +399,125 @@ def test_a_stream_whose_client_gives_up_is_aborted(apps):
     assert wait_for(lambda: app.engine.held() == 0), "the stream of a client that went away is aborted"
     assert app.engine.aborted == 1
     assert len(app.engine.free) == 1024
+
+
+def test_a_write_decode_over_the_bridge_sends_its_new_requests_as_vllms_scheduler_builds_them(ctx, apps):
+    # vLLM 239b5ff30's WRITE consumer builds reqs_to_recv from scheduled_new_reqs: the request comes
+    # back WAITING once its KV arrived and is scheduled as new then, with all its blocks and the
+    # tokens it received (all but the last: a full hit recomputes it); preempted_req_ids is a set
+    node, port = router(ctx)
+    calls = []
+    tid = "tx-new-reqs"
+    recv = {"rid": None, "told": False}
+    stop = threading.Event()
+
+    def answer():
+        node.setsockopt(zmq.RCVTIMEO, 100)
+        while not stop.is_set():
+            try:
+                ident, frame = node.recv_multipart()
+            except zmq.Again:
+                continue
+            req = msgpack.unpackb(frame)
+            h, args = req["hook"], req.get("args") or {}
+            calls.append((h, args))
+            result = {}
+            if h == "hello":
+                result = {"protocol": 1, "kv_role": args["kv_role"], "mode": args["mode"]}
+            elif h == "get_num_new_matched_tokens":
+                result = {"num_tokens": 18, "load_async": True}
+            elif h == "update_state_after_alloc" and args["num_external_tokens"] > 0:
+                recv["rid"] = args["request_id"]
+            elif h == "get_finished":
+                done = [recv["rid"]] if recv["rid"] and not recv["told"] else None
+                recv["told"] = recv["told"] or bool(done)
+                result = {"finished_sending": None, "finished_recving": done, "load_error_blocks": []}
+            elif h == "request_finished":
+                result = {"delay_free": False, "kv_transfer_params": None}
+            node.send_multipart([ident, msgpack.packb({"v": 1, "id": req["id"], "ok": True, "result": result})])
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    try:
+        app = fe.FakeEngineApp("decode", "write", http_port=0, bridge="tcp://127.0.0.1:%d" % port, bind_host="127.0.0.1")
+        apps.append(app)
+        rid = fe.compose_request_id(fe.zmq_address("127.0.0.1", 6301, 61005), app.zmq_address)
+        status, _, _ = post(app.http_port, "/v1/completions",
+                            {"prompt": "a b c d e f g h i j k l m n o p q r", "max_tokens": 2,
+                             "kv_transfer_params": decode_leg_params(tid)}, {"X-Request-Id": rid})
+        assert status == 200
+        assert wait_for(lambda: app.engine.held() == 0)
+    finally:
+        stop.set()
+        t.join(5)
+    allocs = [a for h, a in calls if h == "update_state_after_alloc"]
+    metas = [a for h, a in calls if h == "build_connector_meta"]
+    # allocated for the load (18 external tokens), then again, with none, when scheduled after it
+    assert [a["num_external_tokens"] for a in allocs] == [18, 0]
+    assert allocs[0]["block_ids"] == allocs[1]["block_ids"] and len(allocs[0]["block_ids"][0]) == 2
+    assert all(m["preempted_req_ids"] == [] for m in metas)
+    new = [m["scheduled_new_reqs"] for m in metas if m["scheduled_new_reqs"]]
+    assert len(new) == 1 and len(new[0]) == 1, metas
+    n = new[0][0]
+    assert n["request_id"].endswith(rid) or n["request_id"] == recv["rid"]
+    assert n["block_ids"] == allocs[0]["block_ids"]
+    assert n["num_computed_tokens"] == 17
+    assert n["kv_transfer_params"]["transfer_id"] == tid
+    # scheduled while it waited for its KV: not a new request then
+    first = next(i for i, m in enumerate(metas) if m["scheduled_new_reqs"])
+    assert first > 0 and all(m["scheduled_new_reqs"] == [] for m in metas[:first])
+
+
+class _Stub:
+    """A connector that answers like a bare engine (nothing external) and records each step."""
+
+    def __init__(self):
+        self.steps = []
+        self.queries = []
+
+    def add_request(self, req):
+        pass
+
+    def get_num_new_matched_tokens(self, req, num_computed):
+        self.queries.append(req.id)
+        return 0, False
+
+    def update_state_after_alloc(self, req, blocks, num_external):
+        pass
+
+    def build_connector_meta(self, step, cached, new_reqs=None, preempted=None):
+        self.steps.append({"cached": [(rid, list(b)) for rid, b in cached],
+                           "new": [(r.id, list(b), n) for r, b, n in new_reqs], "preempted": list(preempted)})
+
+    def forward(self):
+        pass
+
+    def get_finished(self):
+        return [], []
+
+    def request_finished(self, req, status, blocks):
+        return False, None
+
+    def update_connector_output(self, sending, recving):
+        return None
+
+
+def test_a_full_block_pool_preempts_the_last_running_request_as_vllm_does():
+    # 4 blocks of 16 tokens, two prompts of 32 tokens: the first one's third token of output needs a
+    # third block, so the last running request is preempted (its blocks freed, its progress lost) and
+    # comes back later as a resumed request (in the cached requests, all its blocks), asked again
+    c = _Stub()
+    e = fe.FakeEngine(c, num_blocks=4, block_size=16)
+    a = e.submit(fe.Req("a", 32, 3, None))
+    b = e.submit(fe.Req("b", 32, 3, None))
+    for _ in range(8):
+        e._step()
+    assert c.steps[0]["new"] == [("a", [0, 1], 0), ("b", [2, 3], 0)] and c.steps[0]["preempted"] == []
+    assert c.steps[1]["preempted"] == ["b"] and c.steps[1]["new"] == []
+    assert c.steps[1]["cached"] == [("a", [2])]
+    resumed = [i for i, s in enumerate(c.steps) if any(rid == "b" for rid, _ in s["cached"])]
+    assert resumed, c.steps
+    s = c.steps[resumed[0]]
+    assert s["new"] == [] and len(dict(s["cached"])["b"]) == 2
+    assert c.queries == ["a", "b", "b"]
+    assert e.preempted == 1 and a.done.is_set() and b.done.is_set() and a.output == 3 and b.output == 3

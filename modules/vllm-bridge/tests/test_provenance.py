@@ -192,3 +192,29 @@ def test_a_scheduler_output_without_the_fields_leaves_them_out_of_the_step(tmp_p
     rec.shutdown()
     step = [e for e in lines(tmp_path / "scheduler.jsonl") if e["type"] == "step_scheduled"][0]
     assert "scheduled_new_reqs" not in step and "preempted_req_ids" not in step
+
+
+def test_block_lists_a_model_runner_extends_later_are_recorded_as_they_were_at_the_step(tmp_path):
+    # With vLLM's single-process executor the model runner keeps a new request's block id lists
+    # (and a resumed request's new ones) as its own and extends them in place at the next chunk,
+    # before the recorder's writer thread may have converted the step: they are copied at the call.
+    from vllm.v1.core.sched.output import CachedRequestData
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
+             "record_to": str(tmp_path / "{role}.jsonl")}
+    rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    new = _Req("r1", {"transfer_id": "tx-1"})
+    resumed = ([7, 8],)
+    cached = CachedRequestData(req_ids=["r0"], resumed_from_preemption=[True], new_block_ids=[resumed])
+    gate = __import__("threading").Event()
+    sink = rec.recording_stream._sink
+    write = sink.write_lines
+    sink.write_lines = lambda batch: (gate.wait(), write(batch))  # the writer waits until the lists grew
+    rec.build_connector_meta(types.SimpleNamespace(scheduled_new_reqs=[new], scheduled_cached_reqs=cached,
+                                                   preempted_req_ids=set(), finished_req_ids=set()))
+    new.block_ids[0].extend([6, 7])
+    resumed[0].append(9)
+    gate.set()
+    rec.shutdown()
+    step = [e for e in lines(tmp_path / "scheduler.jsonl") if e["type"] == "step_scheduled"][0]
+    assert step["scheduled_new_reqs"][0]["block_ids"] == [[4, 5], [9]]
+    assert step["scheduled_cached_reqs"] == [{"request_id": "r0", "new_block_ids": [[7, 8]]}]

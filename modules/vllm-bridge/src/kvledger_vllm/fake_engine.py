@@ -9,8 +9,11 @@ wire a MoRIIO deployment uses, as a vLLM instance running the MoRIIO connector d
 - it serves the OpenAI endpoints ``/v1/completions`` and ``/v1/chat/completions`` (streaming and
   not), plus ``/health`` and ``/v1/models``; a prefill leg answers with the ``kv_transfer_params``
   a MoRIIO prefill returns (protocol 4.3);
-- it runs vLLM's scheduler loop (admit, match, allocate, schedule, forward, poll, finish, free)
-  and calls the KV connector's hooks in vLLM's order, on one of two connectors:
+- it runs vLLM's scheduler loop (admit, match, allocate, schedule, forward, poll, finish, free;
+  a full block pool preempts the last running request, which resumes later) and calls the KV
+  connector's hooks in vLLM's order, each step's ``build_connector_meta`` with the
+  ``scheduled_new_reqs`` and ``preempted_req_ids`` vLLM's ``SchedulerOutput`` holds (a request
+  whose remote KV arrived is scheduled as a new one then), on one of two connectors:
 
   * ``--bridge tcp://127.0.0.1:PORT``: the hooks go to a live ``kvledger node --engine bridge``
     over its engine bridge (docs/bridge-protocol.md); the node is
@@ -184,11 +187,21 @@ class BridgeConnector:
         self.call("update_state_after_alloc", request_id=req.id, block_ids=[list(blocks)],
                   num_external_tokens=num_external)
 
-    def build_connector_meta(self, step, cached):
+    def build_connector_meta(self, step, cached, new_reqs=None, preempted=None):
+        """One step: ``cached`` the (id, new blocks) of cached requests, ``new_reqs`` the (request, all its
+        blocks, tokens computed before the step) scheduled for the first time, ``preempted`` the ids this
+        step preempted (None: not sent)."""
         args = {"step": step}
         if cached:
             args["cached_req_ids"] = [rid for rid, _ in cached]
             args["cached_new_block_ids"] = [[list(b)] for _, b in cached]
+        if new_reqs is not None:
+            args["scheduled_new_reqs"] = [
+                {"request_id": r.id, "block_ids": [list(blocks)], "num_computed_tokens": int(n),
+                 "kv_transfer_params": dict(r.params) if r.params is not None else None}
+                for r, blocks, n in new_reqs]
+        if preempted is not None:
+            args["preempted_req_ids"] = sorted(preempted)
         self.call("build_connector_meta", **args)
 
     def forward(self):
@@ -378,7 +391,7 @@ class MoriioConnector:
             self._pending_releases.append(req)
         p["do_remote_prefill"] = False
 
-    def build_connector_meta(self, step, cached):
+    def build_connector_meta(self, step, cached, new_reqs=None, preempted=None):
         pass
 
     def forward(self):
@@ -470,6 +483,7 @@ class Req:
         self.output = 0
         self.external = 0
         self.recv_done = False
+        self.preemptions = 0
         self.tokens = queue.Queue()  # generated token texts, then None
         self.done = threading.Event()
         self.finish_reason = None
@@ -488,6 +502,11 @@ class FakeEngine:
         self.idle_s = idle_s
         self.free = list(range(num_blocks))
         self.requests = {}
+        # vLLM's two queues (engine thread only): running in the order scheduled (a preemption takes
+        # the last), waiting in the order to schedule (a preempted request goes back to the front)
+        self.running = []
+        self.waiting = []
+        self.preempted = 0
         self.inbox = queue.Queue()
         self._aborts = queue.Queue()  # ids of requests whose client went away
         self.aborted = 0
@@ -542,7 +561,7 @@ class FakeEngine:
                 for r in list(self.requests.values()):
                     if not r.done.is_set():
                         self._fail(r, "engine step failed: %s" % e)
-            busy = any(r.status in ("RUNNING", "WAITING") or r.recv_done for r in self.requests.values())
+            busy = any(r.status in ("RUNNING", "WAITING", "PREEMPTED") or r.recv_done for r in self.requests.values())
             time.sleep(self.step_s if busy else self.idle_s)
 
     def _fail(self, r, why):
@@ -551,7 +570,25 @@ class FakeEngine:
         r.done.set()
         self.free.extend(r.blocks)
         r.blocks = []
+        self._forget(r)
+
+    def _forget(self, r):
         self.requests.pop(r.id, None)
+        if r in self.running:
+            self.running.remove(r)
+        if r in self.waiting:
+            self.waiting.remove(r)
+
+    def _preempt(self, r):
+        """vLLM's ``_preempt_request``: the request's blocks are freed, its computed tokens forgotten, and
+        it goes back to the front of the waiting queue (PREEMPTED)."""
+        self.free.extend(r.blocks)
+        r.blocks = []
+        r.status = "PREEMPTED"
+        r.computed = 0
+        r.preemptions += 1
+        self.preempted += 1
+        self.waiting.insert(0, r)
 
     def _grow(self, r, tokens):
         need = -(-tokens // self.block_size) - len(r.blocks)
@@ -580,47 +617,83 @@ class FakeEngine:
                 r.done.set()
                 continue
             self.requests[r.id] = r
+            self.waiting.append(r)
             c.add_request(r)
         cached, computed = [], []
+        new_reqs, resumed, preempted = [], [], []
         budget = self.token_budget
-        for r in self.requests.values():
-            if r.status != "RUNNING" or budget <= 0:
-                continue
+        # the running requests first (vLLM's scheduler.py): each gets its next chunk or token; when
+        # the pool has no block for it, the last running request is preempted (FCFS), until it fits
+        # or the request itself was preempted
+        i = 0
+        while i < len(self.running) and budget > 0:
+            r = self.running[i]
             tokens = min(r.prompt_tokens - r.computed, budget) if r.computed < r.prompt_tokens else 1
-            fresh = self._grow(r, r.computed + tokens)
+            while True:
+                fresh = self._grow(r, r.computed + tokens)
+                if fresh is not None:
+                    break
+                victim = self.running.pop()
+                self._preempt(victim)
+                preempted.append(victim)
+                if victim is r:
+                    break
             if fresh is None:
-                continue
+                break
             if fresh:
                 cached.append((r.id, fresh))
             budget -= tokens
             r.computed += tokens
             computed.append(r)
-        for r in self.requests.values():
-            if r.status == "WAITING_FOR_REMOTE_KVS" and r.recv_done:
-                r.status = "RUNNING"
-                r.computed = max(r.computed, min(r.external, r.prompt_tokens))
-        for r in list(self.requests.values()):
-            if r.status != "WAITING" or budget <= 0:
-                continue
-            if len(self.free) < -(-r.prompt_tokens // self.block_size):
+            i += 1
+        # then the waiting ones, unless this step preempted: a request whose remote KV arrived comes
+        # back WAITING with the tokens it received computed (all but the last on a full hit); a new or
+        # preempted one asks the connector first
+        for r in list(self.waiting) if not preempted else ():
+            if budget <= 0:
                 break
-            ext, load_async = c.get_num_new_matched_tokens(r, 0)
-            ext = max(0, ext or 0)
+            if r.status == "WAITING_FOR_REMOTE_KVS":
+                if not r.recv_done:
+                    continue
+                r.recv_done = False
+                r.computed = min(r.external, r.prompt_tokens)
+                if r.computed == r.prompt_tokens:
+                    r.computed = r.prompt_tokens - 1
+                r.status = "PREEMPTED" if r.preemptions else "WAITING"
+            ext, load_async = 0, False
+            if r.computed == 0:
+                if len(self.free) < -(-r.prompt_tokens // self.block_size):
+                    break
+                ext, load_async = c.get_num_new_matched_tokens(r, 0)
+                ext = max(0, ext or 0)
             if load_async and ext > 0:
                 r.external = ext
-                blocks = self._grow(r, r.prompt_tokens)
-                c.update_state_after_alloc(r, blocks, ext)
+                self._grow(r, r.prompt_tokens)
+                c.update_state_after_alloc(r, list(r.blocks), ext)
                 r.status = "WAITING_FOR_REMOTE_KVS"
                 continue
-            tokens = min(r.prompt_tokens, ext + max(1, min(r.prompt_tokens - ext, budget)))
-            blocks = self._grow(r, r.prompt_tokens)
-            r.external = ext
-            c.update_state_after_alloc(r, blocks, ext)
+            before = r.computed if r.computed else ext
+            tokens = min(r.prompt_tokens, before + max(1, min(r.prompt_tokens - before, budget)))
+            if self._grow(r, r.prompt_tokens) is None:
+                break
+            if r.computed == 0:
+                r.external = ext
+            c.update_state_after_alloc(r, list(r.blocks), ext)
+            self.waiting.remove(r)
+            self.running.append(r)
+            if r.status == "PREEMPTED":
+                resumed.append((r.id, list(r.blocks)))
+            else:
+                new_reqs.append((r, list(r.blocks), before))
             r.status = "RUNNING"
+            budget -= tokens - before
             r.computed = tokens
-            budget -= tokens - ext
             computed.append(r)
-        c.build_connector_meta(self.step_no, cached)
+        # SchedulerOutput: scheduled_new_reqs as NewRequestData.from_request builds them (all the
+        # request's blocks, the tokens computed before this step, its kv_transfer_params); the resumed
+        # ones among the cached requests with all their blocks; the preempted ids (a set, never None)
+        c.build_connector_meta(self.step_no, cached + resumed, new_reqs=new_reqs,
+                               preempted=[r.id for r in preempted])
         c.forward()
         for r in computed:
             if r.computed >= r.prompt_tokens and hasattr(c, "computed"):
@@ -667,6 +740,10 @@ class FakeEngine:
 
     def _finish(self, r, status):
         delay_free, params = self.connector.request_finished(r, status, r.blocks)
+        if r in self.running:
+            self.running.remove(r)
+        if r in self.waiting:
+            self.waiting.remove(r)
         r.kv_transfer_params = params
         r.finish_reason = "abort" if status == "FINISHED_ABORTED" else "length"
         if delay_free:
@@ -679,7 +756,7 @@ class FakeEngine:
     def _release(self, r):
         self.free.extend(r.blocks)
         r.blocks = []
-        self.requests.pop(r.id, None)
+        self._forget(r)
 
 
 # ---------------------------------------------------------------- HTTP (OpenAI endpoints)

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import operator
 import os
 
 from . import __version__
@@ -201,19 +202,20 @@ def _params_copy(params):
     return dict(params) if isinstance(params, dict) else params
 
 
-def _admission_later(request):
-    """``_admission``'s fields as a function for the writer thread: the attributes read now, the
-    params copied shallowly now and converted there."""
-    rid = _request_id(request)
-    ids = getattr(request, "prompt_token_ids", None)
-    n = getattr(request, "num_prompt_tokens", None)
-    ids_len = len(ids) if ids is not None else None
-    params = _params_copy(getattr(request, "kv_transfer_params", None))
+def _admission_fields(rid, n, ids_len, params):
+    """``request_admitted``'s fields, on the writer thread, from what the calling thread read
+    (``_admission_later``)."""
+    return {"request_id": rid, "num_prompt_tokens": n if isinstance(n, int) else (ids_len or 0),
+            "prompt_token_ids_len": ids_len, "kv_transfer_params": plain(params) if params is not None else None}
 
-    def fields():
-        return {"request_id": rid, "num_prompt_tokens": n if isinstance(n, int) else (ids_len or 0),
-                "prompt_token_ids_len": ids_len, "kv_transfer_params": plain(params) if params is not None else None}
-    return fields
+
+def _admission_later(request, rid):
+    """``_admission``'s fields as a deferred tuple for the writer thread (``Stream.put``): the
+    attributes read now, the params copied shallowly now and converted there."""
+    ids = getattr(request, "prompt_token_ids", None)
+    p = getattr(request, "kv_transfer_params", None)
+    return (_admission_fields, rid, getattr(request, "num_prompt_tokens", None), None if ids is None else len(ids),
+            p.copy() if type(p) is dict else _params_copy(p))
 
 
 def _id_list(value):
@@ -326,11 +328,67 @@ class _LaterStatus:
     def __init__(self, request):
         self.status = getattr(request, "status", None)
 
+    @staticmethod
+    def of(status):
+        """A holder of ``status`` itself (``_status_name`` reads a ``status`` attribute)."""
+        h = _LaterStatus.__new__(_LaterStatus)
+        h.status = status
+        return h
+
     def convert(self):
         return _status_name(self)
 
 
 _LATER = (_LaterBlocks, _LaterIds, _LaterStatus)
+
+
+# Deferred converters: the hooks hand ``Stream.put`` a tuple ``(converter, *snapshot)``, built on
+# the calling thread from what it read (cheaper than a closure or wrapper objects), and the writer
+# thread calls the converter.
+
+def _queried_fields(rid, num_computed_tokens):
+    return {"request_id": rid, "num_computed_tokens": int(num_computed_tokens)}
+
+
+def _matched_fields(rid, count, load_async):
+    return {"request_id": rid, "count": int(count), "load_async": bool(load_async)}
+
+
+def _blocks_allocated_fields(rid, block_ids, num_external_tokens):
+    return {"request_id": rid, "blocks": _block_groups(block_ids), "num_external_tokens": int(num_external_tokens)}
+
+
+def _output_fields(sending, recving):
+    return {"finished_sending": _id_list(sending), "finished_recving": _id_list(recving)}
+
+
+def _safe_fields(kept):
+    return {"safe": _id_list(kept) or []}
+
+
+def _finished_fields(rid, status, block_ids, admitted):
+    out = {"request_id": rid, "status": _status_name(_LaterStatus.of(status)), "block_ids": _block_groups(block_ids)}
+    if admitted is not None:
+        out["admitted_request_id"] = admitted
+    return out
+
+
+def _decision_fields(rid, delay_free, params):
+    return {"request_id": rid, "delay_free": delay_free, "kv_transfer_params": plain(params)}
+
+
+def _step_fields(step, ids, new_blocks, new_reqs, preempted):
+    # vLLM builds these lists afresh each step and hands them over
+    cached = []
+    for i, r in enumerate(ids):
+        nb = new_blocks[i] if i < len(new_blocks) else None
+        cached.append({"request_id": str(r), "new_block_ids": None if nb is None else _block_groups(nb)})
+    out = {"step": step, "scheduled_cached_reqs": cached}
+    if new_reqs is not _ABSENT:
+        out["scheduled_new_reqs"] = _new_requests_fields(new_reqs)
+    if preempted is not _ABSENT:
+        out["preempted_req_ids"] = sorted(str(x) for x in preempted)
+    return out
 
 
 def _later(fields):
@@ -359,35 +417,55 @@ def metadata_snapshot(step, meta):
     copied shallowly: MoRIIO builds fresh ones each step and hands its block id lists over for
     good), the ids of ``reqs_to_send`` and the size of ``transfer_id_to_request_id`` (MoRIIO hands
     the worker its live map, so its size is taken now). Returns a function giving the reply fields
-    (called on the writer thread, where the block ids are converted), or None when the object holds
+    (a deferred tuple ``(converter, *snapshot)`` for ``Stream.put``: the writer thread converts the
+    block ids), or None when the object holds
     neither ``reqs_to_recv`` nor ``reqs_to_save`` as a dict (not a MoRIIO-like connector's metadata:
     nothing kvledger could compare is recorded).
     """
-    recv = getattr(meta, "reqs_to_recv", None)
-    save = getattr(meta, "reqs_to_save", None)
+    try:  # MoRIIO's metadata: all four attributes
+        recv, save, send, mapping = _META_FIELDS(meta)
+    except AttributeError:
+        recv = getattr(meta, "reqs_to_recv", None)
+        save = getattr(meta, "reqs_to_save", None)
+        send = getattr(meta, "reqs_to_send", None)
+        mapping = getattr(meta, "transfer_id_to_request_id", None)
     if not isinstance(recv, dict) and not isinstance(save, dict):
         return None
-    recv = [(r, _Fields(m)) for r, m in (recv or {}).items()]
-    save = [(r, _Fields(m)) for r, m in (save or {}).items()]
-    send = getattr(meta, "reqs_to_send", None)
-    send = None if send is None else list(send)
-    mapping = getattr(meta, "transfer_id_to_request_id", None)
-    size = len(mapping) if mapping is not None else -1
-    step = int(step)
+    return (_metadata_fields, step, _metas(recv) if recv else (), _metas(save) if save else (),
+            None if send is None else list(send) if send else [], len(mapping) if mapping is not None else -1)
 
-    def fields():
-        return {"step": step,
-                "reqs_to_recv": [_req_meta(r, m, False) for r, m in recv],
-                "reqs_to_save": [_req_meta(r, m, True) for r, m in save],
-                "reqs_to_send": None if send is None else [str(r) for r in send],
-                "mapping_size": size}
-    return fields
+
+_META_FIELDS = operator.attrgetter("reqs_to_recv", "reqs_to_save", "reqs_to_send", "transfer_id_to_request_id")
+
+
+def _metas(d):
+    """The (request id, attributes) of a ``reqs_to_*`` dict's ReqMetas, copied shallowly now (a
+    worker in the same process sets some, ``remote_engine_id`` for one, after this step)."""
+    try:
+        out = [(r, m.__dict__.copy()) for r, m in d.items()]
+        f = out[0][1] if out else None
+        if f is not None and ("remote_block_ids" not in f or "local_block_ids" not in f):
+            raise AttributeError  # not a plain (data)class instance (one class per dict)
+        return out
+    except AttributeError:
+        return [(r, _Fields(m)) for r, m in d.items()]
+
+
+def _metadata_fields(step, recv, save, send, size):
+    return {"step": int(step),
+            "reqs_to_recv": [_req_meta(r, m, False) for r, m in recv],
+            "reqs_to_save": [_req_meta(r, m, True) for r, m in save],
+            "reqs_to_send": None if send is None else [str(r) for r in send],
+            "mapping_size": size}
 
 
 def metadata_reply(step, meta):
     """The ``metadata_built`` reply fields for ``build_connector_meta``'s result (None: not MoRIIO-like)."""
     f = metadata_snapshot(step, meta)
-    return None if f is None else f()
+    return None if f is None else f[0](*f[1:])
+
+
+_NEW_REQ_FIELDS = operator.attrgetter("req_id", "block_ids", "num_computed_tokens", "sampling_params")
 
 
 def _new_requests_snapshot(scheduler_output):
@@ -398,13 +476,28 @@ def _new_requests_snapshot(scheduler_output):
     reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
     if reqs is _ABSENT:
         return _ABSENT
+    if not reqs:
+        return []
+    try:
+        # vLLM's NewRequestData: the block id lists are copied (a model runner in the same process
+        # extends them in place at the request's next chunk), the params too (the request's own dict)
+        return [(rid, None if b is None else (b[0][:],) if len(b) == 1 else tuple(map(list, b)), n,
+                 p.copy() if type(p := (ea.get("kv_transfer_params") if (ea := sp.extra_args) else None)) is dict
+                 else _params_copy(p))
+                for rid, b, n, sp in map(_NEW_REQ_FIELDS, reqs)]
+    except (AttributeError, TypeError):
+        pass
     out = []
     for r in reqs or ():
         sp = getattr(r, "sampling_params", None)
         extra_args = getattr(sp, "extra_args", None)
         params = extra_args.get("kv_transfer_params") if isinstance(extra_args, dict) else None
-        out.append((r.req_id, getattr(r, "block_ids", None), getattr(r, "num_computed_tokens", 0),
-                    _params_copy(params)))
+        blocks = getattr(r, "block_ids", None)
+        try:
+            blocks = None if blocks is None else tuple(list(g) if isinstance(g, (list, tuple)) else g for g in blocks)
+        except TypeError:
+            pass
+        out.append((r.req_id, blocks, getattr(r, "num_computed_tokens", 0), _params_copy(params)))
     return out
 
 
@@ -637,13 +730,23 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return base if base in self._seen else None
 
     def _admit(self, request):
-        rid = str(request.request_id)
-        if rid in self._seen:
+        rid = request.request_id
+        if type(rid) is not str:
+            rid = str(rid)
+        seen = self._seen
+        if rid in seen:
             return rid
-        self._seen.add(rid)
+        seen.add(rid)
         s = self._stream
         if s is not None:
-            s.put("request_admitted", _admission_later(request))
+            try:  # _admission_later, inlined for vLLM's Request (once per request)
+                ids = request.prompt_token_ids
+                p = request.kv_transfer_params
+                s.put("request_admitted", (_admission_fields, rid, request.num_prompt_tokens,
+                                           None if ids is None else len(ids),
+                                           p.copy() if type(p) is dict else _params_copy(p)))
+            except AttributeError:
+                s.put("request_admitted", _admission_later(request, rid))
         return rid
 
     # ================================================================== worker side
@@ -852,14 +955,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._drive is not None:
             self._drive_admit(request)
         result = self._inner.get_num_new_matched_tokens(request, num_computed_tokens)
-        if self._stream is not None and rid is not None:
+        if rid is not None:
             try:
                 count, load_async = result
                 # None means "ask again": the format has no reply for it
-                self._put("matched_tokens_queried", {"request_id": rid, "num_computed_tokens": int(num_computed_tokens)},
-                          None if count is None else "matched_tokens",
-                          None if count is None else {"request_id": rid, "count": int(count),
-                                                      "load_async": bool(load_async)})
+                if count is None:
+                    self._stream.put("matched_tokens_queried", (_queried_fields, rid, num_computed_tokens))
+                else:
+                    self._stream.put("matched_tokens_queried", (_queried_fields, rid, num_computed_tokens),
+                                     "matched_tokens", (_matched_fields, rid, count, load_async))
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
         if self._drive is not None:
@@ -874,15 +978,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             try:
                 rid = self._admit(request)
-                groups = _LaterBlocks(blocks.get_block_ids() if blocks is not None else None)
+                # KVCacheBlocks.get_block_ids() builds fresh lists: kept as they are, converted later
+                groups = blocks.get_block_ids() if blocks is not None else None
             except Exception as e:  # noqa: BLE001
                 rid = None
                 self._failed("update_state_after_alloc", e)
         result = self._inner.update_state_after_alloc(request, blocks, num_external_tokens)
         if rid is not None:
             try:
-                self._put("blocks_allocated", _later({"request_id": rid, "blocks": groups,
-                                                      "num_external_tokens": int(num_external_tokens)}))
+                self._stream.put("blocks_allocated", (_blocks_allocated_fields, rid, groups, num_external_tokens))
             except Exception as e:  # noqa: BLE001
                 self._failed("update_state_after_alloc", e)
         if self._drive is not None:
@@ -897,42 +1001,49 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return result
 
     def build_connector_meta(self, scheduler_output):
-        new_reqs = preempted = _ABSENT
-        if self._stream is not None or self._drive is not None:
-            # before the inner runs: the params it reads are the request's own dict, changed later
-            try:
-                new_reqs = _new_requests_snapshot(scheduler_output)
-                preempted = _preempted_snapshot(scheduler_output)
-            except Exception as e:  # noqa: BLE001
-                new_reqs = preempted = _ABSENT
-                self._failed("build_connector_meta new requests", e)
+        s = self._stream
+        if s is None and self._drive is None:
+            return self._inner.build_connector_meta(scheduler_output)
+        # before the inner runs: the params it reads are the request's own dict, changed later
+        try:
+            new_reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
+            if new_reqs is not _ABSENT:
+                new_reqs = _new_requests_snapshot(scheduler_output) if new_reqs else []
+            ids = getattr(scheduler_output, "preempted_req_ids", _ABSENT)
+            preempted = ids if ids is _ABSENT else list(ids) if ids else []
+        except Exception as e:  # noqa: BLE001
+            new_reqs = preempted = _ABSENT
+            self._failed("build_connector_meta new requests", e)
         result = self._inner.build_connector_meta(scheduler_output)
-        if self._stream is not None:
+        if s is not None:
             try:
-                self._step += 1
-                step = self._step
+                self._step = step = self._step + 1
                 crd = getattr(scheduler_output, "scheduled_cached_reqs", None)
-                ids = list(getattr(crd, "req_ids", ()) or ()) if crd is not None else []
-                new_blocks = list(getattr(crd, "new_block_ids", ()) or ()) if crd is not None else []
+                if crd is None:
+                    ids = new_blocks = ()
+                else:
+                    ids = crd.req_ids
+                    ids = list(ids) if ids else ()
+                    new_blocks = crd.new_block_ids
+                    new_blocks = list(new_blocks) if new_blocks else ()
+                    if new_blocks and (getattr(crd, "resumed_req_ids", None)
+                                       or any(getattr(crd, "resumed_from_preemption", ()))):
+                        # a resumed request's lists become the model runner's, which extends them later
+                        new_blocks = [None if nb is None else tuple(map(list, nb)) for nb in new_blocks]
                 try:
+                    recv, save, send, mapping = _META_FIELDS(result)
+                    if recv or save or type(recv) is not dict or type(save) is not dict:
+                        reply = metadata_snapshot(step, result)
+                    else:  # nothing to receive or save this step (metadata_snapshot's result, sooner)
+                        reply = (_metadata_fields, step, (), (), None if send is None else list(send) if send else [],
+                                 len(mapping) if mapping is not None else -1)
+                except AttributeError:
                     reply = metadata_snapshot(step, result)
                 except Exception as e:  # noqa: BLE001 - the step is recorded, its metadata not
                     reply = None
                     self._failed("build_connector_meta metadata", e)
-
-                def fields(step=step, ids=ids, new_blocks=new_blocks, new_reqs=new_reqs, preempted=preempted):
-                    # on the writer thread: vLLM builds these lists afresh each step and hands them over
-                    cached = []
-                    for i, r in enumerate(ids):
-                        nb = new_blocks[i] if i < len(new_blocks) else None
-                        cached.append({"request_id": str(r), "new_block_ids": None if nb is None else _block_groups(nb)})
-                    out = {"step": step, "scheduled_cached_reqs": cached}
-                    if new_reqs is not _ABSENT:
-                        out["scheduled_new_reqs"] = _new_requests_fields(new_reqs)
-                    if preempted is not _ABSENT:
-                        out["preempted_req_ids"] = sorted(str(x) for x in preempted)
-                    return out
-                self._put("step_scheduled", fields, None if reply is None else "metadata_built", reply)
+                s.put("step_scheduled", (_step_fields, step, ids, new_blocks, new_reqs, preempted),
+                      None if reply is None else "metadata_built", reply)
             except Exception as e:  # noqa: BLE001
                 self._failed("build_connector_meta", e)
         if self._drive is not None:
@@ -978,19 +1089,21 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._failed("drive update_connector_output", e)
         if self._stream is not None:
             try:
-                fields = {"finished_sending": _LaterIds(getattr(connector_output, "finished_sending", None)),
-                          "finished_recving": _LaterIds(getattr(connector_output, "finished_recving", None))}
+                # copied before the inner runs: it may change the sets in place
+                fs = getattr(connector_output, "finished_sending", None)
+                fr = getattr(connector_output, "finished_recving", None)
+                fields = (_output_fields, None if fs is None else tuple(fs), None if fr is None else tuple(fr))
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
         result = self._inner.update_connector_output(connector_output)
         if fields is not None:
             try:
                 if self._producer_scheduler:
-                    kept = _LaterIds(getattr(connector_output, "finished_sending", None))
-                    self._put("connector_output_received", _later(fields), "finished_sending_rewritten",
-                              lambda kept=kept: {"safe": kept.convert() or []})
+                    kept = getattr(connector_output, "finished_sending", None)
+                    self._stream.put("connector_output_received", fields, "finished_sending_rewritten",
+                                     (_safe_fields, None if kept is None else tuple(kept)))
                 else:
-                    self._put("connector_output_received", _later(fields))
+                    self._stream.put("connector_output_received", fields)
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
         if before is not None:
@@ -1002,8 +1115,38 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return result
 
     def request_finished(self, request, block_ids):
-        return self._finished("request_finished", request, block_ids,
-                              lambda: self._inner.request_finished(request, block_ids))
+        s = self._stream
+        if s is None or self._drive is not None:
+            return self._finished("request_finished", request, block_ids,
+                                  lambda: self._inner.request_finished(request, block_ids))
+        # _finished without drive mode, inlined (once per request, on the scheduler's thread)
+        rid = None
+        try:
+            rid = request.request_id
+            if type(rid) is not str:
+                rid = str(rid)
+            admitted = None if rid in self._seen else self._renamed_from(rid)
+            if admitted is None:
+                self._admit(request)
+            status = getattr(request, "status", None)
+            blocks = tuple(block_ids) if type(block_ids) is list else block_ids
+        except Exception as e:  # noqa: BLE001
+            rid = None
+            self._failed("request_finished", e)
+        result = self._inner.request_finished(request, block_ids)
+        if rid is not None:
+            try:
+                seen = self._seen
+                seen.discard(rid)
+                if admitted is not None:
+                    seen.discard(admitted)
+                delay_free, params = result
+                s.put("request_finished", (_finished_fields, rid, status, blocks, admitted), "finish_decision",
+                      (_decision_fields, rid, bool(delay_free), params.copy() if type(params) is dict
+                       else _params_copy(params)))
+            except Exception as e:  # noqa: BLE001
+                self._failed("request_finished", e)
+        return result
 
     def _finished(self, where, request, block_ids, call):
         rid = None

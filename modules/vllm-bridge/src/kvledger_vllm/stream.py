@@ -420,13 +420,14 @@ class _CaptureQueue:
     entries past ``maxsize``, never a block). ``unfinished`` counts entries offered and not yet
     handled (``done``), for ``Stream.flush``."""
 
-    __slots__ = ("_d", "maxsize", "added", "handled")
+    __slots__ = ("_d", "maxsize", "added", "handled", "controls")
 
     def __init__(self, maxsize):
         self._d = deque()
         self.maxsize = maxsize
         self.added = 0    # written by the calling threads only
         self.handled = 0  # written by the writer thread only
+        self.controls = 0  # flush and stop markers among ``added``
 
     def offer(self, item):
         if len(self._d) >= self.maxsize:
@@ -439,6 +440,7 @@ class _CaptureQueue:
         """A flush mark or the stop marker: always taken (one beyond the bound at most)."""
         self._d.append(item)
         self.added += 1
+        self.controls += 1
 
     def take(self, n):
         out = []
@@ -472,7 +474,6 @@ class Stream:
         self.folder = StepFolder(fold_starts) if fold_starts else None
         self._sink = sink
         self._header = header
-        self.captured = 0         # entries offered by calling threads (written + dropped)
         self.dropped = 0          # entries dropped because the queue was full (calling threads)
         self._dropped_written = 0  # the part of ``dropped`` already written into the stream
         self.written = 0
@@ -490,6 +491,12 @@ class Stream:
 
     # ------------------------------------------------------------------ calling threads
 
+    @property
+    def captured(self):
+        """Entries offered by calling threads (taken by the queue + dropped)."""
+        q = self._q
+        return q.added - q.controls + self.dropped
+
     @staticmethod
     def clock():
         """The capture clock (``at_ns`` of a ``put`` without one)."""
@@ -498,14 +505,15 @@ class Stream:
     def put(self, type_name, fields, reply_type=None, reply_fields=None, at_ns=None):
         """Captures one input entry and, optionally, the derived entry that answers it (the inner
         connector's return value); never blocks, never raises. Returns False when it was dropped.
-        ``fields`` and ``reply_fields`` may be functions of no arguments returning the fields: the
-        writer thread calls them (a snapshot taken on the calling thread, converted off it). ``at_ns``: the time
+        ``fields`` and ``reply_fields`` may be functions of no arguments returning the fields, or a
+        tuple ``(function, *args)`` (cheaper to build than a closure): the writer thread calls them
+        (a snapshot taken on the calling thread, converted off it). ``at_ns``: the time
         the hook was called, read earlier with ``clock()`` (default: now)."""
-        self.captured += 1
         try:
             q = self._q  # _CaptureQueue.offer, inlined: this runs once per hook call
-            if len(q._d) < q.maxsize:
-                q._d.append((type_name, time.monotonic_ns() if at_ns is None else at_ns, fields, reply_type, reply_fields))
+            d = q._d
+            if len(d) < q.maxsize:
+                d.append((type_name, time.monotonic_ns() if at_ns is None else at_ns, fields, reply_type, reply_fields))
                 q.added += 1
                 return True
             self.dropped += 1  # racy across threads by a few counts at worst; never blocks
@@ -616,10 +624,10 @@ class Stream:
             at_ns = self._last_at_ns
         self._last_at_ns = at_ns
         obj = {"kind": INPUT, "type": type_name, "at_ns": at_ns}
-        if callable(fields):
+        if type(fields) is tuple or callable(fields):
             # an input captured as a snapshot on the calling thread, converted here
             try:
-                fields = fields()
+                fields = fields[0](*fields[1:]) if type(fields) is tuple else fields()
             except Exception as e:  # noqa: BLE001 - the entry is lost, and counted
                 self.write_errors += 1
                 if self.write_errors == 1:
@@ -628,10 +636,10 @@ class Stream:
         obj.update(fields)
         if reply_type is None:
             return [obj]
-        if callable(reply_fields):
+        if type(reply_fields) is tuple or callable(reply_fields):
             # a reply captured as a snapshot on the calling thread, converted here (off the engine's thread)
             try:
-                reply_fields = reply_fields()
+                reply_fields = reply_fields[0](*reply_fields[1:]) if type(reply_fields) is tuple else reply_fields()
             except Exception as e:  # noqa: BLE001 - the input is still written, without its reply
                 self.write_errors += 1
                 if self.write_errors == 1:

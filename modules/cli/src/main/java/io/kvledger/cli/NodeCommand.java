@@ -131,7 +131,7 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--proxy", paramLabel = "tcp://HOST:PORT", description = "Send registration heartbeats to this proxy ROUTER (or proxy_ip/proxy_ping_port in the config).")
     String proxy;
 
-    @Option(names = "--profile", defaultValue = "newest", paramLabel = "vllm-239b5ff30|seed|newest", description = "Behaviour profile (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--profile", defaultValue = "newest", paramLabel = "vllm-239b5ff30|seed|newest", description = "Behaviour profile (default: ${DEFAULT-VALUE}; a shadow or drive node without it takes the one kvledger's table of upstream versions gives its engine's vLLM, from the first scheduler stream or hello, or its journal's).")
     String profile;
 
     @Option(names = "--transfer-engine", defaultValue = "auto", paramLabel = "auto|ucx|in-jvm",
@@ -390,6 +390,8 @@ final class NodeCommand implements Callable<Integer> {
             default -> throw usage("--transfer-engine takes auto, ucx or in-jvm, got " + transferEngine);
         });
         o = o.withBridge(observing ? shadowEndpoint : bridgeEndpoint);
+        // a shadow or drive node without --profile runs the profile its engine's vLLM needs
+        o = o.withProfileFromEngine(passive && !spec.commandLine().getParseResult().hasMatchedOption("--profile"));
         if (blocks < 1 || blockBytes < 8 || blockBytes % 8 != 0) {
             throw usage("--blocks must be positive and --block-bytes a positive multiple of 8");
         }

@@ -262,11 +262,26 @@ class VllmBridgeShadowTest {
     }
 
     @Test
-    @SuppressWarnings("unchecked")
     void driveModeHandsAWriteConsumerOf239b5ff30ItsNewRequests() throws Exception {
         // vLLM 239b5ff30's WRITE consumer builds reqs_to_recv from scheduled_new_reqs: the node,
         // driven under that profile, answers the step with the receive the engine scheduled
-        Path journal = startNode("consumer", "drive", "--profile", "vllm-239b5ff30");
+        driveAWriteConsumerOf239b5ff30("--profile", "vllm-239b5ff30");
+    }
+
+    @Test
+    void driveModeWithoutProfileTakesTheOneTheEnginesHelloNames() throws Exception {
+        // the same engine and node, but the node is not told the profile: the engine's hello names
+        // vLLM 239b5ff30, so the node runs vllm-239b5ff30 from then on (and journals under it)
+        Path journal = driveAWriteConsumerOf239b5ff30();
+        assertTrue(Files.readString(nodeLog).contains("runs profile vllm-239b5ff30 (no --profile given)"),
+                Files.readString(nodeLog));
+        CliRun.Outcome header = CliRun.run("dump", journal.toString(), "--to", "0", "--json");
+        assertTrue(header.out().contains("\"profile\":\"vllm-239b5ff30\""), header.out() + header.err());
+    }
+
+    @SuppressWarnings("unchecked")
+    private Path driveAWriteConsumerOf239b5ff30(String... profile) throws Exception {
+        Path journal = startNode("consumer", "drive", profile);
         List<String> cmd = List.of(PYTHON.toString(), BRIDGE.resolve("tests/drive_new_reqs.py").toString(),
                 "--drive", "tcp://127.0.0.1:" + shadowPort);
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
@@ -300,6 +315,7 @@ class VllmBridgeShadowTest {
         assertEquals(0, v.code(), v.out() + v.err());
         CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--type", "step_scheduled");
         assertTrue(dump.out().contains("new=") && dump.out().contains("bbbbbbbb"), dump.out() + dump.err());
+        return journal;
     }
 
     @Test

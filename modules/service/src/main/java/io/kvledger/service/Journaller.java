@@ -127,6 +127,11 @@ final class Journaller implements AutoCloseable {
         this.thread.setDaemon(false);
     }
 
+    /** The writer this journaller appends to. */
+    JournalWriter journalWriter() {
+        return journal;
+    }
+
     void start() {
         journal.pretouch();
         thread.start();

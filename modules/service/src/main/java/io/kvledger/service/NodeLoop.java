@@ -78,15 +78,17 @@ public final class NodeLoop implements AutoCloseable {
         List<Effect> derived(long seq, NodeEvent event, List<Effect> reducer, List<Effect> recorded);
     }
 
-    private final NodeState state;
-    private final JournalWriter journal;
+    /** Replaced only by {@link #rebase}, on the loop thread, before any input is applied. */
+    private NodeState state;
     private final EffectRouter router;
     private final ServiceClock clock;
     private final Inbox inbox;
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private final Thread thread;
     private final List<Effect> effects = new ArrayList<>(16);
-    private final Journaller journaller;
+    private volatile Journaller journaller;
+    private final String name;
+    private final int ringCapacity;
     private final Runnable routeJournaled = this::routeJournaled;
     private final java.util.function.BooleanSupplier inboxHasItems;
 
@@ -129,7 +131,8 @@ public final class NodeLoop implements AutoCloseable {
     public NodeLoop(String name, NodeState state, JournalWriter journal, EffectRouter router, ServiceClock clock,
              Inbox inbox, long lastSeq, int ringCapacity) {
         this.state = Objects.requireNonNull(state, "state");
-        this.journal = journal;
+        this.name = name;
+        this.ringCapacity = ringCapacity;
         this.router = Objects.requireNonNull(router, "router");
         this.clock = Objects.requireNonNull(clock, "clock");
         this.inbox = Objects.requireNonNull(inbox, "inbox");
@@ -429,6 +432,48 @@ public final class NodeLoop implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /**
+     * Starts the loop over with {@code fresh} as its state and the journal {@code reopen} returns
+     * (a passive node that takes its behaviour profile from the engine's first message: the journal
+     * it opened at start names another profile). Runs on the loop thread between two items: the
+     * journaller drains and ends, then {@code reopen} is called with the old writer and the fresh
+     * state; it either closes the old journal and returns a new one (having applied to the fresh
+     * state whatever of the old journal it carries over, and journaled it), which a new journaller
+     * then appends to, or returns {@code null} when the old journal holds what cannot be carried
+     * over, and the loop goes on as before. Completes with whether the loop started over
+     * ({@code false} without a journal); exceptionally, with the loop stopping, when {@code reopen} failed.
+     */
+    public java.util.concurrent.CompletableFuture<Boolean> rebase(NodeState fresh,
+            java.util.function.BiFunction<JournalWriter, NodeState, JournalWriter> reopen) {
+        Objects.requireNonNull(fresh, "fresh");
+        return inbox.query(ignored -> {
+            Journaller old = journaller;
+            if (old == null) {
+                return Boolean.FALSE;
+            }
+            old.close();
+            JournalWriter next;
+            try {
+                next = reopen.apply(old.journalWriter(), fresh);
+            } catch (RuntimeException e) {
+                fail("could not start over with a new journal: " + e);
+                throw e;
+            }
+            boolean over = next != null;
+            if (over) {
+                state = fresh;
+                lastSeq = next.nextSeq() - 1;
+                unjournaledSeq = lastSeq;
+                predictedSeq = lastSeq + 1;
+            }
+            Journaller j = new Journaller(name, over ? next : old.journalWriter(), journalErrors, ringCapacity, thread,
+                    () -> inbox.query(s -> null));
+            journaller = j;
+            j.start();
+            return over;
+        });
     }
 
     /** Test hook: holds ({@code true}) or lets go the journaller's appends, as a stalled disk would. */

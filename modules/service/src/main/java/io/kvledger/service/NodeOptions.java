@@ -35,12 +35,17 @@ import java.util.Objects;
  *                       {@link EngineKind#SHADOW} ({@code tcp://127.0.0.1:PORT}, port 0: any)
  * @param tpWorkers      with {@link EngineKind#SIM} on TP rank 0 of a TP > 1 engine: the engine bridges of the
  *                       nodes of TP ranks 1, 2, ... ({@link EngineKind#SIM_WORKER}), in rank order; empty otherwise
+ * @param profileFromEngine with {@link EngineKind#SHADOW} or {@link EngineKind#DRIVE} and no {@code --profile}: the
+ *                       node takes the behaviour profile that kvledger's table of upstream versions gives the
+ *                       engine's vLLM (its first scheduler stream's header, or its {@code hello}) instead of
+ *                       {@code config}'s, as long as it has applied nothing; or its journal's, when it recovers one
  */
 public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, EngineKind engine, KvLayout layout,
                           TransferEngines.Choice transferEngine, String httpHost, int httpPort, String bearerToken,
                           String proxyPing, String httpAdvertised, int inboxCapacity, Duration deliveryBound,
                           Duration handshakeTimeout, SimulatedEngine.Options engineOptions,
-                          FaultSpec faults, long faultSeed, String bridgeEndpoint, List<String> tpWorkers) {
+                          FaultSpec faults, long faultSeed, String bridgeEndpoint, List<String> tpWorkers,
+                          boolean profileFromEngine) {
 
     /** Who calls the connector's hooks. */
     public enum EngineKind {
@@ -92,64 +97,70 @@ public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, Eng
         return new NodeOptions(nodeId, config, journalDir, EngineKind.SIM,
                 new KvLayout(config.layerNames(), 1024, 256), TransferEngines.Choice.AUTO, null, 0, null, null, null,
                 65_536, Duration.ofSeconds(1), Duration.ofSeconds(10), SimulatedEngine.Options.DEFAULT, FaultSpec.NONE, 0L,
-                "tcp://127.0.0.1:0", List.of());
+                "tcp://127.0.0.1:0", List.of(), false);
     }
 
     public NodeOptions withEngine(EngineKind e) {
         return new NodeOptions(nodeId, config, journalDir, e, layout, transferEngine, httpHost, httpPort, bearerToken,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }
 
     public NodeOptions withLayout(KvLayout l) {
         return new NodeOptions(nodeId, config, journalDir, engine, l, transferEngine, httpHost, httpPort, bearerToken,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }
 
     public NodeOptions withTransferEngine(TransferEngines.Choice c) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, c, httpHost, httpPort, bearerToken,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }
 
     public NodeOptions withHttp(String host, int port, String token) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, host, port, token,
-                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers);
+                proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }
 
     public NodeOptions withProxy(String ping, String advertisedHttp) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, ping, advertisedHttp, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers);
+                bearerToken, ping, advertisedHttp, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }
 
     public NodeOptions withInbox(int capacity, Duration bound) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, proxyPing, httpAdvertised, capacity, bound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers);
+                bearerToken, proxyPing, httpAdvertised, capacity, bound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }
 
     public NodeOptions withHandshakeTimeout(Duration d) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, d, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers);
+                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, d, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }
 
     public NodeOptions withEngineOptions(SimulatedEngine.Options o) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
-                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, o, faults, faultSeed, bridgeEndpoint, tpWorkers);
+                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, o, faults, faultSeed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }
 
     public NodeOptions withFaults(FaultSpec f, long seed) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
                 bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions,
-                f, seed, bridgeEndpoint, tpWorkers);
+                f, seed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }
 
     public NodeOptions withBridge(String endpoint) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
                 bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions,
-                faults, faultSeed, endpoint, tpWorkers);
+                faults, faultSeed, endpoint, tpWorkers, profileFromEngine);
     }
 
     public NodeOptions withTpWorkers(List<String> endpoints) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
                 bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions,
-                faults, faultSeed, bridgeEndpoint, endpoints);
+                faults, faultSeed, bridgeEndpoint, endpoints, profileFromEngine);
+    }
+
+    public NodeOptions withProfileFromEngine(boolean fromEngine) {
+        return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
+                bearerToken, proxyPing, httpAdvertised, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions,
+                faults, faultSeed, bridgeEndpoint, tpWorkers, fromEngine);
     }
 }

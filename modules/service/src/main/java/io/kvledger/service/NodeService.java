@@ -52,6 +52,8 @@ public final class NodeService implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger("io.kvledger.service");
     private static final long HOOK_WAIT_NS = TimeUnit.SECONDS.toNanos(5);
+    /** How long a socket thread waits for the loop to start over with another profile. */
+    private static final long REBASE_WAIT_NS = TimeUnit.SECONDS.toNanos(120);
 
     /**
      * The header origin of a shadow node's journal: it starts like a vLLM-bridge recording's, since
@@ -78,8 +80,15 @@ public final class NodeService implements AutoCloseable {
     private final Delivery delivery;
     private final List<AutoCloseable> opened = new ArrayList<>();
     private final AtomicLong adapterFailures = new AtomicLong();
-    private JournalWriter journal;
+    private volatile JournalWriter journal;
     private NodeState state;
+    /** The configuration the reducer runs (the options', or the profile the engine's vLLM needs). */
+    private volatile NodeConfig config;
+    private final Object profileLock = new Object();
+    /** Whether the profile is settled: the node took or kept one for an engine, or recovered a journal. */
+    private boolean profileSettled;
+    /** Where the node took its profile from, when it took one. */
+    private String profileSource;
     private NodeLoop loop;
     private DataPlane dataPlane;
     private NotifyPublisher publisher;
@@ -137,6 +146,10 @@ public final class NodeService implements AutoCloseable {
     private void startAll() {
         NodeConfig cfg = options.config();
         long lastSeq = 0;
+        if (journaled && options.profileFromEngine() && Recovery.present(options.journalDir())) {
+            cfg = journalsProfile(cfg);
+        }
+        config = cfg;
         if (journaled && Recovery.present(options.journalDir())) {
             recovery = Recovery.replay(options.journalDir(), cfg);
             state = recovery.state();
@@ -178,9 +191,7 @@ public final class NodeService implements AutoCloseable {
         // The journal opens last: a node that cannot bind its ports leaves no journal behind. What
         // the adapters received meanwhile waits in the inbox for the loop.
         if (journaled) {
-            journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg,
-                    isShadow() ? SHADOW_ORIGIN : isPassive() ? DRIVE_ORIGIN
-                            : options.engine() == NodeOptions.EngineKind.SIM_WORKER ? SIM_WORKER_ORIGIN : "kvledger node"));
+            journal = JournalWriter.open(options.journalDir(), JournalHeader.of(options.nodeId(), cfg, origin()));
             opened.add(journal);
         }
         if (journaled && recovery == null) {
@@ -215,7 +226,18 @@ public final class NodeService implements AutoCloseable {
 
         if (isShadow()) {
             shadowServer = io.kvledger.zmq.ShadowStreamServer.open(options.bridgeEndpoint(), clock,
-                    new io.kvledger.service.shadow.ShadowIntake(inbox, cfg, shadow, options.deliveryBound().toNanos()));
+                    new io.kvledger.service.shadow.ShadowIntake(inbox, cfg, shadow, options.deliveryBound().toNanos(),
+                            new io.kvledger.service.shadow.ShadowIntake.Profiles() {
+                                @Override
+                                public io.kvledger.core.config.Behaviour current() {
+                                    return config.behaviour();
+                                }
+
+                                @Override
+                                public String take(io.kvledger.core.config.Behaviour wanted, String source) {
+                                    return takeProfile(wanted, source);
+                                }
+                            }));
             opened.add(shadowServer);
         }
         if (!observing && recovery != null && !recovery.handshakes().isEmpty()) {
@@ -254,6 +276,136 @@ public final class NodeService implements AutoCloseable {
             opened.add(RegistrationHeartbeat.start(options.proxyPing(), reg, RegistrationHeartbeat.PING_INTERVAL,
                     this::onAdapterEvent, clock));
         }
+    }
+
+    private String origin() {
+        return isShadow() ? SHADOW_ORIGIN : isPassive() ? DRIVE_ORIGIN
+                : options.engine() == NodeOptions.EngineKind.SIM_WORKER ? SIM_WORKER_ORIGIN : "kvledger node";
+    }
+
+    /**
+     * The configuration to recover with when the node takes its profile from the engine: the
+     * journal's profile, which the engine's vLLM gave it before it restarted (the rest of the
+     * configuration must still match, as for any node).
+     */
+    private NodeConfig journalsProfile(NodeConfig cfg) {
+        JournalHeader h;
+        try (io.kvledger.journal.JournalReader r = io.kvledger.journal.JournalReader.open(options.journalDir())) {
+            h = r.header();
+        } catch (RuntimeException e) {
+            return cfg; // the writer says what is wrong with it
+        }
+        if (h == null || h.config().behaviour().equals(cfg.behaviour())) {
+            return cfg;
+        }
+        NodeConfig withJournals = cfg.toBuilder().behaviour(h.config().behaviour()).build();
+        if (!h.differences(JournalHeader.of(options.nodeId(), withJournals, origin())).isEmpty()) {
+            return cfg;
+        }
+        LOG.log(System.Logger.Level.INFO, "node " + options.nodeId() + ": runs profile " + withJournals.behaviour().profile()
+                + ", its journal's (no --profile given)");
+        synchronized (profileLock) {
+            profileSettled = true;
+            profileSource = "its journal";
+        }
+        return withJournals;
+    }
+
+    /**
+     * Makes the node run {@code wanted} for an engine whose vLLM kvledger's table maps to it (a
+     * shadow node's first scheduler stream, a drive node's {@code hello}; called on their socket
+     * threads). A node started without {@code --profile} ({@link NodeOptions#profileFromEngine})
+     * takes it as long as its loop has applied nothing: the loop starts over with a fresh state of
+     * that profile and a new journal (the one opened at start held only its header and start-up
+     * checks). The first engine settles the profile: another one later is refused.
+     *
+     * @return {@code null} when the node runs {@code wanted} now; else the end of the refusal's
+     *         line: the node's profile and, in parentheses, what to do
+     */
+    String takeProfile(io.kvledger.core.config.Behaviour wanted, String source) {
+        synchronized (profileLock) {
+            NodeConfig cur = config;
+            String mine = cur.behaviour().profile();
+            if (wanted.equals(cur.behaviour())) {
+                profileSettled = true;
+                return null;
+            }
+            if (!options.profileFromEngine()) {
+                return mine + " (start the node with --profile " + wanted.profile() + ")";
+            }
+            if (profileSettled) {
+                return mine + " (the node follows " + (profileSource == null ? "an engine of that profile" : profileSource)
+                        + "; start a node with --profile " + wanted.profile() + " for this one)";
+            }
+            NodeConfig next = cur.toBuilder().behaviour(wanted).build();
+            Boolean done;
+            try {
+                done = loop.rebase(NodeState.initial(next), (old, fresh) -> reopenJournal(old, fresh))
+                        .get(REBASE_WAIT_NS, TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                done = null;
+            } catch (ExecutionException | TimeoutException e) {
+                LOG.log(System.Logger.Level.WARNING, "node " + options.nodeId() + ": cannot take profile "
+                        + wanted.profile() + ": " + (e.getCause() == null ? e : e.getCause()));
+                done = null;
+            }
+            profileSettled = true;
+            if (!Boolean.TRUE.equals(done)) {
+                return mine + " (" + (done == null ? "the node could not start over" : "the node has applied an engine's calls under it")
+                        + "; start it with --profile " + wanted.profile() + ")";
+            }
+            config = next;
+            profileSource = source;
+            LOG.log(System.Logger.Level.INFO, "node " + options.nodeId() + ": runs profile " + wanted.profile()
+                    + " (no --profile given), as kvledger's table of upstream versions models " + source);
+            return null;
+        }
+    }
+
+    /**
+     * On the loop thread: the journal opened at start (its header names the old profile) is
+     * replaced by one in the same directory, when it holds nothing but its start-up checks and the
+     * node's own notes ({@code frame_rejected}: streams refused or lost before this one), which
+     * are applied to {@code fresh} and journaled again; else {@code null} (the engine's calls were
+     * applied under the old profile).
+     */
+    private JournalWriter reopenJournal(JournalWriter old, NodeState fresh) {
+        java.nio.file.Path dir = options.journalDir();
+        List<NodeEvent> notes = new ArrayList<>();
+        try (io.kvledger.journal.JournalReader r = io.kvledger.journal.JournalReader.open(dir)) {
+            for (io.kvledger.journal.JournalEntry e : r) {
+                if (e instanceof io.kvledger.journal.JournalEntry.Input in) {
+                    if (!(in.event() instanceof NodeEvent.FrameRejected)) {
+                        return null;
+                    }
+                    notes.add(in.event());
+                }
+            }
+        }
+        old.close();
+        try (var files = java.nio.file.Files.list(dir)) {
+            for (java.nio.file.Path p : files.toList()) {
+                String name = p.getFileName().toString();
+                if (name.endsWith(".cq4") || name.endsWith(".cq4t")) {
+                    java.nio.file.Files.delete(p);
+                }
+            }
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("cannot remove the journal opened at start in " + dir, e);
+        }
+        JournalWriter jw = JournalWriter.open(dir, JournalHeader.of(options.nodeId(), fresh.config(), origin()));
+        for (Effect e : NodeReducer.startupChecks(fresh.config())) {
+            jw.appendDerived(0, e);
+        }
+        List<Effect> effects = new ArrayList<>();
+        for (NodeEvent n : notes) {
+            effects.clear();
+            NodeReducer.applyInto(fresh, n, effects);
+            jw.appendApplied(n, effects);
+        }
+        journal = jw;
+        return jw;
     }
 
     /**
@@ -338,6 +490,22 @@ public final class NodeService implements AutoCloseable {
      */
     private HookHandler bridgeHandler() {
         return new HookHandler() {
+            @Override
+            public BridgeNodeInfo onHello(io.kvledger.wire.bridge.HookCall.Hello hello, BridgeNodeInfo node) {
+                String wanted = io.kvledger.wire.bridge.BridgeCodec.profileFor(hello);
+                io.kvledger.core.config.Behaviour b = wanted == null ? null : io.kvledger.core.config.Behaviour.preset(wanted);
+                if (b == null || !options.profileFromEngine()) {
+                    return node;
+                }
+                BridgeNodeInfo asWanted = new BridgeNodeInfo(node.role(), node.mode(), node.dpRank(), node.dpSize(),
+                        node.tpRank(), node.tpSize(), node.engineId(), b.profile());
+                if (io.kvledger.wire.bridge.BridgeCodec.helloMismatch(hello, asWanted) != null) {
+                    return node; // not this node's engine (its role, mode or rank): it gives the node nothing
+                }
+                String install = "the engine's vLLM " + (hello.vllmVersion() != null ? hello.vllmVersion() : hello.vllmCommit());
+                return takeProfile(b, install) == null ? BridgeNodeInfo.of(config) : node;
+            }
+
             @Override
             public void onHook(BridgeCall call) {
                 if (worker != null) {
@@ -619,6 +787,14 @@ public final class NodeService implements AutoCloseable {
 
     public NodeOptions options() {
         return options;
+    }
+
+    /**
+     * The configuration the reducer runs: the options', or with the behaviour profile the node
+     * took from its engine or its journal ({@link NodeOptions#profileFromEngine}).
+     */
+    public NodeConfig config() {
+        return config;
     }
 
     public ServiceClock clock() {

@@ -79,7 +79,8 @@ public final class EngineBridgeServer implements AutoCloseable {
     private static final long HELD_RETRY_NS = 2_000_000L;
 
     private final EngineBridgeConfig config;
-    private final BridgeNodeInfo node;
+    /** Who the node is (its profile may change once, at a hello: {@link HookHandler#onHello}). */
+    private volatile BridgeNodeInfo node;
     private final HookHandler handler;
     private final ZMQ.Context ctx;
     private final Thread thread;
@@ -451,6 +452,12 @@ public final class EngineBridgeServer implements AutoCloseable {
             }
             case HookCall.Hello h -> {
                 control.incrementAndGet();
+                try {
+                    node = Objects.requireNonNull(handler.onHello(h, node), "onHello returned null");
+                } catch (Exception | StackOverflowError ex) {
+                    handlerErrors.incrementAndGet();
+                    LOG.log(System.Logger.Level.WARNING, "engine bridge handler threw on a hello: " + ZmqRuntime.describe(ex), ex);
+                }
                 String mismatch = BridgeCodec.helloMismatch(h, node);
                 trySend(router, identity, reqFraming, mismatch == null
                         ? BridgeCodec.encodeHello(request.id(), node)

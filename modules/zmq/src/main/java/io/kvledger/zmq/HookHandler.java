@@ -28,4 +28,15 @@ public interface HookHandler {
      * @param rejection why, with the request's id and hook when they could be read
      */
     default void onRejected(long atNs, byte[] frame, BridgeDecoded.Rejected rejection) {}
+
+    /**
+     * A {@code hello}, before the server checks it against {@code node}: returns who the node is
+     * now (a node that takes its behaviour profile from the engine's {@code hello} may change its
+     * profile here, once, before it has applied anything). Called on the socket thread; may wait a
+     * bounded time for the node. Returns {@code node} by default.
+     */
+    default io.kvledger.wire.bridge.BridgeNodeInfo onHello(io.kvledger.wire.bridge.HookCall.Hello hello,
+                                                          io.kvledger.wire.bridge.BridgeNodeInfo node) {
+        return node;
+    }
 }

@@ -1,5 +1,6 @@
 package io.kvledger.service.shadow;
 
+import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
@@ -28,10 +29,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * ahead of the arrival), so intervals between hook calls are the engine's.
  *
  * <p>Only scheduler streams whose header names this node's role, mode, DP rank and behaviour
- * profile (the one it names, or the one kvledger's table of upstream versions gives its vLLM) are shadowed
- * (kvledger's reducer models a rank's scheduler and worker together, and what a real worker sees
- * happens inside the connector, unrecorded); other streams are counted and refused, with one log
- * line and one journaled {@code frame_rejected} each. Gaps in a stream's line numbers (ZMQ's queue
+ * profile (the one it names, or the one kvledger's table of upstream versions gives its vLLM) are
+ * shadowed (kvledger's reducer models a rank's scheduler and worker together, and what a real
+ * worker sees happens inside the connector, unrecorded); other streams are counted and refused,
+ * with one log line and one journaled {@code frame_rejected} each. A node started without
+ * {@code --profile} takes the profile of the first scheduler stream of its role, mode and DP rank
+ * ({@link Profiles}), unless it has applied that engine's calls under another one already. Gaps in a stream's line numbers (ZMQ's queue
  * overflowed in the engine, the node started late or restarted), unreadable lines and lines a full
  * inbox refused are counted and journaled as a {@code frame_rejected} input whose reason starts
  * with {@value #REASON_PREFIX}, so the journal says where it is incomplete.
@@ -89,8 +92,25 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
         }
     }
 
+    /**
+     * The behaviour profile the node runs, and whether it takes a stream's: a node started without
+     * {@code --profile} takes the one kvledger's table gives its first scheduler stream's vLLM.
+     */
+    public interface Profiles {
+        /** The node's behaviour now. */
+        Behaviour current();
+
+        /**
+         * Makes the node run {@code wanted} (the stream's, from {@code source}); {@code null} when it
+         * does now, else the end of the refusal's line: the node's profile and, in parentheses, what
+         * to do.
+         */
+        String take(Behaviour wanted, String source);
+    }
+
     private final Inbox inbox;
     private final NodeConfig config;
+    private final Profiles profiles;
     private final ShadowMonitor monitor;
     private final long waitNs;
     private final AtomicLong malformed = new AtomicLong();
@@ -102,10 +122,32 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
      *               thread waits; meanwhile ZMQ's queues fill, and the recorder drops and counts)
      */
     public ShadowIntake(Inbox inbox, NodeConfig config, ShadowMonitor monitor, long waitNs) {
+        this(inbox, config, monitor, waitNs, fixed(config));
+    }
+
+    /** @param profiles the node's profile, and whether it takes a stream's */
+    public ShadowIntake(Inbox inbox, NodeConfig config, ShadowMonitor monitor, long waitNs, Profiles profiles) {
         this.inbox = inbox;
         this.config = config;
         this.monitor = monitor;
         this.waitNs = waitNs;
+        this.profiles = profiles;
+    }
+
+    /** The profile of {@code config}, whatever the streams' vLLM (a node started with {@code --profile}). */
+    public static Profiles fixed(NodeConfig config) {
+        return new Profiles() {
+            @Override
+            public Behaviour current() {
+                return config.behaviour();
+            }
+
+            @Override
+            public String take(Behaviour wanted, String source) {
+                return wanted.equals(config.behaviour()) ? null
+                        : config.behaviour().profile() + " (start the node with --profile " + wanted.profile() + ")";
+            }
+        };
     }
 
     /** Messages that could not be read at all (wrong frames or envelope). */
@@ -245,11 +287,15 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
             if (c.dpRank() != config.dpRank()) {
                 diff.add("dp_rank " + c.dpRank() + " != " + config.dpRank());
             }
-            if (!c.behaviour().equals(config.behaviour())) {
-                // the recording's vLLM behaves otherwise than this node's model: every answer could differ
+            // the recording's vLLM behaves otherwise than this node's model: every answer could
+            // differ. Only a stream of this node's engine may give the node its profile.
+            String mine = !diff.isEmpty() ? (c.behaviour().equals(profiles.current()) ? null
+                    : profiles.current().profile() + " (start the node with --profile " + c.behaviour().profile() + ")")
+                    : profiles.take(c.behaviour(), "stream " + id + " of " + h.nodeId()
+                            + (h.vllmVersion() == null ? "" : " (vLLM " + h.vllmVersion() + ")"));
+            if (mine != null) {
                 diff.add("profile " + c.behaviour().profile() + " (the recorded vLLM's"
-                        + (h.vllmVersion() == null ? "" : ", " + h.vllmVersion()) + ") != " + config.behaviour().profile()
-                        + " (start the node with --profile " + c.behaviour().profile() + ")");
+                        + (h.vllmVersion() == null ? "" : ", " + h.vllmVersion()) + ") != " + mine);
             }
             if (!diff.isEmpty()) {
                 problem = "not this node's engine: " + String.join(", ", diff);
