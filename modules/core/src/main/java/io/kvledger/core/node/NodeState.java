@@ -456,6 +456,15 @@ public final class NodeState {
     }
 
     /**
+     * The {@link Invariants} this state breaks, as named values; empty when it holds every one
+     * (as every state the reducer reaches must). Pure: it reads the tables, changes nothing, never
+     * throws, and allocates nothing when every check passes.
+     */
+    public List<Invariants.Violation> checkInvariants() {
+        return Invariants.check(this);
+    }
+
+    /**
      * A deterministic 64-bit hash of the whole state (FNV-1a over a canonical rendering): the same
      * events from the same initial state give the same hash.
      */

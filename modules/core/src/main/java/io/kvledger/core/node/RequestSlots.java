@@ -55,6 +55,8 @@ final class RequestSlots {
      * per table up to the last table it entered), so that in a steady workload no array grows.
      */
     private int width = 3;
+    /** The tables made over these slots, by id (for {@link #idleSlots()}). */
+    private final Table<?>[] tables = new Table<?>[TABLES];
 
     /** The slot of {@code rid}, or {@code null} when no table holds it. */
     Slot get(Object rid) {
@@ -156,7 +158,30 @@ final class RequestSlots {
 
     /** A new table over these slots. */
     <V> Table<V> table(int id) {
-        return new Table<>(this, id);
+        Table<V> t = new Table<>(this, id);
+        tables[id] = t;
+        return t;
+    }
+
+    /**
+     * The slots in the index that no table holds: zero in a sound state, where a slot leaves the
+     * index with its last entry (see {@code Invariants}). Walks every table's list once; allocates
+     * nothing.
+     */
+    int idleSlots() {
+        int held = 0;
+        for (Table<?> t : tables) {
+            if (t == null) {
+                continue;
+            }
+            int earlier = t.bit - 1;
+            for (Slot s = t.head; s != null; s = (Slot) s.cells[t.a]) {
+                if ((s.members & earlier) == 0) {
+                    held++; // counted in the first table that holds it only
+                }
+            }
+        }
+        return indexed - held;
     }
 
     /**

@@ -433,7 +433,7 @@ final class EventSequences {
             Materialized m;
             try {
                 m = materialize();
-            } catch (RuntimeException ex) {
+            } catch (RuntimeException | AssertionError ex) {
                 return b.append("  (events could not be materialized: ").append(ex).append(")\n  ops=").append(ops).append("}").toString();
             }
             b.append(m.run().trace(Set.of()));
