@@ -103,7 +103,7 @@ final class ReplayCommand implements Callable<Integer> {
         /** How many divergences of one node {@code --json} lists. */
         static final int MAX_LISTED = 1000;
 
-        /** Inputs after which the node's state broke the reducer's invariants. */
+        /** Inputs whose changes broke the reducer's invariants (each violation is found once, where it arose). */
         long brokenInputs;
         /** The first of them: its seq, cause and violations (text and JSON). */
         String firstBroken;
@@ -185,7 +185,7 @@ final class ReplayCommand implements Callable<Integer> {
     }
 
     /** What {@code --verify} checks each replayed state with (a stand-in in tests of a broken state). */
-    Function<NodeState, List<Invariants.Violation>> invariantCheck = NodeState::checkInvariants;
+    Function<NodeState, List<Invariants.Violation>> invariantCheck = NodeState::checkInvariantsSinceLastCheck;
 
     @Override
     public Integer call() {
@@ -338,8 +338,8 @@ final class ReplayCommand implements Callable<Integer> {
                             + "; the first at " + v.first);
                 }
                 if (v.brokenInputs > 0) {
-                    out.println("  " + name + ": the replayed state breaks the reducer's invariants after " + v.brokenInputs
-                            + " of " + tallies[i].inputs + " inputs; the first at " + v.firstBroken);
+                    out.println("  " + name + ": " + v.brokenInputs + " of " + tallies[i].inputs
+                            + " inputs break the reducer's invariants; the first at " + v.firstBroken);
                 }
             }
         }

@@ -81,15 +81,98 @@ public final class Invariants {
     /** Every violation {@code s} holds, in check order; empty (and not allocated) when none. */
     static List<Violation> check(NodeState s) {
         Found f = new Found();
-        requests(s, f);
-        staged(s, f);
+        requestKeyed(s, f);
         worker(s, f);
-        deferrals(s, f);
         parkedAcks(s, f);
         mapping(s, f);
         ackCounts(s, f);
         bounds(s, f);
         return f.list == null ? List.of() : f.list;
+    }
+
+    /**
+     * The same checks, of what changed since the previous call: the entries of the request ids
+     * whose tables or phase changed (the slots {@link RequestSlots#touch touched}), the
+     * transfer-id map when its version moved, the worker's transfers when their sizes or the next
+     * status id moved, and the small tables (ACK counts, the unmapped-ACK buffer) and the bounds. The first call checks everything and starts the tracking.
+     * For a caller that checks after every event ({@code replay --verify}): each event costs what
+     * it changed, not the size of the state. It finds what {@link #check} finds for every change
+     * the reducer makes through its tables and {@code Ctx.phase}; a property test holds the
+     * tracking to that.
+     */
+    static List<Violation> checkSinceLast(NodeState s) {
+        RequestSlots slots = s.slots;
+        Memo m = s.invariantsMemo;
+        if (!slots.tracking) {
+            slots.tracking = true;
+            slots.drainTouched();
+            m.remember(s);
+            return check(s);
+        }
+        Found f = new Found();
+        boolean deferralsKept = !s.config.on(Switch.NO_CONNECTOR_OUTPUT_HOOK);
+        boolean fow = s.config.on(Switch.MAP_FIRST_OWNER_WINS);
+        for (int i = 0; i < slots.touchedCount; i++) {
+            RequestSlots.Slot sl = slots.touched[i];
+            if (sl.released || sl.members == 0) {
+                continue; // in no table: nothing to check
+            }
+            if (s.requests.has(sl)) {
+                request(s, sl, s.requests.get(sl), deferralsKept, f);
+            }
+            if (s.reqsNeedRecv.has(sl)) {
+                stage(sl, s.reqsNeedRecv.get(sl), "reqs_need_recv", f);
+            }
+            if (s.reqsNeedSave.has(sl)) {
+                stage(sl, s.reqsNeedSave.get(sl), "reqs_need_save", f);
+            }
+            if (s.reqsNeedPendingSave.has(sl)) {
+                stage(sl, s.reqsNeedPendingSave.get(sl), "reqs_need_pending_save", f);
+            }
+            if (s.deferredSendDeadlines.has(sl)) {
+                deferral(sl, s.deferredSendDeadlines.get(sl), f);
+            }
+            if (s.pendingSentAcks.has(sl) && s.pendingSentAcks.get(sl) == null) {
+                f.add(Check.PARKED_ACK_HAS_TTL, "pending_sent_acks[" + sl.rid + "] has no deadline");
+            }
+        }
+        slots.drainTouched();
+        if (fow && m.mappingVersion != s.mappingVersion) {
+            mapping(s, f);
+        }
+        if (m.workerChanged(s)) {
+            worker(s, f);
+        }
+        ackCounts(s, f); // small, and a count changes in place
+        pendingUnmapped(s, f);
+        bounds(s, f);
+        m.remember(s);
+        return f.list == null ? List.of() : f.list;
+    }
+
+    /**
+     * What {@link #checkSinceLast} compares to know whether a table it does not track entry by
+     * entry changed. Not state: a memo of the checker, kept by the state it checks.
+     */
+    static final class Memo {
+        long mappingVersion = -1;
+        long nextStatusId = -1;
+        int statuses = -1;
+        int recving = -1;
+        int writes = -1;
+
+        boolean workerChanged(NodeState s) {
+            return nextStatusId != s.nextStatusId || statuses != s.statuses.size() || recving != s.recvingTransfers.size()
+                    || writes != s.writes.size();
+        }
+
+        void remember(NodeState s) {
+            mappingVersion = s.mappingVersion;
+            nextStatusId = s.nextStatusId;
+            statuses = s.statuses.size();
+            recving = s.recvingTransfers.size();
+            writes = s.writes.size();
+        }
     }
 
     /** The violations found so far (the list only made for the first). */
@@ -104,48 +187,67 @@ public final class Invariants {
         }
     }
 
-    private static void requests(NodeState s, Found f) {
+    /** Every entry of the request-keyed tables. */
+    private static void requestKeyed(NodeState s, Found f) {
+        // without update_connector_output nothing is deferred: a DEFERRED_FREE request waits for finished_sending
+        boolean deferralsKept = !s.config.on(Switch.NO_CONNECTOR_OUTPUT_HOOK);
         RequestSlots.Table<NodeState.Req> t = s.requests;
         for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
-            NodeState.Req r = t.get(sl);
-            if (r == null) {
-                f.add(Check.REQUEST_KEYED_BY_ID, "requests[" + sl.rid + "] holds no request");
-                continue;
-            }
-            if (!sl.rid.equals(r.requestId) || (r.slot != null && r.slot != sl)) {
-                f.add(Check.REQUEST_KEYED_BY_ID, "requests[" + sl.rid + "] holds request " + r.requestId
-                        + (r.slot != null && r.slot != sl ? " whose slot is " + r.slot.rid : ""));
-            }
-            if (r.phase.terminal()) {
-                f.add(Check.REQUEST_KEYED_BY_ID, "request " + r.requestId + " is held in terminal phase " + r.phase);
-            }
-            if (s.phases.attached(r)) {
-                RequestPhase p = s.phases.get(r.requestId);
-                if (p != r.phase) {
-                    f.add(Check.PHASE_MIRRORED, "request " + r.requestId + " is " + r.phase + ", its phase entry " + p);
-                }
-            }
+            request(s, sl, t.get(sl), deferralsKept, f);
+        }
+        stages(s.reqsNeedRecv, "reqs_need_recv", f);
+        stages(s.reqsNeedSave, "reqs_need_save", f);
+        stages(s.reqsNeedPendingSave, "reqs_need_pending_save", f);
+        RequestSlots.Table<NodeState.Deferral> d = s.deferredSendDeadlines;
+        for (RequestSlots.Slot sl = d.first(); sl != null; sl = d.next(sl)) {
+            deferral(sl, d.get(sl), f);
         }
     }
 
-    private static void staged(NodeState s, Found f) {
-        stage(s.reqsNeedRecv, "reqs_need_recv", f);
-        stage(s.reqsNeedSave, "reqs_need_save", f);
-        stage(s.reqsNeedPendingSave, "reqs_need_pending_save", f);
+    /** A held request: keyed by its id through its slot, not terminal, mirrored, deferred with a deferral. */
+    private static void request(NodeState s, RequestSlots.Slot sl, NodeState.Req r, boolean deferralsKept, Found f) {
+        if (r == null) {
+            f.add(Check.REQUEST_KEYED_BY_ID, "requests[" + sl.rid + "] holds no request");
+            return;
+        }
+        if (!sl.rid.equals(r.requestId) || (r.slot != null && r.slot != sl)) {
+            f.add(Check.REQUEST_KEYED_BY_ID, "requests[" + sl.rid + "] holds request " + r.requestId
+                    + (r.slot != null && r.slot != sl ? " whose slot is " + r.slot.rid : ""));
+        }
+        if (r.phase.terminal()) {
+            f.add(Check.REQUEST_KEYED_BY_ID, "request " + r.requestId + " is held in terminal phase " + r.phase);
+        }
+        if (!s.phases.mirrors(r)) {
+            f.add(Check.PHASE_MIRRORED, "request " + r.requestId + " is " + r.phase + ", its phase entry "
+                    + s.phases.phaseOfEntry(r) + (s.phases.containsKey(r.requestId) ? "" : " under another id"));
+        }
+        if (deferralsKept && r.phase == RequestPhase.DEFERRED_FREE && !s.deferredSendDeadlines.has(sl)) {
+            f.add(Check.DEFERRAL_HAS_DEADLINE, "request " + sl.rid + " is DEFERRED_FREE without a deferral");
+        }
     }
 
-    private static void stage(RequestSlots.Table<NodeState.Stage> t, String name, Found f) {
+    private static void stages(RequestSlots.Table<NodeState.Stage> t, String name, Found f) {
         for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
-            NodeState.Stage st = t.get(sl);
-            if (st == null || st.req() == null || st.blocks() == null) {
-                f.add(Check.BLOCKS_OWNED_ONCE, name + "[" + sl.rid + "] stages " + st);
-                continue;
-            }
-            NodeState.Req r = st.req();
-            if (!sl.rid.equals(r.requestId) && !sl.rid.equals(r.admittedAs)) {
-                f.add(Check.BLOCKS_OWNED_ONCE, name + "[" + sl.rid + "] stages the blocks " + st.blocks()
-                        + " of request " + r.requestId);
-            }
+            stage(sl, t.get(sl), name, f);
+        }
+    }
+
+    /** A staged entry names the request whose id keys it (or was its id before a rename at finish). */
+    private static void stage(RequestSlots.Slot sl, NodeState.Stage st, String name, Found f) {
+        if (st == null || st.req() == null || st.blocks() == null) {
+            f.add(Check.BLOCKS_OWNED_ONCE, name + "[" + sl.rid + "] stages " + st);
+            return;
+        }
+        NodeState.Req r = st.req();
+        if (!sl.rid.equals(r.requestId) && !sl.rid.equals(r.admittedAs)) {
+            f.add(Check.BLOCKS_OWNED_ONCE, name + "[" + sl.rid + "] stages the blocks " + st.blocks()
+                    + " of request " + r.requestId);
+        }
+    }
+
+    private static void deferral(RequestSlots.Slot sl, NodeState.Deferral d, Found f) {
+        if (d == null || d.deadlineNs() == Long.MIN_VALUE) {
+            f.add(Check.DEFERRAL_HAS_DEADLINE, "deferred_send_deadlines[" + sl.rid + "] = " + d);
         }
     }
 
@@ -191,26 +293,6 @@ public final class Invariants {
         }
     }
 
-    private static void deferrals(NodeState s, Found f) {
-        RequestSlots.Table<NodeState.Deferral> t = s.deferredSendDeadlines;
-        for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
-            NodeState.Deferral d = t.get(sl);
-            if (d == null || d.deadlineNs() == Long.MIN_VALUE) {
-                f.add(Check.DEFERRAL_HAS_DEADLINE, "deferred_send_deadlines[" + sl.rid + "] = " + d);
-            }
-        }
-        if (s.config.on(Switch.NO_CONNECTOR_OUTPUT_HOOK)) {
-            return;
-        }
-        RequestSlots.Table<NodeState.Req> q = s.requests;
-        for (RequestSlots.Slot sl = q.first(); sl != null; sl = q.next(sl)) {
-            NodeState.Req r = q.get(sl);
-            if (r != null && r.phase == RequestPhase.DEFERRED_FREE && !t.has(sl)) {
-                f.add(Check.DEFERRAL_HAS_DEADLINE, "request " + sl.rid + " is DEFERRED_FREE without a deferral");
-            }
-        }
-    }
-
     private static void parkedAcks(NodeState s, Found f) {
         RequestSlots.Table<Long> t = s.pendingSentAcks;
         for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
@@ -218,6 +300,11 @@ public final class Invariants {
                 f.add(Check.PARKED_ACK_HAS_TTL, "pending_sent_acks[" + sl.rid + "] has no deadline");
             }
         }
+        pendingUnmapped(s, f);
+    }
+
+    /** The worker's buffer of ACKs waiting for its mapping (replaced whole by each get_finished: checked each time). */
+    private static void pendingUnmapped(NodeState s, Found f) {
         List<NodeState.PendingAck> pending = s.pendingUnmappedAcks;
         if (pending.isEmpty()) {
             return;

@@ -55,8 +55,43 @@ final class RequestSlots {
      * per table up to the last table it entered), so that in a steady workload no array grows.
      */
     private int width = 3;
-    /** The tables made over these slots, by id (for {@link #idleSlots()}). */
-    private final Table<?>[] tables = new Table<?>[TABLES];
+    /**
+     * Slots in at least one table, counted as memberships come and go (a slot's first entry, its
+     * last one's removal), apart from the index: {@link #idleSlots()} compares the two.
+     */
+    private int occupied;
+
+    // ------------------------------------------------------------------ change tracking
+
+    /**
+     * Whether changes are recorded in {@link #touched}: off until the first incremental invariant
+     * check ({@code Invariants.checkSinceLast}) turns it on, so that a state nobody checks that
+     * way records nothing (a live node's), and costs one test of this flag per change.
+     */
+    boolean tracking;
+    /** The slots whose tables' entries, or whose request's phase, changed since the last drain. */
+    Slot[] touched = new Slot[16];
+    int touchedCount;
+
+    /** Records that {@code s}'s entries or its request changed (while tracking). */
+    void touch(Slot s) {
+        if (tracking && !s.touched) {
+            if (touchedCount == touched.length) {
+                touched = java.util.Arrays.copyOf(touched, 2 * touchedCount);
+            }
+            s.touched = true;
+            touched[touchedCount++] = s;
+        }
+    }
+
+    /** Forgets the touched slots. */
+    void drainTouched() {
+        for (int i = 0; i < touchedCount; i++) {
+            touched[i].touched = false;
+            touched[i] = null;
+        }
+        touchedCount = 0;
+    }
 
     /** The slot of {@code rid}, or {@code null} when no table holds it. */
     Slot get(Object rid) {
@@ -158,30 +193,15 @@ final class RequestSlots {
 
     /** A new table over these slots. */
     <V> Table<V> table(int id) {
-        Table<V> t = new Table<>(this, id);
-        tables[id] = t;
-        return t;
+        return new Table<>(this, id);
     }
 
     /**
      * The slots in the index that no table holds: zero in a sound state, where a slot leaves the
-     * index with its last entry (see {@code Invariants}). Walks every table's list once; allocates
-     * nothing.
+     * index with its last entry (see {@code Invariants}). Constant time.
      */
     int idleSlots() {
-        int held = 0;
-        for (Table<?> t : tables) {
-            if (t == null) {
-                continue;
-            }
-            int earlier = t.bit - 1;
-            for (Slot s = t.head; s != null; s = (Slot) s.cells[t.a]) {
-                if ((s.members & earlier) == 0) {
-                    held++; // counted in the first table that holds it only
-                }
-            }
-        }
-        return indexed - held;
+        return indexed - occupied;
     }
 
     /**
@@ -198,6 +218,8 @@ final class RequestSlots {
         int members;
         /** True once dropped from the index: a later put of the id makes a new slot. */
         boolean released;
+        /** In {@link RequestSlots#touched} (only while {@link RequestSlots#tracking}). */
+        boolean touched;
 
         Slot(String rid, int width) {
             this.rid = rid;
@@ -264,6 +286,7 @@ final class RequestSlots {
                 s = slots.obtain(s.rid);
             }
             Object[] c = s.cells;
+            slots.touch(s);
             if ((s.members & bit) != 0) {
                 V old = (V) c[v];
                 c[v] = value;
@@ -275,6 +298,9 @@ final class RequestSlots {
                 if (slots.width <= a) {
                     slots.width = a + 1;
                 }
+            }
+            if (s.members == 0) {
+                slots.occupied++;
             }
             s.members |= bit;
             c[v] = value;
@@ -303,6 +329,7 @@ final class RequestSlots {
         }
 
         private void unlink(Slot s) {
+            slots.touch(s);
             Object[] c = s.cells;
             Slot before = (Slot) c[b];
             Slot after = (Slot) c[a];
@@ -320,6 +347,9 @@ final class RequestSlots {
             c[b] = null;
             c[a] = null;
             s.members &= ~bit;
+            if (s.members == 0) {
+                slots.occupied--;
+            }
             size--;
         }
 

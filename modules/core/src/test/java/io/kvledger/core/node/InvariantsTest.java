@@ -199,6 +199,25 @@ class InvariantsTest {
     }
 
     @Test
+    void the_check_since_the_last_one_checks_everything_first_then_what_changed() {
+        NodeState s = producer(Behaviour.newest());
+        NodeState.Req a = admitted(s, "a", "ta", false);
+        a.phase = RequestPhase.REAPED; // a change no table saw: only a full check finds it
+        s.phases.set(a, RequestPhase.REAPED);
+        assertThat(s.checkInvariantsSinceLastCheck().stream().map(Invariants.Violation::check))
+                .containsExactly(Check.REQUEST_KEYED_BY_ID); // the first call is the full check
+
+        NodeState t = producer(Behaviour.newest());
+        NodeState.Req b = admitted(t, "b", "tb", false);
+        assertThat(t.checkInvariantsSinceLastCheck()).isEmpty();
+        t.reqsNeedRecv.put("x", new NodeState.Stage(b, BlockGroups.single(new int[] {9}))); // through a table: tracked
+        assertThat(t.checkInvariantsSinceLastCheck().stream().map(Invariants.Violation::check))
+                .containsExactly(Check.BLOCKS_OWNED_ONCE);
+        assertThat(t.checkInvariantsSinceLastCheck()).as("reported once, by the change that made it").isEmpty();
+        assertThat(checks(t)).as("the full check still finds it").containsExactly(Check.BLOCKS_OWNED_ONCE);
+    }
+
+    @Test
     void every_check_has_a_test_here() {
         List<Check> tested = new ArrayList<>(List.of(Check.REQUEST_KEYED_BY_ID, Check.PHASE_MIRRORED,
                 Check.BLOCKS_OWNED_ONCE, Check.DEFERRAL_HAS_DEADLINE, Check.PARKED_ACK_HAS_TTL, Check.MAPPING_INVERSE,

@@ -211,15 +211,16 @@ public final class Replayer implements AutoCloseable {
 
     /**
      * Whether each node's state is checked against the reducer's invariants after every input
-     * (off by default); a broken state goes to {@link Listener#invariantsBroken}.
+     * (off by default; {@link NodeState#checkInvariantsSinceLastCheck()}, which costs what each
+     * input changed); a broken state goes to {@link Listener#invariantsBroken}.
      */
     public Replayer invariants(boolean check) {
-        return invariants(check ? NodeState::checkInvariants : null);
+        return invariants(check ? NodeState::checkInvariantsSinceLastCheck : null);
     }
 
     /**
      * As {@link #invariants(boolean)}, checking each state with {@code check} ({@code null}: no
-     * check): {@link NodeState#checkInvariants()}, or a stand-in in tests of what a broken state
+     * check): {@link NodeState#checkInvariantsSinceLastCheck()}, or a stand-in in tests of what a broken state
      * does to a caller.
      */
     public Replayer invariants(Function<NodeState, List<Invariants.Violation>> check) {
