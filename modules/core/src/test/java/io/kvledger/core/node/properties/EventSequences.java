@@ -460,16 +460,20 @@ public final class EventSequences {
 
     /** {@link #scenarios()}, materialized, with a switch set drawn at random half of the time. */
     public static Arbitrary<Case> cases() {
-        Arbitrary<Behaviour> any = Arbitraries.of(Switch.class).set().map(on -> {
+        return Combinators.combine(scenarios(), anySwitchSet(), Arbitraries.of(false, true)).as((sc, b, anySwitches) -> {
+            Scenario s = anySwitches ? new Scenario(sc.config().withBehaviour(b), sc.ops()) : sc;
+            return new Case(s.config(), s.events());
+        });
+    }
+
+    /** Profiles with every switch drawn at random, on or off. */
+    static Arbitrary<Behaviour> anySwitchSet() {
+        return Arbitraries.of(Switch.class).set().map(on -> {
             Behaviour b = Behaviour.newest();
             for (Switch sw : Switch.values()) {
                 b = b.with(sw, on.contains(sw));
             }
             return b;
-        });
-        return Combinators.combine(scenarios(), any, Arbitraries.of(false, true)).as((sc, b, anySwitches) -> {
-            Scenario s = anySwitches ? new Scenario(sc.config().withBehaviour(b), sc.ops()) : sc;
-            return new Case(s.config(), s.events());
         });
     }
 

@@ -4,13 +4,11 @@ import static org.assertj.core.api.Assertions.fail;
 
 import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
-import io.kvledger.core.config.Switch;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.node.Invariants;
 import io.kvledger.core.node.properties.EventSequences.Scenario;
 import java.util.List;
 import java.util.Set;
-import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
@@ -35,14 +33,7 @@ class InvariantProperties {
     /** Profiles with every switch drawn at random. */
     @Provide
     Arbitrary<Scenario> anySwitches() {
-        Arbitrary<Behaviour> behaviour = Arbitraries.of(Switch.class).set().map(on -> {
-            Behaviour b = Behaviour.newest();
-            for (Switch s : Switch.values()) {
-                b = b.with(s, on.contains(s));
-            }
-            return b;
-        });
-        return Combinators.combine(EventSequences.configs(), behaviour, EventSequences.scenarios())
+        return Combinators.combine(EventSequences.configs(), EventSequences.anySwitchSet(), EventSequences.scenarios())
                 .as((NodeConfig c, Behaviour b, Scenario s) -> new Scenario(c.withBehaviour(b), s.ops()));
     }
 
