@@ -4,6 +4,8 @@ import io.kvledger.journal.replay.BridgeReplies;
 import io.kvledger.journal.replay.ConfigOverrides;
 import io.kvledger.journal.replay.Replayer;
 import io.kvledger.core.effect.Effect;
+import io.kvledger.core.node.Invariants;
+import io.kvledger.core.node.NodeState;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.format.EntryType;
 import io.kvledger.journal.format.Payloads;
@@ -14,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -27,7 +30,8 @@ import picocli.CommandLine.Spec;
  * (merged by event time across nodes) and prints, per node, what the replay saw: inputs and
  * effects, the requests in each phase at the end, anomalies by kind. {@code --effects} prints
  * every recomputed effect; {@code --verify} compares them with the derived entries the journal
- * recorded and reports the first divergence of each node (exit 1 when any).
+ * recorded and reports the first divergence of each node, and checks the replayed state against
+ * the reducer's invariants after every input (exit 1 when either fails).
  */
 @Command(name = "replay", mixinStandardHelpOptions = true, sortOptions = false,
         description = {
@@ -39,7 +43,7 @@ import picocli.CommandLine.Spec;
             "DIR is a node journal, or a directory holding one journal directory per node; JSON lines are read as "
                     + "they are (the vLLM bridge recorder's directory, journal export --out's, or one .jsonl file). "
                     + "Several nodes are merged by event time.",
-            "Exit status: 0 done; 1 --verify found a divergence, or a journal is damaged or breaks the order rules verify checks (what was skipped or doubted is on standard error); 2 usage error."})
+            "Exit status: 0 done; 1 --verify found a divergence or a broken invariant, or a journal is damaged or breaks the order rules verify checks (what was skipped or doubted is on standard error); 2 usage error."})
 final class ReplayCommand implements Callable<Integer> {
 
     @Spec
@@ -60,7 +64,9 @@ final class ReplayCommand implements Callable<Integer> {
                     + "first divergence of each node; exit 1 when there is one. A vllm-bridge recording compares the "
                     + "real connector's hook replies only (its metadata field by field); a vllm-bridge worker stream "
                     + "is not compared (said so). With --json each node also gives by_input (inputs compared and diverging, per "
-                    + "input type) and divergences (every one, up to 1000)")
+                    + "input type) and divergences (every one, up to 1000). Also checks each node's replayed state "
+                    + "against the reducer's invariants after every input: a broken state fails the node, named with "
+                    + "the input's seq")
     boolean verify;
 
     @Mixin
@@ -96,6 +102,34 @@ final class ReplayCommand implements Callable<Integer> {
 
         /** How many divergences of one node {@code --json} lists. */
         static final int MAX_LISTED = 1000;
+
+        /** Inputs whose changes broke the reducer's invariants (each violation is found once, where it arose). */
+        long brokenInputs;
+        /** The first of them: its seq, cause and violations (text and JSON). */
+        String firstBroken;
+        Map<String, Object> firstBrokenJson;
+
+        /**
+         * After input {@code seq} the state broke the reducer's invariants: a verify failure of
+         * the node whatever the journal recorded (a broken state is a defect of the reducer).
+         */
+        void broken(long seq, String cause, List<Invariants.Violation> violations, boolean fullIds) {
+            brokenInputs++;
+            if (firstBroken == null) {
+                List<Object> names = new ArrayList<>();
+                StringBuilder text = new StringBuilder();
+                for (Invariants.Violation v : violations) {
+                    names.add(v.check().name() + ": " + v.detail());
+                    text.append("\n      ").append(Text.ids(v.check().name() + ": " + v.detail(), fullIds));
+                }
+                firstBroken = "seq " + seq + " (" + cause + ")" + text;
+                Map<String, Object> d = new LinkedHashMap<>();
+                d.put("seq", seq);
+                d.put("cause", cause);
+                d.put("violations", names);
+                firstBrokenJson = d;
+            }
+        }
 
         Verify(boolean repliesOnly, boolean workerStream) {
             this.repliesOnly = repliesOnly;
@@ -150,6 +184,9 @@ final class ReplayCommand implements Callable<Integer> {
         }
     }
 
+    /** What {@code --verify} checks each replayed state with (a stand-in in tests of a broken state). */
+    Function<NodeState, List<Invariants.Violation>> invariantCheck = NodeState::checkInvariantsSinceLastCheck;
+
     @Override
     public Integer call() {
         if (until != null && until < 0) {
@@ -163,7 +200,7 @@ final class ReplayCommand implements Callable<Integer> {
             if (until != null) {
                 r.until(until);
             }
-            r.progress(progress).recorded(verify);
+            r.progress(progress).recorded(verify).invariants(verify ? invariantCheck : null);
             int n = r.nodes().size();
             NodeTally[] tallies = new NodeTally[n];
             Verify[] verifies = new Verify[n];
@@ -197,6 +234,11 @@ final class ReplayCommand implements Callable<Integer> {
                     if (effects && !fx.isEmpty()) {
                         printEffects(out, node, in, fx, in.atNs() - base[0]);
                     }
+                }
+
+                @Override
+                public void invariantsBroken(Replayer.Node node, JournalEntry.Input in, List<Invariants.Violation> v) {
+                    verifies[node.index()].broken(in.seq(), in.type().typeName(), v, fullIds);
                 }
             });
             progress.done();
@@ -240,7 +282,7 @@ final class ReplayCommand implements Callable<Integer> {
             inputs += tallies[i].inputs;
             fx += tallies[i].effects;
             // A journal without any recorded effect (imported inputs) has nothing to diverge from.
-            if (verifies[i].divergentInputs > 0 && counts.get(i).derived() > 0) {
+            if ((verifies[i].divergentInputs > 0 && counts.get(i).derived() > 0) || verifies[i].brokenInputs > 0) {
                 diverging++;
             }
         }
@@ -295,6 +337,10 @@ final class ReplayCommand implements Callable<Integer> {
                             + " inputs diverge" + (v.repliesOnly ? " (hook replies of a vllm-bridge recording)" : "")
                             + "; the first at " + v.first);
                 }
+                if (v.brokenInputs > 0) {
+                    out.println("  " + name + ": " + v.brokenInputs + " of " + tallies[i].inputs
+                            + " inputs break the reducer's invariants; the first at " + v.firstBroken);
+                }
             }
         }
         return diverging > 0;
@@ -338,6 +384,11 @@ final class ReplayCommand implements Callable<Integer> {
             });
             vm.put("by_input", by);
             vm.put("divergences", new ArrayList<Object>(v.divergences));
+            if (v.brokenInputs > 0) {
+                // only when broken, so that the output of a sound replay is as before
+                vm.put("invariants_broken", v.brokenInputs);
+                vm.put("first_invariants_broken", v.firstBrokenJson);
+            }
             m.put("verify", vm);
         }
         return m;

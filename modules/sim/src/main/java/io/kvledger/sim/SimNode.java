@@ -10,6 +10,7 @@ import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.moriio.PortMath;
 import io.kvledger.core.moriio.ZmqAddress;
+import io.kvledger.core.node.Invariants;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
 import java.util.ArrayDeque;
@@ -248,6 +249,10 @@ final class SimNode {
     List<Effect> apply(NodeEvent event) {
         List<Effect> effects = NodeReducer.apply(state, event).effects();
         long s = seq++;
+        List<Invariants.Violation> broken = sim.invariants().apply(state);
+        if (!broken.isEmpty()) {
+            throw new InvariantBroken(opts.seed(), name, s, event, broken);
+        }
         sim.recorder().applied(name, s, event, effects);
         if (opts.keepLog()) {
             log.add(new AppliedEvent(s, event, effects));

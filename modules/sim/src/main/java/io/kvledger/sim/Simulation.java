@@ -7,9 +7,12 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
+import io.kvledger.core.node.Invariants;
+import io.kvledger.core.node.NodeState;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.function.Function;
 
 /**
  * A deterministic discrete-event simulation of a disaggregated cluster: prefill and decode
@@ -42,6 +45,8 @@ public final class Simulation {
     /** The nodes of TP ranks above 0, driven by their instance's engine (TP rank 0's node). */
     private final List<SimNode> tpWorkers = new ArrayList<>();
     private final List<AnomalyRecord> anomalies = new ArrayList<>();
+    /** What each node's state is checked with after every event ({@link NodeState#checkInvariants()}). */
+    private final Function<NodeState, List<Invariants.Violation>> invariants;
 
     private int arrived;
     /** Legs the proxy has sent or will send (READ decode legs) that no engine has admitted yet. */
@@ -54,9 +59,10 @@ public final class Simulation {
     private long unexpectedRecvs;
     private long stepsBlockedTimeout;
 
-    private Simulation(SimOptions opts, Recorder recorder) {
+    private Simulation(SimOptions opts, Recorder recorder, Function<NodeState, List<Invariants.Violation>> invariants) {
         this.opts = opts;
         this.recorder = recorder;
+        this.invariants = invariants;
         SplittableRandom root = new SplittableRandom(opts.seed());
         this.workload = root.split();
         this.aborts = root.split();
@@ -110,9 +116,26 @@ public final class Simulation {
         return run(options, Recorder.NONE);
     }
 
-    /** Runs a simulation, telling {@code recorder} about every event applied to every node. */
+    /**
+     * Runs a simulation, telling {@code recorder} about every event applied to every node. Each
+     * node's state is checked against the reducer's invariants after every event.
+     *
+     * @throws InvariantBroken when a node's state breaks one (a defect of the reducer): the run
+     *                         stops there, and the exception names the seed, node and event
+     */
     public static SimulationResult run(SimOptions options, Recorder recorder) {
-        return new Simulation(options, recorder).execute();
+        return run(options, recorder, NodeState::checkInvariants);
+    }
+
+    /**
+     * Runs a simulation checking each node's state after every event with {@code invariants}
+     * instead of {@link NodeState#checkInvariants()} (for tests of the failing run).
+     *
+     * @throws InvariantBroken when a check finds a violation: the run stops there
+     */
+    static SimulationResult run(SimOptions options, Recorder recorder,
+                                Function<NodeState, List<Invariants.Violation>> invariants) {
+        return new Simulation(options, recorder, invariants).execute();
     }
 
     private SimulationResult execute() {
@@ -279,6 +302,11 @@ public final class Simulation {
 
     SimOptions options() {
         return opts;
+    }
+
+    /** The check each node runs after every event. */
+    Function<NodeState, List<Invariants.Violation>> invariants() {
+        return invariants;
     }
 
     Recorder recorder() {

@@ -292,6 +292,9 @@ public final class NodeReducer {
             }
             RequestPhase from = r.phase;
             r.phase = to;
+            if (r.slot != null) {
+                s.slots.touch(r.slot); // for the incremental invariant check
+            }
             s.phases.set(r, to);
             out.add(new Effect.PhaseChanged(r.requestId, from, to, reason));
         }

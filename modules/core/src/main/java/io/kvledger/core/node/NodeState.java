@@ -71,6 +71,8 @@ public final class NodeState {
     /** Requests vLLM still holds (admitted and not yet freed). */
     /** One record per request id for the tables below that are keyed by it (see {@link RequestSlots}). */
     final RequestSlots slots = new RequestSlots();
+    /** What {@link #checkInvariantsSinceLastCheck()} remembers between calls (not state: not hashed). */
+    final Invariants.Memo invariantsMemo = new Invariants.Memo();
     final RequestSlots.Table<Req> requests = slots.table(RequestSlots.REQUESTS);
     /** The phase of live requests and of recently finished ones (bounded). */
     final PhaseTable phases = new PhaseTable(FINISHED_PHASE_MEMORY);
@@ -454,6 +456,26 @@ public final class NodeState {
     private static long sum(long a, long b) {
         long s = a + b;
         return ((a ^ s) & (b ^ s)) < 0 ? Long.MAX_VALUE : s;
+    }
+
+    /**
+     * The {@link Invariants} this state breaks, as named values; empty when it holds every one
+     * (as every state the reducer reaches must). Pure: it reads the tables, changes nothing, never
+     * throws, and allocates nothing when every check passes.
+     */
+    public List<Invariants.Violation> checkInvariants() {
+        return Invariants.check(this);
+    }
+
+    /**
+     * The same checks as {@link #checkInvariants()}, of what the events since the previous call
+     * changed (everything on the first call): for a caller that checks after every event, at the
+     * cost of what each event changed rather than of the whole state. Finds what the full check
+     * finds for every change the reducer makes; a change made to the tables from outside it (a
+     * test's) may need the full check.
+     */
+    public List<Invariants.Violation> checkInvariantsSinceLastCheck() {
+        return Invariants.checkSinceLast(this);
     }
 
     /**

@@ -261,6 +261,21 @@ final class PhaseTable extends AbstractMap<String, RequestPhase> {
         return append(key, h, phase);
     }
 
+    /**
+     * Whether the request's entry, while it has one, is its id with its phase (see
+     * {@code Invariants}): no hashing, the entry is reached by its sequence number.
+     */
+    boolean mirrors(NodeState.Req r) {
+        int pos = live(r.phaseSeq);
+        return pos < 0 || (phases[pos] == (byte) r.phase.ordinal() && Objects.equals(keys[pos], r.requestId));
+    }
+
+    /** The phase in the request's own entry, or {@code null} when it has none (for messages). */
+    RequestPhase phaseOfEntry(NodeState.Req r) {
+        int pos = live(r.phaseSeq);
+        return pos < 0 ? null : PHASES[phases[pos]];
+    }
+
     /** Whether the request's entry is still in the table (not evicted, not removed). */
     boolean attached(NodeState.Req r) {
         return live(r.phaseSeq) >= 0;

@@ -55,6 +55,43 @@ final class RequestSlots {
      * per table up to the last table it entered), so that in a steady workload no array grows.
      */
     private int width = 3;
+    /**
+     * Slots in at least one table, counted as memberships come and go (a slot's first entry, its
+     * last one's removal), apart from the index: {@link #idleSlots()} compares the two.
+     */
+    private int occupied;
+
+    // ------------------------------------------------------------------ change tracking
+
+    /**
+     * Whether changes are recorded in {@link #touched}: off until the first incremental invariant
+     * check ({@code Invariants.checkSinceLast}) turns it on, so that a state nobody checks that
+     * way records nothing (a live node's), and costs one test of this flag per change.
+     */
+    boolean tracking;
+    /** The slots whose tables' entries, or whose request's phase, changed since the last drain. */
+    Slot[] touched = new Slot[16];
+    int touchedCount;
+
+    /** Records that {@code s}'s entries or its request changed (while tracking). */
+    void touch(Slot s) {
+        if (tracking && !s.touched) {
+            if (touchedCount == touched.length) {
+                touched = java.util.Arrays.copyOf(touched, 2 * touchedCount);
+            }
+            s.touched = true;
+            touched[touchedCount++] = s;
+        }
+    }
+
+    /** Forgets the touched slots. */
+    void drainTouched() {
+        for (int i = 0; i < touchedCount; i++) {
+            touched[i].touched = false;
+            touched[i] = null;
+        }
+        touchedCount = 0;
+    }
 
     /** The slot of {@code rid}, or {@code null} when no table holds it. */
     Slot get(Object rid) {
@@ -160,6 +197,14 @@ final class RequestSlots {
     }
 
     /**
+     * The slots in the index that no table holds: zero in a sound state, where a slot leaves the
+     * index with its last entry (see {@code Invariants}). Constant time.
+     */
+    int idleSlots() {
+        return indexed - occupied;
+    }
+
+    /**
      * Everything kept for one request id: per table, whether it is in it, its value and its
      * neighbours ({@code cells[3 * table]}, {@code [3 * table + 1]} and {@code [3 * table + 2]}).
      */
@@ -173,6 +218,8 @@ final class RequestSlots {
         int members;
         /** True once dropped from the index: a later put of the id makes a new slot. */
         boolean released;
+        /** In {@link RequestSlots#touched} (only while {@link RequestSlots#tracking}). */
+        boolean touched;
 
         Slot(String rid, int width) {
             this.rid = rid;
@@ -239,6 +286,7 @@ final class RequestSlots {
                 s = slots.obtain(s.rid);
             }
             Object[] c = s.cells;
+            slots.touch(s);
             if ((s.members & bit) != 0) {
                 V old = (V) c[v];
                 c[v] = value;
@@ -250,6 +298,9 @@ final class RequestSlots {
                 if (slots.width <= a) {
                     slots.width = a + 1;
                 }
+            }
+            if (s.members == 0) {
+                slots.occupied++;
             }
             s.members |= bit;
             c[v] = value;
@@ -278,6 +329,7 @@ final class RequestSlots {
         }
 
         private void unlink(Slot s) {
+            slots.touch(s);
             Object[] c = s.cells;
             Slot before = (Slot) c[b];
             Slot after = (Slot) c[a];
@@ -295,6 +347,9 @@ final class RequestSlots {
             c[b] = null;
             c[a] = null;
             s.members &= ~bit;
+            if (s.members == 0) {
+                slots.occupied--;
+            }
             size--;
         }
 

@@ -17,6 +17,12 @@
  * worker's copy of the transfer-id map). Each behaves as the {@code LinkedHashMap} it replaced and
  * has a test against it.
  *
+ * <p>{@link io.kvledger.core.node.Invariants} writes down what every reachable state holds
+ * ({@link io.kvledger.core.node.NodeState#checkInvariants()}): the simulator, the property tests
+ * and {@code replay --verify} check it after every event; the last through
+ * {@link io.kvledger.core.node.NodeState#checkInvariantsSinceLastCheck()}, which checks only what
+ * the event changed (the request slots it touched), so that it costs what the event did.
+ *
  * <p>May depend on the JDK and the other {@code io.kvledger.core} packages only.
  */
 package io.kvledger.core.node;

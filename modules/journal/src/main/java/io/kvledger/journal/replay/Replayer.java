@@ -3,6 +3,7 @@ package io.kvledger.journal.replay;
 import io.kvledger.journal.replay.JournalInputs.NodeJournal;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.effect.Effect;
+import io.kvledger.core.node.Invariants;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
 import io.kvledger.journal.JournalEntry;
@@ -14,6 +15,7 @@ import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * Replays several node journals as one deployment: the input entries of every journal, merged by
@@ -79,6 +81,14 @@ public final class Replayer implements AutoCloseable {
          */
         void applied(Node node, JournalEntry.Input input, List<Effect> effects, List<JournalEntry.Derived> recorded);
 
+        /**
+         * After the input last passed to {@link #applied}, the node's state broke the reducer's
+         * invariants ({@link NodeState#checkInvariants()}); called only when
+         * {@link Replayer#invariants(boolean) checked}, and only for a broken state.
+         */
+        default void invariantsBroken(Node node, JournalEntry.Input input, List<Invariants.Violation> violations) {
+        }
+
         /** Every journal is exhausted (or past {@code until}). */
         default void finished() {
         }
@@ -101,6 +111,8 @@ public final class Replayer implements AutoCloseable {
     private long untilSeq = Long.MAX_VALUE;
     private boolean ran;
     private boolean readRecorded = true;
+    /** What each node's state is checked with after every input; null: not checked. */
+    private Function<NodeState, List<Invariants.Violation>> invariants;
     private NodeCounts[] counts;
     private Progress progress = Progress.NONE;
 
@@ -197,6 +209,25 @@ public final class Replayer implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Whether each node's state is checked against the reducer's invariants after every input
+     * (off by default; {@link NodeState#checkInvariantsSinceLastCheck()}, which costs what each
+     * input changed); a broken state goes to {@link Listener#invariantsBroken}.
+     */
+    public Replayer invariants(boolean check) {
+        return invariants(check ? NodeState::checkInvariantsSinceLastCheck : null);
+    }
+
+    /**
+     * As {@link #invariants(boolean)}, checking each state with {@code check} ({@code null}: no
+     * check): {@link NodeState#checkInvariantsSinceLastCheck()}, or a stand-in in tests of what a broken state
+     * does to a caller.
+     */
+    public Replayer invariants(Function<NodeState, List<Invariants.Violation>> check) {
+        this.invariants = check;
+        return this;
+    }
+
     /** Reports inputs applied so far (for a progress line on stderr). */
     public Replayer progress(Progress p) {
         this.progress = p == null ? Progress.NONE : p;
@@ -222,7 +253,7 @@ public final class Replayer implements AutoCloseable {
         int n = nodes.size();
         Cursor[] cursors = new Cursor[n];
         for (int i = 0; i < n; i++) {
-            cursors[i] = new Cursor(nodes.get(i), readers.get(i), untilSeq, readRecorded);
+            cursors[i] = new Cursor(nodes.get(i), readers.get(i), untilSeq, readRecorded, invariants);
         }
         for (Cursor c : cursors) {
             c.start();
@@ -242,6 +273,9 @@ public final class Replayer implements AutoCloseable {
                 break;
             }
             listener.applied(best.node, best.head, best.sink, best.derived);
+            if (!best.broken.isEmpty()) {
+                listener.invariantsBroken(best.node, best.head, best.broken);
+            }
             best.advance();
             if ((++applied & (PROGRESS_EVERY - 1)) == 0) {
                 progress.inputsApplied(applied);
@@ -319,6 +353,9 @@ public final class Replayer implements AutoCloseable {
         final JournalReader reader;
         final long until;
         final boolean readRecorded;
+        final Function<NodeState, List<Invariants.Violation>> invariants;
+        /** What the state broke after {@link #head} was applied (empty when unchecked or sound). */
+        List<Invariants.Violation> broken = List.of();
         Iterator<JournalEntry> it;
         NodeState state;
         final List<Effect> sink = new ArrayList<>();
@@ -333,11 +370,13 @@ public final class Replayer implements AutoCloseable {
         long unknown;
         long orphans;
 
-        Cursor(Node node, JournalReader reader, long until, boolean readRecorded) {
+        Cursor(Node node, JournalReader reader, long until, boolean readRecorded,
+               Function<NodeState, List<Invariants.Violation>> invariants) {
             this.node = node;
             this.reader = reader;
             this.until = until;
             this.readRecorded = readRecorded;
+            this.invariants = invariants;
         }
 
         /** Opens the pass. */
@@ -368,6 +407,9 @@ public final class Replayer implements AutoCloseable {
             inputs++;
             lookahead = readInput(derived);
             NodeReducer.applyInto(state, head.event(), sink);
+            if (invariants != null) {
+                broken = invariants.apply(state);
+            }
         }
 
         /**

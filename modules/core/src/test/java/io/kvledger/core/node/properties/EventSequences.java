@@ -32,7 +32,7 @@ import net.jqwik.api.Tuple;
  * PostRead/PostWrite and StartHandshake effects). Shrinking works on the operations; the
  * materialization is a deterministic function of (config, operations).
  */
-final class EventSequences {
+public final class EventSequences {
 
     private EventSequences() {}
 
@@ -433,7 +433,7 @@ final class EventSequences {
             Materialized m;
             try {
                 m = materialize();
-            } catch (RuntimeException ex) {
+            } catch (RuntimeException | AssertionError ex) {
                 return b.append("  (events could not be materialized: ").append(ex).append(")\n  ops=").append(ops).append("}").toString();
             }
             b.append(m.run().trace(Set.of()));
@@ -445,6 +445,37 @@ final class EventSequences {
     }
 
     // ------------------------------------------------------------------ arbitraries
+
+    /** A scenario as tests outside this package see it: its configuration and its events. */
+    public record Case(NodeConfig config, List<NodeEvent> events) {
+        @Override
+        public String toString() {
+            StringBuilder b = new StringBuilder("config: ").append(ReducerFixtures.describe(config)).append('\n');
+            for (int i = 0; i < events.size(); i++) {
+                b.append(String.format("  #%03d %s%n", i, ReducerFixtures.render(events.get(i))));
+            }
+            return b.toString();
+        }
+    }
+
+    /** {@link #scenarios()}, materialized, with a switch set drawn at random half of the time. */
+    public static Arbitrary<Case> cases() {
+        return Combinators.combine(scenarios(), anySwitchSet(), Arbitraries.of(false, true)).as((sc, b, anySwitches) -> {
+            Scenario s = anySwitches ? new Scenario(sc.config().withBehaviour(b), sc.ops()) : sc;
+            return new Case(s.config(), s.events());
+        });
+    }
+
+    /** Profiles with every switch drawn at random, on or off. */
+    static Arbitrary<Behaviour> anySwitchSet() {
+        return Arbitraries.of(Switch.class).set().map(on -> {
+            Behaviour b = Behaviour.newest();
+            for (Switch sw : Switch.values()) {
+                b = b.with(sw, on.contains(sw));
+            }
+            return b;
+        });
+    }
 
     static Arbitrary<Scenario> scenarios() {
         return Combinators.combine(configs(), ops().list().ofMinSize(1).ofMaxSize(200)).as(Scenario::new);

@@ -10,6 +10,7 @@ import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.moriio.RequestIds;
 import io.kvledger.core.moriio.ZmqAddress;
+import io.kvledger.core.node.Invariants;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
 import java.util.ArrayList;
@@ -160,11 +161,20 @@ final class ReducerFixtures {
             this.state = NodeState.initial(config);
         }
 
-        /** Applies the event (exceptions propagate) and records it. */
+        /**
+         * Applies the event (exceptions propagate) and records it; then checks the state's
+         * invariants, failing with an {@link AssertionError} (which no scenario takes for the
+         * reducer's own exception) that names the event when one is broken.
+         */
         List<Effect> apply(NodeEvent e) {
             NodeReducer.Transition t = NodeReducer.apply(state, e);
             events.add(e);
             effects.add(t.effects());
+            List<Invariants.Violation> broken = state.checkInvariants();
+            if (!broken.isEmpty()) {
+                throw new AssertionError("invariants broken after event #" + (events.size() - 1) + " " + render(e)
+                        + ": " + broken + "\nconfig: " + describe(config));
+            }
             return t.effects();
         }
 
