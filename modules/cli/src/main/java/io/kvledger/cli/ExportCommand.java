@@ -1,8 +1,8 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.NodeConfig;
-import io.kvledger.core.diagnosis.Bounds;
-import io.kvledger.journal.replay.Replayer;
+import io.kvledger.ledger.diagnosis.Bounds;
+import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.service.otlp.JournalTraces;
 import io.kvledger.service.otlp.OtlpSender;
 import java.io.PrintWriter;
@@ -112,7 +112,7 @@ final class ExportCommand implements Callable<Integer> {
         ProgressLine progress = ProgressLine.forTerminal(err, "export");
         JournalTraces.Result res;
         boolean doubted;
-        List<io.kvledger.journal.replay.JournalInputs.NodeJournal> journals = Journals.resolve(spec, dirs);
+        List<io.kvledger.ledger.replay.JournalInputs.NodeJournal> journals = Journals.resolve(spec, dirs);
         long originNs = origin == null ? 0 : origin.getEpochSecond() * 1_000_000_000L + origin.getNano();
         try (sender) {
             try {

@@ -1,9 +1,9 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.TimeMerge;
-import io.kvledger.journal.replay.TransferIndex;
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.TimeMerge;
+import io.kvledger.ledger.replay.TransferIndex;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.core.config.Role;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalException;

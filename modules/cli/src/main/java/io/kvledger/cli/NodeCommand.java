@@ -15,7 +15,7 @@ import io.kvledger.service.data.KvLayout;
 import io.kvledger.service.http.NodeStatus;
 import io.kvledger.service.otlp.LiveTraces;
 import io.kvledger.service.otlp.OtlpSender;
-import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Bounds;
 import java.time.Duration;
 import java.io.PrintWriter;
 import java.nio.file.Path;

@@ -1,6 +1,6 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.service.http.EventStream;
 import io.kvledger.service.web.WebServer;
 import java.io.PrintWriter;

@@ -1,6 +1,6 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.JournalInputs;
+import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.service.tap.TapReport;
 import java.io.PrintWriter;
 import java.util.ArrayList;

@@ -57,7 +57,7 @@ public final class NodeService implements AutoCloseable {
      * The header origin of a shadow node's journal: it starts like a vLLM-bridge recording's, since
      * it holds the real connector's answers ({@code replay --verify} compares only those).
      */
-    public static final String SHADOW_ORIGIN = io.kvledger.journal.replay.BridgeReplies.ORIGIN
+    public static final String SHADOW_ORIGIN = io.kvledger.ledger.replay.BridgeReplies.ORIGIN
             + "shadow (kvledger node --engine shadow)";
 
     /** The header origin of a drive node's journal (its own decisions, as any node's). */

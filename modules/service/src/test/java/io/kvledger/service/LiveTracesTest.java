@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
-import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.moriio.RequestIds;
 import io.kvledger.core.moriio.ZmqAddress;
-import io.kvledger.journal.replay.ConfigOverrides;
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.Replayer;
+import io.kvledger.ledger.replay.ConfigOverrides;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.service.cluster.LocalLeg;
 import io.kvledger.service.cluster.ToyRouter;
 import io.kvledger.service.engine.Completion;

@@ -1,6 +1,6 @@
 package io.kvledger.service.http;
 
-import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.node.NodeState;

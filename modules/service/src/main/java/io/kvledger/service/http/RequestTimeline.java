@@ -1,7 +1,7 @@
 package io.kvledger.service.http;
 
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.Timeline;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.Timeline;
 import io.kvledger.service.web.TimelineJson;
 import java.nio.file.Path;
 import java.util.List;

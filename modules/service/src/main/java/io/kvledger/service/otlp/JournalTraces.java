@@ -1,11 +1,11 @@
 package io.kvledger.service.otlp;
 
-import io.kvledger.core.diagnosis.Bounds;
-import io.kvledger.core.diagnosis.Finding;
+import io.kvledger.ledger.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Finding;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.JournalEntry;
-import io.kvledger.journal.replay.Hangs;
-import io.kvledger.journal.replay.Replayer;
+import io.kvledger.ledger.replay.Hangs;
+import io.kvledger.ledger.replay.Replayer;
 import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import java.util.ArrayList;

@@ -2,8 +2,8 @@ package io.kvledger.service.otlp;
 
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
-import io.kvledger.core.diagnosis.Finding;
-import io.kvledger.journal.replay.Timeline;
+import io.kvledger.ledger.diagnosis.Finding;
+import io.kvledger.ledger.replay.Timeline;
 import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.common.AttributesBuilder;
 import io.opentelemetry.api.trace.SpanContext;

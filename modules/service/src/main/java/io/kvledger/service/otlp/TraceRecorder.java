@@ -5,7 +5,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.format.EntryType;
-import io.kvledger.journal.replay.Mentions;
+import io.kvledger.ledger.replay.Mentions;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;

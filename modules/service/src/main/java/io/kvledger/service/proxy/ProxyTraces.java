@@ -1,7 +1,7 @@
 package io.kvledger.service.proxy;
 
 import io.kvledger.journal.proxy.ProxyEvent;
-import io.kvledger.journal.replay.Timeline;
+import io.kvledger.ledger.replay.Timeline;
 import io.kvledger.service.otlp.LegSpans;
 import io.kvledger.service.otlp.OtlpSender;
 import io.kvledger.service.otlp.SpanBatches;

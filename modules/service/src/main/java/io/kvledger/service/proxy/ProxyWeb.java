@@ -1,7 +1,7 @@
 package io.kvledger.service.proxy;
 
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.service.http.EventStream;
 import io.kvledger.service.web.JournalSetApi;
 import io.kvledger.service.web.WebPage;

@@ -5,7 +5,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.journal.format.EntryType;
 import io.kvledger.journal.format.Payloads;
-import io.kvledger.journal.replay.BridgeReplies;
+import io.kvledger.ledger.replay.BridgeReplies;
 import io.kvledger.service.NodeLoop;
 import java.util.ArrayDeque;
 import java.util.ArrayList;

@@ -6,7 +6,7 @@
  * import ({@link io.kvledger.journal.JsonLines#parseLine}) and hands each hook call, with the real
  * connector's recorded answers, to the node loop; {@link io.kvledger.service.shadow.ShadowMonitor}
  * (the loop's {@link io.kvledger.service.NodeLoop.Observer}) compares the reducer's answers with
- * those ({@link io.kvledger.journal.replay.BridgeReplies}, as {@code replay --verify} does) and
+ * those ({@link io.kvledger.ledger.replay.BridgeReplies}, as {@code replay --verify} does) and
  * keeps the divergences for the HTTP API and the metrics.
  *
  * <p>May depend on kvledger-core, -journal, -zmq and the service package; the HTTP and metrics

@@ -4,7 +4,7 @@ import io.kvledger.core.config.Role;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashSet;

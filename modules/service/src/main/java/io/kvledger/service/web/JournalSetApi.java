@@ -1,17 +1,17 @@
 package io.kvledger.service.web;
 
-import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.proxy.ProxyEvent;
-import io.kvledger.journal.proxy.ProxyLedger;
-import io.kvledger.journal.replay.ConfigOverrides;
-import io.kvledger.journal.replay.Hangs;
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
-import io.kvledger.journal.replay.Mentions;
-import io.kvledger.journal.replay.Replayer;
-import io.kvledger.journal.replay.Timeline;
+import io.kvledger.ledger.replay.ProxyLedger;
+import io.kvledger.ledger.replay.ConfigOverrides;
+import io.kvledger.ledger.replay.Hangs;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.Mentions;
+import io.kvledger.ledger.replay.Replayer;
+import io.kvledger.ledger.replay.Timeline;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.QueryStringDecoder;
 import java.net.URLDecoder;

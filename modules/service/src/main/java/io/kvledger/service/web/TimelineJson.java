@@ -1,11 +1,11 @@
 package io.kvledger.service.web;
 
 import io.kvledger.core.config.NodeConfig;
-import io.kvledger.core.diagnosis.Finding;
+import io.kvledger.ledger.diagnosis.Finding;
 import io.kvledger.core.effect.Effect;
-import io.kvledger.journal.replay.Hangs;
-import io.kvledger.journal.replay.Replayer;
-import io.kvledger.journal.replay.Timeline;
+import io.kvledger.ledger.replay.Hangs;
+import io.kvledger.ledger.replay.Replayer;
+import io.kvledger.ledger.replay.Timeline;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -1,6 +1,6 @@
 package io.kvledger.service.web;
 
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.service.http.HttpHardening;
 import java.time.Duration;
 import java.util.List;

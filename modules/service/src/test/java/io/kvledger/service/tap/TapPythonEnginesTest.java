@@ -8,7 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
-import io.kvledger.journal.replay.JournalInputs;
+import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.service.cluster.LoopbackPorts;
 import java.io.PrintWriter;
 import java.io.StringWriter;

@@ -8,7 +8,7 @@ import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
-import io.kvledger.journal.replay.JournalInputs;
+import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.service.cluster.LoopbackPorts;
 import io.kvledger.wire.NotifyEncoder;
 import java.io.PrintWriter;
