@@ -3,8 +3,8 @@ package io.kvledger.cli;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.ledger.replay.Replayer;
-import io.kvledger.service.otlp.JournalTraces;
-import io.kvledger.service.otlp.OtlpSender;
+import io.kvledger.ledger.otlp.JournalTraces;
+import io.kvledger.ledger.otlp.OtlpSender;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.Instant;
@@ -26,7 +26,7 @@ import picocli.CommandLine.Spec;
  * {@code kvledger export --otlp URL DIR...}: every request's lifecycle in the journals, as
  * OpenTelemetry traces sent to an OTLP/HTTP receiver (one trace per request, joined across nodes
  * by transfer id; a span per phase per node; the hang findings as statuses). See
- * {@link io.kvledger.service.otlp.LegSpans} for the span layout and ids.
+ * {@link io.kvledger.ledger.otlp.LegSpans} for the span layout and ids.
  */
 @Command(name = "export", mixinStandardHelpOptions = true, sortOptions = false,
         description = {

@@ -11,7 +11,7 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.json.Json;
 import io.kvledger.ledger.replay.ConfigOverrides;
 import io.kvledger.ledger.replay.Hangs;
-import io.kvledger.service.web.TimelineJson;
+import io.kvledger.ledger.web.TimelineJson;
 import io.kvledger.ledger.replay.Replayer;
 import java.io.PrintWriter;
 import java.util.ArrayList;

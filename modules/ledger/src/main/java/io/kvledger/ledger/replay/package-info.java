@@ -1,6 +1,6 @@
 /**
  * The replay library: reading node journals back and re-running their reducers, shared by the
- * CLI's journal commands and by the service (crash recovery, HTTP API).
+ * CLI's journal commands and by the live node (crash recovery, HTTP API).
  * <ul>
  *   <li>{@link io.kvledger.ledger.replay.JournalInputs} turns DIR arguments into node journals (a
  *       directory with queue files, or its journal subdirectories);</li>
