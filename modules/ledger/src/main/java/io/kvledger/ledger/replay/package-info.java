@@ -17,6 +17,12 @@
  *       order, {@link io.kvledger.ledger.replay.TransferIndex} correlates them by transfer id
  *       ({@code merge}), and {@link io.kvledger.ledger.replay.Mentions} names the request and
  *       transfer ids in an event or effect;</li>
+ *   <li>{@link io.kvledger.ledger.replay.JournalMerge} writes several nodes' journals into one
+ *       directory in event-time order with their transfer index ({@code merge}),
+ *       {@link io.kvledger.ledger.replay.JournalVerify} checks journals' format and integrity
+ *       ({@code verify}), {@link io.kvledger.ledger.replay.JournalImport} checks a JSON-lines file
+ *       against the journal it goes to and rebuilds a node's derived entries from its inputs
+ *       ({@code journal import}, {@code --derive});</li>
  *   <li>{@link io.kvledger.ledger.replay.ProxyLedger} folds a proxy journal into one record per
  *       client request (both legs, their ids, status and timing) for {@code inspect} and
  *       {@code hangs}.</li>
