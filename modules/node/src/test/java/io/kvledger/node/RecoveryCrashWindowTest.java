@@ -16,7 +16,7 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.JournalWriter;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.core.moriio.ToyProxyParams;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -51,7 +51,7 @@ class RecoveryCrashWindowTest {
         String tid = "tx-00000000-0000-4000-8000-000000000001";
         long t0 = System.currentTimeMillis() * 1_000_000L;
         List<NodeEvent> events = List.of(
-                new NodeEvent.RequestAdmitted(t0, rid, 64, 64, ToyRouter.decodeParams(1, 1, tid, null)),
+                new NodeEvent.RequestAdmitted(t0, rid, 64, 64, ToyProxyParams.decode(1, 1, tid, null)),
                 new NodeEvent.MatchedTokensQueried(t0 + 1_000, rid, 0),
                 new NodeEvent.BlocksAllocated(t0 + 2_000, rid, BlockGroups.single(4, 5, 6, 7), 64));
 

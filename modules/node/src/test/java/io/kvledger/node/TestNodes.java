@@ -9,7 +9,7 @@ import io.kvledger.core.moriio.RequestIds;
 import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.rdma.engine.TransferEngines;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.core.moriio.ToyProxyParams;
 import io.kvledger.node.data.KvLayout;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -86,7 +86,7 @@ public final class TestNodes {
                     new ZmqAddress("127.0.0.1", 21000, 21002), String.format("%032x", i + 1));
             String tid = String.format("tx-00000000-0000-4000-8000-%012d", i + 1);
             long at = t0 + i * 10_000L;
-            out.add(new NodeEvent.RequestAdmitted(at, rid, 64, 64, ToyRouter.decodeParams(1, 1, tid, null)));
+            out.add(new NodeEvent.RequestAdmitted(at, rid, 64, 64, ToyProxyParams.decode(1, 1, tid, null)));
             out.add(new NodeEvent.MatchedTokensQueried(at + 1_000, rid, 0));
             out.add(new NodeEvent.BlocksAllocated(at + 2_000, rid, BlockGroups.single(4 * i, 4 * i + 1, 4 * i + 2,
                     4 * i + 3), 64));

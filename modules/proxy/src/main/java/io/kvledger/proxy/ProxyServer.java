@@ -5,7 +5,7 @@ import io.kvledger.core.model.KvParams;
 import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.json.Json;
 import io.kvledger.journal.proxy.ProxyEvent;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.core.moriio.ToyProxyParams;
 import io.kvledger.ledger.web.HttpHardening;
 import io.kvledger.wire.Registration;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -390,7 +390,7 @@ final class ProxyServer implements AutoCloseable {
 
         // keys in the toy proxy's order (a new key goes last): the params, then stream and the caps
         Map<String, Object> pb = new LinkedHashMap<>(body);
-        pb.put("kv_transfer_params", ToyRouter.prefillParams(d.dpSize(), d.tpSize(), tid).asMap());
+        pb.put("kv_transfer_params", ToyProxyParams.prefill(d.dpSize(), d.tpSize(), tid).asMap());
         pb.put("stream", false);
         pb.put("max_tokens", 1L);
         if (pb.containsKey("max_completion_tokens")) {
@@ -481,7 +481,7 @@ final class ProxyServer implements AutoCloseable {
 
     /** The decode leg's params (toy proxy 4.2), with the selected prefill rank and, in READ, the handoff. */
     private static KvParams decodeParams(Instances.Instance p, Integer pDp, String tid, Map<String, Object> returned) {
-        KvParams params = ToyRouter.decodeParams(p.dpSize(), p.tpSize(), tid, returned);
+        KvParams params = ToyProxyParams.decode(p.dpSize(), p.tpSize(), tid, returned);
         if (pDp != null) {
             params.put("remote_dp_rank", (long) pDp);
         }

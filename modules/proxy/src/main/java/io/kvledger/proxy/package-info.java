@@ -26,13 +26,13 @@
  * </ul>
  *
  * <p>Request ids and the legs' {@code kv_transfer_params} come from
- * {@link io.kvledger.core.moriio.RequestIds} and {@link io.kvledger.node.cluster.ToyRouter}, as
- * for the {@code cluster} command's in-process router. Nothing here blocks a Netty thread: the
+ * {@link io.kvledger.core.moriio.RequestIds} and {@link io.kvledger.core.moriio.ToyProxyParams}, as
+ * for the {@code cluster} command's in-process router and the simulator. Nothing here blocks a Netty thread: the
  * registration socket has its own thread, the journal its own writer thread.
  *
  * <p>Depends on core, wire (registration codec), journal, kvledger-ledger (the web page and its
- * JSON, the HTTP hardening, trace ids and the OTLP sender), kvledger-node (the toy router's params,
- * the service clock, the event stream), JeroMQ, Reactor Netty, Micrometer and the OpenTelemetry
+ * JSON, the HTTP hardening, trace ids and the OTLP sender), kvledger-node (the service clock, the event
+ * stream), JeroMQ, Reactor Netty, Micrometer and the OpenTelemetry
  * SDK. The CLI depends on it.
  */
 package io.kvledger.proxy;

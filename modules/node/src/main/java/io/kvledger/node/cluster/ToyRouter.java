@@ -4,6 +4,7 @@ import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.moriio.RequestIds;
+import io.kvledger.core.moriio.ToyProxyParams;
 import io.kvledger.node.engine.Completion;
 import java.util.List;
 import java.util.Map;
@@ -14,7 +15,8 @@ import java.util.concurrent.CompletableFuture;
 /**
  * The request routing of vLLM's MoRIIO toy proxy (protocol section 4.2): round-robin prefill
  * and decode instances, the {@code X-Request-Id} with both peers' {@code zmq_address}es
- * embedded, a {@code tx-<uuid4>} transfer id, each leg's {@code kv_transfer_params}; WRITE sends
+ * embedded, a {@code tx-<uuid4>} transfer id, each leg's {@code kv_transfer_params}
+ * ({@link ToyProxyParams}, as the simulator's toy proxy and {@code kvledger proxy} compose them); WRITE sends
  * both legs at once, READ sends the decode leg with what the prefill leg returned. Randomness
  * comes only from the seeded generator. With DP > 1 each DP rank is one leg: given in the toy
  * proxy's flat interleaved order (rank 0 of every instance, then rank 1, ...), the round robin is
@@ -54,7 +56,7 @@ public final class ToyRouter {
         next++;
         String xrid = RequestIds.proxyRequestId(p.zmqAddress(), d.zmqAddress(), uuid4().toString().replace("-", ""));
         String tid = "tx-" + uuid4();
-        KvParams prefillParams = prefillParams(d.dpSize(), d.tpSize(), tid);
+        KvParams prefillParams = ToyProxyParams.prefill(d.dpSize(), d.tpSize(), tid);
         CompletableFuture<Completion> pf;
         CompletableFuture<Completion> df;
         if (mode == TransferMode.WRITE) {
@@ -77,52 +79,14 @@ public final class ToyRouter {
     }
 
     /**
-     * The prefill leg's {@code kv_transfer_params}, as the toy proxy sends them (protocol 4.2),
-     * in its key order: the decode instance's DP and TP sizes and the minted transfer id.
-     */
-    public static KvParams prefillParams(int decodeDpSize, int decodeTpSize, String transferId) {
-        return KvParams.of(
-                "remote_dp_size", decodeDpSize,
-                "remote_tp_size", decodeTpSize,
-                "transfer_id", transferId,
-                "do_remote_decode", true,
-                "do_remote_prefill", false,
-                "remote_engine_id", null,
-                "remote_block_ids", null);
-    }
-
-    /**
      * The decode leg's params; in READ, the prefill's returned engine id, blocks and transfer id;
      * with a prefill of DP > 1, the selected prefill rank as {@code remote_dp_rank} (the toy proxy's
      * "if a rank was selected"), so a WRITE decode notifies that rank's ports.
      */
     static KvParams decodeParams(Leg p, String tid, Map<String, Object> prefillReturned) {
-        KvParams params = decodeParams(p.dpSize(), p.tpSize(), tid, prefillReturned);
+        KvParams params = ToyProxyParams.decode(p.dpSize(), p.tpSize(), tid, prefillReturned);
         if (p.dpSize() > 1) {
             params.put("remote_dp_rank", (long) p.dpRank());
-        }
-        return params;
-    }
-
-    /**
-     * The decode leg's {@code kv_transfer_params}, as the toy proxy sends them (protocol 4.2): the
-     * prefill instance's DP and TP sizes; with {@code prefillReturned} (READ), the prefill's
-     * returned {@code remote_engine_id}, {@code remote_block_ids} and {@code transfer_id}.
-     */
-    public static KvParams decodeParams(int prefillDpSize, int prefillTpSize, String tid,
-                                        Map<String, Object> prefillReturned) {
-        KvParams params = KvParams.of(
-                "do_remote_decode", false,
-                "do_remote_prefill", true,
-                "remote_engine_id", null,
-                "remote_block_ids", null,
-                "transfer_id", tid,
-                "remote_dp_size", prefillDpSize,
-                "remote_tp_size", prefillTpSize);
-        if (prefillReturned != null) {
-            params.put("remote_engine_id", prefillReturned.get("remote_engine_id"));
-            params.put("remote_block_ids", prefillReturned.get("remote_block_ids"));
-            params.put("transfer_id", prefillReturned.get("transfer_id"));
         }
         return params;
     }

@@ -1,7 +1,8 @@
 /**
  * Routing requests over live nodes as vLLM's MoRIIO toy proxy does, for {@code kvledger cluster}
  * and tests: {@code ToyRouter} composes the toy proxy's request ids and each leg's
- * {@code kv_transfer_params} (the proxy reuses its builders), a {@code Leg} sends one leg to a
+ * {@code kv_transfer_params} (with the core's {@code ToyProxyParams}, as the proxy and the
+ * simulator do), a {@code Leg} sends one leg to a
  * node ({@code LocalLeg} in-process, {@code HttpLeg} over the node's HTTP API), and
  * {@code LoopbackPorts} hands out distinct loopback ports (and runs of consecutive ones, an
  * instance's base port + {@code dp + tp}) below the ephemeral range for the nodes of one run. With
