@@ -16,7 +16,7 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.JournalWriter;
-import io.kvledger.core.moriio.ToyProxyParams;
+import io.kvledger.core.model.ToyProxyParams;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;

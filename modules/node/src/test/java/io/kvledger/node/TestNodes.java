@@ -9,7 +9,7 @@ import io.kvledger.core.moriio.RequestIds;
 import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.rdma.engine.TransferEngines;
-import io.kvledger.core.moriio.ToyProxyParams;
+import io.kvledger.core.model.ToyProxyParams;
 import io.kvledger.node.data.KvLayout;
 import java.io.IOException;
 import java.net.ServerSocket;

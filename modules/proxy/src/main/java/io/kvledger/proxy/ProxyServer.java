@@ -5,7 +5,7 @@ import io.kvledger.core.model.KvParams;
 import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.json.Json;
 import io.kvledger.journal.proxy.ProxyEvent;
-import io.kvledger.core.moriio.ToyProxyParams;
+import io.kvledger.core.model.ToyProxyParams;
 import io.kvledger.ledger.web.HttpHardening;
 import io.kvledger.wire.Registration;
 import io.netty.handler.codec.http.HttpHeaderNames;

@@ -26,7 +26,7 @@
  * </ul>
  *
  * <p>Request ids and the legs' {@code kv_transfer_params} come from
- * {@link io.kvledger.core.moriio.RequestIds} and {@link io.kvledger.core.moriio.ToyProxyParams}, as
+ * {@link io.kvledger.core.moriio.RequestIds} and {@link io.kvledger.core.model.ToyProxyParams}, as
  * for the {@code cluster} command's in-process router and the simulator. Nothing here blocks a Netty thread: the
  * registration socket has its own thread, the journal its own writer thread.
  *

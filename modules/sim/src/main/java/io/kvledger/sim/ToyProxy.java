@@ -3,7 +3,7 @@ package io.kvledger.sim;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.moriio.RequestIds;
-import io.kvledger.core.moriio.ToyProxyParams;
+import io.kvledger.core.model.ToyProxyParams;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.UUID;

@@ -4,7 +4,7 @@ import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.moriio.RequestIds;
-import io.kvledger.core.moriio.ToyProxyParams;
+import io.kvledger.core.model.ToyProxyParams;
 import io.kvledger.node.engine.Completion;
 import java.util.List;
 import java.util.Map;

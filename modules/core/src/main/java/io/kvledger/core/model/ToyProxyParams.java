@@ -1,6 +1,5 @@
-package io.kvledger.core.moriio;
+package io.kvledger.core.model;
 
-import io.kvledger.core.model.KvParams;
 import java.util.Map;
 
 /**
