@@ -10,7 +10,7 @@ import io.kvledger.journal.JournalWriter;
 import io.kvledger.node.EffectRouter;
 import io.kvledger.node.Inbox;
 import io.kvledger.node.NodeLoop;
-import io.kvledger.node.ServiceClock;
+import io.kvledger.journal.ServiceClock;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -13,7 +13,7 @@ import io.kvledger.node.EffectRouter;
 import io.kvledger.node.Inbox;
 import io.kvledger.node.NodeLoop;
 import io.kvledger.node.Recovery;
-import io.kvledger.node.ServiceClock;
+import io.kvledger.journal.ServiceClock;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,7 +1,7 @@
 package io.kvledger.cli;
 
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
-import io.kvledger.node.http.EventStream;
+import io.kvledger.ledger.web.EventStream;
 import io.kvledger.ledger.web.WebServer;
 import java.io.PrintWriter;
 import java.util.ArrayList;

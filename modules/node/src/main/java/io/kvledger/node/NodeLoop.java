@@ -5,6 +5,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.event.NodeEvents;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
+import io.kvledger.journal.ServiceClock;
 import io.kvledger.journal.JournalWriter;
 import java.util.ArrayList;
 import java.util.List;

@@ -6,6 +6,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.moriio.PortMath;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
+import io.kvledger.journal.ServiceClock;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.rdma.Result;

@@ -9,6 +9,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
+import io.kvledger.journal.ServiceClock;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;

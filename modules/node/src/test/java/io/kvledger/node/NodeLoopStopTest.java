@@ -8,6 +8,7 @@ import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.node.NodeState;
+import io.kvledger.journal.ServiceClock;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
 import java.nio.file.Path;

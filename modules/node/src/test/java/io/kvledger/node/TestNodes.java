@@ -7,6 +7,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.moriio.RequestIds;
 import io.kvledger.core.moriio.ZmqAddress;
+import io.kvledger.journal.ServiceClock;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.rdma.engine.TransferEngines;
 import io.kvledger.core.model.ToyProxyParams;

@@ -2,7 +2,7 @@ package io.kvledger.proxy;
 
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
-import io.kvledger.node.http.EventStream;
+import io.kvledger.ledger.web.EventStream;
 import io.kvledger.ledger.web.JournalSetApi;
 import io.kvledger.ledger.web.WebPage;
 import java.nio.file.Path;

@@ -30,9 +30,9 @@
  * for the {@code cluster} command's in-process router and the simulator. Nothing here blocks a Netty thread: the
  * registration socket has its own thread, the journal its own writer thread.
  *
- * <p>Depends on core, wire (registration codec), journal, kvledger-ledger (the web page and its
- * JSON, the HTTP hardening, trace ids and the OTLP sender), kvledger-node (the service clock, the event
- * stream), JeroMQ, Reactor Netty, Micrometer and the OpenTelemetry
- * SDK. The CLI depends on it.
+ * <p>Depends on core, wire (registration codec), journal (and its service clock), kvledger-ledger
+ * (the web page, its JSON and event stream, the HTTP hardening, trace ids and the OTLP sender),
+ * JeroMQ, Reactor Netty, Micrometer and the OpenTelemetry SDK; not on the node. The CLI depends
+ * on it.
  */
 package io.kvledger.proxy;

@@ -13,6 +13,8 @@
  *   <li>{@link io.kvledger.ledger.web.TimelineJson}: the timeline and findings objects, built from
  *       the replay library's {@code Timeline} and {@code Hangs}.</li>
  *   <li>{@link io.kvledger.ledger.web.WebServer}: the {@code serve} command's HTTP server;</li>
+ *   <li>{@link io.kvledger.ledger.web.EventStream}: the server-sent stream of a journal's entries
+ *       as they are appended ({@code /v1/events} on the node, the proxy and {@code serve --follow});</li>
  *   <li>{@link io.kvledger.ledger.web.HttpHardening}: what every kvledger HTTP server (the
  *       node's, the proxy's, {@code serve}'s) does below its routes: header and body timeouts,
  *       size limits, 405/404, JSON errors, "address already in use"; its refusals are warnings

@@ -1,5 +1,6 @@
 package io.kvledger.node.http;
 
+import io.kvledger.ledger.web.EventStream;
 import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.RequestPhase;

@@ -3,7 +3,7 @@
  * health, status and completion endpoints, and the admin API of {@code AdminRoutes}:
  * {@code /metrics} (from {@link io.kvledger.node.metrics.NodeMetrics}), the request list and
  * timelines, the hang detectors over the node's journal, the server-sent stream of journal
- * entries ({@link io.kvledger.node.http.EventStream}, which the proxy's page uses too), and the
+ * entries (the ledger's {@link io.kvledger.ledger.web.EventStream}), and the
  * web timeline page of {@code io.kvledger.ledger.web} at {@code /} and {@code /ui/}.
  * docs/http-api.md documents every route. Below the routes it uses the ledger's
  * {@link io.kvledger.ledger.web.HttpHardening}, as every kvledger HTTP server does.

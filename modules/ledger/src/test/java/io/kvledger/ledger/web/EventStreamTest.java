@@ -1,4 +1,4 @@
-package io.kvledger.node.http;
+package io.kvledger.ledger.web;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package io.kvledger.node.http;
+package io.kvledger.ledger.web;
 
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalTailer;
@@ -18,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.netty.http.server.HttpServerResponse;
 import reactor.util.concurrent.Queues;
@@ -108,7 +109,7 @@ public final class EventStream implements AutoCloseable {
             if (f == null) {
                 // Give back the places taken: a subscription that ends at once leaves its stream.
                 fluxes.forEach(x -> x.subscribe().dispose());
-                return HttpFront.json(res, HttpResponseStatus.SERVICE_UNAVAILABLE, Map.of("error",
+                return json(res, HttpResponseStatus.SERVICE_UNAVAILABLE, Map.of("error",
                         "at most " + MAX_CLIENTS + " event streams at once"));
             }
             fluxes.add(f);
@@ -260,5 +261,10 @@ public final class EventStream implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+    }
+
+    private static Publisher<Void> json(HttpServerResponse res, HttpResponseStatus status, Object body) {
+        return res.status(status).header("Content-Type", "application/json")
+                .sendString(Mono.just(Json.write(body) + "\n"), StandardCharsets.UTF_8);
     }
 }
