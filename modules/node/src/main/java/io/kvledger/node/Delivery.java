@@ -11,7 +11,7 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class Delivery implements io.kvledger.core.event.NodeEventSink {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.node");
 
     private final Inbox inbox;
     private final long boundNs;

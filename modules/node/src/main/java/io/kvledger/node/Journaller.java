@@ -32,7 +32,7 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class Journaller implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.node");
 
     /** Default ring size (inputs). */
     static final int DEFAULT_CAPACITY = 1024;

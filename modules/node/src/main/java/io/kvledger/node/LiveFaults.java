@@ -26,7 +26,7 @@ import io.kvledger.core.event.NodeEventSink;
  */
 final class LiveFaults implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.node");
 
     private final FaultSpec spec;
     private final SplittableRandom rng;

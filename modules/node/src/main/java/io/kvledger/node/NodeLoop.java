@@ -53,7 +53,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class NodeLoop implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.node");
 
     /**
      * How the loop ended.

@@ -51,7 +51,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class NodeService implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.node");
     private static final long HOOK_WAIT_NS = TimeUnit.SECONDS.toNanos(5);
 
     /**

@@ -52,7 +52,7 @@ import java.util.function.LongSupplier;
  */
 final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.proxy");
     private static final io.kvledger.ledger.web.RateLimitedLog WARNINGS =
             io.kvledger.ledger.web.RateLimitedLog.warnings();
     private static final int CAPACITY = 1 << 16;

@@ -17,7 +17,7 @@ import java.util.function.LongSupplier;
  */
 public final class SpanBatches implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service.otlp");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.ledger.otlp");
 
     private final OtlpSender sender;
     private final LongSupplier clock;

@@ -47,7 +47,7 @@ public final class EventStream implements AutoCloseable {
     static final int BUFFER = 1024;
     static final int HEARTBEAT_SECONDS = 15;
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.ledger.web");
 
     private final Path dir;
     private final String node;

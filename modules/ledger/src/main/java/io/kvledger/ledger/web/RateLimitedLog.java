@@ -17,7 +17,7 @@ public final class RateLimitedLog {
     /** The interval the servers use. */
     public static final Duration INTERVAL = Duration.ofMinutes(1);
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.ledger.web");
 
     private final LongSupplier nanoTime;
     private final long intervalNs;

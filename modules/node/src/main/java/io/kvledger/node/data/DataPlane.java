@@ -45,7 +45,7 @@ import java.util.function.LongSupplier;
  */
 public final class DataPlane implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.node");
 
     private final String engineId;
     private final KvLayout layout;

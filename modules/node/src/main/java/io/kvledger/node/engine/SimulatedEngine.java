@@ -60,7 +60,7 @@ import java.util.function.LongSupplier;
  */
 public final class SimulatedEngine implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.node");
 
     /**
      * @param tokenBudget tokens scheduled per step (chunked prefill cuts prompts to it)

@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class SimulatedWorker {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.node");
 
     private static final class Req {
         final int prompt;

@@ -49,7 +49,7 @@ import java.util.function.LongSupplier;
  */
 public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service.otlp");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.node.otlp");
 
     /** Detectors left out on one node's journal (see docs/http-api.md, {@code GET /v1/hangs}). */
     static final Set<String> NEEDS_EVERY_JOURNAL = Set.of("notify-no-listener", "wrong-port-offset-form");

@@ -38,7 +38,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class ShadowIntake implements ShadowStreamServer.Handler {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.service.shadow");
+    private static final System.Logger LOG = System.getLogger("io.kvledger.node.shadow");
 
     /** The start of the reason of every {@code frame_rejected} the intake journals. */
     public static final String REASON_PREFIX = "kvledger shadow: ";
