@@ -6,12 +6,12 @@ import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.rdma.engine.TransferEngines;
-import io.kvledger.service.NodeLoop;
-import io.kvledger.service.NodeOptions;
-import io.kvledger.service.NodeService;
-import io.kvledger.service.cluster.LocalLeg;
-import io.kvledger.service.cluster.ToyRouter;
-import io.kvledger.service.engine.SimulatedEngine;
+import io.kvledger.node.NodeLoop;
+import io.kvledger.node.NodeOptions;
+import io.kvledger.node.NodeService;
+import io.kvledger.node.cluster.LocalLeg;
+import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.node.engine.SimulatedEngine;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -163,7 +163,7 @@ public final class LiveNodeRunner {
     static Round round(boolean journaled, TransferMode mode, int requests, int window, SimulatedEngine.Options engine)
             throws Exception {
         Path dir = Files.createTempDirectory("kvledger-live-bench");
-        int base = io.kvledger.service.cluster.LoopbackPorts.freeRange(4);
+        int base = io.kvledger.node.cluster.LoopbackPorts.freeRange(4);
         NodeService p = null;
         NodeService d = null;
         try {

@@ -2,8 +2,8 @@ package io.kvledger.bench;
 
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.journal.json.Json;
-import io.kvledger.service.proxy.ProxyOptions;
-import io.kvledger.service.proxy.ProxyService;
+import io.kvledger.proxy.ProxyOptions;
+import io.kvledger.proxy.ProxyService;
 import io.kvledger.wire.Registration;
 import io.kvledger.zmq.EventSink;
 import io.kvledger.zmq.RegistrationHeartbeat;

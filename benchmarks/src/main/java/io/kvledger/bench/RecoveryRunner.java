@@ -2,7 +2,7 @@ package io.kvledger.bench;
 
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.journal.JournalReader;
-import io.kvledger.service.Recovery;
+import io.kvledger.node.Recovery;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

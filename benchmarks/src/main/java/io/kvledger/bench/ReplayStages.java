@@ -1,12 +1,12 @@
 package io.kvledger.bench;
 
-import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
-import io.kvledger.journal.replay.ConfigOverrides;
-import io.kvledger.journal.replay.Hangs;
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.Replayer;
+import io.kvledger.ledger.replay.ConfigOverrides;
+import io.kvledger.ledger.replay.Hangs;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.Replayer;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;

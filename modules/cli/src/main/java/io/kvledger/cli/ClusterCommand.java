@@ -3,10 +3,10 @@ package io.kvledger.cli;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.json.Json;
-import io.kvledger.service.cluster.HttpLeg;
-import io.kvledger.service.cluster.Leg;
-import io.kvledger.service.cluster.LoopbackPorts;
-import io.kvledger.service.cluster.ToyRouter;
+import io.kvledger.node.cluster.HttpLeg;
+import io.kvledger.node.cluster.Leg;
+import io.kvledger.node.cluster.LoopbackPorts;
+import io.kvledger.node.cluster.ToyRouter;
 import io.kvledger.sim.FaultSpec;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -168,8 +168,8 @@ final class ClusterCommand implements Callable<Integer> {
         TransferMode m = ModeOption.parse(spec, mode);
         if (otlp != null) {
             try {
-                io.kvledger.service.otlp.OtlpSender.endpoint(otlp);
-            } catch (io.kvledger.service.otlp.OtlpSender.ExportException e) {
+                io.kvledger.ledger.otlp.OtlpSender.endpoint(otlp);
+            } catch (io.kvledger.ledger.otlp.OtlpSender.ExportException e) {
                 throw new ParameterException(spec.commandLine(), e.getMessage());
             }
         }

@@ -1,13 +1,13 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.Behaviour;
-import io.kvledger.journal.replay.ConfigOverrides;
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.Hangs;
-import io.kvledger.journal.replay.Replayer;
+import io.kvledger.ledger.replay.ConfigOverrides;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.Hangs;
+import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.core.config.TransferMode;
-import io.kvledger.core.diagnosis.Bounds;
-import io.kvledger.core.diagnosis.Finding;
+import io.kvledger.ledger.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Finding;
 import io.kvledger.journal.JournalException;
 import io.kvledger.cli.sim.SimJournalRecorder;
 import io.kvledger.sim.FaultSpec;

@@ -1,8 +1,8 @@
 package io.kvledger.cli;
 
 import io.kvledger.journal.JournalEntry;
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.TimeMerge;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.TimeMerge;
 import io.kvledger.journal.JournalReader;
 import java.io.PrintWriter;
 import java.nio.file.Path;

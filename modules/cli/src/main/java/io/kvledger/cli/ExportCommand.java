@@ -1,10 +1,10 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.NodeConfig;
-import io.kvledger.core.diagnosis.Bounds;
-import io.kvledger.journal.replay.Replayer;
-import io.kvledger.service.otlp.JournalTraces;
-import io.kvledger.service.otlp.OtlpSender;
+import io.kvledger.ledger.diagnosis.Bounds;
+import io.kvledger.ledger.replay.Replayer;
+import io.kvledger.ledger.otlp.JournalTraces;
+import io.kvledger.ledger.otlp.OtlpSender;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.Instant;
@@ -26,7 +26,7 @@ import picocli.CommandLine.Spec;
  * {@code kvledger export --otlp URL DIR...}: every request's lifecycle in the journals, as
  * OpenTelemetry traces sent to an OTLP/HTTP receiver (one trace per request, joined across nodes
  * by transfer id; a span per phase per node; the hang findings as statuses). See
- * {@link io.kvledger.service.otlp.LegSpans} for the span layout and ids.
+ * {@link io.kvledger.ledger.otlp.LegSpans} for the span layout and ids.
  */
 @Command(name = "export", mixinStandardHelpOptions = true, sortOptions = false,
         description = {
@@ -112,7 +112,7 @@ final class ExportCommand implements Callable<Integer> {
         ProgressLine progress = ProgressLine.forTerminal(err, "export");
         JournalTraces.Result res;
         boolean doubted;
-        List<io.kvledger.journal.replay.JournalInputs.NodeJournal> journals = Journals.resolve(spec, dirs);
+        List<io.kvledger.ledger.replay.JournalInputs.NodeJournal> journals = Journals.resolve(spec, dirs);
         long originNs = origin == null ? 0 : origin.getEpochSecond() * 1_000_000_000L + origin.getNano();
         try (sender) {
             try {

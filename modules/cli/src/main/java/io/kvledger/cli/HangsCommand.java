@@ -1,9 +1,9 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.Hangs;
-import io.kvledger.journal.replay.Replayer;
+import io.kvledger.ledger.replay.Hangs;
+import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.core.config.NodeConfig;
-import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Bounds;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,18 +1,18 @@
 package io.kvledger.cli;
 
-import io.kvledger.core.diagnosis.Bounds;
-import io.kvledger.core.diagnosis.Finding;
-import io.kvledger.core.diagnosis.HangDetectors;
-import io.kvledger.core.diagnosis.InFlight;
-import io.kvledger.core.diagnosis.Ledger;
+import io.kvledger.ledger.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Finding;
+import io.kvledger.ledger.diagnosis.HangDetectors;
+import io.kvledger.ledger.diagnosis.InFlight;
+import io.kvledger.ledger.diagnosis.Ledger;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.json.Json;
-import io.kvledger.journal.replay.ConfigOverrides;
-import io.kvledger.journal.replay.Hangs;
-import io.kvledger.service.web.TimelineJson;
-import io.kvledger.journal.replay.Replayer;
+import io.kvledger.ledger.replay.ConfigOverrides;
+import io.kvledger.ledger.replay.Hangs;
+import io.kvledger.ledger.web.TimelineJson;
+import io.kvledger.ledger.replay.Replayer;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

@@ -1,17 +1,17 @@
 package io.kvledger.cli;
 
-import io.kvledger.core.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.json.Json;
-import io.kvledger.journal.replay.ConfigOverrides;
-import io.kvledger.journal.replay.Hangs;
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.Replayer;
-import io.kvledger.journal.replay.Timeline.Line;
-import io.kvledger.journal.replay.Timeline;
-import io.kvledger.service.web.TimelineJson;
-import io.kvledger.service.web.WebPage;
+import io.kvledger.ledger.replay.ConfigOverrides;
+import io.kvledger.ledger.replay.Hangs;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.Replayer;
+import io.kvledger.ledger.replay.Timeline.Line;
+import io.kvledger.ledger.replay.Timeline;
+import io.kvledger.ledger.web.TimelineJson;
+import io.kvledger.ledger.web.WebPage;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;

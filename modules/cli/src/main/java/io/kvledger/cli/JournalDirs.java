@@ -1,7 +1,7 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.journal.JournalReader;
 import java.nio.file.Path;
 import java.util.ArrayList;

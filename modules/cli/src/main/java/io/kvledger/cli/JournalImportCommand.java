@@ -1,16 +1,12 @@
 package io.kvledger.cli;
 
-import io.kvledger.core.effect.Effect;
-import io.kvledger.core.node.NodeReducer;
-import io.kvledger.core.node.NodeState;
-import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;
-import io.kvledger.journal.JournalWriter;
-import io.kvledger.journal.StagedDir;
 import io.kvledger.journal.JsonLines;
 import io.kvledger.journal.JsonLinesException;
+import io.kvledger.ledger.replay.JournalImport;
+import io.kvledger.ledger.replay.JournalImport.Target;
 import io.kvledger.journal.format.EntryKind;
 import io.kvledger.journal.json.Json;
 import io.kvledger.journal.json.JsonException;
@@ -128,18 +124,15 @@ final class JournalImportCommand implements Callable<Integer> {
                           PrintWriter err) {
         Target t = checkTarget(target, inputsOnly);
         Progress progress = new Progress(err, label);
-        List<JsonLinesException.LineError> problems = new ArrayList<>();
-        long[] total = {0};
-        if (inputsOnly) {
-            derivedLines(jsonl, problems, total);
-        }
-        if (problems.isEmpty()) {
-            scan(jsonl, t, problems, total, progress);
-        }
-        if (!problems.isEmpty()) {
+        JournalImport.Check check = JournalImport.check(jsonl, t, inputsOnly, (fraction, n) -> {
+            if (progress.due()) {
+                progress.update(fraction, String.format(Locale.ROOT, "checking %,d lines", n));
+            }
+        });
+        if (!check.ok()) {
             progress.done("refused");
-            String msg = new JsonLinesException(jsonl.toString(), problems, total[0]).getMessage();
-            if (inputsOnly && problems.stream().anyMatch(e -> e.reason().startsWith("a derived entry"))) {
+            String msg = new JsonLinesException(jsonl.toString(), check.problems(), check.total()).getMessage();
+            if (inputsOnly && check.problems().stream().anyMatch(e -> e.reason().startsWith("a derived entry"))) {
                 msg = msg.replace("nothing imported", "nothing imported: --derive takes inputs only (drop --derive "
                         + "to import recorded derived entries as they are)");
             }
@@ -190,9 +183,6 @@ final class JournalImportCommand implements Callable<Integer> {
 
     // ------------------------------------------------------------------ the target and the file's order
 
-    /** Where an import goes: whether it holds a journal, and where that journal ends. */
-    private record Target(Path dir, boolean existed, boolean journal, long nextSeq, long lastInputAtNs, int lastInputLine) {}
-
     /**
      * Refuses a target that is a file, a non-empty directory that holds no journal, or a journal
      * without {@code --append} (or with {@code --derive}); reads where an appended-to journal ends.
@@ -212,25 +202,17 @@ final class JournalImportCommand implements Callable<Integer> {
             if (existed && !isEmpty(target)) {
                 throw usage(target + " is not empty and holds no journal: import into a new or empty directory");
             }
-            return new Target(target, existed, false, 1, Long.MIN_VALUE, 0);
+            return Target.fresh(target, existed);
         }
         if (!append) {
             throw usage(target + " already holds a journal: give --append to add the file's entries after its last one, "
                     + "or import into a new directory");
         }
-        long next = 1;
-        long lastAt = Long.MIN_VALUE;
-        try (JournalReader r = JournalReader.open(target)) {
-            for (JournalEntry e : r) {
-                next = e.seq() + 1;
-                if (e instanceof JournalEntry.Input) {
-                    lastAt = e.atNs();
-                }
-            }
+        try {
+            return Target.journal(target);
         } catch (JournalException e) {
             throw usage("cannot read the journal in " + target + " to append to it: " + e.getMessage());
         }
-        return new Target(target, true, true, next, lastAt, 0);
     }
 
     private static boolean isEmpty(Path dir) {
@@ -238,78 +220,6 @@ final class JournalImportCommand implements Callable<Integer> {
             return s.findAny().isEmpty();
         } catch (IOException e) {
             return false;
-        }
-    }
-
-    /**
-     * Checks what the journal itself does not: inputs whose time goes back (against the input
-     * before them, or the end of the journal appended to), and, with {@code --append}, a first
-     * seq that does not continue the journal. Lines that do not parse are left to the import,
-     * which reports them with their reason.
-     */
-    private static void scan(Path jsonl, Target t, List<JsonLinesException.LineError> problems, long[] total, Progress progress) {
-        long size;
-        try {
-            size = Math.max(1, Files.size(jsonl));
-        } catch (IOException e) {
-            size = 1;
-        }
-        long lastAt = t.lastInputAtNs();
-        long lastAtLine = 0;
-        boolean seqChecked = !t.journal();
-        long bytes = 0;
-        long n = 0;
-        JsonLines.Parser parser = new JsonLines.Parser();
-        try (JsonLines.LineReader r = new JsonLines.LineReader(jsonl)) {
-            String text;
-            while ((text = r.nextDecodable()) != null) {
-                n = r.lineNo();
-                bytes += text.length() + 1;
-                if ((n & 0x3FFF) == 0 && progress.due()) {
-                    progress.update((double) bytes / size, String.format(Locale.ROOT, "checking %,d lines", n));
-                }
-                if (text.isBlank()) {
-                    continue;
-                }
-                List<JsonLines.Line> lines;
-                try {
-                    lines = parser.parse(text);
-                } catch (RuntimeException e) {
-                    continue; // reported by the import with its reason
-                }
-                for (JsonLines.Line line : lines) {
-                    if (line.kind() == EntryKind.HEADER) {
-                        continue;
-                    }
-                    if (!seqChecked && line.seq() >= 0) {
-                        seqChecked = true;
-                        if (line.seq() != t.nextSeq()) {
-                            add(problems, total, n, "seq " + line.seq() + " does not continue the journal in " + t.dir()
-                                    + " (its next seq is " + t.nextSeq() + (line.seq() < t.nextSeq()
-                                            ? "; these entries may be in it already)" : ")"));
-                        }
-                    }
-                    if (line.kind() == EntryKind.INPUT) {
-                        if (line.atNs() < lastAt) {
-                            add(problems, total, n, "time " + line.atNs() + " ns goes backwards: " + (lastAtLine > 0
-                                    ? "line " + lastAtLine + ", the input before it, is at " + lastAt + " ns"
-                                    : "the journal in " + t.dir() + " ends at " + lastAt + " ns"));
-                        } else {
-                            lastAt = line.atNs();
-                            lastAtLine = n;
-                        }
-                    }
-                }
-            }
-        } catch (IOException | java.io.UncheckedIOException e) {
-            // not UTF-8 or unreadable: the import reports it line by line
-        }
-    }
-
-    private static void add(List<JsonLinesException.LineError> problems, long[] total, long line, String reason) {
-        total[0]++;
-        if (problems.size() < JsonLinesException.MAX_LISTED) {
-            problems.add(new JsonLinesException.LineError(line, reason));
         }
     }
 
@@ -527,76 +437,15 @@ final class JournalImportCommand implements Callable<Integer> {
 
     // ------------------------------------------------------------------ --derive
 
-    /** The numbers of the lines that hold derived entries (lines that do not parse are left to the import). */
-    private static void derivedLines(Path jsonl, List<JsonLinesException.LineError> out, long[] total) {
-        JsonLines.Parser parser = new JsonLines.Parser();
-        try (JsonLines.LineReader r = new JsonLines.LineReader(jsonl)) {
-            String line;
-            while ((line = r.nextDecodable()) != null) {
-                long n = r.lineNo();
-                if (line.isBlank()) {
-                    continue;
-                }
-                try {
-                    if (parser.parse(line).stream().anyMatch(l -> l.kind() == EntryKind.DERIVED)) {
-                        add(out, total, n, "a derived entry; --derive takes inputs only");
-                    }
-                } catch (RuntimeException ignored) {
-                    // reported by the import with its reason
-                }
-            }
-        } catch (IOException e) {
-            // not UTF-8 or unreadable: the import reports it line by line
-        }
-    }
-
     /**
-     * Validates and imports into a scratch journal, then replays it through the reducer into DIR;
+     * Imports a node's inputs with their derived entries recomputed ({@link JournalImport#importDerived});
      * returns what a write cut short left at the file's end (left out), or null.
      */
     static JsonLines.CutTail importDerived(Path file, Path dir, JournalHeader header, PrintWriter out) {
-        Path scratch;
-        try {
-            scratch = Files.createTempDirectory("kvledger-import-");
-        } catch (IOException e) {
-            throw new JournalException("cannot create a scratch directory: " + e.getMessage(), e);
-        }
-        boolean ok = false;
-        // built beside DIR and moved there whole: a killed import leaves DIR as it was
-        StagedDir staged = null;
-        try {
-            JsonLines.CutTail cut = JsonLines.importFile(file, scratch.resolve("j"), header).cut();
-            staged = StagedDir.start(dir);
-            long inputs = 0;
-            long derivedCount = 0;
-            try (JournalReader in = JournalReader.open(scratch.resolve("j"));
-                 JournalWriter w = JournalWriter.open(staged.work(), in.header())) {
-                NodeState state = NodeState.initial(in.header().config());
-                for (Effect e : NodeReducer.startupChecks(in.header().config())) {
-                    w.appendDerived(0, e);
-                    derivedCount++;
-                }
-                for (JournalEntry e : in) {
-                    if (e instanceof JournalEntry.Input input) {
-                        List<Effect> fx = NodeReducer.apply(state, input.event()).effects();
-                        w.appendApplied(input.event(), fx);
-                        inputs++;
-                        derivedCount += fx.size();
-                    }
-                }
-                out.println(String.format(Locale.ROOT, "imported %,d inputs from %s into %s with %,d derived entries "
-                        + "recomputed by the node reducer: %s", inputs, file.getFileName(), dir, derivedCount,
-                        in.header().describe()));
-            }
-            staged.publish();
-            ok = true;
-            return cut;
-        } finally {
-            deleteTree(scratch);
-            if (!ok && staged != null) {
-                staged.abandon();
-            }
-        }
+        JournalImport.Derived d = JournalImport.importDerived(file, dir, header);
+        out.println(String.format(Locale.ROOT, "imported %,d inputs from %s into %s with %,d derived entries "
+                + "recomputed by the node reducer: %s", d.inputs(), file.getFileName(), dir, d.derived(), d.describe()));
+        return d.cut();
     }
 
     private static void deleteTree(Path root) {
@@ -608,7 +457,7 @@ final class JournalImportCommand implements Callable<Integer> {
                 Files.deleteIfExists(p);
             }
         } catch (IOException ignored) {
-            // a scratch directory under the system temp dir
+            // best effort: the journals this run created
         }
     }
 

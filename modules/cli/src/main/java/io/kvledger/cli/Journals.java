@@ -1,9 +1,9 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.ConfigOverrides;
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
-import io.kvledger.journal.replay.Replayer;
+import io.kvledger.ledger.replay.ConfigOverrides;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalReader;
 import java.io.PrintWriter;

@@ -1,6 +1,6 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JsonLines;
 import java.io.IOException;
@@ -32,7 +32,7 @@ import java.util.stream.Stream;
  * </ul>
  * Each node is imported into a temporary journal, and the temporary journals are removed when the
  * JVM exits. A directory that holds a journal, or node directories with journals, is left to
- * {@link io.kvledger.journal.replay.JournalInputs}.
+ * {@link io.kvledger.ledger.replay.JournalInputs}.
  */
 final class JsonLinesTrees {
 

@@ -9,7 +9,7 @@ import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalFormat;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
-import io.kvledger.service.tap.FrameJournal;
+import io.kvledger.tap.FrameJournal;
 import io.kvledger.zmq.InboundFrame;
 import io.kvledger.zmq.NotifyListenerAdapter;
 import io.kvledger.zmq.NotifyListenerConfig;

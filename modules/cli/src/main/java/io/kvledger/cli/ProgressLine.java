@@ -1,6 +1,6 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.Replayer;
+import io.kvledger.ledger.replay.Replayer;
 import java.io.PrintWriter;
 import java.util.Locale;
 import java.util.function.LongSupplier;

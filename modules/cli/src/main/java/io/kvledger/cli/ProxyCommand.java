@@ -1,9 +1,9 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.TransferMode;
-import io.kvledger.service.otlp.OtlpSender;
-import io.kvledger.service.proxy.ProxyOptions;
-import io.kvledger.service.proxy.ProxyService;
+import io.kvledger.ledger.otlp.OtlpSender;
+import io.kvledger.proxy.ProxyOptions;
+import io.kvledger.proxy.ProxyService;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,7 +19,7 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code kvledger proxy}: the MoRIIO-compatible proxy in front of vLLM prefill and decode
- * instances (io.kvledger.service.proxy), journaling both legs of every request.
+ * instances (io.kvledger.proxy), journaling both legs of every request.
  */
 @Command(name = "proxy", mixinStandardHelpOptions = true, sortOptions = false,
         description = {

@@ -1,8 +1,8 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.BridgeReplies;
-import io.kvledger.journal.replay.ConfigOverrides;
-import io.kvledger.journal.replay.Replayer;
+import io.kvledger.ledger.replay.BridgeReplies;
+import io.kvledger.ledger.replay.ConfigOverrides;
+import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.node.Invariants;
 import io.kvledger.core.node.NodeState;

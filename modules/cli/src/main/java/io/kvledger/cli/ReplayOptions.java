@@ -1,6 +1,6 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.ConfigOverrides;
+import io.kvledger.ledger.replay.ConfigOverrides;
 import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine.Model.CommandSpec;

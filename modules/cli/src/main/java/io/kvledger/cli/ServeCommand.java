@@ -1,8 +1,8 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
-import io.kvledger.service.http.EventStream;
-import io.kvledger.service.web.WebServer;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.web.EventStream;
+import io.kvledger.ledger.web.WebServer;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;

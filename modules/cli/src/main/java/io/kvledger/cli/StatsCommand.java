@@ -1,7 +1,7 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.Replayer;
-import io.kvledger.core.diagnosis.Ledger;
+import io.kvledger.ledger.replay.Replayer;
+import io.kvledger.ledger.diagnosis.Ledger;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;

@@ -1,7 +1,7 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.service.tap.TapReport;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.tap.TapReport;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;

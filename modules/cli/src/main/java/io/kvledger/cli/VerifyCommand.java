@@ -1,24 +1,21 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.replay.JournalInputs;
-import io.kvledger.journal.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalVerify;
+import io.kvledger.ledger.replay.JournalVerify.Problem;
+import io.kvledger.ledger.replay.JournalVerify.Report;
 import io.kvledger.journal.JournalDamage;
-import io.kvledger.journal.EntryRules;
-import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalException;
-import io.kvledger.journal.JournalFormat;
-import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.JsonLines;
 import io.kvledger.journal.JsonLinesException;
 import io.kvledger.journal.json.Json;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -38,7 +35,8 @@ import picocli.CommandLine.Spec;
  * entries lost, so verify never says "ok" about a journal it could not read completely; entries
  * without checksums (format version 1) are counted. Across journals: node ids are unique. Exit 0
  * when everything is clean, 1 when a problem was found (each listed with its seq or region), 2 for
- * a DIR that holds no journal.
+ * a DIR that holds no journal. The checks are the ledger's {@link JournalVerify}; this command
+ * finds the journals (and imports JSON lines), prints and sets the exit status.
  */
 @Command(name = "verify", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Checks the format of journals: header first, known type ids, sequence numbers up by one, "
@@ -64,120 +62,6 @@ final class VerifyCommand implements Callable<Integer> {
     @Option(names = "--json", description = "one JSON object: every journal with its counts and problems")
     boolean json;
 
-    /**
-     * One problem: the seq of the entry (-1: the journal as a whole) and what is wrong; a damaged
-     * region also carries its {@link JournalDamage}.
-     */
-    record Problem(long seq, String what, JournalDamage damage, long lastSeq, long runEntries) {
-        Problem(long seq, String what) {
-            this(seq, what, null, seq, 1);
-        }
-
-        Problem(long seq, String what, JournalDamage damage) {
-            this(seq, what, damage, seq, 1);
-        }
-
-        /** The line printed (without its indent). */
-        String line() {
-            if (damage != null || seq < 0) {
-                return what;
-            }
-            if (runEntries > 1) {
-                return "seq " + seq + " to " + lastSeq + " (" + runEntries + " entries in a row, each like the first): " + what;
-            }
-            return "seq " + seq + ": " + what;
-        }
-    }
-
-    /** What was found in one journal. */
-    static final class Report {
-        final String dir;
-        String node = "?";
-        long entries;
-        long inputs;
-        long derived;
-        long lastSeq = -1;
-        long firstAtNs = Long.MAX_VALUE;
-        long lastAtNs = Long.MIN_VALUE;
-        final List<Problem> problems = new ArrayList<>();
-        long problemCount;
-        final int max;
-        long checked;
-        long unchecked;
-        int damaged;
-        long lost;
-        boolean lossUnknown;
-        boolean metadataMissing;
-        int damageSeen;
-        /** The run of order-rule problems still growing (one problem, listed once it ends). */
-        EntryRules.Problem runFirst;
-        EntryRules.Problem runLast;
-        long runEntries;
-
-        Report(String dir, int max) {
-            this.dir = dir;
-            this.max = max;
-        }
-
-        void problem(long seq, String what) {
-            endRun();
-            add(new Problem(seq, what));
-        }
-
-        /**
-         * A problem the order rules found: consecutive entries with the same problem against the
-         * same reference (a seq or time every later entry stays behind) are one run, one problem.
-         */
-        void rule(EntryRules.Problem p) {
-            if (runLast != null && p.kind() == runLast.kind() && p.run().equals(runLast.run())
-                    && p.index() == runLast.index() + 1) {
-                runLast = p;
-                runEntries++;
-                return;
-            }
-            endRun();
-            runFirst = p;
-            runLast = p;
-            runEntries = 1;
-        }
-
-        void endRun() {
-            if (runFirst != null) {
-                EntryRules.Problem f = runFirst;
-                long last = runLast.seq();
-                runFirst = null;
-                runLast = null;
-                add(new Problem(f.seq(), f.what(), null, last, runEntries));
-            }
-        }
-
-        void add(Problem p) {
-            problemCount++;
-            if (problems.size() < max) {
-                problems.add(p);
-            }
-        }
-
-        void damage(JournalDamage d) {
-            endRun();
-            damaged++;
-            if (d.lostEntries() < 0) {
-                lossUnknown = true;
-            } else {
-                lost += d.lostEntries();
-            }
-            add(new Problem(-1, "damaged: " + d.describe(), d));
-        }
-
-        /** Adds the regions of {@code all} not reported yet. */
-        void damageUpTo(List<JournalDamage> all) {
-            for (int i = damageSeen; i < all.size(); i++) {
-                damage(all.get(i));
-            }
-            damageSeen = Math.max(damageSeen, all.size());
-        }
-    }
-
     @Override
     public Integer call() {
         if (maxProblems < 0) {
@@ -201,23 +85,30 @@ final class VerifyCommand implements Callable<Integer> {
         }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        Progress progress = new Progress(err, "verify");
+        Progress line = new Progress(err, "verify");
+        JournalVerify.Progress progress = new JournalVerify.Progress() {
+            @Override
+            protected void at(String node, long entries) {
+                if (line.due()) {
+                    line.update(-1, String.format(Locale.ROOT, "%s: %,d entries", node, entries));
+                }
+            }
+        };
         List<Report> reports = new ArrayList<>();
-        long[] done = {0};
         for (NodeJournal j : journals) {
-            reports.add(verify(j, progress, done, err));
+            reports.add(JournalVerify.verify(j, maxProblems, progress, err::println));
         }
         Path root = jsonLines.isEmpty() ? null : JsonLinesTrees.temporaryRoot("verify");
         for (JsonLinesTrees.NodeFile f : jsonLines) {
-            reports.add(verifyJsonLines(f, root.resolve(f.node() + "-" + reports.size()), progress, done, err));
+            reports.add(verifyJsonLines(f, root.resolve(f.node() + "-" + reports.size()), progress, err));
         }
-        progress.done(String.format(Locale.ROOT, "%,d entries", done[0]));
-        List<Problem> across = acrossJournals(reports);
+        line.done(String.format(Locale.ROOT, "%,d entries", progress.entries()));
+        List<Problem> across = JournalVerify.acrossJournals(reports);
         long total = across.size();
         int bad = 0;
         for (Report r : reports) {
-            total += r.problemCount;
-            bad += r.problemCount > 0 ? 1 : 0;
+            total += r.problemCount();
+            bad += r.problemCount() > 0 ? 1 : 0;
         }
         if (json) {
             printJson(out, reports, across, total);
@@ -233,172 +124,61 @@ final class VerifyCommand implements Callable<Integer> {
      * with its line number, and so is a last line cut short; a file that imports is then checked as
      * a journal (its seqs are the imported journal's).
      */
-    private Report verifyJsonLines(JsonLinesTrees.NodeFile f, Path dir, Progress progress, long[] done, PrintWriter err) {
+    private Report verifyJsonLines(JsonLinesTrees.NodeFile f, Path dir, JournalVerify.Progress progress, PrintWriter err) {
         JsonLines.CutTail cut;
         try {
             cut = JsonLinesTrees.importNode(f, dir);
         } catch (JsonLinesException e) {
             Report rep = new Report(f.jsonl().toString(), maxProblems);
-            rep.node = f.node();
+            rep.node(f.node());
             for (JsonLinesException.LineError le : e.errors()) {
                 rep.problem(-1, le.toString());
             }
-            rep.problemCount += e.total() - e.errors().size();
+            rep.countUnlisted(e.total() - e.errors().size());
             return rep;
         } catch (JournalException e) {
             Report rep = new Report(f.jsonl().toString(), maxProblems);
-            rep.node = f.node();
+            rep.node(f.node());
             rep.problem(-1, e.getMessage());
             return rep;
         }
-        Report rep = verify(new NodeJournal(dir, f.jsonl().toString(), f.jsonl().toString()), progress, done, err);
-        rep.metadataMissing = false;
+        Report rep = JournalVerify.verify(new NodeJournal(dir, f.jsonl().toString(), f.jsonl().toString()), maxProblems,
+                progress, err::println);
+        rep.metadataMissing(false);
         if (cut != null) {
             rep.problem(-1, cut.describe(f.jsonl()));
         }
         return rep;
     }
 
-    private Report verify(NodeJournal j, Progress progress, long[] done, PrintWriter err) {
-        Report rep = new Report(j.name(), maxProblems);
-        JournalReader reader;
-        rep.metadataMissing = JournalReader.metadataMissing(j.dir());
-        try {
-            reader = JournalReader.open(j.dir());
-        } catch (JournalException e) {
-            // list every damaged region even when the header is lost
-            List<JournalDamage> damage = List.of();
-            try {
-                damage = JournalReader.check(j.dir()).damage();
-            } catch (JournalException | UncheckedIOException ignored) {
-                // the open failure says it
-            }
-            if (damage.isEmpty()) {
-                rep.problem(0, e.getMessage());
-            } else {
-                rep.problem(0, "the header (seq 0) cannot be read: nothing in this journal can be replayed");
-                damage.forEach(rep::damage);
-            }
-            return rep;
-        }
-        try (reader) {
-            verifyEntries(reader, rep, progress, done, err);
-        } catch (JournalException | UncheckedIOException e) {
-            rep.problem(-1, "reading stopped: " + e.getMessage());
-        }
-        return rep;
-    }
-
-    private void verifyEntries(JournalReader reader, Report rep, Progress progress, long[] done, PrintWriter err) {
-        rep.node = reader.header().nodeId();
-        int version = reader.header().formatVersion();
-        if (version > JournalFormat.FORMAT_VERSION) {
-            rep.problem(0, "format version " + version + " is newer than this build's " + JournalFormat.FORMAT_VERSION
-                    + ": entries it cannot decode are reported as unknown");
-        }
-        if (rep.node.isEmpty()) {
-            rep.problem(0, "the header's node_id is empty");
-        }
-        // the order rules (seq, time, cause, one header) are the readers' own: every command applies them
-        java.util.Iterator<JournalEntry> it = reader.iterator(p -> {
-            rep.damageUpTo(reader.damageSoFar());
-            rep.rule(p);
-        });
-        while (it.hasNext()) {
-            JournalEntry e = it.next();
-            long seq = e.seq();
-            rep.entries++;
-            rep.lastSeq = seq;
-            switch (e) {
-                case JournalEntry.Header h -> { }
-                case JournalEntry.Input in -> {
-                    rep.inputs++;
-                    span(rep, in.atNs());
-                }
-                case JournalEntry.Derived d -> {
-                    rep.derived++;
-                    if (d.causeSeq() != 0) {
-                        span(rep, d.atNs());
-                    }
-                }
-                case JournalEntry.Proxy px -> span(rep, px.atNs());
-                case JournalEntry.Unknown u -> rep.problem(seq, "type id " + u.typeId()
-                        + (u.kind() == null ? "" : " (" + u.kind().label() + ")") + " cannot be read: " + u.reason());
-            }
-            if ((++done[0] & 0xFFFF) == 0 && progress.due()) {
-                progress.update(-1, String.format(Locale.ROOT, "%s: %,d entries", rep.node, done[0]));
-            }
-        }
-        rep.endRun();
-        JournalReader.Integrity integrity = reader.integrity();
-        if (integrity != null) {
-            rep.damageUpTo(integrity.damage());
-            // what a writer needs too: a node restarted on this journal opens metadata.cq4t
-            boolean metaReported = integrity.damage().stream().anyMatch(d -> d.file().equals("metadata.cq4t"));
-            String meta = metaReported ? null : JournalReader.metadataWriterProblem(reader.dir());
-            if (meta != null) {
-                rep.damage(new JournalDamage("metadata.cq4t", 0, -1, -1, -1, 0, meta
-                        + " (readers do not need it; a writer refuses the journal until it is moved away)"));
-            }
-            rep.checked = integrity.checked();
-            rep.unchecked = integrity.unchecked();
-        }
-        for (String w : reader.warnings()) {
-            if (!w.contains(": journal damaged: ")) { // listed as problems on standard output
-                err.println(w);
-            }
-        }
-    }
-
-    private static void span(Report rep, long at) {
-        rep.firstAtNs = Math.min(rep.firstAtNs, at);
-        rep.lastAtNs = Math.max(rep.lastAtNs, at);
-    }
-
-    private static List<Problem> acrossJournals(List<Report> reports) {
-        Map<String, List<Report>> byNode = new LinkedHashMap<>();
-        for (Report r : reports) {
-            byNode.computeIfAbsent(r.node, k -> new ArrayList<>()).add(r);
-        }
-        List<Problem> out = new ArrayList<>();
-        byNode.forEach((node, rs) -> {
-            if (rs.size() > 1 && !node.equals("?")) {
-                out.add(new Problem(-1, "node id " + node + " is used by " + rs.size() + " journals ("
-                        + String.join(", ", rs.stream().map(r -> r.dir).toList())
-                        + "): hangs and inspect cannot tell them apart"));
-            }
-        });
-        return out;
-    }
-
     private static void printText(PrintWriter out, List<Report> reports, List<Problem> across, long total, int bad) {
         for (Report r : reports) {
             StringBuilder b = new StringBuilder();
-            b.append(r.node).append(r.node.equals(r.dir) ? "" : " (journal " + r.dir + ")").append(": ")
-                    .append(String.format(Locale.ROOT, "%,d entries (%,d inputs, %,d derived)", r.entries, r.inputs, r.derived));
-            if (r.firstAtNs <= r.lastAtNs) {
-                b.append(", t ").append(EntryFormat.time(r.firstAtNs)).append("..").append(EntryFormat.time(r.lastAtNs)).append(" s");
+            b.append(r.node()).append(r.node().equals(r.dir()) ? "" : " (journal " + r.dir() + ")").append(": ")
+                    .append(String.format(Locale.ROOT, "%,d entries (%,d inputs, %,d derived)", r.entries(), r.inputs(), r.derived()));
+            if (r.firstAtNs() <= r.lastAtNs()) {
+                b.append(", t ").append(EntryFormat.time(r.firstAtNs())).append("..").append(EntryFormat.time(r.lastAtNs())).append(" s");
             }
-            b.append(r.problemCount == 0 ? ": ok" : ": " + r.problemCount + (r.problemCount == 1 ? " problem" : " problems"));
-            if (r.damaged > 0) {
-                b.append(" (").append(r.damaged).append(r.damaged == 1 ? " damaged region, " : " damaged regions, ")
-                        .append(r.lossUnknown && r.lost == 0 ? "an unknown number of"
-                                : (r.lossUnknown ? "at least " : "") + String.format(Locale.ROOT, "%,d", r.lost))
-                        .append(r.lost == 1 && !r.lossUnknown ? " entry" : " entries").append(" could not be read)");
+            b.append(r.problemCount() == 0 ? ": ok" : ": " + r.problemCount() + (r.problemCount() == 1 ? " problem" : " problems"));
+            if (r.damaged() > 0) {
+                b.append(" (").append(r.damaged()).append(r.damaged() == 1 ? " damaged region, " : " damaged regions, ")
+                        .append(r.lossUnknown() && r.lost() == 0 ? "an unknown number of"
+                                : (r.lossUnknown() ? "at least " : "") + String.format(Locale.ROOT, "%,d", r.lost()))
+                        .append(r.lost() == 1 && !r.lossUnknown() ? " entry" : " entries").append(" could not be read)");
             }
-            if (r.unchecked > 0) {
+            if (r.unchecked() > 0) {
                 b.append(String.format(Locale.ROOT, " [%,d entries without checksums (format version 1): damage inside "
-                        + "them cannot be detected]", r.unchecked));
+                        + "them cannot be detected]", r.unchecked()));
             }
             out.println(b);
-            if (r.metadataMissing) {
+            if (r.metadataMissing()) {
                 out.println("  note: metadata.cq4t is missing (readers do not need it; a writer recreates it)");
             }
-            for (Problem p : r.problems) {
+            for (Problem p : r.problems()) {
                 out.println("  " + p.line());
             }
-            if (r.problemCount > r.problems.size()) {
-                out.println("  ... and " + (r.problemCount - r.problems.size()) + " more");
+            if (r.problemCount() > r.problems().size()) {
+                out.println("  ... and " + (r.problemCount() - r.problems().size()) + " more");
             }
         }
         for (Problem p : across) {
@@ -416,21 +196,21 @@ final class VerifyCommand implements Callable<Integer> {
         List<Object> js = new ArrayList<>();
         for (Report r : reports) {
             LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-            m.put("node", r.node);
-            m.put("journal", r.dir);
-            m.put("entries", r.entries);
-            m.put("inputs", r.inputs);
-            m.put("derived", r.derived);
-            m.put("last_seq", r.lastSeq);
-            m.put("first_at_ns", r.firstAtNs <= r.lastAtNs ? r.firstAtNs : null);
-            m.put("last_at_ns", r.firstAtNs <= r.lastAtNs ? r.lastAtNs : null);
-            m.put("checked_entries", r.checked);
-            m.put("unchecked_entries", r.unchecked);
-            m.put("damaged_regions", r.damaged);
-            m.put("lost_entries", r.lossUnknown ? null : r.lost);
-            m.put("metadata_missing", r.metadataMissing);
-            m.put("problem_count", r.problemCount);
-            m.put("problems", problems(r.problems));
+            m.put("node", r.node());
+            m.put("journal", r.dir());
+            m.put("entries", r.entries());
+            m.put("inputs", r.inputs());
+            m.put("derived", r.derived());
+            m.put("last_seq", r.lastSeq());
+            m.put("first_at_ns", r.firstAtNs() <= r.lastAtNs() ? r.firstAtNs() : null);
+            m.put("last_at_ns", r.firstAtNs() <= r.lastAtNs() ? r.lastAtNs() : null);
+            m.put("checked_entries", r.checked());
+            m.put("unchecked_entries", r.unchecked());
+            m.put("damaged_regions", r.damaged());
+            m.put("lost_entries", r.lossUnknown() ? null : r.lost());
+            m.put("metadata_missing", r.metadataMissing());
+            m.put("problem_count", r.problemCount());
+            m.put("problems", problems(r.problems()));
             js.add(m);
         }
         LinkedHashMap<String, Object> top = new LinkedHashMap<>();

@@ -7,23 +7,23 @@
  * {@code CommandLine}, so tests run them in-process on captured output. The journal-file
  * commands ({@code dump}, {@code tail}, {@code verify}, {@code merge}, {@code simulate},
  * {@code journal export|import}) share {@code JournalDirs} (DIR arguments, through
- * the journal module's {@code io.kvledger.journal.replay.JournalInputs}), {@code EntryFormat} (one
+ * the journal module's {@code io.kvledger.ledger.replay.JournalInputs}), {@code EntryFormat} (one
  * line per entry), the library's {@code TimeMerge} (several journals in event-time order) and
  * {@code TypeFilter} ({@code --type}). The replaying
  * commands ({@code replay}, {@code inspect}, {@code hangs}, {@code stats}, and the demo's hangs
- * report) re-run the reducers through the replay library ({@code io.kvledger.journal.replay}:
+ * report) re-run the reducers through the replay library ({@code io.kvledger.ledger.replay}:
  * {@code Replayer}, {@code Timeline} for {@code inspect}, {@code Hangs} for {@code hangs}); the
  * commands keep option parsing and printing, and share {@code ReplayOptions}
  * ({@code --profile}/{@code --set}), {@code Journals} (with {@code JsonLinesTrees}: a directory of
  * JSON lines is read through temporary journals), {@code NodeTally}, {@code HangsReport} and
  * {@code Text} (shortened ids, relative times, bug-class titles): their human output is
  * deterministic, with no absolute time and no path but the journals' names. {@code serve} and
- * {@code inspect --html} show the service's web timeline ({@code io.kvledger.service.web}), whose
+ * {@code inspect --html} show the ledger's web timeline ({@code io.kvledger.ledger.web}), whose
  * {@code TimelineJson} also writes {@code inspect --json} and the findings of {@code hangs --json}.
  * {@code export} sends
- * the journals' request lifecycles to an OTLP receiver through the service's
- * {@code io.kvledger.service.otlp} ({@code JournalTraces}, {@code OtlpSender}); {@code node --otlp}
- * attaches its {@code LiveTraces}. {@code demo --live} ({@code LiveDemo}) runs the service's proxy
+ * the journals' request lifecycles to an OTLP receiver through the ledger's
+ * {@code io.kvledger.ledger.otlp} ({@code JournalTraces}, {@code OtlpSender}); {@code node --otlp}
+ * attaches its {@code LiveTraces}. {@code demo --live} ({@code LiveDemo}) runs the proxy module's router
  * and tap in-process, {@code node} processes of this jar and the vLLM bridge's Python fake engines
  * (found through the {@code kvledger.home} system property the launcher sets), then prints
  * {@code tap-report} and {@code hangs} over their journals.

@@ -3,7 +3,7 @@ package io.kvledger.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.journal.json.Json;
-import io.kvledger.service.otlp.OtlpReceiver;
+import io.kvledger.ledger.otlp.OtlpReceiver;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

@@ -2,8 +2,8 @@ package io.kvledger.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvledger.service.otlp.LegSpans;
-import io.kvledger.service.otlp.OtlpReceiver;
+import io.kvledger.ledger.otlp.LegSpans;
+import io.kvledger.ledger.otlp.OtlpReceiver;
 import io.opentelemetry.proto.trace.v1.Span;
 import io.opentelemetry.proto.trace.v1.Status;
 import java.nio.file.Path;
@@ -120,7 +120,7 @@ class ExportCommandTest {
                     + "/v1/traces did not take ").endsWith(" spans: HTTP 503");
             assertThat(o.out()).isEmpty();
         }
-        int dead = io.kvledger.service.cluster.LoopbackPorts.freeRange(1);
+        int dead = io.kvledger.node.cluster.LoopbackPorts.freeRange(1);
         CliRun.Outcome o = CliRun.run("export", "--otlp", "http://127.0.0.1:" + dead, f.toString());
         assertThat(o.code()).isEqualTo(1);
         assertThat(last(o.err())).startsWith("kvledger export: the OTLP receiver at http://127.0.0.1:" + dead

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.journal.json.Json;
 import io.kvledger.core.model.FinishStatus;
-import io.kvledger.service.cluster.Leg;
-import io.kvledger.service.engine.Completion;
+import io.kvledger.node.cluster.Leg;
+import io.kvledger.node.engine.Completion;
 import java.net.http.HttpClient;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,7 +1,7 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.moriio.ZmqAddress;
-import io.kvledger.service.cluster.HttpLeg;
+import io.kvledger.node.cluster.HttpLeg;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
@@ -40,7 +40,7 @@ final class NodeProcess {
         this.journal = dir.resolve(name);
         this.log = dir.resolve(name + ".log");
         this.errLog = dir.resolve(name + ".err.log");
-        int[] ports = io.kvledger.service.cluster.LoopbackPorts.distinct(3);
+        int[] ports = io.kvledger.node.cluster.LoopbackPorts.distinct(3);
         this.handshake = ports[0];
         this.notify = ports[1];
         this.http = ports[2];
@@ -48,7 +48,7 @@ final class NodeProcess {
     }
 
     static int freePort() {
-        return io.kvledger.service.cluster.LoopbackPorts.free();
+        return io.kvledger.node.cluster.LoopbackPorts.free();
     }
 
     Path statusFile() {

@@ -3,7 +3,7 @@ package io.kvledger.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.journal.json.Json;
-import io.kvledger.service.HttpOnceMore;
+import io.kvledger.node.HttpOnceMore;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;

@@ -2,7 +2,7 @@ package io.kvledger.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvledger.service.cluster.LoopbackPorts;
+import io.kvledger.node.cluster.LoopbackPorts;
 import io.kvledger.wire.NotifyEncoder;
 import io.kvledger.wire.OutboundFrame;
 import io.kvledger.zmq.EventSink;

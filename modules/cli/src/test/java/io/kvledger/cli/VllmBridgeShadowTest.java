@@ -72,7 +72,7 @@ class VllmBridgeShadowTest {
 
     /** Starts {@code kvledger node --engine ENGINE} (shadow: --shadow; drive: --bridge on the same port). */
     private Path startNode(String role, String engine, String... more) throws Exception {
-        int[] ports = io.kvledger.service.cluster.LoopbackPorts.distinct(2);
+        int[] ports = io.kvledger.node.cluster.LoopbackPorts.distinct(2);
         shadowPort = ports[0];
         httpPort = ports[1];
         Path journal = tmp.resolve(engine + "-" + role);

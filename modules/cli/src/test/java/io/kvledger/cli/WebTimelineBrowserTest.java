@@ -2,7 +2,7 @@ package io.kvledger.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvledger.service.Chromium;
+import io.kvledger.node.Chromium;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;

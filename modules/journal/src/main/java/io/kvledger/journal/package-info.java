@@ -16,7 +16,9 @@
  * the order rules {@code verify} lists (one header, seqs up by one, times that never go back, causes
  * that are earlier inputs), so that no reading command answers from what {@code verify} would flag
  * without saying so. {@link io.kvledger.journal.StagedDir} builds an imported journal beside its
- * destination and moves it there whole.
+ * destination and moves it there whole. {@link io.kvledger.journal.ServiceClock} is the one time
+ * axis of every live writer (node, proxy): epoch nanoseconds that never go back, so their
+ * journals merge by event time.
  *
  * <p>Depends on {@code io.kvledger.core}, {@code io.kvledger.journal.format},
  * {@code io.kvledger.journal.json}, Chronicle Queue and msgpack-core. Nothing here depends on the

@@ -3,6 +3,7 @@ package io.kvledger.sim;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.moriio.RequestIds;
+import io.kvledger.core.model.ToyProxyParams;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.UUID;
@@ -49,14 +50,7 @@ final class ToyProxy {
 
     /** The prefill leg's {@code kv_transfer_params}, keys in the proxy's order. */
     KvParams prefillParams(Transaction tx) {
-        return KvParams.of(
-                "remote_dp_size", tx.decode.config().dpSize(),
-                "remote_tp_size", tx.decode.config().tpSize(),
-                "transfer_id", tx.transferId,
-                "do_remote_decode", true,
-                "do_remote_prefill", false,
-                "remote_engine_id", null,
-                "remote_block_ids", null);
+        return ToyProxyParams.prefill(tx.decode.config().dpSize(), tx.decode.config().tpSize(), tx.transferId);
     }
 
     /**
@@ -66,20 +60,8 @@ final class ToyProxy {
      * {@code null} (both legs are dispatched at once).
      */
     KvParams decodeParams(Transaction tx, KvParams prefillResponse) {
-        KvParams params = KvParams.of(
-                "do_remote_decode", false,
-                "do_remote_prefill", true,
-                "remote_engine_id", null,
-                "remote_block_ids", null,
-                "transfer_id", tx.transferId,
-                "remote_dp_size", tx.prefill.config().dpSize(),
-                "remote_tp_size", tx.prefill.config().tpSize());
-        if (prefillResponse != null) {
-            params.put("remote_engine_id", prefillResponse.get("remote_engine_id"));
-            params.put("remote_block_ids", prefillResponse.get("remote_block_ids"));
-            params.put("transfer_id", prefillResponse.get("transfer_id"));
-        }
-        return params;
+        return ToyProxyParams.decode(tx.prefill.config().dpSize(), tx.prefill.config().tpSize(), tx.transferId,
+                prefillResponse == null ? null : prefillResponse.asMap());
     }
 
     /** How vLLM's OpenAI server wraps {@code X-Request-Id}: {@code cmpl-<id>-0-<8 hex>}. */

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.TransferMode;
-import io.kvledger.core.diagnosis.Bounds;
-import io.kvledger.core.diagnosis.Finding;
-import io.kvledger.core.diagnosis.HangDetectors;
-import io.kvledger.core.diagnosis.Ledger;
+import io.kvledger.ledger.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Finding;
+import io.kvledger.ledger.diagnosis.HangDetectors;
+import io.kvledger.ledger.diagnosis.Ledger;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import java.util.List;

@@ -3,7 +3,7 @@ package io.kvledger.sim;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.config.TransferMode;
-import io.kvledger.core.diagnosis.Finding;
+import io.kvledger.ledger.diagnosis.Finding;
 import java.util.List;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;

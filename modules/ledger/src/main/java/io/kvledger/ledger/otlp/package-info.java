@@ -1,0 +1,21 @@
+/**
+ * Request lifecycles as OpenTelemetry traces, sent to any OTLP/HTTP receiver (Jaeger, Tempo, an
+ * OpenTelemetry Collector) so that kvledger's view of a request lands next to vLLM's own
+ * {@code llm_request} span.
+ * <ul>
+ *   <li>{@link io.kvledger.ledger.otlp.TraceRecorder} follows each request on each node (its
+ *       phases, the frames, decisions and anomalies that name it) from applied events and their
+ *       effects;</li>
+ *   <li>{@link io.kvledger.ledger.otlp.LegSpans} turns one such leg into spans with deterministic
+ *       ids (trace id from the transfer id, so both legs of a request join);</li>
+ *   <li>{@link io.kvledger.ledger.otlp.JournalTraces} builds every leg of a set of journals with
+ *       the hang findings as statuses ({@code kvledger export}); the node's {@code LiveTraces}
+ *       does it on a live node, off the loop thread ({@code kvledger node --otlp});</li>
+ *   <li>{@link io.kvledger.ledger.otlp.OtlpSender} sends spans with the SDK's OTLP/HTTP exporter.</li>
+ * </ul>
+ *
+ * <p>May depend on kvledger-core, the journal's format package, the ledger's {@code diagnosis} and
+ * {@code replay} packages and the OpenTelemetry SDK (trace data, OTLP exporter with the JDK HTTP
+ * sender). The node, the proxy and the CLI depend on it.
+ */
+package io.kvledger.ledger.otlp;

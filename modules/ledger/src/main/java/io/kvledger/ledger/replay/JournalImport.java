@@ -1,0 +1,268 @@
+package io.kvledger.ledger.replay;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.node.NodeReducer;
+import io.kvledger.core.node.NodeState;
+import io.kvledger.journal.JournalEntry;
+import io.kvledger.journal.JournalException;
+import io.kvledger.journal.JournalHeader;
+import io.kvledger.journal.JournalReader;
+import io.kvledger.journal.JournalWriter;
+import io.kvledger.journal.JsonLines;
+import io.kvledger.journal.JsonLinesException;
+import io.kvledger.journal.StagedDir;
+import io.kvledger.journal.format.EntryKind;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * What {@code kvledger journal import} checks and computes beyond the journal's own JSON-lines
+ * import ({@link JsonLines#importFile}): the order a file's lines must keep against the journal
+ * they are appended to ({@link #check}), and a node's inputs imported with every derived entry
+ * recomputed by the reducer ({@link #importDerived}).
+ */
+public final class JournalImport {
+
+    private JournalImport() {}
+
+    /**
+     * Where an import goes: whether it holds a journal, and where that journal ends.
+     *
+     * @param nextSeq the seq the file's first entry must have when appended (1 for a new journal)
+     * @param lastInputAtNs the time of the journal's last input ({@link Long#MIN_VALUE}: none)
+     */
+    public record Target(Path dir, boolean existed, boolean journal, long nextSeq, long lastInputAtNs, int lastInputLine) {
+
+        /** A new journal in {@code dir} (which may exist, empty). */
+        public static Target fresh(Path dir, boolean existed) {
+            return new Target(dir, existed, false, 1, Long.MIN_VALUE, 0);
+        }
+
+        /**
+         * The journal {@code dir} holds, read to its end.
+         *
+         * @throws JournalException when it cannot be read
+         */
+        public static Target journal(Path dir) {
+            long next = 1;
+            long lastAt = Long.MIN_VALUE;
+            try (JournalReader r = JournalReader.open(dir)) {
+                for (JournalEntry e : r) {
+                    next = e.seq() + 1;
+                    if (e instanceof JournalEntry.Input) {
+                        lastAt = e.atNs();
+                    }
+                }
+            }
+            return new Target(dir, true, true, next, lastAt, 0);
+        }
+    }
+
+    /** Told how far a check has read: the fraction of the file's bytes and the line number, every 16,384 lines. */
+    @FunctionalInterface
+    public interface ScanProgress {
+        void at(double fraction, long lines);
+    }
+
+    /**
+     * What a check found: at most {@link JsonLinesException#MAX_LISTED} problems with their line
+     * numbers, and how many there were in all.
+     */
+    public record Check(List<JsonLinesException.LineError> problems, long total) {
+        public boolean ok() {
+            return problems.isEmpty();
+        }
+    }
+
+    /**
+     * Checks a file before it is imported into {@code t}: with {@code inputsOnly}, that it holds no
+     * derived entry; then what the journal itself does not check: inputs whose time goes back
+     * (against the input before them, or the end of the journal appended to) and, when appending, a
+     * first seq that does not continue the journal. Lines that do not parse are left to the import,
+     * which reports them with their reason.
+     */
+    public static Check check(Path jsonl, Target t, boolean inputsOnly, ScanProgress progress) {
+        List<JsonLinesException.LineError> problems = new ArrayList<>();
+        long[] total = {0};
+        if (inputsOnly) {
+            derivedLines(jsonl, problems, total);
+        }
+        if (problems.isEmpty()) {
+            scan(jsonl, t, problems, total, progress);
+        }
+        return new Check(problems, total[0]);
+    }
+
+    /**
+     * A node's inputs imported with their derived entries recomputed.
+     *
+     * @param cut what a write cut short left at the file's end (left out), or null
+     */
+    public record Derived(long inputs, long derived, String describe, JsonLines.CutTail cut) {}
+
+    /**
+     * Checks what the journal itself does not: inputs whose time goes back (against the input
+     * before them, or the end of the journal appended to), and, with {@code --append}, a first
+     * seq that does not continue the journal. Lines that do not parse are left to the import,
+     * which reports them with their reason.
+     */
+    private static void scan(Path jsonl, Target t, List<JsonLinesException.LineError> problems, long[] total, ScanProgress progress) {
+        long size;
+        try {
+            size = Math.max(1, Files.size(jsonl));
+        } catch (IOException e) {
+            size = 1;
+        }
+        long lastAt = t.lastInputAtNs();
+        long lastAtLine = 0;
+        boolean seqChecked = !t.journal();
+        long bytes = 0;
+        long n = 0;
+        JsonLines.Parser parser = new JsonLines.Parser();
+        try (JsonLines.LineReader r = new JsonLines.LineReader(jsonl)) {
+            String text;
+            while ((text = r.nextDecodable()) != null) {
+                n = r.lineNo();
+                bytes += text.length() + 1;
+                if ((n & 0x3FFF) == 0) {
+                    progress.at((double) bytes / size, n);
+                }
+                if (text.isBlank()) {
+                    continue;
+                }
+                List<JsonLines.Line> lines;
+                try {
+                    lines = parser.parse(text);
+                } catch (RuntimeException e) {
+                    continue; // reported by the import with its reason
+                }
+                for (JsonLines.Line line : lines) {
+                    if (line.kind() == EntryKind.HEADER) {
+                        continue;
+                    }
+                    if (!seqChecked && line.seq() >= 0) {
+                        seqChecked = true;
+                        if (line.seq() != t.nextSeq()) {
+                            add(problems, total, n, "seq " + line.seq() + " does not continue the journal in " + t.dir()
+                                    + " (its next seq is " + t.nextSeq() + (line.seq() < t.nextSeq()
+                                            ? "; these entries may be in it already)" : ")"));
+                        }
+                    }
+                    if (line.kind() == EntryKind.INPUT) {
+                        if (line.atNs() < lastAt) {
+                            add(problems, total, n, "time " + line.atNs() + " ns goes backwards: " + (lastAtLine > 0
+                                    ? "line " + lastAtLine + ", the input before it, is at " + lastAt + " ns"
+                                    : "the journal in " + t.dir() + " ends at " + lastAt + " ns"));
+                        } else {
+                            lastAt = line.atNs();
+                            lastAtLine = n;
+                        }
+                    }
+                }
+            }
+        } catch (IOException | java.io.UncheckedIOException e) {
+            // not UTF-8 or unreadable: the import reports it line by line
+        }
+    }
+
+    private static void add(List<JsonLinesException.LineError> problems, long[] total, long line, String reason) {
+        total[0]++;
+        if (problems.size() < JsonLinesException.MAX_LISTED) {
+            problems.add(new JsonLinesException.LineError(line, reason));
+        }
+    }
+
+    /** The numbers of the lines that hold derived entries (lines that do not parse are left to the import). */
+    private static void derivedLines(Path jsonl, List<JsonLinesException.LineError> out, long[] total) {
+        JsonLines.Parser parser = new JsonLines.Parser();
+        try (JsonLines.LineReader r = new JsonLines.LineReader(jsonl)) {
+            String line;
+            while ((line = r.nextDecodable()) != null) {
+                long n = r.lineNo();
+                if (line.isBlank()) {
+                    continue;
+                }
+                try {
+                    if (parser.parse(line).stream().anyMatch(l -> l.kind() == EntryKind.DERIVED)) {
+                        add(out, total, n, "a derived entry; --derive takes inputs only");
+                    }
+                } catch (RuntimeException ignored) {
+                    // reported by the import with its reason
+                }
+            }
+        } catch (IOException e) {
+            // not UTF-8 or unreadable: the import reports it line by line
+        }
+    }
+
+    /**
+     * Validates and imports a node's inputs into a scratch journal, then replays it through the
+     * reducer into {@code dir} (built beside it and moved there whole), with every derived entry
+     * recomputed.
+     *
+     * @param header the header to write, or null to take the file's
+     * @throws JsonLinesException when a line is malformed (nothing is written)
+     * @throws JournalException when the journal cannot be written (nothing is left behind)
+     */
+    public static Derived importDerived(Path file, Path dir, JournalHeader header) {
+        Path scratch;
+        try {
+            scratch = Files.createTempDirectory("kvledger-import-");
+        } catch (IOException e) {
+            throw new JournalException("cannot create a scratch directory: " + e.getMessage(), e);
+        }
+        boolean ok = false;
+        // built beside DIR and moved there whole: a killed import leaves DIR as it was
+        StagedDir staged = null;
+        try {
+            JsonLines.CutTail cut = JsonLines.importFile(file, scratch.resolve("j"), header).cut();
+            staged = StagedDir.start(dir);
+            long inputs = 0;
+            long derivedCount = 0;
+            String describe;
+            try (JournalReader in = JournalReader.open(scratch.resolve("j"));
+                 JournalWriter w = JournalWriter.open(staged.work(), in.header())) {
+                NodeState state = NodeState.initial(in.header().config());
+                for (Effect e : NodeReducer.startupChecks(in.header().config())) {
+                    w.appendDerived(0, e);
+                    derivedCount++;
+                }
+                for (JournalEntry e : in) {
+                    if (e instanceof JournalEntry.Input input) {
+                        List<Effect> fx = NodeReducer.apply(state, input.event()).effects();
+                        w.appendApplied(input.event(), fx);
+                        inputs++;
+                        derivedCount += fx.size();
+                    }
+                }
+                describe = in.header().describe();
+            }
+            staged.publish();
+            ok = true;
+            return new Derived(inputs, derivedCount, describe, cut);
+        } finally {
+            deleteTree(scratch);
+            if (!ok && staged != null) {
+                staged.abandon();
+            }
+        }
+    }
+
+    private static void deleteTree(Path root) {
+        if (!Files.exists(root)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(root)) {
+            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException ignored) {
+            // a scratch directory under the system temp dir
+        }
+    }
+}

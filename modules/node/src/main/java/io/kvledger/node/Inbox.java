@@ -1,0 +1,157 @@
+package io.kvledger.node;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.node.NodeState;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
+
+/**
+ * The node loop's one bounded inbox. Every adapter hands it what it observed as a
+ * {@link NodeEvent} through {@link #offer}, which never blocks: when the inbox is full the offer
+ * is refused and counted ({@link #refused()}), and the adapter decides what that means for its
+ * socket (back off and retry, or journal the loss once there is room). Engine hook calls
+ * ({@link #call}) wait for room for a bounded time, since the engine is waiting for the reply
+ * anyway; state queries ({@link #query}) are small tasks that run on the loop thread.
+ *
+ * <p>Thread-safe, any number of producers, one consumer (the loop).
+ */
+public final class Inbox {
+
+    /** What the loop takes from the inbox. */
+    sealed interface Item {
+        /** An input event with no one waiting for its effects. */
+        record Input(NodeEvent event) implements Item {}
+
+        /** A hook call: the engine waits for the effects of its event. */
+        record Call(NodeEvent event, CompletableFuture<List<Effect>> reply) implements Item {}
+
+        /**
+         * An input observed in another process's stream together with the answers that process
+         * gave to it (a shadow node: {@link NodeLoop.Observer} compares and journals them).
+         */
+        record Observed(NodeEvent event, List<Effect> recorded) implements Item {}
+
+        /** A read of the state, run on the loop thread between events. */
+        record Query<T>(Function<NodeState, T> read, CompletableFuture<T> result) implements Item {}
+
+        /** Asks the loop to stop after the items before it. */
+        record Stop() implements Item {}
+    }
+
+    private final ArrayBlockingQueue<Item> queue;
+    private final int capacity;
+    private final LongAdder offered = new LongAdder();
+    private final LongAdder refused = new LongAdder();
+
+    public Inbox(int capacity) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("inbox capacity must be at least 1, got " + capacity);
+        }
+        this.capacity = capacity;
+        // One slot more than the capacity for the stop item, so stopping never fails.
+        this.queue = new ArrayBlockingQueue<>(capacity + 1);
+    }
+
+    /** Offers an input event; {@code false} (and counted) when the inbox is full. Never blocks. */
+    public boolean offer(NodeEvent event) {
+        Objects.requireNonNull(event, "event");
+        offered.increment();
+        if (queue.size() >= capacity || !queue.offer(new Item.Input(event))) {
+            refused.increment();
+            return false;
+        }
+        return true;
+    }
+
+    /**
+     * Offers an observed input and the answers recorded for it (shadow nodes); waits at most
+     * {@code waitNs} for room. {@code false} (and counted) when the inbox stayed full.
+     */
+    public boolean observe(NodeEvent event, List<Effect> recorded, long waitNs) {
+        Objects.requireNonNull(event, "event");
+        offered.increment();
+        try {
+            if (queue.size() < capacity && queue.offer(new Item.Observed(event, List.copyOf(recorded)), waitNs,
+                    TimeUnit.NANOSECONDS)) {
+                return true;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        refused.increment();
+        return false;
+    }
+
+    /**
+     * Submits a hook call; the future completes with the reducer's effects for it once it has been
+     * journaled and applied, or exceptionally when the inbox stayed full for {@code waitNs} or
+     * the node stopped.
+     */
+    public CompletableFuture<List<Effect>> call(NodeEvent event, long waitNs) {
+        CompletableFuture<List<Effect>> reply = new CompletableFuture<>();
+        offered.increment();
+        try {
+            if (!queue.offer(new Item.Call(event, reply), waitNs, TimeUnit.NANOSECONDS)) {
+                refused.increment();
+                reply.completeExceptionally(new InboxFullException(capacity));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            reply.completeExceptionally(e);
+        }
+        return reply;
+    }
+
+    /** Reads the state on the loop thread (the result must not keep references into the state). */
+    public <T> CompletableFuture<T> query(Function<NodeState, T> read) {
+        CompletableFuture<T> result = new CompletableFuture<>();
+        if (!queue.offer(new Item.Query<>(read, result))) {
+            result.completeExceptionally(new InboxFullException(capacity));
+        }
+        return result;
+    }
+
+    void stop() {
+        queue.offer(new Item.Stop());
+    }
+
+    /** Takes the next item, waiting at most {@code timeoutNs} ({@code Long.MAX_VALUE}: no bound). */
+    Item take(long timeoutNs) throws InterruptedException {
+        if (timeoutNs == Long.MAX_VALUE) {
+            return queue.take();
+        }
+        return timeoutNs <= 0 ? queue.poll() : queue.poll(timeoutNs, TimeUnit.NANOSECONDS);
+    }
+
+    /** Items waiting now. */
+    public int depth() {
+        return queue.size();
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    /** Offers and calls made so far. */
+    public long offered() {
+        return offered.sum();
+    }
+
+    /** Offers and calls refused because the inbox was full. */
+    public long refused() {
+        return refused.sum();
+    }
+
+    /** The inbox stayed full for longer than a hook call may wait. */
+    public static final class InboxFullException extends RuntimeException {
+        InboxFullException(int capacity) {
+            super("the node's inbox is full (" + capacity + " items)");
+        }
+    }
+}

@@ -1,0 +1,350 @@
+package io.kvledger.node.metrics;
+
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.AnomalyKind;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.node.NodeState;
+import io.kvledger.node.NodeLoop;
+import io.kvledger.node.NodeService;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * A live node's metrics in Prometheus text format ({@code GET /metrics}), through Micrometer.
+ *
+ * <p>The transfer metrics carry the names of vLLM's NIXL connector metrics with the
+ * {@code kvledger:} prefix instead of {@code vllm:}, so a dashboard built for
+ * {@code vllm:nixl_*} works after replacing the prefix:
+ * <ul>
+ *   <li>{@code kvledger:nixl_xfer_time_seconds} (histogram) mirrors {@code vllm:nixl_xfer_time_seconds}:
+ *       from a {@code PostWrite}/{@code PostRead} to the {@code TransferCompleted} of its status id,
+ *       in node time (the events' {@code atNs});</li>
+ *   <li>{@code kvledger:nixl_post_time_seconds} (histogram) mirrors {@code vllm:nixl_post_time_seconds}:
+ *       wall time the data plane spent handing one post to the transfer engine;</li>
+ *   <li>{@code kvledger:nixl_bytes_transferred} (histogram) mirrors {@code vllm:nixl_bytes_transferred}:
+ *       bytes of one successful post, its block count times the layout's bytes per block of one
+ *       layer (K and V entries);</li>
+ *   <li>{@code kvledger:nixl_num_failed_transfers_total} mirrors {@code vllm:nixl_num_failed_transfers}:
+ *       {@code TransferCompleted} events that did not succeed;</li>
+ *   <li>{@code kvledger:nixl_num_failed_notifications_total} mirrors
+ *       {@code vllm:nixl_num_failed_notifications}: journaled {@code NotifySendFailed} events;</li>
+ *   <li>{@code kvledger:nixl_num_kv_expired_reqs_total} mirrors {@code vllm:nixl_num_kv_expired_reqs}
+ *       (a prefill-side count): requests force-freed after defer_timeout without an ACK (phase
+ *       {@code REAPED}).</li>
+ * </ul>
+ * One kvledger "transfer" is one layer's batch (one status id), where vLLM's NIXL connector
+ * counts one handle per request; counts are therefore per layer.
+ *
+ * <p>Node metrics: {@code kvledger:requests{phase}} (requests in each phase now; for a terminal
+ * phase, requests that ended there since start), {@code kvledger:anomalies_total{kind,severity}}
+ * (one series per kind seen), {@code kvledger:inbox_depth}, {@code kvledger:inbox_capacity},
+ * {@code kvledger:inbox_refused_total}, {@code kvledger:events_lost_total},
+ * {@code kvledger:events_applied_total}, {@code kvledger:ticks_total},
+ * {@code kvledger:journal_last_seq}, {@code kvledger:journal_errors_total},
+ * {@code kvledger:loop_errors_total}, {@code kvledger:journal_lag_seconds} (with items waiting in
+ * the inbox: node time since the last journaled and applied event; 0 when the inbox is empty, so a
+ * value that grows means a stalled loop), {@code kvledger:transfers_pending},
+ * {@code kvledger:notifies_sent_total}, {@code kvledger:frames_received_total},
+ * {@code kvledger:frames_rejected_total}; with an engine bridge,
+ * {@code kvledger:bridge_calls_received_total}, {@code kvledger:bridge_calls_busy_total},
+ * {@code kvledger:bridge_replies_held}, {@code kvledger:bridge_replies_undeliverable_total} and
+ * {@code kvledger:bridge_replies_undeliverable_applied_total}. Every series carries the tags
+ * {@code node} and {@code role}.
+ *
+ * <p>Threading: {@link #onApplied} runs on the loop thread and only updates counters and
+ * primitive arrays (no allocation per event once every anomaly kind has been seen); scraping
+ * reads atomics and may run on any thread.
+ */
+public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
+
+    /** Pending posts tracked for timing: a ring indexed by status id (status ids count up from 1). */
+    private static final int SLOTS = 1 << 14;
+
+    private final PrometheusMeterRegistry registry;
+    private final Tags tags;
+    private final long bytesPerBlock;
+    private final RequestTimes times;
+
+    private final AtomicLongArray byPhase = new AtomicLongArray(RequestPhase.values().length);
+    private final Counter[] anomalies = new Counter[AnomalyKind.values().length];
+    private final Timer xferTime;
+    private final Timer postTime;
+    private final DistributionSummary bytes;
+    private final Counter failedTransfers;
+    private final Counter failedNotifications;
+    private final Counter expired;
+    private final Counter untracked;
+
+    // loop thread only
+    private final long[] slotStatus = new long[SLOTS];
+    private final long[] slotAtNs = new long[SLOTS];
+    private final long[] slotBytes = new long[SLOTS];
+
+    private NodeMetrics(NodeService node) {
+        this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        this.tags = Tags.of("node", node.options().nodeId(), "role",
+                node.options().config().role().name().toLowerCase(java.util.Locale.ROOT));
+        // A PostWrite/PostRead moves one layer: per block, its K entry and its V entry (KvLayout).
+        this.bytesPerBlock = 2L * node.dataPlane().layout().blockLenBytes();
+        this.times = new RequestTimes();
+
+        xferTime = Timer.builder("kvledger:nixl_xfer_time")
+                .description("Transfer duration: from the post of a layer batch to its completion (node time); "
+                        + "mirrors vllm:nixl_xfer_time_seconds")
+                .tags(tags)
+                .serviceLevelObjectives(ms(1), ms(5), ms(10), ms(25), ms(50), ms(100), ms(250), ms(500), ms(1000),
+                        ms(2500), ms(5000), ms(10_000))
+                .register(registry);
+        postTime = Timer.builder("kvledger:nixl_post_time")
+                .description("Time to hand one post to the transfer engine (wall time); "
+                        + "mirrors vllm:nixl_post_time_seconds")
+                .tags(tags)
+                .serviceLevelObjectives(us(10), us(50), us(100), us(250), us(500), ms(1), ms(5), ms(10), ms(50))
+                .register(registry);
+        bytes = DistributionSummary.builder("kvledger:nixl_bytes_transferred")
+                .description("Bytes of one successful layer batch; mirrors vllm:nixl_bytes_transferred")
+                .tags(tags)
+                .serviceLevelObjectives(1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26,
+                        1 << 28, 1 << 30)
+                .register(registry);
+        failedTransfers = Counter.builder("kvledger:nixl_num_failed_transfers")
+                .description("Transfers that completed with a failure; mirrors vllm:nixl_num_failed_transfers")
+                .tags(tags).register(registry);
+        failedNotifications = Counter.builder("kvledger:nixl_num_failed_notifications")
+                .description("Notifies the publisher could not send; mirrors vllm:nixl_num_failed_notifications")
+                .tags(tags).register(registry);
+        expired = Counter.builder("kvledger:nixl_num_kv_expired_reqs")
+                .description("Requests force-freed after defer_timeout without an ACK (prefill side); "
+                        + "mirrors vllm:nixl_num_kv_expired_reqs")
+                .tags(tags).register(registry);
+        untracked = Counter.builder("kvledger:transfer_completions_untracked")
+                .description("Transfer completions whose post this process did not see (posted before a restart, "
+                        + "or more than " + SLOTS + " posts in flight): not timed")
+                .tags(tags).register(registry);
+
+        for (RequestPhase p : RequestPhase.values()) {
+            int i = p.ordinal();
+            Gauge.builder("kvledger:requests", byPhase, a -> a.get(i))
+                    .description("Requests in each phase now (terminal phases: requests that ended there since start)")
+                    .tags(tags).tag("phase", p.name())
+                    .register(registry);
+        }
+
+        var inbox = node.inbox();
+        var loop = node.loop();
+        var delivery = node.delivery();
+        var clock = node.clock();
+        Gauge.builder("kvledger:inbox_depth", inbox, i -> i.depth())
+                .description("Items waiting in the loop's inbox").tags(tags).register(registry);
+        Gauge.builder("kvledger:inbox_capacity", inbox, i -> i.capacity())
+                .description("Bound of the loop's inbox").tags(tags).register(registry);
+        FunctionCounter.builder("kvledger:inbox_refused", inbox, i -> i.refused())
+                .description("Offers and hook calls the full inbox refused").tags(tags).register(registry);
+        FunctionCounter.builder("kvledger:events_lost", delivery, d -> d.lost())
+                .description("Adapter events lost after retrying a full inbox").tags(tags).register(registry);
+        FunctionCounter.builder("kvledger:events_applied", loop, l -> l.applied())
+                .description("Events journaled and applied since start").tags(tags).register(registry);
+        FunctionCounter.builder("kvledger:ticks", loop, l -> l.ticks())
+                .description("Ticks fired by deadlines since start").tags(tags).register(registry);
+        Gauge.builder("kvledger:journal_last_seq", loop, l -> l.lastSeq())
+                .description("Seq of the last journaled entry").tags(tags).register(registry);
+        FunctionCounter.builder("kvledger:journal_errors", loop, l -> l.journalErrors())
+                .description("Events the journal refused (not applied)").tags(tags).register(registry);
+        FunctionCounter.builder("kvledger:loop_errors", loop, l -> l.loopErrors())
+                .description("Exceptions from routers and listeners (the loop went on)").tags(tags).register(registry);
+        Gauge.builder("kvledger:journal_lag_seconds", node, n -> {
+                    long last = n.loop().lastEventAtNs();
+                    if (n.inbox().depth() == 0 || last == Long.MIN_VALUE) {
+                        return 0.0;
+                    }
+                    return Math.max(0, clock.getAsLong() - last) / 1e9;
+                })
+                .description("With items waiting in the inbox, node time since the last applied event (0 when the "
+                        + "inbox is empty)")
+                .tags(tags).register(registry);
+        Gauge.builder("kvledger:transfers_pending", node, n -> n.dataPlane().pendingTransfers())
+                .description("Posts whose completion has not come back").tags(tags).register(registry);
+        FunctionCounter.builder("kvledger:notifies_sent", node, n -> n.publisher().sent())
+                .description("Notify frames sent").tags(tags).register(registry);
+        FunctionCounter.builder("kvledger:frames_received", node, n -> n.listener() == null ? 0 : n.listener().received())
+                .description("Notify frames received").tags(tags).register(registry);
+        FunctionCounter.builder("kvledger:frames_rejected", node, n -> n.listener() == null ? 0 : n.listener().rejected())
+                .description("Notify frames rejected").tags(tags).register(registry);
+        var bridge = node.bridge();
+        if (bridge != null) {
+            FunctionCounter.builder("kvledger:bridge_calls_received", bridge, b -> b.received())
+                    .description("Messages read on the engine bridge").tags(tags).register(registry);
+            FunctionCounter.builder("kvledger:bridge_calls_busy", bridge, b -> b.busy())
+                    .description("Engine hook calls refused busy (too many in flight, or their caller had replies "
+                            + "unread), not applied").tags(tags).register(registry);
+            Gauge.builder("kvledger:bridge_replies_held", bridge, b -> b.heldReplies())
+                    .description("Engine bridge replies waiting for their caller to read those the socket queued")
+                    .tags(tags).register(registry);
+            FunctionCounter.builder("kvledger:bridge_replies_undeliverable", bridge, b -> b.undeliverable())
+                    .description("Engine bridge replies dropped: the caller had disconnected (or, for a call not "
+                            + "applied, had too many replies unread)").tags(tags).register(registry);
+            FunctionCounter.builder("kvledger:bridge_replies_undeliverable_applied", bridge, b -> b.undeliverableApplied())
+                    .description("Replies to applied engine hook calls dropped because their caller had disconnected")
+                    .tags(tags).register(registry);
+        }
+        var shadow = node.shadow();
+        if (shadow != null) {
+            for (String hook : shadow.hooks()) {
+                FunctionCounter.builder("kvledger:shadow_divergences", shadow, s -> s.divergences(hook))
+                        .description("Hook calls the real connector answered otherwise than kvledger's reducer (shadow node)")
+                        .tags(tags).tag("hook", hook).register(registry);
+            }
+            FunctionCounter.builder("kvledger:shadow_inputs", shadow, s -> s.observed())
+                    .description("Hook calls observed in the scheduler stream, applied and compared")
+                    .tags(tags).register(registry);
+            FunctionCounter.builder("kvledger:shadow_replies_compared", shadow, s -> s.compared())
+                    .description("Recorded connector replies compared with the reducer's").tags(tags).register(registry);
+            FunctionCounter.builder("kvledger:shadow_lines_lost", shadow, s -> s.linesLost())
+                    .description("Stream lines lost: gaps (the recorder's ZMQ queue was full), unreadable lines, "
+                            + "lines a full inbox refused").tags(tags).register(registry);
+        }
+    }
+
+    private static Duration ms(long v) {
+        return Duration.ofMillis(v);
+    }
+
+    private static Duration us(long v) {
+        return Duration.ofNanos(v * 1000);
+    }
+
+    /**
+     * Creates the metrics of {@code node} and registers them as a listener of its loop. The
+     * registration runs on the loop thread between two events, after the counts of requests by
+     * phase are seeded from the state (a recovered node starts with its recovered requests), so
+     * no event is counted twice or missed. Waits for the loop at most 10 s.
+     */
+    public static NodeMetrics attach(NodeService node) {
+        NodeMetrics m = new NodeMetrics(node);
+        try {
+            node.inbox().query(s -> {
+                m.seed(s);
+                node.loop().addListener(m);
+                return Boolean.TRUE;
+            }).get(10, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("cannot attach the metrics to the node loop: " + e, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while attaching the metrics", e);
+        }
+        node.dataPlane().onPostTimed(m::postTimed);
+        return m;
+    }
+
+    private void seed(NodeState s) {
+        for (RequestPhase p : s.phases().values()) {
+            byPhase.incrementAndGet(p.ordinal());
+        }
+    }
+
+    /** Per-request admission and phase times (loop thread only: read them inside an inbox query). */
+    public RequestTimes times() {
+        return times;
+    }
+
+    /** The scrape, in the Prometheus text format (version 0.0.4). */
+    public String scrape() {
+        return registry.scrape();
+    }
+
+    public PrometheusMeterRegistry registry() {
+        return registry;
+    }
+
+    private void postTimed(long wallNs) {
+        postTime.record(wallNs, TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public void onApplied(long seq, NodeEvent event, List<Effect> effects) {
+        long at = event.atNs();
+        if (event instanceof NodeEvent.TransferCompleted t) {
+            completed(t, at);
+        } else if (event instanceof NodeEvent.NotifySendFailed) {
+            failedNotifications.increment();
+        } else if (event instanceof NodeEvent.RequestAdmitted a && a.params() != null
+                && a.params().get("transfer_id") instanceof String tid && !tid.isEmpty()) {
+            times.admitted(a.requestId(), tid);
+        }
+        for (int i = 0, n = effects.size(); i < n; i++) {
+            Effect e = effects.get(i);
+            if (e instanceof Effect.PostWrite w) {
+                posted(w.statusId(), at, w.localBlockIds().length);
+            } else if (e instanceof Effect.PostRead r) {
+                posted(r.statusId(), at, r.localBlockIds().length);
+            } else if (e instanceof Effect.PhaseChanged p) {
+                phase(p, at);
+            } else if (e instanceof Effect.Anomaly a) {
+                anomaly(a.kind());
+            }
+        }
+    }
+
+    private void posted(long statusId, long at, int blocks) {
+        int slot = (int) (statusId & (SLOTS - 1));
+        slotStatus[slot] = statusId;
+        slotAtNs[slot] = at;
+        slotBytes[slot] = blocks * bytesPerBlock;
+    }
+
+    private void completed(NodeEvent.TransferCompleted t, long at) {
+        if (!t.succeeded()) {
+            failedTransfers.increment();
+        }
+        int slot = (int) (t.statusId() & (SLOTS - 1));
+        if (slotStatus[slot] != t.statusId() || t.statusId() == 0) {
+            untracked.increment();
+            return;
+        }
+        slotStatus[slot] = 0;
+        xferTime.record(Math.max(0, at - slotAtNs[slot]), TimeUnit.NANOSECONDS);
+        if (t.succeeded()) {
+            bytes.record(slotBytes[slot]);
+        }
+    }
+
+    private void phase(Effect.PhaseChanged p, long at) {
+        if (p.from() != null) {
+            byPhase.decrementAndGet(p.from().ordinal());
+        }
+        byPhase.incrementAndGet(p.to().ordinal());
+        if (p.to() == RequestPhase.REAPED) {
+            expired.increment();
+        }
+        times.phaseChanged(p.requestId(), p.from() == null, at);
+    }
+
+    private void anomaly(AnomalyKind k) {
+        Counter c = anomalies[k.ordinal()];
+        if (c == null) {
+            c = Counter.builder("kvledger:anomalies")
+                    .description("Anomalies the reducer recorded, by kind")
+                    .tags(tags).tag("kind", k.name()).tag("severity", k.severity().name())
+                    .register(registry);
+            anomalies[k.ordinal()] = c;
+        }
+        c.increment();
+    }
+
+    @Override
+    public void close() {
+        registry.close();
+    }
+}
