@@ -18,8 +18,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link Inbox}: {@link NodeReducer#applyInto}, then hand the event and the entries it derives to
  * the {@link Journaller} (a thread of its own that appends the input and then its derived entries
  * with the input's seq, in order, in groups). Once the journaller says an input is journaled, the
- * loop tells the listeners, hands the effects to the {@link EffectRouter} and completes the hook
- * call waiting for them. Nothing leaves the node before its entries are in the journal, so a
+ * loop tells the listeners, hands the I/O commands to the {@link EffectRouter} and completes the hook
+ * call waiting for the effects. Nothing leaves the node before its entries are in the journal, so a
  * crash loses only inputs whose effects never escaped (as a crash before the append would). While
  * the journaller is behind, the loop goes on applying what the inbox holds (up to the journaller's
  * ring, {@value Journaller#DEFAULT_CAPACITY} inputs; then it waits): the journal's cost overlaps
@@ -390,15 +390,24 @@ public final class NodeLoop implements AutoCloseable {
             }
         }
         for (Effect e : out) {
-            try {
-                router.route(e);
-            } catch (RuntimeException ex) {
-                loopErrors.incrementAndGet();
-                LOG.log(System.Logger.Level.WARNING, "routing " + e.getClass().getSimpleName() + " failed: " + ex, ex);
+            switch (e) {
+                case Effect.IoCommand c -> execute(c);
+                // Not executed: the journal holds them already, the listeners had the whole list
+                // above, and the hook's caller gets it as the call's reply below.
+                case Effect.HookReply _, Effect.Decision _ -> { }
             }
         }
         if (call != null) {
             call.reply().complete(out);
+        }
+    }
+
+    private void execute(Effect.IoCommand c) {
+        try {
+            router.execute(c);
+        } catch (RuntimeException ex) {
+            loopErrors.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "routing " + c.getClass().getSimpleName() + " failed: " + ex, ex);
         }
     }
 

@@ -45,8 +45,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * reverse order and flushes the journal.
  *
  * <p>Every adapter hands its events to the loop's one {@link Inbox} through a {@link Delivery}
- * (bounded retry, counted loss); the loop's effects reach the publishers through the router
- * built here, which switches over every effect with no default.
+ * (bounded retry, counted loss); the loop's I/O commands reach the publishers through the router
+ * built here, which switches over the command families with no default.
  */
 public final class NodeService implements AutoCloseable {
 
@@ -206,7 +206,8 @@ public final class NodeService implements AutoCloseable {
             return t;
         });
         lossReporter.scheduleWithFixedDelay(this::reportLosses, 1, 1, TimeUnit.SECONDS);
-        loop = new NodeLoop(options.nodeId(), state, journal, this::route, clock, inbox, lastSeq);
+        loop = new NodeLoop(options.nodeId(), state, journal, passive ? EffectRouter.none() : this::execute, clock, inbox,
+                lastSeq);
         if (isShadow()) {
             shadow = new io.kvledger.node.shadow.ShadowMonitor();
             loop.observeWith(shadow);
@@ -276,12 +277,17 @@ public final class NodeService implements AutoCloseable {
         }
     }
 
-    /** Runs the effects of an input the old process applied but died before routing, on the loop thread. */
+    /**
+     * Runs the I/O commands of an input the old process applied but died before routing, on the
+     * loop thread (hook replies had no caller left; decisions are journaled).
+     */
     private void routeUnrouted(List<Effect> effects) {
         try {
             inbox.query(s -> {
                 for (Effect e : effects) {
-                    route(e);
+                    if (!passive && e instanceof Effect.IoCommand c) {
+                        execute(c);
+                    }
                 }
                 return null;
             }).get(HOOK_WAIT_NS, TimeUnit.NANOSECONDS);
@@ -441,49 +447,30 @@ public final class NodeService implements AutoCloseable {
     }
 
     /**
-     * Executes one effect (loop thread). Every effect type is named: a new one breaks the build. A
-     * shadow or drive node executes none: the real connector does.
+     * Executes one I/O command (loop thread): each sub-family goes to the one publisher that owns
+     * it, through the injected faults when there are some. A new command type breaks the build here
+     * until it is given a publisher. A shadow or drive node executes none (its loop has no router):
+     * the real connector does.
      */
-    private void route(Effect effect) {
-        if (passive) {
-            return;
+    private void execute(Effect.IoCommand command) {
+        switch (command) {
+            case Effect.Notify n -> {
+                if (sendsSchedulerNotifies() || !fromScheduler(n)) {
+                    notify(n);
+                }
+            }
+            case Effect.Post p -> post(p);
+            case Effect.StartHandshake h -> handshake(h);
         }
-        switch (effect) {
-            case Effect.SendRemoteBlocks e -> {
-                if (sendsSchedulerNotifies()) {
-                    notify(e, e.host(), e.port(), "remote_blocks", String.valueOf(e.transferId()));
-                }
-            }
-            case Effect.SendRelease e -> {
-                if (e.sender() == Effect.Sender.WORKER || sendsSchedulerNotifies()) {
-                    notify(e, e.host(), e.port(), "release", String.valueOf(e.transferId()));
-                }
-            }
-            case Effect.SendWriteDone e -> notify(e, e.host(), e.port(), "write_done", e.transferId());
-            case Effect.SendWriteFailed e -> notify(e, e.host(), e.port(), "write_failed", e.transferId());
-            case Effect.StartHandshake e -> {
-                if (faults != null) {
-                    faults.handshake(e, dataPlane::startHandshake);
-                } else {
-                    dataPlane.startHandshake(e);
-                }
-            }
-            case Effect.PostWrite e -> transfer(e.statusId(), e);
-            case Effect.PostRead e -> transfer(e.statusId(), e);
-            // Hook replies go back to the caller with the whole list; decisions stay in the journal.
-            case Effect.MatchedTokens e -> { }
-            case Effect.MetadataBuilt e -> { }
-            case Effect.FinishDecision e -> { }
-            case Effect.FinishedReported e -> { }
-            case Effect.FinishedSendingRewritten e -> { }
-            case Effect.PhaseChanged e -> { }
-            case Effect.DeferralStarted e -> { }
-            case Effect.AckParked e -> { }
-            case Effect.AckSurfaced e -> { }
-            case Effect.StaleAckDropped e -> { }
-            case Effect.Unmapped e -> { }
-            case Effect.Anomaly e -> { }
-        }
+    }
+
+    /** Whether the connector's scheduler side sends this notify (as opposed to its worker side). */
+    static boolean fromScheduler(Effect.Notify n) {
+        return switch (n) {
+            case Effect.SendRemoteBlocks _ -> true;
+            case Effect.SendRelease r -> r.sender() == Effect.Sender.SCHEDULER;
+            case Effect.SendWriteDone _, Effect.SendWriteFailed _ -> false;
+        };
     }
 
     /**
@@ -495,19 +482,27 @@ public final class NodeService implements AutoCloseable {
         return options.engine() != NodeOptions.EngineKind.SIM_WORKER;
     }
 
-    private void notify(Effect e, String host, int port, String type, String transferId) {
+    private void notify(Effect.Notify n) {
         if (faults != null) {
-            faults.notify(e, "tcp://" + host + ":" + port, type, transferId, publisher::publish);
+            faults.notify(n, publisher::publish);
         } else {
-            publisher.publish(e);
+            publisher.publish(n);
         }
     }
 
-    private void transfer(long statusId, Effect e) {
+    private void post(Effect.Post p) {
         if (faults != null) {
-            faults.transfer(statusId, e, dataPlane::post);
+            faults.transfer(p, dataPlane::post);
         } else {
-            dataPlane.post(e);
+            dataPlane.post(p);
+        }
+    }
+
+    private void handshake(Effect.StartHandshake h) {
+        if (faults != null) {
+            faults.handshake(h, dataPlane::startHandshake);
+        } else {
+            dataPlane.startHandshake(h);
         }
     }
 

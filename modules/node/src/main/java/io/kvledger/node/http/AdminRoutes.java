@@ -211,6 +211,8 @@ final class AdminRoutes implements AutoCloseable {
                             }
                         }
                     }
+                    // a switch over query text, not a sealed type: any other word must be a phase name,
+                    // and one that is not is refused below
                     default -> {
                         try {
                             out.add(RequestPhase.valueOf(name));
