@@ -12,7 +12,7 @@ import java.util.List;
 /**
  * The node-loop benchmark's workload ({@link NodeLoopRunner}): the WRITE producer and READ
  * consumer streams of a {@link LifecycleScript} (every hook call and notify of their lifecycles), moved in
- * time so that a live loop on {@code io.kvledger.node.ServiceClock} sees them in its future.
+ * time so that a live loop on {@code io.kvledger.node.loop.ServiceClock} sees them in its future.
  *
  * <p>Why the move: the script starts at time 0, so against a wall-clock node time every deadline
  * the state holds (transfer and defer timeouts) is long past; the loop would fire a {@code Tick}

@@ -1,5 +1,12 @@
 package io.kvledger.node;
 
+import io.kvledger.node.loop.NodeLoop;
+import io.kvledger.node.loop.NodeStatus;
+import io.kvledger.node.loop.Inbox;
+import io.kvledger.node.loop.Delivery;
+import io.kvledger.node.loop.EffectRouter;
+import io.kvledger.node.loop.ServiceClock;
+
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
@@ -81,19 +88,19 @@ public final class NodeService implements AutoCloseable {
     private JournalWriter journal;
     private NodeState state;
     private NodeLoop loop;
-    private DataPlane dataPlane;
-    private NotifyPublisher publisher;
-    private NotifyListenerAdapter listener;
+    private volatile DataPlane dataPlane;
+    private volatile NotifyPublisher publisher;
+    private volatile NotifyListenerAdapter listener;
     private HandshakeServer handshakeServer;
-    private SimulatedEngine engine;
-    private io.kvledger.node.engine.SimulatedWorker worker;
+    private volatile SimulatedEngine engine;
+    private volatile io.kvledger.node.engine.SimulatedWorker worker;
     private HttpFront http;
-    private EngineBridgeServer bridge;
-    private io.kvledger.zmq.ShadowStreamServer shadowServer;
-    private io.kvledger.node.shadow.ShadowMonitor shadow;
+    private volatile EngineBridgeServer bridge;
+    private volatile io.kvledger.zmq.ShadowStreamServer shadowServer;
+    private volatile io.kvledger.node.shadow.ShadowMonitor shadow;
     private final boolean passive;
     private Recovery recovery;
-    private LiveFaults faults;
+    private volatile LiveFaults faults;
     private java.util.concurrent.ScheduledExecutorService lossReporter;
     private long lossesReported;
     private volatile boolean closed;
@@ -208,6 +215,7 @@ public final class NodeService implements AutoCloseable {
         lossReporter.scheduleWithFixedDelay(this::reportLosses, 1, 1, TimeUnit.SECONDS);
         loop = new NodeLoop(options.nodeId(), state, journal, passive ? EffectRouter.none() : this::execute, clock, inbox,
                 lastSeq);
+        loop.publishStatusWith(this::snapshot);
         if (isShadow()) {
             shadow = new io.kvledger.node.shadow.ShadowMonitor();
             loop.observeWith(shadow);
@@ -243,7 +251,7 @@ public final class NodeService implements AutoCloseable {
             opened.add(bridge);
         }
         if (options.httpHost() != null) {
-            http = HttpFront.start(this, options.httpHost(), options.httpPort(), options.bearerToken());
+            http = HttpFront.start(httpSources(), options.httpHost(), options.httpPort(), options.bearerToken());
             opened.add(http);
         }
         if (options.proxyPing() != null) {
@@ -507,7 +515,72 @@ public final class NodeService implements AutoCloseable {
     }
 
     /**
-     * Events the adapters could not hand to a full inbox, in all.
+     * The node's status snapshot, as its loop builds it (loop thread): the loop's and inbox's
+     * counters, and those of every adapter and engine this node runs.
+     */
+    private NodeStatus snapshot() {
+        NodeConfig cfg = options.config();
+        DataPlane dp = dataPlane;
+        NotifyPublisher pub = publisher;
+        NotifyListenerAdapter l = listener;
+        io.kvledger.node.shadow.ShadowMonitor sh = shadow;
+        io.kvledger.zmq.ShadowStreamServer shs = shadowServer;
+        EngineBridgeServer b = bridge;
+        io.kvledger.node.engine.SimulatedWorker w = worker;
+        SimulatedEngine e = engine;
+        LiveFaults f = faults;
+        NodeStatus.Shadow shadowStatus = null;
+        if (sh != null) {
+            Map<String, Long> byHook = new java.util.LinkedHashMap<>();
+            for (String hook : sh.hooks()) {
+                byHook.put(hook, sh.divergences(hook));
+            }
+            shadowStatus = new NodeStatus.Shadow(sh.observed(), sh.divergences(), sh.compared(), sh.linesReceived(),
+                    sh.linesLost(), shs == null ? 0L : shs.messages(), byHook);
+        }
+        return new NodeStatus(options.nodeId(), cfg.role().name().toLowerCase(java.util.Locale.ROOT),
+                cfg.mode().name().toLowerCase(java.util.Locale.ROOT), isRunning(),
+                loop.applied(), loop.ticks(), loop.lastSeq(), loop.journalErrors(), loop.loopErrors(),
+                loop.lastEventAtNs(), inbox.depth(), inbox.capacity(), inbox.refused(), eventsLost(),
+                dp.engineKind(), dp.sessionsBound(), dp.handshakesFailed(), dp.pendingTransfers(),
+                pub.sent(), pub.failed(), l == null ? 0L : l.received(), l == null ? 0L : l.rejected(),
+                f == null ? 0 : f.injected(), shadowStatus,
+                b == null ? null : new NodeStatus.Bridge(b.received(), b.handedOff(), b.busy(), b.timedOut(),
+                        b.rejected(), b.inFlight(), b.heldReplies(), b.undeliverable(), b.undeliverableApplied()),
+                w == null ? null : new NodeStatus.Worker(cfg.tpRank(), w.verifiedBytes(), w.verifiedRequests(),
+                        w.corruptRequests()),
+                e == null ? null : new NodeStatus.Engine(e.submitted(), e.completed(), e.failed(), e.verifiedBytes(),
+                        e.corruptRequests(), e.steps(), e.freeBlocks(), e.heldRequests()));
+    }
+
+    /**
+     * The node's status: a snapshot its loop publishes for this call, once it has handled what
+     * came before (the last one published, marked not running, when the loop has stopped; see
+     * {@link NodeLoop#freshStatus}). Waits for the loop at most 5 s.
+     */
+    public NodeStatus status() {
+        return loop.freshStatus(java.time.Duration.ofSeconds(5));
+    }
+
+    /** What this node's HTTP servers serve from. */
+    private HttpFront.Sources httpSources() {
+        return new HttpFront.Sources(options.nodeId(), options.config(), options.journalDir(),
+                options.engine().name().toLowerCase(), loop, inbox, clock, dataPlane, engine, shadow);
+    }
+
+    /**
+     * Binds another HTTP server over this node (tests of the server itself: its own header
+     * timeout), beside the one {@code --http} started, if any; the caller closes it.
+     *
+     * @throws IllegalStateException when the address cannot be bound
+     */
+    public HttpFront openHttp(String host, int port, String token, java.time.Duration headerTimeout) {
+        return HttpFront.start(httpSources(), host, port, token, headerTimeout);
+    }
+
+    /**
+     * Events the adapters could not hand to a full inbox, in all, counted now (readers of the
+     * node's status get it in the snapshot; this one answers while the loop is held too).
      */
     public long eventsLost() {
         return (listener == null ? 0 : listener.refused()) + (publisher == null ? 0 : publisher.refused())
@@ -554,11 +627,6 @@ public final class NodeService implements AutoCloseable {
         }
         loop.failJournalAfter(inputs, "injected fault (--fail-journal-after " + inputs
                 + "): the journal refuses every input after the next " + inputs + ", as a full disk would");
-    }
-
-    /** Faults injected so far ({@code --faults}). */
-    public long faultsInjected() {
-        return faults == null ? 0 : faults.injected();
     }
 
     /** Offers an event from outside (tests, bridges); false when the inbox refused it. */
@@ -632,11 +700,6 @@ public final class NodeService implements AutoCloseable {
         return dataPlane;
     }
 
-    /** The TP rank's model runner of a {@code sim-worker} node, or {@code null}. */
-    public io.kvledger.node.engine.SimulatedWorker worker() {
-        return worker;
-    }
-
     /** The simulated engine, or {@code null} when another engine drives the node. */
     public SimulatedEngine engine() {
         return engine;
@@ -647,17 +710,9 @@ public final class NodeService implements AutoCloseable {
         return recovery;
     }
 
-    public Delivery delivery() {
-        return delivery;
-    }
-
     /** The notify listener, or {@code null} on a shadow node. */
     public NotifyListenerAdapter listener() {
         return listener;
-    }
-
-    public NotifyPublisher publisher() {
-        return publisher;
     }
 
     /** The handshake server, or {@code null} on a shadow node. */
@@ -681,11 +736,6 @@ public final class NodeService implements AutoCloseable {
      */
     public boolean isPassive() {
         return passive;
-    }
-
-    /** The shadow node's comparisons, or {@code null} when the node is not a shadow. */
-    public io.kvledger.node.shadow.ShadowMonitor shadow() {
-        return shadow;
     }
 
     /** The shadow socket, or {@code null} when the node is not a shadow. */

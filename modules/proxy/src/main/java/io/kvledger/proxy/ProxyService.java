@@ -1,7 +1,7 @@
 package io.kvledger.proxy;
 
 import io.kvledger.journal.proxy.ProxyEvent;
-import io.kvledger.node.ServiceClock;
+import io.kvledger.node.loop.ServiceClock;
 import io.kvledger.ledger.otlp.OtlpSender;
 import java.time.Duration;
 import java.util.Map;

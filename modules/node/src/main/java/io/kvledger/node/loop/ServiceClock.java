@@ -1,4 +1,4 @@
-package io.kvledger.node;
+package io.kvledger.node.loop;
 
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
