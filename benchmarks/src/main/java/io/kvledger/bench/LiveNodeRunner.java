@@ -6,7 +6,7 @@ import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.rdma.engine.TransferEngines;
-import io.kvledger.node.NodeLoop;
+import io.kvledger.node.loop.NodeLoop;
 import io.kvledger.node.NodeOptions;
 import io.kvledger.node.NodeService;
 import io.kvledger.node.cluster.LocalLeg;

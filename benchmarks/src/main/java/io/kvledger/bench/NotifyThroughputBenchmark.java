@@ -85,8 +85,8 @@ public class NotifyThroughputBenchmark {
     private volatile long counted;
     private volatile long reduced;
     private volatile boolean resetState;
-    private Effect[] toCounting;
-    private Effect[] toReducer;
+    private Effect.Notify[] toCounting;
+    private Effect.Notify[] toReducer;
     private byte[][] frames;
     private ZMQ.Context dealerContext;
     private ZMQ.Socket dealer;
@@ -143,8 +143,8 @@ public class NotifyThroughputBenchmark {
         }
     }
 
-    private static Effect[] effects(int port) {
-        Effect[] e = new Effect[BATCH];
+    private static Effect.Notify[] effects(int port) {
+        Effect.Notify[] e = new Effect.Notify[BATCH];
         for (int i = 0; i < BATCH; i++) {
             e[i] = new Effect.SendRemoteBlocks("127.0.0.1", port, WireCodecBenchmark.REQ_ID,
                     String.format("tx-%08d-7b3d-4c1e-9f00-3a5b6c7d8e9f", i), List.of(0, 1, 2, 127, 128, 65535, 65536), 3);
@@ -156,7 +156,7 @@ public class NotifyThroughputBenchmark {
     @OperationsPerInvocation(BATCH)
     public long publisherToListener() {
         long target = counted + BATCH;
-        for (Effect e : toCounting) {
+        for (Effect.Notify e : toCounting) {
             while (!publisher.publish(e)) {
                 Thread.yield();
             }
@@ -169,7 +169,7 @@ public class NotifyThroughputBenchmark {
     public long publisherToListenerToReducer() {
         resetState = true;
         long target = reduced + BATCH;
-        for (Effect e : toReducer) {
+        for (Effect.Notify e : toReducer) {
             while (!publisher.publish(e)) {
                 Thread.yield();
             }

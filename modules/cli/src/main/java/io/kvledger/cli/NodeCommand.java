@@ -8,11 +8,10 @@ import io.kvledger.core.moriio.Checked;
 import io.kvledger.core.moriio.ExtraConfig;
 import io.kvledger.journal.json.Json;
 import io.kvledger.rdma.engine.TransferEngines;
-import io.kvledger.node.NodeLoop;
+import io.kvledger.node.loop.NodeLoop;
 import io.kvledger.node.NodeOptions;
 import io.kvledger.node.NodeService;
 import io.kvledger.node.data.KvLayout;
-import io.kvledger.node.http.NodeStatus;
 import io.kvledger.node.otlp.LiveTraces;
 import io.kvledger.ledger.otlp.OtlpSender;
 import io.kvledger.ledger.diagnosis.Bounds;
@@ -240,7 +239,7 @@ final class NodeCommand implements Callable<Integer> {
             // said first, in one line, in case closing what is left hangs
             failed = failedLoop(options.nodeId(), loopStopped, err);
         } finally {
-            Map<String, Object> status = NodeStatus.of(node);
+            Map<String, Object> status = node.status().toJson();
             node.close();
             if (failed == null) {
                 // the loop failed while the node was being stopped (a SIGTERM at the same moment):

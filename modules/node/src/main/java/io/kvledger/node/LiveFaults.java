@@ -3,6 +3,7 @@ package io.kvledger.node;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.sim.FaultSpec;
+import io.kvledger.wire.EffectFrames;
 import java.util.SplittableRandom;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -55,10 +56,11 @@ final class LiveFaults implements AutoCloseable {
 
     /**
      * Sends a notify through {@code send} unless a fault says otherwise.
-     *
-     * @param transferId the frame's transfer id (for the send-failure event)
      */
-    void notify(Effect e, String endpoint, String type, String transferId, Consumer<Effect> send) {
+    void notify(Effect.Notify e, Consumer<Effect.Notify> send) {
+        String endpoint = "tcp://" + e.host() + ":" + e.port();
+        String type = EffectFrames.messageType(e);
+        String transferId = EffectFrames.transferId(e);
         if (draw(spec.drop())) {
             injected.incrementAndGet();
             LOG.log(System.Logger.Level.INFO, "fault: dropped " + type + " " + transferId + " to " + endpoint);
@@ -84,7 +86,8 @@ final class LiveFaults implements AutoCloseable {
     }
 
     /** Posts a transfer unless a fault fails or stalls it. */
-    void transfer(long statusId, Effect e, Consumer<Effect> post) {
+    void transfer(Effect.Post e, Consumer<Effect.Post> post) {
+        long statusId = e.statusId();
         if (draw(spec.fail())) {
             injected.incrementAndGet();
             deliver.offer(new NodeEvent.TransferCompleted(clock.getAsLong(), statusId, false, -1, "injected transfer failure"));

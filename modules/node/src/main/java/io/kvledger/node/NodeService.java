@@ -1,5 +1,11 @@
 package io.kvledger.node;
 
+import io.kvledger.node.loop.NodeLoop;
+import io.kvledger.node.loop.NodeStatus;
+import io.kvledger.node.loop.Inbox;
+import io.kvledger.node.loop.Delivery;
+import io.kvledger.node.loop.EffectRouter;
+
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
@@ -46,8 +52,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * reverse order and flushes the journal.
  *
  * <p>Every adapter hands its events to the loop's one {@link Inbox} through a {@link Delivery}
- * (bounded retry, counted loss); the loop's effects reach the publishers through the router
- * built here, which switches over every effect with no default.
+ * (bounded retry, counted loss); the loop's I/O commands reach the publishers through the router
+ * built here, which switches over the command families with no default.
  */
 public final class NodeService implements AutoCloseable {
 
@@ -91,19 +97,19 @@ public final class NodeService implements AutoCloseable {
     /** Where the node took its profile from, when it took one. */
     private String profileSource;
     private NodeLoop loop;
-    private DataPlane dataPlane;
-    private NotifyPublisher publisher;
-    private NotifyListenerAdapter listener;
+    private volatile DataPlane dataPlane;
+    private volatile NotifyPublisher publisher;
+    private volatile NotifyListenerAdapter listener;
     private HandshakeServer handshakeServer;
-    private SimulatedEngine engine;
-    private io.kvledger.node.engine.SimulatedWorker worker;
+    private volatile SimulatedEngine engine;
+    private volatile io.kvledger.node.engine.SimulatedWorker worker;
     private HttpFront http;
-    private EngineBridgeServer bridge;
-    private io.kvledger.zmq.ShadowStreamServer shadowServer;
-    private io.kvledger.node.shadow.ShadowMonitor shadow;
+    private volatile EngineBridgeServer bridge;
+    private volatile io.kvledger.zmq.ShadowStreamServer shadowServer;
+    private volatile io.kvledger.node.shadow.ShadowMonitor shadow;
     private final boolean passive;
     private Recovery recovery;
-    private LiveFaults faults;
+    private volatile LiveFaults faults;
     private java.util.concurrent.ScheduledExecutorService lossReporter;
     private long lossesReported;
     private volatile boolean closed;
@@ -218,7 +224,9 @@ public final class NodeService implements AutoCloseable {
             return t;
         });
         lossReporter.scheduleWithFixedDelay(this::reportLosses, 1, 1, TimeUnit.SECONDS);
-        loop = new NodeLoop(options.nodeId(), state, journal, this::route, clock, inbox, lastSeq);
+        loop = new NodeLoop(options.nodeId(), state, journal, passive ? EffectRouter.none() : this::execute, clock, inbox,
+                lastSeq);
+        loop.publishStatusWith(this::snapshot);
         if (isShadow()) {
             shadow = new io.kvledger.node.shadow.ShadowMonitor();
             loop.observeWith(shadow);
@@ -265,7 +273,7 @@ public final class NodeService implements AutoCloseable {
             opened.add(bridge);
         }
         if (options.httpHost() != null) {
-            http = HttpFront.start(this, options.httpHost(), options.httpPort(), options.bearerToken());
+            http = HttpFront.start(httpSources(), options.httpHost(), options.httpPort(), options.bearerToken());
             opened.add(http);
         }
         if (options.proxyPing() != null) {
@@ -429,12 +437,17 @@ public final class NodeService implements AutoCloseable {
         }
     }
 
-    /** Runs the effects of an input the old process applied but died before routing, on the loop thread. */
+    /**
+     * Runs the I/O commands of an input the old process applied but died before routing, on the
+     * loop thread (hook replies had no caller left; decisions are journaled).
+     */
     private void routeUnrouted(List<Effect> effects) {
         try {
             inbox.query(s -> {
                 for (Effect e : effects) {
-                    route(e);
+                    if (!passive && e instanceof Effect.IoCommand c) {
+                        execute(c);
+                    }
                 }
                 return null;
             }).get(HOOK_WAIT_NS, TimeUnit.NANOSECONDS);
@@ -610,49 +623,30 @@ public final class NodeService implements AutoCloseable {
     }
 
     /**
-     * Executes one effect (loop thread). Every effect type is named: a new one breaks the build. A
-     * shadow or drive node executes none: the real connector does.
+     * Executes one I/O command (loop thread): each sub-family goes to the one publisher that owns
+     * it, through the injected faults when there are some. A new command type breaks the build here
+     * until it is given a publisher. A shadow or drive node executes none (its loop has no router):
+     * the real connector does.
      */
-    private void route(Effect effect) {
-        if (passive) {
-            return;
+    private void execute(Effect.IoCommand command) {
+        switch (command) {
+            case Effect.Notify n -> {
+                if (sendsSchedulerNotifies() || !fromScheduler(n)) {
+                    notify(n);
+                }
+            }
+            case Effect.Post p -> post(p);
+            case Effect.StartHandshake h -> handshake(h);
         }
-        switch (effect) {
-            case Effect.SendRemoteBlocks e -> {
-                if (sendsSchedulerNotifies()) {
-                    notify(e, e.host(), e.port(), "remote_blocks", String.valueOf(e.transferId()));
-                }
-            }
-            case Effect.SendRelease e -> {
-                if (e.sender() == Effect.Sender.WORKER || sendsSchedulerNotifies()) {
-                    notify(e, e.host(), e.port(), "release", String.valueOf(e.transferId()));
-                }
-            }
-            case Effect.SendWriteDone e -> notify(e, e.host(), e.port(), "write_done", e.transferId());
-            case Effect.SendWriteFailed e -> notify(e, e.host(), e.port(), "write_failed", e.transferId());
-            case Effect.StartHandshake e -> {
-                if (faults != null) {
-                    faults.handshake(e, dataPlane::startHandshake);
-                } else {
-                    dataPlane.startHandshake(e);
-                }
-            }
-            case Effect.PostWrite e -> transfer(e.statusId(), e);
-            case Effect.PostRead e -> transfer(e.statusId(), e);
-            // Hook replies go back to the caller with the whole list; decisions stay in the journal.
-            case Effect.MatchedTokens e -> { }
-            case Effect.MetadataBuilt e -> { }
-            case Effect.FinishDecision e -> { }
-            case Effect.FinishedReported e -> { }
-            case Effect.FinishedSendingRewritten e -> { }
-            case Effect.PhaseChanged e -> { }
-            case Effect.DeferralStarted e -> { }
-            case Effect.AckParked e -> { }
-            case Effect.AckSurfaced e -> { }
-            case Effect.StaleAckDropped e -> { }
-            case Effect.Unmapped e -> { }
-            case Effect.Anomaly e -> { }
-        }
+    }
+
+    /** Whether the connector's scheduler side sends this notify (as opposed to its worker side). */
+    static boolean fromScheduler(Effect.Notify n) {
+        return switch (n) {
+            case Effect.SendRemoteBlocks _ -> true;
+            case Effect.SendRelease r -> r.sender() == Effect.Sender.SCHEDULER;
+            case Effect.SendWriteDone _, Effect.SendWriteFailed _ -> false;
+        };
     }
 
     /**
@@ -664,24 +658,97 @@ public final class NodeService implements AutoCloseable {
         return options.engine() != NodeOptions.EngineKind.SIM_WORKER;
     }
 
-    private void notify(Effect e, String host, int port, String type, String transferId) {
+    private void notify(Effect.Notify n) {
         if (faults != null) {
-            faults.notify(e, "tcp://" + host + ":" + port, type, transferId, publisher::publish);
+            faults.notify(n, publisher::publish);
         } else {
-            publisher.publish(e);
+            publisher.publish(n);
         }
     }
 
-    private void transfer(long statusId, Effect e) {
+    private void post(Effect.Post p) {
         if (faults != null) {
-            faults.transfer(statusId, e, dataPlane::post);
+            faults.transfer(p, dataPlane::post);
         } else {
-            dataPlane.post(e);
+            dataPlane.post(p);
+        }
+    }
+
+    private void handshake(Effect.StartHandshake h) {
+        if (faults != null) {
+            faults.handshake(h, dataPlane::startHandshake);
+        } else {
+            dataPlane.startHandshake(h);
         }
     }
 
     /**
-     * Events the adapters could not hand to a full inbox, in all.
+     * The node's status snapshot, as its loop builds it (loop thread): the loop's and inbox's
+     * counters, and those of every adapter and engine this node runs.
+     */
+    private NodeStatus snapshot() {
+        NodeConfig cfg = options.config();
+        DataPlane dp = dataPlane;
+        NotifyPublisher pub = publisher;
+        NotifyListenerAdapter l = listener;
+        io.kvledger.node.shadow.ShadowMonitor sh = shadow;
+        io.kvledger.zmq.ShadowStreamServer shs = shadowServer;
+        EngineBridgeServer b = bridge;
+        io.kvledger.node.engine.SimulatedWorker w = worker;
+        SimulatedEngine e = engine;
+        LiveFaults f = faults;
+        NodeStatus.Shadow shadowStatus = null;
+        if (sh != null) {
+            Map<String, Long> byHook = new java.util.LinkedHashMap<>();
+            for (String hook : sh.hooks()) {
+                byHook.put(hook, sh.divergences(hook));
+            }
+            shadowStatus = new NodeStatus.Shadow(sh.observed(), sh.divergences(), sh.compared(), sh.linesReceived(),
+                    sh.linesLost(), shs == null ? 0L : shs.messages(), byHook);
+        }
+        return new NodeStatus(options.nodeId(), cfg.role().name().toLowerCase(java.util.Locale.ROOT),
+                cfg.mode().name().toLowerCase(java.util.Locale.ROOT), isRunning(),
+                loop.applied(), loop.ticks(), loop.lastSeq(), loop.journalErrors(), loop.loopErrors(),
+                loop.lastEventAtNs(), inbox.depth(), inbox.capacity(), inbox.refused(), eventsLost(),
+                dp.engineKind(), dp.sessionsBound(), dp.handshakesFailed(), dp.pendingTransfers(),
+                pub.sent(), pub.failed(), l == null ? 0L : l.received(), l == null ? 0L : l.rejected(),
+                f == null ? 0 : f.injected(), shadowStatus,
+                b == null ? null : new NodeStatus.Bridge(b.received(), b.handedOff(), b.busy(), b.timedOut(),
+                        b.rejected(), b.inFlight(), b.heldReplies(), b.undeliverable(), b.undeliverableApplied()),
+                w == null ? null : new NodeStatus.Worker(cfg.tpRank(), w.verifiedBytes(), w.verifiedRequests(),
+                        w.corruptRequests()),
+                e == null ? null : new NodeStatus.Engine(e.submitted(), e.completed(), e.failed(), e.verifiedBytes(),
+                        e.corruptRequests(), e.steps(), e.freeBlocks(), e.heldRequests()));
+    }
+
+    /**
+     * The node's status: a snapshot its loop publishes for this call, once it has handled what
+     * came before (the last one published, marked not running, when the loop has stopped; see
+     * {@link NodeLoop#freshStatus}). Waits for the loop at most 5 s.
+     */
+    public NodeStatus status() {
+        return loop.freshStatus(java.time.Duration.ofSeconds(5));
+    }
+
+    /** What this node's HTTP servers serve from. */
+    private HttpFront.Sources httpSources() {
+        return new HttpFront.Sources(options.nodeId(), options.config(), options.journalDir(),
+                options.engine().name().toLowerCase(), loop, inbox, clock, dataPlane, engine, shadow);
+    }
+
+    /**
+     * Binds another HTTP server over this node (tests of the server itself: its own header
+     * timeout), beside the one {@code --http} started, if any; the caller closes it.
+     *
+     * @throws IllegalStateException when the address cannot be bound
+     */
+    public HttpFront openHttp(String host, int port, String token, java.time.Duration headerTimeout) {
+        return HttpFront.start(httpSources(), host, port, token, headerTimeout);
+    }
+
+    /**
+     * Events the adapters could not hand to a full inbox, in all, counted now (readers of the
+     * node's status get it in the snapshot; this one answers while the loop is held too).
      */
     public long eventsLost() {
         return (listener == null ? 0 : listener.refused()) + (publisher == null ? 0 : publisher.refused())
@@ -728,11 +795,6 @@ public final class NodeService implements AutoCloseable {
         }
         loop.failJournalAfter(inputs, "injected fault (--fail-journal-after " + inputs
                 + "): the journal refuses every input after the next " + inputs + ", as a full disk would");
-    }
-
-    /** Faults injected so far ({@code --faults}). */
-    public long faultsInjected() {
-        return faults == null ? 0 : faults.injected();
     }
 
     /** Offers an event from outside (tests, bridges); false when the inbox refused it. */
@@ -814,11 +876,6 @@ public final class NodeService implements AutoCloseable {
         return dataPlane;
     }
 
-    /** The TP rank's model runner of a {@code sim-worker} node, or {@code null}. */
-    public io.kvledger.node.engine.SimulatedWorker worker() {
-        return worker;
-    }
-
     /** The simulated engine, or {@code null} when another engine drives the node. */
     public SimulatedEngine engine() {
         return engine;
@@ -829,17 +886,9 @@ public final class NodeService implements AutoCloseable {
         return recovery;
     }
 
-    public Delivery delivery() {
-        return delivery;
-    }
-
     /** The notify listener, or {@code null} on a shadow node. */
     public NotifyListenerAdapter listener() {
         return listener;
-    }
-
-    public NotifyPublisher publisher() {
-        return publisher;
     }
 
     /** The handshake server, or {@code null} on a shadow node. */
@@ -863,11 +912,6 @@ public final class NodeService implements AutoCloseable {
      */
     public boolean isPassive() {
         return passive;
-    }
-
-    /** The shadow node's comparisons, or {@code null} when the node is not a shadow. */
-    public io.kvledger.node.shadow.ShadowMonitor shadow() {
-        return shadow;
     }
 
     /** The shadow socket, or {@code null} when the node is not a shadow. */

@@ -135,7 +135,7 @@ class AdminApiTest {
                         .isPositive();
                 assertThat(m.get(series("kvledger:inbox_capacity", node))).isEqualTo((double) node.inbox().capacity());
                 assertThat(m.get(series("kvledger:notifies_sent_total", node)))
-                        .isEqualTo((double) node.publisher().sent());
+                        .isEqualTo((double) node.status().notifiesSent());
                 assertThat(m.get(series("kvledger:frames_received_total", node)))
                         .isEqualTo((double) node.listener().received());
                 assertThat(m.get(series("kvledger:notifies_sent_total", node) ) + m.get(series(

@@ -85,14 +85,15 @@ class BridgedNodeTest {
             assertThat(py.waitFor(120, TimeUnit.SECONDS)).isTrue();
             assertThat(py.exitValue()).as(stdout).isZero();
             // the bridge's counts in /v1/status and /metrics: 12 calls, 10 hooks handed to the node, every reply delivered
-            Map<?, ?> bridge = (Map<?, ?>) io.kvledger.node.http.NodeStatus.of(p).get("bridge");
+            Map<?, ?> bridge = (Map<?, ?>) p.status().toJson().get("bridge");
             assertThat(bridge).as("/v1/status has the bridge's counts").isNotNull();
             assertThat(bridge.get("calls_received")).isEqualTo(12L);
             assertThat(bridge.get("calls_handed_off")).isEqualTo(10L);
             assertThat(bridge.get("replies_undeliverable")).isEqualTo(0L);
             assertThat(bridge.get("replies_undeliverable_applied")).isEqualTo(0L);
             assertThat(bridge.get("replies_held")).isEqualTo(0L);
-            try (io.kvledger.node.metrics.NodeMetrics metrics = io.kvledger.node.metrics.NodeMetrics.attach(p)) {
+            try (io.kvledger.node.metrics.NodeMetrics metrics = io.kvledger.node.metrics.NodeMetrics.attach(p.loop(), p.inbox(),
+                    p.clock(), p.dataPlane())) {
                 String scrape = metrics.scrape();
                 assertThat(scrape).containsPattern("(?m)^kvledger:bridge_calls_received_total\\{[^}]*} 12\\.0$")
                         .containsPattern("(?m)^kvledger:bridge_replies_undeliverable_total\\{[^}]*} 0\\.0$")

@@ -56,7 +56,7 @@ class LiveNodeFaultsTest {
                 assertThat(o.ok()).as("%s", o).isTrue();
                 assertThat(o.decodeLeg().verifiedBytes()).isPositive();
             }
-            assertThat(p.faultsInjected() + d.faultsInjected()).as("duplicates were sent").isPositive();
+            assertThat(p.status().faultsInjected() + d.status().faultsInjected()).as("duplicates were sent").isPositive();
             int blocks = p.options().layout().numBlocks();
             assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> p.engine().freeBlocks() == blocks)).isTrue();
         } finally {

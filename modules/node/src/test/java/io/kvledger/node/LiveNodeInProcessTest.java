@@ -52,7 +52,7 @@ class LiveNodeInProcessTest {
                     .as("the prefill freed every block (free now: %d)", p.engine().freeBlocks()).isTrue();
             assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> d.engine().freeBlocks() == blocks)).isTrue();
             assertThat(d.engine().verifiedBytes()).isPositive();
-            assertThat(p.eventsLost() + d.eventsLost()).isZero();
+            assertThat(p.status().eventsLost() + d.status().eventsLost()).isZero();
         } finally {
             d.close();
             p.close();

@@ -1,5 +1,9 @@
 package io.kvledger.node;
 
+import io.kvledger.node.loop.NodeLoop;
+import io.kvledger.node.loop.Inbox;
+import io.kvledger.node.loop.EffectRouter;
+
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;

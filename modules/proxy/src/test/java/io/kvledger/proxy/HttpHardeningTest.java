@@ -53,7 +53,7 @@ class HttpHardeningTest {
         NodeService n = NodeService.start(TestNodes.options("P0", TestNodes.config(Role.PRODUCER, TransferMode.WRITE,
                 base, base + 1), dir.resolve("P0")));
         open.add(n);
-        HttpFront f = HttpFront.start(n, "127.0.0.1", 0, null, HEADER_TIMEOUT);
+        HttpFront f = n.openHttp("127.0.0.1", 0, null, HEADER_TIMEOUT);
         open.add(f);
         return f.port();
     }
@@ -178,10 +178,10 @@ class HttpHardeningTest {
         NodeService n = NodeService.start(TestNodes.options("P0", TestNodes.config(Role.PRODUCER, TransferMode.WRITE,
                 base, base + 1), dir.resolve("P0")));
         open.add(n);
-        HttpFront f = HttpFront.start(n, "127.0.0.1", 0, null);
+        HttpFront f = n.openHttp("127.0.0.1", 0, null, io.kvledger.ledger.web.HttpHardening.HEADER_TIMEOUT);
         open.add(f);
-        Throwable t = org.assertj.core.api.Assertions.catchThrowable(() -> open.add(HttpFront.start(n, "127.0.0.1",
-                f.port(), null)));
+        Throwable t = org.assertj.core.api.Assertions.catchThrowable(() -> open.add(n.openHttp("127.0.0.1",
+                f.port(), null, io.kvledger.ledger.web.HttpHardening.HEADER_TIMEOUT)));
         assertThat(t).hasMessageEndingWith("address already in use");
         t = org.assertj.core.api.Assertions.catchThrowable(() -> open.add(NodeService.start(TestNodes.options("P1",
                 TestNodes.config(Role.PRODUCER, TransferMode.WRITE, base, base + 1), dir.resolve("P1")))));

@@ -3,7 +3,7 @@ package io.kvledger.wire;
 import io.kvledger.core.effect.Effect;
 
 /**
- * Encodes the core's send effects ({@code SendRemoteBlocks}, {@code SendRelease},
+ * Encodes the core's notify effects ({@link Effect.Notify}: {@code SendRemoteBlocks}, {@code SendRelease},
  * {@code SendWriteDone}, {@code SendWriteFailed}) as the frames the Python peers send for them,
  * with Python's key order (see {@link NotifyEncoder}). Address and port are taken from the effect
  * as is: the reducer already applied the port form each message type uses (protocol spec 2.1).
@@ -14,30 +14,42 @@ public final class EffectFrames {
 
     private final NotifyEncoder encoder = new NotifyEncoder();
 
-    /** Whether the effect is one this class encodes. */
-    public static boolean isSend(Effect e) {
-        return e instanceof Effect.SendRemoteBlocks || e instanceof Effect.SendRelease
-                || e instanceof Effect.SendWriteDone || e instanceof Effect.SendWriteFailed;
-    }
-
     /**
-     * The frame for a send effect, or {@code null} for any other effect.
+     * The frame for a notify effect.
      *
      * @throws WireEncodingException when a value in the effect cannot be packed (Python would
      *                               raise too)
      */
-    public OutboundFrame encode(Effect e) {
+    public OutboundFrame encode(Effect.Notify e) {
         return switch (e) {
-            case Effect.SendRemoteBlocks s -> new OutboundFrame(s.host(), s.port(), "remote_blocks", String.valueOf(s.transferId()),
+            case Effect.SendRemoteBlocks s -> new OutboundFrame(s.host(), s.port(), messageType(s), transferId(s),
                     encoder.remoteBlocks(s.reqId(), s.transferId(), s.blockNotifyList(), s.decodeRank()));
-            case Effect.SendRelease s -> new OutboundFrame(s.host(), s.port(), "release", String.valueOf(s.transferId()),
+            case Effect.SendRelease s -> new OutboundFrame(s.host(), s.port(), messageType(s), transferId(s),
                     encoder.release(s.transferId(), s.consumerTpSize()));
-            case Effect.SendWriteDone s -> new OutboundFrame(s.host(), s.port(), "write_done", s.transferId(),
+            case Effect.SendWriteDone s -> new OutboundFrame(s.host(), s.port(), messageType(s), transferId(s),
                     encoder.writeDone(s.transferId()));
-            case Effect.SendWriteFailed s -> new OutboundFrame(s.host(), s.port(), "write_failed", s.transferId(),
+            case Effect.SendWriteFailed s -> new OutboundFrame(s.host(), s.port(), messageType(s), transferId(s),
                     encoder.writeFailed(s.transferId(), s.reason()));
-            case Effect.HookReply _, Effect.StartHandshake _, Effect.PostWrite _, Effect.PostRead _,
-                    Effect.Decision _ -> null;
+        };
+    }
+
+    /** The frame's message type: {@code remote_blocks}, {@code release}, {@code write_done} or {@code write_failed}. */
+    public static String messageType(Effect.Notify e) {
+        return switch (e) {
+            case Effect.SendRemoteBlocks _ -> "remote_blocks";
+            case Effect.SendRelease _ -> "release";
+            case Effect.SendWriteDone _ -> "write_done";
+            case Effect.SendWriteFailed _ -> "write_failed";
+        };
+    }
+
+    /** The frame's transfer id as text, for events and logs ({@code String.valueOf} of the Python value). */
+    public static String transferId(Effect.Notify e) {
+        return switch (e) {
+            case Effect.SendRemoteBlocks s -> String.valueOf(s.transferId());
+            case Effect.SendRelease s -> String.valueOf(s.transferId());
+            case Effect.SendWriteDone s -> s.transferId();
+            case Effect.SendWriteFailed s -> s.transferId();
         };
     }
 }

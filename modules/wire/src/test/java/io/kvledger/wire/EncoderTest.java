@@ -109,8 +109,10 @@ class EncoderTest {
         assertThat(empty.frame()).as("None is sent as [] (`or []`)").isEqualTo(vector("remote_blocks_empty"));
         OutboundFrame wf = frames.encode(new Effect.SendWriteFailed("h", 1, "t", "deferred write expired"));
         assertThat(new NotifyDecoder().decode(wf.frame()).rejectionOrNull().reason()).isEqualTo(RejectReason.UNKNOWN_TYPE);
-        assertThat(frames.encode(new Effect.StartHandshake("k", "h", 1, "e", 0))).isNull();
-        assertThat(EffectFrames.isSend(new Effect.SendWriteDone("h", 1, "t"))).isTrue();
+        assertThat(List.of(rb, rel, wf).stream().map(OutboundFrame::messageType))
+                .containsExactly("remote_blocks", "release", "write_failed");
+        assertThat(frames.encode(new Effect.SendRelease(Effect.Sender.WORKER, "h", 1, 17L, 8)).transferId())
+                .as("a Python int id as text").isEqualTo("17");
     }
 
     @Test

@@ -20,7 +20,7 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 
 /**
- * Sends the reducer's notify effects ({@code SendRemoteBlocks}, {@code SendRelease},
+ * Sends the reducer's notify effects ({@link Effect.Notify}: {@code SendRemoteBlocks}, {@code SendRelease},
  * {@code SendWriteDone}, {@code SendWriteFailed}) as the Python peers do: each as one frame (no
  * empty delimiter) on a DEALER cached per {@code tcp://host:port}, configured with TCP keepalive
  * (idle 30 s, interval 10 s, 3 probes), {@code SNDHWM=0} and {@code LINGER=0}. The host and port
@@ -104,18 +104,16 @@ public final class NotifyPublisher implements AutoCloseable {
     }
 
     /**
-     * Publishes a send effect. Returns {@code false} for effects that are not sends (ignored) and
-     * for sends that failed at once (reported as {@code SendFailed}); never throws, never blocks.
+     * Publishes a notify effect. Returns {@code false} for sends that failed at once (reported as
+     * {@code SendFailed}); never throws, never blocks.
      */
-    public boolean publish(Effect effect) {
-        if (!EffectFrames.isSend(effect)) {
-            return false;
-        }
+    public boolean publish(Effect.Notify effect) {
         OutboundFrame f;
         try {
             f = encoders.get().encode(effect);
         } catch (WireEncodingException | IllegalArgumentException e) {
-            fail(endpointOf(effect), typeOf(effect), null, "cannot encode: " + e.getMessage(), new byte[0]);
+            fail(OutboundFrame.tcpEndpoint(effect.host(), effect.port()), EffectFrames.messageType(effect), null,
+                    "cannot encode: " + e.getMessage(), new byte[0]);
             return false;
         }
         return send(f);
@@ -135,8 +133,8 @@ public final class NotifyPublisher implements AutoCloseable {
         return true;
     }
 
-    /** Publishes every send effect of {@code effects} (others are ignored) until disposed. */
-    public Disposable attach(Flux<? extends Effect> effects) {
+    /** Publishes every notify effect of {@code effects} until disposed. */
+    public Disposable attach(Flux<? extends Effect.Notify> effects) {
         return effects.subscribe(this::publish, e -> LOG.log(System.Logger.Level.ERROR, "effect stream failed", e));
     }
 
@@ -308,28 +306,6 @@ public final class NotifyPublisher implements AutoCloseable {
         } catch (RuntimeException ex) {
             LOG.log(System.Logger.Level.WARNING, "publisher node sink threw: " + ZmqRuntime.describe(ex), ex);
         }
-    }
-
-    private static String endpointOf(Effect e) {
-        return switch (e) {
-            case Effect.SendRemoteBlocks s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
-            case Effect.SendRelease s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
-            case Effect.SendWriteDone s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
-            case Effect.SendWriteFailed s -> OutboundFrame.tcpEndpoint(s.host(), s.port());
-            case Effect.HookReply _, Effect.StartHandshake _, Effect.PostWrite _, Effect.PostRead _,
-                    Effect.Decision _ -> "";
-        };
-    }
-
-    private static String typeOf(Effect e) {
-        return switch (e) {
-            case Effect.SendRemoteBlocks s -> "remote_blocks";
-            case Effect.SendRelease s -> "release";
-            case Effect.SendWriteDone s -> "write_done";
-            case Effect.SendWriteFailed s -> "write_failed";
-            case Effect.HookReply _, Effect.StartHandshake _, Effect.PostWrite _, Effect.PostRead _,
-                    Effect.Decision _ -> "";
-        };
     }
 
     /**

@@ -36,18 +36,18 @@ class NotifyPublisherTest {
              NotifyPublisher pub = NotifyPublisher.open(PublisherConfig.DEFAULT, events)) {
             ZMQ.Socket router = peers.router("tcp://127.0.0.1:*");
             int port = TestPeers.port(router);
-            List<Effect> effects = List.of(
+            List<Effect.Notify> effects = List.of(
                     new Effect.SendRemoteBlocks("127.0.0.1", port, "d-1", "tx-1", List.of(1, 2, 70000), 3),
                     new Effect.SendRelease(Effect.Sender.WORKER, "127.0.0.1", port, "tx-1", 8),
                     new Effect.SendRelease(Effect.Sender.SCHEDULER, "127.0.0.1", port, 17L, 1),
                     new Effect.SendWriteDone("127.0.0.1", port, "tx-2"),
                     new Effect.SendWriteFailed("127.0.0.1", port, "tx-3", "deferred write expired"));
-            for (Effect e : effects) {
+            for (Effect.Notify e : effects) {
                 assertThat(pub.publish(e)).isTrue();
             }
             EffectFrames reference = new EffectFrames();
             byte[] identity = null;
-            for (Effect e : effects) {
+            for (Effect.Notify e : effects) {
                 List<byte[]> msg = recv(router);
                 assertThat(msg).as("[identity, payload]: no empty delimiter").hasSize(2);
                 if (identity == null) {
@@ -59,7 +59,6 @@ class NotifyPublisherTest {
             assertThat(HexFormat.of().formatHex(reference.encode(effects.get(1)).frame())).isEqualTo(
                     "83a474797065a772656c65617365ab7472616e736665725f6964a474782d31b0636f6e73756d65725f74705f73697a6508");
             assertThat(pub.sent()).isEqualTo(effects.size());
-            assertThat(pub.publish(new Effect.StartHandshake("k", "h", 1, "e", 0))).as("not a send").isFalse();
             assertThat(events.items()).isEmpty();
         }
         Threads.assertNoneLeftBeyond(before);
@@ -132,7 +131,7 @@ class NotifyPublisherTest {
              NotifyPublisher pub = NotifyPublisher.open(PublisherConfig.DEFAULT.withReportSentFrames(true), events)) {
             ZMQ.Socket router = peers.router("tcp://127.0.0.1:*");
             int port = TestPeers.port(router);
-            pub.attach(Flux.just(new Effect.SendWriteDone("127.0.0.1", port, "a"), new Effect.StartHandshake("k", "h", 1, "e", 0),
+            pub.attach(Flux.just(new Effect.SendWriteDone("127.0.0.1", port, "a"),
                     new Effect.SendWriteDone("127.0.0.1", port, "b")));
             List<AdapterEvent.FrameSent> sent = events.awaitMatching(e -> e instanceof AdapterEvent.FrameSent, 2, 10);
             assertThat(sent).extracting(AdapterEvent.FrameSent::transferId).containsExactly("a", "b");

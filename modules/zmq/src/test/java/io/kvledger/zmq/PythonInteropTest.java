@@ -115,7 +115,7 @@ class PythonInteropTest {
     @Test
     void aPythonRouterLoadsThePublishersFrames() throws Exception {
         PythonPeer.assumeAvailable(dir);
-        List<Effect> effects = List.of(
+        List<Effect.Notify> effects = List.of(
                 new Effect.SendRemoteBlocks("127.0.0.1", 0, "cmpl-j-1", "tx-j-1", List.of(0, 1, 127, 128, 65535, 65536, 1 << 20), 3),
                 new Effect.SendRelease(Effect.Sender.WORKER, "127.0.0.1", 0, "tx-j-1", 8),
                 new Effect.SendRelease(Effect.Sender.SCHEDULER, "127.0.0.1", 0, "tx-é-日本", 1),
@@ -127,8 +127,8 @@ class PythonInteropTest {
             int port = ((Number) ((Map<?, ?>) Json.parse(py.line())).get("port")).intValue();
             EffectFrames reference = new EffectFrames();
             List<byte[]> expected = new ArrayList<>();
-            for (Effect e : effects) {
-                Effect at = retarget(e, port);
+            for (Effect.Notify e : effects) {
+                Effect.Notify at = retarget(e, port);
                 expected.add(reference.encode(at).frame());
                 assertThat(pub.publish(at)).isTrue();
             }
@@ -156,12 +156,12 @@ class PythonInteropTest {
         }
     }
 
-    private static Effect retarget(Effect e, int port) {
+    private static Effect.Notify retarget(Effect.Notify e, int port) {
         return switch (e) {
             case Effect.SendRemoteBlocks s -> new Effect.SendRemoteBlocks(s.host(), port, s.reqId(), s.transferId(), s.blockNotifyList(), s.decodeRank());
             case Effect.SendRelease s -> new Effect.SendRelease(s.sender(), s.host(), port, s.transferId(), s.consumerTpSize());
             case Effect.SendWriteDone s -> new Effect.SendWriteDone(s.host(), port, s.transferId());
-            default -> e;
+            case Effect.SendWriteFailed s -> new Effect.SendWriteFailed(s.host(), port, s.transferId(), s.reason());
         };
     }
 

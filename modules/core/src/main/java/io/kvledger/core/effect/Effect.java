@@ -13,12 +13,18 @@ import java.util.List;
  *   <li>{@link HookReply} hook replies, which the engine adapter returns to vLLM ({@link MatchedTokens},
  *       {@link MetadataBuilt}, {@link FinishDecision}, {@link FinishedReported},
  *       {@link FinishedSendingRewritten});</li>
- *   <li>{@link IoCommand} I/O commands, which publishers execute ({@code Send*}, {@link StartHandshake},
- *       {@link PostWrite}, {@link PostRead});</li>
+ *   <li>{@link IoCommand} I/O commands, which publishers execute: {@link Notify} the notify frames
+ *       ({@code Send*}, the notify publisher's), {@link Post} the transfer posts ({@link PostWrite},
+ *       {@link PostRead}, the transfer publisher's) and {@link StartHandshake} (the data plane's);</li>
  *   <li>{@link Decision} decision records, which the journal keeps as derived entries and replay compares
  *       ({@link PhaseChanged}, {@link DeferralStarted}, {@link AckParked}, {@link AckSurfaced},
  *       {@link StaleAckDropped}, {@link Unmapped}, {@link Anomaly}).</li>
  * </ul>
+ * Every leaf is in exactly one family, and every I/O command in exactly one publisher's sub-family:
+ * putting a new effect in a family is deciding where it goes, and each router's switch over its
+ * family fails to compile until the new leaf is handled. Hook replies and decision records have no
+ * publisher: a node journals every effect, hands the whole list to its listeners and to the hook's
+ * caller, and executes only the I/O commands.
  */
 public sealed interface Effect permits Effect.HookReply, Effect.IoCommand, Effect.Decision {
 
@@ -35,10 +41,26 @@ public sealed interface Effect permits Effect.HookReply, Effect.IoCommand, Effec
     sealed interface HookReply extends Effect
             permits MatchedTokens, MetadataBuilt, FinishDecision, FinishedReported, FinishedSendingRewritten {}
 
-    /** Commands publishers execute (notifies, handshakes, transfer posts). */
-    sealed interface IoCommand extends Effect
-            permits SendRemoteBlocks, SendRelease, SendWriteDone, SendWriteFailed, StartHandshake, PostWrite,
-                    PostRead {}
+    /**
+     * Commands publishers execute, one sub-family per publisher: {@link Notify} notify frames,
+     * {@link Post} transfer posts, {@link StartHandshake} handshakes.
+     */
+    sealed interface IoCommand extends Effect permits Notify, Post, StartHandshake {}
+
+    /** Notify frames, which the notify publisher sends to {@code tcp://host:port}. */
+    sealed interface Notify extends IoCommand permits SendRemoteBlocks, SendRelease, SendWriteDone, SendWriteFailed {
+        String host();
+
+        int port();
+    }
+
+    /**
+     * Transfer posts, which the transfer publisher hands to the transfer engine; each completion
+     * comes back as a {@code TransferCompleted} with the post's {@code statusId}.
+     */
+    sealed interface Post extends IoCommand permits PostWrite, PostRead {
+        long statusId();
+    }
 
     /** Decision records: derived, journaled, compared by replay, never executed. */
     sealed interface Decision extends Effect
@@ -78,17 +100,17 @@ public sealed interface Effect permits Effect.HookReply, Effect.IoCommand, Effec
 
     /** Send a {@code remote_blocks} frame to {@code tcp://host:port}. */
     record SendRemoteBlocks(String host, int port, String reqId, Object transferId, List<Integer> blockNotifyList,
-                            int decodeRank) implements IoCommand {}
+                            int decodeRank) implements Notify {}
 
     /** Send a {@code release} frame. */
     record SendRelease(Sender sender, String host, int port, Object transferId, int consumerTpSize)
-            implements IoCommand {}
+            implements Notify {}
 
     /** Send a {@code write_done} frame. */
-    record SendWriteDone(String host, int port, String transferId) implements IoCommand {}
+    record SendWriteDone(String host, int port, String transferId) implements Notify {}
 
     /** Send a {@code write_failed} frame (open PR #57705, behind its switch). */
-    record SendWriteFailed(String host, int port, String transferId, String reason) implements IoCommand {}
+    record SendWriteFailed(String host, int port, String transferId, String reason) implements Notify {}
 
     /** Start a handshake with the peer rank whose tables are keyed {@code key}. */
     record StartHandshake(String key, String host, int port, String remoteEngineId, int remoteDpRank)
@@ -96,11 +118,11 @@ public sealed interface Effect permits Effect.HookReply, Effect.IoCommand, Effec
 
     /** Post one layer's batch write; its completion comes back as a TransferCompleted with statusId. */
     record PostWrite(long statusId, String transferId, String layerName, String sessionKey,
-                     int[] localBlockIds, int[] remoteBlockIds) implements IoCommand {}
+                     int[] localBlockIds, int[] remoteBlockIds) implements Post {}
 
     /** Post one layer's batch read. */
     record PostRead(long statusId, String requestId, String transferId, String layerName, String sessionKey,
-                    int[] localBlockIds, int[] remoteBlockIds) implements IoCommand {}
+                    int[] localBlockIds, int[] remoteBlockIds) implements Post {}
 
     // ---------------------------------------------------------------- decision records
 

@@ -117,7 +117,7 @@ public final class DataPlane implements AutoCloseable {
     }
 
     /** Executes a {@code PostWrite} or {@code PostRead}; a refusal comes back as a failed completion. */
-    public void post(Effect effect) {
+    public void post(Effect.Post effect) {
         java.util.function.LongConsumer timed = postTimed;
         if (timed == null) {
             transfers.publish(effect);

@@ -5,7 +5,6 @@ import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.node.NodeState;
-import io.kvledger.node.NodeService;
 import io.kvledger.node.shadow.ShadowMonitor;
 import io.kvledger.node.metrics.NodeMetrics;
 import io.kvledger.node.metrics.RequestTimes;
@@ -44,14 +43,14 @@ final class AdminRoutes implements AutoCloseable {
     private static final Duration QUERY_TIMEOUT = Duration.ofSeconds(5);
     private static final Duration JOURNAL_TIMEOUT = Duration.ofSeconds(60);
 
-    private final NodeService node;
+    private final HttpFront.Sources node;
     private final NodeMetrics metrics;
     private final EventStream events;
 
-    AdminRoutes(NodeService node, NodeMetrics metrics) {
+    AdminRoutes(HttpFront.Sources node, NodeMetrics metrics) {
         this.node = node;
         this.metrics = metrics;
-        this.events = new EventStream(node.options().journalDir(), node.options().nodeId());
+        this.events = new EventStream(node.journalDir(), node.nodeId());
     }
 
     @Override
@@ -85,7 +84,10 @@ final class AdminRoutes implements AutoCloseable {
     Publisher<Void> metrics(HttpServerRequest req, HttpServerResponse res) {
         return res.status(HttpResponseStatus.OK)
                 .header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-                .sendString(Mono.fromCallable(metrics::scrape).subscribeOn(Schedulers.boundedElastic()),
+                .sendString(Mono.fromCallable(() -> {
+                            node.loop().freshStatus(HttpFront.STATUS_TIMEOUT); // the meters read it
+                            return metrics.scrape();
+                        }).subscribeOn(Schedulers.boundedElastic()),
                         StandardCharsets.UTF_8);
     }
 
@@ -153,7 +155,7 @@ final class AdminRoutes implements AutoCloseable {
 
     private Map<String, Object> render(Listing l, Set<RequestPhase> phases, int limit) {
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-        m.put("node", node.options().nodeId());
+        m.put("node", node.nodeId());
         m.put("now_ns", l.nowNs());
         List<Object> filter = new ArrayList<>();
         phases.forEach(p -> filter.add(p.name()));
@@ -212,6 +214,8 @@ final class AdminRoutes implements AutoCloseable {
                             }
                         }
                     }
+                    // a switch over query text, not a sealed type: any other word must be a phase name,
+                    // and one that is not is refused below
                     default -> {
                         try {
                             out.add(RequestPhase.valueOf(name));
@@ -256,8 +260,8 @@ final class AdminRoutes implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             return HttpFront.json(res, HttpResponseStatus.BAD_REQUEST, Map.of("error", "bad escape in the request id"));
         }
-        String nodeId = node.options().nodeId();
-        return Mono.fromCallable(() -> RequestTimeline.of(node.options().journalDir(), nodeId, id))
+        String nodeId = node.nodeId();
+        return Mono.fromCallable(() -> RequestTimeline.of(node.journalDir(), nodeId, id))
                 .subscribeOn(Schedulers.boundedElastic())
                 .timeout(JOURNAL_TIMEOUT)
                 .flatMap(r -> Mono.from(switch (r) {
@@ -294,8 +298,8 @@ final class AdminRoutes implements AutoCloseable {
             bounds = new Bounds((long) (secs * 1e9));
         }
         Bounds b = bounds;
-        return Mono.fromCallable(() -> LiveHangs.run(node.options().journalDir(), node.options().nodeId(),
-                        node.options().config(), b, node.clock()))
+        return Mono.fromCallable(() -> LiveHangs.run(node.journalDir(), node.nodeId(),
+                        node.config(), b, node.clock()))
                 .subscribeOn(Schedulers.boundedElastic())
                 .timeout(JOURNAL_TIMEOUT)
                 .flatMap(m -> Mono.from(HttpFront.json(res, HttpResponseStatus.OK, m)))
@@ -330,7 +334,7 @@ final class AdminRoutes implements AutoCloseable {
                         "limit must be an integer from 0 to " + ShadowMonitor.KEPT + ", got '" + v + "'"));
             }
         }
-        return HttpFront.json(res, HttpResponseStatus.OK, shadow.toJson(node.options().nodeId(), limit));
+        return HttpFront.json(res, HttpResponseStatus.OK, shadow.toJson(node.nodeId(), limit));
     }
 
     // ------------------------------------------------------------------ /v1/events

@@ -2,19 +2,25 @@ package io.kvledger.node.http;
 
 import io.kvledger.core.model.KvParams;
 import io.kvledger.journal.json.Json;
-import io.kvledger.node.NodeService;
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.node.data.DataPlane;
 import io.kvledger.node.engine.Completion;
 import io.kvledger.node.engine.SimulatedEngine;
+import io.kvledger.node.loop.Inbox;
+import io.kvledger.node.loop.NodeLoop;
 import io.kvledger.node.metrics.NodeMetrics;
+import io.kvledger.node.shadow.ShadowMonitor;
 import io.kvledger.ledger.web.WebPage;
 import io.kvledger.ledger.web.HttpHardening;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.LongSupplier;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
@@ -49,19 +55,34 @@ public final class HttpFront implements AutoCloseable {
 
     public static final int MAX_BODY_BYTES = 1 << 20;
     private static final Duration COMPLETION_TIMEOUT = Duration.ofMinutes(5);
+    /** How long {@code /v1/status} and {@code /metrics} wait for the loop's fresh snapshot. */
+    static final Duration STATUS_TIMEOUT = Duration.ofSeconds(5);
 
-    private final NodeService node;
+    /**
+     * What the server serves from: the node's identity and journal, its loop (the status snapshot,
+     * state queries through the inbox), clock and data plane (the metrics), and the parts that
+     * answer routes of their own.
+     *
+     * @param engineName the node's {@code --engine}, for the answer of a node without a built-in engine
+     * @param engine     the built-in simulated engine, or {@code null}
+     * @param shadow     a shadow node's monitor, or {@code null}
+     */
+    public record Sources(String nodeId, NodeConfig config, Path journalDir, String engineName, NodeLoop loop,
+                          Inbox inbox, LongSupplier clock, DataPlane dataPlane, SimulatedEngine engine,
+                          ShadowMonitor shadow) {}
+
+    private final Sources node;
     private final String token;
     private final NodeMetrics metrics;
     private final AdminRoutes admin;
     private final DisposableServer server;
     private final Duration headerTimeout;
 
-    private HttpFront(NodeService node, String host, int port, String token, Duration headerTimeout) {
+    private HttpFront(Sources node, String host, int port, String token, Duration headerTimeout) {
         this.node = node;
         this.token = token;
         this.headerTimeout = headerTimeout;
-        this.metrics = NodeMetrics.attach(node);
+        this.metrics = NodeMetrics.attach(node.loop(), node.inbox(), node.clock(), node.dataPlane());
         this.admin = new AdminRoutes(node, metrics);
         this.server = HttpHardening.harden(HttpServer.create(), headerTimeout)
                 .host(host)
@@ -85,7 +106,7 @@ public final class HttpFront implements AutoCloseable {
      *
      * @throws IllegalStateException when the address cannot be bound
      */
-    public static HttpFront start(NodeService node, String host, int port, String token) {
+    public static HttpFront start(Sources node, String host, int port, String token) {
         return start(node, host, port, token, HttpHardening.HEADER_TIMEOUT);
     }
 
@@ -94,7 +115,7 @@ public final class HttpFront implements AutoCloseable {
      *
      * @throws IllegalStateException when the address cannot be bound
      */
-    public static HttpFront start(NodeService node, String host, int port, String token, Duration headerTimeout) {
+    public static HttpFront start(Sources node, String host, int port, String token, Duration headerTimeout) {
         try {
             return new HttpFront(node, host, port, token, headerTimeout);
         } catch (RuntimeException e) {
@@ -151,15 +172,18 @@ public final class HttpFront implements AutoCloseable {
     }
 
     private Publisher<Void> healthz(HttpServerRequest req, HttpServerResponse res) {
-        boolean up = node.isRunning();
+        boolean up = node.loop().isRunning();
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("status", up ? "ok" : "stopped");
-        body.put("node", node.options().nodeId());
+        body.put("node", node.nodeId());
         return json(res, up ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE, body);
     }
 
     private Publisher<Void> status(HttpServerRequest req, HttpServerResponse res) {
-        return json(res, HttpResponseStatus.OK, NodeStatus.of(node));
+        // the loop answers on its thread; this waits on Reactor's bounded-elastic scheduler, not Netty's
+        return Mono.fromCallable(() -> node.loop().freshStatus(STATUS_TIMEOUT))
+                .subscribeOn(reactor.core.scheduler.Schedulers.boundedElastic())
+                .flatMap(s -> Mono.from(json(res, HttpResponseStatus.OK, s.toJson())));
     }
 
     /**
@@ -175,11 +199,11 @@ public final class HttpFront implements AutoCloseable {
         SimulatedEngine engine = node.engine();
         if (engine == null) {
             return json(res, HttpResponseStatus.NOT_FOUND, Map.of("error",
-                    "this node has no built-in engine (--engine " + node.options().engine().name().toLowerCase() + ")"));
+                    "this node has no built-in engine (--engine " + node.engineName() + ")"));
         }
         String xrid = req.requestHeaders().get("X-Request-Id");
         String dpHeader = req.requestHeaders().get("X-data-parallel-rank");
-        int ownDp = node.options().config().dpRank();
+        int ownDp = node.config().dpRank();
         if (dpHeader != null && !dpHeader.trim().equals(Integer.toString(ownDp))) {
             // vLLM's API server hands a request to the engine of the rank the header names: this node is one rank
             return json(res, HttpResponseStatus.BAD_REQUEST, Map.of("error", "X-data-parallel-rank " + dpHeader

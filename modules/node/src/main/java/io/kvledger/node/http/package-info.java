@@ -8,10 +8,15 @@
  * docs/http-api.md documents every route. Below the routes it uses the ledger's
  * {@link io.kvledger.ledger.web.HttpHardening}, as every kvledger HTTP server does.
  *
+ * <p>It serves from {@link io.kvledger.node.http.HttpFront.Sources} (the node's identity, loop,
+ * inbox, clock, data plane, engine and shadow monitor), not from the node service: {@code /v1/status}
+ * is the loop's {@link io.kvledger.node.loop.NodeStatus} snapshot.
+ *
  * <p>Handlers never block a Netty thread or the loop: state reads are {@code Inbox.query} tasks,
  * journal reads run on Reactor's bounded-elastic scheduler, the event stream has its own thread.
  *
- * <p>May depend on the node package and its {@code metrics}, {@code engine} and {@code shadow} packages,
+ * <p>May depend on the node's {@code loop}, {@code data}, {@code metrics}, {@code engine} and {@code shadow} packages
+ * (not on the node package, which starts it),
  * kvledger-ledger (the diagnosis ledger and detectors, replay, the web page and its JSON),
  * kvledger-core, kvledger-journal (reader, tailer, JSON),
  * reactor-core, reactor-netty-http and Micrometer.

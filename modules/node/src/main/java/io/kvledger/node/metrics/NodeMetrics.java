@@ -5,8 +5,10 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.node.NodeState;
-import io.kvledger.node.NodeLoop;
-import io.kvledger.node.NodeService;
+import io.kvledger.node.data.DataPlane;
+import io.kvledger.node.loop.Inbox;
+import io.kvledger.node.loop.NodeLoop;
+import io.kvledger.node.loop.NodeStatus;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -19,6 +21,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.function.LongSupplier;
 
 /**
  * A live node's metrics in Prometheus text format ({@code GET /metrics}), through Micrometer.
@@ -91,12 +94,14 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
     private final long[] slotAtNs = new long[SLOTS];
     private final long[] slotBytes = new long[SLOTS];
 
-    private NodeMetrics(NodeService node) {
+    private final NodeLoop loop;
+
+    private NodeMetrics(NodeLoop loop, Inbox inbox, LongSupplier clock, DataPlane dataPlane, NodeStatus first) {
+        this.loop = loop;
         this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        this.tags = Tags.of("node", node.options().nodeId(), "role",
-                node.options().config().role().name().toLowerCase(java.util.Locale.ROOT));
+        this.tags = Tags.of("node", first.node(), "role", first.role());
         // A PostWrite/PostRead moves one layer: per block, its K entry and its V entry (KvLayout).
-        this.bytesPerBlock = 2L * node.dataPlane().layout().blockLenBytes();
+        this.bytesPerBlock = 2L * dataPlane.layout().blockLenBytes();
         this.times = new RequestTimes();
 
         xferTime = Timer.builder("kvledger:nixl_xfer_time")
@@ -141,31 +146,29 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
                     .register(registry);
         }
 
-        var inbox = node.inbox();
-        var loop = node.loop();
-        var delivery = node.delivery();
-        var clock = node.clock();
+        // The counters come from the loop's status snapshot (a scrape asks for a fresh one first);
+        // the inbox's depth is read live, so that a stalled loop shows in the depth and the lag.
         Gauge.builder("kvledger:inbox_depth", inbox, i -> i.depth())
                 .description("Items waiting in the loop's inbox").tags(tags).register(registry);
-        Gauge.builder("kvledger:inbox_capacity", inbox, i -> i.capacity())
+        Gauge.builder("kvledger:inbox_capacity", this, m -> m.status().inboxCapacity())
                 .description("Bound of the loop's inbox").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:inbox_refused", inbox, i -> i.refused())
+        FunctionCounter.builder("kvledger:inbox_refused", this, m -> m.status().inboxRefused())
                 .description("Offers and hook calls the full inbox refused").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:events_lost", delivery, d -> d.lost())
+        FunctionCounter.builder("kvledger:events_lost", this, m -> m.status().eventsLost())
                 .description("Adapter events lost after retrying a full inbox").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:events_applied", loop, l -> l.applied())
+        FunctionCounter.builder("kvledger:events_applied", this, m -> m.status().eventsApplied())
                 .description("Events journaled and applied since start").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:ticks", loop, l -> l.ticks())
+        FunctionCounter.builder("kvledger:ticks", this, m -> m.status().ticks())
                 .description("Ticks fired by deadlines since start").tags(tags).register(registry);
-        Gauge.builder("kvledger:journal_last_seq", loop, l -> l.lastSeq())
+        Gauge.builder("kvledger:journal_last_seq", this, m -> m.status().lastSeq())
                 .description("Seq of the last journaled entry").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:journal_errors", loop, l -> l.journalErrors())
+        FunctionCounter.builder("kvledger:journal_errors", this, m -> m.status().journalErrors())
                 .description("Events the journal refused (not applied)").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:loop_errors", loop, l -> l.loopErrors())
+        FunctionCounter.builder("kvledger:loop_errors", this, m -> m.status().loopErrors())
                 .description("Exceptions from routers and listeners (the loop went on)").tags(tags).register(registry);
-        Gauge.builder("kvledger:journal_lag_seconds", node, n -> {
-                    long last = n.loop().lastEventAtNs();
-                    if (n.inbox().depth() == 0 || last == Long.MIN_VALUE) {
+        Gauge.builder("kvledger:journal_lag_seconds", this, m -> {
+                    long last = m.status().lastEventAtNs();
+                    if (inbox.depth() == 0 || last == Long.MIN_VALUE) {
                         return 0.0;
                     }
                     return Math.max(0, clock.getAsLong() - last) / 1e9;
@@ -173,47 +176,60 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
                 .description("With items waiting in the inbox, node time since the last applied event (0 when the "
                         + "inbox is empty)")
                 .tags(tags).register(registry);
-        Gauge.builder("kvledger:transfers_pending", node, n -> n.dataPlane().pendingTransfers())
+        Gauge.builder("kvledger:transfers_pending", this, m -> m.status().transfersPending())
                 .description("Posts whose completion has not come back").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:notifies_sent", node, n -> n.publisher().sent())
+        FunctionCounter.builder("kvledger:notifies_sent", this, m -> m.status().notifiesSent())
                 .description("Notify frames sent").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:frames_received", node, n -> n.listener() == null ? 0 : n.listener().received())
+        FunctionCounter.builder("kvledger:frames_received", this, m -> m.status().framesReceived())
                 .description("Notify frames received").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:frames_rejected", node, n -> n.listener() == null ? 0 : n.listener().rejected())
+        FunctionCounter.builder("kvledger:frames_rejected", this, m -> m.status().framesRejected())
                 .description("Notify frames rejected").tags(tags).register(registry);
-        var bridge = node.bridge();
-        if (bridge != null) {
-            FunctionCounter.builder("kvledger:bridge_calls_received", bridge, b -> b.received())
+        if (first.bridge() != null) {
+            FunctionCounter.builder("kvledger:bridge_calls_received", this, m -> bridge(m).callsReceived())
                     .description("Messages read on the engine bridge").tags(tags).register(registry);
-            FunctionCounter.builder("kvledger:bridge_calls_busy", bridge, b -> b.busy())
+            FunctionCounter.builder("kvledger:bridge_calls_busy", this, m -> bridge(m).callsBusy())
                     .description("Engine hook calls refused busy (too many in flight, or their caller had replies "
                             + "unread), not applied").tags(tags).register(registry);
-            Gauge.builder("kvledger:bridge_replies_held", bridge, b -> b.heldReplies())
+            Gauge.builder("kvledger:bridge_replies_held", this, m -> bridge(m).repliesHeld())
                     .description("Engine bridge replies waiting for their caller to read those the socket queued")
                     .tags(tags).register(registry);
-            FunctionCounter.builder("kvledger:bridge_replies_undeliverable", bridge, b -> b.undeliverable())
+            FunctionCounter.builder("kvledger:bridge_replies_undeliverable", this, m -> bridge(m).repliesUndeliverable())
                     .description("Engine bridge replies dropped: the caller had disconnected (or, for a call not "
                             + "applied, had too many replies unread)").tags(tags).register(registry);
-            FunctionCounter.builder("kvledger:bridge_replies_undeliverable_applied", bridge, b -> b.undeliverableApplied())
+            FunctionCounter.builder("kvledger:bridge_replies_undeliverable_applied", this,
+                            m -> bridge(m).repliesUndeliverableApplied())
                     .description("Replies to applied engine hook calls dropped because their caller had disconnected")
                     .tags(tags).register(registry);
         }
-        var shadow = node.shadow();
-        if (shadow != null) {
-            for (String hook : shadow.hooks()) {
-                FunctionCounter.builder("kvledger:shadow_divergences", shadow, s -> s.divergences(hook))
+        if (first.shadow() != null) {
+            for (String hook : first.shadow().divergencesByHook().keySet()) {
+                FunctionCounter.builder("kvledger:shadow_divergences", this,
+                                m -> shadow(m).divergencesByHook().getOrDefault(hook, 0L))
                         .description("Hook calls the real connector answered otherwise than kvledger's reducer (shadow node)")
                         .tags(tags).tag("hook", hook).register(registry);
             }
-            FunctionCounter.builder("kvledger:shadow_inputs", shadow, s -> s.observed())
+            FunctionCounter.builder("kvledger:shadow_inputs", this, m -> shadow(m).inputs())
                     .description("Hook calls observed in the scheduler stream, applied and compared")
                     .tags(tags).register(registry);
-            FunctionCounter.builder("kvledger:shadow_replies_compared", shadow, s -> s.compared())
+            FunctionCounter.builder("kvledger:shadow_replies_compared", this, m -> shadow(m).compared())
                     .description("Recorded connector replies compared with the reducer's").tags(tags).register(registry);
-            FunctionCounter.builder("kvledger:shadow_lines_lost", shadow, s -> s.linesLost())
+            FunctionCounter.builder("kvledger:shadow_lines_lost", this, m -> shadow(m).linesLost())
                     .description("Stream lines lost: gaps (the recorder's ZMQ queue was full), unreadable lines, "
                             + "lines a full inbox refused").tags(tags).register(registry);
         }
+    }
+
+    /** The loop's last status snapshot. */
+    private NodeStatus status() {
+        return loop.status();
+    }
+
+    private static NodeStatus.Bridge bridge(NodeMetrics m) {
+        return m.status().bridge();
+    }
+
+    private static NodeStatus.Shadow shadow(NodeMetrics m) {
+        return m.status().shadow();
     }
 
     private static Duration ms(long v) {
@@ -229,13 +245,22 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
      * registration runs on the loop thread between two events, after the counts of requests by
      * phase are seeded from the state (a recovered node starts with its recovered requests), so
      * no event is counted twice or missed. Waits for the loop at most 10 s.
+     *
+     * @param loop      the node's loop: its listener, and its status snapshots (which the meters read)
+     * @param inbox     the loop's inbox, whose depth is read live
+     * @param clock     the node's clock (the journal lag)
+     * @param dataPlane the data plane, whose layout sizes the posts and which reports each post's time
      */
-    public static NodeMetrics attach(NodeService node) {
-        NodeMetrics m = new NodeMetrics(node);
+    public static NodeMetrics attach(NodeLoop loop, Inbox inbox, LongSupplier clock, DataPlane dataPlane) {
+        NodeStatus first = loop.freshStatus(Duration.ofSeconds(10));
+        if (first == null) {
+            throw new IllegalStateException("cannot attach the metrics: the node loop publishes no status");
+        }
+        NodeMetrics m = new NodeMetrics(loop, inbox, clock, dataPlane, first);
         try {
-            node.inbox().query(s -> {
+            inbox.query(s -> {
                 m.seed(s);
-                node.loop().addListener(m);
+                loop.addListener(m);
                 return Boolean.TRUE;
             }).get(10, TimeUnit.SECONDS);
         } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
@@ -244,7 +269,7 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while attaching the metrics", e);
         }
-        node.dataPlane().onPostTimed(m::postTimed);
+        dataPlane.onPostTimed(m::postTimed);
         return m;
     }
 

@@ -3,7 +3,10 @@
  * keeps Micrometer meters (exported in the Prometheus text format, transfer metrics named after
  * vLLM's {@code vllm:nixl_*}) and the per-request times the admin API reports.
  *
- * <p>May depend on kvledger-core, the node package (the node, its loop, inbox and data plane),
- * its {@code shadow} package (a shadow node's counts) and Micrometer; the HTTP package depends on it, not the other way round.
+ * <p>Its meters read the loop's {@link io.kvledger.node.loop.NodeStatus} snapshot (and the inbox's
+ * depth, live, so a stalled loop shows).
+ *
+ * <p>May depend on kvledger-core, the node's {@code loop} and {@code data} packages and Micrometer;
+ * the HTTP package depends on it, not the other way round.
  */
 package io.kvledger.node.metrics;

@@ -7,7 +7,7 @@ import io.kvledger.ledger.diagnosis.HangDetectors;
 import io.kvledger.ledger.diagnosis.Ledger;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
-import io.kvledger.node.NodeLoop;
+import io.kvledger.node.loop.NodeLoop;
 import io.kvledger.node.NodeService;
 import io.kvledger.ledger.otlp.LegSpans;
 import io.kvledger.ledger.otlp.OtlpSender;

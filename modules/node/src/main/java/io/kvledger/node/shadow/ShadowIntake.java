@@ -8,7 +8,7 @@ import io.kvledger.core.event.NodeEvents;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JsonLines;
 import io.kvledger.journal.json.Json;
-import io.kvledger.node.Inbox;
+import io.kvledger.node.loop.Inbox;
 import io.kvledger.zmq.ShadowStreamServer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;

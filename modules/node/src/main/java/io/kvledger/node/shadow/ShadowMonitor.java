@@ -6,7 +6,7 @@ import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.journal.format.EntryType;
 import io.kvledger.journal.format.Payloads;
 import io.kvledger.ledger.replay.BridgeReplies;
-import io.kvledger.node.NodeLoop;
+import io.kvledger.node.loop.NodeLoop;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

@@ -25,7 +25,7 @@ import reactor.core.publisher.Sinks;
 import reactor.util.concurrent.Queues;
 
 /**
- * Executes the reducer's {@link Effect.PostWrite} and {@link Effect.PostRead} on a transfer
+ * Executes the reducer's transfer posts ({@link Effect.Post}: {@link Effect.PostWrite} and {@link Effect.PostRead}) on a transfer
  * engine and hands their outcomes back as {@link NodeEvent.TransferCompleted} with the effect's
  * status id, offered to a node's {@link NodeEventSink} (or, for the constructors without one,
  * through {@link #events()}).
@@ -177,24 +177,14 @@ public final class TransferEffectPublisher implements AutoCloseable {
         bindings.remove(key(sessionKey, layerName));
     }
 
-    /**
-     * Posts a {@link Effect.PostWrite} or {@link Effect.PostRead}; ignores every other effect.
-     *
-     * @return whether the effect was one of the two
-     */
-    public boolean publish(Effect effect) {
-        return switch (effect) {
-            case Effect.PostWrite w -> {
+    /** Posts a {@link Effect.PostWrite} or {@link Effect.PostRead} (the transfer posts, {@link Effect.Post}). */
+    public void publish(Effect.Post effect) {
+        switch (effect) {
+            case Effect.PostWrite w ->
                 post(w.statusId(), TransferOp.WRITE, w.sessionKey(), w.layerName(), w.localBlockIds(), w.remoteBlockIds());
-                yield true;
-            }
-            case Effect.PostRead r -> {
+            case Effect.PostRead r ->
                 post(r.statusId(), TransferOp.READ, r.sessionKey(), r.layerName(), r.localBlockIds(), r.remoteBlockIds());
-                yield true;
-            }
-            case Effect.HookReply _, Effect.SendRemoteBlocks _, Effect.SendRelease _, Effect.SendWriteDone _,
-                    Effect.SendWriteFailed _, Effect.StartHandshake _, Effect.Decision _ -> false;
-        };
+        }
     }
 
     private void post(long statusId, TransferOp op, String sessionKey, String layer, int[] local, int[] remote) {

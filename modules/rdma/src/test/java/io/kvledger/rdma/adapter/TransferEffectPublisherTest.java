@@ -63,8 +63,8 @@ class TransferEffectPublisherTest {
 
     @Test
     void aPostWriteMovesItsBlocksAndComesBackWithItsStatusId() {
-        assertThat(publisher.publish(new Effect.PostWrite(41, "tx-a", "model.layers.0", "d_dp0",
-                new int[] {2, 3, 4}, new int[] {20, 21, 22}))).isTrue();
+        publisher.publish(new Effect.PostWrite(41, "tx-a", "model.layers.0", "d_dp0",
+                new int[] {2, 3, 4}, new int[] {20, 21, 22}));
         Await.until(() -> events.size() == 1, WAIT, "one event");
         NodeEvent.TransferCompleted e = events.get(0);
         assertThat(e.statusId()).isEqualTo(41);
@@ -126,12 +126,6 @@ class TransferEffectPublisherTest {
     }
 
     @Test
-    void otherEffectsAreNotItsBusiness() {
-        assertThat(publisher.publish(new Effect.SendWriteDone("10.0.0.1", 61005, "tx"))).isFalse();
-        assertThat(events).isEmpty();
-    }
-
-    @Test
     void theAdapterMapsSuccessAndFailure() {
         NodeEvent.TransferCompleted ok = TransferCompletionAdapter.toNodeEvent(
                 new TransferEvent.Succeeded(5, 77, TransferOp.READ, 2, 8192, 10));
@@ -150,16 +144,16 @@ class TransferEffectPublisherTest {
         try (TransferEffectPublisher p = new TransferEffectPublisher(producer, clock::incrementAndGet, inbox::offer,
                 Duration.ofMillis(20))) {
             assertThat(p.bind("d_dp0", "model.layers.0", session, geometry, 0, 0).isOk()).isTrue();
-            assertThat(p.publish(new Effect.PostWrite(51, "tx-s", "model.layers.0", "d_dp0",
-                    new int[] {1}, new int[] {10}))).isTrue();
+            p.publish(new Effect.PostWrite(51, "tx-s", "model.layers.0", "d_dp0",
+                    new int[] {1}, new int[] {10}));
             Await.until(() -> inbox.size() == 1, WAIT, "the completion in the inbox");
             assertThat(((NodeEvent.TransferCompleted) inbox.peek()).statusId()).isEqualTo(51);
             // the inbox is full now: a refused post (caller's thread) and a completion (engine thread) are dropped and counted
-            assertThat(p.publish(new Effect.PostWrite(52, "tx-s", "model.layers.9", "d_dp0",
-                    new int[] {1}, new int[] {10}))).isTrue();
+            p.publish(new Effect.PostWrite(52, "tx-s", "model.layers.9", "d_dp0",
+                    new int[] {1}, new int[] {10}));
             assertThat(p.refused()).isEqualTo(1);
-            assertThat(p.publish(new Effect.PostWrite(53, "tx-s", "model.layers.0", "d_dp0",
-                    new int[] {2}, new int[] {11}))).isTrue();
+            p.publish(new Effect.PostWrite(53, "tx-s", "model.layers.0", "d_dp0",
+                    new int[] {2}, new int[] {11}));
             Await.until(() -> p.refused() == 2, WAIT, "the completion refused after the bound");
             assertThat(p.pending()).isZero();
             assertThat(inbox).hasSize(1);

@@ -1,4 +1,4 @@
-package io.kvledger.node;
+package io.kvledger.node.loop;
 
 import io.kvledger.core.event.NodeEvent;
 import java.util.concurrent.atomic.LongAdder;

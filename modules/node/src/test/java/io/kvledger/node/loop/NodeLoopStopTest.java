@@ -1,4 +1,7 @@
-package io.kvledger.node;
+package io.kvledger.node.loop;
+
+import io.kvledger.node.Recovery;
+import io.kvledger.node.TestNodes;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

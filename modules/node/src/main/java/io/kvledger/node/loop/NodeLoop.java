@@ -1,4 +1,4 @@
-package io.kvledger.node;
+package io.kvledger.node.loop;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
@@ -19,8 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link Inbox}: {@link NodeReducer#applyInto}, then hand the event and the entries it derives to
  * the {@link Journaller} (a thread of its own that appends the input and then its derived entries
  * with the input's seq, in order, in groups). Once the journaller says an input is journaled, the
- * loop tells the listeners, hands the effects to the {@link EffectRouter} and completes the hook
- * call waiting for them. Nothing leaves the node before its entries are in the journal, so a
+ * loop tells the listeners, hands the I/O commands to the {@link EffectRouter} and completes the hook
+ * call waiting for the effects. Nothing leaves the node before its entries are in the journal, so a
  * crash loses only inputs whose effects never escaped (as a crash before the append would). While
  * the journaller is behind, the loop goes on applying what the inbox holds (up to the journaller's
  * ring, {@value Journaller#DEFAULT_CAPACITY} inputs; then it waits): the journal's cost overlaps
@@ -108,6 +108,12 @@ public final class NodeLoop implements AutoCloseable {
     private long predictedSeq;
     private volatile boolean running;
     private volatile Observer observer;
+    /** Builds the status snapshot (loop thread, or the starting thread before the loop runs). */
+    private java.util.function.Supplier<NodeStatus> statusSource;
+    /** The last snapshot published; {@code null} without a status source. */
+    private volatile NodeStatus status;
+    /** Items handled since the last snapshot (loop thread). */
+    private long sincePublished;
     /** Set by {@link #close} before it asks the loop to stop. */
     private volatile boolean stopRequested;
     /** Why the loop stopped by itself (loop thread; the first cause wins). */
@@ -167,8 +173,66 @@ public final class NodeLoop implements AutoCloseable {
         return stopped.copy();
     }
 
+    /**
+     * Sets what builds the node's status snapshot (before {@link #start}): the loop publishes one
+     * when it starts, after each batch (when it finds the inbox empty, or after
+     * {@value #STATUS_EVERY} items in a row) and on {@link #freshStatus} requests.
+     */
+    public void publishStatusWith(java.util.function.Supplier<NodeStatus> source) {
+        this.statusSource = source;
+    }
+
+    /** Items the loop handles at most between two status snapshots while the inbox never empties. */
+    static final int STATUS_EVERY = 1024;
+
+    /** The last status snapshot the loop published, or {@code null} without a status source. */
+    public NodeStatus status() {
+        return status;
+    }
+
+    /**
+     * A snapshot published for this request, once the loop has handled what came before it (so it
+     * counts what those items did); the last one published, marked not running, when the loop has
+     * stopped or does not answer within {@code timeout}.
+     */
+    public NodeStatus freshStatus(java.time.Duration timeout) {
+        if (isRunning()) {
+            try {
+                NodeStatus s = inbox.query(st -> publishStatus()).get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+                if (s != null) {
+                    return s;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                // stopped or stalled: the last one says what was last known
+            }
+        }
+        NodeStatus last = status;
+        return last == null || isRunning() ? last : last.notRunning();
+    }
+
+    /** Builds and publishes a snapshot (loop thread); returns it, or {@code null} without a source. */
+    private NodeStatus publishStatus() {
+        sincePublished = 0;
+        java.util.function.Supplier<NodeStatus> source = statusSource;
+        if (source == null) {
+            return null;
+        }
+        try {
+            NodeStatus s = source.get();
+            status = s;
+            return s;
+        } catch (RuntimeException e) {
+            loopErrors.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "node loop: building the status snapshot failed: " + e, e);
+            return status;
+        }
+    }
+
     public void start() {
         running = true;
+        publishStatus();
         if (journaller != null) {
             journaller.start();
         }
@@ -209,6 +273,11 @@ public final class NodeLoop implements AutoCloseable {
             if (failure == null && !stopRequested) {
                 failure = "the loop ended without being asked to stop";
             }
+            try {
+                publishStatus(); // the last counts, for the readers of a stopped node
+            } catch (RuntimeException | Error e) {
+                LOG.log(System.Logger.Level.WARNING, "node loop: the last status snapshot: " + e, e);
+            }
             stopped.complete(failure == null ? Stopped.REQUESTED : new Stopped(false, failure));
         }
     }
@@ -237,14 +306,19 @@ public final class NodeLoop implements AutoCloseable {
                     // Effects wait for the journaller: apply what else is there meanwhile.
                     item = inbox.take(0);
                     if (item == null) {
+                        batchEnded();
                         // until the journaller publishes, or the inbox has more to apply meanwhile
                         journaller.awaitNext(inboxHasItems);
                         continue;
                     }
                 } else {
-                    long deadline = state.nextDeadlineAfter(lastTickNs);
-                    long wait = deadline == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, deadline - clock.getAsLong());
-                    item = inbox.take(wait);
+                    item = inbox.take(0);
+                    if (item == null) {
+                        batchEnded();
+                        long deadline = state.nextDeadlineAfter(lastTickNs);
+                        long wait = deadline == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, deadline - clock.getAsLong());
+                        item = inbox.take(wait);
+                    }
                     if (item == null) {
                         long now = clock.getAsLong();
                         lastTickNs = now;
@@ -252,6 +326,9 @@ public final class NodeLoop implements AutoCloseable {
                         handle(new NodeEvent.Tick(now), null, null);
                         continue;
                     }
+                }
+                if (++sincePublished >= STATUS_EVERY) {
+                    publishStatus();
                 }
                 switch (item) {
                     case Inbox.Item.Input in -> handle(in.event(), null, null);
@@ -278,6 +355,13 @@ public final class NodeLoop implements AutoCloseable {
             }
         }
         drainAfterStop();
+    }
+
+    /** The inbox is empty: what the batch did goes into a new status snapshot (loop thread). */
+    private void batchEnded() {
+        if (sincePublished > 0) {
+            publishStatus();
+        }
     }
 
     /** Routes every journaled input's effects, in order (loop thread). */
@@ -394,15 +478,24 @@ public final class NodeLoop implements AutoCloseable {
             }
         }
         for (Effect e : out) {
-            try {
-                router.route(e);
-            } catch (RuntimeException ex) {
-                loopErrors.incrementAndGet();
-                LOG.log(System.Logger.Level.WARNING, "routing " + e.getClass().getSimpleName() + " failed: " + ex, ex);
+            switch (e) {
+                case Effect.IoCommand c -> execute(c);
+                // Not executed: the journal holds them already, the listeners had the whole list
+                // above, and the hook's caller gets it as the call's reply below.
+                case Effect.HookReply _, Effect.Decision _ -> { }
             }
         }
         if (call != null) {
             call.reply().complete(out);
+        }
+    }
+
+    private void execute(Effect.IoCommand c) {
+        try {
+            router.execute(c);
+        } catch (RuntimeException ex) {
+            loopErrors.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "routing " + c.getClass().getSimpleName() + " failed: " + ex, ex);
         }
     }
 
@@ -502,7 +595,7 @@ public final class NodeLoop implements AutoCloseable {
      *
      * @throws IllegalStateException without a journal
      */
-    void failJournalAfter(long inputs, String why) {
+    public void failJournalAfter(long inputs, String why) {
         if (journaller == null) {
             throw new IllegalStateException("the node keeps no journal");
         }

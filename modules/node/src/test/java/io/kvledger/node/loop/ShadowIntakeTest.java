@@ -1,4 +1,5 @@
-package io.kvledger.node;
+package io.kvledger.node.loop;
+
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -7,6 +8,7 @@ import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.node.TestNodes;
 import io.kvledger.node.shadow.ShadowIntake;
 import io.kvledger.node.shadow.ShadowMonitor;
 import java.nio.charset.StandardCharsets;
