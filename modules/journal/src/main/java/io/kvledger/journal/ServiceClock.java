@@ -1,8 +1,4 @@
-<<<<<<<< HEAD:modules/journal/src/main/java/io/kvledger/journal/ServiceClock.java
 package io.kvledger.journal;
-========
-package io.kvledger.node.loop;
->>>>>>>> dispatch:modules/node/src/main/java/io/kvledger/node/loop/ServiceClock.java
 
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
