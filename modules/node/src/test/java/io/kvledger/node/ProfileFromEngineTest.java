@@ -147,10 +147,10 @@ class ProfileFromEngineTest {
         try {
             assertThat(node.config().behaviour().profile()).isEqualTo("newest");
             push(node, engines());
-            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> node.shadow().observed() == 2))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> node.status().shadow().inputs() == 2))
                     .as("the 239b5ff30 stream's two hook calls were applied").isTrue();
             assertThat(node.config().behaviour().profile()).isEqualTo("vllm-239b5ff30");
-            assertThat(node.shadow().divergences()).isZero();
+            assertThat(node.status().shadow().divergences()).isZero();
         } finally {
             node.close();
         }
@@ -182,7 +182,7 @@ class ProfileFromEngineTest {
         NodeService node = shadow(journal, false);
         try {
             push(node, engines());
-            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> node.shadow().observed() == 1))
+            assertThat(TestNodes.eventually(Duration.ofSeconds(120), () -> node.status().shadow().inputs() == 1))
                     .as("the newest stream's hook call was applied").isTrue();
             assertThat(node.config().behaviour().profile()).isEqualTo("newest");
         } finally {

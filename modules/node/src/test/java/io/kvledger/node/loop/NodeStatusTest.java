@@ -9,6 +9,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.node.NodeState;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
+import io.kvledger.journal.ServiceClock;
 import io.kvledger.node.TestNodes;
 import java.nio.file.Path;
 import java.time.Duration;
