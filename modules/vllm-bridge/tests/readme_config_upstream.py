@@ -18,6 +18,7 @@ configuration: the class the factory built, the answers of both, the notify fram
 if a hook raised.
 """
 
+import importlib
 import json
 import os
 import re
@@ -51,8 +52,9 @@ def readme_configs(paths):
     return out
 
 
-def drive(connector, up, role, rid, params):
-    """One request through the scheduler hooks, in vLLM's order; returns the answers."""
+def drive(connector, up, role, rid, params, groups=1):
+    """One request through the scheduler hooks, in vLLM's order, with ``groups`` KV-cache groups'
+    block ids in every hook; returns the answers."""
     from vllm.distributed.kv_transfer.kv_connector.v1.base import SupportsHMA
     from vllm.sampling_params import SamplingParams
     from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
@@ -62,10 +64,10 @@ def drive(connector, up, role, rid, params):
     req = Request(rid, list(range(40)), SamplingParams(max_tokens=1 if producer else 4,
                                                        extra_args={"kv_transfer_params": dict(params)}), None,
                   arrival_time=0.0)
-    answers = {}
+    answers = {"hma": isinstance(connector, SupportsHMA)}
     connector.on_new_request(req)
     answers["matched"] = list(connector.get_num_new_matched_tokens(req, 0))
-    blocks = up.KVCacheBlocks.of_ids([1, 2, 3])
+    blocks = up.KVCacheBlocks.of_ids(*([1 + 3 * g, 2 + 3 * g, 3 + 3 * g] for g in range(groups)))
     connector.update_state_after_alloc(req, blocks, answers["matched"][0])
     new = [] if answers["matched"][1] else [NewRequestData.from_request(req, blocks.get_block_ids())]
     meta = connector.build_connector_meta(SchedulerOutput(
@@ -99,13 +101,28 @@ def main(argv):
     up.load(upstream)
     from vllm.config import KVTransferConfig, SchedulerConfig, VllmConfig
     from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
-    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole, SupportsHMA
+    moriio = importlib.import_module(up.MORIIO)
+    # a SupportsHMA MoRIIO (3c201bf2) is built with the engine's kv_cache_config; an engine may run
+    # it under the hybrid KV-cache manager whatever the README's command line says
+    inner_hma = issubclass(moriio.MoRIIOConnector, SupportsHMA)
     uid = "0123456789abcdef0123456789abcdef"
-    for i, (readme, line, cfg, words) in enumerate(readme_configs(readmes)):
+    runs = []
+    for readme, line, cfg, words in readme_configs(readmes):
+        hma_on = "--no-disable-hybrid-kv-cache-manager" in words
+        runs += [(readme, line, cfg, hma) for hma in ([hma_on, True] if inner_hma and not hma_on else [hma_on])]
+    for i, (readme, line, cfg, hma_on) in enumerate(runs):
         extra = dict(cfg.get("kv_connector_extra_config") or {})
         if "record_to" in extra:
             extra["record_to"] = os.path.join(out_dir, f"config{i}", os.path.basename(str(extra["record_to"])))
-        hma_on = "--no-disable-hybrid-kv-cache-manager" in words
+        # under the hybrid manager, a second full-attention group that opts out of KV transfer
+        # (block ids per group in every hook); without it, one group
+        groups = 2 if hma_on and inner_hma else 1
+        kv_cache_config = None
+        if inner_hma:
+            kv_cache_config = up.KVCacheConfig([
+                up.KVCacheGroupSpec([f"layer.{g}"], up.FullAttentionSpec(16), enable_kv_transfer=g == 0)
+                for g in range(groups)])
         role = cfg["kv_role"]
         if role == "kv_producer":
             params = {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
@@ -115,7 +132,8 @@ def main(argv):
                       "remote_block_ids": None, "transfer_id": "tx-1", "remote_dp_size": 1, "remote_tp_size": 1}
         rid = (f"___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005"
                f"___decode_addr_host:10.0.1.1,handshake:6301,notify:61005_{uid}")
-        result = {"readme": readme, "line": line, "kv_connector": cfg.get("kv_connector"), "kv_role": role}
+        result = {"readme": readme, "line": line, "kv_connector": cfg.get("kv_connector"), "kv_role": role,
+                  "hybrid_manager": hma_on, "groups": groups}
         for which, kv_cfg in (("recorder", dict(cfg, kv_connector_extra_config=extra)),
                               ("bare", {"kv_connector": "MoRIIOConnector", "kv_role": role,
                                         "kv_connector_extra_config": {k: v for k, v in extra.items()
@@ -125,12 +143,12 @@ def main(argv):
             del up.SENT[:]
             r = {}
             try:
-                c = KVConnectorFactory.create_connector(config, KVConnectorRole.SCHEDULER, None)
+                c = KVConnectorFactory.create_connector(config, KVConnectorRole.SCHEDULER, kv_cache_config)
                 r["class"] = type(c).__name__
-                r.update(drive(c, up, role, rid, params))
+                r.update(drive(c, up, role, rid, params, groups))
             except Exception as e:  # noqa: BLE001 - what an engine would die of
                 r["error"] = f"{type(e).__name__}: {e}"
-            r["frames"] = [[p, len(d)] for p, d in up.SENT]
+            r["frames"] = [[p, bytes(d).hex()] for p, d in up.SENT]  # every byte, to compare
             result[which] = r
         print(json.dumps(result, default=str))
     return 0

@@ -197,7 +197,8 @@ def test_a_scheduler_output_without_the_fields_leaves_them_out_of_the_step(tmp_p
 def test_block_lists_a_model_runner_extends_later_are_recorded_as_they_were_at_the_step(tmp_path):
     # With vLLM's single-process executor the model runner keeps a new request's block id lists
     # (and a resumed request's new ones) as its own and extends them in place at the next chunk,
-    # before the recorder's writer thread may have converted the step: they are copied at the call.
+    # before the recorder's writer thread may have converted the step: they are kept with their
+    # lengths at the call and cut to them when converted.
     from vllm.v1.core.sched.output import CachedRequestData
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
              "record_to": str(tmp_path / "{role}.jsonl")}
@@ -218,3 +219,52 @@ def test_block_lists_a_model_runner_extends_later_are_recorded_as_they_were_at_t
     step = [e for e in lines(tmp_path / "scheduler.jsonl") if e["type"] == "step_scheduled"][0]
     assert step["scheduled_new_reqs"][0]["block_ids"] == [[4, 5], [9]]
     assert step["scheduled_cached_reqs"] == [{"request_id": "r0", "new_block_ids": [[7, 8]]}]
+
+
+def test_new_request_block_lists_are_kept_with_their_lengths_and_converted_as_they_were():
+    # The calling thread keeps vLLM's lists and their lengths (the model runner only extends them
+    # in place); the writer thread takes the prefixes. Params are copied: connectors change them.
+    a, b = _Req("r1", {"transfer_id": "tx-1"}), _Req("r2", {"transfer_id": "tx-2"})
+    b.block_ids = ([1], [2, 3], [])  # three groups, one empty
+    snap = recorder._new_requests_snapshot(types.SimpleNamespace(scheduled_new_reqs=[a, b]))
+    assert snap[2][0] is a.block_ids and snap[2][1] is b.block_ids  # kept, not copied
+    a.block_ids[0].extend([6, 7])
+    a.block_ids[1].append(10)
+    b.block_ids[2].append(4)
+    a.sampling_params.extra_args["kv_transfer_params"]["do_remote_prefill"] = False
+    assert recorder._new_requests_fields(snap) == [
+        {"request_id": "r1", "block_ids": [[4, 5], [9]], "num_computed_tokens": 16,
+         "kv_transfer_params": {"transfer_id": "tx-1"}},
+        {"request_id": "r2", "block_ids": [[1], [2, 3], []], "num_computed_tokens": 16,
+         "kv_transfer_params": {"transfer_id": "tx-2"}}]
+    # a step with a request without params takes every request's lists as copies, as they were
+    c = _Req("r3", None)
+    snap = recorder._new_requests_snapshot(types.SimpleNamespace(scheduled_new_reqs=[c, _Req("r4", {"x": 1})]))
+    c.block_ids[0].append(6)
+    assert [r["block_ids"] for r in recorder._new_requests_fields(snap)] == [[[4, 5], [9]], [[4, 5], [9]]]
+    assert [r["kv_transfer_params"] for r in recorder._new_requests_fields(snap)] == [None, {"x": 1}]
+
+
+def test_a_resumed_request_s_new_block_lists_are_converted_as_they_were_at_the_step():
+    from vllm.v1.core.sched.output import CachedRequestData
+    # (the step's fields as the recorder hands them to its stream, converted after the lists grew)
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
+    resumed, running = ([7, 8], [1]), ([3],)
+    cached = CachedRequestData(req_ids=["r0", "r1", "r2"], resumed_from_preemption=[True, False, False],
+                               new_block_ids=[resumed, None, running])
+    captured = []
+
+    class _Capture:
+        def put(self, type_name, fields, *reply):
+            captured.append(fields)
+    rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    rec._stream = _Capture()
+    rec.build_connector_meta(types.SimpleNamespace(scheduled_new_reqs=[], scheduled_cached_reqs=cached,
+                                                   preempted_req_ids=set(), finished_req_ids=set()))
+    resumed[0].append(9)
+    resumed[1].extend([2, 3])
+    (fields,) = captured
+    step = fields[0](*fields[1:])
+    assert step["scheduled_cached_reqs"] == [{"request_id": "r0", "new_block_ids": [[7, 8], [1]]},
+                                             {"request_id": "r1", "new_block_ids": None},
+                                             {"request_id": "r2", "new_block_ids": [[3]]}]

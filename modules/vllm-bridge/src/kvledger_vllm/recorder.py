@@ -45,6 +45,7 @@ Extra config keys read here (all others are the inner connector's):
 from __future__ import annotations
 
 import importlib
+import itertools
 import logging
 import operator
 import os
@@ -378,7 +379,9 @@ def _decision_fields(rid, delay_free, params):
 
 
 def _step_fields(step, ids, new_blocks, new_reqs, preempted):
-    # vLLM builds these lists afresh each step and hands them over
+    # vLLM builds these lists afresh each step and hands them over (a resumed request's: see _grown_blocks)
+    if type(new_blocks) is tuple and new_blocks and new_blocks[0] is _GROWN:
+        new_blocks = _grown_blocks(new_blocks[1], new_blocks[2])
     cached = []
     for i, r in enumerate(ids):
         nb = new_blocks[i] if i < len(new_blocks) else None
@@ -466,27 +469,51 @@ def metadata_reply(step, meta):
 
 
 _NEW_REQ_FIELDS = operator.attrgetter("req_id", "block_ids", "num_computed_tokens", "sampling_params")
+_ID_AND_COMPUTED = operator.attrgetter("req_id", "num_computed_tokens")
+_BLOCK_IDS = operator.attrgetter("block_ids")
+_EXTRA_ARGS = operator.attrgetter("sampling_params.extra_args")
+_KV_PARAMS = operator.itemgetter("kv_transfer_params")
+_chain = itertools.chain.from_iterable
+# the first item of a snapshot whose block id lists are kept with their lengths (``_grown_blocks``)
+_GROWN = object()
+
+
+def _grown_blocks(blocks, lengths):
+    """Block id groups as they were when ``lengths`` was taken (one length per group, in order).
+
+    vLLM hands the scheduler's fresh block id lists to the model runner, which in the engine-core
+    process may be the same process: a new request's lists (``NewRequestData.block_ids``) become
+    its ``CachedRequestState.block_ids``, a resumed request's ``new_block_ids`` replace it, and from
+    then on ``_update_states`` only ever extends them in place (``block_ids.extend(new_ids)``; vLLM
+    239b5ff30's ``gpu_model_runner`` and main's alike, the scheduler keeps none of them, model runner
+    v2 copies them into its block table). So the calling thread keeps each list and its length, and
+    the writer thread takes the prefix, which is the list as it was at the hook. A runner that
+    rewrote ids in place would break this; vLLM's does not."""
+    it = iter(lengths)
+    return [None if b is None else tuple(g[:next(it)] for g in b) for b in blocks]
 
 
 def _new_requests_snapshot(scheduler_output):
-    """What ``scheduled_new_reqs`` holds, read on the calling thread (each request's id, block id
-    lists, ``num_computed_tokens`` and a shallow copy of the ``kv_transfer_params`` of its
-    ``sampling_params.extra_args``), or ``_ABSENT`` when this vLLM's scheduler output has no such
-    field; ``_new_requests_fields`` converts it."""
+    """What ``scheduled_new_reqs`` holds, read on the calling thread, or ``_ABSENT`` when this
+    vLLM's scheduler output has no such field; ``_new_requests_fields`` converts it.
+
+    For vLLM's ``NewRequestData`` (a block id tuple of lists, params in ``sampling_params.extra_args``):
+    ``(_GROWN, [(id, num_computed_tokens)], [block_ids], [length of each list], [params])``, the block
+    id lists kept with their lengths (``_grown_blocks``) and each ``kv_transfer_params`` dict copied
+    shallowly (it is the request's own dict, which connectors change: MoRIIO sets
+    ``do_remote_prefill``, a 3c201bf2 producer ``_p_side_truncated``). Otherwise a list of
+    ``(id, block groups, num_computed_tokens, params)``, lists and params copied."""
     reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
     if reqs is _ABSENT:
         return _ABSENT
     if not reqs:
         return []
     try:
-        # vLLM's NewRequestData: the block id lists are copied (a model runner in the same process
-        # extends them in place at the request's next chunk), the params too (the request's own dict)
-        return [(rid, None if b is None else (b[0][:],) if len(b) == 1 else tuple(map(list, b)), n,
-                 p.copy() if type(p := (ea.get("kv_transfer_params") if (ea := sp.extra_args) else None)) is dict
-                 else _params_copy(p))
-                for rid, b, n, sp in map(_NEW_REQ_FIELDS, reqs)]
-    except (AttributeError, TypeError):
-        pass
+        blocks = list(map(_BLOCK_IDS, reqs))
+        return (_GROWN, list(map(_ID_AND_COMPUTED, reqs)), blocks, list(map(len, _chain(blocks))),
+                list(map(dict.copy, map(_KV_PARAMS, map(_EXTRA_ARGS, reqs)))))
+    except (AttributeError, TypeError, KeyError):
+        pass  # a request without params (or not vLLM's NewRequestData): each one as it comes
     out = []
     for r in reqs or ():
         sp = getattr(r, "sampling_params", None)
@@ -501,11 +528,19 @@ def _new_requests_snapshot(scheduler_output):
     return out
 
 
+def _new_requests_rows(snapshot):
+    """A ``_new_requests_snapshot`` as ``(id, block groups, num_computed_tokens, params)`` rows."""
+    if type(snapshot) is not tuple or snapshot[0] is not _GROWN:
+        return snapshot
+    _, ids, blocks, lengths, params = snapshot
+    return [(rid, b, n, p) for (rid, n), b, p in zip(ids, _grown_blocks(blocks, lengths), params)]
+
+
 def _new_requests_fields(snapshot):
     """The journal's ``NewRequest`` entries of a ``_new_requests_snapshot``."""
     return [{"request_id": str(rid), "block_ids": _block_groups(blocks), "num_computed_tokens": int(n or 0),
              "kv_transfer_params": plain(params) if params is not None else None}
-            for rid, blocks, n, params in snapshot]
+            for rid, blocks, n, params in _new_requests_rows(snapshot)]
 
 
 def _new_requests(scheduler_output):
@@ -1028,8 +1063,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     new_blocks = list(new_blocks) if new_blocks else ()
                     if new_blocks and (getattr(crd, "resumed_req_ids", None)
                                        or any(getattr(crd, "resumed_from_preemption", ()))):
-                        # a resumed request's lists become the model runner's, which extends them later
-                        new_blocks = [None if nb is None else tuple(map(list, nb)) for nb in new_blocks]
+                        # a resumed request's lists become the model runner's, which extends them in
+                        # place later: kept with their lengths (``_grown_blocks``)
+                        new_blocks = (_GROWN, new_blocks, list(map(len, _chain(filter(None, new_blocks)))))
                 try:
                     recv, save, send, mapping = _META_FIELDS(result)
                     if recv or save or type(recv) is not dict or type(save) is not dict:

@@ -465,7 +465,11 @@ final class SchedulerSide {
         }
         KvParams p = r.params;
         String rid = r.requestId;
-        Long rank = p.integer("remote_dp_rank", 0);
+        // params.get("remote_dp_rank", 0) is used as it is: a value that is no number (None, a
+        // string) never equals the own rank in the gate and raises TypeError in the port arithmetic
+        Object rankValue = p.has("remote_dp_rank") ? p.get("remote_dp_rank") : (Object) 0L;
+        boolean rankNumeric = isNumber(rankValue);
+        Long rank = rankNumeric ? KvParams.asLong(rankValue) : null;
         int remoteDpRank = rank == null ? 0 : (int) (long) rank;
         // int(params.get("remote_dp_size", 1) or 1) sits outside the try: a non-numeric value raises
         // ValueError out of update_state_after_alloc before any notify is sent.
@@ -493,8 +497,9 @@ final class SchedulerSide {
             notify = ExtraConfig.pythonTruthy(leader);
             gate = "is_request_leader=" + ExtraConfig.pythonStr(leader);
         } else if (p.truthy("remote_dp_rank_override")) {
-            notify = c.cfg.dpRank() == remoteDpRank;
-            gate = "remote_dp_rank_override: own rank " + c.cfg.dpRank() + " vs remote_dp_rank " + remoteDpRank;
+            notify = rankNumeric && c.cfg.dpRank() == remoteDpRank;
+            gate = "remote_dp_rank_override: own rank " + c.cfg.dpRank() + " vs remote_dp_rank "
+                    + (rankNumeric ? String.valueOf(remoteDpRank) : ExtraConfig.pythonStr(rankValue));
         } else {
             notify = c.s.isKvMaster;
             gate = "kv master (pod " + PortMath.podIndex(c.cfg.dpRank(), c.cfg.dpSizeLocal()) + ")";
@@ -523,6 +528,11 @@ final class SchedulerSide {
                         "request_id has no embedded peer zmq_address and kv_transfer_params is missing remote_host / remote_notify_port");
                 return false;
             }
+        }
+        if (!rankNumeric) {
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tid(r), "update_state_after_alloc: remote_dp_rank "
+                    + ExtraConfig.pythonStr(rankValue) + " in the port arithmetic raises TypeError");
+            return false;
         }
         List<Integer> blocks = e.numExternalTokens() > 0 ? BlockGroups.intView(e.blocks().first()) : List.of();
         int portRank = PortMath.foldLocalRank(remoteDpRank, dpLocal);
@@ -1019,9 +1029,13 @@ final class SchedulerSide {
         }
         if (params.truthy("do_remote_prefill")) {
             boolean writeRelease = c.cfg.mode() == TransferMode.WRITE && !c.on(Switch.WRITE_ABORT_STAGES_RECV);
-            if (writeRelease) {
-                releaseWritePrefillBlocks(c, r, params);
-            } else {
+            if (writeRelease && !releaseWritePrefillBlocks(c, r, params)) {
+                // the release raised TypeError: do_remote_prefill stays set
+                c.emit(new Effect.FinishDecision(rid, false, null));
+                finishNow(c, r, RequestPhase.ABORTED_BEFORE_ALLOC, "finished before allocation; the release raised (TypeError)");
+                return;
+            }
+            if (!writeRelease) {
                 BlockGroups empty;
                 if (!c.on(Switch.READ_ABORT_RECV_BLOCKS_SHAPE)) {
                     empty = BlockGroups.single();
@@ -1182,14 +1196,23 @@ final class SchedulerSide {
         c.free(r);
     }
 
-    /** {@code _release_write_prefill_blocks}: explicit params first, then the request id. */
-    private static void releaseWritePrefillBlocks(Ctx c, Req r, KvParams params) {
+    /** Whether Python arithmetic takes this params value as a number (int, bool, float). */
+    private static boolean isNumber(Object v) {
+        return v instanceof Number || v instanceof Boolean;
+    }
+
+    /**
+     * {@code _release_write_prefill_blocks}: explicit params first, then the request id. Returns
+     * false when Python raises (a {@code remote_dp_rank} that is no number, in the port arithmetic).
+     */
+    private static boolean releaseWritePrefillBlocks(Ctx c, Req r, KvParams params) {
         Object transferId = params.get("transfer_id");
         if (transferId == null) {
             c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, null, "missing transfer_id");
-            return;
+            return true;
         }
-        Long rankV = params.integer("remote_dp_rank", 0);
+        Object rankValue = params.has("remote_dp_rank") ? params.get("remote_dp_rank") : (Object) 0L;
+        Long rankV = isNumber(rankValue) ? KvParams.asLong(rankValue) : null;
         int remoteDpRank = rankV == null ? 0 : (int) (long) rankV;
         Object host = params.get("remote_host");
         Object port = params.get("remote_notify_port");
@@ -1200,7 +1223,7 @@ final class SchedulerSide {
             if (parsed == null || !parsed.isOk()) {
                 c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, ExtraConfig.pythonStr(transferId),
                         "missing remote notify address");
-                return;
+                return true;
             }
             h = parsed.value().host();
             p = (long) parsed.value().notifyPort();
@@ -1210,13 +1233,19 @@ final class SchedulerSide {
             if (p == null) {
                 c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, ExtraConfig.pythonStr(transferId),
                         "remote_notify_port " + ExtraConfig.pythonStr(port) + " is not an int (ValueError)");
-                return;
+                return true;
             }
+        }
+        if (!isNumber(rankValue)) {
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, r.requestId, ExtraConfig.pythonStr(transferId), "request_finished: remote_dp_rank "
+                    + ExtraConfig.pythonStr(rankValue) + " in the release's port arithmetic raises TypeError");
+            return false;
         }
         for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {
             c.emit(new Effect.SendRelease(Effect.Sender.SCHEDULER, h, (int) (long) p + PortMath.portOffset(remoteDpRank, tpIndex),
                     transferId, c.cfg.tpSize()));
         }
+        return true;
     }
 
     // ------------------------------------------------------------------ update_connector_output

@@ -208,6 +208,21 @@ class RequestFinishedTest {
     }
 
     @Test
+    void write_abort_with_a_remote_dp_rank_that_is_no_number_raises_before_any_release() {
+        Node d = new Node(consumer(TransferMode.WRITE));
+        String rid = proxyRid("write-abort-none");
+        d.admit(rid, 32, params("do_remote_prefill", true, "transfer_id", "tx-wn", "remote_dp_rank", null,
+                "remote_host", "10.1.1.1", "remote_notify_port", 7000));
+
+        List<Effect> fx = d.finish(rid, FinishStatus.FINISHED_ABORTED, BlockGroups.NONE);
+
+        // get_port_offset(None, 0) raises TypeError out of request_finished: no release is sent
+        assertThat(only(fx, Effect.SendRelease.class)).isEmpty();
+        assertThat(anomalies(fx)).contains(AnomalyKind.PARAM_NOT_AN_INT);
+        assertThat(d.state.phaseOf(rid)).isEqualTo(RequestPhase.ABORTED_BEFORE_ALLOC);
+    }
+
+    @Test
     void write_abort_falls_back_to_the_request_id_address() {
         Node d = new Node(consumer(TransferMode.WRITE));
         String rid = proxyRid("write-abort-rid");

@@ -115,6 +115,34 @@ class WriteDecodeNotifyTest {
     }
 
     @Test
+    void a_remote_dp_rank_that_is_no_number_raises_in_the_port_arithmetic_of_a_notifying_rank() {
+        for (Object rank : new Object[] {null, "1"}) {
+            Node n = new Node(d(0, 1, 1, 1));
+            String rid = proxyRid("rank-" + rank);
+
+            List<Effect> fx = allocate(n, rid, decodeLeg("remote_dp_rank", rank), 48);
+
+            // the kv master notifies; fold_local_rank / get_port_offset raise TypeError before any send
+            assertThat(sends(fx)).isEmpty();
+            assertThat(anomalies(fx)).contains(AnomalyKind.PARAM_NOT_AN_INT);
+            assertThat(n.state.liveParams(rid).get("do_remote_prefill")).isEqualTo(true);
+        }
+    }
+
+    @Test
+    void a_remote_dp_rank_that_is_no_number_never_equals_the_own_rank_under_the_override() {
+        Node rank0 = new Node(d(0, 2, 2, 1));
+        String rid = proxyRid("override-none");
+
+        List<Effect> fx = allocate(rank0, rid, decodeLeg("remote_dp_rank_override", true, "remote_dp_rank", null), 48);
+
+        // 0 == None is False: no notify, nothing raised
+        assertThat(sends(fx)).isEmpty();
+        assertThat(anomalies(fx)).doesNotContain(AnomalyKind.PARAM_NOT_AN_INT);
+        assertThat(rank0.state.liveParams(rid).get("do_remote_prefill")).isEqualTo(false);
+    }
+
+    @Test
     void without_leader_or_override_only_the_kv_master_pod_notifies() {
         String rid = proxyRid("master");
         Node pod0 = new Node(d(1, 4, 2, 1));
