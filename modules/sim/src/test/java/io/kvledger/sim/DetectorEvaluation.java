@@ -151,6 +151,15 @@ final class DetectorEvaluation {
                         touched.add(t);
                     }
                 }
+                case NodeEvent.RequestFinished f -> {
+                    // an aborted leg is a fault the abort family injected (its leaks are real findings)
+                    if (f.status() == io.kvledger.core.model.FinishStatus.FINISHED_ABORTED) {
+                        String t = tidOf.get(node + "|" + f.requestId());
+                        if (t != null) {
+                            touched.add(t);
+                        }
+                    }
+                }
                 case NodeEvent.HandshakeFailed h -> {
                     // whatever this node still held may have waited on the handshake
                     for (String rid : alive) {

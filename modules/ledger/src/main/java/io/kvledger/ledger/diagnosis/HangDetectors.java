@@ -28,7 +28,8 @@ import java.util.Map;
  * transfer-status-poisoned,
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
- * handshake-vote-waiting, handshake-vote-failed, and anomaly (any other serious anomaly).
+ * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed, and anomaly
+ * (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
  * on every node the transfer touched (sibling requests sharing a transfer id each get their own);
@@ -235,10 +236,84 @@ public final class HangDetectors {
                             + (n.producer() ? "(defer_timeout " + seconds(n.config.deferTimeoutNs()) + ")" : "(consumers never reap)")
                             + stepping));
         } else {
-            out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 33, end, since,
+            Finding reads = unfinishedReads(l, n, r, end, waited, stepping);
+            if (reads != null) {
+                out.add(reads);
+                return;
+            }
+            // no transfer evidence says which class: say so rather than guess one
+            out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 0, end, since,
                     "no terminal event: in " + r.phase + " " + waited + (r.reason == null ? "" : " (entered: " + r.reason + ")")
-                            + stepping));
+                            + "; no class: the journal shows no transfer of it in flight, failed or unanswered" + stepping));
         }
+    }
+
+    /**
+     * Class 33 (READ WideEP partial completions, #45749): a READ decode request stuck with reads
+     * of its transfer still in flight and none failed, while other reads of the same transfer, on
+     * this rank or its TP siblings (same host and DP rank), completed: the transfer's completions
+     * never add up. When none of its reads completed anywhere, the journal cannot tell a lost RDMA
+     * completion (26) from a lost wake-up (33): the finding says so, as class 26. Null when the
+     * request has no read in flight, or one of its reads failed (class 2 or 9 then).
+     */
+    private static Finding unfinishedReads(Ledger l, NodeView n, ReqView r, long end, String waited, String stepping) {
+        if (n.producer() || n.config.mode() != io.kvledger.core.config.TransferMode.READ || r.transferId == null) {
+            return null;
+        }
+        TransferView t = l.transfers.get(r.transferId);
+        if (t != null && t.firstFailedReadAt != Long.MIN_VALUE) {
+            return new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 2, end, since(r),
+                    "no terminal event: in " + r.phase + " " + waited + " after a read of " + r.transferId + " failed on "
+                            + t.failedReadNode + " at " + rel(l, t.firstFailedReadAt) + " (" + t.failedReadDetail.strip()
+                            + ")" + stepping);
+        }
+        List<String> ranks = new ArrayList<>();
+        int pendingHere = 0;
+        int doneAnywhere = 0;
+        long firstPending = Long.MAX_VALUE;
+        long lastDone = Long.MIN_VALUE;
+        for (NodeView o : l.nodes.values()) {
+            if (o.producer() || o.config.mode() != io.kvledger.core.config.TransferMode.READ
+                    || !o.config.hostIp().equals(n.config.hostIp()) || o.config.dpRank() != n.config.dpRank()) {
+                continue;
+            }
+            int pending = 0;
+            for (Map.Entry<Long, String> e : o.inFlight.entrySet()) {
+                if (e.getValue().equals(r.transferId) && o.readStatuses.contains(e.getKey())) {
+                    pending++;
+                    Long at = o.postedAt.get(e.getKey());
+                    if (at != null) {
+                        firstPending = Math.min(firstPending, at);
+                    }
+                }
+            }
+            int done = o.readsDone.getOrDefault(r.transferId, 0);
+            if (pending == 0 && done == 0) {
+                continue;
+            }
+            if (o == n) {
+                pendingHere = pending;
+            }
+            doneAnywhere += done;
+            if (done > 0) {
+                lastDone = Math.max(lastDone, o.lastReadDoneAt.get(r.transferId));
+            }
+            ranks.add(o.name + " tp" + o.config.tpRank() + " " + done + "/" + (done + pending) + " done");
+        }
+        if (pendingHere == 0) {
+            return null;
+        }
+        String evidence = "reads of " + r.transferId + " by rank: " + String.join(", ", ranks)
+                + "; the pending ones posted from " + rel(l, firstPending) + ", none failed";
+        if (doneAnywhere > 0) {
+            return new Finding("partial-completions", n.name, r.requestId, r.transferId, r.phase, 33, end, since(r),
+                    "completions that never add up: in " + r.phase + " " + waited + "; " + evidence + ", the last completed at "
+                            + rel(l, lastDone) + stepping);
+        }
+        return new Finding("reads-never-completed", n.name, r.requestId, r.transferId, r.phase, 26, end, since(r),
+                "one of 26 or 33: in " + r.phase + " " + waited + "; " + evidence + " and none completed: the journal lacks "
+                        + "a completion of any of its reads, which would tell a lost wake-up among partial completions (33) "
+                        + "from a lost RDMA completion (26)" + stepping);
     }
 
     /**

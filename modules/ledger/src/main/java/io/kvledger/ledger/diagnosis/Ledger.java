@@ -214,6 +214,11 @@ public final class Ledger {
             }
             case NodeEvent.TransferCompleted e -> {
                 n.postedAt.remove(e.statusId());
+                String readOf = n.readStatuses.contains(e.statusId()) ? n.inFlight.get(e.statusId()) : null;
+                if (readOf != null && e.succeeded()) {
+                    n.readsDone.merge(readOf, 1, Integer::sum);
+                    n.lastReadDoneAt.put(readOf, at);
+                }
                 if (e.succeeded()) {
                     n.failedSinceSuccessAt = Long.MIN_VALUE;
                 } else if (n.failedSinceSuccessAt == Long.MIN_VALUE) {
@@ -596,6 +601,9 @@ public final class Ledger {
         final java.util.LinkedHashSet<Long> readStatuses = new java.util.LinkedHashSet<>();
         /** When each posted status still in flight was posted. */
         final LinkedHashMap<Long, Long> postedAt = new LinkedHashMap<>();
+        /** Per transfer id, how many of its reads completed successfully on this node, and when the last did. */
+        final LinkedHashMap<String, Integer> readsDone = new LinkedHashMap<>();
+        final LinkedHashMap<String, Long> lastReadDoneAt = new LinkedHashMap<>();
         /**
          * The first failed completion since this engine's last successful one (MIN_VALUE when the
          * latest completion succeeded), its code and message, and its transfer.
