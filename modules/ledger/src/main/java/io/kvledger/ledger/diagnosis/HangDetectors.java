@@ -28,8 +28,9 @@ import java.util.Map;
  * transfer-status-poisoned,
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
- * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed, and anomaly
- * (any other serious anomaly).
+ * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
+ * reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
  * on every node the transfer touched (sibling requests sharing a transfer id each get their own);
@@ -189,6 +190,7 @@ public final class HangDetectors {
         for (Seen s : r.anomalies) {
             if (Ledger.serious(s.anomaly().kind()) || s.anomaly().kind() == AnomalyKind.STALE_ACK_DROPPED
                     || s.anomaly().kind() == AnomalyKind.WRITE_DONE_UNMATCHED
+                    || s.anomaly().kind() == AnomalyKind.DEFERRAL_EXPIRED_AT_ACK
                     || s.anomaly().kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS) {
                 Finding f = fromAnomaly(l, n, r, s);
                 handshake |= f.detector().equals("handshake-incomplete") || f.detector().equals("handshake-vote-failed");
@@ -651,7 +653,11 @@ public final class HangDetectors {
                     reapedAfterRead(l, tid, s.atNs()) ? 8 : producerTpAboveConsumer(l, n, tid) ? 22 : 7, s.atNs(), r.sinceNs,
                     "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + whyNoAck(l, n, tid)
                             + (reapedAfterRead(l, tid, s.atNs()) ? "; a read of these blocks was still in flight (use after free)"
-                            : producerTpAboveConsumer(l, n, tid) ? unreadRanksNote(l, n, tid) : ""));
+                            : producerTpAboveConsumer(l, n, tid) ? unreadRanksNote(l, n, tid) : "") + reapedWarning(n, detail));
+            case DEFERRAL_EXPIRED_AT_ACK -> new Finding("reaped-warning", n.name, r.requestId, tid, r.phase, 0, s.atNs(),
+                    r.sinceNs, "not a leak: its defer_timeout passed in the update_connector_output that brought its ACK, "
+                            + "which freed it at " + rel(l, s.atNs()) + reapedWarning(n, detail)
+                            + " (kvledger: DEFERRAL_EXPIRED_AT_ACK)");
             case EMPTY_REMOTE_BLOCKS -> new Finding("empty-remote-blocks", n.name, r.requestId, tid, r.phase, 28, s.atNs(), r.sinceNs,
                     "remote_blocks with an empty block_notify_list at " + rel(l, s.atNs()) + ": the Python handler raises and its listener dies");
             case ACK_UNMAPPED_DROPPED -> new Finding("ack-before-mapping", n.name, r.requestId, tid, r.phase, 12, s.atNs(),
@@ -676,6 +682,22 @@ public final class HangDetectors {
             default -> new Finding("anomaly", n.name, r.requestId, tid, r.phase, k.bugClass(), s.atNs(), r.sinceNs,
                     k + " at " + rel(l, s.atNs()) + ": " + detail);
         };
+    }
+
+    private static final java.util.regex.Pattern REAPED_THIS_STEP = java.util.regex.Pattern.compile("\\((\\d+) reaped this step\\)");
+
+    /**
+     * The warning the engine logs for the update_connector_output that reaped (or found expired)
+     * this request's deferral, in the seed's words: it counts every expired deferral, including
+     * those whose ACK came in the same call. Empty when the anomaly's detail carries no count.
+     */
+    private static String reapedWarning(NodeView n, String detail) {
+        java.util.regex.Matcher m = detail == null ? null : REAPED_THIS_STEP.matcher(detail);
+        if (m == null || !m.find()) {
+            return "";
+        }
+        return "; the engine logs \"Reaped " + m.group(1) + " deferred sends with no finished_sending notification after "
+                + Math.round(n.config.deferTimeoutNs() / 1e9) + "s\" for this call";
     }
 
     private static void nodeAnomaly(Ledger l, NodeView n, Seen s, List<Finding> out) {

@@ -495,6 +495,7 @@ public final class Ledger {
     private void maybeForget(NodeView n, ReqView r) {
         boolean clean = r.anomalies.stream().noneMatch(s -> serious(s.anomaly.kind())
                 || s.anomaly.kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS
+                || s.anomaly.kind() == AnomalyKind.DEFERRAL_EXPIRED_AT_ACK
                 || (r.disagg && (s.anomaly.kind() == AnomalyKind.TRANSFER_ID_SYNTHESIZED
                         || s.anomaly.kind() == AnomalyKind.READ_RECV_WITHOUT_REMOTE_BLOCKS)));
         if (!clean || r.phase == RequestPhase.REAPED) {
