@@ -29,7 +29,7 @@ import java.util.Map;
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
  * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
- * reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * siblings-share-transfer-id, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
  * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
@@ -665,7 +665,12 @@ public final class HangDetectors {
             case ACK_UNMAPPED_STUCK, WRITE_DONE_UNMATCHED, ACK_FOR_NON_LIVE_TRANSFER ->
                     new Finding("unknown-completion-id", n.name, r.requestId, tid, r.phase, 1, s.atNs(), r.sinceNs,
                             "completion id " + tid + " matches no request this worker maps (" + k + ": " + detail + ")");
-            case TRANSFER_ID_COLLISION -> new Finding("superseded-transfer-id", n.name, r.requestId, tid, r.phase, 13,
+            case TRANSFER_ID_COLLISION -> siblingOf(r.requestId, detail) != null
+                    ? new Finding("siblings-share-transfer-id", n.name, r.requestId, tid, r.phase, 29, s.atNs(), r.sinceNs,
+                            "n > 1 siblings share transfer id " + tid + ": " + r.requestId + " and " + siblingOf(r.requestId, detail)
+                                    + " are samples of one parent request (vLLM's <index>_<parent id>), and the id map holds one "
+                                    + "of them; " + k + " at " + rel(l, s.atNs()) + ": " + detail)
+                    : new Finding("superseded-transfer-id", n.name, r.requestId, tid, r.phase, 13,
                     s.atNs(), r.sinceNs, k + " at " + rel(l, s.atNs()) + ": " + detail);
             case STALE_ACK_DROPPED -> new Finding("ack-before-finish", n.name, r.requestId, tid, r.phase, 11, s.atNs(), r.sinceNs,
                     "an ACK arrived before request_finished, was parked, and was dropped as stale at " + rel(l, s.atNs()));
@@ -682,6 +687,32 @@ public final class HangDetectors {
             default -> new Finding("anomaly", n.name, r.requestId, tid, r.phase, k.bugClass(), s.atNs(), r.sinceNs,
                     k + " at " + rel(l, s.atNs()) + ": " + detail);
         };
+    }
+
+    private static final java.util.regex.Pattern CHILD_ID = java.util.regex.Pattern.compile("(\\d+)_(.+)");
+    private static final java.util.regex.Pattern COLLISION_OWNER =
+            java.util.regex.Pattern.compile("(?:owned by|overwrote owner) (\\S+)");
+
+    /**
+     * Class 29: the owner a TRANSFER_ID_COLLISION names, when it and {@code rid} are both
+     * children of one parent request ({@code <index>_<parent id>}, vLLM's n > 1 parallel sampling)
+     * at different indices; else null (a collision of unrelated ids stays class 13).
+     */
+    static String siblingOf(String rid, String detail) {
+        if (rid == null || detail == null) {
+            return null;
+        }
+        java.util.regex.Matcher o = COLLISION_OWNER.matcher(detail);
+        if (!o.find()) {
+            return null;
+        }
+        String owner = o.group(1);
+        java.util.regex.Matcher a = CHILD_ID.matcher(rid);
+        java.util.regex.Matcher b = CHILD_ID.matcher(owner);
+        if (!a.matches() || !b.matches()) {
+            return null;
+        }
+        return a.group(2).equals(b.group(2)) && !a.group(1).equals(b.group(1)) ? owner : null;
     }
 
     private static final java.util.regex.Pattern REAPED_THIS_STEP = java.util.regex.Pattern.compile("\\((\\d+) reaped this step\\)");
