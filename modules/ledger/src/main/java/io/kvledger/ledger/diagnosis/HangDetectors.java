@@ -649,7 +649,12 @@ public final class HangDetectors {
         String detail = s.anomaly().detail();
         String tid = r.transferId != null ? r.transferId : s.anomaly().transferId();
         return switch (k) {
-            case DEFERRAL_REAPED -> new Finding("reaped-without-ack", n.name, r.requestId, tid, r.phase,
+            case DEFERRAL_REAPED -> reapedSibling(n, r) != null
+                    ? new Finding("siblings-share-transfer-id", n.name, r.requestId, tid, r.phase, 29, s.atNs(), r.sinceNs,
+                            "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: its n > 1 sibling "
+                                    + reapedSibling(n, r) + " took transfer id " + tid + " in the id map, so the release for "
+                                    + tid + " freed that sibling, not this one" + reapedWarning(n, detail))
+                    : new Finding("reaped-without-ack", n.name, r.requestId, tid, r.phase,
                     reapedAfterRead(l, tid, s.atNs()) ? 8 : producerTpAboveConsumer(l, n, tid) ? 22 : 7, s.atNs(), r.sinceNs,
                     "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + whyNoAck(l, n, tid)
                             + (reapedAfterRead(l, tid, s.atNs()) ? "; a read of these blocks was still in flight (use after free)"
@@ -713,6 +718,19 @@ public final class HangDetectors {
             return null;
         }
         return a.group(2).equals(b.group(2)) && !a.group(1).equals(b.group(1)) ? owner : null;
+    }
+
+    /** The sibling whose TRANSFER_ID_COLLISION took {@code r}'s transfer id (class 29), or null. */
+    private static String reapedSibling(NodeView n, ReqView r) {
+        for (ReqView o : n.requests.values()) {
+            for (Seen s : o.anomalies) {
+                if (s.anomaly().kind() == AnomalyKind.TRANSFER_ID_COLLISION
+                        && r.requestId.equals(siblingOf(o.requestId, s.anomaly().detail()))) {
+                    return o.requestId;
+                }
+            }
+        }
+        return null;
     }
 
     private static final java.util.regex.Pattern REAPED_THIS_STEP = java.util.regex.Pattern.compile("\\((\\d+) reaped this step\\)");
