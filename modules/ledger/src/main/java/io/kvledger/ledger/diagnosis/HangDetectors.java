@@ -214,7 +214,7 @@ public final class HangDetectors {
         Handshake unanswered = unansweredHandshake(n, r, end, b);
         if (unanswered != null) {
             out.add(new Finding("handshake-incomplete", n.name, r.requestId, r.transferId, r.phase, 21, end, since(r),
-                    (n.producer() ? "its writes wait" : "its read waits") + " for handshake " + unanswered.key + " with "
+                    podsUnknown(n, r, unanswered) + (n.producer() ? "its writes wait" : "its read waits") + " for handshake " + unanswered.key + " with "
                             + unanswered.endpoint() + ", started at " + rel(l, unanswered.startedAt)
                             + (unanswered.attempts > 1 ? " (" + unanswered.attempts + " attempts)" : "")
                             + ": never answered (no handshake_completed or handshake_failed) for "
@@ -346,6 +346,22 @@ public final class HangDetectors {
                         + rel(l, failedAt) + " (" + n.failedDetail.strip() + (n.failedTransfer == null ? "" : ", transfer "
                         + n.failedTransfer) + ") and no transfer completed on this engine for " + seconds(end - failedAt)
                         + " until the journal ends; in " + r.phase + " since " + rel(l, since(r)));
+    }
+
+    /**
+     * Classes 21 and 37 look alike on a READ decode whose handshake to a peer DP rank above 0 is
+     * never answered: with the peer's pod layout ({@code remote_dp_size_local}) the journal tells a
+     * rank on another pod (37, eager-handshake-wrong-pod) from a peer that did not answer (21);
+     * without it the finding says it cannot tell.
+     */
+    private static String podsUnknown(NodeView n, ReqView r, Handshake h) {
+        if (n.producer() || n.config.mode() != io.kvledger.core.config.TransferMode.READ || r.remoteDpSize <= 1
+                || r.remoteDpSizeLocal > 0 || h.rank < 1) {
+            return "";
+        }
+        return "one of 21 or 37: the journal lacks the peer's remote_dp_size_local, which would tell whether DP rank "
+                + h.rank + " of " + r.remoteDpSize + " lives on another pod than remote_host (37) or its listener never "
+                + "answered (21); ";
     }
 
     /**
