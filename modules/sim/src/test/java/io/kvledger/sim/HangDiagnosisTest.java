@@ -70,6 +70,30 @@ class HangDiagnosisTest {
         }
     }
 
+    /**
+     * Issue 31's false-alarm target: 160 fault-free seeds, READ and WRITE in turn, over the shapes
+     * of {@link DetectorEvaluation} (1P1D to 3P2D, TP 2; WRITE without fewer prefill than decode TP
+     * ranks, which hangs by design): no finding at all.
+     */
+    @Test
+    void one_hundred_sixty_fault_free_seeds_have_no_findings() {
+        int runs = 0;
+        for (long seed = 0; seed < 160; seed++) {
+            TransferMode mode = seed % 2 == 0 ? TransferMode.READ : TransferMode.WRITE;
+            DetectorEvaluation.Shape s = DetectorEvaluation.SHAPES.get((int) (seed / 2 % DetectorEvaluation.SHAPES.size()));
+            if (mode == TransferMode.WRITE && s.prefillTp() < s.decodeTp()) {
+                s = DetectorEvaluation.SHAPES.get(0);
+            }
+            SimulationResult[] r = new SimulationResult[1];
+            List<Finding> f = diagnose(SimOptions.builder(seed, mode).requests(16).nodes(s.prefill(), s.decode())
+                    .tp(s.prefillTp(), s.decodeTp()).keepLog(false).build(), r);
+            assertThat(f).as("seed " + seed + " " + mode + " " + s).isEmpty();
+            assertThat(r[0].hungRequests()).as("seed " + seed + " " + mode + " " + s).isEmpty();
+            runs++;
+        }
+        assertThat(runs).isEqualTo(160);
+    }
+
     @Test
     void every_hung_decode_request_is_explained() {
         SimulationResult[] r = new SimulationResult[1];

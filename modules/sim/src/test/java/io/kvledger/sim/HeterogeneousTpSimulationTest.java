@@ -33,7 +33,11 @@ class HeterogeneousTpSimulationTest {
             return;
         }
         assertThat(f).as(what).isNotEmpty();
-        assertThat(f).as(what).allMatch(x -> x.bugClass() == 22 || x.detector().equals("stuck") && x.bugClass() == 7);
+        // (WRITE P_tp > D_tp: the un-notified ranks' self-ACKs at defer_timeout come in the very call
+        // that finds the deferral expired, which the engine logs as "Reaped N deferred sends":
+        // reaped-warning, no class, not a leak)
+        assertThat(f).as(what).allMatch(x -> x.bugClass() == 22 || x.detector().equals("stuck") && x.bugClass() == 7
+                || x.detector().equals("reaped-warning") && x.bugClass() == 0);
         assertThat(f).as(what).noneMatch(x -> x.bugClass() == 27);
         if (pTp > dTp) {
             assertThat(r[0].stats().decodeCompleted()).as(what).isEqualTo(12);

@@ -28,7 +28,9 @@ import java.util.Map;
  * transfer-status-poisoned,
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
- * handshake-vote-waiting, handshake-vote-failed, and anomaly (any other serious anomaly).
+ * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
+ * siblings-share-transfer-id, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
  * on every node the transfer touched (sibling requests sharing a transfer id each get their own);
@@ -188,6 +190,7 @@ public final class HangDetectors {
         for (Seen s : r.anomalies) {
             if (Ledger.serious(s.anomaly().kind()) || s.anomaly().kind() == AnomalyKind.STALE_ACK_DROPPED
                     || s.anomaly().kind() == AnomalyKind.WRITE_DONE_UNMATCHED
+                    || s.anomaly().kind() == AnomalyKind.DEFERRAL_EXPIRED_AT_ACK
                     || s.anomaly().kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS) {
                 Finding f = fromAnomaly(l, n, r, s);
                 handshake |= f.detector().equals("handshake-incomplete") || f.detector().equals("handshake-vote-failed");
@@ -211,7 +214,7 @@ public final class HangDetectors {
         Handshake unanswered = unansweredHandshake(n, r, end, b);
         if (unanswered != null) {
             out.add(new Finding("handshake-incomplete", n.name, r.requestId, r.transferId, r.phase, 21, end, since(r),
-                    (n.producer() ? "its writes wait" : "its read waits") + " for handshake " + unanswered.key + " with "
+                    podsUnknown(n, r, unanswered) + (n.producer() ? "its writes wait" : "its read waits") + " for handshake " + unanswered.key + " with "
                             + unanswered.endpoint() + ", started at " + rel(l, unanswered.startedAt)
                             + (unanswered.attempts > 1 ? " (" + unanswered.attempts + " attempts)" : "")
                             + ": never answered (no handshake_completed or handshake_failed) for "
@@ -235,10 +238,84 @@ public final class HangDetectors {
                             + (n.producer() ? "(defer_timeout " + seconds(n.config.deferTimeoutNs()) + ")" : "(consumers never reap)")
                             + stepping));
         } else {
-            out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 33, end, since,
+            Finding reads = unfinishedReads(l, n, r, end, waited, stepping);
+            if (reads != null) {
+                out.add(reads);
+                return;
+            }
+            // no transfer evidence says which class: say so rather than guess one
+            out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 0, end, since,
                     "no terminal event: in " + r.phase + " " + waited + (r.reason == null ? "" : " (entered: " + r.reason + ")")
-                            + stepping));
+                            + "; no class: the journal shows no transfer of it in flight, failed or unanswered" + stepping));
         }
+    }
+
+    /**
+     * Class 33 (READ WideEP partial completions, #45749): a READ decode request stuck with reads
+     * of its transfer still in flight and none failed, while other reads of the same transfer, on
+     * this rank or its TP siblings (same host and DP rank), completed: the transfer's completions
+     * never add up. When none of its reads completed anywhere, the journal cannot tell a lost RDMA
+     * completion (26) from a lost wake-up (33): the finding says so, as class 26. Null when the
+     * request has no read in flight, or one of its reads failed (class 2 or 9 then).
+     */
+    private static Finding unfinishedReads(Ledger l, NodeView n, ReqView r, long end, String waited, String stepping) {
+        if (n.producer() || n.config.mode() != io.kvledger.core.config.TransferMode.READ || r.transferId == null) {
+            return null;
+        }
+        TransferView t = l.transfers.get(r.transferId);
+        if (t != null && t.firstFailedReadAt != Long.MIN_VALUE) {
+            return new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 2, end, since(r),
+                    "no terminal event: in " + r.phase + " " + waited + " after a read of " + r.transferId + " failed on "
+                            + t.failedReadNode + " at " + rel(l, t.firstFailedReadAt) + " (" + t.failedReadDetail.strip()
+                            + ")" + stepping);
+        }
+        List<String> ranks = new ArrayList<>();
+        int pendingHere = 0;
+        int doneAnywhere = 0;
+        long firstPending = Long.MAX_VALUE;
+        long lastDone = Long.MIN_VALUE;
+        for (NodeView o : l.nodes.values()) {
+            if (o.producer() || o.config.mode() != io.kvledger.core.config.TransferMode.READ
+                    || !o.config.hostIp().equals(n.config.hostIp()) || o.config.dpRank() != n.config.dpRank()) {
+                continue;
+            }
+            int pending = 0;
+            for (Map.Entry<Long, String> e : o.inFlight.entrySet()) {
+                if (e.getValue().equals(r.transferId) && o.readStatuses.contains(e.getKey())) {
+                    pending++;
+                    Long at = o.postedAt.get(e.getKey());
+                    if (at != null) {
+                        firstPending = Math.min(firstPending, at);
+                    }
+                }
+            }
+            int done = o.readsDone.getOrDefault(r.transferId, 0);
+            if (pending == 0 && done == 0) {
+                continue;
+            }
+            if (o == n) {
+                pendingHere = pending;
+            }
+            doneAnywhere += done;
+            if (done > 0) {
+                lastDone = Math.max(lastDone, o.lastReadDoneAt.get(r.transferId));
+            }
+            ranks.add(o.name + " tp" + o.config.tpRank() + " " + done + "/" + (done + pending) + " done");
+        }
+        if (pendingHere == 0) {
+            return null;
+        }
+        String evidence = "reads of " + r.transferId + " by rank: " + String.join(", ", ranks)
+                + "; the pending ones posted from " + rel(l, firstPending) + ", none failed";
+        if (doneAnywhere > 0) {
+            return new Finding("partial-completions", n.name, r.requestId, r.transferId, r.phase, 33, end, since(r),
+                    "completions that never add up: in " + r.phase + " " + waited + "; " + evidence + ", the last completed at "
+                            + rel(l, lastDone) + stepping);
+        }
+        return new Finding("reads-never-completed", n.name, r.requestId, r.transferId, r.phase, 26, end, since(r),
+                "one of 26 or 33: in " + r.phase + " " + waited + "; " + evidence + " and none completed: the journal lacks "
+                        + "a completion of any of its reads, which would tell a lost wake-up among partial completions (33) "
+                        + "from a lost RDMA completion (26)" + stepping);
     }
 
     /**
@@ -269,6 +346,22 @@ public final class HangDetectors {
                         + rel(l, failedAt) + " (" + n.failedDetail.strip() + (n.failedTransfer == null ? "" : ", transfer "
                         + n.failedTransfer) + ") and no transfer completed on this engine for " + seconds(end - failedAt)
                         + " until the journal ends; in " + r.phase + " since " + rel(l, since(r)));
+    }
+
+    /**
+     * Classes 21 and 37 look alike on a READ decode whose handshake to a peer DP rank above 0 is
+     * never answered: with the peer's pod layout ({@code remote_dp_size_local}) the journal tells a
+     * rank on another pod (37, eager-handshake-wrong-pod) from a peer that did not answer (21);
+     * without it the finding says it cannot tell.
+     */
+    private static String podsUnknown(NodeView n, ReqView r, Handshake h) {
+        if (n.producer() || n.config.mode() != io.kvledger.core.config.TransferMode.READ || r.remoteDpSize <= 1
+                || r.remoteDpSizeLocal > 0 || h.rank < 1) {
+            return "";
+        }
+        return "one of 21 or 37: the journal lacks the peer's remote_dp_size_local, which would tell whether DP rank "
+                + h.rank + " of " + r.remoteDpSize + " lives on another pod than remote_host (37) or its listener never "
+                + "answered (21); ";
     }
 
     /**
@@ -572,11 +665,20 @@ public final class HangDetectors {
         String detail = s.anomaly().detail();
         String tid = r.transferId != null ? r.transferId : s.anomaly().transferId();
         return switch (k) {
-            case DEFERRAL_REAPED -> new Finding("reaped-without-ack", n.name, r.requestId, tid, r.phase,
+            case DEFERRAL_REAPED -> reapedSibling(n, r) != null
+                    ? new Finding("siblings-share-transfer-id", n.name, r.requestId, tid, r.phase, 29, s.atNs(), r.sinceNs,
+                            "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: its n > 1 sibling "
+                                    + reapedSibling(n, r) + " took transfer id " + tid + " in the id map, so the release for "
+                                    + tid + " freed that sibling, not this one" + reapedWarning(n, detail))
+                    : new Finding("reaped-without-ack", n.name, r.requestId, tid, r.phase,
                     reapedAfterRead(l, tid, s.atNs()) ? 8 : producerTpAboveConsumer(l, n, tid) ? 22 : 7, s.atNs(), r.sinceNs,
                     "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + whyNoAck(l, n, tid)
                             + (reapedAfterRead(l, tid, s.atNs()) ? "; a read of these blocks was still in flight (use after free)"
-                            : producerTpAboveConsumer(l, n, tid) ? unreadRanksNote(l, n, tid) : ""));
+                            : producerTpAboveConsumer(l, n, tid) ? unreadRanksNote(l, n, tid) : "") + reapedWarning(n, detail));
+            case DEFERRAL_EXPIRED_AT_ACK -> new Finding("reaped-warning", n.name, r.requestId, tid, r.phase, 0, s.atNs(),
+                    r.sinceNs, "not a leak: its defer_timeout passed in the update_connector_output that brought its ACK, "
+                            + "which freed it at " + rel(l, s.atNs()) + reapedWarning(n, detail)
+                            + " (kvledger: DEFERRAL_EXPIRED_AT_ACK)");
             case EMPTY_REMOTE_BLOCKS -> new Finding("empty-remote-blocks", n.name, r.requestId, tid, r.phase, 28, s.atNs(), r.sinceNs,
                     "remote_blocks with an empty block_notify_list at " + rel(l, s.atNs()) + ": the Python handler raises and its listener dies");
             case ACK_UNMAPPED_DROPPED -> new Finding("ack-before-mapping", n.name, r.requestId, tid, r.phase, 12, s.atNs(),
@@ -584,7 +686,12 @@ public final class HangDetectors {
             case ACK_UNMAPPED_STUCK, WRITE_DONE_UNMATCHED, ACK_FOR_NON_LIVE_TRANSFER ->
                     new Finding("unknown-completion-id", n.name, r.requestId, tid, r.phase, 1, s.atNs(), r.sinceNs,
                             "completion id " + tid + " matches no request this worker maps (" + k + ": " + detail + ")");
-            case TRANSFER_ID_COLLISION -> new Finding("superseded-transfer-id", n.name, r.requestId, tid, r.phase, 13,
+            case TRANSFER_ID_COLLISION -> siblingOf(r.requestId, detail) != null
+                    ? new Finding("siblings-share-transfer-id", n.name, r.requestId, tid, r.phase, 29, s.atNs(), r.sinceNs,
+                            "n > 1 siblings share transfer id " + tid + ": " + r.requestId + " and " + siblingOf(r.requestId, detail)
+                                    + " are samples of one parent request (vLLM's <index>_<parent id>), and the id map holds one "
+                                    + "of them; " + k + " at " + rel(l, s.atNs()) + ": " + detail)
+                    : new Finding("superseded-transfer-id", n.name, r.requestId, tid, r.phase, 13,
                     s.atNs(), r.sinceNs, k + " at " + rel(l, s.atNs()) + ": " + detail);
             case STALE_ACK_DROPPED -> new Finding("ack-before-finish", n.name, r.requestId, tid, r.phase, 11, s.atNs(), r.sinceNs,
                     "an ACK arrived before request_finished, was parked, and was dropped as stale at " + rel(l, s.atNs()));
@@ -601,6 +708,61 @@ public final class HangDetectors {
             default -> new Finding("anomaly", n.name, r.requestId, tid, r.phase, k.bugClass(), s.atNs(), r.sinceNs,
                     k + " at " + rel(l, s.atNs()) + ": " + detail);
         };
+    }
+
+    private static final java.util.regex.Pattern CHILD_ID = java.util.regex.Pattern.compile("(\\d+)_(.+)");
+    private static final java.util.regex.Pattern COLLISION_OWNER =
+            java.util.regex.Pattern.compile("(?:owned by|overwrote owner) (\\S+)");
+
+    /**
+     * Class 29: the owner a TRANSFER_ID_COLLISION names, when it and {@code rid} are both
+     * children of one parent request ({@code <index>_<parent id>}, vLLM's n > 1 parallel sampling)
+     * at different indices; else null (a collision of unrelated ids stays class 13).
+     */
+    static String siblingOf(String rid, String detail) {
+        if (rid == null || detail == null) {
+            return null;
+        }
+        java.util.regex.Matcher o = COLLISION_OWNER.matcher(detail);
+        if (!o.find()) {
+            return null;
+        }
+        String owner = o.group(1);
+        java.util.regex.Matcher a = CHILD_ID.matcher(rid);
+        java.util.regex.Matcher b = CHILD_ID.matcher(owner);
+        if (!a.matches() || !b.matches()) {
+            return null;
+        }
+        return a.group(2).equals(b.group(2)) && !a.group(1).equals(b.group(1)) ? owner : null;
+    }
+
+    /** The sibling whose TRANSFER_ID_COLLISION took {@code r}'s transfer id (class 29), or null. */
+    private static String reapedSibling(NodeView n, ReqView r) {
+        for (ReqView o : n.requests.values()) {
+            for (Seen s : o.anomalies) {
+                if (s.anomaly().kind() == AnomalyKind.TRANSFER_ID_COLLISION
+                        && r.requestId.equals(siblingOf(o.requestId, s.anomaly().detail()))) {
+                    return o.requestId;
+                }
+            }
+        }
+        return null;
+    }
+
+    private static final java.util.regex.Pattern REAPED_THIS_STEP = java.util.regex.Pattern.compile("\\((\\d+) reaped this step\\)");
+
+    /**
+     * The warning the engine logs for the update_connector_output that reaped (or found expired)
+     * this request's deferral, in the seed's words: it counts every expired deferral, including
+     * those whose ACK came in the same call. Empty when the anomaly's detail carries no count.
+     */
+    private static String reapedWarning(NodeView n, String detail) {
+        java.util.regex.Matcher m = detail == null ? null : REAPED_THIS_STEP.matcher(detail);
+        if (m == null || !m.find()) {
+            return "";
+        }
+        return "; the engine logs \"Reaped " + m.group(1) + " deferred sends with no finished_sending notification after "
+                + Math.round(n.config.deferTimeoutNs() / 1e9) + "s\" for this call";
     }
 
     private static void nodeAnomaly(Ledger l, NodeView n, Seen s, List<Finding> out) {

@@ -214,6 +214,11 @@ public final class Ledger {
             }
             case NodeEvent.TransferCompleted e -> {
                 n.postedAt.remove(e.statusId());
+                String readOf = n.readStatuses.contains(e.statusId()) ? n.inFlight.get(e.statusId()) : null;
+                if (readOf != null && e.succeeded()) {
+                    n.readsDone.merge(readOf, 1, Integer::sum);
+                    n.lastReadDoneAt.put(readOf, at);
+                }
                 if (e.succeeded()) {
                     n.failedSinceSuccessAt = Long.MIN_VALUE;
                 } else if (n.failedSinceSuccessAt == Long.MIN_VALUE) {
@@ -490,6 +495,7 @@ public final class Ledger {
     private void maybeForget(NodeView n, ReqView r) {
         boolean clean = r.anomalies.stream().noneMatch(s -> serious(s.anomaly.kind())
                 || s.anomaly.kind() == AnomalyKind.NEGATIVE_MATCHED_TOKENS
+                || s.anomaly.kind() == AnomalyKind.DEFERRAL_EXPIRED_AT_ACK
                 || (r.disagg && (s.anomaly.kind() == AnomalyKind.TRANSFER_ID_SYNTHESIZED
                         || s.anomaly.kind() == AnomalyKind.READ_RECV_WITHOUT_REMOTE_BLOCKS)));
         if (!clean || r.phase == RequestPhase.REAPED) {
@@ -596,6 +602,9 @@ public final class Ledger {
         final java.util.LinkedHashSet<Long> readStatuses = new java.util.LinkedHashSet<>();
         /** When each posted status still in flight was posted. */
         final LinkedHashMap<Long, Long> postedAt = new LinkedHashMap<>();
+        /** Per transfer id, how many of its reads completed successfully on this node, and when the last did. */
+        final LinkedHashMap<String, Integer> readsDone = new LinkedHashMap<>();
+        final LinkedHashMap<String, Long> lastReadDoneAt = new LinkedHashMap<>();
         /**
          * The first failed completion since this engine's last successful one (MIN_VALUE when the
          * latest completion succeeded), its code and message, and its transfer.

@@ -1,0 +1,337 @@
+package io.kvledger.sim;
+
+import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.ledger.diagnosis.Bounds;
+import io.kvledger.ledger.diagnosis.Finding;
+import io.kvledger.ledger.diagnosis.HangDetectors;
+import io.kvledger.ledger.diagnosis.Ledger;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * Measures the hang detectors on simulated journals they were not tuned on: each run injects one
+ * kind of fault at a low rate into a cluster of varied shape (prefill and decode instances, TP on
+ * either side, READ and WRITE) among healthy traffic, and knows from the run itself which requests
+ * the fault damaged (still in a non-terminal phase at the end, or freed by the reap) and which
+ * bug classes of moriio-protocol.md section 7 that fault can cause. Clean families (the same
+ * shapes with duplicated, delayed or reordered frames, or aborts that clean up) and fault-free
+ * seeds must give no finding on an undamaged request. The {@code reaped-warning} finding (the
+ * engine's "Reaped N deferred sends" warning for a deferral its own ACK freed) claims no hang: it is
+ * counted apart.
+ *
+ * <p>Scored per request: a damaged request is <em>named</em> when a finding names it (on its
+ * node) with one of the expected classes, <em>misnamed</em> when findings name it with other
+ * classes only, <em>missed</em> when none names it; a finding naming a request the run did not
+ * damage is a false alarm. The simulator cannot yet produce most of the classes issue 31 lists
+ * (no DP above 1, no pods, no WideEP, no n > 1): those need new faults before they can be measured.
+ */
+final class DetectorEvaluation {
+
+    /** One family: a fault kind with the classes it can cause, on the prefill and on the decode side. */
+    record Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses) {
+        boolean clean() {
+            return prefillClasses.isEmpty() && decodeClasses.isEmpty();
+        }
+    }
+
+    /** One cluster shape: prefill instances, decode instances, prefill TP, decode TP. */
+    record Shape(int prefill, int decode, int prefillTp, int decodeTp) {
+        @Override
+        public String toString() {
+            return prefill + "P" + decode + "D" + (prefillTp > 1 || decodeTp > 1 ? " tp" + prefillTp + ":" + decodeTp : "");
+        }
+    }
+
+    static final List<Shape> SHAPES = List.of(new Shape(1, 1, 1, 1), new Shape(2, 3, 1, 1), new Shape(3, 2, 1, 1),
+            new Shape(1, 1, 1, 2), new Shape(2, 2, 2, 2));
+
+    static final List<Family> FAMILIES = List.of(
+            // a release lost on the way, or one the publisher could not send: the prefill reaps
+            new Family("read-release-lost", TransferMode.READ, "drop=0.02", Set.of(7), Set.of(7)),
+            new Family("read-release-send-fail", TransferMode.READ, "send-fail=0.02", Set.of(7), Set.of(7)),
+            // a read that never completes: the decode aborts on age (26), sends no release, the prefill reaps
+            new Family("read-stall", TransferMode.READ, "stall=0.01", Set.of(7, 26), Set.of(26)),
+            new Family("read-fail", TransferMode.READ, "fail=0.01", Set.of(2, 7), Set.of(2)),
+            new Family("read-handshake-fail", TransferMode.READ, "handshake-fail=0.2", Set.of(7, 21), Set.of(21)),
+            // remote_blocks or write_done lost: the decode is stranded (27); the prefill's write expires or reaps
+            new Family("write-notify-lost", TransferMode.WRITE, "drop=0.02", Set.of(7, 27), Set.of(27)),
+            new Family("write-notify-send-fail", TransferMode.WRITE, "send-fail=0.02", Set.of(7, 27), Set.of(27)),
+            new Family("write-stall", TransferMode.WRITE, "stall=0.01", Set.of(7, 27), Set.of(27)),
+            new Family("write-handshake-fail", TransferMode.WRITE, "handshake-fail=0.2", Set.of(7, 21, 27), Set.of(21, 27)),
+            // clean families: slow but progressing, duplicated or reordered frames, aborts that clean up
+            new Family("clean-read-slow", TransferMode.READ, "delay=0.05,dup=0.02,reorder=0.02", Set.of(), Set.of()),
+            new Family("clean-write-slow", TransferMode.WRITE, "delay=0.05,dup=0.02,reorder=0.02", Set.of(), Set.of()),
+            new Family("clean-read-abort", TransferMode.READ, "abort=0.05", Set.of(), Set.of()),
+            new Family("clean-write-abort", TransferMode.WRITE, "abort=0.05", Set.of(), Set.of()),
+            new Family("fault-free-read", TransferMode.READ, "none", Set.of(), Set.of()),
+            new Family("fault-free-write", TransferMode.WRITE, "none", Set.of(), Set.of()));
+
+    /** Counts for one family (or the total). */
+    static final class Tally {
+        int runs;
+        int damaged;
+        int named;
+        int misnamed;
+        int missed;
+        int falseAlarms;
+        int warnings;
+        final Map<String, Integer> misnamedAs = new TreeMap<>();
+        final List<String> examples = new ArrayList<>();
+
+        void add(Tally t) {
+            runs += t.runs;
+            damaged += t.damaged;
+            named += t.named;
+            misnamed += t.misnamed;
+            missed += t.missed;
+            falseAlarms += t.falseAlarms;
+            warnings += t.warnings;
+            t.misnamedAs.forEach((k, v) -> misnamedAs.merge(k, v, Integer::sum));
+        }
+
+        String line() {
+            String pct = damaged == 0 ? "-" : String.format("%.0f %%", 100.0 * named / damaged);
+            return String.format("runs %3d  damaged %4d  named %4d (%s)  misnamed %3d  missed %3d  false alarms %3d  "
+                            + "reaped warnings %2d%s",
+                    runs, damaged, named, pct, misnamed, missed, falseAlarms, warnings,
+                    misnamedAs.isEmpty() ? "" : "  misnamed as " + misnamedAs);
+        }
+    }
+
+    /**
+     * Feeds the ledger, and from the simulator's side of every node (what each sent and what each
+     * received, which transfers it posted and which completed) notes which transfers an injected
+     * fault touched and which requests the reducers reaped: the ground truth the detectors are
+     * scored against (the journals alone do not say which frame the network dropped).
+     */
+    static final class Oracle implements Recorder {
+        final Ledger ledger = new Ledger();
+        final Set<String> reaped = new TreeSet<>();
+        final Set<String> touched = new TreeSet<>();
+        final Map<String, String> tidOf = new TreeMap<>();
+        private final Map<String, Integer> framesInFlight = new TreeMap<>();
+        private final Map<String, String> posted = new TreeMap<>();
+        private final Map<String, Set<String>> live = new TreeMap<>();
+
+        @Override
+        public void nodeStarted(String node, NodeConfig config, List<Effect> startupEffects) {
+            ledger.nodeStarted(node, config, startupEffects);
+        }
+
+        private void tid(String node, String rid, Object tid) {
+            if (rid != null && tid != null) {
+                tidOf.putIfAbsent(node + "|" + rid, String.valueOf(tid));
+            }
+        }
+
+        @Override
+        public void applied(String node, long seq, NodeEvent event, List<Effect> effects) {
+            ledger.observe(node, event, effects);
+            Set<String> alive = live.computeIfAbsent(node, k -> new TreeSet<>());
+            switch (event) {
+                case NodeEvent.RequestAdmitted a -> {
+                    alive.add(a.requestId());
+                    if (a.params() != null && a.params().has("transfer_id")) {
+                        tid(node, a.requestId(), a.params().get("transfer_id"));
+                    }
+                }
+                case NodeEvent.RemoteBlocksReceived r -> framesInFlight.merge("remote_blocks|" + r.transferId(), -1, Integer::sum);
+                case NodeEvent.WriteDoneReceived w -> framesInFlight.merge("write_done|" + w.transferId(), -1, Integer::sum);
+                case NodeEvent.ReleaseReceived r -> framesInFlight.merge("release|" + r.transferId(), -1, Integer::sum);
+                case NodeEvent.NotifySendFailed f -> {
+                    if (f.transferId() != null) {
+                        touched.add(f.transferId());
+                    }
+                }
+                case NodeEvent.TransferCompleted c -> {
+                    String t = posted.remove(node + "|" + c.statusId());
+                    if (t != null && !c.succeeded()) {
+                        touched.add(t);
+                    }
+                }
+                case NodeEvent.RequestFinished f -> {
+                    // an aborted leg is a fault the abort family injected (its leaks are real findings)
+                    if (f.status() == io.kvledger.core.model.FinishStatus.FINISHED_ABORTED) {
+                        String t = tidOf.get(node + "|" + f.requestId());
+                        if (t != null) {
+                            touched.add(t);
+                        }
+                    }
+                }
+                case NodeEvent.HandshakeFailed h -> {
+                    // whatever this node still held may have waited on the handshake
+                    for (String rid : alive) {
+                        String t = tidOf.get(node + "|" + rid);
+                        if (t != null) {
+                            touched.add(t);
+                        }
+                    }
+                }
+                default -> { }
+            }
+            for (Effect e : effects) {
+                switch (e) {
+                    case Effect.AckSurfaced a -> {
+                        tid(node, a.requestId(), a.transferId());
+                        if (a.reason() == Effect.SurfaceReason.REAPED) {
+                            reaped.add(node + "|" + a.requestId());
+                        }
+                    }
+                    case Effect.DeferralStarted d -> tid(node, d.requestId(), d.transferId());
+                    case Effect.PostRead r -> {
+                        tid(node, r.requestId(), r.transferId());
+                        posted.put(node + "|" + r.statusId(), r.transferId());
+                    }
+                    case Effect.PostWrite w -> posted.put(node + "|" + w.statusId(), w.transferId());
+                    case Effect.SendRemoteBlocks b -> {
+                        tid(node, b.reqId(), b.transferId());
+                        framesInFlight.merge("remote_blocks|" + b.transferId(), 1, Integer::sum);
+                    }
+                    case Effect.SendWriteDone w -> framesInFlight.merge("write_done|" + w.transferId(), 1, Integer::sum);
+                    case Effect.SendRelease r -> framesInFlight.merge("release|" + r.transferId(), 1, Integer::sum);
+                    case Effect.PhaseChanged p -> {
+                        if (p.to() != null && p.to().terminal()) {
+                            alive.remove(p.requestId());
+                        }
+                    }
+                    default -> { }
+                }
+            }
+        }
+
+        /** Ends the run: frames sent and never received, and transfers posted and never completed, touched theirs. */
+        void finish() {
+            framesInFlight.forEach((k, v) -> {
+                if (v > 0) {
+                    touched.add(k.substring(k.indexOf('|') + 1));
+                }
+            });
+            touched.addAll(posted.values());
+        }
+    }
+
+    static SimOptions options(Family f, Shape s, long seed, int requests) {
+        return SimOptions.builder(seed, f.mode()).requests(requests).nodes(s.prefill(), s.decode())
+                .tp(s.prefillTp(), s.decodeTp()).faults(f.faults()).keepLog(false).build();
+    }
+
+    /** Runs one family on one shape and seed and scores it into {@code t}. */
+    static void score(Family f, Shape s, long seed, int requests, Tally t) {
+        Oracle o = new Oracle();
+        SimulationResult result = Simulation.run(options(f, s, seed, requests), o);
+        o.finish();
+        List<Finding> findings = HangDetectors.run(o.ledger, Bounds.defaults());
+        Set<String> damaged = new TreeSet<>(o.reaped);
+        for (HungRequest h : result.hungRequests()) {
+            damaged.add(h.node() + "|" + h.requestId());
+        }
+        Set<String> suspect = new TreeSet<>(o.touched);
+        for (String key : damaged) {
+            String tid = o.tidOf.get(key);
+            if (tid != null) {
+                suspect.add(tid);
+            }
+        }
+        Map<String, Set<Integer>> classes = new TreeMap<>();
+        Map<String, Set<String>> detectors = new TreeMap<>();
+        for (Finding x : findings) {
+            if (x.requestId() == null) {
+                continue;
+            }
+            if (x.detector().equals("reaped-warning")) {
+                // the engine's own "Reaped N" warning for a deferral its ACK freed: no hang claimed
+                t.warnings++;
+                continue;
+            }
+            String key = x.node() + "|" + x.requestId();
+            classes.computeIfAbsent(key, k -> new TreeSet<>()).add(x.bugClass());
+            detectors.computeIfAbsent(key, k -> new TreeSet<>()).add(x.detector() + ":" + x.bugClass());
+            String tid = x.transferId() != null ? x.transferId() : o.tidOf.get(key);
+            if (!damaged.contains(key) && (tid == null || !suspect.contains(tid))) {
+                t.falseAlarms++;
+                example(t, "false alarm " + f.name() + " " + s + " seed " + seed + ": " + x);
+            }
+        }
+        t.runs++;
+        for (String key : damaged) {
+            t.damaged++;
+            Set<Integer> expected = key.startsWith("D") ? f.decodeClasses() : f.prefillClasses();
+            Set<Integer> got = classes.getOrDefault(key, Set.of());
+            if (got.isEmpty()) {
+                t.missed++;
+                example(t, "missed " + f.name() + " " + s + " seed " + seed + ": " + key);
+            } else if (f.clean() || got.stream().anyMatch(expected::contains)) {
+                // in a clean family a damaged request is a real consequence (a frame delayed past
+                // defer_timeout, an abort the connector does not clean up): named by any class
+                t.named++;
+            } else {
+                t.misnamed++;
+                for (String d : detectors.get(key)) {
+                    t.misnamedAs.merge(d, 1, Integer::sum);
+                }
+                example(t, "misnamed " + f.name() + " " + s + " seed " + seed + ": " + key + " as " + detectors.get(key)
+                        + " (expected " + expected + ")");
+            }
+        }
+    }
+
+    private static void example(Tally t, String s) {
+        if (t.examples.size() < 5) {
+            t.examples.add(s);
+        }
+    }
+
+    /**
+     * Every family over {@code seeds} seeds from {@code firstSeed}: on every shape, or (bounded, for
+     * the test suite) on one shape per family and seed, taken in turn; one tally per family.
+     */
+    static Map<String, Tally> evaluate(long firstSeed, int seeds, int requests, boolean everyShape) {
+        Map<String, Tally> out = new java.util.LinkedHashMap<>();
+        int turn = 0;
+        for (Family f : FAMILIES) {
+            Tally t = new Tally();
+            List<Shape> shapes = new ArrayList<>();
+            for (Shape s : SHAPES) {
+                // WRITE with fewer prefill than decode TP ranks hangs by design (class 22,
+                // docs/detectors.md; HeterogeneousTpTest): not a shape for these families
+                if (f.mode() == TransferMode.READ || s.prefillTp() >= s.decodeTp()) {
+                    shapes.add(s);
+                }
+            }
+            for (long seed = firstSeed; seed < firstSeed + seeds; seed++) {
+                if (everyShape) {
+                    for (Shape s : shapes) {
+                        score(f, s, seed, requests, t);
+                    }
+                } else {
+                    score(f, shapes.get(turn++ % shapes.size()), seed, requests, t);
+                }
+            }
+            out.put(f.name(), t);
+        }
+        return out;
+    }
+
+    static String report(Map<String, Tally> tallies) {
+        StringBuilder sb = new StringBuilder();
+        Tally total = new Tally();
+        for (Map.Entry<String, Tally> e : tallies.entrySet()) {
+            sb.append(String.format("%-24s %s%n", e.getKey(), e.getValue().line()));
+            total.add(e.getValue());
+        }
+        sb.append(String.format("%-24s %s%n", "total", total.line()));
+        for (Map.Entry<String, Tally> e : tallies.entrySet()) {
+            for (String x : e.getValue().examples) {
+                sb.append("  ").append(x).append('\n');
+            }
+        }
+        return sb.toString();
+    }
+}
