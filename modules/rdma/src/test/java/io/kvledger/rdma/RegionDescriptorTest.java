@@ -156,12 +156,13 @@ class RegionDescriptorTest {
         } finally {
             sleeper.destroyForcibly();
         }
-        // `true` exits at once; its parent becomes `sleep`, which never waits: a zombie
-        Process parent = new ProcessBuilder("sh", "-c", "true & echo $!; exec sleep 30").start();
+        // the child outlives the shell's own commands (a child that exited before the shell execs
+        // could be reaped by the shell: no zombie), then its parent is `sleep`, which never waits
+        Process parent = new ProcessBuilder("sh", "-c", "sleep 1 & echo $!; exec sleep 90").start();
         try {
             long zombie = Long.parseLong(new BufferedReader(new InputStreamReader(parent.getInputStream(),
                     StandardCharsets.US_ASCII)).readLine().strip());
-            for (int i = 0; i < 500 && ProcessStart.of(zombie) != ProcessStart.EXITED; i++) {
+            for (int i = 0; i < 6000 && ProcessStart.of(zombie) != ProcessStart.EXITED; i++) { // a busy machine: up to 60 s
                 Thread.sleep(10);
             }
             assertThat(ProcessStart.of(zombie)).isEqualTo(ProcessStart.EXITED);
