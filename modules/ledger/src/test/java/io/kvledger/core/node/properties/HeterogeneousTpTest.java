@@ -71,6 +71,14 @@ class HeterogeneousTpTest {
         }
         assertThat(anomalies(o, AnomalyKind.WRITE_TASK_EXPIRED)).as(all).isEmpty();
         for (Finding f : findings) {
+            // (WRITE P_tp > D_tp: the un-notified ranks' self-ACKs at defer_timeout come in the very call
+            // that finds the deferral expired, which the engine logs as "Reaped N deferred sends":
+            // reaped-warning, no class, not a leak)
+            if (f.detector().equals("reaped-warning")) {
+                assertThat(f.bugClass()).as(all).isZero();
+                assertThat(shape.mode() == TransferMode.WRITE && shape.pTp() > shape.dTp()).as(all).isTrue();
+                continue;
+            }
             assertThat(f.bugClass()).as(all).isEqualTo(22);
             assertThat(f.message()).as(all).doesNotContain("lost notify");
         }
@@ -171,9 +179,10 @@ class HeterogeneousTpTest {
             assertThat(findings).as(all).anyMatch(f -> f.node().equals("D0t0") && f.detector().equals("stuck-waiting")
                     && "tx-0".equals(f.transferId()) && f.bugClass() == 27
                     && f.message().contains("remote_blocks sent to P0t0") && f.message().contains("lost notify"));
-            // (a self-ACK that comes after the reap is an unknown completion id there, class 1)
+            // (a self-ACK that comes after the reap is an unknown completion id there, class 1; one that
+            // comes in the reaping call is the engine's "Reaped N" warning: reaped-warning, no class)
             assertThat(findings).as(all).noneMatch(f -> f.node().startsWith("P0t") && !f.node().equals("P0t0")
-                    && f.bugClass() != 22 && f.bugClass() != 1);
+                    && f.bugClass() != 22 && f.bugClass() != 1 && !f.detector().equals("reaped-warning"));
         } else {
             // write_done lost on its way to the one decode rank the prefill does send it to
             assertThat(findings).as(all).anyMatch(f -> f.node().equals("D0t0") && f.detector().equals("stuck-waiting")
