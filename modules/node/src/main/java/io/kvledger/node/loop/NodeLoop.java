@@ -114,6 +114,8 @@ public final class NodeLoop implements AutoCloseable {
     private volatile NodeStatus status;
     /** Items handled since the last snapshot (loop thread). */
     private long sincePublished;
+    /** An input was emitted (counted as applied) since the last snapshot: its journaling may end after the batch did. */
+    private boolean emittedSincePublished;
     /** Set by {@link #close} before it asks the loop to stop. */
     private volatile boolean stopRequested;
     /** Why the loop stopped by itself (loop thread; the first cause wins). */
@@ -215,6 +217,7 @@ public final class NodeLoop implements AutoCloseable {
     /** Builds and publishes a snapshot (loop thread); returns it, or {@code null} without a source. */
     private NodeStatus publishStatus() {
         sincePublished = 0;
+        emittedSincePublished = false;
         java.util.function.Supplier<NodeStatus> source = statusSource;
         if (source == null) {
             return null;
@@ -359,7 +362,7 @@ public final class NodeLoop implements AutoCloseable {
 
     /** The inbox is empty: what the batch did goes into a new status snapshot (loop thread). */
     private void batchEnded() {
-        if (sincePublished > 0) {
+        if (sincePublished > 0 || emittedSincePublished) {
             publishStatus();
         }
     }
@@ -467,6 +470,7 @@ public final class NodeLoop implements AutoCloseable {
     /** Tells the listeners, routes the effects and answers the call of an input (journaled, if journaling). */
     private void emit(long seq, NodeEvent event, List<Effect> derived, Inbox.Item.Call call) {
         applied.incrementAndGet();
+        emittedSincePublished = true;
         lastAppliedWallNs = System.nanoTime();
         List<Effect> out = derived.isEmpty() ? List.of() : List.copyOf(derived);
         for (Listener l : listeners) {
