@@ -477,7 +477,7 @@ public enum EntryType {
     }
 
     /** The payload schema; {@code null} for {@link #HEADER}. */
-    public Schema<?> schema() {
+    Schema<?> schema() {
         return schema;
     }
 
