@@ -61,7 +61,7 @@ public final class UpstreamVersions {
     }
 
     /** The commit of a dev version's local part ({@code 0.11.1.dev12+g239b5ff30.d20260518}), or null. */
-    public static String commitOf(String version) {
+    static String commitOf(String version) {
         if (version == null) {
             return null;
         }
