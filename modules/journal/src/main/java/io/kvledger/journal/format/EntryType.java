@@ -482,7 +482,7 @@ public enum EntryType {
     }
 
     /** The record class of this type; {@code null} for {@link #HEADER}. */
-    public Class<?> recordClass() {
+    Class<?> recordClass() {
         return schema == null ? null : schema.type();
     }
 
