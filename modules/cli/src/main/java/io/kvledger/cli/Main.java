@@ -69,7 +69,7 @@ public final class Main implements Callable<Integer> {
     }
 
     /** The command line with every command of the table registered, writing to the given streams. */
-    public static CommandLine commandLine(PrintWriter out, PrintWriter err) {
+    static CommandLine commandLine(PrintWriter out, PrintWriter err) {
         CommandLine cl = new CommandLine(new Main());
         for (NamedCommand c : COMMANDS) {
             cl.addSubcommand(c.name(), c.factory().get());

@@ -93,7 +93,7 @@ public final class EntryRules {
     private long missing;
 
     /** @param listener receives every problem as it is found (may be null) */
-    public EntryRules(Consumer<Problem> listener) {
+    EntryRules(Consumer<Problem> listener) {
         this.listener = listener;
     }
 

@@ -63,12 +63,12 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
     }
 
     /** A header that says nothing of a vLLM engine. */
-    public JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin, boolean proxy) {
+    JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin, boolean proxy) {
         this(formatVersion, nodeId, config, origin, proxy, null, null, null);
     }
 
     /** A node's header. */
-    public JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin) {
+    JournalHeader(int formatVersion, String nodeId, NodeConfig config, String origin) {
         this(formatVersion, nodeId, config, origin, false);
     }
 
@@ -111,7 +111,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
     }
 
     /** This header saying which vLLM and inner connector the recording came from (each may be null). */
-    public JournalHeader withVllm(String version, String commit, String inner) {
+    JournalHeader withVllm(String version, String commit, String inner) {
         return new JournalHeader(formatVersion, nodeId, config, origin, proxy, version, commit, inner);
     }
 

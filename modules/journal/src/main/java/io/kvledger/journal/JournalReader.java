@@ -171,7 +171,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
     }
 
     /** What the order rules of the latest pass found, by kind (empty before a pass). */
-    public java.util.Map<EntryRules.Kind, Long> ruleProblems() {
+    java.util.Map<EntryRules.Kind, Long> ruleProblems() {
         return rules == null ? java.util.Map.of() : rules.counts();
     }
 

@@ -440,7 +440,7 @@ public final class JournalWriter implements AutoCloseable {
     }
 
     /** Entries in the open group (0 without one). */
-    public int groupEntries() {
+    int groupEntries() {
         return inGroup ? groupMembers : 0;
     }
 
@@ -530,7 +530,7 @@ public final class JournalWriter implements AutoCloseable {
     }
 
     /** Pages the pretoucher touched so far (0 without one). */
-    public long pretouchedPages() {
+    long pretouchedPages() {
         return pretoucher == null ? 0 : pretoucher.touchedPages();
     }
 

@@ -125,7 +125,7 @@ public record NodeOptions(String nodeId, NodeConfig config, Path journalDir, Eng
                 bearerToken, ping, advertisedHttp, inboxCapacity, deliveryBound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }
 
-    public NodeOptions withInbox(int capacity, Duration bound) {
+    NodeOptions withInbox(int capacity, Duration bound) {
         return new NodeOptions(nodeId, config, journalDir, engine, layout, transferEngine, httpHost, httpPort,
                 bearerToken, proxyPing, httpAdvertised, capacity, bound, handshakeTimeout, engineOptions, faults, faultSeed, bridgeEndpoint, tpWorkers, profileFromEngine);
     }

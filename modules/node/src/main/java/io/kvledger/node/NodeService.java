@@ -924,7 +924,7 @@ public final class NodeService implements AutoCloseable {
         return http;
     }
 
-    public long adapterFailures() {
+    long adapterFailures() {
         return adapterFailures.get();
     }
 

@@ -75,7 +75,7 @@ public record ProxyOptions(String host, int httpPort, int pingPort, TransferMode
                 proxyId, apiKey, serveJournals, otlp, null);
     }
 
-    public ProxyOptions withHeaderTimeout(Duration d) {
+    ProxyOptions withHeaderTimeout(Duration d) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
                 notifyPortShift, journalDir, proxyId, apiKey, serveJournals, otlp, d);
     }
@@ -120,17 +120,17 @@ public record ProxyOptions(String host, int httpPort, int pingPort, TransferMode
                 notifyPortShift, dir, proxyId, apiKey, serveJournals, otlp, headerTimeout);
     }
 
-    public ProxyOptions withApiKey(String key) {
+    ProxyOptions withApiKey(String key) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
                 notifyPortShift, journalDir, proxyId, key, serveJournals, otlp, headerTimeout);
     }
 
-    public ProxyOptions withServeJournals(List<Path> dirs) {
+    ProxyOptions withServeJournals(List<Path> dirs) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
                 notifyPortShift, journalDir, proxyId, apiKey, dirs, otlp, headerTimeout);
     }
 
-    public ProxyOptions withOtlp(String endpoint) {
+    ProxyOptions withOtlp(String endpoint) {
         return new ProxyOptions(host, httpPort, pingPort, mode, registrationTtl, prefillTimeout, decodeTimeout,
                 notifyPortShift, journalDir, proxyId, apiKey, serveJournals, endpoint, headerTimeout);
     }

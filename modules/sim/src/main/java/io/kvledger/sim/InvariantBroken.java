@@ -20,7 +20,7 @@ public final class InvariantBroken extends IllegalStateException {
     }
 
     /** What was broken, in check order. */
-    public List<Invariants.Violation> violations() {
+    List<Invariants.Violation> violations() {
         return violations;
     }
 }

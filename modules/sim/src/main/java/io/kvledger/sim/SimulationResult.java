@@ -39,7 +39,7 @@ public record SimulationResult(SimOptions options, List<NodeReport> nodes, List<
     }
 
     /** Each node's final state hash, in node order. */
-    public List<Long> stateHashes() {
+    List<Long> stateHashes() {
         List<Long> out = new ArrayList<>(nodes.size());
         for (NodeReport n : nodes) {
             out.add(n.stateHash());

@@ -61,7 +61,7 @@ public record TapTarget(Role role, String host, int port, int shift) {
     }
 
     /** Where the tap listens for this rank. */
-    public int tapPort() {
+    int tapPort() {
         return port + shift;
     }
 
@@ -71,7 +71,7 @@ public record TapTarget(Role role, String host, int port, int shift) {
     }
 
     /** {@code P} or {@code D}. */
-    public String roleLetter() {
+    String roleLetter() {
         return role == Role.PRODUCER ? "P" : "D";
     }
 

@@ -64,7 +64,7 @@ public final class NotifyDecoder {
     }
 
     /** One-shot decode with default limits. */
-    public static DecodeResult<NotifyMessage> decodeOnce(byte[] frame) {
+    static DecodeResult<NotifyMessage> decodeOnce(byte[] frame) {
         return new NotifyDecoder().decode(frame);
     }
 

@@ -88,7 +88,7 @@ public final class NotifyEncoder {
     }
 
     /** {@code write_failed} (open PR #57705; field set assumed, see the class comment). */
-    public byte[] writeFailed(Object transferId, String reason) {
+    byte[] writeFailed(Object transferId, String reason) {
         p.reset().mapHeader(3).str("type").str("write_failed").str("transfer_id").value(transferId).str("reason").value(reason);
         return p.toByteArray();
     }

@@ -24,7 +24,7 @@ public final class NotifyEvents {
         this.decoder = new NotifyDecoder(limits);
     }
 
-    public NotifyDecoder decoder() {
+    NotifyDecoder decoder() {
         return decoder;
     }
 

@@ -69,7 +69,7 @@ public final class PythonNotifyListener {
     private PythonNotifyListener() {}
 
     /** Whether the frame raises out of the Python listener's handler. */
-    public static boolean wouldKill(byte[] frame) {
+    static boolean wouldKill(byte[] frame) {
         return verdict(frame).raises();
     }
 

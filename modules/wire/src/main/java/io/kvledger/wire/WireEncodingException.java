@@ -9,7 +9,7 @@ public final class WireEncodingException extends RuntimeException {
 
     private static final long serialVersionUID = 1L;
 
-    public WireEncodingException(String message) {
+    WireEncodingException(String message) {
         super(message);
     }
 }

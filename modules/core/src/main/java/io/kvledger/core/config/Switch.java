@@ -169,7 +169,7 @@ public enum Switch {
     }
 
     /** The number of this difference in seed-vs-newest.md section A, or 0 for other switches. */
-    public int seedDifference() {
+    int seedDifference() {
         return seedDifference;
     }
 
@@ -179,12 +179,12 @@ public enum Switch {
     }
 
     /** The upstream change (vllm-project/vllm PR numbers) that introduced the newer behaviour. */
-    public String upstream() {
+    String upstream() {
         return upstream;
     }
 
     /** Whether the newest upstream connector (vLLM main at 3c201bf2) behaves this way. */
-    public boolean inNewest() {
+    boolean inNewest() {
         return inNewest;
     }
 
@@ -192,7 +192,7 @@ public enum Switch {
      * Whether the seed connector behaves this way: the seed lacks every scheduler difference; the
      * worker-side switches it shares with newest are on.
      */
-    public boolean inSeed() {
+    boolean inSeed() {
         if (inSeed != null) {
             return inSeed;
         }
@@ -205,7 +205,7 @@ public enum Switch {
      * and the worker switches are the seed's (benchmarks/upstream-differential.sh compares the
      * scheduler side).
      */
-    public boolean in239b5ff30() {
+    boolean in239b5ff30() {
         return in239b5ff30 != null ? in239b5ff30 : inSeed();
     }
 

@@ -8,7 +8,7 @@ public enum TransferMode {
     WRITE;
 
     /** {@code get_moriio_mode}: {@code str(read_mode).lower().strip()} in {"true", "1"} gives READ. */
-    public static TransferMode fromReadMode(Object readMode) {
+    static TransferMode fromReadMode(Object readMode) {
         return ExtraConfig.parseReadMode(readMode) ? READ : WRITE;
     }
 
@@ -18,7 +18,7 @@ public enum TransferMode {
      *
      * @param env the variable's value, or {@code null} when unset
      */
-    public static TransferMode fromEnvReadMode(String env) {
+    static TransferMode fromEnvReadMode(String env) {
         String s = (env == null ? "False" : env).toLowerCase(java.util.Locale.ROOT);
         return s.equals("true") || s.equals("1") ? READ : WRITE;
     }

@@ -23,10 +23,10 @@ public final class UpstreamVersions {
      * @param profile       the preset name ({@link Behaviour#PRESETS})
      * @param what          what the row stands for
      */
-    public record Row(String commit, String versionPrefix, String profile, String what) {}
+    record Row(String commit, String versionPrefix, String profile, String what) {}
 
     /** The table, in the order it is searched. */
-    public static final List<Row> ROWS = List.of(
+    static final List<Row> ROWS = List.of(
             new Row("239b5ff30cf46f9196149c888a20be2096fdff03", null, Behaviour.V239B5FF30,
                     "vLLM main 2026-05-18 (before the seed): MoRIIO mode from VLLM_MORIIO_CONNECTOR_READ_MODE, "
                             + "six-key request_finished params, no update_connector_output"),
@@ -61,7 +61,7 @@ public final class UpstreamVersions {
     }
 
     /** The commit of a dev version's local part ({@code 0.11.1.dev12+g239b5ff30.d20260518}), or null. */
-    public static String commitOf(String version) {
+    static String commitOf(String version) {
         if (version == null) {
             return null;
         }

@@ -46,7 +46,7 @@ public final class BlockGroups {
         return new BlockGroups(groups);
     }
 
-    public static BlockGroups fromLists(List<? extends List<? extends Number>> lists) {
+    static BlockGroups fromLists(List<? extends List<? extends Number>> lists) {
         int[][] g = new int[lists.size()][];
         for (int i = 0; i < g.length; i++) {
             g[i] = toInts(lists.get(i));

@@ -115,7 +115,7 @@ public final class KvParams {
     }
 
     /** Empty params with room for {@code n} keys. */
-    public static KvParams withCapacity(int n) {
+    static KvParams withCapacity(int n) {
         return new KvParams(new String[Math.max(n, 1)], new Object[Math.max(n, 1)], 0, false, false, 0L);
     }
 
@@ -190,7 +190,7 @@ public final class KvParams {
     }
 
     /** {@code params.get(key, default)}: the default only when the key is absent. */
-    public Object getOr(String key, Object fallback) {
+    Object getOr(String key, Object fallback) {
         int i = indexOf(key);
         return i < 0 ? fallback : vals[i];
     }

@@ -218,7 +218,7 @@ public final class NodeReducer {
     }
 
     /** {@code supports_divergent_local_hybrid_hits}: READ with a mamba transfer group (newest). */
-    public static boolean supportsDivergentLocalHybridHits(NodeConfig config) {
+    static boolean supportsDivergentLocalHybridHits(NodeConfig config) {
         return config.on(Switch.CONNECTOR_DIVERGENT_HYBRID_HITS) && config.mode() == TransferMode.READ
                 && NodeState.initial(config).mambaGroups.length > 0;
     }
@@ -228,7 +228,7 @@ public final class NodeReducer {
      * the requested CUDA-graph mode; the seed only warns (switch read-full-cudagraph-warning) and
      * the newest worker waits for the whole step's reads under FULL graphs instead.
      */
-    public static boolean requiresPiecewiseForCudagraph(NodeConfig config) {
+    static boolean requiresPiecewiseForCudagraph(NodeConfig config) {
         return false;
     }
 
@@ -237,7 +237,7 @@ public final class NodeReducer {
      * before the forward. Only a READ consumer of a hybrid model whose attention cache uses the
      * LBNHC layout has any: its attention group's blocks. Empty otherwise.
      */
-    public static int[] syncLoadBlockIds(NodeConfig config, io.kvledger.core.model.BlockGroups allocated,
+    static int[] syncLoadBlockIds(NodeConfig config, io.kvledger.core.model.BlockGroups allocated,
                                          boolean lbnhcLayout) {
         NodeState s = NodeState.initial(config);
         if (config.mode() != TransferMode.READ || config.role() != Role.CONSUMER || !s.hybrid || !lbnhcLayout

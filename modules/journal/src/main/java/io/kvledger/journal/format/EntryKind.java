@@ -49,7 +49,7 @@ public enum EntryKind {
     }
 
     /** The kind with this label, or {@code null}. */
-    public static EntryKind byLabel(String label) {
+    static EntryKind byLabel(String label) {
         for (EntryKind k : values()) {
             if (k.label.equals(label)) {
                 return k;

@@ -477,12 +477,12 @@ public enum EntryType {
     }
 
     /** The payload schema; {@code null} for {@link #HEADER}. */
-    public Schema<?> schema() {
+    Schema<?> schema() {
         return schema;
     }
 
     /** The record class of this type; {@code null} for {@link #HEADER}. */
-    public Class<?> recordClass() {
+    Class<?> recordClass() {
         return schema == null ? null : schema.type();
     }
 

@@ -11,7 +11,7 @@ package io.kvledger.journal.format;
  *                 trailing null is not written), so that a field added to a type later does not
  *                 change the entries that do not use it
  */
-public record Field(String name, FieldType<?> type, boolean nullable, boolean optional, boolean omitNull) {
+record Field(String name, FieldType<?> type, boolean nullable, boolean optional, boolean omitNull) {
 
     public Field(String name, FieldType<?> type, boolean nullable, boolean optional) {
         this(name, type, nullable, optional, false);

@@ -22,7 +22,7 @@ import org.msgpack.value.ValueType;
  *
  * @param <T> the Java type of the field in the record
  */
-public abstract class FieldType<T> {
+abstract class FieldType<T> {
 
     private final String doc;
 

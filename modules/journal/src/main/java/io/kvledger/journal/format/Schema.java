@@ -21,7 +21,7 @@ import org.msgpack.value.ValueType;
  *
  * @param <R> the record type
  */
-public final class Schema<R> {
+final class Schema<R> {
 
     /**
      * Builds a record from decoded fields ({@code atNs} is 0 for effects and nested records).

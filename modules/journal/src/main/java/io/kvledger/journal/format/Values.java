@@ -1,7 +1,7 @@
 package io.kvledger.journal.format;
 
 /** The decoded fields of one payload, in schema order, with typed accessors for record builders. */
-public final class Values {
+final class Values {
 
     private final Object[] v;
 

@@ -5,7 +5,7 @@ public final class JsonException extends RuntimeException {
 
     private final int offset;
 
-    public JsonException(String message, int offset) {
+    JsonException(String message, int offset) {
         super(offset >= 0 ? message + " at column " + (offset + 1) : message);
         this.offset = offset;
     }

@@ -232,7 +232,7 @@ public final class TraceRecorder {
     }
 
     /** Legs forgotten because more than {@code maxOpen} were open. */
-    public long forgotten() {
+    long forgotten() {
         return forgotten;
     }
 

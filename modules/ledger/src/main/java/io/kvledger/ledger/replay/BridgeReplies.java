@@ -88,7 +88,7 @@ public final class BridgeReplies {
      * Whether kvledger's reply {@code actual} is the recorded connector reply {@code expected}:
      * {@link #same}, and for the connector metadata no {@link #metadataDifference}.
      */
-    public static boolean sameReply(Effect actual, Effect expected) {
+    static boolean sameReply(Effect actual, Effect expected) {
         if (actual instanceof Effect.MetadataBuilt a && expected instanceof Effect.MetadataBuilt e) {
             return same(a, e) || metadataDifference(a, e) == null;
         }
@@ -147,7 +147,7 @@ public final class BridgeReplies {
      * ("reqs_to_save[RID].local_block_ids: the connector [[1, 4, 106]], kvledger [[1, 4, 6]]"), or
      * {@code null} when every field both sides have agrees.
      */
-    public static String metadataDifference(Effect.MetadataBuilt k, Effect.MetadataBuilt c) {
+    static String metadataDifference(Effect.MetadataBuilt k, Effect.MetadataBuilt c) {
         if (k.step() != c.step()) {
             return field("step", c.step(), k.step());
         }

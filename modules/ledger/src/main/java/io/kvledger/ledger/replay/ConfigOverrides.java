@@ -123,7 +123,7 @@ public final class ConfigOverrides {
     }
 
     /** One sentence listing every key {@code --set} accepts. */
-    public static String validKeys() {
+    static String validKeys() {
         List<String> sw = new ArrayList<>();
         for (Switch s : Switch.values()) {
             sw.add(s.key());
@@ -201,7 +201,7 @@ public final class ConfigOverrides {
     }
 
     /** The switches of {@code b} that differ from its preset ("key=true"), in switch order. */
-    public static List<String> customSwitches(Behaviour b) {
+    static List<String> customSwitches(Behaviour b) {
         String name = b.profile();
         String base = name.endsWith("+custom") ? name.substring(0, name.length() - "+custom".length()) : name;
         Behaviour preset = Behaviour.preset(base);

@@ -306,7 +306,7 @@ public final class Replayer implements AutoCloseable {
      * {@link #run}. An analysis of these nodes may miss what the damage held: it is never reported
      * clean.
      */
-    public List<String> uncleanNodes() {
+    List<String> uncleanNodes() {
         List<String> out = new ArrayList<>();
         if (ran) {
             List<String> ids = nodes.stream().map(n -> n.header().nodeId()).toList();
@@ -329,7 +329,7 @@ public final class Replayer implements AutoCloseable {
      * unknown header keys). The readers prefix lines with the journal directory as opened.
      */
     /** Adds warnings of a pass that read other journals alongside (the proxies'). */
-    public void addWarnings(List<String> more) {
+    void addWarnings(List<String> more) {
         warnings.addAll(more);
     }
 

@@ -347,7 +347,7 @@ public final class JournalSetApi {
     }
 
     /** The journals' node names, for a banner. */
-    public List<String> nodeNames() {
+    List<String> nodeNames() {
         List<String> out = new ArrayList<>();
         try (Replayer r = open()) {
             for (Replayer.Node n : r.nodes()) {

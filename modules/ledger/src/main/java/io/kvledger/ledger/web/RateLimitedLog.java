@@ -28,7 +28,7 @@ public final class RateLimitedLog {
      * @param nanoTime a monotonic clock in nanoseconds
      * @param sink     where the lines go
      */
-    public RateLimitedLog(LongSupplier nanoTime, Duration interval, Consumer<String> sink) {
+    RateLimitedLog(LongSupplier nanoTime, Duration interval, Consumer<String> sink) {
         this.nanoTime = nanoTime;
         this.intervalNs = interval.toNanos();
         this.sink = sink;

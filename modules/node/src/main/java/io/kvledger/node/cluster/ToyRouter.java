@@ -98,7 +98,7 @@ public final class ToyRouter {
     }
 
     /** Whether a leg's finish status is one a client gets text for. */
-    public static boolean finishedNormally(Completion c) {
+    static boolean finishedNormally(Completion c) {
         return c != null && (c.finishStatus() == FinishStatus.FINISHED_LENGTH_CAPPED
                 || c.finishStatus() == FinishStatus.FINISHED_STOPPED);
     }

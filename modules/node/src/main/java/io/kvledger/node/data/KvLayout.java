@@ -19,17 +19,17 @@ public record KvLayout(List<String> layers, int numBlocks, long blockLenBytes) {
     }
 
     /** Bytes of one layer (K and V planes). */
-    public long layerBytes() {
+    long layerBytes() {
         return 2L * numBlocks * blockLenBytes;
     }
 
     /** Bytes of the whole region. */
-    public long regionBytes() {
+    long regionBytes() {
         return layers.size() * layerBytes();
     }
 
     /** Offset of layer {@code index} inside the region. */
-    public long layerOffset(int index) {
+    long layerOffset(int index) {
         return index * layerBytes();
     }
 
@@ -39,7 +39,7 @@ public record KvLayout(List<String> layers, int numBlocks, long blockLenBytes) {
     }
 
     /** Offset of the K entry of {@code block} in layer {@code layer}; the V entry follows one plane later. */
-    public long blockOffset(int layer, int block, boolean v) {
+    long blockOffset(int layer, int block, boolean v) {
         return layerOffset(layer) + (v ? (long) numBlocks * blockLenBytes : 0) + block * blockLenBytes;
     }
 }

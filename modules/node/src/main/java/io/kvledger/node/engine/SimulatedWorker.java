@@ -82,7 +82,7 @@ public final class SimulatedWorker {
      * transfer id itself on rank 0 (as a TP-1 engine writes it), else with the rank appended, so a
      * block that arrived from another rank than the one this rank reads from fails the check.
      */
-    public static String patternKey(String transferId, int tpRank) {
+    static String patternKey(String transferId, int tpRank) {
         return tpRank == 0 ? transferId : transferId + "/tp" + tpRank;
     }
 

@@ -25,7 +25,7 @@ import java.util.Map;
 public final class TpWorkers implements AutoCloseable {
 
     /** One rank's {@code get_finished}: request ids (none: empty) and the blocks that failed to load. */
-    public record Polled(List<String> doneSending, List<String> doneRecving, List<Integer> loadErrorBlocks) {}
+    record Polled(List<String> doneSending, List<String> doneRecving, List<Integer> loadErrorBlocks) {}
 
     private final List<EngineBridgeClient> clients = new ArrayList<>();
     private final long timeoutNs;
@@ -85,7 +85,7 @@ public final class TpWorkers implements AutoCloseable {
     }
 
     /** Reads the replies of {@code get_finished} calls. */
-    public static List<Polled> polled(List<BridgeReply> replies) {
+    static List<Polled> polled(List<BridgeReply> replies) {
         List<Polled> out = new ArrayList<>(replies.size());
         for (BridgeReply r : replies) {
             Map<String, Object> m = r.result() == null ? Map.of() : r.result();

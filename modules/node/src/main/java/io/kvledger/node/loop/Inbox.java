@@ -139,7 +139,7 @@ public final class Inbox {
     }
 
     /** Offers and calls made so far. */
-    public long offered() {
+    long offered() {
         return offered.sum();
     }
 

@@ -52,7 +52,7 @@ public record NodeStatus(
                          long steps, int freeBlocks, int heldRequests) {}
 
     /** The same snapshot, saying the loop no longer runs. */
-    public NodeStatus notRunning() {
+    NodeStatus notRunning() {
         return new NodeStatus(node, role, mode, false, eventsApplied, ticks, lastSeq, journalErrors, loopErrors,
                 lastEventAtNs, inboxDepth, inboxCapacity, inboxRefused, eventsLost, transferEngine, sessionsBound,
                 handshakesFailed, transfersPending, notifiesSent, notifiesFailed, framesReceived, framesRejected,

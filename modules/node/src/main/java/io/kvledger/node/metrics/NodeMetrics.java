@@ -289,7 +289,7 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
         return registry.scrape();
     }
 
-    public PrometheusMeterRegistry registry() {
+    PrometheusMeterRegistry registry() {
         return registry;
     }
 

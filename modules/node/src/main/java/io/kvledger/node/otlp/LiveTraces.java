@@ -147,7 +147,7 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
     }
 
     /** Legs exported (a leg exported for a finding and again at its end counts twice). */
-    public long exportedLegs() {
+    long exportedLegs() {
         return exportedLegs.get();
     }
 

@@ -135,7 +135,7 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
     }
 
     /** The profile of {@code config}, whatever the streams' vLLM (a node started with {@code --profile}). */
-    public static Profiles fixed(NodeConfig config) {
+    static Profiles fixed(NodeConfig config) {
         return new Profiles() {
             @Override
             public Behaviour current() {

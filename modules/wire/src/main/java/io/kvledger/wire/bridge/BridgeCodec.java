@@ -495,7 +495,7 @@ public final class BridgeCodec {
     }
 
     /** The {@code args} dict of a call, as the Python side sends it. */
-    public static Map<String, Object> args(HookCall call) {
+    static Map<String, Object> args(HookCall call) {
         Map<String, Object> a = new LinkedHashMap<>();
         switch (call) {
             case HookCall.AddRequest c -> {

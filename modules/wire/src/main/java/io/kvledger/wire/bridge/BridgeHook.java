@@ -41,12 +41,12 @@ public enum BridgeHook {
     }
 
     /** Whether this call becomes a {@code NodeEvent} for the reducer (false for hello and ping). */
-    public boolean isEngineHook() {
+    boolean isEngineHook() {
         return engineHook;
     }
 
     /** The hook with this wire name, or {@code null} when none has it. */
-    public static BridgeHook ofWireName(String name) {
+    static BridgeHook ofWireName(String name) {
         for (BridgeHook h : values()) {
             if (h.wireName.equals(name)) {
                 return h;

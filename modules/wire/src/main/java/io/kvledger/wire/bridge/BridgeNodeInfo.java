@@ -34,7 +34,7 @@ public record BridgeNodeInfo(Role role, TransferMode mode, int dpRank, int dpSiz
     }
 
     /** The preset the node's profile was made from ({@link #profile} without "+custom"), or {@code null}. */
-    public String baseProfile() {
+    String baseProfile() {
         if (profile == null) {
             return null;
         }
@@ -47,7 +47,7 @@ public record BridgeNodeInfo(Role role, TransferMode mode, int dpRank, int dpSiz
     }
 
     /** {@code "read"} or {@code "write"}. */
-    public String modeName() {
+    String modeName() {
         return mode == TransferMode.READ ? "read" : "write";
     }
 }
