@@ -4,6 +4,7 @@ import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;
+import io.kvledger.ledger.text.Seconds;
 import io.kvledger.sim.AnomalyRecord;
 import io.kvledger.sim.FaultSpec;
 import io.kvledger.sim.HungRequest;
@@ -211,10 +212,7 @@ final class DemoReport {
     }
 
     private static String seconds(long ns) {
-        if (ns % NodeConfig.NS_PER_S == 0) {
-            return (ns / NodeConfig.NS_PER_S) + " s";
-        }
-        return String.format(Locale.ROOT, "%.6f s", ns / 1e9);
+        return ns % NodeConfig.NS_PER_S == 0 ? Seconds.exact(ns, 0) : Seconds.rounded(ns, 6);
     }
 
     /** Left-aligned first column, the others right-aligned when {@code numeric}. */

@@ -7,6 +7,7 @@ import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.json.Json;
+import io.kvledger.ledger.text.Seconds;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -169,7 +170,7 @@ final class StatsCommand implements Callable<Integer> {
             inputs += s.tally.inputs;
         }
         out.println("stats: " + nodes.size() + " journal(s) (" + Journals.names(nodes) + "), " + inputs + " events over "
-                + Text.seconds3(inputs == 0 ? 0 : last - first));
+                + Seconds.cut(inputs == 0 ? 0 : last - first, 3));
         for (Replayer.Node n : nodes) {
             NodeStats s = stats.get(n.name());
             NodeTally t = s.tally;

@@ -2,6 +2,7 @@ package io.kvledger.cli;
 
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
+import io.kvledger.ledger.text.Seconds;
 import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -46,21 +47,7 @@ final class Text {
 
     /** A time relative to the start of a journal set: {@code t+12.345678} (seconds, 6 decimals). */
     static String rel(long ns) {
-        return "t+" + seconds6(ns);
-    }
-
-    /** Nanoseconds as seconds with 6 decimals, computed without floating point. */
-    static String seconds6(long ns) {
-        String sign = ns < 0 ? "-" : "";
-        long a = Math.abs(ns);
-        return sign + (a / 1_000_000_000L) + "." + String.format(Locale.ROOT, "%06d", (a % 1_000_000_000L) / 1_000L);
-    }
-
-    /** Nanoseconds as seconds with 3 decimals ("12.345 s"). */
-    static String seconds3(long ns) {
-        String sign = ns < 0 ? "-" : "";
-        long a = Math.abs(ns);
-        return sign + (a / 1_000_000_000L) + "." + String.format(Locale.ROOT, "%03d", (a % 1_000_000_000L) / 1_000_000L) + " s";
+        return "t+" + Seconds.cutValue(ns, 6);
     }
 
     /** Nanoseconds as milliseconds with 3 decimals. */
