@@ -217,28 +217,6 @@ final class DemoReport {
 
     /** Left-aligned first column, the others right-aligned when {@code numeric}. */
     private void table(List<String[]> rows, boolean numeric) {
-        int cols = rows.get(0).length;
-        int[] width = new int[cols];
-        for (String[] row : rows) {
-            for (int i = 0; i < cols; i++) {
-                width[i] = Math.max(width[i], row[i].length());
-            }
-        }
-        for (String[] row : rows) {
-            StringBuilder b = new StringBuilder("  ");
-            for (int i = 0; i < cols; i++) {
-                if (i > 0) {
-                    b.append("  ");
-                }
-                String cell = row[i];
-                boolean right = numeric && i > 0;
-                if (right) {
-                    b.append(" ".repeat(width[i] - cell.length())).append(cell);
-                } else {
-                    b.append(cell).append(i == cols - 1 ? "" : " ".repeat(width[i] - cell.length()));
-                }
-            }
-            out.println(b.toString().stripTrailing());
-        }
+        Text.columns(rows, numeric).forEach(out::println);
     }
 }

@@ -226,24 +226,7 @@ final class StatsCommand implements Callable<Integer> {
 
     /** First column left-aligned, the others right-aligned. */
     private static void table(PrintWriter out, List<String[]> rows) {
-        int cols = rows.get(0).length;
-        int[] w = new int[cols];
-        for (String[] r : rows) {
-            for (int i = 0; i < cols; i++) {
-                w[i] = Math.max(w[i], r[i].length());
-            }
-        }
-        for (String[] r : rows) {
-            StringBuilder b = new StringBuilder("  ");
-            for (int i = 0; i < cols; i++) {
-                if (i == 0) {
-                    b.append(r[i]).append(" ".repeat(w[i] - r[i].length()));
-                } else {
-                    b.append("  ").append(" ".repeat(w[i] - r[i].length())).append(r[i]);
-                }
-            }
-            out.println(b.toString().stripTrailing());
-        }
+        Text.columns(rows, true).forEach(out::println);
     }
 
     private static Map<String, Object> histJson(Histogram h) {

@@ -3,6 +3,8 @@ package io.kvledger.cli;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
 import io.kvledger.ledger.text.Seconds;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -110,4 +112,36 @@ final class Text {
             Map.entry(35, "mapping and reqs_to_send leaks on the producer"),
             Map.entry(36, "kv_role asymmetry"),
             Map.entry(37, "READ eager handshake is not pod-aware"));
+
+    /**
+     * Rows of cells as aligned lines: two spaces of indent, two between columns, the first column
+     * left-aligned, the others right-aligned when {@code rightAfterFirst} (left-aligned otherwise),
+     * trailing blanks stripped. Every row has as many cells as the first.
+     */
+    static List<String> columns(List<String[]> rows, boolean rightAfterFirst) {
+        int cols = rows.get(0).length;
+        int[] width = new int[cols];
+        for (String[] row : rows) {
+            for (int i = 0; i < cols; i++) {
+                width[i] = Math.max(width[i], row[i].length());
+            }
+        }
+        List<String> lines = new ArrayList<>(rows.size());
+        for (String[] row : rows) {
+            StringBuilder b = new StringBuilder("  ");
+            for (int i = 0; i < cols; i++) {
+                String pad = " ".repeat(width[i] - row[i].length());
+                if (i > 0) {
+                    b.append("  ");
+                }
+                if (rightAfterFirst && i > 0) {
+                    b.append(pad).append(row[i]);
+                } else {
+                    b.append(row[i]).append(pad);
+                }
+            }
+            lines.add(b.toString().stripTrailing());
+        }
+        return lines;
+    }
 }
