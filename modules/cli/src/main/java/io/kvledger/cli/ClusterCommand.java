@@ -3,6 +3,7 @@ package io.kvledger.cli;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.json.Json;
+import io.kvledger.ledger.text.Seconds;
 import io.kvledger.node.cluster.HttpLeg;
 import io.kvledger.node.cluster.Leg;
 import io.kvledger.node.cluster.LoopbackPorts;
@@ -285,8 +286,8 @@ final class ClusterCommand implements Callable<Integer> {
             }
             err.println("cluster: " + prefill + " prefill + " + decode + " decode " + (nodes.size() == prefill + decode ? "nodes"
                     : "instances (" + shape(pTp, dTp) + ": " + nodes.size() + " node processes)") + " up in "
-                    + (System.nanoTime() - t0) / 1_000_000 + " ms (slowest " + slowest + ": " + NodeHealth.seconds(slowestNs)
-                    + " of the " + NodeHealth.seconds(startDeadline.toNanos()) + " start deadline); sending " + requests + " " + m.name().toLowerCase(Locale.ROOT)
+                    + (System.nanoTime() - t0) / 1_000_000 + " ms (slowest " + slowest + ": " + Seconds.rounded(slowestNs, 1)
+                    + " of the " + Seconds.rounded(startDeadline.toNanos(), 1) + " start deadline); sending " + requests + " " + m.name().toLowerCase(Locale.ROOT)
                     + " requests");
             err.flush();
             // One leg per DP rank (its TP rank 0 runs the engine), in the toy proxy's flat interleaved order.

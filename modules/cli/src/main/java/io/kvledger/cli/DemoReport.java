@@ -4,6 +4,7 @@ import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;
+import io.kvledger.ledger.text.Seconds;
 import io.kvledger.sim.AnomalyRecord;
 import io.kvledger.sim.FaultSpec;
 import io.kvledger.sim.HungRequest;
@@ -211,36 +212,11 @@ final class DemoReport {
     }
 
     private static String seconds(long ns) {
-        if (ns % NodeConfig.NS_PER_S == 0) {
-            return (ns / NodeConfig.NS_PER_S) + " s";
-        }
-        return String.format(Locale.ROOT, "%.6f s", ns / 1e9);
+        return ns % NodeConfig.NS_PER_S == 0 ? Seconds.exact(ns, 0) : Seconds.rounded(ns, 6);
     }
 
     /** Left-aligned first column, the others right-aligned when {@code numeric}. */
     private void table(List<String[]> rows, boolean numeric) {
-        int cols = rows.get(0).length;
-        int[] width = new int[cols];
-        for (String[] row : rows) {
-            for (int i = 0; i < cols; i++) {
-                width[i] = Math.max(width[i], row[i].length());
-            }
-        }
-        for (String[] row : rows) {
-            StringBuilder b = new StringBuilder("  ");
-            for (int i = 0; i < cols; i++) {
-                if (i > 0) {
-                    b.append("  ");
-                }
-                String cell = row[i];
-                boolean right = numeric && i > 0;
-                if (right) {
-                    b.append(" ".repeat(width[i] - cell.length())).append(cell);
-                } else {
-                    b.append(cell).append(i == cols - 1 ? "" : " ".repeat(width[i] - cell.length()));
-                }
-            }
-            out.println(b.toString().stripTrailing());
-        }
+        Text.columns(rows, numeric).forEach(out::println);
     }
 }

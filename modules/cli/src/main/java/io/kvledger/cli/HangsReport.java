@@ -11,6 +11,7 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.json.Json;
 import io.kvledger.ledger.replay.ConfigOverrides;
 import io.kvledger.ledger.replay.Hangs;
+import io.kvledger.ledger.text.Seconds;
 import io.kvledger.ledger.web.TimelineJson;
 import io.kvledger.ledger.replay.Replayer;
 import java.io.PrintWriter;
@@ -44,7 +45,7 @@ final class HangsReport {
         long span = res.inputs() == 0 ? 0 : res.lastAtNs() - res.firstAtNs();
         out.println("hangs: " + res.nodes().size() + " journal(s) (" + Journals.names(res.nodes()) + ")"
                 + (res.proxies().isEmpty() ? "" : " and proxy journal(s) " + String.join(", ", res.proxies())) + ", " + res.inputs()
-                + " events over " + Text.seconds3(span) + "; stuck after " + ConfigOverrides.seconds(res.bounds().stuckAfterNs())
+                + " events over " + Seconds.cut(span, 3) + "; stuck after " + Seconds.exact(res.bounds().stuckAfterNs(), 0)
                 + " in one phase");
         for (Replayer.Node n : res.nodes()) {
             out.println("  " + n.name() + ": " + Text.node(n.config()) + "; "
@@ -137,7 +138,7 @@ final class HangsReport {
             out.println("in flight: none; every request the journals saw reached a terminal phase" + end);
             return;
         }
-        String bound = ConfigOverrides.seconds(res.bounds().stuckAfterNs());
+        String bound = Seconds.exact(res.bounds().stuckAfterNs(), 0);
         List<String> why = new ArrayList<>();
         long young = res.count(InFlight.Status.YOUNG);
         long progressing = res.count(InFlight.Status.PROGRESSING);
@@ -189,7 +190,7 @@ final class HangsReport {
     }
 
     private static String rel(Hangs.Result res, long atNs) {
-        return "t+" + Text.seconds3(atNs - res.firstAtNs());
+        return "t+" + Seconds.cut(atNs - res.firstAtNs(), 3);
     }
 
     /** One finding: node, request (or transfer), phase, detector, bug class, message. */

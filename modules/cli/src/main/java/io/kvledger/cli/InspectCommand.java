@@ -10,6 +10,7 @@ import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.ledger.replay.Timeline.Line;
 import io.kvledger.ledger.replay.Timeline;
+import io.kvledger.ledger.text.Seconds;
 import io.kvledger.ledger.web.TimelineJson;
 import io.kvledger.ledger.web.WebPage;
 import java.io.IOException;
@@ -213,7 +214,7 @@ final class InspectCommand implements Callable<Integer> {
             out.println("  " + l.node() + "  " + Text.ids(p.requestId(), fullIds) + "  " + p.to().name()
                     + (p.to().terminal() ? "" : " (not terminal)") + " since " + Text.rel(l.atNs() - base) + ": " + p.reason());
         }
-        out.println("inspect: " + lines.size() + " line(s) over " + Text.seconds3(lines.get(lines.size() - 1).atNs() - base));
+        out.println("inspect: " + lines.size() + " line(s) over " + Seconds.cut(lines.get(lines.size() - 1).atNs() - base, 3));
     }
 
     /** {@code --html FILE}: the web page's view of the request, with its findings, as one file. */

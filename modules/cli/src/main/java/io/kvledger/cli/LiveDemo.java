@@ -10,6 +10,7 @@ import io.kvledger.ledger.replay.Hangs;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.core.config.NodeConfig;
+import io.kvledger.ledger.text.Seconds;
 import io.kvledger.node.cluster.LoopbackPorts;
 import io.kvledger.proxy.ProxyOptions;
 import io.kvledger.proxy.ProxyService;
@@ -190,7 +191,7 @@ final class LiveDemo {
                 if (proxy.producers() < 1 || proxy.consumers() < 1) {
                     err.println("kvledger demo: the fake engines did not register with the proxy: "
                             + (engines.stream().allMatch(Process::isAlive) ? "the start deadline (--start-timeout-s "
-                            + o.startTimeoutS() + ") passed " + NodeHealth.seconds(System.nanoTime() - regStart)
+                            + o.startTimeoutS() + ") passed " + Seconds.rounded(System.nanoTime() - regStart, 1)
                             + " after they were started" : "an engine exited while starting") + " (prefill "
                             + (proxy.producers() < 1 ? "not " : "") + "registered, decode " + (proxy.consumers() < 1 ? "not " : "")
                             + "registered; their logs in " + o.dir().resolve("engines") + ")");

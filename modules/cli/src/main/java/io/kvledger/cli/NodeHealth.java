@@ -1,12 +1,12 @@
 package io.kvledger.cli;
 
+import io.kvledger.ledger.text.Seconds;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.Locale;
 
 /** Waiting for a node process started by {@code cluster} or {@code demo --live} to answer on its HTTP port. */
 final class NodeHealth {
@@ -35,7 +35,7 @@ final class NodeHealth {
          * process exited (with its status), or the start deadline passed while it was still running.
          */
         String whyNot(String name, Process process, String option, double deadlineS) {
-            String took = seconds(elapsedNs);
+            String took = Seconds.rounded(elapsedNs, 1);
             return switch (outcome) {
                 case UP -> "node " + name + " is up after " + took;
                 case EXITED -> "node " + name + " exited with status " + exitValue(process) + " while starting, "
@@ -83,9 +83,6 @@ final class NodeHealth {
         return Duration.ofNanos((long) Math.min(seconds * 1e9, Long.MAX_VALUE / 4.0));
     }
 
-    static String seconds(long ns) {
-        return String.format(Locale.ROOT, "%.1f s", ns / 1e9);
-    }
 
     private static String trim(double s) {
         return s == Math.rint(s) && Math.abs(s) < 1e15 ? String.valueOf((long) s) : String.valueOf(s);

@@ -10,6 +10,7 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.format.EntryType;
 import io.kvledger.journal.format.Payloads;
 import io.kvledger.journal.json.Json;
+import io.kvledger.ledger.text.Seconds;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -314,7 +315,7 @@ final class ReplayCommand implements Callable<Integer> {
             out.println("  in effect: " + ConfigOverrides.describe(node.recordedConfig(), node.config())
                     + (node.config().equals(node.recordedConfig()) ? " (as journaled)" : ""));
             out.println("  inputs " + t.inputs + (t.inputs == 0 ? "" : " (seq " + t.firstSeq + ".." + t.lastSeq + ")")
-                    + ", effects " + t.effects + (t.inputs == 0 ? "" : ", span " + Text.seconds3(t.lastAtNs - t.firstAtNs)));
+                    + ", effects " + t.effects + (t.inputs == 0 ? "" : ", span " + Seconds.cut(t.lastAtNs - t.firstAtNs, 3)));
             out.println("  phases at the end: " + t.phasesLine());
             out.println("  anomalies: " + t.anomaliesLine());
         }

@@ -7,6 +7,7 @@ import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.json.Json;
+import io.kvledger.ledger.text.Seconds;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -169,7 +170,7 @@ final class StatsCommand implements Callable<Integer> {
             inputs += s.tally.inputs;
         }
         out.println("stats: " + nodes.size() + " journal(s) (" + Journals.names(nodes) + "), " + inputs + " events over "
-                + Text.seconds3(inputs == 0 ? 0 : last - first));
+                + Seconds.cut(inputs == 0 ? 0 : last - first, 3));
         for (Replayer.Node n : nodes) {
             NodeStats s = stats.get(n.name());
             NodeTally t = s.tally;
@@ -225,24 +226,7 @@ final class StatsCommand implements Callable<Integer> {
 
     /** First column left-aligned, the others right-aligned. */
     private static void table(PrintWriter out, List<String[]> rows) {
-        int cols = rows.get(0).length;
-        int[] w = new int[cols];
-        for (String[] r : rows) {
-            for (int i = 0; i < cols; i++) {
-                w[i] = Math.max(w[i], r[i].length());
-            }
-        }
-        for (String[] r : rows) {
-            StringBuilder b = new StringBuilder("  ");
-            for (int i = 0; i < cols; i++) {
-                if (i == 0) {
-                    b.append(r[i]).append(" ".repeat(w[i] - r[i].length()));
-                } else {
-                    b.append("  ").append(" ".repeat(w[i] - r[i].length())).append(r[i]);
-                }
-            }
-            out.println(b.toString().stripTrailing());
-        }
+        Text.columns(rows, true).forEach(out::println);
     }
 
     private static Map<String, Object> histJson(Histogram h) {

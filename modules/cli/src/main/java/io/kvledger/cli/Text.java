@@ -2,6 +2,9 @@ package io.kvledger.cli;
 
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
+import io.kvledger.ledger.text.Seconds;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -46,21 +49,7 @@ final class Text {
 
     /** A time relative to the start of a journal set: {@code t+12.345678} (seconds, 6 decimals). */
     static String rel(long ns) {
-        return "t+" + seconds6(ns);
-    }
-
-    /** Nanoseconds as seconds with 6 decimals, computed without floating point. */
-    static String seconds6(long ns) {
-        String sign = ns < 0 ? "-" : "";
-        long a = Math.abs(ns);
-        return sign + (a / 1_000_000_000L) + "." + String.format(Locale.ROOT, "%06d", (a % 1_000_000_000L) / 1_000L);
-    }
-
-    /** Nanoseconds as seconds with 3 decimals ("12.345 s"). */
-    static String seconds3(long ns) {
-        String sign = ns < 0 ? "-" : "";
-        long a = Math.abs(ns);
-        return sign + (a / 1_000_000_000L) + "." + String.format(Locale.ROOT, "%03d", (a % 1_000_000_000L) / 1_000_000L) + " s";
+        return "t+" + Seconds.cutValue(ns, 6);
     }
 
     /** Nanoseconds as milliseconds with 3 decimals. */
@@ -123,4 +112,36 @@ final class Text {
             Map.entry(35, "mapping and reqs_to_send leaks on the producer"),
             Map.entry(36, "kv_role asymmetry"),
             Map.entry(37, "READ eager handshake is not pod-aware"));
+
+    /**
+     * Rows of cells as aligned lines: two spaces of indent, two between columns, the first column
+     * left-aligned, the others right-aligned when {@code rightAfterFirst} (left-aligned otherwise),
+     * trailing blanks stripped. Every row has as many cells as the first.
+     */
+    static List<String> columns(List<String[]> rows, boolean rightAfterFirst) {
+        int cols = rows.get(0).length;
+        int[] width = new int[cols];
+        for (String[] row : rows) {
+            for (int i = 0; i < cols; i++) {
+                width[i] = Math.max(width[i], row[i].length());
+            }
+        }
+        List<String> lines = new ArrayList<>(rows.size());
+        for (String[] row : rows) {
+            StringBuilder b = new StringBuilder("  ");
+            for (int i = 0; i < cols; i++) {
+                String pad = " ".repeat(width[i] - row[i].length());
+                if (i > 0) {
+                    b.append("  ");
+                }
+                if (rightAfterFirst && i > 0) {
+                    b.append(pad).append(row[i]);
+                } else {
+                    b.append(row[i]).append(pad);
+                }
+            }
+            lines.add(b.toString().stripTrailing());
+        }
+        return lines;
+    }
 }

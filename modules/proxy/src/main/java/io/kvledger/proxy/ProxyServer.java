@@ -6,11 +6,13 @@ import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.json.Json;
 import io.kvledger.journal.proxy.ProxyEvent;
 import io.kvledger.core.model.ToyProxyParams;
+import io.kvledger.ledger.text.Seconds;
 import io.kvledger.ledger.web.HttpHardening;
 import io.kvledger.wire.Registration;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -624,8 +626,9 @@ final class ProxyServer implements AutoCloseable {
                 .doOnCancel(t::cancelled);
     }
 
+    /** A leg's timeout as its failure reason names it: whole milliseconds, "5.0 s", "0.25 s". */
     private static String seconds(Duration d) {
-        return (d.toMillis() / 1000.0) + " s";
+        return Seconds.exact(d.truncatedTo(ChronoUnit.MILLIS), 1);
     }
 
     private static String describe(Throwable e) {

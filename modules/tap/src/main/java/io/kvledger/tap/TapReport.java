@@ -5,11 +5,11 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.text.Seconds;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -306,7 +306,7 @@ public final class TapReport {
         List<String> out = new ArrayList<>();
         long incomplete = transfers.stream().filter(t -> !t.complete()).count();
         out.add("tap-report: " + ranks.size() + " rank(s) tapped (" + String.join(", ", ranks.stream().map(Rank::label).toList())
-                + "); " + frames + " frame(s) over " + secs(lastNs - firstNs) + "; " + transfers.size() + " transfer(s), "
+                + "); " + frames + " frame(s) over " + Seconds.rounded(lastNs - firstNs, 3) + "; " + transfers.size() + " transfer(s), "
                 + incomplete + " with a frame that never crossed; " + rejected.size() + " rejected frame(s); "
                 + forwardFailed.size() + " not forwarded");
         for (Transfer t : transfers) {
@@ -326,7 +326,7 @@ public final class TapReport {
                 b.append("; complete");
             } else {
                 b.append("; MISSING: ").append(String.join("; ", t.missing()))
-                        .append("; last frame ").append(secs(lastNs - t.lastNs())).append(" before the end of the journals");
+                        .append("; last frame ").append(Seconds.rounded(lastNs - t.lastNs(), 3)).append(" before the end of the journals");
             }
             out.add(b.toString());
         }
@@ -344,12 +344,9 @@ public final class TapReport {
     }
 
     private String at(long ns) {
-        return "t+" + secs(ns - firstNs);
+        return "t+" + Seconds.rounded(ns - firstNs, 3);
     }
 
-    private static String secs(long ns) {
-        return String.format(Locale.ROOT, "%.3f s", ns / 1e9);
-    }
 
     /** The notify type of a journaled frame event, as reports and forward failures name it. */
     static String messageType(NodeEvent e) {

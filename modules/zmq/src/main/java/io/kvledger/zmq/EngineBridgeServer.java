@@ -83,14 +83,10 @@ public final class EngineBridgeServer implements AutoCloseable {
     private volatile BridgeNodeInfo node;
     private final HookHandler handler;
     private final ZMQ.Context ctx;
-    private final Thread thread;
+    private final SocketThread socketThread;
     private final Pipe pipe;
     private final AtomicBoolean wakePending = new AtomicBoolean();
     private final ConcurrentLinkedQueue<Outgoing> outbox = new ConcurrentLinkedQueue<>();
-    private final CompletableFuture<String> bound = new CompletableFuture<>();
-    private final AtomicBoolean closeStarted = new AtomicBoolean();
-    private final CompletableFuture<Void> closed = new CompletableFuture<>();
-    private volatile boolean closing;
     private volatile boolean stopped;
     private volatile String endpoint;
     private volatile int inFlight;
@@ -136,7 +132,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         this.pipe.source().configureBlocking(false);
         this.pipe.sink().configureBlocking(false);
         this.ctx = ZmqRuntime.context("engine-bridge");
-        this.thread = ZmqRuntime.thread("kvledger-engine-bridge", this::run);
+        this.socketThread = new SocketThread("kvledger-engine-bridge", this::run);
     }
 
     /**
@@ -154,7 +150,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         } catch (IOException e) {
             throw new IllegalStateException("cannot open the engine bridge's wake-up pipe: " + e, e);
         }
-        ZmqRuntime.startBound(s.thread, s.bound, s::close, "the engine bridge", config.bindEndpoint(), "kvledger-engine-bridge-");
+        s.socketThread.start(s::close, "the engine bridge", config.bindEndpoint(), "kvledger-engine-bridge-");
         return s;
     }
 
@@ -218,7 +214,7 @@ public final class EngineBridgeServer implements AutoCloseable {
     public int inFlight() { return inFlight; }
 
     public boolean isRunning() {
-        return thread.isAlive() && !closing;
+        return socketThread.isRunning();
     }
 
     /** Whether the wake-up pipe is still open (for tests: an interrupted answerer must not close it). */
@@ -277,14 +273,14 @@ public final class EngineBridgeServer implements AutoCloseable {
             poller = ctx.poller(2);
             poller.register(router, ZMQ.Poller.POLLIN);
             poller.register(pipe.source(), ZMQ.Poller.POLLIN);
-            bound.complete(endpoint);
+            socketThread.bound().complete(endpoint);
         } catch (RuntimeException e) {
             if (poller != null) {
                 poller.close();
             }
             ZmqRuntime.closeQuietly(router);
             stopped = true;
-            bound.completeExceptionally(e);
+            socketThread.bound().completeExceptionally(e);
             return;
         } catch (Error e) {
             if (poller != null) {
@@ -292,12 +288,12 @@ public final class EngineBridgeServer implements AutoCloseable {
             }
             ZmqRuntime.closeQuietly(router);
             stopped = true;
-            bound.completeExceptionally(e);
+            socketThread.bound().completeExceptionally(e);
             throw e;
         }
         ByteBuffer drain = ByteBuffer.allocate(64);
         try {
-            while (!closing) {
+            while (!socketThread.closing()) {
                 try {
                     long waitMs = waitMillis(config.clock().getAsLong());
                     poller.poll(waitMs);
@@ -305,7 +301,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                     drainPipe(drain);
                     flushHeld(router);
                     sendAnswers(router);
-                    for (int i = 0; i < MAX_READ_PER_ROUND && !closing; i++) {
+                    for (int i = 0; i < MAX_READ_PER_ROUND && !socketThread.closing(); i++) {
                         if (!readOne(router)) {
                             break;
                         }
@@ -313,7 +309,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                     sendAnswers(router);
                     expire(router, config.clock().getAsLong());
                 } catch (RuntimeException e) {
-                    if (ZmqRuntime.isTerm(e) || closing) {
+                    if (socketThread.ends(e)) {
                         break;
                     }
                     LOG.log(System.Logger.Level.WARNING, "engine bridge " + endpoint + ": " + ZmqRuntime.describe(e), e);
@@ -622,15 +618,10 @@ public final class EngineBridgeServer implements AutoCloseable {
 
     @Override
     public void close() {
-        if (!closeStarted.compareAndSet(false, true)) {
-            closed.join();
-            return;
-        }
-        try {
-            closing = true;
+        socketThread.close(() -> {
             wake();
-            if (thread.isAlive()) {
-                joinBounded(thread);
+            if (socketThread.thread().isAlive()) {
+                joinBounded(socketThread.thread());
             }
             ctx.term();
             try {
@@ -639,14 +630,12 @@ public final class EngineBridgeServer implements AutoCloseable {
             } catch (IOException e) {
                 // nothing left to release
             }
-        } finally {
-            closed.complete(null);
-        }
+        });
     }
 
     /** Closes on a short-lived thread of its own; never blocks the caller. */
     public CompletableFuture<Void> closeAsync() {
-        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-engine-bridge-closer", this::close);
+        return socketThread.closeAsync("kvledger-engine-bridge-closer", this::close);
     }
 
     /** Waits for the socket thread; interrupts it once if a handler keeps it past 5 s. */

@@ -18,7 +18,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -57,9 +56,7 @@ public final class HandshakeClient implements AutoCloseable {
     private final LongSupplier clock;
     private final ZMQ.Context ctx;
     private final ThreadPoolExecutor pool;
-    private final AtomicBoolean closeStarted = new AtomicBoolean();
-    private final CompletableFuture<Void> closed = new CompletableFuture<>();
-    private volatile boolean closing;
+    private final CloseOnce closeOnce = new CloseOnce();
 
     private HandshakeClient(Duration timeout, int maxConcurrent, EventSink<? super NodeEvent> events, NodeEventSink nodeSink,
                             Duration refuseAfter, LongSupplier clock) {
@@ -130,20 +127,20 @@ public final class HandshakeClient implements AutoCloseable {
     public CompletableFuture<HandshakeResult> handshake(String key, String host, int port) {
         CompletableFuture<HandshakeResult> result = new CompletableFuture<>();
         String endpoint = OutboundFrame.tcpEndpoint(host, port);
-        if (closing) {
+        if (closeOnce.closing()) {
             failOnCaller(result, key, "handshake client closed");
             return result;
         }
         try {
             pool.execute(() -> run(result, key, endpoint, host, port));
         } catch (RejectedExecutionException e) {
-            failOnCaller(result, key, closing ? "handshake client closed" : "too many handshakes pending");
+            failOnCaller(result, key, closeOnce.closing() ? "handshake client closed" : "too many handshakes pending");
         }
         return result;
     }
 
     private void run(CompletableFuture<HandshakeResult> result, String key, String endpoint, String host, int port) {
-        if (closing) {
+        if (closeOnce.closing()) {
             fail(result, key, "handshake client closed");
             return;
         }
@@ -168,7 +165,7 @@ public final class HandshakeClient implements AutoCloseable {
             }
             List<byte[]> first = reply(s, deadline, kicker);
             if (first == null) {
-                fail(result, key, closing ? "handshake client closed" : timedOut(endpoint, "the metadata reply"));
+                fail(result, key, closeOnce.closing() ? "handshake client closed" : timedOut(endpoint, "the metadata reply"));
                 return;
             }
             String bad = checkReply(first, "first");
@@ -178,7 +175,7 @@ public final class HandshakeClient implements AutoCloseable {
             }
             List<byte[]> second = reply(s, deadline, kicker);
             if (second == null) {
-                fail(result, key, closing ? "handshake client closed" : timedOut(endpoint, "the layer map reply"));
+                fail(result, key, closeOnce.closing() ? "handshake client closed" : timedOut(endpoint, "the layer map reply"));
                 return;
             }
             bad = checkReply(second, "second");
@@ -200,7 +197,7 @@ public final class HandshakeClient implements AutoCloseable {
             emit(new NodeEvent.HandshakeCompleted(clock.getAsLong(), key), true);
             result.complete(new HandshakeResult(key, endpoint, md.valueOrNull(), lm.valueOrNull()));
         } catch (RuntimeException e) {
-            fail(result, key, ZmqRuntime.isTerm(e) || closing ? "handshake client closed" : "handshake with " + endpoint + " failed: "
+            fail(result, key, ZmqRuntime.isTerm(e) || closeOnce.closing() ? "handshake client closed" : "handshake with " + endpoint + " failed: "
                     + ZmqRuntime.describe(e));
         } finally {
             ZmqRuntime.closeQuietly(s);
@@ -229,7 +226,7 @@ public final class HandshakeClient implements AutoCloseable {
             s.setReceiveTimeOut((int) Math.min(leftMs, sliceMs));
             byte[] f = s.recv(0);
             if (f == null) {
-                if (closing) {
+                if (closeOnce.closing()) {
                     return null;
                 }
                 kicker.maybeKick(System.nanoTime());
@@ -271,13 +268,13 @@ public final class HandshakeClient implements AutoCloseable {
 
     private void emit(NodeEvent e, boolean mayWait) {
         if (nodeSink == null) {
-            if (!Backoff.offer(events, e, () -> closing)) {
+            if (!Backoff.offer(events, e, closeOnce::closing)) {
                 abandoned.incrementAndGet();
             }
             return;
         }
         long bound = mayWait ? refuseAfterNs : 0;
-        switch (BoundedOffer.offer(nodeSink, e, bound, () -> closing)) {
+        switch (BoundedOffer.offer(nodeSink, e, bound, closeOnce::closing)) {
             case TAKEN -> { }
             case CLOSING -> abandoned.incrementAndGet();
             case REFUSED -> BoundedOffer.logRefused(LOG, "handshake client", refused.incrementAndGet(), e, bound);
@@ -287,23 +284,16 @@ public final class HandshakeClient implements AutoCloseable {
     /** Fails every handshake in flight or waiting, closes their sockets and ends the threads. */
     @Override
     public void close() {
-        if (!closeStarted.compareAndSet(false, true)) {
-            closed.join();
-            return;
-        }
-        try {
-            closing = true;
+        closeOnce.close(() -> {
             pool.shutdown();
             // tasks notice `closing` within one wait slice and close their sockets; only then is
             // the context terminated (JeroMQ skips its shutdown for a context whose first socket
             // is created while term() runs, leaving that socket's threads running)
             ZmqRuntime.awaitThenTerminate(pool, ctx);
-        } finally {
-            closed.complete(null);
-        }
+        });
     }
 
     public CompletableFuture<Void> closeAsync() {
-        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-handshake-client-closer", this::close);
+        return closeOnce.closeAsync("kvledger-handshake-client-closer", this::close);
     }
 }

@@ -10,7 +10,6 @@ import io.kvledger.wire.Rejection;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.zeromq.SocketType;
@@ -39,13 +38,9 @@ public final class HandshakeServer implements AutoCloseable {
     private final EventSink<? super AdapterEvent> events;
     private final LongSupplier clock;
     private final ZMQ.Context ctx;
-    private final Thread thread;
-    private final CompletableFuture<String> bound = new CompletableFuture<>();
-    private final AtomicBoolean closeStarted = new AtomicBoolean();
-    private final CompletableFuture<Void> closed = new CompletableFuture<>();
+    private final SocketThread socketThread;
     private final AtomicLong served = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
-    private volatile boolean closing;
     private volatile String endpoint;
 
     private HandshakeServer(String bindEndpoint, AgentMetadata metadata, LayerMap layers, EventSink<? super AdapterEvent> events,
@@ -57,7 +52,7 @@ public final class HandshakeServer implements AutoCloseable {
         this.events = events;
         this.clock = clock;
         this.ctx = ZmqRuntime.context("handshake-server");
-        this.thread = ZmqRuntime.thread("kvledger-handshake-server", this::run);
+        this.socketThread = new SocketThread("kvledger-handshake-server", this::run);
     }
 
     /**
@@ -68,7 +63,7 @@ public final class HandshakeServer implements AutoCloseable {
     public static HandshakeServer open(String bindEndpoint, AgentMetadata metadata, LayerMap layers,
                                        EventSink<? super AdapterEvent> events, LongSupplier clock) {
         HandshakeServer s = new HandshakeServer(bindEndpoint, metadata, layers, events, clock);
-        ZmqRuntime.startBound(s.thread, s.bound, s::close, "handshake server", bindEndpoint, "kvledger-handshake-server-");
+        s.socketThread.start(s::close, "handshake server", bindEndpoint, "kvledger-handshake-server-");
         return s;
     }
 
@@ -97,7 +92,7 @@ public final class HandshakeServer implements AutoCloseable {
     }
 
     public boolean isRunning() {
-        return thread.isAlive() && !closing;
+        return socketThread.isRunning();
     }
 
     private void run() {
@@ -109,14 +104,14 @@ public final class HandshakeServer implements AutoCloseable {
             router.setIPv6(ZmqRuntime.ipv6(bindEndpoint));
             router.bind(bindEndpoint);
             endpoint = router.getLastEndpoint();
-            bound.complete(endpoint);
+            socketThread.bound().complete(endpoint);
         } catch (RuntimeException e) {
             ZmqRuntime.closeQuietly(router);
-            bound.completeExceptionally(e);
+            socketThread.bound().completeExceptionally(e);
             return;
         }
         try {
-            while (!closing) {
+            while (!socketThread.closing()) {
                 try {
                     byte[] identity = router.recv(0);
                     if (identity == null) {
@@ -131,7 +126,7 @@ public final class HandshakeServer implements AutoCloseable {
                     }
                     handle(router, identity, frames);
                 } catch (RuntimeException e) {
-                    if (ZmqRuntime.isTerm(e) || closing) {
+                    if (socketThread.ends(e)) {
                         break;
                     }
                     LOG.log(System.Logger.Level.WARNING, "handshake server " + endpoint + ": " + ZmqRuntime.describe(e), e);
@@ -178,7 +173,7 @@ public final class HandshakeServer implements AutoCloseable {
 
     private void emit(AdapterEvent e) {
         try {
-            Backoff.offer(events, e, () -> closing);
+            Backoff.offer(events, e, socketThread::closing);
         } catch (RuntimeException ex) {
             LOG.log(System.Logger.Level.WARNING, "handshake server event sink threw: " + ZmqRuntime.describe(ex), ex);
         }
@@ -186,20 +181,13 @@ public final class HandshakeServer implements AutoCloseable {
 
     @Override
     public void close() {
-        if (!closeStarted.compareAndSet(false, true)) {
-            closed.join();
-            return;
-        }
-        try {
-            closing = true;
+        socketThread.close(() -> {
             ctx.term();
-            NotifyListenerAdapter.joinQuietly(thread);
-        } finally {
-            closed.complete(null);
-        }
+            NotifyListenerAdapter.joinQuietly(socketThread.thread());
+        });
     }
 
     public CompletableFuture<Void> closeAsync() {
-        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-handshake-server-closer", this::close);
+        return socketThread.closeAsync("kvledger-handshake-server-closer", this::close);
     }
 }

@@ -12,7 +12,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.zeromq.SocketType;
@@ -56,11 +55,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
     private final NodeEventSink nodeSink;
     private final long refuseAfterNs;
     private final ZMQ.Context ctx;
-    private final Thread thread;
-    private final CompletableFuture<String> bound = new CompletableFuture<>();
-    private final AtomicBoolean closeStarted = new AtomicBoolean();
-    private final CompletableFuture<Void> closed = new CompletableFuture<>();
-    private volatile boolean closing;
+    private final SocketThread socketThread;
     private volatile String endpoint;
 
     private final AtomicLong received = new AtomicLong();
@@ -77,7 +72,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
         this.nodeSink = nodeSink;
         this.refuseAfterNs = refuseAfter.toNanos();
         this.ctx = ZmqRuntime.context("notify");
-        this.thread = ZmqRuntime.thread("kvledger-notify-listener", this::run);
+        this.socketThread = new SocketThread("kvledger-notify-listener", this::run);
     }
 
     /**
@@ -112,7 +107,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
 
     private static NotifyListenerAdapter start(NotifyListenerAdapter a) {
         NotifyListenerConfig config = a.config;
-        a.endpoint = ZmqRuntime.startBound(a.thread, a.bound, a::close, "notify listener", config.bindEndpoint(), "kvledger-notify-listener-");
+        a.endpoint = a.socketThread.start(a::close, "notify listener", config.bindEndpoint(), "kvledger-notify-listener-");
         return a;
     }
 
@@ -189,12 +184,12 @@ public final class NotifyListenerAdapter implements AutoCloseable {
 
     /** The listener thread's id (tests measure what it allocates). */
     long threadId() {
-        return thread.threadId();
+        return socketThread.thread().threadId();
     }
 
     /** Whether the listener thread is alive (it only ends on close). */
     public boolean isRunning() {
-        return thread.isAlive() && !closing;
+        return socketThread.isRunning();
     }
 
     /**
@@ -220,15 +215,15 @@ public final class NotifyListenerAdapter implements AutoCloseable {
     }
 
     private void run() {
-        ZMQ.Socket router = bindRouter(ctx, config, bound);
+        ZMQ.Socket router = bindRouter(ctx, config, socketThread.bound());
         if (router == null) {
             return;
         }
-        endpoint = bound.join();
+        endpoint = socketThread.bound().join();
         NotifyEvents events = new NotifyEvents(config.limits());
         long seq = 0;
         try {
-            while (!closing) {
+            while (!socketThread.closing()) {
                 byte[] identity;
                 List<byte[]> frames;
                 try {
@@ -252,7 +247,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
                     }
                     deliver(in);
                 } catch (RuntimeException e) {
-                    if (ZmqRuntime.isTerm(e) || closing) {
+                    if (socketThread.ends(e)) {
                         break;
                     }
                     loopErrors.incrementAndGet();
@@ -334,13 +329,13 @@ public final class NotifyListenerAdapter implements AutoCloseable {
     private void deliver(InboundFrame in) {
         try {
             if (nodeSink != null) {
-                switch (BoundedOffer.offer(nodeSink, in.event(), refuseAfterNs, () -> closing)) {
+                switch (BoundedOffer.offer(nodeSink, in.event(), refuseAfterNs, socketThread::closing)) {
                     case TAKEN -> { }
                     case CLOSING -> abandoned.incrementAndGet();
                     case REFUSED -> BoundedOffer.logRefused(LOG, "notify listener " + endpoint, refused.incrementAndGet(),
                             in.event(), refuseAfterNs);
                 }
-            } else if (!Backoff.offer(sink, in, () -> closing)) {
+            } else if (!Backoff.offer(sink, in, socketThread::closing)) {
                 abandoned.incrementAndGet();
             }
         } catch (RuntimeException e) {
@@ -353,22 +348,15 @@ public final class NotifyListenerAdapter implements AutoCloseable {
     /** Closes the socket, terminates the context and ends the thread; idempotent. Blocks until done. */
     @Override
     public void close() {
-        if (!closeStarted.compareAndSet(false, true)) {
-            closed.join();
-            return;
-        }
-        try {
-            closing = true;
+        socketThread.close(() -> {
             ctx.term();
-            joinQuietly(thread);
-        } finally {
-            closed.complete(null);
-        }
+            joinQuietly(socketThread.thread());
+        });
     }
 
     /** Closes on a short-lived thread of its own; never blocks the caller. */
     public CompletableFuture<Void> closeAsync() {
-        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-notify-listener-closer", this::close);
+        return socketThread.closeAsync("kvledger-notify-listener-closer", this::close);
     }
 
     static void joinQuietly(Thread t) {

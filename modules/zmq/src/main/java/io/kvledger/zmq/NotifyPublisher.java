@@ -13,7 +13,6 @@ import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.zeromq.ZMQ;
 import reactor.core.Disposable;
@@ -60,9 +59,7 @@ public final class NotifyPublisher implements AutoCloseable {
     private final ZMQ.Context ctx;
     private final Thread thread;
     private final ThreadLocal<EffectFrames> encoders = ThreadLocal.withInitial(EffectFrames::new);
-    private final AtomicBoolean closeStarted = new AtomicBoolean();
-    private final CompletableFuture<Void> closed = new CompletableFuture<>();
-    private volatile boolean closing;
+    private final CloseOnce closeOnce = new CloseOnce();
 
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong failed = new AtomicLong();
@@ -121,7 +118,7 @@ public final class NotifyPublisher implements AutoCloseable {
 
     /** Sends an already encoded frame; same contract as {@link #publish}. */
     public boolean send(OutboundFrame frame) {
-        if (closing) {
+        if (closeOnce.closing()) {
             fail(frame.endpoint(), frame.messageType(), frame.transferId(), "publisher closed", frame.frame());
             return false;
         }
@@ -179,7 +176,7 @@ public final class NotifyPublisher implements AutoCloseable {
                     // not ours to interrupt: keep the socket thread alive until close
                     continue;
                 }
-                if (f == STOP || (f == null && closing)) {
+                if (f == STOP || (f == null && closeOnce.closing())) {
                     break;
                 }
                 if (f != null) {
@@ -278,7 +275,7 @@ public final class NotifyPublisher implements AutoCloseable {
             return;
         }
         try {
-            if (!Backoff.offer(events, e, () -> closing)) {
+            if (!Backoff.offer(events, e, closeOnce::closing)) {
                 eventsAbandoned.incrementAndGet();
             }
         } catch (RuntimeException ex) {
@@ -298,7 +295,7 @@ public final class NotifyPublisher implements AutoCloseable {
         }
         long bound = Thread.currentThread() == thread ? refuseAfterNs : 0;
         try {
-            switch (BoundedOffer.offer(nodeSink, ne, bound, () -> closing)) {
+            switch (BoundedOffer.offer(nodeSink, ne, bound, closeOnce::closing)) {
                 case TAKEN -> { }
                 case CLOSING -> eventsAbandoned.incrementAndGet();
                 case REFUSED -> BoundedOffer.logRefused(LOG, "notify publisher", refused.incrementAndGet(), ne, bound);
@@ -315,21 +312,14 @@ public final class NotifyPublisher implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!closeStarted.compareAndSet(false, true)) {
-            closed.join();
-            return;
-        }
-        try {
-            closing = true;
+        closeOnce.close(() -> {
             queue.offer(STOP);
             NotifyListenerAdapter.joinQuietly(thread);
             ctx.term();
-        } finally {
-            closed.complete(null);
-        }
+        });
     }
 
     public CompletableFuture<Void> closeAsync() {
-        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-notify-publisher-closer", this::close);
+        return closeOnce.closeAsync("kvledger-notify-publisher-closer", this::close);
     }
 }

@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.zeromq.ZMQ;
 
@@ -70,11 +69,7 @@ public final class NotifyRelay implements AutoCloseable {
     private final int maxSenders;
     private final EventSink<? super Relayed> sink;
     private final ZMQ.Context ctx;
-    private final Thread thread;
-    private final CompletableFuture<String> bound = new CompletableFuture<>();
-    private final AtomicBoolean closeStarted = new AtomicBoolean();
-    private final CompletableFuture<Void> closed = new CompletableFuture<>();
-    private volatile boolean closing;
+    private final SocketThread socketThread;
     private volatile String endpoint;
 
     private final AtomicLong received = new AtomicLong();
@@ -89,7 +84,7 @@ public final class NotifyRelay implements AutoCloseable {
         this.maxSenders = maxSenders;
         this.sink = sink;
         this.ctx = ZmqRuntime.context("relay");
-        this.thread = ZmqRuntime.thread("kvledger-notify-relay", this::run);
+        this.socketThread = new SocketThread("kvledger-notify-relay", this::run);
     }
 
     /**
@@ -106,7 +101,7 @@ public final class NotifyRelay implements AutoCloseable {
             throw new IllegalArgumentException("maxSenders must be at least 1, got " + maxSenders);
         }
         NotifyRelay r = new NotifyRelay(listen, targetEndpoint, maxSenders, Objects.requireNonNull(sink, "sink"));
-        r.endpoint = ZmqRuntime.startBound(r.thread, r.bound, r::close, "notify relay", listen.bindEndpoint(), "kvledger-notify-relay-");
+        r.endpoint = r.socketThread.start(r::close, "notify relay", listen.bindEndpoint(), "kvledger-notify-relay-");
         return r;
     }
 
@@ -151,15 +146,15 @@ public final class NotifyRelay implements AutoCloseable {
     }
 
     public boolean isRunning() {
-        return thread.isAlive() && !closing;
+        return socketThread.isRunning();
     }
 
     private void run() {
-        ZMQ.Socket router = NotifyListenerAdapter.bindRouter(ctx, config, bound);
+        ZMQ.Socket router = NotifyListenerAdapter.bindRouter(ctx, config, socketThread.bound());
         if (router == null) {
             return;
         }
-        endpoint = bound.join();
+        endpoint = socketThread.bound().join();
         // a timed receive: the kicker must run while no message comes
         router.setReceiveTimeOut(POLL_MS);
         // access order: the least recently used sender's DEALER is evicted first
@@ -169,7 +164,7 @@ public final class NotifyRelay implements AutoCloseable {
         int budget = config.limits().keptRejectedBytes();
         long seq = 0;
         try {
-            while (!closing) {
+            while (!socketThread.closing()) {
                 try {
                     byte[] identity = router.recv(0);
                     if (identity == null) {
@@ -203,7 +198,7 @@ public final class NotifyRelay implements AutoCloseable {
                     deliver(new Relayed(in, target, failure));
                     kicker.maybeKick(System.nanoTime());
                 } catch (RuntimeException e) {
-                    if (ZmqRuntime.isTerm(e) || closing) {
+                    if (socketThread.ends(e)) {
                         break;
                     }
                     LOG.log(System.Logger.Level.WARNING, "notify relay " + endpoint + ": " + ZmqRuntime.describe(e), e);
@@ -277,7 +272,7 @@ public final class NotifyRelay implements AutoCloseable {
 
     private void deliver(Relayed r) {
         try {
-            if (!Backoff.offer(sink, r, () -> closing)) {
+            if (!Backoff.offer(sink, r, socketThread::closing)) {
                 abandoned.incrementAndGet();
             }
         } catch (RuntimeException e) {
@@ -293,16 +288,9 @@ public final class NotifyRelay implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!closeStarted.compareAndSet(false, true)) {
-            closed.join();
-            return;
-        }
-        try {
-            closing = true;
-            NotifyListenerAdapter.joinQuietly(thread);
+        socketThread.close(() -> {
+            NotifyListenerAdapter.joinQuietly(socketThread.thread());
             ctx.term();
-        } finally {
-            closed.complete(null);
-        }
+        });
     }
 }

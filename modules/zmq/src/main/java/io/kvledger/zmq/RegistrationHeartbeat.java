@@ -6,7 +6,6 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.zeromq.SocketType;
@@ -35,11 +34,9 @@ public final class RegistrationHeartbeat implements AutoCloseable {
     private final LongSupplier clock;
     private final ZMQ.Context ctx;
     private final ScheduledThreadPoolExecutor owner;
-    private final AtomicBoolean closeStarted = new AtomicBoolean();
-    private final CompletableFuture<Void> closed = new CompletableFuture<>();
+    private final CloseOnce closeOnce = new CloseOnce();
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong failed = new AtomicLong();
-    private volatile boolean closing;
     private ZMQ.Socket socket;
     private StallKicker kicker;
 
@@ -83,7 +80,7 @@ public final class RegistrationHeartbeat implements AutoCloseable {
     }
 
     private void beat() {
-        if (closing) {
+        if (closeOnce.closing()) {
             return;
         }
         try {
@@ -107,7 +104,7 @@ public final class RegistrationHeartbeat implements AutoCloseable {
                 fail("ZMQ refused the heartbeat (errno " + socket.errno() + "; proxy unreachable and queue full?)");
             }
         } catch (RuntimeException e) {
-            if (!ZmqRuntime.isTerm(e) && !closing) {
+            if (!ZmqRuntime.isTerm(e) && !closeOnce.closing()) {
                 fail(ZmqRuntime.describe(e));
             }
         }
@@ -115,25 +112,20 @@ public final class RegistrationHeartbeat implements AutoCloseable {
 
     /** The {@link StallKicker} workaround, on the socket's own thread. */
     private void kick() {
-        if (!closing && kicker != null) {
+        if (!closeOnce.closing() && kicker != null) {
             kicker.maybeKick(System.nanoTime());
         }
     }
 
     private void fail(String reason) {
         failed.incrementAndGet();
-        Backoff.offer(events, new AdapterEvent.HeartbeatFailed(clock.getAsLong(), endpoint, reason), () -> closing);
+        Backoff.offer(events, new AdapterEvent.HeartbeatFailed(clock.getAsLong(), endpoint, reason), closeOnce::closing);
     }
 
     /** Stops the heartbeat, closes the socket, terminates the context and ends the thread; idempotent. */
     @Override
     public void close() {
-        if (!closeStarted.compareAndSet(false, true)) {
-            closed.join();
-            return;
-        }
-        try {
-            closing = true;
+        closeOnce.close(() -> {
             owner.execute(() -> {
                 ZmqRuntime.closeQuietly(socket);
                 socket = null;
@@ -144,12 +136,10 @@ public final class RegistrationHeartbeat implements AutoCloseable {
             });
             owner.shutdown();
             ZmqRuntime.awaitThenTerminate(owner, ctx);
-        } finally {
-            closed.complete(null);
-        }
+        });
     }
 
     public CompletableFuture<Void> closeAsync() {
-        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-registration-heartbeat-closer", this::close);
+        return closeOnce.closeAsync("kvledger-registration-heartbeat-closer", this::close);
     }
 }

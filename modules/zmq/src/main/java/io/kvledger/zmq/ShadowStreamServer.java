@@ -2,7 +2,6 @@ package io.kvledger.zmq;
 
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.zeromq.SocketType;
 import org.zeromq.ZMQ;
@@ -37,14 +36,10 @@ public final class ShadowStreamServer implements AutoCloseable {
     private final java.util.function.LongSupplier clock;
     private final Handler handler;
     private final ZMQ.Context ctx;
-    private final Thread thread;
-    private final CompletableFuture<String> bound = new CompletableFuture<>();
-    private final AtomicBoolean closeStarted = new AtomicBoolean();
-    private final CompletableFuture<Void> closed = new CompletableFuture<>();
+    private final SocketThread socketThread;
     private final AtomicLong messages = new AtomicLong();
     private final AtomicLong malformed = new AtomicLong();
     private final AtomicLong handlerErrors = new AtomicLong();
-    private volatile boolean closing;
     private volatile String endpoint;
 
     private ShadowStreamServer(String bindEndpoint, java.util.function.LongSupplier clock, Handler handler) {
@@ -52,7 +47,7 @@ public final class ShadowStreamServer implements AutoCloseable {
         this.clock = clock;
         this.handler = handler;
         this.ctx = ZmqRuntime.context("shadow-stream");
-        this.thread = ZmqRuntime.thread("kvledger-shadow-stream", this::run);
+        this.socketThread = new SocketThread("kvledger-shadow-stream", this::run);
     }
 
     /**
@@ -72,7 +67,7 @@ public final class ShadowStreamServer implements AutoCloseable {
                     "the shadow socket takes unauthenticated streams").replace("the engine bridge", "the shadow socket"));
         }
         ShadowStreamServer s = new ShadowStreamServer(endpoint, clock, handler);
-        ZmqRuntime.startBound(s.thread, s.bound, s::close, "the shadow socket", endpoint, "kvledger-shadow-stream-");
+        s.socketThread.start(s::close, "the shadow socket", endpoint, "kvledger-shadow-stream-");
         return s;
     }
 
@@ -86,14 +81,14 @@ public final class ShadowStreamServer implements AutoCloseable {
             pull.setIPv6(ZmqRuntime.ipv6(bindEndpoint));
             pull.bind(bindEndpoint.endsWith(":0") ? bindEndpoint.substring(0, bindEndpoint.length() - 1) + "*" : bindEndpoint);
             endpoint = pull.getLastEndpoint();
-            bound.complete(endpoint);
+            socketThread.bound().complete(endpoint);
         } catch (RuntimeException | Error e) {
             ZmqRuntime.closeQuietly(pull);
-            bound.completeExceptionally(e);
+            socketThread.bound().completeExceptionally(e);
             return;
         }
         try {
-            while (!closing) {
+            while (!socketThread.closing()) {
                 try {
                     byte[] first = pull.recv(0);
                     if (first == null) {
@@ -127,7 +122,7 @@ public final class ShadowStreamServer implements AutoCloseable {
                         LOG.log(System.Logger.Level.WARNING, "shadow stream handler: " + e, e);
                     }
                 } catch (RuntimeException e) {
-                    if (ZmqRuntime.isTerm(e) || closing) {
+                    if (socketThread.ends(e)) {
                         break;
                     }
                     LOG.log(System.Logger.Level.WARNING, "shadow socket " + endpoint + ": " + ZmqRuntime.describe(e), e);
@@ -166,25 +161,18 @@ public final class ShadowStreamServer implements AutoCloseable {
 
     /** Closes on a short-lived thread of its own; never blocks the caller. */
     public CompletableFuture<Void> closeAsync() {
-        return ZmqRuntime.closeAsync(closeStarted, closed, "kvledger-shadow-stream-closer", this::close);
+        return socketThread.closeAsync("kvledger-shadow-stream-closer", this::close);
     }
 
     @Override
     public void close() {
-        if (!closeStarted.compareAndSet(false, true)) {
-            closed.join();
-            return;
-        }
-        try {
-            closing = true;
+        socketThread.close(() -> {
             try {
-                thread.join(5000);
+                socketThread.thread().join(5000);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
             ctx.term();
-        } finally {
-            closed.complete(null);
-        }
+        });
     }
 }

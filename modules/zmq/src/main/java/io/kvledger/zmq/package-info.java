@@ -38,7 +38,9 @@
  *       down sockets and wait for the owner thread: call them from a thread that may block
  *       ({@code closeAsync} and the {@code Flux} factories never block the caller).</li>
  *   <li>Closing an adapter closes every socket it opened, terminates its context and ends every
- *       thread it started.</li>
+ *       thread it started. {@link io.kvledger.zmq.CloseOnce} runs each adapter's close once;
+ *       {@link io.kvledger.zmq.SocketThread} is the bind-then-loop thread of the adapters that
+ *       own one socket.</li>
  *   <li>Nothing that arrives on a socket can end an adapter thread: malformed frames become
  *       {@code FrameRejected} events (with whether the Python listener would have died on them),
  *       failures of the adapter's own work become {@link io.kvledger.zmq.AdapterEvent}s.</li>

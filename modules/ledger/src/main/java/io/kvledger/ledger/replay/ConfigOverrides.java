@@ -3,6 +3,7 @@ package io.kvledger.ledger.replay;
 import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Switch;
+import io.kvledger.ledger.text.Seconds;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -218,13 +219,8 @@ public final class ConfigOverrides {
     }
 
     private static String value(String key, long recordedNs, long effectiveNs) {
-        return key + " " + seconds(effectiveNs) + (recordedNs == effectiveNs ? "" : " (journal: " + seconds(recordedNs) + ")");
+        return key + " " + Seconds.exact(effectiveNs, 0) + (recordedNs == effectiveNs ? "" : " (journal: " + Seconds.exact(recordedNs, 0) + ")");
     }
 
-    /** Nanoseconds as seconds without trailing zeros: "60 s", "0.5 s". */
-    public static String seconds(long ns) {
-        java.math.BigDecimal s = java.math.BigDecimal.valueOf(ns, 9).stripTrailingZeros();
-        return s.toPlainString() + " s";
-    }
 
 }

@@ -6,10 +6,10 @@ import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.format.EntryType;
 import io.kvledger.journal.proxy.ProxyEvent;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.text.Seconds;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
@@ -109,9 +109,9 @@ public final class ProxyLedger {
             if (d != null) {
                 String why = null;
                 if (d.outcome() == null && end - d.sentAtNs() > stuckAfterNs) {
-                    why = "no answer by the end of the proxy's journal, " + secs(end - d.sentAtNs()) + " after it was sent";
+                    why = "no answer by the end of the proxy's journal, " + Seconds.rounded(end - d.sentAtNs(), 3) + " after it was sent";
                 } else if ("cancelled".equals(d.outcome()) || "failed".equals(d.outcome())) {
-                    why = d.outcome() + " after " + secs(d.endAtNs() - d.sentAtNs()) + ": " + d.detail();
+                    why = d.outcome() + " after " + Seconds.rounded(d.endAtNs() - d.sentAtNs(), 3) + ": " + d.detail();
                 }
                 if (why != null) {
                     decode.add(new Finding(DETECTORS.get(0), q.proxy(), q.requestId(), q.transferId(), null, 0,
@@ -123,9 +123,9 @@ public final class ProxyLedger {
             if (p != null) {
                 String why = null;
                 if (p.outcome() == null && end - p.sentAtNs() > stuckAfterNs) {
-                    why = "no answer by the end of the proxy's journal, " + secs(end - p.sentAtNs()) + " after it was sent";
+                    why = "no answer by the end of the proxy's journal, " + Seconds.rounded(end - p.sentAtNs(), 3) + " after it was sent";
                 } else if ("cancelled".equals(p.outcome()) || "failed".equals(p.outcome())) {
-                    why = p.outcome() + " after " + secs(p.endAtNs() - p.sentAtNs()) + ": " + p.detail();
+                    why = p.outcome() + " after " + Seconds.rounded(p.endAtNs() - p.sentAtNs(), 3) + ": " + p.detail();
                 }
                 if (why != null) {
                     prefill.add(new Finding(DETECTORS.get(1), q.proxy(), q.requestId(), q.transferId(), null, 0,
@@ -182,9 +182,6 @@ public final class ProxyLedger {
         return rank == null ? "" : " dp" + rank;
     }
 
-    private static String secs(long ns) {
-        return String.format(Locale.ROOT, "%.3f s", ns / 1e9);
-    }
 
     // ------------------------------------------------------------------ folding
 

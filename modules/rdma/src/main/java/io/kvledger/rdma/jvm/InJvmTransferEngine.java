@@ -16,6 +16,8 @@ import io.kvledger.rdma.TransferOp;
 import io.kvledger.rdma.spi.BatchRules;
 import io.kvledger.rdma.spi.SessionRules;
 import io.kvledger.rdma.spi.CompletionHub;
+import io.kvledger.rdma.spi.EngineRegion;
+import io.kvledger.rdma.spi.EngineSession;
 import io.kvledger.rdma.spi.Idler;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -108,7 +110,7 @@ public final class InJvmTransferEngine implements TransferEngine {
         }
         int open = 0;
         for (JvmRegion r : regions.values()) {
-            open += r.open ? 1 : 0;
+            open += r.isOpen() ? 1 : 0;
         }
         return new EngineStats(open, sessions.size(), peerCount, hub.inFlight(), hub.posted(),
                 hub.succeeded(), hub.failed(), hub.rejected());
@@ -167,13 +169,13 @@ public final class InJvmTransferEngine implements TransferEngine {
 
     /** Engine thread: finds the peer engine and region, checks the key. */
     private void connect(JvmSession s) {
-        if (s.state != Session.State.CONNECTING) {
+        if (s.state() != Session.State.CONNECTING) {
             return;
         }
-        byte[] w = s.remote.workerAddress();
-        byte[] k = s.remote.rkey();
+        byte[] w = s.remote().workerAddress();
+        byte[] k = s.remote().rkey();
         if (w.length != 16 || k.length != 16) {
-            s.fail(FailureCode.BAD_RKEY, "worker address or key of region '" + s.remote.name() + "' has the wrong size");
+            s.fail(FailureCode.BAD_RKEY, "worker address or key of region '" + s.remote().name() + "' has the wrong size");
             return;
         }
         ByteBuffer wb = ByteBuffer.wrap(w);
@@ -187,14 +189,14 @@ public final class InJvmTransferEngine implements TransferEngine {
         long regionId = kb.getLong();
         long token = kb.getLong();
         JvmRegion target = peer.regions.get(regionId);
-        if (target == null || target.token != token || regionId != s.remote.regionId()) {
-            s.fail(FailureCode.BAD_RKEY, "remote key does not match region " + s.remote.regionId() + " of engine "
+        if (target == null || target.token != token || regionId != s.remote().regionId()) {
+            s.fail(FailureCode.BAD_RKEY, "remote key does not match region " + s.remote().regionId() + " of engine "
                     + peerId);
             return;
         }
-        if (target.segment.byteSize() < s.remote.length()) {
-            s.fail(FailureCode.BAD_RKEY, "descriptor claims " + s.remote.length() + " bytes, region has "
-                    + target.segment.byteSize());
+        if (target.segment().byteSize() < s.remote().length()) {
+            s.fail(FailureCode.BAD_RKEY, "descriptor claims " + s.remote().length() + " bytes, region has "
+                    + target.segment().byteSize());
             return;
         }
         s.markOpen(target, peerId);
@@ -207,18 +209,18 @@ public final class InJvmTransferEngine implements TransferEngine {
         if (closed.get()) {
             return hub.reject(Result.err(FailureCode.ENGINE_CLOSED, label + " is closed"));
         }
-        if (!s.local.open) {
-            return hub.reject(Result.err(FailureCode.REGION_CLOSED, "local region '" + s.local.name + "' is closed"));
+        if (!s.local().isOpen()) {
+            return hub.reject(Result.err(FailureCode.REGION_CLOSED, "local region '" + s.local().name() + "' is closed"));
         }
-        if (s.state == Session.State.CLOSED) {
-            return hub.reject(Result.err(FailureCode.ENDPOINT_CLOSED, "session to '" + s.remote.name() + "' is closed"));
+        if (s.state() == Session.State.CLOSED) {
+            return hub.reject(Result.err(FailureCode.ENDPOINT_CLOSED, "session to '" + s.remote().name() + "' is closed"));
         }
-        TransferError bad = BatchRules.check(batch, s.local.length(), s.remote.length());
+        TransferError bad = BatchRules.check(batch, s.local().length(), s.remote().length());
         if (bad != null) {
             return hub.reject(Result.err(bad));
         }
         boolean[] inCallback;
-        if (batch.totalBytes() <= inlineMaxBytes && s.queued.get() == 0 && s.state == Session.State.OPEN
+        if (batch.totalBytes() <= inlineMaxBytes && s.queued().get() == 0 && s.state() == Session.State.OPEN
                 && Thread.currentThread() != thread && !(inCallback = IN_CALLBACK.get())[0]) {
             // inline: the id is reserved, the batch copied and its event emitted before post returns
             if (!hub.reserve(transferId)) {
@@ -235,10 +237,10 @@ public final class InJvmTransferEngine implements TransferEngine {
         Result<PendingTransfer> admitted = hub.admit(transferId, op);
         if (admitted.isOk()) {
             long now = System.nanoTime();
-            s.queued.incrementAndGet();
+            s.queued().incrementAndGet();
             submit(() -> {
                 hub.complete(copy(s, transferId, op, batch, now, true));
-                s.queued.decrementAndGet();
+                s.queued().decrementAndGet();
             });
         }
         return admitted;
@@ -255,23 +257,23 @@ public final class InJvmTransferEngine implements TransferEngine {
             return new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.CANCELED,
                     label + " closed before the batch ran");
         }
-        if (s.state != Session.State.OPEN) {
-            TransferError why = s.failure;
+        if (s.state() != Session.State.OPEN) {
+            TransferError why = s.failure();
             return new TransferEvent.Failed(transferId, System.nanoTime(), op,
                     why == null ? FailureCode.ENDPOINT_CLOSED : why.code(),
-                    why == null ? "session is " + s.state : why.message());
+                    why == null ? "session is " + s.state() : why.message());
         }
         if (queued && System.nanoTime() - postNs > timeoutNs) {
             return new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.TIMEOUT,
                     "not started within " + options.transferTimeout().toMillis() + " ms");
         }
         JvmRegion target = s.target;
-        if (!target.open) {
+        if (!target.isOpen()) {
             return new TransferEvent.Failed(transferId, System.nanoTime(), op, FailureCode.PEER_FAILED,
-                    "remote region '" + target.name + "' was unregistered");
+                    "remote region '" + target.name() + "' was unregistered");
         }
-        MemorySegment local = s.local.segment;
-        MemorySegment remote = target.segment;
+        MemorySegment local = s.local().segment();
+        MemorySegment remote = target.segment();
         try {
             BatchRules.copy(op, local, remote, b);
         } catch (IllegalStateException | IndexOutOfBoundsException e) {
@@ -327,7 +329,7 @@ public final class InJvmTransferEngine implements TransferEngine {
         }
         LIVE.remove(id);
         for (JvmRegion r : regions.values()) {
-            r.open = false;
+            r.close();
         }
         submit(() -> stopped = true);
         if (Thread.currentThread() != thread) {
@@ -343,7 +345,7 @@ public final class InJvmTransferEngine implements TransferEngine {
             s.close();
         }
         for (JvmRegion r : regions.values()) {
-            closeArena(r.arena);
+            closeArena(r.arena());
         }
         regions.clear();
         hub.close();
@@ -365,78 +367,41 @@ public final class InJvmTransferEngine implements TransferEngine {
         LOG.log(System.Logger.Level.WARNING, "in-jvm engine: a region arena could not be closed");
     }
 
-    private final class JvmRegion implements MemoryRegion {
-        final long id;
-        final String name;
-        final Arena arena;
-        final MemorySegment segment;
-        final RegionDescriptor descriptor;
+    private final class JvmRegion extends EngineRegion {
         final long token;
-        volatile boolean open = true;
 
         JvmRegion(long id, String name, Arena arena, MemorySegment segment, RegionDescriptor descriptor, long token) {
-            this.id = id;
-            this.name = name;
-            this.arena = arena;
-            this.segment = segment;
-            this.descriptor = descriptor;
+            super(id, name, arena, segment, descriptor);
             this.token = token;
         }
 
         InJvmTransferEngine engine() {
             return InJvmTransferEngine.this;
         }
-
-        @Override public long id() { return id; }
-        @Override public String name() { return name; }
-        @Override public MemorySegment segment() { return segment; }
-        @Override public long length() { return segment.byteSize(); }
-        @Override public RegionDescriptor descriptor() { return descriptor; }
-        @Override public boolean isOpen() { return open; }
-
-        /** Memory stays until the engine closes, so a late copy by a peer never meets freed memory. */
-        @Override
-        public void close() {
-            open = false;
-        }
     }
 
-    private final class JvmSession implements Session {
-        final JvmRegion local;
-        final RegionDescriptor remote;
-        volatile State state = State.CONNECTING;
-        volatile TransferError failure;
+    private final class JvmSession extends EngineSession<JvmRegion> {
         volatile JvmRegion target;
         volatile UUID peerId;
-        /** Batches of this session handed to the engine thread and not completed yet. */
-        final AtomicInteger queued = new AtomicInteger();
 
         JvmSession(JvmRegion local, RegionDescriptor remote) {
-            this.local = local;
-            this.remote = remote;
+            super(local, remote);
         }
 
         synchronized void fail(FailureCode code, String why) {
-            if (state != State.CLOSED) {
-                failure = new TransferError(code, why);
-                state = State.FAILED;
+            if (markFailed(code, why)) {
                 sessions.remove(this);
             }
         }
 
         synchronized void markOpen(JvmRegion region, UUID peer) {
-            if (state == State.CONNECTING) {
+            if (state() == State.CONNECTING) {
                 target = region;
                 peerId = peer;
                 peers.computeIfAbsent(peer, u -> new AtomicInteger()).incrementAndGet();
-                state = State.OPEN;
+                markOpen();
             }
         }
-
-        @Override public MemoryRegion local() { return local; }
-        @Override public RegionDescriptor remote() { return remote; }
-        @Override public State state() { return state; }
-        @Override public TransferError failure() { return failure; }
 
         @Override
         public Result<PendingTransfer> post(long transferId, TransferOp op, OffsetBatch batch) {
@@ -445,13 +410,9 @@ public final class InJvmTransferEngine implements TransferEngine {
 
         @Override
         public synchronized void close() {
-            if (state == State.CLOSED) {
+            if (!markClosed()) {
                 return;
             }
-            if (failure == null) {
-                failure = new TransferError(FailureCode.ENDPOINT_CLOSED, "session closed");
-            }
-            state = State.CLOSED;
             sessions.remove(this);
             UUID p = peerId;
             if (p != null) {

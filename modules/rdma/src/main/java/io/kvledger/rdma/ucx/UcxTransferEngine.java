@@ -30,6 +30,8 @@ import io.kvledger.rdma.TransferOp;
 import io.kvledger.rdma.spi.BatchRules;
 import io.kvledger.rdma.spi.SessionRules;
 import io.kvledger.rdma.spi.CompletionHub;
+import io.kvledger.rdma.spi.EngineRegion;
+import io.kvledger.rdma.spi.EngineSession;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -236,7 +238,7 @@ public final class UcxTransferEngine implements TransferEngine {
     public EngineStats stats() {
         int liveRegions = 0;
         for (UcxRegion r : regions.values()) {
-            if (r.open) {
+            if (r.isOpen()) {
                 liveRegions++;
             }
         }
@@ -391,7 +393,7 @@ public final class UcxTransferEngine implements TransferEngine {
 
     /** Progress thread: endpoint (shared per peer worker) and remote key. */
     private void connect(UcxSession s) {
-        if (s.state != Session.State.CONNECTING) {
+        if (s.state() != Session.State.CONNECTING) {
             return;
         }
         if (stopping) {
@@ -401,7 +403,7 @@ public final class UcxTransferEngine implements TransferEngine {
         String peer = peerKey(s.remoteWorker);
         Endpoint ep = endpointsByPeer.get(peer);
         if (ep == null || ep.failed || ep.closing) {
-            Result<Endpoint> created = createEndpoint(peer, s.remoteWorker, peerErrorHandling(s.remote), s.remote);
+            Result<Endpoint> created = createEndpoint(peer, s.remoteWorker, peerErrorHandling(s.remote()), s.remote());
             if (created.errorOrNull() != null) {
                 s.fail(created.errorOrNull().code(), created.errorOrNull().message());
                 sessions.remove(s);
@@ -410,11 +412,11 @@ public final class UcxTransferEngine implements TransferEngine {
             ep = created.valueOrNull();
         }
         try (Arena tmp = Arena.ofConfined()) {
-            MemorySegment buf = tmp.allocateFrom(JAVA_BYTE, s.remote.rkey());
+            MemorySegment buf = tmp.allocateFrom(JAVA_BYTE, s.remote().rkey());
             MemorySegment out = tmp.allocate(ADDRESS);
             int st = Ucx.epRkeyUnpack(ep.handle, buf, out);
             if (st != UCS_OK) {
-                s.fail(FailureCode.BAD_RKEY, "ucp_ep_rkey_unpack for region '" + s.remote.name() + "': "
+                s.fail(FailureCode.BAD_RKEY, "ucp_ep_rkey_unpack for region '" + s.remote().name() + "': "
                         + Ucx.statusString(st));
                 sessions.remove(s);
                 if (ep.sessions.isEmpty()) {
@@ -425,11 +427,11 @@ public final class UcxTransferEngine implements TransferEngine {
             s.rkey = out.get(ADDRESS, 0);
             // not with peer error handling: a direct copy would not notice a dead peer
             if (options.inlineCopyMaxBytes() > 0 && !ep.peerMode
-                    && Ucx.rkeyPtr(s.rkey, s.remote.baseAddress(), out) == UCS_OK
+                    && Ucx.rkeyPtr(s.rkey, s.remote().baseAddress(), out) == UCS_OK
                     && out.get(ADDRESS, 0).address() != 0) {
                 // the peer's region, mapped here; its arena closes before the key is destroyed
                 s.directArena = Arena.ofShared();
-                s.direct = out.get(ADDRESS, 0).reinterpret(s.remote.length(), s.directArena, null);
+                s.direct = out.get(ADDRESS, 0).reinterpret(s.remote().length(), s.directArena, null);
                 s.directOpen = true;
             }
         }
@@ -629,13 +631,13 @@ public final class UcxTransferEngine implements TransferEngine {
         if (!accepting) {
             return hub.reject(Result.err(FailureCode.ENGINE_CLOSED, label + " is closed"));
         }
-        if (!s.local.open) {
-            return hub.reject(Result.err(FailureCode.REGION_CLOSED, "local region '" + s.local.name + "' is closed"));
+        if (!s.local().isOpen()) {
+            return hub.reject(Result.err(FailureCode.REGION_CLOSED, "local region '" + s.local().name() + "' is closed"));
         }
-        if (s.state == Session.State.CLOSED) {
-            return hub.reject(Result.err(FailureCode.ENDPOINT_CLOSED, "session to '" + s.remote.name() + "' is closed"));
+        if (s.state() == Session.State.CLOSED) {
+            return hub.reject(Result.err(FailureCode.ENDPOINT_CLOSED, "session to '" + s.remote().name() + "' is closed"));
         }
-        TransferError bad = BatchRules.check(batch, s.local.length(), s.remote.length());
+        TransferError bad = BatchRules.check(batch, s.local().length(), s.remote().length());
         if (bad != null) {
             return hub.reject(Result.err(bad));
         }
@@ -644,7 +646,7 @@ public final class UcxTransferEngine implements TransferEngine {
             long now = System.nanoTime();
             if (s.direct == null || batch.totalBytes() > options.inlineCopyMaxBytes() || !copyDirect(s, transferId, op, batch, now)) {
                 InFlight f = new InFlight(transferId, op, s, batch, now, now + timeoutNs);
-                s.queued.incrementAndGet();
+                s.queued().incrementAndGet();
                 submit(() -> start(f));
             }
         }
@@ -658,7 +660,7 @@ public final class UcxTransferEngine implements TransferEngine {
      * comes from a completion callback or the progress thread, or the session is closing.
      */
     private boolean copyDirect(UcxSession s, long transferId, TransferOp op, OffsetBatch b, long postNs) {
-        if (s.queued.get() != 0 || Thread.currentThread() == thread) {
+        if (s.queued().get() != 0 || Thread.currentThread() == thread) {
             return false;
         }
         boolean[] inCallback = IN_CALLBACK.get();
@@ -669,10 +671,10 @@ public final class UcxTransferEngine implements TransferEngine {
         directUsers.incrementAndGet();
         try {
             MemorySegment remote = s.direct;
-            if (!s.directOpen || remote == null || s.state != Session.State.OPEN || !s.local.open || !accepting) {
+            if (!s.directOpen || remote == null || s.state() != Session.State.OPEN || !s.local().isOpen() || !accepting) {
                 return false;
             }
-            MemorySegment local = s.local.segment;
+            MemorySegment local = s.local().segment();
             try {
                 BatchRules.copy(op, local, remote, b);
                 long now = System.nanoTime();
@@ -700,15 +702,15 @@ public final class UcxTransferEngine implements TransferEngine {
             report(f, failed(f, FailureCode.CANCELED, label + " closed before the batch was posted"));
             return;
         }
-        if (s.state != Session.State.OPEN) {
+        if (s.state() != Session.State.OPEN) {
             TransferError why = s.failure();
             report(f, why == null
-                    ? failed(f, FailureCode.ENDPOINT_CLOSED, "session is " + s.state)
+                    ? failed(f, FailureCode.ENDPOINT_CLOSED, "session is " + s.state())
                     : failed(f, why.code(), why.message()));
             return;
         }
-        if (!s.local.open) {
-            report(f, failed(f, FailureCode.REGION_CLOSED, "local region '" + s.local.name + "' closed before posting"));
+        if (!s.local().isOpen()) {
+            report(f, failed(f, FailureCode.REGION_CLOSED, "local region '" + s.local().name() + "' closed before posting"));
             return;
         }
         Endpoint ep = s.ep;
@@ -722,8 +724,8 @@ public final class UcxTransferEngine implements TransferEngine {
                     + " ms"));
             return;
         }
-        long localBase = s.local.segment.address();
-        long remoteBase = s.remote.baseAddress();
+        long localBase = s.local().segment().address();
+        long remoteBase = s.remote().baseAddress();
         OffsetBatch b = f.batch;
         int firstError = UCS_OK;
         String failedCall = null;
@@ -794,7 +796,7 @@ public final class UcxTransferEngine implements TransferEngine {
             if (!f.reported) {
                 finish(f);
             }
-            if (s.state == Session.State.CLOSED && s.inFlight == 0) {
+            if (s.state() == Session.State.CLOSED && s.inFlight == 0) {
                 disconnect(s);
             }
         }
@@ -869,7 +871,7 @@ public final class UcxTransferEngine implements TransferEngine {
         f.reported = true;
         // after the event is emitted, so that a later direct copy of the session cannot overtake
         // it, and before its future completes, so that a caller woken by it may copy directly
-        hub.complete(e, first ? f.session.queued::decrementAndGet : null);
+        hub.complete(e, first ? f.session.queued()::decrementAndGet : null);
     }
 
     // ================================================================== the thread
@@ -1223,7 +1225,7 @@ public final class UcxTransferEngine implements TransferEngine {
         // regions were released by the thread (their memory may be UCX's); what is left is ours
         for (UcxRegion r : regions.values()) {
             if (!r.ucxOwned) {
-                closeQuietly(r.arena);
+                closeQuietly(r.arena());
             }
         }
         regions.clear();
@@ -1319,8 +1321,8 @@ public final class UcxTransferEngine implements TransferEngine {
             }
             closing.clear();
             for (UcxRegion r : regions.values()) {
-                r.open = false;
-                releaseRegion(r.arena, r.memh, r.ucxOwned);
+                r.close();
+                releaseRegion(r.arena(), r.memh, r.ucxOwned);
             }
             regions.clear();
         }
@@ -1357,59 +1359,29 @@ public final class UcxTransferEngine implements TransferEngine {
 
     // ================================================================== state objects
 
-    private final class UcxRegion implements MemoryRegion {
-        final long id;
-        final String name;
-        final Arena arena;
-        final MemorySegment segment;
+    private final class UcxRegion extends EngineRegion {
         final MemorySegment memh;
         final boolean ucxOwned;  // allocated by ucp_mem_map(ALLOCATE), freed by ucp_mem_unmap
-        final RegionDescriptor descriptor;
-        volatile boolean open = true;
 
         UcxRegion(long id, String name, Arena arena, MemorySegment segment, MemorySegment memh, boolean ucxOwned,
                   RegionDescriptor d) {
-            this.id = id;
-            this.name = name;
-            this.arena = arena;
-            this.segment = segment;
+            super(id, name, arena, segment, d);
             this.memh = memh;
             this.ucxOwned = ucxOwned;
-            this.descriptor = d;
         }
 
         UcxTransferEngine engine() {
             return UcxTransferEngine.this;
         }
 
-        @Override public long id() { return id; }
-        @Override public String name() { return name; }
-        @Override public MemorySegment segment() { return segment; }
-        @Override public long length() { return segment.byteSize(); }
-        @Override public RegionDescriptor descriptor() { return descriptor; }
-        @Override public boolean isOpen() { return open; }
-
-        /**
-         * Refuses new posts from now on. The mapping and the memory stay until the engine closes:
-         * peers may hold its remote key, and with shared memory they write into it directly.
-         */
-        @Override
-        public void close() {
-            open = false;
-        }
-
         @Override
         public String toString() {
-            return "UcxRegion[" + name + " id " + id + ", " + segment.byteSize() + " B" + (open ? "" : ", closed") + "]";
+            return "UcxRegion[" + name() + " id " + id() + ", " + segment().byteSize() + " B" + (isOpen() ? "" : ", closed") + "]";
         }
     }
 
-    private final class UcxSession implements Session {
-        final UcxRegion local;
-        final RegionDescriptor remote;
+    private final class UcxSession extends EngineSession<UcxRegion> {
         final byte[] remoteWorker;
-        volatile State state = State.CONNECTING;
-        volatile TransferError failure;
         Endpoint ep;              // progress thread
         MemorySegment rkey;       // progress thread
         int inFlight;             // progress thread
@@ -1417,34 +1389,15 @@ public final class UcxTransferEngine implements TransferEngine {
         volatile MemorySegment direct;
         Arena directArena;        // progress thread
         volatile boolean directOpen;
-        /** Batches of this session handed to the progress thread and not reported yet. */
-        final AtomicInteger queued = new AtomicInteger();
 
         UcxSession(UcxRegion local, RegionDescriptor remote) {
-            this.local = local;
-            this.remote = remote;
+            super(local, remote);
             this.remoteWorker = remote.workerAddress();
         }
 
-        synchronized void fail(FailureCode code, String why) {
-            if (state != State.CLOSED) {
-                failure = new TransferError(code, why);
-                state = State.FAILED;
-            }
+        void fail(FailureCode code, String why) {
+            markFailed(code, why);
         }
-
-        synchronized boolean markOpen() {
-            if (state != State.CONNECTING) {
-                return false;
-            }
-            state = State.OPEN;
-            return true;
-        }
-
-        @Override public MemoryRegion local() { return local; }
-        @Override public RegionDescriptor remote() { return remote; }
-        @Override public State state() { return state; }
-        @Override public TransferError failure() { return failure; }
 
         @Override
         public Result<PendingTransfer> post(long transferId, TransferOp op, OffsetBatch batch) {
@@ -1453,14 +1406,8 @@ public final class UcxTransferEngine implements TransferEngine {
 
         @Override
         public void close() {
-            synchronized (this) {
-                if (state == State.CLOSED) {
-                    return;
-                }
-                if (failure == null) {
-                    failure = new TransferError(FailureCode.ENDPOINT_CLOSED, "session closed");
-                }
-                state = State.CLOSED;
+            if (!markClosed()) {
+                return;
             }
             sessions.remove(this);
             if (!closeRequested.get()) {
@@ -1470,7 +1417,7 @@ public final class UcxTransferEngine implements TransferEngine {
 
         @Override
         public String toString() {
-            return "UcxSession[" + local.name + " -> " + remote.name() + " " + state + "]";
+            return "UcxSession[" + local().name() + " -> " + remote().name() + " " + state() + "]";
         }
     }
 
