@@ -64,7 +64,7 @@ class ServeCommandTest {
             assertThat((List<Map<String, Object>>) tl.get("journals")).extracting(j -> j.get("transfer_timeout_ns"))
                     .containsOnly(30_000_000_000L);
             assertThat((List<Map<String, Object>>) tl.get("findings")).extracting(f -> f.get("detector"))
-                    .containsExactlyInAnyOrder("stuck-waiting", "anomaly");
+                    .containsExactlyInAnyOrder("stuck-waiting", "anomaly", "reaped-warning");
             // A leg's whole id finds the same timeline (the transfer id links the other leg).
             Map<String, Object> byLeg = json(get(base + "/v1/requests/"
                     + java.net.URLEncoder.encode((String) d0.get("request_id"), java.nio.charset.StandardCharsets.UTF_8), 200));
@@ -73,10 +73,10 @@ class ServeCommandTest {
 
             // Hangs: what `kvledger hangs` finds; stuck_after is checked.
             Map<String, Object> hangs = json(get(base + "/v1/hangs", 200));
-            assertThat(hangs.get("count")).isEqualTo(2L);
-            assertThat(((Map<String, Object>) hangs.get("by_detector")).keySet()).containsExactly("stuck-waiting", "anomaly");
+            assertThat(hangs.get("count")).isEqualTo(3L);
+            assertThat(((Map<String, Object>) hangs.get("by_detector")).keySet()).containsExactly("stuck-waiting", "anomaly", "reaped-warning");
             assertThat(json(get(base + "/v1/hangs?stuck_after=100", 200)).get("by_detector"))
-                    .isEqualTo(Map.of("anomaly", 1L));
+                    .isEqualTo(Map.of("anomaly", 1L, "reaped-warning", 1L));
             assertThat(json(get(base + "/v1/hangs?stuck_after=-1", 400)).get("error").toString())
                     .contains("stuck_after must be a positive number");
 

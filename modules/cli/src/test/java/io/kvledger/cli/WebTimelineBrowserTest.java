@@ -161,7 +161,7 @@ class WebTimelineBrowserTest {
         Path file = tmp.resolve("bug.html");
         CliRun.Outcome o = CliRun.run("inspect", fixture.toString(), "--request", UUID, "--html", file.toString());
         assertThat(o.code()).as(o.err()).isZero();
-        assertThat(o.err()).contains("wrote " + file).contains("2 finding(s)");
+        assertThat(o.err()).contains("wrote " + file).contains("3 finding(s)");
         assertThat(o.out()).as("the text timeline is still printed").contains("inspect: 27 line(s)");
         String html = Files.readString(file);
         assertThat(html.replace("http://www.w3.org/2000/svg", "")).as("no external asset (the SVG namespace aside)")

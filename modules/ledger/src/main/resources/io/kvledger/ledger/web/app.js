@@ -117,7 +117,8 @@
             if (kind && anomalies.indexOf(kind[0]) < 0) { anomalies.push(kind[0]); }
           }
         });
-        var hangFindings = fs.filter(function (f) { return f.detector !== 'anomaly'; });
+        // an anomaly, or the engine's 'Reaped N' warning for a deferral its own ACK freed, is not a hang
+        var hangFindings = fs.filter(function (f) { return f.detector !== 'anomaly' && f.detector !== 'reaped-warning'; });
         return {
           node: node, id: r.request_id, phase: r.phase, terminal: r.terminal, age: r.age_s, tid: r.transfer_id,
           anomalies: anomalies, findings: fs, hung: hangFindings.length > 0 || (!r.terminal && fs.length > 0)
