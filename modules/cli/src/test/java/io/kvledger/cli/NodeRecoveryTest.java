@@ -113,7 +113,9 @@ class NodeRecoveryTest {
         for (String id : open) {
             assertThat(hangs.out()).as("hangs names %s", id).contains(id.substring(id.lastIndexOf('_') + 1));
         }
-        assertThat(hangs.code()).isEqualTo(open.isEmpty() ? 0 : 1);
+        // With every request terminal, hangs may still name what the kill did (an ACK that reached only
+        // the dead process leaves its deferral reaped without one): a finding, exit 1, never a usage error.
+        assertThat(hangs.code()).as(hangs.out() + hangs.err()).isIn(open.isEmpty() ? List.of(0, 1) : List.of(1));
     }
 
     /** Polls the node's /v1/status until its engine holds no request (up to 120 s). */
