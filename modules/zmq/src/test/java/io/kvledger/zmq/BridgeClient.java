@@ -23,9 +23,23 @@ final class BridgeClient implements AutoCloseable {
     private long nextId = 1;
 
     BridgeClient(String endpoint, boolean req) {
+        this(endpoint, req, 0);
+    }
+
+    /**
+     * {@code receiveQueue}: when positive, the DEALER takes at most that many replies before the
+     * test reads them, and the kernel buffers that many bytes per reply at most (SO_RCVBUF, which
+     * also stops the kernel growing it), so that replies back up to the server after a few
+     * thousand unread calls whatever the machine's TCP autotuning allows.
+     */
+    private BridgeClient(String endpoint, boolean req, int receiveQueue) {
         this.req = req;
         this.socket = ctx.socket(req ? SocketType.REQ : SocketType.DEALER);
         this.socket.setLinger(0);
+        if (receiveQueue > 0) {
+            this.socket.setRcvHWM(receiveQueue);
+            this.socket.setReceiveBufferSize(receiveQueue * 64);
+        }
         this.socket.connect(endpoint);
         this.kicker = new StallKicker(ctx);
         this.kicker.connected(System.nanoTime());
@@ -33,6 +47,11 @@ final class BridgeClient implements AutoCloseable {
 
     BridgeClient(String endpoint) {
         this(endpoint, false);
+    }
+
+    /** A DEALER that queues few replies unread (see the constructor): for back-pressure tests. */
+    static BridgeClient slowReader(String endpoint) {
+        return new BridgeClient(endpoint, false, 64);
     }
 
     /** Sends {@code call} with the next id and waits for its reply. */

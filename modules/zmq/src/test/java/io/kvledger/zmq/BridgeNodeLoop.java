@@ -6,9 +6,9 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -21,8 +21,10 @@ final class BridgeNodeLoop implements HookHandler, AutoCloseable {
     private final NodeState state;
     private final ArrayBlockingQueue<BridgeCall> inbox = new ArrayBlockingQueue<>(256);
     private final Thread thread;
-    private final List<NodeEvent> applied = new CopyOnWriteArrayList<>();
-    private final List<Effect> allEffects = new CopyOnWriteArrayList<>();
+    // appended by the loop thread, read by the test: a copy-on-write list would make a burst of
+    // a million calls quadratic (each add copies the list) and stall the loop
+    private final List<NodeEvent> applied = Collections.synchronizedList(new ArrayList<>());
+    private final List<Effect> allEffects = Collections.synchronizedList(new ArrayList<>());
     private volatile boolean stop;
 
     BridgeNodeLoop(NodeConfig config) {
@@ -61,12 +63,23 @@ final class BridgeNodeLoop implements HookHandler, AutoCloseable {
         }
     }
 
+    /** A copy of the events applied so far, in order. */
     List<NodeEvent> applied() {
-        return applied;
+        synchronized (applied) {
+            return List.copyOf(applied);
+        }
     }
 
+    /** How many events were applied so far. */
+    int appliedCount() {
+        return applied.size();
+    }
+
+    /** A copy of every effect the applied events produced, in order. */
     List<Effect> effects() {
-        return allEffects;
+        synchronized (allEffects) {
+            return List.copyOf(allEffects);
+        }
     }
 
     @Override
