@@ -11,7 +11,7 @@ import driver
 import fakes
 from driver import make_config
 from kvledger_vllm import KvledgerRecorderConnector, recorder
-from kvledger_vllm.stream import unfold
+from kvledger_vllm.stream import Stream, _CaptureQueue, unfold
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 
 
@@ -255,14 +255,20 @@ def test_a_resumed_request_s_new_block_lists_are_converted_as_they_were_at_the_s
     captured = []
 
     class _Capture:
-        def put(self, type_name, fields, *reply):
-            captured.append(fields)
+        """A stream that keeps what the hook queues (a flat entry or put's) unconverted."""
+        def __init__(self):
+            self._q = _CaptureQueue(100)
+            self.dropped = 0
+
+        def put(self, type_name, fields, reply_type=None, reply_fields=None):
+            self._q.offer((type_name, 0, fields, reply_type, reply_fields))
     rec = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
     rec._stream = _Capture()
     rec.build_connector_meta(types.SimpleNamespace(scheduled_new_reqs=[], scheduled_cached_reqs=cached,
                                                    preempted_req_ids=set(), finished_req_ids=set()))
     resumed[0].append(9)
     resumed[1].extend([2, 3])
+    captured.extend(Stream.entry_parts(item)[2] for item in rec._stream._q.take(10))
     (fields,) = captured
     step = fields[0](*fields[1:])
     assert step["scheduled_cached_reqs"] == [{"request_id": "r0", "new_block_ids": [[7, 8], [1]]},

@@ -51,6 +51,7 @@ import operator
 import os
 
 from . import __version__
+from . import stream as _stream_module
 from .stream import FileSink, Stream, ZmqSink, plain
 
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (  # noqa: E402  (needs vLLM)
@@ -394,6 +395,25 @@ def _step_fields(step, ids, new_blocks, new_reqs, preempted):
     return out
 
 
+def _step_entry(step, cached, new_reqs, preempted, recv, save, send, size):
+    """The flat entry ``build_connector_meta`` captures (``Stream.put``): ``step_scheduled`` and its
+    ``metadata_built`` reply (none when ``recv`` is ``_ABSENT``), converted as two deferred tuples.
+    ``cached``: vLLM's ``scheduled_cached_reqs`` itself, or ``(ids, new block ids)`` as the hook
+    kept them (a resumed request's), or None."""
+    if cached is None:
+        ids = new_blocks = ()
+    elif type(cached) is tuple:
+        ids, new_blocks = cached
+    else:
+        ids, new_blocks = _CACHED_FIELDS(cached)
+        ids = ids or ()
+        new_blocks = new_blocks or ()
+    fields = (_step_fields, step, ids, new_blocks, new_reqs, preempted)
+    if recv is _ABSENT:
+        return "step_scheduled", fields, None, None
+    return "step_scheduled", fields, "metadata_built", (_metadata_fields, step, recv, save, send, size)
+
+
 def _later(fields):
     """``fields`` as a function for the writer thread, which converts its ``_Later*`` values."""
     def convert():
@@ -439,6 +459,7 @@ def metadata_snapshot(step, meta):
 
 
 _META_FIELDS = operator.attrgetter("reqs_to_recv", "reqs_to_save", "reqs_to_send", "transfer_id_to_request_id")
+_CACHED_FIELDS = operator.attrgetter("req_ids", "new_block_ids")
 
 
 def _metas(d):
@@ -493,6 +514,9 @@ def _grown_blocks(blocks, lengths):
     return [None if b is None else tuple(g[:next(it)] for g in b) for b in blocks]
 
 
+_SO_FIELDS = operator.attrgetter("scheduled_new_reqs", "preempted_req_ids", "scheduled_cached_reqs")
+
+
 def _new_requests_snapshot(scheduler_output):
     """What ``scheduled_new_reqs`` holds, read on the calling thread, or ``_ABSENT`` when this
     vLLM's scheduler output has no such field; ``_new_requests_fields`` converts it.
@@ -506,8 +530,11 @@ def _new_requests_snapshot(scheduler_output):
     reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
     if reqs is _ABSENT:
         return _ABSENT
-    if not reqs:
-        return []
+    return _new_requests_snapshot_of(reqs) if reqs else []
+
+
+def _new_requests_snapshot_of(reqs):
+    """``_new_requests_snapshot`` of a non-empty ``scheduled_new_reqs``."""
     try:
         blocks = list(map(_BLOCK_IDS, reqs))
         return (_GROWN, list(map(_ID_AND_COMPUTED, reqs)), blocks, list(map(len, _chain(blocks))),
@@ -530,7 +557,7 @@ def _new_requests_snapshot(scheduler_output):
 
 def _new_requests_rows(snapshot):
     """A ``_new_requests_snapshot`` as ``(id, block groups, num_computed_tokens, params)`` rows."""
-    if type(snapshot) is not tuple or snapshot[0] is not _GROWN:
+    if type(snapshot) is not tuple or not snapshot or snapshot[0] is not _GROWN:
         return snapshot
     _, ids, blocks, lengths, params = snapshot
     return [(rid, b, n, p) for (rid, n), b, p in zip(ids, _grown_blocks(blocks, lengths), params)]
@@ -1037,8 +1064,81 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     def build_connector_meta(self, scheduler_output):
         s = self._stream
-        if s is None and self._drive is None:
-            return self._inner.build_connector_meta(scheduler_output)
+        if s is None or self._drive is not None:
+            if s is None and self._drive is None:
+                return self._inner.build_connector_meta(scheduler_output)
+            return self._build_connector_meta_general(scheduler_output)
+        # Recording, not driving: ``_build_connector_meta_general``'s work in fewer steps, for vLLM's
+        # scheduler output (the three fields at once; anything else takes the general path), captured
+        # as one flat entry (``Stream.put``) converted by ``_step_entry``.
+        try:
+            new_reqs, preempted, crd = _SO_FIELDS(scheduler_output)
+        except Exception:  # noqa: BLE001 - an older vLLM's output (or not vLLM's): the general path
+            return self._build_connector_meta_general(scheduler_output)
+        # before the inner runs: the params it reads are the request's own dict, changed later.
+        # () for none: no allocation (the writer thread reads it as the empty list it stands for)
+        if new_reqs or preempted:
+            try:
+                new_reqs = _new_requests_snapshot_of(new_reqs) if new_reqs else ()
+                preempted = list(preempted) if preempted else ()
+            except Exception as e:  # noqa: BLE001
+                new_reqs = preempted = _ABSENT
+                self._failed("build_connector_meta new requests", e)
+        else:
+            new_reqs = preempted = ()
+        result = self._inner.build_connector_meta(scheduler_output)
+        try:
+            self._step = step = self._step + 1
+            if crd is not None:
+                resumed = getattr(crd, "resumed_req_ids", _ABSENT)
+                if resumed is _ABSENT:  # before vLLM kept them as a set
+                    resumed = any(getattr(crd, "resumed_from_preemption", ()))
+                if resumed:
+                    # a resumed request's lists become the model runner's, which extends them in
+                    # place later: kept with their lengths (``_grown_blocks``)
+                    ids, new_blocks = _CACHED_FIELDS(crd)
+                    new_blocks = list(new_blocks) if new_blocks else ()
+                    crd = (list(ids) if ids else (),
+                           (_GROWN, new_blocks, list(map(len, _chain(filter(None, new_blocks))))))
+                # else by reference: vLLM builds its lists afresh each step and only reads them after
+            try:
+                recv, save, send, size = _META_FIELDS(result)
+                if recv or save or type(recv) is not dict or type(save) is not dict:
+                    reply = metadata_snapshot(step, result)
+                    if reply is None:
+                        recv = _ABSENT
+                    else:
+                        recv, save, send, size = reply[2:]
+                else:  # nothing to receive or save this step (metadata_snapshot's result, sooner)
+                    # reqs_to_send by reference: the connector hands the dict over (MoRIIO makes a new
+                    # one for the next step, its worker only reads it)
+                    recv = save = ()
+                    size = len(size) if size is not None else -1
+            except AttributeError:
+                reply = metadata_snapshot(step, result)
+                if reply is None:
+                    recv = save = send = size = _ABSENT
+                else:
+                    recv, save, send, size = reply[2:]
+            except Exception as e:  # noqa: BLE001 - the step is recorded, its metadata not
+                recv = save = send = size = _ABSENT
+                self._failed("build_connector_meta metadata", e)
+            # Stream.put, inlined (once per engine step; the stream module's clock, as put reads it)
+            q = s._q
+            d = q._d
+            if len(d) < q.maxsize:
+                d.append((_step_entry, _stream_module.time.monotonic_ns(), step, crd, new_reqs, preempted,
+                          recv, save, send, size))
+                q.added += 1
+            else:
+                s.dropped += 1
+        except Exception as e:  # noqa: BLE001
+            self._failed("build_connector_meta", e)
+        return result
+
+    def _build_connector_meta_general(self, scheduler_output):
+        """``build_connector_meta`` for any scheduler output, recording or driving (or both)."""
+        s = self._stream
         # before the inner runs: the params it reads are the request's own dict, changed later
         try:
             new_reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)

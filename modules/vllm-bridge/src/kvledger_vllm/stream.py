@@ -508,7 +508,12 @@ class Stream:
         ``fields`` and ``reply_fields`` may be functions of no arguments returning the fields, or a
         tuple ``(function, *args)`` (cheaper to build than a closure): the writer thread calls them
         (a snapshot taken on the calling thread, converted off it). ``at_ns``: the time
-        the hook was called, read earlier with ``clock()`` (default: now)."""
+        the hook was called, read earlier with ``clock()`` (default: now).
+
+        A hook called once per engine step may append a flat entry to the queue itself instead
+        (``(converter, at_ns, *snapshot)``, one tuple where ``put`` builds three): the writer
+        thread calls ``converter(*snapshot)`` for ``(type_name, fields, reply_type, reply_fields)``,
+        which are then taken as ``put``'s."""
         try:
             q = self._q  # _CaptureQueue.offer, inlined: this runs once per hook call
             d = q._d
@@ -616,8 +621,24 @@ class Stream:
             self.write_errors += 1
             log.error("kvledger recorder: writing the journal failed (%s); recording stops, the engine runs on", ex)
 
+    @staticmethod
+    def entry_parts(item):
+        """``(type_name, at_ns, fields, reply_type, reply_fields)`` of a queued entry, ``put``'s or a
+        flat one (whose converter runs here)."""
+        if type(item[0]) is str:
+            return item
+        type_name, fields, reply_type, reply_fields = item[0](*item[2:])
+        return type_name, item[1], fields, reply_type, reply_fields
+
     def _entries(self, item):
-        type_name, at_ns, fields, reply_type, reply_fields = item
+        try:
+            type_name, at_ns, fields, reply_type, reply_fields = self.entry_parts(item)
+        except Exception as e:  # noqa: BLE001 - a flat entry's converter failed: the entry is lost, and counted
+            self.write_errors += 1
+            if self.write_errors == 1:
+                log.error("kvledger recorder: cannot convert a %s entry (%s); it is skipped",
+                          getattr(item[0], "__name__", item[0]), e)
+            return []
         at_ns += self._epoch_offset_ns
         # Inputs must not go backwards in time; entries captured on two threads may.
         if self._last_at_ns is not None and at_ns < self._last_at_ns:
