@@ -31,7 +31,8 @@ what the recorder adds (median minus median, p99 minus p99) and the ratio of the
 engines make the same calls in the same order, so the last column pairs them: the median and p99 of
 each call's own difference (recorded minus alone). Where one hook's calls differ much in size (a
 ``build_connector_meta`` of an empty step, of a step of 16 new requests, of one that saves 16),
-median minus median can set one kind of step against another; the paired difference does not.
+median minus median can set one kind of step against another; the paired difference does not,
+and a second table gives ``build_connector_meta`` by kind of step.
 """
 
 import argparse
@@ -60,6 +61,9 @@ SCHED_HOOKS = ("on_new_request", "get_num_new_matched_tokens", "update_state_aft
 WORKER_HOOKS = ("bind_connector_metadata", "start_load_kv", "wait_for_layer_load", "save_kv_layer", "wait_for_save",
                 "get_finished", "clear_connector_metadata")
 PER_LAYER = ("wait_for_layer_load", "save_kv_layer")
+# --paired: the five steps each 16 requests take (admitted with their first 16-token chunk, two more
+# chunks, the last of which ends the prompt and saves it, the finished requests' sends, nothing)
+STEP_KINDS = ("16 new requests", "16 second chunks", "16 last chunks, 16 saves", "16 sends", "empty")
 
 DRAIN = """
 import sys, zmq
@@ -216,6 +220,17 @@ def main_paired(a):
           f"{statistics.median(allr) - statistics.median(allb):+,.0f} / {pct(allr, 0.99) - pct(allb, 0.99):+,.0f} | "
           f"{statistics.median(allr) / statistics.median(allb):.2f} | "
           f"{statistics.median(alld):+,.0f} / {pct(alld, 0.99):+,.0f} |")
+    print()
+    print("`build_connector_meta` by kind of step (each 16 requests take five steps, in this order):")
+    print()
+    print("| step | calls | alone median | recorded median | added per call, paired: median / p99 |")
+    print("|---|---:|---:|---:|---:|")
+    h = "build_connector_meta"
+    for k, kind in enumerate(STEP_KINDS):
+        b, r = bare[h][k::5], rec[h][k::5]
+        diff = paired_differences(h, b, r)
+        print(f"| {kind} | {len(r):,} | {statistics.median(b):,.0f} | {statistics.median(r):,.0f} | "
+              f"{statistics.median(diff):+,.0f} / {pct(diff, 0.99):+,.0f} |")
     print()
     print(f"added median per call, weighted by calls: {tot_added / tot_calls:+,.0f} ns (target: at most +2,000)")
     for name, (captured, dropped) in counters.items():
