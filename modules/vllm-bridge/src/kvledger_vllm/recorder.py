@@ -1089,7 +1089,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         result = self._inner.build_connector_meta(scheduler_output)
         try:
             self._step = step = self._step + 1
-            if crd is not None:
+            if crd is not None and crd.new_block_ids:  # a resumed request has new blocks
                 resumed = getattr(crd, "resumed_req_ids", _ABSENT)
                 if resumed is _ABSENT:  # before vLLM kept them as a set
                     resumed = any(getattr(crd, "resumed_from_preemption", ()))
