@@ -63,7 +63,7 @@ public final class HangDetectors {
         }
         crossNode(ledger, out);
         List<Finding> specific = new ArrayList<>();
-        eagerHandshakeWrongPod(ledger, specific);
+        eagerHandshakeWrongPod(ledger, end, bounds, specific);
         readWrongDpRank(ledger, specific);
         uncorrelatedTransferIds(ledger, specific);
         missingRemoteBlockIds(ledger, specific);
@@ -974,8 +974,15 @@ public final class HangDetectors {
      * global DP rank in the port offset, while the peer's pod layout ({@code remote_dp_size_local}
      * below {@code remote_dp_size}) puts that rank on another pod as a folded local rank. One
      * finding per decode request that waited on the engine, and one per prefill leg of its transfer.
+     *
+     * <p>The dial arithmetic alone is no finding: the handshake must have reached another rank
+     * (its endpoint is a journaled prefill node of another DP rank), or the request must show the
+     * damage (the handshake failed or stayed unanswered past the stuck bound, the request is
+     * stuck, or its transfer was reaped or a read of it failed). A multi-pod peer whose handshake
+     * was answered where the journals show the right rank, or by a listener they do not hold, on
+     * a transfer that completed, is healthy.
      */
-    private static void eagerHandshakeWrongPod(Ledger l, List<Finding> out) {
+    private static void eagerHandshakeWrongPod(Ledger l, long end, Bounds b, List<Finding> out) {
         for (NodeView n : l.nodes.values()) {
             for (Map.Entry<String, List<ReqView>> peer : n.podPeers.entrySet()) {
                 for (Handshake h : n.handshakes.values()) {
@@ -984,7 +991,8 @@ public final class HangDetectors {
                     }
                     for (ReqView r : peer.getValue()) {
                         int local = r.remoteDpSizeLocal;
-                        if (local <= 0 || h.rank < local || h.startedAt < r.firstSeenNs) {
+                        if (local <= 0 || h.rank < local || h.startedAt < r.firstSeenNs
+                                || !wrongPodEvidence(l, n, h, r, end, b)) {
                             continue;
                         }
                         wrongPod(l, n, h, r, out);
@@ -992,6 +1000,27 @@ public final class HangDetectors {
                 }
             }
         }
+    }
+
+    /** Whether an eager handshake dialled for rank {@code h.rank} did harm the journals show (see above). */
+    private static boolean wrongPodEvidence(Ledger l, NodeView n, Handshake h, ReqView r, long end, Bounds b) {
+        NodeView there = handshakeListener(l, h.host, h.port);
+        if (there != null && there.producer() && there.config.dpRank() == h.rank) {
+            return false; // the journals show that rank itself listening where it was dialled
+        }
+        if (there != null && there.producer() && h.completedAt != Long.MIN_VALUE) {
+            return true; // answered by another DP rank: reads of this rank use its metadata
+        }
+        if (h.failedAt != Long.MIN_VALUE
+                || h.completedAt == Long.MIN_VALUE && endOf(l, n) - h.startedAt > b.stuckAfterNs()) {
+            return true;
+        }
+        if (r.phase != null && !r.phase.terminal() && n.requests.get(r.requestId) == r
+                && status(l, n, r, endOf(l, n), b) == InFlight.Status.STUCK) {
+            return true;
+        }
+        TransferView t = r.transferId == null ? null : l.transfers.get(r.transferId);
+        return t != null && (!t.reapedOn.isEmpty() || t.firstFailedReadAt != Long.MIN_VALUE);
     }
 
     private static void wrongPod(Ledger l, NodeView n, Handshake h, ReqView r, List<Finding> out) {
