@@ -29,7 +29,7 @@ import java.util.Map;
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
  * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
- * siblings-share-transfer-id, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * siblings-share-transfer-id, pending-save-unknown-request, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
  * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
@@ -701,6 +701,7 @@ public final class HangDetectors {
             case HANDSHAKE_FAILED -> handshakeFailed(l, n, r, tid, s);
             case HANDSHAKE_VOTE_FAILED -> voteFailed(l, n, r, tid, s);
             case NEGATIVE_MATCHED_TOKENS -> negativeMatched(l, n, r, tid, s);
+            case PENDING_SAVE_UNKNOWN_REQUEST -> pendingSaveUnknown(l, n, r, tid, s);
             case MAPPING_LEAK, PENDING_SAVE_LEAK -> new Finding("mapping-leak", n.name, r.requestId, tid, r.phase, 35, s.atNs(),
                     r.sinceNs, k + ": " + detail);
             case ACK_FANIN_INVALID -> new Finding("ack-deficit", n.name, r.requestId, tid, r.phase, 22, s.atNs(), r.sinceNs,
@@ -708,6 +709,30 @@ public final class HangDetectors {
             default -> new Finding("anomaly", n.name, r.requestId, tid, r.phase, k.bugClass(), s.atNs(), r.sinceNs,
                     k + " at " + rel(l, s.atNs()) + ": " + detail);
         };
+    }
+
+    /**
+     * Class 19 (#45043): a WRITE producer's build_connector_meta looked up
+     * {@code _reqs_need_pending_save[req_id]} for a request scheduled with new blocks that has no
+     * pending save, and raised KeyError (vLLM 239b5ff30; the fix skips unknown ids): EngineCore
+     * dies with every request it holds. Says from the request's admission why it had none.
+     */
+    private static Finding pendingSaveUnknown(Ledger l, NodeView n, ReqView r, String tid, Seen s) {
+        String why;
+        if (r.promptTokens < 0) {
+            why = "this connector never admitted it (no get_num_new_matched_tokens with params): a request outside "
+                    + "disaggregation";
+        } else if (!r.disagg) {
+            why = "its kv_transfer_params asked for no transfer (no do_remote_decode): a non-disaggregated request";
+        } else {
+            why = "it is disaggregated, but its pending save was already consumed (a chunk after its final one, or "
+                    + "scheduled again after preemption)";
+        }
+        return new Finding("pending-save-unknown-request", n.name, r.requestId, tid, r.phase, 19, s.atNs(), r.sinceNs,
+                "scheduled with new blocks at " + rel(l, s.atNs()) + " on a WRITE producer without a pending save: "
+                        + "build_connector_meta's _reqs_need_pending_save[" + r.requestId + "] raises KeyError and EngineCore "
+                        + "dies with every request " + n.name + " holds; " + why + " (the fix, #45043, skips unknown ids; "
+                        + "switch pending-save-unknown-raises)");
     }
 
     private static final java.util.regex.Pattern CHILD_ID = java.util.regex.Pattern.compile("(\\d+)_(.+)");
