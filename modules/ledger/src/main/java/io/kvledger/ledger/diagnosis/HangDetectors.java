@@ -29,7 +29,7 @@ import java.util.Map;
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
  * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
- * siblings-share-transfer-id, pending-save-unknown-request, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
  * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
@@ -702,6 +702,7 @@ public final class HangDetectors {
             case HANDSHAKE_VOTE_FAILED -> voteFailed(l, n, r, tid, s);
             case NEGATIVE_MATCHED_TOKENS -> negativeMatched(l, n, r, tid, s);
             case PENDING_SAVE_UNKNOWN_REQUEST -> pendingSaveUnknown(l, n, r, tid, s);
+            case META_PARAM_MISSING -> metaParamMissing(l, n, r, tid, s);
             case MAPPING_LEAK, PENDING_SAVE_LEAK -> new Finding("mapping-leak", n.name, r.requestId, tid, r.phase, 35, s.atNs(),
                     r.sinceNs, k + ": " + detail);
             case ACK_FANIN_INVALID -> new Finding("ack-deficit", n.name, r.requestId, tid, r.phase, 22, s.atNs(), r.sinceNs,
@@ -733,6 +734,41 @@ public final class HangDetectors {
                         + "build_connector_meta's _reqs_need_pending_save[" + r.requestId + "] raises KeyError and EngineCore "
                         + "dies with every request " + n.name + " holds; " + why + " (the fix, #45043, skips unknown ids; "
                         + "switch pending-save-unknown-raises)");
+    }
+
+    private static final java.util.regex.Pattern MISSING_KEY = java.util.regex.Pattern.compile("kv_transfer_params\\['(\\w+)'\\]");
+
+    /**
+     * A key add_new_req reads by key was missing when build_connector_meta ran (KeyError): class 14
+     * when the request's admission params carried it (mutated or cleared between alloc and meta
+     * build, #37716/#39276), class 16 when they never did (a coordinator that sends no MoRIIO
+     * keys, #39276 Fix C); "one of 14 or 16" when the journal holds no admission of the request.
+     */
+    private static Finding metaParamMissing(Ledger l, NodeView n, ReqView r, String tid, Seen s) {
+        String detail = s.anomaly().detail();
+        java.util.regex.Matcher m = detail == null ? null : MISSING_KEY.matcher(detail);
+        if (m == null || !m.find()) {
+            return new Finding("anomaly", n.name, r.requestId, tid, r.phase, 14, s.atNs(), r.sinceNs,
+                    AnomalyKind.META_PARAM_MISSING + " at " + rel(l, s.atNs()) + ": " + detail);
+        }
+        String key = m.group(1);
+        String at = "build_connector_meta raised KeyError on kv_transfer_params['" + key + "'] at " + rel(l, s.atNs())
+                + " (" + detail + "); EngineCore dies with every request " + n.name + " holds";
+        if (r.promptTokens < 0) {
+            return new Finding("params-key-missing", n.name, r.requestId, tid, r.phase, 14, s.atNs(), r.sinceNs,
+                    "one of 14 or 16: " + at + "; the journal lacks the request's admission params, which would tell a key "
+                            + "cleared after alloc (14) from one the coordinator never sent (16)");
+        }
+        if (r.admittedKeys.contains(key)) {
+            return new Finding("params-lost-before-meta", n.name, r.requestId, tid, r.phase, 14, s.atNs(), r.sinceNs,
+                    at + "; its params carried '" + key + "' when admitted at " + rel(l, r.firstSeenNs)
+                            + ": kv_transfer_params were mutated or cleared between alloc and the meta build (the fix "
+                            + "snapshots them at alloc, _req_kv_params)");
+        }
+        return new Finding("params-key-missing", n.name, r.requestId, tid, r.phase, 16, s.atNs(), r.sinceNs,
+                at + "; its params never carried '" + key + "' (admitted at " + rel(l, r.firstSeenNs) + " with "
+                        + (r.admittedKeys.isEmpty() ? "none" : String.join(", ", r.admittedKeys)) + " of "
+                        + String.join(", ", Ledger.META_KEYS) + "): a coordinator that does not send MoRIIO's keys");
     }
 
     private static final java.util.regex.Pattern CHILD_ID = java.util.regex.Pattern.compile("(\\d+)_(.+)");

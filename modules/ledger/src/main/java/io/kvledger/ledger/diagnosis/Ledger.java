@@ -33,6 +33,9 @@ public final class Ledger {
     /** The detail prefix of a {@code REQUEST_RENAMED_AT_FINISH} anomaly, followed by the admitted id. */
     static final String RENAMED_PREFIX = "admitted as ";
 
+    /** The kv_transfer_params keys add_new_req reads by key, whose presence at admission a request keeps (class 14 or 16). */
+    static final List<String> META_KEYS = List.of("transfer_id", "remote_block_ids", "remote_engine_id");
+
     /** How many requests per multi-pod peer engine a READ consumer's view keeps (class 37 evidence). */
     static final int MAX_POD_PEER_REQUESTS = 32;
 
@@ -155,6 +158,11 @@ public final class Ledger {
                         }
                     }
                     r.remoteBlocksGiven = p.get("remote_block_ids");
+                    for (String key : META_KEYS) {
+                        if (p.has(key)) {
+                            r.admittedKeys.add(key);
+                        }
+                    }
                     r.disagg = p.truthy("do_remote_decode") || p.truthy("do_remote_prefill");
                     if (!n.producer() && n.config.mode() == io.kvledger.core.config.TransferMode.READ
                             && r.handshakeEngine != null && r.remoteDpSizeLocal > 0 && r.remoteDpSize > r.remoteDpSizeLocal) {
@@ -668,6 +676,8 @@ public final class Ledger {
         final List<String> remoteHosts = new ArrayList<>();
         /** The remote_block_ids value its admission params carried (null when absent or None). */
         Object remoteBlocksGiven;
+        /** Which of {@link Ledger#META_KEYS} its admission params carried. */
+        final java.util.Set<String> admittedKeys = new java.util.TreeSet<>();
         /** Whether its admission params asked for a transfer (do_remote_decode or do_remote_prefill). */
         boolean disagg;
         final long firstSeenNs;
