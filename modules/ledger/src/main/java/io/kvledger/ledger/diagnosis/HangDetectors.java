@@ -29,7 +29,7 @@ import java.util.Map;
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
  * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
- * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, sq-full-failure, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
  * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
@@ -67,6 +67,7 @@ public final class HangDetectors {
         readWrongDpRank(ledger, specific);
         uncorrelatedTransferIds(ledger, specific);
         missingRemoteBlockIds(ledger, specific);
+        sqFullFailures(ledger, specific);
         voteWaiting(ledger, end, bounds, specific);
         for (NodeView n : ledger.nodes.values()) {
             for (ReqView r : n.requests.values()) {
@@ -1441,6 +1442,46 @@ public final class HangDetectors {
                                 + " waits for its reap"));
                 out.addAll(producers);
             }
+        }
+    }
+
+    /**
+     * Class 24 (#47495): a transfer status that failed with "SQ full", a transient send-queue
+     * overflow the fix re-posts with back-off (1 ms to 50 ms, until transfer_timeout), reached the
+     * connector as a failure. One finding per request of the transfer on every node, naming the
+     * status, the node whose engine reported it and what the failure led to.
+     */
+    private static void sqFullFailures(Ledger l, List<Finding> out) {
+        for (TransferView t : l.transfers.values()) {
+            if (t.sqFull.isEmpty()) {
+                continue;
+            }
+            Ledger.SqFull first = t.sqFull.get(0);
+            String what = (first.read() ? "read" : "write") + " status " + first.statusId() + " of " + t.transferId
+                    + " failed on " + first.node() + " at " + rel(l, first.atNs()) + " (" + first.detail().strip() + ")"
+                    + (t.sqFull.size() > 1 ? " and " + (t.sqFull.size() - 1) + " more with SQ full" : "")
+                    + ": a transient send-queue overflow taken as a failure, not re-posted with back-off (the fix, #47495,"
+                    + " re-posts it for up to transfer_timeout)";
+            String after;
+            if (first.read()) {
+                boolean released = t.sends.stream().anyMatch(x -> x.kind().equals("release") && x.fromNode().equals(first.node())
+                        && x.atNs() >= first.atNs());
+                after = released ? "; the read ended as a load error (recomputed) and its release was sent"
+                        : "; no release followed: the prefill holds its blocks until the reap";
+            } else {
+                boolean writeDone = t.sends.stream().anyMatch(x -> x.kind().equals("write_done") && x.atNs() >= first.atNs());
+                after = writeDone ? "" : "; no write_done followed: the decode waits with no timeout of its own";
+            }
+            t.legRids.forEach((node, rids) -> {
+                NodeView o = l.nodes.get(node);
+                for (String rid : rids) {
+                    ReqView r = o == null ? null : o.requests.get(rid);
+                    String state = r == null || r.phase == null ? "" : "; " + r.phase + " since " + rel(l, since(r));
+                    out.add(new Finding("sq-full-failure", node, rid, t.transferId, r == null ? null : r.phase, 24,
+                            first.atNs(), r == null ? -1 : since(r), (node.equals(first.node()) ? "" : "its peer's ") + what
+                                    + after + state));
+                }
+            });
         }
     }
 

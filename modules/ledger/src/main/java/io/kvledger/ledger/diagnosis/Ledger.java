@@ -235,6 +235,11 @@ public final class Ledger {
                     n.failedTransfer = n.inFlight.get(e.statusId());
                 }
                 String tid = n.inFlight.remove(e.statusId());
+                if (!e.succeeded() && tid != null && e.message() != null
+                        && e.message().toLowerCase(java.util.Locale.ROOT).contains("sq full")) {
+                    transfer(tid).sqFull.add(new SqFull(n.name, e.statusId(), at, e.code() + " " + e.message(),
+                            n.readStatuses.contains(e.statusId())));
+                }
                 if (tid != null) {
                     touchLeg(n, tid, at);
                     TransferView t = transfers.get(tid);
@@ -516,7 +521,7 @@ public final class Ledger {
                 t.doneLegs.add(n.name);
                 t.legEnds.put(n.name, r.phase + " (" + r.reason + ")");
                 if (t.doneLegs.containsAll(t.legs.keySet()) && t.legs.size() >= 2 && t.reapedOn.isEmpty()
-                        && t.firstFailedReadAt == Long.MIN_VALUE) {
+                        && t.firstFailedReadAt == Long.MIN_VALUE && t.sqFull.isEmpty()) {
                     transfers.remove(r.transferId);
                 }
             }
@@ -542,6 +547,9 @@ public final class Ledger {
     record Seen(Effect.Anomaly anomaly, long atNs) {}
 
     record Seen2(String node, long atNs, boolean empty) {}
+
+    /** A transfer status that failed with "SQ full" (a transient send-queue overflow, class 24): where, when, read or write. */
+    record SqFull(String node, long statusId, long atNs, String detail, boolean read) {}
 
     /** A read posted by {@code node} for {@code requestId} on session {@code sessionKey} ("{eid}_dp{R}"). */
     record ReadPost(String node, String requestId, String sessionKey, long atNs, int paramsDpRank) {}
@@ -720,6 +728,8 @@ public final class Ledger {
         final LinkedHashMap<String, String> legEnds = new LinkedHashMap<>();
         final List<Send> sends = new ArrayList<>();
         final List<SendFailure> sendFailures = new ArrayList<>();
+        /** Statuses of this transfer that failed with "SQ full". */
+        final List<SqFull> sqFull = new ArrayList<>();
         final List<Seen2> remoteBlocksAt = new ArrayList<>();
         final java.util.LinkedHashSet<String> writeDoneReceivedBy = new java.util.LinkedHashSet<>();
         final LinkedHashMap<String, Integer> releasesReceived = new LinkedHashMap<>();
