@@ -68,6 +68,7 @@ public final class HangDetectors {
         uncorrelatedTransferIds(ledger, specific);
         missingRemoteBlockIds(ledger, specific);
         sqFullFailures(ledger, specific);
+        poisonedPeers(ledger, out, specific);
         voteWaiting(ledger, end, bounds, specific);
         for (NodeView n : ledger.nodes.values()) {
             for (ReqView r : n.requests.values()) {
@@ -347,6 +348,42 @@ public final class HangDetectors {
                         + rel(l, failedAt) + " (" + n.failedDetail.strip() + (n.failedTransfer == null ? "" : ", transfer "
                         + n.failedTransfer) + ") and no transfer completed on this engine for " + seconds(end - failedAt)
                         + " until the journal ends; in " + r.phase + " since " + rel(l, since(r)));
+    }
+
+    /**
+     * Class 9 on the other legs of a poisoned transfer: a prefill holding (or reaping) its blocks
+     * for a READ decode whose engine stopped completing, or a WRITE decode waiting for the
+     * write_done of a prefill whose engine did, gets the poisoned engine's finding instead of a
+     * generic reap or wait.
+     */
+    private static void poisonedPeers(Ledger l, List<Finding> found, List<Finding> out) {
+        for (Finding p : List.copyOf(found)) {
+            if (!p.detector().equals("transfer-status-poisoned") || p.transferId() == null) {
+                continue;
+            }
+            TransferView t = l.transfers.get(p.transferId());
+            if (t == null) {
+                continue;
+            }
+            t.legRids.forEach((node, rids) -> {
+                if (node.equals(p.node())) {
+                    return;
+                }
+                NodeView o = l.nodes.get(node);
+                for (String rid : rids) {
+                    ReqView r = o == null ? null : o.requests.get(rid);
+                    boolean waits = t.reapedOn.containsKey(node) || r != null && r.phase != null && !r.phase.terminal();
+                    if (!waits) {
+                        continue;
+                    }
+                    String state = t.reapedOn.containsKey(node) ? "reaped at " + rel(l, t.reapedOn.get(node))
+                            : r.phase + " since " + rel(l, since(r));
+                    out.add(new Finding("transfer-status-poisoned", node, rid, t.transferId, r == null ? null : r.phase, 9,
+                            p.atNs(), r == null ? -1 : since(r), "its peer " + p.node() + " " + p.requestId()
+                                    + " never finished its transfer: " + p.message() + "; this leg: " + state));
+                }
+            });
+        }
     }
 
     /**
