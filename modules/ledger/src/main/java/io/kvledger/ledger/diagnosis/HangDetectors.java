@@ -29,7 +29,7 @@ import java.util.Map;
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
  * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
- * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, sq-full-failure, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, sq-full-failure, busy-spin, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
  * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
@@ -214,6 +214,20 @@ public final class HangDetectors {
             return;
         }
         Handshake unanswered = unansweredHandshake(n, r, end, b);
+        if (unanswered != null && writeProducer(n) && n.steps > 0 && n.steps == unanswered.stepsAtStart
+                && end - unanswered.startedAt > n.config.transferTimeoutNs() && !endedEarly(l, n)
+                && n.shutDownAt == Long.MIN_VALUE) {
+            // the engine journals its steps and took none since: it is inside the call, not stepping on
+            out.add(new Finding("busy-spin", n.name, r.requestId, r.transferId, r.phase, 4, end, since(r),
+                    "its writes wait for handshake " + unanswered.key + " with " + unanswered.endpoint() + ", started at "
+                            + rel(l, unanswered.startedAt) + " and never answered, and " + n.name + " scheduled no step since"
+                            + " (its last at " + rel(l, n.lastStepAt) + ") for " + seconds(end - unanswered.startedAt)
+                            + ", beyond transfer_timeout " + seconds(n.config.transferTimeoutNs())
+                            + ": the engine is inside save_kv_layer, spinning on the handshake flag with no deadline"
+                            + " (#29304; the fix breaks out after transfer_timeout and the engine steps on); in " + r.phase
+                            + " since " + rel(l, since(r))));
+            return;
+        }
         if (unanswered != null) {
             out.add(new Finding("handshake-incomplete", n.name, r.requestId, r.transferId, r.phase, 21, end, since(r),
                     podsUnknown(n, r, unanswered) + (n.producer() ? "its writes wait" : "its read waits") + " for handshake " + unanswered.key + " with "
@@ -384,6 +398,10 @@ public final class HangDetectors {
                 }
             });
         }
+    }
+
+    private static boolean writeProducer(NodeView n) {
+        return n.producer() && n.config.mode() == io.kvledger.core.config.TransferMode.WRITE;
     }
 
     /**

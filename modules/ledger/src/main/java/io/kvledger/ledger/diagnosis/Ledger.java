@@ -148,6 +148,14 @@ public final class Ledger {
                         && KvParams.asLong(p.get("remote_handshake_port")) != null) {
                     r.handshakeEngine = h + ":" + KvParams.asLong(p.get("remote_handshake_port"));
                 }
+                if (r.handshakeEngine == null && n.producer() && n.config.mode() == io.kvledger.core.config.TransferMode.WRITE) {
+                    // a WRITE prefill handshakes the decode whose address its request id embeds
+                    var peer = io.kvledger.core.moriio.RequestIds.peerZmqFromRequestId(e.requestId(), true)
+                            .map(io.kvledger.core.moriio.ZmqAddress::parse);
+                    if (peer.isPresent() && peer.get().isOk()) {
+                        r.handshakeEngine = peer.get().value().host() + ":" + peer.get().value().handshakePort();
+                    }
+                }
                 if (p != null) {
                     r.remoteDpRank = intParam(p, "remote_dp_rank", -1);
                     r.remoteDpSize = intParam(p, "remote_dp_size", -1);
@@ -382,6 +390,7 @@ public final class Ledger {
                 if (h == null || h.completedAt != Long.MIN_VALUE) {
                     h = new Handshake(e.key(), e.host(), e.port(), at);
                     h.rank = e.remoteDpRank();
+                    h.stepsAtStart = n.steps;
                     n.handshakes.put(e.key(), h);
                 } else {
                     h.attempts++;
@@ -575,6 +584,8 @@ public final class Ledger {
         /** The remote DP rank the handshake is for (-1 when unknown). */
         int rank = -1;
         int attempts = 1;
+        /** The node's scheduler steps ({@code NodeView.steps}) when it started. */
+        long stepsAtStart;
         long completedAt = Long.MIN_VALUE;
         long failedAt = Long.MIN_VALUE;
         String failReason;
