@@ -29,7 +29,7 @@ import java.util.Map;
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
  * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
- * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, sq-full-failure, busy-spin, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, sq-full-failure, busy-spin, write-done-wrong-pod, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
  * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
@@ -69,6 +69,7 @@ public final class HangDetectors {
         missingRemoteBlockIds(ledger, specific);
         sqFullFailures(ledger, specific);
         poisonedPeers(ledger, out, specific);
+        writeDoneWrongPod(ledger, specific);
         voteWaiting(ledger, end, bounds, specific);
         for (NodeView n : ledger.nodes.values()) {
             for (ReqView r : n.requests.values()) {
@@ -1537,6 +1538,59 @@ public final class HangDetectors {
                                     + after + state));
                 }
             });
+        }
+    }
+
+    /**
+     * Class 32 (WRITE multi-pod host race): a prefill sent a transfer's write_done to a journaled
+     * decode rank on another host than the decode leg of that transfer, which never served it:
+     * the worker took {@code multi_pod_hosts} / {@code remote_dp_size_local} from another request
+     * (stashed on the worker, last writer wins; newest carries them per WriteTask). One finding
+     * for the sending prefill request and one per decode request of the transfer still waiting.
+     */
+    private static void writeDoneWrongPod(Ledger l, List<Finding> out) {
+        for (TransferView t : l.transfers.values()) {
+            for (Send s : t.sends) {
+                if (!s.kind().equals("write_done")) {
+                    continue;
+                }
+                NodeView target = listener(l, s.host(), s.port());
+                if (target == null || target.producer() || t.legs.containsKey(target.name)) {
+                    continue;
+                }
+                List<NodeView> decodes = new ArrayList<>();
+                for (String node : t.legs.keySet()) {
+                    NodeView d = l.nodes.get(node);
+                    if (d != null && !d.producer() && !d.config.hostIp().equals(target.config.hostIp())) {
+                        decodes.add(d);
+                    }
+                }
+                if (decodes.isEmpty()) {
+                    continue; // the same host: a wrong rank, not a wrong pod
+                }
+                List<String> names = new ArrayList<>();
+                decodes.forEach(d -> names.add(d.name + " (" + d.config.hostIp() + ", DP rank " + d.config.dpRank() + ")"));
+                String msg = "write_done for " + t.transferId + " went to " + s.host() + ":" + s.port() + " at "
+                        + rel(l, s.atNs()) + ", " + target.name + " (DP rank " + target.config.dpRank() + "), a decode on "
+                        + "another pod that never served it, while its decode leg is on " + String.join(", ", names)
+                        + ": the prefill's worker routed it with another request's pod hosts (multi_pod_hosts and "
+                        + "remote_dp_size_local stashed on the worker, last writer wins; newest carries them per WriteTask)";
+                NodeView from = l.nodes.get(s.fromNode());
+                ReqView pr = from == null ? null : from.requests.get(t.legs.get(s.fromNode()));
+                out.add(new Finding("write-done-wrong-pod", s.fromNode(), t.legs.get(s.fromNode()), t.transferId,
+                        pr == null ? null : pr.phase, 32, s.atNs(), pr == null ? -1 : since(pr), msg));
+                for (NodeView d : decodes) {
+                    for (String rid : t.rids(d.name)) {
+                        ReqView dr = d.requests.get(rid);
+                        if (dr == null || dr.phase == null || dr.phase.terminal()) {
+                            continue;
+                        }
+                        out.add(new Finding("write-done-wrong-pod", d.name, rid, t.transferId, dr.phase, 32, s.atNs(),
+                                since(dr), msg + "; this request waits in " + dr.phase + " since " + rel(l, since(dr))
+                                        + " for a write_done that went elsewhere"));
+                    }
+                }
+            }
         }
     }
 
