@@ -12,7 +12,8 @@ import java.util.List;
  *       destination), {@code send-fail} (never leaves its sender, whose publisher reports a
  *       {@code NotifySendFailed} to its own node);</li>
  *   <li>per posted transfer (one batch read or write of one layer): {@code fail} (completes with
- *       {@code succeeded=false}), {@code stall} (never completes);</li>
+ *       {@code succeeded=false}), {@code stall} (never completes), {@code sq-full} (completes
+ *       with {@code succeeded=false} and mori's message "SQ full", class 24);</li>
  *   <li>per handshake: {@code handshake-fail};</li>
  *   <li>per client request: {@code abort} (one leg, prefill or decode, is aborted mid-flight,
  *       possibly before its blocks are allocated).</li>
@@ -21,17 +22,23 @@ import java.util.List;
  * keys may come in any order and be left out (0).
  */
 public record FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
-                        double abort, double handshakeFail, double sendFail) {
+                        double abort, double handshakeFail, double sendFail, double sqFull) {
 
     /** No faults at all. */
-    public static final FaultSpec NONE = new FaultSpec(0, 0, 0, 0, 0, 0, 0, 0, 0);
+    public static final FaultSpec NONE = new FaultSpec(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /** The keys {@link #parse} accepts, in canonical order. */
     public static final List<String> KEYS =
-            List.of("drop", "dup", "delay", "reorder", "fail", "stall", "abort", "handshake-fail", "send-fail");
+            List.of("drop", "dup", "delay", "reorder", "fail", "stall", "abort", "handshake-fail", "send-fail", "sq-full");
+
+    /** Every fault but {@code sq-full}. */
+    public FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
+                     double abort, double handshakeFail, double sendFail) {
+        this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, 0);
+    }
 
     public FaultSpec {
-        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail};
+        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull};
         for (int i = 0; i < all.length; i++) {
             if (!(all[i] >= 0 && all[i] <= 1)) {
                 throw new IllegalArgumentException(
@@ -104,7 +111,7 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
             }
             v[k] = p;
         }
-        return new FaultSpec(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
+        return new FaultSpec(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
     }
 
     /** Whether every probability is 0. */
@@ -114,7 +121,7 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
 
     /** The canonical text: the non-zero faults in {@link #KEYS} order, or {@code none}. */
     public String format() {
-        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail};
+        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull};
         List<String> parts = new ArrayList<>();
         for (int i = 0; i < all.length; i++) {
             if (all[i] != 0) {

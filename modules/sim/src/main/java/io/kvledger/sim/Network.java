@@ -178,12 +178,14 @@ final class Network {
             transfersStalled++;
             return;
         }
-        if (fail) {
+        // drawn only when asked for, so that every other fault family keeps its random sequence
+        boolean sqFull = !fail && faults.sqFull() > 0 && fault.nextDouble() < faults.sqFull();
+        if (fail || sqFull) {
             transfersFailed++;
         }
         long at = sim.now() + opts.transferBaseNs() + opts.transferPerBlockNs() * blocks;
-        sim.at(at, () -> from.deliver(new NodeEvent.TransferCompleted(sim.now(), statusId, !fail,
-                fail ? 1 : 0, fail ? "injected transfer failure" : "")));
+        sim.at(at, () -> from.deliver(new NodeEvent.TransferCompleted(sim.now(), statusId, !fail && !sqFull,
+                fail || sqFull ? 1 : 0, fail ? "injected transfer failure" : sqFull ? "SQ full" : "")));
     }
 
     private long between(long min, long max) {

@@ -65,6 +65,9 @@ final class DetectorEvaluation {
             new Family("write-notify-send-fail", TransferMode.WRITE, "send-fail=0.02", Set.of(7, 27), Set.of(27)),
             new Family("write-stall", TransferMode.WRITE, "stall=0.01", Set.of(7, 27), Set.of(27)),
             new Family("write-handshake-fail", TransferMode.WRITE, "handshake-fail=0.2", Set.of(7, 21, 27), Set.of(21, 27)),
+            // a transient "SQ full" taken as a failure (class 24): a READ's load error, a WRITE's stranded decode
+            new Family("read-sq-full", TransferMode.READ, "sq-full=0.01", Set.of(24), Set.of(24)),
+            new Family("write-sq-full", TransferMode.WRITE, "sq-full=0.01", Set.of(24), Set.of(24)),
             // clean families: slow but progressing, duplicated or reordered frames, aborts that clean up
             new Family("clean-read-slow", TransferMode.READ, "delay=0.05,dup=0.02,reorder=0.02", Set.of(), Set.of()),
             new Family("clean-write-slow", TransferMode.WRITE, "delay=0.05,dup=0.02,reorder=0.02", Set.of(), Set.of()),

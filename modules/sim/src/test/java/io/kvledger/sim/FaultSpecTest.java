@@ -17,6 +17,15 @@ class FaultSpecTest {
     }
 
     @Test
+    void sq_full_is_a_key_of_its_own_and_formats_back() {
+        FaultSpec f = FaultSpec.parse("sq-full=0.01,fail=0.002");
+        assertThat(f.sqFull()).isEqualTo(0.01);
+        assertThat(f.fail()).isEqualTo(0.002);
+        assertThat(f.format()).isEqualTo("fail=0.002,sq-full=0.01");
+        assertThat(FaultSpec.parse(f.format())).isEqualTo(f);
+    }
+
+    @Test
     void missing_keys_are_zero_and_none_or_blank_mean_no_faults() {
         assertThat(FaultSpec.parse("drop=0.2")).isEqualTo(new FaultSpec(0.2, 0, 0, 0, 0, 0, 0, 0, 0));
         assertThat(FaultSpec.parse("none")).isEqualTo(FaultSpec.NONE);

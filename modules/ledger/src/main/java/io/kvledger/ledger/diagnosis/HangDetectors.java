@@ -29,7 +29,7 @@ import java.util.Map;
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
  * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
- * siblings-share-transfer-id, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, sq-full-failure, busy-spin, write-done-wrong-pod, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
  * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
@@ -63,10 +63,13 @@ public final class HangDetectors {
         }
         crossNode(ledger, out);
         List<Finding> specific = new ArrayList<>();
-        eagerHandshakeWrongPod(ledger, specific);
+        eagerHandshakeWrongPod(ledger, end, bounds, specific);
         readWrongDpRank(ledger, specific);
         uncorrelatedTransferIds(ledger, specific);
         missingRemoteBlockIds(ledger, specific);
+        sqFullFailures(ledger, specific);
+        poisonedPeers(ledger, out, specific);
+        writeDoneWrongPod(ledger, specific);
         voteWaiting(ledger, end, bounds, specific);
         for (NodeView n : ledger.nodes.values()) {
             for (ReqView r : n.requests.values()) {
@@ -212,6 +215,20 @@ public final class HangDetectors {
             return;
         }
         Handshake unanswered = unansweredHandshake(n, r, end, b);
+        if (unanswered != null && writeProducer(n) && n.steps > 0 && n.steps == unanswered.stepsAtStart
+                && end - unanswered.startedAt > n.config.transferTimeoutNs() && !endedEarly(l, n)
+                && n.shutDownAt == Long.MIN_VALUE) {
+            // the engine journals its steps and took none since: it is inside the call, not stepping on
+            out.add(new Finding("busy-spin", n.name, r.requestId, r.transferId, r.phase, 4, end, since(r),
+                    "its writes wait for handshake " + unanswered.key + " with " + unanswered.endpoint() + ", started at "
+                            + rel(l, unanswered.startedAt) + " and never answered, and " + n.name + " scheduled no step since"
+                            + " (its last at " + rel(l, n.lastStepAt) + ") for " + seconds(end - unanswered.startedAt)
+                            + ", beyond transfer_timeout " + seconds(n.config.transferTimeoutNs())
+                            + ": the engine is inside save_kv_layer, spinning on the handshake flag with no deadline"
+                            + " (#29304; the fix breaks out after transfer_timeout and the engine steps on); in " + r.phase
+                            + " since " + rel(l, since(r))));
+            return;
+        }
         if (unanswered != null) {
             out.add(new Finding("handshake-incomplete", n.name, r.requestId, r.transferId, r.phase, 21, end, since(r),
                     podsUnknown(n, r, unanswered) + (n.producer() ? "its writes wait" : "its read waits") + " for handshake " + unanswered.key + " with "
@@ -346,6 +363,46 @@ public final class HangDetectors {
                         + rel(l, failedAt) + " (" + n.failedDetail.strip() + (n.failedTransfer == null ? "" : ", transfer "
                         + n.failedTransfer) + ") and no transfer completed on this engine for " + seconds(end - failedAt)
                         + " until the journal ends; in " + r.phase + " since " + rel(l, since(r)));
+    }
+
+    /**
+     * Class 9 on the other legs of a poisoned transfer: a prefill holding (or reaping) its blocks
+     * for a READ decode whose engine stopped completing, or a WRITE decode waiting for the
+     * write_done of a prefill whose engine did, gets the poisoned engine's finding instead of a
+     * generic reap or wait.
+     */
+    private static void poisonedPeers(Ledger l, List<Finding> found, List<Finding> out) {
+        for (Finding p : List.copyOf(found)) {
+            if (!p.detector().equals("transfer-status-poisoned") || p.transferId() == null) {
+                continue;
+            }
+            TransferView t = l.transfers.get(p.transferId());
+            if (t == null) {
+                continue;
+            }
+            t.legRids.forEach((node, rids) -> {
+                if (node.equals(p.node())) {
+                    return;
+                }
+                NodeView o = l.nodes.get(node);
+                for (String rid : rids) {
+                    ReqView r = o == null ? null : o.requests.get(rid);
+                    boolean waits = t.reapedOn.containsKey(node) || r != null && r.phase != null && !r.phase.terminal();
+                    if (!waits) {
+                        continue;
+                    }
+                    String state = t.reapedOn.containsKey(node) ? "reaped at " + rel(l, t.reapedOn.get(node))
+                            : r.phase + " since " + rel(l, since(r));
+                    out.add(new Finding("transfer-status-poisoned", node, rid, t.transferId, r == null ? null : r.phase, 9,
+                            p.atNs(), r == null ? -1 : since(r), "its peer " + p.node() + " " + p.requestId()
+                                    + " never finished its transfer: " + p.message() + "; this leg: " + state));
+                }
+            });
+        }
+    }
+
+    private static boolean writeProducer(NodeView n) {
+        return n.producer() && n.config.mode() == io.kvledger.core.config.TransferMode.WRITE;
     }
 
     /**
@@ -701,6 +758,8 @@ public final class HangDetectors {
             case HANDSHAKE_FAILED -> handshakeFailed(l, n, r, tid, s);
             case HANDSHAKE_VOTE_FAILED -> voteFailed(l, n, r, tid, s);
             case NEGATIVE_MATCHED_TOKENS -> negativeMatched(l, n, r, tid, s);
+            case PENDING_SAVE_UNKNOWN_REQUEST -> pendingSaveUnknown(l, n, r, tid, s);
+            case META_PARAM_MISSING -> metaParamMissing(l, n, r, tid, s);
             case MAPPING_LEAK, PENDING_SAVE_LEAK -> new Finding("mapping-leak", n.name, r.requestId, tid, r.phase, 35, s.atNs(),
                     r.sinceNs, k + ": " + detail);
             case ACK_FANIN_INVALID -> new Finding("ack-deficit", n.name, r.requestId, tid, r.phase, 22, s.atNs(), r.sinceNs,
@@ -708,6 +767,65 @@ public final class HangDetectors {
             default -> new Finding("anomaly", n.name, r.requestId, tid, r.phase, k.bugClass(), s.atNs(), r.sinceNs,
                     k + " at " + rel(l, s.atNs()) + ": " + detail);
         };
+    }
+
+    /**
+     * Class 19 (#45043): a WRITE producer's build_connector_meta looked up
+     * {@code _reqs_need_pending_save[req_id]} for a request scheduled with new blocks that has no
+     * pending save, and raised KeyError (vLLM 239b5ff30; the fix skips unknown ids): EngineCore
+     * dies with every request it holds. Says from the request's admission why it had none.
+     */
+    private static Finding pendingSaveUnknown(Ledger l, NodeView n, ReqView r, String tid, Seen s) {
+        String why;
+        if (r.promptTokens < 0) {
+            why = "this connector never admitted it (no get_num_new_matched_tokens with params): a request outside "
+                    + "disaggregation";
+        } else if (!r.disagg) {
+            why = "its kv_transfer_params asked for no transfer (no do_remote_decode): a non-disaggregated request";
+        } else {
+            why = "it is disaggregated, but its pending save was already consumed (a chunk after its final one, or "
+                    + "scheduled again after preemption)";
+        }
+        return new Finding("pending-save-unknown-request", n.name, r.requestId, tid, r.phase, 19, s.atNs(), r.sinceNs,
+                "scheduled with new blocks at " + rel(l, s.atNs()) + " on a WRITE producer without a pending save: "
+                        + "build_connector_meta's _reqs_need_pending_save[" + r.requestId + "] raises KeyError and EngineCore "
+                        + "dies with every request " + n.name + " holds; " + why + " (the fix, #45043, skips unknown ids; "
+                        + "switch pending-save-unknown-raises)");
+    }
+
+    private static final java.util.regex.Pattern MISSING_KEY = java.util.regex.Pattern.compile("kv_transfer_params\\['(\\w+)'\\]");
+
+    /**
+     * A key add_new_req reads by key was missing when build_connector_meta ran (KeyError): class 14
+     * when the request's admission params carried it (mutated or cleared between alloc and meta
+     * build, #37716/#39276), class 16 when they never did (a coordinator that sends no MoRIIO
+     * keys, #39276 Fix C); "one of 14 or 16" when the journal holds no admission of the request.
+     */
+    private static Finding metaParamMissing(Ledger l, NodeView n, ReqView r, String tid, Seen s) {
+        String detail = s.anomaly().detail();
+        java.util.regex.Matcher m = detail == null ? null : MISSING_KEY.matcher(detail);
+        if (m == null || !m.find()) {
+            return new Finding("anomaly", n.name, r.requestId, tid, r.phase, 14, s.atNs(), r.sinceNs,
+                    AnomalyKind.META_PARAM_MISSING + " at " + rel(l, s.atNs()) + ": " + detail);
+        }
+        String key = m.group(1);
+        String at = "build_connector_meta raised KeyError on kv_transfer_params['" + key + "'] at " + rel(l, s.atNs())
+                + " (" + detail + "); EngineCore dies with every request " + n.name + " holds";
+        if (r.promptTokens < 0) {
+            return new Finding("params-key-missing", n.name, r.requestId, tid, r.phase, 14, s.atNs(), r.sinceNs,
+                    "one of 14 or 16: " + at + "; the journal lacks the request's admission params, which would tell a key "
+                            + "cleared after alloc (14) from one the coordinator never sent (16)");
+        }
+        if (r.admittedKeys.contains(key)) {
+            return new Finding("params-lost-before-meta", n.name, r.requestId, tid, r.phase, 14, s.atNs(), r.sinceNs,
+                    at + "; its params carried '" + key + "' when admitted at " + rel(l, r.firstSeenNs)
+                            + ": kv_transfer_params were mutated or cleared between alloc and the meta build (the fix "
+                            + "snapshots them at alloc, _req_kv_params)");
+        }
+        return new Finding("params-key-missing", n.name, r.requestId, tid, r.phase, 16, s.atNs(), r.sinceNs,
+                at + "; its params never carried '" + key + "' (admitted at " + rel(l, r.firstSeenNs) + " with "
+                        + (r.admittedKeys.isEmpty() ? "none" : String.join(", ", r.admittedKeys)) + " of "
+                        + String.join(", ", Ledger.META_KEYS) + "): a coordinator that does not send MoRIIO's keys");
     }
 
     private static final java.util.regex.Pattern CHILD_ID = java.util.regex.Pattern.compile("(\\d+)_(.+)");
@@ -974,8 +1092,15 @@ public final class HangDetectors {
      * global DP rank in the port offset, while the peer's pod layout ({@code remote_dp_size_local}
      * below {@code remote_dp_size}) puts that rank on another pod as a folded local rank. One
      * finding per decode request that waited on the engine, and one per prefill leg of its transfer.
+     *
+     * <p>The dial arithmetic alone is no finding: the handshake must have reached another rank
+     * (its endpoint is a journaled prefill node of another DP rank), or the request must show the
+     * damage (the handshake failed or stayed unanswered past the stuck bound, the request is
+     * stuck, or its transfer was reaped or a read of it failed). A multi-pod peer whose handshake
+     * was answered where the journals show the right rank, or by a listener they do not hold, on
+     * a transfer that completed, is healthy.
      */
-    private static void eagerHandshakeWrongPod(Ledger l, List<Finding> out) {
+    private static void eagerHandshakeWrongPod(Ledger l, long end, Bounds b, List<Finding> out) {
         for (NodeView n : l.nodes.values()) {
             for (Map.Entry<String, List<ReqView>> peer : n.podPeers.entrySet()) {
                 for (Handshake h : n.handshakes.values()) {
@@ -984,7 +1109,8 @@ public final class HangDetectors {
                     }
                     for (ReqView r : peer.getValue()) {
                         int local = r.remoteDpSizeLocal;
-                        if (local <= 0 || h.rank < local || h.startedAt < r.firstSeenNs) {
+                        if (local <= 0 || h.rank < local || h.startedAt < r.firstSeenNs
+                                || !wrongPodEvidence(l, n, h, r, end, b)) {
                             continue;
                         }
                         wrongPod(l, n, h, r, out);
@@ -992,6 +1118,27 @@ public final class HangDetectors {
                 }
             }
         }
+    }
+
+    /** Whether an eager handshake dialled for rank {@code h.rank} did harm the journals show (see above). */
+    private static boolean wrongPodEvidence(Ledger l, NodeView n, Handshake h, ReqView r, long end, Bounds b) {
+        NodeView there = handshakeListener(l, h.host, h.port);
+        if (there != null && there.producer() && there.config.dpRank() == h.rank) {
+            return false; // the journals show that rank itself listening where it was dialled
+        }
+        if (there != null && there.producer() && h.completedAt != Long.MIN_VALUE) {
+            return true; // answered by another DP rank: reads of this rank use its metadata
+        }
+        if (h.failedAt != Long.MIN_VALUE
+                || h.completedAt == Long.MIN_VALUE && endOf(l, n) - h.startedAt > b.stuckAfterNs()) {
+            return true;
+        }
+        if (r.phase != null && !r.phase.terminal() && n.requests.get(r.requestId) == r
+                && status(l, n, r, endOf(l, n), b) == InFlight.Status.STUCK) {
+            return true;
+        }
+        TransferView t = r.transferId == null ? null : l.transfers.get(r.transferId);
+        return t != null && (!t.reapedOn.isEmpty() || t.firstFailedReadAt != Long.MIN_VALUE);
     }
 
     private static void wrongPod(Ledger l, NodeView n, Handshake h, ReqView r, List<Finding> out) {
@@ -1350,6 +1497,99 @@ public final class HangDetectors {
                                 + "so this decode neither reads nor sends release, while " + String.join(", ", names)
                                 + " waits for its reap"));
                 out.addAll(producers);
+            }
+        }
+    }
+
+    /**
+     * Class 24 (#47495): a transfer status that failed with "SQ full", a transient send-queue
+     * overflow the fix re-posts with back-off (1 ms to 50 ms, until transfer_timeout), reached the
+     * connector as a failure. One finding per request of the transfer on every node, naming the
+     * status, the node whose engine reported it and what the failure led to.
+     */
+    private static void sqFullFailures(Ledger l, List<Finding> out) {
+        for (TransferView t : l.transfers.values()) {
+            if (t.sqFull.isEmpty()) {
+                continue;
+            }
+            Ledger.SqFull first = t.sqFull.get(0);
+            String what = (first.read() ? "read" : "write") + " status " + first.statusId() + " of " + t.transferId
+                    + " failed on " + first.node() + " at " + rel(l, first.atNs()) + " (" + first.detail().strip() + ")"
+                    + (t.sqFull.size() > 1 ? " and " + (t.sqFull.size() - 1) + " more with SQ full" : "")
+                    + ": a transient send-queue overflow taken as a failure, not re-posted with back-off (the fix, #47495,"
+                    + " re-posts it for up to transfer_timeout)";
+            String after;
+            if (first.read()) {
+                boolean released = t.sends.stream().anyMatch(x -> x.kind().equals("release") && x.fromNode().equals(first.node())
+                        && x.atNs() >= first.atNs());
+                after = released ? "; the read ended as a load error (recomputed) and its release was sent"
+                        : "; no release followed: the prefill holds its blocks until the reap";
+            } else {
+                boolean writeDone = t.sends.stream().anyMatch(x -> x.kind().equals("write_done") && x.atNs() >= first.atNs());
+                after = writeDone ? "" : "; no write_done followed: the decode waits with no timeout of its own";
+            }
+            t.legRids.forEach((node, rids) -> {
+                NodeView o = l.nodes.get(node);
+                for (String rid : rids) {
+                    ReqView r = o == null ? null : o.requests.get(rid);
+                    String state = r == null || r.phase == null ? "" : "; " + r.phase + " since " + rel(l, since(r));
+                    out.add(new Finding("sq-full-failure", node, rid, t.transferId, r == null ? null : r.phase, 24,
+                            first.atNs(), r == null ? -1 : since(r), (node.equals(first.node()) ? "" : "its peer's ") + what
+                                    + after + state));
+                }
+            });
+        }
+    }
+
+    /**
+     * Class 32 (WRITE multi-pod host race): a prefill sent a transfer's write_done to a journaled
+     * decode rank on another host than the decode leg of that transfer, which never served it:
+     * the worker took {@code multi_pod_hosts} / {@code remote_dp_size_local} from another request
+     * (stashed on the worker, last writer wins; newest carries them per WriteTask). One finding
+     * for the sending prefill request and one per decode request of the transfer still waiting.
+     */
+    private static void writeDoneWrongPod(Ledger l, List<Finding> out) {
+        for (TransferView t : l.transfers.values()) {
+            for (Send s : t.sends) {
+                if (!s.kind().equals("write_done")) {
+                    continue;
+                }
+                NodeView target = listener(l, s.host(), s.port());
+                if (target == null || target.producer() || t.legs.containsKey(target.name)) {
+                    continue;
+                }
+                List<NodeView> decodes = new ArrayList<>();
+                for (String node : t.legs.keySet()) {
+                    NodeView d = l.nodes.get(node);
+                    if (d != null && !d.producer() && !d.config.hostIp().equals(target.config.hostIp())) {
+                        decodes.add(d);
+                    }
+                }
+                if (decodes.isEmpty()) {
+                    continue; // the same host: a wrong rank, not a wrong pod
+                }
+                List<String> names = new ArrayList<>();
+                decodes.forEach(d -> names.add(d.name + " (" + d.config.hostIp() + ", DP rank " + d.config.dpRank() + ")"));
+                String msg = "write_done for " + t.transferId + " went to " + s.host() + ":" + s.port() + " at "
+                        + rel(l, s.atNs()) + ", " + target.name + " (DP rank " + target.config.dpRank() + "), a decode on "
+                        + "another pod that never served it, while its decode leg is on " + String.join(", ", names)
+                        + ": the prefill's worker routed it with another request's pod hosts (multi_pod_hosts and "
+                        + "remote_dp_size_local stashed on the worker, last writer wins; newest carries them per WriteTask)";
+                NodeView from = l.nodes.get(s.fromNode());
+                ReqView pr = from == null ? null : from.requests.get(t.legs.get(s.fromNode()));
+                out.add(new Finding("write-done-wrong-pod", s.fromNode(), t.legs.get(s.fromNode()), t.transferId,
+                        pr == null ? null : pr.phase, 32, s.atNs(), pr == null ? -1 : since(pr), msg));
+                for (NodeView d : decodes) {
+                    for (String rid : t.rids(d.name)) {
+                        ReqView dr = d.requests.get(rid);
+                        if (dr == null || dr.phase == null || dr.phase.terminal()) {
+                            continue;
+                        }
+                        out.add(new Finding("write-done-wrong-pod", d.name, rid, t.transferId, dr.phase, 32, s.atNs(),
+                                since(dr), msg + "; this request waits in " + dr.phase + " since " + rel(l, since(dr))
+                                        + " for a write_done that went elsewhere"));
+                    }
+                }
             }
         }
     }

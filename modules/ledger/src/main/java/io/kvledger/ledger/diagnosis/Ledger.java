@@ -33,6 +33,9 @@ public final class Ledger {
     /** The detail prefix of a {@code REQUEST_RENAMED_AT_FINISH} anomaly, followed by the admitted id. */
     static final String RENAMED_PREFIX = "admitted as ";
 
+    /** The kv_transfer_params keys add_new_req reads by key, whose presence at admission a request keeps (class 14 or 16). */
+    static final List<String> META_KEYS = List.of("transfer_id", "remote_block_ids", "remote_engine_id");
+
     /** How many requests per multi-pod peer engine a READ consumer's view keeps (class 37 evidence). */
     static final int MAX_POD_PEER_REQUESTS = 32;
 
@@ -145,6 +148,14 @@ public final class Ledger {
                         && KvParams.asLong(p.get("remote_handshake_port")) != null) {
                     r.handshakeEngine = h + ":" + KvParams.asLong(p.get("remote_handshake_port"));
                 }
+                if (r.handshakeEngine == null && n.producer() && n.config.mode() == io.kvledger.core.config.TransferMode.WRITE) {
+                    // a WRITE prefill handshakes the decode whose address its request id embeds
+                    var peer = io.kvledger.core.moriio.RequestIds.peerZmqFromRequestId(e.requestId(), true)
+                            .map(io.kvledger.core.moriio.ZmqAddress::parse);
+                    if (peer.isPresent() && peer.get().isOk()) {
+                        r.handshakeEngine = peer.get().value().host() + ":" + peer.get().value().handshakePort();
+                    }
+                }
                 if (p != null) {
                     r.remoteDpRank = intParam(p, "remote_dp_rank", -1);
                     r.remoteDpSize = intParam(p, "remote_dp_size", -1);
@@ -155,6 +166,11 @@ public final class Ledger {
                         }
                     }
                     r.remoteBlocksGiven = p.get("remote_block_ids");
+                    for (String key : META_KEYS) {
+                        if (p.has(key)) {
+                            r.admittedKeys.add(key);
+                        }
+                    }
                     r.disagg = p.truthy("do_remote_decode") || p.truthy("do_remote_prefill");
                     if (!n.producer() && n.config.mode() == io.kvledger.core.config.TransferMode.READ
                             && r.handshakeEngine != null && r.remoteDpSizeLocal > 0 && r.remoteDpSize > r.remoteDpSizeLocal) {
@@ -227,6 +243,11 @@ public final class Ledger {
                     n.failedTransfer = n.inFlight.get(e.statusId());
                 }
                 String tid = n.inFlight.remove(e.statusId());
+                if (!e.succeeded() && tid != null && e.message() != null
+                        && e.message().toLowerCase(java.util.Locale.ROOT).contains("sq full")) {
+                    transfer(tid).sqFull.add(new SqFull(n.name, e.statusId(), at, e.code() + " " + e.message(),
+                            n.readStatuses.contains(e.statusId())));
+                }
                 if (tid != null) {
                     touchLeg(n, tid, at);
                     TransferView t = transfers.get(tid);
@@ -369,6 +390,7 @@ public final class Ledger {
                 if (h == null || h.completedAt != Long.MIN_VALUE) {
                     h = new Handshake(e.key(), e.host(), e.port(), at);
                     h.rank = e.remoteDpRank();
+                    h.stepsAtStart = n.steps;
                     n.handshakes.put(e.key(), h);
                 } else {
                     h.attempts++;
@@ -508,7 +530,7 @@ public final class Ledger {
                 t.doneLegs.add(n.name);
                 t.legEnds.put(n.name, r.phase + " (" + r.reason + ")");
                 if (t.doneLegs.containsAll(t.legs.keySet()) && t.legs.size() >= 2 && t.reapedOn.isEmpty()
-                        && t.firstFailedReadAt == Long.MIN_VALUE) {
+                        && t.firstFailedReadAt == Long.MIN_VALUE && t.sqFull.isEmpty()) {
                     transfers.remove(r.transferId);
                 }
             }
@@ -535,6 +557,9 @@ public final class Ledger {
 
     record Seen2(String node, long atNs, boolean empty) {}
 
+    /** A transfer status that failed with "SQ full" (a transient send-queue overflow, class 24): where, when, read or write. */
+    record SqFull(String node, long statusId, long atNs, String detail, boolean read) {}
+
     /** A read posted by {@code node} for {@code requestId} on session {@code sessionKey} ("{eid}_dp{R}"). */
     record ReadPost(String node, String requestId, String sessionKey, long atNs, int paramsDpRank) {}
 
@@ -559,6 +584,8 @@ public final class Ledger {
         /** The remote DP rank the handshake is for (-1 when unknown). */
         int rank = -1;
         int attempts = 1;
+        /** The node's scheduler steps ({@code NodeView.steps}) when it started. */
+        long stepsAtStart;
         long completedAt = Long.MIN_VALUE;
         long failedAt = Long.MIN_VALUE;
         String failReason;
@@ -668,6 +695,8 @@ public final class Ledger {
         final List<String> remoteHosts = new ArrayList<>();
         /** The remote_block_ids value its admission params carried (null when absent or None). */
         Object remoteBlocksGiven;
+        /** Which of {@link Ledger#META_KEYS} its admission params carried. */
+        final java.util.Set<String> admittedKeys = new java.util.TreeSet<>();
         /** Whether its admission params asked for a transfer (do_remote_decode or do_remote_prefill). */
         boolean disagg;
         final long firstSeenNs;
@@ -710,6 +739,8 @@ public final class Ledger {
         final LinkedHashMap<String, String> legEnds = new LinkedHashMap<>();
         final List<Send> sends = new ArrayList<>();
         final List<SendFailure> sendFailures = new ArrayList<>();
+        /** Statuses of this transfer that failed with "SQ full". */
+        final List<SqFull> sqFull = new ArrayList<>();
         final List<Seen2> remoteBlocksAt = new ArrayList<>();
         final java.util.LinkedHashSet<String> writeDoneReceivedBy = new java.util.LinkedHashSet<>();
         final LinkedHashMap<String, Integer> releasesReceived = new LinkedHashMap<>();
