@@ -4,6 +4,7 @@ import io.kvledger.ledger.replay.ConfigOverrides;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.replay.Replayer;
+import io.kvledger.ledger.report.ReportText;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalReader;
 import java.io.PrintWriter;
@@ -119,15 +120,8 @@ final class Journals {
         return warnings(spec, warnings);
     }
 
-    /** "P0, D0" */
+    /** "P0, D0" ({@link ReportText#names}). */
     static String names(List<Replayer.Node> nodes) {
-        StringBuilder b = new StringBuilder();
-        for (Replayer.Node n : nodes) {
-            b.append(b.isEmpty() ? "" : ", ").append(n.name());
-            if (!n.name().equals(n.journal().name())) {
-                b.append(" (").append(n.journal().name()).append(')');
-            }
-        }
-        return b.toString();
+        return ReportText.names(nodes);
     }
 }

@@ -1,22 +1,11 @@
 package io.kvledger.cli;
 
 import io.kvledger.ledger.replay.Replayer;
-import io.kvledger.ledger.diagnosis.Ledger;
-import io.kvledger.core.effect.Effect;
-import io.kvledger.core.model.AnomalyKind;
-import io.kvledger.core.model.RequestPhase;
-import io.kvledger.journal.JournalEntry;
-import io.kvledger.journal.json.Json;
-import io.kvledger.ledger.text.Seconds;
+import io.kvledger.ledger.report.StatsReport;
 import java.io.PrintWriter;
 import java.util.ArrayList;
-import java.util.EnumMap;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Callable;
-import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -29,7 +18,7 @@ import picocli.CommandLine.Spec;
  * kind, and latency percentiles (p50/p90/p99/max, HdrHistogram with 3 significant digits) of the
  * time spent in each phase and of each request's admission-to-terminal duration; across nodes,
  * the end-to-end duration of each client request (its legs joined by the uuid of the proxy
- * request id).
+ * request id). The replay and its report are the ledger's {@link StatsReport}.
  */
 @Command(name = "stats", mixinStandardHelpOptions = true, sortOptions = false,
         description = {
@@ -53,230 +42,22 @@ final class StatsCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print one JSON object (durations in nanoseconds)")
     boolean json;
 
-    /** One node's statistics. */
-    static final class NodeStats {
-        final NodeTally tally = new NodeTally();
-        final EnumMap<RequestPhase, Histogram> phases = new EnumMap<>(RequestPhase.class);
-        final Histogram requests = histogram();
-        final HashMap<String, Long> admittedAt = new HashMap<>();
-    }
-
-    /** A client request across nodes: first admission, last terminal phase, legs still open. */
-    static final class Client {
-        long firstNs = Long.MAX_VALUE;
-        long lastNs = Long.MIN_VALUE;
-        int open;
-    }
-
-    static Histogram histogram() {
-        Histogram h = new Histogram(3);
-        h.setAutoResize(true);
-        return h;
-    }
-
     @Override
     public Integer call() {
         var overrides = replayOptions.overrides(spec);
         PrintWriter out = spec.commandLine().getOut();
-        List<Replayer.Node> nodes;
+        StatsReport report;
         boolean doubted;
-        Map<String, NodeStats> stats = new LinkedHashMap<>();
-        Map<String, Client> clients = new HashMap<>();
-        Ledger ledger = new Ledger();
-        ledger.onPhaseLeft((node, rid, phase, durationNs) ->
-                stats.get(node).phases.computeIfAbsent(phase, p -> histogram()).recordValue(Math.max(0, durationNs)));
         try (Replayer r = Journals.open(spec, dirs, overrides)) {
             // made after the journals are open: JSON lines read on the way have their own progress line
             ProgressLine progress = ProgressLine.forTerminal(spec.commandLine().getErr(), "stats");
-            nodes = r.nodes();
-            for (Replayer.Node n : nodes) {
-                stats.put(n.name(), new NodeStats());
-            }
-            r.progress(progress).recorded(false);
-            r.run(new Replayer.Listener() {
-                @Override
-                public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {
-                    ledger.nodeStarted(node.name(), node.config(), startup);
-                    if (node.header().origin().startsWith(io.kvledger.journal.JournalHeader.SIM_WORKER_ORIGIN)) {
-                        ledger.schedulerReplica(node.name());
-                    }
-                    stats.get(node.name()).tally.effects(startup);
-                }
-
-                @Override
-                public void applied(Replayer.Node node, JournalEntry.Input in, List<Effect> fx,
-                                    List<JournalEntry.Derived> recorded) {
-                    NodeStats s = stats.get(node.name());
-                    s.tally.input(in.seq(), in.atNs());
-                    for (int i = 0; i < fx.size(); i++) {
-                        Effect e = fx.get(i);
-                        s.tally.effect(e);
-                        if (e instanceof Effect.PhaseChanged p) {
-                            phase(s, clients, p, in.atNs());
-                        }
-                    }
-                    ledger.observe(node.name(), in.event(), fx);
-                }
-            });
+            r.progress(progress);
+            report = StatsReport.run(r);
             progress.done();
             doubted = Journals.warnings(spec, r);
         }
-        Histogram endToEnd = histogram();
-        long unfinished = 0;
-        for (Client c : clients.values()) {
-            if (c.open == 0 && c.lastNs != Long.MIN_VALUE) {
-                endToEnd.recordValue(Math.max(0, c.lastNs - c.firstNs));
-            } else {
-                unfinished++;
-            }
-        }
-        long first = ledger.firstAtNs();
-        long last = ledger.lastAtNs();
-        if (json) {
-            printJson(out, nodes, stats, endToEnd, unfinished, first, last);
-        } else {
-            print(out, nodes, stats, endToEnd, unfinished, first, last);
-        }
+        report.print(out, json);
         out.flush();
         return doubted ? 1 : 0;
-    }
-
-    private static void phase(NodeStats s, Map<String, Client> clients, Effect.PhaseChanged p, long atNs) {
-        String rid = p.requestId();
-        String uuid = Text.uuidOf(rid);
-        String key = uuid == null ? rid : uuid;
-        if (p.to() == RequestPhase.ADMITTED) {
-            s.admittedAt.put(rid, atNs);
-            Client c = clients.computeIfAbsent(key, k -> new Client());
-            c.firstNs = Math.min(c.firstNs, atNs);
-            c.open++;
-        } else if (p.to().terminal()) {
-            Long at = s.admittedAt.remove(rid);
-            if (at != null) {
-                s.requests.recordValue(Math.max(0, atNs - at));
-                Client c = clients.get(key);
-                if (c != null) {
-                    c.open--;
-                    c.lastNs = Math.max(c.lastNs, atNs);
-                }
-            }
-        }
-    }
-
-    private static void print(PrintWriter out, List<Replayer.Node> nodes, Map<String, NodeStats> stats, Histogram e2e,
-                              long unfinished, long first, long last) {
-        long inputs = 0;
-        for (NodeStats s : stats.values()) {
-            inputs += s.tally.inputs;
-        }
-        out.println("stats: " + nodes.size() + " journal(s) (" + Journals.names(nodes) + "), " + inputs + " events over "
-                + Seconds.cut(inputs == 0 ? 0 : last - first, 3));
-        for (Replayer.Node n : nodes) {
-            NodeStats s = stats.get(n.name());
-            NodeTally t = s.tally;
-            out.println();
-            out.println("node " + n.name() + " (journal " + n.journal().name() + "): " + Text.node(n.config()) + ", "
-                    + t.inputs + " events, profile " + n.config().behaviour().profile());
-            out.println("  requests at the end: " + (t.requestsAtEnd(true) + t.requestsAtEnd(false)) + " ("
-                    + t.requestsAtEnd(true) + " terminal, " + t.requestsAtEnd(false) + " not)");
-            List<String[]> rows = new ArrayList<>();
-            rows.add(new String[] {"phase", "requests"});
-            t.phaseCounts().forEach((p, c) -> rows.add(new String[] {p.name() + (p.terminal() ? "" : " *"), Long.toString(c)}));
-            if (rows.size() > 1) {
-                table(out, rows);
-            }
-            Map<AnomalyKind, Long> an = t.anomalyCounts();
-            if (an.isEmpty()) {
-                out.println("  anomalies: none");
-            } else {
-                List<String[]> ar = new ArrayList<>();
-                ar.add(new String[] {"anomaly", "count", "severity", "code", "bug class"});
-                an.forEach((k, c) -> ar.add(new String[] {k.name(), Long.toString(c), k.label(),
-                        Integer.toString(k.code()), k.bugClass() == 0 ? "-" : Integer.toString(k.bugClass())}));
-                table(out, ar);
-            }
-            List<String[]> lr = new ArrayList<>();
-            lr.add(new String[] {"time in phase (ms)", "count", "p50", "p90", "p99", "max"});
-            for (RequestPhase p : RequestPhase.values()) {
-                Histogram h = s.phases.get(p);
-                if (h != null && h.getTotalCount() > 0) {
-                    lr.add(row(p.name(), h));
-                }
-            }
-            lr.add(row("admission to terminal", s.requests));
-            table(out, lr);
-        }
-        out.println();
-        out.println("client requests across nodes (first admission to last terminal phase, legs joined by request uuid):");
-        List<String[]> rows = new ArrayList<>();
-        rows.add(new String[] {"end to end (ms)", "count", "p50", "p90", "p99", "max"});
-        rows.add(row("finished", e2e));
-        table(out, rows);
-        out.println("  unfinished (a leg never reached a terminal phase): " + unfinished);
-    }
-
-    private static String[] row(String name, Histogram h) {
-        if (h.getTotalCount() == 0) {
-            return new String[] {name, "0", "-", "-", "-", "-"};
-        }
-        return new String[] {name, Long.toString(h.getTotalCount()), Text.millis3(h.getValueAtPercentile(50)),
-            Text.millis3(h.getValueAtPercentile(90)), Text.millis3(h.getValueAtPercentile(99)),
-            Text.millis3(h.getMaxValue())};
-    }
-
-    /** First column left-aligned, the others right-aligned. */
-    private static void table(PrintWriter out, List<String[]> rows) {
-        Text.columns(rows, true).forEach(out::println);
-    }
-
-    private static Map<String, Object> histJson(Histogram h) {
-        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-        m.put("count", h.getTotalCount());
-        if (h.getTotalCount() > 0) {
-            m.put("p50", h.getValueAtPercentile(50));
-            m.put("p90", h.getValueAtPercentile(90));
-            m.put("p99", h.getValueAtPercentile(99));
-            m.put("max", h.getMaxValue());
-        }
-        return m;
-    }
-
-    private static void printJson(PrintWriter out, List<Replayer.Node> nodes, Map<String, NodeStats> stats,
-                                  Histogram e2e, long unfinished, long first, long last) {
-        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-        m.put("command", "stats");
-        List<Object> list = new ArrayList<>();
-        long inputs = 0;
-        for (Replayer.Node n : nodes) {
-            NodeStats s = stats.get(n.name());
-            inputs += s.tally.inputs;
-            LinkedHashMap<String, Object> nm = new LinkedHashMap<>();
-            nm.put("node", n.name());
-            nm.put("journal", n.journal().name());
-            nm.put("describe", Text.node(n.config()));
-            nm.put("profile", n.config().behaviour().profile());
-            nm.put("inputs", s.tally.inputs);
-            nm.put("effects", s.tally.effects);
-            nm.put("phases", s.tally.phasesJson());
-            nm.put("anomalies", s.tally.anomaliesJson());
-            LinkedHashMap<String, Object> lat = new LinkedHashMap<>();
-            for (RequestPhase p : RequestPhase.values()) {
-                Histogram h = s.phases.get(p);
-                if (h != null && h.getTotalCount() > 0) {
-                    lat.put(p.name(), histJson(h));
-                }
-            }
-            nm.put("phase_latency_ns", lat);
-            nm.put("request_duration_ns", histJson(s.requests));
-            list.add(nm);
-        }
-        m.put("inputs", inputs);
-        m.put("first_at_ns", inputs == 0 ? null : first);
-        m.put("last_at_ns", inputs == 0 ? null : last);
-        m.put("nodes", list);
-        LinkedHashMap<String, Object> e = new LinkedHashMap<>(histJson(e2e));
-        e.put("unfinished", unfinished);
-        m.put("end_to_end_ns", e);
-        out.println(Json.write(m));
     }
 }

@@ -2,21 +2,19 @@ package io.kvledger.cli;
 
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JournalTail;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalReader;
-import io.kvledger.journal.JournalTailer;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.LockSupport;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -31,7 +29,8 @@ import picocli.CommandLine.Spec;
  * writer starts, and runs until interrupted (Ctrl-C / SIGINT, or SIGTERM), or until {@code --max}
  * entries were printed.
  *
- * <p>Threading: the command runs on the caller's thread; a JVM shutdown hook (run on SIGINT) only
+ * <p>The reading and following are the ledger's {@link JournalTail}. Threading: the command runs
+ * on the caller's thread; a JVM shutdown hook (run on SIGINT) only
  * raises a flag and waits up to two seconds for the loop to print its last line and close the
  * journal.
  */
@@ -40,8 +39,6 @@ import picocli.CommandLine.Spec;
                 + "Without -f, exit status 1 when the journal is damaged (the damage is printed on standard error).",
             "With -f the journal need not exist yet: tail waits for its writer to start. Ctrl-C stops it."})
 final class TailCommand implements Callable<Integer> {
-
-    private static final Duration POLL = Duration.ofMillis(200);
 
     @Spec
     CommandSpec spec;
@@ -71,7 +68,6 @@ final class TailCommand implements Callable<Integer> {
     long retryMs;
 
     private TypeFilter filter;
-    private String lastProblem;
 
     @Override
     public Integer call() {
@@ -122,34 +118,21 @@ final class TailCommand implements Callable<Integer> {
         }
         PrintWriter out = spec.commandLine().getOut();
         try (r) {
-            ArrayDeque<JournalEntry> ring = new ArrayDeque<>();
-            for (JournalEntry e : r) {
-                keep(ring, e);
-            }
-            for (JournalEntry e : ring) {
+            JournalTail.Last last = JournalTail.last(r, lines, filter::accepts);
+            for (JournalEntry e : last.entries()) {
                 print(out, e);
             }
             out.flush();
-            r.warnings().forEach(spec.commandLine().getErr()::println);
-            return Journals.damaged(r) ? 1 : 0;
+            last.warnings().forEach(spec.commandLine().getErr()::println);
+            return last.damaged() ? 1 : 0;
         }
-    }
-
-    private void keep(ArrayDeque<JournalEntry> ring, JournalEntry e) {
-        if (lines == 0 || !filter.accepts(e)) {
-            return;
-        }
-        if (ring.size() == lines) {
-            ring.removeFirst();
-        }
-        ring.addLast(e);
     }
 
     private void print(PrintWriter out, JournalEntry e) {
         out.println(json ? EntryFormat.json(e, null) : EntryFormat.text(e, null));
     }
 
-    /** With -f: wait for the journal, print its last N entries, then follow it. */
+    /** With -f: wait for the journal, print its last N entries, then follow it until stopped. */
     private int follow() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
@@ -164,105 +147,68 @@ final class TailCommand implements Callable<Integer> {
             }
         }, "kvledger-tail-stop");
         Runtime.getRuntime().addShutdownHook(hook);
-        long printed = 0;
-        JournalTailer t = null;
         try {
-            boolean waited = false;
-            while (!stop.get()) {
-                t = tryOpen();
-                if (t != null) {
-                    break;
-                }
-                if (!waited) {
-                    err.println("tail: waiting for a journal in " + dir + " (Ctrl-C to stop)");
-                    err.flush();
-                    waited = true;
-                }
-                LockSupport.parkNanos(retryMs * 1_000_000L);
-            }
-            if (t == null) {
-                return 0;
-            }
-            if (waited) {
-                err.println("tail: following " + t.header().describe());
-                err.flush();
-            }
-            // Entries written before we looked: the last N (all of them when the writer started
-            // while we waited: every one is new to us).
-            ArrayDeque<JournalEntry> ring = new ArrayDeque<>();
-            JournalEntry e;
-            while ((e = t.poll(Duration.ZERO)) != null) {
-                if (waited) {
-                    if (filter.accepts(e)) {
-                        print(out, e);
-                        printed++;
-                        if (max != null && printed >= max) {
-                            break;
+            JournalTail.Followed f = JournalTail.follow(dir, lines, max, Duration.ofMillis(retryMs), filter::accepts,
+                    stop::get, new JournalTail.Follower() {
+                        private long printed;
+                        private boolean live;
+
+                        @Override
+                        public void entry(JournalEntry e) {
+                            print(out, e);
+                            printed++;
+                            if (live && (!json || printed % 64 == 0)) {
+                                out.flush();
+                            }
                         }
-                    }
-                } else {
-                    keep(ring, e);
-                }
-            }
-            for (JournalEntry r : ring) {
-                if (max != null && printed >= max) {
-                    break;
-                }
-                print(out, r);
-                printed++;
-            }
-            out.flush();
-            while (!stop.get() && (max == null || printed < max)) {
-                e = t.poll(POLL);
-                if (e != null && filter.accepts(e)) {
-                    print(out, e);
-                    printed++;
-                    if (!json || printed % 64 == 0) {
-                        out.flush();
-                    }
-                } else if (e == null) {
-                    out.flush();
-                    if (out.checkError()) {
-                        break;
-                    }
-                }
+
+                        @Override
+                        public void caughtUp() {
+                            out.flush();
+                            live = true;
+                        }
+
+                        @Override
+                        public boolean idle() {
+                            out.flush();
+                            return !out.checkError();
+                        }
+
+                        @Override
+                        public void waiting() {
+                            err.println("tail: waiting for a journal in " + dir + " (Ctrl-C to stop)");
+                            err.flush();
+                        }
+
+                        @Override
+                        public void following(String describe) {
+                            err.println("tail: following " + describe);
+                            err.flush();
+                        }
+
+                        @Override
+                        public void notReadable(String reason) {
+                            err.println("tail: not readable yet: " + reason);
+                            err.flush();
+                        }
+                    });
+            if (!f.opened()) {
+                return 0;
             }
             out.flush();
             if (stop.get()) {
-                err.println("tail: stopped after " + printed + " entries");
+                err.println("tail: stopped after " + f.handed() + " entries");
             }
-            t.warnings().forEach(err::println);
+            f.warnings().forEach(err::println);
             err.flush();
             return 0;
         } finally {
-            if (t != null) {
-                t.close();
-            }
             finished.countDown();
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
             } catch (IllegalStateException shuttingDown) {
                 // the hook is running: it is what stopped us
             }
-        }
-    }
-
-    /** A tailer from the start of the journal, or null while there is none (or only its first file). */
-    private JournalTailer tryOpen() {
-        if (!JournalDirs.isJournal(dir)) {
-            return null;
-        }
-        try {
-            return JournalTailer.open(dir, true);
-        } catch (JournalException e) {
-            // usually: the writer has created the queue but not yet appended the header; say
-            // once why, in case it is something that will not go away
-            if (!e.getMessage().equals(lastProblem)) {
-                lastProblem = e.getMessage();
-                spec.commandLine().getErr().println("tail: not readable yet: " + e.getMessage());
-                spec.commandLine().getErr().flush();
-            }
-            return null;
         }
     }
 

@@ -1,72 +1,47 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.NodeConfig;
-import io.kvledger.core.config.Role;
-import io.kvledger.ledger.text.Seconds;
-import java.util.ArrayList;
+import io.kvledger.ledger.report.ReportText;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
- * Text shared by the journal commands: abbreviated request ids, relative times, node lines and
- * the titles of the bug classes of moriio-protocol.md section 7. Everything here is a pure
- * function of its arguments, so command output is deterministic.
+ * Text shared by the journal commands: the titles of the bug classes of moriio-protocol.md
+ * section 7, and the forms the ledger's reports print ({@link ReportText}: abbreviated request
+ * ids, relative times, node lines, aligned columns), so every command writes them alike.
  */
 final class Text {
 
     private Text() {}
 
-    /** The embedded addresses of a proxy request id, up to the underscore before its uuid hex. */
-    private static final Pattern PROXY_ADDRESSES =
-            Pattern.compile("___prefill_addr_\\S*?___decode_addr_\\S*?_(?=[0-9a-f]{32}(?![0-9a-f]))");
-
-    /** The 32-hex uuid of a proxy request id. */
-    private static final Pattern PROXY_UUID =
-            Pattern.compile("___decode_addr_\\S*?_([0-9a-f]{32})(?![0-9a-f])");
-
-    /**
-     * {@code text} with every proxy request id shortened to {@code cmpl-..._<uuid hex>-...}, or
-     * unchanged when {@code full}.
-     */
+    /** {@link ReportText#ids}. */
     static String ids(String text, boolean full) {
-        if (full || text == null || text.indexOf("___prefill_addr_") < 0) {
-            return text;
-        }
-        return PROXY_ADDRESSES.matcher(text).replaceAll("..._");
+        return ReportText.ids(text, full);
     }
 
-    /** The uuid hex of a proxy request id, or {@code null} when the id has none. */
+    /** {@link ReportText#uuidOf}. */
     static String uuidOf(String requestId) {
-        if (requestId == null) {
-            return null;
-        }
-        Matcher m = PROXY_UUID.matcher(requestId);
-        return m.find() ? m.group(1) : null;
+        return ReportText.uuidOf(requestId);
     }
 
-    /** A time relative to the start of a journal set: {@code t+12.345678} (seconds, 6 decimals). */
+    /** {@link ReportText#rel}. */
     static String rel(long ns) {
-        return "t+" + Seconds.cutValue(ns, 6);
+        return ReportText.rel(ns);
     }
 
-    /** Nanoseconds as milliseconds with 3 decimals. */
+    /** {@link ReportText#millis3}. */
     static String millis3(long ns) {
-        long a = Math.abs(ns);
-        return (ns < 0 ? "-" : "") + (a / 1_000_000L) + "." + String.format(Locale.ROOT, "%03d", (a % 1_000_000L) / 1_000L);
+        return ReportText.millis3(ns);
     }
 
-    /** Nanoseconds as a JSON-friendly double of seconds. */
+    /** {@link ReportText#secondsDouble}. */
     static double secondsDouble(long ns) {
-        return ns / 1e9;
+        return ReportText.secondsDouble(ns);
     }
 
-    /** "kv_producer WRITE 10.0.0.1 dp0/1 tp0/1". */
+    /** {@link ReportText#node}. */
     static String node(NodeConfig c) {
-        return c.role().kvRole() + " " + c.mode() + " " + c.hostIp()
-                + " dp" + c.dpRank() + "/" + c.dpSize() + " tp" + c.tpRank() + "/" + c.tpSize();
+        return ReportText.node(c);
     }
 
     /** The title of bug class {@code n} of moriio-protocol.md section 7, or "" when unknown. */
@@ -113,35 +88,8 @@ final class Text {
             Map.entry(36, "kv_role asymmetry"),
             Map.entry(37, "READ eager handshake is not pod-aware"));
 
-    /**
-     * Rows of cells as aligned lines: two spaces of indent, two between columns, the first column
-     * left-aligned, the others right-aligned when {@code rightAfterFirst} (left-aligned otherwise),
-     * trailing blanks stripped. Every row has as many cells as the first.
-     */
+    /** {@link ReportText#columns}. */
     static List<String> columns(List<String[]> rows, boolean rightAfterFirst) {
-        int cols = rows.get(0).length;
-        int[] width = new int[cols];
-        for (String[] row : rows) {
-            for (int i = 0; i < cols; i++) {
-                width[i] = Math.max(width[i], row[i].length());
-            }
-        }
-        List<String> lines = new ArrayList<>(rows.size());
-        for (String[] row : rows) {
-            StringBuilder b = new StringBuilder("  ");
-            for (int i = 0; i < cols; i++) {
-                String pad = " ".repeat(width[i] - row[i].length());
-                if (i > 0) {
-                    b.append("  ");
-                }
-                if (rightAfterFirst && i > 0) {
-                    b.append(pad).append(row[i]);
-                } else {
-                    b.append(row[i]).append(pad);
-                }
-            }
-            lines.add(b.toString().stripTrailing());
-        }
-        return lines;
+        return ReportText.columns(rows, rightAfterFirst);
     }
 }

@@ -12,11 +12,14 @@
  * {@code TypeFilter} ({@code --type}). The replaying
  * commands ({@code replay}, {@code inspect}, {@code hangs}, {@code stats}, and the demo's hangs
  * report) re-run the reducers through the replay library ({@code io.kvledger.ledger.replay}:
- * {@code Replayer}, {@code Timeline} for {@code inspect}, {@code Hangs} for {@code hangs}); the
- * commands keep option parsing and printing, and share {@code ReplayOptions}
- * ({@code --profile}/{@code --set}), {@code Journals} (with {@code JsonLinesTrees}: a directory of
- * JSON lines is read through temporary journals), {@code NodeTally}, {@code HangsReport} and
- * {@code Text} (shortened ids, relative times, bug-class titles): their human output is
+ * {@code Replayer}, {@code Timeline} for {@code inspect}, {@code Hangs} for {@code hangs}) and the
+ * ledger's reports ({@code io.kvledger.ledger.report}: {@code ReplayReport} for {@code replay},
+ * {@code StatsReport} for {@code stats}); {@code tail} reads through the library's
+ * {@code JournalTail}. The commands keep option parsing and printing, and share
+ * {@code ReplayOptions} ({@code --profile}/{@code --set}), {@code Journals} (with
+ * {@code JsonLinesTrees}: a directory of JSON lines is read through temporary journals),
+ * {@code HangsReport} and {@code Text} (bug-class titles, and the report's shortened ids and
+ * relative times): their human output is
  * deterministic, with no absolute time and no path but the journals' names. {@code serve} and
  * {@code inspect --html} show the ledger's web timeline ({@code io.kvledger.ledger.web}), whose
  * {@code TimelineJson} also writes {@code inspect --json} and the findings of {@code hangs --json}.

@@ -2,6 +2,7 @@ package io.kvledger.proxy;
 
 import io.kvledger.journal.proxy.ProxyEvent;
 import io.kvledger.ledger.replay.Timeline;
+import io.kvledger.ledger.otlp.ExportLoop;
 import io.kvledger.ledger.otlp.LegSpans;
 import io.kvledger.ledger.otlp.OtlpSender;
 import io.kvledger.ledger.otlp.SpanBatches;
@@ -20,10 +21,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
@@ -45,14 +43,13 @@ import java.util.function.LongSupplier;
  * and 0 (the request), 1 (prefill) or 2 (decode).
  *
  * <p>Never blocks a Netty thread or the registration thread: {@link #accept} only offers the record
- * to a bounded queue (a full queue drops it and counts it); the exporter thread
- * ({@code kvledger-proxy-otlp}) follows the requests, and sends a batch once a second (or at
+ * to a bounded queue (a full queue drops it and counts it); the exporter thread ({@link ExportLoop},
+ * {@code kvledger-proxy-otlp}) follows the requests, and sends a batch once a second (or at
  * {@value OtlpSender#BATCH} spans). A request still open at {@link #close} is sent as it is, marked
  * {@code kvledger.in_flight}.
  */
 final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger("io.kvledger.proxy");
     private static final io.kvledger.ledger.web.RateLimitedLog WARNINGS =
             io.kvledger.ledger.web.RateLimitedLog.warnings();
     private static final int CAPACITY = 1 << 16;
@@ -61,12 +58,8 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
 
     private final String proxyId;
     private final SpanBatches batches;
-    private final LongSupplier clock;
     private final Resource resource;
-    private final BlockingQueue<ProxyEvent> queue = new ArrayBlockingQueue<>(CAPACITY);
-    private final AtomicLong dropped = new AtomicLong();
-    private final Thread thread;
-    private volatile boolean closing;
+    private final ExportLoop<ProxyEvent> loop;
 
     // exporter thread only
     private final Map<String, Flight> open = new LinkedHashMap<>();
@@ -81,32 +74,43 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
     private ProxyTraces(String proxyId, OtlpSender sender, LongSupplier clock) {
         this.proxyId = proxyId;
         this.batches = new SpanBatches(sender, clock, Duration.ofNanos(FLUSH_NS));
-        this.clock = clock;
         this.resource = Resource.create(Attributes.builder()
                 .put("service.name", "kvledger")
                 .put("service.instance.id", proxyId)
                 .put("kvledger.node", proxyId)
                 .put("kvledger.role", "proxy")
                 .build());
-        this.thread = new Thread(this::run, "kvledger-proxy-otlp");
-        this.thread.setDaemon(true);
+        this.loop = new ExportLoop<>("kvledger-proxy-otlp", CAPACITY, batches, new ExportLoop.Body<>() {
+            @Override
+            public void apply(ProxyEvent e) {
+                ProxyTraces.this.apply(e);
+            }
+
+            @Override
+            public void finish() {
+                long now = clock.getAsLong();
+                for (Flight f : List.copyOf(open.values())) {
+                    export(f, null, now);
+                }
+                open.clear();
+            }
+        }, "otlp: the proxy's exporter falls behind; records are dropped from traces",
+                m -> WARNINGS.warn("otlp exporter", m));
     }
 
     /** Starts the exporter thread. */
     static ProxyTraces start(String proxyId, OtlpSender sender, LongSupplier clock) {
         ProxyTraces t = new ProxyTraces(proxyId, sender, clock);
-        t.thread.start();
+        t.loop.start();
         return t;
     }
 
     @Override
     public void accept(ProxyEvent e) {
-        if (ProxyEvent.requestIdOf(e) == null || closing) {
+        if (ProxyEvent.requestIdOf(e) == null || loop.closing()) {
             return; // registrations and rejected requests are no request's trace
         }
-        if (!queue.offer(e) && dropped.incrementAndGet() == 1) {
-            LOG.log(System.Logger.Level.WARNING, "otlp: the proxy's exporter falls behind; records are dropped from traces");
-        }
+        loop.offer(e);
     }
 
     long exportedSpans() {
@@ -118,42 +122,7 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
     }
 
     long dropped() {
-        return dropped.get();
-    }
-
-    private void run() {
-        while (true) {
-            ProxyEvent e;
-            try {
-                e = queue.poll(100, TimeUnit.MILLISECONDS);
-            } catch (InterruptedException ie) {
-                break;
-            }
-            try {
-                if (e != null) {
-                    apply(e);
-                } else if (closing) {
-                    break;
-                }
-                batches.flushIfDue();
-            } catch (RuntimeException ex) {
-                WARNINGS.warn("otlp exporter", "otlp exporter (proxy): " + ex);
-            }
-        }
-        try {
-            ProxyEvent e;
-            while ((e = queue.poll()) != null) {
-                apply(e);
-            }
-            long now = clock.getAsLong();
-            for (Flight f : List.copyOf(open.values())) {
-                export(f, null, now);
-            }
-            open.clear();
-            batches.flush();
-        } catch (RuntimeException ex) {
-            LOG.log(System.Logger.Level.WARNING, "otlp exporter (proxy), closing: " + ex, ex);
-        }
+        return loop.dropped();
     }
 
     private void apply(ProxyEvent e) {
@@ -161,7 +130,7 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
         switch (e) {
             case ProxyEvent.RequestRouted r -> {
                 if (open.size() >= MAX_OPEN) {
-                    dropped.incrementAndGet();
+                    loop.countDropped();
                     return;
                 }
                 Flight f = new Flight();
@@ -277,12 +246,6 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
     /** Sends what is left (the records queued, the requests still open) and stops. */
     @Override
     public void close() {
-        closing = true;
-        try {
-            thread.join(TimeUnit.SECONDS.toMillis(30));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        batches.close();
+        loop.close();
     }
 }

@@ -11,7 +11,10 @@
  *   <li>{@link io.kvledger.ledger.otlp.JournalTraces} builds every leg of a set of journals with
  *       the hang findings as statuses ({@code kvledger export}); the node's {@code LiveTraces}
  *       does it on a live node, off the loop thread ({@code kvledger node --otlp});</li>
- *   <li>{@link io.kvledger.ledger.otlp.OtlpSender} sends spans with the SDK's OTLP/HTTP exporter.</li>
+ *   <li>{@link io.kvledger.ledger.otlp.OtlpSender} sends spans with the SDK's OTLP/HTTP exporter;
+ *       {@link io.kvledger.ledger.otlp.SpanBatches} batches them and
+ *       {@link io.kvledger.ledger.otlp.ExportLoop} is the one exporter thread of a live exporter
+ *       (the node's {@code LiveTraces}, the proxy's {@code ProxyTraces}).</li>
  * </ul>
  *
  * <p>May depend on kvledger-core, the journal's format package, the ledger's {@code diagnosis} and

@@ -23,6 +23,8 @@
  *       ({@code verify}), {@link io.kvledger.ledger.replay.JournalImport} checks a JSON-lines file
  *       against the journal it goes to and rebuilds a node's derived entries from its inputs
  *       ({@code journal import}, {@code --derive});</li>
+ *   <li>{@link io.kvledger.ledger.replay.JournalTail} gives the last entries of a journal and
+ *       follows it while its writer appends ({@code tail [-f]});</li>
  *   <li>{@link io.kvledger.ledger.replay.ProxyLedger} folds a proxy journal into one record per
  *       client request (both legs, their ids, status and timing) for {@code inspect} and
  *       {@code hangs}.</li>

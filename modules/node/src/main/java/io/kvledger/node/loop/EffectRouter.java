@@ -5,9 +5,9 @@ import io.kvledger.core.effect.Effect;
 /**
  * Executes the I/O commands of an applied input: each goes to the publisher that owns its
  * sub-family ({@link Effect.Notify} the notify publisher, {@link Effect.Post} the transfer
- * publisher, {@link Effect.StartHandshake} the data plane). Hook replies and decision records are
- * not routed one by one: the journal, the loop's listeners and the hook's caller get the whole
- * effect list. Called on the loop thread: it must not block (publishers queue their work on their
+ * publisher, {@link Effect.StartHandshake} the data plane). The other families have other owners
+ * (the loop answers hook replies to the hook's caller itself and hands decision records to its
+ * listeners). Called on the loop thread: it must not block (publishers queue their work on their
  * own threads).
  */
 @FunctionalInterface

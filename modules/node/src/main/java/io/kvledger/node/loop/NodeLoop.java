@@ -65,9 +65,17 @@ public final class NodeLoop implements AutoCloseable {
         static final Stopped REQUESTED = new Stopped(true, null);
     }
 
-    /** Called on the loop thread after each applied event; must not block. */
+    /**
+     * Called on the loop thread after each applied event; must not block. The decision records
+     * of an input go to the listeners: {@link #onApplied} sees the input with all its effects
+     * (traces follow whole inputs), then {@link #onDecision} gets each decision in order (what
+     * metrics count).
+     */
     public interface Listener {
         void onApplied(long seq, NodeEvent event, List<Effect> effects);
+
+        /** Each decision record of the input just told to {@link #onApplied}, in order. */
+        default void onDecision(long seq, NodeEvent event, Effect.Decision decision) {}
     }
 
     /**
@@ -97,6 +105,7 @@ public final class NodeLoop implements AutoCloseable {
     private final AtomicLong ticks = new AtomicLong();
     private final AtomicLong journalErrors = new AtomicLong();
     private final AtomicLong loopErrors = new AtomicLong();
+    private final AtomicLong unansweredReplies = new AtomicLong();
     /** Set on the loop thread when the journal refused an applied input: the loop stops. */
     private boolean journalFailed;
     private volatile long lastSeq;
@@ -467,7 +476,15 @@ public final class NodeLoop implements AutoCloseable {
         return effects;
     }
 
-    /** Tells the listeners, routes the effects and answers the call of an input (journaled, if journaling). */
+    /**
+     * Tells the listeners, routes the effects and answers the call of an input (journaled, if
+     * journaling). Each effect family goes to its one owner: an I/O command to the publisher of
+     * its sub-family (through the router), a decision record to the listeners
+     * ({@link Listener#onDecision}; the journal holds it already), a hook reply to the hook's
+     * caller, whom the loop answers itself with the input's effects (the caller also reads which
+     * I/O its hook started). A hook reply with nobody to answer (the input was offered, not
+     * called, and no observer compares it) is counted and logged, never dropped quietly.
+     */
     private void emit(long seq, NodeEvent event, List<Effect> derived, Inbox.Item.Call call) {
         applied.incrementAndGet();
         emittedSincePublished = true;
@@ -477,21 +494,52 @@ public final class NodeLoop implements AutoCloseable {
             try {
                 l.onApplied(seq, event, out);
             } catch (RuntimeException ex) {
-                loopErrors.incrementAndGet();
-                LOG.log(System.Logger.Level.WARNING, "node loop listener failed: " + ex, ex);
+                listenerFailed(ex);
             }
         }
         for (Effect e : out) {
             switch (e) {
                 case Effect.IoCommand c -> execute(c);
-                // Not executed: the journal holds them already, the listeners had the whole list
-                // above, and the hook's caller gets it as the call's reply below.
-                case Effect.HookReply _, Effect.Decision _ -> { }
+                case Effect.Decision d -> decided(seq, event, d);
+                case Effect.HookReply r -> {
+                    if (call == null && observer == null) {
+                        unanswered(event, r);
+                    }
+                }
             }
         }
         if (call != null) {
             call.reply().complete(out);
         }
+    }
+
+    private void decided(long seq, NodeEvent event, Effect.Decision d) {
+        for (Listener l : listeners) {
+            try {
+                l.onDecision(seq, event, d);
+            } catch (RuntimeException ex) {
+                listenerFailed(ex);
+            }
+        }
+    }
+
+    private void listenerFailed(RuntimeException ex) {
+        loopErrors.incrementAndGet();
+        LOG.log(System.Logger.Level.WARNING, "node loop listener failed: " + ex, ex);
+    }
+
+    private void unanswered(NodeEvent event, Effect.HookReply r) {
+        long n = unansweredReplies.incrementAndGet();
+        if (n % 100 == 1) {
+            LOG.log(System.Logger.Level.WARNING, "node loop: " + r.getClass().getSimpleName() + " of "
+                    + event.getClass().getSimpleName() + " has no caller to answer (the input was offered, not "
+                    + "called; " + n + " such replies so far)");
+        }
+    }
+
+    /** Hook replies of inputs that were offered rather than called, with no observer to compare them. */
+    public long unansweredReplies() {
+        return unansweredReplies.get();
     }
 
     private void execute(Effect.IoCommand c) {

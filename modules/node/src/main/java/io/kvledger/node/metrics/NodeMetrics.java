@@ -65,7 +65,7 @@ import java.util.function.LongSupplier;
  * {@code kvledger:bridge_replies_undeliverable_applied_total}. Every series carries the tags
  * {@code node} and {@code role}.
  *
- * <p>Threading: {@link #onApplied} runs on the loop thread and only updates counters and
+ * <p>Threading: {@link #onApplied} and {@link #onDecision} run on the loop thread and only update counters and
  * primitive arrays (no allocation per event once every anomaly kind has been seen); scraping
  * reads atomics and may run on any thread.
  */
@@ -314,11 +314,17 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
                 posted(w.statusId(), at, w.localBlockIds().length);
             } else if (e instanceof Effect.PostRead r) {
                 posted(r.statusId(), at, r.localBlockIds().length);
-            } else if (e instanceof Effect.PhaseChanged p) {
-                phase(p, at);
-            } else if (e instanceof Effect.Anomaly a) {
-                anomaly(a.kind());
             }
+        }
+    }
+
+    /** Phase gauges and anomaly counters, from the decision records the loop hands over. */
+    @Override
+    public void onDecision(long seq, NodeEvent event, Effect.Decision decision) {
+        if (decision instanceof Effect.PhaseChanged p) {
+            phase(p, event.atNs());
+        } else if (decision instanceof Effect.Anomaly a) {
+            anomaly(a.kind());
         }
     }
 

@@ -9,6 +9,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.node.loop.NodeLoop;
 import io.kvledger.node.NodeService;
+import io.kvledger.ledger.otlp.ExportLoop;
 import io.kvledger.ledger.otlp.LegSpans;
 import io.kvledger.ledger.otlp.OtlpSender;
 import io.kvledger.ledger.otlp.SpanBatches;
@@ -20,9 +21,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
@@ -35,7 +33,7 @@ import java.util.function.LongSupplier;
  * <p>Never blocks the node loop: {@link #onApplied} (on the loop thread) only offers the event and
  * its effects to a bounded queue; when it is full the item is dropped and counted
  * ({@link #dropped()}), and the legs it touched may lack an event. One exporter thread of its own
- * drains the queue into a {@link TraceRecorder} and a core {@link Ledger}, runs the detectors
+ * ({@link ExportLoop}) drains the queue into a {@link TraceRecorder} and a core {@link Ledger}, runs the detectors
  * every {@code checkEvery} (judged as of the node's clock, as {@code GET /v1/hangs} does, without
  * the detectors that need every node's journal), and sends spans in batches (at most
  * {@value OtlpSender#BATCH} spans, at least every {@code flushEvery}; {@link SpanBatches}) with the
@@ -77,14 +75,11 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
     private record Item(long seq, NodeEvent event, List<Effect> effects) {}
 
     private final String node;
-    private final NodeConfig config;
     private final SpanBatches batches;
     private final Options options;
     private final LongSupplier clock;
     private final Resource resource;
-    private final BlockingQueue<Item> queue;
-    private final Thread thread;
-    private volatile boolean closing;
+    private final ExportLoop<Item> loop;
 
     // exporter thread only
     private final Ledger ledger = new Ledger();
@@ -93,30 +88,56 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
     private final Set<String> reported = new HashSet<>();
     private long lastCheckNs;
 
-    private final AtomicLong dropped = new AtomicLong();
     private final AtomicLong exportedLegs = new AtomicLong();
     private final AtomicLong findingLegs = new AtomicLong();
 
     private LiveTraces(String node, NodeConfig config, LongSupplier clock, OtlpSender sender, Options options) {
         this.node = node;
-        this.config = config;
         this.batches = new SpanBatches(sender, clock, options.flushEvery());
         this.options = options;
         this.clock = clock;
         this.resource = LegSpans.resource(node, config);
-        this.queue = new ArrayBlockingQueue<>(options.queueCapacity());
         this.recorder = new TraceRecorder(this::ended, options.maxOpen());
         ledger.nodeStarted(node, config, List.of());
         recorder.node(node, config);
-        this.thread = new Thread(this::run, "kvledger-otlp-" + node);
-        this.thread.setDaemon(true);
+        this.loop = new ExportLoop<>("kvledger-otlp-" + node, options.queueCapacity(), batches,
+                new ExportLoop.Body<>() {
+                    @Override
+                    public void apply(Item it) {
+                        ledger.observe(node, it.event(), it.effects());
+                        recorder.observe(node, it.seq(), it.event(), it.effects());
+                    }
+
+                    @Override
+                    public void turn() {
+                        long now = clock.getAsLong();
+                        if (now - lastCheckNs >= options.checkEvery().toNanos()) {
+                            lastCheckNs = now;
+                            check(now);
+                        }
+                    }
+
+                    @Override
+                    public void finish() {
+                        long now = clock.getAsLong();
+                        check(now);
+                        for (TraceRecorder.Leg leg : recorder.legs()) {
+                            if (!leg.ended()) {
+                                export(leg, now);
+                            }
+                        }
+                    }
+                },
+                "otlp: the exporter falls behind; events are dropped from traces",
+                m -> LOG.log(System.Logger.Level.WARNING, m));
     }
 
     /** Starts exporting the traces of {@code node} to {@code sender}; {@link #close} after the node. */
     public static LiveTraces attach(NodeService node, OtlpSender sender, Options options) {
         LiveTraces t = new LiveTraces(node.options().nodeId(), node.options().config(), node.clock()::getAsLong,
                 sender, options);
-        t.thread.start();
+        t.lastCheckNs = t.clock.getAsLong();
+        t.loop.start();
         node.loop().addListener(t);
         return t;
     }
@@ -124,16 +145,12 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
     /** On the loop thread: hands the event on, or drops it when the queue is full. */
     @Override
     public void onApplied(long seq, NodeEvent event, List<Effect> effects) {
-        if (!queue.offer(new Item(seq, event, effects))) {
-            if (dropped.incrementAndGet() == 1) {
-                LOG.log(System.Logger.Level.WARNING, "otlp: the exporter falls behind; events are dropped from traces");
-            }
-        }
+        loop.offer(new Item(seq, event, effects));
     }
 
     /** Applied events the full queue refused (their legs may lack an event or a phase). */
     public long dropped() {
-        return dropped.get();
+        return loop.dropped();
     }
 
     /** Spans the receiver took. */
@@ -159,55 +176,6 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
     /** Where the spans go. */
     public String endpoint() {
         return batches.endpoint();
-    }
-
-    private void run() {
-        lastCheckNs = clock.getAsLong();
-        while (true) {
-            Item it;
-            try {
-                it = queue.poll(100, TimeUnit.MILLISECONDS);
-            } catch (InterruptedException e) {
-                break;
-            }
-            try {
-                if (it != null) {
-                    apply(it);
-                } else if (closing) {
-                    break;
-                }
-                // A busy node never leaves the queue empty for long: time is checked after every item.
-                long now = clock.getAsLong();
-                if (now - lastCheckNs >= options.checkEvery().toNanos()) {
-                    lastCheckNs = now;
-                    check(now);
-                }
-                batches.flushIfDue();
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "otlp exporter: " + e, e);
-            }
-        }
-        try {
-            Item it;
-            while ((it = queue.poll()) != null) {
-                apply(it);
-            }
-            long now = clock.getAsLong();
-            check(now);
-            for (TraceRecorder.Leg leg : recorder.legs()) {
-                if (!leg.ended()) {
-                    export(leg, now);
-                }
-            }
-            batches.flush();
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "otlp exporter, closing: " + e, e);
-        }
-    }
-
-    private void apply(Item it) {
-        ledger.observe(node, it.event(), it.effects());
-        recorder.observe(node, it.seq(), it.event(), it.effects());
     }
 
     private void ended(TraceRecorder.Leg leg) {
@@ -242,16 +210,10 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
 
     /**
      * Exports what is left (call it after the node closed, so the last events are in): the events
-     * still queued, the legs still open, and waits for the last batch (10 s at most).
+     * still queued, the legs still open, and waits for the last batch (30 s at most).
      */
     @Override
     public void close() {
-        closing = true;
-        try {
-            thread.join(TimeUnit.SECONDS.toMillis(30));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        batches.close();
+        loop.close();
     }
 }

@@ -376,21 +376,21 @@ public final class EventSequences {
     static final int MAX_EVENTS = 200;
 
     /** The outcome of turning a scenario's operations into events while running the reducer. */
-    record Materialized(ReducerFixtures.Run run, Throwable thrown) {}
+    public record Materialized(ReducerFixtures.Run run, Throwable thrown) {}
 
     /**
      * A config and its operations. {@link #toString()} renders the config and the materialized
      * event sequence, one event per line, so a failing property reports the shrunk sequence in
      * readable form.
      */
-    record Scenario(NodeConfig config, List<Op> ops) {
+    public record Scenario(NodeConfig config, List<Op> ops) {
 
         /**
          * Builds the events while applying them to a fresh state. A reducer exception stops the
          * materialization at the event that threw (it is the last event of the run) and is
          * returned, not rethrown, so that {@link #toString()} can still render the sequence.
          */
-        Materialized materialize() {
+        public Materialized materialize() {
             ReducerFixtures.Run run = new ReducerFixtures.Run(config);
             Seen seen = new Seen(config);
             long at = 0;
@@ -477,7 +477,7 @@ public final class EventSequences {
         });
     }
 
-    static Arbitrary<Scenario> scenarios() {
+    public static Arbitrary<Scenario> scenarios() {
         return Combinators.combine(configs(), ops().list().ofMinSize(1).ofMaxSize(200)).as(Scenario::new);
     }
 

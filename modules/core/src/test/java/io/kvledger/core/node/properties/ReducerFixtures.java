@@ -26,29 +26,30 @@ import java.util.Set;
  * Shared fixtures of the reducer properties: peer addresses and request ids with embedded
  * addresses, group configurations, a readable rendering of events and a canonical rendering of
  * effects, and the invariant checks that both the random-sequence and the lifecycle properties
- * apply to a recorded run.
+ * apply to a recorded run. Public where the ledger's cluster and detector properties
+ * ({@code io.kvledger.ledger.properties}, through this module's test jar) use them.
  */
-final class ReducerFixtures {
+public final class ReducerFixtures {
 
     private ReducerFixtures() {}
 
     // ------------------------------------------------------------------ addresses and ids
 
     /** The prefill instance the proxy embeds in request ids (base ports). */
-    static final ZmqAddress PREFILL = new ZmqAddress("10.0.0.1", 6301, 61005);
+    public static final ZmqAddress PREFILL = new ZmqAddress("10.0.0.1", 6301, 61005);
     /** The decode instance the proxy embeds in request ids. */
-    static final ZmqAddress DECODE = new ZmqAddress("10.0.0.2", 7301, 71005);
+    public static final ZmqAddress DECODE = new ZmqAddress("10.0.0.2", 7301, 71005);
 
     static final String HEX_A = "0123456789abcdef0123456789abcdef";
     static final String HEX_B = "fedcba9876543210fedcba9876543210";
 
     /** A toy-proxy request id: {@code ___prefill_addr_P___decode_addr_D_<hex32>}. */
-    static String proxyId(String hex32) {
+    public static String proxyId(String hex32) {
         return RequestIds.proxyRequestId(PREFILL, DECODE, hex32);
     }
 
     /** A 32-hex uuid derived from {@code i} (lowercase, as uuid4().hex). */
-    static String hex32(int i) {
+    public static String hex32(int i) {
         String h = String.format("%08x", i);
         return (h + h + h + h).substring(0, 32);
     }
@@ -116,7 +117,7 @@ final class ReducerFixtures {
     // ------------------------------------------------------------------ rendering
 
     /** A readable one-line rendering of an event (times in seconds). */
-    static String render(NodeEvent e) {
+    public static String render(NodeEvent e) {
         String t = String.format("t=%d.%09ds ", e.atNs() / NodeConfig.NS_PER_S, e.atNs() % NodeConfig.NS_PER_S);
         String body = switch (e) {
             case NodeEvent.FrameRejected f -> "FrameRejected[reason=" + f.reason() + ", frame="
@@ -127,7 +128,7 @@ final class ReducerFixtures {
     }
 
     /** A canonical rendering of an effect: equal effects render equal (arrays by content). */
-    static String canonical(Effect e) {
+    public static String canonical(Effect e) {
         return switch (e) {
             case Effect.PostRead r -> "PostRead[statusId=" + r.statusId() + ", requestId=" + r.requestId() + ", transferId="
                     + r.transferId() + ", layer=" + r.layerName() + ", session=" + r.sessionKey() + ", local="
@@ -150,13 +151,13 @@ final class ReducerFixtures {
     // ------------------------------------------------------------------ a recorded run
 
     /** Events applied to one node and the effects each produced, in order. */
-    static final class Run {
-        final NodeConfig config;
-        final NodeState state;
-        final List<NodeEvent> events = new ArrayList<>();
-        final List<List<Effect>> effects = new ArrayList<>();
+    public static final class Run {
+        public final NodeConfig config;
+        public final NodeState state;
+        public final List<NodeEvent> events = new ArrayList<>();
+        public final List<List<Effect>> effects = new ArrayList<>();
 
-        Run(NodeConfig config) {
+        public Run(NodeConfig config) {
             this.config = config;
             this.state = NodeState.initial(config);
         }
@@ -166,7 +167,7 @@ final class ReducerFixtures {
          * invariants, failing with an {@link AssertionError} (which no scenario takes for the
          * reducer's own exception) that names the event when one is broken.
          */
-        List<Effect> apply(NodeEvent e) {
+        public List<Effect> apply(NodeEvent e) {
             NodeReducer.Transition t = NodeReducer.apply(state, e);
             events.add(e);
             effects.add(t.effects());
@@ -209,7 +210,7 @@ final class ReducerFixtures {
      * reaps each surface it once, as upstream would. Returns the violations (empty when the run
      * satisfies the property).
      */
-    static List<String> doubleSurfacing(Run run) {
+    public static List<String> doubleSurfacing(Run run) {
         List<String> bad = new ArrayList<>();
         Set<String> surfaced = new LinkedHashSet<>();
         for (int i = 0; i < run.events.size(); i++) {
@@ -249,7 +250,7 @@ final class ReducerFixtures {
      * (d) Every DeferralStarted is followed, later in the run, by an AckSurfaced of the same
      * request. Returns the violations.
      */
-    static List<String> unresolvedDeferrals(Run run) {
+    public static List<String> unresolvedDeferrals(Run run) {
         List<String> bad = new ArrayList<>();
         List<Effect> flat = new ArrayList<>();
         List<Integer> eventOf = new ArrayList<>();
@@ -287,7 +288,7 @@ final class ReducerFixtures {
     }
 
     /** Terminal phases. */
-    static final Set<RequestPhase> TERMINAL = EnumSet.of(RequestPhase.FINISHED, RequestPhase.FREED_AFTER_ACK,
+    public static final Set<RequestPhase> TERMINAL = EnumSet.of(RequestPhase.FINISHED, RequestPhase.FREED_AFTER_ACK,
             RequestPhase.REAPED, RequestPhase.ABORTED_BEFORE_ALLOC);
 
     /**
@@ -329,7 +330,7 @@ final class ReducerFixtures {
      * </ul>
      * Returns the violations with their event numbers.
      */
-    static List<String> phaseRegressions(Run run) {
+    public static List<String> phaseRegressions(Run run) {
         List<String> bad = new ArrayList<>();
         Map<String, RequestPhase> current = new LinkedHashMap<>();
         for (int i = 0; i < run.events.size(); i++) {

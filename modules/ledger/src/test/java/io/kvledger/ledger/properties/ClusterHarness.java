@@ -1,5 +1,6 @@
-package io.kvledger.core.node.properties;
+package io.kvledger.ledger.properties;
 
+import io.kvledger.core.node.properties.ReducerFixtures;
 import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;

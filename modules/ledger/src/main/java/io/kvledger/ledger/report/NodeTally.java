@@ -1,4 +1,4 @@
-package io.kvledger.cli;
+package io.kvledger.ledger.report;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.model.AnomalyKind;

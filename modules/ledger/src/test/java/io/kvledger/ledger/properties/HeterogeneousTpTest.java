@@ -1,5 +1,6 @@
-package io.kvledger.core.node.properties;
+package io.kvledger.ledger.properties;
 
+import io.kvledger.core.node.properties.ReducerFixtures;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.config.TransferMode;
@@ -9,11 +10,11 @@ import io.kvledger.ledger.diagnosis.HangDetectors;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.moriio.PortMath;
-import io.kvledger.core.node.properties.ClusterHarness.Applied;
-import io.kvledger.core.node.properties.ClusterHarness.Outcome;
-import io.kvledger.core.node.properties.ClusterHarness.Plan;
-import io.kvledger.core.node.properties.ClusterHarness.ReqPlan;
-import io.kvledger.core.node.properties.ClusterHarness.Shape;
+import io.kvledger.ledger.properties.ClusterHarness.Applied;
+import io.kvledger.ledger.properties.ClusterHarness.Outcome;
+import io.kvledger.ledger.properties.ClusterHarness.Plan;
+import io.kvledger.ledger.properties.ClusterHarness.ReqPlan;
+import io.kvledger.ledger.properties.ClusterHarness.Shape;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;

@@ -1,5 +1,6 @@
-package io.kvledger.core.node.properties;
+package io.kvledger.ledger.properties;
 
+import io.kvledger.core.node.properties.ReducerFixtures;
 import static org.assertj.core.api.Assertions.fail;
 
 import io.kvledger.core.config.TransferMode;
@@ -12,12 +13,12 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.moriio.PortMath;
-import io.kvledger.core.node.properties.ClusterHarness.Aggregated;
-import io.kvledger.core.node.properties.ClusterHarness.Outcome;
-import io.kvledger.core.node.properties.ClusterHarness.Plan;
-import io.kvledger.core.node.properties.ClusterHarness.Rank;
-import io.kvledger.core.node.properties.ClusterHarness.ReqPlan;
-import io.kvledger.core.node.properties.ClusterHarness.Shape;
+import io.kvledger.ledger.properties.ClusterHarness.Aggregated;
+import io.kvledger.ledger.properties.ClusterHarness.Outcome;
+import io.kvledger.ledger.properties.ClusterHarness.Plan;
+import io.kvledger.ledger.properties.ClusterHarness.Rank;
+import io.kvledger.ledger.properties.ClusterHarness.ReqPlan;
+import io.kvledger.ledger.properties.ClusterHarness.Shape;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

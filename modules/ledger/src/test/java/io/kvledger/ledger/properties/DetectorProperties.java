@@ -1,5 +1,7 @@
-package io.kvledger.core.node.properties;
+package io.kvledger.ledger.properties;
 
+import io.kvledger.core.node.properties.ReducerFixtures;
+import io.kvledger.core.node.properties.EventSequences;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.ledger.diagnosis.Bounds;
