@@ -52,7 +52,7 @@ import java.util.SplittableRandom;
  * connector about a waiting request, so a request is never queried twice for lack of blocks; a
  * running request that cannot get a block skips the step instead of preempting another.
  */
-final class SimNode {
+final class SimNode implements ToyRouter.Instance {
 
     /** Where a request is in the engine (not in the connector: that is the reducer's phase). */
     enum Status { WAITING, WAITING_FOR_REMOTE_KVS, RUNNING, HELD, DONE }
@@ -181,8 +181,19 @@ final class SimNode {
     }
 
     /** The address this instance registers with the proxy (it is DP0/TP0 of its instance). */
-    ZmqAddress zmqAddress() {
+    @Override
+    public ZmqAddress zmqAddress() {
         return new ZmqAddress(config.hostIp(), config.handshakePortBase(), notifyPort);
+    }
+
+    @Override
+    public int dpSize() {
+        return config.dpSize();
+    }
+
+    @Override
+    public int tpSize() {
+        return config.tpSize();
     }
 
     /**
