@@ -10,7 +10,7 @@ import io.kvledger.node.loop.NodeLoop;
 import io.kvledger.node.NodeOptions;
 import io.kvledger.node.NodeService;
 import io.kvledger.node.cluster.LocalLeg;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.node.cluster.LiveRouter;
 import io.kvledger.node.engine.SimulatedEngine;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -34,7 +34,7 @@ import java.util.stream.Stream;
  * and how long does a prefill node take from a {@code remote_blocks} frame's arrival to the
  * transfer it posts? A measured runner, not JMH: every round starts two fresh {@link NodeService}s
  * in this JVM (real ZMQ on loopback, the in-JVM transfer engine, the simulated engines), sends
- * {@code --requests} requests through the {@link ToyRouter} with at most {@code --window} in flight,
+ * {@code --requests} requests through the {@link LiveRouter} with at most {@code --window} in flight,
  * and stops both nodes.
  *
  * <p>Rounds alternate journal on and off (which goes first alternating), after one warm-up round
@@ -173,16 +173,16 @@ public final class LiveNodeRunner {
             d = journaled ? NodeService.start(dopt) : NodeService.startWithoutJournal(dopt);
             PostLatency lat = new PostLatency(p);
             p.loop().addListener(lat);
-            ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), mode, 7);
+            LiveRouter router = new LiveRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), mode, 7);
             Semaphore inFlight = new Semaphore(window);
             AtomicLong failed = new AtomicLong();
-            List<CompletableFuture<ToyRouter.Outcome>> all = new ArrayList<>(requests);
+            List<CompletableFuture<LiveRouter.Outcome>> all = new ArrayList<>(requests);
             long p0 = p.loop().applied();
             long d0 = d.loop().applied();
             long t0 = System.nanoTime();
             for (int i = 0; i < requests; i++) {
                 inFlight.acquire();
-                CompletableFuture<ToyRouter.Outcome> f = router.send(20 + (i * 37) % 300, 1 + i % 5);
+                CompletableFuture<LiveRouter.Outcome> f = router.send(20 + (i * 37) % 300, 1 + i % 5);
                 f.whenComplete((o, e) -> {
                     if (e != null || !o.ok()) {
                         failed.incrementAndGet();

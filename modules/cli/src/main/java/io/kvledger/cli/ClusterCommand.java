@@ -7,7 +7,7 @@ import io.kvledger.ledger.text.Seconds;
 import io.kvledger.node.cluster.HttpLeg;
 import io.kvledger.node.cluster.Leg;
 import io.kvledger.node.cluster.LoopbackPorts;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.node.cluster.LiveRouter;
 import io.kvledger.sim.FaultSpec;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -304,10 +304,10 @@ final class ClusterCommand implements Callable<Integer> {
                     }
                 }
             }
-            ToyRouter router = new ToyRouter(pl, dl, m, seed);
+            LiveRouter router = new LiveRouter(pl, dl, m, seed);
             SplittableRandom rng = new SplittableRandom(seed ^ 0x5eed);
             Semaphore inFlight = new Semaphore(concurrency);
-            List<CompletableFuture<ToyRouter.Outcome>> all = new ArrayList<>();
+            List<CompletableFuture<LiveRouter.Outcome>> all = new ArrayList<>();
             long deadline = System.nanoTime() + (long) (timeoutS * 1e9);
             for (int i = 0; i < requests; i++) {
                 if (i == killAfter && killNode != null) {
@@ -332,8 +332,8 @@ final class ClusterCommand implements Callable<Integer> {
             int failed = 0;
             long verified = 0;
             List<String> failures = new ArrayList<>();
-            for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                ToyRouter.Outcome r;
+            for (CompletableFuture<LiveRouter.Outcome> f : all) {
+                LiveRouter.Outcome r;
                 try {
                     r = f.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
                 } catch (java.util.concurrent.TimeoutException e) {
@@ -451,7 +451,7 @@ final class ClusterCommand implements Callable<Integer> {
         }
     }
 
-    private static String describe(ToyRouter.Outcome r) {
+    private static String describe(LiveRouter.Outcome r) {
         if (r.error() != null) {
             return String.valueOf(r.error().getMessage());
         }

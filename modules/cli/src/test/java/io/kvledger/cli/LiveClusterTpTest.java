@@ -17,7 +17,7 @@ import org.junit.jupiter.api.io.TempDir;
  * <p>Each run starts four to six JVMs (8 to 35 s on two shared cores), so the faulted run and a
  * DP 2 run are behind {@code -Dkvledger.slow=true}; the diagnosis the faulted run checks end to
  * end is also checked in core, on hand-built journals ({@code TpAckDiagnosisTest}), and the DP
- * routing by {@code ToyRouterDpTest}.
+ * routing by {@code LiveRouterDpTest}.
  */
 class LiveClusterTpTest {
 

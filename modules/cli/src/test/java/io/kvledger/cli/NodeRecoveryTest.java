@@ -8,7 +8,7 @@ import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.json.Json;
 import io.kvledger.node.Recovery;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.node.cluster.LiveRouter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -47,12 +47,12 @@ class NodeRecoveryTest {
             d.start();
             assertThat(p.awaitHealthy(client, Duration.ofSeconds(90))).as(p.logText()).isTrue();
             assertThat(d.awaitHealthy(client, Duration.ofSeconds(90))).as(d.logText()).isTrue();
-            ToyRouter router = new ToyRouter(List.of(p.leg(client)), List.of(d.leg(client)), TransferMode.WRITE, 11);
+            LiveRouter router = new LiveRouter(List.of(p.leg(client)), List.of(d.leg(client)), TransferMode.WRITE, 11);
 
-            for (ToyRouter.Outcome o : await(send(router, 10))) {
+            for (LiveRouter.Outcome o : await(send(router, 10))) {
                 assertThat(o.ok()).as("before the kill: %s", o).isTrue();
             }
-            List<CompletableFuture<ToyRouter.Outcome>> inFlight = send(router, 10);
+            List<CompletableFuture<LiveRouter.Outcome>> inFlight = send(router, 10);
             Thread.sleep(30);
             p.kill();
             await(inFlight); // some fail, some may have finished: either way they end
@@ -60,7 +60,7 @@ class NodeRecoveryTest {
             p.start();
             assertThat(p.awaitHealthy(client, Duration.ofSeconds(90))).as(p.logText()).isTrue();
             assertThat(p.logText()).containsPattern("recovered \\d+ inputs in \\d+ ms");
-            for (ToyRouter.Outcome o : await(send(router, 10))) {
+            for (LiveRouter.Outcome o : await(send(router, 10))) {
                 assertThat(o.ok()).as("after the restart: %s", o).isTrue();
                 assertThat(o.decodeLeg().verifiedBytes()).isPositive();
             }
@@ -138,17 +138,17 @@ class NodeRecoveryTest {
         return false;
     }
 
-    private static List<CompletableFuture<ToyRouter.Outcome>> send(ToyRouter router, int n) {
-        List<CompletableFuture<ToyRouter.Outcome>> all = new ArrayList<>();
+    private static List<CompletableFuture<LiveRouter.Outcome>> send(LiveRouter router, int n) {
+        List<CompletableFuture<LiveRouter.Outcome>> all = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             all.add(router.send(40 + 23 * i, 1 + i % 3));
         }
         return all;
     }
 
-    private static List<ToyRouter.Outcome> await(List<CompletableFuture<ToyRouter.Outcome>> all) throws Exception {
-        List<ToyRouter.Outcome> out = new ArrayList<>();
-        for (CompletableFuture<ToyRouter.Outcome> f : all) {
+    private static List<LiveRouter.Outcome> await(List<CompletableFuture<LiveRouter.Outcome>> all) throws Exception {
+        List<LiveRouter.Outcome> out = new ArrayList<>();
+        for (CompletableFuture<LiveRouter.Outcome> f : all) {
             out.add(f.get(90, TimeUnit.SECONDS));
         }
         return out;

@@ -13,7 +13,7 @@ import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.json.Json;
 import io.kvledger.node.cluster.LocalLeg;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.node.cluster.LiveRouter;
 import io.kvledger.node.engine.Completion;
 import java.io.IOException;
 import java.net.URI;
@@ -71,15 +71,15 @@ class AdminApiTest {
             assertThat(ready).as("the ready event").isNotNull()
                     .satisfies(ev -> assertThat(ev.event()).as("%s", ev).isEqualTo("ready"));
 
-            ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), mode, 11);
-            List<ToyRouter.Outcome> outcomes = new ArrayList<>();
-            List<CompletableFuture<ToyRouter.Outcome>> all = new ArrayList<>();
+            LiveRouter router = new LiveRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), mode, 11);
+            List<LiveRouter.Outcome> outcomes = new ArrayList<>();
+            List<CompletableFuture<LiveRouter.Outcome>> all = new ArrayList<>();
             int n = 5;
             for (int i = 0; i < n; i++) {
                 all.add(router.send(40 + 50 * i, 2));
             }
-            for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
+            for (CompletableFuture<LiveRouter.Outcome> f : all) {
+                LiveRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                 assertThat(o.ok()).as("request %s: %s", o.xRequestId(), o).isTrue();
                 outcomes.add(o);
             }
@@ -171,7 +171,7 @@ class AdminApiTest {
                 assertThat(row.get("transfer_id")).isNotNull();
             }
             List<String> listed = rows.stream().map(r -> (String) r.get("request_id")).toList();
-            for (ToyRouter.Outcome o : outcomes) {
+            for (LiveRouter.Outcome o : outcomes) {
                 assertThat(listed).anyMatch(rid -> rid.contains(o.xRequestId()));
             }
             assertThat(json(get(d, "/v1/requests?phase=live", TOKEN), 200).get("matched")).isEqualTo(0L);
@@ -183,7 +183,7 @@ class AdminApiTest {
             assertThat(get(d, "/v1/requests?limit=-1", TOKEN).statusCode()).isEqualTo(400);
 
             // ---------------------------------------------------------------- /v1/requests/{id}
-            ToyRouter.Outcome first = outcomes.get(0);
+            LiveRouter.Outcome first = outcomes.get(0);
             String rid = listed.stream().filter(r -> r.contains(first.xRequestId())).findFirst().orElseThrow();
             Map<String, Object> tl = json(get(d, "/v1/requests/" + URLEncoder.encode(rid, StandardCharsets.UTF_8), TOKEN),
                     200);
@@ -234,7 +234,7 @@ class AdminApiTest {
             }
             assertThat(seen).noneMatch(ev -> ev.event().equals("dropped"));
             // And streams a new request as it is processed.
-            ToyRouter.Outcome late = router.send(64, 1).get(120, TimeUnit.SECONDS);
+            LiveRouter.Outcome late = router.send(64, 1).get(120, TimeUnit.SECONDS);
             assertThat(late.ok()).isTrue();
             List<SseEvent> more = sse.drain(Duration.ofSeconds(120), ev -> ev.data().contains(late.xRequestId())
                     && ev.data().contains("\"type\":\"request_admitted\""));

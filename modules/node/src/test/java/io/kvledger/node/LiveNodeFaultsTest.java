@@ -14,7 +14,7 @@ import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.node.cluster.LocalLeg;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.node.cluster.LiveRouter;
 import io.kvledger.node.engine.Completion;
 import io.kvledger.sim.FaultSpec;
 import java.net.InetAddress;
@@ -46,13 +46,13 @@ class LiveNodeFaultsTest {
         NodeService d = NodeService.start(TestNodes.options("D0",
                 TestNodes.config(Role.CONSUMER, TransferMode.WRITE, base + 2, base + 3), dir.resolve("D0")).withFaults(dup, 4));
         try {
-            ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 5);
-            List<CompletableFuture<ToyRouter.Outcome>> all = new ArrayList<>();
+            LiveRouter router = new LiveRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 5);
+            List<CompletableFuture<LiveRouter.Outcome>> all = new ArrayList<>();
             for (int i = 0; i < 20; i++) {
                 all.add(router.send(30 + 17 * i, 2));
             }
-            for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
+            for (CompletableFuture<LiveRouter.Outcome> f : all) {
+                LiveRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                 assertThat(o.ok()).as("%s", o).isTrue();
                 assertThat(o.decodeLeg().verifiedBytes()).isPositive();
             }

@@ -6,7 +6,7 @@ import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.node.cluster.LocalLeg;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.node.cluster.LiveRouter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -36,13 +36,13 @@ class LiveNodeInProcessTest {
         NodeService d = NodeService.start(TestNodes.options("D0",
                 TestNodes.config(Role.CONSUMER, mode, base + 2, base + 3), dir.resolve("D0")));
         try {
-            ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), mode, 7);
-            List<CompletableFuture<ToyRouter.Outcome>> all = new ArrayList<>();
+            LiveRouter router = new LiveRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), mode, 7);
+            List<CompletableFuture<LiveRouter.Outcome>> all = new ArrayList<>();
             for (int i = 0; i < 40; i++) {
                 all.add(router.send(20 + (i * 37) % 300, 1 + i % 5));
             }
-            for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
+            for (CompletableFuture<LiveRouter.Outcome> f : all) {
+                LiveRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                 assertThat(o.ok()).as("request %s: %s", o.xRequestId(), o).isTrue();
                 assertThat(o.decodeLeg().verifiedBytes()).as("verified KV bytes of %s", o.xRequestId()).isPositive();
                 assertThat(o.decodeLeg().mismatch()).isNull();

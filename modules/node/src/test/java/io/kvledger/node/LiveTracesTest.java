@@ -12,7 +12,7 @@ import io.kvledger.ledger.replay.ConfigOverrides;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.node.cluster.LocalLeg;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.node.cluster.LiveRouter;
 import io.kvledger.node.engine.Completion;
 import io.kvledger.ledger.otlp.JournalTraces;
 import io.kvledger.ledger.otlp.LegSpans;
@@ -58,15 +58,15 @@ class LiveTracesTest {
                     TestNodes.config(Role.CONSUMER, mode, base + 2, base + 3), dir.resolve("D0")));
             LiveTraces tp = LiveTraces.attach(p, sender(receiver), LiveTraces.Options.defaults());
             LiveTraces td = LiveTraces.attach(d, sender(receiver), LiveTraces.Options.defaults());
-            List<ToyRouter.Outcome> outcomes = new ArrayList<>();
+            List<LiveRouter.Outcome> outcomes = new ArrayList<>();
             try {
-                ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), mode, 5);
-                List<CompletableFuture<ToyRouter.Outcome>> all = new ArrayList<>();
+                LiveRouter router = new LiveRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), mode, 5);
+                List<CompletableFuture<LiveRouter.Outcome>> all = new ArrayList<>();
                 for (int i = 0; i < 3; i++) {
                     all.add(router.send(40 + 30 * i, 2));
                 }
-                for (CompletableFuture<ToyRouter.Outcome> f : all) {
-                    ToyRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
+                for (CompletableFuture<LiveRouter.Outcome> f : all) {
+                    LiveRouter.Outcome o = f.get(120, TimeUnit.SECONDS);
                     assertThat(o.ok()).as("%s", o).isTrue();
                     outcomes.add(o);
                 }
@@ -84,7 +84,7 @@ class LiveTracesTest {
             assertThat(receiver.contentTypes()).allSatisfy(ct -> assertThat(ct).isEqualTo("application/x-protobuf"));
 
             List<OtlpReceiver.Received> spans = receiver.spans();
-            for (ToyRouter.Outcome o : outcomes) {
+            for (LiveRouter.Outcome o : outcomes) {
                 String traceId = LegSpans.traceId(o.transferId());
                 List<OtlpReceiver.Received> trace = spans.stream().filter(s -> s.traceId().equals(traceId)).toList();
                 List<OtlpReceiver.Received> legs = trace.stream().filter(s -> s.name().startsWith("kvledger.")).toList();
@@ -201,7 +201,7 @@ class LiveTracesTest {
             LiveTraces td = LiveTraces.attach(d, OtlpSender.to(receiver.url(), Duration.ofSeconds(5), Map.of(), false,
                     true), LiveTraces.Options.defaults());
             try {
-                ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 9);
+                LiveRouter router = new LiveRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 9);
                 for (int i = 0; i < 2; i++) {
                     assertThat(router.send(48, 2).get(120, TimeUnit.SECONDS).ok()).isTrue();
                 }

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.node.cluster.LocalLeg;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.node.cluster.LiveRouter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -63,8 +63,8 @@ class LiveWebPageBrowserTest {
             assertThat(rows(browser)).isEmpty();
 
             // A request journaled after the page loaded appears without a reload.
-            ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.READ, 7);
-            ToyRouter.Outcome o = router.send(64, 2).get(120, TimeUnit.SECONDS);
+            LiveRouter router = new LiveRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.READ, 7);
+            LiveRouter.Outcome o = router.send(64, 2).get(120, TimeUnit.SECONDS);
             assertThat(o.ok()).as("%s", o).isTrue();
             wait.until(b -> rows(b).size() == 1 && rows(b).get(0).getText().contains("FINISHED"));
             String rid = wait.<String>until(b -> rows(b).get(0).getAttribute("data-request-id"));

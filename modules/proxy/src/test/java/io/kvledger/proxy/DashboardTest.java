@@ -7,7 +7,7 @@ import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.json.Json;
 import io.kvledger.node.cluster.LocalLeg;
-import io.kvledger.node.cluster.ToyRouter;
+import io.kvledger.node.cluster.LiveRouter;
 import io.kvledger.node.NodeService;
 import io.kvledger.node.TestNodes;
 import java.net.URI;
@@ -59,7 +59,7 @@ class DashboardTest {
                 TestNodes.config(Role.CONSUMER, TransferMode.WRITE, base + 2, base + 3), dir.resolve("D0"))
                 .withHttp("127.0.0.1", 0, null).withProxy(ping, null));
         try {
-            ToyRouter router = new ToyRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 3);
+            LiveRouter router = new LiveRouter(List.of(new LocalLeg(p)), List.of(new LocalLeg(d)), TransferMode.WRITE, 3);
             for (int i = 0; i < 2; i++) {
                 assertThat(router.send(48, 2).get(120, TimeUnit.SECONDS).ok()).isTrue();
             }

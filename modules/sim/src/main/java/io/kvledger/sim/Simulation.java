@@ -38,7 +38,7 @@ public final class Simulation {
     private final SplittableRandom aborts;
     private final SplittableRandom http;
     private final Network network;
-    private final ToyProxy proxy;
+    private final ToyRouter<SimNode> router;
     private final List<SimNode> prefills = new ArrayList<>();
     private final List<SimNode> decodes = new ArrayList<>();
     private final List<SimNode> nodes = new ArrayList<>();
@@ -78,7 +78,7 @@ public final class Simulation {
         }
         nodes.addAll(prefills);
         nodes.addAll(decodes);
-        this.proxy = new ToyProxy(prefills, decodes);
+        this.router = new ToyRouter<>(prefills, decodes);
     }
 
     /**
@@ -235,7 +235,7 @@ public final class Simulation {
 
     private void arrive(int index) {
         arrived++;
-        Transaction tx = proxy.accept(index, workload, opts);
+        Transaction tx = accept(index);
         if (aborts.nextDouble() < opts.faults().abort()) {
             tx.abortLeg = aborts.nextBoolean() ? Transaction.Leg.PREFILL : Transaction.Leg.DECODE;
             tx.abortAfterNs = opts.abortWindowNs() == 0 ? 0 : aborts.nextLong(opts.abortWindowNs() + 1);
@@ -243,7 +243,8 @@ public final class Simulation {
         // Both legs are expected now; in READ the decode leg follows the prefill response (or never comes).
         outstandingLegs += 2;
         sendLeg(tx.prefill, new SimNode.Req(tx.prefillRequestId, tx, true, tx.promptTokens, 1,
-                FinishStatus.FINISHED_LENGTH_CAPPED, proxy.prefillParams(tx)), Transaction.Leg.PREFILL, tx);
+                FinishStatus.FINISHED_LENGTH_CAPPED, ToyRouter.prefillParams(tx.decode, tx.transferId)),
+                Transaction.Leg.PREFILL, tx);
         if (opts.mode() == TransferMode.WRITE) {
             sendDecodeLeg(tx, null);
         }
@@ -252,9 +253,30 @@ public final class Simulation {
         }
     }
 
+    /**
+     * Client request number {@code index} (from 0): the toy router picks the instances and makes
+     * the ids, then vLLM's per-leg request-id suffixes and the workload (prompt length, decode
+     * length and how decode ends) are drawn, all from the workload stream.
+     */
+    private Transaction accept(int index) {
+        ToyRouter.Route<SimNode> route = router.route(index, workload);
+        String pSuffix = ToyRouter.hex8(workload);
+        String dSuffix = ToyRouter.hex8(workload);
+        while (dSuffix.equals(pSuffix)) {
+            dSuffix = ToyRouter.hex8(workload);
+        }
+        int prompt = opts.promptMinTokens() + workload.nextInt(opts.promptMaxTokens() - opts.promptMinTokens() + 1);
+        int decodeTokens = opts.decodeMinTokens() + workload.nextInt(opts.decodeMaxTokens() - opts.decodeMinTokens() + 1);
+        FinishStatus finish = workload.nextInt(4) == 0 ? FinishStatus.FINISHED_STOPPED : FinishStatus.FINISHED_LENGTH_CAPPED;
+        return new Transaction(route.xRequestId(), route.transferId(), route.prefill(), route.decode(),
+                ToyRouter.vllmRequestId(route.xRequestId(), pSuffix), ToyRouter.vllmRequestId(route.xRequestId(), dSuffix),
+                prompt, decodeTokens, finish);
+    }
+
     private void sendDecodeLeg(Transaction tx, KvParams prefillResponse) {
         sendLeg(tx.decode, new SimNode.Req(tx.decodeRequestId, tx, false, tx.promptTokens, tx.decodeTokens,
-                tx.decodeFinish, proxy.decodeParams(tx, prefillResponse)), Transaction.Leg.DECODE, tx);
+                tx.decodeFinish, ToyRouter.decodeParams(tx.prefill, tx.transferId,
+                prefillResponse == null ? null : prefillResponse.asMap())), Transaction.Leg.DECODE, tx);
     }
 
     /** The proxy's HTTP request reaches the engine after a latency; an abort, if drawn, follows it. */

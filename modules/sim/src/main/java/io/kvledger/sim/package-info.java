@@ -21,9 +21,13 @@
  * hashes). An engine drops a request once it is done and keeps only its counts, so the requests a
  * long run holds are bounded by the work in flight (the anomalies it records are all kept).
  *
- * <p>The pieces: {@code Simulation} (agenda, run loop, the proxy's dispatch), {@code ToyProxy}
- * (ids and {@code kv_transfer_params} as vLLM's toy proxy makes them), {@code SimNode} (a toy
- * engine with a block pool, chunked prefill and decode, around one reducer), {@code Network}
+ * <p>The pieces: {@code Simulation} (agenda, run loop, the proxy's dispatch), {@code ToyRouter}
+ * (instance choice, ids and {@code kv_transfer_params} as vLLM's toy proxy makes them; the live
+ * cluster's router uses it too), {@code EngineModel} (a toy
+ * engine with a block pool, chunked prefill and decode, that calls the connector's hooks; no
+ * clock, no threads: the live node's {@code SimulatedEngine} drives the same model on a thread),
+ * {@code KvOutputAggregator} (vLLM's TP {@code get_finished} aggregation, also the live
+ * engine's), {@code SimNode} (the model on the agenda, around one reducer), {@code Network}
  * (notify routing by host:port, handshakes, the data plane, faults).
  *
  * <p>Depends on {@code io.kvledger.core} and the JDK only.

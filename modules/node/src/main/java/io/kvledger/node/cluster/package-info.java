@@ -1,14 +1,14 @@
 /**
  * Routing requests over live nodes as vLLM's MoRIIO toy proxy does, for {@code kvledger cluster}
- * and tests: {@code ToyRouter} composes the toy proxy's request ids and each leg's
- * {@code kv_transfer_params} (with the core's {@code ToyProxyParams}, as the proxy and the
- * simulator do), a {@code Leg} sends one leg to a
+ * and tests: {@code LiveRouter} sends each client request over the legs the simulator's
+ * {@code io.kvledger.sim.ToyRouter} picks, with the request ids and each leg's
+ * {@code kv_transfer_params} it makes (the one toy-proxy router of the project), a {@code Leg} sends one leg to a
  * node ({@code LocalLeg} in-process, {@code HttpLeg} over the node's HTTP API), and
  * {@code LoopbackPorts} hands out distinct loopback ports (and runs of consecutive ones, an
  * instance's base port + {@code dp + tp}) below the ephemeral range for the nodes of one run. With
  * DP above 1 each DP rank is one leg, listed in the toy proxy's flat interleaved order.
  *
- * <p>May depend on kvledger-core, kvledger-journal (JSON), the node package and its
+ * <p>May depend on kvledger-core, kvledger-sim (the router), kvledger-journal (JSON), the node package and its
  * {@code engine} package, and the JDK's HTTP client.
  */
 package io.kvledger.node.cluster;

@@ -3,16 +3,14 @@ package io.kvledger.node.engine;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
-import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.node.data.KvLayout;
 import io.kvledger.node.data.KvPattern;
+import io.kvledger.sim.EngineModel;
+import io.kvledger.sim.KvOutputAggregator;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -22,28 +20,18 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 /**
- * The built-in engine of a live node: a small vLLM-like engine on its own thread that owns a
- * block pool and calls the connector's hooks through a {@link HookPort} in the order vLLM's
- * scheduler and model runner do, one step at a time:
- * <ol>
- *   <li>new requests ({@code RequestAdmitted}) and aborts ({@code RequestFinished} with
- *       {@code FINISHED_ABORTED});</li>
- *   <li>scheduling: running requests first (the next prefill chunk, or one decode token; new
- *       blocks go into {@code StepScheduled.cachedRequests}), then waiting requests in arrival
- *       order while blocks last ({@code MatchedTokensQueried}, then {@code BlocksAllocated};
- *       a request whose KV comes from a peer waits in WAITING_FOR_REMOTE_KVS), then
- *       {@code StepScheduled};</li>
- *   <li>the forward: {@code LoadStarted}, {@code LayerSaved} per layer, {@code SaveWaited};
- *       a prefill writes its verifiable pattern ({@link KvPattern}) into the blocks it computed
- *       before the layers are saved;</li>
- *   <li>the output: {@code FinishedPolled}, {@code RequestFinished} for requests that finished
- *       this step, {@code ConnectorOutputReceived} with the worker's report; blocks are freed
- *       when {@code request_finished} does not delay the free, or when the rewritten
- *       {@code finished_sending} names the request.</li>
- * </ol>
- * A decode whose KV arrived ({@code finished_recving}) checks every transferred byte against the
- * prefill's pattern. The engine steps while it has requests (every {@code idleStepNs} while all
- * of them only wait for a peer) and sleeps when it has none.
+ * The built-in engine of a live node: the simulator's {@link EngineModel} (the toy vLLM engine,
+ * written once) driven by its own thread in real time, its hook calls going through a
+ * {@link HookPort} to the node loop. It steps while it has requests (every {@code idleStepNs}
+ * while all of them only wait for a peer) and sleeps when it has none; each step is the model's
+ * scheduler half, then the forward ({@code LoadStarted}, {@code LayerSaved} per layer), then the
+ * model's output half ({@code SaveWaited}, {@code FinishedPolled}, {@code RequestFinished} for the
+ * requests that finished, {@code ConnectorOutputReceived}). What this driver adds is the live
+ * part: the forward's waits (after a hook that started a handshake or posted reads, the forward
+ * goes on once they settled or {@code transfer_timeout} passed), the data plane (a prefill writes
+ * its verifiable pattern ({@link KvPattern}) into the blocks it computed before the layers are
+ * saved, blocks that receive KV are zeroed when allocated, and a decode whose KV arrived checks
+ * every transferred byte against the prefill's pattern), and each request's {@link Completion}.
  *
  * <p>With TP > 1 the engine is the engine core of its DP rank and the node it runs in is TP rank
  * 0's (its worker 0): it hands every hook call to the nodes of the other TP ranks too
@@ -53,10 +41,6 @@ import java.util.function.LongSupplier;
  * {@code KVOutputAggregator} does: a request is finished sending (receiving) once every TP rank
  * reported it, and the load-error blocks are the union. Each rank's node fills and checks its own
  * KV region ({@link SimulatedWorker}).
- *
- * <p>Deviations from vLLM, for simplicity: no preemption (a request that cannot get a block
- * waits), no prefix cache, one token per decode step, and the connector is asked about a
- * waiting request only when the pool can hold its prompt.
  */
 public final class SimulatedEngine implements AutoCloseable {
 
@@ -71,44 +55,25 @@ public final class SimulatedEngine implements AutoCloseable {
         public static final Options DEFAULT = new Options(512, 200_000L, 2_000_000L);
     }
 
-    private enum Status { WAITING, WAITING_FOR_REMOTE_KVS, RUNNING, HELD }
-
-    private static final class Req {
-        final String id;
-        final int prompt;
-        final int maxTokens;
-        final KvParams params;
+    /** A request in the engine, with what the live driver keeps for its completion. */
+    private static final class Req extends EngineModel.Request {
         final String transferId;
         final boolean prefillLeg;
         final CompletableFuture<Completion> done;
-        final List<Integer> blocks = new ArrayList<>();
-        Status status = Status.WAITING;
-        int computed;
-        int output;
+        /** The tokens a peer provides ({@code BlocksAllocated}'s external tokens). */
         int external;
-        boolean recvDone;
         boolean syncLoad;
         boolean loadFailed;
+        /** Whether the received KV was checked (or skipped for a failed load). */
+        boolean checked;
         long verified;
         String mismatch;
-        boolean finished;
 
         Req(String id, int prompt, int maxTokens, KvParams params, CompletableFuture<Completion> done) {
-            this.id = id;
-            this.prompt = prompt;
-            this.maxTokens = maxTokens;
-            this.params = params;
+            super(id, prompt, maxTokens, FinishStatus.FINISHED_LENGTH_CAPPED, params);
             this.transferId = params != null && params.get("transfer_id") instanceof String s ? s : null;
             this.prefillLeg = params != null && params.truthy("do_remote_decode");
             this.done = done;
-        }
-
-        int[] blockArray() {
-            int[] a = new int[blocks.size()];
-            for (int i = 0; i < a.length; i++) {
-                a[i] = blocks.get(i);
-            }
-            return a;
         }
     }
 
@@ -126,13 +91,18 @@ public final class SimulatedEngine implements AutoCloseable {
     private final Options options;
     private final int blockTokens;
     private final LinkedBlockingQueue<Input> inputs = new LinkedBlockingQueue<>();
-    private final ArrayDeque<Integer> free = new ArrayDeque<>();
-    private final LinkedHashMap<String, Req> requests = new LinkedHashMap<>();
+    /** The engine itself; only the engine thread touches it. */
+    private final EngineModel model;
+    /** The step's {@code build_connector_meta} reply, for the TP vote of {@code start_load_kv}. */
+    private Effect.MetadataBuilt built;
+    /** Whether the last {@code get_num_new_matched_tokens} reply loads asynchronously. */
+    private boolean lastMatchAsync;
+    /** Requests whose KV a peer provides during this step's forward (synchronous loads). */
+    private final List<Req> syncLoads = new ArrayList<>();
     /** The other TP ranks' nodes, or {@code null} with TP 1. */
     private final TpWorkers workers;
-    /** Per request id, how many more TP ranks must report it finished sending (receiving). */
-    private final Map<String, Integer> sendRemaining = new java.util.HashMap<>();
-    private final Map<String, Integer> recvRemaining = new java.util.HashMap<>();
+    /** The TP ranks' {@code get_finished} made into the engine's (with TP > 1). */
+    private final KvOutputAggregator aggregator = new KvOutputAggregator();
     private final Thread thread;
     private volatile boolean running;
     private long step;
@@ -148,6 +118,7 @@ public final class SimulatedEngine implements AutoCloseable {
     private final AtomicLong corruptRequests = new AtomicLong();
     private final AtomicLong steps = new AtomicLong();
     private final java.util.concurrent.atomic.AtomicInteger held = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger freeBlocks = new java.util.concurrent.atomic.AtomicInteger();
 
     /**
      * @param kv the region holding {@code layout} (the data plane's memory), or {@code null} when
@@ -173,9 +144,9 @@ public final class SimulatedEngine implements AutoCloseable {
         this.kv = kv;
         this.options = options;
         this.blockTokens = Math.max(1, config.cacheBlockSize());
-        for (int b = 0; b < layout.numBlocks(); b++) {
-            free.add(b);
-        }
+        this.model = new EngineModel(new EngineModel.Rules(blockTokens, layout.numBlocks(), options.tokenBudget(),
+                Integer.MAX_VALUE, false, false), new Host());
+        this.freeBlocks.set(layout.numBlocks());
         this.thread = new Thread(this::run, "kvledger-sim-engine-" + name);
     }
 
@@ -218,7 +189,8 @@ public final class SimulatedEngine implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        for (Req r : requests.values()) {
+        for (EngineModel.Request m : model.held()) {
+            Req r = (Req) m;
             if (!r.done.isDone()) {
                 r.done.completeExceptionally(new IllegalStateException("engine " + name + " stopped"));
             }
@@ -358,43 +330,18 @@ public final class SimulatedEngine implements AutoCloseable {
      * {@code get_finished} on every TP rank, aggregated: a request id is reported once every rank
      * reported it (each rank once), the load-error blocks of all ranks together.
      */
-    private Effect.FinishedReported poll() {
-        NodeEvent e = new NodeEvent.FinishedPolled(clock.getAsLong());
+    private Effect.FinishedReported poll(NodeEvent e) {
         long[] ids = workers == null ? null : sendQuietly(e);
         Effect.FinishedReported own = reply(port.call(e), Effect.FinishedReported.class);
         if (ids == null) {
             return own;
         }
-        List<TpWorkers.Polled> all = new ArrayList<>(TpWorkers.polled(awaitQuietly(ids)));
-        all.add(0, own == null ? new TpWorkers.Polled(List.of(), List.of(), List.of())
-                : new TpWorkers.Polled(orEmpty(own.doneSending()), orEmpty(own.doneRecving()), orEmpty(own.loadErrorBlocks())));
-        int ranks = all.size();
-        List<String> sending = new ArrayList<>();
-        List<String> recving = new ArrayList<>();
-        java.util.LinkedHashSet<Integer> errors = new java.util.LinkedHashSet<>();
-        for (TpWorkers.Polled p : all) {
-            count(p.doneSending(), sendRemaining, ranks, sending);
-            count(p.doneRecving(), recvRemaining, ranks, recving);
-            errors.addAll(p.loadErrorBlocks());
+        List<Effect.FinishedReported> all = new ArrayList<>();
+        all.add(own == null ? new Effect.FinishedReported(List.of(), List.of(), List.of()) : own);
+        for (TpWorkers.Polled p : TpWorkers.polled(awaitQuietly(ids))) {
+            all.add(new Effect.FinishedReported(p.doneSending(), p.doneRecving(), p.loadErrorBlocks()));
         }
-        return new Effect.FinishedReported(sending.isEmpty() ? null : sending, recving.isEmpty() ? null : recving,
-                List.copyOf(errors));
-    }
-
-    private static void count(List<String> ids, Map<String, Integer> remaining, int ranks, List<String> done) {
-        for (String id : ids) {
-            int left = remaining.getOrDefault(id, ranks) - 1;
-            if (left <= 0) {
-                remaining.remove(id);
-                done.add(id);
-            } else {
-                remaining.put(id, left);
-            }
-        }
-    }
-
-    private static <T> List<T> orEmpty(List<T> l) {
-        return l == null ? List.of() : l;
+        return aggregator.aggregate(all);
     }
 
     private void run() {
@@ -428,7 +375,7 @@ public final class SimulatedEngine implements AutoCloseable {
 
     /** Waits until there is something to step for; false when it should look again. */
     private boolean awaitWork() throws InterruptedException {
-        if (requests.isEmpty()) {
+        if (model.retained() == 0 && pending.isEmpty()) {
             Input in = inputs.poll(100, TimeUnit.MILLISECONDS);
             if (in == null) {
                 return false;
@@ -436,14 +383,7 @@ public final class SimulatedEngine implements AutoCloseable {
             accept(in);
             return true;
         }
-        boolean busy = false;
-        for (Req r : requests.values()) {
-            if (r.status == Status.RUNNING || r.status == Status.WAITING || r.recvDone && r.status == Status.WAITING_FOR_REMOTE_KVS) {
-                busy = true;
-                break;
-            }
-        }
-        long pause = busy ? options.stepPauseNs() : options.idleStepNs();
+        long pause = model.hasWork() ? options.stepPauseNs() : options.idleStepNs();
         Input in = inputs.poll(pause, TimeUnit.NANOSECONDS);
         if (in != null) {
             accept(in);
@@ -463,141 +403,137 @@ public final class SimulatedEngine implements AutoCloseable {
         inputs.drainTo(pending);
         for (Input in : pending) {
             switch (in) {
-                case Input.Add a -> admit(a.req());
-                case Input.Abort a -> abortNow(a.requestId());
+                case Input.Add a -> model.add(a.req());
+                case Input.Abort a -> model.abort(a.requestId());
             }
         }
         pending.clear();
-
-        // ---- scheduling
-        List<NodeEvent.CachedRequest> cached = new ArrayList<>();
-        List<Req> computedThisStep = new ArrayList<>();
-        List<Req> syncLoads = new ArrayList<>();
-        int budget = options.tokenBudget();
-        for (Req r : requests.values()) {
-            if (r.status != Status.RUNNING || budget <= 0) {
-                continue;
-            }
-            int tokens = r.computed < r.prompt ? Math.min(r.prompt - r.computed, budget) : 1;
-            int[] fresh = grow(r, r.computed + tokens);
-            if (fresh == null) {
-                continue; // no block: waits (no preemption)
-            }
-            if (fresh.length > 0) {
-                cached.add(new NodeEvent.CachedRequest(r.id, BlockGroups.single(fresh)));
-            }
-            budget -= tokens;
-            r.computed += tokens;
-            computedThisStep.add(r);
-        }
-        for (Req r : requests.values()) {
-            if (r.status == Status.WAITING_FOR_REMOTE_KVS && r.recvDone) {
-                // vLLM moves it back to the waiting queue with its external tokens computed.
-                r.status = Status.RUNNING;
-                r.computed = Math.max(r.computed, Math.min(r.external, r.prompt));
-            }
-        }
-        for (Req r : new ArrayList<>(requests.values())) {
-            if (r.status != Status.WAITING || budget <= 0) {
-                continue;
-            }
-            int promptBlocks = ceilDiv(r.prompt, blockTokens);
-            if (free.size() < promptBlocks) {
-                break; // FCFS: later requests wait too
-            }
-            Effect.MatchedTokens mt = reply(sched(new NodeEvent.MatchedTokensQueried(clock.getAsLong(), r.id, 0)),
-                    Effect.MatchedTokens.class);
-            int ext = mt == null ? 0 : Math.max(0, mt.count());
-            boolean async = mt != null && mt.loadAsync() && ext > 0;
-            if (async) {
-                int[] blocks = grow(r, r.prompt);
-                r.external = ext;
-                clear(blocks);
-                sched(new NodeEvent.BlocksAllocated(clock.getAsLong(), r.id, BlockGroups.single(blocks), ext));
-                r.status = Status.WAITING_FOR_REMOTE_KVS;
-                continue;
-            }
-            if (ext > 0) {
-                // A synchronous load (READ): the blocks for the whole prompt, the external tokens
-                // read during this step's forward, the rest computed after them.
-                int[] blocks = grow(r, r.prompt);
-                r.external = ext;
-                r.syncLoad = true;
-                clear(blocks);
-                sched(new NodeEvent.BlocksAllocated(clock.getAsLong(), r.id, BlockGroups.single(blocks), ext));
-                r.status = Status.RUNNING;
-                r.computed = Math.min(r.prompt, ext + Math.max(1, Math.min(r.prompt - ext, budget)));
-                budget -= r.computed - ext;
-                computedThisStep.add(r);
-                syncLoads.add(r);
-                continue;
-            }
-            int tokens = Math.min(r.prompt, budget);
-            int[] blocks = grow(r, tokens);
-            sched(new NodeEvent.BlocksAllocated(clock.getAsLong(), r.id, BlockGroups.single(blocks), 0));
-            r.status = Status.RUNNING;
-            r.computed = tokens;
-            budget -= tokens;
-            computedThisStep.add(r);
-        }
-        Effect.MetadataBuilt built = reply(sched(new NodeEvent.StepScheduled(clock.getAsLong(), step, cached)),
-                Effect.MetadataBuilt.class);
-
-        // ---- the forward
-        for (Req r : computedThisStep) {
-            if (r.prefillLeg && r.transferId != null && kv != null) {
-                KvPattern.fill(kv, layout, r.transferId, r.blockArray());
+        built = null;
+        syncLoads.clear();
+        model.beginStep(clock, step);
+        freeBlocks.set(model.blocksFree());
+        // the forward: a prefill computes (writes) its KV before the layers are saved
+        if (kv != null) {
+            for (EngineModel.Request m : model.scheduled()) {
+                Req r = (Req) m;
+                if (r.prefillLeg && r.transferId != null) {
+                    KvPattern.fill(kv, layout, r.transferId, r.blocks());
+                }
             }
         }
         startLoad(built);
         for (String layer : config.layerNames()) {
             forward(new NodeEvent.LayerSaved(clock.getAsLong(), layer), true);
         }
-        forward(new NodeEvent.SaveWaited(clock.getAsLong()), false);
+        model.finishStep(clock);
+        freeBlocks.set(model.blocksFree());
+    }
 
-        // ---- the output
-        Effect.FinishedReported fin = poll();
-        List<String> doneSending = fin == null ? null : fin.doneSending();
-        List<String> doneRecving = fin == null ? null : fin.doneRecving();
+    /** Where the model's hook calls go, and what the live driver does around them. */
+    private final class Host implements EngineModel.Host {
+
+        @Override
+        public List<Effect> call(NodeEvent e) {
+            return switch (e) {
+                case NodeEvent.MatchedTokensQueried q -> {
+                    List<Effect> effects = sched(q);
+                    Effect.MatchedTokens mt = reply(effects, Effect.MatchedTokens.class);
+                    lastMatchAsync = mt != null && mt.loadAsync();
+                    yield effects;
+                }
+                case NodeEvent.BlocksAllocated b -> {
+                    Req r = (Req) model.request(b.requestId());
+                    if (r != null && b.numExternalTokens() > 0) {
+                        // blocks a peer fills: zeroed first, so what arrives is checked, not what was there
+                        r.external = b.numExternalTokens();
+                        r.syncLoad = !lastMatchAsync;
+                        clear(r.blocks());
+                        if (r.syncLoad) {
+                            syncLoads.add(r);
+                        }
+                    }
+                    yield sched(b);
+                }
+                case NodeEvent.StepScheduled s -> {
+                    List<Effect> effects = sched(s);
+                    built = reply(effects, Effect.MetadataBuilt.class);
+                    yield effects;
+                }
+                case NodeEvent.SaveWaited w -> forward(w, false);
+                case NodeEvent.FinishedPolled p -> {
+                    Effect.FinishedReported fin = poll(p);
+                    received(fin);
+                    yield fin == null ? List.of() : List.of(fin);
+                }
+                case NodeEvent.ConnectorOutputReceived c -> schedLast(c);
+                default -> sched(e);
+            };
+        }
+
+        @Override
+        public void admitted(EngineModel.Request r) {
+            held.set(model.retained());
+        }
+
+        @Override
+        public void rejected(EngineModel.Request m) {
+            Req r = (Req) m;
+            r.done.completeExceptionally(new IllegalArgumentException("request " + r.id() + " is already running"));
+            failed.incrementAndGet();
+        }
+
+        @Override
+        public void released(EngineModel.Request r) {
+            held.set(model.retained());
+            freeBlocks.set(model.blocksFree());
+        }
+
+        @Override
+        public void finished(EngineModel.Request m, FinishStatus status, KvParams returned) {
+            Req r = (Req) m;
+            Map<String, Object> params = returned == null ? null : returned.asMap();
+            String error = status == FinishStatus.FINISHED_ABORTED ? "aborted" : null;
+            if (r.mismatch != null) {
+                error = "KV bytes differ from the prefill's after " + r.verified + " verified bytes: " + r.mismatch;
+            }
+            Completion c = new Completion(r.id(), status, r.promptTokens(), r.outputTokens(), params, r.verified,
+                    r.mismatch, r.loadFailed, error);
+            if (error == null) {
+                completed.incrementAndGet();
+            } else {
+                failed.incrementAndGet();
+            }
+            freeBlocks.set(model.blocksFree());
+            r.done.complete(c);
+        }
+    }
+
+    /**
+     * After {@code get_finished}: requests holding a block that failed to load are marked, then
+     * the KV that arrived is checked before anything finishes: synchronous loads once the barrier
+     * let the forward through (a failed read is a load error, not a mismatch), asynchronous ones
+     * when {@code finished_recving} names them.
+     */
+    private void received(Effect.FinishedReported fin) {
         if (fin != null && fin.loadErrorBlocks() != null && !fin.loadErrorBlocks().isEmpty()) {
             markLoadErrors(fin.loadErrorBlocks());
         }
-        // KV that arrived is checked before anything finishes: synchronous loads once the
-        // barrier let the forward through (a failed read is a load error, not a mismatch)...
         for (Req r : syncLoads) {
-            if (!r.recvDone && !r.loadFailed) {
-                r.recvDone = true;
+            if (!r.checked && !r.loadFailed) {
+                r.checked = true;
                 verify(r);
             }
         }
-        // ...and asynchronous ones when finished_recving names them.
-        if (doneRecving != null) {
-            for (String id : doneRecving) {
-                Req r = requests.get(id);
-                if (r != null && !r.recvDone && r.status == Status.WAITING_FOR_REMOTE_KVS) {
-                    r.recvDone = true;
+        if (fin != null && fin.doneRecving() != null) {
+            for (String id : fin.doneRecving()) {
+                Req r = (Req) model.request(id);
+                if (r != null && !r.checked && r.status() == EngineModel.Status.WAITING_FOR_REMOTE_KVS) {
+                    r.checked = true;
                     verify(r);
                 }
             }
         }
-        for (Req r : computedThisStep) {
-            if (r.computed >= r.prompt && r.status == Status.RUNNING) {
-                r.output++;
-                if (r.output >= r.maxTokens) {
-                    finish(r, FinishStatus.FINISHED_LENGTH_CAPPED);
-                }
-            }
-        }
-        Effect.FinishedSendingRewritten safe = reply(schedLast(new NodeEvent.ConnectorOutputReceived(
-                clock.getAsLong(), doneSending, doneRecving)), Effect.FinishedSendingRewritten.class);
-        if (safe != null) {
-            for (String id : safe.safe()) {
-                Req r = requests.get(id);
-                if (r != null && r.status == Status.HELD) {
-                    release(r);
-                }
-            }
-        }
+        freeBlocks.set(model.blocksFree());
     }
 
     /**
@@ -623,74 +559,6 @@ public final class SimulatedEngine implements AutoCloseable {
         }
     }
 
-    private void admit(Req r) {
-        if (requests.containsKey(r.id)) {
-            r.done.completeExceptionally(new IllegalArgumentException("request " + r.id + " is already running"));
-            failed.incrementAndGet();
-            return;
-        }
-        requests.put(r.id, r);
-        held.incrementAndGet();
-        sched(new NodeEvent.RequestAdmitted(clock.getAsLong(), r.id, r.prompt, r.prompt, r.params));
-    }
-
-    private void abortNow(String id) {
-        Req r = requests.get(id);
-        if (r == null || r.finished) {
-            return;
-        }
-        finish(r, FinishStatus.FINISHED_ABORTED);
-    }
-
-    private void finish(Req r, FinishStatus status) {
-        r.finished = true;
-        Effect.FinishDecision d = reply(sched(new NodeEvent.RequestFinished(clock.getAsLong(), r.id, status,
-                BlockGroups.single(r.blockArray()))), Effect.FinishDecision.class);
-        Map<String, Object> params = d == null || d.params() == null ? null : d.params().asMap();
-        String error = status == FinishStatus.FINISHED_ABORTED ? "aborted" : null;
-        if (r.mismatch != null) {
-            error = "KV bytes differ from the prefill's after " + r.verified + " verified bytes: " + r.mismatch;
-        }
-        Completion c = new Completion(r.id, status, r.prompt, r.output, params, r.verified, r.mismatch, r.loadFailed,
-                error);
-        if (d != null && d.delayFree()) {
-            r.status = Status.HELD;
-        } else {
-            release(r);
-        }
-        if (error == null) {
-            completed.incrementAndGet();
-        } else {
-            failed.incrementAndGet();
-        }
-        r.done.complete(c);
-    }
-
-    private void release(Req r) {
-        free.addAll(r.blocks);
-        r.blocks.clear();
-        if (requests.remove(r.id) != null) {
-            held.decrementAndGet();
-        }
-    }
-
-    /** Extends a request's blocks to cover {@code tokens}; the new ids, or null when the pool is short. */
-    private int[] grow(Req r, int tokens) {
-        int need = ceilDiv(tokens, blockTokens) - r.blocks.size();
-        if (need <= 0) {
-            return new int[0];
-        }
-        if (free.size() < need) {
-            return null;
-        }
-        int[] fresh = new int[need];
-        for (int i = 0; i < need; i++) {
-            fresh[i] = free.poll();
-            r.blocks.add(fresh[i]);
-        }
-        return fresh;
-    }
-
     private void clear(int[] blocks) {
         if (kv != null && blocks != null && blocks.length > 0) {
             KvPattern.clear(kv, layout, blocks);
@@ -701,8 +569,8 @@ public final class SimulatedEngine implements AutoCloseable {
         if (kv == null || r.transferId == null || r.loadFailed) {
             return;
         }
-        int positions = ceilDiv(Math.min(r.external, r.prompt), blockTokens);
-        KvPattern.Check check = KvPattern.verify(kv, layout, r.transferId, r.blockArray(), positions);
+        int positions = ceilDiv(Math.min(r.external, r.promptTokens()), blockTokens);
+        KvPattern.Check check = KvPattern.verify(kv, layout, r.transferId, r.blocks(), positions);
         r.verified = check.bytesOk();
         verifiedBytes.addAndGet(check.bytesOk());
         if (!check.passed()) {
@@ -712,8 +580,9 @@ public final class SimulatedEngine implements AutoCloseable {
     }
 
     private void markLoadErrors(List<Integer> errorBlocks) {
-        for (Req r : requests.values()) {
-            for (int b : r.blocks) {
+        for (EngineModel.Request m : model.held()) {
+            Req r = (Req) m;
+            for (int b : r.blocks()) {
                 if (errorBlocks.contains(b)) {
                     r.loadFailed = true;
                     break;
@@ -770,6 +639,6 @@ public final class SimulatedEngine implements AutoCloseable {
 
     /** Free blocks in the pool (read racily; for metrics). */
     public int freeBlocks() {
-        return free.size();
+        return freeBlocks.get();
     }
 }

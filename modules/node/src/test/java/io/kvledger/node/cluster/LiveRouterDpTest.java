@@ -13,7 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 
 /** The router over DP ranks: one leg per rank, flat interleaved, the prefill's rank handed to the decode. */
-class ToyRouterDpTest {
+class LiveRouterDpTest {
 
     /** A leg that records what it was sent and answers at once. */
     record Recording(String name, ZmqAddress zmqAddress, int dpSize, int tpSize, int dpRank, List<String> log)
@@ -35,7 +35,7 @@ class ToyRouterDpTest {
         List<Leg> prefills = List.of(new Recording("P0-dp0", p, 2, 1, 0, log), new Recording("P1-dp0", p, 2, 1, 0, log),
                 new Recording("P0-dp1", p, 2, 1, 1, log), new Recording("P1-dp1", p, 2, 1, 1, log));
         List<Leg> decodes = List.of(new Recording("D0-dp0", d, 2, 1, 0, log), new Recording("D0-dp1", d, 2, 1, 1, log));
-        ToyRouter router = new ToyRouter(prefills, decodes, TransferMode.WRITE, 1);
+        LiveRouter router = new LiveRouter(prefills, decodes, TransferMode.WRITE, 1);
         for (int i = 0; i < 4; i++) {
             assertThat(router.send(64, 2).join().ok()).isTrue();
         }
@@ -51,7 +51,7 @@ class ToyRouterDpTest {
     void withOneDpRankNoRankIsPinned() {
         List<String> log = new ArrayList<>();
         ZmqAddress a = new ZmqAddress("127.0.0.1", 21000, 22000);
-        ToyRouter router = new ToyRouter(List.of(new Recording("P0", a, 1, 1, 0, log)),
+        LiveRouter router = new LiveRouter(List.of(new Recording("P0", a, 1, 1, 0, log)),
                 List.of(new Recording("D0", a, 1, 1, 0, log)), TransferMode.WRITE, 1);
         router.send(64, 2).join();
         assertThat(log).containsExactly("P0 null 1", "D0 null 1");

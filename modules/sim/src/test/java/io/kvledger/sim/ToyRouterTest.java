@@ -13,7 +13,7 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 /** The ids and kv_transfer_params the simulated proxy gives each leg (protocol 2.3, 4.2). */
-class ToyProxyTest {
+class ToyRouterTest {
 
     private static final long SEED = 7;
 
@@ -91,10 +91,10 @@ class ToyProxyTest {
     void uuid4_has_version_and_variant_bits() {
         SplittableRandom rng = new SplittableRandom(SEED);
         for (int i = 0; i < 100; i++) {
-            var u = ToyProxy.uuid4(rng);
+            var u = ToyRouter.uuid4(rng);
             assertThat(u.version()).isEqualTo(4);
             assertThat(u.variant()).isEqualTo(2);
-            assertThat(ToyProxy.hex8(rng)).matches("[0-9a-f]{8}");
+            assertThat(ToyRouter.hex8(rng)).matches("[0-9a-f]{8}");
         }
     }
 }
