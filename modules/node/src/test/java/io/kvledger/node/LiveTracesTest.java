@@ -145,8 +145,10 @@ class LiveTracesTest {
         try (OtlpReceiver receiver = OtlpReceiver.start()) {
             NodeService d = NodeService.start(TestNodes.options("D0",
                     TestNodes.config(Role.CONSUMER, TransferMode.WRITE, base, base + 1), dir.resolve("D0")));
+            // stuck after 3 s: the leg must reach WAITING_FOR_REMOTE_KVS first (under a load of 23 a
+            // leg stayed ADMITTED for 0.6 s, and a 0.2 s bound then named it stuck there)
             LiveTraces traces = LiveTraces.attach(d, sender(receiver), new LiveTraces.Options(
-                    new Bounds(200_000_000L), Duration.ofMillis(100), Duration.ofMillis(100), 1 << 16, 1024));
+                    new Bounds(3_000_000_000L), Duration.ofMillis(100), Duration.ofMillis(100), 1 << 16, 1024));
             try {
                 ZmqAddress nobody = new ZmqAddress("127.0.0.1", dead, dead + 1);
                 String xrid = RequestIds.proxyRequestId(nobody, new LocalLeg(d).zmqAddress(),
