@@ -107,6 +107,7 @@ public final class PyValues {
             case CharSequence cs -> p.str(cs.toString());
             case byte[] bytes -> p.bin(bytes);
             case OpaqueBytes o -> p.bin(o.raw());
+            case PyValue pv -> packValue(p, pv, depth, maxDepth, strKeys);
             case KvParams params -> pack(p, params.asMap(), depth, maxDepth, strKeys);
             case BlockGroups g -> {
                 p.arrayHeader(g.size());
@@ -147,6 +148,35 @@ public final class PyValues {
         }
     }
 
+    /** A {@link PyValue}: every case, no default, so a new kind of value breaks the build here. */
+    private static void packValue(MsgOut p, PyValue v, int depth, int maxDepth, boolean strKeys) throws IOException {
+        switch (v) {
+            case PyValue.Nil n -> p.nil();
+            case PyValue.Bool b -> p.bool(b.value());
+            case PyValue.Int i -> p.int64(i.value());
+            case PyValue.BigInt b -> p.bigInt(b.value());
+            case PyValue.Float f -> p.float64(f.value());
+            case PyValue.Str s -> p.str(s.value());
+            case PyValue.Bytes b -> p.bin(b.raw());
+            case PyValue.List l -> {
+                p.arrayHeader(l.items().size());
+                for (PyValue o : l.items()) {
+                    pack(p, o, depth + 1, maxDepth, strKeys);
+                }
+            }
+            case PyValue.Map m -> {
+                p.mapHeader(m.entries().size());
+                for (Map.Entry<PyValue, PyValue> e : m.entries().entrySet()) {
+                    if (strKeys && !(e.getKey() instanceof PyValue.Str)) {
+                        throw new IllegalArgumentException("map key " + e.getKey() + " is not a str");
+                    }
+                    pack(p, e.getKey(), depth + 1, maxDepth, strKeys);
+                    pack(p, e.getValue(), depth + 1, maxDepth, strKeys);
+                }
+            }
+        }
+    }
+
     /**
      * Why {@link #pack} would refuse {@code v}, or {@code null} if it packs: the same rules
      * (Python value types, nesting up to {@value #MAX_DEPTH}, integers that fit msgpack's 64 bits),
@@ -176,6 +206,7 @@ public final class PyValues {
             case CharSequence cs -> null;
             case byte[] bytes -> null;
             case OpaqueBytes o -> null;
+            case PyValue pv -> pv instanceof PyValue.List || pv instanceof PyValue.Map ? refusal(pv.toObject(), depth) : null;
             case KvParams params -> refusal(params.asMap(), depth);
             case BlockGroups g -> null;
             case int[] ints -> null;
