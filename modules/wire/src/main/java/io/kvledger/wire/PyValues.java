@@ -27,8 +27,8 @@ import org.msgpack.core.MessageUnpacker;
  * float64, str ({@link String}, any {@link CharSequence}) is str, bytes ({@code byte[]},
  * {@link OpaqueBytes}) is bin, a list ({@link Collection}, {@code Object[]}, {@code int[]},
  * {@link BlockGroups}) is an array, a dict ({@link Map}, {@link KvParams}) is a map in iteration
- * order. Nesting deeper than {@value #MAX_DEPTH} is refused ({@value #PY_PACK_DEPTH}, Python's own
- * limit, for a peer; no value of the protocol comes near either). What cannot be packed throws an {@link IllegalArgumentException}
+ * order. Nesting deeper than {@value #MAX_DEPTH} is refused by {@link #pack} (the journal;
+ * no value of the protocol comes near it). What cannot be packed throws an {@link IllegalArgumentException}
  * naming why (a {@link WireEncodingException} for a string the strict {@link MsgpackWriter} refuses).
  * Map keys: {@link #pack} packs any key as {@code packb} does (the journal keeps what it was given);
  * {@link #packStrKeys} refuses every key that is not a str, since a peer's {@code unpackb}
@@ -50,8 +50,6 @@ public final class PyValues {
     /** Deeper nesting is refused by {@link #pack} and {@link #unpack} (hostile or corrupt payloads). */
     public static final int MAX_DEPTH = 128;
 
-    /** Python's {@code packb} nests values at most this deep ({@code DEFAULT_RECURSE_LIMIT}): {@link #packStrKeys}' limit. */
-    public static final int PY_PACK_DEPTH = 511;
 
     private static final BigInteger UINT64_LIMIT = BigInteger.ONE.shiftLeft(64);
     private static final BigInteger INT64_MIN = BigInteger.valueOf(Long.MIN_VALUE);
@@ -70,10 +68,11 @@ public final class PyValues {
 
     /**
      * Writes {@code v} as msgpack into {@code out} for a Python peer: map keys that are not str are
-     * refused, and values are nested up to Python's own limit, {@value #PY_PACK_DEPTH}.
+     * refused. No depth limit: the wire's tests build frames nested deeper than Python's
+     * {@code packb} would (511) to see what a listener does with them.
      */
     public static void packStrKeys(MsgOut out, Object v) throws IOException {
-        pack(out, v, 0, PY_PACK_DEPTH, true);
+        pack(out, v, 0, Integer.MAX_VALUE, true);
     }
 
     private static void pack(MsgOut p, Object v, int depth, int maxDepth, boolean strKeys) throws IOException {
