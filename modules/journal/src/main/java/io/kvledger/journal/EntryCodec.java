@@ -4,7 +4,8 @@ import io.kvledger.journal.format.EntryKind;
 import io.kvledger.journal.format.EntryType;
 import io.kvledger.journal.format.FastPayloadReader;
 import io.kvledger.journal.format.PayloadException;
-import io.kvledger.journal.format.PyValues;
+import io.kvledger.journal.format.PyJson;
+import io.kvledger.wire.PyValues;
 import java.io.IOException;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -265,7 +266,7 @@ final class EntryCodec {
                 unpacker.reset(input);
                 switch (kind) {
                     case HEADER -> {
-                        Object m = PyValues.unpack(unpacker);
+                        Object m = PyJson.unpack(unpacker);
                         if (!(m instanceof Map<?, ?> map)) {
                             throw new PayloadException("header payload is not a map");
                         }

@@ -5,10 +5,11 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
-import io.kvledger.journal.format.PyValues;
 import java.io.IOException;
 import java.util.List;
-import io.kvledger.journal.format.MsgOut;
+import io.kvledger.wire.MsgOut;
+import io.kvledger.wire.MsgpackWriter;
+import io.kvledger.wire.PyValues;
 import org.msgpack.core.MessagePacker;
 
 /**
@@ -349,7 +350,7 @@ public final class FastPayloads {
             p.nil();
             return;
         }
-        if (p instanceof FastPacker f) {
+        if (p instanceof MsgpackWriter f) {
             f.ints(ids, 0, ids.length);
             return;
         }

@@ -1,5 +1,6 @@
 package io.kvledger.journal;
 
+import io.kvledger.wire.GrowableBytes;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
@@ -10,29 +11,16 @@ import java.nio.ByteOrder;
  * zeros to the next multiple of 4. {@link JournalWriter} fills it between {@code beginGroup} and
  * {@code endGroup} and copies it into one Chronicle excerpt. Reused: it allocates only to grow.
  */
-final class GroupBuffer {
+final class GroupBuffer extends GrowableBytes {
 
     private static final VarHandle I32 = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
 
-    byte[] bytes = new byte[64 * 1024];
-    int length;
+    GroupBuffer() {
+        super(64 * 1024);
+    }
 
     void reset() {
         length = JournalFormat.ENVELOPE_V2;
-    }
-
-    void ensure(int more) {
-        if (length + more > bytes.length) {
-            byte[] b = new byte[Math.max(length + more, bytes.length * 2)];
-            System.arraycopy(bytes, 0, b, 0, length);
-            bytes = b;
-        }
-    }
-
-    void put(byte[] src, int off, int len) {
-        ensure(len);
-        System.arraycopy(src, off, bytes, length, len);
-        length += len;
     }
 
     int intAt(int at) {

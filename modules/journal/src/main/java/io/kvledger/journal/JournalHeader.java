@@ -8,7 +8,7 @@ import io.kvledger.core.config.Role;
 import io.kvledger.core.config.Switch;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.config.UpstreamVersions;
-import io.kvledger.journal.format.PyValues;
+import io.kvledger.journal.format.PyJson;
 import io.kvledger.journal.json.Json;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -165,8 +165,8 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         m.put("kv_role", proxy ? PROXY_ROLE : kvRole(c.role()));
         m.put("transfer_mode", c.mode().name());
         m.put("host_ip", c.hostIp());
-        m.put("handshake_port", PyValues.toJson(c.handshakePort()));
-        m.put("notify_port", PyValues.toJson(c.notifyPort()));
+        m.put("handshake_port", PyJson.toJson(c.handshakePort()));
+        m.put("notify_port", PyJson.toJson(c.notifyPort()));
         m.put("dp_rank", (long) c.dpRank());
         m.put("dp_size", (long) c.dpSize());
         m.put("dp_size_local", (long) c.dpSizeLocal());
@@ -263,8 +263,8 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         NodeConfig defaults = NodeConfig.builder(role, mode).build();
         NodeConfig.Builder b = NodeConfig.builder(role, mode);
         b.hostIp(r.has("host_ip") ? r.str("host_ip") : defaults.hostIp());
-        b.handshakePort(r.has("handshake_port") ? PyValues.fromJson(m.get("handshake_port")) : null);
-        b.notifyPort(r.has("notify_port") ? PyValues.fromJson(m.get("notify_port")) : null);
+        b.handshakePort(r.has("handshake_port") ? PyJson.fromJson(m.get("handshake_port")) : null);
+        b.notifyPort(r.has("notify_port") ? PyJson.fromJson(m.get("notify_port")) : null);
         b.dp(r.i32("dp_rank", defaults.dpRank()), r.i32("dp_size", defaults.dpSize()),
                 r.i32("dp_size_local", defaults.dpSizeLocal()));
         b.tp(r.i32("tp_rank", defaults.tpRank()), r.i32("tp_size", defaults.tpSize()));
@@ -355,7 +355,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
         for (Object o : r.list("switches")) {
             Switch s = o instanceof String key ? Switch.byKey(key) : null;
             if (s == null) {
-                r.complain("unknown switch " + Json.write(PyValues.toJson(o)) + " ignored");
+                r.complain("unknown switch " + Json.write(PyJson.toJson(o)) + " ignored");
             } else {
                 on.add(s);
             }
@@ -425,7 +425,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
             if (v instanceof String s) {
                 return s;
             }
-            throw new IllegalArgumentException(k + " must be a string, found " + Json.write(PyValues.toJson(v)));
+            throw new IllegalArgumentException(k + " must be a string, found " + Json.write(PyJson.toJson(v)));
         }
 
         String strOrNull(String k) {
@@ -440,7 +440,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
             if (v instanceof Long || v instanceof Integer) {
                 return ((Number) v).longValue();
             }
-            throw new IllegalArgumentException(k + " must be an integer, found " + Json.write(PyValues.toJson(v)));
+            throw new IllegalArgumentException(k + " must be an integer, found " + Json.write(PyJson.toJson(v)));
         }
 
         int i32(String k, int fallback) {

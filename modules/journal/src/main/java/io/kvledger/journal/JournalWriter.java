@@ -4,6 +4,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.format.EntryKind;
 import io.kvledger.journal.format.EntryType;
+import io.kvledger.wire.MsgpackWriter;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -63,7 +64,7 @@ public final class JournalWriter implements AutoCloseable {
     private boolean inGroup;
     private final GroupBuffer groupBuffer = new GroupBuffer();
     /** Encodes the frequent entry types straight into {@link #groupBuffer}. */
-    private final FastPacker fast = new FastPacker(groupBuffer);
+    private final MsgpackWriter fast = new MsgpackWriter(groupBuffer, false);
     private final CRC32C crc = new CRC32C();
     private int groupMembers;
     private long groupFirstSeq;
@@ -83,7 +84,11 @@ public final class JournalWriter implements AutoCloseable {
      */
     public static String refusal(NodeEvent event) {
         return event instanceof NodeEvent.RequestAdmitted a && a.params() != null
-                ? io.kvledger.journal.format.PyValues.refusal(a.params()) : null;
+                ? refusal(io.kvledger.wire.PyValues.refusal(a.params())) : null;
+    }
+
+    private static String refusal(String why) {
+        return why == null ? null : "cannot journal RequestAdmitted.kv_transfer_params: " + why;
     }
 
     private static EntryType typeOf(NodeEvent e) {

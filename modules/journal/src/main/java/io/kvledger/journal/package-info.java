@@ -21,7 +21,9 @@
  * journals merge by event time.
  *
  * <p>Depends on {@code io.kvledger.core}, {@code io.kvledger.journal.format},
- * {@code io.kvledger.journal.json}, Chronicle Queue and msgpack-core. Nothing here depends on the
- * wire module or the simulator ({@code io.kvledger.cli.sim} adapts the simulator to it).
+ * {@code io.kvledger.journal.json}, Chronicle Queue, msgpack-core and the wire module's Python-value codec
+ * ({@code io.kvledger.wire.PyValues}) and in-place writer ({@code MsgpackWriter}, which the
+ * group buffer is written with); nothing here depends on the simulator
+ * ({@code io.kvledger.cli.sim} adapts the simulator to it).
  */
 package io.kvledger.journal;

@@ -63,15 +63,15 @@ class FastPayloadsTest {
             own.reset();
             int from = own.length;
             assertThat(FastPayloads.write(ownPacker, r)).isTrue();
-            assertThat(HexFormat.of().formatHex(own.bytes, from, own.length)).as("%s, FastPacker round %d", r, round)
+            assertThat(HexFormat.of().formatHex(own.bytes, from, own.length)).as("%s, MsgpackWriter round %d", r, round)
                     .isEqualTo(expected);
         }
     }
 
     private final GroupBuffer own = new GroupBuffer();
-    private final FastPacker ownPacker = new FastPacker(own);
+    private final io.kvledger.wire.MsgpackWriter ownPacker = new io.kvledger.wire.MsgpackWriter(own, false);
 
-    /** Python values at every boundary of msgpack's forms: FastPacker writes what msgpack-java writes. */
+    /** Python values at every boundary of msgpack's forms: MsgpackWriter writes what msgpack-java writes. */
     @Test
     void theWritersOwnPackerWritesWhatMsgpackJavaWritesForEveryForm() throws Exception {
         List<Object> values = new ArrayList<>();
@@ -104,12 +104,12 @@ class FastPayloadsTest {
         }
         for (Object v : values) {
             MessageBufferPacker generic = MessagePack.newDefaultBufferPacker();
-            io.kvledger.journal.format.PyValues.pack(generic, v);
+            io.kvledger.wire.PyValues.pack(generic, v);
             generic.flush();
             for (int round = 0; round < 2; round++) {
                 own.reset();
                 int from = own.length;
-                io.kvledger.journal.format.PyValues.pack(ownPacker, v);
+                io.kvledger.wire.PyValues.pack(ownPacker, v);
                 assertThat(java.util.Arrays.copyOfRange(own.bytes, from, own.length)).as("%s", String.valueOf(v).length() > 80
                         ? v.getClass().getSimpleName() : v).isEqualTo(generic.toByteArray());
             }

@@ -305,7 +305,7 @@ class JournalTest {
         m.put("switches", switches);
         byte[] payload;
         try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
-            io.kvledger.journal.format.PyValues.pack(p, m);
+            io.kvledger.wire.PyValues.pack(p, m);
             payload = p.toByteArray();
         }
         appendRaw(dir, rawEntry(1, EntryKind.HEADER, 0, 0, 0, payload));

@@ -21,13 +21,22 @@
  *   <li>{@link io.kvledger.wire.PyMsgpack}: whole frames as generic Python values, strict and
  *       bounded, for dict-shaped protocols; the engine bridge protocol built on it lives in
  *       {@code io.kvledger.wire.bridge}.</li>
+ *   <li>The one Python-value codec, {@link io.kvledger.wire.PyValues}, which the journal uses
+ *       too (params, transfer ids, its header): how Python values pack, and how the journal reads
+ *       its own bytes back; {@link io.kvledger.wire.MsgpackWriter} writes msgpack in place into a
+ *       {@link io.kvledger.wire.GrowableBytes} (the wire's encoders' buffer, the journal writer's
+ *       group buffer), behind the {@link io.kvledger.wire.MsgOut} interface that msgpack-java's
+ *       packer also fits. {@link io.kvledger.wire.PyValue} is the sealed form of a Python value
+ *       the codec packs and {@link io.kvledger.wire.PyMsgpack#decodeValue} reads; most callers
+ *       still hand it plain Java values (the core's params and transfer ids are {@code Object}).</li>
  * </ul>
  *
  * <h2>Contracts</h2>
  * <ul>
  *   <li><b>Encoding</b> packs keys in the order Python builds its dicts and uses the same
  *       (smallest) msgpack formats Python does, so the bytes equal Python's for the same key
- *       order. Keys and strings are always msgpack {@code str}, never {@code bin}.</li>
+ *       order. Keys and strings are always msgpack {@code str}, never {@code bin}, in what goes
+ *       to a peer (the journal keeps any key it is given).</li>
  *   <li><b>Decoding never throws</b> and never allocates by a frame's claims: every header's
  *       claimed count or length is checked against the bytes actually left before anything is
  *       sized by it, and frames over {@link io.kvledger.wire.WireLimits#maxFrameBytes()} are

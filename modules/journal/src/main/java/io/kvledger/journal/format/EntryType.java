@@ -650,7 +650,7 @@ public enum EntryType {
             java.util.LinkedHashMap<String, Object> m = new java.util.LinkedHashMap<>(fields);
             Object ids = m.remove("prompt_token_ids");
             if (ids != null && !(ids instanceof List<?>)) {
-                throw new PayloadException("prompt_token_ids: expected a list or null, found " + PyValues.describe(ids));
+                throw new PayloadException("prompt_token_ids: expected a list or null, found " + io.kvledger.wire.PyValues.describe(ids));
             }
             m.put("prompt_token_ids_len", ids == null ? null : (long) ((List<?>) ids).size());
             return s.fromJson(m, atNs, ignored);

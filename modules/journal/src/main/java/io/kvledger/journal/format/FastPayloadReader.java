@@ -15,7 +15,7 @@ import java.util.LinkedHashMap;
  *
  * <p>It gives the same records as {@link EntryType#read} on every payload it accepts, field by
  * field through the same {@link Schema} builders; it accepts only what it reads plainly (the
- * expected msgpack types, no extra trailing fields; Python values as {@link PyValues#unpack}
+ * expected msgpack types, no extra trailing fields; Python values as {@link io.kvledger.wire.PyValues#unpack}
  * gives them, params maps only with distinct string keys) and refuses everything else with {@link #read}
  * returning {@code null}, so that the caller decodes that payload with {@link EntryType#read},
  * which produces the record or the exact error as before.
@@ -339,7 +339,7 @@ public final class FastPayloadReader {
     }
 
     /**
-     * One Python value, as {@link PyValues#unpack} gives it: {@code null}, {@link Boolean},
+     * One Python value, as {@link io.kvledger.wire.PyValues#unpack} gives it: {@code null}, {@link Boolean},
      * {@link Long}, {@link Double}, {@link String}, {@code byte[]}, {@link ArrayList},
      * {@link LinkedHashMap}; anything else (an integer above {@link Long#MAX_VALUE}, a float32, an
      * extension type, nesting deeper than {@link PyValues#MAX_DEPTH}) leaves the fast path.
@@ -349,7 +349,7 @@ public final class FastPayloadReader {
     }
 
     private Object readPy(int depth) {
-        if (depth > PyValues.MAX_DEPTH || pos >= end) {
+        if (depth > io.kvledger.wire.PyValues.MAX_DEPTH || pos >= end) {
             throw FALLBACK;
         }
         int c = b[pos] & 0xff;

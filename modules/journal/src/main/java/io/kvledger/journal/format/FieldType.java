@@ -5,6 +5,8 @@ import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.journal.json.Json;
+import io.kvledger.wire.MsgOut;
+import io.kvledger.wire.PyValues;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -197,10 +199,10 @@ abstract class FieldType<T> {
     /** Any Python value (a transfer id as the params carry it, a configured port). */
     public static final FieldType<Object> PY = new FieldType<>("any") {
         @Override void write(MessagePacker p, Object v) throws IOException { PyValues.pack(p, v); }
-        @Override Object read(MessageUnpacker u) throws IOException { return PyValues.unpack(u); }
+        @Override Object read(MessageUnpacker u) throws IOException { return PyJson.unpack(u); }
         @Override Object readFast(FastPayloadReader in) { return in.readPy(); }
-        @Override Object toJson(Object v) { return PyValues.toJson(v); }
-        @Override Object fromJson(Object j) { return PyValues.fromJson(j); }
+        @Override Object toJson(Object v) { return PyJson.toJson(v); }
+        @Override Object fromJson(Object j) { return PyJson.fromJson(j); }
         @Override String render(Object v) { return Render.py(v); }
     };
 
@@ -209,15 +211,15 @@ abstract class FieldType<T> {
         @Override void write(MessagePacker p, KvParams v) throws IOException { PyValues.pack(p, v); }
         @Override KvParams read(MessageUnpacker u) throws IOException {
             expect(u, ValueType.MAP);
-            return PyValues.unpackParams(u);
+            return PyJson.unpackParams(u);
         }
         @Override KvParams readFast(FastPayloadReader in) { return in.readParams(); }
-        @Override Object toJson(KvParams v) { return PyValues.toJson(v); }
+        @Override Object toJson(KvParams v) { return PyJson.toJson(v); }
         @Override KvParams fromJson(Object j) {
             if (!(j instanceof Map<?, ?>)) {
                 throw new PayloadException("expected an object, found " + PyValues.describe(j));
             }
-            return PyValues.paramsOf(PyValues.fromJson(j));
+            return PyJson.paramsOf(PyJson.fromJson(j));
         }
         @Override String render(KvParams v) { return Render.py(v); }
     };
@@ -264,7 +266,7 @@ abstract class FieldType<T> {
 
     /** Block ids as an {@code int[]}. */
     public static final FieldType<int[]> INT_ARRAY = new FieldType<>("[int]") {
-        @Override void write(MessagePacker p, int[] v) throws IOException { PyValues.packInts(p, v); }
+        @Override void write(MessagePacker p, int[] v) throws IOException { PyValues.packInts(MsgOut.of(p), v); }
         @Override int[] read(MessageUnpacker u) throws IOException { return readInts(u); }
         @Override int[] readFast(FastPayloadReader in) { return in.readInts(); }
         @Override Object toJson(int[] v) { return BlockGroups.flatValue(v); }

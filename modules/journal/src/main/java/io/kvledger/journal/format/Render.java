@@ -22,7 +22,7 @@ public final class Render {
             return "None";
         }
         try {
-            return Json.write(PyValues.toJson(v));
+            return Json.write(PyJson.toJson(v));
         } catch (RuntimeException e) {
             return String.valueOf(v);
         }

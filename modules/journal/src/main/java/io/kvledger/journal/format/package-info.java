@@ -10,7 +10,12 @@
  * schemas and builders without msgpack-core's unpacker (for long passes: replay, hangs) and leaves
  * everything else to the generic reader.
  *
- * <p>Depends on {@code io.kvledger.core} (event, effect, model), msgpack-core and
- * {@code io.kvledger.journal.json}; nothing here knows about Chronicle Queue or files.
+ * <p>Python values (params, transfer ids) are packed and read by the wire module's one codec,
+ * {@code io.kvledger.wire.PyValues}; {@link io.kvledger.journal.format.PyJson} gives their JSON
+ * form and reports what the codec refuses to read as a damaged payload.
+ *
+ * <p>Depends on {@code io.kvledger.core} (event, effect, model), {@code io.kvledger.wire} (the
+ * Python-value codec), msgpack-core and {@code io.kvledger.journal.json}; nothing here knows about
+ * Chronicle Queue or files.
  */
 package io.kvledger.journal.format;

@@ -1,11 +1,10 @@
-package io.kvledger.journal.format;
+package io.kvledger.wire;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
 import io.kvledger.core.model.BlockGroups;
-import io.kvledger.journal.json.Json;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -84,27 +83,6 @@ class PyValuesTest {
                 .hasMessageContaining("java.lang.Object");
     }
 
-    @Test
-    void json_tags_carry_what_json_cannot_hold() {
-        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-        m.put("nan", Double.NaN);
-        m.put("inf", Double.NEGATIVE_INFINITY);
-        m.put("bytes", new byte[] {1, 2});
-        m.put("huge", new BigInteger("18446744073709551615"));
-        String text = Json.write(PyValues.toJson(m));
-        assertThat(text).isEqualTo("{\"nan\":{\"$float\":\"nan\"},\"inf\":{\"$float\":\"-inf\"},"
-                + "\"bytes\":{\"$bytes\":\"AQI=\"},\"huge\":{\"$int\":\"18446744073709551615\"}}");
-        Map<?, ?> back = (Map<?, ?>) PyValues.fromJson(Json.parse(text));
-        assertThat((Double) back.get("nan")).isNaN();
-        assertThat(back.get("inf")).isEqualTo(Double.NEGATIVE_INFINITY);
-        assertThat(back.get("bytes")).isEqualTo(new byte[] {1, 2});
-        assertThat(back.get("huge")).isEqualTo(new BigInteger("18446744073709551615"));
-        assertThatThrownBy(() -> PyValues.fromJson(Json.parse("{\"$float\":\"x\"}")))
-                .isInstanceOf(PayloadException.class).hasMessageContaining("$float must be");
-        assertThatThrownBy(() -> PyValues.fromJson(Json.parse("{\"$what\":\"x\"}")))
-                .isInstanceOf(PayloadException.class).hasMessageContaining("unknown tag $what");
-    }
-
     /** The bytes Python's msgpack writes for the same dict are the bytes this codec writes. */
     @Test
     void msgpack_bytes_match_python_msgpack_packb() throws Exception {
@@ -159,6 +137,77 @@ class PyValuesTest {
             }
         }
         assertThat(refused).as("the refused samples").isEqualTo(7);
+    }
+
+    @Test
+    void unpack_refuses_ext_types_and_nesting_deeper_than_the_limit() throws Exception {
+        assertThatThrownBy(() -> unpack(HexFormat.of().parseHex("d40102"))).isInstanceOf(PyValueException.class)
+                .hasMessageContaining("extension");
+        byte[] deep = new byte[PyValues.MAX_DEPTH + 2];
+        java.util.Arrays.fill(deep, (byte) 0x91);
+        deep[deep.length - 1] = (byte) 0xc0;
+        assertThatThrownBy(() -> unpack(deep)).isInstanceOf(PyValueException.class).hasMessageContaining("nested deeper");
+        byte[] limit = java.util.Arrays.copyOfRange(deep, 1, deep.length);
+        assertThat(unpack(limit)).as("nesting up to the limit is read").isInstanceOf(List.class);
+    }
+
+    @Test
+    void map_keys_of_any_type_pack_but_not_for_a_peer() throws Exception {
+        Map<Object, Object> m = new LinkedHashMap<>();
+        m.put(1L, "one");
+        assertThat(HexFormat.of().formatHex(pack(m))).isEqualTo("8101a36f6e65");
+        assertThat(unpack(pack(m))).isEqualTo(m);
+        GrowableBytes out = new GrowableBytes(16);
+        assertThatThrownBy(() -> PyValues.packStrKeys(new MsgpackWriter(out, true), m))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a str");
+    }
+
+    /** The journal refuses values nested deeper than its reader takes; for a peer, the caller decides. */
+    @Test
+    void the_journal_refuses_values_nested_deeper_than_it_reads_a_peer_packer_does_not() throws Exception {
+        Object nested = List.of();
+        for (int i = 0; i < 600; i++) {
+            nested = List.of(nested);
+        }
+        Object v = nested; // 601 lists
+        GrowableBytes out = new GrowableBytes(16);
+        PyValues.packStrKeys(new MsgpackWriter(out, true), v);
+        assertThat(out.length).isEqualTo(601);
+        assertThatThrownBy(() -> pack(v)).as("the journal's limit").isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("nested deeper than " + PyValues.MAX_DEPTH);
+    }
+
+    /** The in-place writer writes what msgpack-java writes, strict or not, and a strict one refuses a lone surrogate. */
+    @Test
+    void the_in_place_writer_writes_what_msgpack_java_writes() throws Exception {
+        List<Object> values = new ArrayList<>(List.of(sample(), 0L, -1L, 127L, 128L, 65535L, 65536L, Long.MIN_VALUE,
+                Long.MAX_VALUE, BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE), 1.5f, -0.0,
+                OpaqueBytes.of(new byte[] {9}), "é€😀 non-ASCII, long enough to be cached by the writer",
+                "x".repeat(31), "x".repeat(32), "x".repeat(256), "x".repeat(65536), new byte[300],
+                java.util.Collections.nCopies(16, 1), new int[] {1, 300, 70000, -1}));
+        for (boolean strict : new boolean[] {false, true}) {
+            GrowableBytes buf = new GrowableBytes(1);
+            MsgpackWriter w = new MsgpackWriter(buf, strict);
+            for (Object v : values) {
+                for (int round = 0; round < 2; round++) {
+                    buf.length = 0;
+                    PyValues.pack(w, v);
+                    assertThat(java.util.Arrays.copyOf(buf.bytes, buf.length)).as("%s strict=%s", v, strict)
+                            .isEqualTo(pack(v instanceof OpaqueBytes o ? o.raw() : v));
+                }
+            }
+        }
+        String lone = "unpaired \ud800 surrogate, long enough to be cached";
+        GrowableBytes buf = new GrowableBytes(1);
+        PyValues.pack(new MsgpackWriter(buf, false), lone);
+        assertThat(java.util.Arrays.copyOf(buf.bytes, buf.length)).as("lenient: '?' as msgpack-java").isEqualTo(pack(lone));
+        assertThatThrownBy(() -> PyValues.pack(new MsgpackWriter(new GrowableBytes(1), true), lone))
+                .isInstanceOf(WireEncodingException.class).hasMessageContaining("surrogate at index 9");
+        assertThatThrownBy(() -> PyValues.pack(new MsgpackWriter(new GrowableBytes(1), true), "\udc00 low first"))
+                .isInstanceOf(WireEncodingException.class).hasMessageContaining("surrogate at index 0");
+        buf.length = 0;
+        PyValues.pack(new MsgpackWriter(buf, true), "pair 😀 ok");
+        assertThat(java.util.Arrays.copyOf(buf.bytes, buf.length)).isEqualTo(pack("pair 😀 ok"));
     }
 }
 

@@ -1,14 +1,14 @@
-package io.kvledger.journal.format;
+package io.kvledger.wire;
 
 import java.io.IOException;
 import java.math.BigInteger;
 import org.msgpack.core.MessagePacker;
 
 /**
- * Where the journal's msgpack encoders write: msgpack-java's {@link MessagePacker} (through
- * {@link #of}) or the journal writer's own packer into its group buffer. Both produce the same
- * bytes: the smallest msgpack form of each value, as msgpack-java and Python's {@code msgpack.packb}
- * write it.
+ * Where msgpack encoders write, {@link PyValues#pack} among them: msgpack-java's
+ * {@link MessagePacker} (through {@link #of}) or a {@link MsgpackWriter} writing in place. Both
+ * produce the same bytes: the smallest msgpack form of each value, as msgpack-java and Python's
+ * {@code msgpack.packb} write it.
  */
 public interface MsgOut {
 

@@ -1,29 +1,46 @@
-package io.kvledger.journal;
+package io.kvledger.wire;
 
-import io.kvledger.journal.format.MsgOut;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 
 /**
- * A msgpack writer straight into the journal writer's {@link GroupBuffer}: the same bytes as
- * msgpack-java's packer (the smallest form of each value; {@code FastPayloadsTest} compares them),
- * without its buffer hand-offs. Strings of {@value #CACHED_MIN} characters or more keep their
- * UTF-8 bytes in a small cache, because a node journals the same request and transfer ids in
- * most of its entries (a request id of the toy proxy is about 170 characters).
+ * The msgpack writer of the project: writes in place into a {@link GrowableBytes} the bytes
+ * msgpack-java's packer and Python's {@code msgpack.packb(use_bin_type=True)} write (the smallest
+ * form of each value: unsigned forms for non-negative integers, str8 from 32 bytes, float64 for
+ * every float), without a packer's buffer hand-offs. The wire's encoders ({@link PyPacker}) and the
+ * journal writer (into its group buffer) both write through it.
  *
- * <p>Threading: the journal writer's thread.
+ * <p>Strings: a strict writer ({@code strictUtf8}) refuses a string with an unpaired surrogate
+ * with a {@link WireEncodingException}, as Python's UTF-8 codec does (what goes to a Python peer);
+ * a lenient one writes {@code '?'} for it, as Java's {@code String.getBytes(UTF_8)} and
+ * msgpack-java do (what the journal has always written). Strings of {@value #CACHED_MIN} characters
+ * or more keep their UTF-8 bytes in a small cache, because a node journals the same request and
+ * transfer ids in most of its entries (a request id of the toy proxy is about 170 characters).
+ *
+ * <p>Not thread-safe: one per writing thread.
  */
-final class FastPacker implements MsgOut {
+public final class MsgpackWriter implements MsgOut {
 
     static final int CACHED_MIN = 24;
     private static final int CACHE = 64;
 
-    private final GroupBuffer out;
+    private final GrowableBytes out;
+    private final boolean strictUtf8;
     private final String[] keys = new String[CACHE];
     private final byte[][] utf8 = new byte[CACHE][];
 
-    FastPacker(GroupBuffer out) {
+    /**
+     * @param out        where the bytes go (appended at its {@code length})
+     * @param strictUtf8 refuse strings with an unpaired surrogate (else write {@code '?'} for it)
+     */
+    public MsgpackWriter(GrowableBytes out, boolean strictUtf8) {
         this.out = out;
+        this.strictUtf8 = strictUtf8;
+    }
+
+    /** Where this writer writes. */
+    public GrowableBytes out() {
+        return out;
     }
 
     private void b1(int v) {
@@ -116,7 +133,16 @@ final class FastPacker implements MsgOut {
         } else if (v.signum() > 0 && v.bitLength() == 64) {
             b8(0xcf, v.longValue());
         } else {
-            throw new IllegalArgumentException("cannot journal the integer " + v + " (msgpack carries at most 64 bits)");
+            throw new IllegalArgumentException(PyValues.tooWide(v));
+        }
+    }
+
+    /** The 64 bits of an unsigned value (device pointers): 2^63 and more as uint64. */
+    public void uint64Bits(long bits) {
+        if (bits >= 0) {
+            int64(bits);
+        } else {
+            b8(0xcf, bits);
         }
     }
 
@@ -135,12 +161,12 @@ final class FastPacker implements MsgOut {
             if (k == s || (k != null && k.hashCode() == h && k.equals(s))) {
                 u = utf8[i];
             } else {
-                u = s.getBytes(StandardCharsets.UTF_8);
+                u = utf8(s);
                 keys[i] = s;
                 utf8[i] = u;
             }
         } else {
-            u = s.getBytes(StandardCharsets.UTF_8);
+            u = utf8(s);
         }
         int n = u.length;
         if (n < 32) {
@@ -156,6 +182,34 @@ final class FastPacker implements MsgOut {
             b4(0xdb, n);
         }
         out.put(u, 0, n);
+    }
+
+    private byte[] utf8(String s) {
+        if (strictUtf8) {
+            int bad = unpairedSurrogate(s);
+            if (bad >= 0) {
+                throw new WireEncodingException("string is not encodable as UTF-8 (unpaired surrogate at index " + bad + "): "
+                        + NotifyDecoder.clip(s));
+            }
+        }
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** The index of the first unpaired surrogate of {@code s}, or -1. */
+    static int unpairedSurrogate(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isHighSurrogate(c)) {
+                if (i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                    i++;
+                } else {
+                    return i;
+                }
+            } else if (Character.isLowSurrogate(c)) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     @Override
@@ -178,7 +232,7 @@ final class FastPacker implements MsgOut {
      * An array of ints (block ids): the header and every element with one capacity check, each
      * element in its smallest form as {@link #int64} writes it.
      */
-    void ints(int[] ids, int from, int to) {
+    public void ints(int[] ids, int from, int to) {
         arrayHeader(to - from);
         out.ensure(5 * (to - from));
         byte[] b = out.bytes;
