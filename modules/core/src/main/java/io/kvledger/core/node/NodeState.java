@@ -8,6 +8,7 @@ import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.model.TransferId;
 import io.kvledger.core.moriio.ExtraConfig;
 import io.kvledger.core.moriio.PortMath;
 import java.util.ArrayList;
@@ -701,6 +702,6 @@ public final class NodeState {
     }
 
     /** An in-flight READ receive ({@code _recving_transfers} and its companions). */
-    record RecvTransfer(Object transferId, long startNs, BlockGroups localBlocks, String host, int port,
+    record RecvTransfer(TransferId transferId, long startNs, BlockGroups localBlocks, String host, int port,
                         List<Long> statusIds) {}
 }

@@ -11,6 +11,7 @@ import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.model.TransferId;
 import io.kvledger.core.moriio.ExtraConfig;
 import io.kvledger.core.moriio.PortMath;
 import io.kvledger.core.moriio.RequestIds;
@@ -543,7 +544,7 @@ final class SchedulerSide {
                 host = ExtraConfig.pythonStr(list.get(pod));
             }
         }
-        Object transferId = p.get("transfer_id");
+        TransferId transferId = TransferId.of(p.get("transfer_id"));
         for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {
             c.emit(new Effect.SendRemoteBlocks(host, notifyPort + PortMath.portOffset(portRank, tpIndex), rid,
                     transferId, blocks, c.cfg.dpRank()));
@@ -574,7 +575,7 @@ final class SchedulerSide {
             return false;
         }
         List<Integer> blocks = BlockGroups.intView(e.blocks().size() > 0 ? e.blocks().first() : new int[0]);
-        Object transferId = p.get("transfer_id");
+        TransferId transferId = TransferId.of(p.get("transfer_id"));
         for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {
             c.emit(new Effect.SendRemoteBlocks(parsed.value().host(),
                     parsed.value().notifyPort() + PortMath.portOffset((int) (long) rank, tpIndex), rid, transferId, blocks,
@@ -848,8 +849,8 @@ final class SchedulerSide {
                             + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
             return null;
         }
-        Object transferId = kv.valueAt(tidAt);
-        String tidString = transferId instanceof String ts ? ts : null;
+        TransferId transferId = TransferId.of(kv.valueAt(tidAt));
+        String tidString = transferId.asString();
         if (c.on(Switch.META_WITHOUT_ROUTING_FIELDS)) {
             return addNewReqWithoutRouting(c, req, rid, local, kv, writeMode, transferId, tidString);
         }
@@ -949,7 +950,7 @@ final class SchedulerSide {
      * compared).
      */
     private static ReqMeta addNewReqWithoutRouting(Ctx c, Req req, String rid, BlockGroups local, KvParams kv,
-            boolean writeMode, Object transferId, String tidString) {
+            boolean writeMode, TransferId transferId, String tidString) {
         var parsed = peer(c, req, rid, writeMode);
         if (parsed == null || !parsed.isOk()) {
             c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, tidString, parsed == null
@@ -1206,8 +1207,8 @@ final class SchedulerSide {
      * false when Python raises (a {@code remote_dp_rank} that is no number, in the port arithmetic).
      */
     private static boolean releaseWritePrefillBlocks(Ctx c, Req r, KvParams params) {
-        Object transferId = params.get("transfer_id");
-        if (transferId == null) {
+        TransferId transferId = TransferId.of(params.get("transfer_id"));
+        if (transferId.isNone()) {
             c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, null, "missing transfer_id");
             return true;
         }
@@ -1221,7 +1222,7 @@ final class SchedulerSide {
         if (host == null || port == null) {
             var parsed = peer(c, r, r.requestId, false);
             if (parsed == null || !parsed.isOk()) {
-                c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, ExtraConfig.pythonStr(transferId),
+                c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, transferId.pythonStr(),
                         "missing remote notify address");
                 return true;
             }
@@ -1231,13 +1232,13 @@ final class SchedulerSide {
             h = ExtraConfig.pythonStr(host);
             p = KvParams.asLong(port);
             if (p == null) {
-                c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, ExtraConfig.pythonStr(transferId),
+                c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, transferId.pythonStr(),
                         "remote_notify_port " + ExtraConfig.pythonStr(port) + " is not an int (ValueError)");
                 return true;
             }
         }
         if (!isNumber(rankValue)) {
-            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, r.requestId, ExtraConfig.pythonStr(transferId), "request_finished: remote_dp_rank "
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, r.requestId, transferId.pythonStr(), "request_finished: remote_dp_rank "
                     + ExtraConfig.pythonStr(rankValue) + " in the release's port arithmetic raises TypeError");
             return false;
         }

@@ -674,7 +674,7 @@ final class WorkerSide {
             Map.Entry<String, RecvTransfer> en = it.next();
             String rid = en.getKey();
             RecvTransfer rt = en.getValue();
-            String tid = rt.transferId() instanceof String ts ? ts : null;
+            String tid = rt.transferId().asString();
             boolean anyFailed = false;
             boolean anyPending = false;
             for (long id : rt.statusIds()) {

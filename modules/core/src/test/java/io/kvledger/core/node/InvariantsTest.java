@@ -1,5 +1,6 @@
 package io.kvledger.core.node;
 
+import io.kvledger.core.model.TransferId;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.config.Behaviour;
@@ -98,7 +99,7 @@ class InvariantsTest {
     @Test
     void a_status_never_issued_or_owned_by_another_transfer_is_caught() {
         NodeState s = NodeState.initial(NodeConfig.builder(Role.CONSUMER, TransferMode.READ).build());
-        s.recvingTransfers.put("q", new NodeState.RecvTransfer("tq", 0, BlockGroups.single(new int[] {3}), "h", 1,
+        s.recvingTransfers.put("q", new NodeState.RecvTransfer(TransferId.of("tq"), 0, BlockGroups.single(new int[] {3}), "h", 1,
                 List.of(5L)));
         assertThat(checks(s)).containsExactly(Check.BLOCKS_OWNED_ONCE); // status 5 was never issued
 
