@@ -1,5 +1,6 @@
 package io.kvledger.bench;
 
+import io.kvledger.core.model.TransferId;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.zmq.EventSink;
@@ -87,12 +88,12 @@ public class NotifyRoundTripBenchmark {
         int portA = listenerA.port();
         EventSink<InboundFrame> echo = f -> {
             if (f.event() instanceof NodeEvent.RemoteBlocksReceived rb) {
-                publisherB.publish(new Effect.SendRelease(Effect.Sender.WORKER, "127.0.0.1", portA, rb.transferId(), 1));
+                publisherB.publish(new Effect.SendRelease(Effect.Sender.WORKER, "127.0.0.1", portA, TransferId.of(rb.transferId()), 1));
             }
             return true;
         };
         listenerB = NotifyListenerAdapter.open(NotifyListenerConfig.forEndpoint("tcp://127.0.0.1:*"), echo);
-        toB = new Effect.SendRemoteBlocks("127.0.0.1", listenerB.port(), WireCodecBenchmark.REQ_ID, WireCodecBenchmark.TID,
+        toB = new Effect.SendRemoteBlocks("127.0.0.1", listenerB.port(), WireCodecBenchmark.REQ_ID, TransferId.of(WireCodecBenchmark.TID),
                 List.of(0, 1, 2, 127, 128, 65535, 65536), 3);
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (echoes == 0 && System.nanoTime() < deadline) {

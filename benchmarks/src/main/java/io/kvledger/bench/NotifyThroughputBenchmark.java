@@ -1,5 +1,6 @@
 package io.kvledger.bench;
 
+import io.kvledger.core.model.TransferId;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
@@ -147,7 +148,7 @@ public class NotifyThroughputBenchmark {
         Effect.Notify[] e = new Effect.Notify[BATCH];
         for (int i = 0; i < BATCH; i++) {
             e[i] = new Effect.SendRemoteBlocks("127.0.0.1", port, WireCodecBenchmark.REQ_ID,
-                    String.format("tx-%08d-7b3d-4c1e-9f00-3a5b6c7d8e9f", i), List.of(0, 1, 2, 127, 128, 65535, 65536), 3);
+                    TransferId.of(String.format("tx-%08d-7b3d-4c1e-9f00-3a5b6c7d8e9f", i)), List.of(0, 1, 2, 127, 128, 65535, 65536), 3);
         }
         return e;
     }

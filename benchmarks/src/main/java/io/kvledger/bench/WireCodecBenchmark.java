@@ -1,5 +1,6 @@
 package io.kvledger.bench;
 
+import io.kvledger.core.model.TransferId;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.wire.AgentMetadata;
@@ -92,13 +93,13 @@ public class WireCodecBenchmark {
 
     @Setup
     public void frames() {
-        remoteBlocksEffect = new Effect.SendRemoteBlocks("10.0.0.1", 61006, REQ_ID, TID, List.of(0, 1, 2, 127, 128, 65535, 65536), 3);
+        remoteBlocksEffect = new Effect.SendRemoteBlocks("10.0.0.1", 61006, REQ_ID, TransferId.of(TID), List.of(0, 1, 2, 127, 128, 65535, 65536), 3);
         List<Integer> ids = new ArrayList<>();
         for (int i = 0; i < 64; i++) {
             ids.add(1000 + 37 * i * i);
         }
-        remoteBlocks64Effect = new Effect.SendRemoteBlocks("10.0.0.1", 61006, REQ_ID, TID, ids, 3);
-        releaseEffect = new Effect.SendRelease(Effect.Sender.WORKER, "10.0.0.1", 61005, TID, 8);
+        remoteBlocks64Effect = new Effect.SendRemoteBlocks("10.0.0.1", 61006, REQ_ID, TransferId.of(TID), ids, 3);
+        releaseEffect = new Effect.SendRelease(Effect.Sender.WORKER, "10.0.0.1", 61005, TransferId.of(TID), 8);
         writeDoneEffect = new Effect.SendWriteDone("10.0.0.2", 61005, TID);
         registration = new Registration("P", "10.0.0.1:8100", "host:10.0.0.1,handshake:6301,notify:61005", 2, 4, "WRITE");
         long[] addrs = new long[64];

@@ -230,7 +230,7 @@ public final class FastPayloads {
                 name(p, e.sender());
                 str(p, e.host());
                 p.int64(e.port());
-                py(p, e.transferId(), "SendRelease.transfer_id");
+                py(p, e.transferId().raw(), "SendRelease.transfer_id");
                 p.int64(e.consumerTpSize());
             }
             case Effect.SendWriteDone e -> {
@@ -252,7 +252,7 @@ public final class FastPayloads {
                 str(p, e.host());
                 p.int64(e.port());
                 str(p, e.reqId());
-                py(p, e.transferId(), "SendRemoteBlocks.transfer_id");
+                py(p, e.transferId().raw(), "SendRemoteBlocks.transfer_id");
                 ints(p, e.blockNotifyList());
                 p.int64(e.decodeRank());
             }
@@ -295,7 +295,7 @@ public final class FastPayloads {
             p.int64(m.remoteDpSize());
             p.int64(m.remoteDpSizeLocal());
             p.int64(m.remoteTpSize());
-            py(p, m.transferId(), "ReqMeta.transfer_id");
+            py(p, m.transferId().raw(), "ReqMeta.transfer_id");
             strs(p, m.multiPodHosts());
             p.bool(m.writeMode());
         }

@@ -1,5 +1,6 @@
 package io.kvledger.journal;
 
+import io.kvledger.core.model.TransferId;
 import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
@@ -94,7 +95,7 @@ public final class Samples {
 
     public static List<Effect> effects() {
         ReqMeta meta = new ReqMeta(RID, BlockGroups.single(7, 8, 9), BlockGroups.single(21, 22, 23), "10.0.1.1:6301",
-                "10.0.1.1", 6301, 61005, 0, 1, 1, 1, TID, List.of(), true);
+                "10.0.1.1", 6301, 61005, 0, 1, 1, 1, TransferId.of(TID), List.of(), true);
         return List.of(
                 new Effect.MatchedTokens(RID, 0, false),
                 new Effect.MetadataBuilt(12, List.of(), List.of(meta), List.of(RID), 3),
@@ -102,8 +103,8 @@ public final class Samples {
                         "remote_block_ids", List.of(List.of(7L, 8L, 9L, 10L)), "remote_host", "10.0.0.1")),
                 new Effect.FinishedReported(List.of(RID), List.of(), List.of()),
                 new Effect.FinishedSendingRewritten(List.of(RID)),
-                new Effect.SendRemoteBlocks("10.0.0.1", 61006, "cmpl-d-0", TID, List.of(21, 22, 23), 0),
-                new Effect.SendRelease(Effect.Sender.WORKER, "10.0.0.1", 61006, TID, 1),
+                new Effect.SendRemoteBlocks("10.0.0.1", 61006, "cmpl-d-0", TransferId.of(TID), List.of(21, 22, 23), 0),
+                new Effect.SendRelease(Effect.Sender.WORKER, "10.0.0.1", 61006, TransferId.of(TID), 1),
                 new Effect.SendWriteDone("10.0.1.1", 61005, TID),
                 new Effect.SendWriteFailed("10.0.1.1", 61005, TID, "transfer_timeout"),
                 new Effect.StartHandshake("10.0.1.1:6301_dp0", "10.0.1.1", 6301, "10.0.1.1:6301", 0),

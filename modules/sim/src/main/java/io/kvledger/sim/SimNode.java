@@ -283,13 +283,13 @@ final class SimNode implements ToyRouter.Instance {
             return; // one scheduler per DP rank: TP rank 0's node sends its notifies
         }
         switch (effect) {
-            case Effect.SendRemoteBlocks m -> net.notify(this, "remote_blocks", text(m.transferId()), m.host(), m.port(),
-                    at -> new NodeEvent.RemoteBlocksReceived(at, m.reqId(), text(m.transferId()),
+            case Effect.SendRemoteBlocks m -> net.notify(this, "remote_blocks", m.transferId().text(), m.host(), m.port(),
+                    at -> new NodeEvent.RemoteBlocksReceived(at, m.reqId(), m.transferId().text(),
                             m.blockNotifyList(), m.decodeRank(), false));
             case Effect.SendWriteDone m -> net.notify(this, "write_done", m.transferId(), m.host(), m.port(),
                     at -> new NodeEvent.WriteDoneReceived(at, m.transferId()));
-            case Effect.SendRelease m -> net.notify(this, "release", text(m.transferId()), m.host(), m.port(),
-                    at -> new NodeEvent.ReleaseReceived(at, text(m.transferId()), m.consumerTpSize()));
+            case Effect.SendRelease m -> net.notify(this, "release", m.transferId().text(), m.host(), m.port(),
+                    at -> new NodeEvent.ReleaseReceived(at, m.transferId().text(), m.consumerTpSize()));
             case Effect.SendWriteFailed m -> net.unsupported();
             case Effect.StartHandshake h -> {
                 if (inForward) {
@@ -315,11 +315,6 @@ final class SimNode implements ToyRouter.Instance {
             case Effect.HookReply _, Effect.DeferralStarted _, Effect.AckParked _, Effect.AckSurfaced _,
                     Effect.StaleAckDropped _, Effect.Unmapped _ -> { }
         }
-    }
-
-    /** The wire form of a transfer id the reducer passes as a Python value (str, or None). */
-    private static String text(Object transferId) {
-        return transferId == null ? null : transferId instanceof String s ? s : String.valueOf(transferId);
     }
 
     private void track(String requestId) {

@@ -194,7 +194,7 @@ final class DetectorEvaluation {
                     }
                     case Effect.PostWrite w -> posted.put(node + "|" + w.statusId(), w.transferId());
                     case Effect.SendRemoteBlocks b -> {
-                        tid(node, b.reqId(), b.transferId());
+                        tid(node, b.reqId(), b.transferId().raw());
                         framesInFlight.merge("remote_blocks|" + b.transferId(), 1, Integer::sum);
                     }
                     case Effect.SendWriteDone w -> framesInFlight.merge("write_done|" + w.transferId(), 1, Integer::sum);

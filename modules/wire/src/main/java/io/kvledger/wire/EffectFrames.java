@@ -46,8 +46,8 @@ public final class EffectFrames {
     /** The frame's transfer id as text, for events and logs ({@code String.valueOf} of the Python value). */
     public static String transferId(Effect.Notify e) {
         return switch (e) {
-            case Effect.SendRemoteBlocks s -> String.valueOf(s.transferId());
-            case Effect.SendRelease s -> String.valueOf(s.transferId());
+            case Effect.SendRemoteBlocks s -> s.transferId().toString();
+            case Effect.SendRelease s -> s.transferId().toString();
             case Effect.SendWriteDone s -> s.transferId();
             case Effect.SendWriteFailed s -> s.transferId();
         };

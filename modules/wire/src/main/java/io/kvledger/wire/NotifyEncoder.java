@@ -1,5 +1,6 @@
 package io.kvledger.wire;
 
+import io.kvledger.core.model.TransferId;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
@@ -23,17 +24,27 @@ import java.util.List;
  * </ul>
  * A raw completion is the id's UTF-8 bytes.
  *
- * <p>Every returned array is fresh (ZMQ keeps a reference to what it sends). Transfer ids are
- * {@code Object} where the core carries Python values: any value {@link PyPacker#value} packs.
- * Throws {@link WireEncodingException} for values Python could not pack either. Reusable and not
- * thread-safe.
+ * <p>Every returned array is fresh (ZMQ keeps a reference to what it sends). Where the core
+ * carries a transfer id as the params gave it ({@link TransferId}), its raw Python value is
+ * written as it came (any value {@link PyPacker#value} packs; {@code None} as nil); a
+ * {@code String} id is written as a str. Throws {@link WireEncodingException} for values Python
+ * could not pack either. Reusable and not thread-safe.
  */
 public final class NotifyEncoder {
 
     private final PyPacker p = new PyPacker();
 
     /** {@code remote_blocks}; a {@code null} list is sent as {@code []} (Python's {@code or []}). */
-    public byte[] remoteBlocks(String reqId, Object transferId, List<Integer> blockNotifyList, int decodeRank) {
+    public byte[] remoteBlocks(String reqId, TransferId transferId, List<Integer> blockNotifyList, int decodeRank) {
+        return remoteBlocksOf(reqId, transferId.raw(), blockNotifyList, decodeRank);
+    }
+
+    /** {@code remote_blocks} with a string transfer id. */
+    public byte[] remoteBlocks(String reqId, String transferId, List<Integer> blockNotifyList, int decodeRank) {
+        return remoteBlocksOf(reqId, transferId, blockNotifyList, decodeRank);
+    }
+
+    private byte[] remoteBlocksOf(String reqId, Object transferId, List<Integer> blockNotifyList, int decodeRank) {
         p.reset().mapHeader(5).str("req_id").value(reqId).str("transfer_id").value(transferId);
         blocks(blockNotifyList);
         p.str("decode_rank").integer(decodeRank).str("type").str("remote_blocks");
@@ -41,12 +52,12 @@ public final class NotifyEncoder {
     }
 
     /** The legacy {@code remote_blocks} without {@code type} or {@code decode_rank}. */
-    public byte[] remoteBlocksLegacy(String reqId, Object transferId, List<Integer> blockNotifyList) {
+    public byte[] remoteBlocksLegacy(String reqId, String transferId, List<Integer> blockNotifyList) {
         return remoteBlocksLegacy(reqId, transferId, blockNotifyList, 0);
     }
 
     /** The legacy {@code remote_blocks} without {@code type}; {@code decode_rank} last, only when not 0. */
-    public byte[] remoteBlocksLegacy(String reqId, Object transferId, List<Integer> blockNotifyList, int decodeRank) {
+    public byte[] remoteBlocksLegacy(String reqId, String transferId, List<Integer> blockNotifyList, int decodeRank) {
         p.reset().mapHeader(decodeRank == 0 ? 3 : 4).str("req_id").value(reqId).str("transfer_id").value(transferId);
         blocks(blockNotifyList);
         if (decodeRank != 0) {
@@ -73,13 +84,22 @@ public final class NotifyEncoder {
         }
     }
 
-    public byte[] writeDone(Object transferId) {
+    public byte[] writeDone(String transferId) {
         p.reset().mapHeader(2).str("type").str("write_done").str("transfer_id").value(transferId);
         return p.toByteArray();
     }
 
     /** {@code release}; {@code consumerTpSize == null} gives the older form without it. */
-    public byte[] release(Object transferId, Integer consumerTpSize) {
+    public byte[] release(TransferId transferId, Integer consumerTpSize) {
+        return releaseOf(transferId.raw(), consumerTpSize);
+    }
+
+    /** {@code release} with a string transfer id. */
+    public byte[] release(String transferId, Integer consumerTpSize) {
+        return releaseOf(transferId, consumerTpSize);
+    }
+
+    private byte[] releaseOf(Object transferId, Integer consumerTpSize) {
         p.reset().mapHeader(consumerTpSize == null ? 2 : 3).str("type").str("release").str("transfer_id").value(transferId);
         if (consumerTpSize != null) {
             p.str("consumer_tp_size").integer(consumerTpSize);
@@ -88,7 +108,7 @@ public final class NotifyEncoder {
     }
 
     /** {@code write_failed} (open PR #57705; field set assumed, see the class comment). */
-    byte[] writeFailed(Object transferId, String reason) {
+    byte[] writeFailed(String transferId, String reason) {
         p.reset().mapHeader(3).str("type").str("write_failed").str("transfer_id").value(transferId).str("reason").value(reason);
         return p.toByteArray();
     }

@@ -1,5 +1,6 @@
 package io.kvledger.wire;
 
+import io.kvledger.core.model.TransferId;
 import static io.kvledger.wire.Frames2.hex;
 import static io.kvledger.wire.Frames2.map;
 import static io.kvledger.wire.Frames2.py;
@@ -96,33 +97,33 @@ class EncoderTest {
         String tid = "tx-2f1c9a4e-7b3d-4c1e-9f00-3a5b6c7d8e9f";
         String rid = "cmpl-___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_host:10.0.0.2,handshake:6301,"
                 + "notify:61005_0123456789abcdef0123456789abcdef-0-1a2b3c4d";
-        OutboundFrame rb = frames.encode(new Effect.SendRemoteBlocks("10.0.0.1", 61006, rid, tid, List.of(0, 1, 2, 127, 128, 65535, 65536), 3));
+        OutboundFrame rb = frames.encode(new Effect.SendRemoteBlocks("10.0.0.1", 61006, rid, TransferId.of(tid), List.of(0, 1, 2, 127, 128, 65535, 65536), 3));
         assertThat(rb.endpoint()).isEqualTo("tcp://10.0.0.1:61006");
         assertThat(rb.messageType()).isEqualTo("remote_blocks");
         assertThat(rb.frame()).isEqualTo(vector("remote_blocks"));
-        OutboundFrame rel = frames.encode(new Effect.SendRelease(Effect.Sender.WORKER, "10.0.0.1", 61005, tid, 8));
+        OutboundFrame rel = frames.encode(new Effect.SendRelease(Effect.Sender.WORKER, "10.0.0.1", 61005, TransferId.of(tid), 8));
         assertThat(rel.frame()).isEqualTo(vector("release"));
-        OutboundFrame rel2 = frames.encode(new Effect.SendRelease(Effect.Sender.SCHEDULER, "10.0.0.1", 61005, tid, 8));
+        OutboundFrame rel2 = frames.encode(new Effect.SendRelease(Effect.Sender.SCHEDULER, "10.0.0.1", 61005, TransferId.of(tid), 8));
         assertThat(rel2.frame()).as("scheduler and worker build the same dict").isEqualTo(vector("release"));
         assertThat(frames.encode(new Effect.SendWriteDone("10.0.0.2", 61005, tid)).frame()).isEqualTo(vector("write_done"));
-        OutboundFrame empty = frames.encode(new Effect.SendRemoteBlocks("h", 1, "d-1", "tx-empty", null, 0));
+        OutboundFrame empty = frames.encode(new Effect.SendRemoteBlocks("h", 1, "d-1", TransferId.of("tx-empty"), null, 0));
         assertThat(empty.frame()).as("None is sent as [] (`or []`)").isEqualTo(vector("remote_blocks_empty"));
         OutboundFrame wf = frames.encode(new Effect.SendWriteFailed("h", 1, "t", "deferred write expired"));
         assertThat(new NotifyDecoder().decode(wf.frame()).rejectionOrNull().reason()).isEqualTo(RejectReason.UNKNOWN_TYPE);
         assertThat(List.of(rb, rel, wf).stream().map(OutboundFrame::messageType))
                 .containsExactly("remote_blocks", "release", "write_failed");
-        assertThat(frames.encode(new Effect.SendRelease(Effect.Sender.WORKER, "h", 1, 17L, 8)).transferId())
+        assertThat(frames.encode(new Effect.SendRelease(Effect.Sender.WORKER, "h", 1, TransferId.of(17L), 8)).transferId())
                 .as("a Python int id as text").isEqualTo("17");
     }
 
     @Test
     void pythonValuedTransferIdsArePackedAsPythonWould() {
         EffectFrames frames = new EffectFrames();
-        byte[] f = frames.encode(new Effect.SendRelease(Effect.Sender.SCHEDULER, "h", 1, 17L, 1)).frame();
+        byte[] f = frames.encode(new Effect.SendRelease(Effect.Sender.SCHEDULER, "h", 1, TransferId.of(17L), 1)).frame();
         assertThat(hex(f)).isEqualTo("83a474797065a772656c65617365ab7472616e736665725f696411b0636f6e73756d65725f74705f73697a6501");
-        byte[] n = frames.encode(new Effect.SendRelease(Effect.Sender.SCHEDULER, "h", 1, null, 1)).frame();
+        byte[] n = frames.encode(new Effect.SendRelease(Effect.Sender.SCHEDULER, "h", 1, TransferId.NONE, 1)).frame();
         assertThat(hex(n)).contains("ab7472616e736665725f6964c0");
-        assertThatThrownBy(() -> frames.encode(new Effect.SendRelease(Effect.Sender.SCHEDULER, "h", 1, new Object(), 1)))
+        assertThatThrownBy(() -> frames.encode(new Effect.SendRelease(Effect.Sender.SCHEDULER, "h", 1, TransferId.of(new Object()), 1)))
                 .isInstanceOf(WireEncodingException.class);
         assertThat(OutboundFrame.tcpEndpoint("::1", 5)).isEqualTo("tcp://[::1]:5");
     }

@@ -1,5 +1,6 @@
 package io.kvledger.zmq;
 
+import io.kvledger.core.model.TransferId;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.effect.Effect;
@@ -37,9 +38,9 @@ class NotifyPublisherTest {
             ZMQ.Socket router = peers.router("tcp://127.0.0.1:*");
             int port = TestPeers.port(router);
             List<Effect.Notify> effects = List.of(
-                    new Effect.SendRemoteBlocks("127.0.0.1", port, "d-1", "tx-1", List.of(1, 2, 70000), 3),
-                    new Effect.SendRelease(Effect.Sender.WORKER, "127.0.0.1", port, "tx-1", 8),
-                    new Effect.SendRelease(Effect.Sender.SCHEDULER, "127.0.0.1", port, 17L, 1),
+                    new Effect.SendRemoteBlocks("127.0.0.1", port, "d-1", TransferId.of("tx-1"), List.of(1, 2, 70000), 3),
+                    new Effect.SendRelease(Effect.Sender.WORKER, "127.0.0.1", port, TransferId.of("tx-1"), 8),
+                    new Effect.SendRelease(Effect.Sender.SCHEDULER, "127.0.0.1", port, TransferId.of(17L), 1),
                     new Effect.SendWriteDone("127.0.0.1", port, "tx-2"),
                     new Effect.SendWriteFailed("127.0.0.1", port, "tx-3", "deferred write expired"));
             for (Effect.Notify e : effects) {
@@ -87,7 +88,7 @@ class NotifyPublisherTest {
     void failuresBecomeSendFailedEvents() {
         Collector<AdapterEvent> events = new Collector<>();
         try (NotifyPublisher pub = NotifyPublisher.open(PublisherConfig.DEFAULT, events)) {
-            assertThat(pub.publish(new Effect.SendRelease(Effect.Sender.WORKER, "127.0.0.1", 1, new Object(), 1))).isFalse();
+            assertThat(pub.publish(new Effect.SendRelease(Effect.Sender.WORKER, "127.0.0.1", 1, TransferId.of(new Object()), 1))).isFalse();
             pub.publish(new Effect.SendWriteDone("127.0.0.1", 0, "t-port0"));
             pub.publish(new Effect.SendWriteDone("127.0.0.1", 70000, "t-port-high"));
             pub.publish(new Effect.SendWriteDone("no-such-host.invalid", 5555, "t-nohost"));

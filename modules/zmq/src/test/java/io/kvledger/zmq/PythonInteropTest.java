@@ -1,5 +1,6 @@
 package io.kvledger.zmq;
 
+import io.kvledger.core.model.TransferId;
 import io.kvledger.wire.Json;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -116,11 +117,11 @@ class PythonInteropTest {
     void aPythonRouterLoadsThePublishersFrames() throws Exception {
         PythonPeer.assumeAvailable(dir);
         List<Effect.Notify> effects = List.of(
-                new Effect.SendRemoteBlocks("127.0.0.1", 0, "cmpl-j-1", "tx-j-1", List.of(0, 1, 127, 128, 65535, 65536, 1 << 20), 3),
-                new Effect.SendRelease(Effect.Sender.WORKER, "127.0.0.1", 0, "tx-j-1", 8),
-                new Effect.SendRelease(Effect.Sender.SCHEDULER, "127.0.0.1", 0, "tx-é-日本", 1),
+                new Effect.SendRemoteBlocks("127.0.0.1", 0, "cmpl-j-1", TransferId.of("tx-j-1"), List.of(0, 1, 127, 128, 65535, 65536, 1 << 20), 3),
+                new Effect.SendRelease(Effect.Sender.WORKER, "127.0.0.1", 0, TransferId.of("tx-j-1"), 8),
+                new Effect.SendRelease(Effect.Sender.SCHEDULER, "127.0.0.1", 0, TransferId.of("tx-é-日本"), 1),
                 new Effect.SendWriteDone("127.0.0.1", 0, "tx-j-2"),
-                new Effect.SendRemoteBlocks("127.0.0.1", 0, "d-e", "tx-j-empty", null, 0));
+                new Effect.SendRemoteBlocks("127.0.0.1", 0, "d-e", TransferId.of("tx-j-empty"), null, 0));
         Collector<AdapterEvent> events = new Collector<>();
         try (PythonPeer py = PythonPeer.start(dir, "notify_receiver.py", Integer.toString(effects.size()));
              NotifyPublisher pub = NotifyPublisher.open(PublisherConfig.DEFAULT, events)) {

@@ -3,6 +3,7 @@ package io.kvledger.core.effect;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.model.TransferId;
 import io.kvledger.core.model.KvParams;
 import java.util.List;
 
@@ -98,13 +99,24 @@ public sealed interface Effect permits Effect.HookReply, Effect.IoCommand, Effec
     /** Who sends a notify: the scheduler's DEALERs or the worker's. */
     enum Sender { SCHEDULER, WORKER }
 
-    /** Send a {@code remote_blocks} frame to {@code tcp://host:port}. */
-    record SendRemoteBlocks(String host, int port, String reqId, Object transferId, List<Integer> blockNotifyList,
-                            int decodeRank) implements Notify {}
+    /**
+     * Send a {@code remote_blocks} frame to {@code tcp://host:port}; {@code transferId} as the
+     * params carry it ({@link TransferId#NONE} when they carry none), sent as it came.
+     */
+    record SendRemoteBlocks(String host, int port, String reqId, TransferId transferId, List<Integer> blockNotifyList,
+                            int decodeRank) implements Notify {
+        public SendRemoteBlocks {
+            transferId = transferId == null ? TransferId.NONE : transferId;
+        }
+    }
 
-    /** Send a {@code release} frame. */
-    record SendRelease(Sender sender, String host, int port, Object transferId, int consumerTpSize)
-            implements Notify {}
+    /** Send a {@code release} frame; {@code transferId} as the params or metadata carry it. */
+    record SendRelease(Sender sender, String host, int port, TransferId transferId, int consumerTpSize)
+            implements Notify {
+        public SendRelease {
+            transferId = transferId == null ? TransferId.NONE : transferId;
+        }
+    }
 
     /** Send a {@code write_done} frame. */
     record SendWriteDone(String host, int port, String transferId) implements Notify {}

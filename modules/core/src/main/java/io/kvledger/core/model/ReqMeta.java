@@ -13,7 +13,8 @@ import java.util.List;
  * @param remoteDpSizeLocal  {@code int(remote_dp_size_local)}, or {@code remote_dp_size} when the
  *                           key is absent; 0 is the external-DP sentinel (no folding)
  * @param remoteTpSize       {@code remote_tp_size or tp_size or 0} (0: unknown, homogeneous)
- * @param transferId         the transfer id as the params carry it (may be empty or null)
+ * @param transferId         the transfer id as the params carry it (may be an empty string;
+ *                           {@link TransferId#NONE} for None)
  * @param multiPodHosts      {@code remote_hosts} when the params give a non-empty one, else
  *                           {@code [remote_host]}: never empty for an entry add_new_req built
  * @param writeMode          true for {@code reqs_to_save} entries (P side, decode address)
@@ -30,11 +31,12 @@ public record ReqMeta(
         int remoteDpSize,
         int remoteDpSizeLocal,
         int remoteTpSize,
-        Object transferId,
+        TransferId transferId,
         List<String> multiPodHosts,
         boolean writeMode) {
 
     public ReqMeta {
+        transferId = transferId == null ? TransferId.NONE : transferId;
         multiPodHosts = multiPodHosts == null ? List.of() : List.copyOf(multiPodHosts);
     }
 
@@ -49,6 +51,6 @@ public record ReqMeta(
 
     /** The transfer id as a string, or {@code null} when the params carry none. */
     public String transferIdString() {
-        return transferId instanceof String s ? s : null;
+        return transferId.asString();
     }
 }

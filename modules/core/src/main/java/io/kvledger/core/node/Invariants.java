@@ -120,24 +120,24 @@ public final class Invariants {
             if (s.requests.has(sl)) {
                 request(s, sl, s.requests.get(sl), deferralsKept, f);
             }
-            if (s.reqsNeedRecv.has(sl)) {
-                stage(sl, s.reqsNeedRecv.get(sl), "reqs_need_recv", f);
+            if (s.scheduler.reqsNeedRecv().has(sl)) {
+                stage(sl, s.scheduler.reqsNeedRecv().get(sl), "reqs_need_recv", f);
             }
-            if (s.reqsNeedSave.has(sl)) {
-                stage(sl, s.reqsNeedSave.get(sl), "reqs_need_save", f);
+            if (s.scheduler.reqsNeedSave().has(sl)) {
+                stage(sl, s.scheduler.reqsNeedSave().get(sl), "reqs_need_save", f);
             }
-            if (s.reqsNeedPendingSave.has(sl)) {
-                stage(sl, s.reqsNeedPendingSave.get(sl), "reqs_need_pending_save", f);
+            if (s.scheduler.reqsNeedPendingSave().has(sl)) {
+                stage(sl, s.scheduler.reqsNeedPendingSave().get(sl), "reqs_need_pending_save", f);
             }
-            if (s.deferredSendDeadlines.has(sl)) {
-                deferral(sl, s.deferredSendDeadlines.get(sl), f);
+            if (s.scheduler.deferredSendDeadlines().has(sl)) {
+                deferral(sl, s.scheduler.deferredSendDeadlines().get(sl), f);
             }
-            if (s.pendingSentAcks.has(sl) && s.pendingSentAcks.get(sl) == null) {
+            if (s.scheduler.pendingSentAcks().has(sl) && s.scheduler.pendingSentAcks().get(sl) == null) {
                 f.add(Check.PARKED_ACK_HAS_TTL, "pending_sent_acks[" + sl.rid + "] has no deadline");
             }
         }
         slots.drainTouched();
-        if (fow && m.mappingVersion != s.mappingVersion) {
+        if (fow && m.mappingVersion != s.scheduler.mappingVersion()) {
             mapping(s, f);
         }
         if (m.workerChanged(s)) {
@@ -162,16 +162,16 @@ public final class Invariants {
         int writes = -1;
 
         boolean workerChanged(NodeState s) {
-            return nextStatusId != s.nextStatusId || statuses != s.statuses.size() || recving != s.recvingTransfers.size()
-                    || writes != s.writes.size();
+            return nextStatusId != s.worker.nextStatusId() || statuses != s.worker.statuses().size() || recving != s.worker.recvingTransfers().size()
+                    || writes != s.worker.writes().size();
         }
 
         void remember(NodeState s) {
-            mappingVersion = s.mappingVersion;
-            nextStatusId = s.nextStatusId;
-            statuses = s.statuses.size();
-            recving = s.recvingTransfers.size();
-            writes = s.writes.size();
+            mappingVersion = s.scheduler.mappingVersion();
+            nextStatusId = s.worker.nextStatusId();
+            statuses = s.worker.statuses().size();
+            recving = s.worker.recvingTransfers().size();
+            writes = s.worker.writes().size();
         }
     }
 
@@ -195,10 +195,10 @@ public final class Invariants {
         for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
             request(s, sl, t.get(sl), deferralsKept, f);
         }
-        stages(s.reqsNeedRecv, "reqs_need_recv", f);
-        stages(s.reqsNeedSave, "reqs_need_save", f);
-        stages(s.reqsNeedPendingSave, "reqs_need_pending_save", f);
-        RequestSlots.Table<NodeState.Deferral> d = s.deferredSendDeadlines;
+        stages(s.scheduler.reqsNeedRecv(), "reqs_need_recv", f);
+        stages(s.scheduler.reqsNeedSave(), "reqs_need_save", f);
+        stages(s.scheduler.reqsNeedPendingSave(), "reqs_need_pending_save", f);
+        RequestSlots.Table<NodeState.Deferral> d = s.scheduler.deferredSendDeadlines();
         for (RequestSlots.Slot sl = d.first(); sl != null; sl = d.next(sl)) {
             deferral(sl, d.get(sl), f);
         }
@@ -221,7 +221,7 @@ public final class Invariants {
             f.add(Check.PHASE_MIRRORED, "request " + r.requestId + " is " + r.phase + ", its phase entry "
                     + s.phases.phaseOfEntry(r) + (s.phases.containsKey(r.requestId) ? "" : " under another id"));
         }
-        if (deferralsKept && r.phase == RequestPhase.DEFERRED_FREE && !s.deferredSendDeadlines.has(sl)) {
+        if (deferralsKept && r.phase == RequestPhase.DEFERRED_FREE && !s.scheduler.deferredSendDeadlines().has(sl)) {
             f.add(Check.DEFERRAL_HAS_DEADLINE, "request " + sl.rid + " is DEFERRED_FREE without a deferral");
         }
     }
@@ -252,7 +252,7 @@ public final class Invariants {
     }
 
     private static void worker(NodeState s, Found f) {
-        for (Map.Entry<String, NodeState.RecvTransfer> e : s.recvingTransfers.entrySet()) {
+        for (Map.Entry<String, NodeState.RecvTransfer> e : s.worker.recvingTransfers().entrySet()) {
             NodeState.RecvTransfer rt = e.getValue();
             if (rt == null || rt.localBlocks() == null || rt.statusIds() == null) {
                 f.add(Check.BLOCKS_OWNED_ONCE, "recving_transfers[" + e.getKey() + "] is " + rt);
@@ -263,7 +263,7 @@ public final class Invariants {
                 status(s, ids.get(i), e.getKey(), false, f);
             }
         }
-        for (Map.Entry<String, NodeState.WriteTransfer> e : s.writes.entrySet()) {
+        for (Map.Entry<String, NodeState.WriteTransfer> e : s.worker.writes().entrySet()) {
             NodeState.WriteTransfer w = e.getValue();
             if (w == null || !e.getKey().equals(w.transferId)) {
                 f.add(Check.BLOCKS_OWNED_ONCE, "writes[" + e.getKey() + "] holds transfer " + (w == null ? null : w.transferId));
@@ -281,12 +281,12 @@ public final class Invariants {
      * transfer id) and kind. A record may be gone before the transfer (its completion arrived).
      */
     private static void status(NodeState s, long id, String owner, boolean write, Found f) {
-        if (id <= 0 || id >= s.nextStatusId) {
+        if (id <= 0 || id >= s.worker.nextStatusId()) {
             f.add(Check.BLOCKS_OWNED_ONCE, (write ? "write " : "read of ") + owner + " waits for status " + id
-                    + ", never issued (next " + s.nextStatusId + ")");
+                    + ", never issued (next " + s.worker.nextStatusId() + ")");
             return;
         }
-        NodeState.StatusRecord st = s.statuses.get(id);
+        NodeState.StatusRecord st = s.worker.statuses().get(id);
         if (st != null && (st.write != write || !owner.equals(write ? st.transferId : st.requestId))) {
             f.add(Check.BLOCKS_OWNED_ONCE, (write ? "write " : "read of ") + owner + " waits for status " + id
                     + ", which is " + st);
@@ -294,7 +294,7 @@ public final class Invariants {
     }
 
     private static void parkedAcks(NodeState s, Found f) {
-        RequestSlots.Table<Long> t = s.pendingSentAcks;
+        RequestSlots.Table<Long> t = s.scheduler.pendingSentAcks();
         for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
             if (t.get(sl) == null) {
                 f.add(Check.PARKED_ACK_HAS_TTL, "pending_sent_acks[" + sl.rid + "] has no deadline");
@@ -305,7 +305,7 @@ public final class Invariants {
 
     /** The worker's buffer of ACKs waiting for its mapping (replaced whole by each get_finished: checked each time). */
     private static void pendingUnmapped(NodeState s, Found f) {
-        List<NodeState.PendingAck> pending = s.pendingUnmappedAcks;
+        List<NodeState.PendingAck> pending = s.worker.pendingUnmappedAcks();
         if (pending.isEmpty()) {
             return;
         }
@@ -328,10 +328,10 @@ public final class Invariants {
         if (!s.config.on(Switch.MAP_FIRST_OWNER_WINS)) {
             return;
         }
-        RequestSlots.Table<String> t = s.requestIdToTransferId;
+        RequestSlots.Table<String> t = s.scheduler.requestIdToTransferId();
         for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
             String tid = t.get(sl);
-            String owner = s.transferIdToRequestId.get(tid);
+            String owner = s.scheduler.transferIdToRequestId().get(tid);
             if (!sl.rid.equals(owner)) {
                 f.add(Check.MAPPING_INVERSE, "request " + sl.rid + " maps to " + tid + ", owned by " + owner);
             }
@@ -339,33 +339,33 @@ public final class Invariants {
     }
 
     private static void ackCounts(NodeState s, Found f) {
-        if (s.ackCounts.isEmpty()) {
+        if (s.worker.ackCounts().isEmpty()) {
             return;
         }
-        for (Map.Entry<String, Integer> e : s.ackCounts.entrySet()) {
+        for (Map.Entry<String, Integer> e : s.worker.ackCounts().entrySet()) {
             Integer n = e.getValue();
-            if (n == null || n < 1 || s.completedTransfers.contains(e.getKey())) {
+            if (n == null || n < 1 || s.worker.completedTransfers().contains(e.getKey())) {
                 f.add(Check.ACK_COUNTS_OPEN, "ack count of " + e.getKey() + " is " + n
-                        + (s.completedTransfers.contains(e.getKey()) ? " after it completed" : ""));
+                        + (s.worker.completedTransfers().contains(e.getKey()) ? " after it completed" : ""));
             }
         }
     }
 
     private static void bounds(NodeState s, Found f) {
         int cap = ExtraConfig.MAX_TERMINAL_TRANSFER_IDS;
-        bound(s.reapedRequests.size(), cap, "reaped requests", f);
-        bound(s.terminalTransfers.size(), cap, "terminal transfers", f);
-        bound(s.reportedUnmatched.size(), cap, "reported unmatched ids", f);
+        bound(s.scheduler.reapedRequests().size(), cap, "reaped requests", f);
+        bound(s.worker.terminalTransfers().size(), cap, "terminal transfers", f);
+        bound(s.worker.reportedUnmatched().size(), cap, "reported unmatched ids", f);
         int slots = s.slots.slotCount();
         table(s.requests, slots, f);
-        table(s.reqsNeedRecv, slots, f);
-        table(s.reqsNeedSave, slots, f);
-        table(s.reqsNeedPendingSave, slots, f);
-        table(s.reqKvParams, slots, f);
-        table(s.reqsNeedSend, slots, f);
-        table(s.deferredSendDeadlines, slots, f);
-        table(s.pendingSentAcks, slots, f);
-        table(s.requestIdToTransferId, slots, f);
+        table(s.scheduler.reqsNeedRecv(), slots, f);
+        table(s.scheduler.reqsNeedSave(), slots, f);
+        table(s.scheduler.reqsNeedPendingSave(), slots, f);
+        table(s.scheduler.reqKvParams(), slots, f);
+        table(s.scheduler.reqsNeedSend(), slots, f);
+        table(s.scheduler.deferredSendDeadlines(), slots, f);
+        table(s.scheduler.pendingSentAcks(), slots, f);
+        table(s.scheduler.requestIdToTransferId(), slots, f);
         int idle = s.slots.idleSlots();
         if (idle != 0) {
             f.add(Check.TABLES_BOUNDED, idle + " of " + slots + " request slots live in no table (a slot must go with its last entry)");

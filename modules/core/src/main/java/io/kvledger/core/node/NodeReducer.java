@@ -47,10 +47,10 @@ public final class NodeReducer {
      * next event; it allocates nothing per event beyond what the decisions themselves need.
      */
     public static void applyInto(NodeState state, NodeEvent event, List<Effect> sink) {
-        Ctx c = state.ctx;
+        // The context of this one application, not part of the state: the sink, the event's time.
+        Ctx c = new Ctx(state, sink);
         // The time is read in each arm from the record's own accessor: event.atNs() here would be
         // an interface call over the six record types of a scheduler step (not inlined).
-        c.out = sink;
         switch (event) {
             case NodeEvent.RequestAdmitted e -> {
                 c.now = e.atNs();
@@ -141,7 +141,6 @@ public final class NodeReducer {
                 WorkerSide.tick(c);
             }
         }
-        c.reset(0, null);
     }
 
     /**
@@ -251,20 +250,19 @@ public final class NodeReducer {
         return new Effect.Anomaly(kind, rid, tid, detail);
     }
 
-    /** The per-event context: state, the event's time and the effect sink. */
+    /**
+     * The context of one application of the reducer: the state it changes, the event's time and
+     * the sink its effects go to. Made per event and dropped after it, never kept in the state.
+     */
     static final class Ctx {
         final NodeState s;
         final NodeConfig cfg;
+        final List<Effect> out;
         long now;
-        List<Effect> out;
 
-        Ctx(NodeState s) {
+        Ctx(NodeState s, List<Effect> out) {
             this.s = s;
             this.cfg = s.config;
-        }
-
-        void reset(long now, List<Effect> out) {
-            this.now = now;
             this.out = out;
         }
 

@@ -8,6 +8,7 @@ import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.model.TransferId;
 import io.kvledger.core.moriio.ExtraConfig;
 import io.kvledger.core.moriio.PortMath;
 import java.util.ArrayList;
@@ -18,8 +19,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The whole connector state of one engine rank: the scheduler side's tables, the worker side's
- * tables, and the engine's view of each request's phase.
+ * The whole connector state of one engine rank: the engine's view of each request and its phase,
+ * the scheduler side's tables ({@link SchedulerSide}) and the worker side's ({@link WorkerSide}),
+ * each side's tables written only by that side's own methods. The reducer's per-event context
+ * (the event's time, the effect sink) is not part of it: {@link NodeReducer} makes one per event.
  *
  * <p>Mutable, owned by the single reducer thread, and updated in place by
  * {@link NodeReducer#apply}: the reducer is a deterministic function of (state, event), but it
@@ -33,25 +36,6 @@ public final class NodeState {
     private static final int FINISHED_PHASE_MEMORY = 1 << 16;
 
     final NodeConfig config;
-    /** The reducer's per-event context, reused (one state, one thread). */
-    final NodeReducer.Ctx ctx;
-    /** Bumped on every change of the transfer-id map, so a step's snapshot is copied only when it changed. */
-    long mappingVersion;
-    long metaMappingVersion = -1;
-    /**
-     * The last peer address text parsed out of a request id in each direction, and its parse
-     * result (a cache: parsing is a pure function of the text; see SchedulerSide.peer).
-     */
-    String lastPrefillPeerText;
-    Object lastPrefillPeer;
-    String lastDecodePeerText;
-    Object lastDecodePeer;
-    /** The last {@code [remote_host]} built for a ReqMeta and its host (immutable; see SchedulerSide.addNewReq). */
-    String lastPodsHost;
-    List<String> lastPods;
-    /** The last {@code remote_block_ids} value a READ receive converted, and its groups (see SchedulerSide.readRecv). */
-    Object lastRemoteValue;
-    BlockGroups lastRemoteGroups;
 
     // ------------------------------------------------------------ derived configuration
     final int[] transferGroups;
@@ -68,121 +52,24 @@ public final class NodeState {
     final String engineId;
 
     // ------------------------------------------------------------ the engine's view
-    /** Requests vLLM still holds (admitted and not yet freed). */
-    /** One record per request id for the tables below that are keyed by it (see {@link RequestSlots}). */
+    /** One record per request id for the tables that are keyed by it (see {@link RequestSlots}). */
     final RequestSlots slots = new RequestSlots();
     /** What {@link #checkInvariantsSinceLastCheck()} remembers between calls (not state: not hashed). */
     final Invariants.Memo invariantsMemo = new Invariants.Memo();
+    /** Requests vLLM still holds (admitted and not yet freed). */
     final RequestSlots.Table<Req> requests = slots.table(RequestSlots.REQUESTS);
     /** The phase of live requests and of recently finished ones (bounded). */
     final PhaseTable phases = new PhaseTable(FINISHED_PHASE_MEMORY);
 
-    // ------------------------------------------------------------ scheduler side
-    final RequestSlots.Table<Stage> reqsNeedRecv = slots.table(RequestSlots.NEED_RECV);
-    final RequestSlots.Table<Stage> reqsNeedSave = slots.table(RequestSlots.NEED_SAVE);
-    final RequestSlots.Table<Stage> reqsNeedPendingSave = slots.table(RequestSlots.NEED_PENDING_SAVE);
-    final RequestSlots.Table<KvParams> reqKvParams = slots.table(RequestSlots.KV_PARAMS);
-    final RequestSlots.Table<Long> reqsNeedSend = slots.table(RequestSlots.NEED_SEND);
-    final RequestSlots.Table<Deferral> deferredSendDeadlines = slots.table(RequestSlots.DEFERRED);
-    final RequestSlots.Table<Long> pendingSentAcks = slots.table(RequestSlots.PARKED_ACKS);
-    final LinkedHashMap<String, String> transferIdToRequestId = new LinkedHashMap<>();
-    final RequestSlots.Table<String> requestIdToTransferId = slots.table(RequestSlots.RID_TO_TID);
-    /** Requests reaped recently, to recognise a late ACK (bounded). */
-    final LinkedHashSet<String> reapedRequests = boundedSet();
+    // ------------------------------------------------------------ the two sides
+    /** The scheduler side's tables, written only by {@link SchedulerSide}'s hooks. */
+    final SchedulerSide scheduler = new SchedulerSide(slots);
+    /** The worker side's tables, written only by {@link WorkerSide}'s hooks. */
+    final WorkerSide worker = new WorkerSide();
 
-    // ------------------------------------------------------------ worker side: shared
-    /** The worker's copy of the transfer-id map, replaced by each step's metadata. */
-    Map<String, String> workerTransferIds = new LinkedHashMap<>();
-    /** The newest connector metadata (what start_load_kv and save_kv_layer read). */
-    List<ReqMeta> metaRecv = List.of();
-    List<ReqMeta> metaSave = List.of();
-    Map<String, String> metaMapping = new LinkedHashMap<>();
-    long nextStatusId = 1;
-    final LinkedHashMap<Long, StatusRecord> statuses = new LinkedHashMap<>();
-    final LinkedHashSet<String> remoteAgents = new LinkedHashSet<>();
-    final LinkedHashSet<String> handshakesStarted = new LinkedHashSet<>();
-    final LinkedHashSet<String> handshakesFailed = new LinkedHashSet<>();
-    boolean pythonListenerDead;
-    long framesAfterPythonListenerDeath;
-
-    // ------------------------------------------------------------ producer worker: ACKs
-    final ArrayList<Ack> doneAcks = new ArrayList<>();
-    ArrayList<PendingAck> pendingUnmappedAcks = new ArrayList<>();
-    final LinkedHashMap<String, Integer> ackCounts = new LinkedHashMap<>();
-    final LinkedHashSet<String> completedTransfers = new LinkedHashSet<>();
-
-    // ------------------------------------------------------------ producer worker: WRITE
-    final LinkedHashMap<String, RemoteAlloc> remoteAllocs = new LinkedHashMap<>();
-    final LinkedHashSet<String> terminalTransfers = boundedSet();
-    final LinkedHashMap<String, WriteTransfer> writes = new LinkedHashMap<>();
-    final ArrayList<WriteTask> deferredTasks = new ArrayList<>();
-    final LinkedHashMap<String, List<ReqMeta>> awaitingHandshake = new LinkedHashMap<>();
-    final ArrayList<ReqMeta> readyRequests = new ArrayList<>();
-
-    // ------------------------------------------------------------ consumer worker
-    final ArrayList<String> doneWriteIds = new ArrayList<>();
-    ArrayList<String> unmatchedWriteCompletions = new ArrayList<>();
-    final LinkedHashSet<String> reportedUnmatched = boundedSet();
-    /**
-     * The {@link #workerTransferIds} map (immutable, replaced whole) against which the last pass of
-     * a WRITE consumer's get_finished found no kept id mapped and added nothing to
-     * {@link #reportedUnmatched}; {@code null} when that pass changed something. Not state: a
-     * shortcut for the next pass, which would find the same (see WorkerSide).
-     */
-    Map<String, String> unmatchedSettledAgainst;
-    /**
-     * The last few handshake engine ids made ({@code host:port} and its {@code _dp0} agent key),
-     * by remote host and handshake port: save_kv_layer asks for them per staged request and
-     * layer, and a node writes to a few decode engines. Not state: strings equal to what
-     * {@link ReqMeta#handshakeEngineId()} makes, kept to spare the concatenation and the hashing.
-     */
-    private final String[] engineIdHosts = new String[4];
-    private final int[] engineIdPorts = new int[4];
-    private final String[] engineIds = new String[4];
-    private final String[] agentKeysDp0 = new String[4];
-    private int engineIdNext;
-
-    /** The memo slot of {@code m}'s handshake engine id (made when missing). */
-    private int engineIdSlot(ReqMeta m) {
-        String host = m.remoteHost();
-        int port = m.remoteHandshakePort();
-        for (int i = 0; i < engineIds.length; i++) {
-            if (engineIds[i] != null && engineIdPorts[i] == port && java.util.Objects.equals(engineIdHosts[i], host)) {
-                return i;
-            }
-        }
-        int i = engineIdNext;
-        engineIdNext = (i + 1) & (engineIds.length - 1);
-        engineIdHosts[i] = host;
-        engineIdPorts[i] = port;
-        engineIds[i] = m.handshakeEngineId();
-        agentKeysDp0[i] = engineIds[i] + "_dp0";
-        return i;
-    }
-
-    /** {@link ReqMeta#handshakeEngineId()}, from the memo. */
-    String engineId(ReqMeta m) {
-        return engineIds[engineIdSlot(m)];
-    }
-
-    /** The agent key of {@code m}'s engine at DP rank 0 ({@code host:port_dp0}), from the memo. */
-    String agentKeyDp0(ReqMeta m) {
-        return agentKeysDp0[engineIdSlot(m)];
-    }
-
-    final LinkedHashMap<String, RecvTransfer> recvingTransfers = new LinkedHashMap<>();
-    final ArrayList<ReqMeta> recvAwaitingHandshake = new ArrayList<>();
-    /** Remote engines whose TP-wide eager-handshake vote passed ({@code _eager_handshaked_engines}). */
-    final LinkedHashSet<String> votedEngines = new LinkedHashSet<>();
-    /** Engines of the held step whose vote has not come yet (only with {@code awaitsTpVote}). */
-    final LinkedHashSet<String> votesOutstanding = new LinkedHashSet<>();
-    /** The step's receives, held in start_load_kv until every engine of the step voted. */
-    final ArrayList<ReqMeta> recvAwaitingVote = new ArrayList<>();
-    final LinkedHashSet<Integer> loadErrorBlocks = new LinkedHashSet<>();
 
     private NodeState(NodeConfig config) {
         this.config = config;
-        this.ctx = new NodeReducer.Ctx(this);
         List<KvGroupSpec> groups = config.groups();
         boolean filter = config.on(Switch.SCHED_CTOR_KV_CACHE_CONFIG);
         List<Integer> transfer = new ArrayList<>();
@@ -261,7 +148,7 @@ public final class NodeState {
 
     /** Whether the same frames would have ended the Python listener thread by now. */
     public boolean pythonListenerDead() {
-        return pythonListenerDead;
+        return worker.pythonListenerDead();
     }
 
     /**
@@ -272,72 +159,72 @@ public final class NodeState {
     public Map<String, Integer> leftovers() {
         LinkedHashMap<String, Integer> m = new LinkedHashMap<>();
         put(m, "requests", requests.size());
-        put(m, "reqs_need_recv", reqsNeedRecv.size());
-        put(m, "reqs_need_save", reqsNeedSave.size());
-        put(m, "reqs_need_pending_save", reqsNeedPendingSave.size());
-        put(m, "req_kv_params", reqKvParams.size());
-        put(m, "deferred_send_deadlines", deferredSendDeadlines.size());
-        put(m, "pending_sent_acks", pendingSentAcks.size());
-        put(m, "transfer_id_to_request_id", transferIdToRequestId.size());
-        put(m, "request_id_to_transfer_id", requestIdToTransferId.size());
-        put(m, "pending_unmapped_acks", pendingUnmappedAcks.size());
-        put(m, "ack_counts", ackCounts.size());
-        put(m, "remote_allocs", remoteAllocs.size());
-        put(m, "writes", writes.size());
-        put(m, "deferred_write_tasks", deferredTasks.size());
-        put(m, "unmatched_write_completions", unmatchedWriteCompletions.size());
-        put(m, "recving_transfers", recvingTransfers.size());
-        put(m, "recv_awaiting_handshake", recvAwaitingHandshake.size());
-        put(m, "recv_awaiting_vote", recvAwaitingVote.size());
+        put(m, "reqs_need_recv", scheduler.reqsNeedRecv().size());
+        put(m, "reqs_need_save", scheduler.reqsNeedSave().size());
+        put(m, "reqs_need_pending_save", scheduler.reqsNeedPendingSave().size());
+        put(m, "req_kv_params", scheduler.reqKvParams().size());
+        put(m, "deferred_send_deadlines", scheduler.deferredSendDeadlines().size());
+        put(m, "pending_sent_acks", scheduler.pendingSentAcks().size());
+        put(m, "transfer_id_to_request_id", scheduler.transferIdToRequestId().size());
+        put(m, "request_id_to_transfer_id", scheduler.requestIdToTransferId().size());
+        put(m, "pending_unmapped_acks", worker.pendingUnmappedAcks().size());
+        put(m, "ack_counts", worker.ackCounts().size());
+        put(m, "remote_allocs", worker.remoteAllocs().size());
+        put(m, "worker.writes()", worker.writes().size());
+        put(m, "deferred_write_tasks", worker.deferredTasks().size());
+        put(m, "unmatched_write_completions", worker.unmatchedWriteCompletions().size());
+        put(m, "recving_transfers", worker.recvingTransfers().size());
+        put(m, "recv_awaiting_handshake", worker.recvAwaitingHandshake().size());
+        put(m, "recv_awaiting_vote", worker.recvAwaitingVote().size());
         return m;
     }
 
     /** Live entries of the transfer-id map (transfer id to request id), in insertion order. */
     public Map<String, String> transferIdMap() {
-        return Collections.unmodifiableMap(transferIdToRequestId);
+        return Collections.unmodifiableMap(scheduler.transferIdToRequestId());
     }
 
     /** Live entries of the request-id map (request id to transfer id). */
     public Map<String, String> requestIdMap() {
-        return Collections.unmodifiableMap(requestIdToTransferId);
+        return Collections.unmodifiableMap(scheduler.requestIdToTransferId());
     }
 
     /** Requests whose free is deferred, with their deadlines. */
     public Map<String, Long> deferredDeadlines() {
         LinkedHashMap<String, Long> m = new LinkedHashMap<>();
-        deferredSendDeadlines.forEach((k, v) -> m.put(k, v.deadlineNs()));
+        scheduler.deferredSendDeadlines().forEach((k, v) -> m.put(k, v.deadlineNs()));
         return m;
     }
 
     /** Parked early ACKs with their deadlines. */
     public Map<String, Long> parkedAcks() {
-        return Collections.unmodifiableMap(pendingSentAcks);
+        return Collections.unmodifiableMap(scheduler.pendingSentAcks());
     }
 
     /** Requests staged for save, with their block groups. */
     public Map<String, BlockGroups> stagedSaves() {
         LinkedHashMap<String, BlockGroups> m = new LinkedHashMap<>();
-        reqsNeedSave.forEach((k, v) -> m.put(k, v.blocks()));
+        scheduler.reqsNeedSave().forEach((k, v) -> m.put(k, v.blocks()));
         return m;
     }
 
     /** Requests staged for receive, with their local block groups. */
     public Map<String, BlockGroups> stagedRecvs() {
         LinkedHashMap<String, BlockGroups> m = new LinkedHashMap<>();
-        reqsNeedRecv.forEach((k, v) -> m.put(k, v.blocks()));
+        scheduler.reqsNeedRecv().forEach((k, v) -> m.put(k, v.blocks()));
         return m;
     }
 
     /** Chunked-prefill saves waiting for their final chunk. */
     public Map<String, BlockGroups> pendingSaves() {
         LinkedHashMap<String, BlockGroups> m = new LinkedHashMap<>();
-        reqsNeedPendingSave.forEach((k, v) -> m.put(k, v.blocks()));
+        scheduler.reqsNeedPendingSave().forEach((k, v) -> m.put(k, v.blocks()));
         return m;
     }
 
     /** Params snapshots, by request id. */
     public Map<String, KvParams> paramSnapshots() {
-        return Collections.unmodifiableMap(reqKvParams);
+        return Collections.unmodifiableMap(scheduler.reqKvParams());
     }
 
     /** The live params of a request vLLM still holds, or {@code null}. */
@@ -348,22 +235,22 @@ public final class NodeState {
 
     /** ACKs waiting for the worker's mapping. */
     public int pendingUnmappedAckCount() {
-        return pendingUnmappedAcks.size();
+        return worker.pendingUnmappedAcks().size();
     }
 
     /** In-flight READ receives by request id. */
     public int recvingTransferCount() {
-        return recvingTransfers.size();
+        return worker.recvingTransfers().size();
     }
 
     /** Whether the worker holds a remote allocation for the transfer (WRITE producer). */
     public boolean hasRemoteAlloc(String transferId) {
-        return remoteAllocs.containsKey(transferId);
+        return worker.remoteAllocs().containsKey(transferId);
     }
 
     /** Whether the transfer is terminal on this worker (WRITE producer, release). */
     public boolean isTerminal(String transferId) {
-        return terminalTransfers.contains(transferId);
+        return worker.terminalTransfers().contains(transferId);
     }
 
     /**
@@ -372,8 +259,8 @@ public final class NodeState {
      * the forward while this is above zero (a live engine polls it; pure, allocates nothing).
      */
     public int readsInFlight() {
-        int n = recvAwaitingHandshake.size() + recvAwaitingVote.size();
-        for (StatusRecord st : statuses.values()) {
+        int n = worker.recvAwaitingHandshake().size() + worker.recvAwaitingVote().size();
+        for (StatusRecord st : worker.statuses().values()) {
             if (!st.write && st.state == 0) {
                 n++;
             }
@@ -386,12 +273,12 @@ public final class NodeState {
      * above zero the step's reads wait for {@code HandshakeVoted}, not for a transfer.
      */
     public int votesPending() {
-        return votesOutstanding.size();
+        return worker.votesOutstanding().size();
     }
 
     /** The handshake keys ({@code engine_dpN}) whose last handshake failed (read-only view). */
     public java.util.Set<String> failedHandshakes() {
-        return java.util.Collections.unmodifiableSet(handshakesFailed);
+        return java.util.Collections.unmodifiableSet(worker.handshakesFailed());
     }
 
     /**
@@ -401,8 +288,8 @@ public final class NodeState {
      */
     public int handshakesInFlight() {
         int n = 0;
-        for (String key : handshakesStarted) {
-            if (!remoteAgents.contains(key)) {
+        for (String key : worker.handshakesStarted()) {
+            if (!worker.remoteAgents().contains(key)) {
                 n++;
             }
         }
@@ -424,24 +311,24 @@ public final class NodeState {
      */
     public long nextDeadlineAfter(long afterNs) {
         long best = Long.MAX_VALUE;
-        for (WriteTask t : deferredTasks) {
+        for (WriteTask t : worker.deferredTasks()) {
             best = earliest(best, afterNs, sum(t.enqueueNs(), config.deferTimeoutNs()));
         }
-        for (WriteTransfer w : writes.values()) {
+        for (WriteTransfer w : worker.writes().values()) {
             if (w.waitStartNs >= 0 && !w.completionNotified) {
                 best = earliest(best, afterNs, sum(w.waitStartNs, config.transferTimeoutNs()));
             }
         }
-        for (RecvTransfer r : recvingTransfers.values()) {
+        for (RecvTransfer r : worker.recvingTransfers().values()) {
             best = earliest(best, afterNs, sum(r.startNs(), config.recvAbortTimeoutNs()));
         }
-        for (PendingAck a : pendingUnmappedAcks) {
+        for (PendingAck a : worker.pendingUnmappedAcks()) {
             best = earliest(best, afterNs, sum(a.firstSeenNs, config.unmappedAckTtlNs()));
         }
-        for (Deferral d : deferredSendDeadlines.values()) {
+        for (Deferral d : scheduler.deferredSendDeadlines().values()) {
             best = earliest(best, afterNs, d.deadlineNs());
         }
-        for (long deadline : pendingSentAcks.values()) {
+        for (long deadline : scheduler.pendingSentAcks().values()) {
             best = earliest(best, afterNs, deadline);
         }
         return best;
@@ -493,38 +380,38 @@ public final class NodeState {
         requests.forEach((k, v) -> b.append(k).append(':').append(v.describe()).append(';'));
         b.append("\nphases=").append(phases);
         b.append("\nrecv=");
-        reqsNeedRecv.forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
+        scheduler.reqsNeedRecv().forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
         b.append("\nsave=");
-        reqsNeedSave.forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
+        scheduler.reqsNeedSave().forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
         b.append("\npending_save=");
-        reqsNeedPendingSave.forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
-        b.append("\nkv_params=").append(reqKvParams);
-        b.append("\nneed_send=").append(reqsNeedSend);
-        b.append("\ndeferred=").append(deferredSendDeadlines);
-        b.append("\nparked=").append(pendingSentAcks);
-        b.append("\ntid2rid=").append(transferIdToRequestId);
-        b.append("\nrid2tid=").append(requestIdToTransferId);
-        b.append("\nreaped=").append(reapedRequests);
-        b.append("\nworker_map=").append(workerTransferIds);
-        b.append("\nmeta_recv=").append(metaRecv);
-        b.append("\nmeta_save=").append(metaSave);
-        b.append("\nnext_status=").append(nextStatusId);
-        b.append("\nstatuses=").append(statuses);
-        b.append("\nagents=").append(remoteAgents).append(handshakesStarted).append(handshakesFailed);
-        b.append("\nlistener_dead=").append(pythonListenerDead).append('/').append(framesAfterPythonListenerDeath);
-        b.append("\nacks=").append(doneAcks).append(pendingUnmappedAcks).append(ackCounts).append(completedTransfers);
-        b.append("\nallocs=").append(remoteAllocs);
-        b.append("\nterminal=").append(terminalTransfers);
-        b.append("\nwrites=").append(writes);
-        b.append("\ndeferred_tasks=").append(deferredTasks);
-        b.append("\nawaiting_hs=").append(awaitingHandshake).append(readyRequests);
-        b.append("\nwrite_done=").append(doneWriteIds).append(unmatchedWriteCompletions);
-        b.append("\nrecving=").append(recvingTransfers).append(recvAwaitingHandshake);
-        if (!votedEngines.isEmpty() || !votesOutstanding.isEmpty() || !recvAwaitingVote.isEmpty()) {
+        scheduler.reqsNeedPendingSave().forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
+        b.append("\nkv_params=").append(scheduler.reqKvParams());
+        b.append("\nneed_send=").append(scheduler.reqsNeedSend());
+        b.append("\ndeferred=").append(scheduler.deferredSendDeadlines());
+        b.append("\nparked=").append(scheduler.pendingSentAcks());
+        b.append("\ntid2rid=").append(scheduler.transferIdToRequestId());
+        b.append("\nrid2tid=").append(scheduler.requestIdToTransferId());
+        b.append("\nreaped=").append(scheduler.reapedRequests());
+        b.append("\nworker_map=").append(worker.workerTransferIds());
+        b.append("\nmeta_recv=").append(worker.metaRecv());
+        b.append("\nmeta_save=").append(worker.metaSave());
+        b.append("\nnext_status=").append(worker.nextStatusId());
+        b.append("\nstatuses=").append(worker.statuses());
+        b.append("\nagents=").append(worker.remoteAgents()).append(worker.handshakesStarted()).append(worker.handshakesFailed());
+        b.append("\nlistener_dead=").append(worker.pythonListenerDead()).append('/').append(worker.framesAfterPythonListenerDeath());
+        b.append("\nacks=").append(worker.doneAcks()).append(worker.pendingUnmappedAcks()).append(worker.ackCounts()).append(worker.completedTransfers());
+        b.append("\nallocs=").append(worker.remoteAllocs());
+        b.append("\nterminal=").append(worker.terminalTransfers());
+        b.append("\nwrites=").append(worker.writes());
+        b.append("\ndeferred_tasks=").append(worker.deferredTasks());
+        b.append("\nawaiting_hs=").append(worker.awaitingHandshake()).append(worker.readyRequests());
+        b.append("\nwrite_done=").append(worker.doneWriteIds()).append(worker.unmatchedWriteCompletions());
+        b.append("\nrecving=").append(worker.recvingTransfers()).append(worker.recvAwaitingHandshake());
+        if (!worker.votedEngines().isEmpty() || !worker.votesOutstanding().isEmpty() || !worker.recvAwaitingVote().isEmpty()) {
             // only when a vote was ever seen, so that states of journals without one dump as before
-            b.append("\nvotes=").append(votedEngines).append(votesOutstanding).append(recvAwaitingVote);
+            b.append("\nvotes=").append(worker.votedEngines()).append(worker.votesOutstanding()).append(worker.recvAwaitingVote());
         }
-        b.append("\nload_errors=").append(loadErrorBlocks);
+        b.append("\nload_errors=").append(worker.loadErrorBlocks());
         return b.toString();
     }
 
@@ -555,7 +442,7 @@ public final class NodeState {
         return Math.floorDiv(a + b - 1, b);
     }
 
-    private static <T> LinkedHashSet<T> boundedSet() {
+    static <T> LinkedHashSet<T> boundedSet() {
         return new LinkedHashSet<>() {
             @Override
             public boolean add(T t) {
@@ -701,6 +588,6 @@ public final class NodeState {
     }
 
     /** An in-flight READ receive ({@code _recving_transfers} and its companions). */
-    record RecvTransfer(Object transferId, long startNs, BlockGroups localBlocks, String host, int port,
+    record RecvTransfer(TransferId transferId, long startNs, BlockGroups localBlocks, String host, int port,
                         List<Long> statusIds) {}
 }

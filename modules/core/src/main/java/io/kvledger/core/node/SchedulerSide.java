@@ -11,11 +11,13 @@ import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.model.TransferId;
 import io.kvledger.core.moriio.ExtraConfig;
 import io.kvledger.core.moriio.PortMath;
 import io.kvledger.core.moriio.RequestIds;
 import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.core.node.NodeReducer.Ctx;
+import io.kvledger.core.node.NodeState.Deferral;
 import io.kvledger.core.node.NodeState.Req;
 import io.kvledger.core.node.NodeState.Stage;
 import java.util.ArrayList;
@@ -28,7 +30,13 @@ import java.util.regex.Pattern;
 
 /**
  * The scheduler side of the connector ({@code MoRIIOConnectorScheduler} and the scheduler-side
- * methods of {@code MoRIIOConnector}), one hook per method.
+ * methods of {@code MoRIIOConnector}): its tables, one instance per {@link NodeState}, and its
+ * hooks, one per method.
+ *
+ * <p>The tables are private: only these hooks write them. The state's renderings, the
+ * {@link Invariants} and the worker side read them through the package-private accessors; what
+ * the worker must get from the scheduler (the step's metadata, a freed request's pending
+ * handshake wait) goes through {@link WorkerSide}'s own methods.
  */
 final class SchedulerSide {
 
@@ -36,10 +44,10 @@ final class SchedulerSide {
     private static final long READ_ABORT_REQUEST_TIMEOUT_NS =
             ExtraConfig.READ_ABORT_REQUEST_TIMEOUT_S * 1_000_000_000L;
 
-    /** The keys of the params request_finished returns, in the connector's order. */
     /** {@code _MAX_LOCAL_MAMBA_TAIL_BLOCKS}: the extra local blocks a mamba group's READ alignment tolerates. */
     private static final int MAX_LOCAL_MAMBA_TAIL_BLOCKS = 1;
 
+    /** The keys of the params request_finished returns, in the connector's order. */
     private static final String[] FINISHED_PARAM_KEYS = {
         "do_remote_prefill", "do_remote_decode", "remote_block_ids", "remote_engine_id", "remote_host",
         "remote_handshake_port", "remote_notify_port", "remote_dp_rank", "remote_dp_rank_override", "remote_dp_size",
@@ -54,7 +62,99 @@ final class SchedulerSide {
     /** The reply of a step that surfaces nothing (a record of an immutable empty list: one will do). */
     private static final Effect.FinishedSendingRewritten NOTHING_SURFACED = new Effect.FinishedSendingRewritten(List.of());
 
-    private SchedulerSide() {}
+
+    // ------------------------------------------------------------ the scheduler side's tables (written only here)
+    /** Bumped on every change of the transfer-id map, so a step's snapshot is copied only when it changed. */
+    private long mappingVersion;
+    private long metaMappingVersion = -1;
+    /**
+     * The snapshot of {@link #transferIdToRequestId} the last metadata carried to the worker
+     * (immutable, replaced whole when the map changed since; see refreshMetaMapping).
+     */
+    private Map<String, String> metaMapping = new LinkedHashMap<>();
+    /**
+     * The last peer address text parsed out of a request id in each direction, and its parse
+     * result (a cache: parsing is a pure function of the text; see SchedulerSide.peer).
+     */
+    private String lastPrefillPeerText;
+    private Object lastPrefillPeer;
+    private String lastDecodePeerText;
+    private Object lastDecodePeer;
+    /** The last {@code [remote_host]} built for a ReqMeta and its host (immutable; see SchedulerSide.addNewReq). */
+    private String lastPodsHost;
+    private List<String> lastPods;
+    /** The last {@code remote_block_ids} value a READ receive converted, and its groups (see SchedulerSide.readRecv). */
+    private Object lastRemoteValue;
+    private BlockGroups lastRemoteGroups;
+    private final RequestSlots.Table<Stage> reqsNeedRecv;
+    private final RequestSlots.Table<Stage> reqsNeedSave;
+    private final RequestSlots.Table<Stage> reqsNeedPendingSave;
+    private final RequestSlots.Table<KvParams> reqKvParams;
+    private final RequestSlots.Table<Long> reqsNeedSend;
+    private final RequestSlots.Table<Deferral> deferredSendDeadlines;
+    private final RequestSlots.Table<Long> pendingSentAcks;
+    private final LinkedHashMap<String, String> transferIdToRequestId = new LinkedHashMap<>();
+    private final RequestSlots.Table<String> requestIdToTransferId;
+    /** Requests reaped recently, to recognise a late ACK (bounded). */
+    private final LinkedHashSet<String> reapedRequests = NodeState.boundedSet();
+
+    SchedulerSide(RequestSlots slots) {
+        this.reqsNeedRecv = slots.table(RequestSlots.NEED_RECV);
+        this.reqsNeedSave = slots.table(RequestSlots.NEED_SAVE);
+        this.reqsNeedPendingSave = slots.table(RequestSlots.NEED_PENDING_SAVE);
+        this.reqKvParams = slots.table(RequestSlots.KV_PARAMS);
+        this.reqsNeedSend = slots.table(RequestSlots.NEED_SEND);
+        this.deferredSendDeadlines = slots.table(RequestSlots.DEFERRED);
+        this.pendingSentAcks = slots.table(RequestSlots.PARKED_ACKS);
+        this.requestIdToTransferId = slots.table(RequestSlots.RID_TO_TID);
+    }
+
+    // ------------------------------------------------------------ read access
+    // For the state's renderings, the invariants and the other side: they read, never write.
+
+    long mappingVersion() {
+        return mappingVersion;
+    }
+
+    RequestSlots.Table<Stage> reqsNeedRecv() {
+        return reqsNeedRecv;
+    }
+
+    RequestSlots.Table<Stage> reqsNeedSave() {
+        return reqsNeedSave;
+    }
+
+    RequestSlots.Table<Stage> reqsNeedPendingSave() {
+        return reqsNeedPendingSave;
+    }
+
+    RequestSlots.Table<KvParams> reqKvParams() {
+        return reqKvParams;
+    }
+
+    RequestSlots.Table<Long> reqsNeedSend() {
+        return reqsNeedSend;
+    }
+
+    RequestSlots.Table<Deferral> deferredSendDeadlines() {
+        return deferredSendDeadlines;
+    }
+
+    RequestSlots.Table<Long> pendingSentAcks() {
+        return pendingSentAcks;
+    }
+
+    LinkedHashMap<String, String> transferIdToRequestId() {
+        return transferIdToRequestId;
+    }
+
+    RequestSlots.Table<String> requestIdToTransferId() {
+        return requestIdToTransferId;
+    }
+
+    LinkedHashSet<String> reapedRequests() {
+        return reapedRequests;
+    }
 
     // ------------------------------------------------------------------ admission
 
@@ -189,8 +289,8 @@ final class SchedulerSide {
             if (!c.on(Switch.SAVE_STAGING_WRITE_ONLY) || c.cfg.mode() == TransferMode.WRITE) {
                 if (mapped) {
                     BlockGroups local = c.on(Switch.SAVE_BLOCK_IDS_GROUPED) ? e.blocks() : e.blocks().firstOnly();
-                    c.s.reqsNeedSave.put(r.slot, new Stage(r, local));
-                    c.s.reqKvParams.put(r.slot, params.copy());
+                    c.s.scheduler.reqsNeedSave.put(r.slot, new Stage(r, local));
+                    c.s.scheduler.reqKvParams.put(r.slot, params.copy());
                 }
             }
         }
@@ -278,8 +378,8 @@ final class SchedulerSide {
             BlockGroups remoteGroups = BlockGroups.fromParamValue(remoteValue);
             // kept for build_connector_meta's add_new_req, which reads the same value (a param
             // value is never changed in place, and block groups never change)
-            c.s.lastRemoteValue = remoteValue;
-            c.s.lastRemoteGroups = remoteGroups;
+            c.s.scheduler.lastRemoteValue = remoteValue;
+            c.s.scheduler.lastRemoteGroups = remoteGroups;
             if (remoteGroups == null) {
                 c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r), "remote_block_ids holds non-integer ids (TypeError)");
                 return false;
@@ -376,8 +476,8 @@ final class SchedulerSide {
     }
 
     private static boolean stageRecv(Ctx c, Req r, BlockGroups local, KvParams snapshot, NodeEvent.BlocksAllocated e) {
-        c.s.reqsNeedRecv.put(r.slot, new Stage(r, local));
-        c.s.reqKvParams.put(r.slot, snapshot);
+        c.s.scheduler.reqsNeedRecv.put(r.slot, new Stage(r, local));
+        c.s.scheduler.reqKvParams.put(r.slot, snapshot);
         if (!c.cfg.isProducer()) {
             c.allocPhase(r, RequestPhase.RECV_STAGED, e.numExternalTokens() > 0
                     ? "allocated; receive staged"
@@ -543,7 +643,7 @@ final class SchedulerSide {
                 host = ExtraConfig.pythonStr(list.get(pod));
             }
         }
-        Object transferId = p.get("transfer_id");
+        TransferId transferId = TransferId.of(p.get("transfer_id"));
         for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {
             c.emit(new Effect.SendRemoteBlocks(host, notifyPort + PortMath.portOffset(portRank, tpIndex), rid,
                     transferId, blocks, c.cfg.dpRank()));
@@ -574,7 +674,7 @@ final class SchedulerSide {
             return false;
         }
         List<Integer> blocks = BlockGroups.intView(e.blocks().size() > 0 ? e.blocks().first() : new int[0]);
-        Object transferId = p.get("transfer_id");
+        TransferId transferId = TransferId.of(p.get("transfer_id"));
         for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {
             c.emit(new Effect.SendRemoteBlocks(parsed.value().host(),
                     parsed.value().notifyPort() + PortMath.portOffset((int) (long) rank, tpIndex), rid, transferId, blocks,
@@ -590,7 +690,7 @@ final class SchedulerSide {
      * false when first-owner-wins refuses the mapping.
      */
     static boolean map(Ctx c, RequestSlots.Slot sl, String rid, String tid) {
-        String owner = c.s.transferIdToRequestId.get(tid);
+        String owner = c.s.scheduler.transferIdToRequestId.get(tid);
         if (owner != null && !owner.equals(rid)) {
             if (c.on(Switch.MAP_FIRST_OWNER_WINS)) {
                 c.anomaly(AnomalyKind.TRANSFER_ID_COLLISION, rid, tid, "refused: owned by " + owner);
@@ -598,9 +698,9 @@ final class SchedulerSide {
             }
             c.anomaly(AnomalyKind.TRANSFER_ID_COLLISION, rid, tid, "overwrote owner " + owner + " (last write wins)");
         }
-        c.s.transferIdToRequestId.put(tid, rid);
-        c.s.requestIdToTransferId.put(sl != null ? sl : c.s.slots.obtain(rid), tid);
-        c.s.mappingVersion++;
+        c.s.scheduler.transferIdToRequestId.put(tid, rid);
+        c.s.scheduler.requestIdToTransferId.put(sl != null ? sl : c.s.slots.obtain(rid), tid);
+        c.s.scheduler.mappingVersion++;
         return true;
     }
 
@@ -610,27 +710,27 @@ final class SchedulerSide {
      */
     static void unmap(Ctx c, RequestSlots.Slot sl, String rid, String tid) {
         NodeState s = c.s;
-        String mappedTid = s.requestIdToTransferId.remove(sl);
+        String mappedTid = s.scheduler.requestIdToTransferId.remove(sl);
         if (mappedTid != null) {
-            s.transferIdToRequestId.remove(mappedTid);
-            s.mappingVersion++;
+            s.scheduler.transferIdToRequestId.remove(mappedTid);
+            s.scheduler.mappingVersion++;
             c.emit(new Effect.Unmapped(rid, mappedTid, rid, Effect.UnmapKind.EXACT));
             return;
         }
-        if (tid != null && s.transferIdToRequestId.containsKey(tid)) {
-            String original = s.transferIdToRequestId.get(tid);
+        if (tid != null && s.scheduler.transferIdToRequestId.containsKey(tid)) {
+            String original = s.scheduler.transferIdToRequestId.get(tid);
             boolean allowed = !c.on(Switch.MAP_FIRST_OWNER_WINS) || original.equals(rid)
                     || (rid.startsWith(original) && INPUT_PROCESSOR_SUFFIX.matcher(rid.substring(original.length())).matches());
             if (allowed) {
-                s.requestIdToTransferId.remove(original);
-                s.transferIdToRequestId.remove(tid);
-                s.mappingVersion++;
+                s.scheduler.requestIdToTransferId.remove(original);
+                s.scheduler.transferIdToRequestId.remove(tid);
+                s.scheduler.mappingVersion++;
                 c.emit(new Effect.Unmapped(rid, tid, original, Effect.UnmapKind.BY_TRANSFER_ID));
                 return;
             }
         }
         c.emit(new Effect.Unmapped(rid, tid, null, Effect.UnmapKind.MISS));
-        c.anomaly(AnomalyKind.UNMAP_MISS, rid, tid, "table_size=" + s.requestIdToTransferId.size());
+        c.anomaly(AnomalyKind.UNMAP_MISS, rid, tid, "table_size=" + s.scheduler.requestIdToTransferId.size());
     }
 
     // ------------------------------------------------------------------ build_connector_meta
@@ -646,10 +746,10 @@ final class SchedulerSide {
      */
     static void buildMeta(Ctx c, NodeEvent.StepScheduled e) {
         NodeState s = c.s;
-        List<ReqMeta> recv = s.reqsNeedRecv.isEmpty() && (e.scheduledNewReqs() == null || e.scheduledNewReqs().isEmpty())
-                ? List.of() : new ArrayList<>(s.reqsNeedRecv.size());
-        List<ReqMeta> save = s.reqsNeedSave.isEmpty() && s.reqsNeedPendingSave.isEmpty()
-                ? List.of() : new ArrayList<>(s.reqsNeedSave.size());
+        List<ReqMeta> recv = s.scheduler.reqsNeedRecv.isEmpty() && (e.scheduledNewReqs() == null || e.scheduledNewReqs().isEmpty())
+                ? List.of() : new ArrayList<>(s.scheduler.reqsNeedRecv.size());
+        List<ReqMeta> save = s.scheduler.reqsNeedSave.isEmpty() && s.scheduler.reqsNeedPendingSave.isEmpty()
+                ? List.of() : new ArrayList<>(s.scheduler.reqsNeedSave.size());
         if (c.on(Switch.WRITE_CONSUMER_RECV_NEW_REQS) && c.cfg.mode() == TransferMode.WRITE && !c.cfg.isProducer()
                 && !recvNewRequests(c, e, recv)) {
             metaRaised(c, e);
@@ -657,12 +757,12 @@ final class SchedulerSide {
         }
         boolean skipsUnknown = !c.on(Switch.PENDING_SAVE_UNKNOWN_RAISES);
         if (c.cfg.mode() == TransferMode.WRITE && c.cfg.role() == Role.PRODUCER
-                && (!s.reqsNeedPendingSave.isEmpty() || !skipsUnknown)) {
+                && (!s.scheduler.reqsNeedPendingSave.isEmpty() || !skipsUnknown)) {
             for (NodeEvent.CachedRequest cr : e.cachedRequests()) {
                 if (cr.newBlockIds() == null) {
                     continue;
                 }
-                Stage pending = s.reqsNeedPendingSave.get(cr.requestId());
+                Stage pending = s.scheduler.reqsNeedPendingSave.get(cr.requestId());
                 if (pending == null) {
                     if (skipsUnknown) {
                         continue; // a non-disagg request (#45043): skipped, not a KeyError
@@ -676,9 +776,9 @@ final class SchedulerSide {
                 BlockGroups updated = c.on(Switch.PENDING_SAVE_PER_GROUP_APPEND)
                         ? pending.blocks().appendPerGroup(cr.newBlockIds())
                         : BlockGroups.concatFlat(pending.blocks().first(), cr.newBlockIds().first());
-                s.reqsNeedPendingSave.put(cr.requestId(), new Stage(pending.req(), updated));
+                s.scheduler.reqsNeedPendingSave.put(cr.requestId(), new Stage(pending.req(), updated));
                 if (covered(c, updated) >= pending.req().numPromptTokens) {
-                    KvParams kv = s.reqKvParams.remove(cr.requestId());
+                    KvParams kv = s.scheduler.reqKvParams.remove(cr.requestId());
                     if (kv == null) {
                         kv = pending.req().params != null ? pending.req().params : KvParams.empty();
                     }
@@ -688,13 +788,13 @@ final class SchedulerSide {
                         return;
                     }
                     save.add(m);
-                    s.reqsNeedPendingSave.remove(cr.requestId());
+                    s.scheduler.reqsNeedPendingSave.remove(cr.requestId());
                     c.phase(pending.req(), RequestPhase.PREFILLING, "final chunk: save staged for the worker");
                 }
             }
         }
-        for (RequestSlots.Slot en = s.reqsNeedRecv.first(); en != null; en = s.reqsNeedRecv.next(en)) {
-            Stage st = s.reqsNeedRecv.get(en);
+        for (RequestSlots.Slot en = s.scheduler.reqsNeedRecv.first(); en != null; en = s.scheduler.reqsNeedRecv.next(en)) {
+            Stage st = s.scheduler.reqsNeedRecv.get(en);
             KvParams kv = snapshotOrLive(s, en, st.req());
             ReqMeta m = addNewReq(c, st.req(), en.rid, st.blocks(), kv, false);
             if (m == null) {
@@ -703,11 +803,11 @@ final class SchedulerSide {
             }
             putMeta(recv, m);
         }
-        for (RequestSlots.Slot en = s.reqsNeedSave.first(); en != null; en = s.reqsNeedSave.next(en)) {
-            Stage st = s.reqsNeedSave.get(en);
+        for (RequestSlots.Slot en = s.scheduler.reqsNeedSave.first(); en != null; en = s.scheduler.reqsNeedSave.next(en)) {
+            Stage st = s.scheduler.reqsNeedSave.get(en);
             KvParams kv = snapshotOrLive(s, en, st.req());
             if (st.req().numPromptTokens > covered(c, st.blocks())) {
-                s.reqsNeedPendingSave.put(en, st);
+                s.scheduler.reqsNeedPendingSave.put(en, st);
                 if (st.req().phase.terminal()) {
                     c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.rid, st.req().params == null ? null
                             : st.req().params.string("transfer_id"), "a finished request's save moved to pending; it is never removed"
@@ -725,33 +825,32 @@ final class SchedulerSide {
             save.add(m);
         }
         List<String> toSend;
-        if (s.reqsNeedSend.isEmpty()) {
+        if (s.scheduler.reqsNeedSend.isEmpty()) {
             toSend = List.of(); // rebinding an empty dict to a new empty one changes nothing
         } else {
-            toSend = new ArrayList<>(s.reqsNeedSend.size());
-            for (RequestSlots.Slot en = s.reqsNeedSend.first(); en != null; en = s.reqsNeedSend.next(en)) {
+            toSend = new ArrayList<>(s.scheduler.reqsNeedSend.size());
+            for (RequestSlots.Slot en = s.scheduler.reqsNeedSend.first(); en != null; en = s.scheduler.reqsNeedSend.next(en)) {
                 toSend.add(en.rid);
             }
-            s.reqsNeedSend.clear(); // as rebinding to a new dict: nothing else holds the old one
+            s.scheduler.reqsNeedSend.clear(); // as rebinding to a new dict: nothing else holds the old one
         }
-        if (!s.reqsNeedRecv.isEmpty()) {
-            for (RequestSlots.Slot en = s.reqsNeedRecv.first(); en != null; en = s.reqsNeedRecv.next(en)) {
-                s.reqKvParams.remove(en);
+        if (!s.scheduler.reqsNeedRecv.isEmpty()) {
+            for (RequestSlots.Slot en = s.scheduler.reqsNeedRecv.first(); en != null; en = s.scheduler.reqsNeedRecv.next(en)) {
+                s.scheduler.reqKvParams.remove(en);
             }
-            s.reqsNeedRecv.clear();
+            s.scheduler.reqsNeedRecv.clear();
         }
-        if (!s.reqsNeedSave.isEmpty()) {
-            for (RequestSlots.Slot en = s.reqsNeedSave.first(); en != null; en = s.reqsNeedSave.next(en)) {
-                if (!s.reqsNeedPendingSave.has(en)) {
-                    s.reqKvParams.remove(en);
+        if (!s.scheduler.reqsNeedSave.isEmpty()) {
+            for (RequestSlots.Slot en = s.scheduler.reqsNeedSave.first(); en != null; en = s.scheduler.reqsNeedSave.next(en)) {
+                if (!s.scheduler.reqsNeedPendingSave.has(en)) {
+                    s.scheduler.reqKvParams.remove(en);
                 }
             }
-            s.reqsNeedSave.clear();
+            s.scheduler.reqsNeedSave.clear();
         }
-        s.metaRecv = recv;
-        s.metaSave = save;
         refreshMetaMapping(s);
-        c.emit(new Effect.MetadataBuilt(e.step(), recv, save, toSend, s.metaMapping.size()));
+        s.worker.bindMetadata(recv, save, s.scheduler.metaMapping);
+        c.emit(new Effect.MetadataBuilt(e.step(), recv, save, toSend, s.scheduler.metaMapping.size()));
     }
 
     /**
@@ -797,22 +896,21 @@ final class SchedulerSide {
      */
     private static void metaRaised(Ctx c, NodeEvent.StepScheduled e) {
         NodeState s = c.s;
-        s.metaRecv = List.of();
-        s.metaSave = List.of();
-        c.emit(new Effect.MetadataBuilt(e.step(), List.of(), List.of(), List.of(), s.metaMapping.size()));
+        s.worker.bindNoMetadata();
+        c.emit(new Effect.MetadataBuilt(e.step(), List.of(), List.of(), List.of(), s.scheduler.metaMapping.size()));
     }
 
     private static void refreshMetaMapping(NodeState s) {
-        if (s.metaMappingVersion != s.mappingVersion) {
+        if (s.scheduler.metaMappingVersion != s.scheduler.mappingVersion) {
             // The worker's copy of the map: a snapshot, as when the metadata crosses to the
             // worker process. Copied only when the map changed since the last step's snapshot.
-            s.metaMapping = MappingSnapshot.of(s.transferIdToRequestId);
-            s.metaMappingVersion = s.mappingVersion;
+            s.scheduler.metaMapping = MappingSnapshot.of(s.scheduler.transferIdToRequestId);
+            s.scheduler.metaMappingVersion = s.scheduler.mappingVersion;
         }
     }
 
     private static KvParams snapshotOrLive(NodeState s, RequestSlots.Slot sl, Req req) {
-        KvParams kv = s.reqKvParams.get(sl);
+        KvParams kv = s.scheduler.reqKvParams.get(sl);
         if (kv != null) {
             return kv;
         }
@@ -848,8 +946,8 @@ final class SchedulerSide {
                             + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
             return null;
         }
-        Object transferId = kv.valueAt(tidAt);
-        String tidString = transferId instanceof String ts ? ts : null;
+        TransferId transferId = TransferId.of(kv.valueAt(tidAt));
+        String tidString = transferId.asString();
         if (c.on(Switch.META_WITHOUT_ROUTING_FIELDS)) {
             return addNewReqWithoutRouting(c, req, rid, local, kv, writeMode, transferId, tidString);
         }
@@ -883,11 +981,11 @@ final class SchedulerSide {
         if (!ExtraConfig.pythonTruthy(hosts)) {
             // [remote_host]: one immutable list per peer host, shared by its requests' metadata
             NodeState s = c.s;
-            if (s.lastPodsHost != host || s.lastPods == null) {
-                s.lastPods = List.of(host);
-                s.lastPodsHost = host;
+            if (s.scheduler.lastPodsHost != host || s.scheduler.lastPods == null) {
+                s.scheduler.lastPods = List.of(host);
+                s.scheduler.lastPodsHost = host;
             }
-            pods = s.lastPods;
+            pods = s.scheduler.lastPods;
         } else if (hosts instanceof List<?> l) {
             pods = new ArrayList<>(l.size());
             for (Object o : l) {
@@ -915,8 +1013,8 @@ final class SchedulerSide {
         Object remoteValue = kv.valueAt(remoteAt);
         NodeState s = c.s;
         // the receive staged this value this step (SchedulerSide.readRecv): its groups, not a second conversion
-        BlockGroups remote = remoteValue != null && remoteValue == s.lastRemoteValue
-                ? s.lastRemoteGroups : BlockGroups.fromParamValue(remoteValue);
+        BlockGroups remote = remoteValue != null && remoteValue == s.scheduler.lastRemoteValue
+                ? s.scheduler.lastRemoteGroups : BlockGroups.fromParamValue(remoteValue);
         Object engine = kv.get("remote_engine_id");
         String engineId = engine == null ? null : ExtraConfig.pythonStr(engine);
         Object remoteTp = kv.get("remote_tp_size");
@@ -949,7 +1047,7 @@ final class SchedulerSide {
      * compared).
      */
     private static ReqMeta addNewReqWithoutRouting(Ctx c, Req req, String rid, BlockGroups local, KvParams kv,
-            boolean writeMode, Object transferId, String tidString) {
+            boolean writeMode, TransferId transferId, String tidString) {
         var parsed = peer(c, req, rid, writeMode);
         if (parsed == null || !parsed.isOk()) {
             c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, tidString, parsed == null
@@ -1009,16 +1107,16 @@ final class SchedulerSide {
             if (consumerOnly) {
                 unmap(c, r.slot, rid, t);
             }
-            if (s.recvingTransfers.containsKey(rid)) {
+            if (s.worker.recvingTransfers().containsKey(rid)) {
                 c.anomaly(AnomalyKind.FREE_WHILE_TRANSFER_IN_FLIGHT, rid, t,
                         "request finished while its READ is still in flight; its blocks return to the pool");
             }
-            if (!s.recvAwaitingHandshake.isEmpty() && s.recvAwaitingHandshake.removeIf(m -> m.requestId().equals(rid))) {
+            if (s.worker.dropRecvAwaitingHandshake(rid)) {
                 c.anomaly(AnomalyKind.HANDSHAKE_FAILED, rid, t,
                         "request finished before the handshake its read waited for completed; no release will be sent");
             }
         }
-        if (s.reqsNeedPendingSave.has(r.slot)) {
+        if (s.scheduler.reqsNeedPendingSave.has(r.slot)) {
             c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, rid, tid(r),
                     "finished with a chunked-prefill save still pending; the entry is never removed" + pendingSaveLeakWhose(c));
         }
@@ -1045,7 +1143,7 @@ final class SchedulerSide {
                 } else {
                     empty = BlockGroups.empty(s.transferGroups.length);
                 }
-                s.reqsNeedRecv.put(r.slot, new Stage(r, empty));
+                s.scheduler.reqsNeedRecv.put(r.slot, new Stage(r, empty));
             }
             params.put("do_remote_prefill", Boolean.FALSE);
             c.emit(new Effect.FinishDecision(rid, false, null));
@@ -1097,10 +1195,10 @@ final class SchedulerSide {
                     "request_finished on a consumer returned delay_free=True (do_remote_decode on a decode leg?)");
         }
         if (delay) {
-            s.reqsNeedSend.put(r.slot, plus(c.now, READ_ABORT_REQUEST_TIMEOUT_NS));
+            s.scheduler.reqsNeedSend.put(r.slot, plus(c.now, READ_ABORT_REQUEST_TIMEOUT_NS));
             if (!c.on(Switch.NO_CONNECTOR_OUTPUT_HOOK)) {
                 long deadline = plus(c.now, c.cfg.deferTimeoutNs());
-                s.deferredSendDeadlines.put(r.slot, new NodeState.Deferral(deadline, tidString));
+                s.scheduler.deferredSendDeadlines.put(r.slot, new NodeState.Deferral(deadline, tidString));
                 c.emit(new Effect.DeferralStarted(rid, tidString, deadline));
             }
         }
@@ -1185,8 +1283,8 @@ final class SchedulerSide {
 
     /** A producer's mapping is only removed by update_connector_output: one freed here leaks. */
     private static void leakCheck(Ctx c, Req r) {
-        if (c.cfg.isProducer() && c.s.requestIdToTransferId.has(r.slot)) {
-            c.anomaly(AnomalyKind.MAPPING_LEAK, r.requestId, c.s.requestIdToTransferId.get(r.slot),
+        if (c.cfg.isProducer() && c.s.scheduler.requestIdToTransferId.has(r.slot)) {
+            c.anomaly(AnomalyKind.MAPPING_LEAK, r.requestId, c.s.scheduler.requestIdToTransferId.get(r.slot),
                     "freed without a deferral: the transfer-id mapping stays (class 35)");
         }
     }
@@ -1206,8 +1304,8 @@ final class SchedulerSide {
      * false when Python raises (a {@code remote_dp_rank} that is no number, in the port arithmetic).
      */
     private static boolean releaseWritePrefillBlocks(Ctx c, Req r, KvParams params) {
-        Object transferId = params.get("transfer_id");
-        if (transferId == null) {
+        TransferId transferId = TransferId.of(params.get("transfer_id"));
+        if (transferId.isNone()) {
             c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, null, "missing transfer_id");
             return true;
         }
@@ -1221,7 +1319,7 @@ final class SchedulerSide {
         if (host == null || port == null) {
             var parsed = peer(c, r, r.requestId, false);
             if (parsed == null || !parsed.isOk()) {
-                c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, ExtraConfig.pythonStr(transferId),
+                c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, transferId.pythonStr(),
                         "missing remote notify address");
                 return true;
             }
@@ -1231,13 +1329,13 @@ final class SchedulerSide {
             h = ExtraConfig.pythonStr(host);
             p = KvParams.asLong(port);
             if (p == null) {
-                c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, ExtraConfig.pythonStr(transferId),
+                c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, transferId.pythonStr(),
                         "remote_notify_port " + ExtraConfig.pythonStr(port) + " is not an int (ValueError)");
                 return true;
             }
         }
         if (!isNumber(rankValue)) {
-            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, r.requestId, ExtraConfig.pythonStr(transferId), "request_finished: remote_dp_rank "
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, r.requestId, transferId.pythonStr(), "request_finished: remote_dp_rank "
                     + ExtraConfig.pythonStr(rankValue) + " in the release's port arithmetic raises TypeError");
             return false;
         }
@@ -1284,27 +1382,27 @@ final class SchedulerSide {
         Surfacing safe = null;
         for (String rid : incoming) {
             RequestSlots.Slot sl = s.slots.get(rid);
-            if (s.deferredSendDeadlines.has(sl)) {
+            if (s.scheduler.deferredSendDeadlines.has(sl)) {
                 if (safe == null) {
                     safe = new Surfacing();
                 }
                 safe.putIfAbsent(rid, Effect.SurfaceReason.ACKED); // incoming ids are distinct: a put
-            } else if (!s.pendingSentAcks.has(sl)) {
+            } else if (!s.scheduler.pendingSentAcks.has(sl)) {
                 long deadline = plus(now, c.cfg.deferTimeoutNs());
-                s.pendingSentAcks.put(rid, deadline);
+                s.scheduler.pendingSentAcks.put(rid, deadline);
                 c.emit(new Effect.AckParked(rid, deadline));
-                if (s.reapedRequests.contains(rid)) {
+                if (s.scheduler.reapedRequests.contains(rid)) {
                     c.anomaly(AnomalyKind.REAP_THEN_LATE_ACK, rid, null,
                             "ACK arrived after the request was reaped; its blocks may already hold another request's KV");
                 } else {
-                    c.anomaly(AnomalyKind.EARLY_ACK_PARKED, rid, s.requestIdToTransferId.get(rid),
+                    c.anomaly(AnomalyKind.EARLY_ACK_PARKED, rid, s.scheduler.requestIdToTransferId.get(rid),
                             "ACK before request_finished");
                 }
             }
         }
-        if (!s.pendingSentAcks.isEmpty()) {
-            for (RequestSlots.Slot p = s.pendingSentAcks.first(); p != null; p = s.pendingSentAcks.next(p)) {
-                if (s.deferredSendDeadlines.has(p)) {
+        if (!s.scheduler.pendingSentAcks.isEmpty()) {
+            for (RequestSlots.Slot p = s.scheduler.pendingSentAcks.first(); p != null; p = s.scheduler.pendingSentAcks.next(p)) {
+                if (s.scheduler.deferredSendDeadlines.has(p)) {
                     if (safe == null) {
                         safe = new Surfacing();
                     }
@@ -1312,12 +1410,12 @@ final class SchedulerSide {
                 }
             }
         }
-        if (!c.on(Switch.HOLD_UNTIL_REAL_ACK) && !s.deferredSendDeadlines.isEmpty()) {
+        if (!c.on(Switch.HOLD_UNTIL_REAL_ACK) && !s.scheduler.deferredSendDeadlines.isEmpty()) {
             // expired is every deferral past its deadline, whether or not its ACK is in SAFE
             // already: upstream's "Reaped %d deferred sends" warning counts len(expired).
             List<String> expired = List.of();
-            for (RequestSlots.Slot d = s.deferredSendDeadlines.first(); d != null; d = s.deferredSendDeadlines.next(d)) {
-                if (now >= s.deferredSendDeadlines.get(d).deadlineNs()) {
+            for (RequestSlots.Slot d = s.scheduler.deferredSendDeadlines.first(); d != null; d = s.scheduler.deferredSendDeadlines.next(d)) {
+                if (now >= s.scheduler.deferredSendDeadlines.get(d).deadlineNs()) {
                     if (expired.isEmpty()) {
                         expired = new ArrayList<>();
                     }
@@ -1330,7 +1428,7 @@ final class SchedulerSide {
             }
             String count = expired.isEmpty() ? "" : " (" + expired.size() + " reaped this step)";
             for (String rid : expired) {
-                String t = s.deferredSendDeadlines.get(rid).transferId();
+                String t = s.scheduler.deferredSendDeadlines.get(rid).transferId();
                 if (safe.get(rid) == Effect.SurfaceReason.REAPED) {
                     c.anomaly(AnomalyKind.DEFERRAL_REAPED, rid, t, "no finished_sending after "
                             + (c.cfg.deferTimeoutNs() / 1_000_000) + " ms; blocks force-freed" + count);
@@ -1350,9 +1448,9 @@ final class SchedulerSide {
             String rid = safe.rid(k);
             Effect.SurfaceReason reason = safe.reason(k);
             RequestSlots.Slot sl = s.slots.get(rid);
-            NodeState.Deferral d = s.deferredSendDeadlines.remove(sl);
+            NodeState.Deferral d = s.scheduler.deferredSendDeadlines.remove(sl);
             String transferId = d != null ? d.transferId() : null;
-            s.pendingSentAcks.remove(sl);
+            s.scheduler.pendingSentAcks.remove(sl);
             unmap(c, sl, rid, transferId);
             c.emit(new Effect.AckSurfaced(rid, transferId, reason));
             surfaced.add(rid);
@@ -1362,7 +1460,7 @@ final class SchedulerSide {
                 continue;
             }
             if (reason == Effect.SurfaceReason.REAPED) {
-                s.reapedRequests.add(rid);
+                s.scheduler.reapedRequests.add(rid);
                 c.phase(r, RequestPhase.REAPED, "reaped after defer_timeout without an ACK");
             } else {
                 c.phase(r, RequestPhase.FREED_AFTER_ACK, reason == Effect.SurfaceReason.ACKED
@@ -1470,17 +1568,17 @@ final class SchedulerSide {
     /** Parked ACKs past their deadline that never matched a deferral are dropped. */
     private static void dropStaleAcks(Ctx c, long now) {
         NodeState s = c.s;
-        if (s.pendingSentAcks.isEmpty()) {
+        if (s.scheduler.pendingSentAcks.isEmpty()) {
             return;
         }
         List<String> stale = new ArrayList<>();
-        for (Map.Entry<String, Long> p : s.pendingSentAcks.entrySet()) {
+        for (Map.Entry<String, Long> p : s.scheduler.pendingSentAcks.entrySet()) {
             if (now >= p.getValue()) {
                 stale.add(p.getKey());
             }
         }
         for (String rid : stale) {
-            s.pendingSentAcks.remove(rid);
+            s.scheduler.pendingSentAcks.remove(rid);
             c.emit(new Effect.StaleAckDropped(rid));
             c.anomaly(AnomalyKind.STALE_ACK_DROPPED, rid, null, "parked ACK never matched a deferral");
         }
@@ -1535,18 +1633,18 @@ final class SchedulerSide {
                 NodeState s = c.s;
                 int from = RequestIds.spanStart(span);
                 int len = RequestIds.spanEnd(span) - from;
-                String last = isProducer ? s.lastDecodePeerText : s.lastPrefillPeerText;
+                String last = isProducer ? s.scheduler.lastDecodePeerText : s.scheduler.lastPrefillPeerText;
                 if (last != null && last.length() == len && rid.regionMatches(from, last, 0, len)) {
-                    cached = isProducer ? s.lastDecodePeer : s.lastPrefillPeer;
+                    cached = isProducer ? s.scheduler.lastDecodePeer : s.scheduler.lastPrefillPeer;
                 } else {
                     String text = rid.substring(from, from + len);
                     var parsed = ZmqAddress.parse(text);
                     if (isProducer) {
-                        s.lastDecodePeerText = text;
-                        s.lastDecodePeer = parsed;
+                        s.scheduler.lastDecodePeerText = text;
+                        s.scheduler.lastDecodePeer = parsed;
                     } else {
-                        s.lastPrefillPeerText = text;
-                        s.lastPrefillPeer = parsed;
+                        s.scheduler.lastPrefillPeerText = text;
+                        s.scheduler.lastPrefillPeer = parsed;
                     }
                     cached = parsed;
                 }

@@ -14,11 +14,13 @@ import io.kvledger.core.node.NodeReducer.Ctx;
 import io.kvledger.core.node.NodeState.Ack;
 import io.kvledger.core.node.NodeState.PendingAck;
 import io.kvledger.core.node.NodeState.RecvTransfer;
+import io.kvledger.core.node.NodeState.RemoteAlloc;
 import io.kvledger.core.node.NodeState.StatusRecord;
 import io.kvledger.core.node.NodeState.WriteTask;
 import io.kvledger.core.node.NodeState.WriteTransfer;
 import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -31,6 +33,11 @@ import java.util.Map;
  * processed as they are scheduled, deferred tasks are retried on every worker event and
  * {@link NodeEvent.Tick}, and the blocking status waits become waits for
  * {@link NodeEvent.TransferCompleted} bounded by {@code transfer_timeout}.
+ *
+ * <p>Its tables, one instance per {@link NodeState}, are private: only the hooks below and the
+ * few methods the scheduler side calls (binding the step's metadata, dropping a freed request's
+ * handshake wait) write them; the rest of the package reads them through package-private
+ * accessors.
  */
 final class WorkerSide {
 
@@ -38,25 +45,268 @@ final class WorkerSide {
     private static final int SUCCEEDED = 1;
     private static final int FAILED = 2;
 
-    private WorkerSide() {}
+    // ------------------------------------------------------------ the worker side's tables (written only here)
+    // ------------------------------------------------------------ shared
+    /** The worker's copy of the transfer-id map, replaced by each step's metadata. */
+    private Map<String, String> workerTransferIds = new LinkedHashMap<>();
+    /** The newest connector metadata (what start_load_kv and save_kv_layer read). */
+    private List<ReqMeta> metaRecv = List.of();
+    private List<ReqMeta> metaSave = List.of();
+    private Map<String, String> metaMapping = new LinkedHashMap<>();
+    private long nextStatusId = 1;
+    private final LinkedHashMap<Long, StatusRecord> statuses = new LinkedHashMap<>();
+    private final LinkedHashSet<String> remoteAgents = new LinkedHashSet<>();
+    private final LinkedHashSet<String> handshakesStarted = new LinkedHashSet<>();
+    private final LinkedHashSet<String> handshakesFailed = new LinkedHashSet<>();
+    private boolean pythonListenerDead;
+    private long framesAfterPythonListenerDeath;
+
+    // ------------------------------------------------------------ producer worker: ACKs
+    private final ArrayList<Ack> doneAcks = new ArrayList<>();
+    private ArrayList<PendingAck> pendingUnmappedAcks = new ArrayList<>();
+    private final LinkedHashMap<String, Integer> ackCounts = new LinkedHashMap<>();
+    private final LinkedHashSet<String> completedTransfers = new LinkedHashSet<>();
+
+    // ------------------------------------------------------------ producer worker: WRITE
+    private final LinkedHashMap<String, RemoteAlloc> remoteAllocs = new LinkedHashMap<>();
+    private final LinkedHashSet<String> terminalTransfers = NodeState.boundedSet();
+    private final LinkedHashMap<String, WriteTransfer> writes = new LinkedHashMap<>();
+    private final ArrayList<WriteTask> deferredTasks = new ArrayList<>();
+    private final LinkedHashMap<String, List<ReqMeta>> awaitingHandshake = new LinkedHashMap<>();
+    private final ArrayList<ReqMeta> readyRequests = new ArrayList<>();
+
+    // ------------------------------------------------------------ consumer worker
+    private final ArrayList<String> doneWriteIds = new ArrayList<>();
+    private ArrayList<String> unmatchedWriteCompletions = new ArrayList<>();
+    private final LinkedHashSet<String> reportedUnmatched = NodeState.boundedSet();
+    /**
+     * The {@link #workerTransferIds} map (immutable, replaced whole) against which the last pass of
+     * a WRITE consumer's get_finished found no kept id mapped and added nothing to
+     * {@link #reportedUnmatched}; {@code null} when that pass changed something. Not state: a
+     * shortcut for the next pass, which would find the same (see WorkerSide).
+     */
+    private Map<String, String> unmatchedSettledAgainst;
+    /**
+     * The last few handshake engine ids made ({@code host:port} and its {@code _dp0} agent key),
+     * by remote host and handshake port: save_kv_layer asks for them per staged request and
+     * layer, and a node writes to a few decode engines. Not state: strings equal to what
+     * {@link ReqMeta#handshakeEngineId()} makes, kept to spare the concatenation and the hashing.
+     */
+    private final String[] engineIdHosts = new String[4];
+    private final int[] engineIdPorts = new int[4];
+    private final String[] engineIds = new String[4];
+    private final String[] agentKeysDp0 = new String[4];
+    private int engineIdNext;
+
+    /** The memo slot of {@code m}'s handshake engine id (made when missing). */
+    private int engineIdSlot(ReqMeta m) {
+        String host = m.remoteHost();
+        int port = m.remoteHandshakePort();
+        for (int i = 0; i < engineIds.length; i++) {
+            if (engineIds[i] != null && engineIdPorts[i] == port && java.util.Objects.equals(engineIdHosts[i], host)) {
+                return i;
+            }
+        }
+        int i = engineIdNext;
+        engineIdNext = (i + 1) & (engineIds.length - 1);
+        engineIdHosts[i] = host;
+        engineIdPorts[i] = port;
+        engineIds[i] = m.handshakeEngineId();
+        agentKeysDp0[i] = engineIds[i] + "_dp0";
+        return i;
+    }
+
+    /** {@link ReqMeta#handshakeEngineId()}, from the memo. */
+    String engineId(ReqMeta m) {
+        return engineIds[engineIdSlot(m)];
+    }
+
+    /** The agent key of {@code m}'s engine at DP rank 0 ({@code host:port_dp0}), from the memo. */
+    String agentKeyDp0(ReqMeta m) {
+        return agentKeysDp0[engineIdSlot(m)];
+    }
+
+    private final LinkedHashMap<String, RecvTransfer> recvingTransfers = new LinkedHashMap<>();
+    private final ArrayList<ReqMeta> recvAwaitingHandshake = new ArrayList<>();
+    /** Remote engines whose TP-wide eager-handshake vote passed ({@code _eager_handshaked_engines}). */
+    private final LinkedHashSet<String> votedEngines = new LinkedHashSet<>();
+    /** Engines of the held step whose vote has not come yet (only with {@code awaitsTpVote}). */
+    private final LinkedHashSet<String> votesOutstanding = new LinkedHashSet<>();
+    /** The step's receives, held in start_load_kv until every engine of the step voted. */
+    private final ArrayList<ReqMeta> recvAwaitingVote = new ArrayList<>();
+    private final LinkedHashSet<Integer> loadErrorBlocks = new LinkedHashSet<>();
+
+    WorkerSide() {}
+
+    /**
+     * {@code bind_connector_metadata}: the metadata the scheduler built this step reaches the
+     * worker (its receives, its saves and its snapshot of the transfer-id map).
+     */
+    void bindMetadata(List<ReqMeta> recv, List<ReqMeta> save, Map<String, String> mapping) {
+        metaRecv = recv;
+        metaSave = save;
+        metaMapping = mapping;
+    }
+
+    /** build_connector_meta raised: no metadata reaches the worker this step (the mapping stays). */
+    void bindNoMetadata() {
+        metaRecv = List.of();
+        metaSave = List.of();
+    }
+
+    /**
+     * The scheduler freed {@code rid} while its read waited for a handshake: the wait is dropped
+     * (no release will be sent). Whether there was one.
+     */
+    boolean dropRecvAwaitingHandshake(String rid) {
+        return !recvAwaitingHandshake.isEmpty() && recvAwaitingHandshake.removeIf(m -> m.requestId().equals(rid));
+    }
+
+    /** Makes the next status id {@code next}: for a test that builds a worker state by hand. */
+    void skipStatusIdsTo(long next) {
+        nextStatusId = next;
+    }
+
+    // ------------------------------------------------------------ read access
+    // For the state's renderings, the invariants and the other side: they read, never write.
+
+    Map<String, String> workerTransferIds() {
+        return workerTransferIds;
+    }
+
+    List<ReqMeta> metaRecv() {
+        return metaRecv;
+    }
+
+    List<ReqMeta> metaSave() {
+        return metaSave;
+    }
+
+    Map<String, String> metaMapping() {
+        return metaMapping;
+    }
+
+    long nextStatusId() {
+        return nextStatusId;
+    }
+
+    LinkedHashMap<Long, StatusRecord> statuses() {
+        return statuses;
+    }
+
+    LinkedHashSet<String> remoteAgents() {
+        return remoteAgents;
+    }
+
+    LinkedHashSet<String> handshakesStarted() {
+        return handshakesStarted;
+    }
+
+    LinkedHashSet<String> handshakesFailed() {
+        return handshakesFailed;
+    }
+
+    boolean pythonListenerDead() {
+        return pythonListenerDead;
+    }
+
+    long framesAfterPythonListenerDeath() {
+        return framesAfterPythonListenerDeath;
+    }
+
+    ArrayList<Ack> doneAcks() {
+        return doneAcks;
+    }
+
+    ArrayList<PendingAck> pendingUnmappedAcks() {
+        return pendingUnmappedAcks;
+    }
+
+    LinkedHashMap<String, Integer> ackCounts() {
+        return ackCounts;
+    }
+
+    LinkedHashSet<String> completedTransfers() {
+        return completedTransfers;
+    }
+
+    LinkedHashMap<String, RemoteAlloc> remoteAllocs() {
+        return remoteAllocs;
+    }
+
+    LinkedHashSet<String> terminalTransfers() {
+        return terminalTransfers;
+    }
+
+    LinkedHashMap<String, WriteTransfer> writes() {
+        return writes;
+    }
+
+    ArrayList<WriteTask> deferredTasks() {
+        return deferredTasks;
+    }
+
+    LinkedHashMap<String, List<ReqMeta>> awaitingHandshake() {
+        return awaitingHandshake;
+    }
+
+    ArrayList<ReqMeta> readyRequests() {
+        return readyRequests;
+    }
+
+    ArrayList<String> doneWriteIds() {
+        return doneWriteIds;
+    }
+
+    ArrayList<String> unmatchedWriteCompletions() {
+        return unmatchedWriteCompletions;
+    }
+
+    LinkedHashSet<String> reportedUnmatched() {
+        return reportedUnmatched;
+    }
+
+    LinkedHashMap<String, RecvTransfer> recvingTransfers() {
+        return recvingTransfers;
+    }
+
+    ArrayList<ReqMeta> recvAwaitingHandshake() {
+        return recvAwaitingHandshake;
+    }
+
+    LinkedHashSet<String> votedEngines() {
+        return votedEngines;
+    }
+
+    LinkedHashSet<String> votesOutstanding() {
+        return votesOutstanding;
+    }
+
+    ArrayList<ReqMeta> recvAwaitingVote() {
+        return recvAwaitingVote;
+    }
+
+    LinkedHashSet<Integer> loadErrorBlocks() {
+        return loadErrorBlocks;
+    }
 
     // ------------------------------------------------------------------ start_load_kv
 
     static void startLoad(Ctx c) {
         NodeState s = c.s;
-        s.workerTransferIds = s.metaMapping;
+        s.worker.workerTransferIds = s.worker.metaMapping;
         if (c.cfg.workerIsProducer()) {
-            if (c.cfg.role() == io.kvledger.core.config.Role.BOTH && !s.metaRecv.isEmpty()) {
+            if (c.cfg.role() == io.kvledger.core.config.Role.BOTH && !s.worker.metaRecv.isEmpty()) {
                 // kv_both: the consumer scheduler staged receives; the producer worker returns before reading
-                for (ReqMeta m : s.metaRecv) {
+                for (ReqMeta m : s.worker.metaRecv) {
                     c.anomaly(AnomalyKind.KV_BOTH_ROLE_ASYMMETRY, m.requestId(), m.transferIdString(),
                             "receive staged by the consumer scheduler, ignored by the producer worker: no read, no release");
                 }
-                s.metaRecv = List.of();
+                s.worker.metaRecv = List.of();
             }
             // Prune fan-in counters and the completed set to transfers that are still live.
-            s.ackCounts.keySet().removeIf(t -> !s.workerTransferIds.containsKey(t));
-            s.completedTransfers.removeIf(t -> !s.workerTransferIds.containsKey(t));
+            s.worker.ackCounts.keySet().removeIf(t -> !s.worker.workerTransferIds.containsKey(t));
+            s.worker.completedTransfers.removeIf(t -> !s.worker.workerTransferIds.containsKey(t));
             return;
         }
         if (c.cfg.mode() == TransferMode.WRITE) {
@@ -64,11 +314,11 @@ final class WorkerSide {
         }
         // READ consumer: eager handshake with every remote DP rank of each engine, once per engine.
         LinkedHashSet<String> engines = new LinkedHashSet<>();
-        for (ReqMeta m : s.metaRecv) {
+        for (ReqMeta m : s.worker.metaRecv) {
             if (engines.add(m.handshakeEngineId())) {
                 for (int r = 0; r < Math.max(m.remoteDpSize(), 1); r++) {
                     String key = m.handshakeEngineId() + "_dp" + r;
-                    if (!s.remoteAgents.contains(key) && s.handshakesStarted.add(key)) {
+                    if (!s.worker.remoteAgents.contains(key) && s.worker.handshakesStarted.add(key)) {
                         int dialTp = PortMath.effectiveRemoteTpRank(c.cfg.tpRank(), c.cfg.tpSize(), m.remoteTpSize()).orElse(c.cfg.tpRank());
                         c.emit(new Effect.StartHandshake(key, m.remoteHost(),
                                 m.remoteHandshakePort() + PortMath.portOffset(r, dialTp, m.remoteTpSize()), m.handshakeEngineId(), r));
@@ -76,18 +326,18 @@ final class WorkerSide {
                 }
             }
         }
-        List<ReqMeta> recv = s.metaRecv;
-        s.metaRecv = List.of(); // one start_load_kv per step's metadata: never read twice
+        List<ReqMeta> recv = s.worker.metaRecv;
+        s.worker.metaRecv = List.of(); // one start_load_kv per step's metadata: never read twice
         if (c.cfg.awaitsTpVote()) {
             // The eager handshake ends in the TP-wide all_reduce(MIN); start_load_kv reads nothing
             // until every engine of the step not yet eagerly handshaken has been voted on.
             for (String eid : engines) {
-                if (!s.votedEngines.contains(eid)) {
-                    s.votesOutstanding.add(eid);
+                if (!s.worker.votedEngines.contains(eid)) {
+                    s.worker.votesOutstanding.add(eid);
                 }
             }
-            if (!s.votesOutstanding.isEmpty()) {
-                s.recvAwaitingVote.addAll(recv);
+            if (!s.worker.votesOutstanding.isEmpty()) {
+                s.worker.recvAwaitingVote.addAll(recv);
                 return;
             }
         }
@@ -95,7 +345,7 @@ final class WorkerSide {
             if (readHandshakeReady(s, m)) {
                 readBlocks(c, m);
             } else {
-                s.recvAwaitingHandshake.add(m);
+                s.worker.recvAwaitingHandshake.add(m);
             }
         }
     }
@@ -105,7 +355,7 @@ final class WorkerSide {
             return true; // the release path needs no session
         }
         for (int r = 0; r < Math.max(m.remoteDpSize(), 1); r++) {
-            if (!s.remoteAgents.contains(m.handshakeEngineId() + "_dp" + r)) {
+            if (!s.worker.remoteAgents.contains(m.handshakeEngineId() + "_dp" + r)) {
                 return false;
             }
         }
@@ -137,12 +387,12 @@ final class WorkerSide {
         int[] remote = m.remoteBlockIds() == null ? new int[0] : m.remoteBlockIds().first();
         List<Long> ids = new ArrayList<>(c.cfg.layerNames().size());
         for (String layer : c.cfg.layerNames()) {
-            long id = s.nextStatusId++;
-            s.statuses.put(id, new StatusRecord(m.transferIdString(), m.requestId(), false));
+            long id = s.worker.nextStatusId++;
+            s.worker.statuses.put(id, new StatusRecord(m.transferIdString(), m.requestId(), false));
             ids.add(id);
             c.emit(new Effect.PostRead(id, m.requestId(), m.transferIdString(), layer, session, local, remote));
         }
-        s.recvingTransfers.put(m.requestId(), new RecvTransfer(m.transferId(), c.now, m.localBlockIds(), host, port, ids));
+        s.worker.recvingTransfers.put(m.requestId(), new RecvTransfer(m.transferId(), c.now, m.localBlockIds(), host, port, ids));
         if (r == null || r.phase.terminal() || r.phase == RequestPhase.READS_IN_FLIGHT) {
             return;
         }
@@ -162,11 +412,11 @@ final class WorkerSide {
             return;
         }
         NodeState s = c.s;
-        for (ReqMeta m : s.metaSave) {
-            if (!s.remoteAgents.contains(s.agentKeyDp0(m))) {
-                String eid = s.engineId(m);
+        for (ReqMeta m : s.worker.metaSave) {
+            if (!s.worker.remoteAgents.contains(s.worker.agentKeyDp0(m))) {
+                String eid = s.worker.engineId(m);
                 startWriteHandshakes(c, m, eid);
-                List<ReqMeta> waiting = s.awaitingHandshake.computeIfAbsent(eid, k -> new ArrayList<>());
+                List<ReqMeta> waiting = s.worker.awaitingHandshake.computeIfAbsent(eid, k -> new ArrayList<>());
                 if (!waiting.contains(m)) {
                     waiting.add(m);
                 }
@@ -174,8 +424,8 @@ final class WorkerSide {
             }
             scheduleWrite(c, m, layer);
         }
-        if (!s.readyRequests.isEmpty()) {
-            scheduleWrite(c, s.readyRequests.remove(0), layer);
+        if (!s.worker.readyRequests.isEmpty()) {
+            scheduleWrite(c, s.worker.readyRequests.remove(0), layer);
         }
         processDeferred(c);
     }
@@ -185,7 +435,7 @@ final class WorkerSide {
         int n = Math.max(m.remoteDpSize(), 1);
         for (int r = 0; r < n; r++) {
             String key = eid + "_dp" + r;
-            if (s.remoteAgents.contains(key) || !s.handshakesStarted.add(key)) {
+            if (s.worker.remoteAgents.contains(key) || !s.worker.handshakesStarted.add(key)) {
                 continue;
             }
             int pod = PortMath.podIndex(r, m.remoteDpSizeLocal());
@@ -205,10 +455,10 @@ final class WorkerSide {
             saveLayer(c, layer);
         }
         // seal_pending_transfers: the scheduled count becomes the expected count.
-        for (WriteTransfer w : new ArrayList<>(c.s.writes.values())) {
+        for (WriteTransfer w : new ArrayList<>(c.s.worker.writes.values())) {
             if (w.sealed == null) {
                 w.sealed = w.scheduled;
-                if (c.s.remoteAllocs.containsKey(w.transferId)) {
+                if (c.s.worker.remoteAllocs.containsKey(w.transferId)) {
                     w.writesExpected = w.sealed;
                     tryFinalize(c, w);
                 }
@@ -224,13 +474,13 @@ final class WorkerSide {
             return;
         }
         NodeState s = c.s;
-        if (s.terminalTransfers.contains(tid)) {
+        if (s.worker.terminalTransfers.contains(tid)) {
             return;
         }
-        WriteTransfer w = s.writes.get(tid);
+        WriteTransfer w = s.worker.writes.get(tid);
         if (w == null) {
             w = new WriteTransfer(tid, m);
-            s.writes.put(tid, w);
+            s.worker.writes.put(tid, w);
         }
         if (!w.scheduledLayers.add(layer)) {
             return;
@@ -242,16 +492,16 @@ final class WorkerSide {
     /** The writer thread's handling of one task. */
     private static void processTask(Ctx c, WriteTask t) {
         NodeState s = c.s;
-        if (s.terminalTransfers.contains(t.transferId())) {
+        if (s.worker.terminalTransfers.contains(t.transferId())) {
             return;
         }
-        NodeState.RemoteAlloc alloc = s.remoteAllocs.get(t.transferId());
-        WriteTransfer w = s.writes.get(t.transferId());
+        NodeState.RemoteAlloc alloc = s.worker.remoteAllocs.get(t.transferId());
+        WriteTransfer w = s.worker.writes.get(t.transferId());
         if (w == null) {
             return;
         }
         if (alloc == null) {
-            s.deferredTasks.add(t);
+            s.worker.deferredTasks.add(t);
             return;
         }
         int[] local = w.meta.localBlockIds().first();
@@ -261,8 +511,8 @@ final class WorkerSide {
             markDone(c, t.transferId(), "block count mismatch");
             return;
         }
-        long id = s.nextStatusId++;
-        s.statuses.put(id, new StatusRecord(t.transferId(), w.meta.requestId(), true));
+        long id = s.worker.nextStatusId++;
+        s.worker.statuses.put(id, new StatusRecord(t.transferId(), w.meta.requestId(), true));
         w.statusIds.add(id);
         String eid = w.meta.remoteHost() + ":" + w.meta.remoteHandshakePort();
         c.emit(new Effect.PostWrite(id, t.transferId(), t.layerName(), eid + "_dp" + alloc.decodeDpRank(), local, alloc.blockIds()));
@@ -273,12 +523,12 @@ final class WorkerSide {
     /** Deferred tasks: run those whose remote_blocks arrived, expire those older than defer_timeout. */
     private static void processDeferred(Ctx c) {
         NodeState s = c.s;
-        int first = s.deferredTasks.isEmpty() ? -1 : firstDeferredDue(c);
+        int first = s.worker.deferredTasks.isEmpty() ? -1 : firstDeferredDue(c);
         if (first < 0) {
             return;
         }
         // the tasks before the first due one would only be put back, in their order: they stay
-        List<WriteTask> due = s.deferredTasks.subList(first, s.deferredTasks.size());
+        List<WriteTask> due = s.worker.deferredTasks.subList(first, s.worker.deferredTasks.size());
         List<WriteTask> tasks = new ArrayList<>(due);
         due.clear();
         // A transfer's tasks (one per layer) sit next to each other, and each save_kv_layer walks
@@ -287,17 +537,17 @@ final class WorkerSide {
         String keptTid = null;
         for (WriteTask t : tasks) {
             if (t.transferId() == keptTid && c.now - t.enqueueNs() <= c.cfg.deferTimeoutNs()) {
-                s.deferredTasks.add(t);
+                s.worker.deferredTasks.add(t);
                 continue;
             }
             keptTid = null;
-            if (s.terminalTransfers.contains(t.transferId()) || !s.writes.containsKey(t.transferId())) {
+            if (s.worker.terminalTransfers.contains(t.transferId()) || !s.worker.writes.containsKey(t.transferId())) {
                 continue;
             }
-            if (s.remoteAllocs.containsKey(t.transferId())) {
+            if (s.worker.remoteAllocs.containsKey(t.transferId())) {
                 processTask(c, t);
             } else if (c.now - t.enqueueNs() > c.cfg.deferTimeoutNs()) {
-                WriteTransfer w = s.writes.get(t.transferId());
+                WriteTransfer w = s.worker.writes.get(t.transferId());
                 int decodeTp = w.meta.remoteTpSize();
                 if (decodeTp > 0 && c.cfg.tpRank() >= decodeTp) {
                     // every version's decode scheduler loops range(its own tp_size) over the 2-argument
@@ -316,7 +566,7 @@ final class WorkerSide {
                 }
                 markDone(c, t.transferId(), "deferred write expired");
             } else {
-                s.deferredTasks.add(t);
+                s.worker.deferredTasks.add(t);
                 keptTid = t.transferId();
             }
         }
@@ -330,16 +580,16 @@ final class WorkerSide {
     private static int firstDeferredDue(Ctx c) {
         NodeState s = c.s;
         String keptTid = null;
-        for (int i = 0; i < s.deferredTasks.size(); i++) {
-            WriteTask t = s.deferredTasks.get(i);
+        for (int i = 0; i < s.worker.deferredTasks.size(); i++) {
+            WriteTask t = s.worker.deferredTasks.get(i);
             if (c.now - t.enqueueNs() > c.cfg.deferTimeoutNs()) {
                 return i;
             }
             if (t.transferId() == keptTid) {
                 continue;
             }
-            if (s.terminalTransfers.contains(t.transferId()) || !s.writes.containsKey(t.transferId())
-                    || s.remoteAllocs.containsKey(t.transferId())) {
+            if (s.worker.terminalTransfers.contains(t.transferId()) || !s.worker.writes.containsKey(t.transferId())
+                    || s.worker.remoteAllocs.containsKey(t.transferId())) {
                 return i;
             }
             keptTid = t.transferId();
@@ -353,7 +603,7 @@ final class WorkerSide {
         if (w.completionNotified) {
             return;
         }
-        if (w.writesExpected == null && w.sealed != null && s.remoteAllocs.containsKey(w.transferId)) {
+        if (w.writesExpected == null && w.sealed != null && s.worker.remoteAllocs.containsKey(w.transferId)) {
             w.writesExpected = w.sealed;
         }
         if (w.writesExpected == null || w.writesDone < w.writesExpected) {
@@ -362,7 +612,7 @@ final class WorkerSide {
         boolean failed = false;
         boolean pending = false;
         for (long id : w.statusIds) {
-            StatusRecord st = s.statuses.get(id);
+            StatusRecord st = s.worker.statuses.get(id);
             int state = st == null ? SUCCEEDED : st.state;
             failed |= state == FAILED;
             pending |= state == PENDING;
@@ -370,7 +620,7 @@ final class WorkerSide {
         if (failed) {
             c.anomaly(AnomalyKind.WRITE_FAILED, w.meta.requestId(), w.transferId, "a layer write failed; self-ACK, decode is not told");
             if (c.on(Switch.WRITE_FAILED_NOTIFY)) {
-                NodeState.RemoteAlloc a = s.remoteAllocs.get(w.transferId);
+                NodeState.RemoteAlloc a = s.worker.remoteAllocs.get(w.transferId);
                 c.emit(new Effect.SendWriteFailed(w.meta.remoteHost(), writeDonePort(c, w, a == null ? 0 : a.decodeDpRank()),
                         w.transferId, "write failed"));
             }
@@ -383,7 +633,7 @@ final class WorkerSide {
             }
             return;
         }
-        NodeState.RemoteAlloc alloc = s.remoteAllocs.get(w.transferId);
+        NodeState.RemoteAlloc alloc = s.worker.remoteAllocs.get(w.transferId);
         int decodeRank = alloc == null ? 0 : alloc.decodeDpRank();
         String host = writeDoneHost(w, decodeRank);
         c.emit(new Effect.SendWriteDone(host, writeDonePort(c, w, decodeRank), w.transferId));
@@ -411,31 +661,31 @@ final class WorkerSide {
     /** {@code _mark_request_done}: the self-ACK; the remote alloc is dropped and the tid made terminal. */
     private static void markDone(Ctx c, String tid, String why) {
         NodeState s = c.s;
-        s.doneAcks.add(new Ack(tid, 1));
-        s.remoteAllocs.remove(tid);
-        s.terminalTransfers.add(tid);
-        WriteTransfer w = s.writes.remove(tid);
+        s.worker.doneAcks.add(new Ack(tid, 1));
+        s.worker.remoteAllocs.remove(tid);
+        s.worker.terminalTransfers.add(tid);
+        WriteTransfer w = s.worker.writes.remove(tid);
         if (w != null) {
             for (long id : w.statusIds) {
-                s.statuses.remove(id);
+                s.worker.statuses.remove(id);
             }
         }
-        s.deferredTasks.removeIf(t -> t.transferId().equals(tid));
+        s.worker.deferredTasks.removeIf(t -> t.transferId().equals(tid));
     }
 
     // ------------------------------------------------------------------ notify listener
 
     private static boolean listenerWouldDie(Ctx c, String rid, String tid, String why) {
-        if (!c.s.pythonListenerDead) {
-            c.s.pythonListenerDead = true;
+        if (!c.s.worker.pythonListenerDead) {
+            c.s.worker.pythonListenerDead = true;
             c.anomaly(AnomalyKind.LISTENER_WOULD_DIE_IN_PYTHON, rid, tid, why);
         }
         return true;
     }
 
     private static void countFrame(Ctx c) {
-        if (c.s.pythonListenerDead) {
-            c.s.framesAfterPythonListenerDeath++;
+        if (c.s.worker.pythonListenerDead) {
+            c.s.worker.framesAfterPythonListenerDeath++;
         }
     }
 
@@ -453,7 +703,7 @@ final class WorkerSide {
             listenerWouldDie(c, e.reqId(), e.transferId(), "MoRIIOError on empty remote_blocks");
             return;
         }
-        if (s.terminalTransfers.contains(e.transferId())) {
+        if (s.worker.terminalTransfers.contains(e.transferId())) {
             c.anomaly(AnomalyKind.REMOTE_BLOCKS_FOR_TERMINAL, e.reqId(), e.transferId(), "late remote_blocks ignored");
             return;
         }
@@ -461,9 +711,9 @@ final class WorkerSide {
         for (int i = 0; i < ids.length; i++) {
             ids[i] = e.blockNotifyList().get(i);
         }
-        s.remoteAllocs.put(e.transferId(), new NodeState.RemoteAlloc(ids, e.decodeRank()));
+        s.worker.remoteAllocs.put(e.transferId(), new NodeState.RemoteAlloc(ids, e.decodeRank()));
         processDeferred(c);
-        WriteTransfer w = s.writes.get(e.transferId());
+        WriteTransfer w = s.worker.writes.get(e.transferId());
         if (w != null) {
             tryFinalize(c, w);
         }
@@ -476,7 +726,7 @@ final class WorkerSide {
             listenerWouldDie(c, null, tid, "role assertion on write_done");
             return;
         }
-        c.s.doneWriteIds.add(tid);
+        c.s.worker.doneWriteIds.add(tid);
     }
 
     static void release(Ctx c, String tid, Integer consumerTpSize) {
@@ -493,21 +743,21 @@ final class WorkerSide {
             listenerWouldDie(c, null, tid, "ValueError on consumer_tp_size <= 0");
             return;
         }
-        if (c.on(Switch.REJECT_TERMINAL_DUPLICATE_RELEASE) && s.terminalTransfers.contains(tid) && s.completedTransfers.contains(tid)) {
+        if (c.on(Switch.REJECT_TERMINAL_DUPLICATE_RELEASE) && s.worker.terminalTransfers.contains(tid) && s.worker.completedTransfers.contains(tid)) {
             c.anomaly(AnomalyKind.DUPLICATE_ACK, null, tid, "duplicate release for a terminal transfer rejected (#50674)");
             return;
         }
-        s.doneAcks.add(new Ack(tid, tp));
-        s.remoteAllocs.remove(tid);
-        s.terminalTransfers.add(tid);
+        s.worker.doneAcks.add(new Ack(tid, tp));
+        s.worker.remoteAllocs.remove(tid);
+        s.worker.terminalTransfers.add(tid);
     }
 
     static void rawCompletion(Ctx c, String id) {
         countFrame(c);
         if (c.cfg.workerIsProducer()) {
-            c.s.doneAcks.add(new Ack(id, 1));
+            c.s.worker.doneAcks.add(new Ack(id, 1));
         } else {
-            c.s.doneWriteIds.add(id);
+            c.s.worker.doneWriteIds.add(id);
         }
     }
 
@@ -525,9 +775,9 @@ final class WorkerSide {
      */
     static void notifySendFailed(Ctx c, NodeEvent.NotifySendFailed e) {
         String tid = e.transferId();
-        String rid = tid == null ? null : c.s.transferIdToRequestId.get(tid);
+        String rid = tid == null ? null : c.s.scheduler.transferIdToRequestId().get(tid);
         if (rid == null && tid != null) {
-            rid = c.s.workerTransferIds.get(tid);
+            rid = c.s.worker.workerTransferIds.get(tid);
         }
         c.anomaly(AnomalyKind.NOTIFY_SEND_FAILED, rid, tid, e.messageType() + " to " + e.endpoint() + ": " + e.reason());
     }
@@ -545,24 +795,24 @@ final class WorkerSide {
     }
 
     private static List<Integer> drainLoadErrors(NodeState s) {
-        if (s.loadErrorBlocks.isEmpty()) {
+        if (s.worker.loadErrorBlocks.isEmpty()) {
             return List.of();
         }
-        List<Integer> l = new ArrayList<>(s.loadErrorBlocks);
-        s.loadErrorBlocks.clear();
+        List<Integer> l = new ArrayList<>(s.worker.loadErrorBlocks);
+        s.worker.loadErrorBlocks.clear();
         return l;
     }
 
     private static void producerFinished(Ctx c) {
         NodeState s = c.s;
         processDeferred(c);
-        ArrayList<PendingAck> acks = new ArrayList<>(s.pendingUnmappedAcks.size() + s.doneAcks.size());
-        acks.addAll(s.pendingUnmappedAcks);
+        ArrayList<PendingAck> acks = new ArrayList<>(s.worker.pendingUnmappedAcks.size() + s.worker.doneAcks.size());
+        acks.addAll(s.worker.pendingUnmappedAcks);
         int firstFresh = acks.size();
-        for (Ack a : s.doneAcks) {
+        for (Ack a : s.worker.doneAcks) {
             acks.add(new PendingAck(a, c.now));
         }
-        s.doneAcks.clear();
+        s.worker.doneAcks.clear();
         ArrayList<PendingAck> stillPending = new ArrayList<>();
         LinkedHashSet<String> done = new LinkedHashSet<>();
         boolean bounded = c.on(Switch.UNMAPPED_ACK_BOUNDS);
@@ -570,7 +820,7 @@ final class WorkerSide {
             PendingAck pa = acks.get(i);
             boolean fresh = i >= firstFresh;
             String tid = pa.ack.transferId();
-            String rid = s.workerTransferIds.get(tid);
+            String rid = s.worker.workerTransferIds.get(tid);
             if (rid == null) {
                 if (!c.on(Switch.RETRY_UNMAPPED_ACKS)) {
                     c.anomaly(AnomalyKind.ACK_UNMAPPED_DROPPED, null, tid, "Could not find the request for this ACK: possible hang");
@@ -585,7 +835,7 @@ final class WorkerSide {
                     c.anomaly(AnomalyKind.ACK_UNMAPPED_DROPPED, null, tid, "unmapped ACK buffer full (#50674)");
                     continue;
                 }
-                if (fresh && s.reportedUnmatched.add(tid)) {
+                if (fresh && s.worker.reportedUnmatched.add(tid)) {
                     c.anomaly(AnomalyKind.ACK_BEFORE_WORKER_MAPPING, null, tid, "retried on the next get_finished");
                 }
                 if (!bounded && !pa.reportedStuck && age > c.cfg.unmappedAckTtlNs()) {
@@ -600,7 +850,7 @@ final class WorkerSide {
                 done.add(rid);
             }
         }
-        s.pendingUnmappedAcks = stillPending;
+        s.worker.pendingUnmappedAcks = stillPending;
         c.emit(new Effect.FinishedReported(new ArrayList<>(done), List.of(), drainLoadErrors(s)));
     }
 
@@ -608,11 +858,11 @@ final class WorkerSide {
     private static boolean resolveAck(Ctx c, Ack ack, String rid) {
         NodeState s = c.s;
         String tid = ack.transferId();
-        if (!s.workerTransferIds.containsKey(tid)) {
+        if (!s.worker.workerTransferIds.containsKey(tid)) {
             c.anomaly(AnomalyKind.ACK_FOR_NON_LIVE_TRANSFER, rid, tid, "ignored");
             return false;
         }
-        if (s.completedTransfers.contains(tid)) {
+        if (s.worker.completedTransfers.contains(tid)) {
             c.anomaly(AnomalyKind.DUPLICATE_ACK, rid, tid, "transfer already completed");
             return false;
         }
@@ -621,20 +871,20 @@ final class WorkerSide {
             c.anomaly(AnomalyKind.ACK_FANIN_INVALID, rid, tid, expected.error());
             return false;
         }
-        int count = s.ackCounts.getOrDefault(tid, 0) + 1;
+        int count = s.worker.ackCounts.getOrDefault(tid, 0) + 1;
         if (count < expected.value()) {
-            s.ackCounts.put(tid, count);
+            s.worker.ackCounts.put(tid, count);
             return false;
         }
-        s.ackCounts.remove(tid);
-        s.completedTransfers.add(tid);
+        s.worker.ackCounts.remove(tid);
+        s.worker.completedTransfers.add(tid);
         return true;
     }
 
     private static void writeConsumerFinished(Ctx c) {
         NodeState s = c.s;
-        ArrayList<String> pending = s.unmatchedWriteCompletions;
-        if (s.doneWriteIds.isEmpty() && s.unmatchedSettledAgainst == s.workerTransferIds) {
+        ArrayList<String> pending = s.worker.unmatchedWriteCompletions;
+        if (s.worker.doneWriteIds.isEmpty() && s.worker.unmatchedSettledAgainst == s.worker.workerTransferIds) {
             // Nothing new since the last pass, which found none of the kept ids mapped and each
             // already reported: the map is the same (immutable) one, and reportedUnmatched, which
             // only this pass adds to on a consumer and which loses members only when one is
@@ -642,43 +892,43 @@ final class WorkerSide {
             c.emit(new Effect.FinishedReported(List.of(), new ArrayList<>(), drainLoadErrors(s)));
             return;
         }
-        pending.addAll(s.doneWriteIds);
-        s.doneWriteIds.clear();
+        pending.addAll(s.worker.doneWriteIds);
+        s.worker.doneWriteIds.clear();
         ArrayList<String> remaining = new ArrayList<>();
         LinkedHashSet<String> recving = new LinkedHashSet<>();
         boolean settled = true;
         for (String tid : pending) {
-            String rid = s.workerTransferIds.get(tid);
+            String rid = s.worker.workerTransferIds.get(tid);
             if (rid != null) {
                 recving.add(rid);
                 settled = false;
             } else {
                 remaining.add(tid);
-                if (s.reportedUnmatched.add(tid)) {
+                if (s.worker.reportedUnmatched.add(tid)) {
                     settled = false;
                     c.anomaly(AnomalyKind.WRITE_DONE_UNMATCHED, null, tid, "kept for retry");
                 }
             }
         }
-        s.unmatchedWriteCompletions = remaining;
-        s.unmatchedSettledAgainst = settled ? s.workerTransferIds : null;
+        s.worker.unmatchedWriteCompletions = remaining;
+        s.worker.unmatchedSettledAgainst = settled ? s.worker.workerTransferIds : null;
         c.emit(new Effect.FinishedReported(List.of(), new ArrayList<>(recving), drainLoadErrors(s)));
     }
 
     /** {@code _pop_done_transfers}: the batch verdict of every in-flight READ. */
     private static void readConsumerFinished(Ctx c) {
         NodeState s = c.s;
-        Iterator<Map.Entry<String, RecvTransfer>> it = s.recvingTransfers.entrySet().iterator();
+        Iterator<Map.Entry<String, RecvTransfer>> it = s.worker.recvingTransfers.entrySet().iterator();
         List<String[]> released = new ArrayList<>();
         while (it.hasNext()) {
             Map.Entry<String, RecvTransfer> en = it.next();
             String rid = en.getKey();
             RecvTransfer rt = en.getValue();
-            String tid = rt.transferId() instanceof String ts ? ts : null;
+            String tid = rt.transferId().asString();
             boolean anyFailed = false;
             boolean anyPending = false;
             for (long id : rt.statusIds()) {
-                StatusRecord st = s.statuses.get(id);
+                StatusRecord st = s.worker.statuses.get(id);
                 int state = st == null ? PENDING : st.state;
                 anyFailed |= state == FAILED;
                 anyPending |= state == PENDING;
@@ -687,7 +937,7 @@ final class WorkerSide {
             if (c.on(Switch.READ_BATCH_VERDICT)) {
                 verdict = anyFailed ? FAILED : anyPending ? PENDING : SUCCEEDED;
             } else {
-                StatusRecord last = s.statuses.get(rt.statusIds().get(rt.statusIds().size() - 1));
+                StatusRecord last = s.worker.statuses.get(rt.statusIds().get(rt.statusIds().size() - 1));
                 verdict = last != null && last.state == SUCCEEDED ? SUCCEEDED : PENDING;
                 if (verdict == SUCCEEDED && (anyFailed || anyPending)) {
                     c.anomaly(AnomalyKind.READ_RELEASED_WHILE_PENDING, rid, tid,
@@ -739,14 +989,14 @@ final class WorkerSide {
     private static void addLoadErrors(NodeState s, RecvTransfer rt) {
         for (int g = 0; g < rt.localBlocks().size(); g++) {
             for (int b : rt.localBlocks().group(g)) {
-                s.loadErrorBlocks.add(b);
+                s.worker.loadErrorBlocks.add(b);
             }
         }
     }
 
     private static void dropStatuses(NodeState s, RecvTransfer rt) {
         for (long id : rt.statusIds()) {
-            s.statuses.remove(id);
+            s.worker.statuses.remove(id);
         }
     }
 
@@ -754,20 +1004,20 @@ final class WorkerSide {
 
     static void handshakeCompleted(Ctx c, String key) {
         NodeState s = c.s;
-        s.remoteAgents.add(key);
-        s.handshakesFailed.remove(key);
+        s.worker.remoteAgents.add(key);
+        s.worker.handshakesFailed.remove(key);
         int dp = key.lastIndexOf("_dp");
         if (dp > 0) {
             releaseWritersOnceEveryRankHandshook(s, key.substring(0, dp));
         }
-        if (!s.recvAwaitingHandshake.isEmpty()) {
-            List<ReqMeta> waiting = new ArrayList<>(s.recvAwaitingHandshake);
-            s.recvAwaitingHandshake.clear();
+        if (!s.worker.recvAwaitingHandshake.isEmpty()) {
+            List<ReqMeta> waiting = new ArrayList<>(s.worker.recvAwaitingHandshake);
+            s.worker.recvAwaitingHandshake.clear();
             for (ReqMeta m : waiting) {
                 if (readHandshakeReady(s, m)) {
                     readBlocks(c, m);
                 } else {
-                    s.recvAwaitingHandshake.add(m);
+                    s.worker.recvAwaitingHandshake.add(m);
                 }
             }
         }
@@ -780,25 +1030,25 @@ final class WorkerSide {
      * rank, and fail with no session (then self-ACK, and the decode waits forever).
      */
     private static void releaseWritersOnceEveryRankHandshook(NodeState s, String eid) {
-        List<ReqMeta> waiting = s.awaitingHandshake.get(eid);
+        List<ReqMeta> waiting = s.worker.awaitingHandshake.get(eid);
         if (waiting == null) {
             return;
         }
         for (Iterator<ReqMeta> it = waiting.iterator(); it.hasNext(); ) {
             ReqMeta m = it.next();
             if (everyRankHandshook(s, eid, m.remoteDpSize())) {
-                s.readyRequests.add(m);
+                s.worker.readyRequests.add(m);
                 it.remove();
             }
         }
         if (waiting.isEmpty()) {
-            s.awaitingHandshake.remove(eid);
+            s.worker.awaitingHandshake.remove(eid);
         }
     }
 
     private static boolean everyRankHandshook(NodeState s, String eid, int remoteDpSize) {
         for (int r = 0; r < Math.max(remoteDpSize, 1); r++) {
-            if (!s.remoteAgents.contains(eid + "_dp" + r)) {
+            if (!s.worker.remoteAgents.contains(eid + "_dp" + r)) {
                 return false;
             }
         }
@@ -812,22 +1062,22 @@ final class WorkerSide {
      */
     static void handshakeFailed(Ctx c, String key, String reason) {
         NodeState s = c.s;
-        s.handshakesFailed.add(key);
-        s.handshakesStarted.remove(key);
+        s.worker.handshakesFailed.add(key);
+        s.worker.handshakesStarted.remove(key);
         c.anomaly(AnomalyKind.HANDSHAKE_FAILED, null, null, key + ": " + reason);
         String eid = key.contains("_dp") ? key.substring(0, key.lastIndexOf("_dp")) : key;
-        for (ReqMeta m : s.recvAwaitingHandshake) {
+        for (ReqMeta m : s.worker.recvAwaitingHandshake) {
             if (m.handshakeEngineId().equals(eid)) {
                 c.anomaly(AnomalyKind.HANDSHAKE_FAILED, m.requestId(), m.transferIdString(), "its read waits for " + key);
             }
         }
-        for (ReqMeta m : s.recvAwaitingVote) {
+        for (ReqMeta m : s.worker.recvAwaitingVote) {
             if (m.handshakeEngineId().equals(eid)) {
                 c.anomaly(AnomalyKind.HANDSHAKE_FAILED, m.requestId(), m.transferIdString(),
                         "its read waits for the TP-wide vote after " + key);
             }
         }
-        List<ReqMeta> writers = s.awaitingHandshake.get(eid);
+        List<ReqMeta> writers = s.worker.awaitingHandshake.get(eid);
         if (writers != null) {
             for (ReqMeta m : writers) {
                 c.anomaly(AnomalyKind.HANDSHAKE_FAILED, m.requestId(), m.transferIdString(), "its writes wait for " + key);
@@ -855,24 +1105,24 @@ final class WorkerSide {
             return;
         }
         String eid = e.remoteEngineId();
-        boolean held = s.votesOutstanding.remove(eid);
+        boolean held = s.worker.votesOutstanding.remove(eid);
         if (e.passed()) {
-            s.votedEngines.add(eid);
-            if (held && s.votesOutstanding.isEmpty() && !s.recvAwaitingVote.isEmpty()) {
-                List<ReqMeta> batch = new ArrayList<>(s.recvAwaitingVote);
-                s.recvAwaitingVote.clear();
+            s.worker.votedEngines.add(eid);
+            if (held && s.worker.votesOutstanding.isEmpty() && !s.worker.recvAwaitingVote.isEmpty()) {
+                List<ReqMeta> batch = new ArrayList<>(s.worker.recvAwaitingVote);
+                s.worker.recvAwaitingVote.clear();
                 for (ReqMeta m : batch) {
                     if (readHandshakeReady(s, m)) {
                         readBlocks(c, m);
                     } else {
-                        s.recvAwaitingHandshake.add(m);
+                        s.worker.recvAwaitingHandshake.add(m);
                     }
                 }
             }
             return;
         }
         List<String> ownFailed = new ArrayList<>();
-        for (String key : s.handshakesFailed) {
+        for (String key : s.worker.handshakesFailed) {
             if (key.startsWith(eid + "_dp")) {
                 ownFailed.add(key);
             }
@@ -884,13 +1134,13 @@ final class WorkerSide {
                 + (ownFailed.isEmpty() ? "this rank's own handshakes with " + eid + " succeeded"
                         : "this rank's own handshake " + String.join(", ", ownFailed) + " failed");
         List<ReqMeta> lost = new ArrayList<>();
-        if (held || !s.recvAwaitingVote.isEmpty()) {
+        if (held || !s.worker.recvAwaitingVote.isEmpty()) {
             // the raise ends the whole start_load_kv: engines after this one are not voted on
-            lost.addAll(s.recvAwaitingVote);
-            s.recvAwaitingVote.clear();
-            s.votesOutstanding.clear();
+            lost.addAll(s.worker.recvAwaitingVote);
+            s.worker.recvAwaitingVote.clear();
+            s.worker.votesOutstanding.clear();
         } else {
-            for (Iterator<ReqMeta> it = s.recvAwaitingHandshake.iterator(); it.hasNext(); ) {
+            for (Iterator<ReqMeta> it = s.worker.recvAwaitingHandshake.iterator(); it.hasNext(); ) {
                 ReqMeta m = it.next();
                 if (m.handshakeEngineId().equals(eid)) {
                     lost.add(m);
@@ -909,20 +1159,20 @@ final class WorkerSide {
 
     static void transferCompleted(Ctx c, NodeEvent.TransferCompleted e) {
         NodeState s = c.s;
-        StatusRecord st = s.statuses.get(e.statusId());
+        StatusRecord st = s.worker.statuses.get(e.statusId());
         if (st == null) {
             // Status ids are handed out in order from 1, so an id below the next one was posted here:
             // its transfer was settled or given up (a failed layer, a timeout, a release, a receive
             // abort) before this completion came, and its status record went with it. The Python
             // worker no longer polls such a status either; only an id never handed out is unknown.
-            if (e.statusId() < 1 || e.statusId() >= s.nextStatusId) {
+            if (e.statusId() < 1 || e.statusId() >= s.worker.nextStatusId) {
                 c.anomaly(AnomalyKind.UNKNOWN_STATUS, null, null, "status " + e.statusId() + (e.succeeded() ? " succeeded" : " failed"));
             }
             return;
         }
         st.state = e.succeeded() ? SUCCEEDED : FAILED;
         if (st.write) {
-            WriteTransfer w = s.writes.get(st.transferId);
+            WriteTransfer w = s.worker.writes.get(st.transferId);
             if (w != null) {
                 tryFinalize(c, w);
             }
@@ -932,10 +1182,10 @@ final class WorkerSide {
     static void tick(Ctx c) {
         NodeState s = c.s;
         processDeferred(c);
-        if (s.writes.isEmpty()) {
+        if (s.worker.writes.isEmpty()) {
             return;
         }
-        for (WriteTransfer w : new ArrayList<>(s.writes.values())) {
+        for (WriteTransfer w : new ArrayList<>(s.worker.writes.values())) {
             if (w.waitStartNs >= 0 && !w.completionNotified && c.now - w.waitStartNs > c.cfg.transferTimeoutNs()) {
                 c.anomaly(AnomalyKind.WRITE_TIMEOUT, w.meta.requestId(), w.transferId,
                         "statuses pending for " + ((c.now - w.waitStartNs) / 1_000_000) + " ms; TransferError, self-ACK");

@@ -9,6 +9,15 @@
  * threads, no I/O, and only insertion-ordered collections (Python dicts are insertion-ordered, so
  * this also reproduces the connector's iteration order).
  *
+ * <p>{@link io.kvledger.core.node.NodeState} composes the engine's view of the requests (their
+ * records and phases, changed through the reducer's context) with two parts of its own type: the
+ * scheduler side's tables in {@link io.kvledger.core.node.SchedulerSide} and the worker side's in
+ * {@link io.kvledger.core.node.WorkerSide}, each private to the class whose hooks write them, so
+ * that one side changes the other's tables only through the other's methods (the step's metadata
+ * reaches the worker by {@code bindMetadata}, as {@code bind_connector_metadata} does). The
+ * reducer's context (the state, the event's time, the effect sink) lives for one event, outside
+ * the state.
+ *
  * <p>Hot tables keep that order in intrusive lists with a hash index that is only looked up, never
  * iterated: {@link io.kvledger.core.node.RequestSlots} (one record per request id for the nine
  * request-id tables of the scheduler side, so a hook looks its request up once),

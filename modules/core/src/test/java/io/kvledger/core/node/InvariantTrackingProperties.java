@@ -36,8 +36,8 @@ class InvariantTrackingProperties {
         List<NodeEvent> events = c.events();
         for (int i = 0; i < events.size(); i++) {
             Map<RequestSlots.Slot, String> before = slotPrints(s);
-            String mapBefore = s.transferIdToRequestId + "/" + s.requestIdToTransferId;
-            long versionBefore = s.mappingVersion;
+            String mapBefore = s.scheduler.transferIdToRequestId() + "/" + s.scheduler.requestIdToTransferId();
+            long versionBefore = s.scheduler.mappingVersion();
             String workerBefore = workerPrint(s);
             NodeReducer.apply(s, events.get(i));
             Map<RequestSlots.Slot, String> after = slotPrints(s);
@@ -56,8 +56,8 @@ class InvariantTrackingProperties {
                     fail("after event #" + i + ": " + gone.rid + " left every table untouched\n" + c);
                 }
             }
-            if (!mapBefore.equals(s.transferIdToRequestId + "/" + s.requestIdToTransferId)) {
-                assertThat(s.mappingVersion).as("event #%d changed the map, not its version\n%s", i, c)
+            if (!mapBefore.equals(s.scheduler.transferIdToRequestId() + "/" + s.scheduler.requestIdToTransferId())) {
+                assertThat(s.scheduler.mappingVersion()).as("event #%d changed the map, not its version\n%s", i, c)
                         .isNotEqualTo(versionBefore);
             }
             if (!workerBefore.equals(workerPrint(s))) {
@@ -72,8 +72,8 @@ class InvariantTrackingProperties {
     /** Per slot in any table: what the per-entry checks read of it. */
     private static Map<RequestSlots.Slot, String> slotPrints(NodeState s) {
         Map<RequestSlots.Slot, String> m = new IdentityHashMap<>();
-        RequestSlots.Table<?>[] tables = {s.requests, s.requestIdToTransferId, s.reqKvParams, s.reqsNeedRecv,
-            s.reqsNeedSave, s.reqsNeedSend, s.deferredSendDeadlines, s.pendingSentAcks, s.reqsNeedPendingSave};
+        RequestSlots.Table<?>[] tables = {s.requests, s.scheduler.requestIdToTransferId(), s.scheduler.reqKvParams(), s.scheduler.reqsNeedRecv(),
+            s.scheduler.reqsNeedSave(), s.scheduler.reqsNeedSend(), s.scheduler.deferredSendDeadlines(), s.scheduler.pendingSentAcks(), s.scheduler.reqsNeedPendingSave()};
         for (RequestSlots.Table<?> t : tables) {
             for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
                 m.computeIfAbsent(sl, x -> print(s, x, tables));
@@ -102,9 +102,9 @@ class InvariantTrackingProperties {
     /** What the worker checks read: the in-flight transfers, their status ids and those statuses' owners. */
     private static String workerPrint(NodeState s) {
         Map<String, Object> m = new LinkedHashMap<>();
-        s.recvingTransfers.forEach((k, v) -> m.put("r:" + k, v == null ? null : v.statusIds()));
-        s.writes.forEach((k, v) -> m.put("w:" + k, v == null ? null : v.transferId + v.statusIds));
-        s.statuses.forEach((k, v) -> m.put("s:" + k, v == null ? null : v.transferId + "/" + v.requestId + "/" + v.write));
-        return m + "/" + s.nextStatusId;
+        s.worker.recvingTransfers().forEach((k, v) -> m.put("r:" + k, v == null ? null : v.statusIds()));
+        s.worker.writes().forEach((k, v) -> m.put("w:" + k, v == null ? null : v.transferId + v.statusIds));
+        s.worker.statuses().forEach((k, v) -> m.put("s:" + k, v == null ? null : v.transferId + "/" + v.requestId + "/" + v.write));
+        return m + "/" + s.worker.nextStatusId();
     }
 }

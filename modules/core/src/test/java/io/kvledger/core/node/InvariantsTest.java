@@ -1,5 +1,6 @@
 package io.kvledger.core.node;
 
+import io.kvledger.core.model.TransferId;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.config.Behaviour;
@@ -90,7 +91,7 @@ class InvariantsTest {
         NodeReducer.apply(s, new NodeEvent.RequestAdmitted(S, "a", 32, 32, KvParams.of("do_remote_prefill", true)));
         NodeState.Req a = s.requests.get("a");
         assertThat(s.checkInvariants()).isEmpty();
-        s.reqsNeedRecv.put("b", new NodeState.Stage(a, BlockGroups.single(new int[] {7})));
+        s.scheduler.reqsNeedRecv().put("b", new NodeState.Stage(a, BlockGroups.single(new int[] {7})));
         assertThat(checks(s)).containsExactly(Check.BLOCKS_OWNED_ONCE);
         assertThat(s.checkInvariants().get(0).detail()).contains("reqs_need_recv[b]").contains("of request a");
     }
@@ -98,18 +99,18 @@ class InvariantsTest {
     @Test
     void a_status_never_issued_or_owned_by_another_transfer_is_caught() {
         NodeState s = NodeState.initial(NodeConfig.builder(Role.CONSUMER, TransferMode.READ).build());
-        s.recvingTransfers.put("q", new NodeState.RecvTransfer("tq", 0, BlockGroups.single(new int[] {3}), "h", 1,
+        s.worker.recvingTransfers().put("q", new NodeState.RecvTransfer(TransferId.of("tq"), 0, BlockGroups.single(new int[] {3}), "h", 1,
                 List.of(5L)));
         assertThat(checks(s)).containsExactly(Check.BLOCKS_OWNED_ONCE); // status 5 was never issued
 
-        s.nextStatusId = 6;
+        s.worker.skipStatusIdsTo(6);
         assertThat(s.checkInvariants()).isEmpty(); // issued, and its record gone (completed)
-        s.statuses.put(5L, new NodeState.StatusRecord("tz", "z", false));
+        s.worker.statuses().put(5L, new NodeState.StatusRecord("tz", "z", false));
         assertThat(checks(s)).containsExactly(Check.BLOCKS_OWNED_ONCE);
         assertThat(s.checkInvariants().get(0).detail()).contains("read of q waits for status 5, which is tz/z");
 
         NodeState w = NodeState.initial(NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build());
-        w.writes.put("t1", new NodeState.WriteTransfer("t2", null));
+        w.worker.writes().put("t1", new NodeState.WriteTransfer("t2", null));
         assertThat(checks(w)).containsExactly(Check.BLOCKS_OWNED_ONCE);
     }
 
@@ -118,9 +119,9 @@ class InvariantsTest {
         NodeState s = producer(Behaviour.newest());
         admitted(s, "a", "ta", true);
         assertThat(s.requests.get("a").phase).isEqualTo(RequestPhase.DEFERRED_FREE);
-        s.deferredSendDeadlines.put("a", new NodeState.Deferral(Long.MIN_VALUE, "ta"));
+        s.scheduler.deferredSendDeadlines().put("a", new NodeState.Deferral(Long.MIN_VALUE, "ta"));
         assertThat(checks(s)).containsExactly(Check.DEFERRAL_HAS_DEADLINE);
-        s.deferredSendDeadlines.remove("a");
+        s.scheduler.deferredSendDeadlines().remove("a");
         assertThat(checks(s)).containsExactly(Check.DEFERRAL_HAS_DEADLINE);
         assertThat(s.checkInvariants().get(0).detail()).contains("DEFERRED_FREE without a deferral");
     }
@@ -128,24 +129,24 @@ class InvariantsTest {
     @Test
     void a_parked_ack_without_a_ttl_is_caught() {
         NodeState s = producer(Behaviour.newest());
-        s.pendingSentAcks.put("r", null);
+        s.scheduler.pendingSentAcks().put("r", null);
         assertThat(checks(s)).containsExactly(Check.PARKED_ACK_HAS_TTL);
 
         NodeState noRetry = producer(Behaviour.newest().with(Switch.RETRY_UNMAPPED_ACKS, false));
-        noRetry.pendingUnmappedAcks.add(new NodeState.PendingAck(new NodeState.Ack("t", 1), 0));
+        noRetry.worker.pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack("t", 1), 0));
         assertThat(checks(noRetry)).containsExactly(Check.PARKED_ACK_HAS_TTL);
 
         NodeState capped = NodeState.initial(NodeConfig.builder(Role.PRODUCER, TransferMode.READ)
                 .behaviour(Behaviour.newest().with(Switch.RETRY_UNMAPPED_ACKS, true).with(Switch.UNMAPPED_ACK_BOUNDS, true))
                 .unmappedAckBounds(S, 2).build());
         for (int i = 0; i < 2; i++) {
-            capped.pendingUnmappedAcks.add(new NodeState.PendingAck(new NodeState.Ack("t" + i, 1), 0));
+            capped.worker.pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack("t" + i, 1), 0));
         }
         assertThat(capped.checkInvariants()).isEmpty();
-        capped.pendingUnmappedAcks.add(new NodeState.PendingAck(new NodeState.Ack("t2", 1), 0));
+        capped.worker.pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack("t2", 1), 0));
         assertThat(checks(capped)).containsExactly(Check.PARKED_ACK_HAS_TTL);
-        capped.pendingUnmappedAcks.remove(2);
-        capped.pendingUnmappedAcks.add(new NodeState.PendingAck(new NodeState.Ack(null, 1), 0));
+        capped.worker.pendingUnmappedAcks().remove(2);
+        capped.worker.pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack(null, 1), 0));
         assertThat(checks(capped)).containsExactly(Check.PARKED_ACK_HAS_TTL);
     }
 
@@ -154,7 +155,7 @@ class InvariantsTest {
         NodeState s = producer(Behaviour.newest().with(Switch.MAP_FIRST_OWNER_WINS, true));
         admitted(s, "a", "ta", false);
         assertThat(s.requestIdMap()).containsEntry("a", "ta");
-        s.transferIdToRequestId.put("ta", "other");
+        s.scheduler.transferIdToRequestId().put("ta", "other");
         assertThat(checks(s)).containsExactly(Check.MAPPING_INVERSE);
 
         // last write wins (upstream) leaves exactly this state on a collision: not a violation there
@@ -168,11 +169,11 @@ class InvariantsTest {
     @Test
     void an_ack_count_that_is_not_positive_or_outlived_its_transfer_is_caught() {
         NodeState s = producer(Behaviour.newest());
-        s.ackCounts.put("t", 0);
+        s.worker.ackCounts().put("t", 0);
         assertThat(checks(s)).containsExactly(Check.ACK_COUNTS_OPEN);
-        s.ackCounts.put("t", 1);
+        s.worker.ackCounts().put("t", 1);
         assertThat(s.checkInvariants()).isEmpty();
-        s.completedTransfers.add("t");
+        s.worker.completedTransfers().add("t");
         assertThat(checks(s)).containsExactly(Check.ACK_COUNTS_OPEN);
     }
 
@@ -185,16 +186,16 @@ class InvariantsTest {
 
         NodeState t = producer(Behaviour.newest());
         for (int i = 0; i <= ExtraConfig.MAX_TERMINAL_TRANSFER_IDS; i++) {
-            t.reapedRequests.add("r" + i); // the bounded set forgets the eldest
+            t.scheduler.reapedRequests().add("r" + i); // the bounded set forgets the eldest
         }
-        assertThat(t.reapedRequests).hasSize(ExtraConfig.MAX_TERMINAL_TRANSFER_IDS);
+        assertThat(t.scheduler.reapedRequests()).hasSize(ExtraConfig.MAX_TERMINAL_TRANSFER_IDS);
         assertThat(t.checkInvariants()).isEmpty();
         // a plain set in its place (as if the bound were lost) breaks the invariant
-        LinkedHashSet<String> plain = new LinkedHashSet<>(t.reapedRequests);
+        LinkedHashSet<String> plain = new LinkedHashSet<>(t.scheduler.reapedRequests());
         plain.add("one more");
-        Field f = NodeState.class.getDeclaredField("reapedRequests");
+        Field f = SchedulerSide.class.getDeclaredField("reapedRequests");
         f.setAccessible(true);
-        f.set(t, plain);
+        f.set(t.scheduler, plain);
         assertThat(checks(t)).containsExactly(Check.TABLES_BOUNDED);
     }
 
@@ -210,7 +211,7 @@ class InvariantsTest {
         NodeState t = producer(Behaviour.newest());
         NodeState.Req b = admitted(t, "b", "tb", false);
         assertThat(t.checkInvariantsSinceLastCheck()).isEmpty();
-        t.reqsNeedRecv.put("x", new NodeState.Stage(b, BlockGroups.single(new int[] {9}))); // through a table: tracked
+        t.scheduler.reqsNeedRecv().put("x", new NodeState.Stage(b, BlockGroups.single(new int[] {9}))); // through a table: tracked
         assertThat(t.checkInvariantsSinceLastCheck().stream().map(Invariants.Violation::check))
                 .containsExactly(Check.BLOCKS_OWNED_ONCE);
         assertThat(t.checkInvariantsSinceLastCheck()).as("reported once, by the change that made it").isEmpty();

@@ -26,6 +26,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.ReqMeta;
+import io.kvledger.core.model.TransferId;
 import io.kvledger.journal.proxy.ProxyEvent;
 import java.io.IOException;
 import java.util.HashMap;
@@ -243,18 +244,18 @@ public enum EntryType {
     // ---------------------------------------------------------------- derived: I/O commands
 
     SEND_REMOTE_BLOCKS(120, EntryKind.DERIVED, "send_remote_blocks", Schema.of(Effect.SendRemoteBlocks.class,
-            e -> new Object[] {e.host(), e.port(), e.reqId(), e.transferId(), e.blockNotifyList(), e.decodeRank()},
-            (at, v) -> new Effect.SendRemoteBlocks(v.s(0), v.i(1), v.s(2), v.o(3), v.o(4), v.i(5)),
-            e -> "-> " + Render.s(e.host()) + ":" + e.port() + " tid=" + Render.py(e.transferId()) + " req_id="
+            e -> new Object[] {e.host(), e.port(), e.reqId(), e.transferId().raw(), e.blockNotifyList(), e.decodeRank()},
+            (at, v) -> new Effect.SendRemoteBlocks(v.s(0), v.i(1), v.s(2), TransferId.of(v.o(3)), v.o(4), v.i(5)),
+            e -> "-> " + Render.s(e.host()) + ":" + e.port() + " tid=" + Render.py(e.transferId().raw()) + " req_id="
                     + Render.s(e.reqId()) + " blocks=" + Render.intList(e.blockNotifyList())
                     + " decode_rank=" + e.decodeRank(),
             nul("host", STR), req("port", I32), nul("req_id", STR), nul("transfer_id", PY),
             nul("block_notify_list", INT_LIST), req("decode_rank", I32))),
 
     SEND_RELEASE(121, EntryKind.DERIVED, "send_release", Schema.of(Effect.SendRelease.class,
-            e -> new Object[] {e.sender(), e.host(), e.port(), e.transferId(), e.consumerTpSize()},
-            (at, v) -> new Effect.SendRelease(v.o(0), v.s(1), v.i(2), v.o(3), v.i(4)),
-            e -> e.sender() + " -> " + Render.s(e.host()) + ":" + e.port() + " tid=" + Render.py(e.transferId())
+            e -> new Object[] {e.sender(), e.host(), e.port(), e.transferId().raw(), e.consumerTpSize()},
+            (at, v) -> new Effect.SendRelease(v.o(0), v.s(1), v.i(2), TransferId.of(v.o(3)), v.i(4)),
+            e -> e.sender() + " -> " + Render.s(e.host()) + ":" + e.port() + " tid=" + Render.py(e.transferId().raw())
                     + " consumer_tp_size=" + e.consumerTpSize(),
             req("sender", named(Effect.Sender.class)), nul("host", STR), req("port", I32), nul("transfer_id", PY),
             req("consumer_tp_size", I32))),

@@ -13,6 +13,7 @@ import static io.kvledger.journal.format.FieldType.STR_LIST;
 
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.ReqMeta;
+import io.kvledger.core.model.TransferId;
 import java.util.List;
 
 /** Schemas of the records nested inside payloads. */
@@ -40,11 +41,11 @@ final class Nested {
     static final Schema<ReqMeta> REQ_META = Schema.of(ReqMeta.class,
             m -> new Object[] {m.requestId(), m.localBlockIds(), m.remoteBlockIds(), m.remoteEngineId(),
                     m.remoteHost(), m.remoteHandshakePort(), m.remoteNotifyPort(), m.remoteDpRank(),
-                    m.remoteDpSize(), m.remoteDpSizeLocal(), m.remoteTpSize(), m.transferId(),
+                    m.remoteDpSize(), m.remoteDpSizeLocal(), m.remoteTpSize(), m.transferId().raw(),
                     m.multiPodHosts(), m.writeMode()},
             (at, v) -> new ReqMeta(v.s(0), v.o(1), v.o(2), v.s(3), v.s(4), v.i(5), v.i(6), v.i(7), v.i(8), v.i(9),
-                    v.i(10), v.o(11), v.<List<String>>o(12), v.b(13)),
-            m -> m.requestId() + " tid=" + Render.py(m.transferId()) + " -> " + Render.s(m.remoteHost()) + ":"
+                    v.i(10), TransferId.of(v.o(11)), v.<List<String>>o(12), v.b(13)),
+            m -> m.requestId() + " tid=" + Render.py(m.transferId().raw()) + " -> " + Render.s(m.remoteHost()) + ":"
                     + m.remoteNotifyPort() + " dp" + m.remoteDpRank() + " local=" + Render.blocks(m.localBlockIds())
                     + " remote=" + Render.blocks(m.remoteBlockIds()),
             req("request_id", STR), nul("local_block_ids", BLOCKS), nul("remote_block_ids", BLOCKS),

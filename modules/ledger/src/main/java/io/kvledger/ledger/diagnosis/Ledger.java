@@ -319,12 +319,12 @@ public final class Ledger {
             }
             case Effect.SendRemoteBlocks e -> {
                 if (!replicas.contains(n.name)) {
-                    send(n, e.reqId(), e.transferId(), "remote_blocks", e.host(), e.port(), at, e.blockNotifyList().isEmpty());
+                    send(n, e.reqId(), e.transferId().asString(), "remote_blocks", e.host(), e.port(), at, e.blockNotifyList().isEmpty());
                 }
             }
             case Effect.SendRelease e -> {
                 if (e.sender() == Effect.Sender.WORKER || !replicas.contains(n.name)) {
-                    send(n, null, e.transferId(), "release", e.host(), e.port(), at, false);
+                    send(n, null, e.transferId().asString(), "release", e.host(), e.port(), at, false);
                 }
             }
             case Effect.SendWriteDone e -> send(n, null, e.transferId(), "write_done", e.host(), e.port(), at, false);

@@ -227,8 +227,8 @@ public final class BridgeReplies {
                 return field(at + "." + names[i], cv[i], kv[i]);
             }
         }
-        if (c.transferId() != null && !sameValue(c.transferId(), k.transferId())) {
-            return field(at + ".transfer_id", c.transferId(), k.transferId());
+        if (!c.transferId().isNone() && !sameValue(c.transferId().raw(), k.transferId().raw())) {
+            return field(at + ".transfer_id", c.transferId().raw(), k.transferId().raw());
         }
         if (!c.multiPodHosts().isEmpty() && !c.multiPodHosts().equals(k.multiPodHosts())) {
             return field(at + ".multi_pod_hosts", c.multiPodHosts(), k.multiPodHosts());

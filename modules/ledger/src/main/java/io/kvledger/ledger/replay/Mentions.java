@@ -111,11 +111,11 @@ public final class Mentions {
             case Effect.FinishedSendingRewritten x -> rids(s, x.safe());
             case Effect.SendRemoteBlocks x -> {
                 rid(s, x.reqId());
-                String tid = x.transferId() instanceof String t ? t : null;
+                String tid = x.transferId().asString();
                 tid(s, tid);
                 bind(s, x.reqId(), tid);
             }
-            case Effect.SendRelease x -> tid(s, x.transferId() instanceof String t ? t : null);
+            case Effect.SendRelease x -> tid(s, x.transferId().asString());
             case Effect.SendWriteDone x -> tid(s, x.transferId());
             case Effect.SendWriteFailed x -> tid(s, x.transferId());
             case Effect.StartHandshake x -> { }

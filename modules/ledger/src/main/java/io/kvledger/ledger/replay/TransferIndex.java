@@ -174,8 +174,8 @@ public final class TransferIndex {
             case Effect.AckSurfaced e -> see(node, seq, at, e.transferId(), e.requestId());
             case Effect.Unmapped e -> see(node, seq, at, e.transferId(),
                     e.kind() == Effect.UnmapKind.MISS ? null : e.requestId());
-            case Effect.SendRemoteBlocks e -> see(node, seq, at, tidOf(e.transferId()), e.reqId());
-            case Effect.SendRelease e -> see(node, seq, at, tidOf(e.transferId()), null);
+            case Effect.SendRemoteBlocks e -> see(node, seq, at, tidOf(e.transferId().raw()), e.reqId());
+            case Effect.SendRelease e -> see(node, seq, at, tidOf(e.transferId().raw()), null);
             case Effect.SendWriteDone e -> see(node, seq, at, e.transferId(), null);
             case Effect.SendWriteFailed e -> see(node, seq, at, e.transferId(), null);
             case Effect.PostWrite e -> see(node, seq, at, e.transferId(), null);
@@ -212,7 +212,7 @@ public final class TransferIndex {
             return;
         }
         for (ReqMeta m : metas) {
-            see(node, seq, at, tidOf(m.transferId()), m.requestId());
+            see(node, seq, at, tidOf(m.transferId().raw()), m.requestId());
         }
     }
 

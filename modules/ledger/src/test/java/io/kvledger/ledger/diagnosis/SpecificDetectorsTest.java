@@ -1,5 +1,6 @@
 package io.kvledger.ledger.diagnosis;
 
+import io.kvledger.core.model.TransferId;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.config.NodeConfig;
@@ -153,7 +154,7 @@ class SpecificDetectorsTest {
         String drid = rid("10.0.0.1", "bbbbbbbb");
         KvParams back = without(c.prefillLeg("P0", prid, KvParams.of("do_remote_decode", true)), "transfer_id");
         Effect.SendRelease release = c.decodeLegToRelease("D0", drid, back);
-        assertThat(release.transferId()).isEqualTo("sidecar-" + drid);
+        assertThat(release.transferId()).isEqualTo(TransferId.of("sidecar-" + drid));
         c.on("P0", new NodeEvent.ReleaseReceived(13, "sidecar-" + drid, 1));
         c.on("P0", new NodeEvent.FinishedPolled(14));
 
@@ -176,7 +177,7 @@ class SpecificDetectorsTest {
         String drid = rid("10.0.0.1", "bbbbbbbb");
         KvParams back = c.prefillLeg("P0", prid, KvParams.of("do_remote_decode", true)); // echoes sidecar-<prid>
         Effect.SendRelease release = c.decodeLegToRelease("D0", drid, back);
-        assertThat(release.transferId()).isEqualTo("sidecar-" + prid);
+        assertThat(release.transferId()).isEqualTo(TransferId.of("sidecar-" + prid));
         c.on("P0", new NodeEvent.ReleaseReceived(13, "sidecar-" + prid, 1));
         c.on("P0", new NodeEvent.FinishedPolled(14));
         c.on("P0", new NodeEvent.ConnectorOutputReceived(15, List.of(prid), null));

@@ -12,7 +12,6 @@ import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.RequestPhase;
-import io.kvledger.core.moriio.ExtraConfig;
 import io.kvledger.core.moriio.PortMath;
 import io.kvledger.core.node.NodeReducer;
 import java.util.ArrayList;
@@ -415,14 +414,14 @@ final class ClusterHarness {
                             continue; // one scheduler per DP rank: TP rank 0 speaks for it
                         }
                         frame(from, rel.host(), rel.port(), "release " + rel.transferId(),
-                                at -> new NodeEvent.ReleaseReceived(at, ExtraConfig.pythonStr(rel.transferId()), rel.consumerTpSize()));
+                                at -> new NodeEvent.ReleaseReceived(at, rel.transferId().pythonStr(), rel.consumerTpSize()));
                     }
                     case Effect.SendRemoteBlocks rb -> {
                         if (from.tp() != 0) {
                             continue;
                         }
                         frame(from, rb.host(), rb.port(), "remote_blocks " + rb.transferId(),
-                                at -> new NodeEvent.RemoteBlocksReceived(at, rb.reqId(), ExtraConfig.pythonStr(rb.transferId()),
+                                at -> new NodeEvent.RemoteBlocksReceived(at, rb.reqId(), rb.transferId().pythonStr(),
                                         rb.blockNotifyList(), rb.decodeRank(), false));
                     }
                     case Effect.SendWriteDone wd -> frame(from, wd.host(), wd.port(), "write_done " + wd.transferId(),

@@ -1,5 +1,6 @@
 package io.kvledger.ledger.replay;
 
+import io.kvledger.core.model.TransferId;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -16,7 +17,7 @@ class BridgeRepliesTest {
 
     static ReqMeta meta(String rid, int lastBlock, int dpRank, int dpLocal, Object tid, List<String> pods) {
         return new ReqMeta(rid, BlockGroups.of(new int[] {1, 4, lastBlock}), null, null, "10.0.1.1", 6301, 61005,
-                dpRank, 1, dpLocal, 0, tid, pods, true);
+                dpRank, 1, dpLocal, 0, TransferId.of(tid), pods, true);
     }
 
     static Effect.MetadataBuilt built(long step, List<ReqMeta> save, List<String> send, int mapping) {

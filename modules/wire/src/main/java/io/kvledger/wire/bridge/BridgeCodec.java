@@ -449,7 +449,7 @@ public final class BridgeCodec {
             d.put("remote_dp_size", (long) m.remoteDpSize());
             d.put("remote_dp_size_local", (long) m.remoteDpSizeLocal());
             d.put("remote_tp_size", (long) m.remoteTpSize());
-            d.put("transfer_id", m.transferId());
+            d.put("transfer_id", m.transferId().raw());
             d.put("multi_pod_hosts", new ArrayList<>(m.multiPodHosts()));
             d.put("write_mode", m.writeMode());
             out.put(m.requestId(), d);

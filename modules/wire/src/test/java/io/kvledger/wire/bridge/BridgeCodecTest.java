@@ -1,5 +1,6 @@
 package io.kvledger.wire.bridge;
 
+import io.kvledger.core.model.TransferId;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.effect.Effect;
@@ -425,10 +426,10 @@ class BridgeCodecTest {
     @Test
     void metadataReplyCarriesEveryReqMetaField() {
         ReqMeta recv = new ReqMeta("d1", BlockGroups.single(7, 8), BlockGroups.of(new int[] {1, 2}), "10.0.0.1:6301",
-                "10.0.0.1", 6301, 61005, 0, 1, 1, 2, "tx-1", List.of("10.0.0.1"), false);
+                "10.0.0.1", 6301, 61005, 0, 1, 1, 2, TransferId.of("tx-1"), List.of("10.0.0.1"), false);
         ReqMeta save = new ReqMeta("p1", BlockGroups.single(3), null, "10.0.0.2:6301", "10.0.0.2", 6301, 61006, 1, 2, 0, 0,
                 null, List.of(), true);
-        List<Effect> effects = List.of(new Effect.SendRemoteBlocks("h", 1, "r", "t", List.of(), 0),
+        List<Effect> effects = List.of(new Effect.SendRemoteBlocks("h", 1, "r", TransferId.of("t"), List.of(), 0),
                 new Effect.MetadataBuilt(12, List.of(recv), List.of(save), List.of("p0"), 5),
                 new Effect.Anomaly(AnomalyKind.REQUEST_UNKNOWN, "r", null, "x"));
         BridgeReply r = reply(BridgeCodec.encodeReply(4, BridgeHook.BUILD_CONNECTOR_META, effects));
@@ -515,7 +516,7 @@ class BridgeCodecTest {
         assertThat(missing.id()).isEqualTo(13L);
         assertThat(missing.error()).contains("no MatchedTokens for get_num_new_matched_tokens");
 
-        ReqMeta odd = new ReqMeta("d", BlockGroups.single(), null, "e", "h", 1, 2, 0, 1, 1, 1, new Object(), List.of(), false);
+        ReqMeta odd = new ReqMeta("d", BlockGroups.single(), null, "e", "h", 1, 2, 0, 1, 1, 1, TransferId.of(new Object()), List.of(), false);
         BridgeReply unpackable = reply(BridgeCodec.encodeReply(14, BridgeHook.BUILD_CONNECTOR_META,
                 List.of(new Effect.MetadataBuilt(1, List.of(odd), List.of(), List.of(), 0))));
         assertThat(unpackable.ok()).isFalse();

@@ -12,7 +12,6 @@ import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.RequestPhase;
-import io.kvledger.core.moriio.ExtraConfig;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -260,9 +259,9 @@ final class LifecycleHarness {
                     case Effect.PostWrite w -> wire.add(new Delivery(true, "P write " + w.statusId(),
                             at -> new NodeEvent.TransferCompleted(at, w.statusId(), true, 0, "ok")));
                     case Effect.SendRelease rel -> wire.add(new Delivery(true, "release " + rel.transferId(),
-                            at -> new NodeEvent.ReleaseReceived(at, ExtraConfig.pythonStr(rel.transferId()), rel.consumerTpSize())));
+                            at -> new NodeEvent.ReleaseReceived(at, rel.transferId().pythonStr(), rel.consumerTpSize())));
                     case Effect.SendRemoteBlocks rb -> wire.add(new Delivery(true, "remote_blocks " + rb.transferId(),
-                            at -> new NodeEvent.RemoteBlocksReceived(at, rb.reqId(), ExtraConfig.pythonStr(rb.transferId()),
+                            at -> new NodeEvent.RemoteBlocksReceived(at, rb.reqId(), rb.transferId().pythonStr(),
                                     rb.blockNotifyList(), rb.decodeRank(), false)));
                     case Effect.SendWriteDone wd -> wire.add(new Delivery(false, "write_done " + wd.transferId(),
                             at -> new NodeEvent.WriteDoneReceived(at, wd.transferId())));

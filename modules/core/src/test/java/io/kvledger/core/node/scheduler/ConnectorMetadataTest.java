@@ -1,5 +1,6 @@
 package io.kvledger.core.node.scheduler;
 
+import io.kvledger.core.model.TransferId;
 import static io.kvledger.core.node.scheduler.SchedulerFixtures.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -103,7 +104,7 @@ class ConnectorMetadataTest {
         Effect.MetadataBuilt m = p.meta(cached("r", one(3, 4)));
 
         ReqMeta save = m.reqsToSave().get(0);
-        assertThat(save.transferId()).isEqualTo("tx-snap");
+        assertThat(save.transferId()).isEqualTo(TransferId.of("tx-snap"));
         assertThat(save.remoteHost()).isEqualTo("10.0.0.2");
         assertThat(save.remoteHandshakePort()).isEqualTo(7301);
         assertThat(save.remoteNotifyPort()).isEqualTo(62005);

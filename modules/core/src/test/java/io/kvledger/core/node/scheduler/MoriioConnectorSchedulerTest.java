@@ -1,5 +1,6 @@
 package io.kvledger.core.node.scheduler;
 
+import io.kvledger.core.model.TransferId;
 import static io.kvledger.core.node.scheduler.SchedulerFixtures.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -47,7 +48,7 @@ class MoriioConnectorSchedulerTest {
         // write_mode resolves the decode half of the request id
         assertThat(save.remoteHost()).isEqualTo(DECODE.host());
         assertThat(save.remoteHandshakePort()).isEqualTo(DECODE.handshakePort());
-        assertThat(save.transferId()).isEqualTo("tx-save");
+        assertThat(save.transferId()).isEqualTo(TransferId.of("tx-save"));
     }
 
     @Test
@@ -93,7 +94,7 @@ class MoriioConnectorSchedulerTest {
         ReqMeta recv = meta.reqsToRecv().get(0);
         assertThat(recv.requestId()).isEqualTo(rid);
         assertThat(recv.localBlockIds()).isEqualTo(allocated);
-        assertThat(recv.transferId()).isEqualTo("0");
+        assertThat(recv.transferId()).isEqualTo(TransferId.of("0"));
         // the recv side resolves the prefill half of the request id
         assertThat(recv.remoteHost()).isEqualTo(PREFILL.host());
         assertThat(recv.remoteNotifyPort()).isEqualTo(PREFILL.notifyPort());

@@ -1,5 +1,6 @@
 package io.kvledger.core.node.scheduler;
 
+import io.kvledger.core.model.TransferId;
 import static io.kvledger.core.node.scheduler.SchedulerFixtures.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -167,7 +168,7 @@ class RequestFinishedTest {
 
         List<Effect> load = d.apply(new NodeEvent.LoadStarted(d.now));
         assertThat(only(load, Effect.SendRelease.class)).containsExactly(
-                new Effect.SendRelease(Effect.Sender.WORKER, "10.0.0.1", 61005, "tx-ra", 1));
+                new Effect.SendRelease(Effect.Sender.WORKER, "10.0.0.1", 61005, TransferId.of("tx-ra"), 1));
         assertThat(only(load, Effect.PostRead.class)).isEmpty();
     }
 
@@ -200,8 +201,8 @@ class RequestFinishedTest {
 
         // port = base + remote_dp_rank (unfolded) + tp_index; remote_hosts ignored
         assertThat(only(fx, Effect.SendRelease.class)).containsExactly(
-                new Effect.SendRelease(Effect.Sender.SCHEDULER, "10.1.1.1", 7003, "tx-wa", 2),
-                new Effect.SendRelease(Effect.Sender.SCHEDULER, "10.1.1.1", 7004, "tx-wa", 2));
+                new Effect.SendRelease(Effect.Sender.SCHEDULER, "10.1.1.1", 7003, TransferId.of("tx-wa"), 2),
+                new Effect.SendRelease(Effect.Sender.SCHEDULER, "10.1.1.1", 7004, TransferId.of("tx-wa"), 2));
         assertThat(single(fx, Effect.FinishDecision.class)).isEqualTo(new Effect.FinishDecision(rid, false, null));
         assertThat(d.state.stagedRecvs()).isEmpty();
         assertThat(d.state.phaseOf(rid)).isEqualTo(RequestPhase.ABORTED_BEFORE_ALLOC);
@@ -233,7 +234,7 @@ class RequestFinishedTest {
         List<Effect> fx = d.finish(rid, FinishStatus.FINISHED_ABORTED, BlockGroups.NONE);
 
         assertThat(only(fx, Effect.SendRelease.class)).containsExactly(
-                new Effect.SendRelease(Effect.Sender.SCHEDULER, "10.0.0.1", 61007, "tx-wr", 1));
+                new Effect.SendRelease(Effect.Sender.SCHEDULER, "10.0.0.1", 61007, TransferId.of("tx-wr"), 1));
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.kvledger.core.node.scheduler;
 
+import io.kvledger.core.model.TransferId;
 import static io.kvledger.core.node.scheduler.SchedulerFixtures.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -51,8 +52,8 @@ class WriteDecodeNotifyTest {
         List<Effect> fx = allocate(n, rid, decodeLeg(), 48);
 
         assertThat(sends(fx)).containsExactly(
-                new Effect.SendRemoteBlocks("10.0.0.1", 61005, rid, "tx-n", boxed(1, 2, 3), 0),
-                new Effect.SendRemoteBlocks("10.0.0.1", 61006, rid, "tx-n", boxed(1, 2, 3), 0));
+                new Effect.SendRemoteBlocks("10.0.0.1", 61005, rid, TransferId.of("tx-n"), boxed(1, 2, 3), 0),
+                new Effect.SendRemoteBlocks("10.0.0.1", 61006, rid, TransferId.of("tx-n"), boxed(1, 2, 3), 0));
         assertThat(n.state.phaseOf(rid)).isEqualTo(RequestPhase.WAITING_FOR_REMOTE_KVS);
         assertThat(n.state.liveParams(rid).get("do_remote_prefill")).isEqualTo(false);
     }
@@ -288,7 +289,7 @@ class WriteDecodeNotifyTest {
 
         List<Effect> fx = allocate(n, rid, decodeLeg("transfer_id", null), 48);
 
-        assertThat(single(fx, Effect.SendRemoteBlocks.class).transferId()).isNull();
+        assertThat(single(fx, Effect.SendRemoteBlocks.class).transferId()).isEqualTo(TransferId.NONE);
         assertThat(n.state.transferIdMap()).containsEntry("sidecar-" + rid, rid);
     }
 }

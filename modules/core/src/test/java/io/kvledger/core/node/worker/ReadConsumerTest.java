@@ -1,5 +1,6 @@
 package io.kvledger.core.node.worker;
 
+import io.kvledger.core.model.TransferId;
 import static io.kvledger.core.node.worker.WorkerFixtures.S;
 import static io.kvledger.core.node.worker.WorkerFixtures.anomalies;
 import static io.kvledger.core.node.worker.WorkerFixtures.anomalyKinds;
@@ -96,7 +97,7 @@ class ReadConsumerTest {
         }
         List<Effect> fx = n.poll();
         assertThat(only(fx, Effect.SendRelease.class)).containsExactly(
-                new Effect.SendRelease(Effect.Sender.WORKER, HOST, NOTIFY, "tx-release", 8));
+                new Effect.SendRelease(Effect.Sender.WORKER, HOST, NOTIFY, TransferId.of("tx-release"), 8));
         Effect.FinishedReported report = finishedReport(fx);
         assertThat(report.doneRecving()).as("READ is synchronous: never done_recving").isEmpty();
         assertThat(report.loadErrorBlocks()).isEmpty();
@@ -114,7 +115,7 @@ class ReadConsumerTest {
         n.schedule();
         List<Effect> fx = n.load();
         assertThat(only(fx, Effect.SendRelease.class)).containsExactly(
-                new Effect.SendRelease(Effect.Sender.WORKER, HOST, 7002, "tx-abort", 8));
+                new Effect.SendRelease(Effect.Sender.WORKER, HOST, 7002, TransferId.of("tx-abort"), 8));
         assertThat(only(fx, Effect.PostRead.class)).isEmpty();
         assertThat(n.state.recvingTransferCount()).isZero();
     }
@@ -128,7 +129,7 @@ class ReadConsumerTest {
         n.schedule();
         List<Effect> fx = n.load();
         assertThat(only(fx, Effect.SendRelease.class)).containsExactly(
-                new Effect.SendRelease(Effect.Sender.WORKER, HOST, NOTIFY, "tx-hit", 1));
+                new Effect.SendRelease(Effect.Sender.WORKER, HOST, NOTIFY, TransferId.of("tx-hit"), 1));
         assertThat(only(fx, Effect.PostRead.class)).isEmpty();
         assertThat(anomalyKinds(fx)).contains(AnomalyKind.RECV_WITHOUT_LOCAL_BLOCKS);
     }
@@ -166,7 +167,7 @@ class ReadConsumerTest {
         List<Effect> fx = n.poll();
         assertThat(finishedReport(fx).loadErrorBlocks()).containsExactlyInAnyOrder(7, 8);
         assertThat(only(fx, Effect.SendRelease.class)).containsExactly(
-                new Effect.SendRelease(Effect.Sender.WORKER, HOST, NOTIFY, "tx-r", 1));
+                new Effect.SendRelease(Effect.Sender.WORKER, HOST, NOTIFY, TransferId.of("tx-r"), 1));
         assertThat(anomalies(fx, AnomalyKind.READ_FAILED)).hasSize(1);
         assertThat(n.state.recvingTransferCount()).isZero();
         assertThat(n.state.phaseOf("rid-r")).isEqualTo(RequestPhase.LOAD_FAILED);
@@ -275,7 +276,7 @@ class ReadConsumerTest {
         List<Effect> fx = n.poll();
         assertThat(anomalies(fx, AnomalyKind.READ_RECV_TIMEOUT)).hasSize(1);
         assertThat(only(fx, Effect.SendRelease.class)).containsExactly(
-                new Effect.SendRelease(Effect.Sender.WORKER, HOST, NOTIFY, "tx-r", 1));
+                new Effect.SendRelease(Effect.Sender.WORKER, HOST, NOTIFY, TransferId.of("tx-r"), 1));
         assertThat(finishedReport(fx).loadErrorBlocks()).containsExactlyInAnyOrder(7, 8);
     }
 
@@ -365,7 +366,7 @@ class ReadConsumerTest {
         List<Effect.PostRead> reads = only(n.handshakeDone(EID + "_dp0"), Effect.PostRead.class);
         reads.forEach(r -> n.completed(r.statusId(), true));
         assertThat(only(n.poll(), Effect.SendRelease.class)).containsExactly(
-                new Effect.SendRelease(Effect.Sender.WORKER, HOST, NOTIFY + 1, "tx-het", 8));
+                new Effect.SendRelease(Effect.Sender.WORKER, HOST, NOTIFY + 1, TransferId.of("tx-het"), 8));
     }
 
     @Test

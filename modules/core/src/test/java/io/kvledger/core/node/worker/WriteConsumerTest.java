@@ -1,5 +1,6 @@
 package io.kvledger.core.node.worker;
 
+import io.kvledger.core.model.TransferId;
 import static io.kvledger.core.node.worker.WorkerFixtures.PREFILL;
 import static io.kvledger.core.node.worker.WorkerFixtures.S;
 import static io.kvledger.core.node.worker.WorkerFixtures.anomalies;
@@ -51,7 +52,7 @@ class WriteConsumerTest {
                 .containsExactly(new Effect.MatchedTokens(rid, 32, true));
         List<Effect> fx = n.alloc(rid, BlockGroups.single(5, 6), 32);
         assertThat(only(fx, Effect.SendRemoteBlocks.class)).containsExactly(new Effect.SendRemoteBlocks(
-                PREFILL.host(), PREFILL.notifyPort(), rid, "tx-d0", List.of(5, 6), 0));
+                PREFILL.host(), PREFILL.notifyPort(), rid, TransferId.of("tx-d0"), List.of(5, 6), 0));
         assertThat(n.state.phaseOf(rid)).isEqualTo(RequestPhase.WAITING_FOR_REMOTE_KVS);
     }
 
