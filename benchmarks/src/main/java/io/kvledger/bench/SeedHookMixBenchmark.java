@@ -32,7 +32,7 @@ import org.openjdk.jmh.infra.Blackhole;
  * <p>The node is long-lived, as a live node's is: one {@link NodeState} per trial, with the
  * {@code seed} preset. The inputs are built before the clock starts: {@value #POOL} requests
  * (600,000 hook calls, the issue's round). Each invocation applies the next {@value #BATCH}
- * requests of the pool through {@link NodeReducer#applyInto} with one reused effect list (the
+ * requests of the pool through {@link NodeReducer.Bound#applyInto} (the live loop's form) with one reused effect list (the
  * live node's reducer loop), wrapping around at the end of the pool; a request id comes back
  * only after {@value #POOL} newer requests, long after it left every table. The admission event of
  * each request is applied too but not counted: {@link OperationsPerInvocation} is the hook
@@ -68,6 +68,7 @@ public class SeedHookMixBenchmark {
 
     private NodeEvent[] events;
     private NodeState state;
+    private NodeReducer.Bound reducer;
     private final List<Effect> sink = new ArrayList<>(16);
     private int cursor;
 
@@ -75,6 +76,7 @@ public class SeedHookMixBenchmark {
     public void build() {
         events = SeedHookMix.events(mix, POOL, 0x5eedL);
         state = NodeState.initial(mix.config());
+        reducer = NodeReducer.bind(state);
         cursor = 0;
         // The pool (about 150 MB) is born in the young generation; without this, G1 copies it
         // through the survivor spaces into the old generation during the first iterations
@@ -89,12 +91,12 @@ public class SeedHookMixBenchmark {
     @OperationsPerInvocation(CALLS)
     public void hooks(Blackhole bh) {
         NodeEvent[] ev = events;
-        NodeState s = state;
+        NodeReducer.Bound r = reducer;
         List<Effect> out = sink;
         int from = cursor;
         int to = from + BATCH * SeedHookMix.EVENTS_PER_REQUEST;
         for (int i = from; i < to; i++) {
-            NodeReducer.applyInto(s, ev[i], out);
+            r.applyInto(ev[i], out);
             bh.consume(out);
             out.clear();
         }

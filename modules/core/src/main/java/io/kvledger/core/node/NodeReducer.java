@@ -48,7 +48,45 @@ public final class NodeReducer {
      */
     public static void applyInto(NodeState state, NodeEvent event, List<Effect> sink) {
         // The context of this one application, not part of the state: the sink, the event's time.
-        Ctx c = new Ctx(state, sink);
+        dispatch(new Ctx(state, sink), event);
+    }
+
+    /**
+     * A reducer bound to one state: {@link Bound#applyInto} is {@link #applyInto} without making a
+     * context per event (the live loop's and the benchmarks' form).
+     */
+    public static Bound bind(NodeState state) {
+        return new Bound(new Ctx(state, null));
+    }
+
+    /**
+     * The reducer of one {@link NodeState}: one context, reused from event to event (the context
+     * is the reducer's, not the state's: the state never refers to it). One thread at a time.
+     */
+    public static final class Bound {
+        private final Ctx c;
+
+        private Bound(Ctx c) {
+            this.c = c;
+        }
+
+        /** The state this reducer applies events to. */
+        public NodeState state() {
+            return c.s;
+        }
+
+        /** Applies one event and appends its effects to {@code sink}, in order. */
+        public void applyInto(NodeEvent event, List<Effect> sink) {
+            c.out = sink;
+            try {
+                dispatch(c, event);
+            } finally {
+                c.out = null;
+            }
+        }
+    }
+
+    private static void dispatch(Ctx c, NodeEvent event) {
         // The time is read in each arm from the record's own accessor: event.atNs() here would be
         // an interface call over the six record types of a scheduler step (not inlined).
         switch (event) {
@@ -252,12 +290,14 @@ public final class NodeReducer {
 
     /**
      * The context of one application of the reducer: the state it changes, the event's time and
-     * the sink its effects go to. Made per event and dropped after it, never kept in the state.
+     * the sink its effects go to. Made per event ({@link NodeReducer#applyInto}) or owned by a
+     * {@link Bound} reducer and reused; never kept in the state.
      */
     static final class Ctx {
         final NodeState s;
         final NodeConfig cfg;
-        final List<Effect> out;
+        /** Where this event's effects go (a bound reducer sets it per event). */
+        List<Effect> out;
         long now;
 
         Ctx(NodeState s, List<Effect> out) {

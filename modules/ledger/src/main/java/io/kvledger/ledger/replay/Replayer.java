@@ -358,6 +358,7 @@ public final class Replayer implements AutoCloseable {
         List<Invariants.Violation> broken = List.of();
         Iterator<JournalEntry> it;
         NodeState state;
+        NodeReducer.Bound reducer;
         final List<Effect> sink = new ArrayList<>();
         List<Effect> startupEffects = List.of();
         final List<JournalEntry.Derived> startup = new ArrayList<>();
@@ -383,6 +384,7 @@ public final class Replayer implements AutoCloseable {
         void start() {
             it = readRecorded ? reader.iterator() : reader.inputIterator();
             state = NodeState.initial(node.config());
+            reducer = NodeReducer.bind(state);
             startupEffects = NodeReducer.startupChecks(node.config());
         }
 
@@ -406,7 +408,7 @@ public final class Replayer implements AutoCloseable {
             }
             inputs++;
             lookahead = readInput(derived);
-            NodeReducer.applyInto(state, head.event(), sink);
+            reducer.applyInto(head.event(), sink);
             if (invariants != null) {
                 broken = invariants.apply(state);
             }

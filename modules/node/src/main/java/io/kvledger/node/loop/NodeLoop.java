@@ -89,6 +89,8 @@ public final class NodeLoop implements AutoCloseable {
 
     /** Replaced only by {@link #rebase}, on the loop thread, before any input is applied. */
     private NodeState state;
+    /** The reducer of {@link #state} (one context reused from input to input). */
+    private NodeReducer.Bound reducer;
     private final EffectRouter router;
     private final ServiceClock clock;
     private final Inbox inbox;
@@ -149,6 +151,7 @@ public final class NodeLoop implements AutoCloseable {
     public NodeLoop(String name, NodeState state, JournalWriter journal, EffectRouter router, ServiceClock clock,
              Inbox inbox, long lastSeq, int ringCapacity) {
         this.state = Objects.requireNonNull(state, "state");
+        this.reducer = NodeReducer.bind(state);
         this.name = name;
         this.ringCapacity = ringCapacity;
         this.router = Objects.requireNonNull(router, "router");
@@ -436,7 +439,7 @@ public final class NodeLoop implements AutoCloseable {
             long seq = ++unjournaledSeq;
             lastAtNs = event.atNs();
             effects.clear();
-            NodeReducer.applyInto(state, event, effects);
+            reducer.applyInto(event, effects);
             List<Effect> derived = observed(seq, event, effects, recorded);
             lastSeq = seq;
             emit(seq, event, derived, call);
@@ -457,7 +460,7 @@ public final class NodeLoop implements AutoCloseable {
         }
         Journaller.Slot slot = journaller.claim(routeJournaled);
         lastAtNs = event.atNs();
-        NodeReducer.applyInto(state, event, slot.effects);
+        reducer.applyInto(event, slot.effects);
         // the seq the journaller will give the input (off by the entries of a refused input or
         // derived entry before it, if any: an observer's seq is informational)
         List<Effect> derived = observed(predictedSeq, event, slot.effects, recorded);
@@ -610,6 +613,7 @@ public final class NodeLoop implements AutoCloseable {
             boolean over = next != null;
             if (over) {
                 state = fresh;
+                reducer = NodeReducer.bind(fresh);
                 lastSeq = next.nextSeq() - 1;
                 unjournaledSeq = lastSeq;
                 predictedSeq = lastSeq + 1;
