@@ -466,7 +466,24 @@ public final class SimulatedEngine implements AutoCloseable {
                     yield fin == null ? List.of() : List.of(fin);
                 }
                 case NodeEvent.ConnectorOutputReceived c -> schedLast(c);
-                default -> sched(e);
+                // the scheduler's other hooks, and what the model never calls (worker and peer
+                // inputs reach the node by their own paths): to the scheduler like any hook
+                case NodeEvent.RequestAdmitted a -> sched(a);
+                case NodeEvent.RequestFinished f -> sched(f);
+                case NodeEvent.ShutDown d -> sched(d);
+                case NodeEvent.Tick t -> sched(t);
+                case NodeEvent.LoadStarted l -> sched(l);
+                case NodeEvent.LayerSaved l -> sched(l);
+                case NodeEvent.HandshakeCompleted h -> sched(h);
+                case NodeEvent.HandshakeFailed h -> sched(h);
+                case NodeEvent.HandshakeVoted h -> sched(h);
+                case NodeEvent.TransferCompleted t -> sched(t);
+                case NodeEvent.RemoteBlocksReceived r -> sched(r);
+                case NodeEvent.WriteDoneReceived w -> sched(w);
+                case NodeEvent.ReleaseReceived r -> sched(r);
+                case NodeEvent.RawCompletionReceived r -> sched(r);
+                case NodeEvent.FrameRejected r -> sched(r);
+                case NodeEvent.NotifySendFailed n -> sched(n);
             };
         }
 
