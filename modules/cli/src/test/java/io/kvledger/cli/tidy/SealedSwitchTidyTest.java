@@ -27,7 +27,9 @@ import org.junit.jupiter.api.Test;
  *       {@code modules/&#42;/src/main/java} and {@code benchmarks/src/main/java}, plus every type declared as implementing or extending
  *       one of them (found by a fixed point over the declarations);</li>
  *   <li>a switch is "over a sealed type" when one of its own case labels starts with such a name
- *       ({@code case Effect.PostWrite w}, {@code case NodeEvent.Tick _}, {@code case Decision d});</li>
+ *       ({@code case Effect.PostWrite w}, {@code case NodeEvent.Tick _}, {@code case Decision d}) and
+ *       none names a type outside them (a switch with {@code case String s} or
+ *       {@code case Collection<?> c} next to them is over a wider type, such as Object);</li>
  *   <li>such a switch fails the test when its own body (nested switches excluded) holds
  *       {@code default ->} or {@code default:}.</li>
  * </ol>
@@ -43,6 +45,10 @@ class SealedSwitchTidyTest {
     private static final Pattern SWITCH = Pattern.compile("\\bswitch\\s*\\(");
     private static final Pattern CASE = Pattern.compile("\\bcase\\s+([A-Z]\\w*)");
     private static final Pattern DEFAULT = Pattern.compile("\\bdefault\\s*(?:->|:)");
+    private static final Pattern JDK_IMPORT = Pattern.compile("\\bimport\\s+javax?\\.[\\w.]*\\.([A-Z]\\w*)\\s*;");
+    /** A type-pattern label ({@code case Name<..>[] binding}): group 1 is the type's first name. */
+    private static final Pattern TYPE_CASE = Pattern.compile(
+            "\\bcase\\s+([A-Z]\\w*)(?:\\.\\w+)*\\s*(?:<[^>]*>)?\\s*(?:\\[\\s*\\])?\\s+[a-z_]\\w*\\s*(?:->|:|\\bwhen\\b)");
 
     /** The project root, two levels above the module directory surefire runs in. */
     private static Path root() {
@@ -102,11 +108,22 @@ class SealedSwitchTidyTest {
                         return switch (e) { case A a -> 1; case B b -> 2; };
                     }
                     String g() { return "default -> switch (e) { case A a -> 1; }"; }
+                    int h(Object o) { return switch (o) { case A a -> 1; case String t -> 2; default -> 3; }; }
+                    int k(Object o) { return switch (o) { case B b -> 1; default -> 2; }; }
                 }
                 """);
         Set<String> sealed = sealedNames(List.of(src));
         assertThat(sealed).containsExactlyInAnyOrder("Ev", "A", "B");
-        assertThat(scan("R.java", src, sealed)).containsExactly("R.java:9: default in a switch over A");
+        assertThat(scan("R.java", src, sealed)).containsExactly("R.java:9: default in a switch over A",
+                "R.java:15: default in a switch over B");
+        // a JDK type imported under a sealed member's simple name (java.util.Map beside PyValue.Map)
+        String jdk = blank("""
+                import java.util.Map;
+                class J {
+                    Object f(Object o) { return switch (o) { case Map<?, ?> m -> m; default -> o; }; }
+                }
+                """);
+        assertThat(scan("J.java", jdk, Set.of("Map"))).isEmpty();
     }
 
     /** Sealed names and, to a fixed point, the types declared as their subtypes. */
@@ -143,6 +160,13 @@ class SealedSwitchTidyTest {
     /** Violations in one blanked source text, as {@code "file:line: default in a switch over ..."}. */
     static List<String> scan(String file, String text, Set<String> sealed) {
         List<String> out = new ArrayList<>();
+        // a name the file imports from the JDK (import java.util.Map;) is the JDK's type there,
+        // not a sealed type's member of the same simple name (PyValue.Map)
+        Set<String> jdk = new LinkedHashSet<>();
+        Matcher im = JDK_IMPORT.matcher(text);
+        while (im.find()) {
+            jdk.add(im.group(1));
+        }
         Matcher sw = SWITCH.matcher(text);
         while (sw.find()) {
             int open = text.indexOf('{', closeParen(text, sw.end() - 1) + 1);
@@ -170,12 +194,21 @@ class SealedSwitchTidyTest {
             Set<String> named = new LinkedHashSet<>();
             Matcher cm = CASE.matcher(body);
             while (cm.find()) {
-                if (sealed.contains(cm.group(1))) {
+                if (sealed.contains(cm.group(1)) && !jdk.contains(cm.group(1))) {
                     named.add(cm.group(1));
                 }
             }
+            // a label of a type outside the sealed ones (case String s, case Collection<?> c,
+            // case Object[] a): the switch is over a wider type (Object), whose default is needed
+            boolean wider = false;
+            Matcher tm = TYPE_CASE.matcher(body);
+            while (tm.find()) {
+                if (!sealed.contains(tm.group(1)) || jdk.contains(tm.group(1))) {
+                    wider = true;
+                }
+            }
             Matcher dm = DEFAULT.matcher(body);
-            if (!named.isEmpty() && dm.find()) {
+            if (!named.isEmpty() && !wider && dm.find()) {
                 int line = 1;
                 int at = open + dm.start();
                 for (int i = 0; i < at; i++) {
