@@ -361,20 +361,8 @@ final class ClusterHarness {
                     }
                     case Effect.SendWriteDone wd -> frame(from, wd.host(), wd.port(), "write_done " + wd.transferId(),
                             at -> new NodeEvent.WriteDoneReceived(at, wd.transferId()));
-                    case Effect.FinishDecision fd when from.producer() && from.tp() == 0 -> {
-                        for (Req<ReqPlan> r : reqs) {
-                            if (fd.requestId() != null && fd.requestId().startsWith(r.rid)) {
-                                r.producerResponse = fd.params();
-                            }
-                        }
-                    }
-                    case Effect.MatchedTokens mt when !from.producer() && from.tp() == 0 -> {
-                        for (Req<ReqPlan> r : reqs) {
-                            if (r.rid.equals(mt.requestId())) {
-                                r.matched = mt.count();
-                            }
-                        }
-                    }
+                    case Effect.FinishDecision fd when from.producer() && from.tp() == 0 -> noteDecision(fd);
+                    case Effect.MatchedTokens mt when !from.producer() && from.tp() == 0 -> noteMatched(mt);
                     default -> { }
                 }
             }

@@ -185,20 +185,8 @@ final class LifecycleHarness {
                                     rb.blockNotifyList(), rb.decodeRank(), false)));
                     case Effect.SendWriteDone wd -> wire.add(new Delivery(false, "write_done " + wd.transferId(),
                             at -> new NodeEvent.WriteDoneReceived(at, wd.transferId())));
-                    case Effect.FinishDecision fd when producer -> {
-                        for (Req<ReqPlan> r : reqs) {
-                            if (r.rid.equals(fd.requestId())) {
-                                r.producerResponse = fd.params();
-                            }
-                        }
-                    }
-                    case Effect.MatchedTokens mt when !producer -> {
-                        for (Req<ReqPlan> r : reqs) {
-                            if (r.rid.equals(mt.requestId())) {
-                                r.matched = mt.count();
-                            }
-                        }
-                    }
+                    case Effect.FinishDecision fd when producer -> noteDecision(fd);
+                    case Effect.MatchedTokens mt when !producer -> noteMatched(mt);
                     default -> { }
                 }
             }

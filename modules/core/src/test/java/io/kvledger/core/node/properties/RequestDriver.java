@@ -1,6 +1,7 @@
 package io.kvledger.core.node.properties;
 
 import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
@@ -179,6 +180,28 @@ public abstract class RequestDriver<P extends RequestDriver.Sized, W> {
             ids.add(r.rid);
         }
         return ids;
+    }
+
+    /**
+     * Notes the producer's finish decision on its request: the kv_transfer_params the proxy
+     * forwards to the decode leg (READ). A request renamed at finish is decided under its admitted
+     * id and a suffix.
+     */
+    protected final void noteDecision(Effect.FinishDecision fd) {
+        for (Req<P> r : reqs) {
+            if (fd.requestId() != null && fd.requestId().startsWith(r.rid)) {
+                r.producerResponse = fd.params();
+            }
+        }
+    }
+
+    /** Notes the consumer's matched tokens on its request (what its allocation then says). */
+    protected final void noteMatched(Effect.MatchedTokens mt) {
+        for (Req<P> r : reqs) {
+            if (r.rid.equals(mt.requestId())) {
+                r.matched = mt.count();
+            }
+        }
     }
 
     // ---------------------------------------------------------- blocks and chunks
