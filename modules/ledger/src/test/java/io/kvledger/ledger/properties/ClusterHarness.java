@@ -48,7 +48,9 @@ import java.util.Map;
  * (listeners and dialers compute ports differently there, class 23). {@link Shape#tp} builds any
  * other TP ratio under any preset, and a plan may lose one frame ({@link Plan#lose()}); with
  * unequal TP sizes the engines keep stepping past defer_timeout at the end, so that what only the
- * reap or a write's expiry ends is seen ({@code HeterogeneousTpTest}).
+ * reap or a write's expiry ends is seen ({@code HeterogeneousTpTest}). The per-request stepping
+ * and the interleaving are the core's {@link RequestDriver}, which the core's two-node lifecycle
+ * harness drives as well.
  */
 final class ClusterHarness {
 
