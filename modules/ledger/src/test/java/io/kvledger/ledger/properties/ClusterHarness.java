@@ -1,6 +1,7 @@
 package io.kvledger.ledger.properties;
 
 import io.kvledger.core.node.properties.ReducerFixtures;
+import io.kvledger.core.node.properties.RequestDriver;
 import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
@@ -15,7 +16,6 @@ import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.moriio.PortMath;
 import io.kvledger.core.node.NodeReducer;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -48,7 +48,9 @@ import java.util.Map;
  * (listeners and dialers compute ports differently there, class 23). {@link Shape#tp} builds any
  * other TP ratio under any preset, and a plan may lose one frame ({@link Plan#lose()}); with
  * unequal TP sizes the engines keep stepping past defer_timeout at the end, so that what only the
- * reap or a write's expiry ends is seen ({@code HeterogeneousTpTest}).
+ * reap or a write's expiry ends is seen ({@code HeterogeneousTpTest}). The per-request stepping
+ * and the interleaving are the core's {@link RequestDriver}, which the core's two-node lifecycle
+ * harness drives as well.
  */
 final class ClusterHarness {
 
@@ -93,7 +95,8 @@ final class ClusterHarness {
      * finishes it under another id than it was admitted with (vLLM's input processor appends
      * {@code -<8 hex>}; class 13: its ACK names the admitted id, so the deferral is reaped).
      */
-    record ReqPlan(int promptTokens, int chunks, int pDpRank, int dDpRank, boolean abortDecode, boolean renamedAtFinish) {
+    record ReqPlan(int promptTokens, int chunks, int pDpRank, int dDpRank, boolean abortDecode, boolean renamedAtFinish)
+            implements RequestDriver.Sized {
 
         ReqPlan(int promptTokens, int chunks, int pDpRank, int dDpRank, boolean abortDecode) {
             this(promptTokens, chunks, pDpRank, dDpRank, abortDecode, false);
@@ -155,39 +158,9 @@ final class ClusterHarness {
         return new Driver(plan).run();
     }
 
-    private enum PStage { NEW, ADMITTED, MATCHED, ALLOCATED, PREFILLED, FINISHED }
-
-    private enum DStage { NEW, ADMITTED, MATCHED, ALLOCATED, FINISHED }
-
-    private static final class Req {
-        final int index;
-        final String rid;
-        final String tid;
-        final ReqPlan plan;
-        PStage p = PStage.NEW;
-        DStage d = DStage.NEW;
-        int chunksDelivered;
-        boolean firstStepDone;
-        KvParams producerResponse;
-        int matched;
-
-        Req(int index, ReqPlan plan) {
-            this.index = index;
-            this.plan = plan;
-            this.rid = ReducerFixtures.proxyId(ReducerFixtures.hex32(index + 1));
-            this.tid = "tx-" + index;
-        }
-
-        boolean done() {
-            return p == PStage.FINISHED && d == DStage.FINISHED;
-        }
-    }
-
     private record Delivery(Rank to, String label, java.util.function.LongFunction<NodeEvent> event) {}
 
-    private static final long STEP_NS = 1_000_000L;
-
-    private static final class Driver {
+    private static final class Driver extends RequestDriver<ReqPlan, Delivery> {
         final Plan plan;
         final Shape shape;
         final List<Rank> ranks = new ArrayList<>();
@@ -196,24 +169,18 @@ final class ClusterHarness {
         final LinkedHashMap<String, Rank> notifyListeners = new LinkedHashMap<>();
         final LinkedHashMap<String, Rank> handshakeListeners = new LinkedHashMap<>();
         final LinkedHashMap<String, long[]> stepOf = new LinkedHashMap<>();
-        final List<Req> reqs = new ArrayList<>();
-        final List<Delivery> wire = new ArrayList<>();
         final List<Applied> applied = new ArrayList<>();
         final List<Aggregated> outputs = new ArrayList<>();
         final List<String> undeliverable = new ArrayList<>();
         final List<String> log = new ArrayList<>();
-        long now;
-        int choice;
         boolean lost;
 
         Driver(Plan plan) {
+            super(plan.requests(), plan.choices(), rp -> true);
             this.plan = plan;
             this.shape = plan.shape();
             addInstance(true, shape.pDp(), shape.pTp());
             addInstance(false, shape.dDp(), shape.dTp());
-            for (int i = 0; i < plan.requests().size(); i++) {
-                reqs.add(new Req(i, plan.requests().get(i)));
-            }
         }
 
         void addInstance(boolean producer, int dp, int tp) {
@@ -239,51 +206,17 @@ final class ClusterHarness {
             }
         }
 
-        List<Rank> pGroup(Req r) {
+        List<Rank> pGroup(Req<ReqPlan> r) {
             return groups.get("P" + r.plan.pDpRank());
         }
 
-        List<Rank> dGroup(Req r) {
+        List<Rank> dGroup(Req<ReqPlan> r) {
             return groups.get("D" + r.plan.dDpRank());
         }
 
         Outcome run() {
-            String stuck = null;
-            int actions = 0;
+            String stuck = interleave(6000);
             List<String> groupNames = new ArrayList<>(groups.keySet());
-            while (!(allDone() && wire.isEmpty())) {
-                if (++actions > 6000) {
-                    stuck = "no progress after 6000 actions: " + status();
-                    break;
-                }
-                List<Runnable> enabled = new ArrayList<>();
-                for (String g : groupNames) {
-                    enabled.add(() -> step(g));
-                }
-                int steps = enabled.size();
-                for (Req r : reqs) {
-                    Runnable a = producerAction(r);
-                    if (a != null) {
-                        enabled.add(a);
-                    }
-                    Runnable b = consumerAction(r);
-                    if (b != null) {
-                        enabled.add(b);
-                    }
-                }
-                for (Delivery w : List.copyOf(wire)) {
-                    enabled.add(() -> deliver(w));
-                }
-                int pick;
-                if (choice < plan.choices().size()) {
-                    pick = Math.floorMod(plan.choices().get(choice++), enabled.size());
-                } else if (enabled.size() > steps) {
-                    pick = steps; // drain: hooks and deliveries first, in order
-                } else {
-                    pick = actions % steps; // then step every DP rank in turn
-                }
-                enabled.get(pick).run();
-            }
             // A running engine keeps stepping: step every DP rank and deliver what that sends until a
             // round sends nothing (a staged abort release goes out at the next step), then a few more.
             for (int round = 0, quiet = 0; stuck == null && quiet < 3; round++) {
@@ -315,27 +248,36 @@ final class ClusterHarness {
                     }
                 }
             }
-            List<String> ids = new ArrayList<>();
             List<String> tids = new ArrayList<>();
-            for (Req r : reqs) {
-                ids.add(r.rid);
+            for (Req<ReqPlan> r : reqs) {
                 tids.add(r.tid);
             }
-            return new Outcome(ranks, applied, outputs, undeliverable, ids, tids, log, stuck);
+            return new Outcome(ranks, applied, outputs, undeliverable, requestIds(), tids, log, stuck);
         }
 
-        boolean allDone() {
-            for (Req r : reqs) {
-                if (!r.done()) {
-                    return false;
-                }
+        @Override
+        protected List<Runnable> steps() {
+            List<Runnable> steps = new ArrayList<>();
+            for (String g : groups.keySet()) {
+                steps.add(() -> step(g));
             }
-            return true;
+            return steps;
         }
 
-        String status() {
+        @Override
+        protected TransferMode mode() {
+            return shape.mode();
+        }
+
+        @Override
+        protected void hook(Req<ReqPlan> r, boolean producer, java.util.function.LongFunction<NodeEvent> event) {
+            applyAll(producer ? pGroup(r) : dGroup(r), event);
+        }
+
+        @Override
+        protected String status() {
             StringBuilder b = new StringBuilder();
-            for (Req r : reqs) {
+            for (Req<ReqPlan> r : reqs) {
                 b.append("[req ").append(r.index).append(" P ").append(r.p).append(" D ").append(r.d);
                 for (Rank k : ranks) {
                     RequestPhase ph = k.run().state.phaseOf(r.rid);
@@ -349,11 +291,6 @@ final class ClusterHarness {
         }
 
         // ---------------------------------------------------------- applying and routing
-
-        long tick() {
-            now += STEP_NS;
-            return now;
-        }
 
         List<Effect> apply(Rank k, NodeEvent e) {
             if (e instanceof NodeEvent.HandshakeCompleted hc && shape.tpVote() && !k.producer()) {
@@ -426,20 +363,8 @@ final class ClusterHarness {
                     }
                     case Effect.SendWriteDone wd -> frame(from, wd.host(), wd.port(), "write_done " + wd.transferId(),
                             at -> new NodeEvent.WriteDoneReceived(at, wd.transferId()));
-                    case Effect.FinishDecision fd when from.producer() && from.tp() == 0 -> {
-                        for (Req r : reqs) {
-                            if (fd.requestId() != null && fd.requestId().startsWith(r.rid)) {
-                                r.producerResponse = fd.params();
-                            }
-                        }
-                    }
-                    case Effect.MatchedTokens mt when !from.producer() && from.tp() == 0 -> {
-                        for (Req r : reqs) {
-                            if (r.rid.equals(mt.requestId())) {
-                                r.matched = mt.count();
-                            }
-                        }
-                    }
+                    case Effect.FinishDecision fd when from.producer() && from.tp() == 0 -> noteDecision(fd);
+                    case Effect.MatchedTokens mt when !from.producer() && from.tp() == 0 -> noteMatched(mt);
                     default -> { }
                 }
             }
@@ -460,7 +385,8 @@ final class ClusterHarness {
             wire.add(new Delivery(to, delivery, event));
         }
 
-        void deliver(Delivery w) {
+        @Override
+        protected void deliver(Delivery w) {
             wire.remove(w);
             apply(w.to(), w.event().apply(tick()));
             if (shape.tpVote() && !w.to().producer()) {
@@ -510,23 +436,7 @@ final class ClusterHarness {
             List<Rank> members = groups.get(group);
             boolean producer = members.get(0).producer();
             List<NodeEvent.CachedRequest> cached = new ArrayList<>();
-            List<Req> prefilledThisStep = new ArrayList<>();
-            if (producer) {
-                for (Req r : reqs) {
-                    if (r.p != PStage.ALLOCATED || pGroup(r) != members) {
-                        continue;
-                    }
-                    if (!r.firstStepDone) {
-                        r.firstStepDone = true;
-                    } else if (r.chunksDelivered < r.plan.chunks()) {
-                        cached.add(new NodeEvent.CachedRequest(r.rid, BlockGroups.of(chunk(r, r.chunksDelivered))));
-                        r.chunksDelivered++;
-                    }
-                    if (r.chunksDelivered == r.plan.chunks()) {
-                        prefilledThisStep.add(r);
-                    }
-                }
-            }
+            List<Req<ReqPlan>> prefilledThisStep = producer ? prefillChunks(r -> pGroup(r) == members, cached) : List.of();
             long n = stepOf.get(group)[0]++;
             applyAll(members, at -> new NodeEvent.StepScheduled(at, n, cached));
             for (Rank k : members) {
@@ -553,7 +463,7 @@ final class ClusterHarness {
             List<String> recving = drain(pendingRecv(group), members.size());
             outputs.add(new Aggregated(group, sending, recving));
             applyAll(members, at -> new NodeEvent.ConnectorOutputReceived(at, sending, recving));
-            for (Req r : prefilledThisStep) {
+            for (Req<ReqPlan> r : prefilledThisStep) {
                 r.p = PStage.PREFILLED;
             }
         }
@@ -591,33 +501,44 @@ final class ClusterHarness {
 
         // ---------------------------------------------------------- request hooks
 
-        static int blocksFor(int tokens) {
-            return (tokens + 15) / 16;
+        @Override
+        protected int[] producerBlocks(Req<ReqPlan> r) {
+            return blockIds(1000 * (r.index + 1), blocksFor(r.plan.promptTokens()));
         }
 
-        int[] producerBlocks(Req r) {
-            int[] ids = new int[blocksFor(r.plan.promptTokens())];
-            for (int i = 0; i < ids.length; i++) {
-                ids[i] = 1000 * (r.index + 1) + i;
+        @Override
+        protected BlockGroups producerAllocation(Req<ReqPlan> r, int[] firstChunk) {
+            return BlockGroups.of(firstChunk);
+        }
+
+        @Override
+        protected NodeEvent producerFinish(Req<ReqPlan> r, long at) {
+            String finishedAs = r.plan.renamedAtFinish() ? r.rid + "-" + String.format("%08x", 0x5eed0000 + r.index) : r.rid;
+            return new NodeEvent.RequestFinished(at, finishedAs, FinishStatus.FINISHED_LENGTH_CAPPED,
+                    BlockGroups.of(producerBlocks(r)), r.plan.renamedAtFinish() ? r.rid : null);
+        }
+
+        @Override
+        protected BlockGroups consumerBlocks(Req<ReqPlan> r) {
+            return BlockGroups.of(blockIds(5000 + 1000 * (r.index + 1), blocksFor(r.plan.promptTokens())));
+        }
+
+        @Override
+        protected boolean abortsDecode(Req<ReqPlan> r) {
+            return r.plan.abortDecode();
+        }
+
+        @Override
+        protected boolean decodeReached(Req<ReqPlan> r, RequestPhase ready) {
+            boolean all = true;
+            for (Rank k : dGroup(r)) {
+                all &= k.run().state.phaseOf(r.rid) == ready;
             }
-            return ids;
+            return all;
         }
 
-        int[] chunk(Req r, int k) {
-            int[] all = producerBlocks(r);
-            int n = r.plan.chunks();
-            return Arrays.copyOfRange(all, all.length * k / n, all.length * (k + 1) / n);
-        }
-
-        BlockGroups consumerBlocks(Req r) {
-            int[] ids = new int[blocksFor(r.plan.promptTokens())];
-            for (int i = 0; i < ids.length; i++) {
-                ids[i] = 5000 + 1000 * (r.index + 1) + i;
-            }
-            return BlockGroups.of(ids);
-        }
-
-        KvParams prefillLeg(Req r) {
+        @Override
+        protected KvParams prefillLeg(Req<ReqPlan> r) {
             // the decode instance's DP layout: the producer's WRITE handshakes every decode DP rank and
             // sends write_done to the folded rank of the decode_rank its remote_blocks named
             return KvParams.of("transfer_id", r.tid, "do_remote_decode", true, "do_remote_prefill", false,
@@ -626,7 +547,8 @@ final class ClusterHarness {
         }
 
         /** READ: the prefill's response as the toy proxy forwards it; WRITE: the concurrent decode leg. */
-        KvParams decodeLeg(Req r) {
+        @Override
+        protected KvParams decodeLeg(Req<ReqPlan> r) {
             if (shape.mode() == TransferMode.READ) {
                 return r.producerResponse;
             }
@@ -640,91 +562,6 @@ final class ClusterHarness {
             m.put("remote_dp_size", (long) shape.pDp());
             m.put("tp_size", (long) shape.pTp());
             return KvParams.of(m);
-        }
-
-        Runnable producerAction(Req r) {
-            List<Rank> g = pGroup(r);
-            switch (r.p) {
-                case NEW -> {
-                    return () -> {
-                        applyAll(g, at -> new NodeEvent.RequestAdmitted(at, r.rid, r.plan.promptTokens(), r.plan.promptTokens(),
-                                prefillLeg(r)));
-                        r.p = PStage.ADMITTED;
-                    };
-                }
-                case ADMITTED -> {
-                    return () -> {
-                        applyAll(g, at -> new NodeEvent.MatchedTokensQueried(at, r.rid, 0));
-                        r.p = PStage.MATCHED;
-                    };
-                }
-                case MATCHED -> {
-                    return () -> {
-                        r.chunksDelivered = 1;
-                        applyAll(g, at -> new NodeEvent.BlocksAllocated(at, r.rid, BlockGroups.of(chunk(r, 0)), 0));
-                        r.p = PStage.ALLOCATED;
-                    };
-                }
-                case PREFILLED -> {
-                    return () -> {
-                        String finishedAs = r.plan.renamedAtFinish() ? r.rid + "-" + String.format("%08x", 0x5eed0000 + r.index) : r.rid;
-                        applyAll(g, at -> new NodeEvent.RequestFinished(at, finishedAs, FinishStatus.FINISHED_LENGTH_CAPPED,
-                                BlockGroups.of(producerBlocks(r)), r.plan.renamedAtFinish() ? r.rid : null));
-                        r.p = PStage.FINISHED;
-                    };
-                }
-                default -> { }
-            }
-            return null;
-        }
-
-        Runnable consumerAction(Req r) {
-            List<Rank> g = dGroup(r);
-            boolean mayStart = shape.mode() == TransferMode.WRITE || r.p == PStage.FINISHED;
-            switch (r.d) {
-                case NEW -> {
-                    if (mayStart) {
-                        return () -> {
-                            KvParams leg = decodeLeg(r);
-                            applyAll(g, at -> new NodeEvent.RequestAdmitted(at, r.rid, r.plan.promptTokens(), r.plan.promptTokens(), leg));
-                            r.d = DStage.ADMITTED;
-                        };
-                    }
-                }
-                case ADMITTED -> {
-                    if (r.plan.abortDecode()) {
-                        return () -> {
-                            applyAll(g, at -> new NodeEvent.RequestFinished(at, r.rid, FinishStatus.FINISHED_ABORTED, BlockGroups.of(new int[0])));
-                            r.d = DStage.FINISHED;
-                        };
-                    }
-                    return () -> {
-                        applyAll(g, at -> new NodeEvent.MatchedTokensQueried(at, r.rid, 0));
-                        r.d = DStage.MATCHED;
-                    };
-                }
-                case MATCHED -> {
-                    return () -> {
-                        applyAll(g, at -> new NodeEvent.BlocksAllocated(at, r.rid, consumerBlocks(r), Math.max(r.matched, 0)));
-                        r.d = DStage.ALLOCATED;
-                    };
-                }
-                case ALLOCATED -> {
-                    RequestPhase ready = shape.mode() == TransferMode.READ ? RequestPhase.RUNNING : RequestPhase.KV_RECEIVED;
-                    boolean all = true;
-                    for (Rank k : g) {
-                        all &= k.run().state.phaseOf(r.rid) == ready;
-                    }
-                    if (all) {
-                        return () -> {
-                            applyAll(g, at -> new NodeEvent.RequestFinished(at, r.rid, FinishStatus.FINISHED_STOPPED, consumerBlocks(r)));
-                            r.d = DStage.FINISHED;
-                        };
-                    }
-                }
-                default -> { }
-            }
-            return null;
         }
     }
 }

@@ -13,7 +13,6 @@ import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.RequestPhase;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,14 +28,15 @@ import java.util.Map;
  * (WRITE producer: LayerSaved for each layer, SaveWaited), FinishedPolled and
  * ConnectorOutputReceived with what the poll reported; request hooks run between steps; effects
  * that go to the wire (StartHandshake, PostRead/PostWrite, SendRelease, SendRemoteBlocks,
- * SendWriteDone) become pending deliveries to the right node.
+ * SendWriteDone) become pending deliveries to the right node. The per-request stepping and the
+ * interleaving are {@link RequestDriver}'s.
  */
 final class LifecycleHarness {
 
     private LifecycleHarness() {}
 
     /** One request: its prompt length, whether P finishes it length-capped, and its prefill chunks (WRITE). */
-    record ReqPlan(int promptTokens, boolean capped, int chunks) {}
+    record ReqPlan(int promptTokens, boolean capped, int chunks) implements RequestDriver.Sized {}
 
     /**
      * A lifecycle scenario.
@@ -105,127 +105,52 @@ final class LifecycleHarness {
     record Outcome(ReducerFixtures.Run producer, ReducerFixtures.Run consumer, List<String> log, String stuck,
                    List<String> requestIds) {}
 
-    private enum PStage { NEW, ADMITTED, MATCHED, ALLOCATED, PREFILLED, FINISHED }
-
-    private enum DStage { NEW, ADMITTED, MATCHED, ALLOCATED, FINISHED }
-
-    /** One request as the harness drives it. */
-    private static final class Req {
-        final int index;
-        final String rid;
-        final String tid;
-        final ReqPlan plan;
-        PStage p = PStage.NEW;
-        DStage d = DStage.NEW;
-        int chunksDelivered;
-        boolean firstStepDone;
-        KvParams producerResponse;
-        int matched;
-
-        Req(int index, ReqPlan plan) {
-            this.index = index;
-            this.plan = plan;
-            this.rid = ReducerFixtures.proxyId(ReducerFixtures.hex32(index + 1));
-            this.tid = "tx-" + index;
-        }
-
-        boolean needsConsumer() {
-            return plan.capped;
-        }
-
-        boolean done() {
-            return p == PStage.FINISHED && (!needsConsumer() || d == DStage.FINISHED);
-        }
-    }
-
     /** Something the wire will hand to a node. */
     private record Delivery(boolean toProducer, String label, java.util.function.LongFunction<NodeEvent> event) {}
-
-    private static final long STEP_NS = 1_000_000L;
 
     static Outcome run(Plan plan) {
         return new Driver(plan).run();
     }
 
-    private static final class Driver {
+    private static final class Driver extends RequestDriver<ReqPlan, Delivery> {
         final Plan plan;
         final ReducerFixtures.Run p;
         final ReducerFixtures.Run d;
-        final List<Req> reqs = new ArrayList<>();
-        final List<Delivery> wire = new ArrayList<>();
         final List<String> log = new ArrayList<>();
-        long now;
         long pStep;
         long dStep;
-        int choice;
 
         Driver(Plan plan) {
+            super(plan.requests(), plan.choices(), ReqPlan::capped);
             this.plan = plan;
             this.p = new ReducerFixtures.Run(plan.config(Role.PRODUCER));
             this.d = new ReducerFixtures.Run(plan.config(Role.CONSUMER));
-            for (int i = 0; i < plan.requests().size(); i++) {
-                reqs.add(new Req(i, plan.requests().get(i)));
-            }
         }
 
         Outcome run() {
-            String stuck = null;
-            int actions = 0;
-            while (!(allDone() && wire.isEmpty())) {
-                if (++actions > 4000) {
-                    stuck = "no progress after 4000 actions: " + status();
-                    break;
-                }
-                List<Runnable> enabled = new ArrayList<>();
-                enabled.add(this::producerStep);
-                enabled.add(this::consumerStep);
-                for (Req r : reqs) {
-                    Runnable a = producerAction(r);
-                    if (a != null) {
-                        enabled.add(a);
-                    }
-                    Runnable b = consumerAction(r);
-                    if (b != null) {
-                        enabled.add(b);
-                    }
-                }
-                for (Delivery w : List.copyOf(wire)) {
-                    enabled.add(() -> deliver(w));
-                }
-                int pick;
-                if (choice < plan.choices().size()) {
-                    pick = Math.floorMod(plan.choices().get(choice++), enabled.size());
-                } else if (enabled.size() > 2) {
-                    pick = 2; // drain: hooks and deliveries first, in order
-                } else {
-                    pick = (actions & 1); // then alternate engine steps
-                }
-                enabled.get(pick).run();
-            }
+            String stuck = interleave(4000);
             // A few more steps on each node, as a running engine keeps stepping.
             for (int i = 0; i < 3 && stuck == null; i++) {
                 producerStep();
                 consumerStep();
             }
-            List<String> ids = new ArrayList<>();
-            for (Req r : reqs) {
-                ids.add(r.rid);
-            }
-            return new Outcome(p, d, log, stuck, ids);
+            return new Outcome(p, d, log, stuck, requestIds());
         }
 
-        boolean allDone() {
-            for (Req r : reqs) {
-                if (!r.done()) {
-                    return false;
-                }
-            }
-            return true;
+        @Override
+        protected List<Runnable> steps() {
+            return List.of(this::producerStep, this::consumerStep);
         }
 
-        String status() {
+        @Override
+        protected TransferMode mode() {
+            return plan.mode();
+        }
+
+        @Override
+        protected String status() {
             StringBuilder b = new StringBuilder();
-            for (Req r : reqs) {
+            for (Req<ReqPlan> r : reqs) {
                 b.append("[req ").append(r.index).append(" P ").append(r.p).append('/').append(p.state.phaseOf(r.rid))
                         .append(" D ").append(r.d).append('/').append(d.state.phaseOf(r.rid)).append("] ");
             }
@@ -244,11 +169,6 @@ final class LifecycleHarness {
             return out;
         }
 
-        long tick() {
-            now += STEP_NS;
-            return now;
-        }
-
         void route(boolean producer, List<Effect> out) {
             for (Effect e : out) {
                 switch (e) {
@@ -265,26 +185,20 @@ final class LifecycleHarness {
                                     rb.blockNotifyList(), rb.decodeRank(), false)));
                     case Effect.SendWriteDone wd -> wire.add(new Delivery(false, "write_done " + wd.transferId(),
                             at -> new NodeEvent.WriteDoneReceived(at, wd.transferId())));
-                    case Effect.FinishDecision fd when producer -> {
-                        for (Req r : reqs) {
-                            if (r.rid.equals(fd.requestId())) {
-                                r.producerResponse = fd.params();
-                            }
-                        }
-                    }
-                    case Effect.MatchedTokens mt when !producer -> {
-                        for (Req r : reqs) {
-                            if (r.rid.equals(mt.requestId())) {
-                                r.matched = mt.count();
-                            }
-                        }
-                    }
+                    case Effect.FinishDecision fd when producer -> noteDecision(fd);
+                    case Effect.MatchedTokens mt when !producer -> noteMatched(mt);
                     default -> { }
                 }
             }
         }
 
-        void deliver(Delivery w) {
+        @Override
+        protected void hook(Req<ReqPlan> r, boolean producer, java.util.function.LongFunction<NodeEvent> event) {
+            apply(producer, event.apply(tick()));
+        }
+
+        @Override
+        protected void deliver(Delivery w) {
             wire.remove(w);
             apply(w.toProducer(), w.event().apply(tick()));
         }
@@ -293,21 +207,7 @@ final class LifecycleHarness {
 
         void producerStep() {
             List<NodeEvent.CachedRequest> cached = new ArrayList<>();
-            List<Req> prefilledThisStep = new ArrayList<>();
-            for (Req r : reqs) {
-                if (r.p != PStage.ALLOCATED) {
-                    continue;
-                }
-                if (!r.firstStepDone) {
-                    r.firstStepDone = true; // this step computes the chunk allocated with the request
-                } else if (r.chunksDelivered < r.plan.chunks()) {
-                    cached.add(new NodeEvent.CachedRequest(r.rid, BlockGroups.of(chunk(r, r.chunksDelivered))));
-                    r.chunksDelivered++;
-                }
-                if (r.chunksDelivered == r.plan.chunks()) {
-                    prefilledThisStep.add(r);
-                }
-            }
+            List<Req<ReqPlan>> prefilledThisStep = prefillChunks(r -> true, cached);
             apply(true, new NodeEvent.StepScheduled(tick(), pStep++, cached));
             apply(true, new NodeEvent.LoadStarted(tick()));
             if (plan.mode() == TransferMode.WRITE) {
@@ -325,7 +225,7 @@ final class LifecycleHarness {
                 }
             }
             apply(true, new NodeEvent.ConnectorOutputReceived(tick(), sending, recving));
-            for (Req r : prefilledThisStep) {
+            for (Req<ReqPlan> r : prefilledThisStep) {
                 r.p = PStage.PREFILLED;
             }
         }
@@ -344,30 +244,31 @@ final class LifecycleHarness {
 
         // ---------------------------------------------------------- request hooks
 
-        int blocksFor(int tokens) {
-            return (tokens + 15) / 16;
-        }
-
         boolean hybrid() {
             return plan.groups().size() > 1 && plan.groups().get(1).kind() == GroupKind.MAMBA;
         }
 
         /** The producer's group-0 blocks (ids distinct per request and node). */
-        int[] producerBlocks(Req r) {
+        @Override
+        protected int[] producerBlocks(Req<ReqPlan> r) {
             int tokens = hybrid() ? Math.max(r.plan.promptTokens() - 1, 1) : r.plan.promptTokens(); // #51052 truncation
-            int[] ids = new int[blocksFor(tokens)];
-            for (int i = 0; i < ids.length; i++) {
-                ids[i] = 1000 * (r.index + 1) + i;
-            }
-            return ids;
+            return blockIds(1000 * (r.index + 1), blocksFor(tokens));
         }
 
-        int[] chunk(Req r, int k) {
-            int[] all = producerBlocks(r);
-            int n = r.plan.chunks();
-            int from = all.length * k / n;
-            int to = all.length * (k + 1) / n;
-            return Arrays.copyOfRange(all, from, to);
+        @Override
+        protected BlockGroups producerAllocation(Req<ReqPlan> r, int[] firstChunk) {
+            return withOtherGroups(firstChunk, 1000 * (r.index + 1));
+        }
+
+        @Override
+        protected NodeEvent producerFinish(Req<ReqPlan> r, long at) {
+            FinishStatus st = r.plan.capped() ? FinishStatus.FINISHED_LENGTH_CAPPED : FinishStatus.FINISHED_STOPPED;
+            return new NodeEvent.RequestFinished(at, r.rid, st, withOtherGroups(producerBlocks(r), 1000 * (r.index + 1)));
+        }
+
+        @Override
+        protected boolean decodeReached(Req<ReqPlan> r, RequestPhase ready) {
+            return d.state.phaseOf(r.rid) == ready;
         }
 
         BlockGroups withOtherGroups(int[] group0, int base) {
@@ -387,15 +288,14 @@ final class LifecycleHarness {
             return BlockGroups.of(out);
         }
 
-        BlockGroups consumerBlocks(Req r) {
-            int[] ids = new int[blocksFor(r.plan.promptTokens())];
-            for (int i = 0; i < ids.length; i++) {
-                ids[i] = 5000 + 1000 * (r.index + 1) + i;
-            }
+        @Override
+        protected BlockGroups consumerBlocks(Req<ReqPlan> r) {
+            int[] ids = blockIds(5000 + 1000 * (r.index + 1), blocksFor(r.plan.promptTokens()));
             return withOtherGroups(ids, 5000 + 1000 * (r.index + 1));
         }
 
-        KvParams prefillLeg(Req r) {
+        @Override
+        protected KvParams prefillLeg(Req<ReqPlan> r) {
             if (!r.plan.capped() && plan.mode() == TransferMode.WRITE) {
                 // a WRITE request that is not a disaggregated one still carries a transfer id (mapped: C.2)
                 return KvParams.of("transfer_id", r.tid);
@@ -404,7 +304,8 @@ final class LifecycleHarness {
                     "do_remote_prefill", false, "remote_engine_id", null, "remote_block_ids", null);
         }
 
-        KvParams decodeLeg(Req r) {
+        @Override
+        protected KvParams decodeLeg(Req<ReqPlan> r) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("do_remote_decode", false);
             m.put("do_remote_prefill", true);
@@ -423,81 +324,6 @@ final class LifecycleHarness {
                 m.put("remote_dp_rank", (long) plan.producerDpRank());
             }
             return KvParams.of(m);
-        }
-
-        Runnable producerAction(Req r) {
-            switch (r.p) {
-                case NEW -> {
-                    return () -> {
-                        apply(true, new NodeEvent.RequestAdmitted(tick(), r.rid, r.plan.promptTokens(), r.plan.promptTokens(), prefillLeg(r)));
-                        r.p = PStage.ADMITTED;
-                    };
-                }
-                case ADMITTED -> {
-                    return () -> {
-                        apply(true, new NodeEvent.MatchedTokensQueried(tick(), r.rid, 0));
-                        r.p = PStage.MATCHED;
-                    };
-                }
-                case MATCHED -> {
-                    return () -> {
-                        r.chunksDelivered = 1;
-                        apply(true, new NodeEvent.BlocksAllocated(tick(), r.rid, withOtherGroups(chunk(r, 0), 1000 * (r.index + 1)), 0));
-                        r.p = PStage.ALLOCATED;
-                    };
-                }
-                case PREFILLED -> {
-                    return () -> {
-                        FinishStatus st = r.plan.capped() ? FinishStatus.FINISHED_LENGTH_CAPPED : FinishStatus.FINISHED_STOPPED;
-                        apply(true, new NodeEvent.RequestFinished(tick(), r.rid, st,
-                                withOtherGroups(producerBlocks(r), 1000 * (r.index + 1))));
-                        r.p = PStage.FINISHED;
-                    };
-                }
-                default -> { }
-            }
-            return null;
-        }
-
-        Runnable consumerAction(Req r) {
-            if (!r.needsConsumer()) {
-                return null;
-            }
-            boolean consumerMayStart = plan.mode() == TransferMode.WRITE || r.p == PStage.FINISHED;
-            switch (r.d) {
-                case NEW -> {
-                    if (consumerMayStart) {
-                        return () -> {
-                            apply(false, new NodeEvent.RequestAdmitted(tick(), r.rid, r.plan.promptTokens(), r.plan.promptTokens(), decodeLeg(r)));
-                            r.d = DStage.ADMITTED;
-                        };
-                    }
-                }
-                case ADMITTED -> {
-                    return () -> {
-                        apply(false, new NodeEvent.MatchedTokensQueried(tick(), r.rid, 0));
-                        r.d = DStage.MATCHED;
-                    };
-                }
-                case MATCHED -> {
-                    return () -> {
-                        apply(false, new NodeEvent.BlocksAllocated(tick(), r.rid, consumerBlocks(r), Math.max(r.matched, 0)));
-                        r.d = DStage.ALLOCATED;
-                    };
-                }
-                case ALLOCATED -> {
-                    RequestPhase ph = d.state.phaseOf(r.rid);
-                    RequestPhase ready = plan.mode() == TransferMode.READ ? RequestPhase.RUNNING : RequestPhase.KV_RECEIVED;
-                    if (ph == ready) {
-                        return () -> {
-                            apply(false, new NodeEvent.RequestFinished(tick(), r.rid, FinishStatus.FINISHED_STOPPED, consumerBlocks(r)));
-                            r.d = DStage.FINISHED;
-                        };
-                    }
-                }
-                default -> { }
-            }
-            return null;
         }
     }
 }
