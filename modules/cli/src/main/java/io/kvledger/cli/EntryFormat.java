@@ -3,6 +3,7 @@ package io.kvledger.cli;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JsonLines;
 import io.kvledger.journal.json.Json;
+import io.kvledger.ledger.report.ReportText;
 import java.util.Locale;
 
 /**
@@ -20,11 +21,9 @@ final class EntryFormat {
 
     private EntryFormat() {}
 
-    /** Nanoseconds as seconds with nine decimals ("12.000000042"); "-" for the header. */
+    /** Nanoseconds as seconds with nine decimals ("12.000000042"): {@link ReportText#time}. */
     static String time(long atNs) {
-        long s = Math.floorDiv(atNs, 1_000_000_000L);
-        long ns = Math.floorMod(atNs, 1_000_000_000L);
-        return String.format(Locale.ROOT, "%d.%09d", s, ns);
+        return ReportText.time(atNs);
     }
 
     /** The entry's kind column: header, input, derived&lt;-CAUSE, or unknown. */
