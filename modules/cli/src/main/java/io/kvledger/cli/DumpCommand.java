@@ -1,9 +1,9 @@
 package io.kvledger.cli;
 
-import io.kvledger.journal.JournalEntry;
-import io.kvledger.ledger.replay.JournalInputs;
-import io.kvledger.ledger.replay.TimeMerge;
 import io.kvledger.journal.JournalReader;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.report.DumpReport;
+import io.kvledger.ledger.report.TypeFilter;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -24,6 +24,8 @@ import picocli.CommandLine.Spec;
  * {@code merge} output, or several DIR arguments) are interleaved by event time with the node id
  * in front of each line. Journal warnings (skipped entries of unknown types, damaged regions) go to
  * standard error; a damaged journal is printed as far as it is intact and the exit status is 1.
+ * The listing is the ledger's {@link DumpReport}; this command checks its options, opens and
+ * selects the journals, and tells what the readers skipped.
  */
 @Command(name = "dump", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Prints the entries of journals, one line per entry: seq, event time in seconds, kind "
@@ -74,22 +76,7 @@ final class DumpCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         try {
-            boolean several = readers.size() > 1;
-            TimeMerge merge = new TimeMerge(readers, TimeMerge.nodeIds(readers));
-            long printed = 0;
-            while (merge.hasNext()) {
-                TimeMerge.Item item = merge.next();
-                JournalEntry e = item.entry();
-                if (e.seq() < from || (to != null && e.seq() > to) || !filter.accepts(e)) {
-                    continue;
-                }
-                String node = several ? item.node() : null;
-                out.println(json ? EntryFormat.json(e, node) : EntryFormat.text(e, node));
-                if (++printed % 4096 == 0 && out.checkError()) {
-                    break; // the reader of our output went away (dump ... | head)
-                }
-            }
-            out.flush();
+            DumpReport.print(out, readers, from, to, filter, json);
             boolean damaged = false;
             for (JournalReader r : readers) {
                 r.warnings().forEach(err::println);

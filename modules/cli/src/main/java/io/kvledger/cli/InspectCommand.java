@@ -1,28 +1,18 @@
 package io.kvledger.cli;
 
-import io.kvledger.ledger.diagnosis.Bounds;
-import io.kvledger.core.effect.Effect;
-import io.kvledger.journal.json.Json;
 import io.kvledger.ledger.replay.ConfigOverrides;
-import io.kvledger.ledger.replay.Hangs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.Replayer;
-import io.kvledger.ledger.replay.Timeline.Line;
 import io.kvledger.ledger.replay.Timeline;
-import io.kvledger.ledger.text.Seconds;
-import io.kvledger.ledger.web.TimelineJson;
-import io.kvledger.ledger.web.WebPage;
+import io.kvledger.ledger.report.InspectReport;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
@@ -41,7 +31,8 @@ import picocli.CommandLine.Spec;
  * <p>Two passes over the journals: the first finds which request ids and transfer ids belong to
  * the one asked for (an id prefix, a {@code cmpl-..._<uuid>-...} abbreviation, or the uuid hex of
  * a proxy request id finds every leg of that request; the transfer ids the legs carry link the
- * other nodes' legs), the second prints the lines.
+ * other nodes' legs), the second prints the lines. The text, JSON and HTML forms are the
+ * ledger's {@link InspectReport}.
  */
 @Command(name = "inspect", mixinStandardHelpOptions = true, sortOptions = false,
         description = {
@@ -85,11 +76,6 @@ final class InspectCommand implements Callable<Integer> {
     @Option(names = "--max-candidates", paramLabel = "N", defaultValue = "10", hidden = true)
     int maxCandidates;
 
-    /** Whether a partial id {@code q} (prefix, abbreviation with "...", uuid hex) names {@code id}. */
-    static boolean matches(String q, String id) {
-        return Timeline.matches(q, id);
-    }
-
     @Override
     public Integer call() {
         boolean byRequest = target.request != null;
@@ -128,17 +114,8 @@ final class InspectCommand implements Callable<Integer> {
             }
             case Timeline.Ambiguous amb -> {
                 Journals.warnings(spec, amb.warnings());
-                List<String> c = amb.candidates();
-                StringBuilder b = new StringBuilder("'" + query + "' matches " + c.size() + " " + what + "s; give more of "
-                        + "the id. Candidates:");
-                for (int i = 0; i < c.size(); i++) {
-                    if (i == maxCandidates) {
-                        b.append("\n  ... ").append(c.size() - maxCandidates).append(" more");
-                        break;
-                    }
-                    b.append("\n  ").append(Text.ids(c.get(i), fullIds));
-                }
-                throw new ParameterException(spec.commandLine(), b.toString());
+                throw new ParameterException(spec.commandLine(),
+                        InspectReport.candidates(query, amb, maxCandidates, fullIds));
             }
             case Timeline.Found found -> {
                 boolean doubted = Journals.warnings(spec, found.warnings());
@@ -146,9 +123,9 @@ final class InspectCommand implements Callable<Integer> {
                     writeHtml(err, journals, found);
                 }
                 if (json) {
-                    printJson(out, found);
+                    InspectReport.printJson(out, found);
                 } else {
-                    print(out, found);
+                    InspectReport.print(out, found, fullIds);
                 }
                 out.flush();
                 return doubted ? 1 : 0;
@@ -156,88 +133,19 @@ final class InspectCommand implements Callable<Integer> {
         }
     }
 
-    private void print(PrintWriter out, Timeline.Found found) {
-        String query = found.query();
-        String what = found.kind().word();
-        List<Replayer.Node> nodes = found.nodes();
-        Set<String> rids = found.requestIds();
-        Set<String> tids = found.transferIds();
-        List<Line> lines = found.lines();
-        Set<String> nodeNames = new HashSet<>();
-        nodes.forEach(n -> nodeNames.add(n.name()));
-        List<String> proxies = lines.stream().map(Line::node).filter(n -> !nodeNames.contains(n)).distinct().toList();
-        out.println("inspect: " + what + " " + Text.ids(query, fullIds) + " in " + nodes.size() + " journal(s) ("
-                + Journals.names(nodes) + ")" + (proxies.isEmpty() ? "" : " and proxy journal(s) " + String.join(", ", proxies)));
-        Map<String, Set<String>> legs = found.legs();
-        for (Map.Entry<String, Set<String>> leg : legs.entrySet()) {
-            for (String rid : leg.getValue()) {
-                out.println("  request " + leg.getKey() + "  " + Text.ids(rid, fullIds));
-            }
-        }
-        Set<String> legIds = new HashSet<>();
-        legs.values().forEach(legIds::addAll);
-        for (String rid : rids) {
-            if (!legIds.contains(rid)) {
-                out.println("  request -  " + Text.ids(rid, fullIds) + " (named, never admitted in these journals)");
-            }
-        }
-        for (String tid : tids) {
-            out.println("  transfer  " + tid);
-        }
-        if (lines.isEmpty()) {
-            out.println("no lines");
-            return;
-        }
-        Line first = lines.get(0);
-        out.println("  times are relative to the first line (" + first.node() + " #" + first.seq() + ")");
-        long base = first.atNs();
-        for (Line l : lines) {
-            StringBuilder b = new StringBuilder();
-            b.append(Text.rel(l.atNs() - base)).append("  ").append(l.node()).append("  #").append(l.seq()).append("  ");
-            if (l.input()) {
-                b.append(Text.ids(l.text(), fullIds));
-            } else if (l.phase() != null) {
-                Effect.PhaseChanged p = l.phase();
-                b.append(l.cause()).append(" => phase ").append(p.from() == null ? "-" : p.from().name()).append(" -> ")
-                        .append(p.to().name()).append(": ").append(p.reason());
-                if (legs.getOrDefault(l.node(), Set.of()).size() > 1) {
-                    b.append("  [").append(Text.ids(p.requestId(), fullIds)).append(']');
-                }
-            } else {
-                b.append(l.cause()).append(" => ").append(Text.ids(l.text(), fullIds));
-            }
-            out.println(b);
-        }
-        out.println("end:");
-        for (Line l : found.ends()) {
-            Effect.PhaseChanged p = l.phase();
-            out.println("  " + l.node() + "  " + Text.ids(p.requestId(), fullIds) + "  " + p.to().name()
-                    + (p.to().terminal() ? "" : " (not terminal)") + " since " + Text.rel(l.atNs() - base) + ": " + p.reason());
-        }
-        out.println("inspect: " + lines.size() + " line(s) over " + Seconds.cut(lines.get(lines.size() - 1).atNs() - base, 3));
-    }
-
     /** {@code --html FILE}: the web page's view of the request, with its findings, as one file. */
     private void writeHtml(PrintWriter err, List<NodeJournal> journals, Timeline.Found found) {
-        Map<String, Object> data = TimelineJson.timeline(found);
-        Hangs.Result hangs;
+        InspectReport.Page page;
         try (Replayer r = Journals.openResolved(spec, journals, ConfigOverrides.none())) {
-            hangs = Hangs.analyse(r, Bounds.defaults());
+            page = InspectReport.html(r, found);
         }
-        List<Object> findings = TimelineJson.findingsFor(hangs.findings(), found.requestIds(), found.transferIds());
-        data.put("findings", findings);
-        Path file = Path.of(html);
         try {
-            Files.writeString(file, WebPage.standalone(data), StandardCharsets.UTF_8);
+            Files.writeString(Path.of(html), page.html(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new ParameterException(spec.commandLine(), "cannot write --html " + html + ": " + e.getMessage());
         }
-        err.println("inspect: wrote " + html + " (" + found.lines().size() + " line(s), " + findings.size()
+        err.println("inspect: wrote " + html + " (" + found.lines().size() + " line(s), " + page.findings()
                 + " finding(s)); open it in a browser");
         err.flush();
-    }
-
-    private void printJson(PrintWriter out, Timeline.Found found) {
-        out.println(Json.write(TimelineJson.timeline(found, Integer.MAX_VALUE)));
     }
 }

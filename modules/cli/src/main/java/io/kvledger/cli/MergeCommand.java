@@ -3,18 +3,15 @@ package io.kvledger.cli;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;
-import io.kvledger.journal.json.Json;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.replay.JournalMerge;
 import io.kvledger.ledger.replay.TimeMerge;
-import io.kvledger.ledger.replay.TransferIndex;
+import io.kvledger.ledger.report.MergeReport;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -43,7 +40,8 @@ import picocli.CommandLine.Spec;
  * event time, each with its node id), and {@code hangs OUT} / {@code inspect OUT} see both legs of
  * every transfer. Node ids must be unique; the output is built under a temporary name and renamed
  * when complete, so a failed merge leaves nothing behind. The merge itself is the ledger's
- * {@link JournalMerge}; this command checks its arguments and prints.
+ * {@link JournalMerge}, what it prints the ledger's {@link MergeReport}; this command checks its
+ * arguments, opens the journals, shows progress and tells what the readers skipped.
  */
 @Command(name = "merge", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Merges the journals of several nodes (prefill and decode ranks) into one directory ordered "
@@ -54,7 +52,6 @@ import picocli.CommandLine.Spec;
 final class MergeCommand implements Callable<Integer> {
 
     static final String INDEX = JournalMerge.INDEX;
-    private static final int LISTED = 10;
 
     @Spec
     CommandSpec spec;
@@ -122,47 +119,10 @@ final class MergeCommand implements Callable<Integer> {
                         + " merged copy");
             }
         }
-        if (json) {
-            spec.commandLine().getOut().println(Json.write(r.summary()));
-        } else {
-            printText(readers, r);
-        }
+        List<JournalHeader> headers = readers.stream().map(JournalReader::header).toList();
+        MergeReport.print(spec.commandLine().getOut(), out, headers, r, json);
         spec.commandLine().getOut().flush();
         return doubted ? 1 : 0;
-    }
-
-    private void printText(List<JournalReader> readers, JournalMerge.Result r) {
-        PrintWriter o = spec.commandLine().getOut();
-        List<JournalMerge.Node> nodes = r.nodes();
-        TransferIndex index = r.index();
-        o.println("merged " + nodes.size() + (nodes.size() == 1 ? " journal" : " journals") + " into " + out
-                + " (one journal per node, ordered by event time; " + INDEX + " correlates them by transfer id)");
-        for (int i = 0; i < nodes.size(); i++) {
-            JournalMerge.Node c = nodes.get(i);
-            JournalHeader h = readers.get(i).header();
-            o.printf(Locale.ROOT, "  %-4s %-11s %-5s %,9d entries%s%n", c.node(), c.producer() ? "kv_producer" : "kv_consumer",
-                    h.mode(), c.entries(), c.timed()
-                            ? "   t " + EntryFormat.time(c.firstAtNs()) + ".." + EntryFormat.time(c.lastAtNs()) + " s" : "");
-        }
-        List<TransferIndex.Transfer> oneSide = new ArrayList<>();
-        for (TransferIndex.Transfer t : index.transfers().values()) {
-            if (!t.bothSides()) {
-                oneSide.add(t);
-            }
-        }
-        int n = index.transfers().size();
-        o.println("transfers: " + n + ", " + (n - oneSide.size()) + " seen by both a prefill and a decode node"
-                + (oneSide.isEmpty() ? "" : ", " + oneSide.size() + " by one side only"));
-        oneSide.sort(Comparator.comparingLong(t -> t.firstAtNs()));
-        for (int i = 0; i < oneSide.size() && i < LISTED; i++) {
-            TransferIndex.Transfer t = oneSide.get(i);
-            o.println("  " + t.transferId() + "  only on " + String.join(", ", t.legs().keySet()) + "  from t="
-                    + EntryFormat.time(t.firstAtNs()) + " s");
-        }
-        if (oneSide.size() > LISTED) {
-            o.println("  ... and " + (oneSide.size() - LISTED) + " more (" + INDEX + " lists them all)");
-        }
-        o.println("next: kvledger hangs " + out + "   kvledger dump " + out + "   kvledger inspect " + out + " --transfer ID");
     }
 
     private ParameterException usage(String message) {

@@ -3,6 +3,8 @@ package io.kvledger.cli;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.replay.JournalTail;
+import io.kvledger.ledger.report.EntryText;
+import io.kvledger.ledger.report.TypeFilter;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalReader;
@@ -129,7 +131,7 @@ final class TailCommand implements Callable<Integer> {
     }
 
     private void print(PrintWriter out, JournalEntry e) {
-        out.println(json ? EntryFormat.json(e, null) : EntryFormat.text(e, null));
+        out.println(json ? EntryText.json(e, null) : EntryText.text(e, null));
     }
 
     /** With -f: wait for the journal, print its last N entries, then follow it until stopped. */

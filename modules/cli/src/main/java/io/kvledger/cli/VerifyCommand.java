@@ -3,17 +3,14 @@ package io.kvledger.cli;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.replay.JournalVerify;
-import io.kvledger.ledger.replay.JournalVerify.Problem;
 import io.kvledger.ledger.replay.JournalVerify.Report;
-import io.kvledger.journal.JournalDamage;
+import io.kvledger.ledger.report.VerifyReport;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JsonLines;
 import io.kvledger.journal.JsonLinesException;
-import io.kvledger.journal.json.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -35,8 +32,9 @@ import picocli.CommandLine.Spec;
  * entries lost, so verify never says "ok" about a journal it could not read completely; entries
  * without checksums (format version 1) are counted. Across journals: node ids are unique. Exit 0
  * when everything is clean, 1 when a problem was found (each listed with its seq or region), 2 for
- * a DIR that holds no journal. The checks are the ledger's {@link JournalVerify}; this command
- * finds the journals (and imports JSON lines), prints and sets the exit status.
+ * a DIR that holds no journal. The checks are the ledger's {@link JournalVerify}, the text and
+ * JSON it prints its {@link VerifyReport}; this command finds the journals (and imports JSON
+ * lines), shows progress and sets the exit status.
  */
 @Command(name = "verify", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Checks the format of journals: header first, known type ids, sequence numbers up by one, "
@@ -103,20 +101,10 @@ final class VerifyCommand implements Callable<Integer> {
             reports.add(verifyJsonLines(f, root.resolve(f.node() + "-" + reports.size()), progress, err));
         }
         line.done(String.format(Locale.ROOT, "%,d entries", progress.entries()));
-        List<Problem> across = JournalVerify.acrossJournals(reports);
-        long total = across.size();
-        int bad = 0;
-        for (Report r : reports) {
-            total += r.problemCount();
-            bad += r.problemCount() > 0 ? 1 : 0;
-        }
-        if (json) {
-            printJson(out, reports, across, total);
-        } else {
-            printText(out, reports, across, total, bad);
-        }
+        VerifyReport verdict = VerifyReport.of(reports);
+        verdict.print(out, json);
         out.flush();
-        return total == 0 ? 0 : 1;
+        return verdict.problemCount() == 0 ? 0 : 1;
     }
 
     /**
@@ -125,126 +113,17 @@ final class VerifyCommand implements Callable<Integer> {
      * a journal (its seqs are the imported journal's).
      */
     private Report verifyJsonLines(JsonLinesTrees.NodeFile f, Path dir, JournalVerify.Progress progress, PrintWriter err) {
+        String file = f.jsonl().toString();
         JsonLines.CutTail cut;
         try {
             cut = JsonLinesTrees.importNode(f, dir);
         } catch (JsonLinesException e) {
-            Report rep = new Report(f.jsonl().toString(), maxProblems);
-            rep.node(f.node());
-            for (JsonLinesException.LineError le : e.errors()) {
-                rep.problem(-1, le.toString());
-            }
-            rep.countUnlisted(e.total() - e.errors().size());
-            return rep;
+            return VerifyReport.importFailed(file, f.node(), e, maxProblems);
         } catch (JournalException e) {
-            Report rep = new Report(f.jsonl().toString(), maxProblems);
-            rep.node(f.node());
-            rep.problem(-1, e.getMessage());
-            return rep;
+            return VerifyReport.importFailed(file, f.node(), e, maxProblems);
         }
-        Report rep = JournalVerify.verify(new NodeJournal(dir, f.jsonl().toString(), f.jsonl().toString()), maxProblems,
-                progress, err::println);
-        rep.metadataMissing(false);
-        if (cut != null) {
-            rep.problem(-1, cut.describe(f.jsonl()));
-        }
-        return rep;
-    }
-
-    private static void printText(PrintWriter out, List<Report> reports, List<Problem> across, long total, int bad) {
-        for (Report r : reports) {
-            StringBuilder b = new StringBuilder();
-            b.append(r.node()).append(r.node().equals(r.dir()) ? "" : " (journal " + r.dir() + ")").append(": ")
-                    .append(String.format(Locale.ROOT, "%,d entries (%,d inputs, %,d derived)", r.entries(), r.inputs(), r.derived()));
-            if (r.firstAtNs() <= r.lastAtNs()) {
-                b.append(", t ").append(EntryFormat.time(r.firstAtNs())).append("..").append(EntryFormat.time(r.lastAtNs())).append(" s");
-            }
-            b.append(r.problemCount() == 0 ? ": ok" : ": " + r.problemCount() + (r.problemCount() == 1 ? " problem" : " problems"));
-            if (r.damaged() > 0) {
-                b.append(" (").append(r.damaged()).append(r.damaged() == 1 ? " damaged region, " : " damaged regions, ")
-                        .append(r.lossUnknown() && r.lost() == 0 ? "an unknown number of"
-                                : (r.lossUnknown() ? "at least " : "") + String.format(Locale.ROOT, "%,d", r.lost()))
-                        .append(r.lost() == 1 && !r.lossUnknown() ? " entry" : " entries").append(" could not be read)");
-            }
-            if (r.unchecked() > 0) {
-                b.append(String.format(Locale.ROOT, " [%,d entries without checksums (format version 1): damage inside "
-                        + "them cannot be detected]", r.unchecked()));
-            }
-            out.println(b);
-            if (r.metadataMissing()) {
-                out.println("  note: metadata.cq4t is missing (readers do not need it; a writer recreates it)");
-            }
-            for (Problem p : r.problems()) {
-                out.println("  " + p.line());
-            }
-            if (r.problemCount() > r.problems().size()) {
-                out.println("  ... and " + (r.problemCount() - r.problems().size()) + " more");
-            }
-        }
-        for (Problem p : across) {
-            out.println("across journals: " + p.what());
-        }
-        if (total == 0) {
-            out.println("verify: " + reports.size() + (reports.size() == 1 ? " journal" : " journals") + ", no problems");
-        } else {
-            out.println("verify: " + total + (total == 1 ? " problem" : " problems") + " in " + bad + " of " + reports.size()
-                    + (reports.size() == 1 ? " journal" : " journals") + (across.isEmpty() ? "" : " and across journals"));
-        }
-    }
-
-    private static void printJson(PrintWriter out, List<Report> reports, List<Problem> across, long total) {
-        List<Object> js = new ArrayList<>();
-        for (Report r : reports) {
-            LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-            m.put("node", r.node());
-            m.put("journal", r.dir());
-            m.put("entries", r.entries());
-            m.put("inputs", r.inputs());
-            m.put("derived", r.derived());
-            m.put("last_seq", r.lastSeq());
-            m.put("first_at_ns", r.firstAtNs() <= r.lastAtNs() ? r.firstAtNs() : null);
-            m.put("last_at_ns", r.firstAtNs() <= r.lastAtNs() ? r.lastAtNs() : null);
-            m.put("checked_entries", r.checked());
-            m.put("unchecked_entries", r.unchecked());
-            m.put("damaged_regions", r.damaged());
-            m.put("lost_entries", r.lossUnknown() ? null : r.lost());
-            m.put("metadata_missing", r.metadataMissing());
-            m.put("problem_count", r.problemCount());
-            m.put("problems", problems(r.problems()));
-            js.add(m);
-        }
-        LinkedHashMap<String, Object> top = new LinkedHashMap<>();
-        top.put("ok", total == 0);
-        top.put("problem_count", total);
-        top.put("journals", js);
-        top.put("across_journals", problems(across));
-        out.println(Json.write(top));
-    }
-
-    private static List<Object> problems(List<Problem> ps) {
-        List<Object> out = new ArrayList<>();
-        for (Problem p : ps) {
-            LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-            m.put("seq", p.seq() < 0 ? null : p.seq());
-            m.put("problem", p.what());
-            if (p.runEntries() > 1) {
-                m.put("last_seq", p.lastSeq());
-                m.put("run_entries", p.runEntries());
-            }
-            if (p.damage() != null) {
-                JournalDamage d = p.damage();
-                LinkedHashMap<String, Object> dm = new LinkedHashMap<>();
-                dm.put("file", d.file());
-                dm.put("offset", d.offset());
-                dm.put("length", d.length() < 0 ? null : d.length());
-                dm.put("last_good_seq", d.lastGoodSeq() < 0 ? null : d.lastGoodSeq());
-                dm.put("resume_seq", d.resumeSeq() < 0 ? null : d.resumeSeq());
-                dm.put("lost_entries", d.lostEntries() < 0 ? null : d.lostEntries());
-                m.put("damage", dm);
-            }
-            out.add(m);
-        }
-        return out;
+        return VerifyReport.imported(new NodeJournal(dir, file, file), maxProblems, progress, err::println,
+                cut == null ? null : cut.describe(f.jsonl()));
     }
 
     private ParameterException usage(String message) {

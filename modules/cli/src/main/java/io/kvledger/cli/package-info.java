@@ -7,14 +7,14 @@
  * {@code CommandLine}, so tests run them in-process on captured output. The journal-file
  * commands ({@code dump}, {@code tail}, {@code verify}, {@code merge}, {@code simulate},
  * {@code journal export|import}) share {@code JournalDirs} (DIR arguments, through
- * the journal module's {@code io.kvledger.ledger.replay.JournalInputs}), {@code EntryFormat} (one
- * line per entry), the library's {@code TimeMerge} (several journals in event-time order) and
- * {@code TypeFilter} ({@code --type}). The replaying
+ * the journal module's {@code io.kvledger.ledger.replay.JournalInputs}) and the ledger's
+ * {@code EntryText} (one line per entry) and {@code TypeFilter} ({@code --type}). The replaying
  * commands ({@code replay}, {@code inspect}, {@code hangs}, {@code stats}, and the demo's hangs
  * report) re-run the reducers through the replay library ({@code io.kvledger.ledger.replay}:
  * {@code Replayer}, {@code Timeline} for {@code inspect}, {@code Hangs} for {@code hangs}) and the
  * ledger's reports ({@code io.kvledger.ledger.report}: {@code ReplayReport} for {@code replay},
- * {@code StatsReport} for {@code stats}); {@code tail} reads through the library's
+ * {@code StatsReport} for {@code stats}, {@code InspectReport}, {@code VerifyReport},
+ * {@code MergeReport}, {@code DumpReport}); {@code tail} reads through the library's
  * {@code JournalTail}. The commands keep option parsing and printing, and share
  * {@code ReplayOptions} ({@code --profile}/{@code --set}), {@code Journals} (with
  * {@code JsonLinesTrees}: a directory of JSON lines is read through temporary journals),

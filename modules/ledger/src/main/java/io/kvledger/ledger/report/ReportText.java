@@ -51,6 +51,13 @@ public final class ReportText {
         return "t+" + Seconds.cutValue(ns, 6);
     }
 
+    /** A journal time as seconds with nine decimals ("12.000000042"). */
+    public static String time(long atNs) {
+        long s = Math.floorDiv(atNs, 1_000_000_000L);
+        long ns = Math.floorMod(atNs, 1_000_000_000L);
+        return String.format(Locale.ROOT, "%d.%09d", s, ns);
+    }
+
     /** Nanoseconds as milliseconds with 3 decimals. */
     public static String millis3(long ns) {
         long a = Math.abs(ns);

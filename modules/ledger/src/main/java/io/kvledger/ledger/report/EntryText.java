@@ -1,4 +1,4 @@
-package io.kvledger.cli;
+package io.kvledger.ledger.report;
 
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JsonLines;
@@ -6,29 +6,22 @@ import io.kvledger.journal.json.Json;
 import java.util.Locale;
 
 /**
- * One journal entry as one line of text ({@code dump}, {@code tail}) or JSON: the sequence number,
- * the event time in seconds with nanosecond digits, the kind (a derived entry shows the seq of its
- * cause), and the journal's own dissector for the content. With several journals in one listing
- * the node id comes first.
+ * One journal entry as one line of text ({@code kvledger dump}, {@code tail}) or JSON: the
+ * sequence number, the event time in seconds with nanosecond digits, the kind (a derived entry
+ * shows the seq of its cause), and the journal's own dissector for the content. With several
+ * journals in one listing the node id comes first.
  *
  * <pre>
  *       12     1.204518330  input      remote_blocks_received req_id=... transfer_id=tx-1 ...
  *       13     1.204518330  derived&lt;-12 post_write status_id=7 ...
  * </pre>
  */
-final class EntryFormat {
+public final class EntryText {
 
-    private EntryFormat() {}
-
-    /** Nanoseconds as seconds with nine decimals ("12.000000042"); "-" for the header. */
-    static String time(long atNs) {
-        long s = Math.floorDiv(atNs, 1_000_000_000L);
-        long ns = Math.floorMod(atNs, 1_000_000_000L);
-        return String.format(Locale.ROOT, "%d.%09d", s, ns);
-    }
+    private EntryText() {}
 
     /** The entry's kind column: header, input, derived&lt;-CAUSE, or unknown. */
-    static String kind(JournalEntry e) {
+    public static String kind(JournalEntry e) {
         return switch (e) {
             case JournalEntry.Header h -> "header";
             case JournalEntry.Input in -> "input";
@@ -39,14 +32,14 @@ final class EntryFormat {
     }
 
     /** One text line (no newline); {@code node} is printed first unless it is null. */
-    static String text(JournalEntry e, String node) {
-        String t = e instanceof JournalEntry.Header ? "-" : time(e.atNs());
+    public static String text(JournalEntry e, String node) {
+        String t = e instanceof JournalEntry.Header ? "-" : ReportText.time(e.atNs());
         String line = String.format(Locale.ROOT, "%8d %15s  %-11s %s", e.seq(), t, kind(e), e.dissect());
         return node == null ? line : String.format(Locale.ROOT, "%-4s %s", node, line);
     }
 
     /** The entry's JSON line ({@link JsonLines#toJson}), with a leading {@code "node"} key unless null. */
-    static String json(JournalEntry e, String node) {
+    public static String json(JournalEntry e, String node) {
         String j = JsonLines.toJson(e);
         if (node == null) {
             return j;

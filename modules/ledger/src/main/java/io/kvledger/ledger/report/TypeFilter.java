@@ -1,4 +1,4 @@
-package io.kvledger.cli;
+package io.kvledger.ledger.report;
 
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.format.EntryType;
@@ -6,11 +6,11 @@ import java.util.BitSet;
 import java.util.List;
 
 /**
- * The {@code --type T} filter of dump and tail: type names ({@code remote_blocks_received}) or
+ * The {@code --type T} filter of {@code kvledger dump} and {@code tail}: type names ({@code remote_blocks_received}) or
  * permanent type ids ({@code 14}), repeated or comma-separated. An id this version does not know
  * is accepted (it selects the {@code unknown} entries of that id); an unknown name is an error.
  */
-final class TypeFilter {
+public final class TypeFilter {
 
     private final BitSet ids = new BitSet();
     private final boolean all;
@@ -20,7 +20,7 @@ final class TypeFilter {
     }
 
     /** Every entry. */
-    static TypeFilter any() {
+    public static TypeFilter any() {
         return new TypeFilter(true);
     }
 
@@ -29,7 +29,7 @@ final class TypeFilter {
      *
      * @throws IllegalArgumentException naming the value that is neither a type name nor an id
      */
-    static TypeFilter parse(List<String> values) {
+    public static TypeFilter parse(List<String> values) {
         if (values == null || values.isEmpty()) {
             return any();
         }
@@ -77,7 +77,8 @@ final class TypeFilter {
         return "";
     }
 
-    boolean accepts(JournalEntry e) {
+    /** Whether entry {@code e} is of a type this filter selects. */
+    public boolean accepts(JournalEntry e) {
         return all || ids.get(e.typeId());
     }
 }
