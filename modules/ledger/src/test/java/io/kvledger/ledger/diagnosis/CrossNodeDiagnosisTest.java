@@ -70,6 +70,69 @@ class CrossNodeDiagnosisTest {
             return only(on(node, new NodeEvent.FinishedPolled(12)), Effect.SendRelease.class).get(0);
         }
 
+        /** The node name of decode TP rank {@code t} in {@link #readDeployment}. */
+        static String decodeRank(int t) {
+            return t == 0 ? "D0" : "D0-tp" + t;
+        }
+
+        /**
+         * A READ deployment up to the decode's reads: prefills {@code P0..} (host 10.0.0.p+1) and one
+         * decode of TP {@code decodeTp} on 10.0.1.1 ({@link #decodeRank}); request {@code i} prefilled
+         * on {@code P(i % prefills)} with transfer id {@code tx-i}, each prefill that holds one loaded;
+         * then rank by rank, every request ({@code d-i}, blocks 8+2i and 9+2i) admitted, allocated,
+         * scheduled and loaded, its handshakes answered, and {@code reads} given the rank and the reads
+         * it posted (before the next rank starts).
+         */
+        void readDeployment(int prefills, int decodeTp, int requests,
+                            java.util.function.BiConsumer<String, List<Effect.PostRead>> reads) {
+            for (int p = 0; p < prefills; p++) {
+                node("P" + p, NodeConfig.builder(Role.PRODUCER, TransferMode.READ).hostIp("10.0.0." + (p + 1)).build());
+            }
+            for (int t = 0; t < decodeTp; t++) {
+                node(decodeRank(t), NodeConfig.builder(Role.CONSUMER, TransferMode.READ).hostIp("10.0.1.1").tp(t, decodeTp).build());
+            }
+            List<KvParams> back = new ArrayList<>();
+            for (int i = 0; i < requests; i++) {
+                back.add(prefillLeg("P" + (i % prefills), "p-" + i, KvParams.of("do_remote_decode", true,
+                        "transfer_id", "tx-" + i)));
+            }
+            for (int p = 0; p < Math.min(prefills, requests); p++) {
+                on("P" + p, new NodeEvent.LoadStarted(5));
+            }
+            for (int t = 0; t < decodeTp; t++) {
+                String node = decodeRank(t);
+                for (int i = 0; i < requests; i++) {
+                    on(node, new NodeEvent.RequestAdmitted(6, "d-" + i, 32, 32, back.get(i)));
+                    on(node, new NodeEvent.MatchedTokensQueried(6, "d-" + i, 0));
+                    on(node, new NodeEvent.BlocksAllocated(6, "d-" + i, BlockGroups.single(8 + 2 * i, 9 + 2 * i), 31));
+                }
+                on(node, new NodeEvent.StepScheduled(7, 1, List.of()));
+                List<Effect> load = new ArrayList<>(on(node, new NodeEvent.LoadStarted(8)));
+                for (Effect.StartHandshake h : only(load, Effect.StartHandshake.class)) {
+                    load.addAll(on(node, new NodeEvent.HandshakeCompleted(9, h.key())));
+                }
+                reads.accept(node, only(load, Effect.PostRead.class));
+            }
+        }
+
+        /**
+         * Each of the first {@code prefills} prefills polls what it finished sending (t=13), hands it
+         * back to the scheduler (t=14), and gets an empty connector output at 61 s (past the defer
+         * timeout).
+         */
+        void settlePrefills(int prefills) {
+            for (int p = 0; p < prefills; p++) {
+                List<String> done = new ArrayList<>();
+                for (Effect.FinishedReported f : only(on("P" + p, new NodeEvent.FinishedPolled(13)), Effect.FinishedReported.class)) {
+                    if (f.doneSending() != null) {
+                        done.addAll(f.doneSending());
+                    }
+                }
+                on("P" + p, new NodeEvent.ConnectorOutputReceived(14, done, List.of()));
+                on("P" + p, new NodeEvent.ConnectorOutputReceived(61 * 1_000_000_000L, List.of(), List.of()));
+            }
+        }
+
         <T extends Effect> List<T> only(List<Effect> fx, Class<T> type) {
             List<T> out = new ArrayList<>();
             for (Effect e : fx) {

@@ -2,16 +2,11 @@ package io.kvledger.ledger.diagnosis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvledger.core.config.NodeConfig;
-import io.kvledger.core.config.Role;
-import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
-import io.kvledger.core.model.KvParams;
 import io.kvledger.ledger.diagnosis.CrossNodeDiagnosisTest.Cluster;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
@@ -32,34 +27,7 @@ class PoisonedFamilyTest {
     /** {@code message}: the first read's failure, or null for none; {@code poisoned}: no read after it completes on any decode rank. */
     private static List<Finding> run(int prefills, int decodeTp, int requests, String message, boolean poisoned) {
         Cluster c = new Cluster();
-        for (int p = 0; p < prefills; p++) {
-            c.node("P" + p, NodeConfig.builder(Role.PRODUCER, TransferMode.READ).hostIp("10.0.0." + (p + 1)).build());
-        }
-        for (int t = 0; t < decodeTp; t++) {
-            c.node(dnode(t), NodeConfig.builder(Role.CONSUMER, TransferMode.READ).hostIp("10.0.1.1").tp(t, decodeTp).build());
-        }
-        List<KvParams> back = new ArrayList<>();
-        for (int i = 0; i < requests; i++) {
-            KvParams kv = c.prefillLeg("P" + (i % prefills), "p-" + i, KvParams.of("do_remote_decode", true,
-                    "transfer_id", "tx-" + i));
-            back.add(kv);
-        }
-        for (int p = 0; p < Math.min(prefills, requests); p++) {
-            c.on("P" + p, new NodeEvent.LoadStarted(5));
-        }
-        for (int t = 0; t < decodeTp; t++) {
-            String node = dnode(t);
-            for (int i = 0; i < requests; i++) {
-                c.on(node, new NodeEvent.RequestAdmitted(6, "d-" + i, 32, 32, back.get(i)));
-                c.on(node, new NodeEvent.MatchedTokensQueried(6, "d-" + i, 0));
-                c.on(node, new NodeEvent.BlocksAllocated(6, "d-" + i, BlockGroups.single(8 + 2 * i, 9 + 2 * i), 31));
-            }
-            c.on(node, new NodeEvent.StepScheduled(7, 1, List.of()));
-            List<Effect> load = new ArrayList<>(c.on(node, new NodeEvent.LoadStarted(8)));
-            for (Effect.StartHandshake h : c.only(load, Effect.StartHandshake.class)) {
-                load.addAll(c.on(node, new NodeEvent.HandshakeCompleted(9, h.key())));
-            }
-            List<Effect.PostRead> reads = c.only(load, Effect.PostRead.class);
+        c.readDeployment(prefills, decodeTp, requests, (node, reads) -> {
             for (int k = 0; k < reads.size(); k++) {
                 // the first read fails; with the engine poisoned, no later one completes
                 boolean fail = message != null && k == 0;
@@ -76,23 +44,13 @@ class PoisonedFamilyTest {
                 c.on(node, new NodeEvent.RequestFinished(20, "d-" + i, FinishStatus.FINISHED_STOPPED,
                         BlockGroups.single(8 + 2 * i, 9 + 2 * i)));
             }
-        }
-        for (int p = 0; p < Math.min(prefills, requests); p++) {
-            List<String> done = new ArrayList<>();
-            for (Effect.FinishedReported f : c.only(c.on("P" + p, new NodeEvent.FinishedPolled(13)), Effect.FinishedReported.class)) {
-                if (f.doneSending() != null) {
-                    done.addAll(f.doneSending());
-                }
-            }
-            c.on("P" + p, new NodeEvent.ConnectorOutputReceived(14, done, List.of()));
-            c.on("P" + p, new NodeEvent.ConnectorOutputReceived(61 * S, List.of(), List.of()));
-        }
+        });
+        c.settlePrefills(Math.min(prefills, requests));
         for (int t = 0; t < decodeTp; t++) {
-            c.on(dnode(t), new NodeEvent.StepScheduled(61 * S, 2, List.of()));
+            c.on(Cluster.decodeRank(t), new NodeEvent.StepScheduled(61 * S, 2, List.of()));
         }
         return HangDetectors.run(c.ledger, Bounds.defaults());
     }
-
 
     @Test
     void every_request_on_a_poisoned_engine_is_class_9_on_each_of_its_legs() {
@@ -122,7 +80,4 @@ class PoisonedFamilyTest {
         }
     }
 
-    private static String dnode(int t) {
-        return t == 0 ? "D0" : "D0-tp" + t;
-    }
 }

@@ -2,16 +2,11 @@ package io.kvledger.ledger.diagnosis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvledger.core.config.NodeConfig;
-import io.kvledger.core.config.Role;
-import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
-import io.kvledger.core.model.KvParams;
 import io.kvledger.ledger.diagnosis.CrossNodeDiagnosisTest.Cluster;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
@@ -26,41 +21,13 @@ import org.junit.jupiter.api.Test;
  */
 class SqFullFamilyTest {
 
-    private static final long S = 1_000_000_000L;
-
     /** {@code message}: the failed read's message, or null for no failure; returns the findings. */
     private static List<Finding> run(int prefills, int decodeTp, int requests, int failing, String message, boolean deliver) {
         Cluster c = new Cluster();
-        for (int p = 0; p < prefills; p++) {
-            c.node("P" + p, NodeConfig.builder(Role.PRODUCER, TransferMode.READ).hostIp("10.0.0." + (p + 1)).build());
-        }
-        for (int t = 0; t < decodeTp; t++) {
-            c.node(dnode(t), NodeConfig.builder(Role.CONSUMER, TransferMode.READ).hostIp("10.0.1.1").tp(t, decodeTp).build());
-        }
-        List<KvParams> back = new ArrayList<>();
-        for (int i = 0; i < requests; i++) {
-            KvParams kv = c.prefillLeg("P" + (i % prefills), "p-" + i, KvParams.of("do_remote_decode", true,
-                    "transfer_id", "tx-" + i));
-            back.add(kv);
-        }
-        for (int p = 0; p < Math.min(prefills, requests); p++) {
-            c.on("P" + p, new NodeEvent.LoadStarted(5));
-        }
-        for (int t = 0; t < decodeTp; t++) {
-            String node = dnode(t);
-            for (int i = 0; i < requests; i++) {
-                c.on(node, new NodeEvent.RequestAdmitted(6, "d-" + i, 32, 32, back.get(i)));
-                c.on(node, new NodeEvent.MatchedTokensQueried(6, "d-" + i, 0));
-                c.on(node, new NodeEvent.BlocksAllocated(6, "d-" + i, BlockGroups.single(8 + 2 * i, 9 + 2 * i), 31));
-            }
-            c.on(node, new NodeEvent.StepScheduled(7, 1, List.of()));
-            List<Effect> load = new ArrayList<>(c.on(node, new NodeEvent.LoadStarted(8)));
-            for (Effect.StartHandshake h : c.only(load, Effect.StartHandshake.class)) {
-                load.addAll(c.on(node, new NodeEvent.HandshakeCompleted(9, h.key())));
-            }
+        c.readDeployment(prefills, decodeTp, requests, (node, reads) -> {
             boolean failed = false;
-            for (Effect.PostRead r : c.only(load, Effect.PostRead.class)) {
-                boolean fail = message != null && t == 0 && !failed && r.transferId().equals("tx-" + failing);
+            for (Effect.PostRead r : reads) {
+                boolean fail = message != null && node.equals("D0") && !failed && r.transferId().equals("tx-" + failing);
                 failed |= fail;
                 c.on(node, new NodeEvent.TransferCompleted(10, r.statusId(), !fail, fail ? -1 : 0, fail ? message : "ok"));
             }
@@ -74,22 +41,9 @@ class SqFullFamilyTest {
                 c.on(node, new NodeEvent.RequestFinished(20, "d-" + i, FinishStatus.FINISHED_STOPPED,
                         BlockGroups.single(8 + 2 * i, 9 + 2 * i)));
             }
-        }
-        for (int p = 0; p < Math.min(prefills, requests); p++) {
-            List<String> done = new ArrayList<>();
-            for (Effect.FinishedReported f : c.only(c.on("P" + p, new NodeEvent.FinishedPolled(13)), Effect.FinishedReported.class)) {
-                if (f.doneSending() != null) {
-                    done.addAll(f.doneSending());
-                }
-            }
-            c.on("P" + p, new NodeEvent.ConnectorOutputReceived(14, done, List.of()));
-            c.on("P" + p, new NodeEvent.ConnectorOutputReceived(61 * S, List.of(), List.of()));
-        }
+        });
+        c.settlePrefills(Math.min(prefills, requests));
         return HangDetectors.run(c.ledger, Bounds.defaults());
-    }
-
-    private static String dnode(int t) {
-        return t == 0 ? "D0" : "D0-tp" + t;
     }
 
     @Test
