@@ -13,7 +13,6 @@ import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
 import io.kvledger.journal.JournalEntry;
-import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.core.model.ToyProxyParams;
@@ -60,7 +59,7 @@ class RecoveryCrashWindowTest {
         NodeState model = NodeState.initial(cfg);
         List<Effect> lastEffects = new ArrayList<>();
         long lastSeq;
-        try (JournalWriter w = JournalWriter.open(journal, JournalHeader.of("D0", cfg, "kvledger node"))) {
+        try (JournalWriter w = TestNodes.decodeJournal(journal, cfg)) {
             for (Effect e : NodeReducer.startupChecks(cfg)) {
                 w.appendDerived(0, e);
             }

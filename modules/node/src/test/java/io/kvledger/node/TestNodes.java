@@ -12,6 +12,7 @@ import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.moriio.RequestIds;
 import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.journal.ServiceClock;
+import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.rdma.engine.TransferEngines;
 import io.kvledger.core.model.ToyProxyParams;
@@ -77,6 +78,11 @@ public final class TestNodes {
             }
         }
         return b.toString();
+    }
+
+    /** A new journal in {@code dir} for a node named D0 with {@code config}, as the node writes it. */
+    public static JournalWriter decodeJournal(Path dir, NodeConfig config) {
+        return JournalWriter.open(dir, JournalHeader.of("D0", config, "kvledger node"));
     }
 
     /**

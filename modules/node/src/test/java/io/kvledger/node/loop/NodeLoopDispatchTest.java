@@ -7,7 +7,6 @@ import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
-import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.node.TestNodes;
 import java.nio.file.Path;
@@ -39,7 +38,7 @@ class NodeLoopDispatchTest {
         List<Effect.IoCommand> routed = Collections.synchronizedList(new ArrayList<>());
         List<Effect> replies = new ArrayList<>();
         Inbox inbox = new Inbox(64);
-        try (JournalWriter journal = JournalWriter.open(dir.resolve("j"), JournalHeader.of("D0", cfg, "kvledger node"))) {
+        try (JournalWriter journal = TestNodes.decodeJournal(dir.resolve("j"), cfg)) {
             NodeLoop loop = new NodeLoop("D0", io.kvledger.core.node.NodeState.initial(cfg), journal, routed::add,
                     io.kvledger.journal.ServiceClock.system(), inbox, 0, 16);
             loop.addListener(new NodeLoop.Listener() {

@@ -14,7 +14,6 @@ import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
 import io.kvledger.journal.ServiceClock;
 import io.kvledger.journal.JournalEntry;
-import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.journal.format.Payloads;
@@ -46,7 +45,7 @@ class NodeLoopJournallerTest {
     }
 
     private JournalWriter open(Path d) {
-        return JournalWriter.open(d, JournalHeader.of("D0", cfg, "kvledger node"));
+        return TestNodes.decodeJournal(d, cfg);
     }
 
     private static List<String> dump(Path journal) {

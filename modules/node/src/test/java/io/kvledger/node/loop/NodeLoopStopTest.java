@@ -12,7 +12,6 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.node.NodeState;
 import io.kvledger.journal.ServiceClock;
-import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -42,7 +41,7 @@ class NodeLoopStopTest {
     }
 
     private JournalWriter open(Path d) {
-        return JournalWriter.open(d, JournalHeader.of("D0", cfg, "kvledger node"));
+        return TestNodes.decodeJournal(d, cfg);
     }
 
     private static List<Effect> call(Inbox inbox, NodeEvent e) throws Exception {

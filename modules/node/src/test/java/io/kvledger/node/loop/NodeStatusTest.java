@@ -7,7 +7,6 @@ import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.node.NodeState;
-import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.journal.ServiceClock;
 import io.kvledger.node.TestNodes;
@@ -80,7 +79,7 @@ class NodeStatusTest {
     void theLoopPublishesAtStartAfterABatchAndOnRequestAndSaysWhenItStopped() throws Exception {
         AtomicInteger built = new AtomicInteger();
         List<NodeLoop> holder = new ArrayList<>();
-        try (JournalWriter journal = JournalWriter.open(dir.resolve("live"), JournalHeader.of("D0", cfg, "kvledger node"))) {
+        try (JournalWriter journal = TestNodes.decodeJournal(dir.resolve("live"), cfg)) {
             Inbox inbox = new Inbox(64);
             NodeLoop loop = new NodeLoop("D0", NodeState.initial(cfg), journal, c -> { }, ServiceClock.system(), inbox,
                     0, 16);
