@@ -178,7 +178,12 @@ public final class KvParams {
         return indexOf(key);
     }
 
-    /** The value at a position {@link #position} gave. */
+    /** The key at a position (0 to {@link #size()} - 1, in insertion order). */
+    String keyAt(int position) {
+        return keys[position];
+    }
+
+    /** The value at a position {@link #position} gave (or 0 to {@link #size()} - 1). */
     public Object valueAt(int position) {
         return vals[position];
     }

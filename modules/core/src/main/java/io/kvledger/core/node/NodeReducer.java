@@ -9,6 +9,7 @@ import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.AnomalyKind;
+import io.kvledger.core.model.KvTransferParams;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.moriio.PortMath;
 import java.util.ArrayList;
@@ -304,6 +305,18 @@ public final class NodeReducer {
             this.s = s;
             this.cfg = s.config;
             this.out = out;
+        }
+
+        /** The reused instance {@code add_new_req} parses a snapshot into (made on first use). */
+        private KvTransferParams metaParams;
+
+        KvTransferParams metaParams() {
+            KvTransferParams p = metaParams;
+            if (p == null) {
+                p = new KvTransferParams();
+                metaParams = p;
+            }
+            return p;
         }
 
         void emit(Effect e) {

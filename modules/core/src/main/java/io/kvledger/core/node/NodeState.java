@@ -6,6 +6,7 @@ import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Switch;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.KvTransferParams;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.model.TransferId;
@@ -230,7 +231,7 @@ public final class NodeState {
     /** The live params of a request vLLM still holds, or {@code null}. */
     public KvParams liveParams(String requestId) {
         Req r = requests.get(requestId);
-        return r == null ? null : r.params;
+        return r == null || r.params == null ? null : r.params.raw();
     }
 
     /** ACKs waiting for the worker's mapping. */
@@ -465,7 +466,8 @@ public final class NodeState {
         String admittedAs;
         int numPromptTokens;
         int promptTokenIds;
-        final KvParams params;
+        /** Its {@code kv_transfer_params}, or null when it has none. */
+        final KvTransferParams params;
         RequestPhase phase = RequestPhase.ADMITTED;
         int lastMatchedCount;
         boolean lastMatchedAsync;
@@ -486,7 +488,7 @@ public final class NodeState {
          */
         RequestSlots.Slot slot;
 
-        Req(String requestId, int numPromptTokens, int promptTokenIds, KvParams params, long admittedAtNs) {
+        Req(String requestId, int numPromptTokens, int promptTokenIds, KvTransferParams params, long admittedAtNs) {
             this.requestId = requestId;
             this.numPromptTokens = numPromptTokens;
             this.promptTokenIds = promptTokenIds;

@@ -9,6 +9,7 @@ import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.KvTransferParams;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.model.TransferId;
@@ -165,7 +166,8 @@ final class SchedulerSide {
             c.anomaly(AnomalyKind.REQUEST_ADMITTED_TWICE, e.requestId(), tid(live), "still " + live.phase);
             return;
         }
-        KvParams params = e.params() == null ? null : e.params().copy();
+        // parsed once, from the request's own copy (the connector writes to its params; the event's stay as recorded)
+        KvTransferParams params = e.params() == null ? null : KvTransferParams.of(e.params().copy());
         Req r = new Req(e.requestId(), e.numPromptTokens(), e.promptTokenIds(), params, c.now);
         r.slot = sl != null ? sl : c.s.slots.add(r.requestId);
         c.s.requests.put(r.slot, r);
@@ -173,14 +175,14 @@ final class SchedulerSide {
         c.emit(new Effect.PhaseChanged(r.requestId, before, RequestPhase.ADMITTED, before == null ? "admitted" : "admitted again"));
         // on_new_request (#51052): a hybrid producer drops the last prompt token once.
         if (c.on(Switch.ON_NEW_REQUEST_P_TRUNCATION) && c.s.hybrid && c.cfg.isProducer() && params != null
-                && params.truthy("do_remote_decode") && !params.truthy("_p_side_truncated")
+                && params.doRemoteDecode() && !params.pSideTruncated()
                 && r.numPromptTokens > 1) {
             r.numPromptTokens -= 1;
             if (r.promptTokenIds > 0) {
                 r.promptTokenIds -= 1;
             }
-            params.put("_p_side_truncated", Boolean.TRUE);
-            c.anomaly(AnomalyKind.PROMPT_TRUNCATED, r.requestId, params.string("transfer_id"),
+            params.markPSideTruncated();
+            c.anomaly(AnomalyKind.PROMPT_TRUNCATED, r.requestId, params.transferId().asString(),
                     "prompt now " + r.numPromptTokens + " tokens; decode recomputes the last one");
         }
     }
@@ -204,7 +206,7 @@ final class SchedulerSide {
                     ? r.numPromptTokens
                     : Math.max(r.promptTokenIds, 0);
             boolean clamp = c.on(Switch.MATCH_CLAMPS_AT_ZERO);
-            KvParams p = r.params;
+            KvTransferParams p = r.params;
             if (c.cfg.mode() == TransferMode.WRITE) {
                 if (c.on(Switch.WRITE_MATCH_AFTER_RECV_DONE) && r.recvDone) {
                     count = 0;
@@ -221,7 +223,7 @@ final class SchedulerSide {
                     }
                 }
             } else {
-                boolean remotePrefill = p != null && p.truthy("do_remote_prefill");
+                boolean remotePrefill = p != null && p.doRemotePrefill();
                 if (c.on(Switch.READ_MATCH_REQUIRES_REMOTE_PREFILL) && !remotePrefill) {
                     count = 0;
                     async = false;
@@ -256,18 +258,18 @@ final class SchedulerSide {
         }
         String rid = r.requestId;
         boolean waitsForRemote = !c.cfg.isProducer() && r.lastMatchedAsync && e.numExternalTokens() > 0;
-        KvParams params = r.params;
+        KvTransferParams params = r.params;
         if (params == null || params.isEmpty()) {
             c.allocPhase(r, c.cfg.isProducer() ? RequestPhase.PREFILLING : runningOrWaiting(waitsForRemote),
                     "allocated; no kv_transfer_params");
             waitWithoutTransfer(c, r, waitsForRemote);
             return;
         }
-        Object rawTid = params.get("transfer_id");
+        Object rawTid = params.transferId().raw();
         String transferId;
         if (c.on(Switch.TRANSFER_ID_REQUIRED)) {
             // 239b5ff30: transfer_id = params["transfer_id"], taken as it is
-            if (!params.has("transfer_id")) {
+            if (!params.hasTransferId()) {
                 c.anomaly(AnomalyKind.TRANSFER_ID_MISSING, rid, null, "update_state_after_alloc");
                 return;
             }
@@ -278,19 +280,19 @@ final class SchedulerSide {
                     : ExtraConfig.pythonTruthy(rawTid) ? ExtraConfig.pythonStr(rawTid) : RequestIds.synthesizedTransferId(rid);
             if (!ExtraConfig.pythonTruthy(rawTid)) {
                 c.anomaly(AnomalyKind.TRANSFER_ID_SYNTHESIZED, rid, transferId,
-                        params.has("transfer_id") ? "transfer_id present but empty; params keep the empty value"
+                        params.hasTransferId() ? "transfer_id present but empty; params keep the empty value"
                                 : "transfer_id absent; written back into the params");
             }
-            params.setDefault("transfer_id", transferId);
+            params.setDefaultTransferId(transferId);
         }
         boolean mapped = map(c, r.slot, rid, transferId);
 
-        if (params.truthy("do_remote_decode")) {
+        if (params.doRemoteDecode()) {
             if (!c.on(Switch.SAVE_STAGING_WRITE_ONLY) || c.cfg.mode() == TransferMode.WRITE) {
                 if (mapped) {
                     BlockGroups local = c.on(Switch.SAVE_BLOCK_IDS_GROUPED) ? e.blocks() : e.blocks().firstOnly();
                     c.s.scheduler.reqsNeedSave.put(r.slot, new Stage(r, local));
-                    c.s.scheduler.reqKvParams.put(r.slot, params.copy());
+                    c.s.scheduler.reqKvParams.put(r.slot, params.share());
                 }
             }
         }
@@ -299,7 +301,7 @@ final class SchedulerSide {
                     : "allocated; transfer id refused (owned by another request)");
         }
 
-        if (params.truthy("do_remote_prefill")) {
+        if (params.doRemotePrefill()) {
             if (c.cfg.mode() == TransferMode.READ) {
                 boolean aborted = !readRecv(c, r, e, mapped);
                 if (aborted) {
@@ -313,7 +315,7 @@ final class SchedulerSide {
                     c.allocPhase(r, runningOrWaiting(waitsForRemote), "allocated; waiting for the producer's write_done");
                 }
             }
-            params.put("do_remote_prefill", Boolean.FALSE);
+            params.clearRemotePrefill();
         } else if (!c.cfg.isProducer()) {
             c.allocPhase(r, runningOrWaiting(waitsForRemote), "allocated; no remote prefill");
             waitWithoutTransfer(c, r, waitsForRemote);
@@ -334,15 +336,15 @@ final class SchedulerSide {
 
     /** READ consumer: stage the receive. Returns false when the Python code would have raised. */
     private static boolean readRecv(Ctx c, Req r, NodeEvent.BlocksAllocated e, boolean mapped) {
-        KvParams params = r.params;
+        KvTransferParams params = r.params;
         String rid = r.requestId;
-        Object remoteValue = params.get("remote_block_ids");
-        if (!ExtraConfig.pythonTruthy(remoteValue) || !params.has("remote_engine_id")) {
+        Object remoteValue = params.remoteBlockIds();
+        if (!ExtraConfig.pythonTruthy(remoteValue) || !params.hasRemoteEngineId()) {
             // Upstream is silent when remote_block_ids is missing or empty (the walrus test fails
             // quietly) and warns "Got invalid KVTransferParams" only for a missing remote_engine_id.
             if (!ExtraConfig.pythonTruthy(remoteValue)) {
                 c.anomaly(AnomalyKind.READ_RECV_WITHOUT_REMOTE_BLOCKS, rid, tid(r),
-                        "remote_block_ids " + (params.has("remote_block_ids") ? "is " + ExtraConfig.pythonStr(remoteValue) : "missing")
+                        "remote_block_ids " + (params.hasRemoteBlockIds() ? "is " + ExtraConfig.pythonStr(remoteValue) : "missing")
                                 + "; upstream logs nothing, computes locally and never releases the producer's blocks");
             } else {
                 c.anomaly(AnomalyKind.READ_INVALID_PARAMS, rid, tid(r), "remote_engine_id missing: Got invalid KVTransferParams");
@@ -360,7 +362,7 @@ final class SchedulerSide {
             return true;
         }
         BlockGroups local;
-        KvParams snapshot = params.copy();
+        KvParams snapshot = params.share();
         if (!c.on(Switch.READ_RECV_GROUPED_CLIPPED)) {
             // The seed: group 0 only, and remote_block_ids must be a flat list.
             if (!BlockGroups.isFlatParamValue(remoteValue)) {
@@ -406,6 +408,7 @@ final class SchedulerSide {
                     }
                     l = pair[0];
                     if (c.on(Switch.READ_SNAPSHOT_ADJUSTED_REMOTE)) {
+                        snapshot = snapshot.copy(); // the live params keep theirs
                         snapshot.put("remote_block_ids", BlockGroups.flatValue(pair[1]));
                     }
                 }
@@ -455,6 +458,7 @@ final class SchedulerSide {
                 }
                 local = BlockGroups.of(l);
                 if (c.on(Switch.READ_SNAPSHOT_ADJUSTED_REMOTE)) {
+                    snapshot = snapshot.copy(); // the live params keep theirs
                     snapshot.put("remote_block_ids", BlockGroups.of(rm).toGroupedValue());
                 }
             } else if (c.on(Switch.READ_FULL_HIT_EMPTY_GROUPS)) {
@@ -563,17 +567,17 @@ final class SchedulerSide {
         if (c.on(Switch.WRITE_NOTIFY_DECODE_ADDRESS)) {
             return writeNotifyToDecodeAddress(c, r, e);
         }
-        KvParams p = r.params;
+        KvTransferParams p = r.params;
         String rid = r.requestId;
         // params.get("remote_dp_rank", 0) is used as it is: a value that is no number (None, a
         // string) never equals the own rank in the gate and raises TypeError in the port arithmetic
-        Object rankValue = p.has("remote_dp_rank") ? p.get("remote_dp_rank") : (Object) 0L;
+        Object rankValue = p.remoteDpRankOrZero();
         boolean rankNumeric = isNumber(rankValue);
         Long rank = rankNumeric ? KvParams.asLong(rankValue) : null;
         int remoteDpRank = rank == null ? 0 : (int) (long) rank;
         // int(params.get("remote_dp_size", 1) or 1) sits outside the try: a non-numeric value raises
         // ValueError out of update_state_after_alloc before any notify is sent.
-        Object dpSizeRaw = ExtraConfig.pythonTruthy(p.get("remote_dp_size")) ? p.get("remote_dp_size") : 1L;
+        Object dpSizeRaw = ExtraConfig.pythonTruthy(p.remoteDpSize()) ? p.remoteDpSize() : (Object) 1L;
         Long dpSizeV = KvParams.asLong(dpSizeRaw);
         if (dpSizeV == null) {
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tid(r), "update_state_after_alloc: int(" + ExtraConfig.pythonStr(dpSizeRaw)
@@ -581,22 +585,22 @@ final class SchedulerSide {
             return false;
         }
         int dpSize = (int) (long) dpSizeV;
-        Long dpLocalV = ExtraConfig.pythonTruthy(p.get("remote_dp_size_local")) ? KvParams.asLong(p.get("remote_dp_size_local")) : Long.valueOf(0);
+        Long dpLocalV = ExtraConfig.pythonTruthy(p.remoteDpSizeLocal()) ? KvParams.asLong(p.remoteDpSizeLocal()) : Long.valueOf(0);
         int dpLocal = dpLocalV == null ? 0 : (int) (long) dpLocalV;
         if (dpLocal > 0) {
             dpSize = Math.min(dpSize, dpLocal);
         }
-        if (dpSize > 1 && !p.has("remote_dp_rank") && !p.has("is_request_leader")) {
+        if (dpSize > 1 && !p.hasRemoteDpRank() && !p.hasIsRequestLeader()) {
             c.anomaly(AnomalyKind.UNPINNED_DP_RANK, rid, tid(r),
                     "remote_dp_size=" + dpSize + "; the router must pin remote_dp_rank");
         }
         boolean notify;
         String gate;
-        Object leader = p.get("is_request_leader");
+        Object leader = p.isRequestLeader();
         if (leader != null) {
             notify = ExtraConfig.pythonTruthy(leader);
             gate = "is_request_leader=" + ExtraConfig.pythonStr(leader);
-        } else if (p.truthy("remote_dp_rank_override")) {
+        } else if (p.remoteDpRankOverride()) {
             notify = rankNumeric && c.cfg.dpRank() == remoteDpRank;
             gate = "remote_dp_rank_override: own rank " + c.cfg.dpRank() + " vs remote_dp_rank "
                     + (rankNumeric ? String.valueOf(remoteDpRank) : ExtraConfig.pythonStr(rankValue));
@@ -618,9 +622,9 @@ final class SchedulerSide {
             host = parsed.value().host();
             notifyPort = parsed.value().notifyPort();
         } else {
-            Object h = p.get("remote_host");
+            Object h = p.remoteHost();
             host = ExtraConfig.pythonTruthy(h) ? ExtraConfig.pythonStr(h) : "";
-            Object np = p.get("remote_notify_port");
+            Object np = p.remoteNotifyPort();
             Long n = ExtraConfig.pythonTruthy(np) ? KvParams.asLong(np) : Long.valueOf(0);
             notifyPort = n == null ? 0 : (int) (long) n;
             if (host.isEmpty() || notifyPort == 0) {
@@ -636,14 +640,14 @@ final class SchedulerSide {
         }
         List<Integer> blocks = e.numExternalTokens() > 0 ? BlockGroups.intView(e.blocks().first()) : List.of();
         int portRank = PortMath.foldLocalRank(remoteDpRank, dpLocal);
-        Object hosts = p.get("remote_hosts");
+        Object hosts = p.remoteHosts();
         if (dpLocal > 0 && hosts instanceof List<?> list && !list.isEmpty()) {
             int pod = PortMath.podIndex(remoteDpRank, dpLocal);
             if (pod >= 0 && pod < list.size()) {
                 host = ExtraConfig.pythonStr(list.get(pod));
             }
         }
-        TransferId transferId = TransferId.of(p.get("transfer_id"));
+        TransferId transferId = p.transferId();
         for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {
             c.emit(new Effect.SendRemoteBlocks(host, notifyPort + PortMath.portOffset(portRank, tpIndex), rid,
                     transferId, blocks, c.cfg.dpRank()));
@@ -658,9 +662,9 @@ final class SchedulerSide {
      * the block list. No address in the request id raises ValueError (the engine core dies).
      */
     private static boolean writeNotifyToDecodeAddress(Ctx c, Req r, NodeEvent.BlocksAllocated e) {
-        KvParams p = r.params;
+        KvTransferParams p = r.params;
         String rid = r.requestId;
-        Object rankValue = p.has("remote_dp_rank") ? p.get("remote_dp_rank") : (Object) 0L;
+        Object rankValue = p.remoteDpRankOrZero();
         Long rank = rankValue instanceof Boolean b ? (Long) (b ? 1L : 0L) : rankValue instanceof Long l ? l : null;
         var parsed = peer(c, r, rid, true);
         if (parsed == null || !parsed.isOk()) {
@@ -674,7 +678,7 @@ final class SchedulerSide {
             return false;
         }
         List<Integer> blocks = BlockGroups.intView(e.blocks().size() > 0 ? e.blocks().first() : new int[0]);
-        TransferId transferId = TransferId.of(p.get("transfer_id"));
+        TransferId transferId = p.transferId();
         for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {
             c.emit(new Effect.SendRemoteBlocks(parsed.value().host(),
                     parsed.value().notifyPort() + PortMath.portOffset((int) (long) rank, tpIndex), rid, transferId, blocks,
@@ -778,10 +782,7 @@ final class SchedulerSide {
                         : BlockGroups.concatFlat(pending.blocks().first(), cr.newBlockIds().first());
                 s.scheduler.reqsNeedPendingSave.put(cr.requestId(), new Stage(pending.req(), updated));
                 if (covered(c, updated) >= pending.req().numPromptTokens) {
-                    KvParams kv = s.scheduler.reqKvParams.remove(cr.requestId());
-                    if (kv == null) {
-                        kv = pending.req().params != null ? pending.req().params : KvParams.empty();
-                    }
+                    KvTransferParams kv = metaParams(c, pending.req(), s.scheduler.reqKvParams.remove(cr.requestId()));
                     ReqMeta m = addNewReq(c, pending.req(), cr.requestId(), updated, kv, true);
                     if (m == null) {
                         metaRaised(c, e);
@@ -795,7 +796,7 @@ final class SchedulerSide {
         }
         for (RequestSlots.Slot en = s.scheduler.reqsNeedRecv.first(); en != null; en = s.scheduler.reqsNeedRecv.next(en)) {
             Stage st = s.scheduler.reqsNeedRecv.get(en);
-            KvParams kv = snapshotOrLive(s, en, st.req());
+            KvTransferParams kv = metaParams(c, st.req(), s.scheduler.reqKvParams.get(en));
             ReqMeta m = addNewReq(c, st.req(), en.rid, st.blocks(), kv, false);
             if (m == null) {
                 metaRaised(c, e);
@@ -805,12 +806,11 @@ final class SchedulerSide {
         }
         for (RequestSlots.Slot en = s.scheduler.reqsNeedSave.first(); en != null; en = s.scheduler.reqsNeedSave.next(en)) {
             Stage st = s.scheduler.reqsNeedSave.get(en);
-            KvParams kv = snapshotOrLive(s, en, st.req());
+            KvTransferParams kv = metaParams(c, st.req(), s.scheduler.reqKvParams.get(en));
             if (st.req().numPromptTokens > covered(c, st.blocks())) {
                 s.scheduler.reqsNeedPendingSave.put(en, st);
                 if (st.req().phase.terminal()) {
-                    c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.rid, st.req().params == null ? null
-                            : st.req().params.string("transfer_id"), "a finished request's save moved to pending; it is never removed"
+                    c.anomaly(AnomalyKind.PENDING_SAVE_LEAK, en.rid, tid(st.req()), "a finished request's save moved to pending; it is never removed"
                             + pendingSaveLeakWhose(c));
                 } else if (c.cfg.isProducer()) {
                     c.phase(st.req(), RequestPhase.PENDING_SAVE, "prompt not covered yet (chunked prefill)");
@@ -865,7 +865,7 @@ final class SchedulerSide {
             return true;
         }
         for (NodeEvent.NewRequest nr : e.scheduledNewReqs()) {
-            KvParams kv = nr.params() == null ? KvParams.empty() : nr.params();
+            KvTransferParams kv = c.metaParams().parseInto(nr.params() == null ? NO_PARAMS : nr.params(), null);
             if (nr.blockIds() == null || nr.blockIds().size() == 0) {
                 c.anomaly(AnomalyKind.META_PARAM_MISSING, nr.requestId(), null, "list(new_req.block_ids)[0] raises IndexError");
                 return false;
@@ -909,12 +909,24 @@ final class SchedulerSide {
         }
     }
 
-    private static KvParams snapshotOrLive(NodeState s, RequestSlots.Slot sl, Req req) {
-        KvParams kv = s.scheduler.reqKvParams.get(sl);
-        if (kv != null) {
-            return kv;
+    /** Params that no request carries ({@code {}}): never written. */
+    private static final KvParams NO_PARAMS = KvParams.empty();
+
+    /**
+     * The params {@code add_new_req} reads for a staged request: its snapshot when one was taken,
+     * else its live params ({@code {}} when it has none). A snapshot that is still the very map
+     * the live params hold (nothing was written since) is read from the live params' fields;
+     * another is parsed into the context's reused instance, valid until the next call.
+     */
+    private static KvTransferParams metaParams(Ctx c, Req req, KvParams snapshot) {
+        KvTransferParams live = req == null ? null : req.params;
+        if (snapshot == null) {
+            return live != null ? live : c.metaParams().parseInto(NO_PARAMS, null);
         }
-        return req.params != null ? req.params : KvParams.empty();
+        if (live != null && live.raw() == snapshot) {
+            return live;
+        }
+        return c.metaParams().parseInto(snapshot, live == null ? null : live.transferId());
     }
 
     /** Tokens covered by the blocks: the coverage group's length times its block size. */
@@ -937,16 +949,14 @@ final class SchedulerSide {
      *
      * @return the entry, or {@code null} with a named anomaly where the Python code raises
      */
-    static ReqMeta addNewReq(Ctx c, Req req, String rid, BlockGroups local, KvParams kv, boolean writeMode) {
-        // kv does not change below: each key is searched once, its position read again
-        int tidAt = kv.position("transfer_id");
-        if (tidAt < 0) {
+    static ReqMeta addNewReq(Ctx c, Req req, String rid, BlockGroups local, KvTransferParams kv, boolean writeMode) {
+        if (!kv.hasTransferId()) {
             c.anomaly(AnomalyKind.META_PARAM_MISSING, rid, null,
                     "kv_transfer_params['transfer_id'] raises KeyError in add_new_req ("
                             + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
             return null;
         }
-        TransferId transferId = TransferId.of(kv.valueAt(tidAt));
+        TransferId transferId = kv.transferId();
         String tidString = transferId.asString();
         if (c.on(Switch.META_WITHOUT_ROUTING_FIELDS)) {
             return addNewReqWithoutRouting(c, req, rid, local, kv, writeMode, transferId, tidString);
@@ -964,9 +974,9 @@ final class SchedulerSide {
             hs = parsed.value().handshakePort();
             np = parsed.value().notifyPort();
         } else {
-            Object h = kv.get("remote_host");
-            Long hsv = KvParams.asLong(kv.get("remote_handshake_port"));
-            Long npv = KvParams.asLong(kv.get("remote_notify_port"));
+            Object h = kv.remoteHost();
+            Long hsv = KvParams.asLong(kv.remoteHandshakePort());
+            Long npv = KvParams.asLong(kv.remoteNotifyPort());
             if (!ExtraConfig.pythonTruthy(h) || hsv == null || npv == null) {
                 c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, tidString,
                         "no zmq_address in the request id and remote_host/remote_handshake_port/remote_notify_port incomplete");
@@ -977,7 +987,7 @@ final class SchedulerSide {
             np = (int) (long) npv;
         }
         List<String> pods;
-        Object hosts = kv.get("remote_hosts");
+        Object hosts = kv.remoteHosts();
         if (!ExtraConfig.pythonTruthy(hosts)) {
             // [remote_host]: one immutable list per peer host, shared by its requests' metadata
             NodeState s = c.s;
@@ -994,35 +1004,33 @@ final class SchedulerSide {
         } else {
             pods = List.of(ExtraConfig.pythonStr(hosts));
         }
-        int dpLocalAt = kv.position("remote_dp_size_local");
-        int dpSizeAt = kv.position("remote_dp_size");
-        Object dpLocalValue = dpLocalAt >= 0 ? kv.valueAt(dpLocalAt) : dpSizeAt >= 0 ? kv.valueAt(dpSizeAt) : (Object) 1L;
+        Object dpLocalValue = kv.hasRemoteDpSizeLocal() ? kv.remoteDpSizeLocal()
+                : kv.hasRemoteDpSize() ? kv.remoteDpSize() : (Object) 1L;
         Long dpLocal = KvParams.asLong(dpLocalValue);
         if (dpLocal == null) {
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString, "add_new_req: int(" + ExtraConfig.pythonStr(dpLocalValue)
                     + ") for remote_dp_size_local raises " + (dpLocalValue instanceof String ? "ValueError" : "TypeError"));
             return null;
         }
-        int remoteAt = kv.position("remote_block_ids");
-        if (remoteAt < 0) {
+        if (!kv.hasRemoteBlockIds()) {
             c.anomaly(AnomalyKind.META_PARAM_MISSING, rid, tidString,
                     "kv_transfer_params['remote_block_ids'] raises KeyError in add_new_req ("
                             + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
             return null;
         }
-        Object remoteValue = kv.valueAt(remoteAt);
+        Object remoteValue = kv.remoteBlockIds();
         NodeState s = c.s;
         // the receive staged this value this step (SchedulerSide.readRecv): its groups, not a second conversion
         BlockGroups remote = remoteValue != null && remoteValue == s.scheduler.lastRemoteValue
                 ? s.scheduler.lastRemoteGroups : BlockGroups.fromParamValue(remoteValue);
-        Object engine = kv.get("remote_engine_id");
+        Object engine = kv.remoteEngineId();
         String engineId = engine == null ? null : ExtraConfig.pythonStr(engine);
-        Object remoteTp = kv.get("remote_tp_size");
+        Object remoteTp = kv.remoteTpSize();
         Object tpValue;
         if (ExtraConfig.pythonTruthy(remoteTp)) {
             tpValue = remoteTp;
         } else {
-            Object ownTp = kv.get("tp_size");
+            Object ownTp = kv.tpSize();
             tpValue = ExtraConfig.pythonTruthy(ownTp) ? ownTp : (Object) 0L;
         }
         Long tp = KvParams.asLong(tpValue);
@@ -1031,9 +1039,9 @@ final class SchedulerSide {
                     "add_new_req: int(" + ExtraConfig.pythonStr(tpValue) + ") for the remote TP size raises ValueError");
             return null;
         }
-        int dpRank = intOr(kv.get("remote_dp_rank"), 0);
+        int dpRank = intOr(kv.remoteDpRank(), 0);
         // kv_transfer_params.get("remote_dp_size", 1): only an absent key defaults; a present 0 stays 0
-        Long dpSizeValue = dpSizeAt >= 0 ? KvParams.asLong(kv.valueAt(dpSizeAt)) : null;
+        Long dpSizeValue = kv.hasRemoteDpSize() ? KvParams.asLong(kv.remoteDpSize()) : null;
         int dpSize = dpSizeValue == null ? 1 : (int) (long) dpSizeValue;
         return new ReqMeta(rid, local, remote, engineId, host, hs, np, dpRank, dpSize, (int) (long) dpLocal,
                 (int) (long) tp, transferId, pods, writeMode);
@@ -1046,7 +1054,7 @@ final class SchedulerSide {
      * read with default 1; its ReqMeta has no DP rank, local DP size or pod hosts (recorded as not
      * compared).
      */
-    private static ReqMeta addNewReqWithoutRouting(Ctx c, Req req, String rid, BlockGroups local, KvParams kv,
+    private static ReqMeta addNewReqWithoutRouting(Ctx c, Req req, String rid, BlockGroups local, KvTransferParams kv,
             boolean writeMode, TransferId transferId, String tidString) {
         var parsed = peer(c, req, rid, writeMode);
         if (parsed == null || !parsed.isOk()) {
@@ -1055,16 +1063,16 @@ final class SchedulerSide {
             return null;
         }
         for (String key : new String[] {"remote_block_ids", "remote_engine_id"}) {
-            if (!kv.has(key)) {
+            if (key.equals("remote_block_ids") ? !kv.hasRemoteBlockIds() : !kv.hasRemoteEngineId()) {
                 c.anomaly(AnomalyKind.META_PARAM_MISSING, rid, tidString, "kv_transfer_params['" + key
                         + "'] raises KeyError in add_new_req (" + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
                 return null;
             }
         }
-        Object engine = kv.get("remote_engine_id");
-        Long tp = kv.has("tp_size") ? KvParams.asLong(kv.get("tp_size")) : Long.valueOf(1);
-        Long dpSize = kv.has("remote_dp_size") ? KvParams.asLong(kv.get("remote_dp_size")) : Long.valueOf(1);
-        return new ReqMeta(rid, local, BlockGroups.fromParamValue(kv.get("remote_block_ids")),
+        Object engine = kv.remoteEngineId();
+        Long tp = kv.hasTpSize() ? KvParams.asLong(kv.tpSize()) : Long.valueOf(1);
+        Long dpSize = kv.hasRemoteDpSize() ? KvParams.asLong(kv.remoteDpSize()) : Long.valueOf(1);
+        return new ReqMeta(rid, local, BlockGroups.fromParamValue(kv.remoteBlockIds()),
                 engine == null ? null : ExtraConfig.pythonStr(engine), parsed.value().host(),
                 parsed.value().handshakePort(), parsed.value().notifyPort(), 0, dpSize == null ? 0 : (int) (long) dpSize,
                 0, tp == null ? 0 : (int) (long) tp, transferId, List.of(), writeMode);
@@ -1097,13 +1105,13 @@ final class SchedulerSide {
             c.anomaly(AnomalyKind.HMA_MULTI_GROUP_ASSERT, rid, tid(r), blocks.size() + " groups passed to a non-HMA connector");
             blocks = blocks.firstOnly();
         }
-        KvParams params = r.params;
+        KvTransferParams params = r.params;
         boolean consumerOnly = !c.on(Switch.FINISH_UNMAP_EVERY_ROLE);
         if (!consumerOnly) {
             unmap(c, r.slot, rid, null); // 239b5ff30: every role, by the request id only
         }
         if (!c.cfg.isProducer()) {
-            String t = params != null && params.get("transfer_id") instanceof String ts ? ts : null;
+            String t = params != null ? params.transferId().asString() : null;
             if (consumerOnly) {
                 unmap(c, r.slot, rid, t);
             }
@@ -1125,7 +1133,7 @@ final class SchedulerSide {
             finishNow(c, r, RequestPhase.FINISHED, "finished; no kv_transfer_params");
             return;
         }
-        if (params.truthy("do_remote_prefill")) {
+        if (params.doRemotePrefill()) {
             boolean writeRelease = c.cfg.mode() == TransferMode.WRITE && !c.on(Switch.WRITE_ABORT_STAGES_RECV);
             if (writeRelease && !releaseWritePrefillBlocks(c, r, params)) {
                 // the release raised TypeError: do_remote_prefill stays set
@@ -1145,17 +1153,17 @@ final class SchedulerSide {
                 }
                 s.scheduler.reqsNeedRecv.put(r.slot, new Stage(r, empty));
             }
-            params.put("do_remote_prefill", Boolean.FALSE);
+            params.clearRemotePrefill();
             c.emit(new Effect.FinishDecision(rid, false, null));
             finishNow(c, r, RequestPhase.ABORTED_BEFORE_ALLOC, writeRelease
                     ? "finished before allocation; release sent to the producer"
                     : "finished before allocation; release staged for the worker");
             return;
         }
-        if (!params.truthy("do_remote_decode") || e.status() != FinishStatus.FINISHED_LENGTH_CAPPED) {
+        if (!params.doRemoteDecode() || e.status() != FinishStatus.FINISHED_LENGTH_CAPPED) {
             c.emit(new Effect.FinishDecision(rid, false, null));
             leakCheck(c, r);
-            finishNow(c, r, RequestPhase.FINISHED, params.truthy("do_remote_decode")
+            finishNow(c, r, RequestPhase.FINISHED, params.doRemoteDecode()
                     ? "finished not length-capped; freed now" : "finished; no remote decode");
             return;
         }
@@ -1188,8 +1196,8 @@ final class SchedulerSide {
             remoteValue = c.on(Switch.REMOTE_BLOCK_IDS_GROUPED) ? groups.toGroupedValue() : BlockGroups.flatValue(groups.first());
             delay = c.on(Switch.DELAY_FREE_ANY_GROUP) ? !groups.allEmpty() : groups.first().length > 0;
         }
-        Object tidValue = params.get("transfer_id");
-        String tidString = tidValue instanceof String ts ? ts : null;
+        Object tidValue = params.transferId().raw();
+        String tidString = params.transferId().asString();
         if (delay && !c.cfg.isProducer()) {
             c.anomaly(AnomalyKind.CONSUMER_DEFERRED_FREE, rid, tidString,
                     "request_finished on a consumer returned delay_free=True (do_remote_decode on a decode leg?)");
@@ -1209,7 +1217,7 @@ final class SchedulerSide {
                 c.cfg.notifyPort(), (long) c.cfg.dpRank(), Boolean.TRUE, (long) c.cfg.dpSize(), (long) c.cfg.dpSizeLocal(),
                 (long) c.cfg.tpSize(), tidValue});
         } else {
-            if (!params.has("transfer_id")) {
+            if (!params.hasTransferId()) {
                 // params["transfer_id"] in the returned dict: raised after the send was staged
                 c.anomaly(AnomalyKind.TRANSFER_ID_MISSING, rid, null, "request_finished");
                 c.emit(new Effect.FinishDecision(rid, false, null));
@@ -1303,17 +1311,17 @@ final class SchedulerSide {
      * {@code _release_write_prefill_blocks}: explicit params first, then the request id. Returns
      * false when Python raises (a {@code remote_dp_rank} that is no number, in the port arithmetic).
      */
-    private static boolean releaseWritePrefillBlocks(Ctx c, Req r, KvParams params) {
-        TransferId transferId = TransferId.of(params.get("transfer_id"));
+    private static boolean releaseWritePrefillBlocks(Ctx c, Req r, KvTransferParams params) {
+        TransferId transferId = params.transferId();
         if (transferId.isNone()) {
             c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, null, "missing transfer_id");
             return true;
         }
-        Object rankValue = params.has("remote_dp_rank") ? params.get("remote_dp_rank") : (Object) 0L;
+        Object rankValue = params.remoteDpRankOrZero();
         Long rankV = isNumber(rankValue) ? KvParams.asLong(rankValue) : null;
         int remoteDpRank = rankV == null ? 0 : (int) (long) rankV;
-        Object host = params.get("remote_host");
-        Object port = params.get("remote_notify_port");
+        Object host = params.remoteHost();
+        Object port = params.remoteNotifyPort();
         String h;
         Long p;
         if (host == null || port == null) {
@@ -1667,6 +1675,6 @@ final class SchedulerSide {
     }
 
     private static String tid(Req r) {
-        return r.params == null ? null : r.params.string("transfer_id");
+        return r.params == null ? null : r.params.transferId().asString();
     }
 }
