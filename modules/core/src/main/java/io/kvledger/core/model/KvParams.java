@@ -9,8 +9,9 @@ import java.util.Map;
  * default, {@code setdefault}).
  *
  * <p>The connector mutates the live params of a request (it sets {@code transfer_id} and clears
- * {@code do_remote_prefill}), so the reducer holds a private copy per request: events carry
- * their own instance and the reducer {@link #copy()}s it on entry.
+ * {@code do_remote_prefill}); the reducer reads them through {@link KvTransferParams}, which
+ * {@link #copy()}s an event's instance before its first write, so the event's params stay as
+ * recorded. Whoever hands params to the reducer in an event does not change them afterwards.
  */
 public final class KvParams {
 

@@ -4,18 +4,20 @@ import io.kvledger.core.moriio.ExtraConfig;
 
 /**
  * A request's {@code kv_transfer_params} as MoRIIO's connector reads them: each upstream key the
- * reducer reads, parsed once (one walk over the map) into a field, next to the raw
- * {@link KvParams} that the connector mutates and that is echoed back as it is.
+ * reducer reads, parsed once (one walk over the map) and read through its own accessor, next to
+ * the raw {@link KvParams} that the connector mutates and that is echoed back as it is. Nothing
+ * reads these params by string key after the walk.
  *
  * <p>Field types keep Python's semantics exactly. A key whose value the connector only tests for
- * truth is a {@code boolean} ({@code do_remote_prefill}, {@code do_remote_decode},
+ * truth is a {@code boolean} field ({@code do_remote_prefill}, {@code do_remote_decode},
  * {@code remote_dp_rank_override}, {@code _p_side_truncated}); {@code transfer_id} is a
  * {@link TransferId}. A key the connector converts ({@code int(...)}, {@code str(...)}, a list of
- * block ids) holds the Python value as it came ({@code null} for a missing key or None, as
+ * block ids) gives the Python value as it came ({@code null} for a missing key or None, as
  * {@code params.get(key)} gives), because a value of the wrong type must fail where and as the
- * connector fails (a named anomaly with the value's text); where the connector tells a missing key
- * from None ({@code params[key]}, {@code params.get(key, default)}) there is a {@code has...}
- * accessor.
+ * connector fails (a named anomaly with the value's text); the walk keeps where it sits in the raw
+ * map (a byte per key, so that the one instance per request stays small). Where the connector
+ * tells a missing key from None ({@code params[key]}, {@code params.get(key, default)}) there is a
+ * {@code has...} accessor.
  *
  * <p>The connector's three writes go through this class, so the typed fields and the raw map never
  * disagree: {@link #setDefaultTransferId}, {@link #clearRemotePrefill} and
@@ -25,39 +27,38 @@ import io.kvledger.core.moriio.ExtraConfig;
 public final class KvTransferParams {
 
     private static final Long ZERO = 0L;
-
-    private static final int TRANSFER_ID = 1;
-    private static final int REMOTE_BLOCK_IDS = 1 << 1;
-    private static final int REMOTE_ENGINE_ID = 1 << 2;
-    private static final int REMOTE_DP_RANK = 1 << 3;
-    private static final int REMOTE_DP_SIZE = 1 << 4;
-    private static final int REMOTE_DP_SIZE_LOCAL = 1 << 5;
-    private static final int IS_REQUEST_LEADER = 1 << 6;
-    private static final int TP_SIZE = 1 << 7;
+    /** A key the params do not hold. */
+    private static final byte ABSENT = -1;
+    /** A key at a position a byte does not hold (params of more than 127 keys): found by name. */
+    private static final byte FAR = -2;
 
     private KvParams raw;
     /** Whether another holder may see {@link #raw}: copied before the first write. */
     private boolean rawShared;
-    /** The {@code has...} bits: which of the keys that are told apart from None are present. */
-    private int present;
 
     private TransferId transferId = TransferId.NONE;
     private boolean doRemotePrefill;
     private boolean doRemoteDecode;
     private boolean remoteDpRankOverride;
     private boolean pSideTruncated;
-    private Object remoteBlockIds;
-    private Object remoteEngineId;
-    private Object remoteHost;
-    private Object remoteHosts;
-    private Object remoteHandshakePort;
-    private Object remoteNotifyPort;
-    private Object remoteDpRank;
-    private Object remoteDpSize;
-    private Object remoteDpSizeLocal;
-    private Object isRequestLeader;
-    private Object remoteTpSize;
-    private Object tpSize;
+    /*
+     * The keys read as Python values: where each sits in the raw map ({@link #ABSENT}, {@link #FAR}
+     * or its position). The map never drops a key and writes in place or at its end, so a
+     * position holds for good; a byte per key keeps one of these per request small.
+     */
+    private byte transferIdAt = ABSENT;
+    private byte remoteBlockIdsAt = ABSENT;
+    private byte remoteEngineIdAt = ABSENT;
+    private byte remoteHostAt = ABSENT;
+    private byte remoteHostsAt = ABSENT;
+    private byte remoteHandshakePortAt = ABSENT;
+    private byte remoteNotifyPortAt = ABSENT;
+    private byte remoteDpRankAt = ABSENT;
+    private byte remoteDpSizeAt = ABSENT;
+    private byte remoteDpSizeLocalAt = ABSENT;
+    private byte isRequestLeaderAt = ABSENT;
+    private byte remoteTpSizeAt = ABSENT;
+    private byte tpSizeAt = ABSENT;
 
     /** Empty fields, for {@link #parseInto} (a reader that reuses one instance). */
     public KvTransferParams() {
@@ -65,8 +66,9 @@ public final class KvTransferParams {
     }
 
     /**
-     * The params of a request, read from {@code raw}, which this object takes over: the caller
-     * hands in a map nobody else writes (a {@link KvParams#copy()} of an event's).
+     * The params of a request, read from {@code raw} without copying it: the first write through
+     * this object copies it, so the caller's map (an event's, as recorded) never changes. The
+     * caller must not change it either.
      */
     public static KvTransferParams of(KvParams raw) {
         KvTransferParams p = new KvTransferParams(raw);
@@ -83,84 +85,69 @@ public final class KvTransferParams {
      * {@code transfer_id} whose value is the very object {@code sameTransferId} holds reuses it.
      */
     public KvTransferParams parseInto(KvParams params, TransferId sameTransferId) {
-        present = 0;
         transferId = TransferId.NONE;
         doRemotePrefill = false;
         doRemoteDecode = false;
         remoteDpRankOverride = false;
         pSideTruncated = false;
-        remoteBlockIds = null;
-        remoteEngineId = null;
-        remoteHost = null;
-        remoteHosts = null;
-        remoteHandshakePort = null;
-        remoteNotifyPort = null;
-        remoteDpRank = null;
-        remoteDpSize = null;
-        remoteDpSizeLocal = null;
-        isRequestLeader = null;
-        remoteTpSize = null;
-        tpSize = null;
+        transferIdAt = ABSENT;
+        remoteBlockIdsAt = ABSENT;
+        remoteEngineIdAt = ABSENT;
+        remoteHostAt = ABSENT;
+        remoteHostsAt = ABSENT;
+        remoteHandshakePortAt = ABSENT;
+        remoteNotifyPortAt = ABSENT;
+        remoteDpRankAt = ABSENT;
+        remoteDpSizeAt = ABSENT;
+        remoteDpSizeLocalAt = ABSENT;
+        isRequestLeaderAt = ABSENT;
+        remoteTpSizeAt = ABSENT;
+        tpSizeAt = ABSENT;
         raw = params;
-        rawShared = true;
         parse(params, sameTransferId);
         return this;
     }
 
     private void parse(KvParams params, TransferId sameTransferId) {
+        rawShared = true;
         for (int i = 0, n = params.size(); i < n; i++) {
             String key = params.keyAt(i);
             if (key == null) {
                 continue;
             }
-            Object v = params.valueAt(i);
+            byte at = i <= Byte.MAX_VALUE ? (byte) i : FAR;
             switch (key) {
                 case "transfer_id" -> {
-                    present |= TRANSFER_ID;
+                    transferIdAt = at;
+                    Object v = params.valueAt(i);
                     transferId = sameTransferId != null && sameTransferId.raw() == v ? sameTransferId : TransferId.of(v);
                 }
-                case "do_remote_prefill" -> doRemotePrefill = ExtraConfig.pythonTruthy(v);
-                case "do_remote_decode" -> doRemoteDecode = ExtraConfig.pythonTruthy(v);
-                case "remote_dp_rank_override" -> remoteDpRankOverride = ExtraConfig.pythonTruthy(v);
-                case "_p_side_truncated" -> pSideTruncated = ExtraConfig.pythonTruthy(v);
-                case "remote_block_ids" -> {
-                    present |= REMOTE_BLOCK_IDS;
-                    remoteBlockIds = v;
-                }
-                case "remote_engine_id" -> {
-                    present |= REMOTE_ENGINE_ID;
-                    remoteEngineId = v;
-                }
-                case "remote_host" -> remoteHost = v;
-                case "remote_hosts" -> remoteHosts = v;
-                case "remote_handshake_port" -> remoteHandshakePort = v;
-                case "remote_notify_port" -> remoteNotifyPort = v;
-                case "remote_dp_rank" -> {
-                    present |= REMOTE_DP_RANK;
-                    remoteDpRank = v;
-                }
-                case "remote_dp_size" -> {
-                    present |= REMOTE_DP_SIZE;
-                    remoteDpSize = v;
-                }
-                case "remote_dp_size_local" -> {
-                    present |= REMOTE_DP_SIZE_LOCAL;
-                    remoteDpSizeLocal = v;
-                }
-                case "is_request_leader" -> {
-                    present |= IS_REQUEST_LEADER;
-                    isRequestLeader = v;
-                }
-                case "remote_tp_size" -> remoteTpSize = v;
-                case "tp_size" -> {
-                    present |= TP_SIZE;
-                    tpSize = v;
-                }
+                case "do_remote_prefill" -> doRemotePrefill = ExtraConfig.pythonTruthy(params.valueAt(i));
+                case "do_remote_decode" -> doRemoteDecode = ExtraConfig.pythonTruthy(params.valueAt(i));
+                case "remote_dp_rank_override" -> remoteDpRankOverride = ExtraConfig.pythonTruthy(params.valueAt(i));
+                case "_p_side_truncated" -> pSideTruncated = ExtraConfig.pythonTruthy(params.valueAt(i));
+                case "remote_block_ids" -> remoteBlockIdsAt = at;
+                case "remote_engine_id" -> remoteEngineIdAt = at;
+                case "remote_host" -> remoteHostAt = at;
+                case "remote_hosts" -> remoteHostsAt = at;
+                case "remote_handshake_port" -> remoteHandshakePortAt = at;
+                case "remote_notify_port" -> remoteNotifyPortAt = at;
+                case "remote_dp_rank" -> remoteDpRankAt = at;
+                case "remote_dp_size" -> remoteDpSizeAt = at;
+                case "remote_dp_size_local" -> remoteDpSizeLocalAt = at;
+                case "is_request_leader" -> isRequestLeaderAt = at;
+                case "remote_tp_size" -> remoteTpSizeAt = at;
+                case "tp_size" -> tpSizeAt = at;
                 default -> {
                     // a key the connector does not read stays in the raw map only
                 }
             }
         }
+    }
+
+    /** The value of a key read as a Python value: {@code params.get(key)}. */
+    private Object value(byte at, String key) {
+        return at >= 0 ? raw.valueAt(at) : at == ABSENT ? null : raw.get(key);
     }
 
     // ------------------------------------------------------------------ the raw map
@@ -196,9 +183,11 @@ public final class KvTransferParams {
 
     /** {@code params.setdefault("transfer_id", value)}. */
     public void setDefaultTransferId(String value) {
-        if ((present & TRANSFER_ID) == 0) {
-            writable().put("transfer_id", value);
-            present |= TRANSFER_ID;
+        if (transferIdAt == ABSENT) {
+            KvParams w = writable();
+            w.put("transfer_id", value);
+            int i = w.size() - 1; // a new key goes last
+            transferIdAt = i <= Byte.MAX_VALUE ? (byte) i : FAR;
             transferId = TransferId.of(value);
         }
     }
@@ -219,7 +208,7 @@ public final class KvTransferParams {
 
     /** Whether the key {@code transfer_id} is present (None included). */
     public boolean hasTransferId() {
-        return (present & TRANSFER_ID) != 0;
+        return transferIdAt != ABSENT;
     }
 
     /** {@code params.get("transfer_id")}: {@link TransferId#NONE} when absent or None. */
@@ -252,96 +241,96 @@ public final class KvTransferParams {
     // ------------------------------------------------------------------ Python values
 
     public boolean hasRemoteBlockIds() {
-        return (present & REMOTE_BLOCK_IDS) != 0;
+        return remoteBlockIdsAt != ABSENT;
     }
 
     /** {@code params.get("remote_block_ids")}: a list of ints or of lists of ints, as sent. */
     public Object remoteBlockIds() {
-        return remoteBlockIds;
+        return value(remoteBlockIdsAt, "remote_block_ids");
     }
 
     public boolean hasRemoteEngineId() {
-        return (present & REMOTE_ENGINE_ID) != 0;
+        return remoteEngineIdAt != ABSENT;
     }
 
     /** {@code params.get("remote_engine_id")}. */
     public Object remoteEngineId() {
-        return remoteEngineId;
+        return value(remoteEngineIdAt, "remote_engine_id");
     }
 
     /** {@code params.get("remote_host")}. */
     public Object remoteHost() {
-        return remoteHost;
+        return value(remoteHostAt, "remote_host");
     }
 
     /** {@code params.get("remote_hosts")}: the pods' hosts, a list when given. */
     public Object remoteHosts() {
-        return remoteHosts;
+        return value(remoteHostsAt, "remote_hosts");
     }
 
     /** {@code params.get("remote_handshake_port")}. */
     public Object remoteHandshakePort() {
-        return remoteHandshakePort;
+        return value(remoteHandshakePortAt, "remote_handshake_port");
     }
 
     /** {@code params.get("remote_notify_port")}. */
     public Object remoteNotifyPort() {
-        return remoteNotifyPort;
+        return value(remoteNotifyPortAt, "remote_notify_port");
     }
 
     public boolean hasRemoteDpRank() {
-        return (present & REMOTE_DP_RANK) != 0;
+        return remoteDpRankAt != ABSENT;
     }
 
     /** {@code params.get("remote_dp_rank")}. */
     public Object remoteDpRank() {
-        return remoteDpRank;
+        return value(remoteDpRankAt, "remote_dp_rank");
     }
 
     /** {@code params.get("remote_dp_rank", 0)}: the value used as it is (None stays None). */
     public Object remoteDpRankOrZero() {
-        return (present & REMOTE_DP_RANK) != 0 ? remoteDpRank : ZERO;
+        return remoteDpRankAt != ABSENT ? value(remoteDpRankAt, "remote_dp_rank") : ZERO;
     }
 
     public boolean hasRemoteDpSize() {
-        return (present & REMOTE_DP_SIZE) != 0;
+        return remoteDpSizeAt != ABSENT;
     }
 
     /** {@code params.get("remote_dp_size")}. */
     public Object remoteDpSize() {
-        return remoteDpSize;
+        return value(remoteDpSizeAt, "remote_dp_size");
     }
 
     public boolean hasRemoteDpSizeLocal() {
-        return (present & REMOTE_DP_SIZE_LOCAL) != 0;
+        return remoteDpSizeLocalAt != ABSENT;
     }
 
     /** {@code params.get("remote_dp_size_local")}. */
     public Object remoteDpSizeLocal() {
-        return remoteDpSizeLocal;
+        return value(remoteDpSizeLocalAt, "remote_dp_size_local");
     }
 
     public boolean hasIsRequestLeader() {
-        return (present & IS_REQUEST_LEADER) != 0;
+        return isRequestLeaderAt != ABSENT;
     }
 
     /** {@code params.get("is_request_leader")}. */
     public Object isRequestLeader() {
-        return isRequestLeader;
+        return value(isRequestLeaderAt, "is_request_leader");
     }
 
     /** {@code params.get("remote_tp_size")}. */
     public Object remoteTpSize() {
-        return remoteTpSize;
+        return value(remoteTpSizeAt, "remote_tp_size");
     }
 
     public boolean hasTpSize() {
-        return (present & TP_SIZE) != 0;
+        return tpSizeAt != ABSENT;
     }
 
     /** {@code params.get("tp_size")}. */
     public Object tpSize() {
-        return tpSize;
+        return value(tpSizeAt, "tp_size");
     }
 
     /** The raw params' text. */

@@ -1,0 +1,145 @@
+package io.kvledger.core.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class KvTransferParamsTest {
+
+    @Test
+    void each_key_reads_as_params_get_and_bool_would() {
+        KvParams raw = KvParams.of("transfer_id", "tx-1", "do_remote_prefill", 1L, "do_remote_decode", "",
+                "remote_block_ids", List.of(1L, 2L), "remote_engine_id", "e0", "remote_host", "10.0.0.1",
+                "remote_hosts", List.of("a", "b"), "remote_handshake_port", 6301L, "remote_notify_port", "61005",
+                "remote_dp_rank", 2L, "remote_dp_rank_override", 0.5, "remote_dp_size", 4L, "remote_dp_size_local", 2L,
+                "is_request_leader", false, "remote_tp_size", 8L, "tp_size", 2L, "_p_side_truncated", List.of(),
+                "something_else", 7L);
+        KvTransferParams p = KvTransferParams.of(raw.copy());
+        assertThat(p.hasTransferId()).isTrue();
+        assertThat(p.transferId()).isEqualTo(TransferId.of("tx-1"));
+        assertThat(p.doRemotePrefill()).as("bool(1)").isTrue();
+        assertThat(p.doRemoteDecode()).as("bool('')").isFalse();
+        assertThat(p.remoteDpRankOverride()).as("bool(0.5)").isTrue();
+        assertThat(p.pSideTruncated()).as("bool([])").isFalse();
+        assertThat(p.remoteBlockIds()).isEqualTo(List.of(1L, 2L));
+        assertThat(p.remoteEngineId()).isEqualTo("e0");
+        assertThat(p.remoteHost()).isEqualTo("10.0.0.1");
+        assertThat(p.remoteHosts()).isEqualTo(List.of("a", "b"));
+        assertThat(p.remoteHandshakePort()).isEqualTo(6301L);
+        assertThat(p.remoteNotifyPort()).as("a string stays a string: int() is the reader's").isEqualTo("61005");
+        assertThat(p.remoteDpRank()).isEqualTo(2L);
+        assertThat(p.remoteDpRankOrZero()).isEqualTo(2L);
+        assertThat(p.remoteDpSize()).isEqualTo(4L);
+        assertThat(p.remoteDpSizeLocal()).isEqualTo(2L);
+        assertThat(p.hasIsRequestLeader()).isTrue();
+        assertThat(p.isRequestLeader()).isEqualTo(false);
+        assertThat(p.remoteTpSize()).isEqualTo(8L);
+        assertThat(p.tpSize()).isEqualTo(2L);
+        // every key the raw map holds is a field read the same way as raw.get()
+        for (String key : Arrays.asList("remote_block_ids", "remote_engine_id", "remote_host", "remote_hosts",
+                "remote_handshake_port", "remote_notify_port", "remote_dp_rank", "remote_dp_size", "remote_dp_size_local",
+                "is_request_leader", "remote_tp_size", "tp_size")) {
+            assertThat(raw.has(key)).as(key).isTrue();
+        }
+        assertThat(p.raw()).isEqualTo(raw);
+    }
+
+    @Test
+    void a_missing_key_and_none_are_told_apart_where_the_connector_tells_them_apart() {
+        KvTransferParams none = KvTransferParams.of(KvParams.of("transfer_id", null, "remote_dp_rank", null,
+                "remote_dp_size", null, "remote_dp_size_local", null, "remote_block_ids", null, "remote_engine_id", null,
+                "is_request_leader", null, "tp_size", null));
+        KvTransferParams missing = KvTransferParams.of(KvParams.of("other", 1L));
+        assertThat(none.hasTransferId()).isTrue();
+        assertThat(missing.hasTransferId()).isFalse();
+        assertThat(none.transferId()).isSameAs(TransferId.NONE);
+        assertThat(missing.transferId()).isSameAs(TransferId.NONE);
+        assertThat(none.remoteDpRankOrZero()).as("params.get('remote_dp_rank', 0) with None").isNull();
+        assertThat(missing.remoteDpRankOrZero()).isEqualTo(0L);
+        assertThat(List.of(none.hasRemoteDpRank(), none.hasRemoteDpSize(), none.hasRemoteDpSizeLocal(),
+                none.hasRemoteBlockIds(), none.hasRemoteEngineId(), none.hasIsRequestLeader(), none.hasTpSize()))
+                .containsOnly(true);
+        assertThat(List.of(missing.hasRemoteDpRank(), missing.hasRemoteDpSize(), missing.hasRemoteDpSizeLocal(),
+                missing.hasRemoteBlockIds(), missing.hasRemoteEngineId(), missing.hasIsRequestLeader(), missing.hasTpSize()))
+                .containsOnly(false);
+    }
+
+    @Test
+    void a_transfer_id_of_another_type_is_kept_as_it_came() {
+        KvTransferParams p = KvTransferParams.of(KvParams.of("transfer_id", 42L));
+        assertThat(p.transferId().raw()).isEqualTo(42L);
+        assertThat(p.transferId().asString()).isNull();
+    }
+
+    @Test
+    void the_connector_writes_reach_the_raw_map_and_the_fields_together() {
+        KvParams event = KvParams.of("do_remote_prefill", true, "do_remote_decode", true);
+        KvTransferParams p = KvTransferParams.of(event.copy());
+        p.setDefaultTransferId("synth");
+        p.clearRemotePrefill();
+        p.markPSideTruncated();
+        assertThat(p.transferId()).isEqualTo(TransferId.of("synth"));
+        assertThat(p.doRemotePrefill()).isFalse();
+        assertThat(p.pSideTruncated()).isTrue();
+        assertThat(p.raw().asMap()).containsExactly(java.util.Map.entry("do_remote_prefill", false),
+                java.util.Map.entry("do_remote_decode", true), java.util.Map.entry("transfer_id", "synth"),
+                java.util.Map.entry("_p_side_truncated", true));
+        assertThat(event.asMap()).as("the event's params stay as recorded").containsOnlyKeys("do_remote_prefill", "do_remote_decode");
+
+        // setdefault keeps a present value, even None or an empty string
+        KvTransferParams empty = KvTransferParams.of(KvParams.of("transfer_id", ""));
+        empty.setDefaultTransferId("synth");
+        assertThat(empty.transferId().raw()).isEqualTo("");
+        assertThat(empty.raw().get("transfer_id")).isEqualTo("");
+    }
+
+    @Test
+    void a_shared_snapshot_keeps_what_it_held_when_the_live_params_change() {
+        KvTransferParams live = KvTransferParams.of(KvParams.of("transfer_id", "t", "do_remote_prefill", true));
+        KvParams snapshot = live.share();
+        assertThat(snapshot).isSameAs(live.raw());
+        live.clearRemotePrefill();
+        assertThat(live.raw()).isNotSameAs(snapshot);
+        assertThat(snapshot.get("do_remote_prefill")).isEqualTo(true);
+        assertThat(live.raw().get("do_remote_prefill")).isEqualTo(false);
+    }
+
+    @Test
+    void a_reused_instance_forgets_the_previous_params_and_reuses_an_identical_transfer_id() {
+        TransferId tid = TransferId.of("tx-9");
+        KvTransferParams scratch = new KvTransferParams();
+        scratch.parseInto(KvParams.of("transfer_id", "other", "remote_dp_rank", 3L, "do_remote_decode", true), null);
+        assertThat(scratch.hasRemoteDpRank()).isTrue();
+        scratch.parseInto(KvParams.of("transfer_id", tid.raw()), tid);
+        assertThat(scratch.transferId()).isSameAs(tid);
+        assertThat(scratch.hasRemoteDpRank()).isFalse();
+        assertThat(scratch.remoteDpRank()).isNull();
+        assertThat(scratch.doRemoteDecode()).isFalse();
+        // a reused instance never writes into the map it read
+        KvParams read = KvParams.of("do_remote_prefill", true);
+        scratch.parseInto(read, null).clearRemotePrefill();
+        assertThat(read.get("do_remote_prefill")).isEqualTo(true);
+    }
+
+    @Test
+    void keys_beyond_the_127th_position_are_read_as_well() {
+        KvParams raw = KvParams.empty();
+        for (int i = 0; i < 200; i++) {
+            raw.put("filler_" + i, (long) i);
+        }
+        raw.put("remote_dp_rank", 5L);
+        raw.put("remote_block_ids", null);
+        KvTransferParams p = KvTransferParams.of(raw);
+        assertThat(p.remoteDpRank()).isEqualTo(5L);
+        assertThat(p.hasRemoteBlockIds()).isTrue();
+        assertThat(p.remoteBlockIds()).isNull();
+        assertThat(p.hasTransferId()).isFalse();
+        p.setDefaultTransferId("late");
+        assertThat(p.transferId().raw()).isEqualTo("late");
+        assertThat(p.hasTransferId()).isTrue();
+        assertThat(raw.has("transfer_id")).as("the caller's map is copied before the write").isFalse();
+        assertThat(p.raw().get("transfer_id")).isEqualTo("late");
+    }
+}
