@@ -198,7 +198,7 @@ public final class Invariants {
         stages(s.scheduler.reqsNeedRecv(), "reqs_need_recv", f);
         stages(s.scheduler.reqsNeedSave(), "reqs_need_save", f);
         stages(s.scheduler.reqsNeedPendingSave(), "reqs_need_pending_save", f);
-        RequestSlots.Table<NodeState.Deferral> d = s.scheduler.deferredSendDeadlines();
+        RequestSlots.View<NodeState.Deferral> d = s.scheduler.deferredSendDeadlines();
         for (RequestSlots.Slot sl = d.first(); sl != null; sl = d.next(sl)) {
             deferral(sl, d.get(sl), f);
         }
@@ -226,7 +226,7 @@ public final class Invariants {
         }
     }
 
-    private static void stages(RequestSlots.Table<NodeState.Stage> t, String name, Found f) {
+    private static void stages(RequestSlots.View<NodeState.Stage> t, String name, Found f) {
         for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
             stage(sl, t.get(sl), name, f);
         }
@@ -294,7 +294,7 @@ public final class Invariants {
     }
 
     private static void parkedAcks(NodeState s, Found f) {
-        RequestSlots.Table<Long> t = s.scheduler.pendingSentAcks();
+        RequestSlots.View<Long> t = s.scheduler.pendingSentAcks();
         for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
             if (t.get(sl) == null) {
                 f.add(Check.PARKED_ACK_HAS_TTL, "pending_sent_acks[" + sl.rid + "] has no deadline");
@@ -328,7 +328,7 @@ public final class Invariants {
         if (!s.config.on(Switch.MAP_FIRST_OWNER_WINS)) {
             return;
         }
-        RequestSlots.Table<String> t = s.scheduler.requestIdToTransferId();
+        RequestSlots.View<String> t = s.scheduler.requestIdToTransferId();
         for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
             String tid = t.get(sl);
             String owner = s.scheduler.transferIdToRequestId().get(tid);
@@ -373,7 +373,7 @@ public final class Invariants {
     }
 
     /** A request-keyed table's size, checked against the live slots. */
-    private static void table(RequestSlots.Table<?> t, int slots, Found f) {
+    private static void table(RequestSlots.View<?> t, int slots, Found f) {
         bound(t.size(), slots, "entries of a request-keyed table", f);
     }
 

@@ -182,50 +182,50 @@ public final class NodeState {
 
     /** Live entries of the transfer-id map (transfer id to request id), in insertion order. */
     public Map<String, String> transferIdMap() {
-        return Collections.unmodifiableMap(scheduler.transferIdToRequestId());
+        return scheduler.transferIdToRequestId();
     }
 
     /** Live entries of the request-id map (request id to transfer id). */
     public Map<String, String> requestIdMap() {
-        return Collections.unmodifiableMap(scheduler.requestIdToTransferId());
+        return scheduler.requestIdToTransferId().asMap();
     }
 
     /** Requests whose free is deferred, with their deadlines. */
     public Map<String, Long> deferredDeadlines() {
         LinkedHashMap<String, Long> m = new LinkedHashMap<>();
-        scheduler.deferredSendDeadlines().forEach((k, v) -> m.put(k, v.deadlineNs()));
+        scheduler.deferredSendDeadlines().asMap().forEach((k, v) -> m.put(k, v.deadlineNs()));
         return m;
     }
 
     /** Parked early ACKs with their deadlines. */
     public Map<String, Long> parkedAcks() {
-        return Collections.unmodifiableMap(scheduler.pendingSentAcks());
+        return scheduler.pendingSentAcks().asMap();
     }
 
     /** Requests staged for save, with their block groups. */
     public Map<String, BlockGroups> stagedSaves() {
         LinkedHashMap<String, BlockGroups> m = new LinkedHashMap<>();
-        scheduler.reqsNeedSave().forEach((k, v) -> m.put(k, v.blocks()));
+        scheduler.reqsNeedSave().asMap().forEach((k, v) -> m.put(k, v.blocks()));
         return m;
     }
 
     /** Requests staged for receive, with their local block groups. */
     public Map<String, BlockGroups> stagedRecvs() {
         LinkedHashMap<String, BlockGroups> m = new LinkedHashMap<>();
-        scheduler.reqsNeedRecv().forEach((k, v) -> m.put(k, v.blocks()));
+        scheduler.reqsNeedRecv().asMap().forEach((k, v) -> m.put(k, v.blocks()));
         return m;
     }
 
     /** Chunked-prefill saves waiting for their final chunk. */
     public Map<String, BlockGroups> pendingSaves() {
         LinkedHashMap<String, BlockGroups> m = new LinkedHashMap<>();
-        scheduler.reqsNeedPendingSave().forEach((k, v) -> m.put(k, v.blocks()));
+        scheduler.reqsNeedPendingSave().asMap().forEach((k, v) -> m.put(k, v.blocks()));
         return m;
     }
 
     /** Params snapshots, by request id. */
     public Map<String, KvParams> paramSnapshots() {
-        return Collections.unmodifiableMap(scheduler.reqKvParams());
+        return scheduler.reqKvParams().asMap();
     }
 
     /** The live params of a request vLLM still holds, or {@code null}. */
@@ -326,10 +326,10 @@ public final class NodeState {
         for (PendingAck a : worker.pendingUnmappedAcks()) {
             best = earliest(best, afterNs, sum(a.firstSeenNs, config.unmappedAckTtlNs()));
         }
-        for (Deferral d : scheduler.deferredSendDeadlines().values()) {
+        for (Deferral d : scheduler.deferredSendDeadlines().asMap().values()) {
             best = earliest(best, afterNs, d.deadlineNs());
         }
-        for (long deadline : scheduler.pendingSentAcks().values()) {
+        for (long deadline : scheduler.pendingSentAcks().asMap().values()) {
             best = earliest(best, afterNs, deadline);
         }
         return best;
@@ -381,11 +381,11 @@ public final class NodeState {
         requests.forEach((k, v) -> b.append(k).append(':').append(v.describe()).append(';'));
         b.append("\nphases=").append(phases);
         b.append("\nrecv=");
-        scheduler.reqsNeedRecv().forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
+        scheduler.reqsNeedRecv().asMap().forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
         b.append("\nsave=");
-        scheduler.reqsNeedSave().forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
+        scheduler.reqsNeedSave().asMap().forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
         b.append("\npending_save=");
-        scheduler.reqsNeedPendingSave().forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
+        scheduler.reqsNeedPendingSave().asMap().forEach((k, v) -> b.append(k).append(':').append(v.blocks()).append(';'));
         b.append("\nkv_params=").append(scheduler.reqKvParams());
         b.append("\nneed_send=").append(scheduler.reqsNeedSend());
         b.append("\ndeferred=").append(scheduler.deferredSendDeadlines());

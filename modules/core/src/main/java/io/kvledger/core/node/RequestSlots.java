@@ -229,11 +229,40 @@ final class RequestSlots {
     }
 
     /**
+     * Read access to a {@link Table}: what a side hands its readers (the state's renderings, the
+     * invariants, the other side), so that the compiler keeps them from writing. No method
+     * allocates; {@link #asMap()} is one unmodifiable view per table.
+     */
+    interface View<V> {
+        /** The first slot in insertion order, or {@code null}. */
+        Slot first();
+
+        /** The slot after {@code s} (which is in this table) in insertion order, or {@code null}. */
+        Slot next(Slot s);
+
+        /** The value of the slot's entry, or {@code null}. */
+        V get(Slot s);
+
+        boolean has(Slot s);
+
+        V get(Object requestId);
+
+        boolean containsKey(Object requestId);
+
+        int size();
+
+        boolean isEmpty();
+
+        /** The table as an unmodifiable map in insertion order (the same instance each time). */
+        Map<String, V> asMap();
+    }
+
+    /**
      * One request-id keyed table: a {@code LinkedHashMap<String, V>} in behaviour, whose entries
      * live in the slots. The slot-taking methods skip the index lookup; {@link #first()} and
      * {@link #next(Slot)} walk it in insertion order without allocating.
      */
-    static final class Table<V> extends AbstractMap<String, V> {
+    static final class Table<V> extends AbstractMap<String, V> implements View<V> {
         private final RequestSlots slots;
         private final int bit;
         private final int v;
@@ -243,6 +272,7 @@ final class RequestSlots {
         private Slot tail;
         private int size;
         private Set<Map.Entry<String, V>> entries;
+        private Map<String, V> readOnly;
 
         private Table(RequestSlots slots, int id) {
             this.slots = slots;
@@ -257,24 +287,38 @@ final class RequestSlots {
             return s != null && s.released ? slots.get(s.rid) : s;
         }
 
+        @Override
+        public Map<String, V> asMap() {
+            Map<String, V> m = readOnly;
+            if (m == null) {
+                m = java.util.Collections.unmodifiableMap(this);
+                readOnly = m;
+            }
+            return m;
+        }
+
         /** The first slot in insertion order, or {@code null}. */
-        Slot first() {
+        @Override
+        public Slot first() {
             return head;
         }
 
         /** The slot after {@code s} (which is in this table) in insertion order, or {@code null}. */
-        Slot next(Slot s) {
+        @Override
+        public Slot next(Slot s) {
             return (Slot) s.cells[a];
         }
 
         /** The value of the slot's entry, or {@code null}. */
         @SuppressWarnings("unchecked")
-        V get(Slot s) {
+        @Override
+        public V get(Slot s) {
             s = current(s);
             return s == null || (s.members & bit) == 0 ? null : (V) s.cells[v];
         }
 
-        boolean has(Slot s) {
+        @Override
+        public boolean has(Slot s) {
             s = current(s);
             return s != null && (s.members & bit) != 0;
         }

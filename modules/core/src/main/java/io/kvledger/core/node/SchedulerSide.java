@@ -23,10 +23,12 @@ import io.kvledger.core.node.NodeState.Req;
 import io.kvledger.core.node.NodeState.Stage;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
@@ -98,6 +100,8 @@ final class SchedulerSide {
     private final RequestSlots.Table<String> requestIdToTransferId;
     /** Requests reaped recently, to recognise a late ACK (bounded). */
     private final LinkedHashSet<String> reapedRequests = NodeState.boundedSet();
+    private final Map<String, String> transferIdToRequestIdView = Collections.unmodifiableMap(transferIdToRequestId);
+    private final Set<String> reapedRequestsView = Collections.unmodifiableSet(reapedRequests);
 
     SchedulerSide(RequestSlots slots) {
         this.reqsNeedRecv = slots.table(RequestSlots.NEED_RECV);
@@ -117,44 +121,77 @@ final class SchedulerSide {
         return mappingVersion;
     }
 
-    RequestSlots.Table<Stage> reqsNeedRecv() {
+    RequestSlots.View<Stage> reqsNeedRecv() {
         return reqsNeedRecv;
     }
 
-    RequestSlots.Table<Stage> reqsNeedSave() {
+    RequestSlots.View<Stage> reqsNeedSave() {
         return reqsNeedSave;
     }
 
-    RequestSlots.Table<Stage> reqsNeedPendingSave() {
+    RequestSlots.View<Stage> reqsNeedPendingSave() {
         return reqsNeedPendingSave;
     }
 
-    RequestSlots.Table<KvParams> reqKvParams() {
+    RequestSlots.View<KvParams> reqKvParams() {
         return reqKvParams;
     }
 
-    RequestSlots.Table<Long> reqsNeedSend() {
+    RequestSlots.View<Long> reqsNeedSend() {
         return reqsNeedSend;
     }
 
-    RequestSlots.Table<Deferral> deferredSendDeadlines() {
+    RequestSlots.View<Deferral> deferredSendDeadlines() {
         return deferredSendDeadlines;
     }
 
-    RequestSlots.Table<Long> pendingSentAcks() {
+    RequestSlots.View<Long> pendingSentAcks() {
         return pendingSentAcks;
     }
 
-    LinkedHashMap<String, String> transferIdToRequestId() {
-        return transferIdToRequestId;
+    Map<String, String> transferIdToRequestId() {
+        return transferIdToRequestIdView;
     }
 
-    RequestSlots.Table<String> requestIdToTransferId() {
+    RequestSlots.View<String> requestIdToTransferId() {
         return requestIdToTransferId;
     }
 
-    LinkedHashSet<String> reapedRequests() {
-        return reapedRequests;
+    Set<String> reapedRequests() {
+        return reapedRequestsView;
+    }
+
+    // ------------------------------------------------------------ write access for the invariants' tests
+
+    /**
+     * The tables themselves, for tests that build states no sequence of hooks reaches (to see an
+     * invariant fail). Nothing in main code calls it.
+     */
+    Tamper tamperForTests() {
+        return new Tamper();
+    }
+
+    /** See {@link #tamperForTests()}. */
+    final class Tamper {
+        RequestSlots.Table<Stage> reqsNeedRecv() {
+            return reqsNeedRecv;
+        }
+
+        RequestSlots.Table<Deferral> deferredSendDeadlines() {
+            return deferredSendDeadlines;
+        }
+
+        RequestSlots.Table<Long> pendingSentAcks() {
+            return pendingSentAcks;
+        }
+
+        LinkedHashMap<String, String> transferIdToRequestId() {
+            return transferIdToRequestId;
+        }
+
+        LinkedHashSet<String> reapedRequests() {
+            return reapedRequests;
+        }
     }
 
     // ------------------------------------------------------------------ admission
@@ -166,8 +203,8 @@ final class SchedulerSide {
             c.anomaly(AnomalyKind.REQUEST_ADMITTED_TWICE, e.requestId(), tid(live), "still " + live.phase);
             return;
         }
-        // parsed once, from the request's own copy (the connector writes to its params; the event's stay as recorded)
-        KvTransferParams params = e.params() == null ? null : KvTransferParams.of(e.params().copy());
+        // parsed once; the event's map is copied only when the connector first writes to it
+        KvTransferParams params = e.params() == null ? null : KvTransferParams.of(e.params());
         Req r = new Req(e.requestId(), e.numPromptTokens(), e.promptTokenIds(), params, c.now);
         r.slot = sl != null ? sl : c.s.slots.add(r.requestId);
         c.s.requests.put(r.slot, r);

@@ -19,11 +19,13 @@ import io.kvledger.core.node.NodeState.StatusRecord;
 import io.kvledger.core.node.NodeState.WriteTask;
 import io.kvledger.core.node.NodeState.WriteTransfer;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The worker side of the connector ({@code MoRIIOConnectorWorker}, its notify listener and the
@@ -136,6 +138,29 @@ final class WorkerSide {
     private final ArrayList<ReqMeta> recvAwaitingVote = new ArrayList<>();
     private final LinkedHashSet<Integer> loadErrorBlocks = new LinkedHashSet<>();
 
+    // ------------------------------------------------------------ read-only views (one per table, made once)
+    private final Map<Long, StatusRecord> statusesView = Collections.unmodifiableMap(statuses);
+    private final Map<String, Integer> ackCountsView = Collections.unmodifiableMap(ackCounts);
+    private final Map<String, RemoteAlloc> remoteAllocsView = Collections.unmodifiableMap(remoteAllocs);
+    private final Map<String, WriteTransfer> writesView = Collections.unmodifiableMap(writes);
+    private final Map<String, List<ReqMeta>> awaitingHandshakeView = Collections.unmodifiableMap(awaitingHandshake);
+    private final Map<String, RecvTransfer> recvingTransfersView = Collections.unmodifiableMap(recvingTransfers);
+    private final Set<String> remoteAgentsView = Collections.unmodifiableSet(remoteAgents);
+    private final Set<String> handshakesStartedView = Collections.unmodifiableSet(handshakesStarted);
+    private final Set<String> handshakesFailedView = Collections.unmodifiableSet(handshakesFailed);
+    private final Set<String> completedTransfersView = Collections.unmodifiableSet(completedTransfers);
+    private final Set<String> terminalTransfersView = Collections.unmodifiableSet(terminalTransfers);
+    private final Set<String> reportedUnmatchedView = Collections.unmodifiableSet(reportedUnmatched);
+    private final Set<String> votedEnginesView = Collections.unmodifiableSet(votedEngines);
+    private final Set<String> votesOutstandingView = Collections.unmodifiableSet(votesOutstanding);
+    private final Set<Integer> loadErrorBlocksView = Collections.unmodifiableSet(loadErrorBlocks);
+    private final List<Ack> doneAcksView = Collections.unmodifiableList(doneAcks);
+    private final List<WriteTask> deferredTasksView = Collections.unmodifiableList(deferredTasks);
+    private final List<ReqMeta> readyRequestsView = Collections.unmodifiableList(readyRequests);
+    private final List<String> doneWriteIdsView = Collections.unmodifiableList(doneWriteIds);
+    private final List<ReqMeta> recvAwaitingHandshakeView = Collections.unmodifiableList(recvAwaitingHandshake);
+    private final List<ReqMeta> recvAwaitingVoteView = Collections.unmodifiableList(recvAwaitingVote);
+
     WorkerSide() {}
 
     /**
@@ -168,42 +193,78 @@ final class WorkerSide {
     }
 
     // ------------------------------------------------------------ read access
-    // For the state's renderings, the invariants and the other side: they read, never write.
+    // For the state's renderings, the invariants and the other side: read-only views, so they
+    // cannot write.
+
+    /**
+     * The tables themselves, for tests that build states no sequence of hooks reaches (to see an
+     * invariant fail). Nothing in main code calls it.
+     */
+    Tamper tamperForTests() {
+        return new Tamper();
+    }
+
+    /** See {@link #tamperForTests()}. */
+    final class Tamper {
+        LinkedHashMap<String, RecvTransfer> recvingTransfers() {
+            return recvingTransfers;
+        }
+
+        LinkedHashMap<Long, StatusRecord> statuses() {
+            return statuses;
+        }
+
+        LinkedHashMap<String, WriteTransfer> writes() {
+            return writes;
+        }
+
+        ArrayList<PendingAck> pendingUnmappedAcks() {
+            return pendingUnmappedAcks;
+        }
+
+        LinkedHashMap<String, Integer> ackCounts() {
+            return ackCounts;
+        }
+
+        LinkedHashSet<String> completedTransfers() {
+            return completedTransfers;
+        }
+    }
 
     Map<String, String> workerTransferIds() {
-        return workerTransferIds;
+        return Collections.unmodifiableMap(workerTransferIds); // the field is rebound: wrapped per call (renderings and invariants only)
     }
 
     List<ReqMeta> metaRecv() {
-        return metaRecv;
+        return Collections.unmodifiableList(metaRecv); // the field is rebound: wrapped per call (renderings and invariants only)
     }
 
     List<ReqMeta> metaSave() {
-        return metaSave;
+        return Collections.unmodifiableList(metaSave); // the field is rebound: wrapped per call (renderings and invariants only)
     }
 
     Map<String, String> metaMapping() {
-        return metaMapping;
+        return Collections.unmodifiableMap(metaMapping); // the field is rebound: wrapped per call (renderings and invariants only)
     }
 
     long nextStatusId() {
         return nextStatusId;
     }
 
-    LinkedHashMap<Long, StatusRecord> statuses() {
-        return statuses;
+    Map<Long, StatusRecord> statuses() {
+        return statusesView;
     }
 
-    LinkedHashSet<String> remoteAgents() {
-        return remoteAgents;
+    Set<String> remoteAgents() {
+        return remoteAgentsView;
     }
 
-    LinkedHashSet<String> handshakesStarted() {
-        return handshakesStarted;
+    Set<String> handshakesStarted() {
+        return handshakesStartedView;
     }
 
-    LinkedHashSet<String> handshakesFailed() {
-        return handshakesFailed;
+    Set<String> handshakesFailed() {
+        return handshakesFailedView;
     }
 
     boolean pythonListenerDead() {
@@ -214,80 +275,80 @@ final class WorkerSide {
         return framesAfterPythonListenerDeath;
     }
 
-    ArrayList<Ack> doneAcks() {
-        return doneAcks;
+    List<Ack> doneAcks() {
+        return doneAcksView;
     }
 
-    ArrayList<PendingAck> pendingUnmappedAcks() {
-        return pendingUnmappedAcks;
+    List<PendingAck> pendingUnmappedAcks() {
+        return Collections.unmodifiableList(pendingUnmappedAcks); // the field is rebound: wrapped per call (renderings and invariants only)
     }
 
-    LinkedHashMap<String, Integer> ackCounts() {
-        return ackCounts;
+    Map<String, Integer> ackCounts() {
+        return ackCountsView;
     }
 
-    LinkedHashSet<String> completedTransfers() {
-        return completedTransfers;
+    Set<String> completedTransfers() {
+        return completedTransfersView;
     }
 
-    LinkedHashMap<String, RemoteAlloc> remoteAllocs() {
-        return remoteAllocs;
+    Map<String, RemoteAlloc> remoteAllocs() {
+        return remoteAllocsView;
     }
 
-    LinkedHashSet<String> terminalTransfers() {
-        return terminalTransfers;
+    Set<String> terminalTransfers() {
+        return terminalTransfersView;
     }
 
-    LinkedHashMap<String, WriteTransfer> writes() {
-        return writes;
+    Map<String, WriteTransfer> writes() {
+        return writesView;
     }
 
-    ArrayList<WriteTask> deferredTasks() {
-        return deferredTasks;
+    List<WriteTask> deferredTasks() {
+        return deferredTasksView;
     }
 
-    LinkedHashMap<String, List<ReqMeta>> awaitingHandshake() {
-        return awaitingHandshake;
+    Map<String, List<ReqMeta>> awaitingHandshake() {
+        return awaitingHandshakeView;
     }
 
-    ArrayList<ReqMeta> readyRequests() {
-        return readyRequests;
+    List<ReqMeta> readyRequests() {
+        return readyRequestsView;
     }
 
-    ArrayList<String> doneWriteIds() {
-        return doneWriteIds;
+    List<String> doneWriteIds() {
+        return doneWriteIdsView;
     }
 
-    ArrayList<String> unmatchedWriteCompletions() {
-        return unmatchedWriteCompletions;
+    List<String> unmatchedWriteCompletions() {
+        return Collections.unmodifiableList(unmatchedWriteCompletions); // the field is rebound: wrapped per call (renderings and invariants only)
     }
 
-    LinkedHashSet<String> reportedUnmatched() {
-        return reportedUnmatched;
+    Set<String> reportedUnmatched() {
+        return reportedUnmatchedView;
     }
 
-    LinkedHashMap<String, RecvTransfer> recvingTransfers() {
-        return recvingTransfers;
+    Map<String, RecvTransfer> recvingTransfers() {
+        return recvingTransfersView;
     }
 
-    ArrayList<ReqMeta> recvAwaitingHandshake() {
-        return recvAwaitingHandshake;
+    List<ReqMeta> recvAwaitingHandshake() {
+        return recvAwaitingHandshakeView;
     }
 
-    LinkedHashSet<String> votedEngines() {
-        return votedEngines;
+    Set<String> votedEngines() {
+        return votedEnginesView;
     }
 
-    LinkedHashSet<String> votesOutstanding() {
-        return votesOutstanding;
+    Set<String> votesOutstanding() {
+        return votesOutstandingView;
     }
 
-    ArrayList<ReqMeta> recvAwaitingVote() {
-        return recvAwaitingVote;
+    List<ReqMeta> recvAwaitingVote() {
+        return recvAwaitingVoteView;
     }
 
-    LinkedHashSet<Integer> loadErrorBlocks() {
-        return loadErrorBlocks;
+    Set<Integer> loadErrorBlocks() {
+        return loadErrorBlocksView;
     }
 
     // ------------------------------------------------------------------ start_load_kv

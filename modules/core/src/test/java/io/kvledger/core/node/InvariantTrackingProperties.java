@@ -72,9 +72,9 @@ class InvariantTrackingProperties {
     /** Per slot in any table: what the per-entry checks read of it. */
     private static Map<RequestSlots.Slot, String> slotPrints(NodeState s) {
         Map<RequestSlots.Slot, String> m = new IdentityHashMap<>();
-        RequestSlots.Table<?>[] tables = {s.requests, s.scheduler.requestIdToTransferId(), s.scheduler.reqKvParams(), s.scheduler.reqsNeedRecv(),
+        RequestSlots.View<?>[] tables = {s.requests, s.scheduler.requestIdToTransferId(), s.scheduler.reqKvParams(), s.scheduler.reqsNeedRecv(),
             s.scheduler.reqsNeedSave(), s.scheduler.reqsNeedSend(), s.scheduler.deferredSendDeadlines(), s.scheduler.pendingSentAcks(), s.scheduler.reqsNeedPendingSave()};
-        for (RequestSlots.Table<?> t : tables) {
+        for (RequestSlots.View<?> t : tables) {
             for (RequestSlots.Slot sl = t.first(); sl != null; sl = t.next(sl)) {
                 m.computeIfAbsent(sl, x -> print(s, x, tables));
             }
@@ -82,9 +82,9 @@ class InvariantTrackingProperties {
         return m;
     }
 
-    private static String print(NodeState s, RequestSlots.Slot sl, RequestSlots.Table<?>[] tables) {
+    private static String print(NodeState s, RequestSlots.Slot sl, RequestSlots.View<?>[] tables) {
         StringBuilder b = new StringBuilder().append(sl.members).append(sl.released);
-        for (RequestSlots.Table<?> t : tables) {
+        for (RequestSlots.View<?> t : tables) {
             Object v = t.has(sl) ? t.get(sl) : null;
             b.append('|').append(System.identityHashCode(v));
             if (v instanceof NodeState.Req r) {

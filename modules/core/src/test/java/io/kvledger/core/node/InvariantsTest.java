@@ -91,7 +91,7 @@ class InvariantsTest {
         NodeReducer.apply(s, new NodeEvent.RequestAdmitted(S, "a", 32, 32, KvParams.of("do_remote_prefill", true)));
         NodeState.Req a = s.requests.get("a");
         assertThat(s.checkInvariants()).isEmpty();
-        s.scheduler.reqsNeedRecv().put("b", new NodeState.Stage(a, BlockGroups.single(new int[] {7})));
+        s.scheduler.tamperForTests().reqsNeedRecv().put("b", new NodeState.Stage(a, BlockGroups.single(new int[] {7})));
         assertThat(checks(s)).containsExactly(Check.BLOCKS_OWNED_ONCE);
         assertThat(s.checkInvariants().get(0).detail()).contains("reqs_need_recv[b]").contains("of request a");
     }
@@ -99,18 +99,18 @@ class InvariantsTest {
     @Test
     void a_status_never_issued_or_owned_by_another_transfer_is_caught() {
         NodeState s = NodeState.initial(NodeConfig.builder(Role.CONSUMER, TransferMode.READ).build());
-        s.worker.recvingTransfers().put("q", new NodeState.RecvTransfer(TransferId.of("tq"), 0, BlockGroups.single(new int[] {3}), "h", 1,
+        s.worker.tamperForTests().recvingTransfers().put("q", new NodeState.RecvTransfer(TransferId.of("tq"), 0, BlockGroups.single(new int[] {3}), "h", 1,
                 List.of(5L)));
         assertThat(checks(s)).containsExactly(Check.BLOCKS_OWNED_ONCE); // status 5 was never issued
 
         s.worker.skipStatusIdsTo(6);
         assertThat(s.checkInvariants()).isEmpty(); // issued, and its record gone (completed)
-        s.worker.statuses().put(5L, new NodeState.StatusRecord("tz", "z", false));
+        s.worker.tamperForTests().statuses().put(5L, new NodeState.StatusRecord("tz", "z", false));
         assertThat(checks(s)).containsExactly(Check.BLOCKS_OWNED_ONCE);
         assertThat(s.checkInvariants().get(0).detail()).contains("read of q waits for status 5, which is tz/z");
 
         NodeState w = NodeState.initial(NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build());
-        w.worker.writes().put("t1", new NodeState.WriteTransfer("t2", null));
+        w.worker.tamperForTests().writes().put("t1", new NodeState.WriteTransfer("t2", null));
         assertThat(checks(w)).containsExactly(Check.BLOCKS_OWNED_ONCE);
     }
 
@@ -119,9 +119,9 @@ class InvariantsTest {
         NodeState s = producer(Behaviour.newest());
         admitted(s, "a", "ta", true);
         assertThat(s.requests.get("a").phase).isEqualTo(RequestPhase.DEFERRED_FREE);
-        s.scheduler.deferredSendDeadlines().put("a", new NodeState.Deferral(Long.MIN_VALUE, "ta"));
+        s.scheduler.tamperForTests().deferredSendDeadlines().put("a", new NodeState.Deferral(Long.MIN_VALUE, "ta"));
         assertThat(checks(s)).containsExactly(Check.DEFERRAL_HAS_DEADLINE);
-        s.scheduler.deferredSendDeadlines().remove("a");
+        s.scheduler.tamperForTests().deferredSendDeadlines().remove("a");
         assertThat(checks(s)).containsExactly(Check.DEFERRAL_HAS_DEADLINE);
         assertThat(s.checkInvariants().get(0).detail()).contains("DEFERRED_FREE without a deferral");
     }
@@ -129,24 +129,24 @@ class InvariantsTest {
     @Test
     void a_parked_ack_without_a_ttl_is_caught() {
         NodeState s = producer(Behaviour.newest());
-        s.scheduler.pendingSentAcks().put("r", null);
+        s.scheduler.tamperForTests().pendingSentAcks().put("r", null);
         assertThat(checks(s)).containsExactly(Check.PARKED_ACK_HAS_TTL);
 
         NodeState noRetry = producer(Behaviour.newest().with(Switch.RETRY_UNMAPPED_ACKS, false));
-        noRetry.worker.pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack("t", 1), 0));
+        noRetry.worker.tamperForTests().pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack("t", 1), 0));
         assertThat(checks(noRetry)).containsExactly(Check.PARKED_ACK_HAS_TTL);
 
         NodeState capped = NodeState.initial(NodeConfig.builder(Role.PRODUCER, TransferMode.READ)
                 .behaviour(Behaviour.newest().with(Switch.RETRY_UNMAPPED_ACKS, true).with(Switch.UNMAPPED_ACK_BOUNDS, true))
                 .unmappedAckBounds(S, 2).build());
         for (int i = 0; i < 2; i++) {
-            capped.worker.pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack("t" + i, 1), 0));
+            capped.worker.tamperForTests().pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack("t" + i, 1), 0));
         }
         assertThat(capped.checkInvariants()).isEmpty();
-        capped.worker.pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack("t2", 1), 0));
+        capped.worker.tamperForTests().pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack("t2", 1), 0));
         assertThat(checks(capped)).containsExactly(Check.PARKED_ACK_HAS_TTL);
-        capped.worker.pendingUnmappedAcks().remove(2);
-        capped.worker.pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack(null, 1), 0));
+        capped.worker.tamperForTests().pendingUnmappedAcks().remove(2);
+        capped.worker.tamperForTests().pendingUnmappedAcks().add(new NodeState.PendingAck(new NodeState.Ack(null, 1), 0));
         assertThat(checks(capped)).containsExactly(Check.PARKED_ACK_HAS_TTL);
     }
 
@@ -155,7 +155,7 @@ class InvariantsTest {
         NodeState s = producer(Behaviour.newest().with(Switch.MAP_FIRST_OWNER_WINS, true));
         admitted(s, "a", "ta", false);
         assertThat(s.requestIdMap()).containsEntry("a", "ta");
-        s.scheduler.transferIdToRequestId().put("ta", "other");
+        s.scheduler.tamperForTests().transferIdToRequestId().put("ta", "other");
         assertThat(checks(s)).containsExactly(Check.MAPPING_INVERSE);
 
         // last write wins (upstream) leaves exactly this state on a collision: not a violation there
@@ -169,11 +169,11 @@ class InvariantsTest {
     @Test
     void an_ack_count_that_is_not_positive_or_outlived_its_transfer_is_caught() {
         NodeState s = producer(Behaviour.newest());
-        s.worker.ackCounts().put("t", 0);
+        s.worker.tamperForTests().ackCounts().put("t", 0);
         assertThat(checks(s)).containsExactly(Check.ACK_COUNTS_OPEN);
-        s.worker.ackCounts().put("t", 1);
+        s.worker.tamperForTests().ackCounts().put("t", 1);
         assertThat(s.checkInvariants()).isEmpty();
-        s.worker.completedTransfers().add("t");
+        s.worker.tamperForTests().completedTransfers().add("t");
         assertThat(checks(s)).containsExactly(Check.ACK_COUNTS_OPEN);
     }
 
@@ -186,7 +186,7 @@ class InvariantsTest {
 
         NodeState t = producer(Behaviour.newest());
         for (int i = 0; i <= ExtraConfig.MAX_TERMINAL_TRANSFER_IDS; i++) {
-            t.scheduler.reapedRequests().add("r" + i); // the bounded set forgets the eldest
+            t.scheduler.tamperForTests().reapedRequests().add("r" + i); // the bounded set forgets the eldest
         }
         assertThat(t.scheduler.reapedRequests()).hasSize(ExtraConfig.MAX_TERMINAL_TRANSFER_IDS);
         assertThat(t.checkInvariants()).isEmpty();
@@ -196,6 +196,9 @@ class InvariantsTest {
         Field f = SchedulerSide.class.getDeclaredField("reapedRequests");
         f.setAccessible(true);
         f.set(t.scheduler, plain);
+        Field view = SchedulerSide.class.getDeclaredField("reapedRequestsView"); // the readers' view follows
+        view.setAccessible(true);
+        view.set(t.scheduler, java.util.Collections.unmodifiableSet(plain));
         assertThat(checks(t)).containsExactly(Check.TABLES_BOUNDED);
     }
 
@@ -211,7 +214,7 @@ class InvariantsTest {
         NodeState t = producer(Behaviour.newest());
         NodeState.Req b = admitted(t, "b", "tb", false);
         assertThat(t.checkInvariantsSinceLastCheck()).isEmpty();
-        t.scheduler.reqsNeedRecv().put("x", new NodeState.Stage(b, BlockGroups.single(new int[] {9}))); // through a table: tracked
+        t.scheduler.tamperForTests().reqsNeedRecv().put("x", new NodeState.Stage(b, BlockGroups.single(new int[] {9}))); // through a table: tracked
         assertThat(t.checkInvariantsSinceLastCheck().stream().map(Invariants.Violation::check))
                 .containsExactly(Check.BLOCKS_OWNED_ONCE);
         assertThat(t.checkInvariantsSinceLastCheck()).as("reported once, by the change that made it").isEmpty();
