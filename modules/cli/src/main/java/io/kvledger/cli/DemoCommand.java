@@ -14,6 +14,8 @@ import io.kvledger.sim.FaultSpec;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.Simulation;
 import io.kvledger.sim.SimulationResult;
+import io.kvledger.ledger.report.HangsReport;
+import io.kvledger.ledger.report.ReportText;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -190,7 +192,7 @@ final class DemoCommand implements Callable<Integer> {
             w.println("no hung request to inspect; follow any request with ./kvledger inspect "
                     + shellQuote(runDirs.get(0).toString()) + " --request <id>");
         } else {
-            String uuid = Text.uuidOf(example.requestId());
+            String uuid = ReportText.uuidOf(example.requestId());
             w.println("inspect a hung request (" + example.node() + ", " + example.detector() + "):");
             w.println("  ./kvledger inspect " + shellQuote(exampleDir.toString()) + " --request "
                     + (uuid != null ? uuid : shellQuote(example.requestId())));

@@ -12,6 +12,7 @@ import io.kvledger.sim.NodeReport;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.SimStats;
 import io.kvledger.sim.SimulationResult;
+import io.kvledger.ledger.report.ReportText;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -217,6 +218,6 @@ final class DemoReport {
 
     /** Left-aligned first column, the others right-aligned when {@code numeric}. */
     private void table(List<String[]> rows, boolean numeric) {
-        Text.columns(rows, numeric).forEach(out::println);
+        ReportText.columns(rows, numeric).forEach(out::println);
     }
 }

@@ -4,6 +4,7 @@ import io.kvledger.ledger.replay.Hangs;
 import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.ledger.diagnosis.Bounds;
+import io.kvledger.ledger.report.HangsReport;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;

@@ -18,6 +18,8 @@ import io.kvledger.tap.Tap;
 import io.kvledger.tap.TapReport;
 import io.kvledger.tap.TapTarget;
 import io.kvledger.sim.FaultSpec;
+import io.kvledger.ledger.report.HangsReport;
+import io.kvledger.ledger.report.ReportText;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -304,7 +306,7 @@ final class LiveDemo {
             out.println("no hung request; follow any request with ./kvledger inspect " + DemoCommand.shellQuote(nodesDir.toString())
                     + " " + DemoCommand.shellQuote(proxyDir.toString()) + " --request <uuid>");
         } else {
-            String uuid = Text.uuidOf(example.requestId());
+            String uuid = ReportText.uuidOf(example.requestId());
             out.println("inspect a hung request (" + example.node() + ", " + example.detector() + "):");
             out.println("  ./kvledger inspect " + DemoCommand.shellQuote(nodesDir.toString()) + " "
                     + DemoCommand.shellQuote(proxyDir.toString()) + " --request "

@@ -13,14 +13,13 @@
  * report) re-run the reducers through the replay library ({@code io.kvledger.ledger.replay}:
  * {@code Replayer}, {@code Timeline} for {@code inspect}, {@code Hangs} for {@code hangs}) and the
  * ledger's reports ({@code io.kvledger.ledger.report}: {@code ReplayReport} for {@code replay},
- * {@code StatsReport} for {@code stats}, {@code InspectReport}, {@code VerifyReport},
- * {@code MergeReport}, {@code DumpReport}); {@code tail} reads through the library's
- * {@code JournalTail}. The commands keep option parsing and printing, and share
- * {@code ReplayOptions} ({@code --profile}/{@code --set}), {@code Journals} (with
- * {@code JsonLinesTrees}: a directory of JSON lines is read through temporary journals),
- * {@code HangsReport} and {@code Text} (bug-class titles, and the report's shortened ids and
- * relative times): their human output is
- * deterministic, with no absolute time and no path but the journals' names. {@code serve} and
+ * {@code StatsReport} for {@code stats}, {@code HangsReport} for {@code hangs} and the demo,
+ * {@code InspectReport}, {@code VerifyReport}, {@code MergeReport}, {@code DumpReport});
+ * {@code tail} reads through the library's {@code JournalTail}. The commands keep option parsing
+ * and printing, and share {@code ReplayOptions} ({@code --profile}/{@code --set}) and
+ * {@code Journals} (with {@code JsonLinesTrees}: a directory of JSON lines is read through
+ * temporary journals): their human output is deterministic, with no absolute time and no path but
+ * the journals' names. {@code serve} and
  * {@code inspect --html} show the ledger's web timeline ({@code io.kvledger.ledger.web}), whose
  * {@code TimelineJson} also writes {@code inspect --json} and the findings of {@code hangs --json}.
  * {@code export} sends

@@ -17,7 +17,7 @@ import java.util.TreeSet;
 /**
  * The {@code hangs} diagnosis as data: replays journals through a core {@link Ledger} and runs
  * {@link HangDetectors} over it; the proxy journals among them add the {@link ProxyLedger}
- * detectors' findings. Printing is the caller's (the CLI's {@code HangsReport}, the
+ * detectors' findings. Printing is the caller's (the report package's {@code HangsReport}, the
  * service's HTTP API).
  */
 public final class Hangs {

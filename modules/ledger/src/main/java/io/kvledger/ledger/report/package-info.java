@@ -2,7 +2,9 @@
  * What the journal commands print, as libraries the CLI's commands call: the replay summary and
  * its verification ({@link io.kvledger.ledger.report.ReplayReport}, {@code kvledger replay}), the
  * latency statistics ({@link io.kvledger.ledger.report.StatsReport}, {@code kvledger stats}), the
- * timeline of one request or transfer ({@link io.kvledger.ledger.report.InspectReport},
+ * hang findings and the requests still in flight ({@link io.kvledger.ledger.report.HangsReport},
+ * {@code kvledger hangs}, with the bug classes' titles of
+ * {@link io.kvledger.ledger.report.BugClasses}), the timeline of one request or transfer ({@link io.kvledger.ledger.report.InspectReport},
  * {@code kvledger inspect}, also as one HTML page), the verdict over the journals' checks
  * ({@link io.kvledger.ledger.report.VerifyReport}, {@code kvledger verify}) and the summary of a
  * merge ({@link io.kvledger.ledger.report.MergeReport}, {@code kvledger merge}), as text or JSON;

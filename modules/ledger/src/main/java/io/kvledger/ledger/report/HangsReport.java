@@ -1,13 +1,11 @@
-package io.kvledger.cli;
+package io.kvledger.ledger.report;
 
 import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.ledger.diagnosis.Finding;
 import io.kvledger.ledger.diagnosis.HangDetectors;
 import io.kvledger.ledger.diagnosis.InFlight;
 import io.kvledger.ledger.diagnosis.Ledger;
-import io.kvledger.core.effect.Effect;
 import io.kvledger.core.model.RequestPhase;
-import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.json.Json;
 import io.kvledger.ledger.replay.ConfigOverrides;
 import io.kvledger.ledger.replay.Hangs;
@@ -22,33 +20,33 @@ import java.util.Map;
 import java.util.TreeSet;
 
 /**
- * Prints what {@link Hangs#analyse} (the library's ledger replay and {@link HangDetectors}) finds:
- * one line per finding (node, request, phase, detector, bug class, message), grouped by detector
- * in the detectors' documented order, and a summary. It always says how many requests were still in
- * a non-terminal phase when the journals end and why each is, or is not, a finding. Used by
- * {@code hangs} and by the demo.
+ * What {@code kvledger hangs} prints of what {@link Hangs#analyse} (the ledger replay and
+ * {@link HangDetectors}) finds: one line per finding (node, request, phase, detector, bug class,
+ * message), grouped by detector in the detectors' documented order, and a summary. It always says
+ * how many requests were still in a non-terminal phase when the journals end and why each is, or
+ * is not, a finding. Used by {@code hangs} and by the demo.
  *
  * <p>Deterministic: times are relative to the first event of the journals, journals are named by
  * their node ids and display names, never by the paths given.
  */
-final class HangsReport {
+public final class HangsReport {
 
     private HangsReport() {}
 
     /** The human report. */
-    static void print(PrintWriter out, Hangs.Result res, boolean fullIds) {
+    public static void print(PrintWriter out, Hangs.Result res, boolean fullIds) {
         print(out, res, fullIds, false);
     }
 
     /** The human report; {@code listInFlight} also lists every in-flight request that is not stuck. */
-    static void print(PrintWriter out, Hangs.Result res, boolean fullIds, boolean listInFlight) {
+    public static void print(PrintWriter out, Hangs.Result res, boolean fullIds, boolean listInFlight) {
         long span = res.inputs() == 0 ? 0 : res.lastAtNs() - res.firstAtNs();
-        out.println("hangs: " + res.nodes().size() + " journal(s) (" + Journals.names(res.nodes()) + ")"
+        out.println("hangs: " + res.nodes().size() + " journal(s) (" + ReportText.names(res.nodes()) + ")"
                 + (res.proxies().isEmpty() ? "" : " and proxy journal(s) " + String.join(", ", res.proxies())) + ", " + res.inputs()
                 + " events over " + Seconds.cut(span, 3) + "; stuck after " + Seconds.exact(res.bounds().stuckAfterNs(), 0)
                 + " in one phase");
         for (Replayer.Node n : res.nodes()) {
-            out.println("  " + n.name() + ": " + Text.node(n.config()) + "; "
+            out.println("  " + n.name() + ": " + ReportText.node(n.config()) + "; "
                     + ConfigOverrides.describe(n.recordedConfig(), n.config()));
         }
         printInFlight(out, res, fullIds, listInFlight);
@@ -92,7 +90,7 @@ final class HangsReport {
         if (!classes.isEmpty()) {
             out.println("bug classes (moriio-protocol.md section 7):");
             for (int c : classes) {
-                out.println("  " + c + "  " + Text.bugClass(c));
+                out.println("  " + c + "  " + BugClasses.title(c));
             }
         }
     }
@@ -173,7 +171,7 @@ final class HangsReport {
         if (list) {
             for (InFlight f : res.inFlight()) {
                 if (f.status() != InFlight.Status.STUCK) {
-                    out.println("  " + f.node() + "  " + Text.ids(f.requestId(), fullIds) + "  " + f.phase().name() + "  "
+                    out.println("  " + f.node() + "  " + ReportText.ids(f.requestId(), fullIds) + "  " + f.phase().name() + "  "
                             + f.status().name().toLowerCase(java.util.Locale.ROOT) + "  in its phase since "
                             + rel(res, f.sinceNs()) + ", last event at " + rel(res, f.lastEventNs()));
                 }
@@ -194,16 +192,16 @@ final class HangsReport {
     }
 
     /** One finding: node, request (or transfer), phase, detector, bug class, message. */
-    static String line(Finding f, boolean fullIds) {
-        String who = f.requestId() != null ? Text.ids(f.requestId(), fullIds)
+    public static String line(Finding f, boolean fullIds) {
+        String who = f.requestId() != null ? ReportText.ids(f.requestId(), fullIds)
                 : f.transferId() != null ? f.transferId() : "-";
         return f.node() + "  " + who + "  " + (f.phase() == null ? "-" : f.phase().name()) + "  " + f.detector()
                 + "  class " + (f.bugClass() == 0 ? "-" : Integer.toString(f.bugClass())) + "  "
-                + Text.ids(f.message(), fullIds);
+                + ReportText.ids(f.message(), fullIds);
     }
 
     /** The JSON report (one object). */
-    static void printJson(PrintWriter out, Hangs.Result res) {
+    public static void printJson(PrintWriter out, Hangs.Result res) {
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
         m.put("command", "hangs");
         m.put("journals", (long) res.nodes().size());
@@ -213,7 +211,7 @@ final class HangsReport {
             LinkedHashMap<String, Object> nm = new LinkedHashMap<>();
             nm.put("node", n.name());
             nm.put("journal", n.journal().name());
-            nm.put("describe", Text.node(n.config()));
+            nm.put("describe", ReportText.node(n.config()));
             nm.put("in_effect", ConfigOverrides.describe(n.recordedConfig(), n.config()));
             nodes.add(nm);
         }
@@ -228,7 +226,7 @@ final class HangsReport {
         m.put("without_shutdown", open);
         m.put("not_read_whole", new ArrayList<Object>(res.unclean()));
         m.put("clean", res.clean());
-        TimelineJson.putFindings(m, res, Text::bugClass);
+        TimelineJson.putFindings(m, res, BugClasses::title);
         LinkedHashMap<String, Object> in = new LinkedHashMap<>();
         in.put("count", (long) res.inFlight().size());
         for (InFlight.Status st : InFlight.Status.values()) {
@@ -252,7 +250,7 @@ final class HangsReport {
     }
 
     /** The first finding with a request id, preferring a stuck request (for an inspect hint). */
-    static Finding exampleHung(List<Finding> findings) {
+    public static Finding exampleHung(List<Finding> findings) {
         for (String d : List.of("stuck-waiting", "stuck")) {
             for (Finding f : findings) {
                 if (f.detector().equals(d) && f.requestId() != null) {

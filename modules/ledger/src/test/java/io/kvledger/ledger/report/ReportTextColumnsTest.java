@@ -1,11 +1,11 @@
-package io.kvledger.cli;
+package io.kvledger.ledger.report;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-class TextColumnsTest {
+class ReportTextColumnsTest {
 
     private static final List<String[]> ROWS = List.of(
             new String[] {"leg", "n", "p50"},
@@ -14,7 +14,7 @@ class TextColumnsTest {
 
     @Test
     void numbers_align_right_after_the_first_column() {
-        assertThat(Text.columns(ROWS, true)).containsExactly(
+        assertThat(ReportText.columns(ROWS, true)).containsExactly(
                 "  leg       n  p50",
                 "  prefill  12  1.5",
                 "  d         3");
@@ -22,7 +22,7 @@ class TextColumnsTest {
 
     @Test
     void text_aligns_left_and_lines_end_without_blanks() {
-        assertThat(Text.columns(ROWS, false)).containsExactly(
+        assertThat(ReportText.columns(ROWS, false)).containsExactly(
                 "  leg      n   p50",
                 "  prefill  12  1.5",
                 "  d        3");

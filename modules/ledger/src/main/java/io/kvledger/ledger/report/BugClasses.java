@@ -1,51 +1,17 @@
-package io.kvledger.cli;
+package io.kvledger.ledger.report;
 
-import io.kvledger.core.config.NodeConfig;
-import io.kvledger.ledger.report.ReportText;
-import java.util.List;
 import java.util.Map;
 
 /**
- * Text shared by the journal commands: the titles of the bug classes of moriio-protocol.md
- * section 7, and the forms the ledger's reports print ({@link ReportText}: abbreviated request
- * ids, relative times, node lines, aligned columns), so every command writes them alike.
+ * The titles of the bug classes of moriio-protocol.md section 7, which findings and anomalies
+ * name by number ({@code Finding.bugClass()}, {@code AnomalyKind.bugClass()}).
  */
-final class Text {
+public final class BugClasses {
 
-    private Text() {}
-
-    /** {@link ReportText#ids}. */
-    static String ids(String text, boolean full) {
-        return ReportText.ids(text, full);
-    }
-
-    /** {@link ReportText#uuidOf}. */
-    static String uuidOf(String requestId) {
-        return ReportText.uuidOf(requestId);
-    }
-
-    /** {@link ReportText#rel}. */
-    static String rel(long ns) {
-        return ReportText.rel(ns);
-    }
-
-    /** {@link ReportText#millis3}. */
-    static String millis3(long ns) {
-        return ReportText.millis3(ns);
-    }
-
-    /** {@link ReportText#secondsDouble}. */
-    static double secondsDouble(long ns) {
-        return ReportText.secondsDouble(ns);
-    }
-
-    /** {@link ReportText#node}. */
-    static String node(NodeConfig c) {
-        return ReportText.node(c);
-    }
+    private BugClasses() {}
 
     /** The title of bug class {@code n} of moriio-protocol.md section 7, or "" when unknown. */
-    static String bugClass(int n) {
+    public static String title(int n) {
         return BUG_CLASSES.getOrDefault(n, "");
     }
 
@@ -87,9 +53,4 @@ final class Text {
             Map.entry(35, "mapping and reqs_to_send leaks on the producer"),
             Map.entry(36, "kv_role asymmetry"),
             Map.entry(37, "READ eager handshake is not pod-aware"));
-
-    /** {@link ReportText#columns}. */
-    static List<String> columns(List<String[]> rows, boolean rightAfterFirst) {
-        return ReportText.columns(rows, rightAfterFirst);
-    }
 }
