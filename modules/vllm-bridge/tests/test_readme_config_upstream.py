@@ -1,6 +1,6 @@
 """The READMEs' vLLM configuration, tested as written (issue 28 item 6).
 
-Every ``--kv-transfer-config`` of docs/vllm.md and modules/vllm-bridge/README.md that names the
+Every ``--kv-transfer-config`` of docs/vllm.md (the recorder's reference) that names the
 recorder is loaded through the factory of an upstream vLLM version (``../shared/upstream``, read at
 run time, never copied here) over that version's real ``MoRIIOConnector``, scheduler role, and a
 finished request goes through it the way vLLM's scheduler calls the hooks
@@ -23,7 +23,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 UPSTREAM = os.path.normpath(os.path.join(REPO, "..", "shared", "upstream"))
-READMES = [os.path.join(REPO, "docs", "vllm.md"), os.path.join(REPO, "modules", "vllm-bridge", "README.md")]
+READMES = [os.path.join(REPO, "docs", "vllm.md")]
 VERSIONS = ["vllm-239b5ff30", "vllm-3c201bf2"]
 
 
@@ -48,7 +48,7 @@ def test_the_readme_configuration_runs_a_finished_request_through_the_upstream_f
     assert p.returncode == 0, p.stderr[-4000:]
     results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     hma = version != "vllm-239b5ff30"
-    # both documents, a producer and a consumer each; an HMA version also under the hybrid manager
+    # the document's producer and consumer; an HMA version also under the hybrid manager
     assert sorted((r["readme"], r["kv_role"], r["hybrid_manager"], r["groups"]) for r in results) == sorted(
         (os.path.relpath(f, REPO), role, on, 2 if on else 1) for f in READMES for role in ("kv_consumer", "kv_producer")
         for on in ((False, True) if hma else (False,))), results

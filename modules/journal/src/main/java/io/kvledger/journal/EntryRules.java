@@ -59,7 +59,7 @@ public final class EntryRules {
         }
 
         /** Whether readers skip the entry (otherwise it is read and doubted). */
-        public boolean skips() {
+        boolean skips() {
             return skips;
         }
     }
@@ -187,19 +187,19 @@ public final class EntryRules {
     }
 
     /** How many problems of each kind were found (kinds without any are absent). */
-    public Map<Kind, Long> counts() {
+    Map<Kind, Long> counts() {
         Map<Kind, Long> out = new EnumMap<>(Kind.class);
         counts.forEach((k, c) -> out.put(k, c[0]));
         return out;
     }
 
     /** Whether the pass found no problem. */
-    public boolean clean() {
+    boolean clean() {
         return counts.isEmpty();
     }
 
     /** One line per kind of problem, with its count and first occurrence, each after {@code journal}. */
-    public List<String> warnings(String journal) {
+    List<String> warnings(String journal) {
         List<String> out = new ArrayList<>();
         for (Map.Entry<Kind, long[]> e : counts.entrySet()) {
             long n = e.getValue()[0];

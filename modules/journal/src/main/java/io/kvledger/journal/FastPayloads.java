@@ -36,7 +36,7 @@ public final class FastPayloads {
     }
 
     /** Writes {@code record}'s payload into {@code p}, or returns {@code false} (see above). */
-    public static boolean write(MsgOut p, Object record) throws IOException {
+    static boolean write(MsgOut p, Object record) throws IOException {
         if (record instanceof NodeEvent e) {
             return event(p, e);
         }

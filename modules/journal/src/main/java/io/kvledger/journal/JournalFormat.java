@@ -36,25 +36,25 @@ import net.openhft.chronicle.queue.rollcycles.LargeRollCycles;
 public final class JournalFormat {
 
     /** The layout byte of a group excerpt (several entries in one Chronicle excerpt). */
-    public static final int GROUP_LAYOUT = 3;
+    static final int GROUP_LAYOUT = 3;
 
     /** The kind byte of a group excerpt's envelope. */
-    public static final int GROUP_KIND = 4;
+    static final int GROUP_KIND = 4;
 
     /** The length word before each member of a group. */
-    public static final int MEMBER_HEADER = 4;
+    static final int MEMBER_HEADER = 4;
 
     /** The format version written to new headers and the layout version of new entries. */
     public static final int FORMAT_VERSION = 2;
 
     /** The first format (and layout) version whose entries carry a CRC32C. */
-    public static final int FIRST_CHECKSUMMED_VERSION = 2;
+    static final int FIRST_CHECKSUMMED_VERSION = 2;
 
     /** The oldest layout version this reader decodes. */
-    public static final int OLDEST_READABLE_VERSION = 0;
+    static final int OLDEST_READABLE_VERSION = 0;
 
     /** The header's {@code magic} value: marks a Chronicle Queue as a kvledger journal. */
-    public static final String MAGIC = "kvledger-journal";
+    static final String MAGIC = "kvledger-journal";
 
     /** Envelope size of layout version 2: layout 1's and the CRC32C. */
     public static final int ENVELOPE_V2 = 32;
@@ -63,16 +63,16 @@ public final class JournalFormat {
     public static final int CRC_OFFSET = 28;
 
     /** Envelope size of layout version 1. */
-    public static final int ENVELOPE_V1 = 28;
+    static final int ENVELOPE_V1 = 28;
 
     /** Envelope size of layout version 0 (no cause_seq). */
-    public static final int ENVELOPE_V0 = 20;
+    static final int ENVELOPE_V0 = 20;
 
     /** Bytes every layout version starts with: layout, kind, type id, seq. */
-    public static final int FIXED_PREFIX = 12;
+    static final int FIXED_PREFIX = 12;
 
     /** {@code cause_seq} of entries that have no cause (header, inputs). */
-    public static final long NO_CAUSE = -1;
+    static final long NO_CAUSE = -1;
 
     /**
      * The roll cycle of new journals: one file per UTC day with up to 2^37 entries per day (about

@@ -54,7 +54,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
     public static final String SIM_WORKER_ORIGIN = "kvledger node --engine sim-worker";
 
     /** The {@code kv_role} of a journal written by {@code kvledger proxy}. */
-    public static final String PROXY_ROLE = "proxy";
+    static final String PROXY_ROLE = "proxy";
 
     public JournalHeader {
         Objects.requireNonNull(nodeId, "nodeId");
@@ -96,7 +96,7 @@ public record JournalHeader(int formatVersion, String nodeId, NodeConfig config,
     }
 
     /** The behaviour profile name ("seed", "newest", or "newest+custom" ...). */
-    public String profile() {
+    String profile() {
         return config.behaviour().profile();
     }
 

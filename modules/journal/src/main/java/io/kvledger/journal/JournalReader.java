@@ -54,7 +54,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
     public record Integrity(List<JournalDamage> damage, long checked, long unchecked, long groups) {
 
         /** Entries known to be lost in all regions (a region that cannot know counts 0 here). */
-        public long lostEntries() {
+        long lostEntries() {
             long n = 0;
             for (JournalDamage d : damage) {
                 n += Math.max(0, d.lostEntries());
@@ -63,7 +63,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
         }
 
         /** Whether some region could not say how many entries it lost. */
-        public boolean lossUnknown() {
+        boolean lossUnknown() {
             return damage.stream().anyMatch(d -> d.lostEntries() < 0);
         }
     }
@@ -314,7 +314,7 @@ public final class JournalReader implements AutoCloseable, Iterable<JournalEntry
      *
      * @param fromStart true to start at the header, false to start after the last entry written so far
      */
-    public JournalTailer tail(boolean fromStart) {
+    JournalTailer tail(boolean fromStart) {
         QueueScanner s = new QueueScanner(dir, true);
         EntryRules r = new EntryRules(null);
         if (!fromStart) {

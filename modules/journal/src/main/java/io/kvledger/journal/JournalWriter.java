@@ -269,7 +269,7 @@ public final class JournalWriter implements AutoCloseable {
     }
 
     /** The journal's header: the existing one when this writer appends to a journal. */
-    public JournalHeader header() {
+    JournalHeader header() {
         return header;
     }
 

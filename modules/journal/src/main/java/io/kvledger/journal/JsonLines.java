@@ -51,14 +51,14 @@ import java.util.stream.Stream;
 public final class JsonLines {
 
     /** Keys of a JSON line that are not payload fields. */
-    public static final Set<String> ENVELOPE_KEYS = Set.of("seq", "kind", "type", "at_ns", "cause_seq");
+    static final Set<String> ENVELOPE_KEYS = Set.of("seq", "kind", "type", "at_ns", "cause_seq");
 
     /** {@code kind} of a line that stands for repeats of the step above it (FORMAT.md, "Repeated steps"). */
-    public static final String REPEAT_KIND = "repeat";
+    static final String REPEAT_KIND = "repeat";
     /** The most lines a repeat line may repeat. */
-    public static final int MAX_REPEAT_LINES = 64;
+    static final int MAX_REPEAT_LINES = 64;
     /** The most entries one repeat line may stand for. */
-    public static final long MAX_REPEATED_ENTRIES = 1L << 20;
+    static final long MAX_REPEATED_ENTRIES = 1L << 20;
 
     private JsonLines() {}
 
@@ -829,7 +829,7 @@ public final class JsonLines {
         }
 
         /** What was left out at the file's end, or {@code null}; meaningful once {@link #next()} returned null. */
-        public CutTail cutTail() {
+        CutTail cutTail() {
             if (cutLineBytes == 0 && zeroBytes == 0) {
                 return null;
             }

@@ -80,11 +80,11 @@ public final class ProxyService implements AutoCloseable {
     }
 
     /** Starts a proxy with its own clock (epoch nanoseconds, as the nodes' journals). */
-    public static ProxyService start(ProxyOptions options, LongSupplier clock, String origin) {
+    static ProxyService start(ProxyOptions options, LongSupplier clock, String origin) {
         return new ProxyService(options, clock, origin);
     }
 
-    public ProxyOptions options() {
+    ProxyOptions options() {
         return options;
     }
 

@@ -24,7 +24,7 @@ public record EngineOptions(Duration transferTimeout, ErrorHandling errorHandlin
                             long inlineCopyMaxBytes) {
 
     /** MoRIIO's {@code DEFAULT_TRANSFER_TIMEOUT}. */
-    public static final Duration DEFAULT_TRANSFER_TIMEOUT = Duration.ofSeconds(30);
+    static final Duration DEFAULT_TRANSFER_TIMEOUT = Duration.ofSeconds(30);
 
     /**
      * 1 MiB: such a copy takes about 0.1 ms here, and below it a hand-off to the engine thread and
@@ -79,7 +79,7 @@ public record EngineOptions(Duration transferTimeout, ErrorHandling errorHandlin
         return new EngineOptions(transferTimeout, e, netDevices, name, inlineCopyMaxBytes);
     }
 
-    public EngineOptions withNetDevices(String devices) {
+    EngineOptions withNetDevices(String devices) {
         return new EngineOptions(transferTimeout, errorHandling, devices, name, inlineCopyMaxBytes);
     }
 

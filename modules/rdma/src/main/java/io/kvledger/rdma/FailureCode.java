@@ -71,7 +71,7 @@ public enum FailureCode {
     }
 
     /** Whether this code is a rejection before posting (1xx) rather than a transfer failure (2xx). */
-    public boolean isRejection() {
+    boolean isRejection() {
         return code < 200;
     }
 

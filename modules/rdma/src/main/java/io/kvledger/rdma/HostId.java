@@ -12,14 +12,14 @@ import java.util.UUID;
  * host name and boot id; where those cannot be read it is a random id, which makes every peer
  * look remote (the safe answer).
  */
-public final class HostId {
+final class HostId {
 
     private static final String CURRENT = compute();
 
     private HostId() {}
 
     /** This process's host id. */
-    public static String current() {
+    static String current() {
         return CURRENT;
     }
 

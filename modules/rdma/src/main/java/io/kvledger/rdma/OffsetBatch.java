@@ -110,7 +110,7 @@ public final class OffsetBatch {
     }
 
     /** This batch followed by {@code other}'s entries. */
-    public OffsetBatch concat(OffsetBatch other) {
+    OffsetBatch concat(OffsetBatch other) {
         return new OffsetBatch(join(local, other.local), join(remote, other.remote), join(sizes, other.sizes), false);
     }
 

@@ -23,7 +23,7 @@ public final class PendingTransfer {
         return transferId;
     }
 
-    public TransferOp op() {
+    TransferOp op() {
         return op;
     }
 

@@ -32,7 +32,7 @@ import java.util.zip.CRC32;
 public final class RegionDescriptor {
 
     /** Text prefix of {@link #toText()}. */
-    public static final String TEXT_PREFIX = "kvrd1:";
+    static final String TEXT_PREFIX = "kvrd1:";
     private static final byte[] MAGIC = {'K', 'V', 'R', 'D'};
     private static final int VERSION = 2;
     /** The older form, whose owner start was a wall-clock time (see the class comment). */
@@ -87,7 +87,7 @@ public final class RegionDescriptor {
     }
 
     /** Every field given, the owning process's id and start time too (for tests and decoding). */
-    public static Result<RegionDescriptor> of(String engineKind, UUID engineId, String hostId, long ownerPid,
+    static Result<RegionDescriptor> of(String engineKind, UUID engineId, String hostId, long ownerPid,
                                               long ownerStartTicks, long regionId, String name, long baseAddress,
                                               long length, byte[] workerAddress, byte[] rkey) {
         if (engineKind == null || engineKind.isEmpty() || engineKind.getBytes(StandardCharsets.UTF_8).length > 255) {
@@ -122,7 +122,7 @@ public final class RegionDescriptor {
     }
 
     /** The owning process's {@link HostId}. */
-    public String hostId() {
+    String hostId() {
         return hostId;
     }
 
@@ -132,7 +132,7 @@ public final class RegionDescriptor {
     }
 
     /** The owning process's start in clock ticks since its host's boot ({@link ProcessStart}), or 0 when unknown. */
-    public long ownerStartTicks() {
+    long ownerStartTicks() {
         return ownerStartTicks;
     }
 
@@ -188,7 +188,7 @@ public final class RegionDescriptor {
     }
 
     /** Whether this descriptor names the same region of the same engine as {@code other}. */
-    public boolean sameRegion(RegionDescriptor other) {
+    boolean sameRegion(RegionDescriptor other) {
         return other != null && engineId.equals(other.engineId) && regionId == other.regionId;
     }
 

@@ -9,7 +9,7 @@ import java.util.List;
  * {@link Invariants} (checked after every event of every node). Names the seed to rerun it from,
  * the node, the event's sequence number on that node, the event and the violations.
  */
-public final class InvariantBroken extends IllegalStateException {
+final class InvariantBroken extends IllegalStateException {
 
     private final transient List<Invariants.Violation> violations;
 

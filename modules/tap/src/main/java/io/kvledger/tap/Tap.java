@@ -138,7 +138,7 @@ public final class Tap implements AutoCloseable {
         return tap;
     }
 
-    public Config config() {
+    Config config() {
         return config;
     }
 

@@ -46,7 +46,7 @@ public final class TapReport {
 
     /** A tapped rank: a target's journal. */
     public record Rank(Role role, String host, int port, int offset) {
-        public String label() {
+        String label() {
             return (role == Role.PRODUCER ? "P" : "D") + "+" + offset + " " + (host.indexOf(':') >= 0 ? "[" + host + "]" : host)
                     + ":" + port;
         }
@@ -71,7 +71,7 @@ public final class TapReport {
 
     /** What crossed for one transfer, and what did not. */
     public record Transfer(String transferId, String mode, List<Crossing> crossed, List<String> missing, long lastNs) {
-        public boolean complete() {
+        boolean complete() {
             return missing.isEmpty();
         }
     }
@@ -114,7 +114,7 @@ public final class TapReport {
     }
 
     /** Builds the view from the journals' contents. */
-    public static TapReport of(List<TapJournal> given) {
+    static TapReport of(List<TapJournal> given) {
         // prefill ranks first, then decode ranks, each by host and port
         List<TapJournal> journals = given.stream().sorted(Comparator.comparing((TapJournal j) -> j.role() == Role.PRODUCER ? 0 : 1)
                 .thenComparing(TapJournal::host).thenComparingInt(TapJournal::port)).toList();
@@ -276,19 +276,19 @@ public final class TapReport {
         return String.join(", ", ranks.stream().map(Rank::label).toList());
     }
 
-    public List<Rank> ranks() {
+    List<Rank> ranks() {
         return ranks;
     }
 
-    public List<Transfer> transfers() {
+    List<Transfer> transfers() {
         return transfers;
     }
 
-    public List<Rejected> rejected() {
+    List<Rejected> rejected() {
         return rejected;
     }
 
-    public List<ForwardFailed> forwardFailed() {
+    List<ForwardFailed> forwardFailed() {
         return forwardFailed;
     }
 

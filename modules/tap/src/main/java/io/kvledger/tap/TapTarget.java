@@ -66,7 +66,7 @@ public record TapTarget(Role role, String host, int port, int shift) {
     }
 
     /** The real notify ROUTER, {@code tcp://HOST:PORT}. */
-    public String endpoint() {
+    String endpoint() {
         return OutboundFrame.tcpEndpoint(host, port);
     }
 

@@ -9,7 +9,7 @@ import java.util.RandomAccess;
  * {@code block_notify_list} costs 4 bytes per id instead of a boxed {@code Integer} each. It
  * equals any other {@code List} with the same elements.
  */
-public final class BlockIdList extends AbstractList<Integer> implements RandomAccess {
+final class BlockIdList extends AbstractList<Integer> implements RandomAccess {
 
     private static final BlockIdList EMPTY = new BlockIdList(new int[0]);
 
@@ -20,12 +20,12 @@ public final class BlockIdList extends AbstractList<Integer> implements RandomAc
     }
 
     /** A list holding a copy of {@code ids}. */
-    public static BlockIdList of(int... ids) {
+    static BlockIdList of(int... ids) {
         return ids.length == 0 ? EMPTY : new BlockIdList(ids.clone());
     }
 
     /** A list of the elements of {@code ids} (which must not contain null). */
-    public static BlockIdList copyOf(List<Integer> ids) {
+    static BlockIdList copyOf(List<Integer> ids) {
         if (ids instanceof BlockIdList b) {
             return b;
         }
@@ -47,7 +47,7 @@ public final class BlockIdList extends AbstractList<Integer> implements RandomAc
     }
 
     /** The id at {@code index}, unboxed. */
-    public int getInt(int index) {
+    int getInt(int index) {
         return ids[index];
     }
 
@@ -56,7 +56,7 @@ public final class BlockIdList extends AbstractList<Integer> implements RandomAc
         return ids.length;
     }
 
-    public int[] toIntArray() {
+    int[] toIntArray() {
         return ids.clone();
     }
 }

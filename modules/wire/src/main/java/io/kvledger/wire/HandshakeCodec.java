@@ -31,7 +31,7 @@ public final class HandshakeCodec {
         this(WireLimits.DEFAULT);
     }
 
-    public HandshakeCodec(WireLimits limits) {
+    HandshakeCodec(WireLimits limits) {
         this.limits = limits;
         this.reader = new MsgpackReader(limits.maxNestingDepth());
     }

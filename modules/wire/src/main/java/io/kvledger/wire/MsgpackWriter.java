@@ -39,7 +39,7 @@ public final class MsgpackWriter implements MsgOut {
     }
 
     /** Where this writer writes. */
-    public GrowableBytes out() {
+    GrowableBytes out() {
         return out;
     }
 
@@ -138,7 +138,7 @@ public final class MsgpackWriter implements MsgOut {
     }
 
     /** The 64 bits of an unsigned value (device pointers): 2^63 and more as uint64. */
-    public void uint64Bits(long bits) {
+    void uint64Bits(long bits) {
         if (bits >= 0) {
             int64(bits);
         } else {

@@ -54,12 +54,12 @@ public final class NotifyDecoder {
         this(WireLimits.DEFAULT);
     }
 
-    public NotifyDecoder(WireLimits limits) {
+    NotifyDecoder(WireLimits limits) {
         this.limits = limits;
         this.reader = new MsgpackReader(limits.maxNestingDepth());
     }
 
-    public WireLimits limits() {
+    WireLimits limits() {
         return limits;
     }
 

@@ -35,7 +35,7 @@ public final class NotifyEncoder {
     private final PyPacker p = new PyPacker();
 
     /** {@code remote_blocks}; a {@code null} list is sent as {@code []} (Python's {@code or []}). */
-    public byte[] remoteBlocks(String reqId, TransferId transferId, List<Integer> blockNotifyList, int decodeRank) {
+    byte[] remoteBlocks(String reqId, TransferId transferId, List<Integer> blockNotifyList, int decodeRank) {
         return remoteBlocksOf(reqId, transferId.raw(), blockNotifyList, decodeRank);
     }
 
@@ -57,7 +57,7 @@ public final class NotifyEncoder {
     }
 
     /** The legacy {@code remote_blocks} without {@code type}; {@code decode_rank} last, only when not 0. */
-    public byte[] remoteBlocksLegacy(String reqId, String transferId, List<Integer> blockNotifyList, int decodeRank) {
+    byte[] remoteBlocksLegacy(String reqId, String transferId, List<Integer> blockNotifyList, int decodeRank) {
         p.reset().mapHeader(decodeRank == 0 ? 3 : 4).str("req_id").value(reqId).str("transfer_id").value(transferId);
         blocks(blockNotifyList);
         if (decodeRank != 0) {
@@ -90,7 +90,7 @@ public final class NotifyEncoder {
     }
 
     /** {@code release}; {@code consumerTpSize == null} gives the older form without it. */
-    public byte[] release(TransferId transferId, Integer consumerTpSize) {
+    byte[] release(TransferId transferId, Integer consumerTpSize) {
         return releaseOf(transferId.raw(), consumerTpSize);
     }
 
@@ -114,7 +114,7 @@ public final class NotifyEncoder {
     }
 
     /** A raw completion id: its UTF-8 bytes ({@code req_id.encode("utf-8")}). */
-    public static byte[] completion(String id) {
+    static byte[] completion(String id) {
         try {
             var bb = StandardCharsets.UTF_8.newEncoder()
                     .onMalformedInput(CodingErrorAction.REPORT)
@@ -129,7 +129,7 @@ public final class NotifyEncoder {
     }
 
     /** Any decoded message, in the form it was decoded from (legacy stays legacy). */
-    public byte[] encode(NotifyMessage m) {
+    byte[] encode(NotifyMessage m) {
         return switch (m) {
             case NotifyMessage.RemoteBlocks rb -> rb.legacyWithoutType()
                     ? remoteBlocksLegacy(rb.reqId(), rb.transferId(), rb.blockNotifyList(), rb.decodeRank())

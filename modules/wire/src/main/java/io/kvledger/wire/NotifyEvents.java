@@ -34,7 +34,7 @@ public final class NotifyEvents {
     }
 
     /** The event for an already decoded frame. */
-    public NodeEvent toEvent(DecodeResult<NotifyMessage> result, byte[] frame, long atNs) {
+    NodeEvent toEvent(DecodeResult<NotifyMessage> result, byte[] frame, long atNs) {
         return switch (result) {
             case DecodeResult.Ok<NotifyMessage> ok -> of(ok.value(), atNs);
             case DecodeResult.Rejected<NotifyMessage> r -> rejected(r.rejection(), frame, atNs, decoder.limits());
@@ -42,7 +42,7 @@ public final class NotifyEvents {
     }
 
     /** The event a decoded message stands for. */
-    public static NodeEvent of(NotifyMessage m, long atNs) {
+    static NodeEvent of(NotifyMessage m, long atNs) {
         return switch (m) {
             case NotifyMessage.RemoteBlocks rb -> new NodeEvent.RemoteBlocksReceived(atNs, rb.reqId(), rb.transferId(),
                     rb.blockNotifyList(), rb.decodeRank(), rb.legacyWithoutType());
@@ -53,7 +53,7 @@ public final class NotifyEvents {
     }
 
     /** A {@code FrameRejected} for a rejection; frames within the limit are kept whole (copied). */
-    public static NodeEvent.FrameRejected rejected(Rejection r, byte[] frame, long atNs, WireLimits limits) {
+    static NodeEvent.FrameRejected rejected(Rejection r, byte[] frame, long atNs, WireLimits limits) {
         byte[] f = frame == null ? new byte[0] : frame;
         byte[] kept = f.length > limits.maxFrameBytes() ? Arrays.copyOf(f, Math.min(f.length, limits.keptRejectedBytes())) : f.clone();
         String text = kept.length < f.length

@@ -30,7 +30,7 @@ public sealed interface NotifyMessage {
             Objects.requireNonNull(blockNotifyList, "blockNotifyList");
         }
 
-        public RemoteBlocks(String reqId, String transferId, List<Integer> blocks, int decodeRank) {
+        RemoteBlocks(String reqId, String transferId, List<Integer> blocks, int decodeRank) {
             this(reqId, transferId, BlockIdList.copyOf(blocks), decodeRank, false);
         }
 

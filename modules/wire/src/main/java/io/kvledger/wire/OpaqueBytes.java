@@ -48,7 +48,7 @@ public final class OpaqueBytes {
         return bytes;
     }
 
-    public String hex() {
+    String hex() {
         return HEX.formatHex(bytes);
     }
 

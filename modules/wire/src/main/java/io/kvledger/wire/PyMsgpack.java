@@ -49,7 +49,7 @@ public final class PyMsgpack {
      * {@link #decode} as a {@link PyValue} (None is {@link PyValue#NONE}: no marker to undo). The
      * same checks and rejections as {@link #decode}; never throws.
      */
-    public static DecodeResult<PyValue> decodeValue(byte[] frame, WireLimits limits) {
+    static DecodeResult<PyValue> decodeValue(byte[] frame, WireLimits limits) {
         return switch (decode(frame, limits)) {
             case DecodeResult.Ok<Object> ok -> new DecodeResult.Ok<>(PyValue.of(orNull(ok.value())));
             case DecodeResult.Rejected<Object> r -> new DecodeResult.Rejected<>(r.rejection());
@@ -57,7 +57,7 @@ public final class PyMsgpack {
     }
 
     /** Packs a {@link PyValue} as {@code msgpack.packb(v, use_bin_type=True)} would (see {@link #encode(Object)}). */
-    public static byte[] encode(PyValue value) {
+    static byte[] encode(PyValue value) {
         return new PyPacker().value(value).toByteArray();
     }
 
@@ -65,7 +65,7 @@ public final class PyMsgpack {
      * {@link DecodeResult.Ok} cannot hold {@code null}: a frame that is msgpack nil decodes to this
      * marker. {@link #orNull(Object)} turns it back.
      */
-    public static final Object NONE = new Object() {
+    static final Object NONE = new Object() {
         @Override
         public String toString() {
             return "None";

@@ -22,7 +22,7 @@ import java.util.LinkedHashMap;
  * <p>No ext type: neither reader takes one (the journal's and the peer's both refuse it), so there
  * is none to carry. Values are immutable: containers are copied in.
  */
-public sealed interface PyValue {
+sealed interface PyValue {
 
     /** None. */
     record Nil() implements PyValue {
@@ -111,7 +111,7 @@ public sealed interface PyValue {
         }
 
         /** The value under the str key {@code key}, or {@code null} when there is none. */
-        public PyValue get(String key) {
+        PyValue get(String key) {
             return entries.get(new Str(key));
         }
     }

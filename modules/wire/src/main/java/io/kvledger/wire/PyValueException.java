@@ -7,7 +7,7 @@ package io.kvledger.wire;
  */
 public final class PyValueException extends RuntimeException {
 
-    public PyValueException(String message) {
+    PyValueException(String message) {
         super(message);
     }
 }

@@ -71,7 +71,7 @@ public final class PyValues {
      * refused. No depth limit: the wire's tests build frames nested deeper than Python's
      * {@code packb} would (511) to see what a listener does with them.
      */
-    public static void packStrKeys(MsgOut out, Object v) throws IOException {
+    static void packStrKeys(MsgOut out, Object v) throws IOException {
         pack(out, v, 0, Integer.MAX_VALUE, true);
     }
 

@@ -58,7 +58,7 @@ public final class PythonNotifyListener {
             Objects.requireNonNull(detail, "detail");
         }
 
-        public boolean raises() {
+        boolean raises() {
             return outcome == Outcome.RAISES;
         }
     }

@@ -22,7 +22,7 @@ public final class RegistrationCodec {
         this(WireLimits.DEFAULT);
     }
 
-    public RegistrationCodec(WireLimits limits) {
+    RegistrationCodec(WireLimits limits) {
         this.limits = limits;
         this.reader = new MsgpackReader(limits.maxNestingDepth());
     }

@@ -51,12 +51,12 @@ public enum RejectReason {
     }
 
     /** The permanent numeric code. */
-    public int code() {
+    int code() {
         return code;
     }
 
     /** The reason with this code, or {@code null} when none has it. */
-    public static RejectReason ofCode(int code) {
+    static RejectReason ofCode(int code) {
         for (RejectReason r : values()) {
             if (r.code == code) {
                 return r;

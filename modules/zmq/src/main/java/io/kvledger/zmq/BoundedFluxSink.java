@@ -42,7 +42,7 @@ public final class BoundedFluxSink<T> implements EventSink<T>, AutoCloseable {
         return sink.asFlux();
     }
 
-    public int capacity() {
+    int capacity() {
         return capacity;
     }
 
@@ -69,12 +69,12 @@ public final class BoundedFluxSink<T> implements EventSink<T>, AutoCloseable {
     }
 
     /** Events accepted into the sink. */
-    public long delivered() {
+    long delivered() {
         return delivered.get();
     }
 
     /** Events dropped because the subscriber had gone or the sink was closed. */
-    public long dropped() {
+    long dropped() {
         return dropped.get();
     }
 

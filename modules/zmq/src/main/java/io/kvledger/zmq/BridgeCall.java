@@ -43,7 +43,7 @@ public final class BridgeCall {
     }
 
     /** The caller's correlation id. */
-    public long id() {
+    long id() {
         return request.id();
     }
 
@@ -52,16 +52,16 @@ public final class BridgeCall {
     }
 
     /** The decoded arguments. */
-    public HookCall.Engine call() {
+    HookCall.Engine call() {
         return call;
     }
 
-    public BridgeRequest request() {
+    BridgeRequest request() {
         return request;
     }
 
     /** When the server read the call (the server's clock, monotonic nanoseconds). */
-    public long receivedAtNs() {
+    long receivedAtNs() {
         return receivedAtNs;
     }
 
@@ -71,7 +71,7 @@ public final class BridgeCall {
     }
 
     /** The call as a reducer event stamped {@code atNs} (e.g. when the node loop dequeues it). */
-    public NodeEvent event(long atNs) {
+    NodeEvent event(long atNs) {
         return call.at(atNs);
     }
 
@@ -113,7 +113,7 @@ public final class BridgeCall {
     }
 
     /** Whether the call has been answered (by the handler, a timeout or the server's close). */
-    public boolean isAnswered() {
+    boolean isAnswered() {
         return answered.get();
     }
 

@@ -29,7 +29,7 @@ public final class EngineBridgeClient implements AutoCloseable {
             this(message, false);
         }
 
-        public BridgeCallException(String message, boolean timedOut) {
+        BridgeCallException(String message, boolean timedOut) {
             super(message);
             this.timedOut = timedOut;
         }
@@ -70,7 +70,7 @@ public final class EngineBridgeClient implements AutoCloseable {
     }
 
     /** Sends a call and waits for its reply. */
-    public BridgeReply call(HookCall call, long timeoutNs) {
+    BridgeReply call(HookCall call, long timeoutNs) {
         return await(send(call), timeoutNs);
     }
 

@@ -30,8 +30,8 @@ import java.util.function.LongSupplier;
 public record EngineBridgeConfig(String bindEndpoint, Duration replyTimeout, int maxInFlight, WireLimits limits,
                                  long maxMessageBytes, LongSupplier clock) {
 
-    public static final Duration DEFAULT_REPLY_TIMEOUT = Duration.ofSeconds(10);
-    public static final int DEFAULT_MAX_IN_FLIGHT = 4096;
+    static final Duration DEFAULT_REPLY_TIMEOUT = Duration.ofSeconds(10);
+    static final int DEFAULT_MAX_IN_FLIGHT = 4096;
 
     public EngineBridgeConfig {
         Objects.requireNonNull(bindEndpoint, "bindEndpoint");
@@ -60,15 +60,15 @@ public record EngineBridgeConfig(String bindEndpoint, Duration replyTimeout, int
                 2L * WireLimits.DEFAULT.maxFrameBytes(), System::nanoTime);
     }
 
-    public EngineBridgeConfig withReplyTimeout(Duration t) {
+    EngineBridgeConfig withReplyTimeout(Duration t) {
         return new EngineBridgeConfig(bindEndpoint, t, maxInFlight, limits, maxMessageBytes, clock);
     }
 
-    public EngineBridgeConfig withMaxInFlight(int n) {
+    EngineBridgeConfig withMaxInFlight(int n) {
         return new EngineBridgeConfig(bindEndpoint, replyTimeout, n, limits, maxMessageBytes, clock);
     }
 
-    public EngineBridgeConfig withLimits(WireLimits l) {
+    EngineBridgeConfig withLimits(WireLimits l) {
         return new EngineBridgeConfig(bindEndpoint, replyTimeout, maxInFlight, l, Math.max(maxMessageBytes, l.maxFrameBytes()), clock);
     }
 

@@ -159,12 +159,12 @@ public final class EngineBridgeServer implements AutoCloseable {
         return endpoint;
     }
 
-    public int port() {
+    int port() {
         String e = endpoint;
         return ZmqRuntime.portOf(e);
     }
 
-    public BridgeNodeInfo node() {
+    BridgeNodeInfo node() {
         return node;
     }
 
@@ -178,13 +178,13 @@ public final class EngineBridgeServer implements AutoCloseable {
     public long handedOff() { return handedOff.get(); }
 
     /** Calls the handler answered with {@link BridgeCall#reply}. */
-    public long replied() { return replied.get(); }
+    long replied() { return replied.get(); }
 
     /** Calls the handler answered with {@link BridgeCall#fail}. */
-    public long failed() { return failed.get(); }
+    long failed() { return failed.get(); }
 
     /** Calls whose handler threw (answered {@code ok: False}). */
-    public long handlerErrors() { return handlerErrors.get(); }
+    long handlerErrors() { return handlerErrors.get(); }
 
     /** Calls answered {@code "timed out"} by the server. */
     public long timedOut() { return timedOut.get(); }
@@ -193,10 +193,10 @@ public final class EngineBridgeServer implements AutoCloseable {
     public long busy() { return busy.get(); }
 
     /** {@code hello} and {@code ping} calls answered. */
-    public long control() { return control.get(); }
+    long control() { return control.get(); }
 
     /** Answers given after the call was already answered (timed out, closed, or answered twice). */
-    public long lateAnswers() { return lateAnswers.get(); }
+    long lateAnswers() { return lateAnswers.get(); }
 
     /**
      * Replies dropped: the caller had disconnected, or (for a call not handed to the handler) more
@@ -213,7 +213,7 @@ public final class EngineBridgeServer implements AutoCloseable {
     /** Calls handed to the handler whose answer has not been sent yet. */
     public int inFlight() { return inFlight; }
 
-    public boolean isRunning() {
+    boolean isRunning() {
         return socketThread.isRunning();
     }
 
@@ -634,7 +634,7 @@ public final class EngineBridgeServer implements AutoCloseable {
     }
 
     /** Closes on a short-lived thread of its own; never blocks the caller. */
-    public CompletableFuture<Void> closeAsync() {
+    CompletableFuture<Void> closeAsync() {
         return socketThread.closeAsync("kvledger-engine-bridge-closer", this::close);
     }
 

@@ -89,12 +89,12 @@ public final class HandshakeClient implements AutoCloseable {
      * {@code sink}, a refused one retried for up to {@link BoundedOffer#DEFAULT_BOUND} (1 s), then
      * dropped and counted in {@link #refused()}.
      */
-    public static HandshakeClient openForNode(Duration timeout, int maxConcurrent, NodeEventSink sink, LongSupplier clock) {
+    static HandshakeClient openForNode(Duration timeout, int maxConcurrent, NodeEventSink sink, LongSupplier clock) {
         return openForNode(timeout, maxConcurrent, sink, clock, BoundedOffer.DEFAULT_BOUND);
     }
 
     /** As {@link #openForNode(Duration, int, NodeEventSink, LongSupplier)} with a refusal bound (zero: offer once). */
-    public static HandshakeClient openForNode(Duration timeout, int maxConcurrent, NodeEventSink sink, LongSupplier clock,
+    static HandshakeClient openForNode(Duration timeout, int maxConcurrent, NodeEventSink sink, LongSupplier clock,
                                               Duration refuseAfter) {
         if (timeout.isNegative() || timeout.isZero() || maxConcurrent < 1) {
             throw new IllegalArgumentException("timeout must be positive and maxConcurrent at least 1");
@@ -104,12 +104,12 @@ public final class HandshakeClient implements AutoCloseable {
     }
 
     /** Result events a node sink refused for longer than the bound, dropped ({@link #openForNode} only). */
-    public long refused() {
+    long refused() {
         return refused.get();
     }
 
     /** Result events not delivered because the client was closing. */
-    public long abandonedOnClose() {
+    long abandonedOnClose() {
         return abandoned.get();
     }
 
@@ -119,12 +119,12 @@ public final class HandshakeClient implements AutoCloseable {
     }
 
     /** Lazily starts a handshake when subscribed. */
-    public Mono<HandshakeResult> handshakeMono(String key, String host, int port) {
+    Mono<HandshakeResult> handshakeMono(String key, String host, int port) {
         return Mono.fromFuture(() -> handshake(key, host, port));
     }
 
     /** Starts a handshake with {@code tcp://host:port}; the future and an event tell how it ended. */
-    public CompletableFuture<HandshakeResult> handshake(String key, String host, int port) {
+    CompletableFuture<HandshakeResult> handshake(String key, String host, int port) {
         CompletableFuture<HandshakeResult> result = new CompletableFuture<>();
         String endpoint = OutboundFrame.tcpEndpoint(host, port);
         if (closeOnce.closing()) {
@@ -293,7 +293,7 @@ public final class HandshakeClient implements AutoCloseable {
         });
     }
 
-    public CompletableFuture<Void> closeAsync() {
+    CompletableFuture<Void> closeAsync() {
         return closeOnce.closeAsync("kvledger-handshake-client-closer", this::close);
     }
 }

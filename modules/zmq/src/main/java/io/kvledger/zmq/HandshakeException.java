@@ -1,18 +1,18 @@
 package io.kvledger.zmq;
 
 /** A handshake that failed or timed out; the same reason is in the {@code HandshakeFailed} event. */
-public final class HandshakeException extends RuntimeException {
+final class HandshakeException extends RuntimeException {
 
     private static final long serialVersionUID = 1L;
 
     private final String key;
 
-    public HandshakeException(String key, String reason) {
+    HandshakeException(String key, String reason) {
         super(reason);
         this.key = key;
     }
 
-    public String key() {
+    String key() {
         return key;
     }
 }

@@ -76,22 +76,22 @@ public final class HandshakeServer implements AutoCloseable {
         return endpoint;
     }
 
-    public int port() {
+    int port() {
         String e = endpoint;
         return ZmqRuntime.portOf(e);
     }
 
     /** Requests answered or ignored as the protocol says. */
-    public long served() {
+    long served() {
         return served.get();
     }
 
     /** Requests refused (each reported as {@code HandshakeRequestRejected}). */
-    public long refused() {
+    long refused() {
         return refused.get();
     }
 
-    public boolean isRunning() {
+    boolean isRunning() {
         return socketThread.isRunning();
     }
 
@@ -187,7 +187,7 @@ public final class HandshakeServer implements AutoCloseable {
         });
     }
 
-    public CompletableFuture<Void> closeAsync() {
+    CompletableFuture<Void> closeAsync() {
         return socketThread.closeAsync("kvledger-handshake-server-closer", this::close);
     }
 }

@@ -91,7 +91,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
      *
      * @throws IllegalStateException when the endpoint cannot be bound (the message says why)
      */
-    public static NotifyListenerAdapter openForNode(NotifyListenerConfig config, NodeEventSink sink) {
+    static NotifyListenerAdapter openForNode(NotifyListenerConfig config, NodeEventSink sink) {
         return openForNode(config, sink, BoundedOffer.DEFAULT_BOUND);
     }
 
@@ -116,7 +116,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
      * buffers up to {@code capacity} frames ahead of demand, and closes the listener when the
      * subscription ends.
      */
-    public static Flux<InboundFrame> receive(NotifyListenerConfig config, int capacity) {
+    static Flux<InboundFrame> receive(NotifyListenerConfig config, int capacity) {
         return receive(config, capacity, endpoint -> { });
     }
 
@@ -125,7 +125,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
      * bound (an ephemeral port's number, for a caller that prints or advertises it) before the
      * first frame.
      */
-    public static Flux<InboundFrame> receive(NotifyListenerConfig config, int capacity, Consumer<String> onBound) {
+    static Flux<InboundFrame> receive(NotifyListenerConfig config, int capacity, Consumer<String> onBound) {
         return Flux.usingWhen(
                 Mono.fromCallable(() -> {
                     BoundedFluxSink<InboundFrame> s = new BoundedFluxSink<>(capacity);
@@ -165,7 +165,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
     }
 
     /** Frames the sink had no room for when the listener was closed. */
-    public long abandonedOnClose() {
+    long abandonedOnClose() {
         return abandoned.get();
     }
 
@@ -178,7 +178,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
     }
 
     /** Frames lost because the sink threw. */
-    public long sinkErrors() {
+    long sinkErrors() {
         return sinkErrors.get();
     }
 
@@ -355,7 +355,7 @@ public final class NotifyListenerAdapter implements AutoCloseable {
     }
 
     /** Closes on a short-lived thread of its own; never blocks the caller. */
-    public CompletableFuture<Void> closeAsync() {
+    CompletableFuture<Void> closeAsync() {
         return socketThread.closeAsync("kvledger-notify-listener-closer", this::close);
     }
 

@@ -46,7 +46,7 @@ public record NotifyListenerConfig(String bindEndpoint, WireLimits limits, long 
         return forEndpoint("tcp://" + bindHost + ":" + (notifyPortBase + PortMath.portOffset(dpLocal, tpRank)));
     }
 
-    public NotifyListenerConfig withLimits(WireLimits l) {
+    NotifyListenerConfig withLimits(WireLimits l) {
         return new NotifyListenerConfig(bindEndpoint, l, Math.max(maxMessageBytes, l.maxFrameBytes()), receiveHwm, clock);
     }
 

@@ -88,7 +88,7 @@ public final class NotifyPublisher implements AutoCloseable {
      * {@code NodeEvent.NotifySendFailed}; a refused one is retried (on the publisher thread) for
      * up to {@link BoundedOffer#DEFAULT_BOUND} (1 s), then dropped and counted in {@link #refused()}.
      */
-    public static NotifyPublisher openForNode(PublisherConfig config, NodeEventSink sink) {
+    static NotifyPublisher openForNode(PublisherConfig config, NodeEventSink sink) {
         return openForNode(config, sink, BoundedOffer.DEFAULT_BOUND);
     }
 
@@ -131,7 +131,7 @@ public final class NotifyPublisher implements AutoCloseable {
     }
 
     /** Publishes every notify effect of {@code effects} until disposed. */
-    public Disposable attach(Flux<? extends Effect.Notify> effects) {
+    Disposable attach(Flux<? extends Effect.Notify> effects) {
         return effects.subscribe(this::publish, e -> LOG.log(System.Logger.Level.ERROR, "effect stream failed", e));
     }
 
@@ -146,7 +146,7 @@ public final class NotifyPublisher implements AutoCloseable {
     }
 
     /** Events the sink had no room for when the publisher closed. */
-    public long eventsAbandonedOnClose() {
+    long eventsAbandonedOnClose() {
         return eventsAbandoned.get();
     }
 
@@ -156,7 +156,7 @@ public final class NotifyPublisher implements AutoCloseable {
     }
 
     /** Frames waiting for the publisher thread. */
-    public int queued() {
+    int queued() {
         return queue.size();
     }
 
@@ -319,7 +319,7 @@ public final class NotifyPublisher implements AutoCloseable {
         });
     }
 
-    public CompletableFuture<Void> closeAsync() {
+    CompletableFuture<Void> closeAsync() {
         return closeOnce.closeAsync("kvledger-notify-publisher-closer", this::close);
     }
 }

@@ -110,23 +110,23 @@ public final class NotifyRelay implements AutoCloseable {
         return endpoint;
     }
 
-    public int port() {
+    int port() {
         String e = endpoint;
         return ZmqRuntime.portOf(e);
     }
 
     /** Where every message is forwarded. */
-    public String target() {
+    String target() {
         return target;
     }
 
     /** Messages received. */
-    public long received() {
+    long received() {
         return received.get();
     }
 
     /** Messages that did not decode (forwarded all the same). */
-    public long rejected() {
+    long rejected() {
         return rejected.get();
     }
 
@@ -136,16 +136,16 @@ public final class NotifyRelay implements AutoCloseable {
     }
 
     /** Messages that could not be forwarded. */
-    public long forwardFailed() {
+    long forwardFailed() {
         return forwardFailed.get();
     }
 
     /** Messages the sink had no room for when the relay was closed (forwarded, not reported). */
-    public long abandonedOnClose() {
+    long abandonedOnClose() {
         return abandoned.get();
     }
 
-    public boolean isRunning() {
+    boolean isRunning() {
         return socketThread.isRunning();
     }
 

@@ -26,11 +26,11 @@ public record PublisherConfig(int queueCapacity, int maxCachedPeers, boolean rep
         Objects.requireNonNull(clock, "clock");
     }
 
-    public PublisherConfig withReportSentFrames(boolean report) {
+    PublisherConfig withReportSentFrames(boolean report) {
         return new PublisherConfig(queueCapacity, maxCachedPeers, report, clock);
     }
 
-    public PublisherConfig withQueueCapacity(int capacity) {
+    PublisherConfig withQueueCapacity(int capacity) {
         return new PublisherConfig(capacity, maxCachedPeers, reportSentFrames, clock);
     }
 }

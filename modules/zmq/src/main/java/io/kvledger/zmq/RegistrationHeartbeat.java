@@ -65,17 +65,17 @@ public final class RegistrationHeartbeat implements AutoCloseable {
         return h;
     }
 
-    public String endpoint() {
+    String endpoint() {
         return endpoint;
     }
 
     /** Heartbeats handed to ZMQ. */
-    public long sent() {
+    long sent() {
         return sent.get();
     }
 
     /** Heartbeats that failed (each reported as {@code HeartbeatFailed}). */
-    public long failed() {
+    long failed() {
         return failed.get();
     }
 
@@ -139,7 +139,7 @@ public final class RegistrationHeartbeat implements AutoCloseable {
         });
     }
 
-    public CompletableFuture<Void> closeAsync() {
+    CompletableFuture<Void> closeAsync() {
         return closeOnce.closeAsync("kvledger-registration-heartbeat-closer", this::close);
     }
 }

@@ -139,7 +139,7 @@ public final class ShadowStreamServer implements AutoCloseable {
         return endpoint;
     }
 
-    public int port() {
+    int port() {
         String e = endpoint;
         return ZmqRuntime.portOf(e);
     }
@@ -150,17 +150,17 @@ public final class ShadowStreamServer implements AutoCloseable {
     }
 
     /** Messages that were not three frames. */
-    public long malformed() {
+    long malformed() {
         return malformed.get();
     }
 
     /** Messages whose handler threw (the thread went on). */
-    public long handlerErrors() {
+    long handlerErrors() {
         return handlerErrors.get();
     }
 
     /** Closes on a short-lived thread of its own; never blocks the caller. */
-    public CompletableFuture<Void> closeAsync() {
+    CompletableFuture<Void> closeAsync() {
         return socketThread.closeAsync("kvledger-shadow-stream-closer", this::close);
     }
 

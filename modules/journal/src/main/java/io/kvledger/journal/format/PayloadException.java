@@ -11,7 +11,7 @@ public final class PayloadException extends RuntimeException {
         super(message);
     }
 
-    public PayloadException(String message, Throwable cause) {
+    PayloadException(String message, Throwable cause) {
         super(message, cause);
     }
 

@@ -21,7 +21,7 @@ public final class Payloads {
     private Payloads() {}
 
     /** The type of a {@link NodeEvent} or {@link Effect}. */
-    public static EntryType typeOf(Object record) {
+    static EntryType typeOf(Object record) {
         // the argument is an Object, so this is a type test with a rejection, not a sealed switch
         if (record instanceof NodeEvent e) {
             return EntryType.of(e);
@@ -52,7 +52,7 @@ public final class Payloads {
      *
      * @throws PayloadException when it does not match the type's schema
      */
-    public static Object decode(EntryType type, long atNs, byte[] payload) {
+    static Object decode(EntryType type, long atNs, byte[] payload) {
         try (MessageUnpacker u = MessagePack.newDefaultUnpacker(payload)) {
             return type.read(u, atNs);
         } catch (IOException | org.msgpack.core.MessagePackException e) {

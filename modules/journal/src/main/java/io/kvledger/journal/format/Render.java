@@ -12,12 +12,12 @@ import java.util.function.Function;
 public final class Render {
 
     /** Elements of an id list printed before it is cut. */
-    public static final int MAX_IDS = 8;
+    static final int MAX_IDS = 8;
 
     private Render() {}
 
     /** A Python value as compact JSON ({@code None} for null). */
-    public static String py(Object v) {
+    static String py(Object v) {
         if (v == null) {
             return "None";
         }
@@ -29,11 +29,11 @@ public final class Render {
     }
 
     /** A string, or {@code None}. */
-    public static String s(String v) {
+    static String s(String v) {
         return v == null ? "None" : v;
     }
 
-    public static String ints(int[] ids) {
+    static String ints(int[] ids) {
         if (ids == null) {
             return "None";
         }
@@ -47,7 +47,7 @@ public final class Render {
         return b.append(']').toString();
     }
 
-    public static String intList(List<Integer> ids) {
+    static String intList(List<Integer> ids) {
         if (ids == null) {
             return "None";
         }
@@ -58,7 +58,7 @@ public final class Render {
         return ints(a);
     }
 
-    public static String blocks(BlockGroups g) {
+    static String blocks(BlockGroups g) {
         if (g == null) {
             return "None";
         }
@@ -69,7 +69,7 @@ public final class Render {
         return b.append(']').toString();
     }
 
-    public static String strs(List<String> l) {
+    static String strs(List<String> l) {
         if (l == null) {
             return "None";
         }
@@ -80,7 +80,7 @@ public final class Render {
         return b.append(']').toString();
     }
 
-    public static <R> String list(List<R> l, Function<R, String> each) {
+    static <R> String list(List<R> l, Function<R, String> each) {
         if (l == null) {
             return "None";
         }

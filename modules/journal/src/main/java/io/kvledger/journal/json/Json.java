@@ -22,7 +22,7 @@ import java.util.Map;
 public final class Json {
 
     /** Nesting deeper than this is refused, so that hostile input cannot overflow the stack. */
-    public static final int MAX_DEPTH = 256;
+    static final int MAX_DEPTH = 256;
 
     private Json() {}
 
@@ -328,7 +328,7 @@ public final class Json {
      *
      * @throws JsonException for non-finite numbers and other value types
      */
-    public static void write(Object value, StringBuilder b) {
+    static void write(Object value, StringBuilder b) {
         write(value, b, 0);
     }
 
@@ -385,7 +385,7 @@ public final class Json {
     }
 
     /** Appends {@code s} as a JSON string literal. */
-    public static void quote(CharSequence s, StringBuilder b) {
+    static void quote(CharSequence s, StringBuilder b) {
         b.append('"');
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);

@@ -11,7 +11,7 @@ public final class JsonException extends RuntimeException {
     }
 
     /** The 0-based character offset of the problem in the parsed text, or -1 when not parsing. */
-    public int offset() {
+    int offset() {
         return offset;
     }
 }

@@ -17,7 +17,7 @@ import java.util.List;
  * (that is {@code replay --verify}); the effects the reducer produces are dropped (they were
  * executed, or lost with the crash, before the restart).
  */
-public final class NodeRebuild {
+final class NodeRebuild {
 
     /**
      * A rebuilt node.

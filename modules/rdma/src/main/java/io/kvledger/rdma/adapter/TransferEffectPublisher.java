@@ -55,9 +55,9 @@ public final class TransferEffectPublisher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(TransferEffectPublisher.class.getName());
 
     /** How long the completion thread retries a refused event before it drops and counts it. */
-    public static final Duration DEFAULT_REFUSE_AFTER = Duration.ofSeconds(1);
+    static final Duration DEFAULT_REFUSE_AFTER = Duration.ofSeconds(1);
     /** The buffer of {@link #events()} when no sink is given. */
-    public static final int DEFAULT_EVENTS_CAPACITY = 1 << 16;
+    static final int DEFAULT_EVENTS_CAPACITY = 1 << 16;
 
     private final TransferEngine engine;
     private final LongSupplier clock;
@@ -82,7 +82,7 @@ public final class TransferEffectPublisher implements AutoCloseable {
     }
 
     /** Completions go to {@code sink}, refusals retried for up to {@link #DEFAULT_REFUSE_AFTER}. */
-    public TransferEffectPublisher(TransferEngine engine, LongSupplier clock, NodeEventSink sink) {
+    TransferEffectPublisher(TransferEngine engine, LongSupplier clock, NodeEventSink sink) {
         this(engine, clock, sink, DEFAULT_REFUSE_AFTER);
     }
 
@@ -91,7 +91,7 @@ public final class TransferEffectPublisher implements AutoCloseable {
      *
      * @param clock stamps the events ({@code atNs}) in the node's time base
      */
-    public TransferEffectPublisher(TransferEngine engine, LongSupplier clock) {
+    TransferEffectPublisher(TransferEngine engine, LongSupplier clock) {
         this(engine, clock, null, DEFAULT_REFUSE_AFTER,
                 Sinks.many().unicast().onBackpressureBuffer(Queues.<NodeEvent.TransferCompleted>get(DEFAULT_EVENTS_CAPACITY).get()));
     }
@@ -173,7 +173,7 @@ public final class TransferEffectPublisher implements AutoCloseable {
         return Result.ok(null);
     }
 
-    public void unbind(String sessionKey, String layerName) {
+    void unbind(String sessionKey, String layerName) {
         bindings.remove(key(sessionKey, layerName));
     }
 

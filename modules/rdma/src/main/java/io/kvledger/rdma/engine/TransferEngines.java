@@ -18,7 +18,7 @@ import java.util.Locale;
 public final class TransferEngines {
 
     /** System property that overrides {@link Choice#AUTO}. */
-    public static final String PROPERTY = "kvledger.rdma.engine";
+    static final String PROPERTY = "kvledger.rdma.engine";
     private static final System.Logger LOG = System.getLogger("io.kvledger.rdma");
 
     /** Which engine to run. */
@@ -35,7 +35,7 @@ public final class TransferEngines {
     private TransferEngines() {}
 
     /** Opens the engine the property asks for (default auto) and logs the choice. Never throws. */
-    public static Result<Opened> open(EngineOptions options) {
+    static Result<Opened> open(EngineOptions options) {
         String p = System.getProperty(PROPERTY, "auto").trim().toLowerCase(Locale.ROOT);
         Choice c = switch (p) {
             case "ucx" -> Choice.UCX;

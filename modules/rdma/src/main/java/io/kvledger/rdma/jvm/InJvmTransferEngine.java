@@ -56,7 +56,7 @@ import reactor.core.publisher.Flux;
 public final class InJvmTransferEngine implements TransferEngine {
 
     /** The descriptor engine kind. */
-    public static final String KIND = "in-jvm";
+    static final String KIND = "in-jvm";
     private static final ConcurrentHashMap<UUID, InJvmTransferEngine> LIVE = new ConcurrentHashMap<>();
     private static final AtomicInteger SEQUENCE = new AtomicInteger();
     private static final System.Logger LOG = System.getLogger("io.kvledger.rdma");

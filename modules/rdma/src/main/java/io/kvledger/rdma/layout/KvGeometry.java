@@ -183,7 +183,7 @@ public record KvGeometry(Kind kind, int numBlocks, int remoteNumBlocks, long blo
      *         length (Python raises ValueError), {@link FailureCode#BLOCK_ID_OUT_OF_RANGE} for an
      *         id outside its side's {@code [0, num_blocks)}
      */
-    public Result<OffsetBatch> computeOffsets(int[] localIds, int[] remoteIds) {
+    Result<OffsetBatch> computeOffsets(int[] localIds, int[] remoteIds) {
         if (localIds == null || remoteIds == null) {
             return Result.err(FailureCode.INVALID_ARGUMENT, "block id lists must not be null");
         }
@@ -229,7 +229,7 @@ public record KvGeometry(Kind kind, int numBlocks, int remoteNumBlocks, long blo
      * {@code assumeSorted}), then merges each entry into the previous one when both its local
      * and its remote offset follow the previous entry's end. A malformed batch comes back as it is.
      */
-    public static OffsetBatch mergeContiguous(OffsetBatch b, boolean assumeSorted) {
+    static OffsetBatch mergeContiguous(OffsetBatch b, boolean assumeSorted) {
         if (!b.isWellFormed() || b.size() < 2) {
             return b;
         }

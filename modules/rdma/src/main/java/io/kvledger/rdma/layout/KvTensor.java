@@ -19,7 +19,7 @@ public final class KvTensor {
     }
 
     /** A tensor; the arrays are copied. Checked by {@link KvGeometry#of}, not here. */
-    public static KvTensor of(long[] shape, long[] strides, int elementSize) {
+    static KvTensor of(long[] shape, long[] strides, int elementSize) {
         return new KvTensor(shape == null ? null : shape.clone(), strides == null ? null : strides.clone(), elementSize);
     }
 
@@ -54,7 +54,7 @@ public final class KvTensor {
         return strides;
     }
 
-    public int elementSize() {
+    int elementSize() {
         return elementSize;
     }
 

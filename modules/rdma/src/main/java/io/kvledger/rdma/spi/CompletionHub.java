@@ -32,7 +32,7 @@ import reactor.core.publisher.Sinks;
 public final class CompletionHub {
 
     /** Events kept for a slow or absent subscriber. */
-    public static final int BUFFER = 1 << 16;
+    static final int BUFFER = 1 << 16;
     private static final System.Logger LOG = System.getLogger("io.kvledger.rdma");
     private static final long EMIT_RETRY_NS = Duration.ofSeconds(1).toNanos();
     /** The table's value for an id reserved by {@link #reserve}: no future waits on it. */
@@ -231,7 +231,7 @@ public final class CompletionHub {
         return (int) underLock(() -> pending.size());
     }
 
-    public boolean isPending(long transferId) {
+    boolean isPending(long transferId) {
         return underLock(() -> pending.get(transferId) != null ? 1 : 0) != 0;
     }
 

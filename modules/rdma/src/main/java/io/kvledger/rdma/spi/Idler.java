@@ -12,9 +12,9 @@ import java.util.function.BooleanSupplier;
 public final class Idler {
 
     /** How long an idle thread stays runnable before it parks. */
-    public static final long SPIN_NS = 100_000;
+    static final long SPIN_NS = 100_000;
     /** Longest park; the owner re-checks its state at least this often. */
-    public static final long MAX_PARK_NS = 200_000_000;
+    static final long MAX_PARK_NS = 200_000_000;
 
     private volatile Thread owner;
     private volatile boolean parked;

@@ -74,7 +74,7 @@ public final class Ucx {
     }
 
     /** True once {@link #load()} succeeded. */
-    public static synchronized boolean isLoaded() {
+    static synchronized boolean isLoaded() {
         return availability != null && availability.loaded();
     }
 
@@ -107,7 +107,7 @@ public final class Ucx {
         private Libc() {}
 
         /** libc {@code setenv}; changes the C environment that native libraries read. */
-        public static int setenv(String name, String value, boolean overwrite) {
+        static int setenv(String name, String value, boolean overwrite) {
             try (Arena a = Arena.ofConfined()) {
                 return (int) SETENV.invokeExact(a.allocateFrom(name), a.allocateFrom(value), overwrite ? 1 : 0);
             } catch (Throwable t) {
@@ -116,7 +116,7 @@ public final class Ucx {
         }
 
         /** libc {@code poll(fds, nfds, timeoutMs)}: blocks the calling thread in the kernel. */
-        public static int poll(MemorySegment fds, long nfds, int timeoutMs) {
+        static int poll(MemorySegment fds, long nfds, int timeoutMs) {
             try {
                 return (int) POLL.invokeExact(fds, nfds, timeoutMs);
             } catch (Throwable t) {
@@ -205,22 +205,22 @@ public final class Ucx {
     // ------------------------------------------------------------------ status pointers
 
     /** {@code UCS_PTR_IS_ERR}: a status pointer in the error range. */
-    public static boolean isErr(MemorySegment ptr) {
+    static boolean isErr(MemorySegment ptr) {
         return Long.compareUnsigned(ptr.address(), (long) UcxAbi.UCS_ERR_LAST) >= 0;
     }
 
     /** {@code UCS_PTR_IS_PTR}: a request to wait for. */
-    public static boolean isRequest(MemorySegment ptr) {
+    static boolean isRequest(MemorySegment ptr) {
         return ptr.address() != 0 && !isErr(ptr);
     }
 
     /** {@code UCS_PTR_STATUS}. */
-    public static int status(MemorySegment ptr) {
+    static int status(MemorySegment ptr) {
         return isRequest(ptr) ? UcxAbi.UCS_INPROGRESS : (int) ptr.address();
     }
 
     /** {@code ucs_status_string}, with the numeric code. */
-    public static String statusString(int status) {
+    static String statusString(int status) {
         try {
             MemorySegment p = (MemorySegment) H.STATUS_STRING.invokeExact(status);
             String s = p.address() == 0 ? "?" : p.reinterpret(256).getString(0);
@@ -232,7 +232,7 @@ public final class Ucx {
 
     // ------------------------------------------------------------------ config and context
 
-    public static int configRead(MemorySegment configOut) {
+    static int configRead(MemorySegment configOut) {
         requireLoaded();
         try {
             return (int) H.CONFIG_READ.invokeExact(MemorySegment.NULL, MemorySegment.NULL, configOut);
@@ -241,7 +241,7 @@ public final class Ucx {
         }
     }
 
-    public static int configModify(MemorySegment config, MemorySegment name, MemorySegment value) {
+    static int configModify(MemorySegment config, MemorySegment name, MemorySegment value) {
         try {
             return (int) H.CONFIG_MODIFY.invokeExact(config, name, value);
         } catch (Throwable t) {
@@ -249,7 +249,7 @@ public final class Ucx {
         }
     }
 
-    public static void configRelease(MemorySegment config) {
+    static void configRelease(MemorySegment config) {
         try {
             H.CONFIG_RELEASE.invokeExact(config);
         } catch (Throwable t) {
@@ -257,7 +257,7 @@ public final class Ucx {
         }
     }
 
-    public static int initVersion(int major, int minor, MemorySegment params, MemorySegment config,
+    static int initVersion(int major, int minor, MemorySegment params, MemorySegment config,
                                   MemorySegment contextOut) {
         try {
             return (int) H.INIT_VERSION.invokeExact(major, minor, params, config, contextOut);
@@ -266,7 +266,7 @@ public final class Ucx {
         }
     }
 
-    public static void cleanup(MemorySegment context) {
+    static void cleanup(MemorySegment context) {
         try {
             H.CLEANUP.invokeExact(context);
         } catch (Throwable t) {
@@ -276,7 +276,7 @@ public final class Ucx {
 
     // ------------------------------------------------------------------ worker
 
-    public static int workerCreate(MemorySegment context, MemorySegment params, MemorySegment workerOut) {
+    static int workerCreate(MemorySegment context, MemorySegment params, MemorySegment workerOut) {
         try {
             return (int) H.WORKER_CREATE.invokeExact(context, params, workerOut);
         } catch (Throwable t) {
@@ -284,7 +284,7 @@ public final class Ucx {
         }
     }
 
-    public static void workerDestroy(MemorySegment worker) {
+    static void workerDestroy(MemorySegment worker) {
         try {
             H.WORKER_DESTROY.invokeExact(worker);
         } catch (Throwable t) {
@@ -292,7 +292,7 @@ public final class Ucx {
         }
     }
 
-    public static int workerGetAddress(MemorySegment worker, MemorySegment addressOut, MemorySegment lengthOut) {
+    static int workerGetAddress(MemorySegment worker, MemorySegment addressOut, MemorySegment lengthOut) {
         try {
             return (int) H.WORKER_GET_ADDRESS.invokeExact(worker, addressOut, lengthOut);
         } catch (Throwable t) {
@@ -300,7 +300,7 @@ public final class Ucx {
         }
     }
 
-    public static void workerReleaseAddress(MemorySegment worker, MemorySegment address) {
+    static void workerReleaseAddress(MemorySegment worker, MemorySegment address) {
         try {
             H.WORKER_RELEASE_ADDRESS.invokeExact(worker, address);
         } catch (Throwable t) {
@@ -309,7 +309,7 @@ public final class Ucx {
     }
 
     /** {@code ucp_worker_progress}: the number of events handled (may run error-handler upcalls). */
-    public static int workerProgress(MemorySegment worker) {
+    static int workerProgress(MemorySegment worker) {
         try {
             return (int) H.WORKER_PROGRESS.invokeExact(worker);
         } catch (Throwable t) {
@@ -317,7 +317,7 @@ public final class Ucx {
         }
     }
 
-    public static int workerGetEfd(MemorySegment worker, MemorySegment fdOut) {
+    static int workerGetEfd(MemorySegment worker, MemorySegment fdOut) {
         try {
             return (int) H.WORKER_GET_EFD.invokeExact(worker, fdOut);
         } catch (Throwable t) {
@@ -326,7 +326,7 @@ public final class Ucx {
     }
 
     /** {@code ucp_worker_arm}: UCS_OK when it is safe to wait on the event descriptor, UCS_ERR_BUSY to progress more. */
-    public static int workerArm(MemorySegment worker) {
+    static int workerArm(MemorySegment worker) {
         try {
             return (int) H.WORKER_ARM.invokeExact(worker);
         } catch (Throwable t) {
@@ -335,7 +335,7 @@ public final class Ucx {
     }
 
     /** {@code ucp_worker_signal}: wakes a wait on the event descriptor; safe from any thread. */
-    public static int workerSignal(MemorySegment worker) {
+    static int workerSignal(MemorySegment worker) {
         try {
             return (int) H.WORKER_SIGNAL.invokeExact(worker);
         } catch (Throwable t) {
@@ -343,7 +343,7 @@ public final class Ucx {
         }
     }
 
-    public static MemorySegment workerFlushNbx(MemorySegment worker, MemorySegment param) {
+    static MemorySegment workerFlushNbx(MemorySegment worker, MemorySegment param) {
         try {
             return (MemorySegment) H.WORKER_FLUSH_NBX.invokeExact(worker, param);
         } catch (Throwable t) {
@@ -353,7 +353,7 @@ public final class Ucx {
 
     // ------------------------------------------------------------------ endpoints
 
-    public static int epCreate(MemorySegment worker, MemorySegment params, MemorySegment epOut) {
+    static int epCreate(MemorySegment worker, MemorySegment params, MemorySegment epOut) {
         try {
             return (int) H.EP_CREATE.invokeExact(worker, params, epOut);
         } catch (Throwable t) {
@@ -361,7 +361,7 @@ public final class Ucx {
         }
     }
 
-    public static MemorySegment epCloseNbx(MemorySegment ep, MemorySegment param) {
+    static MemorySegment epCloseNbx(MemorySegment ep, MemorySegment param) {
         try {
             return (MemorySegment) H.EP_CLOSE_NBX.invokeExact(ep, param);
         } catch (Throwable t) {
@@ -369,7 +369,7 @@ public final class Ucx {
         }
     }
 
-    public static MemorySegment epFlushNbx(MemorySegment ep, MemorySegment param) {
+    static MemorySegment epFlushNbx(MemorySegment ep, MemorySegment param) {
         try {
             return (MemorySegment) H.EP_FLUSH_NBX.invokeExact(ep, param);
         } catch (Throwable t) {
@@ -379,7 +379,7 @@ public final class Ucx {
 
     // ------------------------------------------------------------------ memory and keys
 
-    public static int memMap(MemorySegment context, MemorySegment params, MemorySegment memhOut) {
+    static int memMap(MemorySegment context, MemorySegment params, MemorySegment memhOut) {
         try {
             return (int) H.MEM_MAP.invokeExact(context, params, memhOut);
         } catch (Throwable t) {
@@ -387,7 +387,7 @@ public final class Ucx {
         }
     }
 
-    public static int memQuery(MemorySegment memh, MemorySegment attr) {
+    static int memQuery(MemorySegment memh, MemorySegment attr) {
         try {
             return (int) H.MEM_QUERY.invokeExact(memh, attr);
         } catch (Throwable t) {
@@ -395,7 +395,7 @@ public final class Ucx {
         }
     }
 
-    public static int memUnmap(MemorySegment context, MemorySegment memh) {
+    static int memUnmap(MemorySegment context, MemorySegment memh) {
         try {
             return (int) H.MEM_UNMAP.invokeExact(context, memh);
         } catch (Throwable t) {
@@ -403,7 +403,7 @@ public final class Ucx {
         }
     }
 
-    public static int rkeyPack(MemorySegment context, MemorySegment memh, MemorySegment bufferOut,
+    static int rkeyPack(MemorySegment context, MemorySegment memh, MemorySegment bufferOut,
                                MemorySegment sizeOut) {
         try {
             return (int) H.RKEY_PACK.invokeExact(context, memh, bufferOut, sizeOut);
@@ -412,7 +412,7 @@ public final class Ucx {
         }
     }
 
-    public static void rkeyBufferRelease(MemorySegment buffer) {
+    static void rkeyBufferRelease(MemorySegment buffer) {
         try {
             H.RKEY_BUFFER_RELEASE.invokeExact(buffer);
         } catch (Throwable t) {
@@ -420,7 +420,7 @@ public final class Ucx {
         }
     }
 
-    public static int epRkeyUnpack(MemorySegment ep, MemorySegment buffer, MemorySegment rkeyOut) {
+    static int epRkeyUnpack(MemorySegment ep, MemorySegment buffer, MemorySegment rkeyOut) {
         try {
             return (int) H.EP_RKEY_UNPACK.invokeExact(ep, buffer, rkeyOut);
         } catch (Throwable t) {
@@ -432,7 +432,7 @@ public final class Ucx {
      * {@code ucp_rkey_ptr}: a local address for {@code remoteAddress} when the remote memory is
      * mapped into this process (shared-memory transports); {@code UCS_ERR_UNREACHABLE} otherwise.
      */
-    public static int rkeyPtr(MemorySegment rkey, long remoteAddress, MemorySegment addressOut) {
+    static int rkeyPtr(MemorySegment rkey, long remoteAddress, MemorySegment addressOut) {
         try {
             return (int) H.RKEY_PTR.invokeExact(rkey, remoteAddress, addressOut);
         } catch (Throwable t) {
@@ -440,7 +440,7 @@ public final class Ucx {
         }
     }
 
-    public static void rkeyDestroy(MemorySegment rkey) {
+    static void rkeyDestroy(MemorySegment rkey) {
         try {
             H.RKEY_DESTROY.invokeExact(rkey);
         } catch (Throwable t) {
@@ -450,7 +450,7 @@ public final class Ucx {
 
     // ------------------------------------------------------------------ RMA and requests
 
-    public static MemorySegment putNbx(MemorySegment ep, MemorySegment buffer, long count, long remoteAddress,
+    static MemorySegment putNbx(MemorySegment ep, MemorySegment buffer, long count, long remoteAddress,
                                        MemorySegment rkey, MemorySegment param) {
         try {
             return (MemorySegment) H.PUT_NBX.invokeExact(ep, buffer, count, remoteAddress, rkey, param);
@@ -459,7 +459,7 @@ public final class Ucx {
         }
     }
 
-    public static MemorySegment getNbx(MemorySegment ep, MemorySegment buffer, long count, long remoteAddress,
+    static MemorySegment getNbx(MemorySegment ep, MemorySegment buffer, long count, long remoteAddress,
                                        MemorySegment rkey, MemorySegment param) {
         try {
             return (MemorySegment) H.GET_NBX.invokeExact(ep, buffer, count, remoteAddress, rkey, param);
@@ -468,7 +468,7 @@ public final class Ucx {
         }
     }
 
-    public static int requestCheckStatus(MemorySegment request) {
+    static int requestCheckStatus(MemorySegment request) {
         try {
             return (int) H.REQUEST_CHECK_STATUS.invokeExact(request);
         } catch (Throwable t) {
@@ -476,7 +476,7 @@ public final class Ucx {
         }
     }
 
-    public static void requestFree(MemorySegment request) {
+    static void requestFree(MemorySegment request) {
         try {
             H.REQUEST_FREE.invokeExact(request);
         } catch (Throwable t) {

@@ -22,12 +22,12 @@ import java.util.Map;
  * library reads only the fields whose bits are set, so these layouts stay valid while UCX only
  * appends fields.
  */
-public final class UcxAbi {
+final class UcxAbi {
 
     private UcxAbi() {}
 
     /** {@code ucp_params_t}. */
-    public static final StructLayout UCP_PARAMS = structLayout(
+    static final StructLayout UCP_PARAMS = structLayout(
             JAVA_LONG.withName("field_mask"),
             JAVA_LONG.withName("features"),
             JAVA_LONG.withName("request_size"),
@@ -41,10 +41,10 @@ public final class UcxAbi {
             ADDRESS.withName("name")).withName("ucp_params_t");
 
     /** {@code ucs_cpu_set_t}: 1024 bits. */
-    public static final MemoryLayout UCS_CPU_SET = MemoryLayout.sequenceLayout(16, JAVA_LONG).withName("ucs_cpu_set_t");
+    static final MemoryLayout UCS_CPU_SET = MemoryLayout.sequenceLayout(16, JAVA_LONG).withName("ucs_cpu_set_t");
 
     /** {@code ucp_worker_params_t}. */
-    public static final StructLayout UCP_WORKER_PARAMS = structLayout(
+    static final StructLayout UCP_WORKER_PARAMS = structLayout(
             JAVA_LONG.withName("field_mask"),
             JAVA_INT.withName("thread_mode"),
             paddingLayout(4),
@@ -60,18 +60,18 @@ public final class UcxAbi {
             JAVA_LONG.withName("client_id")).withName("ucp_worker_params_t");
 
     /** {@code ucp_err_handler_t}. */
-    public static final StructLayout UCP_ERR_HANDLER = structLayout(
+    static final StructLayout UCP_ERR_HANDLER = structLayout(
             ADDRESS.withName("cb"),
             ADDRESS.withName("arg")).withName("ucp_err_handler_t");
 
     /** {@code ucs_sock_addr_t}. */
-    public static final StructLayout UCS_SOCK_ADDR = structLayout(
+    static final StructLayout UCS_SOCK_ADDR = structLayout(
             ADDRESS.withName("addr"),
             JAVA_INT.withName("addrlen"),
             paddingLayout(4)).withName("ucs_sock_addr_t");
 
     /** {@code ucp_ep_params_t}. */
-    public static final StructLayout UCP_EP_PARAMS = structLayout(
+    static final StructLayout UCP_EP_PARAMS = structLayout(
             JAVA_LONG.withName("field_mask"),
             ADDRESS.withName("address"),
             JAVA_INT.withName("err_mode"),
@@ -86,7 +86,7 @@ public final class UcxAbi {
             UCS_SOCK_ADDR.withName("local_sockaddr")).withName("ucp_ep_params_t");
 
     /** {@code ucp_mem_map_params_t}. */
-    public static final StructLayout UCP_MEM_MAP_PARAMS = structLayout(
+    static final StructLayout UCP_MEM_MAP_PARAMS = structLayout(
             JAVA_LONG.withName("field_mask"),
             ADDRESS.withName("address"),
             JAVA_LONG.withName("length"),
@@ -96,7 +96,7 @@ public final class UcxAbi {
             paddingLayout(4)).withName("ucp_mem_map_params_t");
 
     /** {@code ucp_request_param_t}. */
-    public static final StructLayout UCP_REQUEST_PARAM = structLayout(
+    static final StructLayout UCP_REQUEST_PARAM = structLayout(
             JAVA_INT.withName("op_attr_mask"),
             JAVA_INT.withName("flags"),
             ADDRESS.withName("request"),
@@ -110,7 +110,7 @@ public final class UcxAbi {
             ADDRESS.withName("memh")).withName("ucp_request_param_t");
 
     /** {@code ucp_mem_attr_t}, for {@code ucp_mem_query} of memory UCX allocated. */
-    public static final StructLayout UCP_MEM_ATTR = structLayout(
+    static final StructLayout UCP_MEM_ATTR = structLayout(
             JAVA_LONG.withName("field_mask"),
             ADDRESS.withName("address"),
             JAVA_LONG.withName("length"),
@@ -118,56 +118,56 @@ public final class UcxAbi {
             paddingLayout(4)).withName("ucp_mem_attr_t");
 
     /** libc {@code struct pollfd}, for waiting on the worker's event descriptor. */
-    public static final StructLayout POLLFD = structLayout(
+    static final StructLayout POLLFD = structLayout(
             JAVA_INT.withName("fd"),
             JAVA_SHORT.withName("events"),
             JAVA_SHORT.withName("revents")).withName("pollfd");
 
     /** Every struct above by its C name, as the ABI probe prints them. */
-    public static final Map<String, StructLayout> STRUCTS = structs();
+    static final Map<String, StructLayout> STRUCTS = structs();
 
-    public static final long UCP_PARAM_FIELD_FEATURES = 1L;
-    public static final long UCP_PARAM_FIELD_MT_WORKERS_SHARED = 1L << 5;
-    public static final long UCP_PARAM_FIELD_NAME = 1L << 8;
-    public static final long UCP_FEATURE_RMA = 1L << 1;
-    public static final long UCP_FEATURE_WAKEUP = 1L << 4;
-    public static final long UCP_WORKER_PARAM_FIELD_THREAD_MODE = 1L;
-    public static final long UCP_WORKER_PARAM_FIELD_NAME = 1L << 6;
-    public static final int UCS_THREAD_MODE_SINGLE = 0;
-    public static final long UCP_EP_PARAM_FIELD_REMOTE_ADDRESS = 1L;
-    public static final long UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE = 1L << 1;
-    public static final long UCP_EP_PARAM_FIELD_ERR_HANDLER = 1L << 2;
-    public static final long UCP_EP_PARAM_FIELD_USER_DATA = 1L << 3;
-    public static final long UCP_EP_PARAM_FIELD_NAME = 1L << 7;
-    public static final int UCP_ERR_HANDLING_MODE_NONE = 0;
-    public static final int UCP_ERR_HANDLING_MODE_PEER = 1;
-    public static final int UCP_EP_CLOSE_FLAG_FORCE = 1;
-    public static final long UCP_MEM_MAP_PARAM_FIELD_ADDRESS = 1L;
-    public static final long UCP_MEM_MAP_PARAM_FIELD_LENGTH = 1L << 1;
-    public static final long UCP_MEM_MAP_PARAM_FIELD_FLAGS = 1L << 2;
-    public static final int UCP_MEM_MAP_ALLOCATE = 1 << 1;
-    public static final long UCP_MEM_ATTR_FIELD_ADDRESS = 1L;
-    public static final long UCP_MEM_ATTR_FIELD_LENGTH = 1L << 1;
-    public static final int UCP_OP_ATTR_FIELD_FLAGS = 1 << 4;
-    public static final int UCS_OK = 0;
-    public static final int UCS_INPROGRESS = 1;
-    public static final int UCS_ERR_LAST = -100;
-    public static final int UCS_ERR_BUSY = -15;
-    public static final int POLLIN = 1;
-    public static final int UCS_ERR_CANCELED = -16;
-    public static final int UCS_ERR_UNREACHABLE = -6;
-    public static final int UCS_ERR_ENDPOINT_TIMEOUT = -80;
-    public static final int UCS_ERR_CONNECTION_RESET = -25;
+    static final long UCP_PARAM_FIELD_FEATURES = 1L;
+    static final long UCP_PARAM_FIELD_MT_WORKERS_SHARED = 1L << 5;
+    static final long UCP_PARAM_FIELD_NAME = 1L << 8;
+    static final long UCP_FEATURE_RMA = 1L << 1;
+    static final long UCP_FEATURE_WAKEUP = 1L << 4;
+    static final long UCP_WORKER_PARAM_FIELD_THREAD_MODE = 1L;
+    static final long UCP_WORKER_PARAM_FIELD_NAME = 1L << 6;
+    static final int UCS_THREAD_MODE_SINGLE = 0;
+    static final long UCP_EP_PARAM_FIELD_REMOTE_ADDRESS = 1L;
+    static final long UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE = 1L << 1;
+    static final long UCP_EP_PARAM_FIELD_ERR_HANDLER = 1L << 2;
+    static final long UCP_EP_PARAM_FIELD_USER_DATA = 1L << 3;
+    static final long UCP_EP_PARAM_FIELD_NAME = 1L << 7;
+    static final int UCP_ERR_HANDLING_MODE_NONE = 0;
+    static final int UCP_ERR_HANDLING_MODE_PEER = 1;
+    static final int UCP_EP_CLOSE_FLAG_FORCE = 1;
+    static final long UCP_MEM_MAP_PARAM_FIELD_ADDRESS = 1L;
+    static final long UCP_MEM_MAP_PARAM_FIELD_LENGTH = 1L << 1;
+    static final long UCP_MEM_MAP_PARAM_FIELD_FLAGS = 1L << 2;
+    static final int UCP_MEM_MAP_ALLOCATE = 1 << 1;
+    static final long UCP_MEM_ATTR_FIELD_ADDRESS = 1L;
+    static final long UCP_MEM_ATTR_FIELD_LENGTH = 1L << 1;
+    static final int UCP_OP_ATTR_FIELD_FLAGS = 1 << 4;
+    static final int UCS_OK = 0;
+    static final int UCS_INPROGRESS = 1;
+    static final int UCS_ERR_LAST = -100;
+    static final int UCS_ERR_BUSY = -15;
+    static final int POLLIN = 1;
+    static final int UCS_ERR_CANCELED = -16;
+    static final int UCS_ERR_UNREACHABLE = -6;
+    static final int UCS_ERR_ENDPOINT_TIMEOUT = -80;
+    static final int UCS_ERR_CONNECTION_RESET = -25;
 
     /** The API version these layouts were written for ({@code UCP_API_MAJOR}, {@code UCP_API_MINOR}). */
-    public static final int API_MAJOR = 1;
-    public static final int API_MINOR = 13;
+    static final int API_MAJOR = 1;
+    static final int API_MINOR = 13;
 
     /** Every constant above by its C name, as the ABI probe prints them. */
-    public static final Map<String, Long> CONSTANTS = constants();
+    static final Map<String, Long> CONSTANTS = constants();
 
     /** Byte offset of a top-level field. */
-    public static long offset(StructLayout layout, String field) {
+    static long offset(StructLayout layout, String field) {
         return layout.byteOffset(groupElement(field));
     }
 

@@ -110,7 +110,7 @@ import reactor.core.publisher.Flux;
 public final class UcxTransferEngine implements TransferEngine {
 
     /** The descriptor engine kind. */
-    public static final String KIND = "ucx";
+    static final String KIND = "ucx";
     private static final System.Logger LOG = System.getLogger("io.kvledger.rdma");
     private static final AtomicInteger SEQUENCE = new AtomicInteger();
     private static final int COMMANDS_PER_ROUND = 256;
@@ -225,7 +225,7 @@ public final class UcxTransferEngine implements TransferEngine {
     }
 
     /** This worker's address, as peers see it in descriptors. */
-    public byte[] workerAddress() {
+    byte[] workerAddress() {
         return workerAddress.clone();
     }
 
@@ -447,7 +447,7 @@ public final class UcxTransferEngine implements TransferEngine {
      * {@link EngineOptions#errorHandling()}, and for {@code AUTO} exactly when the owner runs on
      * another host.
      */
-    public boolean peerErrorHandling(RegionDescriptor remote) {
+    boolean peerErrorHandling(RegionDescriptor remote) {
         return switch (options.errorHandling()) {
             case PEER -> true;
             case NONE -> false;

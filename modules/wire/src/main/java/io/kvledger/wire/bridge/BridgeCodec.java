@@ -43,14 +43,14 @@ import java.util.Objects;
 public final class BridgeCodec {
 
     /** The protocol version this codec speaks. */
-    public static final int VERSION = 1;
+    static final int VERSION = 1;
 
     private BridgeCodec() {}
 
     // ================================================================== requests
 
     /** Decodes one request frame with {@link WireLimits#DEFAULT}. */
-    public static BridgeDecoded decode(byte[] frame) {
+    static BridgeDecoded decode(byte[] frame) {
         return decode(frame, WireLimits.DEFAULT);
     }
 
@@ -253,7 +253,7 @@ public final class BridgeCodec {
      * @param effects the transition's effects; read before this method returns, so the caller may
      *                reuse the list afterwards
      */
-    public static byte[] encodeReply(long id, BridgeHook hook, List<? extends Effect> effects) {
+    static byte[] encodeReply(long id, BridgeHook hook, List<? extends Effect> effects) {
         return encodeReply(id, hook, effects, Map.of());
     }
 

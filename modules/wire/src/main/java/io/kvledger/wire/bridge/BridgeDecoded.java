@@ -27,7 +27,7 @@ public sealed interface BridgeDecoded {
         }
 
         /** The text the error reply carries. */
-        public String error() {
+        String error() {
             return rejection.text();
         }
     }

@@ -24,7 +24,7 @@ public record BridgeNodeInfo(Role role, TransferMode mode, int dpRank, int dpSiz
     }
 
     /** A node whose profile is not known (a {@code hello} naming a vLLM install is not checked against it). */
-    public BridgeNodeInfo(Role role, TransferMode mode, int dpRank, int dpSize, int tpRank, int tpSize, String engineId) {
+    BridgeNodeInfo(Role role, TransferMode mode, int dpRank, int dpSize, int tpRank, int tpSize, String engineId) {
         this(role, mode, dpRank, dpSize, tpRank, tpSize, engineId, null);
     }
 
@@ -42,7 +42,7 @@ public record BridgeNodeInfo(Role role, TransferMode mode, int dpRank, int dpSiz
     }
 
     /** vLLM's {@code kv_role} string. */
-    public String kvRole() {
+    String kvRole() {
         return role.kvRole();
     }
 
