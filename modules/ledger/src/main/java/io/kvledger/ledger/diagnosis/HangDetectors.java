@@ -728,11 +728,10 @@ public final class HangDetectors {
         String detail = s.anomaly().detail();
         String tid = r.transferId != null ? r.transferId : s.anomaly().transferId();
         return switch (k) {
-            case DEFERRAL_REAPED -> reapedSibling(n, r) != null
+            case DEFERRAL_REAPED -> reapedSibling(l, n, r) != null
                     ? new Finding("siblings-share-transfer-id", n.name, r.requestId, tid, r.phase, 29, s.atNs(), r.sinceNs,
-                            "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: its n > 1 sibling "
-                                    + reapedSibling(n, r) + " took transfer id " + tid + " in the id map, so the release for "
-                                    + tid + " freed that sibling, not this one" + reapedWarning(n, detail))
+                            "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + siblingNote(l, n, r, tid)
+                                    + reapedWarning(n, detail))
                     : new Finding("reaped-without-ack", n.name, r.requestId, tid, r.phase,
                     reapedAfterRead(l, tid, s.atNs()) ? 8 : producerTpAboveConsumer(l, n, tid) ? 22 : 7, s.atNs(), r.sinceNs,
                     "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + whyNoAck(l, n, tid)
@@ -861,7 +860,52 @@ public final class HangDetectors {
     }
 
     /** The sibling whose TRANSFER_ID_COLLISION took {@code r}'s transfer id (class 29), or null. */
-    private static String reapedSibling(NodeView n, ReqView r) {
+    /** How a reaped request lost its transfer id to its n > 1 sibling (see {@link #reapedSibling}). */
+    private static String siblingNote(Ledger l, NodeView n, ReqView r, String tid) {
+        String sibling = reapedSibling(l, n, r);
+        for (Seen s : r.anomalies) {
+            if (s.anomaly().kind() == AnomalyKind.TRANSFER_ID_COLLISION && sibling.equals(siblingOf(r.requestId, s.anomaly().detail()))) {
+                return "it took transfer id " + tid + " over its n > 1 sibling " + sibling + " in the id map (one entry for"
+                        + " both), and no ACK for " + tid + " reached it";
+            }
+        }
+        for (ReqView o : n.requests.values()) {
+            for (Seen s : o.anomalies) {
+                if (s.anomaly().kind() == AnomalyKind.TRANSFER_ID_COLLISION && r.requestId.equals(siblingOf(o.requestId, s.anomaly().detail()))) {
+                    return "its n > 1 sibling " + sibling + " took transfer id " + tid + " in the id map, so the release for "
+                            + tid + " freed that sibling, not this one";
+                }
+            }
+        }
+        return "its n > 1 sibling " + sibling + " (vLLM's <index>_<parent id>) claimed the same transfer id " + tid
+                + " on this node, and the one transfer the decode made for " + tid + " served that sibling, not this one";
+    }
+
+    private static String reapedSibling(Ledger l, NodeView n, ReqView r) {
+        TransferView t = r.transferId == null ? null : l.transfers.get(r.transferId);
+        java.util.regex.Matcher a = CHILD_ID.matcher(r.requestId);
+        if (t != null && a.matches()) {
+            // no collision journaled (the sibling had finished before it was admitted): the ids say it
+            String ended = n.endedChildren.get(r.transferId);
+            java.util.List<String> rids = new ArrayList<>(t.rids(n.name));
+            if (ended != null) {
+                rids.add(ended);
+            }
+            for (String rid : rids) {
+                java.util.regex.Matcher b = CHILD_ID.matcher(rid);
+                if (!rid.equals(r.requestId) && b.matches() && a.group(2).equals(b.group(2)) && !a.group(1).equals(b.group(1))) {
+                    return rid;
+                }
+            }
+        }
+        for (Seen s : r.anomalies) {
+            // it took the id from its sibling itself: the sibling's finish unmapped it (WRITE)
+            String sibling = s.anomaly().kind() == AnomalyKind.TRANSFER_ID_COLLISION
+                    ? siblingOf(r.requestId, s.anomaly().detail()) : null;
+            if (sibling != null) {
+                return sibling;
+            }
+        }
         for (ReqView o : n.requests.values()) {
             for (Seen s : o.anomalies) {
                 if (s.anomaly().kind() == AnomalyKind.TRANSFER_ID_COLLISION
