@@ -16,29 +16,42 @@ import java.util.List;
  *       with {@code succeeded=false} and mori's message "SQ full", class 24);</li>
  *   <li>per handshake: {@code handshake-fail};</li>
  *   <li>per client request: {@code abort} (one leg, prefill or decode, is aborted mid-flight,
- *       possibly before its blocks are allocated).</li>
+ *       possibly before its blocks are allocated), {@code dp-alias} (with a prefill of DP above 1,
+ *       the proxy tells the decode leg a {@code remote_dp_rank} other than the rank it sent the
+ *       prefill leg to: class 30, toy-proxy DP aliasing; drawn only when asked for), {@code siblings}
+ *       (the client asked for n = 2: the prefill engine runs two child requests
+ *       {@code <index>_<request id>} with the leg's one {@code kv_transfer_params}, so they share
+ *       its transfer id; class 29; drawn only when asked for).</li>
  * </ul>
  * Written as {@code drop=0.01,dup=0.01,delay=0.02,reorder=0.01,fail=0.005,stall=0.002,abort=0.01,handshake-fail=0,send-fail=0};
  * keys may come in any order and be left out (0).
  */
 public record FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
-                        double abort, double handshakeFail, double sendFail, double sqFull) {
+                        double abort, double handshakeFail, double sendFail, double sqFull, double dpAlias,
+                        double siblings) {
 
     /** No faults at all. */
-    public static final FaultSpec NONE = new FaultSpec(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    public static final FaultSpec NONE = new FaultSpec(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /** The keys {@link #parse} accepts, in canonical order. */
     public static final List<String> KEYS =
-            List.of("drop", "dup", "delay", "reorder", "fail", "stall", "abort", "handshake-fail", "send-fail", "sq-full");
+            List.of("drop", "dup", "delay", "reorder", "fail", "stall", "abort", "handshake-fail", "send-fail", "sq-full",
+                    "dp-alias", "siblings");
 
-    /** Every fault but {@code sq-full}. */
+    /** Every fault but {@code sq-full}, {@code dp-alias} and {@code siblings}. */
     public FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
                      double abort, double handshakeFail, double sendFail) {
-        this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, 0);
+        this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, 0, 0, 0);
+    }
+
+    /** Every fault but {@code dp-alias} and {@code siblings}. */
+    public FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
+                     double abort, double handshakeFail, double sendFail, double sqFull) {
+        this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, 0, 0);
     }
 
     public FaultSpec {
-        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull};
+        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, dpAlias, siblings};
         for (int i = 0; i < all.length; i++) {
             if (!(all[i] >= 0 && all[i] <= 1)) {
                 throw new IllegalArgumentException(
@@ -111,7 +124,7 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
             }
             v[k] = p;
         }
-        return new FaultSpec(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
+        return new FaultSpec(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]);
     }
 
     /** Whether every probability is 0. */
@@ -121,7 +134,7 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
 
     /** The canonical text: the non-zero faults in {@link #KEYS} order, or {@code none}. */
     public String format() {
-        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull};
+        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, dpAlias, siblings};
         List<String> parts = new ArrayList<>();
         for (int i = 0; i < all.length; i++) {
             if (all[i] != 0) {

@@ -19,7 +19,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
- * One engine rank (DP 1) with its connector, on the simulator's agenda: the {@link EngineModel}
+ * One engine rank (one DP rank of its instance) with its connector, on the simulator's agenda: the {@link EngineModel}
  * (the toy vLLM engine, written once for the simulator and the live node) driven in seeded virtual
  * time, around one reducer whose effects go to the {@link Network}. With TP above 1 this is TP
  * rank 0's node; the other ranks' nodes ({@link #addTpWorker}) get every hook call it makes and
@@ -158,10 +158,15 @@ final class SimNode implements ToyRouter.Instance {
         return handshakePort;
     }
 
-    /** The address this instance registers with the proxy (it is DP0/TP0 of its instance). */
+    /** The address its instance registers with the proxy (the ports of DP0/TP0, whatever this rank). */
     @Override
     public ZmqAddress zmqAddress() {
-        return new ZmqAddress(config.hostIp(), config.handshakePortBase(), notifyPort);
+        return new ZmqAddress(config.hostIp(), config.handshakePortBase(), config.notifyPortBase());
+    }
+
+    @Override
+    public int dpRank() {
+        return config.dpRank();
     }
 
     @Override

@@ -13,7 +13,7 @@ import java.util.Objects;
  * @param seed                 the only source of randomness
  * @param mode                 READ or WRITE, for every node
  * @param requests             client requests the proxy receives
- * @param prefillNodes         prefill (producer) instances, each DP 1 and {@code prefillTp} TP ranks
+ * @param prefillNodes         prefill (producer) instances, each {@code prefillDp} DP and {@code prefillTp} TP ranks
  * @param decodeNodes          decode (consumer) instances, one engine rank each
  * @param faults               faults to inject
  * @param behaviour            the reducer's behaviour switches (every node)
@@ -59,6 +59,9 @@ import java.util.Objects;
  * @param prefillTp            the TP size of every prefill instance: TP rank 0 is its engine, the
  *                             other ranks are workers the engine hands every hook call to
  * @param decodeTp             the TP size of every decode instance, likewise
+ * @param prefillDp            the DP size of every prefill instance: each DP rank is an engine of
+ *                             its own (its own scheduler, ports {@code base + dp_rank + tp_rank})
+ *                             on the instance's host, and the proxy routes to each rank in turn
  */
 public record SimOptions(
         long seed,
@@ -99,7 +102,8 @@ public record SimOptions(
         boolean connectorOutputFirst,
         boolean keepLog,
         int prefillTp,
-        int decodeTp) {
+        int decodeTp,
+        int prefillDp) {
 
     static final long MS = 1_000_000L;
     static final long US = 1_000L;
@@ -114,6 +118,7 @@ public record SimOptions(
         positive("decodeNodes", decodeNodes, false);
         positive("prefillTp", prefillTp, false);
         positive("decodeTp", decodeTp, false);
+        positive("prefillDp", prefillDp, false);
         positive("blockSize", blockSize, false);
         positive("blocksPerNode", blocksPerNode, false);
         positive("tokenBudget", tokenBudget, false);
@@ -196,6 +201,7 @@ public record SimOptions(
         b.keepLog = keepLog;
         b.prefillTp = prefillTp;
         b.decodeTp = decodeTp;
+        b.prefillDp = prefillDp;
         return b;
     }
 
@@ -240,6 +246,7 @@ public record SimOptions(
         private boolean keepLog = true;
         private int prefillTp = 1;
         private int decodeTp = 1;
+        private int prefillDp = 1;
 
         private Builder(long seed, TransferMode mode) {
             this.seed = seed;
@@ -276,6 +283,7 @@ public record SimOptions(
         public Builder connectorOutputFirst(boolean v) { connectorOutputFirst = v; return this; }
         public Builder keepLog(boolean v) { keepLog = v; return this; }
         public Builder tp(int prefill, int decode) { prefillTp = prefill; decodeTp = decode; return this; }
+        public Builder prefillDp(int v) { prefillDp = v; return this; }
 
         public SimOptions build() {
             return new SimOptions(seed, mode, requests, prefillNodes, decodeNodes, faults, behaviour, blockSize,
@@ -283,7 +291,7 @@ public record SimOptions(
                     decodeMaxTokens, stepMinNs, stepMaxNs, idleStepNs, backgroundTickNs, meanInterArrivalNs, httpMinNs,
                     httpMaxNs, netMinNs, netMaxNs, longDelayMinNs, longDelayMaxNs, handshakeMinNs, handshakeMaxNs,
                     transferBaseNs, transferPerBlockNs, abortWindowNs, deferTimeoutNs, transferTimeoutNs, timeLimitNs,
-                    connectorOutputFirst, keepLog, prefillTp, decodeTp);
+                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp);
         }
     }
 }

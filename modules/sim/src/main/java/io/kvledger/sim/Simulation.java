@@ -70,11 +70,16 @@ public final class Simulation {
         SplittableRandom latency = root.split();
         SplittableRandom faults = root.split();
         this.network = new Network(this, latency, faults);
-        for (int i = 0; i < opts.prefillNodes(); i++) {
-            prefills.add(instance("P" + i, Role.PRODUCER, "10.0.0." + (i + 1), opts.prefillTp(), root));
+        // with DP above 1, each DP rank of an instance is an engine of its own (P<i>-dp<r>); the
+        // proxy's flat interleaved route takes rank 0 of every instance, then rank 1, and so on
+        for (int dp = 0; dp < opts.prefillDp(); dp++) {
+            for (int i = 0; i < opts.prefillNodes(); i++) {
+                prefills.add(instance("P" + i + (dp == 0 ? "" : "-dp" + dp), Role.PRODUCER, "10.0.0." + (i + 1),
+                        dp, opts.prefillDp(), opts.prefillTp(), root));
+            }
         }
         for (int i = 0; i < opts.decodeNodes(); i++) {
-            decodes.add(instance("D" + i, Role.CONSUMER, "10.0.1." + (i + 1), opts.decodeTp(), root));
+            decodes.add(instance("D" + i, Role.CONSUMER, "10.0.1." + (i + 1), 0, 1, opts.decodeTp(), root));
         }
         nodes.addAll(prefills);
         nodes.addAll(decodes);
@@ -85,17 +90,17 @@ public final class Simulation {
      * One instance: TP rank 0's node, the engine the proxy talks to, and with TP above 1 a node
      * per other TP rank ({@code <name>-tp<rank>}) that the engine hands every hook call to.
      */
-    private SimNode instance(String name, Role role, String host, int tp, SplittableRandom root) {
-        SimNode engine = new SimNode(this, name, nodeConfig(role, host, 0, tp), root.split());
+    private SimNode instance(String name, Role role, String host, int dpRank, int dpSize, int tp, SplittableRandom root) {
+        SimNode engine = new SimNode(this, name, nodeConfig(role, host, dpRank, dpSize, 0, tp), root.split());
         for (int t = 1; t < tp; t++) {
-            SimNode w = new SimNode(this, name + "-tp" + t, nodeConfig(role, host, t, tp), root.split());
+            SimNode w = new SimNode(this, name + "-tp" + t, nodeConfig(role, host, dpRank, dpSize, t, tp), root.split());
             engine.addTpWorker(w);
             tpWorkers.add(w);
         }
         return engine;
     }
 
-    private NodeConfig nodeConfig(Role role, String host, int tpRank, int tpSize) {
+    private NodeConfig nodeConfig(Role role, String host, int dpRank, int dpSize, int tpRank, int tpSize) {
         List<String> layers = new ArrayList<>();
         for (int i = 0; i < opts.layers(); i++) {
             layers.add("model.layers." + i + ".self_attn.attn");
@@ -107,6 +112,7 @@ public final class Simulation {
                 .deferTimeoutNs(opts.deferTimeoutNs())
                 .transferTimeoutNs(opts.transferTimeoutNs())
                 .behaviour(opts.behaviour())
+                .dp(dpRank, dpSize, dpSize)
                 .tp(tpRank, tpSize)
                 .build();
     }
@@ -240,11 +246,29 @@ public final class Simulation {
             tx.abortLeg = aborts.nextBoolean() ? Transaction.Leg.PREFILL : Transaction.Leg.DECODE;
             tx.abortAfterNs = opts.abortWindowNs() == 0 ? 0 : aborts.nextLong(opts.abortWindowNs() + 1);
         }
+        // drawn only when asked for, so that every other fault family keeps its random sequence
+        int dp = tx.prefill.dpSize();
+        if (opts.faults().dpAlias() > 0 && dp > 1 && aborts.nextDouble() < opts.faults().dpAlias()) {
+            tx.aliasedDpRank = (tx.prefill.dpRank() + 1 + aborts.nextInt(dp - 1)) % dp;
+        }
+        // drawn only when asked for, so that every other fault family keeps its random sequence
+        tx.siblings = opts.faults().siblings() > 0 && aborts.nextDouble() < opts.faults().siblings();
         // Both legs are expected now; in READ the decode leg follows the prefill response (or never comes).
         outstandingLegs += 2;
-        sendLeg(tx.prefill, new SimNode.Req(tx.prefillRequestId, tx, true, tx.promptTokens, 1,
-                FinishStatus.FINISHED_LENGTH_CAPPED, ToyRouter.prefillParams(tx.decode, tx.transferId)),
-                Transaction.Leg.PREFILL, tx);
+        if (tx.siblings) {
+            // n = 2: vLLM fans the prefill leg out into children <index>_<request id>, each with the
+            // parent's kv_transfer_params (one transfer id for both)
+            outstandingLegs++;
+            KvParams params = ToyRouter.prefillParams(tx.decode, tx.transferId);
+            for (int i = 0; i < 2; i++) {
+                sendLeg(tx.prefill, new SimNode.Req(i + "_" + tx.prefillRequestId, tx, true, tx.promptTokens, 1,
+                        FinishStatus.FINISHED_LENGTH_CAPPED, params.copy()), Transaction.Leg.PREFILL, tx);
+            }
+        } else {
+            sendLeg(tx.prefill, new SimNode.Req(tx.prefillRequestId, tx, true, tx.promptTokens, 1,
+                    FinishStatus.FINISHED_LENGTH_CAPPED, ToyRouter.prefillParams(tx.decode, tx.transferId)),
+                    Transaction.Leg.PREFILL, tx);
+        }
         if (opts.mode() == TransferMode.WRITE) {
             sendDecodeLeg(tx, null);
         }
@@ -274,9 +298,13 @@ public final class Simulation {
     }
 
     private void sendDecodeLeg(Transaction tx, KvParams prefillResponse) {
+        KvParams params = ToyRouter.decodeParams(tx.prefill, tx.transferId,
+                prefillResponse == null ? null : prefillResponse.asMap());
+        if (tx.aliasedDpRank >= 0) {
+            params.put("remote_dp_rank", (long) tx.aliasedDpRank); // the dp-alias fault: another rank than the prefill's
+        }
         sendLeg(tx.decode, new SimNode.Req(tx.decodeRequestId, tx, false, tx.promptTokens, tx.decodeTokens,
-                tx.decodeFinish, ToyRouter.decodeParams(tx.prefill, tx.transferId,
-                prefillResponse == null ? null : prefillResponse.asMap())), Transaction.Leg.DECODE, tx);
+                tx.decodeFinish, params), Transaction.Leg.DECODE, tx);
     }
 
     /** The proxy's HTTP request reaches the engine after a latency; an abort, if drawn, follows it. */
@@ -305,9 +333,10 @@ public final class Simulation {
             }
             return;
         }
-        if (opts.mode() != TransferMode.READ) {
-            return;
+        if (opts.mode() != TransferMode.READ || tx.decodeDecided) {
+            return; // of n > 1 children, the proxy forwards the first response
         }
+        tx.decodeDecided = true;
         KvParams response = returned == null ? null : returned.copy();
         queue.at(queue.now() + httpLatency(), () -> {
             if (status != FinishStatus.FINISHED_LENGTH_CAPPED || response == null) {

@@ -25,6 +25,12 @@ final class Transaction {
 
     Leg abortLeg;
     long abortAfterNs;
+    /** The {@code remote_dp_rank} the {@code dp-alias} fault makes the proxy tell the decode leg (-1: the prefill's own). */
+    int aliasedDpRank = -1;
+    /** Whether the {@code siblings} fault made the prefill leg two n = 2 children sharing its params. */
+    boolean siblings;
+    /** Whether the proxy has decided about the decode leg (READ: the first child's response decides). */
+    boolean decodeDecided;
 
     Transaction(String proxyRequestId, String transferId, SimNode prefill, SimNode decode,
                 String prefillRequestId, String decodeRequestId, int promptTokens, int decodeTokens,

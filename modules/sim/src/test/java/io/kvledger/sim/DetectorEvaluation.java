@@ -41,16 +41,21 @@ final class DetectorEvaluation {
         }
     }
 
-    /** One cluster shape: prefill instances, decode instances, prefill TP, decode TP. */
-    record Shape(int prefill, int decode, int prefillTp, int decodeTp) {
+    /** One cluster shape: prefill instances, decode instances, prefill TP, decode TP, prefill DP. */
+    record Shape(int prefill, int decode, int prefillTp, int decodeTp, int prefillDp) {
+        Shape(int prefill, int decode, int prefillTp, int decodeTp) {
+            this(prefill, decode, prefillTp, decodeTp, 1);
+        }
+
         @Override
         public String toString() {
-            return prefill + "P" + decode + "D" + (prefillTp > 1 || decodeTp > 1 ? " tp" + prefillTp + ":" + decodeTp : "");
+            return prefill + "P" + decode + "D" + (prefillTp > 1 || decodeTp > 1 ? " tp" + prefillTp + ":" + decodeTp : "")
+                    + (prefillDp > 1 ? " dp" + prefillDp : "");
         }
     }
 
     static final List<Shape> SHAPES = List.of(new Shape(1, 1, 1, 1), new Shape(2, 3, 1, 1), new Shape(3, 2, 1, 1),
-            new Shape(1, 1, 1, 2), new Shape(2, 2, 2, 2));
+            new Shape(1, 1, 1, 2), new Shape(2, 2, 2, 2), new Shape(1, 2, 1, 1, 2), new Shape(2, 3, 1, 1, 3));
 
     static final List<Family> FAMILIES = List.of(
             // a release lost on the way, or one the publisher could not send: the prefill reaps
@@ -68,6 +73,13 @@ final class DetectorEvaluation {
             // a transient "SQ full" taken as a failure (class 24): a READ's load error, a WRITE's stranded decode
             new Family("read-sq-full", TransferMode.READ, "sq-full=0.01", Set.of(24), Set.of(24)),
             new Family("write-sq-full", TransferMode.WRITE, "sq-full=0.01", Set.of(24), Set.of(24)),
+            // the proxy tells the decode another prefill DP rank than the one it sent the prefill leg to
+            // (class 30): READ reads and releases to that rank, WRITE sends remote_blocks there
+            new Family("read-dp-alias", TransferMode.READ, "dp-alias=0.1", Set.of(30), Set.of(30)),
+            new Family("write-dp-alias", TransferMode.WRITE, "dp-alias=0.1", Set.of(30), Set.of(30)),
+            // n = 2: the prefill leg runs as two children <index>_<id> sharing its transfer id (class 29)
+            new Family("read-siblings", TransferMode.READ, "siblings=0.05", Set.of(29), Set.of(29)),
+            new Family("write-siblings", TransferMode.WRITE, "siblings=0.05", Set.of(29), Set.of(29)),
             // clean families: slow but progressing, duplicated or reordered frames, aborts that clean up
             new Family("clean-read-slow", TransferMode.READ, "delay=0.05,dup=0.02,reorder=0.02", Set.of(), Set.of()),
             new Family("clean-write-slow", TransferMode.WRITE, "delay=0.05,dup=0.02,reorder=0.02", Set.of(), Set.of()),
@@ -222,7 +234,7 @@ final class DetectorEvaluation {
 
     static SimOptions options(Family f, Shape s, long seed, int requests) {
         return SimOptions.builder(seed, f.mode()).requests(requests).nodes(s.prefill(), s.decode())
-                .tp(s.prefillTp(), s.decodeTp()).faults(f.faults()).keepLog(false).build();
+                .tp(s.prefillTp(), s.decodeTp()).prefillDp(s.prefillDp()).faults(f.faults()).keepLog(false).build();
     }
 
     /** Runs one family on one shape and seed and scores it into {@code t}. */
@@ -304,7 +316,9 @@ final class DetectorEvaluation {
             for (Shape s : SHAPES) {
                 // WRITE with fewer prefill than decode TP ranks hangs by design (class 22,
                 // docs/detectors.md; HeterogeneousTpTest): not a shape for these families
-                if (f.mode() == TransferMode.READ || s.prefillTp() >= s.decodeTp()) {
+                // the dp-alias fault needs a prefill of DP above 1
+                if ((f.mode() == TransferMode.READ || s.prefillTp() >= s.decodeTp())
+                        && (s.prefillDp() > 1 || !f.faults().contains("dp-alias"))) {
                     shapes.add(s);
                 }
             }

@@ -26,6 +26,16 @@ class FaultSpecTest {
     }
 
     @Test
+    void dp_alias_and_siblings_are_keys_of_their_own_and_format_back() {
+        FaultSpec f = FaultSpec.parse("siblings=0.05,dp-alias=0.1,drop=0.01");
+        assertThat(f.dpAlias()).isEqualTo(0.1);
+        assertThat(f.siblings()).isEqualTo(0.05);
+        assertThat(f.format()).isEqualTo("drop=0.01,dp-alias=0.1,siblings=0.05");
+        assertThat(FaultSpec.parse(f.format())).isEqualTo(f);
+        assertThat(new FaultSpec(0.01, 0, 0, 0, 0, 0, 0, 0, 0, 0)).isEqualTo(FaultSpec.parse("drop=0.01"));
+    }
+
+    @Test
     void missing_keys_are_zero_and_none_or_blank_mean_no_faults() {
         assertThat(FaultSpec.parse("drop=0.2")).isEqualTo(new FaultSpec(0.2, 0, 0, 0, 0, 0, 0, 0, 0));
         assertThat(FaultSpec.parse("none")).isEqualTo(FaultSpec.NONE);

@@ -64,7 +64,8 @@ public final class HangDetectors {
         crossNode(ledger, out);
         List<Finding> specific = new ArrayList<>();
         eagerHandshakeWrongPod(ledger, end, bounds, specific);
-        readWrongDpRank(ledger, specific);
+        java.util.Set<String> aliased = dpRankAliased(ledger, specific);
+        readWrongDpRank(ledger, aliased, specific);
         uncorrelatedTransferIds(ledger, specific);
         missingRemoteBlockIds(ledger, specific);
         sqFullFailures(ledger, specific);
@@ -86,6 +87,11 @@ public final class HangDetectors {
         }
         out.removeIf(f -> f.requestId() != null && GENERIC.contains(f.detector())
                 && explained.contains(f.node() + "|" + f.requestId()));
+        // a remote_blocks to the rank the aliased params named, and the serving rank's WRITE task
+        // expiring without it, are the alias's consequences, not classes 18 and 27
+        out.removeIf(f -> f.transferId() != null && aliased.contains(f.transferId())
+                && (f.detector().equals("notify-unhandshaken-rank") || f.detector().equals("anomaly")
+                && explained.contains(f.node() + "|" + f.requestId())));
         out.addAll(specific);
         out.sort(Comparator.comparing(Finding::node).thenComparingLong(Finding::atNs)
                 .thenComparing(f -> f.requestId() == null ? "" : f.requestId()));
@@ -722,11 +728,10 @@ public final class HangDetectors {
         String detail = s.anomaly().detail();
         String tid = r.transferId != null ? r.transferId : s.anomaly().transferId();
         return switch (k) {
-            case DEFERRAL_REAPED -> reapedSibling(n, r) != null
+            case DEFERRAL_REAPED -> reapedSibling(l, n, r) != null
                     ? new Finding("siblings-share-transfer-id", n.name, r.requestId, tid, r.phase, 29, s.atNs(), r.sinceNs,
-                            "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: its n > 1 sibling "
-                                    + reapedSibling(n, r) + " took transfer id " + tid + " in the id map, so the release for "
-                                    + tid + " freed that sibling, not this one" + reapedWarning(n, detail))
+                            "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + siblingNote(l, n, r, tid)
+                                    + reapedWarning(n, detail))
                     : new Finding("reaped-without-ack", n.name, r.requestId, tid, r.phase,
                     reapedAfterRead(l, tid, s.atNs()) ? 8 : producerTpAboveConsumer(l, n, tid) ? 22 : 7, s.atNs(), r.sinceNs,
                     "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + whyNoAck(l, n, tid)
@@ -855,7 +860,52 @@ public final class HangDetectors {
     }
 
     /** The sibling whose TRANSFER_ID_COLLISION took {@code r}'s transfer id (class 29), or null. */
-    private static String reapedSibling(NodeView n, ReqView r) {
+    /** How a reaped request lost its transfer id to its n > 1 sibling (see {@link #reapedSibling}). */
+    private static String siblingNote(Ledger l, NodeView n, ReqView r, String tid) {
+        String sibling = reapedSibling(l, n, r);
+        for (Seen s : r.anomalies) {
+            if (s.anomaly().kind() == AnomalyKind.TRANSFER_ID_COLLISION && sibling.equals(siblingOf(r.requestId, s.anomaly().detail()))) {
+                return "it took transfer id " + tid + " over its n > 1 sibling " + sibling + " in the id map (one entry for"
+                        + " both), and no ACK for " + tid + " reached it";
+            }
+        }
+        for (ReqView o : n.requests.values()) {
+            for (Seen s : o.anomalies) {
+                if (s.anomaly().kind() == AnomalyKind.TRANSFER_ID_COLLISION && r.requestId.equals(siblingOf(o.requestId, s.anomaly().detail()))) {
+                    return "its n > 1 sibling " + sibling + " took transfer id " + tid + " in the id map, so the release for "
+                            + tid + " freed that sibling, not this one";
+                }
+            }
+        }
+        return "its n > 1 sibling " + sibling + " (vLLM's <index>_<parent id>) claimed the same transfer id " + tid
+                + " on this node, and the one transfer the decode made for " + tid + " served that sibling, not this one";
+    }
+
+    private static String reapedSibling(Ledger l, NodeView n, ReqView r) {
+        TransferView t = r.transferId == null ? null : l.transfers.get(r.transferId);
+        java.util.regex.Matcher a = CHILD_ID.matcher(r.requestId);
+        if (t != null && a.matches()) {
+            // no collision journaled (the sibling had finished before it was admitted): the ids say it
+            String ended = n.endedChildren.get(r.transferId);
+            java.util.List<String> rids = new ArrayList<>(t.rids(n.name));
+            if (ended != null) {
+                rids.add(ended);
+            }
+            for (String rid : rids) {
+                java.util.regex.Matcher b = CHILD_ID.matcher(rid);
+                if (!rid.equals(r.requestId) && b.matches() && a.group(2).equals(b.group(2)) && !a.group(1).equals(b.group(1))) {
+                    return rid;
+                }
+            }
+        }
+        for (Seen s : r.anomalies) {
+            // it took the id from its sibling itself: the sibling's finish unmapped it (WRITE)
+            String sibling = s.anomaly().kind() == AnomalyKind.TRANSFER_ID_COLLISION
+                    ? siblingOf(r.requestId, s.anomaly().detail()) : null;
+            if (sibling != null) {
+                return sibling;
+            }
+        }
         for (ReqView o : n.requests.values()) {
             for (Seen s : o.anomalies) {
                 if (s.anomaly().kind() == AnomalyKind.TRANSFER_ID_COLLISION
@@ -1327,12 +1377,125 @@ public final class HangDetectors {
     }
 
     /**
+     * Class 30 (toy-proxy DP aliasing, #46115): a decode leg whose {@code kv_transfer_params} name
+     * prefill DP rank R ({@code remote_dp_rank}, with {@code remote_dp_size} above 1) while the
+     * transfer's prefill leg ran on another DP rank of its engine: the router told the decode
+     * another rank than the one it sent the prefill leg to, so the decode's notifies (READ: its
+     * reads and release; WRITE: its remote_blocks) go to rank R, which never served the transfer.
+     * One finding per decode request and per serving prefill request; returns the transfer ids
+     * named, whose class-20 and class-18 findings the alias explains.
+     */
+    private static java.util.Set<String> dpRankAliased(Ledger l, List<Finding> out) {
+        java.util.Set<String> named = new LinkedHashSet<>();
+        for (TransferView t : l.transfers.values()) {
+            // the decode legs with the prefill DP rank their params named: those still held, and
+            // (a READ decode that finished is forgotten) those whose reads the ledger kept
+            Map<String, Integer> decodeRanks = new java.util.LinkedHashMap<>();
+            t.legRids.forEach((dnode, drids) -> {
+                NodeView d = l.nodes.get(dnode);
+                if (d != null && !d.producer()) {
+                    for (String drid : drids) {
+                        ReqView dr = d.requests.get(drid);
+                        if (dr != null && dr.remoteDpRank >= 0 && dr.remoteDpSize > 1) {
+                            decodeRanks.put(dnode + "|" + drid, dr.remoteDpRank);
+                        }
+                    }
+                }
+            });
+            for (Ledger.ReadPost read : t.reads) {
+                if (read.paramsDpRank() >= 0) {
+                    decodeRanks.putIfAbsent(read.node() + "|" + read.requestId(), read.paramsDpRank());
+                }
+            }
+            for (Map.Entry<String, Integer> e : decodeRanks.entrySet()) {
+                String dnode = e.getKey().substring(0, e.getKey().indexOf('|'));
+                String drid = e.getKey().substring(e.getKey().indexOf('|') + 1);
+                int remoteDpRank = e.getValue();
+                NodeView d = l.nodes.get(dnode);
+                if (d == null || d.producer()) {
+                    continue;
+                }
+                ReqView dr = d.requests.get(drid);
+                t.legRids.forEach((pnode, prids) -> {
+                    NodeView p = l.nodes.get(pnode);
+                    if (p == null || !p.producer() || p.config.dpSize() <= 1 || p.config.dpRank() == remoteDpRank) {
+                        return;
+                    }
+                    NodeView named0 = null;
+                    for (NodeView o : l.nodes.values()) {
+                        if (o.producer() && o.config.dpRank() == remoteDpRank && o.config.tpRank() == p.config.tpRank()
+                                && o.config.hostIp().equals(p.config.hostIp())
+                                && o.config.handshakePortBase() == p.config.handshakePortBase()) {
+                            named0 = o;
+                        }
+                    }
+                    if (named0 != null && servedHere(named0, t)) {
+                        return; // the named rank admitted it too: not an alias
+                    }
+                    String rankName = "DP rank " + remoteDpRank
+                            + (named0 == null ? " (not in these journals)" : " (" + named0.name + ")");
+                    String served = pnode + " (DP rank " + p.config.dpRank() + " of " + p.config.dpSize() + ")";
+                    String how = d.config.mode() == io.kvledger.core.config.TransferMode.READ
+                            ? "its reads and its release went to " + rankName
+                            : "its remote_blocks went to " + rankName;
+                    named.add(t.transferId);
+                    if (p.config.tpRank() == 0) {
+                        out.add(new Finding("dp-rank-aliased", dnode, drid, t.transferId, dr == null ? null : dr.phase, 30,
+                                dr == null ? firstRead(t, dnode, drid) : dr.firstSeenNs, dr == null ? -1 : since(dr),
+                                "its kv_transfer_params name prefill remote_dp_rank " + remoteDpRank
+                                        + ", but transfer " + t.transferId
+                                        + " was served by " + served + ": the router told this leg another DP rank than"
+                                        + " the one it sent the prefill leg to (toy-proxy DP aliasing, #46115); "
+                                        + how + ", which never served it" + legState(l, t, dnode, drid)));
+                    }
+                    for (String prid : prids) {
+                        ReqView pr = p.requests.get(prid);
+                        out.add(new Finding("dp-rank-aliased", pnode, prid, t.transferId, pr == null ? null : pr.phase, 30,
+                                pr == null ? l.firstAtNs : pr.firstSeenNs, pr == null ? -1 : since(pr),
+                                "served transfer " + t.transferId + " as " + served + ", but decode " + dnode + " " + drid
+                                        + " was told remote_dp_rank " + remoteDpRank + " (toy-proxy DP aliasing, #46115): "
+                                        + (d.config.mode() == io.kvledger.core.config.TransferMode.READ
+                                        ? "no release reaches this rank; " : "no remote_blocks reaches this rank; ")
+                                        + heldOrReaped(l, t, p, pr)));
+                    }
+                });
+            }
+        }
+        return named;
+    }
+
+    /** When {@code node} first posted a read of {@code t} for {@code rid} (the journals' start when none). */
+    private static long firstRead(TransferView t, String node, String rid) {
+        for (Ledger.ReadPost r : t.reads) {
+            if (r.node().equals(node) && r.requestId().equals(rid)) {
+                return r.atNs();
+            }
+        }
+        return Long.MIN_VALUE;
+    }
+
+    /** Whether {@code n} admitted a request of transfer {@code t} (not just saw a frame or ACK naming it). */
+    private static boolean servedHere(NodeView n, TransferView t) {
+        for (String rid : t.rids(n.name)) {
+            ReqView r = n.requests.get(rid);
+            if (r != null && r.promptTokens >= 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
      * Class 20: a READ session opened against one DP rank ({@code "{eid}_dp{R}"}) of an engine
      * while another rank of that engine served the transfer. One finding per reading request and
-     * per serving request.
+     * per serving request. A transfer whose decode params themselves named the wrong rank is class
+     * 30 ({@link #dpRankAliased}), not a read that ignored them.
      */
-    private static void readWrongDpRank(Ledger l, List<Finding> out) {
+    private static void readWrongDpRank(Ledger l, java.util.Set<String> aliased, List<Finding> out) {
         for (TransferView t : l.transfers.values()) {
+            if (aliased.contains(t.transferId)) {
+                continue;
+            }
             for (Ledger.ReadPost read : t.reads) {
                 int i = read.sessionKey().lastIndexOf("_dp");
                 if (i < 0) {

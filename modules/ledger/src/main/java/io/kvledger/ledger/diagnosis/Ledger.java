@@ -524,6 +524,10 @@ public final class Ledger {
             return;
         }
         n.requests.remove(r.requestId);
+        if (r.transferId != null && CHILD_ID.matcher(r.requestId).matches()) {
+            // an n > 1 child that ended cleanly: a sibling admitted later under its transfer id is class 29
+            n.endedChildren.put(r.transferId, r.requestId);
+        }
         if (r.transferId != null) {
             TransferView t = transfers.get(r.transferId);
             if (t != null && t.rids(n.name).stream().noneMatch(n.requests::containsKey)) {
@@ -536,6 +540,12 @@ public final class Ledger {
             }
         }
     }
+
+    /** vLLM's id of an n > 1 child request, {@code <index>_<parent id>}. */
+    static final java.util.regex.Pattern CHILD_ID = java.util.regex.Pattern.compile("(\\d+)_(.+)");
+
+    /** How many ended n > 1 children a node remembers per transfer id (class 29 evidence). */
+    static final int MAX_ENDED_CHILDREN = 4096;
 
     static boolean serious(AnomalyKind k) {
         return k.severity() == AnomalyKind.Severity.HANG_RISK || k.severity() == AnomalyKind.Severity.WOULD_RAISE;
@@ -624,6 +634,13 @@ public final class Ledger {
          */
         final LinkedHashMap<String, List<ReqView>> podPeers = new LinkedHashMap<>();
         final List<Seen> nodeAnomalies = new ArrayList<>();
+        /** The latest n > 1 children ({@code <index>_<parent id>}) that ended cleanly and were forgotten, by transfer id. */
+        final LinkedHashMap<String, String> endedChildren = new LinkedHashMap<>(16, 0.75f, false) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+                return size() > MAX_ENDED_CHILDREN;
+            }
+        };
         final LinkedHashMap<Long, String> inFlight = new LinkedHashMap<>();
         /** Posted read statuses not yet completed. */
         final java.util.LinkedHashSet<Long> readStatuses = new java.util.LinkedHashSet<>();
