@@ -20,7 +20,8 @@ final class Journals {
 
     /** The DIR parameter's help of the commands that read journals through {@link #resolve}. */
     static final String DIRS_HELP = "journal directories, or JSON lines as they are: a directory of node files "
-            + "(as the vLLM bridge's recorder or journal export --out writes them), or one .jsonl file";
+            + "(as the vLLM bridge's recorder or journal export --out writes them), or one .jsonl file; "
+            + "or a Kafka topic kvledger ship writes: kafka://HOST:PORT/TOPIC[?since=10m]";
 
     /**
      * {@link JournalInputs#resolveArgs}, with a bad argument as a usage error (exit 2); a
@@ -29,6 +30,16 @@ final class Journals {
      */
     static List<NodeJournal> resolve(CommandSpec spec, List<String> dirs) {
         try {
+            if (dirs.stream().anyMatch(io.kvledger.ledger.kafka.KafkaUri::isKafka)) {
+                // a Kafka topic, read into temporary journals, wherever a directory may stand
+                List<NodeJournal> out = new ArrayList<>();
+                for (String d : dirs) {
+                    out.addAll(io.kvledger.ledger.kafka.KafkaUri.isKafka(d)
+                            ? KafkaTopics.read(d, spec.commandLine().getErr(), spec.qualifiedName())
+                            : resolve(spec, List.of(d)));
+                }
+                return out;
+            }
             List<JsonLinesTrees.Recordings> found = dirs.stream().map(JsonLinesTrees::files).toList();
             if (found.stream().allMatch(f -> f.nodes().isEmpty())) {
                 return JournalInputs.resolveArgs(dirs);

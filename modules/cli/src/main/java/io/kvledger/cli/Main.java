@@ -45,6 +45,7 @@ public final class Main implements Callable<Integer> {
             new NamedCommand("tail", TailCommand::new),
             new NamedCommand("verify", VerifyCommand::new),
             new NamedCommand("merge", MergeCommand::new),
+            new NamedCommand("ship", ShipCommand::new),
             new NamedCommand("export", ExportCommand::new),
             new NamedCommand("simulate", SimulateCommand::new),
             new NamedCommand("journal", JournalCommand::new),

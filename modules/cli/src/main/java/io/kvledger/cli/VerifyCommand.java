@@ -50,8 +50,8 @@ final class VerifyCommand implements Callable<Integer> {
     CommandSpec spec;
 
     @Parameters(paramLabel = "DIR", arity = "1..*", description = "journals, or directories of node journals, or JSON "
-            + "lines as the reading commands take them")
-    List<Path> dirs;
+            + "lines as the reading commands take them, or a Kafka topic: kafka://HOST:PORT/TOPIC[?since=10m]")
+    List<String> dirs;
 
     @Option(names = "--max-problems", paramLabel = "N", defaultValue = "20",
             description = "problems listed per journal; the rest are counted (default: ${DEFAULT-VALUE})")
@@ -67,17 +67,25 @@ final class VerifyCommand implements Callable<Integer> {
         }
         List<Path> queues = new ArrayList<>();
         List<JsonLinesTrees.NodeFile> jsonLines = new ArrayList<>();
-        for (Path d : dirs) {
-            List<JsonLinesTrees.NodeFile> files = JsonLinesTrees.files(d.toString()).nodes();
+        List<String> topics = new ArrayList<>();
+        for (String d : dirs) {
+            if (io.kvledger.ledger.kafka.KafkaUri.isKafka(d)) {
+                topics.add(d);
+                continue;
+            }
+            List<JsonLinesTrees.NodeFile> files = JsonLinesTrees.files(d).nodes();
             if (files.isEmpty()) {
-                queues.add(d);
+                queues.add(Path.of(d));
             } else {
                 jsonLines.addAll(files);
             }
         }
         List<NodeJournal> journals;
         try {
-            journals = queues.isEmpty() ? List.of() : JournalDirs.resolve(queues);
+            journals = new ArrayList<>(queues.isEmpty() ? List.of() : JournalDirs.resolve(queues));
+            for (String t : topics) {
+                journals.addAll(KafkaTopics.read(t, spec.commandLine().getErr(), "verify"));
+            }
         } catch (JournalInputs.InputException e) {
             throw usage(e.getMessage());
         }

@@ -7,7 +7,9 @@
  * one writer process per journal; {@code pretouch()} starts a thread that touches the queue file's
  * pages ahead of a fast writer), {@link io.kvledger.journal.JournalReader} reads it back as
  * {@link io.kvledger.journal.JournalEntry} values, {@link io.kvledger.journal.JournalTailer} follows a
- * live journal, and {@link io.kvledger.journal.JsonLines} converts to and from JSON lines. The byte
+ * live journal, and {@link io.kvledger.journal.JsonLines} converts to and from JSON lines.
+ * {@link io.kvledger.journal.RawEntryTailer} and {@link io.kvledger.journal.RawJournalWriter} move
+ * entries as bytes, never re-encoded (shipping journals to Kafka and reading them back). The byte
  * layout is described in {@code journal/FORMAT.md}. Each entry carries a CRC32C (format version 2);
  * readers scan the queue files with plain file reads ({@code QueueScanner}, never a memory mapping
  * a damaged file could fault; a large file is read ahead on a thread of its own, {@code ReadAhead}),

@@ -1,0 +1,100 @@
+package io.kvledger.cli;
+
+import io.kvledger.ledger.kafka.KafkaUri;
+import io.kvledger.ledger.replay.JournalInputs;
+import io.kvledger.ledger.replay.JournalInputs.InputException;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.node.ship.Shipper;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvledger ship --to kafka://HOST:PORT/TOPIC JOURNAL...}: follows local journals and appends
+ * every entry to a Kafka topic ({@link Shipper}); the reading commands then take the topic where
+ * they take a directory.
+ */
+@Command(name = "ship", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {
+            "Follow journals (of nodes, proxies, taps) and append every entry to a Kafka topic, keyed by node id, "
+                    + "the entry's bytes exactly as the journal holds them (journal/FORMAT.md).",
+            "At-least-once and resumable: at start it reads the last seq the topic holds for each node and ships "
+                    + "what follows; readers drop duplicates by (node, seq). Idempotent producer, acks=all. A separate "
+                    + "reader: it never slows or blocks the journals' writers. While the broker is away, entries wait in "
+                    + "at most --buffer-mb of memory (then in the journals), and a line on standard error says so.",
+            "Then, for example: kvledger hangs kafka://HOST:PORT/TOPIC",
+            "Exit status: 0 stopped (or, with --no-follow, everything acknowledged); 1 the producer failed (a restart "
+                    + "resumes); 2 usage error."})
+final class ShipCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--to", required = true, paramLabel = "kafka://HOST:PORT/TOPIC",
+            description = "The topic (created with --partitions when missing).")
+    String to;
+
+    @Parameters(paramLabel = "JOURNAL", arity = "1..*",
+            description = "journal directories, or directories of node journals (one journal per node id)")
+    List<Path> journals = new ArrayList<>();
+
+    @Option(names = "--no-follow", description = "Ship what the journals hold now, wait for the acknowledgements, and exit.")
+    boolean noFollow;
+
+    @Option(names = "--buffer-mb", defaultValue = "32", paramLabel = "MB",
+            description = "Memory for entries not yet acknowledged (default: ${DEFAULT-VALUE}).")
+    int bufferMb;
+
+    @Option(names = "--partitions", defaultValue = "8", paramLabel = "N",
+            description = "Partitions of the topic when ship creates it (default: ${DEFAULT-VALUE}).")
+    int partitions;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter err = spec.commandLine().getErr();
+        KafkaUri target;
+        try {
+            target = KafkaUri.parse(to);
+        } catch (IllegalArgumentException e) {
+            throw usage("--to: " + e.getMessage());
+        }
+        if (target.since() != null) {
+            throw usage("--to: a window (?since=) is for reading; ship appends to the whole topic");
+        }
+        if (bufferMb < 1 || partitions < 1) {
+            throw usage("--buffer-mb and --partitions must be positive");
+        }
+        List<Path> dirs = new ArrayList<>();
+        Shipper shipper;
+        try {
+            for (NodeJournal j : JournalInputs.resolve(journals)) {
+                dirs.add(j.dir());
+            }
+            shipper = new Shipper(new Shipper.Options(target, dirs, !noFollow, (long) bufferMb << 20, partitions), err);
+        } catch (InputException e) {
+            throw usage(e.getMessage());
+        }
+        int rc;
+        try (StopOnSignal signal = new StopOnSignal("kvledger-ship-stop"); shipper) {
+            err.println("kvledger ship: shipping " + String.join(", ", shipper.nodes()) + " to " + target);
+            err.flush();
+            rc = shipper.run(signal::stopping);
+            err.println("kvledger ship: " + shipper.acknowledged() + " entries acknowledged, " + shipper.skipped()
+                    + " already in the topic" + (shipper.backlog() > 0 ? ", " + shipper.backlog() + " unacknowledged" : ""));
+            err.flush();
+        }
+        return rc;
+    }
+
+    private ParameterException usage(String message) {
+        return new ParameterException(spec.commandLine(), message);
+    }
+}

@@ -1,0 +1,402 @@
+package io.kvledger.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.journal.RawEntryTailer;
+import io.kvledger.journal.RawJournalWriter;
+import io.kvledger.ledger.kafka.KafkaSource;
+import io.kvledger.ledger.kafka.KafkaUri;
+import io.kvledger.ledger.kafka.TestBroker;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.node.ship.Shipper;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code kvledger ship} and the reading commands on a topic, against a real Apache Kafka broker
+ * (KRaft, one node, in a child JVM): shipped journals read back byte for byte and every reading
+ * command answers from the topic exactly as from the directories; a shipper killed with -9 mid-stream
+ * and restarted loses and doubles nothing once duplicates are dropped; a broker stopped and
+ * restarted while a journal grows and a shipper follows it costs nothing either. No fixed
+ * deadline: waits poll with generous bounds.
+ */
+class KafkaShipTest {
+
+    @TempDir
+    static Path shared;
+
+    @TempDir
+    Path tmp;
+
+    static TestBroker broker;
+
+    @BeforeAll
+    static void startBroker() {
+        broker = TestBroker.start(shared.resolve("broker"));
+    }
+
+    @AfterAll
+    static void stopBroker() {
+        if (broker != null) {
+            broker.close();
+        }
+    }
+
+    @Test
+    void shippedJournalsReadBackByteForByteAndTheReadingCommandsAnswerAsFromDisk() throws Exception {
+        Path dir = tmp.resolve("faulty");
+        SimJournals.write(dir, 7, TransferMode.WRITE, 12, SimJournals.FAULTS);
+        String uri = broker.uri("fleet-commands");
+
+        CliRun.Outcome ship = CliRun.run("ship", "--no-follow", "--to", uri, dir.toString());
+        assertThat(ship.code()).as(ship.err()).isZero();
+        Map<String, List<byte[]>> disk = rawEntries(dir);
+        long total = disk.values().stream().mapToLong(List::size).sum();
+        System.out.println("KafkaShipTest: " + total + " entries of " + disk.size() + " nodes");
+        assertThat(ship.err()).contains(total + " entries acknowledged, 0 already in the topic");
+        assertSameEntries(readBack(uri, 0), disk);
+
+        String rid = stuckRequest(dir);
+        List<String[]> commands = List.of(
+                new String[] {"hangs", "@"},
+                new String[] {"hangs", "--json", "@"},
+                new String[] {"stats", "@"},
+                new String[] {"stats", "--json", "@"},
+                new String[] {"inspect", "@", "--request", rid},
+                new String[] {"replay", "--verify", "@"},
+                new String[] {"verify", "@"});
+        for (String[] args : commands) {
+            CliRun.Outcome fromDisk = CliRun.run(with(args, dir.toString()));
+            CliRun.Outcome fromTopic = CliRun.run(with(args, uri));
+            String what = String.join(" ", args) + "\n" + fromTopic.err();
+            assertThat(fromDisk.out()).as(what).isNotBlank();
+            assertThat(fromTopic.code()).as(what).isEqualTo(fromDisk.code());
+            assertThat(fromTopic.out()).as(what).isEqualTo(fromDisk.out());
+            assertThat(fromTopic.err()).as(what).contains("note: read " + total + " record(s) of " + disk.size() + " node(s)");
+        }
+
+        // a second ship finds everything in the topic and sends nothing
+        CliRun.Outcome again = CliRun.run("ship", "--no-follow", "--to", uri, dir.toString());
+        assertThat(again.code()).as(again.err()).isZero();
+        assertThat(again.err()).contains("0 entries acknowledged, " + total + " already in the topic");
+        assertThat(recordsIn("fleet-commands")).isEqualTo(total);
+
+        // a window that ends before anything was shipped leaves every node out: said, exit 2
+        Thread.sleep(1100); // the window is about record times: at least a second since the one ship that sent
+        CliRun.Outcome none = CliRun.run("hangs", uri + "?since=1s");
+        assertThat(none.code()).as(none.err()).isEqualTo(2);
+        assertThat(none.err()).contains("no node with entries shipped in the last 1 s");
+    }
+
+    @Test
+    void aShipperKilledMidStreamAndRestartedLosesAndDoublesNothing() throws Exception {
+        Map<String, List<byte[]>> source = rawEntries(simulated(tmp.resolve("sim"), 12));
+        long total = source.values().stream().mapToLong(List::size).sum();
+        System.out.println("KafkaShipTest: " + total + " entries of " + source.size() + " nodes");
+        Path live = tmp.resolve("live");
+        String topic = "fleet-kill";
+        String uri = broker.uri(topic);
+        try (Feeder feeder = new Feeder(live, source)) {
+            Thread feeding = feeder.start(0.25);
+            Path log = tmp.resolve("ship.log");
+            Process child = new ProcessBuilder(javaCommand("ship", "--to", uri, live.toString()))
+                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            // kill -9 once the child has shipped some; the journals grow on after it
+            long shippedAtKill = awaitRecords(topic, 1, child, log);
+            child.destroyForcibly();
+            assertThat(child.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(feeding.isAlive()).as("the journals still grow when the shipper is killed").isTrue();
+            assertThat(shippedAtKill).isLessThan(total);
+            feeder.gate.countDown();
+            feeding.join();
+
+            CliRun.Outcome restart = CliRun.run("ship", "--no-follow", "--to", uri, live.toString());
+            assertThat(restart.code()).as(restart.err()).isZero();
+            Matcher m = Pattern.compile("(\\d+) entries acknowledged, (\\d+) already in the topic").matcher(restart.err());
+            assertThat(m.find()).as(restart.err()).isTrue();
+            assertThat(Long.parseLong(m.group(2))).as("resumed from what the topic held").isPositive();
+            assertThat(Long.parseLong(m.group(1)) + Long.parseLong(m.group(2))).isEqualTo(total);
+        }
+        assertSameEntries(readBack(uri, -1), source);
+    }
+
+    @Test
+    void aBrokerStoppedAndRestartedUnderLoadCostsNoEntry() throws Exception {
+        Map<String, List<byte[]>> source = rawEntries(simulated(tmp.resolve("sim"), 12));
+        long total = source.values().stream().mapToLong(List::size).sum();
+        System.out.println("KafkaShipTest: " + total + " entries of " + source.size() + " nodes");
+        Path live = tmp.resolve("live");
+        String topic = "fleet-restart";
+        broker.createTopic(topic, 4);
+        String uri = broker.uri(topic);
+        StringWriter err = new StringWriter();
+        AtomicBoolean stop = new AtomicBoolean();
+        try (Feeder feeder = new Feeder(live, source)) {
+            Thread feeding = feeder.start(0.2);
+            List<Path> dirs = new ArrayList<>(feeder.dirs());
+            try (Shipper shipper = new Shipper(new Shipper.Options(KafkaUri.parse(uri), dirs, true, 8 << 20, 4), new PrintWriter(err, true))) {
+                int[] rc = {-1};
+                Thread running = Thread.ofPlatform().name("shipper").start(() -> {
+                    try {
+                        rc[0] = shipper.run(stop::get);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+                awaitCount(shipper::acknowledged, 1, err);
+                broker.stop();
+                long ackedWhileDown = shipper.acknowledged();
+                // the journals grow to their end while the broker is away
+                feeder.gate.countDown();
+                feeding.join();
+                assertThat(shipper.acknowledged()).as("nothing is acknowledged while the broker is down").isEqualTo(ackedWhileDown);
+                broker.restart();
+                awaitCount(shipper::acknowledged, total, err);
+                stop.set(true);
+                running.join(TimeUnit.MINUTES.toMillis(2));
+                assertThat(rc[0]).as(err.toString()).isZero();
+                assertThat(shipper.acknowledged()).isEqualTo(total);
+                assertThat(ackedWhileDown).isLessThan(total);
+            } finally {
+                stop.set(true);
+            }
+        }
+        assertSameEntries(readBack(uri, 0), source);
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    /** Appends a simulated run's entries to live journals, node by node, as their writers would. */
+    private static final class Feeder implements AutoCloseable {
+        /** Entries per node per 20 ms step. */
+        static final int STEP = 20;
+        /** Opened by the test: the feeder stops at half of each journal until then. */
+        final java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+        final Map<String, List<byte[]>> source;
+        final Map<String, RawJournalWriter> writers = new LinkedHashMap<>();
+        final Map<String, Integer> fed = new LinkedHashMap<>();
+
+        Feeder(Path root, Map<String, List<byte[]>> source) {
+            this.source = source;
+            for (String node : source.keySet()) {
+                writers.put(node, RawJournalWriter.create(root.resolve(node)));
+                fed.put(node, 0);
+            }
+        }
+
+        List<Path> dirs() {
+            return writers.values().stream().map(RawJournalWriter::dir).toList();
+        }
+
+        private void feedShare(double share) {
+            for (var e : source.entrySet()) {
+                feedTo(e.getKey(), (int) Math.max(1, e.getValue().size() * share));
+            }
+        }
+
+        private void feedTo(String node, int upTo) {
+            List<byte[]> all = source.get(node);
+            for (int i = fed.get(node); i < Math.min(upTo, all.size()); i++) {
+                writers.get(node).append(all.get(i));
+            }
+            fed.put(node, Math.max(fed.get(node), Math.min(upTo, all.size())));
+        }
+
+        /**
+         * On a thread of its own (Chronicle's appender belongs to one thread): feeds the first
+         * {@code share} of each node's entries at once, then more in small steps up to half of each
+         * journal, and the rest once the test opens {@link #gate}. Returns once the first share is in.
+         */
+        Thread start(double share) throws InterruptedException {
+            java.util.concurrent.CountDownLatch first = new java.util.concurrent.CountDownLatch(1);
+            Thread t = Thread.ofPlatform().name("feeder").start(() -> {
+                synchronized (this) {
+                    feedShare(share);
+                }
+                first.countDown();
+                boolean more = true;
+                while (more) {
+                    more = false;
+                    boolean open = gate.getCount() == 0;
+                    synchronized (this) {
+                        for (var e : source.entrySet()) {
+                            int at = fed.get(e.getKey());
+                            int limit = open ? e.getValue().size() : e.getValue().size() / 2;
+                            if (at < limit) {
+                                feedTo(e.getKey(), Math.min(limit, at + STEP));
+                            }
+                            more |= at < e.getValue().size();
+                        }
+                    }
+                    try {
+                        Thread.sleep(20);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            first.await();
+            return t;
+        }
+
+        @Override
+        public synchronized void close() {
+            writers.values().forEach(RawJournalWriter::close);
+        }
+    }
+
+    private static Path simulated(Path dir, int requests) {
+        SimJournals.write(dir, 7, TransferMode.WRITE, requests, SimJournals.FAULTS);
+        return dir;
+    }
+
+    /** Each node's entries as bytes, by node id, read from the journals under {@code dir}. */
+    private static Map<String, List<byte[]>> rawEntries(Path dir) throws IOException {
+        Map<String, List<byte[]>> out = new TreeMap<>();
+        try (var s = Files.list(dir)) {
+            for (Path j : s.filter(Files::isDirectory).sorted().toList()) {
+                try (RawEntryTailer t = RawEntryTailer.open(j)) {
+                    List<byte[]> entries = new ArrayList<>();
+                    for (byte[] e; (e = t.poll(Duration.ZERO)) != null; ) {
+                        entries.add(e);
+                    }
+                    assertThat(t.warnings()).isEmpty();
+                    out.put(t.header().nodeId(), entries);
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The topic read back through the ledger's source; {@code duplicates} checked unless negative. */
+    private Map<String, List<byte[]>> readBack(String uri, long duplicates) throws IOException {
+        Path root = Files.createTempDirectory(tmp, "back");
+        KafkaSource.Result res = KafkaSource.read(KafkaUri.parse(uri), uri, root, System.currentTimeMillis(),
+                KafkaSource.DEFAULT_TIMEOUT);
+        if (duplicates >= 0) {
+            assertThat(res.duplicates()).isEqualTo(duplicates);
+        }
+        Map<String, List<byte[]>> out = new TreeMap<>();
+        for (NodeJournal j : res.journals()) {
+            try (RawEntryTailer t = RawEntryTailer.open(j.dir())) {
+                List<byte[]> entries = new ArrayList<>();
+                for (byte[] e; (e = t.poll(Duration.ZERO)) != null; ) {
+                    entries.add(e);
+                }
+                assertThat(t.warnings()).as(j.name()).isEmpty();
+                out.put(j.name(), entries);
+            }
+        }
+        return out;
+    }
+
+    private static void assertSameEntries(Map<String, List<byte[]>> got, Map<String, List<byte[]>> want) {
+        assertThat(got.keySet()).containsExactlyElementsOf(want.keySet());
+        for (String node : want.keySet()) {
+            List<byte[]> g = got.get(node);
+            List<byte[]> w = want.get(node);
+            assertThat(g).as(node).hasSameSizeAs(w);
+            for (int i = 0; i < w.size(); i++) {
+                assertThat(g.get(i)).as("%s entry %d", node, i).isEqualTo(w.get(i));
+            }
+        }
+    }
+
+    /** A request id: of a hang finding when there is one, else the first D0's journal names. */
+    private static String stuckRequest(Path dir) {
+        Pattern id = Pattern.compile("\"request_id\"\\s*:\\s*\"([^\"]+)\"");
+        Matcher m = id.matcher(CliRun.run("hangs", "--json", dir.toString()).out());
+        if (m.find()) {
+            return m.group(1);
+        }
+        CliRun.Outcome dump = CliRun.run("dump", "--json", dir.resolve("D0").toString());
+        m = id.matcher(dump.out());
+        assertThat(m.find()).as(dump.out()).isTrue();
+        return m.group(1);
+    }
+
+    private static String[] with(String[] args, String source) {
+        String[] out = args.clone();
+        for (int i = 0; i < out.length; i++) {
+            if (out[i].equals("@")) {
+                out[i] = source;
+            }
+        }
+        return out;
+    }
+
+    private static long recordsIn(String topic) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            List<TopicPartition> tps = c.partitionsFor(topic, Duration.ofSeconds(30)).stream()
+                    .map(pi -> new TopicPartition(topic, pi.partition())).toList();
+            Map<TopicPartition, Long> end = c.endOffsets(tps, Duration.ofSeconds(30));
+            Map<TopicPartition, Long> begin = c.beginningOffsets(tps, Duration.ofSeconds(30));
+            return tps.stream().mapToLong(tp -> end.get(tp) - begin.get(tp)).sum();
+        } catch (org.apache.kafka.common.KafkaException e) {
+            return 0; // the topic is not there yet
+        }
+    }
+
+    /** Waits (polling, generous bound) until the topic holds at least {@code n} records; returns how many. */
+    private static long awaitRecords(String topic, long n, Process child, Path log) throws Exception {
+        long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+        while (System.nanoTime() < end) {
+            assertThat(child.isAlive()).as("ship exited early: %s", Files.readString(log)).isTrue();
+            long have = recordsIn(topic);
+            if (have >= n) {
+                return have;
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("the topic " + topic + " holds fewer than " + n + " records after 3 min: " + Files.readString(log));
+    }
+
+    private static void awaitCount(java.util.function.LongSupplier count, long n, StringWriter err) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+        while (count.getAsLong() < n) {
+            if (System.nanoTime() > end) {
+                throw new AssertionError("only " + count.getAsLong() + " of " + n + " after 3 min; the shipper said: " + err);
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    private static List<String> javaCommand(String... args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (a.startsWith("--") || a.startsWith("-Dchronicle")) {
+                cmd.add(a);
+            }
+        }
+        cmd.addAll(List.of("-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+}

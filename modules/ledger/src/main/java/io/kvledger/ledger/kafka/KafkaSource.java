@@ -1,0 +1,237 @@
+package io.kvledger.ledger.kafka;
+
+import io.kvledger.journal.JournalException;
+import io.kvledger.journal.RawJournalWriter;
+import io.kvledger.ledger.replay.JournalInputs.InputException;
+import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.function.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * Reads the node journals a Kafka topic holds ({@code kvledger ship} writes them,
+ * {@link ShippedEntry}) into journals on disk, one per node, each entry's bytes as the topic holds
+ * them ({@link RawJournalWriter}), so that every reading command reads a topic exactly as it reads
+ * the same journals from their directories. Shipping is at-least-once: an entry the topic holds
+ * twice (a shipper that restarted, a producer retry) is dropped by (node, seq), keeping the first.
+ * A gap is not filled or hidden: the journal on disk has it, and its reader says so as for any
+ * journal.
+ *
+ * <p>The topic is read from its beginning up to the end offsets it had when the read started.
+ * With a window ({@code ?since=10m}) the nodes that shipped nothing within it are left out; the
+ * others are read whole, from their headers, since a replay from the middle of a node's journal
+ * would show requests without their start.
+ *
+ * <p>Refused (an {@link InputException}, a usage error for the commands): a topic that does not
+ * exist or a broker that does not answer within the timeout; a record that is no shipped entry (no
+ * key, fewer bytes than an entry, a seq header that disagrees with the entry); a node whose
+ * entries do not start with its header (retention removed the start); a node whose entries are
+ * in two partitions (the topic's partition count changed).
+ */
+public final class KafkaSource {
+
+    private KafkaSource() {}
+
+    /** How long a read may go without progress (no answer from the broker) before it is refused. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
+
+    /**
+     * What a read found.
+     *
+     * @param journals   one per node, named by node id, in node id order
+     * @param records    records read
+     * @param duplicates records dropped as duplicates by (node, seq)
+     * @param leftOut    nodes left out by the window (they shipped nothing within it)
+     */
+    public record Result(List<NodeJournal> journals, long records, long duplicates, List<String> leftOut) {
+
+        /** One line saying what was read, for standard error. */
+        public String describe(String source) {
+            return "read " + records + " record(s) of " + journals.size() + " node(s) from " + source
+                    + (duplicates == 0 ? "" : "; dropped " + duplicates + " duplicate(s) by (node, seq)")
+                    + (leftOut.isEmpty() ? "" : "; left out " + leftOut.size() + " node(s) with nothing in the window: "
+                            + String.join(", ", leftOut));
+        }
+    }
+
+    private static final class NodeCopy {
+        final String node;
+        final int partition;
+        final RawJournalWriter writer;
+        long lastSeq = -1;
+        long lastTimestamp;
+
+        NodeCopy(String node, int partition, RawJournalWriter writer) {
+            this.node = node;
+            this.partition = partition;
+            this.writer = writer;
+        }
+    }
+
+    /**
+     * Reads the topic into journals under {@code root} (one directory per node, which must not
+     * exist yet).
+     *
+     * @param nowMs the time the window ends at, epoch milliseconds (record timestamps are when
+     *              the entries were shipped)
+     * @throws InputException see the class comment
+     */
+    public static Result read(KafkaUri uri, String argument, Path root, long nowMs, Duration timeout) {
+        Map<String, NodeCopy> nodes = new TreeMap<>();
+        long[] counts = new long[2];
+        try {
+            scan(uri, timeout, r -> {
+                String node = ShippedEntry.nodeId(r.key());
+                long seq = ShippedEntry.seq(r.value());
+                check(uri, r, node, seq);
+                NodeCopy c = nodes.get(node);
+                if (c == null) {
+                    if (seq != 0) {
+                        throw new InputException(argument + ": node " + node + ": the topic holds its entries from seq "
+                                + seq + " on, not from its header (seq 0): retention or compaction removed the start; "
+                                + "read that node from its own journal");
+                    }
+                    c = new NodeCopy(node, r.partition(), RawJournalWriter.create(root.resolve(dirName(node, nodes.size()))));
+                    nodes.put(node, c);
+                } else if (c.partition != r.partition()) {
+                    throw new InputException(argument + ": node " + node + " has entries in partitions " + c.partition
+                            + " and " + r.partition() + " (the topic's partition count changed?): their order is unknown");
+                }
+                counts[0]++;
+                c.lastTimestamp = Math.max(c.lastTimestamp, r.timestamp());
+                if (seq <= c.lastSeq) {
+                    counts[1]++;
+                    return;
+                }
+                c.writer.append(r.value());
+                c.lastSeq = seq;
+            });
+        } finally {
+            for (NodeCopy c : nodes.values()) {
+                c.writer.close();
+            }
+        }
+        List<NodeJournal> out = new ArrayList<>();
+        List<String> leftOut = new ArrayList<>();
+        long from = uri.since() == null ? Long.MIN_VALUE : nowMs - uri.since().toMillis();
+        for (NodeCopy c : nodes.values()) {
+            if (c.lastTimestamp < from) {
+                leftOut.add(c.node);
+            } else {
+                out.add(new NodeJournal(c.writer.dir(), c.node, argument));
+            }
+        }
+        if (out.isEmpty()) {
+            throw new InputException(argument + ": no journal there: the topic holds " + (nodes.isEmpty() ? "no entries"
+                    : "no node with entries shipped in the last " + uri.since().toSeconds() + " s"));
+        }
+        return new Result(out, counts[0], counts[1], leftOut);
+    }
+
+    /**
+     * The last seq the topic holds for each node (a shipper resumes after it).
+     *
+     * @throws InputException when the topic does not exist or the broker does not answer
+     */
+    public static Map<String, Long> lastSeqs(KafkaUri uri, Duration timeout) {
+        Map<String, Long> out = new HashMap<>();
+        scan(uri, timeout, r -> {
+            String node = ShippedEntry.nodeId(r.key());
+            long seq = ShippedEntry.seq(r.value());
+            check(uri, r, node, seq);
+            out.merge(node, seq, Math::max);
+        });
+        return out;
+    }
+
+    /** Whether the topic exists (false also when it has no partitions). */
+    public static boolean exists(KafkaUri uri, Duration timeout) {
+        try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
+            List<PartitionInfo> parts = c.partitionsFor(uri.topic(), timeout);
+            return parts != null && !parts.isEmpty();
+        } catch (KafkaException e) {
+            throw new InputException("cannot reach Kafka at " + uri.bootstrap() + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static void check(KafkaUri uri, ConsumerRecord<byte[], byte[]> r, String node, long seq) {
+        long stated = ShippedEntry.headerSeq(r.headers());
+        if (node == null || seq < 0 || (stated >= 0 && stated != seq)) {
+            throw new InputException(uri + ": the record at partition " + r.partition() + " offset " + r.offset()
+                    + " is no shipped journal entry (" + (node == null ? "no key" : seq < 0 ? "its value is too short"
+                    : "its seq header says " + stated + ", the entry " + seq) + ")");
+        }
+    }
+
+    /** A node id as a directory name: kept when it is a plain name, else made one. */
+    private static String dirName(String node, int index) {
+        return node.matches("[A-Za-z0-9._-]{1,100}") && !node.startsWith(".") ? node : "node-" + index;
+    }
+
+    private static KafkaConsumer<byte[], byte[]> consumer(KafkaUri uri, Duration timeout) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, uri.bootstrap());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "10000");
+        p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, String.valueOf(timeout.toMillis()));
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "kvledger-reader");
+        return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    /**
+     * Hands every record of the topic, partition by partition in offset order, up to the end
+     * offsets it had at the start, to {@code each}.
+     */
+    private static void scan(KafkaUri uri, Duration timeout, Consumer<ConsumerRecord<byte[], byte[]>> each) {
+        try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
+            List<PartitionInfo> parts = c.partitionsFor(uri.topic(), timeout);
+            if (parts == null || parts.isEmpty()) {
+                throw new InputException(uri + ": no such topic at " + uri.bootstrap());
+            }
+            List<TopicPartition> tps = parts.stream().map(pi -> new TopicPartition(pi.topic(), pi.partition()))
+                    .sorted(java.util.Comparator.comparingInt(TopicPartition::partition)).toList();
+            // one partition at a time: a node's entries are in one partition, in order
+            for (TopicPartition tp : tps) {
+                c.assign(List.of(tp));
+                c.seekToBeginning(List.of(tp));
+                long end = c.endOffsets(List.of(tp), timeout).get(tp);
+                long idleSince = System.nanoTime();
+                while (c.position(tp, timeout) < end) {
+                    var records = c.poll(Duration.ofMillis(200));
+                    if (records.isEmpty()) {
+                        if (System.nanoTime() - idleSince > timeout.toNanos()) {
+                            throw new InputException(uri + ": partition " + tp.partition() + " gave nothing for "
+                                    + timeout.toSeconds() + " s at offset " + c.position(tp, timeout) + " of " + end);
+                        }
+                        continue;
+                    }
+                    idleSince = System.nanoTime();
+                    for (ConsumerRecord<byte[], byte[]> r : records) {
+                        if (r.offset() >= end) {
+                            break;
+                        }
+                        each.accept(r);
+                    }
+                }
+            }
+        } catch (KafkaException e) {
+            throw new InputException("cannot read " + uri + ": " + e.getMessage(), e);
+        } catch (JournalException e) {
+            throw new InputException("cannot write the journals read from " + uri + ": " + e.getMessage(), e);
+        }
+    }
+}

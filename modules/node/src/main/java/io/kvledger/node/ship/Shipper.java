@@ -1,0 +1,363 @@
+package io.kvledger.node.ship;
+
+import io.kvledger.journal.JournalException;
+import io.kvledger.journal.RawEntryTailer;
+import io.kvledger.ledger.kafka.KafkaSource;
+import io.kvledger.ledger.kafka.KafkaUri;
+import io.kvledger.ledger.kafka.ShippedEntry;
+import io.kvledger.ledger.replay.JournalInputs.InputException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * Ships journals to a Kafka topic: follows each journal from its header ({@link RawEntryTailer}, a
+ * reader apart from the journal's writer, which it never slows or blocks) and appends every entry
+ * to the topic as a {@link ShippedEntry} (key: the node id; value: the entry's bytes).
+ *
+ * <p>At-least-once, resumable without local state: at start it reads back the last seq the topic
+ * holds for each node ({@link KafkaSource#lastSeqs}) and ships what follows; readers drop the
+ * duplicates a crash between a send and its acknowledgement leaves. The producer is idempotent with
+ * {@code acks=all} and retries without a deadline, so a node's entries stay in order in its
+ * partition across broker restarts.
+ *
+ * <p>Memory is bounded by the producer's buffer ({@code bufferBytes}): when the broker is away, the
+ * producer keeps what it was handed and retries; once its buffer is full, the next send waits for
+ * room (the shipper's own thread only: the journals it reads go on growing on disk). A watcher
+ * thread says so on standard error, at most every {@value #COMPLAINT_EVERY_S} s, with the backlog
+ * (entries handed over and not acknowledged). No send gives up: a record the producer dropped
+ * while later ones went through would be a gap in the topic.
+ *
+ * <p>Threading: {@link #run} on one thread, plus the watcher; the counters are read from any.
+ */
+public final class Shipper implements AutoCloseable {
+
+    /** Seconds between two lines about an unreachable broker. */
+    static final int COMPLAINT_EVERY_S = 10;
+
+    /**
+     * How to ship.
+     *
+     * @param target      the topic
+     * @param journals    the journal directories to follow
+     * @param follow      keep following the journals (false: ship what they hold now, then stop)
+     * @param bufferBytes the producer's memory for entries not yet acknowledged
+     * @param partitions  partitions of the topic when the shipper creates it
+     */
+    public record Options(KafkaUri target, List<Path> journals, boolean follow, long bufferBytes, int partitions) {
+        public Options {
+            journals = List.copyOf(journals);
+        }
+    }
+
+    private static final class Source {
+        final RawEntryTailer tailer;
+        final String node;
+        final byte[] key;
+        long resumeAfter = -1;
+        byte[] pending;
+
+        Source(RawEntryTailer tailer) {
+            this.tailer = tailer;
+            this.node = tailer.header().nodeId();
+            this.key = ShippedEntry.key(node);
+        }
+    }
+
+    private final Options options;
+    private final PrintWriter err;
+    private final List<Source> sources = new ArrayList<>();
+    private final AtomicLong sent = new AtomicLong();
+    private final AtomicLong acked = new AtomicLong();
+    private final AtomicLong skipped = new AtomicLong();
+    private final AtomicReference<Exception> failure = new AtomicReference<>();
+    /** When the send under way started (0: none): a send that waits long means the buffer is full. */
+    private volatile long sendingSinceNs;
+    private KafkaProducer<byte[], byte[]> producer;
+    private long lastComplaintNs;
+
+    /**
+     * Opens the journals (each must have a readable header; two journals of one node id are refused).
+     *
+     * @throws InputException when a journal cannot be opened or two share a node id
+     */
+    public Shipper(Options options, PrintWriter err) {
+        this.options = options;
+        this.err = err;
+        Map<String, Path> seen = new LinkedHashMap<>();
+        try {
+            for (Path dir : options.journals()) {
+                Source s = new Source(RawEntryTailer.open(dir));
+                sources.add(s);
+                Path other = seen.putIfAbsent(s.node, dir);
+                if (other != null) {
+                    throw new InputException("the journals " + other + " and " + dir + " are both of node " + s.node
+                            + ": a topic keys entries by node id, so each node is shipped from one journal");
+                }
+            }
+        } catch (JournalException e) {
+            close();
+            throw new InputException("cannot ship: " + e.getMessage(), e);
+        } catch (InputException e) {
+            close();
+            throw e;
+        }
+    }
+
+    /** The node ids shipped, in the order the journals were given. */
+    public List<String> nodes() {
+        return sources.stream().map(s -> s.node).toList();
+    }
+
+    /** Entries handed to the producer. */
+    public long sent() {
+        return sent.get();
+    }
+
+    /** Entries the broker acknowledged. */
+    public long acknowledged() {
+        return acked.get();
+    }
+
+    /** Entries sent and not acknowledged yet: what the producer holds in memory. */
+    public long backlog() {
+        return sent.get() - acked.get();
+    }
+
+    /** Entries left out at start because the topic already held them. */
+    public long skipped() {
+        return skipped.get();
+    }
+
+    /**
+     * Ships until {@code stop} says so (or, without {@code follow}, until the journals' entries
+     * written so far are acknowledged).
+     *
+     * @return 0 when stopped or done; 1 when the producer failed for good (what failed is on
+     *         standard error; a restart resumes from what the topic holds)
+     */
+    public int run(BooleanSupplier stop) throws InterruptedException {
+        if (!prepare(stop)) {
+            return 0;
+        }
+        producer = producer();
+        Thread watcher = Thread.ofPlatform().daemon().name("kvledger-ship-watch").start(() -> {
+            while (!Thread.currentThread().isInterrupted()) {
+                watch();
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        });
+        try {
+            return ship(stop);
+        } finally {
+            watcher.interrupt();
+        }
+    }
+
+    private int ship(BooleanSupplier stop) throws InterruptedException {
+        while (!stop.getAsBoolean()) {
+            if (failure.get() != null) {
+                return failed();
+            }
+            int moved = 0;
+            for (Source s : sources) {
+                moved += pump(s, stop);
+            }
+            if (moved == 0) {
+                if (!options.follow()) {
+                    break;
+                }
+                LockSupport.parkNanos(2_000_000);
+            }
+        }
+        // without follow, done means acknowledged; a stop leaves the rest to close() (5 s) and a restart
+        while (backlog() > 0 && failure.get() == null && !stop.getAsBoolean()) {
+            Thread.sleep(10);
+        }
+        return failure.get() != null ? failed() : 0;
+    }
+
+    /** Creates the topic when missing and reads where each node resumes; retried while the broker is away. */
+    private boolean prepare(BooleanSupplier stop) throws InterruptedException {
+        while (!stop.getAsBoolean()) {
+            try {
+                ensureTopic();
+                Map<String, Long> last = KafkaSource.lastSeqs(options.target(), Duration.ofSeconds(30));
+                for (Source s : sources) {
+                    s.resumeAfter = last.getOrDefault(s.node, -1L);
+                }
+                return true;
+            } catch (InputException | KafkaException e) {
+                complain("cannot reach " + options.target() + " (" + e.getMessage() + "); retrying");
+                Thread.sleep(1000);
+            }
+        }
+        return false;
+    }
+
+    private void ensureTopic() {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, options.target().bootstrap());
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        try (Admin admin = Admin.create(p)) {
+            if (admin.listTopics().names().get(30, TimeUnit.SECONDS).contains(options.target().topic())) {
+                return;
+            }
+            admin.createTopics(List.of(new NewTopic(options.target().topic(), options.partitions(), (short) -1)))
+                    .all().get(30, TimeUnit.SECONDS);
+            err.println("kvledger ship: created topic " + options.target().topic() + " (" + options.partitions()
+                    + " partitions, the broker's default replication and retention)");
+            err.flush();
+        } catch (ExecutionException e) {
+            if (!(e.getCause() instanceof TopicExistsException)) {
+                throw new KafkaException(e.getCause().getMessage(), e.getCause());
+            }
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new KafkaException("no answer within 30 s", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KafkaException("interrupted", e);
+        }
+    }
+
+    /** Moves up to a batch of one journal's entries to the producer; returns how many. */
+    private int pump(Source s, BooleanSupplier stop) {
+        int moved = 0;
+        while (moved < 1024 && !stop.getAsBoolean() && failure.get() == null) {
+            byte[] e = s.pending != null ? s.pending : s.tailer.poll(Duration.ZERO);
+            if (e == null) {
+                break;
+            }
+            long seq = RawEntryTailer.seq(e);
+            if (seq <= s.resumeAfter) {
+                skipped.incrementAndGet();
+                continue;
+            }
+            s.pending = e;
+            RecordHeaders headers = new RecordHeaders();
+            headers.add(ShippedEntry.SEQ_HEADER, ShippedEntry.seqHeader(seq));
+            sendingSinceNs = System.nanoTime();
+            try {
+                producer.send(new ProducerRecord<>(options.target().topic(), null, s.key, e, headers), (md, ex) -> {
+                    if (ex == null) {
+                        acked.incrementAndGet();
+                    } else {
+                        failure.compareAndSet(null, ex);
+                    }
+                });
+            } catch (KafkaException fatal) {
+                failure.compareAndSet(null, fatal);
+                return moved;
+            } finally {
+                sendingSinceNs = 0;
+            }
+            s.pending = null;
+            s.resumeAfter = seq;
+            sent.incrementAndGet();
+            moved++;
+        }
+        return moved;
+    }
+
+    private long ackSeen;
+    private long ackSeenNs;
+
+    /**
+     * Says so (watcher thread) when entries wait and no acknowledgement came for
+     * {@value #COMPLAINT_EVERY_S} s, or a send waits that long for room in the buffer.
+     */
+    private void watch() {
+        long now = System.nanoTime();
+        long a = acked.get();
+        long since = sendingSinceNs;
+        if (since != 0 && now - since >= TimeUnit.SECONDS.toNanos(COMPLAINT_EVERY_S)) {
+            complain("the broker at " + options.target().bootstrap() + " takes no entries: the buffer ("
+                    + (options.bufferBytes() >> 20) + " MiB, " + backlog() + " entries) is full for "
+                    + TimeUnit.NANOSECONDS.toSeconds(now - since) + " s; the journals keep the rest; waiting");
+            return;
+        }
+        if (a != ackSeen || backlog() == 0 || ackSeenNs == 0) {
+            ackSeen = a;
+            ackSeenNs = now;
+            return;
+        }
+        if (now - ackSeenNs >= TimeUnit.SECONDS.toNanos(COMPLAINT_EVERY_S)) {
+            complain("no acknowledgement from " + options.target().bootstrap() + " for "
+                    + TimeUnit.NANOSECONDS.toSeconds(now - ackSeenNs) + " s; " + backlog()
+                    + " entries wait in memory (at most " + (options.bufferBytes() >> 20)
+                    + " MiB, then the journals keep the rest); retrying");
+        }
+    }
+
+    private synchronized void complain(String what) {
+        long now = System.nanoTime();
+        if (lastComplaintNs == 0 || now - lastComplaintNs >= TimeUnit.SECONDS.toNanos(COMPLAINT_EVERY_S)) {
+            lastComplaintNs = now;
+            err.println("kvledger ship: " + what);
+            err.flush();
+        }
+    }
+
+    private int failed() {
+        err.println("kvledger ship: error: the producer failed: " + failure.get() + "; " + acknowledged()
+                + " entries acknowledged; a restart resumes from what the topic holds");
+        err.flush();
+        return 1;
+    }
+
+    private KafkaProducer<byte[], byte[]> producer() {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, options.target().bootstrap());
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, "kvledger-ship");
+        // per-node order across retries and broker restarts; an entry counts once the ISR has it
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "5");
+        p.put(ProducerConfig.RETRIES_CONFIG, String.valueOf(Integer.MAX_VALUE));
+        // retried until the broker is back: a give-up would leave a gap only a restart repairs
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(Integer.MAX_VALUE));
+        p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, String.valueOf(options.bufferBytes()));
+        // a send waits for room (or for the topic's metadata while the broker is away) rather than fail
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(Long.MAX_VALUE));
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(256 * 1024));
+        return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
+    @Override
+    public void close() {
+        if (producer != null) {
+            producer.close(Duration.ofSeconds(3));
+            producer = null;
+        }
+        for (Source s : sources) {
+            s.tailer.close();
+        }
+    }
+}

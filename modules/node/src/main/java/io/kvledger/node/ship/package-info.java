@@ -1,0 +1,9 @@
+/**
+ * Journal shipping: {@link io.kvledger.node.ship.Shipper} follows local journals and appends every
+ * entry, as its bytes, to a Kafka topic keyed by node id ({@code kvledger ship}); the reading side
+ * is the ledger's {@code io.kvledger.ledger.kafka}. It reads journals apart from their writers and
+ * never touches a node loop.
+ *
+ * <p>Depends on kvledger-journal, the ledger's Kafka and replay packages and Apache Kafka's client.
+ */
+package io.kvledger.node.ship;
