@@ -156,6 +156,9 @@ class OpenAiCompatibilityTest {
         openAiError(send(p, "POST", "/v1/completions", "not json"), 400);
         assertEquals("no route GET /v1/models/x", openAiError(send(p, "GET", "/v1/models/x", null), 404));
         openAiError(send(p, "GET", "/v1/completions", null), 405);
+        // the web page's journal routes too
+        assertTrue(openAiError(send(p, "GET", "/v1/requests/nope", null), 404).contains("no request id"));
+        openAiError(send(p, "GET", "/v1/hangs?stuck_after=-1", null), 400);
 
         // a decode that fails with a body that is not OpenAI's: its status, in an OpenAI body quoting it
         de.failStatus = 500;

@@ -101,7 +101,11 @@
     if (state.token) { headers.Authorization = 'Bearer ' + state.token; }
     return fetch(path, {headers: headers, cache: 'no-store'}).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (body) {
-        if (!r.ok) { var e = new Error(body.error || (r.status + ' ' + r.statusText)); e.status = r.status; throw e; }
+        if (!r.ok) {
+          // {"error": {"message": ...}} (OpenAI's shape: kvledger serve, the proxy) or {"error": "..."} (a node)
+          var msg = body.error && typeof body.error === 'object' ? body.error.message : body.error;
+          var e = new Error(msg || (r.status + ' ' + r.statusText)); e.status = r.status; throw e;
+        }
         return body;
       });
     });
