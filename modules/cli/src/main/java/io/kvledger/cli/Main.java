@@ -25,7 +25,9 @@ import picocli.CommandLine.Spec;
 @Command(name = "kvledger", mixinStandardHelpOptions = true, version = "kvledger " + Main.VERSION,
         description = "Event-sourced control plane for MoRIIO KV-cache transfer: simulate, replay and inspect "
                 + "prefill/decode request lifecycles.",
-        subcommands = CommandLine.HelpCommand.class)
+        subcommands = HelpCommand.class,
+        footer = {"", "The ./kvledger launcher adds the command test: see 'kvledger help test'.",
+            "Shell completion: source <(kvledger completion bash)   (or zsh)"})
 public final class Main implements Callable<Integer> {
 
     static final String VERSION = "0.1.0-SNAPSHOT";
@@ -54,7 +56,8 @@ public final class Main implements Callable<Integer> {
             new NamedCommand("tap-report", TapReportCommand::new),
             new NamedCommand("node", NodeCommand::new),
             new NamedCommand("cluster", ClusterCommand::new),
-            new NamedCommand("proxy", ProxyCommand::new));
+            new NamedCommand("proxy", ProxyCommand::new),
+            new NamedCommand("completion", CompletionCommand::new));
 
     @Spec
     CommandSpec spec;
@@ -81,7 +84,7 @@ public final class Main implements Callable<Integer> {
     /**
      * The command line that runs {@code args}: when the first argument names a command of the
      * table, only that command is registered (picocli builds a command's model from its
-     * annotations, classes and all, and building all nineteen is most of a journal command's
+     * annotations, classes and all, and building all of them is most of a journal command's
      * start); anything else (no command, {@code help}, an option, a misspelt name that picocli
      * suggests a command for) gets the whole table. The chosen command parses, runs and reports
      * errors exactly as it does in the whole table: its qualified name, its help and its exit codes
@@ -112,15 +115,58 @@ public final class Main implements Callable<Integer> {
         return cl;
     }
 
-    /** A usage error: one line naming the command, picocli's suggestions if any, and where the help is. */
+    /**
+     * A usage error: one line naming the command, the nearest command or option to a mistyped one
+     * if any is near ({@link Suggestions}), and where the help is.
+     */
     private static int usageError(ParameterException ex, String[] args) {
         CommandLine cl = ex.getCommandLine();
         PrintWriter err = cl.getErr();
         err.println(cl.getCommandSpec().qualifiedName() + ": " + trimmed(ex.getMessage()));
-        CommandLine.UnmatchedArgumentException.printSuggestions(ex, err);
+        List<String> near = suggestions(ex);
+        if (!near.isEmpty()) {
+            err.println("Did you mean: " + String.join(" or ", near) + "?");
+        }
         err.println("see '" + helpHint(cl) + "'");
         err.flush();
         return cl.getCommandSpec().exitCodeOnInvalidInput();
+    }
+
+    /**
+     * What a mistyped command or option was probably meant to be, as the user would type it
+     * ({@code kvledger hangs}, {@code --json}): a word in a command's place is compared with its
+     * subcommands (with the launcher's {@code test} at the top), an option with its options.
+     */
+    static List<String> suggestions(ParameterException ex) {
+        CommandLine cl = ex.getCommandLine();
+        String word;
+        if (ex instanceof HelpCommand.UnknownCommand u) {
+            word = u.word;
+        } else if (ex instanceof CommandLine.UnmatchedArgumentException u && !u.getUnmatched().isEmpty()) {
+            word = u.getUnmatched().getFirst();
+        } else {
+            return List.of();
+        }
+        List<String> candidates = new ArrayList<>();
+        String prefix = "";
+        if (word.startsWith("-")) {
+            word = word.contains("=") ? word.substring(0, word.indexOf('=')) : word;
+            for (CommandLine.Model.OptionSpec o : cl.getCommandSpec().options()) {
+                if (!o.hidden()) {
+                    candidates.addAll(List.of(o.names()));
+                }
+            }
+        } else if (!cl.getSubcommands().isEmpty()) {
+            candidates.addAll(cl.getParent() == null ? HelpCommand.names(cl) : cl.getSubcommands().keySet());
+            prefix = cl.getCommandSpec().qualifiedName() + " ";
+        } else {
+            return List.of();
+        }
+        List<String> out = new ArrayList<>();
+        for (String s : Suggestions.nearest(word, candidates)) {
+            out.add(prefix + s);
+        }
+        return out;
     }
 
     /** Where the help of a command is: {@code kvledger help NAME} for a top-level command. */

@@ -69,25 +69,182 @@ class WebTimelineBrowserTest {
         void run() throws Exception;
     }
 
-    @Test
-    void servedPageListsTheHungRequestAndDrawsTheMissingEvent() throws Exception {
-        Path fixture = FixtureGoldenTest.fixturesDir().resolve(FIXTURE);
+    private interface Served {
+        void check(String base, String said) throws Exception;
+    }
+
+    /** Runs {@code kvledger serve DIR} on a free port while {@code check} looks at it. */
+    private static void serving(Path dir, String name, Served check) throws Exception {
         StringWriter out = new StringWriter();
         CommandLine cl = Main.commandLine(new PrintWriter(out, true), new PrintWriter(new StringWriter(), true));
         ServeCommand serve = (ServeCommand) cl.getSubcommands().get("serve").getCommand();
         int[] code = {-1};
-        Thread t = new Thread(() -> code[0] = cl.execute("serve", fixture.toString(), "--http", "127.0.0.1:0"), "serve");
+        Thread t = new Thread(() -> code[0] = cl.execute("serve", dir.toString(), "--http", "127.0.0.1:0"), "serve");
         t.start();
         try {
             assertThat(serve.started.await(120, TimeUnit.SECONDS)).as("serve started: %s", out).isTrue();
-            assertThat(out.toString()).contains("over 2 journal(s) (D0, P0)");
             String base = "http://127.0.0.1:" + serve.server.port();
-            withScreenshotOnFailure("serve-" + FIXTURE, () -> checkServedPage(base));
+            withScreenshotOnFailure(name, () -> check.check(base, out.toString()));
         } finally {
             t.interrupt();
             t.join(10_000);
         }
         assertThat(code[0]).as("serve's exit code once interrupted").isZero();
+    }
+
+    @Test
+    void servedPageListsTheHungRequestAndDrawsTheMissingEvent() throws Exception {
+        Path fixture = FixtureGoldenTest.fixturesDir().resolve(FIXTURE);
+        serving(fixture, "serve-" + FIXTURE, (base, said) -> {
+            assertThat(said).contains("over 2 journal(s) (D0, P0)");
+            checkServedPage(base);
+        });
+    }
+
+    /**
+     * The list over a simulated run with faults: findings first (hung requests grouped by bug
+     * class, then anomalous ones, then the rest), columns that sort, durations that differ, and
+     * list and timeline side by side in the window, the timeline fitting it, zooming and panning.
+     */
+    @Test
+    void theListPutsFindingsFirstSortsAndOpensTheTimelineBesideIt(@TempDir Path tmp) throws Exception {
+        Path run = tmp.resolve("run");
+        CliRun.Outcome sim = CliRun.run("simulate", "--seed", "7", "--requests", "60", "--mode", "WRITE",
+                "--faults", "drop=0.08,stall=0.04,abort=0.03", "--out", run.toString());
+        assertThat(sim.code()).as(sim.err()).isIn(0, 1);
+        serving(run, "serve-simulated", (base, said) -> checkList(base));
+    }
+
+    @SuppressWarnings("unchecked")
+    private void checkList(String base) throws Exception {
+        browser.get(base + "/");
+        waiting().until(d -> d.findElements(By.cssSelector("#requests tbody tr")).size() > 60);
+        List<WebElement> all = rows();
+        // findings first: every hung row before every other, the hung rows in bug-class order
+        List<String> groups = all.stream().map(r -> r.getAttribute("data-group")).toList();
+        int firstOther = groups.size();
+        for (int i = 0; i < groups.size(); i++) {
+            if (!groups.get(i).startsWith("hung")) {
+                firstOther = Math.min(firstOther, i);
+            } else {
+                assertThat(i).as("a hung row after a row that is not: %s", groups).isLessThan(firstOther);
+            }
+        }
+        assertThat(firstOther).as("the run has hung requests: %s", groups).isPositive();
+        List<Integer> classes = groups.subList(0, firstOther).stream().map(g -> g.split(" ")[1])
+                .map(c -> c.equals("-") ? Integer.MAX_VALUE : Integer.parseInt(c)).toList();
+        assertThat(classes).isSorted();
+        assertThat(all.get(0).getAttribute("class")).contains("hung");
+        // the group chips: one per class and detector, then the rest; one filters the list
+        List<WebElement> chips = browser.findElements(By.cssSelector("#groups button"));
+        assertThat(chips.get(0).getText()).matches("(class \\d+ )?[a-z-]+ \\(\\d+\\)");
+        assertThat(chips.get(chips.size() - 1).getText()).startsWith("the rest (");
+        String g0 = chips.get(0).getAttribute("data-group");
+        chips.get(0).click();
+        assertThat(rows()).isNotEmpty().allSatisfy(r -> assertThat(r.getAttribute("data-group")).isEqualTo(g0));
+        browser.findElement(By.cssSelector("#groups button.active")).click();
+        assertThat(rows()).hasSize(all.size());
+        // durations differ from request to request
+        List<String> durations = rows().stream().map(r -> r.findElement(By.cssSelector("td.dur")).getText()).toList();
+        assertThat(new java.util.HashSet<>(durations)).as("durations: %s", durations).hasSizeGreaterThan(durations.size() / 4);
+        // sorting: by node up, then down, then back to findings first
+        WebElement nodeHead = browser.findElement(By.cssSelector("#requests th[data-sort='node']"));
+        nodeHead.click();
+        assertThat(nodeHead.getAttribute("aria-sort")).isEqualTo("ascending");
+        List<String> nodes = rows().stream().map(r -> r.getAttribute("data-node")).toList();
+        assertThat(nodes).isSorted();
+        browser.findElement(By.cssSelector("#requests th[data-sort='node']")).click();
+        assertThat(rows().stream().map(r -> r.getAttribute("data-node")).toList())
+                .isSortedAccordingTo(java.util.Comparator.reverseOrder());
+        browser.findElement(By.cssSelector("#requests th[data-sort='node']")).click();
+        assertThat(browser.findElement(By.cssSelector("#requests th[data-sort='node']")).getAttribute("aria-sort")).isNull();
+        assertThat(rows().stream().map(r -> r.getAttribute("data-group")).toList()).isEqualTo(groups);
+        // the table fits its panel: no column behind a horizontal scroll bar
+        assertThat((Boolean) browser.executeScript("var w = document.querySelector('.table-wrap');"
+                + " return w.scrollWidth <= w.clientWidth;")).isTrue();
+        shot("list");
+
+        // the first hung request opens beside the list, its timeline fitting the window
+        rows().get(0).click();
+        waiting().until(d -> !d.findElements(By.cssSelector("#chart .ev")).isEmpty());
+        var list = browser.findElement(By.id("list-panel")).getRect();
+        var detail = browser.findElement(By.id("timeline-panel")).getRect();
+        assertThat(detail.getX()).as("side by side").isGreaterThanOrEqualTo(list.getX() + list.getWidth());
+        assertThat(Math.abs(detail.getY() - list.getY())).isLessThan(5);
+        assertThat((Boolean) browser.executeScript("return document.documentElement.scrollWidth <= window.innerWidth"
+                + " && document.getElementById('chart').getBoundingClientRect().right"
+                + " <= document.getElementById('chart-wrap').getBoundingClientRect().right + 1;")).isTrue();
+        checkChartLabels();
+        // zoom in: two events further apart; fit: back
+        String distance = "var e = document.querySelectorAll('#chart .ev');"
+                + " var a = e[0].getBoundingClientRect(), b = e[e.length - 1].getBoundingClientRect();"
+                + " return b.left - a.left;";
+        double fitted = ((Number) browser.executeScript(distance)).doubleValue();
+        browser.findElement(By.id("zoom-in")).click();
+        browser.findElement(By.id("zoom-in")).click();
+        assertThat(((Number) browser.executeScript(distance)).doubleValue()).isGreaterThan(fitted * 1.5);
+        assertThat(browser.findElement(By.id("zoom-level")).getText()).isEqualTo("zoom \u00d74.0");
+        checkChartLabels();
+        browser.findElement(By.id("zoom-fit")).click();
+        assertThat(((Number) browser.executeScript(distance)).doubleValue()).isCloseTo(fitted, org.assertj.core.data.Offset.offset(1.0));
+        shot("request");
+    }
+
+    /**
+     * The chart's labels: axis labels never repeat their neighbour, no two labels of findings or
+     * deadlines overlap, and a lane holding a missing event does not say it has none.
+     */
+    @SuppressWarnings("unchecked")
+    private static void checkChartLabels() {
+        List<String> axis = browser.findElements(By.cssSelector("#chart text.axis")).stream().map(WebElement::getText).toList();
+        for (int i = 1; i < axis.size(); i++) {
+            assertThat(axis.get(i)).as("axis labels %s", axis).isNotEqualTo(axis.get(i - 1));
+        }
+        List<List<Number>> boxes = (List<List<Number>>) browser.executeScript(
+                "return Array.prototype.map.call(document.querySelectorAll('#chart .missing-event text, #chart .deadline text,"
+                        + " #chart text.axis, #chart text.gap'), function (t) {"
+                        + " var r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })"
+                        + ".filter(function (r) { return r[2] - r[0] > 1; });");
+        for (int i = 0; i < boxes.size(); i++) {
+            for (int j = i + 1; j < boxes.size(); j++) {
+                List<Number> a = boxes.get(i);
+                List<Number> b = boxes.get(j);
+                boolean apart = a.get(2).doubleValue() <= b.get(0).doubleValue() + 0.5
+                        || b.get(2).doubleValue() <= a.get(0).doubleValue() + 0.5
+                        || a.get(3).doubleValue() <= b.get(1).doubleValue() + 0.5
+                        || b.get(3).doubleValue() <= a.get(1).doubleValue() + 0.5;
+                assertThat(apart).as("labels %s and %s overlap", a, b).isTrue();
+            }
+        }
+        for (WebElement m : browser.findElements(By.cssSelector("#chart .missing-event"))) {
+            assertThat(browser.findElements(By.cssSelector("#chart text.lane-label.empty"))).as("a lane with a missing event")
+                    .noneMatch(t -> t.getText().equals("(no events)") && Math.abs(t.getRect().getY() - m.getRect().getY()) < 30);
+        }
+    }
+
+    /**
+     * A screenshot under target/web-timeline/; with {@code -Dkvledger.screenshots=DIR} (the
+     * README's images: {@code docs/img} of the checkout) also there, at a smaller window.
+     */
+    private static void shot(String name) throws Exception {
+        Chromium.screenshot(browser, name);
+        String dir = System.getProperty("kvledger.screenshots");
+        if (dir != null && !dir.isBlank()) {
+            Path out = Path.of(dir);
+            Files.createDirectories(out);
+            // at 1000 px wide: small enough for the README, large enough to read
+            var full = javax.imageio.ImageIO.read(new java.io.ByteArrayInputStream(
+                    browser.getScreenshotAs(org.openqa.selenium.OutputType.BYTES)));
+            int w = 1000;
+            int h = full.getHeight() * w / full.getWidth();
+            var small = new java.awt.image.BufferedImage(w, h, java.awt.image.BufferedImage.TYPE_INT_RGB);
+            var g = small.createGraphics();
+            g.setRenderingHint(java.awt.RenderingHints.KEY_INTERPOLATION, java.awt.RenderingHints.VALUE_INTERPOLATION_BICUBIC);
+            g.setRenderingHint(java.awt.RenderingHints.KEY_RENDERING, java.awt.RenderingHints.VALUE_RENDER_QUALITY);
+            g.drawImage(full, 0, 0, w, h, null);
+            g.dispose();
+            javax.imageio.ImageIO.write(small, "png", out.resolve("web-" + name + ".png").toFile());
+        }
     }
 
     private void checkServedPage(String base) throws Exception {
@@ -178,7 +335,11 @@ class WebTimelineBrowserTest {
         assertThat(browser.findElements(By.cssSelector("#chart .ev"))).hasSize(27);
         browser.findElement(By.cssSelector("#chart .missing-event")).click();
         assertThat(browser.findElement(By.id("entry")).getText()).contains("hang finding on D0").contains("stuck-waiting");
+        // the saved file is the timeline alone, over the whole window
+        assertThat((Boolean) browser.executeScript("return document.documentElement.scrollWidth <= window.innerWidth;")).isTrue();
+        checkChartLabels();
         Chromium.screenshot(browser, "inspect-html-" + FIXTURE);
+        shot("inspect-html");
     }
 
     private static List<WebElement> rows() {

@@ -62,13 +62,16 @@ import reactor.netty.resources.ConnectionProvider;
  * decode's answer
  * is passed through with its status and content type, streamed (SSE) chunk by chunk.
  *
- * <p>Errors are JSON {@code {"error": {"message", "type", "code"}}}: 400 for a request the checks
- * refuse, 503 when no prefill or no decode instance is registered, 502 when a leg fails or the
- * handoff is invalid, 504 when a leg does not answer in time. A client that goes away cancels
- * both legs.
+ * <p>Every error is OpenAI's body {@code {"error": {"message", "type", "param", "code"}}}
+ * ({@link HttpHardening#error}): 400 for a request the checks refuse, 503 when no prefill or no
+ * decode instance is registered, 502 when a leg fails or the handoff is invalid, 504 when a leg
+ * does not answer in time; an engine's own refusal (a 4xx of the prefill, any error status of the
+ * decode) keeps its status, and its body when it is OpenAI's already. A client that goes away
+ * cancels both legs.
  *
  * <p>Other routes: {@code GET /health}, {@code GET /metrics} ({@link ProxyMetrics}),
- * {@code GET /v1/instances}, {@code POST /start_profile} and {@code /stop_profile} (fanned out to
+ * {@code GET /v1/models} (the models a registered prefill and decode both serve, as vLLM lists
+ * them), {@code GET /v1/instances}, {@code POST /start_profile} and {@code /stop_profile} (fanned out to
  * every instance, as the toy proxy does), and what the service adds (the web page, {@link ProxyWeb}).
  */
 final class ProxyServer implements AutoCloseable {
@@ -108,6 +111,7 @@ final class ProxyServer implements AutoCloseable {
                                 .get("/metrics", (req, res) -> res.header(HttpHeaderNames.CONTENT_TYPE,
                                         "text/plain; version=0.0.4; charset=utf-8").sendString(Mono.just(metrics.scrape())))
                                 .get("/v1/instances", this::listInstances)
+                                .get("/v1/models", this::listModels)
                                 .post("/start_profile", (req, res) -> profile(req, res, "start"))
                                 .post("/stop_profile", (req, res) -> profile(req, res, "stop"));
                         extra.accept(r);
@@ -157,6 +161,106 @@ final class ProxyServer implements AutoCloseable {
             list.add(m);
         }
         return json(res, 200, Map.of("instances", list));
+    }
+
+    /**
+     * {@code GET /v1/models}, as vLLM and OpenAI answer it ({@code {"object": "list", "data": [{"id",
+     * "object": "model", "created", "owned_by", ...}]}}), from the registered instances: each is asked
+     * for its own list at once; a model is listed when a prefill and a decode that answered both
+     * serve it (the proxy sends every request to one of each), with the decode's entry (vLLM's
+     * {@code root} and {@code max_model_len} kept). An instance that does not answer is left out
+     * with a warning; no prefill or no decode registered is a 503, none of one role answering a 502.
+     */
+    private Publisher<Void> listModels(HttpServerRequest req, HttpServerResponse res) {
+        List<Instances.Instance> all = new java.util.ArrayList<>(instances.of(Registration.PRODUCER));
+        all.addAll(instances.of(Registration.CONSUMER));
+        if (instances.of(Registration.PRODUCER).isEmpty() || instances.of(Registration.CONSUMER).isEmpty()) {
+            return error(res, 503, noInstance(instances.of(Registration.PRODUCER).isEmpty()
+                    ? Registration.PRODUCER : Registration.CONSUMER));
+        }
+        List<Mono<InstanceModels>> calls = new java.util.ArrayList<>();
+        for (Instances.Instance i : all) {
+            calls.add(client.headers(h -> {
+                        if (options.apiKey() != null) {
+                            h.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + options.apiKey());
+                        }
+                    }).get().uri(i.requestAddress() + "/models")
+                    .responseSingle((r, buf) -> buf.asString(StandardCharsets.UTF_8).defaultIfEmpty("")
+                            .map(text -> InstanceModels.of(i, r.status().code(), text)))
+                    .timeout(MODELS_TIMEOUT)
+                    .onErrorResume(e -> Mono.just(new InstanceModels(i, null, describe(e)))));
+        }
+        return Flux.mergeSequential(calls).collectList().flatMap(answers -> {
+            Map<String, Map<String, Object>> prefill = new LinkedHashMap<>();
+            Map<String, Map<String, Object>> decode = new LinkedHashMap<>();
+            List<String> silent = new java.util.ArrayList<>();
+            boolean prefillAnswered = false;
+            boolean decodeAnswered = false;
+            for (InstanceModels a : answers) {
+                if (a.models() == null) {
+                    silent.add(a.instance().httpAddress() + " (" + a.problem() + ")");
+                    MODEL_WARNINGS.warn("models " + a.instance().httpAddress(), "proxy: GET /v1/models of "
+                            + a.instance().httpAddress() + " failed, its models are left out: " + a.problem());
+                    continue;
+                }
+                boolean isPrefill = Registration.PRODUCER.equals(a.instance().role());
+                prefillAnswered |= isPrefill;
+                decodeAnswered |= !isPrefill;
+                for (Map<String, Object> m : a.models()) {
+                    (isPrefill ? prefill : decode).putIfAbsent((String) m.get("id"), m);
+                }
+            }
+            if (!prefillAnswered || !decodeAnswered) {
+                return error(res, 502, "no " + (prefillAnswered ? "decode" : "prefill")
+                        + " instance answered GET /v1/models: " + String.join("; ", silent));
+            }
+            List<Object> data = new java.util.ArrayList<>();
+            long now = System.currentTimeMillis() / 1000;
+            for (Map.Entry<String, Map<String, Object>> e : decode.entrySet()) {
+                if (prefill.containsKey(e.getKey())) {
+                    Map<String, Object> m = new LinkedHashMap<>(e.getValue());
+                    m.put("object", "model");
+                    m.putIfAbsent("created", now);
+                    m.putIfAbsent("owned_by", "vllm");
+                    data.add(m);
+                }
+            }
+            Map<String, Object> body = new LinkedHashMap<>();
+            body.put("object", "list");
+            body.put("data", data);
+            return json(res, 200, body);
+        });
+    }
+
+    private static final Duration MODELS_TIMEOUT = Duration.ofSeconds(10);
+    private static final io.kvledger.ledger.web.RateLimitedLog MODEL_WARNINGS =
+            io.kvledger.ledger.web.RateLimitedLog.warnings();
+
+    /** One instance's answer to {@code GET /v1/models}: its models, or why there are none. */
+    private record InstanceModels(Instances.Instance instance, List<Map<String, Object>> models, String problem) {
+
+        @SuppressWarnings("unchecked")
+        static InstanceModels of(Instances.Instance i, int status, String text) {
+            if (status != 200) {
+                return new InstanceModels(i, null, "answered " + status + ": " + excerpt(text));
+            }
+            Object parsed;
+            try {
+                parsed = Json.parse(text);
+            } catch (RuntimeException e) {
+                return new InstanceModels(i, null, "the answer is not JSON: " + excerpt(text));
+            }
+            if (!(parsed instanceof Map<?, ?> m) || !(m.get("data") instanceof List<?> data)) {
+                return new InstanceModels(i, null, "the answer has no \"data\" list: " + excerpt(text));
+            }
+            List<Map<String, Object>> out = new java.util.ArrayList<>();
+            for (Object o : data) {
+                if (o instanceof Map<?, ?> one && one.get("id") instanceof String) {
+                    out.add((Map<String, Object>) one);
+                }
+            }
+            return new InstanceModels(i, out, null);
+        }
     }
 
     private static Mono<Void> json(HttpServerResponse res, int status, Object body) {
@@ -340,11 +444,7 @@ final class ProxyServer implements AutoCloseable {
     }
 
     private static Mono<Void> error(HttpServerResponse res, int status, String message) {
-        Map<String, Object> e = new LinkedHashMap<>();
-        e.put("message", message);
-        e.put("type", status >= 500 ? "proxy_error" : "invalid_request_error");
-        e.put("code", (long) status);
-        return json(res, status, Map.of("error", e));
+        return Mono.from(HttpHardening.error(res, status, message));
     }
 
     @SuppressWarnings("unchecked")
@@ -443,6 +543,22 @@ final class ProxyServer implements AutoCloseable {
             if (sig.hasValue() && sig.get() instanceof Failure fail) {
                 f.complete(fail.status(), "failed");
                 return error(res, fail.status(), fail.message());
+            }
+            if (sig.hasValue() && sig.get() instanceof Head h && h.status() >= 400) {
+                // the decode's refusal: passed on with its status, in the OpenAI error body (the
+                // engine's own when it gave one, else one that quotes it)
+                return flux.skip(1).filter(o -> o instanceof byte[]).map(o -> (byte[]) o)
+                        .reduce(new byte[0], ProxyServer::concat)
+                        .onErrorResume(e -> Mono.just(new byte[0]))
+                        .flatMap(b -> {
+                            String answer = new String(b, StandardCharsets.UTF_8);
+                            Mono<Void> sent = isOpenAiError(answer)
+                                    ? res.status(h.status()).header(HttpHeaderNames.CONTENT_TYPE, "application/json")
+                                            .sendByteArray(Mono.just(b)).then()
+                                    : error(res, h.status(), "decode leg to " + d.httpAddress() + " answered "
+                                            + h.status() + ": " + engineMessage(answer));
+                            return sent.doOnSuccess(v -> f.complete(h.status(), "failed"));
+                        });
             }
             if (sig.hasValue() && sig.get() instanceof Head h) {
                 res.status(h.status());
@@ -559,9 +675,12 @@ final class ProxyServer implements AutoCloseable {
             parsed = null;
         }
         if (t.status != 200) {
-            String msg = where + " answered " + t.status + ": " + excerpt(text);
             t.failed(t.status, "answered " + t.status + ": " + excerpt(text));
-            return new Prefill(null, new Failure(502, msg));
+            // the engine refused the request itself (too long a prompt, an unknown model): the
+            // client's error, with its status, so that a client does not retry it as a server's
+            boolean clients = t.status >= 400 && t.status < 500 && t.status != 408;
+            return new Prefill(null, new Failure(clients ? t.status : 502,
+                    where + " answered " + t.status + ": " + engineMessage(text)));
         }
         if (!(parsed instanceof Map<?, ?> m)) {
             t.failed(t.status, "the answer is not a JSON object: " + excerpt(text));
@@ -634,6 +753,40 @@ final class ProxyServer implements AutoCloseable {
     private static String describe(Throwable e) {
         String m = e.getMessage();
         return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    /** An OpenAI (and vLLM) error body: {@code {"error": {"message": "...", ...}}}. */
+    private static boolean isOpenAiError(String text) {
+        try {
+            return Json.parse(text) instanceof Map<?, ?> m && m.get("error") instanceof Map<?, ?> e
+                    && e.get("message") instanceof String;
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** What an engine's error answer says: its error's message, else an excerpt of the body. */
+    private static String engineMessage(String text) {
+        try {
+            if (Json.parse(text) instanceof Map<?, ?> m) {
+                Object e = m.get("error");
+                if (e instanceof Map<?, ?> em && em.get("message") instanceof String msg) {
+                    return excerpt(msg);
+                }
+                if (e instanceof String msg) {
+                    return excerpt(msg);
+                }
+            }
+        } catch (RuntimeException e) {
+            // not JSON: quoted as it is
+        }
+        return text.isBlank() ? "(no body)" : excerpt(text);
     }
 
     private static String excerpt(String s) {

@@ -7,7 +7,6 @@ import io.kvledger.ledger.web.JournalSetApi;
 import io.kvledger.ledger.web.WebPage;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -95,9 +94,8 @@ final class ProxyWeb implements AutoCloseable {
                 .subscribeOn(Schedulers.boundedElastic())
                 .flatMap(js -> {
                     if (js.isEmpty() || closed) {
-                        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-                        m.put("error", closed ? "the proxy is stopping" : nothing());
-                        return Mono.from(WebPage.json(res, 503, m));
+                        return Mono.from(io.kvledger.ledger.web.HttpHardening.error(res, 503,
+                                closed ? "the proxy is stopping" : nothing()));
                     }
                     List<EventStream> list = new ArrayList<>();
                     for (NodeJournal j : js) {

@@ -11,7 +11,8 @@
  *       {@code POST /v1/completions} and {@code /v1/chat/completions} routed over a prefill and a
  *       decode leg exactly as the toy proxy composes them (ids, params, READ serial, WRITE
  *       concurrent), with the checks of vllm-integration.md section 6
- *       ({@link io.kvledger.proxy.Checks}), {@code /health} and {@code /metrics};</li>
+ *       ({@link io.kvledger.proxy.Checks}), {@code GET /v1/models} gathered from the instances,
+ *       OpenAI's error body on every error, {@code /health} and {@code /metrics};</li>
  *   <li>{@link io.kvledger.proxy.ProxyJournal}: the proxy's own journal (a kvledger journal
  *       whose header's {@code kv_role} is {@code proxy}; records
  *       {@link io.kvledger.journal.proxy.ProxyEvent}), appended by one writer thread;</li>

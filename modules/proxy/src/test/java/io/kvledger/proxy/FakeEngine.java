@@ -72,6 +72,10 @@ final class FakeEngine implements AutoCloseable {
     volatile long chunkDelayMs;
     /** Decode: close the connection after this many chunks of a streamed answer (negative: never). */
     volatile int dieAfterChunks = -1;
+    /** The models {@code GET /v1/models} lists, as vLLM's served model names. */
+    volatile List<String> models = List.of("fake-model");
+    /** Answer {@code GET /v1/models} with this error status (0: the list). */
+    volatile int modelsFailStatus;
 
     private FakeEngine(String role, int dpSize) {
         this.role = role;
@@ -81,7 +85,8 @@ final class FakeEngine implements AutoCloseable {
         this.notifyPort = ports[1];
         this.server = HttpServer.create().host("127.0.0.1").port(0)
                 .route(r -> r.post("/v1/completions", this::complete).post("/v1/chat/completions", this::complete)
-                        .post("/start_profile", this::profile).post("/stop_profile", this::profile))
+                        .post("/start_profile", this::profile).post("/stop_profile", this::profile)
+                        .get("/v1/models", this::models))
                 .bindNow(ProxyTest.WAIT);
     }
 
@@ -142,7 +147,9 @@ final class FakeEngine implements AutoCloseable {
                 // a copy: a cancelled answer must not cancel what it waits for
                 wait = wait.then(Mono.fromFuture(hold.copy())).then();
             }
-            return wait.then(Mono.defer(() -> "P".equals(role) ? prefill(res, rid, dp, body) : decode(res, rid, body)));
+            boolean chat = req.uri().endsWith("/chat/completions");
+            return wait.then(Mono.defer(() -> "P".equals(role) ? prefill(res, rid, dp, body, chat)
+                    : decode(res, rid, body, chat)));
         });
     }
 
@@ -157,7 +164,7 @@ final class FakeEngine implements AutoCloseable {
     }
 
     @SuppressWarnings("unchecked")
-    private Mono<Void> prefill(HttpServerResponse res, String rid, String dp, Map<String, Object> body) {
+    private Mono<Void> prefill(HttpServerResponse res, String rid, String dp, Map<String, Object> body, boolean chat) {
         Map<String, Object> sent = (Map<String, Object>) body.get("kv_transfer_params");
         Map<String, Object> kv = new LinkedHashMap<>();
         kv.put("do_remote_prefill", true);
@@ -173,23 +180,23 @@ final class FakeEngine implements AutoCloseable {
         kv.put("remote_dp_size_local", (long) dpSize);
         kv.put("tp_size", 1L);
         kv.put("transfer_id", echoTransferId != null ? echoTransferId : sent.get("transfer_id"));
-        Map<String, Object> m = completion(rid, "A", "length");
+        Map<String, Object> m = completion(rid, "A", "length", chat, false);
         m.put("kv_transfer_params", kv);
         answeredAtNanoTime.add(System.nanoTime());
         return res.header(HttpHeaderNames.CONTENT_TYPE, "application/json").sendString(Mono.just(Json.write(m))).then();
     }
 
-    private Mono<Void> decode(HttpServerResponse res, String rid, Map<String, Object> body) {
+    private Mono<Void> decode(HttpServerResponse res, String rid, Map<String, Object> body, boolean chat) {
         if (!Boolean.TRUE.equals(body.get("stream"))) {
             answeredAtNanoTime.add(System.nanoTime());
             return res.header(HttpHeaderNames.CONTENT_TYPE, "application/json")
-                    .sendString(Mono.just(Json.write(completion(rid, "decoded text", "length")))).then();
+                    .sendString(Mono.just(Json.write(completion(rid, "decoded text", "length", chat, false)))).then();
         }
         int n = chunks;
         int die = dieAfterChunks;
         if (die >= 0) {
             Flux<String> cut = Flux.range(0, die)
-                    .map(i -> "data: " + Json.write(completion(rid, "t" + i, null)) + "\n\n")
+                    .map(i -> "data: " + Json.write(completion(rid, "t" + i, null, chat, true)) + "\n\n")
                     .concatWith(Mono.delay(Duration.ofMillis(200)).then(Mono.defer(() -> {
                         // the chunks are out (flushed) before the connection goes
                         res.withConnection(c -> c.channel().close());
@@ -199,22 +206,61 @@ final class FakeEngine implements AutoCloseable {
         }
         Flux<String> sse = Flux.range(0, n)
                 .concatMap(i -> (chunkDelayMs > 0 ? Mono.delay(Duration.ofMillis(chunkDelayMs)) : Mono.just(0L))
-                        .thenReturn("data: " + Json.write(completion(rid, "t" + i, i == n - 1 ? "length" : null)) + "\n\n"))
+                        .thenReturn("data: " + Json.write(completion(rid, "t" + i, i == n - 1 ? "length" : null, chat, true)) + "\n\n"))
                 .concatWith(Mono.just("data: [DONE]\n\n"))
                 .doOnComplete(() -> answeredAtNanoTime.add(System.nanoTime()));
         return res.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream").sendString(sse).then();
     }
 
-    private static Map<String, Object> completion(String rid, String text, String finish) {
+    /**
+     * One answer or streamed chunk as vLLM's OpenAI server shapes it: a text completion's
+     * {@code choices[].text}, a chat completion's {@code message} (whole) or {@code delta} (a chunk).
+     */
+    private static Map<String, Object> completion(String rid, String text, String finish, boolean chat,
+                                                  boolean chunk) {
         Map<String, Object> choice = new LinkedHashMap<>();
         choice.put("index", 0L);
-        choice.put("text", text);
+        if (!chat) {
+            choice.put("text", text);
+        } else if (chunk) {
+            choice.put("delta", Map.of("content", text));
+        } else {
+            choice.put("message", Map.of("role", "assistant", "content", text));
+        }
         choice.put("finish_reason", finish);
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("id", "cmpl-" + rid + "-0-1a2b3c4d");
-        m.put("object", "text_completion");
+        m.put("id", (chat ? "chatcmpl-" : "cmpl-") + rid + "-0-1a2b3c4d");
+        m.put("object", !chat ? "text_completion" : chunk ? "chat.completion.chunk" : "chat.completion");
+        m.put("created", 1_700_000_000L);
+        m.put("model", "fake-model");
         m.put("choices", List.of(choice));
         return m;
+    }
+
+    /** {@code GET /v1/models}, as vLLM answers it (its served model names, {@code owned_by} "vllm"). */
+    private Publisher<Void> models(HttpServerRequest req, HttpServerResponse res) {
+        received.add(new Received(req.uri(), null, null, req.requestHeaders().get("Authorization"), "none", Map.of(),
+                System.nanoTime()));
+        if (modelsFailStatus > 0) {
+            return res.status(modelsFailStatus).sendString(Mono.just("engine down")).then();
+        }
+        List<Object> data = new ArrayList<>();
+        for (String id : models) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("id", id);
+            m.put("object", "model");
+            m.put("created", 1_700_000_000L);
+            m.put("owned_by", "vllm");
+            m.put("root", "/models/" + id);
+            m.put("parent", null);
+            m.put("max_model_len", 4096L);
+            data.add(m);
+        }
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("object", "list");
+        body.put("data", data);
+        return res.header(HttpHeaderNames.CONTENT_TYPE, "application/json").sendString(Mono.just(Json.write(body)))
+                .then();
     }
 
     @Override

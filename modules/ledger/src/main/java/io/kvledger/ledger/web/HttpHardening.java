@@ -57,8 +57,9 @@ import reactor.netty.http.server.HttpServerRoutes;
  * </ul>
  * Each refusal is a warning, at most one a minute per status ({@link RateLimitedLog}), naming the
  * peer and the reason, never the request's headers.
- * Error bodies are {@code {"error": {"message", "type", "code"}}}, the proxy's shape (the node's
- * own routes answer {@code {"error": "..."}}; both carry the message under {@code error}).
+ * Error bodies are {@code {"error": {"message", "type", "param", "code"}}}, OpenAI's shape, as the
+ * proxy's and the journal routes' ({@link JournalSetApi}) are (the node's own routes answer
+ * {@code {"error": "..."}}; both carry the message under {@code error}).
  */
 public final class HttpHardening {
 
@@ -204,23 +205,29 @@ public final class HttpHardening {
                 }));
     }
 
-    /** A JSON error answer: {@code {"error": {"message", "type", "code"}}}. */
+    /** A JSON error answer: {@code {"error": {"message", "type", "param", "code"}}}. */
     public static Publisher<Void> error(HttpServerResponse res, int status, String message) {
         return res.status(status).header(HttpHeaderNames.CONTENT_TYPE, "application/json")
                 .sendString(Mono.just(errorBody(status, message))).then();
     }
 
-    /** The JSON of an error, {@code {"error": {"message", "type", "code"}}}, on one line. */
+    /** The JSON of an error, {@code {"error": {"message", "type", "param", "code"}}}, on one line. */
     public static String errorJson(int status, String message) {
         return errorBody(status, message).strip();
     }
 
     static String errorBody(int status, String message) {
+        return Json.write(Map.of("error", errorObject(status, message))) + "\n";
+    }
+
+    /** What goes under {@code "error"}: {@code {"message", "type", "param", "code"}}, OpenAI's shape. */
+    public static Map<String, Object> errorObject(int status, String message) {
         Map<String, Object> e = new LinkedHashMap<>();
         e.put("message", message);
         e.put("type", status >= 500 ? "server_error" : "invalid_request_error");
+        e.put("param", null);
         e.put("code", (long) status);
-        return Json.write(Map.of("error", e)) + "\n";
+        return e;
     }
 
     /**

@@ -85,7 +85,7 @@ public final class JournalSetApi {
                     try {
                         id = raw == null ? "" : URLDecoder.decode(raw.replace("+", "%2B"), StandardCharsets.UTF_8);
                     } catch (IllegalArgumentException e) {
-                        return WebPage.json(res, 400, Map.of("error", "bad escape in the request id"));
+                        return WebPage.json(res, 400, error(400, "bad escape in the request id"));
                     }
                     return answer(res, () -> apis.get().request(id));
                 }))
@@ -94,10 +94,15 @@ public final class JournalSetApi {
                     try {
                         b = bounds(new QueryStringDecoder(req.uri()).parameters().get("stuck_after"));
                     } catch (IllegalArgumentException e) {
-                        return WebPage.json(res, 400, Map.of("error", e.getMessage()));
+                        return WebPage.json(res, 400, error(400, e.getMessage()));
                     }
                     return answer(res, () -> new Answer(200, apis.get().hangs(b)));
                 }));
+    }
+
+    /** An error answer's body, OpenAI's shape ({@link HttpHardening#errorObject}). */
+    private static Map<String, Object> error(int status, String message) {
+        return Map.of("error", HttpHardening.errorObject(status, message));
     }
 
     private interface Query {
@@ -109,7 +114,7 @@ public final class JournalSetApi {
                 .subscribeOn(Schedulers.boundedElastic())
                 .timeout(TIMEOUT)
                 .flatMap(a -> Mono.from(WebPage.json(res, a.status(), a.body())))
-                .onErrorResume(e -> Mono.from(WebPage.json(res, 503, Map.of("error",
+                .onErrorResume(e -> Mono.from(WebPage.json(res, 503, error(503,
                         e instanceof java.util.concurrent.TimeoutException ? "the journals took too long to read"
                                 : String.valueOf(e.getMessage())))));
     }
@@ -313,16 +318,17 @@ public final class JournalSetApi {
     public Answer request(String query) {
         String q = query.strip();
         if (q.isEmpty()) {
-            return new Answer(404, Map.of("error", "give a request id"));
+            return new Answer(404, error(404, "give a request id"));
         }
         Timeline.Result r = Timeline.of(journals, q, Timeline.Kind.REQUEST, true, null);
         return switch (r) {
-            case Timeline.NotFound nf -> new Answer(404, Map.of("error", "no request id in " + journals.size()
+            case Timeline.NotFound nf -> new Answer(404, error(404, "no request id in " + journals.size()
                     + " journal(s) matches '" + q + "' (give a whole request id, a prefix, or the 32-hex uuid of a "
                     + "proxy request id)"));
             case Timeline.Ambiguous amb -> {
                 LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-                m.put("error", "'" + q + "' matches " + amb.candidates().size() + " requests; give more of the id");
+                m.put("error", HttpHardening.errorObject(409, "'" + q + "' matches " + amb.candidates().size()
+                        + " requests; give more of the id"));
                 m.put("candidates", new ArrayList<Object>(amb.candidates().subList(0, Math.min(10, amb.candidates().size()))));
                 yield new Answer(409, m);
             }

@@ -39,12 +39,14 @@
   var RECEIVED_AS = {send_remote_blocks: 'remote_blocks_received', send_release: 'release_received',
     send_write_done: 'write_done_received', send_write_failed: 'write_done_received'};
   var NODE_COLORS = ['#1570ef', '#dd2590', '#079455', '#f79009', '#6938ef', '#0e9384', '#e04f16', '#475467'];
+  var TERMINAL_PHASES = set(['FINISHED', 'FREED_AFTER_ACK', 'REAPED', 'ABORTED_BEFORE_ALLOC', 'PROXY_ANSWERED', 'PROXY_FAILED', 'PROXY_CLIENT_GONE']);
   var PHASE_COLORS = {ADMITTED: '#e0eaff', PREFILLING: '#d1e9ff', WAITING_FOR_REMOTE_KVS: '#fef0c7',
     DEFERRED_FREE: '#fdead7', FINISHED: '#d3f8df', FREED_AFTER_ACK: '#d3f8df', REAPED: '#fee4e2'};
 
   var state = {
     token: null, rows: [], findings: [], nodeInfo: {}, live: false, events: 0, openId: null,
-    timeline: null, refreshTimer: null, lastRefresh: 0, inFlight: false, standalone: false, followGen: 0
+    timeline: null, refreshTimer: null, lastRefresh: 0, inFlight: false, standalone: false, followGen: 0,
+    sort: {col: null, dir: 1}, group: '', view: {k: 1, off: 0}, chart: null
   };
 
   function set(a) { var s = {}; a.forEach(function (x) { s[x] = true; }); return s; }
@@ -72,11 +74,23 @@
     var m = /^(cmpl-)?___prefill_addr_.*?___decode_addr_\S*?_([0-9a-f]{32})(.*)$/.exec(id);
     return m ? (m[1] || '') + '..._' + m[2] + m[3] : id;
   }
+  // A duration in seconds with the unit that keeps it short and still tells neighbours apart:
+  // 394 µs, 12.35 ms, 2.519 s, 177.6 s, 1 h 02 min.
+  // A request id in the list: the part that tells requests apart (the proxy's uuid, its first 12
+  // digits, and the engine's suffix); the whole id is the cell's title.
+  function listId(id) {
+    var m = /___decode_addr_\S*?_([0-9a-f]{32})(.*)$/.exec(id || '');
+    return m ? '\u2026' + m[1].slice(0, 12) + (m[2] ? '\u2026' + m[2].slice(-6) : '') : id;
+  }
   function secs(s) {
-    if (s === null || s === undefined) { return ''; }
-    if (s < 1) { return (s * 1000).toFixed(1) + ' ms'; }
-    if (s < 120) { return s.toFixed(2) + ' s'; }
-    return (s / 60).toFixed(1) + ' min';
+    if (s === null || s === undefined || isNaN(s)) { return ''; }
+    var a = Math.abs(s), sign = s < 0 ? '-' : '';
+    if (a < 1e-3) { return sign + Math.round(a * 1e6) + ' \u00b5s'; }
+    if (a < 1) { return sign + (a * 1000).toFixed(a < 0.1 ? 2 : 1) + ' ms'; }
+    if (a < 60) { return sign + a.toFixed(3) + ' s'; }
+    if (a < 3600) { return sign + a.toFixed(1) + ' s'; }
+    var m = Math.round(a / 60);
+    return sign + Math.floor(m / 60) + ' h ' + ('0' + m % 60).slice(-2) + ' min';
   }
   function showError(msg) { $('#error').textContent = msg || ''; }
 
@@ -87,7 +101,11 @@
     if (state.token) { headers.Authorization = 'Bearer ' + state.token; }
     return fetch(path, {headers: headers, cache: 'no-store'}).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (body) {
-        if (!r.ok) { var e = new Error(body.error || (r.status + ' ' + r.statusText)); e.status = r.status; throw e; }
+        if (!r.ok) {
+          // {"error": {"message": ...}} (OpenAI's shape: kvledger serve, the proxy) or {"error": "..."} (a node)
+          var msg = body.error && typeof body.error === 'object' ? body.error.message : body.error;
+          var e = new Error(msg || (r.status + ' ' + r.statusText)); e.status = r.status; throw e;
+        }
         return body;
       });
     });
@@ -119,9 +137,17 @@
         });
         // an anomaly, or the engine's 'Reaped N' warning for a deferral its own ACK freed, is not a hang
         var hangFindings = fs.filter(function (f) { return f.detector !== 'anomaly' && f.detector !== 'reaped-warning'; });
+        var hung = hangFindings.length > 0 || (!r.terminal && fs.length > 0);
+        var hang = hangFindings[0] || (hung ? fs[0] : null);
+        // how long the request took (admission to its terminal phase), or has been open so far
+        var dur = r.age_s;
+        if (r.terminal && r.in_phase_s !== null && r.in_phase_s !== undefined && r.age_s !== null) { dur = r.age_s - r.in_phase_s; }
+        var group = hung ? 'hung ' + (hang && hang.bug_class !== undefined && hang.bug_class !== null ? hang.bug_class : '-') + ' ' + (hang ? hang.detector : '')
+          : anomalies.length ? 'anomalous' : 'other';
         return {
-          node: node, id: r.request_id, phase: r.phase, terminal: r.terminal, age: r.age_s, tid: r.transfer_id,
-          anomalies: anomalies, findings: fs, hung: hangFindings.length > 0 || (!r.terminal && fs.length > 0)
+          node: node, id: r.request_id, phase: r.phase, terminal: r.terminal, age: r.age_s, dur: dur, tid: r.transfer_id,
+          anomalies: anomalies, findings: fs, hung: hung, hang: hang, group: group,
+          rank: hung ? 0 : anomalies.length ? 1 : 2, cls: hang && hang.bug_class !== undefined && hang.bug_class !== null ? Number(hang.bug_class) : 1e9
         };
       });
       var source = list.node ? 'node ' + list.node : (list.nodes || []).length + ' journal(s): '
@@ -159,15 +185,82 @@
     s.value = seen[keep] ? keep : '';
   }
 
+  // The order of the list: findings first (hung requests grouped by bug class and detector, then
+  // the anomalous ones, then the rest, the longest first in each group), or by a clicked column.
+  function compareRows(a, b) {
+    var s = state.sort;
+    if (s.col) {
+      var d = cmp(sortKey(a, s.col), sortKey(b, s.col));
+      if (d) { return s.dir * d; }
+    }
+    return (a.rank - b.rank) || (a.cls - b.cls) || cmp(a.group, b.group) || cmp(b.dur, a.dur) || cmp(a.id, b.id);
+  }
+  function sortKey(r, col) {
+    switch (col) {
+      case 'dur': return r.dur === null || r.dur === undefined ? -1 : r.dur;
+      case 'finding': return r.hang ? r.cls + ' ' + r.hang.detector : '\uffff';
+      case 'anomaly': return r.anomalies.length ? r.anomalies.join(',') : '\uffff';
+      case 'tid': return r.tid || '\uffff';
+      default: return r[col] || '';
+    }
+  }
+  function cmp(a, b) { return a < b ? -1 : a > b ? 1 : 0; }
+
+  function groupLabel(g, n) {
+    if (g === 'anomalous') { return 'anomalous (' + n + ')'; }
+    if (g === 'other') { return 'the rest (' + n + ')'; }
+    var p = g.split(' ');
+    return (p[1] !== '-' ? 'class ' + p[1] + ' ' : '') + p.slice(2).join(' ') + ' (' + n + ')';
+  }
+
+  function renderGroups() {
+    var counts = {}, order = [];
+    state.rows.slice().sort(compareRowsDefault).forEach(function (r) {
+      if (!counts[r.group]) { counts[r.group] = 0; order.push(r.group); }
+      counts[r.group]++;
+    });
+    var box = $('#groups');
+    box.textContent = '';
+    if (state.group && !counts[state.group]) { state.group = ''; }
+    order.forEach(function (g) {
+      var b = el('button', {type: 'button', 'data-group': g, 'class': (g.indexOf('hung') === 0 ? 'hung' : g) + (state.group === g ? ' active' : ''),
+        title: state.group === g ? 'show every request again' : 'show only these'}, [groupLabel(g, counts[g])]);
+      b.addEventListener('click', function () { state.group = state.group === g ? '' : g; renderList(); });
+      box.appendChild(b);
+    });
+  }
+  function compareRowsDefault(a, b) {
+    return (a.rank - b.rank) || (a.cls - b.cls) || cmp(a.group, b.group) || cmp(b.dur, a.dur) || cmp(a.id, b.id);
+  }
+
+  function renderSortHeads() {
+    Array.prototype.forEach.call(document.querySelectorAll('#requests th[data-sort]'), function (th) {
+      var col = th.getAttribute('data-sort');
+      if (state.sort.col === col) { th.setAttribute('aria-sort', state.sort.dir > 0 ? 'ascending' : 'descending'); } else { th.removeAttribute('aria-sort'); }
+      th.title = th.title || '';
+    });
+  }
+
+  function onSort(col) {
+    // a column sorts up, then down, then back to findings first
+    if (state.sort.col !== col) { state.sort = {col: col, dir: col === 'dur' ? -1 : 1}; } else if (state.sort.dir === (col === 'dur' ? -1 : 1)) {
+      state.sort.dir = -state.sort.dir;
+    } else { state.sort = {col: null, dir: 1}; }
+    renderList();
+  }
+
   function renderList() {
     var q = $('#search').value.trim().toLowerCase();
     var hungOnly = $('#hung-only').checked, phase = $('#phase-filter').value;
     var cls = $('#class-filter').value, node = $('#node-filter').value;
     var tbody = $('#requests tbody');
     tbody.textContent = '';
-    var shown = 0;
-    state.rows.forEach(function (r) {
+    renderGroups();
+    renderSortHeads();
+    var shown = 0, lastGroup = null;
+    state.rows.slice().sort(compareRows).forEach(function (r) {
       if (hungOnly && !r.hung) { return; }
+      if (state.group && r.group !== state.group) { return; }
       if (phase && r.phase !== phase) { return; }
       if (node && r.node !== node) { return; }
       if (cls && !r.findings.some(function (f) { return String(f.bug_class) === cls; })) { return; }
@@ -177,23 +270,27 @@
         if (hay.indexOf(q) < 0) { return; }
       }
       shown++;
-      var hang = r.findings.filter(function (f) { return f.detector !== 'anomaly'; })[0];
-      var tidCell = el('td', {}, []);
+      var hang = r.hang;
+      var tidCell = el('td', {title: r.tid || ''}, []);
       if (r.tid) {
-        var a = el('a', {href: '#', 'class': 'tid', title: 'every request with this transfer id, on every node'}, [r.tid]);
+        var a = el('a', {href: '#', 'class': 'tid', title: 'every request with this transfer id, on every node: ' + r.tid}, [r.tid]);
         a.addEventListener('click', function (ev) {
           ev.preventDefault(); ev.stopPropagation();
           $('#search').value = r.tid; renderList();
         });
         tidCell.appendChild(a);
       }
-      var tr = el('tr', {'data-request-id': r.id, 'data-node': r.node, 'class': (r.hung ? 'hung' : '') + (r.id === state.openId ? ' selected' : '')}, [
-        el('td', {'class': 'rid', title: r.id}, [shortId(r.id)]),
-        el('td', {}, [r.node]),
-        el('td', {}, [r.phase + (r.terminal ? '' : ' \u2026')]),
-        el('td', {}, [secs(r.age)]),
-        el('td', {'class': 'anomaly'}, [el('div', {'class': 'clip'}, [r.anomalies.join(', ')])]),
-        el('td', {'class': 'finding', title: hang ? hang.message : ''}, [el('div', {'class': 'clip'}, [hang ? hang.detector + (hang.bug_class ? ' (class ' + hang.bug_class + ')' : '') + ': ' + hang.message : ''])]),
+      var startsGroup = !state.sort.col && lastGroup !== null && r.group !== lastGroup;
+      lastGroup = r.group;
+      var findingText = hang ? hang.detector + (hang.bug_class ? ' (class ' + hang.bug_class + ')' : '') : '';
+      var tr = el('tr', {'data-request-id': r.id, 'data-node': r.node, 'data-group': r.group,
+        'class': (r.hung ? 'hung' : r.anomalies.length ? 'anomalous' : '') + (r.id === state.openId ? ' selected' : '') + (startsGroup ? ' group-start' : '')}, [
+        el('td', {'class': 'rid', title: r.id}, [listId(r.id)]),
+        el('td', {title: r.node}, [r.node]),
+        el('td', {title: r.phase + (r.terminal ? '' : ' (not terminal)')}, [r.phase + (r.terminal ? '' : ' \u2026')]),
+        el('td', {'class': 'dur', title: r.terminal ? 'admission to ' + r.phase : 'open since admission'}, [secs(r.dur) + (r.terminal ? '' : '+')]),
+        el('td', {'class': 'finding', title: hang ? findingText + ': ' + hang.message : ''}, [findingText]),
+        el('td', {'class': 'anomaly', title: r.anomalies.join(', ')}, [r.anomalies.join(', ')]),
         tidCell
       ]);
       tr.addEventListener('click', function () { location.hash = 'request=' + encodeURIComponent(r.id); });
@@ -251,7 +348,8 @@
 
   function renderTimeline(tl, findings) {
     state.timeline = tl;
-    $('#timeline-panel').hidden = false;
+    $('#timeline-panel').classList.add('open');
+    state.view = {k: 1, off: 0};
     var info = {};
     Object.keys(state.nodeInfo).forEach(function (k) { info[k] = state.nodeInfo[k]; });
     (tl.journals || []).forEach(function (j) { info[j.node] = j; });
@@ -284,7 +382,7 @@
     $('#legend').textContent = 'lines: ' + lines.length + (tl.truncated ? ' (truncated)' : '') + ' \u00b7 nodes: '
       + nodes.map(function (n) { var j = info[n] || {}; return n + ' (' + (j.kind === 'proxy' ? 'proxy' : (j.role || '?') + ', ' + (j.mode || '?')) + ')'; }).join(', ')
       + ' \u00b7 \u25cf input event  \u25c6 decision  \u2192 frame across nodes  \u2503 deadline  \u2b1a missing event (hang finding)'
-      + ' \u00b7 the time axis is compressed: long gaps are labelled';
+      + ' \u00b7 the time axis is compressed (long gaps are labelled); wheel or +/- to zoom, drag to pan';
     drawChart(tl, lines, findings, info, color);
   }
 
@@ -311,10 +409,72 @@
     return {xs: xs, at: at};
   }
 
+  // Where labels go without covering each other: the boxes taken so far; a label takes the first
+  // of its candidate places whose box is free.
+  function Placer() { this.boxes = []; }
+  Placer.prototype.free = function (x1, y1, x2, y2) {
+    return !this.boxes.some(function (b) { return x1 < b[2] + 3 && b[0] < x2 + 3 && y1 < b[3] + 1 && b[1] < y2 + 1; });
+  };
+  Placer.prototype.take = function (x1, x2, tops, h) {
+    for (var i = 0; i < tops.length; i++) {
+      if (this.free(x1, tops[i], x2, tops[i] + h)) { this.boxes.push([x1, tops[i], x2, tops[i] + h]); return i; }
+    }
+    return -1;
+  };
+  function range(n, from, step) { var a = []; for (var i = 0; i < n; i++) { a.push(from + i * step); } return a; }
+  function textW(t, px) { return String(t).length * (px || 10) * 0.6; }
+  // A relative time, short and exact enough that two neighbouring labels differ.
+  function rel(ns) { return ns === 0 ? 't+0' : 't+' + secs(ns / 1e9).replace(' ', '\u2009'); }
+
+  // Spans of the proxy's legs: sent to answered (or failed, cancelled) per leg.
+  function computeSpans(lines) {
+    var open = {}, items = [];
+    lines.forEach(function (l, idx) {
+      var f = l.fields || {};
+      if (!f.leg) { return; }
+      var k = l.node + '\u0000' + (f.request_id || '') + '\u0000' + f.leg;
+      if (l.type === 'leg_sent') {
+        open[k] = {node: l.node, leg: f.leg, from: idx, to: -1, failed: false};
+        items.push(open[k]);
+      } else if ((l.type === 'leg_answered' || l.type === 'leg_failed' || l.type === 'leg_cancelled') && open[k] && open[k].to < 0) {
+        open[k].to = idx; open[k].failed = l.type !== 'leg_answered';
+      }
+    });
+    return items;
+  }
+
   function drawChart(tl, lines, findings, info, color) {
+    state.chart = {tl: tl, lines: lines, findings: findings, info: info, color: color};
+    renderChart();
+  }
+
+  // Zoom by `factor` around the plot's screen x `at` (its middle when not given).
+  function zoom(factor, at) {
+    var c = state.chart;
+    if (!c || !c.geo) { return; }
+    var g = c.geo, v = state.view;
+    var px = at === undefined ? g.plotL + g.plotW / 2 : at;
+    var n = v.off + (px - g.plotL) / (g.fitK * v.k);
+    var k = Math.max(1, Math.min(400, v.k * factor));
+    state.view = {k: k, off: n - (px - g.plotL) / (g.fitK * k)};
+    renderChart();
+  }
+  function pan(dxScreen) {
+    var c = state.chart;
+    if (!c || !c.geo) { return; }
+    state.view.off -= dxScreen / (c.geo.fitK * state.view.k);
+    renderChart();
+  }
+
+  function renderChart() {
+    var c = state.chart;
+    if (!c) { return; }
+    var tl = c.tl, lines = c.lines, findings = c.findings, info = c.info, color = c.color;
     var chart = $('#chart');
     chart.textContent = '';
-    var labelW = 130, top = 34, laneH = 46;
+    var wrap = $('#chart-wrap');
+    var W = Math.max(420, (wrap.clientWidth || 900) - 2);
+    var labelW = 130, top = 34, laneH = 46, rightPad = 16;
     var base = lines.length ? lines[0].at_ns : 0;
     // Extra times the axis must reach: deadlines and findings.
     var deadlines = computeDeadlines(lines, info);
@@ -322,12 +482,25 @@
     deadlines.forEach(function (d) { extra.push(d.at); });
     findings.forEach(function (f) { if (f.at_ns !== null && f.at_ns !== undefined) { extra.push(f.at_ns); } });
     var times = lines.map(function (l) { return l.at_ns; });
-    var scale = makeScale(times, labelW + 20);
-    var xs = scale.xs.slice(), xat = scale.at;
-    var maxX = xs.length ? xs[xs.length - 1] : labelW + 20;
-    extra.forEach(function (t) { maxX = Math.max(maxX, xat(t)); });
+    var scale = makeScale(times, 0);
+    var natMax = scale.xs.length ? scale.xs[scale.xs.length - 1] : 0;
+    extra.forEach(function (t) { natMax = Math.max(natMax, scale.at(t)); });
+    natMax += 24; // room for the last marker
+    // The whole timeline fits the plot at zoom 1; the view is a zoom factor and a left edge.
+    var plotL = labelW + 14, plotW = W - plotL - rightPad;
+    var fitK = plotW / Math.max(1, natMax);
+    var v = state.view;
+    var visible = natMax / v.k;
+    v.off = Math.max(0, Math.min(natMax - visible, v.off));
+    c.geo = {plotL: plotL, plotW: plotW, fitK: fitK};
+    function sx(n) { return plotL + (n - v.off) * fitK * v.k; }
+    var xs = scale.xs.map(sx);
+    function xat(t) { return sx(scale.at(t)); }
+    var maxX = plotL + plotW;
+    $('#zoom-level').textContent = v.k > 1.001 ? 'zoom \u00d7' + (v.k < 10 ? v.k.toFixed(1) : Math.round(v.k)) : 'whole timeline';
 
     var transfers = computeTransfers(lines);
+    var spans = computeSpans(lines);
     var wireRows = Math.max(1, Math.min(6, transfers.rows));
     // Each node's phases are a band under its side's scheduler lane, one band row per node.
     var bandRow = {}, perSide = {};
@@ -338,123 +511,174 @@
       }
     });
     function bandLane(node) { var side = sideOf(node, info); return side === 'proxy' ? 'proxy' : side === 'tap' ? 'wire' : side + '-sched'; }
+    var legRows = {};
+    spans.forEach(function (sp) { if (legRows[sp.leg] === undefined) { legRows[sp.leg] = Object.keys(legRows).length; } });
+    var nLegRows = Object.keys(legRows).length;
+    // Which lanes hold something: events, transfers, spans, deadlines, findings.
+    var used = {};
+    lines.forEach(function (l) { used[laneOf(l, info)] = true; });
+    if (transfers.items.length) { used.wire = true; }
+    if (spans.length) { used.proxy = true; }
+    findings.forEach(function (f) { used[findingLane(f, info)] = true; });
+    // A lane with findings gets rows for their labels.
+    var findingsIn = {};
+    findings.forEach(function (f) { var l = findingLane(f, info); findingsIn[l] = (findingsIn[l] || 0) + 1; });
     var laneY = {}, laneHeight = {}, y = top;
     LANES.forEach(function (l) {
       laneY[l.id] = y;
       var side = l.id === 'proxy' ? 'proxy' : l.id.slice(0, 1);
       var bands = /-sched$|^proxy$/.test(l.id) && perSide[side] ? perSide[side] : 0;
-      laneHeight[l.id] = l.id === 'wire' ? laneH + 12 * wireRows : laneH + 13 * bands;
+      var h = laneH + 13 * bands + (findingsIn[l.id] > 1 ? 26 * (Math.min(8, findingsIn[l.id]) - 1) : 0);
+      if (l.id === 'wire') { h += 12 * wireRows; }
+      if (l.id === 'proxy') { h += 13 * nLegRows; }
+      laneHeight[l.id] = used[l.id] ? h : 36;
       y += laneHeight[l.id];
     });
-    var width = maxX + 200, height = y + 10;
-    chart.setAttribute('width', width);
+    var height = y + 6;
+    chart.setAttribute('width', W);
     chart.setAttribute('height', height);
+    chart.setAttribute('viewBox', '0 0 ' + W + ' ' + height);
     var defs = svg('defs', {}, chart);
     var marker = svg('marker', {id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto-start-reverse'}, defs);
     svg('path', {d: 'M 0 0 L 10 5 L 0 10 z', fill: '#7a5af8'}, marker);
+    var clip = svg('clipPath', {id: 'plot-clip'}, defs);
+    svg('rect', {x: plotL - 10, y: 0, width: plotW + rightPad + 10, height: height}, clip);
 
-    var used = {};
-    lines.forEach(function (l) { used[laneOf(l, info)] = true; });
-    if (transfers.items.length) { used.wire = true; }
     LANES.forEach(function (l, i) {
-      svg('rect', {'class': 'lane-bg' + (i % 2 ? ' odd' : ''), x: 0, y: laneY[l.id], width: width, height: laneHeight[l.id], 'data-lane': l.id}, chart);
-      svg('text', {'class': 'lane-label' + (used[l.id] ? '' : ' empty'), x: 6, y: laneY[l.id] + 16, text: l.label}, chart);
-      if (!used[l.id]) {
-        svg('text', {'class': 'lane-label empty', x: 6, y: laneY[l.id] + 30, text: l.id === 'proxy' ? '(no proxy journal)' : '(no events)'}, chart);
-      }
+      svg('rect', {'class': 'lane-bg' + (i % 2 ? ' odd' : ''), x: 0, y: laneY[l.id], width: W, height: laneHeight[l.id], 'data-lane': l.id}, chart);
     });
+    var plot = svg('g', {'class': 'plot', 'clip-path': 'url(#plot-clip)'}, chart);
+    var placer = new Placer();
 
-    // Axis: relative times, and the long gaps the compression hides.
-    var lastLabel = -1e9;
+    // Axis: relative times at the events (never the same text twice in a row), and the long gaps
+    // the compression hides.
+    var lastLabelX = -1e9, lastText = null;
     for (var i = 0; i < lines.length; i++) {
       var gap = i > 0 ? lines[i].at_ns - lines[i - 1].at_ns : 0;
       if (gap >= 1e8) {
-        var gx = (xs[i - 1] + xs[i]) / 2;
-        svg('text', {'class': 'gap', x: gx, y: top - 4, 'text-anchor': 'middle', text: '\u2248' + secs(gap / 1e9)}, chart);
-        svg('line', {x1: gx, x2: gx, y1: top, y2: height, stroke: '#e4e7ec', 'stroke-dasharray': '2 4'}, chart);
+        var gx = (xs[i - 1] + xs[i]) / 2, gt = '\u2248' + secs(gap / 1e9);
+        svg('line', {x1: gx, x2: gx, y1: top, y2: height, stroke: '#e4e7ec', 'stroke-dasharray': '2 4'}, plot);
+        if (placer.take(gx - textW(gt) / 2, gx + textW(gt) / 2, [top - 14], 12) === 0) {
+          svg('text', {'class': 'gap', x: gx, y: top - 4, 'text-anchor': 'middle', text: gt}, plot);
+        }
       }
-      if (xs[i] - lastLabel > 70) {
-        svg('text', {'class': 'axis', x: xs[i], y: 12, 'text-anchor': 'middle', text: 't+' + ((lines[i].at_ns - base) / 1e9).toFixed(3)}, chart);
-        lastLabel = xs[i];
+      if (xs[i] < plotL - 4 || xs[i] > maxX + 4) { continue; }
+      var text = rel(lines[i].at_ns - base);
+      if (text !== lastText && xs[i] - lastLabelX > textW(text) + 12) {
+        svg('text', {'class': 'axis', x: xs[i], y: 12, 'text-anchor': 'middle', text: text}, plot);
+        placer.boxes.push([xs[i] - textW(text) / 2, 2, xs[i] + textW(text) / 2, 14]);
+        lastLabelX = xs[i];
+        lastText = text;
       }
     }
 
-    // Phase bands at the bottom of each node's scheduler lane.
+    // Phase bands at the bottom of each node's scheduler lane, with how long each phase lasted.
     var bands = {};
     lines.forEach(function (l, idx) {
       if (l.phase_to) {
         var k = l.node + '\u0000' + ((l.fields || {}).request_id || '');
-        (bands[k] = bands[k] || []).push({x: xs[idx], phase: l.phase_to, node: l.node});
+        (bands[k] = bands[k] || []).push({x: xs[idx], at: l.at_ns, phase: l.phase_to, node: l.node});
       }
     });
+    var lastT = lines.length ? lines[lines.length - 1].at_ns : 0;
     Object.keys(bands).forEach(function (k) {
       var list = bands[k];
       list.forEach(function (b, j) {
-        var x2 = j + 1 < list.length ? list[j + 1].x : maxX + 20;
+        var next = list[j + 1];
+        var x2 = next ? next.x : Math.max(b.x + 20, xat(lastT) + 20);
         var lane = bandLane(b.node);
-        if (!laneY[lane]) { return; }
-        var by = laneY[lane] + laneH - 14 + 13 * (bandRow[b.node] || 0);
-        var g = svg('g', {'class': 'phase-band', 'data-node': b.node}, chart);
-        svg('rect', {x: b.x, y: by, width: Math.max(2, x2 - b.x), height: 12,
-          fill: PHASE_COLORS[b.phase] || '#eaecf0'}, g);
-        var label = b.phase + ' (' + b.node + ')', room = Math.floor((x2 - b.x - 4) / 6);
-        if (room >= 3) {
-          svg('text', {x: b.x + 3, y: by + 9, text: label.length > room ? label.slice(0, room - 1) + '\u2026' : label}, g);
-        }
+        if (laneY[lane] === undefined) { return; }
+        // the bands sit at the bottom of the lane (above the proxy's leg spans), one row per node
+        var by = laneY[lane] + laneHeight[lane] - 14 - 13 * ((perSide[sideOf(b.node, info)] || 0) - (bandRow[b.node] || 0))
+          - (lane === 'proxy' ? 13 * nLegRows : 0);
+        var g = svg('g', {'class': 'phase-band', 'data-node': b.node, 'data-phase': b.phase}, plot);
+        svg('rect', {x: b.x, y: by, width: Math.max(2, x2 - b.x), height: 12, fill: PHASE_COLORS[b.phase] || '#eaecf0'}, g);
+        var dur = next ? secs((next.at - b.at) / 1e9) : TERMINAL_PHASES[b.phase] ? '' : '\u2265 ' + secs((lastT - b.at) / 1e9);
+        var label = b.phase + (dur ? ' \u00b7 ' + dur : '') + ' (' + b.node + ')';
+        var fits = fitText([label, b.phase + (dur ? ' \u00b7 ' + dur : ''), b.phase], x2 - b.x - 6);
+        if (fits) { svg('text', {x: Math.max(b.x, plotL) + 3, y: by + 9, text: fits}, g); }
         title(g, label);
       });
     });
 
+    // The proxy's legs: sent to answered, with their duration.
+    spans.forEach(function (sp) {
+      var x1 = xs[sp.from], x2 = sp.to >= 0 ? xs[sp.to] : xat(lastT) + 20;
+      var yy = laneY.proxy + laneHeight.proxy - 14 - 13 * (nLegRows - 1 - legRows[sp.leg]);
+      var g = svg('g', {'class': 'span' + (sp.to < 0 ? ' open' : sp.failed ? ' failed' : ''), 'data-leg': sp.leg}, plot);
+      svg('rect', {x: x1, y: yy, width: Math.max(3, x2 - x1), height: 11, rx: 2}, g);
+      var dur = sp.to >= 0 ? secs((lines[sp.to].at_ns - lines[sp.from].at_ns) / 1e9) : 'no answer';
+      var fits = fitText([sp.leg + ' leg \u00b7 ' + dur, sp.leg + ' ' + dur, dur], x2 - x1 - 4);
+      if (fits) { svg('text', {x: x1 + 3, y: yy + 9, text: fits}, g); }
+      title(g, sp.node + ' ' + sp.leg + ' leg: ' + dur + (sp.failed ? ' (' + lines[sp.to].type + ')' : ''));
+    });
+
     // Transfers: post -> completion bars in the wire lane.
     transfers.items.forEach(function (t) {
-      var x1 = xs[t.from], x2 = t.to >= 0 ? xs[t.to] : maxX + 20;
+      var x1 = xs[t.from], x2 = t.to >= 0 ? xs[t.to] : xat(lastT) + 20;
       var row = Math.min(t.row, wireRows - 1);
-      var g = svg('g', {'class': 'transfer' + (t.to < 0 ? ' open' : t.failed ? ' failed' : '')}, chart);
-      var yy = laneY.wire + laneH - 8 + row * 12;
+      var g = svg('g', {'class': 'transfer' + (t.to < 0 ? ' open' : t.failed ? ' failed' : '')}, plot);
+      var yy = laneY.wire + laneHeight.wire - 12 * (wireRows - row) - 2;
       svg('rect', {x: x1, y: yy, width: Math.max(3, x2 - x1), height: 10, rx: 2}, g);
       var dur = t.to >= 0 ? secs((lines[t.to].at_ns - lines[t.from].at_ns) / 1e9) : 'no completion';
-      svg('text', {x: x1 + 3, y: yy + 8, text: t.node + ' #' + t.status + ' ' + dur}, g);
+      var fits = fitText([t.node + ' #' + t.status + ' ' + dur, dur], x2 - x1 - 4, 9);
+      if (fits) { svg('text', {x: x1 + 3, y: yy + 8, text: fits}, g); }
       title(g, t.node + ' ' + lines[t.from].type + ' status ' + t.status + ': ' + dur + (t.failed ? ' (FAILED)' : ''));
     });
 
-    // Deadlines.
-    deadlines.forEach(function (d) {
-      var side = sideOf(d.node, info);
-      var lanes = side === 'proxy' ? ['proxy'] : [side + '-sched', side + '-worker'];
-      var y1 = Math.min.apply(null, lanes.map(function (l) { return laneY[l]; }));
-      var y2 = Math.max.apply(null, lanes.map(function (l) { return laneY[l] + laneHeight[l]; }));
-      var x = xat(d.at);
-      var g = svg('g', {'class': 'deadline', 'data-deadline': d.kind, 'data-node': d.node}, chart);
-      svg('line', {x1: x, x2: x, y1: y1, y2: y2}, g);
-      svg('text', {x: x + 3, y: y1 + 10, text: d.label}, g);
-      title(g, d.node + ' ' + d.label + ' at t+' + ((d.at - base) / 1e9).toFixed(3) + ' s: ' + d.why);
-    });
-
-    // Hang findings: a dashed box where the missing event should have been.
-    var lastT = lines.length ? lines[lines.length - 1].at_ns : 0;
+    // Hang findings: a dashed box where the missing event should have been, its label in a row
+    // of its own when another finding's is there already.
+    var lanesSeen = {};
     findings.forEach(function (f) {
       var lane = findingLane(f, info);
-      if (!laneY[lane]) { return; }
+      if (laneY[lane] === undefined) { return; }
       var end = f.at_ns !== null && f.at_ns !== undefined ? f.at_ns : lastT;
       if (f.detector === 'anomaly') {
-        var ga = svg('g', {'class': 'finding-anomaly', 'data-detector': f.detector}, chart);
+        var ga = svg('g', {'class': 'finding-anomaly', 'data-detector': f.detector}, plot);
         svg('circle', {cx: xat(end), cy: laneY[lane] + 22, r: 10}, ga);
         title(ga, f.node + ' ' + f.detector + ': ' + f.message);
         return;
       }
       var start = f.since_ns !== null && f.since_ns !== undefined ? f.since_ns : end;
       var x1 = xat(start), x2 = Math.max(xat(end), x1 + 24);
-      var g = svg('g', {'class': 'missing-event', 'data-detector': f.detector, 'data-node': f.node}, chart);
-      svg('rect', {x: x1, y: laneY[lane] + 6, width: x2 - x1, height: 30, rx: 4}, g);
-      svg('circle', {cx: x2, cy: laneY[lane] + 21, r: 8}, g);
-      svg('text', {x: x2 - 3, y: laneY[lane] + 25, text: '?'}, g);
-      svg('text', {x: x2 + 12, y: laneY[lane] + 25, text: 'missing: ' + expected(f, info)}, g);
-      svg('text', {x: x2 + 12, y: laneY[lane] + 37, text: f.detector + (f.bug_class ? ', class ' + f.bug_class : '')}, g);
+      var l1 = 'missing: ' + expected(f, info), l2 = f.detector + (f.bug_class ? ', class ' + f.bug_class : '') + ' (' + f.node + ')';
+      var w = Math.max(textW(l1), textW(l2));
+      // the label goes right of the marker, else inside the box left of it, else left of the box,
+      // else at the plot's left edge: never out of sight
+      var right = x2 + 12 + w <= maxX;
+      var lx = right ? x2 + 12 : x2 - 12 - w >= Math.max(x1, plotL) ? x2 - 12 - w : x1 - 6 - w >= plotL ? x1 - 6 - w : plotL + 2;
+      var tops = range(Math.max(1, Math.min(8, findingsIn[lane])), laneY[lane] + 6, 26);
+      var row = placer.take(Math.min(lx, x1), Math.max(lx + w, x2 + 8), tops, 24);
+      if (row < 0) { row = (lanesSeen[lane] = (lanesSeen[lane] || 0) + 1) % tops.length; }
+      var yy = tops[row];
+      var g = svg('g', {'class': 'missing-event', 'data-detector': f.detector, 'data-node': f.node}, plot);
+      svg('rect', {x: x1, y: yy, width: x2 - x1, height: 24, rx: 4}, g);
+      svg('circle', {cx: x2, cy: yy + 12, r: 8}, g);
+      svg('text', {x: x2 - 3, y: yy + 16, text: '?'}, g);
+      svg('text', {x: right ? lx : lx + w, y: yy + 10, 'text-anchor': right ? 'start' : 'end', text: l1}, g);
+      svg('text', {x: right ? lx : lx + w, y: yy + 22, 'text-anchor': right ? 'start' : 'end', text: l2}, g);
       title(g, f.node + ' ' + f.detector + (f.bug_class ? ' (class ' + f.bug_class + ')' : '') + ': ' + f.message);
       g.addEventListener('click', function () {
         $('#entry').textContent = 'hang finding on ' + f.node + '\n' + JSON.stringify(f, null, 2);
       });
     });
+    // Deadlines: their labels take rows of their own so that two close deadlines stay readable.
+    deadlines.forEach(function (d) {
+      var side = sideOf(d.node, info);
+      var lanes = side === 'proxy' ? ['proxy'] : [side + '-sched', side + '-worker'];
+      var y1 = Math.min.apply(null, lanes.map(function (l) { return laneY[l]; }));
+      var y2 = Math.max.apply(null, lanes.map(function (l) { return laneY[l] + laneHeight[l]; }));
+      var x = xat(d.at);
+      var g = svg('g', {'class': 'deadline', 'data-deadline': d.kind, 'data-node': d.node}, plot);
+      svg('line', {x1: x, x2: x, y1: y1, y2: y2}, g);
+      var w = textW(d.label), right = x + 3 + w <= maxX;
+      var lx1 = right ? x + 3 : x - 3 - w;
+      var tops = range(6, y1 + 1, 13);
+      var r = placer.take(lx1, lx1 + w, tops, 12);
+      if (r >= 0) { svg('text', {x: right ? x + 3 : x - 3, y: tops[r] + 9, 'text-anchor': right ? 'start' : 'end', text: d.label}, g); }
+      title(g, d.node + ' ' + d.label + ' at ' + rel(d.at - base) + ': ' + d.why);
+    });
+
     // Events.
     var pos = [];
     var stackAt = {};
@@ -468,14 +692,14 @@
       var attrs = {'class': 'ev', 'data-index': idx, 'data-type': l.type, 'data-node': l.node, 'data-lane': lane, fill: color[l.node]};
       if (l.kind === 'input') {
         attrs.cx = xs[idx]; attrs.cy = cy; attrs.r = 5;
-        shape = svg('circle', attrs, chart);
+        shape = svg('circle', attrs, plot);
       } else {
         attrs.x = xs[idx] - 4; attrs.y = cy - 4; attrs.width = 8; attrs.height = 8;
         attrs.transform = 'rotate(45 ' + xs[idx] + ' ' + cy + ')';
         if (l.type === 'anomaly') { attrs.fill = '#d92d20'; }
-        shape = svg('rect', attrs, chart);
+        shape = svg('rect', attrs, plot);
       }
-      title(shape, 't+' + ((l.at_ns - base) / 1e9).toFixed(6) + '  ' + l.node + ' #' + l.seq + '  '
+      title(shape, rel(l.at_ns - base) + ' (' + ((l.at_ns - base) / 1e9).toFixed(6) + ' s)  ' + l.node + ' #' + l.seq + '  '
         + (l.kind === 'effect' ? l.cause + ' => ' : '') + l.text);
       shape.addEventListener('click', function () { showEntry(l, idx, base); });
     });
@@ -490,13 +714,28 @@
         if (m.type === recv && m.node !== l.node && (m.fields || {}).transfer_id === tid) {
           var a = pos[idx], b = pos[j];
           var midY = Math.min(a.y, b.y) - 14;
-          title(svg('path', {'class': 'xlink', d: 'M ' + a.x + ' ' + a.y + ' C ' + a.x + ' ' + midY + ', ' + b.x + ' ' + midY + ', ' + (b.x - 5) + ' ' + b.y}, chart),
+          title(svg('path', {'class': 'xlink', d: 'M ' + a.x + ' ' + a.y + ' C ' + a.x + ' ' + midY + ', ' + b.x + ' ' + midY + ', ' + (b.x - 5) + ' ' + b.y}, plot),
             l.node + ' ' + l.type + ' \u2192 ' + m.node + ' ' + m.type + ' (transfer ' + tid + ')');
           break;
         }
       }
     });
 
+    // The lane labels, over a column of their own that the plot scrolls under.
+    svg('rect', {'class': 'label-col', x: 0, y: top, width: plotL - 10, height: height - top}, chart);
+    LANES.forEach(function (l, i) {
+      svg('rect', {'class': 'lane-bg' + (i % 2 ? ' odd' : ''), x: 0, y: laneY[l.id], width: plotL - 10, height: laneHeight[l.id]}, chart);
+      svg('text', {'class': 'lane-label' + (used[l.id] ? '' : ' empty'), x: 6, y: laneY[l.id] + 16, text: l.label}, chart);
+      if (!used[l.id]) {
+        svg('text', {'class': 'lane-label empty', x: 6, y: laneY[l.id] + 30, text: l.id === 'proxy' ? '(no proxy journal)' : '(no events)'}, chart);
+      }
+    });
+  }
+
+  // The longest of the texts that fits `room` pixels, or null.
+  function fitText(texts, room, px) {
+    for (var i = 0; i < texts.length; i++) { if (textW(texts[i], px) <= room) { return texts[i]; } }
+    return null;
   }
 
   // What a detector says did not happen, in a few words (the finding's message says more).
@@ -666,7 +905,40 @@
     }
   }
 
+  // Zoom (buttons, the wheel around the pointer), pan (dragging; Shift+wheel), refit on resize.
+  function wireChartControls() {
+    $('#zoom-in').addEventListener('click', function () { zoom(2); });
+    $('#zoom-out').addEventListener('click', function () { zoom(0.5); });
+    $('#zoom-fit').addEventListener('click', function () { state.view = {k: 1, off: 0}; renderChart(); });
+    var wrap = $('#chart-wrap');
+    wrap.addEventListener('wheel', function (ev) {
+      if (!state.chart) { return; }
+      ev.preventDefault();
+      var x = ev.clientX - wrap.getBoundingClientRect().left;
+      if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) { pan(-(ev.deltaX || ev.deltaY)); return; }
+      zoom(Math.pow(1.0015, -ev.deltaY), x);
+    }, {passive: false});
+    var drag = null;
+    wrap.addEventListener('pointerdown', function (ev) { drag = {x: ev.clientX, moved: false}; });
+    window.addEventListener('pointermove', function (ev) {
+      if (!drag) { return; }
+      var dx = ev.clientX - drag.x;
+      if (!drag.moved && Math.abs(dx) < 4) { return; }
+      drag.moved = true;
+      wrap.classList.add('panning');
+      drag.x = ev.clientX;
+      pan(dx);
+    });
+    window.addEventListener('pointerup', function () { drag = null; wrap.classList.remove('panning'); });
+    var pending = null;
+    window.addEventListener('resize', function () {
+      if (pending) { return; }
+      pending = setTimeout(function () { pending = null; renderChart(); }, 100);
+    });
+  }
+
   function start() {
+    wireChartControls();
     var embedded = document.getElementById('kvledger-data');
     if (embedded) {
       state.standalone = true;
@@ -680,6 +952,9 @@
     try { state.token = sessionStorage.getItem('kvledger-token'); } catch (e) { state.token = null; }
     ['#search', '#hung-only', '#phase-filter', '#class-filter', '#node-filter'].forEach(function (s) {
       $(s).addEventListener(s === '#search' ? 'input' : 'change', renderList);
+    });
+    Array.prototype.forEach.call(document.querySelectorAll('#requests th[data-sort]'), function (th) {
+      th.addEventListener('click', function () { onSort(th.getAttribute('data-sort')); });
     });
     window.addEventListener('hashchange', onHashChange);
     route();
