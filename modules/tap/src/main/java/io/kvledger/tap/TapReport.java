@@ -45,7 +45,7 @@ import java.util.TreeMap;
 public final class TapReport {
 
     /** A tapped rank: a target's journal. */
-    public record Rank(Role role, String host, int port, int offset) {
+    record Rank(Role role, String host, int port, int offset) {
         String label() {
             return (role == Role.PRODUCER ? "P" : "D") + "+" + offset + " " + (host.indexOf(':') >= 0 ? "[" + host + "]" : host)
                     + ":" + port;
@@ -53,24 +53,24 @@ public final class TapReport {
     }
 
     /** One target's journal: who it was, and its input entries in order. */
-    public record TapJournal(Role role, String host, int port, List<NodeEvent> events) {
+    record TapJournal(Role role, String host, int port, List<NodeEvent> events) {
         public TapJournal {
             events = List.copyOf(events);
         }
     }
 
     /** One frame that crossed. */
-    public record Crossing(Rank to, long atNs, String type, Integer decodeRank, Integer consumerTpSize, boolean emptyBlocks,
+    record Crossing(Rank to, long atNs, String type, Integer decodeRank, Integer consumerTpSize, boolean emptyBlocks,
                            boolean raw) {}
 
     /** A frame the tap forwarded although it did not decode. */
-    public record Rejected(Rank to, long atNs, String reason, boolean wouldKillPythonListener, int framesAfter) {}
+    record Rejected(Rank to, long atNs, String reason, boolean wouldKillPythonListener, int framesAfter) {}
 
     /** A frame the tap could not forward. */
-    public record ForwardFailed(Rank to, long atNs, String type, String transferId, String reason) {}
+    record ForwardFailed(Rank to, long atNs, String type, String transferId, String reason) {}
 
     /** What crossed for one transfer, and what did not. */
-    public record Transfer(String transferId, String mode, List<Crossing> crossed, List<String> missing, long lastNs) {
+    record Transfer(String transferId, String mode, List<Crossing> crossed, List<String> missing, long lastNs) {
         boolean complete() {
             return missing.isEmpty();
         }

@@ -21,7 +21,7 @@
  *       through {@link io.kvledger.ledger.web.RateLimitedLog}.</li>
  * </ul>
  *
- * <p>The page draws its timeline with plain SVG (no charting library): see the module README,
+ * <p>The page draws its timeline with plain SVG (no charting library): see docs/observability.md,
  * "Web timeline".
  *
  * <p>May depend on kvledger-core (configuration, phases), the ledger's {@code diagnosis} and
