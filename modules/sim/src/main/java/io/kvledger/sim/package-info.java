@@ -4,12 +4,17 @@
  * with the hook calls vLLM's scheduler and model runner would make, feeds each node the frames,
  * handshake answers and transfer completions its peers' effects cause, and injects faults
  * (dropped, duplicated, delayed and reordered notifies, notifies that never leave their sender;
- * failed and stalled transfers; failed handshakes; aborted requests). Prefill and decode
+ * failed, stalled and "SQ full" transfers; failed handshakes; aborted requests; a decode told
+ * the wrong prefill DP rank; n = 2 prefill children sharing a transfer id). Prefill and decode
  * instances may run at different TP sizes ({@code SimOptions.prefillTp/decodeTp}): each TP rank is
  * a node with its own reducer, listeners and journal ({@code P0}, {@code P0-tp1}, ...); TP rank 0's
  * engine hands every hook call to the other ranks, sends the scheduler's notifies alone, and
- * aggregates their {@code get_finished} as vLLM's {@code KVOutputAggregator} does. Simplification:
- * only TP rank 0's handshakes and reads block its engine's step.
+ * aggregates their {@code get_finished} as vLLM's {@code KVOutputAggregator} does. A prefill
+ * instance may run DP ranks ({@code SimOptions.prefillDp}): each is an engine of its own
+ * ({@code P0-dp1}, ...) on the instance's host, ports {@code base + dp_rank + tp_rank} (so DP above
+ * 1 is meant with TP 1: with both above 1 those listener ports collide, class 23), and the proxy
+ * routes to the ranks in its flat interleaved order. Simplification: only TP rank 0's handshakes
+ * and reads block its engine's step.
  *
  * <p>Entry point: {@link io.kvledger.sim.Simulation#run(SimOptions, Recorder)}. A run is a pure
  * function of its {@link io.kvledger.sim.SimOptions} (the seed included): one thread, a virtual

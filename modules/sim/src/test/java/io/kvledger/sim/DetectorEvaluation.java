@@ -18,7 +18,7 @@ import java.util.TreeSet;
 /**
  * Measures the hang detectors on simulated journals they were not tuned on: each run injects one
  * kind of fault at a low rate into a cluster of varied shape (prefill and decode instances, TP on
- * either side, READ and WRITE) among healthy traffic, and knows from the run itself which requests
+ * either side, prefill DP, READ and WRITE) among healthy traffic, and knows from the run itself which requests
  * the fault damaged (still in a non-terminal phase at the end, or freed by the reap) and which
  * bug classes of moriio-protocol.md section 7 that fault can cause. Clean families (the same
  * shapes with duplicated, delayed or reordered frames, or aborts that clean up) and fault-free
@@ -29,8 +29,9 @@ import java.util.TreeSet;
  * <p>Scored per request: a damaged request is <em>named</em> when a finding names it (on its
  * node) with one of the expected classes, <em>misnamed</em> when findings name it with other
  * classes only, <em>missed</em> when none names it; a finding naming a request the run did not
- * damage is a false alarm. The simulator cannot yet produce most of the classes issue 31 lists
- * (no DP above 1, no pods, no WideEP, no n > 1): those need new faults before they can be measured.
+ * damage is a false alarm. Prefill DP above 1 ({@code dp-alias}, class 30) and n = 2 siblings
+ * ({@code siblings}, class 29) are simulated; pods on several hosts (32, 37) and an unbounded
+ * WideEP reader wait (33) are not yet: those need new faults before they can be measured here.
  */
 final class DetectorEvaluation {
 
