@@ -172,6 +172,11 @@ final class NodeCommand implements Callable<Integer> {
                     + "meanwhile, is exported as stuck (default: ${DEFAULT-VALUE}).")
     double otlpStuckAfter;
 
+    @Option(names = "--ship", paramLabel = "kafka://HOST:PORT/TOPIC",
+            description = "Ship the node's journal to this Kafka topic as 'kvledger ship' does, on a thread of its own "
+                    + "that reads the journal apart from its writer; at stop, what the journal holds is shipped (up to "
+                    + "10 s). Never holds the node up.")
+    String ship;
 
     @Override
     public Integer call() throws Exception {
@@ -192,6 +197,14 @@ final class NodeCommand implements Callable<Integer> {
                 throw usage(e.getMessage());
             }
         }
+        io.kvledger.ledger.kafka.KafkaUri shipTo = null;
+        if (ship != null) {
+            try {
+                shipTo = io.kvledger.ledger.kafka.KafkaUri.parse(ship);
+            } catch (IllegalArgumentException e) {
+                throw usage("--ship: " + e.getMessage());
+            }
+        }
         NodeService node;
         try {
             node = NodeService.start(options);
@@ -209,6 +222,15 @@ final class NodeCommand implements Callable<Integer> {
         }
         LiveTraces traces = sender == null ? null : LiveTraces.attach(node, sender,
                 LiveTraces.Options.defaults().withBounds(new Bounds(NodeConfig.seconds(otlpStuckAfter))));
+        io.kvledger.node.ship.ShipThread shipping;
+        try {
+            shipping = shipTo == null ? null : io.kvledger.node.ship.ShipThread.start(shipTo, options.journalDir(), err);
+        } catch (RuntimeException e) {
+            node.close();
+            err.println("kvledger node: --ship: " + e.getMessage());
+            err.flush();
+            return 2;
+        }
         Foreground fg = Foreground.install("kvledger-node-shutdown");
         java.util.concurrent.CompletableFuture<NodeLoop.Stopped> loopStopped = node.loopStopped();
         loopStopped.thenAccept(s -> {
@@ -241,6 +263,11 @@ final class NodeCommand implements Callable<Integer> {
         } finally {
             Map<String, Object> status = node.status().toJson();
             node.close();
+            if (shipping != null) {
+                // after the node: its last entries are in the journal
+                shipping.close();
+                status.put("ship_acknowledged", shipping.shipper().acknowledged());
+            }
             if (failed == null) {
                 // the loop failed while the node was being stopped (a SIGTERM at the same moment):
                 // its failure still decides the status, so a supervisor restarts and recovers it

@@ -44,6 +44,18 @@ class TestBrokerTest {
         }
     }
 
+    @Test
+    void aBrokerThatCannotStartSaysWhyWithItsLog() throws Exception {
+        Path dir = tmp.resolve("bad");
+        java.nio.file.Files.createDirectories(dir);
+        java.nio.file.Files.writeString(dir.resolve("data"), "a file where the broker's log directory should be");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> TestBroker.start(dir))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("exited")
+                .hasMessageContaining("--- last lines of");
+        assertThat(java.nio.file.Files.readString(dir.resolve("broker.log"))).isNotBlank();
+    }
+
     private static List<String> readAll(TestBroker broker, int expected) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());

@@ -96,6 +96,8 @@ public final class Shipper implements AutoCloseable {
     private volatile long sendingSinceNs;
     private KafkaProducer<byte[], byte[]> producer;
     private long lastComplaintNs;
+    /** Whether to keep following; {@link #finish} turns it off. */
+    private volatile boolean follow;
 
     /**
      * Opens the journals (each must have a readable header; two journals of one node id are refused).
@@ -105,6 +107,7 @@ public final class Shipper implements AutoCloseable {
     public Shipper(Options options, PrintWriter err) {
         this.options = options;
         this.err = err;
+        this.follow = options.follow();
         Map<String, Path> seen = new LinkedHashMap<>();
         try {
             for (Path dir : options.journals()) {
@@ -128,6 +131,14 @@ public final class Shipper implements AutoCloseable {
     /** The node ids shipped, in the order the journals were given. */
     public List<String> nodes() {
         return sources.stream().map(s -> s.node).toList();
+    }
+
+    /**
+     * Stops following (any thread): {@link #run} ships what the journals hold by now, waits for the
+     * acknowledgements and returns, as with {@code follow} off from the start.
+     */
+    public void finish() {
+        follow = false;
     }
 
     /** Entries handed to the producer. */
@@ -189,7 +200,7 @@ public final class Shipper implements AutoCloseable {
                 moved += pump(s, stop);
             }
             if (moved == 0) {
-                if (!options.follow()) {
+                if (!follow) {
                     break;
                 }
                 LockSupport.parkNanos(2_000_000);
