@@ -1,5 +1,7 @@
 /**
  * Value types shared by events, effects and state: block groups, kv_transfer_params with Python
- * semantics, ReqMeta, request phases and anomaly kinds (both with permanent codes). JDK only.
+ * semantics (the raw map, {@link io.kvledger.core.model.KvParams}, and the keys the connector reads
+ * parsed once per request, {@link io.kvledger.core.model.KvTransferParams}), transfer ids, ReqMeta,
+ * request phases and anomaly kinds (both with permanent codes). JDK only.
  */
 package io.kvledger.core.model;

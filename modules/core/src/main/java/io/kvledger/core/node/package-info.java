@@ -14,9 +14,13 @@
  * scheduler side's tables in {@link io.kvledger.core.node.SchedulerSide} and the worker side's in
  * {@link io.kvledger.core.node.WorkerSide}, each private to the class whose hooks write them, so
  * that one side changes the other's tables only through the other's methods (the step's metadata
- * reaches the worker by {@code bindMetadata}, as {@code bind_connector_metadata} does). The
- * reducer's context (the state, the event's time, the effect sink) lives for one event, outside
- * the state.
+ * reaches the worker by {@code bindMetadata}, as {@code bind_connector_metadata} does). What a
+ * side hands its readers (the state's renderings, the invariants, the other side) is read-only:
+ * a request-keyed table as {@code RequestSlots.View}, a collection as an unmodifiable view made
+ * once, so the compiler keeps readers from writing without a copy per read. A request's params
+ * are read through {@link io.kvledger.core.model.KvTransferParams}, parsed once at admission; the
+ * connector's writes to them go through it too. The reducer's context (the state, the event's
+ * time, the effect sink) lives for one event, outside the state.
  *
  * <p>Hot tables keep that order in intrusive lists with a hash index that is only looked up, never
  * iterated: {@link io.kvledger.core.node.RequestSlots} (one record per request id for the nine
