@@ -32,12 +32,16 @@ import java.util.TreeSet;
  * node) with one of the expected classes, <em>misnamed</em> when findings name it with other
  * classes only, <em>missed</em> when none names it; a finding naming a request the run did not
  * damage is a false alarm. Prefill DP above 1 ({@code dp-alias}, class 30) and n = 2 siblings
- * ({@code siblings}, class 29) are simulated; pods on several hosts (32, 37) and an unbounded
- * WideEP reader wait (33) are not yet: those need new faults before they can be measured here.
+ * ({@code siblings}, class 29) are simulated, and so are multi-pod WRITE decodes with the older
+ * worker's stashed pod hosts (a behaviour switch, not a fault: {@code write-pod-race}, class 32);
+ * prefill DP ranks on several pods (37) and an unbounded WideEP reader wait (33) are not yet.
  */
 final class DetectorEvaluation {
 
-    /** One family: a fault kind with the classes it can cause, on the prefill and on the decode side. */
+    /**
+     * One family: a fault kind with the classes it can cause, on the prefill and on the decode side;
+     * whether the deployment is multi-pod, and a behaviour switch turned on (null: newest).
+     */
     record Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses,
                   boolean multiPod, Switch switchOn) {
         Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses) {
