@@ -62,6 +62,10 @@ import java.util.Objects;
  * @param prefillDp            the DP size of every prefill instance: each DP rank is an engine of
  *                             its own (its own scheduler, ports {@code base + dp_rank + tp_rank})
  *                             on the instance's host, and the proxy routes to each rank in turn
+ * @param multiPod             whether the proxy, as a multi-pod (Wide-EP) sidecar does, gives each WRITE prefill
+ *                             leg its decode's pod layout: {@code remote_hosts} (each decode instance a pod on
+ *                             a host of its own) and {@code remote_dp_size_local}, which the prefill's worker
+ *                             routes {@code write_done} by
  */
 public record SimOptions(
         long seed,
@@ -103,7 +107,8 @@ public record SimOptions(
         boolean keepLog,
         int prefillTp,
         int decodeTp,
-        int prefillDp) {
+        int prefillDp,
+        boolean multiPod) {
 
     static final long MS = 1_000_000L;
     static final long US = 1_000L;
@@ -247,6 +252,7 @@ public record SimOptions(
         private int prefillTp = 1;
         private int decodeTp = 1;
         private int prefillDp = 1;
+        private boolean multiPod;
 
         private Builder(long seed, TransferMode mode) {
             this.seed = seed;
@@ -284,6 +290,7 @@ public record SimOptions(
         public Builder keepLog(boolean v) { keepLog = v; return this; }
         public Builder tp(int prefill, int decode) { prefillTp = prefill; decodeTp = decode; return this; }
         public Builder prefillDp(int v) { prefillDp = v; return this; }
+        public Builder multiPod(boolean v) { multiPod = v; return this; }
 
         public SimOptions build() {
             return new SimOptions(seed, mode, requests, prefillNodes, decodeNodes, faults, behaviour, blockSize,
@@ -291,7 +298,7 @@ public record SimOptions(
                     decodeMaxTokens, stepMinNs, stepMaxNs, idleStepNs, backgroundTickNs, meanInterArrivalNs, httpMinNs,
                     httpMaxNs, netMinNs, netMaxNs, longDelayMinNs, longDelayMaxNs, handshakeMinNs, handshakeMaxNs,
                     transferBaseNs, transferPerBlockNs, abortWindowNs, deferTimeoutNs, transferTimeoutNs, timeLimitNs,
-                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp);
+                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp, multiPod);
         }
     }
 }

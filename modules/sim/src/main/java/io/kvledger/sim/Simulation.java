@@ -259,14 +259,14 @@ public final class Simulation {
             // n = 2: vLLM fans the prefill leg out into children <index>_<request id>, each with the
             // parent's kv_transfer_params (one transfer id for both)
             outstandingLegs++;
-            KvParams params = ToyRouter.prefillParams(tx.decode, tx.transferId);
+            KvParams params = prefillParams(tx);
             for (int i = 0; i < 2; i++) {
                 sendLeg(tx.prefill, new SimNode.Req(i + "_" + tx.prefillRequestId, tx, true, tx.promptTokens, 1,
                         FinishStatus.FINISHED_LENGTH_CAPPED, params.copy()), Transaction.Leg.PREFILL, tx);
             }
         } else {
             sendLeg(tx.prefill, new SimNode.Req(tx.prefillRequestId, tx, true, tx.promptTokens, 1,
-                    FinishStatus.FINISHED_LENGTH_CAPPED, ToyRouter.prefillParams(tx.decode, tx.transferId)),
+                    FinishStatus.FINISHED_LENGTH_CAPPED, prefillParams(tx)),
                     Transaction.Leg.PREFILL, tx);
         }
         if (opts.mode() == TransferMode.WRITE) {
@@ -295,6 +295,20 @@ public final class Simulation {
         return new Transaction(route.xRequestId(), route.transferId(), route.prefill(), route.decode(),
                 ToyRouter.vllmRequestId(route.xRequestId(), pSuffix), ToyRouter.vllmRequestId(route.xRequestId(), dSuffix),
                 prompt, decodeTokens, finish);
+    }
+
+    /**
+     * The prefill leg's params; in a multi-pod WRITE deployment with the decode's pod layout
+     * ({@code remote_hosts}: the pod hosts, each decode instance one pod of its own; and
+     * {@code remote_dp_size_local}), as the Wide-EP sidecar gives it.
+     */
+    private KvParams prefillParams(Transaction tx) {
+        KvParams params = ToyRouter.prefillParams(tx.decode, tx.transferId);
+        if (opts.multiPod() && opts.mode() == TransferMode.WRITE) {
+            params.put("remote_hosts", List.of(tx.decode.config().hostIp()));
+            params.put("remote_dp_size_local", (long) tx.decode.dpSize());
+        }
+        return params;
     }
 
     private void sendDecodeLeg(Transaction tx, KvParams prefillResponse) {

@@ -13,7 +13,9 @@
  * instance may run DP ranks ({@code SimOptions.prefillDp}): each is an engine of its own
  * ({@code P0-dp1}, ...) on the instance's host, ports {@code base + dp_rank + tp_rank} (so DP above
  * 1 is meant with TP 1: with both above 1 those listener ports collide, class 23), and the proxy
- * routes to the ranks in its flat interleaved order. Simplification: only TP rank 0's handshakes
+ * routes to the ranks in its flat interleaved order. A multi-pod WRITE deployment
+ * ({@code SimOptions.multiPod}) gives each prefill leg its decode's pod hosts, as the Wide-EP sidecar
+ * does (each decode instance a pod on its own host). Simplification: only TP rank 0's handshakes
  * and reads block its engine's step.
  *
  * <p>Entry point: {@link io.kvledger.sim.Simulation#run(SimOptions, Recorder)}. A run is a pure

@@ -1,6 +1,8 @@
 package io.kvledger.sim;
 
+import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Switch;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
@@ -30,13 +32,22 @@ import java.util.TreeSet;
  * node) with one of the expected classes, <em>misnamed</em> when findings name it with other
  * classes only, <em>missed</em> when none names it; a finding naming a request the run did not
  * damage is a false alarm. Prefill DP above 1 ({@code dp-alias}, class 30) and n = 2 siblings
- * ({@code siblings}, class 29) are simulated; pods on several hosts (32, 37) and an unbounded
- * WideEP reader wait (33) are not yet: those need new faults before they can be measured here.
+ * ({@code siblings}, class 29) are simulated, and so are multi-pod WRITE decodes with the older
+ * worker's stashed pod hosts (a behaviour switch, not a fault: {@code write-pod-race}, class 32);
+ * prefill DP ranks on several pods (37) and an unbounded WideEP reader wait (33) are not yet.
  */
 final class DetectorEvaluation {
 
-    /** One family: a fault kind with the classes it can cause, on the prefill and on the decode side. */
-    record Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses) {
+    /**
+     * One family: a fault kind with the classes it can cause, on the prefill and on the decode side;
+     * whether the deployment is multi-pod, and a behaviour switch turned on (null: newest).
+     */
+    record Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses,
+                  boolean multiPod, Switch switchOn) {
+        Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses) {
+            this(name, mode, faults, prefillClasses, decodeClasses, false, null);
+        }
+
         boolean clean() {
             return prefillClasses.isEmpty() && decodeClasses.isEmpty();
         }
@@ -87,7 +98,12 @@ final class DetectorEvaluation {
             new Family("clean-read-abort", TransferMode.READ, "abort=0.05", Set.of(), Set.of()),
             new Family("clean-write-abort", TransferMode.WRITE, "abort=0.05", Set.of(), Set.of()),
             new Family("fault-free-read", TransferMode.READ, "none", Set.of(), Set.of()),
-            new Family("fault-free-write", TransferMode.WRITE, "none", Set.of(), Set.of()));
+            new Family("fault-free-write", TransferMode.WRITE, "none", Set.of(), Set.of()),
+            // multi-pod WRITE (the prefill leg names its decode's pod hosts): with the older
+            // worker's stashed pod hosts (class 32, on shapes of 2 or more decode pods) and clean
+            new Family("write-pod-race", TransferMode.WRITE, "none", Set.of(32), Set.of(32), true,
+                    Switch.WRITE_DONE_WORKER_POD_HOSTS),
+            new Family("clean-write-multi-pod", TransferMode.WRITE, "none", Set.of(), Set.of(), true, null));
 
     /** Counts for one family (or the total). */
     static final class Tally {
@@ -234,8 +250,10 @@ final class DetectorEvaluation {
     }
 
     static SimOptions options(Family f, Shape s, long seed, int requests) {
+        Behaviour b = f.switchOn() == null ? Behaviour.newest() : Behaviour.newest().with(f.switchOn(), true);
         return SimOptions.builder(seed, f.mode()).requests(requests).nodes(s.prefill(), s.decode())
-                .tp(s.prefillTp(), s.decodeTp()).prefillDp(s.prefillDp()).faults(f.faults()).keepLog(false).build();
+                .tp(s.prefillTp(), s.decodeTp()).prefillDp(s.prefillDp()).faults(f.faults()).multiPod(f.multiPod())
+                .behaviour(b).keepLog(false).build();
     }
 
     /** Runs one family on one shape and seed and scores it into {@code t}. */
@@ -318,8 +336,10 @@ final class DetectorEvaluation {
                 // WRITE with fewer prefill than decode TP ranks hangs by design (class 22,
                 // docs/detectors.md; HeterogeneousTpTest): not a shape for these families
                 // the dp-alias fault needs a prefill of DP above 1
+                // the pod race needs two decode pods
                 if ((f.mode() == TransferMode.READ || s.prefillTp() >= s.decodeTp())
-                        && (s.prefillDp() > 1 || !f.faults().contains("dp-alias"))) {
+                        && (s.prefillDp() > 1 || !f.faults().contains("dp-alias"))
+                        && (s.decode() > 1 || f.switchOn() != Switch.WRITE_DONE_WORKER_POD_HOSTS)) {
                     shapes.add(s);
                 }
             }

@@ -103,6 +103,9 @@ public enum Switch {
             "a READ receive abort also sends release to the producer"),
     WRITE_FAILED_NOTIFY(0, "write-failed-notify", "#57705 (open)", false,
             "an expired or failed WRITE tells the decode side with a write_failed message"),
+    WRITE_DONE_WORKER_POD_HOSTS(0, "write-done-worker-pod-hosts", "docs-latest 2026-09-23 (N carries them per WriteTask)",
+            false, "write_done routing takes multi_pod_hosts and remote_dp_size_local stashed on the worker by the last "
+                    + "scheduled write (last writer wins), not its own request's: the WRITE multi-pod host race, class 32"),
 
     // Older worker behaviour (on in every preset; off reproduces the older connector)
     READ_BATCH_VERDICT(0, "read-batch-verdict", "#51052", true,

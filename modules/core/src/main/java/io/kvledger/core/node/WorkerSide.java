@@ -76,6 +76,8 @@ final class WorkerSide {
     private final ArrayList<WriteTask> deferredTasks = new ArrayList<>();
     private final LinkedHashMap<String, List<ReqMeta>> awaitingHandshake = new LinkedHashMap<>();
     private final ArrayList<ReqMeta> readyRequests = new ArrayList<>();
+    /** The last scheduled write's request (its pod hosts), read by write_done under {@code write-done-worker-pod-hosts}. */
+    private ReqMeta lastScheduledWrite;
 
     // ------------------------------------------------------------ consumer worker
     private final ArrayList<String> doneWriteIds = new ArrayList<>();
@@ -547,6 +549,7 @@ final class WorkerSide {
             return;
         }
         w.scheduled++;
+        s.worker.lastScheduledWrite = m;
         processTask(c, new WriteTask(tid, layer, c.now));
     }
 
@@ -623,7 +626,7 @@ final class WorkerSide {
                             "no remote_blocks within defer_timeout; self-ACK, decode is not told");
                 }
                 if (c.on(Switch.WRITE_FAILED_NOTIFY)) {
-                    c.emit(new Effect.SendWriteFailed(w.meta.remoteHost(), writeDonePort(c, w, 0), t.transferId(), "deferred write expired"));
+                    c.emit(new Effect.SendWriteFailed(w.meta.remoteHost(), writeDonePort(c, w.meta, w.meta, 0), t.transferId(), "deferred write expired"));
                 }
                 markDone(c, t.transferId(), "deferred write expired");
             } else {
@@ -682,7 +685,7 @@ final class WorkerSide {
             c.anomaly(AnomalyKind.WRITE_FAILED, w.meta.requestId(), w.transferId, "a layer write failed; self-ACK, decode is not told");
             if (c.on(Switch.WRITE_FAILED_NOTIFY)) {
                 NodeState.RemoteAlloc a = s.worker.remoteAllocs.get(w.transferId);
-                c.emit(new Effect.SendWriteFailed(w.meta.remoteHost(), writeDonePort(c, w, a == null ? 0 : a.decodeDpRank()),
+                c.emit(new Effect.SendWriteFailed(w.meta.remoteHost(), writeDonePort(c, w.meta, w.meta, a == null ? 0 : a.decodeDpRank()),
                         w.transferId, "write failed"));
             }
             markDone(c, w.transferId, "write failed");
@@ -696,27 +699,31 @@ final class WorkerSide {
         }
         NodeState.RemoteAlloc alloc = s.worker.remoteAllocs.get(w.transferId);
         int decodeRank = alloc == null ? 0 : alloc.decodeDpRank();
-        String host = writeDoneHost(w, decodeRank);
-        c.emit(new Effect.SendWriteDone(host, writeDonePort(c, w, decodeRank), w.transferId));
+        // the older worker's race (class 32): the pod hosts and local DP size of whichever request
+        // scheduled a write last, with this request's own remote_host as the fallback
+        ReqMeta pods = c.on(Switch.WRITE_DONE_WORKER_POD_HOSTS) && s.worker.lastScheduledWrite != null
+                ? s.worker.lastScheduledWrite : w.meta;
+        String host = writeDoneHost(w.meta, pods, decodeRank);
+        c.emit(new Effect.SendWriteDone(host, writeDonePort(c, w.meta, pods, decodeRank), w.transferId));
         w.completionNotified = true;
         markDone(c, w.transferId, null);
     }
 
-    private static String writeDoneHost(WriteTransfer w, int decodeRank) {
-        List<String> pods = w.meta.multiPodHosts();
-        int local = w.meta.remoteDpSizeLocal();
+    private static String writeDoneHost(ReqMeta own, ReqMeta podsOf, int decodeRank) {
+        List<String> pods = podsOf.multiPodHosts();
+        int local = podsOf.remoteDpSizeLocal();
         if (!pods.isEmpty() && local > 0) {
             int pod = PortMath.podIndex(decodeRank, local);
             if (pod >= 0 && pod < pods.size()) {
                 return pods.get(pod);
             }
         }
-        return w.meta.remoteHost();
+        return own.remoteHost();
     }
 
-    private static int writeDonePort(Ctx c, WriteTransfer w, int decodeRank) {
-        int rank = w.meta.multiPodHosts().isEmpty() ? decodeRank : PortMath.foldLocalRank(decodeRank, w.meta.remoteDpSizeLocal());
-        return w.meta.remoteNotifyPort() + PortMath.portOffset(rank, c.cfg.tpRank());
+    private static int writeDonePort(Ctx c, ReqMeta own, ReqMeta podsOf, int decodeRank) {
+        int rank = podsOf.multiPodHosts().isEmpty() ? decodeRank : PortMath.foldLocalRank(decodeRank, podsOf.remoteDpSizeLocal());
+        return own.remoteNotifyPort() + PortMath.portOffset(rank, c.cfg.tpRank());
     }
 
     /** {@code _mark_request_done}: the self-ACK; the remote alloc is dropped and the tid made terminal. */

@@ -183,6 +183,43 @@ class WriteProducerTest {
                 new Effect.SendWriteDone(DECODE.host(), DECODE.notifyPort() + 3, "tx-ext"));
     }
 
+    /** Two transfers to two decode pods (each its own remote_hosts), written in one forward; their write_dones. */
+    private static List<Effect.SendWriteDone> twoPodWriteDones(Behaviour b) {
+        Node n = Node.of(writeProducer().behaviour(b));
+        String[] pods = {DECODE.host(), "10.0.9.9"};
+        for (int i = 0; i < 2; i++) {
+            String tid = "tx-pod" + i;
+            KvParams kv = prefillParams(tid);
+            kv.put("remote_dp_size_local", 1L);
+            kv.put("remote_hosts", List.of(pods[i]));
+            n.admit(proxyRid(tid), 32, kv);
+            n.match(proxyRid(tid), 0);
+            n.alloc(proxyRid(tid), BlockGroups.single(1 + 2 * i, 2 + 2 * i), 0);
+        }
+        n.stepAndLoad();
+        n.handshakeDone(HS_KEY);
+        remoteBlocks(n, "tx-pod0", 0, 21, 22);
+        remoteBlocks(n, "tx-pod1", 0, 23, 24);
+        n.waitForSave();
+        return only(completeAll(n, only(n.all, Effect.PostWrite.class), true), Effect.SendWriteDone.class);
+    }
+
+    @Test
+    void each_write_done_goes_to_its_own_requests_pod() {
+        assertThat(twoPodWriteDones(Behaviour.newest())).containsExactlyInAnyOrder(
+                new Effect.SendWriteDone(DECODE.host(), DECODE.notifyPort(), "tx-pod0"),
+                new Effect.SendWriteDone("10.0.9.9", DECODE.notifyPort(), "tx-pod1"));
+    }
+
+    @Test
+    void with_worker_pod_hosts_a_write_done_goes_to_the_pod_of_the_last_scheduled_write() {
+        // class 32: the worker's stash holds tx-pod1's hosts when tx-pod0's writes complete
+        assertThat(twoPodWriteDones(Behaviour.newest().with(Switch.WRITE_DONE_WORKER_POD_HOSTS, true)))
+                .containsExactlyInAnyOrder(
+                        new Effect.SendWriteDone("10.0.9.9", DECODE.notifyPort(), "tx-pod0"),
+                        new Effect.SendWriteDone("10.0.9.9", DECODE.notifyPort(), "tx-pod1"));
+    }
+
     @Test
     void tasks_are_deferred_until_remote_blocks_arrive() {
         String rid = proxyRid("w5");
