@@ -193,13 +193,31 @@ class KafkaShipTest {
         String uri = broker.uri("fleet-node");
         NodeProcess p0 = new NodeProcess("P0", true, "write", tmp, "--ship", uri);
         p0.start();
+        long[] idle;
         try {
-            assertThat(p0.awaitHealthy(java.net.http.HttpClient.newHttpClient(), Duration.ofMinutes(3)))
-                    .as(p0.logText()).isTrue();
-            awaitRecords("fleet-node", 1, null, p0.errLog);
+            java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient();
+            assertThat(p0.awaitHealthy(client, Duration.ofMinutes(3))).as(p0.logText()).isTrue();
+            // the shipper's meters are there from the start, each one series of the node
+            shipMetrics(client, p0);
+            long have = awaitRecords("fleet-node", 1, null, p0.errLog);
+            // an idle node: its backlog drains to 0 and the acknowledged count reaches what the topic held
+            long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+            do {
+                idle = shipMetrics(client, p0);
+                if (idle[0] == 0 && idle[1] >= have) {
+                    break;
+                }
+                Thread.sleep(50);
+            } while (System.nanoTime() < end);
+            assertThat(idle[0]).as("backlog at idle").isZero();
+            assertThat(idle[1]).as("acknowledged vs the %d records the topic held before", have)
+                    .isGreaterThanOrEqualTo(have).isLessThanOrEqualTo(recordsIn("fleet-node"));
         } finally {
             assertThat(p0.stop()).as(p0.logText()).isZero();
         }
+        // at stop, every entry is acknowledged once: the status's count is the topic's, no fewer than /metrics said
+        Object acked = ((Map<?, ?>) io.kvledger.journal.json.Json.parse(Files.readString(p0.statusFile()))).get("ship_acknowledged");
+        assertThat(((Number) acked).longValue()).isEqualTo(recordsIn("fleet-node")).isGreaterThanOrEqualTo(idle[1]);
         Map<String, List<byte[]>> journal = new TreeMap<>();
         try (RawEntryTailer t = RawEntryTailer.open(p0.journal)) {
             List<byte[]> entries = new ArrayList<>();
@@ -372,6 +390,23 @@ class KafkaShipTest {
             }
         }
         return out;
+    }
+
+    private static final Pattern SHIP_METRIC = Pattern.compile(
+            "(?m)^kvledger:ship_(backlog_entries|acknowledged_total)\\{[^}]*node=\"P0\"[^}]*} ([0-9.E+-]+)$");
+
+    /** The node's /metrics: {backlog, acknowledged}, each present exactly once. */
+    private static long[] shipMetrics(java.net.http.HttpClient client, NodeProcess node) throws Exception {
+        String text = client.send(java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create("http://127.0.0.1:" + node.http + "/metrics")).GET().build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+        Map<String, Long> seen = new TreeMap<>();
+        Matcher m = SHIP_METRIC.matcher(text);
+        while (m.find()) {
+            assertThat(seen.put(m.group(1), (long) Double.parseDouble(m.group(2)))).as(text).isNull();
+        }
+        assertThat(seen).as(text).containsOnlyKeys("backlog_entries", "acknowledged_total");
+        return new long[] {seen.get("backlog_entries"), seen.get("acknowledged_total")};
     }
 
     private static long recordsIn(String topic) {

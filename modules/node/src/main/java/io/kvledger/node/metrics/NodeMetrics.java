@@ -62,7 +62,9 @@ import java.util.function.LongSupplier;
  * {@code kvledger:frames_rejected_total}; with an engine bridge,
  * {@code kvledger:bridge_calls_received_total}, {@code kvledger:bridge_calls_busy_total},
  * {@code kvledger:bridge_replies_held}, {@code kvledger:bridge_replies_undeliverable_total} and
- * {@code kvledger:bridge_replies_undeliverable_applied_total}. Every series carries the tags
+ * {@code kvledger:bridge_replies_undeliverable_applied_total}; with {@code --ship}
+ * ({@link #shipping}), {@code kvledger:ship_backlog_entries} and
+ * {@code kvledger:ship_acknowledged_total}. Every series carries the tags
  * {@code node} and {@code role}.
  *
  * <p>Threading: {@link #onApplied} and {@link #onDecision} run on the loop thread and only update counters and
@@ -291,6 +293,25 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
 
     PrometheusMeterRegistry registry() {
         return registry;
+    }
+
+    /**
+     * Adds the meters of a shipper of the node's own journal ({@code kvledger node --ship}):
+     * {@code kvledger:ship_backlog_entries} (entries read from the journal and handed to the
+     * producer, not yet acknowledged by Kafka: what waits in memory) and
+     * {@code kvledger:ship_acknowledged_total} (entries Kafka acknowledged since start). Both read
+     * the shipper's counters live at each scrape, so they are there at 0 before anything is shipped.
+     *
+     * @param backlog      entries handed over and not acknowledged (any thread)
+     * @param acknowledged entries acknowledged since start (any thread)
+     */
+    public void shipping(LongSupplier backlog, LongSupplier acknowledged) {
+        // the meters' state is this (held as long as the scrapes run), not the suppliers (held by nothing else)
+        Gauge.builder("kvledger:ship_backlog_entries", this, m -> backlog.getAsLong())
+                .description("Journal entries handed to the Kafka producer and not acknowledged yet (held in memory)")
+                .tags(tags).register(registry);
+        FunctionCounter.builder("kvledger:ship_acknowledged", this, m -> acknowledged.getAsLong())
+                .description("Journal entries Kafka acknowledged since start").tags(tags).register(registry);
     }
 
     private void postTimed(long wallNs) {
