@@ -41,7 +41,8 @@ import org.junit.jupiter.api.io.TempDir;
  * (KRaft, one node, in a child JVM): shipped journals read back byte for byte and every reading
  * command answers from the topic exactly as from the directories; a shipper killed with -9 mid-stream
  * and restarted loses and doubles nothing once duplicates are dropped; a broker stopped and
- * restarted while a journal grows and a shipper follows it costs nothing either. No fixed
+ * restarted while a journal grows and a shipper follows it costs nothing either; a node and a proxy
+ * with {@code --ship} ship their own journals (the node's /metrics has the shipper's counters). No fixed
  * deadline: waits poll with generous bounds.
  */
 class KafkaShipTest {
@@ -229,6 +230,31 @@ class KafkaShipTest {
         assertThat(journal.get("P0")).hasSizeGreaterThan(1);
         // the node shipped what its journal held when it stopped, its last entries included
         assertSameEntries(readBack(uri, 0), journal);
+    }
+
+    @Test
+    void aProxyShipsItsOwnJournal() throws Exception {
+        String uri = broker.uri("fleet-proxy");
+        Path dir = tmp.resolve("proxy");
+        CliRun.Outcome o = CliRun.run("proxy", "--port", "0", "--ping-port", "0", "--mode", "write", "--journal",
+                dir.toString(), "--proxy-id", "proxy0", "--ship", uri, "--duration-s", "0.5");
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.err()).contains("; journal " + dir + ", shipped to " + uri);
+        Map<String, List<byte[]>> journal = rawEntries(tmp); // the proxy journal is all tmp holds so far
+        assertThat(journal).containsOnlyKeys("proxy0");
+        int n = journal.get("proxy0").size();
+        assertThat(n).isGreaterThan(1);
+        // at stop, the proxy shipped what its journal held, its last entries included, each acknowledged once
+        assertThat(o.out()).contains("; " + n + " entries shipped to " + uri);
+        assertSameEntries(readBack(uri, 0), journal);
+        assertThat(recordsIn("fleet-proxy")).isEqualTo(n);
+
+        CliRun.Outcome noJournal = CliRun.run("proxy", "--port", "0", "--ping-port", "0", "--ship", uri);
+        assertThat(noJournal.code()).isEqualTo(2);
+        assertThat(noJournal.err()).contains("--ship ships the proxy's journal: give --journal DIR too");
+        CliRun.Outcome badUri = CliRun.run("proxy", "--journal", tmp.resolve("p2").toString(), "--ship", "http://x/y");
+        assertThat(badUri.code()).isEqualTo(2);
+        assertThat(badUri.err()).contains("--ship: ");
     }
 
     // ------------------------------------------------------------------ helpers
