@@ -153,12 +153,17 @@ final class ProxyCommand implements Callable<Integer> {
         }
         ShipThread shipping;
         try {
-            shipping = shipTo == null ? null : ShipThread.start(shipTo, options.journalDir(), err);
+            shipping = shipTo == null ? null : ShipThread.open(shipTo, options.journalDir(), err);
         } catch (RuntimeException e) {
             proxy.close();
             err.println("kvledger proxy: --ship: " + e.getMessage());
             err.flush();
             return 2;
+        }
+        if (shipping != null) {
+            // before the shipper starts: /metrics has its counters from 0 on
+            proxy.shipping(shipping.shipper()::backlog, shipping.shipper()::acknowledged);
+            shipping.begin();
         }
         Foreground fg = Foreground.install("kvledger-proxy-shutdown");
         try {

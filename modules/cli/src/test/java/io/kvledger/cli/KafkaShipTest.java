@@ -42,7 +42,7 @@ import org.junit.jupiter.api.io.TempDir;
  * command answers from the topic exactly as from the directories; a shipper killed with -9 mid-stream
  * and restarted loses and doubles nothing once duplicates are dropped; a broker stopped and
  * restarted while a journal grows and a shipper follows it costs nothing either; a node and a proxy
- * with {@code --ship} ship their own journals (the node's /metrics has the shipper's counters). No fixed
+ * with {@code --ship} ship their own journals (their /metrics have the shipper's counters). No fixed
  * deadline: waits poll with generous bounds.
  */
 class KafkaShipTest {
@@ -236,16 +236,47 @@ class KafkaShipTest {
     void aProxyShipsItsOwnJournal() throws Exception {
         String uri = broker.uri("fleet-proxy");
         Path dir = tmp.resolve("proxy");
-        CliRun.Outcome o = CliRun.run("proxy", "--port", "0", "--ping-port", "0", "--mode", "write", "--journal",
-                dir.toString(), "--proxy-id", "proxy0", "--ship", uri, "--duration-s", "0.5");
-        assertThat(o.code()).as(o.err()).isZero();
-        assertThat(o.err()).contains("; journal " + dir + ", shipped to " + uri);
-        Map<String, List<byte[]>> journal = rawEntries(tmp); // the proxy journal is all tmp holds so far
+        int[] ports = io.kvledger.node.cluster.LoopbackPorts.distinct(2);
+        Path out = tmp.resolve("proxy.out");
+        Path errLog = tmp.resolve("proxy.err");
+        Process proxy = new ProcessBuilder(javaCommand("proxy", "--port", String.valueOf(ports[0]), "--ping-port",
+                String.valueOf(ports[1]), "--mode", "write", "--journal", dir.toString(), "--proxy-id", "proxy0",
+                "--ship", uri)).redirectOutput(out.toFile()).redirectError(errLog.toFile()).start();
+        long[] idle;
+        try {
+            java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient();
+            String metrics = "http://127.0.0.1:" + ports[0] + "/metrics";
+            // the shipper's meters, once the proxy answers; then the backlog drains and every entry is acknowledged
+            long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+            idle = null;
+            while (System.nanoTime() < end) {
+                assertThat(proxy.isAlive()).as("the proxy exited: %s", Files.readString(errLog)).isTrue();
+                try {
+                    idle = shipMetrics(client, metrics, "proxy=\"proxy0\"");
+                } catch (IOException notUpYet) {
+                    Thread.sleep(50);
+                    continue;
+                }
+                if (idle[0] == 0 && idle[1] >= 2 && idle[1] == recordsIn("fleet-proxy")) {
+                    break; // the header and ProxyStarted at least
+                }
+                Thread.sleep(50);
+            }
+            assertThat(idle).as(Files.readString(errLog)).isNotNull();
+            assertThat(idle[0]).as("backlog at idle").isZero();
+            assertThat(idle[1]).as("acknowledged").isGreaterThanOrEqualTo(2).isEqualTo(recordsIn("fleet-proxy"));
+        } finally {
+            proxy.destroy(); // SIGTERM
+            assertThat(proxy.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        }
+        assertThat(proxy.exitValue()).as(Files.readString(errLog)).isZero();
+        assertThat(Files.readString(errLog)).contains("; journal " + dir + ", shipped to " + uri);
+        Map<String, List<byte[]>> journal = rawEntries(tmp); // the proxy journal is the one directory tmp holds
         assertThat(journal).containsOnlyKeys("proxy0");
         int n = journal.get("proxy0").size();
-        assertThat(n).isGreaterThan(1);
+        assertThat(n).isGreaterThanOrEqualTo((int) idle[1]);
         // at stop, the proxy shipped what its journal held, its last entries included, each acknowledged once
-        assertThat(o.out()).contains("; " + n + " entries shipped to " + uri);
+        assertThat(Files.readString(out)).contains("; " + n + " entries shipped to " + uri);
         assertSameEntries(readBack(uri, 0), journal);
         assertThat(recordsIn("fleet-proxy")).isEqualTo(n);
 
@@ -418,21 +449,23 @@ class KafkaShipTest {
         return out;
     }
 
-    private static final Pattern SHIP_METRIC = Pattern.compile(
-            "(?m)^kvledger:ship_(backlog_entries|acknowledged_total)\\{[^}]*node=\"P0\"[^}]*} ([0-9.E+-]+)$");
-
-    /** The node's /metrics: {backlog, acknowledged}, each present exactly once. */
-    private static long[] shipMetrics(java.net.http.HttpClient client, NodeProcess node) throws Exception {
-        String text = client.send(java.net.http.HttpRequest.newBuilder(
-                        java.net.URI.create("http://127.0.0.1:" + node.http + "/metrics")).GET().build(),
+    /** The {@code /metrics} at {@code url}: {backlog, acknowledged} of the series tagged {@code tag}, each present once. */
+    private static long[] shipMetrics(java.net.http.HttpClient client, String url, String tag) throws Exception {
+        String text = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).GET().build(),
                 java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+        Pattern series = Pattern.compile("(?m)^kvledger:ship_(backlog_entries|acknowledged_total)\\{[^}]*"
+                + Pattern.quote(tag) + "[^}]*} ([0-9.E+-]+)$");
         Map<String, Long> seen = new TreeMap<>();
-        Matcher m = SHIP_METRIC.matcher(text);
+        Matcher m = series.matcher(text);
         while (m.find()) {
             assertThat(seen.put(m.group(1), (long) Double.parseDouble(m.group(2)))).as(text).isNull();
         }
         assertThat(seen).as(text).containsOnlyKeys("backlog_entries", "acknowledged_total");
         return new long[] {seen.get("backlog_entries"), seen.get("acknowledged_total")};
+    }
+
+    private static long[] shipMetrics(java.net.http.HttpClient client, NodeProcess node) throws Exception {
+        return shipMetrics(client, "http://127.0.0.1:" + node.http + "/metrics", "node=\"P0\"");
     }
 
     private static long recordsIn(String topic) {
