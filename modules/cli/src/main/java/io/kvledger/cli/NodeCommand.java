@@ -233,7 +233,7 @@ final class NodeCommand implements Callable<Integer> {
         }
         if (shipping != null) {
             if (node.http() != null) {
-                // before the shipper starts: /metrics has its counters from 0 on
+                // /metrics reads the shipper's counters from before its first entry
                 io.kvledger.node.ship.Shipper shipper = shipping.shipper();
                 node.http().metrics().shipping(shipper::backlog, shipper::acknowledged);
             }

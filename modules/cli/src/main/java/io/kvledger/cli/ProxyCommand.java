@@ -161,7 +161,7 @@ final class ProxyCommand implements Callable<Integer> {
             return 2;
         }
         if (shipping != null) {
-            // before the shipper starts: /metrics has its counters from 0 on
+            // /metrics reads the shipper's counters from before its first entry
             proxy.shipping(shipping.shipper()::backlog, shipping.shipper()::acknowledged);
             shipping.begin();
         }

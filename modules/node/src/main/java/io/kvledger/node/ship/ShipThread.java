@@ -33,17 +33,9 @@ public final class ShipThread implements AutoCloseable {
     }
 
     /**
-     * Starts shipping the journal in {@code journal} (its header must be written) to {@code target}.
-     *
-     * @throws io.kvledger.ledger.replay.JournalInputs.InputException when the journal cannot be read
-     */
-    public static ShipThread start(KafkaUri target, Path journal, PrintWriter err) {
-        return open(target, journal, err).begin();
-    }
-
-    /**
-     * Opens the journal for shipping without starting: the caller can hand the shipper's counters
-     * to its metrics first (they read 0 until {@link #begin}).
+     * Opens the journal in {@code journal} (its header must be written) for shipping to
+     * {@code target}; {@link #begin} starts the thread (the caller hands the shipper's counters to
+     * its metrics first).
      *
      * @throws io.kvledger.ledger.replay.JournalInputs.InputException when the journal cannot be read
      */
