@@ -224,12 +224,20 @@ final class NodeCommand implements Callable<Integer> {
                 LiveTraces.Options.defaults().withBounds(new Bounds(NodeConfig.seconds(otlpStuckAfter))));
         io.kvledger.node.ship.ShipThread shipping;
         try {
-            shipping = shipTo == null ? null : io.kvledger.node.ship.ShipThread.start(shipTo, options.journalDir(), err);
+            shipping = shipTo == null ? null : io.kvledger.node.ship.ShipThread.open(shipTo, options.journalDir(), err);
         } catch (RuntimeException e) {
             node.close();
             err.println("kvledger node: --ship: " + e.getMessage());
             err.flush();
             return 2;
+        }
+        if (shipping != null) {
+            if (node.http() != null) {
+                // /metrics reads the shipper's counters from before its first entry
+                io.kvledger.node.ship.Shipper shipper = shipping.shipper();
+                node.http().metrics().shipping(shipper::backlog, shipper::acknowledged);
+            }
+            shipping.begin();
         }
         Foreground fg = Foreground.install("kvledger-node-shutdown");
         java.util.concurrent.CompletableFuture<NodeLoop.Stopped> loopStopped = node.loopStopped();

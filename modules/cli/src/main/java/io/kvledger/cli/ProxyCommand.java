@@ -1,7 +1,9 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.TransferMode;
+import io.kvledger.ledger.kafka.KafkaUri;
 import io.kvledger.ledger.otlp.OtlpSender;
+import io.kvledger.node.ship.ShipThread;
 import io.kvledger.proxy.ProxyOptions;
 import io.kvledger.proxy.ProxyService;
 import java.io.PrintWriter;
@@ -91,6 +93,12 @@ final class ProxyCommand implements Callable<Integer> {
                     + "OTLP/HTTP to URL (http://HOST:4318), in the trace the nodes' spans of the request are in.")
     String otlp;
 
+    @Option(names = "--ship", paramLabel = "kafka://HOST:PORT/TOPIC",
+            description = "With --journal: ship the proxy's journal to this Kafka topic as 'kvledger ship' does, on a thread "
+                    + "of its own that reads the journal apart from its writer; at stop, what the journal holds is shipped "
+                    + "(up to 10 s). Never holds the proxy up.")
+    String ship;
+
     @Option(names = "--duration-s", defaultValue = "0", paramLabel = "S", description = "Stop after this many seconds (0: run until stopped).")
     double durationS;
 
@@ -124,6 +132,17 @@ final class ProxyCommand implements Callable<Integer> {
         if (durationS < 0 || Double.isNaN(durationS)) {
             throw new ParameterException(spec.commandLine(), "--duration-s must be 0 or more, got " + durationS);
         }
+        KafkaUri shipTo = null;
+        if (ship != null) {
+            if (journal == null) {
+                throw new ParameterException(spec.commandLine(), "--ship ships the proxy's journal: give --journal DIR too");
+            }
+            try {
+                shipTo = KafkaUri.parse(ship);
+            } catch (IllegalArgumentException e) {
+                throw new ParameterException(spec.commandLine(), "--ship: " + e.getMessage());
+            }
+        }
         ProxyService proxy;
         try {
             proxy = ProxyService.start(options, "kvledger proxy");
@@ -132,21 +151,42 @@ final class ProxyCommand implements Callable<Integer> {
             err.flush();
             return 2;
         }
+        ShipThread shipping;
+        try {
+            shipping = shipTo == null ? null : ShipThread.open(shipTo, options.journalDir(), err);
+        } catch (RuntimeException e) {
+            proxy.close();
+            err.println("kvledger proxy: --ship: " + e.getMessage());
+            err.flush();
+            return 2;
+        }
+        if (shipping != null) {
+            // /metrics reads the shipper's counters from before its first entry
+            proxy.shipping(shipping.shipper()::backlog, shipping.shipper()::acknowledged);
+            shipping.begin();
+        }
         Foreground fg = Foreground.install("kvledger-proxy-shutdown");
         try {
             err.println("proxy " + options.proxyId() + ": http " + host + ":" + proxy.httpPort() + ", registrations on tcp://"
                     + host + ":" + proxy.pingPort() + ", mode " + (options.mode() == null ? "of the first registrant"
                     : options.mode().name()) + (notifyPortShift == 0 ? "" : ", notify/handshake ports in request ids shifted by "
                     + notifyPortShift) + "; " + (journal == null ? "no journal" : "journal " + journal)
-                    + (durationS > 0 ? "" : "; stop with Ctrl-C"));
+                    + (shipTo == null ? "" : ", shipped to " + shipTo) + (durationS > 0 ? "" : "; stop with Ctrl-C"));
             err.flush();
             fg.await(durationS);
         } finally {
             proxy.close();
+            if (shipping != null) {
+                // after the proxy: its last entries are in the journal
+                shipping.close();
+            }
             long journaled = proxy.journaled();
             out.println("proxy " + options.proxyId() + ": stopped; " + proxy.registrationsReceived()
                     + " registration message(s), " + proxy.registrationsRejected() + " rejected"
                     + (journal == null ? "" : "; " + journaled + " record(s) in journal " + journal)
+                    + (shipping == null ? "" : "; " + shipping.shipper().acknowledged() + " entr"
+                    + (shipping.shipper().acknowledged() == 1 ? "y" : "ies") + " shipped to " + shipTo
+                    + (shipping.exit() > 0 ? " (the shipper failed: see above)" : ""))
                     + (otlp == null ? "" : "; " + proxy.otlpSpansExported() + " span(s) sent to " + otlp
                     + (proxy.otlpSpansFailed() == 0 ? "" : ", " + proxy.otlpSpansFailed() + " refused")));
             out.flush();

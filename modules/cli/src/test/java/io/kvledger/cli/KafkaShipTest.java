@@ -41,7 +41,8 @@ import org.junit.jupiter.api.io.TempDir;
  * (KRaft, one node, in a child JVM): shipped journals read back byte for byte and every reading
  * command answers from the topic exactly as from the directories; a shipper killed with -9 mid-stream
  * and restarted loses and doubles nothing once duplicates are dropped; a broker stopped and
- * restarted while a journal grows and a shipper follows it costs nothing either. No fixed
+ * restarted while a journal grows and a shipper follows it costs nothing either; a node and a proxy
+ * with {@code --ship} ship their own journals (their /metrics have the shipper's counters). No fixed
  * deadline: waits poll with generous bounds.
  */
 class KafkaShipTest {
@@ -193,13 +194,31 @@ class KafkaShipTest {
         String uri = broker.uri("fleet-node");
         NodeProcess p0 = new NodeProcess("P0", true, "write", tmp, "--ship", uri);
         p0.start();
+        long[] idle;
         try {
-            assertThat(p0.awaitHealthy(java.net.http.HttpClient.newHttpClient(), Duration.ofMinutes(3)))
-                    .as(p0.logText()).isTrue();
-            awaitRecords("fleet-node", 1, null, p0.errLog);
+            java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient();
+            assertThat(p0.awaitHealthy(client, Duration.ofMinutes(3))).as(p0.logText()).isTrue();
+            // the shipper's meters are there from the start, each one series of the node
+            shipMetrics(client, p0);
+            long have = awaitRecords("fleet-node", 1, null, p0.errLog);
+            // an idle node: its backlog drains to 0 and the acknowledged count reaches what the topic held
+            long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+            do {
+                idle = shipMetrics(client, p0);
+                if (idle[0] == 0 && idle[1] >= have) {
+                    break;
+                }
+                Thread.sleep(50);
+            } while (System.nanoTime() < end);
+            assertThat(idle[0]).as("backlog at idle").isZero();
+            assertThat(idle[1]).as("acknowledged vs the %d records the topic held before", have)
+                    .isGreaterThanOrEqualTo(have).isLessThanOrEqualTo(recordsIn("fleet-node"));
         } finally {
             assertThat(p0.stop()).as(p0.logText()).isZero();
         }
+        // at stop, every entry is acknowledged once: the status's count is the topic's, no fewer than /metrics said
+        Object acked = ((Map<?, ?>) io.kvledger.journal.json.Json.parse(Files.readString(p0.statusFile()))).get("ship_acknowledged");
+        assertThat(((Number) acked).longValue()).isEqualTo(recordsIn("fleet-node")).isGreaterThanOrEqualTo(idle[1]);
         Map<String, List<byte[]>> journal = new TreeMap<>();
         try (RawEntryTailer t = RawEntryTailer.open(p0.journal)) {
             List<byte[]> entries = new ArrayList<>();
@@ -211,6 +230,62 @@ class KafkaShipTest {
         assertThat(journal.get("P0")).hasSizeGreaterThan(1);
         // the node shipped what its journal held when it stopped, its last entries included
         assertSameEntries(readBack(uri, 0), journal);
+    }
+
+    @Test
+    void aProxyShipsItsOwnJournal() throws Exception {
+        String uri = broker.uri("fleet-proxy");
+        Path dir = tmp.resolve("proxy");
+        int[] ports = io.kvledger.node.cluster.LoopbackPorts.distinct(2);
+        Path out = tmp.resolve("proxy.out");
+        Path errLog = tmp.resolve("proxy.err");
+        Process proxy = new ProcessBuilder(javaCommand("proxy", "--port", String.valueOf(ports[0]), "--ping-port",
+                String.valueOf(ports[1]), "--mode", "write", "--journal", dir.toString(), "--proxy-id", "proxy0",
+                "--ship", uri)).redirectOutput(out.toFile()).redirectError(errLog.toFile()).start();
+        long[] idle;
+        try {
+            java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient();
+            String metrics = "http://127.0.0.1:" + ports[0] + "/metrics";
+            // the shipper's meters, once the proxy answers; then the backlog drains and every entry is acknowledged
+            long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+            idle = null;
+            while (System.nanoTime() < end) {
+                assertThat(proxy.isAlive()).as("the proxy exited: %s", Files.readString(errLog)).isTrue();
+                try {
+                    idle = shipMetrics(client, metrics, "proxy=\"proxy0\"");
+                } catch (IOException notUpYet) {
+                    Thread.sleep(50);
+                    continue;
+                }
+                if (idle[0] == 0 && idle[1] >= 2 && idle[1] == recordsIn("fleet-proxy")) {
+                    break; // the header and ProxyStarted at least
+                }
+                Thread.sleep(50);
+            }
+            assertThat(idle).as(Files.readString(errLog)).isNotNull();
+            assertThat(idle[0]).as("backlog at idle").isZero();
+            assertThat(idle[1]).as("acknowledged").isGreaterThanOrEqualTo(2).isEqualTo(recordsIn("fleet-proxy"));
+        } finally {
+            proxy.destroy(); // SIGTERM
+            assertThat(proxy.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        }
+        assertThat(proxy.exitValue()).as(Files.readString(errLog)).isZero();
+        assertThat(Files.readString(errLog)).contains("; journal " + dir + ", shipped to " + uri);
+        Map<String, List<byte[]>> journal = rawEntries(tmp); // the proxy journal is the one directory tmp holds
+        assertThat(journal).containsOnlyKeys("proxy0");
+        int n = journal.get("proxy0").size();
+        assertThat(n).isGreaterThanOrEqualTo((int) idle[1]);
+        // at stop, the proxy shipped what its journal held, its last entries included, each acknowledged once
+        assertThat(Files.readString(out)).contains("; " + n + " entries shipped to " + uri);
+        assertSameEntries(readBack(uri, 0), journal);
+        assertThat(recordsIn("fleet-proxy")).isEqualTo(n);
+
+        CliRun.Outcome noJournal = CliRun.run("proxy", "--port", "0", "--ping-port", "0", "--ship", uri);
+        assertThat(noJournal.code()).isEqualTo(2);
+        assertThat(noJournal.err()).contains("--ship ships the proxy's journal: give --journal DIR too");
+        CliRun.Outcome badUri = CliRun.run("proxy", "--journal", tmp.resolve("p2").toString(), "--ship", "http://x/y");
+        assertThat(badUri.code()).isEqualTo(2);
+        assertThat(badUri.err()).contains("--ship: ");
     }
 
     // ------------------------------------------------------------------ helpers
@@ -372,6 +447,25 @@ class KafkaShipTest {
             }
         }
         return out;
+    }
+
+    /** The {@code /metrics} at {@code url}: {backlog, acknowledged} of the series tagged {@code tag}, each present once. */
+    private static long[] shipMetrics(java.net.http.HttpClient client, String url, String tag) throws Exception {
+        String text = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).GET().build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+        Pattern series = Pattern.compile("(?m)^kvledger:ship_(backlog_entries|acknowledged_total)\\{[^}]*"
+                + Pattern.quote(tag) + "[^}]*} ([0-9.E+-]+)$");
+        Map<String, Long> seen = new TreeMap<>();
+        Matcher m = series.matcher(text);
+        while (m.find()) {
+            assertThat(seen.put(m.group(1), (long) Double.parseDouble(m.group(2)))).as(text).isNull();
+        }
+        assertThat(seen).as(text).containsOnlyKeys("backlog_entries", "acknowledged_total");
+        return new long[] {seen.get("backlog_entries"), seen.get("acknowledged_total")};
+    }
+
+    private static long[] shipMetrics(java.net.http.HttpClient client, NodeProcess node) throws Exception {
+        return shipMetrics(client, "http://127.0.0.1:" + node.http + "/metrics", "node=\"P0\"");
     }
 
     private static long recordsIn(String topic) {

@@ -11,6 +11,7 @@ import io.kvledger.wire.Registration;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 
 /**
  * The proxy's metrics in Prometheus text ({@code GET /metrics}), named as the node's are
@@ -30,7 +31,9 @@ import java.util.concurrent.TimeUnit;
  *       {@code read_incomplete}, {@code bad_field}; each exported from start at 0);</li>
  *   <li>{@code kvledger:proxy_registrations_received_total},
  *       {@code kvledger:proxy_registrations_rejected_total}: registration messages read
- *       (heartbeats included) and rejected (journaled).</li>
+ *       (heartbeats included) and rejected (journaled);</li>
+ *   <li>{@code kvledger:ship_backlog_entries} and {@code kvledger:ship_acknowledged_total}: a
+ *       journal shipper's ({@code --ship}, {@link #shipping}), as the node's; 0 without one.</li>
  * </ul>
  * Thread-safe.
  */
@@ -45,6 +48,9 @@ final class ProxyMetrics {
      */
     private final Instances instances;
     private final RegistrationRouterCounts router;
+    /** A journal shipper's counters ({@link #shipping}); 0 without one. */
+    private volatile LongSupplier shipBacklog = () -> 0;
+    private volatile LongSupplier shipAcknowledged = () -> 0;
 
     ProxyMetrics(String proxyId, Instances instances, RegistrationRouterCounts router) {
         this.tags = Tags.of("proxy", proxyId);
@@ -60,9 +66,25 @@ final class ProxyMetrics {
                 .tags(tags).description("registration messages read (heartbeats included)").register(registry);
         FunctionCounter.builder("kvledger:proxy_registrations_rejected", router, RegistrationRouterCounts::rejected)
                 .tags(tags).description("registration messages rejected (journaled)").register(registry);
+        // present on every scrape from the start, at 0 until a shipper's counters are given (shipping)
+        Gauge.builder("kvledger:ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
+                .description("Journal entries handed to the Kafka producer and not acknowledged yet (held in memory; "
+                        + "0 without --ship)").register(registry);
+        FunctionCounter.builder("kvledger:ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
+                .description("Journal entries Kafka acknowledged since start (0 without --ship)").register(registry);
         for (String reason : HANDOFF_REASONS) {
             handoffs(reason);
         }
+    }
+
+    /**
+     * Gives the meters the counters of a shipper of the proxy's journal ({@code kvledger proxy
+     * --ship}), as the node's: {@code kvledger:ship_backlog_entries} (entries handed to the Kafka
+     * producer, not acknowledged yet) and {@code kvledger:ship_acknowledged_total}, read live.
+     */
+    void shipping(LongSupplier backlog, LongSupplier acknowledged) {
+        shipBacklog = backlog;
+        shipAcknowledged = acknowledged;
     }
 
     /** The {@code reason}s of {@code kvledger:proxy_handoffs_rejected_total}, exported from start (at 0). */

@@ -23,6 +23,7 @@ public final class ProxyService implements AutoCloseable {
     private final ProxyServer server;
     private final ProxyWeb web;
     private final ProxyTraces traces;
+    private final ProxyMetrics metrics;
 
     private ProxyService(ProxyOptions options, LongSupplier clock, String origin) {
         this.options = options;
@@ -42,8 +43,9 @@ public final class ProxyService implements AutoCloseable {
         this.router = rr;
         this.web = new ProxyWeb(options.journalDir(), options.serveJournals());
         ProxyServer s;
+        ProxyMetrics metrics;
         try {
-            ProxyMetrics metrics = new ProxyMetrics(options.proxyId(), instances, new ProxyMetrics.RegistrationRouterCounts() {
+            metrics = new ProxyMetrics(options.proxyId(), instances, new ProxyMetrics.RegistrationRouterCounts() {
                 @Override public double received() { return router.received(); }
                 @Override public double rejected() { return router.rejected(); }
             });
@@ -54,6 +56,7 @@ public final class ProxyService implements AutoCloseable {
             throw e;
         }
         this.server = s;
+        this.metrics = metrics;
         if (options.journalDir() != null) {
             try {
                 journal.start(options.journalDir(), options.proxyId(), options.mode(), origin);
@@ -137,6 +140,14 @@ public final class ProxyService implements AutoCloseable {
         if (traces != null) {
             traces.close();
         }
+    }
+
+    /**
+     * Exports a journal shipper's counters on {@code /metrics} ({@code kvledger:ship_backlog_entries},
+     * {@code kvledger:ship_acknowledged_total}, at 0 until then).
+     */
+    public void shipping(LongSupplier backlog, LongSupplier acknowledged) {
+        metrics.shipping(backlog, acknowledged);
     }
 
     /** Proxy events written to the journal so far. */

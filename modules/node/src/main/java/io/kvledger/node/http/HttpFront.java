@@ -133,7 +133,7 @@ public final class HttpFront implements AutoCloseable {
     }
 
     /** The node's metrics (registered with the loop when the server started). */
-    NodeMetrics metrics() {
+    public NodeMetrics metrics() {
         return metrics;
     }
 

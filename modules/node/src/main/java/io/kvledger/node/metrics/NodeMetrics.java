@@ -62,7 +62,9 @@ import java.util.function.LongSupplier;
  * {@code kvledger:frames_rejected_total}; with an engine bridge,
  * {@code kvledger:bridge_calls_received_total}, {@code kvledger:bridge_calls_busy_total},
  * {@code kvledger:bridge_replies_held}, {@code kvledger:bridge_replies_undeliverable_total} and
- * {@code kvledger:bridge_replies_undeliverable_applied_total}. Every series carries the tags
+ * {@code kvledger:bridge_replies_undeliverable_applied_total}; {@code kvledger:ship_backlog_entries}
+ * and {@code kvledger:ship_acknowledged_total} (a journal shipper's, {@link #shipping}; 0 without
+ * one). Every series carries the tags
  * {@code node} and {@code role}.
  *
  * <p>Threading: {@link #onApplied} and {@link #onDecision} run on the loop thread and only update counters and
@@ -95,6 +97,10 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
     private final long[] slotBytes = new long[SLOTS];
 
     private final NodeLoop loop;
+
+    /** A journal shipper's counters ({@link #shipping}); 0 without one. */
+    private volatile LongSupplier shipBacklog = () -> 0;
+    private volatile LongSupplier shipAcknowledged = () -> 0;
 
     private NodeMetrics(NodeLoop loop, Inbox inbox, LongSupplier clock, DataPlane dataPlane, NodeStatus first) {
         this.loop = loop;
@@ -182,6 +188,12 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
                 .description("Notify frames sent").tags(tags).register(registry);
         FunctionCounter.builder("kvledger:frames_received", this, m -> m.status().framesReceived())
                 .description("Notify frames received").tags(tags).register(registry);
+        // present on every scrape from the start, at 0 until a shipper's counters are given (shipping)
+        Gauge.builder("kvledger:ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
+                .description("Journal entries handed to the Kafka producer and not acknowledged yet (held in memory; "
+                        + "0 without --ship)").register(registry);
+        FunctionCounter.builder("kvledger:ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
+                .description("Journal entries Kafka acknowledged since start (0 without --ship)").register(registry);
         FunctionCounter.builder("kvledger:frames_rejected", this, m -> m.status().framesRejected())
                 .description("Notify frames rejected").tags(tags).register(registry);
         if (first.bridge() != null) {
@@ -291,6 +303,21 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
 
     PrometheusMeterRegistry registry() {
         return registry;
+    }
+
+    /**
+     * Gives the meters the counters of a shipper of the node's own journal ({@code kvledger node
+     * --ship}): {@code kvledger:ship_backlog_entries} (entries read from the journal and handed to
+     * the producer, not yet acknowledged by Kafka: what waits in memory) and
+     * {@code kvledger:ship_acknowledged_total} (entries Kafka acknowledged since start). The meters
+     * exist from the start at 0 and read these live at each scrape.
+     *
+     * @param backlog      entries handed over and not acknowledged (any thread)
+     * @param acknowledged entries acknowledged since start (any thread)
+     */
+    public void shipping(LongSupplier backlog, LongSupplier acknowledged) {
+        shipBacklog = backlog;
+        shipAcknowledged = acknowledged;
     }
 
     private void postTimed(long wallNs) {

@@ -23,7 +23,7 @@ public final class ShipThread implements AutoCloseable {
 
     private ShipThread(Shipper shipper) {
         this.shipper = shipper;
-        this.thread = Thread.ofPlatform().daemon().name("kvledger-ship").start(() -> {
+        this.thread = Thread.ofPlatform().daemon().name("kvledger-ship").unstarted(() -> {
             try {
                 exit = shipper.run(() -> stop);
             } catch (InterruptedException e) {
@@ -33,12 +33,20 @@ public final class ShipThread implements AutoCloseable {
     }
 
     /**
-     * Starts shipping the journal in {@code journal} (its header must be written) to {@code target}.
+     * Opens the journal in {@code journal} (its header must be written) for shipping to
+     * {@code target}; {@link #begin} starts the thread (the caller hands the shipper's counters to
+     * its metrics first).
      *
      * @throws io.kvledger.ledger.replay.JournalInputs.InputException when the journal cannot be read
      */
-    public static ShipThread start(KafkaUri target, Path journal, PrintWriter err) {
+    public static ShipThread open(KafkaUri target, Path journal, PrintWriter err) {
         return new ShipThread(new Shipper(new Shipper.Options(target, List.of(journal), true, 32L << 20, 8), err));
+    }
+
+    /** Starts the shipping thread; returns this. */
+    public ShipThread begin() {
+        thread.start();
+        return this;
     }
 
     public Shipper shipper() {
@@ -53,6 +61,10 @@ public final class ShipThread implements AutoCloseable {
     /** Ships what the journal holds, waits for it to be acknowledged up to {@code bound}, then stops. */
     public void close(Duration bound) {
         shipper.finish();
+        if (thread.getState() == Thread.State.NEW) {
+            shipper.close();
+            return;
+        }
         try {
             thread.join(bound.toMillis());
             if (thread.isAlive()) {
