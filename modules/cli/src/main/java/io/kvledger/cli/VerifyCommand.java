@@ -4,6 +4,7 @@ import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.replay.JournalVerify;
 import io.kvledger.ledger.replay.JournalVerify.Report;
+import io.kvledger.ledger.replay.JsonLinesInputs;
 import io.kvledger.ledger.report.VerifyReport;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JsonLines;
@@ -66,9 +67,9 @@ final class VerifyCommand implements Callable<Integer> {
             throw usage("--max-problems must not be negative, got " + maxProblems);
         }
         List<Path> queues = new ArrayList<>();
-        List<JsonLinesTrees.NodeFile> jsonLines = new ArrayList<>();
+        List<JsonLinesInputs.NodeFile> jsonLines = new ArrayList<>();
         for (Path d : dirs) {
-            List<JsonLinesTrees.NodeFile> files = JsonLinesTrees.files(d.toString()).nodes();
+            List<JsonLinesInputs.NodeFile> files = JsonLinesInputs.files(d.toString()).nodes();
             if (files.isEmpty()) {
                 queues.add(d);
             } else {
@@ -96,8 +97,8 @@ final class VerifyCommand implements Callable<Integer> {
         for (NodeJournal j : journals) {
             reports.add(JournalVerify.verify(j, maxProblems, progress, err::println));
         }
-        Path root = jsonLines.isEmpty() ? null : JsonLinesTrees.temporaryRoot("verify");
-        for (JsonLinesTrees.NodeFile f : jsonLines) {
+        Path root = jsonLines.isEmpty() ? null : JsonLinesInputs.temporaryRoot("verify");
+        for (JsonLinesInputs.NodeFile f : jsonLines) {
             reports.add(verifyJsonLines(f, root.resolve(f.node() + "-" + reports.size()), progress, err));
         }
         line.done(String.format(Locale.ROOT, "%,d entries", progress.entries()));
@@ -112,11 +113,11 @@ final class VerifyCommand implements Callable<Integer> {
      * with its line number, and so is a last line cut short; a file that imports is then checked as
      * a journal (its seqs are the imported journal's).
      */
-    private Report verifyJsonLines(JsonLinesTrees.NodeFile f, Path dir, JournalVerify.Progress progress, PrintWriter err) {
+    private Report verifyJsonLines(JsonLinesInputs.NodeFile f, Path dir, JournalVerify.Progress progress, PrintWriter err) {
         String file = f.jsonl().toString();
         JsonLines.CutTail cut;
         try {
-            cut = JsonLinesTrees.importNode(f, dir);
+            cut = JsonLinesInputs.importNode(f, dir);
         } catch (JsonLinesException e) {
             return VerifyReport.importFailed(file, f.node(), e, maxProblems);
         } catch (JournalException e) {
