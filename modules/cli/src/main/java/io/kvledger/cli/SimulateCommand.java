@@ -8,7 +8,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.json.Json;
-import io.kvledger.cli.sim.SimJournalRecorder;
+import io.kvledger.node.sim.SimJournalRecorder;
 import io.kvledger.sim.FaultSpec;
 import io.kvledger.sim.NodeReport;
 import io.kvledger.sim.Recorder;
