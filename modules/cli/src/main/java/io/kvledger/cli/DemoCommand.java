@@ -9,6 +9,7 @@ import io.kvledger.core.config.TransferMode;
 import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.ledger.diagnosis.Finding;
 import io.kvledger.journal.JournalException;
+import io.kvledger.node.sim.DemoReport;
 import io.kvledger.node.sim.SimJournalRecorder;
 import io.kvledger.sim.FaultSpec;
 import io.kvledger.sim.SimOptions;
