@@ -4,7 +4,7 @@ import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
-import io.kvledger.cli.sim.SimJournalRecorder;
+import io.kvledger.node.sim.SimJournalRecorder;
 import io.kvledger.sim.FaultSpec;
 import io.kvledger.sim.Recorder;
 import io.kvledger.sim.SimOptions;

@@ -2,9 +2,9 @@ package io.kvledger.cli;
 
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.ledger.diagnosis.Bounds;
-import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.ledger.otlp.JournalTraces;
 import io.kvledger.ledger.otlp.OtlpSender;
+import io.kvledger.ledger.report.ExportReport;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.Instant;
@@ -76,9 +76,6 @@ final class ExportCommand implements Callable<Integer> {
     @Mixin
     ReplayOptions replayOptions;
 
-    /** Journal times before this (2001-09-09) are not wall-clock times: a simulator's virtual clock. */
-    private static final long WALL_CLOCK_SINCE_NS = 1_000_000_000L * 1_000_000_000L;
-
     @Override
     public Integer call() {
         Bounds bounds = Bounds.defaults();
@@ -127,24 +124,11 @@ final class ExportCommand implements Callable<Integer> {
             }
             progress.done();
             doubted = Journals.warnings(spec, res.warnings());
-            long shift = res.shiftNs();
-            if (origin == null && res.legs() > 0 && res.firstAtNs() < WALL_CLOCK_SINCE_NS) {
-                err.println("kvledger export: note: the journals' times start at " + Instant.ofEpochSecond(0, res.firstAtNs())
-                        + " (a simulator's clock), where a backend shows them; --time-origin now moves them");
+            String note = ExportReport.timeNote(res, origin != null);
+            if (note != null) {
+                err.println("kvledger export: note: " + note);
             }
-            List<String> names = new ArrayList<>();
-            for (Replayer.Node n : res.nodes()) {
-                names.add(n.name());
-            }
-            out.println("export: " + names.size() + " journal(s) (" + String.join(", ", names) + "): "
-                    + res.traces() + " trace(s), " + res.legs() + " leg(s) (" + res.inFlight() + " in flight, "
-                    + res.withFinding() + " with a finding), " + res.spans() + " span(s) sent to "
-                    + sender.endpoint() + (shift != 0 ? " (times shifted by " + String.format(java.util.Locale.ROOT,
-                    "%+.3f", shift / 1e9) + " s)" : ""));
-            if (res.unattached() > 0) {
-                out.println("  " + res.unattached() + " finding(s) name no request admitted on their node; not exported "
-                        + "(see 'kvledger hangs')");
-            }
+            ExportReport.print(out, res, sender.endpoint());
             out.flush();
         }
         return doubted ? 1 : 0;

@@ -1,22 +1,19 @@
 package io.kvledger.cli;
 
+import io.kvledger.ledger.replay.JournalExport;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.JsonLines;
-import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.Writer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.regex.Pattern;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -31,15 +28,14 @@ import picocli.CommandLine.Spec;
  * layout of journal/fixtures). A file is written under a temporary name and renamed when complete,
  * so a failed export leaves no half-written file; an existing file is kept unless {@code --force}.
  * A damaged journal is exported as far as it is intact, its damaged regions are printed on
- * standard error, and the exit status is 1.
+ * standard error, and the exit status is 1. The files are written by the ledger's
+ * {@link JournalExport}; the command keeps its options, the progress line and the exit code.
  */
 @Command(name = "export", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Writes a journal as JSON lines: to standard output, or to FILE with --out.",
             "For a directory of node journals, --out names a directory: OUT/<node>/journal.jsonl per node.",
             "Exit status: 0, or 1 when a journal is damaged (what is intact is exported; the damage is printed)."})
 final class JournalExportCommand implements Callable<Integer> {
-
-    private static final Pattern SAFE_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
 
     @Spec
     CommandSpec spec;
@@ -79,9 +75,7 @@ final class JournalExportCommand implements Callable<Integer> {
         }
         int worst = 0;
         for (NodeJournal j : journals) {
-            String name = j.name();
-            int code = exportTo(j.dir(), out.resolve(SAFE_NAME.matcher(name).matches() ? name : "journal-" + Math.abs(name.hashCode()))
-                    .resolve("journal.jsonl"), err);
+            int code = exportTo(j.dir(), JournalExport.nodeFile(out, j.name()), err);
             if (code == 1 && worst == 0) {
                 worst = 1; // a damaged journal: what is intact is exported, and the others too
             } else if (code != 0) {
@@ -110,20 +104,14 @@ final class JournalExportCommand implements Callable<Integer> {
                 if (Files.exists(file) && !force) {
                     throw usage(file + " exists; use --force to replace it");
                 }
-                Path parent = file.toAbsolutePath().getParent();
-                Files.createDirectories(parent);
-                Path partial = parent.resolve("." + file.getFileName() + ".partial");
                 long n;
-                try (Writer w = new Counting(new BufferedWriter(Files.newBufferedWriter(partial, StandardCharsets.UTF_8), 1 << 16),
-                        progress)) {
-                    n = JsonLines.export(r, w);
+                try {
+                    n = JournalExport.toFile(r, file, w -> new Counting(w, progress));
                 } catch (IOException | RuntimeException e) {
                     progress.done("failed");
-                    Files.deleteIfExists(partial);
                     throw e;
                 }
                 progress.done(String.format(Locale.ROOT, "%,d entries", n));
-                Files.move(partial, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
                 err.println(String.format(Locale.ROOT, "exported %,d entries of %s to %s", n, r.header().nodeId(), file));
             }
             r.warnings().forEach(err::println);

@@ -3,6 +3,7 @@ package io.kvledger.cli;
 import io.kvledger.ledger.replay.ConfigOverrides;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JsonLinesInputs;
 import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.ledger.report.ReportText;
 import io.kvledger.journal.JournalException;
@@ -40,7 +41,7 @@ final class Journals {
                 }
                 return out;
             }
-            List<JsonLinesTrees.Recordings> found = dirs.stream().map(JsonLinesTrees::files).toList();
+            List<JsonLinesInputs.Recordings> found = dirs.stream().map(JsonLinesInputs::files).toList();
             if (found.stream().allMatch(f -> f.nodes().isEmpty())) {
                 return JournalInputs.resolveArgs(dirs);
             }

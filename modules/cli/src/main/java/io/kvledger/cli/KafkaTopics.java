@@ -4,6 +4,7 @@ import io.kvledger.ledger.kafka.KafkaSource;
 import io.kvledger.ledger.kafka.KafkaUri;
 import io.kvledger.ledger.replay.JournalInputs.InputException;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JsonLinesInputs;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.List;
@@ -32,7 +33,7 @@ final class KafkaTopics {
         } catch (IllegalArgumentException e) {
             throw new InputException(e.getMessage());
         }
-        Path root = JsonLinesTrees.temporaryRoot(arg);
+        Path root = JsonLinesInputs.temporaryRoot(arg);
         Progress progress = new Progress(err, command);
         KafkaSource.Result res;
         try (AutoCloseable ticking = progress.ticking(() -> String.format(Locale.ROOT, "reading %s (%.1f s)", arg,

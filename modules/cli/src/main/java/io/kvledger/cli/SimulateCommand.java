@@ -5,12 +5,10 @@ import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
-import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.journal.JournalException;
-import io.kvledger.journal.json.Json;
-import io.kvledger.cli.sim.SimJournalRecorder;
+import io.kvledger.node.sim.SimJournalRecorder;
+import io.kvledger.node.sim.SimulateReport;
 import io.kvledger.sim.FaultSpec;
-import io.kvledger.sim.NodeReport;
 import io.kvledger.sim.Recorder;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.Simulation;
@@ -19,7 +17,6 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -180,10 +177,11 @@ final class SimulateCommand implements Callable<Integer> {
             err.println("simulate: " + e.getMessage());
             return 1;
         }
+        PrintWriter o = spec.commandLine().getOut();
         if (json) {
-            printJson(result, perNode, origin);
+            SimulateReport.printJson(o, result, perNode, origin, profile, out);
         } else {
-            printText(result, perNode, origin);
+            SimulateReport.printText(o, result, perNode, origin, profile, out);
         }
         return 0;
     }
@@ -238,73 +236,6 @@ final class SimulateCommand implements Callable<Integer> {
 
     private static String num(double v) {
         return v == Math.rint(v) ? Long.toString((long) v) : Double.toString(v);
-    }
-
-    private void printText(SimulationResult r, Map<String, long[]> perNode, String origin) {
-        PrintWriter o = spec.commandLine().getOut();
-        SimOptions so = r.options();
-        o.printf(Locale.ROOT, "simulate: seed %d, %s mode, %d requests, %d prefill + %d decode node(s), faults %s, profile %s%n",
-                so.seed(), so.mode(), so.requests(), so.prefillNodes(), so.decodeNodes(), so.faults().format(), profile);
-        o.println("  rerun: " + origin);
-        o.println("journals in " + out + ":");
-        for (NodeReport n : r.nodes()) {
-            long entries = perNode.getOrDefault(n.name(), new long[] {0})[0];
-            o.printf(Locale.ROOT, "  %-4s %-11s %,9d entries   %d requests: %d terminal, %d hung%n", n.name(),
-                    n.config().isProducer() ? "kv_producer" : "kv_consumer", entries, n.requests(), n.terminal(), n.hung());
-        }
-        o.printf(Locale.ROOT, "requests: %d client requests, %d decode legs completed; %d node requests hung%n",
-                r.stats().clientRequests(), r.stats().decodeCompleted(), r.requestsHung());
-        Map<AnomalyKind, Integer> counts = r.anomalyCounts();
-        if (counts.isEmpty()) {
-            o.println("anomalies: none");
-        } else {
-            List<String> parts = new ArrayList<>();
-            int total = 0;
-            for (Map.Entry<AnomalyKind, Integer> e : counts.entrySet()) {
-                parts.add(e.getKey() + " x" + e.getValue());
-                total += e.getValue();
-            }
-            o.println("anomalies: " + total + " in " + counts.size() + " kind(s): " + String.join(", ", parts));
-        }
-        o.printf(Locale.ROOT, "virtual time %.3f s, stopped: %s%n", r.stats().endNs() / 1e9, r.stats().stoppedBy());
-        o.println("next: kvledger hangs " + out + "   (or: kvledger dump " + out + " --type anomaly)");
-        o.flush();
-    }
-
-    private void printJson(SimulationResult r, Map<String, long[]> perNode, String origin) {
-        LinkedHashMap<String, Object> m = new LinkedHashMap<>();
-        SimOptions so = r.options();
-        m.put("seed", so.seed());
-        m.put("mode", so.mode().name());
-        m.put("requests", (long) so.requests());
-        m.put("faults", so.faults().format());
-        m.put("profile", profile);
-        m.put("out", out.toString());
-        m.put("origin", origin);
-        List<Object> nodes = new ArrayList<>();
-        for (NodeReport n : r.nodes()) {
-            LinkedHashMap<String, Object> nm = new LinkedHashMap<>();
-            nm.put("node", n.name());
-            nm.put("kv_role", n.config().isProducer() ? "kv_producer" : "kv_consumer");
-            nm.put("dir", out.resolve(n.name()).toString());
-            nm.put("entries", perNode.getOrDefault(n.name(), new long[] {0})[0]);
-            nm.put("requests", (long) n.requests());
-            nm.put("terminal", (long) n.terminal());
-            nm.put("hung", (long) n.hung());
-            nodes.add(nm);
-        }
-        m.put("nodes", nodes);
-        m.put("client_requests", (long) r.stats().clientRequests());
-        m.put("decode_completed", (long) r.stats().decodeCompleted());
-        m.put("hung", (long) r.requestsHung());
-        LinkedHashMap<String, Object> an = new LinkedHashMap<>();
-        r.anomalyCounts().forEach((k, v) -> an.put(k.name(), (long) v));
-        m.put("anomalies", an);
-        m.put("end_ns", r.stats().endNs());
-        m.put("stopped_by", r.stats().stoppedBy().name());
-        PrintWriter o = spec.commandLine().getOut();
-        o.println(Json.write(m));
-        o.flush();
     }
 
     private ParameterException usage(String message) {

@@ -3,6 +3,7 @@ package io.kvledger.cli;
 import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.journal.JournalException;
+import io.kvledger.tap.Listener;
 import io.kvledger.tap.Tap;
 import io.kvledger.tap.TapTarget;
 import java.io.PrintWriter;
@@ -101,7 +102,7 @@ final class TapCommand implements Callable<Integer> {
             err.println(name + ": " + e.getMessage());
             return 2;
         } catch (JournalException e) {
-            err.println(name + ": " + ListenCommand.journalFailure(journal, e));
+            err.println(name + ": " + Listener.journalFailure(journal, e));
             return 2;
         }
         // closed last: a signal's hook waits until the journals are flushed and closed

@@ -4,6 +4,7 @@ import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.replay.JournalVerify;
 import io.kvledger.ledger.replay.JournalVerify.Report;
+import io.kvledger.ledger.replay.JsonLinesInputs;
 import io.kvledger.ledger.report.VerifyReport;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JsonLines;
@@ -66,14 +67,14 @@ final class VerifyCommand implements Callable<Integer> {
             throw usage("--max-problems must not be negative, got " + maxProblems);
         }
         List<Path> queues = new ArrayList<>();
-        List<JsonLinesTrees.NodeFile> jsonLines = new ArrayList<>();
+        List<JsonLinesInputs.NodeFile> jsonLines = new ArrayList<>();
         List<String> topics = new ArrayList<>();
         for (String d : dirs) {
             if (io.kvledger.ledger.kafka.KafkaUri.isKafka(d)) {
                 topics.add(d);
                 continue;
             }
-            List<JsonLinesTrees.NodeFile> files = JsonLinesTrees.files(d).nodes();
+            List<JsonLinesInputs.NodeFile> files = JsonLinesInputs.files(d).nodes();
             if (files.isEmpty()) {
                 queues.add(Path.of(d));
             } else {
@@ -104,8 +105,8 @@ final class VerifyCommand implements Callable<Integer> {
         for (NodeJournal j : journals) {
             reports.add(JournalVerify.verify(j, maxProblems, progress, err::println));
         }
-        Path root = jsonLines.isEmpty() ? null : JsonLinesTrees.temporaryRoot("verify");
-        for (JsonLinesTrees.NodeFile f : jsonLines) {
+        Path root = jsonLines.isEmpty() ? null : JsonLinesInputs.temporaryRoot("verify");
+        for (JsonLinesInputs.NodeFile f : jsonLines) {
             reports.add(verifyJsonLines(f, root.resolve(f.node() + "-" + reports.size()), progress, err));
         }
         line.done(String.format(Locale.ROOT, "%,d entries", progress.entries()));
@@ -120,11 +121,11 @@ final class VerifyCommand implements Callable<Integer> {
      * with its line number, and so is a last line cut short; a file that imports is then checked as
      * a journal (its seqs are the imported journal's).
      */
-    private Report verifyJsonLines(JsonLinesTrees.NodeFile f, Path dir, JournalVerify.Progress progress, PrintWriter err) {
+    private Report verifyJsonLines(JsonLinesInputs.NodeFile f, Path dir, JournalVerify.Progress progress, PrintWriter err) {
         String file = f.jsonl().toString();
         JsonLines.CutTail cut;
         try {
-            cut = JsonLinesTrees.importNode(f, dir);
+            cut = JsonLinesInputs.importNode(f, dir);
         } catch (JsonLinesException e) {
             return VerifyReport.importFailed(file, f.node(), e, maxProblems);
         } catch (JournalException e) {

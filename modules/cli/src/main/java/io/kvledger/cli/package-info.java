@@ -29,11 +29,9 @@
  * and tap in-process, {@code node} processes of this jar and the vLLM bridge's Python fake engines
  * (found through the {@code kvledger.home} system property the launcher sets), then prints
  * {@code tap-report} and {@code hangs} over their journals.
+ * {@code simulate} and the demo journal their simulations through the node module's
+ * {@code io.kvledger.node.sim.SimJournalRecorder}.
  *
- * {@code io.kvledger.cli.sim} journals a simulation ({@code SimJournalRecorder}), so the journal
- * module need not depend on the simulator.
- *
- * <p>May depend on every other kvledger module and picocli; only the benchmarks depend on it
- * (for {@code SimJournalRecorder}).
+ * <p>May depend on every other kvledger module and picocli; no module depends on it.
  */
 package io.kvledger.cli;

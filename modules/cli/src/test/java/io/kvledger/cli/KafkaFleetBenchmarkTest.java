@@ -3,9 +3,9 @@ package io.kvledger.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.kvledger.cli.sim.SimJournalRecorder;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.ledger.kafka.TestBroker;
+import io.kvledger.node.sim.SimJournalRecorder;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.Simulation;
 import java.nio.file.Path;

@@ -6,11 +6,6 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.wire.NotifyEncoder;
-import io.kvledger.core.config.NodeConfig;
-import io.kvledger.core.config.Role;
-import io.kvledger.core.config.TransferMode;
-import io.kvledger.journal.JournalHeader;
-import io.kvledger.journal.JournalWriter;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -165,37 +160,6 @@ class ListenCommandTest {
                 e -> assertThat(e.transferId()).isEqualTo("tx-after"));
     }
 
-    /** An event the journal refuses is journaled as a rejection saying so, and the next one goes in as usual. */
-    @Test
-    void a_frame_the_journal_refuses_is_journaled_as_a_rejection_in_its_place(@TempDir Path tmp) {
-        Path dir = tmp.resolve("tap");
-        byte[] huge = new byte[40 << 20];
-        Arrays.fill(huge, (byte) 3);
-        ListenCommand.Tally tally = new ListenCommand.Tally();
-        StringWriter err = new StringWriter();
-        NodeConfig config = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build();
-        try (JournalWriter w = JournalWriter.open(dir, JournalHeader.of("tap", config, "test"))) {
-            ListenCommand.journalFrame(w, new NodeEvent.FrameRejected(10, "TRUNCATED: made up", huge, true), tally, new PrintWriter(err));
-            ListenCommand.journalFrame(w, new NodeEvent.WriteDoneReceived(20, "tx-next"), tally, new PrintWriter(err));
-        }
-        assertThat(err.toString()).isEmpty();
-        assertThat(tally.frames).isEqualTo(2);
-        assertThat(tally.lost).isZero();
-        List<NodeEvent> events = inputs(dir);
-        assertThat(events).hasSize(2);
-        assertThat(events.get(0)).isInstanceOfSatisfying(NodeEvent.FrameRejected.class, e -> {
-            assertThat(e.atNs()).isEqualTo(10);
-            assertThat(e.wouldKillPythonListener()).isTrue();
-            assertThat(e.frame()).hasSize(ListenCommand.KEPT_WHEN_REFUSED);
-            if (tally.substituted == 1) {
-                assertThat(e.reason()).startsWith("FRAME_TOO_LARGE: the journal refused the frame as received (")
-                        .contains("it was: TRUNCATED: made up; first 65536 of 41943040 bytes kept");
-            }
-        });
-        assertThat(tally.substituted).as("40 MiB is beyond what one journal entry holds").isEqualTo(1);
-        assertThat(events.get(1)).isEqualTo(new NodeEvent.WriteDoneReceived(20, "tx-next"));
-    }
-
     /** {@code kvledger listen} in a child JVM (its own heap cap when given), stdout to {@code out}, stderr piped. */
     private static Process listenChild(Path dir, int port, Path out, String heap, String... more) throws IOException {
         List<String> cmd = new ArrayList<>();
@@ -211,24 +175,6 @@ class ListenCommandTest {
                 "tcp://127.0.0.1:" + port, "--journal", dir.toString()));
         cmd.addAll(Arrays.asList(more));
         return new ProcessBuilder(cmd).redirectOutput(out.toFile()).start();
-    }
-
-    /** The hand-off to the journal refuses (the listener backs off) past its byte bound, but always takes one event. */
-    @Test
-    void the_hand_off_to_the_journal_is_bounded_in_bytes() throws Exception {
-        ListenCommand.EventQueue q = new ListenCommand.EventQueue(10_000, 1000);
-        io.kvledger.zmq.InboundFrame big = new io.kvledger.zmq.InboundFrame(0, 1, "tcp://x:1", new byte[0], List.of(new byte[0]),
-                new NodeEvent.FrameRejected(1, "MALFORMED: made up", new byte[20_000], true));
-        io.kvledger.zmq.InboundFrame small = new io.kvledger.zmq.InboundFrame(1, 2, "tcp://x:1", new byte[0], List.of(new byte[0]),
-                new NodeEvent.WriteDoneReceived(2, "tx"));
-        assertThat(q.offer(big)).as("one event is taken when none waits, whatever its size").isTrue();
-        assertThat(q.offer(small)).as("past the bound the listener is asked to back off").isFalse();
-        assertThat(q.poll(1, TimeUnit.SECONDS)).isInstanceOf(NodeEvent.FrameRejected.class);
-        assertThat(q.bytes()).isZero();
-        for (int i = 0; i < 39; i++) {
-            assertThat(q.offer(small)).isTrue();
-        }
-        assertThat(q.offer(small)).as("40 events of 256 bytes are past 10,000").isFalse();
     }
 
     /** SIGTERM stops {@code listen} cleanly, as it does {@code node}: its journal flushed, exit 0. */

@@ -1,7 +1,7 @@
 package io.kvledger.cli;
 
 import io.kvledger.core.config.TransferMode;
-import io.kvledger.cli.sim.SimJournalRecorder;
+import io.kvledger.node.sim.SimJournalRecorder;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.Simulation;
 import io.kvledger.sim.SimulationResult;

@@ -26,6 +26,6 @@
  * {@code io.kvledger.journal.json}, Chronicle Queue, msgpack-core and the wire module's Python-value codec
  * ({@code io.kvledger.wire.PyValues}) and in-place writer ({@code MsgpackWriter}, which the
  * group buffer is written with); nothing here depends on the simulator
- * ({@code io.kvledger.cli.sim} adapts the simulator to it).
+ * ({@code io.kvledger.node.sim} adapts the simulator to it).
  */
 package io.kvledger.journal;

@@ -20,7 +20,8 @@
  * package), {@code metrics} (the Micrometer registry fed by a loop listener and the status snapshot), {@code otlp} (request lifecycles as OpenTelemetry traces off the live loop),
  * {@code cluster} (the toy proxy's routing and the legs a router sends requests to, for
  * {@code kvledger cluster} and tests), {@code shadow} (a node that observes a real connector
- * through the vLLM bridge's recorder stream). The engine bridge's
+ * through the vLLM bridge's recorder stream), {@code sim} (a simulation journaled, one journal
+ * per simulated node). The engine bridge's
  * socket is the zmq module's {@code EngineBridgeServer}; {@link io.kvledger.node.NodeService}
  * turns its calls into hook calls on the inbox.
  *

@@ -20,6 +20,9 @@
  * a frame sent to an untapped port look the same), nor, in READ mode, a transfer none of whose
  * releases was sent.
  *
+ * <p>{@link io.kvledger.tap.Listener} is {@code kvledger listen}: one notify ROUTER whose frames
+ * are journaled the same way, with no forwarding.
+ *
  * <p>{@link io.kvledger.tap.TapReport} joins the per-rank journals into one view per
  * transfer id: which of {@code remote_blocks}, {@code write_done} and {@code release} crossed to
  * which rank, and which never did.

@@ -1,5 +1,5 @@
-// Stays in the cli module: it journals simulations (io.kvledger.cli.sim),
-// and the journal module does not see the simulator.
+// Stays in the cli module: it journals simulations (io.kvledger.node.sim),
+// and the ledger module sees neither the simulator nor the node.
 package io.kvledger.ledger.replay;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -17,7 +17,7 @@ import io.kvledger.journal.JournalHeader;
 import io.kvledger.journal.JournalReader;
 import io.kvledger.journal.JournalWriter;
 import io.kvledger.journal.format.Payloads;
-import io.kvledger.cli.sim.SimJournalRecorder;
+import io.kvledger.node.sim.SimJournalRecorder;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.Simulation;
 import java.nio.file.Path;

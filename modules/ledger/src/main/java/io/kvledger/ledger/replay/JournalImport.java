@@ -22,13 +22,102 @@ import java.util.stream.Stream;
 
 /**
  * What {@code kvledger journal import} checks and computes beyond the journal's own JSON-lines
- * import ({@link JsonLines#importFile}): the order a file's lines must keep against the journal
- * they are appended to ({@link #check}), and a node's inputs imported with every derived entry
- * recomputed by the reducer ({@link #importDerived}).
+ * import ({@link JsonLines#importFile}): the directory an import may go to ({@link #target}), the
+ * order a file's lines must keep against the journal they are appended to ({@link #check}), a
+ * file imported as it is ({@link #importPlain}) or a node's inputs imported with every derived
+ * entry recomputed by the reducer ({@link #importDerived}), and the journals a failed import of
+ * several nodes created removed again ({@link #removeCreated}). The header a file's lines are
+ * imported under, when options replace its fields, is {@link HeaderOptions}'s.
  */
 public final class JournalImport {
 
     private JournalImport() {}
+
+    /** An import refused before anything is written; its message says why (the CLI's usage error). */
+    public static final class Refused extends RuntimeException {
+        public Refused(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Where a file goes: refuses a target that is a file, a non-empty directory that holds no
+     * journal, or a journal unless {@code append} (never with inputs only, which build a new one);
+     * reads where an appended-to journal ends.
+     *
+     * @param inputsOnly the file holds inputs only (its derived entries are recomputed)
+     * @param deriveAsked {@code --derive} was given (rather than a node's {@code inputs.jsonl} found in a tree)
+     * @throws Refused naming what is wrong with the target
+     */
+    public static Target target(Path target, boolean inputsOnly, boolean deriveAsked, boolean append) {
+        if (Files.exists(target) && !Files.isDirectory(target)) {
+            throw new Refused(target + " is a file, not a directory");
+        }
+        boolean existed = Files.isDirectory(target);
+        boolean journal = JournalInputs.holdsQueueFiles(target);
+        if (journal && inputsOnly) {
+            throw new Refused(target + " already holds a journal; " + (deriveAsked ? "--derive builds a new one"
+                    : "a node's inputs.jsonl is imported with --derive, which builds a new one")
+                    + " (import into an empty directory)");
+        }
+        if (!journal) {
+            if (existed && !isEmpty(target)) {
+                throw new Refused(target + " is not empty and holds no journal: import into a new or empty directory");
+            }
+            return Target.fresh(target, existed);
+        }
+        if (!append) {
+            throw new Refused(target + " already holds a journal: give --append to add the file's entries after its last one, "
+                    + "or import into a new directory");
+        }
+        try {
+            return Target.journal(target);
+        } catch (JournalException e) {
+            throw new Refused("cannot read the journal in " + target + " to append to it: " + e.getMessage());
+        }
+    }
+
+    /** Whether {@code dir} is an empty directory (false when it cannot be listed). */
+    public static boolean isEmpty(Path dir) {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.findAny().isEmpty();
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /**
+     * A file imported as it is ({@link JsonLines#importFile}), with the imported journal's header
+     * described.
+     */
+    public record Plain(JsonLines.ImportResult result, String describe) {}
+
+    /**
+     * Imports {@code jsonl} into {@code target} as the file says, under {@code header} (null: the
+     * file's).
+     *
+     * @throws JsonLinesException when a line is malformed (nothing is written)
+     * @throws JournalException when the journal cannot be written
+     */
+    public static Plain importPlain(Path jsonl, Path target, JournalHeader header) {
+        JsonLines.ImportResult r = JsonLines.importFile(jsonl, target, header);
+        try (JournalReader reader = JournalReader.open(target)) {
+            return new Plain(r, reader.header().describe());
+        }
+    }
+
+    /**
+     * After a failed import of several nodes: removes the journals this run {@code created}, and
+     * {@code dir} too when the run created it and it is left empty.
+     */
+    public static void removeCreated(List<Path> created, Path dir, boolean dirExisted) {
+        for (Path c : created) {
+            deleteTree(c);
+        }
+        if (!dirExisted && (!Files.isDirectory(dir) || isEmpty(dir))) {
+            deleteTree(dir);
+        }
+    }
 
     /**
      * Where an import goes: whether it holds a journal, and where that journal ends.
@@ -76,6 +165,19 @@ public final class JournalImport {
     public record Check(List<JsonLinesException.LineError> problems, long total) {
         public boolean ok() {
             return problems.isEmpty();
+        }
+
+        /**
+         * The refusal of {@code jsonl}, its problems listed with their line numbers; with
+         * {@code inputsOnly}, a derived entry found says to drop {@code --derive}.
+         */
+        public String message(Path jsonl, boolean inputsOnly) {
+            String msg = new JsonLinesException(jsonl.toString(), problems, total).getMessage();
+            if (inputsOnly && problems.stream().anyMatch(e -> e.reason().startsWith("a derived entry"))) {
+                msg = msg.replace("nothing imported", "nothing imported: --derive takes inputs only (drop --derive "
+                        + "to import recorded derived entries as they are)");
+            }
+            return msg;
         }
     }
 
@@ -253,7 +355,8 @@ public final class JournalImport {
         }
     }
 
-    private static void deleteTree(Path root) {
+    /** Removes {@code root} and what it holds, as far as it can (best effort). */
+    static void deleteTree(Path root) {
         if (!Files.exists(root)) {
             return;
         }
@@ -262,7 +365,7 @@ public final class JournalImport {
                 Files.deleteIfExists(p);
             }
         } catch (IOException ignored) {
-            // a scratch directory under the system temp dir
+            // a scratch directory, or the journals an import created
         }
     }
 }

@@ -21,8 +21,14 @@
  *       directory in event-time order with their transfer index ({@code merge}),
  *       {@link io.kvledger.ledger.replay.JournalVerify} checks journals' format and integrity
  *       ({@code verify}), {@link io.kvledger.ledger.replay.JournalImport} checks a JSON-lines file
- *       against the journal it goes to and rebuilds a node's derived entries from its inputs
- *       ({@code journal import}, {@code --derive});</li>
+ *       and the directory it goes to, imports it and rebuilds a node's derived entries from its
+ *       inputs ({@code journal import}, {@code --derive}), under the header
+ *       {@link io.kvledger.ledger.replay.HeaderOptions} make, and
+ *       {@link io.kvledger.ledger.replay.JournalExport} writes a journal's JSON lines to a file
+ *       ({@code journal export});</li>
+ *   <li>{@link io.kvledger.ledger.replay.JsonLinesInputs} finds the node files of JSON lines in the
+ *       layouts they come in (export trees, journal/fixtures, the vLLM bridge recorder's
+ *       directory) and reads them through temporary journals, for the reading commands;</li>
  *   <li>{@link io.kvledger.ledger.replay.JournalTail} gives the last entries of a journal and
  *       follows it while its writer appends ({@code tail [-f]});</li>
  *   <li>{@link io.kvledger.ledger.replay.ProxyLedger} folds a proxy journal into one record per

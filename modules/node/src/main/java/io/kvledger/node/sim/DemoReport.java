@@ -1,4 +1,4 @@
-package io.kvledger.cli;
+package io.kvledger.node.sim;
 
 import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
@@ -28,7 +28,7 @@ import java.util.regex.Pattern;
  * and hung requests, network counters, and the anomalies grouped by kind (worst severity first),
  * at most {@code perKind} lines each. Deterministic: it prints nothing that is not in the result.
  */
-final class DemoReport {
+public final class DemoReport {
 
     /** A proxy-built request id, vLLM-wrapped: the embedded addresses are what gets abbreviated. */
     private static final Pattern PROXY_ID =
@@ -38,13 +38,13 @@ final class DemoReport {
     private final boolean fullIds;
     private final int perKind;
 
-    DemoReport(PrintWriter out, boolean fullIds, int perKind) {
+    public DemoReport(PrintWriter out, boolean fullIds, int perKind) {
         this.out = out;
         this.fullIds = fullIds;
         this.perKind = perKind;
     }
 
-    void header(long seed, Behaviour behaviour, FaultSpec faults, String rerun) {
+    public void header(long seed, Behaviour behaviour, FaultSpec faults, String rerun) {
         out.println("kvledger demo: seed " + seed);
         out.println("  behaviour " + behaviour.profile() + ", faults " + faults.format());
         out.println("  rerun: " + rerun);
@@ -54,7 +54,7 @@ final class DemoReport {
         }
     }
 
-    void run(int index, int of, SimulationResult r) {
+    public void run(int index, int of, SimulationResult r) {
         SimOptions o = r.options();
         out.println();
         out.printf(Locale.ROOT, "== run %d of %d: %s mode, %d requests, %d prefill + %d decode node(s), seed %d ==%n",

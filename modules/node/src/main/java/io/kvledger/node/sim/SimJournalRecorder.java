@@ -1,4 +1,4 @@
-package io.kvledger.cli.sim;
+package io.kvledger.node.sim;
 
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.effect.Effect;

@@ -1,4 +1,4 @@
-package io.kvledger.cli.sim;
+package io.kvledger.node.sim;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
