@@ -6,12 +6,12 @@ import java.util.Map;
  * The titles of the bug classes of moriio-protocol.md section 7, which findings and anomalies
  * name by number ({@code Finding.bugClass()}, {@code AnomalyKind.bugClass()}).
  */
-public final class BugClasses {
+final class BugClasses {
 
     private BugClasses() {}
 
     /** The title of bug class {@code n} of moriio-protocol.md section 7, or "" when unknown. */
-    public static String title(int n) {
+    static String title(int n) {
         return BUG_CLASSES.getOrDefault(n, "");
     }
 
