@@ -97,26 +97,7 @@ class DpAliasFamilyTest {
                     Set<String> aliased = a.aliased();
                     aliasedTotal += aliased.size();
                     String what = mode + " " + s + " seed " + seed;
-                    for (String tid : aliased) {
-                        String prid = a.prefillRequest.get(tid);
-                        boolean prefillNamed = findings.stream().anyMatch(f -> f.bugClass() == 30
-                                && f.node().equals(a.prefillNode.get(tid)) && prid.equals(f.requestId()));
-                        boolean decodeNamed = findings.stream().anyMatch(f -> f.bugClass() == 30
-                                && f.node().startsWith("D") && tid.equals(f.transferId()));
-                        if (!prefillNamed || !decodeNamed) {
-                            problems.add(what + ": " + tid + " prefill named " + prefillNamed + ", decode named " + decodeNamed);
-                        }
-                    }
-                    for (Finding f : findings) {
-                        if (f.requestId() == null || f.detector().equals("reaped-warning")) {
-                            continue;
-                        }
-                        if (f.transferId() == null || !aliased.contains(f.transferId())) {
-                            problems.add(what + ": finding on a transfer the fault did not alias: " + f);
-                        } else if (f.bugClass() != 30) {
-                            problems.add(what + ": an aliased transfer named with class " + f.bugClass() + ": " + f);
-                        }
-                    }
+                    TransferFamilyCheck.check(what, 30, "aliased", aliased, a.prefillRequest, a.prefillNode, findings, problems);
                 }
             }
         }

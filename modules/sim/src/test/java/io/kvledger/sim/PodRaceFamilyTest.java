@@ -110,26 +110,7 @@ class PodRaceFamilyTest {
                 Set<String> raced = r.raced();
                 racedTotal += raced.size();
                 String what = s + " seed " + seed;
-                for (String tid : raced) {
-                    String prid = r.prefillRequest.get(tid);
-                    boolean prefillNamed = findings.stream().anyMatch(f -> f.bugClass() == 32
-                            && f.node().equals(r.prefillNode.get(tid)) && prid.equals(f.requestId()));
-                    boolean decodeNamed = findings.stream().anyMatch(f -> f.bugClass() == 32
-                            && f.node().startsWith("D") && tid.equals(f.transferId()));
-                    if (!prefillNamed || !decodeNamed) {
-                        problems.add(what + ": " + tid + " prefill named " + prefillNamed + ", decode named " + decodeNamed);
-                    }
-                }
-                for (Finding f : findings) {
-                    if (f.requestId() == null || f.detector().equals("reaped-warning")) {
-                        continue;
-                    }
-                    if (f.transferId() == null || !raced.contains(f.transferId())) {
-                        problems.add(what + ": finding on a transfer that did not race: " + f);
-                    } else if (f.bugClass() != 32) {
-                        problems.add(what + ": a raced transfer named with class " + f.bugClass() + ": " + f);
-                    }
-                }
+                TransferFamilyCheck.check(what, 32, "raced", raced, r.prefillRequest, r.prefillNode, findings, problems);
             }
         }
         assertThat(problems).isEmpty();
