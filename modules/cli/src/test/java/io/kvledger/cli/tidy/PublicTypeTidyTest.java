@@ -41,18 +41,9 @@ class PublicTypeTidyTest {
     private static final Pattern DOTTED = Pattern.compile("(?<![\\w.])[A-Za-z_]\\w*(?:\\.[A-Za-z_]\\w*)+");
     private static final Pattern WILDCARD = Pattern.compile("(?m)^\\s*import\\s+([\\w.]+)\\.\\*\\s*;");
 
-    /** The project root, two levels above the module directory surefire runs in. */
-    private static Path root() {
-        Path r = Path.of("").toAbsolutePath().getParent().getParent();
-        assertThat(Files.isDirectory(r.resolve("modules/core/src/main/java")))
-                .as("project root not found from %s; run from the modules/cli directory", Path.of("").toAbsolutePath())
-                .isTrue();
-        return r;
-    }
-
     @Test
     void every_public_top_level_type_is_named_from_another_package() throws IOException {
-        Path root = root();
+        Path root = ProjectRoot.find();
         Map<String, String> java = new LinkedHashMap<>();
         Map<String, String> other = new LinkedHashMap<>();
         List<Path> trees = new ArrayList<>();

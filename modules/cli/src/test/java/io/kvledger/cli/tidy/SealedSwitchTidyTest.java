@@ -50,23 +50,14 @@ class SealedSwitchTidyTest {
     private static final Pattern TYPE_CASE = Pattern.compile(
             "\\bcase\\s+([A-Z]\\w*)(?:\\.\\w+)*\\s*(?:<[^>]*>)?\\s*(?:\\[\\s*\\])?\\s+[a-z_]\\w*\\s*(?:->|:|\\bwhen\\b)");
 
-    /** The project root, two levels above the module directory surefire runs in. */
-    private static Path root() {
-        Path r = Path.of("").toAbsolutePath().getParent().getParent();
-        assertThat(Files.isDirectory(r.resolve("modules/core/src/main/java")))
-                .as("project root not found from %s; run from the modules/cli directory", Path.of("").toAbsolutePath())
-                .isTrue();
-        return r;
-    }
-
     @Test
     void no_switch_over_a_sealed_type_has_a_default_branch() throws IOException {
         List<Path> files = new ArrayList<>();
         List<Path> roots = new ArrayList<>();
-        try (Stream<Path> modules = Files.list(root().resolve("modules"))) {
+        try (Stream<Path> modules = Files.list(ProjectRoot.find().resolve("modules"))) {
             roots.addAll(modules.sorted().toList());
         }
-        roots.add(root().resolve("benchmarks"));
+        roots.add(ProjectRoot.find().resolve("benchmarks"));
         for (Path m : roots) {
             Path main = m.resolve("src/main/java");
             if (Files.isDirectory(main)) {
@@ -78,7 +69,7 @@ class SealedSwitchTidyTest {
         List<String> names = new ArrayList<>();
         List<String> texts = new ArrayList<>();
         for (Path f : files) {
-            names.add(root().relativize(f).toString());
+            names.add(ProjectRoot.find().relativize(f).toString());
             texts.add(blank(Files.readString(f, StandardCharsets.UTF_8)));
         }
         Set<String> sealed = sealedNames(texts);
