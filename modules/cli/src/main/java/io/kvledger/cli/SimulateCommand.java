@@ -2,6 +2,7 @@ package io.kvledger.cli;
 
 import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
+import io.kvledger.core.config.Switch;
 import io.kvledger.core.config.TransferMode;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
@@ -17,6 +18,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -82,6 +84,15 @@ final class SimulateCommand implements Callable<Integer> {
             description = "TP size of each decode instance, one node per TP rank (default: ${DEFAULT-VALUE})")
     int decodeTp;
 
+    @Option(names = "--multi-pod",
+            description = "WRITE only: the proxy gives each prefill leg its decode's remote_hosts and remote_dp_size_local, "
+                    + "and each decode instance is a pod on a host of its own")
+    boolean multiPod;
+
+    @Option(names = "--set", paramLabel = "SWITCH=true|false",
+            description = "turn one reducer switch on or off after --profile (e.g. write-done-worker-pod-hosts=true); repeatable")
+    List<String> sets = new ArrayList<>();
+
     @Option(names = "--defer-timeout-s", paramLabel = "S",
             description = "the connectors' defer_timeout in seconds (default: the simulator's, 60)")
     Double deferTimeoutS;
@@ -125,8 +136,14 @@ final class SimulateCommand implements Callable<Integer> {
         if (behaviour == null) {
             throw usage("--profile must be one of " + String.join(", ", io.kvledger.core.config.Behaviour.PRESETS) + ", got '" + profile + "'");
         }
+        if (multiPod && m != TransferMode.WRITE) {
+            throw usage("--multi-pod needs --mode write");
+        }
+        for (String set : sets) {
+            behaviour = behaviour.with(switchOf(set), switchValue(set));
+        }
         SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).tp(prefillTp, decodeTp).faults(faults)
-                .behaviour(behaviour).keepLog(false);
+                .multiPod(multiPod).behaviour(behaviour).keepLog(false);
         if (deferTimeoutS != null) {
             b.deferTimeoutNs(positiveNs("--defer-timeout-s", deferTimeoutS, 1e9));
         }
@@ -186,6 +203,24 @@ final class SimulateCommand implements Callable<Integer> {
         return 0;
     }
 
+    private Switch switchOf(String set) {
+        int eq = set.indexOf('=');
+        Switch s = eq < 0 ? null : Switch.byKey(set.substring(0, eq));
+        if (s == null) {
+            throw usage("--set takes SWITCH=true|false with a reducer switch's key, got '" + set + "'");
+        }
+        return s;
+    }
+
+    private boolean switchValue(String set) {
+        String v = set.substring(set.indexOf('=') + 1);
+        return switch (v) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw usage("--set " + set + ": the value must be true or false");
+        };
+    }
+
     private long positiveNs(String option, double v, double scale) {
         if (!(v > 0) || Double.isInfinite(v)) {
             throw usage(option + " must be positive, got " + v);
@@ -218,6 +253,12 @@ final class SimulateCommand implements Callable<Integer> {
         }
         if (prefillTp != 1 || decodeTp != 1) {
             b.append(" --prefill-tp ").append(prefillTp).append(" --decode-tp ").append(decodeTp);
+        }
+        if (multiPod) {
+            b.append(" --multi-pod");
+        }
+        for (String set : sets) {
+            b.append(" --set ").append(set);
         }
         if (deferTimeoutS != null) {
             b.append(" --defer-timeout-s ").append(num(deferTimeoutS));

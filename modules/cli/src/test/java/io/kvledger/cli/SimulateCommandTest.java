@@ -97,6 +97,36 @@ class SimulateCommandTest {
     }
 
     @Test
+    void multi_pod_write_with_the_older_workers_pod_hosts_is_class_32_and_without_it_is_clean() {
+        Path race = tmp.resolve("race");
+        CliRun.Outcome o = run("simulate", "--seed", "1", "--requests", "3", "--mode", "write", "--decode", "2", "--multi-pod",
+                "--set", "write-done-worker-pod-hosts=true", "--time-limit-s", "5", "--defer-timeout-s", "10",
+                "--idle-step-ms", "5000", "--tick-ms", "5000", "--out", race.toString());
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.out()).contains("--prefill 1 --decode 2 --multi-pod --set write-done-worker-pod-hosts=true");
+        CliRun.Outcome hangs = run("hangs", race.toString());
+        assertThat(hangs.code()).isEqualTo(1);
+        assertThat(hangs.out()).contains("switches write-done-worker-pod-hosts=true").contains("write-done-wrong-pod  class 32");
+        assertThat(run("replay", "--verify", race.toString()).code()).isZero();
+
+        Path clean = tmp.resolve("clean");
+        assertThat(run("simulate", "--seed", "1", "--requests", "3", "--mode", "write", "--decode", "2", "--multi-pod",
+                "--time-limit-s", "5", "--defer-timeout-s", "10", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", clean.toString()).code()).isZero();
+        CliRun.Outcome cleanHangs = run("hangs", clean.toString());
+        assertThat(cleanHangs.code()).as(cleanHangs.out()).isZero();
+        assertThat(cleanHangs.out()).doesNotContain("class 32");
+
+        assertThat(run("simulate", "--mode", "read", "--multi-pod", "--out", tmp.resolve("x").toString()).err())
+                .contains("--multi-pod needs --mode write");
+        assertThat(run("simulate", "--set", "no-such-switch=true", "--out", tmp.resolve("x").toString()).err())
+                .contains("reducer switch's key, got 'no-such-switch=true'");
+        CliRun.Outcome badValue = run("simulate", "--set", "write-done-worker-pod-hosts=yes", "--out", tmp.resolve("x").toString());
+        assertThat(badValue.code()).isEqualTo(2);
+        assertThat(badValue.err()).contains("the value must be true or false");
+    }
+
+    @Test
     void usage_errors_exit_2() throws Exception {
         CliRun.Outcome noOut = run("simulate", "--seed", "1");
         assertThat(noOut.code()).isEqualTo(2);
