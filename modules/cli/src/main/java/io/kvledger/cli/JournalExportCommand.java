@@ -1,5 +1,6 @@
 package io.kvledger.cli;
 
+import io.kvledger.ledger.kafka.KafkaUri;
 import io.kvledger.ledger.replay.JournalExport;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
@@ -24,8 +25,9 @@ import picocli.CommandLine.Spec;
 /**
  * {@code kvledger journal export DIR [--out FILE]}: one JSON object per entry, in seq order. A
  * single journal goes to standard output or FILE; a directory of node journals (simulate or merge
- * output) needs {@code --out OUTDIR} and gives {@code OUTDIR/<node>/journal.jsonl} per node (the
- * layout of journal/fixtures). A file is written under a temporary name and renamed when complete,
+ * output), or a Kafka topic {@code ship} writes ({@code kafka://HOST:PORT/TOPIC[?since=10m]}, read
+ * through temporary journals by {@link KafkaTopics}), needs {@code --out OUTDIR} and gives
+ * {@code OUTDIR/<node>/journal.jsonl} per node (the layout of journal/fixtures). A file is written under a temporary name and renamed when complete,
  * so a failed export leaves no half-written file; an existing file is kept unless {@code --force}.
  * A damaged journal is exported as far as it is intact, its damaged regions are printed on
  * standard error, and the exit status is 1. The files are written by the ledger's
@@ -33,15 +35,16 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "export", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Writes a journal as JSON lines: to standard output, or to FILE with --out.",
-            "For a directory of node journals, --out names a directory: OUT/<node>/journal.jsonl per node.",
+            "For a directory of node journals or a Kafka topic, --out names a directory: OUT/<node>/journal.jsonl per node.",
             "Exit status: 0, or 1 when a journal is damaged (what is intact is exported; the damage is printed)."})
 final class JournalExportCommand implements Callable<Integer> {
 
     @Spec
     CommandSpec spec;
 
-    @Parameters(paramLabel = "DIR", description = "a journal, or a directory of node journals")
-    Path dir;
+    @Parameters(paramLabel = "DIR", description = "a journal, or a directory of node journals, "
+            + "or a Kafka topic kvledger ship writes: kafka://HOST:PORT/TOPIC[?since=10m]")
+    String source;
 
     @Option(names = "--out", paramLabel = "FILE", description = "the file to write (a directory for several journals)")
     Path out;
@@ -51,14 +54,20 @@ final class JournalExportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        PrintWriter err = spec.commandLine().getErr();
+        boolean topic = KafkaUri.isKafka(source);
+        if (topic && out == null) {
+            // checked before the topic is read: a topic holds a journal per node, like a directory of them
+            throw usage(source + " is a Kafka topic: give --out DIR to write DIR/<node>/journal.jsonl for each node");
+        }
+        Path dir = topic ? null : Path.of(source);
         List<NodeJournal> journals;
         try {
-            journals = JournalDirs.resolve(List.of(dir));
+            journals = topic ? KafkaTopics.read(source, err, "journal export") : JournalDirs.resolve(List.of(dir));
         } catch (JournalInputs.InputException e) {
             throw usage(e.getMessage());
         }
-        PrintWriter err = spec.commandLine().getErr();
-        if (JournalDirs.isJournal(dir)) {
+        if (!topic && JournalDirs.isJournal(dir)) {
             if (out == null) {
                 return exportTo(dir, null, err);
             }
@@ -68,7 +77,7 @@ final class JournalExportCommand implements Callable<Integer> {
             return exportTo(dir, out, err);
         }
         if (out == null) {
-            throw usage(dir + " holds " + journals.size() + " journals: give --out DIR to write DIR/<node>/journal.jsonl for each");
+            throw usage(source + " holds " + journals.size() + " journals: give --out DIR to write DIR/<node>/journal.jsonl for each");
         }
         if (Files.exists(out) && !Files.isDirectory(out)) {
             throw usage("--out " + out + " is a file; with several journals it must be a directory");

@@ -100,6 +100,28 @@ class KafkaShipTest {
             assertThat(fromTopic.err()).as(what).contains("note: read " + total + " record(s) of " + disk.size() + " node(s)");
         }
 
+        // journal export from the topic writes the same files as from the directories, byte for byte
+        Path exportDisk = tmp.resolve("export-disk");
+        Path exportTopic = tmp.resolve("export-topic");
+        CliRun.Outcome exDisk = CliRun.run("journal", "export", dir.toString(), "--out", exportDisk.toString());
+        CliRun.Outcome exTopic = CliRun.run("journal", "export", uri, "--out", exportTopic.toString());
+        assertThat(exDisk.code()).as(exDisk.err()).isZero();
+        assertThat(exTopic.code()).as(exTopic.err()).isZero();
+        assertThat(exTopic.err()).contains("note: read " + total + " record(s) of " + disk.size() + " node(s)");
+        Map<String, byte[]> filesDisk = filesUnder(exportDisk);
+        Map<String, byte[]> filesTopic = filesUnder(exportTopic);
+        assertThat(filesDisk).hasSize(disk.size());
+        assertThat(filesTopic.keySet()).containsExactlyElementsOf(filesDisk.keySet());
+        long lines = 0;
+        for (var e : filesDisk.entrySet()) {
+            assertThat(filesTopic.get(e.getKey())).as(e.getKey()).isEqualTo(e.getValue());
+            lines += new String(e.getValue(), java.nio.charset.StandardCharsets.UTF_8).lines().count();
+        }
+        assertThat(lines).as("one line per entry").isEqualTo(total);
+        CliRun.Outcome noOut = CliRun.run("journal", "export", uri);
+        assertThat(noOut.code()).as(noOut.err()).isEqualTo(2);
+        assertThat(noOut.err()).contains("is a Kafka topic: give --out DIR");
+
         // a second ship finds everything in the topic and sends nothing
         CliRun.Outcome again = CliRun.run("ship", "--no-follow", "--to", uri, dir.toString());
         assertThat(again.code()).as(again.err()).isZero();
@@ -437,6 +459,17 @@ class KafkaShipTest {
         m = id.matcher(dump.out());
         assertThat(m.find()).as(dump.out()).isTrue();
         return m.group(1);
+    }
+
+    /** Every regular file under {@code root}, by its relative path (sorted), with its bytes. */
+    private static Map<String, byte[]> filesUnder(Path root) throws IOException {
+        Map<String, byte[]> out = new TreeMap<>();
+        try (var walk = Files.walk(root)) {
+            for (Path f : walk.filter(Files::isRegularFile).toList()) {
+                out.put(root.relativize(f).toString(), Files.readAllBytes(f));
+            }
+        }
+        return out;
     }
 
     private static String[] with(String[] args, String source) {
