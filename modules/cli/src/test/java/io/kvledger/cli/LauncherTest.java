@@ -285,6 +285,49 @@ class LauncherTest {
         assertThat(log).hasContent(Files.readString(recorded));
     }
 
+    /**
+     * The demo prints the commands to run next with the launcher as the user typed it: a relative
+     * path as given (and the --out directory as given, under the caller's directory), or the bare
+     * name when PATH found it, through a symlink; without --out it says the journals were left in a
+     * new temporary directory and how to keep them elsewhere.
+     */
+    @Test
+    void the_demo_prints_its_next_commands_with_the_launcher_as_typed() throws Exception {
+        Ran rel = launch(caller, "../checkout/kvledger", "demo", "--seed", "42", "--requests", "40", "--read-requests", "0",
+                "--out", "out");
+        assertThat(rel.code()).as(rel.err()).isZero();
+        assertThat(rel.out()).contains("journals: out (one directory per node: write/D0 P0)\n",
+                "== ../checkout/kvledger hangs out/write ==\n").doesNotContain("temporary directory");
+        assertThat(rel.out()).containsPattern("(?m)^(  |no hung request to inspect; follow any request with )"
+                + "\\.\\./checkout/kvledger inspect out/write --request ");
+        assertThat(caller.resolve("out/write/P0")).isDirectory();
+
+        Path bin = tmp.resolve("bin");
+        Path temp = tmp.resolve("temp");
+        Files.createDirectories(bin);
+        Files.createDirectories(temp);
+        assertThat(checkout.resolve("kvledger").toFile().setExecutable(true)).isTrue();
+        Files.createSymbolicLink(bin.resolve("kvledger"), checkout.resolve("kvledger"));
+        // through a shell, which finds the command on the PATH given (ProcessBuilder would look on this JVM's)
+        ProcessBuilder pb = new ProcessBuilder("sh", "-c", "exec kvledger \"$@\"", "sh", "demo", "--seed", "42", "--requests", "40", "--read-requests", "0")
+                .directory(caller.toFile());
+        pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
+        pb.environment().put("KVLEDGER_AOT", "0");
+        pb.environment().put("TMPDIR", temp.toString());
+        pb.environment().put("PATH", bin + File.pathSeparator + System.getenv("PATH"));
+        Path out = tmp.resolve("path.out");
+        pb.redirectOutput(out.toFile()).redirectError(tmp.resolve("path.err").toFile());
+        Process p = pb.start();
+        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
+        String o = Files.readString(out, StandardCharsets.UTF_8);
+        assertThat(p.exitValue()).as(Files.readString(tmp.resolve("path.err"))).isZero();
+        assertThat(o).containsPattern("(?m)^journals: " + java.util.regex.Pattern.quote(temp.toString())
+                + "/kvledger-demo-\\S+ \\(one directory per node: write/D0 P0\\)\n  a new temporary directory, left there; "
+                + "--out DIR writes them into DIR instead");
+        assertThat(o).containsPattern("(?m)^== kvledger hangs \\S+/write ==$")
+                .containsPattern("(?m)^(  |no hung request to inspect; follow any request with )kvledger inspect \\S+/write --request ");
+    }
+
     /** The live node's heap size (KVLEDGER_NODE_HEAP, as -Xmx takes it) in MiB, for the huge-page test. */
     @Test
     void the_node_heap_size_is_read_in_mib() throws Exception {
