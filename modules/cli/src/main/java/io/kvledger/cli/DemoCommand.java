@@ -172,11 +172,15 @@ final class DemoCommand implements Callable<Integer> {
         }
         w.println();
         w.println("journals: " + dir + " (one directory per node: " + String.join(", ", runNames(runDirs)) + ")");
+        if (out == null) {
+            w.println("  a new temporary directory, left there; --out DIR writes them into DIR instead (a relative DIR "
+                    + "is under the current directory)");
+        }
         Finding example = null;
         Path exampleDir = null;
         for (Path runDir : runDirs) {
             w.println();
-            w.println("== ./kvledger hangs " + shellQuote(runDir.toString()) + " ==");
+            w.println("== " + launcher() + " hangs " + shellQuote(runDir.toString()) + " ==");
             Hangs.Result res;
             try (Replayer r = Replayer.open(JournalInputs.resolve(List.of(runDir)), ConfigOverrides.none())) {
                 res = Hangs.analyse(r.recorded(false), Bounds.defaults());
@@ -190,12 +194,12 @@ final class DemoCommand implements Callable<Integer> {
         }
         w.println();
         if (example == null) {
-            w.println("no hung request to inspect; follow any request with ./kvledger inspect "
+            w.println("no hung request to inspect; follow any request with " + launcher() + " inspect "
                     + shellQuote(runDirs.get(0).toString()) + " --request <id>");
         } else {
             String uuid = ReportText.uuidOf(example.requestId());
             w.println("inspect a hung request (" + example.node() + ", " + example.detector() + "):");
-            w.println("  ./kvledger inspect " + shellQuote(exampleDir.toString()) + " --request "
+            w.println("  " + launcher() + " inspect " + shellQuote(exampleDir.toString()) + " --request "
                     + (uuid != null ? uuid : shellQuote(example.requestId())));
         }
         w.flush();
@@ -243,6 +247,15 @@ final class DemoCommand implements Callable<Integer> {
             names.add(p.getFileName() + "/" + String.join(" ", nodes));
         }
         return names;
+    }
+
+    /**
+     * The launcher as the user typed it ({@code kvledger.command}, which the launcher sets), for the
+     * commands printed for the user to run next; {@code ./kvledger} when run without the launcher.
+     */
+    static String launcher() {
+        String typed = System.getProperty("kvledger.command");
+        return typed == null || typed.isBlank() ? "./kvledger" : shellQuote(typed);
     }
 
     static String shellQuote(String s) {

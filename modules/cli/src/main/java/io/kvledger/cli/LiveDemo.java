@@ -282,7 +282,7 @@ final class LiveDemo {
             out.println("  e.g. " + f);
         }
         out.println();
-        out.println("== ./kvledger tap-report " + DemoCommand.shellQuote(o.dir().resolve("tap").toString()) + " ==");
+        out.println("== " + DemoCommand.launcher() + " tap-report " + DemoCommand.shellQuote(o.dir().resolve("tap").toString()) + " ==");
         for (String line : tapReport.render(false)) {
             out.println(line);
         }
@@ -293,7 +293,7 @@ final class LiveDemo {
         Path proxyDir = o.dir().resolve("proxy");
         Path tapDir = o.dir().resolve("tap");
         // with the tap's journals, a notify sent to the tap's port is followed through it to the node behind
-        out.println("== ./kvledger hangs --stuck-after " + o.stuckAfterS() + " " + DemoCommand.shellQuote(nodesDir.toString())
+        out.println("== " + DemoCommand.launcher() + " hangs --stuck-after " + o.stuckAfterS() + " " + DemoCommand.shellQuote(nodesDir.toString())
                 + " " + DemoCommand.shellQuote(proxyDir.toString()) + " " + DemoCommand.shellQuote(tapDir.toString()) + " ==");
         Hangs.Result res;
         try (Replayer r = Replayer.open(JournalInputs.resolve(List.of(nodesDir, proxyDir, tapDir)), ConfigOverrides.none())) {
@@ -303,12 +303,12 @@ final class LiveDemo {
         out.println();
         Finding example = HangsReport.exampleHung(res.findings());
         if (example == null) {
-            out.println("no hung request; follow any request with ./kvledger inspect " + DemoCommand.shellQuote(nodesDir.toString())
+            out.println("no hung request; follow any request with " + DemoCommand.launcher() + " inspect " + DemoCommand.shellQuote(nodesDir.toString())
                     + " " + DemoCommand.shellQuote(proxyDir.toString()) + " --request <uuid>");
         } else {
             String uuid = ReportText.uuidOf(example.requestId());
             out.println("inspect a hung request (" + example.node() + ", " + example.detector() + "):");
-            out.println("  ./kvledger inspect " + DemoCommand.shellQuote(nodesDir.toString()) + " "
+            out.println("  " + DemoCommand.launcher() + " inspect " + DemoCommand.shellQuote(nodesDir.toString()) + " "
                     + DemoCommand.shellQuote(proxyDir.toString()) + " --request "
                     + (uuid != null ? uuid : DemoCommand.shellQuote(example.requestId())));
         }

@@ -172,6 +172,11 @@ class LauncherTest {
 
     /** Runs one function of the launcher script alone in bash, with one argument: what it printed. */
     private String launcherFunction(String name, String arg) throws Exception {
+        return launcherFunction(name, arg, "").strip();
+    }
+
+    /** The same with INPUT on its standard input: all it printed, as it printed it. */
+    private String launcherFunction(String name, String arg, String input) throws Exception {
         String script = Files.readString(checkout.resolve("kvledger"), StandardCharsets.UTF_8);
         int from = script.indexOf("\n" + name + "() {");
         assertThat(from).as("the launcher defines " + name).isNotNegative();
@@ -179,10 +184,148 @@ class LauncherTest {
         String fn = script.substring(from + 1, to + 2);
         Process p = new ProcessBuilder("bash", "-c", fn + "\n" + name + " \"$1\"", "bash", arg)
                 .redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        try (OutputStream in = p.getOutputStream()) {
+            in.write(input.getBytes(StandardCharsets.UTF_8));
+        }
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
         assertThat(p.exitValue()).as(out).isZero();
         return out;
+    }
+
+    /**
+     * Maven's output as it comes from {@code mvn -B} (recorded from a build of the CLI, cut short;
+     * one plugin line in Maven 3.9's short form, the colour resets Maven 3.8 writes in batch mode,
+     * a plugin's own output line and Windows line ends).
+     */
+    private static final String MAVEN_OUTPUT = String.join("\n",
+            "\u001b[0m\u001b[0mWARNING: A terminally deprecated method in sun.misc.Unsafe has been called",
+            "[INFO] Scanning for projects...",
+            "[INFO] Reactor Build Order:",
+            "[INFO] kvledger-core                                                      [jar]",
+            "[INFO] ---------------------< io.kvledger:kvledger-core >----------------------",
+            "[INFO] Building kvledger-core 0.1.0-SNAPSHOT                             [2/12]",
+            "[INFO] --------------------------------[ jar ]---------------------------------",
+            "[INFO] --- maven-enforcer-plugin:3.6.2:enforce (require-jdk-25) @ kvledger-core ---",
+            "[INFO] --- maven-compiler-plugin:3.14.1:compile (default-compile) @ kvledger-core ---",
+            "[INFO] Compiling 43 source files with javac [debug release 25] to target/classes",
+            "[INFO] --- maven-compiler-plugin:3.14.1:compile (default-compile) @ kvledger-core ---",
+            "[INFO] ",
+            "[INFO] Building kvledger-rdma 0.1.0-SNAPSHOT                             [6/12]\r",
+            "[INFO] --- exec-maven-plugin:3.5.1:exec (build-native) @ kvledger-rdma ---\r",
+            "[native] built abi_probe into target/native",
+            "[INFO] --- surefire:3.5.4:test (default-test) @ kvledger-rdma ---",
+            "[INFO] --- frobnicate-maven-plugin:1.0:frob (x) @ kvledger-rdma ---",
+            "\u001b[1m[INFO] Building kvledger-cli 0.1.0-SNAPSHOT                             [12/12]\u001b[m",
+            "[INFO] --- maven-shade-plugin:3.6.0:shade (default) @ kvledger-cli ---",
+            "[INFO] BUILD SUCCESS");
+
+    /**
+     * On a terminal, the build's progress is one line rewritten in place (carriage return, erase
+     * to the end of line) each time Maven starts a module or a step, and ended by a newline; a
+     * step repeated is not written again, lines that are no module or step change nothing.
+     */
+    @Test
+    void maven_progress_on_a_terminal_is_one_line_naming_the_module_and_its_step() throws Exception {
+        String erase = "\r\u001b[K";
+        assertThat(launcherFunction("maven_progress", "tty", MAVEN_OUTPUT)).isEqualTo(String.join("",
+                erase, "kvledger: building [2/12] kvledger-core (starting)",
+                erase, "kvledger: building [2/12] kvledger-core (checking the JDK)",
+                erase, "kvledger: building [2/12] kvledger-core (compiling)",
+                erase, "kvledger: building [6/12] kvledger-rdma (starting)",
+                erase, "kvledger: building [6/12] kvledger-rdma (building native code)",
+                erase, "kvledger: building [6/12] kvledger-rdma (tests skipped)",
+                erase, "kvledger: building [6/12] kvledger-rdma (frobnicate:frob)",
+                erase, "kvledger: building [12/12] kvledger-cli (starting)",
+                erase, "kvledger: building [12/12] kvledger-cli (making kvledger.jar)",
+                "\n"));
+        assertThat(launcherFunction("maven_progress", "tty", "[INFO] Scanning for projects...\n"))
+                .as("no module: nothing, not even the newline").isEmpty();
+    }
+
+    /** Not on a terminal: a plain line per module, no escapes. */
+    @Test
+    void maven_progress_elsewhere_is_a_plain_line_per_module() throws Exception {
+        assertThat(launcherFunction("maven_progress", "plain", MAVEN_OUTPUT)).isEqualTo(String.join("\n",
+                "kvledger: building [2/12] kvledger-core",
+                "kvledger: building [6/12] kvledger-rdma",
+                "kvledger: building [12/12] kvledger-cli",
+                ""));
+    }
+
+    /**
+     * A build that fails keeps Maven's whole output in target/kvledger-build.log of the checkout,
+     * prints Maven's errors and that file's path, and exits 2; a build run with standard error
+     * not a terminal shows a line per module. The jar is made stale (pom.xml newer) and {@code mvn}
+     * is a script that prints recorded output: no real build runs.
+     */
+    @Test
+    void a_failed_build_names_the_file_that_keeps_mavens_output() throws Exception {
+        Path bin = tmp.resolve("bin");
+        Files.createDirectories(bin);
+        Path recorded = tmp.resolve("recorded.txt");
+        Files.writeString(recorded, MAVEN_OUTPUT.replace("[INFO] BUILD SUCCESS",
+                "[ERROR] Failed to execute goal maven-shade-plugin: no space left\n[INFO] BUILD FAILURE") + "\n");
+        Path mvn = bin.resolve("mvn");
+        Files.writeString(mvn, "#!/bin/sh\ncat '" + recorded + "'\nexit 1\n");
+        assertThat(mvn.toFile().setExecutable(true)).isTrue();
+        Files.setLastModifiedTime(checkout.resolve("pom.xml"), FileTime.fromMillis(System.currentTimeMillis() + 60_000));
+
+        Ran r = launch(java.util.Map.of("KVLEDGER_AOT", "0", "PATH", bin + File.pathSeparator + System.getenv("PATH")),
+                caller, checkout.resolve("kvledger").toString(), "stats", "nowhere");
+        Path log = checkout.toRealPath().resolve("target/kvledger-build.log");
+        assertThat(r.code()).isEqualTo(2);
+        assertThat(r.out()).isEmpty();
+        assertThat(r.err()).contains(
+                "kvledger: building [2/12] kvledger-core\n",
+                "kvledger: building [12/12] kvledger-cli\n",
+                "[ERROR] Failed to execute goal maven-shade-plugin: no space left\n",
+                "kvledger: building the CLI jar failed: Maven's whole output is in " + log + "\n");
+        assertThat(r.err()).doesNotContain("\u001b", "[native]", "kvledger stats");
+        assertThat(log).hasContent(Files.readString(recorded));
+    }
+
+    /**
+     * The demo prints the commands to run next with the launcher as the user typed it: a relative
+     * path as given (and the --out directory as given, under the caller's directory), or the bare
+     * name when PATH found it, through a symlink; without --out it says the journals were left in a
+     * new temporary directory and how to keep them elsewhere.
+     */
+    @Test
+    void the_demo_prints_its_next_commands_with_the_launcher_as_typed() throws Exception {
+        Ran rel = launch(caller, "../checkout/kvledger", "demo", "--seed", "42", "--requests", "40", "--read-requests", "0",
+                "--out", "out");
+        assertThat(rel.code()).as(rel.err()).isZero();
+        assertThat(rel.out()).contains("journals: out (one directory per node: write/D0 P0)\n",
+                "== ../checkout/kvledger hangs out/write ==\n").doesNotContain("temporary directory");
+        assertThat(rel.out()).containsPattern("(?m)^(  |no hung request to inspect; follow any request with )"
+                + "\\.\\./checkout/kvledger inspect out/write --request ");
+        assertThat(caller.resolve("out/write/P0")).isDirectory();
+
+        Path bin = tmp.resolve("bin");
+        Path temp = tmp.resolve("temp");
+        Files.createDirectories(bin);
+        Files.createDirectories(temp);
+        assertThat(checkout.resolve("kvledger").toFile().setExecutable(true)).isTrue();
+        Files.createSymbolicLink(bin.resolve("kvledger"), checkout.resolve("kvledger"));
+        // through a shell, which finds the command on the PATH given (ProcessBuilder would look on this JVM's)
+        ProcessBuilder pb = new ProcessBuilder("sh", "-c", "exec kvledger \"$@\"", "sh", "demo", "--seed", "42", "--requests", "40", "--read-requests", "0")
+                .directory(caller.toFile());
+        pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
+        pb.environment().put("KVLEDGER_AOT", "0");
+        pb.environment().put("TMPDIR", temp.toString());
+        pb.environment().put("PATH", bin + File.pathSeparator + System.getenv("PATH"));
+        Path out = tmp.resolve("path.out");
+        pb.redirectOutput(out.toFile()).redirectError(tmp.resolve("path.err").toFile());
+        Process p = pb.start();
+        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
+        String o = Files.readString(out, StandardCharsets.UTF_8);
+        assertThat(p.exitValue()).as(Files.readString(tmp.resolve("path.err"))).isZero();
+        assertThat(o).containsPattern("(?m)^journals: " + java.util.regex.Pattern.quote(temp.toString())
+                + "/kvledger-demo-\\S+ \\(one directory per node: write/D0 P0\\)\n  a new temporary directory, left there; "
+                + "--out DIR writes them into DIR instead");
+        assertThat(o).containsPattern("(?m)^== kvledger hangs \\S+/write ==$")
+                .containsPattern("(?m)^(  |no hung request to inspect; follow any request with )kvledger inspect \\S+/write --request ");
     }
 
     /** The live node's heap size (KVLEDGER_NODE_HEAP, as -Xmx takes it) in MiB, for the huge-page test. */
