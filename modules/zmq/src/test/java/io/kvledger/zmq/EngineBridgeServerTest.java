@@ -98,19 +98,25 @@ class EngineBridgeServerTest {
              EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), loop)) {
             try (BridgeClient engine = BridgeClient.slowReader(server.endpoint())) {
                 assertThat(engine.call(new HookCall.Ping()).ok()).isTrue();
-                // calls the engine never reads the answers of, until the server holds some: the
-                // engine's queue and receive buffer are small, but how many calls the buffers take
-                // first is the kernel's to say, so it is not a count
-                long id = 1;
-                for (int batch = 0; batch < 200 && server.heldReplies() == 0; batch++) {
-                    for (int i = 0; i < 1_000; i++, id++) {
-                        engine.send(BridgeCodec.encodeRequest(new BridgeRequest(id, new HookCall.GetFinished())));
+                // calls the engine never reads the answers of, until the server holds some with
+                // nothing left in flight: the engine's queue and receive buffer are small, but how
+                // many replies the buffers take (the server's send buffer grows while it drains, so
+                // replies held for a moment may go out after all) is the kernel's to say, so it is
+                // not a count: another batch goes out whenever everything sent so far was answered
+                // and nothing is held
+                long[] id = {1};
+                until(() -> {
+                    boolean held = server.heldReplies() > 0;
+                    boolean idle = server.inFlight() == 0;
+                    if (!held && idle && id[0] < 2_000_000) {
+                        for (int i = 0; i < 1_000; i++, id[0]++) {
+                            engine.send(BridgeCodec.encodeRequest(new BridgeRequest(id[0], new HookCall.GetFinished())));
+                        }
+                        Collector.sleep(20);
+                        return false;
                     }
-                    Collector.sleep(20);
-                }
-                long sent = id - 1;
-                until(() -> server.heldReplies() > 0 && server.inFlight() == 0,
-                        () -> "replies held for the caller after " + sent + " calls: " + counters(server, loop));
+                    return held && idle;
+                }, () -> "replies held for the caller after " + (id[0] - 1) + " calls: " + counters(server, loop));
             }
             until(() -> server.heldReplies() == 0, () -> "the held replies released once the caller is gone: " + counters(server, loop));
             assertThat(server.undeliverable()).isGreaterThanOrEqualTo(server.undeliverableApplied());
