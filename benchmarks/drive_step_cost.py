@@ -1,0 +1,376 @@
+"""What drive mode adds to vLLM's scheduler steps, measured over the recorder with real kvledger nodes.
+
+    benchmarks/drive-step-cost.sh [--jar LABEL=PATH ...] [--concurrency 16,64,256] [--cycles 6]
+
+(the wrapper finds a JDK 25 and the CLI jar and runs this script with Debian's python3 and
+python3-zmq; run directly it needs ``--java`` and ``--jar``.) One process plays the same workload
+on several engines side by side, step for step (which engine steps first rotates each step): the
+stand-in driver of modules/vllm-bridge/tests, which calls the scheduler connector's hooks in vLLM's
+per-step order (``on_new_request`` at admission, then per step ``get_num_new_matched_tokens`` and
+``update_state_after_alloc`` for each request it schedules for the first time,
+``build_connector_meta``, the worker's forward pass, ``update_connector_output`` and
+``request_finished`` for each request that finished), over ``KvledgerRecorderConnector`` with the
+scripted MoRIIO-like connector inside:
+
+- ``off``: the recorder without drive mode (the inner connector answers);
+- one engine per ``--jar LABEL=PATH``: drive mode on, answered by its own
+  ``kvledger node --engine drive --bridge tcp://127.0.0.1:PORT`` started from that jar, journaling
+  to a temporary directory as in production (``--journal``, the node's defaults otherwise);
+- with ``--unpipelined LABEL``, that node's engine once more with ``drive_pipeline`` false (every
+  call awaited, as before pipelining; it gets a node of its own from the same jar).
+
+Each cycle admits ``N`` requests at once (64-token prompts in 16-token chunks: the admitting step,
+two steady steps, a step whose last chunks finish every request) and then steps ``--idle`` times
+with nothing scheduled. The scheduler hooks of every engine are timed by the same wrapper
+(``time.perf_counter_ns``); a step's time is the sum of its scheduler hooks. The tables give, per
+kind of step, the step's time with drive mode off and on (p50 / p99, µs) and what drive mode adds:
+each step's time on minus the same step's time off (paired: the engines make the same calls), its
+p50 and p99. Then per node the awaited calls (each ``NodeBridge.call``: a send and the wait for its
+reply, replies of unawaited calls read on the way included), p50 and p99, against the floor: a bare
+pyzmq ROUTER echo in another process over the same transport (``tcp://127.0.0.1``), one call at a
+time with a frame of the size of a ``get_num_new_matched_tokens`` call, four round trips after
+every step, so that load falls on both alike. A measurement, not a test: nothing is asserted. The
+machine's load average is printed at the start and the end: on a shared machine only the ratios
+within one run mean much.
+"""
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BRIDGE = os.path.join(ROOT, "modules", "vllm-bridge")
+for p in ("src", "tests/standin", "tests"):
+    sys.path.insert(0, os.path.join(BRIDGE, p))
+
+import msgpack  # noqa: E402
+import zmq  # noqa: E402
+
+from driver import Driver, make_config, request_id  # noqa: E402
+from kvledger_vllm import KvledgerRecorderConnector  # noqa: E402
+from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
+from vllm.v1.request import Request  # noqa: E402
+
+SCHED_HOOKS = ("on_new_request", "get_num_new_matched_tokens", "update_state_after_alloc", "build_connector_meta",
+               "update_connector_output", "request_finished")
+KINDS = ("burst", "steady", "finish", "idle")
+KIND_TEXT = {"burst": "admits N requests", "steady": "N running, none new or finished",
+             "finish": "N finish", "idle": "nothing scheduled"}
+# the launcher's JVM flags for the CLI, and a live node's collector; a smaller fixed heap (two or
+# three nodes run at once)
+JVM_FLAGS = ["--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
+             "-Dchronicle.analytics.disable=true", "-Dchronicle.announcer.disable=true",
+             "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED", "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+             "--add-exports=java.base/jdk.internal.util=ALL-UNNAMED", "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+             "--add-exports=jdk.unsupported/sun.misc=ALL-UNNAMED", "--add-opens=java.base/java.io=ALL-UNNAMED",
+             "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+             "--add-opens=java.base/java.util=ALL-UNNAMED", "-XX:+UseParallelGC", "-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch"]
+KV_CONFIG = json.dumps({"kv_role": "kv_producer", "kv_connector_extra_config": {
+    "host_ip": "10.0.0.1", "proxy_ip": "127.0.0.1", "proxy_ping_port": 1}})
+
+ECHO = """
+import sys, zmq
+ctx = zmq.Context()
+s = ctx.socket(zmq.ROUTER)
+s.setsockopt(zmq.LINGER, 0)
+port = s.bind_to_random_port("tcp://127.0.0.1")
+print(port, flush=True)
+while True:
+    s.send_multipart(s.recv_multipart())
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pct(values, q):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
+
+
+def us(ns):
+    return f"{ns / 1000:,.0f}" if ns == ns else "-"
+
+
+def load():
+    with open("/proc/loadavg", encoding="ascii") as f:
+        return " ".join(f.read().split()[:3])
+
+
+class Node:
+    """One ``kvledger node --engine drive`` from a jar, journaling to ``where``."""
+
+    def __init__(self, java, jar, where, label):
+        self.port = free_port()
+        self.http = free_port()
+        self.journal = os.path.join(where, "journal-" + label)
+        self.log_path = os.path.join(where, "node-" + label + ".log")
+        cmd = [java, *JVM_FLAGS, "-jar", jar, "node", "--engine", "drive", "--bridge", f"tcp://127.0.0.1:{self.port}",
+               "--kv-transfer-config", KV_CONFIG, "--http", f"127.0.0.1:{self.http}", "--journal", self.journal]
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        end = time.monotonic() + 180
+        while time.monotonic() < end and self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/healthz", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        self.close()
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            sys.exit(f"drive_step_cost: the node from {jar} did not come up:\n{f.read()}")
+
+    @property
+    def endpoint(self):
+        return f"tcp://127.0.0.1:{self.port}"
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+class Engine:
+    """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
+
+    def __init__(self, label, drive=None, pipeline=True):
+        self.label = label
+        extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
+        if drive is not None:
+            extra.update(drive_node=drive, drive_timeout_ms=30000)
+            if not pipeline:
+                extra["drive_pipeline"] = False
+        cfg = make_config("kv_producer", extra)
+        self.sched = KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
+        self.worker = KvledgerRecorderConnector(cfg, KVConnectorRole.WORKER, None)
+        if drive is not None and not self.sched.driving:
+            sys.exit(f"drive_step_cost: engine {label} is not driving (see the log above)")
+        self.step_ns = 0
+        self.awaited = []  # ns per awaited NodeBridge.call (only while recording)
+        self.recording = False
+        for name in SCHED_HOOKS:
+            self._time_hook(name)
+        bridge = getattr(self.sched, "_drive", None)
+        if bridge is not None:
+            self._time_awaited(bridge)
+        self.driver = Driver(self.sched, self.worker, producer=True)
+
+    def _time_hook(self, name):
+        f = getattr(self.sched, name)
+
+        def wrapper(*a, **k):
+            t = time.perf_counter_ns()
+            r = f(*a, **k)
+            self.step_ns += time.perf_counter_ns() - t
+            return r
+        setattr(self.sched, name, wrapper)
+
+    def _time_awaited(self, bridge):
+        f = bridge.call
+
+        def call(*a, **k):
+            t = time.perf_counter_ns()
+            r = f(*a, **k)
+            if self.recording:
+                self.awaited.append(time.perf_counter_ns() - t)
+            return r
+        bridge.call = call
+
+    def fallbacks(self):
+        return getattr(self.sched, "drive_fallbacks", 0)
+
+    def close(self):
+        self.sched.shutdown()
+        self.worker.shutdown()
+
+
+def make_requests(first, n, prompt=64):
+    return [Request(request_id(first + i, "a"), list(range(prompt)),
+                    {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": f"tx-{first + i:06d}",
+                     "remote_engine_id": None, "remote_block_ids": None}, max_tokens=1) for i in range(n)]
+
+
+class Echo:
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", ECHO], stdout=subprocess.PIPE, text=True)
+        port = int(self.proc.stdout.readline())
+        self.ctx = zmq.Context(1)
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(f"tcp://127.0.0.1:{port}")
+        self.frame = msgpack.packb({"v": 1, "id": 123456, "hook": "get_num_new_matched_tokens",
+                                    "args": {"request_id": request_id(1, "a"), "num_computed_tokens": 0}})
+        self.samples = []
+        for _ in range(200):
+            self.once(False)
+
+    def once(self, keep=True):
+        t = time.perf_counter_ns()
+        self.sock.send(self.frame)
+        msgpack.unpackb(self.sock.recv())
+        if keep:
+            self.samples.append(time.perf_counter_ns() - t)
+
+    def close(self):
+        self.sock.close()
+        self.ctx.term()
+        self.proc.kill()
+        self.proc.wait()
+
+
+def play(engines, echo, n, cycles, idle, first, record):
+    """``cycles`` cycles of N requests on every engine; returns {label: {kind: [step ns]}}."""
+    steps = {e.label: collections.defaultdict(list) for e in engines}
+    k = 0
+    for c in range(cycles):
+        reqs = {e.label: make_requests(first + c * n, n) for e in engines}
+        for e in engines:
+            e.recording = record
+            for r in reqs[e.label]:
+                e.driver.add(r)
+        # on_new_request (the admission) is timed into the admitting step
+        for i in range(4 + idle):
+            kinds = set()
+            order = engines[k % len(engines):] + engines[:k % len(engines)]
+            k += 1
+            for e in order:
+                d = e.driver
+                before = (len(d.waiting), len(d.running), len(d.finished))
+                d.step()
+                if before[0]:
+                    kind = "burst"
+                elif len(d.finished) > before[2]:
+                    kind = "finish"
+                elif before[1]:
+                    kind = "steady"
+                else:
+                    kind = "idle"
+                kinds.add(kind)
+                took = e.step_ns
+                e.step_ns = 0
+                if record:
+                    steps[e.label][kind].append(took)
+            if len(kinds) != 1:
+                sys.exit(f"drive_step_cost: the engines disagree on the kind of step {i} of cycle {c}: {kinds}")
+            for _ in range(4):
+                echo.once(record)
+    return steps
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--java", default=os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "java")
+                    if os.environ.get("JAVA_HOME") else shutil.which("java"))
+    ap.add_argument("--jar", action="append", required=True, metavar="LABEL=PATH",
+                    help="a kvledger.jar to start a drive node from (repeatable)")
+    ap.add_argument("--unpipelined", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_pipeline false, a node of its own from that jar")
+    ap.add_argument("--concurrency", default="16,64,256")
+    ap.add_argument("--cycles", type=int, default=6, help="cycles per concurrency (each admits N requests)")
+    ap.add_argument("--idle", type=int, default=6, help="idle steps after each cycle")
+    a = ap.parse_args(argv)
+    jars = []
+    for spec in a.jar:
+        label, sep, path = spec.partition("=")
+        if not sep:
+            label, path = os.path.basename(spec), spec
+        if not os.path.isfile(path):
+            sys.exit(f"drive_step_cost: no jar at {path}")
+        jars.append((label, os.path.abspath(path)))
+    levels = [int(x) for x in a.concurrency.split(",")]
+    print(f"load average at the start: {load()}")
+    tmp = tempfile.mkdtemp(prefix="drive-step-cost-")
+    nodes, engines = [], []
+    echo = Echo()
+    try:
+        engines.append(Engine("off"))
+        for label, jar in jars:
+            node = Node(a.java, jar, tmp, label)
+            nodes.append(node)
+            engines.append(Engine(label, node.endpoint))
+            if label in a.unpipelined:
+                node = Node(a.java, jar, tmp, label + "-unpipelined")
+                nodes.append(node)
+                engines.append(Engine(label + " unpipelined", node.endpoint, pipeline=False))
+        first = 1
+        # warm-up (the nodes' JIT): not counted
+        play(engines, echo, 64, 3, 2, first, False)
+        first += 3 * 64
+        results = {}
+        awaited = {}
+        for n in levels:
+            for e in engines:
+                e.awaited = []
+            echo.samples = []
+            results[n] = play(engines, echo, n, a.cycles, a.idle, first, True)
+            first += a.cycles * n
+            awaited[n] = ({e.label: list(e.awaited) for e in engines if e.label != "off"}, list(echo.samples))
+        fallbacks = {e.label: e.fallbacks() for e in engines}
+        for e in engines:
+            e.close()
+    finally:
+        echo.close()
+        for node in nodes:
+            node.close()
+    driven = [e.label for e in engines if e.label != "off"]
+    print(f"load average at the end: {load()}")
+    print()
+    print(f"scheduler steps, µs per step (sum of its scheduler hooks); {a.cycles} cycles per N "
+          f"(admit N, 2 steady steps, N finish, {a.idle} idle steps); added = the same step on minus off, paired")
+    print()
+    head = "| N | step | steps | off p50 / p99 |"
+    rule = "|---:|---|---:|---:|"
+    for label in driven:
+        head += f" {label}: on p50 / p99 | {label}: added p50 / p99 |"
+        rule += "---:|---:|"
+    print(head)
+    print(rule)
+    for n in levels:
+        for kind in KINDS:
+            off = results[n]["off"][kind]
+            if not off:
+                continue
+            row = f"| {n} | {KIND_TEXT[kind]} | {len(off)} | {us(pct(off, 0.5))} / {us(pct(off, 0.99))} |"
+            for label in driven:
+                on = results[n][label][kind]
+                added = [x - y for x, y in zip(on, off)]
+                row += (f" {us(pct(on, 0.5))} / {us(pct(on, 0.99))} |"
+                        f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |")
+            print(row)
+    print()
+    print("awaited node calls (NodeBridge.call), µs, against a bare pyzmq ROUTER echo over tcp://127.0.0.1 in the same run")
+    print()
+    print("| N | caller | calls | p50 | p99 | p50 / echo p50 |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for n in levels:
+        per, floor = awaited[n]
+        f50 = pct(floor, 0.5)
+        print(f"| {n} | bare echo | {len(floor):,} | {us(f50)} | {us(pct(floor, 0.99))} | 1.00 |")
+        for label in driven:
+            v = per[label]
+            print(f"| {n} | {label} | {len(v):,} | {us(pct(v, 0.5))} | {us(pct(v, 0.99))} | {pct(v, 0.5) / f50:.2f} |")
+    print()
+    print("fallbacks (calls the node refused or did not answer): "
+          + ", ".join(f"{label} {fallbacks[label]}" for label in driven))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
