@@ -15,6 +15,7 @@ to a shadow node with ``--to tcp://127.0.0.1:PORT`` in place of ``--out``.
 """
 
 import argparse
+import json
 import os
 import sys
 import threading
@@ -69,6 +70,8 @@ class Driver:
         self.calls = 0
         self.aborts = set()
         self.finished = []  # (request id, delay_free) as the scheduler connector answered
+        # every answer of the scheduler connector the loop acts on, in call order
+        self.acted = []
         # await_recv: a request loading its KV cache asynchronously waits (WAITING_FOR_REMOTE_KVS)
         # until the worker's get_finished reports it received, as vLLM's scheduler does
         self.await_recv = await_recv
@@ -98,6 +101,7 @@ class Driver:
         # admission of waiting requests
         for req in list(self.waiting):
             count, _async = self.sched.get_num_new_matched_tokens(req, 0)
+            self.acted.append(["matched", req.request_id, count, _async])
             self.calls += 1
             if count is None:
                 continue
@@ -144,7 +148,9 @@ class Driver:
         self.worker.clear_connector_metadata()
         self.calls += 7 + 2 * len(LAYERS)
         self.finished_for_worker.clear()
-        self.sched.update_connector_output(KVConnectorOutput(finished_sending=sending, finished_recving=recving))
+        output = KVConnectorOutput(finished_sending=sending, finished_recving=recving)
+        self.sched.update_connector_output(output)
+        self.acted.append(["freed", sorted(output.finished_sending or ()), sorted(output.finished_recving or ())])
         self.calls += 1
         self.receiving.difference_update(recving or ())
         # requests that finish this step
@@ -162,6 +168,7 @@ class Driver:
                 continue
             delay_free, _params = self.sched.request_finished(req, list(self.blocks[rid]))
             self.finished.append((rid, delay_free))
+            self.acted.append(["finished", rid, delay_free, _params])
             self.calls += 1
             del self.running[rid]
             self.finished_for_worker.add(rid)
@@ -236,7 +243,7 @@ class FakeClock:
 
 
 def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None,
-         idle_steps=0, step_ms=None):
+         idle_steps=0, step_ms=None, drive_pipeline=True, acted=None):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
@@ -245,7 +252,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     more steps follow the scenario's, with nothing to schedule (an engine stepping while it waits).
     ``scenario`` "stuck" (a consumer): the remote KV caches never arrive, so the requests wait
     (WAITING_FOR_REMOTE_KVS) through every step. ``step_ms``: the recorder's clock is a
-    ``FakeClock`` moving that much per step.
+    ``FakeClock`` moving that much per step. ``drive_pipeline`` false: every drive call is awaited;
+    ``acted``, a list, receives every answer the loop acted on (``Driver.acted``).
     """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
@@ -268,6 +276,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
              "record_to": template, "record_layers": record_layers}
     if drive:
         extra["drive_node"] = drive
+        extra["drive_pipeline"] = drive_pipeline
     cfg = make_config("kv_producer" if producer else "kv_consumer", extra)
     sched = build(KvledgerRecorderConnector, cfg, KVConnectorRole.SCHEDULER)
     worker = build(KvledgerRecorderConnector, cfg, KVConnectorRole.WORKER)
@@ -292,6 +301,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         d.abort(reqs[1].request_id)  # aborted mid-prefill: freed at once, nothing sent
     d.run(5)
     d.run(idle_steps)
+    if acted is not None:
+        acted.extend(d.acted)
     if answers is not None:
         answers.extend(d.finished)
         answers.append(("driving", sched.driving))
@@ -311,17 +322,21 @@ def main(argv=None):
     ap.add_argument("--out", help="directory of the recordings (file sink)")
     ap.add_argument("--to", help="record_to instead of files in --out, e.g. tcp://127.0.0.1:PORT (a shadow node)")
     ap.add_argument("--drive", help="drive mode: the bridge endpoint of a kvledger node --engine drive")
+    ap.add_argument("--no-drive-pipeline", action="store_true", help="drive mode: await every call")
     ap.add_argument("--idle-steps", type=int, default=0, help="steps with nothing to schedule after the scenario's")
     ap.add_argument("--step-ms", type=float, help="a fake clock for the recorder, moving this much per step")
     a = ap.parse_args(argv)
     if not a.out and not a.to:
         ap.error("give --out DIR or --to tcp://HOST:PORT")
     answers = []
+    acted = []
     for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers,
-                  idle_steps=a.idle_steps, step_ms=a.step_ms):
+                  idle_steps=a.idle_steps, step_ms=a.step_ms, drive_pipeline=not a.no_drive_pipeline, acted=acted):
         print(p)
     for rid, delay_free in answers:
         print(f"answer {rid} {delay_free}")
+    for x in acted:
+        print("acted " + json.dumps(x, sort_keys=True, default=str))
     return 0
 
 

@@ -212,3 +212,128 @@ def test_a_node_refusing_the_engines_install_leaves_drive_mode_off(tmp_path, cap
         s.shutdown()
     finally:
         node.close()
+
+
+class HoldingNode(ScriptedNode):
+    """Answers a call whose hook is in ``held`` only when the next call not in ``held`` arrives (then
+    the held replies first, in order): a client that waited for one would time out."""
+
+    def __init__(self, answers, held):
+        self.held_hooks = set(held)
+        self.holding = []
+        super().__init__(answers)
+
+    def run(self):
+        while not self.stop.is_set():
+            if not self.sock.poll(50):
+                continue
+            ident, frame = self.sock.recv_multipart()
+            req = msgpack.unpackb(frame)
+            self.calls.append((req["hook"], req.get("args") or {}))
+            a = self.answers.get(req["hook"], {})
+            reply = {"v": 1, "id": req["id"], "ok": not isinstance(a, str)}
+            reply["error" if isinstance(a, str) else "result"] = a
+            if req["hook"] in self.held_hooks:
+                self.holding.append(msgpack.packb(reply))
+                continue
+            for r in self.holding:
+                self.sock.send_multipart([ident, r])
+            self.holding = []
+            self.sock.send_multipart([ident, msgpack.packb(reply)])
+
+
+UNAWAITED = ("add_request", "update_state_after_alloc", "build_connector_meta")
+
+
+def test_the_hooks_whose_answer_vllm_ignores_are_not_awaited(tmp_path):
+    """add_request, update_state_after_alloc and build_connector_meta go out without waiting, in vLLM's
+    order with the awaited ones; their replies are read on the way to the next awaited answer."""
+    meta = {"step": 1, "reqs_to_recv": {}, "reqs_to_save": {}, "reqs_to_send": [], "mapping_size": 0}
+    node = HoldingNode({"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+                        "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
+                        "build_connector_meta": meta}, UNAWAITED)
+    try:
+        # a client waiting for a held reply would give up after 300 ms and count a fallback
+        s = scheduler(tmp_path, node.port, drive_timeout_ms=300)
+        w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
+                                                                  "inner_connector_module_path": "fakes"}),
+                                      KVConnectorRole.WORKER, None)
+        d = Driver(s, w)
+        for r in producer_requests(3):
+            d.add(r)
+        d.run(6)
+        assert s.drive_fallbacks == 0
+        assert [df for _, df in d.finished] == [True, True, True]
+        assert s._drive.sent > 0 and s._drive.failures == 0
+        assert s.drive_metadata == meta  # the last step's answer (reading it reads what was sent before)
+        assert s._drive.unread == 0
+        hooks = [h for h, _ in node.calls]
+        # vLLM's order: each request's admission before its query, its allocation after
+        first = hooks.index("get_num_new_matched_tokens")
+        assert hooks[1:first + 3] == ["add_request", "add_request", "add_request", "get_num_new_matched_tokens",
+                                      "update_state_after_alloc", "get_num_new_matched_tokens"]
+        assert hooks.count("build_connector_meta") == 6 and hooks.count("update_connector_output") == 6
+        s.shutdown()
+        w.shutdown()
+    finally:
+        node.close()
+
+
+def test_a_refused_unawaited_call_is_counted_when_its_reply_is_read(tmp_path, caplog):
+    node = ScriptedNode({"update_state_after_alloc": "node busy: the node's inbox is full (1 items)"})
+    try:
+        s = scheduler(tmp_path, node.port)
+        req = producer_requests(1)[0]
+        with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
+            s.on_new_request(req)
+            s.get_num_new_matched_tokens(req, 0)
+            s.update_state_after_alloc(req, KVCacheBlocks([[1, 2]]), 0)
+            s.update_state_after_alloc(req, KVCacheBlocks([[3]]), 0)
+            s.shutdown()  # reads the last replies
+        assert s.drive_fallbacks == 2
+        assert caplog.text.count("drive mode: no answer from the node for update_state_after_alloc") == 1
+        assert "node busy" in caplog.text
+    finally:
+        node.close()
+
+
+def test_an_unawaited_call_never_answered_is_given_up_and_counted(tmp_path):
+    node = HoldingNode({}, UNAWAITED)  # holds them for good: no awaited call follows
+    try:
+        s = scheduler(tmp_path, node.port)
+        req = producer_requests(1)[0]
+        s.on_new_request(req)
+        assert s._drive.unread == 1
+        assert s._drive.flush(100) == 1
+        assert s.drive_fallbacks == 1 and s._drive.unread == 0
+        s.shutdown()
+    finally:
+        node.close()
+
+
+def test_without_pipelining_every_call_is_awaited_and_the_answers_are_the_same(tmp_path):
+    answers = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+               "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
+               "update_connector_output": {"finished_sending": None}}
+    seen = []
+    for pipeline in (True, False):
+        node = HoldingNode(answers, UNAWAITED if pipeline else ())
+        try:
+            (tmp_path / str(pipeline)).mkdir()
+            s = scheduler(tmp_path / str(pipeline), node.port, drive_pipeline=pipeline)
+            bridge = s._drive
+            w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
+                                                                      "inner_connector_module_path": "fakes"}),
+                                          KVConnectorRole.WORKER, None)
+            d = Driver(s, w)
+            for r in producer_requests(3):
+                d.add(r)
+            d.run(6)
+            s.shutdown()
+            w.shutdown()
+            assert s.drive_fallbacks == 0
+            assert (bridge.sent > 0) == pipeline and bridge.unread == 0
+            seen.append((d.finished, node.calls))
+        finally:
+            node.close()
+    assert seen[0] == seen[1]

@@ -3,8 +3,12 @@
 ``kvledger node --engine drive --bridge tcp://127.0.0.1:PORT`` serves the engine bridge protocol
 (docs/bridge-protocol.md): one msgpack map per frame on a DEALER,
 ``{"v": 1, "id", "hook", "args"}`` answered ``{"v": 1, "id", "ok", "result"|"error"}``. This module
-holds the synchronous client the recorder's scheduler connector uses when ``drive_node`` is set.
-pyzmq and msgpack are imported when it is built.
+holds the client the recorder's scheduler connector uses when ``drive_node`` is set: ``call`` waits
+for the node's answer (the hooks whose answer vLLM acts on), ``send`` does not (the hooks whose
+answer vLLM ignores). Both go out in call order on the one DEALER, so the node applies them in the
+order vLLM made them; the replies of sent calls are read later, on the way to a ``call``'s own
+reply, or when ``send`` finds them already there, or at ``flush``. pyzmq and msgpack are imported
+when it is built.
 """
 
 from __future__ import annotations
@@ -17,39 +21,124 @@ class DriveError(RuntimeError):
 
 
 class NodeBridge:
-    """One DEALER to a kvledger node's engine bridge; one call in flight at a time (the caller's thread)."""
+    """One DEALER to a kvledger node's engine bridge, used from one thread (the scheduler's).
 
-    def __init__(self, endpoint, timeout_ms=5000):
+    ``on_failure(hook, error)`` is called for a sent (unawaited) call the node answered
+    ``ok: False``, that could not be sent, or whose reply never came (given up at ``flush`` or when
+    more than ``max_unread`` wait); ``call`` raises ``DriveError`` instead.
+    """
+
+    def __init__(self, endpoint, timeout_ms=5000, on_failure=None, max_unread=4096):
         import msgpack
         import zmq
         self._zmq = zmq
         self._msgpack = msgpack
         self.endpoint = endpoint
+        self._timeout_ms = int(timeout_ms)
         self._ctx = zmq.Context(1)
         s = self._ctx.socket(zmq.DEALER)
         s.setsockopt(zmq.LINGER, 0)
-        s.setsockopt(zmq.RCVTIMEO, int(timeout_ms))
-        s.setsockopt(zmq.SNDTIMEO, int(timeout_ms))
+        s.setsockopt(zmq.RCVTIMEO, self._timeout_ms)
+        s.setsockopt(zmq.SNDTIMEO, self._timeout_ms)
         s.connect(endpoint)
         self._sock = s
         self._ids = itertools.count(1)
+        # sent calls whose reply has not been read: id -> (hook, on_result), in send order
+        self._unread = {}
+        self._max_unread = int(max_unread)
+        self._on_failure = on_failure
         self.calls = 0
+        self.sent = 0
+        self.failures = 0
+
+    def _pack(self, rid, hook, args):
+        return self._msgpack.packb({"v": 1, "id": rid, "hook": hook, "args": args})
 
     def call(self, hook, **args):
-        """Sends one hook call and returns the node's ``result``; raises DriveError otherwise."""
+        """Sends one hook call and returns the node's ``result``; raises DriveError otherwise.
+
+        Replies to earlier sent calls read on the way are settled (``on_result``, ``on_failure``)."""
         rid = next(self._ids)
         self.calls += 1
         try:
-            self._sock.send(self._msgpack.packb({"v": 1, "id": rid, "hook": hook, "args": args}))
+            self._sock.send(self._pack(rid, hook, args))
             while True:
                 reply = self._msgpack.unpackb(self._sock.recv())
-                if not isinstance(reply, dict) or reply.get("id") != rid:
-                    continue  # a late answer to a call that timed out earlier
+                if not isinstance(reply, dict):
+                    continue
+                got = reply.get("id")
+                if got != rid:
+                    self._settle(got, reply)  # a sent call's reply, or a late one to a call that timed out
+                    continue
                 if not reply.get("ok"):
                     raise DriveError(f"kvledger node {hook}: {reply.get('error')}")
                 return reply.get("result") or {}
         except self._zmq.Again as e:
             raise DriveError(f"kvledger node at {self.endpoint} did not answer {hook} in time") from e
+
+    def send(self, hook, on_result=None, **args):
+        """Sends one hook call without waiting for its answer; ``on_result(result)`` when it is read."""
+        rid = next(self._ids)
+        self.sent += 1
+        try:
+            self._sock.send(self._pack(rid, hook, args), self._zmq.DONTWAIT)
+        except self._zmq.Again:
+            self._failed(hook, "the node's queue is full: the call was not sent")
+            return
+        self._unread[rid] = (hook, on_result)
+        if len(self._unread) > self._max_unread:
+            old = next(iter(self._unread))
+            self._failed(self._unread.pop(old)[0], f"no answer among the last {self._max_unread} calls sent")
+        self.poll()
+
+    @property
+    def unread(self):
+        """Sent calls whose reply has not been read yet."""
+        return len(self._unread)
+
+    def poll(self):
+        """Reads the replies already here, without waiting."""
+        zmq = self._zmq
+        while self._unread:
+            try:
+                raw = self._sock.recv(zmq.DONTWAIT)
+            except zmq.Again:
+                return
+            reply = self._msgpack.unpackb(raw)
+            if isinstance(reply, dict):
+                self._settle(reply.get("id"), reply)
+
+    def flush(self, timeout_ms=None):
+        """Reads the replies of every sent call, waiting up to ``timeout_ms`` (default: the call
+        timeout) for each; what does not come is given up (``on_failure``). Returns how many were given up."""
+        zmq = self._zmq
+        wait = self._timeout_ms if timeout_ms is None else int(timeout_ms)
+        while self._unread:
+            if not self._sock.poll(wait, zmq.POLLIN):
+                lost = list(self._unread.values())
+                self._unread.clear()
+                for hook, _ in lost:
+                    self._failed(hook, f"no answer within {wait} ms")
+                return len(lost)
+            reply = self._msgpack.unpackb(self._sock.recv())
+            if isinstance(reply, dict):
+                self._settle(reply.get("id"), reply)
+        return 0
+
+    def _settle(self, rid, reply):
+        entry = self._unread.pop(rid, None) if rid is not None else None
+        if entry is None:
+            return  # a late answer to a call that timed out earlier, or given up
+        hook, on_result = entry
+        if not reply.get("ok"):
+            self._failed(hook, str(reply.get("error")))
+        elif on_result is not None:
+            on_result(reply.get("result") or {})
+
+    def _failed(self, hook, error):
+        self.failures += 1
+        if self._on_failure is not None:
+            self._on_failure(hook, DriveError(f"kvledger node {hook}: {error}"))
 
     def close(self):
         try:

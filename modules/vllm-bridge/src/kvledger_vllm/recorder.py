@@ -40,6 +40,8 @@ Extra config keys read here (all others are the inner connector's):
                                 node's answers to vLLM (the inner still runs and its worker does the
                                 transfers); see README "Drive mode"
 ``drive_timeout_ms``            how long one drive call waits for the node, default 5000
+``drive_pipeline``              send the hooks whose answer vLLM does not use without waiting for the
+                                node (in order with the others; replies read later), default true
 """
 
 from __future__ import annotations
@@ -650,10 +652,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_seen = set()
         self._drive_step = 0
         self.drive_fallbacks = 0
+        self._drive_pipeline = True
+        self._drive_producer = False
         self._kv_cache_config = kv_cache_config
-        # the node's answer to the last build_connector_meta (None: none yet, or it did not answer);
-        # for inspection only: vLLM's worker gets the inner's metadata
-        self.drive_metadata = None
+        # the node's answer to the last build_connector_meta (``drive_metadata``)
+        self._drive_metadata = None
         try:
             self._start_recording(vllm_config, role, extra, inner_cls)
         except Exception as e:  # noqa: BLE001 - recording is optional, the engine is not
@@ -683,7 +686,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 hello["vllm_commit"] = commit
             inner_cls = type(self._inner)
             hello["inner_connector"] = f"{inner_cls.__module__}.{inner_cls.__qualname__}"
-            bridge = NodeBridge(where, int(extra.get("drive_timeout_ms", 5000)))
+            pipeline = extra.get("drive_pipeline", True)
+            self._drive_pipeline = pipeline if isinstance(pipeline, bool) else str(pipeline).lower() not in (
+                "false", "0", "no", "off")
+            bridge = NodeBridge(where, int(extra.get("drive_timeout_ms", 5000)), on_failure=self._drive_failed)
             try:
                 node = bridge.call("hello", **hello)
             except Exception:
@@ -699,25 +705,63 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             log.error("kvledger recorder: drive mode is off, %s answers the hooks: %s", type(self._inner).__name__, e)
 
     def _drive_call(self, hook, **args):
-        """The node's answer to one hook, or None (then the inner's answer stands; counted, logged once)."""
+        """The node's answer to one hook, or None (then the inner's answer stands; counted, logged once).
+
+        Waits for it: for the hooks whose answer vLLM acts on."""
         try:
             return self._drive.call(hook, **args)
         except Exception as e:  # noqa: BLE001
-            self.drive_fallbacks += 1
-            where = "drive " + hook
-            n = self._errors.get(where, 0)
-            self._errors[where] = n + 1
-            if n == 0:
-                log.error("kvledger recorder: drive mode: no answer from the node for %s (%s); %s's answer stands. "
-                          "Further failures of %s are counted, not logged.", hook, e, type(self._inner).__name__, hook)
+            self._drive_failed(hook, e)
             return None
+
+    def _drive_send(self, hook, on_result=None, **args):
+        """One hook call whose answer vLLM does not use: sent without waiting (``drive_pipeline``, the
+        default), in order with the awaited ones; its reply is read later, a refusal counted as a fallback."""
+        if not self._drive_pipeline:
+            r = self._drive_call(hook, **args)
+            if r is not None and on_result is not None:
+                on_result(r)
+            return
+        try:
+            self._drive.send(hook, on_result, **args)
+        except Exception as e:  # noqa: BLE001
+            self._drive_failed(hook, e)
+
+    def _drive_failed(self, hook, e):
+        self.drive_fallbacks += 1
+        where = "drive " + hook
+        n = self._errors.get(where, 0)
+        self._errors[where] = n + 1
+        if n == 0:
+            log.error("kvledger recorder: drive mode: no answer from the node for %s (%s); %s's answer stands. "
+                      "Further failures of %s are counted, not logged.", hook, e, type(self._inner).__name__, hook)
+
+    def _drive_settled(self, timeout_ms=None):
+        """Reads the replies of the calls sent without waiting (their failures are then counted)."""
+        d = self._drive
+        if d is not None and d.unread:
+            try:
+                d.flush(timeout_ms)
+            except Exception as e:  # noqa: BLE001
+                self._failed("drive flush", e)
+
+    @property
+    def drive_metadata(self):
+        """The node's answer to the last ``build_connector_meta`` (None: none yet, or it did not answer);
+        for inspection only: vLLM's worker gets the inner's metadata. Reading it waits for the replies
+        of the calls sent before."""
+        self._drive_settled()
+        return self._drive_metadata
+
+    def _drive_meta_result(self, result):
+        self._drive_metadata = result
 
     def _drive_admit(self, request):
         rid = _request_id(request)
         if rid in self._drive_seen:
             return rid
         self._drive_seen.add(rid)
-        self._drive_call("add_request", **_admission(request))
+        self._drive_send("add_request", **_admission(request))
         return rid
 
     @property
@@ -969,6 +1013,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         finally:
             d = self._drive
             if d is not None:
+                # the replies of the last calls sent: their failures are counted before the socket goes
+                self._drive_settled(min(1000, d._timeout_ms))
                 self._drive = None
                 try:
                     d.close()
@@ -1058,7 +1104,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 block_ids = None
                 self._failed("drive update_state_after_alloc", e)
             if block_ids is not None:
-                self._drive_call("update_state_after_alloc", request_id=_request_id(request), block_ids=block_ids,
+                self._drive_send("update_state_after_alloc", request_id=_request_id(request), block_ids=block_ids,
                                  num_external_tokens=int(num_external_tokens))
         return result
 
@@ -1201,7 +1247,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 args = None
                 self._failed("drive build_connector_meta", e)
             if args is not None:
-                self.drive_metadata = self._drive_call("build_connector_meta", **args)
+                self._drive_metadata = None
+                self._drive_send("build_connector_meta", self._drive_meta_result, **args)
         return result
 
     def on_new_request(self, request):
@@ -1242,7 +1289,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     self._stream.put("connector_output_received", fields)
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
-        if before is not None:
+        if before is not None and not self._drive_producer:
+            # a consumer's node leaves the sets as they are: nothing to wait for
+            self._drive_send("update_connector_output", **before)
+        elif before is not None:
             r = self._drive_call("update_connector_output", **before)
             if r is not None and "finished_sending" in r:
                 # the node's rewrite: the requests whose blocks vLLM frees now (None when none)
