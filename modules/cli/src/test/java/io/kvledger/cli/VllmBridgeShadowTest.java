@@ -262,6 +262,37 @@ class VllmBridgeShadowTest {
     }
 
     @Test
+    void pipelinedDriveModeActsOnTheSameAnswersAndItsJournalReplays() throws Exception {
+        // The hooks whose answer vLLM ignores go out without waiting (the default); the node still
+        // applies every call in vLLM's order: the engine acts on the same answers as when it awaits
+        // every call, and each node's journal replays to the decisions it gave.
+        List<List<String>> acted = new ArrayList<>();
+        for (boolean pipelined : new boolean[] {true, false}) {
+            Path journal = startNode("producer", "drive");
+            List<String> args = new ArrayList<>(List.of("--scenario", "diverge", "--role", "producer", "--out",
+                    tmp.resolve("rec-pipelined-" + pipelined).toString(), "--idle-steps", "3",
+                    "--drive", "tcp://127.0.0.1:" + shadowPort));
+            if (!pipelined) {
+                args.add("--no-drive-pipeline");
+            }
+            String out = runDriver(args.toArray(String[]::new));
+            assertTrue(out.contains("answer driving True"), out);
+            List<String> lines = out.lines().filter(l -> l.startsWith("acted ") || l.startsWith("answer ")).toList();
+            // every request's query and finish, each step's freed set
+            assertTrue(lines.stream().filter(l -> l.startsWith("acted [\"matched\"")).count() == 3, out);
+            assertTrue(lines.stream().filter(l -> l.startsWith("acted [\"finished\"")).count() == 3, out);
+            assertTrue(lines.contains("answer " + RID1 + " True"), out);  // kvledger's decision, not the connector's
+            acted.add(lines);
+            Map<String, Object> status = json("/v1/status");
+            stopNode();
+            CliRun.Outcome v = CliRun.run("replay", "--verify", journal.toString());
+            assertEquals(0, v.code(), status + "\n" + v.out() + v.err());
+            Files.move(journal, tmp.resolve("drive-producer-pipelined-" + pipelined));
+        }
+        assertEquals(acted.get(1), acted.get(0));
+    }
+
+    @Test
     void driveModeHandsAWriteConsumerOf239b5ff30ItsNewRequests() throws Exception {
         // vLLM 239b5ff30's WRITE consumer builds reqs_to_recv from scheduled_new_reqs: the node,
         // driven under that profile, answers the step with the receive the engine scheduled
