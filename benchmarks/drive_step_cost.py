@@ -17,7 +17,9 @@ scripted MoRIIO-like connector inside:
   ``kvledger node --engine drive --bridge tcp://127.0.0.1:PORT`` started from that jar, journaling
   to a temporary directory as in production (``--journal``, the node's defaults otherwise);
 - with ``--unpipelined LABEL``, that node's engine once more with ``drive_pipeline`` false (every
-  call awaited, as before pipelining; it gets a node of its own from the same jar).
+  call awaited, as before pipelining; it gets a node of its own from the same jar); with
+  ``--unbatched LABEL``, once more with ``drive_batch`` false (unawaited calls sent each on its
+  own frame).
 
 Each cycle admits ``N`` requests at once (64-token prompts in 16-token chunks: the admitting step,
 two steady steps, a step whose last chunks finish every request) and then steps ``--idle`` times
@@ -150,13 +152,15 @@ class Node:
 class Engine:
     """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
 
-    def __init__(self, label, drive=None, pipeline=True):
+    def __init__(self, label, drive=None, pipeline=True, batch=True):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
         if drive is not None:
             extra.update(drive_node=drive, drive_timeout_ms=30000)
             if not pipeline:
                 extra["drive_pipeline"] = False
+            if not batch:
+                extra["drive_batch"] = False
         cfg = make_config("kv_producer", extra)
         self.sched = KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
         self.worker = KvledgerRecorderConnector(cfg, KVConnectorRole.WORKER, None)
@@ -282,6 +286,8 @@ def main(argv=None):
                     help="a kvledger.jar to start a drive node from (repeatable)")
     ap.add_argument("--unpipelined", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_pipeline false, a node of its own from that jar")
+    ap.add_argument("--unbatched", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_batch false, a node of its own from that jar")
     ap.add_argument("--concurrency", default="16,64,256")
     ap.add_argument("--cycles", type=int, default=6, help="cycles per concurrency (each admits N requests)")
     ap.add_argument("--idle", type=int, default=6, help="idle steps after each cycle")
@@ -309,6 +315,10 @@ def main(argv=None):
                 node = Node(a.java, jar, tmp, label + "-unpipelined")
                 nodes.append(node)
                 engines.append(Engine(label + " unpipelined", node.endpoint, pipeline=False))
+            if label in a.unbatched:
+                node = Node(a.java, jar, tmp, label + "-unbatched")
+                nodes.append(node)
+                engines.append(Engine(label + " unbatched", node.endpoint, batch=False))
         first = 1
         # warm-up (the nodes' JIT): not counted
         play(engines, echo, 64, 3, 2, first, False)

@@ -337,3 +337,80 @@ def test_without_pipelining_every_call_is_awaited_and_the_answers_are_the_same(t
         finally:
             node.close()
     assert seen[0] == seen[1]
+
+
+class BatchingNode(ScriptedNode):
+    """A node that takes batches (its hello lists ``batch``): each call of one answered as if alone,
+    the answers in one reply frame. ``calls`` lists every call, a batch's in order; ``frames`` counts
+    the frames read."""
+
+    def __init__(self, answers):
+        answers = dict(answers)
+        answers.setdefault("hello", {"protocol": 1, "hooks": ["add_request", "get_num_new_matched_tokens", "batch"]})
+        self.frames = 0
+        self.batches = []
+        super().__init__(answers)
+
+    def answer(self, req):
+        self.calls.append((req["hook"], req.get("args") or {}))
+        a = self.answers.get(req["hook"], {})
+        reply = {"v": 1, "id": req["id"], "ok": not isinstance(a, str)}
+        reply["error" if isinstance(a, str) else "result"] = a
+        return reply
+
+    def run(self):
+        while not self.stop.is_set():
+            if not self.sock.poll(50):
+                continue
+            ident, frame = self.sock.recv_multipart()
+            self.frames += 1
+            req = msgpack.unpackb(frame)
+            if req["hook"] == "batch":
+                members = req["args"]["calls"]
+                self.batches.append([m["hook"] for m in members])
+                reply = {"v": 1, "id": req["id"], "ok": True,
+                         "result": {"replies": [self.answer(m) for m in members]}}
+            else:
+                reply = self.answer(req)
+            self.sock.send_multipart([ident, msgpack.packb(reply)])
+
+
+def test_a_node_that_takes_batches_gets_a_steps_unawaited_calls_in_one_frame(tmp_path):
+    """The unawaited calls wait for the next awaited call (or the step's build_connector_meta) and go
+    out with it as one batch; the node sees the same calls in the same order, and vLLM the same answers,
+    as without pipelining."""
+    answers = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+               "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
+               "update_connector_output": {"finished_sending": None},
+               "update_state_after_alloc": "node busy: the node's inbox is full (1 items)"}
+    seen = []
+    for mode in ("batched", "awaited"):
+        node = BatchingNode(answers)
+        try:
+            (tmp_path / mode).mkdir()
+            s = scheduler(tmp_path / mode, node.port, drive_pipeline=mode == "batched")
+            bridge = s._drive
+            assert bridge.batching == (mode == "batched")
+            w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
+                                                                      "inner_connector_module_path": "fakes"}),
+                                          KVConnectorRole.WORKER, None)
+            d = Driver(s, w)
+            for r in producer_requests(3):
+                d.add(r)
+            d.run(6)
+            s.shutdown()
+            w.shutdown()
+            # the refused update_state_after_alloc calls count as fallbacks either way
+            assert s.drive_fallbacks == 3 and bridge.unread == 0
+            seen.append((d.acted, node.calls))
+            if mode == "batched":
+                # three admissions, then each query with what waited before it
+                assert node.batches[0] == ["add_request", "add_request", "add_request", "get_num_new_matched_tokens"]
+                assert node.batches[1] == ["update_state_after_alloc", "get_num_new_matched_tokens"]
+                assert ["update_state_after_alloc", "build_connector_meta"] in node.batches
+                assert node.frames < len(node.calls)
+            else:
+                assert node.batches == [] and node.frames == len(node.calls)
+        finally:
+            node.close()
+    assert seen[0] == seen[1]

@@ -7,8 +7,11 @@ holds the client the recorder's scheduler connector uses when ``drive_node`` is 
 for the node's answer (the hooks whose answer vLLM acts on), ``send`` does not (the hooks whose
 answer vLLM ignores). Both go out in call order on the one DEALER, so the node applies them in the
 order vLLM made them; the replies of sent calls are read later, on the way to a ``call``'s own
-reply, or when ``send`` finds them already there, or at ``flush``. pyzmq and msgpack are imported
-when it is built.
+reply, or when ``send`` finds them already there, or at ``flush``. With ``batching`` (a node whose
+``hello`` lists ``batch``), sent calls wait in a buffer and go out as one ``batch`` frame together
+with the next awaited call, or when a send says ``flush`` (the end of a scheduler pass); the node
+still applies and journals each call on its own, in order. pyzmq and msgpack are imported when it
+is built.
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ class NodeBridge:
         self._ids = itertools.count(1)
         # sent calls whose reply has not been read: id -> (hook, on_result), in send order
         self._unread = {}
+        # batches sent whose reply has not been read: batch id -> the ids of its calls
+        self._batches = {}
+        # calls not sent yet (batching): (id, hook, args)
+        self._buffer = []
+        self.batching = False
+        self.batches = 0
         self._max_unread = int(max_unread)
         self._on_failure = on_failure
         self.calls = 0
@@ -60,40 +69,81 @@ class NodeBridge:
         Replies to earlier sent calls read on the way are settled (``on_result``, ``on_failure``)."""
         rid = next(self._ids)
         self.calls += 1
+        wait_for = rid
         try:
-            self._sock.send(self._pack(rid, hook, args))
+            if self._buffer:
+                self._buffer.append((rid, hook, args))
+                wait_for = self._send_buffer(0)
+            else:
+                self._sock.send(self._pack(rid, hook, args))
             while True:
                 reply = self._msgpack.unpackb(self._sock.recv())
                 if not isinstance(reply, dict):
                     continue
                 got = reply.get("id")
-                if got != rid:
+                if got != wait_for:
                     self._settle(got, reply)  # a sent call's reply, or a late one to a call that timed out
                     continue
+                if wait_for != rid:
+                    reply = self._settle_batch(got, reply, rid)
                 if not reply.get("ok"):
                     raise DriveError(f"kvledger node {hook}: {reply.get('error')}")
                 return reply.get("result") or {}
         except self._zmq.Again as e:
             raise DriveError(f"kvledger node at {self.endpoint} did not answer {hook} in time") from e
 
-    def send(self, hook, on_result=None, **args):
-        """Sends one hook call without waiting for its answer; ``on_result(result)`` when it is read."""
+    def send(self, hook, on_result=None, flush=False, **args):
+        """Sends one hook call without waiting for its answer; ``on_result(result)`` when it is read.
+
+        With ``batching`` the call waits in the buffer for the next awaited call, or goes out now
+        with the buffer when ``flush``."""
         rid = next(self._ids)
         self.sent += 1
-        try:
-            self._sock.send(self._pack(rid, hook, args), self._zmq.DONTWAIT)
-        except self._zmq.Again:
-            self._failed(hook, "the node's queue is full: the call was not sent")
-            return
         self._unread[rid] = (hook, on_result)
+        if self.batching:
+            self._buffer.append((rid, hook, args))
+            if flush:
+                try:
+                    self._send_buffer(self._zmq.DONTWAIT)
+                except self._zmq.Again:
+                    pass  # each call counted as a failure
+        else:
+            try:
+                self._sock.send(self._pack(rid, hook, args), self._zmq.DONTWAIT)
+            except self._zmq.Again:
+                del self._unread[rid]
+                self._failed(hook, "the node's queue is full: the call was not sent")
+                return
         if len(self._unread) > self._max_unread:
             old = next(iter(self._unread))
             self._failed(self._unread.pop(old)[0], f"no answer among the last {self._max_unread} calls sent")
         self.poll()
 
+    def _send_buffer(self, flags):
+        """Sends the buffered calls: one alone as itself, more as one batch. Returns the id to wait for."""
+        buf, self._buffer = self._buffer, []
+        if len(buf) == 1:
+            rid, hook, args = buf[0]
+            frame, wait_for = self._pack(rid, hook, args), rid
+        else:
+            wait_for = next(self._ids)
+            frame = self._msgpack.packb({"v": 1, "id": wait_for, "hook": "batch", "args": {
+                "calls": [{"id": rid, "hook": hook, "args": args} for rid, hook, args in buf]}})
+            self._batches[wait_for] = [rid for rid, _, _ in buf]
+            self.batches += 1
+        try:
+            self._sock.send(frame, flags)
+        except self._zmq.Again:
+            self._batches.pop(wait_for, None)
+            for rid, hook, _ in buf:
+                if self._unread.pop(rid, None) is not None:
+                    self._failed(hook, "the node's queue is full: the call was not sent")
+            raise
+        return wait_for
+
     @property
     def unread(self):
-        """Sent calls whose reply has not been read yet."""
+        """Sent (or buffered) calls whose reply has not been read yet."""
         return len(self._unread)
 
     def poll(self):
@@ -113,6 +163,11 @@ class NodeBridge:
         timeout) for each; what does not come is given up (``on_failure``). Returns how many were given up."""
         zmq = self._zmq
         wait = self._timeout_ms if timeout_ms is None else int(timeout_ms)
+        if self._buffer:
+            try:
+                self._send_buffer(zmq.DONTWAIT)
+            except zmq.Again:
+                pass  # counted as failures
         while self._unread:
             if not self._sock.poll(wait, zmq.POLLIN):
                 lost = list(self._unread.values())
@@ -126,6 +181,9 @@ class NodeBridge:
         return 0
 
     def _settle(self, rid, reply):
+        if rid in self._batches:
+            self._settle_batch(rid, reply, None)
+            return
         entry = self._unread.pop(rid, None) if rid is not None else None
         if entry is None:
             return  # a late answer to a call that timed out earlier, or given up
@@ -134,6 +192,27 @@ class NodeBridge:
             self._failed(hook, str(reply.get("error")))
         elif on_result is not None:
             on_result(reply.get("result") or {})
+
+    def _settle_batch(self, bid, reply, awaited):
+        """Settles the calls of one batch from its reply; returns the reply of ``awaited`` (one of them)."""
+        members = self._batches.pop(bid, ())
+        mine = None
+        replies = (reply.get("result") or {}).get("replies") if reply.get("ok") else None
+        by_id = {}
+        if isinstance(replies, list):
+            for r in replies:
+                if isinstance(r, dict):
+                    by_id[r.get("id")] = r
+        for rid in members:
+            r = by_id.get(rid)
+            if r is None:
+                r = {"id": rid, "ok": False,
+                     "error": reply.get("error") if not reply.get("ok") else "the batch's reply has no answer for it"}
+            if rid == awaited:
+                mine = r
+            else:
+                self._settle(rid, r)
+        return mine if mine is not None else {"ok": False, "error": "the batch's reply has no answer for it"}
 
     def _failed(self, hook, error):
         self.failures += 1

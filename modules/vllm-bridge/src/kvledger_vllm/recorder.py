@@ -42,6 +42,9 @@ Extra config keys read here (all others are the inner connector's):
 ``drive_timeout_ms``            how long one drive call waits for the node, default 5000
 ``drive_pipeline``              send the hooks whose answer vLLM does not use without waiting for the
                                 node (in order with the others; replies read later), default true
+``drive_batch``                 with ``drive_pipeline``: those calls travel as one ``batch`` frame with
+                                the next awaited call or at the end of the scheduler's pass, when the
+                                node lists ``batch`` in its hello, default true
 """
 
 from __future__ import annotations
@@ -695,6 +698,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception:
                 bridge.close()
                 raise
+            batch = extra.get("drive_batch", True)
+            batch = batch if isinstance(batch, bool) else str(batch).lower() not in ("false", "0", "no", "off")
+            # a node that takes batches lists them (older nodes do not: each call then goes alone)
+            bridge.batching = self._drive_pipeline and batch and "batch" in (node.get("hooks") or ())
             self._drive = bridge
             self._drive_producer = role == "kv_producer"
             log.warning("kvledger-vllm %s: DRIVE MODE: the scheduler hooks are answered by the kvledger node at %s "
@@ -714,7 +721,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_failed(hook, e)
             return None
 
-    def _drive_send(self, hook, on_result=None, **args):
+    def _drive_send(self, hook, on_result=None, flush=False, **args):
         """One hook call whose answer vLLM does not use: sent without waiting (``drive_pipeline``, the
         default), in order with the awaited ones; its reply is read later, a refusal counted as a fallback."""
         if not self._drive_pipeline:
@@ -723,7 +730,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 on_result(r)
             return
         try:
-            self._drive.send(hook, on_result, **args)
+            self._drive.send(hook, on_result, flush, **args)
         except Exception as e:  # noqa: BLE001
             self._drive_failed(hook, e)
 
@@ -1248,7 +1255,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._failed("drive build_connector_meta", e)
             if args is not None:
                 self._drive_metadata = None
-                self._drive_send("build_connector_meta", self._drive_meta_result, **args)
+                # the end of the scheduler's pass: what waits in the batch goes out with it
+                self._drive_send("build_connector_meta", self._drive_meta_result, flush=True, **args)
         return result
 
     def on_new_request(self, request):
@@ -1291,7 +1299,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._failed("update_connector_output", e)
         if before is not None and not self._drive_producer:
             # a consumer's node leaves the sets as they are: nothing to wait for
-            self._drive_send("update_connector_output", **before)
+            self._drive_send("update_connector_output", flush=True, **before)
         elif before is not None:
             r = self._drive_call("update_connector_output", **before)
             if r is not None and "finished_sending" in r:

@@ -28,10 +28,19 @@ public final class BridgeCall {
     final boolean reqFraming;
     final long seq;
     final long deadlineNs;
+    /** The batch this call came in, or {@code null}; its answer then goes into the batch's reply. */
+    final EngineBridgeServer.BatchReply batch;
+    /** The call's place in its batch. */
+    final int index;
     private final AtomicBoolean answered = new AtomicBoolean();
 
     BridgeCall(EngineBridgeServer server, BridgeRequest request, long receivedAtNs, byte[] identity, boolean reqFraming,
                long seq, long deadlineNs) {
+        this(server, request, receivedAtNs, identity, reqFraming, seq, deadlineNs, null, 0);
+    }
+
+    BridgeCall(EngineBridgeServer server, BridgeRequest request, long receivedAtNs, byte[] identity, boolean reqFraming,
+               long seq, long deadlineNs, EngineBridgeServer.BatchReply batch, int index) {
         this.server = server;
         this.request = request;
         this.call = (HookCall.Engine) request.call();
@@ -40,6 +49,8 @@ public final class BridgeCall {
         this.reqFraming = reqFraming;
         this.seq = seq;
         this.deadlineNs = deadlineNs;
+        this.batch = batch;
+        this.index = index;
     }
 
     /** The caller's correlation id. */

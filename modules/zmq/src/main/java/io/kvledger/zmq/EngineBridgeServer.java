@@ -43,6 +43,8 @@ import org.zeromq.ZMQ;
  *       socket thread, woken through a pipe that its poller watches next to the ROUTER. A call
  *       still unanswered after {@link EngineBridgeConfig#replyTimeout()} is answered
  *       {@code ok: False, error: "timed out ..."}.</li>
+ *   <li>takes each call of a {@code batch} ({@link BridgeDecoded.Batch}) as if it came alone, in
+ *       order, and sends the batch's replies as one frame once the last of them is answered.</li>
  * </ul>
  *
  * <p>Callers may be DEALERs (one frame per request; replies come as one frame) or REQs (an empty
@@ -123,6 +125,28 @@ public final class EngineBridgeServer implements AutoCloseable {
 
     /** An encoded answer on its way to the socket thread. */
     private record Outgoing(BridgeCall call, byte[] identity, boolean reqFraming, byte[] frame) {}
+
+    /**
+     * The reply to a batch, filled in call by call (each engine hook's answer as the handler gives
+     * it, the server's own answers at once) and sent as one frame when the last call is answered.
+     * Socket thread only.
+     */
+    static final class BatchReply {
+        final long id;
+        final byte[] identity;
+        final boolean reqFraming;
+        final byte[][] frames;
+        int missing;
+        boolean handed;
+
+        BatchReply(long id, byte[] identity, boolean reqFraming, int size) {
+            this.id = id;
+            this.identity = identity;
+            this.reqFraming = reqFraming;
+            this.frames = new byte[size][];
+            this.missing = size;
+        }
+    }
 
     private EngineBridgeServer(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler) throws IOException {
         this.config = config;
@@ -323,7 +347,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                 // answered before, and only then refuse to queue more
                 for (BridgeCall c : pending.values()) {
                     if (c.claim()) {
-                        trySend(router, c.identity, c.reqFraming, BridgeCodec.encodeError(c.id(), "node closing"), true);
+                        deliver(router, c, BridgeCodec.encodeError(c.id(), "node closing"));
                     }
                 }
                 sendAnswers(router);
@@ -382,7 +406,33 @@ public final class EngineBridgeServer implements AutoCloseable {
                 // before the send: a caller holding its answer sees the count without it
                 inFlight = pending.size();
             }
-            trySend(router, o.identity(), o.reqFraming(), o.frame(), o.call() != null);
+            if (o.call() != null) {
+                deliver(router, o.call(), o.frame());
+            } else {
+                trySend(router, o.identity(), o.reqFraming(), o.frame(), false);
+            }
+        }
+    }
+
+    /** Sends the answer to a call handed to the handler, or puts it into its batch's reply. */
+    private void deliver(ZMQ.Socket router, BridgeCall c, byte[] frame) {
+        if (c.batch == null) {
+            trySend(router, c.identity, c.reqFraming, frame, true);
+        } else {
+            c.batch.handed = true;
+            fill(router, c.batch, c.index, frame);
+        }
+    }
+
+    /** One call's reply into its batch; the batch's frame goes out with the last. */
+    private void fill(ZMQ.Socket router, BatchReply b, int index, byte[] frame) {
+        if (b.frames[index] != null) {
+            return;
+        }
+        b.frames[index] = frame;
+        if (--b.missing == 0) {
+            trySend(router, b.identity, b.reqFraming, BridgeCodec.encodeBatchReply(b.id, java.util.Arrays.asList(b.frames)),
+                    b.handed);
         }
     }
 
@@ -427,8 +477,39 @@ public final class EngineBridgeServer implements AutoCloseable {
                 reportRejected(atNs, payload, r);
             }
             case BridgeDecoded.Request ok -> dispatch(router, identity, reqFraming, ok.request(), atNs);
+            case BridgeDecoded.Batch b -> dispatchBatch(router, identity, reqFraming, b, payload, atNs);
         }
         return true;
+    }
+
+    /**
+     * A batch: each call as if it came alone, in order (an engine hook handed to the handler, the
+     * others answered at once), the replies gathered into one frame sent when every call is answered.
+     */
+    private void dispatchBatch(ZMQ.Socket router, byte[] identity, boolean reqFraming, BridgeDecoded.Batch batch,
+                               byte[] payload, long atNs) {
+        BatchReply reply = new BatchReply(batch.id(), identity, reqFraming, batch.calls().size());
+        if (batch.calls().isEmpty()) {
+            trySend(router, identity, reqFraming, BridgeCodec.encodeBatchReply(batch.id(), List.of()), false);
+            return;
+        }
+        for (int i = 0; i < batch.calls().size(); i++) {
+            switch (batch.calls().get(i)) {
+                case BridgeDecoded.Rejected r -> {
+                    rejected.incrementAndGet();
+                    fill(router, reply, i, BridgeCodec.encodeError(r));
+                    reportRejected(atNs, payload, r);
+                }
+                case BridgeDecoded.Request ok -> {
+                    byte[] now = take(router, identity, reqFraming, ok.request(), atNs, reply, i);
+                    if (now != null) {
+                        fill(router, reply, i, now);
+                    }
+                }
+                case BridgeDecoded.Batch nested -> fill(router, reply, i,
+                        BridgeCodec.encodeError(nested.id(), "INVALID_VALUE: a batch cannot hold a batch"));
+            }
+        }
     }
 
     private void reportRejected(long atNs, byte[] frame, BridgeDecoded.Rejected r) {
@@ -441,10 +522,23 @@ public final class EngineBridgeServer implements AutoCloseable {
     }
 
     private void dispatch(ZMQ.Socket router, byte[] identity, boolean reqFraming, BridgeRequest request, long atNs) {
+        byte[] now = take(router, identity, reqFraming, request, atNs, null, 0);
+        if (now != null) {
+            trySend(router, identity, reqFraming, now, false);
+        }
+    }
+
+    /**
+     * Takes one call: returns the answer the server gives at once (ping, hello, busy), or hands an
+     * engine hook to the handler and returns {@code null} (its answer comes later; when the handler
+     * throws, it is given here through {@link #deliver}). {@code batch}: the batch it came in, or null.
+     */
+    private byte[] take(ZMQ.Socket router, byte[] identity, boolean reqFraming, BridgeRequest request, long atNs,
+                        BatchReply batch, int index) {
         switch (request.call()) {
             case HookCall.Ping p -> {
                 control.incrementAndGet();
-                trySend(router, identity, reqFraming, BridgeCodec.encodeEmpty(request.id()), false);
+                return BridgeCodec.encodeEmpty(request.id());
             }
             case HookCall.Hello h -> {
                 control.incrementAndGet();
@@ -455,31 +549,32 @@ public final class EngineBridgeServer implements AutoCloseable {
                     LOG.log(System.Logger.Level.WARNING, "engine bridge handler threw on a hello: " + ZmqRuntime.describe(ex), ex);
                 }
                 String mismatch = BridgeCodec.helloMismatch(h, node);
-                trySend(router, identity, reqFraming, mismatch == null
+                return mismatch == null
                         ? BridgeCodec.encodeHello(request.id(), node)
-                        : BridgeCodec.encodeError(request.id(), mismatch), false);
+                        : BridgeCodec.encodeError(request.id(), mismatch);
             }
             case HookCall.Engine e -> {
                 ArrayDeque<Held> unread = held.get(ByteBuffer.wrap(identity));
                 if (unread != null) {
                     // back-pressure before applying: this caller has not read the replies it has
                     busy.incrementAndGet();
-                    trySend(router, identity, reqFraming, BridgeCodec.encodeError(request.id(),
-                            "busy: " + unread.size() + " replies wait for this caller to read them"), false);
-                    return;
+                    return BridgeCodec.encodeError(request.id(),
+                            "busy: " + unread.size() + " replies wait for this caller to read them");
                 }
                 if (pending.size() >= config.maxInFlight()) {
                     busy.incrementAndGet();
-                    trySend(router, identity, reqFraming, BridgeCodec.encodeError(request.id(),
-                            "busy: " + pending.size() + " calls already wait for the node"), false);
-                    return;
+                    return BridgeCodec.encodeError(request.id(),
+                            "busy: " + pending.size() + " calls already wait for the node");
                 }
                 long seq = nextSeq++;
                 BridgeCall call = new BridgeCall(this, request, atNs, identity, reqFraming, seq,
-                        atNs + config.replyTimeout().toNanos());
+                        atNs + config.replyTimeout().toNanos(), batch, index);
                 pending.put(seq, call);
                 inFlight = pending.size();
                 handedOff.incrementAndGet();
+                if (batch != null) {
+                    batch.handed = true;
+                }
                 try {
                     handler.onHook(call);
                 } catch (Exception | StackOverflowError ex) {
@@ -488,10 +583,11 @@ public final class EngineBridgeServer implements AutoCloseable {
                     if (call.claim()) {
                         pending.remove(seq);
                         inFlight = pending.size();
-                        trySend(router, identity, reqFraming, BridgeCodec.encodeError(request.id(),
-                                "node failed to take the call: " + ZmqRuntime.describe(ex)), true);
+                        deliver(router, call, BridgeCodec.encodeError(request.id(),
+                                "node failed to take the call: " + ZmqRuntime.describe(ex)));
                     }
                 }
+                return null;
             }
         }
     }
@@ -508,8 +604,8 @@ public final class EngineBridgeServer implements AutoCloseable {
             inFlight = pending.size();
             if (c.claim()) {
                 timedOut.incrementAndGet();
-                trySend(router, c.identity, c.reqFraming, BridgeCodec.encodeError(c.id(), "timed out: the node did not answer "
-                        + c.hook().wireName() + " within " + config.replyTimeout().toMillis() + " ms"), true);
+                deliver(router, c, BridgeCodec.encodeError(c.id(), "timed out: the node did not answer "
+                        + c.hook().wireName() + " within " + config.replyTimeout().toMillis() + " ms"));
             }
         }
         inFlight = pending.size();

@@ -201,6 +201,104 @@ class EngineBridgeServerTest {
         }
     }
 
+    /** One batch frame: its calls applied in order, each answered, the answers in one reply frame. */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aBatchIsAppliedInOrderAndAnsweredInOneFrame() throws Exception {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build();
+        String rid = rid("batch-1");
+        KvParams params = KvParams.of("do_remote_decode", true, "do_remote_prefill", false, "transfer_id", "tx-b1",
+                "remote_dp_size", 1, "remote_tp_size", 1, "remote_engine_id", null, "remote_block_ids", null);
+        try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
+             EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), loop);
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            List<Object> calls = new ArrayList<>();
+            calls.add(member(1, new HookCall.AddRequest(rid, 32, 32, params)));
+            calls.add(member(2, new HookCall.GetNumNewMatchedTokens(rid, 0)));
+            calls.add(member(3, new HookCall.Ping()));
+            Map<String, Object> unknown = new LinkedHashMap<>();
+            unknown.put("id", 4L);
+            unknown.put("hook", "getfinished");
+            calls.add(unknown);
+            calls.add(member(5, new HookCall.UpdateStateAfterAlloc(rid, BlockGroups.single(1, 2), 0)));
+            calls.add(member(6, new HookCall.BuildConnectorMeta(1, List.of())));
+            Map<String, Object> env = new LinkedHashMap<>();
+            env.put("v", 1L);
+            env.put("id", 100L);
+            env.put("hook", "batch");
+            env.put("args", Map.of("calls", calls));
+            engine.send(PyMsgpack.encode(env));
+            BridgeReply r = engine.reply(10_000);
+            assertThat(r.ok()).as(r.error()).isTrue();
+            assertThat(r.id()).isEqualTo(100L);
+            List<Map<String, Object>> replies = (List<Map<String, Object>>) (List<?>) r.result().get("replies");
+            assertThat(replies).extracting(m -> m.get("id")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
+            assertThat(replies).extracting(m -> m.get("ok")).containsExactly(true, true, true, false, true, true);
+            assertThat((Map<String, Object>) replies.get(1).get("result"))
+                    .containsEntry("num_tokens", 0L).containsEntry("load_async", false);
+            assertThat((String) replies.get(3).get("error")).startsWith("UNKNOWN_TYPE: unknown hook \"getfinished\"");
+            Map<?, ?> save = (Map<?, ?>) ((Map<?, ?>) ((Map<?, ?>) replies.get(5).get("result")).get("reqs_to_save")).get(rid);
+            assertThat(save).as("the step saw the allocation made before it in the batch").isNotNull();
+            // each engine hook one event, in the batch's order
+            assertThat(loop.applied()).extracting(e -> e.getClass().getSimpleName())
+                    .containsExactly("RequestAdmitted", "MatchedTokensQueried", "BlocksAllocated", "StepScheduled");
+            assertThat(server.handedOff()).isEqualTo(4);
+            assertThat(server.rejected()).isEqualTo(1);
+            assertThat(server.control()).isEqualTo(1);
+            // a call after the batch sees its state
+            Map<String, Object> fin = ok(engine.call(new HookCall.RequestFinished(rid, FinishStatus.FINISHED_LENGTH_CAPPED,
+                    BlockGroups.single(1, 2))));
+            assertThat(fin.get("delay_free")).isEqualTo(true);
+            // an empty batch is answered with no replies
+            env.put("args", Map.of("calls", List.of()));
+            engine.send(PyMsgpack.encode(env));
+            BridgeReply empty = engine.reply(10_000);
+            assertThat(empty.result()).containsEntry("replies", List.of());
+            assertThat(server.inFlight()).isZero();
+        }
+    }
+
+    /** A batch whose call the node does not answer in time: the batch's reply waits for the timeout and says so. */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aBatchWithAnUnansweredCallIsAnsweredWhenItTimesOut() {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.READ).build();
+        List<BridgeCall> handed = new CopyOnWriteArrayList<>();
+        try (EngineBridgeServer server = EngineBridgeServer.open(config().withReplyTimeout(Duration.ofMillis(300)),
+                BridgeNodeInfo.of(cfg), call -> {
+                    handed.add(call);
+                    if (call.hook() != io.kvledger.wire.bridge.BridgeHook.WAIT_FOR_SAVE) {
+                        call.reply(List.of());
+                    }
+                });
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            Map<String, Object> env = new LinkedHashMap<>();
+            env.put("v", 1L);
+            env.put("id", 7L);
+            env.put("hook", "batch");
+            env.put("args", Map.of("calls", List.of(member(1, new HookCall.StartLoadKv()), member(2, new HookCall.WaitForSave()))));
+            engine.send(PyMsgpack.encode(env));
+            BridgeReply r = engine.reply(10_000);
+            List<Map<String, Object>> replies = (List<Map<String, Object>>) (List<?>) r.result().get("replies");
+            assertThat(replies).extracting(m -> m.get("ok")).containsExactly(true, false);
+            assertThat(replies.get(1).get("error")).isEqualTo("timed out: the node did not answer wait_for_save within 300 ms");
+            assertThat(handed).hasSize(2);
+            assertThat(server.timedOut()).isEqualTo(1);
+            assertThat(server.inFlight()).isZero();
+        }
+    }
+
+    /** One call of a batch, as the Python side packs it: {"id", "hook", "args"}. */
+    private static Map<String, Object> member(long id, HookCall call) {
+        Map<?, ?> full = (Map<?, ?>) PyMsgpack.decode(BridgeCodec.encodeRequest(new BridgeRequest(id, call)),
+                io.kvledger.wire.WireLimits.DEFAULT).valueOrNull();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("id", id);
+        m.put("hook", full.get("hook"));
+        m.put("args", full.get("args"));
+        return m;
+    }
+
     @Test
     void aReadConsumerLifecycle() throws Exception {
         NodeConfig cfg = NodeConfig.builder(Role.CONSUMER, TransferMode.READ).build();

@@ -45,6 +45,9 @@ public final class BridgeCodec {
     /** The protocol version this codec speaks. */
     static final int VERSION = 1;
 
+    /** The wire name of a batch of calls ({@link BridgeDecoded.Batch}); listed by {@code hello}. */
+    public static final String BATCH = "batch";
+
     private BridgeCodec() {}
 
     // ================================================================== requests
@@ -83,6 +86,9 @@ public final class BridgeCodec {
                 throw new Bad(RejectReason.MISSING_FIELD, "missing \"hook\"");
             }
             String hookName = str(envelope.get("hook"), "hook");
+            if (BATCH.equals(hookName)) {
+                return batch(id, envelope.get("args"));
+            }
             hook = BridgeHook.ofWireName(hookName);
             if (hook == null) {
                 throw new Bad(RejectReason.UNKNOWN_TYPE, "unknown hook \"" + clip(hookName) + "\" (known: " + knownHooks() + ")");
@@ -101,6 +107,68 @@ public final class BridgeCodec {
             return new BridgeDecoded.Rejected(id, hook, new Rejection(b.reason, b.getMessage(), false));
         } catch (RuntimeException e) {
             // a bug of this codec, not of the frame: still an answer, never an escape
+            return new BridgeDecoded.Rejected(id, hook, new Rejection(RejectReason.INVALID_VALUE,
+                    "request could not be read: " + e, false));
+        }
+    }
+
+    /** The calls of a batch, each decoded on its own: one malformed call does not spoil the others. */
+    private static BridgeDecoded batch(long id, Object argsValue) {
+        if (!(argsValue instanceof Map<?, ?> args)) {
+            throw new Bad(RejectReason.WRONG_FIELD_TYPE, "args must be a dict, got " + typeName(argsValue));
+        }
+        if (!args.containsKey("calls")) {
+            throw new Bad(RejectReason.MISSING_FIELD, "missing args.calls (a list of {\"id\", \"hook\", \"args\"})");
+        }
+        if (!(args.get("calls") instanceof List<?> calls)) {
+            throw wrong("args.calls", "list", args.get("calls"));
+        }
+        List<BridgeDecoded> out = new ArrayList<>(calls.size());
+        for (int i = 0; i < calls.size(); i++) {
+            out.add(member(calls.get(i), "args.calls[" + i + "]"));
+        }
+        return new BridgeDecoded.Batch(id, out);
+    }
+
+    private static BridgeDecoded member(Object entry, String where) {
+        Long id = null;
+        BridgeHook hook = null;
+        try {
+            if (!(entry instanceof Map<?, ?> m)) {
+                throw new Bad(RejectReason.NOT_A_MAP, where + " must be a dict {\"id\", \"hook\", \"args\"}, got "
+                        + typeName(entry));
+            }
+            if (!m.containsKey("id")) {
+                throw new Bad(RejectReason.MISSING_FIELD, "missing " + where + ".id");
+            }
+            id = int64(m.get("id"), where + ".id");
+            if (m.containsKey("v") && int64(m.get("v"), where + ".v") != VERSION) {
+                throw new Bad(RejectReason.INVALID_VALUE, where + ": protocol version " + m.get("v")
+                        + " is not supported; this node speaks " + VERSION);
+            }
+            if (!m.containsKey("hook")) {
+                throw new Bad(RejectReason.MISSING_FIELD, "missing " + where + ".hook");
+            }
+            String hookName = str(m.get("hook"), where + ".hook");
+            hook = BridgeHook.ofWireName(hookName);
+            if (hook == null) {
+                throw new Bad(BATCH.equals(hookName) ? RejectReason.INVALID_VALUE : RejectReason.UNKNOWN_TYPE,
+                        BATCH.equals(hookName) ? where + ": a batch cannot hold a batch"
+                                : "unknown hook \"" + clip(hookName) + "\" (known: " + knownHooks() + ")");
+            }
+            Object argsValue = m.get("args");
+            Map<?, ?> args;
+            if (argsValue == null) {
+                args = Map.of();
+            } else if (argsValue instanceof Map<?, ?> a) {
+                args = a;
+            } else {
+                throw new Bad(RejectReason.WRONG_FIELD_TYPE, where + ".args must be a dict, got " + typeName(argsValue));
+            }
+            return new BridgeDecoded.Request(new BridgeRequest(id, call(hook, args)));
+        } catch (Bad b) {
+            return new BridgeDecoded.Rejected(id, hook, new Rejection(b.reason, b.getMessage(), false));
+        } catch (RuntimeException e) {
             return new BridgeDecoded.Rejected(id, hook, new Rejection(RejectReason.INVALID_VALUE,
                     "request could not be read: " + e, false));
         }
@@ -343,8 +411,48 @@ public final class BridgeCodec {
         for (BridgeHook h : BridgeHook.values()) {
             hooks.add(h.wireName());
         }
+        hooks.add(BATCH);
         r.put("hooks", hooks);
         return PyMsgpack.encode(envelopeOk(id, r));
+    }
+
+    /**
+     * The reply to a batch: {@code {"v": 1, "id": id, "ok": True, "result": {"replies": [...]}}},
+     * each entry the reply frame of one call of the batch, in the batch's order, embedded as it is.
+     */
+    public static byte[] encodeBatchReply(long id, List<byte[]> replies) {
+        // the envelope with an empty result, whose map is its last byte: replaced by {"replies": [...]}
+        byte[] head = PyMsgpack.encode(envelopeOk(id, Map.of()));
+        if (head[head.length - 1] != (byte) 0x80) {
+            throw new IllegalStateException("the reply envelope does not end with its result");
+        }
+        int n = replies.size();
+        int size = head.length - 1 + 1 + 8 + 5;
+        for (byte[] r : replies) {
+            size += r.length;
+        }
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(size);
+        out.write(head, 0, head.length - 1);
+        out.write(0x81);  // a map of one entry
+        out.write(0xa7);  // "replies", a str of 7 bytes
+        out.writeBytes("replies".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        if (n < 16) {
+            out.write(0x90 | n);
+        } else if (n <= 0xffff) {
+            out.write(0xdc);
+            out.write(n >>> 8);
+            out.write(n);
+        } else {
+            out.write(0xdd);
+            out.write(n >>> 24);
+            out.write(n >>> 16);
+            out.write(n >>> 8);
+            out.write(n);
+        }
+        for (byte[] r : replies) {
+            out.writeBytes(r);
+        }
+        return out.toByteArray();
     }
 
     /**

@@ -14,6 +14,20 @@ public sealed interface BridgeDecoded {
     }
 
     /**
+     * A batch ({@code "hook": "batch"}, {@code args.calls} a list of requests without {@code "v"}):
+     * its calls in order, each a {@link Request} or a {@link Rejected} of its own; answered with one
+     * reply frame holding each call's reply ({@link BridgeCodec#encodeBatchReply}).
+     *
+     * @param id    the batch's correlation id
+     * @param calls the calls, in the order the caller made them
+     */
+    record Batch(long id, java.util.List<BridgeDecoded> calls) implements BridgeDecoded {
+        public Batch {
+            calls = java.util.List.copyOf(calls);
+        }
+    }
+
+    /**
      * A frame that is not a valid request.
      *
      * @param id        the frame's correlation id when it could be read, else {@code null} (the

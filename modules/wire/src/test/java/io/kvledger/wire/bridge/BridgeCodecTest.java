@@ -43,6 +43,80 @@ class BridgeCodecTest {
     }
 
     @Test
+    void aBatchDecodesEachCallOnItsOwn() {
+        Map<String, Object> good = new LinkedHashMap<>();
+        good.put("id", 11L);
+        good.put("hook", "get_num_new_matched_tokens");
+        good.put("args", Map.of("request_id", "r", "num_computed_tokens", 0L));
+        Map<String, Object> noArgs = new LinkedHashMap<>();
+        noArgs.put("id", 12L);
+        noArgs.put("hook", "get_finished");
+        Map<String, Object> unknown = new LinkedHashMap<>();
+        unknown.put("id", 13L);
+        unknown.put("hook", "getfinished");
+        Map<String, Object> nested = new LinkedHashMap<>();
+        nested.put("id", 14L);
+        nested.put("hook", "batch");
+        nested.put("args", Map.of("calls", List.of()));
+        Map<String, Object> badArg = new LinkedHashMap<>();
+        badArg.put("id", 15L);
+        badArg.put("hook", "get_num_new_matched_tokens");
+        badArg.put("args", Map.of("request_id", "r"));
+        Map<String, Object> env = new LinkedHashMap<>();
+        env.put("v", 1L);
+        env.put("id", 10L);
+        env.put("hook", "batch");
+        env.put("args", Map.of("calls", List.of(good, noArgs, unknown, nested, badArg, "x")));
+        BridgeDecoded d = BridgeCodec.decode(PyMsgpack.encode(env));
+        assertThat(d).isInstanceOf(BridgeDecoded.Batch.class);
+        BridgeDecoded.Batch b = (BridgeDecoded.Batch) d;
+        assertThat(b.id()).isEqualTo(10L);
+        assertThat(b.calls()).hasSize(6);
+        assertThat(((BridgeDecoded.Request) b.calls().get(0)).request())
+                .isEqualTo(new BridgeRequest(11, new HookCall.GetNumNewMatchedTokens("r", 0)));
+        assertThat(((BridgeDecoded.Request) b.calls().get(1)).request().hook()).isEqualTo(BridgeHook.GET_FINISHED);
+        BridgeDecoded.Rejected u = (BridgeDecoded.Rejected) b.calls().get(2);
+        assertThat(u.id()).isEqualTo(13L);
+        assertThat(u.rejection().reason()).isEqualTo(RejectReason.UNKNOWN_TYPE);
+        BridgeDecoded.Rejected n = (BridgeDecoded.Rejected) b.calls().get(3);
+        assertThat(n.rejection().reason()).isEqualTo(RejectReason.INVALID_VALUE);
+        assertThat(n.error()).contains("args.calls[3]: a batch cannot hold a batch");
+        BridgeDecoded.Rejected a = (BridgeDecoded.Rejected) b.calls().get(4);
+        assertThat(a.id()).isEqualTo(15L);
+        assertThat(a.error()).contains("args.num_computed_tokens");
+        BridgeDecoded.Rejected x = (BridgeDecoded.Rejected) b.calls().get(5);
+        assertThat(x.id()).isNull();
+        assertThat(x.rejection().reason()).isEqualTo(RejectReason.NOT_A_MAP);
+        // a batch without a list of calls is rejected as a whole, with its id
+        env.put("args", Map.of("calls", "x"));
+        rejected(PyMsgpack.encode(env), 10L, RejectReason.WRONG_FIELD_TYPE, "args.calls must be list, got str");
+        env.put("args", Map.of());
+        rejected(PyMsgpack.encode(env), 10L, RejectReason.MISSING_FIELD, "missing args.calls");
+    }
+
+    @Test
+    void aBatchReplyHoldsEachCallsReplyAsPythonPacksIt() {
+        for (int n : new int[] {0, 1, 15, 16, 300}) {
+            List<byte[]> replies = new ArrayList<>();
+            List<Object> expected = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                byte[] r = i % 3 == 2 ? BridgeCodec.encodeError((long) i, "busy: 1 calls already wait for the node")
+                        : BridgeCodec.encodeEmpty(i);
+                replies.add(r);
+                expected.add(PyMsgpack.decode(r, WireLimits.DEFAULT).valueOrNull());
+            }
+            byte[] frame = BridgeCodec.encodeBatchReply(-7, replies);
+            Map<?, ?> m = (Map<?, ?>) PyMsgpack.decode(frame, WireLimits.DEFAULT).valueOrNull();
+            assertThat(m.get("v")).isEqualTo(1L);
+            assertThat(m.get("id")).isEqualTo(-7L);
+            assertThat(m.get("ok")).isEqualTo(true);
+            assertThat(((Map<?, ?>) m.get("result")).get("replies")).as("n=%d", n).isEqualTo(expected);
+            // the bytes Python's msgpack.packb would give for the same value
+            assertThat(PyMsgpack.encode(m)).isEqualTo(frame);
+        }
+    }
+
+    @Test
     void engineHooksBecomeTheirEventsAtTheStampedTime() {
         KvParams p = BridgeSamples.proxyParams();
         assertThat(new HookCall.AddRequest("r", 5, -1, p).at(42)).isEqualTo(new NodeEvent.RequestAdmitted(42, "r", 5, -1, p));
@@ -541,7 +615,7 @@ class BridgeCodecTest {
         assertThat(h.result()).containsEntry("protocol", 1L).containsEntry("kv_role", "kv_consumer").containsEntry("mode", "write")
                 .containsEntry("dp_rank", 1L).containsEntry("dp_size", 2L).containsEntry("tp_rank", 0L).containsEntry("tp_size", 1L)
                 .containsEntry("engine_id", "10.0.0.1:6301");
-        assertThat((List<Object>) h.result().get("hooks")).contains("add_request", "get_finished", "hello", "ping");
+        assertThat((List<Object>) h.result().get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch");
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_consumer", "WRITE", 1, 0, "scheduler"), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello(null, null, null, null, null), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_producer", "read", 0, 1, null), node))

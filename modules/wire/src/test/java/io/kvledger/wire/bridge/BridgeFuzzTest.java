@@ -33,9 +33,20 @@ class BridgeFuzzTest {
     void randomAndMutatedFramesNeverEscapeTheDecoder() {
         SplittableRandom rnd = new SplittableRandom(SEED);
         List<byte[]> seeds = new ArrayList<>();
+        List<Object> batch = new ArrayList<>();
         for (BridgeRequest r : BridgeSamples.all()) {
             seeds.add(BridgeCodec.encodeRequest(r));
+            if (batch.size() < 4) {
+                batch.add(PyMsgpack.decode(BridgeCodec.encodeRequest(r), io.kvledger.wire.WireLimits.DEFAULT).valueOrNull());
+            }
         }
+        Map<String, Object> envelope = new java.util.LinkedHashMap<>();
+        envelope.put("v", 1L);
+        envelope.put("id", 99L);
+        envelope.put("hook", BridgeCodec.BATCH);
+        envelope.put("args", Map.of("calls", batch));
+        seeds.add(PyMsgpack.encode(envelope));
+        int batches = 0;
         Map<RejectReason, Integer> reasons = new EnumMap<>(RejectReason.class);
         int requests = 0;
         int rejections = 0;
@@ -61,9 +72,20 @@ class BridgeFuzzTest {
                     assertThat(r.error()).as(where).isNotBlank();
                     assertThat(BridgeCodec.decodeReply(BridgeCodec.encodeError(r)).isOk()).as(where).isTrue();
                 }
+                case BridgeDecoded.Batch b -> {
+                    batches++;
+                    List<byte[]> replies = new ArrayList<>();
+                    for (BridgeDecoded c : b.calls()) {
+                        assertThat(c).as(where).isNotInstanceOf(BridgeDecoded.Batch.class);
+                        replies.add(c instanceof BridgeDecoded.Rejected r ? BridgeCodec.encodeError(r)
+                                : BridgeCodec.encodeEmpty(((BridgeDecoded.Request) c).request().id()));
+                    }
+                    assertThat(BridgeCodec.decodeReply(BridgeCodec.encodeBatchReply(b.id(), replies)).isOk()).as(where).isTrue();
+                }
             }
         }
-        assertThat(requests + rejections).isEqualTo(BUDGET);
+        assertThat(requests + rejections + batches).isEqualTo(BUDGET);
+        assertThat(batches).as("the batch seed survives some mutations").isPositive();
         // the generator reaches both outcomes and many kinds of rejection
         assertThat(requests).isGreaterThan(BUDGET / 50);
         assertThat(reasons.keySet()).contains(RejectReason.MISSING_FIELD, RejectReason.WRONG_FIELD_TYPE, RejectReason.TRUNCATED,
