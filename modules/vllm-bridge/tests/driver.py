@@ -243,7 +243,7 @@ class FakeClock:
 
 
 def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None,
-         idle_steps=0, step_ms=None, drive_pipeline=True, acted=None):
+         idle_steps=0, step_ms=None, drive_pipeline=True, acted=None, info=None):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
@@ -253,7 +253,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     ``scenario`` "stuck" (a consumer): the remote KV caches never arrive, so the requests wait
     (WAITING_FOR_REMOTE_KVS) through every step. ``step_ms``: the recorder's clock is a
     ``FakeClock`` moving that much per step. ``drive_pipeline`` false: every drive call is awaited;
-    ``acted``, a list, receives every answer the loop acted on (``Driver.acted``).
+    ``acted``, a list, receives every answer the loop acted on (``Driver.acted``); ``info``, a dict,
+    the drive client's ``batches`` (frames that carried several calls).
     """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
@@ -303,6 +304,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     d.run(idle_steps)
     if acted is not None:
         acted.extend(d.acted)
+    if info is not None and sched.driving:
+        info["batches"] = sched._drive.batches
     if answers is not None:
         answers.extend(d.finished)
         answers.append(("driving", sched.driving))
@@ -330,9 +333,13 @@ def main(argv=None):
         ap.error("give --out DIR or --to tcp://HOST:PORT")
     answers = []
     acted = []
+    info = {}
     for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers,
-                  idle_steps=a.idle_steps, step_ms=a.step_ms, drive_pipeline=not a.no_drive_pipeline, acted=acted):
+                  idle_steps=a.idle_steps, step_ms=a.step_ms, drive_pipeline=not a.no_drive_pipeline, acted=acted,
+                  info=info):
         print(p)
+    if "batches" in info:
+        print(f"drive batches {info['batches']}")
     for rid, delay_free in answers:
         print(f"answer {rid} {delay_free}")
     for x in acted:

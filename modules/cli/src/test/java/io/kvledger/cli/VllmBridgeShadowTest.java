@@ -263,9 +263,9 @@ class VllmBridgeShadowTest {
 
     @Test
     void pipelinedDriveModeActsOnTheSameAnswersAndItsJournalReplays() throws Exception {
-        // The hooks whose answer vLLM ignores go out without waiting (the default); the node still
-        // applies every call in vLLM's order: the engine acts on the same answers as when it awaits
-        // every call, and each node's journal replays to the decisions it gave.
+        // The hooks whose answer vLLM ignores go out without waiting (the default), in batches; the
+        // node still applies every call in vLLM's order: the engine acts on the same answers as when
+        // it awaits every call, and each node's journal replays to the decisions it gave.
         List<List<String>> acted = new ArrayList<>();
         for (boolean pipelined : new boolean[] {true, false}) {
             Path journal = startNode("producer", "drive");
@@ -277,6 +277,8 @@ class VllmBridgeShadowTest {
             }
             String out = runDriver(args.toArray(String[]::new));
             assertTrue(out.contains("answer driving True"), out);
+            // pipelined, the unawaited calls travel in batches (the node lists them in its hello)
+            assertEquals(pipelined, !out.contains("drive batches 0") && out.contains("drive batches "), out);
             List<String> lines = out.lines().filter(l -> l.startsWith("acted ") || l.startsWith("answer ")).toList();
             // every request's query and finish, each step's freed set
             assertTrue(lines.stream().filter(l -> l.startsWith("acted [\"matched\"")).count() == 3, out);
