@@ -4,12 +4,16 @@
 (docs/bridge-protocol.md): one msgpack map per frame on a DEALER,
 ``{"v": 1, "id", "hook", "args"}`` answered ``{"v": 1, "id", "ok", "result"|"error"}``. This module
 holds the synchronous client the recorder's scheduler connector uses when ``drive_node`` is set.
-pyzmq and msgpack are imported when it is built.
+pyzmq and msgpack are imported when it is built. ``unix:///PATH`` (``--bridge unix:///PATH`` on
+the node) speaks the same maps over a Unix domain socket, each frame preceded by its length
+(4 bytes, big-endian): one thread fewer each way than ZMQ over loopback TCP.
 """
 
 from __future__ import annotations
 
 import itertools
+import socket
+import struct
 
 
 class DriveError(RuntimeError):
@@ -25,13 +29,17 @@ class NodeBridge:
         self._zmq = zmq
         self._msgpack = msgpack
         self.endpoint = endpoint
-        self._ctx = zmq.Context(1)
-        s = self._ctx.socket(zmq.DEALER)
-        s.setsockopt(zmq.LINGER, 0)
-        s.setsockopt(zmq.RCVTIMEO, int(timeout_ms))
-        s.setsockopt(zmq.SNDTIMEO, int(timeout_ms))
-        s.connect(endpoint)
-        self._sock = s
+        if endpoint.startswith("unix://"):
+            self._ctx = None
+            self._sock = _UnixFrames(endpoint[len("unix://"):], timeout_ms, zmq.Again)
+        else:
+            self._ctx = zmq.Context(1)
+            s = self._ctx.socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 0)
+            s.setsockopt(zmq.RCVTIMEO, int(timeout_ms))
+            s.setsockopt(zmq.SNDTIMEO, int(timeout_ms))
+            s.connect(endpoint)
+            self._sock = s
         self._ids = itertools.count(1)
         self.calls = 0
 
@@ -55,4 +63,58 @@ class NodeBridge:
         try:
             self._sock.close()
         finally:
-            self._ctx.term()
+            if self._ctx is not None:
+                self._ctx.term()
+
+
+class _UnixFrames:
+    """A Unix domain stream socket that sends and receives whole frames, each preceded by its length
+    (4 bytes, big-endian), as the node's ``unix://`` engine bridge does; a timeout raises ``again``
+    (what a DEALER raises), and a frame cut by a timeout is completed by the next ``recv``. It
+    connects at the first send, as a DEALER's call finds an absent node at its first call."""
+
+    def __init__(self, path, timeout_ms, again):
+        self._again = again
+        self._path = path
+        self._timeout = timeout_ms / 1000.0
+        self._s = None
+        self._buf = bytearray()
+
+    def send(self, frame):
+        if self._s is None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(self._timeout)
+            try:
+                s.connect(self._path)
+            except OSError as e:
+                s.close()
+                raise DriveError(f"cannot reach the kvledger node at unix://{self._path}: {e}") from e
+            self._s = s
+        try:
+            self._s.sendall(struct.pack(">I", len(frame)) + frame)
+        except socket.timeout as e:
+            raise self._again() from e
+        except OSError as e:
+            raise DriveError(f"the kvledger node at unix://{self._path}: {e}") from e
+
+    def recv(self):
+        while True:
+            if len(self._buf) >= 4:
+                n = struct.unpack_from(">I", self._buf)[0]
+                if len(self._buf) >= 4 + n:
+                    frame = bytes(self._buf[4:4 + n])
+                    del self._buf[:4 + n]
+                    return frame
+            try:
+                chunk = self._s.recv(1 << 16)
+            except socket.timeout as e:
+                raise self._again() from e
+            except OSError as e:
+                raise DriveError(f"the kvledger node at unix://{self._path}: {e}") from e
+            if not chunk:
+                raise DriveError(f"the kvledger node at unix://{self._path} closed the connection")
+            self._buf += chunk
+
+    def close(self):
+        if self._s is not None:
+            self._s.close()
