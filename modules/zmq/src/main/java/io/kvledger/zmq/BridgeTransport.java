@@ -5,7 +5,8 @@ import java.util.List;
 /**
  * What an {@link EngineBridgeServer} reads its calls from and sends its replies on: a ZMQ ROUTER
  * ({@link ZmqBridgeTransport}, {@code tcp://}) or a Unix domain socket ({@link UnixBridgeTransport},
- * {@code unix://}). Used by the server's socket thread only, except {@link #wake}.
+ * {@code unix://}). Used by the server's socket thread only, except {@link #wake}, and
+ * {@link #send} when {@link #answersDirectly}.
  */
 interface BridgeTransport {
 
@@ -42,6 +43,13 @@ interface BridgeTransport {
 
     /** Releases what outlives the socket thread (a ZMQ context, the wake-up channel); after {@link #close}. */
     void release();
+
+    /**
+     * Whether another thread may {@link #send} (always under the server's lock, never while the
+     * socket thread works): true when the transport has no I/O threads of its own and its socket
+     * may be written from any thread while the socket thread waits in {@link #await}.
+     */
+    boolean answersDirectly();
 
     /** Whether the wake-up channel is still open. */
     boolean wakeUpOpen();

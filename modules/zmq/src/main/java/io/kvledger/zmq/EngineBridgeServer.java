@@ -80,6 +80,12 @@ public final class EngineBridgeServer implements AutoCloseable {
     private volatile BridgeNodeInfo node;
     private final HookHandler handler;
     private final BridgeTransport transport;
+    /**
+     * Held by the socket thread for each round of work between two waits, and by an answering
+     * thread that sends its answer itself ({@link BridgeTransport#answersDirectly}): the calls,
+     * held replies and the socket's writes are touched only under it.
+     */
+    private final java.util.concurrent.locks.ReentrantLock round = new java.util.concurrent.locks.ReentrantLock();
     private final SocketThread socketThread;
     private final AtomicBoolean wakePending = new AtomicBoolean();
     private final ConcurrentLinkedQueue<Outgoing> outbox = new ConcurrentLinkedQueue<>();
@@ -220,6 +226,21 @@ public final class EngineBridgeServer implements AutoCloseable {
             return false;
         }
         (ok ? replied : failed).incrementAndGet();
+        // a transport without I/O threads of its own: the answering thread (the node loop) writes
+        // the answer itself when the socket thread is waiting and nothing is queued before it,
+        // rather than waking the socket thread to write it (one thread hand-off less per reply)
+        if (transport.answersDirectly() && !round.isHeldByCurrentThread() && round.tryLock()) {
+            try {
+                if (!stopped && outbox.isEmpty()) {
+                    pending.remove(call.seq);
+                    inFlight = pending.size();
+                    trySend(transport, call.identity, call.reqFraming, frame, true);
+                    return true;
+                }
+            } finally {
+                round.unlock();
+            }
+        }
         outbox.add(new Outgoing(call, call.identity, call.reqFraming, frame));
         wake();
         return true;
@@ -254,18 +275,29 @@ public final class EngineBridgeServer implements AutoCloseable {
         try {
             while (!socketThread.closing()) {
                 try {
-                    long waitMs = waitMillis(config.clock().getAsLong());
+                    long waitMs;
+                    round.lock();
+                    try {
+                        waitMs = waitMillis(config.clock().getAsLong());
+                    } finally {
+                        round.unlock();
+                    }
                     router.await(waitMs);
                     wakePending.set(false);
-                    flushHeld(router);
-                    sendAnswers(router);
-                    for (int i = 0; i < MAX_READ_PER_ROUND && !socketThread.closing(); i++) {
-                        if (!readOne(router)) {
-                            break;
+                    round.lock();
+                    try {
+                        flushHeld(router);
+                        sendAnswers(router);
+                        for (int i = 0; i < MAX_READ_PER_ROUND && !socketThread.closing(); i++) {
+                            if (!readOne(router)) {
+                                break;
+                            }
                         }
+                        sendAnswers(router);
+                        expire(router, config.clock().getAsLong());
+                    } finally {
+                        round.unlock();
                     }
-                    sendAnswers(router);
-                    expire(router, config.clock().getAsLong());
                 } catch (RuntimeException e) {
                     if (socketThread.ends(e)) {
                         break;
@@ -276,6 +308,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                 }
             }
         } finally {
+            round.lock();
             try {
                 // claim what is unanswered first (later answers are then refused), send what was
                 // answered before, and only then refuse to queue more
@@ -295,6 +328,8 @@ public final class EngineBridgeServer implements AutoCloseable {
             } catch (RuntimeException e) {
                 stopped = true;
                 LOG.log(System.Logger.Level.DEBUG, "engine bridge closing: " + ZmqRuntime.describe(e), e);
+            } finally {
+                round.unlock();
             }
             router.close();
         }

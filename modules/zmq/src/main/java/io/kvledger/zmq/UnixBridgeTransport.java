@@ -14,7 +14,6 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayDeque;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -49,7 +48,8 @@ final class UnixBridgeTransport implements BridgeTransport {
     private final Path path;
     private final Selector selector;
     private ServerSocketChannel server;
-    private final Map<Long, Conn> conns = new HashMap<>();
+    /** The connections; their writes ({@link #send}, {@link #flush}, {@link #drop}) synchronize on this transport. */
+    private final Map<Long, Conn> conns = new java.util.concurrent.ConcurrentHashMap<>();
     private final ArrayDeque<Message> ready = new ArrayDeque<>();
     private long nextConn = 1;
 
@@ -177,7 +177,7 @@ final class UnixBridgeTransport implements BridgeTransport {
         }
     }
 
-    private void accept() {
+    private synchronized void accept() {
         try {
             SocketChannel ch;
             while ((ch = server.accept()) != null) {
@@ -260,7 +260,7 @@ final class UnixBridgeTransport implements BridgeTransport {
     }
 
     @Override
-    public Send send(byte[] identity, boolean reqFraming, byte[] frame) {
+    public synchronized Send send(byte[] identity, boolean reqFraming, byte[] frame) {
         Conn c = conns.get(ByteBuffer.wrap(identity).getLong());
         if (c == null || c.closed) {
             return Send.GONE;
@@ -290,7 +290,7 @@ final class UnixBridgeTransport implements BridgeTransport {
     }
 
     /** Writes what is left of the connection's last reply. */
-    private void flush(Conn c) {
+    private synchronized void flush(Conn c) {
         if (c.rest == null) {
             return;
         }
@@ -308,7 +308,7 @@ final class UnixBridgeTransport implements BridgeTransport {
         }
     }
 
-    private void drop(Conn c) {
+    private synchronized void drop(Conn c) {
         c.closed = true;
         conns.remove(c.id);
         c.key.cancel();
@@ -316,7 +316,7 @@ final class UnixBridgeTransport implements BridgeTransport {
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
         // give the last replies up to a second to leave
         long end = System.nanoTime() + 1_000_000_000L;
         for (Conn c : List.copyOf(conns.values())) {
@@ -343,6 +343,12 @@ final class UnixBridgeTransport implements BridgeTransport {
         } catch (IOException e) {
             // nothing left to release
         }
+    }
+
+    /** Yes: the node loop writes its answers itself while the socket thread waits for calls. */
+    @Override
+    public boolean answersDirectly() {
+        return true;
     }
 
     @Override

@@ -154,6 +154,12 @@ final class ZmqBridgeTransport implements BridgeTransport {
         }
     }
 
+    /** No: a ZMQ socket belongs to one thread, and the poller reads it while the socket thread waits. */
+    @Override
+    public boolean answersDirectly() {
+        return false;
+    }
+
     @Override
     public boolean wakeUpOpen() {
         return pipe.sink().isOpen() && pipe.source().isOpen();
