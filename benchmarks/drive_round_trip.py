@@ -178,6 +178,10 @@ class UnixEcho:
 # ------------------------------------------------------------------ node
 
 
+class NodeDown(Exception):
+    """The node ended before it answered (e.g. a build without the transport asked for)."""
+
+
 class Node:
     def __init__(self, jar, endpoint, directory, java_opts):
         self.log = open(os.path.join(directory, "node.log"), "wb")
@@ -205,7 +209,7 @@ def connect_when_up(endpoint, node, deadline_s=120):
     end = time.monotonic() + deadline_s
     while True:
         if node is not None and node.p.poll() is not None:
-            raise SystemExit(f"the node ended (exit {node.p.returncode}) before answering; see its log")
+            raise NodeDown(f"the node ended (exit {node.p.returncode}) before answering")
         try:
             c = client_for(endpoint)
             c.send(msgpack.packb({"v": 1, "id": 0, "hook": "ping"}))
@@ -288,7 +292,13 @@ def main():
                             else "unix://" + os.path.join(d, "node.sock"))
                 node = Node(jar, endpoint, d, a.java_opt)
                 try:
-                    c = connect_when_up(endpoint, node)
+                    try:
+                        c = connect_when_up(endpoint, node)
+                    except NodeDown as e:
+                        with open(os.path.join(d, "node.log"), errors="replace") as f:
+                            why = [ln.strip() for ln in f if "Error" in ln or "error" in ln][-1:]
+                        print(f"  {jar} over {transport}: {e}: {' '.join(why)[:200]}")
+                        continue
                     calls(c, a.warmup, 1, a.hook, [])
                     samples = []
                     for r in range(a.rounds):
