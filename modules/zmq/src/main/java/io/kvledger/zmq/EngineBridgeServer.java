@@ -10,7 +10,6 @@ import io.kvledger.wire.bridge.HookCall;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -24,7 +23,10 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The engine bridge: a ROUTER on a loopback endpoint where an engine's connector sends its hook
- * calls ({@link BridgeCodec}, protocol version 1), each answered with the node's reply.
+ * calls ({@link BridgeCodec}, protocol version 1), each answered with the node's reply; or, for
+ * {@code unix:///PATH}, a Unix domain socket with length-prefixed frames ({@link UnixBridgeTransport}),
+ * under the same rules. Over a Unix socket the answering thread writes an answer itself when the
+ * socket thread is waiting and nothing is queued before it ({@link BridgeTransport#answersDirectly}).
  *
  * <p>One thread ({@code kvledger-engine-bridge-<port>}) owns the socket. It reads each call,
  * stamps it with the configured clock, decodes it, and:
