@@ -111,8 +111,10 @@ final class NodeCommand implements Callable<Integer> {
                     + "connector, and binds no notify or handshake port, sends nothing (default: ${DEFAULT-VALUE}).")
     String shadowEndpoint;
 
-    @Option(names = "--bridge", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT",
-            description = "Where the engine bridge binds with --engine bridge or sim-worker (loopback only; port 0: any free port, printed at start) (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--bridge", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT|unix:///PATH",
+            description = "Where the engine bridge binds with --engine bridge, drive or sim-worker: loopback TCP (port 0: any free port, printed at start), "
+                    + "or a Unix domain socket for an engine on this host (a directory only this user may write; "
+                    + "the vLLM bridge's drive_node takes the same unix:// address) (default: ${DEFAULT-VALUE}).")
     String bridgeEndpoint;
 
     @Option(names = "--journal", required = true, paramLabel = "DIR", description = "The node's journal (created, or recovered and continued).")

@@ -1,6 +1,7 @@
 package io.kvledger.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -70,7 +71,10 @@ class VllmBridgeShadowTest {
         return startNode(role, "shadow");
     }
 
-    /** Starts {@code kvledger node --engine ENGINE} (shadow: --shadow; drive: --bridge on the same port). */
+    /**
+     * Starts {@code kvledger node --engine ENGINE} (shadow: --shadow; drive: --bridge on the same
+     * port, or the {@code --bridge ENDPOINT} given first in {@code more}).
+     */
     private Path startNode(String role, String engine, String... more) throws Exception {
         int[] ports = io.kvledger.node.cluster.LoopbackPorts.distinct(2);
         shadowPort = ports[0];
@@ -86,11 +90,12 @@ class VllmBridgeShadowTest {
         }
         String host = role.equals("producer") ? "10.0.0.1" : "10.0.1.1";
         cmd.addAll(List.of("-XX:+UseParallelGC", "-cp", System.getProperty("java.class.path"), Main.class.getName(), "node",
-                "--engine", engine, engine.equals("shadow") ? "--shadow" : "--bridge", "tcp://127.0.0.1:" + shadowPort,
+                "--engine", engine, engine.equals("shadow") ? "--shadow" : "--bridge",
+                more.length > 1 && more[0].equals("--bridge") ? more[1] : "tcp://127.0.0.1:" + shadowPort,
                 "--kv-transfer-config", "{\"kv_role\":\"kv_" + role + "\",\"kv_connector_extra_config\":{\"host_ip\":\"" + host
                         + "\",\"proxy_ip\":\"127.0.0.1\",\"proxy_ping_port\":1}}",
                 "--http", "127.0.0.1:" + httpPort, "--journal", journal.toString()));
-        cmd.addAll(List.of(more));
+        cmd.addAll(List.of(more).subList(more.length > 1 && more[0].equals("--bridge") ? 2 : 0, more.length));
         node = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(nodeLog.toFile()).start();
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         while (System.nanoTime() < end && node.isAlive()) {
@@ -259,6 +264,25 @@ class VllmBridgeShadowTest {
         CliRun.Outcome o = CliRun.run("replay", "--verify", "--full-ids", p0.toString());
         assertEquals(1, o.code(), o.out() + o.err());
         assertTrue(o.out().contains("journal: finish_decision rid=" + RID1 + " delay_free=false"), o.out());
+    }
+
+    /** Drive mode over the bridge's Unix socket: the same answers, the same journal. */
+    @Test
+    void driveModeOverAUnixSocket() throws Exception {
+        Path run = tmp.resolve("run");
+        Files.createDirectory(run);
+        Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+        String endpoint = "unix://" + run.resolve("node.sock").toAbsolutePath();
+        Path journal = startNode("producer", "drive", "--bridge", endpoint);
+        String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", tmp.resolve("rec-unix").toString(),
+                "--drive", endpoint);
+        assertTrue(out.contains("answer driving True"), out);
+        assertTrue(out.contains("answer " + RID1 + " True"), out);
+        stopNode();
+        assertTrue(Files.readString(nodeLog).contains("engine bridge " + endpoint), Files.readString(nodeLog));
+        assertFalse(Files.exists(run.resolve("node.sock")), "the node removes its socket at exit");
+        CliRun.Outcome v = CliRun.run("replay", "--verify", journal.toString());
+        assertEquals(0, v.code(), v.out() + v.err());
     }
 
     @Test

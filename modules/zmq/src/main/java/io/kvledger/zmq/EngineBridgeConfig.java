@@ -11,7 +11,9 @@ import java.util.function.LongSupplier;
  * @param bindEndpoint    {@code tcp://127.0.0.1:PORT} (or another loopback host: {@code localhost},
  *                        {@code [::1]}); port 0 or {@code *} binds an ephemeral port, reported by
  *                        {@link EngineBridgeServer#endpoint()}. Hook calls carry no credentials, so
- *                        only loopback hosts are accepted. {@code ipc://} is refused: JeroMQ 0.6.0
+ *                        only loopback hosts are accepted. Or {@code unix:///ABSOLUTE/PATH}: a Unix
+ *                        domain socket ({@link UnixBridgeTransport}) in a directory the user owns
+ *                        and no one else may write. {@code ipc://} is refused: JeroMQ 0.6.0
  *                        emulates it over a loopback TCP port derived from the path, which a pyzmq
  *                        (libzmq) engine, connecting to a Unix socket file, can never reach
  * @param replyTimeout    how long a call handed to the handler may stay unanswered; then the
@@ -48,7 +50,7 @@ public record EngineBridgeConfig(String bindEndpoint, Duration replyTimeout, int
             throw new IllegalArgumentException("maxMessageBytes " + maxMessageBytes + " is below the decoder limit "
                     + limits.maxFrameBytes());
         }
-        String problem = endpointProblem(bindEndpoint);
+        String problem = bindEndpoint.startsWith(UNIX) ? unixProblem(bindEndpoint) : endpointProblem(bindEndpoint);
         if (problem != null) {
             throw new IllegalArgumentException(problem);
         }
@@ -76,7 +78,36 @@ public record EngineBridgeConfig(String bindEndpoint, Duration replyTimeout, int
         return new EngineBridgeConfig(bindEndpoint, replyTimeout, maxInFlight, limits, maxMessageBytes, c);
     }
 
-    /** Why {@code endpoint} cannot carry hook calls, or {@code null} when it can. */
+    static final String UNIX = "unix://";
+
+    /** Whether the bridge listens on a Unix domain socket. */
+    boolean isUnix() {
+        return bindEndpoint.startsWith(UNIX);
+    }
+
+    /** The socket file of a {@code unix://} endpoint. */
+    java.nio.file.Path unixPath() {
+        return java.nio.file.Path.of(bindEndpoint.substring(UNIX.length()));
+    }
+
+    /** Why a {@code unix://} endpoint cannot be bound (its form only; the directory is checked at bind). */
+    static String unixProblem(String endpoint) {
+        String path = endpoint.substring(UNIX.length());
+        if (!path.startsWith("/")) {
+            return "the engine bridge's unix:// endpoint needs an absolute path (unix:///run/user/1000/node.sock), got "
+                    + endpoint;
+        }
+        if (path.endsWith("/") || path.contains("/../") || path.endsWith("/..") || path.contains("\0")) {
+            return "the engine bridge's unix:// endpoint must name a socket file, got " + endpoint;
+        }
+        // sun_path holds 108 bytes with its terminating NUL
+        if (path.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > 107) {
+            return "a Unix socket path holds at most 107 bytes, got " + path.length() + " in " + endpoint;
+        }
+        return null;
+    }
+
+    /** Why {@code endpoint} cannot carry hook calls over ZMQ, or {@code null} when it can. */
     static String endpointProblem(String endpoint) {
         if (endpoint.startsWith("ipc://")) {
             return "ipc:// is not supported: JeroMQ 0.6.0 emulates ipc over a loopback TCP port that a pyzmq engine "

@@ -9,9 +9,7 @@ import io.kvledger.wire.bridge.BridgeRequest;
 import io.kvledger.wire.bridge.HookCall;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.Pipe;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -22,12 +20,13 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.zeromq.SocketType;
-import org.zeromq.ZMQ;
 
 /**
  * The engine bridge: a ROUTER on a loopback endpoint where an engine's connector sends its hook
- * calls ({@link BridgeCodec}, protocol version 1), each answered with the node's reply.
+ * calls ({@link BridgeCodec}, protocol version 1), each answered with the node's reply; or, for
+ * {@code unix:///PATH}, a Unix domain socket with length-prefixed frames ({@link UnixBridgeTransport}),
+ * under the same rules. Over a Unix socket the answering thread writes an answer itself when the
+ * socket thread is waiting and nothing is queued before it ({@link BridgeTransport#answersDirectly}).
  *
  * <p>One thread ({@code kvledger-engine-bridge-<port>}) owns the socket. It reads each call,
  * stamps it with the configured clock, decodes it, and:
@@ -84,9 +83,14 @@ public final class EngineBridgeServer implements AutoCloseable {
     /** Who the node is (its profile may change once, at a hello: {@link HookHandler#onHello}). */
     private volatile BridgeNodeInfo node;
     private final HookHandler handler;
-    private final ZMQ.Context ctx;
+    private final BridgeTransport transport;
+    /**
+     * Held by the socket thread for each round of work between two waits, and by an answering
+     * thread that sends its answer itself ({@link BridgeTransport#answersDirectly}): the calls,
+     * held replies and the socket's writes are touched only under it.
+     */
+    private final java.util.concurrent.locks.ReentrantLock round = new java.util.concurrent.locks.ReentrantLock();
     private final SocketThread socketThread;
-    private final Pipe pipe;
     private final AtomicBoolean wakePending = new AtomicBoolean();
     private final ConcurrentLinkedQueue<Outgoing> outbox = new ConcurrentLinkedQueue<>();
     private volatile boolean stopped;
@@ -120,9 +124,6 @@ public final class EngineBridgeServer implements AutoCloseable {
     /** A reply waiting for its caller to read; {@code handed}: the answer to a call handed to the handler. */
     private record Held(byte[] identity, boolean reqFraming, byte[] frame, boolean handed) {}
 
-    /** What one non-blocking send did. */
-    private enum Send { SENT, FULL, GONE }
-
     /** An encoded answer on its way to the socket thread. */
     private record Outgoing(BridgeCall call, byte[] identity, boolean reqFraming, byte[] frame) {}
 
@@ -152,10 +153,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         this.config = config;
         this.node = node;
         this.handler = handler;
-        this.pipe = Pipe.open();
-        this.pipe.source().configureBlocking(false);
-        this.pipe.sink().configureBlocking(false);
-        this.ctx = ZmqRuntime.context("engine-bridge");
+        this.transport = config.isUnix() ? new UnixBridgeTransport(config) : new ZmqBridgeTransport(config);
         this.socketThread = new SocketThread("kvledger-engine-bridge", this::run);
     }
 
@@ -172,7 +170,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         try {
             s = new EngineBridgeServer(config, node, handler);
         } catch (IOException e) {
-            throw new IllegalStateException("cannot open the engine bridge's wake-up pipe: " + e, e);
+            throw new IllegalStateException("cannot open the engine bridge's wake-up channel: " + e, e);
         }
         s.socketThread.start(s::close, "the engine bridge", config.bindEndpoint(), "kvledger-engine-bridge-");
         return s;
@@ -243,7 +241,7 @@ public final class EngineBridgeServer implements AutoCloseable {
 
     /** Whether the wake-up pipe is still open (for tests: an interrupted answerer must not close it). */
     boolean wakeUpOpen() {
-        return pipe.sink().isOpen() && pipe.source().isOpen();
+        return transport.wakeUpOpen();
     }
 
     // ---------------------------------------------------------------- answers (any thread)
@@ -254,6 +252,21 @@ public final class EngineBridgeServer implements AutoCloseable {
             return false;
         }
         (ok ? replied : failed).incrementAndGet();
+        // a transport without I/O threads of its own: the answering thread (the node loop) writes
+        // the answer itself when the socket thread is waiting and nothing is queued before it,
+        // rather than waking the socket thread to write it (one thread hand-off less per reply)
+        if (transport.answersDirectly() && !round.isHeldByCurrentThread() && round.tryLock()) {
+            try {
+                if (!stopped && outbox.isEmpty()) {
+                    pending.remove(call.seq);
+                    inFlight = pending.size();
+                    trySend(transport, call.identity, call.reqFraming, frame, true);
+                    return true;
+                }
+            } finally {
+                round.unlock();
+            }
+        }
         outbox.add(new Outgoing(call, call.identity, call.reqFraming, frame));
         wake();
         return true;
@@ -265,73 +278,52 @@ public final class EngineBridgeServer implements AutoCloseable {
 
     private void wake() {
         if (wakePending.compareAndSet(false, true)) {
-            // an interrupted caller would close the pipe for good (NIO channels are interruptible):
-            // write with the flag cleared and restore it afterwards
-            boolean interrupted = Thread.interrupted();
-            try {
-                pipe.sink().write(ByteBuffer.wrap(new byte[] {1}));
-            } catch (IOException | RuntimeException e) {
-                // the pipe is closed: the server is stopping, or the socket thread's housekeeping
-                // tick (100 ms) drains the outbox without being woken
-            } finally {
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
-            }
+            transport.wake();
         }
     }
 
     // ---------------------------------------------------------------- socket thread
 
     private void run() {
-        ZMQ.Socket router = null;
-        ZMQ.Poller poller = null;
+        BridgeTransport router = transport;
         try {
-            router = ctx.socket(SocketType.ROUTER);
-            router.setLinger(0);
-            router.setRouterMandatory(true);
-            router.setMaxMsgSize(config.maxMessageBytes());
-            router.setIPv6(ZmqRuntime.ipv6(config.bindEndpoint()));
-            router.bind(config.zmqBindEndpoint());
-            endpoint = router.getLastEndpoint();
-            poller = ctx.poller(2);
-            poller.register(router, ZMQ.Poller.POLLIN);
-            poller.register(pipe.source(), ZMQ.Poller.POLLIN);
+            endpoint = router.bind();
             socketThread.bound().complete(endpoint);
         } catch (RuntimeException e) {
-            if (poller != null) {
-                poller.close();
-            }
-            ZmqRuntime.closeQuietly(router);
             stopped = true;
             socketThread.bound().completeExceptionally(e);
             return;
         } catch (Error e) {
-            if (poller != null) {
-                poller.close();
-            }
-            ZmqRuntime.closeQuietly(router);
             stopped = true;
             socketThread.bound().completeExceptionally(e);
             throw e;
         }
-        ByteBuffer drain = ByteBuffer.allocate(64);
         try {
             while (!socketThread.closing()) {
                 try {
-                    long waitMs = waitMillis(config.clock().getAsLong());
-                    poller.poll(waitMs);
-                    wakePending.set(false);
-                    drainPipe(drain);
-                    flushHeld(router);
-                    sendAnswers(router);
-                    for (int i = 0; i < MAX_READ_PER_ROUND && !socketThread.closing(); i++) {
-                        if (!readOne(router)) {
-                            break;
-                        }
+                    long waitMs;
+                    round.lock();
+                    try {
+                        waitMs = waitMillis(config.clock().getAsLong());
+                    } finally {
+                        round.unlock();
                     }
-                    sendAnswers(router);
-                    expire(router, config.clock().getAsLong());
+                    router.await(waitMs);
+                    wakePending.set(false);
+                    round.lock();
+                    try {
+                        flushHeld(router);
+                        sendAnswers(router);
+                        for (int i = 0; i < MAX_READ_PER_ROUND && !socketThread.closing(); i++) {
+                            if (!readOne(router)) {
+                                break;
+                            }
+                        }
+                        sendAnswers(router);
+                        expire(router, config.clock().getAsLong());
+                    } finally {
+                        round.unlock();
+                    }
                 } catch (RuntimeException e) {
                     if (socketThread.ends(e)) {
                         break;
@@ -342,6 +334,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                 }
             }
         } finally {
+            round.lock();
             try {
                 // claim what is unanswered first (later answers are then refused), send what was
                 // answered before, and only then refuse to queue more
@@ -361,15 +354,10 @@ public final class EngineBridgeServer implements AutoCloseable {
             } catch (RuntimeException e) {
                 stopped = true;
                 LOG.log(System.Logger.Level.DEBUG, "engine bridge closing: " + ZmqRuntime.describe(e), e);
+            } finally {
+                round.unlock();
             }
-            poller.close();
-            try {
-                // give the last answers up to a second to leave (close waits at most that long)
-                router.setLinger(1000);
-                router.close();
-            } catch (RuntimeException e) {
-                ZmqRuntime.closeQuietly(router);
-            }
+            router.close();
         }
     }
 
@@ -386,20 +374,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         return Math.max(1, TimeUnit.NANOSECONDS.toMillis(wait + 999_999));
     }
 
-    private void drainPipe(ByteBuffer buf) {
-        try {
-            while (true) {
-                buf.clear();
-                if (pipe.source().read(buf) <= 0) {
-                    return;
-                }
-            }
-        } catch (IOException e) {
-            // closed: the loop ends on closing
-        }
-    }
-
-    private void sendAnswers(ZMQ.Socket router) {
+    private void sendAnswers(BridgeTransport router) {
         for (Outgoing o; (o = outbox.poll()) != null; ) {
             if (o.call() != null) {
                 pending.remove(o.call().seq);
@@ -415,7 +390,7 @@ public final class EngineBridgeServer implements AutoCloseable {
     }
 
     /** Sends the answer to a call handed to the handler, or puts it into its batch's reply. */
-    private void deliver(ZMQ.Socket router, BridgeCall c, byte[] frame) {
+    private void deliver(BridgeTransport router, BridgeCall c, byte[] frame) {
         if (c.batch == null) {
             trySend(router, c.identity, c.reqFraming, frame, true);
         } else {
@@ -425,7 +400,7 @@ public final class EngineBridgeServer implements AutoCloseable {
     }
 
     /** One call's reply into its batch; the batch's frame goes out with the last. */
-    private void fill(ZMQ.Socket router, BatchReply b, int index, byte[] frame) {
+    private void fill(BridgeTransport router, BatchReply b, int index, byte[] frame) {
         if (b.frames[index] != null) {
             return;
         }
@@ -437,20 +412,14 @@ public final class EngineBridgeServer implements AutoCloseable {
     }
 
     /** Reads and handles one message; false when none is waiting. */
-    private boolean readOne(ZMQ.Socket router) {
-        byte[] identity = router.recv(ZMQ.DONTWAIT);
-        if (identity == null) {
+    private boolean readOne(BridgeTransport router) {
+        BridgeTransport.Message m = router.receive();
+        if (m == null) {
             return false;
         }
-        List<byte[]> frames = new ArrayList<>(2);
-        int parts = 0;
-        while (router.hasReceiveMore()) {
-            byte[] f = router.recv(0);
-            parts++;
-            if (frames.size() < 3) {
-                frames.add(f == null ? new byte[0] : f);
-            }
-        }
+        byte[] identity = m.identity();
+        List<byte[]> frames = m.frames();
+        int parts = m.parts();
         long atNs = config.clock().getAsLong();
         received.incrementAndGet();
         byte[] payload;
@@ -486,7 +455,7 @@ public final class EngineBridgeServer implements AutoCloseable {
      * A batch: each call as if it came alone, in order (an engine hook handed to the handler, the
      * others answered at once), the replies gathered into one frame sent when every call is answered.
      */
-    private void dispatchBatch(ZMQ.Socket router, byte[] identity, boolean reqFraming, BridgeDecoded.Batch batch,
+    private void dispatchBatch(BridgeTransport router, byte[] identity, boolean reqFraming, BridgeDecoded.Batch batch,
                                byte[] payload, long atNs) {
         BatchReply reply = new BatchReply(batch.id(), identity, reqFraming, batch.calls().size());
         if (batch.calls().isEmpty()) {
@@ -521,7 +490,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         }
     }
 
-    private void dispatch(ZMQ.Socket router, byte[] identity, boolean reqFraming, BridgeRequest request, long atNs) {
+    private void dispatch(BridgeTransport router, byte[] identity, boolean reqFraming, BridgeRequest request, long atNs) {
         byte[] now = take(router, identity, reqFraming, request, atNs, null, 0);
         if (now != null) {
             trySend(router, identity, reqFraming, now, false);
@@ -533,7 +502,7 @@ public final class EngineBridgeServer implements AutoCloseable {
      * engine hook to the handler and returns {@code null} (its answer comes later; when the handler
      * throws, it is given here through {@link #deliver}). {@code batch}: the batch it came in, or null.
      */
-    private byte[] take(ZMQ.Socket router, byte[] identity, boolean reqFraming, BridgeRequest request, long atNs,
+    private byte[] take(BridgeTransport router, byte[] identity, boolean reqFraming, BridgeRequest request, long atNs,
                         BatchReply batch, int index) {
         switch (request.call()) {
             case HookCall.Ping p -> {
@@ -593,7 +562,7 @@ public final class EngineBridgeServer implements AutoCloseable {
     }
 
     /** Answers, with "timed out", every call whose deadline passed. */
-    private void expire(ZMQ.Socket router, long nowNs) {
+    private void expire(BridgeTransport router, long nowNs) {
         Iterator<BridgeCall> it = pending.values().iterator();
         while (it.hasNext()) {
             BridgeCall c = it.next();
@@ -617,15 +586,15 @@ public final class EngineBridgeServer implements AutoCloseable {
      * fewer than {@code maxInFlight} wait); to a caller that has gone it is dropped and counted.
      * {@code handed}: the answer to a call handed to the handler.
      */
-    private void trySend(ZMQ.Socket router, byte[] identity, boolean reqFraming, byte[] frame, boolean handed) {
+    private void trySend(BridgeTransport router, byte[] identity, boolean reqFraming, byte[] frame, boolean handed) {
         ByteBuffer caller = ByteBuffer.wrap(identity);
         ArrayDeque<Held> q = held.get(caller);
         if (q == null) {
-            Send r = sendNow(router, identity, reqFraming, frame);
-            if (r == Send.SENT) {
+            BridgeTransport.Send r = router.send(identity, reqFraming, frame);
+            if (r == BridgeTransport.Send.SENT) {
                 return;
             }
-            if (r == Send.GONE) {
+            if (r == BridgeTransport.Send.GONE) {
                 dropped(handed);
                 return;
             }
@@ -640,7 +609,7 @@ public final class EngineBridgeServer implements AutoCloseable {
     }
 
     /** Sends what is held, per caller in order, until a caller's queue is full again. */
-    private void flushHeld(ZMQ.Socket router) {
+    private void flushHeld(BridgeTransport router) {
         if (held.isEmpty()) {
             return;
         }
@@ -649,11 +618,11 @@ public final class EngineBridgeServer implements AutoCloseable {
             ArrayDeque<Held> q = it.next();
             while (!q.isEmpty()) {
                 Held h = q.peek();
-                Send r = sendNow(router, h.identity(), h.reqFraming(), h.frame());
-                if (r == Send.FULL) {
+                BridgeTransport.Send r = router.send(h.identity(), h.reqFraming(), h.frame());
+                if (r == BridgeTransport.Send.FULL) {
                     break;
                 }
-                if (r == Send.GONE) {
+                if (r == BridgeTransport.Send.GONE) {
                     for (Held g : q) {
                         dropped(g.handed());
                     }
@@ -688,28 +657,6 @@ public final class EngineBridgeServer implements AutoCloseable {
         }
     }
 
-    /**
-     * One non-blocking send: SENT, FULL (the caller's queue on the socket is at its high-water mark:
-     * JeroMQ's send returns false, EAGAIN), or GONE (no such caller any more: EHOSTUNREACH under
-     * {@code ROUTER_MANDATORY}, which JeroMQ throws).
-     */
-    private static Send sendNow(ZMQ.Socket router, byte[] identity, boolean reqFraming, byte[] frame) {
-        try {
-            if (!router.send(identity, ZMQ.SNDMORE | ZMQ.DONTWAIT)) {
-                return Send.FULL;
-            }
-            // the message's first part was taken: the rest of it is (the high-water mark counts messages)
-            boolean ok = !reqFraming || router.send(new byte[0], ZMQ.SNDMORE | ZMQ.DONTWAIT);
-            ok = ok && router.send(frame, ZMQ.DONTWAIT);
-            return ok ? Send.SENT : Send.GONE;
-        } catch (RuntimeException e) {
-            if (ZmqRuntime.isTerm(e)) {
-                throw e;
-            }
-            return Send.GONE;
-        }
-    }
-
     // ---------------------------------------------------------------- close
 
     @Override
@@ -719,13 +666,7 @@ public final class EngineBridgeServer implements AutoCloseable {
             if (socketThread.thread().isAlive()) {
                 joinBounded(socketThread.thread());
             }
-            ctx.term();
-            try {
-                pipe.sink().close();
-                pipe.source().close();
-            } catch (IOException e) {
-                // nothing left to release
-            }
+            transport.release();
         });
     }
 

@@ -136,7 +136,7 @@ final class ZmqRuntime {
 
     /**
      * Starts the thread that owns a socket and waits until the socket is bound; then names the
-     * thread {@code namePrefix} and the bound port. On failure {@code closeOnFailure} runs and
+     * thread {@code namePrefix} and the bound port (or, for a Unix socket, its file's name). On failure {@code closeOnFailure} runs and
      * the exception says {@code cannot bind WHAT at WHERE: why}.
      *
      * @param bound completed by the thread with the bound endpoint
@@ -153,7 +153,8 @@ final class ZmqRuntime {
             throw new IllegalStateException("cannot bind " + what + " at " + where + ": "
                     + bindFailure(e.getCause() == null ? e : e.getCause()), e);
         }
-        thread.setName(namePrefix + portOf(endpoint));
+        thread.setName(namePrefix + (endpoint.startsWith("unix://")
+                ? java.nio.file.Path.of(endpoint.substring("unix://".length())).getFileName() : String.valueOf(portOf(endpoint))));
         return endpoint;
     }
 }

@@ -6,10 +6,12 @@
  * the real notify port and reports what it decoded to),
  * {@link io.kvledger.zmq.HandshakeServer} and {@link io.kvledger.zmq.HandshakeClient}, and
  * {@link io.kvledger.zmq.RegistrationHeartbeat} to a proxy, and
- * {@link io.kvledger.zmq.EngineBridgeServer}, the loopback ROUTER where an engine's connector sends
+ * {@link io.kvledger.zmq.EngineBridgeServer}, the loopback ROUTER (or, for an engine on the same
+ * host, the Unix domain socket of {@code UnixBridgeTransport}) where an engine's connector sends
  * its hook calls ({@code io.kvledger.wire.bridge}) and a {@link io.kvledger.zmq.HookHandler}
- * answers each {@link io.kvledger.zmq.BridgeCall} from any thread (answers are queued to the
- * socket thread, which a pipe in its poller wakes), and its Java engine side
+ * answers each {@link io.kvledger.zmq.BridgeCall} from any thread (over ZMQ answers are queued to
+ * the socket thread, which a pipe in its poller wakes; over a Unix socket the answering thread
+ * writes its answer itself while the socket thread waits), and its Java engine side
  * {@link io.kvledger.zmq.EngineBridgeClient} (a simulated engine driving the nodes of its other TP
  * ranks), and
  * {@link io.kvledger.zmq.ShadowStreamServer}, the loopback PULL where the vLLM bridge's recorder

@@ -110,6 +110,41 @@ class PythonBridgeInteropTest {
         }
     }
 
+    /**
+     * The vLLM bridge's drive client (its NodeBridge, from modules/vllm-bridge's source) over the
+     * engine bridge's Unix socket: each call answered, an unknown hook refused and the connection
+     * kept.
+     */
+    @Test
+    void theDriveClientCallsTheNodeOverAUnixSocket() throws Exception {
+        PythonPeer.assumeAvailable(dir);
+        copyScript("bridge_unix_engine.py");
+        Path drivePy = Path.of("..", "vllm-bridge", "src", "kvledger_vllm", "drive.py").toAbsolutePath().normalize();
+        assertThat(drivePy).as("the vLLM bridge's drive client, next to this module").exists();
+        Path run = dir.resolve("run");
+        Files.createDirectory(run);
+        Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+        NodeConfig cfg = NodeConfig.builder(Role.CONSUMER, TransferMode.WRITE).build();
+        try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
+             EngineBridgeServer server = EngineBridgeServer.open(
+                     EngineBridgeConfig.forEndpoint("unix://" + run.resolve("node.sock")), BridgeNodeInfo.of(cfg), loop);
+             PythonPeer py = PythonPeer.start(dir, "bridge_unix_engine.py", server.endpoint(), drivePy.toString(), "200")) {
+            List<Map<?, ?>> lines = new ArrayList<>();
+            for (int i = 0; i < 5; i++) {
+                lines.add((Map<?, ?>) Json.parse(py.line()));
+            }
+            py.awaitSuccess();
+            assertThat(((Map<?, ?>) lines.get(0).get("result")).get("kv_role")).isEqualTo("kv_consumer");
+            assertThat(lines.get(1).get("result")).isEqualTo(Map.of());
+            assertThat(lines.get(2).get("calls")).isEqualTo(200L);
+            assertThat((String) lines.get(3).get("error")).contains("UNKNOWN_TYPE: unknown hook \"getfinished\"");
+            assertThat(lines.get(4).get("result")).isInstanceOf(Map.class);
+            assertThat(loop.appliedCount()).isEqualTo(201);
+            assertThat(server.rejected()).isEqualTo(1);
+            assertThat(server.control()).isEqualTo(2);
+        }
+    }
+
     private static Map<?, ?> result(Map<?, ?> line) {
         Map<?, ?> reply = (Map<?, ?>) line.get("reply");
         assertThat(reply.get("ok")).as("%s: %s", line.get("hook"), reply.get("error")).isEqualTo(true);

@@ -23,6 +23,14 @@ import java.util.concurrent.locks.LockSupport;
  * Either side parks when it has nothing to do and the other unparks it (a bounded park, so a missed
  * wake-up costs at most a millisecond).
  *
+ * <p>The loop may also append on its own thread ({@link #appendInline}): when it has published an
+ * input and has nothing else to apply (one awaited hook call at a time), it takes the writer for
+ * the group itself instead of waking this thread and waiting to be woken in turn, two thread
+ * hand-offs on the path of every such reply (benchmarks/README.md, "Drive round trip"). Whoever
+ * appends holds {@link #appending} for the group; the writer follows the thread that holds it. A
+ * {@link #publish published} input wakes this thread only when the loop goes on without appending
+ * it ({@link #wake}: it takes another item, or waits).
+ *
  * <p>An input the journal refuses ({@link JournalWriter#appendInput} throws) has no seq: its slot
  * carries the error and the loop withholds its effects and stops (values were checked before the
  * input was applied, so this is the journal failing); a refused derived entry is counted and
@@ -74,6 +82,13 @@ final class Journaller implements AutoCloseable {
     private final int mask;
     private final Thread thread;
     private final Thread loopThread;
+
+    /** Held by the thread that appends a group (this one, or the loop in {@link #appendInline}). */
+    private final java.util.concurrent.atomic.AtomicBoolean appending = new java.util.concurrent.atomic.AtomicBoolean();
+    /** The thread the writer was last handed to (read and written only while holding {@link #appending}). */
+    private Thread writerThread;
+    /** Groups the loop appended on its own thread (tests, status). */
+    private final AtomicLong inlineGroups = new AtomicLong();
 
     /** Slots published by the loop (written by the loop only). */
     private volatile long head;
@@ -150,12 +165,50 @@ final class Journaller implements AutoCloseable {
         return slots[(int) (head & mask)];
     }
 
-    /** Hands the claimed slot to the journaller. */
+    /**
+     * Hands the claimed slot to the journaller. Does not wake it: the loop either appends the slot
+     * itself ({@link #appendInline}) or wakes it ({@link #wake}) before it goes on or waits.
+     */
     void publish() {
         head = head + 1;
-        if (journallerParked) {
+    }
+
+    /** Wakes the journaller if it is parked with published slots to append. */
+    void wake() {
+        if (journallerParked && journaled < head) {
             LockSupport.unpark(thread);
         }
+    }
+
+    /**
+     * Appends, on the calling thread (the loop), every slot published and not yet journaled, as one
+     * group, when the journaller is not appending right now and appends are not held; returns
+     * whether it did (the slots are then journaled, or refused as the journaller would refuse them).
+     */
+    boolean appendInline() {
+        if (held || abandoned || stopping || ended || poison != null || journaled >= head) {
+            return false;
+        }
+        if (!appending.compareAndSet(false, true)) {
+            return false;
+        }
+        try {
+            long first = journaled;
+            long h = head;
+            if (first >= h || held) {
+                return first >= h;
+            }
+            appendGroups(first, h);
+            inlineGroups.incrementAndGet();
+            return true;
+        } finally {
+            appending.set(false);
+        }
+    }
+
+    /** Groups the loop appended on its own thread. */
+    long inlineGroups() {
+        return inlineGroups.get();
     }
 
     /** Slots published and not yet released. */
@@ -190,6 +243,7 @@ final class Journaller implements AutoCloseable {
      * millisecond), or the journaller is gone.
      */
     void awaitJournaled(long target, java.util.function.BooleanSupplier orElse) {
+        wake();
         int spins = 0;
         while (journaled < target) {
             if (!thread.isAlive()) {
@@ -244,8 +298,14 @@ final class Journaller implements AutoCloseable {
     private void run() {
         try {
             // the node's start may have appended on its own thread (recovery's missing derived
-            // entries); from here on this thread alone appends
-            journal.handOverToCurrentThread();
+            // entries); from here on this thread appends, or the loop while it holds the writer
+            takeWriter();
+            try {
+                journal.handOverToCurrentThread();
+                writerThread = Thread.currentThread();
+            } finally {
+                appending.set(false);
+            }
             appendAll();
         } catch (RuntimeException | Error e) {
             died = e;
@@ -264,12 +324,13 @@ final class Journaller implements AutoCloseable {
     }
 
     private void appendAll() {
-        long next = 0;
+        int contended = 0;
         while (!abandoned) {
             Error p = poison;
             if (p != null) {
                 throw p;
             }
+            long next = journaled;
             long h = head;
             if (next == h || held) {
                 if (next == h && stopping && head == next) {
@@ -278,10 +339,70 @@ final class Journaller implements AutoCloseable {
                 idle(next);
                 continue;
             }
-            // group commit: what the loop published so far goes into one excerpt (up to a bound)
+            if (!appending.compareAndSet(false, true)) {
+                // the loop appends inline (one group): wait for it rather than park
+                if (++contended % 64 == 0) {
+                    Thread.yield();
+                } else {
+                    Thread.onSpinWait();
+                }
+                continue;
+            }
+            try {
+                next = journaled;
+                h = head;
+                if (next < h && !held) {
+                    appendGroups(next, h);
+                }
+            } finally {
+                appending.set(false);
+            }
+        }
+        if (abandoned) {
+            return;
+        }
+        takeWriter();
+        try {
+            if (writerThread != Thread.currentThread()) {
+                journal.handOverToCurrentThread();
+                writerThread = Thread.currentThread();
+            }
+            journal.flush();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "journal flush failed: " + e);
+        } finally {
+            appending.set(false);
+        }
+    }
+
+    /** Takes {@link #appending} (the loop holds it at most for one inline group). */
+    private void takeWriter() {
+        int spins = 0;
+        while (!appending.compareAndSet(false, true)) {
+            if (++spins % 64 == 0) {
+                Thread.yield();
+            } else {
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    /**
+     * Appends slots {@code [from, to)} in group excerpts (what the loop published so far goes into
+     * one excerpt, up to {@link #GROUP_BYTES}) and publishes each group as journaled. The caller
+     * holds {@link #appending}.
+     */
+    private void appendGroups(long from, long to) {
+        Thread me = Thread.currentThread();
+        if (writerThread != me) {
+            journal.handOverToCurrentThread();
+            writerThread = me;
+        }
+        long next = from;
+        while (next < to && !held) {
             long first = next;
             journal.beginGroup();
-            for (; next < h && !held && (next == first || journal.groupBytes() < GROUP_BYTES); next++) {
+            for (; next < to && !held && (next == first || journal.groupBytes() < GROUP_BYTES); next++) {
                 append(slots[(int) (next & mask)]);
             }
             try {
@@ -293,14 +414,6 @@ final class Journaller implements AutoCloseable {
             if (loopParked && next >= loopWants) {
                 LockSupport.unpark(loopThread);
             }
-        }
-        if (abandoned) {
-            return;
-        }
-        try {
-            journal.flush();
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "journal flush failed: " + e);
         }
     }
 

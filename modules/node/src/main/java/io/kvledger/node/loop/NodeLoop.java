@@ -24,7 +24,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * crash loses only inputs whose effects never escaped (as a crash before the append would). While
  * the journaller is behind, the loop goes on applying what the inbox holds (up to the journaller's
  * ring, {@value Journaller#DEFAULT_CAPACITY} inputs; then it waits): the journal's cost overlaps
- * the reducer's instead of adding to it.
+ * the reducer's instead of adding to it. When the inbox is empty and the journaller idle, the loop
+ * appends what it published itself ({@link Journaller#appendInline}): one awaited call at a time
+ * then crosses no thread between its apply and its reply.
  *
  * <p>Timers: after each event the loop asks the state for its next deadline
  * ({@link NodeState#nextDeadlineAfter}) and waits on the inbox until then at most; when the wait
@@ -321,11 +323,18 @@ public final class NodeLoop implements AutoCloseable {
                     // Effects wait for the journaller: apply what else is there meanwhile.
                     item = inbox.take(0);
                     if (item == null) {
+                        // nothing else to apply: append on this thread rather than wake the
+                        // journaller and wait to be woken (the reply leaves before the snapshot)
+                        if (journaller.appendInline()) {
+                            continue;
+                        }
                         batchEnded();
                         // until the journaller publishes, or the inbox has more to apply meanwhile
                         journaller.awaitNext(inboxHasItems);
                         continue;
                     }
+                    // more to apply: the journaller appends what is published meanwhile
+                    journaller.wake();
                 } else {
                     item = inbox.take(0);
                     if (item == null) {
@@ -672,6 +681,12 @@ public final class NodeLoop implements AutoCloseable {
     /** Events applied, journaled (when journaling) and routed since start. */
     public long applied() {
         return applied.get();
+    }
+
+    /** Journal groups the loop appended on its own thread ({@link Journaller#appendInline}). */
+    long inlineGroups() {
+        Journaller j = journaller;
+        return j == null ? 0 : j.inlineGroups();
     }
 
     /** Ticks fired by deadlines since start. */

@@ -135,6 +135,49 @@ class NodeLoopJournallerTest {
                 .containsExactlyElementsOf(dump(reference));
     }
 
+    /**
+     * One awaited call at a time (a scheduler in drive mode): the loop appends each input itself
+     * while the journaller idles, and still answers only once the input and its derived entries
+     * are in the journal, the same entries the journaller would write.
+     */
+    @Test
+    void oneCallAtATimeIsJournaledOnTheLoopThreadBeforeItsReply() throws Exception {
+        List<NodeEvent> events = requests(40);
+        Path reference = dir.resolve("reference");
+        NodeState model = NodeState.initial(cfg);
+        try (JournalWriter w = open(reference)) {
+            for (NodeEvent e : events) {
+                List<Effect> fx = new ArrayList<>();
+                NodeReducer.applyInto(model, e, fx);
+                w.appendApplied(e, fx);
+            }
+        }
+        Path live = dir.resolve("live");
+        List<String> early = Collections.synchronizedList(new ArrayList<>());
+        try (JournalWriter journal = open(live)) {
+            Inbox inbox = new Inbox(1024);
+            NodeLoop loop = TestNodes.startLoop(cfg, journal, inbox, effect -> { }, 8);
+            try {
+                for (int i = 0; i < events.size(); i++) {
+                    int n = i + 1;
+                    // completed on the loop thread: the journal must hold the input by then
+                    inbox.call(events.get(i), TimeUnit.SECONDS.toNanos(120)).thenRun(() -> {
+                        if (inputs(live) < n) {
+                            early.add("call " + n + " answered with " + inputs(live) + " inputs journaled");
+                        }
+                    }).get(120, TimeUnit.SECONDS);
+                }
+                assertThat(loop.applied()).isEqualTo(events.size());
+                assertThat(loop.journalErrors()).isZero();
+                assertThat(loop.inlineGroups()).as("inputs the loop journaled itself").isPositive();
+            } finally {
+                loop.close();
+            }
+        }
+        assertThat(early).as("replies before their input was journaled").isEmpty();
+        assertThat(dump(live)).containsExactlyElementsOf(dump(reference));
+    }
+
     @Test
     void aStalledJournalHoldsEveryEffectAndBacksThePressureUpToTheInboxWithoutDroppingAnything() throws Exception {
         List<NodeEvent> events = requests(10);

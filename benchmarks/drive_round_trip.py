@@ -1,0 +1,329 @@
+"""One awaited hook call at a time against `kvledger node --engine drive`, next to a bare echo.
+
+Starts a drive node (journaling, as in production) on each transport asked for, makes N
+`get_finished` calls one at a time and reports the round trip's p50, p99 and p99.9 in
+microseconds, with a bare echo over the same transport measured in the same run (a pyzmq
+ROUTER that sends each frame back; for unix://, a Python thread that reads a length-prefixed
+frame and writes it back). Rounds alternate node and echo so that load on a shared machine
+falls on both. `--jar A --jar B` runs the same measurement against two builds of kvledger.jar
+(before/after figures from one run); the ratios are what to compare, not the absolute values.
+
+    python3 benchmarks/drive_round_trip.py --jar modules/cli/target/kvledger.jar --calls 20000
+    python3 benchmarks/drive_round_trip.py --transport tcp --transport unix --jar OLD.jar --jar NEW.jar
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import msgpack
+import zmq
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# the JVM flags the launcher (kvledger) gives the CLI
+JVM_FLAGS = ["--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
+             "-Dchronicle.analytics.disable=true", "-Dchronicle.announcer.disable=true",
+             "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+             "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+             "--add-exports=java.base/jdk.internal.util=ALL-UNNAMED", "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+             "--add-exports=jdk.unsupported/sun.misc=ALL-UNNAMED", "--add-opens=java.base/java.io=ALL-UNNAMED",
+             "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+             "--add-opens=java.base/java.util=ALL-UNNAMED"]
+
+
+def java():
+    home = os.environ.get("JAVA_HOME")
+    return os.path.join(home, "bin", "java") if home else "java"
+
+
+# ------------------------------------------------------------------ clients
+
+
+class ZmqClient:
+    def __init__(self, endpoint):
+        self.ctx = zmq.Context(1)
+        self.s = self.ctx.socket(zmq.DEALER)
+        self.s.setsockopt(zmq.LINGER, 0)
+        self.s.setsockopt(zmq.RCVTIMEO, 10000)
+        self.s.connect(endpoint)
+
+    def send(self, frame):
+        self.s.send(frame)
+
+    def recv(self):
+        return self.s.recv()
+
+    def close(self):
+        self.s.close()
+        self.ctx.term()
+
+
+class UnixClient:
+    """Length-prefixed frames (4 bytes, big-endian) over a Unix domain stream socket."""
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(10)
+        self.s.connect(path)
+        self.buf = bytearray()
+
+    def send(self, frame):
+        self.s.sendall(struct.pack(">I", len(frame)) + frame)
+
+    def recv(self):
+        while True:
+            if len(self.buf) >= 4:
+                n = struct.unpack_from(">I", self.buf)[0]
+                if len(self.buf) >= 4 + n:
+                    f = bytes(self.buf[4:4 + n])
+                    del self.buf[:4 + n]
+                    return f
+            chunk = self.s.recv(65536)
+            if not chunk:
+                raise EOFError("the node closed the connection")
+            self.buf += chunk
+
+    def close(self):
+        self.s.close()
+
+
+def client_for(endpoint):
+    if endpoint.startswith("unix://"):
+        return UnixClient(endpoint[len("unix://"):])
+    return ZmqClient(endpoint)
+
+
+# ------------------------------------------------------------------ echoes
+
+
+class ZmqEcho:
+    def __init__(self):
+        self.ctx = zmq.Context(1)
+        self.s = self.ctx.socket(zmq.ROUTER)
+        self.s.setsockopt(zmq.LINGER, 0)
+        port = self.s.bind_to_random_port("tcp://127.0.0.1")
+        self.endpoint = f"tcp://127.0.0.1:{port}"
+        self.stop = False
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        p = zmq.Poller()
+        p.register(self.s, zmq.POLLIN)
+        while not self.stop:
+            if p.poll(100):
+                self.s.send_multipart(self.s.recv_multipart())
+
+    def close(self):
+        self.stop = True
+        self.t.join()
+        self.s.close()
+        self.ctx.term()
+
+
+class UnixEcho:
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "echo.sock")
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(self.path)
+        self.srv.listen(4)
+        self.endpoint = "unix://" + self.path
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def serve(c):
+        buf = bytearray()
+        with c:
+            while True:
+                chunk = c.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+                while len(buf) >= 4:
+                    n = struct.unpack_from(">I", buf)[0]
+                    if len(buf) < 4 + n:
+                        break
+                    c.sendall(bytes(buf[:4 + n]))
+                    del buf[:4 + n]
+
+    def close(self):
+        self.srv.close()
+
+
+# ------------------------------------------------------------------ node
+
+
+class NodeDown(Exception):
+    """The node ended before it answered (e.g. a build without the transport asked for)."""
+
+
+class Node:
+    def __init__(self, jar, endpoint, directory, java_opts):
+        self.log = open(os.path.join(directory, "node.log"), "wb")
+        cmd = [java(), *JVM_FLAGS, "-XX:+UseParallelGC", "-Xms512m", "-Xmx512m", "-XX:+AlwaysPreTouch", *java_opts,
+               "-jar", jar, "node", "--engine", "drive", "--bridge", endpoint,
+               "--kv-transfer-config",
+               '{"kv_role":"kv_producer","kv_connector_extra_config":{"host_ip":"10.0.0.1",'
+               '"proxy_ip":"127.0.0.1","proxy_ping_port":1}}',
+               "--http", f"127.0.0.1:{free_port()}", "--journal", os.path.join(directory, "journal")]
+        self.p = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=directory)
+
+    def close(self):
+        self.p.terminate()
+        try:
+            self.p.wait(20)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        self.log.close()
+
+
+def connect_when_up(endpoint, node, deadline_s=120):
+    """A client once the node answers a ping (it binds after its journal is open); an echo's
+    answer is the ping itself."""
+    end = time.monotonic() + deadline_s
+    while True:
+        if node is not None and node.p.poll() is not None:
+            raise NodeDown(f"the node ended (exit {node.p.returncode}) before answering")
+        try:
+            c = client_for(endpoint)
+            c.send(msgpack.packb({"v": 1, "id": 0, "hook": "ping"}))
+            r = msgpack.unpackb(c.recv())
+            if r.get("ok") or (node is None and r.get("hook") == "ping"):
+                return c
+            c.close()
+        except (OSError, zmq.ZMQError, EOFError):
+            pass
+        if time.monotonic() > end:
+            raise SystemExit(f"nothing answered at {endpoint} within {deadline_s} s")
+        time.sleep(0.2)
+
+
+# ------------------------------------------------------------------ measurement
+
+
+def calls(client, n, first_id, hook, samples):
+    frame_args = {}
+    for i in range(n):
+        rid = first_id + i
+        frame = msgpack.packb({"v": 1, "id": rid, "hook": hook, "args": frame_args})
+        t0 = time.perf_counter_ns()
+        client.send(frame)
+        raw = client.recv()
+        samples.append(time.perf_counter_ns() - t0)
+        r = msgpack.unpackb(raw)
+        if r.get("id") != rid or r.get("ok") is False:
+            raise SystemExit(f"unexpected reply to call {rid}: {r}")
+
+
+def echo_calls(client, n, hook, samples):
+    frame = msgpack.packb({"v": 1, "id": 1, "hook": hook, "args": {}})
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        client.send(frame)
+        client.recv()
+        samples.append(time.perf_counter_ns() - t0)
+
+
+def pct(samples, q):
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(q * len(s)))] / 1000.0
+
+
+def summary(samples):
+    return pct(samples, 0.50), pct(samples, 0.99), pct(samples, 0.999)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jar", action="append", help="kvledger.jar to run (repeat to compare builds; "
+                    "default: modules/cli/target/kvledger.jar)")
+    ap.add_argument("--transport", action="append", choices=["tcp", "unix"],
+                    help="tcp (loopback ZMQ) or unix (Unix domain socket); repeat for both (default: tcp)")
+    ap.add_argument("--calls", type=int, default=20000, help="measured calls per node (default 20000)")
+    ap.add_argument("--warmup", type=int, default=20000, help="calls before measuring (default 20000)")
+    ap.add_argument("--rounds", type=int, default=10, help="alternations of node and echo (default 10)")
+    ap.add_argument("--hook", default="get_finished")
+    ap.add_argument("--java-opt", action="append", default=[], help="extra JVM option for the node (e.g. JFR)")
+    ap.add_argument("--keep", action="store_true", help="keep the node's directory (log, journal)")
+    a = ap.parse_args()
+    jars = a.jar or [os.path.join(ROOT, "modules", "cli", "target", "kvledger.jar")]
+    transports = a.transport or ["tcp"]
+    per_round = max(1, a.calls // a.rounds)
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; {a.rounds} rounds of {per_round} calls, "
+          f"one at a time, hook {a.hook}")
+    print(f"{'what':<44} {'p50 us':>8} {'p99 us':>8} {'p99.9 us':>9} {'p50/echo':>9}")
+    for transport in transports:
+        work = tempfile.mkdtemp(prefix="kvl-rt-")
+        echo = ZmqEcho() if transport == "tcp" else UnixEcho(work)
+        echo_client = connect_when_up(echo.endpoint, None)
+        echo_samples = []
+        echo_calls(echo_client, min(a.warmup, 5000), a.hook, [])
+        results = []
+        try:
+            for jar in jars:
+                d = tempfile.mkdtemp(prefix="node-", dir=work)
+                endpoint = (f"tcp://127.0.0.1:{free_port()}" if transport == "tcp"
+                            else "unix://" + os.path.join(d, "node.sock"))
+                node = Node(jar, endpoint, d, a.java_opt)
+                try:
+                    try:
+                        c = connect_when_up(endpoint, node)
+                    except NodeDown as e:
+                        with open(os.path.join(d, "node.log"), errors="replace") as f:
+                            why = [ln.strip() for ln in f if "Error" in ln or "error" in ln][-1:]
+                        print(f"  {jar} over {transport}: {e}: {' '.join(why)[:200]}")
+                        continue
+                    calls(c, a.warmup, 1, a.hook, [])
+                    samples = []
+                    for r in range(a.rounds):
+                        calls(c, per_round, 1_000_000 + r * per_round, a.hook, samples)
+                        echo_calls(echo_client, per_round, a.hook, echo_samples)
+                    c.close()
+                finally:
+                    node.close()
+                    if a.keep:
+                        print(f"  node directory kept: {d}")
+                results.append((jar, samples))
+        finally:
+            echo_client.close()
+            echo.close()
+        e50, e99, e999 = summary(echo_samples)
+        print(f"{'bare echo, ' + transport:<44} {e50:>8.1f} {e99:>8.1f} {e999:>9.1f} {1.0:>9.2f}")
+        for jar, samples in results:
+            n50, n99, n999 = summary(samples)
+            label = f"node {os.path.basename(os.path.dirname(os.path.abspath(jar))) or jar}/" \
+                    f"{os.path.basename(jar)}, {transport}"
+            print(f"{label[-44:]:<44} {n50:>8.1f} {n99:>8.1f} {n999:>9.1f} {n50 / e50:>9.2f}")
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The drive client over a Unix domain socket (``drive_node: unix:///PATH``): the same maps, each frame
+preceded by its length. The node here is a socket of the test's own; UnixBridgeTransportTest and
+PythonBridgeInteropTest (modules/zmq) run the real engine bridge against this client."""
+
+import socket
+import struct
+import threading
+
+import msgpack
+import pytest
+
+from kvledger_vllm.drive import DriveError, NodeBridge
+
+
+class UnixNode:
+    """Answers each frame as ``answer(request)`` says (a reply, a list of replies, or None: no answer),
+    each written whole or, with ``split``, a byte at a time."""
+
+    def __init__(self, path, answer, split=False):
+        self.path = path
+        self.answer = answer
+        self.split = split
+        self.calls = []
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(path)
+        self.srv.listen(1)
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        try:
+            c, _ = self.srv.accept()
+        except OSError:
+            return
+        buf = bytearray()
+        with c:
+            while True:
+                chunk = c.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+                while len(buf) >= 4 and len(buf) >= 4 + struct.unpack_from(">I", buf)[0]:
+                    n = struct.unpack_from(">I", buf)[0]
+                    req = msgpack.unpackb(bytes(buf[4:4 + n]))
+                    del buf[:4 + n]
+                    self.calls.append(req["hook"])
+                    replies = self.answer(req)
+                    if replies is None:
+                        continue
+                    for reply in replies if isinstance(replies, list) else [replies]:
+                        out = msgpack.packb(reply)
+                        framed = struct.pack(">I", len(out)) + out
+                        if self.split:  # a frame that arrives in pieces is read whole
+                            for i in range(len(framed)):
+                                c.sendall(framed[i:i + 1])
+                        else:
+                            c.sendall(framed)
+
+    def close(self):
+        self.srv.close()
+
+
+def ok(req):
+    return {"v": 1, "id": req["id"], "ok": True, "result": {"hook": req["hook"]}}
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_calls_are_answered_over_a_unix_socket(tmp_path, split):
+    path = str(tmp_path / "node.sock")
+    node = UnixNode(path, ok, split)
+    bridge = NodeBridge("unix://" + path, timeout_ms=5000)
+    try:
+        assert bridge.call("ping") == {"hook": "ping"}
+        for _ in range(20):
+            assert bridge.call("get_finished") == {"hook": "get_finished"}
+        assert node.calls == ["ping"] + ["get_finished"] * 20
+    finally:
+        bridge.close()
+        node.close()
+
+
+def test_an_error_answer_a_timeout_and_a_late_answer(tmp_path):
+    path = str(tmp_path / "node.sock")
+    answers = iter([
+        lambda r: {"v": 1, "id": r["id"], "ok": False, "error": "node busy"},
+        lambda r: None,  # no answer: the call times out
+        # the late answer to the call that timed out comes first, then this call's
+        lambda r: [{"v": 1, "id": r["id"] - 1, "ok": True, "result": {"late": True}}, ok(r)],
+    ])
+    node = UnixNode(path, lambda r: next(answers)(r))
+    bridge = NodeBridge("unix://" + path, timeout_ms=300)
+    try:
+        with pytest.raises(DriveError, match="node busy"):
+            bridge.call("request_finished")
+        with pytest.raises(DriveError, match="did not answer"):
+            bridge.call("get_finished")
+        assert bridge.call("get_finished") == {"hook": "get_finished"}  # the late answer skipped
+    finally:
+        bridge.close()
+        node.close()
+
+
+def test_no_node_at_the_path_is_a_drive_error(tmp_path):
+    bridge = NodeBridge("unix://" + str(tmp_path / "absent.sock"), timeout_ms=300)
+    try:
+        with pytest.raises(DriveError, match="cannot reach the kvledger node"):
+            bridge.call("hello")
+    finally:
+        bridge.close()
