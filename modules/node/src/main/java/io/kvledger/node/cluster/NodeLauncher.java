@@ -58,7 +58,7 @@ public final class NodeLauncher {
     }
 
     /** SIGTERM to every live process at once, then waits up to 20 s for each (then kill -9). */
-    public static void stopAll(List<Process> processes) throws InterruptedException {
+    static void stopAll(List<Process> processes) throws InterruptedException {
         for (Process p : processes) {
             if (p.isAlive()) {
                 p.destroy();
