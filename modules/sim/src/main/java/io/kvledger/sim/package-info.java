@@ -36,7 +36,8 @@
  * {@code KvOutputAggregator} (vLLM's TP {@code get_finished} aggregation, also the live
  * engine's), {@code TpHandshakeVote} (the engine core's side of the eager handshake's TP-wide
  * vote, which the live engine forwards to its ranks), {@code SimNode} (the model on the agenda, around one reducer), {@code Network}
- * (notify routing by host:port, handshakes, the data plane, faults).
+ * (notify routing by host:port, handshakes, the data plane, faults), {@code SimCommandLine}
+ * ({@code kvledger simulate}'s options checked into {@code SimOptions}, and its rerun line).
  *
  * <p>Depends on {@code io.kvledger.core} and the JDK only.
  */
