@@ -1,5 +1,6 @@
 package io.kvledger.cli;
 
+import io.kvledger.node.cluster.NodeHealth;
 import io.kvledger.core.config.Behaviour;
 import io.kvledger.ledger.replay.ConfigOverrides;
 import io.kvledger.ledger.replay.JournalInputs;
@@ -9,6 +10,7 @@ import io.kvledger.core.config.TransferMode;
 import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.ledger.diagnosis.Finding;
 import io.kvledger.journal.JournalException;
+import io.kvledger.node.demo.LiveDeployment;
 import io.kvledger.node.sim.DemoReport;
 import io.kvledger.node.sim.SimJournalRecorder;
 import io.kvledger.sim.FaultSpec;
@@ -231,10 +233,10 @@ final class DemoCommand implements Callable<Integer> {
             throw usage("--start-timeout-s " + e.getMessage());
         }
         TransferMode m = ModeOption.parse(spec, liveMode);
-        Path dir = journalDir().toAbsolutePath().normalize();
-        return new LiveDemo(new LiveDemo.Options(m, requests, concurrency, fs, killAt, seed, dir, stuckAfterS, fullIds,
-                startTimeoutS),
-                spec.commandLine().getOut(), spec.commandLine().getErr()).run();
+        // as given (relative to the current directory when --out is), as the offline demo prints it
+        Path dir = journalDir();
+        return new LiveDemo(new LiveDeployment.Options(m, requests, concurrency, fs, killAt, seed, dir, startTimeoutS),
+                stuckAfterS, fullIds, spec.commandLine().getOut(), spec.commandLine().getErr()).run();
     }
 
     private static List<String> runNames(List<Path> runDirs) {

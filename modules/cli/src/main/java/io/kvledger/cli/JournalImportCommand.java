@@ -142,17 +142,12 @@ final class JournalImportCommand implements Callable<Integer> {
             JsonLines.CutTail cut;
             if (inputsOnly) {
                 JournalImport.Derived d = JournalImport.importDerived(jsonl, target, header);
-                out.println(String.format(Locale.ROOT, "imported %,d inputs from %s into %s with %,d derived entries "
-                        + "recomputed by the node reducer: %s", d.inputs(), jsonl.getFileName(), target, d.derived(),
-                        d.describe()));
+                out.println(d.summary(jsonl, target));
                 cut = d.cut();
             } else {
                 JournalImport.Plain p = JournalImport.importPlain(jsonl, target, header);
-                JsonLines.ImportResult r = p.result();
-                out.println(String.format(Locale.ROOT, "imported %,d entries from %s into %s (seq %d..%d%s): %s",
-                        r.entries(), jsonl.getFileName(), target, r.firstSeq(), r.lastSeq(),
-                        r.appended() ? ", appended" : "", p.describe()));
-                cut = r.cut();
+                out.println(p.summary(jsonl, target));
+                cut = p.result().cut();
             }
             out.flush();
             progress.done("done");
@@ -225,8 +220,7 @@ final class JournalImportCommand implements Callable<Integer> {
             int code = importOne(n.jsonl(), target, n.inputsOnly(), null, "journal import " + n.node(), out, err);
             if (code != 0) {
                 JournalImport.removeCreated(created, dir, dirExisted);
-                err.println(name() + ": " + (created.isEmpty() ? "nothing imported"
-                        : "the " + created.size() + " journal(s) imported before " + n.node() + " were removed again"));
+                err.println(name() + ": " + JournalImport.rolledBack(created.size(), n.node()));
                 return code;
             }
             if (!existed) {

@@ -1,9 +1,7 @@
 package io.kvledger.cli;
 
-import io.kvledger.core.config.Behaviour;
 import io.kvledger.core.config.NodeConfig;
-import io.kvledger.core.config.Switch;
-import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.moriio.Checked;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.journal.JournalException;
@@ -11,6 +9,7 @@ import io.kvledger.node.sim.SimJournalRecorder;
 import io.kvledger.node.sim.SimulateReport;
 import io.kvledger.sim.FaultSpec;
 import io.kvledger.sim.Recorder;
+import io.kvledger.sim.SimCommandLine;
 import io.kvledger.sim.SimOptions;
 import io.kvledger.sim.Simulation;
 import io.kvledger.sim.SimulationResult;
@@ -35,7 +34,9 @@ import picocli.CommandLine.Spec;
  * {@code kvledger simulate --seed N --requests N --faults SPEC --out DIR}: runs the deterministic
  * cluster simulation and journals every node ({@link SimJournalRecorder}: {@code DIR/P0},
  * {@code DIR/D0}, ...), then prints a summary. The journal headers record the command line that
- * reproduces the run ({@code origin}).
+ * reproduces the run ({@code origin}). The options are checked, and the rerun line written, by the
+ * simulator's {@link SimCommandLine}; the command keeps the output directory's check, the progress
+ * line and what it prints.
  */
 @Command(name = "simulate", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Runs the seeded prefill/decode cluster simulation with injected faults and writes one journal "
@@ -114,56 +115,17 @@ final class SimulateCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print the summary as one JSON object")
     boolean json;
 
-    /** Reads {@code --faults}; a bad spec is a usage error naming the bad token. */
-
     @Override
     public Integer call() {
-        if (requests < 1) {
-            throw usage("--requests must be at least 1, got " + requests);
+        SimCommandLine line = new SimCommandLine(seed, requests, faults, mode, profile, prefill, decode, prefillTp, decodeTp,
+                multiPod, sets, deferTimeoutS, timeLimitS, idleStepMs, tickMs);
+        Checked<SimOptions> checked = line.options();
+        if (!checked.isOk()) {
+            throw usage(checked.error());
         }
-        if (prefill < 1 || decode < 1) {
-            throw usage("--prefill and --decode must be at least 1");
-        }
-        if (prefillTp < 1 || decodeTp < 1) {
-            throw usage("--prefill-tp and --decode-tp must be at least 1");
-        }
-        TransferMode m = switch (mode.toLowerCase(Locale.ROOT)) {
-            case "read" -> TransferMode.READ;
-            case "write" -> TransferMode.WRITE;
-            default -> throw usage("--mode must be read or write, got '" + mode + "'");
-        };
-        Behaviour behaviour = Behaviour.preset(profile);
-        if (behaviour == null) {
-            throw usage("--profile must be one of " + String.join(", ", io.kvledger.core.config.Behaviour.PRESETS) + ", got '" + profile + "'");
-        }
-        if (multiPod && m != TransferMode.WRITE) {
-            throw usage("--multi-pod needs --mode write");
-        }
-        for (String set : sets) {
-            behaviour = behaviour.with(switchOf(set), switchValue(set));
-        }
-        SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).tp(prefillTp, decodeTp).faults(faults)
-                .multiPod(multiPod).behaviour(behaviour).keepLog(false);
-        if (deferTimeoutS != null) {
-            b.deferTimeoutNs(positiveNs("--defer-timeout-s", deferTimeoutS, 1e9));
-        }
-        if (timeLimitS != null) {
-            b.timeLimitNs(positiveNs("--time-limit-s", timeLimitS, 1e9));
-        }
-        if (idleStepMs != null) {
-            b.idleStepNs(positiveNs("--idle-step-ms", idleStepMs, 1e6));
-        }
-        if (tickMs != null) {
-            b.backgroundTickNs(positiveNs("--tick-ms", tickMs, 1e6));
-        }
-        SimOptions options;
-        try {
-            options = b.build();
-        } catch (IllegalArgumentException e) {
-            throw usage(e.getMessage());
-        }
+        SimOptions options = checked.value();
         checkOut();
-        String origin = rerun(m);
+        String origin = line.rerun();
         PrintWriter err = spec.commandLine().getErr();
         Progress progress = new Progress(err, "simulate");
         long expectedEndNs = options.timeLimitNs() + options.deferTimeoutNs() + 1_000_000_000L;
@@ -203,31 +165,6 @@ final class SimulateCommand implements Callable<Integer> {
         return 0;
     }
 
-    private Switch switchOf(String set) {
-        int eq = set.indexOf('=');
-        Switch s = eq < 0 ? null : Switch.byKey(set.substring(0, eq));
-        if (s == null) {
-            throw usage("--set takes SWITCH=true|false with a reducer switch's key, got '" + set + "'");
-        }
-        return s;
-    }
-
-    private boolean switchValue(String set) {
-        String v = set.substring(set.indexOf('=') + 1);
-        return switch (v) {
-            case "true" -> true;
-            case "false" -> false;
-            default -> throw usage("--set " + set + ": the value must be true or false");
-        };
-    }
-
-    private long positiveNs(String option, double v, double scale) {
-        if (!(v > 0) || Double.isInfinite(v)) {
-            throw usage(option + " must be positive, got " + v);
-        }
-        return Math.round(v * scale);
-    }
-
     /** The output directory must be new, or an empty directory (journals are never mixed). */
     private void checkOut() {
         if (Files.exists(out) && !Files.isDirectory(out)) {
@@ -242,41 +179,6 @@ final class SimulateCommand implements Callable<Integer> {
                 throw usage("cannot read --out " + out + ": " + e.getMessage());
             }
         }
-    }
-
-    private String rerun(TransferMode m) {
-        StringBuilder b = new StringBuilder("kvledger simulate --seed ").append(seed).append(" --requests ").append(requests)
-                .append(" --faults ").append(faults.format()).append(" --mode ").append(m.name().toLowerCase(Locale.ROOT))
-                .append(" --profile ").append(profile);
-        if (prefill != 1 || decode != 1) {
-            b.append(" --prefill ").append(prefill).append(" --decode ").append(decode);
-        }
-        if (prefillTp != 1 || decodeTp != 1) {
-            b.append(" --prefill-tp ").append(prefillTp).append(" --decode-tp ").append(decodeTp);
-        }
-        if (multiPod) {
-            b.append(" --multi-pod");
-        }
-        for (String set : sets) {
-            b.append(" --set ").append(set);
-        }
-        if (deferTimeoutS != null) {
-            b.append(" --defer-timeout-s ").append(num(deferTimeoutS));
-        }
-        if (timeLimitS != null) {
-            b.append(" --time-limit-s ").append(num(timeLimitS));
-        }
-        if (idleStepMs != null) {
-            b.append(" --idle-step-ms ").append(num(idleStepMs));
-        }
-        if (tickMs != null) {
-            b.append(" --tick-ms ").append(num(tickMs));
-        }
-        return b.toString();
-    }
-
-    private static String num(double v) {
-        return v == Math.rint(v) ? Long.toString((long) v) : Double.toString(v);
     }
 
     private ParameterException usage(String message) {

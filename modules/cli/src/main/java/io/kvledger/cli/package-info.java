@@ -25,10 +25,12 @@
  * {@code export} sends
  * the journals' request lifecycles to an OTLP receiver through the ledger's
  * {@code io.kvledger.ledger.otlp} ({@code JournalTraces}, {@code OtlpSender}); {@code node --otlp}
- * attaches its {@code LiveTraces}. {@code demo --live} ({@code LiveDemo}) runs the proxy module's router
- * and tap in-process, {@code node} processes of this jar and the vLLM bridge's Python fake engines
- * (found through the {@code kvledger.home} system property the launcher sets), then prints
- * {@code tap-report} and {@code hangs} over their journals.
+ * attaches its {@code LiveTraces}. {@code demo --live} ({@code LiveDemo}) opens the proxy module's router
+ * and tap in-process in front of the node module's {@code io.kvledger.node.demo.LiveDeployment}
+ * ({@code node} processes of this jar and the vLLM bridge's Python fake engines, found through the
+ * {@code kvledger.home} system property the launcher sets), then prints {@code tap-report} and
+ * {@code hangs} over their journals. {@code cluster} is the options of the node module's
+ * {@code io.kvledger.node.cluster.LiveCluster} and its {@code hangs} report.
  * {@code simulate} and the demo journal their simulations through the node module's
  * {@code io.kvledger.node.sim.SimJournalRecorder}.
  *

@@ -1,5 +1,6 @@
 package io.kvledger.cli;
 
+import io.kvledger.node.demo.LiveDeployment;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.journal.JournalEntry;
@@ -27,8 +28,8 @@ class DemoLiveTest {
 
     @BeforeAll
     static void python() throws IOException, InterruptedException {
-        Assumptions.assumeTrue(Files.isExecutable(Path.of(LiveDemo.PYTHON)), LiveDemo.PYTHON + " not found");
-        Process p = new ProcessBuilder(LiveDemo.PYTHON, "-c", "import zmq, msgpack").redirectErrorStream(true).start();
+        Assumptions.assumeTrue(Files.isExecutable(Path.of(LiveDeployment.PYTHON)), LiveDeployment.PYTHON + " not found");
+        Process p = new ProcessBuilder(LiveDeployment.PYTHON, "-c", "import zmq, msgpack").redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         Assumptions.assumeTrue(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0,
                 "python3 cannot import zmq and msgpack (install python3-zmq and python3-msgpack): " + out);

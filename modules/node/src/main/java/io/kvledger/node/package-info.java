@@ -18,8 +18,8 @@
  * Reactor-Netty server: health, status, completions, the admin API and the event stream; it
  * mounts the ledger's web timeline page; it reads the loop's status snapshot, never this
  * package), {@code metrics} (the Micrometer registry fed by a loop listener and the status snapshot), {@code otlp} (request lifecycles as OpenTelemetry traces off the live loop),
- * {@code cluster} (the toy proxy's routing and the legs a router sends requests to, for
- * {@code kvledger cluster} and tests), {@code shadow} (a node that observes a real connector
+ * {@code cluster} (the toy proxy's routing and the legs a router sends requests to, and the
+ * node processes of {@code kvledger cluster}), {@code demo} (the deployment of {@code demo --live}), {@code shadow} (a node that observes a real connector
  * through the vLLM bridge's recorder stream), {@code sim} (a simulation journaled, one journal
  * per simulated node). The engine bridge's
  * socket is the zmq module's {@code EngineBridgeServer}; {@link io.kvledger.node.NodeService}

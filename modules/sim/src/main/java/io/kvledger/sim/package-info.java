@@ -34,8 +34,10 @@
  * engine with a block pool, chunked prefill and decode, that calls the connector's hooks; no
  * clock, no threads: the live node's {@code SimulatedEngine} drives the same model on a thread),
  * {@code KvOutputAggregator} (vLLM's TP {@code get_finished} aggregation, also the live
- * engine's), {@code SimNode} (the model on the agenda, around one reducer), {@code Network}
- * (notify routing by host:port, handshakes, the data plane, faults).
+ * engine's), {@code TpHandshakeVote} (the engine core's side of the eager handshake's TP-wide
+ * vote, which the live engine forwards to its ranks), {@code SimNode} (the model on the agenda, around one reducer), {@code Network}
+ * (notify routing by host:port, handshakes, the data plane, faults), {@code SimCommandLine}
+ * ({@code kvledger simulate}'s options checked into {@code SimOptions}, and its rerun line).
  *
  * <p>Depends on {@code io.kvledger.core} and the JDK only.
  */

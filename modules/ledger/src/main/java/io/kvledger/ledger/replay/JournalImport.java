@@ -18,6 +18,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.stream.Stream;
 
 /**
@@ -90,7 +91,15 @@ public final class JournalImport {
      * A file imported as it is ({@link JsonLines#importFile}), with the imported journal's header
      * described.
      */
-    public record Plain(JsonLines.ImportResult result, String describe) {}
+    public record Plain(JsonLines.ImportResult result, String describe) {
+
+        /** The line {@code journal import} prints for it: what was imported from {@code jsonl} into {@code target}. */
+        public String summary(Path jsonl, Path target) {
+            return String.format(Locale.ROOT, "imported %,d entries from %s into %s (seq %d..%d%s): %s", result.entries(),
+                    jsonl.getFileName(), target, result.firstSeq(), result.lastSeq(), result.appended() ? ", appended" : "",
+                    describe);
+        }
+    }
 
     /**
      * Imports {@code jsonl} into {@code target} as the file says, under {@code header} (null: the
@@ -205,7 +214,23 @@ public final class JournalImport {
      *
      * @param cut what a write cut short left at the file's end (left out), or null
      */
-    public record Derived(long inputs, long derived, String describe, JsonLines.CutTail cut) {}
+    public record Derived(long inputs, long derived, String describe, JsonLines.CutTail cut) {
+
+        /** The line {@code journal import --derive} prints for it: what was imported from {@code jsonl} into {@code target}. */
+        public String summary(Path jsonl, Path target) {
+            return String.format(Locale.ROOT, "imported %,d inputs from %s into %s with %,d derived entries recomputed by "
+                    + "the node reducer: %s", inputs, jsonl.getFileName(), target, derived, describe);
+        }
+    }
+
+    /**
+     * What a failed import of a tree says about the journals it had imported before {@code node}
+     * failed ({@code created} of them, removed again by {@link #removeCreated}).
+     */
+    public static String rolledBack(int created, String node) {
+        return created == 0 ? "nothing imported"
+                : "the " + created + " journal(s) imported before " + node + " were removed again";
+    }
 
     /**
      * Checks what the journal itself does not: inputs whose time goes back (against the input

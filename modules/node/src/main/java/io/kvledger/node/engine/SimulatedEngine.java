@@ -9,6 +9,7 @@ import io.kvledger.node.data.KvLayout;
 import io.kvledger.node.data.KvPattern;
 import io.kvledger.sim.EngineModel;
 import io.kvledger.sim.KvOutputAggregator;
+import io.kvledger.sim.TpHandshakeVote;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -106,8 +107,8 @@ public final class SimulatedEngine implements AutoCloseable {
     private final Thread thread;
     private volatile boolean running;
     private long step;
-    /** Engines whose TP-wide eager-handshake vote passed (with {@code awaitsTpVote}). */
-    private final java.util.Set<String> votedEngines = new java.util.LinkedHashSet<>();
+    /** The TP-wide eager-handshake vote (with {@code awaitsTpVote}): which engines passed, and each step's ballots. */
+    private final TpHandshakeVote tpVote = new TpHandshakeVote();
     /** A wait of the forward that timed out: the next hooks check again. */
     private boolean forwardHeld;
 
@@ -263,14 +264,7 @@ public final class SimulatedEngine implements AutoCloseable {
             forward(e, true);
             return;
         }
-        java.util.LinkedHashSet<String> engines = new java.util.LinkedHashSet<>();
-        if (built != null && built.reqsToRecv() != null) {
-            for (io.kvledger.core.model.ReqMeta m : built.reqsToRecv()) {
-                if (!votedEngines.contains(m.handshakeEngineId())) {
-                    engines.add(m.handshakeEngineId());
-                }
-            }
-        }
+        java.util.Set<String> engines = tpVote.pending(built);
         long[] ids = workers == null ? null : sendQuietly(e);
         List<Effect> effects = port.call(e);
         awaitForward(effects);
@@ -289,24 +283,14 @@ public final class SimulatedEngine implements AutoCloseable {
             }
             failedByRank.add(keys);
         }
-        for (String eid : engines) {
-            List<Integer> failedRanks = new ArrayList<>();
-            for (int rank = 0; rank < failedByRank.size(); rank++) {
-                for (String key : failedByRank.get(rank)) {
-                    if (key.startsWith(eid + "_dp")) {
-                        failedRanks.add(rank);
-                        break;
-                    }
-                }
-            }
-            int vote = failedRanks.isEmpty() ? 1 : 0;
-            forward(new NodeEvent.HandshakeVoted(clock.getAsLong(), eid, vote, failedRanks), true);
-            if (vote == 0) {
-                LOG.log(System.Logger.Level.WARNING, "engine " + name + ": eager handshake vote with " + eid
-                        + " failed on TP rank(s) " + failedRanks);
+        for (TpHandshakeVote.Ballot b : tpVote.ballots(engines, failedByRank)) {
+            forward(b.event(clock.getAsLong()), true);
+            if (b.vote() == 0) {
+                LOG.log(System.Logger.Level.WARNING, "engine " + name + ": eager handshake vote with " + b.remoteEngineId()
+                        + " failed on TP rank(s) " + b.failedTpRanks());
                 break;
             }
-            votedEngines.add(eid);
+            tpVote.passed(b.remoteEngineId());
         }
     }
 

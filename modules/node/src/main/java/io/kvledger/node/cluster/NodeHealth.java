@@ -1,4 +1,4 @@
-package io.kvledger.cli;
+package io.kvledger.node.cluster;
 
 import io.kvledger.ledger.text.Seconds;
 import java.io.IOException;
@@ -9,7 +9,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 
 /** Waiting for a node process started by {@code cluster} or {@code demo --live} to answer on its HTTP port. */
-final class NodeHealth {
+public final class NodeHealth {
 
     /**
      * The start deadline's default, in seconds. A node process is a JVM that opens its journal, its
@@ -17,16 +17,16 @@ final class NodeHealth {
      * on a shared runner at a load average of 20 or more, where a 60 s deadline failed nodes whose
      * logs showed a normal start.
      */
-    static final String DEFAULT_START_TIMEOUT_S = "300";
+    public static final String DEFAULT_START_TIMEOUT_S = "300";
 
     private NodeHealth() {}
 
     /** How a wait for a node ended: up, exited, or still not answering when the deadline passed. */
-    enum Outcome { UP, EXITED, DEADLINE_PASSED }
+    public enum Outcome { UP, EXITED, DEADLINE_PASSED }
 
     /** The outcome and how long the wait took since the process was started. */
-    record Started(Outcome outcome, long elapsedNs) {
-        boolean up() {
+    public record Started(Outcome outcome, long elapsedNs) {
+        public boolean up() {
             return outcome == Outcome.UP;
         }
 
@@ -34,7 +34,7 @@ final class NodeHealth {
          * One clause saying why node {@code name} is not up, for a command's error line: its
          * process exited (with its status), or the start deadline passed while it was still running.
          */
-        String whyNot(String name, Process process, String option, double deadlineS) {
+        public String whyNot(String name, Process process, String option, double deadlineS) {
             String took = Seconds.rounded(elapsedNs, 1);
             return switch (outcome) {
                 case UP -> "node " + name + " is up after " + took;
@@ -52,7 +52,7 @@ final class NodeHealth {
      * Polls {@code GET /healthz} on {@code 127.0.0.1:httpPort} every 50 ms until it answers 200,
      * the process exits, or {@code startedNs + timeout} (a {@link System#nanoTime()} instant) passes.
      */
-    static Started awaitHealthy(HttpClient client, Process process, int httpPort, long startedNs, Duration timeout)
+    public static Started awaitHealthy(HttpClient client, Process process, int httpPort, long startedNs, Duration timeout)
             throws InterruptedException {
         long end = startedNs + timeout.toNanos();
         HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/healthz"))
@@ -76,7 +76,7 @@ final class NodeHealth {
     }
 
     /** A deadline option's value as a duration; refused when not positive. */
-    static Duration deadline(double seconds) {
+    public static Duration deadline(double seconds) {
         if (!(seconds > 0) || Double.isInfinite(seconds)) {
             throw new IllegalArgumentException("must be a positive number of seconds, got " + trim(seconds));
         }
