@@ -99,6 +99,32 @@ class ChromeTraceTest {
         assertThat((Double) endById.get(s.get("id")).get("ts") - (Double) s.get("ts")).isEqualTo(200.0);
     }
 
+    @Test
+    void export_writes_every_request_of_a_run_with_concurrent_requests_on_rows_that_nest() throws Exception {
+        Path sim = tmp.resolve("sim");
+        assertThat(CliRun.simulate(sim, "write", 1, 12, "drop=0.2").code()).isIn(0, 1);
+        Path file = tmp.resolve("run.json");
+        CliRun.Outcome o = CliRun.run("export", "--chrome-trace", file.toString(), sim.toString());
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.out()).contains("export: wrote " + file).contains("request leg(s) on 2 node(s)");
+        List<Map<String, Object>> events = valid(file);
+        Map<Long, String> processes = names(events, "process_name", false);
+        assertThat(processes).hasSize(2);
+        // every request's first phase on each node: 12 on each (admitted), on rows of the scheduler
+        assertThat(events.stream().filter(e -> "ADMITTED".equals(e.get("name")) && "phase".equals(e.get("cat"))))
+                .hasSize(24);
+        assertThat(events.stream().filter(e -> "s".equals(e.get("ph")))).isNotEmpty();
+        // the 20% of frames dropped: sent, never received, and their hangs found
+        assertThat(o.out()).containsPattern("[1-9]\\d* frame\\(s\\) never received, [1-9]\\d* finding\\(s\\)");
+
+        CliRun.Outcome both = CliRun.run("export", "--chrome-trace", file.toString(), "--otlp", "http://127.0.0.1:1", sim.toString());
+        assertThat(both.code()).isEqualTo(2);
+        assertThat(both.err()).contains("give one of --otlp URL");
+        CliRun.Outcome tooMany = CliRun.run("export", "--chrome-trace", file.toString(), "--max-lines", "10", sim.toString());
+        assertThat(tooMany.code()).isEqualTo(1);
+        assertThat(tooMany.err()).contains("more than 10 lines");
+    }
+
     // ------------------------------------------------------------------ the format
 
     /** Parses the file and checks it against the Trace Event Format; returns its events. */
@@ -115,7 +141,7 @@ class ChromeTraceTest {
         }
         assertThat(events).isNotEmpty();
         Map<String, Double> lastTs = new HashMap<>();
-        Map<String, List<double[]>> slices = new HashMap<>();
+        Map<String, List<long[]>> slices = new HashMap<>();
         Set<Long> namedPids = names(events, "process_name", false).keySet();
         Set<String> namedThreads = new HashSet<>();
         for (Map<String, Object> e : events) {
@@ -149,13 +175,16 @@ class ChromeTraceTest {
                     assertThat(e.get("dur")).isInstanceOf(Double.class);
                     double dur = (Double) e.get("dur");
                     assertThat(dur).isGreaterThanOrEqualTo(0.0);
-                    // complete events on one thread nest: each starts after, and ends within or after, the others
-                    for (double[] other : slices.getOrDefault(track, List.of())) {
-                        boolean inside = ts >= other[0] && ts + dur <= other[1];
-                        boolean after = ts >= other[1];
+                    // complete events on one thread nest: each starts after, and ends within or after, the
+                    // others (compared in whole nanoseconds, as a reader rounds the microseconds it parses)
+                    long from = Math.round(ts * 1000);
+                    long to = from + Math.round(dur * 1000);
+                    for (long[] other : slices.getOrDefault(track, List.of())) {
+                        boolean inside = from >= other[0] && to <= other[1];
+                        boolean after = from >= other[1];
                         assertThat(inside || after).as("%s nests on %s", e, track).isTrue();
                     }
-                    slices.computeIfAbsent(track, k -> new ArrayList<>()).add(new double[] {ts, ts + dur});
+                    slices.computeIfAbsent(track, k -> new ArrayList<>()).add(new long[] {from, to});
                 }
                 case "i" -> assertThat(e.get("s")).isIn("t", "p", "g");
                 case "s", "f" -> {
@@ -167,7 +196,7 @@ class ChromeTraceTest {
                     // bound to a slice open on its thread at its time
                     assertThat(slices.getOrDefault(track, List.of()))
                             .as("a slice encloses the flow event %s", e)
-                            .anyMatch(sl -> sl[0] <= ts && ts <= sl[1]);
+                            .anyMatch(sl -> sl[0] <= Math.round(ts * 1000) && Math.round(ts * 1000) <= sl[1]);
                 }
                 default -> {}
             }

@@ -169,7 +169,7 @@ public final class ChromeTrace {
             json.put("traceEvents", all);
             json.put("displayTimeUnit", "ns");
             LinkedHashMap<String, Object> other = new LinkedHashMap<>();
-            other.put("producer", "kvledger inspect --chrome-trace");
+            other.put("producer", "kvledger");
             other.put("query", found.query());
             other.put("kind", found.kind().word());
             other.put("request_ids", new ArrayList<Object>(found.requestIds()));
@@ -314,9 +314,9 @@ public final class ChromeTrace {
         void transfers() {
             record Post(Timeline.Line line, Object status) {}
             List<Post> posts = new ArrayList<>();
-            Map<String, Integer> done = new HashMap<>();
-            for (int i = 0; i < lines.size(); i++) {
-                Timeline.Line l = lines.get(i);
+            // per node and status id, its completions in order
+            Map<String, java.util.ArrayDeque<Timeline.Line>> done = new HashMap<>();
+            for (Timeline.Line l : lines) {
                 String t = l.type().typeName();
                 Object status = l.fields() == null ? null : l.fields().get("status_id");
                 if (status == null) {
@@ -325,25 +325,17 @@ public final class ChromeTrace {
                 if (t.equals("post_write") || t.equals("post_read")) {
                     posts.add(new Post(l, status));
                 } else if (t.equals("transfer_completed")) {
-                    done.putIfAbsent(l.node() + "\u0000" + status + "\u0000" + i, i);
+                    done.computeIfAbsent(l.node() + "\u0000" + status, k -> new java.util.ArrayDeque<>()).add(l);
                 }
             }
             Map<String, List<Long>> rowEnds = new HashMap<>();
-            Set<Integer> used = new HashSet<>();
             for (Post p : posts) {
                 Timeline.Line l = p.line();
-                Timeline.Line completion = null;
-                for (Map.Entry<String, Integer> d : done.entrySet()) {
-                    Timeline.Line c = lines.get(d.getValue());
-                    if (!used.contains(d.getValue()) && c.node().equals(l.node()) && c.atNs() >= l.atNs()
-                            && Objects.equals(c.fields().get("status_id"), p.status())
-                            && (completion == null || c.atNs() < completion.atNs())) {
-                        completion = c;
-                    }
+                java.util.ArrayDeque<Timeline.Line> q = done.get(l.node() + "\u0000" + p.status());
+                while (q != null && !q.isEmpty() && q.peekFirst().atNs() < l.atNs()) {
+                    q.pollFirst();
                 }
-                if (completion != null) {
-                    used.add(lines.indexOf(completion));
-                }
+                Timeline.Line completion = q == null ? null : q.pollFirst();
                 long to = completion == null ? end : completion.atNs();
                 int row = row(rowEnds.computeIfAbsent(l.node(), k -> new ArrayList<>()), l.atNs(), to);
                 long pid = pid(l.node());
