@@ -43,7 +43,33 @@ class ExportCommandTest {
             OtlpReceiver.Received prefill = leg(spans, "kvledger.prefill");
             assertThat(decode.resourceAttr("kvledger.node")).isEqualTo("D0");
             assertThat(prefill.resourceAttr("kvledger.node")).isEqualTo("P0");
-            assertThat(decode.attr("gen_ai.request.id")).endsWith("_6c5d8182190c404694cda0f3b0e27cc7-0-968056bf");
+            assertThat(decode.attr("kvledger.request_id")).endsWith("_6c5d8182190c404694cda0f3b0e27cc7-0-968056bf");
+            assertThat(spans).allSatisfy(x -> assertThat(x.span().getAttributesList())
+                    .noneMatch(kv -> kv.getKey().startsWith("gen_ai.")));
+
+            // One root per trace (no proxy journal here: a synthetic one) parenting both legs.
+            List<OtlpReceiver.Received> roots = spans.stream().filter(x -> x.parentSpanId().isEmpty()).toList();
+            assertThat(roots).extracting(OtlpReceiver.Received::name).containsExactly("kvledger.request");
+            OtlpReceiver.Received root = roots.get(0);
+            assertThat(root.spanId()).isEqualTo(LegSpans.rootSpanId("tx-75301b59-de1f-4242-9f7d-3b77de8039a0"));
+            assertThat(decode.parentSpanId()).isEqualTo(root.spanId());
+            assertThat(prefill.parentSpanId()).isEqualTo(root.spanId());
+            assertThat(root.attr("kvledger.synthetic_root")).isEqualTo("true");
+            assertThat(root.attr("kvledger.legs")).isEqualTo("2");
+            assertThat(root.span().getStatus().getCode()).isEqualTo(Status.StatusCode.STATUS_CODE_ERROR);
+            assertThat(root.span().getStartTimeUnixNano()).isEqualTo(Math.min(decode.span().getStartTimeUnixNano(),
+                    prefill.span().getStartTimeUnixNano()));
+            assertThat(root.span().getEndTimeUnixNano()).isEqualTo(Math.max(decode.span().getEndTimeUnixNano(),
+                    prefill.span().getEndTimeUnixNano()));
+            // service.version and the semantic conventions' schema on every resource and scope
+            assertThat(spans).allSatisfy(x -> assertThat(x.resourceAttr("service.version")).isEqualTo(Main.VERSION));
+            assertThat(receiver.requests()).allSatisfy(req -> assertThat(req.getResourceSpansList()).allSatisfy(rs -> {
+                assertThat(rs.getSchemaUrl()).isEqualTo(LegSpans.SCHEMA_URL).startsWith("https://opentelemetry.io/schemas/");
+                assertThat(rs.getScopeSpansList()).allSatisfy(ss -> {
+                    assertThat(ss.getSchemaUrl()).isEqualTo(LegSpans.SCHEMA_URL);
+                    assertThat(ss.getScope().getVersion()).isEqualTo(Main.VERSION);
+                });
+            }));
             assertThat(decode.attr("kvledger.proxy_uuid")).isEqualTo("6c5d8182190c404694cda0f3b0e27cc7");
 
             // The decode waits for KV that never comes: stuck-waiting (class 27), still open at the journals' end.
@@ -105,7 +131,14 @@ class ExportCommandTest {
                 assertThat(batch.stream().filter(x -> !x.getName().startsWith("kvledger.")))
                         .allSatisfy(x -> assertThat(legIds).contains(x.getParentSpanId()));
             }
-            assertThat(spans.stream().filter(x -> x.name().startsWith("kvledger."))).hasSize(240);
+            assertThat(spans.stream().filter(x -> x.name().equals("kvledger.prefill") || x.name().equals("kvledger.decode")))
+                    .hasSize(240);
+            // one root per request, the parent of both its legs
+            List<OtlpReceiver.Received> roots = spans.stream().filter(x -> x.parentSpanId().isEmpty()).toList();
+            assertThat(roots).hasSize(120).allSatisfy(x -> assertThat(x.name()).isEqualTo("kvledger.request"));
+            Set<String> rootIds = roots.stream().map(OtlpReceiver.Received::spanId).collect(Collectors.toSet());
+            assertThat(spans.stream().filter(x -> x.name().equals("kvledger.prefill") || x.name().equals("kvledger.decode")))
+                    .allSatisfy(x -> assertThat(rootIds).contains(x.parentSpanId()));
         }
     }
 
