@@ -5,6 +5,13 @@ import io.kvledger.ledger.diagnosis.Bounds;
 import io.kvledger.ledger.otlp.JournalTraces;
 import io.kvledger.ledger.otlp.OtlpSender;
 import io.kvledger.ledger.report.ExportReport;
+import io.kvledger.ledger.trace.ChromeTrace;
+import io.kvledger.ledger.trace.JournalChromeTrace;
+import io.kvledger.journal.json.Json;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.Instant;
@@ -30,6 +37,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "export", mixinStandardHelpOptions = true, sortOptions = false,
         description = {
+            "With --chrome-trace FILE, writes every request instead as Chrome trace-event JSON for Perfetto and "
+                    + "chrome://tracing.",
             "Replays node journals and sends each request's lifecycle as an OpenTelemetry trace to an OTLP/HTTP "
                     + "receiver (Jaeger, Tempo, an OpenTelemetry Collector): one trace per request, joined across "
                     + "nodes by its transfer id; per node a leg span (kvledger.prefill or kvledger.decode) with one "
@@ -49,10 +58,20 @@ final class ExportCommand implements Callable<Integer> {
     @Parameters(paramLabel = "DIR", arity = "1..*", description = Journals.DIRS_HELP)
     List<String> dirs = new ArrayList<>();
 
-    @Option(names = "--otlp", required = true, paramLabel = "URL",
+    @Option(names = "--otlp", paramLabel = "URL",
             description = "the OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 (/v1/traces is appended when the URL "
                     + "has no path)")
     String otlp;
+
+    @Option(names = "--chrome-trace", paramLabel = "FILE",
+            description = "instead of --otlp: write every request as Chrome trace-event JSON, which Perfetto "
+                    + "(ui.perfetto.dev) and chrome://tracing open (a process per node, a thread per side, phases "
+                    + "with their durations, a flow arrow per ZMQ frame, each hang finding as an instant marker)")
+    String chromeTrace;
+
+    @Option(names = "--max-lines", paramLabel = "N", defaultValue = "500000", hidden = true,
+            description = "with --chrome-trace: refuse journals with more lines that name a request than this")
+    int maxLines;
 
     @Option(names = "--header", paramLabel = "NAME=VALUE",
             description = "an HTTP header for the receiver (an API key, a tenant id); repeatable")
@@ -84,6 +103,19 @@ final class ExportCommand implements Callable<Integer> {
                 throw usage("--stuck-after must be a positive number of seconds, got " + stuckAfter);
             }
             bounds = new Bounds(NodeConfig.seconds(stuckAfter));
+        }
+        if ((otlp == null) == (chromeTrace == null)) {
+            throw usage("give one of --otlp URL (send OpenTelemetry traces) and --chrome-trace FILE (write Chrome "
+                    + "trace-event JSON)");
+        }
+        if (chromeTrace != null) {
+            if (chromeTrace.isBlank()) {
+                throw usage("--chrome-trace needs a file name");
+            }
+            if (timeOrigin != null || !headers.isEmpty()) {
+                throw usage("--time-origin and --header go with --otlp, not --chrome-trace");
+            }
+            return writeChromeTrace(bounds);
         }
         if (!(timeoutS > 0) || Double.isInfinite(timeoutS)) {
             throw usage("--timeout-s must be a positive number of seconds, got " + timeoutS);
@@ -151,5 +183,38 @@ final class ExportCommand implements Callable<Integer> {
 
     private ParameterException usage(String message) {
         return new ParameterException(spec.commandLine(), message);
+    }
+
+    /** {@code --chrome-trace FILE}: every request of the journals as one Chrome trace. */
+    private int writeChromeTrace(Bounds bounds) {
+        var overrides = replayOptions.overrides(spec);
+        PrintWriter err = spec.commandLine().getErr();
+        List<io.kvledger.ledger.replay.JournalInputs.NodeJournal> journals = Journals.resolve(spec, dirs);
+        ProgressLine progress = ProgressLine.forTerminal(err, "export");
+        JournalChromeTrace.Result res;
+        try {
+            res = JournalChromeTrace.of(() -> Journals.openResolved(spec, journals, overrides).progress(progress),
+                    bounds, maxLines);
+        } catch (JournalChromeTrace.TooLarge e) {
+            err.println("kvledger export: " + e.getMessage());
+            err.flush();
+            return 1;
+        } finally {
+            progress.done();
+        }
+        boolean doubted = Journals.warnings(spec, res.warnings());
+        try {
+            Files.writeString(Path.of(chromeTrace), Json.write(res.trace().json()), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw usage("cannot write --chrome-trace " + chromeTrace + ": " + e.getMessage());
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        ChromeTrace.Trace t = res.trace();
+        out.println("export: wrote " + chromeTrace + ": " + res.requests() + " request leg(s) on " + res.nodes().size()
+                + " node(s), " + res.lines() + " line(s) as " + t.events() + " trace event(s), " + t.flows()
+                + " frame flow(s), " + t.unreceived() + " frame(s) never received, " + t.findings()
+                + " finding(s); open it in ui.perfetto.dev or chrome://tracing");
+        out.flush();
+        return doubted ? 1 : 0;
     }
 }

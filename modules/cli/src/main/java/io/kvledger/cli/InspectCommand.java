@@ -6,6 +6,8 @@ import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.ledger.replay.Timeline;
 import io.kvledger.ledger.report.InspectReport;
+import io.kvledger.ledger.trace.ChromeTrace;
+import io.kvledger.journal.json.Json;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -70,6 +72,12 @@ final class InspectCommand implements Callable<Integer> {
                     + "with the hang findings that name the request), to attach to a bug report")
     String html;
 
+    @Option(names = "--chrome-trace", paramLabel = "FILE",
+            description = "also write the timeline as Chrome trace-event JSON, which Perfetto (ui.perfetto.dev) and "
+                    + "chrome://tracing open: a process per node, a thread per side, the phases with their durations, "
+                    + "a flow arrow per ZMQ frame between nodes, each hang finding as an instant marker")
+    String chromeTrace;
+
     @Option(names = "--full-ids", description = "print proxy request ids whole instead of cmpl-..._<uuid>-...")
     boolean fullIds;
 
@@ -81,6 +89,9 @@ final class InspectCommand implements Callable<Integer> {
         boolean byRequest = target.request != null;
         if (html != null && html.isBlank()) {
             throw new ParameterException(spec.commandLine(), "--html needs a file name");
+        }
+        if (chromeTrace != null && chromeTrace.isBlank()) {
+            throw new ParameterException(spec.commandLine(), "--chrome-trace needs a file name");
         }
         String query = (byRequest ? target.request : target.transfer).strip();
         Timeline.Kind kind = byRequest ? Timeline.Kind.REQUEST : Timeline.Kind.TRANSFER;
@@ -95,7 +106,7 @@ final class InspectCommand implements Callable<Integer> {
         ProgressLine scanning = ProgressLine.forTerminal(err, "inspect (1/2)");
         ProgressLine collecting = ProgressLine.forTerminal(err, "inspect (2/2)");
         try {
-            result = Timeline.of(journals, query, kind, json || html != null, List.of(scanning, collecting));
+            result = Timeline.of(journals, query, kind, json || html != null || chromeTrace != null, List.of(scanning, collecting));
         } catch (JournalInputs.InputException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         } finally {
@@ -122,6 +133,9 @@ final class InspectCommand implements Callable<Integer> {
                 if (html != null) {
                     writeHtml(err, journals, found);
                 }
+                if (chromeTrace != null) {
+                    writeChromeTrace(err, journals, found);
+                }
                 if (json) {
                     InspectReport.printJson(out, found);
                 } else {
@@ -146,6 +160,24 @@ final class InspectCommand implements Callable<Integer> {
         }
         err.println("inspect: wrote " + html + " (" + found.lines().size() + " line(s), " + page.findings()
                 + " finding(s)); open it in a browser");
+        err.flush();
+    }
+
+    /** {@code --chrome-trace FILE}: the timeline as Chrome trace-event JSON, with its findings. */
+    private void writeChromeTrace(PrintWriter err, List<NodeJournal> journals, Timeline.Found found) {
+        ChromeTrace.Trace trace;
+        try (Replayer r = Journals.openResolved(spec, journals, ConfigOverrides.none())) {
+            trace = InspectReport.chromeTrace(r, found);
+        }
+        try {
+            Files.writeString(Path.of(chromeTrace), Json.write(trace.json()), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new ParameterException(spec.commandLine(), "cannot write --chrome-trace " + chromeTrace + ": "
+                    + e.getMessage());
+        }
+        err.println("inspect: wrote " + chromeTrace + " (" + trace.events() + " trace event(s), " + trace.flows()
+                + " frame flow(s), " + trace.unreceived() + " frame(s) never received, " + trace.findings()
+                + " finding(s)); open it in ui.perfetto.dev or chrome://tracing");
         err.flush();
     }
 }

@@ -43,7 +43,33 @@ class ExportCommandTest {
             OtlpReceiver.Received prefill = leg(spans, "kvledger.prefill");
             assertThat(decode.resourceAttr("kvledger.node")).isEqualTo("D0");
             assertThat(prefill.resourceAttr("kvledger.node")).isEqualTo("P0");
-            assertThat(decode.attr("gen_ai.request.id")).endsWith("_6c5d8182190c404694cda0f3b0e27cc7-0-968056bf");
+            assertThat(decode.attr("kvledger.request_id")).endsWith("_6c5d8182190c404694cda0f3b0e27cc7-0-968056bf");
+            assertThat(spans).allSatisfy(x -> assertThat(x.span().getAttributesList())
+                    .noneMatch(kv -> kv.getKey().startsWith("gen_ai.")));
+
+            // One root per trace (no proxy journal here: a synthetic one) parenting both legs.
+            List<OtlpReceiver.Received> roots = spans.stream().filter(x -> x.parentSpanId().isEmpty()).toList();
+            assertThat(roots).extracting(OtlpReceiver.Received::name).containsExactly("kvledger.request");
+            OtlpReceiver.Received root = roots.get(0);
+            assertThat(root.spanId()).isEqualTo(LegSpans.rootSpanId("tx-75301b59-de1f-4242-9f7d-3b77de8039a0"));
+            assertThat(decode.parentSpanId()).isEqualTo(root.spanId());
+            assertThat(prefill.parentSpanId()).isEqualTo(root.spanId());
+            assertThat(root.attr("kvledger.synthetic_root")).isEqualTo("true");
+            assertThat(root.attr("kvledger.legs")).isEqualTo("2");
+            assertThat(root.span().getStatus().getCode()).isEqualTo(Status.StatusCode.STATUS_CODE_ERROR);
+            assertThat(root.span().getStartTimeUnixNano()).isEqualTo(Math.min(decode.span().getStartTimeUnixNano(),
+                    prefill.span().getStartTimeUnixNano()));
+            assertThat(root.span().getEndTimeUnixNano()).isEqualTo(Math.max(decode.span().getEndTimeUnixNano(),
+                    prefill.span().getEndTimeUnixNano()));
+            // service.version and the semantic conventions' schema on every resource and scope
+            assertThat(spans).allSatisfy(x -> assertThat(x.resourceAttr("service.version")).isEqualTo(Main.VERSION));
+            assertThat(receiver.requests()).allSatisfy(req -> assertThat(req.getResourceSpansList()).allSatisfy(rs -> {
+                assertThat(rs.getSchemaUrl()).isEqualTo(LegSpans.SCHEMA_URL).startsWith("https://opentelemetry.io/schemas/");
+                assertThat(rs.getScopeSpansList()).allSatisfy(ss -> {
+                    assertThat(ss.getSchemaUrl()).isEqualTo(LegSpans.SCHEMA_URL);
+                    assertThat(ss.getScope().getVersion()).isEqualTo(Main.VERSION);
+                });
+            }));
             assertThat(decode.attr("kvledger.proxy_uuid")).isEqualTo("6c5d8182190c404694cda0f3b0e27cc7");
 
             // The decode waits for KV that never comes: stuck-waiting (class 27), still open at the journals' end.
@@ -85,6 +111,50 @@ class ExportCommandTest {
         }
     }
 
+    /**
+     * With the proxy's journal among the journals, the root of the request's trace is the proxy's
+     * span (its id is the one the legs name), not a synthetic one.
+     */
+    @Test
+    void withTheProxysJournalItsSpanIsTheRoot(@org.junit.jupiter.api.io.TempDir Path tmp) throws Exception {
+        String uuid = "6c5d8182190c404694cda0f3b0e27cc7";
+        String rid = "___prefill_addr_host:10.0.0.1,handshake:6301,notify:61005___decode_addr_host:10.0.1.1,"
+                + "handshake:6301,notify:61005_" + uuid;
+        String tid = "tx-75301b59-de1f-4242-9f7d-3b77de8039a0";
+        Path proxy = tmp.resolve("proxy");
+        try (var w = io.kvledger.journal.JournalWriter.open(proxy,
+                io.kvledger.journal.JournalHeader.proxy("proxy0", io.kvledger.core.config.TransferMode.WRITE, "test"))) {
+            long t = 20_000_000L;
+            w.appendProxy(new io.kvledger.journal.proxy.ProxyEvent.RequestRouted(t, rid, tid, "/v1/completions", false,
+                    null, "WRITE", "10.0.0.1:8100", null, "10.0.1.1:8200", null));
+            w.appendProxy(new io.kvledger.journal.proxy.ProxyEvent.LegSent(t + 1000, rid, tid, "prefill", "10.0.0.1:8100",
+                    io.kvledger.core.model.KvParams.of("transfer_id", tid, "do_remote_decode", true)));
+            w.appendProxy(new io.kvledger.journal.proxy.ProxyEvent.LegSent(t + 2000, rid, tid, "decode", "10.0.1.1:8200",
+                    io.kvledger.core.model.KvParams.of("transfer_id", tid, "do_remote_prefill", true)));
+        }
+        try (OtlpReceiver receiver = OtlpReceiver.start()) {
+            CliRun.Outcome o = CliRun.run("export", "--otlp", receiver.url(), fixture("27-write-stranded").toString(),
+                    proxy.toString());
+            assertThat(o.code()).as(o.err()).isZero();
+            List<OtlpReceiver.Received> spans = receiver.spans();
+            List<OtlpReceiver.Received> roots = spans.stream().filter(x -> x.parentSpanId().isEmpty()).toList();
+            assertThat(roots).extracting(OtlpReceiver.Received::name).containsExactly("kvledger.proxy");
+            OtlpReceiver.Received root = roots.get(0);
+            assertThat(root.spanId()).isEqualTo(LegSpans.rootSpanId(tid));
+            assertThat(root.span().getKind()).isEqualTo(Span.SpanKind.SPAN_KIND_SERVER);
+            assertThat(root.resourceAttr("kvledger.role")).isEqualTo("proxy");
+            assertThat(root.resourceAttr("service.instance.id")).isEqualTo("proxy0");
+            assertThat(root.attr("kvledger.request_id")).isEqualTo(rid);
+            assertThat(root.attr("kvledger.in_flight")).as("the client was never answered").isEqualTo("true");
+            OtlpReceiver.Received decode = leg(spans, "kvledger.decode");
+            OtlpReceiver.Received prefill = leg(spans, "kvledger.prefill");
+            assertThat(decode.parentSpanId()).isEqualTo(root.spanId());
+            assertThat(prefill.parentSpanId()).isEqualTo(root.spanId());
+            assertThat(root.span().getStartTimeUnixNano()).isLessThanOrEqualTo(Math.min(
+                    decode.span().getStartTimeUnixNano(), prefill.span().getStartTimeUnixNano()));
+        }
+    }
+
     @Test
     void aLargerRunGoesInBatchesThatNeverSplitALeg(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
         assertThat(CliRun.simulate(dir.resolve("sim"), "write", 4, 120, "none").code()).isZero();
@@ -105,7 +175,14 @@ class ExportCommandTest {
                 assertThat(batch.stream().filter(x -> !x.getName().startsWith("kvledger.")))
                         .allSatisfy(x -> assertThat(legIds).contains(x.getParentSpanId()));
             }
-            assertThat(spans.stream().filter(x -> x.name().startsWith("kvledger."))).hasSize(240);
+            assertThat(spans.stream().filter(x -> x.name().equals("kvledger.prefill") || x.name().equals("kvledger.decode")))
+                    .hasSize(240);
+            // one root per request, the parent of both its legs
+            List<OtlpReceiver.Received> roots = spans.stream().filter(x -> x.parentSpanId().isEmpty()).toList();
+            assertThat(roots).hasSize(120).allSatisfy(x -> assertThat(x.name()).isEqualTo("kvledger.request"));
+            Set<String> rootIds = roots.stream().map(OtlpReceiver.Received::spanId).collect(Collectors.toSet());
+            assertThat(spans.stream().filter(x -> x.name().equals("kvledger.prefill") || x.name().equals("kvledger.decode")))
+                    .allSatisfy(x -> assertThat(rootIds).contains(x.parentSpanId()));
         }
     }
 

@@ -188,6 +188,15 @@ class WebTimelineBrowserTest {
         browser.findElement(By.id("zoom-fit")).click();
         assertThat(((Number) browser.executeScript(distance)).doubleValue()).isCloseTo(fitted, org.assertj.core.data.Offset.offset(1.0));
         shot("request");
+
+        // a request that went through (a prefill leg freed after its ACK, no finding): its transfer's frames arrived
+        WebElement done = rows().stream().filter(r -> r.getAttribute("data-group").equals("other")
+                && r.getText().contains("FREED_AFTER_ACK")).findFirst().orElseThrow();
+        String doneId = done.getAttribute("data-request-id");
+        done.click();
+        waiting().until(d -> !d.findElements(By.cssSelector("button.xfer-open")).isEmpty()
+                && d.findElement(By.cssSelector("#timeline-head")).getText().contains(doneId));
+        checkReceivedFrames();
     }
 
     /**
@@ -310,6 +319,88 @@ class WebTimelineBrowserTest {
                 .contains("\"node\": \"D0\"").contains("\"transfer_id\": \"tx-75301b59");
         Path shot = Chromium.screenshot(browser, "serve-" + FIXTURE);
         assertThat(Files.size(shot)).isPositive();
+
+        checkTransferView();
+    }
+
+    /**
+     * The cross-node view of the hung request's transfer, opened from its detail: a lifeline per
+     * node (P0 prefill, D0 decode), both legs' phases down them, the remote_blocks frame D0 sent
+     * drawn as never received, and the missing write_done on D0's lifeline.
+     */
+    @SuppressWarnings("unchecked")
+    private void checkTransferView() throws Exception {
+        browser.findElement(By.cssSelector("button.xfer-open[data-tid^='tx-75301b59']")).click();
+        waiting().until(d -> d.findElements(By.cssSelector("#xfer .lifeline")).size() == 2);
+        assertThat(browser.findElement(By.id("chart-wrap")).isDisplayed()).as("the swimlanes give way").isFalse();
+        WebElement p0 = browser.findElement(By.cssSelector("#xfer .lifeline[data-node='P0']"));
+        WebElement d0 = browser.findElement(By.cssSelector("#xfer .lifeline[data-node='D0']"));
+        assertThat(p0.getRect().getX()).as("prefill left of decode").isLessThan(d0.getRect().getX());
+        // both legs' phases, in order down each lifeline
+        List<String> d0Phases = browser.findElements(By.cssSelector("#xfer .phase[data-node='D0']")).stream()
+                .map(e -> e.getAttribute("data-phase")).toList();
+        List<String> p0Phases = browser.findElements(By.cssSelector("#xfer .phase[data-node='P0']")).stream()
+                .map(e -> e.getAttribute("data-phase")).toList();
+        assertThat(d0Phases).containsExactly("ADMITTED", "WAITING_FOR_REMOTE_KVS");
+        assertThat(p0Phases).containsExactly("ADMITTED", "PREFILLING", "DEFERRED_FREE", "FREED_AFTER_ACK");
+        assertThat(browser.findElement(By.cssSelector("#xfer .phase.open[data-node='D0']")).getText())
+                .contains("WAITING_FOR_REMOTE_KVS (36.978 s, open)");
+        // the frame D0 sent toward P0, never received
+        WebElement lost = browser.findElement(By.cssSelector("#xfer .frame.lost[data-type='send_remote_blocks']"));
+        assertThat(lost.getAttribute("data-from")).isEqualTo("D0");
+        assertThat(lost.getAttribute("data-to")).isEqualTo("P0");
+        assertThat(lost.getText()).contains("remote_blocks never received");
+        assertThat(browser.findElements(By.cssSelector("#xfer .frame:not(.lost)"))).as("no frame was received").isEmpty();
+        // the missing write_done, on D0's side, with the finding; the anomaly on P0
+        WebElement missing = browser.findElement(By.cssSelector("#xfer .missing-event[data-detector='stuck-waiting']"));
+        assertThat(missing.getAttribute("data-node")).isEqualTo("D0");
+        assertThat(missing.getText()).contains("missing: write_done").contains("class 27");
+        assertThat(browser.findElements(By.cssSelector("#xfer .xev.anomaly[data-node='P0']"))).isNotEmpty();
+        missing.click();
+        assertThat(browser.findElement(By.id("entry")).getText()).contains("hang finding on D0").contains("never arrived");
+        // no label covers another
+        List<List<Number>> boxes = (List<List<Number>>) browser.executeScript(
+                "return Array.prototype.map.call(document.querySelectorAll('#xfer text'), function (t) {"
+                        + " var r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })"
+                        + ".filter(function (r) { return r[2] - r[0] > 1; });");
+        assertThat(boxes).hasSizeGreaterThan(10);
+        for (int i = 0; i < boxes.size(); i++) {
+            for (int j = i + 1; j < boxes.size(); j++) {
+                List<Number> a = boxes.get(i);
+                List<Number> b = boxes.get(j);
+                boolean apart = a.get(2).doubleValue() <= b.get(0).doubleValue() + 0.5
+                        || b.get(2).doubleValue() <= a.get(0).doubleValue() + 0.5
+                        || a.get(3).doubleValue() <= b.get(1).doubleValue() + 0.5
+                        || b.get(3).doubleValue() <= a.get(1).doubleValue() + 0.5;
+                assertThat(apart).as("labels %s and %s overlap", a, b).isTrue();
+            }
+        }
+        shot("transfer");
+        // back to the swimlanes
+        browser.findElement(By.id("xfer-back")).click();
+        assertThat(browser.findElement(By.id("chart-wrap")).isDisplayed()).isTrue();
+        assertThat(browser.findElement(By.id("xfer-wrap")).isDisplayed()).isFalse();
+    }
+
+    /** A frame that arrived: an arrow from the lifeline of the node that sent it to the one that received it. */
+    private void checkReceivedFrames() {
+        browser.findElement(By.cssSelector("button.xfer-open")).click();
+        waiting().until(d -> d.findElements(By.cssSelector("#xfer .lifeline")).size() >= 2);
+        List<WebElement> frames = browser.findElements(By.cssSelector("#xfer .frame:not(.lost)"));
+        assertThat(frames).as("the frames of a transfer that completed").isNotEmpty();
+        for (WebElement f : frames) {
+            String from = f.getAttribute("data-from");
+            String to = f.getAttribute("data-to");
+            assertThat(from).isNotEqualTo(to);
+            double xFrom = browser.findElement(By.cssSelector("#xfer .lifeline[data-node='" + from + "']")).getRect().getX();
+            double xTo = browser.findElement(By.cssSelector("#xfer .lifeline[data-node='" + to + "']")).getRect().getX();
+            WebElement path = f.findElement(By.tagName("path"));
+            String d = path.getAttribute("d");
+            double startX = Double.parseDouble(d.split(" ")[1]);
+            double endX = Double.parseDouble(d.split(" ")[4]);
+            assertThat(Math.signum(endX - startX)).as("%s -> %s drawn toward the receiver", from, to).isEqualTo(Math.signum(xTo - xFrom));
+        }
+        browser.findElement(By.id("xfer-back")).click();
     }
 
     @Test

@@ -91,9 +91,10 @@ class LiveTracesTest {
                 assertThat(legs).as("the legs of %s", o.transferId()).extracting(OtlpReceiver.Received::name)
                         .containsExactlyInAnyOrder("kvledger.prefill", "kvledger.decode");
                 for (OtlpReceiver.Received leg : legs) {
-                    assertThat(leg.parentSpanId()).isEmpty();
+                    // a child of the request's root (the proxy's span; export sends a synthetic one without a proxy)
+                    assertThat(leg.parentSpanId()).isEqualTo(LegSpans.rootSpanId(o.transferId()));
                     assertThat(leg.attr("kvledger.transfer_id")).isEqualTo(o.transferId());
-                    assertThat(leg.attr("gen_ai.request.id")).contains(o.xRequestId());
+                    assertThat(leg.attr("kvledger.request_id")).contains(o.xRequestId());
                     assertThat(leg.attr("kvledger.in_flight")).isEqualTo("false");
                     assertThat(leg.span().getStatus().getCode()).isEqualTo(Status.StatusCode.STATUS_CODE_UNSET);
                     assertThat(leg.resourceAttr("service.name")).isEqualTo("kvledger");
@@ -121,16 +122,23 @@ class LiveTracesTest {
                         + Long.parseLong(decode.attr("kvledger.transfers.posted"))).as("layer batches posted").isPositive();
             }
 
-            // The journals give the same spans offline (kvledger export): same ids, same names.
+            // The journals give the same spans offline (kvledger export): same ids, same names, and the
+            // synthetic root each live leg names as its parent (no proxy sent one here).
             Set<String> live = spans.stream().map(s -> s.traceId() + "/" + s.spanId() + " " + s.name())
                     .collect(Collectors.toCollection(TreeSet::new));
             var journals = JournalInputs.resolveArgs(List.of(dir.resolve("P0").toString(), dir.resolve("D0").toString()));
             List<io.opentelemetry.sdk.trace.data.SpanData> exported = new ArrayList<>();
             JournalTraces.Result res = JournalTraces.export(() -> Replayer.open(journals, ConfigOverrides.none()),
                     Bounds.defaults(), first -> 0, exported::addAll);
-            Set<String> offline = exported.stream().map(s -> s.getTraceId() + "/" + s.getSpanId() + " " + s.getName())
+            Set<String> offline = exported.stream().filter(s -> !s.getName().equals("kvledger.request"))
+                    .map(s -> s.getTraceId() + "/" + s.getSpanId() + " " + s.getName())
                     .collect(Collectors.toCollection(TreeSet::new));
             assertThat(offline).isEqualTo(live);
+            Set<String> rootIds = exported.stream().filter(s -> s.getName().equals("kvledger.request"))
+                    .map(s -> s.getTraceId() + "/" + s.getSpanId()).collect(Collectors.toSet());
+            assertThat(rootIds).hasSize(3);
+            assertThat(spans.stream().filter(s -> s.name().equals("kvledger.prefill") || s.name().equals("kvledger.decode")))
+                    .allSatisfy(s -> assertThat(rootIds).contains(s.traceId() + "/" + s.parentSpanId()));
             assertThat(res.spans()).isEqualTo(exported.size());
             assertThat(res.traces()).isEqualTo(3);
             assertThat(res.legs()).isEqualTo(6);

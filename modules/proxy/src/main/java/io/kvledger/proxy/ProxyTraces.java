@@ -74,12 +74,7 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
     private ProxyTraces(String proxyId, OtlpSender sender, LongSupplier clock) {
         this.proxyId = proxyId;
         this.batches = new SpanBatches(sender, clock, Duration.ofNanos(FLUSH_NS));
-        this.resource = Resource.create(Attributes.builder()
-                .put("service.name", "kvledger")
-                .put("service.instance.id", proxyId)
-                .put("kvledger.node", proxyId)
-                .put("kvledger.role", "proxy")
-                .build());
+        this.resource = LegSpans.resource(proxyId, "proxy");
         this.loop = new ExportLoop<>("kvledger-proxy-otlp", CAPACITY, batches, new ExportLoop.Body<>() {
             @Override
             public void apply(ProxyEvent e) {
@@ -168,8 +163,8 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
         ProxyEvent.RequestRouted r = f.routed;
         String key = r.transferId() != null ? r.transferId() : r.requestId();
         String traceId = LegSpans.traceId(key);
-        SpanContext root = SpanContext.create(traceId, LegSpans.spanId(key, proxyId, r.requestId(), 0),
-                TraceFlags.getSampled(), TraceState.getDefault());
+        // the id the nodes' leg spans name as their parent: one root per request
+        SpanContext root = LegSpans.root(key);
         AttributesBuilder a = Attributes.builder()
                 .put("kvledger.request_id", r.requestId())
                 .put("kvledger.node", proxyId)

@@ -111,8 +111,11 @@ class ProxyTracesTest {
                         .containsExactlyInAnyOrder("kvledger.prefill", "kvledger.decode");
                 assertThat(nodeLegs).allSatisfy(s -> {
                     assertThat(s.attr("kvledger.transfer_id")).isEqualTo(tid);
-                    assertThat(s.attr("gen_ai.request.id")).contains(rid);
+                    assertThat(s.attr("kvledger.request_id")).contains(rid);
+                    assertThat(s.parentSpanId()).as("the legs of all nodes are children of the proxy's span").isEqualTo(root.spanId());
                 });
+                assertThat(trace.stream().filter(x -> x.parentSpanId().isEmpty())).as("one root per trace").hasSize(1);
+                assertThat(root.resourceAttr("service.version")).isEqualTo(LegSpans.VERSION);
                 // the proxy sent the legs before the nodes admitted them
                 long routed = root.span().getStartTimeUnixNano();
                 assertThat(nodeLegs).allSatisfy(s -> assertThat(s.span().getStartTimeUnixNano()).isGreaterThan(routed));

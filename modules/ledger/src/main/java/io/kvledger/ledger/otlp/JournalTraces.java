@@ -5,6 +5,13 @@ import io.kvledger.ledger.diagnosis.Finding;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.ledger.replay.Hangs;
+import io.kvledger.ledger.replay.ProxyLedger;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.common.AttributesBuilder;
+import io.opentelemetry.api.trace.SpanContext;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.sdk.trace.data.StatusData;
 import io.kvledger.ledger.replay.Replayer;
 import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.data.SpanData;
@@ -27,6 +34,12 @@ import java.util.function.Supplier;
  * hands each leg's spans on as soon as the leg ends, with its finding as the ERROR status. Memory
  * holds the legs still open, not the journals' requests; what is open when the journals end is
  * handed on last, its open phase ending there (marked {@code kvledger.open}).
+ *
+ * <p>Each request (trace) gets one root span, the parent of its legs, sent after every leg: the
+ * proxy's {@code kvledger.proxy} (kind SERVER, from routing to the client's answer) when a proxy
+ * journal among the journals routed it, else a synthetic {@code kvledger.request} from its first
+ * leg's start to its last leg's end ({@code kvledger.synthetic_root}); the ERROR status when a leg
+ * has a finding. Memory holds a few numbers per request for them.
  *
  * <p>A leg ends at its terminal phase, as on a live node ({@code LiveTraces}): entries that name a
  * request after it ended on that node are not in its trace.
@@ -85,6 +98,7 @@ public final class JournalTraces {
         Map<String, Resource> resources = new HashMap<>();
         Batcher out = new Batcher(sink, byLeg, resources, end, shiftNs);
         TraceRecorder rec = new TraceRecorder(leg -> out.leg(leg), Integer.MAX_VALUE);
+        List<ProxyLedger.Request> proxies = new ArrayList<>();
         try (Replayer r = open.get()) {
             r.recorded(false).run(new Replayer.Listener() {
                 @Override
@@ -101,10 +115,16 @@ public final class JournalTraces {
                 }
             });
             warnings.addAll(r.warnings());
+            if (!r.proxyJournals().isEmpty()) {
+                ProxyLedger pl = ProxyLedger.read(r.proxyJournals());
+                proxies.addAll(pl.requests());
+                warnings.addAll(pl.warnings());
+            }
         }
         for (TraceRecorder.Leg leg : rec.legs()) {
             out.leg(leg);
         }
+        out.roots(proxies, end);
         out.flush();
         int unattached = 0;
         for (Finding f : hangs.findings()) {
@@ -116,6 +136,16 @@ public final class JournalTraces {
                 hangs.findings(), unattached, first, end, shiftNs, List.copyOf(warnings));
     }
 
+    /** What the legs of one request tell of its root span. */
+    private static final class Root {
+        long start = Long.MAX_VALUE;
+        long end = Long.MIN_VALUE;
+        int legs;
+        boolean inFlight;
+        String transferId;
+        String finding;
+    }
+
     /** Turns legs into spans and hands them on in batches. */
     private static final class Batcher {
         final Consumer<List<SpanData>> sink;
@@ -123,10 +153,12 @@ public final class JournalTraces {
         final Map<String, Resource> resources;
         final long end;
         final long shiftNs;
+        int rootCount;
         final List<SpanData> batch = new ArrayList<>();
         final List<TraceRecorder.Leg> ended = new ArrayList<>();
         final Set<String> traces = new HashSet<>();
         final Set<String> seen = new HashSet<>();
+        final Map<String, Root> roots = new java.util.LinkedHashMap<>();
         long spans;
         int legs;
         int inFlight;
@@ -145,6 +177,18 @@ public final class JournalTraces {
             String key = leg.node() + "\u0000" + leg.requestId();
             Finding f = byLeg.get(key);
             List<SpanData> s = LegSpans.of(leg, resources.get(leg.node()), f, end, shiftNs);
+            SpanData legSpan = s.get(0);
+            Root root = roots.computeIfAbsent(leg.traceKey(), k -> new Root());
+            root.start = Math.min(root.start, legSpan.getStartEpochNanos());
+            root.end = Math.max(root.end, legSpan.getEndEpochNanos());
+            root.legs++;
+            root.inFlight |= !leg.ended();
+            if (root.transferId == null) {
+                root.transferId = leg.transferId();
+            }
+            if (f != null && root.finding == null) {
+                root.finding = leg.node() + " " + f.detector() + ": " + f.message();
+            }
             if (batch.size() + s.size() > OtlpSender.BATCH) {
                 flush();
             }
@@ -157,6 +201,89 @@ public final class JournalTraces {
             if (leg.ended()) {
                 ended.add(leg);
             }
+        }
+
+        /**
+         * One root span per request (trace key): the proxy's {@code kvledger.proxy} when a proxy
+         * journal among the journals routed it, else a synthetic {@code kvledger.request} spanning
+         * its legs; each with the id the legs name as their parent.
+         */
+        void roots(List<ProxyLedger.Request> proxied, long journalsEnd) {
+            Map<String, ProxyLedger.Request> byKey = new java.util.LinkedHashMap<>();
+            for (ProxyLedger.Request r : proxied) {
+                byKey.putIfAbsent(r.transferId() != null ? r.transferId() : r.requestId(), r);
+            }
+            for (String key : byKey.keySet()) {
+                roots.computeIfAbsent(key, k -> new Root());
+            }
+            Resource synthetic = LegSpans.resource("kvledger-export", "export");
+            Map<String, Resource> proxyResources = new HashMap<>();
+            List<SpanData> out = new ArrayList<>();
+            for (Map.Entry<String, Root> e : roots.entrySet()) {
+                String key = e.getKey();
+                Root root = e.getValue();
+                ProxyLedger.Request pr = byKey.get(key);
+                AttributesBuilder a = Attributes.builder()
+                        .put("kvledger.trace_key", key)
+                        .put("kvledger.legs", root.legs)
+                        .put("kvledger.in_flight", root.inFlight);
+                StatusData status = root.finding == null ? StatusData.unset()
+                        : StatusData.create(StatusCode.ERROR, root.finding);
+                String name;
+                SpanKind kind;
+                Resource resource;
+                long start = root.start;
+                long stop = root.end;
+                if (pr != null) {
+                    name = "kvledger.proxy";
+                    kind = SpanKind.SERVER;
+                    resource = proxyResources.computeIfAbsent(pr.proxy(), p -> LegSpans.resource(p, "proxy"));
+                    a.put("kvledger.request_id", pr.requestId()).put("kvledger.mode", String.valueOf(pr.mode()));
+                    if (pr.transferId() != null) {
+                        a.put("kvledger.transfer_id", pr.transferId());
+                    }
+                    if (pr.prefill() != null) {
+                        a.put("kvledger.prefill_instance", pr.prefill());
+                    }
+                    if (pr.decode() != null) {
+                        a.put("kvledger.decode_instance", pr.decode());
+                    }
+                    long proxyEnd = pr.routedAtNs();
+                    boolean open = pr.clientStatus() == null;
+                    for (ProxyLedger.Leg l : pr.legs().values()) {
+                        proxyEnd = Math.max(proxyEnd, l.outcome() == null ? journalsEnd : l.endAtNs());
+                    }
+                    if (open) {
+                        proxyEnd = journalsEnd;
+                        a.put("kvledger.in_flight", true);
+                    } else {
+                        a.put("http.response.status_code", (long) pr.clientStatus());
+                        if (pr.clientStatus() >= 500 && root.finding == null) {
+                            status = StatusData.create(StatusCode.ERROR, "answered " + pr.clientStatus());
+                        }
+                    }
+                    start = Math.min(start, pr.routedAtNs() + shiftNs);
+                    stop = Math.max(stop, proxyEnd + shiftNs);
+                } else {
+                    name = "kvledger.request";
+                    kind = SpanKind.INTERNAL;
+                    resource = synthetic;
+                    a.put("kvledger.synthetic_root", true);
+                    if (root.transferId != null) {
+                        a.put("kvledger.transfer_id", root.transferId);
+                    }
+                }
+                traces.add(LegSpans.traceId(key));
+                out.add(LegSpans.span(name, kind, LegSpans.root(key), SpanContext.getInvalid(), status, start, stop,
+                        a.build(), List.of(), resource));
+            }
+            for (SpanData sd : out) {
+                if (batch.size() + 1 > OtlpSender.BATCH) {
+                    flush();
+                }
+                batch.add(sd);
+            }
+            rootCount = out.size();
         }
 
         /** Forgets the legs handed on (after the recorder's observe: not while it iterates). */

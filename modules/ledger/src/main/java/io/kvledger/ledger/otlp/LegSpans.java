@@ -42,17 +42,29 @@ import java.util.Map;
  *       it has no transfer id;</li>
  *   <li>span ids: the first 8 bytes of SHA-256 of the key, node, request id and the phase's index.</li>
  * </ul>
- * The leg spans have no parent: a trace shows the legs of every node side by side. The leg span
- * carries {@code gen_ai.request.id} (vLLM's attribute on its {@code llm_request} span), so a
- * backend finds kvledger's leg and vLLM's span of the same request by one attribute. When the
+ * The leg spans are children of the request's root span ({@link #rootSpanId}: the proxy's span
+ * when a kvledger proxy routed it, else a synthetic {@code kvledger.request} that {@code export}
+ * sends), so a trace has one root. The leg span carries the engine's request id as
+ * {@code kvledger.request_id} (vLLM's {@code llm_request} span has the same value as
+ * {@code gen_ai.request.id}, which is not an OpenTelemetry convention). When the
  * request's {@code kv_transfer_params} carry a W3C {@code traceparent} (a proxy can copy the
  * client's header there), the leg span links to that span.
  */
 public final class LegSpans {
 
+    /** kvledger's version: {@code service.version} of every resource, the scope's version. */
+    public static final String VERSION = "0.1.0-SNAPSHOT";
+
+    /**
+     * The OpenTelemetry semantic conventions the attributes follow ({@code service.*},
+     * {@code http.route}, {@code http.response.status_code}, {@code server.address}); set on every
+     * resource and on the scope.
+     */
+    public static final String SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0";
+
     /** The instrumentation scope of every span. */
     public static final InstrumentationScopeInfo SCOPE = InstrumentationScopeInfo.builder("io.kvledger")
-            .setVersion("0.1.0").build();
+            .setVersion(VERSION).setSchemaUrl(SCHEMA_URL).build();
 
     private LegSpans() {}
 
@@ -60,6 +72,7 @@ public final class LegSpans {
     public static Resource resource(String node, NodeConfig c) {
         return Resource.create(Attributes.builder()
                 .put("service.name", "kvledger")
+                .put("service.version", VERSION)
                 .put("service.instance.id", node)
                 .put("kvledger.node", node)
                 .put("kvledger.role", c.role() == Role.PRODUCER ? "producer" : "consumer")
@@ -67,7 +80,31 @@ public final class LegSpans {
                 .put("kvledger.engine_id", c.engineId())
                 .put("kvledger.dp_rank", c.dpRank())
                 .put("kvledger.tp_rank", c.tpRank())
-                .build());
+                .build(), SCHEMA_URL);
+    }
+
+    /** The resource of spans that stand for no node ({@code service.instance.id} {@code name}, role {@code role}). */
+    public static Resource resource(String name, String role) {
+        return Resource.create(Attributes.builder()
+                .put("service.name", "kvledger")
+                .put("service.version", VERSION)
+                .put("service.instance.id", name)
+                .put("kvledger.node", name)
+                .put("kvledger.role", role)
+                .build(), SCHEMA_URL);
+    }
+
+    /**
+     * The 16-hex span id of a request's root span (the proxy's {@code kvledger.proxy}, or the
+     * synthetic {@code kvledger.request} of {@code export}): the parent of every node's leg span.
+     */
+    public static String rootSpanId(String key) {
+        return HexFormat.of().formatHex(sha256("kvledger-root\u0000" + key), 0, 8);
+    }
+
+    /** The context of a request's root span. */
+    public static SpanContext root(String key) {
+        return SpanContext.create(traceId(key), rootSpanId(key), TraceFlags.getSampled(), TraceState.getDefault());
     }
 
     /** The 32-hex trace id of a trace key (transfer id, else request id). */
@@ -136,7 +173,6 @@ public final class LegSpans {
         }
         TraceRecorder.Phase cur = leg.current();
         AttributesBuilder a = Attributes.builder()
-                .put("gen_ai.request.id", leg.requestId())
                 .put("kvledger.request_id", leg.requestId())
                 .put("kvledger.node", leg.node())
                 .put("kvledger.trace_key", key)
@@ -181,7 +217,7 @@ public final class LegSpans {
         if (!early.isEmpty()) {
             a.put("kvledger.early_frames", early.size());
         }
-        out.add(0, new Span(name, SpanKind.INTERNAL, legCtx, SpanContext.getInvalid(), error,
+        out.add(0, new Span(name, SpanKind.INTERNAL, legCtx, root(key), error,
                 legStart + shiftNs, legEnd + shiftNs, a.build(), early, links, resource));
         return out;
     }

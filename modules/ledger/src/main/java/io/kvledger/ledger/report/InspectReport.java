@@ -8,6 +8,7 @@ import io.kvledger.ledger.replay.Replayer;
 import io.kvledger.ledger.replay.Timeline;
 import io.kvledger.ledger.replay.Timeline.Line;
 import io.kvledger.ledger.text.Seconds;
+import io.kvledger.ledger.trace.ChromeTrace;
 import io.kvledger.ledger.web.TimelineJson;
 import io.kvledger.ledger.web.WebPage;
 import java.io.PrintWriter;
@@ -124,5 +125,15 @@ public final class InspectReport {
         List<Object> findings = TimelineJson.findingsFor(hangs.findings(), found.requestIds(), found.transferIds());
         data.put("findings", findings);
         return new Page(WebPage.standalone(data), findings.size());
+    }
+
+    /**
+     * The timeline found as Chrome trace-event JSON ({@link ChromeTrace}: Perfetto, chrome://tracing),
+     * with the hang findings (default bounds) of the opened journals of {@code r} that name it. The
+     * timeline must carry its lines' fields (for the flow arrows).
+     */
+    public static ChromeTrace.Trace chromeTrace(Replayer r, Timeline.Found found) {
+        Hangs.Result hangs = Hangs.analyse(r, Bounds.defaults());
+        return ChromeTrace.of(found, hangs.findings());
     }
 }

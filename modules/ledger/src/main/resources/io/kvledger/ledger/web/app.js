@@ -370,7 +370,11 @@
     (tl.requests || []).forEach(function (leg) {
       head.appendChild(el('div', {'class': 'rid'}, ['  ' + leg.node + ': ' + leg.request_id]));
     });
-    (tl.transfer_ids || []).forEach(function (t) { head.appendChild(el('div', {'class': 'rid'}, ['  transfer ' + t])); });
+    (tl.transfer_ids || []).forEach(function (t) {
+      var b = el('button', {type: 'button', 'class': 'xfer-open', 'data-tid': t, title: 'the transfer across nodes: both legs, the frames between them, what is missing'}, ['cross-node view']);
+      b.addEventListener('click', function () { renderTransfer(t); });
+      head.appendChild(el('div', {'class': 'rid'}, ['  transfer ' + t, b]));
+    });
     (tl.end || []).forEach(function (e) {
       head.appendChild(el('div', {}, ['  ' + e.node + ' ends in ' + e.phase + (e.terminal ? '' : ' (not terminal)') + ': ' + e.reason]));
     });
@@ -379,11 +383,189 @@
     findings.forEach(function (f) {
       fbox.appendChild(el('div', {'class': 'finding-line'}, [f.node + '  ' + f.detector + (f.bug_class ? ' (class ' + f.bug_class + ')' : '') + ': ' + f.message]));
     });
-    $('#legend').textContent = 'lines: ' + lines.length + (tl.truncated ? ' (truncated)' : '') + ' \u00b7 nodes: '
+    state.legendText = $('#legend').textContent = 'lines: ' + lines.length + (tl.truncated ? ' (truncated)' : '') + ' \u00b7 nodes: '
       + nodes.map(function (n) { var j = info[n] || {}; return n + ' (' + (j.kind === 'proxy' ? 'proxy' : (j.role || '?') + ', ' + (j.mode || '?')) + ')'; }).join(', ')
       + ' \u00b7 \u25cf input event  \u25c6 decision  \u2192 frame across nodes  \u2503 deadline  \u2b1a missing event (hang finding)'
       + ' \u00b7 the time axis is compressed (long gaps are labelled); wheel or +/- to zoom, drag to pan';
     drawChart(tl, lines, findings, info, color);
+    // a refresh of the same request keeps the cross-node view open; another request starts on the timeline
+    var keep = state.xfer && state.xfer.query === tl.query && (tl.transfer_ids || []).indexOf(state.xfer.tid) >= 0;
+    if (keep) { renderTransfer(state.xfer.tid); } else { closeTransfer(); }
+  }
+
+  // ------------------------------------------------------------------ the cross-node view of one transfer
+
+  function closeTransfer() {
+    state.xfer = null;
+    $('#timeline-panel').classList.remove('xfer-mode');
+  }
+
+  // One transfer across nodes as a sequence diagram: a lifeline per node (proxy, prefill, decode),
+  // time downwards one row per step (phase changes, frames, posts and completions, anomalies), each
+  // frame an arrow from the node that sent it to the node that received it (same transfer id), a
+  // frame never received a dashed arrow ending in "?", and each hang finding a box on its node's
+  // lifeline saying what is missing.
+  var LEG_TYPES = set(['request_routed', 'leg_sent', 'leg_answered', 'leg_failed', 'leg_cancelled', 'request_completed']);
+  function renderTransfer(tid) {
+    var c = state.chart;
+    if (!c) { return; }
+    state.xfer = {tid: tid, query: c.tl.query};
+    $('#timeline-panel').classList.add('xfer-mode');
+    var lines = c.lines, info = c.info, findings = c.findings, color = c.color;
+    var base = lines.length ? lines[0].at_ns : 0;
+    var nodes = [];
+    lines.forEach(function (l) { if (nodes.indexOf(l.node) < 0) { nodes.push(l.node); } });
+    (c.tl.journals || []).forEach(function (j) { if (nodes.indexOf(j.node) < 0) { nodes.push(j.node); } });
+    var cols = [];
+    ['proxy', 'p', 'tap', 'd'].forEach(function (side) {
+      nodes.forEach(function (n) { if (sideOf(n, info) === side && cols.indexOf(n) < 0) { cols.push(n); } });
+    });
+    function ofTransfer(l) { var t = (l.fields || {}).transfer_id; return t === undefined || t === null || t === tid; }
+    var steps = [];
+    lines.forEach(function (l, idx) {
+      var keep = l.phase_to || WIRE[l.type] || LEG_TYPES[l.type] || l.type === 'post_write' || l.type === 'post_read'
+        || l.type === 'transfer_completed' || l.type === 'anomaly' || l.type === 'deferral_started' || l.type === 'ack_surfaced';
+      if (keep && ofTransfer(l)) { steps.push({kind: 'line', line: l, idx: idx, at: l.at_ns}); }
+    });
+    // the journals' end: the last line, or a finding made later (a hang is found when the journals end)
+    var lastT = lines.length ? lines[lines.length - 1].at_ns : 0;
+    findings.forEach(function (f) { if (f.at_ns !== null && f.at_ns !== undefined) { lastT = Math.max(lastT, f.at_ns); } });
+    findings.forEach(function (f) {
+      if ((f.transfer_id && f.transfer_id !== tid) || f.detector === 'anomaly') { return; }
+      steps.push({kind: 'finding', f: f, at: f.at_ns !== null && f.at_ns !== undefined ? f.at_ns : lastT});
+    });
+    steps.sort(function (a, b) { return a.at - b.at || (a.kind === 'finding') - (b.kind === 'finding'); });
+
+    var svgEl = $('#xfer');
+    svgEl.textContent = '';
+    var W = Math.max(480, ($('#xfer-wrap').clientWidth || 900) - 18);
+    var timeW = 84, top = 44, rowH = 22;
+    // the outer columns keep room outside them for their labels
+    var longest = 0;
+    steps.forEach(function (st) {
+      if (st.kind === 'line') { longest = Math.max(longest, textW((st.line.phase_to || st.line.type) + ' (00.000 ms, open)', 10)); }
+    });
+    var pad = Math.min(longest + 16, (W - timeW) / 3);
+    var colX = {};
+    cols.forEach(function (n, i) {
+      colX[n] = cols.length === 1 ? timeW + (W - timeW) / 2 : timeW + pad + (W - timeW - 2 * pad) * i / (cols.length - 1);
+    });
+    var height = top + rowH * (steps.length + 1) + 10;
+    svgEl.setAttribute('width', W);
+    svgEl.setAttribute('height', height);
+    svgEl.setAttribute('viewBox', '0 0 ' + W + ' ' + height);
+    var defs = svg('defs', {}, svgEl);
+    var mk = svg('marker', {id: 'xarrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse'}, defs);
+    svg('path', {d: 'M 0 0 L 10 5 L 0 10 z', fill: '#7a5af8'}, mk);
+    function rowY(i) { return top + rowH * (i + 0.5); }
+    // labels go away from the middle of the diagram, so that the frames' labels have it
+    var mid = timeW + (W - timeW) / 2;
+    function outward(n) { return colX[n] < mid ? -1 : 1; }
+
+    // Columns: the node, its role and mode, and its lifeline.
+    cols.forEach(function (n) {
+      var j = info[n] || {}, side = sideOf(n, info);
+      var sub = side === 'proxy' ? 'proxy' : side === 'tap' ? 'tap' : (side === 'p' ? 'prefill' : 'decode') + (j.mode ? ', ' + j.mode : '');
+      svg('text', {'class': 'col-head', x: colX[n], y: 16, 'text-anchor': 'middle', text: n, fill: color[n]}, svgEl);
+      svg('text', {'class': 'col-sub', x: colX[n], y: 30, 'text-anchor': 'middle', text: sub}, svgEl);
+      svg('line', {'class': 'lifeline', 'data-node': n, x1: colX[n], y1: top - 6, x2: colX[n], y2: height - 6}, svgEl);
+    });
+    // Each row's time, when it differs from the row above.
+    var prevLabel = null;
+    steps.forEach(function (st, i) {
+      var lab = rel(st.at - base);
+      if (lab !== prevLabel) { svg('text', {'class': 'row-time', x: 4, y: rowY(i) + 4, text: lab}, svgEl); }
+      prevLabel = lab;
+    });
+    // Phases: a bar down each lifeline from one phase change to the next.
+    var phaseRows = {};
+    steps.forEach(function (st, i) { if (st.kind === 'line' && st.line.phase_to) { (phaseRows[st.line.node] = phaseRows[st.line.node] || []).push(i); } });
+    Object.keys(phaseRows).forEach(function (n) {
+      if (colX[n] === undefined) { return; }
+      var rows = phaseRows[n];
+      rows.forEach(function (r, k) {
+        var l = steps[r].line, last = k === rows.length - 1;
+        var open = last && !TERMINAL_PHASES[l.phase_to];
+        var y1 = rowY(r) - 4, y2 = last ? (open ? height - 8 : rowY(r) + 4) : rowY(rows[k + 1]) - 4;
+        var g = svg('g', {'class': 'phase' + (open ? ' open' : ''), 'data-node': n, 'data-phase': l.phase_to}, svgEl);
+        svg('rect', {x: colX[n] - 4, y: y1, width: 8, height: Math.max(4, y2 - y1), fill: PHASE_COLORS[l.phase_to] || '#eaecf0'}, g);
+        var d = outward(n);
+        var until = last ? (open ? lastT : l.at_ns) : steps[rows[k + 1]].at;
+        svg('text', {x: colX[n] + d * 10, y: rowY(r) + 4, 'text-anchor': d < 0 ? 'end' : 'start',
+          text: l.phase_to + (last && !open ? '' : ' (' + secs((until - l.at_ns) / 1e9) + (open ? ', open' : '') + ')')}, g);
+        title(g, n + ' ' + (l.phase_from || '-') + ' \u2192 ' + l.phase_to + ': ' + (l.reason || ''));
+      });
+    });
+    // Frames: sent to received across nodes; a frame never received ends in "?".
+    var received = {};
+    function peerOf(n) {
+      var side = sideOf(n, info), other = side === 'p' ? 'd' : side === 'd' ? 'p' : null;
+      var peers = cols.filter(function (m) { return sideOf(m, info) === other; });
+      return peers.length ? peers[0] : null;
+    }
+    steps.forEach(function (st, i) {
+      if (st.kind !== 'line') { return; }
+      var l = st.line, recv = RECEIVED_AS[l.type];
+      if (!recv || colX[l.node] === undefined) { return; }
+      var match = -1;
+      for (var k = i + 1; k < steps.length && match < 0; k++) {
+        var m = steps[k].line;
+        if (m && m.type === recv && m.node !== l.node && !received[k] && (m.fields || {}).transfer_id === (l.fields || {}).transfer_id) { match = k; }
+      }
+      var x1 = colX[l.node], y1 = rowY(i);
+      if (match >= 0 && colX[steps[match].line.node] !== undefined) {
+        received[match] = true;
+        var m2 = steps[match].line, x2 = colX[m2.node], y2 = rowY(match);
+        var g = svg('g', {'class': 'frame', 'data-type': l.type, 'data-from': l.node, 'data-to': m2.node}, svgEl);
+        svg('path', {d: 'M ' + x1 + ' ' + y1 + ' L ' + (x2 - Math.sign(x2 - x1) * 5) + ' ' + y2}, g);
+        svg('text', {x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle', text: l.type.replace(/^send_/, '') + ' (' + secs((m2.at_ns - l.at_ns) / 1e9) + ')'}, g);
+        title(g, l.node + ' ' + l.type + ' \u2192 ' + m2.node + ' ' + m2.type + ' (transfer ' + tid + ')');
+        g.addEventListener('click', function () { showEntry(l, st.idx, base); });
+      } else {
+        var peer = peerOf(l.node);
+        var xp = peer ? colX[peer] : x1 + 120;
+        var xe = x1 + (xp - x1) * 0.8;
+        var g2 = svg('g', {'class': 'frame lost', 'data-type': l.type, 'data-from': l.node, 'data-to': peer || ''}, svgEl);
+        svg('path', {d: 'M ' + x1 + ' ' + y1 + ' L ' + xe + ' ' + (y1 + rowH * 0.4)}, g2);
+        svg('circle', {cx: xe, cy: y1 + rowH * 0.4, r: 7}, g2);
+        svg('text', {x: xe - 3, y: y1 + rowH * 0.4 + 4, text: '?'}, g2);
+        svg('text', {x: (x1 + xe) / 2, y: y1 - 4, 'text-anchor': 'middle', text: l.type.replace(/^send_/, '') + ' never received'}, g2);
+        title(g2, l.node + ' ' + l.type + ': no ' + (peer || 'other node') + ' journal received it (transfer ' + tid + ')');
+        g2.addEventListener('click', function () { showEntry(l, st.idx, base); });
+      }
+    });
+    // Other steps: a dot on the lifeline, labelled away from the middle.
+    steps.forEach(function (st, i) {
+      if (st.kind !== 'line') { return; }
+      var l = st.line;
+      if (l.phase_to || RECEIVED_AS[l.type] || received[i] || colX[l.node] === undefined) { return; }
+      var d = outward(l.node);
+      var g = svg('g', {'class': 'xev' + (l.type === 'anomaly' ? ' anomaly' : ''), 'data-type': l.type, 'data-node': l.node}, svgEl);
+      svg('circle', {cx: colX[l.node], cy: rowY(i), r: 4, fill: color[l.node]}, g);
+      var text = l.type === 'anomaly' ? 'anomaly ' + (((l.fields || {}).anomaly || {}).kind || (/anomaly (\S+)/.exec(l.text) || [])[1] || '') : l.type;
+      svg('text', {x: colX[l.node] + d * 10, y: rowY(i) + 4, 'text-anchor': d < 0 ? 'end' : 'start', text: text}, g);
+      title(g, l.node + ' #' + l.seq + '  ' + (l.kind === 'effect' ? l.cause + ' => ' : '') + l.text);
+      g.addEventListener('click', function () { showEntry(l, st.idx, base); });
+    });
+    // Hang findings: what is missing, on the lifeline where it should have happened.
+    steps.forEach(function (st, i) {
+      if (st.kind !== 'finding' || colX[st.f.node] === undefined) { return; }
+      var f = st.f, x = colX[f.node], d = outward(f.node);
+      if (f.detector === 'anomaly') { return; } // its anomaly is a step of its own already
+      var what = expected(f, info), missingOne = what !== f.detector;
+      var cls = f.detector + (f.bug_class ? ', class ' + f.bug_class : '');
+      var msg = f.message || '';
+      var l1 = missingOne ? '? missing: ' + what + ' \u2014 ' + cls : '! ' + cls + ': ' + (msg.length > 60 ? msg.slice(0, 57) + '...' : msg);
+      var w = Math.min(textW(l1) + 12, W - timeW - 4);
+      var x1 = d < 0 ? Math.max(timeW, x + 10 - w) : Math.min(x - 10, W - w - 2);
+      var g = svg('g', {'class': missingOne ? 'missing-event' : 'finding-box', 'data-detector': f.detector, 'data-node': f.node}, svgEl);
+      svg('rect', {x: x1, y: rowY(i) - 9, width: w, height: 18, rx: 4}, g);
+      svg('text', {x: x1 + 6, y: rowY(i) + 4, text: l1}, g);
+      title(g, f.node + ' ' + f.detector + (f.bug_class ? ' (class ' + f.bug_class + ')' : '') + ': ' + f.message);
+      g.addEventListener('click', function () { $('#entry').textContent = 'hang finding on ' + f.node + '\n' + JSON.stringify(f, null, 2); });
+    });
+    $('#legend').textContent = 'transfer ' + tid + ' across ' + cols.join(', ') + ' \u00b7 time runs down, one row per step'
+      + ' \u00b7 \u2192 frame sent and received  \u21e2? frame never received  \u2b1a missing event (hang finding)';
   }
 
   // A compressed time axis: every line gets a slot; a gap between two times widens its slot with
@@ -910,6 +1092,7 @@
     $('#zoom-in').addEventListener('click', function () { zoom(2); });
     $('#zoom-out').addEventListener('click', function () { zoom(0.5); });
     $('#zoom-fit').addEventListener('click', function () { state.view = {k: 1, off: 0}; renderChart(); });
+    $('#xfer-back').addEventListener('click', function () { closeTransfer(); $('#legend').textContent = state.legendText || ''; renderChart(); });
     var wrap = $('#chart-wrap');
     wrap.addEventListener('wheel', function (ev) {
       if (!state.chart) { return; }
@@ -933,7 +1116,7 @@
     var pending = null;
     window.addEventListener('resize', function () {
       if (pending) { return; }
-      pending = setTimeout(function () { pending = null; renderChart(); }, 100);
+      pending = setTimeout(function () { pending = null; if (state.xfer) { renderTransfer(state.xfer.tid); } else { renderChart(); } }, 100);
     });
   }
 
