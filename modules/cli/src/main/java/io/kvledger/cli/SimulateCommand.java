@@ -84,6 +84,11 @@ final class SimulateCommand implements Callable<Integer> {
             description = "TP size of each decode instance, one node per TP rank (default: ${DEFAULT-VALUE})")
     int decodeTp;
 
+    @Option(names = "--prefill-dp", paramLabel = "N", defaultValue = "1",
+            description = "DP size of each prefill instance, one engine per DP rank (P<i>-dp<r>); not with --prefill-tp "
+                    + "above 1, whose ports would collide (class 23) (default: ${DEFAULT-VALUE})")
+    int prefillDp;
+
     @Option(names = "--multi-pod",
             description = "WRITE only: the proxy gives each prefill leg its decode's remote_hosts and remote_dp_size_local, "
                     + "and each decode instance is a pod on a host of its own")
@@ -142,7 +147,7 @@ final class SimulateCommand implements Callable<Integer> {
         for (String set : sets) {
             behaviour = behaviour.with(switchOf(set), switchValue(set));
         }
-        SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).tp(prefillTp, decodeTp).faults(faults)
+        SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).tp(prefillTp, decodeTp).prefillDp(prefillDp).faults(faults)
                 .multiPod(multiPod).behaviour(behaviour).keepLog(false);
         if (deferTimeoutS != null) {
             b.deferTimeoutNs(positiveNs("--defer-timeout-s", deferTimeoutS, 1e9));
@@ -253,6 +258,9 @@ final class SimulateCommand implements Callable<Integer> {
         }
         if (prefillTp != 1 || decodeTp != 1) {
             b.append(" --prefill-tp ").append(prefillTp).append(" --decode-tp ").append(decodeTp);
+        }
+        if (prefillDp != 1) {
+            b.append(" --prefill-dp ").append(prefillDp);
         }
         if (multiPod) {
             b.append(" --multi-pod");

@@ -127,6 +127,37 @@ class SimulateCommandTest {
     }
 
     @Test
+    void prefill_dp_2_journals_each_dp_rank_and_a_decode_told_the_other_rank_is_class_30() {
+        Path clean = tmp.resolve("dp");
+        CliRun.Outcome o = run("simulate", "--seed", "5", "--requests", "4", "--mode", "read", "--prefill-dp", "2",
+                "--time-limit-s", "5", "--defer-timeout-s", "10", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", clean.toString());
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.out()).contains("--mode read --profile newest --prefill-dp 2 --defer-timeout-s 10")
+                .containsPattern("(?m)^  P0-dp1 kv_producer +\\d+ entries   2 requests: 2 terminal, 0 hung$");
+        assertThat(JournalDirs.isJournal(clean.resolve("P0-dp1"))).isTrue();
+        CliRun.Outcome cleanHangs = run("hangs", clean.toString());
+        assertThat(cleanHangs.code()).as(cleanHangs.out()).isZero();
+        assertThat(run("replay", "--verify", clean.toString()).code()).isZero();
+
+        Path alias = tmp.resolve("alias");
+        assertThat(run("simulate", "--seed", "5", "--requests", "4", "--mode", "read", "--prefill-dp", "2", "--faults",
+                "dp-alias=1", "--time-limit-s", "5", "--defer-timeout-s", "10", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", alias.toString()).code()).isZero();
+        CliRun.Outcome hangs = run("hangs", alias.toString());
+        assertThat(hangs.code()).isEqualTo(1);
+        assertThat(hangs.out()).contains("dp-rank-aliased  class 30");
+
+        CliRun.Outcome zero = run("simulate", "--prefill-dp", "0", "--out", tmp.resolve("x").toString());
+        assertThat(zero.code()).isEqualTo(2);
+        assertThat(zero.err()).contains("prefillDp must be positive, got 0");
+        CliRun.Outcome both = run("simulate", "--prefill-dp", "2", "--prefill-tp", "2", "--out", tmp.resolve("x").toString());
+        assertThat(both.code()).isEqualTo(2);
+        assertThat(both.err()).contains("prefill DP 2 with prefill TP 2").contains("collide on ports");
+        assertThat(tmp.resolve("x")).doesNotExist();
+    }
+
+    @Test
     void usage_errors_exit_2() throws Exception {
         CliRun.Outcome noOut = run("simulate", "--seed", "1");
         assertThat(noOut.code()).isEqualTo(2);

@@ -61,7 +61,8 @@ import java.util.Objects;
  * @param decodeTp             the TP size of every decode instance, likewise
  * @param prefillDp            the DP size of every prefill instance: each DP rank is an engine of
  *                             its own (its own scheduler, ports {@code base + dp_rank + tp_rank})
- *                             on the instance's host, and the proxy routes to each rank in turn
+ *                             on the instance's host, and the proxy routes to each rank in turn; not
+ *                             with {@code prefillTp} above 1, whose listeners would collide (class 23)
  * @param multiPod             whether the proxy, as a multi-pod (Wide-EP) sidecar does, gives each WRITE prefill
  *                             leg its decode's pod layout: {@code remote_hosts} (each decode instance a pod on
  *                             a host of its own) and {@code remote_dp_size_local}, which the prefill's worker
@@ -124,6 +125,11 @@ public record SimOptions(
         positive("prefillTp", prefillTp, false);
         positive("decodeTp", decodeTp, false);
         positive("prefillDp", prefillDp, false);
+        if (prefillDp > 1 && prefillTp > 1) {
+            // the listeners bind base + dp + tp: dp1/tp0 and dp0/tp1 would share a port (class 23)
+            throw new IllegalArgumentException("prefill DP " + prefillDp + " with prefill TP " + prefillTp
+                    + ": the ranks' listeners would collide on ports (base + dp_rank + tp_rank, class 23)");
+        }
         positive("blockSize", blockSize, false);
         positive("blocksPerNode", blocksPerNode, false);
         positive("tokenBudget", tokenBudget, false);
@@ -207,6 +213,7 @@ public record SimOptions(
         b.prefillTp = prefillTp;
         b.decodeTp = decodeTp;
         b.prefillDp = prefillDp;
+        b.multiPod = multiPod;
         return b;
     }
 
