@@ -94,6 +94,12 @@ final class SimulateCommand implements Callable<Integer> {
                     + "and each decode instance is a pod on a host of its own")
     boolean multiPod;
 
+    @Option(names = "--unbounded-read-wait",
+            description = "READ only: a decode engine step waits for every read it posted without a deadline, as the WideEP "
+                    + "reader of #45749 does, instead of giving up at transfer_timeout; with --faults stall=P a read that "
+                    + "never completes leaves partial completions (class 33)")
+    boolean unboundedReadWait;
+
     @Option(names = "--set", paramLabel = "SWITCH=true|false",
             description = "turn one reducer switch on or off after --profile (e.g. write-done-worker-pod-hosts=true); repeatable")
     List<String> sets = new ArrayList<>();
@@ -147,7 +153,7 @@ final class SimulateCommand implements Callable<Integer> {
         for (String set : sets) {
             behaviour = behaviour.with(switchOf(set), switchValue(set));
         }
-        SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).tp(prefillTp, decodeTp).prefillDp(prefillDp).faults(faults)
+        SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).tp(prefillTp, decodeTp).prefillDp(prefillDp).faults(faults).unboundedReadWait(unboundedReadWait)
                 .multiPod(multiPod).behaviour(behaviour).keepLog(false);
         if (deferTimeoutS != null) {
             b.deferTimeoutNs(positiveNs("--defer-timeout-s", deferTimeoutS, 1e9));
@@ -264,6 +270,9 @@ final class SimulateCommand implements Callable<Integer> {
         }
         if (multiPod) {
             b.append(" --multi-pod");
+        }
+        if (unboundedReadWait) {
+            b.append(" --unbounded-read-wait");
         }
         for (String set : sets) {
             b.append(" --set ").append(set);

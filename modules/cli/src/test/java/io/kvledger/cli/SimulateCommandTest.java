@@ -158,6 +158,25 @@ class SimulateCommandTest {
     }
 
     @Test
+    void an_unbounded_read_wait_with_a_stalled_read_is_class_33_on_the_decode_and_its_prefill() {
+        Path out = tmp.resolve("wideep");
+        CliRun.Outcome o = run("simulate", "--seed", "3", "--requests", "4", "--mode", "read", "--faults", "stall=0.2",
+                "--unbounded-read-wait", "--time-limit-s", "40", "--defer-timeout-s", "10", "--idle-step-ms", "5000",
+                "--tick-ms", "5000", "--out", out.toString());
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.out()).contains("--faults stall=0.2 --mode read --profile newest --unbounded-read-wait --defer-timeout-s 10");
+        CliRun.Outcome hangs = run("hangs", out.toString());
+        assertThat(hangs.code()).isEqualTo(1);
+        assertThat(hangs.out()).containsPattern("(?m)^  D0 .*partial-completions  class 33")
+                .containsPattern("(?m)^  P0 .*partial-completions  class 33")
+                .doesNotContain("class 7").doesNotContain("class 26").doesNotContain("class -");
+        assertThat(run("replay", "--verify", out.toString()).code()).isZero();
+        CliRun.Outcome write = run("simulate", "--mode", "write", "--unbounded-read-wait", "--out", tmp.resolve("x").toString());
+        assertThat(write.code()).isEqualTo(2);
+        assertThat(write.err()).contains("needs READ mode");
+    }
+
+    @Test
     void usage_errors_exit_2() throws Exception {
         CliRun.Outcome noOut = run("simulate", "--seed", "1");
         assertThat(noOut.code()).isEqualTo(2);

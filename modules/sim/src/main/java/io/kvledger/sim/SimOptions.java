@@ -67,6 +67,11 @@ import java.util.Objects;
  *                             leg its decode's pod layout: {@code remote_hosts} (each decode instance a pod on
  *                             a host of its own) and {@code remote_dp_size_local}, which the prefill's worker
  *                             routes {@code write_done} by
+ * @param unboundedReadWait    whether a READ decode engine step blocked on its reads waits for every one of them
+ *                             without bound, as the WideEP reader of issue #45749 does (its shared-memory wait has
+ *                             no deadline), instead of giving up at {@code transfer_timeout}; a read that never
+ *                             completes ({@code stall}) then leaves its request with partial completions and the
+ *                             engine stopped in that step (class 33). Handshakes still give up
  */
 public record SimOptions(
         long seed,
@@ -109,7 +114,8 @@ public record SimOptions(
         int prefillTp,
         int decodeTp,
         int prefillDp,
-        boolean multiPod) {
+        boolean multiPod,
+        boolean unboundedReadWait) {
 
     static final long MS = 1_000_000L;
     static final long US = 1_000L;
@@ -125,6 +131,9 @@ public record SimOptions(
         positive("prefillTp", prefillTp, false);
         positive("decodeTp", decodeTp, false);
         positive("prefillDp", prefillDp, false);
+        if (unboundedReadWait && mode != TransferMode.READ) {
+            throw new IllegalArgumentException("the unbounded read wait (WideEP reader) needs READ mode: WRITE decodes post no reads");
+        }
         if (prefillDp > 1 && prefillTp > 1) {
             // the listeners bind base + dp + tp: dp1/tp0 and dp0/tp1 would share a port (class 23)
             throw new IllegalArgumentException("prefill DP " + prefillDp + " with prefill TP " + prefillTp
@@ -214,6 +223,7 @@ public record SimOptions(
         b.decodeTp = decodeTp;
         b.prefillDp = prefillDp;
         b.multiPod = multiPod;
+        b.unboundedReadWait = unboundedReadWait;
         return b;
     }
 
@@ -260,6 +270,7 @@ public record SimOptions(
         private int decodeTp = 1;
         private int prefillDp = 1;
         private boolean multiPod;
+        private boolean unboundedReadWait;
 
         private Builder(long seed, TransferMode mode) {
             this.seed = seed;
@@ -298,6 +309,7 @@ public record SimOptions(
         public Builder tp(int prefill, int decode) { prefillTp = prefill; decodeTp = decode; return this; }
         public Builder prefillDp(int v) { prefillDp = v; return this; }
         public Builder multiPod(boolean v) { multiPod = v; return this; }
+        public Builder unboundedReadWait(boolean v) { unboundedReadWait = v; return this; }
 
         public SimOptions build() {
             return new SimOptions(seed, mode, requests, prefillNodes, decodeNodes, faults, behaviour, blockSize,
@@ -305,7 +317,7 @@ public record SimOptions(
                     decodeMaxTokens, stepMinNs, stepMaxNs, idleStepNs, backgroundTickNs, meanInterArrivalNs, httpMinNs,
                     httpMaxNs, netMinNs, netMaxNs, longDelayMinNs, longDelayMaxNs, handshakeMinNs, handshakeMaxNs,
                     transferBaseNs, transferPerBlockNs, abortWindowNs, deferTimeoutNs, transferTimeoutNs, timeLimitNs,
-                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp, multiPod);
+                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp, multiPod, unboundedReadWait);
         }
     }
 }

@@ -34,7 +34,8 @@ import java.util.TreeSet;
  * damage is a false alarm. Prefill DP above 1 ({@code dp-alias}, class 30) and n = 2 siblings
  * ({@code siblings}, class 29) are simulated, and so are multi-pod WRITE decodes with the older
  * worker's stashed pod hosts (a behaviour switch, not a fault: {@code write-pod-race}, class 32);
- * prefill DP ranks on several pods (37) and an unbounded WideEP reader wait (33) are not yet.
+ * and so is a decode whose WideEP reader waits for its reads without bound ({@code read-wideep-stall},
+ * class 33); prefill DP ranks on several pods (37) are not yet.
  */
 final class DetectorEvaluation {
 
@@ -43,9 +44,14 @@ final class DetectorEvaluation {
      * whether the deployment is multi-pod, and a behaviour switch turned on (null: newest).
      */
     record Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses,
-                  boolean multiPod, Switch switchOn) {
+                  boolean multiPod, Switch switchOn, boolean unboundedReadWait) {
         Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses) {
-            this(name, mode, faults, prefillClasses, decodeClasses, false, null);
+            this(name, mode, faults, prefillClasses, decodeClasses, false, null, false);
+        }
+
+        Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses,
+               boolean multiPod, Switch switchOn) {
+            this(name, mode, faults, prefillClasses, decodeClasses, multiPod, switchOn, false);
         }
 
         boolean clean() {
@@ -103,7 +109,13 @@ final class DetectorEvaluation {
             // worker's stashed pod hosts (class 32, on shapes of 2 or more decode pods) and clean
             new Family("write-pod-race", TransferMode.WRITE, "none", Set.of(32), Set.of(32), true,
                     Switch.WRITE_DONE_WORKER_POD_HOSTS),
-            new Family("clean-write-multi-pod", TransferMode.WRITE, "none", Set.of(), Set.of(), true, null));
+            new Family("clean-write-multi-pod", TransferMode.WRITE, "none", Set.of(), Set.of(), true, null),
+            // a decode whose reader waits for every read without a deadline (the WideEP reader of
+            // #45749): a read that never completes stops its engine in that step with the request's
+            // completions short (class 33), holding every request of that engine and their prefills;
+            // and the same reader with no fault (decode TP 1: the simulated engine waits on its own reads)
+            new Family("read-wideep-stall", TransferMode.READ, "stall=0.01", Set.of(33), Set.of(33), false, null, true),
+            new Family("clean-read-wideep", TransferMode.READ, "none", Set.of(), Set.of(), false, null, true));
 
     /** Counts for one family (or the total). */
     static final class Tally {
@@ -253,7 +265,7 @@ final class DetectorEvaluation {
         Behaviour b = f.switchOn() == null ? Behaviour.newest() : Behaviour.newest().with(f.switchOn(), true);
         return SimOptions.builder(seed, f.mode()).requests(requests).nodes(s.prefill(), s.decode())
                 .tp(s.prefillTp(), s.decodeTp()).prefillDp(s.prefillDp()).faults(f.faults()).multiPod(f.multiPod())
-                .behaviour(b).keepLog(false).build();
+                .unboundedReadWait(f.unboundedReadWait()).behaviour(b).keepLog(false).build();
     }
 
     /** Runs one family on one shape and seed and scores it into {@code t}. */
@@ -337,9 +349,11 @@ final class DetectorEvaluation {
                 // docs/detectors.md; HeterogeneousTpTest): not a shape for these families
                 // the dp-alias fault needs a prefill of DP above 1
                 // the pod race needs two decode pods
+                // the WideEP reader is simulated at TP 1 (an engine waits on its own node's reads)
                 if ((f.mode() == TransferMode.READ || s.prefillTp() >= s.decodeTp())
                         && (s.prefillDp() > 1 || !f.faults().contains("dp-alias"))
-                        && (s.decode() > 1 || f.switchOn() != Switch.WRITE_DONE_WORKER_POD_HOSTS)) {
+                        && (s.decode() > 1 || f.switchOn() != Switch.WRITE_DONE_WORKER_POD_HOSTS)
+                        && (s.decodeTp() == 1 && s.prefillTp() == 1 || !f.unboundedReadWait())) {
                     shapes.add(s);
                 }
             }
