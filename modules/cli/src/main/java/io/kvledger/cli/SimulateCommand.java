@@ -89,6 +89,11 @@ final class SimulateCommand implements Callable<Integer> {
                     + "above 1, whose ports would collide (class 23) (default: ${DEFAULT-VALUE})")
     int prefillDp;
 
+    @Option(names = "--decode-dp", paramLabel = "N", defaultValue = "1",
+            description = "DP size of each decode instance, one engine per DP rank (D<i>-dp<r>); not with --decode-tp "
+                    + "above 1 (default: ${DEFAULT-VALUE})")
+    int decodeDp;
+
     @Option(names = "--multi-pod",
             description = "WRITE only: the proxy gives each prefill leg its decode's remote_hosts and remote_dp_size_local, "
                     + "and each decode instance is a pod on a host of its own")
@@ -153,7 +158,7 @@ final class SimulateCommand implements Callable<Integer> {
         for (String set : sets) {
             behaviour = behaviour.with(switchOf(set), switchValue(set));
         }
-        SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).tp(prefillTp, decodeTp).prefillDp(prefillDp).faults(faults).unboundedReadWait(unboundedReadWait)
+        SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).tp(prefillTp, decodeTp).prefillDp(prefillDp).decodeDp(decodeDp).faults(faults).unboundedReadWait(unboundedReadWait)
                 .multiPod(multiPod).behaviour(behaviour).keepLog(false);
         if (deferTimeoutS != null) {
             b.deferTimeoutNs(positiveNs("--defer-timeout-s", deferTimeoutS, 1e9));
@@ -267,6 +272,9 @@ final class SimulateCommand implements Callable<Integer> {
         }
         if (prefillDp != 1) {
             b.append(" --prefill-dp ").append(prefillDp);
+        }
+        if (decodeDp != 1) {
+            b.append(" --decode-dp ").append(decodeDp);
         }
         if (multiPod) {
             b.append(" --multi-pod");

@@ -154,6 +154,18 @@ class SimulateCommandTest {
         CliRun.Outcome both = run("simulate", "--prefill-dp", "2", "--prefill-tp", "2", "--out", tmp.resolve("x").toString());
         assertThat(both.code()).isEqualTo(2);
         assertThat(both.err()).contains("prefill DP 2 with prefill TP 2").contains("collide on ports");
+        CliRun.Outcome decodeBoth = run("simulate", "--decode-dp", "2", "--decode-tp", "2", "--out", tmp.resolve("x").toString());
+        assertThat(decodeBoth.code()).isEqualTo(2);
+        assertThat(decodeBoth.err()).contains("decode DP 2 with decode TP 2");
+
+        Path ddp = tmp.resolve("ddp");
+        CliRun.Outcome d = run("simulate", "--seed", "5", "--requests", "4", "--mode", "write", "--decode-dp", "2",
+                "--time-limit-s", "5", "--defer-timeout-s", "10", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", ddp.toString());
+        assertThat(d.code()).as(d.err()).isZero();
+        assertThat(d.out()).contains("--decode-dp 2")
+                .containsPattern("(?m)^  D0-dp1 kv_consumer +\\d+ entries   2 requests: 2 terminal, 0 hung$");
+        assertThat(run("hangs", ddp.toString()).code()).isZero();
         assertThat(tmp.resolve("x")).doesNotExist();
     }
 

@@ -13,7 +13,8 @@
  * instance may run DP ranks ({@code SimOptions.prefillDp}): each is an engine of its own
  * ({@code P0-dp1}, ...) on the instance's host, ports {@code base + dp_rank + tp_rank} (so DP above
  * 1 is meant with TP 1: with both above 1 those listener ports collide, class 23, and the options
- * refuse it), and the proxy routes to the ranks in its flat interleaved order. A multi-pod WRITE deployment
+ * refuse it), and the proxy routes to the ranks in its flat interleaved order; a decode instance
+ * likewise ({@code SimOptions.decodeDp}, {@code D0-dp1}, ...). A multi-pod WRITE deployment
  * ({@code SimOptions.multiPod}) gives each prefill leg its decode's pod hosts, as the Wide-EP sidecar
  * does (each decode instance a pod on its own host). A READ decode may wait for its reads without
  * a deadline ({@code SimOptions.unboundedReadWait}, the WideEP reader of #45749): a read that never

@@ -20,7 +20,7 @@ import java.util.TreeSet;
 /**
  * Measures the hang detectors on simulated journals they were not tuned on: each run injects one
  * kind of fault at a low rate into a cluster of varied shape (prefill and decode instances, TP on
- * either side, prefill DP, READ and WRITE) among healthy traffic, and knows from the run itself which requests
+ * either side, prefill and decode DP, READ and WRITE) among healthy traffic, and knows from the run itself which requests
  * the fault damaged (still in a non-terminal phase at the end, or freed by the reap) and which
  * bug classes of moriio-protocol.md section 7 that fault can cause. Clean families (the same
  * shapes with duplicated, delayed or reordered frames, or aborts that clean up) and fault-free
@@ -59,21 +59,26 @@ final class DetectorEvaluation {
         }
     }
 
-    /** One cluster shape: prefill instances, decode instances, prefill TP, decode TP, prefill DP. */
-    record Shape(int prefill, int decode, int prefillTp, int decodeTp, int prefillDp) {
+    /** One cluster shape: prefill instances, decode instances, prefill TP, decode TP, prefill DP, decode DP. */
+    record Shape(int prefill, int decode, int prefillTp, int decodeTp, int prefillDp, int decodeDp) {
         Shape(int prefill, int decode, int prefillTp, int decodeTp) {
-            this(prefill, decode, prefillTp, decodeTp, 1);
+            this(prefill, decode, prefillTp, decodeTp, 1, 1);
+        }
+
+        Shape(int prefill, int decode, int prefillTp, int decodeTp, int prefillDp) {
+            this(prefill, decode, prefillTp, decodeTp, prefillDp, 1);
         }
 
         @Override
         public String toString() {
             return prefill + "P" + decode + "D" + (prefillTp > 1 || decodeTp > 1 ? " tp" + prefillTp + ":" + decodeTp : "")
-                    + (prefillDp > 1 ? " dp" + prefillDp : "");
+                    + (prefillDp > 1 ? " dp" + prefillDp : "") + (decodeDp > 1 ? " ddp" + decodeDp : "");
         }
     }
 
     static final List<Shape> SHAPES = List.of(new Shape(1, 1, 1, 1), new Shape(2, 3, 1, 1), new Shape(3, 2, 1, 1),
-            new Shape(1, 1, 1, 2), new Shape(2, 2, 2, 2), new Shape(1, 2, 1, 1, 2), new Shape(2, 3, 1, 1, 3));
+            new Shape(1, 1, 1, 2), new Shape(2, 2, 2, 2), new Shape(1, 2, 1, 1, 2), new Shape(2, 3, 1, 1, 3),
+            new Shape(2, 2, 1, 1, 1, 2), new Shape(1, 2, 1, 1, 2, 2));
 
     static final List<Family> FAMILIES = List.of(
             // a release lost on the way, or one the publisher could not send: the prefill reaps
@@ -264,7 +269,7 @@ final class DetectorEvaluation {
     static SimOptions options(Family f, Shape s, long seed, int requests) {
         Behaviour b = f.switchOn() == null ? Behaviour.newest() : Behaviour.newest().with(f.switchOn(), true);
         return SimOptions.builder(seed, f.mode()).requests(requests).nodes(s.prefill(), s.decode())
-                .tp(s.prefillTp(), s.decodeTp()).prefillDp(s.prefillDp()).faults(f.faults()).multiPod(f.multiPod())
+                .tp(s.prefillTp(), s.decodeTp()).prefillDp(s.prefillDp()).decodeDp(s.decodeDp()).faults(f.faults()).multiPod(f.multiPod())
                 .unboundedReadWait(f.unboundedReadWait()).behaviour(b).keepLog(false).build();
     }
 
