@@ -85,10 +85,26 @@ final class SimulateCommand implements Callable<Integer> {
             description = "TP size of each decode instance, one node per TP rank (default: ${DEFAULT-VALUE})")
     int decodeTp;
 
+    @Option(names = "--prefill-dp", paramLabel = "N", defaultValue = "1",
+            description = "DP size of each prefill instance, one engine per DP rank (P<i>-dp<r>); not with --prefill-tp "
+                    + "above 1, whose ports would collide (class 23) (default: ${DEFAULT-VALUE})")
+    int prefillDp;
+
+    @Option(names = "--decode-dp", paramLabel = "N", defaultValue = "1",
+            description = "DP size of each decode instance, one engine per DP rank (D<i>-dp<r>); not with --decode-tp "
+                    + "above 1 (default: ${DEFAULT-VALUE})")
+    int decodeDp;
+
     @Option(names = "--multi-pod",
             description = "WRITE only: the proxy gives each prefill leg its decode's remote_hosts and remote_dp_size_local, "
                     + "and each decode instance is a pod on a host of its own")
     boolean multiPod;
+
+    @Option(names = "--unbounded-read-wait",
+            description = "READ only: a decode engine step waits for every read it posted without a deadline, as the WideEP "
+                    + "reader of #45749 does, instead of giving up at transfer_timeout; with --faults stall=P a read that "
+                    + "never completes leaves partial completions (class 33)")
+    boolean unboundedReadWait;
 
     @Option(names = "--set", paramLabel = "SWITCH=true|false",
             description = "turn one reducer switch on or off after --profile (e.g. write-done-worker-pod-hosts=true); repeatable")
@@ -118,7 +134,7 @@ final class SimulateCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         SimCommandLine line = new SimCommandLine(seed, requests, faults, mode, profile, prefill, decode, prefillTp, decodeTp,
-                multiPod, sets, deferTimeoutS, timeLimitS, idleStepMs, tickMs);
+                prefillDp, decodeDp, multiPod, unboundedReadWait, sets, deferTimeoutS, timeLimitS, idleStepMs, tickMs);
         Checked<SimOptions> checked = line.options();
         if (!checked.isOk()) {
             throw usage(checked.error());

@@ -127,6 +127,68 @@ class SimulateCommandTest {
     }
 
     @Test
+    void prefill_dp_2_journals_each_dp_rank_and_a_decode_told_the_other_rank_is_class_30() {
+        Path clean = tmp.resolve("dp");
+        CliRun.Outcome o = run("simulate", "--seed", "5", "--requests", "4", "--mode", "read", "--prefill-dp", "2",
+                "--time-limit-s", "5", "--defer-timeout-s", "10", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", clean.toString());
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.out()).contains("--mode read --profile newest --prefill-dp 2 --defer-timeout-s 10")
+                .containsPattern("(?m)^  P0-dp1 kv_producer +\\d+ entries   2 requests: 2 terminal, 0 hung$");
+        assertThat(JournalDirs.isJournal(clean.resolve("P0-dp1"))).isTrue();
+        CliRun.Outcome cleanHangs = run("hangs", clean.toString());
+        assertThat(cleanHangs.code()).as(cleanHangs.out()).isZero();
+        assertThat(run("replay", "--verify", clean.toString()).code()).isZero();
+
+        Path alias = tmp.resolve("alias");
+        assertThat(run("simulate", "--seed", "5", "--requests", "4", "--mode", "read", "--prefill-dp", "2", "--faults",
+                "dp-alias=1", "--time-limit-s", "5", "--defer-timeout-s", "10", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", alias.toString()).code()).isZero();
+        CliRun.Outcome hangs = run("hangs", alias.toString());
+        assertThat(hangs.code()).isEqualTo(1);
+        assertThat(hangs.out()).contains("dp-rank-aliased  class 30");
+
+        CliRun.Outcome zero = run("simulate", "--prefill-dp", "0", "--out", tmp.resolve("x").toString());
+        assertThat(zero.code()).isEqualTo(2);
+        assertThat(zero.err()).contains("prefillDp must be positive, got 0");
+        CliRun.Outcome both = run("simulate", "--prefill-dp", "2", "--prefill-tp", "2", "--out", tmp.resolve("x").toString());
+        assertThat(both.code()).isEqualTo(2);
+        assertThat(both.err()).contains("prefill DP 2 with prefill TP 2").contains("collide on ports");
+        CliRun.Outcome decodeBoth = run("simulate", "--decode-dp", "2", "--decode-tp", "2", "--out", tmp.resolve("x").toString());
+        assertThat(decodeBoth.code()).isEqualTo(2);
+        assertThat(decodeBoth.err()).contains("decode DP 2 with decode TP 2");
+
+        Path ddp = tmp.resolve("ddp");
+        CliRun.Outcome d = run("simulate", "--seed", "5", "--requests", "4", "--mode", "write", "--decode-dp", "2",
+                "--time-limit-s", "5", "--defer-timeout-s", "10", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", ddp.toString());
+        assertThat(d.code()).as(d.err()).isZero();
+        assertThat(d.out()).contains("--decode-dp 2")
+                .containsPattern("(?m)^  D0-dp1 kv_consumer +\\d+ entries   2 requests: 2 terminal, 0 hung$");
+        assertThat(run("hangs", ddp.toString()).code()).isZero();
+        assertThat(tmp.resolve("x")).doesNotExist();
+    }
+
+    @Test
+    void an_unbounded_read_wait_with_a_stalled_read_is_class_33_on_the_decode_and_its_prefill() {
+        Path out = tmp.resolve("wideep");
+        CliRun.Outcome o = run("simulate", "--seed", "3", "--requests", "4", "--mode", "read", "--faults", "stall=0.2",
+                "--unbounded-read-wait", "--time-limit-s", "40", "--defer-timeout-s", "10", "--idle-step-ms", "5000",
+                "--tick-ms", "5000", "--out", out.toString());
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.out()).contains("--faults stall=0.2 --mode read --profile newest --unbounded-read-wait --defer-timeout-s 10");
+        CliRun.Outcome hangs = run("hangs", out.toString());
+        assertThat(hangs.code()).isEqualTo(1);
+        assertThat(hangs.out()).containsPattern("(?m)^  D0 .*partial-completions  class 33")
+                .containsPattern("(?m)^  P0 .*partial-completions  class 33")
+                .doesNotContain("class 7").doesNotContain("class 26").doesNotContain("class -");
+        assertThat(run("replay", "--verify", out.toString()).code()).isZero();
+        CliRun.Outcome write = run("simulate", "--mode", "write", "--unbounded-read-wait", "--out", tmp.resolve("x").toString());
+        assertThat(write.code()).isEqualTo(2);
+        assertThat(write.err()).contains("needs READ mode");
+    }
+
+    @Test
     void usage_errors_exit_2() throws Exception {
         CliRun.Outcome noOut = run("simulate", "--seed", "1");
         assertThat(noOut.code()).isEqualTo(2);

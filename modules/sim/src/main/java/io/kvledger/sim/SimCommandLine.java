@@ -14,7 +14,8 @@ import java.util.Locale;
  * values are {@code null} when not given (the simulator's defaults apply).
  */
 public record SimCommandLine(long seed, int requests, FaultSpec faults, String mode, String profile, int prefill,
-                             int decode, int prefillTp, int decodeTp, boolean multiPod, List<String> sets,
+                             int decode, int prefillTp, int decodeTp, int prefillDp, int decodeDp, boolean multiPod,
+                             boolean unboundedReadWait, List<String> sets,
                              Double deferTimeoutS, Double timeLimitS, Double idleStepMs, Double tickMs) {
 
     public SimCommandLine {
@@ -64,7 +65,7 @@ public record SimCommandLine(long seed, int requests, FaultSpec faults, String m
             behaviour = behaviour.with(switchOf(set), switchValue(set));
         }
         SimOptions.Builder b = SimOptions.builder(seed, m).requests(requests).nodes(prefill, decode).tp(prefillTp, decodeTp)
-                .faults(faults).multiPod(multiPod).behaviour(behaviour).keepLog(false);
+                .prefillDp(prefillDp).decodeDp(decodeDp).faults(faults).unboundedReadWait(unboundedReadWait).multiPod(multiPod).behaviour(behaviour).keepLog(false);
         if (deferTimeoutS != null) {
             b.deferTimeoutNs(positiveNs("--defer-timeout-s", deferTimeoutS, 1e9));
         }
@@ -132,8 +133,17 @@ public record SimCommandLine(long seed, int requests, FaultSpec faults, String m
         if (prefillTp != 1 || decodeTp != 1) {
             b.append(" --prefill-tp ").append(prefillTp).append(" --decode-tp ").append(decodeTp);
         }
+        if (prefillDp != 1) {
+            b.append(" --prefill-dp ").append(prefillDp);
+        }
+        if (decodeDp != 1) {
+            b.append(" --decode-dp ").append(decodeDp);
+        }
         if (multiPod) {
             b.append(" --multi-pod");
+        }
+        if (unboundedReadWait) {
+            b.append(" --unbounded-read-wait");
         }
         for (String set : sets) {
             b.append(" --set ").append(set);

@@ -30,7 +30,8 @@ import java.util.SplittableRandom;
  * {@code LoadStarted}, {@code LayerSaved} for each layer, then the output
  * ({@link EngineModel#finishStep}). Handshakes started and reads posted during the forward (the
  * load and layer stages) block the step, as the Python worker's busy-wait and per-layer read
- * barrier do, until they complete or {@code transfer_timeout} passes. Writes never block (the
+ * barrier do, until they complete or {@code transfer_timeout} passes (reads without bound under
+ * {@link SimOptions#unboundedReadWait()}, the WideEP reader of #45749). Writes never block (the
  * writer thread posts them).
  */
 final class SimNode implements ToyRouter.Instance {
@@ -424,6 +425,13 @@ final class SimNode implements ToyRouter.Instance {
         long generation = ++waitGeneration;
         sim.at(sim.now() + config.transferTimeoutNs(), () -> {
             if (waitingStage >= 0 && waitGeneration == generation) {
+                if (opts.unboundedReadWait()) {
+                    // the WideEP reader (#45749) waits for every read it posted without a deadline
+                    blockers.removeIf(k -> k.startsWith("hs:"));
+                    if (!blockers.isEmpty()) {
+                        return;
+                    }
+                }
                 sim.stepBlockedTimeout();
                 blockers.clear();
                 resume();

@@ -14,7 +14,7 @@ import java.util.Objects;
  * @param mode                 READ or WRITE, for every node
  * @param requests             client requests the proxy receives
  * @param prefillNodes         prefill (producer) instances, each {@code prefillDp} DP and {@code prefillTp} TP ranks
- * @param decodeNodes          decode (consumer) instances, one engine rank each
+ * @param decodeNodes          decode (consumer) instances, each {@code decodeDp} DP and {@code decodeTp} TP ranks
  * @param faults               faults to inject
  * @param behaviour            the reducer's behaviour switches (every node)
  * @param blockSize            tokens per KV block ({@code cache_config.block_size})
@@ -61,11 +61,21 @@ import java.util.Objects;
  * @param decodeTp             the TP size of every decode instance, likewise
  * @param prefillDp            the DP size of every prefill instance: each DP rank is an engine of
  *                             its own (its own scheduler, ports {@code base + dp_rank + tp_rank})
- *                             on the instance's host, and the proxy routes to each rank in turn
+ *                             on the instance's host, and the proxy routes to each rank in turn; not
+ *                             with {@code prefillTp} above 1, whose listeners would collide (class 23)
  * @param multiPod             whether the proxy, as a multi-pod (Wide-EP) sidecar does, gives each WRITE prefill
  *                             leg its decode's pod layout: {@code remote_hosts} (each decode instance a pod on
  *                             a host of its own) and {@code remote_dp_size_local}, which the prefill's worker
  *                             routes {@code write_done} by
+ * @param decodeDp             the DP size of every decode instance: each DP rank an engine of its own
+ *                             ({@code D<i>-dp<r>}, ports {@code base + dp_rank}) on the instance's host, the
+ *                             proxy routing decode legs to the ranks in the same flat interleaved order; not
+ *                             with {@code decodeTp} above 1 (class 23, as for the prefill)
+ * @param unboundedReadWait    whether a READ decode engine step blocked on its reads waits for every one of them
+ *                             without bound, as the WideEP reader of issue #45749 does (its shared-memory wait has
+ *                             no deadline), instead of giving up at {@code transfer_timeout}; a read that never
+ *                             completes ({@code stall}) then leaves its request with partial completions and the
+ *                             engine stopped in that step (class 33). Handshakes still give up
  */
 public record SimOptions(
         long seed,
@@ -108,7 +118,9 @@ public record SimOptions(
         int prefillTp,
         int decodeTp,
         int prefillDp,
-        boolean multiPod) {
+        boolean multiPod,
+        boolean unboundedReadWait,
+        int decodeDp) {
 
     static final long MS = 1_000_000L;
     static final long US = 1_000L;
@@ -124,6 +136,19 @@ public record SimOptions(
         positive("prefillTp", prefillTp, false);
         positive("decodeTp", decodeTp, false);
         positive("prefillDp", prefillDp, false);
+        positive("decodeDp", decodeDp, false);
+        if (decodeDp > 1 && decodeTp > 1) {
+            throw new IllegalArgumentException("decode DP " + decodeDp + " with decode TP " + decodeTp
+                    + ": the ranks' listeners would collide on ports (base + dp_rank + tp_rank, class 23)");
+        }
+        if (unboundedReadWait && mode != TransferMode.READ) {
+            throw new IllegalArgumentException("the unbounded read wait (WideEP reader) needs READ mode: WRITE decodes post no reads");
+        }
+        if (prefillDp > 1 && prefillTp > 1) {
+            // the listeners bind base + dp + tp: dp1/tp0 and dp0/tp1 would share a port (class 23)
+            throw new IllegalArgumentException("prefill DP " + prefillDp + " with prefill TP " + prefillTp
+                    + ": the ranks' listeners would collide on ports (base + dp_rank + tp_rank, class 23)");
+        }
         positive("blockSize", blockSize, false);
         positive("blocksPerNode", blocksPerNode, false);
         positive("tokenBudget", tokenBudget, false);
@@ -207,6 +232,9 @@ public record SimOptions(
         b.prefillTp = prefillTp;
         b.decodeTp = decodeTp;
         b.prefillDp = prefillDp;
+        b.multiPod = multiPod;
+        b.unboundedReadWait = unboundedReadWait;
+        b.decodeDp = decodeDp;
         return b;
     }
 
@@ -253,6 +281,8 @@ public record SimOptions(
         private int decodeTp = 1;
         private int prefillDp = 1;
         private boolean multiPod;
+        private boolean unboundedReadWait;
+        private int decodeDp = 1;
 
         private Builder(long seed, TransferMode mode) {
             this.seed = seed;
@@ -291,6 +321,8 @@ public record SimOptions(
         public Builder tp(int prefill, int decode) { prefillTp = prefill; decodeTp = decode; return this; }
         public Builder prefillDp(int v) { prefillDp = v; return this; }
         public Builder multiPod(boolean v) { multiPod = v; return this; }
+        public Builder unboundedReadWait(boolean v) { unboundedReadWait = v; return this; }
+        public Builder decodeDp(int v) { decodeDp = v; return this; }
 
         public SimOptions build() {
             return new SimOptions(seed, mode, requests, prefillNodes, decodeNodes, faults, behaviour, blockSize,
@@ -298,7 +330,7 @@ public record SimOptions(
                     decodeMaxTokens, stepMinNs, stepMaxNs, idleStepNs, backgroundTickNs, meanInterArrivalNs, httpMinNs,
                     httpMaxNs, netMinNs, netMaxNs, longDelayMinNs, longDelayMaxNs, handshakeMinNs, handshakeMaxNs,
                     transferBaseNs, transferPerBlockNs, abortWindowNs, deferTimeoutNs, transferTimeoutNs, timeLimitNs,
-                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp, multiPod);
+                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp, multiPod, unboundedReadWait, decodeDp);
         }
     }
 }

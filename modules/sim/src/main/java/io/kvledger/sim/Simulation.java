@@ -78,8 +78,11 @@ public final class Simulation {
                         dp, opts.prefillDp(), opts.prefillTp(), root));
             }
         }
-        for (int i = 0; i < opts.decodeNodes(); i++) {
-            decodes.add(instance("D" + i, Role.CONSUMER, "10.0.1." + (i + 1), 0, 1, opts.decodeTp(), root));
+        for (int dp = 0; dp < opts.decodeDp(); dp++) {
+            for (int i = 0; i < opts.decodeNodes(); i++) {
+                decodes.add(instance("D" + i + (dp == 0 ? "" : "-dp" + dp), Role.CONSUMER, "10.0.1." + (i + 1),
+                        dp, opts.decodeDp(), opts.decodeTp(), root));
+            }
         }
         nodes.addAll(prefills);
         nodes.addAll(decodes);

@@ -12,11 +12,14 @@
  * aggregates their {@code get_finished} as vLLM's {@code KVOutputAggregator} does. A prefill
  * instance may run DP ranks ({@code SimOptions.prefillDp}): each is an engine of its own
  * ({@code P0-dp1}, ...) on the instance's host, ports {@code base + dp_rank + tp_rank} (so DP above
- * 1 is meant with TP 1: with both above 1 those listener ports collide, class 23), and the proxy
- * routes to the ranks in its flat interleaved order. A multi-pod WRITE deployment
+ * 1 is meant with TP 1: with both above 1 those listener ports collide, class 23, and the options
+ * refuse it), and the proxy routes to the ranks in its flat interleaved order; a decode instance
+ * likewise ({@code SimOptions.decodeDp}, {@code D0-dp1}, ...). A multi-pod WRITE deployment
  * ({@code SimOptions.multiPod}) gives each prefill leg its decode's pod hosts, as the Wide-EP sidecar
- * does (each decode instance a pod on its own host). Simplification: only TP rank 0's handshakes
- * and reads block its engine's step.
+ * does (each decode instance a pod on its own host). A READ decode may wait for its reads without
+ * a deadline ({@code SimOptions.unboundedReadWait}, the WideEP reader of #45749): a read that never
+ * completes then stops its engine in that step (class 33). Simplification: only TP rank 0's
+ * handshakes and reads block its engine's step.
  *
  * <p>Entry point: {@link io.kvledger.sim.Simulation#run(SimOptions, Recorder)}. A run is a pure
  * function of its {@link io.kvledger.sim.SimOptions} (the seed included): one thread, a virtual

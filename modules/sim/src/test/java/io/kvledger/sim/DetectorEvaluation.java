@@ -20,7 +20,7 @@ import java.util.TreeSet;
 /**
  * Measures the hang detectors on simulated journals they were not tuned on: each run injects one
  * kind of fault at a low rate into a cluster of varied shape (prefill and decode instances, TP on
- * either side, prefill DP, READ and WRITE) among healthy traffic, and knows from the run itself which requests
+ * either side, prefill and decode DP, READ and WRITE) among healthy traffic, and knows from the run itself which requests
  * the fault damaged (still in a non-terminal phase at the end, or freed by the reap) and which
  * bug classes of moriio-protocol.md section 7 that fault can cause. Clean families (the same
  * shapes with duplicated, delayed or reordered frames, or aborts that clean up) and fault-free
@@ -34,7 +34,8 @@ import java.util.TreeSet;
  * damage is a false alarm. Prefill DP above 1 ({@code dp-alias}, class 30) and n = 2 siblings
  * ({@code siblings}, class 29) are simulated, and so are multi-pod WRITE decodes with the older
  * worker's stashed pod hosts (a behaviour switch, not a fault: {@code write-pod-race}, class 32);
- * prefill DP ranks on several pods (37) and an unbounded WideEP reader wait (33) are not yet.
+ * and so is a decode whose WideEP reader waits for its reads without bound ({@code read-wideep-stall},
+ * class 33); prefill DP ranks on several pods (37) are not yet.
  */
 final class DetectorEvaluation {
 
@@ -43,9 +44,14 @@ final class DetectorEvaluation {
      * whether the deployment is multi-pod, and a behaviour switch turned on (null: newest).
      */
     record Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses,
-                  boolean multiPod, Switch switchOn) {
+                  boolean multiPod, Switch switchOn, boolean unboundedReadWait) {
         Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses) {
-            this(name, mode, faults, prefillClasses, decodeClasses, false, null);
+            this(name, mode, faults, prefillClasses, decodeClasses, false, null, false);
+        }
+
+        Family(String name, TransferMode mode, String faults, Set<Integer> prefillClasses, Set<Integer> decodeClasses,
+               boolean multiPod, Switch switchOn) {
+            this(name, mode, faults, prefillClasses, decodeClasses, multiPod, switchOn, false);
         }
 
         boolean clean() {
@@ -53,21 +59,26 @@ final class DetectorEvaluation {
         }
     }
 
-    /** One cluster shape: prefill instances, decode instances, prefill TP, decode TP, prefill DP. */
-    record Shape(int prefill, int decode, int prefillTp, int decodeTp, int prefillDp) {
+    /** One cluster shape: prefill instances, decode instances, prefill TP, decode TP, prefill DP, decode DP. */
+    record Shape(int prefill, int decode, int prefillTp, int decodeTp, int prefillDp, int decodeDp) {
         Shape(int prefill, int decode, int prefillTp, int decodeTp) {
-            this(prefill, decode, prefillTp, decodeTp, 1);
+            this(prefill, decode, prefillTp, decodeTp, 1, 1);
+        }
+
+        Shape(int prefill, int decode, int prefillTp, int decodeTp, int prefillDp) {
+            this(prefill, decode, prefillTp, decodeTp, prefillDp, 1);
         }
 
         @Override
         public String toString() {
             return prefill + "P" + decode + "D" + (prefillTp > 1 || decodeTp > 1 ? " tp" + prefillTp + ":" + decodeTp : "")
-                    + (prefillDp > 1 ? " dp" + prefillDp : "");
+                    + (prefillDp > 1 ? " dp" + prefillDp : "") + (decodeDp > 1 ? " ddp" + decodeDp : "");
         }
     }
 
     static final List<Shape> SHAPES = List.of(new Shape(1, 1, 1, 1), new Shape(2, 3, 1, 1), new Shape(3, 2, 1, 1),
-            new Shape(1, 1, 1, 2), new Shape(2, 2, 2, 2), new Shape(1, 2, 1, 1, 2), new Shape(2, 3, 1, 1, 3));
+            new Shape(1, 1, 1, 2), new Shape(2, 2, 2, 2), new Shape(1, 2, 1, 1, 2), new Shape(2, 3, 1, 1, 3),
+            new Shape(2, 2, 1, 1, 1, 2), new Shape(1, 2, 1, 1, 2, 2));
 
     static final List<Family> FAMILIES = List.of(
             // a release lost on the way, or one the publisher could not send: the prefill reaps
@@ -103,7 +114,13 @@ final class DetectorEvaluation {
             // worker's stashed pod hosts (class 32, on shapes of 2 or more decode pods) and clean
             new Family("write-pod-race", TransferMode.WRITE, "none", Set.of(32), Set.of(32), true,
                     Switch.WRITE_DONE_WORKER_POD_HOSTS),
-            new Family("clean-write-multi-pod", TransferMode.WRITE, "none", Set.of(), Set.of(), true, null));
+            new Family("clean-write-multi-pod", TransferMode.WRITE, "none", Set.of(), Set.of(), true, null),
+            // a decode whose reader waits for every read without a deadline (the WideEP reader of
+            // #45749): a read that never completes stops its engine in that step with the request's
+            // completions short (class 33), holding every request of that engine and their prefills;
+            // and the same reader with no fault (decode TP 1: the simulated engine waits on its own reads)
+            new Family("read-wideep-stall", TransferMode.READ, "stall=0.01", Set.of(33), Set.of(33), false, null, true),
+            new Family("clean-read-wideep", TransferMode.READ, "none", Set.of(), Set.of(), false, null, true));
 
     /** Counts for one family (or the total). */
     static final class Tally {
@@ -252,8 +269,8 @@ final class DetectorEvaluation {
     static SimOptions options(Family f, Shape s, long seed, int requests) {
         Behaviour b = f.switchOn() == null ? Behaviour.newest() : Behaviour.newest().with(f.switchOn(), true);
         return SimOptions.builder(seed, f.mode()).requests(requests).nodes(s.prefill(), s.decode())
-                .tp(s.prefillTp(), s.decodeTp()).prefillDp(s.prefillDp()).faults(f.faults()).multiPod(f.multiPod())
-                .behaviour(b).keepLog(false).build();
+                .tp(s.prefillTp(), s.decodeTp()).prefillDp(s.prefillDp()).decodeDp(s.decodeDp()).faults(f.faults()).multiPod(f.multiPod())
+                .unboundedReadWait(f.unboundedReadWait()).behaviour(b).keepLog(false).build();
     }
 
     /** Runs one family on one shape and seed and scores it into {@code t}. */
@@ -337,9 +354,11 @@ final class DetectorEvaluation {
                 // docs/detectors.md; HeterogeneousTpTest): not a shape for these families
                 // the dp-alias fault needs a prefill of DP above 1
                 // the pod race needs two decode pods
+                // the WideEP reader is simulated at TP 1 (an engine waits on its own node's reads)
                 if ((f.mode() == TransferMode.READ || s.prefillTp() >= s.decodeTp())
                         && (s.prefillDp() > 1 || !f.faults().contains("dp-alias"))
-                        && (s.decode() > 1 || f.switchOn() != Switch.WRITE_DONE_WORKER_POD_HOSTS)) {
+                        && (s.decode() > 1 || f.switchOn() != Switch.WRITE_DONE_WORKER_POD_HOSTS)
+                        && (s.decodeTp() == 1 && s.prefillTp() == 1 || !f.unboundedReadWait())) {
                     shapes.add(s);
                 }
             }

@@ -72,7 +72,7 @@ class HangDiagnosisTest {
 
     /**
      * Issue 31's false-alarm target: 160 fault-free seeds, READ and WRITE in turn, over the shapes
-     * of {@link DetectorEvaluation} (1P1D to 3P2D, TP 2, prefill DP 2 and 3; WRITE without fewer prefill than decode TP
+     * of {@link DetectorEvaluation} (1P1D to 3P2D, TP 2, prefill DP 2 and 3, decode DP 2; WRITE without fewer prefill than decode TP
      * ranks, which hangs by design): no finding at all.
      */
     @Test
@@ -86,7 +86,7 @@ class HangDiagnosisTest {
             }
             SimulationResult[] r = new SimulationResult[1];
             List<Finding> f = diagnose(SimOptions.builder(seed, mode).requests(16).nodes(s.prefill(), s.decode())
-                    .tp(s.prefillTp(), s.decodeTp()).prefillDp(s.prefillDp()).keepLog(false).build(), r);
+                    .tp(s.prefillTp(), s.decodeTp()).prefillDp(s.prefillDp()).decodeDp(s.decodeDp()).keepLog(false).build(), r);
             assertThat(f).as("seed " + seed + " " + mode + " " + s).isEmpty();
             assertThat(r[0].hungRequests()).as("seed " + seed + " " + mode + " " + s).isEmpty();
             runs++;

@@ -12,7 +12,7 @@ class SimCommandLineTest {
 
     private static SimCommandLine line(int requests, String mode, String profile, boolean multiPod, List<String> sets,
                                        Double deferTimeoutS) {
-        return new SimCommandLine(7, requests, FaultSpec.NONE, mode, profile, 1, 2, 1, 1, multiPod, sets, deferTimeoutS,
+        return new SimCommandLine(7, requests, FaultSpec.NONE, mode, profile, 1, 2, 1, 1, 1, 1, multiPod, false, sets, deferTimeoutS,
                 null, null, null);
     }
 

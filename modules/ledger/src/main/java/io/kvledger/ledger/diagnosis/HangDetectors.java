@@ -72,6 +72,7 @@ public final class HangDetectors {
         poisonedPeers(ledger, out, specific);
         writeDoneWrongPod(ledger, specific);
         voteWaiting(ledger, end, bounds, specific);
+        stoppedReaders(ledger, bounds, specific);
         for (NodeView n : ledger.nodes.values()) {
             for (ReqView r : n.requests.values()) {
                 Finding f = renamedAtFinish(ledger, n, r, end);
@@ -339,6 +340,126 @@ public final class HangDetectors {
                 "one of 26 or 33: in " + r.phase + " " + waited + "; " + evidence + " and none completed: the journal lacks "
                         + "a completion of any of its reads, which would tell a lost wake-up among partial completions (33) "
                         + "from a lost RDMA completion (26)" + stepping);
+    }
+
+    /**
+     * Class 33 beyond the request whose completions never add up: a READ decode engine that journals
+     * its steps and scheduled none since it posted reads of a transfer that completed others on this
+     * rank and failed none is stopped in that step, its reader waiting for the missing ones without
+     * bound (the WideEP reader of #45749). Every other stuck request of that engine is held in the
+     * same step, and every prefill whose decode leg it holds, or which sent its decode leg to that
+     * engine's host after the step before the last (no decode leg in the journals: the engine never
+     * admitted it), is reaped or held for want of a release that step will never send.
+     */
+    private static void stoppedReaders(Ledger l, Bounds b, List<Finding> out) {
+        for (NodeView n : l.nodes.values()) {
+            if (n.producer() || n.config.mode() != io.kvledger.core.config.TransferMode.READ || n.steps == 0 || endedEarly(l, n)) {
+                continue;
+            }
+            String blockedTid = null;
+            long postedAt = Long.MAX_VALUE;
+            int pending = 0;
+            for (Map.Entry<Long, String> e : n.inFlight.entrySet()) {
+                Long at = n.postedAt.get(e.getKey());
+                TransferView t = l.transfers.get(e.getValue());
+                if (at == null || !n.readStatuses.contains(e.getKey()) || t == null || t.firstFailedReadAt != Long.MIN_VALUE
+                        || n.readsDone.getOrDefault(e.getValue(), 0) == 0) {
+                    continue;
+                }
+                if (at < postedAt) {
+                    postedAt = at;
+                    blockedTid = e.getValue();
+                }
+            }
+            long end = endOf(l, n);
+            if (blockedTid == null || n.lastStepAt > postedAt || end - postedAt <= b.stuckAfterNs()) {
+                continue;
+            }
+            for (Map.Entry<Long, String> e : n.inFlight.entrySet()) {
+                if (e.getValue().equals(blockedTid) && n.readStatuses.contains(e.getKey())) {
+                    pending++;
+                }
+            }
+            int done = n.readsDone.get(blockedTid);
+            String blockedRid = null;
+            for (ReqView r : n.requests.values()) {
+                if (blockedTid.equals(r.transferId)) {
+                    blockedRid = r.requestId;
+                }
+            }
+            String step = n.name + " has scheduled no step since " + rel(l, n.lastStepAt) + ": the step stopped waiting, "
+                    + "without a deadline, for the reads of " + blockedTid + (blockedRid == null ? "" : " (request " + blockedRid + ")")
+                    + ", " + done + "/" + (done + pending) + " done, the rest pending since " + rel(l, postedAt)
+                    + ", none failed (a WideEP reader waiting for chunks that never arrive, #45749)";
+            for (ReqView r : n.requests.values()) {
+                if (r.phase == null || r.phase.terminal() || blockedTid.equals(r.transferId)
+                        || status(l, n, r, end, b) != InFlight.Status.STUCK) {
+                    continue;
+                }
+                out.add(new Finding("partial-completions", n.name, r.requestId, r.transferId, r.phase, 33, end, since(r),
+                        "held in a stopped engine step: in " + r.phase + " since " + rel(l, since(r)) + "; " + step));
+            }
+            for (NodeView p : l.nodes.values()) {
+                if (!p.producer() || p.config.mode() != io.kvledger.core.config.TransferMode.READ) {
+                    continue;
+                }
+                for (ReqView r : p.requests.values()) {
+                    Finding f = heldByStoppedReader(l, n, p, r, b, step);
+                    if (f != null) {
+                        out.add(f);
+                    }
+                }
+            }
+        }
+    }
+
+    private static Finding heldByStoppedReader(Ledger l, NodeView n, NodeView p, ReqView r, Bounds b, String step) {
+        if (r.transferId == null) {
+            return null;
+        }
+        long reapedAt = Long.MIN_VALUE;
+        for (Seen s : r.anomalies) {
+            if (s.anomaly().kind() == AnomalyKind.DEFERRAL_REAPED) {
+                reapedAt = s.atNs();
+            }
+        }
+        boolean held = r.phase == RequestPhase.DEFERRED_FREE && status(l, p, r, endOf(l, p), b) == InFlight.Status.STUCK;
+        if (reapedAt == Long.MIN_VALUE && !held) {
+            return null;
+        }
+        TransferView t = l.transfers.get(r.transferId);
+        if (t == null || t.releasesReceived.getOrDefault(p.name, 0) > 0) {
+            return null;
+        }
+        String how;
+        if (t.legs.containsKey(n.name)) {
+            ReqView d = n.requests.get(t.legs.get(n.name));
+            if (d == null || d.phase == null || d.phase.terminal()) {
+                return null;
+            }
+            how = "its decode leg on " + n.name + " is in " + d.phase;
+        } else {
+            for (String node : t.legs.keySet()) {
+                if (!l.nodes.get(node).producer()) {
+                    return null;
+                }
+            }
+            String peer = io.kvledger.core.moriio.RequestIds.peerZmqFromRequestId(r.requestId, true).orElse(null);
+            var addr = peer == null ? null : io.kvledger.core.moriio.ZmqAddress.parse(peer);
+            long deferredAt = reapedAt != Long.MIN_VALUE ? reapedAt - p.config.deferTimeoutNs() : since(r);
+            if (addr == null || !addr.isOk() || !addr.value().host().equals(n.config.hostIp())
+                    || addr.value().notifyPort() != n.config.notifyPortBase()
+                    || n.prevStepAt != Long.MIN_VALUE && deferredAt < n.prevStepAt) {
+                // a leg that reached the engine before its step before the last was admitted by the last
+                return null;
+            }
+            how = "its request id sends the decode leg to " + n.name + " (" + n.config.hostIp() + "), whose journal never "
+                    + "admitted it";
+        }
+        return new Finding("partial-completions", p.name, r.requestId, r.transferId, r.phase, 33,
+                reapedAt != Long.MIN_VALUE ? reapedAt : endOf(l, p), since(r),
+                (reapedAt != Long.MIN_VALUE ? "deferred free reaped at " + rel(l, reapedAt) : "blocks held in DEFERRED_FREE")
+                        + " without a release: " + how + "; " + step);
     }
 
     /**

@@ -192,6 +192,7 @@ public final class Ledger {
             case NodeEvent.RequestFinished e -> touch(n, e.requestId(), at);
             case NodeEvent.StepScheduled e -> {
                 n.steps++;
+                n.prevStepAt = n.lastStepAt;
                 n.lastStepAt = at;
                 if (e.cachedRequests() != null) {
                     for (NodeEvent.CachedRequest c : e.cachedRequests()) {
@@ -664,6 +665,8 @@ public final class Ledger {
         /** The scheduler steps this node journaled ({@code step_scheduled}), and when the last was. */
         long steps;
         long lastStepAt = Long.MIN_VALUE;
+        /** When the step before the last was scheduled. */
+        long prevStepAt = Long.MIN_VALUE;
         /** A live process's journal ({@link Ledger#liveNode}). */
         boolean live;
         /** The time of this node's last event (MIN_VALUE: none). */
