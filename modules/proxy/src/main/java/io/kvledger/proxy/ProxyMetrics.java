@@ -32,7 +32,7 @@ import java.util.function.LongSupplier;
  *   <li>{@code kvledger:proxy_registrations_received_total},
  *       {@code kvledger:proxy_registrations_rejected_total}: registration messages read
  *       (heartbeats included) and rejected (journaled);</li>
- *   <li>{@code kvledger:ship_backlog_entries} and {@code kvledger:ship_acknowledged_total}: a
+ *   <li>{@code kvledger_ship_backlog_entries} and {@code kvledger_ship_acknowledged_total}: a
  *       journal shipper's ({@code --ship}, {@link #shipping}), as the node's; 0 without one.</li>
  * </ul>
  * Thread-safe.
@@ -67,10 +67,10 @@ final class ProxyMetrics {
         FunctionCounter.builder("kvledger:proxy_registrations_rejected", router, RegistrationRouterCounts::rejected)
                 .tags(tags).description("registration messages rejected (journaled)").register(registry);
         // present on every scrape from the start, at 0 until a shipper's counters are given (shipping)
-        Gauge.builder("kvledger:ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
+        Gauge.builder("kvledger_ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
                 .description("Journal entries handed to the Kafka producer and not acknowledged yet (held in memory; "
                         + "0 without --ship)").register(registry);
-        FunctionCounter.builder("kvledger:ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
+        FunctionCounter.builder("kvledger_ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
                 .description("Journal entries Kafka acknowledged since start (0 without --ship)").register(registry);
         for (String reason : HANDOFF_REASONS) {
             handoffs(reason);
@@ -79,8 +79,8 @@ final class ProxyMetrics {
 
     /**
      * Gives the meters the counters of a shipper of the proxy's journal ({@code kvledger proxy
-     * --ship}), as the node's: {@code kvledger:ship_backlog_entries} (entries handed to the Kafka
-     * producer, not acknowledged yet) and {@code kvledger:ship_acknowledged_total}, read live.
+     * --ship}), as the node's: {@code kvledger_ship_backlog_entries} (entries handed to the Kafka
+     * producer, not acknowledged yet) and {@code kvledger_ship_acknowledged_total}, read live.
      */
     void shipping(LongSupplier backlog, LongSupplier acknowledged) {
         shipBacklog = backlog;

@@ -62,8 +62,8 @@ import java.util.function.LongSupplier;
  * {@code kvledger:frames_rejected_total}; with an engine bridge,
  * {@code kvledger:bridge_calls_received_total}, {@code kvledger:bridge_calls_busy_total},
  * {@code kvledger:bridge_replies_held}, {@code kvledger:bridge_replies_undeliverable_total} and
- * {@code kvledger:bridge_replies_undeliverable_applied_total}; {@code kvledger:ship_backlog_entries}
- * and {@code kvledger:ship_acknowledged_total} (a journal shipper's, {@link #shipping}; 0 without
+ * {@code kvledger:bridge_replies_undeliverable_applied_total}; {@code kvledger_ship_backlog_entries}
+ * and {@code kvledger_ship_acknowledged_total} (a journal shipper's, {@link #shipping}; 0 without
  * one). Every series carries the tags
  * {@code node} and {@code role}.
  *
@@ -189,10 +189,10 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
         FunctionCounter.builder("kvledger:frames_received", this, m -> m.status().framesReceived())
                 .description("Notify frames received").tags(tags).register(registry);
         // present on every scrape from the start, at 0 until a shipper's counters are given (shipping)
-        Gauge.builder("kvledger:ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
+        Gauge.builder("kvledger_ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
                 .description("Journal entries handed to the Kafka producer and not acknowledged yet (held in memory; "
                         + "0 without --ship)").register(registry);
-        FunctionCounter.builder("kvledger:ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
+        FunctionCounter.builder("kvledger_ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
                 .description("Journal entries Kafka acknowledged since start (0 without --ship)").register(registry);
         FunctionCounter.builder("kvledger:frames_rejected", this, m -> m.status().framesRejected())
                 .description("Notify frames rejected").tags(tags).register(registry);
@@ -307,9 +307,9 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
 
     /**
      * Gives the meters the counters of a shipper of the node's own journal ({@code kvledger node
-     * --ship}): {@code kvledger:ship_backlog_entries} (entries read from the journal and handed to
+     * --ship}): {@code kvledger_ship_backlog_entries} (entries read from the journal and handed to
      * the producer, not yet acknowledged by Kafka: what waits in memory) and
-     * {@code kvledger:ship_acknowledged_total} (entries Kafka acknowledged since start). The meters
+     * {@code kvledger_ship_acknowledged_total} (entries Kafka acknowledged since start). The meters
      * exist from the start at 0 and read these live at each scrape.
      *
      * @param backlog      entries handed over and not acknowledged (any thread)
