@@ -95,10 +95,10 @@ class BridgedNodeTest {
             try (io.kvledger.node.metrics.NodeMetrics metrics = io.kvledger.node.metrics.NodeMetrics.attach(p.loop(), p.inbox(),
                     p.clock(), p.dataPlane())) {
                 String scrape = metrics.scrape();
-                assertThat(scrape).containsPattern("(?m)^kvledger:bridge_calls_received_total\\{[^}]*} 12\\.0$")
-                        .containsPattern("(?m)^kvledger:bridge_replies_undeliverable_total\\{[^}]*} 0\\.0$")
-                        .containsPattern("(?m)^kvledger:bridge_replies_undeliverable_applied_total\\{[^}]*} 0\\.0$")
-                        .containsPattern("(?m)^kvledger:bridge_replies_held\\{[^}]*} 0\\.0$");
+                assertThat(scrape).containsPattern("(?m)^kvledger_bridge_calls_received_total\\{[^}]*} 12\\.0$")
+                        .containsPattern("(?m)^kvledger_bridge_replies_undeliverable_total\\{[^}]*} 0\\.0$")
+                        .containsPattern("(?m)^kvledger_bridge_replies_undeliverable_applied_total\\{[^}]*} 0\\.0$")
+                        .containsPattern("(?m)^kvledger_bridge_replies_held\\{[^}]*} 0\\.0$");
             }
         } finally {
             p.close();
