@@ -244,17 +244,25 @@ class JournalCommandsTest {
     void a_longer_stuck_bound_or_a_longer_defer_timeout_changes_the_findings() {
         Outcome longBound = run("hangs", faulty.toString(), "--stuck-after", "100000");
         assertThat(longBound.out()).doesNotContain("stuck-waiting:");
+        // a duration with a unit is the same bound as its plain seconds
+        assertThat(run("hangs", faulty.toString(), "--stuck-after", "2h").out())
+                .isEqualTo(run("hangs", faulty.toString(), "--stuck-after", "7200").out());
+        assertThat(run("hangs", faulty.toString(), "--stuck-after", "1500ms").out())
+                .isEqualTo(run("hangs", faulty.toString(), "--stuck-after", "1.5").out());
         Outcome longer = run("hangs", faulty.toString(), "--set", "defer_timeout=3600");
         assertThat(longer.out()).contains("defer_timeout 3600 s (journal: 60 s)");
     }
 
     @Test
     void hangs_usage_errors_exit_2() {
-        for (String bad : List.of("0", "-5", "x")) {
+        for (String bad : List.of("0", "-5", "x", "5x", "5 m", "0ms")) {
             Outcome o = run("hangs", faulty.toString(), "--stuck-after", bad);
             assertThat(o.code()).as(bad).isEqualTo(2);
             assertThat(o.err()).contains("see 'kvledger help hangs'");
         }
+        assertThat(run("hangs", faulty.toString(), "--stuck-after", "5x").err())
+                .contains("'5x' is not a duration: write a number of seconds (30, 0.5) or a number with a unit: "
+                        + "250ms, 30s, 5m, 1h");
         Outcome missing = run("hangs", tmp.resolve("nope").toString());
         assertThat(missing.code()).isEqualTo(2);
         assertThat(missing.err()).contains("nope: no such directory");
