@@ -185,7 +185,13 @@ class AdminApiTest {
             assertThat(rows(two)).hasSize(2);
             assertThat(two.get("truncated")).isEqualTo(true);
             assertThat(rows(two).get(0).get("request_id")).as("newest first").isEqualTo(listed.get(0));
-            assertThat(json(get(d, "/v1/requests?phase=bogus", TOKEN), 400).get("error").toString()).contains("bogus");
+            // every error in the one shape of kvledger's servers: {"error": {"message", "type", "param", "code"}}
+            Map<String, Object> bogus = cast(json(get(d, "/v1/requests?phase=bogus", TOKEN), 400).get("error"));
+            assertThat(bogus).containsOnlyKeys("message", "type", "param", "code")
+                    .containsEntry("type", "invalid_request_error").containsEntry("code", 400L);
+            assertThat((String) bogus.get("message")).contains("bogus");
+            Map<String, Object> noToken = cast(json(get(d, "/v1/requests", "wrong"), 401).get("error"));
+            assertThat(noToken).containsEntry("message", "missing or wrong bearer token").containsEntry("code", 401L);
             assertThat(get(d, "/v1/requests?limit=-1", TOKEN).statusCode()).isEqualTo(400);
 
             // ---------------------------------------------------------------- /v1/requests/{id}
