@@ -67,9 +67,19 @@ final class Logs {
         return level;
     }
 
-    /** Routes java.util.logging to logback and sets the levels and the line format for {@code l}. */
+    /** Whether logback runs in this JVM as far as this class knows (it started it, or configured it). */
+    private static boolean backendStarted;
+
+    /**
+     * Routes java.util.logging to logback and sets the levels and the line format for {@code l}.
+     * Logback itself (some 500 classes, half a second of CPU) starts only when something logs:
+     * until then the levels wait in system properties that logback.xml reads.
+     */
     static synchronized void apply(Level l) {
         level = l;
+        System.setProperty("kvledger.log.level", logback(l).toString());
+        System.setProperty("kvledger.log.libraries", l == Level.error ? "ERROR" : "WARN");
+        System.setProperty("kvledger.log.exception", l == Level.debug ? "%ex" : "%nopex");
         java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
         for (Handler h : root.getHandlers()) {
             if (!(h instanceof Forward)) {
@@ -81,6 +91,15 @@ final class Logs {
         }
         root.setLevel(jul(l));
         OWN_JUL.setLevel(jul(l));
+        if (backendStarted) {
+            configureBackend();
+        }
+    }
+
+    /** Starts logback if it is not running yet and gives it the level in force (idempotent). */
+    static synchronized void configureBackend() {
+        backendStarted = true;
+        Level l = level;
         if (LoggerFactory.getILoggerFactory() instanceof LoggerContext ctx) {
             ctx.getLogger("io.kvledger").setLevel(logback(l));
             ch.qos.logback.classic.Logger rootLogger = ctx.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
@@ -125,6 +144,9 @@ final class Logs {
         public void publish(LogRecord r) {
             if (r == null || !isLoggable(r)) {
                 return;
+            }
+            if (!backendStarted) {
+                configureBackend();
             }
             org.slf4j.Logger to = LoggerFactory.getLogger(r.getLoggerName() == null ? "" : r.getLoggerName());
             int v = r.getLevel().intValue();
