@@ -98,19 +98,19 @@ final class ClusterCommand implements Callable<Integer> {
     @Option(names = "--transfer-engine", defaultValue = "auto", paramLabel = "auto|ucx", description = "The nodes' transfer engine (default: ${DEFAULT-VALUE}).")
     String transferEngine;
 
-    @Option(names = "--defer-timeout-s", defaultValue = "10", description = "The nodes' defer_timeout (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--defer-timeout-s", converter = DurationOption.class, defaultValue = "10", description = "The nodes' defer_timeout (default: ${DEFAULT-VALUE}).")
     double deferTimeoutS;
 
-    @Option(names = "--transfer-timeout-s", defaultValue = "5", description = "The nodes' transfer_timeout (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--transfer-timeout-s", converter = DurationOption.class, defaultValue = "5", description = "The nodes' transfer_timeout (default: ${DEFAULT-VALUE}).")
     double transferTimeoutS;
 
-    @Option(names = "--stuck-after-s", defaultValue = "5", description = "hangs --stuck-after for the report (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--stuck-after-s", converter = DurationOption.class, defaultValue = "5", description = "hangs --stuck-after for the report (default: ${DEFAULT-VALUE}).")
     double stuckAfterS;
 
-    @Option(names = "--timeout-s", defaultValue = "300", description = "Give up on requests not answered this many seconds after the nodes are up (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--timeout-s", converter = DurationOption.class, defaultValue = "300", description = "Give up on requests not answered this many seconds after the nodes are up (default: ${DEFAULT-VALUE}).")
     double timeoutS;
 
-    @Option(names = "--start-timeout-s", defaultValue = NodeHealth.DEFAULT_START_TIMEOUT_S, paramLabel = "S",
+    @Option(names = "--start-timeout-s", converter = DurationOption.class, defaultValue = NodeHealth.DEFAULT_START_TIMEOUT_S, paramLabel = "S",
             description = "Give up on a node process that does not answer on its HTTP port this many seconds after it was "
                     + "started (default: ${DEFAULT-VALUE}; a loaded machine can take minutes).")
     double startTimeoutS;

@@ -121,11 +121,11 @@ final class DemoCommand implements Callable<Integer> {
             description = "with --live: client requests in flight at once (default: ${DEFAULT-VALUE})")
     int concurrency;
 
-    @Option(names = "--stuck-after", paramLabel = "SECONDS", defaultValue = "2",
+    @Option(names = "--stuck-after", converter = DurationOption.class, paramLabel = "SECONDS", defaultValue = "2",
             description = "with --live: hangs --stuck-after of the report (default: ${DEFAULT-VALUE})")
     double stuckAfterS;
 
-    @Option(names = "--start-timeout-s", paramLabel = "S", defaultValue = NodeHealth.DEFAULT_START_TIMEOUT_S,
+    @Option(names = "--start-timeout-s", converter = DurationOption.class, paramLabel = "S", defaultValue = NodeHealth.DEFAULT_START_TIMEOUT_S,
             description = "with --live: give up on a node that does not answer on its HTTP port, or a fake engine that does "
                     + "not register with the proxy, this many seconds after it was started (default: ${DEFAULT-VALUE})")
     double startTimeoutS;

@@ -77,7 +77,7 @@ final class ExportCommand implements Callable<Integer> {
             description = "an HTTP header for the receiver (an API key, a tenant id); repeatable")
     List<String> headers = new ArrayList<>();
 
-    @Option(names = "--stuck-after", paramLabel = "SECONDS",
+    @Option(names = "--stuck-after", converter = DurationOption.class, paramLabel = "SECONDS",
             description = "as in 'kvledger hangs': a request longer than this in a non-terminal phase with no "
                     + "lifecycle event within this of the journals' end is stuck (default: 30)")
     Double stuckAfter;
@@ -88,7 +88,7 @@ final class ExportCommand implements Callable<Integer> {
                     + "at 1970-01-01, which a backend's search window does not reach)")
     String timeOrigin;
 
-    @Option(names = "--timeout-s", defaultValue = "10", paramLabel = "SECONDS",
+    @Option(names = "--timeout-s", converter = DurationOption.class, defaultValue = "10", paramLabel = "SECONDS",
             description = "how long the receiver may take to answer one batch (default: ${DEFAULT-VALUE})")
     double timeoutS;
 

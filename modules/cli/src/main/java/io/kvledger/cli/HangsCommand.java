@@ -44,7 +44,7 @@ final class HangsCommand implements Callable<Integer> {
     @Parameters(paramLabel = "DIR", arity = "1..*", description = Journals.DIRS_HELP)
     List<String> dirs = new ArrayList<>();
 
-    @Option(names = "--stuck-after", paramLabel = "SECONDS",
+    @Option(names = "--stuck-after", converter = DurationOption.class, paramLabel = "SECONDS",
             description = "a request that stayed longer than this in a non-terminal phase at the end of the "
                     + "journals, with no lifecycle event (scheduled, transfer posted or completed, frame received, "
                     + "phase change) within this of the end, is stuck (default: 30)")

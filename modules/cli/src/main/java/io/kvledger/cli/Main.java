@@ -9,6 +9,7 @@ import java.util.function.Supplier;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
@@ -19,8 +20,8 @@ import picocli.CommandLine.Spec;
  *
  * <p>Errors are one line on standard error naming the command ({@code kvledger listen: ...}); a
  * usage error adds a hint where the help is ({@code see 'kvledger help listen'}) instead of
- * printing the whole help. No stack trace is printed unless {@code KVLEDGER_DEBUG} is set in the
- * environment (or {@code -Dkvledger.debug=true}).
+ * printing the whole help. No stack trace is printed unless {@code --log-level debug} is given,
+ * or {@code KVLEDGER_DEBUG} is set in the environment (or {@code -Dkvledger.debug=true}).
  */
 @Command(name = "kvledger", mixinStandardHelpOptions = true, version = "kvledger " + Main.VERSION,
         description = "Event-sourced control plane for MoRIIO KV-cache transfer: simulate, replay and inspect "
@@ -61,6 +62,18 @@ public final class Main implements Callable<Integer> {
 
     @Spec
     CommandSpec spec;
+
+    /**
+     * {@code --log-level}, before or after the command's name: kvledger's own log lines at this
+     * level and above ({@link Logs}); default info, debug with {@code KVLEDGER_DEBUG}.
+     */
+    @Option(names = "--log-level", paramLabel = "error|warn|info|debug", scope = CommandLine.ScopeType.INHERIT,
+            converter = Logs.LevelOption.class,
+            description = "log lines at this level and above, one line each on standard error (default: info); "
+                    + "stack traces at debug only")
+    void logLevel(Logs.Level value) {
+        Logs.apply(value);
+    }
 
     /** Without a subcommand there is nothing to do: a usage error. */
     @Override
@@ -201,6 +214,11 @@ public final class Main implements Callable<Integer> {
     }
 
     private static boolean debug() {
+        return Logs.level() == Logs.Level.debug;
+    }
+
+    /** Whether {@code KVLEDGER_DEBUG} (or {@code -Dkvledger.debug=true}) asks for debug output. */
+    static boolean debugFromEnvironment() {
         String env = System.getenv("KVLEDGER_DEBUG");
         return (env != null && !env.isEmpty() && !env.equals("0")) || Boolean.getBoolean("kvledger.debug");
     }
@@ -212,6 +230,7 @@ public final class Main implements Callable<Integer> {
 
     /** Runs one command line and returns its exit code. */
     public static int run(PrintWriter out, PrintWriter err, String... args) {
+        Logs.apply(Logs.defaultLevel());
         int code = commandLine(out, err, args).execute(args);
         out.flush();
         err.flush();

@@ -157,7 +157,7 @@ final class NodeCommand implements Callable<Integer> {
                     + "full disk would; the node loop stops and the process exits " + LOOP_STOPPED + ".")
     Long failJournalAfter;
 
-    @Option(names = "--duration-s", defaultValue = "0", description = "Stop after this many seconds (0: run until stopped).")
+    @Option(names = "--duration-s", converter = DurationOption.class, defaultValue = "0", description = "Stop after this many seconds (0: run until stopped).")
     double durationS;
 
     @Option(names = "--status-file", paramLabel = "FILE", description = "Write the node's final counters as JSON here when it stops.")
@@ -169,7 +169,7 @@ final class NodeCommand implements Callable<Integer> {
                     + "journal. Never holds the node up.")
     String otlp;
 
-    @Option(names = "--otlp-stuck-after", defaultValue = "30", paramLabel = "SECONDS",
+    @Option(names = "--otlp-stuck-after", converter = DurationOption.class, defaultValue = "30", paramLabel = "SECONDS",
             description = "With --otlp: a request longer than this in a non-terminal phase, with no lifecycle event "
                     + "meanwhile, is exported as stuck (default: ${DEFAULT-VALUE}).")
     double otlpStuckAfter;

@@ -65,15 +65,15 @@ final class ProxyCommand implements Callable<Integer> {
     @Option(names = "--proxy-id", defaultValue = "proxy", paramLabel = "ID", description = "Its name in the journal (default ${DEFAULT-VALUE}).")
     String proxyId;
 
-    @Option(names = "--registration-ttl-s", defaultValue = "10", paramLabel = "S",
+    @Option(names = "--registration-ttl-s", converter = DurationOption.class, defaultValue = "10", paramLabel = "S",
             description = "An instance with no heartbeat for this long expires (default ${DEFAULT-VALUE}; engines beat every 3 s).")
     double ttlS;
 
-    @Option(names = "--prefill-timeout-s", defaultValue = "30", paramLabel = "S",
+    @Option(names = "--prefill-timeout-s", converter = DurationOption.class, defaultValue = "30", paramLabel = "S",
             description = "Longest wait for the prefill leg's answer (default ${DEFAULT-VALUE}); then 504.")
     double prefillTimeoutS;
 
-    @Option(names = "--decode-timeout-s", defaultValue = "300", paramLabel = "S",
+    @Option(names = "--decode-timeout-s", converter = DurationOption.class, defaultValue = "300", paramLabel = "S",
             description = "Longest wait for the decode leg's headers, and between two chunks of its stream (default ${DEFAULT-VALUE}); then 504.")
     double decodeTimeoutS;
 
@@ -99,7 +99,7 @@ final class ProxyCommand implements Callable<Integer> {
                     + "(up to 10 s). Never holds the proxy up.")
     String ship;
 
-    @Option(names = "--duration-s", defaultValue = "0", paramLabel = "S", description = "Stop after this many seconds (0: run until stopped).")
+    @Option(names = "--duration-s", converter = DurationOption.class, defaultValue = "0", paramLabel = "S", description = "Stop after this many seconds (0: run until stopped).")
     double durationS;
 
     @Override

@@ -110,21 +110,21 @@ final class SimulateCommand implements Callable<Integer> {
             description = "turn one reducer switch on or off after --profile (e.g. write-done-worker-pod-hosts=true); repeatable")
     List<String> sets = new ArrayList<>();
 
-    @Option(names = "--defer-timeout-s", paramLabel = "S",
+    @Option(names = "--defer-timeout-s", converter = DurationOption.class, paramLabel = "S",
             description = "the connectors' defer_timeout in seconds (default: the simulator's, 60)")
     Double deferTimeoutS;
 
-    @Option(names = "--time-limit-s", paramLabel = "S",
+    @Option(names = "--time-limit-s", converter = DurationOption.class, paramLabel = "S",
             description = "virtual time after which the run stops waiting for requests; it then runs defer_timeout + 1 s "
                     + "longer for reaping (default: the simulator's, 120)")
     Double timeLimitS;
 
-    @Option(names = "--idle-step-ms", paramLabel = "MS",
+    @Option(names = "--idle-step-ms", converter = DurationOption.Millis.class, paramLabel = "MS",
             description = "length of an engine step that schedules nothing (default: the simulator's, 10); "
                     + "longer idle steps give much smaller journals")
     Double idleStepMs;
 
-    @Option(names = "--tick-ms", paramLabel = "MS",
+    @Option(names = "--tick-ms", converter = DurationOption.Millis.class, paramLabel = "MS",
             description = "period of the background tick of an engine with no requests (default: the simulator's, 100)")
     Double tickMs;
 

@@ -5,6 +5,7 @@ import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.replay.JournalTail;
 import io.kvledger.ledger.report.EntryText;
 import io.kvledger.ledger.report.TypeFilter;
+import io.kvledger.ledger.text.Seconds;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.journal.JournalException;
 import io.kvledger.journal.JournalReader;
@@ -65,9 +66,9 @@ final class TailCommand implements Callable<Integer> {
             description = "with -f: stop after printing N entries in all (default: run until interrupted)")
     Long max;
 
-    @Option(names = "--retry-ms", paramLabel = "MS", defaultValue = "200",
+    @Option(names = "--retry-ms", converter = DurationOption.Millis.class, paramLabel = "MS", defaultValue = "200",
             description = "with -f: how often to look for a journal that does not exist yet (default: ${DEFAULT-VALUE})")
-    long retryMs;
+    double retryMs;
 
     private TypeFilter filter;
 
@@ -83,7 +84,7 @@ final class TailCommand implements Callable<Integer> {
             throw usage("--max is only for -f (without -f, -n N says how many entries to print)");
         }
         if (retryMs < 1) {
-            throw usage("--retry-ms must be at least 1, got " + retryMs);
+            throw usage("--retry-ms must be at least 1 ms, got " + Seconds.exact(Math.round(retryMs * 1e6), 0));
         }
         try {
             filter = TypeFilter.parse(types);
@@ -150,7 +151,7 @@ final class TailCommand implements Callable<Integer> {
         }, "kvledger-tail-stop");
         Runtime.getRuntime().addShutdownHook(hook);
         try {
-            JournalTail.Followed f = JournalTail.follow(dir, lines, max, Duration.ofMillis(retryMs), filter::accepts,
+            JournalTail.Followed f = JournalTail.follow(dir, lines, max, Duration.ofNanos(Math.round(retryMs * 1e6)), filter::accepts,
                     stop::get, new JournalTail.Follower() {
                         private long printed;
                         private boolean live;

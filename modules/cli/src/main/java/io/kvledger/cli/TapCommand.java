@@ -70,7 +70,7 @@ final class TapCommand implements Callable<Integer> {
     @Option(names = "--max-frames", defaultValue = "0", description = "Stop after this many frames in all (0: run until stopped).")
     long maxFrames;
 
-    @Option(names = "--duration-s", defaultValue = "0", description = "Stop after this many seconds (0: run until stopped).")
+    @Option(names = "--duration-s", converter = DurationOption.class, defaultValue = "0", description = "Stop after this many seconds (0: run until stopped).")
     double durationS;
 
     @Override

@@ -141,8 +141,8 @@ class JournalCommandsTest {
         Outcome o = run("replay", clean.resolve("P0").toString(), "--effects", "--until", "60");
         assertThat(o.code()).as(o.err()).isZero();
         assertThat(o.out())
-                .containsPattern("(?m)^t\\+0\\.000000  P0  #1  request_admitted => phase_changed rid=cmpl-\\.\\.\\._[0-9a-f]{32}-0-[0-9a-f]{8} - -> ADMITTED \\(admitted\\)$")
-                .containsPattern("(?m)^t\\+\\d+\\.\\d{6}  P0  #\\d+  layer_saved => post_write status=1 tid=tx-")
+                .containsPattern("(?m)^t\\+0\\.000000 s  P0  #1  request_admitted => phase_changed rid=cmpl-\\.\\.\\._[0-9a-f]{32}-0-[0-9a-f]{8} - -> ADMITTED \\(admitted\\)$")
+                .containsPattern("(?m)^t\\+\\d+\\.\\d{6} s  P0  #\\d+  layer_saved => post_write status=1 tid=tx-")
                 .containsPattern("(?m)^replay: 1 journal\\(s\\) \\(P0\\), \\d+ inputs applied, \\d+ effects recomputed, each journal up to seq 60$");
     }
 
@@ -244,17 +244,25 @@ class JournalCommandsTest {
     void a_longer_stuck_bound_or_a_longer_defer_timeout_changes_the_findings() {
         Outcome longBound = run("hangs", faulty.toString(), "--stuck-after", "100000");
         assertThat(longBound.out()).doesNotContain("stuck-waiting:");
+        // a duration with a unit is the same bound as its plain seconds
+        assertThat(run("hangs", faulty.toString(), "--stuck-after", "2h").out())
+                .isEqualTo(run("hangs", faulty.toString(), "--stuck-after", "7200").out());
+        assertThat(run("hangs", faulty.toString(), "--stuck-after", "1500ms").out())
+                .isEqualTo(run("hangs", faulty.toString(), "--stuck-after", "1.5").out());
         Outcome longer = run("hangs", faulty.toString(), "--set", "defer_timeout=3600");
         assertThat(longer.out()).contains("defer_timeout 3600 s (journal: 60 s)");
     }
 
     @Test
     void hangs_usage_errors_exit_2() {
-        for (String bad : List.of("0", "-5", "x")) {
+        for (String bad : List.of("0", "-5", "x", "5x", "5 m", "0ms")) {
             Outcome o = run("hangs", faulty.toString(), "--stuck-after", bad);
             assertThat(o.code()).as(bad).isEqualTo(2);
             assertThat(o.err()).contains("see 'kvledger help hangs'");
         }
+        assertThat(run("hangs", faulty.toString(), "--stuck-after", "5x").err())
+                .contains("'5x' is not a duration: write a number of seconds (30, 0.5) or a number with a unit: "
+                        + "250ms, 30s, 5m, 1h");
         Outcome missing = run("hangs", tmp.resolve("nope").toString());
         assertThat(missing.code()).isEqualTo(2);
         assertThat(missing.err()).contains("nope: no such directory");
@@ -273,10 +281,10 @@ class JournalCommandsTest {
                 .containsPattern("(?m)^  request D0  cmpl-\\.\\.\\._" + uuid(rid) + "-0-[0-9a-f]{8}$")
                 .containsPattern("(?m)^  request P0  cmpl-\\.\\.\\._" + uuid(rid) + "-0-[0-9a-f]{8}$")
                 .containsPattern("(?m)^  transfer  tx-[0-9a-f-]{36}$")
-                .containsPattern("(?m)^t\\+0\\.000000  (D0|P0)  #\\d+  request_admitted rid=")
-                .containsPattern("(?m)^t\\+\\d+\\.\\d{6}  D0  #\\d+  blocks_allocated => phase ADMITTED -> WAITING_FOR_REMOTE_KVS: ")
-                .containsPattern("(?m)^t\\+\\d+\\.\\d{6}  D0  #\\d+  blocks_allocated => send_remote_blocks -> 10\\.0\\.0\\.1:61005 tid=")
-                .containsPattern("(?m)^t\\+\\d+\\.\\d{6}  P0  #\\d+  blocks_allocated => phase ADMITTED -> PREFILLING: ")
+                .containsPattern("(?m)^t\\+0\\.000000 s  (D0|P0)  #\\d+  request_admitted rid=")
+                .containsPattern("(?m)^t\\+\\d+\\.\\d{6} s  D0  #\\d+  blocks_allocated => phase ADMITTED -> WAITING_FOR_REMOTE_KVS: ")
+                .containsPattern("(?m)^t\\+\\d+\\.\\d{6} s  D0  #\\d+  blocks_allocated => send_remote_blocks -> 10\\.0\\.0\\.1:61005 tid=")
+                .containsPattern("(?m)^t\\+\\d+\\.\\d{6} s  P0  #\\d+  blocks_allocated => phase ADMITTED -> PREFILLING: ")
                 .containsPattern("(?m)^  D0  cmpl-\\.\\.\\._" + uuid(rid) + "-0-[0-9a-f]{8}  WAITING_FOR_REMOTE_KVS \\(not terminal\\) since t\\+")
                 .containsPattern("(?m)^inspect: \\d+ line\\(s\\) over \\d+\\.\\d{3} s$")
                 .doesNotContain(root.toString());

@@ -486,7 +486,7 @@ class KafkaShipTest {
     private static long[] shipMetrics(java.net.http.HttpClient client, String url, String tag) throws Exception {
         String text = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).GET().build(),
                 java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-        Pattern series = Pattern.compile("(?m)^kvledger:ship_(backlog_entries|acknowledged_total)\\{[^}]*"
+        Pattern series = Pattern.compile("(?m)^kvledger_ship_(backlog_entries|acknowledged_total)\\{[^}]*"
                 + Pattern.quote(tag) + "[^}]*} ([0-9.E+-]+)$");
         Map<String, Long> seen = new TreeMap<>();
         Matcher m = series.matcher(text);

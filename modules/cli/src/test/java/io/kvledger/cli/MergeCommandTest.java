@@ -77,7 +77,7 @@ class MergeCommandTest {
         String tid = (String) ((Map<?, ?>) Json.parse(readIndex(out).get(1))).get("transfer_id");
         CliRun.Outcome inspect = run("inspect", out.toString(), "--transfer", tid);
         assertThat(inspect.code()).as(inspect.err()).isZero();
-        assertThat(inspect.out()).containsPattern("(?m)^t\\+\\S+ +P0 ").containsPattern("(?m)^t\\+\\S+ +D0 ");
+        assertThat(inspect.out()).containsPattern("(?m)^t\\+\\S+ s +P0 ").containsPattern("(?m)^t\\+\\S+ s +D0 ");
         CliRun.Outcome dump = run("dump", out.toString(), "--type", "request_admitted");
         assertThat(dump.lines()).extracting(l -> l.substring(0, 2)).containsExactly("P0", "D0");
     }

@@ -176,8 +176,8 @@ class VllmBridgeShadowTest {
         Map<String, Object> worker = streams.stream().filter(s -> "worker".equals(s.get("role"))).findFirst().orElseThrow();
         assertEquals(Boolean.FALSE, worker.get("shadowed"), worker.toString());
         String scrape = get("/metrics").body();
-        assertEquals(0, metric(scrape, "kvledger:shadow_divergences_total", "request_finished"));
-        assertEquals(0, metric(scrape, "kvledger:shadow_divergences_total", "get_num_new_matched_tokens"));
+        assertEquals(0, metric(scrape, "kvledger_shadow_divergences_total", "request_finished"));
+        assertEquals(0, metric(scrape, "kvledger_shadow_divergences_total", "get_num_new_matched_tokens"));
         // the node acted on nothing: no notify left it
         Map<String, Object> status = json("/v1/status");
         assertEquals(0L, status.get("notifies_sent"), status.toString());
@@ -219,8 +219,8 @@ class VllmBridgeShadowTest {
         assertTrue(((String) div.get("kvledger")).startsWith("finish_decision rid=" + RID1 + " delay_free=true"), div.toString());
         long seq = (Long) div.get("seq");
         String scrape = get("/metrics").body();
-        assertEquals(1, metric(scrape, "kvledger:shadow_divergences_total", "request_finished"));
-        assertEquals(0, metric(scrape, "kvledger:shadow_divergences_total", "update_connector_output"));
+        assertEquals(1, metric(scrape, "kvledger_shadow_divergences_total", "request_finished"));
+        assertEquals(0, metric(scrape, "kvledger_shadow_divergences_total", "update_connector_output"));
         // kvledger's model still holds the request's blocks the real connector freed: a hang, live
         Map<String, Object> hangs = json("/v1/hangs?stuck_after=0.05");
         assertEquals(Map.of("mapping-leak", 1L, "stuck", 1L), hangs.get("by_detector"), hangs.toString());

@@ -104,44 +104,50 @@ class AdminApiTest {
                 assertThat(r.headers().firstValue("Content-Type").orElse("")).startsWith("text/plain");
                 Map<String, Double> m = parsePrometheus(r.body());
                 String id = node.options().nodeId();
-                double byPhase = 0;
+                double live = 0;
                 double terminal = 0;
                 for (RequestPhase ph : RequestPhase.values()) {
-                    Double v = m.get(series("kvledger:requests", node, "phase", ph.name()));
-                    assertThat(v).as("%s requests{phase=%s}", id, ph).isNotNull();
-                    byPhase += v;
+                    // a live phase is a gauge of requests in it now, a terminal one a counter of requests that ended there
+                    String name = ph.terminal() ? "kvledger_requests_ended_total" : "kvledger_requests";
+                    String other = ph.terminal() ? "kvledger_requests" : "kvledger_requests_ended_total";
+                    Double v = m.get(series(name, node, "phase", ph.name()));
+                    assertThat(v).as("%s %s{phase=%s}", id, name, ph).isNotNull();
+                    assertThat(m).as("%s has no %s{phase=%s}", id, other, ph)
+                            .doesNotContainKey(series(other, node, "phase", ph.name()));
                     if (ph.terminal()) {
                         terminal += v;
+                    } else {
+                        live += v;
                     }
                 }
-                assertThat(byPhase).as("%s: requests by phase sum to the requests served", id).isEqualTo(n);
-                assertThat(terminal).as("%s: all of them terminal", id).isEqualTo(n);
-                for (String name : List.of("kvledger:nixl_xfer_time_seconds_count", "kvledger:nixl_xfer_time_seconds_sum",
-                        "kvledger:nixl_post_time_seconds_count", "kvledger:nixl_bytes_transferred_sum",
-                        "kvledger:nixl_bytes_transferred_count", "kvledger:nixl_num_failed_transfers_total",
-                        "kvledger:nixl_num_failed_notifications_total", "kvledger:nixl_num_kv_expired_reqs_total",
-                        "kvledger:inbox_depth", "kvledger:inbox_refused_total", "kvledger:events_lost_total",
-                        "kvledger:events_applied_total", "kvledger:ticks_total", "kvledger:journal_lag_seconds",
-                        "kvledger:journal_last_seq")) {
+                assertThat(live).as("%s: no request is left in a live phase", id).isZero();
+                assertThat(terminal).as("%s: every request served ended in a terminal phase", id).isEqualTo(n);
+                for (String name : List.of("kvledger_nixl_xfer_time_seconds_count", "kvledger_nixl_xfer_time_seconds_sum",
+                        "kvledger_nixl_post_time_seconds_count", "kvledger_nixl_transfer_size_bytes_sum",
+                        "kvledger_nixl_transfer_size_bytes_count", "kvledger_nixl_num_failed_transfers_total",
+                        "kvledger_nixl_num_failed_notifications_total", "kvledger_nixl_num_kv_expired_reqs_total",
+                        "kvledger_inbox_depth", "kvledger_inbox_refused_total", "kvledger_events_lost_total",
+                        "kvledger_events_applied_total", "kvledger_ticks_total", "kvledger_journal_lag_seconds",
+                        "kvledger_journal_last_seq")) {
                     assertThat(m).as("%s has %s", id, name).containsKey(series(name, node));
                 }
-                assertThat(m.get(series("kvledger:nixl_num_failed_transfers_total", node))).isZero();
-                assertThat(m.get(series("kvledger:nixl_num_kv_expired_reqs_total", node))).isZero();
-                assertThat(m.get(series("kvledger:events_lost_total", node))).isZero();
-                assertThat(m.get(series("kvledger:events_applied_total", node))).isEqualTo(node.loop().applied());
+                assertThat(m.get(series("kvledger_nixl_num_failed_transfers_total", node))).isZero();
+                assertThat(m.get(series("kvledger_nixl_num_kv_expired_reqs_total", node))).isZero();
+                assertThat(m.get(series("kvledger_events_lost_total", node))).isZero();
+                assertThat(m.get(series("kvledger_events_applied_total", node))).isEqualTo(node.loop().applied());
                 assertThat(m.entrySet()).as("%s: no series reads NaN", id).noneMatch(e -> e.getValue().isNaN());
                 // each function counter and gauge moves with what it reads
-                assertThat(m.get(series("kvledger:journal_last_seq", node))).isEqualTo((double) node.loop().lastSeq())
+                assertThat(m.get(series("kvledger_journal_last_seq", node))).isEqualTo((double) node.loop().lastSeq())
                         .isPositive();
-                assertThat(m.get(series("kvledger:inbox_capacity", node))).isEqualTo((double) node.inbox().capacity());
-                assertThat(m.get(series("kvledger:notifies_sent_total", node)))
+                assertThat(m.get(series("kvledger_inbox_capacity", node))).isEqualTo((double) node.inbox().capacity());
+                assertThat(m.get(series("kvledger_notifies_sent_total", node)))
                         .isEqualTo((double) node.status().notifiesSent());
-                assertThat(m.get(series("kvledger:frames_received_total", node)))
+                assertThat(m.get(series("kvledger_frames_received_total", node)))
                         .isEqualTo((double) node.listener().received());
-                assertThat(m.get(series("kvledger:notifies_sent_total", node) ) + m.get(series(
-                        "kvledger:frames_received_total", node))).as("%s sent or got notifies", id).isPositive();
+                assertThat(m.get(series("kvledger_notifies_sent_total", node) ) + m.get(series(
+                        "kvledger_frames_received_total", node))).as("%s sent or got notifies", id).isPositive();
                 assertThat(m).as("histogram buckets of the transfer time")
-                        .containsKey(series("kvledger:nixl_xfer_time_seconds_bucket", node, "le", "+Inf"));
+                        .containsKey(series("kvledger_nixl_xfer_time_seconds_bucket", node, "le", "+Inf"));
 
                 // The transfer figures match the posts in the node's own journal.
                 long[] posts = posts(node);
@@ -149,14 +155,14 @@ class AdminApiTest {
                 if (posting) {
                     assertThat(posts[0]).as("%s posted", id).isPositive();
                 }
-                assertThat(m.get(series("kvledger:nixl_xfer_time_seconds_count", node))).as("%s transfers timed", id)
+                assertThat(m.get(series("kvledger_nixl_xfer_time_seconds_count", node))).as("%s transfers timed", id)
                         .isEqualTo((double) posts[0]);
-                assertThat(m.get(series("kvledger:nixl_post_time_seconds_count", node))).as("%s posts timed", id)
+                assertThat(m.get(series("kvledger_nixl_post_time_seconds_count", node))).as("%s posts timed", id)
                         .isEqualTo((double) posts[0]);
-                assertThat(m.get(series("kvledger:nixl_bytes_transferred_sum", node))).as("%s bytes", id)
+                assertThat(m.get(series("kvledger_nixl_transfer_size_bytes_sum", node))).as("%s bytes", id)
                         .isEqualTo((double) posts[1] * 2 * node.options().layout().blockLenBytes());
                 if (posting) {
-                    assertThat(m.get(series("kvledger:nixl_bytes_transferred_sum", node))).isPositive();
+                    assertThat(m.get(series("kvledger_nixl_transfer_size_bytes_sum", node))).isPositive();
                 }
             }
 
@@ -179,7 +185,13 @@ class AdminApiTest {
             assertThat(rows(two)).hasSize(2);
             assertThat(two.get("truncated")).isEqualTo(true);
             assertThat(rows(two).get(0).get("request_id")).as("newest first").isEqualTo(listed.get(0));
-            assertThat(json(get(d, "/v1/requests?phase=bogus", TOKEN), 400).get("error").toString()).contains("bogus");
+            // every error in the one shape of kvledger's servers: {"error": {"message", "type", "param", "code"}}
+            Map<String, Object> bogus = cast(json(get(d, "/v1/requests?phase=bogus", TOKEN), 400).get("error"));
+            assertThat(bogus).containsOnlyKeys("message", "type", "param", "code")
+                    .containsEntry("type", "invalid_request_error").containsEntry("code", 400L);
+            assertThat((String) bogus.get("message")).contains("bogus");
+            Map<String, Object> noToken = cast(json(get(d, "/v1/requests", "wrong"), 401).get("error"));
+            assertThat(noToken).containsEntry("message", "missing or wrong bearer token").containsEntry("code", 401L);
             assertThat(get(d, "/v1/requests?limit=-1", TOKEN).statusCode()).isEqualTo(400);
 
             // ---------------------------------------------------------------- /v1/requests/{id}
@@ -325,7 +337,7 @@ class AdminApiTest {
                 assertThat((Double) r.get("in_phase_s")).isGreaterThan(0.2);
             });
             HttpResponse<String> metrics = get(d, "/metrics", null);
-            assertThat(parsePrometheus(metrics.body()).get(series("kvledger:requests", d, "phase",
+            assertThat(parsePrometheus(metrics.body()).get(series("kvledger_requests", d, "phase",
                     "WAITING_FOR_REMOTE_KVS"))).isEqualTo(1.0);
         } finally {
             d.close();

@@ -15,7 +15,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -23,7 +26,22 @@ import org.junit.jupiter.api.io.TempDir;
  * and msgpack): each hook call is journaled and applied by the node and answered with the
  * reducer's reply.
  */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class BridgedNodeTest {
+
+    /** The bridged node's /metrics, for promtool (the engine bridge's series exist only with a bridge). */
+    private static volatile String bridgedScrape;
+
+    @Test
+    @Order(2)
+    void theBridgedNodesMetricsPassPromtoolWithNoWarning() throws Exception {
+        Path promtool = Promtool.require();
+        assertThat(bridgedScrape).as("the bridged node's scrape (taken by the test before)").isNotNull()
+                .contains("kvledger_bridge_calls_received_total");
+        Promtool.Verdict v = Promtool.check(promtool, bridgedScrape);
+        assertThat(v.output()).as("promtool check metrics on the bridged node's /metrics").isBlank();
+        assertThat(v.exit()).isZero();
+    }
 
     private static final String PYTHON = "/usr/bin/python3";
 
@@ -67,6 +85,7 @@ class BridgedNodeTest {
     Path dir;
 
     @Test
+    @Order(1)
     void aPythonEngineDrivesTheNodeOverTheBridge() throws Exception {
         org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(Path.of(PYTHON)), PYTHON + " is missing");
         int base = TestNodes.freePortBase(2);
@@ -95,10 +114,11 @@ class BridgedNodeTest {
             try (io.kvledger.node.metrics.NodeMetrics metrics = io.kvledger.node.metrics.NodeMetrics.attach(p.loop(), p.inbox(),
                     p.clock(), p.dataPlane())) {
                 String scrape = metrics.scrape();
-                assertThat(scrape).containsPattern("(?m)^kvledger:bridge_calls_received_total\\{[^}]*} 12\\.0$")
-                        .containsPattern("(?m)^kvledger:bridge_replies_undeliverable_total\\{[^}]*} 0\\.0$")
-                        .containsPattern("(?m)^kvledger:bridge_replies_undeliverable_applied_total\\{[^}]*} 0\\.0$")
-                        .containsPattern("(?m)^kvledger:bridge_replies_held\\{[^}]*} 0\\.0$");
+                bridgedScrape = scrape;
+                assertThat(scrape).containsPattern("(?m)^kvledger_bridge_calls_received_total\\{[^}]*} 12\\.0$")
+                        .containsPattern("(?m)^kvledger_bridge_replies_undeliverable_total\\{[^}]*} 0\\.0$")
+                        .containsPattern("(?m)^kvledger_bridge_replies_undeliverable_applied_total\\{[^}]*} 0\\.0$")
+                        .containsPattern("(?m)^kvledger_bridge_replies_held\\{[^}]*} 0\\.0$");
             }
         } finally {
             p.close();

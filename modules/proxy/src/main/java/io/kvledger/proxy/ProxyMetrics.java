@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.kvledger.ledger.metrics.RuntimeMetrics;
 import io.kvledger.wire.Registration;
 import java.time.Duration;
 import java.util.List;
@@ -15,25 +16,28 @@ import java.util.function.LongSupplier;
 
 /**
  * The proxy's metrics in Prometheus text ({@code GET /metrics}), named as the node's are
- * ({@code kvledger:} where vLLM says {@code vllm:}, see {@code metrics.NodeMetrics}), every
- * series tagged {@code proxy} with the proxy's id:
+ * (Prometheus's conventions, {@code kvledger_} prefix, see {@code metrics.NodeMetrics}), every
+ * series tagged {@code proxy} with the proxy's id and exported from the first scrape:
  * <ul>
- *   <li>{@code kvledger:proxy_requests_total{outcome,status}}: client requests that ended, by
+ *   <li>{@code kvledger_proxy_requests_total{outcome,status}}: client requests that ended, by
  *       outcome ({@code ok}, {@code rejected} before any leg, {@code failed} after routing,
- *       {@code client_gone}) and HTTP status answered (499 for a client that went away);</li>
- *   <li>{@code kvledger:proxy_leg_duration_seconds{leg,outcome}} (histogram): from sending a leg
+ *       {@code client_gone}) and HTTP status answered (499 for a client that went away); the
+ *       usual pairs (ok 200, rejected 400, failed 502, client_gone 499) from start at 0;</li>
+ *   <li>{@code kvledger_proxy_leg_duration_seconds{leg,outcome}} (histogram): from sending a leg
  *       to its answer (a streamed decode: to its last chunk), by leg ({@code prefill},
- *       {@code decode}) and outcome ({@code answered}, {@code failed}, {@code cancelled});</li>
- *   <li>{@code kvledger:proxy_instances{role}}: registered instances now, role {@code producer}
+ *       {@code decode}) and outcome ({@code answered}, {@code failed}, {@code cancelled}), each
+ *       pair from start;</li>
+ *   <li>{@code kvledger_proxy_instances{role}}: registered instances now, role {@code producer}
  *       (prefill) or {@code consumer} (decode), as the nodes' {@code role} tag;</li>
- *   <li>{@code kvledger:proxy_handoffs_rejected_total{reason}}: prefill handoffs the proxy refused
+ *   <li>{@code kvledger_proxy_handoffs_rejected_total{reason}}: prefill handoffs the proxy refused
  *       to relay ({@link Checks#handoff}), by reason ({@code no_params}, {@code transfer_id},
  *       {@code read_incomplete}, {@code bad_field}; each exported from start at 0);</li>
- *   <li>{@code kvledger:proxy_registrations_received_total},
- *       {@code kvledger:proxy_registrations_rejected_total}: registration messages read
+ *   <li>{@code kvledger_proxy_registrations_received_total},
+ *       {@code kvledger_proxy_registrations_rejected_total}: registration messages read
  *       (heartbeats included) and rejected (journaled);</li>
- *   <li>{@code kvledger:ship_backlog_entries} and {@code kvledger:ship_acknowledged_total}: a
- *       journal shipper's ({@code --ship}, {@link #shipping}), as the node's; 0 without one.</li>
+ *   <li>{@code kvledger_ship_backlog_entries} and {@code kvledger_ship_acknowledged_total}: a
+ *       journal shipper's ({@code --ship}, {@link #shipping}), as the node's; 0 without one;</li>
+ *   <li>the process's and the JVM's ({@code RuntimeMetrics}).</li>
  * </ul>
  * Thread-safe.
  */
@@ -41,6 +45,8 @@ final class ProxyMetrics {
 
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final Tags tags;
+    /** The process and JVM meters (held: Micrometer holds what they read weakly). */
+    private final RuntimeMetrics runtime;
     /**
      * Micrometer holds a gauge's or function counter's object weakly: what they read must be
      * held here, or a collection leaves them reading nothing (the registration counters read 0
@@ -56,38 +62,49 @@ final class ProxyMetrics {
         this.tags = Tags.of("proxy", proxyId);
         this.instances = instances;
         this.router = router;
-        Gauge.builder("kvledger:proxy_instances", instances, i -> i.of(Registration.PRODUCER).size())
+        Gauge.builder("kvledger_proxy_instances", instances, i -> i.of(Registration.PRODUCER).size())
                 .tags(tags).tag("role", "producer")
                 .description("registered prefill (kv_producer) instances").register(registry);
-        Gauge.builder("kvledger:proxy_instances", instances, i -> i.of(Registration.CONSUMER).size())
+        Gauge.builder("kvledger_proxy_instances", instances, i -> i.of(Registration.CONSUMER).size())
                 .tags(tags).tag("role", "consumer")
                 .description("registered decode (kv_consumer) instances").register(registry);
-        FunctionCounter.builder("kvledger:proxy_registrations_received", router, RegistrationRouterCounts::received)
+        FunctionCounter.builder("kvledger_proxy_registrations_received", router, RegistrationRouterCounts::received)
                 .tags(tags).description("registration messages read (heartbeats included)").register(registry);
-        FunctionCounter.builder("kvledger:proxy_registrations_rejected", router, RegistrationRouterCounts::rejected)
+        FunctionCounter.builder("kvledger_proxy_registrations_rejected", router, RegistrationRouterCounts::rejected)
                 .tags(tags).description("registration messages rejected (journaled)").register(registry);
         // present on every scrape from the start, at 0 until a shipper's counters are given (shipping)
-        Gauge.builder("kvledger:ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
+        Gauge.builder("kvledger_ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
                 .description("Journal entries handed to the Kafka producer and not acknowledged yet (held in memory; "
                         + "0 without --ship)").register(registry);
-        FunctionCounter.builder("kvledger:ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
+        FunctionCounter.builder("kvledger_ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
                 .description("Journal entries Kafka acknowledged since start (0 without --ship)").register(registry);
         for (String reason : HANDOFF_REASONS) {
             handoffs(reason);
         }
+        requests("ok", 200);
+        requests("rejected", 400);
+        requests("failed", 502);
+        requests("client_gone", 499);
+        for (String leg : List.of("prefill", "decode")) {
+            for (String outcome : List.of("answered", "failed", "cancelled")) {
+                legTimer(leg, outcome);
+            }
+        }
+        runtime = new RuntimeMetrics(tags);
+        runtime.bindTo(registry);
     }
 
     /**
      * Gives the meters the counters of a shipper of the proxy's journal ({@code kvledger proxy
-     * --ship}), as the node's: {@code kvledger:ship_backlog_entries} (entries handed to the Kafka
-     * producer, not acknowledged yet) and {@code kvledger:ship_acknowledged_total}, read live.
+     * --ship}), as the node's: {@code kvledger_ship_backlog_entries} (entries handed to the Kafka
+     * producer, not acknowledged yet) and {@code kvledger_ship_acknowledged_total}, read live.
      */
     void shipping(LongSupplier backlog, LongSupplier acknowledged) {
         shipBacklog = backlog;
         shipAcknowledged = acknowledged;
     }
 
-    /** The {@code reason}s of {@code kvledger:proxy_handoffs_rejected_total}, exported from start (at 0). */
+    /** The {@code reason}s of {@code kvledger_proxy_handoffs_rejected_total}, exported from start (at 0). */
     static final List<String> HANDOFF_REASONS = List.of("no_params", "transfer_id", "read_incomplete", "bad_field");
 
     /** The registration socket's counters (so that metrics outlive nothing they read). */
@@ -99,18 +116,26 @@ final class ProxyMetrics {
 
     /** A client request ended: {@code outcome} is ok, rejected, failed or client_gone. */
     void request(String outcome, int status) {
-        Counter.builder("kvledger:proxy_requests").tags(tags).tag("outcome", outcome)
+        requests(outcome, status).increment();
+    }
+
+    private Counter requests(String outcome, int status) {
+        return Counter.builder("kvledger_proxy_requests").tags(tags).tag("outcome", outcome)
                 .tag("status", Integer.toString(status))
-                .description("client requests by outcome and HTTP status").register(registry).increment();
+                .description("client requests by outcome and HTTP status").register(registry);
     }
 
     /** A leg ended: {@code outcome} is answered, failed or cancelled. */
     void leg(String leg, String outcome, long elapsedNs) {
-        Timer.builder("kvledger:proxy_leg_duration").tags(tags).tag("leg", leg).tag("outcome", outcome)
+        legTimer(leg, outcome).record(elapsedNs, TimeUnit.NANOSECONDS);
+    }
+
+    private Timer legTimer(String leg, String outcome) {
+        return Timer.builder("kvledger_proxy_leg_duration").tags(tags).tag("leg", leg).tag("outcome", outcome)
                 .description("time from sending a leg to its answer (a streamed decode: to its last chunk)")
                 .serviceLevelObjectives(ms(5), ms(10), ms(25), ms(50), ms(100), ms(250), ms(500), ms(1000),
                         ms(2500), ms(5000), ms(10_000), ms(30_000), ms(60_000), ms(300_000))
-                .register(registry).record(elapsedNs, TimeUnit.NANOSECONDS);
+                .register(registry);
     }
 
     /** The prefill's handoff was refused ({@link Checks#handoff} said {@code problem}). */
@@ -119,7 +144,7 @@ final class ProxyMetrics {
     }
 
     private Counter handoffs(String reason) {
-        return Counter.builder("kvledger:proxy_handoffs_rejected").tags(tags).tag("reason", reason)
+        return Counter.builder("kvledger_proxy_handoffs_rejected").tags(tags).tag("reason", reason)
                 .description("prefill handoffs the proxy refused to relay, by reason").register(registry);
     }
 

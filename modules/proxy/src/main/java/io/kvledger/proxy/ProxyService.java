@@ -143,8 +143,8 @@ public final class ProxyService implements AutoCloseable {
     }
 
     /**
-     * Exports a journal shipper's counters on {@code /metrics} ({@code kvledger:ship_backlog_entries},
-     * {@code kvledger:ship_acknowledged_total}, at 0 until then).
+     * Exports a journal shipper's counters on {@code /metrics} ({@code kvledger_ship_backlog_entries},
+     * {@code kvledger_ship_acknowledged_total}, at 0 until then).
      */
     public void shipping(LongSupplier backlog, LongSupplier acknowledged) {
         metrics.shipping(backlog, acknowledged);

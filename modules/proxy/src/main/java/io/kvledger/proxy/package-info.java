@@ -20,7 +20,7 @@
  *       over its journal and the {@code --serve-journals} directories, live through
  *       {@code /v1/events};</li>
  *   <li>{@link io.kvledger.proxy.ProxyMetrics}: {@code /metrics}, named as the node's
- *       ({@code kvledger:proxy_*});</li>
+ *       ({@code kvledger_proxy_*});</li>
  *   <li>{@link io.kvledger.proxy.ProxyTraces}: with {@code --otlp}, a span per request
  *       (the client's leg, the two engine legs as children) in the trace the nodes' spans of the
  *       request are in.</li>

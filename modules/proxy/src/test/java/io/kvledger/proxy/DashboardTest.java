@@ -26,6 +26,8 @@ import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import io.kvledger.node.Promtool;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -35,20 +37,19 @@ import org.junit.jupiter.api.io.TempDir;
  * them through the proxy; and one anomaly is recorded, so that the anomaly series exists), the
  * nodes' and the proxy's {@code /metrics} are scraped over HTTP, and every metric name in every
  * PromQL expression of the dashboard (panel targets and template queries) must be a series of
- * one of those scrapes.
+ * one of those scrapes. The same scrapes pass Prometheus's {@code promtool check metrics} with
+ * no warning.
  */
 class DashboardTest {
 
     @TempDir
-    Path dir;
+    static Path dir;
 
-    @Test
-    void everyMetricTheDashboardUsesIsOneANodeOrTheProxyExports() throws Exception {
-        Map<String, Object> dash = dashboard();
-        Map<String, List<String>> exprs = expressions(dash);
-        assertThat(exprs.size()).as("panels with PromQL (and template queries) in the dashboard").isGreaterThanOrEqualTo(18);
+    /** The live scrapes: the prefill node's, the decode node's and the proxy's {@code /metrics}. */
+    private static final Map<String, String> SCRAPES = new LinkedHashMap<>();
 
-        Set<String> exported = new TreeSet<>();
+    @BeforeAll
+    static void scrapeLiveNodesAndProxy() throws Exception {
         int base = TestNodes.freePortBase(4);
         ProxyService proxy = ProxyService.start(ProxyOptions.loopback().withMode(TransferMode.WRITE), "test");
         String ping = "tcp://127.0.0.1:" + proxy.pingPort();
@@ -74,20 +75,56 @@ class DashboardTest {
                     .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"m\",\"prompt\":\"" + "word ".repeat(40)
                             + "\",\"max_tokens\":3}")).build(), HttpResponse.BodyHandlers.ofString());
             assertThat(c.statusCode()).as(c.body()).isEqualTo(200);
-            List<Integer> ports = List.of(p.http().port(), d.http().port(), proxy.httpPort());
-            for (int port : ports) {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
+            Map<String, Integer> ports = new LinkedHashMap<>();
+            ports.put("node P0", p.http().port());
+            ports.put("node D0", d.http().port());
+            ports.put("proxy", proxy.httpPort());
+            for (Map.Entry<String, Integer> e : ports.entrySet()) {
+                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + e.getValue()
                         + "/metrics")).timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
                 assertThat(r.statusCode()).isEqualTo(200);
-                exported.addAll(sampleNames(r.body()));
+                SCRAPES.put(e.getKey(), r.body());
             }
         } finally {
             p.close();
             d.close();
             proxy.close();
         }
-        assertThat(exported).contains("kvledger:anomalies_total", "kvledger:nixl_xfer_time_seconds_bucket",
-                "kvledger:proxy_requests_total", "kvledger:proxy_leg_duration_seconds_bucket");
+    }
+
+    @Test
+    void everyScrapePassesPromtoolWithNoWarning() throws Exception {
+        Path promtool = Promtool.require();
+        assertThat(SCRAPES).hasSize(3);
+        for (Map.Entry<String, String> e : SCRAPES.entrySet()) {
+            Promtool.Verdict v = Promtool.check(promtool, e.getValue());
+            assertThat(v.output()).as("promtool check metrics on the %s's /metrics", e.getKey()).isBlank();
+            assertThat(v.exit()).as("promtool's exit status on the %s's /metrics", e.getKey()).isZero();
+        }
+    }
+
+    @Test
+    void theScrapesCarryProcessAndJvmMetrics() {
+        for (Map.Entry<String, String> e : SCRAPES.entrySet()) {
+            assertThat(sampleNames(e.getValue())).as("the %s's /metrics", e.getKey()).contains(
+                    "process_cpu_seconds_total", "process_resident_memory_bytes", "process_start_time_seconds",
+                    "process_open_fds", "process_max_fds", "jvm_memory_used_bytes", "jvm_threads_live_threads",
+                    "jvm_gc_collections_total", "jvm_gc_collection_seconds_total");
+        }
+    }
+
+    @Test
+    void everyMetricTheDashboardUsesIsOneANodeOrTheProxyExports() throws Exception {
+        Map<String, Object> dash = dashboard();
+        Map<String, List<String>> exprs = expressions(dash);
+        assertThat(exprs.size()).as("panels with PromQL (and template queries) in the dashboard").isGreaterThanOrEqualTo(18);
+
+        Set<String> exported = new TreeSet<>();
+        for (String scrape : SCRAPES.values()) {
+            exported.addAll(sampleNames(scrape));
+        }
+        assertThat(exported).contains("kvledger_anomalies_total", "kvledger_nixl_xfer_time_seconds_bucket",
+                "kvledger_proxy_requests_total", "kvledger_proxy_leg_duration_seconds_bucket");
 
         Set<String> used = new TreeSet<>();
         for (Map.Entry<String, List<String>> e : exprs.entrySet()) {
@@ -102,23 +139,24 @@ class DashboardTest {
             }
         }
         // The panels the dashboard is for: requests by phase, hangs, transfer time and bytes, inbox, journal lag.
-        assertThat(used).contains("kvledger:requests", "kvledger:anomalies_total", "kvledger:nixl_xfer_time_seconds_bucket",
-                "kvledger:nixl_bytes_transferred_sum", "kvledger:inbox_depth", "kvledger:journal_lag_seconds",
-                "kvledger:nixl_num_kv_expired_reqs_total", "kvledger:proxy_requests_total",
-                "kvledger:proxy_leg_duration_seconds_bucket", "kvledger:proxy_instances",
-                "kvledger:proxy_handoffs_rejected_total");
+        assertThat(used).contains("kvledger_requests", "kvledger_requests_ended_total", "kvledger_anomalies_total", "kvledger_nixl_xfer_time_seconds_bucket",
+                "kvledger_nixl_transfer_size_bytes_sum", "kvledger_inbox_depth", "kvledger_journal_lag_seconds",
+                "kvledger_nixl_num_kv_expired_reqs_total", "kvledger_proxy_requests_total",
+                "kvledger_proxy_leg_duration_seconds_bucket", "kvledger_proxy_instances",
+                "kvledger_proxy_handoffs_rejected_total", "process_cpu_seconds_total", "process_resident_memory_bytes",
+                "jvm_gc_collection_seconds_total");
     }
 
     @Test
     void thePromqlReaderFindsMetricNamesOnly() {
-        assertThat(metricNames("sum by (phase) (kvledger:requests{node=~\"$node\", phase!~\"A|B\"})"))
-                .containsExactly("kvledger:requests");
+        assertThat(metricNames("sum by (phase) (kvledger_requests{node=~\"$node\", phase!~\"A|B\"})"))
+                .containsExactly("kvledger_requests");
         assertThat(metricNames("histogram_quantile(0.99, sum by (le, leg) (rate(x_bucket{a=\"rate(y)\"}[$__rate_interval])))"))
                 .containsExactly("x_bucket");
         assertThat(metricNames("sum(rate(a_sum[5m])) / on (node) group_left (role) sum(rate(a_count[5m])) offset 1m"))
                 .containsExactly("a_sum", "a_count");
-        assertThat(metricNames("label_values(kvledger:events_applied_total, node)"))
-                .containsExactly("kvledger:events_applied_total");
+        assertThat(metricNames("label_values(kvledger_events_applied_total, node)"))
+                .containsExactly("kvledger_events_applied_total");
         assertThat(metricNames("max(up) > bool 0 and absent(nope)")).containsExactly("up", "nope");
     }
 

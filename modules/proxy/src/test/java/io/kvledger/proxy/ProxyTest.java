@@ -402,7 +402,7 @@ class ProxyTest {
         assertEquals(200, done.httpStatus());
         assertTrue(eventually(WAIT, () -> {
             try {
-                return metrics(p).getOrDefault("kvledger:proxy_requests_total{outcome=\"failed\",status=\"200\"}", 0.0) == 1.0;
+                return metrics(p).getOrDefault("kvledger_proxy_requests_total{outcome=\"failed\",status=\"200\"}", 0.0) == 1.0;
             } catch (Exception e) {
                 return false;
             }
@@ -454,9 +454,9 @@ class ProxyTest {
         assertEquals(200, f.httpStatus());
         String scrape = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort() + "/metrics"))
                 .build(), HttpResponse.BodyHandlers.ofString()).body();
-        assertTrue(scrape.contains("kvledger:proxy_handoffs_rejected_total{proxy=\"proxy\",reason=\"transfer_id\"} 1.0"),
+        assertTrue(scrape.contains("kvledger_proxy_handoffs_rejected_total{proxy=\"proxy\",reason=\"transfer_id\"} 1.0"),
                 scrape);
-        assertTrue(scrape.contains("kvledger:proxy_leg_duration_seconds_count{leg=\"prefill\",outcome=\"failed\",proxy=\"proxy\"} 1"),
+        assertTrue(scrape.contains("kvledger_proxy_leg_duration_seconds_count{leg=\"prefill\",outcome=\"failed\",proxy=\"proxy\"} 1"),
                 scrape);
 
         // a prefill that registers but whose HTTP port is closed (the first one expires meanwhile)
@@ -535,8 +535,8 @@ class ProxyTest {
         HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + p.httpPort()
                 + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
         assertTrue(metrics.body().contains(
-                "kvledger:proxy_requests_total{outcome=\"rejected\",proxy=\"proxy\",status=\"400\"} 6.0"), metrics.body());
-        assertTrue(metrics.body().contains("kvledger:proxy_instances{proxy=\"proxy\",role=\"producer\"} 1.0"),
+                "kvledger_proxy_requests_total{outcome=\"rejected\",proxy=\"proxy\",status=\"400\"} 6.0"), metrics.body());
+        assertTrue(metrics.body().contains("kvledger_proxy_instances{proxy=\"proxy\",role=\"producer\"} 1.0"),
                 metrics.body());
     }
 
@@ -614,11 +614,11 @@ class ProxyTest {
             System.gc();
         }
         Map<String, Double> m = metrics(p);
-        assertEquals((double) p.registrationsReceived(), m.get("kvledger:proxy_registrations_received_total"), m.toString());
-        assertEquals(5.0, m.get("kvledger:proxy_registrations_rejected_total"), m.toString());
+        assertEquals((double) p.registrationsReceived(), m.get("kvledger_proxy_registrations_received_total"), m.toString());
+        assertEquals(5.0, m.get("kvledger_proxy_registrations_rejected_total"), m.toString());
         assertTrue(p.registrationsReceived() >= 7, "every frame read is counted");
-        assertEquals(0.0, m.get("kvledger:proxy_instances{role=\"producer\"}"));
-        assertEquals(1.0, m.get("kvledger:proxy_instances{role=\"consumer\"}"));
+        assertEquals(0.0, m.get("kvledger_proxy_instances{role=\"producer\"}"));
+        assertEquals(1.0, m.get("kvledger_proxy_instances{role=\"consumer\"}"));
         for (Map.Entry<String, Double> e : m.entrySet()) {
             assertFalse(e.getValue().isNaN(), "a series reads NaN: " + e.getKey());
         }

@@ -2090,6 +2090,6 @@ public final class HangDetectors {
     }
 
     static String seconds(long ns) {
-        return String.format(java.util.Locale.ROOT, "%.3f s", ns / 1e9);
+        return io.kvledger.ledger.text.Seconds.rounded(ns, 3);
     }
 }

@@ -46,9 +46,12 @@ public final class ReportText {
         return m.find() ? m.group(1) : null;
     }
 
-    /** A time relative to the start of a journal set: {@code t+12.345678} (seconds, 6 decimals). */
+    /**
+     * A time relative to the start of a journal set: {@code t+12.345678 s} (seconds, 6 decimals,
+     * with the unit, as every time and duration kvledger prints).
+     */
     public static String rel(long ns) {
-        return "t+" + Seconds.cutValue(ns, 6);
+        return "t+" + Seconds.cut(ns, 6);
     }
 
     /** A journal time as seconds with nine decimals ("12.000000042"). */

@@ -64,6 +64,9 @@ public record HttpLeg(String name, ZmqAddress zmqAddress, int dpSize, int tpSize
         }
         if (status != 200) {
             Object kv = m.get("kvledger") instanceof Map<?, ?> k ? k.get("error") : m.get("error");
+            if (kv instanceof Map<?, ?> e && e.containsKey("message")) {
+                kv = e.get("message"); // {"error": {"message", "type", "param", "code"}}
+            }
             return failed(id, prompt, name + " answered " + status + ": " + kv);
         }
         Map<String, Object> usage = m.get("usage") instanceof Map<?, ?> u ? (Map<String, Object>) u : Map.of();

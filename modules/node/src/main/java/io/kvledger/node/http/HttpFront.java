@@ -168,7 +168,22 @@ public final class HttpFront implements AutoCloseable {
 
     static Publisher<Void> json(HttpServerResponse res, HttpResponseStatus status, Object body) {
         return res.status(status).header("Content-Type", "application/json")
-                .sendString(Mono.just(Json.write(body) + "\n"), StandardCharsets.UTF_8);
+                .sendString(Mono.just(Json.write(errorShaped(status, body)) + "\n"), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Every error the node answers has the one shape of every kvledger server (OpenAI's, as the
+     * proxy's and {@code serve}'s): a body whose {@code "error"} is a message becomes
+     * {@code {"error": {"message", "type", "param", "code"}}}, its other fields kept (the
+     * {@code candidates} of an ambiguous request id).
+     */
+    static Object errorShaped(HttpResponseStatus status, Object body) {
+        if (body instanceof Map<?, ?> m && m.get("error") instanceof String message) {
+            Map<Object, Object> out = new LinkedHashMap<>(m);
+            out.put("error", HttpHardening.errorObject(status.code(), message));
+            return out;
+        }
+        return body;
     }
 
     private Publisher<Void> healthz(HttpServerRequest req, HttpServerResponse res) {

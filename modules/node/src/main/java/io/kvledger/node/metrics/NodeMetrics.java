@@ -5,6 +5,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.node.NodeState;
+import io.kvledger.ledger.metrics.RuntimeMetrics;
 import io.kvledger.node.data.DataPlane;
 import io.kvledger.node.loop.Inbox;
 import io.kvledger.node.loop.NodeLoop;
@@ -26,49 +27,51 @@ import java.util.function.LongSupplier;
 /**
  * A live node's metrics in Prometheus text format ({@code GET /metrics}), through Micrometer.
  *
- * <p>The transfer metrics carry the names of vLLM's NIXL connector metrics with the
- * {@code kvledger:} prefix instead of {@code vllm:}, so a dashboard built for
- * {@code vllm:nixl_*} works after replacing the prefix:
+ * <p>Names follow Prometheus's conventions ({@code promtool check metrics} passes with no
+ * warning): a {@code kvledger_} prefix, base units as suffixes, {@code _total} on counters. The
+ * transfer metrics carry the names of vLLM's NIXL connector metrics ({@code vllm:nixl_*}, the
+ * colon being vLLM's) after that prefix, and each one's HELP names its vLLM counterpart:
  * <ul>
- *   <li>{@code kvledger:nixl_xfer_time_seconds} (histogram) mirrors {@code vllm:nixl_xfer_time_seconds}:
+ *   <li>{@code kvledger_nixl_xfer_time_seconds} (histogram) mirrors {@code vllm:nixl_xfer_time_seconds}:
  *       from a {@code PostWrite}/{@code PostRead} to the {@code TransferCompleted} of its status id,
  *       in node time (the events' {@code atNs});</li>
- *   <li>{@code kvledger:nixl_post_time_seconds} (histogram) mirrors {@code vllm:nixl_post_time_seconds}:
+ *   <li>{@code kvledger_nixl_post_time_seconds} (histogram) mirrors {@code vllm:nixl_post_time_seconds}:
  *       wall time the data plane spent handing one post to the transfer engine;</li>
- *   <li>{@code kvledger:nixl_bytes_transferred} (histogram) mirrors {@code vllm:nixl_bytes_transferred}:
+ *   <li>{@code kvledger_nixl_transfer_size_bytes} (histogram) mirrors {@code vllm:nixl_bytes_transferred}:
  *       bytes of one successful post, its block count times the layout's bytes per block of one
  *       layer (K and V entries);</li>
- *   <li>{@code kvledger:nixl_num_failed_transfers_total} mirrors {@code vllm:nixl_num_failed_transfers}:
+ *   <li>{@code kvledger_nixl_num_failed_transfers_total} mirrors {@code vllm:nixl_num_failed_transfers}:
  *       {@code TransferCompleted} events that did not succeed;</li>
- *   <li>{@code kvledger:nixl_num_failed_notifications_total} mirrors
+ *   <li>{@code kvledger_nixl_num_failed_notifications_total} mirrors
  *       {@code vllm:nixl_num_failed_notifications}: journaled {@code NotifySendFailed} events;</li>
- *   <li>{@code kvledger:nixl_num_kv_expired_reqs_total} mirrors {@code vllm:nixl_num_kv_expired_reqs}
+ *   <li>{@code kvledger_nixl_num_kv_expired_reqs_total} mirrors {@code vllm:nixl_num_kv_expired_reqs}
  *       (a prefill-side count): requests force-freed after defer_timeout without an ACK (phase
  *       {@code REAPED}).</li>
  * </ul>
  * One kvledger "transfer" is one layer's batch (one status id), where vLLM's NIXL connector
  * counts one handle per request; counts are therefore per layer.
  *
- * <p>Node metrics: {@code kvledger:requests{phase}} (requests in each phase now; for a terminal
- * phase, requests that ended there since start), {@code kvledger:anomalies_total{kind,severity}}
- * (one series per kind seen), {@code kvledger:inbox_depth}, {@code kvledger:inbox_capacity},
- * {@code kvledger:inbox_refused_total}, {@code kvledger:events_lost_total},
- * {@code kvledger:events_applied_total}, {@code kvledger:ticks_total},
- * {@code kvledger:journal_last_seq}, {@code kvledger:journal_errors_total},
- * {@code kvledger:loop_errors_total}, {@code kvledger:journal_lag_seconds} (with items waiting in
+ * <p>Node metrics: {@code kvledger_requests{phase}} (a gauge: requests in each live phase now),
+ * {@code kvledger_requests_ended_total{phase}} (a counter: requests that ended in each terminal
+ * phase since start), {@code kvledger_anomalies_total{kind,severity}} (one series per anomaly
+ * kind, from 0), {@code kvledger_inbox_depth}, {@code kvledger_inbox_capacity},
+ * {@code kvledger_inbox_refused_total}, {@code kvledger_events_lost_total},
+ * {@code kvledger_events_applied_total}, {@code kvledger_ticks_total},
+ * {@code kvledger_journal_last_seq}, {@code kvledger_journal_errors_total},
+ * {@code kvledger_loop_errors_total}, {@code kvledger_journal_lag_seconds} (with items waiting in
  * the inbox: node time since the last journaled and applied event; 0 when the inbox is empty, so a
- * value that grows means a stalled loop), {@code kvledger:transfers_pending},
- * {@code kvledger:notifies_sent_total}, {@code kvledger:frames_received_total},
- * {@code kvledger:frames_rejected_total}; with an engine bridge,
- * {@code kvledger:bridge_calls_received_total}, {@code kvledger:bridge_calls_busy_total},
- * {@code kvledger:bridge_replies_held}, {@code kvledger:bridge_replies_undeliverable_total} and
- * {@code kvledger:bridge_replies_undeliverable_applied_total}; {@code kvledger:ship_backlog_entries}
- * and {@code kvledger:ship_acknowledged_total} (a journal shipper's, {@link #shipping}; 0 without
- * one). Every series carries the tags
- * {@code node} and {@code role}.
+ * value that grows means a stalled loop), {@code kvledger_transfers_pending},
+ * {@code kvledger_notifies_sent_total}, {@code kvledger_frames_received_total},
+ * {@code kvledger_frames_rejected_total}; with an engine bridge,
+ * {@code kvledger_bridge_calls_received_total}, {@code kvledger_bridge_calls_busy_total},
+ * {@code kvledger_bridge_replies_held}, {@code kvledger_bridge_replies_undeliverable_total} and
+ * {@code kvledger_bridge_replies_undeliverable_applied_total}; {@code kvledger_ship_backlog_entries}
+ * and {@code kvledger_ship_acknowledged_total} (a journal shipper's, {@link #shipping}; 0 without
+ * one); the process's and the JVM's ({@link RuntimeMetrics}). Every series carries the tags
+ * {@code node} and {@code role}, and every one is exported from the first scrape (at 0).
  *
  * <p>Threading: {@link #onApplied} and {@link #onDecision} run on the loop thread and only update counters and
- * primitive arrays (no allocation per event once every anomaly kind has been seen); scraping
+ * primitive arrays (no allocation per event); scraping
  * reads atomics and may run on any thread.
  */
 public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
@@ -78,10 +81,15 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
 
     private final PrometheusMeterRegistry registry;
     private final Tags tags;
+    /** The process and JVM meters (held: Micrometer holds what they read weakly). */
+    private final RuntimeMetrics runtime;
     private final long bytesPerBlock;
     private final RequestTimes times;
 
+    /** Requests in each phase now (live phases only are exported). */
     private final AtomicLongArray byPhase = new AtomicLongArray(RequestPhase.values().length);
+    /** Requests that entered each terminal phase since start (only increases). */
+    private final AtomicLongArray ended = new AtomicLongArray(RequestPhase.values().length);
     private final Counter[] anomalies = new Counter[AnomalyKind.values().length];
     private final Timer xferTime;
     private final Timer postTime;
@@ -110,69 +118,85 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
         this.bytesPerBlock = 2L * dataPlane.layout().blockLenBytes();
         this.times = new RequestTimes();
 
-        xferTime = Timer.builder("kvledger:nixl_xfer_time")
+        xferTime = Timer.builder("kvledger_nixl_xfer_time")
                 .description("Transfer duration: from the post of a layer batch to its completion (node time); "
                         + "mirrors vllm:nixl_xfer_time_seconds")
                 .tags(tags)
                 .serviceLevelObjectives(ms(1), ms(5), ms(10), ms(25), ms(50), ms(100), ms(250), ms(500), ms(1000),
                         ms(2500), ms(5000), ms(10_000))
                 .register(registry);
-        postTime = Timer.builder("kvledger:nixl_post_time")
+        postTime = Timer.builder("kvledger_nixl_post_time")
                 .description("Time to hand one post to the transfer engine (wall time); "
                         + "mirrors vllm:nixl_post_time_seconds")
                 .tags(tags)
                 .serviceLevelObjectives(us(10), us(50), us(100), us(250), us(500), ms(1), ms(5), ms(10), ms(50))
                 .register(registry);
-        bytes = DistributionSummary.builder("kvledger:nixl_bytes_transferred")
+        bytes = DistributionSummary.builder("kvledger_nixl_transfer_size")
                 .description("Bytes of one successful layer batch; mirrors vllm:nixl_bytes_transferred")
+                .baseUnit("bytes")
                 .tags(tags)
                 .serviceLevelObjectives(1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26,
                         1 << 28, 1 << 30)
                 .register(registry);
-        failedTransfers = Counter.builder("kvledger:nixl_num_failed_transfers")
+        failedTransfers = Counter.builder("kvledger_nixl_num_failed_transfers")
                 .description("Transfers that completed with a failure; mirrors vllm:nixl_num_failed_transfers")
                 .tags(tags).register(registry);
-        failedNotifications = Counter.builder("kvledger:nixl_num_failed_notifications")
+        failedNotifications = Counter.builder("kvledger_nixl_num_failed_notifications")
                 .description("Notifies the publisher could not send; mirrors vllm:nixl_num_failed_notifications")
                 .tags(tags).register(registry);
-        expired = Counter.builder("kvledger:nixl_num_kv_expired_reqs")
+        expired = Counter.builder("kvledger_nixl_num_kv_expired_reqs")
                 .description("Requests force-freed after defer_timeout without an ACK (prefill side); "
                         + "mirrors vllm:nixl_num_kv_expired_reqs")
                 .tags(tags).register(registry);
-        untracked = Counter.builder("kvledger:transfer_completions_untracked")
+        untracked = Counter.builder("kvledger_transfer_completions_untracked")
                 .description("Transfer completions whose post this process did not see (posted before a restart, "
                         + "or more than " + SLOTS + " posts in flight): not timed")
                 .tags(tags).register(registry);
 
         for (RequestPhase p : RequestPhase.values()) {
             int i = p.ordinal();
-            Gauge.builder("kvledger:requests", byPhase, a -> a.get(i))
-                    .description("Requests in each phase now (terminal phases: requests that ended there since start)")
-                    .tags(tags).tag("phase", p.name())
+            if (p.terminal()) {
+                FunctionCounter.builder("kvledger_requests_ended", ended, a -> a.get(i))
+                        .description("Requests that ended in each terminal phase since start")
+                        .tags(tags).tag("phase", p.name())
+                        .register(registry);
+            } else {
+                Gauge.builder("kvledger_requests", byPhase, a -> a.get(i))
+                        .description("Requests in each live (not terminal) phase now")
+                        .tags(tags).tag("phase", p.name())
+                        .register(registry);
+            }
+        }
+        for (AnomalyKind k : AnomalyKind.values()) {
+            anomalies[k.ordinal()] = Counter.builder("kvledger_anomalies")
+                    .description("Anomalies the reducer recorded, by kind")
+                    .tags(tags).tag("kind", k.name()).tag("severity", k.severity().name())
                     .register(registry);
         }
+        runtime = new RuntimeMetrics(tags);
+        runtime.bindTo(registry);
 
         // The counters come from the loop's status snapshot (a scrape asks for a fresh one first);
         // the inbox's depth is read live, so that a stalled loop shows in the depth and the lag.
-        Gauge.builder("kvledger:inbox_depth", inbox, i -> i.depth())
+        Gauge.builder("kvledger_inbox_depth", inbox, i -> i.depth())
                 .description("Items waiting in the loop's inbox").tags(tags).register(registry);
-        Gauge.builder("kvledger:inbox_capacity", this, m -> m.status().inboxCapacity())
+        Gauge.builder("kvledger_inbox_capacity", this, m -> m.status().inboxCapacity())
                 .description("Bound of the loop's inbox").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:inbox_refused", this, m -> m.status().inboxRefused())
+        FunctionCounter.builder("kvledger_inbox_refused", this, m -> m.status().inboxRefused())
                 .description("Offers and hook calls the full inbox refused").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:events_lost", this, m -> m.status().eventsLost())
+        FunctionCounter.builder("kvledger_events_lost", this, m -> m.status().eventsLost())
                 .description("Adapter events lost after retrying a full inbox").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:events_applied", this, m -> m.status().eventsApplied())
+        FunctionCounter.builder("kvledger_events_applied", this, m -> m.status().eventsApplied())
                 .description("Events journaled and applied since start").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:ticks", this, m -> m.status().ticks())
+        FunctionCounter.builder("kvledger_ticks", this, m -> m.status().ticks())
                 .description("Ticks fired by deadlines since start").tags(tags).register(registry);
-        Gauge.builder("kvledger:journal_last_seq", this, m -> m.status().lastSeq())
+        Gauge.builder("kvledger_journal_last_seq", this, m -> m.status().lastSeq())
                 .description("Seq of the last journaled entry").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:journal_errors", this, m -> m.status().journalErrors())
+        FunctionCounter.builder("kvledger_journal_errors", this, m -> m.status().journalErrors())
                 .description("Events the journal refused (not applied)").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:loop_errors", this, m -> m.status().loopErrors())
+        FunctionCounter.builder("kvledger_loop_errors", this, m -> m.status().loopErrors())
                 .description("Exceptions from routers and listeners (the loop went on)").tags(tags).register(registry);
-        Gauge.builder("kvledger:journal_lag_seconds", this, m -> {
+        Gauge.builder("kvledger_journal_lag_seconds", this, m -> {
                     long last = m.status().lastEventAtNs();
                     if (inbox.depth() == 0 || last == Long.MIN_VALUE) {
                         return 0.0;
@@ -182,50 +206,50 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
                 .description("With items waiting in the inbox, node time since the last applied event (0 when the "
                         + "inbox is empty)")
                 .tags(tags).register(registry);
-        Gauge.builder("kvledger:transfers_pending", this, m -> m.status().transfersPending())
+        Gauge.builder("kvledger_transfers_pending", this, m -> m.status().transfersPending())
                 .description("Posts whose completion has not come back").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:notifies_sent", this, m -> m.status().notifiesSent())
+        FunctionCounter.builder("kvledger_notifies_sent", this, m -> m.status().notifiesSent())
                 .description("Notify frames sent").tags(tags).register(registry);
-        FunctionCounter.builder("kvledger:frames_received", this, m -> m.status().framesReceived())
+        FunctionCounter.builder("kvledger_frames_received", this, m -> m.status().framesReceived())
                 .description("Notify frames received").tags(tags).register(registry);
         // present on every scrape from the start, at 0 until a shipper's counters are given (shipping)
-        Gauge.builder("kvledger:ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
+        Gauge.builder("kvledger_ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
                 .description("Journal entries handed to the Kafka producer and not acknowledged yet (held in memory; "
                         + "0 without --ship)").register(registry);
-        FunctionCounter.builder("kvledger:ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
+        FunctionCounter.builder("kvledger_ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
                 .description("Journal entries Kafka acknowledged since start (0 without --ship)").register(registry);
-        FunctionCounter.builder("kvledger:frames_rejected", this, m -> m.status().framesRejected())
+        FunctionCounter.builder("kvledger_frames_rejected", this, m -> m.status().framesRejected())
                 .description("Notify frames rejected").tags(tags).register(registry);
         if (first.bridge() != null) {
-            FunctionCounter.builder("kvledger:bridge_calls_received", this, m -> bridge(m).callsReceived())
+            FunctionCounter.builder("kvledger_bridge_calls_received", this, m -> bridge(m).callsReceived())
                     .description("Messages read on the engine bridge").tags(tags).register(registry);
-            FunctionCounter.builder("kvledger:bridge_calls_busy", this, m -> bridge(m).callsBusy())
+            FunctionCounter.builder("kvledger_bridge_calls_busy", this, m -> bridge(m).callsBusy())
                     .description("Engine hook calls refused busy (too many in flight, or their caller had replies "
                             + "unread), not applied").tags(tags).register(registry);
-            Gauge.builder("kvledger:bridge_replies_held", this, m -> bridge(m).repliesHeld())
+            Gauge.builder("kvledger_bridge_replies_held", this, m -> bridge(m).repliesHeld())
                     .description("Engine bridge replies waiting for their caller to read those the socket queued")
                     .tags(tags).register(registry);
-            FunctionCounter.builder("kvledger:bridge_replies_undeliverable", this, m -> bridge(m).repliesUndeliverable())
+            FunctionCounter.builder("kvledger_bridge_replies_undeliverable", this, m -> bridge(m).repliesUndeliverable())
                     .description("Engine bridge replies dropped: the caller had disconnected (or, for a call not "
                             + "applied, had too many replies unread)").tags(tags).register(registry);
-            FunctionCounter.builder("kvledger:bridge_replies_undeliverable_applied", this,
+            FunctionCounter.builder("kvledger_bridge_replies_undeliverable_applied", this,
                             m -> bridge(m).repliesUndeliverableApplied())
                     .description("Replies to applied engine hook calls dropped because their caller had disconnected")
                     .tags(tags).register(registry);
         }
         if (first.shadow() != null) {
             for (String hook : first.shadow().divergencesByHook().keySet()) {
-                FunctionCounter.builder("kvledger:shadow_divergences", this,
+                FunctionCounter.builder("kvledger_shadow_divergences", this,
                                 m -> shadow(m).divergencesByHook().getOrDefault(hook, 0L))
                         .description("Hook calls the real connector answered otherwise than kvledger's reducer (shadow node)")
                         .tags(tags).tag("hook", hook).register(registry);
             }
-            FunctionCounter.builder("kvledger:shadow_inputs", this, m -> shadow(m).inputs())
+            FunctionCounter.builder("kvledger_shadow_inputs", this, m -> shadow(m).inputs())
                     .description("Hook calls observed in the scheduler stream, applied and compared")
                     .tags(tags).register(registry);
-            FunctionCounter.builder("kvledger:shadow_replies_compared", this, m -> shadow(m).compared())
+            FunctionCounter.builder("kvledger_shadow_replies_compared", this, m -> shadow(m).compared())
                     .description("Recorded connector replies compared with the reducer's").tags(tags).register(registry);
-            FunctionCounter.builder("kvledger:shadow_lines_lost", this, m -> shadow(m).linesLost())
+            FunctionCounter.builder("kvledger_shadow_lines_lost", this, m -> shadow(m).linesLost())
                     .description("Stream lines lost: gaps (the recorder's ZMQ queue was full), unreadable lines, "
                             + "lines a full inbox refused").tags(tags).register(registry);
         }
@@ -288,6 +312,9 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
     private void seed(NodeState s) {
         for (RequestPhase p : s.phases().values()) {
             byPhase.incrementAndGet(p.ordinal());
+            if (p.terminal()) {
+                ended.incrementAndGet(p.ordinal());
+            }
         }
     }
 
@@ -307,9 +334,9 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
 
     /**
      * Gives the meters the counters of a shipper of the node's own journal ({@code kvledger node
-     * --ship}): {@code kvledger:ship_backlog_entries} (entries read from the journal and handed to
+     * --ship}): {@code kvledger_ship_backlog_entries} (entries read from the journal and handed to
      * the producer, not yet acknowledged by Kafka: what waits in memory) and
-     * {@code kvledger:ship_acknowledged_total} (entries Kafka acknowledged since start). The meters
+     * {@code kvledger_ship_acknowledged_total} (entries Kafka acknowledged since start). The meters
      * exist from the start at 0 and read these live at each scrape.
      *
      * @param backlog      entries handed over and not acknowledged (any thread)
@@ -383,6 +410,9 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
             byPhase.decrementAndGet(p.from().ordinal());
         }
         byPhase.incrementAndGet(p.to().ordinal());
+        if (p.to().terminal()) {
+            ended.incrementAndGet(p.to().ordinal());
+        }
         if (p.to() == RequestPhase.REAPED) {
             expired.increment();
         }
@@ -390,15 +420,7 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
     }
 
     private void anomaly(AnomalyKind k) {
-        Counter c = anomalies[k.ordinal()];
-        if (c == null) {
-            c = Counter.builder("kvledger:anomalies")
-                    .description("Anomalies the reducer recorded, by kind")
-                    .tags(tags).tag("kind", k.name()).tag("severity", k.severity().name())
-                    .register(registry);
-            anomalies[k.ordinal()] = c;
-        }
-        c.increment();
+        anomalies[k.ordinal()].increment();
     }
 
     @Override
