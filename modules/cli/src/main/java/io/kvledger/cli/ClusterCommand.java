@@ -135,6 +135,10 @@ final class ClusterCommand implements Callable<Integer> {
                     + "started (default: ${DEFAULT-VALUE}; a loaded machine can take minutes).")
     double startTimeoutS;
 
+    @Option(names = "--ship", paramLabel = "kafka://HOST:PORT/TOPIC",
+            description = "Every node ships its journal to this Kafka topic (kvledger node --ship).")
+    String ship;
+
     @Option(names = "--otlp", paramLabel = "URL",
             description = "Every node exports its requests' traces to this OTLP/HTTP receiver (kvledger node --otlp).")
     String otlp;
@@ -559,6 +563,9 @@ final class ClusterCommand implements Callable<Integer> {
                 }
             }
             cmd.addAll(List.of("--tp-workers", String.join(",", workers)));
+        }
+        if (ship != null) {
+            cmd.addAll(List.of("--ship", ship));
         }
         if (otlp != null) {
             cmd.addAll(List.of("--otlp", otlp, "--otlp-stuck-after", String.valueOf(stuckAfterS)));
