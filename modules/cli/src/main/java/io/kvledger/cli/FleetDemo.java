@@ -33,7 +33,7 @@ import java.util.stream.Stream;
 final class FleetDemo {
 
     /** The faults of the nodes unless --faults is given (abort is not supported live). */
-    static final String FAULTS = "dup=0.02,delay=0.05,fail=0.02";
+    static final String FAULTS = "dup=0.05,delay=0.05,fail=0.05";
 
     /** The topic the demo's nodes ship to. */
     static final String TOPIC = "kvledger-fleet";
@@ -74,7 +74,10 @@ final class FleetDemo {
         }
         Path brokerDir = o.dir().resolve("broker");
         Path journals = o.dir().resolve("journals");
-        Thread hook = new Thread(FleetDemo::endChildren, "kvledger-fleet-demo-stop");
+        Thread hook = new Thread(() -> {
+            endChildren();
+            deleteTree(brokerDir);
+        }, "kvledger-fleet-demo-stop");
         Runtime.getRuntime().addShutdownHook(hook);
         KafkaBroker broker = null;
         try {
@@ -188,7 +191,10 @@ final class FleetDemo {
         }
     }
 
-    /** On Ctrl-C or SIGTERM: every process the demo started (the broker, the nodes) is told to stop, then ended. */
+    /**
+     * On Ctrl-C or SIGTERM: every process the demo started (the broker, the nodes) is told to stop,
+     * then ended; the hook then removes the broker's data.
+     */
     private static void endChildren() {
         List<ProcessHandle> children = ProcessHandle.current().descendants().toList();
         children.forEach(ProcessHandle::destroy);
