@@ -115,6 +115,10 @@ final class ClusterCommand implements Callable<Integer> {
                     + "started (default: ${DEFAULT-VALUE}; a loaded machine can take minutes).")
     double startTimeoutS;
 
+    @Option(names = "--ship", paramLabel = "kafka://HOST:PORT/TOPIC",
+            description = "Every node ships its journal to this Kafka topic (kvledger node --ship).")
+    String ship;
+
     @Option(names = "--otlp", paramLabel = "URL",
             description = "Every node exports its requests' traces to this OTLP/HTTP receiver (kvledger node --otlp).")
     String otlp;
@@ -128,7 +132,7 @@ final class ClusterCommand implements Callable<Integer> {
         try {
             cluster = LiveCluster.prepare(new LiveCluster.Options(prefill, decode, tp, prefillTp, decodeTp, dp, m, requests,
                     faults, faultsOn, kill, failJournal, out, seed, concurrency, transferEngine, deferTimeoutS,
-                    transferTimeoutS, stuckAfterS, timeoutS, startTimeoutS, otlp));
+                    transferTimeoutS, stuckAfterS, timeoutS, startTimeoutS, otlp, ship));
         } catch (LiveCluster.UsageException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }

@@ -105,6 +105,12 @@ final class DemoCommand implements Callable<Integer> {
             + "200 and hangs clean; some: every request answered and hangs names what they left behind)."})
     boolean live;
 
+    @Option(names = "--fleet", description = {"start a real single-node Apache Kafka broker (KRaft, child JVM, loopback) and a "
+            + "live cluster of --prefill-nodes and --decode-nodes (2 each unless given) with --faults (default for --fleet: "
+            + FleetDemo.FAULTS + "), every node shipping its journal to one topic; then hangs on the topic, compared with "
+            + "hangs on disk; the broker is removed at the end (docs/fleet.md)"})
+    boolean fleet;
+
     @Option(names = "--clean", description = "with --live: no faults and no kill (every request must be answered 200, hangs must find nothing)")
     boolean clean;
 
@@ -136,6 +142,14 @@ final class DemoCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         if (live) {
             return live();
+        }
+        if (fleet) {
+            var given = spec.commandLine().getParseResult();
+            return new FleetDemo(new FleetDemo.Options(given.hasMatchedOption("--prefill-nodes") ? prefillNodes : 2,
+                    given.hasMatchedOption("--decode-nodes") ? decodeNodes : 2, given.hasMatchedOption("--requests") ? requests : 100,
+                    given.hasMatchedOption("--faults") ? faults : FaultSpec.parse(FleetDemo.FAULTS), seed,
+                    journalDir().toAbsolutePath().normalize(), stuckAfterS, startTimeoutS),
+                    spec.commandLine().getOut(), spec.commandLine().getErr()).run();
         }
         if (requests < 1) {
             throw usage("--requests must be at least 1, got " + requests);

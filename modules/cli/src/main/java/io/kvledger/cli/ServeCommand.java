@@ -1,5 +1,8 @@
 package io.kvledger.cli;
 
+import io.kvledger.ledger.kafka.KafkaSource;
+import io.kvledger.ledger.kafka.KafkaUri;
+import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.web.EventStream;
 import io.kvledger.ledger.web.WebServer;
@@ -74,7 +77,27 @@ final class ServeCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--http needs a port from 0 to 65535, got "
                     + http.substring(colon + 1));
         }
-        List<NodeJournal> journals = Journals.resolve(spec, dirs);
+        // a topic followed live: read, then kept growing in its temporary journals as the topic grows
+        List<KafkaSource.Live> topics = new ArrayList<>();
+        List<NodeJournal> journals = new ArrayList<>();
+        if (!follow || dirs.stream().noneMatch(KafkaUri::isKafka)) {
+            journals.addAll(Journals.resolve(spec, dirs));
+        } else {
+            try {
+                for (String d : dirs) {
+                    if (KafkaUri.isKafka(d)) {
+                        KafkaSource.Live live = KafkaTopics.follow(d, spec.commandLine().getErr(), "serve");
+                        topics.add(live);
+                        journals.addAll(live.result().journals());
+                    } else {
+                        journals.addAll(Journals.resolve(spec, List.of(d)));
+                    }
+                }
+            } catch (JournalInputs.InputException | ParameterException e) {
+                topics.forEach(KafkaSource.Live::close);
+                throw e instanceof ParameterException pe ? pe : new ParameterException(spec.commandLine(), e.getMessage());
+            }
+        }
         PrintWriter out = spec.commandLine().getOut();
         boolean doubted = Journals.audit(spec, journals);
         List<EventStream> streams = new ArrayList<>();
@@ -102,6 +125,7 @@ final class ServeCommand implements Callable<Integer> {
             // End the event streams first: an open stream would hold the server's graceful shutdown.
             streams.forEach(EventStream::close);
             s.close();
+            topics.forEach(KafkaSource.Live::close);
         }
         if (interrupted) {
             Thread.currentThread().interrupt();

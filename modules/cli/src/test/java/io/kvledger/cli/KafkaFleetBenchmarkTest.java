@@ -51,8 +51,9 @@ class KafkaFleetBenchmarkTest {
             Matcher m = Pattern.compile("(\\d+) entries acknowledged").matcher(ship.err());
             assertThat(m.find()).isTrue();
             long entries = Long.parseLong(m.group(1));
-            System.out.printf(Locale.ROOT, "kafka fleet: %d nodes, %d entries; ship --no-follow %.2f s, %.0f entries/s "
-                    + "(acknowledged, process start and topic creation included)%n", nodes, entries, shipS, entries / shipS);
+            System.out.printf(Locale.ROOT, "kafka fleet: %d nodes, %d entries (%d per node); ship --no-follow %.2f s, %.0f entries/s "
+                    + "(acknowledged, process start and topic creation included)%n", nodes, entries, entries / nodes, shipS,
+                    entries / shipS);
             List<Double> disk = new ArrayList<>();
             List<Double> topic = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {

@@ -391,6 +391,111 @@ class KafkaShipTest {
         }
     }
 
+    @Test
+    void aTopicHoldingAHundredNodesJournalsGivesHangsAsFromDisk() throws Exception {
+        Path dir = tmp.resolve("hundred");
+        io.kvledger.sim.SimOptions o = io.kvledger.sim.SimOptions.builder(5, TransferMode.WRITE).requests(200).nodes(50, 50)
+                .faults(SimJournals.FAULTS).keepLog(false)
+                // small journals: a few seconds of simulated time, idle steps and ticks seconds apart
+                .timeLimitNs(5_000_000_000L).idleStepNs(5_000_000_000L).backgroundTickNs(5_000_000_000L).build();
+        try (io.kvledger.node.sim.SimJournalRecorder rec = new io.kvledger.node.sim.SimJournalRecorder(dir, "100 nodes")) {
+            io.kvledger.sim.Simulation.run(o, rec);
+        }
+        Map<String, List<byte[]>> disk = rawEntries(dir);
+        assertThat(disk).hasSize(100);
+        long total = disk.values().stream().mapToLong(List::size).sum();
+        String uri = broker.uri("fleet-hundred");
+
+        CliRun.Outcome ship = CliRun.run("ship", "--no-follow", "--partitions", "8", "--to", uri, dir.toString());
+        assertThat(ship.code()).as(ship.err()).isZero();
+        assertThat(ship.err()).contains(total + " entries acknowledged, 0 already in the topic");
+        System.out.println("KafkaShipTest: " + total + " entries of " + disk.size() + " nodes in 8 partitions");
+
+        for (String[] args : List.of(new String[] {"hangs", "@"}, new String[] {"hangs", "--json", "@"})) {
+            CliRun.Outcome fromDisk = CliRun.run(with(args, dir.toString()));
+            CliRun.Outcome fromTopic = CliRun.run(with(args, uri));
+            String what = String.join(" ", args) + "\n" + fromTopic.err();
+            assertThat(fromDisk.out()).as(what).isNotBlank();
+            assertThat(fromTopic.code()).as(what).isEqualTo(fromDisk.code());
+            assertThat(fromTopic.out()).as(what).isEqualTo(fromDisk.out());
+            assertThat(fromTopic.err()).as(what).contains("note: read " + total + " record(s) of 100 node(s)");
+        }
+        // the faults left findings for the report to name, across nodes of the whole fleet
+        assertThat(CliRun.run("hangs", uri).out()).containsPattern("summary: [1-9]\\d* finding");
+        assertSameEntries(readBack(uri, 0), disk);
+    }
+
+    @Test
+    void serveFollowingATopicStreamsWhatIsShippedAfterItStarted() throws Exception {
+        Path sim = tmp.resolve("follow");
+        assertThat(CliRun.simulate(sim, "read", 2, 1, "drop=0").code()).isIn(0, 1);
+        String uri = broker.uri("fleet-follow");
+        CliRun.Outcome first = CliRun.run("ship", "--no-follow", "--to", uri, sim.toString());
+        assertThat(first.code()).as(first.err()).isZero();
+
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        picocli.CommandLine cl = Main.commandLine(new PrintWriter(out, true), new PrintWriter(err, true));
+        ServeCommand serve = (ServeCommand) cl.getSubcommands().get("serve").getCommand();
+        Thread t = new Thread(() -> cl.execute("serve", uri, "--http", "127.0.0.1:0", "--follow"), "serve");
+        t.start();
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        try {
+            assertThat(serve.started.await(180, TimeUnit.SECONDS)).as("%s %s", out, err).isTrue();
+            assertThat(out.toString()).contains("over 2 journal(s) (D0, P0), following them");
+            assertThat(err.toString()).contains("serve: note: read ");
+            java.net.http.HttpResponse<java.util.stream.Stream<String>> r = http.send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create("http://127.0.0.1:" + serve.server.port() + "/v1/events")).GET().build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofLines());
+            assertThat(r.statusCode()).isEqualTo(200);
+            java.util.Iterator<String> lines = r.body().iterator();
+            int ready = 0;
+            while (ready < 2 && lines.hasNext()) {
+                if (lines.next().equals("event: ready")) {
+                    ready++;
+                }
+            }
+            assertThat(ready).as("a ready event from each journal").isEqualTo(2);
+
+            // an entry appended to P0's own journal and shipped after serve started reaches the page's stream
+            Path p0 = sim.resolve("P0");
+            io.kvledger.journal.JournalHeader header;
+            long last = 0;
+            try (io.kvledger.journal.JournalReader reader = io.kvledger.journal.JournalReader.open(p0)) {
+                header = reader.header();
+                for (io.kvledger.journal.JournalEntry e : reader) {
+                    last = Math.max(last, e.atNs());
+                }
+            }
+            long seq;
+            try (io.kvledger.journal.JournalWriter w = io.kvledger.journal.JournalWriter.open(p0, header)) {
+                seq = w.appendInput(new io.kvledger.core.event.NodeEvent.Tick(last + 1_000_000));
+            }
+            CliRun.Outcome again = CliRun.run("ship", "--no-follow", "--to", uri, sim.toString());
+            assertThat(again.code()).as(again.err()).isZero();
+            assertThat(again.err()).contains("1 entries acknowledged");
+            String id = null;
+            boolean seen = false;
+            while (lines.hasNext()) {
+                String line = lines.next();
+                if (line.startsWith("id: ")) {
+                    id = line.substring(4);
+                }
+                if (line.startsWith("data: ") && line.contains("\"type\":\"tick\"") && line.contains("\"at_ns\":" + (last + 1_000_000))) {
+                    seen = true;
+                    break;
+                }
+            }
+            assertThat(seen).as("the shipped tick on the stream").isTrue();
+            assertThat(id).isEqualTo(Long.toString(seq));
+            r.body().close();
+        } finally {
+            t.interrupt();
+            t.join(30_000);
+        }
+        assertThat(t.isAlive()).as("serve stopped").isFalse();
+    }
+
     private static Path simulated(Path dir, int requests) {
         SimJournals.write(dir, 7, TransferMode.WRITE, requests, SimJournals.FAULTS);
         return dir;

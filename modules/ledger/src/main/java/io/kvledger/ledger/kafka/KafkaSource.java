@@ -15,6 +15,7 @@ import java.util.TreeMap;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.PartitionInfo;
@@ -91,39 +92,188 @@ public final class KafkaSource {
      */
     public static Result read(KafkaUri uri, String argument, Path root, long nowMs, Duration timeout) {
         Map<String, NodeCopy> nodes = new TreeMap<>();
-        long[] counts = new long[2];
         try {
-            scan(uri, timeout, r -> {
-                String node = ShippedEntry.nodeId(r.key());
-                long seq = ShippedEntry.seq(r.value());
-                check(uri, r, node, seq);
-                NodeCopy c = nodes.get(node);
-                if (c == null) {
-                    if (seq != 0) {
-                        throw new InputException(argument + ": node " + node + ": the topic holds its entries from seq "
-                                + seq + " on, not from its header (seq 0): retention or compaction removed the start; "
-                                + "read that node from its own journal");
-                    }
-                    c = new NodeCopy(node, r.partition(), RawJournalWriter.create(root.resolve(dirName(node, nodes.size()))));
-                    nodes.put(node, c);
-                } else if (c.partition != r.partition()) {
-                    throw new InputException(argument + ": node " + node + " has entries in partitions " + c.partition
-                            + " and " + r.partition() + " (the topic's partition count changed?): their order is unknown");
-                }
-                counts[0]++;
-                c.lastTimestamp = Math.max(c.lastTimestamp, r.timestamp());
-                if (seq <= c.lastSeq) {
-                    counts[1]++;
-                    return;
-                }
-                c.writer.append(r.value());
-                c.lastSeq = seq;
-            });
+            return copy(uri, argument, root, nowMs, timeout, nodes, new HashMap<>());
         } finally {
             for (NodeCopy c : nodes.values()) {
                 c.writer.close();
             }
         }
+    }
+
+    /**
+     * Reads the topic into journals under {@code root} as {@link #read} does, then keeps following
+     * it: the records appended to the topic after the read are appended to the nodes' journals
+     * (duplicates dropped by (node, seq), as in the read) until {@link Live#close}, so a reader that
+     * follows those journals (the web timeline's event stream) sees the topic grow. The journals
+     * are written by one thread of the follower's own. A node that first appears in the topic after
+     * the read, or one the window left out, is not followed: {@code notes} says so once per node.
+     *
+     * @throws InputException as {@link #read}
+     */
+    public static Live follow(KafkaUri uri, String argument, Path root, long nowMs, Duration timeout,
+                              java.util.function.Consumer<String> notes) {
+        Live live = new Live(uri, argument, root, nowMs, timeout, notes);
+        live.thread.start();
+        try {
+            return live.started.get();
+        } catch (InterruptedException e) {
+            live.close();
+            Thread.currentThread().interrupt();
+            throw new InputException("interrupted while reading " + argument, e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            live.close();
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new InputException("cannot read " + argument + ": " + e.getCause(), e.getCause());
+        }
+    }
+
+    /** A topic read and followed ({@link #follow}). */
+    public static final class Live implements AutoCloseable {
+        private final KafkaUri uri;
+        private final String argument;
+        private final Path root;
+        private final long nowMs;
+        private final Duration timeout;
+        private final java.util.function.Consumer<String> notes;
+        private final Thread thread;
+        private final java.util.concurrent.CompletableFuture<Live> started = new java.util.concurrent.CompletableFuture<>();
+        private final java.util.concurrent.atomic.AtomicLong appended = new java.util.concurrent.atomic.AtomicLong();
+        private volatile boolean stop;
+        private volatile KafkaConsumer<byte[], byte[]> consumer;
+        private Result result;
+
+        private Live(KafkaUri uri, String argument, Path root, long nowMs, Duration timeout,
+                     java.util.function.Consumer<String> notes) {
+            this.uri = uri;
+            this.argument = argument;
+            this.root = root;
+            this.nowMs = nowMs;
+            this.timeout = timeout;
+            this.notes = notes;
+            this.thread = new Thread(this::run, "kvledger-kafka-follow");
+            this.thread.setDaemon(true);
+        }
+
+        /** What the read at the start found (the journals then grow). */
+        public Result result() {
+            return result;
+        }
+
+        /** Entries appended to the journals since the read at the start. */
+        public long appended() {
+            return appended.get();
+        }
+
+        private void run() {
+            Map<String, NodeCopy> nodes = new TreeMap<>();
+            Map<TopicPartition, Long> ends = new HashMap<>();
+            try {
+                result = copy(uri, argument, root, nowMs, timeout, nodes, ends);
+                java.util.Set<String> followed = new java.util.HashSet<>();
+                result.journals().forEach(j -> followed.add(j.name()));
+                started.complete(this);
+                java.util.Set<String> told = new java.util.HashSet<>();
+                try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
+                    consumer = c;
+                    if (stop) {
+                        return;
+                    }
+                    c.assign(ends.keySet());
+                    ends.forEach(c::seek);
+                    while (!stop) {
+                        ConsumerRecords<byte[], byte[]> records;
+                        try {
+                            records = c.poll(Duration.ofMillis(500));
+                        } catch (org.apache.kafka.common.errors.WakeupException e) {
+                            break;
+                        }
+                        for (ConsumerRecord<byte[], byte[]> r : records) {
+                            String node = ShippedEntry.nodeId(r.key());
+                            long seq = ShippedEntry.seq(r.value());
+                            try {
+                                check(uri, r, node, seq);
+                            } catch (InputException e) {
+                                notes.accept(e.getMessage() + "; not followed");
+                                continue;
+                            }
+                            NodeCopy n = nodes.get(node);
+                            if (n == null || !followed.contains(node) || n.partition != r.partition()) {
+                                if (told.add(node)) {
+                                    notes.accept(argument + ": node " + node + (n == null ? " shipped its first entries after the start"
+                                            : !followed.contains(node) ? " is outside the window" : " has entries in another partition now")
+                                            + ": not followed (start again to read it)");
+                                }
+                                continue;
+                            }
+                            if (seq <= n.lastSeq) {
+                                continue;
+                            }
+                            n.writer.append(r.value());
+                            n.lastSeq = seq;
+                            appended.incrementAndGet();
+                        }
+                    }
+                }
+            } catch (RuntimeException e) {
+                if (!started.completeExceptionally(e)) {
+                    notes.accept("stopped following " + argument + ": " + e.getMessage());
+                }
+            } finally {
+                for (NodeCopy c : nodes.values()) {
+                    c.writer.close();
+                }
+            }
+        }
+
+        /** Stops following and closes the journals. */
+        @Override
+        public void close() {
+            stop = true;
+            KafkaConsumer<byte[], byte[]> c = consumer;
+            if (c != null) {
+                c.wakeup();
+            }
+            try {
+                thread.join(30_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** The read of {@link #read}, leaving the writers in {@code nodes} open; the end offsets read up to go to {@code ends}. */
+    private static Result copy(KafkaUri uri, String argument, Path root, long nowMs, Duration timeout, Map<String, NodeCopy> nodes,
+                               Map<TopicPartition, Long> ends) {
+        long[] counts = new long[2];
+        ends.putAll(scan(uri, timeout, r -> {
+            String node = ShippedEntry.nodeId(r.key());
+            long seq = ShippedEntry.seq(r.value());
+            check(uri, r, node, seq);
+            NodeCopy c = nodes.get(node);
+            if (c == null) {
+                if (seq != 0) {
+                    throw new InputException(argument + ": node " + node + ": the topic holds its entries from seq "
+                            + seq + " on, not from its header (seq 0): retention or compaction removed the start; "
+                            + "read that node from its own journal");
+                }
+                c = new NodeCopy(node, r.partition(), RawJournalWriter.create(root.resolve(dirName(node, nodes.size()))));
+                nodes.put(node, c);
+            } else if (c.partition != r.partition()) {
+                throw new InputException(argument + ": node " + node + " has entries in partitions " + c.partition
+                        + " and " + r.partition() + " (the topic's partition count changed?): their order is unknown");
+            }
+            counts[0]++;
+            c.lastTimestamp = Math.max(c.lastTimestamp, r.timestamp());
+            if (seq <= c.lastSeq) {
+                counts[1]++;
+                return;
+            }
+            c.writer.append(r.value());
+            c.lastSeq = seq;
+        }));
         List<NodeJournal> out = new ArrayList<>();
         List<String> leftOut = new ArrayList<>();
         long from = uri.since() == null ? Long.MIN_VALUE : nowMs - uri.since().toMillis();
@@ -196,7 +346,8 @@ public final class KafkaSource {
      * Hands every record of the topic, partition by partition in offset order, up to the end
      * offsets it had at the start, to {@code each}.
      */
-    private static void scan(KafkaUri uri, Duration timeout, Consumer<ConsumerRecord<byte[], byte[]>> each) {
+    private static Map<TopicPartition, Long> scan(KafkaUri uri, Duration timeout, Consumer<ConsumerRecord<byte[], byte[]>> each) {
+        Map<TopicPartition, Long> ends = new HashMap<>();
         try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
             List<PartitionInfo> parts = c.partitionsFor(uri.topic(), timeout);
             if (parts == null || parts.isEmpty()) {
@@ -209,6 +360,7 @@ public final class KafkaSource {
                 c.assign(List.of(tp));
                 c.seekToBeginning(List.of(tp));
                 long end = c.endOffsets(List.of(tp), timeout).get(tp);
+                ends.put(tp, end);
                 long idleSince = System.nanoTime();
                 while (c.position(tp, timeout) < end) {
                     var records = c.poll(Duration.ofMillis(200));
@@ -233,5 +385,6 @@ public final class KafkaSource {
         } catch (JournalException e) {
             throw new InputException("cannot write the journals read from " + uri + ": " + e.getMessage(), e);
         }
+        return ends;
     }
 }

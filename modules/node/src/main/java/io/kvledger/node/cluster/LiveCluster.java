@@ -54,7 +54,8 @@ public final class LiveCluster {
     public record Options(int prefill, int decode, int tp, Integer prefillTp, Integer decodeTp, int dp, TransferMode mode,
                           int requests, String faults, List<String> faultsOn, String kill, String failJournal, Path out,
                           long seed, int concurrency, String transferEngine, double deferTimeoutS, double transferTimeoutS,
-                          double stuckAfterS, double timeoutS, double startTimeoutS, String otlp) {}
+                          double stuckAfterS, double timeoutS, double startTimeoutS, String otlp,
+                          String ship) {}
 
     /** An option value refused, with the message for the user (the command's usage error). */
     public static final class UsageException extends Exception {
@@ -119,6 +120,7 @@ public final class LiveCluster {
     private final double timeoutS;
     private final double startTimeoutS;
     private final String otlp;
+    private final String ship;
 
     // what prepare() derives from the options
     private int pTp;
@@ -155,6 +157,7 @@ public final class LiveCluster {
         timeoutS = o.timeoutS();
         startTimeoutS = o.startTimeoutS();
         otlp = o.otlp();
+        ship = o.ship();
     }
 
     /**
@@ -551,6 +554,9 @@ public final class LiveCluster {
                 }
             }
             cmd.addAll(List.of("--tp-workers", String.join(",", workers)));
+        }
+        if (ship != null) {
+            cmd.addAll(List.of("--ship", ship));
         }
         if (otlp != null) {
             cmd.addAll(List.of("--otlp", otlp, "--otlp-stuck-after", String.valueOf(stuckAfterS)));
