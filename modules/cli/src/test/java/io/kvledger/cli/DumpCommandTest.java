@@ -30,8 +30,8 @@ class DumpCommandTest {
         assertThat(o.code()).as(o.err()).isZero();
         List<String> lines = o.lines();
         assertThat(lines.get(0)).matches(" +0 +- +header +header P0 kv_producer READ 10\\.0\\.0\\.1 .*");
-        assertThat(lines.get(1)).matches(" +1 +\\d+\\.\\d{9} +input +request_admitted rid=cmpl-.*");
-        assertThat(lines.get(2)).matches(" +2 +\\d+\\.\\d{9} +derived<-1 +phase_changed .*ADMITTED.*");
+        assertThat(lines.get(1)).matches(" +1 +t\\+\\d+\\.\\d{6} s +input +request_admitted rid=cmpl-.*");
+        assertThat(lines.get(2)).matches(" +2 +t\\+\\d+\\.\\d{6} s +derived<-1 +phase_changed .*ADMITTED.*");
         assertThat(o.out()).containsPattern("(?m)derived<-\\d+ +anomaly DEFERRAL_REAPED \\[HANG_RISK, bug class 7\\]");
         CliRun.Outcome verify = run("verify", sim.resolve("P0").toString());
         assertThat(verify.out()).contains("P0: " + lines.size() + " entries");
@@ -58,7 +58,7 @@ class DumpCommandTest {
         assertThat(lines).extracting(l -> l.substring(0, 2)).containsExactly("P0", "D0", "D0", "P0");
         double last = -1;
         for (String l : lines) {
-            double t = Double.parseDouble(l.substring(4).strip().split(" +")[1]);
+            double t = Double.parseDouble(l.substring(4).strip().split(" +")[1].substring("t+".length()));
             assertThat(t).isGreaterThanOrEqualTo(last);
             last = t;
         }
