@@ -37,6 +37,31 @@ class DumpCommandTest {
         assertThat(verify.out()).contains("P0: " + lines.size() + " entries");
     }
 
+    /** Times since the first entry by default, the journal's own with --absolute: the same instants either way. */
+    @Test
+    void times_are_since_the_first_entry_and_absolute_on_request() {
+        List<String> rel = run("dump", sim.resolve("P0").toString(), "--from", "1").lines();
+        List<String> abs = run("dump", sim.resolve("P0").toString(), "--from", "1", "--absolute").lines();
+        assertThat(rel).hasSameSizeAs(abs).hasSizeGreaterThan(2);
+        assertThat(rel.get(0)).matches(" +1 +t\\+0\\.000000 s +input +request_admitted .*");
+        java.math.BigDecimal origin = new java.math.BigDecimal(abs.get(0).strip().split(" +")[1]);
+        for (int i = 0; i < rel.size(); i++) {
+            String[] r = rel.get(i).strip().split(" +");
+            String[] a = abs.get(i).strip().split(" +");
+            assertThat(a[1]).matches("\\d+\\.\\d{9}");
+            assertThat(r[1]).matches("t\\+\\d+\\.\\d{6}");
+            assertThat(r[2]).isEqualTo("s");
+            java.math.BigDecimal since = new java.math.BigDecimal(a[1]).subtract(origin)
+                    .setScale(6, java.math.RoundingMode.DOWN);
+            assertThat(r[1]).as(rel.get(i)).isEqualTo("t+" + since.toPlainString());
+            assertThat(String.join(" ", java.util.Arrays.copyOfRange(r, 3, r.length)))
+                    .isEqualTo(String.join(" ", java.util.Arrays.copyOfRange(a, 2, a.length)));
+        }
+        // a later range keeps the journal's origin, not its own first line
+        List<String> later = run("dump", sim.resolve("P0").toString(), "--from", "3", "--to", "3").lines();
+        assertThat(later).containsExactly(rel.get(2));
+    }
+
     @Test
     void type_filter_takes_names_and_ids_and_from_to_select_seqs() {
         CliRun.Outcome byName = run("dump", sim.resolve("D0").toString(), "--type", "send_release");
