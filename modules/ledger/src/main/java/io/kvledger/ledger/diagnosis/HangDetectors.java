@@ -1051,7 +1051,7 @@ public final class HangDetectors {
             return "";
         }
         return "; the engine logs \"Reaped " + m.group(1) + " deferred sends with no finished_sending notification after "
-                + Math.round(n.config.deferTimeoutNs() / 1e9) + "s\" for this call";
+                + Math.round(n.config.deferTimeoutNs() / 1e9) + "s\" for this call"; // vLLM's own log text, not a kvledger time
     }
 
     private static void nodeAnomaly(Ledger l, NodeView n, Seen s, List<Finding> out) {

@@ -60,7 +60,7 @@ public final class ReportText {
 
     /** Nanoseconds as a JSON-friendly double of seconds. */
     public static double secondsDouble(long ns) {
-        return ns / 1e9;
+        return ns / 1e9; // a JSON number, not text
     }
 
     /** "kv_producer WRITE 10.0.0.1 dp0/1 tp0/1". */
