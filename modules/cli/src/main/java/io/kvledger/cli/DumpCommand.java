@@ -20,7 +20,8 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code kvledger dump DIR...}: every entry of one or more journals, one line each (the journal's
- * own dissectors), or JSON lines with {@code --json}. Several journals (a {@code simulate} or
+ * own dissectors; times since the first entry, or absolute with {@code --absolute}), or JSON lines
+ * with {@code --json}. Several journals (a {@code simulate} or
  * {@code merge} output, or several DIR arguments) are interleaved by event time with the node id
  * in front of each line. Journal warnings (skipped entries of unknown types, damaged regions) go to
  * standard error; a damaged journal is printed as far as it is intact and the exit status is 1.
@@ -28,8 +29,9 @@ import picocli.CommandLine.Spec;
  * selects the journals, and tells what the readers skipped.
  */
 @Command(name = "dump", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Prints the entries of journals, one line per entry: seq, event time in seconds, kind "
-                + "(derived<-N: caused by input N) and the entry's fields.",
+        description = {"Prints the entries of journals, one line per entry: seq, event time (t+SECONDS s from the "
+                + "first entry of the journals, or absolute with --absolute), kind (derived<-N: caused by input N) and "
+                + "the entry's fields.",
             "DIR is a journal, or a directory of node journals (simulate --out, merge --out): several journals are "
                     + "interleaved by event time, each line starting with its node id."})
 final class DumpCommand implements Callable<Integer> {
@@ -58,6 +60,10 @@ final class DumpCommand implements Callable<Integer> {
     @Option(names = "--json", description = "one JSON object per entry (the journal export format, plus \"node\" with several journals)")
     boolean json;
 
+    @Option(names = "--absolute", description = "print each entry's absolute journal time (seconds with nanosecond digits) "
+            + "instead of its time since the first entry")
+    boolean absolute;
+
     @Override
     public Integer call() {
         if (from < 0) {
@@ -76,7 +82,7 @@ final class DumpCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         try {
-            DumpReport.print(out, readers, from, to, filter, json);
+            DumpReport.print(out, readers, from, to, filter, json, absolute);
             boolean damaged = false;
             for (JournalReader r : readers) {
                 r.warnings().forEach(err::println);

@@ -72,7 +72,7 @@ class DemoLiveTest {
         // and the tap's own clock does not stretch the nodes' journals
         assertThat(r.out()).doesNotContain("where no journaled node listens")
                 .containsPattern("hangs: 4 journal\\(s\\) \\(D0, P0, tap D [^)]+\\), tap P [^)]+\\)\\) and proxy journal\\(s\\) proxy, "
-                        + "\\d+ events over \\d{1,3}\\.\\d{3} s");
+                        + "\\d+ events over \\d{1,3}\\.\\d{6} s");
         assertThat(r.code()).as(r.out() + r.err()).isZero();
     }
 

@@ -30,11 +30,36 @@ class DumpCommandTest {
         assertThat(o.code()).as(o.err()).isZero();
         List<String> lines = o.lines();
         assertThat(lines.get(0)).matches(" +0 +- +header +header P0 kv_producer READ 10\\.0\\.0\\.1 .*");
-        assertThat(lines.get(1)).matches(" +1 +\\d+\\.\\d{9} +input +request_admitted rid=cmpl-.*");
-        assertThat(lines.get(2)).matches(" +2 +\\d+\\.\\d{9} +derived<-1 +phase_changed .*ADMITTED.*");
+        assertThat(lines.get(1)).matches(" +1 +t\\+\\d+\\.\\d{6} s +input +request_admitted rid=cmpl-.*");
+        assertThat(lines.get(2)).matches(" +2 +t\\+\\d+\\.\\d{6} s +derived<-1 +phase_changed .*ADMITTED.*");
         assertThat(o.out()).containsPattern("(?m)derived<-\\d+ +anomaly DEFERRAL_REAPED \\[HANG_RISK, bug class 7\\]");
         CliRun.Outcome verify = run("verify", sim.resolve("P0").toString());
         assertThat(verify.out()).contains("P0: " + lines.size() + " entries");
+    }
+
+    /** Times since the first entry by default, the journal's own with --absolute: the same instants either way. */
+    @Test
+    void times_are_since_the_first_entry_and_absolute_on_request() {
+        List<String> rel = run("dump", sim.resolve("P0").toString(), "--from", "1").lines();
+        List<String> abs = run("dump", sim.resolve("P0").toString(), "--from", "1", "--absolute").lines();
+        assertThat(rel).hasSameSizeAs(abs).hasSizeGreaterThan(2);
+        assertThat(rel.get(0)).matches(" +1 +t\\+0\\.000000 s +input +request_admitted .*");
+        java.math.BigDecimal origin = new java.math.BigDecimal(abs.get(0).strip().split(" +")[1]);
+        for (int i = 0; i < rel.size(); i++) {
+            String[] r = rel.get(i).strip().split(" +");
+            String[] a = abs.get(i).strip().split(" +");
+            assertThat(a[1]).matches("\\d+\\.\\d{9}");
+            assertThat(r[1]).matches("t\\+\\d+\\.\\d{6}");
+            assertThat(r[2]).isEqualTo("s");
+            java.math.BigDecimal since = new java.math.BigDecimal(a[1]).subtract(origin)
+                    .setScale(6, java.math.RoundingMode.DOWN);
+            assertThat(r[1]).as(rel.get(i)).isEqualTo("t+" + since.toPlainString());
+            assertThat(String.join(" ", java.util.Arrays.copyOfRange(r, 3, r.length)))
+                    .isEqualTo(String.join(" ", java.util.Arrays.copyOfRange(a, 2, a.length)));
+        }
+        // a later range keeps the journal's origin, not its own first line
+        List<String> later = run("dump", sim.resolve("P0").toString(), "--from", "3", "--to", "3").lines();
+        assertThat(later).containsExactly(rel.get(2));
     }
 
     @Test
@@ -58,7 +83,7 @@ class DumpCommandTest {
         assertThat(lines).extracting(l -> l.substring(0, 2)).containsExactly("P0", "D0", "D0", "P0");
         double last = -1;
         for (String l : lines) {
-            double t = Double.parseDouble(l.substring(4).strip().split(" +")[1]);
+            double t = Double.parseDouble(l.substring(4).strip().split(" +")[1].substring("t+".length()));
             assertThat(t).isGreaterThanOrEqualTo(last);
             last = t;
         }

@@ -76,7 +76,7 @@ class HangsInFlightTest {
         assertThat(o.code()).as(o.out()).isZero();
         assertThat(o.out())
                 .containsPattern("(?m)^in flight: " + count + " requests in a non-terminal phase \\(the journals end at "
-                        + "t\\+4\\d\\.\\d{3} s\\): " + young + " in (its|their) phase for less than --stuck-after 30 s, "
+                        + "t\\+4\\d\\.\\d{6} s\\): " + young + " in (its|their) phase for less than --stuck-after 30 s, "
                         + progressing + " in (its|their) phase longer, but still progressing \\(a lifecycle event within "
                         + "30 s of the end\\)$")
                 .containsPattern("(?m)^  D0: .*RUNNING \\d+")
@@ -86,8 +86,8 @@ class HangsInFlightTest {
 
         Outcome listed = SimJournals.run("hangs", cut.toString(), "--in-flight");
         assertThat(listed.code()).isZero();
-        Matcher lines = Pattern.compile("(?m)^  [PD]0  \\S+  [A-Z_]+  (young|progressing)  in its phase since t\\+\\d+\\.\\d{3} s, "
-                + "last event at t\\+\\d+\\.\\d{3} s$").matcher(listed.out());
+        Matcher lines = Pattern.compile("(?m)^  [PD]0  \\S+  [A-Z_]+  (young|progressing)  in its phase since t\\+\\d+\\.\\d{6} s, "
+                + "last event at t\\+\\d+\\.\\d{6} s$").matcher(listed.out());
         assertThat(lines.results().count()).as(listed.out()).isEqualTo(count);
     }
 
@@ -99,7 +99,7 @@ class HangsInFlightTest {
         assertThat(o.code()).as(o.out()).isZero();
         assertThat(o.out())
                 .containsPattern("(?m)^in flight: none; every request the journals saw reached a terminal phase "
-                        + "\\(the journals end at t\\+\\d+\\.\\d{3} s\\)$")
+                        + "\\(the journals end at t\\+\\d+\\.\\d{6} s\\)$")
                 .contains("no findings: every request reached a terminal phase without a serious anomaly");
         assertThat(json(SimJournals.run("hangs", clean.toString(), "--json")).get("in_flight"))
                 .isEqualTo(Map.of("count", 0L, "stuck", 0L, "young", 0L, "progressing", 0L, "requests", List.of()));

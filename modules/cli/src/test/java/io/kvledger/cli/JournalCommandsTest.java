@@ -88,7 +88,7 @@ class JournalCommandsTest {
                 .containsPattern("(?m)^node D0 \\(journal D0\\): kv_consumer WRITE 10\\.0\\.1\\.1 dp0/1 tp0/1$")
                 .containsPattern("(?m)^  in effect: profile newest, defer_timeout 60 s, transfer_timeout 30 s, "
                         + "recv_abort_timeout 120 s \\(as journaled\\)$")
-                .containsPattern("(?m)^  inputs \\d+ \\(seq 1\\.\\.\\d+\\), effects \\d+, span \\d+\\.\\d{3} s$")
+                .containsPattern("(?m)^  inputs \\d+ \\(seq 1\\.\\.\\d+\\), effects \\d+, span \\d+\\.\\d{6} s$")
                 .containsPattern("(?m)^  phases at the end: .*WAITING_FOR_REMOTE_KVS \\d+ \\*")
                 .containsPattern("(?m)^  phases at the end: .*FREED_AFTER_ACK \\d+")
                 .containsPattern("(?m)^  anomalies: ")
@@ -200,12 +200,12 @@ class JournalCommandsTest {
         Outcome o = run("hangs", faulty.toString());
         assertThat(o.code()).as(o.err()).isEqualTo(1);
         assertThat(o.out())
-                .containsPattern("(?m)^hangs: 2 journal\\(s\\) \\(D0, P0\\), \\d+ events over \\d+\\.\\d{3} s; stuck after 30 s in one phase$")
+                .containsPattern("(?m)^hangs: 2 journal\\(s\\) \\(D0, P0\\), \\d+ events over \\d+\\.\\d{6} s; stuck after 30 s in one phase$")
                 .containsPattern("(?m)^  D0: kv_consumer WRITE 10\\.0\\.1\\.1 dp0/1 tp0/1; profile newest, defer_timeout 60 s")
                 .containsPattern("(?m)^stuck-waiting: \\d+ findings?$")
                 .containsPattern("(?m)^  D0  cmpl-\\.\\.\\._[0-9a-f]{32}-0-[0-9a-f]{8}  WAITING_FOR_REMOTE_KVS  stuck-waiting  "
-                        + "class 27  in WAITING_FOR_REMOTE_KVS for \\d+\\.\\d{3} s until the journal ends: .*; D0 scheduled "
-                        + "\\d+ steps meanwhile, the last at t\\+\\d+\\.\\d{3} s$")
+                        + "class 27  in WAITING_FOR_REMOTE_KVS for \\d+\\.\\d{6} s until the journal ends: .*; D0 scheduled "
+                        + "\\d+ steps meanwhile, the last at t\\+\\d+\\.\\d{6} s$")
                 .containsPattern("(?m)^summary: \\d+ findings? \\(stuck-waiting \\d+.*\\) on \\d of 2 node\\(s\\)$")
                 .containsPattern("(?m)^  27  WRITE requests stranded in WAITING_FOR_REMOTE_KVS$")
                 .doesNotContain(root.toString());
@@ -286,7 +286,7 @@ class JournalCommandsTest {
                 .containsPattern("(?m)^t\\+\\d+\\.\\d{6} s  D0  #\\d+  blocks_allocated => send_remote_blocks -> 10\\.0\\.0\\.1:61005 tid=")
                 .containsPattern("(?m)^t\\+\\d+\\.\\d{6} s  P0  #\\d+  blocks_allocated => phase ADMITTED -> PREFILLING: ")
                 .containsPattern("(?m)^  D0  cmpl-\\.\\.\\._" + uuid(rid) + "-0-[0-9a-f]{8}  WAITING_FOR_REMOTE_KVS \\(not terminal\\) since t\\+")
-                .containsPattern("(?m)^inspect: \\d+ line\\(s\\) over \\d+\\.\\d{3} s$")
+                .containsPattern("(?m)^inspect: \\d+ line\\(s\\) over \\d+\\.\\d{6} s$")
                 .doesNotContain(root.toString());
     }
 
@@ -349,13 +349,13 @@ class JournalCommandsTest {
         Outcome o = run("stats", faulty.toString());
         assertThat(o.code()).as(o.err()).isZero();
         assertThat(o.out())
-                .containsPattern("(?m)^stats: 2 journal\\(s\\) \\(D0, P0\\), \\d+ events over \\d+\\.\\d{3} s$")
+                .containsPattern("(?m)^stats: 2 journal\\(s\\) \\(D0, P0\\), \\d+ events over \\d+\\.\\d{6} s$")
                 .containsPattern("(?m)^  requests at the end: 120 \\(\\d+ terminal, \\d+ not\\)$")
                 .containsPattern("(?m)^  WAITING_FOR_REMOTE_KVS \\* +\\d+$")
-                .containsPattern("(?m)^  time in phase \\(ms\\) +count +p50 +p90 +p99 +max$")
-                .containsPattern("(?m)^  WAITING_FOR_REMOTE_KVS +\\d+ +\\d+\\.\\d{3} +\\d+\\.\\d{3} +\\d+\\.\\d{3} +\\d+\\.\\d{3}$")
+                .containsPattern("(?m)^  time in phase +count +p50 +p90 +p99 +max$")
+                .containsPattern("(?m)^  WAITING_FOR_REMOTE_KVS +\\d+ +\\d+\\.\\d{6} s +\\d+\\.\\d{6} s +\\d+\\.\\d{6} s +\\d+\\.\\d{6} s$")
                 .containsPattern("(?m)^  admission to terminal +\\d+ ")
-                .containsPattern("(?m)^  finished +\\d+ +\\d+\\.\\d{3} ")
+                .containsPattern("(?m)^  finished +\\d+ +\\d+\\.\\d{6} s ")
                 .containsPattern("(?m)^  unfinished \\(a leg never reached a terminal phase\\): [1-9]\\d*$");
     }
 

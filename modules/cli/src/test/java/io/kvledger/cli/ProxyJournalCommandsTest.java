@@ -60,7 +60,7 @@ class ProxyJournalCommandsTest {
         assertThat(o.out()).contains("proxy-decode-unanswered")
                 .containsPattern("proxy0  " + java.util.regex.Pattern.quote(RID) + "  -  proxy-decode-unanswered  class -  "
                         + "the proxy sent the decode leg to 10\\.0\\.1\\.1:8200 \\(WRITE, prefill 10\\.0\\.0\\.1:8100\\): no answer "
-                        + "by the end of the proxy's journal, 36\\.980 s after it was sent")
+                        + "by the end of the proxy's journal, 36\\.979998 s after it was sent")
                 .contains("stuck-waiting")
                 .contains("hangs: 2 journal(s) (D0, P0) and proxy journal(s) proxy,")
                 .contains("on 2 of 2 node(s) and 1 of 1 proxy journal(s)");

@@ -301,7 +301,7 @@ class VllmBridgeRecordingTest {
         // each waited 40 s while its engine stepped on (the last step at the shutdown): a transfer that
         // never came, not an engine stuck inside a hook
         Matcher waited = Pattern.compile("in WAITING_FOR_REMOTE_KVS for (\\d+\\.\\d+) s until the journal ends.*; "
-                + "D0-10\\.0\\.1\\.1-6301 scheduled (\\d+) steps meanwhile, the last at t\\+40\\.0\\d\\d s").matcher(o.out());
+                + "D0-10\\.0\\.1\\.1-6301 scheduled (\\d+) steps meanwhile, the last at t\\+40\\.0\\d{5} s").matcher(o.out());
         int found = 0;
         while (waited.find()) {
             double s = Double.parseDouble(waited.group(1));

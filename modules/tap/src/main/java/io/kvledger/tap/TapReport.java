@@ -306,7 +306,7 @@ public final class TapReport {
         List<String> out = new ArrayList<>();
         long incomplete = transfers.stream().filter(t -> !t.complete()).count();
         out.add("tap-report: " + ranks.size() + " rank(s) tapped (" + String.join(", ", ranks.stream().map(Rank::label).toList())
-                + "); " + frames + " frame(s) over " + Seconds.rounded(lastNs - firstNs, 3) + "; " + transfers.size() + " transfer(s), "
+                + "); " + frames + " frame(s) over " + Seconds.duration(lastNs - firstNs) + "; " + transfers.size() + " transfer(s), "
                 + incomplete + " with a frame that never crossed; " + rejected.size() + " rejected frame(s); "
                 + forwardFailed.size() + " not forwarded");
         for (Transfer t : transfers) {
@@ -326,7 +326,7 @@ public final class TapReport {
                 b.append("; complete");
             } else {
                 b.append("; MISSING: ").append(String.join("; ", t.missing()))
-                        .append("; last frame ").append(Seconds.rounded(lastNs - t.lastNs(), 3)).append(" before the end of the journals");
+                        .append("; last frame ").append(Seconds.duration(lastNs - t.lastNs())).append(" before the end of the journals");
             }
             out.add(b.toString());
         }
@@ -344,7 +344,7 @@ public final class TapReport {
     }
 
     private String at(long ns) {
-        return "t+" + Seconds.rounded(ns - firstNs, 3);
+        return Seconds.offset(ns - firstNs);
     }
 
 

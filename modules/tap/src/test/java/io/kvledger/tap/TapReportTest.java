@@ -33,10 +33,10 @@ class TapReportTest {
         List<String> lines = r.render(false);
         assertThat(lines).hasSize(2);
         assertThat(lines.get(0)).isEqualTo("tap-report: 3 rank(s) tapped (P+0 10.0.0.1:61005, P+1 10.0.0.1:61006, "
-                + "D+0 10.0.0.2:62005); 6 frame(s) over 0.000 s; 2 transfer(s), 1 with a frame that never crossed; "
+                + "D+0 10.0.0.2:62005); 6 frame(s) over 0.000000 s; 2 transfer(s), 1 with a frame that never crossed; "
                 + "0 rejected frame(s); 0 not forwarded");
-        assertThat(lines.get(1)).startsWith("tx-half WRITE: crossed remote_blocks -> P+0 10.0.0.1:61005 at t+0.000 s (decode_rank 1); "
-                + "write_done -> D+0 10.0.0.2:62005 at t+0.000 s; MISSING: remote_blocks never crossed to P+1");
+        assertThat(lines.get(1)).startsWith("tx-half WRITE: crossed remote_blocks -> P+0 10.0.0.1:61005 at t+0.000000 s (decode_rank 1); "
+                + "write_done -> D+0 10.0.0.2:62005 at t+0.000000 s; MISSING: remote_blocks never crossed to P+1");
         assertThat(r.render(true)).hasSize(3).last().asString().endsWith("; complete");
         assertThat(r.hasFindings()).isTrue();
     }
@@ -54,7 +54,7 @@ class TapReportTest {
                         org.assertj.core.groups.Tuple.tuple("tx-raw", "READ", true));
         assertThat(r.transfers().get(1).missing()).containsExactly(
                 "1 release never crossed: 1 of consumer_tp_size 2 (to P+0 10.0.0.1:61005 so far)");
-        assertThat(r.render(false).get(1)).endsWith("last frame 2.000 s before the end of the journals");
+        assertThat(r.render(false).get(1)).endsWith("last frame 2.000000 s before the end of the journals");
     }
 
     @Test
@@ -70,7 +70,7 @@ class TapReportTest {
         assertThat(r.transfers().get(1).missing()).singleElement().asString()
                 .startsWith("remote_blocks to P+0 10.0.0.1:61005 had an empty block_notify_list");
         assertThat(r.forwardFailed()).hasSize(1);
-        assertThat(r.render(false)).last().isEqualTo("not forwarded -> P+0 10.0.0.1:61005 at t+0.000 s: release tx-abort: "
+        assertThat(r.render(false)).last().isEqualTo("not forwarded -> P+0 10.0.0.1:61005 at t+0.000000 s: release tx-abort: "
                 + "the tap could not forward the frame: ZMQ refused frame 1 of 1 (errno 35)");
     }
 }

@@ -230,7 +230,7 @@ public final class HangDetectors {
                     "its writes wait for handshake " + unanswered.key + " with " + unanswered.endpoint() + ", started at "
                             + rel(l, unanswered.startedAt) + " and never answered, and " + n.name + " scheduled no step since"
                             + " (its last at " + rel(l, n.lastStepAt) + ") for " + seconds(end - unanswered.startedAt)
-                            + ", beyond transfer_timeout " + seconds(n.config.transferTimeoutNs())
+                            + ", beyond transfer_timeout " + setting(n.config.transferTimeoutNs())
                             + ": the engine is inside save_kv_layer, spinning on the handshake flag with no deadline"
                             + " (#29304; the fix breaks out after transfer_timeout and the engine steps on); in " + r.phase
                             + " since " + rel(l, since(r))));
@@ -259,7 +259,7 @@ public final class HangDetectors {
         } else if (r.phase == RequestPhase.DEFERRED_FREE) {
             out.add(new Finding("stuck", n.name, r.requestId, r.transferId, r.phase, 7, end, since,
                     "blocks held in DEFERRED_FREE " + waited + ": no ACK and no reap yet "
-                            + (n.producer() ? "(defer_timeout " + seconds(n.config.deferTimeoutNs()) + ")" : "(consumers never reap)")
+                            + (n.producer() ? "(defer_timeout " + setting(n.config.deferTimeoutNs()) + ")" : "(consumers never reap)")
                             + stepping));
         } else {
             Finding reads = unfinishedReads(l, n, r, end, waited, stepping);
@@ -1051,7 +1051,7 @@ public final class HangDetectors {
             return "";
         }
         return "; the engine logs \"Reaped " + m.group(1) + " deferred sends with no finished_sending notification after "
-                + Math.round(n.config.deferTimeoutNs() / 1e9) + "s\" for this call";
+                + Math.round(n.config.deferTimeoutNs() / 1e9) + "s\" for this call"; // vLLM's own log text, not a kvledger time
     }
 
     private static void nodeAnomaly(Ledger l, NodeView n, Seen s, List<Finding> out) {
@@ -1249,11 +1249,11 @@ public final class HangDetectors {
         Long reaped = t == null ? null : t.reapedOn.get(p.name);
         if (reaped != null) {
             return "its blocks were held until the reap at " + rel(l, reaped) + " (defer_timeout "
-                    + seconds(p.config.deferTimeoutNs()) + ")";
+                    + setting(p.config.deferTimeoutNs()) + ")";
         }
         if (pr != null && pr.phase == RequestPhase.DEFERRED_FREE) {
             return "its blocks are held in DEFERRED_FREE since " + rel(l, since(pr)) + " until the reap (defer_timeout "
-                    + seconds(p.config.deferTimeoutNs()) + ")";
+                    + setting(p.config.deferTimeoutNs()) + ")";
         }
         return pr == null || pr.phase == null ? "its leg ended" : "it is in " + pr.phase;
     }
@@ -1930,7 +1930,7 @@ public final class HangDetectors {
         }
         if (reaped != null) {
             m.append("; the deferral was reaped at ").append(rel(l, reaped.atNs())).append(": blocks held for defer_timeout ")
-                    .append(seconds(n.config.deferTimeoutNs())).append(" although the decode had released them");
+                    .append(setting(n.config.deferTimeoutNs())).append(" although the decode had released them");
         } else if (r.phase == RequestPhase.DEFERRED_FREE) {
             m.append("; still in DEFERRED_FREE since ").append(rel(l, since(r))).append(", only the reap will free it");
         }
@@ -2086,10 +2086,16 @@ public final class HangDetectors {
         if (atNs == Long.MIN_VALUE || l.firstAtNs == Long.MAX_VALUE) {
             return "start";
         }
-        return "t+" + seconds(atNs - l.firstAtNs);
+        return io.kvledger.ledger.text.Seconds.offset(atNs - l.firstAtNs);
     }
 
+    /** A measured duration, in the one form every report prints. */
     static String seconds(long ns) {
-        return io.kvledger.ledger.text.Seconds.rounded(ns, 3);
+        return io.kvledger.ledger.text.Seconds.duration(ns);
+    }
+
+    /** A configured timeout, as exact as it was set ("60 s", "0.5 s"). */
+    private static String setting(long ns) {
+        return io.kvledger.ledger.text.Seconds.exact(ns, 0);
     }
 }

@@ -109,9 +109,9 @@ public final class ProxyLedger {
             if (d != null) {
                 String why = null;
                 if (d.outcome() == null && end - d.sentAtNs() > stuckAfterNs) {
-                    why = "no answer by the end of the proxy's journal, " + Seconds.rounded(end - d.sentAtNs(), 3) + " after it was sent";
+                    why = "no answer by the end of the proxy's journal, " + Seconds.duration(end - d.sentAtNs()) + " after it was sent";
                 } else if ("cancelled".equals(d.outcome()) || "failed".equals(d.outcome())) {
-                    why = d.outcome() + " after " + Seconds.rounded(d.endAtNs() - d.sentAtNs(), 3) + ": " + d.detail();
+                    why = d.outcome() + " after " + Seconds.duration(d.endAtNs() - d.sentAtNs()) + ": " + d.detail();
                 }
                 if (why != null) {
                     decode.add(new Finding(DETECTORS.get(0), q.proxy(), q.requestId(), q.transferId(), null, 0,
@@ -123,9 +123,9 @@ public final class ProxyLedger {
             if (p != null) {
                 String why = null;
                 if (p.outcome() == null && end - p.sentAtNs() > stuckAfterNs) {
-                    why = "no answer by the end of the proxy's journal, " + Seconds.rounded(end - p.sentAtNs(), 3) + " after it was sent";
+                    why = "no answer by the end of the proxy's journal, " + Seconds.duration(end - p.sentAtNs()) + " after it was sent";
                 } else if ("cancelled".equals(p.outcome()) || "failed".equals(p.outcome())) {
-                    why = p.outcome() + " after " + Seconds.rounded(p.endAtNs() - p.sentAtNs(), 3) + ": " + p.detail();
+                    why = p.outcome() + " after " + Seconds.duration(p.endAtNs() - p.sentAtNs()) + ": " + p.detail();
                 }
                 if (why != null) {
                     prefill.add(new Finding(DETECTORS.get(1), q.proxy(), q.requestId(), q.transferId(), null, 0,

@@ -7,13 +7,15 @@ import java.util.Locale;
 
 /**
  * One journal entry as one line of text ({@code kvledger dump}, {@code tail}) or JSON: the
- * sequence number, the event time in seconds with nanosecond digits, the kind (a derived entry
- * shows the seq of its cause), and the journal's own dissector for the content. With several
- * journals in one listing the node id comes first.
+ * sequence number, the event time, the kind (a derived entry shows the seq of its cause), and the
+ * journal's own dissector for the content. With several journals in one listing the node id comes
+ * first. The time is relative to an origin ({@code dump}: the first entry of the journals) in the
+ * form every report prints ({@link ReportText#rel}), or absolute seconds with nanosecond digits
+ * ({@code dump --absolute}, {@code tail}).
  *
  * <pre>
- *       12     1.204518330  input      remote_blocks_received req_id=... transfer_id=tx-1 ...
- *       13     1.204518330  derived&lt;-12 post_write status_id=7 ...
+ *       12    t+1.204518 s  input       remote_blocks_received req_id=... transfer_id=tx-1 ...
+ *       13    t+1.204518 s  derived&lt;-12 post_write status_id=7 ...
  * </pre>
  */
 public final class EntryText {
@@ -31,9 +33,21 @@ public final class EntryText {
         };
     }
 
-    /** One text line (no newline); {@code node} is printed first unless it is null. */
+    /** Marks an absolute time column in {@link #text(JournalEntry, String, long)}. */
+    public static final long ABSOLUTE = Long.MIN_VALUE;
+
+    /** One text line with the absolute event time (no newline); {@code node} is printed first unless it is null. */
     public static String text(JournalEntry e, String node) {
-        String t = e instanceof JournalEntry.Header ? "-" : ReportText.time(e.atNs());
+        return text(e, node, ABSOLUTE);
+    }
+
+    /**
+     * One text line (no newline) with the event time relative to {@code originNs}, or absolute when
+     * that is {@link #ABSOLUTE}; {@code node} is printed first unless it is null.
+     */
+    public static String text(JournalEntry e, String node, long originNs) {
+        String t = e instanceof JournalEntry.Header ? "-"
+                : originNs == ABSOLUTE ? ReportText.time(e.atNs()) : ReportText.rel(e.atNs() - originNs);
         String line = String.format(Locale.ROOT, "%8d %15s  %-11s %s", e.seq(), t, kind(e), e.dissect());
         return node == null ? line : String.format(Locale.ROOT, "%-4s %s", node, line);
     }

@@ -2,11 +2,11 @@ package io.kvledger.ledger.report;
 
 import io.kvledger.ledger.otlp.JournalTraces;
 import io.kvledger.ledger.replay.Replayer;
+import io.kvledger.ledger.text.Seconds;
 import java.io.PrintWriter;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * What {@code kvledger export} prints of the journals' lifecycles it sent to an OTLP receiver
@@ -42,8 +42,8 @@ public final class ExportReport {
         out.println("export: " + names.size() + " journal(s) (" + String.join(", ", names) + "): "
                 + res.traces() + " trace(s), " + res.legs() + " leg(s) (" + res.inFlight() + " in flight, "
                 + res.withFinding() + " with a finding), " + res.spans() + " span(s) sent to "
-                + endpoint + (shift != 0 ? " (times shifted by " + String.format(Locale.ROOT,
-                "%+.3f", shift / 1e9) + " s)" : ""));
+                + endpoint + (shift != 0 ? " (times shifted by " + (shift < 0 ? "-" : "+")
+                + Seconds.duration(Math.abs(shift)) + ")" : ""));
         if (res.unattached() > 0) {
             out.println("  " + res.unattached() + " finding(s) name no request admitted on their node; not exported "
                     + "(see 'kvledger hangs')");

@@ -43,7 +43,7 @@ public final class HangsReport {
         long span = res.inputs() == 0 ? 0 : res.lastAtNs() - res.firstAtNs();
         out.println("hangs: " + res.nodes().size() + " journal(s) (" + ReportText.names(res.nodes()) + ")"
                 + (res.proxies().isEmpty() ? "" : " and proxy journal(s) " + String.join(", ", res.proxies())) + ", " + res.inputs()
-                + " events over " + Seconds.cut(span, 3) + "; stuck after " + Seconds.exact(res.bounds().stuckAfterNs(), 0)
+                + " events over " + Seconds.duration(span) + "; stuck after " + Seconds.exact(res.bounds().stuckAfterNs(), 0)
                 + " in one phase");
         for (Replayer.Node n : res.nodes()) {
             out.println("  " + n.name() + ": " + ReportText.node(n.config()) + "; "
@@ -188,7 +188,7 @@ public final class HangsReport {
     }
 
     private static String rel(Hangs.Result res, long atNs) {
-        return "t+" + Seconds.cut(atNs - res.firstAtNs(), 3);
+        return Seconds.offset(atNs - res.firstAtNs());
     }
 
     /** One finding: node, request (or transfer), phase, detector, bug class, message. */

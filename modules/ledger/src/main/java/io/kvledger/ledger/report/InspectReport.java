@@ -104,7 +104,7 @@ public final class InspectReport {
                     + (p.to().terminal() ? "" : " (not terminal)") + " since " + ReportText.rel(l.atNs() - base) + ": "
                     + p.reason());
         }
-        out.println("inspect: " + lines.size() + " line(s) over " + Seconds.cut(lines.get(lines.size() - 1).atNs() - base, 3));
+        out.println("inspect: " + lines.size() + " line(s) over " + Seconds.duration(lines.get(lines.size() - 1).atNs() - base));
     }
 
     /** Prints the timeline found as one JSON object. */

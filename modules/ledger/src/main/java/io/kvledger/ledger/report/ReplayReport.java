@@ -282,7 +282,7 @@ public final class ReplayReport {
             out.println("  in effect: " + ConfigOverrides.describe(node.recordedConfig(), node.config())
                     + (node.config().equals(node.recordedConfig()) ? " (as journaled)" : ""));
             out.println("  inputs " + t.inputs + (t.inputs == 0 ? "" : " (seq " + t.firstSeq + ".." + t.lastSeq + ")")
-                    + ", effects " + t.effects + (t.inputs == 0 ? "" : ", span " + Seconds.cut(t.lastAtNs - t.firstAtNs, 3)));
+                    + ", effects " + t.effects + (t.inputs == 0 ? "" : ", span " + Seconds.duration(t.lastAtNs - t.firstAtNs)));
             out.println("  phases at the end: " + t.phasesLine());
             out.println("  anomalies: " + t.anomaliesLine());
         }

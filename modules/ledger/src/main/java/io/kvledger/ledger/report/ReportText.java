@@ -46,30 +46,21 @@ public final class ReportText {
         return m.find() ? m.group(1) : null;
     }
 
-    /**
-     * A time relative to the start of a journal set: {@code t+12.345678 s} (seconds, 6 decimals,
-     * with the unit, as every time and duration kvledger prints).
-     */
+    /** A time relative to the start of a journal set: {@code t+12.345678 s} ({@link Seconds#offset}). */
     public static String rel(long ns) {
-        return "t+" + Seconds.cut(ns, 6);
+        return Seconds.offset(ns);
     }
 
-    /** A journal time as seconds with nine decimals ("12.000000042"). */
+    /** A journal time as absolute seconds with nine decimals ("12.000000042"), as {@code dump --absolute} prints it. */
     public static String time(long atNs) {
         long s = Math.floorDiv(atNs, 1_000_000_000L);
         long ns = Math.floorMod(atNs, 1_000_000_000L);
         return String.format(Locale.ROOT, "%d.%09d", s, ns);
     }
 
-    /** Nanoseconds as milliseconds with 3 decimals. */
-    public static String millis3(long ns) {
-        long a = Math.abs(ns);
-        return (ns < 0 ? "-" : "") + (a / 1_000_000L) + "." + String.format(Locale.ROOT, "%03d", (a % 1_000_000L) / 1_000L);
-    }
-
     /** Nanoseconds as a JSON-friendly double of seconds. */
     public static double secondsDouble(long ns) {
-        return ns / 1e9;
+        return ns / 1e9; // a JSON number, not text
     }
 
     /** "kv_producer WRITE 10.0.0.1 dp0/1 tp0/1". */

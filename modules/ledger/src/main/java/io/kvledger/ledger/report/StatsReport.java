@@ -155,7 +155,7 @@ public final class StatsReport {
             inputs += s.tally.inputs;
         }
         out.println("stats: " + nodes.size() + " journal(s) (" + ReportText.names(nodes) + "), " + inputs + " events over "
-                + Seconds.cut(inputs == 0 ? 0 : last - first, 3));
+                + Seconds.duration(inputs == 0 ? 0 : last - first));
         for (Replayer.Node n : nodes) {
             NodeStats s = stats.get(n.name());
             NodeTally t = s.tally;
@@ -181,7 +181,7 @@ public final class StatsReport {
                 table(out, ar);
             }
             List<String[]> lr = new ArrayList<>();
-            lr.add(new String[] {"time in phase (ms)", "count", "p50", "p90", "p99", "max"});
+            lr.add(new String[] {"time in phase", "count", "p50", "p90", "p99", "max"});
             for (RequestPhase p : RequestPhase.values()) {
                 Histogram h = s.phases.get(p);
                 if (h != null && h.getTotalCount() > 0) {
@@ -194,7 +194,7 @@ public final class StatsReport {
         out.println();
         out.println("client requests across nodes (first admission to last terminal phase, legs joined by request uuid):");
         List<String[]> rows = new ArrayList<>();
-        rows.add(new String[] {"end to end (ms)", "count", "p50", "p90", "p99", "max"});
+        rows.add(new String[] {"end to end", "count", "p50", "p90", "p99", "max"});
         rows.add(row("finished", e2e));
         table(out, rows);
         out.println("  unfinished (a leg never reached a terminal phase): " + unfinished);
@@ -204,9 +204,9 @@ public final class StatsReport {
         if (h.getTotalCount() == 0) {
             return new String[] {name, "0", "-", "-", "-", "-"};
         }
-        return new String[] {name, Long.toString(h.getTotalCount()), ReportText.millis3(h.getValueAtPercentile(50)),
-            ReportText.millis3(h.getValueAtPercentile(90)), ReportText.millis3(h.getValueAtPercentile(99)),
-            ReportText.millis3(h.getMaxValue())};
+        return new String[] {name, Long.toString(h.getTotalCount()), Seconds.duration(h.getValueAtPercentile(50)),
+            Seconds.duration(h.getValueAtPercentile(90)), Seconds.duration(h.getValueAtPercentile(99)),
+            Seconds.duration(h.getMaxValue())};
     }
 
     /** First column left-aligned, the others right-aligned. */

@@ -7,12 +7,30 @@ import java.util.Locale;
 /**
  * Nanoseconds written as seconds, in the few forms kvledger prints. Each form is fixed: reports,
  * golden outputs and journaled reasons depend on its bytes.
+ *
+ * <p>Every measured time and duration a report prints as text ({@code hangs}, {@code inspect},
+ * {@code stats}, {@code dump}, {@code replay}) is {@link #duration} or, relative to the start of
+ * the journals, {@link #offset}: seconds with six decimals (microseconds) and the unit. Settings
+ * echoed back (a {@code --stuck-after} bound) are {@link #exact}, as the user wrote them.
  */
 public final class Seconds {
 
     private static final long NS_PER_S = 1_000_000_000L;
 
     private Seconds() {}
+
+    /** The one text form of a measured duration: {@code duration(394_123)} is "0.000394 s" (cut, not rounded). */
+    public static String duration(long ns) {
+        return cut(ns, 6);
+    }
+
+    /**
+     * The one text form of a time relative to an origin (the first entry of the journals):
+     * {@code offset(177_619_000_000L)} is "t+177.619000 s", {@code offset(-500_000_000)} "t-0.500000 s".
+     */
+    public static String offset(long ns) {
+        return ns < 0 ? "t-" + cut(ns, 6).substring(1) : "t+" + cut(ns, 6);
+    }
 
     /**
      * Rounded to {@code decimals} places the way {@code String.format("%.Nf")} rounds the double

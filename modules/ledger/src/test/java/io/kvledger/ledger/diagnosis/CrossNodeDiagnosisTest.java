@@ -264,13 +264,13 @@ class CrossNodeDiagnosisTest {
                 assertThat(f).anySatisfy(x -> {
                     assertThat(x.node()).isEqualTo("D1");
                     assertThat(x.requestId()).isEqualTo(drid);
-                    assertThat(x.message()).contains("for 0.000 s when D1's journal ended at t+4.000 s without a shutdown "
+                    assertThat(x.message()).contains("for 0.000000 s when D1's journal ended at t+4.000000 s without a shutdown "
                             + "(its process was killed").doesNotContain("until the journal ends");
                 });
             } else {
                 assertThat(f).anySatisfy(x -> {
                     assertThat(x.requestId()).isEqualTo(drid);
-                    assertThat(x.message()).contains("for 8.000 s until the journal ends");
+                    assertThat(x.message()).contains("for 8.000000 s until the journal ends");
                 });
             }
         }

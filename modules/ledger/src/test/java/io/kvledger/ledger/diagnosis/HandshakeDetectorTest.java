@@ -57,7 +57,7 @@ class HandshakeDetectorTest {
             assertThat(x.requestId()).isEqualTo(drid);
             assertThat(x.bugClass()).isEqualTo(21);
             assertThat(x.message()).contains(h.key()).contains(h.host() + ":" + h.port()).contains("never answered")
-                    .contains("61.000 s");
+                    .contains("for 60.999999 s");
         });
         // the generic stuck finding is replaced, not added
         assertThat(f).noneSatisfy(x -> assertThat(x.detector()).isEqualTo("stuck"));
@@ -81,7 +81,7 @@ class HandshakeDetectorTest {
             assertThat(x.requestId()).isEqualTo(drid);
             assertThat(x.bugClass()).isEqualTo(21);
             assertThat(x.message()).contains("waits for " + h.key()).contains("handshake " + h.key() + " with ").contains(h.host() + ":" + h.port())
-                    .contains("connection refused").contains("after 2.000 s");
+                    .contains("connection refused").contains("after 2.000000 s");
         });
         assertThat(f).noneSatisfy(x -> assertThat(x.detector() + " " + x.node()).isEqualTo("stuck D0"));
     }

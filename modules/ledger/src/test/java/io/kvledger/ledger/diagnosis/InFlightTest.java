@@ -46,8 +46,8 @@ class InFlightTest {
         List<Finding> findings = HangDetectors.run(c.ledger, bounds);
         assertThat(findings).extracting(Finding::requestId).containsExactly("silent");
         assertThat(findings.get(0).detector()).isEqualTo("stuck");
-        assertThat(findings.get(0).message()).contains("for 100.000 s until the journal ends")
-                .endsWith("; D0 scheduled 100 steps meanwhile, the last at t+100.000 s");
+        assertThat(findings.get(0).message()).contains("for 100.000000 s until the journal ends")
+                .endsWith("; D0 scheduled 100 steps meanwhile, the last at t+100.000000 s");
 
         List<InFlight> all = HangDetectors.inFlight(c.ledger, bounds);
         assertThat(all).extracting(InFlight::requestId).containsExactly("generating", "silent", "young");
@@ -83,8 +83,8 @@ class InFlightTest {
         Map<String, String> byRequest = new TreeMap<>();
         findings.forEach(f -> byRequest.put(f.requestId(), f.message()));
         assertThat(byRequest).containsOnlyKeys("before", "after");
-        assertThat(byRequest.get("before")).endsWith("; D0 scheduled 10 steps meanwhile, the last at t+10.000 s");
-        assertThat(byRequest.get("after")).endsWith("; D0 scheduled no step meanwhile (its last at t+10.000 s)");
+        assertThat(byRequest.get("before")).endsWith("; D0 scheduled 10 steps meanwhile, the last at t+10.000000 s");
+        assertThat(byRequest.get("after")).endsWith("; D0 scheduled no step meanwhile (its last at t+10.000000 s)");
 
         // a journal without steps (a node no engine drives) says nothing of them
         CrossNodeDiagnosisTest.Cluster quiet = new CrossNodeDiagnosisTest.Cluster();

@@ -54,7 +54,7 @@ class PoisonedStatusDetectorTest {
             assertThat(x.transferId()).isEqualTo("tx-b");
             assertThat(x.bugClass()).isEqualTo(9);
             assertThat(x.message()).contains(String.valueOf(second.get(0).statusId())).contains("-12 ibv_post_send: ENOMEM")
-                    .contains("transfer tx-a").contains("60.000 s");
+                    .contains("transfer tx-a").contains("60.000000 s");
         });
         assertThat(f).noneSatisfy(x -> assertThat(x.detector() + " " + x.requestId()).isEqualTo("stuck req-b"));
     }

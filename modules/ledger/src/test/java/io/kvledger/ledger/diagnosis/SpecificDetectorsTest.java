@@ -138,7 +138,7 @@ class SpecificDetectorsTest {
             assertThat(x.message()).contains("10.0.0.1:6301_dp0").contains("DP rank 0 (P0)").contains("P1 (global DP rank 1 of 2)");
         });
         assertThat(wrong.get(0).message()).contains("remote_dp_rank in its params: absent (default 0)");
-        assertThat(wrong.get(1).message()).contains("reap at t+61.000 s");
+        assertThat(wrong.get(1).message()).contains("reap at t+61.000000 s");
         assertThat(f).noneSatisfy(x -> assertThat(x.detector() + " " + x.node()).isEqualTo("reaped-without-ack P1"));
     }
 
@@ -205,7 +205,7 @@ class SpecificDetectorsTest {
         assertThat(m).extracting(x -> x.node() + " " + x.requestId()).containsExactly("D0 " + drid, "P0 " + prid);
         assertThat(m).allSatisfy(x -> assertThat(x.bugClass()).isEqualTo(14));
         assertThat(m.get(0).message()).contains("remote_block_ids []").contains("P0 " + prid + " waits for its reap");
-        assertThat(m.get(1).message()).contains("reap at t+61.000 s");
+        assertThat(m.get(1).message()).contains("reap at t+61.000000 s");
         assertThat(f).noneSatisfy(x -> assertThat(x.detector()).isEqualTo("reaped-without-ack"));
     }
 
@@ -260,13 +260,13 @@ class SpecificDetectorsTest {
         List<Finding> f = at61("P0");
         List<Finding> r = of(f, "renamed-at-finish");
         assertThat(r).extracting(x -> x.node() + " " + x.requestId()).containsExactly("D0 " + drid, "P0 " + finished);
-        assertThat(r.get(0).message()).contains("release of tx-13 was for P0 " + finished).contains("reap at t+61.000 s");
+        assertThat(r.get(0).message()).contains("release of tx-13 was for P0 " + finished).contains("reap at t+61.000000 s");
         r = r.subList(1, 2);
         assertThat(r.get(0).node()).isEqualTo("P0");
         assertThat(r.get(0).requestId()).isEqualTo(finished);
         assertThat(r.get(0).bugClass()).isEqualTo(13);
         assertThat(r.get(0).message()).contains("admitted as " + admitted).contains("surfaced " + admitted)
-                .contains("parked").contains("reaped at t+61.000 s").contains("D0 " + drid);
+                .contains("parked").contains("reaped at t+61.000000 s").contains("D0 " + drid);
         assertThat(f).noneSatisfy(x -> assertThat(x.detector()).isIn("ack-before-finish", "reaped-without-ack", "anomaly"));
     }
 }

