@@ -63,10 +63,15 @@ import java.util.Objects;
  *                             its own (its own scheduler, ports {@code base + dp_rank + tp_rank})
  *                             on the instance's host, and the proxy routes to each rank in turn; not
  *                             with {@code prefillTp} above 1, whose listeners would collide (class 23)
- * @param multiPod             whether the proxy, as a multi-pod (Wide-EP) sidecar does, gives each WRITE prefill
- *                             leg its decode's pod layout: {@code remote_hosts} (each decode instance a pod on
- *                             a host of its own) and {@code remote_dp_size_local}, which the prefill's worker
- *                             routes {@code write_done} by
+ * @param multiPod             whether the deployment spreads DP ranks over pods on several hosts, and the proxy,
+ *                             as a multi-pod (Wide-EP) sidecar does, gives the leg that dials them their pod layout
+ *                             ({@code remote_hosts} and {@code remote_dp_size_local}). WRITE: each decode instance a
+ *                             pod on a host of its own, given to the prefill leg, whose worker routes
+ *                             {@code write_done} by it. READ: each prefill DP rank a pod on a host of its own
+ *                             ({@code remote_dp_size_local} 1), given to the decode leg; the decode's eager
+ *                             handshake still dials the single {@code remote_host} with the global DP rank (class
+ *                             37), and under the newest profile its join waits without a deadline
+ *                             ({@link #unboundedEagerHandshake()})
  * @param decodeDp             the DP size of every decode instance: each DP rank an engine of its own
  *                             ({@code D<i>-dp<r>}, ports {@code base + dp_rank}) on the instance's host, the
  *                             proxy routing decode legs to the ranks in the same flat interleaved order; not
@@ -122,6 +127,17 @@ public record SimOptions(
         boolean unboundedReadWait,
         int decodeDp) {
 
+    /**
+     * Whether a READ decode's eager handshake join ({@code _eager_handshake_all_dp_ranks}) waits
+     * without a deadline for a handshake nobody answers: in a multi-pod READ deployment under the
+     * newest profile, whose worker joins the handshake futures and receives on the DEALER with no
+     * timeout. The step it runs in then never ends. Elsewhere the simulated step gives up at
+     * {@code transfer_timeout}, as before.
+     */
+    public boolean unboundedEagerHandshake() {
+        return multiPod && mode == TransferMode.READ && behaviour.profile().startsWith("newest");
+    }
+
     static final long MS = 1_000_000L;
     static final long US = 1_000L;
     static final long S = NodeConfig.NS_PER_S;
@@ -143,6 +159,10 @@ public record SimOptions(
         }
         if (unboundedReadWait && mode != TransferMode.READ) {
             throw new IllegalArgumentException("the unbounded read wait (WideEP reader) needs READ mode: WRITE decodes post no reads");
+        }
+        if (multiPod && mode == TransferMode.READ && prefillTp > 1) {
+            throw new IllegalArgumentException("a multi-pod READ deployment puts each prefill DP rank on a pod of its own: "
+                    + "it is simulated with prefill TP 1");
         }
         if (prefillDp > 1 && prefillTp > 1) {
             // the listeners bind base + dp + tp: dp1/tp0 and dp0/tp1 would share a port (class 23)
