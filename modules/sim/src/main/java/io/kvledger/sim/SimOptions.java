@@ -68,7 +68,7 @@ import java.util.Objects;
  *                             ({@code remote_hosts} and {@code remote_dp_size_local}). WRITE: each decode instance a
  *                             pod on a host of its own, given to the prefill leg, whose worker routes
  *                             {@code write_done} by it. READ: each prefill DP rank a pod on a host of its own
- *                             ({@code remote_dp_size_local} 1), given to the decode leg; the decode's eager
+ *                             ({@code remote_dp_size_local} 1, or {@code prefillPodRanks}), given to the decode leg; the decode's eager
  *                             handshake still dials the single {@code remote_host} with the global DP rank (class
  *                             37), and under the newest profile its join waits without a deadline
  *                             ({@link #unboundedEagerHandshake()})
@@ -76,6 +76,10 @@ import java.util.Objects;
  *                             ({@code D<i>-dp<r>}, ports {@code base + dp_rank}) on the instance's host, the
  *                             proxy routing decode legs to the ranks in the same flat interleaved order; not
  *                             with {@code decodeTp} above 1 (class 23, as for the prefill)
+ * @param prefillPodRanks      in a multi-pod READ deployment, how many consecutive DP ranks of a prefill instance
+ *                             each pod holds ({@code remote_dp_size_local}); 0 means 1, a pod per rank. Ranks
+ *                             from this one on live on other pods, so with {@code prefillDp} up to it every eager
+ *                             handshake dials a rank of the pod that {@code remote_host} names
  * @param unboundedReadWait    whether a READ decode engine step blocked on its reads waits for every one of them
  *                             without bound, as the WideEP reader of issue #45749 does (its shared-memory wait has
  *                             no deadline), instead of giving up at {@code transfer_timeout}; a read that never
@@ -125,7 +129,8 @@ public record SimOptions(
         int prefillDp,
         boolean multiPod,
         boolean unboundedReadWait,
-        int decodeDp) {
+        int decodeDp,
+        int prefillPodRanks) {
 
     /**
      * Whether a READ decode's eager handshake join ({@code _eager_handshake_all_dp_ranks}) waits
@@ -153,6 +158,10 @@ public record SimOptions(
         positive("decodeTp", decodeTp, false);
         positive("prefillDp", prefillDp, false);
         positive("decodeDp", decodeDp, false);
+        if (prefillPodRanks < 0 || prefillPodRanks > 0 && !(multiPod && mode == TransferMode.READ)) {
+            throw new IllegalArgumentException("prefillPodRanks " + prefillPodRanks
+                    + ": DP ranks per prefill pod are for a multi-pod READ deployment, at least 1");
+        }
         if (decodeDp > 1 && decodeTp > 1) {
             throw new IllegalArgumentException("decode DP " + decodeDp + " with decode TP " + decodeTp
                     + ": the ranks' listeners would collide on ports (base + dp_rank + tp_rank, class 23)");
@@ -255,6 +264,7 @@ public record SimOptions(
         b.multiPod = multiPod;
         b.unboundedReadWait = unboundedReadWait;
         b.decodeDp = decodeDp;
+        b.prefillPodRanks = prefillPodRanks;
         return b;
     }
 
@@ -303,6 +313,7 @@ public record SimOptions(
         private boolean multiPod;
         private boolean unboundedReadWait;
         private int decodeDp = 1;
+        private int prefillPodRanks;
 
         private Builder(long seed, TransferMode mode) {
             this.seed = seed;
@@ -343,6 +354,7 @@ public record SimOptions(
         public Builder multiPod(boolean v) { multiPod = v; return this; }
         public Builder unboundedReadWait(boolean v) { unboundedReadWait = v; return this; }
         public Builder decodeDp(int v) { decodeDp = v; return this; }
+        public Builder prefillPodRanks(int v) { prefillPodRanks = v; return this; }
 
         public SimOptions build() {
             return new SimOptions(seed, mode, requests, prefillNodes, decodeNodes, faults, behaviour, blockSize,
@@ -350,7 +362,8 @@ public record SimOptions(
                     decodeMaxTokens, stepMinNs, stepMaxNs, idleStepNs, backgroundTickNs, meanInterArrivalNs, httpMinNs,
                     httpMaxNs, netMinNs, netMaxNs, longDelayMinNs, longDelayMaxNs, handshakeMinNs, handshakeMaxNs,
                     transferBaseNs, transferPerBlockNs, abortWindowNs, deferTimeoutNs, transferTimeoutNs, timeLimitNs,
-                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp, multiPod, unboundedReadWait, decodeDp);
+                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp, multiPod, unboundedReadWait, decodeDp,
+                    prefillPodRanks);
         }
     }
 }

@@ -72,12 +72,12 @@ public final class Simulation {
         this.network = new Network(this, latency, faults);
         // with DP above 1, each DP rank of an instance is an engine of its own (P<i>-dp<r>); the
         // proxy's flat interleaved route takes rank 0 of every instance, then rank 1, and so on
-        // in a multi-pod READ deployment each prefill DP rank is a pod on a host of its own
-        boolean podPerRank = opts.multiPod() && opts.mode() == TransferMode.READ;
+        // in a multi-pod READ deployment the prefill DP ranks live on pods of podRanks ranks, each pod
+        // on a host of its own
         for (int dp = 0; dp < opts.prefillDp(); dp++) {
             for (int i = 0; i < opts.prefillNodes(); i++) {
-                prefills.add(instance("P" + i + (dp == 0 ? "" : "-dp" + dp), Role.PRODUCER, prefillHost(i, dp, podPerRank),
-                        dp, opts.prefillDp(), podPerRank ? 1 : opts.prefillDp(), opts.prefillTp(), root));
+                prefills.add(instance("P" + i + (dp == 0 ? "" : "-dp" + dp), Role.PRODUCER, prefillHost(i, dp),
+                        dp, opts.prefillDp(), podsOfRanks() ? podRanks() : opts.prefillDp(), opts.prefillTp(), root));
             }
         }
         for (int dp = 0; dp < opts.decodeDp(); dp++) {
@@ -107,9 +107,20 @@ public final class Simulation {
         return engine;
     }
 
-    /** Prefill instance {@code i}'s host for DP rank {@code dp}: its own pod's host when each rank is a pod. */
-    private static String prefillHost(int i, int dp, boolean podPerRank) {
-        return (podPerRank && dp > 0 ? "10.0." + (dp + 1) + "." : "10.0.0.") + (i + 1);
+    /** Whether the prefill DP ranks live on pods of several hosts (a multi-pod READ deployment). */
+    private boolean podsOfRanks() {
+        return opts.multiPod() && opts.mode() == TransferMode.READ;
+    }
+
+    /** DP ranks per prefill pod in a multi-pod READ deployment ({@code remote_dp_size_local}). */
+    private int podRanks() {
+        return Math.max(1, opts.prefillPodRanks());
+    }
+
+    /** Prefill instance {@code i}'s host for DP rank {@code dp}: its pod's host in a multi-pod READ deployment. */
+    private String prefillHost(int i, int dp) {
+        int pod = podsOfRanks() ? dp / podRanks() : 0;
+        return (pod > 0 ? "10.0." + (pod + 1) + "." : "10.0.0.") + (i + 1);
     }
 
     private NodeConfig nodeConfig(Role role, String host, int dpRank, int dpSize, int dpLocal, int tpRank, int tpSize) {
@@ -327,14 +338,14 @@ public final class Simulation {
         KvParams params = ToyRouter.decodeParams(tx.prefill, tx.transferId,
                 prefillResponse == null ? null : prefillResponse.asMap());
         if (opts.multiPod() && opts.mode() == TransferMode.READ) {
-            // the prefill's pod layout, each DP rank a pod of its own, as a multi-pod sidecar gives it
+            // the prefill's pod layout, as a multi-pod sidecar gives it
             int instance = prefills.indexOf(tx.prefill) % opts.prefillNodes();
             List<String> pods = new ArrayList<>();
-            for (int dp = 0; dp < opts.prefillDp(); dp++) {
-                pods.add(prefillHost(instance, dp, true));
+            for (int dp = 0; dp < opts.prefillDp(); dp += podRanks()) {
+                pods.add(prefillHost(instance, dp));
             }
             params.put("remote_hosts", pods);
-            params.put("remote_dp_size_local", 1L);
+            params.put("remote_dp_size_local", (long) podRanks());
         }
         if (tx.aliasedDpRank >= 0) {
             params.put("remote_dp_rank", (long) tx.aliasedDpRank); // the dp-alias fault: another rank than the prefill's

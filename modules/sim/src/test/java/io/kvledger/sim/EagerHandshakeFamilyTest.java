@@ -17,27 +17,33 @@ import org.junit.jupiter.api.Test;
  * deployment ({@link SimOptions#multiPod()}: each prefill DP rank a pod on a host of its own,
  * {@code remote_dp_size_local} 1 in the decode legs) under the newest profile, whose decode joins
  * its eager handshakes without a deadline ({@link SimOptions#unboundedEagerHandshake()}). The
- * handshake for global DP rank 1 dials the single {@code remote_host} at port offset 1, where no pod
- * listens, so the decode engine stops in the first step that reads. Over 1P1D to 3P2D, prefill DP 2
- * and 3, decode TP 1 and 2, decode DP 2. The damage is read off the journal, not from the detector:
- * every decode request left in a non-terminal phase and every prefill request reaped; each must be
- * named class 37, and nothing else may be named. The clean family is the same deployment whose
- * instances are one pod each (prefill DP 1): no finding at all.
+ * handshake for the first global DP rank on another pod dials the single {@code remote_host} at that
+ * rank's global port offset, where nothing listens, so the decode engine stops in the first step
+ * that reads. Over 1P1D to 3P2D, prefill DP 2 to 4 on pods of 1 or 2 ranks, decode TP 1 and 2,
+ * decode DP 2. The damage is read off the journal, not from the detector: every decode request left
+ * in a non-terminal phase and every prefill request reaped; each must be named class 37, and nothing
+ * else may be named. The clean family is the same deployment whose instances are one pod each
+ * (prefill DP 1 to 3, the decode legs still carrying the pod layout): no finding at all.
  */
 class EagerHandshakeFamilyTest {
 
-    record Shape(int prefill, int decode, int prefillDp, int decodeTp, int decodeDp) {}
+    /** {@code podRanks}: DP ranks per prefill pod ({@code remote_dp_size_local}). */
+    record Shape(int prefill, int decode, int prefillDp, int decodeTp, int decodeDp, int podRanks) {}
 
-    static final List<Shape> DAMAGED = List.of(new Shape(1, 1, 2, 1, 1), new Shape(2, 3, 2, 1, 1), new Shape(3, 2, 3, 1, 1),
-            new Shape(2, 2, 2, 2, 1), new Shape(2, 1, 2, 1, 2));
+    static final List<Shape> DAMAGED = List.of(new Shape(1, 1, 2, 1, 1, 1), new Shape(2, 3, 2, 1, 1, 1),
+            new Shape(3, 2, 3, 1, 1, 1), new Shape(2, 2, 2, 2, 1, 1), new Shape(2, 1, 2, 1, 2, 1), new Shape(1, 2, 4, 1, 1, 2),
+            new Shape(2, 2, 3, 1, 1, 2));
 
-    static final List<Shape> CLEAN = List.of(new Shape(1, 1, 1, 1, 1), new Shape(2, 3, 1, 1, 1), new Shape(3, 2, 1, 2, 1),
-            new Shape(2, 1, 1, 1, 2));
+    /** Every eager handshake dials a rank of the pod remote_host names: one pod per instance. */
+    static final List<Shape> CLEAN = List.of(new Shape(1, 1, 1, 1, 1, 1), new Shape(2, 3, 1, 1, 1, 1),
+            new Shape(3, 2, 1, 2, 1, 1), new Shape(2, 1, 1, 1, 2, 1), new Shape(1, 2, 2, 1, 1, 2), new Shape(2, 2, 2, 2, 1, 2),
+            new Shape(2, 1, 3, 1, 1, 3));
 
     static PartialCompletionsFamilyTest.Damage run(Shape s, long seed, Behaviour b, SimStats[] stats) {
         PartialCompletionsFamilyTest.Damage d = new PartialCompletionsFamilyTest.Damage();
         SimulationResult r = Simulation.run(SimOptions.builder(seed, TransferMode.READ).requests(30).nodes(s.prefill(), s.decode())
-                .tp(1, s.decodeTp()).prefillDp(s.prefillDp()).decodeDp(s.decodeDp()).multiPod(true).behaviour(b)
+                .tp(1, s.decodeTp()).prefillDp(s.prefillDp()).decodeDp(s.decodeDp()).multiPod(true).prefillPodRanks(s.podRanks())
+                .behaviour(b)
                 .keepLog(false).build(), d);
         stats[0] = r.stats();
         return d;
@@ -101,7 +107,7 @@ class EagerHandshakeFamilyTest {
     @Test
     void under_a_profile_without_the_unbounded_join_the_unanswered_handshake_fails() {
         SimStats[] stats = new SimStats[1];
-        run(new Shape(1, 1, 2, 1, 1), 700, Behaviour.seed(), stats);
+        run(new Shape(1, 1, 2, 1, 1, 1), 700, Behaviour.seed(), stats);
         assertThat(stats[0].handshakesFailed()).as("failed at transfer_timeout, the step going on").isPositive();
     }
 }
