@@ -96,8 +96,10 @@ final class SimulateCommand implements Callable<Integer> {
     int decodeDp;
 
     @Option(names = "--multi-pod",
-            description = "WRITE only: the proxy gives each prefill leg its decode's remote_hosts and remote_dp_size_local, "
-                    + "and each decode instance is a pod on a host of its own")
+            description = "DP ranks on pods of several hosts. WRITE: each decode instance a pod on a host of its own, whose "
+                    + "remote_hosts and remote_dp_size_local the proxy gives the prefill leg. READ: each prefill DP rank a pod "
+                    + "of its own (remote_dp_size_local 1), given to the decode leg; under the newest profile the decode's "
+                    + "eager handshake join waits without a deadline (class 37)")
     boolean multiPod;
 
     @Option(names = "--unbounded-read-wait",

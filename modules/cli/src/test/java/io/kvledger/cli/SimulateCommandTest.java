@@ -117,13 +117,28 @@ class SimulateCommandTest {
         assertThat(cleanHangs.code()).as(cleanHangs.out()).isZero();
         assertThat(cleanHangs.out()).doesNotContain("class 32");
 
-        assertThat(run("simulate", "--mode", "read", "--multi-pod", "--out", tmp.resolve("x").toString()).err())
-                .contains("--multi-pod needs --mode write");
+        assertThat(run("simulate", "--mode", "read", "--multi-pod", "--prefill-tp", "2", "--out", tmp.resolve("x").toString())
+                .err()).contains("a multi-pod READ deployment puts each prefill DP rank on a pod of its own");
         assertThat(run("simulate", "--set", "no-such-switch=true", "--out", tmp.resolve("x").toString()).err())
                 .contains("reducer switch's key, got 'no-such-switch=true'");
         CliRun.Outcome badValue = run("simulate", "--set", "write-done-worker-pod-hosts=yes", "--out", tmp.resolve("x").toString());
         assertThat(badValue.code()).isEqualTo(2);
         assertThat(badValue.err()).contains("the value must be true or false");
+    }
+
+    @Test
+    void multi_pod_read_with_each_prefill_dp_rank_a_pod_stops_the_decode_in_its_eager_handshake_class_37() {
+        Path pods = tmp.resolve("pods");
+        CliRun.Outcome o = run("simulate", "--seed", "5", "--requests", "4", "--mode", "read", "--prefill-dp", "2", "--multi-pod",
+                "--time-limit-s", "5", "--defer-timeout-s", "10", "--idle-step-ms", "5000", "--tick-ms", "5000",
+                "--out", pods.toString());
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(o.out()).contains("--prefill-dp 2 --multi-pod");
+        CliRun.Outcome hangs = run("hangs", pods.toString());
+        assertThat(hangs.code()).isEqualTo(1);
+        assertThat(hangs.out()).contains("eager-handshake-wrong-pod  class 37").doesNotContain("reaped-without-ack")
+                .doesNotContain("class 21").doesNotContain("class 7 ");
+        assertThat(run("replay", "--verify", pods.toString()).code()).isZero();
     }
 
     @Test

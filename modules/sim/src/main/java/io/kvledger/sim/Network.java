@@ -1,5 +1,6 @@
 package io.kvledger.sim;
 
+import io.kvledger.core.config.Role;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import java.util.SplittableRandom;
@@ -154,6 +155,9 @@ final class Network {
         boolean fail = fault.nextDouble() < faults.handshakeFail();
         String dest = h.host() + ":" + h.port();
         if (!handshakeListeners.containsKey(dest)) {
+            if (opts.unboundedEagerHandshake() && from.config().role() == Role.CONSUMER) {
+                return; // the eager handshake's recv and join have no timeout: never answered, never failed
+            }
             // Python's initiator blocks forever; the step gives up after transfer_timeout.
             handshakesFailed++;
             sim.at(sim.now() + opts.transferTimeoutNs(), () -> from.deliver(

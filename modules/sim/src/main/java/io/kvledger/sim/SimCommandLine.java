@@ -58,9 +58,6 @@ public record SimCommandLine(long seed, int requests, FaultSpec faults, String m
         if (behaviour == null) {
             throw new Refused("--profile must be one of " + String.join(", ", Behaviour.PRESETS) + ", got '" + profile + "'");
         }
-        if (multiPod && m != TransferMode.WRITE) {
-            throw new Refused("--multi-pod needs --mode write");
-        }
         for (String set : sets) {
             behaviour = behaviour.with(switchOf(set), switchValue(set));
         }

@@ -31,7 +31,8 @@ import java.util.SplittableRandom;
  * ({@link EngineModel#finishStep}). Handshakes started and reads posted during the forward (the
  * load and layer stages) block the step, as the Python worker's busy-wait and per-layer read
  * barrier do, until they complete or {@code transfer_timeout} passes (reads without bound under
- * {@link SimOptions#unboundedReadWait()}, the WideEP reader of #45749). Writes never block (the
+ * {@link SimOptions#unboundedReadWait()}, the WideEP reader of #45749; handshakes under
+ * {@link SimOptions#unboundedEagerHandshake()}, the newest eager handshake's join). Writes never block (the
  * writer thread posts them).
  */
 final class SimNode implements ToyRouter.Instance {
@@ -425,9 +426,12 @@ final class SimNode implements ToyRouter.Instance {
         long generation = ++waitGeneration;
         sim.at(sim.now() + config.transferTimeoutNs(), () -> {
             if (waitingStage >= 0 && waitGeneration == generation) {
-                if (opts.unboundedReadWait()) {
-                    // the WideEP reader (#45749) waits for every read it posted without a deadline
-                    blockers.removeIf(k -> k.startsWith("hs:"));
+                boolean reads = opts.unboundedReadWait();
+                boolean handshakes = opts.unboundedEagerHandshake();
+                if (reads || handshakes) {
+                    // the WideEP reader (#45749) waits for every read it posted without a deadline, and
+                    // the newest eager handshake's join for every handshake it started
+                    blockers.removeIf(k -> k.startsWith("hs:") ? !handshakes : !reads);
                     if (!blockers.isEmpty()) {
                         return;
                     }

@@ -63,14 +63,23 @@ import java.util.Objects;
  *                             its own (its own scheduler, ports {@code base + dp_rank + tp_rank})
  *                             on the instance's host, and the proxy routes to each rank in turn; not
  *                             with {@code prefillTp} above 1, whose listeners would collide (class 23)
- * @param multiPod             whether the proxy, as a multi-pod (Wide-EP) sidecar does, gives each WRITE prefill
- *                             leg its decode's pod layout: {@code remote_hosts} (each decode instance a pod on
- *                             a host of its own) and {@code remote_dp_size_local}, which the prefill's worker
- *                             routes {@code write_done} by
+ * @param multiPod             whether the deployment spreads DP ranks over pods on several hosts, and the proxy,
+ *                             as a multi-pod (Wide-EP) sidecar does, gives the leg that dials them their pod layout
+ *                             ({@code remote_hosts} and {@code remote_dp_size_local}). WRITE: each decode instance a
+ *                             pod on a host of its own, given to the prefill leg, whose worker routes
+ *                             {@code write_done} by it. READ: each prefill DP rank a pod on a host of its own
+ *                             ({@code remote_dp_size_local} 1, or {@code prefillPodRanks}), given to the decode leg; the decode's eager
+ *                             handshake still dials the single {@code remote_host} with the global DP rank (class
+ *                             37), and under the newest profile its join waits without a deadline
+ *                             ({@link #unboundedEagerHandshake()})
  * @param decodeDp             the DP size of every decode instance: each DP rank an engine of its own
  *                             ({@code D<i>-dp<r>}, ports {@code base + dp_rank}) on the instance's host, the
  *                             proxy routing decode legs to the ranks in the same flat interleaved order; not
  *                             with {@code decodeTp} above 1 (class 23, as for the prefill)
+ * @param prefillPodRanks      in a multi-pod READ deployment, how many consecutive DP ranks of a prefill instance
+ *                             each pod holds ({@code remote_dp_size_local}); 0 means 1, a pod per rank. Ranks
+ *                             from this one on live on other pods, so with {@code prefillDp} up to it every eager
+ *                             handshake dials a rank of the pod that {@code remote_host} names
  * @param unboundedReadWait    whether a READ decode engine step blocked on its reads waits for every one of them
  *                             without bound, as the WideEP reader of issue #45749 does (its shared-memory wait has
  *                             no deadline), instead of giving up at {@code transfer_timeout}; a read that never
@@ -120,7 +129,19 @@ public record SimOptions(
         int prefillDp,
         boolean multiPod,
         boolean unboundedReadWait,
-        int decodeDp) {
+        int decodeDp,
+        int prefillPodRanks) {
+
+    /**
+     * Whether a READ decode's eager handshake join ({@code _eager_handshake_all_dp_ranks}) waits
+     * without a deadline for a handshake nobody answers: in a multi-pod READ deployment under the
+     * newest profile, whose worker joins the handshake futures and receives on the DEALER with no
+     * timeout. The step it runs in then never ends. Elsewhere the simulated step gives up at
+     * {@code transfer_timeout}, as before.
+     */
+    public boolean unboundedEagerHandshake() {
+        return multiPod && mode == TransferMode.READ && behaviour.profile().startsWith("newest");
+    }
 
     static final long MS = 1_000_000L;
     static final long US = 1_000L;
@@ -137,12 +158,20 @@ public record SimOptions(
         positive("decodeTp", decodeTp, false);
         positive("prefillDp", prefillDp, false);
         positive("decodeDp", decodeDp, false);
+        if (prefillPodRanks < 0 || prefillPodRanks > 0 && !(multiPod && mode == TransferMode.READ)) {
+            throw new IllegalArgumentException("prefillPodRanks " + prefillPodRanks
+                    + ": DP ranks per prefill pod are for a multi-pod READ deployment, at least 1");
+        }
         if (decodeDp > 1 && decodeTp > 1) {
             throw new IllegalArgumentException("decode DP " + decodeDp + " with decode TP " + decodeTp
                     + ": the ranks' listeners would collide on ports (base + dp_rank + tp_rank, class 23)");
         }
         if (unboundedReadWait && mode != TransferMode.READ) {
             throw new IllegalArgumentException("the unbounded read wait (WideEP reader) needs READ mode: WRITE decodes post no reads");
+        }
+        if (multiPod && mode == TransferMode.READ && prefillTp > 1) {
+            throw new IllegalArgumentException("a multi-pod READ deployment puts each prefill DP rank on a pod of its own: "
+                    + "it is simulated with prefill TP 1");
         }
         if (prefillDp > 1 && prefillTp > 1) {
             // the listeners bind base + dp + tp: dp1/tp0 and dp0/tp1 would share a port (class 23)
@@ -235,6 +264,7 @@ public record SimOptions(
         b.multiPod = multiPod;
         b.unboundedReadWait = unboundedReadWait;
         b.decodeDp = decodeDp;
+        b.prefillPodRanks = prefillPodRanks;
         return b;
     }
 
@@ -283,6 +313,7 @@ public record SimOptions(
         private boolean multiPod;
         private boolean unboundedReadWait;
         private int decodeDp = 1;
+        private int prefillPodRanks;
 
         private Builder(long seed, TransferMode mode) {
             this.seed = seed;
@@ -323,6 +354,7 @@ public record SimOptions(
         public Builder multiPod(boolean v) { multiPod = v; return this; }
         public Builder unboundedReadWait(boolean v) { unboundedReadWait = v; return this; }
         public Builder decodeDp(int v) { decodeDp = v; return this; }
+        public Builder prefillPodRanks(int v) { prefillPodRanks = v; return this; }
 
         public SimOptions build() {
             return new SimOptions(seed, mode, requests, prefillNodes, decodeNodes, faults, behaviour, blockSize,
@@ -330,7 +362,8 @@ public record SimOptions(
                     decodeMaxTokens, stepMinNs, stepMaxNs, idleStepNs, backgroundTickNs, meanInterArrivalNs, httpMinNs,
                     httpMaxNs, netMinNs, netMaxNs, longDelayMinNs, longDelayMaxNs, handshakeMinNs, handshakeMaxNs,
                     transferBaseNs, transferPerBlockNs, abortWindowNs, deferTimeoutNs, transferTimeoutNs, timeLimitNs,
-                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp, multiPod, unboundedReadWait, decodeDp);
+                    connectorOutputFirst, keepLog, prefillTp, decodeTp, prefillDp, multiPod, unboundedReadWait, decodeDp,
+                    prefillPodRanks);
         }
     }
 }

@@ -72,16 +72,18 @@ public final class Simulation {
         this.network = new Network(this, latency, faults);
         // with DP above 1, each DP rank of an instance is an engine of its own (P<i>-dp<r>); the
         // proxy's flat interleaved route takes rank 0 of every instance, then rank 1, and so on
+        // in a multi-pod READ deployment the prefill DP ranks live on pods of podRanks ranks, each pod
+        // on a host of its own
         for (int dp = 0; dp < opts.prefillDp(); dp++) {
             for (int i = 0; i < opts.prefillNodes(); i++) {
-                prefills.add(instance("P" + i + (dp == 0 ? "" : "-dp" + dp), Role.PRODUCER, "10.0.0." + (i + 1),
-                        dp, opts.prefillDp(), opts.prefillTp(), root));
+                prefills.add(instance("P" + i + (dp == 0 ? "" : "-dp" + dp), Role.PRODUCER, prefillHost(i, dp),
+                        dp, opts.prefillDp(), podsOfRanks() ? podRanks() : opts.prefillDp(), opts.prefillTp(), root));
             }
         }
         for (int dp = 0; dp < opts.decodeDp(); dp++) {
             for (int i = 0; i < opts.decodeNodes(); i++) {
                 decodes.add(instance("D" + i + (dp == 0 ? "" : "-dp" + dp), Role.CONSUMER, "10.0.1." + (i + 1),
-                        dp, opts.decodeDp(), opts.decodeTp(), root));
+                        dp, opts.decodeDp(), opts.decodeDp(), opts.decodeTp(), root));
             }
         }
         nodes.addAll(prefills);
@@ -93,17 +95,35 @@ public final class Simulation {
      * One instance: TP rank 0's node, the engine the proxy talks to, and with TP above 1 a node
      * per other TP rank ({@code <name>-tp<rank>}) that the engine hands every hook call to.
      */
-    private SimNode instance(String name, Role role, String host, int dpRank, int dpSize, int tp, SplittableRandom root) {
-        SimNode engine = new SimNode(this, name, nodeConfig(role, host, dpRank, dpSize, 0, tp), root.split());
+    private SimNode instance(String name, Role role, String host, int dpRank, int dpSize, int dpLocal, int tp,
+                             SplittableRandom root) {
+        SimNode engine = new SimNode(this, name, nodeConfig(role, host, dpRank, dpSize, dpLocal, 0, tp), root.split());
         for (int t = 1; t < tp; t++) {
-            SimNode w = new SimNode(this, name + "-tp" + t, nodeConfig(role, host, dpRank, dpSize, t, tp), root.split());
+            SimNode w = new SimNode(this, name + "-tp" + t, nodeConfig(role, host, dpRank, dpSize, dpLocal, t, tp),
+                    root.split());
             engine.addTpWorker(w);
             tpWorkers.add(w);
         }
         return engine;
     }
 
-    private NodeConfig nodeConfig(Role role, String host, int dpRank, int dpSize, int tpRank, int tpSize) {
+    /** Whether the prefill DP ranks live on pods of several hosts (a multi-pod READ deployment). */
+    private boolean podsOfRanks() {
+        return opts.multiPod() && opts.mode() == TransferMode.READ;
+    }
+
+    /** DP ranks per prefill pod in a multi-pod READ deployment ({@code remote_dp_size_local}). */
+    private int podRanks() {
+        return Math.max(1, opts.prefillPodRanks());
+    }
+
+    /** Prefill instance {@code i}'s host for DP rank {@code dp}: its pod's host in a multi-pod READ deployment. */
+    private String prefillHost(int i, int dp) {
+        int pod = podsOfRanks() ? dp / podRanks() : 0;
+        return (pod > 0 ? "10.0." + (pod + 1) + "." : "10.0.0.") + (i + 1);
+    }
+
+    private NodeConfig nodeConfig(Role role, String host, int dpRank, int dpSize, int dpLocal, int tpRank, int tpSize) {
         List<String> layers = new ArrayList<>();
         for (int i = 0; i < opts.layers(); i++) {
             layers.add("model.layers." + i + ".self_attn.attn");
@@ -115,7 +135,7 @@ public final class Simulation {
                 .deferTimeoutNs(opts.deferTimeoutNs())
                 .transferTimeoutNs(opts.transferTimeoutNs())
                 .behaviour(opts.behaviour())
-                .dp(dpRank, dpSize, dpSize)
+                .dp(dpRank, dpSize, dpLocal)
                 .tp(tpRank, tpSize)
                 .build();
     }
@@ -317,6 +337,16 @@ public final class Simulation {
     private void sendDecodeLeg(Transaction tx, KvParams prefillResponse) {
         KvParams params = ToyRouter.decodeParams(tx.prefill, tx.transferId,
                 prefillResponse == null ? null : prefillResponse.asMap());
+        if (opts.multiPod() && opts.mode() == TransferMode.READ) {
+            // the prefill's pod layout, as a multi-pod sidecar gives it
+            int instance = prefills.indexOf(tx.prefill) % opts.prefillNodes();
+            List<String> pods = new ArrayList<>();
+            for (int dp = 0; dp < opts.prefillDp(); dp += podRanks()) {
+                pods.add(prefillHost(instance, dp));
+            }
+            params.put("remote_hosts", pods);
+            params.put("remote_dp_size_local", (long) podRanks());
+        }
         if (tx.aliasedDpRank >= 0) {
             params.put("remote_dp_rank", (long) tx.aliasedDpRank); // the dp-alias fault: another rank than the prefill's
         }

@@ -16,7 +16,10 @@
  * refuse it), and the proxy routes to the ranks in its flat interleaved order; a decode instance
  * likewise ({@code SimOptions.decodeDp}, {@code D0-dp1}, ...). A multi-pod WRITE deployment
  * ({@code SimOptions.multiPod}) gives each prefill leg its decode's pod hosts, as the Wide-EP sidecar
- * does (each decode instance a pod on its own host). A READ decode may wait for its reads without
+ * does (each decode instance a pod on its own host); in READ it puts each prefill DP rank on a pod
+ * host of its own and gives the decode legs that layout, and under the newest profile the decode's
+ * eager handshake join waits without a deadline ({@code SimOptions.unboundedEagerHandshake}): the
+ * handshake for rank 1, dialled on the single {@code remote_host}, stops its engine (class 37). A READ decode may wait for its reads without
  * a deadline ({@code SimOptions.unboundedReadWait}, the WideEP reader of #45749): a read that never
  * completes then stops its engine in that step (class 33). Simplification: only TP rank 0's
  * handshakes and reads block its engine's step.

@@ -120,7 +120,12 @@ final class DetectorEvaluation {
             // completions short (class 33), holding every request of that engine and their prefills;
             // and the same reader with no fault (decode TP 1: the simulated engine waits on its own reads)
             new Family("read-wideep-stall", TransferMode.READ, "stall=0.01", Set.of(33), Set.of(33), false, null, true),
-            new Family("clean-read-wideep", TransferMode.READ, "none", Set.of(), Set.of(), false, null, true));
+            new Family("clean-read-wideep", TransferMode.READ, "none", Set.of(), Set.of(), false, null, true),
+            // multi-pod READ (each prefill DP rank a pod of its own) under the newest worker, whose eager
+            // handshake join has no deadline: the handshake for DP rank 1 on the single remote_host stops
+            // the decode (class 37, on shapes of prefill DP 2 or more); one pod per instance is clean
+            new Family("read-multi-pod", TransferMode.READ, "none", Set.of(37), Set.of(37), true, null),
+            new Family("clean-read-multi-pod", TransferMode.READ, "none", Set.of(), Set.of(), true, null));
 
     /** Counts for one family (or the total). */
     static final class Tally {
@@ -355,10 +360,13 @@ final class DetectorEvaluation {
                 // the dp-alias fault needs a prefill of DP above 1
                 // the pod race needs two decode pods
                 // the WideEP reader is simulated at TP 1 (an engine waits on its own node's reads)
+                // multi-pod READ puts each prefill DP rank on a pod (prefill TP 1); only DP 2 or more dials wrong
                 if ((f.mode() == TransferMode.READ || s.prefillTp() >= s.decodeTp())
                         && (s.prefillDp() > 1 || !f.faults().contains("dp-alias"))
                         && (s.decode() > 1 || f.switchOn() != Switch.WRITE_DONE_WORKER_POD_HOSTS)
-                        && (s.decodeTp() == 1 && s.prefillTp() == 1 || !f.unboundedReadWait())) {
+                        && (s.decodeTp() == 1 && s.prefillTp() == 1 || !f.unboundedReadWait())
+                        && (f.mode() != TransferMode.READ || !f.multiPod()
+                                || s.prefillTp() == 1 && s.prefillDp() > 1 != f.clean())) {
                     shapes.add(s);
                 }
             }

@@ -64,6 +64,7 @@ public final class HangDetectors {
         crossNode(ledger, out);
         List<Finding> specific = new ArrayList<>();
         eagerHandshakeWrongPod(ledger, end, bounds, specific);
+        stoppedByEagerHandshake(ledger, bounds, specific);
         java.util.Set<String> aliased = dpRankAliased(ledger, specific);
         readWrongDpRank(ledger, aliased, specific);
         uncorrelatedTransferIds(ledger, specific);
@@ -404,7 +405,7 @@ public final class HangDetectors {
                     continue;
                 }
                 for (ReqView r : p.requests.values()) {
-                    Finding f = heldByStoppedReader(l, n, p, r, b, step);
+                    Finding f = heldByStoppedEngine(l, n, p, r, b, step, "partial-completions", 33);
                     if (f != null) {
                         out.add(f);
                     }
@@ -413,7 +414,14 @@ public final class HangDetectors {
         }
     }
 
-    private static Finding heldByStoppedReader(Ledger l, NodeView n, NodeView p, ReqView r, Bounds b, String step) {
+    /**
+     * A READ prefill request {@code r} of {@code p} reaped, or held in DEFERRED_FREE, without a
+     * release because the decode engine {@code n} stopped in a step ({@code step} says why): its
+     * decode leg is held there, or its request id sends the leg to {@code n}, which never admitted
+     * it; {@code null} when neither.
+     */
+    private static Finding heldByStoppedEngine(Ledger l, NodeView n, NodeView p, ReqView r, Bounds b, String step,
+                                               String detector, int bugClass) {
         if (r.transferId == null) {
             return null;
         }
@@ -456,7 +464,7 @@ public final class HangDetectors {
             how = "its request id sends the decode leg to " + n.name + " (" + n.config.hostIp() + "), whose journal never "
                     + "admitted it";
         }
-        return new Finding("partial-completions", p.name, r.requestId, r.transferId, r.phase, 33,
+        return new Finding(detector, p.name, r.requestId, r.transferId, r.phase, bugClass,
                 reapedAt != Long.MIN_VALUE ? reapedAt : endOf(l, p), since(r),
                 (reapedAt != Long.MIN_VALUE ? "deferred free reaped at " + rel(l, reapedAt) : "blocks held in DEFERRED_FREE")
                         + " without a release: " + how + "; " + step);
@@ -1285,6 +1293,87 @@ public final class HangDetectors {
                             continue;
                         }
                         wrongPod(l, n, h, r, out);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Class 37 beyond the requests whose handshake dialled the wrong pod: a READ decode engine that
+     * journals its steps and scheduled none since it started such a handshake, never answered past
+     * the stuck bound, is stopped in that step, joining the handshake without a deadline (the newest
+     * worker's eager handshake; unanswered past a READ prefill's {@code defer_timeout} is enough when
+     * that is shorter, its reaped prefills then showing the harm). Every other stuck request of that
+     * engine is held in the same step,
+     * and every prefill whose decode leg it holds, or which sent its decode leg there after the step
+     * before the last (the engine never admitted it), is reaped or held for want of a release.
+     */
+    private static void stoppedByEagerHandshake(Ledger l, Bounds b, List<Finding> out) {
+        java.util.Set<String> named = new java.util.TreeSet<>();
+        for (Finding f : out) {
+            if (f.bugClass() == 37) {
+                named.add(f.node() + "|" + f.requestId());
+            }
+        }
+        // unanswered past the stuck bound, or past a READ prefill's defer_timeout: long enough that
+        // the prefills waiting for this engine's release are reaped
+        long bound = b.stuckAfterNs();
+        for (NodeView p : l.nodes.values()) {
+            if (p.producer() && p.config.mode() == io.kvledger.core.config.TransferMode.READ) {
+                bound = Math.min(bound, p.config.deferTimeoutNs());
+            }
+        }
+        for (NodeView n : l.nodes.values()) {
+            if (n.producer() || n.config.mode() != io.kvledger.core.config.TransferMode.READ || n.steps == 0 || endedEarly(l, n)) {
+                continue;
+            }
+            long end = endOf(l, n);
+            Handshake stopper = null;
+            ReqView peerReq = null;
+            for (Map.Entry<String, List<ReqView>> peer : n.podPeers.entrySet()) {
+                for (Handshake h : n.handshakes.values()) {
+                    if (!h.engine().equals(peer.getKey()) || h.rank < 0 || h.host == null || h.completedAt != Long.MIN_VALUE
+                            || h.failedAt != Long.MIN_VALUE || end - h.startedAt <= bound
+                            || n.lastStepAt > h.startedAt || stopper != null && stopper.startedAt <= h.startedAt) {
+                        continue;
+                    }
+                    for (ReqView r : peer.getValue()) {
+                        if (r.remoteDpSizeLocal > 0 && h.rank >= r.remoteDpSizeLocal && h.startedAt >= r.firstSeenNs) {
+                            stopper = h;
+                            peerReq = r;
+                            break;
+                        }
+                    }
+                }
+            }
+            if (stopper == null) {
+                continue;
+            }
+            String step = n.name + " has scheduled no step since " + rel(l, n.lastStepAt) + ": the step stopped joining the "
+                    + "eager handshake " + stopper.key + ", dialled " + stopper.host + ":" + stopper.port + " at "
+                    + rel(l, stopper.startedAt) + " for global DP rank " + stopper.rank + " of a peer whose pods hold "
+                    + peerReq.remoteDpSizeLocal + " DP rank(s) each, never answered (the recv and the join have no "
+                    + "timeout)";
+            for (ReqView r : n.requests.values()) {
+                if (r.phase == null || r.phase.terminal() || named.contains(n.name + "|" + r.requestId)
+                        || status(l, n, r, end, b) != InFlight.Status.STUCK) {
+                    continue;
+                }
+                out.add(new Finding("eager-handshake-wrong-pod", n.name, r.requestId, r.transferId, r.phase, 37, end, since(r),
+                        "held in a stopped engine step: in " + r.phase + " since " + rel(l, since(r)) + "; " + step));
+            }
+            for (NodeView p : l.nodes.values()) {
+                if (!p.producer() || p.config.mode() != io.kvledger.core.config.TransferMode.READ) {
+                    continue;
+                }
+                for (ReqView r : p.requests.values()) {
+                    if (named.contains(p.name + "|" + r.requestId)) {
+                        continue;
+                    }
+                    Finding f = heldByStoppedEngine(l, n, p, r, b, step, "eager-handshake-wrong-pod", 37);
+                    if (f != null) {
+                        out.add(f);
                     }
                 }
             }

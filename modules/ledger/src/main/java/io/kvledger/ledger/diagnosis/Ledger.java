@@ -148,9 +148,10 @@ public final class Ledger {
                         && KvParams.asLong(p.get("remote_handshake_port")) != null) {
                     r.handshakeEngine = h + ":" + KvParams.asLong(p.get("remote_handshake_port"));
                 }
-                if (r.handshakeEngine == null && n.producer() && n.config.mode() == io.kvledger.core.config.TransferMode.WRITE) {
-                    // a WRITE prefill handshakes the decode whose address its request id embeds
-                    var peer = io.kvledger.core.moriio.RequestIds.peerZmqFromRequestId(e.requestId(), true)
+                if (r.handshakeEngine == null && (n.producer() == (n.config.mode() == io.kvledger.core.config.TransferMode.WRITE))) {
+                    // a WRITE prefill handshakes the decode whose address its request id embeds, a READ
+                    // decode the prefill whose address it embeds
+                    var peer = io.kvledger.core.moriio.RequestIds.peerZmqFromRequestId(e.requestId(), n.producer())
                             .map(io.kvledger.core.moriio.ZmqAddress::parse);
                     if (peer.isPresent() && peer.get().isOk()) {
                         r.handshakeEngine = peer.get().value().host() + ":" + peer.get().value().handshakePort();
