@@ -272,7 +272,8 @@ def main():
     ap.add_argument("--java-opt", action="append", default=[], help="extra JVM option for the node (e.g. JFR)")
     ap.add_argument("--keep", action="store_true", help="keep the node's directory (log, journal)")
     a = ap.parse_args()
-    jars = a.jar or [os.path.join(ROOT, "modules", "cli", "target", "kvledger.jar")]
+    # the caller's relative paths, resolved here: each node runs in a directory of its own
+    jars = [os.path.abspath(j) for j in a.jar] if a.jar else [os.path.join(ROOT, "modules", "cli", "target", "kvledger.jar")]
     transports = a.transport or ["tcp"]
     per_round = max(1, a.calls // a.rounds)
     print(f"load average at start: {os.getloadavg()[0]:.2f}; {a.rounds} rounds of {per_round} calls, "
@@ -313,6 +314,10 @@ def main():
         finally:
             echo_client.close()
             echo.close()
+        if not results:
+            print(f"  no node answered over {transport}: nothing to compare with its echo")
+            shutil.rmtree(work, ignore_errors=True)
+            continue
         e50, e99, e999 = summary(echo_samples)
         print(f"{'bare echo, ' + transport:<44} {e50:>8.1f} {e99:>8.1f} {e999:>9.1f} {1.0:>9.2f}")
         for jar, samples in results:
