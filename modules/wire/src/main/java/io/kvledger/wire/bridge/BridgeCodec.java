@@ -93,16 +93,7 @@ public final class BridgeCodec {
             if (hook == null) {
                 throw new Bad(RejectReason.UNKNOWN_TYPE, "unknown hook \"" + clip(hookName) + "\" (known: " + knownHooks() + ")");
             }
-            Object argsValue = envelope.get("args");
-            Map<?, ?> args;
-            if (argsValue == null) {
-                args = Map.of();
-            } else if (argsValue instanceof Map<?, ?> m) {
-                args = m;
-            } else {
-                throw new Bad(RejectReason.WRONG_FIELD_TYPE, "args must be a dict, got " + typeName(argsValue));
-            }
-            return new BridgeDecoded.Request(new BridgeRequest(id, call(hook, args)));
+            return new BridgeDecoded.Request(new BridgeRequest(id, call(hook, argsOf(envelope.get("args"), "args"))));
         } catch (Bad b) {
             return new BridgeDecoded.Rejected(id, hook, new Rejection(b.reason, b.getMessage(), false));
         } catch (RuntimeException e) {
@@ -156,22 +147,24 @@ public final class BridgeCodec {
                         BATCH.equals(hookName) ? where + ": a batch cannot hold a batch"
                                 : "unknown hook \"" + clip(hookName) + "\" (known: " + knownHooks() + ")");
             }
-            Object argsValue = m.get("args");
-            Map<?, ?> args;
-            if (argsValue == null) {
-                args = Map.of();
-            } else if (argsValue instanceof Map<?, ?> a) {
-                args = a;
-            } else {
-                throw new Bad(RejectReason.WRONG_FIELD_TYPE, where + ".args must be a dict, got " + typeName(argsValue));
-            }
-            return new BridgeDecoded.Request(new BridgeRequest(id, call(hook, args)));
+            return new BridgeDecoded.Request(new BridgeRequest(id, call(hook, argsOf(m.get("args"), where + ".args"))));
         } catch (Bad b) {
             return new BridgeDecoded.Rejected(id, hook, new Rejection(b.reason, b.getMessage(), false));
         } catch (RuntimeException e) {
             return new BridgeDecoded.Rejected(id, hook, new Rejection(RejectReason.INVALID_VALUE,
                     "request could not be read: " + e, false));
         }
+    }
+
+    /** A call's {@code args}: a dict, or none (left out or None) for a hook without arguments. */
+    private static Map<?, ?> argsOf(Object argsValue, String name) {
+        if (argsValue == null) {
+            return Map.of();
+        }
+        if (argsValue instanceof Map<?, ?> args) {
+            return args;
+        }
+        throw new Bad(RejectReason.WRONG_FIELD_TYPE, name + " must be a dict, got " + typeName(argsValue));
     }
 
     private static HookCall call(BridgeHook hook, Map<?, ?> a) {
