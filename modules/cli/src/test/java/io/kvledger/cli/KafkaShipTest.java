@@ -448,14 +448,7 @@ class KafkaShipTest {
                     java.net.URI.create("http://127.0.0.1:" + serve.server.port() + "/v1/events")).GET().build(),
                     java.net.http.HttpResponse.BodyHandlers.ofLines());
             assertThat(r.statusCode()).isEqualTo(200);
-            java.util.Iterator<String> lines = r.body().iterator();
-            int ready = 0;
-            while (ready < 2 && lines.hasNext()) {
-                if (lines.next().equals("event: ready")) {
-                    ready++;
-                }
-            }
-            assertThat(ready).as("a ready event from each journal").isEqualTo(2);
+            java.util.Iterator<String> lines = ServeCommandTest.afterReadyEvents(r, 2);
 
             // an entry appended to P0's own journal and shipped after serve started reaches the page's stream
             Path p0 = sim.resolve("P0");

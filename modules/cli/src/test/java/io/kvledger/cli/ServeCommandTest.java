@@ -111,14 +111,7 @@ class ServeCommandTest {
                     .GET().build(), HttpResponse.BodyHandlers.ofLines());
             assertThat(r.statusCode()).isEqualTo(200);
             assertThat(r.headers().firstValue("Content-Type").orElse("")).startsWith("text/event-stream");
-            java.util.Iterator<String> lines = r.body().iterator();
-            int ready = 0;
-            while (ready < 2 && lines.hasNext()) {
-                if (lines.next().equals("event: ready")) {
-                    ready++;
-                }
-            }
-            assertThat(ready).as("a ready event from each journal").isEqualTo(2);
+            java.util.Iterator<String> lines = afterReadyEvents(r, 2);
 
             // An entry appended to P0's journal now reaches the page's stream.
             Path p0 = sim.resolve("P0");
@@ -179,5 +172,21 @@ class ServeCommandTest {
     @SuppressWarnings("unchecked")
     private static Map<String, Object> json(HttpResponse<String> r) {
         return (Map<String, Object>) Json.parse(r.body());
+    }
+
+    /**
+     * The lines of a served {@code /v1/events} stream after its first {@code journals} ready events
+     * (one per journal served), asserting that many came.
+     */
+    static java.util.Iterator<String> afterReadyEvents(HttpResponse<java.util.stream.Stream<String>> events, int journals) {
+        java.util.Iterator<String> lines = events.body().iterator();
+        int ready = 0;
+        while (ready < journals && lines.hasNext()) {
+            if (lines.next().equals("event: ready")) {
+                ready++;
+            }
+        }
+        assertThat(ready).as("a ready event from each journal").isEqualTo(journals);
+        return lines;
     }
 }
