@@ -21,37 +21,49 @@ import java.util.List;
  *       prefill leg to: class 30, toy-proxy DP aliasing; drawn only when asked for), {@code siblings}
  *       (the client asked for n = 2: the prefill engine runs two child requests
  *       {@code <index>_<request id>} with the leg's one {@code kv_transfer_params}, so they share
- *       its transfer id; class 29; drawn only when asked for).</li>
+ *       its transfer id; class 29; drawn only when asked for);</li>
+ *   <li>per {@code save_kv_layer} hook of a WRITE prefill engine's step: {@code hook-skip} (the
+ *       layer's hook does not fire in that forward), {@code hook-repeat} (it fires twice). The
+ *       sealed writer of every preset absorbs both (its {@code wait_for_save} re-invokes every
+ *       registered layer, {@code schedule_write} de-duplicates); the unsealed writer of the switch
+ *       {@code write-unsealed-completion} sends write_done never or early (class 6).</li>
  * </ul>
  * Written as {@code drop=0.01,dup=0.01,delay=0.02,reorder=0.01,fail=0.005,stall=0.002,abort=0.01,handshake-fail=0,send-fail=0};
  * keys may come in any order and be left out (0).
  */
 public record FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
                         double abort, double handshakeFail, double sendFail, double sqFull, double dpAlias,
-                        double siblings) {
+                        double siblings, double hookSkip, double hookRepeat) {
 
     /** No faults at all. */
-    public static final FaultSpec NONE = new FaultSpec(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    public static final FaultSpec NONE = new FaultSpec(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /** The keys {@link #parse} accepts, in canonical order. */
     public static final List<String> KEYS =
             List.of("drop", "dup", "delay", "reorder", "fail", "stall", "abort", "handshake-fail", "send-fail", "sq-full",
-                    "dp-alias", "siblings");
+                    "dp-alias", "siblings", "hook-skip", "hook-repeat");
 
-    /** Every fault but {@code sq-full}, {@code dp-alias} and {@code siblings}. */
+    /** Every fault but the save hooks'. */
+    public FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
+                     double abort, double handshakeFail, double sendFail, double sqFull, double dpAlias, double siblings) {
+        this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, dpAlias, siblings, 0, 0);
+    }
+
+    /** Every fault but {@code sq-full}, {@code dp-alias}, {@code siblings} and the save hooks'. */
     public FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
                      double abort, double handshakeFail, double sendFail) {
-        this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, 0, 0, 0);
+        this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, 0, 0, 0, 0, 0);
     }
 
     /** Every fault but {@code dp-alias} and {@code siblings}. */
     public FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
                      double abort, double handshakeFail, double sendFail, double sqFull) {
-        this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, 0, 0);
+        this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, 0, 0, 0, 0);
     }
 
     public FaultSpec {
-        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, dpAlias, siblings};
+        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, dpAlias, siblings,
+                hookSkip, hookRepeat};
         for (int i = 0; i < all.length; i++) {
             if (!(all[i] >= 0 && all[i] <= 1)) {
                 throw new IllegalArgumentException(
@@ -124,7 +136,7 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
             }
             v[k] = p;
         }
-        return new FaultSpec(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]);
+        return new FaultSpec(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13]);
     }
 
     /** Whether every probability is 0. */
@@ -134,7 +146,8 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
 
     /** The canonical text: the non-zero faults in {@link #KEYS} order, or {@code none}. */
     public String format() {
-        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, dpAlias, siblings};
+        double[] all = {drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, dpAlias, siblings,
+                hookSkip, hookRepeat};
         List<String> parts = new ArrayList<>();
         for (int i = 0; i < all.length; i++) {
             if (all[i] != 0) {

@@ -388,7 +388,7 @@ final class SimNode implements ToyRouter.Instance {
             apply(new NodeEvent.LoadStarted(now));
             next(step, STAGE_FIRST_LAYER);
         } else if (stage < finishStage) {
-            apply(new NodeEvent.LayerSaved(now, config.layerNames().get(stage - STAGE_FIRST_LAYER)));
+            saveHook(new NodeEvent.LayerSaved(now, config.layerNames().get(stage - STAGE_FIRST_LAYER)));
             next(step, stage + 1);
         } else {
             inForward = false;
@@ -402,6 +402,26 @@ final class SimNode implements ToyRouter.Instance {
                 scheduleBackgroundTick();
             }
         }
+    }
+
+    /**
+     * One layer's {@code save_kv_layer} hook; on a WRITE prefill engine the {@code hook-skip} and
+     * {@code hook-repeat} faults drop it or fire it twice (drawn only when asked for, so that other
+     * runs keep their random streams).
+     */
+    private void saveHook(NodeEvent.LayerSaved hook) {
+        FaultSpec f = opts.faults();
+        if ((f.hookSkip() > 0 || f.hookRepeat() > 0) && config.mode() == io.kvledger.core.config.TransferMode.WRITE
+                && config.role() == io.kvledger.core.config.Role.PRODUCER) {
+            double x = rng.nextDouble();
+            if (x < f.hookSkip()) {
+                return;
+            }
+            if (x < f.hookSkip() + f.hookRepeat()) {
+                apply(hook);
+            }
+        }
+        apply(hook);
     }
 
     /** Planned start of {@code stage} relative to the step start, before any blocking shift. */

@@ -107,6 +107,13 @@ public enum Switch {
             false, "write_done routing takes multi_pod_hosts and remote_dp_size_local stashed on the worker by the last "
                     + "scheduled write (last writer wins), not its own request's: the WRITE multi-pod host race, class 32"),
 
+    // Older worker behaviour, off in every preset: on reproduces the connector before the fix
+    WRITE_UNSEALED_COMPLETION(0, "write-unsealed-completion", "before #40344 (every preset has the sealed writer)", false,
+            "the WRITE writer before sealing (class 6): it expects one write per registered layer, counts every "
+                    + "save_kv_layer call as one (no de-duplication per transfer and layer), and wait_for_save neither "
+                    + "re-invokes save_kv_layer for the layers without a hook nor seals: write_done goes early when a "
+                    + "layer's hook fires twice, never when a layer's hook does not fire"),
+
     // Older worker behaviour (on in every preset; off reproduces the older connector)
     READ_BATCH_VERDICT(0, "read-batch-verdict", "#51052", true,
             "READ completion is judged over every status of a transfer, not only the last"),

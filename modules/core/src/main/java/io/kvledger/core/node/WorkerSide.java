@@ -514,6 +514,11 @@ final class WorkerSide {
         if (!c.cfg.workerIsProducer() || c.cfg.mode() != TransferMode.WRITE) {
             return;
         }
+        if (c.on(Switch.WRITE_UNSEALED_COMPLETION)) {
+            // the writer before #40344: no re-invocation for layers without a hook, no seal; the
+            // expected count was fixed at the transfer's first write (one per registered layer)
+            return;
+        }
         for (String layer : c.cfg.layerNames()) {
             saveLayer(c, layer);
         }
@@ -541,11 +546,15 @@ final class WorkerSide {
             return;
         }
         WriteTransfer w = s.worker.writes.get(tid);
+        boolean unsealed = c.on(Switch.WRITE_UNSEALED_COMPLETION);
         if (w == null) {
             w = new WriteTransfer(tid, m);
+            if (unsealed) {
+                w.writesExpected = c.cfg.layerNames().size();
+            }
             s.worker.writes.put(tid, w);
         }
-        if (!w.scheduledLayers.add(layer)) {
+        if (!w.scheduledLayers.add(layer) && !unsealed) {
             return;
         }
         w.scheduled++;

@@ -29,7 +29,7 @@ import java.util.Map;
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
  * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
- * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, sq-full-failure, busy-spin, write-done-wrong-pod, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, sq-full-failure, busy-spin, write-done-wrong-pod, write-completion-race, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
  * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
@@ -72,6 +72,7 @@ public final class HangDetectors {
         sqFullFailures(ledger, specific);
         poisonedPeers(ledger, out, specific);
         writeDoneWrongPod(ledger, specific);
+        ledger.writeRace.findings(ledger, bounds, specific);
         voteWaiting(ledger, end, bounds, specific);
         stoppedReaders(ledger, bounds, specific);
         for (NodeView n : ledger.nodes.values()) {

@@ -45,6 +45,8 @@ public final class Ledger {
 
     private final java.util.Set<String> replicas = new java.util.LinkedHashSet<>();
     final LinkedHashMap<String, TransferView> transfers = new LinkedHashMap<>();
+    /** Class 6 evidence (the WRITE completion race), kept apart from the rest. */
+    final WriteCompletionRace writeRace = new WriteCompletionRace();
     long firstAtNs = Long.MAX_VALUE;
     long lastAtNs = Long.MIN_VALUE;
     private PhaseListener phaseListener = (n, r, p, d) -> { };
@@ -127,6 +129,7 @@ public final class Ledger {
         firstAtNs = Math.min(firstAtNs, at);
         lastAtNs = Math.max(lastAtNs, at);
         n.lastAtNs = Math.max(n.lastAtNs, at);
+        writeRace.observe(this, n, event, effects);
         onEvent(n, event, at);
         for (Effect e : effects) {
             onEffect(n, e, at);

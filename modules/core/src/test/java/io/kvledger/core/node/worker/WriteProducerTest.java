@@ -220,6 +220,51 @@ class WriteProducerTest {
                         new Effect.SendWriteDone("10.0.9.9", DECODE.notifyPort(), "tx-pod1"));
     }
 
+    // ------------------------------------------------------------------ class 6: the unsealed writer
+
+    /** Save hooks for {@code layers} (a layer twice is a hook firing twice), wait_for_save, every write completed. */
+    private static Node hooks(Behaviour b, String tid, String... layers) {
+        Node n = ready(Node.of(writeProducer().behaviour(b)), proxyRid(tid), tid);
+        remoteBlocks(n, tid, 0, 21, 22);
+        for (String layer : layers) {
+            n.saveLayer(layer);
+        }
+        n.waitForSave();
+        completeAll(n, only(n.all, Effect.PostWrite.class), true);
+        return n;
+    }
+
+    private static final Behaviour UNSEALED = Behaviour.newest().with(Switch.WRITE_UNSEALED_COMPLETION, true);
+
+    @Test
+    void the_unsealed_writer_counts_a_repeated_hook_and_sends_write_done_before_every_layer_is_written() {
+        Node n = hooks(UNSEALED, "tx-u1", LAYER_0, LAYER_0);
+        assertThat(only(n.all, Effect.PostWrite.class)).extracting(Effect.PostWrite::layerName)
+                .as("no de-duplication: layer 0 written twice, layer 1 never").containsExactly(LAYER_0, LAYER_0);
+        assertThat(only(n.all, Effect.SendWriteDone.class)).as("two writes counted as the two registered layers").hasSize(1);
+        assertThat(only(n.saveLayer(LAYER_1), Effect.PostWrite.class)).as("the transfer is terminal").isEmpty();
+    }
+
+    @Test
+    void the_unsealed_writer_never_sends_write_done_when_a_layer_has_no_hook() {
+        Node n = hooks(UNSEALED, "tx-u2", LAYER_0);
+        assertThat(only(n.all, Effect.PostWrite.class)).extracting(Effect.PostWrite::layerName).containsExactly(LAYER_0);
+        assertThat(only(n.all, Effect.SendWriteDone.class)).as("1 of 2 expected writes, no seal").isEmpty();
+        n.advance(5 * S);
+        assertThat(only(n.tick(), Effect.SendWriteDone.class)).isEmpty();
+        assertThat(n.pollReport().doneSending()).as("no self-ACK either").isEmpty();
+    }
+
+    @Test
+    void the_sealed_writer_writes_every_layer_once_whatever_hooks_fire() {
+        for (String[] layers : List.of(new String[] {LAYER_0, LAYER_0}, new String[] {LAYER_0}, new String[] {})) {
+            Node n = hooks(Behaviour.newest(), "tx-s" + layers.length, layers);
+            assertThat(only(n.all, Effect.PostWrite.class)).extracting(Effect.PostWrite::layerName)
+                    .containsExactlyInAnyOrder(LAYER_0, LAYER_1);
+            assertThat(only(n.all, Effect.SendWriteDone.class)).hasSize(1);
+        }
+    }
+
     @Test
     void tasks_are_deferred_until_remote_blocks_arrive() {
         String rid = proxyRid("w5");

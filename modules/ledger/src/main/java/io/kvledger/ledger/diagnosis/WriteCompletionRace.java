@@ -1,0 +1,361 @@
+package io.kvledger.ledger.diagnosis;
+
+import io.kvledger.core.config.Role;
+import io.kvledger.core.config.TransferMode;
+import io.kvledger.core.effect.Effect;
+import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.AnomalyKind;
+import io.kvledger.core.model.RequestPhase;
+import io.kvledger.ledger.diagnosis.Ledger.NodeView;
+import io.kvledger.ledger.diagnosis.Ledger.ReqView;
+import io.kvledger.ledger.diagnosis.Ledger.TransferView;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Class 6, the WRITE completion race (moriio-protocol.md sections 5.3 and 7): a prefill's writer
+ * that counts its writes wrong sends {@code write_done} before every layer of the transfer is
+ * written (the decode then reads half-written blocks), or never (the decode waits for good and the
+ * prefill's blocks are reaped). The sealed writer (every preset; #40344) writes each registered
+ * layer once and sends write_done when the writes scheduled by the end of the forward are done; the
+ * writer before it (switch {@code write-unsealed-completion}) expected one write per registered
+ * layer and counted every {@code save_kv_layer} call.
+ *
+ * <p>Evidence, per prefill rank and transfer id, from what the prefill's journal carries: the
+ * layer writes it posted ({@code PostWrite}, by layer) and their completions, the
+ * {@code remote_blocks} it received, the write_done it sent, and its registered layers (the
+ * header's layer names); from the decode's journal, when it received write_done. Named:
+ * <ul>
+ *   <li>a write_done sent while a write of the transfer was still in flight, or after a layer was
+ *       written twice (writes_done above the layers' count), or followed by a write of the
+ *       transfer; a write_done a decode received before the prefill rank of its TP index posted a
+ *       write of the transfer. Fewer layers written than registered is said, but is no evidence
+ *       alone: the sealed writer seals what was scheduled by the end of the forward, and a request
+ *       whose handshake ended after it is written from {@code _ready_requests} one layer per call
+ *       (the residual of class 4, not this race);</li>
+ *   <li>no write_done from a prefill rank whose writes of the transfer all completed, with the
+ *       remote blocks given, no failure, expiry or self-ACK, for longer than the stuck bound (or
+ *       until its request was reaped).</li>
+ * </ul>
+ * Both legs are named: the prefill request and the decode legs of the transfer; when the decode's
+ * journal is not among those read, the finding says so. A decode's journal alone cannot show the
+ * race: its stranded request stays a generic finding.
+ *
+ * <p>Fed by {@link Ledger#observe} before the ledger's own bookkeeping (which forgets legs that
+ * ended cleanly, as an early write_done's do); its memory is bounded by the transfers still in
+ * flight plus two fixed-size windows of recent ones.
+ */
+final class WriteCompletionRace {
+
+    /** Clean write_dones and decode receipts remembered, to see a write posted after them. */
+    private static final int WINDOW = 1 << 14;
+
+    /** One prefill rank's writes of one transfer. */
+    static final class Writer {
+        final String node;
+        final String transferId;
+        String requestId;
+        final LinkedHashMap<String, Integer> layers = new LinkedHashMap<>();
+        int posted;
+        int pending;
+        int failed;
+        long firstPostAt = Long.MIN_VALUE;
+        long lastEventAt = Long.MIN_VALUE;
+        long writeDoneAt = Long.MIN_VALUE;
+        int layersAtDone;
+        int postedAtDone;
+        int pendingAtDone;
+        String twiceAtDone;
+        int postedAfterDone;
+        /** A decode of this rank's TP index had write_done before this write was posted (node, time). */
+        String receivedBefore;
+        long receivedAt = Long.MIN_VALUE;
+        boolean reaped;
+        RequestPhase phase;
+        long phaseSince = Long.MIN_VALUE;
+
+        Writer(String node, String transferId) {
+            this.node = node;
+            this.transferId = transferId;
+        }
+    }
+
+    /** A decode's receipt of write_done. */
+    record Receipt(String node, String requestId, int tpRank, long atNs) {}
+
+    private final LinkedHashMap<String, Writer> writers = new LinkedHashMap<>();
+    /** Per {@code node|status id}, the transfer of a write in flight. */
+    private final LinkedHashMap<String, String> statusTid = new LinkedHashMap<>();
+    private final LinkedHashMap<String, Writer> cleanDone = window();
+    private final LinkedHashMap<String, List<Receipt>> receipts = window();
+
+    private static <V> LinkedHashMap<String, V> window() {
+        return new LinkedHashMap<>(16, 0.75f, false) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, V> eldest) {
+                return size() > WINDOW;
+            }
+        };
+    }
+
+    private static boolean writeProducer(NodeView n) {
+        return n.config.mode() == TransferMode.WRITE && n.config.role() == Role.PRODUCER;
+    }
+
+    /** One event of {@code n} with its effects; {@code l} still holds the legs as they were before it. */
+    void observe(Ledger l, NodeView n, NodeEvent event, List<Effect> effects) {
+        long at = event.atNs();
+        if (n.config.mode() != TransferMode.WRITE || n.tap()) {
+            return;
+        }
+        if (!writeProducer(n)) {
+            if (event instanceof NodeEvent.WriteDoneReceived w && n.config.role() != Role.PRODUCER) {
+                TransferView t = l.transfers.get(w.transferId());
+                String rid = t == null ? null : t.legs.get(n.name);
+                receipts.computeIfAbsent(w.transferId(), k -> new ArrayList<>())
+                        .add(new Receipt(n.name, rid, n.config.tpRank(), at));
+            }
+            return;
+        }
+        if (event instanceof NodeEvent.TransferCompleted c) {
+            String tid = statusTid.remove(n.name + "|" + c.statusId());
+            Writer w = tid == null ? null : writers.get(n.name + "|" + tid);
+            if (w != null) {
+                w.pending--;
+                w.lastEventAt = at;
+                if (!c.succeeded()) {
+                    w.failed++;
+                }
+            }
+        }
+        for (Effect e : effects) {
+            switch (e) {
+                case Effect.PostWrite p when p.transferId() != null -> posted(l, n, p, at);
+                case Effect.SendWriteDone d -> writeDone(n, d.transferId(), at);
+                case Effect.Anomaly a when a.transferId() != null && (a.kind() == AnomalyKind.WRITE_FAILED
+                        || a.kind() == AnomalyKind.WRITE_TASK_EXPIRED || a.kind() == AnomalyKind.WRITE_RANK_NOT_NOTIFIED
+                        || a.kind() == AnomalyKind.WRITE_TIMEOUT) -> {
+                    Writer w = writers.get(n.name + "|" + a.transferId());
+                    if (w != null && w.writeDoneAt == Long.MIN_VALUE && w.receivedBefore == null) {
+                        // the writer ended the transfer itself (a self-ACK without write_done): another class
+                        writers.remove(n.name + "|" + a.transferId());
+                    }
+                }
+                case Effect.AckSurfaced a when a.transferId() != null && a.reason() == Effect.SurfaceReason.REAPED -> {
+                    Writer w = writers.get(n.name + "|" + a.transferId());
+                    if (w != null) {
+                        w.reaped = true;
+                    }
+                }
+                case Effect.PhaseChanged p -> {
+                    for (Writer w : writersOf(n, p.requestId())) {
+                        w.phase = p.to();
+                        w.phaseSince = at;
+                    }
+                }
+                default -> { }
+            }
+        }
+    }
+
+    private List<Writer> writersOf(NodeView n, String rid) {
+        List<Writer> out = new ArrayList<>();
+        ReqView r = n.find(rid);
+        if (r != null && r.transferId != null) {
+            Writer w = writers.get(n.name + "|" + r.transferId);
+            if (w != null && rid.equals(w.requestId)) {
+                out.add(w);
+            }
+        }
+        return out;
+    }
+
+    private void posted(Ledger l, NodeView n, Effect.PostWrite p, long at) {
+        String key = n.name + "|" + p.transferId();
+        Writer w = writers.get(key);
+        if (w == null) {
+            Writer done = cleanDone.remove(key);
+            w = done != null ? done : new Writer(n.name, p.transferId());
+            writers.put(key, w);
+            TransferView t = l.transfers.get(p.transferId());
+            w.requestId = t == null ? null : t.legs.get(n.name);
+            ReqView r = n.find(w.requestId);
+            if (r != null) {
+                w.phase = r.phase;
+                w.phaseSince = r.sinceNs == Long.MIN_VALUE ? r.firstSeenNs : r.sinceNs;
+            }
+            w.firstPostAt = at;
+        }
+        if (w.writeDoneAt != Long.MIN_VALUE) {
+            w.postedAfterDone++;
+        }
+        if (w.receivedBefore == null) {
+            for (Receipt rc : receipts.getOrDefault(p.transferId(), List.of())) {
+                if (rc.tpRank() == n.config.tpRank() && rc.atNs() < at) {
+                    w.receivedBefore = rc.node();
+                    w.receivedAt = rc.atNs();
+                }
+            }
+        }
+        w.layers.merge(p.layerName(), 1, Integer::sum);
+        w.posted++;
+        w.pending++;
+        w.lastEventAt = at;
+        statusTid.put(n.name + "|" + p.statusId(), p.transferId());
+    }
+
+    private void writeDone(NodeView n, String tid, long at) {
+        Writer w = writers.get(n.name + "|" + tid);
+        if (w == null || w.writeDoneAt != Long.MIN_VALUE) {
+            return;
+        }
+        w.writeDoneAt = at;
+        w.layersAtDone = w.layers.size();
+        w.postedAtDone = w.posted;
+        w.pendingAtDone = w.pending;
+        w.lastEventAt = at;
+        for (Map.Entry<String, Integer> e : w.layers.entrySet()) {
+            if (e.getValue() > 1 && w.twiceAtDone == null) {
+                w.twiceAtDone = e.getKey() + " (" + e.getValue() + " times)";
+            }
+        }
+        if (early(n, w) == null) {
+            // a clean write_done: forgotten, but remembered for a while in case the transfer writes again
+            writers.remove(n.name + "|" + tid);
+            cleanDone.put(n.name + "|" + tid, w);
+        }
+    }
+
+    /** Why {@code w}'s write_done was early, or null when it was not (or none was sent). */
+    private static String early(NodeView n, Writer w) {
+        if (w.writeDoneAt == Long.MIN_VALUE && w.receivedBefore == null) {
+            return null;
+        }
+        int registered = n.config.layerNames().size();
+        List<String> why = new ArrayList<>();
+        if (w.writeDoneAt != Long.MIN_VALUE) {
+            if (w.pendingAtDone > 0) {
+                why.add(w.pendingAtDone + " write(s) still in flight");
+            }
+            if (w.twiceAtDone != null) {
+                why.add(w.postedAtDone + " writes counted for " + w.layersAtDone + " layers, layer " + w.twiceAtDone
+                        + " written more than once: writes_done above the expected count");
+            }
+            if (w.postedAfterDone > 0) {
+                why.add(w.postedAfterDone + " write(s) of the transfer posted after it");
+            }
+        }
+        if (!why.isEmpty() && w.layersAtDone < registered) {
+            why.add(0, "only " + w.layersAtDone + " of its " + registered + " registered layers written");
+        }
+        if (w.receivedBefore != null) {
+            why.add("decode " + w.receivedBefore + " had received a write_done for it before this rank posted its last write");
+        }
+        return why.isEmpty() ? null : String.join("; ", why);
+    }
+
+    /** The findings: transfers whose write_done went early, or never. */
+    void findings(Ledger l, Bounds b, List<Finding> out) {
+        for (Writer w : writers.values()) {
+            NodeView n = l.nodes.get(w.node);
+            if (n == null) {
+                continue;
+            }
+            String why = early(n, w);
+            if (why != null) {
+                String msg = (w.writeDoneAt != Long.MIN_VALUE
+                        ? "write_done for " + w.transferId + " sent at " + rel(l, w.writeDoneAt) + " with " + why
+                        : "write_done for " + w.transferId + " reached the decode while the prefill still wrote it: " + why)
+                        + ": the writer's completion count is not sealed after the forward (WRITE completion race)";
+                add(l, n, w, msg, w.writeDoneAt != Long.MIN_VALUE ? w.writeDoneAt : w.receivedAt, true, out);
+                continue;
+            }
+            long end = HangDetectors.endOf(l, n);
+            boolean quiet = w.lastEventAt != Long.MIN_VALUE && end - w.lastEventAt > b.stuckAfterNs();
+            if (w.writeDoneAt == Long.MIN_VALUE && w.posted > 0 && w.pending == 0 && w.failed == 0
+                    && (quiet || w.reaped)) {
+                int registered = n.config.layerNames().size();
+                List<String> missing = new ArrayList<>();
+                for (String layer : n.config.layerNames()) {
+                    if (!w.layers.containsKey(layer)) {
+                        missing.add(layer);
+                    }
+                }
+                String msg = "no write_done for " + w.transferId + ": all " + w.posted + " writes of it completed by "
+                        + rel(l, w.lastEventAt) + " (" + w.layers.size() + " of " + registered + " registered layers"
+                        + (missing.isEmpty() ? "" : ", never written: " + String.join(", ", missing.subList(0, Math.min(3, missing.size())))
+                        + (missing.size() > 3 ? " and " + (missing.size() - 3) + " more" : ""))
+                        + "), remote blocks given, nothing failed or expired, and the writer never finalized"
+                        + (w.reaped ? " (its blocks were reaped)" : "")
+                        + ": writes_done never reached writes_expected (WRITE completion race: no seal after the forward)";
+                add(l, n, w, msg, w.lastEventAt, false, out);
+            }
+        }
+    }
+
+    private void add(Ledger l, NodeView n, Writer w, String msg, long at, boolean early, List<Finding> out) {
+        String evidence = "; evidence: " + n.name + "'s layer writes and completions and its " + n.config.layerNames().size()
+                + " registered layers";
+        List<String> decodes = new ArrayList<>();
+        List<Finding> decodeFindings = new ArrayList<>();
+        java.util.Set<String> named = new java.util.LinkedHashSet<>();
+        for (Receipt rc : receipts.getOrDefault(w.transferId, List.of())) {
+            if (rc.requestId() != null && named.add(rc.node() + "|" + rc.requestId())) {
+                NodeView d = l.nodes.get(rc.node());
+                ReqView dr = d == null ? null : d.find(rc.requestId());
+                decodes.add(rc.node());
+                decodeFindings.add(new Finding("write-completion-race", rc.node(), rc.requestId(), w.transferId,
+                        dr == null ? RequestPhase.FINISHED : dr.phase, 6, rc.atNs(), dr == null ? rc.atNs() : since(dr),
+                        "received write_done for " + w.transferId + " at " + rel(l, rc.atNs()) + " before " + n.name
+                                + " had written every layer of it: the blocks it loads are half-written (" + n.name + ": "
+                                + msg + ")"));
+            }
+        }
+        TransferView t = l.transfers.get(w.transferId);
+        if (t != null) {
+            t.legRids.forEach((node, rids) -> {
+                NodeView d = l.nodes.get(node);
+                if (d == null || d.producer()) {
+                    return;
+                }
+                for (String rid : rids) {
+                    ReqView dr = d.find(rid);
+                    if (dr == null || !named.add(node + "|" + rid)) {
+                        continue;
+                    }
+                    decodes.add(node);
+                    String what = early ? "received write_done for " + w.transferId + " early" : dr.phase != null
+                            && !dr.phase.terminal() ? "waits in " + dr.phase + " since " + rel(l, since(dr))
+                            + " for the write_done " + n.name + " never sends" : "never got write_done from " + n.name;
+                    decodeFindings.add(new Finding("write-completion-race", node, rid, w.transferId, dr.phase, 6, at,
+                            since(dr), what + " (" + n.name + ": " + msg + ")"));
+                }
+            });
+        }
+        evidence += decodes.isEmpty()
+                ? "; no decode journal among these holds " + w.transferId + ": its decode leg cannot be named (read the "
+                        + "decode's journal with this one)"
+                : " and the write_done receipts and legs of " + String.join(", ", new java.util.LinkedHashSet<>(decodes));
+        if (w.requestId != null) {
+            out.add(new Finding("write-completion-race", n.name, w.requestId, w.transferId, w.phase, 6, at,
+                    w.phaseSince, msg + evidence));
+        }
+        for (Finding f : decodeFindings) {
+            out.add(new Finding(f.detector(), f.node(), f.requestId(), f.transferId(), f.phase(), f.bugClass(), f.atNs(),
+                    f.sinceNs(), f.message() + evidence));
+        }
+    }
+
+    private static long since(ReqView r) {
+        return r.sinceNs == Long.MIN_VALUE ? r.firstSeenNs : r.sinceNs;
+    }
+
+    private static String rel(Ledger l, long atNs) {
+        if (atNs == Long.MIN_VALUE || l.firstAtNs == Long.MAX_VALUE) {
+            return "start";
+        }
+        return io.kvledger.ledger.text.Seconds.offset(atNs - l.firstAtNs);
+    }
+}
