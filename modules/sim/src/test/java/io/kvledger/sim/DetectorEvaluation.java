@@ -125,7 +125,13 @@ final class DetectorEvaluation {
             // handshake join has no deadline: the handshake for DP rank 1 on the single remote_host stops
             // the decode (class 37, on shapes of prefill DP 2 or more); one pod per instance is clean
             new Family("read-multi-pod", TransferMode.READ, "none", Set.of(37), Set.of(37), true, null),
-            new Family("clean-read-multi-pod", TransferMode.READ, "none", Set.of(), Set.of(), true, null));
+            new Family("clean-read-multi-pod", TransferMode.READ, "none", Set.of(), Set.of(), true, null),
+            // a WRITE prefill's save hooks skip a layer or fire twice under the writer before sealing
+            // (class 6): write_done goes early (the decode loads half-written blocks: damaged though
+            // it finishes) or never; the sealed writer of every preset absorbs the same hooks
+            new Family("write-unsealed-hooks", TransferMode.WRITE, "hook-skip=0.01,hook-repeat=0.02", Set.of(6), Set.of(6),
+                    false, Switch.WRITE_UNSEALED_COMPLETION),
+            new Family("clean-write-hooks", TransferMode.WRITE, "hook-skip=0.05,hook-repeat=0.05", Set.of(), Set.of()));
 
     /** Counts for one family (or the total). */
     static final class Tally {
@@ -170,19 +176,46 @@ final class DetectorEvaluation {
         final Set<String> reaped = new TreeSet<>();
         final Set<String> touched = new TreeSet<>();
         final Map<String, String> tidOf = new TreeMap<>();
+        /**
+         * Requests that finished but were damaged: both legs of a WRITE transfer whose decode rank
+         * got write_done before every layer its prefill rank wrote had completed, or whose prefill
+         * rank wrote a layer twice (class 6: the decode loads half-written blocks, or the count ran
+         * past the layers).
+         */
+        final Set<String> halfWritten = new TreeSet<>();
+        private final Map<String, NodeConfig> configs = new TreeMap<>();
+        private final Map<String, String> ridOf = new TreeMap<>();
+        private final Map<String, String> writeOf = new TreeMap<>();
+        private final Map<String, Set<String>> layersDone = new TreeMap<>();
+        private final Map<String, Set<String>> layersPosted = new TreeMap<>();
         private final Map<String, Integer> framesInFlight = new TreeMap<>();
         private final Map<String, String> posted = new TreeMap<>();
         private final Map<String, Set<String>> live = new TreeMap<>();
 
         @Override
         public void nodeStarted(String node, NodeConfig config, List<Effect> startupEffects) {
+            configs.put(node, config);
             ledger.nodeStarted(node, config, startupEffects);
         }
 
         private void tid(String node, String rid, Object tid) {
             if (rid != null && tid != null) {
                 tidOf.putIfAbsent(node + "|" + rid, String.valueOf(tid));
+                ridOf.putIfAbsent(node + "|" + tid, rid);
             }
+        }
+
+        /** Every decode leg of {@code tid} and its prefill legs of TP rank {@code tp}, as damaged though finished. */
+        private void halfWritten(String tid, int tp) {
+            ridOf.forEach((k, rid) -> {
+                if (k.endsWith("|" + tid)) {
+                    String node = k.substring(0, k.length() - tid.length() - 1);
+                    NodeConfig c = configs.get(node);
+                    if (c.role() == io.kvledger.core.config.Role.CONSUMER || c.tpRank() == tp) {
+                        halfWritten.add(node + "|" + rid);
+                    }
+                }
+            });
         }
 
         @Override
@@ -197,7 +230,15 @@ final class DetectorEvaluation {
                     }
                 }
                 case NodeEvent.RemoteBlocksReceived r -> framesInFlight.merge("remote_blocks|" + r.transferId(), -1, Integer::sum);
-                case NodeEvent.WriteDoneReceived w -> framesInFlight.merge("write_done|" + w.transferId(), -1, Integer::sum);
+                case NodeEvent.WriteDoneReceived w -> {
+                    framesInFlight.merge("write_done|" + w.transferId(), -1, Integer::sum);
+                    NodeConfig c = configs.get(node);
+                    if (layersDone.getOrDefault(c.tpRank() + "|" + w.transferId(), Set.of()).size() < c.layerNames().size()
+                            && layersPosted.containsKey(c.tpRank() + "|" + w.transferId())) {
+                        touched.add(w.transferId());
+                        halfWritten(w.transferId(), c.tpRank());
+                    }
+                }
                 case NodeEvent.ReleaseReceived r -> framesInFlight.merge("release|" + r.transferId(), -1, Integer::sum);
                 case NodeEvent.NotifySendFailed f -> {
                     if (f.transferId() != null) {
@@ -208,6 +249,10 @@ final class DetectorEvaluation {
                     String t = posted.remove(node + "|" + c.statusId());
                     if (t != null && !c.succeeded()) {
                         touched.add(t);
+                    }
+                    String layer = writeOf.remove(node + "|" + c.statusId());
+                    if (t != null && layer != null && c.succeeded()) {
+                        layersDone.computeIfAbsent(configs.get(node).tpRank() + "|" + t, k -> new TreeSet<>()).add(layer);
                     }
                 }
                 case NodeEvent.RequestFinished f -> {
@@ -243,7 +288,16 @@ final class DetectorEvaluation {
                         tid(node, r.requestId(), r.transferId());
                         posted.put(node + "|" + r.statusId(), r.transferId());
                     }
-                    case Effect.PostWrite w -> posted.put(node + "|" + w.statusId(), w.transferId());
+                    case Effect.PostWrite w -> {
+                        posted.put(node + "|" + w.statusId(), w.transferId());
+                        writeOf.put(node + "|" + w.statusId(), w.layerName());
+                        if (w.transferId() != null && !layersPosted.computeIfAbsent(configs.get(node).tpRank() + "|"
+                                + w.transferId() + "|" + node, k -> new TreeSet<>()).add(w.layerName())) {
+                            touched.add(w.transferId());
+                            halfWritten(w.transferId(), configs.get(node).tpRank());
+                        }
+                        layersPosted.computeIfAbsent(configs.get(node).tpRank() + "|" + w.transferId(), k -> new TreeSet<>());
+                    }
                     case Effect.SendRemoteBlocks b -> {
                         tid(node, b.reqId(), b.transferId().raw());
                         framesInFlight.merge("remote_blocks|" + b.transferId(), 1, Integer::sum);
@@ -285,6 +339,7 @@ final class DetectorEvaluation {
         o.finish();
         List<Finding> findings = HangDetectors.run(o.ledger, Bounds.defaults());
         Set<String> damaged = new TreeSet<>(o.reaped);
+        damaged.addAll(o.halfWritten);
         for (HungRequest h : result.hungRequests()) {
             damaged.add(h.node() + "|" + h.requestId());
         }
