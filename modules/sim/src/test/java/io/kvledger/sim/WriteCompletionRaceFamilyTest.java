@@ -164,6 +164,52 @@ class WriteCompletionRaceFamilyTest {
         assertThat(damagedTotal).as("among healthy ones").isLessThan(transfers / 2);
     }
 
+    /** Feeds a ledger with one side's journals only (prefill or decode nodes). */
+    static final class OneSide implements Recorder {
+        final Ledger ledger = new Ledger();
+        final boolean prefill;
+        final Set<String> kept = new TreeSet<>();
+
+        OneSide(boolean prefill) {
+            this.prefill = prefill;
+        }
+
+        @Override
+        public void nodeStarted(String node, NodeConfig config, List<Effect> startupEffects) {
+            if ((config.role() == Role.PRODUCER) == prefill) {
+                kept.add(node);
+                ledger.nodeStarted(node, config, startupEffects);
+            }
+        }
+
+        @Override
+        public void applied(String node, long seq, NodeEvent event, List<Effect> effects) {
+            if (kept.contains(node)) {
+                ledger.observe(node, event, effects);
+            }
+        }
+    }
+
+    @Test
+    void with_only_the_prefill_journals_the_finding_says_the_decode_journal_is_missing_and_the_decode_alone_shows_no_race() {
+        Shape s = SHAPES.get(1);
+        Deliveries all = run(s, 601, true, "hook-skip=0.01,hook-repeat=0.02", false);
+        Set<String> damaged = all.damaged(all.result);
+        assertThat(damaged).isNotEmpty();
+        Behaviour b = Behaviour.newest().with(Switch.WRITE_UNSEALED_COMPLETION, true);
+        SimOptions o = SimOptions.builder(601, TransferMode.WRITE).requests(s.requests()).nodes(s.prefill(), s.decode())
+                .faults("hook-skip=0.01,hook-repeat=0.02").behaviour(b).keepLog(false).build();
+        OneSide prefills = new OneSide(true);
+        Simulation.run(o, prefills);
+        List<Finding> p = HangDetectors.run(prefills.ledger, Bounds.defaults()).stream()
+                .filter(f -> f.bugClass() == 6).toList();
+        assertThat(p).extracting(Finding::transferId).containsExactlyInAnyOrderElementsOf(damaged);
+        assertThat(p).allSatisfy(f -> assertThat(f.message()).contains("no decode journal among these holds"));
+        OneSide decodes = new OneSide(false);
+        Simulation.run(o, decodes);
+        assertThat(HangDetectors.run(decodes.ledger, Bounds.defaults())).noneMatch(f -> f.bugClass() == 6);
+    }
+
     @Test
     void the_same_hooks_under_the_sealed_writer_with_slow_writes_and_chunked_prefill_give_no_finding() {
         for (Shape s : SHAPES) {
