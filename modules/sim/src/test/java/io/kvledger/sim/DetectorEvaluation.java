@@ -35,7 +35,9 @@ import java.util.TreeSet;
  * ({@code siblings}, class 29) are simulated, and so are multi-pod WRITE decodes with the older
  * worker's stashed pod hosts (a behaviour switch, not a fault: {@code write-pod-race}, class 32);
  * and so is a decode whose WideEP reader waits for its reads without bound ({@code read-wideep-stall},
- * class 33); prefill DP ranks on several pods (37) are not yet.
+ * class 33); and so is a WRITE prefill whose save hooks skip a layer or fire twice under the writer
+ * before sealing ({@code write-unsealed-hooks}, class 6: a decode that got write_done before its
+ * blocks were written is damaged though it finishes); prefill DP ranks on several pods (37) are not yet.
  */
 final class DetectorEvaluation {
 
