@@ -534,3 +534,41 @@ def test_an_empty_update_connector_output_is_awaited_only_while_a_deferred_free_
         assert s2.drive_divergences == 0
     finally:
         node.close()
+
+
+def test_an_idle_step_sends_one_frame_and_a_long_batch_is_cut(tmp_path):
+    """A producer's idle step (nothing new, nothing finished, nothing deferred): its empty
+    update_connector_output rides with the next step's build_connector_meta, one frame per step and
+    no awaited call; a buffer of max_batch calls goes out without waiting for the step's end."""
+    from vllm.v1.core.sched.output import SchedulerOutput
+    from vllm.v1.outputs import KVConnectorOutput
+    node = BatchingNode({"update_connector_output": {"finished_sending": None},
+                         "get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+                         "build_connector_meta": {"step": 1}})
+    try:
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        bridge = s._drive
+        for _ in range(3):
+            s.build_connector_meta(SchedulerOutput())
+            s.update_connector_output(KVConnectorOutput())
+        assert bridge.calls == 1  # the hello only: nothing awaited
+        s.shutdown()  # reads every reply, and sends the last update_connector_output first
+        assert [h for h, _ in node.calls] == ["hello"] + ["build_connector_meta", "update_connector_output"] * 3
+        # hello, the first step alone, each next step with the previous step's output, the last output
+        assert node.batches == [["update_connector_output", "build_connector_meta"]] * 2
+        assert node.frames == 5 and s.drive_fallbacks == 0
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        s._drive.max_batch = 5
+        reqs = producer_requests(3)
+        before = node.frames
+        for r in reqs:
+            s.on_new_request(r)
+            s.get_num_new_matched_tokens(r, 0)
+        s._drive.flush(2000)
+        # five calls went out as one batch as soon as they were five; the sixth alone at the flush
+        assert node.frames - before == 2 and node.batches[-1] == ["add_request", "get_num_new_matched_tokens"] * 2 + [
+            "add_request"]
+        s.shutdown()
+        assert s.drive_fallbacks == 0
+    finally:
+        node.close()

@@ -63,6 +63,8 @@ class NodeBridge:
         self._buffer = []
         self.batching = False
         self.batches = 0
+        # a batch holds at most this many calls (each counts against the node's 4096 in flight)
+        self.max_batch = 1024
         self._max_unread = int(max_unread)
         self._on_failure = on_failure
         self.calls = 0
@@ -105,17 +107,18 @@ class NodeBridge:
         """Sends one hook call without waiting for its answer; ``on_result(result)`` when it is read.
 
         With ``batching`` the call waits in the buffer for the next awaited call, or goes out now
-        with the buffer when ``flush``."""
+        with the buffer when ``flush`` (or when ``max_batch`` calls wait in it)."""
         rid = next(self._ids)
         self.sent += 1
         self._unread[rid] = (hook, on_result)
         if self.batching:
             self._buffer.append((rid, hook, args))
-            if flush:
-                try:
-                    self._send_buffer(self._zmq.DONTWAIT)
-                except self._zmq.Again:
-                    pass  # each call counted as a failure
+            if not flush and len(self._buffer) < self.max_batch:
+                return  # nothing went out: no reply can be due that was not read already
+            try:
+                self._send_buffer(self._zmq.DONTWAIT)
+            except self._zmq.Again:
+                pass  # each call counted as a failure
         else:
             try:
                 self._sock.send(self._pack(rid, hook, args), self._zmq.DONTWAIT)

@@ -1353,16 +1353,18 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     self._stream.put("connector_output_received", fields)
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
+        carries = before is not None and bool(before["finished_sending"] or before["finished_recving"])
         if before is not None and not self._drive_producer:
-            # a consumer's node leaves the sets as they are: nothing to wait for
-            self._drive_send("update_connector_output", flush=True, **before)
+            # a consumer's node leaves the sets as they are: nothing to wait for. One that carries no
+            # ids waits in the batch for the next step's calls (an idle step then sends one frame)
+            self._drive_send("update_connector_output", flush=carries, **before)
         elif (before is not None and self._drive_pipeline and self._drive_deferred_known and not self._drive_deferred
-              and not before["finished_sending"] and not before["finished_recving"]):
+              and not carries):
             # Nothing came and no deferred free is pending: the reducer surfaces a request only from
             # the ids it gets, a parked ACK meeting a deferral, or a deferral past its deadline, so
             # its answer is "none". Sent without waiting; the answer is checked when read.
             self._drive_send("update_connector_output", self._drive_checked(
-                "update_connector_output", None, lambda r: r.get("finished_sending") or None), flush=True, **before)
+                "update_connector_output", None, lambda r: r.get("finished_sending") or None), **before)
         elif before is not None:
             r = self._drive_call("update_connector_output", **before)
             if r is None:
