@@ -35,7 +35,8 @@ Extra config keys read here (all others are the inner connector's):
                                 and counts; the count is written into the stream)
 ``record_zmq_hwm``              with ``tcp://``: messages (batches) ZMQ queues while the node is away,
                                 default 1000 (beyond: dropped and counted)
-``drive_node``                  drive mode (off by default): ``tcp://127.0.0.1:PORT`` of a
+``drive_node``                  drive mode (off by default): ``unix:///PATH`` (same host: the fastest)
+                                or ``tcp://127.0.0.1:PORT`` of a
                                 ``kvledger node --engine drive``; the scheduler connector returns the
                                 node's answers to vLLM (the inner still runs and its worker does the
                                 transfers); see README "Drive mode"
