@@ -31,7 +31,8 @@ with nothing scheduled. The scheduler hooks of every engine are timed by the sam
 (``time.perf_counter_ns``); a step's time is the sum of its scheduler hooks. The tables give, per
 kind of step, the step's time with drive mode off and on (p50 / p99, µs) and what drive mode adds:
 each step's time on minus the same step's time off (paired: the engines make the same calls), its
-p50 and p99. Then per node the awaited calls (each ``NodeBridge.call``: a send and the wait for its
+p50 and p99, then the scheduler thread's CPU time in the same hooks (the client's own work, which
+load on the machine does not inflate as much as wall time). Then per node the awaited calls (each ``NodeBridge.call``: a send and the wait for its
 reply, replies of unawaited calls read on the way included), p50 and p99, against the floor: a bare
 echo in another process over the same transport (a pyzmq ROUTER, or length-prefixed frames over a Unix
 socket), one call at a
@@ -200,6 +201,7 @@ class Engine:
         if drive is not None and not self.sched.driving:
             sys.exit(f"drive_step_cost: engine {label} is not driving (see the log above)")
         self.step_ns = 0
+        self.step_cpu_ns = 0  # the scheduler thread's CPU time in the step's hooks
         self.awaited = []  # ns per awaited NodeBridge.call (only while recording)
         self.recording = False
         for name in SCHED_HOOKS:
@@ -214,7 +216,9 @@ class Engine:
 
         def wrapper(*a, **k):
             t = time.perf_counter_ns()
+            c = time.thread_time_ns()
             r = f(*a, **k)
+            self.step_cpu_ns += time.thread_time_ns() - c
             self.step_ns += time.perf_counter_ns() - t
             return r
         setattr(self.sched, name, wrapper)
@@ -287,6 +291,7 @@ class Echo:
 def play(engines, echo, n, cycles, idle, first, record):
     """``cycles`` cycles of N requests on every engine; returns {label: {kind: [step ns]}}."""
     steps = {e.label: collections.defaultdict(list) for e in engines}
+    cpu = {e.label: collections.defaultdict(list) for e in engines}
     k = 0
     for c in range(cycles):
         reqs = {e.label: make_requests(first + c * n, n) for e in engines}
@@ -314,13 +319,16 @@ def play(engines, echo, n, cycles, idle, first, record):
                 kinds.add(kind)
                 took = e.step_ns
                 e.step_ns = 0
+                took_cpu = e.step_cpu_ns
+                e.step_cpu_ns = 0
                 if record:
                     steps[e.label][kind].append(took)
+                    cpu[e.label][kind].append(took_cpu)
             if len(kinds) != 1:
                 sys.exit(f"drive_step_cost: the engines disagree on the kind of step {i} of cycle {c}: {kinds}")
             for _ in range(4):
                 echo.once(record)
-    return steps
+    return steps, cpu
 
 
 def main(argv=None):
@@ -377,12 +385,13 @@ def main(argv=None):
         play(engines, echo, 64, 3, 2, first, False)
         first += 3 * 64
         results = {}
+        cpu_results = {}
         awaited = {}
         for n in levels:
             for e in engines:
                 e.awaited = []
             echo.samples = []
-            results[n] = play(engines, echo, n, a.cycles, a.idle, first, True)
+            results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True)
             first += a.cycles * n
             awaited[n] = ({e.label: list(e.awaited) for e in engines if e.label != "off"}, list(echo.samples))
         fallbacks = {e.label: e.fallbacks() for e in engines}
@@ -417,6 +426,27 @@ def main(argv=None):
                 added = [x - y for x, y in zip(on, off)]
                 row += (f" {us(pct(on, 0.5))} / {us(pct(on, 0.99))} |"
                         f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |")
+            print(row)
+    print()
+    print("the scheduler thread's CPU time in the same steps (time.thread_time_ns: the client's own work, without "
+          "waiting for the node or for a core), µs, added = on minus off, paired")
+    print()
+    head = "| N | step | off p50 / p99 |"
+    rule = "|---:|---|---:|"
+    for label in driven:
+        head += f" {label}: added CPU p50 / p99 |"
+        rule += "---:|"
+    print(head)
+    print(rule)
+    for n in levels:
+        for kind in KINDS:
+            off = cpu_results[n]["off"][kind]
+            if not off:
+                continue
+            row = f"| {n} | {KIND_TEXT[kind]} | {us(pct(off, 0.5))} / {us(pct(off, 0.99))} |"
+            for label in driven:
+                added = [x - y for x, y in zip(cpu_results[n][label][kind], off)]
+                row += f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |"
             print(row)
     print()
     print(f"awaited node calls (NodeBridge.call), µs, against a bare echo over {a.transport} in the same run")
