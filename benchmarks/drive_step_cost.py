@@ -19,7 +19,11 @@ scripted MoRIIO-like connector inside:
 - with ``--unpipelined LABEL``, that node's engine once more with ``drive_pipeline`` false (every
   call awaited, as before pipelining; it gets a node of its own from the same jar); with
   ``--unbatched LABEL``, once more with ``drive_batch`` false (unawaited calls sent each on its
-  own frame).
+  own frame); with ``--from-inner LABEL``, once more with ``drive_matched_from_inner`` (vLLM takes
+  the inner's ``get_num_new_matched_tokens`` at once, the node's answer is checked when read).
+
+``--transport unix`` (the default) serves each node's bridge on ``unix:///TMP/node-LABEL.sock`` and
+times the echo over a Unix socket too; ``--transport tcp`` uses ``tcp://127.0.0.1:PORT``.
 
 Each cycle admits ``N`` requests at once (64-token prompts in 16-token chunks: the admitting step,
 two steady steps, a step whose last chunks finish every request) and then steps ``--idle`` times
@@ -27,9 +31,11 @@ with nothing scheduled. The scheduler hooks of every engine are timed by the sam
 (``time.perf_counter_ns``); a step's time is the sum of its scheduler hooks. The tables give, per
 kind of step, the step's time with drive mode off and on (p50 / p99, µs) and what drive mode adds:
 each step's time on minus the same step's time off (paired: the engines make the same calls), its
-p50 and p99. Then per node the awaited calls (each ``NodeBridge.call``: a send and the wait for its
+p50 and p99, then the scheduler thread's CPU time in the same hooks (the client's own work, which
+load on the machine does not inflate as much as wall time). Then per node the awaited calls (each ``NodeBridge.call``: a send and the wait for its
 reply, replies of unawaited calls read on the way included), p50 and p99, against the floor: a bare
-pyzmq ROUTER echo in another process over the same transport (``tcp://127.0.0.1``), one call at a
+echo in another process over the same transport (a pyzmq ROUTER, or length-prefixed frames over a Unix
+socket), one call at a
 time with a frame of the size of a ``get_num_new_matched_tokens`` call, four round trips after
 every step, so that load falls on both alike. A measurement, not a test: nothing is asserted. The
 machine's load average is printed at the start and the end: on a shared machine only the ratios
@@ -78,6 +84,28 @@ JVM_FLAGS = ["--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-acc
 KV_CONFIG = json.dumps({"kv_role": "kv_producer", "kv_connector_extra_config": {
     "host_ip": "10.0.0.1", "proxy_ip": "127.0.0.1", "proxy_ping_port": 1}})
 
+UNIX_ECHO = """
+import os, socket, struct, sys
+path = sys.argv[1]
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(1)
+print(path, flush=True)
+c, _ = srv.accept()
+buf = bytearray()
+while True:
+    chunk = c.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+    while len(buf) >= 4:
+        n = struct.unpack_from(">I", buf)[0]
+        if len(buf) < 4 + n:
+            break
+        c.sendall(bytes(buf[:4 + n]))
+        del buf[:4 + n]
+"""
+
 ECHO = """
 import sys, zmq
 ctx = zmq.Context()
@@ -113,12 +141,14 @@ def load():
 class Node:
     """One ``kvledger node --engine drive`` from a jar, journaling to ``where``."""
 
-    def __init__(self, java, jar, where, label):
+    def __init__(self, java, jar, where, label, transport="tcp"):
         self.port = free_port()
+        self.sock_path = os.path.join(where, "node-" + label.replace(" ", "-") + ".sock")
+        self.transport = transport
         self.http = free_port()
         self.journal = os.path.join(where, "journal-" + label)
         self.log_path = os.path.join(where, "node-" + label + ".log")
-        cmd = [java, *JVM_FLAGS, "-jar", jar, "node", "--engine", "drive", "--bridge", f"tcp://127.0.0.1:{self.port}",
+        cmd = [java, *JVM_FLAGS, "-jar", jar, "node", "--engine", "drive", "--bridge", self.endpoint,
                "--kv-transfer-config", KV_CONFIG, "--http", f"127.0.0.1:{self.http}", "--journal", self.journal]
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
@@ -136,6 +166,8 @@ class Node:
 
     @property
     def endpoint(self):
+        if self.transport == "unix":
+            return "unix://" + self.sock_path
         return f"tcp://127.0.0.1:{self.port}"
 
     def close(self):
@@ -152,7 +184,7 @@ class Node:
 class Engine:
     """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
 
-    def __init__(self, label, drive=None, pipeline=True, batch=True):
+    def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=False):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
         if drive is not None:
@@ -161,12 +193,15 @@ class Engine:
                 extra["drive_pipeline"] = False
             if not batch:
                 extra["drive_batch"] = False
+            if from_inner:
+                extra["drive_matched_from_inner"] = True
         cfg = make_config("kv_producer", extra)
         self.sched = KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
         self.worker = KvledgerRecorderConnector(cfg, KVConnectorRole.WORKER, None)
         if drive is not None and not self.sched.driving:
             sys.exit(f"drive_step_cost: engine {label} is not driving (see the log above)")
         self.step_ns = 0
+        self.step_cpu_ns = 0  # the scheduler thread's CPU time in the step's hooks
         self.awaited = []  # ns per awaited NodeBridge.call (only while recording)
         self.recording = False
         for name in SCHED_HOOKS:
@@ -181,7 +216,9 @@ class Engine:
 
         def wrapper(*a, **k):
             t = time.perf_counter_ns()
+            c = time.thread_time_ns()
             r = f(*a, **k)
+            self.step_cpu_ns += time.thread_time_ns() - c
             self.step_ns += time.perf_counter_ns() - t
             return r
         setattr(self.sched, name, wrapper)
@@ -200,6 +237,9 @@ class Engine:
     def fallbacks(self):
         return getattr(self.sched, "drive_fallbacks", 0)
 
+    def divergences(self):
+        return getattr(self.sched, "drive_divergences", 0)
+
     def close(self):
         self.sched.shutdown()
         self.worker.shutdown()
@@ -212,13 +252,21 @@ def make_requests(first, n, prompt=64):
 
 
 class Echo:
-    def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, "-c", ECHO], stdout=subprocess.PIPE, text=True)
-        port = int(self.proc.stdout.readline())
-        self.ctx = zmq.Context(1)
-        self.sock = self.ctx.socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.connect(f"tcp://127.0.0.1:{port}")
+    def __init__(self, transport="tcp", where=None):
+        self.ctx = None
+        if transport == "unix":
+            from kvledger_vllm.drive import _UnixFrames
+            path = os.path.join(where, "echo.sock")
+            self.proc = subprocess.Popen([sys.executable, "-c", UNIX_ECHO, path], stdout=subprocess.PIPE, text=True)
+            self.proc.stdout.readline()
+            self.sock = _UnixFrames(path, 30000, zmq.Again, zmq.DONTWAIT)
+        else:
+            self.proc = subprocess.Popen([sys.executable, "-c", ECHO], stdout=subprocess.PIPE, text=True)
+            port = int(self.proc.stdout.readline())
+            self.ctx = zmq.Context(1)
+            self.sock = self.ctx.socket(zmq.DEALER)
+            self.sock.setsockopt(zmq.LINGER, 0)
+            self.sock.connect(f"tcp://127.0.0.1:{port}")
         self.frame = msgpack.packb({"v": 1, "id": 123456, "hook": "get_num_new_matched_tokens",
                                     "args": {"request_id": request_id(1, "a"), "num_computed_tokens": 0}})
         self.samples = []
@@ -234,7 +282,8 @@ class Echo:
 
     def close(self):
         self.sock.close()
-        self.ctx.term()
+        if self.ctx is not None:
+            self.ctx.term()
         self.proc.kill()
         self.proc.wait()
 
@@ -242,6 +291,7 @@ class Echo:
 def play(engines, echo, n, cycles, idle, first, record):
     """``cycles`` cycles of N requests on every engine; returns {label: {kind: [step ns]}}."""
     steps = {e.label: collections.defaultdict(list) for e in engines}
+    cpu = {e.label: collections.defaultdict(list) for e in engines}
     k = 0
     for c in range(cycles):
         reqs = {e.label: make_requests(first + c * n, n) for e in engines}
@@ -269,13 +319,16 @@ def play(engines, echo, n, cycles, idle, first, record):
                 kinds.add(kind)
                 took = e.step_ns
                 e.step_ns = 0
+                took_cpu = e.step_cpu_ns
+                e.step_cpu_ns = 0
                 if record:
                     steps[e.label][kind].append(took)
+                    cpu[e.label][kind].append(took_cpu)
             if len(kinds) != 1:
                 sys.exit(f"drive_step_cost: the engines disagree on the kind of step {i} of cycle {c}: {kinds}")
             for _ in range(4):
                 echo.once(record)
-    return steps
+    return steps, cpu
 
 
 def main(argv=None):
@@ -288,6 +341,10 @@ def main(argv=None):
                     help="also drive with drive_pipeline false, a node of its own from that jar")
     ap.add_argument("--unbatched", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_batch false, a node of its own from that jar")
+    ap.add_argument("--from-inner", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_matched_from_inner, a node of its own from that jar")
+    ap.add_argument("--transport", choices=["unix", "tcp"], default="unix",
+                    help="the nodes' bridge and the echo: a Unix socket (default) or loopback ZMQ over TCP")
     ap.add_argument("--concurrency", default="16,64,256")
     ap.add_argument("--cycles", type=int, default=6, help="cycles per concurrency (each admits N requests)")
     ap.add_argument("--idle", type=int, default=6, help="idle steps after each cycle")
@@ -304,19 +361,23 @@ def main(argv=None):
     print(f"load average at the start: {load()}")
     tmp = tempfile.mkdtemp(prefix="drive-step-cost-")
     nodes, engines = [], []
-    echo = Echo()
+    echo = Echo(a.transport, tmp)
     try:
         engines.append(Engine("off"))
         for label, jar in jars:
-            node = Node(a.java, jar, tmp, label)
+            node = Node(a.java, jar, tmp, label, a.transport)
             nodes.append(node)
             engines.append(Engine(label, node.endpoint))
+            if label in a.from_inner:
+                node = Node(a.java, jar, tmp, label + "-from-inner", a.transport)
+                nodes.append(node)
+                engines.append(Engine(label + " from inner", node.endpoint, from_inner=True))
             if label in a.unpipelined:
-                node = Node(a.java, jar, tmp, label + "-unpipelined")
+                node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport)
                 nodes.append(node)
                 engines.append(Engine(label + " unpipelined", node.endpoint, pipeline=False))
             if label in a.unbatched:
-                node = Node(a.java, jar, tmp, label + "-unbatched")
+                node = Node(a.java, jar, tmp, label + "-unbatched", a.transport)
                 nodes.append(node)
                 engines.append(Engine(label + " unbatched", node.endpoint, batch=False))
         first = 1
@@ -324,15 +385,17 @@ def main(argv=None):
         play(engines, echo, 64, 3, 2, first, False)
         first += 3 * 64
         results = {}
+        cpu_results = {}
         awaited = {}
         for n in levels:
             for e in engines:
                 e.awaited = []
             echo.samples = []
-            results[n] = play(engines, echo, n, a.cycles, a.idle, first, True)
+            results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True)
             first += a.cycles * n
             awaited[n] = ({e.label: list(e.awaited) for e in engines if e.label != "off"}, list(echo.samples))
         fallbacks = {e.label: e.fallbacks() for e in engines}
+        divergences = {e.label: e.divergences() for e in engines}
         for e in engines:
             e.close()
     finally:
@@ -365,7 +428,28 @@ def main(argv=None):
                         f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |")
             print(row)
     print()
-    print("awaited node calls (NodeBridge.call), µs, against a bare pyzmq ROUTER echo over tcp://127.0.0.1 in the same run")
+    print("the scheduler thread's CPU time in the same steps (time.thread_time_ns: the client's own work, without "
+          "waiting for the node or for a core), µs, added = on minus off, paired")
+    print()
+    head = "| N | step | off p50 / p99 |"
+    rule = "|---:|---|---:|"
+    for label in driven:
+        head += f" {label}: added CPU p50 / p99 |"
+        rule += "---:|"
+    print(head)
+    print(rule)
+    for n in levels:
+        for kind in KINDS:
+            off = cpu_results[n]["off"][kind]
+            if not off:
+                continue
+            row = f"| {n} | {KIND_TEXT[kind]} | {us(pct(off, 0.5))} / {us(pct(off, 0.99))} |"
+            for label in driven:
+                added = [x - y for x, y in zip(cpu_results[n][label][kind], off)]
+                row += f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |"
+            print(row)
+    print()
+    print(f"awaited node calls (NodeBridge.call), µs, against a bare echo over {a.transport} in the same run")
     print()
     print("| N | caller | calls | p50 | p99 | p50 / echo p50 |")
     print("|---:|---|---:|---:|---:|---:|")
@@ -379,6 +463,8 @@ def main(argv=None):
     print()
     print("fallbacks (calls the node refused or did not answer): "
           + ", ".join(f"{label} {fallbacks[label]}" for label in driven))
+    print("divergences (answers vLLM did not wait for that the node gave otherwise): "
+          + ", ".join(f"{label} {divergences[label]}" for label in driven))
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -414,3 +414,161 @@ def test_a_node_that_takes_batches_gets_a_steps_unawaited_calls_in_one_frame(tmp
         finally:
             node.close()
     assert seen[0] == seen[1]
+
+
+def run_three(tmp_path, node, name, **more):
+    """Three producer requests for 6 steps over ``node``; returns (scheduler, driver, bridge)."""
+    (tmp_path / name).mkdir()
+    s = scheduler(tmp_path / name, node.port, **more)
+    bridge = s._drive
+    w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
+                                                              "inner_connector_module_path": "fakes"}),
+                                  KVConnectorRole.WORKER, None)
+    d = Driver(s, w)
+    for r in producer_requests(3):
+        d.add(r)
+    d.run(6)
+    s.shutdown()
+    w.shutdown()
+    return s, d, bridge
+
+
+def test_matched_tokens_from_the_inner_go_unawaited_in_the_steps_batch_and_are_checked(tmp_path):
+    """drive_matched_from_inner: vLLM acts on the inner's get_num_new_matched_tokens at once; the node
+    gets the same calls in the same order (so its decisions are the same), a step's calls travel in
+    one batch at build_connector_meta, and the node's answers, read later, agree: no divergence."""
+    answers = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},  # the inner's too
+               "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
+               "update_connector_output": {"finished_sending": None}}
+    seen = []
+    for mode in ("from_inner", "awaited"):
+        node = BatchingNode(answers)
+        try:
+            s, d, bridge = run_three(tmp_path, node, mode, drive_matched_from_inner=mode == "from_inner")
+            assert s.drive_fallbacks == 0 and s.drive_divergences == 0 and bridge.unread == 0
+            seen.append((d.acted, node.calls))
+            matched_alone = [h for h in node.calls if h[0] == "get_num_new_matched_tokens"]
+            assert len(matched_alone) == 3
+            if mode == "from_inner":
+                # the admitting step: three admissions, queries and allocations, and the step, one frame
+                assert node.batches[0] == ["add_request"] * 3 + ["get_num_new_matched_tokens",
+                                                                 "update_state_after_alloc"] * 3 + [
+                    "build_connector_meta"]
+                assert not any("get_num_new_matched_tokens" in b and b[-1] == "get_num_new_matched_tokens"
+                               for b in node.batches)  # never a frame the client waited on
+            else:
+                assert node.batches[0][-1] == "get_num_new_matched_tokens"
+        finally:
+            node.close()
+    assert seen[0] == seen[1]
+
+
+def test_a_node_answering_otherwise_than_the_inner_is_a_counted_logged_divergence(tmp_path, caplog):
+    node = BatchingNode({"get_num_new_matched_tokens": {"num_tokens": 7, "load_async": True},
+                         "request_finished": {"delay_free": False, "kv_transfer_params": None}})
+    try:
+        with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
+            s, d, _ = run_three(tmp_path, node, "diverging", drive_matched_from_inner=True)
+        # vLLM acted on the inner's (0, False); every node answer read differs, none silently
+        assert [a[2:] for a in d.acted if a[0] == "matched"] == [[0, False]] * 3
+        assert s.drive_divergences == 3 and s.drive_fallbacks == 3
+        assert s.drive_divergence_last == ("get_num_new_matched_tokens", (0, False), (7, True))
+        assert caplog.text.count("DIVERGED on get_num_new_matched_tokens: vLLM acted on (0, False) without "
+                                 "waiting, the node answers (7, True)") == 1
+    finally:
+        node.close()
+
+
+def test_an_empty_update_connector_output_is_awaited_only_while_a_deferred_free_is_pending(tmp_path):
+    """A producer's update_connector_output without finished ids is not awaited while the node holds no
+    deferred free (its answer can only be "none"); after a request_finished the node answered
+    delay_free=True it is awaited until the node surfaces that request; an answer read later that is
+    not "none" is a divergence."""
+    from vllm.v1.outputs import KVConnectorOutput
+    from vllm.v1.request import RequestStatus
+    node = HoldingNode({"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+                        "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
+                        "update_connector_output": {"finished_sending": None}}, ("update_connector_output",))
+    try:
+        # a held reply the client waited for would time out (a fallback)
+        s = scheduler(tmp_path, node.port, drive_timeout_ms=300)
+        s.update_connector_output(KVConnectorOutput())
+        assert s.drive_fallbacks == 0 and s._drive.unread == 1  # sent, not awaited
+        req = producer_requests(1)[0]
+        s.on_new_request(req)
+        s.get_num_new_matched_tokens(req, 0)  # an awaited call: the held reply comes before its own
+        assert s._drive.unread == 0
+        req.status = RequestStatus.FINISHED_LENGTH_CAPPED
+        assert s.request_finished(req, [1, 2]) == (True, PARAMS)
+        s.update_connector_output(KVConnectorOutput())
+        assert s.drive_fallbacks == 1  # now awaited: the held reply never came in time
+        node.held_hooks.clear()
+        node.answers["update_connector_output"] = {"finished_sending": [req.request_id]}
+        out = KVConnectorOutput(finished_sending=set())
+        s.update_connector_output(out)
+        assert out.finished_sending == {req.request_id}
+        # one failed awaited answer: the client no longer knows what the node defers, so it keeps waiting
+        assert not s._drive_deferred_known
+        s.shutdown()
+    finally:
+        node.close()
+    node = ScriptedNode({"update_connector_output": {"finished_sending": ["r-x"]}})
+    try:
+        s = scheduler(tmp_path, node.port)
+        out = KVConnectorOutput()
+        s.update_connector_output(out)
+        assert not out.finished_sending  # not awaited: vLLM kept its own (nothing)
+        s.shutdown()
+        assert s.drive_divergences == 1 and s.drive_fallbacks == 1
+        s2 = scheduler(tmp_path, node.port)
+        req = producer_requests(1)[0]
+        s2.on_new_request(req)
+        req.status = RequestStatus.FINISHED_LENGTH_CAPPED
+        node.answers["request_finished"] = {"delay_free": True, "kv_transfer_params": PARAMS}
+        s2.request_finished(req, [1, 2])
+        out = KVConnectorOutput()
+        s2.update_connector_output(out)
+        assert out.finished_sending == {"r-x"}  # awaited: the node's rewrite
+        assert s2._drive_deferred == {req.request_id}  # r-x is not it: still pending
+        s2.shutdown()
+        assert s2.drive_divergences == 0
+    finally:
+        node.close()
+
+
+def test_an_idle_step_sends_one_frame_and_a_long_batch_is_cut(tmp_path):
+    """A producer's idle step (nothing new, nothing finished, nothing deferred): its empty
+    update_connector_output rides with the next step's build_connector_meta, one frame per step and
+    no awaited call; a buffer of max_batch calls goes out without waiting for the step's end."""
+    from vllm.v1.core.sched.output import SchedulerOutput
+    from vllm.v1.outputs import KVConnectorOutput
+    node = BatchingNode({"update_connector_output": {"finished_sending": None},
+                         "get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+                         "build_connector_meta": {"step": 1}})
+    try:
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        bridge = s._drive
+        for _ in range(3):
+            s.build_connector_meta(SchedulerOutput())
+            s.update_connector_output(KVConnectorOutput())
+        assert bridge.calls == 1  # the hello only: nothing awaited
+        s.shutdown()  # reads every reply, and sends the last update_connector_output first
+        assert [h for h, _ in node.calls] == ["hello"] + ["build_connector_meta", "update_connector_output"] * 3
+        # hello, the first step alone, each next step with the previous step's output, the last output
+        assert node.batches == [["update_connector_output", "build_connector_meta"]] * 2
+        assert node.frames == 5 and s.drive_fallbacks == 0
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        s._drive.max_batch = 5
+        reqs = producer_requests(3)
+        before = node.frames
+        for r in reqs:
+            s.on_new_request(r)
+            s.get_num_new_matched_tokens(r, 0)
+        s._drive.flush(2000)
+        # five calls went out as one batch as soon as they were five; the sixth alone at the flush
+        assert node.frames - before == 2 and node.batches[-1] == ["add_request", "get_num_new_matched_tokens"] * 2 + [
+            "add_request"]
+        s.shutdown()
+        assert s.drive_fallbacks == 0
+    finally:
+        node.close()

@@ -107,3 +107,41 @@ def test_no_node_at_the_path_is_a_drive_error(tmp_path):
             bridge.call("hello")
     finally:
         bridge.close()
+
+
+class SlowNode(UnixNode):
+    """Reads nothing until ``go`` is set (a node busy elsewhere): the socket's buffers fill up."""
+
+    def __init__(self, path, answer):
+        self.go = threading.Event()
+        super().__init__(path, answer)
+
+    def run(self):
+        self.go.wait(30)
+        super().run()
+
+
+def test_unawaited_calls_to_a_node_that_does_not_read_wait_in_order_and_are_neither_blocked_nor_dropped(tmp_path):
+    """Calls sent without waiting, several times what the socket's buffers hold, while the node reads
+    nothing: each send returns at once (nothing is refused or counted), the frames wait in the
+    client's buffer, and once the node reads, every call arrives, in order, and is answered."""
+    path = str(tmp_path / "node.sock")
+    node = SlowNode(path, ok)
+    bridge = NodeBridge("unix://" + path, timeout_ms=5000)
+    seen = []
+    try:
+        n = 3000
+        pad = "x" * 2000  # about 6 MB in all
+        for i in range(n):
+            bridge.send("add_request", on_result=lambda r, i=i: seen.append(i), request_id=f"r-{i}", pad=pad)
+        assert bridge.failures == 0 and bridge.unread == n
+        assert bridge._sock.pending_out() > 0  # the kernel took only part of it
+        node.go.set()
+        assert bridge.flush(10000) == 0
+        assert bridge.failures == 0 and seen == list(range(n))
+        assert node.calls == ["add_request"] * n
+        assert bridge.call("get_finished") == {"hook": "get_finished"}
+    finally:
+        node.go.set()
+        bridge.close()
+        node.close()

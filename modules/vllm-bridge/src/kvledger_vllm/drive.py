@@ -22,6 +22,7 @@ import itertools
 import select
 import socket
 import struct
+import time
 
 
 class DriveError(RuntimeError):
@@ -63,6 +64,8 @@ class NodeBridge:
         self._buffer = []
         self.batching = False
         self.batches = 0
+        # a batch holds at most this many calls (each counts against the node's 4096 in flight)
+        self.max_batch = 1024
         self._max_unread = int(max_unread)
         self._on_failure = on_failure
         self.calls = 0
@@ -105,17 +108,18 @@ class NodeBridge:
         """Sends one hook call without waiting for its answer; ``on_result(result)`` when it is read.
 
         With ``batching`` the call waits in the buffer for the next awaited call, or goes out now
-        with the buffer when ``flush``."""
+        with the buffer when ``flush`` (or when ``max_batch`` calls wait in it)."""
         rid = next(self._ids)
         self.sent += 1
         self._unread[rid] = (hook, on_result)
         if self.batching:
             self._buffer.append((rid, hook, args))
-            if flush:
-                try:
-                    self._send_buffer(self._zmq.DONTWAIT)
-                except self._zmq.Again:
-                    pass  # each call counted as a failure
+            if not flush and len(self._buffer) < self.max_batch:
+                return  # nothing went out: no reply can be due that was not read already
+            try:
+                self._send_buffer(self._zmq.DONTWAIT)
+            except self._zmq.Again:
+                pass  # each call counted as a failure
         else:
             try:
                 self._sock.send(self._pack(rid, hook, args), self._zmq.DONTWAIT)
@@ -241,8 +245,14 @@ class _UnixFrames:
     (4 bytes, big-endian), as the node's ``unix://`` engine bridge does; a timeout raises ``again``
     (what a DEALER raises), and a frame cut by a timeout is completed by the next ``recv``. It
     connects at the first send, as a DEALER's call finds an absent node at its first call. It takes
-    the DEALER calls the client makes: ``send``/``recv`` with ``dontwait`` (raises ``again`` when
-    the socket cannot take or give a whole frame now) and ``poll``."""
+    the DEALER calls the client makes: ``send``/``recv`` with ``dontwait`` and ``poll``.
+
+    The socket is non-blocking; what the kernel does not take at once waits in an output buffer, in
+    order, and goes out at the next ``send``, ``recv`` or ``poll`` (as a DEALER queues a message
+    for its I/O thread). So a ``send`` with ``dontwait`` never blocks the scheduler and never drops
+    a frame because a slow node left the socket's buffer full; one without waits until its frame is
+    written (up to the timeout: then ``again``, and the frame still goes out later, in order). A
+    ``recv`` that waits for a reply writes what is buffered meanwhile (the reply may depend on it)."""
 
     def __init__(self, path, timeout_ms, again, dontwait):
         self._again = again
@@ -251,6 +261,7 @@ class _UnixFrames:
         self._timeout = timeout_ms / 1000.0
         self._s = None
         self._buf = bytearray()
+        self._out = bytearray()
 
     def _connected(self):
         if self._s is None:
@@ -261,19 +272,41 @@ class _UnixFrames:
             except OSError as e:
                 s.close()
                 raise DriveError(f"cannot reach the kvledger node at unix://{self._path}: {e}") from e
+            s.setblocking(False)
             self._s = s
         return self._s
 
+    def _broken(self, e):
+        return DriveError(f"the kvledger node at unix://{self._path}: {e}")
+
+    def _pump(self):
+        """Writes what the socket takes now; True when nothing is left to write."""
+        out = self._out
+        while out:
+            try:
+                n = self._s.send(out)
+            except (BlockingIOError, InterruptedError):
+                return False
+            except OSError as e:
+                raise self._broken(e) from e
+            del out[:n]
+        return True
+
+    def pending_out(self):
+        """Bytes written by ``send`` that the socket has not taken yet."""
+        return len(self._out)
+
     def send(self, frame, flags=0):
         s = self._connected()
-        if flags & self._dontwait and not select.select([], [s], [], 0)[1]:
-            raise self._again()
-        try:
-            s.sendall(struct.pack(">I", len(frame)) + frame)
-        except socket.timeout as e:
-            raise self._again() from e
-        except OSError as e:
-            raise DriveError(f"the kvledger node at unix://{self._path}: {e}") from e
+        self._out += struct.pack(">I", len(frame))
+        self._out += frame
+        if self._pump() or flags & self._dontwait:
+            return
+        deadline = time.monotonic() + self._timeout
+        while not self._pump():
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [s], [], left)[1]:
+                raise self._again()
 
     def _frame(self):
         if len(self._buf) >= 4:
@@ -285,33 +318,56 @@ class _UnixFrames:
         return None
 
     def _read(self):
+        """Reads what is there; False when nothing was."""
         try:
             chunk = self._s.recv(1 << 16)
-        except socket.timeout as e:
-            raise self._again() from e
+        except (BlockingIOError, InterruptedError):
+            return False
         except OSError as e:
-            raise DriveError(f"the kvledger node at unix://{self._path}: {e}") from e
+            raise self._broken(e) from e
         if not chunk:
             raise DriveError(f"the kvledger node at unix://{self._path} closed the connection")
         self._buf += chunk
+        return True
+
+    def _wait(self, wait):
+        """Waits up to ``wait`` seconds (None: for good) for bytes to read, writing what is buffered
+        meanwhile; True when there are bytes to read."""
+        s = self._s
+        deadline = None if wait is None else time.monotonic() + wait
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            r, w, _ = select.select([s], [s] if self._out else [], [], left)
+            if w:
+                self._pump()
+            if r:
+                return True
+            if not w and (left == 0.0 or (deadline is not None and time.monotonic() >= deadline)):
+                return False
 
     def recv(self, flags=0):
-        s = self._connected()
+        self._connected()
+        frame = self._frame()
+        if frame is not None:
+            return frame
+        self._pump()
         while True:
-            frame = self._frame()
-            if frame is not None:
-                return frame
-            if flags & self._dontwait and not select.select([s], [], [], 0)[0]:
+            if self._read():
+                frame = self._frame()
+                if frame is not None:
+                    return frame
+                continue
+            if flags & self._dontwait or not self._wait(self._timeout):
                 raise self._again()
-            self._read()
 
     def poll(self, timeout_ms, _events=None):
         """True when a whole frame can be read now, or bytes arrive within ``timeout_ms``."""
         if len(self._buf) >= 4 and len(self._buf) >= 4 + struct.unpack_from(">I", self._buf)[0]:
             return True
-        s = self._connected()
+        self._connected()
+        self._pump()
         wait = None if timeout_ms is None or timeout_ms < 0 else timeout_ms / 1000.0
-        return bool(select.select([s], [], [], wait)[0])
+        return self._wait(wait)
 
     def close(self):
         if self._s is not None:

@@ -35,7 +35,8 @@ Extra config keys read here (all others are the inner connector's):
                                 and counts; the count is written into the stream)
 ``record_zmq_hwm``              with ``tcp://``: messages (batches) ZMQ queues while the node is away,
                                 default 1000 (beyond: dropped and counted)
-``drive_node``                  drive mode (off by default): ``tcp://127.0.0.1:PORT`` of a
+``drive_node``                  drive mode (off by default): ``unix:///PATH`` (same host: the fastest)
+                                or ``tcp://127.0.0.1:PORT`` of a
                                 ``kvledger node --engine drive``; the scheduler connector returns the
                                 node's answers to vLLM (the inner still runs and its worker does the
                                 transfers); see README "Drive mode"
@@ -45,6 +46,11 @@ Extra config keys read here (all others are the inner connector's):
 ``drive_batch``                 with ``drive_pipeline``: those calls travel as one ``batch`` frame with
                                 the next awaited call or at the end of the scheduler's pass, when the
                                 node lists ``batch`` in its hello, default true
+``drive_matched_from_inner``    with ``drive_pipeline``: vLLM gets the inner connector's answer to
+                                ``get_num_new_matched_tokens`` at once; the call still goes to the node
+                                (unawaited, in order) and the node's answer is checked when it is read: a
+                                different one counts as a drive divergence and a fallback, and is logged.
+                                Default false (vLLM waits for the node's answer)
 """
 
 from __future__ import annotations
@@ -223,6 +229,16 @@ def _admission_later(request, rid):
     p = getattr(request, "kv_transfer_params", None)
     return (_admission_fields, rid, getattr(request, "num_prompt_tokens", None), None if ids is None else len(ids),
             p.copy() if type(p) is dict else _params_copy(p))
+
+
+def _flag(value):
+    """A boolean option as a config may spell it (``false``, ``0``, ``no``, ``off`` are false)."""
+    return value if isinstance(value, bool) else str(value).lower() not in ("false", "0", "no", "off")
+
+
+def _matched_answer(result):
+    """The node's answer to ``get_num_new_matched_tokens`` as vLLM would take it."""
+    return result.get("num_tokens"), bool(result.get("load_async"))
 
 
 def _id_list(value):
@@ -657,6 +673,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self.drive_fallbacks = 0
         self._drive_pipeline = True
         self._drive_producer = False
+        self._drive_from_inner = False
+        # the answers of the node vLLM did not wait for that differed from the inner's it acted on
+        self.drive_divergences = 0
+        self.drive_divergence_last = None
+        # a producer's requests the node answered delay_free=True and has not surfaced yet in an
+        # update_connector_output: while none is left (and none is unknown), an update_connector_output
+        # without finished ids surfaces nothing in the reducer, so it is not awaited
+        self._drive_deferred = set()
+        self._drive_deferred_known = True
         self._kv_cache_config = kv_cache_config
         # the node's answer to the last build_connector_meta (``drive_metadata``)
         self._drive_metadata = None
@@ -698,8 +723,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception:
                 bridge.close()
                 raise
-            batch = extra.get("drive_batch", True)
-            batch = batch if isinstance(batch, bool) else str(batch).lower() not in ("false", "0", "no", "off")
+            batch = _flag(extra.get("drive_batch", True))
+            self._drive_from_inner = self._drive_pipeline and _flag(extra.get("drive_matched_from_inner", False))
             # a node that takes batches lists them (older nodes do not: each call then goes alone)
             bridge.batching = self._drive_pipeline and batch and "batch" in (node.get("hooks") or ())
             self._drive = bridge
@@ -733,6 +758,28 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive.send(hook, on_result, flush, **args)
         except Exception as e:  # noqa: BLE001
             self._drive_failed(hook, e)
+
+    def _drive_checked(self, hook, acted, answer_of):
+        """An ``on_result`` that compares the node's answer (``answer_of(result)``) with ``acted``, the
+        answer vLLM acted on without waiting: a difference is a divergence, counted and logged."""
+        def check(result):
+            node = answer_of(result)
+            if node != acted:
+                self._drive_diverged(hook, acted, node)
+        return check
+
+    def _drive_diverged(self, hook, acted, node):
+        """A divergence counts as a drive fallback (vLLM acted on the inner's answer) and is logged."""
+        self.drive_divergences += 1
+        self.drive_fallbacks += 1
+        self.drive_divergence_last = (hook, acted, node)
+        where = "drive divergence " + hook
+        n = self._errors.get(where, 0)
+        self._errors[where] = n + 1
+        if n == 0:
+            log.error("kvledger recorder: drive mode: DIVERGED on %s: vLLM acted on %r without waiting, the node "
+                      "answers %r. Further divergences of %s are counted (drive_divergences), not logged.",
+                      hook, acted, node, hook)
 
     def _drive_failed(self, hook, e):
         self.drive_fallbacks += 1
@@ -1081,7 +1128,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                                      "matched_tokens", (_matched_fields, rid, count, load_async))
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
-        if self._drive is not None:
+        if self._drive is not None and self._drive_from_inner:
+            # vLLM acts on the inner's answer now; the node's, read later, must be the same
+            try:
+                acted = (result[0], bool(result[1]))
+            except Exception as e:  # noqa: BLE001 - not a pair: nothing the node could agree with
+                acted = ("not a pair", repr(result))
+                self._failed("drive get_num_new_matched_tokens", e)
+            self._drive_send("get_num_new_matched_tokens",
+                             self._drive_checked("get_num_new_matched_tokens", acted, _matched_answer),
+                             request_id=_request_id(request), num_computed_tokens=int(num_computed_tokens))
+        elif self._drive is not None:
             r = self._drive_call("get_num_new_matched_tokens", request_id=_request_id(request),
                                  num_computed_tokens=int(num_computed_tokens))
             if r is not None:
@@ -1297,15 +1354,28 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     self._stream.put("connector_output_received", fields)
             except Exception as e:  # noqa: BLE001
                 self._failed("update_connector_output", e)
+        carries = before is not None and bool(before["finished_sending"] or before["finished_recving"])
         if before is not None and not self._drive_producer:
-            # a consumer's node leaves the sets as they are: nothing to wait for
-            self._drive_send("update_connector_output", flush=True, **before)
+            # a consumer's node leaves the sets as they are: nothing to wait for. One that carries no
+            # ids waits in the batch for the next step's calls (an idle step then sends one frame)
+            self._drive_send("update_connector_output", flush=carries, **before)
+        elif (before is not None and self._drive_pipeline and self._drive_deferred_known and not self._drive_deferred
+              and not carries):
+            # Nothing came and no deferred free is pending: the reducer surfaces a request only from
+            # the ids it gets, a parked ACK meeting a deferral, or a deferral past its deadline, so
+            # its answer is "none". Sent without waiting; the answer is checked when read.
+            self._drive_send("update_connector_output", self._drive_checked(
+                "update_connector_output", None, lambda r: r.get("finished_sending") or None), **before)
         elif before is not None:
             r = self._drive_call("update_connector_output", **before)
-            if r is not None and "finished_sending" in r:
+            if r is None:
+                self._drive_deferred_known = False  # the node may have surfaced some: always wait from now on
+            elif "finished_sending" in r:
                 # the node's rewrite: the requests whose blocks vLLM frees now (None when none)
                 safe = r["finished_sending"]
                 connector_output.finished_sending = set(safe) if safe else None
+                if safe:
+                    self._drive_deferred.difference_update(safe)
         return result
 
     def request_finished(self, request, block_ids):
@@ -1380,7 +1450,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._failed("drive " + where, e)
             r = self._drive_call("request_finished", **args) if args is not None else None
             if r is not None:
+                if r.get("delay_free"):
+                    self._drive_deferred.add(rid)
                 return bool(r.get("delay_free")), r.get("kv_transfer_params")
+            self._drive_deferred_known = False  # the node may have deferred it: always wait from now on
         return result
 
     def register_finished_partial_tail(self, request, block_ids, partial_tail_offloads):

@@ -260,7 +260,8 @@ public final class EngineBridgeServer implements AutoCloseable {
                 if (!stopped && outbox.isEmpty()) {
                     pending.remove(call.seq);
                     inFlight = pending.size();
-                    trySend(transport, call.identity, call.reqFraming, frame, true);
+                    // a batch's call goes into its batch's reply, as on the socket thread
+                    deliver(transport, call, frame);
                     return true;
                 }
             } finally {

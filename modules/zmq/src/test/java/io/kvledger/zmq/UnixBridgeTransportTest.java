@@ -127,6 +127,56 @@ class UnixBridgeTransportTest {
     }
 
     /**
+     * A batch over the Unix socket, where the node loop writes answers itself: its calls' answers
+     * go into the batch's one reply frame (never out alone, which left the batch unanswered), and
+     * a lone call after it is answered as usual.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aBatchIsAnsweredInOneFrameWhenTheLoopAnswersDirectly() throws Exception {
+        Path sock = privateDir().resolve("node.sock");
+        try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
+             EngineBridgeServer server = EngineBridgeServer.open(at(sock), BridgeNodeInfo.of(cfg), loop);
+             UnixClient engine = new UnixClient(server.endpoint())) {
+            for (int round = 0; round < 50; round++) {
+                java.util.List<Object> calls = new java.util.ArrayList<>();
+                for (long i = 1; i <= 3; i++) {
+                    calls.add(member(round * 10L + i, new HookCall.GetFinished()));
+                }
+                java.util.Map<String, Object> env = new java.util.LinkedHashMap<>();
+                env.put("v", 1L);
+                env.put("id", 1000L + round);
+                env.put("hook", "batch");
+                env.put("args", java.util.Map.of("calls", calls));
+                engine.send(io.kvledger.wire.PyMsgpack.encode(env));
+                BridgeReply r = engine.read();
+                assertThat(r).isNotNull();
+                assertThat(r.id()).as("the batch's own reply, not one of its calls'").isEqualTo(1000L + round);
+                assertThat(r.ok()).as("%s", r).isTrue();
+                java.util.List<java.util.Map<String, Object>> replies =
+                        (java.util.List<java.util.Map<String, Object>>) (java.util.List<?>) r.result().get("replies");
+                assertThat(replies).extracting(m -> m.get("id"))
+                        .containsExactly(round * 10L + 1, round * 10L + 2, round * 10L + 3);
+                assertThat(replies).extracting(m -> m.get("ok")).containsOnly(true);
+            }
+            assertThat(engine.call(new HookCall.GetFinished()).ok()).isTrue();
+            assertThat(loop.appliedCount()).isEqualTo(151);
+            assertThat(server.inFlight()).isZero();
+        }
+    }
+
+    /** One call of a batch, as the Python side packs it: {"id", "hook", "args"}. */
+    private static java.util.Map<String, Object> member(long id, HookCall call) {
+        java.util.Map<?, ?> full = (java.util.Map<?, ?>) io.kvledger.wire.PyMsgpack.decode(
+                BridgeCodec.encodeRequest(new BridgeRequest(id, call)), io.kvledger.wire.WireLimits.DEFAULT).valueOrNull();
+        java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+        m.put("id", id);
+        m.put("hook", full.get("hook"));
+        m.put("args", full.get("args"));
+        return m;
+    }
+
+    /**
      * 20,000 {@code get_finished} calls sent without reading a reply, then read: every call the
      * loop applied is answered ok, none twice, and every call is answered or counted undeliverable
      * (the replies-under-burst guarantee, over the Unix socket).
