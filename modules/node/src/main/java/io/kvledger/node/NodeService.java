@@ -66,18 +66,18 @@ public final class NodeService implements AutoCloseable {
      * The header origin of a shadow node's journal: it starts like a vLLM-bridge recording's, since
      * it holds the real connector's answers ({@code replay --verify} compares only those).
      */
-    public static final String SHADOW_ORIGIN = io.kvledger.ledger.replay.BridgeReplies.ORIGIN
+    static final String SHADOW_ORIGIN = io.kvledger.ledger.replay.BridgeReplies.ORIGIN
             + "shadow (kvledger node --engine shadow)";
 
     /** The header origin of a drive node's journal (its own decisions, as any node's). */
-    public static final String DRIVE_ORIGIN = "kvledger node --engine drive";
+    static final String DRIVE_ORIGIN = "kvledger node --engine drive";
 
     /**
      * The header origin of a TP rank's worker node: its scheduler-side entries replay TP rank 0's
      * scheduler; the {@code remote_blocks} (and scheduler {@code release}) it journals were sent by
      * TP rank 0's node, not by this one.
      */
-    public static final String SIM_WORKER_ORIGIN = JournalHeader.SIM_WORKER_ORIGIN + " (a TP rank's worker process; "
+    static final String SIM_WORKER_ORIGIN = JournalHeader.SIM_WORKER_ORIGIN + " (a TP rank's worker process; "
             + "scheduler-side notifies are sent by TP rank 0's node)";
 
     private final NodeOptions options;

@@ -179,7 +179,7 @@ public final class EngineModel {
     }
 
     /** Whether adds or aborts wait for the next step. */
-    public boolean hasInputs() {
+    boolean hasInputs() {
         return !inputs.isEmpty();
     }
 
@@ -194,11 +194,11 @@ public final class EngineModel {
     }
 
     /** The most requests the engine held at once. */
-    public int peakRetained() {
+    int peakRetained() {
         return peakRetained;
     }
 
-    public int blocksInUse() {
+    int blocksInUse() {
         return pool.inUse();
     }
 

@@ -39,7 +39,7 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
     public static final FaultSpec NONE = new FaultSpec(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /** The keys {@link #parse} accepts, in canonical order. */
-    public static final List<String> KEYS =
+    static final List<String> KEYS =
             List.of("drop", "dup", "delay", "reorder", "fail", "stall", "abort", "handshake-fail", "send-fail", "sq-full",
                     "dp-alias", "siblings", "hook-skip", "hook-repeat");
 
@@ -50,13 +50,13 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
     }
 
     /** Every fault but {@code sq-full}, {@code dp-alias}, {@code siblings} and the save hooks'. */
-    public FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
+    FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
                      double abort, double handshakeFail, double sendFail) {
         this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, 0, 0, 0, 0, 0);
     }
 
     /** Every fault but {@code dp-alias} and {@code siblings}. */
-    public FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
+    FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
                      double abort, double handshakeFail, double sendFail, double sqFull) {
         this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, 0, 0, 0, 0);
     }
@@ -73,7 +73,7 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
     }
 
     /** Thrown by {@link #parse} for a malformed spec; {@link #token()} is the offending token. */
-    public static final class ParseException extends IllegalArgumentException {
+    static final class ParseException extends IllegalArgumentException {
         private static final long serialVersionUID = 1L;
         private final String token;
 

@@ -139,7 +139,7 @@ public record SimOptions(
      * timeout. The step it runs in then never ends. Elsewhere the simulated step gives up at
      * {@code transfer_timeout}, as before.
      */
-    public boolean unboundedEagerHandshake() {
+    boolean unboundedEagerHandshake() {
         return multiPod && mode == TransferMode.READ && behaviour.profile().startsWith("newest");
     }
 
@@ -330,31 +330,31 @@ public record SimOptions(
         public Builder blockSize(int v) { blockSize = v; return this; }
         public Builder blocksPerNode(int v) { blocksPerNode = v; return this; }
         public Builder tokenBudget(int v) { tokenBudget = v; return this; }
-        public Builder maxRunning(int v) { maxRunning = v; return this; }
+        Builder maxRunning(int v) { maxRunning = v; return this; }
         public Builder layers(int v) { layers = v; return this; }
         public Builder promptTokens(int min, int max) { promptMinTokens = min; promptMaxTokens = max; return this; }
         public Builder decodeTokens(int min, int max) { decodeMinTokens = min; decodeMaxTokens = max; return this; }
-        public Builder stepNs(long min, long max) { stepMinNs = min; stepMaxNs = max; return this; }
+        Builder stepNs(long min, long max) { stepMinNs = min; stepMaxNs = max; return this; }
         public Builder idleStepNs(long v) { idleStepNs = v; return this; }
         public Builder backgroundTickNs(long v) { backgroundTickNs = v; return this; }
         public Builder meanInterArrivalNs(long v) { meanInterArrivalNs = v; return this; }
-        public Builder httpNs(long min, long max) { httpMinNs = min; httpMaxNs = max; return this; }
-        public Builder netNs(long min, long max) { netMinNs = min; netMaxNs = max; return this; }
-        public Builder longDelayNs(long min, long max) { longDelayMinNs = min; longDelayMaxNs = max; return this; }
-        public Builder handshakeNs(long min, long max) { handshakeMinNs = min; handshakeMaxNs = max; return this; }
-        public Builder transferNs(long base, long perBlock) { transferBaseNs = base; transferPerBlockNs = perBlock; return this; }
-        public Builder abortWindowNs(long v) { abortWindowNs = v; return this; }
+        Builder httpNs(long min, long max) { httpMinNs = min; httpMaxNs = max; return this; }
+        Builder netNs(long min, long max) { netMinNs = min; netMaxNs = max; return this; }
+        Builder longDelayNs(long min, long max) { longDelayMinNs = min; longDelayMaxNs = max; return this; }
+        Builder handshakeNs(long min, long max) { handshakeMinNs = min; handshakeMaxNs = max; return this; }
+        Builder transferNs(long base, long perBlock) { transferBaseNs = base; transferPerBlockNs = perBlock; return this; }
+        Builder abortWindowNs(long v) { abortWindowNs = v; return this; }
         public Builder deferTimeoutNs(long v) { deferTimeoutNs = v; return this; }
         public Builder transferTimeoutNs(long v) { transferTimeoutNs = v; return this; }
         public Builder timeLimitNs(long v) { timeLimitNs = v; return this; }
-        public Builder connectorOutputFirst(boolean v) { connectorOutputFirst = v; return this; }
+        Builder connectorOutputFirst(boolean v) { connectorOutputFirst = v; return this; }
         public Builder keepLog(boolean v) { keepLog = v; return this; }
         public Builder tp(int prefill, int decode) { prefillTp = prefill; decodeTp = decode; return this; }
-        public Builder prefillDp(int v) { prefillDp = v; return this; }
-        public Builder multiPod(boolean v) { multiPod = v; return this; }
-        public Builder unboundedReadWait(boolean v) { unboundedReadWait = v; return this; }
-        public Builder decodeDp(int v) { decodeDp = v; return this; }
-        public Builder prefillPodRanks(int v) { prefillPodRanks = v; return this; }
+        Builder prefillDp(int v) { prefillDp = v; return this; }
+        Builder multiPod(boolean v) { multiPod = v; return this; }
+        Builder unboundedReadWait(boolean v) { unboundedReadWait = v; return this; }
+        Builder decodeDp(int v) { decodeDp = v; return this; }
+        Builder prefillPodRanks(int v) { prefillPodRanks = v; return this; }
 
         public SimOptions build() {
             return new SimOptions(seed, mode, requests, prefillNodes, decodeNodes, faults, behaviour, blockSize,

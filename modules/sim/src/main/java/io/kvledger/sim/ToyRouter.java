@@ -89,19 +89,19 @@ public final class ToyRouter<I extends ToyRouter.Instance> {
     }
 
     /** How vLLM's OpenAI server wraps {@code X-Request-Id}: {@code cmpl-<id>-0-<8 hex>}. */
-    public static String vllmRequestId(String xRequestId, String hex8) {
+    static String vllmRequestId(String xRequestId, String hex8) {
         return "cmpl-" + xRequestId + "-0-" + hex8;
     }
 
     /** A version-4 UUID from the seeded generator (Python {@code uuid.uuid4()}). */
-    public static UUID uuid4(SplittableRandom rng) {
+    static UUID uuid4(SplittableRandom rng) {
         long msb = (rng.nextLong() & ~0xF000L) | 0x4000L;
         long lsb = (rng.nextLong() & 0x3FFF_FFFF_FFFF_FFFFL) | 0x8000_0000_0000_0000L;
         return new UUID(msb, lsb);
     }
 
     /** Eight hex digits from the seeded generator (vLLM's request-id suffix). */
-    public static String hex8(SplittableRandom rng) {
+    static String hex8(SplittableRandom rng) {
         String s = Integer.toHexString(rng.nextInt());
         return "0".repeat(8 - s.length()) + s;
     }

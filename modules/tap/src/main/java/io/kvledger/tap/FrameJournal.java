@@ -18,7 +18,7 @@ import java.util.Arrays;
 public final class FrameJournal {
 
     /** Bytes of a frame the journal could not take that its substitute rejection keeps. */
-    public static final int KEPT_WHEN_REFUSED = WireLimits.DEFAULT.keptRejectedBytes();
+    static final int KEPT_WHEN_REFUSED = WireLimits.DEFAULT.keptRejectedBytes();
 
     private FrameJournal() {}
 
@@ -38,7 +38,7 @@ public final class FrameJournal {
      *
      * @param who the command name that prefixes the lines on {@code err}
      */
-    public static void append(JournalWriter writer, NodeEvent event, Tally tally, PrintWriter err, String who) {
+    static void append(JournalWriter writer, NodeEvent event, Tally tally, PrintWriter err, String who) {
         try {
             writer.appendInput(event);
             tally.frames++;

@@ -43,17 +43,17 @@ public final class Listener implements AutoCloseable {
      * Messages ZMQ buffers per peer before it stops reading that peer's stream: with ZMQ's cap of
      * 16 MiB per message, at most 4 of them (64 MiB) wait in ZMQ per flooding peer.
      */
-    public static final int RECEIVE_HWM = 4;
+    static final int RECEIVE_HWM = 4;
 
     /** Bytes of frames (as events keep them) waiting for the journal before the listener backs off. */
-    public static final long QUEUED_BYTES = 16L << 20;
+    static final long QUEUED_BYTES = 16L << 20;
 
     /** Events waiting for the journal before the listener backs off, however small. */
-    public static final int QUEUED_EVENTS = 65_536;
+    static final int QUEUED_EVENTS = 65_536;
 
     /** A start that failed; its message is the one line to print. Nothing was left behind. */
     public static final class StartFailed extends Exception {
-        public StartFailed(String message) {
+        StartFailed(String message) {
             super(message);
         }
     }
@@ -201,7 +201,7 @@ public final class Listener implements AutoCloseable {
     }
 
     /** The line for a bind that failed: the endpoint in use, or the reason ZMQ gave. */
-    public static String bindFailure(String bind, IllegalStateException e) {
+    static String bindFailure(String bind, IllegalStateException e) {
         for (Throwable t = e; t != null; t = t.getCause()) {
             if (t instanceof ZMQException z) {
                 if (z.getErrorCode() == ZError.EADDRINUSE) {
@@ -231,7 +231,7 @@ public final class Listener implements AutoCloseable {
      * The process holding a lock on {@code lockFile}, from {@code /proc/locks} (Linux; the JDK
      * locks with {@code fcntl}, whose entries name the holder's pid), or -1 when unknown.
      */
-    public static long lockHolder(Path lockFile) {
+    static long lockHolder(Path lockFile) {
         Path locks = Path.of("/proc/locks");
         try {
             Object ino = Files.getAttribute(lockFile, "unix:ino");

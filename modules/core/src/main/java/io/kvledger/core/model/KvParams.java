@@ -185,7 +185,7 @@ public final class KvParams {
     }
 
     /** The value at a position {@link #position} gave (or 0 to {@link #size()} - 1). */
-    public Object valueAt(int position) {
+    Object valueAt(int position) {
         return vals[position];
     }
 
@@ -249,7 +249,7 @@ public final class KvParams {
     }
 
     /** {@code params.setdefault(key, value)}: sets only when the key is absent. */
-    public void setDefault(String key, Object value) {
+    void setDefault(String key, Object value) {
         if (indexOf(key) < 0) {
             set(key, value);
         }

@@ -35,7 +35,7 @@ public final class ExtraConfig {
     public static final double DEFAULT_RECV_ABORT_TIMEOUT_S = 120.0;
 
     /** {@code MoRIIOConstants.PING_INTERVAL}: registration heartbeat period in seconds. */
-    public static final int PING_INTERVAL_S = 3;
+    static final int PING_INTERVAL_S = 3;
 
     /** {@code VLLM_MORI_READ_ABORT_REQUEST_TIMEOUT}: seconds stamped on {@code reqs_to_send} (never acted on). */
     public static final int READ_ABORT_REQUEST_TIMEOUT_S = 3600;

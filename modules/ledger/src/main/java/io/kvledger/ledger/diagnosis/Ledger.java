@@ -795,7 +795,7 @@ public final class Ledger {
     }
 
     /** The nodes this ledger knows, with their configurations. */
-    public Map<String, NodeConfig> nodeConfigs() {
+    Map<String, NodeConfig> nodeConfigs() {
         LinkedHashMap<String, NodeConfig> m = new LinkedHashMap<>();
         nodes.forEach((k, v) -> m.put(k, v.config));
         return m;

@@ -146,7 +146,7 @@ public final class KafkaBroker implements AutoCloseable {
     }
 
     /** The last lines of the broker's log, for a failure message. */
-    public String logTail() {
+    String logTail() {
         Path log = dir.resolve("broker.log");
         try {
             List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);

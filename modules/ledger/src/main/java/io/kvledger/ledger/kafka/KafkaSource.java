@@ -308,7 +308,7 @@ public final class KafkaSource {
     }
 
     /** Whether the topic exists (false also when it has no partitions). */
-    public static boolean exists(KafkaUri uri, Duration timeout) {
+    static boolean exists(KafkaUri uri, Duration timeout) {
         try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
             List<PartitionInfo> parts = c.partitionsFor(uri.topic(), timeout);
             return parts != null && !parts.isEmpty();

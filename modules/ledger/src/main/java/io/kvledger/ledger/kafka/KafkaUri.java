@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
 public record KafkaUri(String bootstrap, String topic, Duration since) {
 
     /** The scheme every Kafka argument starts with. */
-    public static final String SCHEME = "kafka://";
+    static final String SCHEME = "kafka://";
 
     private static final Pattern FORM = Pattern.compile(
             "kafka://([^/?#\\s]+:[0-9]{1,5}(?:,[^/?#\\s]+:[0-9]{1,5})*)/([A-Za-z0-9._-]{1,249})(?:\\?since=([0-9]+)([smhd]))?");

@@ -24,7 +24,7 @@ public final class ShippedEntry {
     }
 
     /** The node id of a record key. */
-    public static String nodeId(byte[] key) {
+    static String nodeId(byte[] key) {
         return key == null ? null : new String(key, StandardCharsets.UTF_8);
     }
 
@@ -37,7 +37,7 @@ public final class ShippedEntry {
      * The seq of a record: from the entry's envelope (bytes 4..12, little-endian), which the
      * entry's checksum covers; -1 when the value is too short to be an entry.
      */
-    public static long seq(byte[] value) {
+    static long seq(byte[] value) {
         if (value == null || value.length < 12) {
             return -1;
         }
@@ -49,7 +49,7 @@ public final class ShippedEntry {
     }
 
     /** The seq the record's header states, or -1 when it has none. */
-    public static long headerSeq(Headers headers) {
+    static long headerSeq(Headers headers) {
         Header h = headers.lastHeader(SEQ_HEADER);
         if (h == null) {
             return -1;

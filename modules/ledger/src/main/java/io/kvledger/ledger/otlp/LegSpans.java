@@ -63,7 +63,7 @@ public final class LegSpans {
     public static final String SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0";
 
     /** The instrumentation scope of every span. */
-    public static final InstrumentationScopeInfo SCOPE = InstrumentationScopeInfo.builder("io.kvledger")
+    static final InstrumentationScopeInfo SCOPE = InstrumentationScopeInfo.builder("io.kvledger")
             .setVersion(VERSION).setSchemaUrl(SCHEMA_URL).build();
 
     private LegSpans() {}

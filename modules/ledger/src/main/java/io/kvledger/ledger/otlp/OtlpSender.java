@@ -22,11 +22,11 @@ import java.util.logging.Logger;
 public final class OtlpSender implements AutoCloseable {
 
     /** Spans per request body. */
-    public static final int BATCH = 512;
+    static final int BATCH = 512;
 
     /** Refused receiver, unreachable receiver or bad URL. */
     public static final class ExportException extends RuntimeException {
-        public ExportException(String message) {
+        ExportException(String message) {
             super(message);
         }
     }

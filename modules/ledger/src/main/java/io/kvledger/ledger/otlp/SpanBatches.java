@@ -43,7 +43,7 @@ public final class SpanBatches implements AutoCloseable {
     }
 
     /** Sends the batch if it is full or has waited long enough. */
-    public void flushIfDue() {
+    void flushIfDue() {
         if (pending.size() >= OtlpSender.BATCH
                 || (!pending.isEmpty() && clock.getAsLong() - pendingSinceNs >= flushEveryNs)) {
             flush();

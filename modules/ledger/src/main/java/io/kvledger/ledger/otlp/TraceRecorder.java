@@ -36,7 +36,7 @@ import java.util.function.Consumer;
 public final class TraceRecorder {
 
     /** Events kept per leg (the OpenTelemetry SDK's default span event limit). */
-    public static final int MAX_EVENTS = 128;
+    static final int MAX_EVENTS = 128;
     private static final int MAX_TEXT = 512;
 
     /** One phase the request went through on one node. */
@@ -72,7 +72,7 @@ public final class TraceRecorder {
         }
 
         /** The reason of the change that ended it, or null. */
-        public String exitReason() {
+        String exitReason() {
             return exitReason;
         }
 
@@ -165,12 +165,12 @@ public final class TraceRecorder {
             return p != null && p.phase.terminal();
         }
 
-        public int droppedEvents() {
+        int droppedEvents() {
             return droppedEvents;
         }
 
         /** Layer batches posted for it ({@code PostWrite}/{@code PostRead}). */
-        public long posts() {
+        long posts() {
             return posts;
         }
 
@@ -179,7 +179,7 @@ public final class TraceRecorder {
             return completions;
         }
 
-        public long failedCompletions() {
+        long failedCompletions() {
             return failedCompletions;
         }
 
@@ -187,12 +187,12 @@ public final class TraceRecorder {
          * The W3C {@code traceparent} the request's {@code kv_transfer_params} carried at admission
          * (a proxy that puts the client's header there links kvledger's leg to vLLM's trace), or null.
          */
-        public String traceparent() {
+        String traceparent() {
             return traceparent;
         }
 
         /** The key the trace is joined by: the transfer id, or the request id when it has none. */
-        public String traceKey() {
+        String traceKey() {
             return transferId != null ? transferId : requestId;
         }
     }

@@ -80,7 +80,7 @@ public final class BridgeReplies {
     }
 
     /** Whether two effects are the same answer (equal, or equal once encoded). */
-    public static boolean same(Effect a, Effect b) {
+    static boolean same(Effect a, Effect b) {
         return a != null && b != null && (a.equals(b) || Payloads.same(a, b));
     }
 

@@ -25,7 +25,7 @@ import java.util.Map;
 public final class ConfigOverrides {
 
     /** The configuration values {@code --set} accepts besides switches, with what they mean. */
-    public static final Map<String, String> VALUE_KEYS = valueKeys();
+    static final Map<String, String> VALUE_KEYS = valueKeys();
 
     private static final ConfigOverrides NONE = new ConfigOverrides(null, new LinkedHashMap<>(), new LinkedHashMap<>());
 

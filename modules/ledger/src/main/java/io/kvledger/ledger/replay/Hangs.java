@@ -23,7 +23,7 @@ import java.util.TreeSet;
 public final class Hangs {
 
     /** The detectors in the order {@link HangDetectors} documents them; reports group in this order. */
-    public static final List<String> DETECTOR_ORDER = List.of("stuck-waiting", "handshake-incomplete", "transfer-status-poisoned", "stuck", "reaped-without-ack",
+    static final List<String> DETECTOR_ORDER = List.of("stuck-waiting", "handshake-incomplete", "transfer-status-poisoned", "stuck", "reaped-without-ack",
             "unknown-completion-id", "superseded-transfer-id", "ack-before-finish", "notify-unhandshaken-rank",
             "wrong-port-offset-form", "notify-no-listener", "empty-remote-blocks", "ack-before-mapping",
             "failed-read-no-release", "ack-deficit", "free-while-in-flight", "listener-death", "mapping-leak", "negative-matched-tokens",

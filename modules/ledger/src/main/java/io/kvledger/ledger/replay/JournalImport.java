@@ -79,7 +79,7 @@ public final class JournalImport {
     }
 
     /** Whether {@code dir} is an empty directory (false when it cannot be listed). */
-    public static boolean isEmpty(Path dir) {
+    static boolean isEmpty(Path dir) {
         try (Stream<Path> s = Files.list(dir)) {
             return s.findAny().isEmpty();
         } catch (IOException e) {
@@ -137,7 +137,7 @@ public final class JournalImport {
     public record Target(Path dir, boolean existed, boolean journal, long nextSeq, long lastInputAtNs, int lastInputLine) {
 
         /** A new journal in {@code dir} (which may exist, empty). */
-        public static Target fresh(Path dir, boolean existed) {
+        static Target fresh(Path dir, boolean existed) {
             return new Target(dir, existed, false, 1, Long.MIN_VALUE, 0);
         }
 
@@ -146,7 +146,7 @@ public final class JournalImport {
          *
          * @throws JournalException when it cannot be read
          */
-        public static Target journal(Path dir) {
+        static Target journal(Path dir) {
             long next = 1;
             long lastAt = Long.MIN_VALUE;
             try (JournalReader r = JournalReader.open(dir)) {

@@ -181,7 +181,7 @@ public final class JsonLinesInputs {
      * A recording of an earlier run ({@code NAME.<n>.jsonl} where {@code NAME.jsonl} is there too)
      * is listed apart. Files hold whole journals, or inputs only when {@code inputsOnly}.
      */
-    public static Recordings recordings(Path dir, boolean inputsOnly) {
+    static Recordings recordings(Path dir, boolean inputsOnly) {
         List<NodeFile> nodes = new ArrayList<>();
         List<Path> earlier = new ArrayList<>();
         try (Stream<Path> s = Files.list(dir)) {

@@ -159,7 +159,7 @@ public final class Mentions {
     }
 
     /** The {@code transfer_id} of params, when it is a non-empty string. */
-    public static String transferId(KvParams p) {
+    static String transferId(KvParams p) {
         return p != null && p.get("transfer_id") instanceof String t && !t.isEmpty() ? t : null;
     }
 

@@ -28,7 +28,7 @@ import java.util.Set;
 public final class ProxyLedger {
 
     /** The detectors, in the order {@code hangs} lists them. */
-    public static final List<String> DETECTORS = List.of("proxy-decode-unanswered", "proxy-prefill-failed");
+    static final List<String> DETECTORS = List.of("proxy-decode-unanswered", "proxy-prefill-failed");
 
     /** One leg as the proxy journaled it; {@code outcome} is null while it had no answer. */
     public record Leg(String instance, long sentAtNs, String outcome, Integer httpStatus, long endAtNs, String detail) {}
@@ -161,7 +161,7 @@ public final class ProxyLedger {
     }
 
     /** Whether {@code e} names a request id the set holds (or wraps) or a transfer id of the set. */
-    public static boolean names(ProxyEvent e, Set<String> requestIds, Set<String> transferIds) {
+    static boolean names(ProxyEvent e, Set<String> requestIds, Set<String> transferIds) {
         String rid = ProxyEvent.requestIdOf(e);
         String tid = ProxyEvent.transferIdOf(e);
         if (tid != null && transferIds.contains(tid)) {

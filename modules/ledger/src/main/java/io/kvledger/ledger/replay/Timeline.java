@@ -251,7 +251,7 @@ public final class Timeline {
     }
 
     /** Whether a partial id {@code q} (prefix, abbreviation with "...", uuid hex) names {@code id}. */
-    public static boolean matches(String q, String id) {
+    static boolean matches(String q, String id) {
         if (q.isEmpty()) {
             return false;
         }

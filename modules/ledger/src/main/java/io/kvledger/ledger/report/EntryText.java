@@ -23,7 +23,7 @@ public final class EntryText {
     private EntryText() {}
 
     /** The entry's kind column: header, input, derived&lt;-CAUSE, or unknown. */
-    public static String kind(JournalEntry e) {
+    static String kind(JournalEntry e) {
         return switch (e) {
             case JournalEntry.Header h -> "header";
             case JournalEntry.Input in -> "input";
@@ -34,7 +34,7 @@ public final class EntryText {
     }
 
     /** Marks an absolute time column in {@link #text(JournalEntry, String, long)}. */
-    public static final long ABSOLUTE = Long.MIN_VALUE;
+    static final long ABSOLUTE = Long.MIN_VALUE;
 
     /** One text line with the absolute event time (no newline); {@code node} is printed first unless it is null. */
     public static String text(JournalEntry e, String node) {

@@ -192,7 +192,7 @@ public final class HangsReport {
     }
 
     /** One finding: node, request (or transfer), phase, detector, bug class, message. */
-    public static String line(Finding f, boolean fullIds) {
+    static String line(Finding f, boolean fullIds) {
         String who = f.requestId() != null ? ReportText.ids(f.requestId(), fullIds)
                 : f.transferId() != null ? f.transferId() : "-";
         return f.node() + "  " + who + "  " + (f.phase() == null ? "-" : f.phase().name()) + "  " + f.detector()

@@ -30,7 +30,7 @@ public final class ReportText {
      * {@code text} with every proxy request id shortened to {@code cmpl-..._<uuid hex>-...}, or
      * unchanged when {@code full}.
      */
-    public static String ids(String text, boolean full) {
+    static String ids(String text, boolean full) {
         if (full || text == null || text.indexOf("___prefill_addr_") < 0) {
             return text;
         }
@@ -47,24 +47,24 @@ public final class ReportText {
     }
 
     /** A time relative to the start of a journal set: {@code t+12.345678 s} ({@link Seconds#offset}). */
-    public static String rel(long ns) {
+    static String rel(long ns) {
         return Seconds.offset(ns);
     }
 
     /** A journal time as absolute seconds with nine decimals ("12.000000042"), as {@code dump --absolute} prints it. */
-    public static String time(long atNs) {
+    static String time(long atNs) {
         long s = Math.floorDiv(atNs, 1_000_000_000L);
         long ns = Math.floorMod(atNs, 1_000_000_000L);
         return String.format(Locale.ROOT, "%d.%09d", s, ns);
     }
 
     /** Nanoseconds as a JSON-friendly double of seconds. */
-    public static double secondsDouble(long ns) {
+    static double secondsDouble(long ns) {
         return ns / 1e9; // a JSON number, not text
     }
 
     /** "kv_producer WRITE 10.0.0.1 dp0/1 tp0/1". */
-    public static String node(NodeConfig c) {
+    static String node(NodeConfig c) {
         return c.role().kvRole() + " " + c.mode() + " " + c.hostIp()
                 + " dp" + c.dpRank() + "/" + c.dpSize() + " tp" + c.tpRank() + "/" + c.tpSize();
     }

@@ -20,7 +20,7 @@ public final class TypeFilter {
     }
 
     /** Every entry. */
-    public static TypeFilter any() {
+    static TypeFilter any() {
         return new TypeFilter(true);
     }
 

@@ -19,7 +19,7 @@ public final class DurationText {
     private DurationText() {}
 
     /** The duration {@code text} names, in nanoseconds (rounded to the nearest); a plain number is seconds. */
-    public static long parseNs(String text) {
+    static long parseNs(String text) {
         return parseNs(text, "s");
     }
 
@@ -27,7 +27,7 @@ public final class DurationText {
      * {@link #parseNs(String)} where a plain number is in {@code bareUnit} ({@code "ms"} for an
      * option named {@code --...-ms}).
      */
-    public static long parseNs(String text, String bareUnit) {
+    static long parseNs(String text, String bareUnit) {
         String t = text == null ? "" : text.strip();
         Matcher m = FORM.matcher(t.toLowerCase(Locale.ROOT));
         if (!m.matches()) {

@@ -44,7 +44,7 @@ public final class Seconds {
      * Cut (not rounded) to {@code decimals} places in integer arithmetic, without a unit:
      * {@code cutValue(1_234_567_890, 6)} is "1.234567", {@code cutValue(-500_000_000, 3)} "-0.500".
      */
-    public static String cutValue(long ns, int decimals) {
+    static String cutValue(long ns, int decimals) {
         int d = places(decimals);
         if (d > 9) {
             throw new IllegalArgumentException("at most 9 decimals, got " + decimals);
@@ -64,7 +64,7 @@ public final class Seconds {
     }
 
     /** {@link #cutValue} with the unit: {@code cut(1_234_567_890, 3)} is "1.234 s". */
-    public static String cut(long ns, int decimals) {
+    static String cut(long ns, int decimals) {
         return cutValue(ns, decimals) + " s";
     }
 

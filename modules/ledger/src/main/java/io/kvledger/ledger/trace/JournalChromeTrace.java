@@ -27,7 +27,7 @@ public final class JournalChromeTrace {
 
     /** More lines than asked for: the trace would not be whole. */
     public static final class TooLarge extends RuntimeException {
-        public TooLarge(String message) {
+        TooLarge(String message) {
             super(message);
         }
     }

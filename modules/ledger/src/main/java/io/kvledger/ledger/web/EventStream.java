@@ -43,7 +43,7 @@ import reactor.util.concurrent.Queues;
  */
 public final class EventStream implements AutoCloseable {
 
-    public static final int MAX_CLIENTS = 16;
+    static final int MAX_CLIENTS = 16;
     static final int BUFFER = 1024;
     static final int HEARTBEAT_SECONDS = 15;
 

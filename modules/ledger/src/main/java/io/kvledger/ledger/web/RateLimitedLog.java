@@ -15,7 +15,7 @@ import java.util.function.LongSupplier;
 public final class RateLimitedLog {
 
     /** The interval the servers use. */
-    public static final Duration INTERVAL = Duration.ofMinutes(1);
+    static final Duration INTERVAL = Duration.ofMinutes(1);
 
     private static final System.Logger LOG = System.getLogger("io.kvledger.ledger.web");
 

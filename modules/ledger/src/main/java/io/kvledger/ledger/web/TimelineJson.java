@@ -22,7 +22,7 @@ import java.util.Set;
 public final class TimelineJson {
 
     /** At most this many lines of one timeline are sent; {@code truncated} says when more matched. */
-    public static final int MAX_LINES = 10_000;
+    static final int MAX_LINES = 10_000;
 
     private TimelineJson() {}
 
@@ -30,7 +30,7 @@ public final class TimelineJson {
      * One journal's entry in a timeline's {@code journals}: node, journal name, and what the page
      * needs of its configuration (role, mode, ranks, the three timeouts in ns).
      */
-    public static Map<String, Object> journal(String node, String journalName, NodeConfig c) {
+    static Map<String, Object> journal(String node, String journalName, NodeConfig c) {
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
         m.put("node", node);
         m.put("journal", journalName);
@@ -179,7 +179,7 @@ public final class TimelineJson {
     }
 
     /** The object {@code GET /v1/hangs} serves, over a set of journals. */
-    public static Map<String, Object> hangs(Hangs.Result res) {
+    static Map<String, Object> hangs(Hangs.Result res) {
         LinkedHashMap<String, Object> m = new LinkedHashMap<>();
         m.put("command", "hangs");
         m.put("journals", (long) res.nodes().size());

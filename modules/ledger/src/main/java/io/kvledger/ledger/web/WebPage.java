@@ -90,7 +90,7 @@ public final class WebPage {
     }
 
     /** A JSON answer. */
-    public static Publisher<Void> json(HttpServerResponse res, int status, Object body) {
+    static Publisher<Void> json(HttpServerResponse res, int status, Object body) {
         return res.status(HttpResponseStatus.valueOf(status)).header("Content-Type", "application/json")
                 .sendString(Mono.just(Json.write(body) + "\n"), StandardCharsets.UTF_8);
     }

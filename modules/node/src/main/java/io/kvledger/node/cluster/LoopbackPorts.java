@@ -90,7 +90,7 @@ public final class LoopbackPorts {
      * For each {@code spans[i]}, a base port with that many consecutive free ports from it (1: a
      * single port); no two runs share a port (every port is held until all runs were found).
      */
-    public static int[] runs(int... spans) {
+    static int[] runs(int... spans) {
         List<ServerSocket> held = new ArrayList<>();
         try {
             int[] bases = new int[spans.length];

@@ -14,7 +14,7 @@ public final class KvPattern {
     private KvPattern() {}
 
     /** A 64-bit seed for one transfer id (FNV-1a over its characters). */
-    public static long seed(String transferId) {
+    static long seed(String transferId) {
         long h = 0xcbf29ce484222325L;
         for (int i = 0; i < transferId.length(); i++) {
             h ^= transferId.charAt(i);

@@ -53,7 +53,7 @@ import reactor.netty.http.server.HttpServerResponse;
  */
 public final class HttpFront implements AutoCloseable {
 
-    public static final int MAX_BODY_BYTES = 1 << 20;
+    static final int MAX_BODY_BYTES = 1 << 20;
     private static final Duration COMPLETION_TIMEOUT = Duration.ofMinutes(5);
     /** How long {@code /v1/status} and {@code /metrics} wait for the loop's fresh snapshot. */
     static final Duration STATUS_TIMEOUT = Duration.ofSeconds(5);

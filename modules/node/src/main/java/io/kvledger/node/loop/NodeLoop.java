@@ -550,7 +550,7 @@ public final class NodeLoop implements AutoCloseable {
     }
 
     /** Hook replies of inputs that were offered rather than called, with no observer to compare them. */
-    public long unansweredReplies() {
+    long unansweredReplies() {
         return unansweredReplies.get();
     }
 

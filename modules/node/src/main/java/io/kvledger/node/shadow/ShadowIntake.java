@@ -44,7 +44,7 @@ public final class ShadowIntake implements ShadowStreamServer.Handler {
     private static final System.Logger LOG = System.getLogger("io.kvledger.node.shadow");
 
     /** The start of the reason of every {@code frame_rejected} the intake journals. */
-    public static final String REASON_PREFIX = "kvledger shadow: ";
+    static final String REASON_PREFIX = "kvledger shadow: ";
 
     /** What the node knows of one stream. */
     static final class StreamInfo {

@@ -37,7 +37,7 @@ public final class ShadowMonitor implements NodeLoop.Observer {
     public static final int KEPT = 10_000;
 
     /** The vLLM connector method behind each input type a recorder writes (the metrics' hook label). */
-    public static final Map<String, String> HOOKS;
+    static final Map<String, String> HOOKS;
 
     static {
         LinkedHashMap<String, String> m = new LinkedHashMap<>();

@@ -46,7 +46,7 @@ public final class BridgeCodec {
     static final int VERSION = 1;
 
     /** The wire name of a batch of calls ({@link BridgeDecoded.Batch}); listed by {@code hello}. */
-    public static final String BATCH = "batch";
+    static final String BATCH = "batch";
 
     private BridgeCodec() {}
 
