@@ -44,7 +44,7 @@ public record FaultSpec(double drop, double dup, double delay, double reorder, d
                     "dp-alias", "siblings", "hook-skip", "hook-repeat");
 
     /** Every fault but the save hooks'. */
-    public FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
+    FaultSpec(double drop, double dup, double delay, double reorder, double fail, double stall,
                      double abort, double handshakeFail, double sendFail, double sqFull, double dpAlias, double siblings) {
         this(drop, dup, delay, reorder, fail, stall, abort, handshakeFail, sendFail, sqFull, dpAlias, siblings, 0, 0);
     }

@@ -131,31 +131,30 @@ final class WriteCompletionRace {
             }
         }
         for (Effect e : effects) {
-            switch (e) {
-                case Effect.PostWrite p when p.transferId() != null -> posted(l, n, p, at);
-                case Effect.SendWriteDone d -> writeDone(n, d.transferId(), at);
-                case Effect.Anomaly a when a.transferId() != null && (a.kind() == AnomalyKind.WRITE_FAILED
-                        || a.kind() == AnomalyKind.WRITE_TASK_EXPIRED || a.kind() == AnomalyKind.WRITE_RANK_NOT_NOTIFIED
-                        || a.kind() == AnomalyKind.WRITE_TIMEOUT) -> {
-                    Writer w = writers.get(n.name + "|" + a.transferId());
-                    if (w != null && w.writeDoneAt == Long.MIN_VALUE && w.receivedBefore == null) {
-                        // the writer ended the transfer itself (a self-ACK without write_done): another class
-                        writers.remove(n.name + "|" + a.transferId());
-                    }
+            // Only five kinds of effect matter here: an if chain, not a switch with a default arm.
+            if (e instanceof Effect.PostWrite p && p.transferId() != null) {
+                posted(l, n, p, at);
+            } else if (e instanceof Effect.SendWriteDone d) {
+                writeDone(n, d.transferId(), at);
+            } else if (e instanceof Effect.Anomaly a && a.transferId() != null && (a.kind() == AnomalyKind.WRITE_FAILED
+                    || a.kind() == AnomalyKind.WRITE_TASK_EXPIRED || a.kind() == AnomalyKind.WRITE_RANK_NOT_NOTIFIED
+                    || a.kind() == AnomalyKind.WRITE_TIMEOUT)) {
+                Writer w = writers.get(n.name + "|" + a.transferId());
+                if (w != null && w.writeDoneAt == Long.MIN_VALUE && w.receivedBefore == null) {
+                    // the writer ended the transfer itself (a self-ACK without write_done): another class
+                    writers.remove(n.name + "|" + a.transferId());
                 }
-                case Effect.AckSurfaced a when a.transferId() != null && a.reason() == Effect.SurfaceReason.REAPED -> {
-                    Writer w = writers.get(n.name + "|" + a.transferId());
-                    if (w != null) {
-                        w.reaped = true;
-                    }
+            } else if (e instanceof Effect.AckSurfaced a && a.transferId() != null
+                    && a.reason() == Effect.SurfaceReason.REAPED) {
+                Writer w = writers.get(n.name + "|" + a.transferId());
+                if (w != null) {
+                    w.reaped = true;
                 }
-                case Effect.PhaseChanged p -> {
-                    for (Writer w : writersOf(n, p.requestId())) {
-                        w.phase = p.to();
-                        w.phaseSince = at;
-                    }
+            } else if (e instanceof Effect.PhaseChanged p) {
+                for (Writer w : writersOf(n, p.requestId())) {
+                    w.phase = p.to();
+                    w.phaseSince = at;
                 }
-                default -> { }
             }
         }
     }
