@@ -1,5 +1,6 @@
 package io.kvledger.wire;
 
+import io.kvledger.core.model.PyValue;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -51,7 +52,7 @@ public final class PyMsgpack {
      */
     static DecodeResult<PyValue> decodeValue(byte[] frame, WireLimits limits) {
         return switch (decode(frame, limits)) {
-            case DecodeResult.Ok<Object> ok -> new DecodeResult.Ok<>(PyValue.of(orNull(ok.value())));
+            case DecodeResult.Ok<Object> ok -> new DecodeResult.Ok<>(PyValues.value(orNull(ok.value())));
             case DecodeResult.Rejected<Object> r -> new DecodeResult.Rejected<>(r.rejection());
         };
     }
