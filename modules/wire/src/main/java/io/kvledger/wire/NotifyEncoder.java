@@ -139,9 +139,4 @@ public final class NotifyEncoder {
             case NotifyMessage.RawCompletion c -> completion(c.completionId());
         };
     }
-
-    /** Any Python-like value packed as Python's {@code msgpack.dumps} would (see {@link PyPacker#value}). */
-    public byte[] pythonValue(Object value) {
-        return p.reset().value(value).toByteArray();
-    }
 }

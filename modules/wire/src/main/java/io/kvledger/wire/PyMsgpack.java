@@ -1,5 +1,6 @@
 package io.kvledger.wire;
 
+import io.kvledger.core.model.PyValue;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -12,18 +13,18 @@ import org.msgpack.core.MessageFormat;
  * engine bridge, {@code io.kvledger.wire.bridge}) rather than the fixed MoRIIO messages the
  * dedicated codecs of this package read field by field.
  *
- * <p>{@link #decode} reads one frame strictly and boundedly with the package's
+ * <p>{@link #decodeValue} reads one frame strictly and boundedly with the package's
  * {@link MsgpackReader}: the frame size is checked first, every header's claim is checked against
  * the bytes left, containers nest at most {@link WireLimits#maxNestingDepth()} deep, map keys must
  * be msgpack {@code str} (no {@code bin}, no other types) and appear once, strings must be UTF-8,
- * ext values are refused, and nothing may follow the value. Values come back as Python's
- * {@code msgpack.loads(raw=False)} gives them: {@code null}, {@link Boolean}, {@link Long} (a
- * {@link java.math.BigInteger} from 2^63 to 2^64 - 1), {@link Double}, {@link String},
- * {@code byte[]}, {@link ArrayList} and {@link LinkedHashMap} with {@code String} keys in frame
- * order. Never throws.
+ * ext values are refused, and nothing may follow the value. The value comes back as the sealed
+ * {@link PyValue} (dicts in frame order, an int from 2^63 to 2^64 - 1 as a
+ * {@link PyValue.BigInt}, a float32 widened), as Python's {@code msgpack.loads(raw=False)} gives
+ * it. Never throws.
  *
- * <p>{@link #encode} packs such values (and {@code Integer}, {@code List}, {@code Map} views)
- * exactly as Python's {@code msgpack.packb} does ({@link PyPacker}).
+ * <p>{@link #encode(PyValue)} packs such a value, and {@link #encode(Object)} the plain-Java form
+ * the reply encoders build ({@code Integer}, {@code List}, {@code Map} views and the rest
+ * {@link PyValues} takes), exactly as Python's {@code msgpack.packb} does ({@link PyPacker}).
  *
  * <p>Stateless static methods; safe from any thread.
  */
@@ -31,50 +32,26 @@ public final class PyMsgpack {
 
     private PyMsgpack() {}
 
-    /** Decodes one frame into a Python value (see the class comment); never throws. */
-    public static DecodeResult<Object> decode(byte[] frame, WireLimits limits) {
+    /**
+     * Decodes one frame into a {@link PyValue} (see the class comment; None is
+     * {@link PyValue#NONE}); never throws.
+     */
+    public static DecodeResult<PyValue> decodeValue(byte[] frame, WireLimits limits) {
         return DecodeResult.of(() -> {
             Frames.checkSize(frame, limits);
             MsgpackReader r = new MsgpackReader(limits.maxNestingDepth());
             r.reset(frame);
-            Object v = value(r, 0, limits.maxNestingDepth(), "value");
+            PyValue v = value(r, 0, limits.maxNestingDepth(), "value");
             if (r.remaining() > 0) {
                 throw new WireReject(RejectReason.TRAILING_BYTES, r.remaining() + " bytes follow the value at offset " + r.position());
             }
-            return v == null ? NONE : v;
+            return v;
         });
     }
 
-    /**
-     * {@link #decode} as a {@link PyValue} (None is {@link PyValue#NONE}: no marker to undo). The
-     * same checks and rejections as {@link #decode}; never throws.
-     */
-    static DecodeResult<PyValue> decodeValue(byte[] frame, WireLimits limits) {
-        return switch (decode(frame, limits)) {
-            case DecodeResult.Ok<Object> ok -> new DecodeResult.Ok<>(PyValue.of(orNull(ok.value())));
-            case DecodeResult.Rejected<Object> r -> new DecodeResult.Rejected<>(r.rejection());
-        };
-    }
-
     /** Packs a {@link PyValue} as {@code msgpack.packb(v, use_bin_type=True)} would (see {@link #encode(Object)}). */
-    static byte[] encode(PyValue value) {
+    public static byte[] encode(PyValue value) {
         return new PyPacker().value(value).toByteArray();
-    }
-
-    /**
-     * {@link DecodeResult.Ok} cannot hold {@code null}: a frame that is msgpack nil decodes to this
-     * marker. {@link #orNull(Object)} turns it back.
-     */
-    static final Object NONE = new Object() {
-        @Override
-        public String toString() {
-            return "None";
-        }
-    };
-
-    /** {@code v}, or {@code null} for {@link #NONE}. */
-    public static Object orNull(Object v) {
-        return v == NONE ? null : v;
     }
 
     /**
@@ -86,55 +63,56 @@ public final class PyMsgpack {
         return new PyPacker().value(value).toByteArray();
     }
 
-    private static Object value(MsgpackReader r, int depth, int maxDepth, String what) throws IOException {
+    private static PyValue value(MsgpackReader r, int depth, int maxDepth, String what) throws IOException {
         MessageFormat f = r.peek(what);
         switch (f.getValueType()) {
             case NIL -> {
                 r.nil(what);
-                return null;
+                return PyValue.NONE;
             }
             case BOOLEAN -> {
-                return r.bool(what);
+                return new PyValue.Bool(r.bool(what));
             }
             case INTEGER -> {
                 if (f == MessageFormat.UINT64) {
                     java.math.BigInteger big = r.bigInteger(what);
-                    return big.bitLength() <= 63 ? (Object) big.longValue() : big;
+                    return big.bitLength() <= 63 ? new PyValue.Int(big.longValue()) : new PyValue.BigInt(big);
                 }
-                return r.integer(what);
+                return new PyValue.Int(r.integer(what));
             }
             case FLOAT -> {
-                return r.float64(what);
+                return new PyValue.Float(r.float64(what));
             }
             case STRING -> {
-                return r.string(what);
+                return new PyValue.Str(r.string(what));
             }
             case BINARY -> {
-                return r.binary(what);
+                return new PyValue.Bytes(r.binary(what));
             }
             case ARRAY -> {
                 int n = r.arrayHeader(what);
                 nest(r, depth, maxDepth, n, what);
-                List<Object> out = new ArrayList<>(n);
+                List<PyValue> out = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
                     out.add(value(r, depth + 1, maxDepth, what));
                 }
-                return out;
+                return new PyValue.List(out);
             }
             case MAP -> {
                 int n = r.mapHeader(what);
                 nest(r, depth, maxDepth, n, what);
-                Map<String, Object> out = new LinkedHashMap<>(Math.max(4, n * 2));
+                Map<PyValue, PyValue> out = new LinkedHashMap<>(Math.max(4, n * 2));
                 for (int i = 0; i < n; i++) {
                     int at = r.position();
                     String k = r.keyString(what);
-                    if (out.containsKey(k)) {
+                    PyValue key = new PyValue.Str(k);
+                    if (out.containsKey(key)) {
                         throw new WireReject(RejectReason.DUPLICATE_KEY, what + ": key \"" + NotifyDecoder.clip(k)
                                 + "\" appears twice (second at offset " + at + ")");
                     }
-                    out.put(k, value(r, depth + 1, maxDepth, k));
+                    out.put(key, value(r, depth + 1, maxDepth, k));
                 }
-                return out;
+                return new PyValue.Map(out);
             }
             case EXTENSION -> throw new WireReject(RejectReason.INVALID_FORMAT, what + ": msgpack ext value at offset "
                     + r.position() + " (ext types are not accepted here)");

@@ -2,6 +2,7 @@ package io.kvledger.wire;
 
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.PyValue;
 import java.io.IOException;
 import java.math.BigInteger;
 import java.util.ArrayList;
@@ -156,7 +157,7 @@ public final class PyValues {
             case PyValue.BigInt b -> p.bigInt(b.value());
             case PyValue.Float f -> p.float64(f.value());
             case PyValue.Str s -> p.str(s.value());
-            case PyValue.Bytes b -> p.bin(b.raw());
+            case PyValue.Bytes b -> p.bin(b.value());
             case PyValue.List l -> {
                 p.arrayHeader(l.items().size());
                 for (PyValue o : l.items()) {
@@ -224,6 +225,71 @@ public final class PyValues {
             case Collection<?> c -> firstRefusal(c, depth);
             case Object[] arr -> firstRefusal(java.util.Arrays.asList(arr), depth);
             default -> notPython(v);
+        };
+    }
+
+    /**
+     * The {@link PyValue} of a plain-Java Python value: what {@link #pack} takes ({@code null},
+     * {@link Boolean}, the integer boxes, {@link BigInteger}, {@link Double}, {@link Float},
+     * {@link CharSequence}, {@code byte[]}, {@link OpaqueBytes}, lists, arrays, maps,
+     * {@link KvParams}, {@link BlockGroups}); a {@code PyValue} is itself.
+     *
+     * @throws IllegalArgumentException for what {@link #refusal} refuses
+     */
+    public static PyValue value(Object v) {
+        String why = refusal(v);
+        if (why != null) {
+            throw new IllegalArgumentException(why);
+        }
+        return convert(v);
+    }
+
+    private static PyValue convert(Object v) {
+        return switch (v) {
+            case null -> PyValue.NONE;
+            case PyValue p -> p;
+            case Boolean b -> new PyValue.Bool(b);
+            case Long l -> new PyValue.Int(l);
+            case Integer i -> new PyValue.Int(i);
+            case Short s -> new PyValue.Int(s);
+            case Byte b -> new PyValue.Int(b);
+            case BigInteger bi -> bi.bitLength() <= 63 ? new PyValue.Int(bi.longValue()) : new PyValue.BigInt(bi);
+            case Double d -> new PyValue.Float(d);
+            case Float f -> new PyValue.Float(f);
+            case CharSequence cs -> new PyValue.Str(cs.toString());
+            case byte[] b -> new PyValue.Bytes(b);
+            case OpaqueBytes o -> new PyValue.Bytes(o.raw());
+            case KvParams p -> convert(p.asMap());
+            case BlockGroups g -> {
+                ArrayList<PyValue> groups = new ArrayList<>(g.size());
+                for (int i = 0; i < g.size(); i++) {
+                    groups.add(convert(g.group(i)));
+                }
+                yield new PyValue.List(groups);
+            }
+            case int[] ints -> {
+                ArrayList<PyValue> l = new ArrayList<>(ints.length);
+                for (int i : ints) {
+                    l.add(new PyValue.Int(i));
+                }
+                yield new PyValue.List(l);
+            }
+            case Map<?, ?> m -> {
+                LinkedHashMap<PyValue, PyValue> out = new LinkedHashMap<>();
+                for (Map.Entry<?, ?> e : m.entrySet()) {
+                    out.put(convert(e.getKey()), convert(e.getValue()));
+                }
+                yield new PyValue.Map(out);
+            }
+            case Collection<?> c -> {
+                ArrayList<PyValue> l = new ArrayList<>(c.size());
+                for (Object o : c) {
+                    l.add(convert(o));
+                }
+                yield new PyValue.List(l);
+            }
+            case Object[] arr -> convert(java.util.Arrays.asList(arr));
+            default -> throw new IllegalArgumentException("a value of type " + v.getClass().getName() + " is not a Python value");
         };
     }
 

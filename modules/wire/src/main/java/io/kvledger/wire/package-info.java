@@ -26,9 +26,10 @@
  *       its own bytes back; {@link io.kvledger.wire.MsgpackWriter} writes msgpack in place into a
  *       {@link io.kvledger.wire.GrowableBytes} (the wire's encoders' buffer, the journal writer's
  *       group buffer), behind the {@link io.kvledger.wire.MsgOut} interface that msgpack-java's
- *       packer also fits. {@link io.kvledger.wire.PyValue} is the sealed form of a Python value
- *       the codec packs and {@link io.kvledger.wire.PyMsgpack#decodeValue} reads; most callers
- *       still hand it plain Java values (the core's params and transfer ids are {@code Object}).</li>
+ *       packer also fits. The sealed form of a Python value is the core's
+ *       {@link io.kvledger.core.model.PyValue} (so the reducer's params can use it too):
+ *       {@link io.kvledger.wire.PyValues#value} converts the plain-Java form to it, the codec packs
+ *       it and {@link io.kvledger.wire.PyMsgpack#decodeValue} reads it.</li>
  * </ul>
  *
  * <h2>Contracts</h2>

@@ -21,7 +21,6 @@ final class FrameFuzz {
 
     private final SplittableRandom rnd;
     private final List<byte[]> seeds;
-    private final NotifyEncoder encoder = new NotifyEncoder();
 
     FrameFuzz(long seed) {
         this.rnd = new SplittableRandom(seed);
@@ -117,7 +116,7 @@ final class FrameFuzz {
             m.put("transfer_id", "tx-" + rnd.nextInt(1000));
         }
         try {
-            return encoder.pythonValue(m);
+            return PyMsgpack.encode(m);
         } catch (WireEncodingException e) {
             return new byte[0];
         }

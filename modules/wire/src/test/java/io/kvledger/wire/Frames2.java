@@ -11,7 +11,7 @@ final class Frames2 {
     private Frames2() {}
 
     static byte[] py(Object value) {
-        return new NotifyEncoder().pythonValue(value);
+        return PyMsgpack.encode(value);
     }
 
     /** A LinkedHashMap from alternating keys and values. */

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.PyValue;
 import java.math.BigInteger;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
@@ -21,7 +22,7 @@ class PyValueTest {
         m.put("bytes", new byte[] {0, 1, (byte) 0xff});
         m.put("huge", new BigInteger("18446744073709551615"));
         m.put("int_key_map", new LinkedHashMap<>(Map.of(7L, "seven")));
-        PyValue v = PyValue.of(m);
+        PyValue v = PyValues.value(m);
         assertThat(v).isInstanceOf(PyValue.Map.class);
         assertThat(PyValuesTest.pack(v)).isEqualTo(PyValuesTest.pack(m));
         Map<?, ?> back = (Map<?, ?>) v.toObject();
@@ -30,24 +31,24 @@ class PyValueTest {
         for (String k : PyValuesTest.sample().keySet()) {
             assertThat(back.get(k)).as(k).isEqualTo(m.get(k));
         }
-        assertThat(PyValue.of(PyValuesTest.unpack(PyValuesTest.pack(m)))).as("what unpack reads is the same value").isEqualTo(v);
+        assertThat(PyValues.value(PyValuesTest.unpack(PyValuesTest.pack(m)))).as("what unpack reads is the same value").isEqualTo(v);
         assertThat(((PyValue.Map) v).get("small")).isEqualTo(new PyValue.Int(5));
         assertThat(((PyValue.Map) v).get("absent")).isNull();
     }
 
     @Test
     void every_java_int_width_is_one_int_and_only_uint64_is_a_big_int() {
-        assertThat(PyValue.of(300)).isEqualTo(new PyValue.Int(300));
-        assertThat(PyValue.of((short) 3)).isEqualTo(PyValue.of(3L));
-        assertThat(PyValue.of(BigInteger.valueOf(-5))).isEqualTo(new PyValue.Int(-5));
-        assertThat(PyValue.of(BigInteger.ONE.shiftLeft(63))).isInstanceOf(PyValue.BigInt.class);
+        assertThat(PyValues.value(300)).isEqualTo(new PyValue.Int(300));
+        assertThat(PyValues.value((short) 3)).isEqualTo(PyValues.value(3L));
+        assertThat(PyValues.value(BigInteger.valueOf(-5))).isEqualTo(new PyValue.Int(-5));
+        assertThat(PyValues.value(BigInteger.ONE.shiftLeft(63))).isInstanceOf(PyValue.BigInt.class);
         assertThatThrownBy(() -> new PyValue.BigInt(BigInteger.TEN)).isInstanceOf(IllegalArgumentException.class);
-        assertThatThrownBy(() -> PyValue.of(BigInteger.ONE.shiftLeft(64))).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> PyValues.value(BigInteger.ONE.shiftLeft(64))).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("64 bits");
-        assertThat(PyValue.of(BlockGroups.single(1, 2))).isEqualTo(PyValue.of(List.of(List.of(1L, 2L))));
-        assertThat(PyValue.of(KvParams.of("k", 1L))).isEqualTo(PyValue.of(Map.of("k", 1L)));
-        assertThat(PyValue.of(null)).isSameAs(PyValue.NONE);
-        assertThatThrownBy(() -> PyValue.of(List.of(new Object()))).isInstanceOf(IllegalArgumentException.class)
+        assertThat(PyValues.value(BlockGroups.single(1, 2))).isEqualTo(PyValues.value(List.of(List.of(1L, 2L))));
+        assertThat(PyValues.value(KvParams.of("k", 1L))).isEqualTo(PyValues.value(Map.of("k", 1L)));
+        assertThat(PyValues.value(null)).isSameAs(PyValue.NONE);
+        assertThatThrownBy(() -> PyValues.value(List.of(new Object()))).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("java.lang.Object");
     }
 
@@ -66,13 +67,13 @@ class PyValueTest {
     void a_peer_frame_decodes_to_a_value_and_a_value_encodes_as_python_does() {
         byte[] frame = PyMsgpack.encode(Map.of("transfer_id", 17L));
         DecodeResult<PyValue> d = PyMsgpack.decodeValue(frame, WireLimits.DEFAULT);
-        assertThat(d).isEqualTo(new DecodeResult.Ok<>(PyValue.of(Map.of("transfer_id", 17L))));
+        assertThat(d).isEqualTo(new DecodeResult.Ok<>(PyValues.value(Map.of("transfer_id", 17L))));
         assertThat(PyMsgpack.encode(d.valueOrNull())).isEqualTo(frame);
         assertThat(PyMsgpack.decodeValue(HexFormat.of().parseHex("c0"), WireLimits.DEFAULT).valueOrNull()).isSameAs(PyValue.NONE);
         DecodeResult<PyValue> bad = PyMsgpack.decodeValue(HexFormat.of().parseHex("8101a1"), WireLimits.DEFAULT);
         assertThat(bad).isInstanceOf(DecodeResult.Rejected.class);
         assertThat(bad.rejectionOrNull().reason()).isEqualTo(RejectReason.NON_STRING_KEY);
-        PyValue intKey = PyValue.of(new LinkedHashMap<>(Map.of(1L, 2L)));
+        PyValue intKey = PyValues.value(new LinkedHashMap<>(Map.of(1L, 2L)));
         assertThatThrownBy(() -> PyMsgpack.encode(intKey)).isInstanceOf(WireEncodingException.class).hasMessageContaining("not a str");
     }
 }

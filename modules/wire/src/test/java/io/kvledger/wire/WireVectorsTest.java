@@ -107,7 +107,7 @@ class WireVectorsTest {
                 NotifyMessage expected = notifyMessage(v.value());
                 assertThat(got).as("decode %s", v).isEqualTo(new DecodeResult.Ok<>(expected));
                 assertThat(HEX.formatHex(encoder.encode(expected))).as("typed encode %s", v).isEqualTo(HEX.formatHex(v.bytes()));
-                assertThat(HEX.formatHex(encoder.pythonValue(v.value()))).as("generic encode %s", v).isEqualTo(HEX.formatHex(v.bytes()));
+                assertThat(HEX.formatHex(PyMsgpack.encode(PyValues.value(v.value())))).as("generic encode %s", v).isEqualTo(HEX.formatHex(v.bytes()));
                 PythonNotifyListener.Outcome py = PythonNotifyListener.verdict(v.bytes()).outcome();
                 assertThat(py).as("python outcome %s", v).isEqualTo(v.name().equals("remote_blocks_empty")
                         ? PythonNotifyListener.Outcome.RAISES
@@ -174,7 +174,7 @@ class WireVectorsTest {
                         addrs, (Long) m.get("num_blocks"), (Long) m.get("block_len"), (String) m.get("attn_backend_name"));
                 assertThat(codec.decodeMetadata(v.bytes())).isEqualTo(new DecodeResult.Ok<>(expected));
                 assertThat(HEX.formatHex(codec.encodeMetadata(expected))).isEqualTo(HEX.formatHex(v.bytes()));
-                assertThat(HEX.formatHex(new NotifyEncoder().pythonValue(v.value()))).isEqualTo(HEX.formatHex(v.bytes()));
+                assertThat(HEX.formatHex(PyMsgpack.encode(PyValues.value(v.value())))).isEqualTo(HEX.formatHex(v.bytes()));
             }
             case "layer_map" -> {
                 LinkedHashMap<String, List<OpaqueBytes>> layers = new LinkedHashMap<>();
@@ -188,7 +188,7 @@ class WireVectorsTest {
                 LayerMap expected = new LayerMap(layers);
                 assertThat(codec.decodeLayerMap(v.bytes())).isEqualTo(new DecodeResult.Ok<>(expected));
                 assertThat(HEX.formatHex(codec.encodeLayerMap(expected))).isEqualTo(HEX.formatHex(v.bytes()));
-                assertThat(HEX.formatHex(new NotifyEncoder().pythonValue(v.value()))).isEqualTo(HEX.formatHex(v.bytes()));
+                assertThat(HEX.formatHex(PyMsgpack.encode(PyValues.value(v.value())))).isEqualTo(HEX.formatHex(v.bytes()));
             }
             default -> throw new AssertionError("unknown handshake vector " + v.name());
         }
@@ -202,6 +202,6 @@ class WireVectorsTest {
         RegistrationCodec codec = new RegistrationCodec();
         assertThat(codec.decode(v.bytes())).isEqualTo(new DecodeResult.Ok<>(expected));
         assertThat(HEX.formatHex(codec.encode(expected))).isEqualTo(HEX.formatHex(v.bytes()));
-        assertThat(HEX.formatHex(new NotifyEncoder().pythonValue(v.value()))).isEqualTo(HEX.formatHex(v.bytes()));
+        assertThat(HEX.formatHex(PyMsgpack.encode(PyValues.value(v.value())))).isEqualTo(HEX.formatHex(v.bytes()));
     }
 }

@@ -11,6 +11,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.PyValue;
 import io.kvledger.core.moriio.RequestIds;
 import io.kvledger.core.moriio.ZmqAddress;
 import io.kvledger.wire.PyMsgpack;
@@ -156,7 +157,7 @@ class EngineBridgeServerTest {
              BridgeClient engine = new BridgeClient(server.endpoint())) {
             BridgeReply hello = engine.call(new HookCall.Hello("kv_producer", "write", 0, 0, "scheduler"));
             assertThat(hello.ok()).as(hello.error()).isTrue();
-            assertThat(hello.result()).containsEntry("kv_role", "kv_producer").containsEntry("mode", "write")
+            assertThat(plain(hello)).containsEntry("kv_role", "kv_producer").containsEntry("mode", "write")
                     .containsEntry("protocol", 1L).containsEntry("engine_id", cfg.engineId());
 
             assertThat(ok(engine.call(new HookCall.AddRequest(rid, 32, 32, params)))).isEmpty();
@@ -231,7 +232,7 @@ class EngineBridgeServerTest {
             BridgeReply r = engine.reply(10_000);
             assertThat(r.ok()).as(r.error()).isTrue();
             assertThat(r.id()).isEqualTo(100L);
-            List<Map<String, Object>> replies = (List<Map<String, Object>>) (List<?>) r.result().get("replies");
+            List<Map<String, Object>> replies = (List<Map<String, Object>>) (List<?>) plain(r).get("replies");
             assertThat(replies).extracting(m -> m.get("id")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
             assertThat(replies).extracting(m -> m.get("ok")).containsExactly(true, true, true, false, true, true);
             assertThat((Map<String, Object>) replies.get(1).get("result"))
@@ -253,7 +254,7 @@ class EngineBridgeServerTest {
             env.put("args", Map.of("calls", List.of()));
             engine.send(PyMsgpack.encode(env));
             BridgeReply empty = engine.reply(10_000);
-            assertThat(empty.result()).containsEntry("replies", List.of());
+            assertThat(plain(empty)).containsEntry("replies", List.of());
             assertThat(server.inFlight()).isZero();
         }
     }
@@ -279,7 +280,7 @@ class EngineBridgeServerTest {
             env.put("args", Map.of("calls", List.of(member(1, new HookCall.StartLoadKv()), member(2, new HookCall.WaitForSave()))));
             engine.send(PyMsgpack.encode(env));
             BridgeReply r = engine.reply(10_000);
-            List<Map<String, Object>> replies = (List<Map<String, Object>>) (List<?>) r.result().get("replies");
+            List<Map<String, Object>> replies = (List<Map<String, Object>>) (List<?>) plain(r).get("replies");
             assertThat(replies).extracting(m -> m.get("ok")).containsExactly(true, false);
             assertThat(replies.get(1).get("error")).isEqualTo("timed out: the node did not answer wait_for_save within 300 ms");
             assertThat(handed).hasSize(2);
@@ -290,8 +291,8 @@ class EngineBridgeServerTest {
 
     /** One call of a batch, as the Python side packs it: {"id", "hook", "args"}. */
     private static Map<String, Object> member(long id, HookCall call) {
-        Map<?, ?> full = (Map<?, ?>) PyMsgpack.decode(BridgeCodec.encodeRequest(new BridgeRequest(id, call)),
-                io.kvledger.wire.WireLimits.DEFAULT).valueOrNull();
+        Map<?, ?> full = (Map<?, ?>) PyMsgpack.decodeValue(BridgeCodec.encodeRequest(new BridgeRequest(id, call)),
+                io.kvledger.wire.WireLimits.DEFAULT).valueOrNull().toObject();
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("id", id);
         m.put("hook", full.get("hook"));
@@ -368,7 +369,7 @@ class EngineBridgeServerTest {
             assertThat(r.error()).startsWith("INVALID_FORMAT: ");
 
             engine.send(BridgeCodec.encodeRequest(new BridgeRequest(5, new HookCall.Ping())).clone());
-            assertThat(engine.reply(10_000)).isEqualTo(new BridgeReply(5L, true, Map.of(), null));
+            assertThat(engine.reply(10_000)).isEqualTo(new BridgeReply(5L, true, new PyValue.Map(Map.of()), null));
 
             Map<String, Object> bad = new LinkedHashMap<>();
             bad.put("v", 1L);
@@ -411,7 +412,7 @@ class EngineBridgeServerTest {
              BridgeClient engine = new BridgeClient(server.endpoint(), true)) {
             BridgeReply r = engine.call(new HookCall.SaveKvLayer("l0"));
             assertThat(r.ok()).isTrue();
-            assertThat(r.result()).isEmpty();
+            assertThat(plain(r)).isEmpty();
             BridgeReply p = engine.call(new HookCall.Ping());
             assertThat(p.ok()).isTrue();
         }
@@ -457,7 +458,7 @@ class EngineBridgeServerTest {
             BridgeReply second = engine.reply(10_000);
             BridgeReply first = engine.reply(10_000);
             assertThat(second).isEqualTo(new BridgeReply(2L, false, null, "second first"));
-            assertThat(first).isEqualTo(new BridgeReply(1L, true, Map.of(), null));
+            assertThat(first).isEqualTo(new BridgeReply(1L, true, new PyValue.Map(Map.of()), null));
             assertThat(server.busy()).isEqualTo(1);
             assertThat(server.failed()).isEqualTo(1);
             assertThat(server.replied()).isEqualTo(1);
@@ -480,7 +481,7 @@ class EngineBridgeServerTest {
             assertThat(r.ok()).isFalse();
             assertThat(r.error()).isEqualTo("node failed to take the call: IllegalStateException: inbox closed");
             BridgeReply ok = engine.call(new HookCall.GetFinished());
-            assertThat(ok.result()).containsEntry("finished_sending", List.of("x"));
+            assertThat(plain(ok)).containsEntry("finished_sending", List.of("x"));
             assertThat(server.handlerErrors()).isEqualTo(1);
         }
     }
@@ -601,6 +602,12 @@ class EngineBridgeServerTest {
 
     static Map<String, Object> ok(BridgeReply r) {
         assertThat(r.ok()).as("reply error: %s", r.error()).isTrue();
-        return r.result();
+        return plain(r);
+    }
+
+    /** A reply's result in the plain-Java form ({@code PyValue.toObject}), for map assertions. */
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> plain(BridgeReply r) {
+        return r.result() == null ? null : (Map<String, Object>) r.result().toObject();
     }
 }

@@ -1,6 +1,7 @@
 package io.kvledger.zmq;
 
 import io.kvledger.wire.NotifyEncoder;
+import io.kvledger.wire.PyMsgpack;
 import io.kvledger.wire.WireEncodingException;
 import java.math.BigInteger;
 import java.util.ArrayList;
@@ -53,7 +54,7 @@ final class VerdictFrames {
         for (int i = 0; i < 1100; i++) {
             deep = List.of(deep);
         }
-        out.add(enc.pythonValue(map("type", "write_done", "transfer_id", "t", "x", deep)));
+        out.add(PyMsgpack.encode(map("type", "write_done", "transfer_id", "t", "x", deep)));
         while (out.size() < n) {
             byte[] f = switch (rnd.nextInt(6)) {
                 case 0 -> {
@@ -97,7 +98,7 @@ final class VerdictFrames {
             m.put(k, k.equals("block_notify_list") && rnd.nextBoolean() ? ints(rnd) : value(rnd, 0));
         }
         try {
-            return enc.pythonValue(m);
+            return PyMsgpack.encode(m);
         } catch (WireEncodingException e) {
             return new byte[] {0x31};
         }

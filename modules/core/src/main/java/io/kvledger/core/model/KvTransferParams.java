@@ -1,6 +1,7 @@
 package io.kvledger.core.model;
 
 import io.kvledger.core.moriio.ExtraConfig;
+import java.util.List;
 
 /**
  * A request's {@code kv_transfer_params} as MoRIIO's connector reads them: each upstream key the
@@ -331,6 +332,90 @@ public final class KvTransferParams {
     /** {@code params.get("tp_size")}. */
     public Object tpSize() {
         return value(tpSizeAt, "tp_size");
+    }
+
+    // ------------------------------------------------------------------ converted (typed)
+
+    /*
+     * The keys the connector converts, as the Java types they convert to: an int is what
+     * {@code int(value)} gives by {@link KvParams#asLong}'s rules (a bool is 0 or 1, a float is
+     * truncated, a str is parsed after stripping), {@code null} when the key is absent or None or
+     * when {@code int()} raises; the hosts are {@code str()} of each. Where a value of the wrong
+     * type must become an anomaly, the caller names it with the Python value from the accessor
+     * above and {@link #intError}: these accessors never throw.
+     */
+
+    /** {@code int(params.get("remote_handshake_port"))}, or {@code null} (see above). */
+    public Long remoteHandshakePortInt() {
+        return KvParams.asLong(remoteHandshakePort());
+    }
+
+    /** {@code int(params.get("remote_notify_port"))}, or {@code null} (see above). */
+    public Long remoteNotifyPortInt() {
+        return KvParams.asLong(remoteNotifyPort());
+    }
+
+    /** {@code int(params.get("remote_dp_rank"))}, or {@code null} (see above). */
+    public Long remoteDpRankInt() {
+        return KvParams.asLong(remoteDpRank());
+    }
+
+    /**
+     * Whether {@code params.get("remote_dp_rank", 0)} is a number (int, bool or float): what the
+     * port arithmetic adds to a port without a {@code TypeError}.
+     */
+    public boolean remoteDpRankIsNumber() {
+        Object v = remoteDpRankOrZero();
+        return v instanceof Number || v instanceof Boolean;
+    }
+
+    /** {@code params.get("remote_dp_rank", 0)} as an int when it is a number, else {@code null}. */
+    public Long remoteDpRankOrZeroInt() {
+        Object v = remoteDpRankOrZero();
+        return v instanceof Number || v instanceof Boolean ? KvParams.asLong(v) : null;
+    }
+
+    /** {@code int(params.get("remote_dp_size"))}, or {@code null} (see above). */
+    public Long remoteDpSizeInt() {
+        return KvParams.asLong(remoteDpSize());
+    }
+
+    /** {@code int(params.get("remote_dp_size_local"))}, or {@code null} (see above). */
+    public Long remoteDpSizeLocalInt() {
+        return KvParams.asLong(remoteDpSizeLocal());
+    }
+
+    /** {@code int(params.get("remote_tp_size"))}, or {@code null} (see above). */
+    public Long remoteTpSizeInt() {
+        return KvParams.asLong(remoteTpSize());
+    }
+
+    /** {@code int(params.get("tp_size"))}, or {@code null} (see above). */
+    public Long tpSizeInt() {
+        return KvParams.asLong(tpSize());
+    }
+
+    /**
+     * {@code remote_hosts} as the pods' hosts, {@code str()} of each item, when it is a non-empty
+     * list; {@code null} otherwise (absent, None, empty, or not a list).
+     */
+    public List<String> remoteHostList() {
+        if (!(remoteHosts() instanceof List<?> l) || l.isEmpty()) {
+            return null;
+        }
+        String[] out = new String[l.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = ExtraConfig.pythonStr(l.get(i));
+        }
+        return List.of(out);
+    }
+
+    /**
+     * The exception Python's {@code int(value)} raises for a value it refuses: {@code ValueError}
+     * for a str, {@code TypeError} for the rest.
+     */
+    public static String intError(Object value) {
+        return value instanceof String ? "ValueError" : "TypeError";
     }
 
     /** The raw params' text. */

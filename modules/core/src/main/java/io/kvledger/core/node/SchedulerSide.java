@@ -609,20 +609,20 @@ final class SchedulerSide {
         // params.get("remote_dp_rank", 0) is used as it is: a value that is no number (None, a
         // string) never equals the own rank in the gate and raises TypeError in the port arithmetic
         Object rankValue = p.remoteDpRankOrZero();
-        boolean rankNumeric = isNumber(rankValue);
-        Long rank = rankNumeric ? KvParams.asLong(rankValue) : null;
+        boolean rankNumeric = p.remoteDpRankIsNumber();
+        Long rank = p.remoteDpRankOrZeroInt();
         int remoteDpRank = rank == null ? 0 : (int) (long) rank;
         // int(params.get("remote_dp_size", 1) or 1) sits outside the try: a non-numeric value raises
         // ValueError out of update_state_after_alloc before any notify is sent.
-        Object dpSizeRaw = ExtraConfig.pythonTruthy(p.remoteDpSize()) ? p.remoteDpSize() : (Object) 1L;
-        Long dpSizeV = KvParams.asLong(dpSizeRaw);
+        boolean dpSizeGiven = ExtraConfig.pythonTruthy(p.remoteDpSize());
+        Long dpSizeV = dpSizeGiven ? p.remoteDpSizeInt() : Long.valueOf(1);
         if (dpSizeV == null) {
-            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tid(r), "update_state_after_alloc: int(" + ExtraConfig.pythonStr(dpSizeRaw)
-                    + ") for remote_dp_size raises " + (dpSizeRaw instanceof String ? "ValueError" : "TypeError"));
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tid(r), "update_state_after_alloc: int(" + ExtraConfig.pythonStr(p.remoteDpSize())
+                    + ") for remote_dp_size raises " + KvTransferParams.intError(p.remoteDpSize()));
             return false;
         }
         int dpSize = (int) (long) dpSizeV;
-        Long dpLocalV = ExtraConfig.pythonTruthy(p.remoteDpSizeLocal()) ? KvParams.asLong(p.remoteDpSizeLocal()) : Long.valueOf(0);
+        Long dpLocalV = ExtraConfig.pythonTruthy(p.remoteDpSizeLocal()) ? p.remoteDpSizeLocalInt() : Long.valueOf(0);
         int dpLocal = dpLocalV == null ? 0 : (int) (long) dpLocalV;
         if (dpLocal > 0) {
             dpSize = Math.min(dpSize, dpLocal);
@@ -661,8 +661,7 @@ final class SchedulerSide {
         } else {
             Object h = p.remoteHost();
             host = ExtraConfig.pythonTruthy(h) ? ExtraConfig.pythonStr(h) : "";
-            Object np = p.remoteNotifyPort();
-            Long n = ExtraConfig.pythonTruthy(np) ? KvParams.asLong(np) : Long.valueOf(0);
+            Long n = ExtraConfig.pythonTruthy(p.remoteNotifyPort()) ? p.remoteNotifyPortInt() : Long.valueOf(0);
             notifyPort = n == null ? 0 : (int) (long) n;
             if (host.isEmpty() || notifyPort == 0) {
                 c.anomaly(AnomalyKind.NOTIFY_ADDRESS_UNRESOLVED, rid, tid(r),
@@ -677,11 +676,11 @@ final class SchedulerSide {
         }
         List<Integer> blocks = e.numExternalTokens() > 0 ? BlockGroups.intView(e.blocks().first()) : List.of();
         int portRank = PortMath.foldLocalRank(remoteDpRank, dpLocal);
-        Object hosts = p.remoteHosts();
-        if (dpLocal > 0 && hosts instanceof List<?> list && !list.isEmpty()) {
+        List<String> hosts = dpLocal > 0 ? p.remoteHostList() : null;
+        if (hosts != null) {
             int pod = PortMath.podIndex(remoteDpRank, dpLocal);
-            if (pod >= 0 && pod < list.size()) {
-                host = ExtraConfig.pythonStr(list.get(pod));
+            if (pod >= 0 && pod < hosts.size()) {
+                host = hosts.get(pod);
             }
         }
         TransferId transferId = p.transferId();
@@ -1012,8 +1011,8 @@ final class SchedulerSide {
             np = parsed.value().notifyPort();
         } else {
             Object h = kv.remoteHost();
-            Long hsv = KvParams.asLong(kv.remoteHandshakePort());
-            Long npv = KvParams.asLong(kv.remoteNotifyPort());
+            Long hsv = kv.remoteHandshakePortInt();
+            Long npv = kv.remoteNotifyPortInt();
             if (!ExtraConfig.pythonTruthy(h) || hsv == null || npv == null) {
                 c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, tidString,
                         "no zmq_address in the request id and remote_host/remote_handshake_port/remote_notify_port incomplete");
@@ -1033,20 +1032,17 @@ final class SchedulerSide {
                 s.scheduler.lastPodsHost = host;
             }
             pods = s.scheduler.lastPods;
-        } else if (hosts instanceof List<?> l) {
-            pods = new ArrayList<>(l.size());
-            for (Object o : l) {
-                pods.add(ExtraConfig.pythonStr(o));
-            }
+        } else if (kv.remoteHostList() instanceof List<String> l) {
+            pods = l;
         } else {
             pods = List.of(ExtraConfig.pythonStr(hosts));
         }
-        Object dpLocalValue = kv.hasRemoteDpSizeLocal() ? kv.remoteDpSizeLocal()
-                : kv.hasRemoteDpSize() ? kv.remoteDpSize() : (Object) 1L;
-        Long dpLocal = KvParams.asLong(dpLocalValue);
+        Long dpLocal = kv.hasRemoteDpSizeLocal() ? kv.remoteDpSizeLocalInt()
+                : kv.hasRemoteDpSize() ? kv.remoteDpSizeInt() : Long.valueOf(1);
         if (dpLocal == null) {
+            Object dpLocalValue = kv.hasRemoteDpSizeLocal() ? kv.remoteDpSizeLocal() : kv.remoteDpSize();
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString, "add_new_req: int(" + ExtraConfig.pythonStr(dpLocalValue)
-                    + ") for remote_dp_size_local raises " + (dpLocalValue instanceof String ? "ValueError" : "TypeError"));
+                    + ") for remote_dp_size_local raises " + KvTransferParams.intError(dpLocalValue));
             return null;
         }
         if (!kv.hasRemoteBlockIds()) {
@@ -1062,23 +1058,20 @@ final class SchedulerSide {
                 ? s.scheduler.lastRemoteGroups : BlockGroups.fromParamValue(remoteValue);
         Object engine = kv.remoteEngineId();
         String engineId = engine == null ? null : ExtraConfig.pythonStr(engine);
-        Object remoteTp = kv.remoteTpSize();
-        Object tpValue;
-        if (ExtraConfig.pythonTruthy(remoteTp)) {
-            tpValue = remoteTp;
-        } else {
-            Object ownTp = kv.tpSize();
-            tpValue = ExtraConfig.pythonTruthy(ownTp) ? ownTp : (Object) 0L;
-        }
-        Long tp = KvParams.asLong(tpValue);
+        // int(remote_tp_size or tp_size or 0)
+        boolean remoteTpGiven = ExtraConfig.pythonTruthy(kv.remoteTpSize());
+        boolean ownTpGiven = !remoteTpGiven && ExtraConfig.pythonTruthy(kv.tpSize());
+        Long tp = remoteTpGiven ? kv.remoteTpSizeInt() : ownTpGiven ? kv.tpSizeInt() : Long.valueOf(0);
         if (tp == null) {
+            Object tpValue = remoteTpGiven ? kv.remoteTpSize() : kv.tpSize();
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString,
                     "add_new_req: int(" + ExtraConfig.pythonStr(tpValue) + ") for the remote TP size raises ValueError");
             return null;
         }
-        int dpRank = intOr(kv.remoteDpRank(), 0);
+        Long dpRankValue = ExtraConfig.pythonTruthy(kv.remoteDpRank()) ? kv.remoteDpRankInt() : null;
+        int dpRank = dpRankValue == null ? 0 : (int) (long) dpRankValue;
         // kv_transfer_params.get("remote_dp_size", 1): only an absent key defaults; a present 0 stays 0
-        Long dpSizeValue = kv.hasRemoteDpSize() ? KvParams.asLong(kv.remoteDpSize()) : null;
+        Long dpSizeValue = kv.hasRemoteDpSize() ? kv.remoteDpSizeInt() : null;
         int dpSize = dpSizeValue == null ? 1 : (int) (long) dpSizeValue;
         return new ReqMeta(rid, local, remote, engineId, host, hs, np, dpRank, dpSize, (int) (long) dpLocal,
                 (int) (long) tp, transferId, pods, writeMode);
@@ -1107,20 +1100,12 @@ final class SchedulerSide {
             }
         }
         Object engine = kv.remoteEngineId();
-        Long tp = kv.hasTpSize() ? KvParams.asLong(kv.tpSize()) : Long.valueOf(1);
-        Long dpSize = kv.hasRemoteDpSize() ? KvParams.asLong(kv.remoteDpSize()) : Long.valueOf(1);
+        Long tp = kv.hasTpSize() ? kv.tpSizeInt() : Long.valueOf(1);
+        Long dpSize = kv.hasRemoteDpSize() ? kv.remoteDpSizeInt() : Long.valueOf(1);
         return new ReqMeta(rid, local, BlockGroups.fromParamValue(kv.remoteBlockIds()),
                 engine == null ? null : ExtraConfig.pythonStr(engine), parsed.value().host(),
                 parsed.value().handshakePort(), parsed.value().notifyPort(), 0, dpSize == null ? 0 : (int) (long) dpSize,
                 0, tp == null ? 0 : (int) (long) tp, transferId, List.of(), writeMode);
-    }
-
-    private static int intOr(Object v, int fallback) {
-        if (!ExtraConfig.pythonTruthy(v)) {
-            return fallback;
-        }
-        Long l = KvParams.asLong(v);
-        return l == null ? fallback : (int) (long) l;
     }
 
     // ------------------------------------------------------------------ request_finished
@@ -1340,10 +1325,6 @@ final class SchedulerSide {
     }
 
     /** Whether Python arithmetic takes this params value as a number (int, bool, float). */
-    private static boolean isNumber(Object v) {
-        return v instanceof Number || v instanceof Boolean;
-    }
-
     /**
      * {@code _release_write_prefill_blocks}: explicit params first, then the request id. Returns
      * false when Python raises (a {@code remote_dp_rank} that is no number, in the port arithmetic).
@@ -1355,7 +1336,7 @@ final class SchedulerSide {
             return true;
         }
         Object rankValue = params.remoteDpRankOrZero();
-        Long rankV = isNumber(rankValue) ? KvParams.asLong(rankValue) : null;
+        Long rankV = params.remoteDpRankOrZeroInt();
         int remoteDpRank = rankV == null ? 0 : (int) (long) rankV;
         Object host = params.remoteHost();
         Object port = params.remoteNotifyPort();
@@ -1372,14 +1353,14 @@ final class SchedulerSide {
             p = (long) parsed.value().notifyPort();
         } else {
             h = ExtraConfig.pythonStr(host);
-            p = KvParams.asLong(port);
+            p = params.remoteNotifyPortInt();
             if (p == null) {
                 c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, transferId.pythonStr(),
                         "remote_notify_port " + ExtraConfig.pythonStr(port) + " is not an int (ValueError)");
                 return true;
             }
         }
-        if (!isNumber(rankValue)) {
+        if (!params.remoteDpRankIsNumber()) {
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, r.requestId, transferId.pythonStr(), "request_finished: remote_dp_rank "
                     + ExtraConfig.pythonStr(rankValue) + " in the release's port arithmetic raises TypeError");
             return false;

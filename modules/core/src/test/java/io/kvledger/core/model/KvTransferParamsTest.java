@@ -142,4 +142,35 @@ class KvTransferParamsTest {
         assertThat(raw.has("transfer_id")).as("the caller's map is copied before the write").isFalse();
         assertThat(p.raw().get("transfer_id")).isEqualTo("late");
     }
+
+    @Test
+    void converted_keys_read_as_int_and_str_would_and_a_wrong_type_is_null_never_a_throw() {
+        KvParams raw = KvParams.of("remote_handshake_port", 6301L, "remote_notify_port", " 61005 ",
+                "remote_dp_rank", true, "remote_dp_size", 3.9, "remote_dp_size_local", "two",
+                "remote_tp_size", List.of(1L), "tp_size", null, "remote_hosts", List.of("a", 7L, false));
+        KvTransferParams p = KvTransferParams.of(raw);
+        assertThat(p.remoteHandshakePortInt()).isEqualTo(6301L);
+        assertThat(p.remoteNotifyPortInt()).as("int(' 61005 ')").isEqualTo(61005L);
+        assertThat(p.remoteDpRankInt()).as("int(True)").isEqualTo(1L);
+        assertThat(p.remoteDpRankIsNumber()).isTrue();
+        assertThat(p.remoteDpRankOrZeroInt()).isEqualTo(1L);
+        assertThat(p.remoteDpSizeInt()).as("int(3.9)").isEqualTo(3L);
+        assertThat(p.remoteDpSizeLocalInt()).as("int('two') raises").isNull();
+        assertThat(KvTransferParams.intError(p.remoteDpSizeLocal())).isEqualTo("ValueError");
+        assertThat(p.remoteTpSizeInt()).as("int([1]) raises").isNull();
+        assertThat(KvTransferParams.intError(p.remoteTpSize())).isEqualTo("TypeError");
+        assertThat(p.tpSizeInt()).as("None").isNull();
+        assertThat(p.remoteHostList()).as("str() of each pod host").containsExactly("a", "7", "False");
+
+        KvTransferParams bare = KvTransferParams.of(KvParams.of("remote_dp_rank", "1", "remote_hosts", "h"));
+        assertThat(bare.remoteDpRankIsNumber()).as("a str rank raises TypeError in the port arithmetic").isFalse();
+        assertThat(bare.remoteDpRankOrZeroInt()).isNull();
+        assertThat(bare.remoteDpRankInt()).as("int('1')").isEqualTo(1L);
+        assertThat(bare.remoteHostList()).as("not a list").isNull();
+        KvTransferParams empty = KvTransferParams.of(KvParams.empty());
+        assertThat(empty.remoteDpRankIsNumber()).as("get('remote_dp_rank', 0)").isTrue();
+        assertThat(empty.remoteDpRankOrZeroInt()).isZero();
+        assertThat(empty.remoteNotifyPortInt()).isNull();
+        assertThat(empty.remoteHostList()).isNull();
+    }
 }

@@ -275,13 +275,7 @@ public final class SimulatedEngine implements AutoCloseable {
         List<List<String>> failedByRank = new ArrayList<>();
         failedByRank.add(port.failedHandshakes());
         for (io.kvledger.wire.bridge.BridgeReply r : replies) {
-            List<String> keys = new ArrayList<>();
-            if (r.result() != null && r.result().get("failed_handshakes") instanceof List<?> l) {
-                for (Object o : l) {
-                    keys.add(String.valueOf(o));
-                }
-            }
-            failedByRank.add(keys);
+            failedByRank.add(r.result() == null ? new ArrayList<>() : TpWorkers.strings(r.result().get("failed_handshakes")));
         }
         for (TpHandshakeVote.Ballot b : tpVote.ballots(engines, failedByRank)) {
             forward(b.event(clock.getAsLong()), true);

@@ -1,6 +1,7 @@
 package io.kvledger.node.engine;
 
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.PyValue;
 import io.kvledger.wire.bridge.BridgeReply;
 import io.kvledger.wire.bridge.HookCall;
 import io.kvledger.zmq.EngineBridgeClient;
@@ -88,29 +89,37 @@ public final class TpWorkers implements AutoCloseable {
     static List<Polled> polled(List<BridgeReply> replies) {
         List<Polled> out = new ArrayList<>(replies.size());
         for (BridgeReply r : replies) {
-            Map<String, Object> m = r.result() == null ? Map.of() : r.result();
+            PyValue.Map m = r.result() == null ? NO_RESULT : r.result();
             out.add(new Polled(strings(m.get("finished_sending")), strings(m.get("finished_recving")),
                     ints(m.get("load_error_blocks"))));
         }
         return out;
     }
 
-    private static List<String> strings(Object v) {
+    private static final PyValue.Map NO_RESULT = new PyValue.Map(Map.of());
+
+    /** The items of a list as text (a str as it is); anything but a list gives none. */
+    static List<String> strings(PyValue v) {
         List<String> out = new ArrayList<>();
-        if (v instanceof List<?> l) {
-            for (Object o : l) {
-                out.add(String.valueOf(o));
+        if (v instanceof PyValue.List l) {
+            for (PyValue o : l.items()) {
+                out.add(o instanceof PyValue.Str s ? s.value() : String.valueOf(o.toObject()));
             }
         }
         return out;
     }
 
-    private static List<Integer> ints(Object v) {
+    /** The numbers of a list as ints (a float truncated); other items and anything but a list give none. */
+    private static List<Integer> ints(PyValue v) {
         List<Integer> out = new ArrayList<>();
-        if (v instanceof List<?> l) {
-            for (Object o : l) {
-                if (o instanceof Number n) {
-                    out.add(n.intValue());
+        if (v instanceof PyValue.List l) {
+            for (PyValue o : l.items()) {
+                if (o instanceof PyValue.Int i) {
+                    out.add((int) i.value());
+                } else if (o instanceof PyValue.BigInt b) {
+                    out.add(b.value().intValue());
+                } else if (o instanceof PyValue.Float f) {
+                    out.add((int) f.value());
                 }
             }
         }

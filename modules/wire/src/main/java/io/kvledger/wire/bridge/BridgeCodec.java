@@ -6,6 +6,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.PyValue;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.wire.DecodeResult;
 import io.kvledger.wire.PyMsgpack;
@@ -13,7 +14,6 @@ import io.kvledger.wire.RejectReason;
 import io.kvledger.wire.Rejection;
 import io.kvledger.wire.WireEncodingException;
 import io.kvledger.wire.WireLimits;
-import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -48,6 +48,9 @@ public final class BridgeCodec {
     /** The wire name of a batch of calls ({@link BridgeDecoded.Batch}); listed by {@code hello}. */
     static final String BATCH = "batch";
 
+    /** The args of a call that sent none. */
+    private static final PyValue.Map NO_ARGS = new PyValue.Map(Map.of());
+
     private BridgeCodec() {}
 
     // ================================================================== requests
@@ -59,30 +62,30 @@ public final class BridgeCodec {
 
     /** Decodes one request frame; never throws. */
     public static BridgeDecoded decode(byte[] frame, WireLimits limits) {
-        DecodeResult<Object> value = PyMsgpack.decode(frame, limits);
-        if (value instanceof DecodeResult.Rejected<Object> r) {
+        DecodeResult<PyValue> value = PyMsgpack.decodeValue(frame, limits);
+        if (value instanceof DecodeResult.Rejected<PyValue> r) {
             return new BridgeDecoded.Rejected(null, null, r.rejection());
         }
-        Object top = PyMsgpack.orNull(value.valueOrNull());
+        PyValue top = value.valueOrNull();
         Long id = null;
         BridgeHook hook = null;
         try {
-            if (!(top instanceof Map<?, ?> envelope)) {
+            if (!(top instanceof PyValue.Map envelope)) {
                 throw new Bad(RejectReason.NOT_A_MAP, "a request is a map {\"v\", \"id\", \"hook\", \"args\"}, got " + typeName(top));
             }
-            Object idValue = envelope.get("id");
-            if (!envelope.containsKey("id")) {
+            PyValue idValue = envelope.get("id");
+            if (idValue == null) {
                 throw new Bad(RejectReason.MISSING_FIELD, "missing \"id\" (the caller's correlation id, an int)");
             }
             id = int64(idValue, "id");
-            if (!envelope.containsKey("v")) {
+            if (envelope.get("v") == null) {
                 throw new Bad(RejectReason.MISSING_FIELD, "missing \"v\" (the protocol version, " + VERSION + ")");
             }
             long v = int64(envelope.get("v"), "v");
             if (v != VERSION) {
                 throw new Bad(RejectReason.INVALID_VALUE, "protocol version " + v + " is not supported; this node speaks " + VERSION);
             }
-            if (!envelope.containsKey("hook")) {
+            if (envelope.get("hook") == null) {
                 throw new Bad(RejectReason.MISSING_FIELD, "missing \"hook\"");
             }
             String hookName = str(envelope.get("hook"), "hook");
@@ -104,40 +107,40 @@ public final class BridgeCodec {
     }
 
     /** The calls of a batch, each decoded on its own: one malformed call does not spoil the others. */
-    private static BridgeDecoded batch(long id, Object argsValue) {
-        if (!(argsValue instanceof Map<?, ?> args)) {
+    private static BridgeDecoded batch(long id, PyValue argsValue) {
+        if (!(argsValue instanceof PyValue.Map args)) {
             throw new Bad(RejectReason.WRONG_FIELD_TYPE, "args must be a dict, got " + typeName(argsValue));
         }
-        if (!args.containsKey("calls")) {
+        if (args.get("calls") == null) {
             throw new Bad(RejectReason.MISSING_FIELD, "missing args.calls (a list of {\"id\", \"hook\", \"args\"})");
         }
-        if (!(args.get("calls") instanceof List<?> calls)) {
+        if (!(args.get("calls") instanceof PyValue.List calls)) {
             throw wrong("args.calls", "list", args.get("calls"));
         }
-        List<BridgeDecoded> out = new ArrayList<>(calls.size());
-        for (int i = 0; i < calls.size(); i++) {
-            out.add(member(calls.get(i), "args.calls[" + i + "]"));
+        List<BridgeDecoded> out = new ArrayList<>(calls.items().size());
+        for (int i = 0; i < calls.items().size(); i++) {
+            out.add(member(calls.items().get(i), "args.calls[" + i + "]"));
         }
         return new BridgeDecoded.Batch(id, out);
     }
 
-    private static BridgeDecoded member(Object entry, String where) {
+    private static BridgeDecoded member(PyValue entry, String where) {
         Long id = null;
         BridgeHook hook = null;
         try {
-            if (!(entry instanceof Map<?, ?> m)) {
+            if (!(entry instanceof PyValue.Map m)) {
                 throw new Bad(RejectReason.NOT_A_MAP, where + " must be a dict {\"id\", \"hook\", \"args\"}, got "
                         + typeName(entry));
             }
-            if (!m.containsKey("id")) {
+            if (m.get("id") == null) {
                 throw new Bad(RejectReason.MISSING_FIELD, "missing " + where + ".id");
             }
             id = int64(m.get("id"), where + ".id");
-            if (m.containsKey("v") && int64(m.get("v"), where + ".v") != VERSION) {
-                throw new Bad(RejectReason.INVALID_VALUE, where + ": protocol version " + m.get("v")
+            if (m.get("v") != null && int64(m.get("v"), where + ".v") != VERSION) {
+                throw new Bad(RejectReason.INVALID_VALUE, where + ": protocol version " + int64(m.get("v"), where + ".v")
                         + " is not supported; this node speaks " + VERSION);
             }
-            if (!m.containsKey("hook")) {
+            if (m.get("hook") == null) {
                 throw new Bad(RejectReason.MISSING_FIELD, "missing " + where + ".hook");
             }
             String hookName = str(m.get("hook"), where + ".hook");
@@ -157,17 +160,17 @@ public final class BridgeCodec {
     }
 
     /** A call's {@code args}: a dict, or none (left out or None) for a hook without arguments. */
-    private static Map<?, ?> argsOf(Object argsValue, String name) {
-        if (argsValue == null) {
-            return Map.of();
+    private static PyValue.Map argsOf(PyValue argsValue, String name) {
+        if (none(argsValue)) {
+            return NO_ARGS;
         }
-        if (argsValue instanceof Map<?, ?> args) {
+        if (argsValue instanceof PyValue.Map args) {
             return args;
         }
         throw new Bad(RejectReason.WRONG_FIELD_TYPE, name + " must be a dict, got " + typeName(argsValue));
     }
 
-    private static HookCall call(BridgeHook hook, Map<?, ?> a) {
+    private static HookCall call(BridgeHook hook, PyValue.Map a) {
         return switch (hook) {
             case ADD_REQUEST -> new HookCall.AddRequest(
                     str(req(a, "request_id"), "args.request_id"),
@@ -202,8 +205,8 @@ public final class BridgeCodec {
             case HELLO -> new HookCall.Hello(
                     optionalStr(a.get("kv_role"), "args.kv_role"),
                     optionalStr(a.get("mode"), "args.mode"),
-                    a.get("dp_rank") == null ? null : int32(a.get("dp_rank"), "args.dp_rank"),
-                    a.get("tp_rank") == null ? null : int32(a.get("tp_rank"), "args.tp_rank"),
+                    none(a.get("dp_rank")) ? null : int32(a.get("dp_rank"), "args.dp_rank"),
+                    none(a.get("tp_rank")) ? null : int32(a.get("tp_rank"), "args.tp_rank"),
                     optionalStr(a.get("connector_role"), "args.connector_role"),
                     optionalStr(a.get("vllm_version"), "args.vllm_version"),
                     optionalStr(a.get("vllm_commit"), "args.vllm_commit"),
@@ -212,11 +215,11 @@ public final class BridgeCodec {
         };
     }
 
-    private static List<Integer> optionalInts(Object v, String what) {
-        if (v == null) {
+    private static List<Integer> optionalInts(PyValue v, String what) {
+        if (none(v)) {
             return null;
         }
-        List<?> l = list(v, what);
+        List<PyValue> l = list(v, what);
         List<Integer> out = new ArrayList<>(l.size());
         for (int i = 0; i < l.size(); i++) {
             out.add(int32(l.get(i), what + "[" + i + "]"));
@@ -224,9 +227,9 @@ public final class BridgeCodec {
         return out;
     }
 
-    private static List<NodeEvent.CachedRequest> cached(Map<?, ?> a) {
-        boolean hasIds = a.get("cached_req_ids") != null;
-        boolean hasBlocks = a.get("cached_new_block_ids") != null;
+    private static List<NodeEvent.CachedRequest> cached(PyValue.Map a) {
+        boolean hasIds = !none(a.get("cached_req_ids"));
+        boolean hasBlocks = !none(a.get("cached_new_block_ids"));
         if (!hasIds && !hasBlocks) {
             return List.of();
         }
@@ -234,8 +237,8 @@ public final class BridgeCodec {
             throw new Bad(RejectReason.MISSING_FIELD, "args." + (hasIds ? "cached_new_block_ids" : "cached_req_ids")
                     + " is missing: cached_req_ids and cached_new_block_ids come together");
         }
-        List<?> ids = list(a.get("cached_req_ids"), "args.cached_req_ids");
-        List<?> blocks = list(a.get("cached_new_block_ids"), "args.cached_new_block_ids");
+        List<PyValue> ids = list(a.get("cached_req_ids"), "args.cached_req_ids");
+        List<PyValue> blocks = list(a.get("cached_new_block_ids"), "args.cached_new_block_ids");
         if (ids.size() != blocks.size()) {
             throw new Bad(RejectReason.INVALID_VALUE, "args.cached_req_ids has " + ids.size()
                     + " items but args.cached_new_block_ids has " + blocks.size() + "; they are parallel lists");
@@ -243,8 +246,8 @@ public final class BridgeCodec {
         List<NodeEvent.CachedRequest> out = new ArrayList<>(ids.size());
         for (int i = 0; i < ids.size(); i++) {
             String rid = str(ids.get(i), "args.cached_req_ids[" + i + "]");
-            Object b = blocks.get(i);
-            out.add(new NodeEvent.CachedRequest(rid, b == null ? null : blocks(b, "args.cached_new_block_ids[" + i + "]")));
+            PyValue b = blocks.get(i);
+            out.add(new NodeEvent.CachedRequest(rid, none(b) ? null : blocks(b, "args.cached_new_block_ids[" + i + "]")));
         }
         return out;
     }
@@ -254,16 +257,16 @@ public final class BridgeCodec {
      * "num_computed_tokens": int >= 0, "kv_transfer_params": dict | None}} (the last may be left
      * out), or {@code null} when not sent (absent or None).
      */
-    private static List<NodeEvent.NewRequest> newRequests(Object v) {
-        if (v == null) {
+    private static List<NodeEvent.NewRequest> newRequests(PyValue v) {
+        if (none(v)) {
             return null;
         }
         String what = "args.scheduled_new_reqs";
-        List<?> l = list(v, what);
+        List<PyValue> l = list(v, what);
         List<NodeEvent.NewRequest> out = new ArrayList<>(l.size());
         for (int i = 0; i < l.size(); i++) {
             String w = what + "[" + i + "]";
-            if (!(l.get(i) instanceof Map<?, ?> m)) {
+            if (!(l.get(i) instanceof PyValue.Map m)) {
                 throw wrong(w, "dict", l.get(i));
             }
             String rid = str(reqIn(m, "request_id", w), w + ".request_id");
@@ -279,11 +282,12 @@ public final class BridgeCodec {
     }
 
     /** A required key of a nested map (present, possibly None). */
-    private static Object reqIn(Map<?, ?> m, String key, String where) {
-        if (!m.containsKey(key)) {
+    private static PyValue reqIn(PyValue.Map m, String key, String where) {
+        PyValue v = m.get(key);
+        if (v == null) {
             throw new Bad(RejectReason.MISSING_FIELD, "missing " + where + "." + key);
         }
-        return m.get(key);
+        return v;
     }
 
     // ================================================================== replies
@@ -685,31 +689,30 @@ public final class BridgeCodec {
     }
 
     /** Decodes a reply frame ({@link WireLimits#DEFAULT}); never throws. */
-    @SuppressWarnings("unchecked")
     public static DecodeResult<BridgeReply> decodeReply(byte[] frame) {
-        DecodeResult<Object> value = PyMsgpack.decode(frame, WireLimits.DEFAULT);
-        if (value instanceof DecodeResult.Rejected<Object> r) {
+        DecodeResult<PyValue> value = PyMsgpack.decodeValue(frame, WireLimits.DEFAULT);
+        if (value instanceof DecodeResult.Rejected<PyValue> r) {
             return new DecodeResult.Rejected<>(r.rejection());
         }
-        Object top = PyMsgpack.orNull(value.valueOrNull());
+        PyValue top = value.valueOrNull();
         try {
-            if (!(top instanceof Map<?, ?> m)) {
+            if (!(top instanceof PyValue.Map m)) {
                 throw new Bad(RejectReason.NOT_A_MAP, "a reply is a map, got " + typeName(top));
             }
             long v = int64(field(m, "v"), "v");
             if (v != VERSION) {
                 throw new Bad(RejectReason.INVALID_VALUE, "reply version " + v + ", expected " + VERSION);
             }
-            Object idValue = field(m, "id");
-            Long id = idValue == null ? null : int64(idValue, "id");
-            if (!(field(m, "ok") instanceof Boolean ok)) {
+            PyValue idValue = field(m, "id");
+            Long id = none(idValue) ? null : int64(idValue, "id");
+            if (!(field(m, "ok") instanceof PyValue.Bool(boolean ok))) {
                 throw new Bad(RejectReason.WRONG_FIELD_TYPE, "ok must be bool, got " + typeName(m.get("ok")));
             }
             if (ok) {
-                if (!(field(m, "result") instanceof Map<?, ?> result)) {
+                if (!(field(m, "result") instanceof PyValue.Map result)) {
                     throw new Bad(RejectReason.WRONG_FIELD_TYPE, "result must be a dict, got " + typeName(m.get("result")));
                 }
-                return new DecodeResult.Ok<>(new BridgeReply(id, true, (Map<String, Object>) result, null));
+                return new DecodeResult.Ok<>(new BridgeReply(id, true, result, null));
             }
             return new DecodeResult.Ok<>(new BridgeReply(id, false, null, str(field(m, "error"), "error")));
         } catch (Bad b) {
@@ -733,43 +736,45 @@ public final class BridgeCodec {
     }
 
     /** A required argument (present, possibly None). */
-    private static Object req(Map<?, ?> args, String key) {
-        if (!args.containsKey(key)) {
+    private static PyValue req(PyValue.Map args, String key) {
+        PyValue v = args.get(key);
+        if (v == null) {
             throw new Bad(RejectReason.MISSING_FIELD, "missing args." + key);
         }
-        return args.get(key);
+        return v;
     }
 
     /** A required envelope field of a reply. */
-    private static Object field(Map<?, ?> m, String key) {
-        if (!m.containsKey(key)) {
+    private static PyValue field(PyValue.Map m, String key) {
+        PyValue v = m.get(key);
+        if (v == null) {
             throw new Bad(RejectReason.MISSING_FIELD, "missing " + key);
         }
-        return m.get(key);
+        return v;
     }
 
-    private static String str(Object v, String what) {
-        if (v instanceof String s) {
-            return s;
+    private static String str(PyValue v, String what) {
+        if (v instanceof PyValue.Str s) {
+            return s.value();
         }
         throw wrong(what, "str", v);
     }
 
-    private static String optionalStr(Object v, String what) {
-        return v == null ? null : str(v, what);
+    private static String optionalStr(PyValue v, String what) {
+        return none(v) ? null : str(v, what);
     }
 
-    private static long int64(Object v, String what) {
-        if (v instanceof Long l) {
-            return l;
+    private static long int64(PyValue v, String what) {
+        if (v instanceof PyValue.Int l) {
+            return l.value();
         }
-        if (v instanceof BigInteger b) {
-            throw new Bad(RejectReason.INTEGER_OUT_OF_RANGE, what + " = " + b + " does not fit a signed 64-bit integer");
+        if (v instanceof PyValue.BigInt b) {
+            throw new Bad(RejectReason.INTEGER_OUT_OF_RANGE, what + " = " + b.value() + " does not fit a signed 64-bit integer");
         }
         throw wrong(what, "int", v);
     }
 
-    private static int int32(Object v, String what) {
+    private static int int32(PyValue v, String what) {
         long l = int64(v, what);
         if (l < Integer.MIN_VALUE || l > Integer.MAX_VALUE) {
             throw new Bad(RejectReason.INTEGER_OUT_OF_RANGE, what + " = " + l + " does not fit a 32-bit integer");
@@ -778,8 +783,8 @@ public final class BridgeCodec {
     }
 
     /** An int, or None as -1. */
-    private static int optionalInt(Object v, String what) {
-        if (v == null) {
+    private static int optionalInt(PyValue v, String what) {
+        if (none(v)) {
             return -1;
         }
         int i = int32(v, what);
@@ -789,18 +794,18 @@ public final class BridgeCodec {
         return i;
     }
 
-    private static List<?> list(Object v, String what) {
-        if (v instanceof List<?> l) {
-            return l;
+    private static List<PyValue> list(PyValue v, String what) {
+        if (v instanceof PyValue.List l) {
+            return l.items();
         }
         throw wrong(what, "list", v);
     }
 
-    private static List<String> optionalStrings(Object v, String what) {
-        if (v == null) {
+    private static List<String> optionalStrings(PyValue v, String what) {
+        if (none(v)) {
             return null;
         }
-        List<?> l = list(v, what);
+        List<PyValue> l = list(v, what);
         List<String> out = new ArrayList<>(l.size());
         for (int i = 0; i < l.size(); i++) {
             out.add(str(l.get(i), what + "[" + i + "]"));
@@ -808,19 +813,22 @@ public final class BridgeCodec {
         return out;
     }
 
-    @SuppressWarnings("unchecked")
-    private static KvParams params(Object v, String what) {
-        if (v == null) {
+    private static KvParams params(PyValue v, String what) {
+        if (none(v)) {
             return null;
         }
-        if (v instanceof Map<?, ?> m) {
-            // PyMsgpack gives str keys only
-            return KvParams.of((Map<String, ?>) m);
+        if (v instanceof PyValue.Map m) {
+            // PyMsgpack gives str keys only; the params keep the plain-Java form the reducer reads
+            LinkedHashMap<String, Object> plain = new LinkedHashMap<>(Math.max(4, m.entries().size() * 2));
+            for (Map.Entry<PyValue, PyValue> e : m.entries().entrySet()) {
+                plain.put(((PyValue.Str) e.getKey()).value(), e.getValue().toObject());
+            }
+            return KvParams.of(plain);
         }
         throw wrong(what, "dict or None", v);
     }
 
-    private static FinishStatus status(Object v, String what) {
+    private static FinishStatus status(PyValue v, String what) {
         String s = str(v, what);
         String name = s.startsWith("RequestStatus.") ? s.substring("RequestStatus.".length()) : s;
         for (FinishStatus f : FinishStatus.values()) {
@@ -840,12 +848,12 @@ public final class BridgeCodec {
      * Block ids as {@code KVCacheBlocks.get_block_ids()} gives them, one list per KV-cache group,
      * or one flat list (a single group). Ids are non-negative ints.
      */
-    private static BlockGroups blocks(Object v, String what) {
-        List<?> l = list(v, what);
+    private static BlockGroups blocks(PyValue v, String what) {
+        List<PyValue> l = list(v, what);
         if (l.isEmpty()) {
             return BlockGroups.single();
         }
-        boolean grouped = l.get(0) instanceof List<?>;
+        boolean grouped = l.get(0) instanceof PyValue.List;
         if (!grouped) {
             return BlockGroups.single(ids(l, what));
         }
@@ -857,12 +865,12 @@ public final class BridgeCodec {
         return BlockGroups.of(groups);
     }
 
-    private static int[] ids(List<?> l, String what) {
+    private static int[] ids(List<PyValue> l, String what) {
         int[] out = new int[l.size()];
         for (int i = 0; i < out.length; i++) {
             String w = what + "[" + i + "]";
-            Object o = l.get(i);
-            if (o instanceof List<?>) {
+            PyValue o = l.get(i);
+            if (o instanceof PyValue.List) {
                 throw new Bad(RejectReason.WRONG_FIELD_TYPE, w + " must be int, got list (mixed flat and grouped block ids)");
             }
             int id = int32(o, w);
@@ -874,23 +882,30 @@ public final class BridgeCodec {
         return out;
     }
 
-    private static Bad wrong(String what, String expected, Object got) {
+    private static Bad wrong(String what, String expected, PyValue got) {
         return new Bad(RejectReason.WRONG_FIELD_TYPE, what + " must be " + expected + ", got " + typeName(got));
     }
 
-    /** Python's name for the type of a decoded value. */
-    static String typeName(Object v) {
+    /** A value left out ({@code null}: the key is absent) or None. */
+    private static boolean none(PyValue v) {
+        return v == null || v instanceof PyValue.Nil;
+    }
+
+    /** Python's name for the type of a decoded value ({@code null}, a key left out, as None). */
+    static String typeName(PyValue v) {
+        if (v == null) {
+            return "None";
+        }
         return switch (v) {
-            case null -> "None";
-            case Boolean b -> "bool";
-            case Long l -> "int";
-            case BigInteger b -> "int";
-            case Double d -> "float";
-            case String s -> "str";
-            case byte[] b -> "bytes";
-            case List<?> l -> "list";
-            case Map<?, ?> m -> "dict";
-            default -> v.getClass().getSimpleName();
+            case PyValue.Nil n -> "None";
+            case PyValue.Bool b -> "bool";
+            case PyValue.Int l -> "int";
+            case PyValue.BigInt b -> "int";
+            case PyValue.Float d -> "float";
+            case PyValue.Str s -> "str";
+            case PyValue.Bytes b -> "bytes";
+            case PyValue.List l -> "list";
+            case PyValue.Map m -> "dict";
         };
     }
 

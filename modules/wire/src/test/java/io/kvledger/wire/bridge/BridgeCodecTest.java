@@ -9,6 +9,7 @@ import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.KvParams;
+import io.kvledger.core.model.PyValue;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.wire.DecodeResult;
@@ -103,10 +104,10 @@ class BridgeCodecTest {
                 byte[] r = i % 3 == 2 ? BridgeCodec.encodeError((long) i, "busy: 1 calls already wait for the node")
                         : BridgeCodec.encodeEmpty(i);
                 replies.add(r);
-                expected.add(PyMsgpack.decode(r, WireLimits.DEFAULT).valueOrNull());
+                expected.add(PyMsgpack.decodeValue(r, WireLimits.DEFAULT).valueOrNull().toObject());
             }
             byte[] frame = BridgeCodec.encodeBatchReply(-7, replies);
-            Map<?, ?> m = (Map<?, ?>) PyMsgpack.decode(frame, WireLimits.DEFAULT).valueOrNull();
+            Map<?, ?> m = (Map<?, ?>) PyMsgpack.decodeValue(frame, WireLimits.DEFAULT).valueOrNull().toObject();
             assertThat(m.get("v")).isEqualTo(1L);
             assertThat(m.get("id")).isEqualTo(-7L);
             assertThat(m.get("ok")).isEqualTo(true);
@@ -478,9 +479,9 @@ class BridgeCodecTest {
         assertThat(BridgeCodec.helloMismatch(byCommit, new BridgeNodeInfo(io.kvledger.core.config.Role.CONSUMER,
                 io.kvledger.core.config.TransferMode.WRITE, 0, 1, 0, 1, "10.0.0.1:6301"))).isNull();
         // the reply names the node's profile
-        assertThat(reply(BridgeCodec.encodeHello(3, custom)).result()).containsEntry("profile", "vllm-239b5ff30+custom");
-        assertThat(reply(BridgeCodec.encodeHello(3, new BridgeNodeInfo(io.kvledger.core.config.Role.CONSUMER,
-                io.kvledger.core.config.TransferMode.WRITE, 0, 1, 0, 1, "e"))).result()).doesNotContainKey("profile");
+        assertThat(plain(reply(BridgeCodec.encodeHello(3, custom)))).containsEntry("profile", "vllm-239b5ff30+custom");
+        assertThat(plain(reply(BridgeCodec.encodeHello(3, new BridgeNodeInfo(io.kvledger.core.config.Role.CONSUMER,
+                io.kvledger.core.config.TransferMode.WRITE, 0, 1, 0, 1, "e"))))).doesNotContainKey("profile");
         argRejected("hello", new LinkedHashMap<>(Map.of("vllm_commit", 239L)), RejectReason.WRONG_FIELD_TYPE,
                 "args.vllm_commit must be str, got int");
     }
@@ -494,7 +495,7 @@ class BridgeCodecTest {
         BridgeReply r = reply(BridgeCodec.encodeReply(3, BridgeHook.GET_NUM_NEW_MATCHED_TOKENS, effects));
         assertThat(r.id()).isEqualTo(3L);
         assertThat(r.ok()).isTrue();
-        assertThat(r.result()).containsExactly(e("num_tokens", 15L), e("load_async", true));
+        assertThat(plain(r)).containsExactly(e("num_tokens", 15L), e("load_async", true));
     }
 
     @Test
@@ -507,11 +508,11 @@ class BridgeCodecTest {
                 new Effect.MetadataBuilt(12, List.of(recv), List.of(save), List.of("p0"), 5),
                 new Effect.Anomaly(AnomalyKind.REQUEST_UNKNOWN, "r", null, "x"));
         BridgeReply r = reply(BridgeCodec.encodeReply(4, BridgeHook.BUILD_CONNECTOR_META, effects));
-        assertThat(r.result().keySet()).containsExactly("step", "reqs_to_recv", "reqs_to_save", "reqs_to_send", "mapping_size");
-        assertThat(r.result().get("step")).isEqualTo(12L);
-        assertThat(r.result().get("reqs_to_send")).isEqualTo(List.of("p0"));
-        assertThat(r.result().get("mapping_size")).isEqualTo(5L);
-        Map<?, ?> d1 = (Map<?, ?>) ((Map<?, ?>) r.result().get("reqs_to_recv")).get("d1");
+        assertThat(plain(r).keySet()).containsExactly("step", "reqs_to_recv", "reqs_to_save", "reqs_to_send", "mapping_size");
+        assertThat(plain(r).get("step")).isEqualTo(12L);
+        assertThat(plain(r).get("reqs_to_send")).isEqualTo(List.of("p0"));
+        assertThat(plain(r).get("mapping_size")).isEqualTo(5L);
+        Map<?, ?> d1 = (Map<?, ?>) ((Map<?, ?>) plain(r).get("reqs_to_recv")).get("d1");
         assertThat(new ArrayList<Object>(d1.keySet())).containsExactly("local_block_ids", "remote_block_ids", "remote_engine_id",
                 "remote_host", "remote_handshake_port", "remote_notify_port", "remote_dp_rank", "remote_dp_size",
                 "remote_dp_size_local", "remote_tp_size", "transfer_id", "multi_pod_hosts", "write_mode");
@@ -521,7 +522,7 @@ class BridgeCodecTest {
         assertThat(d1.get("remote_tp_size")).isEqualTo(2L);
         assertThat(d1.get("transfer_id")).isEqualTo("tx-1");
         assertThat(d1.get("write_mode")).isEqualTo(false);
-        Map<?, ?> p1 = (Map<?, ?>) ((Map<?, ?>) r.result().get("reqs_to_save")).get("p1");
+        Map<?, ?> p1 = (Map<?, ?>) ((Map<?, ?>) plain(r).get("reqs_to_save")).get("p1");
         assertThat(p1.get("remote_block_ids")).isNull();
         assertThat(p1.get("transfer_id")).isNull();
         assertThat(p1.get("write_mode")).isEqualTo(true);
@@ -533,38 +534,38 @@ class BridgeCodecTest {
         byte[] frame = BridgeCodec.encodeReply(5, BridgeHook.REQUEST_FINISHED,
                 List.of(new Effect.DeferralStarted("r", "tx", 99), new Effect.FinishDecision("r", true, params)));
         BridgeReply r = reply(frame);
-        assertThat(r.result().get("delay_free")).isEqualTo(true);
-        assertThat(BridgeSamples.valueEquals(r.result().get("kv_transfer_params"), params.asMap())).isTrue();
+        assertThat(plain(r).get("delay_free")).isEqualTo(true);
+        assertThat(BridgeSamples.valueEquals(plain(r).get("kv_transfer_params"), params.asMap())).isTrue();
         // the params' bytes inside the reply are exactly msgpack.packb(params)
         String paramsHex = HexFormat.of().formatHex(PyMsgpack.encode(params.asMap()));
         assertThat(HexFormat.of().formatHex(frame)).endsWith(hex("kv_transfer_params") + paramsHex);
 
         BridgeReply none = reply(BridgeCodec.encodeReply(6, BridgeHook.REQUEST_FINISHED,
                 List.of(new Effect.FinishDecision("r", false, null))));
-        assertThat(none.result()).containsExactly(e("delay_free", false), e("kv_transfer_params", NULL));
+        assertThat(plain(none)).containsExactly(e("delay_free", false), e("kv_transfer_params", NULL));
     }
 
     @Test
     void connectorOutputReply() {
         BridgeReply safe = reply(BridgeCodec.encodeReply(7, BridgeHook.UPDATE_CONNECTOR_OUTPUT,
                 List.of(new Effect.AckSurfaced("a", "t", Effect.SurfaceReason.ACKED), new Effect.FinishedSendingRewritten(List.of("a", "b")))));
-        assertThat(safe.result()).containsExactly(e("finished_sending", List.of("a", "b")));
+        assertThat(plain(safe)).containsExactly(e("finished_sending", List.of("a", "b")));
         BridgeReply empty = reply(BridgeCodec.encodeReply(8, BridgeHook.UPDATE_CONNECTOR_OUTPUT,
                 List.of(new Effect.FinishedSendingRewritten(List.of()))));
-        assertThat(empty.result()).as("SAFE or None").containsExactly(e("finished_sending", NULL));
+        assertThat(plain(empty)).as("SAFE or None").containsExactly(e("finished_sending", NULL));
         BridgeReply consumer = reply(BridgeCodec.encodeReply(9, BridgeHook.UPDATE_CONNECTOR_OUTPUT, List.of()));
-        assertThat(consumer.result()).as("no rewrite: leave finished_sending as it is").isEmpty();
+        assertThat(plain(consumer)).as("no rewrite: leave finished_sending as it is").isEmpty();
     }
 
     @Test
     void getFinishedReply() {
         BridgeReply r = reply(BridgeCodec.encodeReply(10, BridgeHook.GET_FINISHED,
                 List.of(new Effect.FinishedReported(List.of("p1"), List.of(), List.of(4, 5)))));
-        assertThat(r.result()).containsExactly(e("finished_sending", List.of("p1")),
+        assertThat(plain(r)).containsExactly(e("finished_sending", List.of("p1")),
                 e("finished_recving", NULL), e("load_error_blocks", List.of(4L, 5L)));
         BridgeReply none = reply(BridgeCodec.encodeReply(11, BridgeHook.GET_FINISHED,
                 List.of(new Effect.FinishedReported(List.of(), List.of("d1"), List.of()))));
-        assertThat(none.result()).containsExactly(e("finished_sending", NULL),
+        assertThat(plain(none)).containsExactly(e("finished_sending", NULL),
                 e("finished_recving", List.of("d1")), e("load_error_blocks", List.of()));
     }
 
@@ -578,7 +579,7 @@ class BridgeCodecTest {
             byte[] f = BridgeCodec.encodeReply(12, h, noise);
             BridgeReply r = reply(f);
             assertThat(r.ok()).as("%s", h).isTrue();
-            assertThat(r.result()).as("%s", h).isEmpty();
+            assertThat(plain(r)).as("%s", h).isEmpty();
             assertThat(HexFormat.of().formatHex(f)).isEqualTo("84a17601a269640ca26f6bc3a6726573756c7480");
         }
     }
@@ -612,10 +613,10 @@ class BridgeCodecTest {
         BridgeNodeInfo node = new BridgeNodeInfo(io.kvledger.core.config.Role.CONSUMER, io.kvledger.core.config.TransferMode.WRITE,
                 1, 2, 0, 1, "10.0.0.1:6301");
         BridgeReply h = reply(BridgeCodec.encodeHello(16, node));
-        assertThat(h.result()).containsEntry("protocol", 1L).containsEntry("kv_role", "kv_consumer").containsEntry("mode", "write")
+        assertThat(plain(h)).containsEntry("protocol", 1L).containsEntry("kv_role", "kv_consumer").containsEntry("mode", "write")
                 .containsEntry("dp_rank", 1L).containsEntry("dp_size", 2L).containsEntry("tp_rank", 0L).containsEntry("tp_size", 1L)
                 .containsEntry("engine_id", "10.0.0.1:6301");
-        assertThat((List<Object>) h.result().get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch");
+        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch");
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_consumer", "WRITE", 1, 0, "scheduler"), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello(null, null, null, null, null), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_producer", "read", 0, 1, null), node))
@@ -703,5 +704,11 @@ class BridgeCodecTest {
 
     static String hex(String s) {
         return HexFormat.of().formatHex(s.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /** A reply's result in the plain-Java form ({@code PyValue.toObject}), for map assertions. */
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> plain(BridgeReply r) {
+        return r.result() == null ? null : (Map<String, Object>) r.result().toObject();
     }
 }

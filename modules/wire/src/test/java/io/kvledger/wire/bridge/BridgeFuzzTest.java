@@ -37,7 +37,7 @@ class BridgeFuzzTest {
         for (BridgeRequest r : BridgeSamples.all()) {
             seeds.add(BridgeCodec.encodeRequest(r));
             if (batch.size() < 4) {
-                batch.add(PyMsgpack.decode(BridgeCodec.encodeRequest(r), io.kvledger.wire.WireLimits.DEFAULT).valueOrNull());
+                batch.add(PyMsgpack.decodeValue(BridgeCodec.encodeRequest(r), io.kvledger.wire.WireLimits.DEFAULT).valueOrNull().toObject());
             }
         }
         Map<String, Object> envelope = new java.util.LinkedHashMap<>();

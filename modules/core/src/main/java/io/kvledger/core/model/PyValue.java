@@ -1,28 +1,25 @@
-package io.kvledger.wire;
+package io.kvledger.core.model;
 
 import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collection;
 import java.util.Collections;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 
 /**
- * A Python value as msgpack carries it, as a closed set of types: what {@link PyValues} packs and
- * {@link PyMsgpack#decodeValue} reads, without {@code Object}'s open set (a switch over a
- * {@code PyValue} needs no {@code default}). {@link #of} takes the plain-Java form the codec has
- * always taken ({@code null}, {@link Boolean}, {@link Long} and the other integer boxes,
- * {@link BigInteger}, {@link Double}, {@link Float}, {@link CharSequence}, {@code byte[]},
- * {@link OpaqueBytes}, lists, arrays, maps, the core's {@code KvParams} and {@code BlockGroups});
- * {@link #toObject} gives back the form {@link PyValues#unpack} reads ({@code null},
- * {@link Boolean}, {@link Long}, {@link BigInteger}, {@link Double}, {@link String},
- * {@code byte[]}, {@link ArrayList}, {@link LinkedHashMap}).
+ * A Python value as the connector's peers send it (msgpack's types), as a closed set: a switch
+ * over a {@code PyValue} needs no {@code default}. It lives in the core so that the reducer's
+ * params and the wire's codec share one type; the codec (packing, reading frames, converting the
+ * plain-Java form) is the wire module's {@code PyValues} and {@code PyMsgpack}. {@link #toObject}
+ * gives the plain-Java form the journal reads ({@code null}, {@link Boolean}, {@link Long},
+ * {@link BigInteger}, {@link Double}, {@link String}, {@code byte[]}, {@link ArrayList},
+ * {@link LinkedHashMap}).
  *
  * <p>No ext type: neither reader takes one (the journal's and the peer's both refuse it), so there
- * is none to carry. Values are immutable: containers are copied in.
+ * is none to carry. Values are immutable: containers are copied in. Pure: no I/O.
  */
-sealed interface PyValue {
+public sealed interface PyValue {
 
     /** None. */
     record Nil() implements PyValue {
@@ -73,11 +70,6 @@ sealed interface PyValue {
             return value.clone();
         }
 
-        /** The bytes themselves, for the codec (never handed out). */
-        byte[] raw() {
-            return value;
-        }
-
         @Override
         public boolean equals(Object o) {
             return o instanceof Bytes b && Arrays.equals(value, b.value);
@@ -111,74 +103,12 @@ sealed interface PyValue {
         }
 
         /** The value under the str key {@code key}, or {@code null} when there is none. */
-        PyValue get(String key) {
+        public PyValue get(String key) {
             return entries.get(new Str(key));
         }
     }
 
-    /**
-     * The value of a plain-Java Python value (see the class comment).
-     *
-     * @throws IllegalArgumentException for what {@link PyValues#refusal} refuses
-     */
-    static PyValue of(Object v) {
-        String why = PyValues.refusal(v);
-        if (why != null) {
-            throw new IllegalArgumentException(why);
-        }
-        return convert(v);
-    }
-
-    private static PyValue convert(Object v) {
-        return switch (v) {
-            case null -> NONE;
-            case PyValue p -> p;
-            case Boolean b -> new Bool(b);
-            case Long l -> new Int(l);
-            case Integer i -> new Int(i);
-            case Short s -> new Int(s);
-            case Byte b -> new Int(b);
-            case BigInteger bi -> bi.bitLength() <= 63 ? new Int(bi.longValue()) : new BigInt(bi);
-            case Double d -> new Float(d);
-            case java.lang.Float f -> new Float(f);
-            case CharSequence cs -> new Str(cs.toString());
-            case byte[] b -> new Bytes(b);
-            case OpaqueBytes o -> new Bytes(o.raw());
-            case io.kvledger.core.model.KvParams p -> convert(p.asMap());
-            case io.kvledger.core.model.BlockGroups g -> {
-                ArrayList<PyValue> groups = new ArrayList<>(g.size());
-                for (int i = 0; i < g.size(); i++) {
-                    groups.add(convert(g.group(i)));
-                }
-                yield new List(groups);
-            }
-            case int[] ints -> {
-                ArrayList<PyValue> l = new ArrayList<>(ints.length);
-                for (int i : ints) {
-                    l.add(new Int(i));
-                }
-                yield new List(l);
-            }
-            case java.util.Map<?, ?> m -> {
-                LinkedHashMap<PyValue, PyValue> out = new LinkedHashMap<>();
-                for (java.util.Map.Entry<?, ?> e : m.entrySet()) {
-                    out.put(convert(e.getKey()), convert(e.getValue()));
-                }
-                yield new Map(out);
-            }
-            case Collection<?> c -> {
-                ArrayList<PyValue> l = new ArrayList<>(c.size());
-                for (Object o : c) {
-                    l.add(convert(o));
-                }
-                yield new List(l);
-            }
-            case Object[] arr -> convert(Arrays.asList(arr));
-            default -> throw new IllegalArgumentException("a value of type " + v.getClass().getName() + " is not a Python value");
-        };
-    }
-
-    /** The plain-Java form {@link PyValues#unpack} reads (see the class comment). */
+    /** The plain-Java form (see the class comment). */
     default Object toObject() {
         return switch (this) {
             case Nil n -> null;
