@@ -154,7 +154,8 @@ class UnixBridgeTransportTest {
                 assertThat(r.id()).as("the batch's own reply, not one of its calls'").isEqualTo(1000L + round);
                 assertThat(r.ok()).as("%s", r).isTrue();
                 java.util.List<java.util.Map<String, Object>> replies =
-                        (java.util.List<java.util.Map<String, Object>>) (java.util.List<?>) r.result().get("replies");
+                        (java.util.List<java.util.Map<String, Object>>) (java.util.List<?>)
+                                ((java.util.Map<?, ?>) r.result().toObject()).get("replies");
                 assertThat(replies).extracting(m -> m.get("id"))
                         .containsExactly(round * 10L + 1, round * 10L + 2, round * 10L + 3);
                 assertThat(replies).extracting(m -> m.get("ok")).containsOnly(true);
@@ -167,8 +168,9 @@ class UnixBridgeTransportTest {
 
     /** One call of a batch, as the Python side packs it: {"id", "hook", "args"}. */
     private static java.util.Map<String, Object> member(long id, HookCall call) {
-        java.util.Map<?, ?> full = (java.util.Map<?, ?>) io.kvledger.wire.PyMsgpack.decode(
-                BridgeCodec.encodeRequest(new BridgeRequest(id, call)), io.kvledger.wire.WireLimits.DEFAULT).valueOrNull();
+        java.util.Map<?, ?> full = (java.util.Map<?, ?>) io.kvledger.wire.PyMsgpack.decodeValue(
+                BridgeCodec.encodeRequest(new BridgeRequest(id, call)), io.kvledger.wire.WireLimits.DEFAULT).valueOrNull()
+                .toObject();
         java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
         m.put("id", id);
         m.put("hook", full.get("hook"));
