@@ -1,12 +1,14 @@
 package io.kvledger.node.ship;
 
 import io.kvledger.journal.JournalException;
+import io.kvledger.journal.JsonLinesTail;
 import io.kvledger.journal.RawEntryTailer;
 import io.kvledger.ledger.kafka.KafkaSource;
 import io.kvledger.ledger.kafka.KafkaUri;
 import io.kvledger.ledger.kafka.ShippedEntry;
 import io.kvledger.ledger.replay.JournalInputs.InputException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,7 +36,11 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 /**
  * Ships journals to a Kafka topic: follows each journal from its header ({@link RawEntryTailer}, a
  * reader apart from the journal's writer, which it never slows or blocks) and appends every entry
- * to the topic as a {@link ShippedEntry} (key: the node id; value: the entry's bytes).
+ * to the topic as a {@link ShippedEntry} (key: the node id; value: the entry's bytes). A
+ * JSON-lines recording (the vLLM bridge's recorder writes one per engine process) is followed as
+ * it grows ({@link JsonLinesTail}): each line goes as the entries {@code journal import} makes of
+ * it, with the seqs the import assigns, so a restart finds the same seqs; a bad line stops that
+ * recording's shipping, said with its file and line, and the exit status says so.
  *
  * <p>At-least-once, resumable without local state: at start it reads back the last seq the topic
  * holds for each node ({@link KafkaSource#lastSeqs}) and ships what follows; readers drop the
@@ -71,17 +77,42 @@ public final class Shipper implements AutoCloseable {
         }
     }
 
+    /** One journal followed: a journal directory, or a JSON-lines recording ({@link JsonLinesTail}). */
     private static final class Source {
         final RawEntryTailer tailer;
+        final JsonLinesTail lines;
+        final Path where;
         final String node;
         final byte[] key;
         long resumeAfter = -1;
         byte[] pending;
+        boolean told;
 
-        Source(RawEntryTailer tailer) {
-            this.tailer = tailer;
-            this.node = tailer.header().nodeId();
+        Source(Path where) {
+            this.where = where;
+            if (Files.isRegularFile(where)) {
+                this.lines = JsonLinesTail.open(where);
+                this.tailer = null;
+                this.node = lines.header().nodeId();
+            } else {
+                this.tailer = RawEntryTailer.open(where);
+                this.lines = null;
+                this.node = tailer.header().nodeId();
+            }
             this.key = ShippedEntry.key(node);
+        }
+
+        /** The next entry's bytes, or null; {@code atEnd}: what the journal holds is all there is. */
+        byte[] poll(boolean atEnd) {
+            return tailer != null ? tailer.poll(Duration.ZERO) : lines.poll(atEnd);
+        }
+
+        void close() {
+            if (tailer != null) {
+                tailer.close();
+            } else {
+                lines.close();
+            }
         }
     }
 
@@ -91,6 +122,7 @@ public final class Shipper implements AutoCloseable {
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong acked = new AtomicLong();
     private final AtomicLong skipped = new AtomicLong();
+    private final AtomicLong stoppedAtBadLine = new AtomicLong();
     private final AtomicReference<Exception> failure = new AtomicReference<>();
     /** When the send under way started (0: none): a send that waits long means the buffer is full. */
     private volatile long sendingSinceNs;
@@ -111,7 +143,7 @@ public final class Shipper implements AutoCloseable {
         Map<String, Path> seen = new LinkedHashMap<>();
         try {
             for (Path dir : options.journals()) {
-                Source s = new Source(RawEntryTailer.open(dir));
+                Source s = new Source(dir);
                 sources.add(s);
                 Path other = seen.putIfAbsent(s.node, dir);
                 if (other != null) {
@@ -162,11 +194,20 @@ public final class Shipper implements AutoCloseable {
     }
 
     /**
+     * Recordings (JSON lines) whose shipping stopped before a line that is not a valid entry line,
+     * or because the file was replaced: each said on standard error with its file and line.
+     */
+    public long stoppedAtBadLine() {
+        return stoppedAtBadLine.get();
+    }
+
+    /**
      * Ships until {@code stop} says so (or, without {@code follow}, until the journals' entries
      * written so far are acknowledged).
      *
      * @return 0 when stopped or done; 1 when the producer failed for good (what failed is on
-     *         standard error; a restart resumes from what the topic holds)
+     *         standard error; a restart resumes from what the topic holds); 3 when done or stopped
+     *         but a recording's shipping stopped at a bad line ({@link #stoppedAtBadLine})
      */
     public int run(BooleanSupplier stop) throws InterruptedException {
         if (!prepare(stop)) {
@@ -210,7 +251,7 @@ public final class Shipper implements AutoCloseable {
         while (backlog() > 0 && failure.get() == null && !stop.getAsBoolean()) {
             Thread.sleep(10);
         }
-        return failure.get() != null ? failed() : 0;
+        return failure.get() != null ? failed() : stoppedAtBadLine.get() > 0 ? 3 : 0;
     }
 
     /** Creates the topic when missing and reads where each node resumes; retried while the broker is away. */
@@ -261,8 +302,11 @@ public final class Shipper implements AutoCloseable {
     private int pump(Source s, BooleanSupplier stop) {
         int moved = 0;
         while (moved < 1024 && !stop.getAsBoolean() && failure.get() == null) {
-            byte[] e = s.pending != null ? s.pending : s.tailer.poll(Duration.ZERO);
+            byte[] e = s.pending != null ? s.pending : s.poll(!follow);
             if (e == null) {
+                if (s.lines != null) {
+                    tell(s);
+                }
                 break;
             }
             long seq = RawEntryTailer.seq(e);
@@ -294,6 +338,27 @@ public final class Shipper implements AutoCloseable {
             moved++;
         }
         return moved;
+    }
+
+    /** Says once what stopped a recording's shipping, or what its end left out. */
+    private void tell(Source s) {
+        if (s.told) {
+            return;
+        }
+        String problem = s.lines.problem();
+        if (problem != null) {
+            s.told = true;
+            stoppedAtBadLine.incrementAndGet();
+            err.println("kvledger ship: error: " + problem + "; " + s.node + " is shipped up to seq " + s.resumeAfter
+                    + " (the exit status will be 3)");
+            err.flush();
+        } else if (!s.lines.warnings().isEmpty()) {
+            s.told = true;
+            for (String w : s.lines.warnings()) {
+                err.println("kvledger ship: warning: " + w);
+            }
+            err.flush();
+        }
     }
 
     private long ackSeen;
@@ -368,7 +433,7 @@ public final class Shipper implements AutoCloseable {
             producer = null;
         }
         for (Source s : sources) {
-            s.tailer.close();
+            s.close();
         }
     }
 }
