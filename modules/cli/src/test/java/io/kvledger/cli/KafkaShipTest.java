@@ -199,6 +199,8 @@ class KafkaShipTest {
         assertThat(m.find()).as(restart.err()).isTrue();
         assertThat(Long.parseLong(m.group(2))).as("resumed from what the topic held").isPositive();
         assertThat(Long.parseLong(m.group(1)) + Long.parseLong(m.group(2))).isEqualTo(total);
+        assertThat(restart.err()).contains(want.size() + " of " + want.size()
+                + " node(s) already in the topic, found in the tails of their partitions");
         System.out.println("KafkaShipTest: recordings of " + want.size() + " nodes, " + total + " entries; the restart sent "
                 + m.group(1) + ", found " + m.group(2) + " in the topic");
 

@@ -43,7 +43,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * recording's shipping, said with its file and line, and the exit status says so.
  *
  * <p>At-least-once, resumable without local state: at start it reads back the last seq the topic
- * holds for each node ({@link KafkaSource#lastSeqs}) and ships what follows; readers drop the
+ * holds for each node from the tail of its partition ({@link KafkaSource#resumePoints}) and ships
+ * what follows; readers drop the
  * duplicates a crash between a send and its acknowledgement leaves. The producer is idempotent with
  * {@code acks=all} and retries without a deadline, so a node's entries stay in order in its
  * partition across broker restarts.
@@ -259,10 +260,15 @@ public final class Shipper implements AutoCloseable {
         while (!stop.getAsBoolean()) {
             try {
                 ensureTopic();
-                Map<String, Long> last = KafkaSource.lastSeqs(options.target(), Duration.ofSeconds(30));
+                KafkaSource.Resume resume = KafkaSource.resumePoints(options.target(), nodes(), KafkaSource.TAIL_WINDOW,
+                        Duration.ofSeconds(30));
                 for (Source s : sources) {
-                    s.resumeAfter = last.getOrDefault(s.node, -1L);
+                    s.resumeAfter = resume.lastSeqs().getOrDefault(s.node, -1L);
                 }
+                err.println("kvledger ship: " + resume.lastSeqs().size() + " of " + sources.size()
+                        + " node(s) already in the topic, found in the tails of their partitions (" + resume.recordsRead()
+                        + " records read)");
+                err.flush();
                 return true;
             } catch (InputException | KafkaException e) {
                 complain("cannot reach " + options.target() + " (" + e.getMessage() + "); retrying");
