@@ -38,7 +38,8 @@ import picocli.CommandLine.Spec;
             "Then, for example: kvledger hangs kafka://HOST:PORT/TOPIC",
             "Exit status: 0 stopped (or, with --no-follow, everything acknowledged); 1 the producer failed (a restart "
                     + "resumes); 2 usage error; 3 a recording had a bad line (or was replaced), said on standard error: "
-                    + "the rest was shipped."})
+                    + "the rest was shipped; 4 stopped (SIGTERM, Ctrl-C) with entries sent and not acknowledged, the "
+                    + "broker away: the last line says how many; they stay in the journals and a restart ships them."})
 final class ShipCommand implements Callable<Integer> {
 
     @Spec
@@ -111,9 +112,12 @@ final class ShipCommand implements Callable<Integer> {
             err.println("kvledger ship: shipping " + String.join(", ", shipper.nodes()) + " to " + target);
             err.flush();
             rc = shipper.run(signal::stopping);
-            err.println("kvledger ship: " + shipper.acknowledged() + " entries acknowledged, " + shipper.skipped()
-                    + " already in the topic" + (shipper.backlog() > 0 ? ", " + shipper.backlog() + " unacknowledged" : ""));
+            err.println("kvledger ship: " + (signal.stopping() ? "stopped: " : "") + shipper.acknowledged()
+                    + " entries acknowledged, " + shipper.skipped() + " already in the topic"
+                    + (shipper.backlog() > 0 ? ", " + shipper.backlog() + " not acknowledged (they stay in the journals; "
+                            + "a restart ships them from what the topic holds); exit status " + rc : ""));
             err.flush();
+            signal.exitStatus(rc);
         }
         return rc;
     }

@@ -301,6 +301,69 @@ class KafkaShipTest {
     }
 
     @Test
+    void sigtermWithTheBrokerDownAndTheBufferFullSaysWhatWasNotAcknowledgedAndExits4() throws Exception {
+        Map<String, List<byte[]>> source = rawEntries(simulated(tmp.resolve("sim"), 48));
+        long total = source.values().stream().mapToLong(List::size).sum();
+        long bytes = source.values().stream().flatMap(List::stream).mapToLong(b -> b.length).sum();
+        assertThat(bytes).as("the journals hold more than the 1 MiB buffer").isGreaterThan(2L << 20);
+        String topic = "fleet-sigterm";
+        String uri = broker.uri(topic);
+        Path live = tmp.resolve("live");
+        Path log = tmp.resolve("ship.log");
+        String said;
+        try (Feeder feeder = new Feeder(live, source)) {
+            Thread feeding = feeder.start(0.02);
+            Process child = new ProcessBuilder(javaCommand("ship", "--buffer-mb", "1", "--to", uri, live.toString()))
+                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            boolean stopped = false;
+            try {
+                awaitRecords(topic, 1, child, log);
+                broker.stop();
+                stopped = true;
+                feeder.gate.countDown();
+                feeding.join();
+                awaitLine(log, "takes no entries: the buffer (1 MiB", child);
+                child.destroy(); // SIGTERM
+                assertThat(child.waitFor(2, TimeUnit.MINUTES)).as("ship ended after SIGTERM").isTrue();
+                said = Files.readString(log);
+                assertThat(child.exitValue()).as(said).isEqualTo(4);
+            } finally {
+                child.destroyForcibly();
+                if (stopped) {
+                    broker.restart();
+                }
+            }
+        }
+        Matcher m = Pattern.compile("kvledger ship: stopped: (\\d+) entries acknowledged, 0 already in the topic, (\\d+) not "
+                + "acknowledged \\(they stay in the journals; a restart ships them from what the topic holds\\); exit status 4")
+                .matcher(said);
+        assertThat(m.find()).as(said).isTrue();
+        long acked = Long.parseLong(m.group(1));
+        long unacked = Long.parseLong(m.group(2));
+        assertThat(acked).isPositive();
+        assertThat(unacked).isPositive();
+        assertThat(acked + unacked).isLessThan(total);
+        System.out.println("KafkaShipTest: SIGTERM with the buffer full: " + acked + " acknowledged, " + unacked
+                + " not acknowledged, of " + total);
+
+        CliRun.Outcome restart = CliRun.run("ship", "--no-follow", "--to", uri, live.toString());
+        assertThat(restart.code()).as(restart.err()).isZero();
+        assertSameEntries(readBack(uri, -1), source);
+    }
+
+    /** Waits (polling, generous bound) until the child's log holds {@code text}. */
+    private static void awaitLine(Path log, String text, Process child) throws Exception {
+        long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+        while (!Files.readString(log).contains(text)) {
+            assertThat(child.isAlive()).as("ship exited early: %s", Files.readString(log)).isTrue();
+            if (System.nanoTime() > end) {
+                throw new AssertionError("no \"" + text + "\" after 3 min: " + Files.readString(log));
+            }
+            Thread.sleep(200);
+        }
+    }
+
+    @Test
     void aNodeShipsItsOwnJournal() throws Exception {
         String uri = broker.uri("fleet-node");
         NodeProcess p0 = new NodeProcess("P0", true, "write", tmp, "--ship", uri);

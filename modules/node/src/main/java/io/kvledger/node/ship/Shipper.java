@@ -63,6 +63,12 @@ public final class Shipper implements AutoCloseable {
     /** Seconds between two lines about an unreachable broker. */
     static final int COMPLAINT_EVERY_S = 10;
 
+    /** How long a stop waits for the acknowledgement of what was sent before it leaves the rest to the journals. */
+    static final Duration STOP_GRACE = Duration.ofSeconds(2);
+
+    /** Exit status of a run stopped with entries sent and not acknowledged (they are in the journals). */
+    public static final int STOPPED_UNACKNOWLEDGED = 4;
+
     /**
      * How to ship.
      *
@@ -131,6 +137,8 @@ public final class Shipper implements AutoCloseable {
     private long lastComplaintNs;
     /** Whether to keep following; {@link #finish} turns it off. */
     private volatile boolean follow;
+    /** Whether a stop closed the producer under a send (or with entries in flight): its errors are no failure then. */
+    private volatile boolean aborted;
 
     /**
      * Opens the journals (each must have a readable header; two journals of one node id are refused).
@@ -208,7 +216,11 @@ public final class Shipper implements AutoCloseable {
      *
      * @return 0 when stopped or done; 1 when the producer failed for good (what failed is on
      *         standard error; a restart resumes from what the topic holds); 3 when done or stopped
-     *         but a recording's shipping stopped at a bad line ({@link #stoppedAtBadLine})
+     *         but a recording's shipping stopped at a bad line ({@link #stoppedAtBadLine});
+     *         {@value #STOPPED_UNACKNOWLEDGED} when stopped with entries sent and not acknowledged
+     *         ({@link #backlog}: a broker away, the buffer full): they are in the journals, and a
+     *         restart ships them. A stop waits {@link #STOP_GRACE} for acknowledgements, and a
+     *         send waiting for room in a full buffer is broken off, so a stop takes seconds.
      */
     public int run(BooleanSupplier stop) throws InterruptedException {
         if (!prepare(stop)) {
@@ -216,10 +228,15 @@ public final class Shipper implements AutoCloseable {
         }
         producer = producer();
         Thread watcher = Thread.ofPlatform().daemon().name("kvledger-ship-watch").start(() -> {
-            while (!Thread.currentThread().isInterrupted()) {
-                watch();
+            for (long tick = 0; !Thread.currentThread().isInterrupted(); tick++) {
+                if (tick % 10 == 0) {
+                    watch();
+                }
+                if (sendingSinceNs != 0 && stop.getAsBoolean()) {
+                    abort(); // a send waits for room the broker will not make: the stop breaks it off
+                }
                 try {
-                    Thread.sleep(1000);
+                    Thread.sleep(100);
                 } catch (InterruptedException e) {
                     return;
                 }
@@ -248,11 +265,30 @@ public final class Shipper implements AutoCloseable {
                 LockSupport.parkNanos(2_000_000);
             }
         }
-        // without follow, done means acknowledged; a stop leaves the rest to close() (5 s) and a restart
+        // without follow, done means acknowledged
         while (backlog() > 0 && failure.get() == null && !stop.getAsBoolean()) {
             Thread.sleep(10);
         }
-        return failure.get() != null ? failed() : stoppedAtBadLine.get() > 0 ? 3 : 0;
+        if (stop.getAsBoolean()) {
+            // a stop waits a little for what is in flight; the rest is in the journals for a restart
+            long end = System.nanoTime() + STOP_GRACE.toNanos();
+            while (backlog() > 0 && failure.get() == null && !aborted && System.nanoTime() < end) {
+                Thread.sleep(10);
+            }
+            if (backlog() > 0 && failure.get() == null) {
+                abort();
+            }
+        }
+        return failure.get() != null ? failed() : aborted && backlog() > 0 ? STOPPED_UNACKNOWLEDGED
+                : stoppedAtBadLine.get() > 0 ? 3 : 0;
+    }
+
+    /** Closes the producer at once: what it holds unacknowledged is dropped from memory (the journals have it). */
+    private synchronized void abort() {
+        if (!aborted && producer != null) {
+            aborted = true;
+            producer.close(Duration.ZERO);
+        }
     }
 
     /** Creates the topic when missing and reads where each node resumes; retried while the broker is away. */
@@ -328,12 +364,14 @@ public final class Shipper implements AutoCloseable {
                 producer.send(new ProducerRecord<>(options.target().topic(), null, s.key, e, headers), (md, ex) -> {
                     if (ex == null) {
                         acked.incrementAndGet();
-                    } else {
+                    } else if (!aborted) {
                         failure.compareAndSet(null, ex);
                     }
                 });
-            } catch (KafkaException fatal) {
-                failure.compareAndSet(null, fatal);
+            } catch (KafkaException | IllegalStateException fatal) {
+                if (!aborted) {
+                    failure.compareAndSet(null, fatal);
+                }
                 return moved;
             } finally {
                 sendingSinceNs = 0;
@@ -433,9 +471,9 @@ public final class Shipper implements AutoCloseable {
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
         if (producer != null) {
-            producer.close(Duration.ofSeconds(3));
+            producer.close(aborted ? Duration.ZERO : Duration.ofSeconds(3));
             producer = null;
         }
         for (Source s : sources) {
