@@ -199,8 +199,11 @@ class KafkaShipTest {
         assertThat(m.find()).as(restart.err()).isTrue();
         assertThat(Long.parseLong(m.group(2))).as("resumed from what the topic held").isPositive();
         assertThat(Long.parseLong(m.group(1)) + Long.parseLong(m.group(2))).isEqualTo(total);
-        assertThat(restart.err()).contains(want.size() + " of " + want.size()
-                + " node(s) already in the topic, found in the tails of their partitions");
+        Matcher tails = Pattern.compile("(\\d+) of " + want.size() + " node\\(s\\) already in the topic, found in the tails of "
+                + "their partitions \\((\\d+) records read\\)").matcher(restart.err());
+        assertThat(tails.find()).as(restart.err()).isTrue();
+        assertThat(Long.parseLong(tails.group(1))).isPositive();
+        assertThat(Long.parseLong(tails.group(2))).isPositive().isLessThanOrEqualTo(Long.parseLong(m.group(2)));
         System.out.println("KafkaShipTest: recordings of " + want.size() + " nodes, " + total + " entries; the restart sent "
                 + m.group(1) + ", found " + m.group(2) + " in the topic");
 
@@ -254,6 +257,45 @@ class KafkaShipTest {
         CliRun.Outcome importRefuses = CliRun.run("journal", "import", rec.toString(), tmp.resolve("refused").toString());
         assertThat(importRefuses.code()).isEqualTo(2);
         assertThat(importRefuses.err()).contains("line " + badLine);
+    }
+
+    @Test
+    void anotherRunOfANodeUnderItsIdIsRefusedNotMergedIntoTheTopic() throws Exception {
+        Map<String, List<String>> lines = recorderLines(tmp.resolve("sim"), 4);
+        Path rec = Files.createDirectories(tmp.resolve("rec"));
+        for (var e : lines.entrySet()) {
+            Files.write(rec.resolve(e.getKey() + ".jsonl"), e.getValue());
+        }
+        String uri = broker.uri("fleet-rerun");
+        CliRun.Outcome first = CliRun.run("ship", "--no-follow", "--to", uri, rec.toString());
+        assertThat(first.code()).as(first.err()).isZero();
+        Path imported = tmp.resolve("imported");
+        assertThat(CliRun.run("journal", "import", rec.toString(), imported.toString()).code()).isZero();
+        Map<String, List<byte[]>> want = rawEntries(imported);
+        String node = lines.keySet().iterator().next();
+        List<String> all = lines.get(node);
+        Path file = rec.resolve(node + ".jsonl");
+
+        // a new recording of the node, shorter than what the topic holds
+        Files.write(file, all.subList(0, 10));
+        CliRun.Outcome shorter = CliRun.run("ship", "--no-follow", "--to", uri, rec.toString());
+        assertThat(shorter.code()).as(shorter.err()).isEqualTo(3);
+        assertThat(shorter.err()).contains("kvledger ship: error: " + file + " is not the journal the topic holds for node "
+                + node + ": it ends at seq 9, before seq " + (want.get(node).size() - 1) + ", the last the topic holds");
+
+        // one as long, whose last entry differs (its time)
+        List<String> changed = new ArrayList<>(all);
+        Matcher at = Pattern.compile("\"at_ns\":(\\d+)").matcher(changed.getLast());
+        assertThat(at.find()).as(changed.getLast()).isTrue();
+        changed.set(changed.size() - 1, at.replaceFirst("\"at_ns\":" + (Long.parseLong(at.group(1)) + 1)));
+        changed.add(all.getLast());
+        Files.write(file, changed);
+        CliRun.Outcome differs = CliRun.run("ship", "--no-follow", "--to", uri, rec.toString());
+        assertThat(differs.code()).as(differs.err()).isEqualTo(3);
+        assertThat(differs.err()).contains(file + " is not the journal the topic holds for node " + node + ": its entry seq "
+                + (want.get(node).size() - 1) + " differs from the topic's");
+        // nothing of the other run reached the topic
+        assertSameEntries(readBack(uri, 0), want);
     }
 
     @Test

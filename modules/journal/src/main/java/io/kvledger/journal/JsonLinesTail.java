@@ -215,7 +215,9 @@ public final class JsonLinesTail implements AutoCloseable {
         long cutLine = 0;
         if (data > 0) {
             String text = decodeOrNull(carry, 0, data);
-            if (text != null && text.strip().endsWith("}") && parsesAlone(text)) {
+            if (text != null && text.isBlank()) {
+                lineNo++; // a blank last line is skipped like any other
+            } else if (text != null && text.strip().endsWith("}") && parsesAlone(text)) {
                 lineNo++;
                 handle(text);
             } else {

@@ -36,6 +36,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * others are read whole, from their headers, since a replay from the middle of a node's journal
  * would show requests without their start.
  *
+ * <p>Why a copy rather than a reader of the topic itself: every reading command reads journals
+ * through {@code JournalReader} (a final class over Chronicle's queue files, which also answers
+ * for damage and metadata, and which {@code serve --follow} tails), and several read a node's
+ * journal more than once ({@code hangs} replays, then builds its timeline). A topic source would
+ * be a second reader in each of them, and every further pass would read the topic again or hold it
+ * in memory; the copy costs one pass over the topic and local disk, and the output stays byte for
+ * byte that of the same journals on disk.
+ *
  * <p>Refused (an {@link InputException}, a usage error for the commands): a topic that does not
  * exist or a broker that does not answer within the timeout; a record that is no shipped entry (no
  * key, fewer bytes than an entry, a seq header that disagrees with the entry); a node whose
@@ -311,9 +319,11 @@ public final class KafkaSource {
      * Where a shipper resumes ({@link #resumePoints}).
      *
      * @param lastSeqs    the last seq the topic holds for each node found (absent: none)
+     * @param lastEntries the entry (a record's value) with that seq, by node: a shipper checks that
+     *                    its journal holds the same bytes there before it ships what follows
      * @param recordsRead records read to find them
      */
-    public record Resume(Map<String, Long> lastSeqs, long recordsRead) {}
+    public record Resume(Map<String, Long> lastSeqs, Map<String, byte[]> lastEntries, long recordsRead) {}
 
     /** Records read first at the end of a partition by {@link #resumePoints}; each widening reads four times more. */
     public static final long TAIL_WINDOW = 1024;
@@ -333,6 +343,7 @@ public final class KafkaSource {
      */
     public static Resume resumePoints(KafkaUri uri, java.util.Collection<String> nodes, long window, Duration timeout) {
         Map<String, Long> out = new HashMap<>();
+        Map<String, byte[]> entries = new HashMap<>();
         long read = 0;
         try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
             List<PartitionInfo> parts = c.partitionsFor(uri.topic(), timeout);
@@ -355,8 +366,9 @@ public final class KafkaSource {
                         String node = ShippedEntry.nodeId(r.key());
                         long seq = ShippedEntry.seq(r.value());
                         check(uri, r, node, seq);
-                        if (w.getValue().contains(node)) {
-                            out.merge(node, seq, Math::max);
+                        if (w.getValue().contains(node) && seq > out.getOrDefault(node, -1L)) {
+                            out.put(node, seq);
+                            entries.put(node, r.value());
                         }
                     });
                     missing.removeAll(out.keySet());
@@ -367,7 +379,7 @@ public final class KafkaSource {
         } catch (KafkaException e) {
             throw new InputException("cannot read " + uri + ": " + e.getMessage(), e);
         }
-        return new Resume(out, read);
+        return new Resume(out, entries, read);
     }
 
     /** The partition the producer sends a node's records to (its partitioner for keyed records). */

@@ -92,6 +92,11 @@ public final class Shipper implements AutoCloseable {
         final String node;
         final byte[] key;
         long resumeAfter = -1;
+        /** The topic's entry at {@link #resumeAfter}, which the journal must hold too (null: checked, or none). */
+        byte[] expect;
+        /** Why this journal is not shipped on (it is not what the topic holds for its node), or null. */
+        String mismatch;
+        long lastSeqRead = -1;
         byte[] pending;
         boolean told;
 
@@ -203,8 +208,10 @@ public final class Shipper implements AutoCloseable {
     }
 
     /**
-     * Recordings (JSON lines) whose shipping stopped before a line that is not a valid entry line,
-     * or because the file was replaced: each said on standard error with its file and line.
+     * Journals whose shipping stopped, each said on standard error: a recording (JSON lines) at a
+     * line that is not a valid entry line, or replaced under its name; a journal that is not the
+     * one the topic holds for its node (its entry at the topic's last seq differs, or it ends
+     * before it: another run under the same node id).
      */
     public long stoppedAtBadLine() {
         return stoppedAtBadLine.get();
@@ -300,6 +307,7 @@ public final class Shipper implements AutoCloseable {
                         Duration.ofSeconds(30));
                 for (Source s : sources) {
                     s.resumeAfter = resume.lastSeqs().getOrDefault(s.node, -1L);
+                    s.expect = resume.lastEntries().get(s.node);
                 }
                 err.println("kvledger ship: " + resume.lastSeqs().size() + " of " + sources.size()
                         + " node(s) already in the topic, found in the tails of their partitions (" + resume.recordsRead()
@@ -343,16 +351,28 @@ public final class Shipper implements AutoCloseable {
     /** Moves up to a batch of one journal's entries to the producer; returns how many. */
     private int pump(Source s, BooleanSupplier stop) {
         int moved = 0;
-        while (moved < 1024 && !stop.getAsBoolean() && failure.get() == null) {
+        while (moved < 1024 && !stop.getAsBoolean() && failure.get() == null && s.mismatch == null) {
             byte[] e = s.pending != null ? s.pending : s.poll(!follow);
             if (e == null) {
-                if (s.lines != null) {
-                    tell(s);
+                if (!follow && s.expect != null && (s.lines == null || s.lines.problem() == null)) {
+                    s.mismatch = "it ends at seq " + s.lastSeqRead + ", before seq " + s.resumeAfter + ", the last the topic holds";
                 }
+                tell(s);
                 break;
             }
             long seq = RawEntryTailer.seq(e);
+            s.lastSeqRead = seq;
             if (seq <= s.resumeAfter) {
+                if (seq == s.resumeAfter && s.expect != null) {
+                    if (!java.util.Arrays.equals(e, s.expect)) {
+                        s.mismatch = "its entry seq " + seq + " differs from the topic's, the last the topic holds";
+                    }
+                    s.expect = null;
+                }
+                if (s.mismatch != null) {
+                    tell(s);
+                    break;
+                }
                 skipped.incrementAndGet();
                 continue;
             }
@@ -387,6 +407,18 @@ public final class Shipper implements AutoCloseable {
     /** Says once what stopped a recording's shipping, or what its end left out. */
     private void tell(Source s) {
         if (s.told) {
+            return;
+        }
+        if (s.mismatch != null) {
+            s.told = true;
+            stoppedAtBadLine.incrementAndGet();
+            err.println("kvledger ship: error: " + s.where + " is not the journal the topic holds for node " + s.node + ": "
+                    + s.mismatch + " (another run of the node under the same id: a restarted recorder, a journal made "
+                    + "anew?); nothing of it is shipped: ship it to another topic (the exit status will be 3)");
+            err.flush();
+            return;
+        }
+        if (s.lines == null) {
             return;
         }
         String problem = s.lines.problem();
