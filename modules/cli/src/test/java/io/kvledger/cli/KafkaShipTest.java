@@ -344,9 +344,10 @@ class KafkaShipTest {
 
     @Test
     void sigtermWithTheBrokerDownAndTheBufferFullSaysWhatWasNotAcknowledgedAndExits4() throws Exception {
-        Map<String, List<byte[]>> source = rawEntries(simulated(tmp.resolve("sim"), 48));
+        Map<String, List<byte[]>> source = rawEntries(simulated(tmp.resolve("sim"), 24));
         long total = source.values().stream().mapToLong(List::size).sum();
         long bytes = source.values().stream().flatMap(List::stream).mapToLong(b -> b.length).sum();
+        System.out.println("KafkaShipTest: " + total + " entries, " + bytes + " bytes, of " + source.size() + " nodes");
         assertThat(bytes).as("the journals hold more than the 1 MiB buffer").isGreaterThan(2L << 20);
         String topic = "fleet-sigterm";
         String uri = broker.uri(topic);
