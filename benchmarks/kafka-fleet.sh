@@ -2,7 +2,9 @@
 # A fleet's journals in Kafka (modules/cli KafkaFleetBenchmarkTest, KafkaFollowLagBenchmarkTest), against a
 # real single-node Apache Kafka (KRaft, child JVM):
 # - a simulated cluster of NODES nodes (default 10) and REQUESTS requests (default 200) shipped by one
-#   `ship --no-follow`: entries per second (and entries per node); then `hangs` over the topic and over the
+#   `ship --no-follow`: entries per second (and entries per node); a second `ship --no-follow` that finds
+#   everything in the topic: its time and the records it read to resume (the partitions' tails), against a
+#   scan of the whole topic; then `hangs` over the topic and over the
 #   same journals on disk, ROUNDS rounds alternated (default 3), outputs checked identical, the ratio of the
 #   medians;
 # - the lag from a node's append to its journal to `serve --follow kafka://...` showing it on the page's

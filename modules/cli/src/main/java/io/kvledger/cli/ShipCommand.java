@@ -4,6 +4,7 @@ import io.kvledger.ledger.kafka.KafkaUri;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.InputException;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
+import io.kvledger.ledger.replay.JsonLinesInputs;
 import io.kvledger.node.ship.Shipper;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -26,13 +27,19 @@ import picocli.CommandLine.Spec;
         description = {
             "Follow journals (of nodes, proxies, taps) and append every entry to a Kafka topic, keyed by node id, "
                     + "the entry's bytes exactly as the journal holds them (journal/FORMAT.md).",
+            "The vLLM bridge's recordings (a directory of JSON-lines files, or one file) are followed as they grow: each "
+                    + "whole line goes as the entries kvledger journal import makes of it (same seqs, same bytes); a "
+                    + "half-written last line is waited for; a bad line stops that file's shipping, named with its file "
+                    + "and line number.",
             "At-least-once and resumable: at start it reads the last seq the topic holds for each node and ships "
                     + "what follows; readers drop duplicates by (node, seq). Idempotent producer, acks=all. A separate "
                     + "reader: it never slows or blocks the journals' writers. While the broker is away, entries wait in "
                     + "at most --buffer-mb of memory (then in the journals), and a line on standard error says so.",
             "Then, for example: kvledger hangs kafka://HOST:PORT/TOPIC",
             "Exit status: 0 stopped (or, with --no-follow, everything acknowledged); 1 the producer failed (a restart "
-                    + "resumes); 2 usage error."})
+                    + "resumes); 2 usage error; 3 a recording had a bad line (or was replaced), said on standard error: "
+                    + "the rest was shipped; 4 stopped (SIGTERM, Ctrl-C) with entries sent and not acknowledged, the "
+                    + "broker away: the last line says how many; they stay in the journals and a restart ships them."})
 final class ShipCommand implements Callable<Integer> {
 
     @Spec
@@ -43,7 +50,8 @@ final class ShipCommand implements Callable<Integer> {
     String to;
 
     @Parameters(paramLabel = "JOURNAL", arity = "1..*",
-            description = "journal directories, or directories of node journals (one journal per node id)")
+            description = "journal directories, directories of node journals (one journal per node id), or the vLLM "
+                    + "bridge's recordings (a directory of NAME.jsonl files, or one file)")
     List<Path> journals = new ArrayList<>();
 
     @Option(names = "--no-follow", description = "Ship what the journals hold now, wait for the acknowledgements, and exit.")
@@ -75,8 +83,25 @@ final class ShipCommand implements Callable<Integer> {
         List<Path> dirs = new ArrayList<>();
         Shipper shipper;
         try {
-            for (NodeJournal j : JournalInputs.resolve(journals)) {
-                dirs.add(j.dir());
+            for (Path arg : journals) {
+                JsonLinesInputs.Recordings rec = JsonLinesInputs.files(arg.toString());
+                if (rec.nodes().isEmpty()) {
+                    for (NodeJournal j : JournalInputs.resolve(List.of(arg))) {
+                        dirs.add(j.dir());
+                    }
+                    continue;
+                }
+                for (JsonLinesInputs.NodeFile f : rec.nodes()) {
+                    if (f.inputsOnly()) {
+                        throw usage(f.jsonl() + " holds inputs only: ship sends lines as journal import takes them; "
+                                + "import it with --derive (kvledger journal import --derive) and ship that journal");
+                    }
+                    dirs.add(f.jsonl());
+                }
+                if (!rec.earlierRuns().isEmpty()) {
+                    err.println("kvledger ship: note: " + JsonLinesInputs.leftOut(rec.earlierRuns())
+                            + " (a node's topic stream is one run; ship an earlier one to another topic)");
+                }
             }
             shipper = new Shipper(new Shipper.Options(target, dirs, !noFollow, (long) bufferMb << 20, partitions), err);
         } catch (InputException e) {
@@ -87,9 +112,12 @@ final class ShipCommand implements Callable<Integer> {
             err.println("kvledger ship: shipping " + String.join(", ", shipper.nodes()) + " to " + target);
             err.flush();
             rc = shipper.run(signal::stopping);
-            err.println("kvledger ship: " + shipper.acknowledged() + " entries acknowledged, " + shipper.skipped()
-                    + " already in the topic" + (shipper.backlog() > 0 ? ", " + shipper.backlog() + " unacknowledged" : ""));
+            err.println("kvledger ship: " + (signal.stopping() ? "stopped: " : "") + shipper.acknowledged()
+                    + " entries acknowledged, " + shipper.skipped() + " already in the topic"
+                    + (shipper.backlog() > 0 ? ", " + shipper.backlog() + " not acknowledged (they stay in the journals; "
+                            + "a restart ships them from what the topic holds); exit status " + rc : ""));
             err.flush();
+            signal.exitStatus(rc);
         }
         return rc;
     }

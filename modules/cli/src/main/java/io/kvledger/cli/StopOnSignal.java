@@ -15,6 +15,7 @@ final class StopOnSignal implements AutoCloseable {
     private final CountDownLatch done = new CountDownLatch(1);
     private final Thread hook;
     private volatile boolean stopping;
+    private volatile int status;
 
     /**
      * Installs the hook, on a thread named {@code threadName}; when the JVM is already shutting
@@ -28,7 +29,7 @@ final class StopOnSignal implements AutoCloseable {
                     // a clean stop, as `kvledger node` ends on SIGTERM: exit 0, not the signal's 130/143
                     System.out.flush();
                     System.err.flush();
-                    Runtime.getRuntime().halt(0);
+                    Runtime.getRuntime().halt(status);
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -44,6 +45,14 @@ final class StopOnSignal implements AutoCloseable {
     /** Whether a signal asked the command to stop. */
     boolean stopping() {
         return stopping;
+    }
+
+    /**
+     * The exit status of a stop by signal once the command is done, when a clean stop is not all
+     * it has to say (default 0).
+     */
+    void exitStatus(int status) {
+        this.status = status;
     }
 
     /** The command is done: lets a running hook return, or removes the hook. */

@@ -168,6 +168,137 @@ class KafkaShipTest {
     }
 
     @Test
+    void aRecordersGrowingJsonLinesShipAsJournalImportMakesThemThroughAKillAndRestart() throws Exception {
+        Map<String, List<String>> lines = recorderLines(tmp.resolve("sim"), 12);
+        Path rec = tmp.resolve("var-log-kvledger");
+        String topic = "fleet-recorder";
+        String uri = broker.uri(topic);
+        try (LineWriter writer = new LineWriter(rec, lines)) {
+            Thread writing = writer.start();
+            Path log = tmp.resolve("ship.log");
+            Process child = new ProcessBuilder(javaCommand("ship", "--to", uri, rec.toString()))
+                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            long shippedAtKill = awaitRecords(topic, 1 + lines.size(), child, log);
+            child.destroyForcibly();
+            assertThat(child.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(writing.isAlive()).as("the recordings still grow when the shipper is killed").isTrue();
+            writer.gate.countDown();
+            writing.join();
+            assertThat(writer.halfLines).as("lines were seen half written").isPositive();
+            System.out.println("KafkaShipTest: " + shippedAtKill + " records shipped from the recordings before kill -9");
+        }
+        Path imported = tmp.resolve("imported");
+        CliRun.Outcome imp = CliRun.run("journal", "import", rec.toString(), imported.toString());
+        assertThat(imp.code()).as(imp.err()).isZero();
+        Map<String, List<byte[]>> want = rawEntries(imported);
+        long total = want.values().stream().mapToLong(List::size).sum();
+
+        CliRun.Outcome restart = CliRun.run("ship", "--no-follow", "--to", uri, rec.toString());
+        assertThat(restart.code()).as(restart.err()).isZero();
+        Matcher m = Pattern.compile("(\\d+) entries acknowledged, (\\d+) already in the topic").matcher(restart.err());
+        assertThat(m.find()).as(restart.err()).isTrue();
+        assertThat(Long.parseLong(m.group(2))).as("resumed from what the topic held").isPositive();
+        assertThat(Long.parseLong(m.group(1)) + Long.parseLong(m.group(2))).isEqualTo(total);
+        Matcher tails = Pattern.compile("(\\d+) of " + want.size() + " node\\(s\\) already in the topic, found in the tails of "
+                + "their partitions \\((\\d+) records read\\)").matcher(restart.err());
+        assertThat(tails.find()).as(restart.err()).isTrue();
+        assertThat(Long.parseLong(tails.group(1))).isPositive();
+        assertThat(Long.parseLong(tails.group(2))).isPositive().isLessThanOrEqualTo(Long.parseLong(m.group(2)));
+        System.out.println("KafkaShipTest: recordings of " + want.size() + " nodes, " + total + " entries; the restart sent "
+                + m.group(1) + ", found " + m.group(2) + " in the topic");
+
+        assertSameEntries(readBack(uri, -1), want);
+        for (String[] args : List.of(new String[] {"hangs", "@"}, new String[] {"hangs", "--json", "@"})) {
+            CliRun.Outcome fromDisk = CliRun.run(with(args, imported.toString()));
+            CliRun.Outcome fromTopic = CliRun.run(with(args, uri));
+            assertThat(fromDisk.out()).isNotBlank();
+            assertThat(fromTopic.code()).as(fromTopic.err()).isEqualTo(fromDisk.code());
+            assertThat(fromTopic.out()).isEqualTo(fromDisk.out());
+        }
+        Path exportDisk = tmp.resolve("export-disk");
+        Path exportTopic = tmp.resolve("export-topic");
+        assertThat(CliRun.run("journal", "export", imported.toString(), "--out", exportDisk.toString()).code()).isZero();
+        assertThat(CliRun.run("journal", "export", uri, "--out", exportTopic.toString()).code()).isZero();
+        Map<String, byte[]> a = filesUnder(exportDisk);
+        Map<String, byte[]> b = filesUnder(exportTopic);
+        assertThat(b.keySet()).containsExactlyElementsOf(a.keySet()).hasSize(want.size());
+        a.forEach((k, v) -> assertThat(b.get(k)).as(k).isEqualTo(v));
+    }
+
+    @Test
+    void aBadLineInARecordingIsNamedAndStopsOnlyThatFilesShipping() throws Exception {
+        Map<String, List<String>> lines = recorderLines(tmp.resolve("sim"), 4);
+        Path rec = Files.createDirectories(tmp.resolve("rec"));
+        String bad = lines.keySet().iterator().next();
+        int badLine = 7;
+        for (var e : lines.entrySet()) {
+            List<String> l = new ArrayList<>(e.getValue());
+            if (e.getKey().equals(bad)) {
+                l.add(badLine - 1, "{\"kind\":\"input\",\"type\":\"request_admitted\",\"at_ns\":\"soon\"}");
+            }
+            Files.write(rec.resolve(e.getKey() + ".jsonl"), l);
+        }
+        Path before = Files.createDirectories(tmp.resolve("before"));
+        for (var e : lines.entrySet()) {
+            List<String> l = e.getKey().equals(bad) ? e.getValue().subList(0, badLine - 1) : e.getValue();
+            Files.write(before.resolve(e.getKey() + ".jsonl"), l);
+        }
+        Path imported = tmp.resolve("imported");
+        assertThat(CliRun.run("journal", "import", before.toString(), imported.toString()).code()).isZero();
+        Map<String, List<byte[]>> want = rawEntries(imported);
+
+        String uri = broker.uri("fleet-bad-line");
+        CliRun.Outcome ship = CliRun.run("ship", "--no-follow", "--to", uri, rec.toString());
+        assertThat(ship.code()).as(ship.err()).isEqualTo(3);
+        assertThat(ship.err()).contains("kvledger ship: error: " + rec.resolve(bad + ".jsonl") + ": line " + badLine + ": ")
+                .contains(bad + " is shipped up to seq " + (want.get(bad).size() - 1));
+        assertSameEntries(readBack(uri, 0), want);
+
+        CliRun.Outcome importRefuses = CliRun.run("journal", "import", rec.toString(), tmp.resolve("refused").toString());
+        assertThat(importRefuses.code()).isEqualTo(2);
+        assertThat(importRefuses.err()).contains("line " + badLine);
+    }
+
+    @Test
+    void anotherRunOfANodeUnderItsIdIsRefusedNotMergedIntoTheTopic() throws Exception {
+        Map<String, List<String>> lines = recorderLines(tmp.resolve("sim"), 4);
+        Path rec = Files.createDirectories(tmp.resolve("rec"));
+        for (var e : lines.entrySet()) {
+            Files.write(rec.resolve(e.getKey() + ".jsonl"), e.getValue());
+        }
+        String uri = broker.uri("fleet-rerun");
+        CliRun.Outcome first = CliRun.run("ship", "--no-follow", "--to", uri, rec.toString());
+        assertThat(first.code()).as(first.err()).isZero();
+        Path imported = tmp.resolve("imported");
+        assertThat(CliRun.run("journal", "import", rec.toString(), imported.toString()).code()).isZero();
+        Map<String, List<byte[]>> want = rawEntries(imported);
+        String node = lines.keySet().iterator().next();
+        List<String> all = lines.get(node);
+        Path file = rec.resolve(node + ".jsonl");
+
+        // a new recording of the node, shorter than what the topic holds
+        Files.write(file, all.subList(0, 10));
+        CliRun.Outcome shorter = CliRun.run("ship", "--no-follow", "--to", uri, rec.toString());
+        assertThat(shorter.code()).as(shorter.err()).isEqualTo(3);
+        assertThat(shorter.err()).contains("kvledger ship: error: " + file + " is not the journal the topic holds for node "
+                + node + ": it ends at seq 9, before seq " + (want.get(node).size() - 1) + ", the last the topic holds");
+
+        // one as long, whose last entry differs (its time)
+        List<String> changed = new ArrayList<>(all);
+        Matcher at = Pattern.compile("\"at_ns\":(\\d+)").matcher(changed.getLast());
+        assertThat(at.find()).as(changed.getLast()).isTrue();
+        changed.set(changed.size() - 1, at.replaceFirst("\"at_ns\":" + (Long.parseLong(at.group(1)) + 1)));
+        changed.add(all.getLast());
+        Files.write(file, changed);
+        CliRun.Outcome differs = CliRun.run("ship", "--no-follow", "--to", uri, rec.toString());
+        assertThat(differs.code()).as(differs.err()).isEqualTo(3);
+        assertThat(differs.err()).contains(file + " is not the journal the topic holds for node " + node + ": its entry seq "
+                + (want.get(node).size() - 1) + " differs from the topic's");
+        // nothing of the other run reached the topic
+        assertSameEntries(readBack(uri, 0), want);
+    }
+
+    @Test
     void aBrokerStoppedAndRestartedUnderLoadCostsNoEntry() throws Exception {
         Map<String, List<byte[]>> source = rawEntries(simulated(tmp.resolve("sim"), 12));
         long total = source.values().stream().mapToLong(List::size).sum();
@@ -209,6 +340,70 @@ class KafkaShipTest {
             }
         }
         assertSameEntries(readBack(uri, 0), source);
+    }
+
+    @Test
+    void sigtermWithTheBrokerDownAndTheBufferFullSaysWhatWasNotAcknowledgedAndExits4() throws Exception {
+        Map<String, List<byte[]>> source = rawEntries(simulated(tmp.resolve("sim"), 24));
+        long total = source.values().stream().mapToLong(List::size).sum();
+        long bytes = source.values().stream().flatMap(List::stream).mapToLong(b -> b.length).sum();
+        System.out.println("KafkaShipTest: " + total + " entries, " + bytes + " bytes, of " + source.size() + " nodes");
+        assertThat(bytes).as("the journals hold more than the 1 MiB buffer").isGreaterThan(2L << 20);
+        String topic = "fleet-sigterm";
+        String uri = broker.uri(topic);
+        Path live = tmp.resolve("live");
+        Path log = tmp.resolve("ship.log");
+        String said;
+        try (Feeder feeder = new Feeder(live, source)) {
+            Thread feeding = feeder.start(0.02);
+            Process child = new ProcessBuilder(javaCommand("ship", "--buffer-mb", "1", "--to", uri, live.toString()))
+                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            boolean stopped = false;
+            try {
+                awaitRecords(topic, 1, child, log);
+                broker.stop();
+                stopped = true;
+                feeder.gate.countDown();
+                feeding.join();
+                awaitLine(log, "takes no entries: the buffer (1 MiB", child);
+                child.destroy(); // SIGTERM
+                assertThat(child.waitFor(2, TimeUnit.MINUTES)).as("ship ended after SIGTERM").isTrue();
+                said = Files.readString(log);
+                assertThat(child.exitValue()).as(said).isEqualTo(4);
+            } finally {
+                child.destroyForcibly();
+                if (stopped) {
+                    broker.restart();
+                }
+            }
+        }
+        Matcher m = Pattern.compile("kvledger ship: stopped: (\\d+) entries acknowledged, 0 already in the topic, (\\d+) not "
+                + "acknowledged \\(they stay in the journals; a restart ships them from what the topic holds\\); exit status 4")
+                .matcher(said);
+        assertThat(m.find()).as(said).isTrue();
+        long acked = Long.parseLong(m.group(1));
+        long unacked = Long.parseLong(m.group(2));
+        assertThat(acked).isPositive();
+        assertThat(unacked).isPositive();
+        assertThat(acked + unacked).isLessThan(total);
+        System.out.println("KafkaShipTest: SIGTERM with the buffer full: " + acked + " acknowledged, " + unacked
+                + " not acknowledged, of " + total);
+
+        CliRun.Outcome restart = CliRun.run("ship", "--no-follow", "--to", uri, live.toString());
+        assertThat(restart.code()).as(restart.err()).isZero();
+        assertSameEntries(readBack(uri, -1), source);
+    }
+
+    /** Waits (polling, generous bound) until the child's log holds {@code text}. */
+    private static void awaitLine(Path log, String text, Process child) throws Exception {
+        long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+        while (!Files.readString(log).contains(text)) {
+            assertThat(child.isAlive()).as("ship exited early: %s", Files.readString(log)).isTrue();
+            if (System.nanoTime() > end) {
+                throw new AssertionError("no \"" + text + "\" after 3 min: " + Files.readString(log));
+            }
+            Thread.sleep(200);
+        }
     }
 
     @Test
@@ -311,6 +506,90 @@ class KafkaShipTest {
     }
 
     // ------------------------------------------------------------------ helpers
+
+    /**
+     * A simulated run's journals as JSON lines, one list per node id, as {@code journal export}
+     * writes them: what a recorder's files hold.
+     */
+    private static Map<String, List<String>> recorderLines(Path dir, int requests) throws IOException {
+        simulated(dir, requests);
+        Path tree = dir.resolveSibling(dir.getFileName() + "-jsonl");
+        CliRun.Outcome ex = CliRun.run("journal", "export", dir.toString(), "--out", tree.toString());
+        assertThat(ex.code()).as(ex.err()).isZero();
+        Map<String, List<String>> out = new TreeMap<>();
+        try (var s = Files.list(tree)) {
+            for (Path node : s.filter(Files::isDirectory).sorted().toList()) {
+                out.put(node.getFileName().toString(), Files.readAllLines(node.resolve("journal.jsonl")));
+            }
+        }
+        assertThat(out).isNotEmpty();
+        return out;
+    }
+
+    /**
+     * Writes recordings as the recorder does, one NODE.jsonl per node: the header lines at once,
+     * then the other lines a few at a time, each written in two halves (flushed between, so a
+     * reader sees half lines), up to half of each file; the rest once the test opens {@link #gate}.
+     */
+    private static final class LineWriter implements AutoCloseable {
+        final java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+        final Map<String, List<String>> lines;
+        final Map<String, java.io.OutputStream> files = new LinkedHashMap<>();
+        volatile long halfLines;
+
+        LineWriter(Path dir, Map<String, List<String>> lines) throws IOException {
+            this.lines = lines;
+            Files.createDirectories(dir);
+            for (var e : lines.entrySet()) {
+                java.io.OutputStream o = Files.newOutputStream(dir.resolve(e.getKey() + ".jsonl"));
+                o.write((e.getValue().getFirst() + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                o.flush();
+                files.put(e.getKey(), o);
+            }
+        }
+
+        Thread start() {
+            return Thread.ofPlatform().name("recorder").start(() -> {
+                Map<String, Integer> at = new LinkedHashMap<>();
+                lines.keySet().forEach(k -> at.put(k, 1));
+                try {
+                    boolean more = true;
+                    while (more) {
+                        more = false;
+                        boolean open = gate.getCount() == 0;
+                        for (var e : lines.entrySet()) {
+                            List<String> all = e.getValue();
+                            int i = at.get(e.getKey());
+                            int limit = open ? all.size() : all.size() / 2;
+                            java.io.OutputStream o = files.get(e.getKey());
+                            for (int n = 0; n < 10 && i < limit; n++, i++) {
+                                byte[] b = (all.get(i) + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                                o.write(b, 0, b.length / 2);
+                                o.flush();
+                                halfLines++;
+                                o.write(b, b.length / 2, b.length - b.length / 2);
+                                o.flush();
+                            }
+                            at.put(e.getKey(), i);
+                            more |= i < all.size();
+                        }
+                        Thread.sleep(5);
+                    }
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+        }
+
+        @Override
+        public void close() throws IOException {
+            for (java.io.OutputStream o : files.values()) {
+                o.close();
+            }
+        }
+    }
 
     /** Appends a simulated run's entries to live journals, node by node, as their writers would. */
     private static final class Feeder implements AutoCloseable {

@@ -36,6 +36,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * others are read whole, from their headers, since a replay from the middle of a node's journal
  * would show requests without their start.
  *
+ * <p>Why a copy rather than a reader of the topic itself: every reading command reads journals
+ * through {@code JournalReader} (a final class over Chronicle's queue files, which also answers
+ * for damage and metadata, and which {@code serve --follow} tails), and several read a node's
+ * journal more than once ({@code hangs} replays, then builds its timeline). A topic source would
+ * be a second reader in each of them, and every further pass would read the topic again or hold it
+ * in memory; the copy costs one pass over the topic and local disk, and the output stays byte for
+ * byte that of the same journals on disk.
+ *
  * <p>Refused (an {@link InputException}, a usage error for the commands): a topic that does not
  * exist or a broker that does not answer within the timeout; a record that is no shipped entry (no
  * key, fewer bytes than an entry, a seq header that disagrees with the entry); a node whose
@@ -305,6 +313,107 @@ public final class KafkaSource {
             out.merge(node, seq, Math::max);
         });
         return out;
+    }
+
+    /**
+     * Where a shipper resumes ({@link #resumePoints}).
+     *
+     * @param lastSeqs    the last seq the topic holds for each node found (absent: none)
+     * @param lastEntries the entry (a record's value) with that seq, by node: a shipper checks that
+     *                    its journal holds the same bytes there before it ships what follows
+     * @param recordsRead records read to find them
+     */
+    public record Resume(Map<String, Long> lastSeqs, Map<String, byte[]> lastEntries, long recordsRead) {}
+
+    /** Records read first at the end of a partition by {@link #resumePoints}; each widening reads four times more. */
+    public static final long TAIL_WINDOW = 1024;
+
+    /**
+     * The last seq the topic holds for each of {@code nodes}, read from the tails of the partitions
+     * rather than the whole topic: a node's records all go to the partition its key hashes to (the
+     * producer's partitioner for keyed records, over the topic's partition count), so only that
+     * partition is read, from its end minus {@code window} records; a node not seen there makes
+     * the window four times wider, down to the partition's start. A restart on a big topic so
+     * reads about a window per partition of its nodes; only a node that never shipped costs its
+     * partition whole. The last seq is the largest seq of the node's records read, which
+     * include its last record.
+     *
+     * @throws InputException when the topic does not exist, the broker does not answer, or a
+     *                        record read is no shipped entry
+     */
+    public static Resume resumePoints(KafkaUri uri, java.util.Collection<String> nodes, long window, Duration timeout) {
+        Map<String, Long> out = new HashMap<>();
+        Map<String, byte[]> entries = new HashMap<>();
+        long read = 0;
+        try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
+            List<PartitionInfo> parts = c.partitionsFor(uri.topic(), timeout);
+            if (parts == null || parts.isEmpty()) {
+                throw new InputException(uri + ": no such topic at " + uri.bootstrap());
+            }
+            Map<Integer, java.util.Set<String>> wanted = new TreeMap<>();
+            for (String node : nodes) {
+                wanted.computeIfAbsent(partitionOf(node, parts.size()), k -> new java.util.HashSet<>()).add(node);
+            }
+            for (var w : wanted.entrySet()) {
+                TopicPartition tp = new TopicPartition(uri.topic(), w.getKey());
+                long begin = c.beginningOffsets(List.of(tp), timeout).get(tp);
+                long to = c.endOffsets(List.of(tp), timeout).get(tp);
+                java.util.Set<String> missing = new java.util.HashSet<>(w.getValue());
+                long span = Math.max(1, window);
+                while (!missing.isEmpty() && to > begin) {
+                    long from = Math.max(begin, to - span);
+                    read += readRange(c, uri, tp, from, to, timeout, r -> {
+                        String node = ShippedEntry.nodeId(r.key());
+                        long seq = ShippedEntry.seq(r.value());
+                        check(uri, r, node, seq);
+                        if (w.getValue().contains(node) && seq > out.getOrDefault(node, -1L)) {
+                            out.put(node, seq);
+                            entries.put(node, r.value());
+                        }
+                    });
+                    missing.removeAll(out.keySet());
+                    to = from;
+                    span = Math.multiplyExact(span, 4);
+                }
+            }
+        } catch (KafkaException e) {
+            throw new InputException("cannot read " + uri + ": " + e.getMessage(), e);
+        }
+        return new Resume(out, entries, read);
+    }
+
+    /** The partition the producer sends a node's records to (its partitioner for keyed records). */
+    static int partitionOf(String node, int partitions) {
+        return org.apache.kafka.common.utils.Utils.toPositive(org.apache.kafka.common.utils.Utils.murmur2(ShippedEntry.key(node)))
+                % partitions;
+    }
+
+    /** Hands the records of {@code tp} at offsets {@code [from, to)} to {@code each}; returns how many. */
+    private static long readRange(KafkaConsumer<byte[], byte[]> c, KafkaUri uri, TopicPartition tp, long from, long to,
+                                  Duration timeout, Consumer<ConsumerRecord<byte[], byte[]>> each) {
+        c.assign(List.of(tp));
+        c.seek(tp, from);
+        long n = 0;
+        long idleSince = System.nanoTime();
+        while (c.position(tp, timeout) < to) {
+            var records = c.poll(Duration.ofMillis(200));
+            if (records.isEmpty()) {
+                if (System.nanoTime() - idleSince > timeout.toNanos()) {
+                    throw new InputException(uri + ": partition " + tp.partition() + " gave nothing for "
+                            + timeout.toSeconds() + " s at offset " + c.position(tp, timeout) + " of " + to);
+                }
+                continue;
+            }
+            idleSince = System.nanoTime();
+            for (ConsumerRecord<byte[], byte[]> r : records) {
+                if (r.offset() >= to) {
+                    break;
+                }
+                each.accept(r);
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Whether the topic exists (false also when it has no partitions). */

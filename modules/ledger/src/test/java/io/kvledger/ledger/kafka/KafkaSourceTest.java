@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -135,6 +136,65 @@ class KafkaSourceTest {
         for (String bad : List.of("kafka://h/t", "kafka://h:1/", "kafka://h:1/t?since=5", "http://h:1/t")) {
             assertThatThrownBy(() -> KafkaUri.parse(bad)).as(bad).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("expected kafka://HOST:PORT");
+        }
+    }
+
+    @Test
+    void resumePointsReadTheTailsOfThePartitionsAndWidenOnlyForANodeNotThere() throws Exception {
+        String topic = "tails";
+        broker.createTopic(topic, 2);
+        // four nodes whose keys hash to partition 0, and one of partition 1
+        List<String> p0 = new ArrayList<>();
+        String other = null;
+        for (int i = 0; p0.size() < 4 || other == null; i++) {
+            String n = "node-" + i;
+            if (KafkaSource.partitionOf(n, 2) == 0) {
+                p0.add(n);
+            } else if (other == null) {
+                other = n;
+            }
+        }
+        String old = p0.get(0);
+        String big = p0.get(1);
+        String late = p0.get(2);
+        String absent = p0.get(3);
+        try (KafkaProducer<byte[], byte[]> p = producer()) {
+            sendSeqs(p, topic, old, 0, 10);
+            sendSeqs(p, topic, other, 0, 50);
+            sendSeqs(p, topic, big, 0, 5000);
+            sendSeqs(p, topic, big, 4990, 5000); // a restarted shipper's overlap
+            sendSeqs(p, topic, late, 0, 30);
+            p.flush();
+        }
+        KafkaUri uri = KafkaUri.parse(broker.uri(topic));
+        Map<String, Long> scanned = KafkaSource.lastSeqs(uri, Duration.ofSeconds(60));
+        assertThat(scanned).containsEntry(old, 9L).containsEntry(big, 4999L).containsEntry(late, 29L).containsEntry(other, 49L)
+                .doesNotContainKey(absent);
+
+        // the last 64 records of partition 0 hold both nodes: nothing more is read
+        KafkaSource.Resume tail = KafkaSource.resumePoints(uri, List.of(big, late), 64, Duration.ofSeconds(60));
+        assertThat(tail.lastSeqs()).containsExactlyInAnyOrderEntriesOf(Map.of(big, 4999L, late, 29L));
+        assertThat(tail.recordsRead()).isEqualTo(64);
+
+        // a node at the partition's start widens the window (64, 256, 1024, 4096, then the rest) to it
+        KafkaSource.Resume widened = KafkaSource.resumePoints(uri, List.of(old, late, other), 64, Duration.ofSeconds(60));
+        assertThat(widened.lastSeqs()).containsExactlyInAnyOrderEntriesOf(Map.of(old, 9L, late, 29L, other, 49L));
+        assertThat(widened.recordsRead()).as("partition 0 whole, partition 1 whole (50 records)").isEqualTo(5050 + 50);
+
+        // a node that never shipped costs its partition whole, and is absent
+        KafkaSource.Resume none = KafkaSource.resumePoints(uri, List.of(absent), 1024, Duration.ofSeconds(60));
+        assertThat(none.lastSeqs()).isEmpty();
+        assertThat(none.recordsRead()).isEqualTo(5050);
+    }
+
+    /** Records of {@code node} with seqs {@code [from, to)} (values: an entry's fixed prefix, enough for a seq). */
+    private static void sendSeqs(KafkaProducer<byte[], byte[]> p, String topic, String node, long from, long to) {
+        for (long seq = from; seq < to; seq++) {
+            byte[] v = new byte[16];
+            java.nio.ByteBuffer.wrap(v).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(4, seq);
+            RecordHeaders h = new RecordHeaders();
+            h.add(ShippedEntry.SEQ_HEADER, ShippedEntry.seqHeader(seq));
+            p.send(new ProducerRecord<>(topic, null, ShippedEntry.key(node), v, h));
         }
     }
 

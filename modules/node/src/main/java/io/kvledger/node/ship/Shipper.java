@@ -1,12 +1,14 @@
 package io.kvledger.node.ship;
 
 import io.kvledger.journal.JournalException;
+import io.kvledger.journal.JsonLinesTail;
 import io.kvledger.journal.RawEntryTailer;
 import io.kvledger.ledger.kafka.KafkaSource;
 import io.kvledger.ledger.kafka.KafkaUri;
 import io.kvledger.ledger.kafka.ShippedEntry;
 import io.kvledger.ledger.replay.JournalInputs.InputException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,10 +36,15 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 /**
  * Ships journals to a Kafka topic: follows each journal from its header ({@link RawEntryTailer}, a
  * reader apart from the journal's writer, which it never slows or blocks) and appends every entry
- * to the topic as a {@link ShippedEntry} (key: the node id; value: the entry's bytes).
+ * to the topic as a {@link ShippedEntry} (key: the node id; value: the entry's bytes). A
+ * JSON-lines recording (the vLLM bridge's recorder writes one per engine process) is followed as
+ * it grows ({@link JsonLinesTail}): each line goes as the entries {@code journal import} makes of
+ * it, with the seqs the import assigns, so a restart finds the same seqs; a bad line stops that
+ * recording's shipping, said with its file and line, and the exit status says so.
  *
  * <p>At-least-once, resumable without local state: at start it reads back the last seq the topic
- * holds for each node ({@link KafkaSource#lastSeqs}) and ships what follows; readers drop the
+ * holds for each node from the tail of its partition ({@link KafkaSource#resumePoints}) and ships
+ * what follows; readers drop the
  * duplicates a crash between a send and its acknowledgement leaves. The producer is idempotent with
  * {@code acks=all} and retries without a deadline, so a node's entries stay in order in its
  * partition across broker restarts.
@@ -56,6 +63,12 @@ public final class Shipper implements AutoCloseable {
     /** Seconds between two lines about an unreachable broker. */
     static final int COMPLAINT_EVERY_S = 10;
 
+    /** How long a stop waits for the acknowledgement of what was sent before it leaves the rest to the journals. */
+    static final Duration STOP_GRACE = Duration.ofSeconds(2);
+
+    /** Exit status of a run stopped with entries sent and not acknowledged (they are in the journals). */
+    public static final int STOPPED_UNACKNOWLEDGED = 4;
+
     /**
      * How to ship.
      *
@@ -71,17 +84,47 @@ public final class Shipper implements AutoCloseable {
         }
     }
 
+    /** One journal followed: a journal directory, or a JSON-lines recording ({@link JsonLinesTail}). */
     private static final class Source {
         final RawEntryTailer tailer;
+        final JsonLinesTail lines;
+        final Path where;
         final String node;
         final byte[] key;
         long resumeAfter = -1;
+        /** The topic's entry at {@link #resumeAfter}, which the journal must hold too (null: checked, or none). */
+        byte[] expect;
+        /** Why this journal is not shipped on (it is not what the topic holds for its node), or null. */
+        String mismatch;
+        long lastSeqRead = -1;
         byte[] pending;
+        boolean told;
 
-        Source(RawEntryTailer tailer) {
-            this.tailer = tailer;
-            this.node = tailer.header().nodeId();
+        Source(Path where) {
+            this.where = where;
+            if (Files.isRegularFile(where)) {
+                this.lines = JsonLinesTail.open(where);
+                this.tailer = null;
+                this.node = lines.header().nodeId();
+            } else {
+                this.tailer = RawEntryTailer.open(where);
+                this.lines = null;
+                this.node = tailer.header().nodeId();
+            }
             this.key = ShippedEntry.key(node);
+        }
+
+        /** The next entry's bytes, or null; {@code atEnd}: what the journal holds is all there is. */
+        byte[] poll(boolean atEnd) {
+            return tailer != null ? tailer.poll(Duration.ZERO) : lines.poll(atEnd);
+        }
+
+        void close() {
+            if (tailer != null) {
+                tailer.close();
+            } else {
+                lines.close();
+            }
         }
     }
 
@@ -91,6 +134,7 @@ public final class Shipper implements AutoCloseable {
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong acked = new AtomicLong();
     private final AtomicLong skipped = new AtomicLong();
+    private final AtomicLong stoppedAtBadLine = new AtomicLong();
     private final AtomicReference<Exception> failure = new AtomicReference<>();
     /** When the send under way started (0: none): a send that waits long means the buffer is full. */
     private volatile long sendingSinceNs;
@@ -98,6 +142,8 @@ public final class Shipper implements AutoCloseable {
     private long lastComplaintNs;
     /** Whether to keep following; {@link #finish} turns it off. */
     private volatile boolean follow;
+    /** Whether a stop closed the producer under a send (or with entries in flight): its errors are no failure then. */
+    private volatile boolean aborted;
 
     /**
      * Opens the journals (each must have a readable header; two journals of one node id are refused).
@@ -111,7 +157,7 @@ public final class Shipper implements AutoCloseable {
         Map<String, Path> seen = new LinkedHashMap<>();
         try {
             for (Path dir : options.journals()) {
-                Source s = new Source(RawEntryTailer.open(dir));
+                Source s = new Source(dir);
                 sources.add(s);
                 Path other = seen.putIfAbsent(s.node, dir);
                 if (other != null) {
@@ -162,11 +208,26 @@ public final class Shipper implements AutoCloseable {
     }
 
     /**
+     * Journals whose shipping stopped, each said on standard error: a recording (JSON lines) at a
+     * line that is not a valid entry line, or replaced under its name; a journal that is not the
+     * one the topic holds for its node (its entry at the topic's last seq differs, or it ends
+     * before it: another run under the same node id).
+     */
+    public long stoppedAtBadLine() {
+        return stoppedAtBadLine.get();
+    }
+
+    /**
      * Ships until {@code stop} says so (or, without {@code follow}, until the journals' entries
      * written so far are acknowledged).
      *
      * @return 0 when stopped or done; 1 when the producer failed for good (what failed is on
-     *         standard error; a restart resumes from what the topic holds)
+     *         standard error; a restart resumes from what the topic holds); 3 when done or stopped
+     *         but a recording's shipping stopped at a bad line ({@link #stoppedAtBadLine});
+     *         {@value #STOPPED_UNACKNOWLEDGED} when stopped with entries sent and not acknowledged
+     *         ({@link #backlog}: a broker away, the buffer full): they are in the journals, and a
+     *         restart ships them. A stop waits {@link #STOP_GRACE} for acknowledgements, and a
+     *         send waiting for room in a full buffer is broken off, so a stop takes seconds.
      */
     public int run(BooleanSupplier stop) throws InterruptedException {
         if (!prepare(stop)) {
@@ -174,10 +235,15 @@ public final class Shipper implements AutoCloseable {
         }
         producer = producer();
         Thread watcher = Thread.ofPlatform().daemon().name("kvledger-ship-watch").start(() -> {
-            while (!Thread.currentThread().isInterrupted()) {
-                watch();
+            for (long tick = 0; !Thread.currentThread().isInterrupted(); tick++) {
+                if (tick % 10 == 0) {
+                    watch();
+                }
+                if (sendingSinceNs != 0 && stop.getAsBoolean()) {
+                    abort(); // a send waits for room the broker will not make: the stop breaks it off
+                }
                 try {
-                    Thread.sleep(1000);
+                    Thread.sleep(100);
                 } catch (InterruptedException e) {
                     return;
                 }
@@ -206,11 +272,30 @@ public final class Shipper implements AutoCloseable {
                 LockSupport.parkNanos(2_000_000);
             }
         }
-        // without follow, done means acknowledged; a stop leaves the rest to close() (5 s) and a restart
+        // without follow, done means acknowledged
         while (backlog() > 0 && failure.get() == null && !stop.getAsBoolean()) {
             Thread.sleep(10);
         }
-        return failure.get() != null ? failed() : 0;
+        if (stop.getAsBoolean()) {
+            // a stop waits a little for what is in flight; the rest is in the journals for a restart
+            long end = System.nanoTime() + STOP_GRACE.toNanos();
+            while (backlog() > 0 && failure.get() == null && !aborted && System.nanoTime() < end) {
+                Thread.sleep(10);
+            }
+            if (backlog() > 0 && failure.get() == null) {
+                abort();
+            }
+        }
+        return failure.get() != null ? failed() : aborted && backlog() > 0 ? STOPPED_UNACKNOWLEDGED
+                : stoppedAtBadLine.get() > 0 ? 3 : 0;
+    }
+
+    /** Closes the producer at once: what it holds unacknowledged is dropped from memory (the journals have it). */
+    private synchronized void abort() {
+        if (!aborted && producer != null) {
+            aborted = true;
+            producer.close(Duration.ZERO);
+        }
     }
 
     /** Creates the topic when missing and reads where each node resumes; retried while the broker is away. */
@@ -218,10 +303,16 @@ public final class Shipper implements AutoCloseable {
         while (!stop.getAsBoolean()) {
             try {
                 ensureTopic();
-                Map<String, Long> last = KafkaSource.lastSeqs(options.target(), Duration.ofSeconds(30));
+                KafkaSource.Resume resume = KafkaSource.resumePoints(options.target(), nodes(), KafkaSource.TAIL_WINDOW,
+                        Duration.ofSeconds(30));
                 for (Source s : sources) {
-                    s.resumeAfter = last.getOrDefault(s.node, -1L);
+                    s.resumeAfter = resume.lastSeqs().getOrDefault(s.node, -1L);
+                    s.expect = resume.lastEntries().get(s.node);
                 }
+                err.println("kvledger ship: " + resume.lastSeqs().size() + " of " + sources.size()
+                        + " node(s) already in the topic, found in the tails of their partitions (" + resume.recordsRead()
+                        + " records read)");
+                err.flush();
                 return true;
             } catch (InputException | KafkaException e) {
                 complain("cannot reach " + options.target() + " (" + e.getMessage() + "); retrying");
@@ -260,13 +351,28 @@ public final class Shipper implements AutoCloseable {
     /** Moves up to a batch of one journal's entries to the producer; returns how many. */
     private int pump(Source s, BooleanSupplier stop) {
         int moved = 0;
-        while (moved < 1024 && !stop.getAsBoolean() && failure.get() == null) {
-            byte[] e = s.pending != null ? s.pending : s.tailer.poll(Duration.ZERO);
+        while (moved < 1024 && !stop.getAsBoolean() && failure.get() == null && s.mismatch == null) {
+            byte[] e = s.pending != null ? s.pending : s.poll(!follow);
             if (e == null) {
+                if (!follow && s.expect != null && (s.lines == null || s.lines.problem() == null)) {
+                    s.mismatch = "it ends at seq " + s.lastSeqRead + ", before seq " + s.resumeAfter + ", the last the topic holds";
+                }
+                tell(s);
                 break;
             }
             long seq = RawEntryTailer.seq(e);
+            s.lastSeqRead = seq;
             if (seq <= s.resumeAfter) {
+                if (seq == s.resumeAfter && s.expect != null) {
+                    if (!java.util.Arrays.equals(e, s.expect)) {
+                        s.mismatch = "its entry seq " + seq + " differs from the topic's, the last the topic holds";
+                    }
+                    s.expect = null;
+                }
+                if (s.mismatch != null) {
+                    tell(s);
+                    break;
+                }
                 skipped.incrementAndGet();
                 continue;
             }
@@ -278,12 +384,14 @@ public final class Shipper implements AutoCloseable {
                 producer.send(new ProducerRecord<>(options.target().topic(), null, s.key, e, headers), (md, ex) -> {
                     if (ex == null) {
                         acked.incrementAndGet();
-                    } else {
+                    } else if (!aborted) {
                         failure.compareAndSet(null, ex);
                     }
                 });
-            } catch (KafkaException fatal) {
-                failure.compareAndSet(null, fatal);
+            } catch (KafkaException | IllegalStateException fatal) {
+                if (!aborted) {
+                    failure.compareAndSet(null, fatal);
+                }
                 return moved;
             } finally {
                 sendingSinceNs = 0;
@@ -294,6 +402,39 @@ public final class Shipper implements AutoCloseable {
             moved++;
         }
         return moved;
+    }
+
+    /** Says once what stopped a recording's shipping, or what its end left out. */
+    private void tell(Source s) {
+        if (s.told) {
+            return;
+        }
+        if (s.mismatch != null) {
+            s.told = true;
+            stoppedAtBadLine.incrementAndGet();
+            err.println("kvledger ship: error: " + s.where + " is not the journal the topic holds for node " + s.node + ": "
+                    + s.mismatch + " (another run of the node under the same id: a restarted recorder, a journal made "
+                    + "anew?); nothing of it is shipped: ship it to another topic (the exit status will be 3)");
+            err.flush();
+            return;
+        }
+        if (s.lines == null) {
+            return;
+        }
+        String problem = s.lines.problem();
+        if (problem != null) {
+            s.told = true;
+            stoppedAtBadLine.incrementAndGet();
+            err.println("kvledger ship: error: " + problem + "; " + s.node + " is shipped up to seq " + s.resumeAfter
+                    + " (the exit status will be 3)");
+            err.flush();
+        } else if (!s.lines.warnings().isEmpty()) {
+            s.told = true;
+            for (String w : s.lines.warnings()) {
+                err.println("kvledger ship: warning: " + w);
+            }
+            err.flush();
+        }
     }
 
     private long ackSeen;
@@ -362,13 +503,13 @@ public final class Shipper implements AutoCloseable {
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
         if (producer != null) {
-            producer.close(Duration.ofSeconds(3));
+            producer.close(aborted ? Duration.ZERO : Duration.ofSeconds(3));
             producer = null;
         }
         for (Source s : sources) {
-            s.tailer.close();
+            s.close();
         }
     }
 }

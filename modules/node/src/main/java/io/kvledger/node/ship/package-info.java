@@ -1,6 +1,7 @@
 /**
  * Journal shipping: {@link io.kvledger.node.ship.Shipper} follows local journals and appends every
- * entry, as its bytes, to a Kafka topic keyed by node id ({@code kvledger ship}); the reading side
+ * entry, as its bytes, to a Kafka topic keyed by node id ({@code kvledger ship}), and the vLLM
+ * recorder's JSON lines as the entries {@code journal import} makes of them; the reading side
  * is the ledger's {@code io.kvledger.ledger.kafka}. It reads journals apart from their writers and
  * never touches a node loop.
  *
