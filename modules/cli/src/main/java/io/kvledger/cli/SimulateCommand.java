@@ -178,7 +178,7 @@ final class SimulateCommand implements Callable<Integer> {
         if (json) {
             SimulateReport.printJson(o, result, perNode, origin, profile, out);
         } else {
-            SimulateReport.printText(o, result, perNode, origin, profile, out);
+            SimulateReport.printText(o, result, perNode, origin, profile, out, DemoCommand.launcher());
         }
         return 0;
     }
