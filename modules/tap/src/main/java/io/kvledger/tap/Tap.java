@@ -176,12 +176,12 @@ public final class Tap implements AutoCloseable {
     }
 
     /** Messages forwarded to target {@code index} (in target order). */
-    public long forwarded(int index) {
+    long forwarded(int index) {
         return relays.get(index).forwarded();
     }
 
     /** Frames waiting for the journal writer. */
-    public int queued() {
+    int queued() {
         return queue.size();
     }
 

@@ -196,7 +196,7 @@ public final class TraceRecorder {
          * Whether the request's {@code kv_transfer_params} said {@code do_remote_prefill} at
          * admission (a decode leg whose KV cache a prefill leg computes).
          */
-        public boolean remotePrefill() {
+        boolean remotePrefill() {
             return remotePrefill;
         }
 
