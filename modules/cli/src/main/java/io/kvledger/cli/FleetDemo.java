@@ -108,7 +108,7 @@ final class FleetDemo {
             }
             long c0 = System.nanoTime();
             int clusterCode = Main.run(out, err, cluster.toArray(String[]::new));
-            err.println("demo --fleet: the cluster ran for " + seconds(c0) + " s");
+            err.println("demo --fleet: the cluster ran for " + seconds(c0));
             out.flush();
             if (clusterCode == 2 || !Files.isDirectory(journals)) {
                 err.println("kvledger demo --fleet: the cluster did not run (exit " + clusterCode + ")");
@@ -125,7 +125,7 @@ final class FleetDemo {
                     + " ==");
             out.println(topUp.err().strip().lines().filter(l -> l.contains("acknowledged")).findFirst()
                     .orElse("(ship said: " + topUp.err().strip() + ")"));
-            err.println("demo --fleet: ship --no-follow took " + seconds(s0) + " s");
+            err.println("demo --fleet: ship --no-follow took " + seconds(s0));
             if (topUp.code() != 0) {
                 out.flush();
                 err.println("kvledger demo --fleet: ship --no-follow exited " + topUp.code() + ": " + topUp.err().strip());
@@ -136,7 +136,7 @@ final class FleetDemo {
             String stuck = String.valueOf(o.stuckAfterS());
             long h0 = System.nanoTime();
             Captured fromTopic = captured("hangs", "--stuck-after", stuck, uri);
-            err.println("demo --fleet: hangs on the topic took " + seconds(h0) + " s");
+            err.println("demo --fleet: hangs on the topic took " + seconds(h0));
             List<String> diskArgs = new ArrayList<>(List.of("hangs", "--stuck-after", stuck));
             diskArgs.addAll(nodeJournals);
             Captured fromDisk = captured(diskArgs.toArray(String[]::new));
@@ -172,7 +172,7 @@ final class FleetDemo {
     }
 
     private static String seconds(long sinceNs) {
-        return String.format(java.util.Locale.ROOT, "%.1f", (System.nanoTime() - sinceNs) / 1e9);
+        return io.kvledger.ledger.text.Seconds.duration(System.nanoTime() - sinceNs);
     }
 
     private record Captured(int code, String out, String err) {}

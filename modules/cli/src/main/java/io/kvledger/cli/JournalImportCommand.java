@@ -137,8 +137,8 @@ final class JournalImportCommand implements Callable<Integer> {
             err.println(name() + ": " + check.message(jsonl, inputsOnly));
             return 2;
         }
-        try (AutoCloseable ticking = progress.ticking(() -> String.format(Locale.ROOT, "writing %s (%.1f s)", target,
-                progress.elapsedS()))) {
+        try (AutoCloseable ticking = progress.ticking(() -> String.format(Locale.ROOT, "writing %s (%s)", target,
+                progress.elapsed()))) {
             JsonLines.CutTail cut;
             if (inputsOnly) {
                 JournalImport.Derived d = JournalImport.importDerived(jsonl, target, header);

@@ -30,8 +30,8 @@ final class JsonLinesTrees {
         Progress progress = new Progress(err, command);
         Path[] reading = {null};
         JsonLinesInputs.Read read;
-        try (AutoCloseable ticking = progress.ticking(() -> String.format(Locale.ROOT, "reading %s as JSON lines (%.1f s)",
-                reading[0] == null ? "" : reading[0].getFileName(), progress.elapsedS()))) {
+        try (AutoCloseable ticking = progress.ticking(() -> String.format(Locale.ROOT, "reading %s as JSON lines (%s)",
+                reading[0] == null ? "" : reading[0].getFileName(), progress.elapsed()))) {
             read = JsonLinesInputs.read(arg, found, f -> reading[0] = f);
         } catch (RuntimeException e) {
             progress.done("stopped");
@@ -39,8 +39,8 @@ final class JsonLinesTrees {
         } catch (Exception e) {
             throw new IllegalStateException(e); // closing the ticker throws no checked exception
         }
-        progress.done(String.format(Locale.ROOT, "read %d JSON-lines file(s) (%.1f s)", found.nodes().size(),
-                progress.elapsedS()));
+        progress.done(String.format(Locale.ROOT, "read %d JSON-lines file(s) (%s)", found.nodes().size(),
+                progress.elapsed()));
         err.println(command + ": note: " + arg + (Files.isDirectory(Path.of(arg)) ? " holds" : " is") + " JSON lines; read "
                 + "through temporary journals (keep them with: kvledger journal import " + arg + " DIR)");
         if (!found.earlierRuns().isEmpty()) {

@@ -59,8 +59,8 @@ final class KafkaTopics {
         Path root = JsonLinesInputs.temporaryRoot(arg);
         Progress progress = new Progress(err, command);
         KafkaSource.Result res;
-        try (AutoCloseable ticking = progress.ticking(() -> String.format(Locale.ROOT, "reading %s (%.1f s)", arg,
-                progress.elapsedS()))) {
+        try (AutoCloseable ticking = progress.ticking(() -> String.format(Locale.ROOT, "reading %s (%s)", arg,
+                progress.elapsed()))) {
             res = reader.apply(uri, root);
         } catch (RuntimeException e) {
             progress.done("stopped");
@@ -68,7 +68,7 @@ final class KafkaTopics {
         } catch (Exception e) {
             throw new IllegalStateException(e); // closing the ticker throws no checked exception
         }
-        progress.done(String.format(Locale.ROOT, "read %s (%.1f s)", arg, progress.elapsedS()));
+        progress.done(String.format(Locale.ROOT, "read %s (%s)", arg, progress.elapsed()));
         err.println(command + ": note: " + res.describe(arg));
         err.flush();
         return res.journals();

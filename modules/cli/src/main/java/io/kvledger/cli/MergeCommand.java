@@ -120,7 +120,7 @@ final class MergeCommand implements Callable<Integer> {
             }
         }
         List<JournalHeader> headers = readers.stream().map(JournalReader::header).toList();
-        MergeReport.print(spec.commandLine().getOut(), out, headers, r, json);
+        MergeReport.print(spec.commandLine().getOut(), out, headers, r, json, DemoCommand.launcher());
         spec.commandLine().getOut().flush();
         return doubted ? 1 : 0;
     }

@@ -264,7 +264,7 @@ final class NodeCommand implements Callable<Integer> {
                     + (node.bridge() != null && !node.isPassive() ? ", engine bridge " + node.bridge().endpoint() : "")
                     + (traces != null ? ", traces to " + traces.endpoint() : "")
                     + (node.recovery() != null ? ", recovered " + node.recovery().inputs() + " inputs in "
-                    + node.recovery().recoveryNs() / 1_000_000 + " ms" : "")
+                    + io.kvledger.ledger.text.Seconds.duration(node.recovery().recoveryNs()) : "")
                     + "; journal " + journal + (durationS > 0 ? "" : "; stop with Ctrl-C"));
             err.flush();
             fg.await(durationS);

@@ -80,8 +80,8 @@ final class Progress {
     }
 
     /** Seconds since the start. */
-    double elapsedS() {
-        return (clock.getAsLong() - startNs) / 1e9;
+    String elapsed() {
+        return io.kvledger.ledger.text.Seconds.duration(clock.getAsLong() - startNs);
     }
 
     private synchronized void draw(double fraction, String detail) {

@@ -44,7 +44,8 @@ final class ProgressLine implements Replayer.Progress {
         lastNs = now;
         shown = true;
         double s = (now - startNs) / 1e9;
-        err.printf(Locale.ROOT, "\r%s: %,d events replayed (%.1f s, %.2f M events/s) ", label, total, s, total / s / 1e6);
+        err.printf(Locale.ROOT, "\r%s: %,d events replayed (%s, %.2f M events/s) ", label, total,
+                io.kvledger.ledger.text.Seconds.duration(now - startNs), total / s / 1e6);
         err.flush();
     }
 

@@ -163,7 +163,7 @@ final class SimulateCommand implements Callable<Integer> {
                     perNode.get(node)[0] += 1 + effects.size();
                     if ((s & 0x3FF) == 0 && progress.due()) {
                         progress.update((double) event.atNs() / expectedEndNs, String.format(Locale.ROOT,
-                                "virtual %.1f s, %,d entries", event.atNs() / 1e9, rec.entries()));
+                                "virtual %s, %,d entries", io.kvledger.ledger.text.Seconds.offset(event.atNs()), rec.entries()));
                     }
                 }
             };
@@ -178,7 +178,7 @@ final class SimulateCommand implements Callable<Integer> {
         if (json) {
             SimulateReport.printJson(o, result, perNode, origin, profile, out);
         } else {
-            SimulateReport.printText(o, result, perNode, origin, profile, out);
+            SimulateReport.printText(o, result, perNode, origin, profile, out, DemoCommand.launcher());
         }
         return 0;
     }

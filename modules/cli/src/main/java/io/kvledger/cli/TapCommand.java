@@ -67,6 +67,10 @@ final class TapCommand implements Callable<Integer> {
     @Option(names = "--mode", defaultValue = "write", description = "Transfer mode written to the journal headers: read or write (default: ${DEFAULT-VALUE}).")
     String mode;
 
+    @Option(names = "--metrics", paramLabel = "HOST:PORT",
+            description = "Serve the tap's Prometheus metrics (GET /metrics: frames journaled, rejected, forwarded, per rank) here.")
+    String metrics;
+
     @Option(names = "--max-frames", defaultValue = "0", description = "Stop after this many frames in all (0: run until stopped).")
     long maxFrames;
 
@@ -94,6 +98,20 @@ final class TapCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
+        String metricsHost = null;
+        int metricsPort = 0;
+        if (metrics != null) {
+            int colon = metrics.lastIndexOf(':');
+            try {
+                metricsPort = colon <= 0 ? -1 : Integer.parseInt(metrics.substring(colon + 1));
+            } catch (NumberFormatException e) {
+                metricsPort = -1;
+            }
+            if (metricsPort < 0 || metricsPort > 65_535) {
+                throw new ParameterException(spec.commandLine(), "--metrics takes HOST:PORT, got " + metrics);
+            }
+            metricsHost = metrics.substring(0, colon);
+        }
         String name = spec.qualifiedName();
         Tap opened;
         try {
@@ -105,8 +123,20 @@ final class TapCommand implements Callable<Integer> {
             err.println(name + ": " + Listener.journalFailure(journal, e));
             return 2;
         }
+        io.kvledger.tap.TapMetrics served;
+        try {
+            served = metricsHost == null ? null : io.kvledger.tap.TapMetrics.serve(opened, metricsHost, metricsPort);
+        } catch (java.io.UncheckedIOException e) {
+            opened.close();
+            err.println(name + ": " + e.getMessage());
+            return 2;
+        }
         // closed last: a signal's hook waits until the journals are flushed and closed
-        try (StopOnSignal stop = new StopOnSignal("kvledger-tap-shutdown"); Tap tap = opened) {
+        try (StopOnSignal stop = new StopOnSignal("kvledger-tap-shutdown"); Tap tap = opened;
+             AutoCloseable metricsServer = served) {
+            if (served != null) {
+                err.println("tap: metrics on http://" + metricsHost + ":" + served.port() + "/metrics");
+            }
             for (int i = 0; i < targets.size(); i++) {
                 err.println("tap: " + targets.get(i).label() + " <- " + tap.endpoints().get(i) + " (journal "
                         + journal.resolve(targets.get(i).journalName()) + ")");

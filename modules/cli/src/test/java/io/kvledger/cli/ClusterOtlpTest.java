@@ -30,13 +30,17 @@ class ClusterOtlpTest {
             assertThat(r.code()).as(r.out() + r.err()).isZero();
             assertThat(r.out()).contains("6 requests, 6 ok, 0 failed");
 
+            // the legs, and the one root each request has live (no proxy: the prefill node sends a synthetic one)
             List<OtlpReceiver.Received> legs = receiver.spans().stream()
-                    .filter(s -> s.name().startsWith("kvledger.")).toList();
+                    .filter(s -> s.name().startsWith("kvledger.") && (s.name().equals("kvledger.request")
+                            == s.parentSpanId().isEmpty())).toList();
             Map<String, List<String>> byTrace = legs.stream().collect(Collectors.groupingBy(OtlpReceiver.Received::traceId,
                     Collectors.mapping(l -> l.resourceAttr("kvledger.node") + " " + l.name(), Collectors.toList())));
             assertThat(byTrace).hasSize(6);
             assertThat(byTrace.values()).allSatisfy(v ->
-                    assertThat(v).containsExactlyInAnyOrder("P0 kvledger.prefill", "D0 kvledger.decode"));
+                    assertThat(v).containsExactlyInAnyOrder("P0 kvledger.prefill", "D0 kvledger.decode", "P0 kvledger.request"));
+            assertThat(receiver.spans()).filteredOn(s -> s.parentSpanId().isEmpty())
+                    .as("one root per trace").hasSize(6);
             for (String node : List.of("P0", "D0")) {
                 @SuppressWarnings("unchecked")
                 Map<String, Object> status = (Map<String, Object>) Json.parse(

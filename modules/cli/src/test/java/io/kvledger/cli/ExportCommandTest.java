@@ -56,6 +56,7 @@ class ExportCommandTest {
             assertThat(prefill.parentSpanId()).isEqualTo(root.spanId());
             assertThat(root.attr("kvledger.synthetic_root")).isEqualTo("true");
             assertThat(root.attr("kvledger.legs")).isEqualTo("2");
+            assertThat(root.resourceAttr("kvledger.node")).as("the node that sends it live").isEqualTo("P0");
             assertThat(root.span().getStatus().getCode()).isEqualTo(Status.StatusCode.STATUS_CODE_ERROR);
             assertThat(root.span().getStartTimeUnixNano()).isEqualTo(Math.min(decode.span().getStartTimeUnixNano(),
                     prefill.span().getStartTimeUnixNano()));
@@ -131,6 +132,8 @@ class ExportCommandTest {
                     io.kvledger.core.model.KvParams.of("transfer_id", tid, "do_remote_decode", true)));
             w.appendProxy(new io.kvledger.journal.proxy.ProxyEvent.LegSent(t + 2000, rid, tid, "decode", "10.0.1.1:8200",
                     io.kvledger.core.model.KvParams.of("transfer_id", tid, "do_remote_prefill", true)));
+            w.appendProxy(new io.kvledger.journal.proxy.ProxyEvent.LegAnswered(t + 9000, rid, tid, "prefill", 200, 8000,
+                    "length", io.kvledger.core.model.KvParams.of("transfer_id", tid)));
         }
         try (OtlpReceiver receiver = OtlpReceiver.start()) {
             CliRun.Outcome o = CliRun.run("export", "--otlp", receiver.url(), fixture("27-write-stranded").toString(),
@@ -152,6 +155,23 @@ class ExportCommandTest {
             assertThat(prefill.parentSpanId()).isEqualTo(root.spanId());
             assertThat(root.span().getStartTimeUnixNano()).isLessThanOrEqualTo(Math.min(
                     decode.span().getStartTimeUnixNano(), prefill.span().getStartTimeUnixNano()));
+            // the proxy's own spans of its engine legs, with the ids it sends live
+            OtlpReceiver.Received pLeg = leg(spans, "kvledger.proxy.prefill");
+            OtlpReceiver.Received dLeg = leg(spans, "kvledger.proxy.decode");
+            assertThat(pLeg.spanId()).isEqualTo(LegSpans.spanId(tid, "proxy0", rid, 1));
+            assertThat(dLeg.spanId()).isEqualTo(LegSpans.spanId(tid, "proxy0", rid, 2));
+            for (OtlpReceiver.Received l : List.of(pLeg, dLeg)) {
+                assertThat(l.parentSpanId()).isEqualTo(root.spanId());
+                assertThat(l.span().getKind()).isEqualTo(Span.SpanKind.SPAN_KIND_CLIENT);
+                assertThat(l.resourceAttr("service.instance.id")).isEqualTo("proxy0");
+            }
+            assertThat(pLeg.attr("server.address")).isEqualTo("10.0.0.1:8100");
+            assertThat(pLeg.attr("kvledger.outcome")).isEqualTo("answered");
+            assertThat(pLeg.attr("http.response.status_code")).isEqualTo("200");
+            assertThat(pLeg.attr("kvledger.finish_reason")).isEqualTo("length");
+            assertThat(pLeg.span().getEndTimeUnixNano() - pLeg.span().getStartTimeUnixNano()).isEqualTo(8000);
+            assertThat(dLeg.attr("server.address")).isEqualTo("10.0.1.1:8200");
+            assertThat(dLeg.attr("kvledger.in_flight")).as("never answered").isEqualTo("true");
         }
     }
 

@@ -243,6 +243,40 @@ class LauncherTest {
                 .as("no module: nothing, not even the newline").isEmpty();
     }
 
+    /**
+     * Ctrl-C during the build (SIGINT to the whole foreground group: Maven, tee, the progress
+     * reader and the launcher) ends the progress line with a newline, and the reader dies of the
+     * SIGINT, so that bash, waiting for the pipeline, stops too instead of carrying on. Run in a
+     * session of its own with SIGINT at its default (python3 resets it: a runner may start the
+     * tests with SIGINT ignored, and bash cannot trap a signal ignored on entry).
+     */
+    @Test
+    void ctrl_c_during_the_build_ends_the_progress_line() throws Exception {
+        String script = Files.readString(checkout.resolve("kvledger"), StandardCharsets.UTF_8);
+        int from = script.indexOf("\nmaven_progress() {");
+        String fn = script.substring(from + 1, script.indexOf("\n}\n", from) + 2);
+        String body = fn + "\n( printf '%s\\n' '[INFO] Building kvledger-core 0.1.0-SNAPSHOT   [2/12]'; exec sleep 600 )"
+                + " | maven_progress tty\necho 'the launcher carried on'\n";
+        Process p = new ProcessBuilder("python3", "-c", "import os, signal, sys\n"
+                + "signal.signal(signal.SIGINT, signal.SIG_DFL)\nos.setsid()\n"
+                + "os.execvp('bash', ['bash', '-c', sys.argv[1]])", body).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        java.io.InputStream in = p.getInputStream();
+        StringBuilder seen = new StringBuilder();
+        byte[] buf = new byte[256];
+        while (!seen.toString().contains("(starting)")) {
+            int n = in.read(buf);
+            assertThat(n).as("the progress line before the end, got %s", seen).isPositive();
+            seen.append(new String(buf, 0, n, StandardCharsets.UTF_8));
+        }
+        Process kill = new ProcessBuilder("kill", "-INT", "--", "-" + p.pid()).inheritIO().start();
+        assertThat(kill.waitFor()).as("kill -INT the group").isZero();
+        seen.append(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
+        assertThat(seen.toString()).isEqualTo("\r\u001b[Kkvledger: building [2/12] kvledger-core (starting)\n");
+        assertThat(p.exitValue()).as("bash died of SIGINT").isEqualTo(128 + 2);
+    }
+
     /** Not on a terminal: a plain line per module, no escapes. */
     @Test
     void maven_progress_elsewhere_is_a_plain_line_per_module() throws Exception {

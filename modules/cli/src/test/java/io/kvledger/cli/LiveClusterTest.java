@@ -21,6 +21,8 @@ class LiveClusterTest {
         CliRun.Outcome r = CliRun.run("cluster", "--prefill", "1", "--decode", "1", "--mode", "write", "--requests", "30",
                 "--out", dir.resolve("run").toString(), "--timeout-s", "120");
         assertThat(r.out()).as(r.err()).contains("30 requests, 30 ok, 0 failed");
+        assertThat(r.out()).as("the run's wall time as every report writes times")
+                .containsPattern("KV bytes transferred and verified; \\d+\\.\\d{6} s\n");
         assertThat(r.out()).contains("no findings");
         assertThat(r.out()).containsPattern("P0: \\d+ events, 30 notifies sent");
         assertThat(r.code()).as(r.out() + r.err()).isZero();

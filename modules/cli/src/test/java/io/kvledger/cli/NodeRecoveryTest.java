@@ -59,7 +59,7 @@ class NodeRecoveryTest {
 
             p.start();
             assertThat(p.awaitHealthy(client, Duration.ofSeconds(90))).as(p.logText()).isTrue();
-            assertThat(p.logText()).containsPattern("recovered \\d+ inputs in \\d+ ms");
+            assertThat(p.logText()).containsPattern("recovered \\d+ inputs in \\d+\\.\\d{6} s");
             for (LiveRouter.Outcome o : await(send(router, 10))) {
                 assertThat(o.ok()).as("after the restart: %s", o).isTrue();
                 assertThat(o.decodeLeg().verifiedBytes()).isPositive();

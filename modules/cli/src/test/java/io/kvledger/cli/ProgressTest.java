@@ -53,7 +53,7 @@ class ProgressTest {
         assertThat(err.toString()).isEmpty();
         now.addAndGet(2_000_000_000L);
         l.inputsApplied(4_000_000);
-        assertThat(err.toString()).isEqualTo("\rhangs: 4,000,000 events replayed (2.0 s, 2.00 M events/s) ");
+        assertThat(err.toString()).isEqualTo("\rhangs: 4,000,000 events replayed (2.000000 s, 2.00 M events/s) ");
         l.done();
         assertThat(err.toString()).endsWith("\r" + " ".repeat(78) + "\r");
     }

@@ -24,12 +24,13 @@ class SimulateCommandTest {
         assertThat(o.code()).as(o.err()).isZero();
         assertThat(o.out())
                 .contains("simulate: seed 2, READ mode, 1 requests, 1 prefill + 1 decode node(s), faults drop=0.5, profile newest")
-                .contains("rerun: kvledger simulate --seed 2 --requests 1 --faults drop=0.5 --mode read --profile newest "
+                .contains("rerun: ./kvledger simulate --seed 2 --requests 1 --faults drop=0.5 --mode read --profile newest "
                         + "--defer-timeout-s 31 --time-limit-s 5 --idle-step-ms 5000 --tick-ms 5000")
                 .containsPattern("(?m)^  P0   kv_producer +\\d+ entries   1 requests: 1 terminal, 0 hung$")
                 .containsPattern("(?m)^  D0   kv_consumer +\\d+ entries")
                 .contains("anomalies: 1 in 1 kind(s): DEFERRAL_REAPED x1")
-                .contains("next: kvledger hangs " + tmp.resolve("out"));
+                .contains("next: ./kvledger hangs " + tmp.resolve("out"))
+                .containsPattern("(?m)^virtual time \\d+\\.\\d{6} s, stopped: ");
         assertThat(JournalDirs.isJournal(tmp.resolve("out/P0"))).isTrue();
         assertThat(JournalDirs.isJournal(tmp.resolve("out/D0"))).isTrue();
         // the header records the command that reproduces the run

@@ -38,7 +38,8 @@ class TapCommandTest {
              NotifyListenerAdapter d = NotifyListenerAdapter.open(NotifyListenerConfig.forEndpoint("tcp://127.0.0.1:" + (base + 1)), atD::add)) {
             CompletableFuture<Integer> run = CompletableFuture.supplyAsync(() -> Main.run(new PrintWriter(out), new PrintWriter(err),
                     "tap", "--shift", String.valueOf(shift), "--prefill", "127.0.0.1:" + base, "--decode", "127.0.0.1:" + (base + 1),
-                    "--bind-host", "127.0.0.1", "--journal", dir.toString(), "--max-frames", "4", "--duration-s", "30"));
+                    "--bind-host", "127.0.0.1", "--journal", dir.toString(), "--max-frames", "4", "--duration-s", "30",
+                    "--metrics", "127.0.0.1:0"));
             try (NotifyPublisher pub = NotifyPublisher.open(PublisherConfig.DEFAULT, EventSink.discarding())) {
                 int tapP = base + shift;
                 int tapD = base + 1 + shift;
@@ -55,6 +56,7 @@ class TapCommandTest {
         }
         assertThat(out.toString()).contains("tap: 4 frame(s) journaled (1 rejected), 4 forwarded to " + dir);
         assertThat(err.toString()).contains("tap: P 127.0.0.1:" + base + " <- tcp://127.0.0.1:" + (base + shift));
+        assertThat(err.toString()).containsPattern("tap: metrics on http://127\\.0\\.0\\.1:[1-9][0-9]*/metrics");
         assertThat(atP).hasSize(3);
         assertThat(atP).extracting(InboundFrame::rejected).containsExactly(false, false, true);
         assertThat(atP.stream().toList().get(2).payload()).containsExactly((byte) 0xff, (byte) 0xfe);
@@ -82,5 +84,9 @@ class TapCommandTest {
                 .isEqualTo("kvledger tap: give at least one --prefill or --decode HOST:PORT (a rank's notify port)");
         CliRun.Outcome bad = CliRun.run("tap", "--shift", "1000", "--prefill", "nohost", "--journal", "j");
         assertThat(bad.err()).startsWith("kvledger tap: a target is HOST:PORT");
+        CliRun.Outcome metrics = CliRun.run("tap", "--shift", "1000", "--prefill", "127.0.0.1:6000", "--journal", "j",
+                "--metrics", "nowhere");
+        assertThat(metrics.code()).isEqualTo(2);
+        assertThat(metrics.err()).startsWith("kvledger tap: --metrics takes HOST:PORT, got nowhere");
     }
 }

@@ -235,6 +235,12 @@ class VllmBridgeShadowTest {
         assertTrue(o.out().contains("the first at seq " + seq + " (request_finished)"), o.out());
         CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--type", "anomaly");
         assertTrue(dump.out().contains("SHADOW_DIVERGENCE"), dump.out() + dump.err());
+        // the shadow node's live scrape, its divergence series included, passes promtool's lint
+        // (last: without promtool the test is skipped here, saying why, after every other check)
+        assertTrue(scrape.contains("kvledger_shadow_inputs_total"), scrape);
+        io.kvledger.node.Promtool.Verdict lint = io.kvledger.node.Promtool.check(io.kvledger.node.Promtool.require(), scrape);
+        assertEquals("", lint.output().strip(), "promtool check metrics on the shadow node's /metrics");
+        assertEquals(0, lint.exit(), "promtool's exit status on the shadow node's /metrics");
     }
 
     @Test

@@ -147,6 +147,8 @@ class WebTimelineBrowserTest {
         // durations differ from request to request
         List<String> durations = rows().stream().map(r -> r.findElement(By.cssSelector("td.dur")).getText()).toList();
         assertThat(new java.util.HashSet<>(durations)).as("durations: %s", durations).hasSizeGreaterThan(durations.size() / 4);
+        assertThat(durations).allSatisfy(t -> assertThat(t).matches("\\d+\\.\\d{6} s\\+?"));
+        checkTimeFormatter();
         // sorting: by node up, then down, then back to findings first
         WebElement nodeHead = browser.findElement(By.cssSelector("#requests th[data-sort='node']"));
         nodeHead.click();
@@ -199,6 +201,25 @@ class WebTimelineBrowserTest {
         checkReceivedFrames();
     }
 
+    /** The page's one time formatter writes what {@code ledger.text.Seconds} writes. */
+    @SuppressWarnings("unchecked")
+    private static void checkTimeFormatter() {
+        long[] ns = {0, 999, 394_123, 36_978_123_456L, 177_619_000_000L, -500_000_000L, 3_600_000_000_001L};
+        StringBuilder js = new StringBuilder("var f = window.kvledgerTime; return [");
+        for (long n : ns) {
+            js.append("f.durationNs(").append(n).append("), f.offsetNs(").append(n).append("), ");
+        }
+        List<String> got = (List<String>) browser.executeScript(js.append("];").toString());
+        List<String> want = new java.util.ArrayList<>();
+        for (long n : ns) {
+            want.add(io.kvledger.ledger.text.Seconds.duration(n));
+            want.add(io.kvledger.ledger.text.Seconds.offset(n));
+        }
+        assertThat(got).isEqualTo(want);
+        assertThat(got.get(4)).isEqualTo("0.000394 s");
+        assertThat(got.get(5)).isEqualTo("t+0.000394 s");
+    }
+
     /**
      * The chart's labels: axis labels never repeat their neighbour, no two labels of findings or
      * deadlines overlap, and a lane holding a missing event does not say it has none.
@@ -206,6 +227,11 @@ class WebTimelineBrowserTest {
     @SuppressWarnings("unchecked")
     private static void checkChartLabels() {
         List<String> axis = browser.findElements(By.cssSelector("#chart text.axis")).stream().map(WebElement::getText).toList();
+        // times as every report writes them (ledger.text.Seconds): t+SECONDS with six decimals and the unit
+        assertThat(axis).isNotEmpty().allSatisfy(t -> assertThat(t).matches("t[+-]\\d+\\.\\d{6} s"));
+        // (the text of every gap label, those zoomed out of view too)
+        assertThat(browser.findElements(By.cssSelector("#chart text.gap")).stream().map(e -> e.getAttribute("textContent")))
+                .allSatisfy(t -> assertThat(t).matches("\u2248\\d+\\.\\d{6} s"));
         for (int i = 1; i < axis.size(); i++) {
             assertThat(axis.get(i)).as("axis labels %s", axis).isNotEqualTo(axis.get(i - 1));
         }
@@ -344,7 +370,7 @@ class WebTimelineBrowserTest {
         assertThat(d0Phases).containsExactly("ADMITTED", "WAITING_FOR_REMOTE_KVS");
         assertThat(p0Phases).containsExactly("ADMITTED", "PREFILLING", "DEFERRED_FREE", "FREED_AFTER_ACK");
         assertThat(browser.findElement(By.cssSelector("#xfer .phase.open[data-node='D0']")).getText())
-                .contains("WAITING_FOR_REMOTE_KVS (36.978 s, open)");
+                .contains("WAITING_FOR_REMOTE_KVS (36.977526 s, open)");
         // the frame D0 sent toward P0, never received
         WebElement lost = browser.findElement(By.cssSelector("#xfer .frame.lost[data-type='send_remote_blocks']"));
         assertThat(lost.getAttribute("data-from")).isEqualTo("D0");

@@ -163,7 +163,7 @@ public final class NodeService implements AutoCloseable {
             lastSeq = recovery.lastSeq();
             clock.notBefore(recovery.lastAtNs());
             LOG.log(System.Logger.Level.INFO, "node " + options.nodeId() + ": recovered " + recovery.inputs()
-                    + " inputs (last seq " + lastSeq + ") in " + recovery.recoveryNs() / 1_000_000 + " ms");
+                    + " inputs (last seq " + lastSeq + ") in " + io.kvledger.ledger.text.Seconds.duration(recovery.recoveryNs()));
         } else {
             state = NodeState.initial(cfg);
         }

@@ -492,7 +492,7 @@ final class ProxyServer implements AutoCloseable {
 
         // keys in the toy proxy's order (a new key goes last): the params, then stream and the caps
         Map<String, Object> pb = new LinkedHashMap<>(body);
-        pb.put("kv_transfer_params", ToyProxyParams.prefill(d.dpSize(), d.tpSize(), tid).asMap());
+        pb.put("kv_transfer_params", traced(ToyProxyParams.prefill(d.dpSize(), d.tpSize(), tid), tid).asMap());
         pb.put("stream", false);
         pb.put("max_tokens", 1L);
         if (pb.containsKey("max_completion_tokens")) {
@@ -516,7 +516,7 @@ final class ProxyServer implements AutoCloseable {
         f.legs.add(prefill(f, p, pDp, api, mode, pb).subscribe(prefillDone::tryEmitValue));
         Flux<Object> out;
         if (mode == TransferMode.WRITE) {
-            db.put("kv_transfer_params", decodeParams(p, pDp, tid, null).asMap());
+            db.put("kv_transfer_params", traced(decodeParams(p, pDp, tid, null), tid).asMap());
             ConnectableFlux<Object> dc = decode(f, d, dDp, api, db).replay();
             Disposable conn = dc.connect();
             f.legs.add(conn);
@@ -533,7 +533,7 @@ final class ProxyServer implements AutoCloseable {
                 if (pr.failure() != null) {
                     return Flux.just(pr.failure());
                 }
-                db.put("kv_transfer_params", decodeParams(p, pDp, tid, pr.params()).asMap());
+                db.put("kv_transfer_params", traced(decodeParams(p, pDp, tid, pr.params()), tid).asMap());
                 ConnectableFlux<Object> dc = decode(f, d, dDp, api, db).replay();
                 f.legs.add(dc.connect());
                 return dc;
@@ -595,6 +595,17 @@ final class ProxyServer implements AutoCloseable {
             }
             return Mono.<Void>empty();
         }).doOnCancel(f::clientGone).then();
+    }
+
+    /**
+     * With {@code --otlp}, the params with a {@code traceparent} naming the request's span this
+     * proxy sends (last, after the toy proxy's keys): the nodes then send no root of their own.
+     */
+    private KvParams traced(KvParams params, String tid) {
+        if (options.otlp() != null) {
+            params.put("traceparent", io.kvledger.ledger.otlp.LegSpans.rootTraceparent(tid));
+        }
+        return params;
     }
 
     /** The decode leg's params (toy proxy 4.2), with the selected prefill rank and, in READ, the handoff. */

@@ -11,8 +11,6 @@ import io.opentelemetry.api.common.AttributesBuilder;
 import io.opentelemetry.api.trace.SpanContext;
 import io.opentelemetry.api.trace.SpanKind;
 import io.opentelemetry.api.trace.StatusCode;
-import io.opentelemetry.api.trace.TraceFlags;
-import io.opentelemetry.api.trace.TraceState;
 import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import io.opentelemetry.sdk.trace.data.StatusData;
@@ -40,7 +38,10 @@ import java.util.function.LongSupplier;
  * The trace id is the nodes' ({@link LegSpans#traceId} of the transfer id the proxy minted), so the
  * proxy's spans land in the trace the nodes' {@code kvledger.prefill}/{@code kvledger.decode} leg
  * spans of the same request are in; span ids hash the transfer id, the proxy's id, the request id
- * and 0 (the request), 1 (prefill) or 2 (decode).
+ * and 0 (the request), 1 (prefill) or 2 (decode). With {@code --otlp} the proxy puts a W3C
+ * {@code traceparent} naming its request span ({@link LegSpans#rootTraceparent}) in both legs'
+ * {@code kv_transfer_params}, which tells the nodes that the root is sent (they send a synthetic
+ * one otherwise: {@link LegSpans#sendsRoot}).
  *
  * <p>Never blocks a Netty thread or the registration thread: {@link #accept} only offers the record
  * to a bounded queue (a full queue drops it and counts it); the exporter thread ({@link ExportLoop},
@@ -162,7 +163,6 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
     private void export(Flight f, ProxyEvent.RequestCompleted done, long endNs) {
         ProxyEvent.RequestRouted r = f.routed;
         String key = r.transferId() != null ? r.transferId() : r.requestId();
-        String traceId = LegSpans.traceId(key);
         // the id the nodes' leg spans name as their parent: one root per request
         SpanContext root = LegSpans.root(key);
         AttributesBuilder a = Attributes.builder()
@@ -204,36 +204,18 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
             if (s == null) {
                 continue;
             }
-            SpanContext ctx = SpanContext.create(traceId, LegSpans.spanId(key, proxyId, r.requestId(), i),
-                    TraceFlags.getSampled(), TraceState.getDefault());
-            AttributesBuilder la = Attributes.builder()
-                    .put("kvledger.leg", leg)
-                    .put("kvledger.request_id", r.requestId())
-                    .put("server.address", s.instance());
-            StatusData ls = StatusData.unset();
-            long end = endNs;
             ProxyEvent e = f.ended.get(leg);
-            if (e instanceof ProxyEvent.LegAnswered x) {
-                end = x.atNs();
-                la.put("kvledger.outcome", "answered").put("http.response.status_code", (long) x.httpStatus());
-                if (x.finishReason() != null) {
-                    la.put("kvledger.finish_reason", x.finishReason());
-                }
-            } else if (e instanceof ProxyEvent.LegFailed x) {
-                end = x.atNs();
-                la.put("kvledger.outcome", "failed").put("kvledger.reason", x.reason());
-                if (x.httpStatus() != null) {
-                    la.put("http.response.status_code", (long) x.httpStatus());
-                }
-                ls = StatusData.create(StatusCode.ERROR, leg + " leg " + x.reason());
-            } else if (e instanceof ProxyEvent.LegCancelled x) {
-                end = x.atNs();
-                la.put("kvledger.outcome", "cancelled").put("kvledger.reason", x.reason());
-            } else {
-                la.put("kvledger.in_flight", true);
-            }
-            spans.add(LegSpans.span("kvledger.proxy." + leg, SpanKind.CLIENT, ctx, root, ls, s.atNs(),
-                    Math.max(s.atNs(), end), la.build(), List.of(), resource));
+            SpanData span = switch (e) {
+                case ProxyEvent.LegAnswered x -> LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(),
+                        s.atNs(), "answered", x.httpStatus(), x.atNs(), x.finishReason(), null, resource);
+                case ProxyEvent.LegFailed x -> LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(),
+                        s.atNs(), "failed", x.httpStatus(), x.atNs(), null, x.reason(), resource);
+                case ProxyEvent.LegCancelled x -> LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(),
+                        s.atNs(), "cancelled", null, x.atNs(), null, x.reason(), resource);
+                case null, default -> LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(), s.atNs(),
+                        null, null, endNs, null, null, resource);
+            };
+            spans.add(span);
         }
         batches.add(spans);
     }

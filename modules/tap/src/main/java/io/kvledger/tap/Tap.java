@@ -175,6 +175,16 @@ public final class Tap implements AutoCloseable {
         }
     }
 
+    /** Messages forwarded to target {@code index} (in target order). */
+    long forwarded(int index) {
+        return relays.get(index).forwarded();
+    }
+
+    /** Frames waiting for the journal writer. */
+    int queued() {
+        return queue.size();
+    }
+
     /** Messages forwarded to the targets, over all relays. */
     public long forwarded() {
         return relays.stream().mapToLong(NotifyRelay::forwarded).sum();

@@ -23,10 +23,15 @@
  * <p>{@link io.kvledger.tap.Listener} is {@code kvledger listen}: one notify ROUTER whose frames
  * are journaled the same way, with no forwarding.
  *
+ * <p>{@link io.kvledger.tap.TapMetrics} serves the tap's counters per rank in Prometheus text
+ * ({@code kvledger tap --metrics HOST:PORT}, {@code GET /metrics}), named as the node's and the
+ * proxy's are, on the JDK's HTTP server.
+ *
  * <p>{@link io.kvledger.tap.TapReport} joins the per-rank journals into one view per
  * transfer id: which of {@code remote_blocks}, {@code write_done} and {@code release} crossed to
  * which rank, and which never did.
  *
- * <p>May depend on core, wire, journal, kvledger-ledger (replay) and zmq; the CLI depends on it.
+ * <p>May depend on core, wire, journal, kvledger-ledger (replay, metrics), zmq and Micrometer's
+ * Prometheus registry; the CLI depends on it.
  */
 package io.kvledger.tap;

@@ -99,8 +99,15 @@ class TapTest {
             }
             byte[] bad = HexFormat.of().parseHex("82a474797065a76578706c6f6465ab7472616e736665725f6964a474782d31");
             List<List<byte[]>> sentTo = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+            String finalScrape;
             try (Tap tap = Tap.open(new Tap.Config(targets, host, dir, TransferMode.WRITE, "test", System::nanoTime),
-                    new PrintWriter(err))) {
+                    new PrintWriter(err)); TapMetrics metrics = TapMetrics.serve(tap, "127.0.0.1", 0)) {
+                // every series from the first scrape, at 0
+                String first = scrape(metrics.port());
+                String d0 = "role=\"consumer\",target=\"D 127.0.0.1:" + (base + 2) + "\"";
+                assertThat(sample(first, "kvledger_tap_frames_journaled_total{" + d0 + "}")).isZero();
+                assertThat(sample(first, "kvledger_tap_forward_failures_total{" + d0 + "}")).isZero();
+                assertThat(sample(first, "kvledger_tap_journal_queue_entries")).isZero();
                 assertThat(tap.endpoints()).containsExactly("tcp://127.0.0.1:" + (base + shift),
                         "tcp://127.0.0.1:" + (base + 1 + shift), "tcp://127.0.0.1:" + (base + 2 + shift));
                 // the decode scheduler: remote_blocks to both prefill TP ranks (base port + shift + tp)
@@ -153,8 +160,21 @@ class TapTest {
                 }
                 assertThat(tap.framesJournaled()).isEqualTo(12);
                 assertThat(tap.forwarded()).isEqualTo(12);
+                finalScrape = scrape(metrics.port());
+                String pr0 = "role=\"producer\",target=\"P 127.0.0.1:" + base + "\"";
+                assertThat(sample(finalScrape, "kvledger_tap_frames_journaled_total{" + pr0 + "}")).isEqualTo(4);
+                assertThat(sample(finalScrape, "kvledger_tap_frames_rejected_total{" + pr0 + "}")).isEqualTo(1);
+                assertThat(sample(finalScrape, "kvledger_tap_frames_forwarded_total{" + pr0 + "}")).isEqualTo(4);
+                assertThat(sample(finalScrape, "kvledger_tap_frames_journaled_total{" + d0 + "}")).isEqualTo(5);
+                assertThat(sample(finalScrape, "kvledger_tap_frames_lost_total{" + d0 + "}")).isZero();
+                assertThat(finalScrape).contains("process_cpu_seconds_total", "jvm_memory_used_bytes");
             }
             assertThat(err.toString()).isEmpty();
+            // the live scrape passes promtool's lint (last: without promtool the test is skipped here, saying why)
+            io.kvledger.node.Promtool.Verdict lint = io.kvledger.node.Promtool.check(io.kvledger.node.Promtool.require(),
+                    finalScrape);
+            assertThat(lint.output()).as("promtool check metrics on the tap's /metrics").isBlank();
+            assertThat(lint.exit()).isZero();
         }
 
         // the per-rank journals
@@ -190,6 +210,23 @@ class TapTest {
         assertThat(lines).noneMatch(l -> l.startsWith("tx-1 "));
         assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("rejected frame -> P+0 127.0.0.1:" + base)
                 .contains("UNKNOWN_TYPE").contains("would kill the Python notify listener of that rank, so the 1 frame(s)"));
+    }
+
+    private static String scrape(int port) throws Exception {
+        java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest
+                .newBuilder(java.net.URI.create("http://127.0.0.1:" + port + "/metrics")).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.headers().firstValue("Content-Type")).hasValue("text/plain; version=0.0.4; charset=utf-8");
+        return r.body();
+    }
+
+    /** The value of the one sample {@code series} (name and labels as scraped). */
+    private static long sample(String scrape, String series) {
+        return scrape.lines().filter(l -> l.startsWith(series + " ")).map(l -> (long) Double.parseDouble(l.substring(series.length() + 1)))
+                .reduce((a, b) -> {
+                    throw new AssertionError("two samples of " + series);
+                }).orElseThrow(() -> new AssertionError(series + " missing in:\n" + scrape));
     }
 
     /** A shift that puts the three tap ports on free ports too. */

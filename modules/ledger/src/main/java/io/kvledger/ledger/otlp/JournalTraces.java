@@ -6,6 +6,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.journal.JournalEntry;
 import io.kvledger.ledger.replay.Hangs;
 import io.kvledger.ledger.replay.ProxyLedger;
+import io.kvledger.journal.proxy.ProxyEvent;
 import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.common.AttributesBuilder;
 import io.opentelemetry.api.trace.SpanContext;
@@ -36,10 +37,12 @@ import java.util.function.Supplier;
  * handed on last, its open phase ending there (marked {@code kvledger.open}).
  *
  * <p>Each request (trace) gets one root span, the parent of its legs, sent after every leg: the
- * proxy's {@code kvledger.proxy} (kind SERVER, from routing to the client's answer) when a proxy
- * journal among the journals routed it, else a synthetic {@code kvledger.request} from its first
- * leg's start to its last leg's end ({@code kvledger.synthetic_root}); the ERROR status when a leg
- * has a finding. Memory holds a few numbers per request for them.
+ * proxy's {@code kvledger.proxy} (kind SERVER, from routing to the client's answer) with its
+ * {@code kvledger.proxy.prefill} and {@code .decode} children (as the proxy sends them live) when a
+ * proxy journal among the journals routed it, else a synthetic {@code kvledger.request} from its
+ * first leg's start to its last leg's end ({@code kvledger.synthetic_root}, on the resource of the
+ * node that sends it live, {@link LegSpans#sendsRoot}); the ERROR status when a leg has a finding.
+ * Memory holds a few numbers per request for them.
  *
  * <p>A leg ends at its terminal phase, as on a live node ({@code LiveTraces}): entries that name a
  * request after it ended on that node are not in its trace.
@@ -144,6 +147,7 @@ public final class JournalTraces {
         boolean inFlight;
         String transferId;
         String finding;
+        Resource sender;
     }
 
     /** Turns legs into spans and hands them on in batches. */
@@ -185,6 +189,9 @@ public final class JournalTraces {
             root.inFlight |= !leg.ended();
             if (root.transferId == null) {
                 root.transferId = leg.transferId();
+            }
+            if (root.sender == null && LegSpans.sendsRoot(leg)) {
+                root.sender = resources.get(leg.node()); // the node that sends it live
             }
             if (f != null && root.finding == null) {
                 root.finding = leg.node() + " " + f.detector() + ": " + f.message();
@@ -234,6 +241,7 @@ public final class JournalTraces {
                 Resource resource;
                 long start = root.start;
                 long stop = root.end;
+                List<SpanData> children = new ArrayList<>(2);
                 if (pr != null) {
                     name = "kvledger.proxy";
                     kind = SpanKind.SERVER;
@@ -264,18 +272,32 @@ public final class JournalTraces {
                     }
                     start = Math.min(start, pr.routedAtNs() + shiftNs);
                     stop = Math.max(stop, proxyEnd + shiftNs);
-                } else {
-                    name = "kvledger.request";
-                    kind = SpanKind.INTERNAL;
-                    resource = synthetic;
-                    a.put("kvledger.synthetic_root", true);
-                    if (root.transferId != null) {
-                        a.put("kvledger.transfer_id", root.transferId);
+                    // the proxy's own spans of its engine legs, as it sends them live
+                    int index = 1;
+                    for (String leg : List.of(ProxyEvent.PREFILL, ProxyEvent.DECODE)) {
+                        int i = index++;
+                        ProxyLedger.Leg l = pr.legs().get(leg);
+                        if (l == null) {
+                            continue;
+                        }
+                        String finish = "answered".equals(l.outcome()) && l.detail() != null
+                                && l.detail().startsWith("finish ") && !l.detail().equals("finish null")
+                                ? l.detail().substring("finish ".length()) : null;
+                        String reason = "answered".equals(l.outcome()) ? null : l.detail();
+                        children.add(LegSpans.proxyLeg(key, pr.proxy(), pr.requestId(), leg, i, l.instance(),
+                                l.sentAtNs() + shiftNs, l.outcome(), l.httpStatus(),
+                                (l.outcome() == null ? journalsEnd : l.endAtNs()) + shiftNs, finish, reason, resource));
                     }
+                } else {
+                    traces.add(LegSpans.traceId(key));
+                    out.add(LegSpans.syntheticRoot(key, root.transferId, start, stop, root.legs, root.inFlight, status,
+                            root.sender != null ? root.sender : synthetic));
+                    continue;
                 }
                 traces.add(LegSpans.traceId(key));
                 out.add(LegSpans.span(name, kind, LegSpans.root(key), SpanContext.getInvalid(), status, start, stop,
                         a.build(), List.of(), resource));
+                out.addAll(children);
             }
             for (SpanData sd : out) {
                 if (batch.size() + 1 > OtlpSender.BATCH) {
@@ -283,7 +305,7 @@ public final class JournalTraces {
                 }
                 batch.add(sd);
             }
-            rootCount = out.size();
+            rootCount = roots.size();
         }
 
         /** Forgets the legs handed on (after the recorder's observe: not while it iterates). */

@@ -42,9 +42,11 @@ import java.util.Map;
  *       it has no transfer id;</li>
  *   <li>span ids: the first 8 bytes of SHA-256 of the key, node, request id and the phase's index.</li>
  * </ul>
- * The leg spans are children of the request's root span ({@link #rootSpanId}: the proxy's span
- * when a kvledger proxy routed it, else a synthetic {@code kvledger.request} that {@code export}
- * sends), so a trace has one root. The leg span carries the engine's request id as
+ * The leg spans are children of the request's root span ({@link #rootSpanId}), so a trace has one
+ * root: the proxy's {@code kvledger.proxy} when a kvledger proxy that sends traces routed it (it
+ * says so with a {@code traceparent} naming that root in both legs' {@code kv_transfer_params}),
+ * else a synthetic {@code kvledger.request} ({@link #syntheticRoot}) that one leg's node sends live
+ * ({@link #sendsRoot}) and {@code export} sends from the journals, with the same id. The leg span carries the engine's request id as
  * {@code kvledger.request_id} (vLLM's {@code llm_request} span has the same value as
  * {@code gen_ai.request.id}, which is not an OpenTelemetry convention). When the
  * request's {@code kv_transfer_params} carry a W3C {@code traceparent} (a proxy can copy the
@@ -204,7 +206,7 @@ public final class LegSpans {
         String name = leg.config().role() == Role.PRODUCER ? "kvledger.prefill" : "kvledger.decode";
         List<LinkData> links = List.of();
         SpanContext linked = traceparent(leg.traceparent());
-        if (linked != null) {
+        if (linked != null && !namesRoot(linked, key)) {
             links = List.of(LinkData.create(linked, Attributes.builder().put("kvledger.link", "traceparent").build()));
         }
         // frames that reached the node before the request did: events of the leg span, which starts with them
@@ -220,6 +222,112 @@ public final class LegSpans {
         out.add(0, new Span(name, SpanKind.INTERNAL, legCtx, root(key), error,
                 legStart + shiftNs, legEnd + shiftNs, a.build(), early, links, resource));
         return out;
+    }
+
+    /**
+     * Whether this leg's node sends the request's synthetic root span live: exactly one leg of a
+     * request does. Not when a kvledger proxy sends the root (the leg's {@code traceparent} names
+     * the root); else the leg on TP rank 0 of the prefill side (the side every disaggregated
+     * request starts on; a request goes to one DP rank of each side), or of the decode side for a
+     * request with no remote prefill. A decode leg whose prefill never ran has no live root
+     * ({@code export} sends it from the journals).
+     */
+    public static boolean sendsRoot(TraceRecorder.Leg leg) {
+        SpanContext tp = traceparent(leg.traceparent());
+        if (tp != null && namesRoot(tp, leg.traceKey())) {
+            return false;
+        }
+        if (leg.config().tpRank() != 0) {
+            return false;
+        }
+        return leg.config().role() == Role.PRODUCER || !leg.remotePrefill();
+    }
+
+    /** The {@code traceparent} a proxy that sends the root of {@code key} puts in the legs' params. */
+    public static String rootTraceparent(String key) {
+        return "00-" + traceId(key) + "-" + rootSpanId(key) + "-01";
+    }
+
+    private static boolean namesRoot(SpanContext c, String key) {
+        return c.getTraceId().equals(traceId(key)) && c.getSpanId().equals(rootSpanId(key));
+    }
+
+    /**
+     * A request's synthetic root {@code kvledger.request} (kind INTERNAL, {@code
+     * kvledger.synthetic_root}), with the id every leg names as its parent.
+     *
+     * @param transferId the request's transfer id, or null
+     * @param legs       the legs it is made of (as far as its sender knows)
+     * @param inFlight   whether a leg has not ended
+     */
+    public static SpanData syntheticRoot(String key, String transferId, long startNs, long endNs, int legs,
+                                         boolean inFlight, StatusData status, Resource resource) {
+        AttributesBuilder a = Attributes.builder()
+                .put("kvledger.trace_key", key)
+                .put("kvledger.legs", legs)
+                .put("kvledger.in_flight", inFlight)
+                .put("kvledger.synthetic_root", true);
+        if (transferId != null) {
+            a.put("kvledger.transfer_id", transferId);
+        }
+        return span("kvledger.request", SpanKind.INTERNAL, root(key), SpanContext.getInvalid(), status, startNs, endNs,
+                a.build(), List.of(), resource);
+    }
+
+    /**
+     * The synthetic root a live node sends with a leg it {@link #sendsRoot} for: over that leg's
+     * span ({@code spans.get(0)}, from {@link #of}), with its status.
+     */
+    public static SpanData syntheticRoot(TraceRecorder.Leg leg, List<SpanData> spans, Resource resource) {
+        SpanData l = spans.get(0);
+        StatusData status = l.getStatus().getStatusCode() == StatusCode.ERROR
+                ? StatusData.create(StatusCode.ERROR, leg.node() + " " + l.getStatus().getDescription())
+                : StatusData.unset();
+        return syntheticRoot(leg.traceKey(), leg.transferId(), l.getStartEpochNanos(), l.getEndEpochNanos(), 1,
+                !leg.ended(), status, resource);
+    }
+
+    /**
+     * One of a kvledger proxy's engine legs as a span ({@code kvledger.proxy.prefill} or
+     * {@code .decode}, kind CLIENT, a child of the request's root), the same whether the proxy
+     * sends it live or {@code export} rebuilds it from the proxy's journal.
+     *
+     * @param index        1 for the prefill leg, 2 for the decode leg (part of the span id)
+     * @param outcome      {@code answered}, {@code failed}, {@code cancelled}, or null while in flight
+     * @param httpStatus   the engine's status, or null
+     * @param endNs        when the outcome came (or where an open leg ends)
+     * @param finishReason the answer's finish reason, or null
+     * @param reason       why it failed or was cancelled, or null
+     */
+    public static SpanData proxyLeg(String key, String proxyId, String requestId, String leg, int index,
+                                    String instance, long sentAtNs, String outcome, Integer httpStatus, long endNs,
+                                    String finishReason, String reason, Resource resource) {
+        SpanContext ctx = SpanContext.create(traceId(key), spanId(key, proxyId, requestId, index),
+                TraceFlags.getSampled(), TraceState.getDefault());
+        AttributesBuilder la = Attributes.builder()
+                .put("kvledger.leg", leg)
+                .put("kvledger.request_id", requestId)
+                .put("server.address", instance);
+        StatusData ls = StatusData.unset();
+        if (outcome == null) {
+            la.put("kvledger.in_flight", true);
+        } else {
+            la.put("kvledger.outcome", outcome);
+            if (httpStatus != null) {
+                la.put("http.response.status_code", (long) httpStatus);
+            }
+            if (finishReason != null) {
+                la.put("kvledger.finish_reason", finishReason);
+            }
+            if (reason != null) {
+                la.put("kvledger.reason", reason);
+            }
+            if (outcome.equals("failed")) {
+                ls = StatusData.create(StatusCode.ERROR, leg + " leg " + reason);
+            }
+        }
+        return span("kvledger.proxy." + leg, SpanKind.CLIENT, ctx, root(key), ls, sentAtNs, Math.max(sentAtNs, endNs),
+                la.build(), List.of(), resource);
     }
 
     private static EventData event(TraceRecorder.Event e, long shiftNs) {

@@ -98,6 +98,7 @@ public final class TraceRecorder {
         final String requestId;
         String transferId;
         String traceparent;
+        boolean remotePrefill;
         final List<Event> early = new ArrayList<>(0);
         final long admittedAtNs;
         long lastAtNs;
@@ -189,6 +190,14 @@ public final class TraceRecorder {
          */
         String traceparent() {
             return traceparent;
+        }
+
+        /**
+         * Whether the request's {@code kv_transfer_params} said {@code do_remote_prefill} at
+         * admission (a decode leg whose KV cache a prefill leg computes).
+         */
+        boolean remotePrefill() {
+            return remotePrefill;
         }
 
         /** The key the trace is joined by: the transfer id, or the request id when it has none. */
@@ -297,8 +306,11 @@ public final class TraceRecorder {
         }
         Touch touched = touch(v, event); // binds a request to its transfer id even when not recorded
         if (event instanceof NodeEvent.RequestAdmitted a && a.params() != null
-                && a.params().get("traceparent") instanceof String tp && v.legs.get(a.requestId()) instanceof Leg leg) {
-            leg.traceparent = tp;
+                && v.legs.get(a.requestId()) instanceof Leg leg) {
+            if (a.params().get("traceparent") instanceof String tp) {
+                leg.traceparent = tp;
+            }
+            leg.remotePrefill = Boolean.TRUE.equals(a.params().get("do_remote_prefill"));
         }
         if (recordInput(event)) {
             EntryType type = EntryType.of(event);

@@ -8,7 +8,8 @@
  *       effects;</li>
  *   <li>{@link io.kvledger.ledger.otlp.LegSpans} turns one such leg into spans with deterministic
  *       ids (trace id from the transfer id, so both legs of a request join; each leg a child of the
- *       request's one root span, whose id hashes the transfer id too);</li>
+ *       request's one root span, whose id hashes the transfer id too: the proxy's, or a synthetic
+ *       one that exactly one node sends live, {@code sendsRoot}, and {@code export} again);</li>
  *   <li>{@link io.kvledger.ledger.otlp.JournalTraces} builds every leg of a set of journals with
  *       the hang findings as statuses, and each request's root span (the proxy's, from its
  *       journal, or a synthetic one) ({@code kvledger export}); the node's {@code LiveTraces}

@@ -74,24 +74,29 @@
     var m = /^(cmpl-)?___prefill_addr_.*?___decode_addr_\S*?_([0-9a-f]{32})(.*)$/.exec(id);
     return m ? (m[1] || '') + '..._' + m[2] + m[3] : id;
   }
-  // A duration in seconds with the unit that keeps it short and still tells neighbours apart:
-  // 394 µs, 12.35 ms, 2.519 s, 177.6 s, 1 h 02 min.
   // A request id in the list: the part that tells requests apart (the proxy's uuid, its first 12
   // digits, and the engine's suffix); the whole id is the cell's title.
   function listId(id) {
     var m = /___decode_addr_\S*?_([0-9a-f]{32})(.*)$/.exec(id || '');
     return m ? '\u2026' + m[1].slice(0, 12) + (m[2] ? '\u2026' + m[2].slice(-6) : '') : id;
   }
-  function secs(s) {
-    if (s === null || s === undefined || isNaN(s)) { return ''; }
-    var a = Math.abs(s), sign = s < 0 ? '-' : '';
-    if (a < 1e-3) { return sign + Math.round(a * 1e6) + ' \u00b5s'; }
-    if (a < 1) { return sign + (a * 1000).toFixed(a < 0.1 ? 2 : 1) + ' ms'; }
-    if (a < 60) { return sign + a.toFixed(3) + ' s'; }
-    if (a < 3600) { return sign + a.toFixed(1) + ' s'; }
-    var m = Math.round(a / 60);
-    return sign + Math.floor(m / 60) + ' h ' + ('0' + m % 60).slice(-2) + ' min';
+  // The one text form of times, as every kvledger report writes them (ledger.text.Seconds):
+  // a duration in seconds cut (not rounded) to six decimals, with the unit, "0.000394 s"; a time
+  // since the first entry "t+0.000394 s" (before it "t-0.500000 s"). Integer nanoseconds in.
+  function durationNs(ns) {
+    if (ns === null || ns === undefined || isNaN(ns)) { return ''; }
+    ns = Math.trunc(ns);
+    var a = Math.abs(ns), micros = Math.floor((a % 1e9) / 1e3);
+    return (ns < 0 ? '-' : '') + Math.floor(a / 1e9) + '.' + ('00000' + micros).slice(-6) + ' s';
   }
+  function offsetNs(ns) {
+    var d = durationNs(ns);
+    return d === '' ? '' : ns < 0 ? 't' + d : 't+' + d;
+  }
+  // The formatter, for the browser test to compare with ledger.text.Seconds.
+  window.kvledgerTime = {durationNs: durationNs, offsetNs: offsetNs};
+  // A duration the API gives in seconds (a double): to whole nanoseconds, then as durationNs.
+  function secs(s) { return s === null || s === undefined || isNaN(s) ? '' : durationNs(Math.round(s * 1e9)); }
   function showError(msg) { $('#error').textContent = msg || ''; }
 
   // ------------------------------------------------------------------ data
@@ -492,7 +497,7 @@
         var d = outward(n);
         var until = last ? (open ? lastT : l.at_ns) : steps[rows[k + 1]].at;
         svg('text', {x: colX[n] + d * 10, y: rowY(r) + 4, 'text-anchor': d < 0 ? 'end' : 'start',
-          text: l.phase_to + (last && !open ? '' : ' (' + secs((until - l.at_ns) / 1e9) + (open ? ', open' : '') + ')')}, g);
+          text: l.phase_to + (last && !open ? '' : ' (' + durationNs(until - l.at_ns) + (open ? ', open' : '') + ')')}, g);
         title(g, n + ' ' + (l.phase_from || '-') + ' \u2192 ' + l.phase_to + ': ' + (l.reason || ''));
       });
     });
@@ -518,7 +523,7 @@
         var m2 = steps[match].line, x2 = colX[m2.node], y2 = rowY(match);
         var g = svg('g', {'class': 'frame', 'data-type': l.type, 'data-from': l.node, 'data-to': m2.node}, svgEl);
         svg('path', {d: 'M ' + x1 + ' ' + y1 + ' L ' + (x2 - Math.sign(x2 - x1) * 5) + ' ' + y2}, g);
-        svg('text', {x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle', text: l.type.replace(/^send_/, '') + ' (' + secs((m2.at_ns - l.at_ns) / 1e9) + ')'}, g);
+        svg('text', {x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle', text: l.type.replace(/^send_/, '') + ' (' + durationNs(m2.at_ns - l.at_ns) + ')'}, g);
         title(g, l.node + ' ' + l.type + ' \u2192 ' + m2.node + ' ' + m2.type + ' (transfer ' + tid + ')');
         g.addEventListener('click', function () { showEntry(l, st.idx, base); });
       } else {
@@ -605,8 +610,8 @@
   };
   function range(n, from, step) { var a = []; for (var i = 0; i < n; i++) { a.push(from + i * step); } return a; }
   function textW(t, px) { return String(t).length * (px || 10) * 0.6; }
-  // A relative time, short and exact enough that two neighbouring labels differ.
-  function rel(ns) { return ns === 0 ? 't+0' : 't+' + secs(ns / 1e9).replace(' ', '\u2009'); }
+  // A time since the first entry (offsetNs).
+  function rel(ns) { return offsetNs(ns); }
 
   // Spans of the proxy's legs: sent to answered (or failed, cancelled) per leg.
   function computeSpans(lines) {
@@ -738,7 +743,7 @@
     for (var i = 0; i < lines.length; i++) {
       var gap = i > 0 ? lines[i].at_ns - lines[i - 1].at_ns : 0;
       if (gap >= 1e8) {
-        var gx = (xs[i - 1] + xs[i]) / 2, gt = '\u2248' + secs(gap / 1e9);
+        var gx = (xs[i - 1] + xs[i]) / 2, gt = '\u2248' + durationNs(gap);
         svg('line', {x1: gx, x2: gx, y1: top, y2: height, stroke: '#e4e7ec', 'stroke-dasharray': '2 4'}, plot);
         if (placer.take(gx - textW(gt) / 2, gx + textW(gt) / 2, [top - 14], 12) === 0) {
           svg('text', {'class': 'gap', x: gx, y: top - 4, 'text-anchor': 'middle', text: gt}, plot);
@@ -775,7 +780,7 @@
           - (lane === 'proxy' ? 13 * nLegRows : 0);
         var g = svg('g', {'class': 'phase-band', 'data-node': b.node, 'data-phase': b.phase}, plot);
         svg('rect', {x: b.x, y: by, width: Math.max(2, x2 - b.x), height: 12, fill: PHASE_COLORS[b.phase] || '#eaecf0'}, g);
-        var dur = next ? secs((next.at - b.at) / 1e9) : TERMINAL_PHASES[b.phase] ? '' : '\u2265 ' + secs((lastT - b.at) / 1e9);
+        var dur = next ? durationNs(next.at - b.at) : TERMINAL_PHASES[b.phase] ? '' : '\u2265 ' + durationNs(lastT - b.at);
         var label = b.phase + (dur ? ' \u00b7 ' + dur : '') + ' (' + b.node + ')';
         var fits = fitText([label, b.phase + (dur ? ' \u00b7 ' + dur : ''), b.phase], x2 - b.x - 6);
         if (fits) { svg('text', {x: Math.max(b.x, plotL) + 3, y: by + 9, text: fits}, g); }
@@ -789,7 +794,7 @@
       var yy = laneY.proxy + laneHeight.proxy - 14 - 13 * (nLegRows - 1 - legRows[sp.leg]);
       var g = svg('g', {'class': 'span' + (sp.to < 0 ? ' open' : sp.failed ? ' failed' : ''), 'data-leg': sp.leg}, plot);
       svg('rect', {x: x1, y: yy, width: Math.max(3, x2 - x1), height: 11, rx: 2}, g);
-      var dur = sp.to >= 0 ? secs((lines[sp.to].at_ns - lines[sp.from].at_ns) / 1e9) : 'no answer';
+      var dur = sp.to >= 0 ? durationNs(lines[sp.to].at_ns - lines[sp.from].at_ns) : 'no answer';
       var fits = fitText([sp.leg + ' leg \u00b7 ' + dur, sp.leg + ' ' + dur, dur], x2 - x1 - 4);
       if (fits) { svg('text', {x: x1 + 3, y: yy + 9, text: fits}, g); }
       title(g, sp.node + ' ' + sp.leg + ' leg: ' + dur + (sp.failed ? ' (' + lines[sp.to].type + ')' : ''));
@@ -802,7 +807,7 @@
       var g = svg('g', {'class': 'transfer' + (t.to < 0 ? ' open' : t.failed ? ' failed' : '')}, plot);
       var yy = laneY.wire + laneHeight.wire - 12 * (wireRows - row) - 2;
       svg('rect', {x: x1, y: yy, width: Math.max(3, x2 - x1), height: 10, rx: 2}, g);
-      var dur = t.to >= 0 ? secs((lines[t.to].at_ns - lines[t.from].at_ns) / 1e9) : 'no completion';
+      var dur = t.to >= 0 ? durationNs(lines[t.to].at_ns - lines[t.from].at_ns) : 'no completion';
       var fits = fitText([t.node + ' #' + t.status + ' ' + dur, dur], x2 - x1 - 4, 9);
       if (fits) { svg('text', {x: x1 + 3, y: yy + 8, text: fits}, g); }
       title(g, t.node + ' ' + lines[t.from].type + ' status ' + t.status + ': ' + dur + (t.failed ? ' (FAILED)' : ''));
@@ -881,7 +886,7 @@
         if (l.type === 'anomaly') { attrs.fill = '#d92d20'; }
         shape = svg('rect', attrs, plot);
       }
-      title(shape, rel(l.at_ns - base) + ' (' + ((l.at_ns - base) / 1e9).toFixed(6) + ' s)  ' + l.node + ' #' + l.seq + '  '
+      title(shape, rel(l.at_ns - base) + '  ' + l.node + ' #' + l.seq + '  '
         + (l.kind === 'effect' ? l.cause + ' => ' : '') + l.text);
       shape.addEventListener('click', function () { showEntry(l, idx, base); });
     });
@@ -995,7 +1000,7 @@
     var entry = {node: l.node, seq: l.seq, kind: l.kind === 'input' ? 'input' : 'derived', type: l.type, at_ns: l.at_ns};
     if (l.cause) { entry.cause = l.cause; }
     Object.keys(l.fields || {}).forEach(function (k) { entry[k] = l.fields[k]; });
-    $('#entry').textContent = 't+' + ((l.at_ns - base) / 1e9).toFixed(6) + ' s  ' + l.node + ' #' + l.seq + '  '
+    $('#entry').textContent = rel(l.at_ns - base) + '  ' + l.node + ' #' + l.seq + '  '
       + (l.kind === 'effect' ? l.cause + ' => ' : '') + l.text
       + (l.phase_to ? '\nphase ' + (l.phase_from || '-') + ' -> ' + l.phase_to + ': ' + l.reason : '')
       + '\n\njournal entry:\n' + JSON.stringify(entry, null, 2);

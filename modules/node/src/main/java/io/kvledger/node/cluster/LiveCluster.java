@@ -390,7 +390,7 @@ public final class LiveCluster {
                     exits.add(n.name() + " exited with status " + code + " when stopped (log " + n.log() + ")");
                 }
             }
-            long wallMs = (System.nanoTime() - t0) / 1_000_000;
+            long wallNs = System.nanoTime() - t0;
             List<String> lines = new ArrayList<>();
             Map<String, Long> engineBytes = new java.util.HashMap<>();
             Map<Rank, Long> workerBytes = new java.util.LinkedHashMap<>();
@@ -430,7 +430,7 @@ public final class LiveCluster {
             }
             report.add("cluster: " + sent + " requests, " + ok + " ok, " + failed + " failed; " + verified
                     + " KV bytes transferred and verified" + (workerBytes.isEmpty() ? "" : " (every TP rank's)") + "; "
-                    + wallMs + " ms");
+                    + io.kvledger.ledger.text.Seconds.duration(wallNs));
             for (String f : failures) {
                 report.add("  failed: " + f);
             }

@@ -40,6 +40,11 @@ import java.util.function.LongSupplier;
  * SDK's OTLP/HTTP exporter. A batch the receiver does not take is counted ({@link #failedSpans()}) and logged,
  * and not sent again.
  *
+ * <p>Each leg span is a child of its request's root span; when no kvledger proxy sends that root,
+ * one leg of the request sends a synthetic one with it ({@link LegSpans#sendsRoot}: the prefill's
+ * TP rank 0), over that leg's span and with its status, so that a trace has one root live too, not
+ * only after {@code kvledger export} (which sends the same id, over every leg).
+ *
  * <p>A request exported for a finding is exported again, with the same span ids, when it ends.
  * On {@link #close} the legs still open are exported (their open phase ending at the close,
  * marked {@code kvledger.open}). Requests the node recovered from its journal at start are not
@@ -204,7 +209,12 @@ public final class LiveTraces implements NodeLoop.Listener, AutoCloseable {
     }
 
     private void export(TraceRecorder.Leg leg, long endNs) {
-        batches.add(LegSpans.of(leg, resource, findings.get(leg.requestId()), endNs, 0));
+        List<io.opentelemetry.sdk.trace.data.SpanData> spans =
+                new java.util.ArrayList<>(LegSpans.of(leg, resource, findings.get(leg.requestId()), endNs, 0));
+        if (LegSpans.sendsRoot(leg)) {
+            spans.add(LegSpans.syntheticRoot(leg, spans, resource));
+        }
+        batches.add(spans);
         exportedLegs.incrementAndGet();
     }
 

@@ -23,13 +23,17 @@ public final class SimulateReport {
 
     private SimulateReport() {}
 
-    /** The summary as text: the run, how to rerun it, each node's journal, requests, anomalies and what to run next. */
+    /**
+     * The summary as text: the run, how to rerun it, each node's journal, requests, anomalies and
+     * what to run next, the commands with {@code launcher} (the launcher as the user typed it) for
+     * the {@code kvledger} of {@code origin}.
+     */
     public static void printText(PrintWriter o, SimulationResult r, Map<String, long[]> perNode, String origin, String profile,
-                                 Path out) {
+                                 Path out, String launcher) {
         SimOptions so = r.options();
         o.printf(Locale.ROOT, "simulate: seed %d, %s mode, %d requests, %d prefill + %d decode node(s), faults %s, profile %s%n",
                 so.seed(), so.mode(), so.requests(), so.prefillNodes(), so.decodeNodes(), so.faults().format(), profile);
-        o.println("  rerun: " + origin);
+        o.println("  rerun: " + (origin.startsWith("kvledger ") ? launcher + origin.substring("kvledger".length()) : origin));
         o.println("journals in " + out + ":");
         for (NodeReport n : r.nodes()) {
             long entries = perNode.getOrDefault(n.name(), new long[] {0})[0];
@@ -50,8 +54,9 @@ public final class SimulateReport {
             }
             o.println("anomalies: " + total + " in " + counts.size() + " kind(s): " + String.join(", ", parts));
         }
-        o.printf(Locale.ROOT, "virtual time %.3f s, stopped: %s%n", r.stats().endNs() / 1e9, r.stats().stoppedBy());
-        o.println("next: kvledger hangs " + out + "   (or: kvledger dump " + out + " --type anomaly)");
+        o.printf(Locale.ROOT, "virtual time %s, stopped: %s%n", io.kvledger.ledger.text.Seconds.duration(r.stats().endNs()),
+                r.stats().stoppedBy());
+        o.println("next: " + launcher + " hangs " + out + "   (or: " + launcher + " dump " + out + " --type anomaly)");
         o.flush();
     }
 
