@@ -658,6 +658,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_pipeline = True
         self._drive_producer = False
         self._kv_cache_config = kv_cache_config
+        # what kv_caches_registered carries beside the tensors (register_kv_caches)
+        self._config_block_size = _config_block_size(vllm_config)
+        self._attn_backend = _attn_backend(vllm_config)
         # the node's answer to the last build_connector_meta (``drive_metadata``)
         self._drive_metadata = None
         try:
@@ -916,7 +919,23 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return self._inner.has_connector_metadata()
 
     def register_kv_caches(self, kv_caches):
-        return self._inner.register_kv_caches(kv_caches)
+        s = self._stream
+        if s is None:
+            return self._inner.register_kv_caches(kv_caches)
+        try:  # before the inner sees them: a connector that refuses the shapes raises (class 15)
+            s.put("kv_caches_registered", (_registration_fields, self._config_block_size, self._attn_backend,
+                                           _tensors_snapshot(kv_caches)))
+        except Exception as e:  # noqa: BLE001
+            self._failed("register_kv_caches", e)
+        try:
+            return self._inner.register_kv_caches(kv_caches)
+        except BaseException:
+            # the worker is about to die of it: the registration reaches the file first (bounded wait)
+            try:
+                s.flush(_REGISTRATION_FLUSH_S)
+            except Exception as e:  # noqa: BLE001
+                self._failed("register_kv_caches", e)
+            raise
 
     def register_cross_layers_kv_cache(self, kv_cache, attn_backend):
         return self._inner.register_cross_layers_kv_cache(kv_cache, attn_backend)
@@ -1513,6 +1532,59 @@ class _CloseFailures(logging.Handler):
                     self.seen.append(record.getMessage()[len(self.PREFIX):].strip())
         except Exception:  # noqa: BLE001  (a logging handler must never raise)
             pass
+
+
+# ---------------------------------------------------------------------- register_kv_caches
+
+# How long a worker whose inner connector refused its KV caches waits for the registration to be written.
+_REGISTRATION_FLUSH_S = 2.0
+
+
+def _config_block_size(vllm_config):
+    """``cache_config.block_size``: the block size the connector is configured with (-1: unknown)."""
+    block = getattr(getattr(vllm_config, "cache_config", None), "block_size", None)
+    return block if isinstance(block, int) and not isinstance(block, bool) else -1
+
+
+def _attn_backend(vllm_config):
+    """The attention backend the engine was configured with (``attention_config.backend``, else the
+    environment's ``VLLM_ATTENTION_BACKEND``), by name; None when neither names one (vLLM picks it)."""
+    backend = getattr(getattr(vllm_config, "attention_config", None), "backend", None)
+    if backend is None:
+        backend = os.environ.get("VLLM_ATTENTION_BACKEND") or None
+    if backend is None:
+        return None
+    return str(getattr(backend, "name", None) or backend)
+
+
+def _tensor_row(name, t):
+    shape = getattr(t, "shape", None)
+    try:
+        shape = tuple(int(x) for x in shape) if shape is not None else ()
+    except (TypeError, ValueError):
+        shape = ()
+    dtype = getattr(t, "dtype", None)
+    return name, shape, None if dtype is None else str(dtype)
+
+
+def _tensors_snapshot(kv_caches):
+    """``(layer name, shape, dtype)`` of every tensor ``register_kv_caches`` is handed, in order, read
+    on the calling thread (a shape is a few ints; nothing is copied). A layer holding several tensors
+    (a tuple or list, as mamba's states) gives one row per tensor, named ``<layer>[i]``."""
+    rows = []
+    items = kv_caches.items() if hasattr(kv_caches, "items") else enumerate(kv_caches or ())
+    for name, value in items:
+        name = str(name)
+        if isinstance(value, (tuple, list)):
+            rows.extend(_tensor_row(f"{name}[{i}]", t) for i, t in enumerate(value))
+        else:
+            rows.append(_tensor_row(name, value))
+    return rows
+
+
+def _registration_fields(config_block_size, attn_backend, rows):
+    return {"config_block_size": int(config_block_size), "attn_backend": attn_backend,
+            "tensors": [{"layer_name": n, "shape": list(shape), "dtype": dtype} for n, shape, dtype in rows]}
 
 
 # ---------------------------------------------------------------------- the journal header

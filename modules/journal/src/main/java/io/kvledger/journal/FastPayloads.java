@@ -152,6 +152,9 @@ public final class FastPayloads {
             case NodeEvent.ShutDown e -> {
                 return false;
             }
+            case NodeEvent.KvCachesRegistered e -> {
+                return false;
+            }
         }
         return true;
     }

@@ -212,6 +212,33 @@ public sealed interface NodeEvent {
      */
     record ShutDown(long atNs, List<String> closeFailures) implements NodeEvent {}
 
+    /**
+     * One KV-cache tensor the worker registered ({@code register_kv_caches}): its layer, its shape
+     * as the attention backend allocated it, and its dtype as torch names it ({@code torch.bfloat16}).
+     */
+    record KvCacheTensor(String layerName, List<Integer> shape, String dtype) {
+        public KvCacheTensor {
+            shape = shape == null ? List.of() : List.copyOf(shape);
+        }
+    }
+
+    /**
+     * The worker's {@code register_kv_caches(kv_caches)}, once per worker at start-up, recorded
+     * before the connector saw it (a connector that refuses the shapes raises there): every tensor
+     * in the order vLLM handed them over, and the block size the connector was configured with
+     * ({@code cache_config.block_size}), which it computes offsets with unless it takes the block
+     * dimension from the tensor (bug class 15). Nothing in the reducer depends on it.
+     *
+     * @param configBlockSize tokens per block as configured, -1 when the recorder could not read it
+     * @param attnBackend     the attention backend the engine was configured with, when known
+     */
+    record KvCachesRegistered(long atNs, int configBlockSize, String attnBackend, List<KvCacheTensor> tensors)
+            implements NodeEvent {
+        public KvCachesRegistered {
+            tensors = tensors == null ? List.of() : List.copyOf(tensors);
+        }
+    }
+
     // ---------------------------------------------------------------- time
 
     /** Time passed: lets deadlines (deferred writes, receive aborts, transfer waits) fire. */

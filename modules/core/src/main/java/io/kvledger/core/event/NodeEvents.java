@@ -45,6 +45,8 @@ public final class NodeEvents {
             case NodeEvent.NotifySendFailed x -> new NodeEvent.NotifySendFailed(t, x.endpoint(), x.messageType(),
                     x.transferId(), x.reason(), x.frame());
             case NodeEvent.ShutDown x -> new NodeEvent.ShutDown(t, x.closeFailures());
+            case NodeEvent.KvCachesRegistered x -> new NodeEvent.KvCachesRegistered(t, x.configBlockSize(),
+                    x.attnBackend(), x.tensors());
             case NodeEvent.Tick x -> new NodeEvent.Tick(t);
         };
     }

@@ -179,6 +179,7 @@ public final class NodeReducer {
                 c.now = e.atNs();
                 WorkerSide.tick(c);
             }
+            case NodeEvent.KvCachesRegistered e -> { } // evidence for the detectors only
         }
     }
 

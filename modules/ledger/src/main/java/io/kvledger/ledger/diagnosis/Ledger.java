@@ -277,6 +277,7 @@ public final class Ledger {
             }
             case NodeEvent.HandshakeVoted e -> n.votes.add(new Vote(e.remoteEngineId(), at, e.vote(), e.failedTpRanks()));
             case NodeEvent.ShutDown _ -> n.shutDownAt = n.shutDownAt == Long.MIN_VALUE ? at : n.shutDownAt;
+            case NodeEvent.KvCachesRegistered e -> n.registered = e;
             case NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.FrameRejected _, NodeEvent.Tick _ -> { }
         }
         if (n.listenerDeathAt != Long.MIN_VALUE && (isFrame(event) || event instanceof NodeEvent.FrameRejected)) {
@@ -670,6 +671,8 @@ public final class Ledger {
         long prevStepAt = Long.MIN_VALUE;
         /** A live process's journal ({@link Ledger#liveNode}). */
         boolean live;
+        /** The worker's KV-cache registration, when its journal records it (the latest; null: none). */
+        NodeEvent.KvCachesRegistered registered;
         /** The time of this node's last event (MIN_VALUE: none). */
         long lastAtNs = Long.MIN_VALUE;
         /** For a tap's journal ({@link Ledger#tap}): where the tap listens; null for a node. */
