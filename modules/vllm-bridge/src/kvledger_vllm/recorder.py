@@ -649,6 +649,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._step = 0
         self._stream = None
         self._record_layers = False
+        # this worker step's forward when its metadata posts reads: [request ids, layer waits,
+        # ns blocked in them, when the last returned (-1)] (forward_done), else None
+        self._fwd = None
         self._is_scheduler = role == KVConnectorRole.SCHEDULER
         self._producer_scheduler = False
         self._drive = None
@@ -949,6 +952,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
     def start_load_kv(self, forward_context, **kwargs):
         if self._pending_finished is not None:
             self._flush_finished(None)
+        self._fwd = None
+        if self._stream is not None:
+            try:  # the requests this step's forward was promised (the metadata's reqs_to_recv; usually none)
+                recv = getattr(getattr(self, "_connector_metadata", None), "reqs_to_recv", None)
+                if recv:
+                    self._fwd = [list(recv), 0, 0, -1]
+            except Exception as e:  # noqa: BLE001
+                self._failed("start_load_kv reads", e)
         result = self._inner.start_load_kv(forward_context, **kwargs)
         if self._stream is not None:
             try:
@@ -958,7 +969,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return result
 
     def wait_for_layer_load(self, layer_name):
-        return self._inner.wait_for_layer_load(layer_name)
+        fwd = self._fwd
+        if fwd is None:  # no reads posted this step (or not recording): one attribute test
+            return self._inner.wait_for_layer_load(layer_name)
+        t0 = Stream.clock()
+        try:
+            return self._inner.wait_for_layer_load(layer_name)
+        finally:
+            t1 = Stream.clock()
+            fwd[1] += 1
+            fwd[2] += t1 - t0
+            fwd[3] = t1
 
     def save_kv_layer(self, layer_name, kv_layer, attn_metadata, **kwargs):
         result = self._inner.save_kv_layer(layer_name, kv_layer, attn_metadata, **kwargs)
@@ -974,6 +995,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             try:
                 self._put("save_waited", {})
+                fwd = self._fwd
+                if fwd is not None:
+                    # the forward that posted reads ended: one forward_done per such step
+                    self._fwd = None
+                    now = Stream.clock()
+                    self._stream.put("forward_done", (_forward_fields, fwd[0], fwd[1], fwd[2],
+                                                      -1 if fwd[3] < 0 else now - fwd[3]), at_ns=now)
             except Exception as e:  # noqa: BLE001
                 self._failed("wait_for_save", e)
         return result
@@ -1532,6 +1560,13 @@ class _CloseFailures(logging.Handler):
                     self.seen.append(record.getMessage()[len(self.PREFIX):].strip())
         except Exception:  # noqa: BLE001  (a logging handler must never raise)
             pass
+
+
+# ---------------------------------------------------------------------- a forward that posted reads
+
+def _forward_fields(reads, waits, wait_ns, last_before_ns):
+    return {"reads_posted": [str(r) for r in reads], "layer_waits": int(waits), "layer_wait_ns": int(wait_ns),
+            "last_layer_wait_before_ns": int(last_before_ns)}
 
 
 # ---------------------------------------------------------------------- register_kv_caches

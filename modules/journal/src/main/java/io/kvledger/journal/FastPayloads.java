@@ -155,6 +155,9 @@ public final class FastPayloads {
             case NodeEvent.KvCachesRegistered e -> {
                 return false;
             }
+            case NodeEvent.ForwardDone e -> {
+                return false;
+            }
         }
         return true;
     }

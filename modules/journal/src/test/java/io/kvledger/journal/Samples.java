@@ -93,7 +93,8 @@ public final class Samples {
                 new NodeEvent.HandshakeVoted(t + 21_000, "10.0.1.2:6301", 0, List.of(1)),
                 new NodeEvent.KvCachesRegistered(t + 22_000, 16, "FLASHMLA",
                         List.of(new NodeEvent.KvCacheTensor("model.layers.0.self_attn.attn", List.of(2048, 64, 576),
-                                "torch.bfloat16"))));
+                                "torch.bfloat16"))),
+                new NodeEvent.ForwardDone(t + 23_000, List.of("cmpl-d-0"), 2, 0, 1_500));
     }
 
     public static List<Effect> effects() {

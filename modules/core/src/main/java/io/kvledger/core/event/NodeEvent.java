@@ -239,6 +239,27 @@ public sealed interface NodeEvent {
         }
     }
 
+    /**
+     * The end of a worker's forward pass that posted READs ({@code wait_for_save}, after the
+     * forward), written by the vLLM bridge recorder only for a step whose bound metadata held
+     * requests to receive: which requests' reads {@code start_load_kv} posted, how many
+     * {@code wait_for_layer_load} calls returned during the forward, how long they blocked in all,
+     * and how long before this event the last returned. With {@code load_kv_async=False} the
+     * scheduler promised the KV is in place when the forward runs (bug class 25: a forward that
+     * consumed reads still in flight). Nothing in the reducer depends on it.
+     *
+     * @param readsPosted           the request ids of the metadata's {@code reqs_to_recv}
+     * @param layerWaits            {@code wait_for_layer_load} calls that returned since {@code start_load_kv}
+     * @param layerWaitNs           the time spent inside them, in all
+     * @param lastLayerWaitBeforeNs how long before this event the last one returned (-1: none was called)
+     */
+    record ForwardDone(long atNs, List<String> readsPosted, int layerWaits, long layerWaitNs,
+                       long lastLayerWaitBeforeNs) implements NodeEvent {
+        public ForwardDone {
+            readsPosted = readsPosted == null ? List.of() : List.copyOf(readsPosted);
+        }
+    }
+
     // ---------------------------------------------------------------- time
 
     /** Time passed: lets deadlines (deferred writes, receive aborts, transfer waits) fire. */

@@ -180,6 +180,7 @@ public final class NodeReducer {
                 WorkerSide.tick(c);
             }
             case NodeEvent.KvCachesRegistered e -> { } // evidence for the detectors only
+            case NodeEvent.ForwardDone e -> { } // evidence for the detectors only
         }
     }
 

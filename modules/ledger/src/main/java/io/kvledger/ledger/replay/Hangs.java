@@ -117,6 +117,10 @@ public final class Hangs {
                                 List<JournalEntry.Derived> recorded) {
                 inputs[0]++;
                 ledger.observe(node.name(), in.event(), fx);
+                if (!recorded.isEmpty() && BridgeReplies.workerStream(node.header().origin())) {
+                    // what the real connector reported, which the reducer cannot recompute from the stream
+                    ledger.recorded(node.name(), in.event(), recorded.stream().map(JournalEntry.Derived::effect).toList());
+                }
                 last.put(node.name(), in.event());
             }
         });

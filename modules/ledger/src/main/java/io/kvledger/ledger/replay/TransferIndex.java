@@ -165,7 +165,7 @@ public final class TransferIndex {
                     NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
                     NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _,
                     NodeEvent.TransferCompleted _, NodeEvent.FrameRejected _, NodeEvent.NotifySendFailed _, NodeEvent.Tick _, NodeEvent.ShutDown _,
-                    NodeEvent.KvCachesRegistered _ -> { }
+                    NodeEvent.KvCachesRegistered _, NodeEvent.ForwardDone _ -> { }
         }
     }
 
