@@ -972,14 +972,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         fwd = self._fwd
         if fwd is None:  # no reads posted this step (or not recording): one attribute test
             return self._inner.wait_for_layer_load(layer_name)
-        t0 = Stream.clock()
-        try:
-            return self._inner.wait_for_layer_load(layer_name)
-        finally:
-            t1 = Stream.clock()
-            fwd[1] += 1
-            fwd[2] += t1 - t0
-            fwd[3] = t1
+        clock = _stream_module.time.monotonic_ns  # the stream's clock, as put reads it
+        t0 = clock()
+        result = self._inner.wait_for_layer_load(layer_name)  # one that raises fails the forward: not counted
+        t1 = clock()
+        fwd[1] += 1
+        fwd[2] += t1 - t0
+        fwd[3] = t1
+        return result
 
     def save_kv_layer(self, layer_name, kv_layer, attn_metadata, **kwargs):
         result = self._inner.save_kv_layer(layer_name, kv_layer, attn_metadata, **kwargs)
