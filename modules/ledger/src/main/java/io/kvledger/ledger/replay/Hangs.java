@@ -94,6 +94,8 @@ public final class Hangs {
         long[] inputs = {0};
         // per node: its last input
         Map<String, NodeEvent> last = new LinkedHashMap<>();
+        // a bridge worker stream's get_finished replies are the real connector's (class 25's evidence)
+        r.recordedFor(n -> BridgeReplies.workerStream(n.header().origin()));
         r.run(new Replayer.Listener() {
             @Override
             public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {

@@ -87,7 +87,7 @@ public final class Mentions {
             case NodeEvent.Tick x -> { }
             case NodeEvent.ShutDown x -> { }
             case NodeEvent.KvCachesRegistered x -> { }
-            case NodeEvent.ForwardDone x -> { }
+            case NodeEvent.ForwardDone x -> rids(s, x.readsPosted());
         }
     }
 
