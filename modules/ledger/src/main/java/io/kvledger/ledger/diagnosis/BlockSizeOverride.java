@@ -71,7 +71,7 @@ final class BlockSizeOverride {
                 registeredEngines.merge(engine(n), n.registered != null, Boolean::logicalOr);
             }
         }
-        java.util.Set<String> told = new java.util.HashSet<>();
+        java.util.Set<String> told = new java.util.LinkedHashSet<>();
         for (NodeView n : l.nodes.values()) {
             if (n.tap()) {
                 continue;
