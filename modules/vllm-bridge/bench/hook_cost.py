@@ -1,8 +1,11 @@
 """What the recorder adds per hook call, measured with the stand-in vLLM and the scripted inner connector.
 
-    cd modules/vllm-bridge && PYTHONPATH=src:tests/standin:tests python3 bench/hook_cost.py
+    cd modules/vllm-bridge && PYTHONPATH=src:tests/standin:tests python3 bench/hook_cost.py [NAME...]
 
-Prints nanoseconds per call for the inner connector alone, through the recorder with its writer
+(NAME: only the rows whose name contains it, e.g. ``"worker step"``.)
+
+Prints nanoseconds per call (per worker step for the two step rows: bind, start_load_kv, a
+wait_for_layer_load per layer of a 32-layer model, wait_for_save) for the inner connector alone, through the recorder with its writer
 parked (the capture on the calling thread alone), and through the recorder writing to a file in a
 temporary directory while the calls go on (the writer thread then competes for the GIL); per-layer
 hooks with record_layers off and on. A measurement, not a test: nothing is asserted.
@@ -47,6 +50,23 @@ class ParkedSink:
         pass
 
 
+STEP_LAYERS = 32
+LAYER_NAMES = [f"model.layers.{i}.self_attn.attn" for i in range(STEP_LAYERS)]
+
+
+def step(c, meta):
+    """One worker step's hooks around the forward (the READ evidence forward_done is written in a step
+    whose metadata posts reads)."""
+    def run():
+        c.bind_connector_metadata(meta)
+        c.start_load_kv(None)
+        for layer in LAYER_NAMES:
+            c.wait_for_layer_load(layer)
+        c.wait_for_save()
+        c.calls.clear() if hasattr(c, "calls") else c.inner.calls.clear()
+    return run
+
+
 def parked(rec):
     rec.recording_stream.close()
     sink = ParkedSink()
@@ -66,6 +86,10 @@ def main():
         rec_wl = KvledgerRecorderConnector(make_config("kv_producer", dict(rec_cfg, record_layers=True)),
                                            KVConnectorRole.WORKER, None)
         req = Request("cmpl-x", list(range(64)), {"do_remote_decode": True, "transfer_id": "tx-1"})
+        no_reads = fakes.FakeMeta()
+        reads = fakes.FakeMeta()
+        for i in range(4):
+            reads.reqs_to_recv[f"cmpl-r{i}"] = object()
         blocks = KVCacheBlocks([[1, 2, 3, 4]])
         rows = [
             ("get_num_new_matched_tokens", lambda c: (lambda: c.get_num_new_matched_tokens(req, 0)), inner_s, rec_s),
@@ -73,18 +97,26 @@ def main():
             ("save_kv_layer (record_layers off)", lambda c: (lambda: c.save_kv_layer("l0", None, None)), inner_w, rec_w),
             ("save_kv_layer (record_layers on)", lambda c: (lambda: c.save_kv_layer("l0", None, None)), inner_w, rec_wl),
             ("wait_for_save", lambda c: (lambda: c.wait_for_save()), inner_w, rec_w),
+            ("wait_for_layer_load (no reads posted)", lambda c: (lambda: c.wait_for_layer_load("l0")), inner_w, rec_w),
+            # one worker step of a 32-layer model: bind, start_load_kv, a layer wait per layer, wait_for_save
+            (f"worker step, no reads ({STEP_LAYERS} layers)", lambda c: step(c, no_reads), inner_w, rec_w),
+            (f"worker step posting 4 reads ({STEP_LAYERS} layers)", lambda c: step(c, reads), inner_w, rec_w),
         ]
         print(f"{'hook':36} {'inner ns':>9} {'+capture ns':>12} {'+capture+writer ns':>18}")
+        only = [a for a in sys.argv[1:] if not a.startswith("-")]
         for name, mk, inner, rec in rows:
+            if only and not any(o in name for o in only):
+                continue
+            n = N // STEP_LAYERS if name.startswith("worker step") else N
             inner.calls = []
-            a = per_call(mk(inner), N)
+            a = per_call(mk(inner), n)
             inner.calls = []
             rec.inner.calls = []
-            b = per_call(mk(rec), N)
+            b = per_call(mk(rec), n)
             rec.inner.calls = []
             live = rec._stream
             sink = parked(rec)
-            c = per_call(mk(rec), N)
+            c = per_call(mk(rec), n)
             rec.inner.calls = []
             sink.release.set()
             rec._stream.close(0)

@@ -665,6 +665,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._step = 0
         self._stream = None
         self._record_layers = False
+        # this worker step's forward when its metadata posts reads: [request ids, layer waits,
+        # ns blocked in them, when the last returned (-1)] (forward_done), else None
+        self._fwd = None
         self._is_scheduler = role == KVConnectorRole.SCHEDULER
         self._producer_scheduler = False
         self._drive = None
@@ -683,6 +686,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_deferred = set()
         self._drive_deferred_known = True
         self._kv_cache_config = kv_cache_config
+        # what kv_caches_registered carries beside the tensors (register_kv_caches)
+        self._config_block_size = _config_block_size(vllm_config)
+        self._attn_backend = _attn_backend(vllm_config)
         # the node's answer to the last build_connector_meta (``drive_metadata``)
         self._drive_metadata = None
         try:
@@ -963,7 +969,23 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return self._inner.has_connector_metadata()
 
     def register_kv_caches(self, kv_caches):
-        return self._inner.register_kv_caches(kv_caches)
+        s = self._stream
+        if s is None:
+            return self._inner.register_kv_caches(kv_caches)
+        try:  # before the inner sees them: a connector that refuses the shapes raises (class 15)
+            s.put("kv_caches_registered", (_registration_fields, self._config_block_size, self._attn_backend,
+                                           _tensors_snapshot(kv_caches)))
+        except Exception as e:  # noqa: BLE001
+            self._failed("register_kv_caches", e)
+        try:
+            return self._inner.register_kv_caches(kv_caches)
+        except BaseException:
+            # the worker is about to die of it: the registration reaches the file first (bounded wait)
+            try:
+                s.flush(_REGISTRATION_FLUSH_S)
+            except Exception as e:  # noqa: BLE001
+                self._failed("register_kv_caches", e)
+            raise
 
     def register_cross_layers_kv_cache(self, kv_cache, attn_backend):
         return self._inner.register_cross_layers_kv_cache(kv_cache, attn_backend)
@@ -977,6 +999,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
     def start_load_kv(self, forward_context, **kwargs):
         if self._pending_finished is not None:
             self._flush_finished(None)
+        self._fwd = None
+        if self._stream is not None:
+            try:  # the requests this step's forward was promised (the metadata's reqs_to_recv; usually none)
+                recv = getattr(getattr(self, "_connector_metadata", None), "reqs_to_recv", None)
+                if recv:
+                    self._fwd = [list(recv), 0, 0, -1]
+            except Exception as e:  # noqa: BLE001
+                self._failed("start_load_kv reads", e)
         result = self._inner.start_load_kv(forward_context, **kwargs)
         if self._stream is not None:
             try:
@@ -986,7 +1016,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return result
 
     def wait_for_layer_load(self, layer_name):
-        return self._inner.wait_for_layer_load(layer_name)
+        fwd = self._fwd
+        if fwd is None:  # no reads posted this step (or not recording): one attribute test
+            return self._inner.wait_for_layer_load(layer_name)
+        clock = _stream_module.time.monotonic_ns  # the stream's clock, as put reads it
+        t0 = clock()
+        result = self._inner.wait_for_layer_load(layer_name)  # one that raises fails the forward: not counted
+        t1 = clock()
+        fwd[1] += 1
+        fwd[2] += t1 - t0
+        fwd[3] = t1
+        return result
 
     def save_kv_layer(self, layer_name, kv_layer, attn_metadata, **kwargs):
         result = self._inner.save_kv_layer(layer_name, kv_layer, attn_metadata, **kwargs)
@@ -1002,6 +1042,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._stream is not None:
             try:
                 self._put("save_waited", {})
+                fwd = self._fwd
+                if fwd is not None:
+                    # the forward that posted reads ended: one forward_done per such step
+                    self._fwd = None
+                    now = Stream.clock()
+                    self._stream.put("forward_done", (_forward_fields, fwd[0], fwd[1], fwd[2],
+                                                      -1 if fwd[3] < 0 else now - fwd[3]), at_ns=now)
             except Exception as e:  # noqa: BLE001
                 self._failed("wait_for_save", e)
         return result
@@ -1586,6 +1633,66 @@ class _CloseFailures(logging.Handler):
                     self.seen.append(record.getMessage()[len(self.PREFIX):].strip())
         except Exception:  # noqa: BLE001  (a logging handler must never raise)
             pass
+
+
+# ---------------------------------------------------------------------- a forward that posted reads
+
+def _forward_fields(reads, waits, wait_ns, last_before_ns):
+    return {"reads_posted": [str(r) for r in reads], "layer_waits": int(waits), "layer_wait_ns": int(wait_ns),
+            "last_layer_wait_before_ns": int(last_before_ns)}
+
+
+# ---------------------------------------------------------------------- register_kv_caches
+
+# How long a worker whose inner connector refused its KV caches waits for the registration to be written.
+_REGISTRATION_FLUSH_S = 2.0
+
+
+def _config_block_size(vllm_config):
+    """``cache_config.block_size``: the block size the connector is configured with (-1: unknown)."""
+    block = getattr(getattr(vllm_config, "cache_config", None), "block_size", None)
+    return block if isinstance(block, int) and not isinstance(block, bool) else -1
+
+
+def _attn_backend(vllm_config):
+    """The attention backend the engine was configured with (``attention_config.backend``, else the
+    environment's ``VLLM_ATTENTION_BACKEND``), by name; None when neither names one (vLLM picks it)."""
+    backend = getattr(getattr(vllm_config, "attention_config", None), "backend", None)
+    if backend is None:
+        backend = os.environ.get("VLLM_ATTENTION_BACKEND") or None
+    if backend is None:
+        return None
+    return str(getattr(backend, "name", None) or backend)
+
+
+def _tensor_row(name, t):
+    shape = getattr(t, "shape", None)
+    try:
+        shape = tuple(int(x) for x in shape) if shape is not None else ()
+    except (TypeError, ValueError):
+        shape = ()
+    dtype = getattr(t, "dtype", None)
+    return name, shape, None if dtype is None else str(dtype)
+
+
+def _tensors_snapshot(kv_caches):
+    """``(layer name, shape, dtype)`` of every tensor ``register_kv_caches`` is handed, in order, read
+    on the calling thread (a shape is a few ints; nothing is copied). A layer holding several tensors
+    (a tuple or list, as mamba's states) gives one row per tensor, named ``<layer>[i]``."""
+    rows = []
+    items = kv_caches.items() if hasattr(kv_caches, "items") else enumerate(kv_caches or ())
+    for name, value in items:
+        name = str(name)
+        if isinstance(value, (tuple, list)):
+            rows.extend(_tensor_row(f"{name}[{i}]", t) for i, t in enumerate(value))
+        else:
+            rows.append(_tensor_row(name, value))
+    return rows
+
+
+def _registration_fields(config_block_size, attn_backend, rows):
+    return {"config_block_size": int(config_block_size), "attn_backend": attn_backend,
+            "tensors": [{"layer_name": n, "shape": list(shape), "dtype": dtype} for n, shape, dtype in rows]}
 
 
 # ---------------------------------------------------------------------- the journal header

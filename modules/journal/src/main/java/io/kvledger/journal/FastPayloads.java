@@ -152,6 +152,12 @@ public final class FastPayloads {
             case NodeEvent.ShutDown e -> {
                 return false;
             }
+            case NodeEvent.KvCachesRegistered e -> {
+                return false;
+            }
+            case NodeEvent.ForwardDone e -> {
+                return false;
+            }
         }
         return true;
     }

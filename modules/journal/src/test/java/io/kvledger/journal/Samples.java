@@ -90,7 +90,11 @@ public final class Samples {
                         new byte[] {(byte) 0x82, (byte) 0xa4, 't', 'y', 'p', 'e', (byte) 0xa7, 'r', 'e', 'l', 'e', 'a', 's',
                                 'e', (byte) 0xab, 't', 'r', 'a', 'n', 's', 'f', 'e', 'r', '_', 'i', 'd', (byte) 0xa1, 'x'}),
                 new NodeEvent.ShutDown(t + 20_000, List.of("tcp://10.0.1.1:61005: Socket operation on non-socket")),
-                new NodeEvent.HandshakeVoted(t + 21_000, "10.0.1.2:6301", 0, List.of(1)));
+                new NodeEvent.HandshakeVoted(t + 21_000, "10.0.1.2:6301", 0, List.of(1)),
+                new NodeEvent.KvCachesRegistered(t + 22_000, 16, "FLASHMLA",
+                        List.of(new NodeEvent.KvCacheTensor("model.layers.0.self_attn.attn", List.of(2048, 64, 576),
+                                "torch.bfloat16"))),
+                new NodeEvent.ForwardDone(t + 23_000, List.of("cmpl-d-0"), 2, 0, 1_500));
     }
 
     public static List<Effect> effects() {

@@ -236,7 +236,8 @@ final class SimNode implements ToyRouter.Instance {
                     NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _,
                     NodeEvent.FinishedPolled _, NodeEvent.RemoteBlocksReceived _, NodeEvent.WriteDoneReceived _,
                     NodeEvent.ReleaseReceived _, NodeEvent.RawCompletionReceived _, NodeEvent.FrameRejected _,
-                    NodeEvent.NotifySendFailed _, NodeEvent.HandshakeVoted _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> { }
+                    NodeEvent.NotifySendFailed _, NodeEvent.HandshakeVoted _, NodeEvent.Tick _, NodeEvent.ShutDown _,
+                    NodeEvent.KvCachesRegistered _, NodeEvent.ForwardDone _ -> { }
         }
     }
 

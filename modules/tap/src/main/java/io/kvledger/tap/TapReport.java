@@ -165,7 +165,7 @@ public final class TapReport {
                             NodeEvent.StepScheduled _, NodeEvent.RequestFinished _, NodeEvent.ConnectorOutputReceived _,
                             NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
                             NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _, NodeEvent.TransferCompleted _,
-                            NodeEvent.Tick _, NodeEvent.ShutDown _ -> { }
+                            NodeEvent.Tick _, NodeEvent.ShutDown _, NodeEvent.KvCachesRegistered _, NodeEvent.ForwardDone _ -> { }
                 }
             }
         }
@@ -361,7 +361,7 @@ public final class TapReport {
                     NodeEvent.StepScheduled _, NodeEvent.RequestFinished _, NodeEvent.ConnectorOutputReceived _,
                     NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
                     NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _, NodeEvent.TransferCompleted _,
-                    NodeEvent.Tick _, NodeEvent.ShutDown _ -> "other";
+                    NodeEvent.Tick _, NodeEvent.ShutDown _, NodeEvent.KvCachesRegistered _, NodeEvent.ForwardDone _ -> "other";
         };
     }
 
@@ -377,7 +377,7 @@ public final class TapReport {
                     NodeEvent.BlocksAllocated _, NodeEvent.StepScheduled _, NodeEvent.RequestFinished _,
                     NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _, NodeEvent.LayerSaved _,
                     NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.HandshakeCompleted _,
-                    NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _, NodeEvent.TransferCompleted _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> null;
+                    NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _, NodeEvent.TransferCompleted _, NodeEvent.Tick _, NodeEvent.ShutDown _, NodeEvent.KvCachesRegistered _, NodeEvent.ForwardDone _ -> null;
         };
     }
 }

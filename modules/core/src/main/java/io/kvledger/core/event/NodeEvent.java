@@ -212,6 +212,54 @@ public sealed interface NodeEvent {
      */
     record ShutDown(long atNs, List<String> closeFailures) implements NodeEvent {}
 
+    /**
+     * One KV-cache tensor the worker registered ({@code register_kv_caches}): its layer, its shape
+     * as the attention backend allocated it, and its dtype as torch names it ({@code torch.bfloat16}).
+     */
+    record KvCacheTensor(String layerName, List<Integer> shape, String dtype) {
+        public KvCacheTensor {
+            shape = shape == null ? List.of() : List.copyOf(shape);
+        }
+    }
+
+    /**
+     * The worker's {@code register_kv_caches(kv_caches)}, once per worker at start-up, recorded
+     * before the connector saw it (a connector that refuses the shapes raises there): every tensor
+     * in the order vLLM handed them over, and the block size the connector was configured with
+     * ({@code cache_config.block_size}), which it computes offsets with unless it takes the block
+     * dimension from the tensor (bug class 15). Nothing in the reducer depends on it.
+     *
+     * @param configBlockSize tokens per block as configured, -1 when the recorder could not read it
+     * @param attnBackend     the attention backend the engine was configured with, when known
+     */
+    record KvCachesRegistered(long atNs, int configBlockSize, String attnBackend, List<KvCacheTensor> tensors)
+            implements NodeEvent {
+        public KvCachesRegistered {
+            tensors = tensors == null ? List.of() : List.copyOf(tensors);
+        }
+    }
+
+    /**
+     * The end of a worker's forward pass that posted READs ({@code wait_for_save}, after the
+     * forward), written by the vLLM bridge recorder only for a step whose bound metadata held
+     * requests to receive: which requests' reads {@code start_load_kv} posted, how many
+     * {@code wait_for_layer_load} calls returned during the forward, how long they blocked in all,
+     * and how long before this event the last returned. With {@code load_kv_async=False} the
+     * scheduler promised the KV is in place when the forward runs (bug class 25: a forward that
+     * consumed reads still in flight). Nothing in the reducer depends on it.
+     *
+     * @param readsPosted           the request ids of the metadata's {@code reqs_to_recv}
+     * @param layerWaits            {@code wait_for_layer_load} calls that returned since {@code start_load_kv}
+     * @param layerWaitNs           the time spent inside them, in all
+     * @param lastLayerWaitBeforeNs how long before this event the last one returned (-1: none was called)
+     */
+    record ForwardDone(long atNs, List<String> readsPosted, int layerWaits, long layerWaitNs,
+                       long lastLayerWaitBeforeNs) implements NodeEvent {
+        public ForwardDone {
+            readsPosted = readsPosted == null ? List.of() : List.copyOf(readsPosted);
+        }
+    }
+
     // ---------------------------------------------------------------- time
 
     /** Time passed: lets deadlines (deferred writes, receive aborts, transfer waits) fire. */

@@ -45,6 +45,10 @@ public final class NodeEvents {
             case NodeEvent.NotifySendFailed x -> new NodeEvent.NotifySendFailed(t, x.endpoint(), x.messageType(),
                     x.transferId(), x.reason(), x.frame());
             case NodeEvent.ShutDown x -> new NodeEvent.ShutDown(t, x.closeFailures());
+            case NodeEvent.KvCachesRegistered x -> new NodeEvent.KvCachesRegistered(t, x.configBlockSize(),
+                    x.attnBackend(), x.tensors());
+            case NodeEvent.ForwardDone x -> new NodeEvent.ForwardDone(t, x.readsPosted(), x.layerWaits(), x.layerWaitNs(),
+                    x.lastLayerWaitBeforeNs());
             case NodeEvent.Tick x -> new NodeEvent.Tick(t);
         };
     }

@@ -179,6 +179,8 @@ public final class NodeReducer {
                 c.now = e.atNs();
                 WorkerSide.tick(c);
             }
+            case NodeEvent.KvCachesRegistered e -> { } // evidence for the detectors only
+            case NodeEvent.ForwardDone e -> { } // evidence for the detectors only
         }
     }
 

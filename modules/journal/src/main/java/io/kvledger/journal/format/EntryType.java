@@ -205,6 +205,21 @@ public enum EntryType {
                     + (e.failedTpRanks() == null ? "" : " failed_tp_ranks=" + e.failedTpRanks()),
             req("remote_engine_id", STR), req("vote", I32), nul("failed_tp_ranks", INT_LIST))),
 
+    KV_CACHES_REGISTERED(23, EntryKind.INPUT, "kv_caches_registered", Schema.of(NodeEvent.KvCachesRegistered.class,
+            e -> new Object[] {e.configBlockSize(), e.attnBackend(), e.tensors()},
+            (at, v) -> new NodeEvent.KvCachesRegistered(at, v.i(0), v.s(1), v.o(2)),
+            e -> "config_block_size=" + e.configBlockSize() + (e.attnBackend() == null ? "" : " backend=" + e.attnBackend())
+                    + " tensors=" + Render.list(e.tensors(), Nested.KV_CACHE_TENSOR::dissect),
+            req("config_block_size", I32), nul("attn_backend", STR), req("tensors", listOf(Nested.KV_CACHE_TENSOR)))),
+
+    FORWARD_DONE(24, EntryKind.INPUT, "forward_done", Schema.of(NodeEvent.ForwardDone.class,
+            e -> new Object[] {e.readsPosted(), e.layerWaits(), e.layerWaitNs(), e.lastLayerWaitBeforeNs()},
+            (at, v) -> new NodeEvent.ForwardDone(at, v.<List<String>>o(0), v.i(1), v.l(2), v.l(3)),
+            e -> "reads_posted=" + e.readsPosted() + " layer_waits=" + e.layerWaits() + " waited_ns=" + e.layerWaitNs()
+                    + " last_wait_before_ns=" + e.lastLayerWaitBeforeNs(),
+            req("reads_posted", STR_LIST), req("layer_waits", I32), req("layer_wait_ns", I64),
+            req("last_layer_wait_before_ns", I64))),
+
     // ---------------------------------------------------------------- derived: hook replies
 
     MATCHED_TOKENS(100, EntryKind.DERIVED, "matched_tokens", Schema.of(Effect.MatchedTokens.class,
@@ -563,6 +578,8 @@ public enum EntryType {
             case NodeEvent.NotifySendFailed x -> NOTIFY_SEND_FAILED;
             case NodeEvent.ShutDown x -> SHUT_DOWN;
             case NodeEvent.HandshakeVoted x -> HANDSHAKE_VOTED;
+            case NodeEvent.KvCachesRegistered x -> KV_CACHES_REGISTERED;
+            case NodeEvent.ForwardDone x -> FORWARD_DONE;
         };
     }
 

@@ -6,6 +6,7 @@ import static io.kvledger.journal.format.Field.req;
 import static io.kvledger.journal.format.FieldType.BLOCKS;
 import static io.kvledger.journal.format.FieldType.BOOL;
 import static io.kvledger.journal.format.FieldType.I32;
+import static io.kvledger.journal.format.FieldType.INT_LIST;
 import static io.kvledger.journal.format.FieldType.PARAMS;
 import static io.kvledger.journal.format.FieldType.PY;
 import static io.kvledger.journal.format.FieldType.STR;
@@ -27,6 +28,13 @@ final class Nested {
             (at, v) -> new NodeEvent.CachedRequest(v.s(0), v.o(1)),
             r -> r.requestId() + (r.newBlockIds() == null ? "" : "+" + r.newBlockIds().totalBlocks()),
             req("request_id", STR), nul("new_block_ids", BLOCKS));
+
+    /** One entry of {@code tensors} ({@code kv_caches_registered}). */
+    static final Schema<NodeEvent.KvCacheTensor> KV_CACHE_TENSOR = Schema.of(NodeEvent.KvCacheTensor.class,
+            t -> new Object[] {t.layerName(), t.shape(), t.dtype()},
+            (at, v) -> new NodeEvent.KvCacheTensor(v.s(0), v.<List<Integer>>o(1), v.s(2)),
+            t -> t.layerName() + " " + t.shape() + (t.dtype() == null ? "" : " " + t.dtype()),
+            req("layer_name", STR), req("shape", INT_LIST), nul("dtype", STR));
 
     /** One entry of {@code scheduled_new_reqs}. */
     static final Schema<NodeEvent.NewRequest> NEW_REQUEST = Schema.of(NodeEvent.NewRequest.class,

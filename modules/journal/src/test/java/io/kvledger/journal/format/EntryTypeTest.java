@@ -28,7 +28,7 @@ class EntryTypeTest {
             5 request_finished, 6 connector_output_received, 7 load_started, 8 layer_saved, 9 save_waited, \
             10 finished_polled, 11 handshake_completed, 12 handshake_failed, 13 transfer_completed, \
             14 remote_blocks_received, 15 write_done_received, 16 release_received, 17 raw_completion_received, \
-            18 frame_rejected, 19 tick, 20 notify_send_failed, 21 shut_down, 22 handshake_voted, 100 matched_tokens, \
+            18 frame_rejected, 19 tick, 20 notify_send_failed, 21 shut_down, 22 handshake_voted, 23 kv_caches_registered, 24 forward_done, 100 matched_tokens, \
             101 metadata_built, 102 finish_decision, \
             103 finished_reported, 104 finished_sending_rewritten, 120 send_remote_blocks, 121 send_release, \
             122 send_write_done, 123 send_write_failed, 124 start_handshake, 125 post_write, 126 post_read, \

@@ -61,6 +61,7 @@ class FormatDocTest {
         b.append("| `NodeEvent.CachedRequest` (in `scheduled_cached_reqs`) | ").append(fields(Nested.CACHED_REQUEST)).append(" |\n");
         b.append("| `NodeEvent.NewRequest` (in `scheduled_new_reqs`) | ").append(fields(Nested.NEW_REQUEST)).append(" |\n");
         b.append("| `ReqMeta` (in `reqs_to_recv`, `reqs_to_save`) | ").append(fields(Nested.REQ_META)).append(" |\n");
+        b.append("| `NodeEvent.KvCacheTensor` (in `tensors`) | ").append(fields(Nested.KV_CACHE_TENSOR)).append(" |\n");
         b.append("\nField notation: `name` type; **?** may be null (absent in a JSON line means null); ")
                 .append("**~** may be left out of a JSON line (it then takes its default: 0, false, -1 for lengths).\n");
         b.append("\n### Examples\n\nOne JSON line per type, then what its dissector prints.\n\n");

@@ -29,7 +29,7 @@ import java.util.Map;
  * ack-deficit, free-while-in-flight, listener-death, mapping-leak, eager-handshake-wrong-pod,
  * read-wrong-dp-rank, transfer-id-uncorrelated, renamed-at-finish, missing-remote-block-ids,
  * handshake-vote-waiting, handshake-vote-failed, partial-completions, reads-never-completed,
- * siblings-share-transfer-id, pending-save-unknown-request, params-lost-before-meta, params-key-missing, sq-full-failure, busy-spin, write-done-wrong-pod, write-completion-race, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
+ * siblings-share-transfer-id, block-size-override, forward-before-read-complete, pending-save-unknown-request, params-lost-before-meta, params-key-missing, sq-full-failure, busy-spin, write-done-wrong-pod, write-completion-race, reaped-warning (the engine's "Reaped N deferred sends" warning for a deferral its ACK freed in the
  * same call: no class, not a leak), and anomaly (any other serious anomaly).
  *
  * <p>The cross-node detectors (classes 37, 20, 16, 14) give one finding per request they concern
@@ -75,6 +75,8 @@ public final class HangDetectors {
         ledger.writeRace.findings(ledger, bounds, specific);
         voteWaiting(ledger, end, bounds, specific);
         stoppedReaders(ledger, bounds, specific);
+        BlockSizeOverride.run(ledger, specific);
+        ForwardBeforeReadComplete.run(ledger, specific);
         for (NodeView n : ledger.nodes.values()) {
             for (ReqView r : n.requests.values()) {
                 Finding f = renamedAtFinish(ledger, n, r, end);

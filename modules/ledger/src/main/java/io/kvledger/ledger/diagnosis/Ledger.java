@@ -280,6 +280,14 @@ public final class Ledger {
             }
             case NodeEvent.HandshakeVoted e -> n.votes.add(new Vote(e.remoteEngineId(), at, e.vote(), e.failedTpRanks()));
             case NodeEvent.ShutDown _ -> n.shutDownAt = n.shutDownAt == Long.MIN_VALUE ? at : n.shutDownAt;
+            case NodeEvent.KvCachesRegistered e -> n.registered = e;
+            case NodeEvent.ForwardDone e -> {
+                for (String rid : e.readsPosted()) {
+                    if (!n.readsAwaited.containsKey(rid) && n.readsAwaited.size() < MAX_READS_AWAITED) {
+                        n.readsAwaited.put(rid, new ReadAwaited(rid, e));
+                    }
+                }
+            }
             case NodeEvent.LoadStarted _, NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _, NodeEvent.FrameRejected _, NodeEvent.Tick _ -> { }
         }
         if (n.listenerDeathAt != Long.MIN_VALUE && (isFrame(event) || event instanceof NodeEvent.FrameRejected)) {
@@ -425,8 +433,47 @@ public final class Ledger {
                     }
                 }
             }
+            case Effect.MatchedTokens e -> {
+                if (e.requestId() != null && !n.producer() && n.config.mode() == io.kvledger.core.config.TransferMode.READ) {
+                    n.loadAsync.put(e.requestId(), e.loadAsync());
+                }
+            }
             case Effect.HookReply _, Effect.SendWriteFailed _, Effect.AckParked _,
                     Effect.StaleAckDropped _ -> { }
+        }
+    }
+
+    /**
+     * The replies a vLLM bridge worker stream recorded for one of its inputs ({@code get_finished}'s
+     * {@code finished_reported}): what the real connector reported, which the reducer cannot
+     * recompute from the stream. A READ consumer's {@code done_recving} is when a forward's reads
+     * were first seen complete ({@code forward-before-read-complete}, class 25).
+     */
+    public void recorded(String node, NodeEvent event, List<? extends Effect> recorded) {
+        NodeView n = nodes.get(node);
+        if (n == null || n.readsAwaited.isEmpty()) {
+            return;
+        }
+        for (Effect e : recorded) {
+            if (e instanceof Effect.FinishedReported f) {
+                List<String> done = f.doneRecving() == null ? List.of() : f.doneRecving();
+                long at = event.atNs();
+                for (var it = n.readsAwaited.values().iterator(); it.hasNext(); ) {
+                    ReadAwaited r = it.next();
+                    if (at < r.forward.atNs()) {
+                        continue;
+                    }
+                    if (done.contains(r.requestId)) {
+                        it.remove();
+                        if (r.pollsWithout > 0 && n.readsConsumedUnfinished.size() < MAX_READS_AWAITED) {
+                            r.doneAt = at;
+                            n.readsConsumedUnfinished.add(r);
+                        }
+                    } else if (r.pollsWithout++ == 0) {
+                        r.firstPollAt = at;
+                    }
+                }
+            }
         }
     }
 
@@ -578,6 +625,26 @@ public final class Ledger {
     /** A read posted by {@code node} for {@code requestId} on session {@code sessionKey} ("{eid}_dp{R}"). */
     record ReadPost(String node, String requestId, String sessionKey, long atNs, int paramsDpRank) {}
 
+    /** How many reads awaiting their completion report (and evidence of class 25) a node keeps. */
+    static final int MAX_READS_AWAITED = 4096;
+
+    /**
+     * A request whose reads a recorded forward posted ({@code forward_done}), and the
+     * {@code get_finished} polls after that forward that did not report it received.
+     */
+    static final class ReadAwaited {
+        final String requestId;
+        final NodeEvent.ForwardDone forward;
+        int pollsWithout;
+        long firstPollAt = Long.MIN_VALUE;
+        long doneAt = Long.MIN_VALUE;
+
+        ReadAwaited(String requestId, NodeEvent.ForwardDone forward) {
+            this.requestId = requestId;
+            this.forward = forward;
+        }
+    }
+
     /** A TP-wide eager-handshake vote this node journaled ({@code HandshakeVoted}). */
     record Vote(String engine, long atNs, int vote, List<Integer> failedTpRanks) {}
 
@@ -673,6 +740,19 @@ public final class Ledger {
         long prevStepAt = Long.MIN_VALUE;
         /** A live process's journal ({@link Ledger#liveNode}). */
         boolean live;
+        /** The worker's KV-cache registration, when its journal records it (the latest; null: none). */
+        NodeEvent.KvCachesRegistered registered;
+        /** A READ consumer's worker: requests whose reads a recorded forward posted, not yet reported received. */
+        final LinkedHashMap<String, ReadAwaited> readsAwaited = new LinkedHashMap<>();
+        /** Those reported received only after a poll that followed their forward had not (class 25). */
+        final List<ReadAwaited> readsConsumedUnfinished = new ArrayList<>();
+        /** A READ consumer's scheduler: the load_kv_async it answered per request. */
+        final LinkedHashMap<String, Boolean> loadAsync = new LinkedHashMap<>(16, 0.75f, false) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+                return size() > MAX_READS_AWAITED;
+            }
+        };
         /** The time of this node's last event (MIN_VALUE: none). */
         long lastAtNs = Long.MIN_VALUE;
         /** For a tap's journal ({@link Ledger#tap}): where the tap listens; null for a node. */

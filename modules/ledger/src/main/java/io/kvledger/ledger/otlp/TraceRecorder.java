@@ -462,7 +462,8 @@ public final class TraceRecorder {
                     NodeEvent.StepScheduled _, NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _,
                     NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
                     NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _, NodeEvent.TransferCompleted _,
-                    NodeEvent.FrameRejected _, NodeEvent.Tick _ -> false;
+                    NodeEvent.FrameRejected _, NodeEvent.Tick _, NodeEvent.KvCachesRegistered _,
+                    NodeEvent.ForwardDone _ -> false;
         };
     }
 

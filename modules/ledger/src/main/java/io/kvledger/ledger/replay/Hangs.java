@@ -94,6 +94,8 @@ public final class Hangs {
         long[] inputs = {0};
         // per node: its last input
         Map<String, NodeEvent> last = new LinkedHashMap<>();
+        // a bridge worker stream's get_finished replies are the real connector's (class 25's evidence)
+        r.recordedFor(n -> BridgeReplies.workerStream(n.header().origin()));
         r.run(new Replayer.Listener() {
             @Override
             public void started(Replayer.Node node, List<Effect> startup, List<JournalEntry.Derived> recorded) {
@@ -117,6 +119,10 @@ public final class Hangs {
                                 List<JournalEntry.Derived> recorded) {
                 inputs[0]++;
                 ledger.observe(node.name(), in.event(), fx);
+                if (!recorded.isEmpty() && BridgeReplies.workerStream(node.header().origin())) {
+                    // what the real connector reported, which the reducer cannot recompute from the stream
+                    ledger.recorded(node.name(), in.event(), recorded.stream().map(JournalEntry.Derived::effect).toList());
+                }
                 last.put(node.name(), in.event());
             }
         });

@@ -86,6 +86,8 @@ public final class Mentions {
             case NodeEvent.FrameRejected x -> { }
             case NodeEvent.Tick x -> { }
             case NodeEvent.ShutDown x -> { }
+            case NodeEvent.KvCachesRegistered x -> { }
+            case NodeEvent.ForwardDone x -> rids(s, x.readsPosted());
         }
     }
 

@@ -111,6 +111,7 @@ public final class Replayer implements AutoCloseable {
     private long untilSeq = Long.MAX_VALUE;
     private boolean ran;
     private boolean readRecorded = true;
+    private java.util.function.Predicate<Node> recordedAlso = n -> false;
     /** What each node's state is checked with after every input; null: not checked. */
     private Function<NodeState, List<Invariants.Violation>> invariants;
     private NodeCounts[] counts;
@@ -210,6 +211,16 @@ public final class Replayer implements AutoCloseable {
     }
 
     /**
+     * The nodes whose recorded derived entries are read even with {@link #recorded(boolean)} off
+     * ({@code hangs} reads a vLLM bridge worker stream's {@code get_finished} replies, which the
+     * reducer cannot recompute).
+     */
+    public Replayer recordedFor(java.util.function.Predicate<Node> nodes) {
+        this.recordedAlso = nodes;
+        return this;
+    }
+
+    /**
      * Whether each node's state is checked against the reducer's invariants after every input
      * (off by default; {@link NodeState#checkInvariantsSinceLastCheck()}, which costs what each
      * input changed); a broken state goes to {@link Listener#invariantsBroken}.
@@ -253,7 +264,8 @@ public final class Replayer implements AutoCloseable {
         int n = nodes.size();
         Cursor[] cursors = new Cursor[n];
         for (int i = 0; i < n; i++) {
-            cursors[i] = new Cursor(nodes.get(i), readers.get(i), untilSeq, readRecorded, invariants);
+            cursors[i] = new Cursor(nodes.get(i), readers.get(i), untilSeq,
+                    readRecorded || recordedAlso.test(nodes.get(i)), invariants);
         }
         for (Cursor c : cursors) {
             c.start();
@@ -284,7 +296,7 @@ public final class Replayer implements AutoCloseable {
         counts = new NodeCounts[n];
         for (int i = 0; i < n; i++) {
             Cursor c = cursors[i];
-            counts[i] = new NodeCounts(c.inputs, readRecorded ? c.derivedCount : -1, c.unknown, c.orphans);
+            counts[i] = new NodeCounts(c.inputs, c.readRecorded ? c.derivedCount : -1, c.unknown, c.orphans);
         }
         for (int i = 0; i < n; i++) {
             for (String w : readers.get(i).warnings()) {

@@ -164,7 +164,8 @@ public final class TransferIndex {
             case NodeEvent.StepScheduled _, NodeEvent.ConnectorOutputReceived _, NodeEvent.LoadStarted _,
                     NodeEvent.LayerSaved _, NodeEvent.SaveWaited _, NodeEvent.FinishedPolled _,
                     NodeEvent.HandshakeCompleted _, NodeEvent.HandshakeFailed _, NodeEvent.HandshakeVoted _,
-                    NodeEvent.TransferCompleted _, NodeEvent.FrameRejected _, NodeEvent.NotifySendFailed _, NodeEvent.Tick _, NodeEvent.ShutDown _ -> { }
+                    NodeEvent.TransferCompleted _, NodeEvent.FrameRejected _, NodeEvent.NotifySendFailed _, NodeEvent.Tick _, NodeEvent.ShutDown _,
+                    NodeEvent.KvCachesRegistered _, NodeEvent.ForwardDone _ -> { }
         }
     }
 

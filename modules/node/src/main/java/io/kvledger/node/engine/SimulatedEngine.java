@@ -455,6 +455,8 @@ public final class SimulatedEngine implements AutoCloseable {
                 case NodeEvent.HandshakeCompleted h -> sched(h);
                 case NodeEvent.HandshakeFailed h -> sched(h);
                 case NodeEvent.HandshakeVoted h -> sched(h);
+                case NodeEvent.KvCachesRegistered k -> sched(k);
+                case NodeEvent.ForwardDone f -> sched(f);
                 case NodeEvent.TransferCompleted t -> sched(t);
                 case NodeEvent.RemoteBlocksReceived r -> sched(r);
                 case NodeEvent.WriteDoneReceived w -> sched(w);
