@@ -344,7 +344,8 @@ class KafkaShipTest {
 
     @Test
     void sigtermWithTheBrokerDownAndTheBufferFullSaysWhatWasNotAcknowledgedAndExits4() throws Exception {
-        Map<String, List<byte[]>> source = rawEntries(simulated(tmp.resolve("sim"), 24));
+        // Each node's first entries, about 3 MiB in all: three times the buffer, a third of the time to feed.
+        Map<String, List<byte[]>> source = prefixes(rawEntries(simulated(tmp.resolve("sim"), 24)), 3L << 20);
         long total = source.values().stream().mapToLong(List::size).sum();
         long bytes = source.values().stream().flatMap(List::stream).mapToLong(b -> b.length).sum();
         System.out.println("KafkaShipTest: " + total + " entries, " + bytes + " bytes, of " + source.size() + " nodes");
@@ -392,6 +393,16 @@ class KafkaShipTest {
         CliRun.Outcome restart = CliRun.run("ship", "--no-follow", "--to", uri, live.toString());
         assertThat(restart.code()).as(restart.err()).isZero();
         assertSameEntries(readBack(uri, -1), source);
+    }
+
+    /** The first entries of each node's journal, the same share of each, about {@code bytes} in all. */
+    private static Map<String, List<byte[]>> prefixes(Map<String, List<byte[]>> all, long bytes) {
+        long have = all.values().stream().flatMap(List::stream).mapToLong(b -> b.length).sum();
+        double share = Math.min(1.0, (double) bytes / have);
+        Map<String, List<byte[]>> out = new LinkedHashMap<>();
+        all.forEach((node, entries) -> out.put(node,
+                List.copyOf(entries.subList(0, (int) Math.ceil(entries.size() * share)))));
+        return out;
     }
 
     /** Waits (polling, generous bound) until the child's log holds {@code text}. */
