@@ -18,13 +18,13 @@ import org.msgpack.core.MessagePack;
  *
  * <p>Threading: one thread per instance.
  */
-public final class EntryEncoder {
+final class EntryEncoder {
 
     private final byte[] envelope = new byte[JournalFormat.ENVELOPE_V2];
     private final MessageBufferPacker packer = MessagePack.newDefaultBufferPacker();
 
     /** The header entry (seq 0) a journal created with {@code header} starts with. */
-    public static byte[] header(JournalHeader header) {
+    static byte[] header(JournalHeader header) {
         byte[] payload = EntryCodec.headerPayload(header.withFormatVersion(JournalFormat.FORMAT_VERSION));
         byte[] env = new byte[JournalFormat.ENVELOPE_V2];
         EntryCodec.envelope(env, EntryKind.HEADER, EntryType.HEADER.id(), 0, 0, JournalFormat.NO_CAUSE);
@@ -36,7 +36,7 @@ public final class EntryEncoder {
      *
      * @throws IllegalArgumentException when a value of the event cannot be journaled
      */
-    public byte[] input(long seq, NodeEvent event) {
+    byte[] input(long seq, NodeEvent event) {
         EntryType t = EntryType.ofClass(event.getClass());
         return encode(EntryKind.INPUT, t != null ? t : EntryType.of(event), seq, event.atNs(), JournalFormat.NO_CAUSE, event);
     }
@@ -46,7 +46,7 @@ public final class EntryEncoder {
      *
      * @throws IllegalArgumentException when a value of the effect cannot be journaled
      */
-    public byte[] derived(long seq, long causeSeq, long atNs, Effect effect) {
+    byte[] derived(long seq, long causeSeq, long atNs, Effect effect) {
         EntryType t = EntryType.ofClass(effect.getClass());
         return encode(EntryKind.DERIVED, t != null ? t : EntryType.of(effect), seq, atNs, causeSeq, effect);
     }

@@ -205,16 +205,21 @@ final class ProxyTraces implements Consumer<ProxyEvent>, AutoCloseable {
                 continue;
             }
             ProxyEvent e = f.ended.get(leg);
-            SpanData span = switch (e) {
-                case ProxyEvent.LegAnswered x -> LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(),
+            // Only a leg's three endings are kept in f.ended; a leg still open ends at endNs.
+            SpanData span;
+            if (e instanceof ProxyEvent.LegAnswered x) {
+                span = LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(),
                         s.atNs(), "answered", x.httpStatus(), x.atNs(), x.finishReason(), null, resource);
-                case ProxyEvent.LegFailed x -> LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(),
+            } else if (e instanceof ProxyEvent.LegFailed x) {
+                span = LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(),
                         s.atNs(), "failed", x.httpStatus(), x.atNs(), null, x.reason(), resource);
-                case ProxyEvent.LegCancelled x -> LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(),
+            } else if (e instanceof ProxyEvent.LegCancelled x) {
+                span = LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(),
                         s.atNs(), "cancelled", null, x.atNs(), null, x.reason(), resource);
-                case null, default -> LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(), s.atNs(),
+            } else {
+                span = LegSpans.proxyLeg(key, proxyId, r.requestId(), leg, i, s.instance(), s.atNs(),
                         null, null, endNs, null, null, resource);
-            };
+            }
             spans.add(span);
         }
         batches.add(spans);

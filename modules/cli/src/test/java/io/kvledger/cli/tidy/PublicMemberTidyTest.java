@@ -63,7 +63,7 @@ class PublicMemberTidyTest {
     private static final Pattern PACKAGE = Pattern.compile("(?m)^\\s*package\\s+([\\w.]+)\\s*;");
     private static final Pattern TYPE_DECL = Pattern.compile("(?<![\\w@.])(class|interface|enum|record|@interface)\\s+(\\w+)");
     private static final Pattern ACCESS = Pattern.compile("(?<![\\w.@])(public|protected)(?!\\w)");
-    private static final Pattern ANNOTATION = Pattern.compile("@\\s*([\\w.]+)(\\s*\\((?:[^()]|\\([^()]*\\))*\\))?");
+    private static final Pattern ANNOTATION = Pattern.compile("@\\s*([\\w.]+)(\\s*\\([^()]*(?:\\([^()]*\\)[^()]*)*\\))?");
     private static final Pattern WORD = Pattern.compile("[\\w$]+");
     private static final Set<String> REFLECTED = Set.of("Option", "Parameters", "Spec", "Mixin", "ParentCommand", "ArgGroup");
     private static final Set<String> OBJECT_METHODS = Set.of("toString", "equals", "hashCode");
@@ -465,5 +465,5 @@ class PublicMemberTidyTest {
     }
 
     /** A text block, a string or a character literal. */
-    private static final Pattern LITERAL = Pattern.compile("\"\"\"[\\s\\S]*?\"\"\"|\"(?:\\\\.|[^\"\\\\\\n])*\"|'(?:\\\\.|[^'\\\\\\n])+'");
+    private static final Pattern LITERAL = Pattern.compile("\"\"\"[\\s\\S]*?\"\"\"|\"[^\"\\\\\\n]*(?:\\\\.[^\"\\\\\\n]*)*\"|'(?:\\\\.|[^'\\\\\\n])+'");
 }

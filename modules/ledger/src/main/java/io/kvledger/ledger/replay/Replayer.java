@@ -215,7 +215,7 @@ public final class Replayer implements AutoCloseable {
      * ({@code hangs} reads a vLLM bridge worker stream's {@code get_finished} replies, which the
      * reducer cannot recompute).
      */
-    public Replayer recordedFor(java.util.function.Predicate<Node> nodes) {
+    Replayer recordedFor(java.util.function.Predicate<Node> nodes) {
         this.recordedAlso = nodes;
         return this;
     }

@@ -67,7 +67,7 @@ public final class Shipper implements AutoCloseable {
     static final Duration STOP_GRACE = Duration.ofSeconds(2);
 
     /** Exit status of a run stopped with entries sent and not acknowledged (they are in the journals). */
-    public static final int STOPPED_UNACKNOWLEDGED = 4;
+    static final int STOPPED_UNACKNOWLEDGED = 4;
 
     /**
      * How to ship.
@@ -213,7 +213,7 @@ public final class Shipper implements AutoCloseable {
      * one the topic holds for its node (its entry at the topic's last seq differs, or it ends
      * before it: another run under the same node id).
      */
-    public long stoppedAtBadLine() {
+    long stoppedAtBadLine() {
         return stoppedAtBadLine.get();
     }
 
