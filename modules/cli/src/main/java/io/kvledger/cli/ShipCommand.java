@@ -7,6 +7,7 @@ import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.replay.JsonLinesInputs;
 import io.kvledger.node.ship.Shipper;
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -81,11 +82,25 @@ final class ShipCommand implements Callable<Integer> {
             throw usage("--buffer-mb and --partitions must be positive");
         }
         List<Path> dirs = new ArrayList<>();
+        List<Path> watch = new ArrayList<>();
         Shipper shipper;
         try {
             for (Path arg : journals) {
+                if (!noFollow && (Files.isDirectory(arg) || !Files.exists(arg))) {
+                    watch.add(arg);
+                }
+                if (!noFollow && !Files.exists(arg)) {
+                    err.println("kvledger ship: note: " + arg + " does not exist yet; waiting for it, and for the journals "
+                            + "and recordings that appear in it");
+                    continue;
+                }
                 JsonLinesInputs.Recordings rec = JsonLinesInputs.files(arg.toString());
                 if (rec.nodes().isEmpty()) {
+                    if (!noFollow && noJournalYet(arg)) {
+                        err.println("kvledger ship: note: " + arg + " holds no journal or recording yet; watching it for "
+                                + "new ones");
+                        continue;
+                    }
                     for (NodeJournal j : JournalInputs.resolve(List.of(arg))) {
                         dirs.add(j.dir());
                     }
@@ -103,13 +118,17 @@ final class ShipCommand implements Callable<Integer> {
                             + " (a node's topic stream is one run; ship an earlier one to another topic)");
                 }
             }
-            shipper = new Shipper(new Shipper.Options(target, dirs, !noFollow, (long) bufferMb << 20, partitions), err);
+            shipper = new Shipper(new Shipper.Options(target, dirs, !noFollow, (long) bufferMb << 20, partitions, watch),
+                    err);
         } catch (InputException e) {
             throw usage(e.getMessage());
         }
         int rc;
         try (StopOnSignal signal = new StopOnSignal("kvledger-ship-stop"); shipper) {
-            err.println("kvledger ship: shipping " + String.join(", ", shipper.nodes()) + " to " + target);
+            err.println("kvledger ship: shipping " + (shipper.nodes().isEmpty() ? "nothing yet"
+                    : String.join(", ", shipper.nodes())) + " to " + target + (watch.isEmpty() ? ""
+                    : "; watching " + String.join(", ", watch.stream().map(Path::toString).toList())
+                            + " for new journals and recordings (listed every " + Shipper.SCAN_EVERY_MS + " ms)"));
             err.flush();
             rc = shipper.run(signal::stopping);
             err.println("kvledger ship: " + (signal.stopping() ? "stopped: " : "") + shipper.acknowledged()
@@ -120,6 +139,16 @@ final class ShipCommand implements Callable<Integer> {
             signal.exitStatus(rc);
         }
         return rc;
+    }
+
+    /** Whether {@code dir} is a directory holding no journal, neither itself nor in a subdirectory. */
+    private static boolean noJournalYet(Path dir) throws java.io.IOException {
+        if (!Files.isDirectory(dir) || JournalInputs.holdsQueueFiles(dir)) {
+            return false;
+        }
+        try (java.util.stream.Stream<Path> s = Files.list(dir)) {
+            return s.noneMatch(JournalInputs::holdsQueueFiles);
+        }
     }
 
     private ParameterException usage(String message) {

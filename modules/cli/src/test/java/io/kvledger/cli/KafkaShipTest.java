@@ -226,6 +226,102 @@ class KafkaShipTest {
     }
 
     @Test
+    void recordingsAndJournalsThatAppearAfterTheStartAreFollowedAndShipAsJournalImportMakesThem() throws Exception {
+        Map<String, List<String>> simLines = recorderLines(tmp.resolve("sim"), 4);
+        List<String> simNodes = new ArrayList<>(simLines.keySet()); // D0, P0: their journals appear later too
+        // the recordings are of the same run under other node ids (P1, D1): each node is shipped from one journal
+        Map<String, List<String>> lines = new TreeMap<>();
+        for (var e : simLines.entrySet()) {
+            String id = e.getKey().replace('0', '1');
+            List<String> l = new ArrayList<>(e.getValue());
+            String header = l.getFirst().replace("\"node_id\":\"" + e.getKey() + "\"", "\"node_id\":\"" + id + "\"");
+            assertThat(header).isNotEqualTo(l.getFirst());
+            l.set(0, header);
+            lines.put(id, l);
+        }
+        List<String> names = new ArrayList<>(lines.keySet());
+        names.addAll(simNodes);
+        assertThat(names).hasSize(4).doesNotHaveDuplicates();
+        Path rec = tmp.resolve("recorder"); // the recorder makes it when the engine starts
+        Path nodes = Files.createDirectories(tmp.resolve("nodes")); // empty: the nodes start later
+        String topic = "fleet-late";
+        String uri = broker.uri(topic);
+        Path log = tmp.resolve("ship.log");
+        Process child = new ProcessBuilder(javaCommand("ship", "--to", uri, rec.toString(), nodes.toString()))
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            awaitLine(log, "shipping nothing yet to ", child);
+            assertThat(Files.readString(log)).contains(rec + " does not exist yet; waiting for it")
+                    .contains(nodes + " holds no journal or recording yet; watching it");
+
+            // two worker ranks' recordings: the header and half the lines, then the rest
+            Files.createDirectories(rec);
+            for (String n : names.subList(0, 2)) {
+                List<String> l = lines.get(n);
+                Files.write(rec.resolve(n + ".jsonl"), l.subList(0, l.size() / 2));
+            }
+            for (String n : names.subList(0, 2)) {
+                awaitLine(log, "following " + rec.resolve(n + ".jsonl") + " (node ", child);
+            }
+            for (String n : names.subList(0, 2)) {
+                List<String> l = lines.get(n);
+                Files.write(rec.resolve(n + ".jsonl"), l.subList(l.size() / 2, l.size()),
+                        java.nio.file.StandardOpenOption.APPEND);
+            }
+            // two nodes' journals, each moved in whole under the watched directory
+            for (String n : names.subList(2, 4)) {
+                Path staging = tmp.resolve("staging-" + n);
+                copyTree(tmp.resolve("sim").resolve(n), staging);
+                Files.move(staging, nodes.resolve(n), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            }
+            for (String n : names.subList(2, 4)) {
+                awaitLine(log, "following " + nodes.resolve(n) + " (node ", child);
+            }
+
+            Path imported = tmp.resolve("imported");
+            CliRun.Outcome imp = CliRun.run("journal", "import", rec.toString(), imported.toString());
+            assertThat(imp.code()).as(imp.err()).isZero();
+            for (String n : names.subList(2, 4)) {
+                copyTree(nodes.resolve(n), imported.resolve(n));
+            }
+            Map<String, List<byte[]>> want = rawEntries(imported);
+            assertThat(want).hasSize(4);
+            long total = want.values().stream().mapToLong(List::size).sum();
+            awaitRecords(topic, total, child, log);
+            child.destroy(); // SIGTERM
+            assertThat(child.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(child.exitValue()).as(Files.readString(log)).isZero();
+            assertThat(Files.readString(log)).contains(total + " entries acknowledged");
+            System.out.println("KafkaShipTest: 2 recordings and 2 journals that appeared after the start, " + total
+                    + " entries shipped");
+
+            assertSameEntries(readBack(uri, 0), want);
+            for (String[] args : List.of(new String[] {"hangs", "@"}, new String[] {"hangs", "--json", "@"})) {
+                CliRun.Outcome fromDisk = CliRun.run(with(args, imported.toString()));
+                CliRun.Outcome fromTopic = CliRun.run(with(args, uri));
+                assertThat(fromDisk.out()).isNotBlank();
+                assertThat(fromTopic.code()).as(fromTopic.err()).isEqualTo(fromDisk.code());
+                assertThat(fromTopic.out()).isEqualTo(fromDisk.out());
+            }
+        } finally {
+            child.destroyForcibly();
+        }
+    }
+
+    private static void copyTree(Path from, Path to) throws IOException {
+        try (var walk = Files.walk(from)) {
+            for (Path p : walk.toList()) {
+                Path dest = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p)) {
+                    Files.createDirectories(dest);
+                } else {
+                    Files.copy(p, dest);
+                }
+            }
+        }
+    }
+
+    @Test
     void aBadLineInARecordingIsNamedAndStopsOnlyThatFilesShipping() throws Exception {
         Map<String, List<String>> lines = recorderLines(tmp.resolve("sim"), 4);
         Path rec = Files.createDirectories(tmp.resolve("rec"));

@@ -6,7 +6,9 @@ import io.kvledger.journal.RawEntryTailer;
 import io.kvledger.ledger.kafka.KafkaSource;
 import io.kvledger.ledger.kafka.KafkaUri;
 import io.kvledger.ledger.kafka.ShippedEntry;
+import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.InputException;
+import io.kvledger.ledger.replay.JsonLinesInputs;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -77,12 +79,27 @@ public final class Shipper implements AutoCloseable {
      * @param follow      keep following the journals (false: ship what they hold now, then stop)
      * @param bufferBytes the producer's memory for entries not yet acknowledged
      * @param partitions  partitions of the topic when the shipper creates it
+     * @param watch       directories to watch while following (their listing polled every
+     *                    {@value #SCAN_EVERY_MS} ms): each journal directory or recording that
+     *                    appears in one (recordings, a journal directory, or
+     *                    journal directories under it) is followed too, from what the topic holds
+     *                    of its node; one that does not exist yet is waited for
      */
-    public record Options(KafkaUri target, List<Path> journals, boolean follow, long bufferBytes, int partitions) {
+    public record Options(KafkaUri target, List<Path> journals, boolean follow, long bufferBytes, int partitions,
+            List<Path> watch) {
         public Options {
             journals = List.copyOf(journals);
+            watch = List.copyOf(watch);
+        }
+
+        /** Without directories to watch: the journals given, and only those. */
+        public Options(KafkaUri target, List<Path> journals, boolean follow, long bufferBytes, int partitions) {
+            this(target, journals, follow, bufferBytes, partitions, List.of());
         }
     }
+
+    /** Milliseconds between two listings of the watched directories. */
+    public static final int SCAN_EVERY_MS = 1000;
 
     /** One journal followed: a journal directory, or a JSON-lines recording ({@link JsonLinesTail}). */
     private static final class Source {
@@ -130,7 +147,12 @@ public final class Shipper implements AutoCloseable {
 
     private final Options options;
     private final PrintWriter err;
-    private final List<Source> sources = new ArrayList<>();
+    private final List<Source> sources = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** The journals followed and those refused, by absolute path: a watched directory's listing skips them. */
+    private final java.util.Set<Path> known = new java.util.HashSet<>();
+    /** Journals that appeared and could not be opened yet (said once each), by absolute path. */
+    private final java.util.Set<Path> waiting = new java.util.HashSet<>();
+    private long nextScanNs;
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong acked = new AtomicLong();
     private final AtomicLong skipped = new AtomicLong();
@@ -159,6 +181,7 @@ public final class Shipper implements AutoCloseable {
             for (Path dir : options.journals()) {
                 Source s = new Source(dir);
                 sources.add(s);
+                known.add(absolute(dir));
                 Path other = seen.putIfAbsent(s.node, dir);
                 if (other != null) {
                     throw new InputException("the journals " + other + " and " + dir + " are both of node " + s.node
@@ -208,7 +231,8 @@ public final class Shipper implements AutoCloseable {
     }
 
     /**
-     * Journals whose shipping stopped, each said on standard error: a recording (JSON lines) at a
+     * Journals whose shipping stopped or that were refused, each said on standard error: one that
+     * appeared in a watched directory under a node id shipped already, or holding inputs only; a recording (JSON lines) at a
      * line that is not a valid entry line, or replaced under its name; a journal that is not the
      * one the topic holds for its node (its entry at the topic's last seq differs, or it ends
      * before it: another run under the same node id).
@@ -260,6 +284,10 @@ public final class Shipper implements AutoCloseable {
         while (!stop.getAsBoolean()) {
             if (failure.get() != null) {
                 return failed();
+            }
+            if (follow && !options.watch().isEmpty() && System.nanoTime() - nextScanNs >= 0) {
+                scan();
+                nextScanNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SCAN_EVERY_MS);
             }
             int moved = 0;
             for (Source s : sources) {
@@ -346,6 +374,109 @@ public final class Shipper implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new KafkaException("interrupted", e);
         }
+    }
+
+    /** A journal directory or recording in a watched directory; {@code inputsOnly}: a recording of inputs only. */
+    private record Found(Path path, boolean inputsOnly) {}
+
+    /**
+     * The journals a watched directory holds now: the recordings of {@link JsonLinesInputs#files}
+     * (earlier runs left out), else the directory itself when it is a journal, else its
+     * subdirectories that are journals. None when it does not exist.
+     */
+    private static List<Found> found(Path dir) {
+        JsonLinesInputs.Recordings rec = JsonLinesInputs.files(dir.toString());
+        if (!rec.nodes().isEmpty()) {
+            return rec.nodes().stream().map(f -> new Found(f.jsonl(), f.inputsOnly())).toList();
+        }
+        if (JournalInputs.holdsQueueFiles(dir)) {
+            return List.of(new Found(dir, false));
+        }
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (java.util.stream.Stream<Path> s = Files.list(dir)) {
+            return s.filter(JournalInputs::holdsQueueFiles).sorted().map(p -> new Found(p, false)).toList();
+        } catch (java.io.IOException e) {
+            return List.of();
+        }
+    }
+
+    /**
+     * Lists the watched directories and follows what appeared there, each said on standard error,
+     * from what the topic holds of its node. A journal that cannot be opened yet (its header not
+     * written) is said once and tried again at the next listing, as is everything new while the
+     * broker does not answer; one whose node id is followed already, or a recording of inputs only,
+     * is refused, said, and makes the exit status 3.
+     */
+    private void scan() {
+        List<Source> fresh = new ArrayList<>();
+        for (Path root : options.watch()) {
+            for (Found f : found(root)) {
+                Path p = f.path();
+                Path key = absolute(p);
+                if (known.contains(key) || fresh.stream().anyMatch(o -> absolute(o.where).equals(key))) {
+                    continue;
+                }
+                if (f.inputsOnly()) {
+                    refuse(key, p + " holds inputs only: ship sends lines as journal import takes them; import it "
+                            + "with --derive (kvledger journal import --derive) and ship that journal");
+                    continue;
+                }
+                Source s;
+                try {
+                    s = new Source(p);
+                } catch (JournalException e) {
+                    if (waiting.add(key)) {
+                        err.println("kvledger ship: note: " + p + " appeared and cannot be read yet (" + e.getMessage()
+                                + "); trying again every " + SCAN_EVERY_MS + " ms");
+                        err.flush();
+                    }
+                    continue;
+                }
+                if (sources.stream().anyMatch(o -> o.node.equals(s.node)) || fresh.stream().anyMatch(o -> o.node.equals(s.node))) {
+                    s.close();
+                    refuse(key, p + " is of node " + s.node + ", shipped from another journal already: a topic keys entries "
+                            + "by node id, so each node is shipped from one journal; nothing of it is shipped");
+                    continue;
+                }
+                fresh.add(s);
+            }
+        }
+        if (fresh.isEmpty()) {
+            return;
+        }
+        KafkaSource.Resume resume;
+        try {
+            resume = KafkaSource.resumePoints(options.target(), fresh.stream().map(s -> s.node).toList(),
+                    KafkaSource.TAIL_WINDOW, Duration.ofSeconds(30));
+        } catch (InputException | KafkaException e) {
+            complain("cannot reach " + options.target() + " (" + e.getMessage() + ") to find where the new journals "
+                    + "resume; retrying");
+            fresh.forEach(Source::close);
+            return;
+        }
+        for (Source s : fresh) {
+            s.resumeAfter = resume.lastSeqs().getOrDefault(s.node, -1L);
+            s.expect = resume.lastEntries().get(s.node);
+            sources.add(s);
+            known.add(absolute(s.where));
+            waiting.remove(absolute(s.where));
+            err.println("kvledger ship: following " + s.where + " (node " + s.node + ", new since the start; "
+                    + (s.resumeAfter < 0 ? "nothing of it in the topic yet)" : "the topic holds it up to seq " + s.resumeAfter + ")"));
+        }
+        err.flush();
+    }
+
+    private void refuse(Path key, String why) {
+        known.add(key);
+        stoppedAtBadLine.incrementAndGet();
+        err.println("kvledger ship: error: " + why + " (the exit status will be 3)");
+        err.flush();
+    }
+
+    private static Path absolute(Path p) {
+        return p.toAbsolutePath().normalize();
     }
 
     /** Moves up to a batch of one journal's entries to the producer; returns how many. */
