@@ -36,6 +36,8 @@ import picocli.CommandLine.Spec;
                     + "what follows; readers drop duplicates by (node, seq). Idempotent producer, acks=all. A separate "
                     + "reader: it never slows or blocks the journals' writers. While the broker is away, entries wait in "
                     + "at most --buffer-mb of memory (then in the journals), and a line on standard error says so.",
+            "While following, each directory given is listed once a second and what appears in it (a recording, a "
+                    + "journal) is followed too, named on standard error; a directory not there yet, or empty, is waited for.",
             "Then, for example: kvledger hangs kafka://HOST:PORT/TOPIC",
             "Exit status: 0 stopped (or, with --no-follow, everything acknowledged); 1 the producer failed (a restart "
                     + "resumes); 2 usage error; 3 a recording had a bad line (or was replaced), said on standard error: "

@@ -41,7 +41,8 @@ import org.junit.jupiter.api.io.TempDir;
  * (KRaft, one node, in a child JVM): shipped journals read back byte for byte and every reading
  * command answers from the topic exactly as from the directories; a shipper killed with -9 mid-stream
  * and restarted loses and doubles nothing once duplicates are dropped; a broker stopped and
- * restarted while a journal grows and a shipper follows it costs nothing either; a node and a proxy
+ * restarted while a journal grows and a shipper follows it costs nothing either; a shipper started
+ * before the recorder and the nodes follows the recordings and journals that appear; a node and a proxy
  * with {@code --ship} ship their own journals (their /metrics have the shipper's counters). No fixed
  * deadline: waits poll with generous bounds.
  */

@@ -42,7 +42,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * JSON-lines recording (the vLLM bridge's recorder writes one per engine process) is followed as
  * it grows ({@link JsonLinesTail}): each line goes as the entries {@code journal import} makes of
  * it, with the seqs the import assigns, so a restart finds the same seqs; a bad line stops that
- * recording's shipping, said with its file and line, and the exit status says so.
+ * recording's shipping, said with its file and line, and the exit status says so. While it
+ * follows, the directories of {@link Options#watch} are listed every {@value #SCAN_EVERY_MS} ms and
+ * what appears there is followed too.
  *
  * <p>At-least-once, resumable without local state: at start it reads back the last seq the topic
  * holds for each node from the tail of its partition ({@link KafkaSource#resumePoints}) and ships
