@@ -40,8 +40,9 @@ import picocli.CommandLine.Spec;
                     + "journal) is followed too, named on standard error; a directory not there yet, or empty, is waited for.",
             "Then, for example: kvledger hangs kafka://HOST:PORT/TOPIC",
             "Exit status: 0 stopped (or, with --no-follow, everything acknowledged); 1 the producer failed (a restart "
-                    + "resumes); 2 usage error; 3 a recording had a bad line (or was replaced), said on standard error: "
-                    + "the rest was shipped; 4 stopped (SIGTERM, Ctrl-C) with entries sent and not acknowledged, the "
+                    + "resumes); 2 usage error; 3 a recording had a bad line (or was replaced), or a journal that "
+                    + "appeared later was refused (its node shipped from another journal already), said on standard "
+                    + "error: the rest was shipped; 4 stopped (SIGTERM, Ctrl-C) with entries sent and not acknowledged, the "
                     + "broker away: the last line says how many; they stay in the journals and a restart ships them."})
 final class ShipCommand implements Callable<Integer> {
 

@@ -278,6 +278,12 @@ class KafkaShipTest {
             for (String n : names.subList(2, 4)) {
                 awaitLine(log, "following " + nodes.resolve(n) + " (node ", child);
             }
+            // a second journal of a node shipped already is refused, not merged into its stream
+            Path again = tmp.resolve("staging-again");
+            copyTree(tmp.resolve("sim").resolve(names.get(2)), again);
+            Files.move(again, nodes.resolve("again"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            awaitLine(log, "error: " + nodes.resolve("again") + " is of node " + names.get(2)
+                    + ", shipped from another journal already", child);
 
             Path imported = tmp.resolve("imported");
             CliRun.Outcome imp = CliRun.run("journal", "import", rec.toString(), imported.toString());
@@ -291,7 +297,7 @@ class KafkaShipTest {
             awaitRecords(topic, total, child, log);
             child.destroy(); // SIGTERM
             assertThat(child.waitFor(60, TimeUnit.SECONDS)).isTrue();
-            assertThat(child.exitValue()).as(Files.readString(log)).isZero();
+            assertThat(child.exitValue()).as("3: a journal was refused; " + Files.readString(log)).isEqualTo(3);
             assertThat(Files.readString(log)).contains(total + " entries acknowledged");
             System.out.println("KafkaShipTest: 2 recordings and 2 journals that appeared after the start, " + total
                     + " entries shipped");
