@@ -103,6 +103,9 @@ public final class Shipper implements AutoCloseable {
     /** Milliseconds between two listings of the watched directories. */
     public static final int SCAN_EVERY_MS = 1000;
 
+    /** How long a listing waits for the broker to say where the new journals resume. */
+    private static final Duration SCAN_RESUME_TIMEOUT = Duration.ofSeconds(5);
+
     /** One journal followed: a journal directory, or a JSON-lines recording ({@link JsonLinesTail}). */
     private static final class Source {
         final RawEntryTailer tailer;
@@ -450,8 +453,9 @@ public final class Shipper implements AutoCloseable {
         }
         KafkaSource.Resume resume;
         try {
+            // a short bound: a stop is looked at between two listings, and the next listing tries again
             resume = KafkaSource.resumePoints(options.target(), fresh.stream().map(s -> s.node).toList(),
-                    KafkaSource.TAIL_WINDOW, Duration.ofSeconds(30));
+                    KafkaSource.TAIL_WINDOW, SCAN_RESUME_TIMEOUT);
         } catch (InputException | KafkaException e) {
             complain("cannot reach " + options.target() + " (" + e.getMessage() + ") to find where the new journals "
                     + "resume; retrying");
