@@ -254,14 +254,44 @@ public final class KvTransferParams {
         return remoteEngineIdAt != ABSENT;
     }
 
-    /** {@code params.get("remote_engine_id")}. */
+    /** {@code params.get("remote_engine_id")}: the raw value, for an anomaly's text only. */
     public Object remoteEngineId() {
         return value(remoteEngineIdAt, "remote_engine_id");
     }
 
-    /** {@code params.get("remote_host")}. */
+    /**
+     * {@code str(params.get("remote_engine_id"))}, or {@code null} when the key is absent or None
+     * (the connector tells those apart with {@link #hasRemoteEngineId}); any other value, {@code ""}
+     * and {@code 0} included, is its Python text.
+     */
+    public String remoteEngineIdStr() {
+        Object v = remoteEngineId();
+        return v == null ? null : ExtraConfig.pythonStr(v);
+    }
+
+    /** {@code params.get("remote_host")}: the raw value, for an anomaly's text only. */
     public Object remoteHost() {
         return value(remoteHostAt, "remote_host");
+    }
+
+    /**
+     * {@code str(params.get("remote_host"))}, or {@code null} when the key is absent or None: where
+     * the connector tests {@code host is None} and formats any other value (an int or a list
+     * becomes its Python text; {@code ""} and {@code 0} are kept).
+     */
+    public String remoteHostStr() {
+        Object v = remoteHost();
+        return v == null ? null : ExtraConfig.pythonStr(v);
+    }
+
+    /**
+     * {@code str(params.get("remote_host"))} when the value is true in Python, else {@code null}
+     * (absent, None, {@code ""}, {@code 0}, {@code False}, an empty list): where the connector tests
+     * {@code if host:} / {@code host or ...}. A true value's text is never empty.
+     */
+    public String remoteHostIfTrue() {
+        Object v = remoteHost();
+        return ExtraConfig.pythonTruthy(v) ? ExtraConfig.pythonStr(v) : null;
     }
 
     /** {@code params.get("remote_hosts")}: the pods' hosts, a list when given. */

@@ -659,8 +659,8 @@ final class SchedulerSide {
             host = parsed.value().host();
             notifyPort = parsed.value().notifyPort();
         } else {
-            Object h = p.remoteHost();
-            host = ExtraConfig.pythonTruthy(h) ? ExtraConfig.pythonStr(h) : "";
+            String h = p.remoteHostIfTrue();
+            host = h == null ? "" : h;
             Long n = ExtraConfig.pythonTruthy(p.remoteNotifyPort()) ? p.remoteNotifyPortInt() : Long.valueOf(0);
             notifyPort = n == null ? 0 : (int) (long) n;
             if (host.isEmpty() || notifyPort == 0) {
@@ -1010,15 +1010,15 @@ final class SchedulerSide {
             hs = parsed.value().handshakePort();
             np = parsed.value().notifyPort();
         } else {
-            Object h = kv.remoteHost();
+            String h = kv.remoteHostIfTrue();
             Long hsv = kv.remoteHandshakePortInt();
             Long npv = kv.remoteNotifyPortInt();
-            if (!ExtraConfig.pythonTruthy(h) || hsv == null || npv == null) {
+            if (h == null || hsv == null || npv == null) {
                 c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, tidString,
                         "no zmq_address in the request id and remote_host/remote_handshake_port/remote_notify_port incomplete");
                 return null;
             }
-            host = ExtraConfig.pythonStr(h);
+            host = h;
             hs = (int) (long) hsv;
             np = (int) (long) npv;
         }
@@ -1056,8 +1056,7 @@ final class SchedulerSide {
         // the receive staged this value this step (SchedulerSide.readRecv): its groups, not a second conversion
         BlockGroups remote = remoteValue != null && remoteValue == s.scheduler.lastRemoteValue
                 ? s.scheduler.lastRemoteGroups : BlockGroups.fromParamValue(remoteValue);
-        Object engine = kv.remoteEngineId();
-        String engineId = engine == null ? null : ExtraConfig.pythonStr(engine);
+        String engineId = kv.remoteEngineIdStr();
         // int(remote_tp_size or tp_size or 0)
         boolean remoteTpGiven = ExtraConfig.pythonTruthy(kv.remoteTpSize());
         boolean ownTpGiven = !remoteTpGiven && ExtraConfig.pythonTruthy(kv.tpSize());
@@ -1099,11 +1098,11 @@ final class SchedulerSide {
                 return null;
             }
         }
-        Object engine = kv.remoteEngineId();
+        String engineId = kv.remoteEngineIdStr();
         Long tp = kv.hasTpSize() ? kv.tpSizeInt() : Long.valueOf(1);
         Long dpSize = kv.hasRemoteDpSize() ? kv.remoteDpSizeInt() : Long.valueOf(1);
         return new ReqMeta(rid, local, BlockGroups.fromParamValue(kv.remoteBlockIds()),
-                engine == null ? null : ExtraConfig.pythonStr(engine), parsed.value().host(),
+                engineId, parsed.value().host(),
                 parsed.value().handshakePort(), parsed.value().notifyPort(), 0, dpSize == null ? 0 : (int) (long) dpSize,
                 0, tp == null ? 0 : (int) (long) tp, transferId, List.of(), writeMode);
     }
@@ -1338,7 +1337,7 @@ final class SchedulerSide {
         Object rankValue = params.remoteDpRankOrZero();
         Long rankV = params.remoteDpRankOrZeroInt();
         int remoteDpRank = rankV == null ? 0 : (int) (long) rankV;
-        Object host = params.remoteHost();
+        String host = params.remoteHostStr();
         Object port = params.remoteNotifyPort();
         String h;
         Long p;
@@ -1352,7 +1351,7 @@ final class SchedulerSide {
             h = parsed.value().host();
             p = (long) parsed.value().notifyPort();
         } else {
-            h = ExtraConfig.pythonStr(host);
+            h = host;
             p = params.remoteNotifyPortInt();
             if (p == null) {
                 c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, transferId.pythonStr(),

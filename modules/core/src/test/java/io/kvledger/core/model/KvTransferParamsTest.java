@@ -173,4 +173,36 @@ class KvTransferParamsTest {
         assertThat(empty.remoteNotifyPortInt()).isNull();
         assertThat(empty.remoteHostList()).isNull();
     }
+
+    @Test
+    void remote_host_and_engine_id_read_as_str_with_none_and_truthiness_as_python_tells_them() {
+        // (value, str(value) unless None, str(value) only when bool(value))
+        Object[][] cases = {
+                {"10.0.0.1", "10.0.0.1", "10.0.0.1"},
+                {"", "", null},
+                {0L, "0", null},
+                {false, "False", null},
+                {true, "True", "True"},
+                {7L, "7", "7"},
+                {List.of(), "[]", null},
+                {List.of("h"), "['h']", "['h']"},
+                {1.5, "1.5", "1.5"},
+        };
+        for (Object[] c : cases) {
+            KvTransferParams p = KvTransferParams.of(KvParams.of("remote_host", c[0], "remote_engine_id", c[0]));
+            assertThat(p.remoteHostStr()).as("str(%s)", c[0]).isEqualTo(c[1]);
+            assertThat(p.remoteHostIfTrue()).as("%s if bool", c[0]).isEqualTo(c[2]);
+            assertThat(p.remoteEngineIdStr()).as("str(%s)", c[0]).isEqualTo(c[1]);
+            assertThat(p.hasRemoteEngineId()).isTrue();
+        }
+        KvTransferParams none = KvTransferParams.of(KvParams.of("remote_host", null, "remote_engine_id", null));
+        KvTransferParams absent = KvTransferParams.of(KvParams.of("transfer_id", "t"));
+        for (KvTransferParams p : List.of(none, absent)) {
+            assertThat(p.remoteHostStr()).isNull();
+            assertThat(p.remoteHostIfTrue()).isNull();
+            assertThat(p.remoteEngineIdStr()).isNull();
+        }
+        assertThat(none.hasRemoteEngineId()).as("None is present: params['remote_engine_id'] does not raise").isTrue();
+        assertThat(absent.hasRemoteEngineId()).isFalse();
+    }
 }
