@@ -18,7 +18,10 @@ import java.util.List;
  * connector fails (a named anomaly with the value's text); the walk keeps where it sits in the raw
  * map (a byte per key, so that the one instance per request stays small). Where the connector
  * tells a missing key from None ({@code params[key]}, {@code params.get(key, default)}) there is a
- * {@code has...} accessor.
+ * {@code has...} accessor. Next to those raw values sit the typed reads the reducer uses:
+ * {@code int()} of the ints, {@code str()} of {@code remote_host} and {@code remote_engine_id}
+ * (with None and truthiness as each call site tests them), and {@code remote_block_ids} as
+ * {@link BlockGroups}, converted once per params; the raw values are left for anomalies' text.
  *
  * <p>The connector's three writes go through this class, so the typed fields and the raw map never
  * disagree: {@link #setDefaultTransferId}, {@link #clearRemotePrefill} and
@@ -32,6 +35,8 @@ public final class KvTransferParams {
     private static final byte ABSENT = -1;
     /** A key at a position a byte does not hold (params of more than 127 keys): found by name. */
     private static final byte FAR = -2;
+    /** {@link #remoteBlockGroups} not converted yet (never a value {@link BlockGroups#fromParamValue} gives). */
+    private static final BlockGroups UNPARSED = BlockGroups.wrap(new int[0][]);
 
     private KvParams raw;
     /** Whether another holder may see {@link #raw}: copied before the first write. */
@@ -60,6 +65,8 @@ public final class KvTransferParams {
     private byte isRequestLeaderAt = ABSENT;
     private byte remoteTpSizeAt = ABSENT;
     private byte tpSizeAt = ABSENT;
+    /** {@code remote_block_ids} converted, {@link #UNPARSED} until first read: see {@link #remoteBlockGroups}. */
+    private BlockGroups remoteBlockGroups = UNPARSED;
 
     /** Empty fields, for {@link #parseInto} (a reader that reuses one instance). */
     public KvTransferParams() {
@@ -104,8 +111,23 @@ public final class KvTransferParams {
         isRequestLeaderAt = ABSENT;
         remoteTpSizeAt = ABSENT;
         tpSizeAt = ABSENT;
+        remoteBlockGroups = UNPARSED;
         raw = params;
         parse(params, sameTransferId);
+        return this;
+    }
+
+    /**
+     * Reads {@code params} into this reused instance, as {@link #parseInto(KvParams, TransferId)},
+     * reusing what {@code like} (another request's params, or {@code null}) already converted for a
+     * value that is the very same object: its transfer id, and its {@code remote_block_ids} groups.
+     */
+    public KvTransferParams parseIntoLike(KvParams params, KvTransferParams like) {
+        parseInto(params, like == null ? null : like.transferId);
+        if (like != null && like.remoteBlockGroups != UNPARSED && remoteBlockIdsAt != ABSENT
+                && remoteBlockIds() == like.remoteBlockIds()) {
+            remoteBlockGroups = like.remoteBlockGroups;
+        }
         return this;
     }
 
@@ -245,23 +267,85 @@ public final class KvTransferParams {
         return remoteBlockIdsAt != ABSENT;
     }
 
-    /** {@code params.get("remote_block_ids")}: a list of ints or of lists of ints, as sent. */
+    /**
+     * {@code params.get("remote_block_ids")}: a list of ints or of lists of ints, as sent; the raw
+     * value, for an anomaly's text only (the reducer reads {@link #remoteBlockGroups}).
+     */
     public Object remoteBlockIds() {
         return value(remoteBlockIdsAt, "remote_block_ids");
+    }
+
+    /**
+     * {@code remote_block_ids} as block groups, converted once per params (on first read, by
+     * {@link BlockGroups#fromParamValue}): a list of ints is one group, a list of lists of ints one
+     * group per list, an empty list one empty group. {@code null} when the key is absent or None or
+     * the value has neither shape (not a list, a float id, lists mixed with ints, a non-int inside a
+     * group), which the caller names as the anomaly the connector's {@code TypeError} or assert is.
+     */
+    public BlockGroups remoteBlockGroups() {
+        BlockGroups g = remoteBlockGroups;
+        if (g == UNPARSED) {
+            g = BlockGroups.fromParamValue(remoteBlockIds());
+            remoteBlockGroups = g;
+        }
+        return g;
+    }
+
+    /**
+     * Whether {@code remote_block_ids} is a flat list of numbers (the seed's shape; an empty list
+     * is flat), by {@link BlockGroups#isFlatParamValue}.
+     */
+    public boolean remoteBlockIdsFlat() {
+        return BlockGroups.isFlatParamValue(remoteBlockIds());
+    }
+
+    /** {@code bool(params.get("remote_block_ids"))}: false when absent, None or empty. */
+    public boolean remoteBlockIdsTrue() {
+        return ExtraConfig.pythonTruthy(remoteBlockIds());
     }
 
     public boolean hasRemoteEngineId() {
         return remoteEngineIdAt != ABSENT;
     }
 
-    /** {@code params.get("remote_engine_id")}. */
+    /** {@code params.get("remote_engine_id")}: the raw value, for an anomaly's text only. */
     public Object remoteEngineId() {
         return value(remoteEngineIdAt, "remote_engine_id");
     }
 
-    /** {@code params.get("remote_host")}. */
+    /**
+     * {@code str(params.get("remote_engine_id"))}, or {@code null} when the key is absent or None
+     * (the connector tells those apart with {@link #hasRemoteEngineId}); any other value, {@code ""}
+     * and {@code 0} included, is its Python text.
+     */
+    public String remoteEngineIdStr() {
+        Object v = remoteEngineId();
+        return v == null ? null : ExtraConfig.pythonStr(v);
+    }
+
+    /** {@code params.get("remote_host")}: the raw value, for an anomaly's text only. */
     public Object remoteHost() {
         return value(remoteHostAt, "remote_host");
+    }
+
+    /**
+     * {@code str(params.get("remote_host"))}, or {@code null} when the key is absent or None: where
+     * the connector tests {@code host is None} and formats any other value (an int or a list
+     * becomes its Python text; {@code ""} and {@code 0} are kept).
+     */
+    public String remoteHostStr() {
+        Object v = remoteHost();
+        return v == null ? null : ExtraConfig.pythonStr(v);
+    }
+
+    /**
+     * {@code str(params.get("remote_host"))} when the value is true in Python, else {@code null}
+     * (absent, None, {@code ""}, {@code 0}, {@code False}, an empty list): where the connector tests
+     * {@code if host:} / {@code host or ...}. A true value's text is never empty.
+     */
+    public String remoteHostIfTrue() {
+        Object v = remoteHost();
+        return ExtraConfig.pythonTruthy(v) ? ExtraConfig.pythonStr(v) : null;
     }
 
     /** {@code params.get("remote_hosts")}: the pods' hosts, a list when given. */

@@ -86,9 +86,6 @@ final class SchedulerSide {
     /** The last {@code [remote_host]} built for a ReqMeta and its host (immutable; see SchedulerSide.addNewReq). */
     private String lastPodsHost;
     private List<String> lastPods;
-    /** The last {@code remote_block_ids} value a READ receive converted, and its groups (see SchedulerSide.readRecv). */
-    private Object lastRemoteValue;
-    private BlockGroups lastRemoteGroups;
     private final RequestSlots.Table<Stage> reqsNeedRecv;
     private final RequestSlots.Table<Stage> reqsNeedSave;
     private final RequestSlots.Table<Stage> reqsNeedPendingSave;
@@ -375,13 +372,13 @@ final class SchedulerSide {
     private static boolean readRecv(Ctx c, Req r, NodeEvent.BlocksAllocated e, boolean mapped) {
         KvTransferParams params = r.params;
         String rid = r.requestId;
-        Object remoteValue = params.remoteBlockIds();
-        if (!ExtraConfig.pythonTruthy(remoteValue) || !params.hasRemoteEngineId()) {
+        boolean remoteGiven = params.remoteBlockIdsTrue();
+        if (!remoteGiven || !params.hasRemoteEngineId()) {
             // Upstream is silent when remote_block_ids is missing or empty (the walrus test fails
             // quietly) and warns "Got invalid KVTransferParams" only for a missing remote_engine_id.
-            if (!ExtraConfig.pythonTruthy(remoteValue)) {
-                c.anomaly(AnomalyKind.READ_RECV_WITHOUT_REMOTE_BLOCKS, rid, tid(r),
-                        "remote_block_ids " + (params.hasRemoteBlockIds() ? "is " + ExtraConfig.pythonStr(remoteValue) : "missing")
+            if (!remoteGiven) {
+                c.anomaly(AnomalyKind.READ_RECV_WITHOUT_REMOTE_BLOCKS, rid, tid(r), "remote_block_ids "
+                        + (params.hasRemoteBlockIds() ? "is " + ExtraConfig.pythonStr(params.remoteBlockIds()) : "missing")
                                 + "; upstream logs nothing, computes locally and never releases the producer's blocks");
             } else {
                 c.anomaly(AnomalyKind.READ_INVALID_PARAMS, rid, tid(r), "remote_engine_id missing: Got invalid KVTransferParams");
@@ -402,9 +399,9 @@ final class SchedulerSide {
         KvParams snapshot = params.share();
         if (!c.on(Switch.READ_RECV_GROUPED_CLIPPED)) {
             // The seed: group 0 only, and remote_block_ids must be a flat list.
-            if (!BlockGroups.isFlatParamValue(remoteValue)) {
+            if (!params.remoteBlockIdsFlat()) {
                 if (!c.on(Switch.READ_ALIGN_LOCAL_REMOTE)) {
-                    BlockGroups grouped = seedStagesGroupedRemote(c, r, e, remoteValue);
+                    BlockGroups grouped = seedStagesGroupedRemote(c, r, e, params.remoteBlockGroups());
                     if (grouped == null) {
                         return false;
                     }
@@ -414,11 +411,8 @@ final class SchedulerSide {
                         "remote_block_ids is a list of lists; this decode expects a flat list (assert)");
                 return false;
             }
-            BlockGroups remoteGroups = BlockGroups.fromParamValue(remoteValue);
-            // kept for build_connector_meta's add_new_req, which reads the same value (a param
-            // value is never changed in place, and block groups never change)
-            c.s.scheduler.lastRemoteValue = remoteValue;
-            c.s.scheduler.lastRemoteGroups = remoteGroups;
+            // converted once: build_connector_meta's add_new_req reads the same groups
+            BlockGroups remoteGroups = params.remoteBlockGroups();
             if (remoteGroups == null) {
                 c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, rid, tid(r), "remote_block_ids holds non-integer ids (TypeError)");
                 return false;
@@ -455,8 +449,8 @@ final class SchedulerSide {
             // The allocation's own group 0 is not copied (block groups never change once built).
             local = e.blocks().size() > 0 && l == e.blocks().group(0) ? e.blocks().firstOnly() : BlockGroups.single(l);
         } else {
-            BlockGroups remote = BlockGroups.fromParamValue(remoteValue);
-            boolean flat = remote != null && BlockGroups.isFlatParamValue(remoteValue);
+            BlockGroups remote = params.remoteBlockGroups();
+            boolean flat = remote != null && params.remoteBlockIdsFlat();
             // Without external tokens the remote ids are only counted ([[] for _ in remote_block_ids]):
             // a flat list (an older producer's) stages one empty group per id, nothing raises.
             if (remote == null || flat && e.numExternalTokens() > 0) {
@@ -535,8 +529,7 @@ final class SchedulerSide {
      * groups; a shorter local list is replaced by {@code remote[-len(local):]}, whole groups (all of
      * them for an empty one). Returns the local ids to stage, or null where the assert fails.
      */
-    private static BlockGroups seedStagesGroupedRemote(Ctx c, Req r, NodeEvent.BlocksAllocated e, Object remoteValue) {
-        BlockGroups remote = BlockGroups.fromParamValue(remoteValue);
+    private static BlockGroups seedStagesGroupedRemote(Ctx c, Req r, NodeEvent.BlocksAllocated e, BlockGroups remote) {
         if (remote == null) {
             c.anomaly(AnomalyKind.READ_ALIGNMENT_FAILED, r.requestId, tid(r), "remote_block_ids holds non-integer ids (TypeError)");
             return null;
@@ -659,8 +652,8 @@ final class SchedulerSide {
             host = parsed.value().host();
             notifyPort = parsed.value().notifyPort();
         } else {
-            Object h = p.remoteHost();
-            host = ExtraConfig.pythonTruthy(h) ? ExtraConfig.pythonStr(h) : "";
+            String h = p.remoteHostIfTrue();
+            host = h == null ? "" : h;
             Long n = ExtraConfig.pythonTruthy(p.remoteNotifyPort()) ? p.remoteNotifyPortInt() : Long.valueOf(0);
             notifyPort = n == null ? 0 : (int) (long) n;
             if (host.isEmpty() || notifyPort == 0) {
@@ -962,7 +955,7 @@ final class SchedulerSide {
         if (live != null && live.raw() == snapshot) {
             return live;
         }
-        return c.metaParams().parseInto(snapshot, live == null ? null : live.transferId());
+        return c.metaParams().parseIntoLike(snapshot, live);
     }
 
     /** Tokens covered by the blocks: the coverage group's length times its block size. */
@@ -1010,15 +1003,15 @@ final class SchedulerSide {
             hs = parsed.value().handshakePort();
             np = parsed.value().notifyPort();
         } else {
-            Object h = kv.remoteHost();
+            String h = kv.remoteHostIfTrue();
             Long hsv = kv.remoteHandshakePortInt();
             Long npv = kv.remoteNotifyPortInt();
-            if (!ExtraConfig.pythonTruthy(h) || hsv == null || npv == null) {
+            if (h == null || hsv == null || npv == null) {
                 c.anomaly(AnomalyKind.META_ADDRESS_UNRESOLVED, rid, tidString,
                         "no zmq_address in the request id and remote_host/remote_handshake_port/remote_notify_port incomplete");
                 return null;
             }
-            host = ExtraConfig.pythonStr(h);
+            host = h;
             hs = (int) (long) hsv;
             np = (int) (long) npv;
         }
@@ -1051,13 +1044,9 @@ final class SchedulerSide {
                             + (writeMode ? "reqs_to_save" : "reqs_to_recv") + ")");
             return null;
         }
-        Object remoteValue = kv.remoteBlockIds();
-        NodeState s = c.s;
-        // the receive staged this value this step (SchedulerSide.readRecv): its groups, not a second conversion
-        BlockGroups remote = remoteValue != null && remoteValue == s.scheduler.lastRemoteValue
-                ? s.scheduler.lastRemoteGroups : BlockGroups.fromParamValue(remoteValue);
-        Object engine = kv.remoteEngineId();
-        String engineId = engine == null ? null : ExtraConfig.pythonStr(engine);
+        // converted once per params (the receive that staged them converted them already)
+        BlockGroups remote = kv.remoteBlockGroups();
+        String engineId = kv.remoteEngineIdStr();
         // int(remote_tp_size or tp_size or 0)
         boolean remoteTpGiven = ExtraConfig.pythonTruthy(kv.remoteTpSize());
         boolean ownTpGiven = !remoteTpGiven && ExtraConfig.pythonTruthy(kv.tpSize());
@@ -1099,11 +1088,11 @@ final class SchedulerSide {
                 return null;
             }
         }
-        Object engine = kv.remoteEngineId();
+        String engineId = kv.remoteEngineIdStr();
         Long tp = kv.hasTpSize() ? kv.tpSizeInt() : Long.valueOf(1);
         Long dpSize = kv.hasRemoteDpSize() ? kv.remoteDpSizeInt() : Long.valueOf(1);
-        return new ReqMeta(rid, local, BlockGroups.fromParamValue(kv.remoteBlockIds()),
-                engine == null ? null : ExtraConfig.pythonStr(engine), parsed.value().host(),
+        return new ReqMeta(rid, local, kv.remoteBlockGroups(),
+                engineId, parsed.value().host(),
                 parsed.value().handshakePort(), parsed.value().notifyPort(), 0, dpSize == null ? 0 : (int) (long) dpSize,
                 0, tp == null ? 0 : (int) (long) tp, transferId, List.of(), writeMode);
     }
@@ -1338,7 +1327,7 @@ final class SchedulerSide {
         Object rankValue = params.remoteDpRankOrZero();
         Long rankV = params.remoteDpRankOrZeroInt();
         int remoteDpRank = rankV == null ? 0 : (int) (long) rankV;
-        Object host = params.remoteHost();
+        String host = params.remoteHostStr();
         Object port = params.remoteNotifyPort();
         String h;
         Long p;
@@ -1352,7 +1341,7 @@ final class SchedulerSide {
             h = parsed.value().host();
             p = (long) parsed.value().notifyPort();
         } else {
-            h = ExtraConfig.pythonStr(host);
+            h = host;
             p = params.remoteNotifyPortInt();
             if (p == null) {
                 c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, transferId.pythonStr(),

@@ -173,4 +173,86 @@ class KvTransferParamsTest {
         assertThat(empty.remoteNotifyPortInt()).isNull();
         assertThat(empty.remoteHostList()).isNull();
     }
+
+    @Test
+    void remote_host_and_engine_id_read_as_str_with_none_and_truthiness_as_python_tells_them() {
+        // (value, str(value) unless None, str(value) only when bool(value))
+        Object[][] cases = {
+                {"10.0.0.1", "10.0.0.1", "10.0.0.1"},
+                {"", "", null},
+                {0L, "0", null},
+                {false, "False", null},
+                {true, "True", "True"},
+                {7L, "7", "7"},
+                {List.of(), "[]", null},
+                {List.of("h"), "['h']", "['h']"},
+                {1.5, "1.5", "1.5"},
+        };
+        for (Object[] c : cases) {
+            KvTransferParams p = KvTransferParams.of(KvParams.of("remote_host", c[0], "remote_engine_id", c[0]));
+            assertThat(p.remoteHostStr()).as("str(%s)", c[0]).isEqualTo(c[1]);
+            assertThat(p.remoteHostIfTrue()).as("%s if bool", c[0]).isEqualTo(c[2]);
+            assertThat(p.remoteEngineIdStr()).as("str(%s)", c[0]).isEqualTo(c[1]);
+            assertThat(p.hasRemoteEngineId()).isTrue();
+        }
+        KvTransferParams none = KvTransferParams.of(KvParams.of("remote_host", null, "remote_engine_id", null));
+        KvTransferParams absent = KvTransferParams.of(KvParams.of("transfer_id", "t"));
+        for (KvTransferParams p : List.of(none, absent)) {
+            assertThat(p.remoteHostStr()).isNull();
+            assertThat(p.remoteHostIfTrue()).isNull();
+            assertThat(p.remoteEngineIdStr()).isNull();
+        }
+        assertThat(none.hasRemoteEngineId()).as("None is present: params['remote_engine_id'] does not raise").isTrue();
+        assertThat(absent.hasRemoteEngineId()).isFalse();
+    }
+
+    @Test
+    void remote_block_ids_convert_once_to_groups_and_a_malformed_value_is_null_never_a_throw() {
+        KvTransferParams flat = KvTransferParams.of(KvParams.of("remote_block_ids", List.of(3L, 4L)));
+        BlockGroups g = flat.remoteBlockGroups();
+        assertThat(g.size()).isEqualTo(1);
+        assertThat(g.first()).containsExactly(3, 4);
+        assertThat(flat.remoteBlockGroups()).as("converted once per params").isSameAs(g);
+        assertThat(flat.remoteBlockIdsFlat()).isTrue();
+        assertThat(flat.remoteBlockIdsTrue()).isTrue();
+
+        KvTransferParams grouped = KvTransferParams.of(KvParams.of("remote_block_ids", List.of(List.of(1L), List.of(2L, 5L))));
+        assertThat(grouped.remoteBlockGroups().size()).isEqualTo(2);
+        assertThat(grouped.remoteBlockGroups().group(1)).containsExactly(2, 5);
+        assertThat(grouped.remoteBlockIdsFlat()).isFalse();
+
+        KvTransferParams empty = KvTransferParams.of(KvParams.of("remote_block_ids", List.of()));
+        assertThat(empty.remoteBlockIdsTrue()).as("bool([])").isFalse();
+        assertThat(empty.remoteBlockIdsFlat()).isTrue();
+        assertThat(empty.remoteBlockGroups().size()).as("one empty group").isEqualTo(1);
+        assertThat(empty.remoteBlockGroups().first()).isEmpty();
+
+        // not a list, a float id, ints mixed with lists, a str inside a group, None, absent
+        for (Object bad : Arrays.asList(7L, "1,2", List.of(1.5), List.of(1L, List.of(2L)), List.of(List.of("x")), null)) {
+            KvTransferParams p = KvTransferParams.of(KvParams.of("remote_block_ids", bad));
+            assertThat(p.hasRemoteBlockIds()).isTrue();
+            assertThat(p.remoteBlockGroups()).as("%s", bad).isNull();
+            assertThat(p.remoteBlockIds()).as("the raw value stays, for the anomaly's text").isEqualTo(bad);
+        }
+        KvTransferParams absent = KvTransferParams.of(KvParams.of("transfer_id", "t"));
+        assertThat(absent.hasRemoteBlockIds()).isFalse();
+        assertThat(absent.remoteBlockGroups()).isNull();
+        assertThat(absent.remoteBlockIdsTrue()).isFalse();
+    }
+
+    @Test
+    void a_reused_instance_takes_the_groups_another_params_converted_for_the_very_same_value_only() {
+        List<Long> ids = List.of(8L, 9L);
+        KvTransferParams live = KvTransferParams.of(KvParams.of("transfer_id", "t", "remote_block_ids", ids));
+        BlockGroups g = live.remoteBlockGroups();
+        KvTransferParams scratch = new KvTransferParams();
+        scratch.parseIntoLike(KvParams.of("transfer_id", live.transferId().raw(), "remote_block_ids", ids, "x", 1L), live);
+        assertThat(scratch.remoteBlockGroups()).isSameAs(g);
+        assertThat(scratch.transferId()).isSameAs(live.transferId());
+        scratch.parseIntoLike(KvParams.of("remote_block_ids", List.of(8L, 9L)), live);
+        assertThat(scratch.remoteBlockGroups()).as("an equal but other list is converted anew").isNotSameAs(g);
+        assertThat(scratch.remoteBlockGroups().first()).containsExactly(8, 9);
+        scratch.parseIntoLike(KvParams.of("remote_block_ids", List.of("x")), null);
+        assertThat(scratch.remoteBlockGroups()).as("the previous groups are forgotten").isNull();
+    }
 }
