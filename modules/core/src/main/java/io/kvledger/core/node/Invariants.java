@@ -160,10 +160,11 @@ public final class Invariants {
         int statuses = -1;
         int recving = -1;
         int writes = -1;
+        long transfersPut = -1;
 
         boolean workerChanged(NodeState s) {
             return nextStatusId != s.worker.nextStatusId() || statuses != s.worker.statuses().size() || recving != s.worker.recvingTransfers().size()
-                    || writes != s.worker.writes().size();
+                    || writes != s.worker.writes().size() || transfersPut != s.worker.transfersPut();
         }
 
         void remember(NodeState s) {
@@ -172,6 +173,7 @@ public final class Invariants {
             statuses = s.worker.statuses().size();
             recving = s.worker.recvingTransfers().size();
             writes = s.worker.writes().size();
+            transfersPut = s.worker.transfersPut();
         }
     }
 

@@ -56,6 +56,12 @@ final class WorkerSide {
     private List<ReqMeta> metaSave = List.of();
     private Map<String, String> metaMapping = new LinkedHashMap<>();
     private long nextStatusId = 1;
+    /**
+     * How many times a transfer was put into {@link #writes} or {@link #recvingTransfers}: with
+     * their sizes, what tells the incremental invariant check that one replaced another (not
+     * state: not hashed, not part of the engine's view).
+     */
+    private long transfersPut;
     private final LinkedHashMap<Long, StatusRecord> statuses = new LinkedHashMap<>();
     private final LinkedHashSet<String> remoteAgents = new LinkedHashSet<>();
     private final LinkedHashSet<String> handshakesStarted = new LinkedHashSet<>();
@@ -251,6 +257,10 @@ final class WorkerSide {
 
     long nextStatusId() {
         return nextStatusId;
+    }
+
+    long transfersPut() {
+        return transfersPut;
     }
 
     Map<Long, StatusRecord> statuses() {
@@ -455,6 +465,7 @@ final class WorkerSide {
             ids.add(id);
             c.emit(new Effect.PostRead(id, m.requestId(), m.transferIdString(), layer, session, local, remote));
         }
+        s.worker.transfersPut++;
         s.worker.recvingTransfers.put(m.requestId(), new RecvTransfer(m.transferId(), c.now, m.localBlockIds(), host, port, ids));
         if (r == null || r.phase.terminal() || r.phase == RequestPhase.READS_IN_FLIGHT) {
             return;
@@ -553,6 +564,7 @@ final class WorkerSide {
                 w.writesExpected = c.cfg.layerNames().size();
             }
             s.worker.writes.put(tid, w);
+            s.worker.transfersPut++;
         }
         if (!w.scheduledLayers.add(layer) && !unsealed) {
             return;

@@ -61,7 +61,7 @@ class InvariantTrackingProperties {
                         .isNotEqualTo(versionBefore);
             }
             if (!workerBefore.equals(workerPrint(s))) {
-                assertThat(s.invariantsMemo.workerChanged(s)).as("event #%d changed the worker's transfers unseen\n%s", i, c)
+                assertThat(s.invariantsMemo.workerChanged(s)).as("event #%d changed the worker's transfers unseen: %s -> %s\n%s", i, workerBefore, workerPrint(s), c)
                         .isTrue();
             }
             List<Invariants.Violation> full = s.checkInvariants();
