@@ -58,7 +58,7 @@ public final class BlockGroups {
      * Reads a {@code remote_block_ids}-shaped parameter value: a list of ints (flat, one group) or
      * a list of lists. Returns {@code null} when the value has neither shape.
      */
-    public static BlockGroups fromParamValue(Object v) {
+    static BlockGroups fromParamValue(Object v) {
         if (v instanceof GroupedView g) {
             return new BlockGroups(g.groups);
         }
@@ -97,7 +97,7 @@ public final class BlockGroups {
     }
 
     /** Whether the value is a flat list of numbers (the seed's shape). */
-    public static boolean isFlatParamValue(Object v) {
+    static boolean isFlatParamValue(Object v) {
         if (v instanceof LongView) {
             return true;
         }
