@@ -3,9 +3,6 @@ package io.kvledger.cli.tidy;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -18,7 +15,6 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -81,29 +77,10 @@ class PublicMemberTidyTest {
 
     @Test
     void every_reachable_public_member_is_used_from_another_package() throws IOException {
-        Path root = ProjectRoot.find();
-        Map<String, String> java = new LinkedHashMap<>();
-        Map<String, String> other = new LinkedHashMap<>();
-        List<Path> trees = new ArrayList<>();
-        try (Stream<Path> modules = Files.list(root.resolve("modules"))) {
-            trees.addAll(modules.filter(Files::isDirectory).sorted().toList());
-        }
-        trees.add(root.resolve("benchmarks"));
-        for (Path m : trees) {
-            for (String tree : List.of("main", "test")) {
-                read(root, m.resolve("src").resolve(tree).resolve("java"), java, true);
-                read(root, m.resolve("src").resolve(tree).resolve("resources"), other, false);
-            }
-            Path pom = m.resolve("pom.xml");
-            if (Files.isRegularFile(pom)) {
-                other.put(root.relativize(pom).toString(), Files.readString(pom, StandardCharsets.UTF_8));
-            }
-        }
-        for (String f : List.of("pom.xml", "kvledger")) {
-            other.put(f, Files.readString(root.resolve(f), StandardCharsets.UTF_8));
-        }
-        List<String> checked = java.keySet().stream().filter(f -> f.startsWith("modules/") && f.contains("/src/main/java/")).toList();
-        assertThat(checked).as("main sources found under %s", root).hasSizeGreaterThan(100);
+        ProjectSources sources = ProjectSources.read();
+        Map<String, String> java = sources.java();
+        Map<String, String> other = sources.other();
+        List<String> checked = sources.checked();
 
         List<Member> members = new ArrayList<>();
         for (String f : checked) {
@@ -436,20 +413,6 @@ class PublicMemberTidyTest {
 
     private static String withoutAnnotations(String s) {
         return ANNOTATION.matcher(s).replaceAll(" ");
-    }
-
-    private static void read(Path root, Path dir, Map<String, String> into, boolean javaOnly) throws IOException {
-        if (!Files.isDirectory(dir)) {
-            return;
-        }
-        try (Stream<Path> walk = Files.walk(dir)) {
-            for (Path f : walk.filter(Files::isRegularFile).sorted().toList()) {
-                if (javaOnly != f.toString().endsWith(".java")) {
-                    continue;
-                }
-                into.put(root.relativize(f).toString(), Files.readString(f, StandardCharsets.ISO_8859_1));
-            }
-        }
     }
 
     /** The code with the insides of string and character literals blanked, so a word in a message is not a use. */
