@@ -19,8 +19,10 @@ scripted MoRIIO-like connector inside:
 - with ``--unpipelined LABEL``, that node's engine once more with ``drive_pipeline`` false (every
   call awaited, as before pipelining; it gets a node of its own from the same jar); with
   ``--unbatched LABEL``, once more with ``drive_batch`` false (unawaited calls sent each on its
-  own frame); with ``--from-inner LABEL``, once more with ``drive_matched_from_inner`` (vLLM takes
-  the inner's ``get_num_new_matched_tokens`` at once, the node's answer is checked when read).
+  own frame); with ``--from-inner LABEL``, once more with ``drive_matched_from_inner`` and
+  ``drive_finished_from_inner`` (vLLM takes the inner's ``get_num_new_matched_tokens`` and
+  ``request_finished`` at once, the node's answers are checked when read); with
+  ``--matched-from-inner LABEL``, with ``drive_matched_from_inner`` alone.
 
 ``--transport unix`` (the default) serves each node's bridge on ``unix:///TMP/node-LABEL.sock`` and
 times the echo over a Unix socket too; ``--transport tcp`` uses ``tcp://127.0.0.1:PORT``.
@@ -184,7 +186,7 @@ class Node:
 class Engine:
     """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
 
-    def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=False):
+    def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=False, finished_from_inner=False):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
         if drive is not None:
@@ -195,6 +197,8 @@ class Engine:
                 extra["drive_batch"] = False
             if from_inner:
                 extra["drive_matched_from_inner"] = True
+            if finished_from_inner:
+                extra["drive_finished_from_inner"] = True
         cfg = make_config("kv_producer", extra)
         self.sched = KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
         self.worker = KvledgerRecorderConnector(cfg, KVConnectorRole.WORKER, None)
@@ -342,7 +346,10 @@ def main(argv=None):
     ap.add_argument("--unbatched", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_batch false, a node of its own from that jar")
     ap.add_argument("--from-inner", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_matched_from_inner, a node of its own from that jar")
+                    help="also drive with drive_matched_from_inner and drive_finished_from_inner, a node of "
+                         "its own from that jar")
+    ap.add_argument("--matched-from-inner", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_matched_from_inner alone, a node of its own from that jar")
     ap.add_argument("--transport", choices=["unix", "tcp"], default="unix",
                     help="the nodes' bridge and the echo: a Unix socket (default) or loopback ZMQ over TCP")
     ap.add_argument("--concurrency", default="16,64,256")
@@ -368,10 +375,14 @@ def main(argv=None):
             node = Node(a.java, jar, tmp, label, a.transport)
             nodes.append(node)
             engines.append(Engine(label, node.endpoint))
+            if label in a.matched_from_inner:
+                node = Node(a.java, jar, tmp, label + "-matched-from-inner", a.transport)
+                nodes.append(node)
+                engines.append(Engine(label + " matched from inner", node.endpoint, from_inner=True))
             if label in a.from_inner:
                 node = Node(a.java, jar, tmp, label + "-from-inner", a.transport)
                 nodes.append(node)
-                engines.append(Engine(label + " from inner", node.endpoint, from_inner=True))
+                engines.append(Engine(label + " from inner", node.endpoint, from_inner=True, finished_from_inner=True))
             if label in a.unpipelined:
                 node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport)
                 nodes.append(node)

@@ -354,6 +354,8 @@ class BatchingNode(ScriptedNode):
     def answer(self, req):
         self.calls.append((req["hook"], req.get("args") or {}))
         a = self.answers.get(req["hook"], {})
+        if callable(a):
+            a = a(req.get("args") or {})
         reply = {"v": 1, "id": req["id"], "ok": not isinstance(a, str)}
         reply["error" if isinstance(a, str) else "result"] = a
         return reply
@@ -446,9 +448,12 @@ def test_matched_tokens_from_the_inner_go_unawaited_in_the_steps_batch_and_are_c
         try:
             s, d, bridge = run_three(tmp_path, node, mode, drive_matched_from_inner=mode == "from_inner")
             assert s.drive_fallbacks == 0 and s.drive_divergences == 0 and bridge.unread == 0
-            seen.append((d.acted, node.calls))
+            # the same calls; from the inner, each query carries the answer vLLM acted on
+            seen.append((d.acted, without_acted(node.calls)))
             matched_alone = [h for h in node.calls if h[0] == "get_num_new_matched_tokens"]
             assert len(matched_alone) == 3
+            assert [a.get("acted") for _, a in matched_alone] == (
+                [{"num_tokens": 0, "load_async": False}] * 3 if mode == "from_inner" else [None] * 3)
             if mode == "from_inner":
                 # the admitting step: three admissions, queries and allocations, and the step, one frame
                 assert node.batches[0] == ["add_request"] * 3 + ["get_num_new_matched_tokens",
@@ -570,5 +575,127 @@ def test_an_idle_step_sends_one_frame_and_a_long_batch_is_cut(tmp_path):
             "add_request"]
         s.shutdown()
         assert s.drive_fallbacks == 0
+    finally:
+        node.close()
+
+
+def without_acted(calls):
+    """The node's calls with the ``acted`` argument left out (what the node applies is the same)."""
+    return [(h, {k: v for k, v in a.items() if k != "acted"}) for h, a in calls]
+
+
+class InnerLikeNode(BatchingNode):
+    """A node whose request_finished answers are what the scripted MoRIIO-like connector answers for
+    the driver's producer requests (delay_free with their blocks, its params for a length-capped
+    finish): an agreeing node."""
+
+    def __init__(self, answers):
+        self.tids = {}
+        answers = dict(answers)
+        answers["add_request"] = self.admit
+        answers["request_finished"] = self.finish
+        super().__init__(answers)
+
+    def admit(self, args):
+        self.tids[args["request_id"]] = (args.get("kv_transfer_params") or {}).get("transfer_id")
+        return {}
+
+    def finish(self, args):
+        if args["status"] != "FINISHED_LENGTH_CAPPED":
+            return {"delay_free": False, "kv_transfer_params": None}
+        return {"delay_free": any(args["block_ids"]), "kv_transfer_params": {
+            "do_remote_prefill": True, "do_remote_decode": False, "remote_block_ids": args["block_ids"],
+            "remote_engine_id": "10.0.0.1:6301", "remote_host": "10.0.0.1", "remote_handshake_port": "6301",
+            "remote_notify_port": "61005", "remote_dp_rank": 0, "remote_dp_rank_override": True,
+            "remote_dp_size": 1, "remote_dp_size_local": 1, "tp_size": 1,
+            "transfer_id": self.tids[args["request_id"]]}}
+
+
+def test_finishes_from_the_inner_go_unawaited_and_agreeing_answers_give_the_same_calls(tmp_path):
+    """drive_finished_from_inner: vLLM acts on the inner's request_finished at once; the node gets the
+    same calls in the same order as when vLLM waits for each answer (each carrying the answer acted on),
+    no request_finished is ever a call the client waited on, and agreeing answers count nothing."""
+    answers = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+               "update_connector_output": {"finished_sending": None}}
+    seen = []
+    for mode in ("from_inner", "awaited"):
+        node = InnerLikeNode(answers)
+        try:
+            inner = mode == "from_inner"
+            s, d, bridge = run_three(tmp_path, node, mode, drive_matched_from_inner=inner,
+                                     drive_finished_from_inner=inner)
+            assert s.drive_fallbacks == 0 and s.drive_divergences == 0 and bridge.unread == 0
+            finished = [a for h, a in node.calls if h == "request_finished"]
+            assert len(finished) == 3
+            seen.append((d.acted, without_acted(node.calls)))
+            if inner:
+                # every finish carried the answer vLLM acted on: the inner's
+                acted = {a["request_id"]: a["acted"] for a in finished}
+                assert [acted[x[1]] for x in d.acted if x[0] == "finished"] == [
+                    {"delay_free": x[2], "kv_transfer_params": x[3]} for x in d.acted if x[0] == "finished"]
+                assert all(a["acted"]["delay_free"] is True for a in finished)
+                assert not any(b[-1] == "request_finished" for b in node.batches)  # never awaited
+                assert s._drive_deferred == {a["request_id"] for a in finished}  # the node surfaced none
+                assert not s._drive_finish_unread
+            else:
+                assert all("acted" not in a for a in finished)
+        finally:
+            node.close()
+    assert seen[0] == seen[1]
+
+
+def test_a_node_finishing_otherwise_than_the_inner_is_a_counted_logged_divergence(tmp_path, caplog):
+    """The node answers delay_free=False where the inner (vLLM) deferred: each is a divergence, counted
+    and logged once; the record of what the node defers follows the node, not the inner."""
+    node = BatchingNode({"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+                         "request_finished": {"delay_free": False, "kv_transfer_params": None},
+                         "update_connector_output": {"finished_sending": None}})
+    try:
+        with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
+            s, d, _ = run_three(tmp_path, node, "diverging", drive_finished_from_inner=True)
+        finished = [x for x in d.acted if x[0] == "finished"]
+        assert [x[2] for x in finished] == [True] * 3  # vLLM acted on the inner's deferrals
+        assert s.drive_divergences == 3 and s.drive_fallbacks == 3
+        hook, acted, answered = s.drive_divergence_last
+        assert hook == "request_finished" and acted[0] is True and answered == (False, None)
+        assert acted[1]["transfer_id"] == finished[-1][3]["transfer_id"]
+        assert caplog.text.count("DIVERGED on request_finished: vLLM acted on (True, {") == 1
+        assert caplog.text.count("the node answers (False, None)") == 1
+        assert not s._drive_deferred and not s._drive_finish_unread
+    finally:
+        node.close()
+
+
+def test_the_empty_output_shortcut_waits_for_a_finish_the_node_may_still_defer(tmp_path):
+    """With drive_finished_from_inner, a producer's request_finished vLLM acted on as delay_free=False
+    whose node answer is not read yet leaves the node free to have deferred it: the next empty
+    update_connector_output is awaited (and so reads that answer); once it is read and says False,
+    the shortcut holds again. A refused request_finished makes the client wait from then on."""
+    from vllm.v1.outputs import KVConnectorOutput
+    from vllm.v1.request import RequestStatus
+    node = BatchingNode({"request_finished": {"delay_free": False, "kv_transfer_params": None},
+                         "update_connector_output": {"finished_sending": None}})
+    try:
+        s = scheduler(tmp_path, node.port, drive_finished_from_inner=True)
+        req = producer_requests(1)[0]
+        s.on_new_request(req)
+        req.status = RequestStatus.FINISHED_ABORTED  # the inner frees it now
+        assert s.request_finished(req, [1, 2]) == (False, None)
+        assert s._drive_finish_unread == {req.request_id} and s._drive.calls == 1  # hello only
+        s.update_connector_output(KVConnectorOutput())
+        assert s._drive.calls == 2 and not s._drive_finish_unread  # awaited: the answer is read
+        s.update_connector_output(KVConnectorOutput())
+        assert s._drive.calls == 2  # the shortcut again
+        node.answers["request_finished"] = "node busy: the node's inbox is full (1 items)"
+        req2 = producer_requests(2)[1]
+        s.on_new_request(req2)
+        req2.status = RequestStatus.FINISHED_ABORTED
+        s.request_finished(req2, [3])
+        s._drive.flush(2000)
+        assert s.drive_fallbacks == 1 and not s._drive_deferred_known
+        s.update_connector_output(KVConnectorOutput())
+        assert s._drive.calls == 3  # awaited from now on
+        s.shutdown()
+        assert s.drive_divergences == 0
     finally:
         node.close()

@@ -50,7 +50,13 @@ Extra config keys read here (all others are the inner connector's):
                                 ``get_num_new_matched_tokens`` at once; the call still goes to the node
                                 (unawaited, in order) and the node's answer is checked when it is read: a
                                 different one counts as a drive divergence and a fallback, and is logged.
+                                The call carries the answer vLLM acted on (``acted``): the node journals it
+                                and names a different answer of its own (``drive_answer_diverged``).
                                 Default false (vLLM waits for the node's answer)
+``drive_finished_from_inner``   with ``drive_pipeline``: the same for ``request_finished``: vLLM gets the
+                                inner's ``(delay_free, kv_transfer_params)`` at once; the node's answer is
+                                the same when its ``delay_free`` and its params, key for key (a tuple as
+                                the list msgpack makes of it), are. Default false
 """
 
 from __future__ import annotations
@@ -239,6 +245,11 @@ def _flag(value):
 def _matched_answer(result):
     """The node's answer to ``get_num_new_matched_tokens`` as vLLM would take it."""
     return result.get("num_tokens"), bool(result.get("load_async"))
+
+
+def _finish_answer(result):
+    """The node's answer to ``request_finished`` as vLLM would take it (params as msgpack made them)."""
+    return bool(result.get("delay_free")), result.get("kv_transfer_params")
 
 
 def _id_list(value):
@@ -677,6 +688,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_pipeline = True
         self._drive_producer = False
         self._drive_from_inner = False
+        self._drive_finished_from_inner = False
+        # a producer's request_finished sent without waiting whose answer vLLM acted on said
+        # delay_free=False and whose node answer is not read yet: the node may still defer it
+        self._drive_finish_unread = set()
         # the answers of the node vLLM did not wait for that differed from the inner's it acted on
         self.drive_divergences = 0
         self.drive_divergence_last = None
@@ -731,6 +746,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 raise
             batch = _flag(extra.get("drive_batch", True))
             self._drive_from_inner = self._drive_pipeline and _flag(extra.get("drive_matched_from_inner", False))
+            self._drive_finished_from_inner = self._drive_pipeline and _flag(
+                extra.get("drive_finished_from_inner", False))
             # a node that takes batches lists them (older nodes do not: each call then goes alone)
             bridge.batching = self._drive_pipeline and batch and "batch" in (node.get("hooks") or ())
             self._drive = bridge
@@ -789,6 +806,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     def _drive_failed(self, hook, e):
         self.drive_fallbacks += 1
+        if hook in ("request_finished", "update_connector_output"):
+            self._drive_deferred_known = False  # the node may have deferred or surfaced some: always wait
         where = "drive " + hook
         n = self._errors.get(where, 0)
         self._errors[where] = n + 1
@@ -1176,15 +1195,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
         if self._drive is not None and self._drive_from_inner:
-            # vLLM acts on the inner's answer now; the node's, read later, must be the same
+            # vLLM acts on the inner's answer now; the node's, read later, must be the same. The call
+            # carries it, so that the node journals the answer vLLM acted on and names a divergence
+            args = {"request_id": _request_id(request), "num_computed_tokens": int(num_computed_tokens)}
             try:
-                acted = (result[0], bool(result[1]))
+                acted = (None if result[0] is None else int(result[0]), bool(result[1]))
+                args["acted"] = {"num_tokens": acted[0], "load_async": acted[1]}
             except Exception as e:  # noqa: BLE001 - not a pair: nothing the node could agree with
                 acted = ("not a pair", repr(result))
                 self._failed("drive get_num_new_matched_tokens", e)
             self._drive_send("get_num_new_matched_tokens",
-                             self._drive_checked("get_num_new_matched_tokens", acted, _matched_answer),
-                             request_id=_request_id(request), num_computed_tokens=int(num_computed_tokens))
+                             self._drive_checked("get_num_new_matched_tokens", acted, _matched_answer), **args)
         elif self._drive is not None:
             r = self._drive_call("get_num_new_matched_tokens", request_id=_request_id(request),
                                  num_computed_tokens=int(num_computed_tokens))
@@ -1407,10 +1428,12 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # ids waits in the batch for the next step's calls (an idle step then sends one frame)
             self._drive_send("update_connector_output", flush=carries, **before)
         elif (before is not None and self._drive_pipeline and self._drive_deferred_known and not self._drive_deferred
-              and not carries):
+              and not self._drive_finish_unread and not carries):
             # Nothing came and no deferred free is pending: the reducer surfaces a request only from
             # the ids it gets, a parked ACK meeting a deferral, or a deferral past its deadline, so
-            # its answer is "none". Sent without waiting; the answer is checked when read.
+            # its answer is "none". Sent without waiting; the answer is checked when read. (With
+            # drive_finished_from_inner, a request the node's unread answer may still defer counts
+            # as pending.)
             self._drive_send("update_connector_output", self._drive_checked(
                 "update_connector_output", None, lambda r: r.get("finished_sending") or None), **before)
         elif before is not None:
@@ -1495,6 +1518,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 args = None
                 self._failed("drive " + where, e)
+            if args is not None and self._drive_finished_from_inner:
+                self._drive_finish_from_inner(rid, args, result)
+                return result
             r = self._drive_call("request_finished", **args) if args is not None else None
             if r is not None:
                 if r.get("delay_free"):
@@ -1502,6 +1528,33 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 return bool(r.get("delay_free")), r.get("kv_transfer_params")
             self._drive_deferred_known = False  # the node may have deferred it: always wait from now on
         return result
+
+    def _drive_finish_from_inner(self, rid, args, result):
+        """``request_finished`` with ``drive_finished_from_inner``: vLLM acts on the inner's
+        ``result`` now; the call, carrying it as ``acted``, goes to the node without waiting and the
+        node's answer is checked when read. The producer's record of what the node defers
+        (``_drive_deferred``) takes the answer acted on at once and the node's when it is read."""
+        try:
+            delay_free, params = result
+            acted = (bool(delay_free), plain(params) if params is not None else None)
+            args["acted"] = {"delay_free": acted[0], "kv_transfer_params": acted[1]}
+        except Exception as e:  # noqa: BLE001 - not a pair: nothing the node could agree with
+            acted = ("not a pair", repr(result))
+            self._failed("drive request_finished", e)
+        if acted[0] is True:
+            self._drive_deferred.add(rid)
+        else:
+            self._drive_finish_unread.add(rid)
+        check = self._drive_checked("request_finished", acted, _finish_answer)
+
+        def on_result(r, rid=rid):
+            self._drive_finish_unread.discard(rid)
+            if r.get("delay_free"):
+                self._drive_deferred.add(rid)
+            else:
+                self._drive_deferred.discard(rid)  # the node will never surface it
+            check(r)
+        self._drive_send("request_finished", on_result, **args)
 
     def register_finished_partial_tail(self, request, block_ids, partial_tail_offloads):
         return self._inner.register_finished_partial_tail(request, block_ids, partial_tail_offloads)
