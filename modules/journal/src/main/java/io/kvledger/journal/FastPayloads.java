@@ -49,6 +49,9 @@ public final class FastPayloads {
     private static boolean event(MsgOut p, NodeEvent event) throws IOException {
         switch (event) {
             case NodeEvent.MatchedTokensQueried e -> {
+                if (e.acted() != null) {
+                    return false; // a drive call answered from the inner: rare, the generic encoder writes it
+                }
                 p.arrayHeader(2);
                 str(p, e.requestId());
                 p.int64(e.numComputedTokens());
@@ -67,6 +70,9 @@ public final class FastPayloads {
                 py(p, e.params(), "RequestAdmitted.kv_transfer_params");
             }
             case NodeEvent.RequestFinished e -> {
+                if (e.acted() != null) {
+                    return false; // a drive call answered from the inner: the generic encoder writes it
+                }
                 // admitted_request_id is a later field: left out when null
                 p.arrayHeader(e.admittedRequestId() == null ? 3 : 4);
                 str(p, e.requestId());

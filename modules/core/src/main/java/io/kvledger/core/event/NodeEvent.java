@@ -31,8 +31,36 @@ public sealed interface NodeEvent {
     record RequestAdmitted(long atNs, String requestId, int numPromptTokens, int promptTokenIds,
                            KvParams params) implements NodeEvent {}
 
-    /** {@code get_num_new_matched_tokens(request, num_computed_tokens)}. */
-    record MatchedTokensQueried(long atNs, String requestId, int numComputedTokens) implements NodeEvent {}
+    /**
+     * {@code get_num_new_matched_tokens(request, num_computed_tokens)}.
+     *
+     * @param acted the answer vLLM acted on without waiting for the node's (drive mode taking it
+     *              from the inner connector, {@code drive_matched_from_inner}), or {@code null}
+     *              when vLLM waited for the node's answer (or the event is not a drive call). The
+     *              reducer names a different answer of its own {@code DRIVE_ANSWER_DIVERGED}.
+     */
+    record MatchedTokensQueried(long atNs, String requestId, int numComputedTokens, MatchedAnswer acted)
+            implements NodeEvent {
+
+        /** A query whose answer vLLM waited for. */
+        public MatchedTokensQueried(long atNs, String requestId, int numComputedTokens) {
+            this(atNs, requestId, numComputedTokens, null);
+        }
+    }
+
+    /**
+     * An answer to {@code get_num_new_matched_tokens} as vLLM acted on it.
+     *
+     * @param numTokens the count, or {@code null} for None ("ask again")
+     */
+    record MatchedAnswer(Integer numTokens, boolean loadAsync) {}
+
+    /**
+     * An answer to {@code request_finished} as vLLM acted on it.
+     *
+     * @param params the {@code kv_transfer_params} returned, or {@code null} for None
+     */
+    record FinishAnswer(boolean delayFree, KvParams params) {}
 
     /** {@code update_state_after_alloc(request, blocks, num_external_tokens)}. */
     record BlocksAllocated(long atNs, String requestId, BlockGroups blocks, int numExternalTokens)
@@ -83,13 +111,24 @@ public sealed interface NodeEvent {
      *                          itself never learns the old id: upstream defers and reaps under
      *                          {@code requestId} while its tables keep the admitted id; the field
      *                          only tells kvledger that this is the same request.
+     * @param acted             the answer vLLM acted on without waiting for the node's (drive
+     *                          mode taking it from the inner connector,
+     *                          {@code drive_finished_from_inner}), or {@code null} when vLLM waited
+     *                          (or the event is not a drive call); a different answer of the
+     *                          reducer's own is named {@code DRIVE_ANSWER_DIVERGED}
      */
     record RequestFinished(long atNs, String requestId, FinishStatus status, BlockGroups blockIds,
-                           String admittedRequestId) implements NodeEvent {
+                           String admittedRequestId, FinishAnswer acted) implements NodeEvent {
 
         /** A finish under the id the request was admitted with. */
         public RequestFinished(long atNs, String requestId, FinishStatus status, BlockGroups blockIds) {
-            this(atNs, requestId, status, blockIds, null);
+            this(atNs, requestId, status, blockIds, null, null);
+        }
+
+        /** A finish whose answer vLLM waited for. */
+        public RequestFinished(long atNs, String requestId, FinishStatus status, BlockGroups blockIds,
+                               String admittedRequestId) {
+            this(atNs, requestId, status, blockIds, admittedRequestId, null);
         }
     }
 

@@ -16,13 +16,13 @@ public final class NodeEvents {
             case NodeEvent.RequestAdmitted x -> new NodeEvent.RequestAdmitted(t, x.requestId(), x.numPromptTokens(),
                     x.promptTokenIds(), x.params());
             case NodeEvent.MatchedTokensQueried x -> new NodeEvent.MatchedTokensQueried(t, x.requestId(),
-                    x.numComputedTokens());
+                    x.numComputedTokens(), x.acted());
             case NodeEvent.BlocksAllocated x -> new NodeEvent.BlocksAllocated(t, x.requestId(), x.blocks(),
                     x.numExternalTokens());
             case NodeEvent.StepScheduled x -> new NodeEvent.StepScheduled(t, x.step(), x.cachedRequests(),
                     x.scheduledNewReqs(), x.preemptedReqIds());
             case NodeEvent.RequestFinished x -> new NodeEvent.RequestFinished(t, x.requestId(), x.status(), x.blockIds(),
-                    x.admittedRequestId());
+                    x.admittedRequestId(), x.acted());
             case NodeEvent.ConnectorOutputReceived x -> new NodeEvent.ConnectorOutputReceived(t, x.finishedSending(),
                     x.finishedRecving());
             case NodeEvent.LoadStarted x -> new NodeEvent.LoadStarted(t);

@@ -106,7 +106,10 @@ public enum AnomalyKind {
             "the journal lacks an input this profile's connector reads (scheduled_new_reqs of a recording that predates it): its answer is not known"),
     // heterogeneous TP
     WRITE_RANK_NOT_NOTIFIED(83, Severity.HANG_RISK, 22,
-            "deferred WRITE task expired on a prefill TP rank the decode never notifies (its scheduler sends remote_blocks to its own TP size's ranks only): blocks held until defer_timeout on every request");
+            "deferred WRITE task expired on a prefill TP rank the decode never notifies (its scheduler sends remote_blocks to its own TP size's ranks only): blocks held until defer_timeout on every request"),
+    // drive mode
+    DRIVE_ANSWER_DIVERGED(84, Severity.HANG_RISK, 0, true,
+            "drive mode: vLLM acted on the inner connector's answer without waiting, and this node answers otherwise: the engine and the node no longer agree on the request");
 
     private static final String OWN = "kvledger's own";
 

@@ -97,7 +97,13 @@ public final class NodeReducer {
             }
             case NodeEvent.MatchedTokensQueried e -> {
                 c.now = e.atNs();
-                SchedulerSide.matchedTokens(c, e);
+                if (e.acted() == null) {
+                    SchedulerSide.matchedTokens(c, e);
+                } else {
+                    int from = c.out.size();
+                    SchedulerSide.matchedTokens(c, e);
+                    SchedulerSide.actedMatched(c, e, from);
+                }
             }
             case NodeEvent.BlocksAllocated e -> {
                 c.now = e.atNs();
@@ -109,7 +115,13 @@ public final class NodeReducer {
             }
             case NodeEvent.RequestFinished e -> {
                 c.now = e.atNs();
-                SchedulerSide.finished(c, e);
+                if (e.acted() == null) {
+                    SchedulerSide.finished(c, e);
+                } else {
+                    int from = c.out.size();
+                    SchedulerSide.finished(c, e);
+                    SchedulerSide.actedFinished(c, e, from);
+                }
             }
             case NodeEvent.ConnectorOutputReceived e -> {
                 c.now = e.atNs();

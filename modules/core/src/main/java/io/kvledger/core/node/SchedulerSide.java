@@ -1097,6 +1097,87 @@ final class SchedulerSide {
                 0, tp == null ? 0 : (int) (long) tp, transferId, List.of(), writeMode);
     }
 
+    // ------------------------------------------------------------------ answers vLLM acted on
+
+    /**
+     * Drive mode took {@code get_num_new_matched_tokens}' answer from the inner connector: the
+     * reducer's own answer (the {@code MatchedTokens} among the effects from {@code from}) must be
+     * the one vLLM acted on, or the two are named {@link AnomalyKind#DRIVE_ANSWER_DIVERGED}.
+     */
+    static void actedMatched(Ctx c, NodeEvent.MatchedTokensQueried e, int from) {
+        NodeEvent.MatchedAnswer acted = e.acted();
+        Effect.MatchedTokens mine = null;
+        for (int i = from; i < c.out.size(); i++) {
+            if (c.out.get(i) instanceof Effect.MatchedTokens m) {
+                mine = m;
+            }
+        }
+        if (mine != null && acted.numTokens() != null && acted.numTokens() == mine.count()
+                && acted.loadAsync() == mine.loadAsync()) {
+            return;
+        }
+        c.anomaly(AnomalyKind.DRIVE_ANSWER_DIVERGED, e.requestId(), null, "get_num_new_matched_tokens: vLLM acted on ("
+                + (acted.numTokens() == null ? "None" : acted.numTokens()) + ", " + py(acted.loadAsync())
+                + ") from the inner connector; this node answers "
+                + (mine == null ? "nothing" : "(" + mine.count() + ", " + py(mine.loadAsync()) + ")"));
+    }
+
+    /**
+     * Drive mode took {@code request_finished}' answer from the inner connector: the reducer's own
+     * {@code FinishDecision} must have the same {@code delay_free} and the same params, key for key
+     * (the decode leg acts on every key: the address it dials, the blocks it reads, the transfer
+     * id), or the two are named {@link AnomalyKind#DRIVE_ANSWER_DIVERGED}.
+     */
+    static void actedFinished(Ctx c, NodeEvent.RequestFinished e, int from) {
+        NodeEvent.FinishAnswer acted = e.acted();
+        Effect.FinishDecision mine = null;
+        for (int i = from; i < c.out.size(); i++) {
+            if (c.out.get(i) instanceof Effect.FinishDecision d) {
+                mine = d;
+            }
+        }
+        if (mine != null && mine.delayFree() == acted.delayFree() && java.util.Objects.equals(mine.params(), acted.params())) {
+            return;
+        }
+        String what;
+        if (mine == null) {
+            what = "nothing";
+        } else if (mine.delayFree() != acted.delayFree()) {
+            what = "delay_free=" + py(mine.delayFree());
+        } else {
+            what = "delay_free=" + py(mine.delayFree()) + " with other params: " + paramsDiff(acted.params(), mine.params());
+        }
+        String rid = mine != null && mine.requestId() != null ? mine.requestId() : e.requestId();
+        String tid = mine != null && mine.params() != null && mine.params().get("transfer_id") instanceof String t ? t : null;
+        c.anomaly(AnomalyKind.DRIVE_ANSWER_DIVERGED, rid, tid, "request_finished: vLLM acted on delay_free="
+                + py(acted.delayFree()) + " from the inner connector; this node answers " + what);
+    }
+
+    private static String py(boolean b) {
+        return b ? "True" : "False";
+    }
+
+    /** The keys whose values differ, as {@code key: acted != node's} (sorted by key). */
+    private static String paramsDiff(KvParams acted, KvParams mine) {
+        if (acted == null || mine == null) {
+            return (acted == null ? "None" : "a dict") + " != " + (mine == null ? "None" : "a dict");
+        }
+        java.util.TreeSet<String> keys = new java.util.TreeSet<>(acted.asMap().keySet());
+        keys.addAll(mine.asMap().keySet());
+        StringBuilder b = new StringBuilder();
+        for (String k : keys) {
+            boolean a = acted.asMap().containsKey(k);
+            boolean m = mine.asMap().containsKey(k);
+            Object av = acted.asMap().get(k);
+            Object mv = mine.asMap().get(k);
+            if (a != m || !java.util.Objects.equals(av, mv)) {
+                b.append(b.isEmpty() ? "" : ", ").append(k).append(": ").append(a ? String.valueOf(av) : "absent")
+                        .append(" != ").append(m ? String.valueOf(mv) : "absent");
+            }
+        }
+        return b.toString();
+    }
+
     // ------------------------------------------------------------------ request_finished
 
     static void finished(Ctx c, NodeEvent.RequestFinished e) {

@@ -21,6 +21,7 @@ import static io.kvledger.journal.format.FieldType.STR;
 import static io.kvledger.journal.format.FieldType.STR_LIST;
 import static io.kvledger.journal.format.FieldType.listOf;
 import static io.kvledger.journal.format.FieldType.named;
+import static io.kvledger.journal.format.FieldType.one;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
@@ -63,10 +64,11 @@ public enum EntryType {
             nul("kv_transfer_params", PARAMS))),
 
     MATCHED_TOKENS_QUERIED(2, EntryKind.INPUT, "matched_tokens_queried", Schema.of(NodeEvent.MatchedTokensQueried.class,
-            e -> new Object[] {e.requestId(), e.numComputedTokens()},
-            (at, v) -> new NodeEvent.MatchedTokensQueried(at, v.s(0), v.i(1)),
-            e -> "rid=" + e.requestId() + " computed=" + e.numComputedTokens(),
-            req("request_id", STR), req("num_computed_tokens", I32))),
+            e -> new Object[] {e.requestId(), e.numComputedTokens(), e.acted()},
+            (at, v) -> new NodeEvent.MatchedTokensQueried(at, v.s(0), v.i(1), v.o(2)),
+            e -> "rid=" + e.requestId() + " computed=" + e.numComputedTokens()
+                    + (e.acted() == null ? "" : " acted=" + Nested.MATCHED_ANSWER.dissect(e.acted())),
+            req("request_id", STR), req("num_computed_tokens", I32), later("acted", one(Nested.MATCHED_ANSWER)))),
 
     BLOCKS_ALLOCATED(3, EntryKind.INPUT, "blocks_allocated", Schema.of(NodeEvent.BlocksAllocated.class,
             e -> new Object[] {e.requestId(), e.blocks(), e.numExternalTokens()},
@@ -84,12 +86,13 @@ public enum EntryType {
             later("scheduled_new_reqs", listOf(Nested.NEW_REQUEST)), later("preempted_req_ids", STR_LIST))),
 
     REQUEST_FINISHED(5, EntryKind.INPUT, "request_finished", Schema.of(NodeEvent.RequestFinished.class,
-            e -> new Object[] {e.requestId(), e.status(), e.blockIds(), e.admittedRequestId()},
-            (at, v) -> new NodeEvent.RequestFinished(at, v.s(0), v.o(1), v.o(2), v.s(3)),
+            e -> new Object[] {e.requestId(), e.status(), e.blockIds(), e.admittedRequestId(), e.acted()},
+            (at, v) -> new NodeEvent.RequestFinished(at, v.s(0), v.o(1), v.o(2), v.s(3), v.o(4)),
             e -> "rid=" + e.requestId() + " " + e.status() + " blocks=" + Render.blocks(e.blockIds())
-                    + (e.admittedRequestId() == null ? "" : " admitted_as=" + e.admittedRequestId()),
+                    + (e.admittedRequestId() == null ? "" : " admitted_as=" + e.admittedRequestId())
+                    + (e.acted() == null ? "" : " acted=" + Nested.FINISH_ANSWER.dissect(e.acted())),
             req("request_id", STR), req("status", named(FinishStatus.class)), req("block_ids", BLOCKS),
-            later("admitted_request_id", STR))),
+            later("admitted_request_id", STR), later("acted", one(Nested.FINISH_ANSWER)))),
 
     CONNECTOR_OUTPUT_RECEIVED(6, EntryKind.INPUT, "connector_output_received",
             Schema.of(NodeEvent.ConnectorOutputReceived.class,

@@ -492,6 +492,26 @@ abstract class FieldType<T> {
         };
     }
 
+    /**
+     * One nested record: its field array in msgpack, an object in JSON (the same append-only rule
+     * as a payload).
+     */
+    public static <R> FieldType<R> one(Schema<R> schema) {
+        return new FieldType<>(schema.type().getSimpleName()) {
+            @Override void write(MessagePacker p, R v) throws IOException { schema.write(p, v); }
+            @Override R read(MessageUnpacker u) throws IOException { return schema.read(u, 0); }
+            @Override R readFast(FastPayloadReader in) { return schema.readFast(in, 0); }
+            @Override Object toJson(R v) { return schema.toJson(v); }
+            @Override R fromJson(Object j) {
+                if (!(j instanceof Map<?, ?> m)) {
+                    throw new PayloadException("expected an object, found " + PyValues.describe(j));
+                }
+                return schema.fromJson(castMap(m), 0, java.util.Set.of());
+            }
+            @Override String render(R v) { return schema.dissect(v); }
+        };
+    }
+
     // ------------------------------------------------------------------ rendering
 
     /** The value in a dissector line; JSON text unless the type knows better. */

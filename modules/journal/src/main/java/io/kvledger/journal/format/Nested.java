@@ -6,6 +6,7 @@ import static io.kvledger.journal.format.Field.req;
 import static io.kvledger.journal.format.FieldType.BLOCKS;
 import static io.kvledger.journal.format.FieldType.BOOL;
 import static io.kvledger.journal.format.FieldType.I32;
+import static io.kvledger.journal.format.FieldType.I32_OR_NONE;
 import static io.kvledger.journal.format.FieldType.INT_LIST;
 import static io.kvledger.journal.format.FieldType.PARAMS;
 import static io.kvledger.journal.format.FieldType.PY;
@@ -44,6 +45,20 @@ final class Nested {
                     + (r.params() == null ? "" : " params=" + Render.py(r.params())),
             req("request_id", STR), req("block_ids", BLOCKS), req("num_computed_tokens", I32),
             nul("kv_transfer_params", PARAMS));
+
+    /** The answer vLLM acted on in a {@code matched_tokens_queried} answered from the inner connector. */
+    static final Schema<NodeEvent.MatchedAnswer> MATCHED_ANSWER = Schema.of(NodeEvent.MatchedAnswer.class,
+            a -> new Object[] {a.numTokens(), a.loadAsync()},
+            (at, v) -> new NodeEvent.MatchedAnswer(v.o(0), v.b(1)),
+            a -> "(" + (a.numTokens() == null ? "None" : a.numTokens()) + ", " + (a.loadAsync() ? "True" : "False") + ")",
+            nul("num_tokens", I32_OR_NONE), req("load_async", BOOL));
+
+    /** The answer vLLM acted on in a {@code request_finished} answered from the inner connector. */
+    static final Schema<NodeEvent.FinishAnswer> FINISH_ANSWER = Schema.of(NodeEvent.FinishAnswer.class,
+            a -> new Object[] {a.delayFree(), a.params()},
+            (at, v) -> new NodeEvent.FinishAnswer(v.b(0), v.o(1)),
+            a -> "delay_free=" + a.delayFree() + " params=" + Render.py(a.params()),
+            req("delay_free", BOOL), nul("kv_transfer_params", PARAMS));
 
     /** One entry of {@code reqs_to_recv} / {@code reqs_to_save}. */
     static final Schema<ReqMeta> REQ_META = Schema.of(ReqMeta.class,

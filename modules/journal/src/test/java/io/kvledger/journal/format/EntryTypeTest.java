@@ -228,6 +228,47 @@ class EntryTypeTest {
         assertThat(new io.kvledger.journal.JournalEntry.Input(1, 9, renamed).dissect()).endsWith("admitted_as=r-0");
     }
 
+    /**
+     * {@code acted}, the answer vLLM acted on when drive mode took it from the inner connector, was
+     * added to matched_tokens_queried and request_finished later: written only when there is one
+     * (nil in the admitted id's place before it), read back from msgpack and JSON, shown by the
+     * dissector; a payload without it reads as null.
+     */
+    @Test
+    void the_answer_vllm_acted_on_travels_with_its_call_and_only_then() throws Exception {
+        var blocks = io.kvledger.core.model.BlockGroups.single(1, 2);
+        var status = io.kvledger.core.model.FinishStatus.FINISHED_LENGTH_CAPPED;
+        var params = io.kvledger.core.model.KvParams.of("do_remote_prefill", true, "remote_block_ids",
+                List.of(List.of(1L, 2L)), "transfer_id", "tx-1");
+        var finish = new NodeEvent.RequestFinished(9, "r-0", status, blocks, null, new NodeEvent.FinishAnswer(true, params));
+        var query = new NodeEvent.MatchedTokensQueried(7, "r-0", 16, new NodeEvent.MatchedAnswer(null, true));
+        for (NodeEvent e : List.of(finish, query, new NodeEvent.MatchedTokensQueried(7, "r-0", 16,
+                new NodeEvent.MatchedAnswer(24, false)))) {
+            EntryType t = EntryType.of(e);
+            assertThat(Payloads.decode(t, e.atNs(), Payloads.encode(e))).isEqualTo(e);
+            @SuppressWarnings("unchecked")
+            Map<String, Object> parsed = (Map<String, Object>) Json.parse(Json.write(t.toJson(e)));
+            assertThat(parsed).containsKey("acted");
+            assertThat(t.fromJson(parsed, e.atNs(), Set.of())).isEqualTo(e);
+        }
+        try (var u = org.msgpack.core.MessagePack.newDefaultUnpacker(Payloads.encode(finish))) {
+            assertThat(u.unpackArrayHeader()).isEqualTo(5);
+            u.skipValue();
+            u.skipValue();
+            u.skipValue();
+            assertThat(u.tryUnpackNil()).isTrue(); // no admitted id
+        }
+        assertThat(EntryType.REQUEST_FINISHED.toJson(finish)).doesNotContainKey("admitted_request_id");
+        assertThat(new io.kvledger.journal.JournalEntry.Input(1, 9, finish).dissect())
+                .endsWith("acted=delay_free=true params={\"do_remote_prefill\":true,\"remote_block_ids\":[[1,2]],"
+                        + "\"transfer_id\":\"tx-1\"}");
+        assertThat(new io.kvledger.journal.JournalEntry.Input(1, 7, query).dissect()).endsWith("acted=(None, True)");
+        var plain = new NodeEvent.MatchedTokensQueried(7, "r-0", 16);
+        assertThat(Payloads.encode(plain)).hasSize(Payloads.encode(query).length - 3); // [nil, true] and a longer header
+        assertThat(EntryType.MATCHED_TOKENS_QUERIED.toJson(plain)).doesNotContainKey("acted");
+        assertThat(Payloads.decode(EntryType.MATCHED_TOKENS_QUERIED, 7, Payloads.encode(plain))).isEqualTo(plain);
+    }
+
     @Test
     void a_payload_that_does_not_match_its_schema_is_reported_with_the_field() throws Exception {
         byte[] bad;
@@ -260,7 +301,7 @@ class EntryTypeTest {
         m.put("num_computed_tokens", 3L);
         m.put("num_computed_token", 3L);
         assertThatThrownBy(() -> EntryType.MATCHED_TOKENS_QUERIED.fromJson(m, 0, Set.of()))
-                .hasMessage("unknown field \"num_computed_token\" (fields: request_id, num_computed_tokens)");
+                .hasMessage("unknown field \"num_computed_token\" (fields: request_id, num_computed_tokens, acted)");
         m.remove("num_computed_token");
         m.put("request_id", null);
         assertThatThrownBy(() -> EntryType.MATCHED_TOKENS_QUERIED.fromJson(m, 0, Set.of()))

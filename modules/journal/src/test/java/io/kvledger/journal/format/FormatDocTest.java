@@ -62,6 +62,10 @@ class FormatDocTest {
         b.append("| `NodeEvent.NewRequest` (in `scheduled_new_reqs`) | ").append(fields(Nested.NEW_REQUEST)).append(" |\n");
         b.append("| `ReqMeta` (in `reqs_to_recv`, `reqs_to_save`) | ").append(fields(Nested.REQ_META)).append(" |\n");
         b.append("| `NodeEvent.KvCacheTensor` (in `tensors`) | ").append(fields(Nested.KV_CACHE_TENSOR)).append(" |\n");
+        b.append("| `NodeEvent.MatchedAnswer` (`acted` of `matched_tokens_queried`) | ").append(fields(Nested.MATCHED_ANSWER))
+                .append(" |\n");
+        b.append("| `NodeEvent.FinishAnswer` (`acted` of `request_finished`) | ").append(fields(Nested.FINISH_ANSWER))
+                .append(" |\n");
         b.append("\nField notation: `name` type; **?** may be null (absent in a JSON line means null); ")
                 .append("**~** may be left out of a JSON line (it then takes its default: 0, false, -1 for lengths).\n");
         b.append("\n### Examples\n\nOne JSON line per type, then what its dissector prints.\n\n");

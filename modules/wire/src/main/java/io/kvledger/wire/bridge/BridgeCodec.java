@@ -179,7 +179,8 @@ public final class BridgeCodec {
                     params(a.get("kv_transfer_params"), "args.kv_transfer_params"));
             case GET_NUM_NEW_MATCHED_TOKENS -> new HookCall.GetNumNewMatchedTokens(
                     str(req(a, "request_id"), "args.request_id"),
-                    int32(req(a, "num_computed_tokens"), "args.num_computed_tokens"));
+                    int32(req(a, "num_computed_tokens"), "args.num_computed_tokens"),
+                    matchedActed(a.get("acted")));
             case UPDATE_STATE_AFTER_ALLOC -> new HookCall.UpdateStateAfterAlloc(
                     str(req(a, "request_id"), "args.request_id"),
                     blocks(req(a, "block_ids"), "args.block_ids"),
@@ -190,7 +191,8 @@ public final class BridgeCodec {
             case REQUEST_FINISHED -> new HookCall.RequestFinished(
                     str(req(a, "request_id"), "args.request_id"),
                     status(req(a, "status"), "args.status"),
-                    blocks(req(a, "block_ids"), "args.block_ids"));
+                    blocks(req(a, "block_ids"), "args.block_ids"),
+                    finishActed(a.get("acted")));
             case UPDATE_CONNECTOR_OUTPUT -> new HookCall.UpdateConnectorOutput(
                     optionalStrings(a.get("finished_sending"), "args.finished_sending"),
                     optionalStrings(a.get("finished_recving"), "args.finished_recving"));
@@ -279,6 +281,45 @@ public final class BridgeCodec {
                     w + ".kv_transfer_params")));
         }
         return out;
+    }
+
+    /**
+     * {@code args.acted} of {@code get_num_new_matched_tokens}: {@code {"num_tokens": int | None,
+     * "load_async": bool}}, the answer vLLM acted on without waiting; {@code null} when not sent.
+     */
+    private static NodeEvent.MatchedAnswer matchedActed(PyValue v) {
+        if (none(v)) {
+            return null;
+        }
+        if (!(v instanceof PyValue.Map m)) {
+            throw wrong("args.acted", "dict or None", v);
+        }
+        PyValue n = reqIn(m, "num_tokens", "args.acted");
+        return new NodeEvent.MatchedAnswer(none(n) ? null : int32(n, "args.acted.num_tokens"),
+                bool(reqIn(m, "load_async", "args.acted"), "args.acted.load_async"));
+    }
+
+    /**
+     * {@code args.acted} of {@code request_finished}: {@code {"delay_free": bool,
+     * "kv_transfer_params": dict | None}}, the answer vLLM acted on without waiting; {@code null}
+     * when not sent.
+     */
+    private static NodeEvent.FinishAnswer finishActed(PyValue v) {
+        if (none(v)) {
+            return null;
+        }
+        if (!(v instanceof PyValue.Map m)) {
+            throw wrong("args.acted", "dict or None", v);
+        }
+        return new NodeEvent.FinishAnswer(bool(reqIn(m, "delay_free", "args.acted"), "args.acted.delay_free"),
+                params(m.get("kv_transfer_params"), "args.acted.kv_transfer_params"));
+    }
+
+    private static boolean bool(PyValue v, String what) {
+        if (v instanceof PyValue.Bool b) {
+            return b.value();
+        }
+        throw wrong(what, "bool", v);
     }
 
     /** A required key of a nested map (present, possibly None). */

@@ -41,16 +41,26 @@ public sealed interface HookCall {
         }
     }
 
-    /** {@code get_num_new_matched_tokens(request, num_computed_tokens)}. */
-    record GetNumNewMatchedTokens(String requestId, int numComputedTokens) implements Engine {
+    /**
+     * {@code get_num_new_matched_tokens(request, num_computed_tokens)}.
+     *
+     * @param acted the answer vLLM acted on without waiting ({@code args.acted}), or {@code null}
+     */
+    record GetNumNewMatchedTokens(String requestId, int numComputedTokens, NodeEvent.MatchedAnswer acted)
+            implements Engine {
         public GetNumNewMatchedTokens {
             Objects.requireNonNull(requestId, "requestId");
+        }
+
+        /** A query whose answer the engine waits for. */
+        public GetNumNewMatchedTokens(String requestId, int numComputedTokens) {
+            this(requestId, numComputedTokens, null);
         }
 
         @Override public BridgeHook hook() { return BridgeHook.GET_NUM_NEW_MATCHED_TOKENS; }
 
         @Override public NodeEvent at(long atNs) {
-            return new NodeEvent.MatchedTokensQueried(atNs, requestId, numComputedTokens);
+            return new NodeEvent.MatchedTokensQueried(atNs, requestId, numComputedTokens, acted);
         }
     }
 
@@ -97,18 +107,28 @@ public sealed interface HookCall {
         }
     }
 
-    /** {@code request_finished(request, block_ids)}. */
-    record RequestFinished(String requestId, FinishStatus status, BlockGroups blockIds) implements Engine {
+    /**
+     * {@code request_finished(request, block_ids)}.
+     *
+     * @param acted the answer vLLM acted on without waiting ({@code args.acted}), or {@code null}
+     */
+    record RequestFinished(String requestId, FinishStatus status, BlockGroups blockIds, NodeEvent.FinishAnswer acted)
+            implements Engine {
         public RequestFinished {
             Objects.requireNonNull(requestId, "requestId");
             Objects.requireNonNull(status, "status");
             Objects.requireNonNull(blockIds, "blockIds");
         }
 
+        /** A finish whose answer the engine waits for. */
+        public RequestFinished(String requestId, FinishStatus status, BlockGroups blockIds) {
+            this(requestId, status, blockIds, null);
+        }
+
         @Override public BridgeHook hook() { return BridgeHook.REQUEST_FINISHED; }
 
         @Override public NodeEvent at(long atNs) {
-            return new NodeEvent.RequestFinished(atNs, requestId, status, blockIds);
+            return new NodeEvent.RequestFinished(atNs, requestId, status, blockIds, null, acted);
         }
     }
 

@@ -171,6 +171,49 @@ class BridgeCodecTest {
     }
 
     @Test
+    void theAnswerVllmActedOnIsReadIntoTheEvent() {
+        // drive mode answering from the inner connector: args.acted, the answer vLLM acted on
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("request_id", "r");
+        q.put("num_computed_tokens", 16L);
+        q.put("acted", new LinkedHashMap<>(Map.of("num_tokens", 24L, "load_async", true)));
+        HookCall.GetNumNewMatchedTokens call = (HookCall.GetNumNewMatchedTokens) ok(frame(3, "get_num_new_matched_tokens", q)).call();
+        assertThat(call.at(5)).isEqualTo(new io.kvledger.core.event.NodeEvent.MatchedTokensQueried(5, "r", 16,
+                new io.kvledger.core.event.NodeEvent.MatchedAnswer(24, true)));
+        Map<String, Object> none = new LinkedHashMap<>();
+        none.put("num_tokens", null);
+        none.put("load_async", false);
+        q.put("acted", none);
+        assertThat(((HookCall.GetNumNewMatchedTokens) ok(frame(3, "get_num_new_matched_tokens", q)).call()).acted())
+                .isEqualTo(new io.kvledger.core.event.NodeEvent.MatchedAnswer(null, false));
+
+        Map<String, Object> f = new LinkedHashMap<>();
+        f.put("request_id", "r");
+        f.put("status", "FINISHED_LENGTH_CAPPED");
+        f.put("block_ids", new ArrayList<>(List.of(new ArrayList<>(List.of(1L, 2L)))));
+        Map<String, Object> acted = new LinkedHashMap<>();
+        acted.put("delay_free", true);
+        acted.put("kv_transfer_params", new LinkedHashMap<>(Map.of("transfer_id", "tx-1",
+                "remote_block_ids", new ArrayList<>(List.of(new ArrayList<>(List.of(1L, 2L)))))));
+        f.put("acted", acted);
+        HookCall.RequestFinished fin = (HookCall.RequestFinished) ok(frame(4, "request_finished", f)).call();
+        assertThat(fin.at(6)).isEqualTo(new io.kvledger.core.event.NodeEvent.RequestFinished(6, "r",
+                FinishStatus.FINISHED_LENGTH_CAPPED, BlockGroups.single(1, 2), null,
+                new io.kvledger.core.event.NodeEvent.FinishAnswer(true, io.kvledger.core.model.KvParams.of(
+                        "transfer_id", "tx-1", "remote_block_ids", List.of(List.of(1L, 2L))))));
+        f.put("acted", null);
+        assertThat(ok(frame(4, "request_finished", f)).call())
+                .isEqualTo(new HookCall.RequestFinished("r", FinishStatus.FINISHED_LENGTH_CAPPED, BlockGroups.single(1, 2)));
+
+        f.put("acted", List.of(true));
+        argRejected("request_finished", f, RejectReason.WRONG_FIELD_TYPE, "args.acted must be dict or None");
+        f.put("acted", new LinkedHashMap<>(Map.of("kv_transfer_params", new LinkedHashMap<>())));
+        argRejected("request_finished", f, RejectReason.MISSING_FIELD, "missing args.acted.delay_free");
+        q.put("acted", new LinkedHashMap<>(Map.of("num_tokens", 1L, "load_async", 1L)));
+        argRejected("get_num_new_matched_tokens", q, RejectReason.WRONG_FIELD_TYPE, "args.acted.load_async must be bool");
+    }
+
+    @Test
     void requestBytesAreWhatPythonPacks() {
         // msgpack.packb({"v": 1, "id": 3, "hook": "get_num_new_matched_tokens",
         //                "args": {"request_id": "r", "num_computed_tokens": 0}}), by hand
