@@ -325,6 +325,42 @@ class VllmBridgeShadowTest {
     }
 
     @Test
+    void driveModeFromTheInnerJournalsTheAnswerVllmActedOnAndNamesADivergence() throws Exception {
+        // vLLM acts on the inner connector's answers at once (drive_matched_from_inner,
+        // drive_finished_from_inner); each call carries the answer acted on over the real bridge. The
+        // scripted connector frees the first request at once where kvledger defers it: the node
+        // journals the call with vLLM's answer, names the divergence on the request, and replays it.
+        Path journal = startNode("producer", "drive");
+        String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", tmp.resolve("rec-inner").toString(),
+                "--drive", "tcp://127.0.0.1:" + shadowPort, "--drive-from-inner");
+        assertTrue(out.contains("answer driving True"), out);
+        assertTrue(out.contains("answer " + RID1 + " False"), out); // the inner's answer, which vLLM acted on
+        assertTrue(out.contains("drive divergences 1"), out); // the node's answer, read later, differs
+        stopNode();
+        // the replay recomputes the same decisions, the named divergence among them
+        CliRun.Outcome v = CliRun.run("replay", "--verify", "--full-ids", journal.toString());
+        assertEquals(0, v.code(), v.out() + v.err());
+        assertTrue(v.out().contains("DRIVE_ANSWER_DIVERGED 1"), v.out());
+        CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--type",
+                "matched_tokens_queried,request_finished,anomaly");
+        assertEquals(0, dump.code(), dump.out() + dump.err());
+        List<String> acted = dump.out().lines().filter(l -> l.contains(" acted=")).toList();
+        // three queries and three finishes carried the answer acted on; the first request's: not deferred
+        assertEquals(6, acted.size(), dump.out());
+        assertTrue(acted.stream().anyMatch(l -> l.contains("request_finished rid=" + RID1)
+                && l.contains("acted=delay_free=false params={\"do_remote_prefill\":true")), dump.out());
+        List<String> diverged = dump.out().lines().filter(l -> l.contains("DRIVE_ANSWER_DIVERGED")).toList();
+        assertEquals(1, diverged.size(), dump.out());
+        assertTrue(diverged.getFirst().contains("rid=" + RID1) && diverged.getFirst().contains(
+                "request_finished: vLLM acted on delay_free=False from the inner connector; this node answers delay_free=True"),
+                diverged.getFirst());
+        CliRun.Outcome inspect = CliRun.run("inspect", journal.toString(), "--request", RID1, "--full-ids");
+        assertTrue(inspect.out().contains("DRIVE_ANSWER_DIVERGED"), inspect.out() + inspect.err());
+        CliRun.Outcome hangs = CliRun.run("hangs", "--full-ids", journal.toString());
+        assertTrue(hangs.out().contains("DRIVE_ANSWER_DIVERGED") && hangs.out().contains(RID1), hangs.out() + hangs.err());
+    }
+
+    @Test
     void driveModeHandsAWriteConsumerOf239b5ff30ItsNewRequests() throws Exception {
         // vLLM 239b5ff30's WRITE consumer builds reqs_to_recv from scheduled_new_reqs: the node,
         // driven under that profile, answers the step with the receive the engine scheduled
