@@ -498,6 +498,165 @@ class KafkaShipTest {
         assertSameEntries(readBack(uri, -1), source);
     }
 
+    @Test
+    void shipsMetricsShowTheBacklogGrowWhileTheBrokerIsAwayAndEmptyOnceItIsBack() throws Exception {
+        Map<String, List<byte[]>> source = prefixes(rawEntries(simulated(tmp.resolve("sim"), 4)), 256L << 10);
+        long total = source.values().stream().mapToLong(List::size).sum();
+        String topic = "fleet-metrics";
+        broker.createTopic(topic, 4);
+        String uri = broker.uri(topic);
+        Path live = tmp.resolve("live"); // not there yet: ship waits for it
+        Path log = tmp.resolve("ship.log");
+        Path promtool = io.kvledger.node.Promtool.require();
+        Process child = new ProcessBuilder(javaCommand("ship", "--metrics", "127.0.0.1:0", "--to", uri, live.toString()))
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        boolean stopped = false;
+        Map<String, RawJournalWriter> writers = new LinkedHashMap<>();
+        try {
+            awaitLine(log, "/metrics", child);
+            Matcher at = Pattern.compile("metrics on (http://127\\.0\\.0\\.1:\\d+/metrics)").matcher(Files.readString(log));
+            assertThat(at.find()).as(Files.readString(log)).isTrue();
+            String url = at.group(1);
+
+            // every series from the first scrape, at 0, and promtool's lint passes
+            String first = scrapeText(http, url);
+            Map<String, Double> s0 = series(first);
+            for (String name : List.of("kvledger_ship_backlog_entries", "kvledger_ship_acknowledged_total",
+                    "kvledger_ship_backlog_bytes", "kvledger_ship_sent_total", "kvledger_ship_skipped_total",
+                    "kvledger_ship_buffer_full", "kvledger_ship_journals", "kvledger_ship_journals_stopped_total")) {
+                assertThat(s0).as(first).containsEntry(name, 0.0);
+            }
+            assertPromtoolPasses(promtool, first);
+
+            // journals appear and half of each is shipped
+            Map<String, Integer> fed = new LinkedHashMap<>();
+            for (var e : source.entrySet()) {
+                writers.put(e.getKey(), RawJournalWriter.create(live.resolve(e.getKey())));
+                fed.put(e.getKey(), 0);
+            }
+            long half = feed(writers, source, fed, 0.5);
+            Map<String, Double> up = awaitSeries(http, url, log, child, m -> m.get("kvledger_ship_acknowledged_total") == half
+                    && m.get("kvledger_ship_journals") == source.size());
+            assertThat(up.get("kvledger_ship_backlog_entries")).isZero();
+
+            // the broker away: what the journals gain stays in the backlog, which grows with them
+            broker.stop();
+            stopped = true;
+            long quarter = feed(writers, source, fed, 0.75) - half;
+            long bytes1 = unshippedBytes(source, fed, 0.5);
+            Map<String, Double> down1 = awaitSeries(http, url, log, child, m -> m.get("kvledger_ship_backlog_entries") == quarter);
+            assertThat(down1.get("kvledger_ship_acknowledged_total")).isEqualTo((double) half);
+            assertThat(down1.get("kvledger_ship_backlog_bytes")).isEqualTo((double) bytes1);
+            long rest = feed(writers, source, fed, 1.0) - half;
+            Map<String, Double> down2 = awaitSeries(http, url, log, child, m -> m.get("kvledger_ship_backlog_entries") == rest);
+            assertThat(rest).isGreaterThan(quarter);
+            assertThat(down2.get("kvledger_ship_acknowledged_total")).isEqualTo((double) half);
+            assertThat(down2.get("kvledger_ship_backlog_bytes")).isGreaterThan(down1.get("kvledger_ship_backlog_bytes"));
+            double perNode = down2.entrySet().stream().filter(e -> e.getKey().startsWith("kvledger_ship_node_backlog_entries{"))
+                    .mapToDouble(Map.Entry::getValue).sum();
+            assertThat(perNode).as("the nodes' backlogs add up to the backlog").isEqualTo((double) rest);
+            String whileDown = scrapeText(http, url);
+            assertPromtoolPasses(promtool, whileDown);
+
+            // back: the backlog drains to 0, every entry acknowledged, each node up to its last seq
+            broker.restart();
+            stopped = false;
+            Map<String, Double> back = awaitSeries(http, url, log, child, m -> m.get("kvledger_ship_backlog_entries") == 0
+                    && m.get("kvledger_ship_acknowledged_total") == total);
+            assertThat(back.get("kvledger_ship_backlog_bytes")).isZero();
+            assertThat(back.get("kvledger_ship_sent_total")).isEqualTo((double) total);
+            for (var e : source.entrySet()) {
+                String label = "{node=\"" + e.getKey() + "\"}";
+                assertThat(back).containsEntry("kvledger_ship_node_acknowledged_total" + label, (double) e.getValue().size());
+                assertThat(back).containsEntry("kvledger_ship_node_acknowledged_seq" + label,
+                        (double) RawEntryTailer.seq(e.getValue().getLast()));
+                assertThat(back).containsEntry("kvledger_ship_node_backlog_entries" + label, 0.0);
+            }
+            System.out.println("KafkaShipTest: /metrics of ship: " + half + " entries acknowledged, then with the broker away "
+                    + "a backlog of " + quarter + " then " + rest + " entries (" + down2.get("kvledger_ship_backlog_bytes").longValue()
+                    + " bytes), 0 once it was back; " + total + " acknowledged");
+            child.destroy(); // SIGTERM
+            assertThat(child.waitFor(2, TimeUnit.MINUTES)).as("ship ended after SIGTERM").isTrue();
+            assertThat(child.exitValue()).as(Files.readString(log)).isZero();
+        } finally {
+            child.destroyForcibly();
+            writers.values().forEach(RawJournalWriter::close);
+            if (stopped) {
+                broker.restart();
+            }
+        }
+        assertSameEntries(readBack(uri, 0), source);
+    }
+
+    /** Appends each node's entries up to {@code share} of its journal (from this thread); returns the entries fed in all. */
+    private static long feed(Map<String, RawJournalWriter> writers, Map<String, List<byte[]>> source, Map<String, Integer> fed,
+                             double share) {
+        long n = 0;
+        for (var e : source.entrySet()) {
+            List<byte[]> all = e.getValue();
+            int upTo = share >= 1.0 ? all.size() : (int) (all.size() * share);
+            for (int i = fed.get(e.getKey()); i < upTo; i++) {
+                writers.get(e.getKey()).append(all.get(i));
+            }
+            fed.put(e.getKey(), Math.max(fed.get(e.getKey()), upTo));
+            n += fed.get(e.getKey());
+        }
+        return n;
+    }
+
+    /** The bytes of each node's entries from {@code from} of its journal up to what is fed. */
+    private static long unshippedBytes(Map<String, List<byte[]>> source, Map<String, Integer> fed, double from) {
+        long b = 0;
+        for (var e : source.entrySet()) {
+            List<byte[]> all = e.getValue();
+            for (int i = (int) (all.size() * from); i < fed.get(e.getKey()); i++) {
+                b += all.get(i).length;
+            }
+        }
+        return b;
+    }
+
+    private static String scrapeText(java.net.http.HttpClient client, String url) throws Exception {
+        java.net.http.HttpResponse<String> r = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).GET().build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        return r.body();
+    }
+
+    /** The {@code kvledger_ship*} series of a scrape, by name with its labels as printed. */
+    private static Map<String, Double> series(String text) {
+        Map<String, Double> out = new TreeMap<>();
+        Matcher m = Pattern.compile("(?m)^(kvledger_ship\\w*(?:\\{[^}]*})?) ([0-9.E+-]+)$").matcher(text);
+        while (m.find()) {
+            assertThat(out.put(m.group(1), Double.parseDouble(m.group(2)))).as(text).isNull();
+        }
+        return out;
+    }
+
+    /** Scrapes (polling, generous bound) until {@code done} holds; returns that scrape's series. */
+    private static Map<String, Double> awaitSeries(java.net.http.HttpClient client, String url, Path log, Process child,
+                                                   java.util.function.Predicate<Map<String, Double>> done) throws Exception {
+        long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+        Map<String, Double> last = Map.of();
+        while (System.nanoTime() < end) {
+            assertThat(child.isAlive()).as("ship exited early: %s", Files.readString(log)).isTrue();
+            last = series(scrapeText(client, url));
+            if (done.test(last)) {
+                return last;
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError("the metrics did not get there in 3 min; last scrape: " + last + "\nship said: "
+                + Files.readString(log));
+    }
+
+    private static void assertPromtoolPasses(Path promtool, String scrape) throws Exception {
+        io.kvledger.node.Promtool.Verdict v = io.kvledger.node.Promtool.check(promtool, scrape);
+        assertThat(v.output()).as("promtool check metrics on ship's /metrics").isBlank();
+        assertThat(v.exit()).as("promtool's exit status: " + v.output()).isZero();
+    }
+
     /** The first entries of each node's journal, the same share of each, about {@code bytes} in all. */
     private static Map<String, List<byte[]>> prefixes(Map<String, List<byte[]>> all, long bytes) {
         long have = all.values().stream().flatMap(List::stream).mapToLong(b -> b.length).sum();

@@ -106,6 +106,19 @@ public final class Shipper implements AutoCloseable {
     /** How long a listing waits for the broker to say where the new journals resume. */
     private static final Duration SCAN_RESUME_TIMEOUT = Duration.ofSeconds(5);
 
+    /** One node's counters, read by {@link ShipMetrics} from any thread. */
+    static final class NodeCounters {
+        final String node;
+        final AtomicLong sent = new AtomicLong();
+        final AtomicLong acked = new AtomicLong();
+        /** The largest seq acknowledged (-1: none since the start). */
+        final AtomicLong ackedSeq = new AtomicLong(-1);
+
+        NodeCounters(String node) {
+            this.node = node;
+        }
+    }
+
     /** One journal followed: a journal directory, or a JSON-lines recording ({@link JsonLinesTail}). */
     private static final class Source {
         final RawEntryTailer tailer;
@@ -113,6 +126,7 @@ public final class Shipper implements AutoCloseable {
         final Path where;
         final String node;
         final byte[] key;
+        final NodeCounters counters;
         long resumeAfter = -1;
         /** The topic's entry at {@link #resumeAfter}, which the journal must hold too (null: checked, or none). */
         byte[] expect;
@@ -134,6 +148,7 @@ public final class Shipper implements AutoCloseable {
                 this.node = tailer.header().nodeId();
             }
             this.key = ShippedEntry.key(node);
+            this.counters = new NodeCounters(node);
         }
 
         /** The next entry's bytes, or null; {@code atEnd}: what the journal holds is all there is. */
@@ -160,6 +175,8 @@ public final class Shipper implements AutoCloseable {
     private long nextScanNs;
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong acked = new AtomicLong();
+    private final AtomicLong sentBytes = new AtomicLong();
+    private final AtomicLong ackedBytes = new AtomicLong();
     private final AtomicLong skipped = new AtomicLong();
     private final AtomicLong stoppedAtBadLine = new AtomicLong();
     private final AtomicReference<Exception> failure = new AtomicReference<>();
@@ -228,6 +245,25 @@ public final class Shipper implements AutoCloseable {
     /** Entries sent and not acknowledged yet: what the producer holds in memory. */
     public long backlog() {
         return sent.get() - acked.get();
+    }
+
+    /** Bytes of the entries sent and not acknowledged yet (the entries' own bytes, not the producer's overhead). */
+    long backlogBytes() {
+        return sentBytes.get() - ackedBytes.get();
+    }
+
+    /** Each followed journal's counters, in the order they were opened (journals that appear later come last). */
+    List<NodeCounters> nodeCounters() {
+        return sources.stream().map(s -> s.counters).toList();
+    }
+
+    /**
+     * Whether a send has waited for {@code minNs} or more (for room in the producer's full buffer,
+     * or for the topic's metadata while the broker is away).
+     */
+    boolean sendWaiting(long minNs) {
+        long since = sendingSinceNs;
+        return since != 0 && System.nanoTime() - since >= minNs;
     }
 
     /** Entries left out at start because the topic already held them. */
@@ -516,16 +552,29 @@ public final class Shipper implements AutoCloseable {
             s.pending = e;
             RecordHeaders headers = new RecordHeaders();
             headers.add(ShippedEntry.SEQ_HEADER, ShippedEntry.seqHeader(seq));
+            NodeCounters counters = s.counters;
+            int bytes = e.length;
+            // counted before the send: its acknowledgement may come before send returns, and backlog never goes below 0
+            sentBytes.addAndGet(bytes);
+            counters.sent.incrementAndGet();
+            sent.incrementAndGet();
             sendingSinceNs = System.nanoTime();
             try {
                 producer.send(new ProducerRecord<>(options.target().topic(), null, s.key, e, headers), (md, ex) -> {
                     if (ex == null) {
+                        // bytes and the node's counters first: a reader that sees acked reach sent sees them too
+                        ackedBytes.addAndGet(bytes);
+                        counters.acked.incrementAndGet();
+                        counters.ackedSeq.accumulateAndGet(seq, Math::max);
                         acked.incrementAndGet();
                     } else if (!aborted) {
                         failure.compareAndSet(null, ex);
                     }
                 });
             } catch (KafkaException | IllegalStateException fatal) {
+                sentBytes.addAndGet(-bytes);
+                counters.sent.decrementAndGet();
+                sent.decrementAndGet();
                 if (!aborted) {
                     failure.compareAndSet(null, fatal);
                 }
@@ -535,7 +584,6 @@ public final class Shipper implements AutoCloseable {
             }
             s.pending = null;
             s.resumeAfter = seq;
-            sent.incrementAndGet();
             moved++;
         }
         return moved;
@@ -634,6 +682,10 @@ public final class Shipper implements AutoCloseable {
         p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, String.valueOf(options.bufferBytes()));
         // a send waits for room (or for the topic's metadata while the broker is away) rather than fail
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(Long.MAX_VALUE));
+        // Keep the topic's metadata while every broker is away: a rebootstrap (the default since Kafka 4) forgets it,
+        // and each send then waits for metadata with one entry in hand, the backlog staying in the journals where
+        // /metrics cannot see it; without one, entries go to the buffer (the backlog grows, bounded) until it is full.
+        p.put(org.apache.kafka.clients.CommonClientConfigs.METADATA_RECOVERY_STRATEGY_CONFIG, "none");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         p.put(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(256 * 1024));
         return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
