@@ -25,6 +25,7 @@ import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.regex.MatchResult;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -1039,6 +1040,78 @@ class KafkaShipTest {
             t.join(30_000);
         }
         assertThat(t.isAlive()).as("serve stopped").isFalse();
+    }
+
+    @Test
+    void serveFollowingATopicShowsANodeThatFirstShipsAfterItStarted() throws Exception {
+        Path sim = tmp.resolve("late");
+        assertThat(CliRun.simulate(sim, "read", 2, 1, "drop=0").code()).isIn(0, 1);
+        String uri = broker.uri("fleet-late");
+        CliRun.Outcome first = CliRun.run("ship", "--no-follow", "--to", uri, sim.resolve("P0").toString());
+        assertThat(first.code()).as(first.err()).isZero();
+
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        picocli.CommandLine cl = Main.commandLine(new PrintWriter(out, true), new PrintWriter(err, true));
+        ServeCommand serve = (ServeCommand) cl.getSubcommands().get("serve").getCommand();
+        Thread t = new Thread(() -> cl.execute("serve", uri, "--http", "127.0.0.1:0", "--follow"), "serve");
+        t.start();
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        try {
+            assertThat(serve.started.await(180, TimeUnit.SECONDS)).as("%s %s", out, err).isTrue();
+            assertThat(out.toString()).contains("over 1 journal(s) (P0), following them");
+            String base = "http://127.0.0.1:" + serve.server.port();
+            String before = get(http, base + "/v1/requests");
+            assertThat(before).contains("\"node\":\"P0\"").doesNotContain("\"node\":\"D0\"");
+
+            // D0 ships its whole journal, header first, after serve started: it appears in the API
+            CliRun.Outcome second = CliRun.run("ship", "--no-follow", "--to", uri, sim.resolve("D0").toString());
+            assertThat(second.code()).as(second.err()).isZero();
+            long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+            String after = before;
+            while (!after.contains("\"node\":\"D0\"")) {
+                if (System.nanoTime() > end) {
+                    throw new AssertionError("D0 not in /v1/requests after 3 min: " + after + "\nserve said: " + err);
+                }
+                Thread.sleep(200);
+                after = get(http, base + "/v1/requests");
+            }
+            assertThat(err.toString()).contains(uri + ": node D0 shipped its first entries after the start: following it");
+            // its copy holds all it shipped: D0's rows are those of a page over the journals on disk
+            try (io.kvledger.ledger.web.WebServer disk = io.kvledger.ledger.web.WebServer.start(
+                    io.kvledger.ledger.replay.JournalInputs.resolve(List.of(sim)), "127.0.0.1", 0)) {
+                Pattern d0 = Pattern.compile("\\{\"node\":\"D0\",\"request_id\":\"[^\"]+\",\"phase\":\"[A-Z_]+\"");
+                List<String> want = d0.matcher(get(http, "http://127.0.0.1:" + disk.port() + "/v1/requests")).results()
+                        .map(MatchResult::group).sorted().toList();
+                long settle = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+                List<String> got = d0.matcher(after).results().map(MatchResult::group).sorted().toList();
+                while (!got.equals(want) && System.nanoTime() < settle) {
+                    Thread.sleep(200); // the copy may still be catching up with what D0 shipped
+                    got = d0.matcher(get(http, base + "/v1/requests")).results().map(MatchResult::group).sorted().toList();
+                }
+                assertThat(want).isNotEmpty();
+                assertThat(got).isEqualTo(want);
+            }
+            // a new event stream has a ready event from each journal, D0's included
+            java.net.http.HttpResponse<java.util.stream.Stream<String>> r = http.send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create(base + "/v1/events")).GET().build(), java.net.http.HttpResponse.BodyHandlers.ofLines());
+            assertThat(r.statusCode()).isEqualTo(200);
+            ServeCommandTest.afterReadyEvents(r, 2);
+            r.body().close();
+            System.out.println("KafkaShipTest: serve --follow picked up D0, shipped after it started, within "
+                    + (TimeUnit.MINUTES.toMillis(3) - TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime())) + " ms");
+        } finally {
+            t.interrupt();
+            t.join(30_000);
+        }
+        assertThat(t.isAlive()).as("serve stopped").isFalse();
+    }
+
+    private static String get(java.net.http.HttpClient http, String url) throws Exception {
+        java.net.http.HttpResponse<String> r = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).GET().build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        return r.body();
     }
 
     private static Path simulated(Path dir, int requests) {

@@ -114,8 +114,11 @@ public final class KafkaSource {
      * it: the records appended to the topic after the read are appended to the nodes' journals
      * (duplicates dropped by (node, seq), as in the read) until {@link Live#close}, so a reader that
      * follows those journals (the web timeline's event stream) sees the topic grow. The journals
-     * are written by one thread of the follower's own. A node that first appears in the topic after
-     * the read, or one the window left out, is not followed: {@code notes} says so once per node.
+     * are written by one thread of the follower's own. A node whose header (seq 0) reaches the
+     * topic after the read gets a journal of its own from then on, as does a node the window left
+     * out once it ships again ({@link Live#journals} lists them, {@code notes} says so); a node
+     * that appears from a later seq (retention removed its start) or in another partition is not
+     * followed, said once per node.
      *
      * @throws InputException as {@link #read}
      */
@@ -149,6 +152,7 @@ public final class KafkaSource {
         private final Thread thread;
         private final java.util.concurrent.CompletableFuture<Live> started = new java.util.concurrent.CompletableFuture<>();
         private final java.util.concurrent.atomic.AtomicLong appended = new java.util.concurrent.atomic.AtomicLong();
+        private final java.util.concurrent.CopyOnWriteArrayList<NodeJournal> journals = new java.util.concurrent.CopyOnWriteArrayList<>();
         private volatile boolean stop;
         private volatile KafkaConsumer<byte[], byte[]> consumer;
         private Result result;
@@ -170,6 +174,15 @@ public final class KafkaSource {
             return result;
         }
 
+        /**
+         * The journals followed now: those of the read at the start, then, in the order they
+         * appeared, those of the nodes that shipped their header after it (or shipped again after
+         * the window left them out). Safe to read from any thread; it only grows.
+         */
+        public List<NodeJournal> journals() {
+            return java.util.Collections.unmodifiableList(journals);
+        }
+
         /** Entries appended to the journals since the read at the start. */
         public long appended() {
             return appended.get();
@@ -182,6 +195,7 @@ public final class KafkaSource {
                 result = copy(uri, argument, root, nowMs, timeout, nodes, ends);
                 java.util.Set<String> followed = new java.util.HashSet<>();
                 result.journals().forEach(j -> followed.add(j.name()));
+                journals.addAll(result.journals());
                 started.complete(this);
                 java.util.Set<String> told = new java.util.HashSet<>();
                 try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
@@ -208,10 +222,19 @@ public final class KafkaSource {
                                 continue;
                             }
                             NodeCopy n = nodes.get(node);
-                            if (n == null || !followed.contains(node) || n.partition != r.partition()) {
+                            if (n == null && seq == 0 && !told.contains(node)) {
+                                // a node that ships its header now: a journal of its own, as the read would have made
+                                n = new NodeCopy(node, r.partition(), RawJournalWriter.create(root.resolve(newDirName(node, nodes))));
+                                nodes.put(node, n);
+                                join(n, followed, "shipped its first entries after the start");
+                            } else if (n != null && !followed.contains(node) && n.partition == r.partition()) {
+                                // left out by the window, whole in its copy up to the read's end: it ships again
+                                join(n, followed, "left out by the window, ships again");
+                            }
+                            if (n == null || n.partition != r.partition()) {
                                 if (told.add(node)) {
-                                    notes.accept(argument + ": node " + node + (n == null ? " shipped its first entries after the start"
-                                            : !followed.contains(node) ? " is outside the window" : " has entries in another partition now")
+                                    notes.accept(argument + ": node " + node + (n == null ? " first appears after the start at seq "
+                                            + seq + ", not at its header (seq 0)" : " has entries in another partition now")
                                             + ": not followed (start again to read it)");
                                 }
                                 continue;
@@ -234,6 +257,12 @@ public final class KafkaSource {
                     c.writer.close();
                 }
             }
+        }
+
+        private void join(NodeCopy n, java.util.Set<String> followed, String why) {
+            followed.add(n.node);
+            journals.add(new NodeJournal(n.writer.dir(), n.node, argument));
+            notes.accept(argument + ": node " + n.node + " " + why + ": following it");
         }
 
         /** Stops following and closes the journals. */
@@ -433,6 +462,19 @@ public final class KafkaSource {
                     + " is no shipped journal entry (" + (node == null ? "no key" : seq < 0 ? "its value is too short"
                     : "its seq header says " + stated + ", the entry " + seq) + ")");
         }
+    }
+
+    /** {@link #dirName}, or another name when a node read earlier has that directory already. */
+    private static String newDirName(String node, Map<String, NodeCopy> nodes) {
+        String name = dirName(node, nodes.size());
+        for (int i = nodes.size(); taken(name, nodes); i++) {
+            name = "node-" + i;
+        }
+        return name;
+    }
+
+    private static boolean taken(String name, Map<String, NodeCopy> nodes) {
+        return nodes.values().stream().anyMatch(c -> c.writer.dir().getFileName().toString().equals(name));
     }
 
     /** A node id as a directory name: kept when it is a plain name, else made one. */
