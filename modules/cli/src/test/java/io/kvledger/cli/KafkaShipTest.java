@@ -658,6 +658,54 @@ class KafkaShipTest {
         assertThat(v.exit()).as("promtool's exit status: " + v.output()).isZero();
     }
 
+    @Test
+    void aRestartAfterCleanStopsReadsOneRecordPerNodeNotThePartitionsTail() throws Exception {
+        Path sim = simulated(tmp.resolve("sim"), 12);
+        Map<String, List<byte[]>> source = rawEntries(sim);
+        assertThat(source).hasSize(2);
+        long total = source.values().stream().mapToLong(List::size).sum();
+        String topic = "fleet-marks";
+        broker.createTopic(topic, 1); // one partition: the second node's records all come after the first's
+        String uri = broker.uri(topic);
+        List<String> nodes = new ArrayList<>(source.keySet());
+        nodes.sort(java.util.Comparator.comparingInt(n -> source.get(n).size())); // the bigger journal second
+        for (String node : nodes) {
+            CliRun.Outcome one = CliRun.run("ship", "--no-follow", "--to", uri, sim.resolve(node).toString());
+            assertThat(one.code()).as(one.err()).isZero();
+            assertThat(one.err()).contains(source.get(node).size() + " entries acknowledged, 0 already in the topic");
+        }
+        // the first node's last record lies under all of the second's: its tail would be read back to it
+        long second = source.get(nodes.get(1)).size();
+        assertThat(second).isGreaterThan(KafkaSource.TAIL_WINDOW);
+
+        CliRun.Outcome again = CliRun.run("ship", "--no-follow", "--to", uri, sim.toString());
+        assertThat(again.code()).as(again.err()).isZero();
+        assertThat(again.err()).contains("2 of 2 node(s) already in the topic, found in the tails of their partitions "
+                + "(2 records read), 2 of them at the record their last clean stop marked");
+        assertThat(again.err()).contains("0 entries acknowledged, " + total + " already in the topic");
+        System.out.println("KafkaShipTest: a restart after clean stops read 2 records to resume " + nodes + " (" + total
+                + " entries; the second node's " + second + " records lie after the first's last)");
+
+        // a journal that grew since its clean stop resumes from the mark and ships only what is new
+        Path p0 = sim.resolve(nodes.get(0));
+        io.kvledger.journal.JournalHeader header;
+        long last = 0;
+        try (io.kvledger.journal.JournalReader reader = io.kvledger.journal.JournalReader.open(p0)) {
+            header = reader.header();
+            for (io.kvledger.journal.JournalEntry e : reader) {
+                last = Math.max(last, e.atNs());
+            }
+        }
+        try (io.kvledger.journal.JournalWriter w = io.kvledger.journal.JournalWriter.open(p0, header)) {
+            w.appendInput(new io.kvledger.core.event.NodeEvent.Tick(last + 1_000_000));
+        }
+        CliRun.Outcome grown = CliRun.run("ship", "--no-follow", "--to", uri, sim.toString());
+        assertThat(grown.code()).as(grown.err()).isZero();
+        assertThat(grown.err()).contains("(2 records read), 2 of them at the record their last clean stop marked")
+                .contains("1 entries acknowledged, " + total + " already in the topic");
+        assertSameEntries(readBack(uri, 0), rawEntries(sim));
+    }
+
     /** The first entries of each node's journal, the same share of each, about {@code bytes} in all. */
     private static Map<String, List<byte[]>> prefixes(Map<String, List<byte[]>> all, long bytes) {
         long have = all.values().stream().flatMap(List::stream).mapToLong(b -> b.length).sum();

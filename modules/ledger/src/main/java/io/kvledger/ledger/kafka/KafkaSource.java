@@ -350,9 +350,12 @@ public final class KafkaSource {
      * @param lastSeqs    the last seq the topic holds for each node found (absent: none)
      * @param lastEntries the entry (a record's value) with that seq, by node: a shipper checks that
      *                    its journal holds the same bytes there before it ships what follows
+     * @param lastOffsets the offset of that entry's record, by node
      * @param recordsRead records read to find them
+     * @param marked      nodes found at the offset given for them ({@code marks}) rather than in a tail
      */
-    public record Resume(Map<String, Long> lastSeqs, Map<String, byte[]> lastEntries, long recordsRead) {}
+    public record Resume(Map<String, Long> lastSeqs, Map<String, byte[]> lastEntries, Map<String, Long> lastOffsets,
+                         long recordsRead, java.util.Set<String> marked) {}
 
     /** Records read first at the end of a partition by {@link #resumePoints}; each widening reads four times more. */
     public static final long TAIL_WINDOW = 1024;
@@ -371,8 +374,22 @@ public final class KafkaSource {
      *                        record read is no shipped entry
      */
     public static Resume resumePoints(KafkaUri uri, java.util.Collection<String> nodes, long window, Duration timeout) {
+        return resumePoints(uri, nodes, Map.of(), window, timeout);
+    }
+
+    /**
+     * {@link #resumePoints(KafkaUri, java.util.Collection, long, Duration)}, but a node of
+     * {@code marks} is looked for first at the offset given for it, in its partition: when the
+     * record there is the node's with the seq given ({@code {offset, seq}}), that is taken as the
+     * node's last, one record read; else its partition's tail is read as for the others. The
+     * caller vouches that the node has no later record (a shipper's mark of a clean stop).
+     */
+    public static Resume resumePoints(KafkaUri uri, java.util.Collection<String> nodes, Map<String, long[]> marks, long window,
+                                      Duration timeout) {
         Map<String, Long> out = new HashMap<>();
         Map<String, byte[]> entries = new HashMap<>();
+        Map<String, Long> offsets = new HashMap<>();
+        java.util.Set<String> marked = new java.util.HashSet<>();
         long read = 0;
         try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
             List<PartitionInfo> parts = c.partitionsFor(uri.topic(), timeout);
@@ -381,6 +398,25 @@ public final class KafkaSource {
             }
             Map<Integer, java.util.Set<String>> wanted = new TreeMap<>();
             for (String node : nodes) {
+                long[] mark = marks.get(node);
+                if (mark != null) {
+                    TopicPartition tp = new TopicPartition(uri.topic(), partitionOf(node, parts.size()));
+                    long begin = c.beginningOffsets(List.of(tp), timeout).get(tp);
+                    long end = c.endOffsets(List.of(tp), timeout).get(tp);
+                    if (mark[0] >= begin && mark[0] < end) {
+                        List<ConsumerRecord<byte[], byte[]>> at = new ArrayList<>(1);
+                        read += readRange(c, uri, tp, mark[0], mark[0] + 1, timeout, at::add);
+                        ConsumerRecord<byte[], byte[]> r = at.isEmpty() ? null : at.getFirst();
+                        if (r != null && node.equals(ShippedEntry.nodeId(r.key())) && ShippedEntry.seq(r.value()) == mark[1]) {
+                            check(uri, r, node, mark[1]);
+                            out.put(node, mark[1]);
+                            entries.put(node, r.value());
+                            offsets.put(node, r.offset());
+                            marked.add(node);
+                            continue;
+                        }
+                    }
+                }
                 wanted.computeIfAbsent(partitionOf(node, parts.size()), k -> new java.util.HashSet<>()).add(node);
             }
             for (var w : wanted.entrySet()) {
@@ -398,6 +434,7 @@ public final class KafkaSource {
                         if (w.getValue().contains(node) && seq > out.getOrDefault(node, -1L)) {
                             out.put(node, seq);
                             entries.put(node, r.value());
+                            offsets.put(node, r.offset());
                         }
                     });
                     missing.removeAll(out.keySet());
@@ -408,11 +445,11 @@ public final class KafkaSource {
         } catch (KafkaException e) {
             throw new InputException("cannot read " + uri + ": " + e.getMessage(), e);
         }
-        return new Resume(out, entries, read);
+        return new Resume(out, entries, offsets, read, marked);
     }
 
     /** The partition the producer sends a node's records to (its partitioner for keyed records). */
-    static int partitionOf(String node, int partitions) {
+    public static int partitionOf(String node, int partitions) {
         return org.apache.kafka.common.utils.Utils.toPositive(org.apache.kafka.common.utils.Utils.murmur2(ShippedEntry.key(node)))
                 % partitions;
     }

@@ -47,8 +47,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * what appears there is followed too.
  *
  * <p>At-least-once, resumable without local state: at start it reads back the last seq the topic
- * holds for each node from the tail of its partition ({@link KafkaSource#resumePoints}) and ships
- * what follows; readers drop the
+ * holds for each node from the tail of its partition ({@link KafkaSource#resumePoints}), or from
+ * the one record a clean stop marked ({@link ShipMarks}), and ships what follows; readers drop the
  * duplicates a crash between a send and its acknowledgement leaves. The producer is idempotent with
  * {@code acks=all} and retries without a deadline, so a node's entries stay in order in its
  * partition across broker restarts.
@@ -113,6 +113,8 @@ public final class Shipper implements AutoCloseable {
         final AtomicLong acked = new AtomicLong();
         /** The largest seq acknowledged (-1: none since the start). */
         final AtomicLong ackedSeq = new AtomicLong(-1);
+        /** The offset of that entry's record (-1: none since the start). */
+        final AtomicLong ackedOffset = new AtomicLong(-1);
 
         NodeCounters(String node) {
             this.node = node;
@@ -128,6 +130,10 @@ public final class Shipper implements AutoCloseable {
         final byte[] key;
         final NodeCounters counters;
         long resumeAfter = -1;
+        /** The offset of the topic's last record of the node when its shipping started (-1: none). */
+        long topicOffset = -1;
+        /** That record's seq. */
+        long topicSeq = -1;
         /** The topic's entry at {@link #resumeAfter}, which the journal must hold too (null: checked, or none). */
         byte[] expect;
         /** Why this journal is not shipped on (it is not what the topic holds for its node), or null. */
@@ -314,11 +320,14 @@ public final class Shipper implements AutoCloseable {
                 }
             }
         });
+        int rc;
         try {
-            return ship(stop);
+            rc = ship(stop);
         } finally {
             watcher.interrupt();
         }
+        markClean();
+        return rc;
     }
 
     private int ship(BooleanSupplier stop) throws InterruptedException {
@@ -371,16 +380,15 @@ public final class Shipper implements AutoCloseable {
     private boolean prepare(BooleanSupplier stop) throws InterruptedException {
         while (!stop.getAsBoolean()) {
             try {
-                ensureTopic();
-                KafkaSource.Resume resume = KafkaSource.resumePoints(options.target(), nodes(), KafkaSource.TAIL_WINDOW,
-                        Duration.ofSeconds(30));
-                for (Source s : sources) {
-                    s.resumeAfter = resume.lastSeqs().getOrDefault(s.node, -1L);
-                    s.expect = resume.lastEntries().get(s.node);
+                KafkaSource.Resume resume;
+                try (Admin admin = admin()) {
+                    ensureTopic(admin);
+                    resume = resume(admin, sources, Duration.ofSeconds(30));
                 }
                 err.println("kvledger ship: " + resume.lastSeqs().size() + " of " + sources.size()
                         + " node(s) already in the topic, found in the tails of their partitions (" + resume.recordsRead()
-                        + " records read)");
+                        + " records read)" + (resume.marked().isEmpty() ? "" : ", " + resume.marked().size()
+                        + " of them at the record their last clean stop marked"));
                 err.flush();
                 return true;
             } catch (InputException | KafkaException e) {
@@ -391,12 +399,110 @@ public final class Shipper implements AutoCloseable {
         return false;
     }
 
-    private void ensureTopic() {
+    private Admin admin() {
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, options.target().bootstrap());
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
-        try (Admin admin = Admin.create(p)) {
+        return Admin.create(p);
+    }
+
+    /** Whether the nodes' marks are kept in the broker ({@link ShipMarks}); off when the broker refuses them. */
+    private volatile boolean marking = true;
+
+    /**
+     * Where each of {@code list} resumes: at its clean mark when it has one, else from its partition's tail;
+     * then marks them running, before anything of them is sent.
+     */
+    private KafkaSource.Resume resume(Admin admin, List<Source> list, Duration timeout) {
+        List<String> nodes = list.stream().map(s -> s.node).toList();
+        int partitions = partitions(admin, timeout);
+        Map<String, long[]> marks = Map.of();
+        if (marking) {
+            try {
+                marks = ShipMarks.read(admin, options.target(), partitions, nodes, timeout);
+            } catch (org.apache.kafka.common.errors.GroupAuthorizationException
+                     | org.apache.kafka.common.errors.UnsupportedVersionException e) {
+                noMarks(e);
+            }
+        }
+        KafkaSource.Resume resume = KafkaSource.resumePoints(options.target(), nodes, marks, KafkaSource.TAIL_WINDOW, timeout);
+        if (marking) {
+            try {
+                ShipMarks.running(admin, options.target(), partitions, nodes, timeout);
+            } catch (org.apache.kafka.common.errors.GroupAuthorizationException
+                     | org.apache.kafka.common.errors.UnsupportedVersionException e) {
+                noMarks(e);
+            }
+        }
+        for (Source s : list) {
+            s.resumeAfter = resume.lastSeqs().getOrDefault(s.node, -1L);
+            s.topicSeq = s.resumeAfter;
+            s.topicOffset = resume.lastOffsets().getOrDefault(s.node, -1L);
+            s.expect = resume.lastEntries().get(s.node);
+        }
+        return resume;
+    }
+
+    private void noMarks(KafkaException e) {
+        marking = false;
+        err.println("kvledger ship: note: the broker keeps no marks of where shipping stopped (" + e.getMessage()
+                + "); every start reads the tails of the partitions");
+        err.flush();
+    }
+
+    private int partitions(Admin admin, Duration timeout) {
+        try {
+            return admin.describeTopics(List.of(options.target().topic())).allTopicNames().get(timeout.toMillis(),
+                    TimeUnit.MILLISECONDS).get(options.target().topic()).partitions().size();
+        } catch (ExecutionException e) {
+            throw new KafkaException(e.getCause().getMessage(), e.getCause());
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new KafkaException("no answer within " + timeout.toSeconds() + " s", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KafkaException("interrupted", e);
+        }
+    }
+
+    /**
+     * Marks every node clean at its last record ({@link ShipMarks}) once the run ended with every
+     * entry sent acknowledged: the next start reads one record per node instead of the tails. A
+     * node refused (not the topic's journal) keeps its mark; a failure leaves them running (said).
+     */
+    private void markClean() {
+        if (!marking || aborted || failure.get() != null || backlog() != 0) {
+            return;
+        }
+        Map<String, long[]> at = new LinkedHashMap<>();
+        for (Source s : sources) {
+            if (s.mismatch != null) {
+                continue;
+            }
+            long offset = s.counters.ackedOffset.get();
+            if (offset >= 0) {
+                at.put(s.node, new long[] {offset, s.counters.ackedSeq.get()});
+            } else if (s.topicOffset >= 0) {
+                at.put(s.node, new long[] {s.topicOffset, s.topicSeq});
+            }
+        }
+        if (at.isEmpty()) {
+            return;
+        }
+        Admin admin = admin();
+        try {
+            ShipMarks.clean(admin, options.target(), partitions(admin, Duration.ofSeconds(5)), at, Duration.ofSeconds(5));
+        } catch (KafkaException e) {
+            err.println("kvledger ship: note: could not mark where shipping stopped (" + e.getMessage()
+                    + "); the next start reads the tails of the partitions");
+            err.flush();
+        } finally {
+            admin.close(Duration.ZERO); // a stop does not wait for an answer that did not come in time
+        }
+    }
+
+    private void ensureTopic(Admin admin) {
+        try {
             if (admin.listTopics().names().get(30, TimeUnit.SECONDS).contains(options.target().topic())) {
                 return;
             }
@@ -488,10 +594,9 @@ public final class Shipper implements AutoCloseable {
             return;
         }
         KafkaSource.Resume resume;
-        try {
+        try (Admin admin = admin()) {
             // a short bound: a stop is looked at between two listings, and the next listing tries again
-            resume = KafkaSource.resumePoints(options.target(), fresh.stream().map(s -> s.node).toList(),
-                    KafkaSource.TAIL_WINDOW, SCAN_RESUME_TIMEOUT);
+            resume = resume(admin, fresh, SCAN_RESUME_TIMEOUT);
         } catch (InputException | KafkaException e) {
             complain("cannot reach " + options.target() + " (" + e.getMessage() + ") to find where the new journals "
                     + "resume; retrying");
@@ -499,8 +604,6 @@ public final class Shipper implements AutoCloseable {
             return;
         }
         for (Source s : fresh) {
-            s.resumeAfter = resume.lastSeqs().getOrDefault(s.node, -1L);
-            s.expect = resume.lastEntries().get(s.node);
             sources.add(s);
             known.add(absolute(s.where));
             waiting.remove(absolute(s.where));
@@ -566,6 +669,7 @@ public final class Shipper implements AutoCloseable {
                         ackedBytes.addAndGet(bytes);
                         counters.acked.incrementAndGet();
                         counters.ackedSeq.accumulateAndGet(seq, Math::max);
+                        counters.ackedOffset.accumulateAndGet(md.offset(), Math::max);
                         acked.incrementAndGet();
                     } else if (!aborted) {
                         failure.compareAndSet(null, ex);
