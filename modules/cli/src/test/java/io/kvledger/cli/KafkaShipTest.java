@@ -1094,7 +1094,7 @@ class KafkaShipTest {
     void serveFollowingATopicShowsANodeThatFirstShipsAfterItStarted() throws Exception {
         Path sim = tmp.resolve("late");
         assertThat(CliRun.simulate(sim, "read", 2, 1, "drop=0").code()).isIn(0, 1);
-        String uri = broker.uri("fleet-late");
+        String uri = broker.uri("fleet-late-serve");
         CliRun.Outcome first = CliRun.run("ship", "--no-follow", "--to", uri, sim.resolve("P0").toString());
         assertThat(first.code()).as(first.err()).isZero();
 
