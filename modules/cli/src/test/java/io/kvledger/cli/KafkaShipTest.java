@@ -461,8 +461,8 @@ class KafkaShipTest {
         String said;
         try (Feeder feeder = new Feeder(live, source)) {
             Thread feeding = feeder.start(0.02);
-            Process child = new ProcessBuilder(javaCommand("ship", "--buffer-mb", "1", "--to", uri, live.toString()))
-                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            Process child = new ProcessBuilder(javaCommand("ship", "--buffer-mb", "1", "--metrics", "127.0.0.1:0", "--to", uri,
+                    live.toString())).redirectErrorStream(true).redirectOutput(log.toFile()).start();
             boolean stopped = false;
             try {
                 awaitRecords(topic, 1, child, log);
@@ -471,6 +471,15 @@ class KafkaShipTest {
                 feeder.gate.countDown();
                 feeding.join();
                 awaitLine(log, "takes no entries: the buffer (1 MiB", child);
+                // /metrics says the buffer is full, with the backlog it holds
+                Matcher at = Pattern.compile("metrics on (http://127\\.0\\.0\\.1:\\d+/metrics)").matcher(Files.readString(log));
+                assertThat(at.find()).as(Files.readString(log)).isTrue();
+                Map<String, Double> full = series(scrapeText(java.net.http.HttpClient.newHttpClient(), at.group(1)));
+                assertThat(full).as(Files.readString(log)).containsEntry("kvledger_ship_buffer_full", 1.0);
+                assertThat(full.get("kvledger_ship_backlog_entries")).isPositive();
+                assertThat(full.get("kvledger_ship_backlog_bytes")).isPositive();
+                System.out.println("KafkaShipTest: /metrics with the 1 MiB buffer full: " + full.get("kvledger_ship_backlog_entries")
+                        .longValue() + " entries, " + full.get("kvledger_ship_backlog_bytes").longValue() + " bytes");
                 child.destroy(); // SIGTERM
                 assertThat(child.waitFor(2, TimeUnit.MINUTES)).as("ship ended after SIGTERM").isTrue();
                 said = Files.readString(log);

@@ -29,7 +29,8 @@ import java.util.concurrent.TimeUnit;
  *       acknowledged yet (held in memory; it grows while the broker is away);</li>
  *   <li>{@code kvledger_ship_acknowledged_total}: entries Kafka acknowledged since start;</li>
  *   <li>{@code kvledger_ship_backlog_bytes}: the bytes of the backlog's entries (the producer's
- *       buffer, {@code --buffer-mb}, holds them with some overhead);</li>
+ *       buffer, {@code --buffer-mb}, holds them in batches of up to 256 KiB per partition, so it can
+ *       be full with far fewer bytes: 121 KB of entries filled 1 MiB in {@code KafkaShipTest});</li>
  *   <li>{@code kvledger_ship_sent_total}: entries handed to the producer since start;</li>
  *   <li>{@code kvledger_ship_skipped_total}: entries left out because the topic held them already
  *       (where a restart resumed);</li>
