@@ -100,13 +100,35 @@ final class ServeCommand implements Callable<Integer> {
         }
         PrintWriter out = spec.commandLine().getOut();
         boolean doubted = Journals.audit(spec, journals);
-        List<EventStream> streams = new ArrayList<>();
-        if (follow) {
-            for (NodeJournal j : journals) {
-                streams.add(new EventStream(j.dir(), j.name()));
+        // a followed topic's nodes that ship their first entries later join: the API and the event
+        // stream look the journals up again on each request
+        List<NodeJournal> given = List.copyOf(journals);
+        java.util.function.Supplier<List<NodeJournal>> current = () -> {
+            if (topics.isEmpty()) {
+                return given;
             }
+            List<NodeJournal> all = new ArrayList<>();
+            for (NodeJournal j : given) {
+                if (topics.stream().noneMatch(t -> t.result().journals().contains(j))) {
+                    all.add(j);
+                }
+            }
+            topics.forEach(t -> all.addAll(t.journals()));
+            return all;
+        };
+        java.util.Map<java.nio.file.Path, EventStream> streams = new java.util.LinkedHashMap<>();
+        java.util.function.Supplier<List<EventStream>> currentStreams = () -> {
+            synchronized (streams) {
+                for (NodeJournal j : current.get()) {
+                    streams.computeIfAbsent(j.dir(), d -> new EventStream(d, j.name()));
+                }
+                return List.copyOf(streams.values());
+            }
+        };
+        if (follow) {
+            currentStreams.get();
         }
-        WebServer s = start(journals, host, port, streams);
+        WebServer s = start(current, host, port, follow ? currentStreams : null);
         boolean interrupted = false;
         try {
             server = s;
@@ -123,7 +145,9 @@ final class ServeCommand implements Callable<Integer> {
             interrupted = true;
         } finally {
             // End the event streams first: an open stream would hold the server's graceful shutdown.
-            streams.forEach(EventStream::close);
+            synchronized (streams) {
+                streams.values().forEach(EventStream::close);
+            }
             s.close();
             topics.forEach(KafkaSource.Live::close);
         }
@@ -133,11 +157,12 @@ final class ServeCommand implements Callable<Integer> {
         return doubted ? 1 : 0;
     }
 
-    private WebServer start(List<NodeJournal> journals, String host, int port, List<EventStream> streams) {
+    private WebServer start(java.util.function.Supplier<List<NodeJournal>> journals, String host, int port,
+                            java.util.function.Supplier<List<EventStream>> streams) {
         try {
             return WebServer.start(journals, host, port, r -> {
-                if (!streams.isEmpty()) {
-                    r.get("/v1/events", (req, res) -> EventStream.serve(streams, res));
+                if (streams != null) {
+                    r.get("/v1/events", (req, res) -> EventStream.serve(streams.get(), res));
                 }
             });
         } catch (IllegalStateException e) {

@@ -5,6 +5,7 @@ import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.InputException;
 import io.kvledger.ledger.replay.JournalInputs.NodeJournal;
 import io.kvledger.ledger.replay.JsonLinesInputs;
+import io.kvledger.node.ship.ShipMetrics;
 import io.kvledger.node.ship.Shipper;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -69,6 +70,12 @@ final class ShipCommand implements Callable<Integer> {
             description = "Partitions of the topic when ship creates it (default: ${DEFAULT-VALUE}).")
     int partitions;
 
+    @Option(names = "--metrics", paramLabel = "HOST:PORT",
+            description = "Serve Prometheus metrics (GET /metrics) here: the backlog (entries and bytes handed to the "
+                    + "producer and not acknowledged), entries acknowledged, whether the buffer is full, per node too; "
+                    + "port 0 picks a free one, said on standard error.")
+    String metrics;
+
     @Override
     public Integer call() throws Exception {
         PrintWriter err = spec.commandLine().getErr();
@@ -83,6 +90,23 @@ final class ShipCommand implements Callable<Integer> {
         }
         if (bufferMb < 1 || partitions < 1) {
             throw usage("--buffer-mb and --partitions must be positive");
+        }
+        String metricsHost = null;
+        int metricsPort = -1;
+        if (metrics != null) {
+            int colon = metrics.lastIndexOf(':');
+            try {
+                metricsPort = colon <= 0 ? -1 : Integer.parseInt(metrics.substring(colon + 1));
+            } catch (NumberFormatException e) {
+                metricsPort = -1;
+            }
+            if (metricsPort < 0 || metricsPort > 65_535) {
+                throw usage("--metrics takes HOST:PORT, got " + metrics);
+            }
+            metricsHost = metrics.substring(0, colon);
+            if (metricsHost.startsWith("[") && metricsHost.endsWith("]")) {
+                metricsHost = metricsHost.substring(1, metricsHost.length() - 1);
+            }
         }
         List<Path> dirs = new ArrayList<>();
         List<Path> watch = new ArrayList<>();
@@ -126,8 +150,19 @@ final class ShipCommand implements Callable<Integer> {
         } catch (InputException e) {
             throw usage(e.getMessage());
         }
+        ShipMetrics served;
+        try {
+            served = metricsHost == null ? null : ShipMetrics.serve(shipper, metricsHost, metricsPort);
+        } catch (java.io.UncheckedIOException e) {
+            shipper.close();
+            throw usage(e.getMessage());
+        }
         int rc;
-        try (StopOnSignal signal = new StopOnSignal("kvledger-ship-stop"); shipper) {
+        try (StopOnSignal signal = new StopOnSignal("kvledger-ship-stop"); shipper; AutoCloseable metricsServer = served) {
+            if (served != null) {
+                String shown = metricsHost.contains(":") ? "[" + metricsHost + "]" : metricsHost;
+                err.println("kvledger ship: metrics on http://" + shown + ":" + served.port() + "/metrics");
+            }
             err.println("kvledger ship: shipping " + (shipper.nodes().isEmpty() ? "nothing yet"
                     : String.join(", ", shipper.nodes())) + " to " + target + (watch.isEmpty() ? ""
                     : "; watching " + String.join(", ", watch.stream().map(Path::toString).toList())

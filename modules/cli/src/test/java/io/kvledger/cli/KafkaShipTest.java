@@ -25,6 +25,7 @@ import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.regex.MatchResult;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -460,8 +461,8 @@ class KafkaShipTest {
         String said;
         try (Feeder feeder = new Feeder(live, source)) {
             Thread feeding = feeder.start(0.02);
-            Process child = new ProcessBuilder(javaCommand("ship", "--buffer-mb", "1", "--to", uri, live.toString()))
-                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            Process child = new ProcessBuilder(javaCommand("ship", "--buffer-mb", "1", "--metrics", "127.0.0.1:0", "--to", uri,
+                    live.toString())).redirectErrorStream(true).redirectOutput(log.toFile()).start();
             boolean stopped = false;
             try {
                 awaitRecords(topic, 1, child, log);
@@ -470,6 +471,15 @@ class KafkaShipTest {
                 feeder.gate.countDown();
                 feeding.join();
                 awaitLine(log, "takes no entries: the buffer (1 MiB", child);
+                // /metrics says the buffer is full, with the backlog it holds
+                Matcher at = Pattern.compile("metrics on (http://127\\.0\\.0\\.1:\\d+/metrics)").matcher(Files.readString(log));
+                assertThat(at.find()).as(Files.readString(log)).isTrue();
+                Map<String, Double> full = series(scrapeText(java.net.http.HttpClient.newHttpClient(), at.group(1)));
+                assertThat(full).as(Files.readString(log)).containsEntry("kvledger_ship_buffer_full", 1.0);
+                assertThat(full.get("kvledger_ship_backlog_entries")).isPositive();
+                assertThat(full.get("kvledger_ship_backlog_bytes")).isPositive();
+                System.out.println("KafkaShipTest: /metrics with the 1 MiB buffer full: " + full.get("kvledger_ship_backlog_entries")
+                        .longValue() + " entries, " + full.get("kvledger_ship_backlog_bytes").longValue() + " bytes");
                 child.destroy(); // SIGTERM
                 assertThat(child.waitFor(2, TimeUnit.MINUTES)).as("ship ended after SIGTERM").isTrue();
                 said = Files.readString(log);
@@ -496,6 +506,213 @@ class KafkaShipTest {
         CliRun.Outcome restart = CliRun.run("ship", "--no-follow", "--to", uri, live.toString());
         assertThat(restart.code()).as(restart.err()).isZero();
         assertSameEntries(readBack(uri, -1), source);
+    }
+
+    @Test
+    void shipsMetricsShowTheBacklogGrowWhileTheBrokerIsAwayAndEmptyOnceItIsBack() throws Exception {
+        Map<String, List<byte[]>> source = prefixes(rawEntries(simulated(tmp.resolve("sim"), 4)), 256L << 10);
+        long total = source.values().stream().mapToLong(List::size).sum();
+        String topic = "fleet-metrics";
+        broker.createTopic(topic, 4);
+        String uri = broker.uri(topic);
+        Path live = tmp.resolve("live"); // not there yet: ship waits for it
+        Path log = tmp.resolve("ship.log");
+        Path promtool = io.kvledger.node.Promtool.require();
+        Process child = new ProcessBuilder(javaCommand("ship", "--metrics", "127.0.0.1:0", "--to", uri, live.toString()))
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        boolean stopped = false;
+        Map<String, RawJournalWriter> writers = new LinkedHashMap<>();
+        try {
+            awaitLine(log, "/metrics", child);
+            Matcher at = Pattern.compile("metrics on (http://127\\.0\\.0\\.1:\\d+/metrics)").matcher(Files.readString(log));
+            assertThat(at.find()).as(Files.readString(log)).isTrue();
+            String url = at.group(1);
+
+            // every series from the first scrape, at 0, and promtool's lint passes
+            String first = scrapeText(http, url);
+            Map<String, Double> s0 = series(first);
+            for (String name : List.of("kvledger_ship_backlog_entries", "kvledger_ship_acknowledged_total",
+                    "kvledger_ship_backlog_bytes", "kvledger_ship_sent_total", "kvledger_ship_skipped_total",
+                    "kvledger_ship_buffer_full", "kvledger_ship_journals", "kvledger_ship_journals_stopped_total")) {
+                assertThat(s0).as(first).containsEntry(name, 0.0);
+            }
+            assertPromtoolPasses(promtool, first);
+
+            // journals appear and half of each is shipped
+            Map<String, Integer> fed = new LinkedHashMap<>();
+            for (var e : source.entrySet()) {
+                writers.put(e.getKey(), RawJournalWriter.create(live.resolve(e.getKey())));
+                fed.put(e.getKey(), 0);
+            }
+            long half = feed(writers, source, fed, 0.5);
+            Map<String, Double> up = awaitSeries(http, url, log, child, m -> m.get("kvledger_ship_acknowledged_total") == half
+                    && m.get("kvledger_ship_journals") == source.size());
+            assertThat(up.get("kvledger_ship_backlog_entries")).isZero();
+
+            // the broker away: what the journals gain stays in the backlog, which grows with them
+            broker.stop();
+            stopped = true;
+            long quarter = feed(writers, source, fed, 0.75) - half;
+            long bytes1 = unshippedBytes(source, fed, 0.5);
+            Map<String, Double> down1 = awaitSeries(http, url, log, child, m -> m.get("kvledger_ship_backlog_entries") == quarter);
+            assertThat(down1.get("kvledger_ship_acknowledged_total")).isEqualTo((double) half);
+            assertThat(down1.get("kvledger_ship_backlog_bytes")).isEqualTo((double) bytes1);
+            long rest = feed(writers, source, fed, 1.0) - half;
+            Map<String, Double> down2 = awaitSeries(http, url, log, child, m -> m.get("kvledger_ship_backlog_entries") == rest);
+            assertThat(rest).isGreaterThan(quarter);
+            assertThat(down2.get("kvledger_ship_acknowledged_total")).isEqualTo((double) half);
+            assertThat(down2.get("kvledger_ship_backlog_bytes")).isGreaterThan(down1.get("kvledger_ship_backlog_bytes"));
+            double perNode = down2.entrySet().stream().filter(e -> e.getKey().startsWith("kvledger_ship_node_backlog_entries{"))
+                    .mapToDouble(Map.Entry::getValue).sum();
+            assertThat(perNode).as("the nodes' backlogs add up to the backlog").isEqualTo((double) rest);
+            String whileDown = scrapeText(http, url);
+            assertPromtoolPasses(promtool, whileDown);
+
+            // back: the backlog drains to 0, every entry acknowledged, each node up to its last seq
+            broker.restart();
+            stopped = false;
+            Map<String, Double> back = awaitSeries(http, url, log, child, m -> m.get("kvledger_ship_backlog_entries") == 0
+                    && m.get("kvledger_ship_acknowledged_total") == total);
+            assertThat(back.get("kvledger_ship_backlog_bytes")).isZero();
+            assertThat(back.get("kvledger_ship_sent_total")).isEqualTo((double) total);
+            for (var e : source.entrySet()) {
+                String label = "{node=\"" + e.getKey() + "\"}";
+                assertThat(back).containsEntry("kvledger_ship_node_acknowledged_total" + label, (double) e.getValue().size());
+                assertThat(back).containsEntry("kvledger_ship_node_acknowledged_seq" + label,
+                        (double) RawEntryTailer.seq(e.getValue().getLast()));
+                assertThat(back).containsEntry("kvledger_ship_node_backlog_entries" + label, 0.0);
+            }
+            System.out.println("KafkaShipTest: /metrics of ship: " + half + " entries acknowledged, then with the broker away "
+                    + "a backlog of " + quarter + " then " + rest + " entries (" + down2.get("kvledger_ship_backlog_bytes").longValue()
+                    + " bytes), 0 once it was back; " + total + " acknowledged");
+            child.destroy(); // SIGTERM
+            assertThat(child.waitFor(2, TimeUnit.MINUTES)).as("ship ended after SIGTERM").isTrue();
+            assertThat(child.exitValue()).as(Files.readString(log)).isZero();
+        } finally {
+            child.destroyForcibly();
+            writers.values().forEach(RawJournalWriter::close);
+            if (stopped) {
+                broker.restart();
+            }
+        }
+        assertSameEntries(readBack(uri, 0), source);
+    }
+
+    /** Appends each node's entries up to {@code share} of its journal (from this thread); returns the entries fed in all. */
+    private static long feed(Map<String, RawJournalWriter> writers, Map<String, List<byte[]>> source, Map<String, Integer> fed,
+                             double share) {
+        long n = 0;
+        for (var e : source.entrySet()) {
+            List<byte[]> all = e.getValue();
+            int upTo = share >= 1.0 ? all.size() : (int) (all.size() * share);
+            for (int i = fed.get(e.getKey()); i < upTo; i++) {
+                writers.get(e.getKey()).append(all.get(i));
+            }
+            fed.put(e.getKey(), Math.max(fed.get(e.getKey()), upTo));
+            n += fed.get(e.getKey());
+        }
+        return n;
+    }
+
+    /** The bytes of each node's entries from {@code from} of its journal up to what is fed. */
+    private static long unshippedBytes(Map<String, List<byte[]>> source, Map<String, Integer> fed, double from) {
+        long b = 0;
+        for (var e : source.entrySet()) {
+            List<byte[]> all = e.getValue();
+            for (int i = (int) (all.size() * from); i < fed.get(e.getKey()); i++) {
+                b += all.get(i).length;
+            }
+        }
+        return b;
+    }
+
+    private static String scrapeText(java.net.http.HttpClient client, String url) throws Exception {
+        java.net.http.HttpResponse<String> r = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).GET().build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        return r.body();
+    }
+
+    /** The {@code kvledger_ship*} series of a scrape, by name with its labels as printed. */
+    private static Map<String, Double> series(String text) {
+        Map<String, Double> out = new TreeMap<>();
+        Matcher m = Pattern.compile("(?m)^(kvledger_ship\\w*(?:\\{[^}]*})?) ([0-9.E+-]+)$").matcher(text);
+        while (m.find()) {
+            assertThat(out.put(m.group(1), Double.parseDouble(m.group(2)))).as(text).isNull();
+        }
+        return out;
+    }
+
+    /** Scrapes (polling, generous bound) until {@code done} holds; returns that scrape's series. */
+    private static Map<String, Double> awaitSeries(java.net.http.HttpClient client, String url, Path log, Process child,
+                                                   java.util.function.Predicate<Map<String, Double>> done) throws Exception {
+        long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+        Map<String, Double> last = Map.of();
+        while (System.nanoTime() < end) {
+            assertThat(child.isAlive()).as("ship exited early: %s", Files.readString(log)).isTrue();
+            last = series(scrapeText(client, url));
+            if (done.test(last)) {
+                return last;
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError("the metrics did not get there in 3 min; last scrape: " + last + "\nship said: "
+                + Files.readString(log));
+    }
+
+    private static void assertPromtoolPasses(Path promtool, String scrape) throws Exception {
+        io.kvledger.node.Promtool.Verdict v = io.kvledger.node.Promtool.check(promtool, scrape);
+        assertThat(v.output()).as("promtool check metrics on ship's /metrics").isBlank();
+        assertThat(v.exit()).as("promtool's exit status: " + v.output()).isZero();
+    }
+
+    @Test
+    void aRestartAfterCleanStopsReadsOneRecordPerNodeNotThePartitionsTail() throws Exception {
+        Path sim = simulated(tmp.resolve("sim"), 12);
+        Map<String, List<byte[]>> source = rawEntries(sim);
+        assertThat(source).hasSize(2);
+        long total = source.values().stream().mapToLong(List::size).sum();
+        String topic = "fleet-marks";
+        broker.createTopic(topic, 1); // one partition: the second node's records all come after the first's
+        String uri = broker.uri(topic);
+        List<String> nodes = new ArrayList<>(source.keySet());
+        nodes.sort(java.util.Comparator.comparingInt(n -> source.get(n).size())); // the bigger journal second
+        for (String node : nodes) {
+            CliRun.Outcome one = CliRun.run("ship", "--no-follow", "--to", uri, sim.resolve(node).toString());
+            assertThat(one.code()).as(one.err()).isZero();
+            assertThat(one.err()).contains(source.get(node).size() + " entries acknowledged, 0 already in the topic");
+        }
+        // the first node's last record lies under all of the second's: its tail would be read back to it
+        long second = source.get(nodes.get(1)).size();
+        assertThat(second).isGreaterThan(KafkaSource.TAIL_WINDOW);
+
+        CliRun.Outcome again = CliRun.run("ship", "--no-follow", "--to", uri, sim.toString());
+        assertThat(again.code()).as(again.err()).isZero();
+        assertThat(again.err()).contains("2 of 2 node(s) already in the topic, found in the tails of their partitions "
+                + "(2 records read), 2 of them at the record their last clean stop marked");
+        assertThat(again.err()).contains("0 entries acknowledged, " + total + " already in the topic");
+        System.out.println("KafkaShipTest: a restart after clean stops read 2 records to resume " + nodes + " (" + total
+                + " entries; the second node's " + second + " records lie after the first's last)");
+
+        // a journal that grew since its clean stop resumes from the mark and ships only what is new
+        Path p0 = sim.resolve(nodes.get(0));
+        io.kvledger.journal.JournalHeader header;
+        long last = 0;
+        try (io.kvledger.journal.JournalReader reader = io.kvledger.journal.JournalReader.open(p0)) {
+            header = reader.header();
+            for (io.kvledger.journal.JournalEntry e : reader) {
+                last = Math.max(last, e.atNs());
+            }
+        }
+        try (io.kvledger.journal.JournalWriter w = io.kvledger.journal.JournalWriter.open(p0, header)) {
+            w.appendInput(new io.kvledger.core.event.NodeEvent.Tick(last + 1_000_000));
+        }
+        CliRun.Outcome grown = CliRun.run("ship", "--no-follow", "--to", uri, sim.toString());
+        assertThat(grown.code()).as(grown.err()).isZero();
+        assertThat(grown.err()).contains("(2 records read), 2 of them at the record their last clean stop marked")
+                .contains("1 entries acknowledged, " + total + " already in the topic");
+        assertSameEntries(readBack(uri, 0), rawEntries(sim));
     }
 
     /** The first entries of each node's journal, the same share of each, about {@code bytes} in all. */
@@ -880,6 +1097,78 @@ class KafkaShipTest {
             t.join(30_000);
         }
         assertThat(t.isAlive()).as("serve stopped").isFalse();
+    }
+
+    @Test
+    void serveFollowingATopicShowsANodeThatFirstShipsAfterItStarted() throws Exception {
+        Path sim = tmp.resolve("late");
+        assertThat(CliRun.simulate(sim, "read", 2, 1, "drop=0").code()).isIn(0, 1);
+        String uri = broker.uri("fleet-late-serve");
+        CliRun.Outcome first = CliRun.run("ship", "--no-follow", "--to", uri, sim.resolve("P0").toString());
+        assertThat(first.code()).as(first.err()).isZero();
+
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        picocli.CommandLine cl = Main.commandLine(new PrintWriter(out, true), new PrintWriter(err, true));
+        ServeCommand serve = (ServeCommand) cl.getSubcommands().get("serve").getCommand();
+        Thread t = new Thread(() -> cl.execute("serve", uri, "--http", "127.0.0.1:0", "--follow"), "serve");
+        t.start();
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        try {
+            assertThat(serve.started.await(180, TimeUnit.SECONDS)).as("%s %s", out, err).isTrue();
+            assertThat(out.toString()).contains("over 1 journal(s) (P0), following them");
+            String base = "http://127.0.0.1:" + serve.server.port();
+            String before = get(http, base + "/v1/requests");
+            assertThat(before).contains("\"node\":\"P0\"").doesNotContain("\"node\":\"D0\"");
+
+            // D0 ships its whole journal, header first, after serve started: it appears in the API
+            CliRun.Outcome second = CliRun.run("ship", "--no-follow", "--to", uri, sim.resolve("D0").toString());
+            assertThat(second.code()).as(second.err()).isZero();
+            long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+            String after = before;
+            while (!after.contains("\"node\":\"D0\"")) {
+                if (System.nanoTime() > end) {
+                    throw new AssertionError("D0 not in /v1/requests after 3 min: " + after + "\nserve said: " + err);
+                }
+                Thread.sleep(200);
+                after = get(http, base + "/v1/requests");
+            }
+            assertThat(err.toString()).contains(uri + ": node D0 shipped its first entries after the start: following it");
+            // its copy holds all it shipped: D0's rows are those of a page over the journals on disk
+            try (io.kvledger.ledger.web.WebServer disk = io.kvledger.ledger.web.WebServer.start(
+                    io.kvledger.ledger.replay.JournalInputs.resolve(List.of(sim)), "127.0.0.1", 0)) {
+                Pattern d0 = Pattern.compile("\\{\"node\":\"D0\",\"request_id\":\"[^\"]+\",\"phase\":\"[A-Z_]+\"");
+                List<String> want = d0.matcher(get(http, "http://127.0.0.1:" + disk.port() + "/v1/requests")).results()
+                        .map(MatchResult::group).sorted().toList();
+                long settle = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+                List<String> got = d0.matcher(after).results().map(MatchResult::group).sorted().toList();
+                while (!got.equals(want) && System.nanoTime() < settle) {
+                    Thread.sleep(200); // the copy may still be catching up with what D0 shipped
+                    got = d0.matcher(get(http, base + "/v1/requests")).results().map(MatchResult::group).sorted().toList();
+                }
+                assertThat(want).isNotEmpty();
+                assertThat(got).isEqualTo(want);
+            }
+            // a new event stream has a ready event from each journal, D0's included
+            java.net.http.HttpResponse<java.util.stream.Stream<String>> r = http.send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create(base + "/v1/events")).GET().build(), java.net.http.HttpResponse.BodyHandlers.ofLines());
+            assertThat(r.statusCode()).isEqualTo(200);
+            ServeCommandTest.afterReadyEvents(r, 2);
+            r.body().close();
+            System.out.println("KafkaShipTest: serve --follow picked up D0, shipped after it started, within "
+                    + (TimeUnit.MINUTES.toMillis(3) - TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime())) + " ms");
+        } finally {
+            t.interrupt();
+            t.join(30_000);
+        }
+        assertThat(t.isAlive()).as("serve stopped").isFalse();
+    }
+
+    private static String get(java.net.http.HttpClient http, String url) throws Exception {
+        java.net.http.HttpResponse<String> r = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).GET().build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        return r.body();
     }
 
     private static Path simulated(Path dir, int requests) {

@@ -114,8 +114,11 @@ public final class KafkaSource {
      * it: the records appended to the topic after the read are appended to the nodes' journals
      * (duplicates dropped by (node, seq), as in the read) until {@link Live#close}, so a reader that
      * follows those journals (the web timeline's event stream) sees the topic grow. The journals
-     * are written by one thread of the follower's own. A node that first appears in the topic after
-     * the read, or one the window left out, is not followed: {@code notes} says so once per node.
+     * are written by one thread of the follower's own. A node whose header (seq 0) reaches the
+     * topic after the read gets a journal of its own from then on, as does a node the window left
+     * out once it ships again ({@link Live#journals} lists them, {@code notes} says so); a node
+     * that appears from a later seq (retention removed its start) or in another partition is not
+     * followed, said once per node.
      *
      * @throws InputException as {@link #read}
      */
@@ -149,6 +152,7 @@ public final class KafkaSource {
         private final Thread thread;
         private final java.util.concurrent.CompletableFuture<Live> started = new java.util.concurrent.CompletableFuture<>();
         private final java.util.concurrent.atomic.AtomicLong appended = new java.util.concurrent.atomic.AtomicLong();
+        private final java.util.concurrent.CopyOnWriteArrayList<NodeJournal> journals = new java.util.concurrent.CopyOnWriteArrayList<>();
         private volatile boolean stop;
         private volatile KafkaConsumer<byte[], byte[]> consumer;
         private Result result;
@@ -170,6 +174,15 @@ public final class KafkaSource {
             return result;
         }
 
+        /**
+         * The journals followed now: those of the read at the start, then, in the order they
+         * appeared, those of the nodes that shipped their header after it (or shipped again after
+         * the window left them out). Safe to read from any thread; it only grows.
+         */
+        public List<NodeJournal> journals() {
+            return java.util.Collections.unmodifiableList(journals);
+        }
+
         /** Entries appended to the journals since the read at the start. */
         public long appended() {
             return appended.get();
@@ -182,6 +195,7 @@ public final class KafkaSource {
                 result = copy(uri, argument, root, nowMs, timeout, nodes, ends);
                 java.util.Set<String> followed = new java.util.HashSet<>();
                 result.journals().forEach(j -> followed.add(j.name()));
+                journals.addAll(result.journals());
                 started.complete(this);
                 java.util.Set<String> told = new java.util.HashSet<>();
                 try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
@@ -208,10 +222,19 @@ public final class KafkaSource {
                                 continue;
                             }
                             NodeCopy n = nodes.get(node);
-                            if (n == null || !followed.contains(node) || n.partition != r.partition()) {
+                            if (n == null && seq == 0 && !told.contains(node)) {
+                                // a node that ships its header now: a journal of its own, as the read would have made
+                                n = new NodeCopy(node, r.partition(), RawJournalWriter.create(root.resolve(newDirName(node, nodes))));
+                                nodes.put(node, n);
+                                join(n, followed, "shipped its first entries after the start");
+                            } else if (n != null && !followed.contains(node) && n.partition == r.partition()) {
+                                // left out by the window, whole in its copy up to the read's end: it ships again
+                                join(n, followed, "left out by the window, ships again");
+                            }
+                            if (n == null || n.partition != r.partition()) {
                                 if (told.add(node)) {
-                                    notes.accept(argument + ": node " + node + (n == null ? " shipped its first entries after the start"
-                                            : !followed.contains(node) ? " is outside the window" : " has entries in another partition now")
+                                    notes.accept(argument + ": node " + node + (n == null ? " first appears after the start at seq "
+                                            + seq + ", not at its header (seq 0)" : " has entries in another partition now")
                                             + ": not followed (start again to read it)");
                                 }
                                 continue;
@@ -234,6 +257,12 @@ public final class KafkaSource {
                     c.writer.close();
                 }
             }
+        }
+
+        private void join(NodeCopy n, java.util.Set<String> followed, String why) {
+            followed.add(n.node);
+            journals.add(new NodeJournal(n.writer.dir(), n.node, argument));
+            notes.accept(argument + ": node " + n.node + " " + why + ": following it");
         }
 
         /** Stops following and closes the journals. */
@@ -321,9 +350,12 @@ public final class KafkaSource {
      * @param lastSeqs    the last seq the topic holds for each node found (absent: none)
      * @param lastEntries the entry (a record's value) with that seq, by node: a shipper checks that
      *                    its journal holds the same bytes there before it ships what follows
+     * @param lastOffsets the offset of that entry's record, by node
      * @param recordsRead records read to find them
+     * @param marked      nodes found at the offset given for them ({@code marks}) rather than in a tail
      */
-    public record Resume(Map<String, Long> lastSeqs, Map<String, byte[]> lastEntries, long recordsRead) {}
+    public record Resume(Map<String, Long> lastSeqs, Map<String, byte[]> lastEntries, Map<String, Long> lastOffsets,
+                         long recordsRead, java.util.Set<String> marked) {}
 
     /** Records read first at the end of a partition by {@link #resumePoints}; each widening reads four times more. */
     public static final long TAIL_WINDOW = 1024;
@@ -342,8 +374,22 @@ public final class KafkaSource {
      *                        record read is no shipped entry
      */
     public static Resume resumePoints(KafkaUri uri, java.util.Collection<String> nodes, long window, Duration timeout) {
+        return resumePoints(uri, nodes, Map.of(), window, timeout);
+    }
+
+    /**
+     * {@link #resumePoints(KafkaUri, java.util.Collection, long, Duration)}, but a node of
+     * {@code marks} is looked for first at the offset given for it, in its partition: when the
+     * record there is the node's with the seq given ({@code {offset, seq}}), that is taken as the
+     * node's last, one record read; else its partition's tail is read as for the others. The
+     * caller vouches that the node has no later record (a shipper's mark of a clean stop).
+     */
+    public static Resume resumePoints(KafkaUri uri, java.util.Collection<String> nodes, Map<String, long[]> marks, long window,
+                                      Duration timeout) {
         Map<String, Long> out = new HashMap<>();
         Map<String, byte[]> entries = new HashMap<>();
+        Map<String, Long> offsets = new HashMap<>();
+        java.util.Set<String> marked = new java.util.HashSet<>();
         long read = 0;
         try (KafkaConsumer<byte[], byte[]> c = consumer(uri, timeout)) {
             List<PartitionInfo> parts = c.partitionsFor(uri.topic(), timeout);
@@ -352,6 +398,25 @@ public final class KafkaSource {
             }
             Map<Integer, java.util.Set<String>> wanted = new TreeMap<>();
             for (String node : nodes) {
+                long[] mark = marks.get(node);
+                if (mark != null) {
+                    TopicPartition tp = new TopicPartition(uri.topic(), partitionOf(node, parts.size()));
+                    long begin = c.beginningOffsets(List.of(tp), timeout).get(tp);
+                    long end = c.endOffsets(List.of(tp), timeout).get(tp);
+                    if (mark[0] >= begin && mark[0] < end) {
+                        List<ConsumerRecord<byte[], byte[]>> at = new ArrayList<>(1);
+                        read += readRange(c, uri, tp, mark[0], mark[0] + 1, timeout, at::add);
+                        ConsumerRecord<byte[], byte[]> r = at.isEmpty() ? null : at.getFirst();
+                        if (r != null && node.equals(ShippedEntry.nodeId(r.key())) && ShippedEntry.seq(r.value()) == mark[1]) {
+                            check(uri, r, node, mark[1]);
+                            out.put(node, mark[1]);
+                            entries.put(node, r.value());
+                            offsets.put(node, r.offset());
+                            marked.add(node);
+                            continue;
+                        }
+                    }
+                }
                 wanted.computeIfAbsent(partitionOf(node, parts.size()), k -> new java.util.HashSet<>()).add(node);
             }
             for (var w : wanted.entrySet()) {
@@ -369,6 +434,7 @@ public final class KafkaSource {
                         if (w.getValue().contains(node) && seq > out.getOrDefault(node, -1L)) {
                             out.put(node, seq);
                             entries.put(node, r.value());
+                            offsets.put(node, r.offset());
                         }
                     });
                     missing.removeAll(out.keySet());
@@ -379,11 +445,11 @@ public final class KafkaSource {
         } catch (KafkaException e) {
             throw new InputException("cannot read " + uri + ": " + e.getMessage(), e);
         }
-        return new Resume(out, entries, read);
+        return new Resume(out, entries, offsets, read, marked);
     }
 
     /** The partition the producer sends a node's records to (its partitioner for keyed records). */
-    static int partitionOf(String node, int partitions) {
+    public static int partitionOf(String node, int partitions) {
         return org.apache.kafka.common.utils.Utils.toPositive(org.apache.kafka.common.utils.Utils.murmur2(ShippedEntry.key(node)))
                 % partitions;
     }
@@ -433,6 +499,19 @@ public final class KafkaSource {
                     + " is no shipped journal entry (" + (node == null ? "no key" : seq < 0 ? "its value is too short"
                     : "its seq header says " + stated + ", the entry " + seq) + ")");
         }
+    }
+
+    /** {@link #dirName}, or another name when a node read earlier has that directory already. */
+    private static String newDirName(String node, Map<String, NodeCopy> nodes) {
+        String name = dirName(node, nodes.size());
+        for (int i = nodes.size(); taken(name, nodes); i++) {
+            name = "node-" + i;
+        }
+        return name;
+    }
+
+    private static boolean taken(String name, Map<String, NodeCopy> nodes) {
+        return nodes.values().stream().anyMatch(c -> c.writer.dir().getFileName().toString().equals(name));
     }
 
     /** A node id as a directory name: kept when it is a plain name, else made one. */

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
@@ -29,25 +30,31 @@ public final class WebServer implements AutoCloseable {
      * @throws IllegalStateException when the address cannot be bound
      */
     public static WebServer start(List<NodeJournal> journals, String host, int port) {
-        return start(journals, host, port, r -> { });
+        JournalSetApi api = new JournalSetApi(journals);
+        return bind(() -> api, host, port, r -> { });
     }
 
     /**
-     * Binds the server, with {@code extra} routes (for example a {@code /v1/events} stream over
-     * the journals, which {@code serve --follow} adds).
+     * Binds the server over journals looked up again on each request ({@code journals} is called
+     * off the Netty threads), with {@code extra} routes (the {@code /v1/events} stream that
+     * {@code serve --follow} adds): {@code serve} over a topic followed, whose nodes appear as
+     * they ship.
      *
      * @throws IllegalStateException when the address cannot be bound
      */
-    public static WebServer start(List<NodeJournal> journals, String host, int port,
+    public static WebServer start(Supplier<List<NodeJournal>> journals, String host, int port,
                                   Consumer<HttpServerRoutes> extra) {
-        JournalSetApi api = new JournalSetApi(journals);
+        return bind(() -> new JournalSetApi(journals.get()), host, port, extra);
+    }
+
+    private static WebServer bind(Supplier<JournalSetApi> apis, String host, int port, Consumer<HttpServerRoutes> extra) {
         try {
             DisposableServer s = HttpHardening.harden(HttpServer.create(), HttpHardening.HEADER_TIMEOUT)
                     .host(host)
                     .port(port)
                     .route(r -> {
                         WebPage.mount(r);
-                        api.mount(r, UnaryOperator.identity());
+                        JournalSetApi.mount(r, UnaryOperator.identity(), apis);
                         r.get("/healthz", (req, res) -> WebPage.json(res, 200, Map.of("status", "ok")));
                         extra.accept(r);
                         HttpHardening.fallback(r);

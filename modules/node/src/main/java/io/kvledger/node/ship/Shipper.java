@@ -47,8 +47,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * what appears there is followed too.
  *
  * <p>At-least-once, resumable without local state: at start it reads back the last seq the topic
- * holds for each node from the tail of its partition ({@link KafkaSource#resumePoints}) and ships
- * what follows; readers drop the
+ * holds for each node from the tail of its partition ({@link KafkaSource#resumePoints}), or from
+ * the one record a clean stop marked ({@link ShipMarks}), and ships what follows; readers drop the
  * duplicates a crash between a send and its acknowledgement leaves. The producer is idempotent with
  * {@code acks=all} and retries without a deadline, so a node's entries stay in order in its
  * partition across broker restarts.
@@ -106,6 +106,21 @@ public final class Shipper implements AutoCloseable {
     /** How long a listing waits for the broker to say where the new journals resume. */
     private static final Duration SCAN_RESUME_TIMEOUT = Duration.ofSeconds(5);
 
+    /** One node's counters, read by {@link ShipMetrics} from any thread. */
+    static final class NodeCounters {
+        final String node;
+        final AtomicLong sent = new AtomicLong();
+        final AtomicLong acked = new AtomicLong();
+        /** The largest seq acknowledged (-1: none since the start). */
+        final AtomicLong ackedSeq = new AtomicLong(-1);
+        /** The offset of that entry's record (-1: none since the start). */
+        final AtomicLong ackedOffset = new AtomicLong(-1);
+
+        NodeCounters(String node) {
+            this.node = node;
+        }
+    }
+
     /** One journal followed: a journal directory, or a JSON-lines recording ({@link JsonLinesTail}). */
     private static final class Source {
         final RawEntryTailer tailer;
@@ -113,7 +128,12 @@ public final class Shipper implements AutoCloseable {
         final Path where;
         final String node;
         final byte[] key;
+        final NodeCounters counters;
         long resumeAfter = -1;
+        /** The offset of the topic's last record of the node when its shipping started (-1: none). */
+        long topicOffset = -1;
+        /** That record's seq. */
+        long topicSeq = -1;
         /** The topic's entry at {@link #resumeAfter}, which the journal must hold too (null: checked, or none). */
         byte[] expect;
         /** Why this journal is not shipped on (it is not what the topic holds for its node), or null. */
@@ -134,6 +154,7 @@ public final class Shipper implements AutoCloseable {
                 this.node = tailer.header().nodeId();
             }
             this.key = ShippedEntry.key(node);
+            this.counters = new NodeCounters(node);
         }
 
         /** The next entry's bytes, or null; {@code atEnd}: what the journal holds is all there is. */
@@ -160,6 +181,8 @@ public final class Shipper implements AutoCloseable {
     private long nextScanNs;
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong acked = new AtomicLong();
+    private final AtomicLong sentBytes = new AtomicLong();
+    private final AtomicLong ackedBytes = new AtomicLong();
     private final AtomicLong skipped = new AtomicLong();
     private final AtomicLong stoppedAtBadLine = new AtomicLong();
     private final AtomicReference<Exception> failure = new AtomicReference<>();
@@ -230,6 +253,25 @@ public final class Shipper implements AutoCloseable {
         return sent.get() - acked.get();
     }
 
+    /** Bytes of the entries sent and not acknowledged yet (the entries' own bytes, not the producer's overhead). */
+    long backlogBytes() {
+        return sentBytes.get() - ackedBytes.get();
+    }
+
+    /** Each followed journal's counters, in the order they were opened (journals that appear later come last). */
+    List<NodeCounters> nodeCounters() {
+        return sources.stream().map(s -> s.counters).toList();
+    }
+
+    /**
+     * Whether a send has waited for {@code minNs} or more (for room in the producer's full buffer,
+     * or for the topic's metadata while the broker is away).
+     */
+    boolean sendWaiting(long minNs) {
+        long since = sendingSinceNs;
+        return since != 0 && System.nanoTime() - since >= minNs;
+    }
+
     /** Entries left out at start because the topic already held them. */
     public long skipped() {
         return skipped.get();
@@ -278,11 +320,14 @@ public final class Shipper implements AutoCloseable {
                 }
             }
         });
+        int rc;
         try {
-            return ship(stop);
+            rc = ship(stop);
         } finally {
             watcher.interrupt();
         }
+        markClean();
+        return rc;
     }
 
     private int ship(BooleanSupplier stop) throws InterruptedException {
@@ -335,16 +380,15 @@ public final class Shipper implements AutoCloseable {
     private boolean prepare(BooleanSupplier stop) throws InterruptedException {
         while (!stop.getAsBoolean()) {
             try {
-                ensureTopic();
-                KafkaSource.Resume resume = KafkaSource.resumePoints(options.target(), nodes(), KafkaSource.TAIL_WINDOW,
-                        Duration.ofSeconds(30));
-                for (Source s : sources) {
-                    s.resumeAfter = resume.lastSeqs().getOrDefault(s.node, -1L);
-                    s.expect = resume.lastEntries().get(s.node);
+                KafkaSource.Resume resume;
+                try (Admin admin = admin()) {
+                    ensureTopic(admin);
+                    resume = resume(admin, sources, Duration.ofSeconds(30));
                 }
                 err.println("kvledger ship: " + resume.lastSeqs().size() + " of " + sources.size()
                         + " node(s) already in the topic, found in the tails of their partitions (" + resume.recordsRead()
-                        + " records read)");
+                        + " records read)" + (resume.marked().isEmpty() ? "" : ", " + resume.marked().size()
+                        + " of them at the record their last clean stop marked"));
                 err.flush();
                 return true;
             } catch (InputException | KafkaException e) {
@@ -355,12 +399,110 @@ public final class Shipper implements AutoCloseable {
         return false;
     }
 
-    private void ensureTopic() {
+    private Admin admin() {
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, options.target().bootstrap());
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
-        try (Admin admin = Admin.create(p)) {
+        return Admin.create(p);
+    }
+
+    /** Whether the nodes' marks are kept in the broker ({@link ShipMarks}); off when the broker refuses them. */
+    private volatile boolean marking = true;
+
+    /**
+     * Where each of {@code list} resumes: at its clean mark when it has one, else from its partition's tail;
+     * then marks them running, before anything of them is sent.
+     */
+    private KafkaSource.Resume resume(Admin admin, List<Source> list, Duration timeout) {
+        List<String> nodes = list.stream().map(s -> s.node).toList();
+        int partitions = partitions(admin, timeout);
+        Map<String, long[]> marks = Map.of();
+        if (marking) {
+            try {
+                marks = ShipMarks.read(admin, options.target(), partitions, nodes, timeout);
+            } catch (org.apache.kafka.common.errors.GroupAuthorizationException
+                     | org.apache.kafka.common.errors.UnsupportedVersionException e) {
+                noMarks(e);
+            }
+        }
+        KafkaSource.Resume resume = KafkaSource.resumePoints(options.target(), nodes, marks, KafkaSource.TAIL_WINDOW, timeout);
+        if (marking) {
+            try {
+                ShipMarks.running(admin, options.target(), partitions, nodes, timeout);
+            } catch (org.apache.kafka.common.errors.GroupAuthorizationException
+                     | org.apache.kafka.common.errors.UnsupportedVersionException e) {
+                noMarks(e);
+            }
+        }
+        for (Source s : list) {
+            s.resumeAfter = resume.lastSeqs().getOrDefault(s.node, -1L);
+            s.topicSeq = s.resumeAfter;
+            s.topicOffset = resume.lastOffsets().getOrDefault(s.node, -1L);
+            s.expect = resume.lastEntries().get(s.node);
+        }
+        return resume;
+    }
+
+    private void noMarks(KafkaException e) {
+        marking = false;
+        err.println("kvledger ship: note: the broker keeps no marks of where shipping stopped (" + e.getMessage()
+                + "); every start reads the tails of the partitions");
+        err.flush();
+    }
+
+    private int partitions(Admin admin, Duration timeout) {
+        try {
+            return admin.describeTopics(List.of(options.target().topic())).allTopicNames().get(timeout.toMillis(),
+                    TimeUnit.MILLISECONDS).get(options.target().topic()).partitions().size();
+        } catch (ExecutionException e) {
+            throw new KafkaException(e.getCause().getMessage(), e.getCause());
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new KafkaException("no answer within " + timeout.toSeconds() + " s", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KafkaException("interrupted", e);
+        }
+    }
+
+    /**
+     * Marks every node clean at its last record ({@link ShipMarks}) once the run ended with every
+     * entry sent acknowledged: the next start reads one record per node instead of the tails. A
+     * node refused (not the topic's journal) keeps its mark; a failure leaves them running (said).
+     */
+    private void markClean() {
+        if (!marking || aborted || failure.get() != null || backlog() != 0) {
+            return;
+        }
+        Map<String, long[]> at = new LinkedHashMap<>();
+        for (Source s : sources) {
+            if (s.mismatch != null) {
+                continue;
+            }
+            long offset = s.counters.ackedOffset.get();
+            if (offset >= 0) {
+                at.put(s.node, new long[] {offset, s.counters.ackedSeq.get()});
+            } else if (s.topicOffset >= 0) {
+                at.put(s.node, new long[] {s.topicOffset, s.topicSeq});
+            }
+        }
+        if (at.isEmpty()) {
+            return;
+        }
+        Admin admin = admin();
+        try {
+            ShipMarks.clean(admin, options.target(), partitions(admin, Duration.ofSeconds(5)), at, Duration.ofSeconds(5));
+        } catch (KafkaException e) {
+            err.println("kvledger ship: note: could not mark where shipping stopped (" + e.getMessage()
+                    + "); the next start reads the tails of the partitions");
+            err.flush();
+        } finally {
+            admin.close(Duration.ZERO); // a stop does not wait for an answer that did not come in time
+        }
+    }
+
+    private void ensureTopic(Admin admin) {
+        try {
             if (admin.listTopics().names().get(30, TimeUnit.SECONDS).contains(options.target().topic())) {
                 return;
             }
@@ -452,10 +594,9 @@ public final class Shipper implements AutoCloseable {
             return;
         }
         KafkaSource.Resume resume;
-        try {
+        try (Admin admin = admin()) {
             // a short bound: a stop is looked at between two listings, and the next listing tries again
-            resume = KafkaSource.resumePoints(options.target(), fresh.stream().map(s -> s.node).toList(),
-                    KafkaSource.TAIL_WINDOW, SCAN_RESUME_TIMEOUT);
+            resume = resume(admin, fresh, SCAN_RESUME_TIMEOUT);
         } catch (InputException | KafkaException e) {
             complain("cannot reach " + options.target() + " (" + e.getMessage() + ") to find where the new journals "
                     + "resume; retrying");
@@ -463,8 +604,6 @@ public final class Shipper implements AutoCloseable {
             return;
         }
         for (Source s : fresh) {
-            s.resumeAfter = resume.lastSeqs().getOrDefault(s.node, -1L);
-            s.expect = resume.lastEntries().get(s.node);
             sources.add(s);
             known.add(absolute(s.where));
             waiting.remove(absolute(s.where));
@@ -516,16 +655,30 @@ public final class Shipper implements AutoCloseable {
             s.pending = e;
             RecordHeaders headers = new RecordHeaders();
             headers.add(ShippedEntry.SEQ_HEADER, ShippedEntry.seqHeader(seq));
+            NodeCounters counters = s.counters;
+            int bytes = e.length;
+            // counted before the send: its acknowledgement may come before send returns, and backlog never goes below 0
+            sentBytes.addAndGet(bytes);
+            counters.sent.incrementAndGet();
+            sent.incrementAndGet();
             sendingSinceNs = System.nanoTime();
             try {
                 producer.send(new ProducerRecord<>(options.target().topic(), null, s.key, e, headers), (md, ex) -> {
                     if (ex == null) {
+                        // bytes and the node's counters first: a reader that sees acked reach sent sees them too
+                        ackedBytes.addAndGet(bytes);
+                        counters.acked.incrementAndGet();
+                        counters.ackedSeq.accumulateAndGet(seq, Math::max);
+                        counters.ackedOffset.accumulateAndGet(md.offset(), Math::max);
                         acked.incrementAndGet();
                     } else if (!aborted) {
                         failure.compareAndSet(null, ex);
                     }
                 });
             } catch (KafkaException | IllegalStateException fatal) {
+                sentBytes.addAndGet(-bytes);
+                counters.sent.decrementAndGet();
+                sent.decrementAndGet();
                 if (!aborted) {
                     failure.compareAndSet(null, fatal);
                 }
@@ -535,7 +688,6 @@ public final class Shipper implements AutoCloseable {
             }
             s.pending = null;
             s.resumeAfter = seq;
-            sent.incrementAndGet();
             moved++;
         }
         return moved;
@@ -634,6 +786,10 @@ public final class Shipper implements AutoCloseable {
         p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, String.valueOf(options.bufferBytes()));
         // a send waits for room (or for the topic's metadata while the broker is away) rather than fail
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(Long.MAX_VALUE));
+        // Keep the topic's metadata while every broker is away: a rebootstrap (the default since Kafka 4) forgets it,
+        // and each send then waits for metadata with one entry in hand, the backlog staying in the journals where
+        // /metrics cannot see it; without one, entries go to the buffer (the backlog grows, bounded) until it is full.
+        p.put(org.apache.kafka.clients.CommonClientConfigs.METADATA_RECOVERY_STRATEGY_CONFIG, "none");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         p.put(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(256 * 1024));
         return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
