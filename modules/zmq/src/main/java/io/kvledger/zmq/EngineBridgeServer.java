@@ -169,7 +169,7 @@ public final class EngineBridgeServer implements AutoCloseable {
      *
      * @throws IllegalStateException when the endpoint cannot be bound
      */
-    public static EngineBridgeServer open(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler) {
+    static EngineBridgeServer open(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler) {
         return open(config, node, handler, false);
     }
 
