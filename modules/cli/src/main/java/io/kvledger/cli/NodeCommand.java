@@ -111,11 +111,23 @@ final class NodeCommand implements Callable<Integer> {
                     + "connector, and binds no notify or handshake port, sends nothing (default: ${DEFAULT-VALUE}).")
     String shadowEndpoint;
 
-    @Option(names = "--bridge", defaultValue = "tcp://127.0.0.1:0", paramLabel = "tcp://127.0.0.1:PORT|unix:///PATH",
-            description = "Where the engine bridge binds with --engine bridge, drive or sim-worker: loopback TCP (port 0: any free port, printed at start), "
-                    + "or a Unix domain socket for an engine on this host (a directory only this user may write; "
-                    + "the vLLM bridge's drive_node takes the same unix:// address) (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--bridge", paramLabel = "unix:///PATH|tcp://127.0.0.1:PORT",
+            description = "Where the engine bridge binds with --engine bridge, drive or sim-worker: a Unix domain socket for an "
+                    + "engine on this host (a directory only this user may write; the vLLM bridge's drive_node takes the "
+                    + "same unix:// address), or loopback TCP (port 0: any free port). Printed at start. Default with "
+                    + "--engine bridge or drive: unix://JOURNAL/" + BRIDGE_SOCKET + " (the journal directory's, absolute; "
+                    + "an existing socket there is replaced when nothing answers on it); with sim-worker "
+                    + SIM_WORKER_BRIDGE + " (TP rank 0's node connects over ZMQ).")
     String bridgeEndpoint;
+
+    /** The socket file in the journal directory a bridge or drive node listens on without {@code --bridge}. */
+    static final String BRIDGE_SOCKET = "bridge.sock";
+
+    /** Where a sim-worker node's bridge binds without {@code --bridge}: TP rank 0's engine reaches it over ZMQ. */
+    static final String SIM_WORKER_BRIDGE = "tcp://127.0.0.1:0";
+
+    /** The longest path a Unix socket may have, in bytes: {@code sun_path} holds 108 with the terminating NUL. */
+    static final int UNIX_PATH_MAX_BYTES = 107;
 
     @Option(names = "--journal", required = true, paramLabel = "DIR", description = "The node's journal (created, or recovered and continued).")
     Path journal;
@@ -214,7 +226,14 @@ final class NodeCommand implements Callable<Integer> {
             if (sender != null) {
                 sender.close();
             }
-            err.println("kvledger node: " + e.getMessage());
+            String why = e.getMessage();
+            if (bridgeEndpoint == null && options.bridgeEndpoint().startsWith("unix://") && why != null
+                    && why.contains("engine bridge")) {
+                // the socket was not asked for: say where it comes from and how to move it
+                why += " (without --bridge the engine bridge listens on the journal directory's " + BRIDGE_SOCKET
+                        + "; pass --bridge unix:///PATH or --bridge tcp://127.0.0.1:0 to put it elsewhere)";
+            }
+            err.println("kvledger node: " + why);
             err.flush();
             return 2;
         }
@@ -425,7 +444,8 @@ final class NodeCommand implements Callable<Integer> {
             case "in-jvm", "injvm" -> TransferEngines.Choice.IN_JVM;
             default -> throw usage("--transfer-engine takes auto, ucx or in-jvm, got " + transferEngine);
         });
-        o = o.withBridge(observing ? shadowEndpoint : bridgeEndpoint);
+        o = o.withBridge(observing ? shadowEndpoint : bridgeEndpoint != null ? bridgeEndpoint
+                : defaultBridge(o.engine(), o.journalDir()));
         // a shadow or drive node without --profile runs the profile its engine's vLLM needs
         o = o.withProfileFromEngine(passive && !spec.commandLine().getParseResult().hasMatchedOption("--profile"));
         if (blocks < 1 || blockBytes < 8 || blockBytes % 8 != 0) {
@@ -455,6 +475,27 @@ final class NodeCommand implements Callable<Integer> {
             }
         }
         return o;
+    }
+
+    /**
+     * Where the engine bridge binds when {@code --bridge} is not given: a bridge or drive node's
+     * engine shares its host, so the journal directory's {@value #BRIDGE_SOCKET} (a path its user
+     * can predict and name as drive_node); a sim-worker's TP rank 0 connects over ZMQ, so loopback
+     * TCP. A journal path too long for a Unix socket is a usage error naming {@code --bridge}.
+     */
+    private String defaultBridge(NodeOptions.EngineKind kind, Path journalDir) {
+        if (kind != NodeOptions.EngineKind.BRIDGE && kind != NodeOptions.EngineKind.DRIVE) {
+            return SIM_WORKER_BRIDGE;
+        }
+        String path = journalDir.resolve(BRIDGE_SOCKET).toString();
+        int bytes = path.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        if (bytes > UNIX_PATH_MAX_BYTES) {
+            throw usage("the engine bridge listens on the journal directory's " + BRIDGE_SOCKET + " by default, but " + path
+                    + " is " + bytes + " bytes, longer than a Unix socket path may be (" + UNIX_PATH_MAX_BYTES
+                    + "); pass --bridge unix:///SHORTER/PATH (a directory only this user may write) or --bridge "
+                    + "tcp://127.0.0.1:0");
+        }
+        return "unix://" + path;
     }
 
     private int[] rankSize(String opt, String v) {

@@ -268,9 +268,25 @@ public final class NodeService implements AutoCloseable {
         }
         if (options.engine() == NodeOptions.EngineKind.BRIDGE || options.engine() == NodeOptions.EngineKind.DRIVE
                 || options.engine() == NodeOptions.EngineKind.SIM_WORKER) {
-            bridge = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint(options.bridgeEndpoint()).withClock(clock),
-                    BridgeNodeInfo.of(cfg), bridgeHandler());
+            bridge = EngineBridgeServer.openServedByCaller(EngineBridgeConfig.forEndpoint(options.bridgeEndpoint())
+                    .withClock(clock), BridgeNodeInfo.of(cfg), bridgeHandler());
             opened.add(bridge);
+            if (bridge.servedByCaller()) {
+                // over a Unix socket the loop reads the engine's calls itself while it idles: a call
+                // is applied on the thread that read it, with no hand-off from the socket thread
+                EngineBridgeServer b = bridge;
+                inbox.idleWith(new Inbox.Idle() {
+                    @Override
+                    public boolean serve(long waitNs) {
+                        return b.serve(waitNs);
+                    }
+
+                    @Override
+                    public void wake() {
+                        b.wakeServer();
+                    }
+                });
+            }
         }
         if (options.httpHost() != null) {
             http = HttpFront.start(httpSources(), options.httpHost(), options.httpPort(), options.bearerToken());
@@ -499,8 +515,9 @@ public final class NodeService implements AutoCloseable {
 
     /**
      * Engine hook calls from the bridge: each becomes a hook call on the inbox, answered with the
-     * effects of its transition. Runs on the bridge's socket thread, so it never waits: a full
-     * inbox answers "node busy" at once (the engine sees the error; nothing was journaled).
+     * effects of its transition. Runs on the thread that reads the socket (the node loop itself
+     * over a Unix socket), so it never waits: a full inbox answers "node busy" at once (the engine
+     * sees the error; nothing was journaled).
      */
     private HookHandler bridgeHandler() {
         return new HookHandler() {

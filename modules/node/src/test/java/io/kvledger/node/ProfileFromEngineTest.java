@@ -48,18 +48,39 @@ class ProfileFromEngineTest {
             ctx.term()
             """;
 
-    /** Calls hello on the bridge at argv[1] with each argument set of argv[2]; prints the replies. */
+    /**
+     * Calls hello on the bridge at argv[1] (tcp://, or unix:// with length-prefixed frames) with
+     * each argument set of argv[2]; prints the replies.
+     */
     private static final String HELLO = """
-            import json, sys, zmq, msgpack
-            ctx = zmq.Context()
-            s = ctx.socket(zmq.DEALER)
-            s.connect(sys.argv[1])
+            import json, socket, struct, sys, zmq, msgpack
+            if sys.argv[1].startswith("unix://"):
+                u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                u.settimeout(120)
+                u.connect(sys.argv[1][len("unix://"):])
+                def exact(n):
+                    b = b""
+                    while len(b) < n:
+                        c = u.recv(n - len(b))
+                        if not c:
+                            raise SystemExit("the node closed the connection")
+                        b += c
+                    return b
+                def call(frame):
+                    u.sendall(struct.pack(">I", len(frame)) + frame)
+                    return exact(struct.unpack(">I", exact(4))[0])
+            else:
+                ctx = zmq.Context()
+                s = ctx.socket(zmq.DEALER)
+                s.connect(sys.argv[1])
+                def call(frame):
+                    s.send(frame)
+                    if not s.poll(120000):
+                        raise SystemExit("no reply to hello")
+                    return s.recv()
             out = []
             for n, args in enumerate(json.loads(sys.argv[2]), 1):
-                s.send(msgpack.packb({"v": 1, "id": n, "hook": "hello", "args": args}))
-                if not s.poll(120000):
-                    raise SystemExit("no reply to hello")
-                out.append(msgpack.unpackb(s.recv()))
+                out.append(msgpack.unpackb(call(msgpack.packb({"v": 1, "id": n, "hook": "hello", "args": args}))))
             print(json.dumps(out, default=str))
             """;
 
@@ -232,6 +253,29 @@ class ProfileFromEngineTest {
         assertThat(replies.get(2).get("ok")).isEqualTo(false);
         assertThat(String.valueOf(replies.get(2).get("error"))).contains("is modelled by profile newest, this node runs "
                 + "vllm-239b5ff30 (start it with --profile newest)");
+        assertThat(profileOf(journal)).isEqualTo("vllm-239b5ff30");
+    }
+
+    /**
+     * Over a Unix socket the node loop reads the hello itself (it serves the socket while idle): it
+     * starts over with the hello's profile on its own thread, without waiting for itself.
+     */
+    @Test
+    void aDriveNodeOverAUnixSocketTakesTheProfileOnItsLoopThread() throws Exception {
+        Path journal = dir.resolve("D");
+        NodeService node = NodeService.start(TestNodes.options("P0", p0(), journal).withEngine(NodeOptions.EngineKind.DRIVE)
+                .withProfileFromEngine(true).withBridge("unix://" + journal.toAbsolutePath().resolve("bridge.sock")));
+        List<Map<String, Object>> replies;
+        try {
+            assertThat(node.bridge().servedByCaller()).isTrue();
+            replies = hellos(node, "[{\"kv_role\":\"kv_producer\",\"mode\":\"write\",\"vllm_version\":\"" + V239
+                    + "\"}]");
+            assertThat(node.config().behaviour().profile()).isEqualTo("vllm-239b5ff30");
+        } finally {
+            node.close();
+        }
+        assertThat(replies.get(0).get("ok")).as("%s", replies).isEqualTo(true);
+        assertThat(((Map<?, ?>) replies.get(0).get("result")).get("profile")).isEqualTo("vllm-239b5ff30");
         assertThat(profileOf(journal)).isEqualTo("vllm-239b5ff30");
     }
 

@@ -26,7 +26,7 @@ interface BridgeTransport {
     /** Binds (on the socket thread); returns the endpoint as callers reach it. */
     String bind();
 
-    /** Waits until a message may be read, {@link #wake} was called, or {@code waitMs} passed. */
+    /** Waits until a message may be read, {@link #wake} was called, or {@code waitMs} passed (0: looks without waiting). */
     void await(long waitMs);
 
     /** Wakes {@link #await} (any thread). */

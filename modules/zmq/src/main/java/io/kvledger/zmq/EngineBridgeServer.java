@@ -91,6 +91,11 @@ public final class EngineBridgeServer implements AutoCloseable {
      */
     private final java.util.concurrent.locks.ReentrantLock round = new java.util.concurrent.locks.ReentrantLock();
     private final SocketThread socketThread;
+    /**
+     * Whether the caller's thread reads the socket ({@link #serve}, the node loop while it idles)
+     * and the socket thread only keeps time (timeouts, held replies, answers of other threads).
+     */
+    private final boolean servedByCaller;
     private final AtomicBoolean wakePending = new AtomicBoolean();
     private final ConcurrentLinkedQueue<Outgoing> outbox = new ConcurrentLinkedQueue<>();
     private volatile boolean stopped;
@@ -149,11 +154,13 @@ public final class EngineBridgeServer implements AutoCloseable {
         }
     }
 
-    private EngineBridgeServer(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler) throws IOException {
+    private EngineBridgeServer(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler, boolean callerServes)
+            throws IOException {
         this.config = config;
         this.node = node;
         this.handler = handler;
         this.transport = config.isUnix() ? new UnixBridgeTransport(config) : new ZmqBridgeTransport(config);
+        this.servedByCaller = callerServes && transport.answersDirectly();
         this.socketThread = new SocketThread("kvledger-engine-bridge", this::run);
     }
 
@@ -162,13 +169,29 @@ public final class EngineBridgeServer implements AutoCloseable {
      *
      * @throws IllegalStateException when the endpoint cannot be bound
      */
-    public static EngineBridgeServer open(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler) {
+    static EngineBridgeServer open(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler) {
+        return open(config, node, handler, false);
+    }
+
+    /**
+     * As {@link #open}, but over a transport without I/O threads of its own ({@code unix://}) the
+     * socket is read by whoever calls {@link #serve} (the node loop, while it has nothing else to
+     * do), so a call reaches the handler on that thread with no hand-off ({@link #servedByCaller});
+     * the socket thread then only answers timeouts, sends held replies and the answers of other
+     * threads. Over {@code tcp://} as {@link #open}.
+     */
+    public static EngineBridgeServer openServedByCaller(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler) {
+        return open(config, node, handler, true);
+    }
+
+    private static EngineBridgeServer open(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler,
+                                           boolean callerServes) {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(node, "node");
         Objects.requireNonNull(handler, "handler");
         EngineBridgeServer s;
         try {
-            s = new EngineBridgeServer(config, node, handler);
+            s = new EngineBridgeServer(config, node, handler, callerServes);
         } catch (IOException e) {
             throw new IllegalStateException("cannot open the engine bridge's wake-up channel: " + e, e);
         }
@@ -277,9 +300,75 @@ public final class EngineBridgeServer implements AutoCloseable {
         lateAnswers.incrementAndGet();
     }
 
+    /** Whether the socket is read by the caller of {@link #serve} (see {@link #openServedByCaller}). */
+    public boolean servedByCaller() {
+        return servedByCaller;
+    }
+
+    /**
+     * One round of the socket's work on the calling thread (a server {@link #openServedByCaller
+     * served by its caller}; one thread only): waits up to {@code waitNs} (0: not at all) for a
+     * message, then sends what is queued and reads what arrived, handing each engine hook to the
+     * handler on this thread. Stops reading after the first message that handed a call on, so that
+     * the caller applies it before it reads the next (the handler's waits, such as a hello taking a
+     * profile, find nothing of this round queued before them).
+     *
+     * @return whether the server still serves (false once it is closing, or when it is not served
+     *         by its caller: wait otherwise)
+     */
+    public boolean serve(long waitNs) {
+        if (!servedByCaller || stopped || socketThread.closing()) {
+            return false;
+        }
+        try {
+            long waitMs = 0;
+            if (waitNs > 0) {
+                round.lock();
+                try {
+                    waitMs = Math.min(waitMillis(config.clock().getAsLong()),
+                            Math.max(1, TimeUnit.NANOSECONDS.toMillis(Math.min(waitNs, Long.MAX_VALUE - 999_999) + 999_999)));
+                } finally {
+                    round.unlock();
+                }
+            }
+            transport.await(waitMs);
+            wakePending.set(false);
+            round.lock();
+            try {
+                if (stopped) {
+                    return false;
+                }
+                flushHeld(transport);
+                sendAnswers(transport);
+                long before = handedOff.get();
+                for (int i = 0; i < MAX_READ_PER_ROUND && handedOff.get() == before; i++) {
+                    if (!readOne(transport)) {
+                        break;
+                    }
+                }
+                sendAnswers(transport);
+                expire(transport, config.clock().getAsLong());
+            } finally {
+                round.unlock();
+            }
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "engine bridge " + endpoint + ": " + ZmqRuntime.describe(e), e);
+        }
+        return !stopped;
+    }
+
+    /** Wakes a {@link #serve} waiting for a message (any thread). */
+    public void wakeServer() {
+        transport.wake();
+    }
+
     private void wake() {
         if (wakePending.compareAndSet(false, true)) {
             transport.wake();
+        }
+        if (servedByCaller) {
+            // the socket thread sends what the serving thread, busy elsewhere, does not
+            java.util.concurrent.locks.LockSupport.unpark(socketThread.thread());
         }
     }
 
@@ -309,13 +398,18 @@ public final class EngineBridgeServer implements AutoCloseable {
                     } finally {
                         round.unlock();
                     }
-                    router.await(waitMs);
-                    wakePending.set(false);
+                    if (servedByCaller) {
+                        // the serving thread reads the socket; this one keeps time and sends
+                        java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(waitMs));
+                    } else {
+                        router.await(waitMs);
+                        wakePending.set(false);
+                    }
                     round.lock();
                     try {
                         flushHeld(router);
                         sendAnswers(router);
-                        for (int i = 0; i < MAX_READ_PER_ROUND && !socketThread.closing(); i++) {
+                        for (int i = 0; i < MAX_READ_PER_ROUND && !servedByCaller && !socketThread.closing(); i++) {
                             if (!readOne(router)) {
                                 break;
                             }

@@ -152,11 +152,21 @@ final class UnixBridgeTransport implements BridgeTransport {
             return;
         }
         try {
-            selector.select(waitMs);
-        } catch (IOException e) {
+            if (waitMs <= 0) {
+                selector.selectNow();
+            } else {
+                selector.select(waitMs);
+            }
+        } catch (IOException | java.nio.channels.ClosedSelectorException e) {
+            // closed under a serving thread (the server closing): nothing more to read
             return;
         }
-        Iterator<SelectionKey> it = selector.selectedKeys().iterator();
+        Iterator<SelectionKey> it;
+        try {
+            it = selector.selectedKeys().iterator();
+        } catch (java.nio.channels.ClosedSelectorException e) {
+            return;
+        }
         while (it.hasNext()) {
             SelectionKey k = it.next();
             it.remove();

@@ -185,11 +185,37 @@ class UnixBridgeTransportTest {
      */
     @Test
     void everyAppliedCallOfABurstIsAnswered() throws Exception {
+        burst(false);
+    }
+
+    /**
+     * The same burst when a caller's thread reads the socket ({@link EngineBridgeServer#serve}, as
+     * the node loop does while idle) and the socket thread only keeps time and sends held replies.
+     */
+    @Test
+    void everyAppliedCallOfABurstIsAnsweredWhenTheCallerServesTheSocket() throws Exception {
+        burst(true);
+    }
+
+    private void burst(boolean callerServes) throws Exception {
         int n = 20_000;
         Path sock = privateDir().resolve("node.sock");
         try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
-             EngineBridgeServer server = EngineBridgeServer.open(at(sock), BridgeNodeInfo.of(cfg), loop);
+             EngineBridgeServer server = callerServes
+                     ? EngineBridgeServer.openServedByCaller(at(sock), BridgeNodeInfo.of(cfg), loop)
+                     : EngineBridgeServer.open(at(sock), BridgeNodeInfo.of(cfg), loop);
              UnixClient engine = new UnixClient(server.endpoint())) {
+            assertThat(server.servedByCaller()).isEqualTo(callerServes);
+            Thread serving = new Thread(() -> {
+                while (server.serve(100_000_000L)) {
+                    // the node loop's idle wait, with nothing else in its inbox
+                }
+            }, "test-serving");
+            if (callerServes) {
+                serving.start();
+            } else {
+                assertThat(server.serve(1_000_000L)).as("a server with a socket thread is not served by callers").isFalse();
+            }
             // the writer sends all while this thread reads: the server holds what the socket cannot take
             Thread writer = new Thread(() -> {
                 try {
@@ -222,6 +248,9 @@ class UnixBridgeTransportTest {
             assertThat(server.undeliverableApplied()).isZero();
             assertThat(ok.size() + refused.size() + server.undeliverable()).isEqualTo(n);
             assertThat(applied).isPositive();
+            server.close();
+            serving.join(30_000);
+            assertThat(serving.isAlive()).as("serve says false once the server closed").isFalse();
         }
     }
 

@@ -44,6 +44,26 @@ public final class Inbox {
         record Stop() implements Item {}
     }
 
+    /**
+     * What the loop may do instead of parking while the inbox is empty: serve a socket whose
+     * messages it then takes on its own thread (the engine bridge over a Unix socket), with no
+     * hand-off from a socket thread. The inbox wakes it when another thread adds an item.
+     */
+    public interface Idle {
+        /**
+         * Serves for up to {@code waitNs} (0: only what is there now); items it adds on the loop's
+         * thread are taken next. False when it no longer serves (the loop then parks as without it).
+         */
+        boolean serve(long waitNs);
+
+        /** Ends a {@link #serve} that waits (any thread). */
+        void wake();
+    }
+
+    private volatile Idle idle;
+    /** The loop's thread while it is in {@link Idle#serve} (producers on other threads wake it), else null. */
+    private volatile Thread serving;
+
     private final ArrayBlockingQueue<Item> queue;
     private final int capacity;
     private final LongAdder offered = new LongAdder();
@@ -66,7 +86,27 @@ public final class Inbox {
             refused.increment();
             return false;
         }
+        added();
         return true;
+    }
+
+    /**
+     * Lets the loop {@link Idle#serve serve} {@code idle} while the inbox is empty instead of
+     * parking ({@code null}: park). Any thread; the loop's wait under way ends.
+     */
+    public void idleWith(Idle idle) {
+        this.idle = idle;
+        // a loop parked already (no deadline: no bound) takes this and serves from its next wait
+        query(s -> null);
+    }
+
+    /** After an item went in: wakes the loop if it serves its {@link Idle} (unless the item is its own). */
+    private void added() {
+        Thread t = serving;
+        Idle i = idle;
+        if (t != null && i != null && t != Thread.currentThread()) {
+            i.wake();
+        }
     }
 
     /**
@@ -79,6 +119,7 @@ public final class Inbox {
         try {
             if (queue.size() < capacity && queue.offer(new Item.Observed(event, List.copyOf(recorded)), waitNs,
                     TimeUnit.NANOSECONDS)) {
+                added();
                 return true;
             }
         } catch (InterruptedException e) {
@@ -100,6 +141,8 @@ public final class Inbox {
             if (!queue.offer(new Item.Call(event, reply), waitNs, TimeUnit.NANOSECONDS)) {
                 refused.increment();
                 reply.completeExceptionally(new InboxFullException(capacity));
+            } else {
+                added();
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -113,12 +156,15 @@ public final class Inbox {
         CompletableFuture<T> result = new CompletableFuture<>();
         if (!queue.offer(new Item.Query<>(read, result))) {
             result.completeExceptionally(new InboxFullException(capacity));
+        } else {
+            added();
         }
         return result;
     }
 
     void stop() {
         queue.offer(new Item.Stop());
+        added();
     }
 
     /**
@@ -130,7 +176,8 @@ public final class Inbox {
 
     /**
      * Takes the next item, waiting at most {@code timeoutNs} ({@code Long.MAX_VALUE}: no bound):
-     * polls for up to {@link #SPIN_NS} first, then parks.
+     * polls for up to {@link #SPIN_NS} first (with an {@link Idle}, also looking at its socket without
+     * waiting), then serves the {@link Idle} until an item is there or the time is up, or parks.
      */
     Item take(long timeoutNs) throws InterruptedException {
         if (timeoutNs <= 0) {
@@ -138,18 +185,62 @@ public final class Inbox {
         }
         long start = System.nanoTime();
         long spin = Math.min(SPIN_NS, timeoutNs);
+        boolean serves = idle != null;
         do {
             Item i = queue.poll();
             if (i != null) {
                 return i;
             }
+            if (serves) {
+                i = serveIdle(0);
+                if (i != null) {
+                    return i;
+                }
+                serves = stillServing;
+            }
             Thread.onSpinWait();
         } while (System.nanoTime() - start < spin);
+        while (serves) {
+            long left = timeoutNs == Long.MAX_VALUE ? Long.MAX_VALUE : timeoutNs - (System.nanoTime() - start);
+            if (left <= 0) {
+                return queue.poll();
+            }
+            Item i = serveIdle(left);
+            if (i != null) {
+                return i;
+            }
+            serves = stillServing;
+        }
         if (timeoutNs == Long.MAX_VALUE) {
             return queue.take();
         }
         long left = timeoutNs - (System.nanoTime() - start);
         return left <= 0 ? queue.poll() : queue.poll(left, TimeUnit.NANOSECONDS);
+    }
+
+    /** Whether the last {@link #serveIdle} found its {@link Idle} still serving. Loop thread only. */
+    private boolean stillServing;
+
+    /** One {@link Idle#serve} of up to {@code waitNs}, announced to producers; the item it led to, if any. */
+    private Item serveIdle(long waitNs) {
+        Idle i = idle;
+        if (i == null) {
+            stillServing = false;
+            return null;
+        }
+        serving = Thread.currentThread();
+        try {
+            // after announcing: an item added before it was seen here, one added after wakes the serve
+            Item item = queue.poll();
+            if (item != null) {
+                stillServing = true;
+                return item;
+            }
+            stillServing = i.serve(waitNs);
+            return queue.poll();
+        } finally {
+            serving = null;
+        }
     }
 
     /** Items waiting now. */

@@ -606,7 +606,7 @@ public final class NodeLoop implements AutoCloseable {
     public java.util.concurrent.CompletableFuture<Boolean> rebase(NodeState fresh,
             java.util.function.BiFunction<JournalWriter, NodeState, JournalWriter> reopen) {
         Objects.requireNonNull(fresh, "fresh");
-        return inbox.query(ignored -> {
+        java.util.function.Function<NodeState, Boolean> startOver = ignored -> {
             Journaller old = journaller;
             if (old == null) {
                 return Boolean.FALSE;
@@ -632,7 +632,16 @@ public final class NodeLoop implements AutoCloseable {
             journaller = j;
             j.start();
             return over;
-        });
+        };
+        if (Thread.currentThread() == thread) {
+            // asked on the loop thread itself, while it serves its inbox's Idle (a hello read from
+            // the engine bridge's socket): it is between two items already, so it starts over now
+            // rather than queue a query it would wait for
+            java.util.concurrent.CompletableFuture<Boolean> done = new java.util.concurrent.CompletableFuture<>();
+            runQuery(new Inbox.Item.Query<>(startOver, done));
+            return done;
+        }
+        return inbox.query(startOver);
     }
 
     /** Test hook: holds ({@code true}) or lets go the journaller's appends, as a stalled disk would. */

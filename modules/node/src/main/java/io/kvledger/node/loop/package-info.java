@@ -1,6 +1,7 @@
 /**
  * The node's single loop and what it is made of: {@link io.kvledger.node.loop.NodeLoop} (the one
- * thread that owns the {@code NodeState}), its bounded {@link io.kvledger.node.loop.Inbox}, the
+ * thread that owns the {@code NodeState}), its bounded {@link io.kvledger.node.loop.Inbox} (whose
+ * {@link io.kvledger.node.loop.Inbox.Idle} lets the loop read a socket itself while idle), the
  * journaller thread that appends what the loop applied, {@link io.kvledger.node.loop.Delivery}
  * (bounded retry for the adapters), the {@link io.kvledger.node.loop.EffectRouter} the loop hands
  * its I/O commands to, the {@link io.kvledger.journal.ServiceClock}, and the
