@@ -35,11 +35,12 @@ Extra config keys read here (all others are the inner connector's):
                                 and counts; the count is written into the stream)
 ``record_zmq_hwm``              with ``tcp://``: messages (batches) ZMQ queues while the node is away,
                                 default 1000 (beyond: dropped and counted)
-``drive_node``                  drive mode (off by default): ``unix:///PATH`` (same host: the fastest)
-                                or ``tcp://127.0.0.1:PORT`` of a
+``drive_node``                  drive mode (off by default): ``unix:///PATH`` (same host: the fastest;
+                                a node started without ``--bridge`` listens on its journal
+                                directory's ``bridge.sock``) or ``tcp://127.0.0.1:PORT`` of a
                                 ``kvledger node --engine drive``; the scheduler connector returns the
                                 node's answers to vLLM (the inner still runs and its worker does the
-                                transfers); see README "Drive mode"
+                                transfers); see docs/vllm.md, "Drive mode"
 ``drive_timeout_ms``            how long one drive call waits for the node, default 5000
 ``drive_pipeline``              send the hooks whose answer vLLM does not use without waiting for the
                                 node (in order with the others; replies read later), default true
