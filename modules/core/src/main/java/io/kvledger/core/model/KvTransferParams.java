@@ -18,10 +18,15 @@ import java.util.List;
  * connector fails (a named anomaly with the value's text); the walk keeps where it sits in the raw
  * map (a byte per key, so that the one instance per request stays small). Where the connector
  * tells a missing key from None ({@code params[key]}, {@code params.get(key, default)}) there is a
- * {@code has...} accessor. Next to those raw values sit the typed reads the reducer uses:
- * {@code int()} of the ints, {@code str()} of {@code remote_host} and {@code remote_engine_id}
- * (with None and truthiness as each call site tests them), and {@code remote_block_ids} as
- * {@link BlockGroups}, converted once per params; the raw values are left for anomalies' text.
+ * {@code has...} accessor. The raw values stay package-private: the reducer reads only typed
+ * accessors, each giving what one upstream expression gives: {@code int()} of the ints
+ * ({@code ...Int}), their truth ({@code ...True}) and None test ({@code ...None}), the
+ * {@code str()} an anomaly's text quotes ({@code ...Text}) and the exception {@code int()} raises
+ * ({@code ...IntError}); {@code str()} of {@code remote_host} and {@code remote_engine_id} (with
+ * None and truthiness as each call site tests them); and {@code remote_block_ids} as
+ * {@link BlockGroups}, converted once per params. Each reads the value where the one walk found
+ * it (no lookup by name); none allocates but the texts (read on the anomaly paths), the groups
+ * (cached) and {@code int()} of a value that is not already an int.
  *
  * <p>The connector's three writes go through this class, so the typed fields and the raw map never
  * disagree: {@link #setDefaultTransferId}, {@link #clearRemotePrefill} and
@@ -269,10 +274,16 @@ public final class KvTransferParams {
 
     /**
      * {@code params.get("remote_block_ids")}: a list of ints or of lists of ints, as sent; the raw
-     * value, for an anomaly's text only (the reducer reads {@link #remoteBlockGroups}).
+     * value (the reducer reads {@link #remoteBlockGroups}, and {@link #remoteBlockIdsText} for an
+     * anomaly's text).
      */
-    public Object remoteBlockIds() {
+    Object remoteBlockIds() {
         return value(remoteBlockIdsAt, "remote_block_ids");
+    }
+
+    /** {@code str(params.get("remote_block_ids"))}: for an anomaly's text. */
+    public String remoteBlockIdsText() {
+        return ExtraConfig.pythonStr(remoteBlockIds());
     }
 
     /**
@@ -308,8 +319,8 @@ public final class KvTransferParams {
         return remoteEngineIdAt != ABSENT;
     }
 
-    /** {@code params.get("remote_engine_id")}: the raw value, for an anomaly's text only. */
-    public Object remoteEngineId() {
+    /** {@code params.get("remote_engine_id")}: the raw value (the reducer reads {@link #remoteEngineIdStr}). */
+    Object remoteEngineId() {
         return value(remoteEngineIdAt, "remote_engine_id");
     }
 
@@ -323,8 +334,8 @@ public final class KvTransferParams {
         return v == null ? null : ExtraConfig.pythonStr(v);
     }
 
-    /** {@code params.get("remote_host")}: the raw value, for an anomaly's text only. */
-    public Object remoteHost() {
+    /** {@code params.get("remote_host")}: the raw value (the reducer reads {@link #remoteHostStr}). */
+    Object remoteHost() {
         return value(remoteHostAt, "remote_host");
     }
 
@@ -349,18 +360,43 @@ public final class KvTransferParams {
     }
 
     /** {@code params.get("remote_hosts")}: the pods' hosts, a list when given. */
-    public Object remoteHosts() {
+    Object remoteHosts() {
         return value(remoteHostsAt, "remote_hosts");
     }
 
+    /** {@code bool(params.get("remote_hosts"))}: false when absent, None or empty. */
+    public boolean remoteHostsTrue() {
+        return ExtraConfig.pythonTruthy(remoteHosts());
+    }
+
+    /** {@code str(params.get("remote_hosts"))}: a value that is not a list, as one host. */
+    public String remoteHostsText() {
+        return ExtraConfig.pythonStr(remoteHosts());
+    }
+
     /** {@code params.get("remote_handshake_port")}. */
-    public Object remoteHandshakePort() {
+    Object remoteHandshakePort() {
         return value(remoteHandshakePortAt, "remote_handshake_port");
     }
 
     /** {@code params.get("remote_notify_port")}. */
-    public Object remoteNotifyPort() {
+    Object remoteNotifyPort() {
         return value(remoteNotifyPortAt, "remote_notify_port");
+    }
+
+    /** {@code params.get("remote_notify_port") is None}: absent or None. */
+    public boolean remoteNotifyPortNone() {
+        return remoteNotifyPort() == null;
+    }
+
+    /** {@code bool(params.get("remote_notify_port"))}. */
+    public boolean remoteNotifyPortTrue() {
+        return ExtraConfig.pythonTruthy(remoteNotifyPort());
+    }
+
+    /** {@code str(params.get("remote_notify_port"))}: for an anomaly's text. */
+    public String remoteNotifyPortText() {
+        return ExtraConfig.pythonStr(remoteNotifyPort());
     }
 
     public boolean hasRemoteDpRank() {
@@ -368,13 +404,23 @@ public final class KvTransferParams {
     }
 
     /** {@code params.get("remote_dp_rank")}. */
-    public Object remoteDpRank() {
+    Object remoteDpRank() {
         return value(remoteDpRankAt, "remote_dp_rank");
     }
 
+    /** {@code bool(params.get("remote_dp_rank"))}. */
+    public boolean remoteDpRankTrue() {
+        return ExtraConfig.pythonTruthy(remoteDpRank());
+    }
+
     /** {@code params.get("remote_dp_rank", 0)}: the value used as it is (None stays None). */
-    public Object remoteDpRankOrZero() {
+    Object remoteDpRankOrZero() {
         return remoteDpRankAt != ABSENT ? value(remoteDpRankAt, "remote_dp_rank") : ZERO;
+    }
+
+    /** {@code str(params.get("remote_dp_rank", 0))}: for an anomaly's text. */
+    public String remoteDpRankOrZeroText() {
+        return ExtraConfig.pythonStr(remoteDpRankOrZero());
     }
 
     public boolean hasRemoteDpSize() {
@@ -382,8 +428,23 @@ public final class KvTransferParams {
     }
 
     /** {@code params.get("remote_dp_size")}. */
-    public Object remoteDpSize() {
+    Object remoteDpSize() {
         return value(remoteDpSizeAt, "remote_dp_size");
+    }
+
+    /** {@code bool(params.get("remote_dp_size"))}. */
+    public boolean remoteDpSizeTrue() {
+        return ExtraConfig.pythonTruthy(remoteDpSize());
+    }
+
+    /** {@code str(params.get("remote_dp_size"))}: for an anomaly's text. */
+    public String remoteDpSizeText() {
+        return ExtraConfig.pythonStr(remoteDpSize());
+    }
+
+    /** The exception {@code int(params.get("remote_dp_size"))} raises when it raises: see {@link #intError}. */
+    public String remoteDpSizeIntError() {
+        return intError(remoteDpSize());
     }
 
     public boolean hasRemoteDpSizeLocal() {
@@ -391,8 +452,23 @@ public final class KvTransferParams {
     }
 
     /** {@code params.get("remote_dp_size_local")}. */
-    public Object remoteDpSizeLocal() {
+    Object remoteDpSizeLocal() {
         return value(remoteDpSizeLocalAt, "remote_dp_size_local");
+    }
+
+    /** {@code bool(params.get("remote_dp_size_local"))}. */
+    public boolean remoteDpSizeLocalTrue() {
+        return ExtraConfig.pythonTruthy(remoteDpSizeLocal());
+    }
+
+    /** {@code str(params.get("remote_dp_size_local"))}: for an anomaly's text. */
+    public String remoteDpSizeLocalText() {
+        return ExtraConfig.pythonStr(remoteDpSizeLocal());
+    }
+
+    /** The exception {@code int(params.get("remote_dp_size_local"))} raises when it raises: see {@link #intError}. */
+    public String remoteDpSizeLocalIntError() {
+        return intError(remoteDpSizeLocal());
     }
 
     public boolean hasIsRequestLeader() {
@@ -400,13 +476,38 @@ public final class KvTransferParams {
     }
 
     /** {@code params.get("is_request_leader")}. */
-    public Object isRequestLeader() {
+    Object isRequestLeader() {
         return value(isRequestLeaderAt, "is_request_leader");
     }
 
+    /** {@code params.get("is_request_leader") is None}: absent or None. */
+    public boolean isRequestLeaderNone() {
+        return isRequestLeader() == null;
+    }
+
+    /** {@code bool(params.get("is_request_leader"))}. */
+    public boolean isRequestLeaderTrue() {
+        return ExtraConfig.pythonTruthy(isRequestLeader());
+    }
+
+    /** {@code str(params.get("is_request_leader"))}: for the notify gate's text. */
+    public String isRequestLeaderText() {
+        return ExtraConfig.pythonStr(isRequestLeader());
+    }
+
     /** {@code params.get("remote_tp_size")}. */
-    public Object remoteTpSize() {
+    Object remoteTpSize() {
         return value(remoteTpSizeAt, "remote_tp_size");
+    }
+
+    /** {@code bool(params.get("remote_tp_size"))}. */
+    public boolean remoteTpSizeTrue() {
+        return ExtraConfig.pythonTruthy(remoteTpSize());
+    }
+
+    /** {@code str(params.get("remote_tp_size"))}: for an anomaly's text. */
+    public String remoteTpSizeText() {
+        return ExtraConfig.pythonStr(remoteTpSize());
     }
 
     public boolean hasTpSize() {
@@ -414,8 +515,18 @@ public final class KvTransferParams {
     }
 
     /** {@code params.get("tp_size")}. */
-    public Object tpSize() {
+    Object tpSize() {
         return value(tpSizeAt, "tp_size");
+    }
+
+    /** {@code bool(params.get("tp_size"))}. */
+    public boolean tpSizeTrue() {
+        return ExtraConfig.pythonTruthy(tpSize());
+    }
+
+    /** {@code str(params.get("tp_size"))}: for an anomaly's text. */
+    public String tpSizeText() {
+        return ExtraConfig.pythonStr(tpSize());
     }
 
     // ------------------------------------------------------------------ converted (typed)
@@ -425,8 +536,8 @@ public final class KvTransferParams {
      * {@code int(value)} gives by {@link KvParams#asLong}'s rules (a bool is 0 or 1, a float is
      * truncated, a str is parsed after stripping), {@code null} when the key is absent or None or
      * when {@code int()} raises; the hosts are {@code str()} of each. Where a value of the wrong
-     * type must become an anomaly, the caller names it with the Python value from the accessor
-     * above and {@link #intError}: these accessors never throw.
+     * type must become an anomaly, the caller names it with the {@code ...Text} and
+     * {@code ...IntError} accessors above: these accessors never throw.
      */
 
     /** {@code int(params.get("remote_handshake_port"))}, or {@code null} (see above). */
@@ -457,6 +568,15 @@ public final class KvTransferParams {
     public Long remoteDpRankOrZeroInt() {
         Object v = remoteDpRankOrZero();
         return v instanceof Number || v instanceof Boolean ? KvParams.asLong(v) : null;
+    }
+
+    /**
+     * {@code params.get("remote_dp_rank", 0)} when it is an int or a bool (0 or 1), else
+     * {@code null} (None, a float, a str, ...): the rank 239b5ff30's port arithmetic takes.
+     */
+    public Long remoteDpRankOrZeroIntOrBool() {
+        Object v = remoteDpRankOrZero();
+        return v instanceof Boolean b ? (Long) (b ? 1L : 0L) : v instanceof Long l ? l : null;
     }
 
     /** {@code int(params.get("remote_dp_size"))}, or {@code null} (see above). */
@@ -498,7 +618,7 @@ public final class KvTransferParams {
      * The exception Python's {@code int(value)} raises for a value it refuses: {@code ValueError}
      * for a str, {@code TypeError} for the rest.
      */
-    public static String intError(Object value) {
+    static String intError(Object value) {
         return value instanceof String ? "ValueError" : "TypeError";
     }
 
