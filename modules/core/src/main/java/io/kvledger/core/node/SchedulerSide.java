@@ -299,7 +299,7 @@ final class SchedulerSide {
             waitWithoutTransfer(c, r, waitsForRemote);
             return;
         }
-        Object rawTid = params.transferId().raw();
+        TransferId given = params.transferId();
         String transferId;
         if (c.on(Switch.TRANSFER_ID_REQUIRED)) {
             // 239b5ff30: transfer_id = params["transfer_id"], taken as it is
@@ -307,12 +307,11 @@ final class SchedulerSide {
                 c.anomaly(AnomalyKind.TRANSFER_ID_MISSING, rid, null, "update_state_after_alloc");
                 return;
             }
-            transferId = rawTid instanceof String ts ? ts : ExtraConfig.pythonStr(rawTid);
+            transferId = given.pythonStr();
         } else {
-            transferId = ExtraConfig.pythonTruthy(rawTid) && rawTid instanceof String ts
-                    ? ts
-                    : ExtraConfig.pythonTruthy(rawTid) ? ExtraConfig.pythonStr(rawTid) : RequestIds.synthesizedTransferId(rid);
-            if (!ExtraConfig.pythonTruthy(rawTid)) {
+            boolean givenTrue = given.isTrue();
+            transferId = givenTrue ? given.pythonStr() : RequestIds.synthesizedTransferId(rid);
+            if (!givenTrue) {
                 c.anomaly(AnomalyKind.TRANSFER_ID_SYNTHESIZED, rid, transferId,
                         params.hasTransferId() ? "transfer_id present but empty; params keep the empty value"
                                 : "transfer_id absent; written back into the params");
@@ -1203,6 +1202,7 @@ final class SchedulerSide {
             remoteValue = c.on(Switch.REMOTE_BLOCK_IDS_GROUPED) ? groups.toGroupedValue() : BlockGroups.flatValue(groups.first());
             delay = c.on(Switch.DELAY_FREE_ANY_GROUP) ? !groups.allEmpty() : groups.first().length > 0;
         }
+        // the returned dict is plain Python values, as every key of it: the id's as the params held it
         Object tidValue = params.transferId().raw();
         String tidString = params.transferId().asString();
         if (delay && !c.cfg.isProducer()) {
