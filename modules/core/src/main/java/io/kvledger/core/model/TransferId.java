@@ -28,13 +28,17 @@ public sealed interface TransferId {
      * {@code Long}, {@code byte[]}, or another value); {@link #NONE} for {@code null}.
      */
     static TransferId of(Object raw) {
-        return switch (raw) {
-            case null -> NONE;
-            case String s -> new Str(s);
-            case Long l -> new Int(l);
-            case byte[] b -> new Bytes(b);
-            default -> new Other(raw);
-        };
+        // an instanceof chain, not a pattern switch: this runs once per request on the hook path
+        if (raw instanceof String s) {
+            return new Str(s);
+        }
+        if (raw == null) {
+            return NONE;
+        }
+        if (raw instanceof Long l) {
+            return new Int(l);
+        }
+        return raw instanceof byte[] b ? new Bytes(b) : new Other(raw);
     }
 
     /** Whether this id holds the very value {@code raw} (as the params hold it): reuse it for them. */
@@ -49,15 +53,7 @@ public sealed interface TransferId {
     }
 
     /** {@code bool(transfer_id)}: false for None, {@code ""}, {@code 0}, {@code b""} and other false values. */
-    default boolean isTrue() {
-        return switch (this) {
-            case Str s -> !s.value().isEmpty();
-            case Int i -> i.value() != 0;
-            case None n -> false;
-            case Bytes b -> b.value.length > 0;
-            case Other o -> ExtraConfig.pythonTruthy(o.value());
-        };
-    }
+    boolean isTrue();
 
     /**
      * The id when it is a {@code str}, else {@code null}: the connector keys its tables by string
@@ -68,15 +64,7 @@ public sealed interface TransferId {
     }
 
     /** Python's {@code str()} of the value ({@code "None"} for {@link #NONE}): for messages. */
-    default String pythonStr() {
-        return switch (this) {
-            case Str s -> s.value();
-            case Int i -> Long.toString(i.value());
-            case None n -> "None";
-            case Bytes b -> ExtraConfig.pythonStr(b.value);
-            case Other o -> ExtraConfig.pythonStr(o.value());
-        };
-    }
+    String pythonStr();
 
     /**
      * The text a string-keyed reader files the id under: the string itself, the value's
@@ -98,6 +86,16 @@ public sealed interface TransferId {
         @Override
         public Object raw() {
             return null;
+        }
+
+        @Override
+        public boolean isTrue() {
+            return false;
+        }
+
+        @Override
+        public String pythonStr() {
+            return "None";
         }
 
         @Override
@@ -128,6 +126,16 @@ public sealed interface TransferId {
         }
 
         @Override
+        public boolean isTrue() {
+            return !value.isEmpty();
+        }
+
+        @Override
+        public String pythonStr() {
+            return value;
+        }
+
+        @Override
         public int hashCode() {
             return value.hashCode();
         }
@@ -148,6 +156,16 @@ public sealed interface TransferId {
         @Override
         public Object raw() {
             return value;
+        }
+
+        @Override
+        public boolean isTrue() {
+            return value != 0;
+        }
+
+        @Override
+        public String pythonStr() {
+            return Long.toString(value);
         }
 
         @Override
@@ -181,6 +199,16 @@ public sealed interface TransferId {
         }
 
         @Override
+        public boolean isTrue() {
+            return value.length > 0;
+        }
+
+        @Override
+        public String pythonStr() {
+            return ExtraConfig.pythonStr(value);
+        }
+
+        @Override
         public boolean equals(Object o) {
             return o instanceof Bytes b && Arrays.equals(value, b.value);
         }
@@ -206,6 +234,16 @@ public sealed interface TransferId {
         @Override
         public Object raw() {
             return value;
+        }
+
+        @Override
+        public boolean isTrue() {
+            return ExtraConfig.pythonTruthy(value);
+        }
+
+        @Override
+        public String pythonStr() {
+            return ExtraConfig.pythonStr(value);
         }
 
         @Override
