@@ -225,6 +225,9 @@ public final class KvParams {
 
     /** Python {@code int(v)} for the value kinds params carry; {@code null} when it would raise. */
     public static Long asLong(Object v) {
+        if (v instanceof Long l) {
+            return l; // the value itself: no new box for a port or an id beyond the small-int cache
+        }
         if (v instanceof Boolean b) {
             return b ? 1L : 0L;
         }

@@ -40,9 +40,11 @@ public final class ToyProxyParams {
                 "remote_dp_size", prefillDpSize,
                 "remote_tp_size", prefillTpSize);
         if (prefillReturned != null) {
-            params.put("remote_engine_id", prefillReturned.get("remote_engine_id"));
-            params.put("remote_block_ids", prefillReturned.get("remote_block_ids"));
-            params.put("transfer_id", prefillReturned.get("transfer_id"));
+            // read as the connector reads params (a missing key is None), copied as they came
+            KvTransferParams returned = KvTransferParams.of(KvParams.of(prefillReturned));
+            params.put("remote_engine_id", returned.remoteEngineId());
+            params.put("remote_block_ids", returned.remoteBlockIds());
+            params.put("transfer_id", returned.transferId().raw());
         }
         return params;
     }

@@ -299,7 +299,7 @@ final class SchedulerSide {
             waitWithoutTransfer(c, r, waitsForRemote);
             return;
         }
-        Object rawTid = params.transferId().raw();
+        TransferId given = params.transferId();
         String transferId;
         if (c.on(Switch.TRANSFER_ID_REQUIRED)) {
             // 239b5ff30: transfer_id = params["transfer_id"], taken as it is
@@ -307,12 +307,11 @@ final class SchedulerSide {
                 c.anomaly(AnomalyKind.TRANSFER_ID_MISSING, rid, null, "update_state_after_alloc");
                 return;
             }
-            transferId = rawTid instanceof String ts ? ts : ExtraConfig.pythonStr(rawTid);
+            transferId = given.pythonStr();
         } else {
-            transferId = ExtraConfig.pythonTruthy(rawTid) && rawTid instanceof String ts
-                    ? ts
-                    : ExtraConfig.pythonTruthy(rawTid) ? ExtraConfig.pythonStr(rawTid) : RequestIds.synthesizedTransferId(rid);
-            if (!ExtraConfig.pythonTruthy(rawTid)) {
+            boolean givenTrue = given.isTrue();
+            transferId = givenTrue ? given.pythonStr() : RequestIds.synthesizedTransferId(rid);
+            if (!givenTrue) {
                 c.anomaly(AnomalyKind.TRANSFER_ID_SYNTHESIZED, rid, transferId,
                         params.hasTransferId() ? "transfer_id present but empty; params keep the empty value"
                                 : "transfer_id absent; written back into the params");
@@ -378,7 +377,7 @@ final class SchedulerSide {
             // quietly) and warns "Got invalid KVTransferParams" only for a missing remote_engine_id.
             if (!remoteGiven) {
                 c.anomaly(AnomalyKind.READ_RECV_WITHOUT_REMOTE_BLOCKS, rid, tid(r), "remote_block_ids "
-                        + (params.hasRemoteBlockIds() ? "is " + ExtraConfig.pythonStr(params.remoteBlockIds()) : "missing")
+                        + (params.hasRemoteBlockIds() ? "is " + params.remoteBlockIdsText() : "missing")
                                 + "; upstream logs nothing, computes locally and never releases the producer's blocks");
             } else {
                 c.anomaly(AnomalyKind.READ_INVALID_PARAMS, rid, tid(r), "remote_engine_id missing: Got invalid KVTransferParams");
@@ -601,21 +600,20 @@ final class SchedulerSide {
         String rid = r.requestId;
         // params.get("remote_dp_rank", 0) is used as it is: a value that is no number (None, a
         // string) never equals the own rank in the gate and raises TypeError in the port arithmetic
-        Object rankValue = p.remoteDpRankOrZero();
         boolean rankNumeric = p.remoteDpRankIsNumber();
         Long rank = p.remoteDpRankOrZeroInt();
         int remoteDpRank = rank == null ? 0 : (int) (long) rank;
         // int(params.get("remote_dp_size", 1) or 1) sits outside the try: a non-numeric value raises
         // ValueError out of update_state_after_alloc before any notify is sent.
-        boolean dpSizeGiven = ExtraConfig.pythonTruthy(p.remoteDpSize());
+        boolean dpSizeGiven = p.remoteDpSizeTrue();
         Long dpSizeV = dpSizeGiven ? p.remoteDpSizeInt() : Long.valueOf(1);
         if (dpSizeV == null) {
-            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tid(r), "update_state_after_alloc: int(" + ExtraConfig.pythonStr(p.remoteDpSize())
-                    + ") for remote_dp_size raises " + KvTransferParams.intError(p.remoteDpSize()));
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tid(r), "update_state_after_alloc: int(" + p.remoteDpSizeText()
+                    + ") for remote_dp_size raises " + p.remoteDpSizeIntError());
             return false;
         }
         int dpSize = (int) (long) dpSizeV;
-        Long dpLocalV = ExtraConfig.pythonTruthy(p.remoteDpSizeLocal()) ? p.remoteDpSizeLocalInt() : Long.valueOf(0);
+        Long dpLocalV = p.remoteDpSizeLocalTrue() ? p.remoteDpSizeLocalInt() : Long.valueOf(0);
         int dpLocal = dpLocalV == null ? 0 : (int) (long) dpLocalV;
         if (dpLocal > 0) {
             dpSize = Math.min(dpSize, dpLocal);
@@ -626,14 +624,13 @@ final class SchedulerSide {
         }
         boolean notify;
         String gate;
-        Object leader = p.isRequestLeader();
-        if (leader != null) {
-            notify = ExtraConfig.pythonTruthy(leader);
-            gate = "is_request_leader=" + ExtraConfig.pythonStr(leader);
+        if (!p.isRequestLeaderNone()) {
+            notify = p.isRequestLeaderTrue();
+            gate = "is_request_leader=" + p.isRequestLeaderText();
         } else if (p.remoteDpRankOverride()) {
             notify = rankNumeric && c.cfg.dpRank() == remoteDpRank;
             gate = "remote_dp_rank_override: own rank " + c.cfg.dpRank() + " vs remote_dp_rank "
-                    + (rankNumeric ? String.valueOf(remoteDpRank) : ExtraConfig.pythonStr(rankValue));
+                    + (rankNumeric ? String.valueOf(remoteDpRank) : p.remoteDpRankOrZeroText());
         } else {
             notify = c.s.isKvMaster;
             gate = "kv master (pod " + PortMath.podIndex(c.cfg.dpRank(), c.cfg.dpSizeLocal()) + ")";
@@ -654,7 +651,7 @@ final class SchedulerSide {
         } else {
             String h = p.remoteHostIfTrue();
             host = h == null ? "" : h;
-            Long n = ExtraConfig.pythonTruthy(p.remoteNotifyPort()) ? p.remoteNotifyPortInt() : Long.valueOf(0);
+            Long n = p.remoteNotifyPortTrue() ? p.remoteNotifyPortInt() : Long.valueOf(0);
             notifyPort = n == null ? 0 : (int) (long) n;
             if (host.isEmpty() || notifyPort == 0) {
                 c.anomaly(AnomalyKind.NOTIFY_ADDRESS_UNRESOLVED, rid, tid(r),
@@ -664,7 +661,7 @@ final class SchedulerSide {
         }
         if (!rankNumeric) {
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tid(r), "update_state_after_alloc: remote_dp_rank "
-                    + ExtraConfig.pythonStr(rankValue) + " in the port arithmetic raises TypeError");
+                    + p.remoteDpRankOrZeroText() + " in the port arithmetic raises TypeError");
             return false;
         }
         List<Integer> blocks = e.numExternalTokens() > 0 ? BlockGroups.intView(e.blocks().first()) : List.of();
@@ -693,8 +690,7 @@ final class SchedulerSide {
     private static boolean writeNotifyToDecodeAddress(Ctx c, Req r, NodeEvent.BlocksAllocated e) {
         KvTransferParams p = r.params;
         String rid = r.requestId;
-        Object rankValue = p.remoteDpRankOrZero();
-        Long rank = rankValue instanceof Boolean b ? (Long) (b ? 1L : 0L) : rankValue instanceof Long l ? l : null;
+        Long rank = p.remoteDpRankOrZeroIntOrBool();
         var parsed = peer(c, r, rid, true);
         if (parsed == null || !parsed.isOk()) {
             c.anomaly(AnomalyKind.NOTIFY_ADDRESS_UNRESOLVED, rid, tid(r), parsed == null
@@ -703,7 +699,7 @@ final class SchedulerSide {
         }
         if (rank == null) {
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tid(r), "update_state_after_alloc: remote_dp_rank "
-                    + ExtraConfig.pythonStr(rankValue) + " in the port arithmetic raises TypeError");
+                    + p.remoteDpRankOrZeroText() + " in the port arithmetic raises TypeError");
             return false;
         }
         List<Integer> blocks = BlockGroups.intView(e.blocks().size() > 0 ? e.blocks().first() : new int[0]);
@@ -1016,8 +1012,7 @@ final class SchedulerSide {
             np = (int) (long) npv;
         }
         List<String> pods;
-        Object hosts = kv.remoteHosts();
-        if (!ExtraConfig.pythonTruthy(hosts)) {
+        if (!kv.remoteHostsTrue()) {
             // [remote_host]: one immutable list per peer host, shared by its requests' metadata
             NodeState s = c.s;
             if (s.scheduler.lastPodsHost != host || s.scheduler.lastPods == null) {
@@ -1028,14 +1023,15 @@ final class SchedulerSide {
         } else if (kv.remoteHostList() instanceof List<String> l) {
             pods = l;
         } else {
-            pods = List.of(ExtraConfig.pythonStr(hosts));
+            pods = List.of(kv.remoteHostsText());
         }
         Long dpLocal = kv.hasRemoteDpSizeLocal() ? kv.remoteDpSizeLocalInt()
                 : kv.hasRemoteDpSize() ? kv.remoteDpSizeInt() : Long.valueOf(1);
         if (dpLocal == null) {
-            Object dpLocalValue = kv.hasRemoteDpSizeLocal() ? kv.remoteDpSizeLocal() : kv.remoteDpSize();
-            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString, "add_new_req: int(" + ExtraConfig.pythonStr(dpLocalValue)
-                    + ") for remote_dp_size_local raises " + KvTransferParams.intError(dpLocalValue));
+            boolean sizeLocal = kv.hasRemoteDpSizeLocal();
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString, "add_new_req: int("
+                    + (sizeLocal ? kv.remoteDpSizeLocalText() : kv.remoteDpSizeText()) + ") for remote_dp_size_local raises "
+                    + (sizeLocal ? kv.remoteDpSizeLocalIntError() : kv.remoteDpSizeIntError()));
             return null;
         }
         if (!kv.hasRemoteBlockIds()) {
@@ -1048,16 +1044,15 @@ final class SchedulerSide {
         BlockGroups remote = kv.remoteBlockGroups();
         String engineId = kv.remoteEngineIdStr();
         // int(remote_tp_size or tp_size or 0)
-        boolean remoteTpGiven = ExtraConfig.pythonTruthy(kv.remoteTpSize());
-        boolean ownTpGiven = !remoteTpGiven && ExtraConfig.pythonTruthy(kv.tpSize());
+        boolean remoteTpGiven = kv.remoteTpSizeTrue();
+        boolean ownTpGiven = !remoteTpGiven && kv.tpSizeTrue();
         Long tp = remoteTpGiven ? kv.remoteTpSizeInt() : ownTpGiven ? kv.tpSizeInt() : Long.valueOf(0);
         if (tp == null) {
-            Object tpValue = remoteTpGiven ? kv.remoteTpSize() : kv.tpSize();
-            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString,
-                    "add_new_req: int(" + ExtraConfig.pythonStr(tpValue) + ") for the remote TP size raises ValueError");
+            c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, rid, tidString, "add_new_req: int("
+                    + (remoteTpGiven ? kv.remoteTpSizeText() : kv.tpSizeText()) + ") for the remote TP size raises ValueError");
             return null;
         }
-        Long dpRankValue = ExtraConfig.pythonTruthy(kv.remoteDpRank()) ? kv.remoteDpRankInt() : null;
+        Long dpRankValue = kv.remoteDpRankTrue() ? kv.remoteDpRankInt() : null;
         int dpRank = dpRankValue == null ? 0 : (int) (long) dpRankValue;
         // kv_transfer_params.get("remote_dp_size", 1): only an absent key defaults; a present 0 stays 0
         Long dpSizeValue = kv.hasRemoteDpSize() ? kv.remoteDpSizeInt() : null;
@@ -1288,6 +1283,7 @@ final class SchedulerSide {
             remoteValue = c.on(Switch.REMOTE_BLOCK_IDS_GROUPED) ? groups.toGroupedValue() : BlockGroups.flatValue(groups.first());
             delay = c.on(Switch.DELAY_FREE_ANY_GROUP) ? !groups.allEmpty() : groups.first().length > 0;
         }
+        // the returned dict is plain Python values, as every key of it: the id's as the params held it
         Object tidValue = params.transferId().raw();
         String tidString = params.transferId().asString();
         if (delay && !c.cfg.isProducer()) {
@@ -1405,14 +1401,12 @@ final class SchedulerSide {
             c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, null, "missing transfer_id");
             return true;
         }
-        Object rankValue = params.remoteDpRankOrZero();
         Long rankV = params.remoteDpRankOrZeroInt();
         int remoteDpRank = rankV == null ? 0 : (int) (long) rankV;
         String host = params.remoteHostStr();
-        Object port = params.remoteNotifyPort();
         String h;
         Long p;
-        if (host == null || port == null) {
+        if (host == null || params.remoteNotifyPortNone()) {
             var parsed = peer(c, r, r.requestId, false);
             if (parsed == null || !parsed.isOk()) {
                 c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, transferId.pythonStr(),
@@ -1426,13 +1420,13 @@ final class SchedulerSide {
             p = params.remoteNotifyPortInt();
             if (p == null) {
                 c.anomaly(AnomalyKind.RELEASE_NOT_SENT, r.requestId, transferId.pythonStr(),
-                        "remote_notify_port " + ExtraConfig.pythonStr(port) + " is not an int (ValueError)");
+                        "remote_notify_port " + params.remoteNotifyPortText() + " is not an int (ValueError)");
                 return true;
             }
         }
         if (!params.remoteDpRankIsNumber()) {
             c.anomaly(AnomalyKind.PARAM_NOT_AN_INT, r.requestId, transferId.pythonStr(), "request_finished: remote_dp_rank "
-                    + ExtraConfig.pythonStr(rankValue) + " in the release's port arithmetic raises TypeError");
+                    + params.remoteDpRankOrZeroText() + " in the release's port arithmetic raises TypeError");
             return false;
         }
         for (int tpIndex = 0; tpIndex < c.cfg.tpSize(); tpIndex++) {

@@ -67,6 +67,49 @@ class KvTransferParamsTest {
     }
 
     @Test
+    void truthiness_none_and_text_of_each_int_key_read_as_python_gives_them() {
+        KvTransferParams p = KvTransferParams.of(KvParams.of("remote_dp_size", "four", "remote_dp_size_local", 0L,
+                "is_request_leader", 0L, "remote_notify_port", "", "remote_dp_rank", 1.5, "remote_tp_size", List.of(),
+                "tp_size", true, "remote_hosts", "h0", "remote_block_ids", List.of(List.of(1L), 2L)));
+        assertThat(p.remoteDpSizeTrue()).as("bool('four')").isTrue();
+        assertThat(p.remoteDpSizeText()).isEqualTo("four");
+        assertThat(p.remoteDpSizeIntError()).as("int('four')").isEqualTo("ValueError");
+        assertThat(p.remoteDpSizeLocalTrue()).as("bool(0)").isFalse();
+        assertThat(p.remoteDpSizeLocalText()).isEqualTo("0");
+        assertThat(p.isRequestLeaderNone()).as("0 is not None").isFalse();
+        assertThat(p.isRequestLeaderTrue()).isFalse();
+        assertThat(p.isRequestLeaderText()).isEqualTo("0");
+        assertThat(p.remoteNotifyPortNone()).as("'' is not None").isFalse();
+        assertThat(p.remoteNotifyPortTrue()).isFalse();
+        assertThat(p.remoteDpRankTrue()).as("bool(1.5)").isTrue();
+        assertThat(p.remoteDpRankOrZeroText()).isEqualTo("1.5");
+        assertThat(p.remoteDpRankOrZeroIntOrBool()).as("a float is no int").isNull();
+        assertThat(p.remoteTpSizeTrue()).as("bool([])").isFalse();
+        assertThat(p.remoteTpSizeText()).isEqualTo("[]");
+        assertThat(p.tpSizeTrue()).isTrue();
+        assertThat(p.tpSizeText()).isEqualTo("True");
+        assertThat(p.remoteHostsTrue()).isTrue();
+        assertThat(p.remoteHostsText()).isEqualTo("h0");
+        assertThat(p.remoteHostList()).as("a str is not a list of hosts").isNull();
+        assertThat(p.remoteBlockIdsText()).isEqualTo("[[1], 2]");
+
+        KvTransferParams none = KvTransferParams.of(KvParams.of("is_request_leader", null, "remote_dp_size_local", List.of(1L)));
+        KvTransferParams missing = KvTransferParams.of(KvParams.of("remote_dp_rank", true));
+        assertThat(none.isRequestLeaderNone()).isTrue();
+        assertThat(missing.isRequestLeaderNone()).isTrue();
+        assertThat(none.isRequestLeaderText()).isEqualTo("None");
+        assertThat(none.remoteNotifyPortNone()).isTrue();
+        assertThat(none.remoteDpSizeLocalIntError()).as("int([1])").isEqualTo("TypeError");
+        assertThat(none.remoteDpRankOrZeroIntOrBool()).as("params.get('remote_dp_rank', 0) absent").isEqualTo(0L);
+        assertThat(none.remoteDpRankOrZeroText()).isEqualTo("0");
+        assertThat(missing.remoteDpRankOrZeroIntOrBool()).as("True is 1").isEqualTo(1L);
+        assertThat(List.of(missing.remoteDpSizeTrue(), missing.remoteDpSizeLocalTrue(), missing.isRequestLeaderTrue(),
+                missing.remoteNotifyPortTrue(), missing.remoteTpSizeTrue(), missing.tpSizeTrue(), missing.remoteHostsTrue()))
+                .as("an absent key is None: false").containsOnly(false);
+        assertThat(missing.remoteDpSizeText()).isEqualTo("None");
+    }
+
+    @Test
     void a_transfer_id_of_another_type_is_kept_as_it_came() {
         KvTransferParams p = KvTransferParams.of(KvParams.of("transfer_id", 42L));
         assertThat(p.transferId().raw()).isEqualTo(42L);

@@ -41,4 +41,40 @@ class TransferIdTest {
         assertThat(b.text()).isEqualTo("true");
         assertThat(TransferId.of(List.of(1L, "a")).raw()).isEqualTo(List.of(1L, "a"));
     }
+
+    @Test
+    void each_form_is_its_own_type_with_python_truth_and_text() {
+        assertThat(TransferId.of("tx-1")).isInstanceOf(TransferId.Str.class);
+        assertThat(TransferId.of(17L)).isInstanceOf(TransferId.Int.class);
+        assertThat(TransferId.of(new byte[] {1})).isInstanceOf(TransferId.Bytes.class);
+        assertThat(TransferId.of(Boolean.TRUE)).isInstanceOf(TransferId.Other.class);
+        assertThat(TransferId.of(1.5)).isInstanceOf(TransferId.Other.class);
+        assertThat(TransferId.of(Integer.valueOf(3))).as("a params int is a Long: another boxed type stays as it came")
+                .isInstanceOf(TransferId.Other.class).isNotEqualTo(TransferId.of(3L));
+        assertThat(List.of(TransferId.of("tx"), TransferId.of(-1L), TransferId.of(new byte[] {0}), TransferId.of(List.of(0L)),
+                TransferId.of(0.5))).allMatch(TransferId::isTrue);
+        assertThat(List.of(TransferId.NONE, TransferId.of(""), TransferId.of(0L), TransferId.of(new byte[0]),
+                TransferId.of(List.of()), TransferId.of(Boolean.FALSE), TransferId.of(0.0))).noneMatch(TransferId::isTrue);
+        assertThat(TransferId.of(17L).pythonStr()).isEqualTo("17");
+        assertThat(TransferId.of(new byte[] {'a', 0}).pythonStr()).isEqualTo("b'a\\x00'");
+        assertThat(TransferId.of(List.of(1L, "a")).pythonStr()).isEqualTo("[1, 'a']");
+        assertThat(TransferId.of(17L)).hasSameHashCodeAs(17L);
+    }
+
+    @Test
+    void bytes_compare_by_content_and_an_id_holds_the_value_it_was_read_from() {
+        byte[] raw = {1, 2};
+        TransferId b = TransferId.of(raw);
+        assertThat(b).isEqualTo(TransferId.of(new byte[] {1, 2})).isNotEqualTo(TransferId.of(new byte[] {1}));
+        assertThat(b.raw()).isSameAs(raw);
+        assertThat(b.holds(raw)).isTrue();
+        assertThat(b.holds(new byte[] {1, 2})).as("only the very array").isFalse();
+        String s = "tx-" + 1;
+        assertThat(TransferId.of(s).holds(s)).isTrue();
+        assertThat(TransferId.of(s).holds(new String(s))).as("only the very string").isFalse();
+        assertThat(TransferId.of(5000L).holds(5000L)).as("an int holds its value").isTrue();
+        assertThat(TransferId.of(5000L).holds("5000")).isFalse();
+        assertThat(TransferId.NONE.holds(null)).isTrue();
+        assertThat(TransferId.NONE.holds("")).isFalse();
+    }
 }
