@@ -1319,18 +1319,28 @@ class KafkaShipTest {
         return out;
     }
 
-    /** The {@code /metrics} at {@code url}: {backlog, acknowledged} of the series tagged {@code tag}, each present once. */
+    /**
+     * The {@code /metrics} at {@code url}: {backlog, acknowledged} of the series tagged {@code tag};
+     * each of ship --metrics's series that applies to one journal is present once.
+     */
     private static long[] shipMetrics(java.net.http.HttpClient client, String url, String tag) throws Exception {
         String text = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).GET().build(),
                 java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-        Pattern series = Pattern.compile("(?m)^kvledger_ship_(backlog_entries|acknowledged_total)\\{[^}]*"
-                + Pattern.quote(tag) + "[^}]*} ([0-9.E+-]+)$");
+        Pattern series = Pattern.compile("(?m)^kvledger_ship_(backlog_entries|acknowledged_total|backlog_bytes|sent_total"
+                + "|skipped_total|buffer_full|journals_stopped_total)\\{[^}]*" + Pattern.quote(tag) + "[^}]*} ([0-9.E+-]+)$");
         Map<String, Long> seen = new TreeMap<>();
         Matcher m = series.matcher(text);
         while (m.find()) {
             assertThat(seen.put(m.group(1), (long) Double.parseDouble(m.group(2)))).as(text).isNull();
         }
-        assertThat(seen).as(text).containsOnlyKeys("backlog_entries", "acknowledged_total");
+        assertThat(seen).as(text).containsOnlyKeys("backlog_entries", "acknowledged_total", "backlog_bytes", "sent_total",
+                "skipped_total", "buffer_full", "journals_stopped_total");
+        // a topic of its own, a broker that stays up, a journal the topic holds nothing of
+        assertThat(seen.get("journals_stopped_total")).as(text).isZero();
+        assertThat(seen.get("buffer_full")).as(text).isZero();
+        assertThat(seen.get("skipped_total")).as(text).isZero();
+        assertThat(seen.get("sent_total")).as(text).isGreaterThanOrEqualTo(seen.get("acknowledged_total"));
+        assertThat(seen.get("backlog_bytes")).as(text).isNotNegative();
         return new long[] {seen.get("backlog_entries"), seen.get("acknowledged_total")};
     }
 
