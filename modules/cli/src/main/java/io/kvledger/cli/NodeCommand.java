@@ -256,7 +256,7 @@ final class NodeCommand implements Callable<Integer> {
             if (node.http() != null) {
                 // /metrics reads the shipper's counters from before its first entry
                 io.kvledger.node.ship.Shipper shipper = shipping.shipper();
-                node.http().metrics().shipping(shipper::backlog, shipper::acknowledged);
+                node.http().metrics().shipping(shipper);
             }
             shipping.begin();
         }

@@ -162,7 +162,7 @@ final class ProxyCommand implements Callable<Integer> {
         }
         if (shipping != null) {
             // /metrics reads the shipper's counters from before its first entry
-            proxy.shipping(shipping.shipper()::backlog, shipping.shipper()::acknowledged);
+            proxy.shipping(shipping.shipper());
             shipping.begin();
         }
         Foreground fg = Foreground.install("kvledger-proxy-shutdown");

@@ -117,8 +117,14 @@ final class ServeCommand implements Callable<Integer> {
             return all;
         };
         java.util.Map<java.nio.file.Path, EventStream> streams = new java.util.LinkedHashMap<>();
+        java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
+        // an open /v1/events connection asks again every second, so a node that appears later joins it;
+        // null once closing ends those connections
         java.util.function.Supplier<List<EventStream>> currentStreams = () -> {
             synchronized (streams) {
+                if (closing.get()) {
+                    return null;
+                }
                 for (NodeJournal j : current.get()) {
                     streams.computeIfAbsent(j.dir(), d -> new EventStream(d, j.name()));
                 }
@@ -146,6 +152,7 @@ final class ServeCommand implements Callable<Integer> {
         } finally {
             // End the event streams first: an open stream would hold the server's graceful shutdown.
             synchronized (streams) {
+                closing.set(true);
                 streams.values().forEach(EventStream::close);
             }
             s.close();
@@ -162,7 +169,7 @@ final class ServeCommand implements Callable<Integer> {
         try {
             return WebServer.start(journals, host, port, r -> {
                 if (streams != null) {
-                    r.get("/v1/events", (req, res) -> EventStream.serve(streams.get(), res));
+                    r.get("/v1/events", (req, res) -> EventStream.serve(streams, java.time.Duration.ofSeconds(1), res));
                 }
             });
         } catch (IllegalStateException e) {

@@ -1120,6 +1120,11 @@ class KafkaShipTest {
             String base = "http://127.0.0.1:" + serve.server.port();
             String before = get(http, base + "/v1/requests");
             assertThat(before).contains("\"node\":\"P0\"").doesNotContain("\"node\":\"D0\"");
+            // a page open before D0 ships: its event stream follows P0, and D0 joins it later
+            java.net.http.HttpResponse<java.util.stream.Stream<String>> open = http.send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create(base + "/v1/events")).GET().build(), java.net.http.HttpResponse.BodyHandlers.ofLines());
+            assertThat(open.statusCode()).isEqualTo(200);
+            java.util.concurrent.BlockingQueue<String> openLines = linesOf(ServeCommandTest.afterReadyEvents(open, 1));
 
             // D0 ships its whole journal, header first, after serve started: it appears in the API
             CliRun.Outcome second = CliRun.run("ship", "--no-follow", "--to", uri, sim.resolve("D0").toString());
@@ -1149,6 +1154,43 @@ class KafkaShipTest {
                 assertThat(want).isNotEmpty();
                 assertThat(got).isEqualTo(want);
             }
+            // the stream opened before D0 shipped gets D0's ready event (the page then fetches the
+            // requests again, D0's included), then what D0 ships from then on
+            boolean d0Ready = false;
+            long readyBy = System.nanoTime() + TimeUnit.MINUTES.toNanos(3); // keepalive lines come meanwhile
+            for (String prev = "", line; !d0Ready && (line = openLines.poll(readyBy - System.nanoTime(), TimeUnit.NANOSECONDS)) != null; ) {
+                d0Ready = prev.equals("event: ready") && line.startsWith("data: ") && line.contains("\"node\":\"D0\"");
+                prev = line;
+            }
+            assertThat(d0Ready).as("D0's ready event on the stream opened before it shipped").isTrue();
+            Path d0Dir = sim.resolve("D0");
+            io.kvledger.journal.JournalHeader header;
+            long last = 0;
+            try (io.kvledger.journal.JournalReader reader = io.kvledger.journal.JournalReader.open(d0Dir)) {
+                header = reader.header();
+                for (io.kvledger.journal.JournalEntry e : reader) {
+                    last = Math.max(last, e.atNs());
+                }
+            }
+            long seq;
+            try (io.kvledger.journal.JournalWriter w = io.kvledger.journal.JournalWriter.open(d0Dir, header)) {
+                seq = w.appendInput(new io.kvledger.core.event.NodeEvent.Tick(last + 1_000_000));
+            }
+            CliRun.Outcome third = CliRun.run("ship", "--no-follow", "--to", uri, d0Dir.toString());
+            assertThat(third.code()).as(third.err()).isZero();
+            String id = null;
+            boolean tick = false;
+            long tickBy = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+            for (String line; !tick && (line = openLines.poll(tickBy - System.nanoTime(), TimeUnit.NANOSECONDS)) != null; ) {
+                if (line.startsWith("id: ")) {
+                    id = line.substring(4);
+                }
+                tick = line.startsWith("data: ") && line.contains("\"type\":\"tick\"")
+                        && line.contains("\"at_ns\":" + (last + 1_000_000));
+            }
+            assertThat(tick).as("D0's tick shipped later, on the stream opened before D0 shipped").isTrue();
+            assertThat(id).isEqualTo(Long.toString(seq));
+            open.body().close();
             // a new event stream has a ready event from each journal, D0's included
             java.net.http.HttpResponse<java.util.stream.Stream<String>> r = http.send(java.net.http.HttpRequest.newBuilder(
                     java.net.URI.create(base + "/v1/events")).GET().build(), java.net.http.HttpResponse.BodyHandlers.ofLines());
@@ -1162,6 +1204,21 @@ class KafkaShipTest {
             t.join(30_000);
         }
         assertThat(t.isAlive()).as("serve stopped").isFalse();
+    }
+
+    /** The lines still to come from {@code lines}, read on a thread of their own, so that a test waits on them with a bound. */
+    private static java.util.concurrent.BlockingQueue<String> linesOf(java.util.Iterator<String> lines) {
+        java.util.concurrent.BlockingQueue<String> q = new java.util.concurrent.LinkedBlockingQueue<>();
+        Thread reader = new Thread(() -> {
+            try {
+                lines.forEachRemaining(q::add);
+            } catch (RuntimeException e) {
+                // the stream was closed
+            }
+        }, "event-lines");
+        reader.setDaemon(true);
+        reader.start();
+        return q;
     }
 
     private static String get(java.net.http.HttpClient http, String url) throws Exception {
@@ -1262,18 +1319,28 @@ class KafkaShipTest {
         return out;
     }
 
-    /** The {@code /metrics} at {@code url}: {backlog, acknowledged} of the series tagged {@code tag}, each present once. */
+    /**
+     * The {@code /metrics} at {@code url}: {backlog, acknowledged} of the series tagged {@code tag};
+     * each of ship --metrics's series that applies to one journal is present once.
+     */
     private static long[] shipMetrics(java.net.http.HttpClient client, String url, String tag) throws Exception {
         String text = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).GET().build(),
                 java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-        Pattern series = Pattern.compile("(?m)^kvledger_ship_(backlog_entries|acknowledged_total)\\{[^}]*"
-                + Pattern.quote(tag) + "[^}]*} ([0-9.E+-]+)$");
+        Pattern series = Pattern.compile("(?m)^kvledger_ship_(backlog_entries|acknowledged_total|backlog_bytes|sent_total"
+                + "|skipped_total|buffer_full|journals_stopped_total)\\{[^}]*" + Pattern.quote(tag) + "[^}]*} ([0-9.E+-]+)$");
         Map<String, Long> seen = new TreeMap<>();
         Matcher m = series.matcher(text);
         while (m.find()) {
             assertThat(seen.put(m.group(1), (long) Double.parseDouble(m.group(2)))).as(text).isNull();
         }
-        assertThat(seen).as(text).containsOnlyKeys("backlog_entries", "acknowledged_total");
+        assertThat(seen).as(text).containsOnlyKeys("backlog_entries", "acknowledged_total", "backlog_bytes", "sent_total",
+                "skipped_total", "buffer_full", "journals_stopped_total");
+        // a topic of its own, a broker that stays up, a journal the topic holds nothing of
+        assertThat(seen.get("journals_stopped_total")).as(text).isZero();
+        assertThat(seen.get("buffer_full")).as(text).isZero();
+        assertThat(seen.get("skipped_total")).as(text).isZero();
+        assertThat(seen.get("sent_total")).as(text).isGreaterThanOrEqualTo(seen.get("acknowledged_total"));
+        assertThat(seen.get("backlog_bytes")).as(text).isNotNegative();
         return new long[] {seen.get("backlog_entries"), seen.get("acknowledged_total")};
     }
 

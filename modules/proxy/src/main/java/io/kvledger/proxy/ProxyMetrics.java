@@ -8,11 +8,11 @@ import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.kvledger.ledger.metrics.RuntimeMetrics;
+import io.kvledger.ledger.metrics.ShipSeries;
 import io.kvledger.wire.Registration;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.function.LongSupplier;
 
 /**
  * The proxy's metrics in Prometheus text ({@code GET /metrics}), named as the node's are
@@ -35,8 +35,9 @@ import java.util.function.LongSupplier;
  *   <li>{@code kvledger_proxy_registrations_received_total},
  *       {@code kvledger_proxy_registrations_rejected_total}: registration messages read
  *       (heartbeats included) and rejected (journaled);</li>
- *   <li>{@code kvledger_ship_backlog_entries} and {@code kvledger_ship_acknowledged_total}: a
- *       journal shipper's ({@code --ship}, {@link #shipping}), as the node's; 0 without one;</li>
+ *   <li>the {@code kvledger_ship_*} series of {@link ShipSeries} ({@code backlog_entries},
+ *       {@code acknowledged_total}, {@code sent_total}, {@code buffer_full} ...): a journal
+ *       shipper's ({@code --ship}, {@link #shipping}), as the node's; 0 without one;</li>
  *   <li>the process's and the JVM's ({@code RuntimeMetrics}).</li>
  * </ul>
  * Thread-safe.
@@ -55,8 +56,7 @@ final class ProxyMetrics {
     private final Instances instances;
     private final RegistrationRouterCounts router;
     /** A journal shipper's counters ({@link #shipping}); 0 without one. */
-    private volatile LongSupplier shipBacklog = () -> 0;
-    private volatile LongSupplier shipAcknowledged = () -> 0;
+    private volatile ShipSeries.Counters ship = ShipSeries.NONE;
 
     ProxyMetrics(String proxyId, Instances instances, RegistrationRouterCounts router) {
         this.tags = Tags.of("proxy", proxyId);
@@ -73,11 +73,7 @@ final class ProxyMetrics {
         FunctionCounter.builder("kvledger_proxy_registrations_rejected", router, RegistrationRouterCounts::rejected)
                 .tags(tags).description("registration messages rejected (journaled)").register(registry);
         // present on every scrape from the start, at 0 until a shipper's counters are given (shipping)
-        Gauge.builder("kvledger_ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
-                .description("Journal entries handed to the Kafka producer and not acknowledged yet (held in memory; "
-                        + "0 without --ship)").register(registry);
-        FunctionCounter.builder("kvledger_ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
-                .description("Journal entries Kafka acknowledged since start (0 without --ship)").register(registry);
+        ShipSeries.register(registry, tags, this, m -> m.ship);
         for (String reason : HANDOFF_REASONS) {
             handoffs(reason);
         }
@@ -96,12 +92,10 @@ final class ProxyMetrics {
 
     /**
      * Gives the meters the counters of a shipper of the proxy's journal ({@code kvledger proxy
-     * --ship}), as the node's: {@code kvledger_ship_backlog_entries} (entries handed to the Kafka
-     * producer, not acknowledged yet) and {@code kvledger_ship_acknowledged_total}, read live.
+     * --ship}), as the node's: the {@link ShipSeries}, read live.
      */
-    void shipping(LongSupplier backlog, LongSupplier acknowledged) {
-        shipBacklog = backlog;
-        shipAcknowledged = acknowledged;
+    void shipping(ShipSeries.Counters counters) {
+        ship = counters;
     }
 
     /** The {@code reason}s of {@code kvledger_proxy_handoffs_rejected_total}, exported from start (at 0). */

@@ -2,6 +2,7 @@ package io.kvledger.proxy;
 
 import io.kvledger.journal.proxy.ProxyEvent;
 import io.kvledger.journal.ServiceClock;
+import io.kvledger.ledger.metrics.ShipSeries;
 import io.kvledger.ledger.otlp.OtlpSender;
 import java.time.Duration;
 import java.util.Map;
@@ -143,11 +144,11 @@ public final class ProxyService implements AutoCloseable {
     }
 
     /**
-     * Exports a journal shipper's counters on {@code /metrics} ({@code kvledger_ship_backlog_entries},
-     * {@code kvledger_ship_acknowledged_total}, at 0 until then).
+     * Exports a journal shipper's counters on {@code /metrics} (the {@code kvledger_ship_*} series
+     * of {@link ShipSeries}, at 0 until then).
      */
-    public void shipping(LongSupplier backlog, LongSupplier acknowledged) {
-        metrics.shipping(backlog, acknowledged);
+    public void shipping(ShipSeries.Counters counters) {
+        metrics.shipping(counters);
     }
 
     /** Proxy events written to the journal so far. */

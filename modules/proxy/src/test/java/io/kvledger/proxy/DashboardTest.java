@@ -104,6 +104,23 @@ class DashboardTest {
     }
 
     @Test
+    void theNodesAndTheProxyHaveTheShipSeriesAtZeroWithoutShipping() {
+        // ship --metrics's names (ShipSeries), there from the first scrape although nothing ships
+        List<String> ship = List.of("kvledger_ship_backlog_entries", "kvledger_ship_acknowledged_total",
+                "kvledger_ship_backlog_bytes", "kvledger_ship_sent_total", "kvledger_ship_skipped_total",
+                "kvledger_ship_buffer_full", "kvledger_ship_journals_stopped_total");
+        for (Map.Entry<String, String> e : SCRAPES.entrySet()) {
+            for (String name : ship) {
+                java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^" + name + "\\{[^}]*} (\\S+)$")
+                        .matcher(e.getValue());
+                assertThat(m.find()).as("%s on the %s's /metrics", name, e.getKey()).isTrue();
+                assertThat(Double.parseDouble(m.group(1))).as("%s on the %s's /metrics", name, e.getKey()).isZero();
+                assertThat(m.find()).as("%s once on the %s's /metrics", name, e.getKey()).isFalse();
+            }
+        }
+    }
+
+    @Test
     void theScrapesCarryProcessAndJvmMetrics() {
         for (Map.Entry<String, String> e : SCRAPES.entrySet()) {
             assertThat(sampleNames(e.getValue())).as("the %s's /metrics", e.getKey()).contains(

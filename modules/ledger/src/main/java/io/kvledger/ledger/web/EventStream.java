@@ -13,13 +13,18 @@ import java.util.List;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.server.HttpServerResponse;
 import reactor.util.concurrent.Queues;
 
@@ -103,6 +108,41 @@ public final class EventStream implements AutoCloseable {
      * {@value #MAX_CLIENTS} clients already.
      */
     public static Publisher<Void> serve(List<EventStream> streams, HttpServerResponse res) {
+        return serve(streams, Flux.empty(), res);
+    }
+
+    /**
+     * Like {@link #serve(List, HttpServerResponse)} over streams that grow ({@code serve --follow}
+     * of a topic, whose nodes appear as they ship): {@code streams} is asked again every
+     * {@code every} (off the Netty threads), and a stream it lists that the connection does not
+     * follow yet joins it, with its {@code ready} event first (a stream with
+     * {@value #MAX_CLIENTS} clients already is tried again at the next look). {@code streams}
+     * answers {@code null} once the server is closing: the looks end, and the connection with its
+     * streams.
+     */
+    public static Publisher<Void> serve(Supplier<List<EventStream>> streams, Duration every, HttpServerResponse res) {
+        List<EventStream> first = streams.get();
+        if (first == null) {
+            return json(res, HttpResponseStatus.SERVICE_UNAVAILABLE, Map.of("error", "the server is closing"));
+        }
+        Set<EventStream> joined = ConcurrentHashMap.newKeySet();
+        joined.addAll(first);
+        Flux<String> later = Flux.interval(every, every, Schedulers.boundedElastic())
+                .map(t -> Optional.ofNullable(streams.get()))
+                .takeWhile(Optional::isPresent)
+                .concatMapIterable(o -> o.get().stream().filter(joined::add).toList())
+                .flatMap(s -> {
+                    Flux<String> f = s.subscribe();
+                    if (f == null) {
+                        joined.remove(s);
+                        return Flux.<String>empty();
+                    }
+                    return f;
+                }, Integer.MAX_VALUE);
+        return serve(first, later, res);
+    }
+
+    private static Publisher<Void> serve(List<EventStream> streams, Flux<String> later, HttpServerResponse res) {
         List<Flux<String>> fluxes = new ArrayList<>();
         for (EventStream s : streams) {
             Flux<String> f = s.subscribe();
@@ -117,7 +157,8 @@ public final class EventStream implements AutoCloseable {
         return res.status(HttpResponseStatus.OK)
                 .header("Content-Type", "text/event-stream; charset=utf-8")
                 .header("Cache-Control", "no-cache")
-                .send(Flux.merge(fluxes).map(m -> Unpooled.wrappedBuffer(m.getBytes(StandardCharsets.UTF_8))), b -> true);
+                .send(Flux.merge(Flux.merge(fluxes), later)
+                        .map(m -> Unpooled.wrappedBuffer(m.getBytes(StandardCharsets.UTF_8))), b -> true);
     }
 
     /** Clients listening now. */

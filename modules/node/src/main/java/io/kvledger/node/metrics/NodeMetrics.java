@@ -6,6 +6,7 @@ import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.node.NodeState;
 import io.kvledger.ledger.metrics.RuntimeMetrics;
+import io.kvledger.ledger.metrics.ShipSeries;
 import io.kvledger.node.data.DataPlane;
 import io.kvledger.node.loop.Inbox;
 import io.kvledger.node.loop.NodeLoop;
@@ -65,9 +66,8 @@ import java.util.function.LongSupplier;
  * {@code kvledger_frames_rejected_total}; with an engine bridge,
  * {@code kvledger_bridge_calls_received_total}, {@code kvledger_bridge_calls_busy_total},
  * {@code kvledger_bridge_replies_held}, {@code kvledger_bridge_replies_undeliverable_total} and
- * {@code kvledger_bridge_replies_undeliverable_applied_total}; {@code kvledger_ship_backlog_entries}
- * and {@code kvledger_ship_acknowledged_total} (a journal shipper's, {@link #shipping}; 0 without
- * one); the process's and the JVM's ({@link RuntimeMetrics}). Every series carries the tags
+ * {@code kvledger_bridge_replies_undeliverable_applied_total}; the {@code kvledger_ship_*} series of
+ * {@link ShipSeries} (a journal shipper's, {@link #shipping}; 0 without one); the process's and the JVM's ({@link RuntimeMetrics}). Every series carries the tags
  * {@code node} and {@code role}, and every one is exported from the first scrape (at 0).
  *
  * <p>Threading: {@link #onApplied} and {@link #onDecision} run on the loop thread and only update counters and
@@ -107,8 +107,7 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
     private final NodeLoop loop;
 
     /** A journal shipper's counters ({@link #shipping}); 0 without one. */
-    private volatile LongSupplier shipBacklog = () -> 0;
-    private volatile LongSupplier shipAcknowledged = () -> 0;
+    private volatile ShipSeries.Counters ship = ShipSeries.NONE;
 
     private NodeMetrics(NodeLoop loop, Inbox inbox, LongSupplier clock, DataPlane dataPlane, NodeStatus first) {
         this.loop = loop;
@@ -213,11 +212,7 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
         FunctionCounter.builder("kvledger_frames_received", this, m -> m.status().framesReceived())
                 .description("Notify frames received").tags(tags).register(registry);
         // present on every scrape from the start, at 0 until a shipper's counters are given (shipping)
-        Gauge.builder("kvledger_ship_backlog_entries", this, m -> m.shipBacklog.getAsLong()).tags(tags)
-                .description("Journal entries handed to the Kafka producer and not acknowledged yet (held in memory; "
-                        + "0 without --ship)").register(registry);
-        FunctionCounter.builder("kvledger_ship_acknowledged", this, m -> m.shipAcknowledged.getAsLong()).tags(tags)
-                .description("Journal entries Kafka acknowledged since start (0 without --ship)").register(registry);
+        ShipSeries.register(registry, tags, this, m -> m.ship);
         FunctionCounter.builder("kvledger_frames_rejected", this, m -> m.status().framesRejected())
                 .description("Notify frames rejected").tags(tags).register(registry);
         if (first.bridge() != null) {
@@ -334,17 +329,13 @@ public final class NodeMetrics implements NodeLoop.Listener, AutoCloseable {
 
     /**
      * Gives the meters the counters of a shipper of the node's own journal ({@code kvledger node
-     * --ship}): {@code kvledger_ship_backlog_entries} (entries read from the journal and handed to
-     * the producer, not yet acknowledged by Kafka: what waits in memory) and
-     * {@code kvledger_ship_acknowledged_total} (entries Kafka acknowledged since start). The meters
-     * exist from the start at 0 and read these live at each scrape.
-     *
-     * @param backlog      entries handed over and not acknowledged (any thread)
-     * @param acknowledged entries acknowledged since start (any thread)
+     * --ship}): the {@link ShipSeries} ({@code kvledger_ship_backlog_entries}: entries read from the
+     * journal and handed to the producer, not yet acknowledged by Kafka, what waits in memory;
+     * {@code kvledger_ship_acknowledged_total}, {@code _sent_total}, {@code _buffer_full} ...). The
+     * meters exist from the start at 0 and read these live at each scrape (any thread).
      */
-    public void shipping(LongSupplier backlog, LongSupplier acknowledged) {
-        shipBacklog = backlog;
-        shipAcknowledged = acknowledged;
+    public void shipping(ShipSeries.Counters counters) {
+        ship = counters;
     }
 
     private void postTimed(long wallNs) {

@@ -2,6 +2,7 @@ package io.kvledger.node.ship;
 
 import com.sun.net.httpserver.HttpServer;
 import io.kvledger.ledger.metrics.RuntimeMetrics;
+import io.kvledger.ledger.metrics.ShipSeries;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Tags;
@@ -16,14 +17,13 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A standalone shipper's metrics in Prometheus text ({@code kvledger ship --metrics HOST:PORT},
- * {@code GET /metrics}). The first two carry the names and meanings of the series a node or a
- * proxy that ships its own journal exports ({@code --ship}), without their {@code node} and
- * {@code role} labels, since one {@code ship} follows many journals; all of them but the per-node
- * ones are present from the first scrape at 0:
+ * {@code GET /metrics}). All but {@code kvledger_ship_journals} and the per-node ones are the
+ * {@link ShipSeries} a node or a proxy that ships its own journal exports ({@code --ship}), without
+ * their {@code node} and {@code role} labels, since one {@code ship} follows many journals; all of
+ * them but the per-node ones are present from the first scrape at 0:
  * <ul>
  *   <li>{@code kvledger_ship_backlog_entries}: entries handed to the Kafka producer and not
  *       acknowledged yet (held in memory; it grows while the broker is away);</li>
@@ -34,7 +34,7 @@ import java.util.concurrent.TimeUnit;
  *   <li>{@code kvledger_ship_sent_total}: entries handed to the producer since start;</li>
  *   <li>{@code kvledger_ship_skipped_total}: entries left out because the topic held them already
  *       (where a restart resumed);</li>
- *   <li>{@code kvledger_ship_buffer_full}: 1 while a send has waited {@value #FULL_AFTER_S} s or
+ *   <li>{@code kvledger_ship_buffer_full}: 1 while a send has waited {@value ShipSeries#FULL_AFTER_S} s or
  *       more for room in the producer's buffer (the broker takes nothing: the journals keep what
  *       follows), else 0;</li>
  *   <li>{@code kvledger_ship_journals}: journals followed (given, or found in a watched directory);</li>
@@ -52,9 +52,6 @@ import java.util.concurrent.TimeUnit;
  */
 public final class ShipMetrics implements AutoCloseable {
 
-    /** Seconds a send waits for room before {@code kvledger_ship_buffer_full} says 1. */
-    static final int FULL_AFTER_S = 1;
-
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     /** Held: Micrometer holds what its meters read weakly. */
     private final Shipper shipper;
@@ -66,24 +63,8 @@ public final class ShipMetrics implements AutoCloseable {
     private ShipMetrics(Shipper shipper, HttpServer server) {
         this.shipper = shipper;
         this.server = server;
-        // the first two as the node's and the proxy's (NodeMetrics, ProxyMetrics), over every journal shipped
-        Gauge.builder("kvledger_ship_backlog_entries", shipper, Shipper::backlog)
-                .description("Journal entries handed to the Kafka producer and not acknowledged yet (held in memory)")
-                .register(registry);
-        FunctionCounter.builder("kvledger_ship_acknowledged", shipper, Shipper::acknowledged)
-                .description("Journal entries Kafka acknowledged since start").register(registry);
-        Gauge.builder("kvledger_ship_backlog_bytes", shipper, Shipper::backlogBytes)
-                .description("Bytes of the journal entries handed to the Kafka producer and not acknowledged yet")
-                .register(registry);
-        FunctionCounter.builder("kvledger_ship_sent", shipper, Shipper::sent)
-                .description("Journal entries handed to the Kafka producer since start").register(registry);
-        FunctionCounter.builder("kvledger_ship_skipped", shipper, Shipper::skipped)
-                .description("Journal entries left out because the topic held them already").register(registry);
-        Gauge.builder("kvledger_ship_buffer_full", shipper,
-                        s -> s.sendWaiting(TimeUnit.SECONDS.toNanos(FULL_AFTER_S)) ? 1 : 0)
-                .description("1 while a send has waited " + FULL_AFTER_S + " s or more for room in the producer's "
-                        + "buffer (the broker takes nothing; the journals keep the rest), else 0")
-                .register(registry);
+        // as the node's and the proxy's (NodeMetrics, ProxyMetrics), over every journal shipped
+        ShipSeries.register(registry, Tags.empty(), shipper, s -> s);
         Gauge.builder("kvledger_ship_journals", shipper, s -> s.nodeCounters().size())
                 .description("Journals followed (given, or found in a watched directory)").register(registry);
         FunctionCounter.builder("kvledger_ship_journals_stopped", shipper, Shipper::stoppedAtBadLine)

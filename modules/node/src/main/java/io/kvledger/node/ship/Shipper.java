@@ -6,6 +6,7 @@ import io.kvledger.journal.RawEntryTailer;
 import io.kvledger.ledger.kafka.KafkaSource;
 import io.kvledger.ledger.kafka.KafkaUri;
 import io.kvledger.ledger.kafka.ShippedEntry;
+import io.kvledger.ledger.metrics.ShipSeries;
 import io.kvledger.ledger.replay.JournalInputs;
 import io.kvledger.ledger.replay.JournalInputs.InputException;
 import io.kvledger.ledger.replay.JsonLinesInputs;
@@ -62,7 +63,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *
  * <p>Threading: {@link #run} on one thread, plus the watcher; the counters are read from any.
  */
-public final class Shipper implements AutoCloseable {
+public final class Shipper implements AutoCloseable, ShipSeries.Counters {
 
     /** Seconds between two lines about an unreachable broker. */
     static final int COMPLAINT_EVERY_S = 10;
@@ -239,22 +240,26 @@ public final class Shipper implements AutoCloseable {
     }
 
     /** Entries handed to the producer. */
+    @Override
     public long sent() {
         return sent.get();
     }
 
     /** Entries the broker acknowledged. */
+    @Override
     public long acknowledged() {
         return acked.get();
     }
 
     /** Entries sent and not acknowledged yet: what the producer holds in memory. */
+    @Override
     public long backlog() {
         return sent.get() - acked.get();
     }
 
     /** Bytes of the entries sent and not acknowledged yet (the entries' own bytes, not the producer's overhead). */
-    long backlogBytes() {
+    @Override
+    public long backlogBytes() {
         return sentBytes.get() - ackedBytes.get();
     }
 
@@ -273,6 +278,7 @@ public final class Shipper implements AutoCloseable {
     }
 
     /** Entries left out at start because the topic already held them. */
+    @Override
     public long skipped() {
         return skipped.get();
     }
@@ -286,6 +292,18 @@ public final class Shipper implements AutoCloseable {
      */
     long stoppedAtBadLine() {
         return stoppedAtBadLine.get();
+    }
+
+    /** {@link #stoppedAtBadLine}. */
+    @Override
+    public long journalsStopped() {
+        return stoppedAtBadLine();
+    }
+
+    /** Whether a send has waited {@value ShipSeries#FULL_AFTER_S} s or more ({@link #sendWaiting}). */
+    @Override
+    public boolean bufferFull() {
+        return sendWaiting(TimeUnit.SECONDS.toNanos(ShipSeries.FULL_AFTER_S));
     }
 
     /**
