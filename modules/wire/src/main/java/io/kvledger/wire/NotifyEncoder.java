@@ -26,8 +26,8 @@ import java.util.List;
  *
  * <p>Every returned array is fresh (ZMQ keeps a reference to what it sends). Where the core
  * carries a transfer id as the params gave it ({@link TransferId}), its raw Python value is
- * written as it came (any value {@link PyPacker#value} packs; {@code None} as nil); a
- * {@code String} id is written as a str. Throws {@link WireEncodingException} for values Python
+ * written as it came ({@link PyPacker#transferId}: a switch over its forms, {@code None} as nil);
+ * a {@code String} id is written as a str, {@code null} as nil. Throws {@link WireEncodingException} for values Python
  * could not pack either. Reusable and not thread-safe.
  */
 public final class NotifyEncoder {
@@ -36,16 +36,17 @@ public final class NotifyEncoder {
 
     /** {@code remote_blocks}; a {@code null} list is sent as {@code []} (Python's {@code or []}). */
     byte[] remoteBlocks(String reqId, TransferId transferId, List<Integer> blockNotifyList, int decodeRank) {
-        return remoteBlocksOf(reqId, transferId.raw(), blockNotifyList, decodeRank);
+        p.reset().mapHeader(5).str("req_id").strOrNil(reqId).str("transfer_id").transferId(transferId);
+        return remoteBlocksTail(blockNotifyList, decodeRank);
     }
 
     /** {@code remote_blocks} with a string transfer id. */
     public byte[] remoteBlocks(String reqId, String transferId, List<Integer> blockNotifyList, int decodeRank) {
-        return remoteBlocksOf(reqId, transferId, blockNotifyList, decodeRank);
+        p.reset().mapHeader(5).str("req_id").strOrNil(reqId).str("transfer_id").strOrNil(transferId);
+        return remoteBlocksTail(blockNotifyList, decodeRank);
     }
 
-    private byte[] remoteBlocksOf(String reqId, Object transferId, List<Integer> blockNotifyList, int decodeRank) {
-        p.reset().mapHeader(5).str("req_id").value(reqId).str("transfer_id").value(transferId);
+    private byte[] remoteBlocksTail(List<Integer> blockNotifyList, int decodeRank) {
         blocks(blockNotifyList);
         p.str("decode_rank").integer(decodeRank).str("type").str("remote_blocks");
         return p.toByteArray();
@@ -58,7 +59,7 @@ public final class NotifyEncoder {
 
     /** The legacy {@code remote_blocks} without {@code type}; {@code decode_rank} last, only when not 0. */
     byte[] remoteBlocksLegacy(String reqId, String transferId, List<Integer> blockNotifyList, int decodeRank) {
-        p.reset().mapHeader(decodeRank == 0 ? 3 : 4).str("req_id").value(reqId).str("transfer_id").value(transferId);
+        p.reset().mapHeader(decodeRank == 0 ? 3 : 4).str("req_id").strOrNil(reqId).str("transfer_id").strOrNil(transferId);
         blocks(blockNotifyList);
         if (decodeRank != 0) {
             p.str("decode_rank").integer(decodeRank);
@@ -79,28 +80,33 @@ public final class NotifyEncoder {
             }
         } else {
             for (Integer id : list) {
-                p.value(id);
+                if (id == null) {
+                    p.nil();
+                } else {
+                    p.integer(id);
+                }
             }
         }
     }
 
     public byte[] writeDone(String transferId) {
-        p.reset().mapHeader(2).str("type").str("write_done").str("transfer_id").value(transferId);
+        p.reset().mapHeader(2).str("type").str("write_done").str("transfer_id").strOrNil(transferId);
         return p.toByteArray();
     }
 
     /** {@code release}; {@code consumerTpSize == null} gives the older form without it. */
     byte[] release(TransferId transferId, Integer consumerTpSize) {
-        return releaseOf(transferId.raw(), consumerTpSize);
+        p.reset().mapHeader(consumerTpSize == null ? 2 : 3).str("type").str("release").str("transfer_id").transferId(transferId);
+        return releaseTail(consumerTpSize);
     }
 
     /** {@code release} with a string transfer id. */
     public byte[] release(String transferId, Integer consumerTpSize) {
-        return releaseOf(transferId, consumerTpSize);
+        p.reset().mapHeader(consumerTpSize == null ? 2 : 3).str("type").str("release").str("transfer_id").strOrNil(transferId);
+        return releaseTail(consumerTpSize);
     }
 
-    private byte[] releaseOf(Object transferId, Integer consumerTpSize) {
-        p.reset().mapHeader(consumerTpSize == null ? 2 : 3).str("type").str("release").str("transfer_id").value(transferId);
+    private byte[] releaseTail(Integer consumerTpSize) {
         if (consumerTpSize != null) {
             p.str("consumer_tp_size").integer(consumerTpSize);
         }
@@ -109,7 +115,7 @@ public final class NotifyEncoder {
 
     /** {@code write_failed} (open PR #57705; field set assumed, see the class comment). */
     byte[] writeFailed(String transferId, String reason) {
-        p.reset().mapHeader(3).str("type").str("write_failed").str("transfer_id").value(transferId).str("reason").value(reason);
+        p.reset().mapHeader(3).str("type").str("write_failed").str("transfer_id").strOrNil(transferId).str("reason").strOrNil(reason);
         return p.toByteArray();
     }
 

@@ -1,5 +1,6 @@
 package io.kvledger.wire;
 
+import io.kvledger.core.model.TransferId;
 import java.io.IOException;
 import java.util.Arrays;
 
@@ -38,6 +39,32 @@ final class PyPacker {
 
     PyPacker str(String s) {
         w.str(s);
+        return this;
+    }
+
+    /** A str, or nil for {@code null}. */
+    PyPacker strOrNil(String s) {
+        if (s == null) {
+            w.nil();
+        } else {
+            w.str(s);
+        }
+        return this;
+    }
+
+    /**
+     * A transfer id as the params held it: a switch over its forms, so the common ones (str, int,
+     * None) are written without a generic value; only {@link TransferId.Other} (a bool, a float, a
+     * big int, a container) goes through {@link #value(Object)}.
+     */
+    PyPacker transferId(TransferId id) {
+        switch (id) {
+            case TransferId.Str s -> w.str(s.value());
+            case TransferId.Int i -> w.int64(i.value());
+            case TransferId.None n -> w.nil();
+            case TransferId.Bytes b -> w.bin((byte[]) b.raw());
+            case TransferId.Other o -> value(o.value());
+        }
         return this;
     }
 
