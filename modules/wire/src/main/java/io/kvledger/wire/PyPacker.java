@@ -1,8 +1,10 @@
 package io.kvledger.wire;
 
+import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.TransferId;
 import java.io.IOException;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * The wire's encoders' packer: a strict {@link MsgpackWriter} (an unpaired surrogate is refused,
@@ -10,12 +12,20 @@ import java.util.Arrays;
  * Python values, so that the bytes are Python's {@code msgpack.packb(use_bin_type=True)}'s and a
  * value that has no Python msgpack form is a {@link WireEncodingException}.
  *
+ * <p>The typed methods ({@link #str}, {@link #integer}, {@link #transferId}, {@link #blockGroups},
+ * ...) write a value straight from the field that holds it, with no map or list built first and
+ * no boxing: the notify encoder and the engine bridge's replies ({@code io.kvledger.wire.bridge})
+ * write their frames through them; {@link #value(Object)} is for values the params hold as they
+ * came ({@code KvParams}, a transfer id of another type).
+ *
  * <p>Reusable ({@link #reset()}, {@link #toByteArray()}) and not thread-safe.
  */
-final class PyPacker {
+public final class PyPacker {
 
     private final GrowableBytes buf = new GrowableBytes(256);
     private final MsgpackWriter w = new MsgpackWriter(buf, true);
+
+    public PyPacker() {}
 
     PyPacker reset() {
         buf.length = 0;
@@ -23,27 +33,27 @@ final class PyPacker {
     }
 
     /** A fresh array with everything packed since {@link #reset()} (never reused: JeroMQ keeps it). */
-    byte[] toByteArray() {
+    public byte[] toByteArray() {
         return Arrays.copyOf(buf.bytes, buf.length);
     }
 
-    PyPacker mapHeader(int n) {
+    public PyPacker mapHeader(int n) {
         w.mapHeader(n);
         return this;
     }
 
-    PyPacker arrayHeader(int n) {
+    public PyPacker arrayHeader(int n) {
         w.arrayHeader(n);
         return this;
     }
 
-    PyPacker str(String s) {
+    public PyPacker str(String s) {
         w.str(s);
         return this;
     }
 
     /** A str, or nil for {@code null}. */
-    PyPacker strOrNil(String s) {
+    public PyPacker strOrNil(String s) {
         if (s == null) {
             w.nil();
         } else {
@@ -57,7 +67,7 @@ final class PyPacker {
      * None) are written without a generic value; only {@link TransferId.Other} (a bool, a float, a
      * big int, a container) goes through {@link #value(Object)}.
      */
-    PyPacker transferId(TransferId id) {
+    public PyPacker transferId(TransferId id) {
         switch (id) {
             case TransferId.Str s -> w.str(s.value());
             case TransferId.Int i -> w.int64(i.value());
@@ -68,7 +78,39 @@ final class PyPacker {
         return this;
     }
 
-    PyPacker integer(long v) {
+    public PyPacker bool(boolean v) {
+        w.bool(v);
+        return this;
+    }
+
+    /** A list of str (each {@code null} as nil), or nil for {@code null}. */
+    public PyPacker strsOrNil(List<String> l) {
+        if (l == null) {
+            w.nil();
+            return this;
+        }
+        w.arrayHeader(l.size());
+        for (String s : l) {
+            strOrNil(s);
+        }
+        return this;
+    }
+
+    /** Block ids by group: a list of lists of ints (packed from the arrays, nothing boxed), or nil. */
+    public PyPacker blockGroups(BlockGroups g) {
+        if (g == null) {
+            w.nil();
+            return this;
+        }
+        w.arrayHeader(g.size());
+        for (int i = 0; i < g.size(); i++) {
+            int[] ids = g.group(i);
+            w.ints(ids, 0, ids.length);
+        }
+        return this;
+    }
+
+    public PyPacker integer(long v) {
         w.int64(v);
         return this;
     }
@@ -84,13 +126,13 @@ final class PyPacker {
         return this;
     }
 
-    PyPacker nil() {
+    public PyPacker nil() {
         w.nil();
         return this;
     }
 
     /** Any Python value {@link PyValues#packStrKeys} packs (map keys str only). */
-    PyPacker value(Object v) {
+    public PyPacker value(Object v) {
         try {
             PyValues.packStrKeys(w, v);
         } catch (IllegalArgumentException e) {

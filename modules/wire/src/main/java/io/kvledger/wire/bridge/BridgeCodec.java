@@ -10,6 +10,7 @@ import io.kvledger.core.model.PyValue;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.wire.DecodeResult;
 import io.kvledger.wire.PyMsgpack;
+import io.kvledger.wire.PyPacker;
 import io.kvledger.wire.RejectReason;
 import io.kvledger.wire.Rejection;
 import io.kvledger.wire.WireEncodingException;
@@ -370,88 +371,177 @@ public final class BridgeCodec {
      */
     public static byte[] encodeReply(long id, BridgeHook hook, List<? extends Effect> effects, Map<String, ?> extra) {
         Objects.requireNonNull(hook, "hook");
-        Map<String, Object> result;
         try {
-            result = result(hook, effects);
+            PyPacker p = envelopeOk(id);
+            result(p, hook, effects, extra);
+            return p.toByteArray();
         } catch (Bad b) {
             return encodeError(id, b.getMessage());
-        }
-        result.putAll(extra);
-        try {
-            return PyMsgpack.encode(envelopeOk(id, result));
         } catch (WireEncodingException | IllegalArgumentException e) {
             return encodeError(id, "cannot encode the " + hook.wireName() + " reply: " + e.getMessage());
         }
     }
 
-    private static Map<String, Object> result(BridgeHook hook, List<? extends Effect> effects) {
-        Map<String, Object> r = new LinkedHashMap<>();
+    private static final String[] NO_KEYS = {};
+    private static final String[] MATCHED_KEYS = {"num_tokens", "load_async"};
+    private static final String[] META_KEYS = {"step", "reqs_to_recv", "reqs_to_save", "reqs_to_send", "mapping_size"};
+    private static final String[] FINISH_KEYS = {"delay_free", "kv_transfer_params"};
+    private static final String[] SENDING_KEYS = {"finished_sending"};
+    private static final String[] FINISHED_KEYS = {"finished_sending", "finished_recving", "load_error_blocks"};
+
+    /**
+     * Writes the result dict straight from the effect's fields: the hook's own keys in their
+     * order, then {@code extra}'s other keys (an {@code extra} key the hook also writes keeps the
+     * hook's place and takes {@code extra}'s value, as a dict's {@code update} does).
+     */
+    private static void result(PyPacker p, BridgeHook hook, List<? extends Effect> effects, Map<String, ?> extra) {
         switch (hook) {
             case GET_NUM_NEW_MATCHED_TOKENS -> {
                 Effect.MatchedTokens m = first(effects, Effect.MatchedTokens.class, hook);
-                r.put("num_tokens", (long) m.count());
-                r.put("load_async", m.loadAsync());
+                head(p, MATCHED_KEYS, extra);
+                if (own(p, "num_tokens", extra)) {
+                    p.integer(m.count());
+                }
+                if (own(p, "load_async", extra)) {
+                    p.bool(m.loadAsync());
+                }
+                rest(p, MATCHED_KEYS, extra);
             }
             case BUILD_CONNECTOR_META -> {
                 Effect.MetadataBuilt m = first(effects, Effect.MetadataBuilt.class, hook);
-                r.put("step", m.step());
-                r.put("reqs_to_recv", metas(m.reqsToRecv()));
-                r.put("reqs_to_save", metas(m.reqsToSave()));
-                r.put("reqs_to_send", m.reqsToSend() == null ? List.of() : new ArrayList<>(m.reqsToSend()));
-                r.put("mapping_size", (long) m.mappingSize());
+                head(p, META_KEYS, extra);
+                if (own(p, "step", extra)) {
+                    p.integer(m.step());
+                }
+                if (own(p, "reqs_to_recv", extra)) {
+                    metas(p, m.reqsToRecv());
+                }
+                if (own(p, "reqs_to_save", extra)) {
+                    metas(p, m.reqsToSave());
+                }
+                if (own(p, "reqs_to_send", extra)) {
+                    p.strsOrNil(m.reqsToSend() == null ? List.of() : m.reqsToSend());
+                }
+                if (own(p, "mapping_size", extra)) {
+                    p.integer(m.mappingSize());
+                }
+                rest(p, META_KEYS, extra);
             }
             case REQUEST_FINISHED -> {
                 Effect.FinishDecision d = first(effects, Effect.FinishDecision.class, hook);
-                r.put("delay_free", d.delayFree());
-                r.put("kv_transfer_params", d.params() == null ? null : new LinkedHashMap<>(d.params().asMap()));
+                head(p, FINISH_KEYS, extra);
+                if (own(p, "delay_free", extra)) {
+                    p.bool(d.delayFree());
+                }
+                if (own(p, "kv_transfer_params", extra)) {
+                    p.value(d.params());
+                }
+                rest(p, FINISH_KEYS, extra);
             }
             case UPDATE_CONNECTOR_OUTPUT -> {
                 Effect.FinishedSendingRewritten w = find(effects, Effect.FinishedSendingRewritten.class);
-                if (w != null) {
-                    r.put("finished_sending", idsOrNone(w.safe()));
+                String[] keys = w == null ? NO_KEYS : SENDING_KEYS;
+                head(p, keys, extra);
+                if (w != null && own(p, "finished_sending", extra)) {
+                    idsOrNone(p, w.safe());
                 }
+                rest(p, keys, extra);
             }
             case GET_FINISHED -> {
                 Effect.FinishedReported f = first(effects, Effect.FinishedReported.class, hook);
-                r.put("finished_sending", idsOrNone(f.doneSending()));
-                r.put("finished_recving", idsOrNone(f.doneRecving()));
-                List<Long> errors = new ArrayList<>();
-                if (f.loadErrorBlocks() != null) {
-                    for (Integer b : f.loadErrorBlocks()) {
-                        errors.add((long) b);
+                head(p, FINISHED_KEYS, extra);
+                if (own(p, "finished_sending", extra)) {
+                    idsOrNone(p, f.doneSending());
+                }
+                if (own(p, "finished_recving", extra)) {
+                    idsOrNone(p, f.doneRecving());
+                }
+                if (own(p, "load_error_blocks", extra)) {
+                    List<Integer> errors = f.loadErrorBlocks();
+                    p.arrayHeader(errors == null ? 0 : errors.size());
+                    if (errors != null) {
+                        for (Integer b : errors) {
+                            p.integer(b);
+                        }
                     }
                 }
-                r.put("load_error_blocks", errors);
+                rest(p, FINISHED_KEYS, extra);
             }
             case ADD_REQUEST, UPDATE_STATE_AFTER_ALLOC, START_LOAD_KV, SAVE_KV_LAYER, WAIT_FOR_SAVE, HANDSHAKE_VOTED, PING -> {
-                // void hooks: the reply only says the node took the call
+                // void hooks: the reply only says the node took the call (and carries the node's extra entries)
+                head(p, NO_KEYS, extra);
+                rest(p, NO_KEYS, extra);
             }
             case HELLO -> throw new Bad(RejectReason.INVALID_VALUE, "hello is answered with encodeHello, not from effects");
         }
-        return r;
+    }
+
+    /** The result's map header: the hook's keys and the {@code extra} keys that are not among them. */
+    private static void head(PyPacker p, String[] keys, Map<String, ?> extra) {
+        int n = keys.length;
+        if (!extra.isEmpty()) {
+            for (String k : extra.keySet()) {
+                if (!among(k, keys)) {
+                    n++;
+                }
+            }
+        }
+        p.mapHeader(n);
+    }
+
+    /** Writes the key; true when the caller writes its value, false when {@code extra}'s replaced it. */
+    private static boolean own(PyPacker p, String key, Map<String, ?> extra) {
+        p.str(key);
+        if (!extra.isEmpty() && extra.containsKey(key)) {
+            p.value(extra.get(key));
+            return false;
+        }
+        return true;
+    }
+
+    /** The {@code extra} entries whose keys the hook does not write, in {@code extra}'s order. */
+    private static void rest(PyPacker p, String[] keys, Map<String, ?> extra) {
+        if (extra.isEmpty()) {
+            return;
+        }
+        for (Map.Entry<String, ?> e : extra.entrySet()) {
+            if (!among(e.getKey(), keys)) {
+                p.strOrNil(e.getKey());
+                p.value(e.getValue());
+            }
+        }
+    }
+
+    private static boolean among(String k, String[] keys) {
+        for (String key : keys) {
+            if (key.equals(k)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The reply to {@code hello}: the node's identity and protocol version. */
     public static byte[] encodeHello(long id, BridgeNodeInfo node) {
-        Map<String, Object> r = new LinkedHashMap<>();
-        r.put("protocol", (long) VERSION);
-        r.put("kv_role", node.kvRole());
-        r.put("mode", node.modeName());
-        r.put("dp_rank", (long) node.dpRank());
-        r.put("dp_size", (long) node.dpSize());
-        r.put("tp_rank", (long) node.tpRank());
-        r.put("tp_size", (long) node.tpSize());
-        r.put("engine_id", node.engineId());
+        PyPacker p = envelopeOk(id);
+        p.mapHeader(node.profile() != null ? 10 : 9);
+        p.str("protocol").integer(VERSION);
+        p.str("kv_role").strOrNil(node.kvRole());
+        p.str("mode").strOrNil(node.modeName());
+        p.str("dp_rank").integer(node.dpRank());
+        p.str("dp_size").integer(node.dpSize());
+        p.str("tp_rank").integer(node.tpRank());
+        p.str("tp_size").integer(node.tpSize());
+        p.str("engine_id").strOrNil(node.engineId());
         if (node.profile() != null) {
-            r.put("profile", node.profile());
+            p.str("profile").str(node.profile());
         }
-        List<String> hooks = new ArrayList<>();
+        p.str("hooks").arrayHeader(BridgeHook.values().length + 1);
         for (BridgeHook h : BridgeHook.values()) {
-            hooks.add(h.wireName());
+            p.str(h.wireName());
         }
-        hooks.add(BATCH);
-        r.put("hooks", hooks);
-        return PyMsgpack.encode(envelopeOk(id, r));
+        p.str(BATCH);
+        return p.toByteArray();
     }
 
     /**
@@ -460,7 +550,7 @@ public final class BridgeCodec {
      */
     public static byte[] encodeBatchReply(long id, List<byte[]> replies) {
         // the envelope with an empty result, whose map is its last byte: replaced by {"replies": [...]}
-        byte[] head = PyMsgpack.encode(envelopeOk(id, Map.of()));
+        byte[] head = envelopeOk(id).mapHeader(0).toByteArray();
         if (head[head.length - 1] != (byte) 0x80) {
             throw new IllegalStateException("the reply envelope does not end with its result");
         }
@@ -551,17 +641,22 @@ public final class BridgeCodec {
 
     /** An empty successful result ({@code ping}). */
     public static byte[] encodeEmpty(long id) {
-        return PyMsgpack.encode(envelopeOk(id, Map.of()));
+        return envelopeOk(id).mapHeader(0).toByteArray();
     }
 
     /** An error reply; {@code id} may be {@code null} (the request's id was unreadable). */
     public static byte[] encodeError(Long id, String error) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("v", (long) VERSION);
-        m.put("id", id);
-        m.put("ok", false);
-        m.put("error", error == null ? "error" : wellFormed(error));
-        return PyMsgpack.encode(m);
+        PyPacker p = new PyPacker().mapHeader(4);
+        p.str("v").integer(VERSION);
+        p.str("id");
+        if (id == null) {
+            p.nil();
+        } else {
+            p.integer(id);
+        }
+        p.str("ok").bool(false);
+        p.str("error").str(error == null ? "error" : wellFormed(error));
+        return p.toByteArray();
     }
 
     /** The error reply to a rejected request. */
@@ -569,42 +664,98 @@ public final class BridgeCodec {
         return encodeError(rejected.id(), rejected.error());
     }
 
-    private static Map<String, Object> envelopeOk(long id, Map<String, Object> result) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("v", (long) VERSION);
-        m.put("id", id);
-        m.put("ok", true);
-        m.put("result", result);
-        return m;
+    /** A packer holding {@code {"v": 1, "id": id, "ok": True, "result": }}: the result's value follows. */
+    private static PyPacker envelopeOk(long id) {
+        PyPacker p = new PyPacker().mapHeader(4);
+        p.str("v").integer(VERSION);
+        p.str("id").integer(id);
+        p.str("ok").bool(true);
+        p.str("result");
+        return p;
     }
 
-    private static Map<String, Object> metas(List<ReqMeta> metas) {
-        Map<String, Object> out = new LinkedHashMap<>();
+    /**
+     * {@code {request_id: meta}}, each meta's dict written from its fields. A request id that
+     * comes twice keeps its first place and its last meta, as a dict built in order does.
+     */
+    private static void metas(PyPacker p, List<ReqMeta> metas) {
         if (metas == null) {
-            return out;
+            p.mapHeader(0);
+            return;
         }
-        for (ReqMeta m : metas) {
-            Map<String, Object> d = new LinkedHashMap<>();
-            d.put("local_block_ids", m.localBlockIds() == null ? null : m.localBlockIds().toGroupedValue());
-            d.put("remote_block_ids", m.remoteBlockIds() == null ? null : m.remoteBlockIds().toGroupedValue());
-            d.put("remote_engine_id", m.remoteEngineId());
-            d.put("remote_host", m.remoteHost());
-            d.put("remote_handshake_port", (long) m.remoteHandshakePort());
-            d.put("remote_notify_port", (long) m.remoteNotifyPort());
-            d.put("remote_dp_rank", (long) m.remoteDpRank());
-            d.put("remote_dp_size", (long) m.remoteDpSize());
-            d.put("remote_dp_size_local", (long) m.remoteDpSizeLocal());
-            d.put("remote_tp_size", (long) m.remoteTpSize());
-            d.put("transfer_id", m.transferId().raw());
-            d.put("multi_pod_hosts", new ArrayList<>(m.multiPodHosts()));
-            d.put("write_mode", m.writeMode());
-            out.put(m.requestId(), d);
+        int n = metas.size();
+        if (n > 8) {
+            // many: keyed by a map (fewer allocations than the dict of dicts this replaced, no n^2 scan)
+            LinkedHashMap<String, ReqMeta> byId = new LinkedHashMap<>(n * 2);
+            for (ReqMeta m : metas) {
+                byId.put(m.requestId(), m);
+            }
+            p.mapHeader(byId.size());
+            for (ReqMeta m : byId.values()) {
+                meta(p, m);
+            }
+            return;
         }
-        return out;
+        int distinct = 0;
+        for (int i = 0; i < n; i++) {
+            if (firstOf(metas, i) == i) {
+                distinct++;
+            }
+        }
+        p.mapHeader(distinct);
+        for (int i = 0; i < n; i++) {
+            if (firstOf(metas, i) == i) {
+                meta(p, metas.get(lastOf(metas, i)));
+            }
+        }
     }
 
-    private static List<String> idsOrNone(List<String> ids) {
-        return ids == null || ids.isEmpty() ? null : new ArrayList<>(ids);
+    private static void meta(PyPacker p, ReqMeta m) {
+        p.strOrNil(m.requestId());
+        p.mapHeader(13);
+        p.str("local_block_ids").blockGroups(m.localBlockIds());
+        p.str("remote_block_ids").blockGroups(m.remoteBlockIds());
+        p.str("remote_engine_id").strOrNil(m.remoteEngineId());
+        p.str("remote_host").strOrNil(m.remoteHost());
+        p.str("remote_handshake_port").integer(m.remoteHandshakePort());
+        p.str("remote_notify_port").integer(m.remoteNotifyPort());
+        p.str("remote_dp_rank").integer(m.remoteDpRank());
+        p.str("remote_dp_size").integer(m.remoteDpSize());
+        p.str("remote_dp_size_local").integer(m.remoteDpSizeLocal());
+        p.str("remote_tp_size").integer(m.remoteTpSize());
+        p.str("transfer_id").transferId(m.transferId());
+        p.str("multi_pod_hosts").strsOrNil(m.multiPodHosts());
+        p.str("write_mode").bool(m.writeMode());
+    }
+
+    /** The first index whose request id is meta {@code i}'s. */
+    private static int firstOf(List<ReqMeta> metas, int i) {
+        String id = metas.get(i).requestId();
+        for (int k = 0; k < i; k++) {
+            if (Objects.equals(metas.get(k).requestId(), id)) {
+                return k;
+            }
+        }
+        return i;
+    }
+
+    /** The last index whose request id is meta {@code i}'s. */
+    private static int lastOf(List<ReqMeta> metas, int i) {
+        String id = metas.get(i).requestId();
+        for (int k = metas.size() - 1; k > i; k--) {
+            if (Objects.equals(metas.get(k).requestId(), id)) {
+                return k;
+            }
+        }
+        return i;
+    }
+
+    private static void idsOrNone(PyPacker p, List<String> ids) {
+        if (ids == null || ids.isEmpty()) {
+            p.nil();
+        } else {
+            p.strsOrNil(ids);
+        }
     }
 
     private static <E extends Effect> E first(List<? extends Effect> effects, Class<E> type, BridgeHook hook) {
