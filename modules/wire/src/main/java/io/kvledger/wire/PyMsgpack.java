@@ -22,9 +22,11 @@ import org.msgpack.core.MessageFormat;
  * {@link PyValue.BigInt}, a float32 widened), as Python's {@code msgpack.loads(raw=False)} gives
  * it. Never throws.
  *
- * <p>{@link #encode(PyValue)} packs such a value, and {@link #encode(Object)} the plain-Java form
- * the reply encoders build ({@code Integer}, {@code List}, {@code Map} views and the rest
- * {@link PyValues} takes), exactly as Python's {@code msgpack.packb} does ({@link PyPacker}).
+ * <p>{@link #encode(PyValue)} packs such a value, and {@link #encode(Object)} a plain-Java form
+ * ({@code Integer}, {@code List}, {@code Map} views and the rest {@link PyValues} takes: the
+ * engine-side request encoder's args, tests' frames), exactly as Python's {@code msgpack.packb}
+ * does. The node's own frames (notify messages, the bridge's replies) are not built as values
+ * first: they are written field by field through {@link PyPacker}.
  *
  * <p>Stateless static methods; safe from any thread.
  */
