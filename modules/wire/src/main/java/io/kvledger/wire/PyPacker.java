@@ -1,6 +1,7 @@
 package io.kvledger.wire;
 
 import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.PyValue;
 import io.kvledger.core.model.TransferId;
 import java.io.IOException;
 import java.util.Arrays;
@@ -131,7 +132,19 @@ public final class PyPacker {
         return this;
     }
 
-    /** Any Python value {@link PyValues#packStrKeys} packs (map keys str only). */
+    /** A {@link PyValue} (map keys str only). */
+    PyPacker value(PyValue v) {
+        try {
+            PyValues.packStrKeys(w, v);
+        } catch (IllegalArgumentException e) {
+            throw new WireEncodingException("cannot pack as msgpack: " + e.getMessage());
+        } catch (IOException e) {
+            throw new IllegalStateException("an in-memory writer cannot fail", e);
+        }
+        return this;
+    }
+
+    /** Any Python value {@link PyValues#packStrKeys(MsgOut, Object)} packs (map keys str only). */
     public PyPacker value(Object v) {
         try {
             PyValues.packStrKeys(w, v);

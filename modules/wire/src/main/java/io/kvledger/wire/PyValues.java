@@ -76,6 +76,11 @@ public final class PyValues {
         pack(out, v, 0, Integer.MAX_VALUE, true);
     }
 
+    /** As {@link #packStrKeys(MsgOut, Object)}, for the sealed value: its switch, no type tests first. */
+    static void packStrKeys(MsgOut out, PyValue v) throws IOException {
+        packValue(out, v, 0, Integer.MAX_VALUE, true);
+    }
+
     private static void pack(MsgOut p, Object v, int depth, int maxDepth, boolean strKeys) throws IOException {
         if (depth > maxDepth) {
             throw new IllegalArgumentException("value nested deeper than " + maxDepth);
