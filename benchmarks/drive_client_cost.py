@@ -22,6 +22,7 @@ import cProfile
 import importlib
 import os
 import pstats
+import resource
 import subprocess
 import sys
 import tempfile
@@ -116,6 +117,7 @@ class Engine:
         if drive is not None and not self.sched.driving:
             sys.exit(f"drive_client_cost: engine {label} is not driving")
         self.cpu = 0
+        self.faults = 0  # the scheduler thread's minor page faults in the same hooks
         self.by_hook = collections.Counter()  # CPU ns per hook over the recorded admitting steps
         self.keep = False
         self.prof = None  # (profile, hook): that hook is profiled
@@ -130,11 +132,13 @@ class Engine:
             p = self.prof
             if p is not None and p[1] == name:
                 p[0].enable()
+            m = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
             c = time.thread_time_ns()
             r = f(*a, **k)
             if p is not None and p[1] == name:
                 p[0].disable()
             took = time.thread_time_ns() - c
+            self.faults += resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - m
             self.cpu += took
             if self.keep:
                 self.by_hook[name] += took
@@ -174,25 +178,26 @@ def main(argv=None):
         engines.append(Engine("base", base_package(a.base, tmp), standin("base")))
     print(f"load average at the start: {load()}")
     cpu = {e.label: collections.defaultdict(list) for e in engines}
+    faults = {e.label: collections.defaultdict(list) for e in engines}
     prof = cProfile.Profile(time.thread_time_ns, 1e-9) if a.profile is not None else None
-    n, first, k = a.concurrency, 1, 0
+    n, first = a.concurrency, 1
     try:
         for c in range(a.cycles + 2):  # the first two: warm-up
             for e in engines:
-                e.cpu = 0  # on_new_request, the admission, counts in the admitting step
+                e.cpu = e.faults = 0  # on_new_request, the admission, counts in the admitting step
                 e.keep = c >= 2
                 for r in make_requests(first, n):
                     e.driver.add(r)
             first += n
-            for _ in range(6):
+            for i in range(6):
                 kinds = set()
+                k = c + i  # which engine steps first rotates step by step, and cycle by cycle
                 order = engines[k % len(engines):] + engines[:k % len(engines)]
-                k += 1
                 for e in order:
                     d = e.driver
                     before = (len(d.waiting), len(d.running), len(d.finished))
                     if not before[0]:
-                        e.cpu = 0
+                        e.cpu = e.faults = 0
                     e.keep = c >= 2 and bool(before[0])
                     profiling = prof is not None and e.label == "head" and before[0] and c >= 2
                     if profiling and a.profile:
@@ -208,6 +213,7 @@ def main(argv=None):
                     kinds.add(kind)
                     if c >= 2:
                         cpu[e.label][kind].append(e.cpu)
+                        faults[e.label][kind].append(e.faults)
                 if len(kinds) != 1:
                     sys.exit(f"drive_client_cost: the engines disagree on a step's kind: {kinds}")
         for e in engines:
@@ -226,12 +232,13 @@ def main(argv=None):
     print(f"scheduler-thread CPU per step, N={n}, {a.cycles} cycles: median µs (added over off; per request)")
     for kind in ("burst", "steady", "finish", "idle"):
         off = cpu["off"][kind]
-        cells = [f"off {pct(off, 0.5) / 1000:,.0f}"]
+        cells = [f"off {pct(off, 0.5) / 1000:,.0f} ({pct(faults['off'][kind], 0.5):,} page faults)"]
         for e in engines[1:]:
             on = cpu[e.label][kind]
             added = [x - y for x, y in zip(on, off)]
             m = pct(added, 0.5)
-            cells.append(f"{e.label} {pct(on, 0.5) / 1000:,.0f} (+{m / 1000:,.0f}; {m / n / 1000:.1f}/req)")
+            cells.append(f"{e.label} {pct(on, 0.5) / 1000:,.0f} (+{m / 1000:,.0f}; {m / n / 1000:.1f}/req; "
+                         f"{pct(faults[e.label][kind], 0.5):,} page faults)")
         print(f"  {kind:7s} " + " | ".join(cells))
     print(f"  admitting steps by hook, CPU µs per request: " + " | ".join(
         e.label + " " + ", ".join(f"{h} {e.by_hook[h] / (n * a.cycles) / 1000:.1f}" for h in SCHED_HOOKS)

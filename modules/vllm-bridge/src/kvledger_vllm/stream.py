@@ -214,6 +214,9 @@ class StepFolder:
         self.flush_run(out)
 
 
+_SCALARS = frozenset((str, int, float, bool))
+
+
 def plain(value, depth=0):
     """A copy of ``value`` made of JSON-representable Python values (dict keys as str).
 
@@ -224,6 +227,14 @@ def plain(value, depth=0):
         return value
     if depth > 32:
         return str(value)
+    if type(value) is dict:
+        # the common case (a kv_transfer_params dict): str keys, values None, str, int, float or
+        # bool (the exact types, as they come): what the general path gives, in one pass
+        for k, v in value.items():
+            if type(k) is not str or (v is not None and type(v) not in _SCALARS):
+                break
+        else:
+            return value.copy()
     if isinstance(value, dict):
         return {str(k): plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
