@@ -44,7 +44,9 @@ class NodeBridge:
         self._msgpack = msgpack
         # one packer for every frame: its buffer is kept from frame to frame (``packb`` makes a new
         # one each time, whose pages a batch of hundreds of calls faults in anew); the same bytes
-        self._packb = msgpack.Packer().pack
+        packer = msgpack.Packer()
+        self._packb = packer.pack
+        self._array_header = packer.pack_array_header
         self.endpoint = endpoint
         self._timeout_ms = int(timeout_ms)
         if endpoint.startswith("unix://"):
@@ -63,8 +65,10 @@ class NodeBridge:
         self._unread = {}
         # batches sent whose reply has not been read: batch id -> the ids of its calls
         self._batches = {}
-        # calls not sent yet (batching): (id, hook, args)
+        # calls not sent yet (batching): (id, hook), each packed as it came, in order, into _calls
+        # (a batch frame's ``calls`` are those bytes: nothing of a call is kept but its id and hook)
         self._buffer = []
+        self._calls = msgpack.Packer(autoreset=False)
         self.batching = False
         self.batches = 0
         # a batch holds at most this many calls (each counts against the node's 4096 in flight)
@@ -91,7 +95,8 @@ class NodeBridge:
         wait_for = rid
         try:
             if self._buffer:
-                self._buffer.append((rid, hook, args))
+                self._buffer.append((rid, hook))
+                self._calls.pack({"id": rid, "hook": hook, "args": args})
                 wait_for = self._send_buffer(0)
             else:
                 self._sock.send(self._pack(rid, hook, args))
@@ -125,7 +130,8 @@ class NodeBridge:
         self.sent += 1
         self._unread[rid] = (hook, on_result)
         if self.batching:
-            self._buffer.append((rid, hook, args))
+            self._buffer.append((rid, hook))
+            self._calls.pack({"id": rid, "hook": hook, "args": args})
             if not flush and len(self._buffer) < self.max_batch:
                 return  # nothing went out: no reply can be due that was not read already
             try:
@@ -147,20 +153,26 @@ class NodeBridge:
     def _send_buffer(self, flags):
         """Sends the buffered calls: one alone as itself, more as one batch. Returns the id to wait for."""
         buf, self._buffer = self._buffer, []
-        if len(buf) == 1:
-            rid, hook, args = buf[0]
-            frame, wait_for = self._pack(rid, hook, args), rid
-        else:
-            wait_for = next(self._ids)
-            frame = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {
-                "calls": [{"id": rid, "hook": hook, "args": args} for rid, hook, args in buf]}})
-            self._batches[wait_for] = [rid for rid, _, _ in buf]
-            self.batches += 1
+        calls = self._calls
+        with calls.getbuffer() as packed:
+            if len(buf) == 1:
+                # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first
+                wait_for = buf[0][0]
+                frame = b"".join((_ONE_CALL, packed[1:]))
+            else:
+                # {"v": 1, "id", "hook": "batch", "args": {"calls": [...]}}: the list's header, then the
+                # calls as packed (what packing the whole map at once gives, byte for byte)
+                wait_for = next(self._ids)
+                head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
+                frame = b"".join((head, self._array_header(len(buf)), packed))
+                self._batches[wait_for] = [rid for rid, _ in buf]
+                self.batches += 1
+        calls.reset()
         try:
             self._sock.send(frame, flags)
         except self._zmq.Again:
             self._batches.pop(wait_for, None)
-            for rid, hook, _ in buf:
+            for rid, hook in buf:
                 if self._unread.pop(rid, None) is not None:
                     self._failed(hook, "the node's queue is full: the call was not sent")
             raise
@@ -277,6 +289,8 @@ class NodeBridge:
 
 
 _LENGTH = struct.Struct(">I")
+# a lone call's frame begins {"v": 1, then its call map's entries (a map of 4, where a call's has 3)
+_ONE_CALL = b"\x84\xa1v\x01"
 
 
 class _UnixFrames:
