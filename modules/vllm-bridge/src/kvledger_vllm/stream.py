@@ -227,18 +227,13 @@ def plain(value, depth=0):
         return value
     if depth > 32:
         return str(value)
-    if type(value) is dict:
-        # the common case (a kv_transfer_params dict): str keys, values None, str, int, float or
-        # bool (the exact types, as they come): what the general path gives, in one pass
-        for k, v in value.items():
-            if type(k) is not str or (v is not None and type(v) not in _SCALARS):
-                break
-        else:
-            return value.copy()
+    # a str key, and a value of exactly str, int, float or bool or None (most of a kv_transfer_params
+    # dict, a block id list), are taken as they are: what the call for each would give, without it
     if isinstance(value, dict):
-        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+        return {(k if type(k) is str else str(k)): (v if v is None or type(v) in _SCALARS else plain(v, depth + 1))
+                for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v, depth + 1) for v in value]
+        return [v if v is None or type(v) in _SCALARS else plain(v, depth + 1) for v in value]
     if isinstance(value, (set, frozenset)):
         items = [plain(v, depth + 1) for v in value]
         try:
