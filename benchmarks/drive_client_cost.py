@@ -12,8 +12,11 @@ printed at the end: the same for every engine, as they make the same calls): wha
 (building each call, packing, sending, reading and checking the replies), not a node's. With
 ``--base REV`` the package as it is at that git revision plays too, in the same run (loaded from
 ``git show`` under another name), each with a stand-in of its own; engines alternate step by step.
-Medians per kind of step, and what drive mode adds over ``off``; ``--profile`` prints a cProfile
-of this checkout's drive engine over the admitting steps. A measurement, nothing is asserted.
+Medians per kind of step, and what drive mode adds over ``off``, with the thread's minor page
+faults in those hooks; then the admitting steps' CPU per hook (means). ``--profile [HOOK]`` prints
+a cProfile (thread CPU time; each call's timer inflates small functions) of this checkout's drive
+engine over the admitting steps, or that hook alone; ``--no-gc`` turns the collector off. A
+measurement, nothing is asserted: on a shared machine only ratios within one run mean much.
 """
 
 import argparse
