@@ -8,6 +8,7 @@ import threading
 
 import msgpack
 import pytest
+import zmq
 
 from kvledger_vllm.drive import DriveError, NodeBridge
 
@@ -145,3 +146,41 @@ def test_unawaited_calls_to_a_node_that_does_not_read_wait_in_order_and_are_neit
         node.go.set()
         bridge.close()
         node.close()
+
+
+class FrameLog:
+    """Takes the frames a NodeBridge sends (nothing answers)."""
+
+    def __init__(self):
+        self.frames = []
+
+    def send(self, frame, flags=0):
+        self.frames.append(bytes(frame))
+
+    def recv(self, flags=0):
+        raise zmq.Again()
+
+    def close(self):
+        pass
+
+
+def test_a_batch_and_a_lone_call_are_the_bytes_of_their_whole_maps_packed_at_once():
+    """The buffered calls are packed one by one as they come; the frames are still byte for byte
+    what packing each whole map gives (the node reads the same calls, ids and order)."""
+    bridge = NodeBridge("unix:///nowhere", 1000)
+    bridge._sock.close()
+    bridge._sock = log = FrameLog()
+    bridge.batching = True
+    params = {"transfer_id": "tx-1", "remote_block_ids": [[1, 2]], "x": None, "f": 0.5, "b": True}
+    bridge.send("add_request", request_id="r-1", kv_transfer_params=params)
+    bridge.send("update_state_after_alloc", request_id="r-1", block_ids=[[3, 4]], num_external_tokens=0)
+    bridge.send("build_connector_meta", flush=True, step=1, cached_req_ids=[])
+    bridge.send("update_connector_output", flush=True, finished_sending=None)
+    assert log.frames == [
+        msgpack.packb({"v": 1, "id": 4, "hook": "batch", "args": {"calls": [
+            {"id": 1, "hook": "add_request", "args": {"request_id": "r-1", "kv_transfer_params": params}},
+            {"id": 2, "hook": "update_state_after_alloc",
+             "args": {"request_id": "r-1", "block_ids": [[3, 4]], "num_external_tokens": 0}},
+            {"id": 3, "hook": "build_connector_meta", "args": {"step": 1, "cached_req_ids": []}}]}}),
+        msgpack.packb({"v": 1, "id": 5, "hook": "update_connector_output", "args": {"finished_sending": None}})]
+    assert bridge.batches == 1 and bridge.unread == 4

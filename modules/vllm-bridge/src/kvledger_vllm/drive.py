@@ -42,6 +42,11 @@ class NodeBridge:
         import zmq
         self._zmq = zmq
         self._msgpack = msgpack
+        # one packer for every frame: its buffer is kept from frame to frame (``packb`` makes a new
+        # one each time, whose pages a batch of hundreds of calls faults in anew); the same bytes
+        packer = msgpack.Packer()
+        self._packb = packer.pack
+        self._array_header = packer.pack_array_header
         self.endpoint = endpoint
         self._timeout_ms = int(timeout_ms)
         if endpoint.startswith("unix://"):
@@ -60,8 +65,10 @@ class NodeBridge:
         self._unread = {}
         # batches sent whose reply has not been read: batch id -> the ids of its calls
         self._batches = {}
-        # calls not sent yet (batching): (id, hook, args)
+        # calls not sent yet (batching): (id, hook), each packed as it came, in order, into _calls
+        # (a batch frame's ``calls`` are those bytes: nothing of a call is kept but its id and hook)
         self._buffer = []
+        self._calls = msgpack.Packer(autoreset=False)
         self.batching = False
         self.batches = 0
         # a batch holds at most this many calls (each counts against the node's 4096 in flight)
@@ -73,18 +80,23 @@ class NodeBridge:
         self.failures = 0
 
     def _pack(self, rid, hook, args):
-        return self._msgpack.packb({"v": 1, "id": rid, "hook": hook, "args": args})
+        return self._packb({"v": 1, "id": rid, "hook": hook, "args": args})
 
     def call(self, hook, **args):
         """Sends one hook call and returns the node's ``result``; raises DriveError otherwise.
 
         Replies to earlier sent calls read on the way are settled (``on_result``, ``on_failure``)."""
+        return self.call_args(hook, args)
+
+    def call_args(self, hook, args):
+        """``call`` with the arguments as one dict (sent as it is: the caller does not change it later)."""
         rid = next(self._ids)
         self.calls += 1
         wait_for = rid
         try:
             if self._buffer:
-                self._buffer.append((rid, hook, args))
+                self._buffer.append((rid, hook))
+                self._calls.pack({"id": rid, "hook": hook, "args": args})
                 wait_for = self._send_buffer(0)
             else:
                 self._sock.send(self._pack(rid, hook, args))
@@ -109,11 +121,17 @@ class NodeBridge:
 
         With ``batching`` the call waits in the buffer for the next awaited call, or goes out now
         with the buffer when ``flush`` (or when ``max_batch`` calls wait in it)."""
+        self.send_args(hook, args, on_result, flush)
+
+    def send_args(self, hook, args, on_result=None, flush=False):
+        """``send`` with the arguments as one dict, kept as it is until it is packed (at the latest
+        when the batch goes out): the caller does not change it later. No copy per call."""
         rid = next(self._ids)
         self.sent += 1
         self._unread[rid] = (hook, on_result)
         if self.batching:
-            self._buffer.append((rid, hook, args))
+            self._buffer.append((rid, hook))
+            self._calls.pack({"id": rid, "hook": hook, "args": args})
             if not flush and len(self._buffer) < self.max_batch:
                 return  # nothing went out: no reply can be due that was not read already
             try:
@@ -135,20 +153,26 @@ class NodeBridge:
     def _send_buffer(self, flags):
         """Sends the buffered calls: one alone as itself, more as one batch. Returns the id to wait for."""
         buf, self._buffer = self._buffer, []
-        if len(buf) == 1:
-            rid, hook, args = buf[0]
-            frame, wait_for = self._pack(rid, hook, args), rid
-        else:
-            wait_for = next(self._ids)
-            frame = self._msgpack.packb({"v": 1, "id": wait_for, "hook": "batch", "args": {
-                "calls": [{"id": rid, "hook": hook, "args": args} for rid, hook, args in buf]}})
-            self._batches[wait_for] = [rid for rid, _, _ in buf]
-            self.batches += 1
+        calls = self._calls
+        with calls.getbuffer() as packed:
+            if len(buf) == 1:
+                # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first
+                wait_for = buf[0][0]
+                frame = b"".join((_ONE_CALL, packed[1:]))
+            else:
+                # {"v": 1, "id", "hook": "batch", "args": {"calls": [...]}}: the list's header, then the
+                # calls as packed (what packing the whole map at once gives, byte for byte)
+                wait_for = next(self._ids)
+                head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
+                frame = b"".join((head, self._array_header(len(buf)), packed))
+                self._batches[wait_for] = [rid for rid, _ in buf]
+                self.batches += 1
+        calls.reset()
         try:
             self._sock.send(frame, flags)
         except self._zmq.Again:
             self._batches.pop(wait_for, None)
-            for rid, hook, _ in buf:
+            for rid, hook in buf:
                 if self._unread.pop(rid, None) is not None:
                     self._failed(hook, "the node's queue is full: the call was not sent")
             raise
@@ -207,10 +231,34 @@ class NodeBridge:
             on_result(reply.get("result") or {})
 
     def _settle_batch(self, bid, reply, awaited):
-        """Settles the calls of one batch from its reply; returns the reply of ``awaited`` (one of them)."""
+        """Settles the calls of one batch from its reply; returns the reply of ``awaited`` (one of them).
+
+        The node answers a batch's calls in their order: while the replies' ids follow the calls'
+        ones, each is settled as it comes (``_settle``'s work inline); from the first that does
+        not, the rest are looked up by id (a missing answer is a failure)."""
         members = self._batches.pop(bid, ())
         mine = None
         replies = (reply.get("result") or {}).get("replies") if reply.get("ok") else None
+        i = 0
+        if type(replies) is list:
+            unread = self._unread
+            for rid, r in zip(members, replies):
+                if type(r) is not dict or r.get("id") != rid:
+                    break
+                i += 1
+                if rid == awaited:
+                    mine = r
+                    continue
+                entry = unread.pop(rid, None)
+                if entry is None:
+                    continue  # given up earlier
+                if not r.get("ok"):
+                    self._failed(entry[0], str(r.get("error")))
+                elif entry[1] is not None:
+                    entry[1](r.get("result") or {})
+            if i == len(members):
+                return mine if mine is not None else {"ok": False, "error": "the batch's reply has no answer for it"}
+            members = members[i:]
         by_id = {}
         if isinstance(replies, list):
             for r in replies:
@@ -238,6 +286,11 @@ class NodeBridge:
         finally:
             if self._ctx is not None:
                 self._ctx.term()
+
+
+_LENGTH = struct.Struct(">I")
+# a lone call's frame begins {"v": 1, then its call map's entries (a map of 4, where a call's has 3)
+_ONE_CALL = b"\x84\xa1v\x01"
 
 
 class _UnixFrames:
@@ -298,8 +351,24 @@ class _UnixFrames:
 
     def send(self, frame, flags=0):
         s = self._connected()
-        self._out += struct.pack(">I", len(frame))
-        self._out += frame
+        head = _LENGTH.pack(len(frame))
+        if not self._out:
+            # nothing waits: straight to the socket, the frame not copied (what it leaves waits)
+            try:
+                n = s.sendmsg((head, frame))
+            except (BlockingIOError, InterruptedError):
+                n = 0
+            except OSError as e:
+                raise self._broken(e) from e
+            if n == 4 + len(frame):
+                return
+            if n < 4:
+                self._out += head[n:]
+                n = 4
+            self._out += memoryview(frame)[n - 4:]
+        else:
+            self._out += head
+            self._out += frame
         if self._pump() or flags & self._dontwait:
             return
         deadline = time.monotonic() + self._timeout
@@ -310,9 +379,10 @@ class _UnixFrames:
 
     def _frame(self):
         if len(self._buf) >= 4:
-            n = struct.unpack_from(">I", self._buf)[0]
+            n = _LENGTH.unpack_from(self._buf)[0]
             if len(self._buf) >= 4 + n:
-                frame = bytes(self._buf[4:4 + n])
+                with memoryview(self._buf) as view:
+                    frame = bytes(view[4:4 + n])  # one copy (a bytearray's slice would be a second)
                 del self._buf[:4 + n]
                 return frame
         return None

@@ -189,8 +189,8 @@ def _block_groups(value):
         return []
     value = list(value)
     if value and not isinstance(value[0], (list, tuple)):
-        return [[int(b) for b in value]]
-    return [[int(b) for b in g] for g in value]
+        return [list(map(int, value))]
+    return [list(map(int, g)) for g in value]
 
 
 def _status_name(request):
@@ -603,6 +603,18 @@ def _new_requests_fields(snapshot):
             for rid, blocks, n, params in _new_requests_rows(snapshot)]
 
 
+def _new_requests_now(reqs):
+    """``_new_requests_fields`` of a non-empty ``scheduled_new_reqs`` taken at once, in one pass
+    (drive mode without recording: nothing is converted later, so nothing is kept to convert)."""
+    try:
+        return [{"request_id": str(rid), "block_ids": _block_groups(blocks), "num_computed_tokens": int(n or 0),
+                 "kv_transfer_params": plain(params)}
+                for (rid, n), blocks, params in zip(map(_ID_AND_COMPUTED, reqs), map(_BLOCK_IDS, reqs),
+                                                    map(_KV_PARAMS, map(_EXTRA_ARGS, reqs)))]
+    except (AttributeError, TypeError, KeyError):
+        return _new_requests_fields(_new_requests_snapshot_of(reqs))
+
+
 def _new_requests(scheduler_output):
     """``scheduled_new_reqs`` as the journal's ``NewRequest`` entries, or ``_ABSENT``."""
     snap = _new_requests_snapshot(scheduler_output)
@@ -773,13 +785,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
     def _drive_send(self, hook, on_result=None, flush=False, **args):
         """One hook call whose answer vLLM does not use: sent without waiting (``drive_pipeline``, the
         default), in order with the awaited ones; its reply is read later, a refusal counted as a fallback."""
+        self._drive_send_args(hook, args, on_result, flush)
+
+    def _drive_send_args(self, hook, args, on_result=None, flush=False):
+        """``_drive_send`` with the arguments as one dict (a fresh one: it is packed later, as it is)."""
         if not self._drive_pipeline:
             r = self._drive_call(hook, **args)
             if r is not None and on_result is not None:
                 on_result(r)
             return
         try:
-            self._drive.send(hook, on_result, flush, **args)
+            self._drive.send_args(hook, args, on_result, flush)
         except Exception as e:  # noqa: BLE001
             self._drive_failed(hook, e)
 
@@ -841,7 +857,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if rid in self._drive_seen:
             return rid
         self._drive_seen.add(rid)
-        self._drive_send("add_request", **_admission(request))
+        self._drive_send_args("add_request", _admission(request))
         return rid
 
     @property
@@ -1205,8 +1221,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001 - not a pair: nothing the node could agree with
                 acted = ("not a pair", repr(result))
                 self._failed("drive get_num_new_matched_tokens", e)
-            self._drive_send("get_num_new_matched_tokens",
-                             self._drive_checked("get_num_new_matched_tokens", acted, _matched_answer), **args)
+            self._drive_send_args("get_num_new_matched_tokens", args,
+                                  self._drive_checked("get_num_new_matched_tokens", acted, _matched_answer))
         elif self._drive is not None:
             r = self._drive_call("get_num_new_matched_tokens", request_id=_request_id(request),
                                  num_computed_tokens=int(num_computed_tokens))
@@ -1237,8 +1253,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 block_ids = None
                 self._failed("drive update_state_after_alloc", e)
             if block_ids is not None:
-                self._drive_send("update_state_after_alloc", request_id=_request_id(request), block_ids=block_ids,
-                                 num_external_tokens=int(num_external_tokens))
+                self._drive_send_args("update_state_after_alloc", {
+                    "request_id": _request_id(request), "block_ids": block_ids,
+                    "num_external_tokens": int(num_external_tokens)})
         return result
 
     def build_connector_meta(self, scheduler_output):
@@ -1319,9 +1336,12 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         """``build_connector_meta`` for any scheduler output, recording or driving (or both)."""
         s = self._stream
         # before the inner runs: the params it reads are the request's own dict, changed later
+        new_fields = None  # driving alone: the node's entries, made now (no snapshot to convert later)
         try:
             new_reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
-            if new_reqs is not _ABSENT:
+            if new_reqs is not _ABSENT and s is None:
+                new_fields = _new_requests_now(new_reqs) if new_reqs else []
+            elif new_reqs is not _ABSENT:
                 new_reqs = _new_requests_snapshot(scheduler_output) if new_reqs else []
             ids = getattr(scheduler_output, "preempted_req_ids", _ABSENT)
             preempted = ids if ids is _ABSENT else list(ids) if ids else []
@@ -1372,7 +1392,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 nbs += [None] * (len(ids) - len(nbs))
                 args = {"step": self._drive_step, "cached_req_ids": ids, "cached_new_block_ids": nbs}
                 # left out when this vLLM has no such field (the node then knows they were not sent)
-                if new_reqs is not _ABSENT:
+                if new_fields is not None:
+                    args["scheduled_new_reqs"] = new_fields
+                elif new_reqs is not _ABSENT:
                     args["scheduled_new_reqs"] = _new_requests_fields(new_reqs)
                 if preempted is not _ABSENT:
                     args["preempted_req_ids"] = sorted(str(x) for x in preempted)
@@ -1382,7 +1404,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             if args is not None:
                 self._drive_metadata = None
                 # the end of the scheduler's pass: what waits in the batch goes out with it
-                self._drive_send("build_connector_meta", self._drive_meta_result, flush=True, **args)
+                self._drive_send_args("build_connector_meta", args, self._drive_meta_result, True)
         return result
 
     def on_new_request(self, request):
@@ -1555,7 +1577,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             else:
                 self._drive_deferred.discard(rid)  # the node will never surface it
             check(r)
-        self._drive_send("request_finished", on_result, **args)
+        self._drive_send_args("request_finished", args, on_result)
 
     def register_finished_partial_tail(self, request, block_ids, partial_tail_offloads):
         return self._inner.register_finished_partial_tail(request, block_ids, partial_tail_offloads)

@@ -214,6 +214,9 @@ class StepFolder:
         self.flush_run(out)
 
 
+_SCALARS = frozenset((str, int, float, bool))
+
+
 def plain(value, depth=0):
     """A copy of ``value`` made of JSON-representable Python values (dict keys as str).
 
@@ -224,10 +227,13 @@ def plain(value, depth=0):
         return value
     if depth > 32:
         return str(value)
+    # a str key, and a value of exactly str, int, float or bool or None (most of a kv_transfer_params
+    # dict, a block id list), are taken as they are: what the call for each would give, without it
     if isinstance(value, dict):
-        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+        return {(k if type(k) is str else str(k)): (v if v is None or type(v) in _SCALARS else plain(v, depth + 1))
+                for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v, depth + 1) for v in value]
+        return [v if v is None or type(v) in _SCALARS else plain(v, depth + 1) for v in value]
     if isinstance(value, (set, frozenset)):
         items = [plain(v, depth + 1) for v in value]
         try:

@@ -1,0 +1,254 @@
+"""The drive client's own Python per scheduler step (issue 34), against a stand-in node.
+
+    python3 benchmarks/drive_client_cost.py [--base REV] [--concurrency 256] [--cycles 20] [--profile]
+
+The scheduler thread's CPU time (``time.thread_time_ns``) in the scheduler hooks of each step, for
+the recorder with drive mode off and with drive mode on and ``drive_matched_from_inner`` and
+``drive_finished_from_inner`` (nothing awaited in an admitting or finishing step), played by the
+stand-in driver of modules/vllm-bridge/tests in vLLM's call order, as drive_step_cost.py does.
+The node is a stand-in in another process (a Unix socket, length-prefixed msgpack frames, batches
+answered call by call, each answer the one vLLM acted on, and a digest of the calls it applied
+printed at the end: the same for every engine, as they make the same calls): what is timed is the client's work
+(building each call, packing, sending, reading and checking the replies), not a node's. With
+``--base REV`` the package as it is at that git revision plays too, in the same run (loaded from
+``git show`` under another name), each with a stand-in of its own; engines alternate step by step.
+Medians per kind of step, and what drive mode adds over ``off``, with the thread's minor page
+faults in those hooks; then the admitting steps' CPU per hook (means). ``--profile [HOOK]`` prints
+a cProfile (thread CPU time; each call's timer inflates small functions) of this checkout's drive
+engine over the admitting steps, or that hook alone; ``--no-gc`` turns the collector off. A
+measurement, nothing is asserted: on a shared machine only ratios within one run mean much.
+"""
+
+import argparse
+import collections
+import cProfile
+import importlib
+import os
+import pstats
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BRIDGE = os.path.join(ROOT, "modules", "vllm-bridge")
+for p in ("src", "tests/standin", "tests"):
+    sys.path.insert(0, os.path.join(BRIDGE, p))
+
+from driver import Driver, make_config  # noqa: E402
+from drive_step_cost import SCHED_HOOKS, load, make_requests, pct  # noqa: E402
+from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
+
+STANDIN = r"""
+import hashlib, msgpack, os, socket, struct, sys
+path = sys.argv[1]
+digest, calls = hashlib.sha256(), 0
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(1)
+print(path, flush=True)
+
+def answer(req):
+    global calls
+    h, a = req["hook"], req.get("args") or {}
+    digest.update(msgpack.packb([h, a]))
+    calls += 1
+    if h == "hello":
+        r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch"]}
+    elif h == "get_num_new_matched_tokens" or h == "request_finished":
+        r = a.get("acted") or {}
+    elif h == "update_connector_output":
+        r = {"finished_sending": a.get("finished_sending")}
+    else:
+        r = {}
+    return {"v": 1, "id": req["id"], "ok": True, "result": r}
+
+while True:
+    c, _ = srv.accept()
+    buf = bytearray()
+    while True:
+        chunk = c.recv(1 << 16)
+        if not chunk:
+            break
+        buf += chunk
+        while len(buf) >= 4:
+            n = struct.unpack_from(">I", buf)[0]
+            if len(buf) < 4 + n:
+                break
+            req = msgpack.unpackb(bytes(buf[4:4 + n]))
+            del buf[:4 + n]
+            if req["hook"] == "batch":
+                rep = {"v": 1, "id": req["id"], "ok": True,
+                       "result": {"replies": [answer(m) for m in req["args"]["calls"]]}}
+            else:
+                rep = answer(req)
+            out = msgpack.packb(rep)
+            c.sendall(struct.pack(">I", len(out)) + out)
+    c.close()
+    print(calls, digest.hexdigest(), flush=True)
+"""
+
+
+def base_package(rev, where):
+    """This checkout's kvledger_vllm as it is at ``rev``, importable as ``kvledger_vllm_base``."""
+    pkg = os.path.join(where, "kvledger_vllm_base")
+    os.makedirs(pkg)
+    src = "modules/vllm-bridge/src/kvledger_vllm/"
+    names = subprocess.run(["git", "-C", ROOT, "ls-tree", "--name-only", rev, src], check=True,
+                           capture_output=True, text=True).stdout.split()
+    for name in names:
+        if name.endswith(".py"):
+            body = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:{name}"], check=True,
+                                  capture_output=True).stdout
+            with open(os.path.join(pkg, os.path.basename(name)), "wb") as f:
+                f.write(body)
+    sys.path.insert(0, where)
+    return importlib.import_module("kvledger_vllm_base")
+
+
+class Engine:
+    def __init__(self, label, package, drive=None):
+        self.label = label
+        extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
+        if drive is not None:
+            extra.update(drive_node=drive, drive_timeout_ms=30000, drive_matched_from_inner=True,
+                         drive_finished_from_inner=True)
+        cfg = make_config("kv_producer", extra)
+        self.sched = package.KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
+        self.worker = package.KvledgerRecorderConnector(cfg, KVConnectorRole.WORKER, None)
+        if drive is not None and not self.sched.driving:
+            sys.exit(f"drive_client_cost: engine {label} is not driving")
+        self.cpu = 0
+        self.faults = 0  # the scheduler thread's minor page faults in the same hooks
+        self.by_hook = collections.Counter()  # CPU ns per hook over the recorded admitting steps
+        self.keep = False
+        self.prof = None  # (profile, hook): that hook is profiled
+        for name in SCHED_HOOKS:
+            self._time(name)
+        self.driver = Driver(self.sched, self.worker, producer=True)
+
+    def _time(self, name):
+        f = getattr(self.sched, name)
+
+        def wrapper(*a, **k):
+            p = self.prof
+            if p is not None and p[1] == name:
+                p[0].enable()
+            m = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+            c = time.thread_time_ns()
+            r = f(*a, **k)
+            if p is not None and p[1] == name:
+                p[0].disable()
+            took = time.thread_time_ns() - c
+            self.faults += resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - m
+            self.cpu += took
+            if self.keep:
+                self.by_hook[name] += took
+            return r
+        setattr(self.sched, name, wrapper)
+
+    def close(self):
+        self.sched.shutdown()
+        self.worker.shutdown()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", help="a git revision whose package plays too")
+    ap.add_argument("--concurrency", type=int, default=256)
+    ap.add_argument("--cycles", type=int, default=20)
+    ap.add_argument("--profile", nargs="?", const="", metavar="HOOK",
+                    help="profile this checkout's drive engine over the admitting steps (or that hook alone)")
+    ap.add_argument("--no-gc", action="store_true", help="with the garbage collector off (what it costs)")
+    a = ap.parse_args(argv)
+    if a.no_gc:
+        import gc
+        gc.disable()
+    tmp = tempfile.mkdtemp(prefix="drive-client-cost-")
+    procs = []
+
+    def standin(label):
+        path = os.path.join(tmp, label + ".sock")
+        p = subprocess.Popen([sys.executable, "-c", STANDIN, path], stdout=subprocess.PIPE, text=True)
+        p.stdout.readline()
+        procs.append((label, p))
+        return "unix://" + path
+
+    head = importlib.import_module("kvledger_vllm")
+    engines = [Engine("off", head), Engine("head", head, standin("head"))]
+    if a.base:
+        engines.append(Engine("base", base_package(a.base, tmp), standin("base")))
+    print(f"load average at the start: {load()}")
+    cpu = {e.label: collections.defaultdict(list) for e in engines}
+    faults = {e.label: collections.defaultdict(list) for e in engines}
+    prof = cProfile.Profile(time.thread_time_ns, 1e-9) if a.profile is not None else None
+    n, first = a.concurrency, 1
+    try:
+        for c in range(a.cycles + 2):  # the first two: warm-up
+            for e in engines:
+                e.cpu = e.faults = 0  # on_new_request, the admission, counts in the admitting step
+                e.keep = c >= 2
+                for r in make_requests(first, n):
+                    e.driver.add(r)
+            first += n
+            for i in range(6):
+                kinds = set()
+                k = c + i  # which engine steps first rotates step by step, and cycle by cycle
+                order = engines[k % len(engines):] + engines[:k % len(engines)]
+                for e in order:
+                    d = e.driver
+                    before = (len(d.waiting), len(d.running), len(d.finished))
+                    if not before[0]:
+                        e.cpu = e.faults = 0
+                    e.keep = c >= 2 and bool(before[0])
+                    profiling = prof is not None and e.label == "head" and before[0] and c >= 2
+                    if profiling and a.profile:
+                        e.prof = prof, a.profile
+                    elif profiling:
+                        prof.enable()
+                    d.step()
+                    e.prof = None
+                    if profiling and not a.profile:
+                        prof.disable()
+                    kind = ("burst" if before[0] else "finish" if len(d.finished) > before[2]
+                            else "steady" if before[1] else "idle")
+                    kinds.add(kind)
+                    if c >= 2:
+                        cpu[e.label][kind].append(e.cpu)
+                        faults[e.label][kind].append(e.faults)
+                if len(kinds) != 1:
+                    sys.exit(f"drive_client_cost: the engines disagree on a step's kind: {kinds}")
+        for e in engines:
+            if e.label != "off":
+                e.sched._drive_settled()
+                print(f"{e.label}: fallbacks {e.sched.drive_fallbacks}, divergences {e.sched.drive_divergences}")
+    finally:
+        for e in engines:
+            e.close()
+        for label, p in procs:
+            # the calls the stand-in applied, in order (hook and arguments): the same for every engine
+            print(f"{label}: calls applied by the stand-in, and their digest: {p.stdout.readline().strip()}")
+            p.kill()
+            p.wait()
+    print(f"load average at the end: {load()}")
+    print(f"scheduler-thread CPU per step, N={n}, {a.cycles} cycles: median µs (added over off; per request)")
+    for kind in ("burst", "steady", "finish", "idle"):
+        off = cpu["off"][kind]
+        cells = [f"off {pct(off, 0.5) / 1000:,.0f} ({pct(faults['off'][kind], 0.5):,} page faults)"]
+        for e in engines[1:]:
+            on = cpu[e.label][kind]
+            added = [x - y for x, y in zip(on, off)]
+            m = pct(added, 0.5)
+            cells.append(f"{e.label} {pct(on, 0.5) / 1000:,.0f} (+{m / 1000:,.0f}; {m / n / 1000:.1f}/req; "
+                         f"{pct(faults[e.label][kind], 0.5):,} page faults)")
+        print(f"  {kind:7s} " + " | ".join(cells))
+    print(f"  admitting steps by hook, CPU µs per request: " + " | ".join(
+        e.label + " " + ", ".join(f"{h} {e.by_hook[h] / (n * a.cycles) / 1000:.1f}" for h in SCHED_HOOKS)
+        for e in engines))
+    if prof is not None:
+        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+
+
+if __name__ == "__main__":
+    main()
