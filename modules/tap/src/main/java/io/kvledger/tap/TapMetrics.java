@@ -1,20 +1,13 @@
 package io.kvledger.tap;
 
-import com.sun.net.httpserver.HttpServer;
+import io.kvledger.ledger.metrics.MetricsEndpoint;
 import io.kvledger.ledger.metrics.RuntimeMetrics;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.io.IOException;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.function.ToLongFunction;
 
 /**
@@ -42,12 +35,10 @@ public final class TapMetrics implements AutoCloseable {
     /** Held: Micrometer holds what its meters read weakly. */
     private final Tap tap;
     private final RuntimeMetrics runtime;
-    private final HttpServer server;
-    private final ExecutorService executor;
+    private final MetricsEndpoint endpoint;
 
-    private TapMetrics(Tap tap, HttpServer server) {
+    private TapMetrics(Tap tap, String host, int port) {
         this.tap = tap;
-        this.server = server;
         List<TapTarget> targets = tap.config().targets();
         for (int i = 0; i < targets.size(); i++) {
             TapTarget t = targets.get(i);
@@ -68,30 +59,7 @@ public final class TapMetrics implements AutoCloseable {
                 .description("Frames waiting for the journal writer").register(registry);
         this.runtime = new RuntimeMetrics(Tags.empty());
         runtime.bindTo(registry);
-        this.executor = Executors.newSingleThreadExecutor(r -> {
-            Thread th = new Thread(r, "kvledger-tap-metrics");
-            th.setDaemon(true);
-            return th;
-        });
-        server.createContext("/metrics", ex -> {
-            try (ex) {
-                if (!ex.getRequestMethod().equals("GET") && !ex.getRequestMethod().equals("HEAD")) {
-                    ex.getResponseHeaders().set("Allow", "GET, HEAD");
-                    ex.sendResponseHeaders(405, -1);
-                    return;
-                }
-                byte[] body = scrape().getBytes(StandardCharsets.UTF_8);
-                ex.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-                boolean head = ex.getRequestMethod().equals("HEAD");
-                ex.sendResponseHeaders(200, head ? -1 : body.length);
-                if (!head) {
-                    try (OutputStream o = ex.getResponseBody()) {
-                        o.write(body);
-                    }
-                }
-            }
-        });
-        server.setExecutor(executor);
+        this.endpoint = MetricsEndpoint.serve("the tap's metrics", "tap", host, port, this::scrape);
     }
 
     private void counter(String name, String help, Tags tags, ToLongFunction<Tap> f) {
@@ -101,23 +69,15 @@ public final class TapMetrics implements AutoCloseable {
     /**
      * Serves {@code GET /metrics} for {@code tap} on {@code host:port} (0: any free port).
      *
-     * @throws UncheckedIOException when the port cannot be bound
+     * @throws java.io.UncheckedIOException when the port cannot be bound
      */
     public static TapMetrics serve(Tap tap, String host, int port) {
-        HttpServer server;
-        try {
-            server = HttpServer.create(new InetSocketAddress(host, port), 16);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot serve the tap's metrics on " + host + ":" + port + ": " + e.getMessage(), e);
-        }
-        TapMetrics m = new TapMetrics(tap, server);
-        server.start();
-        return m;
+        return new TapMetrics(tap, host, port);
     }
 
     /** The port {@code /metrics} is served on. */
     public int port() {
-        return server.getAddress().getPort();
+        return endpoint.port();
     }
 
     /** The metrics now, in Prometheus text. */
@@ -127,8 +87,7 @@ public final class TapMetrics implements AutoCloseable {
 
     @Override
     public void close() {
-        server.stop(0);
-        executor.shutdownNow();
+        endpoint.close();
         registry.close();
     }
 }

@@ -3,9 +3,10 @@
  * and the JVM's ({@link io.kvledger.ledger.metrics.RuntimeMetrics}), under the names Prometheus's
  * own clients use, so that stock dashboards and alerts work; and the series of a journal shipper to
  * Kafka ({@link io.kvledger.ledger.metrics.ShipSeries}), one set of names for {@code ship --metrics},
- * a node and a proxy.
+ * a node and a proxy; and {@link io.kvledger.ledger.metrics.MetricsEndpoint}, the {@code /metrics}
+ * endpoint of the processes without an HTTP API of their own ({@code ship}, {@code tap}).
  *
- * <p>Depends on micrometer-core and the JDK's management beans only; the node and the proxy bind it
- * to their registries.
+ * <p>Depends on micrometer-core, the JDK's management beans and its HTTP server only; the node and
+ * the proxy bind it to their registries.
  */
 package io.kvledger.ledger.metrics;

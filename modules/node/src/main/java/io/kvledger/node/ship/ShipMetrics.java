@@ -1,6 +1,6 @@
 package io.kvledger.node.ship;
 
-import com.sun.net.httpserver.HttpServer;
+import io.kvledger.ledger.metrics.MetricsEndpoint;
 import io.kvledger.ledger.metrics.RuntimeMetrics;
 import io.kvledger.ledger.metrics.ShipSeries;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -8,15 +8,8 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.io.IOException;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 
 /**
  * A standalone shipper's metrics in Prometheus text ({@code kvledger ship --metrics HOST:PORT},
@@ -57,12 +50,10 @@ public final class ShipMetrics implements AutoCloseable {
     private final Shipper shipper;
     private final Map<Shipper.NodeCounters, Boolean> registered = new HashMap<>();
     private final RuntimeMetrics runtime;
-    private final HttpServer server;
-    private final ExecutorService executor;
+    private final MetricsEndpoint endpoint;
 
-    private ShipMetrics(Shipper shipper, HttpServer server) {
+    private ShipMetrics(Shipper shipper, String host, int port) {
         this.shipper = shipper;
-        this.server = server;
         // as the node's and the proxy's (NodeMetrics, ProxyMetrics), over every journal shipped
         ShipSeries.register(registry, Tags.empty(), shipper, s -> s);
         Gauge.builder("kvledger_ship_journals", shipper, s -> s.nodeCounters().size())
@@ -72,53 +63,21 @@ public final class ShipMetrics implements AutoCloseable {
                 .register(registry);
         this.runtime = new RuntimeMetrics(Tags.empty());
         runtime.bindTo(registry);
-        this.executor = Executors.newSingleThreadExecutor(r -> {
-            Thread th = new Thread(r, "kvledger-ship-metrics");
-            th.setDaemon(true);
-            return th;
-        });
-        server.createContext("/metrics", ex -> {
-            try (ex) {
-                String method = ex.getRequestMethod();
-                if (!method.equals("GET") && !method.equals("HEAD")) {
-                    ex.getResponseHeaders().set("Allow", "GET, HEAD");
-                    ex.sendResponseHeaders(405, -1);
-                    return;
-                }
-                byte[] body = scrape().getBytes(StandardCharsets.UTF_8);
-                ex.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-                boolean head = method.equals("HEAD");
-                ex.sendResponseHeaders(200, head ? -1 : body.length);
-                if (!head) {
-                    try (OutputStream o = ex.getResponseBody()) {
-                        o.write(body);
-                    }
-                }
-            }
-        });
-        server.setExecutor(executor);
+        this.endpoint = MetricsEndpoint.serve("ship's metrics", "ship", host, port, this::scrape);
     }
 
     /**
      * Serves {@code GET /metrics} for {@code shipper} on {@code host:port} (0: any free port).
      *
-     * @throws UncheckedIOException when the port cannot be bound
+     * @throws java.io.UncheckedIOException when the port cannot be bound
      */
     public static ShipMetrics serve(Shipper shipper, String host, int port) {
-        HttpServer server;
-        try {
-            server = HttpServer.create(new InetSocketAddress(host, port), 16);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot serve ship's metrics on " + host + ":" + port + ": " + e.getMessage(), e);
-        }
-        ShipMetrics m = new ShipMetrics(shipper, server);
-        server.start();
-        return m;
+        return new ShipMetrics(shipper, host, port);
     }
 
     /** The port {@code /metrics} is served on. */
     public int port() {
-        return server.getAddress().getPort();
+        return endpoint.port();
     }
 
     /** The metrics now, in Prometheus text; a journal followed since the last scrape gets its series first. */
@@ -141,8 +100,7 @@ public final class ShipMetrics implements AutoCloseable {
 
     @Override
     public void close() {
-        server.stop(0);
-        executor.shutdownNow();
+        endpoint.close();
         registry.close();
     }
 }
