@@ -453,11 +453,13 @@ final class NodeCommand implements Callable<Integer> {
         }
         o = o.withLayout(new KvLayout(config.layerNames(), blocks, blockBytes));
         if (http != null) {
-            int colon = http.lastIndexOf(':');
-            if (colon <= 0) {
-                throw usage("--http takes HOST:PORT, got " + http);
+            HostPort at;
+            try {
+                at = HostPort.parse("--http", http);
+            } catch (IllegalArgumentException e) {
+                throw usage(e.getMessage());
             }
-            o = o.withHttp(http.substring(0, colon), port("--http", http.substring(colon + 1)), httpToken);
+            o = o.withHttp(at.host(), at.port(), httpToken);
         }
         String ping = proxy;
         if (ping == null && ExtraConfig.pythonTruthy(extra.get("proxy_ip"))) {
@@ -509,18 +511,6 @@ final class NodeCommand implements Callable<Integer> {
             return new int[] {r, n};
         } catch (RuntimeException e) {
             throw usage(opt + " takes RANK/SIZE with 0 <= RANK < SIZE, got " + v);
-        }
-    }
-
-    private int port(String opt, String v) {
-        try {
-            int p = Integer.parseInt(v.trim());
-            if (p < 0 || p > 65535) {
-                throw new NumberFormatException();
-            }
-            return p;
-        } catch (NumberFormatException e) {
-            throw usage(opt + " needs a port from 0 to 65535, got " + v);
         }
     }
 

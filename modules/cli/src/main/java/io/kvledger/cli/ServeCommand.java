@@ -59,24 +59,14 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws InterruptedException {
-        int colon = http.lastIndexOf(':');
-        if (colon <= 0) {
-            throw new ParameterException(spec.commandLine(), "--http takes HOST:PORT, got " + http);
-        }
-        String host = http.substring(0, colon);
-        if (host.startsWith("[") && host.endsWith("]")) {
-            host = host.substring(1, host.length() - 1);
-        }
-        int port;
+        HostPort at;
         try {
-            port = Integer.parseInt(http.substring(colon + 1).strip());
-            if (port < 0 || port > 65535) {
-                throw new NumberFormatException();
-            }
-        } catch (NumberFormatException e) {
-            throw new ParameterException(spec.commandLine(), "--http needs a port from 0 to 65535, got "
-                    + http.substring(colon + 1));
+            at = HostPort.parse("--http", http);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
         }
+        String host = at.host();
+        int port = at.port();
         // a topic followed live: read, then kept growing in its temporary journals as the topic grows
         List<KafkaSource.Live> topics = new ArrayList<>();
         List<NodeJournal> journals = new ArrayList<>();

@@ -91,22 +91,11 @@ final class ShipCommand implements Callable<Integer> {
         if (bufferMb < 1 || partitions < 1) {
             throw usage("--buffer-mb and --partitions must be positive");
         }
-        String metricsHost = null;
-        int metricsPort = -1;
-        if (metrics != null) {
-            int colon = metrics.lastIndexOf(':');
-            try {
-                metricsPort = colon <= 0 ? -1 : Integer.parseInt(metrics.substring(colon + 1));
-            } catch (NumberFormatException e) {
-                metricsPort = -1;
-            }
-            if (metricsPort < 0 || metricsPort > 65_535) {
-                throw usage("--metrics takes HOST:PORT, got " + metrics);
-            }
-            metricsHost = metrics.substring(0, colon);
-            if (metricsHost.startsWith("[") && metricsHost.endsWith("]")) {
-                metricsHost = metricsHost.substring(1, metricsHost.length() - 1);
-            }
+        HostPort metricsAt;
+        try {
+            metricsAt = metrics == null ? null : HostPort.parse("--metrics", metrics);
+        } catch (IllegalArgumentException e) {
+            throw usage(e.getMessage());
         }
         List<Path> dirs = new ArrayList<>();
         List<Path> watch = new ArrayList<>();
@@ -152,7 +141,7 @@ final class ShipCommand implements Callable<Integer> {
         }
         ShipMetrics served;
         try {
-            served = metricsHost == null ? null : ShipMetrics.serve(shipper, metricsHost, metricsPort);
+            served = metricsAt == null ? null : ShipMetrics.serve(shipper, metricsAt.host(), metricsAt.port());
         } catch (java.io.UncheckedIOException e) {
             shipper.close();
             throw usage(e.getMessage());
@@ -160,8 +149,7 @@ final class ShipCommand implements Callable<Integer> {
         int rc;
         try (StopOnSignal signal = new StopOnSignal("kvledger-ship-stop"); shipper; AutoCloseable metricsServer = served) {
             if (served != null) {
-                String shown = metricsHost.contains(":") ? "[" + metricsHost + "]" : metricsHost;
-                err.println("kvledger ship: metrics on http://" + shown + ":" + served.port() + "/metrics");
+                err.println("kvledger ship: metrics on http://" + metricsAt.urlHost() + ":" + served.port() + "/metrics");
             }
             err.println("kvledger ship: shipping " + (shipper.nodes().isEmpty() ? "nothing yet"
                     : String.join(", ", shipper.nodes())) + " to " + target + (watch.isEmpty() ? ""

@@ -98,19 +98,11 @@ final class TapCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        String metricsHost = null;
-        int metricsPort = 0;
-        if (metrics != null) {
-            int colon = metrics.lastIndexOf(':');
-            try {
-                metricsPort = colon <= 0 ? -1 : Integer.parseInt(metrics.substring(colon + 1));
-            } catch (NumberFormatException e) {
-                metricsPort = -1;
-            }
-            if (metricsPort < 0 || metricsPort > 65_535) {
-                throw new ParameterException(spec.commandLine(), "--metrics takes HOST:PORT, got " + metrics);
-            }
-            metricsHost = metrics.substring(0, colon);
+        HostPort metricsAt;
+        try {
+            metricsAt = metrics == null ? null : HostPort.parse("--metrics", metrics);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         String name = spec.qualifiedName();
         Tap opened;
@@ -125,7 +117,7 @@ final class TapCommand implements Callable<Integer> {
         }
         io.kvledger.tap.TapMetrics served;
         try {
-            served = metricsHost == null ? null : io.kvledger.tap.TapMetrics.serve(opened, metricsHost, metricsPort);
+            served = metricsAt == null ? null : io.kvledger.tap.TapMetrics.serve(opened, metricsAt.host(), metricsAt.port());
         } catch (java.io.UncheckedIOException e) {
             opened.close();
             err.println(name + ": " + e.getMessage());
@@ -135,7 +127,7 @@ final class TapCommand implements Callable<Integer> {
         try (StopOnSignal stop = new StopOnSignal("kvledger-tap-shutdown"); Tap tap = opened;
              AutoCloseable metricsServer = served) {
             if (served != null) {
-                err.println("tap: metrics on http://" + metricsHost + ":" + served.port() + "/metrics");
+                err.println("tap: metrics on http://" + metricsAt.urlHost() + ":" + served.port() + "/metrics");
             }
             for (int i = 0; i < targets.size(); i++) {
                 err.println("tap: " + targets.get(i).label() + " <- " + tap.endpoints().get(i) + " (journal "
