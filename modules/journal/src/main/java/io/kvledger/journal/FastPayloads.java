@@ -5,6 +5,7 @@ import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.ReqMeta;
 import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.model.TransferId;
 import java.io.IOException;
 import java.util.List;
 import io.kvledger.wire.MsgOut;
@@ -242,7 +243,7 @@ public final class FastPayloads {
                 name(p, e.sender());
                 str(p, e.host());
                 p.int64(e.port());
-                py(p, e.transferId().raw(), "SendRelease.transfer_id");
+                transferId(p, e.transferId(), "SendRelease.transfer_id");
                 p.int64(e.consumerTpSize());
             }
             case Effect.SendWriteDone e -> {
@@ -264,7 +265,7 @@ public final class FastPayloads {
                 str(p, e.host());
                 p.int64(e.port());
                 str(p, e.reqId());
-                py(p, e.transferId().raw(), "SendRemoteBlocks.transfer_id");
+                transferId(p, e.transferId(), "SendRemoteBlocks.transfer_id");
                 ints(p, e.blockNotifyList());
                 p.int64(e.decodeRank());
             }
@@ -307,7 +308,7 @@ public final class FastPayloads {
             p.int64(m.remoteDpSize());
             p.int64(m.remoteDpSizeLocal());
             p.int64(m.remoteTpSize());
-            py(p, m.transferId().raw(), "ReqMeta.transfer_id");
+            transferId(p, m.transferId(), "ReqMeta.transfer_id");
             strs(p, m.multiPodHosts());
             p.bool(m.writeMode());
         }
@@ -343,6 +344,24 @@ public final class FastPayloads {
             PyValues.pack(p, v);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(field + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** A transfer id as its Python value: str, int, None and bytes directly, another value through its codec. */
+    private static void transferId(MsgOut p, TransferId id, String field) throws IOException {
+        switch (id) {
+            case TransferId.Str s -> p.str(s.value());
+            case TransferId.Int i -> p.int64(i.value());
+            case TransferId.None n -> p.nil();
+            case TransferId.Bytes b -> p.bin(b.value());
+            case TransferId.Other o -> {
+                try {
+                    PyValues.pack(p, o.value());
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException(field + ": " + e.getMessage(), e);
+                }
+            }
+            case TransferId.Unpackable u -> throw new IllegalArgumentException(field + ": " + u.why());
         }
     }
 

@@ -301,7 +301,7 @@ final class DetectorEvaluation {
                         layersPosted.computeIfAbsent(configs.get(node).tpRank() + "|" + w.transferId(), k -> new TreeSet<>());
                     }
                     case Effect.SendRemoteBlocks b -> {
-                        tid(node, b.reqId(), b.transferId().raw());
+                        tid(node, b.reqId(), b.transferId().text());
                         framesInFlight.merge("remote_blocks|" + b.transferId(), 1, Integer::sum);
                     }
                     case Effect.SendWriteDone w -> framesInFlight.merge("write_done|" + w.transferId(), 1, Integer::sum);

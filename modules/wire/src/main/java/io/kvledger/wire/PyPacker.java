@@ -65,16 +65,18 @@ public final class PyPacker {
 
     /**
      * A transfer id as the params held it: a switch over its forms, so the common ones (str, int,
-     * None) are written without a generic value; only {@link TransferId.Other} (a bool, a float, a
-     * big int, a container) goes through {@link #value(Object)}.
+     * None, bytes) are written directly; only {@link TransferId.Other} (a bool, a float, a big
+     * int, a container) goes through the value codec, as its {@link PyValue}; an
+     * {@link TransferId.Unpackable} is refused as {@link #value(Object)} refuses such a value.
      */
     public PyPacker transferId(TransferId id) {
         switch (id) {
             case TransferId.Str s -> w.str(s.value());
             case TransferId.Int i -> w.int64(i.value());
             case TransferId.None n -> w.nil();
-            case TransferId.Bytes b -> w.bin((byte[]) b.raw());
+            case TransferId.Bytes b -> w.bin(b.value());
             case TransferId.Other o -> value(o.value());
+            case TransferId.Unpackable u -> throw new WireEncodingException("cannot pack as msgpack: " + u.why());
         }
         return this;
     }

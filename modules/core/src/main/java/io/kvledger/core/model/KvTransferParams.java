@@ -252,6 +252,14 @@ public final class KvTransferParams {
         return transferId;
     }
 
+    /**
+     * {@code params.get("transfer_id")} as the raw map holds it (the plain-Java value, {@code null}
+     * when absent or None): for a dict that echoes the params' values back, as {@link #raw} does.
+     */
+    public Object transferIdValue() {
+        return value(transferIdAt, "transfer_id");
+    }
+
     // ------------------------------------------------------------------ flags (truthiness)
 
     /** {@code bool(params.get("do_remote_prefill"))}. */

@@ -108,6 +108,55 @@ public sealed interface PyValue {
         }
     }
 
+    /**
+     * The value of a plain-Java Python value, the inverse of {@link #toObject}: {@code null},
+     * {@link Boolean}, the integer boxes, {@link BigInteger} (up to 2^64 - 1), {@link Double},
+     * {@link java.lang.Float}, {@link CharSequence}, {@code byte[]}, lists and other collections,
+     * arrays, maps; a {@code PyValue} is itself.
+     *
+     * @throws IllegalArgumentException for a value of another type or an int beyond msgpack's 64 bits
+     */
+    static PyValue of(Object v) {
+        return switch (v) {
+            case null -> NONE;
+            case PyValue p -> p;
+            case Boolean b -> new Bool(b);
+            case Long l -> new Int(l);
+            case Integer i -> new Int(i);
+            case Short s -> new Int(s);
+            case Byte b -> new Int(b);
+            case BigInteger bi -> {
+                if (bi.bitLength() <= 63) {
+                    yield new Int(bi.longValue());
+                }
+                if (bi.signum() < 0 || bi.bitLength() > 64) {
+                    throw new IllegalArgumentException("the integer " + bi + " does not fit msgpack's 64 bits (Python raises OverflowError)");
+                }
+                yield new BigInt(bi);
+            }
+            case Double d -> new Float(d);
+            case java.lang.Float f -> new Float(f);
+            case CharSequence cs -> new Str(cs.toString());
+            case byte[] b -> new Bytes(b);
+            case java.util.Map<?, ?> m -> {
+                LinkedHashMap<PyValue, PyValue> out = new LinkedHashMap<>();
+                for (java.util.Map.Entry<?, ?> e : m.entrySet()) {
+                    out.put(of(e.getKey()), of(e.getValue()));
+                }
+                yield new Map(out);
+            }
+            case java.util.Collection<?> c -> {
+                ArrayList<PyValue> out = new ArrayList<>(c.size());
+                for (Object o : c) {
+                    out.add(of(o));
+                }
+                yield new List(out);
+            }
+            case Object[] arr -> of(Arrays.asList(arr));
+            default -> throw new IllegalArgumentException("a value of type " + v.getClass().getName() + " is not a Python value");
+        };
+    }
+
     /** The plain-Java form (see the class comment). */
     default Object toObject() {
         return switch (this) {

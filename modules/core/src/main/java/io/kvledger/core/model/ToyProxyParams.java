@@ -44,7 +44,7 @@ public final class ToyProxyParams {
             KvTransferParams returned = KvTransferParams.of(KvParams.of(prefillReturned));
             params.put("remote_engine_id", returned.remoteEngineId());
             params.put("remote_block_ids", returned.remoteBlockIds());
-            params.put("transfer_id", returned.transferId().raw());
+            params.put("transfer_id", returned.transferIdValue());
         }
         return params;
     }

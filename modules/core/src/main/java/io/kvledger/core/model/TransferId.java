@@ -9,14 +9,18 @@ import java.util.Objects;
  * must send it on exactly as it came ({@code remote_blocks}, {@code release}, a ReqMeta), as one
  * of the forms it takes: {@link Str} (normally {@code tx-<uuid4>} from the proxy), {@link Int},
  * {@link Bytes}, {@link #NONE} (a missing key or {@code None}: Python's {@code params.get(...)}
- * gives {@code None} for both; effects and metadata never hold {@code null} instead), and
+ * gives {@code None} for both; effects and metadata never hold {@code null} instead),
  * {@link Other} for any other Python value a sidecar or a test may send (a bool, a float, an int
- * beyond 64 bits, a list, a dict). Peers match on the value, so it is re-encoded as that value
- * ({@link #raw()}, the plain-Java form a codec packs), never as its text.
+ * up to 64 bits unsigned, a list, a dict), held as a {@link PyValue}, and {@link Unpackable} for a
+ * Java value with no Python form, which only hand-built params hold (the node refuses such params
+ * before the reducer sees them, and a journal cannot hold them). Peers match on the value, so a
+ * codec re-encodes it as that value by a switch over these forms (the str, int, None and bytes
+ * forms written directly, {@link Other} through its codec, {@link Unpackable} refused), never as
+ * its text.
  *
  * <p>{@link #equals} and {@link #hashCode} are those of the value ({@code bytes} by content, as
- * Python compares them), and {@link #toString} is {@code String.valueOf} of the plain value, so a
- * record holding one renders as it did when it held the raw value.
+ * Python compares them), and {@link #toString} is {@code String.valueOf} of the plain-Java value,
+ * so a record holding one renders as it did when it held the raw value.
  */
 public sealed interface TransferId {
 
@@ -25,7 +29,9 @@ public sealed interface TransferId {
 
     /**
      * The transfer id holding this Python value as the params decode it (a {@code String},
-     * {@code Long}, {@code byte[]}, or another value); {@link #NONE} for {@code null}.
+     * {@code Long}, {@code byte[]}, or another value, which becomes {@link PyValue#of its PyValue});
+     * {@link #NONE} for {@code null}. Never throws: a Java value with no Python form (not a Python
+     * type, an int beyond 64 bits) is an {@link Unpackable}.
      */
     static TransferId of(Object raw) {
         // an instanceof chain, not a pattern switch: this runs once per request on the hook path
@@ -38,14 +44,14 @@ public sealed interface TransferId {
         if (raw instanceof Long l) {
             return new Int(l);
         }
-        return raw instanceof byte[] b ? new Bytes(b) : new Other(raw);
+        return raw instanceof byte[] b ? new Bytes(b) : Other.of(raw);
     }
 
-    /** Whether this id holds the very value {@code raw} (as the params hold it): reuse it for them. */
+    /**
+     * Whether this id holds the very value {@code raw} (as the params hold it): reuse it for them.
+     * An {@link Other} holds a converted value, so it never does (it is rare; it is made again).
+     */
     boolean holds(Object raw);
-
-    /** The plain-Java value a codec packs ({@code null} for {@link #NONE}), as the params held it. */
-    Object raw();
 
     /** Whether there is no transfer id (absent or {@code None}). */
     default boolean isNone() {
@@ -84,11 +90,6 @@ public sealed interface TransferId {
         }
 
         @Override
-        public Object raw() {
-            return null;
-        }
-
-        @Override
         public boolean isTrue() {
             return false;
         }
@@ -121,11 +122,6 @@ public sealed interface TransferId {
         }
 
         @Override
-        public Object raw() {
-            return value;
-        }
-
-        @Override
         public boolean isTrue() {
             return !value.isEmpty();
         }
@@ -151,11 +147,6 @@ public sealed interface TransferId {
         @Override
         public boolean holds(Object raw) {
             return raw instanceof Long l && l == value;
-        }
-
-        @Override
-        public Object raw() {
-            return value;
         }
 
         @Override
@@ -192,10 +183,9 @@ public sealed interface TransferId {
             return raw == value;
         }
 
-        /** The array as the params held it (not copied: a codec packs it, nothing writes it). */
-        @Override
-        public Object raw() {
-            return value;
+        /** A copy of the bytes. */
+        public byte[] value() {
+            return value.clone();
         }
 
         @Override
@@ -224,36 +214,71 @@ public sealed interface TransferId {
         }
     }
 
-    /** A value of another type (a bool, a float, a big int, a list, a dict): carried as it came. */
-    record Other(Object value) implements TransferId {
-        @Override
-        public boolean holds(Object raw) {
-            return raw == value;
+    /**
+     * A value of another type (a bool, a float, a big int, a list, a dict), as its Python value.
+     * Python's {@code str()}, truth and Java's {@code toString} are those of the plain-Java form
+     * ({@link PyValue#toObject}), as when the id held that form.
+     */
+    record Other(PyValue value) implements TransferId {
+        public Other {
+            Objects.requireNonNull(value);
+        }
+
+        private static TransferId of(Object raw) {
+            try {
+                return new Other(PyValue.of(raw));
+            } catch (IllegalArgumentException e) {
+                return new Unpackable(e.getMessage(), String.valueOf(raw), ExtraConfig.pythonStr(raw),
+                        ExtraConfig.pythonTruthy(raw));
+            }
         }
 
         @Override
-        public Object raw() {
-            return value;
+        public boolean holds(Object raw) {
+            return false;
         }
 
         @Override
         public boolean isTrue() {
-            return ExtraConfig.pythonTruthy(value);
+            return ExtraConfig.pythonTruthy(value.toObject());
         }
 
         @Override
         public String pythonStr() {
-            return ExtraConfig.pythonStr(value);
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hashCode(value);
+            return ExtraConfig.pythonStr(value.toObject());
         }
 
         @Override
         public String toString() {
-            return String.valueOf(value);
+            return String.valueOf(value.toObject());
+        }
+    }
+
+    /**
+     * A Java value with no Python form (not a Python type, an int beyond msgpack's 64 bits), as
+     * only hand-built params hold one: its texts and truth, taken when it was read, and why a codec
+     * refuses it. Equal when all of these are.
+     *
+     * @param why       why it has no Python form: the message a codec refuses it with
+     * @param text      {@code String.valueOf} of the value ({@link #toString})
+     * @param pythonStr Python's {@code str()} of the value as the connector's helpers give it
+     * @param isTrue    its Python truth
+     */
+    record Unpackable(String why, String text, String pythonStr, boolean isTrue) implements TransferId {
+        public Unpackable {
+            Objects.requireNonNull(why);
+            Objects.requireNonNull(text);
+            Objects.requireNonNull(pythonStr);
+        }
+
+        @Override
+        public boolean holds(Object raw) {
+            return false;
+        }
+
+        @Override
+        public String toString() {
+            return text;
         }
     }
 }

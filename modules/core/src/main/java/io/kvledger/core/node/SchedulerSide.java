@@ -1284,7 +1284,7 @@ final class SchedulerSide {
             delay = c.on(Switch.DELAY_FREE_ANY_GROUP) ? !groups.allEmpty() : groups.first().length > 0;
         }
         // the returned dict is plain Python values, as every key of it: the id's as the params held it
-        Object tidValue = params.transferId().raw();
+        Object tidValue = params.transferIdValue();
         String tidString = params.transferId().asString();
         if (delay && !c.cfg.isProducer()) {
             c.anomaly(AnomalyKind.CONSUMER_DEFERRED_FREE, rid, tidString,

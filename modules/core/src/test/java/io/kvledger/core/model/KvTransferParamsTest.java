@@ -112,7 +112,8 @@ class KvTransferParamsTest {
     @Test
     void a_transfer_id_of_another_type_is_kept_as_it_came() {
         KvTransferParams p = KvTransferParams.of(KvParams.of("transfer_id", 42L));
-        assertThat(p.transferId().raw()).isEqualTo(42L);
+        assertThat(p.transferIdValue()).isEqualTo(42L);
+        assertThat(p.transferId()).isEqualTo(new TransferId.Int(42));
         assertThat(p.transferId().asString()).isNull();
     }
 
@@ -134,7 +135,7 @@ class KvTransferParamsTest {
         // setdefault keeps a present value, even None or an empty string
         KvTransferParams empty = KvTransferParams.of(KvParams.of("transfer_id", ""));
         empty.setDefaultTransferId("synth");
-        assertThat(empty.transferId().raw()).isEqualTo("");
+        assertThat(empty.transferIdValue()).isEqualTo("");
         assertThat(empty.raw().get("transfer_id")).isEqualTo("");
     }
 
@@ -151,11 +152,12 @@ class KvTransferParamsTest {
 
     @Test
     void a_reused_instance_forgets_the_previous_params_and_reuses_an_identical_transfer_id() {
-        TransferId tid = TransferId.of("tx-9");
+        String raw = "tx-9";
+        TransferId tid = TransferId.of(raw);
         KvTransferParams scratch = new KvTransferParams();
         scratch.parseInto(KvParams.of("transfer_id", "other", "remote_dp_rank", 3L, "do_remote_decode", true), null);
         assertThat(scratch.hasRemoteDpRank()).isTrue();
-        scratch.parseInto(KvParams.of("transfer_id", tid.raw()), tid);
+        scratch.parseInto(KvParams.of("transfer_id", raw), tid);
         assertThat(scratch.transferId()).isSameAs(tid);
         assertThat(scratch.hasRemoteDpRank()).isFalse();
         assertThat(scratch.remoteDpRank()).isNull();
@@ -180,7 +182,7 @@ class KvTransferParamsTest {
         assertThat(p.remoteBlockIds()).isNull();
         assertThat(p.hasTransferId()).isFalse();
         p.setDefaultTransferId("late");
-        assertThat(p.transferId().raw()).isEqualTo("late");
+        assertThat(p.transferIdValue()).isEqualTo("late");
         assertThat(p.hasTransferId()).isTrue();
         assertThat(raw.has("transfer_id")).as("the caller's map is copied before the write").isFalse();
         assertThat(p.raw().get("transfer_id")).isEqualTo("late");
@@ -289,7 +291,7 @@ class KvTransferParamsTest {
         KvTransferParams live = KvTransferParams.of(KvParams.of("transfer_id", "t", "remote_block_ids", ids));
         BlockGroups g = live.remoteBlockGroups();
         KvTransferParams scratch = new KvTransferParams();
-        scratch.parseIntoLike(KvParams.of("transfer_id", live.transferId().raw(), "remote_block_ids", ids, "x", 1L), live);
+        scratch.parseIntoLike(KvParams.of("transfer_id", live.transferIdValue(), "remote_block_ids", ids, "x", 1L), live);
         assertThat(scratch.remoteBlockGroups()).isSameAs(g);
         assertThat(scratch.transferId()).isSameAs(live.transferId());
         scratch.parseIntoLike(KvParams.of("remote_block_ids", List.of(8L, 9L)), live);

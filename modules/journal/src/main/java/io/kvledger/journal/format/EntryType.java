@@ -15,7 +15,7 @@ import static io.kvledger.journal.format.FieldType.INT_LIST;
 import static io.kvledger.journal.format.FieldType.LENGTH_OR_NONE;
 import static io.kvledger.journal.format.FieldType.PARAMS;
 import static io.kvledger.journal.format.FieldType.PHASE;
-import static io.kvledger.journal.format.FieldType.PY;
+import static io.kvledger.journal.format.FieldType.TRANSFER_ID;
 import static io.kvledger.journal.format.FieldType.RECURRING_STR;
 import static io.kvledger.journal.format.FieldType.STR;
 import static io.kvledger.journal.format.FieldType.STR_LIST;
@@ -27,7 +27,6 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.core.model.ReqMeta;
-import io.kvledger.core.model.TransferId;
 import io.kvledger.journal.proxy.ProxyEvent;
 import java.io.IOException;
 import java.util.HashMap;
@@ -262,20 +261,20 @@ public enum EntryType {
     // ---------------------------------------------------------------- derived: I/O commands
 
     SEND_REMOTE_BLOCKS(120, EntryKind.DERIVED, "send_remote_blocks", Schema.of(Effect.SendRemoteBlocks.class,
-            e -> new Object[] {e.host(), e.port(), e.reqId(), e.transferId().raw(), e.blockNotifyList(), e.decodeRank()},
-            (at, v) -> new Effect.SendRemoteBlocks(v.s(0), v.i(1), v.s(2), TransferId.of(v.o(3)), v.o(4), v.i(5)),
-            e -> "-> " + Render.s(e.host()) + ":" + e.port() + " tid=" + Render.py(e.transferId().raw()) + " req_id="
+            e -> new Object[] {e.host(), e.port(), e.reqId(), FieldType.field(e.transferId()), e.blockNotifyList(), e.decodeRank()},
+            (at, v) -> new Effect.SendRemoteBlocks(v.s(0), v.i(1), v.s(2), FieldType.transferId(v.o(3)), v.o(4), v.i(5)),
+            e -> "-> " + Render.s(e.host()) + ":" + e.port() + " tid=" + Render.py(e.transferId()) + " req_id="
                     + Render.s(e.reqId()) + " blocks=" + Render.intList(e.blockNotifyList())
                     + " decode_rank=" + e.decodeRank(),
-            nul("host", STR), req("port", I32), nul("req_id", STR), nul("transfer_id", PY),
+            nul("host", STR), req("port", I32), nul("req_id", STR), nul("transfer_id", TRANSFER_ID),
             nul("block_notify_list", INT_LIST), req("decode_rank", I32))),
 
     SEND_RELEASE(121, EntryKind.DERIVED, "send_release", Schema.of(Effect.SendRelease.class,
-            e -> new Object[] {e.sender(), e.host(), e.port(), e.transferId().raw(), e.consumerTpSize()},
-            (at, v) -> new Effect.SendRelease(v.o(0), v.s(1), v.i(2), TransferId.of(v.o(3)), v.i(4)),
-            e -> e.sender() + " -> " + Render.s(e.host()) + ":" + e.port() + " tid=" + Render.py(e.transferId().raw())
+            e -> new Object[] {e.sender(), e.host(), e.port(), FieldType.field(e.transferId()), e.consumerTpSize()},
+            (at, v) -> new Effect.SendRelease(v.o(0), v.s(1), v.i(2), FieldType.transferId(v.o(3)), v.i(4)),
+            e -> e.sender() + " -> " + Render.s(e.host()) + ":" + e.port() + " tid=" + Render.py(e.transferId())
                     + " consumer_tp_size=" + e.consumerTpSize(),
-            req("sender", named(Effect.Sender.class)), nul("host", STR), req("port", I32), nul("transfer_id", PY),
+            req("sender", named(Effect.Sender.class)), nul("host", STR), req("port", I32), nul("transfer_id", TRANSFER_ID),
             req("consumer_tp_size", I32))),
 
     SEND_WRITE_DONE(122, EntryKind.DERIVED, "send_write_done", Schema.of(Effect.SendWriteDone.class,

@@ -4,6 +4,7 @@ import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.RequestPhase;
+import io.kvledger.core.model.TransferId;
 import io.kvledger.journal.json.Json;
 import io.kvledger.wire.MsgOut;
 import io.kvledger.wire.PyValues;
@@ -196,15 +197,47 @@ abstract class FieldType<T> {
         @Override String render(byte[] v) { return Render.hex(v, 24); }
     };
 
-    /** Any Python value (a transfer id as the params carry it, a configured port). */
-    public static final FieldType<Object> PY = new FieldType<>("any") {
-        @Override void write(MessagePacker p, Object v) throws IOException { PyValues.pack(p, v); }
-        @Override Object read(MessageUnpacker u) throws IOException { return PyJson.unpack(u); }
-        @Override Object readFast(FastPayloadReader in) { return in.readPy(); }
-        @Override Object toJson(Object v) { return PyJson.toJson(v); }
-        @Override Object fromJson(Object j) { return PyJson.fromJson(j); }
-        @Override String render(Object v) { return Render.py(v); }
+    /**
+     * A transfer id as the params carry it: any Python value. {@link TransferId#NONE} is the null
+     * value (nil); {@link #transferId} reads a null back as it.
+     */
+    public static final FieldType<TransferId> TRANSFER_ID = new FieldType<>("any") {
+        @Override void write(MessagePacker p, TransferId v) throws IOException {
+            MsgOut out = MsgOut.of(p);
+            switch (v) {
+                case TransferId.Str s -> out.str(s.value());
+                case TransferId.Int i -> out.int64(i.value());
+                case TransferId.None n -> out.nil();
+                case TransferId.Bytes b -> out.bin(b.value());
+                case TransferId.Other o -> PyValues.pack(out, o.value());
+                case TransferId.Unpackable u -> throw new IllegalArgumentException(u.why());
+            }
+        }
+        @Override TransferId read(MessageUnpacker u) throws IOException { return TransferId.of(PyJson.unpack(u)); }
+        @Override TransferId readFast(FastPayloadReader in) { return TransferId.of(in.readPy()); }
+        @Override Object toJson(TransferId v) {
+            return switch (v) {
+                case TransferId.Str s -> s.value();
+                case TransferId.Int i -> i.value();
+                case TransferId.None n -> null;
+                case TransferId.Bytes b -> PyJson.toJson(b.value());
+                case TransferId.Other o -> PyJson.toJson(o.value().toObject());
+                case TransferId.Unpackable u -> throw new IllegalArgumentException(u.why());
+            };
+        }
+        @Override TransferId fromJson(Object j) { return TransferId.of(PyJson.fromJson(j)); }
+        @Override String render(TransferId v) { return Render.py(v); }
     };
+
+    /** The field value of a transfer id: {@code null} for {@link TransferId#NONE} (written as nil). */
+    static TransferId field(TransferId id) {
+        return id.isNone() ? null : id;
+    }
+
+    /** A transfer id read back from its field: {@link TransferId#NONE} for {@code null}. */
+    static TransferId transferId(Object v) {
+        return v == null ? TransferId.NONE : (TransferId) v;
+    }
 
     /** {@code kv_transfer_params}: a map with string keys and Python values. */
     public static final FieldType<KvParams> PARAMS = new FieldType<>("map") {

@@ -9,13 +9,12 @@ import static io.kvledger.journal.format.FieldType.I32;
 import static io.kvledger.journal.format.FieldType.I32_OR_NONE;
 import static io.kvledger.journal.format.FieldType.INT_LIST;
 import static io.kvledger.journal.format.FieldType.PARAMS;
-import static io.kvledger.journal.format.FieldType.PY;
+import static io.kvledger.journal.format.FieldType.TRANSFER_ID;
 import static io.kvledger.journal.format.FieldType.STR;
 import static io.kvledger.journal.format.FieldType.STR_LIST;
 
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.ReqMeta;
-import io.kvledger.core.model.TransferId;
 import java.util.List;
 
 /** Schemas of the records nested inside payloads. */
@@ -64,16 +63,16 @@ final class Nested {
     static final Schema<ReqMeta> REQ_META = Schema.of(ReqMeta.class,
             m -> new Object[] {m.requestId(), m.localBlockIds(), m.remoteBlockIds(), m.remoteEngineId(),
                     m.remoteHost(), m.remoteHandshakePort(), m.remoteNotifyPort(), m.remoteDpRank(),
-                    m.remoteDpSize(), m.remoteDpSizeLocal(), m.remoteTpSize(), m.transferId().raw(),
+                    m.remoteDpSize(), m.remoteDpSizeLocal(), m.remoteTpSize(), FieldType.field(m.transferId()),
                     m.multiPodHosts(), m.writeMode()},
             (at, v) -> new ReqMeta(v.s(0), v.o(1), v.o(2), v.s(3), v.s(4), v.i(5), v.i(6), v.i(7), v.i(8), v.i(9),
-                    v.i(10), TransferId.of(v.o(11)), v.<List<String>>o(12), v.b(13)),
-            m -> m.requestId() + " tid=" + Render.py(m.transferId().raw()) + " -> " + Render.s(m.remoteHost()) + ":"
+                    v.i(10), FieldType.transferId(v.o(11)), v.<List<String>>o(12), v.b(13)),
+            m -> m.requestId() + " tid=" + Render.py(m.transferId()) + " -> " + Render.s(m.remoteHost()) + ":"
                     + m.remoteNotifyPort() + " dp" + m.remoteDpRank() + " local=" + Render.blocks(m.localBlockIds())
                     + " remote=" + Render.blocks(m.remoteBlockIds()),
             req("request_id", STR), nul("local_block_ids", BLOCKS), nul("remote_block_ids", BLOCKS),
             nul("remote_engine_id", STR), nul("remote_host", STR), req("remote_handshake_port", I32),
             req("remote_notify_port", I32), req("remote_dp_rank", I32), req("remote_dp_size", I32),
-            req("remote_dp_size_local", I32), req("remote_tp_size", I32), nul("transfer_id", PY),
+            req("remote_dp_size_local", I32), req("remote_tp_size", I32), nul("transfer_id", TRANSFER_ID),
             nul("multi_pod_hosts", STR_LIST), opt("write_mode", BOOL));
 }

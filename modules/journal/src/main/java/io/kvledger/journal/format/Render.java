@@ -1,6 +1,7 @@
 package io.kvledger.journal.format;
 
 import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.TransferId;
 import io.kvledger.journal.json.Json;
 import java.util.List;
 import java.util.function.Function;
@@ -28,7 +29,19 @@ public final class Render {
         }
     }
 
-    /** A string, or {@code None}. */
+    /** A transfer id as compact JSON, as {@link #py(Object)} renders its Python value. */
+    static String py(TransferId id) {
+        return switch (id) {
+            case TransferId.None n -> "None";
+            case TransferId.Str s -> py(s.value());
+            case TransferId.Int i -> py(i.value());
+            case TransferId.Bytes b -> py(b.value());
+            case TransferId.Other o -> py(o.value().toObject());
+            case TransferId.Unpackable u -> u.text();
+        };
+    }
+
+        /** A string, or {@code None}. */
     static String s(String v) {
         return v == null ? "None" : v;
     }

@@ -2,7 +2,9 @@ package io.kvledger.ledger.replay;
 
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.PyValue;
 import io.kvledger.core.model.ReqMeta;
+import io.kvledger.core.model.TransferId;
 import io.kvledger.journal.format.Payloads;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -227,8 +229,8 @@ public final class BridgeReplies {
                 return field(at + "." + names[i], cv[i], kv[i]);
             }
         }
-        if (!c.transferId().isNone() && !sameValue(c.transferId().raw(), k.transferId().raw())) {
-            return field(at + ".transfer_id", c.transferId().raw(), k.transferId().raw());
+        if (!c.transferId().isNone() && !sameTransferId(c.transferId(), k.transferId())) {
+            return field(at + ".transfer_id", c.transferId(), k.transferId());
         }
         if (!c.multiPodHosts().isEmpty() && !c.multiPodHosts().equals(k.multiPodHosts())) {
             return field(at + ".multi_pod_hosts", c.multiPodHosts(), k.multiPodHosts());
@@ -243,11 +245,40 @@ public final class BridgeReplies {
         return name + ": the connector " + connector + ", kvledger " + kvledger;
     }
 
-    private static boolean sameValue(Object a, Object b) {
-        if (a instanceof Number x && b instanceof Number y) {
-            return x.longValue() == y.longValue();
-        }
-        return Objects.equals(a, b);
+    /**
+     * Two numbers (int, big int, float; not bool) are the same when their {@code long} values are
+     * ({@link Number#longValue}: a float cut toward zero, a big int's low 64 bits), as this check
+     * always compared them; other ids by {@link TransferId#equals} (bytes by content).
+     */
+    private static boolean sameTransferId(TransferId a, TransferId b) {
+        return isNumber(a) && isNumber(b) ? longValue(a) == longValue(b) : a.equals(b);
+    }
+
+    private static boolean isNumber(TransferId id) {
+        return id instanceof TransferId.Int || id instanceof TransferId.Other o
+                && (o.value() instanceof PyValue.Int || o.value() instanceof PyValue.BigInt || o.value() instanceof PyValue.Float);
+    }
+
+    /** {@link Number#longValue} of a number id ({@link #isNumber}); 0 for any other. */
+    private static long longValue(TransferId id) {
+        return switch (id) {
+            case TransferId.Int i -> i.value();
+            case TransferId.Other o -> switch (o.value()) {
+                case PyValue.Int i -> i.value();
+                case PyValue.BigInt bi -> bi.value().longValue();
+                case PyValue.Float f -> (long) f.value();
+                case PyValue.Nil n -> 0;
+                case PyValue.Bool bo -> 0;
+                case PyValue.Str st -> 0;
+                case PyValue.Bytes by -> 0;
+                case PyValue.List l -> 0;
+                case PyValue.Map m -> 0;
+            };
+            case TransferId.Str s -> 0;
+            case TransferId.Bytes b -> 0;
+            case TransferId.None n -> 0;
+            case TransferId.Unpackable u -> 0;
+        };
     }
 
     /** Block groups with no group and with one empty group are the same (MoRIIO's {@code []}). */

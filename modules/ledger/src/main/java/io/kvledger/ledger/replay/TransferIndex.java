@@ -4,6 +4,7 @@ import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
 import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.ReqMeta;
+import io.kvledger.core.model.TransferId;
 import io.kvledger.journal.JournalEntry;
 import java.util.Collections;
 import java.util.HashMap;
@@ -175,8 +176,8 @@ public final class TransferIndex {
             case Effect.AckSurfaced e -> see(node, seq, at, e.transferId(), e.requestId());
             case Effect.Unmapped e -> see(node, seq, at, e.transferId(),
                     e.kind() == Effect.UnmapKind.MISS ? null : e.requestId());
-            case Effect.SendRemoteBlocks e -> see(node, seq, at, tidOf(e.transferId().raw()), e.reqId());
-            case Effect.SendRelease e -> see(node, seq, at, tidOf(e.transferId().raw()), null);
+            case Effect.SendRemoteBlocks e -> see(node, seq, at, tidOf(e.transferId()), e.reqId());
+            case Effect.SendRelease e -> see(node, seq, at, tidOf(e.transferId()), null);
             case Effect.SendWriteDone e -> see(node, seq, at, e.transferId(), null);
             case Effect.SendWriteFailed e -> see(node, seq, at, e.transferId(), null);
             case Effect.PostWrite e -> see(node, seq, at, e.transferId(), null);
@@ -213,12 +214,19 @@ public final class TransferIndex {
             return;
         }
         for (ReqMeta m : metas) {
-            see(node, seq, at, tidOf(m.transferId().raw()), m.requestId());
+            see(node, seq, at, tidOf(m.transferId()), m.requestId());
         }
     }
 
+    /** The key a params' {@code transfer_id} value is filed under, as {@link #tidOf(TransferId)}. */
     private static String tidOf(Object v) {
         return v instanceof String s && !s.isEmpty() ? s : null;
+    }
+
+    /** The key a transfer id is filed under: a non-empty str id; ids of other types key nothing. */
+    private static String tidOf(TransferId id) {
+        String s = id.asString();
+        return s != null && !s.isEmpty() ? s : null;
     }
 
     private void viaRequest(String node, long seq, long at, String rid) {

@@ -96,4 +96,25 @@ class BridgeRepliesTest {
         assertFalse(BridgeReplies.workerStream("vllm-bridge 0.1.0 recorder scheduler dp0 tp0 inner=x.MoRIIOConnector"));
         assertFalse(BridgeReplies.workerStream("kvledger node"));
     }
+
+    /** The connector's {@code transfer_id} against kvledger's, in a reqs_to_save entry of their own. */
+    private static String tidDifference(Object connector, Object kvledger) {
+        return BridgeReplies.metadataDifference(built(1, List.of(meta("r1", 6, 0, 1, kvledger, List.of())), List.of(), 1),
+                built(1, List.of(meta("r1", 6, 0, 1, connector, List.of())), List.of(), 1));
+    }
+
+    @Test
+    void transferIdsThatAreNumbersCompareByTheirLongValueTheRestByValue() {
+        assertNull(tidDifference(1.0, 1L), "1.0 and 1");
+        assertNull(tidDifference(1.9, 1L), "a float is cut toward zero, as Number.longValue does");
+        assertNull(tidDifference(java.math.BigInteger.ONE.shiftLeft(64).subtract(java.math.BigInteger.ONE), -1L),
+                "a big int's low 64 bits");
+        assertEquals("reqs_to_save[r1].transfer_id: the connector true, kvledger 1", tidDifference(true, 1L),
+                "a bool is not a number here");
+        assertEquals("reqs_to_save[r1].transfer_id: the connector 1, kvledger 1", tidDifference("1", 1L));
+        assertEquals("reqs_to_save[r1].transfer_id: the connector tx-1, kvledger null", tidDifference("tx-1", null));
+        assertNull(tidDifference(new byte[] {1, 2}, new byte[] {1, 2}), "bytes by content");
+        assertNull(tidDifference(List.of(1L, "a"), List.of(1L, "a")));
+        assertNull(tidDifference(null, "tx-1"), "an id the connector lacks is not compared");
+    }
 }

@@ -27,6 +27,18 @@ class ReplyStreamingTest {
         m.put("v", 1L); m.put("id", id); m.put("ok", true); m.put("result", r);
         return m;
     }
+    /** The id as a value the dict packs: its Python value. */
+    private static Object value(TransferId id) {
+        return switch (id) {
+            case TransferId.Str s -> s.value();
+            case TransferId.Int i -> i.value();
+            case TransferId.None n -> null;
+            case TransferId.Bytes b -> b.value();
+            case TransferId.Other o -> o.value();
+            case TransferId.Unpackable u -> throw new IllegalArgumentException(u.why());
+        };
+    }
+
     static Map<String, Object> metas(List<ReqMeta> metas) {
         Map<String, Object> out = new LinkedHashMap<>();
         for (ReqMeta m : metas) {
@@ -41,7 +53,7 @@ class ReplyStreamingTest {
             d.put("remote_dp_size", (long) m.remoteDpSize());
             d.put("remote_dp_size_local", (long) m.remoteDpSizeLocal());
             d.put("remote_tp_size", (long) m.remoteTpSize());
-            d.put("transfer_id", m.transferId().raw());
+            d.put("transfer_id", value(m.transferId()));
             d.put("multi_pod_hosts", new ArrayList<>(m.multiPodHosts()));
             d.put("write_mode", m.writeMode());
             out.put(m.requestId(), d);
