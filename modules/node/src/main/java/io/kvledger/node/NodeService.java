@@ -272,8 +272,9 @@ public final class NodeService implements AutoCloseable {
                     .withClock(clock), BridgeNodeInfo.of(cfg), bridgeHandler());
             opened.add(bridge);
             if (bridge.servedByCaller()) {
-                // over a Unix socket the loop reads the engine's calls itself while it idles: a call
-                // is applied on the thread that read it, with no hand-off from the socket thread
+                // the loop reads the engine's calls itself while it idles (a Unix socket, or the ZMQ
+                // ROUTER, which it then owns while it waits): a call is applied and answered on the
+                // thread that read it, with no hand-off to or from the socket thread
                 EngineBridgeServer b = bridge;
                 inbox.idleWith(new Inbox.Idle() {
                     @Override

@@ -26,7 +26,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * calls ({@link BridgeCodec}, protocol version 1), each answered with the node's reply; or, for
  * {@code unix:///PATH}, a Unix domain socket with length-prefixed frames ({@link UnixBridgeTransport}),
  * under the same rules. Over a Unix socket the answering thread writes an answer itself when the
- * socket thread is waiting and nothing is queued before it ({@link BridgeTransport#answersDirectly}).
+ * socket thread is waiting and nothing is queued before it ({@link BridgeTransport#answersDirectly}),
+ * over either transport when the server is {@link #openServedByCaller served by its caller} and no
+ * other thread holds the socket.
  *
  * <p>One thread ({@code kvledger-engine-bridge-<port>}) owns the socket. It reads each call,
  * stamps it with the configured clock, decodes it, and:
@@ -96,6 +98,18 @@ public final class EngineBridgeServer implements AutoCloseable {
      * and the socket thread only keeps time (timeouts, held replies, answers of other threads).
      */
     private final boolean servedByCaller;
+    /**
+     * Whether answering threads write their answers themselves under {@link #round} when it is free
+     * (a transport whose socket any thread may write, or one served by its caller: every use of
+     * the socket is then under {@link #round}).
+     */
+    private final boolean directAnswers;
+    /**
+     * Whether {@link #serve} waits for the socket holding {@link #round} (a ZMQ socket, which
+     * belongs to one thread at a time: its poll reads the socket's state, so no other thread may
+     * send meanwhile; the lock hands it from thread to thread with the memory barrier ZMQ asks).
+     */
+    private final boolean awaitsUnderLock;
     private final AtomicBoolean wakePending = new AtomicBoolean();
     private final ConcurrentLinkedQueue<Outgoing> outbox = new ConcurrentLinkedQueue<>();
     private volatile boolean stopped;
@@ -160,7 +174,9 @@ public final class EngineBridgeServer implements AutoCloseable {
         this.node = node;
         this.handler = handler;
         this.transport = config.isUnix() ? new UnixBridgeTransport(config) : new ZmqBridgeTransport(config);
-        this.servedByCaller = callerServes && transport.answersDirectly();
+        this.servedByCaller = callerServes;
+        this.directAnswers = transport.answersDirectly() || callerServes;
+        this.awaitsUnderLock = callerServes && !transport.answersDirectly();
         this.socketThread = new SocketThread("kvledger-engine-bridge", this::run);
     }
 
@@ -174,11 +190,12 @@ public final class EngineBridgeServer implements AutoCloseable {
     }
 
     /**
-     * As {@link #open}, but over a transport without I/O threads of its own ({@code unix://}) the
-     * socket is read by whoever calls {@link #serve} (the node loop, while it has nothing else to
-     * do), so a call reaches the handler on that thread with no hand-off ({@link #servedByCaller});
-     * the socket thread then only answers timeouts, sends held replies and the answers of other
-     * threads. Over {@code tcp://} as {@link #open}.
+     * As {@link #open}, but the socket is read by whoever calls {@link #serve} (the node loop,
+     * while it has nothing else to do), so a call reaches the handler on that thread with no
+     * hand-off ({@link #servedByCaller}), and its answer leaves from the answering thread; the
+     * socket thread then only answers timeouts, sends held replies and the answers of other
+     * threads. Over {@code tcp://} the ZMQ socket belongs to whoever holds the server's lock: the
+     * serving thread holds it while it waits in the poller (a {@link #wake} ends the wait).
      */
     public static EngineBridgeServer openServedByCaller(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler) {
         return open(config, node, handler, true);
@@ -278,7 +295,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         // a transport without I/O threads of its own: the answering thread (the node loop) writes
         // the answer itself when the socket thread is waiting and nothing is queued before it,
         // rather than waking the socket thread to write it (one thread hand-off less per reply)
-        if (transport.answersDirectly() && !round.isHeldByCurrentThread() && round.tryLock()) {
+        if (directAnswers && !round.isHeldByCurrentThread() && round.tryLock()) {
             try {
                 if (!stopped && outbox.isEmpty()) {
                     pending.remove(call.seq);
@@ -321,6 +338,9 @@ public final class EngineBridgeServer implements AutoCloseable {
             return false;
         }
         try {
+            if (awaitsUnderLock) {
+                return serveOwned(waitNs);
+            }
             long waitMs = 0;
             if (waitNs > 0) {
                 round.lock();
@@ -355,6 +375,40 @@ public final class EngineBridgeServer implements AutoCloseable {
             LOG.log(System.Logger.Level.WARNING, "engine bridge " + endpoint + ": " + ZmqRuntime.describe(e), e);
         }
         return !stopped;
+    }
+
+    /**
+     * {@link #serve} over a socket one thread owns at a time (ZMQ): the wait, the reads and the
+     * sends all hold {@link #round}; a {@link #wake} ends the wait (the poller watches the wake-up
+     * pipe), so an answer another thread queued meanwhile leaves at once, from here.
+     */
+    private boolean serveOwned(long waitNs) {
+        round.lock();
+        try {
+            if (stopped || socketThread.closing()) {
+                return false;
+            }
+            long waitMs = waitNs <= 0 ? 0 : Math.min(waitMillis(config.clock().getAsLong()),
+                    Math.max(1, TimeUnit.NANOSECONDS.toMillis(Math.min(waitNs, Long.MAX_VALUE - 999_999) + 999_999)));
+            if (waitMs > 0 && !outbox.isEmpty()) {
+                waitMs = 0;
+            }
+            transport.await(waitMs);
+            wakePending.set(false);
+            flushHeld(transport);
+            sendAnswers(transport);
+            long before = handedOff.get();
+            for (int i = 0; i < MAX_READ_PER_ROUND && handedOff.get() == before; i++) {
+                if (!readOne(transport)) {
+                    break;
+                }
+            }
+            sendAnswers(transport);
+            expire(transport, config.clock().getAsLong());
+            return !stopped;
+        } finally {
+            round.unlock();
+        }
     }
 
     /** Wakes a {@link #serve} waiting for a message (any thread). */

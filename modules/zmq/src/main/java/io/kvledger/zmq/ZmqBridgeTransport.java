@@ -2,7 +2,10 @@ package io.kvledger.zmq;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.Pipe;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.util.ArrayList;
 import java.util.List;
 import org.zeromq.SocketType;
@@ -10,8 +13,15 @@ import org.zeromq.ZMQ;
 
 /**
  * The engine bridge over a ZMQ ROUTER on loopback TCP: DEALER and REQ callers, replies with
- * {@code ROUTER_MANDATORY} and without blocking; woken through a pipe its poller watches next to
- * the ROUTER.
+ * {@code ROUTER_MANDATORY} and without blocking; woken through a pipe a selector watches next to
+ * the ROUTER's signalling channel ({@code ZMQ_FD}).
+ *
+ * <p>The wait does not use JeroMQ's poller: each of its polls registers its channels into a
+ * selector anew and builds maps of them (the node loop's profile over tcp: most of its samples
+ * in {@code ZMQ.poll}). Here one selector has both channels registered once; a wait first asks the
+ * socket whether a message is readable ({@code ZMQ_EVENTS}, which also takes the socket's pending
+ * commands, as ZMQ's rules for {@code ZMQ_FD} ask) and selects only when none is, and a look
+ * without waiting does not touch the selector at all ({@link #receive} reads without blocking).
  */
 final class ZmqBridgeTransport implements BridgeTransport {
 
@@ -21,7 +31,7 @@ final class ZmqBridgeTransport implements BridgeTransport {
     private final ByteBuffer drain = ByteBuffer.allocate(64);
     private final ByteBuffer one = ByteBuffer.allocate(1);
     private ZMQ.Socket router;
-    private ZMQ.Poller poller;
+    private Selector selector;
 
     ZmqBridgeTransport(EngineBridgeConfig config) throws IOException {
         this.config = config;
@@ -41,14 +51,16 @@ final class ZmqBridgeTransport implements BridgeTransport {
             router.setIPv6(ZmqRuntime.ipv6(config.bindEndpoint()));
             router.bind(config.zmqBindEndpoint());
             String endpoint = router.getLastEndpoint();
-            poller = ctx.poller(2);
-            poller.register(router, ZMQ.Poller.POLLIN);
-            poller.register(pipe.source(), ZMQ.Poller.POLLIN);
+            selector = Selector.open();
+            router.getFD().register(selector, SelectionKey.OP_READ);
+            pipe.source().register(selector, SelectionKey.OP_READ);
             return endpoint;
+        } catch (IOException e) {
+            closeSelector();
+            ZmqRuntime.closeQuietly(router);
+            throw new IllegalStateException("cannot watch the engine bridge's socket: " + e, e);
         } catch (RuntimeException | Error e) {
-            if (poller != null) {
-                poller.close();
-            }
+            closeSelector();
             ZmqRuntime.closeQuietly(router);
             throw e;
         }
@@ -56,7 +68,18 @@ final class ZmqBridgeTransport implements BridgeTransport {
 
     @Override
     public void await(long waitMs) {
-        poller.poll(waitMs);
+        if (waitMs <= 0 || (router.getEvents() & ZMQ.Poller.POLLIN) != 0) {
+            // a look without waiting, or a message is there: receive() reads it (a wake-up's
+            // byte left in the pipe ends the next wait at once, which drains it)
+            return;
+        }
+        try {
+            selector.select(waitMs);
+            selector.selectedKeys().clear();
+        } catch (IOException | ClosedSelectorException e) {
+            // closed under a serving thread (the server closing): nothing more to read
+            return;
+        }
         try {
             while (true) {
                 drain.clear();
@@ -133,7 +156,7 @@ final class ZmqBridgeTransport implements BridgeTransport {
 
     @Override
     public void close() {
-        poller.close();
+        closeSelector();
         try {
             // give the last answers up to a second to leave (close waits at most that long)
             router.setLinger(1000);
@@ -154,7 +177,18 @@ final class ZmqBridgeTransport implements BridgeTransport {
         }
     }
 
-    /** No: a ZMQ socket belongs to one thread, and the poller reads it while the socket thread waits. */
+    private void closeSelector() {
+        if (selector == null) {
+            return;
+        }
+        try {
+            selector.close();
+        } catch (IOException e) {
+            // closing anyway
+        }
+    }
+
+    /** No: a ZMQ socket belongs to one thread, and the wait reads its state while the socket thread waits. */
     @Override
     public boolean answersDirectly() {
         return false;

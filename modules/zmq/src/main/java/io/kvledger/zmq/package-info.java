@@ -12,7 +12,8 @@
  * answers each {@link io.kvledger.zmq.BridgeCall} from any thread (over ZMQ answers are queued to
  * the socket thread, which a pipe in its poller wakes; over a Unix socket the answering thread
  * writes its answer itself while the socket thread waits, and a server opened with
- * {@code openServedByCaller} is read by the node loop itself while it idles: no hand-off), and its Java engine side
+ * {@code openServedByCaller}, over either transport, is read and answered by the node loop itself
+ * while it idles: no hand-off), and its Java engine side
  * {@link io.kvledger.zmq.EngineBridgeClient} (a simulated engine driving the nodes of its other TP
  * ranks), and
  * {@link io.kvledger.zmq.ShadowStreamServer}, the loopback PULL where the vLLM bridge's recorder
