@@ -42,6 +42,8 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  #
 
 STANDIN = r"""
 import hashlib, msgpack, os, socket, struct, sys
+sys.path.insert(0, sys.argv[2])
+from kvledger_vllm.drive import long_form
 path = sys.argv[1]
 digest, calls = hashlib.sha256(), 0
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -55,7 +57,7 @@ def answer(req):
     digest.update(msgpack.packb([h, a]))
     calls += 1
     if h == "hello":
-        r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch"]}
+        r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch", "compact"]}
     elif h == "get_num_new_matched_tokens" or h == "request_finished":
         r = a.get("acted") or {}
     elif h == "update_connector_output":
@@ -80,7 +82,7 @@ while True:
             del buf[:4 + n]
             if req["hook"] == "batch":
                 rep = {"v": 1, "id": req["id"], "ok": True,
-                       "result": {"replies": [answer(m) for m in req["args"]["calls"]]}}
+                       "result": {"replies": [answer(long_form(m)) for m in req["args"]["calls"]]}}
             else:
                 rep = answer(req)
             out = msgpack.packb(rep)
@@ -170,7 +172,7 @@ def main(argv=None):
 
     def standin(label):
         path = os.path.join(tmp, label + ".sock")
-        p = subprocess.Popen([sys.executable, "-c", STANDIN, path], stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen([sys.executable, "-c", STANDIN, path, os.path.join(BRIDGE, "src")], stdout=subprocess.PIPE, text=True)
         p.stdout.readline()
         procs.append((label, p))
         return "unix://" + path

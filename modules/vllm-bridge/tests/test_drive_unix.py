@@ -10,7 +10,7 @@ import msgpack
 import pytest
 import zmq
 
-from kvledger_vllm.drive import DriveError, NodeBridge
+from kvledger_vllm.drive import DriveError, NodeBridge, long_form
 
 
 class UnixNode:
@@ -184,3 +184,39 @@ def test_a_batch_and_a_lone_call_are_the_bytes_of_their_whole_maps_packed_at_onc
             {"id": 3, "hook": "build_connector_meta", "args": {"step": 1, "cached_req_ids": []}}]}}),
         msgpack.packb({"v": 1, "id": 5, "hook": "update_connector_output", "args": {"finished_sending": None}})]
     assert bridge.batches == 1 and bridge.unread == 4
+
+
+def test_compact_rows_go_into_the_batch_as_arrays_in_call_order_among_long_form_calls():
+    """Compact calls (``send_row``) are packed together when the batch goes out or a long-form call
+    follows them; the frame is still byte for byte the whole batch map packed at once, each compact
+    call an array ``[id, hook, *fields]`` in its place; a compact call alone goes as a batch of one;
+    ``max_batch`` counts both kinds."""
+    bridge = NodeBridge("unix:///nowhere", 1000)
+    bridge._sock.close()
+    bridge._sock = log = FrameLog()
+    bridge.batching = bridge.compact = True
+    params = {"transfer_id": "tx-1", "x": None, "f": 0.5, "b": True}
+    rows = [("r-%d" % i, 64, 64, params) for i in range(20)]  # more than a fixarray's 15
+    for r in rows:
+        bridge.send_row("add_request", r)
+    bridge.send("request_finished", request_id="r-0", status="FINISHED_ABORTED", block_ids=[])
+    bridge.send_row("update_state_after_alloc", ("r-1", ([3, 4],), 0))
+    bridge.send_row("build_connector_meta", (1, [], [], [("r-1", ([3, 4],), 0, None)], None), flush=True)
+    bridge.send_row("build_connector_meta", (2, [], []), flush=True)
+    calls = [[i + 1, "add_request", *r] for i, r in enumerate(rows)]
+    calls.append({"id": 21, "hook": "request_finished",
+                  "args": {"request_id": "r-0", "status": "FINISHED_ABORTED", "block_ids": []}})
+    calls += [[22, "update_state_after_alloc", "r-1", [[3, 4]], 0],
+              [23, "build_connector_meta", 1, [], [], [["r-1", [[3, 4]], 0, None]], None]]
+    assert log.frames == [
+        msgpack.packb({"v": 1, "id": 24, "hook": "batch", "args": {"calls": calls}}),
+        msgpack.packb({"v": 1, "id": 26, "hook": "batch", "args": {"calls": [[25, "build_connector_meta", 2, [], []]]}})]
+    assert bridge.batches == 2 and bridge.unread == 24
+    # a full buffer goes out at once, whatever its calls' forms
+    bridge.max_batch = 3
+    bridge.send("update_connector_output", finished_sending=None)
+    bridge.send_row("add_request", rows[0])
+    assert len(log.frames) == 2
+    bridge.send_row("add_request", rows[1])
+    assert len(log.frames) == 3 and [long_form(c)["hook"] for c in msgpack.unpackb(log.frames[2])["args"]["calls"]] == [
+        "update_connector_output", "add_request", "add_request"]

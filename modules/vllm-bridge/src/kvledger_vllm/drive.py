@@ -19,6 +19,7 @@ the node) speaks the same maps over a Unix domain socket, each frame preceded by
 from __future__ import annotations
 
 import itertools
+import operator
 import select
 import socket
 import struct
@@ -69,7 +70,14 @@ class NodeBridge:
         # (a batch frame's ``calls`` are those bytes: nothing of a call is kept but its id and hook)
         self._buffer = []
         self._calls = msgpack.Packer(autoreset=False)
+        # compact calls not packed yet (``send_row``): ``(id, hook, *fields)``, after those in _buffer;
+        # packed into _calls as one array when the batch goes out or a long-form call follows them
+        self._rows = []
+        # where in _calls such an array's header is (offset, length): left out of the frame
+        self._headers = []
         self.batching = False
+        # batched calls of the hooks in COMPACT may go as arrays (``send_row``): a node whose hello lists "compact"
+        self.compact = False
         self.batches = 0
         # a batch holds at most this many calls (each counts against the node's 4096 in flight)
         self.max_batch = 1024
@@ -94,7 +102,9 @@ class NodeBridge:
         self.calls += 1
         wait_for = rid
         try:
-            if self._buffer:
+            if self._buffer or self._rows:
+                if self._rows:
+                    self._pack_rows()
                 self._buffer.append((rid, hook))
                 self._calls.pack({"id": rid, "hook": hook, "args": args})
                 wait_for = self._send_buffer(0)
@@ -130,6 +140,8 @@ class NodeBridge:
         self.sent += 1
         self._unread[rid] = (hook, on_result)
         if self.batching:
+            if self._rows:
+                self._pack_rows()
             self._buffer.append((rid, hook))
             self._calls.pack({"id": rid, "hook": hook, "args": args})
             if not flush and len(self._buffer) < self.max_batch:
@@ -150,21 +162,66 @@ class NodeBridge:
             self._failed(self._unread.pop(old)[0], f"no answer among the last {self._max_unread} calls sent")
         self.poll()
 
-    def _send_buffer(self, flags):
-        """Sends the buffered calls: one alone as itself, more as one batch. Returns the id to wait for."""
-        buf, self._buffer = self._buffer, []
+    def send_row(self, hook, row, on_result=None, flush=False):
+        """``send_args`` in the compact form (``compact``: a node whose ``hello`` lists it, batching):
+        the call goes into the batch as the array ``[id, hook, *row]``, ``row`` holding the hook's
+        arguments by position (``COMPACT``). No dict per call, no key strings, and no packing per
+        call: the rows are packed together when the batch goes out (or a long-form call follows
+        them), so ``row`` must hold nothing the caller changes later (the caller copies what might be)."""
+        rid = next(self._ids)
+        self.sent += 1
+        self._unread[rid] = (hook, on_result)
+        rows = self._rows
+        rows.append((rid, hook) + row)
+        if flush or len(rows) + len(self._buffer) >= self.max_batch:
+            try:
+                self._send_buffer(self._zmq.DONTWAIT)
+            except self._zmq.Again:
+                pass  # each call counted as a failure
+            if len(self._unread) > self._max_unread:
+                old = next(iter(self._unread))
+                self._failed(self._unread.pop(old)[0], f"no answer among the last {self._max_unread} calls sent")
+            self.poll()
+
+    def _pack_rows(self):
+        """Packs the waiting compact rows into _calls: one array, whose header the frame leaves out."""
+        rows, self._rows = self._rows, []
         calls = self._calls
         with calls.getbuffer() as packed:
-            if len(buf) == 1:
+            at = len(packed)
+        n = len(rows)
+        self._headers.append((at, 1 if n < 16 else 3 if n < 0x10000 else 5))
+        calls.pack(rows)
+        self._buffer.extend(map(_ID_AND_HOOK, rows))
+
+    def _send_buffer(self, flags):
+        """Sends the buffered calls: one alone as itself, more as one batch. Returns the id to wait for."""
+        if self._rows:
+            self._pack_rows()
+        buf, self._buffer = self._buffer, []
+        headers, self._headers = self._headers, []
+        calls = self._calls
+        with calls.getbuffer() as packed:
+            if not headers and len(buf) == 1:
                 # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first
                 wait_for = buf[0][0]
                 frame = b"".join((_ONE_CALL, packed[1:]))
             else:
                 # {"v": 1, "id", "hook": "batch", "args": {"calls": [...]}}: the list's header, then the
-                # calls as packed (what packing the whole map at once gives, byte for byte)
+                # calls as packed (what packing the whole map at once gives, byte for byte), without
+                # the headers of the compact rows' arrays (a compact call alone goes as a batch of one)
                 wait_for = next(self._ids)
                 head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
-                frame = b"".join((head, self._array_header(len(buf)), packed))
+                parts, at = [head, self._array_header(len(buf))], 0
+                for start, n in headers:
+                    parts.append(packed[at:start])
+                    at = start + n
+                parts.append(packed[at:])
+                frame = b"".join(parts)
+                for part in parts:
+                    if type(part) is memoryview:
+                        part.release()
+                parts = None
                 self._batches[wait_for] = [rid for rid, _ in buf]
                 self.batches += 1
         calls.reset()
@@ -200,7 +257,7 @@ class NodeBridge:
         timeout) for each; what does not come is given up (``on_failure``). Returns how many were given up."""
         zmq = self._zmq
         wait = self._timeout_ms if timeout_ms is None else int(timeout_ms)
-        if self._buffer:
+        if self._buffer or self._rows:
             try:
                 self._send_buffer(zmq.DONTWAIT)
             except zmq.Again:
@@ -288,6 +345,42 @@ class NodeBridge:
                 self._ctx.term()
 
 
+# The compact form of a batched call (docs/bridge-protocol.md, "compact"): ``[id, hook, *fields]``,
+# the hook's arguments by position, in this order; a field past the array's end, or None where
+# marked optional below, is one the long form leaves out.
+COMPACT = {
+    "add_request": ("request_id", "num_prompt_tokens", "prompt_token_ids_len", "kv_transfer_params"),
+    "get_num_new_matched_tokens": ("request_id", "num_computed_tokens", "acted"),
+    "update_state_after_alloc": ("request_id", "block_ids", "num_external_tokens"),
+    "build_connector_meta": ("step", "cached_req_ids", "cached_new_block_ids", "scheduled_new_reqs",
+                             "preempted_req_ids"),
+}
+# fields left out of the long form when None in the compact one
+_COMPACT_OPTIONAL = frozenset(("acted", "scheduled_new_reqs", "preempted_req_ids"))
+_NEW_REQUEST = ("request_id", "block_ids", "num_computed_tokens", "kv_transfer_params")
+
+
+def long_form(call):
+    """A batched call as the long form's map ``{"id", "hook", "args"}``: a compact one (an array)
+    expanded as the node reads it (``get_num_new_matched_tokens``' ``acted`` ``[num_tokens,
+    load_async]``, each of ``scheduled_new_reqs`` ``[request_id, block_ids, num_computed_tokens,
+    kv_transfer_params]``), a map as it is. For stand-in nodes and tests."""
+    if not isinstance(call, (list, tuple)):
+        return call
+    rid, hook, fields = call[0], call[1], call[2:]
+    args = {}
+    for name, v in zip(COMPACT[hook], fields):
+        if v is None and name in _COMPACT_OPTIONAL:
+            continue
+        if name == "acted":
+            v = {"num_tokens": v[0], "load_async": v[1]}
+        elif name == "scheduled_new_reqs":
+            v = [dict(zip(_NEW_REQUEST, r)) for r in v]
+        args[name] = v
+    return {"id": rid, "hook": hook, "args": args}
+
+
+_ID_AND_HOOK = operator.itemgetter(0, 1)
 _LENGTH = struct.Struct(">I")
 # a lone call's frame begins {"v": 1, then its call map's entries (a map of 4, where a call's has 3)
 _ONE_CALL = b"\x84\xa1v\x01"
