@@ -47,6 +47,9 @@ Extra config keys read here (all others are the inner connector's):
 ``drive_batch``                 with ``drive_pipeline``: those calls travel as one ``batch`` frame with
                                 the next awaited call or at the end of the scheduler's pass, when the
                                 node lists ``batch`` in its hello, default true
+``drive_compact``               with ``drive_batch``: a batch's admissions, queries, allocations and steps
+                                go as arrays by position (docs/bridge-protocol.md, ``compact``) when the
+                                node lists ``compact`` in its hello, default true
 ``drive_matched_from_inner``    with ``drive_pipeline``: vLLM gets the inner connector's answer to
                                 ``get_num_new_matched_tokens`` at once; the call still goes to the node
                                 (unawaited, in order) and the node's answer is checked when it is read: a
@@ -242,15 +245,6 @@ def _blocks_packable(value):
                 return _block_groups(value)
         return value
     return _block_groups(value)
-
-
-def _admission_row(request, rid):
-    """``_admission``'s fields by position (the compact ``add_request``)."""
-    ids = getattr(request, "prompt_token_ids", None)
-    n = getattr(request, "num_prompt_tokens", None)
-    if not isinstance(n, int):
-        n = len(ids) if ids is not None else 0
-    return rid, n, None if ids is None else len(ids), _params_packable(getattr(request, "kv_transfer_params", None))
 
 
 def _params_copy(params):
@@ -914,7 +908,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_seen.add(rid)
         if self._drive_compact:
             try:
-                self._drive.send_row("add_request", _admission_row(request, rid))
+                # _admission's fields by position
+                ids = getattr(request, "prompt_token_ids", None)
+                n = getattr(request, "num_prompt_tokens", None)
+                if type(n) is not int and not isinstance(n, int):
+                    n = len(ids) if ids is not None else 0
+                self._drive.send_row("add_request", (rid, n, None if ids is None else len(ids), _params_packable(
+                    getattr(request, "kv_transfer_params", None))))
             except Exception as e:  # noqa: BLE001
                 self._drive_failed("add_request", e)
         else:
