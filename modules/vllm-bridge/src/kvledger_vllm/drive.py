@@ -173,7 +173,11 @@ class NodeBridge:
         self._unread[rid] = (hook, on_result)
         rows = self._rows
         rows.append((rid, hook) + row)
-        if flush or len(rows) + len(self._buffer) >= self.max_batch:
+        if len(rows) >= _ROWS_PACKED_AT:
+            # packed a few dozen at a time: few objects outlive their hook (the collector's young
+            # generation would otherwise fill with a burst's rows and scan them again and again)
+            self._pack_rows()
+        if flush or len(self._rows) + len(self._buffer) >= self.max_batch:
             try:
                 self._send_buffer(self._zmq.DONTWAIT)
             except self._zmq.Again:
@@ -381,6 +385,7 @@ def long_form(call):
 
 
 _ID_AND_HOOK = operator.itemgetter(0, 1)
+_ROWS_PACKED_AT = 48
 _LENGTH = struct.Struct(">I")
 # a lone call's frame begins {"v": 1, then its call map's entries (a map of 4, where a call's has 3)
 _ONE_CALL = b"\x84\xa1v\x01"
