@@ -373,10 +373,13 @@ class BatchingNode(ScriptedNode):
             if req["hook"] == "batch":
                 members = req["args"]["calls"]
                 self.compact_calls += sum(isinstance(m, list) for m in members)
+                compact = any(isinstance(m, list) for m in members)
                 members = [long_form(m) for m in members]
                 self.batches.append([m["hook"] for m in members])
-                reply = {"v": 1, "id": req["id"], "ok": True,
-                         "result": {"replies": [self.answer(m) for m in members]}}
+                replies = [self.answer(m) for m in members]
+                if compact:  # as the node answers: an empty answer as the call's id alone
+                    replies = [r["id"] if r.get("ok") and r.get("result") == {} else r for r in replies]
+                reply = {"v": 1, "id": req["id"], "ok": True, "result": {"replies": replies}}
             else:
                 reply = self.answer(req)
             self.sock.send_multipart([ident, msgpack.packb(reply)])

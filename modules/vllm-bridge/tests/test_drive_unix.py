@@ -220,3 +220,27 @@ def test_compact_rows_go_into_the_batch_as_arrays_in_call_order_among_long_form_
     bridge.send_row("add_request", rows[1])
     assert len(log.frames) == 3 and [long_form(c)["hook"] for c in msgpack.unpackb(log.frames[2])["args"]["calls"]] == [
         "update_connector_output", "add_request", "add_request"]
+
+
+def test_a_compact_batchs_empty_answers_may_be_ids_alone_in_order_or_not():
+    """The node answers an empty result of a compact batch's call with the call's id alone: settled
+    as ``{}`` (on_result called with it), in order or, past a reply out of order, by id; a missing
+    answer is still a failure."""
+    failures, got = [], []
+    bridge = NodeBridge("unix:///nowhere", 1000, on_failure=lambda h, e: failures.append(h))
+    for ordered in (True, False):
+        failures.clear()
+        got.clear()
+        bridge._unread = {i: ("h%d" % i, got.append) for i in (1, 2, 3, 4)}
+        bridge._batches = {9: [1, 2, 3, 4]}
+        replies = [1, {"v": 1, "id": 2, "ok": True, "result": {"n": 1}}, 3]
+        if not ordered:
+            replies = [replies[1], 3, 1]
+        bridge._settle(9, {"v": 1, "id": 9, "ok": True, "result": {"replies": replies}})
+        assert sorted(map(len, got)) == [0, 0, 1] and {"n": 1} in got
+        assert failures == ["h4"] and bridge.unread == 0
+    # an awaited call answered by its id alone gets an empty result
+    bridge._unread = {5: ("h5", None)}
+    bridge._batches = {10: [5, 6]}
+    mine = bridge._settle_batch(10, {"v": 1, "id": 10, "ok": True, "result": {"replies": [5, 6]}}, 6)
+    assert mine["ok"] and mine["result"] == {} and bridge.unread == 0

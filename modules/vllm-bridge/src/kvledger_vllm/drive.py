@@ -296,7 +296,8 @@ class NodeBridge:
 
         The node answers a batch's calls in their order: while the replies' ids follow the calls'
         ones, each is settled as it comes (``_settle``'s work inline); from the first that does
-        not, the rest are looked up by id (a missing answer is a failure)."""
+        not, the rest are looked up by id (a missing answer is a failure). In the reply to a batch
+        with compact calls an empty answer may be the call's id alone (an int)."""
         members = self._batches.pop(bid, ())
         mine = None
         replies = (reply.get("result") or {}).get("replies") if reply.get("ok") else None
@@ -304,6 +305,17 @@ class NodeBridge:
         if type(replies) is list:
             unread = self._unread
             for rid, r in zip(members, replies):
+                if type(r) is int:
+                    if r != rid:
+                        break
+                    i += 1
+                    if rid == awaited:
+                        mine = {"id": rid, "ok": True, "result": {}}
+                        continue
+                    entry = unread.pop(rid, None)
+                    if entry is not None and entry[1] is not None:
+                        entry[1]({})
+                    continue
                 if type(r) is not dict or r.get("id") != rid:
                     break
                 i += 1
@@ -325,6 +337,8 @@ class NodeBridge:
             for r in replies:
                 if isinstance(r, dict):
                     by_id[r.get("id")] = r
+                elif type(r) is int:
+                    by_id[r] = {"id": r, "ok": True, "result": {}}
         for rid in members:
             r = by_id.get(rid)
             if r is None:

@@ -145,10 +145,12 @@ public final class BridgeCodec {
             throw wrong("args.calls", "list", args.get("calls"));
         }
         List<BridgeDecoded> out = new ArrayList<>(calls.items().size());
+        boolean compact = false;
         for (int i = 0; i < calls.items().size(); i++) {
+            compact |= calls.items().get(i) instanceof PyValue.List;
             out.add(member(calls.items().get(i), "args.calls[" + i + "]"));
         }
-        return new BridgeDecoded.Batch(id, out);
+        return new BridgeDecoded.Batch(id, out, compact);
     }
 
     private static BridgeDecoded member(PyValue entry, String where) {
@@ -651,6 +653,15 @@ public final class BridgeCodec {
      * each entry the reply frame of one call of the batch, in the batch's order, embedded as it is.
      */
     public static byte[] encodeBatchReply(long id, List<byte[]> replies) {
+        return encodeBatchReply(id, replies, false);
+    }
+
+    /**
+     * As {@link #encodeBatchReply(long, List)}; {@code compact} (a batch that held a compact call,
+     * {@link BridgeDecoded.Batch#compact}): a reply {@code {"v": 1, "id": n, "ok": True, "result":
+     * {}}} is written as its id alone, the int {@code n}.
+     */
+    public static byte[] encodeBatchReply(long id, List<byte[]> replies, boolean compact) {
         // the envelope with an empty result, whose map is its last byte: replaced by {"replies": [...]}
         byte[] head = envelopeOk(id).mapHeader(0).toByteArray();
         if (head[head.length - 1] != (byte) 0x80) {
@@ -680,9 +691,42 @@ public final class BridgeCodec {
             out.write(n);
         }
         for (byte[] r : replies) {
-            out.writeBytes(r);
+            int idLength = compact ? okEmptyIdLength(r) : 0;
+            if (idLength > 0) {
+                out.write(r, OK_ID_AT, idLength);
+            } else {
+                out.writeBytes(r);
+            }
         }
         return out.toByteArray();
+    }
+
+    /** {@code {"v": 1, "id": } as {@link #envelopeOk} packs it; the id's int follows. */
+    private static final byte[] OK_HEAD = {(byte) 0x84, (byte) 0xa1, 'v', 1, (byte) 0xa2, 'i', 'd'};
+    private static final int OK_ID_AT = OK_HEAD.length;
+    /** {@code , "ok": True, "result": {}}: the end of an empty answer. */
+    private static final byte[] OK_EMPTY_TAIL = {(byte) 0xa2, 'o', 'k', (byte) 0xc3, (byte) 0xa6, 'r', 'e', 's', 'u',
+        'l', 't', (byte) 0x80};
+
+    /** The length of the packed id when {@code r} is an ok reply with an empty result, else 0. */
+    private static int okEmptyIdLength(byte[] r) {
+        if (r.length < OK_ID_AT + 1 + OK_EMPTY_TAIL.length || r[r.length - 1] != (byte) 0x80
+                || !java.util.Arrays.equals(r, 0, OK_ID_AT, OK_HEAD, 0, OK_ID_AT)) {
+            return 0;
+        }
+        int b = r[OK_ID_AT] & 0xff;
+        int n = b <= 0x7f || b >= 0xe0 ? 1 : switch (b) {
+            case 0xcc, 0xd0 -> 2;
+            case 0xcd, 0xd1 -> 3;
+            case 0xce, 0xd2 -> 5;
+            case 0xcf, 0xd3 -> 9;
+            default -> 0;
+        };
+        if (n == 0 || r.length != OK_ID_AT + n + OK_EMPTY_TAIL.length
+                || !java.util.Arrays.equals(r, OK_ID_AT + n, r.length, OK_EMPTY_TAIL, 0, OK_EMPTY_TAIL.length)) {
+            return 0;
+        }
+        return n;
     }
 
     /**

@@ -191,6 +191,49 @@ class BridgeCodecTest {
                 ((BridgeDecoded.Request) fromLong.get(4)).request())).isTrue();
     }
 
+    @Test
+    void aCompactBatchsEmptyAnswersAreTheirIdsAlone() {
+        assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(Map.of("v", 1L, "id", 1L, "hook", "batch",
+                "args", Map.of("calls", List.of(List.of(2L, "update_state_after_alloc", "r", List.of(), 0L)))))))
+                .compact()).isTrue();
+        assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(Map.of("v", 1L, "id", 1L, "hook", "batch",
+                "args", Map.of("calls", List.of(longCall(2, "update_state_after_alloc", "request_id", "r", "block_ids",
+                        List.of(), "num_external_tokens", 0L)))))))
+                .compact()).isFalse();
+        List<byte[]> replies = new ArrayList<>();
+        long[] ids = {5, -3, 1L << 40, 200, -200, 70000, Long.MIN_VALUE};
+        for (long id : ids) {
+            replies.add(BridgeCodec.encodeReply(id, BridgeHook.ADD_REQUEST, List.of()));
+        }
+        replies.add(BridgeCodec.encodeReply(9, BridgeHook.GET_NUM_NEW_MATCHED_TOKENS,
+                List.of(new Effect.MatchedTokens("r", 3, false))));
+        replies.add(BridgeCodec.encodeReply(10, BridgeHook.ADD_REQUEST, List.of(), Map.of("note", "x")));
+        replies.add(BridgeCodec.encodeError(11L, "no"));
+        for (boolean compact : new boolean[] {true, false}) {
+            Map<String, Object> top = plainMap(BridgeCodec.encodeBatchReply(4, replies, compact));
+            List<?> got = (List<?>) ((Map<?, ?>) top.get("result")).get("replies");
+            assertThat(got).hasSize(replies.size());
+            for (int i = 0; i < ids.length; i++) {
+                if (compact) {
+                    assertThat(got.get(i)).isEqualTo(ids[i]);
+                } else {
+                    assertThat(((Map<?, ?>) got.get(i)).get("id")).isEqualTo(ids[i]);
+                }
+            }
+            // an answer with something in it, or an error, stays the call's whole reply
+            for (int i = ids.length; i < replies.size(); i++) {
+                assertThat(got.get(i)).isInstanceOf(Map.class);
+                assertThat(PyMsgpack.encode(got.get(i))).isEqualTo(replies.get(i));
+            }
+        }
+        assertThat(BridgeCodec.encodeBatchReply(4, replies, false)).isEqualTo(BridgeCodec.encodeBatchReply(4, replies));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> plainMap(byte[] frame) {
+        return (Map<String, Object>) PyMsgpack.decodeValue(frame, WireLimits.DEFAULT).valueOrNull().toObject();
+    }
+
     private static List<Object> compactOf(long id, String hook, List<Object> fields) {
         java.util.ArrayList<Object> out = new java.util.ArrayList<>();
         out.add(id);
