@@ -10,9 +10,10 @@ order vLLM made them; the replies of sent calls are read later, on the way to a 
 reply, or when ``send`` finds them already there, or at ``flush``. With ``batching`` (a node whose
 ``hello`` lists ``batch``), sent calls wait in a buffer and go out as one ``batch`` frame together
 with the next awaited call, or when a send says ``flush`` (the end of a scheduler pass); the node
-still applies and journals each call on its own, in order. pyzmq and msgpack are imported when it
-is built. ``unix:///PATH`` (``--bridge unix:///PATH`` on
-the node) speaks the same maps over a Unix domain socket, each frame preceded by its length
+still applies and journals each call on its own, in order. With ``compact`` (a node whose ``hello``
+also lists ``compact``), a batch's admissions, queries, allocations and steps go as arrays by
+position (``send_row``, ``COMPACT``), and its empty answers come back as ids alone. pyzmq and
+msgpack are imported when it is built. ``unix:///PATH`` (``--bridge unix:///PATH`` on the node) speaks the same maps over a Unix domain socket, each frame preceded by its length
 (4 bytes, big-endian): one thread fewer each way than ZMQ over loopback TCP.
 """
 
