@@ -244,3 +244,21 @@ def test_a_compact_batchs_empty_answers_may_be_ids_alone_in_order_or_not():
     bridge._batches = {10: [5, 6]}
     mine = bridge._settle_batch(10, {"v": 1, "id": 10, "ok": True, "result": {"replies": [5, 6]}}, 6)
     assert mine["ok"] and mine["result"] == {} and bridge.unread == 0
+
+
+def test_a_compact_call_msgpack_cannot_pack_fails_alone():
+    """An int past 64 bits in one row: that call fails (on_failure), the calls before and after it go
+    out in one valid batch, in order."""
+    failures = []
+    bridge = NodeBridge("unix:///nowhere", 1000, on_failure=lambda h, e: failures.append((h, str(e))))
+    bridge._sock.close()
+    bridge._sock = log = FrameLog()
+    bridge.batching = bridge.compact = True
+    bridge.send("update_connector_output", finished_sending=None)
+    bridge.send_row("add_request", ("r-1", 1, 1, None))
+    bridge.send_row("add_request", ("r-2", 1, 1, {"big": 2 ** 70}))
+    bridge.send_row("add_request", ("r-3", 1, 1, None), flush=True)
+    assert len(failures) == 1 and failures[0][0] == "add_request" and "cannot pack" in failures[0][1]
+    calls = msgpack.unpackb(log.frames[0])["args"]["calls"]
+    assert [long_form(c)["hook"] for c in calls] == ["update_connector_output", "add_request", "add_request"]
+    assert [c[2] for c in calls[1:]] == ["r-1", "r-3"] and bridge.unread == 3

@@ -74,8 +74,9 @@ class NodeBridge:
         # compact calls not packed yet (``send_row``): ``(id, hook, *fields)``, after those in _buffer;
         # packed into _calls as one array when the batch goes out or a long-form call follows them
         self._rows = []
-        # where in _calls such an array's header is (offset, length): left out of the frame
-        self._headers = []
+        # the batch's bytes so far when compact rows came after long-form calls: the long-form calls'
+        # bytes, then the rows' (each array without its header), in order; _calls holds what follows
+        self._chunks = []
         self.batching = False
         # batched calls of the hooks in COMPACT may go as arrays (``send_row``): a node whose hello lists "compact"
         self.compact = False
@@ -189,14 +190,31 @@ class NodeBridge:
             self.poll()
 
     def _pack_rows(self):
-        """Packs the waiting compact rows into _calls: one array, whose header the frame leaves out."""
+        """Packs the waiting compact rows as one array (its header left out of the frame) after the
+        long-form calls packed so far. A row msgpack cannot pack (an int past 64 bits) fails alone."""
         rows, self._rows = self._rows, []
+        try:
+            packed = self._packb(rows)
+        except (TypeError, ValueError, OverflowError):
+            packed, good = [], []
+            for row in rows:
+                try:
+                    packed.append(self._packb(row))
+                    good.append(row)
+                except (TypeError, ValueError, OverflowError) as e:
+                    if self._unread.pop(row[0], None) is not None:
+                        self._failed(row[1], f"cannot pack the call: {e}")
+            rows = good
+            packed = self._array_header(len(good)) + b"".join(packed)
+        if not rows:
+            return
         calls = self._calls
-        with calls.getbuffer() as packed:
-            at = len(packed)
+        with calls.getbuffer() as before:
+            if len(before):
+                self._chunks.append(bytes(before))
+        calls.reset()
         n = len(rows)
-        self._headers.append((at, 1 if n < 16 else 3 if n < 0x10000 else 5))
-        calls.pack(rows)
+        self._chunks.append(memoryview(packed)[1 if n < 16 else 3 if n < 0x10000 else 5:])
         self._buffer.extend(map(_ID_AND_HOOK, rows))
 
     def _send_buffer(self, flags):
@@ -204,10 +222,10 @@ class NodeBridge:
         if self._rows:
             self._pack_rows()
         buf, self._buffer = self._buffer, []
-        headers, self._headers = self._headers, []
+        chunks, self._chunks = self._chunks, []
         calls = self._calls
         with calls.getbuffer() as packed:
-            if not headers and len(buf) == 1:
+            if not chunks and len(buf) == 1:
                 # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first
                 wait_for = buf[0][0]
                 frame = b"".join((_ONE_CALL, packed[1:]))
@@ -217,16 +235,7 @@ class NodeBridge:
                 # the headers of the compact rows' arrays (a compact call alone goes as a batch of one)
                 wait_for = next(self._ids)
                 head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
-                parts, at = [head, self._array_header(len(buf))], 0
-                for start, n in headers:
-                    parts.append(packed[at:start])
-                    at = start + n
-                parts.append(packed[at:])
-                frame = b"".join(parts)
-                for part in parts:
-                    if type(part) is memoryview:
-                        part.release()
-                parts = None
+                frame = b"".join((head, self._array_header(len(buf)), *chunks, packed))
                 self._batches[wait_for] = [rid for rid, _ in buf]
                 self.batches += 1
         calls.reset()
