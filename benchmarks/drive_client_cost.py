@@ -7,7 +7,8 @@ the recorder with drive mode off and with drive mode on and ``drive_matched_from
 ``drive_finished_from_inner`` (nothing awaited in an admitting or finishing step), played by the
 stand-in driver of modules/vllm-bridge/tests in vLLM's call order, as drive_step_cost.py does.
 The node is a stand-in in another process (a Unix socket, length-prefixed msgpack frames, batches
-answered call by call, each answer the one vLLM acted on, and a digest of the calls it applied
+answered call by call, compact calls taken and answered as the node does, each answer the one vLLM
+acted on, and a digest of the calls it applied
 printed at the end: the same for every engine, as they make the same calls): what is timed is the client's work
 (building each call, packing, sending, reading and checking the replies), not a node's. With
 ``--base REV`` the package as it is at that git revision plays too, in the same run (loaded from
