@@ -7,7 +7,8 @@ the recorder with drive mode off and with drive mode on and ``drive_matched_from
 ``drive_finished_from_inner`` (nothing awaited in an admitting or finishing step), played by the
 stand-in driver of modules/vllm-bridge/tests in vLLM's call order, as drive_step_cost.py does.
 The node is a stand-in in another process (a Unix socket, length-prefixed msgpack frames, batches
-answered call by call, each answer the one vLLM acted on, and a digest of the calls it applied
+answered call by call, compact calls taken and answered as the node does, each answer the one vLLM
+acted on, and a digest of the calls it applied
 printed at the end: the same for every engine, as they make the same calls): what is timed is the client's work
 (building each call, packing, sending, reading and checking the replies), not a node's. With
 ``--base REV`` the package as it is at that git revision plays too, in the same run (loaded from
@@ -42,6 +43,8 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  #
 
 STANDIN = r"""
 import hashlib, msgpack, os, socket, struct, sys
+sys.path.insert(0, sys.argv[2])
+from kvledger_vllm.drive import long_form
 path = sys.argv[1]
 digest, calls = hashlib.sha256(), 0
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -55,7 +58,7 @@ def answer(req):
     digest.update(msgpack.packb([h, a]))
     calls += 1
     if h == "hello":
-        r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch"]}
+        r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch", "compact"]}
     elif h == "get_num_new_matched_tokens" or h == "request_finished":
         r = a.get("acted") or {}
     elif h == "update_connector_output":
@@ -79,8 +82,11 @@ while True:
             req = msgpack.unpackb(bytes(buf[4:4 + n]))
             del buf[:4 + n]
             if req["hook"] == "batch":
-                rep = {"v": 1, "id": req["id"], "ok": True,
-                       "result": {"replies": [answer(m) for m in req["args"]["calls"]]}}
+                batch = req["args"]["calls"]
+                replies = [answer(long_form(m)) for m in batch]
+                if any(isinstance(m, list) for m in batch):  # an empty answer as the call's id alone
+                    replies = [r["id"] if r["result"] == {} else r for r in replies]
+                rep = {"v": 1, "id": req["id"], "ok": True, "result": {"replies": replies}}
             else:
                 rep = answer(req)
             out = msgpack.packb(rep)
@@ -170,7 +176,7 @@ def main(argv=None):
 
     def standin(label):
         path = os.path.join(tmp, label + ".sock")
-        p = subprocess.Popen([sys.executable, "-c", STANDIN, path], stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen([sys.executable, "-c", STANDIN, path, os.path.join(BRIDGE, "src")], stdout=subprocess.PIPE, text=True)
         p.stdout.readline()
         procs.append((label, p))
         return "unix://" + path

@@ -243,7 +243,8 @@ class FakeClock:
 
 
 def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None,
-         idle_steps=0, step_ms=None, drive_pipeline=True, acted=None, info=None, drive_from_inner=False):
+         idle_steps=0, step_ms=None, drive_pipeline=True, acted=None, info=None, drive_from_inner=False,
+         drive_compact=True):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
@@ -256,7 +257,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     ``acted``, a list, receives every answer the loop acted on (``Driver.acted``); ``info``, a dict,
     the drive client's ``batches`` (frames that carried several calls) and ``divergences``.
     ``drive_from_inner``: ``drive_matched_from_inner`` and ``drive_finished_from_inner`` (vLLM acts on
-    the inner's answers, the node's are checked when read).
+    the inner's answers, the node's are checked when read). ``drive_compact`` false: the long form
+    of every call even to a node that takes the compact one.
     """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
@@ -280,6 +282,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     if drive:
         extra["drive_node"] = drive
         extra["drive_pipeline"] = drive_pipeline
+        extra["drive_compact"] = drive_compact
         if drive_from_inner:
             extra["drive_matched_from_inner"] = extra["drive_finished_from_inner"] = True
     cfg = make_config("kv_producer" if producer else "kv_consumer", extra)
@@ -310,6 +313,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         acted.extend(d.acted)
     if info is not None and sched.driving:
         info["batches"] = sched._drive.batches
+        info["compact"] = sched._drive.compact
     if info is not None:
         info["sched"] = sched
     if answers is not None:
@@ -332,6 +336,7 @@ def main(argv=None):
     ap.add_argument("--to", help="record_to instead of files in --out, e.g. tcp://127.0.0.1:PORT (a shadow node)")
     ap.add_argument("--drive", help="drive mode: the bridge endpoint of a kvledger node --engine drive")
     ap.add_argument("--no-drive-pipeline", action="store_true", help="drive mode: await every call")
+    ap.add_argument("--no-drive-compact", action="store_true", help="drive mode: the long form of every call")
     ap.add_argument("--drive-from-inner", action="store_true",
                     help="drive mode: vLLM acts on the inner's matched tokens and finishes, the node's are checked")
     ap.add_argument("--idle-steps", type=int, default=0, help="steps with nothing to schedule after the scenario's")
@@ -344,10 +349,11 @@ def main(argv=None):
     info = {}
     for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers,
                   idle_steps=a.idle_steps, step_ms=a.step_ms, drive_pipeline=not a.no_drive_pipeline, acted=acted,
-                  info=info, drive_from_inner=a.drive_from_inner):
+                  info=info, drive_from_inner=a.drive_from_inner, drive_compact=not a.no_drive_compact):
         print(p)
     if "batches" in info:
         print(f"drive batches {info['batches']}")
+        print(f"drive compact {info['compact']}")
     if a.drive:
         # read after shutdown: every unawaited answer has been checked
         print(f"drive divergences {info['sched'].drive_divergences}")

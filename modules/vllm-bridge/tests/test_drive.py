@@ -14,6 +14,7 @@ import zmq
 
 from driver import Driver, make_config, producer_requests
 from kvledger_vllm import KvledgerRecorderConnector
+from kvledger_vllm.drive import long_form
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 from vllm.v1.core.kv_cache_manager import KVCacheBlocks
 
@@ -344,11 +345,13 @@ class BatchingNode(ScriptedNode):
     the answers in one reply frame. ``calls`` lists every call, a batch's in order; ``frames`` counts
     the frames read."""
 
-    def __init__(self, answers):
+    def __init__(self, answers, compact=False):
         answers = dict(answers)
-        answers.setdefault("hello", {"protocol": 1, "hooks": ["add_request", "get_num_new_matched_tokens", "batch"]})
+        answers.setdefault("hello", {"protocol": 1, "hooks": ["add_request", "get_num_new_matched_tokens", "batch"]
+                                     + (["compact"] if compact else [])})
         self.frames = 0
         self.batches = []
+        self.compact_calls = 0  # batched calls that came in the compact form (arrays)
         super().__init__(answers)
 
     def answer(self, req):
@@ -369,9 +372,14 @@ class BatchingNode(ScriptedNode):
             req = msgpack.unpackb(frame)
             if req["hook"] == "batch":
                 members = req["args"]["calls"]
+                self.compact_calls += sum(isinstance(m, list) for m in members)
+                compact = any(isinstance(m, list) for m in members)
+                members = [long_form(m) for m in members]
                 self.batches.append([m["hook"] for m in members])
-                reply = {"v": 1, "id": req["id"], "ok": True,
-                         "result": {"replies": [self.answer(m) for m in members]}}
+                replies = [self.answer(m) for m in members]
+                if compact:  # as the node answers: an empty answer as the call's id alone
+                    replies = [r["id"] if r.get("ok") and r.get("result") == {} else r for r in replies]
+                reply = {"v": 1, "id": req["id"], "ok": True, "result": {"replies": replies}}
             else:
                 reply = self.answer(req)
             self.sock.send_multipart([ident, msgpack.packb(reply)])
@@ -589,12 +597,12 @@ class InnerLikeNode(BatchingNode):
     the driver's producer requests (delay_free with their blocks, its params for a length-capped
     finish): an agreeing node."""
 
-    def __init__(self, answers):
+    def __init__(self, answers, compact=False):
         self.tids = {}
         answers = dict(answers)
         answers["add_request"] = self.admit
         answers["request_finished"] = self.finish
-        super().__init__(answers)
+        super().__init__(answers, compact)
 
     def admit(self, args):
         self.tids[args["request_id"]] = (args.get("kv_transfer_params") or {}).get("transfer_id")
@@ -699,3 +707,71 @@ def test_the_empty_output_shortcut_waits_for_a_finish_the_node_may_still_defer(t
         assert s.drive_divergences == 0
     finally:
         node.close()
+
+
+def recorded(path):
+    """A recording's entries without what differs from run to run (times, sequence numbers, process ids)."""
+    out = []
+    for line in path.read_text().splitlines():
+        e = json.loads(line)
+        for k in ("at_ns", "seq", "pid", "wall_ns", "started_at", "mono_ns"):
+            e.pop(k, None)
+        out.append(e)
+    return out
+
+
+def test_a_node_that_takes_the_compact_form_gets_the_same_calls_in_the_same_order(tmp_path):
+    """A node whose hello lists "compact" gets the admitting hooks' calls as arrays (by position) in its
+    batches; expanded, they are the long form's calls, the same in the same order (so the node applies
+    the same reducer inputs), vLLM gets the same answers, and the recording is the same."""
+    import hashlib
+    answers = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+               "update_connector_output": {"finished_sending": None}}
+    seen = []
+    for compact in (True, False):
+        node = InnerLikeNode(answers, compact=compact)
+        name = "compact" if compact else "long"
+        try:
+            s, d, bridge = run_three(tmp_path, node, name, drive_matched_from_inner=True,
+                                     drive_finished_from_inner=True)
+            assert bridge.compact == compact and s._drive_compact is False  # off again after shutdown
+            assert s.drive_fallbacks == 0 and s.drive_divergences == 0 and bridge.unread == 0
+            if compact:
+                # each admission, query, allocation and step went as an array
+                kinds = [h for h, _ in node.calls]
+                assert node.compact_calls == sum(kinds.count(h) for h in (
+                    "add_request", "get_num_new_matched_tokens", "update_state_after_alloc", "build_connector_meta"))
+                assert node.compact_calls > 0
+            else:
+                assert node.compact_calls == 0
+            digest = hashlib.sha256()
+            for h, a in node.calls:
+                digest.update(msgpack.packb([h, a]))
+            seen.append((d.acted, node.calls, digest.hexdigest(), node.batches,
+                         recorded(tmp_path / name / "scheduler.jsonl")))
+        finally:
+            node.close()
+    assert seen[0][1] == seen[1][1] and seen[0][2] == seen[1][2]
+    # the same frames, but a compact call alone (a step's build_connector_meta) goes as a batch of one
+    assert seen[0][0] == seen[1][0] and [b for b in seen[0][3] if len(b) > 1] == seen[1][3]
+    assert ["build_connector_meta"] in seen[0][3]
+    assert seen[0][4] == seen[1][4] and len(seen[0][4]) > 10
+
+
+def test_compact_values_the_connector_changes_later_or_plain_cannot_take_as_they_are(tmp_path):
+    """What the compact form packs later is what the hook saw: params copied (a connector sets keys
+    afterwards), and params or block ids that are not plain (tuples, sets, non-str keys, a flat list)
+    converted as the long form converts them."""
+    from kvledger_vllm import recorder
+    p = {"a": 1, "b": None, "c": "x"}
+    q = recorder._params_packable(p)
+    p["a"] = 2
+    assert q == {"a": 1, "b": None, "c": "x"}
+    odd = {"t": (1, 2), 3: "k", "s": {2, 1}}
+    assert recorder._params_packable(odd) == recorder.plain(odd)
+    assert recorder._params_packable(None) is None
+    assert recorder._blocks_packable(([1, 2], [3])) == ([1, 2], [3])
+    assert recorder._blocks_packable([1, 2]) == [[1, 2]] == recorder._block_groups([1, 2])
+    assert recorder._blocks_packable(None) == []
+    assert recorder._blocks_packable([[1, True]]) == [[1, 1]]
+    assert msgpack.packb(recorder._blocks_packable(([1, 2], [3]))) == msgpack.packb(recorder._block_groups(([1, 2], [3])))

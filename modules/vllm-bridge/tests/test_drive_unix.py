@@ -10,7 +10,7 @@ import msgpack
 import pytest
 import zmq
 
-from kvledger_vllm.drive import DriveError, NodeBridge
+from kvledger_vllm.drive import DriveError, NodeBridge, long_form
 
 
 class UnixNode:
@@ -184,3 +184,81 @@ def test_a_batch_and_a_lone_call_are_the_bytes_of_their_whole_maps_packed_at_onc
             {"id": 3, "hook": "build_connector_meta", "args": {"step": 1, "cached_req_ids": []}}]}}),
         msgpack.packb({"v": 1, "id": 5, "hook": "update_connector_output", "args": {"finished_sending": None}})]
     assert bridge.batches == 1 and bridge.unread == 4
+
+
+def test_compact_rows_go_into_the_batch_as_arrays_in_call_order_among_long_form_calls():
+    """Compact calls (``send_row``) are packed together when the batch goes out or a long-form call
+    follows them; the frame is still byte for byte the whole batch map packed at once, each compact
+    call an array ``[id, hook, *fields]`` in its place; a compact call alone goes as a batch of one;
+    ``max_batch`` counts both kinds."""
+    bridge = NodeBridge("unix:///nowhere", 1000)
+    bridge._sock.close()
+    bridge._sock = log = FrameLog()
+    bridge.batching = bridge.compact = True
+    params = {"transfer_id": "tx-1", "x": None, "f": 0.5, "b": True}
+    rows = [("r-%d" % i, 64, 64, params) for i in range(20)]  # more than a fixarray's 15
+    for r in rows:
+        bridge.send_row("add_request", r)
+    bridge.send("request_finished", request_id="r-0", status="FINISHED_ABORTED", block_ids=[])
+    bridge.send_row("update_state_after_alloc", ("r-1", ([3, 4],), 0))
+    bridge.send_row("build_connector_meta", (1, [], [], [("r-1", ([3, 4],), 0, None)], None), flush=True)
+    bridge.send_row("build_connector_meta", (2, [], []), flush=True)
+    calls = [[i + 1, "add_request", *r] for i, r in enumerate(rows)]
+    calls.append({"id": 21, "hook": "request_finished",
+                  "args": {"request_id": "r-0", "status": "FINISHED_ABORTED", "block_ids": []}})
+    calls += [[22, "update_state_after_alloc", "r-1", [[3, 4]], 0],
+              [23, "build_connector_meta", 1, [], [], [["r-1", [[3, 4]], 0, None]], None]]
+    assert log.frames == [
+        msgpack.packb({"v": 1, "id": 24, "hook": "batch", "args": {"calls": calls}}),
+        msgpack.packb({"v": 1, "id": 26, "hook": "batch", "args": {"calls": [[25, "build_connector_meta", 2, [], []]]}})]
+    assert bridge.batches == 2 and bridge.unread == 24
+    # a full buffer goes out at once, whatever its calls' forms
+    bridge.max_batch = 3
+    bridge.send("update_connector_output", finished_sending=None)
+    bridge.send_row("add_request", rows[0])
+    assert len(log.frames) == 2
+    bridge.send_row("add_request", rows[1])
+    assert len(log.frames) == 3 and [long_form(c)["hook"] for c in msgpack.unpackb(log.frames[2])["args"]["calls"]] == [
+        "update_connector_output", "add_request", "add_request"]
+
+
+def test_a_compact_batchs_empty_answers_may_be_ids_alone_in_order_or_not():
+    """The node answers an empty result of a compact batch's call with the call's id alone: settled
+    as ``{}`` (on_result called with it), in order or, past a reply out of order, by id; a missing
+    answer is still a failure."""
+    failures, got = [], []
+    bridge = NodeBridge("unix:///nowhere", 1000, on_failure=lambda h, e: failures.append(h))
+    for ordered in (True, False):
+        failures.clear()
+        got.clear()
+        bridge._unread = {i: ("h%d" % i, got.append) for i in (1, 2, 3, 4)}
+        bridge._batches = {9: [1, 2, 3, 4]}
+        replies = [1, {"v": 1, "id": 2, "ok": True, "result": {"n": 1}}, 3]
+        if not ordered:
+            replies = [replies[1], 3, 1]
+        bridge._settle(9, {"v": 1, "id": 9, "ok": True, "result": {"replies": replies}})
+        assert sorted(map(len, got)) == [0, 0, 1] and {"n": 1} in got
+        assert failures == ["h4"] and bridge.unread == 0
+    # an awaited call answered by its id alone gets an empty result
+    bridge._unread = {5: ("h5", None)}
+    bridge._batches = {10: [5, 6]}
+    mine = bridge._settle_batch(10, {"v": 1, "id": 10, "ok": True, "result": {"replies": [5, 6]}}, 6)
+    assert mine["ok"] and mine["result"] == {} and bridge.unread == 0
+
+
+def test_a_compact_call_msgpack_cannot_pack_fails_alone():
+    """An int past 64 bits in one row: that call fails (on_failure), the calls before and after it go
+    out in one valid batch, in order."""
+    failures = []
+    bridge = NodeBridge("unix:///nowhere", 1000, on_failure=lambda h, e: failures.append((h, str(e))))
+    bridge._sock.close()
+    bridge._sock = log = FrameLog()
+    bridge.batching = bridge.compact = True
+    bridge.send("update_connector_output", finished_sending=None)
+    bridge.send_row("add_request", ("r-1", 1, 1, None))
+    bridge.send_row("add_request", ("r-2", 1, 1, {"big": 2 ** 70}))
+    bridge.send_row("add_request", ("r-3", 1, 1, None), flush=True)
+    assert len(failures) == 1 and failures[0][0] == "add_request" and "cannot pack" in failures[0][1]
+    calls = msgpack.unpackb(log.frames[0])["args"]["calls"]
+    assert [long_form(c)["hook"] for c in calls] == ["update_connector_output", "add_request", "add_request"]
+    assert [c[2] for c in calls[1:]] == ["r-1", "r-3"] and bridge.unread == 3

@@ -10,15 +10,17 @@ order vLLM made them; the replies of sent calls are read later, on the way to a 
 reply, or when ``send`` finds them already there, or at ``flush``. With ``batching`` (a node whose
 ``hello`` lists ``batch``), sent calls wait in a buffer and go out as one ``batch`` frame together
 with the next awaited call, or when a send says ``flush`` (the end of a scheduler pass); the node
-still applies and journals each call on its own, in order. pyzmq and msgpack are imported when it
-is built. ``unix:///PATH`` (``--bridge unix:///PATH`` on
-the node) speaks the same maps over a Unix domain socket, each frame preceded by its length
+still applies and journals each call on its own, in order. With ``compact`` (a node whose ``hello``
+also lists ``compact``), a batch's admissions, queries, allocations and steps go as arrays by
+position (``send_row``, ``COMPACT``), and its empty answers come back as ids alone. pyzmq and
+msgpack are imported when it is built. ``unix:///PATH`` (``--bridge unix:///PATH`` on the node) speaks the same maps over a Unix domain socket, each frame preceded by its length
 (4 bytes, big-endian): one thread fewer each way than ZMQ over loopback TCP.
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 import select
 import socket
 import struct
@@ -69,7 +71,15 @@ class NodeBridge:
         # (a batch frame's ``calls`` are those bytes: nothing of a call is kept but its id and hook)
         self._buffer = []
         self._calls = msgpack.Packer(autoreset=False)
+        # compact calls not packed yet (``send_row``): ``(id, hook, *fields)``, after those in _buffer;
+        # packed into _calls as one array when the batch goes out or a long-form call follows them
+        self._rows = []
+        # the batch's bytes so far when compact rows came after long-form calls: the long-form calls'
+        # bytes, then the rows' (each array without its header), in order; _calls holds what follows
+        self._chunks = []
         self.batching = False
+        # batched calls of the hooks in COMPACT may go as arrays (``send_row``): a node whose hello lists "compact"
+        self.compact = False
         self.batches = 0
         # a batch holds at most this many calls (each counts against the node's 4096 in flight)
         self.max_batch = 1024
@@ -94,7 +104,9 @@ class NodeBridge:
         self.calls += 1
         wait_for = rid
         try:
-            if self._buffer:
+            if self._buffer or self._rows:
+                if self._rows:
+                    self._pack_rows()
                 self._buffer.append((rid, hook))
                 self._calls.pack({"id": rid, "hook": hook, "args": args})
                 wait_for = self._send_buffer(0)
@@ -130,6 +142,8 @@ class NodeBridge:
         self.sent += 1
         self._unread[rid] = (hook, on_result)
         if self.batching:
+            if self._rows:
+                self._pack_rows()
             self._buffer.append((rid, hook))
             self._calls.pack({"id": rid, "hook": hook, "args": args})
             if not flush and len(self._buffer) < self.max_batch:
@@ -150,21 +164,78 @@ class NodeBridge:
             self._failed(self._unread.pop(old)[0], f"no answer among the last {self._max_unread} calls sent")
         self.poll()
 
+    def send_row(self, hook, row, on_result=None, flush=False):
+        """``send_args`` in the compact form (``compact``: a node whose ``hello`` lists it, batching):
+        the call goes into the batch as the array ``[id, hook, *row]``, ``row`` holding the hook's
+        arguments by position (``COMPACT``). No dict per call, no key strings, and no packing per
+        call: the rows are packed together when the batch goes out (or a long-form call follows
+        them), so ``row`` must hold nothing the caller changes later (the caller copies what might be)."""
+        rid = next(self._ids)
+        self.sent += 1
+        self._unread[rid] = (hook, on_result)
+        rows = self._rows
+        rows.append((rid, hook) + row)
+        if len(rows) >= _ROWS_PACKED_AT:
+            # packed a few dozen at a time: few objects outlive their hook (the collector's young
+            # generation would otherwise fill with a burst's rows and scan them again and again)
+            self._pack_rows()
+        if flush or len(self._rows) + len(self._buffer) >= self.max_batch:
+            try:
+                self._send_buffer(self._zmq.DONTWAIT)
+            except self._zmq.Again:
+                pass  # each call counted as a failure
+            if len(self._unread) > self._max_unread:
+                old = next(iter(self._unread))
+                self._failed(self._unread.pop(old)[0], f"no answer among the last {self._max_unread} calls sent")
+            self.poll()
+
+    def _pack_rows(self):
+        """Packs the waiting compact rows as one array (its header left out of the frame) after the
+        long-form calls packed so far. A row msgpack cannot pack (an int past 64 bits) fails alone."""
+        rows, self._rows = self._rows, []
+        try:
+            packed = self._packb(rows)
+        except (TypeError, ValueError, OverflowError):
+            packed, good = [], []
+            for row in rows:
+                try:
+                    packed.append(self._packb(row))
+                    good.append(row)
+                except (TypeError, ValueError, OverflowError) as e:
+                    if self._unread.pop(row[0], None) is not None:
+                        self._failed(row[1], f"cannot pack the call: {e}")
+            rows = good
+            packed = self._array_header(len(good)) + b"".join(packed)
+        if not rows:
+            return
+        calls = self._calls
+        with calls.getbuffer() as before:
+            if len(before):
+                self._chunks.append(bytes(before))
+        calls.reset()
+        n = len(rows)
+        self._chunks.append(memoryview(packed)[1 if n < 16 else 3 if n < 0x10000 else 5:])
+        self._buffer.extend(map(_ID_AND_HOOK, rows))
+
     def _send_buffer(self, flags):
         """Sends the buffered calls: one alone as itself, more as one batch. Returns the id to wait for."""
+        if self._rows:
+            self._pack_rows()
         buf, self._buffer = self._buffer, []
+        chunks, self._chunks = self._chunks, []
         calls = self._calls
         with calls.getbuffer() as packed:
-            if len(buf) == 1:
+            if not chunks and len(buf) == 1:
                 # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first
                 wait_for = buf[0][0]
                 frame = b"".join((_ONE_CALL, packed[1:]))
             else:
                 # {"v": 1, "id", "hook": "batch", "args": {"calls": [...]}}: the list's header, then the
-                # calls as packed (what packing the whole map at once gives, byte for byte)
+                # calls as packed (what packing the whole map at once gives, byte for byte), without
+                # the headers of the compact rows' arrays (a compact call alone goes as a batch of one)
                 wait_for = next(self._ids)
                 head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
-                frame = b"".join((head, self._array_header(len(buf)), packed))
+                frame = b"".join((head, self._array_header(len(buf)), *chunks, packed))
                 self._batches[wait_for] = [rid for rid, _ in buf]
                 self.batches += 1
         calls.reset()
@@ -200,7 +271,7 @@ class NodeBridge:
         timeout) for each; what does not come is given up (``on_failure``). Returns how many were given up."""
         zmq = self._zmq
         wait = self._timeout_ms if timeout_ms is None else int(timeout_ms)
-        if self._buffer:
+        if self._buffer or self._rows:
             try:
                 self._send_buffer(zmq.DONTWAIT)
             except zmq.Again:
@@ -235,7 +306,8 @@ class NodeBridge:
 
         The node answers a batch's calls in their order: while the replies' ids follow the calls'
         ones, each is settled as it comes (``_settle``'s work inline); from the first that does
-        not, the rest are looked up by id (a missing answer is a failure)."""
+        not, the rest are looked up by id (a missing answer is a failure). In the reply to a batch
+        with compact calls an empty answer may be the call's id alone (an int)."""
         members = self._batches.pop(bid, ())
         mine = None
         replies = (reply.get("result") or {}).get("replies") if reply.get("ok") else None
@@ -243,6 +315,17 @@ class NodeBridge:
         if type(replies) is list:
             unread = self._unread
             for rid, r in zip(members, replies):
+                if type(r) is int:
+                    if r != rid:
+                        break
+                    i += 1
+                    if rid == awaited:
+                        mine = {"id": rid, "ok": True, "result": {}}
+                        continue
+                    entry = unread.pop(rid, None)
+                    if entry is not None and entry[1] is not None:
+                        entry[1]({})
+                    continue
                 if type(r) is not dict or r.get("id") != rid:
                     break
                 i += 1
@@ -264,6 +347,8 @@ class NodeBridge:
             for r in replies:
                 if isinstance(r, dict):
                     by_id[r.get("id")] = r
+                elif type(r) is int:
+                    by_id[r] = {"id": r, "ok": True, "result": {}}
         for rid in members:
             r = by_id.get(rid)
             if r is None:
@@ -288,6 +373,43 @@ class NodeBridge:
                 self._ctx.term()
 
 
+# The compact form of a batched call (docs/bridge-protocol.md, "compact"): ``[id, hook, *fields]``,
+# the hook's arguments by position, in this order; a field past the array's end, or None where
+# marked optional below, is one the long form leaves out.
+COMPACT = {
+    "add_request": ("request_id", "num_prompt_tokens", "prompt_token_ids_len", "kv_transfer_params"),
+    "get_num_new_matched_tokens": ("request_id", "num_computed_tokens", "acted"),
+    "update_state_after_alloc": ("request_id", "block_ids", "num_external_tokens"),
+    "build_connector_meta": ("step", "cached_req_ids", "cached_new_block_ids", "scheduled_new_reqs",
+                             "preempted_req_ids"),
+}
+# fields left out of the long form when None in the compact one
+_COMPACT_OPTIONAL = frozenset(("acted", "scheduled_new_reqs", "preempted_req_ids"))
+_NEW_REQUEST = ("request_id", "block_ids", "num_computed_tokens", "kv_transfer_params")
+
+
+def long_form(call):
+    """A batched call as the long form's map ``{"id", "hook", "args"}``: a compact one (an array)
+    expanded as the node reads it (``get_num_new_matched_tokens``' ``acted`` ``[num_tokens,
+    load_async]``, each of ``scheduled_new_reqs`` ``[request_id, block_ids, num_computed_tokens,
+    kv_transfer_params]``), a map as it is. For stand-in nodes and tests."""
+    if not isinstance(call, (list, tuple)):
+        return call
+    rid, hook, fields = call[0], call[1], call[2:]
+    args = {}
+    for name, v in zip(COMPACT[hook], fields):
+        if v is None and name in _COMPACT_OPTIONAL:
+            continue
+        if name == "acted":
+            v = {"num_tokens": v[0], "load_async": v[1]}
+        elif name == "scheduled_new_reqs":
+            v = [dict(zip(_NEW_REQUEST, r)) for r in v]
+        args[name] = v
+    return {"id": rid, "hook": hook, "args": args}
+
+
+_ID_AND_HOOK = operator.itemgetter(0, 1)
+_ROWS_PACKED_AT = 48
 _LENGTH = struct.Struct(">I")
 # a lone call's frame begins {"v": 1, then its call map's entries (a map of 4, where a call's has 3)
 _ONE_CALL = b"\x84\xa1v\x01"

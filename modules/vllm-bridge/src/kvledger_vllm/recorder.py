@@ -47,6 +47,9 @@ Extra config keys read here (all others are the inner connector's):
 ``drive_batch``                 with ``drive_pipeline``: those calls travel as one ``batch`` frame with
                                 the next awaited call or at the end of the scheduler's pass, when the
                                 node lists ``batch`` in its hello, default true
+``drive_compact``               with ``drive_batch``: a batch's admissions, queries, allocations and steps
+                                go as arrays by position (docs/bridge-protocol.md, ``compact``) when the
+                                node lists ``compact`` in its hello, default true
 ``drive_matched_from_inner``    with ``drive_pipeline``: vLLM gets the inner connector's answer to
                                 ``get_num_new_matched_tokens`` at once; the call still goes to the node
                                 (unawaited, in order) and the node's answer is checked when it is read: a
@@ -212,6 +215,36 @@ def _admission(request):
     return {"request_id": _request_id(request), "num_prompt_tokens": n,
             "prompt_token_ids_len": len(ids) if ids is not None else None,
             "kv_transfer_params": plain(params) if params is not None else None}
+
+
+# the compact form (drive mode, a node that takes it): values packed at once as they are when they
+# are what ``plain`` and ``_block_groups`` would give anyway (same msgpack bytes), else converted
+_STR_TYPE = frozenset((str,))
+_PLAIN_TYPES = frozenset((str, int, float, bool, type(None)))
+_INT_TYPE = frozenset((int,))
+
+
+def _params_packable(params):
+    """``plain(params)`` for the compact form, packed later (``NodeBridge.send_row``): a dict of str
+    keys and plain scalars copied shallowly (the connector may set its keys later), anything else
+    converted."""
+    if type(params) is dict and _STR_TYPE.issuperset(map(type, params)) and _PLAIN_TYPES.issuperset(
+            map(type, params.values())):
+        return params.copy()
+    return None if params is None else plain(params)
+
+
+def _blocks_packable(value):
+    """``_block_groups(value)`` for the compact form: a list or tuple of int lists as it is (vLLM
+    builds them afresh for the hook, and they are packed before it returns), anything else converted."""
+    t = type(value)
+    if t is tuple or t is list:
+        for g in value:
+            t = type(g)
+            if (t is not list and t is not tuple) or not _INT_TYPE.issuperset(map(type, g)):
+                return _block_groups(value)
+        return value
+    return _block_groups(value)
 
 
 def _params_copy(params):
@@ -615,6 +648,17 @@ def _new_requests_now(reqs):
         return _new_requests_fields(_new_requests_snapshot_of(reqs))
 
 
+def _new_request_rows_now(reqs):
+    """``_new_requests_now`` by position (the compact ``build_connector_meta``'s ``scheduled_new_reqs``)."""
+    try:
+        return [(str(rid), _blocks_packable(blocks), int(n or 0), _params_packable(params))
+                for (rid, n), blocks, params in zip(map(_ID_AND_COMPUTED, reqs), map(_BLOCK_IDS, reqs),
+                                                    map(_KV_PARAMS, map(_EXTRA_ARGS, reqs)))]
+    except (AttributeError, TypeError, KeyError):
+        return [(f["request_id"], f["block_ids"], f["num_computed_tokens"], f["kv_transfer_params"])
+                for f in _new_requests_fields(_new_requests_snapshot_of(reqs))]
+
+
 def _new_requests(scheduler_output):
     """``scheduled_new_reqs`` as the journal's ``NewRequest`` entries, or ``_ABSENT``."""
     snap = _new_requests_snapshot(scheduler_output)
@@ -702,6 +746,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_producer = False
         self._drive_from_inner = False
         self._drive_finished_from_inner = False
+        # the node takes the compact form of a batched call (its hello lists "compact")
+        self._drive_compact = False
         # a producer's request_finished sent without waiting whose answer vLLM acted on said
         # delay_free=False and whose node answer is not read yet: the node may still defer it
         self._drive_finish_unread = set()
@@ -763,6 +809,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 extra.get("drive_finished_from_inner", False))
             # a node that takes batches lists them (older nodes do not: each call then goes alone)
             bridge.batching = self._drive_pipeline and batch and "batch" in (node.get("hooks") or ())
+            # and compact calls in a batch (older nodes take the long form alone)
+            bridge.compact = self._drive_compact = bridge.batching and _flag(
+                extra.get("drive_compact", True)) and "compact" in (node.get("hooks") or ())
             self._drive = bridge
             self._drive_producer = role == "kv_producer"
             log.warning("kvledger-vllm %s: DRIVE MODE: the scheduler hooks are answered by the kvledger node at %s "
@@ -853,11 +902,23 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_metadata = result
 
     def _drive_admit(self, request):
-        rid = _request_id(request)
+        rid = str(request.request_id)
         if rid in self._drive_seen:
             return rid
         self._drive_seen.add(rid)
-        self._drive_send_args("add_request", _admission(request))
+        if self._drive_compact:
+            try:
+                # _admission's fields by position
+                ids = getattr(request, "prompt_token_ids", None)
+                n = getattr(request, "num_prompt_tokens", None)
+                if type(n) is not int and not isinstance(n, int):
+                    n = len(ids) if ids is not None else 0
+                self._drive.send_row("add_request", (rid, n, None if ids is None else len(ids), _params_packable(
+                    getattr(request, "kv_transfer_params", None))))
+            except Exception as e:  # noqa: BLE001
+                self._drive_failed("add_request", e)
+        else:
+            self._drive_send_args("add_request", _admission(request))
         return rid
 
     @property
@@ -1153,6 +1214,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 # the replies of the last calls sent: their failures are counted before the socket goes
                 self._drive_settled(min(1000, d._timeout_ms))
                 self._drive = None
+                self._drive_compact = False
                 try:
                     d.close()
                 except Exception as e:  # noqa: BLE001
@@ -1198,7 +1260,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
         if self._drive is not None:
-            self._drive_admit(request)
+            drive_rid = self._drive_admit(request)
         result = self._inner.get_num_new_matched_tokens(request, num_computed_tokens)
         if rid is not None:
             try:
@@ -1211,6 +1273,19 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                                      "matched_tokens", (_matched_fields, rid, count, load_async))
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
+        if self._drive_compact and self._drive_from_inner:
+            try:
+                acted = (None if result[0] is None else int(result[0]), bool(result[1]))
+                row = (drive_rid, int(num_computed_tokens), acted)
+            except Exception:  # noqa: BLE001 - not a pair: the long form below says so
+                row = None
+            if row is not None:
+                try:
+                    self._drive.send_row("get_num_new_matched_tokens", row, self._drive_checked(
+                        "get_num_new_matched_tokens", acted, _matched_answer))
+                except Exception as e:  # noqa: BLE001
+                    self._drive_failed("get_num_new_matched_tokens", e)
+                return result
         if self._drive is not None and self._drive_from_inner:
             # vLLM acts on the inner's answer now; the node's, read later, must be the same. The call
             # carries it, so that the node journals the answer vLLM acted on and names a divergence
@@ -1246,7 +1321,19 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._stream.put("blocks_allocated", (_blocks_allocated_fields, rid, groups, num_external_tokens))
             except Exception as e:  # noqa: BLE001
                 self._failed("update_state_after_alloc", e)
-        if self._drive is not None:
+        if self._drive_compact:
+            try:
+                row = (str(request.request_id),
+                       _blocks_packable(blocks.get_block_ids() if blocks is not None else None), int(num_external_tokens))
+            except Exception as e:  # noqa: BLE001
+                row = None
+                self._failed("drive update_state_after_alloc", e)
+            if row is not None:
+                try:
+                    self._drive.send_row("update_state_after_alloc", row)
+                except Exception as e:  # noqa: BLE001
+                    self._drive_failed("update_state_after_alloc", e)
+        elif self._drive is not None:
             try:
                 block_ids = _block_groups(blocks.get_block_ids() if blocks is not None else None)
             except Exception as e:  # noqa: BLE001
@@ -1340,7 +1427,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         try:
             new_reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
             if new_reqs is not _ABSENT and s is None:
-                new_fields = _new_requests_now(new_reqs) if new_reqs else []
+                new_fields = ((_new_request_rows_now(new_reqs) if self._drive_compact else _new_requests_now(new_reqs))
+                              if new_reqs else [])
             elif new_reqs is not _ABSENT:
                 new_reqs = _new_requests_snapshot(scheduler_output) if new_reqs else []
             ids = getattr(scheduler_output, "preempted_req_ids", _ABSENT)
@@ -1401,7 +1489,19 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 args = None
                 self._failed("drive build_connector_meta", e)
-            if args is not None:
+            if args is not None and self._drive_compact:
+                self._drive_metadata = None
+                new = args.get("scheduled_new_reqs")
+                if new is not None and s is not None:  # recording too: the journal's entries, by position
+                    new = [(f["request_id"], f["block_ids"], f["num_computed_tokens"], f["kv_transfer_params"])
+                           for f in new]
+                try:
+                    self._drive.send_row("build_connector_meta", (
+                        args["step"], args["cached_req_ids"], args["cached_new_block_ids"], new,
+                        args.get("preempted_req_ids")), self._drive_meta_result, True)
+                except Exception as e:  # noqa: BLE001
+                    self._drive_failed("build_connector_meta", e)
+            elif args is not None:
                 self._drive_metadata = None
                 # the end of the scheduler's pass: what waits in the batch goes out with it
                 self._drive_send_args("build_connector_meta", args, self._drive_meta_result, True)

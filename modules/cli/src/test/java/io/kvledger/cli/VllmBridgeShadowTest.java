@@ -292,6 +292,47 @@ class VllmBridgeShadowTest {
     }
 
     @Test
+    void compactDriveCallsOverAUnixSocketJournalTheSameEventsAsTheLongForm() throws Exception {
+        // The node lists "compact" in its hello: from the inner, the engine's admissions, queries,
+        // allocations and steps travel in its batches as arrays. The node applies the same calls in
+        // the same order as from the long form: the same journal entries, the same replayed decisions.
+        List<List<String>> acted = new ArrayList<>();
+        List<String> replays = new ArrayList<>();
+        List<String> dumps = new ArrayList<>();
+        for (boolean compact : new boolean[] {true, false}) {
+            Path run = tmp.resolve("run-compact-" + compact);
+            Files.createDirectory(run);
+            Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            String endpoint = "unix://" + run.resolve("node.sock").toAbsolutePath();
+            Path journal = startNode("producer", "drive", "--bridge", endpoint);
+            List<String> args = new ArrayList<>(List.of("--scenario", "diverge", "--role", "producer", "--out",
+                    tmp.resolve("rec-compact-" + compact).toString(), "--drive", endpoint, "--drive-from-inner"));
+            if (!compact) {
+                args.add("--no-drive-compact");
+            }
+            String out = runDriver(args.toArray(String[]::new));
+            assertTrue(out.contains("drive compact " + (compact ? "True" : "False")), out);
+            assertTrue(out.contains("drive divergences 1"), out);
+            acted.add(out.lines().filter(l -> l.startsWith("acted ") || l.startsWith("answer ")).toList());
+            stopNode();
+            CliRun.Outcome v = CliRun.run("replay", "--verify", "--full-ids", journal.toString());
+            assertEquals(0, v.code(), v.out() + v.err());
+            assertTrue(v.out().contains("DRIVE_ANSWER_DIVERGED 1"), v.out());
+            replays.add(v.out().replaceAll("span [0-9.]+ s", "span"));  // the run's length differs
+            CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--from", "1");
+            assertEquals(0, dump.code(), dump.out() + dump.err());
+            // the event times differ from run to run (and the deadlines set from them), nothing else
+            dumps.add(dump.out().replaceAll("t\\+[0-9.]+ ?s", "t").replaceAll("deadline_ns=[0-9]+", "deadline_ns"));
+            Files.move(journal, tmp.resolve("drive-producer-compact-" + compact));
+        }
+        assertTrue(dumps.getFirst().contains("step_scheduled") && dumps.getFirst().contains("blocks_allocated"),
+                dumps.getFirst());
+        assertEquals(acted.get(1), acted.get(0));
+        assertEquals(replays.get(1), replays.get(0));
+        assertEquals(dumps.get(1), dumps.get(0));
+    }
+
+    @Test
     void pipelinedDriveModeActsOnTheSameAnswersAndItsJournalReplays() throws Exception {
         // The hooks whose answer vLLM ignores go out without waiting (the default), in batches; the
         // node still applies every call in vLLM's order: the engine acts on the same answers as when

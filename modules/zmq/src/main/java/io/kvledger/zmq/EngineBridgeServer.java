@@ -156,11 +156,13 @@ public final class EngineBridgeServer implements AutoCloseable {
         final byte[] identity;
         final boolean reqFraming;
         final byte[][] frames;
+        final boolean compact;
         int missing;
         boolean handed;
 
-        BatchReply(long id, byte[] identity, boolean reqFraming, int size) {
+        BatchReply(long id, byte[] identity, boolean reqFraming, int size, boolean compact) {
             this.id = id;
+            this.compact = compact;
             this.identity = identity;
             this.reqFraming = reqFraming;
             this.frames = new byte[size][];
@@ -555,7 +557,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         }
         b.frames[index] = frame;
         if (--b.missing == 0) {
-            trySend(router, b.identity, b.reqFraming, BridgeCodec.encodeBatchReply(b.id, java.util.Arrays.asList(b.frames)),
+            trySend(router, b.identity, b.reqFraming, BridgeCodec.encodeBatchReply(b.id, java.util.Arrays.asList(b.frames), b.compact),
                     b.handed);
         }
     }
@@ -606,7 +608,7 @@ public final class EngineBridgeServer implements AutoCloseable {
      */
     private void dispatchBatch(BridgeTransport router, byte[] identity, boolean reqFraming, BridgeDecoded.Batch batch,
                                byte[] payload, long atNs) {
-        BatchReply reply = new BatchReply(batch.id(), identity, reqFraming, batch.calls().size());
+        BatchReply reply = new BatchReply(batch.id(), identity, reqFraming, batch.calls().size(), batch.compact());
         if (batch.calls().isEmpty()) {
             trySend(router, identity, reqFraming, BridgeCodec.encodeBatchReply(batch.id(), List.of()), false);
             return;

@@ -49,6 +49,32 @@ public final class BridgeCodec {
     /** The wire name of a batch of calls ({@link BridgeDecoded.Batch}); listed by {@code hello}. */
     static final String BATCH = "batch";
 
+    /**
+     * Listed by {@code hello} when a batch's calls may come in the compact form: an array
+     * {@code [id, hook, field...]}, the hook's arguments by position ({@link #COMPACT_FIELDS}).
+     */
+    static final String COMPACT = "compact";
+
+    /**
+     * The argument names of each hook that has a compact form, in position order (the long form's
+     * key order). Past the array's end, or None where {@link #COMPACT_OPTIONAL} names it, a field
+     * is one the long form leaves out. {@code acted} is {@code [num_tokens, load_async]}, each of
+     * {@code scheduled_new_reqs} {@code [request_id, block_ids, num_computed_tokens,
+     * kv_transfer_params]} ({@link #NEW_REQUEST_FIELDS}).
+     */
+    private static final Map<BridgeHook, String[]> COMPACT_FIELDS = Map.of(
+            BridgeHook.ADD_REQUEST, new String[] {"request_id", "num_prompt_tokens", "prompt_token_ids_len",
+                "kv_transfer_params"},
+            BridgeHook.GET_NUM_NEW_MATCHED_TOKENS, new String[] {"request_id", "num_computed_tokens", "acted"},
+            BridgeHook.UPDATE_STATE_AFTER_ALLOC, new String[] {"request_id", "block_ids", "num_external_tokens"},
+            BridgeHook.BUILD_CONNECTOR_META, new String[] {"step", "cached_req_ids", "cached_new_block_ids",
+                "scheduled_new_reqs", "preempted_req_ids"});
+    private static final java.util.Set<String> COMPACT_OPTIONAL = java.util.Set.of("acted", "scheduled_new_reqs",
+            "preempted_req_ids");
+    private static final String[] NEW_REQUEST_FIELDS = {"request_id", "block_ids", "num_computed_tokens",
+        "kv_transfer_params"};
+    private static final String[] ACTED_FIELDS = {"num_tokens", "load_async"};
+
     /** The args of a call that sent none. */
     private static final PyValue.Map NO_ARGS = new PyValue.Map(Map.of());
 
@@ -119,19 +145,24 @@ public final class BridgeCodec {
             throw wrong("args.calls", "list", args.get("calls"));
         }
         List<BridgeDecoded> out = new ArrayList<>(calls.items().size());
+        boolean compact = false;
         for (int i = 0; i < calls.items().size(); i++) {
+            compact |= calls.items().get(i) instanceof PyValue.List;
             out.add(member(calls.items().get(i), "args.calls[" + i + "]"));
         }
-        return new BridgeDecoded.Batch(id, out);
+        return new BridgeDecoded.Batch(id, out, compact);
     }
 
     private static BridgeDecoded member(PyValue entry, String where) {
         Long id = null;
         BridgeHook hook = null;
         try {
+            if (entry instanceof PyValue.List compact) {
+                return compactMember(compact.items(), where);
+            }
             if (!(entry instanceof PyValue.Map m)) {
-                throw new Bad(RejectReason.NOT_A_MAP, where + " must be a dict {\"id\", \"hook\", \"args\"}, got "
-                        + typeName(entry));
+                throw new Bad(RejectReason.NOT_A_MAP, where + " must be a dict {\"id\", \"hook\", \"args\"} or a compact "
+                        + "call [id, hook, ...], got " + typeName(entry));
             }
             if (m.get("id") == null) {
                 throw new Bad(RejectReason.MISSING_FIELD, "missing " + where + ".id");
@@ -158,6 +189,78 @@ public final class BridgeCodec {
             return new BridgeDecoded.Rejected(id, hook, new Rejection(RejectReason.INVALID_VALUE,
                     "request could not be read: " + e, false));
         }
+    }
+
+    /**
+     * A batch's call in the compact form, {@code [id, hook, field...]}: its fields become the long
+     * form's {@code args} (the same keys in the same order) and are read as the long form's are,
+     * so both forms give the same call and the same rejections, naming the long form's fields.
+     */
+    private static BridgeDecoded compactMember(List<PyValue> items, String where) {
+        Long id = null;
+        BridgeHook hook = null;
+        try {
+            if (items.size() < 2) {
+                throw new Bad(RejectReason.MISSING_FIELD, where + ": a compact call is [id, hook, ...], got "
+                        + items.size() + " items");
+            }
+            id = int64(items.get(0), where + "[0] (id)");
+            String hookName = str(items.get(1), where + "[1] (hook)");
+            hook = BridgeHook.ofWireName(hookName);
+            String[] names = hook == null ? null : COMPACT_FIELDS.get(hook);
+            if (names == null) {
+                BridgeHook known = hook;
+                hook = null;
+                throw new Bad(known == null ? RejectReason.UNKNOWN_TYPE : RejectReason.INVALID_VALUE,
+                        known == null ? "unknown hook \"" + clip(hookName) + "\" (known: " + knownHooks() + ")"
+                                : where + ": " + hookName + " has no compact form (send it as a dict)");
+            }
+            if (items.size() - 2 > names.length) {
+                throw new Bad(RejectReason.INVALID_VALUE, where + ": a compact " + hookName + " has at most "
+                        + names.length + " fields, got " + (items.size() - 2));
+            }
+            LinkedHashMap<PyValue, PyValue> args = new LinkedHashMap<>();
+            for (int i = 0; i < items.size() - 2; i++) {
+                PyValue v = items.get(i + 2);
+                String name = names[i];
+                if (none(v) && COMPACT_OPTIONAL.contains(name)) {
+                    continue;
+                }
+                if (name.equals("acted")) {
+                    v = positional(v, ACTED_FIELDS, where + "[" + (i + 2) + "] (args.acted)");
+                } else if (name.equals("scheduled_new_reqs") && v instanceof PyValue.List reqs) {
+                    List<PyValue> out = new ArrayList<>(reqs.items().size());
+                    for (int j = 0; j < reqs.items().size(); j++) {
+                        out.add(positional(reqs.items().get(j), NEW_REQUEST_FIELDS,
+                                where + "[" + (i + 2) + "][" + j + "] (args.scheduled_new_reqs[" + j + "])"));
+                    }
+                    v = new PyValue.List(out);
+                }
+                args.put(new PyValue.Str(name), v);
+            }
+            return new BridgeDecoded.Request(new BridgeRequest(id, call(hook, new PyValue.Map(args))));
+        } catch (Bad b) {
+            return new BridgeDecoded.Rejected(id, hook, new Rejection(b.reason, b.getMessage(), false));
+        } catch (RuntimeException e) {
+            return new BridgeDecoded.Rejected(id, hook, new Rejection(RejectReason.INVALID_VALUE,
+                    "request could not be read: " + e, false));
+        }
+    }
+
+    /** A compact nested value {@code [v...]} as the long form's dict of {@code names}. */
+    private static PyValue.Map positional(PyValue v, String[] names, String what) {
+        if (!(v instanceof PyValue.List l)) {
+            throw wrong(what, "list", v);
+        }
+        if (l.items().size() > names.length) {
+            throw new Bad(RejectReason.INVALID_VALUE, what + " has at most " + names.length + " items, got "
+                    + l.items().size());
+        }
+        LinkedHashMap<PyValue, PyValue> m = new LinkedHashMap<>();
+        for (int i = 0; i < l.items().size(); i++) {
+            m.put(new PyValue.Str(names[i]), l.items().get(i));
+        }
+        return new PyValue.Map(m);
     }
 
     /** A call's {@code args}: a dict, or none (left out or None) for a hook without arguments. */
@@ -536,11 +639,12 @@ public final class BridgeCodec {
         if (node.profile() != null) {
             p.str("profile").str(node.profile());
         }
-        p.str("hooks").arrayHeader(BridgeHook.values().length + 1);
+        p.str("hooks").arrayHeader(BridgeHook.values().length + 2);
         for (BridgeHook h : BridgeHook.values()) {
             p.str(h.wireName());
         }
         p.str(BATCH);
+        p.str(COMPACT);
         return p.toByteArray();
     }
 
@@ -549,6 +653,15 @@ public final class BridgeCodec {
      * each entry the reply frame of one call of the batch, in the batch's order, embedded as it is.
      */
     public static byte[] encodeBatchReply(long id, List<byte[]> replies) {
+        return encodeBatchReply(id, replies, false);
+    }
+
+    /**
+     * As {@link #encodeBatchReply(long, List)}; {@code compact} (a batch that held a compact call,
+     * {@link BridgeDecoded.Batch#compact}): a reply {@code {"v": 1, "id": n, "ok": True, "result":
+     * {}}} is written as its id alone, the int {@code n}.
+     */
+    public static byte[] encodeBatchReply(long id, List<byte[]> replies, boolean compact) {
         // the envelope with an empty result, whose map is its last byte: replaced by {"replies": [...]}
         byte[] head = envelopeOk(id).mapHeader(0).toByteArray();
         if (head[head.length - 1] != (byte) 0x80) {
@@ -578,9 +691,42 @@ public final class BridgeCodec {
             out.write(n);
         }
         for (byte[] r : replies) {
-            out.writeBytes(r);
+            int idLength = compact ? okEmptyIdLength(r) : 0;
+            if (idLength > 0) {
+                out.write(r, OK_ID_AT, idLength);
+            } else {
+                out.writeBytes(r);
+            }
         }
         return out.toByteArray();
+    }
+
+    /** {@code {"v": 1, "id": } as {@link #envelopeOk} packs it; the id's int follows. */
+    private static final byte[] OK_HEAD = {(byte) 0x84, (byte) 0xa1, 'v', 1, (byte) 0xa2, 'i', 'd'};
+    private static final int OK_ID_AT = OK_HEAD.length;
+    /** {@code , "ok": True, "result": {}}: the end of an empty answer. */
+    private static final byte[] OK_EMPTY_TAIL = {(byte) 0xa2, 'o', 'k', (byte) 0xc3, (byte) 0xa6, 'r', 'e', 's', 'u',
+        'l', 't', (byte) 0x80};
+
+    /** The length of the packed id when {@code r} is an ok reply with an empty result, else 0. */
+    private static int okEmptyIdLength(byte[] r) {
+        if (r.length < OK_ID_AT + 1 + OK_EMPTY_TAIL.length || r[r.length - 1] != (byte) 0x80
+                || !java.util.Arrays.equals(r, 0, OK_ID_AT, OK_HEAD, 0, OK_ID_AT)) {
+            return 0;
+        }
+        int b = r[OK_ID_AT] & 0xff;
+        int n = b <= 0x7f || b >= 0xe0 ? 1 : switch (b) {
+            case 0xcc, 0xd0 -> 2;
+            case 0xcd, 0xd1 -> 3;
+            case 0xce, 0xd2 -> 5;
+            case 0xcf, 0xd3 -> 9;
+            default -> 0;
+        };
+        if (n == 0 || r.length != OK_ID_AT + n + OK_EMPTY_TAIL.length
+                || !java.util.Arrays.equals(r, OK_ID_AT + n, r.length, OK_EMPTY_TAIL, 0, OK_EMPTY_TAIL.length)) {
+            return 0;
+        }
+        return n;
     }
 
     /**

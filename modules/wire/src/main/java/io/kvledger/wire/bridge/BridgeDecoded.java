@@ -18,10 +18,13 @@ public sealed interface BridgeDecoded {
      * its calls in order, each a {@link Request} or a {@link Rejected} of its own; answered with one
      * reply frame holding each call's reply ({@link BridgeCodec#encodeBatchReply}).
      *
-     * @param id    the batch's correlation id
-     * @param calls the calls, in the order the caller made them
+     * @param id      the batch's correlation id
+     * @param calls   the calls, in the order the caller made them
+     * @param compact whether a call came in the compact form (an array): its reply may then give an
+     *                empty answer as the call's id alone ({@link BridgeCodec#encodeBatchReply(long,
+     *                java.util.List, boolean)})
      */
-    record Batch(long id, java.util.List<BridgeDecoded> calls) implements BridgeDecoded {
+    record Batch(long id, java.util.List<BridgeDecoded> calls, boolean compact) implements BridgeDecoded {
         public Batch {
             calls = java.util.List.copyOf(calls);
         }

@@ -95,6 +95,153 @@ class BridgeCodecTest {
         rejected(PyMsgpack.encode(env), 10L, RejectReason.MISSING_FIELD, "missing args.calls");
     }
 
+    private static Map<String, Object> longCall(long id, String hook, Object... kv) {
+        Map<String, Object> args = new LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) {
+            args.put((String) kv[i], kv[i + 1]);
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("id", id);
+        m.put("hook", hook);
+        m.put("args", args);
+        return m;
+    }
+
+    private static List<BridgeDecoded> batchOf(List<Object> calls) {
+        Map<String, Object> env = new LinkedHashMap<>();
+        env.put("v", 1L);
+        env.put("id", 1L);
+        env.put("hook", "batch");
+        env.put("args", Map.of("calls", calls));
+        return ((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env))).calls();
+    }
+
+    @Test
+    void aCompactCallDecodesIntoTheSameCallAsItsLongForm() {
+        Map<String, Object> params = new LinkedHashMap<>();
+        params.put("do_remote_decode", true);
+        params.put("transfer_id", "tx-1");
+        params.put("remote_block_ids", null);
+        List<Object> blocks = List.of(List.of(1L, 2L, 3L), List.of(7L));
+        Map<String, Object> acted = new LinkedHashMap<>();
+        acted.put("num_tokens", null);
+        acted.put("load_async", false);
+        Map<String, Object> newReq = new LinkedHashMap<>();
+        newReq.put("request_id", "r1");
+        newReq.put("block_ids", blocks);
+        newReq.put("num_computed_tokens", 16L);
+        newReq.put("kv_transfer_params", params);
+        java.util.Map<String, Object> newReqNoParams = new LinkedHashMap<>(newReq);
+        newReqNoParams.put("kv_transfer_params", null);
+        java.util.ArrayList<Object> cachedBlocks = new java.util.ArrayList<>();
+        cachedBlocks.add(null);
+        cachedBlocks.add(List.of(List.of(9L)));
+        List<Object> longForm = List.of(
+                longCall(2, "add_request", "request_id", "r1", "num_prompt_tokens", 64L, "prompt_token_ids_len", 64L,
+                        "kv_transfer_params", params),
+                longCall(3, "add_request", "request_id", "r2", "num_prompt_tokens", 0L, "prompt_token_ids_len", null,
+                        "kv_transfer_params", null),
+                longCall(4, "get_num_new_matched_tokens", "request_id", "r1", "num_computed_tokens", 0L, "acted", acted),
+                longCall(5, "get_num_new_matched_tokens", "request_id", "r2", "num_computed_tokens", 16L),
+                longCall(6, "update_state_after_alloc", "request_id", "r1", "block_ids", blocks, "num_external_tokens", 0L),
+                longCall(7, "build_connector_meta", "step", 3L, "cached_req_ids", List.of("r0", "r9"),
+                        "cached_new_block_ids", cachedBlocks, "scheduled_new_reqs", List.of(newReq, newReqNoParams),
+                        "preempted_req_ids", List.of("r5")),
+                longCall(8, "build_connector_meta", "step", 4L, "cached_req_ids", List.of(), "cached_new_block_ids",
+                        List.of()),
+                longCall(9, "build_connector_meta", "step", 5L, "cached_req_ids", List.of(), "cached_new_block_ids",
+                        List.of(), "preempted_req_ids", List.of()));
+        java.util.ArrayList<Object> noParams = new java.util.ArrayList<>(Arrays.asList("r2", 0L, null, null));
+        List<Object> compact = List.of(
+                List.of(2L, "add_request", "r1", 64L, 64L, params),
+                compactOf(3L, "add_request", noParams),
+                List.of(4L, "get_num_new_matched_tokens", "r1", 0L, Arrays.asList(null, false)),
+                compactOf(5L, "get_num_new_matched_tokens", Arrays.asList("r2", 16L, null)),
+                List.of(6L, "update_state_after_alloc", "r1", blocks, 0L),
+                List.of(7L, "build_connector_meta", 3L, List.of("r0", "r9"), cachedBlocks,
+                        List.of(List.of("r1", blocks, 16L, params), Arrays.asList("r1", blocks, 16L, null)), List.of("r5")),
+                List.of(8L, "build_connector_meta", 4L, List.of(), List.of()),
+                compactOf(9L, "build_connector_meta", Arrays.asList(5L, List.of(), List.of(), null, List.of())));
+        List<BridgeDecoded> fromLong = batchOf(longForm);
+        List<BridgeDecoded> fromCompact = batchOf(compact);
+        assertThat(fromCompact).hasSize(longForm.size());
+        for (int i = 0; i < longForm.size(); i++) {
+            assertThat(fromLong.get(i)).as("long %d", i).isInstanceOf(BridgeDecoded.Request.class);
+            BridgeRequest l = ((BridgeDecoded.Request) fromLong.get(i)).request();
+            assertThat(fromCompact.get(i)).as("compact %d", i).isInstanceOf(BridgeDecoded.Request.class);
+            BridgeRequest c = ((BridgeDecoded.Request) fromCompact.get(i)).request();
+            assertThat(BridgeSamples.same(c, l)).as("call %d: %s against %s", i, c, l).isTrue();
+        }
+        assertThat(((HookCall.GetNumNewMatchedTokens) ((BridgeDecoded.Request) fromCompact.get(2)).request().call())
+                .acted()).isNotNull();
+        assertThat(((HookCall.BuildConnectorMeta) ((BridgeDecoded.Request) fromCompact.get(6)).request().call())
+                .scheduledNewReqs()).isNull();
+        // mixed with long-form calls, and each malformed one on its own, naming the long form's field
+        List<BridgeDecoded> mixed = batchOf(List.of(longForm.get(0), List.of(20L, "update_state_after_alloc", "r1",
+                List.of(List.of("x")), 0L), List.of(21L, "request_finished", "r1"), List.of(22L), Arrays.asList(23L,
+                "add_request", "r1", 1L, 1L, null, "more"), compact.get(4)));
+        assertThat(BridgeSamples.same(((BridgeDecoded.Request) mixed.get(0)).request(),
+                ((BridgeDecoded.Request) fromLong.get(0)).request())).isTrue();
+        assertThat(((BridgeDecoded.Rejected) mixed.get(1)).id()).isEqualTo(20L);
+        assertThat(((BridgeDecoded.Rejected) mixed.get(1)).error()).contains("args.block_ids[0][0] must be int");
+        assertThat(((BridgeDecoded.Rejected) mixed.get(2)).error()).contains("request_finished has no compact form");
+        assertThat(((BridgeDecoded.Rejected) mixed.get(3)).rejection().reason()).isEqualTo(RejectReason.MISSING_FIELD);
+        assertThat(((BridgeDecoded.Rejected) mixed.get(4)).error()).contains("at most 4 fields");
+        assertThat(BridgeSamples.same(((BridgeDecoded.Request) mixed.get(5)).request(),
+                ((BridgeDecoded.Request) fromLong.get(4)).request())).isTrue();
+    }
+
+    @Test
+    void aCompactBatchsEmptyAnswersAreTheirIdsAlone() {
+        assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(Map.of("v", 1L, "id", 1L, "hook", "batch",
+                "args", Map.of("calls", List.of(List.of(2L, "update_state_after_alloc", "r", List.of(), 0L)))))))
+                .compact()).isTrue();
+        assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(Map.of("v", 1L, "id", 1L, "hook", "batch",
+                "args", Map.of("calls", List.of(longCall(2, "update_state_after_alloc", "request_id", "r", "block_ids",
+                        List.of(), "num_external_tokens", 0L)))))))
+                .compact()).isFalse();
+        List<byte[]> replies = new ArrayList<>();
+        long[] ids = {5, -3, 1L << 40, 200, -200, 70000, Long.MIN_VALUE};
+        for (long id : ids) {
+            replies.add(BridgeCodec.encodeReply(id, BridgeHook.ADD_REQUEST, List.of()));
+        }
+        replies.add(BridgeCodec.encodeReply(9, BridgeHook.GET_NUM_NEW_MATCHED_TOKENS,
+                List.of(new Effect.MatchedTokens("r", 3, false))));
+        replies.add(BridgeCodec.encodeReply(10, BridgeHook.ADD_REQUEST, List.of(), Map.of("note", "x")));
+        replies.add(BridgeCodec.encodeError(11L, "no"));
+        for (boolean compact : new boolean[] {true, false}) {
+            Map<String, Object> top = plainMap(BridgeCodec.encodeBatchReply(4, replies, compact));
+            List<?> got = (List<?>) ((Map<?, ?>) top.get("result")).get("replies");
+            assertThat(got).hasSize(replies.size());
+            for (int i = 0; i < ids.length; i++) {
+                if (compact) {
+                    assertThat(got.get(i)).isEqualTo(ids[i]);
+                } else {
+                    assertThat(((Map<?, ?>) got.get(i)).get("id")).isEqualTo(ids[i]);
+                }
+            }
+            // an answer with something in it, or an error, stays the call's whole reply
+            for (int i = ids.length; i < replies.size(); i++) {
+                assertThat(got.get(i)).isInstanceOf(Map.class);
+                assertThat(PyMsgpack.encode(got.get(i))).isEqualTo(replies.get(i));
+            }
+        }
+        assertThat(BridgeCodec.encodeBatchReply(4, replies, false)).isEqualTo(BridgeCodec.encodeBatchReply(4, replies));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> plainMap(byte[] frame) {
+        return (Map<String, Object>) PyMsgpack.decodeValue(frame, WireLimits.DEFAULT).valueOrNull().toObject();
+    }
+
+    private static List<Object> compactOf(long id, String hook, List<Object> fields) {
+        java.util.ArrayList<Object> out = new java.util.ArrayList<>();
+        out.add(id);
+        out.add(hook);
+        out.addAll(fields);
+        return out;
+    }
+
     @Test
     void aBatchReplyHoldsEachCallsReplyAsPythonPacksIt() {
         for (int n : new int[] {0, 1, 15, 16, 300}) {
@@ -659,7 +806,7 @@ class BridgeCodecTest {
         assertThat(plain(h)).containsEntry("protocol", 1L).containsEntry("kv_role", "kv_consumer").containsEntry("mode", "write")
                 .containsEntry("dp_rank", 1L).containsEntry("dp_size", 2L).containsEntry("tp_rank", 0L).containsEntry("tp_size", 1L)
                 .containsEntry("engine_id", "10.0.0.1:6301");
-        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch");
+        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch", "compact");
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_consumer", "WRITE", 1, 0, "scheduler"), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello(null, null, null, null, null), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_producer", "read", 0, 1, null), node))
