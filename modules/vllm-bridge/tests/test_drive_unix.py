@@ -165,7 +165,7 @@ class FrameLog:
 
 
 def test_a_batch_and_a_lone_call_are_the_bytes_of_their_whole_maps_packed_at_once():
-    """The buffered calls are packed one by one as they come; the frames are still byte for byte
+    """The buffered calls are packed a few dozen at a time, not as they come; the frames are still byte for byte
     what packing each whole map gives (the node reads the same calls, ids and order)."""
     bridge = NodeBridge("unix:///nowhere", 1000)
     bridge._sock.close()
@@ -262,3 +262,56 @@ def test_a_compact_call_msgpack_cannot_pack_fails_alone():
     calls = msgpack.unpackb(log.frames[0])["args"]["calls"]
     assert [long_form(c)["hook"] for c in calls] == ["update_connector_output", "add_request", "add_request"]
     assert [c[2] for c in calls[1:]] == ["r-1", "r-3"] and bridge.unread == 3
+
+
+def test_a_long_form_call_msgpack_cannot_pack_fails_alone():
+    """A batched long-form call with an int past 64 bits, or a value msgpack has no form for: that call
+    fails (on_failure, once each), every other buffered call (long-form and compact, before and after
+    it) goes out in the batch, in order."""
+    failures = []
+    bridge = NodeBridge("unix:///nowhere", 1000, on_failure=lambda h, e: failures.append((h, str(e))))
+    bridge._sock.close()
+    bridge._sock = log = FrameLog()
+    bridge.batching = bridge.compact = True
+    bridge.send("update_connector_output", finished_sending=None)
+    bridge.send("request_finished", request_id="r-0", block_ids=[1])
+    bridge.send("request_finished", request_id="r-big", block_ids=[2 ** 70])
+    bridge.send_row("add_request", ("r-1", 1, 1, None))
+    bridge.send("update_connector_output", finished_sending=None)
+    bridge.send("request_finished", request_id="r-obj", block_ids=[object()])
+    bridge.send("request_finished", request_id="r-2", block_ids=[3], flush=True)
+    assert [h for h, _ in failures] == ["request_finished", "request_finished"]
+    assert all("cannot pack" in e for _, e in failures)
+    assert len(log.frames) == 1
+    calls = [long_form(c) for c in msgpack.unpackb(log.frames[0])["args"]["calls"]]
+    assert [c["id"] for c in calls] == [1, 2, 4, 5, 7]
+    assert [c["args"].get("request_id") for c in calls] == [None, "r-0", "r-1", None, "r-2"]
+    assert bridge.unread == 5 and bridge.failures == 2
+
+
+def test_a_lone_long_form_call_msgpack_cannot_pack_fails_and_the_next_goes_out():
+    failures = []
+    bridge = NodeBridge("unix:///nowhere", 1000, on_failure=lambda h, e: failures.append(h))
+    bridge._sock.close()
+    bridge._sock = log = FrameLog()
+    bridge.batching = True
+    bridge.send("request_finished", request_id="r-big", block_ids=[2 ** 70], flush=True)
+    assert failures == ["request_finished"] and log.frames == [] and bridge.unread == 0
+    bridge.send("request_finished", request_id="r-1", block_ids=[1], flush=True)
+    assert [msgpack.unpackb(f)["args"]["request_id"] for f in log.frames] == ["r-1"]
+
+
+def test_an_awaited_call_msgpack_cannot_pack_raises_and_the_buffered_calls_stay():
+    """``call`` with an unpackable argument raises DriveError; the calls buffered before it are not
+    lost: they go out with the next call."""
+    bridge = NodeBridge("unix:///nowhere", 1000)
+    bridge._sock.close()
+    bridge._sock = log = FrameLog()
+    bridge.batching = True
+    bridge.send("update_connector_output", finished_sending=None)
+    with pytest.raises(DriveError, match="cannot pack"):
+        bridge.call("get_num_new_matched_tokens", request_id="r-big", num_computed_tokens=2 ** 70)
+    assert log.frames == []
+    bridge.send("request_finished", request_id="r-1", block_ids=[1], flush=True)
+    calls = msgpack.unpackb(log.frames[0])["args"]["calls"]
+    assert [c["hook"] for c in calls] == ["update_connector_output", "request_finished"]

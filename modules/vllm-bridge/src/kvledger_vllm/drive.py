@@ -67,15 +67,18 @@ class NodeBridge:
         self._unread = {}
         # batches sent whose reply has not been read: batch id -> the ids of its calls
         self._batches = {}
-        # calls not sent yet (batching): (id, hook), each packed as it came, in order, into _calls
-        # (a batch frame's ``calls`` are those bytes: nothing of a call is kept but its id and hook)
+        # calls not sent yet (batching): (id, hook), in order, those of _longs included (a batch
+        # frame's ``calls`` are the bytes of _chunks: nothing of a packed call is kept but its id and hook)
         self._buffer = []
-        self._calls = msgpack.Packer(autoreset=False)
+        # long-form calls not packed yet: ``{"id", "hook", "args"}``, the last ones in _buffer; packed
+        # together (``_pack_longs``) a few dozen at a time, when a compact call follows them or the
+        # batch goes out (not one by one into a shared packer: msgpack empties its whole buffer when
+        # a pack fails, and the calls packed before would be lost)
+        self._longs = []
         # compact calls not packed yet (``send_row``): ``(id, hook, *fields)``, after those in _buffer;
-        # packed into _calls as one array when the batch goes out or a long-form call follows them
+        # packed as one array when the batch goes out or a long-form call follows them
         self._rows = []
-        # the batch's bytes so far when compact rows came after long-form calls: the long-form calls'
-        # bytes, then the rows' (each array without its header), in order; _calls holds what follows
+        # the batch's bytes so far: packed arrays of calls, each without its header, in order
         self._chunks = []
         self.batching = False
         # batched calls of the hooks in COMPACT may go as arrays (``send_row``): a node whose hello lists "compact"
@@ -105,10 +108,17 @@ class NodeBridge:
         wait_for = rid
         try:
             if self._buffer or self._rows:
+                try:
+                    packed = self._packb({"id": rid, "hook": hook, "args": args})
+                except (TypeError, ValueError, OverflowError) as e:
+                    # the buffered calls stay: they go out with the next call
+                    raise DriveError(f"kvledger node {hook}: cannot pack the call: {e}") from e
                 if self._rows:
                     self._pack_rows()
+                elif self._longs:
+                    self._pack_longs()
+                self._chunks.append(packed)
                 self._buffer.append((rid, hook))
-                self._calls.pack({"id": rid, "hook": hook, "args": args})
                 wait_for = self._send_buffer(0)
             else:
                 self._sock.send(self._pack(rid, hook, args))
@@ -145,7 +155,10 @@ class NodeBridge:
             if self._rows:
                 self._pack_rows()
             self._buffer.append((rid, hook))
-            self._calls.pack({"id": rid, "hook": hook, "args": args})
+            longs = self._longs
+            longs.append({"id": rid, "hook": hook, "args": args})
+            if len(longs) >= _ROWS_PACKED_AT:
+                self._pack_longs()
             if not flush and len(self._buffer) < self.max_batch:
                 return  # nothing went out: no reply can be due that was not read already
             try:
@@ -173,6 +186,8 @@ class NodeBridge:
         rid = next(self._ids)
         self.sent += 1
         self._unread[rid] = (hook, on_result)
+        if self._longs:
+            self._pack_longs()
         rows = self._rows
         rows.append((rid, hook) + row)
         if len(rows) >= _ROWS_PACKED_AT:
@@ -208,37 +223,67 @@ class NodeBridge:
             packed = self._array_header(len(good)) + b"".join(packed)
         if not rows:
             return
-        calls = self._calls
-        with calls.getbuffer() as before:
-            if len(before):
-                self._chunks.append(bytes(before))
-        calls.reset()
         n = len(rows)
         self._chunks.append(memoryview(packed)[1 if n < 16 else 3 if n < 0x10000 else 5:])
         self._buffer.extend(map(_ID_AND_HOOK, rows))
 
+    def _pack_longs(self):
+        """Packs the waiting long-form calls as one array (its header left out of the frame) after the
+        calls packed so far. A call msgpack cannot pack (an int past 64 bits, an object it has no form
+        for) fails alone; the others go out in order."""
+        longs, self._longs = self._longs, []
+        try:
+            packed = self._packb(longs)
+        except (TypeError, ValueError, OverflowError):
+            packed, good = [], []
+            for call in longs:
+                try:
+                    packed.append(self._packb(call))
+                    good.append((call["id"], call["hook"]))
+                except (TypeError, ValueError, OverflowError) as e:
+                    if self._unread.pop(call["id"], None) is not None:
+                        self._failed(call["hook"], f"cannot pack the call: {e}")
+            self._buffer[len(self._buffer) - len(longs):] = good
+            longs = good
+            packed = self._array_header(len(good)) + b"".join(packed)
+        if not longs:
+            return
+        n = len(longs)
+        self._chunks.append(memoryview(packed)[1 if n < 16 else 3 if n < 0x10000 else 5:])
+
     def _send_buffer(self, flags):
-        """Sends the buffered calls: one alone as itself, more as one batch. Returns the id to wait for."""
+        """Sends the buffered calls: one alone as itself, more as one batch. Returns the id to wait for
+        (None: nothing went out, each call failed)."""
+        wait_for = None
         if self._rows:
             self._pack_rows()
-        buf, self._buffer = self._buffer, []
-        chunks, self._chunks = self._chunks, []
-        calls = self._calls
-        with calls.getbuffer() as packed:
-            if not chunks and len(buf) == 1:
-                # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first
-                wait_for = buf[0][0]
-                frame = b"".join((_ONE_CALL, packed[1:]))
-            else:
-                # {"v": 1, "id", "hook": "batch", "args": {"calls": [...]}}: the list's header, then the
-                # calls as packed (what packing the whole map at once gives, byte for byte), without
-                # the headers of the compact rows' arrays (a compact call alone goes as a batch of one)
-                wait_for = next(self._ids)
-                head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
-                frame = b"".join((head, self._array_header(len(buf)), *chunks, packed))
-                self._batches[wait_for] = [rid for rid, _ in buf]
-                self.batches += 1
-        calls.reset()
+        elif len(self._longs) == 1 and not self._chunks:
+            # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first
+            (call,), self._longs = self._longs, []
+            buf, self._buffer = self._buffer, []
+            wait_for = call["id"]
+            try:
+                packed = self._packb(call)
+            except (TypeError, ValueError, OverflowError) as e:
+                if self._unread.pop(wait_for, None) is not None:
+                    self._failed(call["hook"], f"cannot pack the call: {e}")
+                return None
+            frame = b"".join((_ONE_CALL, memoryview(packed)[1:]))
+        elif self._longs:
+            self._pack_longs()
+        if wait_for is None:
+            buf, self._buffer = self._buffer, []
+            chunks, self._chunks = self._chunks, []
+            if not buf:
+                return None  # each call failed (could not be packed)
+            # {"v": 1, "id", "hook": "batch", "args": {"calls": [...]}}: the list's header, then the
+            # calls as packed (what packing the whole map at once gives, byte for byte), without
+            # the headers of the arrays they were packed in (a compact call alone goes as a batch of one)
+            wait_for = next(self._ids)
+            head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
+            frame = b"".join((head, self._array_header(len(buf)), *chunks))
+            self._batches[wait_for] = [rid for rid, _ in buf]
+            self.batches += 1
         try:
             self._sock.send(frame, flags)
         except self._zmq.Again:
