@@ -277,16 +277,18 @@ def test_a_long_form_call_msgpack_cannot_pack_fails_alone():
     bridge.send("request_finished", request_id="r-0", block_ids=[1])
     bridge.send("request_finished", request_id="r-big", block_ids=[2 ** 70])
     bridge.send_row("add_request", ("r-1", 1, 1, None))
+    bridge.send("request_finished", request_id="r-obj", block_ids=[object()])  # alone between rows
+    bridge.send_row("add_request", ("r-2", 1, 1, None))
     bridge.send("update_connector_output", finished_sending=None)
-    bridge.send("request_finished", request_id="r-obj", block_ids=[object()])
-    bridge.send("request_finished", request_id="r-2", block_ids=[3], flush=True)
-    assert [h for h, _ in failures] == ["request_finished", "request_finished"]
+    bridge.send("request_finished", request_id="r-big", block_ids=[2 ** 64])
+    bridge.send("request_finished", request_id="r-3", block_ids=[3], flush=True)
+    assert [h for h, _ in failures] == ["request_finished"] * 3
     assert all("cannot pack" in e for _, e in failures)
     assert len(log.frames) == 1
     calls = [long_form(c) for c in msgpack.unpackb(log.frames[0])["args"]["calls"]]
-    assert [c["id"] for c in calls] == [1, 2, 4, 5, 7]
-    assert [c["args"].get("request_id") for c in calls] == [None, "r-0", "r-1", None, "r-2"]
-    assert bridge.unread == 5 and bridge.failures == 2
+    assert [c["id"] for c in calls] == [1, 2, 4, 6, 7, 9]
+    assert [c["args"].get("request_id") for c in calls] == [None, "r-0", "r-1", "r-2", None, "r-3"]
+    assert bridge.unread == 6 and bridge.failures == 3
 
 
 def test_a_lone_long_form_call_msgpack_cannot_pack_fails_and_the_next_goes_out():

@@ -233,6 +233,9 @@ class NodeBridge:
         for) fails alone; the others go out in order."""
         longs, self._longs = self._longs, []
         try:
+            if len(longs) == 1:  # one between compact calls: its map alone
+                self._chunks.append(self._packb(longs[0]))
+                return
             packed = self._packb(longs)
         except (TypeError, ValueError, OverflowError):
             packed, good = [], []
