@@ -6,7 +6,7 @@ The scheduler thread's CPU time (``time.thread_time_ns``) in the scheduler hooks
 the recorder with drive mode off and with drive mode on and ``drive_matched_from_inner`` and
 ``drive_finished_from_inner`` (nothing awaited in an admitting or finishing step), played by the
 stand-in driver of modules/vllm-bridge/tests in vLLM's call order, as drive_step_cost.py does.
-The node is a stand-in in another process (a Unix socket, length-prefixed msgpack frames, batches
+The node is a stand-in in another process (``unix_frames.py standin``: a Unix socket, length-prefixed msgpack frames, batches
 answered call by call, compact calls taken and answered as the node does, each answer the one vLLM
 acted on, and a digest of the calls it applied
 printed at the end: the same for every engine, as they make the same calls): what is timed is the client's work
@@ -38,63 +38,9 @@ for p in ("src", "tests/standin", "tests"):
     sys.path.insert(0, os.path.join(BRIDGE, p))
 
 from driver import Driver, make_config  # noqa: E402
+import unix_frames  # noqa: E402
 from drive_step_cost import SCHED_HOOKS, load, make_requests, pct  # noqa: E402
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
-
-STANDIN = r"""
-import hashlib, msgpack, os, socket, struct, sys
-sys.path.insert(0, sys.argv[2])
-from kvledger_vllm.drive import long_form
-path = sys.argv[1]
-digest, calls = hashlib.sha256(), 0
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(path)
-srv.listen(1)
-print(path, flush=True)
-
-def answer(req):
-    global calls
-    h, a = req["hook"], req.get("args") or {}
-    digest.update(msgpack.packb([h, a]))
-    calls += 1
-    if h == "hello":
-        r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch", "compact"]}
-    elif h == "get_num_new_matched_tokens" or h == "request_finished":
-        r = a.get("acted") or {}
-    elif h == "update_connector_output":
-        r = {"finished_sending": a.get("finished_sending")}
-    else:
-        r = {}
-    return {"v": 1, "id": req["id"], "ok": True, "result": r}
-
-while True:
-    c, _ = srv.accept()
-    buf = bytearray()
-    while True:
-        chunk = c.recv(1 << 16)
-        if not chunk:
-            break
-        buf += chunk
-        while len(buf) >= 4:
-            n = struct.unpack_from(">I", buf)[0]
-            if len(buf) < 4 + n:
-                break
-            req = msgpack.unpackb(bytes(buf[4:4 + n]))
-            del buf[:4 + n]
-            if req["hook"] == "batch":
-                batch = req["args"]["calls"]
-                replies = [answer(long_form(m)) for m in batch]
-                if any(isinstance(m, list) for m in batch):  # an empty answer as the call's id alone
-                    replies = [r["id"] if r["result"] == {} else r for r in replies]
-                rep = {"v": 1, "id": req["id"], "ok": True, "result": {"replies": replies}}
-            else:
-                rep = answer(req)
-            out = msgpack.packb(rep)
-            c.sendall(struct.pack(">I", len(out)) + out)
-    c.close()
-    print(calls, digest.hexdigest(), flush=True)
-"""
-
 
 def base_package(rev, where):
     """This checkout's kvledger_vllm as it is at ``rev``, importable as ``kvledger_vllm_base``."""
@@ -176,8 +122,7 @@ def main(argv=None):
 
     def standin(label):
         path = os.path.join(tmp, label + ".sock")
-        p = subprocess.Popen([sys.executable, "-c", STANDIN, path, os.path.join(BRIDGE, "src")], stdout=subprocess.PIPE, text=True)
-        p.stdout.readline()
+        p = unix_frames.start("standin", path)
         procs.append((label, p))
         return "unix://" + path
 

@@ -26,6 +26,8 @@ import time
 import msgpack
 import zmq
 
+import unix_frames
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -157,19 +159,8 @@ class UnixEcho:
 
     @staticmethod
     def serve(c):
-        buf = bytearray()
         with c:
-            while True:
-                chunk = c.recv(65536)
-                if not chunk:
-                    return
-                buf += chunk
-                while len(buf) >= 4:
-                    n = struct.unpack_from(">I", buf)[0]
-                    if len(buf) < 4 + n:
-                        break
-                    c.sendall(bytes(buf[:4 + n]))
-                    del buf[:4 + n]
+            unix_frames.serve(c, unix_frames.echo)
 
     def close(self):
         self.srv.close()

@@ -64,6 +64,7 @@ for p in ("src", "tests/standin", "tests"):
 import msgpack  # noqa: E402
 import zmq  # noqa: E402
 
+import unix_frames  # noqa: E402
 from driver import Driver, make_config, request_id  # noqa: E402
 from kvledger_vllm import KvledgerRecorderConnector  # noqa: E402
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
@@ -85,28 +86,6 @@ JVM_FLAGS = ["--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-acc
              "--add-opens=java.base/java.util=ALL-UNNAMED", "-XX:+UseParallelGC", "-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch"]
 KV_CONFIG = json.dumps({"kv_role": "kv_producer", "kv_connector_extra_config": {
     "host_ip": "10.0.0.1", "proxy_ip": "127.0.0.1", "proxy_ping_port": 1}})
-
-UNIX_ECHO = """
-import os, socket, struct, sys
-path = sys.argv[1]
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(path)
-srv.listen(1)
-print(path, flush=True)
-c, _ = srv.accept()
-buf = bytearray()
-while True:
-    chunk = c.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-    while len(buf) >= 4:
-        n = struct.unpack_from(">I", buf)[0]
-        if len(buf) < 4 + n:
-            break
-        c.sendall(bytes(buf[:4 + n]))
-        del buf[:4 + n]
-"""
 
 ECHO = """
 import sys, zmq
@@ -261,8 +240,7 @@ class Echo:
         if transport == "unix":
             from kvledger_vllm.drive import _UnixFrames
             path = os.path.join(where, "echo.sock")
-            self.proc = subprocess.Popen([sys.executable, "-c", UNIX_ECHO, path], stdout=subprocess.PIPE, text=True)
-            self.proc.stdout.readline()
+            self.proc = unix_frames.start("echo", path)
             self.sock = _UnixFrames(path, 30000, zmq.Again, zmq.DONTWAIT)
         else:
             self.proc = subprocess.Popen([sys.executable, "-c", ECHO], stdout=subprocess.PIPE, text=True)
