@@ -78,7 +78,8 @@ class NodeBridge:
         # compact calls not packed yet (``send_row``): ``(id, hook, *fields)``, after those in _buffer;
         # packed as one array when the batch goes out or a long-form call follows them
         self._rows = []
-        # the batch's bytes so far: packed arrays of calls, each without its header, in order
+        # the batch's bytes so far, in order: arrays of packed calls without their headers, or one
+        # call's map (a long-form call alone between compact ones, or an awaited call)
         self._chunks = []
         self.batching = False
         # batched calls of the hooks in COMPACT may go as arrays (``send_row``): a node whose hello lists "compact"
