@@ -134,8 +134,8 @@ public final class PyPacker {
         return this;
     }
 
-    /** A {@link PyValue} (map keys str only). */
-    PyPacker value(PyValue v) {
+    /** A {@link PyValue} (map keys str only): its switch, no type tests first. */
+    public PyPacker value(PyValue v) {
         try {
             PyValues.packStrKeys(w, v);
         } catch (IllegalArgumentException e) {
