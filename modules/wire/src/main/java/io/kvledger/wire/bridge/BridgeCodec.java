@@ -538,7 +538,7 @@ public final class BridgeCodec {
                     p.bool(d.delayFree());
                 }
                 if (own(p, "kv_transfer_params", extra)) {
-                    p.value(d.params());
+                    p.params(d.params());
                 }
                 rest(p, FINISH_KEYS, extra);
             }
