@@ -625,20 +625,24 @@ public final class NodeService implements AutoCloseable {
      */
     private Map<String, PyValue> voteExtra(BridgeCall call, io.kvledger.core.node.NodeState s) {
         if (call.hook() == io.kvledger.wire.bridge.BridgeHook.START_LOAD_KV && s.config().awaitsTpVote()) {
-            java.util.Set<String> failed = s.failedHandshakes();
-            if (failed.isEmpty()) {
-                return NO_FAILED_HANDSHAKES;
-            }
-            ArrayList<PyValue> keys = new ArrayList<>(failed.size());
-            for (String k : failed) {
-                keys.add(k == null ? PyValue.NONE : new PyValue.Str(k));
-            }
-            return Map.of("failed_handshakes", new PyValue.List(keys));
+            return failedHandshakes(s.failedHandshakes());
         }
         return Map.of();
     }
 
-    /** {@link #voteExtra} when no handshake failed (the usual case): built once. */
+    /** The {@code failed_handshakes} entry: the keys as a list of str, in the set's order. */
+    static Map<String, PyValue> failedHandshakes(java.util.Set<String> failed) {
+        if (failed.isEmpty()) {
+            return NO_FAILED_HANDSHAKES;
+        }
+        ArrayList<PyValue> keys = new ArrayList<>(failed.size());
+        for (String k : failed) {
+            keys.add(k == null ? PyValue.NONE : new PyValue.Str(k));
+        }
+        return Map.of("failed_handshakes", new PyValue.List(keys));
+    }
+
+    /** {@link #failedHandshakes} when no handshake failed (the usual case): built once. */
     private static final Map<String, PyValue> NO_FAILED_HANDSHAKES = Map.of("failed_handshakes", new PyValue.List(List.of()));
 
     private boolean onAdapterEvent(AdapterEvent e) {
