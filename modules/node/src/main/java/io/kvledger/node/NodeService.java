@@ -9,6 +9,7 @@ import io.kvledger.node.loop.EffectRouter;
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.effect.Effect;
 import io.kvledger.core.event.NodeEvent;
+import io.kvledger.core.model.PyValue;
 import io.kvledger.core.moriio.PortMath;
 import io.kvledger.core.node.NodeReducer;
 import io.kvledger.core.node.NodeState;
@@ -622,12 +623,27 @@ public final class NodeService implements AutoCloseable {
      * {@code failed_handshakes} (the keys whose last handshake failed, for the engine core's
      * all_reduce(MIN)); nothing otherwise.
      */
-    private Map<String, Object> voteExtra(BridgeCall call, io.kvledger.core.node.NodeState s) {
+    private Map<String, PyValue> voteExtra(BridgeCall call, io.kvledger.core.node.NodeState s) {
         if (call.hook() == io.kvledger.wire.bridge.BridgeHook.START_LOAD_KV && s.config().awaitsTpVote()) {
-            return Map.of("failed_handshakes", new ArrayList<Object>(s.failedHandshakes()));
+            return failedHandshakes(s.failedHandshakes());
         }
         return Map.of();
     }
+
+    /** The {@code failed_handshakes} entry: the keys as a list of str, in the set's order. */
+    static Map<String, PyValue> failedHandshakes(java.util.Set<String> failed) {
+        if (failed.isEmpty()) {
+            return NO_FAILED_HANDSHAKES;
+        }
+        ArrayList<PyValue> keys = new ArrayList<>(failed.size());
+        for (String k : failed) {
+            keys.add(k == null ? PyValue.NONE : new PyValue.Str(k));
+        }
+        return Map.of("failed_handshakes", new PyValue.List(keys));
+    }
+
+    /** {@link #failedHandshakes} when no handshake failed (the usual case): built once. */
+    private static final Map<String, PyValue> NO_FAILED_HANDSHAKES = Map.of("failed_handshakes", new PyValue.List(List.of()));
 
     private boolean onAdapterEvent(AdapterEvent e) {
         switch (e) {

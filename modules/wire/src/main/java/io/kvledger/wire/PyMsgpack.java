@@ -23,9 +23,9 @@ import org.msgpack.core.MessageFormat;
  * it. Never throws.
  *
  * <p>{@link #encode(PyValue)} packs such a value, and {@link #encode(Object)} a plain-Java form
- * ({@code Integer}, {@code List}, {@code Map} views and the rest {@link PyValues} takes: the
- * engine-side request encoder's args, tests' frames), exactly as Python's {@code msgpack.packb}
- * does. The node's own frames (notify messages, the bridge's replies) are not built as values
+ * ({@code Integer}, {@code List}, {@code Map} views and the rest {@link PyValues} takes: tests'
+ * frames and the generic packing the typed encoders are compared with), exactly as Python's
+ * {@code msgpack.packb} does. The node's own frames (notify messages, the bridge's replies) are not built as values
  * first: they are written field by field through {@link PyPacker}.
  *
  * <p>Stateless static methods; safe from any thread.

@@ -1,6 +1,7 @@
 package io.kvledger.wire;
 
 import io.kvledger.core.model.BlockGroups;
+import io.kvledger.core.model.KvParams;
 import io.kvledger.core.model.PyValue;
 import io.kvledger.core.model.TransferId;
 import java.io.IOException;
@@ -16,8 +17,9 @@ import java.util.List;
  * <p>The typed methods ({@link #str}, {@link #integer}, {@link #transferId}, {@link #blockGroups},
  * ...) write a value straight from the field that holds it, with no map or list built first and
  * no boxing: the notify encoder and the engine bridge's replies ({@code io.kvledger.wire.bridge})
- * write their frames through them; {@link #value(Object)} is for values the params hold as they
- * came ({@code KvParams}, a transfer id of another type).
+ * write their frames through them; {@link #params} writes the params as they came (their plain
+ * values) and {@link #value(PyValue)} a {@link PyValue} (a transfer id of another type, the
+ * bridge reply's extra entries).
  *
  * <p>Reusable ({@link #reset()}, {@link #toByteArray()}) and not thread-safe.
  */
@@ -67,7 +69,7 @@ public final class PyPacker {
      * A transfer id as the params held it: a switch over its forms, so the common ones (str, int,
      * None, bytes) are written directly; only {@link TransferId.Other} (a bool, a float, a big
      * int, a container) goes through the value codec, as its {@link PyValue}; an
-     * {@link TransferId.Unpackable} is refused as {@link #value(Object)} refuses such a value.
+     * {@link TransferId.Unpackable} is refused as the value codec refuses such a value.
      */
     public PyPacker transferId(TransferId id) {
         switch (id) {
@@ -134,8 +136,8 @@ public final class PyPacker {
         return this;
     }
 
-    /** A {@link PyValue} (map keys str only). */
-    PyPacker value(PyValue v) {
+    /** A {@link PyValue} (map keys str only): its switch, no type tests first. */
+    public PyPacker value(PyValue v) {
         try {
             PyValues.packStrKeys(w, v);
         } catch (IllegalArgumentException e) {
@@ -146,8 +148,26 @@ public final class PyPacker {
         return this;
     }
 
-    /** Any Python value {@link PyValues#packStrKeys(MsgOut, Object)} packs (map keys str only). */
-    public PyPacker value(Object v) {
+    /**
+     * A params dict ({@code kv_transfer_params}) as the params hold it, or nil for {@code null}:
+     * straight to the map case of the plain-value codec (map keys str only).
+     */
+    public PyPacker params(KvParams params) {
+        try {
+            PyValues.packStrKeys(w, params);
+        } catch (IllegalArgumentException e) {
+            throw new WireEncodingException("cannot pack as msgpack: " + e.getMessage());
+        } catch (IOException e) {
+            throw new IllegalStateException("an in-memory writer cannot fail", e);
+        }
+        return this;
+    }
+
+    /**
+     * Any plain-Java Python value {@link PyValues#packStrKeys(MsgOut, Object)} packs (map keys str
+     * only): {@link PyMsgpack#encode(Object)}'s, for tests' frames.
+     */
+    PyPacker value(Object v) {
         try {
             PyValues.packStrKeys(w, v);
         } catch (IllegalArgumentException e) {

@@ -76,6 +76,15 @@ public final class PyValues {
         pack(out, v, 0, Integer.MAX_VALUE, true);
     }
 
+    /** As {@link #packStrKeys(MsgOut, Object)}, for params ({@code null} as nil): the map case directly. */
+    static void packStrKeys(MsgOut out, KvParams params) throws IOException {
+        if (params == null) {
+            out.nil();
+            return;
+        }
+        pack(out, params.asMap(), 0, Integer.MAX_VALUE, true);
+    }
+
     /** As {@link #packStrKeys(MsgOut, Object)}, for the sealed value: its switch, no type tests first. */
     static void packStrKeys(MsgOut out, PyValue v) throws IOException {
         packValue(out, v, 0, Integer.MAX_VALUE, true);

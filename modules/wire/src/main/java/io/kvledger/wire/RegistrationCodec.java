@@ -52,35 +52,42 @@ public final class RegistrationCodec {
             throw new WireReject(RejectReason.NOT_A_MAP, "registration must be a msgpack map");
         }
         int n = reader.mapHeader("registration");
-        Object[] v = new Object[KEYS.length];
+        // the str fields by key index, the two ints (dp_size, tp_size) in num; seen: a bit per key read
+        String[] text = new String[KEYS.length];
+        int[] num = new int[KEYS.length];
+        int seen = 0;
         for (int i = 0; i < n; i++) {
             int k = reader.key(KEYS, "registration");
             if (k < 0) {
                 reader.skip(1, "value of an unknown key");
                 continue;
             }
-            if (v[k] != null) {
+            if ((seen & (1 << k)) != 0) {
                 throw new WireReject(RejectReason.DUPLICATE_KEY, "key '" + NAMES[k] + "' appears twice");
             }
-            v[k] = (k == 3 || k == 4) ? (Object) reader.int32(NAMES[k]) : reader.string(NAMES[k]);
+            seen |= 1 << k;
+            if (k == 3 || k == 4) {
+                num[k] = reader.int32(NAMES[k]);
+            } else {
+                text[k] = reader.string(NAMES[k]);
+            }
         }
         Frames.checkEnd(reader);
-        if (v[0] == null) {
+        if ((seen & 1) == 0) {
             throw new WireReject(RejectReason.MISSING_TYPE, "registration without 'type'");
         }
-        String type = (String) v[0];
+        String type = text[0];
         if (Registration.HELLO.equals(type)) {
-            return new Registration(type, (String) v[1], (String) v[2], v[3] == null ? 0 : (Integer) v[3],
-                    v[4] == null ? 0 : (Integer) v[4], (String) v[5]);
+            return new Registration(type, text[1], text[2], num[3], num[4], text[5]);
         }
         if (!Registration.PRODUCER.equals(type) && !Registration.CONSUMER.equals(type)) {
             throw new WireReject(RejectReason.UNKNOWN_TYPE, "registration type '" + NotifyDecoder.clip(type) + "' is not P, D or HELLO");
         }
         for (int k = 1; k < KEYS.length; k++) {
-            if (v[k] == null) {
+            if ((seen & (1 << k)) == 0) {
                 throw new WireReject(RejectReason.MISSING_FIELD, "registration without '" + NAMES[k] + "'");
             }
         }
-        return new Registration(type, (String) v[1], (String) v[2], (Integer) v[3], (Integer) v[4], (String) v[5]);
+        return new Registration(type, text[1], text[2], num[3], num[4], text[5]);
     }
 }

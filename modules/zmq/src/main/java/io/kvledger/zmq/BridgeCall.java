@@ -101,7 +101,7 @@ public final class BridgeCall {
      *
      * @return whether this was the call's first answer (and is now queued for sending)
      */
-    public boolean reply(List<? extends Effect> effects, java.util.Map<String, ?> extra) {
+    public boolean reply(List<? extends Effect> effects, java.util.Map<String, io.kvledger.core.model.PyValue> extra) {
         if (!answered.compareAndSet(false, true)) {
             server.lateAnswer();
             return false;

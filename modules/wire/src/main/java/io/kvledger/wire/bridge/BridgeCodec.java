@@ -11,6 +11,7 @@ import io.kvledger.core.model.ReqMeta;
 import io.kvledger.wire.DecodeResult;
 import io.kvledger.wire.PyMsgpack;
 import io.kvledger.wire.PyPacker;
+import io.kvledger.wire.PyValues;
 import io.kvledger.wire.RejectReason;
 import io.kvledger.wire.Rejection;
 import io.kvledger.wire.WireEncodingException;
@@ -472,7 +473,7 @@ public final class BridgeCodec {
      * result (the node's own additions, e.g. {@code failed_handshakes} in a {@code start_load_kv}
      * reply of a rank that awaits the TP vote).
      */
-    public static byte[] encodeReply(long id, BridgeHook hook, List<? extends Effect> effects, Map<String, ?> extra) {
+    public static byte[] encodeReply(long id, BridgeHook hook, List<? extends Effect> effects, Map<String, PyValue> extra) {
         Objects.requireNonNull(hook, "hook");
         try {
             PyPacker p = envelopeOk(id);
@@ -497,7 +498,7 @@ public final class BridgeCodec {
      * order, then {@code extra}'s other keys (an {@code extra} key the hook also writes keeps the
      * hook's place and takes {@code extra}'s value, as a dict's {@code update} does).
      */
-    private static void result(PyPacker p, BridgeHook hook, List<? extends Effect> effects, Map<String, ?> extra) {
+    private static void result(PyPacker p, BridgeHook hook, List<? extends Effect> effects, Map<String, PyValue> extra) {
         switch (hook) {
             case GET_NUM_NEW_MATCHED_TOKENS -> {
                 Effect.MatchedTokens m = first(effects, Effect.MatchedTokens.class, hook);
@@ -537,7 +538,7 @@ public final class BridgeCodec {
                     p.bool(d.delayFree());
                 }
                 if (own(p, "kv_transfer_params", extra)) {
-                    p.value(d.params());
+                    p.params(d.params());
                 }
                 rest(p, FINISH_KEYS, extra);
             }
@@ -580,7 +581,7 @@ public final class BridgeCodec {
     }
 
     /** The result's map header: the hook's keys and the {@code extra} keys that are not among them. */
-    private static void head(PyPacker p, String[] keys, Map<String, ?> extra) {
+    private static void head(PyPacker p, String[] keys, Map<String, PyValue> extra) {
         int n = keys.length;
         if (!extra.isEmpty()) {
             for (String k : extra.keySet()) {
@@ -593,7 +594,7 @@ public final class BridgeCodec {
     }
 
     /** Writes the key; true when the caller writes its value, false when {@code extra}'s replaced it. */
-    private static boolean own(PyPacker p, String key, Map<String, ?> extra) {
+    private static boolean own(PyPacker p, String key, Map<String, PyValue> extra) {
         p.str(key);
         if (!extra.isEmpty() && extra.containsKey(key)) {
             p.value(extra.get(key));
@@ -603,11 +604,11 @@ public final class BridgeCodec {
     }
 
     /** The {@code extra} entries whose keys the hook does not write, in {@code extra}'s order. */
-    private static void rest(PyPacker p, String[] keys, Map<String, ?> extra) {
+    private static void rest(PyPacker p, String[] keys, Map<String, PyValue> extra) {
         if (extra.isEmpty()) {
             return;
         }
-        for (Map.Entry<String, ?> e : extra.entrySet()) {
+        for (Map.Entry<String, PyValue> e : extra.entrySet()) {
             if (!among(e.getKey(), keys)) {
                 p.strOrNil(e.getKey());
                 p.value(e.getValue());
@@ -927,89 +928,102 @@ public final class BridgeCodec {
 
     // ================================================================== the engine side (Java clients, tests)
 
-    /** Encodes a request as the Python side would build it (same keys, same order, same bytes). */
+    /**
+     * Encodes a request as the Python side would build it (same keys, same order, same bytes).
+     *
+     * @throws IllegalArgumentException when the call's {@code kv_transfer_params} hold a value
+     *                                  that has no msgpack form
+     */
     public static byte[] encodeRequest(BridgeRequest request) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("v", (long) VERSION);
-        m.put("id", request.id());
-        m.put("hook", request.hook().wireName());
-        m.put("args", args(request.call()));
-        return PyMsgpack.encode(m);
+        Map<String, PyValue> args = args(request.call());
+        PyPacker p = new PyPacker();
+        p.mapHeader(4);
+        p.str("v").integer(VERSION);
+        p.str("id").integer(request.id());
+        p.str("hook").str(request.hook().wireName());
+        p.str("args").mapHeader(args.size());
+        for (Map.Entry<String, PyValue> e : args.entrySet()) {
+            p.str(e.getKey()).value(e.getValue());
+        }
+        return p.toByteArray();
     }
 
-    /** The {@code args} dict of a call, as the Python side sends it. */
-    static Map<String, Object> args(HookCall call) {
-        Map<String, Object> a = new LinkedHashMap<>();
+    /** The {@code args} dict of a call, as the Python side sends it (in its key order). */
+    static Map<String, PyValue> args(HookCall call) {
+        Map<String, PyValue> a = new LinkedHashMap<>();
         switch (call) {
             case HookCall.AddRequest c -> {
-                a.put("request_id", c.requestId());
-                a.put("num_prompt_tokens", (long) c.numPromptTokens());
-                a.put("prompt_token_ids_len", c.promptTokenIds() < 0 ? null : (Object) (long) c.promptTokenIds());
-                a.put("kv_transfer_params", c.params() == null ? null : new LinkedHashMap<>(c.params().asMap()));
+                a.put("request_id", pyStr(c.requestId()));
+                a.put("num_prompt_tokens", new PyValue.Int(c.numPromptTokens()));
+                a.put("prompt_token_ids_len", c.promptTokenIds() < 0 ? PyValue.NONE : new PyValue.Int(c.promptTokenIds()));
+                a.put("kv_transfer_params", pyParams(c.params()));
             }
             case HookCall.GetNumNewMatchedTokens c -> {
-                a.put("request_id", c.requestId());
-                a.put("num_computed_tokens", (long) c.numComputedTokens());
+                a.put("request_id", pyStr(c.requestId()));
+                a.put("num_computed_tokens", new PyValue.Int(c.numComputedTokens()));
             }
             case HookCall.UpdateStateAfterAlloc c -> {
-                a.put("request_id", c.requestId());
-                a.put("block_ids", c.blockIds().toGroupedValue());
-                a.put("num_external_tokens", (long) c.numExternalTokens());
+                a.put("request_id", pyStr(c.requestId()));
+                a.put("block_ids", pyBlocks(c.blockIds()));
+                a.put("num_external_tokens", new PyValue.Int(c.numExternalTokens()));
             }
             case HookCall.BuildConnectorMeta c -> {
-                a.put("step", c.step());
-                List<Object> ids = new ArrayList<>();
-                List<Object> blocks = new ArrayList<>();
+                a.put("step", new PyValue.Int(c.step()));
+                List<PyValue> ids = new ArrayList<>();
+                List<PyValue> blocks = new ArrayList<>();
                 for (NodeEvent.CachedRequest r : c.cachedRequests()) {
-                    ids.add(r.requestId());
-                    blocks.add(r.newBlockIds() == null ? null : r.newBlockIds().toGroupedValue());
+                    ids.add(pyStr(r.requestId()));
+                    blocks.add(pyBlocks(r.newBlockIds()));
                 }
-                a.put("cached_req_ids", ids);
-                a.put("cached_new_block_ids", blocks);
+                a.put("cached_req_ids", new PyValue.List(ids));
+                a.put("cached_new_block_ids", new PyValue.List(blocks));
                 if (c.scheduledNewReqs() != null) {
-                    List<Object> reqs = new ArrayList<>();
+                    List<PyValue> reqs = new ArrayList<>();
                     for (NodeEvent.NewRequest r : c.scheduledNewReqs()) {
-                        Map<String, Object> d = new LinkedHashMap<>();
-                        d.put("request_id", r.requestId());
-                        d.put("block_ids", r.blockIds().toGroupedValue());
-                        d.put("num_computed_tokens", (long) r.numComputedTokens());
-                        d.put("kv_transfer_params", r.params() == null ? null : new LinkedHashMap<>(r.params().asMap()));
-                        reqs.add(d);
+                        Map<PyValue, PyValue> d = new LinkedHashMap<>();
+                        d.put(new PyValue.Str("request_id"), pyStr(r.requestId()));
+                        d.put(new PyValue.Str("block_ids"), pyBlocks(r.blockIds()));
+                        d.put(new PyValue.Str("num_computed_tokens"), new PyValue.Int(r.numComputedTokens()));
+                        d.put(new PyValue.Str("kv_transfer_params"), pyParams(r.params()));
+                        reqs.add(new PyValue.Map(d));
                     }
-                    a.put("scheduled_new_reqs", reqs);
+                    a.put("scheduled_new_reqs", new PyValue.List(reqs));
                 }
-                putIfSet(a, "preempted_req_ids", c.preemptedReqIds());
+                if (c.preemptedReqIds() != null) {
+                    a.put("preempted_req_ids", pyStrs(c.preemptedReqIds()));
+                }
             }
             case HookCall.RequestFinished c -> {
-                a.put("request_id", c.requestId());
-                a.put("status", c.status().name());
-                a.put("block_ids", c.blockIds().toGroupedValue());
+                a.put("request_id", pyStr(c.requestId()));
+                a.put("status", new PyValue.Str(c.status().name()));
+                a.put("block_ids", pyBlocks(c.blockIds()));
             }
             case HookCall.UpdateConnectorOutput c -> {
-                a.put("finished_sending", c.finishedSending());
-                a.put("finished_recving", c.finishedRecving());
+                a.put("finished_sending", pyStrs(c.finishedSending()));
+                a.put("finished_recving", pyStrs(c.finishedRecving()));
             }
             case HookCall.StartLoadKv c -> { }
-            case HookCall.SaveKvLayer c -> a.put("layer_name", c.layerName());
+            case HookCall.SaveKvLayer c -> a.put("layer_name", pyStr(c.layerName()));
             case HookCall.WaitForSave c -> { }
             case HookCall.GetFinished c -> { }
             case HookCall.HandshakeVoted c -> {
-                a.put("remote_engine_id", c.remoteEngineId());
-                a.put("vote", (long) c.vote());
-                List<Object> ranks = null;
+                a.put("remote_engine_id", pyStr(c.remoteEngineId()));
+                a.put("vote", new PyValue.Int(c.vote()));
+                PyValue ranks = PyValue.NONE;
                 if (c.failedTpRanks() != null) {
-                    ranks = new ArrayList<>();
+                    List<PyValue> l = new ArrayList<>(c.failedTpRanks().size());
                     for (Integer r : c.failedTpRanks()) {
-                        ranks.add((long) r);
+                        l.add(new PyValue.Int(r));
                     }
+                    ranks = new PyValue.List(l);
                 }
                 a.put("failed_tp_ranks", ranks);
             }
             case HookCall.Hello c -> {
                 putIfSet(a, "kv_role", c.kvRole());
                 putIfSet(a, "mode", c.mode());
-                putIfSet(a, "dp_rank", c.dpRank() == null ? null : (long) c.dpRank());
-                putIfSet(a, "tp_rank", c.tpRank() == null ? null : (long) c.tpRank());
+                putIfSet(a, "dp_rank", c.dpRank());
+                putIfSet(a, "tp_rank", c.tpRank());
                 putIfSet(a, "connector_role", c.connectorRole());
                 putIfSet(a, "vllm_version", c.vllmVersion());
                 putIfSet(a, "vllm_commit", c.vllmCommit());
@@ -1020,10 +1034,43 @@ public final class BridgeCodec {
         return a;
     }
 
-    private static void putIfSet(Map<String, Object> m, String k, Object v) {
+    private static void putIfSet(Map<String, PyValue> m, String k, String v) {
         if (v != null) {
-            m.put(k, v);
+            m.put(k, new PyValue.Str(v));
         }
+    }
+
+    private static void putIfSet(Map<String, PyValue> m, String k, Integer v) {
+        if (v != null) {
+            m.put(k, new PyValue.Int(v));
+        }
+    }
+
+    /** A str, or None for {@code null}. */
+    private static PyValue pyStr(String s) {
+        return s == null ? PyValue.NONE : new PyValue.Str(s);
+    }
+
+    /** A list of str (each {@code null} as None), or None for {@code null}. */
+    private static PyValue pyStrs(List<String> l) {
+        if (l == null) {
+            return PyValue.NONE;
+        }
+        List<PyValue> out = new ArrayList<>(l.size());
+        for (String s : l) {
+            out.add(pyStr(s));
+        }
+        return new PyValue.List(out);
+    }
+
+    /** Block ids by group (a list of lists of ints), or None for {@code null}. */
+    private static PyValue pyBlocks(BlockGroups g) {
+        return g == null ? PyValue.NONE : PyValues.value(g);
+    }
+
+    /** The params' dict, or None for {@code null}. */
+    private static PyValue pyParams(KvParams params) {
+        return params == null ? PyValue.NONE : PyValues.value(params);
     }
 
     /** Decodes a reply frame ({@link WireLimits#DEFAULT}); never throws. */

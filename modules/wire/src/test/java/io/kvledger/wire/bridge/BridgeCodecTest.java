@@ -207,7 +207,7 @@ class BridgeCodecTest {
         }
         replies.add(BridgeCodec.encodeReply(9, BridgeHook.GET_NUM_NEW_MATCHED_TOKENS,
                 List.of(new Effect.MatchedTokens("r", 3, false))));
-        replies.add(BridgeCodec.encodeReply(10, BridgeHook.ADD_REQUEST, List.of(), Map.of("note", "x")));
+        replies.add(BridgeCodec.encodeReply(10, BridgeHook.ADD_REQUEST, List.of(), Map.of("note", new PyValue.Str("x"))));
         replies.add(BridgeCodec.encodeError(11L, "no"));
         for (boolean compact : new boolean[] {true, false}) {
             Map<String, Object> top = plainMap(BridgeCodec.encodeBatchReply(4, replies, compact));
@@ -431,7 +431,7 @@ class BridgeCodecTest {
     @Test
     void everyRequiredArgumentIsNamedWhenMissing() {
         for (BridgeRequest r : BridgeSamples.all()) {
-            Map<String, Object> args = BridgeCodec.args(r.call());
+            Map<String, PyValue> args = BridgeCodec.args(r.call());
             for (String key : args.keySet()) {
                 boolean optional = switch (r.hook()) {
                     case ADD_REQUEST -> key.equals("kv_transfer_params");

@@ -65,6 +65,13 @@ class ReplyStreamingTest {
                 "eng", port % 3 == 0 ? null : "h", port, port + 70000, 1, 2, 3, 4, TransferId.of(tid), List.of("a", "b"), port % 2 == 0);
     }
 
+    /** The typed form of a plain extra map (the expected dict keeps the plain form, packed generically). */
+    static Map<String, io.kvledger.core.model.PyValue> typed(Map<String, Object> extra) {
+        Map<String, io.kvledger.core.model.PyValue> out = new LinkedHashMap<>();
+        extra.forEach((k, v) -> out.put(k, io.kvledger.wire.PyValues.value(v)));
+        return out;
+    }
+
     @Test
     void repliesAreTheBytesOfTheirDicts() {
         for (int n : new int[] {0, 1, 3, 8, 9, 20}) {
@@ -83,9 +90,9 @@ class ReplyStreamingTest {
                     r.put("reqs_to_send", n == 3 ? List.of() : List.of("x", "y"));
                     r.put("mapping_size", 12L);
                     r.putAll(extra);
-                    assertThat(BridgeCodec.encodeReply(42, BridgeHook.BUILD_CONNECTOR_META, List.of(mb), extra)).as("n %d dup %s extra %s", n, dup, extra).isEqualTo(PyMsgpack.encode(env(42, r)));
+                    assertThat(BridgeCodec.encodeReply(42, BridgeHook.BUILD_CONNECTOR_META, List.of(mb), typed(extra))).as("n %d dup %s extra %s", n, dup, extra).isEqualTo(PyMsgpack.encode(env(42, r)));
                     Map<String, Object> v = new LinkedHashMap<>(extra);
-                    assertThat(BridgeCodec.encodeReply(42, BridgeHook.START_LOAD_KV, List.of(), extra)).isEqualTo(PyMsgpack.encode(env(42, v)));
+                    assertThat(BridgeCodec.encodeReply(42, BridgeHook.START_LOAD_KV, List.of(), typed(extra))).isEqualTo(PyMsgpack.encode(env(42, v)));
                 }
             }
         }
