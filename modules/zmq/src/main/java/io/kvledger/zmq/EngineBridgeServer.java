@@ -360,16 +360,7 @@ public final class EngineBridgeServer implements AutoCloseable {
                 if (stopped) {
                     return false;
                 }
-                flushHeld(transport);
-                sendAnswers(transport);
-                long before = handedOff.get();
-                for (int i = 0; i < MAX_READ_PER_ROUND && handedOff.get() == before; i++) {
-                    if (!readOne(transport)) {
-                        break;
-                    }
-                }
-                sendAnswers(transport);
-                expire(transport, config.clock().getAsLong());
+                exchange();
             } finally {
                 round.unlock();
             }
@@ -377,6 +368,24 @@ public final class EngineBridgeServer implements AutoCloseable {
             LOG.log(System.Logger.Level.WARNING, "engine bridge " + endpoint + ": " + ZmqRuntime.describe(e), e);
         }
         return !stopped;
+    }
+
+    /**
+     * One exchange with the socket, under {@link #round}: replies held for a slow reader, the
+     * answers queued so far, then up to {@link #MAX_READ_PER_ROUND} calls read (until one is handed
+     * to the caller), the answers that gave, and the calls past their deadline.
+     */
+    private void exchange() {
+        flushHeld(transport);
+        sendAnswers(transport);
+        long before = handedOff.get();
+        for (int i = 0; i < MAX_READ_PER_ROUND && handedOff.get() == before; i++) {
+            if (!readOne(transport)) {
+                break;
+            }
+        }
+        sendAnswers(transport);
+        expire(transport, config.clock().getAsLong());
     }
 
     /**
@@ -397,16 +406,7 @@ public final class EngineBridgeServer implements AutoCloseable {
             }
             transport.await(waitMs);
             wakePending.set(false);
-            flushHeld(transport);
-            sendAnswers(transport);
-            long before = handedOff.get();
-            for (int i = 0; i < MAX_READ_PER_ROUND && handedOff.get() == before; i++) {
-                if (!readOne(transport)) {
-                    break;
-                }
-            }
-            sendAnswers(transport);
-            expire(transport, config.clock().getAsLong());
+            exchange();
             return !stopped;
         } finally {
             round.unlock();
