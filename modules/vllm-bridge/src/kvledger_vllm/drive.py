@@ -212,21 +212,26 @@ class NodeBridge:
         try:
             packed = self._packb(rows)
         except (TypeError, ValueError, OverflowError):
-            packed, good = [], []
-            for row in rows:
-                try:
-                    packed.append(self._packb(row))
-                    good.append(row)
-                except (TypeError, ValueError, OverflowError) as e:
-                    if self._unread.pop(row[0], None) is not None:
-                        self._failed(row[1], f"cannot pack the call: {e}")
-            rows = good
-            packed = self._array_header(len(good)) + b"".join(packed)
+            packed, rows = self._pack_alone(rows, _ID_AND_HOOK)
         if not rows:
             return
         n = len(rows)
         self._chunks.append(memoryview(packed)[1 if n < 16 else 3 if n < 0x10000 else 5:])
         self._buffer.extend(map(_ID_AND_HOOK, rows))
+
+    def _pack_alone(self, calls, id_and_hook):
+        """Packs each call on its own after msgpack refused them together: one it cannot pack fails
+        alone (counted as its hook's failure). Gives the others as one array and the calls in it."""
+        packed, good = [], []
+        for call in calls:
+            try:
+                packed.append(self._packb(call))
+                good.append(call)
+            except (TypeError, ValueError, OverflowError) as e:
+                rid, hook = id_and_hook(call)
+                if self._unread.pop(rid, None) is not None:
+                    self._failed(hook, f"cannot pack the call: {e}")
+        return self._array_header(len(good)) + b"".join(packed), good
 
     def _pack_longs(self):
         """Packs the waiting long-form calls as one array (its header left out of the frame) after the
@@ -239,17 +244,9 @@ class NodeBridge:
                 return
             packed = self._packb(longs)
         except (TypeError, ValueError, OverflowError):
-            packed, good = [], []
-            for call in longs:
-                try:
-                    packed.append(self._packb(call))
-                    good.append((call["id"], call["hook"]))
-                except (TypeError, ValueError, OverflowError) as e:
-                    if self._unread.pop(call["id"], None) is not None:
-                        self._failed(call["hook"], f"cannot pack the call: {e}")
-            self._buffer[len(self._buffer) - len(longs):] = good
+            packed, good = self._pack_alone(longs, _CALL_ID_AND_HOOK)
+            self._buffer[len(self._buffer) - len(longs):] = map(_CALL_ID_AND_HOOK, good)
             longs = good
-            packed = self._array_header(len(good)) + b"".join(packed)
         if not longs:
             return
         n = len(longs)
@@ -458,6 +455,7 @@ def long_form(call):
 
 
 _ID_AND_HOOK = operator.itemgetter(0, 1)
+_CALL_ID_AND_HOOK = operator.itemgetter("id", "hook")
 _ROWS_PACKED_AT = 48
 _LENGTH = struct.Struct(">I")
 # a lone call's frame begins {"v": 1, then its call map's entries (a map of 4, where a call's has 3)
