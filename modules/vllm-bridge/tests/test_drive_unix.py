@@ -164,13 +164,20 @@ class FrameLog:
         pass
 
 
-def test_a_batch_and_a_lone_call_are_the_bytes_of_their_whole_maps_packed_at_once():
-    """The buffered calls are packed a few dozen at a time, not as they come; the frames are still byte for byte
-    what packing each whole map gives (the node reads the same calls, ids and order)."""
-    bridge = NodeBridge("unix:///nowhere", 1000)
+def logged_bridge(on_failure=None, compact=False):
+    """A batching NodeBridge whose frames go to a FrameLog instead of a socket."""
+    bridge = NodeBridge("unix:///nowhere", 1000, on_failure=on_failure)
     bridge._sock.close()
     bridge._sock = log = FrameLog()
     bridge.batching = True
+    bridge.compact = compact
+    return bridge, log
+
+
+def test_a_batch_and_a_lone_call_are_the_bytes_of_their_whole_maps_packed_at_once():
+    """The buffered calls are packed a few dozen at a time, not as they come; the frames are still byte for byte
+    what packing each whole map gives (the node reads the same calls, ids and order)."""
+    bridge, log = logged_bridge()
     params = {"transfer_id": "tx-1", "remote_block_ids": [[1, 2]], "x": None, "f": 0.5, "b": True}
     bridge.send("add_request", request_id="r-1", kv_transfer_params=params)
     bridge.send("update_state_after_alloc", request_id="r-1", block_ids=[[3, 4]], num_external_tokens=0)
@@ -191,10 +198,7 @@ def test_compact_rows_go_into_the_batch_as_arrays_in_call_order_among_long_form_
     follows them; the frame is still byte for byte the whole batch map packed at once, each compact
     call an array ``[id, hook, *fields]`` in its place; a compact call alone goes as a batch of one;
     ``max_batch`` counts both kinds."""
-    bridge = NodeBridge("unix:///nowhere", 1000)
-    bridge._sock.close()
-    bridge._sock = log = FrameLog()
-    bridge.batching = bridge.compact = True
+    bridge, log = logged_bridge(compact=True)
     params = {"transfer_id": "tx-1", "x": None, "f": 0.5, "b": True}
     rows = [("r-%d" % i, 64, 64, params) for i in range(20)]  # more than a fixarray's 15
     for r in rows:
@@ -250,10 +254,7 @@ def test_a_compact_call_msgpack_cannot_pack_fails_alone():
     """An int past 64 bits in one row: that call fails (on_failure), the calls before and after it go
     out in one valid batch, in order."""
     failures = []
-    bridge = NodeBridge("unix:///nowhere", 1000, on_failure=lambda h, e: failures.append((h, str(e))))
-    bridge._sock.close()
-    bridge._sock = log = FrameLog()
-    bridge.batching = bridge.compact = True
+    bridge, log = logged_bridge(on_failure=lambda h, e: failures.append((h, str(e))), compact=True)
     bridge.send("update_connector_output", finished_sending=None)
     bridge.send_row("add_request", ("r-1", 1, 1, None))
     bridge.send_row("add_request", ("r-2", 1, 1, {"big": 2 ** 70}))
@@ -269,10 +270,7 @@ def test_a_long_form_call_msgpack_cannot_pack_fails_alone():
     fails (on_failure, once each), every other buffered call (long-form and compact, before and after
     it) goes out in the batch, in order."""
     failures = []
-    bridge = NodeBridge("unix:///nowhere", 1000, on_failure=lambda h, e: failures.append((h, str(e))))
-    bridge._sock.close()
-    bridge._sock = log = FrameLog()
-    bridge.batching = bridge.compact = True
+    bridge, log = logged_bridge(on_failure=lambda h, e: failures.append((h, str(e))), compact=True)
     bridge.send("update_connector_output", finished_sending=None)
     bridge.send("request_finished", request_id="r-0", block_ids=[1])
     bridge.send("request_finished", request_id="r-big", block_ids=[2 ** 70])
@@ -293,10 +291,7 @@ def test_a_long_form_call_msgpack_cannot_pack_fails_alone():
 
 def test_a_lone_long_form_call_msgpack_cannot_pack_fails_and_the_next_goes_out():
     failures = []
-    bridge = NodeBridge("unix:///nowhere", 1000, on_failure=lambda h, e: failures.append(h))
-    bridge._sock.close()
-    bridge._sock = log = FrameLog()
-    bridge.batching = True
+    bridge, log = logged_bridge(on_failure=lambda h, e: failures.append(h))
     bridge.send("request_finished", request_id="r-big", block_ids=[2 ** 70], flush=True)
     assert failures == ["request_finished"] and log.frames == [] and bridge.unread == 0
     bridge.send("request_finished", request_id="r-1", block_ids=[1], flush=True)
@@ -306,10 +301,7 @@ def test_a_lone_long_form_call_msgpack_cannot_pack_fails_and_the_next_goes_out()
 def test_an_awaited_call_msgpack_cannot_pack_raises_and_the_buffered_calls_stay():
     """``call`` with an unpackable argument raises DriveError; the calls buffered before it are not
     lost: they go out with the next call."""
-    bridge = NodeBridge("unix:///nowhere", 1000)
-    bridge._sock.close()
-    bridge._sock = log = FrameLog()
-    bridge.batching = True
+    bridge, log = logged_bridge()
     bridge.send("update_connector_output", finished_sending=None)
     with pytest.raises(DriveError, match="cannot pack"):
         bridge.call("get_num_new_matched_tokens", request_id="r-big", num_computed_tokens=2 ** 70)
