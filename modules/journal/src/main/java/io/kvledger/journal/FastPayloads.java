@@ -88,6 +88,9 @@ public final class FastPayloads {
                 }
             }
             case NodeEvent.ConnectorOutputReceived e -> {
+                if (e.acted() != null) {
+                    return false; // a drive call answered from the inner: the generic encoder writes it
+                }
                 p.arrayHeader(2);
                 strs(p, e.finishedSending());
                 strs(p, e.finishedRecving());

@@ -136,9 +136,27 @@ public sealed interface NodeEvent {
      * {@code update_connector_output(connector_output)}: the aggregated worker output of a step.
      *
      * @param finishedSending request ids, or {@code null} for None
+     * @param acted           the {@code finished_sending} vLLM acted on without waiting for the
+     *                        node's rewrite (drive mode taking the inner connector's,
+     *                        {@code drive_freed_from_inner}: the requests whose blocks vLLM frees),
+     *                        or {@code null} when vLLM waited (or the event is not a drive call); a
+     *                        different set of the reducer's own is named {@code DRIVE_ANSWER_DIVERGED}
      */
-    record ConnectorOutputReceived(long atNs, List<String> finishedSending, List<String> finishedRecving)
-            implements NodeEvent {}
+    record ConnectorOutputReceived(long atNs, List<String> finishedSending, List<String> finishedRecving,
+                                   FreedAnswer acted) implements NodeEvent {
+
+        /** An output whose rewrite vLLM waited for (or a consumer's). */
+        public ConnectorOutputReceived(long atNs, List<String> finishedSending, List<String> finishedRecving) {
+            this(atNs, finishedSending, finishedRecving, null);
+        }
+    }
+
+    /**
+     * A producer's {@code finished_sending} as vLLM acted on it after {@code update_connector_output}.
+     *
+     * @param finishedSending the request ids whose blocks vLLM frees, or {@code null} for None
+     */
+    record FreedAnswer(List<String> finishedSending) {}
 
     // ---------------------------------------------------------------- worker side
 

@@ -24,7 +24,7 @@ public final class NodeEvents {
             case NodeEvent.RequestFinished x -> new NodeEvent.RequestFinished(t, x.requestId(), x.status(), x.blockIds(),
                     x.admittedRequestId(), x.acted());
             case NodeEvent.ConnectorOutputReceived x -> new NodeEvent.ConnectorOutputReceived(t, x.finishedSending(),
-                    x.finishedRecving());
+                    x.finishedRecving(), x.acted());
             case NodeEvent.LoadStarted x -> new NodeEvent.LoadStarted(t);
             case NodeEvent.LayerSaved x -> new NodeEvent.LayerSaved(t, x.layerName());
             case NodeEvent.SaveWaited x -> new NodeEvent.SaveWaited(t);

@@ -125,7 +125,13 @@ public final class NodeReducer {
             }
             case NodeEvent.ConnectorOutputReceived e -> {
                 c.now = e.atNs();
-                SchedulerSide.connectorOutput(c, e);
+                if (e.acted() == null) {
+                    SchedulerSide.connectorOutput(c, e);
+                } else {
+                    int from = c.out.size();
+                    SchedulerSide.connectorOutput(c, e);
+                    SchedulerSide.actedFreed(c, e, from);
+                }
             }
             case NodeEvent.LoadStarted e -> {
                 c.now = e.atNs();

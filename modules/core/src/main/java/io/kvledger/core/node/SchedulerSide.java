@@ -1148,6 +1148,49 @@ final class SchedulerSide {
                 + py(acted.delayFree()) + " from the inner connector; this node answers " + what);
     }
 
+    /**
+     * Drive mode kept the inner connector's rewrite of a producer's {@code finished_sending} (the
+     * requests whose blocks vLLM frees now): the reducer's own ({@code FinishedSendingRewritten}
+     * among the effects from {@code from}; a node that rewrites nothing leaves the set as it came)
+     * must hold the same requests, in any order, or each request in one and not the other is named
+     * {@link AnomalyKind#DRIVE_ANSWER_DIVERGED}: one vLLM freed that this node still holds, or one
+     * this node frees that vLLM still holds.
+     */
+    static void actedFreed(Ctx c, NodeEvent.ConnectorOutputReceived e, int from) {
+        List<String> mine = e.finishedSending();
+        Map<String, String> surfacedTid = Map.of();
+        for (int i = from; i < c.out.size(); i++) {
+            if (c.out.get(i) instanceof Effect.FinishedSendingRewritten f) {
+                mine = f.safe();
+            } else if (c.out.get(i) instanceof Effect.AckSurfaced a && a.transferId() != null) {
+                if (surfacedTid.isEmpty()) {
+                    surfacedTid = new LinkedHashMap<>();
+                }
+                surfacedTid.put(a.requestId(), a.transferId());
+            }
+        }
+        List<String> acted = e.acted().finishedSending();
+        Set<String> vllm = acted == null ? Set.of() : new LinkedHashSet<>(acted);
+        Set<String> node = mine == null ? Set.of() : new LinkedHashSet<>(mine);
+        if (vllm.equals(node)) {
+            return;
+        }
+        for (String rid : vllm) {
+            if (!node.contains(rid)) {
+                c.anomaly(AnomalyKind.DRIVE_ANSWER_DIVERGED, rid, c.s.scheduler.requestIdToTransferId.get(rid),
+                        "update_connector_output: vLLM freed its blocks (the inner connector's finished_sending); "
+                                + "this node does not surface it this step");
+            }
+        }
+        for (String rid : node) {
+            if (!vllm.contains(rid)) {
+                c.anomaly(AnomalyKind.DRIVE_ANSWER_DIVERGED, rid, surfacedTid.get(rid),
+                        "update_connector_output: this node surfaces it (frees its blocks); vLLM kept them "
+                                + "(the inner connector's finished_sending leaves it out)");
+            }
+        }
+    }
+
     private static String py(boolean b) {
         return b ? "True" : "False";
     }

@@ -95,11 +95,13 @@ public enum EntryType {
 
     CONNECTOR_OUTPUT_RECEIVED(6, EntryKind.INPUT, "connector_output_received",
             Schema.of(NodeEvent.ConnectorOutputReceived.class,
-                    e -> new Object[] {e.finishedSending(), e.finishedRecving()},
-                    (at, v) -> new NodeEvent.ConnectorOutputReceived(at, v.o(0), v.o(1)),
+                    e -> new Object[] {e.finishedSending(), e.finishedRecving(), e.acted()},
+                    (at, v) -> new NodeEvent.ConnectorOutputReceived(at, v.o(0), v.o(1), v.o(2)),
                     e -> "finished_sending=" + Render.strs(e.finishedSending())
-                            + " finished_recving=" + Render.strs(e.finishedRecving()),
-                    nul("finished_sending", STR_LIST), nul("finished_recving", STR_LIST))),
+                            + " finished_recving=" + Render.strs(e.finishedRecving())
+                            + (e.acted() == null ? "" : " acted=" + Nested.FREED_ANSWER.dissect(e.acted())),
+                    nul("finished_sending", STR_LIST), nul("finished_recving", STR_LIST),
+                    later("acted", one(Nested.FREED_ANSWER)))),
 
     // ---------------------------------------------------------------- inputs: worker side
 

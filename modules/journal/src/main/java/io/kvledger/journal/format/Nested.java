@@ -59,6 +59,13 @@ final class Nested {
             a -> "delay_free=" + a.delayFree() + " params=" + Render.py(a.params()),
             req("delay_free", BOOL), nul("kv_transfer_params", PARAMS));
 
+    /** The {@code finished_sending} vLLM acted on in a {@code connector_output_received} answered from the inner connector. */
+    static final Schema<NodeEvent.FreedAnswer> FREED_ANSWER = Schema.of(NodeEvent.FreedAnswer.class,
+            a -> new Object[] {a.finishedSending()},
+            (at, v) -> new NodeEvent.FreedAnswer(v.o(0)),
+            a -> "finished_sending=" + Render.strs(a.finishedSending()),
+            nul("finished_sending", STR_LIST));
+
     /** One entry of {@code reqs_to_recv} / {@code reqs_to_save}. */
     static final Schema<ReqMeta> REQ_META = Schema.of(ReqMeta.class,
             m -> new Object[] {m.requestId(), m.localBlockIds(), m.remoteBlockIds(), m.remoteEngineId(),

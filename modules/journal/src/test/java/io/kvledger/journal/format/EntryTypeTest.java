@@ -269,6 +269,35 @@ class EntryTypeTest {
         assertThat(Payloads.decode(EntryType.MATCHED_TOKENS_QUERIED, 7, Payloads.encode(plain))).isEqualTo(plain);
     }
 
+    /**
+     * {@code acted} of connector_output_received, the producer's finished_sending vLLM kept from
+     * the inner connector, was added later still: written only when there is one, read back from
+     * msgpack and JSON, shown by the dissector; an older payload (two fields) reads as null.
+     */
+    @Test
+    void the_freed_set_vllm_acted_on_travels_with_the_output_and_only_then() throws Exception {
+        var kept = new NodeEvent.ConnectorOutputReceived(9, List.of("r-0", "r-1"), null,
+                new NodeEvent.FreedAnswer(List.of("r-1")));
+        var none = new NodeEvent.ConnectorOutputReceived(9, null, null, new NodeEvent.FreedAnswer(null));
+        for (NodeEvent e : List.of(kept, none)) {
+            EntryType t = EntryType.of(e);
+            assertThat(Payloads.decode(t, e.atNs(), Payloads.encode(e))).isEqualTo(e);
+            @SuppressWarnings("unchecked")
+            Map<String, Object> parsed = (Map<String, Object>) Json.parse(Json.write(t.toJson(e)));
+            assertThat(parsed).containsKey("acted");
+            assertThat(t.fromJson(parsed, e.atNs(), Set.of())).isEqualTo(e);
+        }
+        assertThat(new io.kvledger.journal.JournalEntry.Input(1, 9, kept).dissect())
+                .endsWith("finished_sending=[r-0,r-1] finished_recving=None acted=finished_sending=[r-1]");
+        var plain = new NodeEvent.ConnectorOutputReceived(9, List.of("r-0"), null);
+        byte[] older = Payloads.encode(plain);
+        try (var u = org.msgpack.core.MessagePack.newDefaultUnpacker(older)) {
+            assertThat(u.unpackArrayHeader()).isEqualTo(2); // as written before the field existed
+        }
+        assertThat(Payloads.decode(EntryType.CONNECTOR_OUTPUT_RECEIVED, 9, older)).isEqualTo(plain);
+        assertThat(EntryType.CONNECTOR_OUTPUT_RECEIVED.toJson(plain)).doesNotContainKey("acted");
+    }
+
     @Test
     void a_payload_that_does_not_match_its_schema_is_reported_with_the_field() throws Exception {
         byte[] bad;

@@ -66,6 +66,8 @@ class FormatDocTest {
                 .append(" |\n");
         b.append("| `NodeEvent.FinishAnswer` (`acted` of `request_finished`) | ").append(fields(Nested.FINISH_ANSWER))
                 .append(" |\n");
+        b.append("| `NodeEvent.FreedAnswer` (`acted` of `connector_output_received`) | ")
+                .append(fields(Nested.FREED_ANSWER)).append(" |\n");
         b.append("\nField notation: `name` type; **?** may be null (absent in a JSON line means null); ")
                 .append("**~** may be left out of a JSON line (it then takes its default: 0, false, -1 for lengths).\n");
         b.append("\n### Examples\n\nOne JSON line per type, then what its dissector prints.\n\n");

@@ -62,6 +62,9 @@ public final class Mentions {
             case NodeEvent.ConnectorOutputReceived x -> {
                 rids(s, x.finishedSending());
                 rids(s, x.finishedRecving());
+                if (x.acted() != null) {
+                    rids(s, x.acted().finishedSending()); // the inner's rewrite may add parked or reaped ones
+                }
             }
             case NodeEvent.TransferCompleted x -> s.status(x.statusId(), null);
             case NodeEvent.RemoteBlocksReceived x -> {

@@ -300,7 +300,8 @@ public final class BridgeCodec {
                     finishActed(a.get("acted")));
             case UPDATE_CONNECTOR_OUTPUT -> new HookCall.UpdateConnectorOutput(
                     optionalStrings(a.get("finished_sending"), "args.finished_sending"),
-                    optionalStrings(a.get("finished_recving"), "args.finished_recving"));
+                    optionalStrings(a.get("finished_recving"), "args.finished_recving"),
+                    freedActed(a.get("acted")));
             case START_LOAD_KV -> new HookCall.StartLoadKv();
             case SAVE_KV_LAYER -> new HookCall.SaveKvLayer(str(req(a, "layer_name"), "args.layer_name"));
             case WAIT_FOR_SAVE -> new HookCall.WaitForSave();
@@ -418,6 +419,22 @@ public final class BridgeCodec {
         }
         return new NodeEvent.FinishAnswer(bool(reqIn(m, "delay_free", "args.acted"), "args.acted.delay_free"),
                 params(m.get("kv_transfer_params"), "args.acted.kv_transfer_params"));
+    }
+
+    /**
+     * {@code args.acted} of {@code update_connector_output}: {@code {"finished_sending": [str] |
+     * None}}, the producer's {@code finished_sending} vLLM kept without waiting for the node's
+     * rewrite; {@code null} when not sent.
+     */
+    private static NodeEvent.FreedAnswer freedActed(PyValue v) {
+        if (none(v)) {
+            return null;
+        }
+        if (!(v instanceof PyValue.Map m)) {
+            throw wrong("args.acted", "dict or None", v);
+        }
+        return new NodeEvent.FreedAnswer(optionalStrings(reqIn(m, "finished_sending", "args.acted"),
+                "args.acted.finished_sending"));
     }
 
     private static boolean bool(PyValue v, String what) {

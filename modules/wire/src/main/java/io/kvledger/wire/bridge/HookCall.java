@@ -137,17 +137,25 @@ public sealed interface HookCall {
      *
      * @param finishedSending request ids, or {@code null} for None
      * @param finishedRecving request ids, or {@code null} for None
+     * @param acted           the {@code finished_sending} vLLM acted on without waiting
+     *                        ({@code args.acted}), or {@code null}
      */
-    record UpdateConnectorOutput(List<String> finishedSending, List<String> finishedRecving) implements Engine {
+    record UpdateConnectorOutput(List<String> finishedSending, List<String> finishedRecving,
+                                 NodeEvent.FreedAnswer acted) implements Engine {
         public UpdateConnectorOutput {
             finishedSending = finishedSending == null ? null : List.copyOf(finishedSending);
             finishedRecving = finishedRecving == null ? null : List.copyOf(finishedRecving);
         }
 
+        /** An output whose rewrite the engine waits for (or a consumer's). */
+        public UpdateConnectorOutput(List<String> finishedSending, List<String> finishedRecving) {
+            this(finishedSending, finishedRecving, null);
+        }
+
         @Override public BridgeHook hook() { return BridgeHook.UPDATE_CONNECTOR_OUTPUT; }
 
         @Override public NodeEvent at(long atNs) {
-            return new NodeEvent.ConnectorOutputReceived(atNs, finishedSending, finishedRecving);
+            return new NodeEvent.ConnectorOutputReceived(atNs, finishedSending, finishedRecving, acted);
         }
     }
 

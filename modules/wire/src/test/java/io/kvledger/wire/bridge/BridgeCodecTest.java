@@ -361,6 +361,36 @@ class BridgeCodecTest {
     }
 
     @Test
+    void theFreedSetVllmActedOnIsReadIntoTheEvent() {
+        // a producer's update_connector_output with drive_freed_from_inner: args.acted, the
+        // finished_sending vLLM kept from the inner connector's rewrite
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("finished_sending", new ArrayList<>(List.of("r1", "r2")));
+        o.put("finished_recving", null);
+        Map<String, Object> acted = new LinkedHashMap<>();
+        acted.put("finished_sending", new ArrayList<>(List.of("r2")));
+        o.put("acted", acted);
+        HookCall.UpdateConnectorOutput call = (HookCall.UpdateConnectorOutput) ok(frame(5, "update_connector_output", o)).call();
+        assertThat(call.at(7)).isEqualTo(new io.kvledger.core.event.NodeEvent.ConnectorOutputReceived(7,
+                List.of("r1", "r2"), null, new io.kvledger.core.event.NodeEvent.FreedAnswer(List.of("r2"))));
+        acted.put("finished_sending", null);
+        assertThat(((HookCall.UpdateConnectorOutput) ok(frame(5, "update_connector_output", o)).call()).acted())
+                .isEqualTo(new io.kvledger.core.event.NodeEvent.FreedAnswer(null));
+        o.put("acted", null);
+        assertThat(ok(frame(5, "update_connector_output", o)).call())
+                .isEqualTo(new HookCall.UpdateConnectorOutput(List.of("r1", "r2"), null));
+        o.remove("acted");
+        assertThat(((HookCall.UpdateConnectorOutput) ok(frame(5, "update_connector_output", o)).call()).acted()).isNull();
+
+        o.put("acted", List.of("r2"));
+        argRejected("update_connector_output", o, RejectReason.WRONG_FIELD_TYPE, "args.acted must be dict or None");
+        o.put("acted", new LinkedHashMap<>());
+        argRejected("update_connector_output", o, RejectReason.MISSING_FIELD, "missing args.acted.finished_sending");
+        o.put("acted", new LinkedHashMap<>(Map.of("finished_sending", List.of(3L))));
+        argRejected("update_connector_output", o, RejectReason.WRONG_FIELD_TYPE, "args.acted.finished_sending[0] must be str");
+    }
+
+    @Test
     void requestBytesAreWhatPythonPacks() {
         // msgpack.packb({"v": 1, "id": 3, "hook": "get_num_new_matched_tokens",
         //                "args": {"request_id": "r", "num_computed_tokens": 0}}), by hand

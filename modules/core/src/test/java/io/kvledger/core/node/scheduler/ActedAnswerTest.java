@@ -116,6 +116,55 @@ class ActedAnswerTest {
                 + d.params().get("remote_host") + ", tp_size: absent != " + d.params().get("tp_size"));
     }
 
+    /** A producer whose request {@link #RID} finished with a deferred free (the node holds its blocks). */
+    private static Node producerDeferring() {
+        Node p = producerWithAllocation();
+        assertThat(p.decision(RID, FinishStatus.FINISHED_LENGTH_CAPPED, one(1, 2, 3)).delayFree()).isTrue();
+        return p;
+    }
+
+    private static List<Effect> freed(Node p, List<String> sending, List<String> acted) {
+        return p.apply(new NodeEvent.ConnectorOutputReceived(p.now, sending, null, new NodeEvent.FreedAnswer(acted)));
+    }
+
+    @Test
+    void a_freed_set_agreeing_in_any_order_adds_nothing_and_the_decisions_are_those_without_it() {
+        String other = proxyRid("acted-2");
+        List<Effect> mine = producerDeferring().output(List.of(RID, other), null);
+        assertThat(single(mine, Effect.FinishedSendingRewritten.class).safe()).containsExactly(RID);
+        assertThat(freed(producerDeferring(), List.of(RID, other), List.of(RID))).isEqualTo(mine);
+
+        // nothing surfaced: None and an empty set are the same answer
+        List<Effect> none = producerDeferring().output(null, null);
+        assertThat(freed(producerDeferring(), null, null)).isEqualTo(none);
+        assertThat(freed(producerDeferring(), null, List.of())).isEqualTo(none);
+    }
+
+    @Test
+    void a_request_vllm_freed_that_the_node_still_holds_and_one_it_frees_that_vllm_kept_are_named() {
+        Node p = producerDeferring();
+        String early = proxyRid("acted-early");
+        List<Effect> mine = producerDeferring().output(List.of(RID), null);
+        // vLLM kept RID (the inner left it out) and freed one the node never deferred
+        List<Effect> fx = freed(p, List.of(RID), List.of(early));
+        assertThat(fx.subList(0, mine.size() - 1)).isEqualTo(mine.subList(0, mine.size() - 1));
+        assertThat(single(fx, Effect.FinishedSendingRewritten.class).safe()).containsExactly(RID); // the node's stands
+        List<Effect.Anomaly> diverged = fx.stream().filter(e -> e instanceof Effect.Anomaly a
+                && a.kind() == AnomalyKind.DRIVE_ANSWER_DIVERGED).map(e -> (Effect.Anomaly) e).toList();
+        assertThat(diverged).hasSize(2);
+        assertThat(diverged.get(0).requestId()).isEqualTo(early);
+        assertThat(diverged.get(0).detail()).isEqualTo("update_connector_output: vLLM freed its blocks (the inner"
+                + " connector's finished_sending); this node does not surface it this step");
+        assertThat(diverged.get(1).requestId()).isEqualTo(RID);
+        assertThat(diverged.get(1).transferId()).isEqualTo("tx-acted");
+        assertThat(diverged.get(1).detail()).isEqualTo("update_connector_output: this node surfaces it (frees its"
+                + " blocks); vLLM kept them (the inner connector's finished_sending leaves it out)");
+        // the node's state moved as without acted: RID is freed, a second ACK for it is not deferred any more
+        Node without = producerDeferring();
+        without.output(List.of(RID), null);
+        assertThat(p.state.canonical()).isEqualTo(without.state.canonical());
+    }
+
     private static List<Object> copy(List<?> l) {
         List<Object> out = new java.util.ArrayList<>(l.size());
         for (Object o : l) {
