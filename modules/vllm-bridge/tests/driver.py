@@ -244,7 +244,7 @@ class FakeClock:
 
 def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None,
          idle_steps=0, step_ms=None, drive_pipeline=True, acted=None, info=None, drive_from_inner=False,
-         drive_compact=True):
+         drive_compact=True, drive_freed_from_inner=True):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
@@ -257,8 +257,9 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     ``acted``, a list, receives every answer the loop acted on (``Driver.acted``); ``info``, a dict,
     the drive client's ``batches`` (frames that carried several calls) and ``divergences``.
     ``drive_from_inner``: ``drive_matched_from_inner`` and ``drive_finished_from_inner`` (vLLM acts on
-    the inner's answers, the node's are checked when read). ``drive_compact`` false: the long form
-    of every call even to a node that takes the compact one.
+    the inner's answers, the node's are checked when read; with them ``drive_freed_from_inner``
+    unless ``drive_freed_from_inner`` is false). ``drive_compact`` false: the long form of every call
+    even to a node that takes the compact one. ``info`` gets the awaited calls too (``awaited``).
     """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
@@ -285,6 +286,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         extra["drive_compact"] = drive_compact
         if drive_from_inner:
             extra["drive_matched_from_inner"] = extra["drive_finished_from_inner"] = True
+            extra["drive_freed_from_inner"] = drive_freed_from_inner
     cfg = make_config("kv_producer" if producer else "kv_consumer", extra)
     sched = build(KvledgerRecorderConnector, cfg, KVConnectorRole.SCHEDULER)
     worker = build(KvledgerRecorderConnector, cfg, KVConnectorRole.WORKER)
@@ -314,6 +316,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     if info is not None and sched.driving:
         info["batches"] = sched._drive.batches
         info["compact"] = sched._drive.compact
+        info["awaited"] = sched._drive.calls
     if info is not None:
         info["sched"] = sched
     if answers is not None:
@@ -339,6 +342,8 @@ def main(argv=None):
     ap.add_argument("--no-drive-compact", action="store_true", help="drive mode: the long form of every call")
     ap.add_argument("--drive-from-inner", action="store_true",
                     help="drive mode: vLLM acts on the inner's matched tokens and finishes, the node's are checked")
+    ap.add_argument("--no-drive-freed-from-inner", action="store_true",
+                    help="with --drive-from-inner: await the node's finished_sending rewrite after finishes")
     ap.add_argument("--idle-steps", type=int, default=0, help="steps with nothing to schedule after the scenario's")
     ap.add_argument("--step-ms", type=float, help="a fake clock for the recorder, moving this much per step")
     a = ap.parse_args(argv)
@@ -349,11 +354,13 @@ def main(argv=None):
     info = {}
     for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers,
                   idle_steps=a.idle_steps, step_ms=a.step_ms, drive_pipeline=not a.no_drive_pipeline, acted=acted,
-                  info=info, drive_from_inner=a.drive_from_inner, drive_compact=not a.no_drive_compact):
+                  info=info, drive_from_inner=a.drive_from_inner, drive_compact=not a.no_drive_compact,
+                  drive_freed_from_inner=not a.no_drive_freed_from_inner):
         print(p)
     if "batches" in info:
         print(f"drive batches {info['batches']}")
         print(f"drive compact {info['compact']}")
+        print(f"drive awaited {info['awaited']}")
     if a.drive:
         # read after shutdown: every unawaited answer has been checked
         print(f"drive divergences {info['sched'].drive_divergences}")

@@ -599,10 +599,18 @@ class InnerLikeNode(BatchingNode):
 
     def __init__(self, answers, compact=False):
         self.tids = {}
+        self.deferred = set()
         answers = dict(answers)
         answers["add_request"] = self.admit
         answers["request_finished"] = self.finish
+        answers["update_connector_output"] = self.output
         super().__init__(answers, compact)
+
+    def output(self, args):
+        # as the connector: the ACKs of deferred frees surface (None when there are none)
+        safe = sorted(set(args.get("finished_sending") or ()) & self.deferred)
+        self.deferred.difference_update(safe)
+        return {"finished_sending": safe or None}
 
     def admit(self, args):
         self.tids[args["request_id"]] = (args.get("kv_transfer_params") or {}).get("transfer_id")
@@ -611,6 +619,8 @@ class InnerLikeNode(BatchingNode):
     def finish(self, args):
         if args["status"] != "FINISHED_LENGTH_CAPPED":
             return {"delay_free": False, "kv_transfer_params": None}
+        if any(args["block_ids"]):
+            self.deferred.add(args["request_id"])
         return {"delay_free": any(args["block_ids"]), "kv_transfer_params": {
             "do_remote_prefill": True, "do_remote_decode": False, "remote_block_ids": args["block_ids"],
             "remote_engine_id": "10.0.0.1:6301", "remote_host": "10.0.0.1", "remote_handshake_port": "6301",
@@ -643,7 +653,13 @@ def test_finishes_from_the_inner_go_unawaited_and_agreeing_answers_give_the_same
                     {"delay_free": x[2], "kv_transfer_params": x[3]} for x in d.acted if x[0] == "finished"]
                 assert all(a["acted"]["delay_free"] is True for a in finished)
                 assert not any(b[-1] == "request_finished" for b in node.batches)  # never awaited
-                assert s._drive_deferred == {a["request_id"] for a in finished}  # the node surfaced none
+                # nor an update_connector_output (drive_freed_from_inner, on with it): nothing was awaited
+                assert bridge.calls == 1  # the hello
+                outputs = [a for h, a in node.calls if h == "update_connector_output"]
+                assert [o["acted"]["finished_sending"] for o in outputs] == [x[1] or None for x in d.acted
+                                                                            if x[0] == "freed"]
+                assert any(o["acted"]["finished_sending"] for o in outputs)
+                assert not s._drive_deferred  # the node surfaced each
                 assert not s._drive_finish_unread
             else:
                 assert all("acted" not in a for a in finished)
@@ -660,7 +676,9 @@ def test_a_node_finishing_otherwise_than_the_inner_is_a_counted_logged_divergenc
                          "update_connector_output": {"finished_sending": None}})
     try:
         with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
-            s, d, _ = run_three(tmp_path, node, "diverging", drive_finished_from_inner=True)
+            # (drive_freed_from_inner off: the inner's frees of those deferrals would diverge too)
+            s, d, _ = run_three(tmp_path, node, "diverging", drive_finished_from_inner=True,
+                                drive_freed_from_inner=False)
         finished = [x for x in d.acted if x[0] == "finished"]
         assert [x[2] for x in finished] == [True] * 3  # vLLM acted on the inner's deferrals
         assert s.drive_divergences == 3 and s.drive_fallbacks == 3
@@ -684,7 +702,7 @@ def test_the_empty_output_shortcut_waits_for_a_finish_the_node_may_still_defer(t
     node = BatchingNode({"request_finished": {"delay_free": False, "kv_transfer_params": None},
                          "update_connector_output": {"finished_sending": None}})
     try:
-        s = scheduler(tmp_path, node.port, drive_finished_from_inner=True)
+        s = scheduler(tmp_path, node.port, drive_finished_from_inner=True, drive_freed_from_inner=False)
         req = producer_requests(1)[0]
         s.on_new_request(req)
         req.status = RequestStatus.FINISHED_ABORTED  # the inner frees it now
@@ -705,6 +723,73 @@ def test_the_empty_output_shortcut_waits_for_a_finish_the_node_may_still_defer(t
         assert s._drive.calls == 3  # awaited from now on
         s.shutdown()
         assert s.drive_divergences == 0
+    finally:
+        node.close()
+
+
+def test_freed_from_the_inner_is_never_awaited_and_a_node_rewriting_otherwise_is_a_counted_divergence(
+        tmp_path, caplog):
+    """drive_freed_from_inner (on with drive_finished_from_inner): after finishes vLLM keeps the inner's
+    rewrite of finished_sending at once; the update_connector_output call goes to the node unawaited
+    (a reply the node holds back would time out an awaited call), carrying that set as acted; a node
+    rewrite with other requests (as a set: order does not matter) is counted and logged once."""
+    from vllm.v1.outputs import KVConnectorOutput
+    from vllm.v1.request import RequestStatus
+    reqs = producer_requests(2)
+    ids = sorted(r.request_id for r in reqs)
+    node = HoldingNode({"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+                        "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
+                        "update_connector_output": {"finished_sending": list(reversed(ids))}},
+                       ("update_connector_output", "request_finished", "add_request"))
+    try:
+        with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
+            s = scheduler(tmp_path, node.port, drive_timeout_ms=300, drive_finished_from_inner=True,
+                          drive_batch=False)
+            assert s._drive_freed_from_inner
+
+            def freed_divergences():  # (the scripted request_finished params differ from the inner's)
+                return s._errors.get("drive divergence update_connector_output", 0)
+            for r in reqs:
+                s.on_new_request(r)
+                r.status = RequestStatus.FINISHED_LENGTH_CAPPED
+                assert s.request_finished(r, [1, 2])[0] is True  # the inner's: it defers
+            out = KVConnectorOutput(finished_sending=set(ids + ["cmpl-unknown"]))
+            s.update_connector_output(out)
+            assert out.finished_sending == set(ids)  # the inner's rewrite, at once
+            assert s._drive.calls == 1 and s.drive_fallbacks == 0  # the hello only: nothing awaited
+            # the node surfaces the same two (in another order): agreeing
+            s.get_num_new_matched_tokens(producer_requests(3)[2], 0)  # awaited: reads the held replies
+            assert freed_divergences() == 0 and not s._drive_deferred
+            sent = [a for h, a in node.calls if h == "update_connector_output"]
+            assert sent == [{"finished_sending": ids + ["cmpl-unknown"], "finished_recving": None,
+                             "acted": {"finished_sending": ids}}]
+            # the inner surfaces nothing more; the node frees both again: one divergence, both named
+            out = KVConnectorOutput(finished_sending=set(ids))
+            s.update_connector_output(out)
+            assert not out.finished_sending
+            s.get_num_new_matched_tokens(producer_requests(3)[2], 0)  # reads the held reply
+            s.shutdown()
+        assert node.calls[-2] == ("update_connector_output", {"finished_sending": ids, "finished_recving": None,
+                                                             "acted": {"finished_sending": None}})
+        assert freed_divergences() == 1 and s.drive_divergences == 3 and s.drive_fallbacks == 3
+        assert s.drive_divergence_last == ("update_connector_output", None, ids)
+        assert caplog.text.count("DIVERGED on update_connector_output: vLLM acted on None without waiting, "
+                                 f"the node answers {ids!r}") == 1
+    finally:
+        node.close()
+
+
+def test_freed_from_inner_follows_finished_from_inner_and_can_be_turned_off(tmp_path):
+    """drive_freed_from_inner is on exactly when drive_finished_from_inner is, unless set false; alone it
+    does nothing (vLLM would free by the inner's deferrals while deferring by the node's)."""
+    node = ScriptedNode({})
+    try:
+        for more, on in (({}, False), ({"drive_finished_from_inner": True}, True),
+                         ({"drive_finished_from_inner": True, "drive_freed_from_inner": "false"}, False),
+                         ({"drive_freed_from_inner": True}, False)):
+            s = scheduler(tmp_path, node.port, **more)
+            assert s._drive is not None and s._drive_freed_from_inner is on, more
+            s.shutdown()
     finally:
         node.close()
 

@@ -61,6 +61,14 @@ Extra config keys read here (all others are the inner connector's):
                                 inner's ``(delay_free, kv_transfer_params)`` at once; the node's answer is
                                 the same when its ``delay_free`` and its params, key for key (a tuple as
                                 the list msgpack makes of it), are. Default false
+``drive_freed_from_inner``      with ``drive_finished_from_inner`` (and only then): the same for a producer's
+                                ``update_connector_output``: vLLM keeps the inner's rewrite of
+                                ``finished_sending`` (which requests' blocks it frees now) and nothing
+                                waits; the call carries that set as ``acted``; the node's rewrite is the
+                                same when it holds the same requests (in any order). Default true: the
+                                inner that decided which frees to defer also decides when they end (the
+                                node's rewrite would free by another's deferrals); false awaits the
+                                node's rewrite after a finish, as before
 """
 
 from __future__ import annotations
@@ -746,6 +754,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_producer = False
         self._drive_from_inner = False
         self._drive_finished_from_inner = False
+        self._drive_freed_from_inner = False
         # the node takes the compact form of a batched call (its hello lists "compact")
         self._drive_compact = False
         # a producer's request_finished sent without waiting whose answer vLLM acted on said
@@ -807,6 +816,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_from_inner = self._drive_pipeline and _flag(extra.get("drive_matched_from_inner", False))
             self._drive_finished_from_inner = self._drive_pipeline and _flag(
                 extra.get("drive_finished_from_inner", False))
+            self._drive_freed_from_inner = self._drive_finished_from_inner and _flag(
+                extra.get("drive_freed_from_inner", True))
             # a node that takes batches lists them (older nodes do not: each call then goes alone)
             bridge.batching = self._drive_pipeline and batch and "batch" in (node.get("hooks") or ())
             # and compact calls in a batch (older nodes take the long form alone)
@@ -1550,6 +1561,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # a consumer's node leaves the sets as they are: nothing to wait for. One that carries no
             # ids waits in the batch for the next step's calls (an idle step then sends one frame)
             self._drive_send("update_connector_output", flush=carries, **before)
+        elif before is not None and self._drive_freed_from_inner:
+            self._drive_free_from_inner(connector_output, before, carries)
         elif (before is not None and self._drive_pipeline and self._drive_deferred_known and not self._drive_deferred
               and not self._drive_finish_unread and not carries):
             # Nothing came and no deferred free is pending: the reducer surfaces a request only from
@@ -1570,6 +1583,32 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 if safe:
                     self._drive_deferred.difference_update(safe)
         return result
+
+    def _drive_free_from_inner(self, connector_output, args, carries):
+        """A producer's ``update_connector_output`` with ``drive_freed_from_inner``: vLLM keeps the
+        inner's rewrite of ``finished_sending``; the call, carrying it as ``acted``, goes to the node
+        without waiting (with the batch at once when ids came) and the node's rewrite is checked
+        when read, as a set. The record of what the node defers (``_drive_deferred``) loses what
+        the node surfaces."""
+        try:
+            kept = getattr(connector_output, "finished_sending", None)
+            acted = _id_list(kept) or None
+            args["acted"] = {"finished_sending": acted}
+            acted = frozenset(acted or ())
+        except Exception as e:  # noqa: BLE001 - not a set of ids: nothing the node could agree with
+            acted = ("not a set", repr(getattr(connector_output, "finished_sending", None)))
+            self._failed("drive update_connector_output", e)
+        sent = args["finished_sending"]
+
+        def on_result(r):
+            safe = r["finished_sending"] if "finished_sending" in r else sent
+            if safe:
+                self._drive_deferred.difference_update(safe)
+            node = frozenset(safe or ())
+            if node != acted:  # named as sorted lists (None: none), as vLLM would free them
+                self._drive_diverged("update_connector_output", sorted(acted) or None if isinstance(
+                    acted, frozenset) else acted, sorted(node) or None)
+        self._drive_send_args("update_connector_output", args, on_result, carries)
 
     def request_finished(self, request, block_ids):
         s = self._stream

@@ -402,6 +402,49 @@ class VllmBridgeShadowTest {
     }
 
     @Test
+    void driveModeFreedFromTheInnerAwaitsNothingAndReplaysAsWhenItWaits() throws Exception {
+        // drive_freed_from_inner (on with drive_finished_from_inner): after finishes vLLM keeps the
+        // inner connector's rewrite of finished_sending at once, and the call carries it as acted.
+        // Against a real node, off and on: the same answers acted on and the same replayed decisions;
+        // on, no call after the hello is awaited and each update_connector_output is journaled with
+        // the set vLLM freed, which the node's own rewrite matches (no divergence).
+        List<List<String>> acted = new ArrayList<>();
+        List<String> replays = new ArrayList<>();
+        for (boolean freed : new boolean[] {false, true}) {
+            Path journal = startNode("producer", "drive");
+            List<String> args = new ArrayList<>(List.of("--scenario", "healthy", "--role", "producer", "--out",
+                    tmp.resolve("rec-freed-" + freed).toString(), "--idle-steps", "3",
+                    "--drive", "tcp://127.0.0.1:" + shadowPort, "--drive-from-inner"));
+            if (!freed) {
+                args.add("--no-drive-freed-from-inner");
+            }
+            String out = runDriver(args.toArray(String[]::new));
+            assertTrue(out.contains("answer driving True") && out.contains("drive divergences 0"), out);
+            // on: the hello is the only call awaited; off: the output after the finishes waits too
+            assertEquals(freed, out.contains("drive awaited 1\n"), out);
+            acted.add(out.lines().filter(l -> l.startsWith("acted ") || l.startsWith("answer ")).toList());
+            assertTrue(acted.getLast().stream().anyMatch(l -> l.startsWith("acted [\"freed\", [\"")), out);
+            stopNode();
+            CliRun.Outcome v = CliRun.run("replay", "--verify", "--full-ids", journal.toString());
+            assertEquals(0, v.code(), v.out() + v.err());
+            assertTrue(!v.out().contains("DRIVE_ANSWER_DIVERGED"), v.out());
+            replays.add(v.out().replaceAll("span [0-9.]+ s", "span"));
+            CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--type", "connector_output_received");
+            assertEquals(0, dump.code(), dump.out() + dump.err());
+            List<String> outputs = dump.out().lines().filter(l -> l.contains("connector_output_received")).toList();
+            assertTrue(outputs.size() >= 6, dump.out());
+            long withActed = outputs.stream().filter(l -> l.contains(" acted=finished_sending=")).count();
+            assertEquals(freed ? outputs.size() : 0, withActed, dump.out());
+            if (freed) {
+                assertTrue(outputs.stream().anyMatch(l -> l.contains(" acted=finished_sending=[" + RID1)), dump.out());
+            }
+            Files.move(journal, tmp.resolve("drive-producer-freed-" + freed));
+        }
+        assertEquals(acted.get(0), acted.get(1));
+        assertEquals(replays.get(0), replays.get(1));
+    }
+
+    @Test
     void driveModeHandsAWriteConsumerOf239b5ff30ItsNewRequests() throws Exception {
         // vLLM 239b5ff30's WRITE consumer builds reqs_to_recv from scheduled_new_reqs: the node,
         // driven under that profile, answers the step with the receive the engine scheduled
