@@ -21,15 +21,19 @@ scripted MoRIIO-like connector inside:
   ``--unbatched LABEL``, once more with ``drive_batch`` false (unawaited calls sent each on its
   own frame); with ``--from-inner LABEL``, once more with ``drive_matched_from_inner`` and
   ``drive_finished_from_inner`` (vLLM takes the inner's ``get_num_new_matched_tokens`` and
-  ``request_finished`` at once, the node's answers are checked when read); with
-  ``--matched-from-inner LABEL``, with ``drive_matched_from_inner`` alone.
+  ``request_finished`` at once, the node's answers are checked when read; ``drive_freed_from_inner``
+  off: a producer's ``update_connector_output`` after finishes still awaits the node's rewrite); with
+  ``--freed-from-inner LABEL``, the same with ``drive_freed_from_inner`` (vLLM keeps the inner's
+  rewrite of ``finished_sending`` at once: nothing awaited); with ``--matched-from-inner LABEL``,
+  with ``drive_matched_from_inner`` alone.
 
 ``--transport unix`` (the default) serves each node's bridge on ``unix:///TMP/node-LABEL.sock`` and
 times the echo over a Unix socket too; ``--transport tcp`` uses ``tcp://127.0.0.1:PORT``.
 
 Each cycle admits ``N`` requests at once (64-token prompts in 16-token chunks: the admitting step,
 two steady steps, a step whose last chunks finish every request) and then steps ``--idle`` times
-with nothing scheduled. The scheduler hooks of every engine are timed by the same wrapper
+with nothing scheduled, the first of which ("their deferred frees end") gets the finished requests'
+ACKs in ``update_connector_output``. The scheduler hooks of every engine are timed by the same wrapper
 (``time.perf_counter_ns``); a step's time is the sum of its scheduler hooks. The tables give, per
 kind of step, the step's time with drive mode off and on (p50 / p99, µs) and what drive mode adds:
 each step's time on minus the same step's time off (paired: the engines make the same calls), its
@@ -72,9 +76,10 @@ from vllm.v1.request import Request  # noqa: E402
 
 SCHED_HOOKS = ("on_new_request", "get_num_new_matched_tokens", "update_state_after_alloc", "build_connector_meta",
                "update_connector_output", "request_finished")
-KINDS = ("burst", "steady", "finish", "idle")
+KINDS = ("burst", "steady", "finish", "freeing", "idle")
 KIND_TEXT = {"burst": "admits N requests", "steady": "N running, none new or finished",
-             "finish": "N finish", "idle": "nothing scheduled"}
+             "finish": "N finish", "freeing": "the next: their deferred frees end",
+             "idle": "nothing scheduled"}
 # the launcher's JVM flags for the CLI, and a live node's collector; a smaller fixed heap (two or
 # three nodes run at once)
 JVM_FLAGS = ["--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
@@ -165,7 +170,8 @@ class Node:
 class Engine:
     """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
 
-    def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=False, finished_from_inner=False):
+    def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=False, finished_from_inner=False,
+                 freed_from_inner=False):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
         if drive is not None:
@@ -178,6 +184,7 @@ class Engine:
                 extra["drive_matched_from_inner"] = True
             if finished_from_inner:
                 extra["drive_finished_from_inner"] = True
+                extra["drive_freed_from_inner"] = freed_from_inner
         cfg = make_config("kv_producer", extra)
         self.sched = KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
         self.worker = KvledgerRecorderConnector(cfg, KVConnectorRole.WORKER, None)
@@ -282,6 +289,7 @@ def play(engines, echo, n, cycles, idle, first, record):
             for r in reqs[e.label]:
                 e.driver.add(r)
         # on_new_request (the admission) is timed into the admitting step
+        previous = None
         for i in range(4 + idle):
             kinds = set()
             order = engines[k % len(engines):] + engines[:k % len(engines)]
@@ -294,6 +302,8 @@ def play(engines, echo, n, cycles, idle, first, record):
                     kind = "burst"
                 elif len(d.finished) > before[2]:
                     kind = "finish"
+                elif previous == "finish":
+                    kind = "freeing"  # nothing scheduled: update_connector_output surfaces the ACKs
                 elif before[1]:
                     kind = "steady"
                 else:
@@ -308,6 +318,7 @@ def play(engines, echo, n, cycles, idle, first, record):
                     cpu[e.label][kind].append(took_cpu)
             if len(kinds) != 1:
                 sys.exit(f"drive_step_cost: the engines disagree on the kind of step {i} of cycle {c}: {kinds}")
+            previous = next(iter(kinds))
             for _ in range(4):
                 echo.once(record)
     return steps, cpu
@@ -326,6 +337,9 @@ def main(argv=None):
     ap.add_argument("--from-inner", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_matched_from_inner and drive_finished_from_inner, a node of "
                          "its own from that jar")
+    ap.add_argument("--freed-from-inner", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_matched_from_inner, drive_finished_from_inner and "
+                         "drive_freed_from_inner, a node of its own from that jar")
     ap.add_argument("--matched-from-inner", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_matched_from_inner alone, a node of its own from that jar")
     ap.add_argument("--transport", choices=["unix", "tcp"], default="unix",
@@ -361,6 +375,11 @@ def main(argv=None):
                 node = Node(a.java, jar, tmp, label + "-from-inner", a.transport)
                 nodes.append(node)
                 engines.append(Engine(label + " from inner", node.endpoint, from_inner=True, finished_from_inner=True))
+            if label in a.freed_from_inner:
+                node = Node(a.java, jar, tmp, label + "-freed-from-inner", a.transport)
+                nodes.append(node)
+                engines.append(Engine(label + " freed from inner", node.endpoint, from_inner=True,
+                                      finished_from_inner=True, freed_from_inner=True))
             if label in a.unpipelined:
                 node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport)
                 nodes.append(node)
