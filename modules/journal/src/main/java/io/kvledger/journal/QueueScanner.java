@@ -219,7 +219,7 @@ final class QueueScanner implements AutoCloseable {
      * What an I/O error says: an interrupt of the reading thread (a pass its caller cancelled)
      * closes the pass's own channel and has no message of its own.
      */
-    static String why(IOException e) {
+    private static String why(IOException e) {
         if (e instanceof java.nio.channels.ClosedByInterruptException) {
             return "the reading thread was interrupted (the pass was cancelled)";
         }
