@@ -120,6 +120,13 @@ final class QueueScanner implements AutoCloseable {
     private long expectedLastPos;
     /** Whether the walk of the current file met an excerpt starting at {@link #expectedLastPos}. */
     private boolean expectedLastPosMet;
+    /**
+     * Outside follow mode: where the last excerpt the pass holds the current file to starts, as
+     * Chronicle's header recorded it when the file was opened (-1: unknown).
+     */
+    private long heldLastPos;
+    /** Whether {@link #heldLastPos} was read again at an end after the header could not be read at the open. */
+    private boolean heldReread;
     /** Where the last excerpt the walk met in the current file starts (-1: none yet). */
     private long lastExcerptPos;
     /** Where Chronicle's header of the current file says its index2index array is (-1: unknown). */
@@ -574,6 +581,8 @@ final class QueueScanner implements AutoCloseable {
         long[] wp = chronicleWritePosition();
         expectedLastPos = wp == null ? -1 : wp[0];
         expectedLastPosMet = false;
+        heldLastPos = expectedLastPos;
+        heldReread = false;
         lastExcerptPos = -1;
         index2IndexPos = chronicleIndex2Index();
         indexArrayPos = NO_LONGS;
@@ -674,10 +683,20 @@ final class QueueScanner implements AutoCloseable {
      * after what its window had read) looked like damage, the rest of the file was searched, the
      * walk went on after the new entries, and the pass ended only once the writer paused (a node
      * stepping while a request waited kept its own {@code /v1/hangs} pass going for over 30 s).
+     * A header that could not be read at the open is read once more at the first end (a file a
+     * writer had just created, its header not yet written): if it can be read now, it holds the
+     * file from then on; if not (a damaged header), every end is searched past as before.
      */
     private boolean writtenAt(long at) throws IOException {
         if (!follow) {
-            return expectedLastPos < 0 || expectedLastPos >= at;
+            if (heldLastPos < 0 && !heldReread) {
+                heldReread = true;
+                invalidate();
+                long[] wp = chronicleWritePosition();
+                invalidate();
+                heldLastPos = wp == null ? -1 : wp[0];
+            }
+            return heldLastPos < 0 || heldLastPos >= at;
         }
         invalidate();
         long[] wp = chronicleWritePosition();
