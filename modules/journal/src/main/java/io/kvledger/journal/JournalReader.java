@@ -15,8 +15,8 @@ import java.util.stream.StreamSupport;
  * Reads one node's journal: its {@link #header()} and its entries, in order, from the header to
  * the last complete entry (an entry a crashed writer left half-written is not part of the
  * journal). Opening is read-only: it never changes the files, and it works while a writer appends
- * in another process (an iteration then ends at the entries written so far; use
- * {@link #tail(boolean)} to follow).
+ * in another process or thread (an iteration then ends at the entries written so far, and does
+ * not chase a writer that goes on appending; use {@link #tail(boolean)} to follow).
  *
  * <p>The queue files are read with plain file reads ({@link QueueScanner}), not through
  * Chronicle's memory mappings, so a damaged file (truncated, zeroed, flipped bits, a missing or

@@ -39,7 +39,10 @@ import java.util.stream.Stream;
  * right kind, a seq above the last good one).
  *
  * <p>In follow mode ({@link JournalTailer}) the end of the last file is not searched past: a live
- * writer appends there, and {@link #next} simply returns false until it has.
+ * writer appends there, and {@link #next} simply returns false until it has. Outside follow mode
+ * a pass over a file a live writer appends to ends at the first end it meets past what Chronicle's
+ * header recorded as written when the pass opened the file: however fast the writer goes on, the
+ * pass does not chase it.
  *
  * <p>Outside follow mode, a file of {@value #READ_AHEAD_FROM_CHUNKS} read-ahead chunks or more is
  * read ahead on a thread of its own ({@link ReadAhead}) while the walk goes straight on; the
@@ -117,6 +120,13 @@ final class QueueScanner implements AutoCloseable {
     private long expectedLastPos;
     /** Whether the walk of the current file met an excerpt starting at {@link #expectedLastPos}. */
     private boolean expectedLastPosMet;
+    /**
+     * Outside follow mode: where the last excerpt the pass holds the current file to starts, as
+     * Chronicle's header recorded it when the file was opened (-1: unknown).
+     */
+    private long heldLastPos;
+    /** Whether {@link #heldLastPos} was read again at an end after the header could not be read at the open. */
+    private boolean heldReread;
     /** Where the last excerpt the walk met in the current file starts (-1: none yet). */
     private long lastExcerptPos;
     /** Where Chronicle's header of the current file says its index2index array is (-1: unknown). */
@@ -208,8 +218,19 @@ final class QueueScanner implements AutoCloseable {
             return advance(buf);
         } catch (IOException e) {
             throw new JournalException("cannot read " + dir.resolve(fileName == null ? "" : fileName) + ": "
-                    + e.getMessage(), e);
+                    + why(e), e);
         }
+    }
+
+    /**
+     * What an I/O error says: an interrupt of the reading thread (a pass its caller cancelled)
+     * closes the pass's own channel and has no message of its own.
+     */
+    private static String why(IOException e) {
+        if (e instanceof java.nio.channels.ClosedByInterruptException) {
+            return "the reading thread was interrupted (the pass was cancelled)";
+        }
+        return e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
     }
 
     private boolean advance(Queues.Buffer buf) throws IOException {
@@ -560,6 +581,8 @@ final class QueueScanner implements AutoCloseable {
         long[] wp = chronicleWritePosition();
         expectedLastPos = wp == null ? -1 : wp[0];
         expectedLastPosMet = false;
+        heldLastPos = expectedLastPos;
+        heldReread = false;
         lastExcerptPos = -1;
         index2IndexPos = chronicleIndex2Index();
         indexArrayPos = NO_LONGS;
@@ -653,8 +676,28 @@ final class QueueScanner implements AutoCloseable {
     /**
      * Whether Chronicle's header of the current file records the excerpt at {@code at} or one after
      * it as written (true when the header cannot be read: then it is not known to be in flight).
+     *
+     * <p>Outside follow mode this is the header as read when the file was opened, so that a pass
+     * ends at the first end it meets past what was written by then. Read afresh, the header of a
+     * file a live writer goes on appending to records ever more: each end the walk met (the zeros
+     * after what its window had read) looked like damage, the rest of the file was searched, the
+     * walk went on after the new entries, and the pass ended only once the writer paused (a node
+     * stepping while a request waited kept its own {@code /v1/hangs} pass going for over 30 s).
+     * A header that could not be read at the open is read once more at the first end (a file a
+     * writer had just created, its header not yet written): if it can be read now, it holds the
+     * file from then on; if not (a damaged header), every end is searched past as before.
      */
     private boolean writtenAt(long at) throws IOException {
+        if (!follow) {
+            if (heldLastPos < 0 && !heldReread) {
+                heldReread = true;
+                invalidate();
+                long[] wp = chronicleWritePosition();
+                invalidate();
+                heldLastPos = wp == null ? -1 : wp[0];
+            }
+            return heldLastPos < 0 || heldLastPos >= at;
+        }
         invalidate();
         long[] wp = chronicleWritePosition();
         invalidate();
