@@ -68,6 +68,7 @@ Extra config keys read here (all others are the inner connector's):
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import logging
@@ -282,6 +283,17 @@ def _flag(value):
 def _matched_answer(result):
     """The node's answer to ``get_num_new_matched_tokens`` as vLLM would take it."""
     return result.get("num_tokens"), bool(result.get("load_async"))
+
+
+def _matched_check(recorder, acted, result):
+    """``_drive_checked("get_num_new_matched_tokens", acted, _matched_answer)``'s check, as one
+    function (bound per call with ``functools.partial``: no closure, one call less per answer)."""
+    node = result.get("num_tokens"), bool(result.get("load_async"))
+    if node != acted:
+        recorder._drive_diverged("get_num_new_matched_tokens", acted, node)
+
+
+_partial = functools.partial
 
 
 def _finish_answer(result):
@@ -1294,7 +1306,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
         if self._drive is not None:
-            drive_rid = self._drive_admit(request)
+            drive_rid = request.request_id  # admitted already (on_new_request), as a rule
+            if type(drive_rid) is not str or drive_rid not in self._drive_seen:
+                drive_rid = self._drive_admit(request)
         result = self._inner.get_num_new_matched_tokens(request, num_computed_tokens)
         if rid is not None:
             try:
@@ -1315,8 +1329,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 row = None
             if row is not None:
                 try:
-                    self._drive.send_row("get_num_new_matched_tokens", row, self._drive_checked(
-                        "get_num_new_matched_tokens", acted, _matched_answer))
+                    self._drive.send_row("get_num_new_matched_tokens", row, _partial(_matched_check, self, acted))
                 except Exception as e:  # noqa: BLE001
                     self._drive_failed("get_num_new_matched_tokens", e)
                 return result
