@@ -847,6 +847,16 @@ def test_a_derived_new_request_goes_in_full_unless_its_blocks_and_params_are_pro
         assert recorder._new_request_rows_derived([r], admitted, allocated) == recorder._new_request_rows_now([r])
     r = new("a", ([1, 3],), p)
     assert recorder._new_request_rows_derived([r], admitted, allocated) == recorder._new_request_rows_now([r])
+    # a whole step qualifying (proven for all at once), and the same step with one changed: that one in full
+    admitted2 = {"a": admitted["a"], "d": recorder._params_packable(p)}
+    allocated2 = {"a": ([1, 2],), "d": ([5],)}
+    both = [new("a", ([1, 2],), p), new("d", ([5],), p, n=0)]
+    assert recorder._new_request_rows_derived(both, admitted2, allocated2) == [("a", 5), ("d", 0)]
+    q = dict(p)
+    q["n"] = True
+    mixed = [new("a", ([1, 2],), p), new("d", ([5],), q)]
+    assert recorder._new_request_rows_derived(mixed, admitted2, allocated2) == [
+        ("a", 5)] + recorder._new_request_rows_now(mixed[1:])
     # not vLLM's new request data: each in full, as before
     odd = [SimpleNamespace(req_id="a", block_ids=([1, 2],))]
     assert recorder._new_request_rows_derived(odd, admitted, allocated) == recorder._new_request_rows_now(odd) == [

@@ -576,6 +576,10 @@ _BLOCK_IDS = operator.attrgetter("block_ids")
 _EXTRA_ARGS = operator.attrgetter("sampling_params.extra_args")
 _KV_PARAMS = operator.itemgetter("kv_transfer_params")
 _is = operator.is_
+_repeat = itertools.repeat
+_REQ_ID = operator.attrgetter("req_id")
+_COMPUTED = operator.attrgetter("num_computed_tokens")
+_DICT_TYPE = frozenset((dict,))
 _chain = itertools.chain.from_iterable
 # the first item of a snapshot whose block id lists are kept with their lengths (``_grown_blocks``)
 _GROWN = object()
@@ -679,16 +683,32 @@ def _new_request_rows_derived(reqs, admitted, allocated):
     """``_new_request_rows_now`` where a request may go as ``(request_id, num_computed_tokens)``
     (``derived``): when its block ids equal those its ``update_state_after_alloc`` row put in this
     batch (``allocated``: equal ints pack, or ``_block_groups`` converts, to the same) and its params
-    are that ``add_request`` row's (``admitted``) key for key in order, each value the same object
-    (the row holds a copy of plain scalars), or both None. Anything else goes in full."""
+    are that ``add_request`` row's (``admitted``): in order, each key and value the same object (the
+    row holds a shallow copy of plain scalars), or both None. Anything else goes in full. When every
+    request of the step qualifies with params (a P/D burst), proven for all at once in C-level passes."""
+    try:
+        rids = list(map(_REQ_ID, reqs))
+        params = list(map(_KV_PARAMS, map(_EXTRA_ARGS, reqs)))
+        sent = list(map(admitted.get, rids, _repeat(_ABSENT)))
+        if (_STR_TYPE.issuperset(map(type, rids)) and _DICT_TYPE.issuperset(map(type, params))
+                and _DICT_TYPE.issuperset(map(type, sent))
+                and list(map(allocated.get, rids, _repeat(_ABSENT))) == list(map(_BLOCK_IDS, reqs))
+                and list(map(len, params)) == list(map(len, sent))
+                and all(map(_is, _chain(params), _chain(sent)))
+                and all(map(_is, _chain(map(dict.values, params)), _chain(map(dict.values, sent))))):
+            ns = list(map(_COMPUTED, reqs))
+            if _INT_TYPE.issuperset(map(type, ns)):
+                return list(zip(rids, ns))
+    except Exception:  # noqa: BLE001 - each one on its own below
+        pass
     try:
         out = []
         for (rid, n), blocks, params in zip(map(_ID_AND_COMPUTED, reqs), map(_BLOCK_IDS, reqs),
                                             map(_KV_PARAMS, map(_EXTRA_ARGS, reqs))):
             p = admitted.get(rid, _ABSENT) if type(rid) is str else _ABSENT
             if p is not _ABSENT and (p is params is None or (
-                    type(params) is dict and type(p) is dict and len(p) == len(params) and list(p) == list(params)
-                    and all(map(_is, p.values(), params.values())))):
+                    type(params) is dict and type(p) is dict and len(p) == len(params)
+                    and all(map(_is, _chain(p.items()), _chain(params.items()))))):
                 b = allocated.get(rid, _ABSENT)
                 if b is not _ABSENT and type(b) is type(blocks) and (b == blocks) is True:
                     out.append((rid, int(n or 0)))
