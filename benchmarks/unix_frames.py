@@ -57,8 +57,8 @@ class _StandIn:
         import msgpack
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                         "modules", "vllm-bridge", "src"))
-        from kvledger_vllm.drive import long_form
-        self.msgpack, self.long_form = msgpack, long_form
+        from kvledger_vllm.drive import long_forms
+        self.msgpack, self.long_forms = msgpack, long_forms
         self.digest, self.calls = hashlib.sha256(), 0
 
     def answer(self, req):
@@ -66,7 +66,7 @@ class _StandIn:
         self.digest.update(self.msgpack.packb([h, a]))
         self.calls += 1
         if h == "hello":
-            r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch", "compact"]}
+            r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch", "compact", "derived"]}
         elif h == "get_num_new_matched_tokens" or h == "request_finished":
             r = a.get("acted") or {}
         elif h == "update_connector_output":
@@ -79,7 +79,7 @@ class _StandIn:
         req = self.msgpack.unpackb(frame)
         if req["hook"] == "batch":
             batch = req["args"]["calls"]
-            replies = [self.answer(self.long_form(m)) for m in batch]
+            replies = [self.answer(m) for m in self.long_forms(batch)]
             if any(isinstance(m, list) for m in batch):  # an empty answer as the call's id alone
                 replies = [r["id"] if r["result"] == {} else r for r in replies]
             rep = {"v": 1, "id": req["id"], "ok": True, "result": {"replies": replies}}

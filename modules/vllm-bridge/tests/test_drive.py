@@ -14,7 +14,7 @@ import zmq
 
 from driver import Driver, make_config, producer_requests
 from kvledger_vllm import KvledgerRecorderConnector
-from kvledger_vllm.drive import long_form
+from kvledger_vllm.drive import long_form, long_forms
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 from vllm.v1.core.kv_cache_manager import KVCacheBlocks
 
@@ -345,11 +345,12 @@ class BatchingNode(ScriptedNode):
     the answers in one reply frame. ``calls`` lists every call, a batch's in order; ``frames`` counts
     the frames read."""
 
-    def __init__(self, answers, compact=False):
+    def __init__(self, answers, compact=False, derived=False):
         answers = dict(answers)
         answers.setdefault("hello", {"protocol": 1, "hooks": ["add_request", "get_num_new_matched_tokens", "batch"]
-                                     + (["compact"] if compact else [])})
+                                     + (["compact"] if compact else []) + (["derived"] if derived else [])})
         self.frames = 0
+        self.derived_reqs = 0  # new requests of a compact build_connector_meta sent as [id, computed tokens]
         self.batches = []
         self.compact_calls = 0  # batched calls that came in the compact form (arrays)
         super().__init__(answers)
@@ -374,7 +375,9 @@ class BatchingNode(ScriptedNode):
                 members = req["args"]["calls"]
                 self.compact_calls += sum(isinstance(m, list) for m in members)
                 compact = any(isinstance(m, list) for m in members)
-                members = [long_form(m) for m in members]
+                self.derived_reqs += sum(len(r) == 2 for m in members if isinstance(m, list)
+                                         and m[1] == "build_connector_meta" and len(m) > 5 and m[5] for r in m[5])
+                members = long_forms(members)
                 self.batches.append([m["hook"] for m in members])
                 replies = [self.answer(m) for m in members]
                 if compact:  # as the node answers: an empty answer as the call's id alone
@@ -426,11 +429,13 @@ def test_a_node_that_takes_batches_gets_a_steps_unawaited_calls_in_one_frame(tmp
     assert seen[0] == seen[1]
 
 
-def run_three(tmp_path, node, name, **more):
+def run_three(tmp_path, node, name, max_batch=None, **more):
     """Three producer requests for 6 steps over ``node``; returns (scheduler, driver, bridge)."""
     (tmp_path / name).mkdir()
     s = scheduler(tmp_path / name, node.port, **more)
     bridge = s._drive
+    if max_batch is not None:
+        bridge.max_batch = max_batch
     w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
                                                               "inner_connector_module_path": "fakes"}),
                                   KVConnectorRole.WORKER, None)
@@ -597,14 +602,14 @@ class InnerLikeNode(BatchingNode):
     the driver's producer requests (delay_free with their blocks, its params for a length-capped
     finish): an agreeing node."""
 
-    def __init__(self, answers, compact=False):
+    def __init__(self, answers, compact=False, derived=False):
         self.tids = {}
         self.deferred = set()
         answers = dict(answers)
         answers["add_request"] = self.admit
         answers["request_finished"] = self.finish
         answers["update_connector_output"] = self.output
-        super().__init__(answers, compact)
+        super().__init__(answers, compact, derived)
 
     def output(self, args):
         # as the connector: the ACKs of deferred frees surface (None when there are none)
@@ -860,3 +865,84 @@ def test_compact_values_the_connector_changes_later_or_plain_cannot_take_as_they
     assert recorder._blocks_packable(None) == []
     assert recorder._blocks_packable([[1, True]]) == [[1, 1]]
     assert msgpack.packb(recorder._blocks_packable(([1, 2], [3]))) == msgpack.packb(recorder._block_groups(([1, 2], [3])))
+
+
+def test_a_node_that_takes_derived_new_requests_gets_the_same_calls_in_the_same_order(tmp_path):
+    """A node whose hello lists "derived" gets a step's new requests whose block ids and params are
+    those of their allocation and admission in the same batch as [request_id, num_computed_tokens]
+    (recording or not); expanded from the batch
+    (long_forms), the calls are the compact and long forms' ones, in the same order and with the
+    same digest, and vLLM gets the same answers; the recording is the same with it as without."""
+    import hashlib
+    answers = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+               "update_connector_output": {"finished_sending": None}}
+    seen, recordings = [], []
+    for name, compact, derived, record in (("derived", True, True, False), ("compact", True, False, False),
+                                           ("long", False, False, False), ("derived-rec", True, True, True),
+                                           ("long-rec", False, False, True), ("derived-4", True, True, False)):
+        node = InnerLikeNode(answers, compact=compact, derived=derived)
+        try:
+            more = {} if record else {"record_to": None}
+            # derived-4: a frame goes out every 4 calls, so a step's new requests find their admission
+            # in an earlier frame than theirs, and go in full
+            s, d, bridge = run_three(tmp_path, node, name, max_batch=4 if name == "derived-4" else None,
+                                     drive_matched_from_inner=True, drive_finished_from_inner=True, **more)
+            assert bridge.derived == derived and s.drive_fallbacks == 0 and s.drive_divergences == 0
+            # the three admitted in the first step went derived; none otherwise
+            assert node.derived_reqs == (3 if derived and name != "derived-4" else 0)
+            assert not bridge.allocated and not bridge.admitted  # emptied when the last frame went out
+            digest = hashlib.sha256()
+            for h, a in node.calls:
+                digest.update(msgpack.packb([h, a]))
+            seen.append((d.acted, node.calls, digest.hexdigest()))
+            if record:
+                recordings.append(recorded(tmp_path / name / "scheduler.jsonl"))
+        finally:
+            node.close()
+    assert all(x == seen[0] for x in seen)
+    assert any(a.get("scheduled_new_reqs") for h, a in seen[0][1] if h == "build_connector_meta")
+    assert recordings[0] == recordings[1] and len(recordings[0]) > 10
+
+
+def test_a_derived_new_request_goes_in_full_unless_its_blocks_and_params_are_provably_those_sent():
+    """_new_request_rows_derived: [id, computed tokens] only when the block ids equal (same container
+    type) those of the batch's allocation row and the params are the admission row's copy key for key,
+    in order, each value the same object; a changed, re-ordered or re-made (equal but another object:
+    True for 1) value, other blocks, or a request not admitted or allocated in the batch goes in full,
+    as _new_request_rows_now gives it."""
+    from types import SimpleNamespace
+
+    from kvledger_vllm import recorder
+
+    def new(rid, blocks, params, n=5):
+        return SimpleNamespace(req_id=rid, num_computed_tokens=n, block_ids=blocks,
+                               sampling_params=SimpleNamespace(extra_args={"kv_transfer_params": params}))
+    p = {"do_remote_decode": True, "transfer_id": "tx-1", "n": 1}
+    admitted = {"a": recorder._params_packable(p), "b": None, "c": recorder._params_packable(p)}
+    allocated = {"a": ([1, 2],), "b": ([3],), "c": ([4],)}
+    reqs = [new("a", ([1, 2],), p), new("b", ([3],), None), new("c", [[4]], p), new("z", ([9],), p)]
+    rows = recorder._new_request_rows_derived(reqs, admitted, allocated)
+    assert rows[:2] == [("a", 5), ("b", 5)]
+    assert rows[2:] == recorder._new_request_rows_now(reqs)[2:]  # c: a list where a tuple was; z: not in the batch
+    for change in (lambda q: q.__setitem__("n", True), lambda q: q.__setitem__("x", 1),
+                   lambda q: q.update({"transfer_id": "".join(["tx-", "1"])}), lambda q: q.pop("do_remote_decode") and q.update(do_remote_decode=True)):
+        q = dict(p)
+        change(q)
+        r = new("a", ([1, 2],), q)
+        assert recorder._new_request_rows_derived([r], admitted, allocated) == recorder._new_request_rows_now([r])
+    r = new("a", ([1, 3],), p)
+    assert recorder._new_request_rows_derived([r], admitted, allocated) == recorder._new_request_rows_now([r])
+    # a whole step qualifying (proven for all at once), and the same step with one changed: that one in full
+    admitted2 = {"a": admitted["a"], "d": recorder._params_packable(p)}
+    allocated2 = {"a": ([1, 2],), "d": ([5],)}
+    both = [new("a", ([1, 2],), p), new("d", ([5],), p, n=0)]
+    assert recorder._new_request_rows_derived(both, admitted2, allocated2) == [("a", 5), ("d", 0)]
+    q = dict(p)
+    q["n"] = True
+    mixed = [new("a", ([1, 2],), p), new("d", ([5],), q)]
+    assert recorder._new_request_rows_derived(mixed, admitted2, allocated2) == [
+        ("a", 5)] + recorder._new_request_rows_now(mixed[1:])
+    # not vLLM's new request data: each in full, as before
+    odd = [SimpleNamespace(req_id="a", block_ids=([1, 2],))]
+    assert recorder._new_request_rows_derived(odd, admitted, allocated) == recorder._new_request_rows_now(odd) == [
+        ("a", [[1, 2]], 0, None)]

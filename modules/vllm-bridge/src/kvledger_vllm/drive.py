@@ -12,7 +12,10 @@ reply, or when ``send`` finds them already there, or at ``flush``. With ``batchi
 with the next awaited call, or when a send says ``flush`` (the end of a scheduler pass); the node
 still applies and journals each call on its own, in order. With ``compact`` (a node whose ``hello``
 also lists ``compact``), a batch's admissions, queries, allocations and steps go as arrays by
-position (``send_row``, ``COMPACT``), and its empty answers come back as ids alone. pyzmq and
+position (``send_row``, ``COMPACT``), and its empty answers come back as ids alone. With ``derived``
+(a node whose ``hello`` lists ``derived``) a step's new request may go as ``[request_id,
+num_computed_tokens]`` when its block ids and params are those of its allocation and admission
+earlier in the same batch (``allocated``, ``admitted``; ``long_forms``). pyzmq and
 msgpack are imported when it is built. ``unix:///PATH`` (``--bridge unix:///PATH`` on the node) speaks the same maps over a Unix domain socket, each frame preceded by its length
 (4 bytes, big-endian): one thread fewer each way than ZMQ over loopback TCP.
 """
@@ -84,6 +87,12 @@ class NodeBridge:
         self.batching = False
         # batched calls of the hooks in COMPACT may go as arrays (``send_row``): a node whose hello lists "compact"
         self.compact = False
+        # a step's new requests may name their allocation and admission in the same batch (``derived``):
+        # request id -> the block ids / params of its compact update_state_after_alloc / add_request
+        # row in the batch being built (the objects in those rows); emptied when a frame goes out
+        self.derived = False
+        self.allocated = {}
+        self.admitted = {}
         self.batches = 0
         # a batch holds at most this many calls (each counts against the node's 4096 in flight)
         self.max_batch = 1024
@@ -122,6 +131,7 @@ class NodeBridge:
                 self._buffer.append((rid, hook))
                 wait_for = self._send_buffer(0)
             else:
+                self._sent_frame()
                 self._sock.send(self._pack(rid, hook, args))
             while True:
                 reply = self._msgpack.unpackb(self._sock.recv())
@@ -285,6 +295,7 @@ class NodeBridge:
             frame = b"".join((head, self._array_header(len(buf)), *chunks))
             self._batches[wait_for] = [rid for rid, _ in buf]
             self.batches += 1
+        self._sent_frame()
         try:
             self._sock.send(frame, flags)
         except self._zmq.Again:
@@ -294,6 +305,13 @@ class NodeBridge:
                     self._failed(hook, "the node's queue is full: the call was not sent")
             raise
         return wait_for
+
+    def _sent_frame(self):
+        """A frame goes out: what the next batch's new requests may name starts empty again."""
+        if self.allocated:
+            self.allocated.clear()
+        if self.admitted:
+            self.admitted.clear()
 
     @property
     def unread(self):
@@ -432,6 +450,26 @@ COMPACT = {
 # fields left out of the long form when None in the compact one
 _COMPACT_OPTIONAL = frozenset(("acted", "scheduled_new_reqs", "preempted_req_ids"))
 _NEW_REQUEST = ("request_id", "block_ids", "num_computed_tokens", "kv_transfer_params")
+
+
+def long_forms(calls):
+    """A batch's calls as ``long_form`` gives them, in order, a ``derived`` new request
+    ``[request_id, num_computed_tokens]`` of a compact ``build_connector_meta`` given the block ids
+    of the last compact ``update_state_after_alloc`` and the params of the last compact
+    ``add_request`` of that request before it in the batch (``KeyError`` when there is none), as
+    the node reads them. For stand-in nodes and tests."""
+    allocated, admitted, out = {}, {}, []
+    for call in calls:
+        if isinstance(call, (list, tuple)) and len(call) > 2:
+            if call[1] == "update_state_after_alloc" and len(call) > 3:
+                allocated[call[2]] = call[3]
+            elif call[1] == "add_request":
+                admitted[call[2]] = call[5] if len(call) > 5 else None
+            elif call[1] == "build_connector_meta" and len(call) > 5 and call[5]:
+                call = list(call)
+                call[5] = [[r[0], allocated[r[0]], r[1], admitted[r[0]]] if len(r) == 2 else r for r in call[5]]
+        out.append(long_form(call))
+    return out
 
 
 def long_form(call):

@@ -50,6 +50,9 @@ Extra config keys read here (all others are the inner connector's):
 ``drive_compact``               with ``drive_batch``: a batch's admissions, queries, allocations and steps
                                 go as arrays by position (docs/bridge-protocol.md, ``compact``) when the
                                 node lists ``compact`` in its hello, default true
+``drive_derived``               with ``drive_compact``: a step's new request whose block ids and params are
+                                those its allocation and admission sent in the same batch goes as its id
+                                and computed tokens (``derived``, when the node lists it), default true
 ``drive_matched_from_inner``    with ``drive_pipeline``: vLLM gets the inner connector's answer to
                                 ``get_num_new_matched_tokens`` at once; the call still goes to the node
                                 (unawaited, in order) and the node's answer is checked when it is read: a
@@ -73,6 +76,7 @@ Extra config keys read here (all others are the inner connector's):
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import logging
@@ -287,6 +291,17 @@ def _flag(value):
 def _matched_answer(result):
     """The node's answer to ``get_num_new_matched_tokens`` as vLLM would take it."""
     return result.get("num_tokens"), bool(result.get("load_async"))
+
+
+def _matched_check(recorder, acted, result):
+    """``_drive_checked("get_num_new_matched_tokens", acted, _matched_answer)``'s check, as one
+    function (bound per call with ``functools.partial``: no closure, one call less per answer)."""
+    node = result.get("num_tokens"), bool(result.get("load_async"))
+    if node != acted:
+        recorder._drive_diverged("get_num_new_matched_tokens", acted, node)
+
+
+_partial = functools.partial
 
 
 def _finish_answer(result):
@@ -568,6 +583,11 @@ _ID_AND_COMPUTED = operator.attrgetter("req_id", "num_computed_tokens")
 _BLOCK_IDS = operator.attrgetter("block_ids")
 _EXTRA_ARGS = operator.attrgetter("sampling_params.extra_args")
 _KV_PARAMS = operator.itemgetter("kv_transfer_params")
+_is = operator.is_
+_repeat = itertools.repeat
+_REQ_ID = operator.attrgetter("req_id")
+_COMPUTED = operator.attrgetter("num_computed_tokens")
+_DICT_TYPE = frozenset((dict,))
 _chain = itertools.chain.from_iterable
 # the first item of a snapshot whose block id lists are kept with their lengths (``_grown_blocks``)
 _GROWN = object()
@@ -665,6 +685,46 @@ def _new_request_rows_now(reqs):
     except (AttributeError, TypeError, KeyError):
         return [(f["request_id"], f["block_ids"], f["num_computed_tokens"], f["kv_transfer_params"])
                 for f in _new_requests_fields(_new_requests_snapshot_of(reqs))]
+
+
+def _new_request_rows_derived(reqs, admitted, allocated):
+    """``_new_request_rows_now`` where a request may go as ``(request_id, num_computed_tokens)``
+    (``derived``): when its block ids equal those its ``update_state_after_alloc`` row put in this
+    batch (``allocated``: equal ints pack, or ``_block_groups`` converts, to the same) and its params
+    are that ``add_request`` row's (``admitted``): in order, each key and value the same object (the
+    row holds a shallow copy of plain scalars), or both None. Anything else goes in full. When every
+    request of the step qualifies with params (a P/D burst), proven for all at once in C-level passes."""
+    try:
+        rids = list(map(_REQ_ID, reqs))
+        params = list(map(_KV_PARAMS, map(_EXTRA_ARGS, reqs)))
+        sent = list(map(admitted.get, rids, _repeat(_ABSENT)))
+        if (_STR_TYPE.issuperset(map(type, rids)) and _DICT_TYPE.issuperset(map(type, params))
+                and _DICT_TYPE.issuperset(map(type, sent))
+                and list(map(allocated.get, rids, _repeat(_ABSENT))) == list(map(_BLOCK_IDS, reqs))
+                and list(map(len, params)) == list(map(len, sent))
+                and all(map(_is, _chain(params), _chain(sent)))
+                and all(map(_is, _chain(map(dict.values, params)), _chain(map(dict.values, sent))))):
+            ns = list(map(_COMPUTED, reqs))
+            if _INT_TYPE.issuperset(map(type, ns)):
+                return list(zip(rids, ns))
+    except Exception:  # noqa: BLE001 - each one on its own below
+        pass
+    try:
+        out = []
+        for (rid, n), blocks, params in zip(map(_ID_AND_COMPUTED, reqs), map(_BLOCK_IDS, reqs),
+                                            map(_KV_PARAMS, map(_EXTRA_ARGS, reqs))):
+            p = admitted.get(rid, _ABSENT) if type(rid) is str else _ABSENT
+            if p is not _ABSENT and (p is params is None or (
+                    type(params) is dict and type(p) is dict and len(p) == len(params)
+                    and all(map(_is, _chain(p.items()), _chain(params.items()))))):
+                b = allocated.get(rid, _ABSENT)
+                if b is not _ABSENT and type(b) is type(blocks) and (b == blocks) is True:
+                    out.append((rid, int(n or 0)))
+                    continue
+            out.append((str(rid), _blocks_packable(blocks), int(n or 0), _params_packable(params)))
+        return out
+    except Exception:  # noqa: BLE001 - not vLLM's NewRequestData (or odd values): each one in full
+        return _new_request_rows_now(reqs)
 
 
 def _new_requests(scheduler_output):
@@ -823,6 +883,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # and compact calls in a batch (older nodes take the long form alone)
             bridge.compact = self._drive_compact = bridge.batching and _flag(
                 extra.get("drive_compact", True)) and "compact" in (node.get("hooks") or ())
+            # and a step's new requests naming their allocation and admission in the same batch
+            bridge.derived = bridge.compact and _flag(extra.get("drive_derived", True)) and "derived" in (
+                node.get("hooks") or ())
             self._drive = bridge
             self._drive_producer = role == "kv_producer"
             log.warning("kvledger-vllm %s: DRIVE MODE: the scheduler hooks are answered by the kvledger node at %s "
@@ -924,8 +987,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 n = getattr(request, "num_prompt_tokens", None)
                 if type(n) is not int and not isinstance(n, int):
                     n = len(ids) if ids is not None else 0
-                self._drive.send_row("add_request", (rid, n, None if ids is None else len(ids), _params_packable(
-                    getattr(request, "kv_transfer_params", None))))
+                params = _params_packable(getattr(request, "kv_transfer_params", None))
+                d = self._drive
+                if d.derived:  # what this batch's new requests may name (before the row: a frame it sends empties it)
+                    d.admitted[rid] = params
+                d.send_row("add_request", (rid, n, None if ids is None else len(ids), params))
             except Exception as e:  # noqa: BLE001
                 self._drive_failed("add_request", e)
         else:
@@ -1271,7 +1337,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
         if self._drive is not None:
-            drive_rid = self._drive_admit(request)
+            drive_rid = request.request_id  # admitted already (on_new_request), as a rule
+            if type(drive_rid) is not str or drive_rid not in self._drive_seen:
+                drive_rid = self._drive_admit(request)
         result = self._inner.get_num_new_matched_tokens(request, num_computed_tokens)
         if rid is not None:
             try:
@@ -1292,8 +1360,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 row = None
             if row is not None:
                 try:
-                    self._drive.send_row("get_num_new_matched_tokens", row, self._drive_checked(
-                        "get_num_new_matched_tokens", acted, _matched_answer))
+                    self._drive.send_row("get_num_new_matched_tokens", row, _partial(_matched_check, self, acted))
                 except Exception as e:  # noqa: BLE001
                     self._drive_failed("get_num_new_matched_tokens", e)
                 return result
@@ -1341,7 +1408,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._failed("drive update_state_after_alloc", e)
             if row is not None:
                 try:
-                    self._drive.send_row("update_state_after_alloc", row)
+                    d = self._drive
+                    if d.derived:
+                        d.allocated[row[0]] = row[1]
+                    d.send_row("update_state_after_alloc", row)
                 except Exception as e:  # noqa: BLE001
                     self._drive_failed("update_state_after_alloc", e)
         elif self._drive is not None:
@@ -1437,7 +1507,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         new_fields = None  # driving alone: the node's entries, made now (no snapshot to convert later)
         try:
             new_reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
-            if new_reqs is not _ABSENT and s is None:
+            d = self._drive
+            if new_reqs is not _ABSENT and d is not None and d.derived:
+                # the node's rows by position, derived where they can be (recording too: the
+                # recording's snapshot below, as without)
+                new_fields = _new_request_rows_derived(new_reqs, d.admitted, d.allocated) if new_reqs else []
+                if s is not None:
+                    new_reqs = _new_requests_snapshot(scheduler_output) if new_reqs else []
+            elif new_reqs is not _ABSENT and s is None:
                 new_fields = ((_new_request_rows_now(new_reqs) if self._drive_compact else _new_requests_now(new_reqs))
                               if new_reqs else [])
             elif new_reqs is not _ABSENT:
@@ -1503,7 +1580,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             if args is not None and self._drive_compact:
                 self._drive_metadata = None
                 new = args.get("scheduled_new_reqs")
-                if new is not None and s is not None:  # recording too: the journal's entries, by position
+                if new is not None and new_fields is None:  # recording too: the journal's entries, by position
                     new = [(f["request_id"], f["block_ids"], f["num_computed_tokens"], f["kv_transfer_params"])
                            for f in new]
                 try:

@@ -296,22 +296,28 @@ class VllmBridgeShadowTest {
         // The node lists "compact" in its hello: from the inner, the engine's admissions, queries,
         // allocations and steps travel in its batches as arrays. The node applies the same calls in
         // the same order as from the long form: the same journal entries, the same replayed decisions.
+        // It lists "derived" too: a step's new requests go as [request_id, num_computed_tokens] when
+        // their blocks and params are those their batch's allocation and admission sent (the same again).
         List<List<String>> acted = new ArrayList<>();
         List<String> replays = new ArrayList<>();
         List<String> dumps = new ArrayList<>();
-        for (boolean compact : new boolean[] {true, false}) {
-            Path run = tmp.resolve("run-compact-" + compact);
+        for (String form : new String[] {"derived", "compact", "long"}) {
+            boolean compact = !form.equals("long");
+            Path run = tmp.resolve("run-compact-" + form);
             Files.createDirectory(run);
             Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
             String endpoint = "unix://" + run.resolve("node.sock").toAbsolutePath();
             Path journal = startNode("producer", "drive", "--bridge", endpoint);
             List<String> args = new ArrayList<>(List.of("--scenario", "diverge", "--role", "producer", "--out",
-                    tmp.resolve("rec-compact-" + compact).toString(), "--drive", endpoint, "--drive-from-inner"));
+                    tmp.resolve("rec-compact-" + form).toString(), "--drive", endpoint, "--drive-from-inner"));
             if (!compact) {
                 args.add("--no-drive-compact");
+            } else if (form.equals("compact")) {
+                args.add("--no-drive-derived");
             }
             String out = runDriver(args.toArray(String[]::new));
             assertTrue(out.contains("drive compact " + (compact ? "True" : "False")), out);
+            assertTrue(out.contains("drive derived " + (form.equals("derived") ? "True" : "False")), out);
             assertTrue(out.contains("drive divergences 1"), out);
             acted.add(out.lines().filter(l -> l.startsWith("acted ") || l.startsWith("answer ")).toList());
             stopNode();
@@ -323,13 +329,15 @@ class VllmBridgeShadowTest {
             assertEquals(0, dump.code(), dump.out() + dump.err());
             // the event times differ from run to run (and the deadlines set from them), nothing else
             dumps.add(dump.out().replaceAll("t\\+[0-9.]+ ?s", "t").replaceAll("deadline_ns=[0-9]+", "deadline_ns"));
-            Files.move(journal, tmp.resolve("drive-producer-compact-" + compact));
+            Files.move(journal, tmp.resolve("drive-producer-compact-" + form));
         }
         assertTrue(dumps.getFirst().contains("step_scheduled") && dumps.getFirst().contains("blocks_allocated"),
                 dumps.getFirst());
-        assertEquals(acted.get(1), acted.get(0));
-        assertEquals(replays.get(1), replays.get(0));
-        assertEquals(dumps.get(1), dumps.get(0));
+        for (int i = 1; i < 3; i++) {
+            assertEquals(acted.get(i), acted.get(0));
+            assertEquals(replays.get(i), replays.get(0));
+            assertEquals(dumps.get(i), dumps.get(0));
+        }
     }
 
     @Test

@@ -57,6 +57,14 @@ public final class BridgeCodec {
     static final String COMPACT = "compact";
 
     /**
+     * Listed by {@code hello} when a compact {@code build_connector_meta}'s new request may be
+     * {@code [request_id, num_computed_tokens]}: its {@code block_ids} those of the last compact
+     * {@code update_state_after_alloc} and its {@code kv_transfer_params} those of the last compact
+     * {@code add_request} of that request before it in the same batch ({@link Seen}).
+     */
+    static final String DERIVED = "derived";
+
+    /**
      * The argument names of each hook that has a compact form, in position order (the long form's
      * key order). Past the array's end, or None where {@link #COMPACT_OPTIONAL} names it, a field
      * is one the long form leaves out. {@code acted} is {@code [num_tokens, load_async]}, each of
@@ -147,19 +155,30 @@ public final class BridgeCodec {
         }
         List<BridgeDecoded> out = new ArrayList<>(calls.items().size());
         boolean compact = false;
+        Seen seen = new Seen();
         for (int i = 0; i < calls.items().size(); i++) {
             compact |= calls.items().get(i) instanceof PyValue.List;
-            out.add(member(calls.items().get(i), "args.calls[" + i + "]"));
+            out.add(member(calls.items().get(i), "args.calls[" + i + "]", seen));
         }
         return new BridgeDecoded.Batch(id, out, compact);
     }
 
-    private static BridgeDecoded member(PyValue entry, String where) {
+    /**
+     * What a batch's compact calls so far sent of each request ({@link #DERIVED}): the block ids of
+     * its last {@code update_state_after_alloc} and the params of its last {@code add_request}, as
+     * the values sent (read later as the long form's, so a derived new request is the same call).
+     */
+    private static final class Seen {
+        final Map<PyValue, PyValue> allocated = new java.util.HashMap<>();
+        final Map<PyValue, PyValue> admitted = new java.util.HashMap<>();
+    }
+
+    private static BridgeDecoded member(PyValue entry, String where, Seen seen) {
         Long id = null;
         BridgeHook hook = null;
         try {
             if (entry instanceof PyValue.List compact) {
-                return compactMember(compact.items(), where);
+                return compactMember(compact.items(), where, seen);
             }
             if (!(entry instanceof PyValue.Map m)) {
                 throw new Bad(RejectReason.NOT_A_MAP, where + " must be a dict {\"id\", \"hook\", \"args\"} or a compact "
@@ -197,7 +216,7 @@ public final class BridgeCodec {
      * form's {@code args} (the same keys in the same order) and are read as the long form's are,
      * so both forms give the same call and the same rejections, naming the long form's fields.
      */
-    private static BridgeDecoded compactMember(List<PyValue> items, String where) {
+    private static BridgeDecoded compactMember(List<PyValue> items, String where, Seen seen) {
         Long id = null;
         BridgeHook hook = null;
         try {
@@ -220,6 +239,11 @@ public final class BridgeCodec {
                 throw new Bad(RejectReason.INVALID_VALUE, where + ": a compact " + hookName + " has at most "
                         + names.length + " fields, got " + (items.size() - 2));
             }
+            if (hook == BridgeHook.UPDATE_STATE_AFTER_ALLOC && items.size() > 3) {
+                seen.allocated.put(items.get(2), items.get(3));
+            } else if (hook == BridgeHook.ADD_REQUEST && items.size() > 2) {
+                seen.admitted.put(items.get(2), items.size() > 5 ? items.get(5) : PyValue.NONE);
+            }
             LinkedHashMap<PyValue, PyValue> args = new LinkedHashMap<>();
             for (int i = 0; i < items.size() - 2; i++) {
                 PyValue v = items.get(i + 2);
@@ -232,8 +256,8 @@ public final class BridgeCodec {
                 } else if (name.equals("scheduled_new_reqs") && v instanceof PyValue.List reqs) {
                     List<PyValue> out = new ArrayList<>(reqs.items().size());
                     for (int j = 0; j < reqs.items().size(); j++) {
-                        out.add(positional(reqs.items().get(j), NEW_REQUEST_FIELDS,
-                                where + "[" + (i + 2) + "][" + j + "] (args.scheduled_new_reqs[" + j + "])"));
+                        String w = where + "[" + (i + 2) + "][" + j + "] (args.scheduled_new_reqs[" + j + "])";
+                        out.add(positional(derived(reqs.items().get(j), seen, w), NEW_REQUEST_FIELDS, w));
                     }
                     v = new PyValue.List(out);
                 }
@@ -246,6 +270,26 @@ public final class BridgeCodec {
             return new BridgeDecoded.Rejected(id, hook, new Rejection(RejectReason.INVALID_VALUE,
                     "request could not be read: " + e, false));
         }
+    }
+
+    /**
+     * A compact new request as its four fields: a derived one, {@code [request_id,
+     * num_computed_tokens]} (an int second), with the block ids and params the batch sent of that
+     * request before ({@link #DERIVED}); any other value as it is.
+     */
+    private static PyValue derived(PyValue v, Seen seen, String what) {
+        if (!(v instanceof PyValue.List l) || l.items().size() != 2 || !(l.items().get(1) instanceof PyValue.Int)) {
+            return v;
+        }
+        PyValue rid = l.items().get(0);
+        PyValue blocks = seen.allocated.get(rid);
+        PyValue params = seen.admitted.get(rid);
+        if (blocks == null || params == null) {
+            throw new Bad(RejectReason.INVALID_VALUE, what + ": a derived new request [request_id, num_computed_tokens] "
+                    + "names " + (rid instanceof PyValue.Str s ? "\"" + clip(s.value()) + "\"" : typeName(rid)) + ", which has no compact "
+                    + (blocks == null ? "update_state_after_alloc" : "add_request") + " before it in this batch");
+        }
+        return new PyValue.List(List.of(rid, blocks, l.items().get(1), params));
     }
 
     /** A compact nested value {@code [v...]} as the long form's dict of {@code names}. */
@@ -657,12 +701,13 @@ public final class BridgeCodec {
         if (node.profile() != null) {
             p.str("profile").str(node.profile());
         }
-        p.str("hooks").arrayHeader(BridgeHook.values().length + 2);
+        p.str("hooks").arrayHeader(BridgeHook.values().length + 3);
         for (BridgeHook h : BridgeHook.values()) {
             p.str(h.wireName());
         }
         p.str(BATCH);
         p.str(COMPACT);
+        p.str(DERIVED);
         return p.toByteArray();
     }
 

@@ -192,6 +192,68 @@ class BridgeCodecTest {
     }
 
     @Test
+    void aDerivedNewRequestIsTheCallWithTheBlocksAndParamsItsBatchSentBefore() {
+        // "derived": a compact build_connector_meta's new request [request_id, num_computed_tokens]
+        // takes the block ids of that request's last compact update_state_after_alloc and the params
+        // of its last compact add_request before it in the same batch: the long form's call
+        Map<String, Object> params = new LinkedHashMap<>();
+        params.put("do_remote_decode", true);
+        params.put("transfer_id", "tx-1");
+        List<Object> first = List.of(List.of(1L, 2L));
+        List<Object> blocks = List.of(List.of(1L, 2L, 3L), List.of(7L));
+        List<Object> blocks2 = List.of(List.of(4L));
+        Map<String, Object> r1 = new LinkedHashMap<>();
+        r1.put("request_id", "r1");
+        r1.put("block_ids", blocks);
+        r1.put("num_computed_tokens", 16L);
+        r1.put("kv_transfer_params", params);
+        Map<String, Object> r2 = new LinkedHashMap<>();
+        r2.put("request_id", "r2");
+        r2.put("block_ids", blocks2);
+        r2.put("num_computed_tokens", 0L);
+        r2.put("kv_transfer_params", null);
+        List<Object> longForm = List.of(
+                longCall(2, "add_request", "request_id", "r1", "num_prompt_tokens", 64L, "prompt_token_ids_len", 64L,
+                        "kv_transfer_params", params),
+                longCall(3, "add_request", "request_id", "r2", "num_prompt_tokens", 8L, "prompt_token_ids_len", 8L),
+                longCall(4, "update_state_after_alloc", "request_id", "r1", "block_ids", first, "num_external_tokens", 0L),
+                longCall(5, "update_state_after_alloc", "request_id", "r2", "block_ids", blocks2, "num_external_tokens", 0L),
+                longCall(6, "update_state_after_alloc", "request_id", "r1", "block_ids", blocks, "num_external_tokens", 0L),
+                longCall(7, "build_connector_meta", "step", 3L, "cached_req_ids", List.of(), "cached_new_block_ids",
+                        List.of(), "scheduled_new_reqs", List.of(r1, r2, r1)));
+        List<Object> derived = List.of(
+                List.of(2L, "add_request", "r1", 64L, 64L, params),
+                List.of(3L, "add_request", "r2", 8L, 8L),
+                List.of(4L, "update_state_after_alloc", "r1", first, 0L),
+                List.of(5L, "update_state_after_alloc", "r2", blocks2, 0L),
+                List.of(6L, "update_state_after_alloc", "r1", blocks, 0L),
+                List.of(7L, "build_connector_meta", 3L, List.of(), List.of(),
+                        List.of(List.of("r1", 16L), List.of("r2", 0L), List.of("r1", blocks, 16L, params))));
+        List<BridgeDecoded> fromLong = batchOf(longForm);
+        List<BridgeDecoded> fromDerived = batchOf(derived);
+        assertThat(fromDerived).hasSize(longForm.size());
+        for (int i = 0; i < longForm.size(); i++) {
+            BridgeRequest l = ((BridgeDecoded.Request) fromLong.get(i)).request();
+            assertThat(fromDerived.get(i)).as("derived %d", i).isInstanceOf(BridgeDecoded.Request.class);
+            BridgeRequest c = ((BridgeDecoded.Request) fromDerived.get(i)).request();
+            assertThat(BridgeSamples.same(c, l)).as("call %d: %s against %s", i, c, l).isTrue();
+        }
+        // one the batch did not allocate, or admit, before it: the step is refused, naming what is missing
+        List<BridgeDecoded> missing = batchOf(List.of(List.of(4L, "update_state_after_alloc", "r1", blocks, 0L),
+                List.of(7L, "build_connector_meta", 3L, List.of(), List.of(), List.of(List.of("r1", 16L))),
+                List.of(8L, "add_request", "r1", 64L, 64L, params),
+                List.of(9L, "build_connector_meta", 4L, List.of(), List.of(), List.of(List.of("r2", 16L)))));
+        assertThat(((BridgeDecoded.Rejected) missing.get(1)).id()).isEqualTo(7L);
+        assertThat(((BridgeDecoded.Rejected) missing.get(1)).error())
+                .contains("scheduled_new_reqs[0]").contains("\"r1\", which has no compact add_request before it");
+        assertThat(((BridgeDecoded.Rejected) missing.get(3)).error())
+                .contains("\"r2\", which has no compact update_state_after_alloc before it");
+        // nothing carries over from one batch to the next
+        assertThat(batchOf(List.of(List.of(7L, "build_connector_meta", 3L, List.of(), List.of(),
+                List.of(List.of("r1", 16L))))).getFirst()).isInstanceOf(BridgeDecoded.Rejected.class);
+    }
+
+    @Test
     void aCompactBatchsEmptyAnswersAreTheirIdsAlone() {
         assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(Map.of("v", 1L, "id", 1L, "hook", "batch",
                 "args", Map.of("calls", List.of(List.of(2L, "update_state_after_alloc", "r", List.of(), 0L)))))))
@@ -836,7 +898,7 @@ class BridgeCodecTest {
         assertThat(plain(h)).containsEntry("protocol", 1L).containsEntry("kv_role", "kv_consumer").containsEntry("mode", "write")
                 .containsEntry("dp_rank", 1L).containsEntry("dp_size", 2L).containsEntry("tp_rank", 0L).containsEntry("tp_size", 1L)
                 .containsEntry("engine_id", "10.0.0.1:6301");
-        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch", "compact");
+        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch", "compact", "derived");
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_consumer", "WRITE", 1, 0, "scheduler"), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello(null, null, null, null, null), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_producer", "read", 0, 1, null), node))
