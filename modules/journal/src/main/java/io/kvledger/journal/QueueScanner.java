@@ -458,6 +458,17 @@ final class QueueScanner implements AutoCloseable {
         if (len < JournalFormat.FIXED_PREFIX) {
             return "an excerpt of " + len + " bytes is too short to be an entry";
         }
+        if (!inPlace) {
+            // a search's candidate (often a word of an entry's bytes that reads as a long excerpt's
+            // header): its seq is judged from the envelope alone, before its bytes are read and summed
+            if (!ensure(at, JournalFormat.FIXED_PREFIX)) {
+                return "past the end of the file";
+            }
+            long seq = EntryCodec.seq(win, (int) (at - winStart));
+            if (seq <= lastGoodSeq || (lastGoodSeq >= 0 && seq - lastGoodSeq > (1L << 40))) {
+                return "an old entry";
+            }
+        }
         ensure(at, len);
         int off = (int) (at - winStart);
         int layout = win[off] & 0xff;
@@ -474,12 +485,6 @@ final class QueueScanner implements AutoCloseable {
         } else if (!inPlace && (!headerSeen || !plausibleUnchecked(off, len))) {
             // without checksums, only a journal known to be unchecked resumes at a look-alike
             return "not an entry";
-        }
-        if (!inPlace) {
-            long seq = EntryCodec.seq(win, off);
-            if (seq <= lastGoodSeq || (lastGoodSeq >= 0 && seq - lastGoodSeq > (1L << 40))) {
-                return "an old entry";
-            }
         }
         return null;
     }
