@@ -44,6 +44,11 @@ import java.util.stream.Stream;
  * header recorded as written when the pass opened the file: however fast the writer goes on, the
  * pass does not chase it.
  *
+ * <p>A follow poll that finds nothing new reads the 4-byte word at the end of the data and
+ * Chronicle's header (its first 4 KB, for the write position), and looks at the directory's time
+ * rather than listing it (listed again when that moved, or {@value #RELIST_MS} ms after): an idle
+ * {@code tail -f} or {@code /v1/events} client reads about 4 KB a poll, not two 1 MB windows.
+ *
  * <p>Outside follow mode, a file of {@value #READ_AHEAD_FROM_CHUNKS} read-ahead chunks or more is
  * read ahead on a thread of its own ({@link ReadAhead}) while the walk goes straight on; the
  * scanner reads for itself wherever it does not (the file's header, the search after damage).

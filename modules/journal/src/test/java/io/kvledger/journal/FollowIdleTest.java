@@ -146,6 +146,13 @@ class FollowIdleTest {
                     // to the end
                 }
                 int polls = 1_000;
+                long hot = mx.getCurrentThreadCpuTime();
+                for (int i = 0; i < 10 * polls; i++) {
+                    s.next(buf);
+                }
+                hot = mx.getCurrentThreadCpuTime() - hot;
+                System.out.printf("probe scanner: %d idle next() back to back: %.1f us each%n", 10 * polls,
+                        hot / 1e4 / polls);
                 long floor = mx.getCurrentThreadCpuTime();
                 for (int i = 0; i < polls; i++) {
                     LockSupport.parkNanos(5_000_000);
