@@ -87,6 +87,7 @@ class FollowIdleTest {
             clock.advanceMillis(DAY_MS);
             append(a, 11, 20);
             assertThat(QueueScanner.listFiles(dir)).hasSize(2);
+            assertThat(endsWithMarker(QueueScanner.listFiles(dir).getFirst())).as("the old file's end marker").isTrue();
             assertThat(drain(s, buf, 10)).containsExactly(seqs(11, 20));
             assertThat(s.fileName()).isEqualTo(QueueScanner.listFiles(dir).get(1).getFileName().toString());
             idle(s, buf);
@@ -113,6 +114,7 @@ class FollowIdleTest {
         Path first = QueueScanner.listFiles(dir).getFirst();
         Path next = QueueScanner.listFiles(other).getFirst();
         assertThat(next.getFileName().toString()).isGreaterThan(first.getFileName().toString());
+        assertThat(endsWithMarker(first)).as("the first file's end marker").isFalse();
         try (QueueScanner s = new QueueScanner(dir, true)) {
             Queues.Buffer buf = new Queues.Buffer();
             assertThat(drain(s, buf, 10)).containsExactly(seqs(1, 10));
@@ -217,6 +219,25 @@ class FollowIdleTest {
         for (int i = 0; i < 3; i++) {
             assertThat(s.next(buf)).isFalse();
         }
+    }
+
+    /** Whether the excerpts of an intact queue file end with Chronicle's end marker (not zeros). */
+    private static boolean endsWithMarker(Path file) {
+        java.nio.ByteBuffer b;
+        try {
+            b = java.nio.ByteBuffer.wrap(Files.readAllBytes(file)).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        int pos = 0;
+        while (pos + 4 <= b.limit()) {
+            int h = b.getInt(pos);
+            if (h == 0 || h == QueueScanner.END_OF_DATA) {
+                return h == QueueScanner.END_OF_DATA;
+            }
+            pos = (pos + 4 + (h & QueueScanner.LENGTH_MASK) + 3) & ~3;
+        }
+        return false;
     }
 
     private static Long[] seqs(long from, long to) {
