@@ -44,6 +44,11 @@ import java.util.stream.Stream;
  * header recorded as written when the pass opened the file: however fast the writer goes on, the
  * pass does not chase it.
  *
+ * <p>A follow poll that finds nothing new reads the 4-byte word at the end of the data and
+ * Chronicle's header (its first 4 KB, for the write position), and looks at the directory's time
+ * rather than listing it (listed again when that moved, or {@value #RELIST_MS} ms after): an idle
+ * {@code tail -f} or {@code /v1/events} client reads about 4 KB a poll, not two 1 MB windows.
+ *
  * <p>Outside follow mode, a file of {@value #READ_AHEAD_FROM_CHUNKS} read-ahead chunks or more is
  * read ahead on a thread of its own ({@link ReadAhead}) while the walk goes straight on; the
  * scanner reads for itself wherever it does not (the file's header, the search after damage).
@@ -80,6 +85,21 @@ final class QueueScanner implements AutoCloseable {
     private final boolean follow;
     private final boolean readAhead;
     private long chunksReadAhead;
+    /** Bytes this scanner read from its files itself (not the read-ahead's). */
+    private long bytesRead;
+    /** Times the directory was listed after the start. */
+    private long listings;
+    /**
+     * How many bytes the next window read takes (at least what it needs): the whole window, except
+     * in follow mode after a poll found nothing new, where it starts small and doubles with each
+     * read, so that an entry arriving at an idle journal does not cost a window of zeros.
+     */
+    private int readSize = WINDOW;
+    /** Follow mode: the directory's modification time when it was listed last, and when that was. */
+    private java.nio.file.attribute.FileTime listedDirTime;
+    private long listedAtNs;
+    /** A small buffer for the 4-byte peek at the end of the data (follow mode), apart from the window. */
+    private final ByteBuffer peek = ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
     private List<Path> files;
     private int fileIndex = -1;
     private FileChannel ch;
@@ -164,6 +184,16 @@ final class QueueScanner implements AutoCloseable {
     /** Chunks taken from the read-ahead so far. */
     long chunksReadAhead() {
         return chunksReadAhead;
+    }
+
+    /** Bytes read from the files so far by the scanner itself (the read-ahead's not counted). */
+    long bytesRead() {
+        return bytesRead;
+    }
+
+    /** Times the directory was listed again after the scanner started (in follow mode, to see a roll). */
+    long listings() {
+        return listings;
     }
 
     /** The {@code .cq4} files of {@code dir}, by name (the roll cycle's order). */
@@ -257,7 +287,7 @@ final class QueueScanner implements AutoCloseable {
                 endFile();
                 continue;
             }
-            int h = readInt(pos);
+            int h = follow && !windowHolds(pos, 4) ? peekInt(pos) : readInt(pos);
             if (h == END_OF_DATA) {
                 endFile();
                 continue;
@@ -266,6 +296,7 @@ final class QueueScanner implements AutoCloseable {
                 // the apparent end: a writer appends here next (or died while appending)
                 if (follow && isLastFile() && !writtenPast(pos)) {
                     invalidate();
+                    readSize = SMALL_READ;
                     return false;
                 }
                 if (!writtenAt(pos)) {
@@ -432,6 +463,17 @@ final class QueueScanner implements AutoCloseable {
         if (len < JournalFormat.FIXED_PREFIX) {
             return "an excerpt of " + len + " bytes is too short to be an entry";
         }
+        if (!inPlace) {
+            // a search's candidate (often a word of an entry's bytes that reads as a long excerpt's
+            // header): its seq is judged from the envelope alone, before its bytes are read and summed
+            if (!ensure(at, JournalFormat.FIXED_PREFIX)) {
+                return "past the end of the file";
+            }
+            long seq = EntryCodec.seq(win, (int) (at - winStart));
+            if (seq <= lastGoodSeq || (lastGoodSeq >= 0 && seq - lastGoodSeq > (1L << 40))) {
+                return "an old entry";
+            }
+        }
         ensure(at, len);
         int off = (int) (at - winStart);
         int layout = win[off] & 0xff;
@@ -448,12 +490,6 @@ final class QueueScanner implements AutoCloseable {
         } else if (!inPlace && (!headerSeen || !plausibleUnchecked(off, len))) {
             // without checksums, only a journal known to be unchecked resumes at a look-alike
             return "not an entry";
-        }
-        if (!inPlace) {
-            long seq = EntryCodec.seq(win, off);
-            if (seq <= lastGoodSeq || (lastGoodSeq >= 0 && seq - lastGoodSeq > (1L << 40))) {
-                return "an old entry";
-            }
         }
         return null;
     }
@@ -557,11 +593,17 @@ final class QueueScanner implements AutoCloseable {
         return -1;
     }
 
+    /** Follow mode: how long an unchanged directory goes without being listed again. */
+    static final long RELIST_MS = 1_000;
+
     private boolean openNextFile() throws IOException {
         closeFile();
         if (fileIndex + 1 >= files.size()) {
             if (follow) {
+                listedDirTime = Files.getLastModifiedTime(dir);
+                listedAtNs = System.nanoTime();
                 files = listFiles(dir);
+                listings++;
             }
             if (fileIndex + 1 >= files.size()) {
                 return false;
@@ -592,8 +634,28 @@ final class QueueScanner implements AutoCloseable {
         return true;
     }
 
-    private boolean isLastFile() {
-        return fileIndex >= files.size() - 1 && listFiles(dir).size() <= files.size();
+    /**
+     * Whether the current file is the last one. In follow mode the directory is listed again only
+     * when its modification time moved since it was listed last, or {@value #RELIST_MS} ms after
+     * (a file system whose times are coarse or not kept): a poll of an idle journal costs one stat,
+     * not a listing. (A writer that rolls ends the old file with its end marker, which the walk
+     * meets; this is for a file left without one.)
+     */
+    private boolean isLastFile() throws IOException {
+        if (fileIndex < files.size() - 1) {
+            return false;
+        }
+        if (follow) {
+            java.nio.file.attribute.FileTime t = Files.getLastModifiedTime(dir);
+            long now = System.nanoTime();
+            if (t.equals(listedDirTime) && now - listedAtNs < RELIST_MS * 1_000_000L) {
+                return true;
+            }
+            listedDirTime = t;
+            listedAtNs = now;
+        }
+        listings++;
+        return listFiles(dir).size() <= files.size();
     }
 
     private boolean refreshSize() throws IOException {
@@ -815,8 +877,23 @@ final class QueueScanner implements AutoCloseable {
      * (from 4), or -1 when it cannot be read.
      */
     private int headerEnd() throws IOException {
-        if (size < 8 || !ensure(0, (int) Math.min(size, 4096))) {
+        if (size < 8) {
             return -1;
+        }
+        int n = (int) Math.min(size, HEADER_READ);
+        if (!follow) {
+            if (!ensure(0, n)) {
+                return -1;
+            }
+        } else if (!windowHolds(0, n)) {
+            // a follower reads the header alone at every poll that finds nothing new
+            int was = readSize;
+            readSize = n;
+            boolean got = ensure(0, n);
+            readSize = was;
+            if (!got) {
+                return -1;
+            }
         }
         int h = intAt(0);
         if ((h & (META_DATA | NOT_COMPLETE)) != META_DATA) {
@@ -912,9 +989,34 @@ final class QueueScanner implements AutoCloseable {
     /** Files at least this large are read ahead (a chunk or two ahead of the walk). */
     private static final long READ_AHEAD_FROM = (long) READ_AHEAD_FROM_CHUNKS * ReadAhead.CHUNK;
 
+    /** Chronicle's file header (the first excerpt) is read from this many first bytes of a file. */
+    private static final int HEADER_READ = 4096;
+    /** The first window read after a follow poll found nothing new. */
+    private static final int SMALL_READ = 16 << 10;
+
+    private boolean windowHolds(long at, int n) {
+        return at >= winValidFrom && at + n <= winStart + winLen;
+    }
+
+    /**
+     * The 4-byte word at {@code at}, read on its own (the window untouched); 0 when the file ends
+     * before it.
+     */
+    private int peekInt(long at) throws IOException {
+        peek.clear();
+        while (peek.hasRemaining()) {
+            int r = ch.read(peek, at + peek.position());
+            if (r < 0) {
+                return 0;
+            }
+        }
+        bytesRead += 4;
+        return peek.getInt(0);
+    }
+
     /** Makes the window cover {@code [at, at + n)}; false when the file ends before. */
     private boolean ensure(long at, int n) throws IOException {
-        if (at >= winValidFrom && at + n <= winStart + winLen) {
+        if (windowHolds(at, n)) {
             return true;
         }
         if (at + n > size) {
@@ -933,7 +1035,10 @@ final class QueueScanner implements AutoCloseable {
             win = own = new byte[Math.max(n, win.length * 2)];
         }
         ByteBuffer bb = ByteBuffer.wrap(win);
-        int want = (int) Math.min(win.length, size - at);
+        int want = (int) Math.min(readSize >= WINDOW ? win.length : Math.max(n, readSize), size - at);
+        if (readSize < WINDOW && n <= readSize) {
+            readSize *= 2;
+        }
         bb.limit(want);
         long p = at;
         while (bb.hasRemaining()) {
@@ -943,6 +1048,7 @@ final class QueueScanner implements AutoCloseable {
             }
             p += r;
         }
+        bytesRead += bb.position();
         winStart = at;
         winValidFrom = at;
         winLen = bb.position();
