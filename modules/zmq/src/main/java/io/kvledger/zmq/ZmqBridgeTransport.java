@@ -47,7 +47,7 @@ final class ZmqBridgeTransport implements BridgeTransport {
         this.pipe = Pipe.open();
         this.pipe.source().configureBlocking(false);
         this.pipe.sink().configureBlocking(false);
-        this.ctx = ZmqRuntime.context("engine-bridge");
+        this.ctx = ZmqRuntime.context("engine-bridge", true);
     }
 
     @Override
