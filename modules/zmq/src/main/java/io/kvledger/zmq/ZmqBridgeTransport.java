@@ -8,6 +8,8 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.zeromq.SocketType;
 import org.zeromq.ZMQ;
 
@@ -25,6 +27,10 @@ import org.zeromq.ZMQ;
  */
 final class ZmqBridgeTransport implements BridgeTransport {
 
+    /** Yields to the signal's writer before parking, when {@code ZMQ_FD} is readable ahead of its count. */
+    private static final int STALE_YIELDS = 4;
+    private static final long STALE_PARK_NS = 20_000;
+
     private final EngineBridgeConfig config;
     private final ZMQ.Context ctx;
     private final Pipe pipe;
@@ -32,13 +38,16 @@ final class ZmqBridgeTransport implements BridgeTransport {
     private final ByteBuffer one = ByteBuffer.allocate(1);
     private ZMQ.Socket router;
     private Selector selector;
+    /** The selection keys of the ROUTER's signalling channel ({@code ZMQ_FD}) and of the wake-up pipe. */
+    private SelectionKey routerKey;
+    private SelectionKey wakeKey;
 
     ZmqBridgeTransport(EngineBridgeConfig config) throws IOException {
         this.config = config;
         this.pipe = Pipe.open();
         this.pipe.source().configureBlocking(false);
         this.pipe.sink().configureBlocking(false);
-        this.ctx = ZmqRuntime.context("engine-bridge");
+        this.ctx = ZmqRuntime.context("engine-bridge", true);
     }
 
     @Override
@@ -52,8 +61,8 @@ final class ZmqBridgeTransport implements BridgeTransport {
             router.bind(config.zmqBindEndpoint());
             String endpoint = router.getLastEndpoint();
             selector = Selector.open();
-            router.getFD().register(selector, SelectionKey.OP_READ);
-            pipe.source().register(selector, SelectionKey.OP_READ);
+            routerKey = router.getFD().register(selector, SelectionKey.OP_READ);
+            wakeKey = pipe.source().register(selector, SelectionKey.OP_READ);
             return endpoint;
         } catch (IOException e) {
             closeSelector();
@@ -68,18 +77,53 @@ final class ZmqBridgeTransport implements BridgeTransport {
 
     @Override
     public void await(long waitMs) {
-        if (waitMs <= 0 || (router.getEvents() & ZMQ.Poller.POLLIN) != 0) {
+        if (waitMs <= 0 || hasMessage()) {
             // a look without waiting, or a message is there: receive() reads it (a wake-up's
             // byte left in the pipe ends the next wait at once, which drains it)
             return;
         }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
+        int stale = 0;
         try {
-            selector.select(waitMs);
-            selector.selectedKeys().clear();
+            while (true) {
+                long leftMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime() + 999_999);
+                if (leftMs <= 0) {
+                    return;
+                }
+                selector.select(leftMs);
+                java.util.Set<SelectionKey> ready = selector.selectedKeys();
+                boolean woken = ready.contains(wakeKey);
+                boolean signalled = ready.contains(routerKey);
+                ready.clear();
+                if (woken) {
+                    drainWakeUps();
+                    return;
+                }
+                if (!signalled || hasMessage()) {
+                    return;
+                }
+                // ZMQ_FD readable, and no message once the socket took its commands: JeroMQ 0.6.0's
+                // mailbox writes its signal byte first and counts it after, and takes the byte
+                // only once counted; this wake-up made the writer (the I/O thread) wait for a core
+                // between the two. Selecting again returns at once, so without giving way the
+                // loop spun here until the scheduler's next tick (the 3-4 ms tail over tcp).
+                if (++stale <= STALE_YIELDS) {
+                    Thread.yield();
+                } else {
+                    LockSupport.parkNanos(STALE_PARK_NS);
+                }
+            }
         } catch (IOException | ClosedSelectorException e) {
             // closed under a serving thread (the server closing): nothing more to read
-            return;
         }
+    }
+
+    /** Whether a message may be read now ({@code ZMQ_EVENTS}, which first takes the socket's pending commands). */
+    private boolean hasMessage() {
+        return (router.getEvents() & ZMQ.Poller.POLLIN) != 0;
+    }
+
+    private void drainWakeUps() {
         try {
             while (true) {
                 drain.clear();

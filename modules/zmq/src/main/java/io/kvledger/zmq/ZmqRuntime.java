@@ -15,10 +15,26 @@ final class ZmqRuntime {
 
     /** A context with one I/O thread, its threads named {@code kvledger-zmq-<owner>-<n>-<jeromq name>}. */
     static ZMQ.Context context(String owner) {
+        return context(owner, false);
+    }
+
+    /**
+     * As {@link #context(String)}; {@code batch}: its threads run under Linux's {@code SCHED_BATCH}
+     * (where the JVM may call {@code sched_setscheduler}), so that waking its I/O thread does not
+     * preempt the waker. JeroMQ 0.6.0's mailbox writes a command's signal byte and then counts it,
+     * and reads it only once counted: a waker preempted between the two left the I/O thread's
+     * level-triggered selector returning at once, spinning until the waker ran again (a call's
+     * 3-4 ms tail over the engine bridge's tcp ROUTER).
+     */
+    static ZMQ.Context context(String owner, boolean batch) {
         ZMQ.Context ctx = ZMQ.context(1);
         String prefix = "kvledger-zmq-" + owner + "-" + CONTEXTS.incrementAndGet() + "-";
         ctx.setThreadFactor((r, name) -> {
-            Thread t = new Thread(r, prefix + name);
+            Runnable body = !batch ? r : () -> {
+                batchScheduled();
+                r.run();
+            };
+            Thread t = new Thread(body, prefix + name);
             t.setDaemon(true);
             return t;
         });
@@ -83,6 +99,36 @@ final class ZmqRuntime {
         s.setLinger(0);
         s.setIPv6(ipv6);
         return s;
+    }
+
+    private static final int SCHED_BATCH = 3;
+
+    /**
+     * Puts the calling thread under {@code SCHED_BATCH} (Linux; nice value unchanged); false where
+     * that is not possible (another OS, no native access), and the thread runs as before.
+     */
+    static boolean batchScheduled() {
+        if (!System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux")) {
+            return false;
+        }
+        try {
+            java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+            java.util.Optional<java.lang.foreign.MemorySegment> f = linker.defaultLookup().find("sched_setscheduler");
+            if (f.isEmpty()) {
+                return false;
+            }
+            java.lang.invoke.MethodHandle h = linker.downcallHandle(f.get(), java.lang.foreign.FunctionDescriptor.of(
+                    java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT,
+                    java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS));
+            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                // struct sched_param { int sched_priority; }: 0, as SCHED_BATCH asks; pid 0: this thread
+                java.lang.foreign.MemorySegment param = arena.allocate(java.lang.foreign.ValueLayout.JAVA_INT);
+                return (int) h.invokeExact(0, SCHED_BATCH, param) == 0;
+            }
+        } catch (Throwable e) {
+            LOG.log(System.Logger.Level.DEBUG, "SCHED_BATCH not set: " + describe(e), e);
+            return false;
+        }
     }
 
     static boolean isTerm(Throwable t) {
