@@ -97,11 +97,9 @@ public final class NodeReducer {
             }
             case NodeEvent.MatchedTokensQueried e -> {
                 c.now = e.atNs();
-                if (e.acted() == null) {
-                    SchedulerSide.matchedTokens(c, e);
-                } else {
-                    int from = c.out.size();
-                    SchedulerSide.matchedTokens(c, e);
+                int from = c.out.size();
+                SchedulerSide.matchedTokens(c, e);
+                if (e.acted() != null) {
                     SchedulerSide.actedMatched(c, e, from);
                 }
             }
@@ -115,21 +113,17 @@ public final class NodeReducer {
             }
             case NodeEvent.RequestFinished e -> {
                 c.now = e.atNs();
-                if (e.acted() == null) {
-                    SchedulerSide.finished(c, e);
-                } else {
-                    int from = c.out.size();
-                    SchedulerSide.finished(c, e);
+                int from = c.out.size();
+                SchedulerSide.finished(c, e);
+                if (e.acted() != null) {
                     SchedulerSide.actedFinished(c, e, from);
                 }
             }
             case NodeEvent.ConnectorOutputReceived e -> {
                 c.now = e.atNs();
-                if (e.acted() == null) {
-                    SchedulerSide.connectorOutput(c, e);
-                } else {
-                    int from = c.out.size();
-                    SchedulerSide.connectorOutput(c, e);
+                int from = c.out.size();
+                SchedulerSide.connectorOutput(c, e);
+                if (e.acted() != null) {
                     SchedulerSide.actedFreed(c, e, from);
                 }
             }

@@ -244,12 +244,7 @@ class EntryTypeTest {
         var query = new NodeEvent.MatchedTokensQueried(7, "r-0", 16, new NodeEvent.MatchedAnswer(null, true));
         for (NodeEvent e : List.of(finish, query, new NodeEvent.MatchedTokensQueried(7, "r-0", 16,
                 new NodeEvent.MatchedAnswer(24, false)))) {
-            EntryType t = EntryType.of(e);
-            assertThat(Payloads.decode(t, e.atNs(), Payloads.encode(e))).isEqualTo(e);
-            @SuppressWarnings("unchecked")
-            Map<String, Object> parsed = (Map<String, Object>) Json.parse(Json.write(t.toJson(e)));
-            assertThat(parsed).containsKey("acted");
-            assertThat(t.fromJson(parsed, e.atNs(), Set.of())).isEqualTo(e);
+            assertActedRoundTrips(e);
         }
         try (var u = org.msgpack.core.MessagePack.newDefaultUnpacker(Payloads.encode(finish))) {
             assertThat(u.unpackArrayHeader()).isEqualTo(5);
@@ -280,12 +275,7 @@ class EntryTypeTest {
                 new NodeEvent.FreedAnswer(List.of("r-1")));
         var none = new NodeEvent.ConnectorOutputReceived(9, null, null, new NodeEvent.FreedAnswer(null));
         for (NodeEvent e : List.of(kept, none)) {
-            EntryType t = EntryType.of(e);
-            assertThat(Payloads.decode(t, e.atNs(), Payloads.encode(e))).isEqualTo(e);
-            @SuppressWarnings("unchecked")
-            Map<String, Object> parsed = (Map<String, Object>) Json.parse(Json.write(t.toJson(e)));
-            assertThat(parsed).containsKey("acted");
-            assertThat(t.fromJson(parsed, e.atNs(), Set.of())).isEqualTo(e);
+            assertActedRoundTrips(e);
         }
         assertThat(new io.kvledger.journal.JournalEntry.Input(1, 9, kept).dissect())
                 .endsWith("finished_sending=[r-0,r-1] finished_recving=None acted=finished_sending=[r-1]");
@@ -350,5 +340,15 @@ class EntryTypeTest {
                 .isEqualTo(new NodeEvent.RequestAdmitted(9, "r", 3, -1, null));
         var none = new NodeEvent.RequestAdmitted(9, "r", 3, -1, null);
         assertThat(EntryType.REQUEST_ADMITTED.toJson(none)).containsEntry("prompt_token_ids_len", null);
+    }
+
+    /** {@code e}, which carries {@code acted}, reads back equal from msgpack and from JSON, where {@code acted} is written. */
+    private static void assertActedRoundTrips(NodeEvent e) throws Exception {
+        EntryType t = EntryType.of(e);
+        assertThat(Payloads.decode(t, e.atNs(), Payloads.encode(e))).isEqualTo(e);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> parsed = (Map<String, Object>) Json.parse(Json.write(t.toJson(e)));
+        assertThat(parsed).containsKey("acted");
+        assertThat(t.fromJson(parsed, e.atNs(), Set.of())).isEqualTo(e);
     }
 }

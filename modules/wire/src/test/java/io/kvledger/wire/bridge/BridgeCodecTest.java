@@ -95,6 +95,16 @@ class BridgeCodecTest {
         rejected(PyMsgpack.encode(env), 10L, RejectReason.MISSING_FIELD, "missing args.calls");
     }
 
+    /** A {@code scheduled_new_reqs} entry in the long form (mutable: a test may change a field). */
+    private static Map<String, Object> newRequest(String id, Object blocks, long computed, Object params) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("request_id", id);
+        m.put("block_ids", blocks);
+        m.put("num_computed_tokens", computed);
+        m.put("kv_transfer_params", params);
+        return m;
+    }
+
     private static Map<String, Object> longCall(long id, String hook, Object... kv) {
         Map<String, Object> args = new LinkedHashMap<>();
         for (int i = 0; i < kv.length; i += 2) {
@@ -126,11 +136,7 @@ class BridgeCodecTest {
         Map<String, Object> acted = new LinkedHashMap<>();
         acted.put("num_tokens", null);
         acted.put("load_async", false);
-        Map<String, Object> newReq = new LinkedHashMap<>();
-        newReq.put("request_id", "r1");
-        newReq.put("block_ids", blocks);
-        newReq.put("num_computed_tokens", 16L);
-        newReq.put("kv_transfer_params", params);
+        Map<String, Object> newReq = newRequest("r1", blocks, 16L, params);
         java.util.Map<String, Object> newReqNoParams = new LinkedHashMap<>(newReq);
         newReqNoParams.put("kv_transfer_params", null);
         java.util.ArrayList<Object> cachedBlocks = new java.util.ArrayList<>();
@@ -202,16 +208,8 @@ class BridgeCodecTest {
         List<Object> first = List.of(List.of(1L, 2L));
         List<Object> blocks = List.of(List.of(1L, 2L, 3L), List.of(7L));
         List<Object> blocks2 = List.of(List.of(4L));
-        Map<String, Object> r1 = new LinkedHashMap<>();
-        r1.put("request_id", "r1");
-        r1.put("block_ids", blocks);
-        r1.put("num_computed_tokens", 16L);
-        r1.put("kv_transfer_params", params);
-        Map<String, Object> r2 = new LinkedHashMap<>();
-        r2.put("request_id", "r2");
-        r2.put("block_ids", blocks2);
-        r2.put("num_computed_tokens", 0L);
-        r2.put("kv_transfer_params", null);
+        Map<String, Object> r1 = newRequest("r1", blocks, 16L, params);
+        Map<String, Object> r2 = newRequest("r2", blocks2, 0L, null);
         List<Object> longForm = List.of(
                 longCall(2, "add_request", "request_id", "r1", "num_prompt_tokens", 64L, "prompt_token_ids_len", 64L,
                         "kv_transfer_params", params),
