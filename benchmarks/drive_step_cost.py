@@ -25,7 +25,9 @@ scripted MoRIIO-like connector inside:
   off: a producer's ``update_connector_output`` after finishes still awaits the node's rewrite); with
   ``--freed-from-inner LABEL``, the same with ``drive_freed_from_inner`` (vLLM keeps the inner's
   rewrite of ``finished_sending`` at once: nothing awaited); with ``--matched-from-inner LABEL``,
-  with ``drive_matched_from_inner`` alone.
+  with ``drive_matched_from_inner`` alone; with ``--idle-frames LABEL``, as ``--from-inner`` but every
+  call sent as if not ``quiet`` (``NodeBridge.send_args``): a step with nothing scheduled sends its
+  frame at its end, as before idle steps waited for a later frame.
 
 ``--transport unix`` (the default) serves each node's bridge on ``unix:///TMP/node-LABEL.sock`` and
 times the echo over a Unix socket too; ``--transport tcp`` uses ``tcp://127.0.0.1:PORT``.
@@ -50,6 +52,7 @@ within one run mean much.
 
 import argparse
 import collections
+import gc
 import json
 import os
 import shutil
@@ -171,7 +174,7 @@ class Engine:
     """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
 
     def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=False, finished_from_inner=False,
-                 freed_from_inner=False):
+                 freed_from_inner=False, idle_frames=False):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
         if drive is not None:
@@ -192,6 +195,10 @@ class Engine:
             sys.exit(f"drive_step_cost: engine {label} is not driving (see the log above)")
         self.step_ns = 0
         self.step_cpu_ns = 0  # the scheduler thread's CPU time in the step's hooks
+        self.hook_ns = {}  # this step's hooks: name -> [wall ns, CPU ns]
+        self.gc_ns = 0  # Python's collector, inside this step's hooks
+        self.idle_hooks = collections.defaultdict(list)  # idle steps: (name, "wall"|"cpu") -> [ns]
+        self.idle_gc = []  # idle steps: the collector's ns in each
         self.awaited = []  # ns per awaited NodeBridge.call (only while recording)
         self.recording = False
         for name in SCHED_HOOKS:
@@ -199,6 +206,8 @@ class Engine:
         bridge = getattr(self.sched, "_drive", None)
         if bridge is not None:
             self._time_awaited(bridge)
+            if idle_frames:
+                self._loud(bridge)
         self.driver = Driver(self.sched, self.worker, producer=True)
 
     def _time_hook(self, name):
@@ -208,8 +217,13 @@ class Engine:
             t = time.perf_counter_ns()
             c = time.thread_time_ns()
             r = f(*a, **k)
-            self.step_cpu_ns += time.thread_time_ns() - c
-            self.step_ns += time.perf_counter_ns() - t
+            c = time.thread_time_ns() - c
+            t = time.perf_counter_ns() - t
+            self.step_cpu_ns += c
+            self.step_ns += t
+            h = self.hook_ns.setdefault(name, [0, 0])
+            h[0] += t
+            h[1] += c
             return r
         setattr(self.sched, name, wrapper)
 
@@ -223,6 +237,17 @@ class Engine:
                 self.awaited.append(time.perf_counter_ns() - t)
             return r
         bridge.call = call
+
+    @staticmethod
+    def _loud(bridge):
+        row, args = bridge.send_row, bridge.send_args
+
+        def send_row(hook, r, on_result=None, flush=False, quiet=False):
+            row(hook, r, on_result, flush)
+
+        def send_args(hook, a, on_result=None, flush=False, quiet=False):
+            args(hook, a, on_result, flush)
+        bridge.send_row, bridge.send_args = send_row, send_args
 
     def fallbacks(self):
         return getattr(self.sched, "drive_fallbacks", 0)
@@ -277,6 +302,20 @@ class Echo:
         self.proc.wait()
 
 
+_STEPPING = [None]  # the engine whose step runs (Python's collector's time is counted to it)
+_GC_START = [0]
+
+
+def _gc_timer(phase, info):
+    e = _STEPPING[0]
+    if e is None:
+        return
+    if phase == "start":
+        _GC_START[0] = time.perf_counter_ns()
+    else:
+        e.gc_ns += time.perf_counter_ns() - _GC_START[0]
+
+
 def play(engines, echo, n, cycles, idle, first, record):
     """``cycles`` cycles of N requests on every engine; returns {label: {kind: [step ns]}}."""
     steps = {e.label: collections.defaultdict(list) for e in engines}
@@ -297,7 +336,9 @@ def play(engines, echo, n, cycles, idle, first, record):
             for e in order:
                 d = e.driver
                 before = (len(d.waiting), len(d.running), len(d.finished))
+                _STEPPING[0] = e
                 d.step()
+                _STEPPING[0] = None
                 if before[0]:
                     kind = "burst"
                 elif len(d.finished) > before[2]:
@@ -316,6 +357,13 @@ def play(engines, echo, n, cycles, idle, first, record):
                 if record:
                     steps[e.label][kind].append(took)
                     cpu[e.label][kind].append(took_cpu)
+                    if kind == "idle":
+                        for name, (wall, used) in e.hook_ns.items():
+                            e.idle_hooks[name, "wall"].append(wall)
+                            e.idle_hooks[name, "cpu"].append(used)
+                        e.idle_gc.append(e.gc_ns)
+                e.hook_ns = {}
+                e.gc_ns = 0
             if len(kinds) != 1:
                 sys.exit(f"drive_step_cost: the engines disagree on the kind of step {i} of cycle {c}: {kinds}")
             previous = next(iter(kinds))
@@ -342,6 +390,8 @@ def main(argv=None):
                          "drive_freed_from_inner, a node of its own from that jar")
     ap.add_argument("--matched-from-inner", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_matched_from_inner alone, a node of its own from that jar")
+    ap.add_argument("--idle-frames", action="append", default=[], metavar="LABEL",
+                    help="also drive as --from-inner with a frame sent at the end of every step, a node of its own")
     ap.add_argument("--transport", choices=["unix", "tcp"], default="unix",
                     help="the nodes' bridge and the echo: a Unix socket (default) or loopback ZMQ over TCP")
     ap.add_argument("--concurrency", default="16,64,256")
@@ -375,6 +425,11 @@ def main(argv=None):
                 node = Node(a.java, jar, tmp, label + "-from-inner", a.transport)
                 nodes.append(node)
                 engines.append(Engine(label + " from inner", node.endpoint, from_inner=True, finished_from_inner=True))
+            if label in a.idle_frames:
+                node = Node(a.java, jar, tmp, label + "-idle-frames", a.transport)
+                nodes.append(node)
+                engines.append(Engine(label + " from inner, idle frames", node.endpoint, from_inner=True,
+                                      finished_from_inner=True, idle_frames=True))
             if label in a.freed_from_inner:
                 node = Node(a.java, jar, tmp, label + "-freed-from-inner", a.transport)
                 nodes.append(node)
@@ -388,6 +443,7 @@ def main(argv=None):
                 node = Node(a.java, jar, tmp, label + "-unbatched", a.transport)
                 nodes.append(node)
                 engines.append(Engine(label + " unbatched", node.endpoint, batch=False))
+        gc.callbacks.append(_gc_timer)
         first = 1
         # warm-up (the nodes' JIT): not counted
         play(engines, echo, 64, 3, 2, first, False)
@@ -456,6 +512,20 @@ def main(argv=None):
                 added = [x - y for x, y in zip(cpu_results[n][label][kind], off)]
                 row += f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |"
             print(row)
+    print()
+    print("steps with nothing scheduled, by hook (all N): the hook's wall / CPU time, µs, p50 / p99; GC: "
+          "Python's collector during the step (steps with one, p99 of its time in them)")
+    print()
+    print("| engine | hook | wall p50 / p99 | CPU p50 / p99 |")
+    print("|---|---|---:|---:|")
+    for e in engines:
+        for name in SCHED_HOOKS:
+            wall, used = e.idle_hooks.get((name, "wall")), e.idle_hooks.get((name, "cpu"))
+            if wall:
+                print(f"| {e.label} | {name} | {us(pct(wall, 0.5))} / {us(pct(wall, 0.99))} |"
+                      f" {us(pct(used, 0.5))} / {us(pct(used, 0.99))} |")
+        ran = [x for x in e.idle_gc if x]
+        print(f"| {e.label} | GC in {len(ran)} of {len(e.idle_gc)} steps | p99 {us(pct(ran, 0.99))} | |")
     print()
     print(f"awaited node calls (NodeBridge.call), µs, against a bare echo over {a.transport} in the same run")
     print()

@@ -554,10 +554,11 @@ def test_an_empty_update_connector_output_is_awaited_only_while_a_deferred_free_
         node.close()
 
 
-def test_an_idle_step_sends_one_frame_and_a_long_batch_is_cut(tmp_path):
-    """A producer's idle step (nothing new, nothing finished, nothing deferred): its empty
-    update_connector_output rides with the next step's build_connector_meta, one frame per step and
-    no awaited call; a buffer of max_batch calls goes out without waiting for the step's end."""
+def test_an_idle_step_sends_no_frame_and_a_long_batch_is_cut(tmp_path):
+    """A producer's idle step (nothing scheduled, nothing finished, nothing deferred) tells the node
+    nothing new: its build_connector_meta and update_connector_output wait, in order, for the next
+    frame (no frame, no awaited call); a step that schedules something, or one after a call that is
+    not quiet, sends what waits; a buffer of max_batch calls goes out without waiting for the step's end."""
     from vllm.v1.core.sched.output import SchedulerOutput
     from vllm.v1.outputs import KVConnectorOutput
     node = BatchingNode({"update_connector_output": {"finished_sending": None},
@@ -569,12 +570,20 @@ def test_an_idle_step_sends_one_frame_and_a_long_batch_is_cut(tmp_path):
         for _ in range(3):
             s.build_connector_meta(SchedulerOutput())
             s.update_connector_output(KVConnectorOutput())
-        assert bridge.calls == 1  # the hello only: nothing awaited
-        s.shutdown()  # reads every reply, and sends the last update_connector_output first
-        assert [h for h, _ in node.calls] == ["hello"] + ["build_connector_meta", "update_connector_output"] * 3
-        # hello, the first step alone, each next step with the previous step's output, the last output
-        assert node.batches == [["update_connector_output", "build_connector_meta"]] * 2
-        assert node.frames == 5 and s.drive_fallbacks == 0
+        assert bridge.calls == 1 and bridge.unread == 6  # the hello only: nothing awaited, nothing sent
+        req = producer_requests(1)[0]
+        s.on_new_request(req)  # not quiet: the next step's end sends it, an empty step too
+        s.build_connector_meta(SchedulerOutput())
+        s.update_connector_output(KVConnectorOutput())
+        s.build_connector_meta(SchedulerOutput())  # quiet again: waits
+        s.shutdown()  # reads every reply, and sends what waits first
+        idle = ["build_connector_meta", "update_connector_output"]
+        assert [h for h, _ in node.calls] == ["hello"] + idle * 3 + ["add_request"] + idle + ["build_connector_meta"]
+        assert [a["step"] for h, a in node.calls if h == "build_connector_meta"] == [1, 2, 3, 4, 5]
+        # hello, the three idle steps with the admission and the next step, the rest at the end
+        assert node.batches == [idle * 3 + ["add_request", "build_connector_meta"],
+                                ["update_connector_output", "build_connector_meta"]]
+        assert node.frames == 3 and s.drive_fallbacks == 0 and s.drive_divergences == 0
         s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
         s._drive.max_batch = 5
         reqs = producer_requests(3)
@@ -842,9 +851,10 @@ def test_a_node_that_takes_the_compact_form_gets_the_same_calls_in_the_same_orde
         finally:
             node.close()
     assert seen[0][1] == seen[1][1] and seen[0][2] == seen[1][2]
-    # the same frames, but a compact call alone (a step's build_connector_meta) goes as a batch of one
+    # the same frames (a compact call alone would go as a batch of one); the idle steps at the end
+    # waited for one frame, at the shutdown
     assert seen[0][0] == seen[1][0] and [b for b in seen[0][3] if len(b) > 1] == seen[1][3]
-    assert ["build_connector_meta"] in seen[0][3]
+    assert seen[0][3][-1] == ["build_connector_meta", "update_connector_output"] * 2
     assert seen[0][4] == seen[1][4] and len(seen[0][4]) > 10
 
 

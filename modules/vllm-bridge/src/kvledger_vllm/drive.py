@@ -9,8 +9,9 @@ answer vLLM ignores). Both go out in call order on the one DEALER, so the node a
 order vLLM made them; the replies of sent calls are read later, on the way to a ``call``'s own
 reply, or when ``send`` finds them already there, or at ``flush``. With ``batching`` (a node whose
 ``hello`` lists ``batch``), sent calls wait in a buffer and go out as one ``batch`` frame together
-with the next awaited call, or when a send says ``flush`` (the end of a scheduler pass); the node
-still applies and journals each call on its own, in order. With ``compact`` (a node whose ``hello``
+with the next awaited call, or when a send says ``flush`` (the end of a scheduler pass) and a call
+that is not ``quiet`` waits (a ``quiet`` one, e.g. a step with nothing scheduled, may wait for a later
+frame: an idle step then sends nothing and wakes no one); the node still applies and journals each call on its own, in order. With ``compact`` (a node whose ``hello``
 also lists ``compact``), a batch's admissions, queries, allocations and steps go as arrays by
 position (``send_row``, ``COMPACT``), and its empty answers come back as ids alone. With ``derived``
 (a node whose ``hello`` lists ``derived``) a step's new request may go as ``[request_id,
@@ -85,6 +86,8 @@ class NodeBridge:
         # call's map (a long-form call alone between compact ones, or an awaited call)
         self._chunks = []
         self.batching = False
+        # a call not sent ``quiet`` waits in the buffer: a flush sends it (else quiet calls alone wait)
+        self._loud = False
         # batched calls of the hooks in COMPACT may go as arrays (``send_row``): a node whose hello lists "compact"
         self.compact = False
         # a step's new requests may name their allocation and admission in the same batch (``derived``):
@@ -156,13 +159,18 @@ class NodeBridge:
         with the buffer when ``flush`` (or when ``max_batch`` calls wait in it)."""
         self.send_args(hook, args, on_result, flush)
 
-    def send_args(self, hook, args, on_result=None, flush=False):
+    def send_args(self, hook, args, on_result=None, flush=False, quiet=False):
         """``send`` with the arguments as one dict, kept as it is until it is packed (at the latest
-        when the batch goes out): the caller does not change it later. No copy per call."""
+        when the batch goes out): the caller does not change it later. No copy per call.
+
+        ``quiet`` (with ``batching``): the call may wait past a ``flush`` for a later frame; a
+        ``flush`` then sends the buffer only when a call sent without ``quiet`` waits in it."""
         rid = next(self._ids)
         self.sent += 1
         self._unread[rid] = (hook, on_result)
         if self.batching:
+            if not quiet:
+                self._loud = True
             if self._rows:
                 self._pack_rows()
             self._buffer.append((rid, hook))
@@ -170,8 +178,10 @@ class NodeBridge:
             longs.append({"id": rid, "hook": hook, "args": args})
             if len(longs) >= _ROWS_PACKED_AT:
                 self._pack_longs()
-            if not flush and len(self._buffer) < self.max_batch:
-                return  # nothing went out: no reply can be due that was not read already
+            if not (flush and self._loud) and len(self._buffer) < self.max_batch:
+                if flush:  # held (quiet calls alone): the replies already here of the calls sent before
+                    self._poll_sent()
+                return  # nothing went out
             try:
                 self._send_buffer(self._zmq.DONTWAIT)
             except self._zmq.Again:
@@ -188,15 +198,18 @@ class NodeBridge:
             self._failed(self._unread.pop(old)[0], f"no answer among the last {self._max_unread} calls sent")
         self.poll()
 
-    def send_row(self, hook, row, on_result=None, flush=False):
+    def send_row(self, hook, row, on_result=None, flush=False, quiet=False):
         """``send_args`` in the compact form (``compact``: a node whose ``hello`` lists it, batching):
         the call goes into the batch as the array ``[id, hook, *row]``, ``row`` holding the hook's
         arguments by position (``COMPACT``). No dict per call, no key strings, and no packing per
         call: the rows are packed together when the batch goes out (or a long-form call follows
-        them), so ``row`` must hold nothing the caller changes later (the caller copies what might be)."""
+        them), so ``row`` must hold nothing the caller changes later (the caller copies what might be).
+        ``quiet`` as for ``send_args``."""
         rid = next(self._ids)
         self.sent += 1
         self._unread[rid] = (hook, on_result)
+        if not quiet:
+            self._loud = True
         if self._longs:
             self._pack_longs()
         rows = self._rows
@@ -205,7 +218,7 @@ class NodeBridge:
             # packed a few dozen at a time: few objects outlive their hook (the collector's young
             # generation would otherwise fill with a burst's rows and scan them again and again)
             self._pack_rows()
-        if flush or len(self._rows) + len(self._buffer) >= self.max_batch:
+        if (flush and self._loud) or len(self._rows) + len(self._buffer) >= self.max_batch:
             try:
                 self._send_buffer(self._zmq.DONTWAIT)
             except self._zmq.Again:
@@ -214,6 +227,8 @@ class NodeBridge:
                 old = next(iter(self._unread))
                 self._failed(self._unread.pop(old)[0], f"no answer among the last {self._max_unread} calls sent")
             self.poll()
+        elif flush:  # held (quiet calls alone): the replies already here of the calls sent before
+            self._poll_sent()
 
     def _pack_rows(self):
         """Packs the waiting compact rows as one array (its header left out of the frame) after the
@@ -307,7 +322,9 @@ class NodeBridge:
         return wait_for
 
     def _sent_frame(self):
-        """A frame goes out: what the next batch's new requests may name starts empty again."""
+        """A frame goes out: what the next batch's new requests may name starts empty again, and the
+        buffer holds no call that is not quiet."""
+        self._loud = False
         if self.allocated:
             self.allocated.clear()
         if self.admitted:
@@ -329,6 +346,11 @@ class NodeBridge:
             reply = self._msgpack.unpackb(raw)
             if isinstance(reply, dict):
                 self._settle(reply.get("id"), reply)
+
+    def _poll_sent(self):
+        """``poll`` when a call sent (not one in the buffer) is unread: no system call otherwise."""
+        if len(self._unread) > len(self._buffer) + len(self._rows):
+            self.poll()
 
     def flush(self, timeout_ms=None):
         """Reads the replies of every sent call, waiting up to ``timeout_ms`` (default: the call

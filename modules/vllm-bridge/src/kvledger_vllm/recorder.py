@@ -910,15 +910,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         default), in order with the awaited ones; its reply is read later, a refusal counted as a fallback."""
         self._drive_send_args(hook, args, on_result, flush)
 
-    def _drive_send_args(self, hook, args, on_result=None, flush=False):
-        """``_drive_send`` with the arguments as one dict (a fresh one: it is packed later, as it is)."""
+    def _drive_send_args(self, hook, args, on_result=None, flush=False, quiet=False):
+        """``_drive_send`` with the arguments as one dict (a fresh one: it is packed later, as it is).
+        ``quiet``: a call that tells the node nothing happened (an empty step, an output without ids)
+        may wait for a later frame (``NodeBridge.send_args``)."""
         if not self._drive_pipeline:
             r = self._drive_call(hook, **args)
             if r is not None and on_result is not None:
                 on_result(r)
             return
         try:
-            self._drive.send_args(hook, args, on_result, flush)
+            self._drive.send_args(hook, args, on_result, flush, quiet)
         except Exception as e:  # noqa: BLE001
             self._drive_failed(hook, e)
 
@@ -1577,6 +1579,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 args = None
                 self._failed("drive build_connector_meta", e)
+            # a step with nothing scheduled tells the node nothing new: it waits for a later frame
+            # unless calls that do wait with it (an idle step then sends nothing)
+            quiet = (args is not None and not args["cached_req_ids"] and not args.get("scheduled_new_reqs")
+                     and not args.get("preempted_req_ids"))
             if args is not None and self._drive_compact:
                 self._drive_metadata = None
                 new = args.get("scheduled_new_reqs")
@@ -1586,13 +1592,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 try:
                     self._drive.send_row("build_connector_meta", (
                         args["step"], args["cached_req_ids"], args["cached_new_block_ids"], new,
-                        args.get("preempted_req_ids")), self._drive_meta_result, True)
+                        args.get("preempted_req_ids")), self._drive_meta_result, True, quiet)
                 except Exception as e:  # noqa: BLE001
                     self._drive_failed("build_connector_meta", e)
             elif args is not None:
                 self._drive_metadata = None
                 # the end of the scheduler's pass: what waits in the batch goes out with it
-                self._drive_send_args("build_connector_meta", args, self._drive_meta_result, True)
+                self._drive_send_args("build_connector_meta", args, self._drive_meta_result, True, quiet)
         return result
 
     def on_new_request(self, request):
@@ -1636,8 +1642,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         carries = before is not None and bool(before["finished_sending"] or before["finished_recving"])
         if before is not None and not self._drive_producer:
             # a consumer's node leaves the sets as they are: nothing to wait for. One that carries no
-            # ids waits in the batch for the next step's calls (an idle step then sends one frame)
-            self._drive_send("update_connector_output", flush=carries, **before)
+            # ids waits in the batch for a later frame (quiet)
+            self._drive_send_args("update_connector_output", before, None, carries, not carries)
         elif before is not None and self._drive_freed_from_inner:
             self._drive_free_from_inner(connector_output, before, carries)
         elif (before is not None and self._drive_pipeline and self._drive_deferred_known and not self._drive_deferred
@@ -1647,8 +1653,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # its answer is "none". Sent without waiting; the answer is checked when read. (With
             # drive_finished_from_inner, a request the node's unread answer may still defer counts
             # as pending.)
-            self._drive_send("update_connector_output", self._drive_checked(
-                "update_connector_output", None, lambda r: r.get("finished_sending") or None), **before)
+            self._drive_send_args("update_connector_output", before, self._drive_checked(
+                "update_connector_output", None, lambda r: r.get("finished_sending") or None), False, True)
         elif before is not None:
             r = self._drive_call("update_connector_output", **before)
             if r is None:
@@ -1685,7 +1691,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             if node != acted:  # named as sorted lists (None: none), as vLLM would free them
                 self._drive_diverged("update_connector_output", sorted(acted) or None if isinstance(
                     acted, frozenset) else acted, sorted(node) or None)
-        self._drive_send_args("update_connector_output", args, on_result, carries)
+        # quiet (may wait for a later frame) when no ids came and the inner freed none
+        self._drive_send_args("update_connector_output", args, on_result, carries,
+                              not carries and acted == frozenset())
 
     def request_finished(self, request, block_ids):
         s = self._stream
