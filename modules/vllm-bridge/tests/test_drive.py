@@ -584,6 +584,15 @@ def test_an_idle_step_sends_no_frame_and_a_long_batch_is_cut(tmp_path):
         assert node.batches == [idle * 3 + ["add_request", "build_connector_meta"],
                                 ["update_connector_output", "build_connector_meta"]]
         assert node.frames == 3 and s.drive_fallbacks == 0 and s.drive_divergences == 0
+        # quiet calls wait at most max_hold_ns: at 0, each step's end sends what waits, as before
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        s._drive.max_hold_ns = 0
+        before = len(node.batches)
+        for _ in range(3):
+            s.build_connector_meta(SchedulerOutput())
+            s.update_connector_output(KVConnectorOutput())
+        s.shutdown()
+        assert node.batches[before:] == [["update_connector_output", "build_connector_meta"]] * 2
         s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
         s._drive.max_batch = 5
         reqs = producer_requests(3)

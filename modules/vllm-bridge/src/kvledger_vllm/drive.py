@@ -11,7 +11,8 @@ reply, or when ``send`` finds them already there, or at ``flush``. With ``batchi
 ``hello`` lists ``batch``), sent calls wait in a buffer and go out as one ``batch`` frame together
 with the next awaited call, or when a send says ``flush`` (the end of a scheduler pass) and a call
 that is not ``quiet`` waits (a ``quiet`` one, e.g. a step with nothing scheduled, may wait for a later
-frame: an idle step then sends nothing and wakes no one); the node still applies and journals each call on its own, in order. With ``compact`` (a node whose ``hello``
+frame, for at most ``max_hold_ns``: an idle step then sends nothing and wakes no one. The node stamps
+a call when it reads it: a held call's stamp is at most that much later, as a batch's calls'); the node still applies and journals each call on its own, in order. With ``compact`` (a node whose ``hello``
 also lists ``compact``), a batch's admissions, queries, allocations and steps go as arrays by
 position (``send_row``, ``COMPACT``), and its empty answers come back as ids alone. With ``derived``
 (a node whose ``hello`` lists ``derived``) a step's new request may go as ``[request_id,
@@ -86,8 +87,11 @@ class NodeBridge:
         # call's map (a long-form call alone between compact ones, or an awaited call)
         self._chunks = []
         self.batching = False
-        # a call not sent ``quiet`` waits in the buffer: a flush sends it (else quiet calls alone wait)
+        # a call not sent ``quiet`` waits in the buffer: a flush sends it (else quiet calls alone wait,
+        # since _held_at on the monotonic clock, for at most max_hold_ns)
         self._loud = False
+        self._held_at = None
+        self.max_hold_ns = 50_000_000
         # batched calls of the hooks in COMPACT may go as arrays (``send_row``): a node whose hello lists "compact"
         self.compact = False
         # a step's new requests may name their allocation and admission in the same batch (``derived``):
@@ -178,7 +182,7 @@ class NodeBridge:
             longs.append({"id": rid, "hook": hook, "args": args})
             if len(longs) >= _ROWS_PACKED_AT:
                 self._pack_longs()
-            if not (flush and self._loud) and len(self._buffer) < self.max_batch:
+            if not (flush and (self._loud or self._held_long())) and len(self._buffer) < self.max_batch:
                 if flush:  # held (quiet calls alone): the replies already here of the calls sent before
                     self._poll_sent()
                 return  # nothing went out
@@ -218,7 +222,7 @@ class NodeBridge:
             # packed a few dozen at a time: few objects outlive their hook (the collector's young
             # generation would otherwise fill with a burst's rows and scan them again and again)
             self._pack_rows()
-        if (flush and self._loud) or len(self._rows) + len(self._buffer) >= self.max_batch:
+        if (flush and (self._loud or self._held_long())) or len(self._rows) + len(self._buffer) >= self.max_batch:
             try:
                 self._send_buffer(self._zmq.DONTWAIT)
             except self._zmq.Again:
@@ -325,6 +329,7 @@ class NodeBridge:
         """A frame goes out: what the next batch's new requests may name starts empty again, and the
         buffer holds no call that is not quiet."""
         self._loud = False
+        self._held_at = None
         if self.allocated:
             self.allocated.clear()
         if self.admitted:
@@ -346,6 +351,13 @@ class NodeBridge:
             reply = self._msgpack.unpackb(raw)
             if isinstance(reply, dict):
                 self._settle(reply.get("id"), reply)
+
+    def _held_long(self):
+        """At a quiet flush: whether quiet calls have waited ``max_hold_ns`` (then they go out)."""
+        now = time.monotonic_ns()
+        if self._held_at is None:
+            self._held_at = now
+        return now - self._held_at >= self.max_hold_ns
 
     def _poll_sent(self):
         """``poll`` when a call sent (not one in the buffer) is unread: no system call otherwise."""
