@@ -199,6 +199,7 @@ class Engine:
         self.gc_ns = 0  # Python's collector, inside this step's hooks
         self.idle_hooks = collections.defaultdict(list)  # idle steps: (name, "wall"|"cpu") -> [ns]
         self.idle_gc = []  # idle steps: the collector's ns in each
+        self.idle_framed = []  # idle steps that sent a batch frame: their step ns
         self.awaited = []  # ns per awaited NodeBridge.call (only while recording)
         self.recording = False
         for name in SCHED_HOOKS:
@@ -337,6 +338,8 @@ def play(engines, echo, n, cycles, idle, first, record):
                 d = e.driver
                 before = (len(d.waiting), len(d.running), len(d.finished))
                 _STEPPING[0] = e
+                bridge = getattr(e.sched, "_drive", None)
+                frames = bridge.batches if bridge is not None else 0
                 d.step()
                 _STEPPING[0] = None
                 if before[0]:
@@ -362,6 +365,8 @@ def play(engines, echo, n, cycles, idle, first, record):
                             e.idle_hooks[name, "wall"].append(wall)
                             e.idle_hooks[name, "cpu"].append(used)
                         e.idle_gc.append(e.gc_ns)
+                        if bridge is not None and bridge.batches != frames:
+                            e.idle_framed.append(took)
                 e.hook_ns = {}
                 e.gc_ns = 0
             if len(kinds) != 1:
@@ -526,6 +531,10 @@ def main(argv=None):
                       f" {us(pct(used, 0.5))} / {us(pct(used, 0.99))} |")
         ran = [x for x in e.idle_gc if x]
         print(f"| {e.label} | GC in {len(ran)} of {len(e.idle_gc)} steps | p99 {us(pct(ran, 0.99))} | |")
+        if e.label != "off":
+            framed = e.idle_framed
+            print(f"| {e.label} | a frame sent in {len(framed)} steps | p50 / p99 of those "
+                  f"{us(pct(framed, 0.5))} / {us(pct(framed, 0.99))} | |")
     print()
     print(f"awaited node calls (NodeBridge.call), µs, against a bare echo over {a.transport} in the same run")
     print()

@@ -91,7 +91,7 @@ class NodeBridge:
         # since _held_at on the monotonic clock, for at most max_hold_ns)
         self._loud = False
         self._held_at = None
-        self.max_hold_ns = 50_000_000
+        self.max_hold_ns = 250_000_000
         # batched calls of the hooks in COMPACT may go as arrays (``send_row``): a node whose hello lists "compact"
         self.compact = False
         # a step's new requests may name their allocation and admission in the same batch (``derived``):

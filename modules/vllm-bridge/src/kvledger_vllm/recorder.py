@@ -46,7 +46,7 @@ Extra config keys read here (all others are the inner connector's):
                                 node (in order with the others; replies read later), default true
 ``drive_batch``                 with ``drive_pipeline``: those calls travel as one ``batch`` frame with
                                 the next awaited call or at the end of the scheduler's pass (a pass
-                                with nothing scheduled waits for a later frame, up to 50 ms), when the
+                                with nothing scheduled waits for a later frame, up to 250 ms), when the
                                 node lists ``batch`` in its hello, default true
 ``drive_compact``               with ``drive_batch``: a batch's admissions, queries, allocations and steps
                                 go as arrays by position (docs/bridge-protocol.md, ``compact``) when the
