@@ -310,6 +310,10 @@ def _finish_answer(result):
     return bool(result.get("delay_free")), result.get("kv_transfer_params")
 
 
+def _output_sending(result):
+    return result.get("finished_sending") or None
+
+
 def _id_list(value):
     if value is None:
         return None
@@ -835,6 +839,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._attn_backend = _attn_backend(vllm_config)
         # the node's answer to the last build_connector_meta (``drive_metadata``)
         self._drive_metadata = None
+        # made once, not per call: an idle step's calls may wait in the buffer for many steps, and
+        # what they hold counts toward Python's collector (a new bound method or closure per call would)
+        self._drive_meta_cb = self._drive_meta_result
+        self._drive_none_check = self._drive_checked("update_connector_output", None, _output_sending)
         try:
             self._start_recording(vllm_config, role, extra, inner_cls)
         except Exception as e:  # noqa: BLE001 - recording is optional, the engine is not
@@ -1514,12 +1522,12 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             if new_reqs is not _ABSENT and d is not None and d.derived:
                 # the node's rows by position, derived where they can be (recording too: the
                 # recording's snapshot below, as without)
-                new_fields = _new_request_rows_derived(new_reqs, d.admitted, d.allocated) if new_reqs else []
+                new_fields = _new_request_rows_derived(new_reqs, d.admitted, d.allocated) if new_reqs else ()
                 if s is not None:
                     new_reqs = _new_requests_snapshot(scheduler_output) if new_reqs else []
             elif new_reqs is not _ABSENT and s is None:
                 new_fields = ((_new_request_rows_now(new_reqs) if self._drive_compact else _new_requests_now(new_reqs))
-                              if new_reqs else [])
+                              if new_reqs else ())
             elif new_reqs is not _ABSENT:
                 new_reqs = _new_requests_snapshot(scheduler_output) if new_reqs else []
             ids = getattr(scheduler_output, "preempted_req_ids", _ABSENT)
@@ -1565,10 +1573,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_step += 1
             try:
                 crd = getattr(scheduler_output, "scheduled_cached_reqs", None)
-                ids = [str(r) for r in (getattr(crd, "req_ids", ()) or ())] if crd is not None else []
-                nbs = list(getattr(crd, "new_block_ids", ()) or ()) if crd is not None else []
-                nbs = [None if nb is None else _block_groups(nb) for nb in nbs[:len(ids)]]
-                nbs += [None] * (len(ids) - len(nbs))
+                ids = getattr(crd, "req_ids", None) if crd is not None else None
+                if ids:
+                    ids = [str(r) for r in ids]
+                    nbs = list(getattr(crd, "new_block_ids", ()) or ())
+                    nbs = [None if nb is None else _block_groups(nb) for nb in nbs[:len(ids)]]
+                    nbs += [None] * (len(ids) - len(nbs))
+                else:  # packed as [] too; shared, no object per step (an idle step's may wait a while)
+                    ids = nbs = ()
                 args = {"step": self._drive_step, "cached_req_ids": ids, "cached_new_block_ids": nbs}
                 # left out when this vLLM has no such field (the node then knows they were not sent)
                 if new_fields is not None:
@@ -1576,7 +1588,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 elif new_reqs is not _ABSENT:
                     args["scheduled_new_reqs"] = _new_requests_fields(new_reqs)
                 if preempted is not _ABSENT:
-                    args["preempted_req_ids"] = sorted(str(x) for x in preempted)
+                    args["preempted_req_ids"] = sorted(str(x) for x in preempted) if preempted else ()
             except Exception as e:  # noqa: BLE001
                 args = None
                 self._failed("drive build_connector_meta", e)
@@ -1593,13 +1605,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 try:
                     self._drive.send_row("build_connector_meta", (
                         args["step"], args["cached_req_ids"], args["cached_new_block_ids"], new,
-                        args.get("preempted_req_ids")), self._drive_meta_result, True, quiet)
+                        args.get("preempted_req_ids")), self._drive_meta_cb, True, quiet)
                 except Exception as e:  # noqa: BLE001
                     self._drive_failed("build_connector_meta", e)
             elif args is not None:
                 self._drive_metadata = None
                 # the end of the scheduler's pass: what waits in the batch goes out with it
-                self._drive_send_args("build_connector_meta", args, self._drive_meta_result, True, quiet)
+                self._drive_send_args("build_connector_meta", args, self._drive_meta_cb, True, quiet)
         return result
 
     def on_new_request(self, request):
@@ -1654,8 +1666,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # its answer is "none". Sent without waiting; the answer is checked when read. (With
             # drive_finished_from_inner, a request the node's unread answer may still defer counts
             # as pending.)
-            self._drive_send_args("update_connector_output", before, self._drive_checked(
-                "update_connector_output", None, lambda r: r.get("finished_sending") or None), False, True)
+            self._drive_send_args("update_connector_output", before, self._drive_none_check, False, True)
         elif before is not None:
             r = self._drive_call("update_connector_output", **before)
             if r is None:
