@@ -10,14 +10,23 @@ import socket
 import threading
 
 import msgpack
+import pytest
 import zmq
 
 from driver import Driver, make_config, producer_requests
 from kvledger_vllm import KvledgerRecorderConnector
-from kvledger_vllm.drive import long_form, long_forms
+from kvledger_vllm.drive import NodeBridge, long_form, long_forms
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 from vllm.v1.core.kv_cache_manager import KVCacheBlocks
 
+
+
+@pytest.fixture(autouse=True)
+def _quiet_calls_wait_for_the_test(monkeypatch):
+    """Quiet calls wait for a later frame for at most NodeBridge.max_hold_ns (250 ms): longer here, so
+    that the frames a test expects do not depend on how fast a loaded machine runs it (a test that
+    asks for the limit sets it on its bridge)."""
+    monkeypatch.setattr(NodeBridge, "max_hold_ns", 3_600 * 10**9)
 
 def free_port():
     with socket.socket() as s:
@@ -800,6 +809,47 @@ def test_freed_from_the_inner_is_never_awaited_and_a_node_rewriting_otherwise_is
         assert s.drive_divergence_last == ("update_connector_output", None, ids)
         assert caplog.text.count("DIVERGED on update_connector_output: vLLM acted on None without waiting, "
                                  f"the node answers {ids!r}") == 1
+    finally:
+        node.close()
+
+
+def test_an_idle_step_with_a_deferred_free_pending_is_not_held(tmp_path):
+    """With drive_freed_from_inner, an idle step's update_connector_output waits for a later frame only
+    while no deferred free is pending: the node stamps a call when it reads it, and a held call's later
+    stamp could pass a deferral's deadline the inner had not reached. So with one pending each idle
+    step goes out at its end; once none is pending they wait again."""
+    from vllm.v1.core.sched.output import SchedulerOutput
+    from vllm.v1.outputs import KVConnectorOutput
+    from vllm.v1.request import RequestStatus
+    node = BatchingNode({"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+                         "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
+                         "update_connector_output": {"finished_sending": None},
+                         "build_connector_meta": {"step": 1}})
+    try:
+        s = scheduler(tmp_path, node.port, drive_finished_from_inner=True)
+        assert s._drive_freed_from_inner
+        req = producer_requests(1)[0]
+        s.on_new_request(req)
+        req.status = RequestStatus.FINISHED_LENGTH_CAPPED
+        assert s.request_finished(req, [1, 2])[0] is True  # the inner's: it defers
+        s.build_connector_meta(SchedulerOutput())  # the finish goes out with this step
+        assert s._drive_inner_deferred == {req.request_id}
+        for _ in range(2):  # pending: each idle step goes out at its end
+            s.update_connector_output(KVConnectorOutput())
+            s.build_connector_meta(SchedulerOutput())
+        out = KVConnectorOutput(finished_sending={req.request_id})
+        s.update_connector_output(out)  # its ACK: the inner frees it (not quiet: an id came)
+        assert out.finished_sending == {req.request_id} and not s._drive_inner_deferred
+        s.build_connector_meta(SchedulerOutput())
+        for _ in range(2):  # none pending: they wait
+            s.update_connector_output(KVConnectorOutput())
+            s.build_connector_meta(SchedulerOutput())
+        s.shutdown()
+        idle = ["update_connector_output", "build_connector_meta"]
+        # (the ACK's output went out at once, alone; the steps after it waited for the shutdown)
+        assert [h for h, _ in node.calls].count("update_connector_output") == 5
+        assert node.batches == [["add_request", "request_finished", "build_connector_meta"], idle, idle,
+                                ["build_connector_meta"] + idle * 2]
     finally:
         node.close()
 

@@ -44,6 +44,9 @@ class NodeBridge:
     more than ``max_unread`` wait); ``call`` raises ``DriveError`` instead.
     """
 
+    #: how long quiet calls may wait for a later frame (an instance may set its own; 0: never)
+    max_hold_ns = 250_000_000
+
     def __init__(self, endpoint, timeout_ms=5000, on_failure=None, max_unread=4096):
         import msgpack
         import zmq
@@ -91,7 +94,6 @@ class NodeBridge:
         # since _held_at on the monotonic clock, for at most max_hold_ns)
         self._loud = False
         self._held_at = None
-        self.max_hold_ns = 250_000_000
         # batched calls of the hooks in COMPACT may go as arrays (``send_row``): a node whose hello lists "compact"
         self.compact = False
         # a step's new requests may name their allocation and admission in the same batch (``derived``):

@@ -832,6 +832,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         # update_connector_output: while none is left (and none is unknown), an update_connector_output
         # without finished ids surfaces nothing in the reducer, so it is not awaited
         self._drive_deferred = set()
+        # the requests whose frees the inner deferred and has not freed yet (drive_freed_from_inner):
+        # its own answers alone, so what waits for a later frame does not hang on when replies come
+        self._drive_inner_deferred = set()
         self._drive_deferred_known = True
         self._kv_cache_config = kv_cache_config
         # what kv_caches_registered carries beside the tensors (register_kv_caches)
@@ -1703,9 +1706,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             if node != acted:  # named as sorted lists (None: none), as vLLM would free them
                 self._drive_diverged("update_connector_output", sorted(acted) or None if isinstance(
                     acted, frozenset) else acted, sorted(node) or None)
-        # quiet (may wait for a later frame) when no ids came and the inner freed none
+        pending = self._drive_inner_deferred
+        if pending and type(acted) is frozenset:
+            pending.difference_update(acted)
+        # quiet (may wait for a later frame) when no ids came, the inner freed none and none of its
+        # deferred frees is pending: the node stamps a call when it reads it, and a held call's later
+        # stamp could pass a deferral's deadline the inner had not reached (a divergence of ours)
         self._drive_send_args("update_connector_output", args, on_result, carries,
-                              not carries and acted == frozenset())
+                              not carries and acted == frozenset() and not pending)
 
     def request_finished(self, request, block_ids):
         s = self._stream
@@ -1802,6 +1810,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._failed("drive request_finished", e)
         if acted[0] is True:
             self._drive_deferred.add(rid)
+            self._drive_inner_deferred.add(rid)
         else:
             self._drive_finish_unread.add(rid)
         check = self._drive_checked("request_finished", acted, _finish_answer)
