@@ -60,13 +60,16 @@ class _StandIn:
         from kvledger_vllm.drive import long_forms
         self.msgpack, self.long_forms = msgpack, long_forms
         self.digest, self.calls = hashlib.sha256(), 0
+        self.session = {}  # (steady) the last compact step read on the connection
 
     def answer(self, req):
+        if "refused" in req:
+            return {"v": 1, "id": req["id"], "ok": False, "error": "INVALID_VALUE: " + req["refused"]}
         h, a = req["hook"], req.get("args") or {}
         self.digest.update(self.msgpack.packb([h, a]))
         self.calls += 1
         if h == "hello":
-            r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch", "compact", "derived"]}
+            r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch", "compact", "derived", "steady"]}
         elif h == "get_num_new_matched_tokens" or h == "request_finished":
             r = a.get("acted") or {}
         elif h == "update_connector_output":
@@ -79,9 +82,9 @@ class _StandIn:
         req = self.msgpack.unpackb(frame)
         if req["hook"] == "batch":
             batch = req["args"]["calls"]
-            replies = [self.answer(m) for m in self.long_forms(batch)]
+            replies = [self.answer(m) for m in self.long_forms(batch, self.session)]
             if any(isinstance(m, list) for m in batch):  # an empty answer as the call's id alone
-                replies = [r["id"] if r["result"] == {} else r for r in replies]
+                replies = [r["id"] if r.get("result") == {} else r for r in replies]
             rep = {"v": 1, "id": req["id"], "ok": True, "result": {"replies": replies}}
         else:
             rep = self.answer(req)
@@ -99,6 +102,8 @@ def main(role, path):
     while True:
         c, _ = srv.accept()
         with c:
+            if role == "standin":
+                handle.session = {}  # nothing carries over from one connection to the next
             serve(c, handle)
         if role == "echo":
             return

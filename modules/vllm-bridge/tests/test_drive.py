@@ -354,10 +354,15 @@ class BatchingNode(ScriptedNode):
     the answers in one reply frame. ``calls`` lists every call, a batch's in order; ``frames`` counts
     the frames read."""
 
-    def __init__(self, answers, compact=False, derived=False):
+    def __init__(self, answers, compact=False, derived=False, steady=False):
         answers = dict(answers)
         answers.setdefault("hello", {"protocol": 1, "hooks": ["add_request", "get_num_new_matched_tokens", "batch"]
-                                     + (["compact"] if compact else []) + (["derived"] if derived else [])})
+                                     + (["compact"] if compact else []) + (["derived"] if derived else [])
+                                     + (["steady"] if steady else [])})
+        self.sessions = {}  # (steady) per connection (ROUTER identity): the last compact step read
+        self.markers = 0  # compact build_connector_meta calls whose ids came as a step's number
+        self.sparse = 0  # and whose new block ids came as a map
+        self.refused = []  # the reasons of the steady calls refused
         self.frames = 0
         self.derived_reqs = 0  # new requests of a compact build_connector_meta sent as [id, computed tokens]
         self.batches = []
@@ -365,6 +370,9 @@ class BatchingNode(ScriptedNode):
         super().__init__(answers)
 
     def answer(self, req):
+        if "refused" in req:  # a steady call that could not be read: refused as the node does
+            self.refused.append(req["refused"])
+            return {"v": 1, "id": req["id"], "ok": False, "error": "INVALID_VALUE: " + req["refused"]}
         self.calls.append((req["hook"], req.get("args") or {}))
         a = self.answers.get(req["hook"], {})
         if callable(a):
@@ -386,7 +394,10 @@ class BatchingNode(ScriptedNode):
                 compact = any(isinstance(m, list) for m in members)
                 self.derived_reqs += sum(len(r) == 2 for m in members if isinstance(m, list)
                                          and m[1] == "build_connector_meta" and len(m) > 5 and m[5] for r in m[5])
-                members = long_forms(members)
+                steps = [m for m in members if isinstance(m, list) and m[1] == "build_connector_meta"]
+                self.markers += sum(type(m[3]) is int for m in steps)
+                self.sparse += sum(type(m[4]) is dict for m in steps)
+                members = long_forms(members, self.sessions.setdefault(ident, {}))
                 self.batches.append([m["hook"] for m in members])
                 replies = [self.answer(m) for m in members]
                 if compact:  # as the node answers: an empty answer as the call's id alone
@@ -1017,3 +1028,127 @@ def test_a_derived_new_request_goes_in_full_unless_its_blocks_and_params_are_pro
     odd = [SimpleNamespace(req_id="a", block_ids=([1, 2],))]
     assert recorder._new_request_rows_derived(odd, admitted, allocated) == recorder._new_request_rows_now(odd) == [
         ("a", [[1, 2]], 0, None)]
+
+
+STEADY_STEPS = [  # (cached ids, their new block ids): a decode engine's steps, some steady
+    (["a", "b", "c"], [([1],), None, None]),
+    (["a", "b", "c"], [None, None, None]),  # the same ids, no new blocks: quiet
+    (["a", "b", "c"], [None, None, ([7, 8],)]),  # the same ids, new blocks for one
+    (["b", "a", "c"], [None, None, None]),  # re-ordered
+    (["b", "a"], [None, ([9],)]),  # c left
+    (["b", "a", "d"], [None, None, None]),  # d joined
+    (["b", "a", "d"], [None, None, None]),
+    ([], []),  # idle
+    (["b", "a", "d"], [None, None, None]),  # in full after an idle step
+    (["b", "a", "d"], [([3], [4]), None, ()]),
+]
+
+
+def steady_run(s, steps=STEADY_STEPS, between=None):
+    """Runs ``steps`` through the scheduler connector ``s``, each as a new scheduler output with new
+    lists of the same str objects (as vLLM's); ``between(i)`` after step i."""
+    from vllm.v1.core.sched.output import CachedRequestData, SchedulerOutput
+    from vllm.v1.outputs import KVConnectorOutput
+    for i, (ids, blocks) in enumerate(steps):
+        s.build_connector_meta(SchedulerOutput(scheduled_cached_reqs=CachedRequestData(
+            req_ids=list(ids), new_block_ids=[None if b is None else tuple(map(list, b)) for b in blocks])))
+        s.update_connector_output(KVConnectorOutput())
+        if between is not None:
+            between(i)
+
+
+def test_a_node_that_takes_steady_steps_gets_the_same_calls_with_repeated_ids_as_a_number(tmp_path):
+    """A node whose hello lists "steady" gets a step's cached ids as the previous step's number when
+    they are its ids, and the new block ids by index ({"at", "blocks"}: None ones left out); expanded with
+    what the connection remembers (long_forms' session), the calls are those a compact node and a
+    long-form node get, in the same order and with the same digest. Ids changed, re-ordered, a
+    request leaving or joining, or the step after an idle one go in full; a steady step with no new
+    blocks waits quietly for the next frame."""
+    import hashlib
+    seen = []
+    for name, compact, steady in (("steady", True, True), ("compact", True, False), ("long", False, False)):
+        node = BatchingNode({"update_connector_output": {"finished_sending": None}}, compact=compact, steady=steady)
+        try:
+            (tmp_path / name).mkdir()
+            s = scheduler(tmp_path / name, node.port, drive_matched_from_inner=True)
+            bridge = s._drive
+            assert bridge.steady == steady
+            frames = []
+            steady_run(s, between=lambda i: frames.append(bridge.batches))
+            s.shutdown()
+            assert s.drive_fallbacks == 0 and not node.refused
+            if steady:
+                # steps 2, 3, 7 and 10 repeat the ids of the step before; each step's blocks a map
+                assert node.markers == 4 and node.sparse == 9
+                # step 2 (the same ids, no new blocks), and 7 and 8 (idle), waited for the next frame
+                assert [f - frames[0] for f in frames[1:]] == [0, 1, 2, 3, 4, 4, 4, 5, 6]
+            else:  # only the idle step 8 waits
+                assert [f - frames[0] for f in frames[1:]] == [1, 2, 3, 4, 5, 6, 6, 7, 8]
+                assert node.markers == 0 and node.sparse == 0
+            steps = [a for h, a in node.calls if h == "build_connector_meta"]
+            assert [a["step"] for a in steps] == list(range(1, 11))
+            digest = hashlib.sha256()
+            for h, a in node.calls:
+                digest.update(msgpack.packb([h, a]))
+            seen.append((node.calls, digest.hexdigest()))
+        finally:
+            node.close()
+    assert seen[0] == seen[1] == seen[2]
+    steps = [a for h, a in seen[0][0] if h == "build_connector_meta"]
+    assert steps[2]["cached_req_ids"] == ["a", "b", "c"] and steps[2]["cached_new_block_ids"] == [None, None, [[7, 8]]]
+    assert steps[9]["cached_new_block_ids"] == [[[3], [4]], None, []]
+    assert steps[7]["cached_req_ids"] == [] and steps[8]["cached_req_ids"] == ["b", "a", "d"]
+
+
+def test_a_steady_step_the_node_cannot_place_is_refused_and_the_next_goes_in_full(tmp_path):
+    """A node that forgot the connection's last step (a new connection, a restart) refuses a step
+    whose ids came as a number, naming why; the client counts the failure and sends the next step's
+    ids in full, and steady steps follow again. A number naming another step than the last one read
+    is refused too (long_forms), as is a block index past the ids."""
+    node = BatchingNode({"update_connector_output": {"finished_sending": None}}, compact=True, steady=True)
+    try:
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        steps = [(["a", "b"], [None, ([1],)])] * 5
+
+        def between(i):
+            if i == 1:
+                s._drive_settled()  # what was sent is read: the node forgets
+                node.sessions.clear()
+            elif i == 2:
+                s._drive_settled()  # the refusal is read before the next step
+        steady_run(s, steps, between)
+        s.shutdown()
+        assert len(node.refused) == 1 and "the last step read on this connection was None" in node.refused[0]
+        assert s.drive_fallbacks == 1
+        # steps 2 and 5 as numbers (step 3's refused), step 4 in full
+        assert node.markers == 3
+        assert [a["step"] for h, a in node.calls if h == "build_connector_meta"] == [1, 2, 4, 5]
+        assert all(a["cached_req_ids"] == ["a", "b"] for h, a in node.calls if h == "build_connector_meta")
+    finally:
+        node.close()
+    session = {}
+    ok = long_forms([[1, "build_connector_meta", 7, ["x"], {}]], session)
+    assert ok[0]["args"]["cached_new_block_ids"] == [None] and session == {"step": 7, "ids": ["x"]}
+    assert "refused" in long_forms([[2, "build_connector_meta", 8, 6, {}]], session)[0] and session == {}
+    session.update(step=8, ids=["x"])
+    bad = long_forms([[3, "build_connector_meta", 9, 8, {"at": [1], "blocks": [[[2]]]}]], session)[0]
+    assert "index 1 is not one of the 1 cached requests" in bad["refused"] and session == {}
+
+
+def test_steady_fields_convert_with_c_level_passes():
+    """_steady_fields: the same ids (equal lists) as the last step's number, else as strs remembered;
+    the blocks by index, None ones left out, more blocks than ids cut; a failure forgets the ids."""
+    from types import SimpleNamespace
+
+    from kvledger_vllm import recorder
+    from kvledger_vllm.drive import NodeBridge
+    b = SimpleNamespace(steady_ids=None, steady_step=None)
+    assert recorder._steady_fields(b, 1, ["a", "b"], [None, ([1],)]) == (["a", "b"], {"at": [1], "blocks": [([1],)]}, False)
+    assert recorder._steady_fields(b, 2, ["a", "b"], [None, None]) == (1, {}, True)
+    assert recorder._steady_fields(b, 3, ["a", "b"], [[1, 2], None, ([5],)]) == (2, {"at": [0], "blocks": [[[1, 2]]]}, False)
+    assert recorder._steady_fields(b, 4, ["b", "a"], ()) == (["b", "a"], {}, False)
+    assert recorder._steady_fields(b, 5, [7], None) == (["7"], {}, False) and b.steady_ids == ["7"]
+    nb = NodeBridge.__new__(NodeBridge)
+    nb.failures, nb._on_failure, nb.steady_ids = 0, None, ["x"]
+    nb._failed("build_connector_meta", "refused")
+    assert nb.steady_ids is None

@@ -102,6 +102,13 @@ class NodeBridge:
         self.derived = False
         self.allocated = {}
         self.admitted = {}
+        # a step's cached ids may go as the number of the previous step when they are its ids, and its
+        # new block ids by index (``steady``: a node whose hello lists it). What the node remembers of
+        # this connection: the ids of the last step sent and its number (``steady_ids`` None: the next
+        # step's go in full; set so after any failure, a refused call or one not sent)
+        self.steady = False
+        self.steady_ids = None
+        self.steady_step = None
         self.batches = 0
         # a batch holds at most this many calls (each counts against the node's 4096 in flight)
         self.max_batch = 1024
@@ -464,6 +471,7 @@ class NodeBridge:
 
     def _failed(self, hook, error):
         self.failures += 1
+        self.steady_ids = None  # the node may have refused a step or never read it: the next one in full
         if self._on_failure is not None:
             self._on_failure(hook, DriveError(f"kvledger node {hook}: {error}"))
 
@@ -490,12 +498,17 @@ _COMPACT_OPTIONAL = frozenset(("acted", "scheduled_new_reqs", "preempted_req_ids
 _NEW_REQUEST = ("request_id", "block_ids", "num_computed_tokens", "kv_transfer_params")
 
 
-def long_forms(calls):
+def long_forms(calls, session=None):
     """A batch's calls as ``long_form`` gives them, in order, a ``derived`` new request
     ``[request_id, num_computed_tokens]`` of a compact ``build_connector_meta`` given the block ids
     of the last compact ``update_state_after_alloc`` and the params of the last compact
     ``add_request`` of that request before it in the batch (``KeyError`` when there is none), as
-    the node reads them. For stand-in nodes and tests."""
+    the node reads them. ``session`` (``steady``): a dict the caller keeps for one connection, the
+    number and cached ids of the last compact ``build_connector_meta`` read on it; a compact one's
+    ids given as a step's number are that step's when it is the one remembered, its new block ids
+    given as ``{"at": indexes, "blocks": groups}`` are the long form's list (None elsewhere). One that cannot be
+    read so (no such step remembered, an index out of range) comes as ``{"id", "hook", "refused":
+    why}`` and empties the session. For stand-in nodes and tests."""
     allocated, admitted, out = {}, {}, []
     for call in calls:
         if isinstance(call, (list, tuple)) and len(call) > 2:
@@ -503,11 +516,51 @@ def long_forms(calls):
                 allocated[call[2]] = call[3]
             elif call[1] == "add_request":
                 admitted[call[2]] = call[5] if len(call) > 5 else None
-            elif call[1] == "build_connector_meta" and len(call) > 5 and call[5]:
-                call = list(call)
-                call[5] = [[r[0], allocated[r[0]], r[1], admitted[r[0]]] if len(r) == 2 else r for r in call[5]]
+            elif call[1] == "build_connector_meta":
+                call, refused = _steady_call(call, session)
+                if refused is not None:
+                    out.append({"id": call[0], "hook": call[1], "refused": refused})
+                    continue
+                if len(call) > 5 and call[5]:
+                    call = list(call)
+                    call[5] = [[r[0], allocated[r[0]], r[1], admitted[r[0]]] if len(r) == 2 else r for r in call[5]]
         out.append(long_form(call))
     return out
+
+
+def _steady_call(call, session):
+    """A compact ``build_connector_meta`` with its ``steady`` fields in the long form (``long_forms``):
+    ``(call, None)``, or ``(call, why)`` when it cannot be read."""
+    call = list(call)
+    ids = call[3] if len(call) > 3 else None
+    blocks = call[4] if len(call) > 4 else None
+    if type(ids) is int:
+        if session is None or session.get("step") != ids:
+            why = (f"cached_req_ids {ids}: the ids of step {ids}, but the last step read on this connection was "
+                   f"{session.get('step') if session else None} (send them in full)")
+            if session is not None:
+                session.clear()
+            return call, why
+        ids = call[3] = session["ids"]
+    if type(blocks) is dict:
+        n = len(ids or ())
+        full = [None] * n
+        at, groups = blocks.get("at") or [], blocks.get("blocks") or []
+        if len(at) != len(groups):
+            why = f"cached_new_block_ids: {len(at)} indexes (at) but {len(groups)} block ids (blocks)"
+        else:
+            why = next((f"cached_new_block_ids: index {i!r} is not one of the {n} cached requests"
+                        for i in at if type(i) is not int or not 0 <= i < n), None)
+        if why is not None:
+            if session is not None:
+                session.clear()
+            return call, why
+        for i, g in zip(at, groups):
+            full[i] = g
+        call[4] = full
+    if session is not None:
+        session["step"], session["ids"] = call[2], ids
+    return call, None
 
 
 def long_form(call):

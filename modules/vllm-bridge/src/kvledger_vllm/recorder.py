@@ -54,6 +54,9 @@ Extra config keys read here (all others are the inner connector's):
 ``drive_derived``               with ``drive_compact``: a step's new request whose block ids and params are
                                 those its allocation and admission sent in the same batch goes as its id
                                 and computed tokens (``derived``, when the node lists it), default true
+``drive_steady``                with ``drive_compact``: a step's cached ids go as the previous step's number
+                                when they are its ids, and its new block ids by index, the None ones left
+                                out (``steady``, when the node lists it), default true
 ``drive_matched_from_inner``    with ``drive_pipeline``: vLLM gets the inner connector's answer to
                                 ``get_num_new_matched_tokens`` at once; the call still goes to the node
                                 (unawaited, in order) and the node's answer is checked when it is read: a
@@ -245,6 +248,37 @@ def _params_packable(params):
             map(type, params.values())):
         return params.copy()
     return None if params is None else plain(params)
+
+
+_compress = itertools.compress
+_IS_NOT_NONE = functools.partial(operator.is_not, None)
+_NO_BLOCKS = {}  # never changed: packed as an empty map (no request with new blocks)
+
+
+def _steady_fields(bridge, step, ids, nbs):
+    """A step's cached ids and new block ids for a node that takes ``steady`` (docs/bridge-protocol.md):
+    the ids as the previous step's number when they are the ids sent then (one C-level ``==``: vLLM's
+    ids are the same str objects step to step), else as strs (remembered with this step); the new
+    block ids as a map of index to groups, the None ones left out (C-level passes; a Python call per
+    request with new blocks only). ``bridge.steady_ids``/``steady_step``: what the node remembers of
+    the connection; None after any failure (``NodeBridge._failed``), so that the next step goes in
+    full. Gives ``(ids, blocks, steady)``, ``steady`` when the ids went as a number and no request has
+    new blocks."""
+    last = bridge.steady_ids
+    if last is not None and ids == last:
+        ids = bridge.steady_step
+    else:
+        ids = bridge.steady_ids = list(map(str, ids))
+        last = ids
+    bridge.steady_step = step
+    nbs = nbs or ()
+    if len(nbs) > len(last):
+        nbs = nbs[:len(last)]
+    has = list(map(_IS_NOT_NONE, nbs))
+    if not any(has):
+        return ids, _NO_BLOCKS, type(ids) is int
+    return ids, {"at": list(_compress(itertools.count(), has)),
+                 "blocks": list(map(_blocks_packable, _compress(nbs, has)))}, False
 
 
 def _blocks_packable(value):
@@ -897,6 +931,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 extra.get("drive_compact", True)) and "compact" in (node.get("hooks") or ())
             # and a step's new requests naming their allocation and admission in the same batch
             bridge.derived = bridge.compact and _flag(extra.get("drive_derived", True)) and "derived" in (
+                node.get("hooks") or ())
+            # and a steady step's cached ids as the previous step's number, its new block ids sparse
+            bridge.steady = bridge.compact and _flag(extra.get("drive_steady", True)) and "steady" in (
                 node.get("hooks") or ())
             self._drive = bridge
             self._drive_producer = role == "kv_producer"
@@ -1577,13 +1614,18 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             try:
                 crd = getattr(scheduler_output, "scheduled_cached_reqs", None)
                 ids = getattr(crd, "req_ids", None) if crd is not None else None
-                if ids:
+                steady = False
+                if ids and self._drive.steady:
+                    ids, nbs, steady = _steady_fields(self._drive, self._drive_step, ids,
+                                                      getattr(crd, "new_block_ids", ()))
+                elif ids:
                     ids = [str(r) for r in ids]
                     nbs = list(getattr(crd, "new_block_ids", ()) or ())
                     nbs = [None if nb is None else _block_groups(nb) for nb in nbs[:len(ids)]]
                     nbs += [None] * (len(ids) - len(nbs))
                 else:  # packed as [] too; shared, no object per step (an idle step's may wait a while)
                     ids = nbs = ()
+                    self._drive.steady_ids = None  # (steady) the next step's ids go in full
                 args = {"step": self._drive_step, "cached_req_ids": ids, "cached_new_block_ids": nbs}
                 # left out when this vLLM has no such field (the node then knows they were not sent)
                 if new_fields is not None:
@@ -1594,10 +1636,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     args["preempted_req_ids"] = sorted(str(x) for x in preempted) if preempted else ()
             except Exception as e:  # noqa: BLE001
                 args = None
+                self._drive.steady_ids = None  # not sent: the next step's ids go in full
                 self._failed("drive build_connector_meta", e)
             # a step with nothing scheduled tells the node nothing new: it waits for a later frame
             # unless calls that do wait with it (an idle step then sends nothing)
-            quiet = (args is not None and not args["cached_req_ids"] and not args.get("scheduled_new_reqs")
+            # (``steady``: as is a step whose ids are the previous step's and that has no new blocks:
+            # the reducer reads a cached request only for its new blocks, so its answer is that of an
+            # idle step, read whenever)
+            quiet = (args is not None and (steady or not args["cached_req_ids"]) and not args.get("scheduled_new_reqs")
                      and not args.get("preempted_req_ids"))
             if args is not None and self._drive_compact:
                 self._drive_metadata = None
@@ -1610,6 +1656,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                         args["step"], args["cached_req_ids"], args["cached_new_block_ids"], new,
                         args.get("preempted_req_ids")), self._drive_meta_cb, True, quiet)
                 except Exception as e:  # noqa: BLE001
+                    self._drive.steady_ids = None
                     self._drive_failed("build_connector_meta", e)
             elif args is not None:
                 self._drive_metadata = None
