@@ -77,6 +77,10 @@ class Driver:
         self.await_recv = await_recv
         self.receiving = set()
         self.before_step = None  # called at the start of each step (a fake clock's tick)
+        # ids scheduled in every step as cached requests (a decode engine's running requests, steady
+        # steps): the reducer reads a cached request only for its new blocks, one of them every 4th step
+        self.decoding = []
+        self.decode_steps = 0
 
     def add(self, req):
         self.sched.on_new_request(req)
@@ -132,6 +136,10 @@ class Driver:
             req.num_computed_tokens += n
             cached.req_ids.append(rid)
             cached.new_block_ids.append((ids,))
+        for i, rid in enumerate(self.decoding):
+            cached.req_ids.append(rid)
+            cached.new_block_ids.append((self._alloc(1),) if (self.decode_steps + i) % 4 == 0 else None)
+        self.decode_steps += bool(self.decoding)
         out = SchedulerOutput(scheduled_new_reqs=new_reqs, scheduled_cached_reqs=cached,
                               finished_req_ids=set(self.finished_for_worker), preempted_req_ids=set())
         meta = self.sched.build_connector_meta(out)
@@ -244,7 +252,7 @@ class FakeClock:
 
 def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None,
          idle_steps=0, step_ms=None, drive_pipeline=True, acted=None, info=None, drive_from_inner=False,
-         drive_compact=True, drive_freed_from_inner=True, drive_derived=True):
+         drive_compact=True, drive_freed_from_inner=True, drive_derived=True, steady_steps=0, drive_steady=True):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
@@ -261,6 +269,9 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     unless ``drive_freed_from_inner`` is false). ``drive_compact`` false: the long form of every call
     even to a node that takes the compact one; ``drive_derived`` false: a step's new requests in full
     even to a node that takes them derived. ``info`` gets the awaited calls too (``awaited``).
+    ``steady_steps`` more steps follow, each scheduling the same three running requests (a decode
+    engine's steps; new blocks for one of them every 4th step); ``drive_steady`` false: each step's
+    cached ids in full even to a node that takes steady steps.
     """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
@@ -286,6 +297,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         extra["drive_pipeline"] = drive_pipeline
         extra["drive_compact"] = drive_compact
         extra["drive_derived"] = drive_derived
+        extra["drive_steady"] = drive_steady
         if drive_from_inner:
             extra["drive_matched_from_inner"] = extra["drive_finished_from_inner"] = True
             extra["drive_freed_from_inner"] = drive_freed_from_inner
@@ -313,6 +325,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         d.abort(reqs[1].request_id)  # aborted mid-prefill: freed at once, nothing sent
     d.run(5)
     d.run(idle_steps)
+    d.decoding = [f"decode-{i}" for i in range(3)] if steady_steps else []
+    d.run(steady_steps)
     if acted is not None:
         acted.extend(d.acted)
     if info is not None and sched.driving:
@@ -320,6 +334,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         info["compact"] = sched._drive.compact
         info["awaited"] = sched._drive.calls
         info["derived"] = sched._drive.derived
+        info["steady"] = sched._drive.steady
+        info["steady_numbers"] = sched._drive.steady_numbers
     if info is not None:
         info["sched"] = sched
     if answers is not None:
@@ -349,6 +365,9 @@ def main(argv=None):
     ap.add_argument("--no-drive-freed-from-inner", action="store_true",
                     help="with --drive-from-inner: await the node's finished_sending rewrite after finishes")
     ap.add_argument("--idle-steps", type=int, default=0, help="steps with nothing to schedule after the scenario's")
+    ap.add_argument("--steady-steps", type=int, default=0,
+                    help="steps scheduling the same three running requests after those (decode steps)")
+    ap.add_argument("--no-drive-steady", action="store_true", help="drive mode: each step's cached ids in full")
     ap.add_argument("--step-ms", type=float, help="a fake clock for the recorder, moving this much per step")
     a = ap.parse_args(argv)
     if not a.out and not a.to:
@@ -359,13 +378,15 @@ def main(argv=None):
     for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers,
                   idle_steps=a.idle_steps, step_ms=a.step_ms, drive_pipeline=not a.no_drive_pipeline, acted=acted,
                   info=info, drive_from_inner=a.drive_from_inner, drive_compact=not a.no_drive_compact,
-                  drive_freed_from_inner=not a.no_drive_freed_from_inner, drive_derived=not a.no_drive_derived):
+                  drive_freed_from_inner=not a.no_drive_freed_from_inner, drive_derived=not a.no_drive_derived,
+                  steady_steps=a.steady_steps, drive_steady=not a.no_drive_steady):
         print(p)
     if "batches" in info:
         print(f"drive batches {info['batches']}")
         print(f"drive compact {info['compact']}")
         print(f"drive awaited {info['awaited']}")
         print(f"drive derived {info['derived']}")
+        print(f"drive steady {info['steady']} {info['steady_numbers']}")
     if a.drive:
         # read after shutdown: every unawaited answer has been checked
         print(f"drive divergences {info['sched'].drive_divergences}")

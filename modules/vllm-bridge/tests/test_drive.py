@@ -1142,7 +1142,7 @@ def test_steady_fields_convert_with_c_level_passes():
 
     from kvledger_vllm import recorder
     from kvledger_vllm.drive import NodeBridge
-    b = SimpleNamespace(steady_ids=None, steady_step=None)
+    b = SimpleNamespace(steady_ids=None, steady_step=None, steady_numbers=0)
     assert recorder._steady_fields(b, 1, ["a", "b"], [None, ([1],)]) == (["a", "b"], {"at": [1], "blocks": [([1],)]}, False)
     assert recorder._steady_fields(b, 2, ["a", "b"], [None, None]) == (1, {}, True)
     assert recorder._steady_fields(b, 3, ["a", "b"], [[1, 2], None, ([5],)]) == (2, {"at": [0], "blocks": [[[1, 2]]]}, False)

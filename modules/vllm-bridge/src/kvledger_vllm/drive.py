@@ -109,6 +109,7 @@ class NodeBridge:
         self.steady = False
         self.steady_ids = None
         self.steady_step = None
+        self.steady_numbers = 0  # steps whose ids went as the previous step's number
         self.batches = 0
         # a batch holds at most this many calls (each counts against the node's 4096 in flight)
         self.max_batch = 1024
@@ -546,11 +547,12 @@ def _steady_call(call, session):
         n = len(ids or ())
         full = [None] * n
         at, groups = blocks.get("at") or [], blocks.get("blocks") or []
+        why = next((f"cached_new_block_ids: index {i!r} is not one of the {n} cached requests"
+                    for i in at if type(i) is not int or not 0 <= i < n), None)
         if len(at) != len(groups):
             why = f"cached_new_block_ids: {len(at)} indexes (at) but {len(groups)} block ids (blocks)"
-        else:
-            why = next((f"cached_new_block_ids: index {i!r} is not one of the {n} cached requests"
-                        for i in at if type(i) is not int or not 0 <= i < n), None)
+        elif why is None and len(set(at)) != len(at):
+            why = "cached_new_block_ids: an index names a cached request twice"
         if why is not None:
             if session is not None:
                 session.clear()

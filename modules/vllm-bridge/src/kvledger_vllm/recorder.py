@@ -267,6 +267,7 @@ def _steady_fields(bridge, step, ids, nbs):
     last = bridge.steady_ids
     if last is not None and ids == last:
         ids = bridge.steady_step
+        bridge.steady_numbers += 1
     else:
         ids = bridge.steady_ids = list(map(str, ids))
         last = ids

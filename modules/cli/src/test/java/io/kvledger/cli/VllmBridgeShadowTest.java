@@ -298,10 +298,13 @@ class VllmBridgeShadowTest {
         // the same order as from the long form: the same journal entries, the same replayed decisions.
         // It lists "derived" too: a step's new requests go as [request_id, num_computed_tokens] when
         // their blocks and params are those their batch's allocation and admission sent (the same again).
+        // And "steady": six decode steps follow the scenario, each scheduling the same three running
+        // requests; a step's ids go as the previous step's number when they are its ids (the node
+        // remembers the connection's last step) and its new block ids by index (the same again).
         List<List<String>> acted = new ArrayList<>();
         List<String> replays = new ArrayList<>();
         List<String> dumps = new ArrayList<>();
-        for (String form : new String[] {"derived", "compact", "long"}) {
+        for (String form : new String[] {"steady", "derived", "compact", "long"}) {
             boolean compact = !form.equals("long");
             Path run = tmp.resolve("run-compact-" + form);
             Files.createDirectory(run);
@@ -309,15 +312,21 @@ class VllmBridgeShadowTest {
             String endpoint = "unix://" + run.resolve("node.sock").toAbsolutePath();
             Path journal = startNode("producer", "drive", "--bridge", endpoint);
             List<String> args = new ArrayList<>(List.of("--scenario", "diverge", "--role", "producer", "--out",
-                    tmp.resolve("rec-compact-" + form).toString(), "--drive", endpoint, "--drive-from-inner"));
+                    tmp.resolve("rec-compact-" + form).toString(), "--drive", endpoint, "--drive-from-inner",
+                    "--steady-steps", "6"));
             if (!compact) {
                 args.add("--no-drive-compact");
             } else if (form.equals("compact")) {
                 args.add("--no-drive-derived");
             }
+            if (!form.equals("steady")) {
+                args.add("--no-drive-steady");
+            }
             String out = runDriver(args.toArray(String[]::new));
             assertTrue(out.contains("drive compact " + (compact ? "True" : "False")), out);
-            assertTrue(out.contains("drive derived " + (form.equals("derived") ? "True" : "False")), out);
+            assertTrue(out.contains("drive derived " + (compact && !form.equals("compact") ? "True" : "False")), out);
+            // five of the six decode steps repeat the ids of the step before
+            assertTrue(out.contains("drive steady " + (form.equals("steady") ? "True 5" : "False 0")), out);
             assertTrue(out.contains("drive divergences 1"), out);
             acted.add(out.lines().filter(l -> l.startsWith("acted ") || l.startsWith("answer ")).toList());
             stopNode();
@@ -333,7 +342,8 @@ class VllmBridgeShadowTest {
         }
         assertTrue(dumps.getFirst().contains("step_scheduled") && dumps.getFirst().contains("blocks_allocated"),
                 dumps.getFirst());
-        for (int i = 1; i < 3; i++) {
+        assertTrue(dumps.getFirst().contains("decode-2"), dumps.getFirst());
+        for (int i = 1; i < 4; i++) {
             assertEquals(acted.get(i), acted.get(0));
             assertEquals(replays.get(i), replays.get(0));
             assertEquals(dumps.get(i), dumps.get(0));

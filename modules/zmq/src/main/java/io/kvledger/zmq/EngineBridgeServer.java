@@ -6,6 +6,7 @@ import io.kvledger.wire.bridge.BridgeCodec;
 import io.kvledger.wire.bridge.BridgeDecoded;
 import io.kvledger.wire.bridge.BridgeNodeInfo;
 import io.kvledger.wire.bridge.BridgeRequest;
+import io.kvledger.wire.bridge.BridgeSession;
 import io.kvledger.wire.bridge.HookCall;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -139,6 +140,20 @@ public final class EngineBridgeServer implements AutoCloseable {
      */
     private final HashMap<ByteBuffer, ArrayDeque<Held>> held = new HashMap<>();
     private volatile int heldCount;
+
+    /**
+     * What the node remembers of each caller (its routing id) between frames ({@link BridgeSession}:
+     * the last step read, for a compact step's ids sent as that step's number). A caller that
+     * reconnects has a new routing id, so nothing: its first such step is refused and the next comes
+     * in full. The least recently heard of go past {@link #MAX_SESSIONS}. Socket thread only.
+     */
+    private final LinkedHashMap<ByteBuffer, BridgeSession> sessions = new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(java.util.Map.Entry<ByteBuffer, BridgeSession> eldest) {
+            return size() > MAX_SESSIONS;
+        }
+    };
+    private static final int MAX_SESSIONS = 1024;
 
     /** A reply waiting for its caller to read; {@code handed}: the answer to a call handed to the handler. */
     private record Held(byte[] identity, boolean reqFraming, byte[] frame, boolean handed) {}
@@ -590,7 +605,8 @@ public final class EngineBridgeServer implements AutoCloseable {
             reportRejected(atNs, frames.isEmpty() ? new byte[0] : frames.get(frames.size() - 1), r);
             return true;
         }
-        switch (BridgeCodec.decode(payload, config.limits())) {
+        BridgeSession session = sessions.computeIfAbsent(ByteBuffer.wrap(identity), k -> new BridgeSession());
+        switch (BridgeCodec.decode(payload, config.limits(), session)) {
             case BridgeDecoded.Rejected r -> {
                 rejected.incrementAndGet();
                 trySend(router, identity, reqFraming, BridgeCodec.encodeError(r), false);

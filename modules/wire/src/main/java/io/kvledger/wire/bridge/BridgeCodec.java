@@ -65,6 +65,15 @@ public final class BridgeCodec {
     static final String DERIVED = "derived";
 
     /**
+     * Listed by {@code hello} when a compact {@code build_connector_meta}'s {@code cached_req_ids}
+     * may be the number of the step before it on the same connection, standing for that step's ids
+     * ({@link BridgeSession}; refused when that is not the step remembered), and its
+     * {@code cached_new_block_ids} {@code {"at": [index...], "blocks": [groups...]}}: the long
+     * form's list with those entries, None elsewhere. The call read is the long form's.
+     */
+    static final String STEADY = "steady";
+
+    /**
      * The argument names of each hook that has a compact form, in position order (the long form's
      * key order). Past the array's end, or None where {@link #COMPACT_OPTIONAL} names it, a field
      * is one the long form leaves out. {@code acted} is {@code [num_tokens, load_async]}, each of
@@ -96,8 +105,16 @@ public final class BridgeCodec {
         return decode(frame, WireLimits.DEFAULT);
     }
 
-    /** Decodes one request frame; never throws. */
+    /** Decodes one request frame; never throws. A compact step's ids as a number are refused (no session). */
     public static BridgeDecoded decode(byte[] frame, WireLimits limits) {
+        return decode(frame, limits, null);
+    }
+
+    /**
+     * Decodes one request frame of the connection whose {@code session} it is ({@link #STEADY});
+     * never throws.
+     */
+    public static BridgeDecoded decode(byte[] frame, WireLimits limits, BridgeSession session) {
         DecodeResult<PyValue> value = PyMsgpack.decodeValue(frame, limits);
         if (value instanceof DecodeResult.Rejected<PyValue> r) {
             return new BridgeDecoded.Rejected(null, null, r.rejection());
@@ -126,7 +143,7 @@ public final class BridgeCodec {
             }
             String hookName = str(envelope.get("hook"), "hook");
             if (BATCH.equals(hookName)) {
-                return batch(id, envelope.get("args"));
+                return batch(id, envelope.get("args"), session);
             }
             hook = BridgeHook.ofWireName(hookName);
             if (hook == null) {
@@ -143,7 +160,7 @@ public final class BridgeCodec {
     }
 
     /** The calls of a batch, each decoded on its own: one malformed call does not spoil the others. */
-    private static BridgeDecoded batch(long id, PyValue argsValue) {
+    private static BridgeDecoded batch(long id, PyValue argsValue, BridgeSession session) {
         if (!(argsValue instanceof PyValue.Map args)) {
             throw new Bad(RejectReason.WRONG_FIELD_TYPE, "args must be a dict, got " + typeName(argsValue));
         }
@@ -158,7 +175,7 @@ public final class BridgeCodec {
         Seen seen = new Seen();
         for (int i = 0; i < calls.items().size(); i++) {
             compact |= calls.items().get(i) instanceof PyValue.List;
-            out.add(member(calls.items().get(i), "args.calls[" + i + "]", seen));
+            out.add(member(calls.items().get(i), "args.calls[" + i + "]", seen, session));
         }
         return new BridgeDecoded.Batch(id, out, compact);
     }
@@ -173,12 +190,12 @@ public final class BridgeCodec {
         final Map<PyValue, PyValue> admitted = new java.util.HashMap<>();
     }
 
-    private static BridgeDecoded member(PyValue entry, String where, Seen seen) {
+    private static BridgeDecoded member(PyValue entry, String where, Seen seen, BridgeSession session) {
         Long id = null;
         BridgeHook hook = null;
         try {
             if (entry instanceof PyValue.List compact) {
-                return compactMember(compact.items(), where, seen);
+                return compactMember(compact.items(), where, seen, session);
             }
             if (!(entry instanceof PyValue.Map m)) {
                 throw new Bad(RejectReason.NOT_A_MAP, where + " must be a dict {\"id\", \"hook\", \"args\"} or a compact "
@@ -216,7 +233,7 @@ public final class BridgeCodec {
      * form's {@code args} (the same keys in the same order) and are read as the long form's are,
      * so both forms give the same call and the same rejections, naming the long form's fields.
      */
-    private static BridgeDecoded compactMember(List<PyValue> items, String where, Seen seen) {
+    private static BridgeDecoded compactMember(List<PyValue> items, String where, Seen seen, BridgeSession session) {
         Long id = null;
         BridgeHook hook = null;
         try {
@@ -238,6 +255,9 @@ public final class BridgeCodec {
             if (items.size() - 2 > names.length) {
                 throw new Bad(RejectReason.INVALID_VALUE, where + ": a compact " + hookName + " has at most "
                         + names.length + " fields, got " + (items.size() - 2));
+            }
+            if (hook == BridgeHook.BUILD_CONNECTOR_META) {
+                items = steady(items, where, session);
             }
             if (hook == BridgeHook.UPDATE_STATE_AFTER_ALLOC && items.size() > 3) {
                 seen.allocated.put(items.get(2), items.get(3));
@@ -263,13 +283,82 @@ public final class BridgeCodec {
                 }
                 args.put(new PyValue.Str(name), v);
             }
-            return new BridgeDecoded.Request(new BridgeRequest(id, call(hook, new PyValue.Map(args))));
+            HookCall c = call(hook, new PyValue.Map(args));
+            if (session != null && c instanceof HookCall.BuildConnectorMeta m) {
+                session.remember(m.step(), items.size() > 3 ? items.get(3) : null);
+            }
+            return new BridgeDecoded.Request(new BridgeRequest(id, c));
         } catch (Bad b) {
+            forgetStep(session, hook);
             return new BridgeDecoded.Rejected(id, hook, new Rejection(b.reason, b.getMessage(), false));
         } catch (RuntimeException e) {
+            forgetStep(session, hook);
             return new BridgeDecoded.Rejected(id, hook, new Rejection(RejectReason.INVALID_VALUE,
                     "request could not be read: " + e, false));
         }
+    }
+
+    /** A compact {@code build_connector_meta} not read: the connection's next step must come in full. */
+    private static void forgetStep(BridgeSession session, BridgeHook hook) {
+        if (session != null && hook == BridgeHook.BUILD_CONNECTOR_META) {
+            session.forget();
+        }
+    }
+
+    /**
+     * A compact {@code build_connector_meta}'s items with its {@link #STEADY} fields in the long form:
+     * {@code cached_req_ids} given as a step's number are that step's ids (the one the session
+     * remembers; refused otherwise, naming why), {@code cached_new_block_ids} given as
+     * {@code {"at", "blocks"}} the list of one entry per cached id, None where no index names it.
+     */
+    private static List<PyValue> steady(List<PyValue> items, String where, BridgeSession session) {
+        PyValue ids = items.size() > 3 ? items.get(3) : null;
+        PyValue blocks = items.size() > 4 ? items.get(4) : null;
+        boolean number = ids instanceof PyValue.Int;
+        if (!number && !(blocks instanceof PyValue.Map)) {
+            return items;
+        }
+        List<PyValue> out = new ArrayList<>(items);
+        if (number) {
+            long n = ((PyValue.Int) ids).value();
+            ids = session == null ? null : session.idsOf(n);
+            if (ids == null) {
+                Long last = session == null ? null : session.step();
+                throw new Bad(RejectReason.INVALID_VALUE, where + "[3] (args.cached_req_ids) = " + n + " stands for the ids of step "
+                        + n + ", but " + (last == null ? "no step is remembered on this connection (a new connection, or its "
+                        + "last step could not be read)" : "the last step read on this connection is " + last)
+                        + "; send the ids in full");
+            }
+            out.set(3, ids);
+        }
+        if (blocks instanceof PyValue.Map m) {
+            String w = where + "[4] (args.cached_new_block_ids)";
+            int size = ids instanceof PyValue.List l ? l.items().size() : 0;
+            List<PyValue> at = none(m.get("at")) ? List.of() : list(m.get("at"), w + ".at");
+            List<PyValue> groups = none(m.get("blocks")) ? List.of() : list(m.get("blocks"), w + ".blocks");
+            if (at.size() != groups.size()) {
+                throw new Bad(RejectReason.INVALID_VALUE, w + " has " + at.size() + " indexes (at) but " + groups.size()
+                        + " block ids (blocks); they are parallel lists");
+            }
+            if (m.entries().size() > (m.get("at") == null ? 0 : 1) + (m.get("blocks") == null ? 0 : 1)) {
+                throw new Bad(RejectReason.INVALID_VALUE, w + " has keys other than \"at\" and \"blocks\"");
+            }
+            PyValue[] full = new PyValue[size];
+            java.util.Arrays.fill(full, PyValue.NONE);
+            for (int i = 0; i < at.size(); i++) {
+                long k = int64(at.get(i), w + ".at[" + i + "]");
+                if (k < 0 || k >= size) {
+                    throw new Bad(RejectReason.INVALID_VALUE, w + ".at[" + i + "] = " + k + " is not one of the " + size
+                            + " cached requests");
+                }
+                if (full[(int) k] != PyValue.NONE) {
+                    throw new Bad(RejectReason.INVALID_VALUE, w + ".at[" + i + "] = " + k + " names a cached request twice");
+                }
+                full[(int) k] = groups.get(i);
+            }
+            out.set(4, new PyValue.List(java.util.Arrays.asList(full)));
+        }
+        return out;
     }
 
     /**
@@ -701,13 +790,14 @@ public final class BridgeCodec {
         if (node.profile() != null) {
             p.str("profile").str(node.profile());
         }
-        p.str("hooks").arrayHeader(BridgeHook.values().length + 3);
+        p.str("hooks").arrayHeader(BridgeHook.values().length + 4);
         for (BridgeHook h : BridgeHook.values()) {
             p.str(h.wireName());
         }
         p.str(BATCH);
         p.str(COMPACT);
         p.str(DERIVED);
+        p.str(STEADY);
         return p.toByteArray();
     }
 

@@ -118,12 +118,16 @@ class BridgeCodecTest {
     }
 
     private static List<BridgeDecoded> batchOf(List<Object> calls) {
+        return batchOf(calls, null);
+    }
+
+    private static List<BridgeDecoded> batchOf(List<Object> calls, BridgeSession session) {
         Map<String, Object> env = new LinkedHashMap<>();
         env.put("v", 1L);
         env.put("id", 1L);
         env.put("hook", "batch");
         env.put("args", Map.of("calls", calls));
-        return ((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env))).calls();
+        return ((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env), WireLimits.DEFAULT, session)).calls();
     }
 
     @Test
@@ -249,6 +253,70 @@ class BridgeCodecTest {
         // nothing carries over from one batch to the next
         assertThat(batchOf(List.of(List.of(7L, "build_connector_meta", 3L, List.of(), List.of(),
                 List.of(List.of("r1", 16L))))).getFirst()).isInstanceOf(BridgeDecoded.Rejected.class);
+    }
+
+    @Test
+    void aSteadyStepsNumberAndSparseBlocksAreTheLongFormsCall() {
+        // "steady": a compact build_connector_meta's cached_req_ids as the number of the last step read
+        // on the connection (its session), across frames, and its new block ids as {"at", "blocks"}
+        List<Object> ids = List.of("a", "b", "c");
+        List<Object> g1 = List.of(List.of(1L));
+        List<Object> g7 = List.of(List.of(7L, 8L), List.of(9L));
+        List<Object> longForm = List.of(
+                longCall(2, "build_connector_meta", "step", 1L, "cached_req_ids", ids, "cached_new_block_ids",
+                        Arrays.asList(g1, null, null)),
+                longCall(3, "build_connector_meta", "step", 2L, "cached_req_ids", ids, "cached_new_block_ids",
+                        Arrays.asList(null, null, null)),
+                longCall(4, "build_connector_meta", "step", 3L, "cached_req_ids", ids, "cached_new_block_ids",
+                        Arrays.asList(null, List.of(), g7), "scheduled_new_reqs", List.of()),
+                longCall(5, "build_connector_meta", "step", 4L, "cached_req_ids", List.of("c", "a"), "cached_new_block_ids",
+                        Arrays.asList(null, null)));
+        BridgeSession session = new BridgeSession();
+        List<BridgeDecoded> steady = new ArrayList<>(batchOf(List.of(
+                List.of(2L, "build_connector_meta", 1L, ids, Map.of("at", List.of(0L), "blocks", List.of(g1))),
+                List.of(3L, "build_connector_meta", 2L, 1L, Map.of())), session));
+        steady.addAll(batchOf(List.of(
+                List.of(4L, "build_connector_meta", 3L, 2L, Map.of("at", List.of(2L, 1L), "blocks", List.of(g7, List.of())),
+                        List.of())), session));
+        steady.addAll(batchOf(List.of(List.of(5L, "build_connector_meta", 4L, List.of("c", "a"), Map.of())), session));
+        List<BridgeDecoded> fromLong = batchOf(longForm);
+        for (int i = 0; i < longForm.size(); i++) {
+            BridgeRequest l = ((BridgeDecoded.Request) fromLong.get(i)).request();
+            assertThat(steady.get(i)).as("steady %d", i).isInstanceOf(BridgeDecoded.Request.class);
+            BridgeRequest c = ((BridgeDecoded.Request) steady.get(i)).request();
+            assertThat(BridgeSamples.same(c, l)).as("call %d: %s against %s", i, c, l).isTrue();
+            assertThat(c.call()).isEqualTo(l.call());
+        }
+        // a number naming another step than the last one read: refused, naming why; the session then
+        // forgets, so the next number is refused too until a step comes in full
+        List<BridgeDecoded> other = batchOf(List.of(List.of(6L, "build_connector_meta", 5L, 3L, Map.of()),
+                List.of(7L, "build_connector_meta", 6L, 4L, Map.of()),
+                List.of(8L, "build_connector_meta", 7L, List.of("c"), Map.of()),
+                List.of(9L, "build_connector_meta", 8L, 7L, Map.of("at", List.of(0L), "blocks", List.of(g1)))), session);
+        assertThat(((BridgeDecoded.Rejected) other.get(0)).error())
+                .contains("args.cached_req_ids) = 3 stands for the ids of step 3, but the last step read on this connection is 4");
+        assertThat(((BridgeDecoded.Rejected) other.get(1)).error()).contains("no step is remembered on this connection");
+        assertThat(other.get(2)).isInstanceOf(BridgeDecoded.Request.class);
+        assertThat(((HookCall.BuildConnectorMeta) ((BridgeDecoded.Request) other.get(3)).request().call()).cachedRequests())
+                .extracting(NodeEvent.CachedRequest::requestId).containsExactly("c");
+        // a new connection (no session, or a new one) remembers nothing
+        for (BridgeSession fresh : Arrays.asList(null, new BridgeSession())) {
+            assertThat(((BridgeDecoded.Rejected) batchOf(List.<Object>of(List.of(2L, "build_connector_meta", 2L, 1L, Map.of())),
+                    fresh).getFirst()).error()).contains("no step is remembered on this connection");
+        }
+        // block indexes out of range, twice, or not parallel to the block ids: refused, and forgotten
+        String[] why = {"at[0] = 3 is not one of the 3 cached requests", "at[1] = 0 names a cached request twice",
+            "has 1 indexes (at) but 0 block ids (blocks)", "must be int"};
+        List<Map<String, Object>> bad = List.of(Map.of("at", List.of(3L), "blocks", List.of(g1)),
+                Map.of("at", List.of(0L, 0L), "blocks", List.of(g1, g1)), Map.of("at", List.of(0L)),
+                Map.of("at", List.of("0"), "blocks", List.of(g1)));
+        for (int i = 0; i < bad.size(); i++) {
+            batchOf(List.of(List.of(2L, "build_connector_meta", 1L, ids, Map.of())), session);
+            List<BridgeDecoded> got = batchOf(List.of(List.of(3L, "build_connector_meta", 2L, 1L, bad.get(i)),
+                    List.of(4L, "build_connector_meta", 3L, 2L, Map.of())), session);
+            assertThat(((BridgeDecoded.Rejected) got.get(0)).error()).as(why[i]).contains("cached_new_block_ids").contains(why[i]);
+            assertThat(((BridgeDecoded.Rejected) got.get(1)).error()).contains("no step is remembered");
+        }
     }
 
     @Test
@@ -896,7 +964,7 @@ class BridgeCodecTest {
         assertThat(plain(h)).containsEntry("protocol", 1L).containsEntry("kv_role", "kv_consumer").containsEntry("mode", "write")
                 .containsEntry("dp_rank", 1L).containsEntry("dp_size", 2L).containsEntry("tp_rank", 0L).containsEntry("tp_size", 1L)
                 .containsEntry("engine_id", "10.0.0.1:6301");
-        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch", "compact", "derived");
+        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch", "compact", "derived", "steady");
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_consumer", "WRITE", 1, 0, "scheduler"), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello(null, null, null, null, null), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_producer", "read", 0, 1, null), node))
