@@ -1148,6 +1148,11 @@ def test_steady_fields_convert_with_c_level_passes():
     assert recorder._steady_fields(b, 3, ["a", "b"], [[1, 2], None, ([5],)]) == (2, {"at": [0], "blocks": [[[1, 2]]]}, False)
     assert recorder._steady_fields(b, 4, ["b", "a"], ()) == (["b", "a"], {}, False)
     assert recorder._steady_fields(b, 5, [7], None) == (["7"], {}, False) and b.steady_ids == ["7"]
+    # block ids that are not lists of int lists: converted as the long form converts them
+    assert recorder._steady_fields(b, 6, ["7"], [[3, True]]) == (5, {"at": [0], "blocks": [[[3, 1]]]}, False)
+    assert recorder._steady_fields(b, 7, ["7"], [([3], [True])]) == (6, {"at": [0], "blocks": [[[3], [1]]]}, False)
+    kept = ([4, 5], [6])
+    assert recorder._steady_fields(b, 8, ["7"], [kept])[1]["blocks"][0] is kept
     nb = NodeBridge.__new__(NodeBridge)
     nb.failures, nb._on_failure, nb.steady_ids = 0, None, ["x"]
     nb._failed("build_connector_meta", "refused")

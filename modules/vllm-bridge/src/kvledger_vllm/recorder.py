@@ -238,6 +238,7 @@ def _admission(request):
 _STR_TYPE = frozenset((str,))
 _PLAIN_TYPES = frozenset((str, int, float, bool, type(None)))
 _INT_TYPE = frozenset((int,))
+_SEQ_TYPES = frozenset((list, tuple))
 
 
 def _params_packable(params):
@@ -251,7 +252,6 @@ def _params_packable(params):
 
 
 _compress = itertools.compress
-_IS_NOT_NONE = functools.partial(operator.is_not, None)
 _NO_BLOCKS = {}  # never changed: packed as an empty map (no request with new blocks)
 
 
@@ -272,14 +272,21 @@ def _steady_fields(bridge, step, ids, nbs):
         ids = bridge.steady_ids = list(map(str, ids))
         last = ids
     bridge.steady_step = step
-    nbs = nbs or ()
+    nbs = nbs or []
+    if type(nbs) is not list and type(nbs) is not tuple:
+        nbs = list(nbs)
     if len(nbs) > len(last):
         nbs = nbs[:len(last)]
-    has = list(map(_IS_NOT_NONE, nbs))
-    if not any(has):
+    if nbs.count(None) == len(nbs):  # (list.count: C-level, by identity first)
         return ids, _NO_BLOCKS, type(ids) is int
-    return ids, {"at": list(_compress(itertools.count(), has)),
-                 "blocks": list(map(_blocks_packable, _compress(nbs, has)))}, False
+    has = list(map(operator.is_not, nbs, itertools.repeat(None)))
+    blocks = list(_compress(nbs, has))
+    # as they are when each is a list or tuple of int lists (vLLM's: packed before the hook returns),
+    # checked by type in three C-level passes; else each as _blocks_packable gives it
+    if not (_SEQ_TYPES.issuperset(map(type, blocks)) and _SEQ_TYPES.issuperset(map(type, _chain(blocks)))
+            and _INT_TYPE.issuperset(map(type, _chain(_chain(blocks))))):
+        blocks = list(map(_blocks_packable, blocks))
+    return ids, {"at": list(_compress(itertools.count(), has)), "blocks": blocks}, False
 
 
 def _blocks_packable(value):
