@@ -110,6 +110,8 @@ def main(argv=None):
     ap.add_argument("--base", help="a git revision whose package plays too")
     ap.add_argument("--concurrency", type=int, default=256)
     ap.add_argument("--cycles", type=int, default=20)
+    ap.add_argument("--decode", type=int, default=0,
+                    help="decode steps per request after its prompt (one token each, a new block every 16)")
     ap.add_argument("--profile", nargs="?", const="", metavar="HOOK",
                     help="profile this checkout's drive engine over the admitting steps (or that hook alone)")
     ap.add_argument("--no-gc", action="store_true", help="with the garbage collector off (what it costs)")
@@ -130,6 +132,8 @@ def main(argv=None):
     engines = [Engine("off", head), Engine("head", head, standin("head"))]
     if a.base:
         engines.append(Engine("base", base_package(a.base, tmp), standin("base")))
+    for e in engines:
+        e.driver.decode = a.decode
     print(f"load average at the start: {load()}")
     cpu = {e.label: collections.defaultdict(list) for e in engines}
     faults = {e.label: collections.defaultdict(list) for e in engines}
@@ -143,13 +147,15 @@ def main(argv=None):
                 for r in make_requests(first, n):
                     e.driver.add(r)
             first += n
-            for i in range(6):
+            for i in range(6 + a.decode):
                 kinds = set()
                 k = c + i  # which engine steps first rotates step by step, and cycle by cycle
                 order = engines[k % len(engines):] + engines[:k % len(engines)]
                 for e in order:
                     d = e.driver
                     before = (len(d.waiting), len(d.running), len(d.finished))
+                    decoding = before[1] and all(
+                        r.num_computed_tokens >= r.num_prompt_tokens for r in d.running.values())
                     if not before[0]:
                         e.cpu = e.faults = 0
                     e.keep = c >= 2 and bool(before[0])
@@ -163,7 +169,7 @@ def main(argv=None):
                     if profiling and not a.profile:
                         prof.disable()
                     kind = ("burst" if before[0] else "finish" if len(d.finished) > before[2]
-                            else "steady" if before[1] else "idle")
+                            else "decode" if decoding else "steady" if before[1] else "idle")
                     kinds.add(kind)
                     if c >= 2:
                         cpu[e.label][kind].append(e.cpu)
@@ -184,8 +190,10 @@ def main(argv=None):
             p.wait()
     print(f"load average at the end: {load()}")
     print(f"scheduler-thread CPU per step, N={n}, {a.cycles} cycles: median µs (added over off; per request)")
-    for kind in ("burst", "steady", "finish", "idle"):
+    for kind in ("burst", "steady", "decode", "finish", "idle"):
         off = cpu["off"][kind]
+        if not off:
+            continue
         cells = [f"off {pct(off, 0.5) / 1000:,.0f} ({pct(faults['off'][kind], 0.5):,} page faults)"]
         for e in engines[1:]:
             on = cpu[e.label][kind]

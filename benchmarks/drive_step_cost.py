@@ -79,8 +79,9 @@ from vllm.v1.request import Request  # noqa: E402
 
 SCHED_HOOKS = ("on_new_request", "get_num_new_matched_tokens", "update_state_after_alloc", "build_connector_meta",
                "update_connector_output", "request_finished")
-KINDS = ("burst", "steady", "finish", "freeing", "idle")
+KINDS = ("burst", "steady", "decode", "finish", "freeing", "idle")
 KIND_TEXT = {"burst": "admits N requests", "steady": "N running, none new or finished",
+             "decode": "N decoding, none new or finished",
              "finish": "N finish", "freeing": "the next: their deferred frees end",
              "idle": "nothing scheduled"}
 # the launcher's JVM flags for the CLI, and a live node's collector; a smaller fixed heap (two or
@@ -317,7 +318,7 @@ def _gc_timer(phase, info):
         e.gc_ns += time.perf_counter_ns() - _GC_START[0]
 
 
-def play(engines, echo, n, cycles, idle, first, record):
+def play(engines, echo, n, cycles, idle, first, record, decode=0):
     """``cycles`` cycles of N requests on every engine; returns {label: {kind: [step ns]}}."""
     steps = {e.label: collections.defaultdict(list) for e in engines}
     cpu = {e.label: collections.defaultdict(list) for e in engines}
@@ -326,17 +327,19 @@ def play(engines, echo, n, cycles, idle, first, record):
         reqs = {e.label: make_requests(first + c * n, n) for e in engines}
         for e in engines:
             e.recording = record
+            e.driver.decode = decode
             for r in reqs[e.label]:
                 e.driver.add(r)
         # on_new_request (the admission) is timed into the admitting step
         previous = None
-        for i in range(4 + idle):
+        for i in range(4 + decode + idle):
             kinds = set()
             order = engines[k % len(engines):] + engines[:k % len(engines)]
             k += 1
             for e in order:
                 d = e.driver
                 before = (len(d.waiting), len(d.running), len(d.finished))
+                decoding = before[1] and all(r.num_computed_tokens >= r.num_prompt_tokens for r in d.running.values())
                 _STEPPING[0] = e
                 bridge = getattr(e.sched, "_drive", None)
                 frames = bridge.batches if bridge is not None else 0
@@ -349,7 +352,7 @@ def play(engines, echo, n, cycles, idle, first, record):
                 elif previous == "finish":
                     kind = "freeing"  # nothing scheduled: update_connector_output surfaces the ACKs
                 elif before[1]:
-                    kind = "steady"
+                    kind = "decode" if decoding else "steady"
                 else:
                     kind = "idle"
                 kinds.add(kind)
@@ -402,6 +405,8 @@ def main(argv=None):
     ap.add_argument("--concurrency", default="16,64,256")
     ap.add_argument("--cycles", type=int, default=6, help="cycles per concurrency (each admits N requests)")
     ap.add_argument("--idle", type=int, default=6, help="idle steps after each cycle")
+    ap.add_argument("--decode", type=int, default=0,
+                    help="decode steps per request after its prompt (one token each, a new block every 16)")
     a = ap.parse_args(argv)
     jars = []
     for spec in a.jar:
@@ -460,7 +465,7 @@ def main(argv=None):
             for e in engines:
                 e.awaited = []
             echo.samples = []
-            results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True)
+            results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True, a.decode)
             first += a.cycles * n
             awaited[n] = ({e.label: list(e.awaited) for e in engines if e.label != "off"}, list(echo.samples))
         fallbacks = {e.label: e.fallbacks() for e in engines}
@@ -475,7 +480,8 @@ def main(argv=None):
     print(f"load average at the end: {load()}")
     print()
     print(f"scheduler steps, µs per step (sum of its scheduler hooks); {a.cycles} cycles per N "
-          f"(admit N, 2 steady steps, N finish, {a.idle} idle steps); added = the same step on minus off, paired")
+          f"(admit N, 2 steady steps, {a.decode} decode steps, N finish, {a.idle} idle steps); added = the same step "
+          f"on minus off, paired")
     print()
     head = "| N | step | steps | off p50 / p99 |"
     rule = "|---:|---|---:|---:|"

@@ -81,6 +81,10 @@ class Driver:
         # steps): the reducer reads a cached request only for its new blocks, one of them every 4th step
         self.decoding = []
         self.decode_steps = 0
+        # decode: each request runs this many steps more after its prompt (one token each, a new
+        # block when one starts) before it finishes; 0: it finishes with its last chunk
+        self.decode = 0
+        self.decoded = {}
 
     def add(self, req):
         self.sched.on_new_request(req)
@@ -128,7 +132,17 @@ class Driver:
             new_reqs.append(NewRequestData(req.request_id, req.prompt_token_ids, req.sampling_params, (list(ids),), 0))
         # chunked prefill of running requests scheduled in an earlier step
         for rid, req in self.running.items():
-            if rid in new_scheduled or req.num_computed_tokens >= req.num_prompt_tokens:
+            if rid in new_scheduled:
+                continue
+            if req.num_computed_tokens >= req.num_prompt_tokens:
+                if self.decoded.get(rid, 0) < self.decode:  # a decode step
+                    ids = self._alloc(1) if req.num_computed_tokens % self.block_size == 0 else None
+                    if ids is not None:
+                        self.blocks[rid].extend(ids)
+                    req.num_computed_tokens += 1
+                    self.decoded[rid] = self.decoded.get(rid, 0) + 1
+                    cached.req_ids.append(rid)
+                    cached.new_block_ids.append(None if ids is None else (ids,))
                 continue
             n = min(self.chunk, req.num_prompt_tokens - req.num_computed_tokens)
             ids = self._alloc(n)
@@ -163,7 +177,7 @@ class Driver:
         self.receiving.difference_update(recving or ())
         # requests that finish this step
         for rid, req in list(self.running.items()):
-            done = req.num_computed_tokens >= req.num_prompt_tokens
+            done = req.num_computed_tokens >= req.num_prompt_tokens and self.decoded.get(rid, 0) >= self.decode
             if rid in self.receiving:
                 continue  # still waiting for its KV cache
             if rid in self.aborts:
