@@ -27,13 +27,15 @@ scripted MoRIIO-like connector inside:
   rewrite of ``finished_sending`` at once: nothing awaited); with ``--matched-from-inner LABEL``,
   with ``drive_matched_from_inner`` alone; with ``--idle-frames LABEL``, as ``--from-inner`` but every
   call sent as if not ``quiet`` (``NodeBridge.send_args``): a step with nothing scheduled sends its
-  frame at its end, as before idle steps waited for a later frame.
+  frame at its end, as before idle steps waited for a later frame; with ``--unsteady LABEL``, with
+  ``drive_steady`` false (each step's cached ids and new block ids in full).
 
 ``--transport unix`` (the default) serves each node's bridge on ``unix:///TMP/node-LABEL.sock`` and
 times the echo over a Unix socket too; ``--transport tcp`` uses ``tcp://127.0.0.1:PORT``.
 
 Each cycle admits ``N`` requests at once (64-token prompts in 16-token chunks: the admitting step,
-two steady steps, a step whose last chunks finish every request) and then steps ``--idle`` times
+two steady steps, a step whose last chunks finish every request; with ``--decode D`` D decode steps
+before it, the same requests one token each, a new block every 16th: "decoding") and then steps ``--idle`` times
 with nothing scheduled, the first of which ("their deferred frees end") gets the finished requests'
 ACKs in ``update_connector_output``. The scheduler hooks of every engine are timed by the same wrapper
 (``time.perf_counter_ns``); a step's time is the sum of its scheduler hooks. The tables give, per
@@ -175,7 +177,7 @@ class Engine:
     """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
 
     def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=False, finished_from_inner=False,
-                 freed_from_inner=False, idle_frames=False):
+                 freed_from_inner=False, idle_frames=False, steady=True):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
         if drive is not None:
@@ -184,6 +186,8 @@ class Engine:
                 extra["drive_pipeline"] = False
             if not batch:
                 extra["drive_batch"] = False
+            if not steady:
+                extra["drive_steady"] = False
             if from_inner:
                 extra["drive_matched_from_inner"] = True
             if finished_from_inner:
@@ -400,6 +404,8 @@ def main(argv=None):
                     help="also drive with drive_matched_from_inner alone, a node of its own from that jar")
     ap.add_argument("--idle-frames", action="append", default=[], metavar="LABEL",
                     help="also drive as --from-inner with a frame sent at the end of every step, a node of its own")
+    ap.add_argument("--unsteady", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_steady false (each step's cached ids in full), a node of its own")
     ap.add_argument("--transport", choices=["unix", "tcp"], default="unix",
                     help="the nodes' bridge and the echo: a Unix socket (default) or loopback ZMQ over TCP")
     ap.add_argument("--concurrency", default="16,64,256")
@@ -453,6 +459,10 @@ def main(argv=None):
                 node = Node(a.java, jar, tmp, label + "-unbatched", a.transport)
                 nodes.append(node)
                 engines.append(Engine(label + " unbatched", node.endpoint, batch=False))
+            if label in a.unsteady:
+                node = Node(a.java, jar, tmp, label + "-unsteady", a.transport)
+                nodes.append(node)
+                engines.append(Engine(label + " unsteady", node.endpoint, steady=False))
         gc.callbacks.append(_gc_timer)
         first = 1
         # warm-up (the nodes' JIT): not counted
