@@ -166,6 +166,62 @@ class UnixBridgeTransportTest {
         }
     }
 
+    /**
+     * "steady": a compact step's ids as the number of the last step read on the same connection. The
+     * node remembers it per connection: another connection, or the same engine reconnected, has
+     * nothing remembered and is refused, naming why; a step in full there is taken, and numbers then.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aSteadyStepsNumberIsTheLastStepOfItsOwnConnection() throws Exception {
+        Path sock = privateDir().resolve("node.sock");
+        java.util.List<Object> ids = java.util.List.of("r1", "r2");
+        try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
+             EngineBridgeServer server = EngineBridgeServer.open(at(sock), BridgeNodeInfo.of(cfg), loop)) {
+            try (UnixClient a = new UnixClient(server.endpoint()); UnixClient b = new UnixClient(server.endpoint())) {
+                assertThat(steps(a, 10, java.util.List.of(1L, ids), java.util.List.of(2L, 1L))).containsExactly(true, true);
+                assertThat(steps(b, 20, java.util.List.of(3L, 2L))).containsExactly(false);
+                assertThat(steps(a, 30, java.util.List.of(3L, 2L))).containsExactly(true);
+                assertThat(steps(b, 40, java.util.List.of(4L, ids), java.util.List.of(5L, 4L))).containsExactly(true, true);
+            }
+            try (UnixClient again = new UnixClient(server.endpoint())) {
+                assertThat(steps(again, 50, java.util.List.of(4L, 3L), java.util.List.of(5L, ids)))
+                        .containsExactly(false, true);
+            }
+            assertThat(server.rejected()).isEqualTo(2);
+            assertThat(loop.appliedCount()).isEqualTo(6);
+        }
+    }
+
+    /** Compact build_connector_meta calls [step, ids] in one batch; whether each was answered ok. */
+    @SuppressWarnings("unchecked")
+    private static java.util.List<Boolean> steps(UnixClient engine, long id, java.util.List<Object>... steps)
+            throws IOException {
+        java.util.List<Object> calls = new java.util.ArrayList<>();
+        for (int i = 0; i < steps.length; i++) {
+            calls.add(java.util.List.of(id + i + 1, "build_connector_meta", steps[i].get(0), steps[i].get(1),
+                    java.util.Map.of()));
+        }
+        java.util.Map<String, Object> env = new java.util.LinkedHashMap<>();
+        env.put("v", 1L);
+        env.put("id", id);
+        env.put("hook", "batch");
+        env.put("args", java.util.Map.of("calls", calls));
+        engine.send(io.kvledger.wire.PyMsgpack.encode(env));
+        BridgeReply r = engine.read();
+        assertThat(r.ok()).as("%s", r).isTrue();
+        java.util.List<Object> replies = (java.util.List<Object>) ((java.util.Map<?, ?>) r.result().toObject()).get("replies");
+        java.util.List<Boolean> ok = new java.util.ArrayList<>();
+        for (Object x : replies) {
+            java.util.Map<?, ?> m = (java.util.Map<?, ?>) x;
+            if (!Boolean.TRUE.equals(m.get("ok"))) {
+                assertThat((String) m.get("error")).contains("no step is remembered on this connection");
+            }
+            ok.add(Boolean.TRUE.equals(m.get("ok")));
+        }
+        return ok;
+    }
+
     /** One call of a batch, as the Python side packs it: {"id", "hook", "args"}. */
     private static java.util.Map<String, Object> member(long id, HookCall call) {
         java.util.Map<?, ?> full = (java.util.Map<?, ?>) io.kvledger.wire.PyMsgpack.decodeValue(
