@@ -259,8 +259,8 @@ def _steady_fields(bridge, step, ids, nbs):
     """A step's cached ids and new block ids for a node that takes ``steady`` (docs/bridge-protocol.md):
     the ids as the previous step's number when they are the ids sent then (one C-level ``==``: vLLM's
     ids are the same str objects step to step), else as strs (remembered with this step); the new
-    block ids as a map of index to groups, the None ones left out (C-level passes; a Python call per
-    request with new blocks only). ``bridge.steady_ids``/``steady_step``: what the node remembers of
+    block ids as ``{"at": indexes, "blocks": groups}``, the None ones left out (C-level passes; a
+    Python call per request with new blocks only when they are not vLLM's lists of int lists). ``bridge.steady_ids``/``steady_step``: what the node remembers of
     the connection; None after any failure (``NodeBridge._failed``), so that the next step goes in
     full. Gives ``(ids, blocks, steady)``, ``steady`` when the ids went as a number and no request has
     new blocks."""
