@@ -37,10 +37,10 @@ def free_port():
 class ScriptedNode:
     """A ROUTER answering bridge calls: ``answers[hook]`` is the result, or an exception text for ok False."""
 
-    def __init__(self, answers):
+    def __init__(self, answers, port=None):
         self.answers = answers
         self.calls = []
-        self.port = free_port()
+        self.port = port or free_port()
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
@@ -354,20 +354,20 @@ class BatchingNode(ScriptedNode):
     the answers in one reply frame. ``calls`` lists every call, a batch's in order; ``frames`` counts
     the frames read."""
 
-    def __init__(self, answers, compact=False, derived=False, steady=False):
+    def __init__(self, answers, compact=False, derived=False, steady=False, port=None):
         answers = dict(answers)
         answers.setdefault("hello", {"protocol": 1, "hooks": ["add_request", "get_num_new_matched_tokens", "batch"]
                                      + (["compact"] if compact else []) + (["derived"] if derived else [])
                                      + (["steady"] if steady else [])})
         self.sessions = {}  # (steady) per connection (ROUTER identity): the last compact step read
         self.markers = 0  # compact build_connector_meta calls whose ids came as a step's number
-        self.sparse = 0  # and whose new block ids came as a map
+        self.sparse = 0  # and whose new block ids came as {at, blocks}
         self.refused = []  # the reasons of the steady calls refused
         self.frames = 0
         self.derived_reqs = 0  # new requests of a compact build_connector_meta sent as [id, computed tokens]
         self.batches = []
         self.compact_calls = 0  # batched calls that came in the compact form (arrays)
-        super().__init__(answers)
+        super().__init__(answers, port)
 
     def answer(self, req):
         if "refused" in req:  # a steady call that could not be read: refused as the node does
@@ -1157,3 +1157,33 @@ def test_steady_fields_convert_with_c_level_passes():
     nb.failures, nb._on_failure, nb.steady_ids = 0, None, ["x"]
     nb._failed("build_connector_meta", "refused")
     assert nb.steady_ids is None
+
+
+def test_after_the_dealer_reconnects_the_next_steady_step_goes_in_full(tmp_path):
+    """A node restarted on the same port: the DEALER connects again on its own, a new caller to the
+    node (which remembers nothing of it); the client sees the new connection and sends the next
+    step's ids in full, so the node refuses nothing, and numbers follow again."""
+    import time
+    answers = {"update_connector_output": {"finished_sending": None}}
+    node = BatchingNode(answers, compact=True, steady=True)
+    again = None
+    try:
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        bridge = s._drive
+        steps = [(["a", "b"], [None, ([1],)])] * 3
+        steady_run(s, steps)
+        s._drive_settled()
+        assert node.markers == 2 and not bridge.reconnected()
+        node.close()
+        again = BatchingNode(answers, compact=True, steady=True, port=node.port)
+        deadline = time.monotonic() + 30
+        while not bridge._monitor.poll(100) and time.monotonic() < deadline:
+            pass  # libzmq reconnects after its interval (100 ms by default)
+        steady_run(s, steps)
+        s.shutdown()
+        assert not again.refused and s.drive_fallbacks == 0
+        assert again.markers == 2  # the first step after the reconnect in full
+        assert [a["cached_req_ids"] for h, a in again.calls if h == "build_connector_meta"] == [["a", "b"]] * 3
+    finally:
+        if again is not None:
+            again.close()

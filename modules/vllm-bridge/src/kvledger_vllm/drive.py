@@ -59,6 +59,9 @@ class NodeBridge:
         self._array_header = packer.pack_array_header
         self.endpoint = endpoint
         self._timeout_ms = int(timeout_ms)
+        # a DEALER reconnects on its own: its connections counted (``reconnected``); a Unix socket never does
+        self._monitor = None
+        self._connects = 0
         if endpoint.startswith("unix://"):
             self._ctx = None
             self._sock = _UnixFrames(endpoint[len("unix://"):], timeout_ms, zmq.Again, zmq.DONTWAIT)
@@ -68,6 +71,11 @@ class NodeBridge:
             s.setsockopt(zmq.LINGER, 0)
             s.setsockopt(zmq.RCVTIMEO, self._timeout_ms)
             s.setsockopt(zmq.SNDTIMEO, self._timeout_ms)
+            try:
+                self._monitor = s.get_monitor_socket(zmq.EVENT_CONNECTED)
+                self._monitor.setsockopt(zmq.LINGER, 0)
+            except zmq.ZMQError:
+                self._monitor = None
             s.connect(endpoint)
             self._sock = s
         self._ids = itertools.count(1)
@@ -470,6 +478,25 @@ class NodeBridge:
                 self._settle(rid, r)
         return mine if mine is not None else {"ok": False, "error": "the batch's reply has no answer for it"}
 
+    def reconnected(self):
+        """Whether the DEALER connected again since the last look (a new connection is a new caller
+        to the node, which remembers nothing of the old one: ``steady_ids`` is then forgotten). One
+        ``getsockopt`` when nothing happened."""
+        m = self._monitor
+        if m is None or not m.getsockopt(self._zmq.EVENTS) & self._zmq.POLLIN:
+            return False
+        before = self._connects
+        while True:
+            try:
+                m.recv_multipart(self._zmq.NOBLOCK)
+            except self._zmq.Again:
+                break
+            self._connects += 1
+        if before == 0 and self._connects == 1:
+            return False  # the first connection
+        self.steady_ids = None
+        return True
+
     def _failed(self, hook, error):
         self.failures += 1
         self.steady_ids = None  # the node may have refused a step or never read it: the next one in full
@@ -478,6 +505,11 @@ class NodeBridge:
 
     def close(self):
         try:
+            if self._monitor is not None:
+                try:
+                    self._sock.disable_monitor()
+                finally:
+                    self._monitor.close()
             self._sock.close()
         finally:
             if self._ctx is not None:

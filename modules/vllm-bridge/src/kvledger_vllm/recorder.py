@@ -1624,6 +1624,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 ids = getattr(crd, "req_ids", None) if crd is not None else None
                 steady = False
                 if ids and self._drive.steady:
+                    self._drive.reconnected()  # (a new connection: the ids in full)
                     ids, nbs, steady = _steady_fields(self._drive, self._drive_step, ids,
                                                       getattr(crd, "new_block_ids", ()))
                 elif ids:
