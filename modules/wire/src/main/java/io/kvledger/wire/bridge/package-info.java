@@ -13,6 +13,8 @@
  *       engine hooks turn into {@code NodeEvent}s at a time the receiving adapter stamps (the
  *       engine sends no clock).</li>
  *   <li>{@link io.kvledger.wire.bridge.BridgeNodeInfo}: what {@code hello} reports and checks.</li>
+ *   <li>{@link io.kvledger.wire.bridge.BridgeSession}: what the node remembers of one connection
+ *       between frames (the last step read, for {@code steady} steps); nothing else carries over.</li>
  * </ul>
  *
  * <p>Values cross as Python's {@code msgpack} 1.0 writes and reads them
