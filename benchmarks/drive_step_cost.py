@@ -35,7 +35,8 @@ times the echo over a Unix socket too; ``--transport tcp`` uses ``tcp://127.0.0.
 
 Each cycle admits ``N`` requests at once (64-token prompts in 16-token chunks: the admitting step,
 two steady steps, a step whose last chunks finish every request; with ``--decode D`` D decode steps
-before it, the same requests one token each, a new block every 16th: "decoding") and then steps ``--idle`` times
+before it, the same requests one token each, a new block every 16th, all at once or with
+``--stagger`` about N/16 of them in each step: "decoding") and then steps ``--idle`` times
 with nothing scheduled, the first of which ("their deferred frees end") gets the finished requests'
 ACKs in ``update_connector_output``. The scheduler hooks of every engine are timed by the same wrapper
 (``time.perf_counter_ns``); a step's time is the sum of its scheduler hooks. The tables give, per
@@ -322,7 +323,7 @@ def _gc_timer(phase, info):
         e.gc_ns += time.perf_counter_ns() - _GC_START[0]
 
 
-def play(engines, echo, n, cycles, idle, first, record, decode=0):
+def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False):
     """``cycles`` cycles of N requests on every engine; returns {label: {kind: [step ns]}}."""
     steps = {e.label: collections.defaultdict(list) for e in engines}
     cpu = {e.label: collections.defaultdict(list) for e in engines}
@@ -332,6 +333,7 @@ def play(engines, echo, n, cycles, idle, first, record, decode=0):
         for e in engines:
             e.recording = record
             e.driver.decode = decode
+            e.driver.stagger = stagger
             for r in reqs[e.label]:
                 e.driver.add(r)
         # on_new_request (the admission) is timed into the admitting step
@@ -413,6 +415,9 @@ def main(argv=None):
     ap.add_argument("--idle", type=int, default=6, help="idle steps after each cycle")
     ap.add_argument("--decode", type=int, default=0,
                     help="decode steps per request after its prompt (one token each, a new block every 16)")
+    ap.add_argument("--stagger", action="store_true",
+                    help="with --decode: each request starts its new blocks at a token of its own (about N/16 of "
+                         "them get one in each decode step) instead of all at the same step")
     a = ap.parse_args(argv)
     jars = []
     for spec in a.jar:
@@ -475,7 +480,7 @@ def main(argv=None):
             for e in engines:
                 e.awaited = []
             echo.samples = []
-            results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True, a.decode)
+            results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True, a.decode, a.stagger)
             first += a.cycles * n
             awaited[n] = ({e.label: list(e.awaited) for e in engines if e.label != "off"}, list(echo.samples))
         fallbacks = {e.label: e.fallbacks() for e in engines}

@@ -85,8 +85,14 @@ class Driver:
         # block when one starts) before it finishes; 0: it finishes with its last chunk
         self.decode = 0
         self.decoded = {}
+        # stagger: a decoding request starts its new blocks at a token of its own (its admission order
+        # modulo the block size), so about one request in block_size gets one each step, as in an engine
+        # whose prompts differ in length; False: every request at the same step
+        self.stagger = False
+        self.admitted = {}
 
     def add(self, req):
+        self.admitted.setdefault(req.request_id, len(self.admitted))
         self.sched.on_new_request(req)
         self.calls += 1
         self.waiting.append(req)
@@ -136,7 +142,8 @@ class Driver:
                 continue
             if req.num_computed_tokens >= req.num_prompt_tokens:
                 if self.decoded.get(rid, 0) < self.decode:  # a decode step
-                    ids = self._alloc(1) if req.num_computed_tokens % self.block_size == 0 else None
+                    shift = self.admitted.get(rid, 0) if self.stagger else 0
+                    ids = self._alloc(1) if (req.num_computed_tokens + shift) % self.block_size == 0 else None
                     if ids is not None:
                         self.blocks[rid].extend(ids)
                     req.num_computed_tokens += 1
