@@ -206,34 +206,6 @@ class NodeBridge:
             self._failed(self._unread.pop(old)[0], f"no answer among the last {self._max_unread} calls sent")
         self.poll()
 
-    def send_row(self, hook, row, on_result=None, flush=False, quiet=False):
-        """``send_args`` in the compact form (``compact``: a node whose ``hello`` lists it, batching):
-        the call goes into the batch as the array ``[id, hook, *row]``, ``row`` holding the hook's
-        arguments by position (``COMPACT``). No dict per call, no key strings, and no packing per
-        call: the rows are packed together when the batch goes out (or a long-form call follows
-        them), so ``row`` must hold nothing the caller changes later (the caller copies what might be).
-        ``quiet`` as for ``send_args``."""
-        rid = next(self._ids)
-        self.sent += 1
-        self._unread[rid] = (hook, on_result)
-        if not quiet:
-            self._loud = True
-        if self._longs:
-            self._pack_longs()
-        rows = self._rows
-        rows.append((rid, hook, *row))
-        if len(rows) >= _ROWS_PACKED_AT:
-            # packed a few dozen at a time: few objects outlive their hook (the collector's young
-            # generation would otherwise fill with a burst's rows and scan them again and again)
-            self._pack_rows()
-        if not flush:  # a call in the middle of a step: out only when max_batch calls wait
-            if len(self._rows) + len(self._buffer) >= self.max_batch:
-                self._send_rows()
-        elif self._loud or self._held_long() or len(self._rows) + len(self._buffer) >= self.max_batch:
-            self._send_rows()
-        else:  # held (quiet calls alone): the replies already here of the calls sent before
-            self._poll_sent()
-
     def add_row(self, entry, row):
         """``send_row(hook, row, on_result)`` for ``entry = (hook, on_result)`` (kept as it is until the
         reply is read: a constant where there is no ``on_result``), not ``flush``, not ``quiet``: the
@@ -261,6 +233,34 @@ class NodeBridge:
             old = next(iter(self._unread))
             self._failed(self._unread.pop(old)[0], f"no answer among the last {self._max_unread} calls sent")
         self.poll()
+
+    def send_row(self, hook, row, on_result=None, flush=False, quiet=False):
+        """``send_args`` in the compact form (``compact``: a node whose ``hello`` lists it, batching):
+        the call goes into the batch as the array ``[id, hook, *row]``, ``row`` holding the hook's
+        arguments by position (``COMPACT``). No dict per call, no key strings, and no packing per
+        call: the rows are packed together when the batch goes out (or a long-form call follows
+        them), so ``row`` must hold nothing the caller changes later (the caller copies what might be).
+        ``quiet`` as for ``send_args``."""
+        rid = next(self._ids)
+        self.sent += 1
+        self._unread[rid] = (hook, on_result)
+        if not quiet:
+            self._loud = True
+        if self._longs:
+            self._pack_longs()
+        rows = self._rows
+        rows.append((rid, hook, *row))
+        if len(rows) >= _ROWS_PACKED_AT:
+            # packed a few dozen at a time: few objects outlive their hook (the collector's young
+            # generation would otherwise fill with a burst's rows and scan them again and again)
+            self._pack_rows()
+        if not flush:  # a call in the middle of a step: out only when max_batch calls wait
+            if len(self._rows) + len(self._buffer) >= self.max_batch:
+                self._send_rows()
+        elif self._loud or self._held_long() or len(self._rows) + len(self._buffer) >= self.max_batch:
+            self._send_rows()
+        else:  # held (quiet calls alone): the replies already here of the calls sent before
+            self._poll_sent()
 
     def _pack_rows(self):
         """Packs the waiting compact rows as one array (its header left out of the frame) after the
