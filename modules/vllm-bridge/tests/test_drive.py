@@ -1095,4 +1095,3 @@ def test_a_derived_new_request_goes_in_full_unless_its_blocks_and_params_are_pro
     odd = [SimpleNamespace(req_id="a", block_ids=([1, 2],))]
     assert recorder._new_request_rows_derived(odd, admitted, allocated) == recorder._new_request_rows_now(odd) == [
         ("a", [[1, 2]], 0, None)]
-
