@@ -880,7 +880,7 @@ class RowsBridge:
     def send_row(self, hook, row, on_result=None, flush=False, quiet=False):
         self.rows.append(msgpack.packb([hook, *row]))
 
-    def add_row(self, entry, row):
+    def add_row(self, entry, *row):
         assert entry[1] is None
         self.rows.append(msgpack.packb([entry[0], *row]))
 

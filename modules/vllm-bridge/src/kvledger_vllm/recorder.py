@@ -1438,17 +1438,16 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                             break
                 else:
                     groups = _blocks_packable(groups)
-                row = (drive_rid, groups, num_external_tokens if type(num_external_tokens) is int
-                       else int(num_external_tokens))
+                ext = num_external_tokens if type(num_external_tokens) is int else int(num_external_tokens)
             except Exception as e:  # noqa: BLE001
-                row = None
+                drive_rid = None
                 self._failed("drive update_state_after_alloc", e)
-            if row is not None:
+            if drive_rid is not None:
                 try:
                     d = self._drive
                     if d.derived:
                         d.allocated[drive_rid] = groups
-                    d.add_row(_ALLOCATED, row)
+                    d.add_row(_ALLOCATED, drive_rid, groups, ext)
                 except Exception as e:  # noqa: BLE001
                     self._drive_failed("update_state_after_alloc", e)
         elif self._drive is not None:
@@ -1667,7 +1666,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     if d.derived:  # before the row: a frame it sends empties it
                         d.admitted[rid] = p
                     try:
-                        d.add_row(_ADD_REQUEST, (rid, n, None if ids is None else len(ids), p))
+                        d.add_row(_ADD_REQUEST, rid, n, None if ids is None else len(ids), p)
                     except Exception as e:  # noqa: BLE001
                         self._drive_failed("add_request", e)
                     return self._inner.on_new_request(request)
