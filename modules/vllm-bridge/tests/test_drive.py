@@ -880,6 +880,84 @@ def test_freed_from_inner_follows_finished_from_inner_and_can_be_turned_off(tmp_
         node.close()
 
 
+class RowsBridge:
+    """A bridge that keeps the compact rows the hooks hand it (hook, row), packed as they would be."""
+
+    derived = True
+
+    def __init__(self):
+        self.rows, self.admitted, self.allocated = [], {}, {}
+
+    def send_row(self, hook, row, on_result=None, flush=False, quiet=False):
+        self.rows.append(msgpack.packb([hook, *row]))
+
+    def add_row(self, entry, *row):
+        assert entry[1] is None
+        self.rows.append(msgpack.packb([entry[0], *row]))
+
+    def send_args(self, hook, args, on_result=None, flush=False, quiet=False):
+        self.rows.append(("long", hook, args))
+
+
+@pytest.mark.parametrize("record", (False, True))
+def test_the_per_request_hooks_fast_paths_build_the_rows_the_general_path_builds(tmp_path, record):
+    """on_new_request, get_num_new_matched_tokens and update_state_after_alloc take vLLM's own types
+    as they are; anything else (an id that is not a str, params a tuple or bytes or non-str keys can
+    not be packed as they are, a prompt length that is not an int, an answer that is a list or holds
+    a bool for a count, block ids that are tuples or bools) gives the row the conversions give: the
+    same bytes as _admission, _params_packable, _blocks_packable and int()/bool() make. Recording
+    too, the allocation's block ids taken once."""
+    from types import SimpleNamespace
+
+    from kvledger_vllm import recorder
+    from vllm.v1.request import Request
+
+    class Odd(Request):
+        pass
+
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
+    if record:
+        extra["record_to"] = str(tmp_path / "{role}.jsonl")
+    s = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    bridge = s._drive = RowsBridge()
+    s._drive_compact = s._drive_from_inner = s._drive_pipeline = True
+    answers = iter([(0, False), [3, 1], (True, False), (None, False), (2, True), (0, 0), (1, False), (0, False)])
+    s._inner.get_num_new_matched_tokens = lambda request, n: next(answers)
+    reqs = [Request("a", range(4), {"do_remote_decode": True, "transfer_id": "t", "n": None, "f": 1.5}),
+            Request("b", range(3)),
+            Request("c", range(2), {"t": (1, 2), 3: "k"}),
+            Request("d", range(2), {"b": b"\x00"}),
+            Request("e", range(5), {"x": {"y": 1}})]
+    e = Odd("e2", range(5), {"x": 1})
+    e.request_id = 7  # not a str: str() of it
+    g = Request("g", range(6))
+    g.num_prompt_tokens = True  # not an int: the ids' length
+    f = SimpleNamespace(request_id="f", kv_transfer_params=None)  # no ids, no prompt length
+    reqs += [e, f, g]
+    blocks = [KVCacheBlocks([[1, 2]]), KVCacheBlocks([[3], [4, 5]]), None, SimpleNamespace(get_block_ids=lambda: [6, 7]),
+              SimpleNamespace(get_block_ids=lambda: ((8, 9),)), SimpleNamespace(get_block_ids=lambda: ([True, 2],)),
+              KVCacheBlocks([[]]), KVCacheBlocks([[10]])]
+    expected = []
+    answers_seen = iter([(0, False), [3, 1], (True, False), (None, False), (2, True), (0, 0), (1, False), (0, False)])
+    for r, b, n in zip(reqs, blocks, (0, 1, 2, True, 2, 0, 0, 0)):
+        s.on_new_request(r)
+        result = s.get_num_new_matched_tokens(r, n)
+        s.update_state_after_alloc(r, b, n)
+        a = recorder._admission(r)
+        acted = next(answers_seen)
+        assert result == acted  # vLLM gets the inner's answer
+        expected += [msgpack.packb(["add_request", a["request_id"], a["num_prompt_tokens"], a["prompt_token_ids_len"],
+                                    recorder._params_packable(getattr(r, "kv_transfer_params", None))]),
+                     msgpack.packb(["get_num_new_matched_tokens", str(r.request_id), int(n),
+                                    [None if acted[0] is None else int(acted[0]), bool(acted[1])]]),
+                     msgpack.packb(["update_state_after_alloc", str(r.request_id),
+                                    recorder._block_groups(None if b is None else b.get_block_ids()), int(n)])]
+    assert bridge.rows == expected
+    assert list(bridge.admitted) == ["a", "b", "c", "d", "e", "7", "f", "g"] == list(bridge.allocated)
+    s._drive = None
+    s.shutdown()
+
+
 def recorded(path):
     """A recording's entries without what differs from run to run (times, sequence numbers, process ids)."""
     out = []

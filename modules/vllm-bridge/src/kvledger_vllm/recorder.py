@@ -345,6 +345,9 @@ def _matched_check(recorder, acted, result):
 
 
 _partial = functools.partial
+# the (hook, on_result) pairs of the compact rows whose reply needs no check (``NodeBridge.add_row``)
+_ADD_REQUEST = ("add_request", None)
+_ALLOCATED = ("update_state_after_alloc", None)
 
 
 def _finish_answer(result):
@@ -1412,11 +1415,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
         if self._drive_compact and self._drive_from_inner:
-            try:
-                acted = (None if result[0] is None else int(result[0]), bool(result[1]))
-                row = (drive_rid, int(num_computed_tokens), acted)
-            except Exception:  # noqa: BLE001 - not a pair: the long form below says so
-                row = None
+            # vLLM's own types (a tuple of an int or None and a bool, an int count) as they are
+            if (type(result) is tuple and len(result) == 2 and type(result[1]) is bool
+                    and (type(result[0]) is int or result[0] is None) and type(num_computed_tokens) is int):
+                acted = result
+                row = (drive_rid, num_computed_tokens, result)
+            else:
+                try:
+                    acted = (None if result[0] is None else int(result[0]), bool(result[1]))
+                    row = (drive_rid, int(num_computed_tokens), acted)
+                except Exception:  # noqa: BLE001 - not a pair: the long form below says so
+                    row = None
             if row is not None:
                 try:
                     self._drive.send_row("get_num_new_matched_tokens", row, _partial(_matched_check, self, acted))
@@ -1443,14 +1452,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return result
 
     def update_state_after_alloc(self, request, blocks, num_external_tokens):
-        rid = None
+        rid = groups = None
         if self._stream is not None:
             try:
                 rid = self._admit(request)
                 # KVCacheBlocks.get_block_ids() builds fresh lists: kept as they are, converted later
                 groups = blocks.get_block_ids() if blocks is not None else None
             except Exception as e:  # noqa: BLE001
-                rid = None
+                rid = groups = None
                 self._failed("update_state_after_alloc", e)
         result = self._inner.update_state_after_alloc(request, blocks, num_external_tokens)
         if rid is not None:
@@ -1460,17 +1469,30 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._failed("update_state_after_alloc", e)
         if self._drive_compact:
             try:
-                row = (str(request.request_id),
-                       _blocks_packable(blocks.get_block_ids() if blocks is not None else None), int(num_external_tokens))
+                drive_rid = request.request_id
+                if type(drive_rid) is not str:
+                    drive_rid = str(drive_rid)
+                # the lists the recording took, when it did (read by both, changed by neither), else fresh
+                # ones; vLLM's (a tuple of int lists) as they are, anything else as _block_groups makes it
+                if groups is None:
+                    groups = blocks.get_block_ids() if blocks is not None else None
+                if type(groups) is tuple:
+                    for g in groups:
+                        if type(g) is not list or not _INT_TYPE.issuperset(map(type, g)):
+                            groups = _block_groups(groups)
+                            break
+                else:
+                    groups = _blocks_packable(groups)
+                ext = num_external_tokens if type(num_external_tokens) is int else int(num_external_tokens)
             except Exception as e:  # noqa: BLE001
-                row = None
+                drive_rid = None
                 self._failed("drive update_state_after_alloc", e)
-            if row is not None:
+            if drive_rid is not None:
                 try:
                     d = self._drive
                     if d.derived:
-                        d.allocated[row[0]] = row[1]
-                    d.send_row("update_state_after_alloc", row)
+                        d.allocated[drive_rid] = groups
+                    d.add_row(_ALLOCATED, drive_rid, groups, ext)
                 except Exception as e:  # noqa: BLE001
                     self._drive_failed("update_state_after_alloc", e)
         elif self._drive is not None:
@@ -1679,7 +1701,31 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._admit(request)
             except Exception as e:  # noqa: BLE001
                 self._failed("on_new_request", e)
-        if self._drive is not None:
+        d = self._drive
+        if d is not None:
+            # _drive_admit's compact row, inlined for vLLM's Request (an int prompt length, params a
+            # dict of str keys and plain scalars, or None); anything else, or a second call, there
+            rid = request.request_id
+            seen = self._drive_seen
+            if type(rid) is str and rid not in seen and self._drive_compact:
+                try:
+                    ids = request.prompt_token_ids
+                    n = request.num_prompt_tokens
+                    p = request.kv_transfer_params
+                except AttributeError:
+                    n = None
+                if type(n) is int and (p is None or (type(p) is dict and _STR_TYPE.issuperset(map(type, p))
+                                                     and _PLAIN_TYPES.issuperset(map(type, p.values())))):
+                    seen.add(rid)
+                    if p is not None:
+                        p = p.copy()  # the connector may set its keys later
+                    if d.derived:  # before the row: a frame it sends empties it
+                        d.admitted[rid] = p
+                    try:
+                        d.add_row(_ADD_REQUEST, rid, n, None if ids is None else len(ids), p)
+                    except Exception as e:  # noqa: BLE001
+                        self._drive_failed("add_request", e)
+                    return self._inner.on_new_request(request)
             self._drive_admit(request)
         return self._inner.on_new_request(request)
 
