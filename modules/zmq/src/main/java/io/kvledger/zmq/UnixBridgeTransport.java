@@ -29,6 +29,11 @@ import java.util.Set;
  * {@link EngineBridgeConfig#maxMessageBytes()} closes the connection before anything of it is
  * read into memory (as ZMQ's {@code MAXMSGSIZE} does).
  *
+ * <p>Reading: each {@link #await} first reads every connection directly (a call that is there costs
+ * one {@code read}); the selector is asked before any wait, and, between the looks of a serving
+ * thread that spins, at every 16th look (new connections, replies to drain). A reply up to
+ * {@link #OUT_BYTES} leaves in one {@code write} from the connection's own direct buffer.
+ *
  * <p>Each connection is a caller (its identity: a number the server gives it). A reply the socket
  * cannot take whole is kept (the rest of its bytes) and written as the caller reads; while that is
  * so, further replies to the caller are {@link BridgeTransport.Send#FULL FULL}, and the server
