@@ -6,7 +6,8 @@ microseconds, with a bare echo over the same transport measured in the same run 
 ROUTER that sends each frame back; for unix://, a Python thread that reads a length-prefixed
 frame and writes it back). Rounds alternate node and echo so that load on a shared machine
 falls on both. `--jar A --jar B` runs the same measurement against two builds of kvledger.jar
-(before/after figures from one run); the ratios are what to compare, not the absolute values.
+(before/after figures from one run), both nodes up at once, the rounds rotating among them and
+the echo; the ratios are what to compare, not the absolute values.
 
     python3 benchmarks/drive_round_trip.py --jar modules/cli/target/kvledger.jar --calls 20000
     python3 benchmarks/drive_round_trip.py --transport tcp --transport unix --jar OLD.jar --jar NEW.jar
@@ -276,33 +277,39 @@ def main():
         echo_client = connect_when_up(echo.endpoint, None)
         echo_samples = []
         echo_calls(echo_client, min(a.warmup, 5000), a.hook, [])
-        results = []
+        # every build's node runs at once and the rounds rotate among them and the echo (the order
+        # reversed every other round), so that load on a shared machine falls on all builds alike
+        nodes = []
         try:
             for jar in jars:
                 d = tempfile.mkdtemp(prefix="node-", dir=work)
                 endpoint = (f"tcp://127.0.0.1:{free_port()}" if transport == "tcp"
                             else "unix://" + os.path.join(d, "node.sock"))
                 node = Node(jar, endpoint, d, a.java_opt)
+                nodes.append((jar, node, endpoint, d))
+            live = []
+            for jar, node, endpoint, d in nodes:
                 try:
-                    try:
-                        c = connect_when_up(endpoint, node)
-                    except NodeDown as e:
-                        with open(os.path.join(d, "node.log"), errors="replace") as f:
-                            why = [ln.strip() for ln in f if "Error" in ln or "error" in ln][-1:]
-                        print(f"  {jar} over {transport}: {e}: {' '.join(why)[:200]}")
-                        continue
-                    calls(c, a.warmup, 1, a.hook, [])
-                    samples = []
-                    for r in range(a.rounds):
-                        calls(c, per_round, 1_000_000 + r * per_round, a.hook, samples)
-                        echo_calls(echo_client, per_round, a.hook, echo_samples)
-                    c.close()
-                finally:
-                    node.close()
-                    if a.keep:
-                        print(f"  node directory kept: {d}")
-                results.append((jar, samples))
+                    c = connect_when_up(endpoint, node)
+                except NodeDown as e:
+                    with open(os.path.join(d, "node.log"), errors="replace") as f:
+                        why = [ln.strip() for ln in f if "Error" in ln or "error" in ln][-1:]
+                    print(f"  {jar} over {transport}: {e}: {' '.join(why)[:200]}")
+                    continue
+                calls(c, a.warmup, 1, a.hook, [])
+                live.append((jar, c, []))
+            for r in range(a.rounds):
+                for jar, c, samples in (live if r % 2 == 0 else live[::-1]):
+                    calls(c, per_round, 1_000_000 + r * per_round, a.hook, samples)
+                    echo_calls(echo_client, per_round, a.hook, echo_samples)
+            for jar, c, samples in live:
+                c.close()
+            results = [(jar, samples) for jar, c, samples in live]
         finally:
+            for jar, node, endpoint, d in nodes:
+                node.close()
+                if a.keep:
+                    print(f"  node directory kept: {d}")
             echo_client.close()
             echo.close()
         if not results:

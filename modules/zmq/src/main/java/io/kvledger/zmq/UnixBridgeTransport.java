@@ -29,6 +29,11 @@ import java.util.Set;
  * {@link EngineBridgeConfig#maxMessageBytes()} closes the connection before anything of it is
  * read into memory (as ZMQ's {@code MAXMSGSIZE} does).
  *
+ * <p>Reading: each {@link #await} first reads every connection directly (a call that is there costs
+ * one {@code read}); the selector is asked before any wait, and, between the looks of a serving
+ * thread that spins, at every 16th look (new connections, replies to drain). A reply up to
+ * {@link #OUT_BYTES} leaves in one {@code write} from the connection's own direct buffer.
+ *
  * <p>Each connection is a caller (its identity: a number the server gives it). A reply the socket
  * cannot take whole is kept (the rest of its bytes) and written as the caller reads; while that is
  * so, further replies to the caller are {@link BridgeTransport.Send#FULL FULL}, and the server
@@ -43,6 +48,8 @@ import java.util.Set;
 final class UnixBridgeTransport implements BridgeTransport {
 
     private static final int HEADER = 4;
+    /** The largest reply (with its header) written from a connection's own direct buffer in one write. */
+    static final int OUT_BYTES = 64 * 1024;
 
     private final EngineBridgeConfig config;
     private final Path path;
@@ -50,6 +57,8 @@ final class UnixBridgeTransport implements BridgeTransport {
     private ServerSocketChannel server;
     /** The connections; their writes ({@link #send}, {@link #flush}, {@link #drop}) synchronize on this transport. */
     private final Map<Long, Conn> conns = new java.util.concurrent.ConcurrentHashMap<>();
+    /** The same connections, for the serving thread's reads without a selector round (replaced on each change). */
+    private volatile Conn[] readers = new Conn[0];
     private final ArrayDeque<Message> ready = new ArrayDeque<>();
     private long nextConn = 1;
 
@@ -59,7 +68,10 @@ final class UnixBridgeTransport implements BridgeTransport {
         final byte[] identity;
         final SocketChannel ch;
         final SelectionKey key;
-        ByteBuffer in = ByteBuffer.allocate(4096);
+        /** What was read and not yet taken as frames (direct: the socket reads into it with no copy). */
+        ByteBuffer in = ByteBuffer.allocateDirect(4096);
+        /** A reply up to {@link #OUT_BYTES} with its header, written with one {@code write}; made at the first. */
+        ByteBuffer out;
         /** The unwritten rest of the last reply (header and frame), or {@code null}. */
         ByteBuffer[] rest;
         boolean closed;
@@ -151,6 +163,16 @@ final class UnixBridgeTransport implements BridgeTransport {
         if (!ready.isEmpty()) {
             return;
         }
+        // a call already on a connection is taken with one read, without a selector round (an
+        // epoll_wait, then the read, per call); the selector is asked only when none was there
+        if (readDirectly()) {
+            return;
+        }
+        if (waitMs <= 0 && (++looks & 15) != 0 && readers.length > 0 && !draining()) {
+            // a look between two of the node loop's spins: the next look reads again; the selector
+            // (new connections, a reply to drain) is asked at every 16th, and before any wait
+            return;
+        }
         try {
             if (waitMs <= 0) {
                 selector.selectNow();
@@ -187,6 +209,36 @@ final class UnixBridgeTransport implements BridgeTransport {
         }
     }
 
+    /** Looks without waiting since the selector was last asked. Serving thread only. */
+    private int looks;
+
+    /**
+     * Whether a connection waits for the rest of a reply to drain (a hint, read without the lock:
+     * the selector, asked at once, then writes it).
+     */
+    private boolean draining() {
+        for (Conn c : readers) {
+            if (c.rest != null) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Reads what each connection has (a non-blocking read that finds nothing costs one syscall, as
+     * a selector round does); true when that queued a message. A connection the selector reports
+     * afterwards is read again there, finding what came since.
+     */
+    private boolean readDirectly() {
+        for (Conn c : readers) {
+            if (!c.closed) {
+                read(c);
+            }
+        }
+        return !ready.isEmpty();
+    }
+
     private synchronized void accept() {
         try {
             SocketChannel ch;
@@ -197,6 +249,7 @@ final class UnixBridgeTransport implements BridgeTransport {
                 Conn c = new Conn(id, ch, key);
                 key.attach(c);
                 conns.put(id, c);
+                readers = conns.values().toArray(new Conn[0]);
             }
         } catch (IOException e) {
             // the caller went away before it was accepted
@@ -210,13 +263,16 @@ final class UnixBridgeTransport implements BridgeTransport {
                 if (!c.in.hasRemaining()) {
                     grow(c, c.in.capacity() * 2L);
                 }
+                int room = c.in.remaining();
                 int n = c.ch.read(c.in);
                 if (n < 0) {
                     drop(c);
                     return;
                 }
                 frames(c);
-                if (c.closed || n == 0) {
+                if (c.closed || n < room) {
+                    // the socket had no more than this (a read that fills the room may leave more):
+                    // no second read to learn it is empty
                     return;
                 }
             }
@@ -253,7 +309,9 @@ final class UnixBridgeTransport implements BridgeTransport {
     }
 
     private static void grow(Conn c, long want) {
-        ByteBuffer bigger = ByteBuffer.allocate((int) Math.min(Integer.MAX_VALUE - 16, Math.max(want, c.in.capacity())));
+        int size = (int) Math.min(Integer.MAX_VALUE - 16, Math.max(want, c.in.capacity()));
+        // direct up to the size of a common step's frame; a larger one on the heap, as the GC frees it
+        ByteBuffer bigger = size <= OUT_BYTES ? ByteBuffer.allocateDirect(size) : ByteBuffer.allocate(size);
         c.in.flip();
         bigger.put(c.in);
         c.in = bigger;
@@ -284,19 +342,37 @@ final class UnixBridgeTransport implements BridgeTransport {
                 return Send.FULL;
             }
         }
-        ByteBuffer[] out = {ByteBuffer.allocate(HEADER).putInt(0, frame.length), ByteBuffer.wrap(frame)};
+        // a reply that fits the connection's buffer goes out with one write, else header and frame gathered
+        ByteBuffer one = frame.length <= OUT_BYTES - HEADER ? outBuffer(c, frame) : null;
+        ByteBuffer[] two = one != null ? null
+                : new ByteBuffer[] {ByteBuffer.allocate(HEADER).putInt(0, frame.length), ByteBuffer.wrap(frame)};
         try {
-            c.ch.write(out);
+            if (one != null) {
+                c.ch.write(one);
+            } else {
+                c.ch.write(two);
+            }
         } catch (IOException e) {
             drop(c);
             return Send.GONE;
         }
-        if (out[1].hasRemaining()) {
-            // taken: the rest leaves as the caller reads
-            c.rest = out;
+        if (one != null ? one.hasRemaining() : two[1].hasRemaining()) {
+            // taken: the rest leaves as the caller reads (copied out of the connection's buffer, which the next reply reuses)
+            c.rest = one != null ? new ByteBuffer[] {ByteBuffer.allocate(one.remaining()).put(one).flip()} : two;
             c.key.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
         }
         return Send.SENT;
+    }
+
+    /**
+     * The reply with its header in the connection's direct buffer, as one buffer: one {@code write}
+     * with no gathering and no copy into a temporary direct buffer.
+     */
+    private static ByteBuffer outBuffer(Conn c, byte[] frame) {
+        if (c.out == null) {
+            c.out = ByteBuffer.allocateDirect(OUT_BYTES);
+        }
+        return c.out.clear().putInt(frame.length).put(frame).flip();
     }
 
     /** Writes what is left of the connection's last reply. */
@@ -310,7 +386,7 @@ final class UnixBridgeTransport implements BridgeTransport {
             drop(c);
             return;
         }
-        if (!c.rest[1].hasRemaining()) {
+        if (!c.rest[c.rest.length - 1].hasRemaining()) {
             c.rest = null;
             if (c.key.isValid()) {
                 c.key.interestOps(SelectionKey.OP_READ);
@@ -321,6 +397,7 @@ final class UnixBridgeTransport implements BridgeTransport {
     private synchronized void drop(Conn c) {
         c.closed = true;
         conns.remove(c.id);
+        readers = conns.values().toArray(new Conn[0]);
         c.key.cancel();
         closeQuietly(c.ch);
     }

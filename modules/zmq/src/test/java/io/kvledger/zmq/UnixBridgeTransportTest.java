@@ -310,6 +310,212 @@ class UnixBridgeTransportTest {
         }
     }
 
+
+    /** The transport alone, bound at {@code sock} (the tests below read and write it as the server's thread would). */
+    private UnixBridgeTransport bound(Path sock) throws IOException {
+        UnixBridgeTransport t = new UnixBridgeTransport(at(sock));
+        t.bind();
+        return t;
+    }
+
+    /** The next message, looking and waiting in turn (a bound on tries, not on time). */
+    private static BridgeTransport.Message next(UnixBridgeTransport t) {
+        for (int i = 0; i < 2000; i++) {
+            BridgeTransport.Message m = t.receive();
+            if (m != null) {
+                return m;
+            }
+            t.await(i % 2 == 0 ? 0 : 20);
+        }
+        throw new AssertionError("no message came");
+    }
+
+    private static byte[] bytes(int n, int seed) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) (i * 31 + seed);
+        }
+        return b;
+    }
+
+    private static ByteBuffer framed(byte[]... frames) {
+        int n = 0;
+        for (byte[] f : frames) {
+            n += 4 + f.length;
+        }
+        ByteBuffer b = ByteBuffer.allocate(n);
+        for (byte[] f : frames) {
+            b.putInt(f.length).put(f);
+        }
+        return b.flip();
+    }
+
+    private static void writeAll(SocketChannel ch, ByteBuffer b) throws IOException {
+        while (b.hasRemaining()) {
+            ch.write(b);
+        }
+    }
+
+    /**
+     * The reads the serving thread makes without a selector round: a frame that arrives in pieces
+     * (its header split, its body over several reads, one larger than the first buffer) is taken
+     * whole once its last byte is there, several frames in one read are each taken, in order; a
+     * reply that fits the connection's buffer (one write) and one that does not (header and frame
+     * gathered, more than the socket takes at once: the rest leaves as the caller reads) arrive whole.
+     */
+    @Test
+    void framesInPiecesAndSeveralInOneReadAreTakenWholeAndRepliesOfAnySizeArrive() throws Exception {
+        Path sock = privateDir().resolve("node.sock");
+        UnixBridgeTransport t = bound(sock);
+        try (SocketChannel engine = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+            engine.connect(UnixDomainSocketAddress.of(sock));
+            byte[] small = bytes(10, 1);
+            ByteBuffer first = framed(small);
+            // the header in two pieces, then the body, each read on its own
+            for (int[] piece : new int[][] {{0, 2}, {2, 4}, {4, 14}}) {
+                writeAll(engine, first.duplicate().position(piece[0]).limit(piece[1]));
+                t.await(0);
+                t.await(20);
+                if (piece[1] < 14) {
+                    assertThat(t.receive()).as("nothing before the frame's last byte (%s)", piece[1]).isNull();
+                }
+            }
+            BridgeTransport.Message m = next(t);
+            assertThat(m.frames().get(0)).isEqualTo(small);
+            byte[] identity = m.identity();
+            // larger than the connection's first buffer, in pieces of 3,000 bytes
+            byte[] large = bytes(10_000, 2);
+            ByteBuffer second = framed(large);
+            while (second.hasRemaining()) {
+                writeAll(engine, second.slice().limit(Math.min(3000, second.remaining())));
+                second.position(Math.min(second.limit(), second.position() + 3000));
+                t.await(0);
+            }
+            assertThat(next(t).frames().get(0)).isEqualTo(large);
+            // three frames in one write, the last of them empty
+            byte[][] three = {bytes(5, 3), bytes(300, 4), new byte[0]};
+            writeAll(engine, framed(three));
+            for (byte[] f : three) {
+                BridgeTransport.Message got = next(t);
+                assertThat(got.frames().get(0)).isEqualTo(f);
+                assertThat(got.identity()).isEqualTo(identity);
+            }
+            assertThat(t.receive()).isNull();
+
+            byte[] big = bytes(UnixBridgeTransport.OUT_BYTES * 8, 5);
+            byte[] reply = bytes(40, 6);
+            java.util.concurrent.CompletableFuture<java.util.List<byte[]>> read = java.util.concurrent.CompletableFuture
+                    .supplyAsync(() -> {
+                        try {
+                            return java.util.List.of(readFrame(engine), readFrame(engine));
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    });
+            assertThat(t.send(identity, false, big)).isEqualTo(BridgeTransport.Send.SENT);
+            BridgeTransport.Send s = t.send(identity, false, reply);
+            for (int i = 0; i < 2000 && s == BridgeTransport.Send.FULL; i++) {
+                t.await(20); // the selector writes the rest as the caller reads
+                s = t.send(identity, false, reply);
+            }
+            assertThat(s).isEqualTo(BridgeTransport.Send.SENT);
+            java.util.List<byte[]> got = read.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(got.get(0)).isEqualTo(big);
+            assertThat(got.get(1)).isEqualTo(reply);
+        } finally {
+            t.close();
+            t.release();
+        }
+    }
+
+    private static byte[] readFrame(SocketChannel ch) throws IOException {
+        ByteBuffer len = ByteBuffer.allocate(4);
+        while (len.hasRemaining()) {
+            if (ch.read(len) < 0) {
+                throw new java.io.EOFException();
+            }
+        }
+        ByteBuffer f = ByteBuffer.allocate(len.getInt(0));
+        while (f.hasRemaining()) {
+            if (ch.read(f) < 0) {
+                throw new java.io.EOFException();
+            }
+        }
+        return f.array();
+    }
+
+    /**
+     * A caller that goes away in the middle of a frame: nothing of it is taken, its connection is
+     * dropped (a reply to it is {@code GONE}), and another caller's frames go on.
+     */
+    @Test
+    void aCallerThatLeavesMidFrameIsDroppedAndOthersGoOn() throws Exception {
+        Path sock = privateDir().resolve("node.sock");
+        UnixBridgeTransport t = bound(sock);
+        try (SocketChannel other = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+            byte[] gone;
+            try (SocketChannel leaving = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+                leaving.connect(UnixDomainSocketAddress.of(sock));
+                writeAll(leaving, framed(bytes(8, 7)));
+                gone = next(t).identity();
+                writeAll(leaving, framed(bytes(100, 8)).limit(4 + 40));
+                t.await(0);
+                t.await(20);
+            }
+            other.connect(UnixDomainSocketAddress.of(sock));
+            byte[] frame = bytes(64, 9);
+            writeAll(other, framed(frame));
+            BridgeTransport.Message m = next(t);
+            assertThat(m.frames().get(0)).isEqualTo(frame);
+            assertThat(m.identity()).isNotEqualTo(gone);
+            BridgeTransport.Send s = t.send(gone, false, bytes(4, 10));
+            for (int i = 0; i < 2000 && s != BridgeTransport.Send.GONE; i++) {
+                t.await(i % 2 == 0 ? 0 : 20);
+                s = t.send(gone, false, bytes(4, 10));
+            }
+            assertThat(s).as("a reply to the caller that left").isEqualTo(BridgeTransport.Send.GONE);
+            assertThat(t.receive()).as("nothing of the cut frame").isNull();
+            assertThat(t.send(m.identity(), false, bytes(4, 11))).isEqualTo(BridgeTransport.Send.SENT);
+            assertThat(readFrame(other)).isEqualTo(bytes(4, 11));
+        } finally {
+            t.close();
+            t.release();
+        }
+    }
+
+    /**
+     * Calls that arrive together (one write) at a node loop that reads the socket itself: each is
+     * applied and answered, in order, one read bringing them all.
+     */
+    @Test
+    void callsInOneWriteAreEachAnsweredInOrderWhenTheCallerServes() throws Exception {
+        Path sock = privateDir().resolve("node.sock");
+        try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
+             EngineBridgeServer server = EngineBridgeServer.openServedByCaller(at(sock), BridgeNodeInfo.of(cfg), loop);
+             UnixClient engine = new UnixClient(server.endpoint())) {
+            Thread serving = new Thread(() -> {
+                while (server.serve(100_000_000L)) {
+                    // the node loop's idle wait
+                }
+            }, "test-serving");
+            serving.start();
+            byte[][] calls = new byte[5][];
+            for (int i = 0; i < calls.length; i++) {
+                calls[i] = BridgeCodec.encodeRequest(new BridgeRequest(i + 1, new HookCall.GetFinished()));
+            }
+            writeAll(engine.ch, framed(calls));
+            for (int i = 0; i < calls.length; i++) {
+                BridgeReply r = engine.read();
+                assertThat(r.ok()).as("%s", r).isTrue();
+                assertThat(r.id()).isEqualTo(i + 1L);
+            }
+            assertThat(loop.appliedCount()).isEqualTo(calls.length);
+            server.close();
+            serving.join(30_000);
+            assertThat(serving.isAlive()).isFalse();
+        }
+    }
+
     @Test
     void theSocketGoesOnlyIntoADirectoryTheUserAloneMayWrite() throws Exception {
         Path shared = tmp.resolve("shared");
