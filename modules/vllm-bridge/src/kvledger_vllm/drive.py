@@ -24,6 +24,7 @@ msgpack are imported when it is built. ``unix:///PATH`` (``--bridge unix:///PATH
 
 from __future__ import annotations
 
+import collections
 import itertools
 import operator
 import select
@@ -102,6 +103,21 @@ class NodeBridge:
         self.derived = False
         self.allocated = {}
         self.admitted = {}
+        # ``agreed`` (a node whose hello lists it, batching): a batch asks the node to leave out of its
+        # reply each call's answer that is empty, or equal to the ``acted`` the call carries. A call
+        # carrying ``acted`` is sent with ``on_result`` a triple ``(on_result, on_agreed, item)``:
+        # ``on_result`` takes the node's answer when it comes in full (a divergence, an older node);
+        # when the node leaves it out, ``on_agreed(items)`` is called once for a run of such calls of
+        # the batch (the ``item`` of each, in order; ``on_agreed`` None: nothing to do). Per batch being
+        # built: the runs ``[(on_agreed, [item, ...]), ...]``, the ids of calls without ``acted`` that
+        # have an ``on_result`` (called with ``{}`` when their empty answer is left out), and whether
+        # a call failed on the way (then the batch is settled call by call)
+        self.agreed = False
+        self._runs = []
+        self._cbs = []
+        self._dirty = False
+        # batches sent asking for the agreed form: batch id -> (runs, cbs, dirty)
+        self._agreeing = {}
         self.batches = 0
         # a batch holds at most this many calls (each counts against the node's 4096 in flight)
         self.max_batch = 1024
@@ -177,6 +193,8 @@ class NodeBridge:
         if self.batching:
             if not quiet:
                 self._loud = True
+            if on_result is not None and self.agreed:
+                self._agreeing_call(rid, on_result)
             if self._rows:
                 self._pack_rows()
             self._buffer.append((rid, hook))
@@ -218,6 +236,8 @@ class NodeBridge:
         self._unread[rid] = (hook, on_result)
         if not quiet:
             self._loud = True
+        if on_result is not None and self.agreed:
+            self._agreeing_call(rid, on_result)
         if self._longs:
             self._pack_longs()
         rows = self._rows
@@ -237,6 +257,20 @@ class NodeBridge:
             self.poll()
         elif flush:  # held (quiet calls alone): the replies already here of the calls sent before
             self._poll_sent()
+
+    def _agreeing_call(self, rid, on_result):
+        """Registers a batched call's part in the agreed form: a run's item (a call carrying ``acted``)
+        or the id of a call whose empty answer the node may leave out (``agreed``)."""
+        if type(on_result) is tuple:
+            on_agreed = on_result[1]
+            if on_agreed is not None:
+                runs = self._runs
+                if runs and runs[-1][0] is on_agreed:
+                    runs[-1][1].append(on_result[2])
+                else:
+                    runs.append((on_agreed, [on_result[2]]))
+        else:
+            self._cbs.append(rid)
 
     def _pack_rows(self):
         """Packs the waiting compact rows as one array (its header left out of the frame) after the
@@ -262,6 +296,7 @@ class NodeBridge:
                 good.append(call)
             except (TypeError, ValueError, OverflowError) as e:
                 rid, hook = id_and_hook(call)
+                self._dirty = True  # its run item stays: the batch is settled call by call
                 if self._unread.pop(rid, None) is not None:
                     self._failed(hook, f"cannot pack the call: {e}")
         return self._array_header(len(good)) + b"".join(packed), good
@@ -289,8 +324,12 @@ class NodeBridge:
         """Sends the buffered calls: one alone as itself, more as one batch. Returns the id to wait for
         (None: nothing went out, each call failed)."""
         wait_for = None
+        runs, cbs, dirty = self._runs, self._cbs, self._dirty
+        if runs or cbs or dirty:
+            self._runs, self._cbs, self._dirty = [], [], False
         if self._rows:
             self._pack_rows()
+            dirty |= self._dirty
         elif len(self._longs) == 1 and not self._chunks:
             # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first
             (call,), self._longs = self._longs, []
@@ -314,7 +353,12 @@ class NodeBridge:
             # calls as packed (what packing the whole map at once gives, byte for byte), without
             # the headers of the arrays they were packed in (a compact call alone goes as a batch of one)
             wait_for = next(self._ids)
-            head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
+            if self.agreed:  # ("calls" last: the packed empty list is the last byte)
+                head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"agreed": True, "calls": []}})[:-1]
+                self._agreeing[wait_for] = (runs, cbs, dirty or self._dirty)
+                self._dirty = False
+            else:
+                head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
             frame = b"".join((head, self._array_header(len(buf)), *chunks))
             self._batches[wait_for] = [rid for rid, _ in buf]
             self.batches += 1
@@ -323,6 +367,7 @@ class NodeBridge:
             self._sock.send(frame, flags)
         except self._zmq.Again:
             self._batches.pop(wait_for, None)
+            self._agreeing.pop(wait_for, None)
             for rid, hook in buf:
                 if self._unread.pop(rid, None) is not None:
                     self._failed(hook, "the node's queue is full: the call was not sent")
@@ -401,6 +446,8 @@ class NodeBridge:
         if not reply.get("ok"):
             self._failed(hook, str(reply.get("error")))
         elif on_result is not None:
+            if type(on_result) is tuple:  # a call carrying acted: the answer in full
+                on_result = on_result[0]
             on_result(reply.get("result") or {})
 
     def _settle_batch(self, bid, reply, awaited):
@@ -411,8 +458,11 @@ class NodeBridge:
         not, the rest are looked up by id (a missing answer is a failure). In the reply to a batch
         with compact calls an empty answer may be the call's id alone (an int)."""
         members = self._batches.pop(bid, ())
+        agreeing = self._agreeing.pop(bid, None) if self._agreeing else None
         mine = None
         replies = (reply.get("result") or {}).get("replies") if reply.get("ok") else None
+        if agreeing is not None and type(replies) is list and len(replies) != len(members):
+            return self._settle_agreed(members, replies, awaited, agreeing)
         i = 0
         if type(replies) is list:
             unread = self._unread
@@ -426,7 +476,8 @@ class NodeBridge:
                         continue
                     entry = unread.pop(rid, None)
                     if entry is not None and entry[1] is not None:
-                        entry[1]({})
+                        f = entry[1]
+                        (f[0] if type(f) is tuple else f)({})
                     continue
                 if type(r) is not dict or r.get("id") != rid:
                     break
@@ -440,7 +491,8 @@ class NodeBridge:
                 if not r.get("ok"):
                     self._failed(entry[0], str(r.get("error")))
                 elif entry[1] is not None:
-                    entry[1](r.get("result") or {})
+                    f = entry[1]
+                    (f[0] if type(f) is tuple else f)(r.get("result") or {})
             if i == len(members):
                 return mine if mine is not None else {"ok": False, "error": "the batch's reply has no answer for it"}
             members = members[i:]
@@ -462,6 +514,76 @@ class NodeBridge:
                 self._settle(rid, r)
         return mine if mine is not None else {"ok": False, "error": "the batch's reply has no answer for it"}
 
+    def _settle_agreed(self, members, replies, awaited, agreeing):
+        """Settles a batch whose reply is in the agreed form: ``replies`` holds, in order, the answers
+        the node did not leave out; a call left out was answered ok, with an empty answer or (a call
+        carrying ``acted``) with the answer acted on. When no call carrying ``acted`` is among those
+        listed, none was given up and none failed on the way, the agreeing calls cost no Python call
+        each: their ids leave the unread ones in one C-level pass and each run's ``on_agreed`` is
+        called once; otherwise call by call, in order. Returns the reply of ``awaited``."""
+        runs, cbs, dirty = agreeing
+        unread = self._unread
+        listed = {}
+        for r in replies:
+            if type(r) is dict:
+                listed[r.get("id")] = r
+            elif type(r) is int:
+                listed[r] = {"id": r, "ok": True, "result": {}}
+        fast = not dirty
+        if fast:
+            for rid in listed:
+                e = unread.get(rid)
+                if e is not None and type(e[1]) is tuple:
+                    fast = False  # a divergence (or an error) of a call carrying acted: in order
+                    break
+        expected = len(members) - (awaited is not None)
+        if fast and sum(map(unread.__contains__, members)) != expected:
+            fast = False  # one was given up: its run item must not count
+        mine = None
+        if fast:
+            for rid in cbs:
+                entry = unread.pop(rid)
+                r = listed.pop(rid, None)
+                if r is None:
+                    entry[1]({})
+                elif not r.get("ok"):
+                    self._failed(entry[0], str(r.get("error")))
+                else:
+                    entry[1](r.get("result") or {})
+            for rid, r in listed.items():
+                if rid == awaited:
+                    mine = r
+                    continue
+                entry = unread.pop(rid, None)
+                if entry is not None and not r.get("ok"):
+                    self._failed(entry[0], str(r.get("error")))
+            _drain(map(unread.pop, members, itertools.repeat(None)))
+            for on_agreed, items in runs:
+                on_agreed(items)
+        else:
+            for rid in members:
+                r = listed.get(rid)
+                if rid == awaited:
+                    mine = r
+                    continue
+                entry = unread.pop(rid, None)
+                if entry is None:
+                    continue  # given up earlier
+                f = entry[1]
+                if r is None:
+                    if type(f) is tuple:
+                        if f[1] is not None:
+                            f[1]([f[2]])
+                    elif f is not None:
+                        f({})
+                elif not r.get("ok"):
+                    self._failed(entry[0], str(r.get("error")))
+                elif f is not None:
+                    (f[0] if type(f) is tuple else f)(r.get("result") or {})
+        if mine is None and awaited is not None:
+            mine = {"id": awaited, "ok": True, "result": {}}
+        return mine
+
     def _failed(self, hook, error):
         self.failures += 1
         if self._on_failure is not None:
@@ -473,6 +595,9 @@ class NodeBridge:
         finally:
             if self._ctx is not None:
                 self._ctx.term()
+
+
+_drain = collections.deque(maxlen=0).extend
 
 
 # The compact form of a batched call (docs/bridge-protocol.md, "compact"): ``[id, hook, *fields]``,

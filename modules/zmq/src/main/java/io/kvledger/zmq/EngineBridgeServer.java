@@ -157,12 +157,15 @@ public final class EngineBridgeServer implements AutoCloseable {
         final boolean reqFraming;
         final byte[][] frames;
         final boolean compact;
+        /** The caller asked for the agreed form ({@link BridgeDecoded.Batch#agreed}). */
+        final boolean agreed;
         int missing;
         boolean handed;
 
-        BatchReply(long id, byte[] identity, boolean reqFraming, int size, boolean compact) {
+        BatchReply(long id, byte[] identity, boolean reqFraming, int size, boolean compact, boolean agreed) {
             this.id = id;
             this.compact = compact;
+            this.agreed = agreed;
             this.identity = identity;
             this.reqFraming = reqFraming;
             this.frames = new byte[size][];
@@ -557,7 +560,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         }
         b.frames[index] = frame;
         if (--b.missing == 0) {
-            trySend(router, b.identity, b.reqFraming, BridgeCodec.encodeBatchReply(b.id, java.util.Arrays.asList(b.frames), b.compact),
+            trySend(router, b.identity, b.reqFraming, BridgeCodec.encodeBatchReply(b.id, java.util.Arrays.asList(b.frames), b.compact, b.agreed),
                     b.handed);
         }
     }
@@ -608,7 +611,8 @@ public final class EngineBridgeServer implements AutoCloseable {
      */
     private void dispatchBatch(BridgeTransport router, byte[] identity, boolean reqFraming, BridgeDecoded.Batch batch,
                                byte[] payload, long atNs) {
-        BatchReply reply = new BatchReply(batch.id(), identity, reqFraming, batch.calls().size(), batch.compact());
+        BatchReply reply = new BatchReply(batch.id(), identity, reqFraming, batch.calls().size(), batch.compact(),
+                batch.agreed());
         if (batch.calls().isEmpty()) {
             trySend(router, identity, reqFraming, BridgeCodec.encodeBatchReply(batch.id(), List.of()), false);
             return;
