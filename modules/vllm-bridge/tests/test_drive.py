@@ -1211,7 +1211,7 @@ def test_an_agreed_batch_with_a_call_given_up_or_unpackable_settles_call_by_call
     sink = got.extend
     b._unread = {1: ("request_finished", (seen.append, sink, "a")), 2: ("add_request", None),
                  3: ("request_finished", (seen.append, sink, "b")), 4: ("build_connector_meta", seen.append)}
-    runs, cbs = [(sink, ["a", "b"])], [4]
+    runs, cbs = [(sink, ["a", "b"])], [(4, seen.append)]
     mine = b._settle_agreed([1, 2, 3, 4, 5], [{"id": 4, "ok": True, "result": {"step": 1}}], 5, (runs, cbs, False))
     assert mine == {"id": 5, "ok": True, "result": {}} and got == ["a", "b"] and seen == [{"step": 1}]
     assert b._unread == {}
@@ -1228,5 +1228,10 @@ def test_an_agreed_batch_with_a_call_given_up_or_unpackable_settles_call_by_call
     # an error of a call listed: a failure, its item not agreeing
     b._unread = {1: ("request_finished", (seen.append, sink, "a")), 2: ("add_request", None)}
     got.clear(), seen.clear()
-    b._settle_agreed([1, 2], [{"id": 2, "ok": False, "error": "busy"}], None, ([(sink, ["a"])], [], True))
+    b._settle_agreed([1, 2], [{"id": 2, "ok": False, "error": "busy"}], None, ([(sink, ["a"])], [], False))
     assert got == ["a"] and b._failures == ["add_request"] and b._unread == {}
+    # a call that failed on the way (dirty): call by call, its item not counted
+    b._unread = {2: ("request_finished", (seen.append, sink, "b"))}
+    got.clear()
+    b._settle_agreed([2], [], None, ([(sink, ["a", "b"])], [], True))
+    assert got == ["b"] and b._unread == {}

@@ -24,7 +24,6 @@ msgpack are imported when it is built. ``unix:///PATH`` (``--bridge unix:///PATH
 
 from __future__ import annotations
 
-import collections
 import itertools
 import operator
 import select
@@ -270,7 +269,7 @@ class NodeBridge:
                 else:
                     runs.append((on_agreed, [on_result[2]]))
         else:
-            self._cbs.append(rid)
+            self._cbs.append((rid, on_result))
 
     def _pack_rows(self):
         """Packs the waiting compact rows as one array (its header left out of the frame) after the
@@ -517,10 +516,11 @@ class NodeBridge:
     def _settle_agreed(self, members, replies, awaited, agreeing):
         """Settles a batch whose reply is in the agreed form: ``replies`` holds, in order, the answers
         the node did not leave out; a call left out was answered ok, with an empty answer or (a call
-        carrying ``acted``) with the answer acted on. When no call carrying ``acted`` is among those
-        listed, none was given up and none failed on the way, the agreeing calls cost no Python call
-        each: their ids leave the unread ones in one C-level pass and each run's ``on_agreed`` is
-        called once; otherwise call by call, in order. Returns the reply of ``awaited``."""
+        carrying ``acted``) with the answer acted on. The batch's calls leave the unread ones in one
+        C-level pass. When no call carrying ``acted`` and no error is among those listed, and none was
+        given up or failed on the way, the agreeing calls cost no Python call each: each run's
+        ``on_agreed`` is called once, and the calls without ``acted`` that take their answer are
+        given it; otherwise call by call, in order. Returns the reply of ``awaited``."""
         runs, cbs, dirty = agreeing
         unread = self._unread
         listed = {}
@@ -531,44 +531,26 @@ class NodeBridge:
                 listed[r] = {"id": r, "ok": True, "result": {}}
         fast = not dirty
         if fast:
-            for rid in listed:
-                e = unread.get(rid)
-                if e is not None and type(e[1]) is tuple:
-                    fast = False  # a divergence (or an error) of a call carrying acted: in order
-                    break
-        expected = len(members) - (awaited is not None)
-        if fast and sum(map(unread.__contains__, members)) != expected:
-            fast = False  # one was given up: its run item must not count
-        mine = None
-        if fast:
-            for rid in cbs:
-                entry = unread.pop(rid)
-                r = listed.pop(rid, None)
-                if r is None:
-                    entry[1]({})
-                elif not r.get("ok"):
-                    self._failed(entry[0], str(r.get("error")))
-                else:
-                    entry[1](r.get("result") or {})
             for rid, r in listed.items():
-                if rid == awaited:
-                    mine = r
-                    continue
-                entry = unread.pop(rid, None)
-                if entry is not None and not r.get("ok"):
-                    self._failed(entry[0], str(r.get("error")))
-            _drain(map(unread.pop, members, itertools.repeat(None)))
+                e = unread.get(rid)
+                if e is not None and (type(e[1]) is tuple or not r.get("ok")):
+                    fast = False  # a divergence of a call carrying acted, or an error: in order
+                    break
+        entries = list(map(unread.pop, members, _NONE))
+        if fast and entries.count(None) != (awaited is not None):
+            fast = False  # one was given up: its run item must not count
+        mine = listed.get(awaited) if awaited is not None else None
+        if fast:
+            for rid, on_result in cbs:
+                r = listed.get(rid)
+                on_result({} if r is None else r.get("result") or {})
             for on_agreed, items in runs:
                 on_agreed(items)
         else:
-            for rid in members:
-                r = listed.get(rid)
-                if rid == awaited:
-                    mine = r
-                    continue
-                entry = unread.pop(rid, None)
+            for rid, entry in zip(members, entries):
                 if entry is None:
-                    continue  # given up earlier
+                    continue  # the awaited call, or one given up earlier
+                r = listed.get(rid)
                 f = entry[1]
                 if r is None:
                     if type(f) is tuple:
@@ -597,7 +579,7 @@ class NodeBridge:
                 self._ctx.term()
 
 
-_drain = collections.deque(maxlen=0).extend
+_NONE = itertools.repeat(None)
 
 
 # The compact form of a batched call (docs/bridge-protocol.md, "compact"): ``[id, hook, *fields]``,
