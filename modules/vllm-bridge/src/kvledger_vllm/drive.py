@@ -193,7 +193,10 @@ class NodeBridge:
             if not quiet:
                 self._loud = True
             if on_result is not None and self.agreed:
-                self._agreeing_call(rid, on_result)
+                if type(on_result) is not tuple:
+                    self._cbs.append((rid, on_result))
+                elif on_result[1] is not None:
+                    self._agreeing_call(on_result)
             if self._rows:
                 self._pack_rows()
             self._buffer.append((rid, hook))
@@ -235,8 +238,11 @@ class NodeBridge:
         self._unread[rid] = (hook, on_result)
         if not quiet:
             self._loud = True
-        if on_result is not None and self.agreed:
-            self._agreeing_call(rid, on_result)
+        if on_result is not None and self.agreed:  # (a call carrying acted with nothing to do if agreeing: nothing)
+            if type(on_result) is not tuple:
+                self._cbs.append((rid, on_result))
+            elif on_result[1] is not None:
+                self._agreeing_call(on_result)
         if self._longs:
             self._pack_longs()
         rows = self._rows
@@ -257,19 +263,15 @@ class NodeBridge:
         elif flush:  # held (quiet calls alone): the replies already here of the calls sent before
             self._poll_sent()
 
-    def _agreeing_call(self, rid, on_result):
-        """Registers a batched call's part in the agreed form: a run's item (a call carrying ``acted``)
-        or the id of a call whose empty answer the node may leave out (``agreed``)."""
-        if type(on_result) is tuple:
-            on_agreed = on_result[1]
-            if on_agreed is not None:
-                runs = self._runs
-                if runs and runs[-1][0] is on_agreed:
-                    runs[-1][1].append(on_result[2])
-                else:
-                    runs.append((on_agreed, [on_result[2]]))
+    def _agreeing_call(self, on_result):
+        """A batched call carrying ``acted`` whose agreement has something to do (``agreed``): its item
+        joins the batch's last run when that run's ``on_agreed`` is its own, else starts a run."""
+        on_agreed = on_result[1]
+        runs = self._runs
+        if runs and runs[-1][0] is on_agreed:
+            runs[-1][1].append(on_result[2])
         else:
-            self._cbs.append((rid, on_result))
+            runs.append((on_agreed, [on_result[2]]))
 
     def _pack_rows(self):
         """Packs the waiting compact rows as one array (its header left out of the frame) after the
