@@ -244,7 +244,7 @@ class FakeClock:
 
 def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None,
          idle_steps=0, step_ms=None, drive_pipeline=True, acted=None, info=None, drive_from_inner=False,
-         drive_compact=True, drive_freed_from_inner=True, drive_derived=True):
+         drive_compact=True, drive_freed_from_inner=True, drive_derived=True, drive_agreed=True):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
@@ -260,7 +260,9 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     the inner's answers, the node's are checked when read; with them ``drive_freed_from_inner``
     unless ``drive_freed_from_inner`` is false). ``drive_compact`` false: the long form of every call
     even to a node that takes the compact one; ``drive_derived`` false: a step's new requests in full
-    even to a node that takes them derived. ``info`` gets the awaited calls too (``awaited``).
+    even to a node that takes them derived; ``drive_agreed`` false: every answer in the batch replies
+    even from a node that leaves out those agreeing. ``info`` gets the awaited calls too (``awaited``),
+    and the answers left out (``left_out``).
     """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
@@ -286,6 +288,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         extra["drive_pipeline"] = drive_pipeline
         extra["drive_compact"] = drive_compact
         extra["drive_derived"] = drive_derived
+        extra["drive_agreed"] = drive_agreed
         if drive_from_inner:
             extra["drive_matched_from_inner"] = extra["drive_finished_from_inner"] = True
             extra["drive_freed_from_inner"] = drive_freed_from_inner
@@ -320,6 +323,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         info["compact"] = sched._drive.compact
         info["awaited"] = sched._drive.calls
         info["derived"] = sched._drive.derived
+        info["agreed"] = sched._drive.agreed
+        info["bridge"] = sched._drive  # its left_out read after shutdown, when every reply is read
     if info is not None:
         info["sched"] = sched
     if answers is not None:
@@ -344,6 +349,7 @@ def main(argv=None):
     ap.add_argument("--no-drive-pipeline", action="store_true", help="drive mode: await every call")
     ap.add_argument("--no-drive-compact", action="store_true", help="drive mode: the long form of every call")
     ap.add_argument("--no-drive-derived", action="store_true", help="drive mode: a step's new requests in full")
+    ap.add_argument("--no-drive-agreed", action="store_true", help="drive mode: every answer in the batch replies")
     ap.add_argument("--drive-from-inner", action="store_true",
                     help="drive mode: vLLM acts on the inner's matched tokens and finishes, the node's are checked")
     ap.add_argument("--no-drive-freed-from-inner", action="store_true",
@@ -359,16 +365,19 @@ def main(argv=None):
     for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers,
                   idle_steps=a.idle_steps, step_ms=a.step_ms, drive_pipeline=not a.no_drive_pipeline, acted=acted,
                   info=info, drive_from_inner=a.drive_from_inner, drive_compact=not a.no_drive_compact,
-                  drive_freed_from_inner=not a.no_drive_freed_from_inner, drive_derived=not a.no_drive_derived):
+                  drive_freed_from_inner=not a.no_drive_freed_from_inner, drive_derived=not a.no_drive_derived,
+                  drive_agreed=not a.no_drive_agreed):
         print(p)
     if "batches" in info:
         print(f"drive batches {info['batches']}")
         print(f"drive compact {info['compact']}")
         print(f"drive awaited {info['awaited']}")
         print(f"drive derived {info['derived']}")
+        print(f"drive agreed {info['agreed']}")
     if a.drive:
         # read after shutdown: every unawaited answer has been checked
         print(f"drive divergences {info['sched'].drive_divergences}")
+        print(f"drive left out {info['bridge'].left_out if 'bridge' in info else 0}")
     for rid, delay_free in answers:
         print(f"answer {rid} {delay_free}")
     for x in acted:

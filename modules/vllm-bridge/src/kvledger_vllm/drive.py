@@ -112,6 +112,7 @@ class NodeBridge:
         # have an ``on_result`` (called with ``{}`` when their empty answer is left out), and whether
         # a call failed on the way (then the batch is settled call by call)
         self.agreed = False
+        self.left_out = 0  # answers agreed-form replies left out (empty, or the ones acted on)
         self._runs = []
         self._cbs = []
         self._dirty = False
@@ -463,6 +464,7 @@ class NodeBridge:
         mine = None
         replies = (reply.get("result") or {}).get("replies") if reply.get("ok") else None
         if agreeing is not None and type(replies) is list and len(replies) != len(members):
+            self.left_out += len(members) - len(replies)
             return self._settle_agreed(members, replies, awaited, agreeing)
         i = 0
         if type(replies) is list:
