@@ -100,7 +100,8 @@ class _StandIn:
             calls = self.long_forms(batch)
             replies = [self.answer(m) for m in calls]
             if req["args"].get("agreed") is True:  # empty answers and those equal to acted left out
-                replies = [r for m, r in zip(calls, replies) if r["result"] != {} and not _agrees(m, r["result"])]
+                replies = [r for m, r in zip(calls, replies) if not _agrees(m, r["result"]) and (
+                    r["result"] != {} or "acted" in m["args"])]
             elif any(isinstance(m, list) for m in batch):  # an empty answer as the call's id alone
                 replies = [r["id"] if r["result"] == {} else r for r in replies]
             rep = {"v": 1, "id": req["id"], "ok": True, "result": {"replies": replies}}

@@ -421,7 +421,7 @@ class BatchingNode(ScriptedNode):
                     # equal to its call's acted left out
                     kept = []
                     for m, r in zip(members, replies):
-                        if r.get("ok") and r.get("result") == {}:
+                        if r.get("ok") and r.get("result") == {} and "acted" not in m["args"]:
                             self.left_out += 1
                         elif r.get("ok") and agrees(m, r["result"]):
                             self.agreeing += 1
@@ -1235,3 +1235,40 @@ def test_an_agreed_batch_with_a_call_given_up_or_unpackable_settles_call_by_call
     got.clear()
     b._settle_agreed([2], [], None, ([(sink, ["a", "b"])], [], True))
     assert got == ["b"] and b._unread == {}
+
+
+def test_a_node_rewriting_nothing_lists_an_empty_answer_that_differs_from_acted(tmp_path):
+    """A node answering update_connector_output with {} (it rewrites nothing: the set as it came) where
+    vLLM kept the inner's rewrite (without an id the inner does not know): that empty answer differs
+    from acted and is still listed in the agreed form (left out, it would read as agreeing), so the
+    divergence is counted and carries the node's set, as with an older node."""
+    from vllm.v1.outputs import KVConnectorOutput
+    from vllm.v1.request import RequestStatus
+    seen = []
+    for agreed in (True, False):
+        node = BatchingNode({"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+                             "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
+                             "update_connector_output": {}}, compact=True, agreed=agreed)
+        try:
+            (tmp_path / str(agreed)).mkdir()
+            s = scheduler(tmp_path / str(agreed), node.port, drive_finished_from_inner=True)
+            assert s._drive_freed_from_inner and s._drive.agreed == agreed
+            reqs = producer_requests(2)
+            ids = sorted(r.request_id for r in reqs)
+            for r in reqs:
+                s.on_new_request(r)
+                r.status = RequestStatus.FINISHED_LENGTH_CAPPED
+                assert s.request_finished(r, [1, 2])[0] is True
+            out = KVConnectorOutput(finished_sending=set(ids + ["cmpl-unknown"]))
+            s.update_connector_output(out)  # ids came: the batch goes out
+            assert out.finished_sending == set(ids)
+            s.shutdown()
+            assert s._errors.get("drive divergence update_connector_output") == 1
+            assert s.drive_divergence_last == ("update_connector_output", ids, ids + ["cmpl-unknown"])
+            if agreed:
+                assert node.listed >= 1 and node.left_out >= 2  # the admissions' empty answers
+            seen.append((node.calls, node.batches, s.drive_divergences, s.drive_divergence_last,
+                         sorted(s._drive_deferred), sorted(s._drive_finish_unread)))
+        finally:
+            node.close()
+    assert seen[0] == seen[1]

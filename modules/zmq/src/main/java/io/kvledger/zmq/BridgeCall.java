@@ -109,9 +109,19 @@ public final class BridgeCall {
             return false;
         }
         // a batch asking for the agreed form leaves out an answer equal to the one vLLM acted on:
-        // an empty frame stands for it (no reply frame is empty), nothing is encoded
-        byte[] frame = batch != null && batch.agreed && extra.isEmpty() && BridgeCodec.agrees(call, effects)
-                ? AGREED : BridgeCodec.encodeReply(request.id(), request.hook(), effects, extra);
+        // an empty frame stands for it (no reply frame is empty), nothing is encoded; another answer
+        // to a call carrying acted is listed even when it is empty
+        byte[] frame;
+        if (batch != null && batch.agreed && BridgeCodec.carriesActed(call)) {
+            if (extra.isEmpty() && BridgeCodec.agrees(call, effects)) {
+                frame = AGREED;
+            } else {
+                batch.kept[index] = true;
+                frame = BridgeCodec.encodeReply(request.id(), request.hook(), effects, extra);
+            }
+        } else {
+            frame = BridgeCodec.encodeReply(request.id(), request.hook(), effects, extra);
+        }
         return server.answer(this, frame, true);
     }
 

@@ -159,6 +159,12 @@ public final class EngineBridgeServer implements AutoCloseable {
         final boolean compact;
         /** The caller asked for the agreed form ({@link BridgeDecoded.Batch#agreed}). */
         final boolean agreed;
+        /**
+         * With {@link #agreed}: the calls whose reply is listed even when it is an empty answer
+         * (they carried {@code acted} and their answer differs); set by the answering thread before
+         * it hands the answer on.
+         */
+        final boolean[] kept;
         int missing;
         boolean handed;
 
@@ -166,6 +172,7 @@ public final class EngineBridgeServer implements AutoCloseable {
             this.id = id;
             this.compact = compact;
             this.agreed = agreed;
+            this.kept = agreed ? new boolean[size] : null;
             this.identity = identity;
             this.reqFraming = reqFraming;
             this.frames = new byte[size][];
@@ -560,7 +567,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         }
         b.frames[index] = frame;
         if (--b.missing == 0) {
-            trySend(router, b.identity, b.reqFraming, BridgeCodec.encodeBatchReply(b.id, java.util.Arrays.asList(b.frames), b.compact, b.agreed),
+            trySend(router, b.identity, b.reqFraming, BridgeCodec.encodeBatchReply(b.id, java.util.Arrays.asList(b.frames), b.compact, b.kept),
                     b.handed);
         }
     }

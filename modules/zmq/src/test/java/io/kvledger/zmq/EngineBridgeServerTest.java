@@ -331,6 +331,41 @@ class EngineBridgeServerTest {
         assertThat(applied.get(0)).hasSize(8).isEqualTo(applied.get(1));
     }
 
+    /**
+     * The agreed form against a node that rewrites no {@code finished_sending} (its answer {@code {}}):
+     * an output whose set as it came is the one vLLM acted on agrees and is left out; one whose set
+     * differs is listed though its answer is empty (left out, the client would take it for agreeing).
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void anEmptyAnswerThatDiffersFromActedIsListed() {
+        NodeConfig cfg = NodeConfig.builder(Role.CONSUMER, TransferMode.READ).build();
+        try (EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), call -> call.reply(List.of()));
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            List<Object> calls = new ArrayList<>();
+            for (long id = 1; id <= 3; id++) {
+                Map<String, Object> out = member(id, new HookCall.UpdateConnectorOutput(List.of("r1", "r2"), null));
+                if (id < 3) {
+                    ((Map<String, Object>) out.get("args")).put("acted",
+                            Map.of("finished_sending", id == 1 ? List.of("r2", "r1") : List.of("r1")));
+                }
+                calls.add(out);
+            }
+            Map<String, Object> env = new LinkedHashMap<>();
+            env.put("v", 1L);
+            env.put("id", 9L);
+            env.put("hook", "batch");
+            env.put("args", Map.of("agreed", true, "calls", calls));
+            engine.send(PyMsgpack.encode(env));
+            BridgeReply r = engine.reply(10_000);
+            assertThat(r.ok()).as(r.error()).isTrue();
+            List<Map<String, Object>> replies = (List<Map<String, Object>>) (List<?>) plain(r).get("replies");
+            // 1 agrees (the same set), 3 carried no acted (empty): left out; 2 differs: listed, empty
+            assertThat(replies).hasSize(1);
+            assertThat(replies.getFirst()).containsEntry("id", 2L).containsEntry("ok", true).containsEntry("result", Map.of());
+        }
+    }
+
     /** A batch whose call the node does not answer in time: the batch's reply waits for the timeout and says so. */
     @Test
     @SuppressWarnings("unchecked")

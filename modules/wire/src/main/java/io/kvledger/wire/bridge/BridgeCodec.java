@@ -736,20 +736,23 @@ public final class BridgeCodec {
      * {}}} is written as its id alone, the int {@code n}.
      */
     public static byte[] encodeBatchReply(long id, List<byte[]> replies, boolean compact) {
-        return encodeBatchReply(id, replies, compact, false);
+        return encodeBatchReply(id, replies, compact, null);
     }
 
     /**
-     * As {@link #encodeBatchReply(long, List, boolean)}; {@code agreed} (a batch that asked for the
-     * agreed form, {@link BridgeDecoded.Batch#agreed}): an empty reply (a call whose answer
-     * {@link #agrees} with the {@code acted} it carried; no reply frame is empty) and an ok reply with
-     * an empty result are left out, the others listed in order as they are.
+     * As {@link #encodeBatchReply(long, List, boolean)}; {@code kept} not null (a batch that asked
+     * for the agreed form, {@link BridgeDecoded.Batch#agreed}; one flag per reply): an empty reply (a
+     * call whose answer {@link #agrees} with the {@code acted} it carried; no reply frame is empty)
+     * is left out, and so is an ok reply with an empty result unless its flag is set (a call that
+     * carried {@code acted} and whose answer differs: the client would take it for agreeing); the
+     * others are listed in order as they are.
      */
-    public static byte[] encodeBatchReply(long id, List<byte[]> replies, boolean compact, boolean agreed) {
-        if (agreed) {
+    public static byte[] encodeBatchReply(long id, List<byte[]> replies, boolean compact, boolean[] kept) {
+        if (kept != null) {
             List<byte[]> listed = new ArrayList<>();
-            for (byte[] r : replies) {
-                if (r.length > 0 && okEmptyIdLength(r) == 0) {
+            for (int i = 0; i < replies.size(); i++) {
+                byte[] r = replies.get(i);
+                if (r.length > 0 && (kept[i] || okEmptyIdLength(r) == 0)) {
                     listed.add(r);
                 }
             }
@@ -853,6 +856,13 @@ public final class BridgeCodec {
                 return false;
             }
         }
+    }
+
+    /** Whether {@code call} carries the answer vLLM acted on ({@code args.acted}). */
+    public static boolean carriesActed(HookCall.Engine call) {
+        return call instanceof HookCall.GetNumNewMatchedTokens q ? q.acted() != null
+                : call instanceof HookCall.RequestFinished f ? f.acted() != null
+                : call instanceof HookCall.UpdateConnectorOutput o && o.acted() != null;
     }
 
     /** Whether a params value holds a NaN float anywhere. */

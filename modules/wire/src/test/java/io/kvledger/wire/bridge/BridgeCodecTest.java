@@ -453,22 +453,32 @@ class BridgeCodecTest {
         byte[] extra = BridgeCodec.encodeReply(10, BridgeHook.ADD_REQUEST, List.of(), Map.of("note", new PyValue.Str("x")));
         replies.add(extra);
         replies.add(BridgeCodec.encodeEmpty(11));
+        // an empty answer to a call that carried acted and does not agree (a node that rewrites no
+        // finished_sending, answering {}): kept, or the client would take it for agreeing
+        replies.add(BridgeCodec.encodeEmpty(12));
+        boolean[] kept = new boolean[replies.size()];
+        kept[replies.size() - 1] = true;
         for (boolean compact : new boolean[] {true, false}) {
-            Map<String, Object> top = plainMap(BridgeCodec.encodeBatchReply(4, replies, compact, true));
+            Map<String, Object> top = plainMap(BridgeCodec.encodeBatchReply(4, replies, compact, kept));
             assertThat(top).containsEntry("id", 4L).containsEntry("ok", true);
             List<?> got = (List<?>) ((Map<?, ?>) top.get("result")).get("replies");
-            assertThat(got).hasSize(3);
+            assertThat(got).hasSize(4);
             assertThat(PyMsgpack.encode(got.get(0))).isEqualTo(matched);
             assertThat(PyMsgpack.encode(got.get(1))).isEqualTo(error);
             assertThat(PyMsgpack.encode(got.get(2))).isEqualTo(extra);
+            if (compact) {
+                assertThat(got.get(3)).isEqualTo(12L);
+            } else {
+                assertThat(PyMsgpack.encode(got.get(3))).isEqualTo(BridgeCodec.encodeEmpty(12));
+            }
         }
         // every call agreed or was empty: an empty list
         List<?> none = (List<?>) ((Map<?, ?>) plainMap(BridgeCodec.encodeBatchReply(4,
-                List.of(new byte[0], BridgeCodec.encodeEmpty(3)), true, true)).get("result")).get("replies");
+                List.of(new byte[0], BridgeCodec.encodeEmpty(3)), true, new boolean[2])).get("result")).get("replies");
         assertThat(none).isEmpty();
         // not asked: as before
         List<byte[]> plainReplies = List.of(replies.get(0), matched, error);
-        assertThat(BridgeCodec.encodeBatchReply(4, plainReplies, true, false)).isEqualTo(BridgeCodec.encodeBatchReply(4, plainReplies, true));
+        assertThat(BridgeCodec.encodeBatchReply(4, plainReplies, true, null)).isEqualTo(BridgeCodec.encodeBatchReply(4, plainReplies, true));
     }
 
     @Test
@@ -544,6 +554,11 @@ class BridgeCodecTest {
         assertThat(BridgeCodec.agrees(plainOut, List.of(new Effect.FinishedSendingRewritten(List.of("r1", "r2", "r3"))))).isFalse();
         // other hooks never agree
         assertThat(BridgeCodec.agrees((HookCall.Engine) ok(frame(6, "add_request", addArgs())).call(), List.of())).isFalse();
+        assertThat(BridgeCodec.carriesActed(out)).isTrue();
+        assertThat(BridgeCodec.carriesActed(plainOut)).isFalse();
+        assertThat(BridgeCodec.carriesActed(query) && BridgeCodec.carriesActed(fin)).isTrue();
+        assertThat(BridgeCodec.carriesActed(notActed)).isFalse();
+        assertThat(BridgeCodec.carriesActed((HookCall.Engine) ok(frame(6, "add_request", addArgs())).call())).isFalse();
     }
 
     @Test
