@@ -31,11 +31,6 @@ public sealed interface BridgeDecoded {
         public Batch {
             calls = java.util.List.copyOf(calls);
         }
-
-        /** A batch whose caller did not ask for the agreed form. */
-        public Batch(long id, java.util.List<BridgeDecoded> calls, boolean compact) {
-            this(id, calls, compact, false);
-        }
     }
 
     /**

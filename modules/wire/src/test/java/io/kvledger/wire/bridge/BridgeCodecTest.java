@@ -438,7 +438,6 @@ class BridgeCodecTest {
         assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env))).agreed()).isFalse();
         args.remove("agreed");
         assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env))).agreed()).isFalse();
-        assertThat(new BridgeDecoded.Batch(1, List.of(), true).agreed()).isFalse();
 
         // the reply: an empty frame (an agreeing answer) and an ok empty answer left out, the rest in order as they are
         List<byte[]> replies = new ArrayList<>();
