@@ -1084,6 +1084,12 @@ def run_counting_checks(tmp_path, node, name, monkeypatch, **more):
             check(result)
         return counted
     monkeypatch.setattr(KvledgerRecorderConnector, "_drive_checked", counted_checked)
+    finish = KvledgerRecorderConnector._drive_finish_result
+
+    def counted_finish(self, rid_acted, r):
+        checks.append("request_finished")
+        return finish(self, rid_acted, r)
+    monkeypatch.setattr(KvledgerRecorderConnector, "_drive_finish_result", counted_finish)
     (tmp_path / name).mkdir()
     s = scheduler(tmp_path / name, node.port, **more)
     bridge = s._drive

@@ -110,7 +110,9 @@ class NodeBridge:
         # the batch (the ``item`` of each, in order; ``on_agreed`` None: nothing to do). Per batch being
         # built: the runs ``[(on_agreed, [item, ...]), ...]``, the ids of calls without ``acted`` that
         # have an ``on_result`` (called with ``{}`` when their empty answer is left out), and whether
-        # a call failed on the way (then the batch is settled call by call)
+        # a call failed on the way (then the batch is settled call by call). A call carrying ``acted``
+        # may also be sent (agreed or not) with ``on_result`` a quadruple ``(check, on_agreed, item,
+        # arg)``: its answer in full goes to ``check(arg, result)`` (no function object made per call)
         self.agreed = False
         self.left_out = 0  # answers agreed-form replies left out (empty, or the ones acted on)
         self._runs = []
@@ -448,9 +450,7 @@ class NodeBridge:
         if not reply.get("ok"):
             self._failed(hook, str(reply.get("error")))
         elif on_result is not None:
-            if type(on_result) is tuple:  # a call carrying acted: the answer in full
-                on_result = on_result[0]
-            on_result(reply.get("result") or {})
+            _full(on_result, reply.get("result") or {})
 
     def _settle_batch(self, bid, reply, awaited):
         """Settles the calls of one batch from its reply; returns the reply of ``awaited`` (one of them).
@@ -479,8 +479,7 @@ class NodeBridge:
                         continue
                     entry = unread.pop(rid, None)
                     if entry is not None and entry[1] is not None:
-                        f = entry[1]
-                        (f[0] if type(f) is tuple else f)({})
+                        _full(entry[1], {})
                     continue
                 if type(r) is not dict or r.get("id") != rid:
                     break
@@ -494,8 +493,7 @@ class NodeBridge:
                 if not r.get("ok"):
                     self._failed(entry[0], str(r.get("error")))
                 elif entry[1] is not None:
-                    f = entry[1]
-                    (f[0] if type(f) is tuple else f)(r.get("result") or {})
+                    _full(entry[1], r.get("result") or {})
             if i == len(members):
                 return mine if mine is not None else {"ok": False, "error": "the batch's reply has no answer for it"}
             members = members[i:]
@@ -565,7 +563,7 @@ class NodeBridge:
                 elif not r.get("ok"):
                     self._failed(entry[0], str(r.get("error")))
                 elif f is not None:
-                    (f[0] if type(f) is tuple else f)(r.get("result") or {})
+                    _full(f, r.get("result") or {})
         if mine is None and awaited is not None:
             mine = {"id": awaited, "ok": True, "result": {}}
         return mine
@@ -584,6 +582,17 @@ class NodeBridge:
 
 
 _NONE = itertools.repeat(None)
+
+
+def _full(on_result, result):
+    """Gives a call's answer in full to its ``on_result``: a callable, or a triple or quadruple of a
+    call carrying ``acted`` (``NodeBridge.agreed``)."""
+    if type(on_result) is not tuple:
+        on_result(result)
+    elif len(on_result) == 3:
+        on_result[0](result)
+    else:
+        on_result[0](on_result[3], result)
 
 
 # The compact form of a batched call (docs/bridge-protocol.md, "compact"): ``[id, hook, *fields]``,
