@@ -364,7 +364,7 @@ class NodeBridge:
             else:
                 head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
             frame = b"".join((head, self._array_header(len(buf)), *chunks))
-            self._batches[wait_for] = [rid for rid, _ in buf]
+            self._batches[wait_for] = list(map(_FIRST, buf))
             self.batches += 1
         self._sent_frame()
         try:
@@ -651,6 +651,7 @@ def long_form(call):
 
 
 _ID_AND_HOOK = operator.itemgetter(0, 1)
+_FIRST = operator.itemgetter(0)
 _CALL_ID_AND_HOOK = operator.itemgetter("id", "hook")
 _ROWS_PACKED_AT = 48
 _LENGTH = struct.Struct(">I")
