@@ -13,8 +13,9 @@ printed at the end: the same for every engine, as they make the same calls): wha
 (building each call, packing, sending, reading and checking the replies), not a node's. With
 ``--base REV`` the package as it is at that git revision plays too, in the same run (loaded from
 ``git show`` under another name), each with a stand-in of its own; engines alternate step by step.
-Medians per kind of step, and what drive mode adds over ``off``, with the thread's minor page
-faults in those hooks; then the admitting steps' CPU per hook (means). ``--profile [HOOK]`` prints
+Medians per kind of step, and what drive mode adds over ``off`` (median and mean: the two idle steps
+after the finishes alternate between one that reads the finishes' replies and one that does not),
+with the thread's minor page faults in those hooks; then the admitting steps' CPU per hook (means). ``--profile [HOOK]`` prints
 a cProfile (thread CPU time; each call's timer inflates small functions) of this checkout's drive
 engine over the admitting steps, or that hook alone; ``--no-gc`` turns the collector off. A
 measurement, nothing is asserted: on a shared machine only ratios within one run mean much.
@@ -200,6 +201,7 @@ def main(argv=None):
             added = [x - y for x, y in zip(on, off)]
             m = pct(added, 0.5)
             cells.append(f"{e.label} {pct(on, 0.5) / 1000:,.0f} (+{m / 1000:,.0f}; {m / n / 1000:.1f}/req; "
+                         f"mean +{sum(added) / max(1, len(added)) / 1000:,.0f}; "
                          f"{pct(faults[e.label][kind], 0.5):,} page faults)")
         print(f"  {kind:7s} " + " | ".join(cells))
     print(f"  admitting steps by hook, CPU µs per request: " + " | ".join(

@@ -5,7 +5,8 @@
     python3 benchmarks/unix_frames.py standin PATH   # answers as a drive node would (drive_client_cost.py)
 
 Each prints PATH once it listens (``start`` waits for that line). The stand-in answers batches call by
-call, takes compact calls as the node does, answers each hook with what vLLM acted on, and prints
+call, takes compact calls as the node does, answers each hook with what vLLM acted on (a batch asking
+for the agreed form without the empty answers and those equal to acted), and prints
 how many calls it applied and their digest (hook and arguments, in order) when a connection ends.
 """
 
@@ -50,6 +51,23 @@ def echo(frame):
     return frame
 
 
+def _agrees(call, result):
+    """Whether the answer is the ``acted`` its call carries, as the node decides (BridgeCodec.agrees)."""
+    acted, hook = call["args"].get("acted"), call["hook"]
+    if acted is None:
+        return False
+    if hook == "get_num_new_matched_tokens":
+        return (acted["num_tokens"] is not None and result.get("num_tokens") == acted["num_tokens"]
+                and bool(result.get("load_async")) == acted["load_async"])
+    if hook == "request_finished":
+        return (bool(result.get("delay_free")) == acted["delay_free"]
+                and result.get("kv_transfer_params") == acted["kv_transfer_params"])
+    if hook == "update_connector_output":
+        safe = result["finished_sending"] if "finished_sending" in result else call["args"].get("finished_sending")
+        return set(safe or ()) == set(acted["finished_sending"] or ())
+    return False
+
+
 class _StandIn:
     def __init__(self):
         import hashlib
@@ -69,7 +87,7 @@ class _StandIn:
         self.digest.update(self.msgpack.packb([h, a]))
         self.calls += 1
         if h == "hello":
-            r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch", "compact", "derived", "steady"]}
+            r = {"protocol": 1, "profile": "stand-in", "hooks": ["batch", "compact", "derived", "steady", "agreed"]}
         elif h == "get_num_new_matched_tokens" or h == "request_finished":
             r = a.get("acted") or {}
         elif h == "update_connector_output":
@@ -82,9 +100,13 @@ class _StandIn:
         req = self.msgpack.unpackb(frame)
         if req["hook"] == "batch":
             batch = req["args"]["calls"]
-            replies = [self.answer(m) for m in self.long_forms(batch, self.session)]
-            if any(isinstance(m, list) for m in batch):  # an empty answer as the call's id alone
-                replies = [r["id"] if r.get("result") == {} else r for r in replies]
+            calls = self.long_forms(batch, self.session)
+            replies = [self.answer(m) for m in calls]
+            if req["args"].get("agreed") is True:  # empty answers and those equal to acted left out
+                replies = [r for m, r in zip(calls, replies) if not _agrees(m, r["result"]) and (
+                    r["result"] != {} or "acted" in m["args"])]
+            elif any(isinstance(m, list) for m in batch):  # an empty answer as the call's id alone
+                replies = [r["id"] if r["result"] == {} else r for r in replies]
             rep = {"v": 1, "id": req["id"], "ok": True, "result": {"replies": replies}}
         else:
             rep = self.answer(req)

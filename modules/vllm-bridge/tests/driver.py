@@ -273,7 +273,8 @@ class FakeClock:
 
 def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None,
          idle_steps=0, step_ms=None, drive_pipeline=True, acted=None, info=None, drive_from_inner=False,
-         drive_compact=True, drive_freed_from_inner=True, drive_derived=True, steady_steps=0, drive_steady=True):
+         drive_compact=True, drive_freed_from_inner=True, drive_derived=True, steady_steps=0, drive_steady=True,
+         drive_agreed=True):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
@@ -289,10 +290,12 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     the inner's answers, the node's are checked when read; with them ``drive_freed_from_inner``
     unless ``drive_freed_from_inner`` is false). ``drive_compact`` false: the long form of every call
     even to a node that takes the compact one; ``drive_derived`` false: a step's new requests in full
-    even to a node that takes them derived. ``info`` gets the awaited calls too (``awaited``).
+    even to a node that takes them derived. ``info`` gets the awaited calls too (``awaited``),
+    and the answers left out (``left_out``).
     ``steady_steps`` more steps follow, each scheduling the same three running requests (a decode
     engine's steps; new blocks for one of them every 4th step); ``drive_steady`` false: each step's
-    cached ids in full even to a node that takes steady steps.
+    cached ids in full even to a node that takes steady steps; ``drive_agreed`` false: every answer in
+    the batch replies even from a node that leaves out those agreeing.
     """
     import fakes
     from kvledger_vllm import KvledgerRecorderConnector
@@ -319,6 +322,7 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         extra["drive_compact"] = drive_compact
         extra["drive_derived"] = drive_derived
         extra["drive_steady"] = drive_steady
+        extra["drive_agreed"] = drive_agreed
         if drive_from_inner:
             extra["drive_matched_from_inner"] = extra["drive_finished_from_inner"] = True
             extra["drive_freed_from_inner"] = drive_freed_from_inner
@@ -357,6 +361,8 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         info["derived"] = sched._drive.derived
         info["steady"] = sched._drive.steady
         info["steady_numbers"] = sched._drive.steady_numbers
+        info["agreed"] = sched._drive.agreed
+        info["bridge"] = sched._drive  # its left_out read after shutdown, when every reply is read
     if info is not None:
         info["sched"] = sched
     if answers is not None:
@@ -381,6 +387,7 @@ def main(argv=None):
     ap.add_argument("--no-drive-pipeline", action="store_true", help="drive mode: await every call")
     ap.add_argument("--no-drive-compact", action="store_true", help="drive mode: the long form of every call")
     ap.add_argument("--no-drive-derived", action="store_true", help="drive mode: a step's new requests in full")
+    ap.add_argument("--no-drive-agreed", action="store_true", help="drive mode: every answer in the batch replies")
     ap.add_argument("--drive-from-inner", action="store_true",
                     help="drive mode: vLLM acts on the inner's matched tokens and finishes, the node's are checked")
     ap.add_argument("--no-drive-freed-from-inner", action="store_true",
@@ -400,7 +407,8 @@ def main(argv=None):
                   idle_steps=a.idle_steps, step_ms=a.step_ms, drive_pipeline=not a.no_drive_pipeline, acted=acted,
                   info=info, drive_from_inner=a.drive_from_inner, drive_compact=not a.no_drive_compact,
                   drive_freed_from_inner=not a.no_drive_freed_from_inner, drive_derived=not a.no_drive_derived,
-                  steady_steps=a.steady_steps, drive_steady=not a.no_drive_steady):
+                  steady_steps=a.steady_steps, drive_steady=not a.no_drive_steady,
+                  drive_agreed=not a.no_drive_agreed):
         print(p)
     if "batches" in info:
         print(f"drive batches {info['batches']}")
@@ -408,9 +416,11 @@ def main(argv=None):
         print(f"drive awaited {info['awaited']}")
         print(f"drive derived {info['derived']}")
         print(f"drive steady {info['steady']} {info['steady_numbers']}")
+        print(f"drive agreed {info['agreed']}")
     if a.drive:
         # read after shutdown: every unawaited answer has been checked
         print(f"drive divergences {info['sched'].drive_divergences}")
+        print(f"drive left out {info['bridge'].left_out if 'bridge' in info else 0}")
     for rid, delay_free in answers:
         print(f"answer {rid} {delay_free}")
     for x in acted:

@@ -349,20 +349,45 @@ def test_without_pipelining_every_call_is_awaited_and_the_answers_are_the_same(t
     assert seen[0] == seen[1]
 
 
+def agrees(call, result):
+    """Whether a node's answer to ``call`` (long form) is the ``acted`` it carries, as the node
+    decides it (BridgeCodec.agrees) and the client compares it."""
+    acted, hook = call["args"].get("acted"), call["hook"]
+    if acted is None:
+        return False
+    if hook == "get_num_new_matched_tokens":
+        return (acted["num_tokens"] is not None and result.get("num_tokens") == acted["num_tokens"]
+                and bool(result.get("load_async")) == acted["load_async"])
+    if hook == "request_finished":
+        return (bool(result.get("delay_free")) == acted["delay_free"]
+                and result.get("kv_transfer_params") == acted["kv_transfer_params"])
+    if hook == "update_connector_output":
+        safe = result["finished_sending"] if "finished_sending" in result else call["args"].get("finished_sending")
+        return set(safe or ()) == set(acted["finished_sending"] or ())
+    return False
+
+
 class BatchingNode(ScriptedNode):
     """A node that takes batches (its hello lists ``batch``): each call of one answered as if alone,
     the answers in one reply frame. ``calls`` lists every call, a batch's in order; ``frames`` counts
     the frames read."""
 
-    def __init__(self, answers, compact=False, derived=False, steady=False, port=None):
+    def __init__(self, answers, compact=False, derived=False, steady=False, port=None, agreed=False):
         answers = dict(answers)
         answers.setdefault("hello", {"protocol": 1, "hooks": ["add_request", "get_num_new_matched_tokens", "batch"]
                                      + (["compact"] if compact else []) + (["derived"] if derived else [])
-                                     + (["steady"] if steady else [])})
+                                     + (["steady"] if steady else []) + (["agreed"] if agreed else [])})
         self.sessions = {}  # (steady) per connection (ROUTER identity): the last compact step read
         self.markers = 0  # compact build_connector_meta calls whose ids came as a step's number
         self.sparse = 0  # and whose new block ids came as {at, blocks}
         self.refused = []  # the reasons of the steady calls refused
+        self.agreed = agreed
+        self.left_out = 0  # answers an agreed-form reply left out: empty ones
+        self.agreeing = 0  # and those equal to the call's acted
+        self.agreeing_hooks = []
+        self.acted_batched = 0  # calls carrying acted that came in a batch (not alone)
+        self.mixed = 0
+        self.listed = 0  # the answers agreed-form replies listed
         self.frames = 0
         self.derived_reqs = 0  # new requests of a compact build_connector_meta sent as [id, computed tokens]
         self.batches = []
@@ -398,9 +423,27 @@ class BatchingNode(ScriptedNode):
                 self.markers += sum(type(m[3]) is int for m in steps)
                 self.sparse += sum(type(m[4]) is dict for m in steps)
                 members = long_forms(members, self.sessions.setdefault(ident, {}))
+                self.acted_batched += sum(1 for m in members if "acted" in m.get("args", {}))
                 self.batches.append([m["hook"] for m in members])
                 replies = [self.answer(m) for m in members]
-                if compact:  # as the node answers: an empty answer as the call's id alone
+                if self.agreed and req["args"].get("agreed") is True:
+                    # as the node answers a batch asking for the agreed form: each empty answer and each
+                    # equal to its call's acted left out
+                    kept = []
+                    for m, r in zip(members, replies):
+                        if r.get("ok") and r.get("result") == {} and "acted" not in m["args"]:
+                            self.left_out += 1
+                        elif r.get("ok") and agrees(m, r["result"]):
+                            self.agreeing += 1
+                            self.agreeing_hooks.append(m["hook"])
+                        else:
+                            kept.append(r)
+                    self.listed += len(kept)
+                    if len(kept) < len(members) and any("acted" in m["args"] and r in kept
+                                                        for m, r in zip(members, replies)):
+                        self.mixed += 1  # some left out, some carrying acted listed
+                    replies = kept
+                elif compact:  # as the node answers: an empty answer as the call's id alone
                     replies = [r["id"] if r.get("ok") and r.get("result") == {} else r for r in replies]
                 reply = {"v": 1, "id": req["id"], "ok": True, "result": {"replies": replies}}
             else:
@@ -642,14 +685,14 @@ class InnerLikeNode(BatchingNode):
     the driver's producer requests (delay_free with their blocks, its params for a length-capped
     finish): an agreeing node."""
 
-    def __init__(self, answers, compact=False, derived=False):
+    def __init__(self, answers, compact=False, derived=False, agreed=False):
         self.tids = {}
         self.deferred = set()
         answers = dict(answers)
         answers["add_request"] = self.admit
         answers["request_finished"] = self.finish
         answers["update_connector_output"] = self.output
-        super().__init__(answers, compact, derived)
+        super().__init__(answers, compact, derived, agreed=agreed)
 
     def output(self, args):
         # as the connector: the ACKs of deferred frees surface (None when there are none)
@@ -1265,3 +1308,220 @@ def test_after_the_dealer_reconnects_the_next_steady_step_goes_in_full(tmp_path)
     finally:
         if again is not None:
             again.close()
+
+
+def run_counting_checks(tmp_path, node, name, monkeypatch, **more):
+    """``run_three`` (with 6 requests) counting the client's checks of answers acted on (each
+    ``_drive_checked`` check and ``_matched_check`` called); returns (scheduler, driver, bridge, checks)."""
+    import kvledger_vllm.recorder as rec
+    checks = []
+    matched = rec._matched_check
+
+    def counted_matched(*a):
+        checks.append("get_num_new_matched_tokens")
+        return matched(*a)
+    monkeypatch.setattr(rec, "_matched_check", counted_matched)
+    checked = KvledgerRecorderConnector._drive_checked
+
+    def counted_checked(self, hook, acted, answer_of):
+        check = checked(self, hook, acted, answer_of)
+
+        def counted(result):
+            checks.append(hook)
+            check(result)
+        return counted
+    monkeypatch.setattr(KvledgerRecorderConnector, "_drive_checked", counted_checked)
+    finish = KvledgerRecorderConnector._drive_finish_result
+
+    def counted_finish(self, rid_acted, r):
+        checks.append("request_finished")
+        return finish(self, rid_acted, r)
+    monkeypatch.setattr(KvledgerRecorderConnector, "_drive_finish_result", counted_finish)
+    (tmp_path / name).mkdir()
+    s = scheduler(tmp_path / name, node.port, **more)
+    bridge = s._drive
+    w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
+                                                              "inner_connector_module_path": "fakes"}),
+                                  KVConnectorRole.WORKER, None)
+    d = Driver(s, w)
+    for r in producer_requests(6):
+        d.add(r)
+    d.run(8)
+    s.shutdown()
+    w.shutdown()
+    monkeypatch.undo()
+    return s, d, bridge, checks
+
+
+SWITCHES = [dict(drive_matched_from_inner=m, drive_finished_from_inner=f, drive_freed_from_inner=fr, drive_compact=c)
+            for m in (False, True) for f in (False, True) for fr in ((True, False) if f else (True,))
+            for c in (True, False)]
+
+
+@pytest.mark.parametrize("switches", SWITCHES, ids=lambda sw: "-".join(k[6:] for k, v in sw.items() if v) or "none")
+def test_a_node_that_agrees_leaves_its_answers_out_and_the_client_settles_the_same(tmp_path, monkeypatch, switches):
+    """A node whose hello lists "agreed" answers a batch asking for it without the empty answers and those
+    equal to the acted their calls carry: the client checks none of those one by one, and the calls, frames,
+    answers acted on and the record of what the node defers are those an older node (without "agreed",
+    every answer in full and checked) gives, for every combination of the from-inner switches."""
+    answers = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False}}
+    seen = []
+    for agreed in (True, False):
+        node = InnerLikeNode(answers, compact=True, agreed=agreed)
+        try:
+            name = "agreed" if agreed else "older"
+            s, d, bridge, checks = run_counting_checks(tmp_path, node, name, monkeypatch, **switches)
+            assert bridge.agreed == agreed and bridge.unread == 0
+            assert s.drive_fallbacks == 0 and s.drive_divergences == 0
+            acted_calls = sum(1 for _, a in node.calls if "acted" in a)
+            assert acted_calls > 0 or not (switches["drive_matched_from_inner"] or switches["drive_finished_from_inner"])
+            # (the empty-output shortcut's check is of a call without acted: answered in full either way)
+            checks = [c for c in checks if c != "update_connector_output"]
+            if agreed:
+                # every call carrying acted that came in a batch agreed and was left out: none of them
+                # checked one by one (a call going alone, as itself, is answered in full)
+                assert node.agreeing == node.acted_batched and (node.agreeing > 0 or acted_calls == 0)
+                assert len(checks) == sum(1 for h, a in node.calls if "acted" in a and h != "update_connector_output") \
+                    - sum(1 for h in node.agreeing_hooks if h != "update_connector_output")
+                assert node.left_out > 0 and node.listed < node.left_out
+            else:
+                assert node.agreeing == 0 and len(checks) == sum(
+                    1 for h, a in node.calls if "acted" in a and h != "update_connector_output")
+            seen.append((d.acted, node.calls, node.batches, bridge.calls,
+                         sorted(s._drive_deferred), sorted(s._drive_finish_unread)))
+        finally:
+            node.close()
+    assert seen[0] == seen[1]
+
+
+class SplitNode(InnerLikeNode):
+    """An agreeing node but for the requests named in ``differ``: its request_finished answers
+    delay_free=False for them, and its get_num_new_matched_tokens answers 8 tokens for those in ``more``."""
+
+    def __init__(self, answers, differ=(), more=(), **kw):
+        self.differ, self.more = set(differ), set(more)
+        answers = dict(answers)
+        super().__init__(answers, **kw)
+        agreeing_finish = self.answers["request_finished"]
+
+        def finish(args):
+            r = agreeing_finish(args)
+            if args["request_id"] in self.differ:
+                self.deferred.discard(args["request_id"])
+                return {"delay_free": False, "kv_transfer_params": None}
+            return r
+        self.answers["request_finished"] = finish
+        self.answers["get_num_new_matched_tokens"] = lambda args: (
+            {"num_tokens": 8 if args["request_id"] in self.more else 0, "load_async": False})
+
+
+@pytest.mark.parametrize("freed", (True, False))
+def test_a_divergence_in_an_agreeing_batch_is_counted_logged_and_carries_the_nodes_answer(
+        tmp_path, caplog, monkeypatch, freed):
+    """A batch of the agreed form with some answers left out and others differing (two finishes the node
+    does not defer, one query it answers otherwise): each difference is counted and logged with the node's
+    answer, the agreeing calls of the batch settle as agreeing, and the client ends as with an older node."""
+    reqs = sorted(r.request_id for r in producer_requests(6))
+    seen = []
+    for agreed in (True, False):
+        node = SplitNode({}, differ=reqs[1:3], more=reqs[4:5], compact=True, agreed=agreed)
+        try:
+            caplog.clear()
+            with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
+                s, d, bridge, checks = run_counting_checks(
+                    tmp_path, node, f"split-{agreed}", monkeypatch, drive_matched_from_inner=True,
+                    drive_finished_from_inner=True, drive_freed_from_inner=freed)
+            finished = {x[1]: x[2] for x in d.acted if x[0] == "finished"}
+            deferred_by_inner = [r for r in reqs[1:3] if finished.get(r)]
+            assert deferred_by_inner  # the inner deferred them: the node's False differs
+            queried = sum(1 for x in d.acted if x[0] == "matched" and x[1] == reqs[4])
+            assert s.drive_divergences >= len(deferred_by_inner) + queried
+            assert s._errors.get("drive divergence request_finished") == len(deferred_by_inner)
+            assert s._errors.get("drive divergence get_num_new_matched_tokens") == queried
+            assert caplog.text.count("DIVERGED on request_finished") == 1
+            assert caplog.text.count("DIVERGED on get_num_new_matched_tokens: vLLM acted on (0, False) without "
+                                     "waiting, the node answers (8, False)") == 1
+            if agreed:
+                assert node.agreeing > 0 and 0 < len(checks) < sum(1 for _, a in node.calls if "acted" in a)
+                assert node.mixed > 0
+            seen.append((d.acted, node.calls, node.batches, s.drive_divergences, s.drive_fallbacks,
+                         s.drive_divergence_last, sorted(s._drive_deferred), sorted(s._drive_finish_unread),
+                         dict(s._errors)))
+        finally:
+            node.close()
+    assert seen[0] == seen[1]
+
+
+def test_an_agreed_batch_with_a_call_given_up_or_unpackable_settles_call_by_call():
+    """NodeBridge._settle_agreed: the runs of a batch go to their on_agreed at once only when every call
+    is still unread and none failed on the way; a call given up earlier is not settled as agreeing."""
+    b = NodeBridge.__new__(NodeBridge)
+    b._unread, b._failures = {}, []
+    b.failures = 0
+    b._on_failure = lambda hook, e: b._failures.append(hook)
+    got = []
+    seen = []
+    sink = got.extend
+    b._unread = {1: ("request_finished", (seen.append, sink, "a")), 2: ("add_request", None),
+                 3: ("request_finished", (seen.append, sink, "b")), 4: ("build_connector_meta", seen.append)}
+    runs, cbs = [(sink, ["a", "b"])], [(4, seen.append)]
+    mine = b._settle_agreed([1, 2, 3, 4, 5], [{"id": 4, "ok": True, "result": {"step": 1}}], 5, (runs, cbs, False))
+    assert mine == {"id": 5, "ok": True, "result": {}} and got == ["a", "b"] and seen == [{"step": 1}]
+    assert b._unread == {}
+    # call 1 given up: its item does not count; call 3 diverges: its on_result gets the answer
+    got.clear(), seen.clear()
+    b._unread = {2: ("add_request", None), 3: ("request_finished", (seen.append, sink, "b")),
+                 4: ("build_connector_meta", seen.append)}
+    b._settle_agreed([1, 2, 3, 4], [], None, (runs, cbs, False))
+    assert got == ["b"] and seen == [{}] and b._unread == {}
+    b._unread = {3: ("request_finished", (seen.append, sink, "b"))}
+    got.clear(), seen.clear()
+    b._settle_agreed([3], [{"id": 3, "ok": True, "result": {"delay_free": False}}, 9], None, ([(sink, ["b"])], [], False))
+    assert got == [] and seen == [{"delay_free": False}]
+    # an error of a call listed: a failure, its item not agreeing
+    b._unread = {1: ("request_finished", (seen.append, sink, "a")), 2: ("add_request", None)}
+    got.clear(), seen.clear()
+    b._settle_agreed([1, 2], [{"id": 2, "ok": False, "error": "busy"}], None, ([(sink, ["a"])], [], False))
+    assert got == ["a"] and b._failures == ["add_request"] and b._unread == {}
+    # a call that failed on the way (dirty): call by call, its item not counted
+    b._unread = {2: ("request_finished", (seen.append, sink, "b"))}
+    got.clear()
+    b._settle_agreed([2], [], None, ([(sink, ["a", "b"])], [], True))
+    assert got == ["b"] and b._unread == {}
+
+
+def test_a_node_rewriting_nothing_lists_an_empty_answer_that_differs_from_acted(tmp_path):
+    """A node answering update_connector_output with {} (it rewrites nothing: the set as it came) where
+    vLLM kept the inner's rewrite (without an id the inner does not know): that empty answer differs
+    from acted and is still listed in the agreed form (left out, it would read as agreeing), so the
+    divergence is counted and carries the node's set, as with an older node."""
+    from vllm.v1.outputs import KVConnectorOutput
+    from vllm.v1.request import RequestStatus
+    seen = []
+    for agreed in (True, False):
+        node = BatchingNode({"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
+                             "request_finished": {"delay_free": True, "kv_transfer_params": PARAMS},
+                             "update_connector_output": {}}, compact=True, agreed=agreed)
+        try:
+            (tmp_path / str(agreed)).mkdir()
+            s = scheduler(tmp_path / str(agreed), node.port, drive_finished_from_inner=True)
+            assert s._drive_freed_from_inner and s._drive.agreed == agreed
+            reqs = producer_requests(2)
+            ids = sorted(r.request_id for r in reqs)
+            for r in reqs:
+                s.on_new_request(r)
+                r.status = RequestStatus.FINISHED_LENGTH_CAPPED
+                assert s.request_finished(r, [1, 2])[0] is True
+            out = KVConnectorOutput(finished_sending=set(ids + ["cmpl-unknown"]))
+            s.update_connector_output(out)  # ids came: the batch goes out
+            assert out.finished_sending == set(ids)
+            s.shutdown()
+            assert s._errors.get("drive divergence update_connector_output") == 1
+            assert s.drive_divergence_last == ("update_connector_output", ids, ids + ["cmpl-unknown"])
+            if agreed:
+                assert node.listed >= 1 and node.left_out >= 2  # the admissions' empty answers
+            seen.append((node.calls, node.batches, s.drive_divergences, s.drive_divergence_last,
+                         sorted(s._drive_deferred), sorted(s._drive_finish_unread)))
+        finally:
+            node.close()
+    assert seen[0] == seen[1]

@@ -121,6 +121,24 @@ class NodeBridge:
         self.steady_ids = None
         self.steady_step = None
         self.steady_numbers = 0  # steps whose ids went as the previous step's number
+        # ``agreed`` (a node whose hello lists it, batching): a batch asks the node to leave out of its
+        # reply each call's answer that is empty, or equal to the ``acted`` the call carries. A call
+        # carrying ``acted`` is sent with ``on_result`` a triple ``(on_result, on_agreed, item)``:
+        # ``on_result`` takes the node's answer when it comes in full (a divergence, an older node);
+        # when the node leaves it out, ``on_agreed(items)`` is called once for a run of such calls of
+        # the batch (the ``item`` of each, in order; ``on_agreed`` None: nothing to do). Per batch being
+        # built: the runs ``[(on_agreed, [item, ...]), ...]``, the ids of calls without ``acted`` that
+        # have an ``on_result`` (called with ``{}`` when their empty answer is left out), and whether
+        # a call failed on the way (then the batch is settled call by call). A call carrying ``acted``
+        # may also be sent (agreed or not) with ``on_result`` a quadruple ``(check, on_agreed, item,
+        # arg)``: its answer in full goes to ``check(arg, result)`` (no function object made per call)
+        self.agreed = False
+        self.left_out = 0  # answers agreed-form replies left out (empty, or the ones acted on)
+        self._runs = []
+        self._cbs = []
+        self._dirty = False
+        # batches sent asking for the agreed form: batch id -> (runs, cbs, dirty)
+        self._agreeing = {}
         self.batches = 0
         # a batch holds at most this many calls (each counts against the node's 4096 in flight)
         self.max_batch = 1024
@@ -196,6 +214,11 @@ class NodeBridge:
         if self.batching:
             if not quiet:
                 self._loud = True
+            if on_result is not None and self.agreed:
+                if type(on_result) is not tuple:
+                    self._cbs.append((rid, on_result))
+                elif on_result[1] is not None:
+                    self._agreeing_call(on_result)
             if self._rows:
                 self._pack_rows()
             self._buffer.append((rid, hook))
@@ -266,6 +289,11 @@ class NodeBridge:
         self._unread[rid] = (hook, on_result)
         if not quiet:
             self._loud = True
+        if on_result is not None and self.agreed:  # (a call carrying acted with nothing to do if agreeing: nothing)
+            if type(on_result) is not tuple:
+                self._cbs.append((rid, on_result))
+            elif on_result[1] is not None:
+                self._agreeing_call(on_result)
         if self._longs:
             self._pack_longs()
         rows = self._rows
@@ -281,6 +309,16 @@ class NodeBridge:
             self._send_rows()
         else:  # held (quiet calls alone): the replies already here of the calls sent before
             self._poll_sent()
+
+    def _agreeing_call(self, on_result):
+        """A batched call carrying ``acted`` whose agreement has something to do (``agreed``): its item
+        joins the batch's last run when that run's ``on_agreed`` is its own, else starts a run."""
+        on_agreed = on_result[1]
+        runs = self._runs
+        if runs and runs[-1][0] is on_agreed:
+            runs[-1][1].append(on_result[2])
+        else:
+            runs.append((on_agreed, [on_result[2]]))
 
     def _pack_rows(self):
         """Packs the waiting compact rows as one array (its header left out of the frame) after the
@@ -306,6 +344,7 @@ class NodeBridge:
                 good.append(call)
             except (TypeError, ValueError, OverflowError) as e:
                 rid, hook = id_and_hook(call)
+                self._dirty = True  # its run item stays: the batch is settled call by call
                 if self._unread.pop(rid, None) is not None:
                     self._failed(hook, f"cannot pack the call: {e}")
         return self._array_header(len(good)) + b"".join(packed), good
@@ -333,8 +372,12 @@ class NodeBridge:
         """Sends the buffered calls: one alone as itself, more as one batch. Returns the id to wait for
         (None: nothing went out, each call failed)."""
         wait_for = None
+        runs, cbs, dirty = self._runs, self._cbs, self._dirty
+        if runs or cbs or dirty:
+            self._runs, self._cbs, self._dirty = [], [], False
         if self._rows:
             self._pack_rows()
+            dirty |= self._dirty
         elif len(self._longs) == 1 and not self._chunks:
             # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first
             (call,), self._longs = self._longs, []
@@ -358,15 +401,21 @@ class NodeBridge:
             # calls as packed (what packing the whole map at once gives, byte for byte), without
             # the headers of the arrays they were packed in (a compact call alone goes as a batch of one)
             wait_for = next(self._ids)
-            head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
+            if self.agreed:  # ("calls" last: the packed empty list is the last byte)
+                head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"agreed": True, "calls": []}})[:-1]
+                self._agreeing[wait_for] = (runs, cbs, dirty or self._dirty)
+                self._dirty = False
+            else:
+                head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"calls": []}})[:-1]
             frame = b"".join((head, self._array_header(len(buf)), *chunks))
-            self._batches[wait_for] = [rid for rid, _ in buf]
+            self._batches[wait_for] = list(map(_FIRST, buf))
             self.batches += 1
         self._sent_frame()
         try:
             self._sock.send(frame, flags)
         except self._zmq.Again:
             self._batches.pop(wait_for, None)
+            self._agreeing.pop(wait_for, None)
             for rid, hook in buf:
                 if self._unread.pop(rid, None) is not None:
                     self._failed(hook, "the node's queue is full: the call was not sent")
@@ -445,7 +494,7 @@ class NodeBridge:
         if not reply.get("ok"):
             self._failed(hook, str(reply.get("error")))
         elif on_result is not None:
-            on_result(reply.get("result") or {})
+            _full(on_result, reply.get("result") or {})
 
     def _settle_batch(self, bid, reply, awaited):
         """Settles the calls of one batch from its reply; returns the reply of ``awaited`` (one of them).
@@ -455,8 +504,12 @@ class NodeBridge:
         not, the rest are looked up by id (a missing answer is a failure). In the reply to a batch
         with compact calls an empty answer may be the call's id alone (an int)."""
         members = self._batches.pop(bid, ())
+        agreeing = self._agreeing.pop(bid, None) if self._agreeing else None
         mine = None
         replies = (reply.get("result") or {}).get("replies") if reply.get("ok") else None
+        if agreeing is not None and type(replies) is list and len(replies) != len(members):
+            self.left_out += len(members) - len(replies)
+            return self._settle_agreed(members, replies, awaited, agreeing)
         i = 0
         if type(replies) is list:
             unread = self._unread
@@ -470,7 +523,7 @@ class NodeBridge:
                         continue
                     entry = unread.pop(rid, None)
                     if entry is not None and entry[1] is not None:
-                        entry[1]({})
+                        _full(entry[1], {})
                     continue
                 if type(r) is not dict or r.get("id") != rid:
                     break
@@ -484,7 +537,7 @@ class NodeBridge:
                 if not r.get("ok"):
                     self._failed(entry[0], str(r.get("error")))
                 elif entry[1] is not None:
-                    entry[1](r.get("result") or {})
+                    _full(entry[1], r.get("result") or {})
             if i == len(members):
                 return mine if mine is not None else {"ok": False, "error": "the batch's reply has no answer for it"}
             members = members[i:]
@@ -524,6 +577,58 @@ class NodeBridge:
             return False  # the first connection
         self.steady_ids = None
         return True
+    def _settle_agreed(self, members, replies, awaited, agreeing):
+        """Settles a batch whose reply is in the agreed form: ``replies`` holds, in order, the answers
+        the node did not leave out; a call left out was answered ok, with an empty answer or (a call
+        carrying ``acted``) with the answer acted on. The batch's calls leave the unread ones in one
+        C-level pass. When no call carrying ``acted`` and no error is among those listed, and none was
+        given up or failed on the way, the agreeing calls cost no Python call each: each run's
+        ``on_agreed`` is called once, and the calls without ``acted`` that take their answer are
+        given it; otherwise call by call, in order. Returns the reply of ``awaited``."""
+        runs, cbs, dirty = agreeing
+        unread = self._unread
+        listed = {}
+        for r in replies:
+            if type(r) is dict:
+                listed[r.get("id")] = r
+            elif type(r) is int:
+                listed[r] = {"id": r, "ok": True, "result": {}}
+        fast = not dirty
+        if fast:
+            for rid, r in listed.items():
+                e = unread.get(rid)
+                if e is not None and (type(e[1]) is tuple or not r.get("ok")):
+                    fast = False  # a divergence of a call carrying acted, or an error: in order
+                    break
+        entries = list(map(unread.pop, members, _NONE))
+        if fast and entries.count(None) != (awaited is not None):
+            fast = False  # one was given up: its run item must not count
+        mine = listed.get(awaited) if awaited is not None else None
+        if fast:
+            for rid, on_result in cbs:
+                r = listed.get(rid)
+                on_result({} if r is None else r.get("result") or {})
+            for on_agreed, items in runs:
+                on_agreed(items)
+        else:
+            for rid, entry in zip(members, entries):
+                if entry is None:
+                    continue  # the awaited call, or one given up earlier
+                r = listed.get(rid)
+                f = entry[1]
+                if r is None:
+                    if type(f) is tuple:
+                        if f[1] is not None:
+                            f[1]([f[2]])
+                    elif f is not None:
+                        f({})
+                elif not r.get("ok"):
+                    self._failed(entry[0], str(r.get("error")))
+                elif f is not None:
+                    _full(f, r.get("result") or {})
+        if mine is None and awaited is not None:
+            mine = {"id": awaited, "ok": True, "result": {}}
+        return mine
 
     def _failed(self, hook, error):
         self.failures += 1
@@ -542,6 +647,20 @@ class NodeBridge:
         finally:
             if self._ctx is not None:
                 self._ctx.term()
+
+
+_NONE = itertools.repeat(None)
+
+
+def _full(on_result, result):
+    """Gives a call's answer in full to its ``on_result``: a callable, or a triple or quadruple of a
+    call carrying ``acted`` (``NodeBridge.agreed``)."""
+    if type(on_result) is not tuple:
+        on_result(result)
+    elif len(on_result) == 3:
+        on_result[0](result)
+    else:
+        on_result[0](on_result[3], result)
 
 
 # The compact form of a batched call (docs/bridge-protocol.md, "compact"): ``[id, hook, *fields]``,
@@ -646,6 +765,7 @@ def long_form(call):
 
 
 _ID_AND_HOOK = operator.itemgetter(0, 1)
+_FIRST = operator.itemgetter(0)
 _CALL_ID_AND_HOOK = operator.itemgetter("id", "hook")
 _ROWS_PACKED_AT = 48
 _LENGTH = struct.Struct(">I")

@@ -57,6 +57,9 @@ Extra config keys read here (all others are the inner connector's):
 ``drive_steady``                with ``drive_compact``: a step's cached ids go as the previous step's number
                                 when they are its ids, and its new block ids by index, the None ones left
                                 out (``steady``, when the node lists it), default true
+``drive_agreed``                with ``drive_batch``: a batch's reply leaves out the empty answers and those
+                                equal to the ``acted`` their call carries (``agreed``, when the node lists
+                                it; a divergence still comes in full), default true
 ``drive_matched_from_inner``    with ``drive_pipeline``: vLLM gets the inner connector's answer to
                                 ``get_num_new_matched_tokens`` at once; the call still goes to the node
                                 (unawaited, in order) and the node's answer is checked when it is read: a
@@ -357,6 +360,11 @@ def _finish_answer(result):
 
 def _output_sending(result):
     return result.get("finished_sending") or None
+
+
+def _full(on_result, result):
+    from .drive import _full as full
+    full(on_result, result)
 
 
 def _id_list(value):
@@ -891,6 +899,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         # what they hold counts toward Python's collector (a new bound method or closure per call would)
         self._drive_meta_cb = self._drive_meta_result
         self._drive_none_check = self._drive_checked("update_connector_output", None, _output_sending)
+        # what a node's agreement with the answers acted on does (NodeBridge.agreed), once per run of calls
+        self._drive_agreed_kept_cb = self._drive_agreed_kept
+        self._drive_agreed_deferred_cb = self._drive_agreed_deferred
+        self._drive_agreed_freed_cb = self._drive_agreed_freed
+        # and what checks their answers in full (one object each, not one per call)
+        self._drive_matched_cb = _partial(_matched_check, self)
+        self._drive_finish_cb = self._drive_finish_result
+        self._drive_freed_cb = self._drive_freed_result
         try:
             self._start_recording(vllm_config, role, extra, inner_cls)
         except Exception as e:  # noqa: BLE001 - recording is optional, the engine is not
@@ -946,6 +962,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # and a steady step's cached ids as the previous step's number, its new block ids sparse
             bridge.steady = bridge.compact and _flag(extra.get("drive_steady", True)) and "steady" in (
                 node.get("hooks") or ())
+            # and replies leaving out the answers that are empty or the ones vLLM acted on (calls carrying acted)
+            bridge.agreed = bridge.batching and _flag(extra.get("drive_agreed", True)) and "agreed" in (
+                node.get("hooks") or ())
             self._drive = bridge
             self._drive_producer = role == "kv_producer"
             log.warning("kvledger-vllm %s: DRIVE MODE: the scheduler hooks are answered by the kvledger node at %s "
@@ -977,7 +996,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if not self._drive_pipeline:
             r = self._drive_call(hook, **args)
             if r is not None and on_result is not None:
-                on_result(r)
+                _full(on_result, r)
             return
         try:
             self._drive.send_args(hook, args, on_result, flush, quiet)
@@ -1005,6 +1024,25 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             log.error("kvledger recorder: drive mode: DIVERGED on %s: vLLM acted on %r without waiting, the node "
                       "answers %r. Further divergences of %s are counted (drive_divergences), not logged.",
                       hook, acted, node, hook)
+
+    # What each on_result of a call carrying acted does when the node's answer is the one acted on,
+    # for a run of such calls at once (the node left their answers out: NodeBridge.agreed)
+
+    def _drive_agreed_kept(self, rids):
+        """request_finished answered delay_free=False, as vLLM acted: the node will not surface them."""
+        self._drive_finish_unread.difference_update(rids)
+        self._drive_deferred.difference_update(rids)
+
+    def _drive_agreed_deferred(self, rids):
+        """request_finished answered delay_free=True, as vLLM acted: the node surfaces them later."""
+        self._drive_finish_unread.difference_update(rids)
+        self._drive_deferred.update(rids)
+
+    def _drive_agreed_freed(self, sets):
+        """update_connector_output whose rewrite is the inner's (``acted``, a frozenset each)."""
+        deferred = self._drive_deferred
+        for safe in sets:
+            deferred.difference_update(safe)
 
     def _drive_failed(self, hook, e):
         self.drive_fallbacks += 1
@@ -1428,7 +1466,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     row = None
             if row is not None:
                 try:
-                    self._drive.send_row("get_num_new_matched_tokens", row, _partial(_matched_check, self, acted))
+                    self._drive.send_row("get_num_new_matched_tokens", row, (self._drive_matched_cb, None, None, acted))
                 except Exception as e:  # noqa: BLE001
                     self._drive_failed("get_num_new_matched_tokens", e)
                 return result
@@ -1442,8 +1480,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001 - not a pair: nothing the node could agree with
                 acted = ("not a pair", repr(result))
                 self._failed("drive get_num_new_matched_tokens", e)
-            self._drive_send_args("get_num_new_matched_tokens", args,
-                                  self._drive_checked("get_num_new_matched_tokens", acted, _matched_answer))
+            # carrying acted: a node that agrees may leave its answer out (nothing to do then)
+            self._drive_send_args("get_num_new_matched_tokens", args, (self._drive_matched_cb, None, None, acted)
+                                  if "acted" in args else self._drive_checked("get_num_new_matched_tokens", acted,
+                                                                              _matched_answer))
         elif self._drive is not None:
             r = self._drive_call("get_num_new_matched_tokens", request_id=_request_id(request),
                                  num_computed_tokens=int(num_computed_tokens))
@@ -1798,24 +1838,29 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         except Exception as e:  # noqa: BLE001 - not a set of ids: nothing the node could agree with
             acted = ("not a set", repr(getattr(connector_output, "finished_sending", None)))
             self._failed("drive update_connector_output", e)
-        sent = args["finished_sending"]
-
-        def on_result(r):
-            safe = r["finished_sending"] if "finished_sending" in r else sent
-            if safe:
-                self._drive_deferred.difference_update(safe)
-            node = frozenset(safe or ())
-            if node != acted:  # named as sorted lists (None: none), as vLLM would free them
-                self._drive_diverged("update_connector_output", sorted(acted) or None if isinstance(
-                    acted, frozenset) else acted, sorted(node) or None)
         pending = self._drive_inner_deferred
         if pending and type(acted) is frozenset:
             pending.difference_update(acted)
         # quiet (may wait for a later frame) when no ids came, the inner freed none and none of its
         # deferred frees is pending: the node stamps a call when it reads it, and a held call's later
         # stamp could pass a deferral's deadline the inner had not reached (a divergence of ours)
-        self._drive_send_args("update_connector_output", args, on_result, carries,
-                              not carries and acted == frozenset() and not pending)
+        self._drive_send_args("update_connector_output", args,
+                              (self._drive_freed_cb, self._drive_agreed_freed_cb, acted, (acted, args["finished_sending"]))
+                              if type(acted) is frozenset else _partial(self._drive_freed_cb, (acted, args["finished_sending"])),
+                              carries, not carries and acted == frozenset() and not pending)
+
+    def _drive_freed_result(self, acted_sent, r):
+        """The node's answer in full to an ``update_connector_output`` carrying ``acted`` (the inner's
+        rewrite vLLM kept, and the set sent): the requests it frees leave ``_drive_deferred``; another set
+        than ``acted`` is a divergence."""
+        acted, sent = acted_sent
+        safe = r["finished_sending"] if "finished_sending" in r else sent
+        if safe:
+            self._drive_deferred.difference_update(safe)
+        node = frozenset(safe or ())
+        if node != acted:  # named as sorted lists (None: none), as vLLM would free them
+            self._drive_diverged("update_connector_output", sorted(acted) or None if isinstance(
+                acted, frozenset) else acted, sorted(node) or None)
 
     def request_finished(self, request, block_ids):
         s = self._stream
@@ -1915,16 +1960,23 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_inner_deferred.add(rid)
         else:
             self._drive_finish_unread.add(rid)
-        check = self._drive_checked("request_finished", acted, _finish_answer)
+        # carrying acted: a node that agrees leaves its answer out, and the run's rids are settled at once
+        self._drive_send_args("request_finished", args, (
+            self._drive_finish_cb, self._drive_agreed_deferred_cb if acted[0] is True else self._drive_agreed_kept_cb,
+            rid, (rid, acted)) if "acted" in args else _partial(self._drive_finish_cb, (rid, acted)))
 
-        def on_result(r, rid=rid):
-            self._drive_finish_unread.discard(rid)
-            if r.get("delay_free"):
-                self._drive_deferred.add(rid)
-            else:
-                self._drive_deferred.discard(rid)  # the node will never surface it
-            check(r)
-        self._drive_send_args("request_finished", args, on_result)
+    def _drive_finish_result(self, rid_acted, r):
+        """The node's answer in full to a ``request_finished`` vLLM acted on without waiting: the record
+        of what the node defers follows the node's answer; another answer than ``acted`` is a divergence."""
+        rid, acted = rid_acted
+        self._drive_finish_unread.discard(rid)
+        if r.get("delay_free"):
+            self._drive_deferred.add(rid)
+        else:
+            self._drive_deferred.discard(rid)  # the node will never surface it
+        node = _finish_answer(r)
+        if node != acted:
+            self._drive_diverged("request_finished", acted, node)
 
     def register_finished_partial_tail(self, request, block_ids, partial_tail_offloads):
         return self._inner.register_finished_partial_tail(request, block_ids, partial_tail_offloads)

@@ -351,6 +351,53 @@ class VllmBridgeShadowTest {
     }
 
     @Test
+    void agreedRepliesOverAUnixSocketGiveTheSameAnswersJournalAndVerify() throws Exception {
+        // The node lists "agreed" in its hello: a batch asks for replies without the empty answers and
+        // those equal to the answer vLLM acted on (from the inner). Against the same node without it
+        // (--no-drive-agreed: every answer in full, checked one by one): the same answers acted on, the
+        // same journal and replayed decisions; the forced divergence (the scripted connector frees the
+        // first request at once where kvledger defers it) still reaches the client, counted.
+        List<List<String>> acted = new ArrayList<>();
+        List<String> replays = new ArrayList<>();
+        List<String> dumps = new ArrayList<>();
+        for (boolean agreed : new boolean[] {true, false}) {
+            Path run = tmp.resolve("run-agreed-" + agreed);
+            Files.createDirectory(run);
+            Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            String endpoint = "unix://" + run.resolve("node.sock").toAbsolutePath();
+            Path journal = startNode("producer", "drive", "--bridge", endpoint);
+            List<String> args = new ArrayList<>(List.of("--scenario", "diverge", "--role", "producer", "--out",
+                    tmp.resolve("rec-agreed-" + agreed).toString(), "--idle-steps", "3", "--drive", endpoint,
+                    "--drive-from-inner"));
+            if (!agreed) {
+                args.add("--no-drive-agreed");
+            }
+            String out = runDriver(args.toArray(String[]::new));
+            assertTrue(out.contains("answer driving True"), out);
+            assertTrue(out.contains("drive agreed " + (agreed ? "True" : "False")), out);
+            assertTrue(out.contains("drive divergences 1"), out);
+            // agreed: the node left answers out (the empty ones and those acted on); otherwise none
+            Matcher left = Pattern.compile("drive left out (\\d+)").matcher(out);
+            assertTrue(left.find(), out);
+            assertEquals(agreed, Long.parseLong(left.group(1)) > 0, out);
+            acted.add(out.lines().filter(l -> l.startsWith("acted ") || l.startsWith("answer ")).toList());
+            stopNode();
+            CliRun.Outcome v = CliRun.run("replay", "--verify", "--full-ids", journal.toString());
+            assertEquals(0, v.code(), v.out() + v.err());
+            assertTrue(v.out().contains("DRIVE_ANSWER_DIVERGED 1"), v.out());
+            replays.add(v.out().replaceAll("span [0-9.]+ s", "span"));
+            CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--from", "1");
+            assertEquals(0, dump.code(), dump.out() + dump.err());
+            dumps.add(dump.out().replaceAll("t\\+[0-9.]+ ?s", "t").replaceAll("deadline_ns=[0-9]+", "deadline_ns"));
+            Files.move(journal, tmp.resolve("drive-producer-agreed-" + agreed));
+        }
+        assertTrue(dumps.getFirst().contains(" acted="), dumps.getFirst());
+        assertEquals(acted.get(1), acted.get(0));
+        assertEquals(replays.get(1), replays.get(0));
+        assertEquals(dumps.get(1), dumps.get(0));
+    }
+
+    @Test
     void pipelinedDriveModeActsOnTheSameAnswersAndItsJournalReplays() throws Exception {
         // The hooks whose answer vLLM ignores go out without waiting (the default), in batches; the
         // node still applies every call in vLLM's order: the engine acts on the same answers as when

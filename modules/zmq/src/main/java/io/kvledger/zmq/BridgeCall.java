@@ -33,6 +33,8 @@ public final class BridgeCall {
     /** The call's place in its batch. */
     final int index;
     private final AtomicBoolean answered = new AtomicBoolean();
+    /** The reply of a call whose answer agrees with its {@code acted}, in a batch of the agreed form. */
+    private static final byte[] AGREED = new byte[0];
 
     BridgeCall(EngineBridgeServer server, BridgeRequest request, long receivedAtNs, byte[] identity, boolean reqFraming,
                long seq, long deadlineNs) {
@@ -106,7 +108,20 @@ public final class BridgeCall {
             server.lateAnswer();
             return false;
         }
-        byte[] frame = BridgeCodec.encodeReply(request.id(), request.hook(), effects, extra);
+        // a batch asking for the agreed form leaves out an answer equal to the one vLLM acted on:
+        // an empty frame stands for it (no reply frame is empty), nothing is encoded; another answer
+        // to a call carrying acted is listed even when it is empty
+        byte[] frame;
+        if (batch != null && batch.agreed && BridgeCodec.carriesActed(call)) {
+            if (extra.isEmpty() && BridgeCodec.agrees(call, effects)) {
+                frame = AGREED;
+            } else {
+                batch.kept[index] = true;
+                frame = BridgeCodec.encodeReply(request.id(), request.hook(), effects, extra);
+            }
+        } else {
+            frame = BridgeCodec.encodeReply(request.id(), request.hook(), effects, extra);
+        }
         return server.answer(this, frame, true);
     }
 

@@ -172,12 +172,22 @@ public final class EngineBridgeServer implements AutoCloseable {
         final boolean reqFraming;
         final byte[][] frames;
         final boolean compact;
+        /** The caller asked for the agreed form ({@link BridgeDecoded.Batch#agreed}). */
+        final boolean agreed;
+        /**
+         * With {@link #agreed}: the calls whose reply is listed even when it is an empty answer
+         * (they carried {@code acted} and their answer differs); set by the answering thread before
+         * it hands the answer on.
+         */
+        final boolean[] kept;
         int missing;
         boolean handed;
 
-        BatchReply(long id, byte[] identity, boolean reqFraming, int size, boolean compact) {
+        BatchReply(long id, byte[] identity, boolean reqFraming, int size, boolean compact, boolean agreed) {
             this.id = id;
             this.compact = compact;
+            this.agreed = agreed;
+            this.kept = agreed ? new boolean[size] : null;
             this.identity = identity;
             this.reqFraming = reqFraming;
             this.frames = new byte[size][];
@@ -572,7 +582,7 @@ public final class EngineBridgeServer implements AutoCloseable {
         }
         b.frames[index] = frame;
         if (--b.missing == 0) {
-            trySend(router, b.identity, b.reqFraming, BridgeCodec.encodeBatchReply(b.id, java.util.Arrays.asList(b.frames), b.compact),
+            trySend(router, b.identity, b.reqFraming, BridgeCodec.encodeBatchReply(b.id, java.util.Arrays.asList(b.frames), b.compact, b.kept),
                     b.handed);
         }
     }
@@ -624,7 +634,8 @@ public final class EngineBridgeServer implements AutoCloseable {
      */
     private void dispatchBatch(BridgeTransport router, byte[] identity, boolean reqFraming, BridgeDecoded.Batch batch,
                                byte[] payload, long atNs) {
-        BatchReply reply = new BatchReply(batch.id(), identity, reqFraming, batch.calls().size(), batch.compact());
+        BatchReply reply = new BatchReply(batch.id(), identity, reqFraming, batch.calls().size(), batch.compact(),
+                batch.agreed());
         if (batch.calls().isEmpty()) {
             trySend(router, identity, reqFraming, BridgeCodec.encodeBatchReply(batch.id(), List.of()), false);
             return;

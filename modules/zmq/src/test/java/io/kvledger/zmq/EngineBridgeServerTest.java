@@ -259,6 +259,113 @@ class EngineBridgeServerTest {
         }
     }
 
+    /**
+     * A batch asking for the agreed form ({@code args.agreed}): the reply lists only the answers that
+     * are neither empty nor the {@code acted} their call carried, in order; the node applies the same
+     * calls (the same events, {@code acted} included) as for a batch that does not ask.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aBatchAskingForTheAgreedFormListsOnlyWhatDiffers() throws Exception {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build();
+        String r1 = rid("agreed-1");
+        String r2 = rid("agreed-2");
+        List<List<String>> applied = new ArrayList<>();
+        for (boolean agreed : new boolean[] {true, false}) {
+            try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
+                 EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), loop);
+                 BridgeClient engine = new BridgeClient(server.endpoint())) {
+                List<Object> calls = new ArrayList<>();
+                for (String r : List.of(r1, r2)) {
+                    calls.add(member(calls.size() + 1, new HookCall.AddRequest(r, 32, 32, KvParams.of("do_remote_decode", true,
+                            "do_remote_prefill", false, "transfer_id", "tx-" + r.hashCode(), "remote_engine_id", null,
+                            "remote_block_ids", null))));
+                }
+                Map<String, Object> agrees = member(3, new HookCall.GetNumNewMatchedTokens(r1, 0));
+                ((Map<String, Object>) agrees.get("args")).put("acted", Map.of("num_tokens", 0L, "load_async", false));
+                calls.add(agrees);
+                Map<String, Object> differs = member(4, new HookCall.GetNumNewMatchedTokens(r2, 0));
+                ((Map<String, Object>) differs.get("args")).put("acted", Map.of("num_tokens", 16L, "load_async", true));
+                calls.add(differs);
+                calls.add(member(5, new HookCall.UpdateStateAfterAlloc(r1, BlockGroups.single(1, 2), 0)));
+                calls.add(member(6, new HookCall.BuildConnectorMeta(1, List.of())));
+                Map<String, Object> freed = member(7, new HookCall.UpdateConnectorOutput(null, null));
+                Map<String, Object> none = new LinkedHashMap<>();
+                none.put("finished_sending", null);
+                ((Map<String, Object>) freed.get("args")).put("acted", none);
+                calls.add(freed);
+                calls.add(member(8, new HookCall.GetNumNewMatchedTokens(r2, 0)));  // no acted: answered in full
+                Map<String, Object> env = new LinkedHashMap<>();
+                env.put("v", 1L);
+                env.put("id", 100L);
+                env.put("hook", "batch");
+                Map<String, Object> args = new LinkedHashMap<>();
+                if (agreed) {
+                    args.put("agreed", true);
+                }
+                args.put("calls", calls);
+                env.put("args", args);
+                engine.send(PyMsgpack.encode(env));
+                BridgeReply r = engine.reply(10_000);
+                assertThat(r.ok()).as(r.error()).isTrue();
+                List<Map<String, Object>> replies = (List<Map<String, Object>>) (List<?>) plain(r).get("replies");
+                if (agreed) {
+                    // 1, 2, 5 empty; 3 and 7 the answers acted on: left out
+                    assertThat(replies).extracting(m -> m.get("id")).containsExactly(4L, 6L, 8L);
+                    assertThat((Map<String, Object>) replies.get(0).get("result"))
+                            .containsEntry("num_tokens", 0L).containsEntry("load_async", false);
+                } else {
+                    assertThat(replies).extracting(m -> m.get("id")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L);
+                    assertThat((Map<String, Object>) replies.get(6).get("result")).containsEntry("finished_sending", null);
+                }
+                assertThat(replies).extracting(m -> m.get("ok")).containsOnly(true);
+                assertThat(server.handedOff()).isEqualTo(8);
+                List<String> events = new ArrayList<>();
+                for (NodeEvent e : loop.applied()) {
+                    events.add(e.getClass().getSimpleName() + (e instanceof NodeEvent.MatchedTokensQueried q ? " " + q.acted()
+                            : e instanceof NodeEvent.ConnectorOutputReceived o ? " " + o.acted() : ""));
+                }
+                applied.add(events);
+            }
+        }
+        assertThat(applied.get(0)).hasSize(8).isEqualTo(applied.get(1));
+    }
+
+    /**
+     * The agreed form against a node that rewrites no {@code finished_sending} (its answer {@code {}}):
+     * an output whose set as it came is the one vLLM acted on agrees and is left out; one whose set
+     * differs is listed though its answer is empty (left out, the client would take it for agreeing).
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void anEmptyAnswerThatDiffersFromActedIsListed() {
+        NodeConfig cfg = NodeConfig.builder(Role.CONSUMER, TransferMode.READ).build();
+        try (EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), call -> call.reply(List.of()));
+             BridgeClient engine = new BridgeClient(server.endpoint())) {
+            List<Object> calls = new ArrayList<>();
+            for (long id = 1; id <= 3; id++) {
+                Map<String, Object> out = member(id, new HookCall.UpdateConnectorOutput(List.of("r1", "r2"), null));
+                if (id < 3) {
+                    ((Map<String, Object>) out.get("args")).put("acted",
+                            Map.of("finished_sending", id == 1 ? List.of("r2", "r1") : List.of("r1")));
+                }
+                calls.add(out);
+            }
+            Map<String, Object> env = new LinkedHashMap<>();
+            env.put("v", 1L);
+            env.put("id", 9L);
+            env.put("hook", "batch");
+            env.put("args", Map.of("agreed", true, "calls", calls));
+            engine.send(PyMsgpack.encode(env));
+            BridgeReply r = engine.reply(10_000);
+            assertThat(r.ok()).as(r.error()).isTrue();
+            List<Map<String, Object>> replies = (List<Map<String, Object>>) (List<?>) plain(r).get("replies");
+            // 1 agrees (the same set), 3 carried no acted (empty): left out; 2 differs: listed, empty
+            assertThat(replies).hasSize(1);
+            assertThat(replies.getFirst()).containsEntry("id", 2L).containsEntry("ok", true).containsEntry("result", Map.of());
+        }
+    }
+
     /** A batch whose call the node does not answer in time: the batch's reply waits for the timeout and says so. */
     @Test
     @SuppressWarnings("unchecked")

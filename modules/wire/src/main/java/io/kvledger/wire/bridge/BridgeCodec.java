@@ -74,6 +74,14 @@ public final class BridgeCodec {
     static final String STEADY = "steady";
 
     /**
+     * Listed by {@code hello} when a batch may ask ({@code args.agreed: True}) for the agreed form of
+     * its reply: {@code replies} then leaves out each call's empty answer and each answer equal to
+     * the {@code acted} its call carried ({@link #agrees}); what is listed is as in any batch reply,
+     * in order ({@link #encodeBatchReply(long, List, boolean, boolean)}).
+     */
+    static final String AGREED = "agreed";
+
+    /**
      * The argument names of each hook that has a compact form, in position order (the long form's
      * key order). Past the array's end, or None where {@link #COMPACT_OPTIONAL} names it, a field
      * is one the long form leaves out. {@code acted} is {@code [num_tokens, load_async]}, each of
@@ -170,6 +178,8 @@ public final class BridgeCodec {
         if (!(args.get("calls") instanceof PyValue.List calls)) {
             throw wrong("args.calls", "list", args.get("calls"));
         }
+        PyValue agreedValue = args.get("agreed");
+        boolean agreed = agreedValue instanceof PyValue.Bool b && b.value();
         List<BridgeDecoded> out = new ArrayList<>(calls.items().size());
         boolean compact = false;
         Seen seen = new Seen();
@@ -177,7 +187,7 @@ public final class BridgeCodec {
             compact |= calls.items().get(i) instanceof PyValue.List;
             out.add(member(calls.items().get(i), "args.calls[" + i + "]", seen, session));
         }
-        return new BridgeDecoded.Batch(id, out, compact);
+        return new BridgeDecoded.Batch(id, out, compact, agreed);
     }
 
     /**
@@ -790,7 +800,7 @@ public final class BridgeCodec {
         if (node.profile() != null) {
             p.str("profile").str(node.profile());
         }
-        p.str("hooks").arrayHeader(BridgeHook.values().length + 4);
+        p.str("hooks").arrayHeader(BridgeHook.values().length + 5);
         for (BridgeHook h : BridgeHook.values()) {
             p.str(h.wireName());
         }
@@ -798,6 +808,7 @@ public final class BridgeCodec {
         p.str(COMPACT);
         p.str(DERIVED);
         p.str(STEADY);
+        p.str(AGREED);
         return p.toByteArray();
     }
 
@@ -815,6 +826,28 @@ public final class BridgeCodec {
      * {}}} is written as its id alone, the int {@code n}.
      */
     public static byte[] encodeBatchReply(long id, List<byte[]> replies, boolean compact) {
+        return encodeBatchReply(id, replies, compact, null);
+    }
+
+    /**
+     * As {@link #encodeBatchReply(long, List, boolean)}; {@code kept} not null (a batch that asked
+     * for the agreed form, {@link BridgeDecoded.Batch#agreed}; one flag per reply): an empty reply (a
+     * call whose answer {@link #agrees} with the {@code acted} it carried; no reply frame is empty)
+     * is left out, and so is an ok reply with an empty result unless its flag is set (a call that
+     * carried {@code acted} and whose answer differs: the client would take it for agreeing); the
+     * others are listed in order as they are.
+     */
+    public static byte[] encodeBatchReply(long id, List<byte[]> replies, boolean compact, boolean[] kept) {
+        if (kept != null) {
+            List<byte[]> listed = new ArrayList<>();
+            for (int i = 0; i < replies.size(); i++) {
+                byte[] r = replies.get(i);
+                if (r.length > 0 && (kept[i] || okEmptyIdLength(r) == 0)) {
+                    listed.add(r);
+                }
+            }
+            replies = listed;
+        }
         // the envelope with an empty result, whose map is its last byte: replaced by {"replies": [...]}
         byte[] head = envelopeOk(id).mapHeader(0).toByteArray();
         if (head[head.length - 1] != (byte) 0x80) {
@@ -852,6 +885,91 @@ public final class BridgeCodec {
             }
         }
         return out.toByteArray();
+    }
+
+    /**
+     * Whether the answer the reducer's {@code effects} give to {@code call} is the one the call says
+     * vLLM acted on ({@code acted}), equal as the drive client compares them, or stricter (then the
+     * answer goes in full and the client compares it): {@code get_num_new_matched_tokens} the same
+     * count (not None) and {@code load_async}; {@code request_finished} the same {@code delay_free}
+     * and params equal key for key with the same value types ({@code KvParams.equals}), none
+     * holding a NaN float (Python's {@code ==} tells two NaNs apart); {@code update_connector_output}
+     * the same requests as a set, the node's rewrite or, with none, the set as it came. False for a
+     * call without {@code acted}, any other hook, or effects without the hook's reply.
+     */
+    public static boolean agrees(HookCall.Engine call, List<? extends Effect> effects) {
+        switch (call) {
+            case HookCall.GetNumNewMatchedTokens q -> {
+                NodeEvent.MatchedAnswer acted = q.acted();
+                Effect.MatchedTokens m = find(effects, Effect.MatchedTokens.class);
+                return acted != null && m != null && acted.numTokens() != null && acted.numTokens() == m.count()
+                        && acted.loadAsync() == m.loadAsync();
+            }
+            case HookCall.RequestFinished f -> {
+                NodeEvent.FinishAnswer acted = f.acted();
+                Effect.FinishDecision d = find(effects, Effect.FinishDecision.class);
+                return acted != null && d != null && d.delayFree() == acted.delayFree()
+                        && Objects.equals(d.params(), acted.params()) && !nan(acted.params());
+            }
+            case HookCall.UpdateConnectorOutput o -> {
+                NodeEvent.FreedAnswer acted = o.acted();
+                if (acted == null) {
+                    return false;
+                }
+                Effect.FinishedSendingRewritten w = find(effects, Effect.FinishedSendingRewritten.class);
+                List<String> mine = w != null ? w.safe() : o.finishedSending();
+                return new java.util.HashSet<>(mine == null ? List.of() : mine).equals(
+                        new java.util.HashSet<>(acted.finishedSending() == null ? List.of() : acted.finishedSending()));
+            }
+            case HookCall.AddRequest a -> {
+                return false;
+            }
+            case HookCall.UpdateStateAfterAlloc a -> {
+                return false;
+            }
+            case HookCall.BuildConnectorMeta m -> {
+                return false;
+            }
+            case HookCall.StartLoadKv s -> {
+                return false;
+            }
+            case HookCall.SaveKvLayer s -> {
+                return false;
+            }
+            case HookCall.WaitForSave w -> {
+                return false;
+            }
+            case HookCall.GetFinished g -> {
+                return false;
+            }
+            case HookCall.HandshakeVoted h -> {
+                return false;
+            }
+        }
+    }
+
+    /** Whether {@code call} carries the answer vLLM acted on ({@code args.acted}). */
+    public static boolean carriesActed(HookCall.Engine call) {
+        return call instanceof HookCall.GetNumNewMatchedTokens q ? q.acted() != null
+                : call instanceof HookCall.RequestFinished f ? f.acted() != null
+                : call instanceof HookCall.UpdateConnectorOutput o && o.acted() != null;
+    }
+
+    /** Whether a params value holds a NaN float anywhere. */
+    private static boolean nan(Object v) {
+        return switch (v) {
+            case null -> false;
+            case Double d -> d.isNaN();
+            case Float f -> f.isNaN();
+            case KvParams p -> nan(p.asMap());
+            case Map<?, ?> m -> m.values().stream().anyMatch(BridgeCodec::nan);
+            case java.util.Collection<?> c -> c.stream().anyMatch(BridgeCodec::nan);
+            case Object[] a -> java.util.Arrays.stream(a).anyMatch(BridgeCodec::nan);
+            case PyValue.Float f -> Double.isNaN(f.value());
+            case PyValue.List l -> nan(l.items());
+            case PyValue.Map m -> nan(m.entries());
+            default -> false;
+        };
     }
 
     /** {@code {"v": 1, "id": } as {@link #envelopeOk} packs it; the id's int follows. */

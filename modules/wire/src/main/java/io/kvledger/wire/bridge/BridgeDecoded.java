@@ -23,8 +23,11 @@ public sealed interface BridgeDecoded {
      * @param compact whether a call came in the compact form (an array): its reply may then give an
      *                empty answer as the call's id alone ({@link BridgeCodec#encodeBatchReply(long,
      *                java.util.List, boolean)})
+     * @param agreed  whether the caller asked for the agreed form ({@code args.agreed}, listed by
+     *                {@code hello}): its reply then leaves out each empty answer and each answer
+     *                equal to the {@code acted} its call carried ({@link BridgeCodec#agrees})
      */
-    record Batch(long id, java.util.List<BridgeDecoded> calls, boolean compact) implements BridgeDecoded {
+    record Batch(long id, java.util.List<BridgeDecoded> calls, boolean compact, boolean agreed) implements BridgeDecoded {
         public Batch {
             calls = java.util.List.copyOf(calls);
         }

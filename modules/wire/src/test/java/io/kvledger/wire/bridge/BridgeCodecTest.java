@@ -489,6 +489,146 @@ class BridgeCodecTest {
     }
 
     @Test
+    void aBatchAsksForTheAgreedFormAndItsReplyLeavesOutEmptyAndAgreeingAnswers() {
+        // args.agreed: True asks for it; absent (an older client), or anything but True, does not
+        Map<String, Object> env = new LinkedHashMap<>();
+        env.put("v", 1L);
+        env.put("id", 1L);
+        env.put("hook", "batch");
+        Map<String, Object> args = new LinkedHashMap<>();
+        args.put("agreed", true);
+        args.put("calls", List.of(longCall(2, "ping")));
+        env.put("args", args);
+        BridgeDecoded.Batch asked = (BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env));
+        assertThat(asked.agreed()).isTrue();
+        assertThat(asked.calls()).hasSize(1);
+        args.put("agreed", 1L);
+        assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env))).agreed()).isFalse();
+        args.remove("agreed");
+        assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env))).agreed()).isFalse();
+
+        // the reply: an empty frame (an agreeing answer) and an ok empty answer left out, the rest in order as they are
+        List<byte[]> replies = new ArrayList<>();
+        replies.add(BridgeCodec.encodeReply(5, BridgeHook.ADD_REQUEST, List.of()));
+        replies.add(new byte[0]);
+        byte[] matched = BridgeCodec.encodeReply(7, BridgeHook.GET_NUM_NEW_MATCHED_TOKENS,
+                List.of(new Effect.MatchedTokens("r", 3, false)));
+        replies.add(matched);
+        replies.add(new byte[0]);
+        byte[] error = BridgeCodec.encodeError(9L, "busy");
+        replies.add(error);
+        byte[] extra = BridgeCodec.encodeReply(10, BridgeHook.ADD_REQUEST, List.of(), Map.of("note", new PyValue.Str("x")));
+        replies.add(extra);
+        replies.add(BridgeCodec.encodeEmpty(11));
+        // an empty answer to a call that carried acted and does not agree (a node that rewrites no
+        // finished_sending, answering {}): kept, or the client would take it for agreeing
+        replies.add(BridgeCodec.encodeEmpty(12));
+        boolean[] kept = new boolean[replies.size()];
+        kept[replies.size() - 1] = true;
+        for (boolean compact : new boolean[] {true, false}) {
+            Map<String, Object> top = plainMap(BridgeCodec.encodeBatchReply(4, replies, compact, kept));
+            assertThat(top).containsEntry("id", 4L).containsEntry("ok", true);
+            List<?> got = (List<?>) ((Map<?, ?>) top.get("result")).get("replies");
+            assertThat(got).hasSize(4);
+            assertThat(PyMsgpack.encode(got.get(0))).isEqualTo(matched);
+            assertThat(PyMsgpack.encode(got.get(1))).isEqualTo(error);
+            assertThat(PyMsgpack.encode(got.get(2))).isEqualTo(extra);
+            if (compact) {
+                assertThat(got.get(3)).isEqualTo(12L);
+            } else {
+                assertThat(PyMsgpack.encode(got.get(3))).isEqualTo(BridgeCodec.encodeEmpty(12));
+            }
+        }
+        // every call agreed or was empty: an empty list
+        List<?> none = (List<?>) ((Map<?, ?>) plainMap(BridgeCodec.encodeBatchReply(4,
+                List.of(new byte[0], BridgeCodec.encodeEmpty(3)), true, new boolean[2])).get("result")).get("replies");
+        assertThat(none).isEmpty();
+        // not asked: as before
+        List<byte[]> plainReplies = List.of(replies.get(0), matched, error);
+        assertThat(BridgeCodec.encodeBatchReply(4, plainReplies, true, null)).isEqualTo(BridgeCodec.encodeBatchReply(4, plainReplies, true));
+    }
+
+    @Test
+    void anAnswerAgreesWithTheActedOneAsTheDriveClientComparesThem() {
+        // get_num_new_matched_tokens: the same count (not None) and load_async
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("request_id", "r");
+        q.put("num_computed_tokens", 16L);
+        q.put("acted", new LinkedHashMap<>(Map.of("num_tokens", 24L, "load_async", true)));
+        HookCall.Engine query = (HookCall.Engine) ok(frame(3, "get_num_new_matched_tokens", q)).call();
+        assertThat(BridgeCodec.agrees(query, List.of(new Effect.MatchedTokens("r", 24, true)))).isTrue();
+        assertThat(BridgeCodec.agrees(query, List.of(new Effect.MatchedTokens("r", 24, false)))).isFalse();
+        assertThat(BridgeCodec.agrees(query, List.of(new Effect.MatchedTokens("r", 0, true)))).isFalse();
+        assertThat(BridgeCodec.agrees(query, List.of())).isFalse();
+        Map<String, Object> none = new LinkedHashMap<>();
+        none.put("num_tokens", null);
+        none.put("load_async", false);
+        q.put("acted", none);
+        HookCall.Engine askAgain = (HookCall.Engine) ok(frame(3, "get_num_new_matched_tokens", q)).call();
+        assertThat(BridgeCodec.agrees(askAgain, List.of(new Effect.MatchedTokens("r", 0, false)))).isFalse();
+        q.remove("acted");
+        HookCall.Engine notActed = (HookCall.Engine) ok(frame(3, "get_num_new_matched_tokens", q)).call();
+        assertThat(BridgeCodec.agrees(notActed, List.of(new Effect.MatchedTokens("r", 0, false)))).isFalse();
+
+        // request_finished: the same delay_free and params key for key, value types included; no NaN
+        Map<String, Object> f = new LinkedHashMap<>();
+        f.put("request_id", "r");
+        f.put("status", "FINISHED_LENGTH_CAPPED");
+        f.put("block_ids", new ArrayList<>(List.of(new ArrayList<>(List.of(1L, 2L)))));
+        Map<String, Object> acted = new LinkedHashMap<>();
+        acted.put("delay_free", true);
+        Map<String, Object> params = new LinkedHashMap<>();
+        params.put("transfer_id", "tx-1");
+        params.put("remote_block_ids", new ArrayList<>(List.of(new ArrayList<>(List.of(1L, 2L)))));
+        params.put("tp_size", 1L);
+        acted.put("kv_transfer_params", params);
+        f.put("acted", acted);
+        HookCall.Engine fin = (HookCall.Engine) ok(frame(4, "request_finished", f)).call();
+        KvParams same = KvParams.of("tp_size", 1L, "transfer_id", "tx-1", "remote_block_ids", List.of(List.of(1L, 2L)));
+        assertThat(BridgeCodec.agrees(fin, List.of(new Effect.FinishDecision("r", true, same)))).isTrue();
+        assertThat(BridgeCodec.agrees(fin, List.of(new Effect.FinishDecision("r", false, same)))).isFalse();
+        assertThat(BridgeCodec.agrees(fin, List.of(new Effect.FinishDecision("r", true, null)))).isFalse();
+        assertThat(BridgeCodec.agrees(fin, List.of(new Effect.FinishDecision("r", true,
+                KvParams.of("tp_size", 1.0, "transfer_id", "tx-1", "remote_block_ids", List.of(List.of(1L, 2L))))))).isFalse();
+        assertThat(BridgeCodec.agrees(fin, List.of(new Effect.FinishDecision("r", true,
+                KvParams.of("tp_size", 1L, "transfer_id", "tx-2", "remote_block_ids", List.of(List.of(1L, 2L))))))).isFalse();
+        params.put("tp_size", Double.NaN);
+        HookCall.Engine nan = (HookCall.Engine) ok(frame(4, "request_finished", f)).call();
+        assertThat(BridgeCodec.agrees(nan, List.of(new Effect.FinishDecision("r", true,
+                KvParams.of("tp_size", Double.NaN, "transfer_id", "tx-1", "remote_block_ids", List.of(List.of(1L, 2L))))))).isFalse();
+        acted.put("delay_free", false);
+        acted.put("kv_transfer_params", null);
+        HookCall.Engine kept = (HookCall.Engine) ok(frame(4, "request_finished", f)).call();
+        assertThat(BridgeCodec.agrees(kept, List.of(new Effect.FinishDecision("r", false, null)))).isTrue();
+
+        // update_connector_output: the same requests as a set; the set as it came when the node rewrites nothing
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("finished_sending", new ArrayList<>(List.of("r1", "r2", "r3")));
+        o.put("finished_recving", null);
+        Map<String, Object> freed = new LinkedHashMap<>();
+        freed.put("finished_sending", new ArrayList<>(List.of("r1", "r2")));
+        o.put("acted", freed);
+        HookCall.Engine out = (HookCall.Engine) ok(frame(5, "update_connector_output", o)).call();
+        assertThat(BridgeCodec.agrees(out, List.of(new Effect.FinishedSendingRewritten(List.of("r2", "r1"))))).isTrue();
+        assertThat(BridgeCodec.agrees(out, List.of(new Effect.FinishedSendingRewritten(List.of("r1"))))).isFalse();
+        assertThat(BridgeCodec.agrees(out, List.of())).isFalse();  // the set as it came: r1, r2, r3
+        freed.put("finished_sending", null);
+        HookCall.Engine noneFreed = (HookCall.Engine) ok(frame(5, "update_connector_output", o)).call();
+        assertThat(BridgeCodec.agrees(noneFreed, List.of(new Effect.FinishedSendingRewritten(List.of())))).isTrue();
+        assertThat(BridgeCodec.agrees(noneFreed, List.of(new Effect.FinishedSendingRewritten(null)))).isTrue();
+        o.remove("acted");
+        HookCall.Engine plainOut = (HookCall.Engine) ok(frame(5, "update_connector_output", o)).call();
+        assertThat(BridgeCodec.agrees(plainOut, List.of(new Effect.FinishedSendingRewritten(List.of("r1", "r2", "r3"))))).isFalse();
+        // other hooks never agree
+        assertThat(BridgeCodec.agrees((HookCall.Engine) ok(frame(6, "add_request", addArgs())).call(), List.of())).isFalse();
+        assertThat(BridgeCodec.carriesActed(out)).isTrue();
+        assertThat(BridgeCodec.carriesActed(plainOut)).isFalse();
+        assertThat(BridgeCodec.carriesActed(query) && BridgeCodec.carriesActed(fin)).isTrue();
+        assertThat(BridgeCodec.carriesActed(notActed)).isFalse();
+        assertThat(BridgeCodec.carriesActed((HookCall.Engine) ok(frame(6, "add_request", addArgs())).call())).isFalse();
+    }
+
+    @Test
     void theFreedSetVllmActedOnIsReadIntoTheEvent() {
         // a producer's update_connector_output with drive_freed_from_inner: args.acted, the
         // finished_sending vLLM kept from the inner connector's rewrite
@@ -964,7 +1104,7 @@ class BridgeCodecTest {
         assertThat(plain(h)).containsEntry("protocol", 1L).containsEntry("kv_role", "kv_consumer").containsEntry("mode", "write")
                 .containsEntry("dp_rank", 1L).containsEntry("dp_size", 2L).containsEntry("tp_rank", 0L).containsEntry("tp_size", 1L)
                 .containsEntry("engine_id", "10.0.0.1:6301");
-        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch", "compact", "derived", "steady");
+        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch", "compact", "derived", "steady", "agreed");
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_consumer", "WRITE", 1, 0, "scheduler"), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello(null, null, null, null, null), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_producer", "read", 0, 1, null), node))
