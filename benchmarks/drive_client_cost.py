@@ -113,6 +113,9 @@ def main(argv=None):
     ap.add_argument("--cycles", type=int, default=20)
     ap.add_argument("--decode", type=int, default=0,
                     help="decode steps per request after its prompt (one token each, a new block every 16)")
+    ap.add_argument("--stagger", action="store_true",
+                    help="with --decode: each request starts its new blocks at a token of its own (about N/16 of "
+                         "them get one in each decode step) instead of all at the same step")
     ap.add_argument("--profile", nargs="?", const="", metavar="HOOK",
                     help="profile this checkout's drive engine over the admitting steps (or that hook alone)")
     ap.add_argument("--no-gc", action="store_true", help="with the garbage collector off (what it costs)")
@@ -135,6 +138,7 @@ def main(argv=None):
         engines.append(Engine("base", base_package(a.base, tmp), standin("base")))
     for e in engines:
         e.driver.decode = a.decode
+        e.driver.stagger = a.stagger
     print(f"load average at the start: {load()}")
     cpu = {e.label: collections.defaultdict(list) for e in engines}
     faults = {e.label: collections.defaultdict(list) for e in engines}
