@@ -1,11 +1,23 @@
 """Stand-in for vllm/v1/core/kv_cache_manager.py (tests only)."""
 
 
+class KVCacheBlock:
+    """One block of the pool: its id (upstream's holds more: a reference count, a hash, links)."""
+
+    __slots__ = ("block_id",)
+
+    def __init__(self, block_id):
+        self.block_id = block_id
+
+
 class KVCacheBlocks:
-    """Blocks per KV-cache group; ``get_block_ids`` returns a tuple of int lists, as upstream."""
+    """Blocks per KV-cache group, as upstream: ``blocks`` a tuple of lists of block objects (upstream's
+    are the manager's own per-request lists), ``get_block_ids`` a tuple of fresh int lists built from
+    each block's ``block_id`` (what it costs upstream: one Python-level pass per block). Built here
+    from int lists (or block objects, taken as they are)."""
 
     def __init__(self, groups):
-        self._groups = tuple(list(g) for g in groups)
+        self.blocks = tuple([b if isinstance(b, KVCacheBlock) else KVCacheBlock(b) for b in g] for g in groups)
 
     def get_block_ids(self, allow_none=False):
-        return tuple(list(g) for g in self._groups)
+        return tuple([b.block_id for b in g] for g in self.blocks)
