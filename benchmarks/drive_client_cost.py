@@ -7,7 +7,7 @@ the recorder with drive mode off and with drive mode on and ``drive_matched_from
 ``drive_finished_from_inner`` (nothing awaited in an admitting or finishing step), played by the
 stand-in driver of modules/vllm-bridge/tests in vLLM's call order, as drive_step_cost.py does.
 ``--prompt TOKENS``: each request's prompt (64 by default), prefilled in four chunks (the first in
-the admitting step), blocks of 16; the stand-in vLLM's ``KVCacheBlocks`` holds block objects and
+the admitting step; ``--chunk TOKENS`` for another size), blocks of 16; the stand-in vLLM's ``KVCacheBlocks`` holds block objects and
 builds ``get_block_ids()``'s lists from their ids, as vLLM's does (a 2,048-token prompt: 32 blocks
 allocated per request in the admitting step, and 32 new blocks in each of the next three).
 The node is a stand-in in another process (``unix_frames.py standin``: a Unix socket, length-prefixed msgpack frames, batches
@@ -116,6 +116,7 @@ def main(argv=None):
     ap.add_argument("--concurrency", type=int, default=256)
     ap.add_argument("--cycles", type=int, default=20)
     ap.add_argument("--prompt", type=int, default=64, help="prompt tokens per request (four chunks)")
+    ap.add_argument("--chunk", type=int, help="prefill tokens per step (default: a quarter of the prompt)")
     ap.add_argument("--decode", type=int, default=0,
                     help="decode steps per request after its prompt (one token each, a new block every 16)")
     ap.add_argument("--stagger", action="store_true",
@@ -144,7 +145,7 @@ def main(argv=None):
     for e in engines:
         e.driver.decode = a.decode
         e.driver.stagger = a.stagger
-        e.driver.chunk = max(1, -(-a.prompt // 4))
+        e.driver.chunk = a.chunk or max(1, -(-a.prompt // 4))
     print(f"load average at the start: {load()}")
     cpu = {e.label: collections.defaultdict(list) for e in engines}
     faults = {e.label: collections.defaultdict(list) for e in engines}
@@ -200,7 +201,7 @@ def main(argv=None):
             p.kill()
             p.wait()
     print(f"load average at the end: {load()}")
-    print(f"scheduler-thread CPU per step, N={n}, {a.cycles} cycles, prompts of {a.prompt} tokens: median µs (added over off; per request)")
+    print(f"scheduler-thread CPU per step, N={n}, {a.cycles} cycles, prompts of {a.prompt} tokens in chunks of {a.chunk or max(1, -(-a.prompt // 4))}: median µs (added over off; per request)")
     for kind in ("burst", "steady", "decode", "finish", "idle"):
         off = cpu["off"][kind]
         if not off:

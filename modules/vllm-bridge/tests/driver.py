@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 from vllm.config import CacheConfig, KVTransferConfig, ParallelConfig, VllmConfig  # noqa: E402
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
-from vllm.v1.core.kv_cache_manager import KVCacheBlocks  # noqa: E402
+from vllm.v1.core.kv_cache_manager import KVCacheBlock, KVCacheBlocks  # noqa: E402
 from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput  # noqa: E402
 from vllm.v1.outputs import KVConnectorOutput  # noqa: E402
 from vllm.v1.request import Request, RequestStatus  # noqa: E402
@@ -65,6 +65,9 @@ class Driver:
         self.waiting = []
         self.running = {}
         self.blocks = {}
+        # each running request's block objects, as vLLM's KV cache manager keeps them (one list per
+        # request, extended as it is allocated more); its KVCacheBlocks wrap these very lists
+        self.pool = {}
         self.next_block = 1
         self.finished_for_worker = set()
         self.calls = 0
@@ -123,7 +126,8 @@ class Driver:
             first = min(self.chunk, req.num_prompt_tokens)
             ids = self._alloc(first if not ext else ext)
             self.blocks[req.request_id] = list(ids)
-            self.sched.update_state_after_alloc(req, KVCacheBlocks([ids]), ext)
+            live = self.pool[req.request_id] = [KVCacheBlock(i) for i in ids]
+            self.sched.update_state_after_alloc(req, KVCacheBlocks([live]), ext)
             self.calls += 1
             self.waiting.remove(req)
             req.status = RequestStatus.WAITING_FOR_REMOTE_KVS if _async else RequestStatus.RUNNING
@@ -146,6 +150,7 @@ class Driver:
                     ids = self._alloc(1) if (req.num_computed_tokens + shift) % self.block_size == 0 else None
                     if ids is not None:
                         self.blocks[rid].extend(ids)
+                        self.pool[rid].extend(map(KVCacheBlock, ids))
                     req.num_computed_tokens += 1
                     self.decoded[rid] = self.decoded.get(rid, 0) + 1
                     cached.req_ids.append(rid)
@@ -154,6 +159,7 @@ class Driver:
             n = min(self.chunk, req.num_prompt_tokens - req.num_computed_tokens)
             ids = self._alloc(n)
             self.blocks[rid].extend(ids)
+            self.pool[rid].extend(map(KVCacheBlock, ids))
             req.num_computed_tokens += n
             cached.req_ids.append(rid)
             cached.new_block_ids.append((ids,))
@@ -196,6 +202,7 @@ class Driver:
             else:
                 continue
             delay_free, _params = self.sched.request_finished(req, list(self.blocks[rid]))
+            self.pool.pop(rid, None)
             self.finished.append((rid, delay_free))
             self.acted.append(["finished", rid, delay_free, _params])
             self.calls += 1
