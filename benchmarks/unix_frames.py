@@ -51,23 +51,6 @@ def echo(frame):
     return frame
 
 
-def _agrees(call, result):
-    """Whether the answer is the ``acted`` its call carries, as the node decides (BridgeCodec.agrees)."""
-    acted, hook = call["args"].get("acted"), call["hook"]
-    if acted is None:
-        return False
-    if hook == "get_num_new_matched_tokens":
-        return (acted["num_tokens"] is not None and result.get("num_tokens") == acted["num_tokens"]
-                and bool(result.get("load_async")) == acted["load_async"])
-    if hook == "request_finished":
-        return (bool(result.get("delay_free")) == acted["delay_free"]
-                and result.get("kv_transfer_params") == acted["kv_transfer_params"])
-    if hook == "update_connector_output":
-        safe = result["finished_sending"] if "finished_sending" in result else call["args"].get("finished_sending")
-        return set(safe or ()) == set(acted["finished_sending"] or ())
-    return False
-
-
 class _StandIn:
     def __init__(self):
         import hashlib
@@ -75,8 +58,8 @@ class _StandIn:
         import msgpack
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                         "modules", "vllm-bridge", "src"))
-        from kvledger_vllm.drive import long_forms
-        self.msgpack, self.long_forms = msgpack, long_forms
+        from kvledger_vllm.drive import agrees, long_forms
+        self.msgpack, self.long_forms, self.agrees = msgpack, long_forms, agrees
         self.digest, self.calls = hashlib.sha256(), 0
         self.session = {}  # (steady) the last compact step read on the connection
 
@@ -103,7 +86,7 @@ class _StandIn:
             calls = self.long_forms(batch, self.session)
             replies = [self.answer(m) for m in calls]
             if req["args"].get("agreed") is True:  # empty answers and those equal to acted left out
-                replies = [r for m, r in zip(calls, replies) if not _agrees(m, r["result"]) and (
+                replies = [r for m, r in zip(calls, replies) if not self.agrees(m, r["result"]) and (
                     r["result"] != {} or "acted" in m["args"])]
             elif any(isinstance(m, list) for m in batch):  # an empty answer as the call's id alone
                 replies = [r["id"] if r["result"] == {} else r for r in replies]

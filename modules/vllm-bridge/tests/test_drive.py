@@ -15,7 +15,7 @@ import zmq
 
 from driver import Driver, make_config, producer_requests
 from kvledger_vllm import KvledgerRecorderConnector
-from kvledger_vllm.drive import NodeBridge, long_form, long_forms
+from kvledger_vllm.drive import NodeBridge, agrees, long_form, long_forms
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 from vllm.v1.core.kv_cache_manager import KVCacheBlocks
 
@@ -332,39 +332,13 @@ def test_without_pipelining_every_call_is_awaited_and_the_answers_are_the_same(t
             (tmp_path / str(pipeline)).mkdir()
             s = scheduler(tmp_path / str(pipeline), node.port, drive_pipeline=pipeline)
             bridge = s._drive
-            w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
-                                                                      "inner_connector_module_path": "fakes"}),
-                                          KVConnectorRole.WORKER, None)
-            d = Driver(s, w)
-            for r in producer_requests(3):
-                d.add(r)
-            d.run(6)
-            s.shutdown()
-            w.shutdown()
+            d = play_producer(s)
             assert s.drive_fallbacks == 0
             assert (bridge.sent > 0) == pipeline and bridge.unread == 0
             seen.append((d.finished, node.calls))
         finally:
             node.close()
     assert seen[0] == seen[1]
-
-
-def agrees(call, result):
-    """Whether a node's answer to ``call`` (long form) is the ``acted`` it carries, as the node
-    decides it (BridgeCodec.agrees) and the client compares it."""
-    acted, hook = call["args"].get("acted"), call["hook"]
-    if acted is None:
-        return False
-    if hook == "get_num_new_matched_tokens":
-        return (acted["num_tokens"] is not None and result.get("num_tokens") == acted["num_tokens"]
-                and bool(result.get("load_async")) == acted["load_async"])
-    if hook == "request_finished":
-        return (bool(result.get("delay_free")) == acted["delay_free"]
-                and result.get("kv_transfer_params") == acted["kv_transfer_params"])
-    if hook == "update_connector_output":
-        safe = result["finished_sending"] if "finished_sending" in result else call["args"].get("finished_sending")
-        return set(safe or ()) == set(acted["finished_sending"] or ())
-    return False
 
 
 class BatchingNode(ScriptedNode):
@@ -467,15 +441,7 @@ def test_a_node_that_takes_batches_gets_a_steps_unawaited_calls_in_one_frame(tmp
             s = scheduler(tmp_path / mode, node.port, drive_pipeline=mode == "batched")
             bridge = s._drive
             assert bridge.batching == (mode == "batched")
-            w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
-                                                                      "inner_connector_module_path": "fakes"}),
-                                          KVConnectorRole.WORKER, None)
-            d = Driver(s, w)
-            for r in producer_requests(3):
-                d.add(r)
-            d.run(6)
-            s.shutdown()
-            w.shutdown()
+            d = play_producer(s)
             # the refused update_state_after_alloc calls count as fallbacks either way
             assert s.drive_fallbacks == 3 and bridge.unread == 0
             seen.append((d.acted, node.calls))
@@ -492,6 +458,21 @@ def test_a_node_that_takes_batches_gets_a_steps_unawaited_calls_in_one_frame(tmp
     assert seen[0] == seen[1]
 
 
+def play_producer(s, requests=3, steps=6):
+    """``requests`` producer requests played for ``steps`` steps over the scheduler connector ``s``
+    and a worker connector of the scripted MoRIIO-like inner, both shut down after; returns the driver."""
+    w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
+                                                              "inner_connector_module_path": "fakes"}),
+                                  KVConnectorRole.WORKER, None)
+    d = Driver(s, w)
+    for r in producer_requests(requests):
+        d.add(r)
+    d.run(steps)
+    s.shutdown()
+    w.shutdown()
+    return d
+
+
 def run_three(tmp_path, node, name, max_batch=None, **more):
     """Three producer requests for 6 steps over ``node``; returns (scheduler, driver, bridge)."""
     (tmp_path / name).mkdir()
@@ -499,15 +480,7 @@ def run_three(tmp_path, node, name, max_batch=None, **more):
     bridge = s._drive
     if max_batch is not None:
         bridge.max_batch = max_batch
-    w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
-                                                              "inner_connector_module_path": "fakes"}),
-                                  KVConnectorRole.WORKER, None)
-    d = Driver(s, w)
-    for r in producer_requests(3):
-        d.add(r)
-    d.run(6)
-    s.shutdown()
-    w.shutdown()
+    d = play_producer(s)
     return s, d, bridge
 
 
@@ -1340,15 +1313,7 @@ def run_counting_checks(tmp_path, node, name, monkeypatch, **more):
     (tmp_path / name).mkdir()
     s = scheduler(tmp_path / name, node.port, **more)
     bridge = s._drive
-    w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
-                                                              "inner_connector_module_path": "fakes"}),
-                                  KVConnectorRole.WORKER, None)
-    d = Driver(s, w)
-    for r in producer_requests(6):
-        d.add(r)
-    d.run(8)
-    s.shutdown()
-    w.shutdown()
+    d = play_producer(s, 6, 8)
     monkeypatch.undo()
     return s, d, bridge, checks
 

@@ -678,6 +678,25 @@ _COMPACT_OPTIONAL = frozenset(("acted", "scheduled_new_reqs", "preempted_req_ids
 _NEW_REQUEST = ("request_id", "block_ids", "num_computed_tokens", "kv_transfer_params")
 
 
+def agrees(call, result):
+    """Whether a node's answer ``result`` to ``call`` (long form) is the ``acted`` the call carries, as
+    the node decides it for an ``agreed`` batch reply (BridgeCodec.agrees): such an answer is left
+    out. For stand-in nodes and tests."""
+    acted, hook = call["args"].get("acted"), call["hook"]
+    if acted is None:
+        return False
+    if hook == "get_num_new_matched_tokens":
+        return (acted["num_tokens"] is not None and result.get("num_tokens") == acted["num_tokens"]
+                and bool(result.get("load_async")) == acted["load_async"])
+    if hook == "request_finished":
+        return (bool(result.get("delay_free")) == acted["delay_free"]
+                and result.get("kv_transfer_params") == acted["kv_transfer_params"])
+    if hook == "update_connector_output":
+        safe = result["finished_sending"] if "finished_sending" in result else call["args"].get("finished_sending")
+        return set(safe or ()) == set(acted["finished_sending"] or ())
+    return False
+
+
 def long_forms(calls, session=None):
     """A batch's calls as ``long_form`` gives them, in order, a ``derived`` new request
     ``[request_id, num_computed_tokens]`` of a compact ``build_connector_meta`` given the block ids
