@@ -71,6 +71,13 @@ class VllmBridgeShadowTest {
         return startNode(role, "shadow");
     }
 
+    /** A {@code unix://} endpoint for a node's bridge in a new directory {@code run} only this user may enter. */
+    private static String unixEndpointIn(Path run) throws java.io.IOException {
+        Files.createDirectory(run);
+        Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+        return "unix://" + run.resolve("node.sock").toAbsolutePath();
+    }
+
     /**
      * Starts {@code kvledger node --engine ENGINE} (shadow: --shadow; drive: --bridge on the same
      * port, or the {@code --bridge ENDPOINT} given first in {@code more}).
@@ -276,9 +283,7 @@ class VllmBridgeShadowTest {
     @Test
     void driveModeOverAUnixSocket() throws Exception {
         Path run = tmp.resolve("run");
-        Files.createDirectory(run);
-        Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
-        String endpoint = "unix://" + run.resolve("node.sock").toAbsolutePath();
+        String endpoint = unixEndpointIn(run);
         Path journal = startNode("producer", "drive", "--bridge", endpoint);
         String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", tmp.resolve("rec-unix").toString(),
                 "--drive", endpoint);
@@ -306,10 +311,7 @@ class VllmBridgeShadowTest {
         List<String> dumps = new ArrayList<>();
         for (String form : new String[] {"steady", "derived", "compact", "long"}) {
             boolean compact = !form.equals("long");
-            Path run = tmp.resolve("run-compact-" + form);
-            Files.createDirectory(run);
-            Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
-            String endpoint = "unix://" + run.resolve("node.sock").toAbsolutePath();
+            String endpoint = unixEndpointIn(tmp.resolve("run-compact-" + form));
             Path journal = startNode("producer", "drive", "--bridge", endpoint);
             List<String> args = new ArrayList<>(List.of("--scenario", "diverge", "--role", "producer", "--out",
                     tmp.resolve("rec-compact-" + form).toString(), "--drive", endpoint, "--drive-from-inner",
@@ -361,10 +363,7 @@ class VllmBridgeShadowTest {
         List<String> replays = new ArrayList<>();
         List<String> dumps = new ArrayList<>();
         for (boolean agreed : new boolean[] {true, false}) {
-            Path run = tmp.resolve("run-agreed-" + agreed);
-            Files.createDirectory(run);
-            Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
-            String endpoint = "unix://" + run.resolve("node.sock").toAbsolutePath();
+            String endpoint = unixEndpointIn(tmp.resolve("run-agreed-" + agreed));
             Path journal = startNode("producer", "drive", "--bridge", endpoint);
             List<String> args = new ArrayList<>(List.of("--scenario", "diverge", "--role", "producer", "--out",
                     tmp.resolve("rec-agreed-" + agreed).toString(), "--idle-steps", "3", "--drive", endpoint,

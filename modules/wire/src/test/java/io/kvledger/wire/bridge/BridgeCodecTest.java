@@ -445,13 +445,19 @@ class BridgeCodecTest {
         assertThat(ok(PyMsgpack.encode(envelope)).call()).as("args may be None").isEqualTo(new HookCall.GetFinished());
     }
 
-    @Test
-    void theAnswerVllmActedOnIsReadIntoTheEvent() {
-        // drive mode answering from the inner connector: args.acted, the answer vLLM acted on
+    /** The args of {@code get_num_new_matched_tokens} for request r at 16 computed tokens, vLLM having acted on 24, async. */
+    private static Map<String, Object> matchedQueryActedOn24Async() {
         Map<String, Object> q = new LinkedHashMap<>();
         q.put("request_id", "r");
         q.put("num_computed_tokens", 16L);
         q.put("acted", new LinkedHashMap<>(Map.of("num_tokens", 24L, "load_async", true)));
+        return q;
+    }
+
+    @Test
+    void theAnswerVllmActedOnIsReadIntoTheEvent() {
+        // drive mode answering from the inner connector: args.acted, the answer vLLM acted on
+        Map<String, Object> q = matchedQueryActedOn24Async();
         HookCall.GetNumNewMatchedTokens call = (HookCall.GetNumNewMatchedTokens) ok(frame(3, "get_num_new_matched_tokens", q)).call();
         assertThat(call.at(5)).isEqualTo(new io.kvledger.core.event.NodeEvent.MatchedTokensQueried(5, "r", 16,
                 new io.kvledger.core.event.NodeEvent.MatchedAnswer(24, true)));
@@ -551,10 +557,7 @@ class BridgeCodecTest {
     @Test
     void anAnswerAgreesWithTheActedOneAsTheDriveClientComparesThem() {
         // get_num_new_matched_tokens: the same count (not None) and load_async
-        Map<String, Object> q = new LinkedHashMap<>();
-        q.put("request_id", "r");
-        q.put("num_computed_tokens", 16L);
-        q.put("acted", new LinkedHashMap<>(Map.of("num_tokens", 24L, "load_async", true)));
+        Map<String, Object> q = matchedQueryActedOn24Async();
         HookCall.Engine query = (HookCall.Engine) ok(frame(3, "get_num_new_matched_tokens", q)).call();
         assertThat(BridgeCodec.agrees(query, List.of(new Effect.MatchedTokens("r", 24, true)))).isTrue();
         assertThat(BridgeCodec.agrees(query, List.of(new Effect.MatchedTokens("r", 24, false)))).isFalse();
