@@ -373,9 +373,14 @@ def _full(on_result, result):
 
 
 def _id_list(value):
+    """The ids as a sorted list of str (None for None); an empty set or list without a Python loop
+    (a decode step's usual ``KVConnectorOutput`` carries none)."""
     if value is None:
         return None
-    return sorted(str(x) for x in value)
+    t = type(value)
+    if (t is set or t is frozenset or t is list or t is tuple) and not value:
+        return []
+    return sorted(map(str, value))
 
 
 # ---------------------------------------------------------------------- the connector metadata
