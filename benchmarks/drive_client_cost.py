@@ -21,7 +21,7 @@ Medians per kind of step, and what drive mode adds over ``off`` (median and mean
 after the finishes alternate between one that reads the finishes' replies and one that does not),
 with the thread's minor page faults in those hooks; then the admitting steps' CPU per hook (means). ``--profile [HOOK]`` prints
 a cProfile (thread CPU time; each call's timer inflates small functions) of this checkout's drive
-engine over the admitting steps, or that hook alone; ``--no-gc`` turns the collector off. A
+engine over the admitting steps (``--profile-kind decode``: the decode steps), or that hook alone; ``--no-gc`` turns the collector off. A
 measurement, nothing is asserted: on a shared machine only ratios within one run mean much.
 """
 
@@ -90,12 +90,12 @@ class Engine:
 
         def wrapper(*a, **k):
             p = self.prof
-            if p is not None and p[1] == name:
+            if p is not None and p[1] in (name, ""):
                 p[0].enable()
             m = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
             c = time.thread_time_ns()
             r = f(*a, **k)
-            if p is not None and p[1] == name:
+            if p is not None and p[1] in (name, ""):
                 p[0].disable()
             took = time.thread_time_ns() - c
             self.faults += resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - m
@@ -124,6 +124,8 @@ def main(argv=None):
                          "them get one in each decode step) instead of all at the same step")
     ap.add_argument("--profile", nargs="?", const="", metavar="HOOK",
                     help="profile this checkout's drive engine over the admitting steps (or that hook alone)")
+    ap.add_argument("--profile-kind", choices=("burst", "decode"), default="burst",
+                    help="with --profile: the kind of step profiled (decode: the steps with no new or finished request)")
     ap.add_argument("--no-gc", action="store_true", help="with the garbage collector off (what it costs)")
     a = ap.parse_args(argv)
     if a.no_gc:
@@ -149,7 +151,8 @@ def main(argv=None):
     print(f"load average at the start: {load()}")
     cpu = {e.label: collections.defaultdict(list) for e in engines}
     faults = {e.label: collections.defaultdict(list) for e in engines}
-    prof = cProfile.Profile(time.thread_time_ns, 1e-9) if a.profile is not None else None
+    prof = a.profile  # (None: no profile) cProfile per step of the kind profiled, its hooks only, summed in stats
+    stats = None
     n, first = a.concurrency, 1
     try:
         for c in range(a.cycles + 2):  # the first two: warm-up
@@ -171,18 +174,22 @@ def main(argv=None):
                     if not before[0]:
                         e.cpu = e.faults = 0
                     e.keep = c >= 2 and bool(before[0])
-                    profiling = prof is not None and e.label == "head" and before[0] and c >= 2
-                    if profiling and a.profile:
-                        e.prof = prof, a.profile
-                    elif profiling:
-                        prof.enable()
+                    profiling = (prof is not None and e.label == "head" and c >= 2
+                                 and (bool(before[0]) if a.profile_kind == "burst" else not before[0] and decoding))
+                    if profiling:  # this step's hooks alone, kept when the step is of the kind profiled
+                        step_prof = cProfile.Profile(time.thread_time_ns, 1e-9)
+                        e.prof = step_prof, a.profile
                     d.step()
                     e.prof = None
-                    if profiling and not a.profile:
-                        prof.disable()
                     kind = ("burst" if before[0] else "finish" if len(d.finished) > before[2]
                             else "decode" if decoding else "steady" if before[1] else "idle")
                     kinds.add(kind)
+                    if profiling and kind == a.profile_kind:
+                        step_prof.create_stats()
+                        if stats is None:
+                            stats = pstats.Stats(step_prof)
+                        else:
+                            stats.add(step_prof)
                     if c >= 2:
                         cpu[e.label][kind].append(e.cpu)
                         faults[e.label][kind].append(e.faults)
@@ -218,8 +225,8 @@ def main(argv=None):
     print(f"  admitting steps by hook, CPU µs per request: " + " | ".join(
         e.label + " " + ", ".join(f"{h} {e.by_hook[h] / (n * a.cycles) / 1000:.1f}" for h in SCHED_HOOKS)
         for e in engines))
-    if prof is not None:
-        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+    if stats is not None:
+        stats.sort_stats("tottime").print_stats(30)
 
 
 if __name__ == "__main__":

@@ -1127,7 +1127,7 @@ def test_a_derived_new_request_goes_in_full_unless_its_blocks_and_params_are_pro
 STEADY_STEPS = [  # (cached ids, their new block ids): a decode engine's steps, some steady
     (["a", "b", "c"], [([1],), None, None]),
     (["a", "b", "c"], [None, None, None]),  # the same ids, no new blocks: quiet
-    (["a", "b", "c"], [None, None, ([7, 8],)]),  # the same ids, new blocks for one
+    (["a", "b", "c"], [None, None, ([7, 8],)]),  # the same ids, new blocks for one: quiet too
     (["b", "a", "c"], [None, None, None]),  # re-ordered
     (["b", "a"], [None, ([9],)]),  # c left
     (["b", "a", "d"], [None, None, None]),  # d joined
@@ -1156,8 +1156,8 @@ def test_a_node_that_takes_steady_steps_gets_the_same_calls_with_repeated_ids_as
     they are its ids, and the new block ids by index ({"at", "blocks"}: None ones left out); expanded with
     what the connection remembers (long_forms' session), the calls are those a compact node and a
     long-form node get, in the same order and with the same digest. Ids changed, re-ordered, a
-    request leaving or joining, or the step after an idle one go in full; a steady step with no new
-    blocks waits quietly for the next frame."""
+    request leaving or joining, or the step after an idle one go in full; a steady step (the same
+    ids, with or without new blocks) waits quietly for the next frame."""
     import hashlib
     seen = []
     for name, compact, steady in (("steady", True, True), ("compact", True, False), ("long", False, False)):
@@ -1174,8 +1174,9 @@ def test_a_node_that_takes_steady_steps_gets_the_same_calls_with_repeated_ids_as
             if steady:
                 # steps 2, 3, 7 and 10 repeat the ids of the step before; each step's blocks a map
                 assert node.markers == 4 and node.sparse == 9
-                # step 2 (the same ids, no new blocks), and 7 and 8 (idle), waited for the next frame
-                assert [f - frames[0] for f in frames[1:]] == [0, 1, 2, 3, 4, 4, 4, 5, 6]
+                # steps 2, 3, 7 and 10 (the same ids, with or without new blocks), and 8 (idle), waited
+                # for the next frame (10's: for the shutdown's)
+                assert [f - frames[0] for f in frames[1:]] == [0, 0, 1, 2, 3, 3, 3, 4, 4]
             else:  # only the idle step 8 waits
                 assert [f - frames[0] for f in frames[1:]] == [1, 2, 3, 4, 5, 6, 6, 7, 8]
                 assert node.markers == 0 and node.sparse == 0
@@ -1231,7 +1232,8 @@ def test_a_steady_step_the_node_cannot_place_is_refused_and_the_next_goes_in_ful
 
 def test_steady_fields_convert_with_c_level_passes():
     """_steady_fields: the same ids (equal lists) as the last step's number, else as strs remembered;
-    the blocks by index, None ones left out, more blocks than ids cut; a failure forgets the ids."""
+    the blocks by index, None ones left out (an empty one kept), more blocks than ids cut; steady
+    whenever the ids went as a number; a failure forgets the ids."""
     from types import SimpleNamespace
 
     from kvledger_vllm import recorder
@@ -1239,14 +1241,17 @@ def test_steady_fields_convert_with_c_level_passes():
     b = SimpleNamespace(steady_ids=None, steady_step=None, steady_numbers=0)
     assert recorder._steady_fields(b, 1, ["a", "b"], [None, ([1],)]) == (["a", "b"], {"at": [1], "blocks": [([1],)]}, False)
     assert recorder._steady_fields(b, 2, ["a", "b"], [None, None]) == (1, {}, True)
-    assert recorder._steady_fields(b, 3, ["a", "b"], [[1, 2], None, ([5],)]) == (2, {"at": [0], "blocks": [[[1, 2]]]}, False)
+    assert recorder._steady_fields(b, 3, ["a", "b"], [[1, 2], None, ([5],)]) == (2, {"at": [0], "blocks": [[[1, 2]]]}, True)
     assert recorder._steady_fields(b, 4, ["b", "a"], ()) == (["b", "a"], {}, False)
     assert recorder._steady_fields(b, 5, [7], None) == (["7"], {}, False) and b.steady_ids == ["7"]
     # block ids that are not lists of int lists: converted as the long form converts them
-    assert recorder._steady_fields(b, 6, ["7"], [[3, True]]) == (5, {"at": [0], "blocks": [[[3, 1]]]}, False)
-    assert recorder._steady_fields(b, 7, ["7"], [([3], [True])]) == (6, {"at": [0], "blocks": [[[3], [1]]]}, False)
+    assert recorder._steady_fields(b, 6, ["7"], [[3, True]]) == (5, {"at": [0], "blocks": [[[3, 1]]]}, True)
+    assert recorder._steady_fields(b, 7, ["7"], [([3], [True])]) == (6, {"at": [0], "blocks": [[[3], [1]]]}, True)
+    # an empty entry (not None) is kept, by index
+    assert recorder._steady_fields(b, 7, ["7", "8"], [(), None]) == (["7", "8"], {"at": [0], "blocks": [()]}, False)
+    assert recorder._steady_fields(b, 8, ["7", "8"], [None, []]) == (7, {"at": [1], "blocks": [[]]}, True)
     kept = ([4, 5], [6])
-    assert recorder._steady_fields(b, 8, ["7"], [kept])[1]["blocks"][0] is kept
+    assert recorder._steady_fields(b, 9, ["7"], [kept])[1]["blocks"][0] is kept
     nb = NodeBridge.__new__(NodeBridge)
     nb.failures, nb._on_failure, nb.steady_ids = 0, None, ["x"]
     nb._failed("build_connector_meta", "refused")

@@ -265,8 +265,8 @@ def _steady_fields(bridge, step, ids, nbs):
     block ids as ``{"at": indexes, "blocks": groups}``, the None ones left out (C-level passes; a
     Python call per request with new blocks only when they are not vLLM's lists of int lists). ``bridge.steady_ids``/``steady_step``: what the node remembers of
     the connection; None after any failure (``NodeBridge._failed``), so that the next step goes in
-    full. Gives ``(ids, blocks, steady)``, ``steady`` when the ids went as a number and no request has
-    new blocks."""
+    full. Gives ``(ids, blocks, steady)``, ``steady`` when the ids went as a number (whether or not
+    some request has new blocks: a decode step's usual news, which the node reads whenever)."""
     last = bridge.steady_ids
     if last is not None and ids == last:
         ids = bridge.steady_step
@@ -280,16 +280,21 @@ def _steady_fields(bridge, step, ids, nbs):
         nbs = list(nbs)
     if len(nbs) > len(last):
         nbs = nbs[:len(last)]
-    if nbs.count(None) == len(nbs):  # (list.count: C-level, by identity first)
+    nones = nbs.count(None)  # (list.count: C-level, by identity first)
+    if nones == len(nbs):
         return ids, _NO_BLOCKS, type(ids) is int
-    has = list(map(operator.is_not, nbs, itertools.repeat(None)))
-    blocks = list(_compress(nbs, has))
+    blocks = list(_compress(nbs, nbs))  # the entries that are not None when none of them is empty
+    if len(blocks) + nones == len(nbs):
+        has = nbs
+    else:  # an empty entry (not None): kept, by identity
+        has = list(map(operator.is_not, nbs, itertools.repeat(None)))
+        blocks = list(_compress(nbs, has))
     # as they are when each is a list or tuple of int lists (vLLM's: packed before the hook returns),
     # checked by type in three C-level passes; else each as _blocks_packable gives it
     if not (_SEQ_TYPES.issuperset(map(type, blocks)) and _SEQ_TYPES.issuperset(map(type, _chain(blocks)))
             and _INT_TYPE.issuperset(map(type, _chain(_chain(blocks))))):
         blocks = list(map(_blocks_packable, blocks))
-    return ids, {"at": list(_compress(itertools.count(), has)), "blocks": blocks}, False
+    return ids, {"at": list(_compress(range(len(nbs)), has)), "blocks": blocks}, type(ids) is int
 
 
 def _blocks_packable(value):
@@ -368,9 +373,14 @@ def _full(on_result, result):
 
 
 def _id_list(value):
+    """The ids as a sorted list of str (None for None); an empty set or list without a Python loop
+    (a decode step's usual ``KVConnectorOutput`` carries none)."""
     if value is None:
         return None
-    return sorted(str(x) for x in value)
+    t = type(value)
+    if (t is set or t is frozenset or t is list or t is tuple) and not value:
+        return []
+    return sorted(map(str, value))
 
 
 # ---------------------------------------------------------------------- the connector metadata
@@ -1711,9 +1721,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._failed("drive build_connector_meta", e)
             # a step with nothing scheduled tells the node nothing new: it waits for a later frame
             # unless calls that do wait with it (an idle step then sends nothing)
-            # (``steady``: as is a step whose ids are the previous step's and that has no new blocks:
-            # the reducer reads a cached request only for its new blocks, so its answer is that of an
-            # idle step, read whenever)
+            # (``steady``: as is a step whose ids are the previous step's, with or without new blocks:
+            # build_connector_meta reads no time, and what it reads besides the step (pending saves,
+            # staged receives and saves) only calls on this connection change, which stay behind it in
+            # order; vLLM acts on none of its answer. So its answer and every later one are the same
+            # whenever it is read: core SteadyStepTest)
             quiet = (args is not None and (steady or not args["cached_req_ids"]) and not args.get("scheduled_new_reqs")
                      and not args.get("preempted_req_ids"))
             if args is not None and self._drive_compact:

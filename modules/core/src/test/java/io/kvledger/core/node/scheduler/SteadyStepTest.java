@@ -42,8 +42,45 @@ class SteadyStepTest {
         }
     }
 
-    /** The effects of the steady step (read {@code late} ns after its turn) and of each event after it. */
+    /**
+     * A decode step's usual news, new blocks for some of the same requests (none new, finished or
+     * preempted), may wait too: {@code build_connector_meta} reads no time, and what else it reads
+     * (pending saves, staged receives and saves) changes only by calls that stay behind it in order.
+     * Here a chunked prefill's pending save completes and a decoding request without one gets a new
+     * block (skipped, or {@code KeyError} where PENDING_SAVE_UNKNOWN_RAISES is on): the same effects
+     * read at once, 250 ms or an hour later, and after it.
+     */
+    @Test
+    void a_step_whose_news_is_new_blocks_answers_the_same_whenever_it_is_read() {
+        for (Behaviour b : List.of(Behaviour.newest(), seed(), firstOwnerWins())) {
+            for (boolean producer : new boolean[] {true, false}) {
+                for (TransferMode mode : TransferMode.values()) {
+                    String what = b.profile() + (producer ? " producer " : " consumer ") + mode;
+                    List<List<Effect>> now = run(b, producer, mode, 0, true);
+                    for (long later : new long[] {NodeConfig.NS_PER_S / 4, NodeConfig.seconds(3600)}) {
+                        List<List<Effect>> held = run(b, producer, mode, later, true);
+                        assertThat(held).as(what + ", read %d ns later", later).isEqualTo(now);
+                    }
+                    assertThat(now.get(0)).as(what).isNotEmpty();
+                    if (producer && mode == TransferMode.WRITE) {  // r1's pending save completes in it (staged, or
+                        // its metadata cannot be made: this fixture's request names no address)
+                        assertThat(now.get(0)).as(what).anyMatch(e -> e instanceof Effect.PhaseChanged pc
+                                && pc.requestId().equals("r1") || e instanceof Effect.Anomaly a && "r1".equals(a.requestId()));
+                    }
+                }
+            }
+        }
+    }
+
     private static List<List<Effect>> run(Behaviour b, boolean producer, TransferMode mode, long late) {
+        return run(b, producer, mode, late, false);
+    }
+
+    /**
+     * The effects of the steady step (read {@code late} ns after its turn) and of each event after it;
+     * {@code blocks}: the step gives r1 (its prompt's last chunk) and r3 new blocks.
+     */
+    private static List<List<Effect>> run(Behaviour b, boolean producer, TransferMode mode, long late, boolean blocks) {
         Node n = new Node((producer ? producer(mode) : consumer(mode)).behaviour(b).deferTimeoutNs(DEFER));
         var p1 = producer ? params("do_remote_decode", true, "transfer_id", "tid-1")
                 : params("do_remote_prefill", true, "transfer_id", "tid-1", "remote_block_ids", ids(7, 8, 9, 10),
@@ -63,7 +100,8 @@ class SteadyStepTest {
         n.at(4_000_000L).finish("r2", FinishStatus.FINISHED_LENGTH_CAPPED, one(2, 3));  // a deferred free (producer)
         n.at(5_000_000L).step(cached("r1", null), cached("r3", null));
         List<List<Effect>> out = new ArrayList<>();
-        out.add(n.at(6_000_000L + late).step(cached("r1", null), cached("r3", null)));  // the steady step
+        out.add(blocks ? n.at(6_000_000L + late).step(cached("r1", one(6, 7, 8, 9)), cached("r3", one(10)))
+                : n.at(6_000_000L + late).step(cached("r1", null), cached("r3", null)));  // the steady step
         // what follows at the same times either way (after the latest read of the steady step)
         long t = NodeConfig.seconds(7200);
         out.add(n.at(t).output(null, null));
