@@ -445,6 +445,15 @@ class BridgeCodecTest {
         assertThat(ok(PyMsgpack.encode(envelope)).call()).as("args may be None").isEqualTo(new HookCall.GetFinished());
     }
 
+    /** The args of {@code request_finished} for request r, length-capped, with blocks [[1, 2]]. */
+    private static Map<String, Object> lengthCappedFinishOfR() {
+        Map<String, Object> f = new LinkedHashMap<>();
+        f.put("request_id", "r");
+        f.put("status", "FINISHED_LENGTH_CAPPED");
+        f.put("block_ids", new ArrayList<>(List.of(new ArrayList<>(List.of(1L, 2L)))));
+        return f;
+    }
+
     /** The args of {@code get_num_new_matched_tokens} for request r at 16 computed tokens, vLLM having acted on 24, async. */
     private static Map<String, Object> matchedQueryActedOn24Async() {
         Map<String, Object> q = new LinkedHashMap<>();
@@ -468,10 +477,7 @@ class BridgeCodecTest {
         assertThat(((HookCall.GetNumNewMatchedTokens) ok(frame(3, "get_num_new_matched_tokens", q)).call()).acted())
                 .isEqualTo(new io.kvledger.core.event.NodeEvent.MatchedAnswer(null, false));
 
-        Map<String, Object> f = new LinkedHashMap<>();
-        f.put("request_id", "r");
-        f.put("status", "FINISHED_LENGTH_CAPPED");
-        f.put("block_ids", new ArrayList<>(List.of(new ArrayList<>(List.of(1L, 2L)))));
+        Map<String, Object> f = lengthCappedFinishOfR();
         Map<String, Object> acted = new LinkedHashMap<>();
         acted.put("delay_free", true);
         acted.put("kv_transfer_params", new LinkedHashMap<>(Map.of("transfer_id", "tx-1",
@@ -574,10 +580,7 @@ class BridgeCodecTest {
         assertThat(BridgeCodec.agrees(notActed, List.of(new Effect.MatchedTokens("r", 0, false)))).isFalse();
 
         // request_finished: the same delay_free and params key for key, value types included; no NaN
-        Map<String, Object> f = new LinkedHashMap<>();
-        f.put("request_id", "r");
-        f.put("status", "FINISHED_LENGTH_CAPPED");
-        f.put("block_ids", new ArrayList<>(List.of(new ArrayList<>(List.of(1L, 2L)))));
+        Map<String, Object> f = lengthCappedFinishOfR();
         Map<String, Object> acted = new LinkedHashMap<>();
         acted.put("delay_free", true);
         Map<String, Object> params = new LinkedHashMap<>();
