@@ -21,7 +21,7 @@ Medians per kind of step, and what drive mode adds over ``off`` (median and mean
 after the finishes alternate between one that reads the finishes' replies and one that does not),
 with the thread's minor page faults in those hooks; then the admitting steps' CPU per hook (means). ``--profile [HOOK]`` prints
 a cProfile (thread CPU time; each call's timer inflates small functions) of this checkout's drive
-engine over the admitting steps (``--profile-kind decode``: the decode steps), or that hook alone; ``--no-gc`` turns the collector off. A
+engine over the admitting steps (``--profile-kind KIND``: another kind of step), or that hook alone; ``--no-gc`` turns the collector off. A
 measurement, nothing is asserted: on a shared machine only ratios within one run mean much.
 """
 
@@ -124,8 +124,9 @@ def main(argv=None):
                          "them get one in each decode step) instead of all at the same step")
     ap.add_argument("--profile", nargs="?", const="", metavar="HOOK",
                     help="profile this checkout's drive engine over the admitting steps (or that hook alone)")
-    ap.add_argument("--profile-kind", choices=("burst", "decode"), default="burst",
-                    help="with --profile: the kind of step profiled (decode: the steps with no new or finished request)")
+    ap.add_argument("--profile-kind", choices=("burst", "steady", "decode", "finish", "idle"), default="burst",
+                    help="with --profile: the kind of step profiled (as the table names them; decode: the steps "
+                         "with no new or finished request once every prompt is in)")
     ap.add_argument("--no-gc", action="store_true", help="with the garbage collector off (what it costs)")
     a = ap.parse_args(argv)
     if a.no_gc:
@@ -174,8 +175,7 @@ def main(argv=None):
                     if not before[0]:
                         e.cpu = e.faults = 0
                     e.keep = c >= 2 and bool(before[0])
-                    profiling = (prof is not None and e.label == "head" and c >= 2
-                                 and (bool(before[0]) if a.profile_kind == "burst" else not before[0] and decoding))
+                    profiling = prof is not None and e.label == "head" and c >= 2
                     if profiling:  # this step's hooks alone, kept when the step is of the kind profiled
                         step_prof = cProfile.Profile(time.thread_time_ns, 1e-9)
                         e.prof = step_prof, a.profile
@@ -186,7 +186,9 @@ def main(argv=None):
                     kinds.add(kind)
                     if profiling and kind == a.profile_kind:
                         step_prof.create_stats()
-                        if stats is None:
+                        if not step_prof.stats:
+                            pass  # the hook profiled was not called in this step
+                        elif stats is None:
                             stats = pstats.Stats(step_prof)
                         else:
                             stats.add(step_prof)
@@ -227,6 +229,8 @@ def main(argv=None):
         for e in engines))
     if stats is not None:
         stats.sort_stats("tottime").print_stats(30)
+    elif prof is not None:
+        print(f"no {a.profile_kind} step called {prof or 'a scheduler hook'}: nothing to profile")
 
 
 if __name__ == "__main__":
