@@ -1495,3 +1495,104 @@ def test_a_node_rewriting_nothing_lists_an_empty_answer_that_differs_from_acted(
         finally:
             node.close()
     assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("record", (False, True))
+def test_the_finishing_call_packs_what_the_general_path_packs_and_what_the_hook_saw(tmp_path, record):
+    """request_finished with drive_finished_from_inner: the call (packed when its batch goes out, maybe
+    at the step's end) gives the bytes _block_groups and plain give at the hook, for vLLM's types (a
+    flat int list, a tuple of int lists, MoRIIO's params holding the very list of block ids) and for odd
+    values (tuples, bools and an int enum among ids, nested params, non-str keys, sets, bytes, None),
+    whatever vLLM or the inner changes in those lists and dicts after the hook returns."""
+    import enum
+
+    from kvledger_vllm import recorder
+    from vllm.v1.request import Request, RequestStatus
+
+    class Seven(enum.IntEnum):
+        SEVEN = 7
+
+    class Calls(RowsBridge):
+        def send_args(self, hook, args, on_result=None, flush=False, quiet=False):
+            self.rows.append((hook, args))  # kept as it is: packed below, after the changes
+
+    extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
+    if record:
+        extra["record_to"] = str(tmp_path / "{role}.jsonl")
+    s = KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
+    bridge = s._drive = Calls()
+    s._drive_compact = s._drive_from_inner = s._drive_pipeline = s._drive_finished_from_inner = True
+    flat = list(range(128))
+    groups = ([5, 6, 7], [8])
+    cases = [
+        (flat, (True, {"do_remote_prefill": True, "remote_block_ids": flat, "remote_engine_id": "e", "tp_size": 1,
+                       "transfer_id": "t"})),
+        (groups, (True, {"remote_block_ids": list(groups), "f": 1.5, "n": None, "b": False})),
+        ([[1, 2], (3,)], (False, {"t": (1, 2), "g": ((1,), [2, True]), "m": [1.5, None, "x", True]})),
+        (((1, 2), (3,)), (0, None)),
+        ([1, True, 2], (1, {"ids": [1, True]})),
+        ([Seven.SEVEN, 8], (False, {"x": {"y": [1]}})),
+        ([[1, Seven.SEVEN]], (False, {3: "k", "a": [1]})),
+        ([], (False, {"s": {2, 1}})),
+        (None, (False, {"b": b"\x00", "l": [[1], 2]})),
+        ([[]], (False, {"l": [{"a": 1}]})),
+        ((), (False, ("not", "a", "dict"))),
+    ]
+    expected = []
+    for i, (blocks, answer) in enumerate(cases):
+        r = Request(f"r{i}", range(4))
+        r.status = RequestStatus.FINISHED_LENGTH_CAPPED if i % 2 else RequestStatus.FINISHED_STOPPED
+        s.on_new_request(r)
+        s._inner.request_finished = lambda request, block_ids, answer=answer: answer
+        assert s.request_finished(r, blocks) is answer  # vLLM gets the inner's answer
+        expected.append(msgpack.packb({"request_id": r.request_id, "status": recorder._status_name(r),
+                                       "block_ids": recorder._block_groups(blocks), "acted": {
+                                           "delay_free": bool(answer[0]), "kv_transfer_params": recorder.plain(answer[1])}}))
+        # what vLLM or the inner may do to its lists and dicts once the hook returned
+        for g in (blocks if isinstance(blocks, (list, tuple)) else ()):
+            if type(g) is list:
+                g.append(99)
+        if type(blocks) is list:
+            blocks.append(100)
+        if type(answer[1]) is dict:
+            for v in answer[1].values():
+                if type(v) is list:
+                    v.append(101)
+            answer[1]["late"] = 1
+    calls = [c[1] for c in bridge.rows if type(c) is tuple and c[0] == "request_finished"]
+    assert len(calls) == len(cases)
+    assert [msgpack.packb(a) for a in calls] == expected
+    # the odd values went through the conversions (same bytes); vLLM's own ones as plain lists
+    assert calls[0]["block_ids"] == [list(range(128))] and calls[0]["acted"]["kv_transfer_params"]["remote_block_ids"] \
+        == list(range(128))
+    assert calls[4]["block_ids"] == [[1, 1, 2]] and calls[4]["acted"]["kv_transfer_params"]["ids"] == [1, True]
+    assert calls[7]["acted"]["kv_transfer_params"] == {"s": [1, 2]}
+    assert s.drive_fallbacks == 0
+    s._drive = None
+    s.shutdown()
+
+
+def test_finishing_values_sent_later_are_the_general_conversions():
+    """_blocks_sent_later and _params_sent_later give what _block_groups and plain give (equal, same
+    bytes, fresh lists), and raise where _block_groups raises."""
+    from kvledger_vllm import recorder
+    for b in ([1, 2], (1, 2), [], (), None, [[1], [2, 3]], ([1], (2,)), ((), ()), [[True]], [1, True], [[1], []]):
+        got = recorder._blocks_sent_later(b)
+        assert got == recorder._block_groups(b) and msgpack.packb(got) == msgpack.packb(recorder._block_groups(b))
+        assert all(type(g) is list for g in got)
+        if isinstance(b, (list, tuple)):
+            assert not any(g is x for g in got for x in b) and got is not b
+    for bad in ([[1], 2], [1, [2]], [["a"]]):
+        with pytest.raises((TypeError, ValueError)):
+            recorder._block_groups(bad)
+        with pytest.raises((TypeError, ValueError)):
+            recorder._blocks_sent_later(bad)
+    for p in ({"a": 1}, {"a": [1, 2], "b": ([1], (2, None))}, {"a": (1.5, "x")}, {1: 2}, {"a": {1}}, {"a": [[1], 2]},
+              {"a": [{"b": 1}]}, {"a": b"x"}, None, [1, 2], {"a": [[[1]]]}, {}):
+        got = recorder._params_sent_later(p)
+        assert got == recorder.plain(p) and msgpack.packb(got) == msgpack.packb(recorder.plain(p))
+    p = {"l": [1], "g": [[2]]}
+    q = recorder._params_sent_later(p)
+    p["l"].append(3)
+    p["g"][0].append(4)
+    assert q == {"l": [1], "g": [[2]]}

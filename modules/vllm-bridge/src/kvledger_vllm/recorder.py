@@ -310,6 +310,48 @@ def _blocks_packable(value):
     return _block_groups(value)
 
 
+def _blocks_sent_later(value):
+    """``_block_groups(value)`` for a call that may wait in the batch until the step's end
+    (``request_finished``): a list or tuple of int lists, or a flat list or tuple of ints (a connector
+    without HMA gets one group), checked by type in C-level passes and copied with one C-level
+    ``list(g)`` per group (the inner's answer may hand the same lists on: MoRIIO's
+    ``remote_block_ids`` is the list vLLM passed); anything else converted as ``_block_groups`` does."""
+    t = type(value)
+    if t is list or t is tuple:
+        types = set(map(type, value))
+        if types <= _INT_TYPE:
+            return [list(value)] if value else []
+        if types <= _SEQ_TYPES and _INT_TYPE.issuperset(map(type, _chain(value))):
+            return list(map(list, value))
+    return _block_groups(value)
+
+
+def _params_sent_later(params):
+    """``plain(params)`` for a call that may wait in the batch until the step's end (the ``acted``
+    params of ``request_finished``): a dict of str keys whose values are plain scalars, lists or tuples
+    of plain scalars, or lists or tuples of such lists, copied shallowly and per list (as lists: what
+    ``plain`` gives and msgpack packs alike), with C-level checks; anything else ``plain``'s."""
+    if type(params) is not dict or not _STR_TYPE.issuperset(map(type, params)):
+        return None if params is None else plain(params)
+    out = params.copy()
+    if _PLAIN_TYPES.issuperset(map(type, params.values())):
+        return out
+    for k, v in params.items():
+        t = type(v)
+        if t in _PLAIN_TYPES:
+            continue
+        if t is not list and t is not tuple:
+            return plain(params)
+        types = set(map(type, v))
+        if types <= _PLAIN_TYPES:
+            out[k] = list(v)
+        elif types <= _SEQ_TYPES and _PLAIN_TYPES.issuperset(map(type, _chain(v))):
+            out[k] = list(map(list, v))
+        else:
+            return plain(params)
+    return out
+
+
 def _params_copy(params):
     """What the calling thread keeps of a ``kv_transfer_params`` dict the connector may change later:
     a shallow copy (connectors set and replace its keys; ``plain`` converts it on the writer thread)."""
@@ -1940,7 +1982,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             rid = _request_id(request)
             self._drive_seen.discard(rid)
             try:
-                args = {"request_id": rid, "status": _status_name(request), "block_ids": _block_groups(block_ids)}
+                args = {"request_id": rid, "status": _status_name(request), "block_ids": _blocks_sent_later(block_ids)}
             except Exception as e:  # noqa: BLE001
                 args = None
                 self._failed("drive " + where, e)
@@ -1962,7 +2004,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         (``_drive_deferred``) takes the answer acted on at once and the node's when it is read."""
         try:
             delay_free, params = result
-            acted = (bool(delay_free), plain(params) if params is not None else None)
+            acted = (bool(delay_free), _params_sent_later(params))
             args["acted"] = {"delay_free": acted[0], "kv_transfer_params": acted[1]}
         except Exception as e:  # noqa: BLE001 - not a pair: nothing the node could agree with
             acted = ("not a pair", repr(result))
