@@ -1524,6 +1524,7 @@ def test_the_finishing_call_packs_what_the_general_path_packs_and_what_the_hook_
     s._drive_compact = s._drive_from_inner = s._drive_pipeline = s._drive_finished_from_inner = True
     flat = list(range(128))
     groups = ([5, 6, 7], [8])
+    bools = [4, True]
     cases = [
         (flat, (True, {"do_remote_prefill": True, "remote_block_ids": flat, "remote_engine_id": "e", "tp_size": 1,
                        "transfer_id": "t"})),
@@ -1537,6 +1538,8 @@ def test_the_finishing_call_packs_what_the_general_path_packs_and_what_the_hook_
         (None, (False, {"b": b"\x00", "l": [[1], 2]})),
         ([[]], (False, {"l": [{"a": 1}]})),
         ((), (False, ("not", "a", "dict"))),
+        (groups, (True, {"r": groups, "g": groups[1], "i": 3})),  # the very lists vLLM passed, as MoRIIO does
+        (bools, (True, {"r": bools, "o": [bools, [2]]})),  # a bool among them: converted, the params not
     ]
     expected = []
     for i, (blocks, answer) in enumerate(cases):
@@ -1577,7 +1580,7 @@ def test_finishing_values_sent_later_are_the_general_conversions():
     bytes, fresh lists), and raise where _block_groups raises."""
     from kvledger_vllm import recorder
     for b in ([1, 2], (1, 2), [], (), None, [[1], [2, 3]], ([1], (2,)), ((), ()), [[True]], [1, True], [[1], []]):
-        got = recorder._blocks_sent_later(b)
+        got, checked = recorder._blocks_sent_later(b)
         assert got == recorder._block_groups(b) and msgpack.packb(got) == msgpack.packb(recorder._block_groups(b))
         assert all(type(g) is list for g in got)
         if isinstance(b, (list, tuple)):
@@ -1586,7 +1589,7 @@ def test_finishing_values_sent_later_are_the_general_conversions():
         with pytest.raises((TypeError, ValueError)):
             recorder._block_groups(bad)
         with pytest.raises((TypeError, ValueError)):
-            recorder._blocks_sent_later(bad)
+            recorder._blocks_sent_later(bad)[0]
     for p in ({"a": 1}, {"a": [1, 2], "b": ([1], (2, None))}, {"a": (1.5, "x")}, {1: 2}, {"a": {1}}, {"a": [[1], 2]},
               {"a": [{"b": 1}]}, {"a": b"x"}, None, [1, 2], {"a": [[[1]]]}, {}):
         got = recorder._params_sent_later(p)
@@ -1596,3 +1599,12 @@ def test_finishing_values_sent_later_are_the_general_conversions():
     p["l"].append(3)
     p["g"][0].append(4)
     assert q == {"l": [1], "g": [[2]]}
+    # lists _blocks_sent_later took as they were are not checked again, and copied all the same
+    b = ([1, 2], [3])
+    got, checked = recorder._blocks_sent_later(b)
+    assert checked == b and all(x is y for x, y in zip(checked, b))
+    p = {"r": b, "g": b[0], "l": [b[1], [True]]}
+    q = recorder._params_sent_later(p, checked)
+    assert q == recorder.plain(p) and msgpack.packb(q) == msgpack.packb(recorder.plain(p))
+    assert q["g"] is not b[0] and q["r"][0] is not b[0] and q["l"][0] is not b[1]
+    assert recorder._blocks_sent_later([1, True])[1] == () and recorder._blocks_sent_later([[1], (2.0,)])[1] == ()

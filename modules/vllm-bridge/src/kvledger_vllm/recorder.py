@@ -315,22 +315,51 @@ def _blocks_sent_later(value):
     (``request_finished``): a list or tuple of int lists, or a flat list or tuple of ints (a connector
     without HMA gets one group), checked by type in C-level passes and copied with one C-level
     ``list(g)`` per group (the inner's answer may hand the same lists on: MoRIIO's
-    ``remote_block_ids`` is the list vLLM passed); anything else converted as ``_block_groups`` does."""
+    ``remote_block_ids`` is the list vLLM passed); anything else converted as ``_block_groups`` does.
+    Gives ``(groups, checked)``: ``checked`` the int lists taken as they were (none when converted)."""
     t = type(value)
     if t is list or t is tuple:
         types = set(map(type, value))
         if types <= _INT_TYPE:
-            return [list(value)] if value else []
-        if types <= _SEQ_TYPES and _INT_TYPE.issuperset(map(type, _chain(value))):
-            return list(map(list, value))
-    return _block_groups(value)
+            return ([list(value)], (value,)) if value else ([], ())
+        if types <= _SEQ_TYPES:
+            for g in value:
+                if not set(map(type, g)) <= _INT_TYPE:
+                    return _block_groups(value), ()
+            return list(map(list, value)), tuple(value)
+    return _block_groups(value), ()
 
 
-def _params_sent_later(params):
+def _is_checked(v, checked):
+    for c in checked:
+        if v is c:
+            return True
+    return False
+
+
+def _plain_list(v, checked=()):
+    """``plain(v)`` for a list or tuple ``v`` of plain scalars or of lists or tuples of them, as fresh
+    lists; None for anything else. ``checked``: the int lists ``_blocks_sent_later`` took as they were
+    (MoRIIO's ``remote_block_ids`` is the list vLLM passed), which need no second check."""
+    if checked and _is_checked(v, checked):
+        return list(v)
+    types = set(map(type, v))
+    if types <= _PLAIN_TYPES:
+        return list(v)
+    if types <= _SEQ_TYPES:
+        for g in v:
+            if not (checked and _is_checked(g, checked)) and not set(map(type, g)) <= _PLAIN_TYPES:
+                return None
+        return list(map(list, v))
+    return None
+
+
+def _params_sent_later(params, checked=()):
     """``plain(params)`` for a call that may wait in the batch until the step's end (the ``acted``
     params of ``request_finished``): a dict of str keys whose values are plain scalars, lists or tuples
     of plain scalars, or lists or tuples of such lists, copied shallowly and per list (as lists: what
-    ``plain`` gives and msgpack packs alike), with C-level checks; anything else ``plain``'s."""
+    ``plain`` gives and msgpack packs alike), with C-level checks; anything else ``plain``'s.
+    ``checked``: as for ``_plain_list``."""
     if type(params) is not dict or not _STR_TYPE.issuperset(map(type, params)):
         return None if params is None else plain(params)
     out = params.copy()
@@ -342,13 +371,10 @@ def _params_sent_later(params):
             continue
         if t is not list and t is not tuple:
             return plain(params)
-        types = set(map(type, v))
-        if types <= _PLAIN_TYPES:
-            out[k] = list(v)
-        elif types <= _SEQ_TYPES and _PLAIN_TYPES.issuperset(map(type, _chain(v))):
-            out[k] = list(map(list, v))
-        else:
+        v = _plain_list(v, checked)
+        if v is None:
             return plain(params)
+        out[k] = v
     return out
 
 
@@ -1982,12 +2008,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             rid = _request_id(request)
             self._drive_seen.discard(rid)
             try:
-                args = {"request_id": rid, "status": _status_name(request), "block_ids": _blocks_sent_later(block_ids)}
+                blocks, checked = _blocks_sent_later(block_ids)
+                args = {"request_id": rid, "status": _status_name(request), "block_ids": blocks}
             except Exception as e:  # noqa: BLE001
                 args = None
                 self._failed("drive " + where, e)
             if args is not None and self._drive_finished_from_inner:
-                self._drive_finish_from_inner(rid, args, result)
+                self._drive_finish_from_inner(rid, args, result, checked)
                 return result
             r = self._drive_call("request_finished", **args) if args is not None else None
             if r is not None:
@@ -1997,14 +2024,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_deferred_known = False  # the node may have deferred it: always wait from now on
         return result
 
-    def _drive_finish_from_inner(self, rid, args, result):
+    def _drive_finish_from_inner(self, rid, args, result, checked=()):
         """``request_finished`` with ``drive_finished_from_inner``: vLLM acts on the inner's
         ``result`` now; the call, carrying it as ``acted``, goes to the node without waiting and the
         node's answer is checked when read. The producer's record of what the node defers
         (``_drive_deferred``) takes the answer acted on at once and the node's when it is read."""
         try:
             delay_free, params = result
-            acted = (bool(delay_free), _params_sent_later(params))
+            acted = (bool(delay_free), _params_sent_later(params, checked))
             args["acted"] = {"delay_free": acted[0], "kv_transfer_params": acted[1]}
         except Exception as e:  # noqa: BLE001 - not a pair: nothing the node could agree with
             acted = ("not a pair", repr(result))
