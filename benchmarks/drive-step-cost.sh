@@ -7,7 +7,7 @@
 #                "base", in the same run as this checkout's jar (labelled "head")
 #   other arguments go to drive_step_cost.py (--concurrency 16,64,256, --cycles 6, --idle 6,
 #   --unpipelined head, --unbatched head, --from-inner head, --freed-from-inner head,
-#   --matched-from-inner head, --idle-frames head, --unsteady head, --decode 16, --stagger,
+#   --matched-from-inner head, --idle-frames head, --unsteady head, --decode 16, --stagger, --warmup 30,
 #   --transport unix|tcp (default unix))
 # The JDK: JAVA_HOME when it is a JDK 25, else `java` on PATH. This checkout's jar
 # (modules/cli/target/kvledger.jar) is built with Maven when it is missing.

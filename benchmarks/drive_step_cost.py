@@ -413,6 +413,8 @@ def main(argv=None):
     ap.add_argument("--concurrency", default="16,64,256")
     ap.add_argument("--cycles", type=int, default=6, help="cycles per concurrency (each admits N requests)")
     ap.add_argument("--idle", type=int, default=6, help="idle steps after each cycle")
+    ap.add_argument("--warmup", type=int, default=30,
+                    help="cycles of 64 requests played first and not counted (the nodes' JIT compiles meanwhile)")
     ap.add_argument("--decode", type=int, default=0,
                     help="decode steps per request after its prompt (one token each, a new block every 16)")
     ap.add_argument("--stagger", action="store_true",
@@ -471,8 +473,8 @@ def main(argv=None):
         gc.callbacks.append(_gc_timer)
         first = 1
         # warm-up (the nodes' JIT): not counted
-        play(engines, echo, 64, 3, 2, first, False)
-        first += 3 * 64
+        play(engines, echo, 64, a.warmup, 2, first, False)
+        first += a.warmup * 64
         results = {}
         cpu_results = {}
         awaited = {}
