@@ -27,19 +27,8 @@ class SteadyStepTest {
 
     @Test
     void a_steady_steps_answer_and_all_that_follows_do_not_depend_on_when_it_is_read() {
-        for (Behaviour b : List.of(Behaviour.newest(), seed(), firstOwnerWins())) {
-            for (boolean producer : new boolean[] {true, false}) {
-                for (TransferMode mode : TransferMode.values()) {
-                    String what = b.profile() + (producer ? " producer " : " consumer ") + mode;
-                    List<List<Effect>> now = run(b, producer, mode, 0);
-                    for (long later : new long[] {NodeConfig.NS_PER_S / 4, NodeConfig.seconds(3600)}) {
-                        List<List<Effect>> held = run(b, producer, mode, later);
-                        assertThat(held).as(what + ", read %d ns later", later).isEqualTo(now);
-                    }
-                    assertThat(now.get(0)).as(what).hasAtLeastOneElementOfType(Effect.MetadataBuilt.class);
-                }
-            }
-        }
+        assertTheSameWheneverRead(false, (what, producer, mode, now) ->
+                assertThat(now.get(0)).as(what).hasAtLeastOneElementOfType(Effect.MetadataBuilt.class));
     }
 
     /**
@@ -52,28 +41,40 @@ class SteadyStepTest {
      */
     @Test
     void a_step_whose_news_is_new_blocks_answers_the_same_whenever_it_is_read() {
+        assertTheSameWheneverRead(true, (what, producer, mode, now) -> {
+            assertThat(now.get(0)).as(what).isNotEmpty();
+            if (producer && mode == TransferMode.WRITE) {  // r1's pending save completes in it (staged, or
+                // its metadata cannot be made: this fixture's request names no address)
+                assertThat(now.get(0)).as(what).anyMatch(e -> e instanceof Effect.PhaseChanged pc
+                        && pc.requestId().equals("r1") || e instanceof Effect.Anomaly a && "r1".equals(a.requestId()));
+            }
+        });
+    }
+
+    /** What each case checks of the effects read at once, beyond their being the same when read later. */
+    private interface CaseCheck {
+        void check(String what, boolean producer, TransferMode mode, List<List<Effect>> now);
+    }
+
+    /**
+     * In newest, seed and first-owner-wins, each role and mode: the step ({@code newBlocks}: with new
+     * blocks) read 250 ms or an hour late gives the same effects, for it and every later event, as
+     * read at once; then {@code check} on those.
+     */
+    private static void assertTheSameWheneverRead(boolean newBlocks, CaseCheck check) {
         for (Behaviour b : List.of(Behaviour.newest(), seed(), firstOwnerWins())) {
             for (boolean producer : new boolean[] {true, false}) {
                 for (TransferMode mode : TransferMode.values()) {
                     String what = b.profile() + (producer ? " producer " : " consumer ") + mode;
-                    List<List<Effect>> now = run(b, producer, mode, 0, true);
+                    List<List<Effect>> now = run(b, producer, mode, 0, newBlocks);
                     for (long later : new long[] {NodeConfig.NS_PER_S / 4, NodeConfig.seconds(3600)}) {
-                        List<List<Effect>> held = run(b, producer, mode, later, true);
+                        List<List<Effect>> held = run(b, producer, mode, later, newBlocks);
                         assertThat(held).as(what + ", read %d ns later", later).isEqualTo(now);
                     }
-                    assertThat(now.get(0)).as(what).isNotEmpty();
-                    if (producer && mode == TransferMode.WRITE) {  // r1's pending save completes in it (staged, or
-                        // its metadata cannot be made: this fixture's request names no address)
-                        assertThat(now.get(0)).as(what).anyMatch(e -> e instanceof Effect.PhaseChanged pc
-                                && pc.requestId().equals("r1") || e instanceof Effect.Anomaly a && "r1".equals(a.requestId()));
-                    }
+                    check.check(what, producer, mode, now);
                 }
             }
         }
-    }
-
-    private static List<List<Effect>> run(Behaviour b, boolean producer, TransferMode mode, long late) {
-        return run(b, producer, mode, late, false);
     }
 
     /**
