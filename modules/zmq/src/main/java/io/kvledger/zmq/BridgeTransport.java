@@ -3,15 +3,30 @@ package io.kvledger.zmq;
 import java.util.List;
 
 /**
- * What an {@link EngineBridgeServer} reads its calls from and sends its replies on: a ZMQ ROUTER
- * ({@link ZmqBridgeTransport}, {@code tcp://}) or a Unix domain socket ({@link UnixBridgeTransport},
+ * What an {@link EngineBridgeServer} reads its calls from and sends its replies on: a ROUTER over
+ * {@code tcp://} speaking ZMTP itself ({@link ZmtpBridgeTransport}, the default) or JeroMQ's
+ * ({@link ZmqBridgeTransport}), or a Unix domain socket ({@link UnixBridgeTransport},
  * {@code unix://}). Used by the server's socket thread only, except {@link #wake}, and
  * {@link #send} when {@link #answersDirectly}.
  */
 interface BridgeTransport {
 
-    /** One message read: the caller's identity, how many frames followed it, and up to three of them. */
-    record Message(byte[] identity, int parts, List<byte[]> frames) {}
+    /**
+     * One message read: the caller's identity, how many frames followed it, and up to three of
+     * them; or, with {@code closed} set, word that the transport closed a caller's connection for
+     * what it sent (the reason; no frames).
+     */
+    record Message(byte[] identity, int parts, List<byte[]> frames, String closed) {
+
+        Message(byte[] identity, int parts, List<byte[]> frames) {
+            this(identity, parts, frames, null);
+        }
+
+        /** A connection closed for {@code reason}. */
+        static Message closed(byte[] identity, String reason) {
+            return new Message(identity, 0, List.of(), reason);
+        }
+    }
 
     /** What one non-blocking send did. */
     enum Send {

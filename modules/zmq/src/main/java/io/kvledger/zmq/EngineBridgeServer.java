@@ -200,11 +200,25 @@ public final class EngineBridgeServer implements AutoCloseable {
         this.config = config;
         this.node = node;
         this.handler = handler;
-        this.transport = config.isUnix() ? new UnixBridgeTransport(config) : new ZmqBridgeTransport(config);
+        this.transport = config.isUnix() ? new UnixBridgeTransport(config)
+                : jeromq() ? new ZmqBridgeTransport(config) : new ZmtpBridgeTransport(config);
         this.servedByCaller = callerServes;
         this.directAnswers = transport.answersDirectly() || callerServes;
         this.awaitsUnderLock = callerServes && !transport.answersDirectly();
         this.socketThread = new SocketThread("kvledger-engine-bridge", this::run);
+    }
+
+    /** The system property that picks JeroMQ's ROUTER over {@code tcp://}: {@code jeromq}; {@code zmtp} (the default) the bridge's own. */
+    static final String TCP_ROUTER_PROPERTY = "kvledger.bridge.zmq";
+
+    /** Whether {@code tcp://} is served by JeroMQ's ROUTER ({@value #TCP_ROUTER_PROPERTY}{@code =jeromq}). */
+    private static boolean jeromq() {
+        String v = System.getProperty(TCP_ROUTER_PROPERTY, "zmtp");
+        return switch (v) {
+            case "jeromq" -> true;
+            case "zmtp" -> false;
+            default -> throw new IllegalArgumentException("-D" + TCP_ROUTER_PROPERTY + " takes zmtp or jeromq, got " + v);
+        };
     }
 
     /**
@@ -592,6 +606,14 @@ public final class EngineBridgeServer implements AutoCloseable {
         BridgeTransport.Message m = router.receive();
         if (m == null) {
             return false;
+        }
+        if (m.closed() != null) {
+            // the transport closed a connection for what it sent: reported as bad input (nothing to answer)
+            rejected.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "engine bridge " + endpoint + ": " + m.closed());
+            reportRejected(config.clock().getAsLong(), new byte[0], new BridgeDecoded.Rejected(null, null,
+                    new Rejection(RejectReason.BAD_FRAMING, m.closed(), false)));
+            return true;
         }
         byte[] identity = m.identity();
         List<byte[]> frames = m.frames();

@@ -6,11 +6,12 @@
  * the real notify port and reports what it decoded to),
  * {@link io.kvledger.zmq.HandshakeServer} and {@link io.kvledger.zmq.HandshakeClient}, and
  * {@link io.kvledger.zmq.RegistrationHeartbeat} to a proxy, and
- * {@link io.kvledger.zmq.EngineBridgeServer}, the loopback ROUTER (or, for an engine on the same
- * host, the Unix domain socket of {@code UnixBridgeTransport}) where an engine's connector sends
+ * {@link io.kvledger.zmq.EngineBridgeServer}, the loopback ROUTER (ZMTP 3.1 spoken by
+ * {@code ZmtpBridgeTransport} itself, or JeroMQ's on request), or, for an engine on the same
+ * host, the Unix domain socket of {@code UnixBridgeTransport}, where an engine's connector sends
  * its hook calls ({@code io.kvledger.wire.bridge}) and a {@link io.kvledger.zmq.HookHandler}
- * answers each {@link io.kvledger.zmq.BridgeCall} from any thread (over ZMQ answers are queued to
- * the socket thread, which a pipe in its poller wakes; over a Unix socket the answering thread
+ * answers each {@link io.kvledger.zmq.BridgeCall} from any thread (over JeroMQ answers are queued to
+ * the socket thread, which a pipe in its poller wakes; over the bridge's own transports the answering thread
  * writes its answer itself while the socket thread waits, and a server opened with
  * {@code openServedByCaller}, over either transport, is read and answered by the node loop itself
  * while it idles: no hand-off), and its Java engine side
