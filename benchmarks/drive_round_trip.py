@@ -263,6 +263,8 @@ def main():
     ap.add_argument("--hook", default="get_finished")
     ap.add_argument("--java-opt", action="append", default=[], help="extra JVM option for the node (e.g. JFR)")
     ap.add_argument("--keep", action="store_true", help="keep the node's directory (log, journal)")
+    ap.add_argument("--jeromq", action="store_true", help="over tcp, also run each jar's node with "
+                    "-Dkvledger.bridge.zmq=jeromq (JeroMQ's ROUTER instead of the bridge's own ZMTP)")
     a = ap.parse_args()
     # the caller's relative paths, resolved here: each node runs in a directory of its own
     jars = [os.path.abspath(j) for j in a.jar] if a.jar else [os.path.join(ROOT, "modules", "cli", "target", "kvledger.jar")]
@@ -281,12 +283,15 @@ def main():
         # reversed every other round), so that load on a shared machine falls on all builds alike
         nodes = []
         try:
-            for jar in jars:
+            builds = [(jar, "", []) for jar in jars]
+            if a.jeromq and transport == "tcp":
+                builds += [(jar, " jeromq", ["-Dkvledger.bridge.zmq=jeromq"]) for jar in jars]
+            for jar, tag, opts in builds:
                 d = tempfile.mkdtemp(prefix="node-", dir=work)
                 endpoint = (f"tcp://127.0.0.1:{free_port()}" if transport == "tcp"
                             else "unix://" + os.path.join(d, "node.sock"))
-                node = Node(jar, endpoint, d, a.java_opt)
-                nodes.append((jar, node, endpoint, d))
+                node = Node(jar, endpoint, d, a.java_opt + opts)
+                nodes.append((jar + tag, node, endpoint, d))
             live = []
             for jar, node, endpoint, d in nodes:
                 try:
@@ -320,8 +325,9 @@ def main():
         print(f"{'bare echo, ' + transport:<44} {e50:>8.1f} {e99:>8.1f} {e999:>9.1f} {1.0:>9.2f}")
         for jar, samples in results:
             n50, n99, n999 = summary(samples)
-            label = f"node {os.path.basename(os.path.dirname(os.path.abspath(jar))) or jar}/" \
-                    f"{os.path.basename(jar)}, {transport}"
+            path, _, tag = jar.partition(" ")
+            label = f"node {os.path.basename(os.path.dirname(os.path.abspath(path))) or path}/" \
+                    f"{os.path.basename(path)}{' ' + tag if tag else ''}, {transport}"
             print(f"{label[-44:]:<44} {n50:>8.1f} {n99:>8.1f} {n999:>9.1f} {n50 / e50:>9.2f}")
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

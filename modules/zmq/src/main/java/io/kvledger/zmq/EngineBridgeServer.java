@@ -24,12 +24,13 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The engine bridge: a ROUTER on a loopback endpoint where an engine's connector sends its hook
- * calls ({@link BridgeCodec}, protocol version 1), each answered with the node's reply; or, for
- * {@code unix:///PATH}, a Unix domain socket with length-prefixed frames ({@link UnixBridgeTransport}),
- * under the same rules. Over a Unix socket the answering thread writes an answer itself when the
- * socket thread is waiting and nothing is queued before it ({@link BridgeTransport#answersDirectly}),
- * over either transport when the server is {@link #openServedByCaller served by its caller} and no
- * other thread holds the socket.
+ * calls ({@link BridgeCodec}, protocol version 1), each answered with the node's reply (ZMTP spoken
+ * by {@link ZmtpBridgeTransport} itself, or JeroMQ's ROUTER, {@link ZmqBridgeTransport}, with
+ * {@code -Dkvledger.bridge.zmq=jeromq}); or, for {@code unix:///PATH}, a Unix domain socket with
+ * length-prefixed frames ({@link UnixBridgeTransport}), under the same rules. Over the bridge's own
+ * transports the answering thread writes an answer itself when the socket thread is waiting and
+ * nothing is queued before it ({@link BridgeTransport#answersDirectly}), over JeroMQ's when the
+ * server is {@link #openServedByCaller served by its caller} and no other thread holds the socket.
  *
  * <p>One thread ({@code kvledger-engine-bridge-<port>}) owns the socket. It reads each call,
  * stamps it with the configured clock, decodes it, and:
@@ -41,8 +42,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       mode or ranks differ), and calls beyond {@link EngineBridgeConfig#maxInFlight()}
  *       ({@code "busy"});</li>
  *   <li>hands every engine hook to the {@link HookHandler} as a {@link BridgeCall}, in the order
- *       read. The handler answers it later from any thread; answers are queued and sent by the
- *       socket thread, woken through a pipe that its poller watches next to the ROUTER. A call
+ *       read. The handler answers it later from any thread; answers are written by that thread
+ *       or queued and sent by the socket thread, woken through its selector. A call
  *       still unanswered after {@link EngineBridgeConfig#replyTimeout()} is answered
  *       {@code ok: False, error: "timed out ..."}.</li>
  *   <li>takes each call of a {@code batch} ({@link BridgeDecoded.Batch}) as if it came alone, in
