@@ -348,14 +348,14 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
         return g.array();
     }
 
-    private static byte[] property(String name, String value) {
+    static byte[] property(String name, String value) {
         byte[] n = name.getBytes(StandardCharsets.US_ASCII);
         byte[] v = value.getBytes(StandardCharsets.US_ASCII);
         return ByteBuffer.allocate(1 + n.length + 4 + v.length).put((byte) n.length).put(n).putInt(v.length).put(v).array();
     }
 
     /** A command frame: short (every command here is under 256 bytes). */
-    private static byte[] command(String name, byte[] data) {
+    static byte[] command(String name, byte[] data) {
         byte[] n = name.getBytes(StandardCharsets.US_ASCII);
         int len = 1 + n.length + data.length;
         return ByteBuffer.allocate(2 + len).put((byte) COMMAND).put((byte) len).put((byte) n.length).put(n).put(data).array();

@@ -10,11 +10,8 @@ import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.wire.Json;
 import io.kvledger.wire.bridge.BridgeNodeInfo;
-import java.io.IOException;
-import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -35,7 +32,7 @@ class PythonBridgeInteropTest {
     @Test
     void aPythonEngineDrivesTheNodeThroughTheBridge() throws Exception {
         PythonPeer.assumeAvailable(dir);
-        copyScript("bridge_engine.py");
+        PythonPeer.copyScript(dir, "bridge_engine.py");
         NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build();
         String rid = EngineBridgeServerTest.rid("py-1");
         try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
@@ -118,7 +115,7 @@ class PythonBridgeInteropTest {
     @Test
     void theDriveClientCallsTheNodeOverAUnixSocket() throws Exception {
         PythonPeer.assumeAvailable(dir);
-        copyScript("bridge_unix_engine.py");
+        PythonPeer.copyScript(dir, "bridge_unix_engine.py");
         Path drivePy = Path.of("..", "vllm-bridge", "src", "kvledger_vllm", "drive.py").toAbsolutePath().normalize();
         assertThat(drivePy).as("the vLLM bridge's drive client, next to this module").exists();
         Path run = dir.resolve("run");
@@ -158,13 +155,4 @@ class PythonBridgeInteropTest {
     }
 
     /** Puts one more script next to the ones {@link PythonPeer} copies (it imports nothing of theirs). */
-    private void copyScript(String name) throws IOException {
-        Path scripts = PythonPeer.scripts(dir);
-        try (InputStream in = getClass().getResourceAsStream("/python/" + name)) {
-            if (in == null) {
-                throw new IOException("test resource python/" + name + " is missing");
-            }
-            Files.copy(in, scripts.resolve(name), StandardCopyOption.REPLACE_EXISTING);
-        }
-    }
 }

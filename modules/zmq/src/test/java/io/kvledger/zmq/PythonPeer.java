@@ -81,6 +81,17 @@ final class PythonPeer implements AutoCloseable {
         return d;
     }
 
+    /** Copies one more script from the test classpath into the scripts' directory under {@code dir}. */
+    static void copyScript(Path dir, String name) throws IOException {
+        Path scripts = scripts(dir);
+        try (InputStream in = PythonPeer.class.getResourceAsStream("/python/" + name)) {
+            if (in == null) {
+                throw new IOException("test resource python/" + name + " is missing");
+            }
+            Files.copy(in, scripts.resolve(name), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        }
+    }
+
     static PythonPeer start(Path dir, String script, String... args) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(PYTHON);

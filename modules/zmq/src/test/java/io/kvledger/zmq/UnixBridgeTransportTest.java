@@ -330,7 +330,7 @@ class UnixBridgeTransportTest {
         throw new AssertionError("no message came");
     }
 
-    private static byte[] bytes(int n, int seed) {
+    static byte[] bytes(int n, int seed) {
         byte[] b = new byte[n];
         for (int i = 0; i < n; i++) {
             b[i] = (byte) (i * 31 + seed);

@@ -1,29 +1,27 @@
 package io.kvledger.zmq;
 
+import static io.kvledger.zmq.UnixBridgeTransportTest.bytes;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
 import io.kvledger.core.config.TransferMode;
+import io.kvledger.wire.Json;
 import io.kvledger.wire.RejectReason;
 import io.kvledger.wire.bridge.BridgeDecoded;
 import io.kvledger.wire.bridge.BridgeNodeInfo;
 import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import io.kvledger.wire.Json;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -108,19 +106,10 @@ class ZmtpBridgeTransportTest {
         return r;
     }
 
-    private void copyScript(String name) throws IOException {
-        Path scripts = PythonPeer.scripts(dir);
-        try (InputStream in = getClass().getResourceAsStream("/python/" + name)) {
-            if (in == null) {
-                throw new IOException("test resource python/" + name + " is missing");
-            }
-            Files.copy(in, scripts.resolve(name), StandardCopyOption.REPLACE_EXISTING);
-        }
-    }
 
     private PythonPeer python(String endpoint, String mode) throws IOException {
         PythonPeer.assumeAvailable(dir);
-        copyScript("zmtp_caller.py");
+        PythonPeer.copyScript(dir, "zmtp_caller.py");
         return PythonPeer.start(dir, "zmtp_caller.py", endpoint, mode);
     }
 
@@ -271,7 +260,7 @@ class ZmtpBridgeTransportTest {
         try (Echo echo = new Echo("tcp://127.0.0.1:0"); Raw raw = new Raw(echo.endpoint)) {
             raw.write(greeting("NULL"));
             raw.read(64);
-            raw.write(command("READY", property("Socket-Type", "PUB")));
+            raw.write(ZmtpBridgeTransport.command("READY", ZmtpBridgeTransport.property("Socket-Type", "PUB")));
             Frame ready = raw.frame();
             assertThat(ready.flags()).isEqualTo(4);
             assertThat(new String(ready.body(), StandardCharsets.US_ASCII)).startsWith("\u0005READY").contains("Socket-Type")
@@ -289,9 +278,9 @@ class ZmtpBridgeTransportTest {
         try (Echo echo = new Echo("tcp://127.0.0.1:0"); Raw raw = new Raw(echo.endpoint)) {
             raw.handshake("DEALER");
             byte[] ping = ByteBuffer.allocate(2 + 5).putShort((short) 10).put("ctx-7".getBytes(StandardCharsets.US_ASCII)).array();
-            raw.write(command("PING", ping));
+            raw.write(ZmtpBridgeTransport.command("PING", ping));
             assertThat(raw.frame()).isEqualTo(new Frame(4, ("\u0004PONGctx-7").getBytes(StandardCharsets.US_ASCII)));
-            raw.write(command("SUBSCRIBE", new byte[] {1}));
+            raw.write(ZmtpBridgeTransport.command("SUBSCRIBE", new byte[] {1}));
             raw.write(new byte[] {0, 2, 'o', 'k'});
             assertThat(raw.frame()).isEqualTo(new Frame(0, re("ok".getBytes(StandardCharsets.US_ASCII))));
             assertThat(echo.closed).isEmpty();
@@ -386,7 +375,7 @@ class ZmtpBridgeTransportTest {
             assertThat(g[0]).isEqualTo((byte) 0xFF);
             assertThat(g[10]).isEqualTo((byte) 3);
             assertThat(new String(g, 12, 4, StandardCharsets.US_ASCII)).isEqualTo("NULL");
-            write(command("READY", property("Socket-Type", type)));
+            write(ZmtpBridgeTransport.command("READY", ZmtpBridgeTransport.property("Socket-Type", type)));
             Frame ready = frame();
             assertThat(ready.flags()).isEqualTo(4);
             assertThat(new String(ready.body(), StandardCharsets.US_ASCII)).startsWith("\u0005READY");
@@ -414,25 +403,5 @@ class ZmtpBridgeTransportTest {
         g.put(new byte[] {(byte) 0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F}).put((byte) 3).put((byte) 1);
         g.put(mechanism.getBytes(StandardCharsets.US_ASCII));
         return g.array();
-    }
-
-    static byte[] property(String name, String value) {
-        byte[] n = name.getBytes(StandardCharsets.US_ASCII);
-        byte[] v = value.getBytes(StandardCharsets.US_ASCII);
-        return ByteBuffer.allocate(1 + n.length + 4 + v.length).put((byte) n.length).put(n).putInt(v.length).put(v).array();
-    }
-
-    static byte[] command(String name, byte[] data) {
-        byte[] n = name.getBytes(StandardCharsets.US_ASCII);
-        int len = 1 + n.length + data.length;
-        return ByteBuffer.allocate(2 + len).put((byte) 4).put((byte) len).put((byte) n.length).put(n).put(data).array();
-    }
-
-    private static byte[] bytes(int n, int seed) {
-        byte[] b = new byte[n];
-        for (int i = 0; i < n; i++) {
-            b[i] = (byte) (i * 31 + seed);
-        }
-        return b;
     }
 }
