@@ -160,6 +160,9 @@ abstract class StreamBridgeTransport implements BridgeTransport {
             // (new connections, a reply to drain) is asked at every 16th, and before any wait
             return;
         }
+        if (waitMs > 0) {
+            closeOverdue();
+        }
         try {
             if (waitMs <= 0) {
                 selector.selectNow();
@@ -194,6 +197,22 @@ abstract class StreamBridgeTransport implements BridgeTransport {
                 read(c);
             }
         }
+    }
+
+    /** Closes, before a wait, each connection {@link #overdue} names. */
+    private void closeOverdue() {
+        long now = config.clock().getAsLong();
+        for (Conn c : readers) {
+            String why = c.closed ? null : overdue(c, now);
+            if (why != null) {
+                close(c, why);
+            }
+        }
+    }
+
+    /** Why the connection is closed at {@code nowNs} (the config's clock), or {@code null}: never by default. */
+    String overdue(Conn c, long nowNs) {
+        return null;
     }
 
     /**

@@ -38,14 +38,17 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>Bounds: a frame, and a message, above {@link EngineBridgeConfig#maxMessageBytes()} (as ZMQ's
  * {@code MAXMSGSIZE}), and a command above {@link #MAX_COMMAND_BYTES}, close the connection before
  * their bytes are read. So do a greeting that is not ZMTP 3, a mechanism other than {@code NULL},
- * reserved flag bits, a malformed command, a message before {@code READY}, and leaving in the middle
- * of a frame or a message; each is reported to the server with its reason, and the other
+ * reserved flag bits, a malformed command, a message before {@code READY}, a handshake not
+ * finished within {@link #HANDSHAKE_NS} (looked at before the serving thread waits), and leaving
+ * in the middle of a frame or a message; each is reported to the server with its reason, and the other
  * connections go on. A reply to a caller that has gone is {@link BridgeTransport.Send#GONE GONE}
  * (as {@code ROUTER_MANDATORY}); one behind a reply the socket has not taken whole is
  * {@link BridgeTransport.Send#FULL FULL}.
  */
 final class ZmtpBridgeTransport extends StreamBridgeTransport {
 
+    /** How long a connection may take to finish its handshake (libzmq's {@code ZMQ_HANDSHAKE_IVL} default). */
+    static final long HANDSHAKE_NS = 30_000_000_000L;
     /** The largest command read (a {@code READY} with its properties); larger closes the connection. */
     static final int MAX_COMMAND_BYTES = 8 * 1024;
     private static final int MORE = 1;
@@ -69,6 +72,8 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
     /** A connection and where its handshake and its current message are. Serving thread. */
     private static final class Zconn extends Conn {
         int stage = STAGE_SIGNATURE;
+        /** When it was accepted (the config's clock). */
+        long acceptedNs;
         /** The frames of the message being read, its byte count, and its first three frames. */
         int parts;
         long bytes;
@@ -109,6 +114,7 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
     Conn connected(long id, SocketChannel ch, SelectionKey key) throws IOException {
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
         Zconn c = new Zconn(id, ch, key);
+        c.acceptedNs = config.clock().getAsLong();
         write(c, ByteBuffer.wrap(SIGNATURE), false);
         return c;
     }
@@ -124,6 +130,13 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
         if (id != null) {
             byIdentity.remove(ByteBuffer.wrap(id), c);
         }
+    }
+
+    @Override
+    String overdue(Conn c, long nowNs) {
+        Zconn z = (Zconn) c;
+        return z.stage < STAGE_TRAFFIC && nowNs - z.acceptedNs > HANDSHAKE_NS
+                ? "no ZMTP handshake within " + HANDSHAKE_NS / 1_000_000_000L + " s" : null;
     }
 
     @Override

@@ -47,7 +47,11 @@ class ZmtpBridgeTransportTest {
         private volatile boolean stop;
 
         Echo(String endpoint) throws IOException {
-            this.t = new ZmtpBridgeTransport(EngineBridgeConfig.forEndpoint(endpoint));
+            this(EngineBridgeConfig.forEndpoint(endpoint));
+        }
+
+        Echo(EngineBridgeConfig config) throws IOException {
+            this.t = new ZmtpBridgeTransport(config);
             this.endpoint = t.bind();
             this.thread = new Thread(this::serve, "zmtp-echo");
             thread.start();
@@ -284,6 +288,24 @@ class ZmtpBridgeTransportTest {
             raw.write(new byte[] {0, 2, 'o', 'k'});
             assertThat(raw.frame()).isEqualTo(new Frame(0, re("ok".getBytes(StandardCharsets.US_ASCII))));
             assertThat(echo.closed).isEmpty();
+        }
+    }
+
+    @Test
+    void aHandshakeNotFinishedInTimeIsClosedAndOthersStay() throws Exception {
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+        try (Echo echo = new Echo(EngineBridgeConfig.forEndpoint("tcp://127.0.0.1:0").withClock(now::get));
+             Raw silent = new Raw(echo.endpoint); BridgeClient dealer = new BridgeClient(echo.endpoint)) {
+            assertThat(silent.read(10)).as("accepted: the signature came").hasSize(10);
+            dealer.send(bytes(4, 1));
+            assertThat(dealer.frames(20_000)).singleElement().isEqualTo(re(bytes(4, 1)));
+            assertThat(echo.closed).as("not yet overdue").isEmpty();
+            now.set(ZmtpBridgeTransport.HANDSHAKE_NS + 1);
+            silent.awaitEnd();
+            assertThat(echo.firstClosed().closed()).contains("no ZMTP handshake within 30 s");
+            dealer.send(bytes(4, 2));
+            assertThat(dealer.frames(20_000)).singleElement().isEqualTo(re(bytes(4, 2)));
+            assertThat(echo.closed).hasSize(1);
         }
     }
 
