@@ -196,7 +196,7 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
                 }
                 byte[] mech = new byte[20];
                 b.get(p + 12, mech);
-                String mechanism = new String(mech, StandardCharsets.US_ASCII).replace("\0", "");
+                String mechanism = printable(new String(mech, StandardCharsets.US_ASCII).replace("\0", ""));
                 if (!mechanism.equals("NULL")) {
                     close(c, "security mechanism \"" + mechanism + "\"; this ROUTER takes NULL only");
                     return 0;
@@ -288,7 +288,7 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
                 int n = body.length > at ? body[at] & 0xFF : 0;
                 String reason = new String(body, Math.min(at + 1, body.length), Math.min(n, Math.max(0, body.length - at - 1)),
                         StandardCharsets.UTF_8);
-                close(c, "the caller sent ERROR \"" + reason + "\"");
+                close(c, "the caller sent ERROR \"" + printable(reason) + "\"");
             }
             default -> {
                 // PONG (this ROUTER sends no PING), SUBSCRIBE and CANCEL (not a DEALER's), and
@@ -323,7 +323,7 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
             byte[] value = java.util.Arrays.copyOfRange(body, i, i + vl);
             i += vl;
             if (prop.equals("socket-type")) {
-                type = new String(value, StandardCharsets.US_ASCII);
+                type = printable(new String(value, StandardCharsets.US_ASCII));
             } else if (prop.equals("identity")) {
                 identity = value;
             }
@@ -345,6 +345,11 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
             c.identity = id;
         }
         c.stage = STAGE_TRAFFIC;
+    }
+
+    /** What a peer sent, fit for a log line: anything but printable ASCII becomes {@code ?}. */
+    private static String printable(String text) {
+        return text.replaceAll("[^\\x20-\\x7E]", "?");
     }
 
     private static byte[] reason(String why) {

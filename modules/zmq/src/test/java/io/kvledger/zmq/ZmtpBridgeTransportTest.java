@@ -220,12 +220,23 @@ class ZmtpBridgeTransportTest {
     }
 
     @Test
+    void aPeerBelowZmtp3IsRefusedAfterTheSignatureAndItsMajorVersion() throws Exception {
+        try (Echo echo = new Echo("tcp://127.0.0.1:0"); Raw raw = new Raw(echo.endpoint)) {
+            raw.write(new byte[] {(byte) 0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 1});
+            assertThat(raw.read(10)).as("the signature alone: the rest waits for a ZMTP 3 peer")
+                    .isEqualTo(new byte[] {(byte) 0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F});
+            assertThat(raw.in.read()).as("nothing more, then the end").isEqualTo(-1);
+            assertThat(echo.firstClosed().closed()).contains("ZMTP 1.x; this ROUTER speaks ZMTP 3");
+        }
+    }
+
+    @Test
     void aMechanismOtherThanNullIsRefused() throws Exception {
         try (Echo echo = new Echo("tcp://127.0.0.1:0"); Raw raw = new Raw(echo.endpoint)) {
-            raw.write(greeting("PLAIN"));
+            raw.write(greeting("PLAIN\n"));
             assertThat(raw.read(64)[10]).as("the server's major version").isEqualTo((byte) 3);
             raw.awaitEnd();
-            assertThat(echo.firstClosed().closed()).contains("security mechanism \"PLAIN\"; this ROUTER takes NULL only");
+            assertThat(echo.firstClosed().closed()).contains("security mechanism \"PLAIN?\"; this ROUTER takes NULL only");
             assertThat(echo.calls).isEmpty();
         }
     }
