@@ -196,13 +196,13 @@ public final class EngineBridgeServer implements AutoCloseable {
         }
     }
 
-    private EngineBridgeServer(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler, boolean callerServes)
-            throws IOException {
+    private EngineBridgeServer(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler, boolean callerServes,
+                               boolean jeromq) throws IOException {
         this.config = config;
         this.node = node;
         this.handler = handler;
         this.transport = config.isUnix() ? new UnixBridgeTransport(config)
-                : jeromq() ? new ZmqBridgeTransport(config) : new ZmtpBridgeTransport(config);
+                : jeromq ? new ZmqBridgeTransport(config) : new ZmtpBridgeTransport(config);
         this.servedByCaller = callerServes;
         this.directAnswers = transport.answersDirectly() || callerServes;
         this.awaitsUnderLock = callerServes && !transport.answersDirectly();
@@ -245,12 +245,18 @@ public final class EngineBridgeServer implements AutoCloseable {
 
     private static EngineBridgeServer open(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler,
                                            boolean callerServes) {
+        return open(config, node, handler, callerServes, jeromq());
+    }
+
+    /** As {@link #open}, over {@code tcp://} with JeroMQ's ROUTER ({@code jeromq}) or the bridge's own. */
+    static EngineBridgeServer open(EngineBridgeConfig config, BridgeNodeInfo node, HookHandler handler,
+                                   boolean callerServes, boolean jeromq) {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(node, "node");
         Objects.requireNonNull(handler, "handler");
         EngineBridgeServer s;
         try {
-            s = new EngineBridgeServer(config, node, handler, callerServes);
+            s = new EngineBridgeServer(config, node, handler, callerServes, jeromq);
         } catch (IOException e) {
             throw new IllegalStateException("cannot open the engine bridge's wake-up channel: " + e, e);
         }

@@ -21,10 +21,11 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The engine bridge over {@code tcp://} when the node loop serves the ZMQ socket itself
+ * The engine bridge over {@code tcp://} (JeroMQ's ROUTER and the bridge's own) when the node loop serves the ZMQ socket itself
  * ({@link EngineBridgeServer#openServedByCaller}): the serving thread owns the ROUTER while it
  * waits, reads each call and answers it on its own thread; answers of other threads still arrive.
  */
@@ -41,11 +42,12 @@ class ZmqServedByCallerTest {
      * test loop) answers: every applied call is answered ok once, in the order sent, none dropped
      * while the caller was connected, every call accounted for; serve says false once closed.
      */
-    @Test
-    void everyAppliedCallOfABurstIsAnsweredInOrderWhenTheCallerServesTheRouter() throws Exception {
+    @ParameterizedTest(name = "jeromq {0}")
+    @ValueSource(booleans = {true, false})
+    void everyAppliedCallOfABurstIsAnsweredInOrderWhenTheCallerServesTheRouter(boolean jeromq) throws Exception {
         int n = 20_000;
         try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
-             EngineBridgeServer server = EngineBridgeServer.openServedByCaller(config(), BridgeNodeInfo.of(cfg), loop);
+             EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), loop, true, jeromq);
              BridgeClient engine = new BridgeClient(server.endpoint())) {
             assertThat(server.servedByCaller()).isTrue();
             Thread serving = new Thread(() -> {
@@ -96,8 +98,9 @@ class ZmqServedByCallerTest {
      * answered at once and reported, and the serving goes on; closing answers the call still
      * waiting {@code "node closing"}, makes {@code serve} say false, and leaves no thread behind.
      */
-    @Test
-    void theServingThreadTakesAndAnswersEachCallItselfAndMalformedFramesDoNotStopIt() throws Exception {
+    @ParameterizedTest(name = "jeromq {0}")
+    @ValueSource(booleans = {true, false})
+    void theServingThreadTakesAndAnswersEachCallItselfAndMalformedFramesDoNotStopIt(boolean jeromq) throws Exception {
         Set<String> before = Threads.kvledger();
         ArrayDeque<BridgeCall> taken = new ArrayDeque<>(); // the serving thread's own inbox
         List<String> onHookThreads = new CopyOnWriteArrayList<>();
@@ -116,7 +119,7 @@ class ZmqServedByCallerTest {
             }
         };
         int calls = 2_000;
-        EngineBridgeServer server = EngineBridgeServer.openServedByCaller(config(), BridgeNodeInfo.of(cfg), handler);
+        EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), handler, true, jeromq);
         Thread serving = new Thread(() -> {
             NodeState state = NodeState.initial(cfg);
             List<Effect> sink = new ArrayList<>();
