@@ -36,8 +36,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * are ignored. It sends no heartbeats of its own.
  *
  * <p>Bounds: a frame, and a message, above {@link EngineBridgeConfig#maxMessageBytes()} (as ZMQ's
- * {@code MAXMSGSIZE}), and a command above {@link #MAX_COMMAND_BYTES}, close the connection before
- * their bytes are read. So do a greeting that is not ZMTP 3, a mechanism other than {@code NULL},
+ * {@code MAXMSGSIZE}), a message of more than {@link #MAX_PARTS} frames, and a command above
+ * {@link #MAX_COMMAND_BYTES}, close the connection before their bytes are read. So do a greeting that is not ZMTP 3, a mechanism other than {@code NULL},
  * reserved flag bits, a malformed command, a message before {@code READY}, a handshake not
  * finished within {@link #HANDSHAKE_NS} (looked at before the serving thread waits), and leaving
  * in the middle of a frame or a message; each is reported to the server with its reason, and the other
@@ -51,6 +51,8 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
     static final long HANDSHAKE_NS = 30_000_000_000L;
     /** The largest command read (a {@code READY} with its properties); larger closes the connection. */
     static final int MAX_COMMAND_BYTES = 8 * 1024;
+    /** The most frames one message may have (a call has one, or two from a REQ). */
+    static final int MAX_PARTS = 1024;
     private static final int MORE = 1;
     private static final int LONG = 2;
     private static final int COMMAND = 4;
@@ -243,6 +245,11 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
             }
             if (c.stage != STAGE_TRAFFIC) {
                 close(c, "a message before the READY command");
+                return 0;
+            }
+            if (c.parts == MAX_PARTS) {
+                // a call is one frame, or two (REQ); empty frames would otherwise count without bound
+                close(c, "a message of more than " + MAX_PARTS + " frames");
                 return 0;
             }
             c.parts++;

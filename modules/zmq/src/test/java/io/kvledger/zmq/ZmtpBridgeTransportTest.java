@@ -253,6 +253,28 @@ class ZmtpBridgeTransportTest {
     }
 
     @Test
+    void aMessageOfTooManyFramesClosesTheConnectionAndOneOfFourIsDeliveredCounted() throws Exception {
+        try (Echo echo = new Echo("tcp://127.0.0.1:0"); Raw raw = new Raw(echo.endpoint)) {
+            raw.handshake("DEALER");
+            raw.write(new byte[] {1, 1, 'a', 1, 0, 1, 1, 'c', 0, 1, 'd'});
+            // the echo answers the last frame kept: the first three are, the parts are all counted
+            assertThat(raw.frame()).isEqualTo(new Frame(0, re("c".getBytes(StandardCharsets.US_ASCII))));
+            BridgeTransport.Message four = echo.calls.get(0);
+            assertThat(four.parts()).isEqualTo(4);
+            assertThat(four.frames()).hasSize(3);
+            assertThat(four.frames().get(0)).isEqualTo("a".getBytes(StandardCharsets.US_ASCII));
+            assertThat(four.frames().get(1)).isEmpty();
+            byte[] many = new byte[2 * (ZmtpBridgeTransport.MAX_PARTS + 1)];
+            for (int i = 0; i < many.length; i += 2) {
+                many[i] = 1;
+            }
+            raw.write(many);
+            raw.awaitEnd();
+            assertThat(echo.firstClosed().closed()).contains("a message of more than 1024 frames");
+        }
+    }
+
+    @Test
     void aCallerLeavingMidFrameIsReportedAndItsRepliesAreGone() throws Exception {
         try (Echo echo = new Echo("tcp://127.0.0.1:0")) {
             byte[] who;
