@@ -905,10 +905,13 @@ _KV_BLOCKS_TYPES = {}
 
 
 def _is_kv_blocks(t):
+    """Whether ``t`` is vLLM's KVCacheBlocks as 239b5ff30 and main have it: its one field ``blocks`` (a
+    fork's with more fields, e.g. block id overrides, gives its ids by ``get_block_ids()``)."""
     known = _KV_BLOCKS_TYPES.get(t)
     if known is None:
+        fields = getattr(t, "__dataclass_fields__", None)
         known = _KV_BLOCKS_TYPES[t] = (getattr(t, "__module__", None), getattr(t, "__qualname__", None)) == \
-            _KV_BLOCKS_QUALNAME
+            _KV_BLOCKS_QUALNAME and (fields is None or list(fields) == ["blocks"])
     return known
 
 
