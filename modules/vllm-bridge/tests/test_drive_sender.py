@@ -14,6 +14,7 @@ from test_drive import SWITCHES, InnerLikeNode, play_producer, scheduler
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 from vllm.v1.core.kv_cache_manager import KVCacheBlock, KVCacheBlocks
 from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+from vllm.v1.outputs import KVConnectorOutput
 
 ANSWERS = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False}}
 
@@ -139,7 +140,8 @@ def test_what_changes_after_a_hook_is_sent_as_the_hook_saw_it(tmp_path, record):
     for sender in (True, False):
         node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
         try:
-            s = sched(tmp_path, node, f"changed-{sender}", sender, record, drive_matched_from_inner=True)
+            s = sched(tmp_path, node, f"changed-{sender}", sender, record, drive_matched_from_inner=True,
+                      drive_finished_from_inner=True)
             reqs = producer_requests(2)
             for r in reqs:
                 s.on_new_request(r)
@@ -159,7 +161,22 @@ def test_what_changes_after_a_hook_is_sent_as_the_hook_saw_it(tmp_path, record):
             s.build_connector_meta(out)
             for nr in news:
                 nr.block_ids[0].append(77)  # the model runner extends the lists it was handed
+            # a finish whose answer hands on the very block list (as MoRIIO's remote_block_ids), both changed
+            # after the hook; its call goes with the next step's
+            blocks = [[1, 2]]
+            answer = (True, {"remote_block_ids": blocks[0], "x": [1], "transfer_id": "t"})
+            s._inner.request_finished = lambda request, block_ids: answer
+            s.update_connector_output(KVConnectorOutput(finished_sending=None, finished_recving=None))
+            assert s.request_finished(reqs[0], blocks) is answer
+            blocks[0].append(9)
+            answer[1]["x"].append(2)
+            answer[1]["late"] = 1
+            s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
+                                                   preempted_req_ids=set()))
             s.shutdown()
+            finished = [a for h, a in node.calls if h == "request_finished"]
+            assert [(a["block_ids"], a["acted"]) for a in finished] == [([[1, 2]], {"delay_free": True, "kv_transfer_params": {
+                "remote_block_ids": [1, 2], "x": [1], "transfer_id": "t"}})]
             calls = node.calls
             allocs = [a for h, a in calls if h == "update_state_after_alloc"]
             assert [a["block_ids"] for a in allocs] == [[[1, 2]], [[11, 12]]]

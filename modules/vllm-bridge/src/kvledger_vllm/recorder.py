@@ -2188,8 +2188,6 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     def request_finished(self, request, block_ids):
         s = self._stream
-        if self._drive_sender is not None:
-            self._drive.sync()
         if s is None or self._drive is not None:
             return self._finished("request_finished", request, block_ids,
                                   lambda: self._inner.request_finished(request, block_ids))
@@ -2253,15 +2251,21 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._drive is not None:
             rid = _request_id(request)
             self._drive_seen.discard(rid)
+            capture = self._drive_capture if self._drive_finished_from_inner else None
+            if self._drive_sender is not None and capture is None:
+                self._drive.sync()
             try:
+                # (copied and checked now, as without the sender thread: vLLM and the inner may change them later)
                 blocks, checked = _blocks_sent_later(block_ids)
                 args = {"request_id": rid, "status": _status_name(request), "block_ids": blocks}
             except Exception as e:  # noqa: BLE001
                 args = None
                 self._failed("drive " + where, e)
             if args is not None and self._drive_finished_from_inner:
-                self._drive_finish_from_inner(rid, args, result, checked)
+                self._drive_finish_from_inner(rid, args, result, checked, capture)
                 return result
+            if capture is not None:
+                self._drive.sync()
             r = self._drive_call("request_finished", **args) if args is not None else None
             if r is not None:
                 if r.get("delay_free"):
@@ -2270,7 +2274,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_deferred_known = False  # the node may have deferred it: always wait from now on
         return result
 
-    def _drive_finish_from_inner(self, rid, args, result, checked=()):
+    def _drive_finish_from_inner(self, rid, args, result, checked=(), capture=None):
         """``request_finished`` with ``drive_finished_from_inner``: vLLM acts on the inner's
         ``result`` now; the call, carrying it as ``acted``, goes to the node without waiting and the
         node's answer is checked when read. The producer's record of what the node defers
@@ -2287,6 +2291,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_inner_deferred.add(rid)
         else:
             self._drive_finish_unread.add(rid)
+        if capture is not None:  # the call built and sent by the sender thread (_drive_finish_send)
+            capture((self._drive_finish_send, rid, args, acted))
+            return
+        self._drive_finish_send(rid, args, acted)
+
+    def _drive_finish_send(self, rid, args, acted):
+        """``request_finished``'s call carrying the answer acted on (on the sender thread, with one)."""
         # carrying acted: a node that agrees leaves its answer out, and the run's rids are settled at once
         self._drive_send_args("request_finished", args, (
             self._drive_finish_cb, self._drive_agreed_deferred_cb if acted[0] is True else self._drive_agreed_kept_cb,
