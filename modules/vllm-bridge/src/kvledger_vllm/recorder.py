@@ -1119,6 +1119,12 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 bridge.start_sender()
                 self._drive_sender = bridge.sender_ident
                 self._drive_capture = bridge.captured.append
+                # bound once: a bound method made per capture would be one more object per call for
+                # Python's collector while the step's captures wait
+                self._drive_admit_cap = self._drive_admit_later
+                self._drive_matched_cap = self._drive_matched_later
+                self._drive_alloc_cap = self._drive_alloc_later
+                self._drive_step_cap = self._drive_step_later
             self._drive = bridge
             self._drive_producer = role == "kv_producer"
             log.warning("kvledger-vllm %s: DRIVE MODE: the scheduler hooks are answered by the kvledger node at %s "
@@ -1289,7 +1295,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 n = None
             if type(n) is int and (p is None or type(p) is dict):
                 self._drive_seen.add(rid)
-                self._drive_capture((self._drive_admit_later, rid, n, None if ids is None else len(ids),
+                self._drive_capture((self._drive_admit_cap, rid, n, None if ids is None else len(ids),
                                      None if p is None else p.copy()))
                 return rid
         if self._drive_sender is not None:
@@ -1656,7 +1662,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
         if capture is not None:  # the sender thread's: _drive_matched_later
-            capture((self._drive_matched_later, drive_rid, num_computed_tokens, result))
+            capture((self._drive_matched_cap, drive_rid, num_computed_tokens, result))
             return result
         if self._drive_sender is not None:
             self._drive.sync()
@@ -1741,7 +1747,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 self._failed("drive update_state_after_alloc", e)
                 return result
-            capture((self._drive_alloc_later, request.request_id, groups, objs, num_external_tokens))
+            capture((self._drive_alloc_cap, request.request_id, groups, objs, num_external_tokens))
             return result
         if self._drive_sender is not None:
             self._drive.sync()
@@ -1955,7 +1961,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._drive.steady_ids = None
                 self._failed("drive build_connector_meta", e)
                 return result
-            capture((self._drive_step_later, snap, ids, nbs, preempted))
+            capture((self._drive_step_cap, snap, ids, nbs, preempted))
             self._drive.hand_off()
             return result
         if self._drive is not None:
@@ -2064,7 +2070,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     n = None
                 if type(n) is int and (p is None or type(p) is dict):
                     seen.add(rid)
-                    capture((self._drive_admit_later, rid, n, None if ids is None else len(ids),
+                    capture((self._drive_admit_cap, rid, n, None if ids is None else len(ids),
                              None if p is None else p.copy()))
                     return self._inner.on_new_request(request)
             if self._drive_sender is not None:
@@ -2188,6 +2194,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     def request_finished(self, request, block_ids):
         s = self._stream
+        if self._drive_sender is not None:
+            self._drive.sync()
         if s is None or self._drive is not None:
             return self._finished("request_finished", request, block_ids,
                                   lambda: self._inner.request_finished(request, block_ids))
@@ -2251,21 +2259,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._drive is not None:
             rid = _request_id(request)
             self._drive_seen.discard(rid)
-            capture = self._drive_capture if self._drive_finished_from_inner else None
-            if self._drive_sender is not None and capture is None:
-                self._drive.sync()
             try:
-                # (copied and checked now, as without the sender thread: vLLM and the inner may change them later)
                 blocks, checked = _blocks_sent_later(block_ids)
                 args = {"request_id": rid, "status": _status_name(request), "block_ids": blocks}
             except Exception as e:  # noqa: BLE001
                 args = None
                 self._failed("drive " + where, e)
             if args is not None and self._drive_finished_from_inner:
-                self._drive_finish_from_inner(rid, args, result, checked, capture)
+                self._drive_finish_from_inner(rid, args, result, checked)
                 return result
-            if capture is not None:
-                self._drive.sync()
             r = self._drive_call("request_finished", **args) if args is not None else None
             if r is not None:
                 if r.get("delay_free"):
@@ -2274,7 +2276,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_deferred_known = False  # the node may have deferred it: always wait from now on
         return result
 
-    def _drive_finish_from_inner(self, rid, args, result, checked=(), capture=None):
+    def _drive_finish_from_inner(self, rid, args, result, checked=()):
         """``request_finished`` with ``drive_finished_from_inner``: vLLM acts on the inner's
         ``result`` now; the call, carrying it as ``acted``, goes to the node without waiting and the
         node's answer is checked when read. The producer's record of what the node defers
@@ -2291,13 +2293,6 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_inner_deferred.add(rid)
         else:
             self._drive_finish_unread.add(rid)
-        if capture is not None:  # the call built and sent by the sender thread (_drive_finish_send)
-            capture((self._drive_finish_send, rid, args, acted))
-            return
-        self._drive_finish_send(rid, args, acted)
-
-    def _drive_finish_send(self, rid, args, acted):
-        """``request_finished``'s call carrying the answer acted on (on the sender thread, with one)."""
         # carrying acted: a node that agrees leaves its answer out, and the run's rids are settled at once
         self._drive_send_args("request_finished", args, (
             self._drive_finish_cb, self._drive_agreed_deferred_cb if acted[0] is True else self._drive_agreed_kept_cb,
