@@ -423,8 +423,6 @@ def _matched_check(recorder, acted, result):
 
 _partial = functools.partial
 _get_ident = threading.get_ident
-# drive_sender_thread's default (NodeBridge.start_sender)
-DRIVE_SENDER_THREAD = True
 # the (hook, on_result) pairs of the compact rows whose reply needs no check (``NodeBridge.add_row``)
 _ADD_REQUEST = ("add_request", None)
 _ALLOCATED = ("update_state_after_alloc", None)
@@ -1115,7 +1113,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 node.get("hooks") or ())
             # the per-request hooks and the step's call only captured on the scheduler thread, built,
             # packed and sent on a sender thread while vLLM waits for the GPU (compact calls only)
-            if bridge.compact and _flag(extra.get("drive_sender_thread", DRIVE_SENDER_THREAD)):
+            # (by default only where no admitting call is awaited: an awaited call waits for the sender anyway)
+            if bridge.compact and _flag(extra.get("drive_sender_thread", self._drive_from_inner)):
                 bridge.start_sender()
                 self._drive_sender = bridge.sender_ident
                 self._drive_capture = bridge.captured.append
