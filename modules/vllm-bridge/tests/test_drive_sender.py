@@ -113,8 +113,11 @@ def test_a_failure_on_the_sender_thread_is_counted_and_logged_on_the_scheduler_t
         caplog.clear()
         with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
             s = sched(tmp_path, node, "raising", True, drive_matched_from_inner=True, drive_finished_from_inner=True)
+            bridge = s._drive
             play_producer(s)
         assert raised == ["kvledger-drive-sender"]
+        # each of the 6 steps handed off to the sender, the failures handed back before it notwithstanding
+        assert bridge.handoffs == 6
         # three allocations not built, one step lost on the sender: each a fallback
         assert s.drive_fallbacks == 4
         assert {r.threadName for r in caplog.records} == {threading.current_thread().name}
@@ -261,5 +264,36 @@ def test_an_awaited_call_right_after_a_handed_off_step_waits_for_it_and_stays_in
                          ("update_state_after_alloc", first), ("build_connector_meta", None),
                          ("add_request", second), ("get_num_new_matched_tokens", second)]
         assert s.drive_fallbacks == 0
+    finally:
+        node.close()
+
+
+def test_a_step_handed_off_while_failures_wait_to_be_handed_back_still_goes_to_the_sender(tmp_path, monkeypatch):
+    """Two steps without an update_connector_output between them (vLLM calls it only with a connector output):
+    the second step's hand-off first waits for the sender and handles what it handed back (block ids it could
+    not convert), then hands its own captures to the sender instead of running them on the scheduler thread."""
+    add_row = NodeBridge.add_row
+    built_on = []
+
+    def counted(self, entry, *a):
+        built_on.append(threading.current_thread().name)
+        return add_row(self, entry, *a)
+    monkeypatch.setattr(NodeBridge, "add_row", counted)
+    node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
+    try:
+        s = sched(tmp_path, node, "two-steps", True, drive_matched_from_inner=True)
+        bridge = s._drive
+        for r in producer_requests(2):
+            s.on_new_request(r)
+            s.get_num_new_matched_tokens(r, 0)
+            s.update_state_after_alloc(r, KVCacheBlocks([[KVCacheBlock("not an id")]]), 0)  # not converted
+            s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
+                                                   preempted_req_ids=set()))
+        assert bridge.handoffs == 2
+        s.shutdown()
+        assert s._errors.get("drive update_state_after_alloc") == 2 and s.drive_fallbacks == 0
+        assert built_on == ["kvledger-drive-sender"] * 2  # both admissions built there
+        assert [h for h, _ in node.calls] == ["hello"] + ["add_request", "get_num_new_matched_tokens",
+                                                          "build_connector_meta"] * 2
     finally:
         node.close()

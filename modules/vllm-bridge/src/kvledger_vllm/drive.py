@@ -704,7 +704,7 @@ class NodeBridge:
         if not self._threaded:
             return
         if self._busy or self._later:
-            self._scheduler_side()
+            self._scheduler_side(False)  # (the captures wait for the sender: they are the ones handed off)
         cap = self.captured
         if not cap:
             return
@@ -721,7 +721,7 @@ class NodeBridge:
         if self._threaded:
             self._scheduler_side()
 
-    def _scheduler_side(self):
+    def _scheduler_side(self, captured=True):
         if threading.get_ident() == self.sender_ident:
             return  # the sender's own use
         if self._busy:
@@ -729,12 +729,12 @@ class NodeBridge:
             with self._cond:
                 while self._busy:
                     self._cond.wait()
-        while self._later or self.captured:
+        while self._later or (captured and self.captured):
             later, self._later = self._later, []
             for item in later:
                 item[0](*item[1:])
             cap = self.captured
-            if cap:
+            if cap and captured:
                 work = cap[:]
                 cap.clear()
                 for item in work:
