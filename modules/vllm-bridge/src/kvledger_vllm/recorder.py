@@ -1954,9 +1954,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                         nbs = list(nbs)
                         nbs = (_GROWN, nbs, list(map(len, _chain(filter(None, nbs)))))
             except Exception as e:  # noqa: BLE001
+                self._drive.sync()  # (the sender done: the step count and steady_ids are this thread's again)
                 self._drive_step += 1  # (as without the sender thread: the step counted, not sent)
-                if self._drive_sender is not None:
-                    self._drive.sync()
                 self._drive.steady_ids = None
                 self._failed("drive build_connector_meta", e)
                 return result
