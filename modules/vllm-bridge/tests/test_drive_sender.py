@@ -164,6 +164,12 @@ def test_what_changes_after_a_hook_is_sent_as_the_hook_saw_it(tmp_path, record):
             s.build_connector_meta(out)
             for nr in news:
                 nr.block_ids[0].append(77)  # the model runner extends the lists it was handed
+            # a request resumed after preemption: its new block lists become the model runner's, which extends them
+            resumed = CachedRequestData(req_ids=[reqs[1].request_id], resumed_from_preemption=[True],
+                                        new_block_ids=[([13, 14],)])
+            s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=resumed,
+                                                   preempted_req_ids=set()))
+            resumed.new_block_ids[0][0].append(88)
             # a finish whose answer hands on the very block list (as MoRIIO's remote_block_ids), both changed
             # after the hook; its call goes with the next step's
             blocks = [[1, 2]]
@@ -177,6 +183,7 @@ def test_what_changes_after_a_hook_is_sent_as_the_hook_saw_it(tmp_path, record):
             s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
                                                    preempted_req_ids=set()))
             s.shutdown()
+            assert [a["cached_new_block_ids"] for h, a in node.calls if h == "build_connector_meta"][1] == [[[13, 14]]]
             finished = [a for h, a in node.calls if h == "request_finished"]
             assert [(a["block_ids"], a["acted"]) for a in finished] == [([[1, 2]], {"delay_free": True, "kv_transfer_params": {
                 "remote_block_ids": [1, 2], "x": [1], "transfer_id": "t"}})]
