@@ -238,6 +238,9 @@ def main(argv=None):
             p.kill()
             p.wait()
     print(f"load average at the end: {load()}")
+    import gc
+    print("Python's collections by generation in the run (all engines): "
+          + ", ".join(str(g["collections"]) for g in gc.get_stats()))
     print(f"scheduler-thread CPU per step, N={n}, {a.cycles} cycles, prompts of {a.prompt} tokens in chunks of {a.chunk or max(1, -(-a.prompt // 4))}, GPU wait {a.gpu_ms:g} ms: median µs (added over off; per request); then the scheduler thread's wall time in the hooks, added over off (median, p90), and the drive sender thread's CPU per step (median)")
     for kind in ("burst", "steady", "decode", "finish", "idle"):
         off = cpu["off"][kind]
