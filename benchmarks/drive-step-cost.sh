@@ -7,7 +7,8 @@
 #                "base", in the same run as this checkout's jar (labelled "head")
 #   other arguments go to drive_step_cost.py (--concurrency 16,64,256, --cycles 6, --idle 6,
 #   --unpipelined head, --unbatched head, --from-inner head, --freed-from-inner head,
-#   --matched-from-inner head, --idle-frames head, --unsteady head, --decode 16, --stagger, --warmup 30,
+#   --matched-from-inner head, --idle-frames head, --unsteady head, --inthread head, --decode 16, --stagger,
+#   --warmup 30, --gpu-ms 20,
 #   --transport unix|tcp (default unix))
 # The JDK: JAVA_HOME when it is a JDK 25, else `java` on PATH. This checkout's jar
 # (modules/cli/target/kvledger.jar) is built with Maven when it is missing.
@@ -21,7 +22,7 @@ extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --jar) extra+=(--jar "base=${2:?}"); shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$1"); shift ;;
   esac
 done

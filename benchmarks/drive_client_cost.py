@@ -19,7 +19,11 @@ printed at the end: the same for every engine, as they make the same calls): wha
 ``git show`` under another name), each with a stand-in of its own; engines alternate step by step.
 Medians per kind of step, and what drive mode adds over ``off`` (median and mean: the two idle steps
 after the finishes alternate between one that reads the finishes' replies and one that does not),
-with the thread's minor page faults in those hooks; then the admitting steps' CPU per hook (means). ``--profile [HOOK]`` prints
+with the thread's minor page faults in those hooks; then the admitting steps' CPU per hook (means). ``--gpu-ms MS``: the driver
+sleeps MS ms after each step's ``build_connector_meta`` (the GIL released), as vLLM waits for the GPU; each kind of
+step then also gets the scheduler thread's wall time in its hooks (a wait for the drive sender thread
+included) and the sender thread's CPU. ``--sender both`` (default) plays this checkout's drive engine with
+``drive_sender_thread`` on (head) and off (head-inthread). ``--profile [HOOK]`` prints
 a cProfile (thread CPU time; each call's timer inflates small functions) of this checkout's drive
 engine over the admitting steps (``--profile-kind KIND``: another kind of step), or that hook alone; ``--no-gc`` turns the collector off. A
 measurement, nothing is asserted: on a shared machine only ratios within one run mean much.
@@ -65,18 +69,21 @@ def base_package(rev, where):
 
 
 class Engine:
-    def __init__(self, label, package, drive=None):
+    def __init__(self, label, package, drive=None, sender=None):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
         if drive is not None:
             extra.update(drive_node=drive, drive_timeout_ms=30000, drive_matched_from_inner=True,
                          drive_finished_from_inner=True)
+        if sender is not None:
+            extra["drive_sender_thread"] = sender
         cfg = make_config("kv_producer", extra)
         self.sched = package.KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
         self.worker = package.KvledgerRecorderConnector(cfg, KVConnectorRole.WORKER, None)
         if drive is not None and not self.sched.driving:
             sys.exit(f"drive_client_cost: engine {label} is not driving")
         self.cpu = 0
+        self.wall = 0  # the scheduler thread's wall time in the same hooks (a wait for the sender included)
         self.faults = 0  # the scheduler thread's minor page faults in the same hooks
         self.by_hook = collections.Counter()  # CPU ns per hook over the recorded admitting steps
         self.keep = False
@@ -93,17 +100,24 @@ class Engine:
             if p is not None and p[1] in (name, ""):
                 p[0].enable()
             m = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+            w = time.monotonic_ns()
             c = time.thread_time_ns()
             r = f(*a, **k)
             if p is not None and p[1] in (name, ""):
                 p[0].disable()
             took = time.thread_time_ns() - c
+            self.wall += time.monotonic_ns() - w
             self.faults += resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - m
             self.cpu += took
             if self.keep:
                 self.by_hook[name] += took
             return r
         setattr(self.sched, name, wrapper)
+
+    def sender_ns(self):
+        """The drive sender thread's CPU so far (0: none)."""
+        d = getattr(self.sched, "_drive", None)
+        return getattr(d, "sender_cpu_ns", 0) if d is not None else 0
 
     def close(self):
         self.sched.shutdown()
@@ -128,6 +142,12 @@ def main(argv=None):
                     help="with --profile: the kind of step profiled (as the table names them; decode: the steps "
                          "with no new or finished request once every prompt is in)")
     ap.add_argument("--no-gc", action="store_true", help="with the garbage collector off (what it costs)")
+    ap.add_argument("--gpu-ms", type=float, default=0,
+                    help="after each step's build_connector_meta the driver waits MS ms (time.sleep, the GIL "
+                         "released), as vLLM's scheduler thread waits for the GPU")
+    ap.add_argument("--sender", choices=("both", "on", "off"), default="both",
+                    help="this checkout's drive engine with drive_sender_thread on and off (both: two engines, "
+                         "head and head-inthread), or one of them as head")
     a = ap.parse_args(argv)
     if a.no_gc:
         import gc
@@ -142,15 +162,20 @@ def main(argv=None):
         return "unix://" + path
 
     head = importlib.import_module("kvledger_vllm")
-    engines = [Engine("off", head), Engine("head", head, standin("head"))]
+    engines = [Engine("off", head), Engine("head", head, standin("head"), a.sender != "off")]
+    if a.sender == "both":
+        engines.append(Engine("head-inthread", head, standin("head-inthread"), False))
     if a.base:
         engines.append(Engine("base", base_package(a.base, tmp), standin("base")))
     for e in engines:
         e.driver.decode = a.decode
         e.driver.stagger = a.stagger
         e.driver.chunk = a.chunk or max(1, -(-a.prompt // 4))
+        e.driver.gpu_ms = a.gpu_ms
     print(f"load average at the start: {load()}")
     cpu = {e.label: collections.defaultdict(list) for e in engines}
+    wall = {e.label: collections.defaultdict(list) for e in engines}
+    sender = {e.label: collections.defaultdict(list) for e in engines}
     faults = {e.label: collections.defaultdict(list) for e in engines}
     prof = a.profile  # (None: no profile) cProfile per step of the kind profiled, its hooks only, summed in stats
     stats = None
@@ -158,7 +183,7 @@ def main(argv=None):
     try:
         for c in range(a.cycles + 2):  # the first two: warm-up
             for e in engines:
-                e.cpu = e.faults = 0  # on_new_request, the admission, counts in the admitting step
+                e.cpu = e.faults = e.wall = 0  # on_new_request, the admission, counts in the admitting step
                 e.keep = c >= 2
                 for r in make_requests(first, n, a.prompt):
                     e.driver.add(r)
@@ -173,7 +198,8 @@ def main(argv=None):
                     decoding = before[1] and all(
                         r.num_computed_tokens >= r.num_prompt_tokens for r in d.running.values())
                     if not before[0]:
-                        e.cpu = e.faults = 0
+                        e.cpu = e.faults = e.wall = 0
+                    sent_before = e.sender_ns()
                     e.keep = c >= 2 and bool(before[0])
                     profiling = prof is not None and e.label == "head" and c >= 2
                     if profiling:  # this step's hooks alone, kept when the step is of the kind profiled
@@ -194,6 +220,8 @@ def main(argv=None):
                             stats.add(step_prof)
                     if c >= 2:
                         cpu[e.label][kind].append(e.cpu)
+                        wall[e.label][kind].append(e.wall)
+                        sender[e.label][kind].append(e.sender_ns() - sent_before)
                         faults[e.label][kind].append(e.faults)
                 if len(kinds) != 1:
                     sys.exit(f"drive_client_cost: the engines disagree on a step's kind: {kinds}")
@@ -210,7 +238,10 @@ def main(argv=None):
             p.kill()
             p.wait()
     print(f"load average at the end: {load()}")
-    print(f"scheduler-thread CPU per step, N={n}, {a.cycles} cycles, prompts of {a.prompt} tokens in chunks of {a.chunk or max(1, -(-a.prompt // 4))}: median µs (added over off; per request)")
+    import gc
+    print("Python's collections by generation in the run (all engines): "
+          + ", ".join(str(g["collections"]) for g in gc.get_stats()))
+    print(f"scheduler-thread CPU per step, N={n}, {a.cycles} cycles, prompts of {a.prompt} tokens in chunks of {a.chunk or max(1, -(-a.prompt // 4))}, GPU wait {a.gpu_ms:g} ms: median µs (added over off; per request); then the scheduler thread's wall time in the hooks, added over off (median, p90), and the drive sender thread's CPU per step (median)")
     for kind in ("burst", "steady", "decode", "finish", "idle"):
         off = cpu["off"][kind]
         if not off:
@@ -224,6 +255,13 @@ def main(argv=None):
                          f"mean +{sum(added) / max(1, len(added)) / 1000:,.0f}; "
                          f"{pct(faults[e.label][kind], 0.5):,} page faults)")
         print(f"  {kind:7s} " + " | ".join(cells))
+        w_off = wall["off"][kind]
+        cells = [f"off {pct(w_off, 0.5) / 1000:,.0f}"]
+        for e in engines[1:]:
+            added = [x - y for x, y in zip(wall[e.label][kind], w_off)]
+            cells.append(f"{e.label} +{pct(added, 0.5) / 1000:,.0f} (p90 +{pct(added, 0.9) / 1000:,.0f}); sender "
+                         f"thread CPU {pct(sender[e.label][kind], 0.5) / 1000:,.0f}")
+        print(f"  {'':7s} wall " + " | ".join(cells))
     print(f"  admitting steps by hook, CPU µs per request: " + " | ".join(
         e.label + " " + ", ".join(f"{h} {e.by_hook[h] / (n * a.cycles) / 1000:.1f}" for h in SCHED_HOOKS)
         for e in engines))

@@ -28,7 +28,13 @@ scripted MoRIIO-like connector inside:
   with ``drive_matched_from_inner`` alone; with ``--idle-frames LABEL``, as ``--from-inner`` but every
   call sent as if not ``quiet`` (``NodeBridge.send_args``): a step with nothing scheduled sends its
   frame at its end, as before idle steps waited for a later frame; with ``--unsteady LABEL``, with
-  ``drive_steady`` false (each step's cached ids and new block ids in full).
+  ``drive_steady`` false (each step's cached ids and new block ids in full); with ``--inthread LABEL``,
+  as ``--freed-from-inner`` with ``drive_sender_thread`` false (every call built, packed and sent on the
+  scheduler thread; the sender thread's CPU per step has a table of its own).
+
+``--gpu-ms MS``: after each step's ``build_connector_meta`` the driver sleeps MS ms (the GIL released),
+as vLLM's scheduler thread waits for the GPU before the step's ``update_connector_output`` and
+``request_finished``; the sender thread works meanwhile (0, the default: it works while the next hook waits).
 
 ``--transport unix`` (the default) serves each node's bridge on ``unix:///TMP/node-LABEL.sock`` and
 times the echo over a Unix socket too; ``--transport tcp`` uses ``tcp://127.0.0.1:PORT``.
@@ -178,7 +184,7 @@ class Engine:
     """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
 
     def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=False, finished_from_inner=False,
-                 freed_from_inner=False, idle_frames=False, steady=True):
+                 freed_from_inner=False, idle_frames=False, steady=True, sender=None):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
         if drive is not None:
@@ -189,6 +195,8 @@ class Engine:
                 extra["drive_batch"] = False
             if not steady:
                 extra["drive_steady"] = False
+            if sender is not None:
+                extra["drive_sender_thread"] = sender
             if from_inner:
                 extra["drive_matched_from_inner"] = True
             if finished_from_inner:
@@ -255,6 +263,11 @@ class Engine:
         def send_args(hook, a, on_result=None, flush=False, quiet=False):
             args(hook, a, on_result, flush)
         bridge.send_row, bridge.send_args = send_row, send_args
+
+    def sender_ns(self):
+        """The drive sender thread's CPU so far (None: no sender thread)."""
+        d = getattr(self.sched, "_drive", None)
+        return getattr(d, "sender_cpu_ns", None) if d is not None else None
 
     def fallbacks(self):
         return getattr(self.sched, "drive_fallbacks", 0)
@@ -323,8 +336,9 @@ def _gc_timer(phase, info):
         e.gc_ns += time.perf_counter_ns() - _GC_START[0]
 
 
-def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False):
-    """``cycles`` cycles of N requests on every engine; returns {label: {kind: [step ns]}}."""
+def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False, gpu_ms=0, sender=None):
+    """``cycles`` cycles of N requests on every engine; returns {label: {kind: [step ns]}}, the same of
+    the steps' CPU, and fills ``sender`` ({label: {kind: [ns]}}) with the sender thread's CPU per step."""
     steps = {e.label: collections.defaultdict(list) for e in engines}
     cpu = {e.label: collections.defaultdict(list) for e in engines}
     k = 0
@@ -334,6 +348,7 @@ def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False)
             e.recording = record
             e.driver.decode = decode
             e.driver.stagger = stagger
+            e.driver.gpu_ms = gpu_ms
             for r in reqs[e.label]:
                 e.driver.add(r)
         # on_new_request (the admission) is timed into the admitting step
@@ -349,6 +364,7 @@ def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False)
                 _STEPPING[0] = e
                 bridge = getattr(e.sched, "_drive", None)
                 frames = bridge.batches if bridge is not None else 0
+                sent_before = e.sender_ns()
                 d.step()
                 _STEPPING[0] = None
                 if before[0]:
@@ -369,6 +385,9 @@ def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False)
                 if record:
                     steps[e.label][kind].append(took)
                     cpu[e.label][kind].append(took_cpu)
+                    if sent_before is not None and sender is not None:
+                        sender.setdefault(e.label, collections.defaultdict(list))[kind].append(
+                            e.sender_ns() - sent_before)
                     if kind == "idle":
                         for name, (wall, used) in e.hook_ns.items():
                             e.idle_hooks[name, "wall"].append(wall)
@@ -408,6 +427,12 @@ def main(argv=None):
                     help="also drive as --from-inner with a frame sent at the end of every step, a node of its own")
     ap.add_argument("--unsteady", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_steady false (each step's cached ids in full), a node of its own")
+    ap.add_argument("--inthread", action="append", default=[], metavar="LABEL",
+                    help="also drive as --freed-from-inner with drive_sender_thread false (each call built, packed "
+                         "and sent on the scheduler thread), a node of its own")
+    ap.add_argument("--gpu-ms", type=float, default=0,
+                    help="after each step's build_connector_meta the driver waits MS ms (time.sleep, the GIL "
+                         "released), as vLLM's scheduler thread waits for the GPU before the step's last hooks")
     ap.add_argument("--transport", choices=["unix", "tcp"], default="unix",
                     help="the nodes' bridge and the echo: a Unix socket (default) or loopback ZMQ over TCP")
     ap.add_argument("--concurrency", default="16,64,256")
@@ -458,6 +483,11 @@ def main(argv=None):
                 nodes.append(node)
                 engines.append(Engine(label + " freed from inner", node.endpoint, from_inner=True,
                                       finished_from_inner=True, freed_from_inner=True))
+            if label in a.inthread:
+                node = Node(a.java, jar, tmp, label + "-inthread", a.transport)
+                nodes.append(node)
+                engines.append(Engine(label + " freed from inner, in-thread", node.endpoint, from_inner=True,
+                                      finished_from_inner=True, freed_from_inner=True, sender=False))
             if label in a.unpipelined:
                 node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport)
                 nodes.append(node)
@@ -477,12 +507,15 @@ def main(argv=None):
         first += a.warmup * 64
         results = {}
         cpu_results = {}
+        sender_results = {}
         awaited = {}
         for n in levels:
             for e in engines:
                 e.awaited = []
             echo.samples = []
-            results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True, a.decode, a.stagger)
+            sender_results[n] = {}
+            results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True, a.decode, a.stagger,
+                                              a.gpu_ms, sender_results[n])
             first += a.cycles * n
             awaited[n] = ({e.label: list(e.awaited) for e in engines if e.label != "off"}, list(echo.samples))
         fallbacks = {e.label: e.fallbacks() for e in engines}
@@ -496,7 +529,8 @@ def main(argv=None):
     driven = [e.label for e in engines if e.label != "off"]
     print(f"load average at the end: {load()}")
     print()
-    print(f"scheduler steps, µs per step (sum of its scheduler hooks); {a.cycles} cycles per N "
+    print(f"scheduler steps, µs per step (sum of its scheduler hooks' wall time, a wait for the drive sender "
+          f"thread included; GPU wait {a.gpu_ms:g} ms after build_connector_meta); {a.cycles} cycles per N "
           f"(admit N, 2 steady steps, {a.decode} decode steps, N finish, {a.idle} idle steps); added = the same step "
           f"on minus off, paired")
     print()
@@ -540,6 +574,21 @@ def main(argv=None):
                 added = [x - y for x, y in zip(cpu_results[n][label][kind], off)]
                 row += f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |"
             print(row)
+    threaded = [label for label in driven if any(sender_results[n].get(label) for n in levels)]
+    if threaded:
+        print()
+        print("the drive sender thread's CPU time per step (drive_sender_thread: what the scheduler thread no longer "
+              "does), µs, p50 / p99")
+        print()
+        print("| N | step | " + " | ".join(threaded) + " |")
+        print("|---:|---|" + "---:|" * len(threaded))
+        for n in levels:
+            for kind in KINDS:
+                if not cpu_results[n]["off"][kind]:
+                    continue
+                cells = [sender_results[n].get(label, {}).get(kind) or [0] for label in threaded]
+                print(f"| {n} | {KIND_TEXT[kind]} | " + " | ".join(
+                    f"{us(pct(v, 0.5))} / {us(pct(v, 0.99))}" for v in cells) + " |")
     print()
     print("steps with nothing scheduled, by hook (all N): the hook's wall / CPU time, µs, p50 / p99; GC: "
           "Python's collector during the step (steps with one, p99 of its time in them)")

@@ -363,6 +363,7 @@ class BatchingNode(ScriptedNode):
         self.mixed = 0
         self.listed = 0  # the answers agreed-form replies listed
         self.frames = 0
+        self.raw = []  # the frames read, as their bytes
         self.derived_reqs = 0  # new requests of a compact build_connector_meta sent as [id, computed tokens]
         self.batches = []
         self.compact_calls = 0  # batched calls that came in the compact form (arrays)
@@ -386,6 +387,7 @@ class BatchingNode(ScriptedNode):
                 continue
             ident, frame = self.sock.recv_multipart()
             self.frames += 1
+            self.raw.append(frame)
             req = msgpack.unpackb(frame)
             if req["hook"] == "batch":
                 members = req["args"]["calls"]
@@ -658,14 +660,14 @@ class InnerLikeNode(BatchingNode):
     the driver's producer requests (delay_free with their blocks, its params for a length-capped
     finish): an agreeing node."""
 
-    def __init__(self, answers, compact=False, derived=False, agreed=False):
+    def __init__(self, answers, compact=False, derived=False, agreed=False, steady=False):
         self.tids = {}
         self.deferred = set()
         answers = dict(answers)
         answers["add_request"] = self.admit
         answers["request_finished"] = self.finish
         answers["update_connector_output"] = self.output
-        super().__init__(answers, compact, derived, agreed=agreed)
+        super().__init__(answers, compact, derived, steady=steady, agreed=agreed)
 
     def output(self, args):
         # as the connector: the ACKs of deferred frees surface (None when there are none)

@@ -29,6 +29,7 @@ import operator
 import select
 import socket
 import struct
+import threading
 import time
 
 
@@ -49,6 +50,10 @@ class NodeBridge:
 
     #: how long quiet calls may wait for a later frame (an instance may set its own; 0: never)
     max_hold_ns = 250_000_000
+    # the sender thread (``start_sender``): off until started
+    _threaded = False
+    sender_ident = None
+    captured = None
 
     def __init__(self, endpoint, timeout_ms=5000, on_failure=None, max_unread=4096):
         import msgpack
@@ -159,6 +164,8 @@ class NodeBridge:
 
     def call_args(self, hook, args):
         """``call`` with the arguments as one dict (sent as it is: the caller does not change it later)."""
+        if self._threaded:
+            self._scheduler_side()
         rid = next(self._ids)
         self.calls += 1
         wait_for = rid
@@ -208,6 +215,8 @@ class NodeBridge:
 
         ``quiet`` (with ``batching``): the call may wait past a ``flush`` for a later frame; a
         ``flush`` then sends the buffer only when a call sent without ``quiet`` waits in it."""
+        if self._threaded:
+            self._scheduler_side()
         rid = next(self._ids)
         self.sent += 1
         self._unread[rid] = (hook, on_result)
@@ -284,6 +293,8 @@ class NodeBridge:
         call: the rows are packed together when the batch goes out (or a long-form call follows
         them), so ``row`` must hold nothing the caller changes later (the caller copies what might be).
         ``quiet`` as for ``send_args``."""
+        if self._threaded:
+            self._scheduler_side()
         rid = next(self._ids)
         self.sent += 1
         self._unread[rid] = (hook, on_result)
@@ -434,11 +445,15 @@ class NodeBridge:
 
     @property
     def unread(self):
-        """Sent (or buffered) calls whose reply has not been read yet."""
+        """Sent (or buffered) calls whose reply has not been read yet (captured ones too, with the sender thread)."""
+        if self._threaded:
+            self._scheduler_side()
         return len(self._unread)
 
     def poll(self):
         """Reads the replies already here, without waiting."""
+        if self._threaded:
+            self._scheduler_side()
         zmq = self._zmq
         while self._unread:
             try:
@@ -464,6 +479,8 @@ class NodeBridge:
     def flush(self, timeout_ms=None):
         """Reads the replies of every sent call, waiting up to ``timeout_ms`` (default: the call
         timeout) for each; what does not come is given up (``on_failure``). Returns how many were given up."""
+        if self._threaded:
+            self._scheduler_side()
         zmq = self._zmq
         wait = self._timeout_ms if timeout_ms is None else int(timeout_ms)
         if self._buffer or self._rows:
@@ -563,6 +580,8 @@ class NodeBridge:
         """Whether the DEALER connected again since the last look (a new connection is a new caller
         to the node, which remembers nothing of the old one: ``steady_ids`` is then forgotten). One
         ``getsockopt`` when nothing happened."""
+        if self._threaded:
+            self._scheduler_side()
         m = self._monitor
         if m is None or not m.getsockopt(self._zmq.EVENTS) & self._zmq.POLLIN:
             return False
@@ -634,9 +653,134 @@ class NodeBridge:
         self.failures += 1
         self.steady_ids = None  # the node may have refused a step or never read it: the next one in full
         if self._on_failure is not None:
-            self._on_failure(hook, DriveError(f"kvledger node {hook}: {error}"))
+            if self._threaded and threading.get_ident() == self.sender_ident:
+                self._later.append((self._on_failure, hook, DriveError(f"kvledger node {hook}: {error}")))
+            else:
+                self._on_failure(hook, DriveError(f"kvledger node {hook}: {error}"))
+
+    # ------------------------------------------------------------------ the sender thread
+    # With ``start_sender`` the scheduler thread's hooks only capture what their calls need, as
+    # ``(fn, *args)`` in ``captured`` (a list kept for good: its ``append`` may be bound once); at the
+    # step's end ``hand_off`` gives the step's captures to the sender thread, which runs each
+    # ``fn(*args)`` in order (building the calls, packing, sending, reading the replies there are)
+    # while vLLM's scheduler thread waits for the GPU. The scheduler thread's next use of the bridge
+    # (any public method here, or ``sync``) first waits until the sender is done with what it was
+    # handed, runs what the sender handed back (``later``: failures, divergences), then the captures
+    # not handed off, in order: the socket has one user at any instant, and the calls go out in the
+    # order the hooks were called.
+
+    def start_sender(self, chunk=64):
+        """Starts the sender thread (once; before any capture). ``chunk``: the captured calls it runs
+        between two releases of the GIL (``time.sleep(0)``), so that a scheduler thread back from
+        its wait waits at most about one chunk."""
+        if self._threaded:
+            return
+        self.captured = []
+        self._later = []
+        self._work = None
+        self._busy = False
+        self._stop = False
+        self._cond = threading.Condition()
+        self._chunk = max(1, int(chunk))
+        self.sender_cpu_ns = 0  # the sender thread's CPU time (time.thread_time_ns), summed
+        self.handoffs = 0
+        self.sender_waits = 0  # times the scheduler thread found the sender still at work
+        t = threading.Thread(target=self._sender_loop, name="kvledger-drive-sender", daemon=True)
+        t.start()
+        self._sender = t
+        self.sender_ident = t.ident
+        self._threaded = True
+
+    def later(self, fn, *args):
+        """On the sender thread: ``fn(*args)`` is run on the scheduler thread at its next use of the bridge."""
+        self._later.append((fn, *args))
+
+    def on_sender(self):
+        """Whether the calling thread is the sender thread."""
+        return self._threaded and threading.get_ident() == self.sender_ident
+
+    def hand_off(self):
+        """The step's end, on the scheduler thread: the captured calls go to the sender thread."""
+        if not self._threaded:
+            return
+        if self._busy or self._later:
+            self._scheduler_side(False)  # (the captures wait for the sender: they are the ones handed off)
+        cap = self.captured
+        if not cap:
+            return
+        work = cap[:]
+        cap.clear()
+        with self._cond:
+            self._work = work
+            self._busy = True
+            self.handoffs += 1
+            self._cond.notify()
+
+    def sync(self):
+        """The scheduler thread's way in (see above); nothing to do without the sender thread."""
+        if self._threaded:
+            self._scheduler_side()
+
+    def _scheduler_side(self, captured=True):
+        if threading.get_ident() == self.sender_ident:
+            return  # the sender's own use
+        if self._busy:
+            self.sender_waits += 1
+            with self._cond:
+                while self._busy:
+                    self._cond.wait()
+        while self._later or (captured and self.captured):
+            later, self._later = self._later, []
+            for item in later:
+                item[0](*item[1:])
+            cap = self.captured
+            if cap and captured:
+                work = cap[:]
+                cap.clear()
+                for item in work:
+                    item[0](*item[1:])
+
+    def _sender_loop(self):
+        cond = self._cond
+        chunk = self._chunk
+        while True:
+            with cond:
+                while self._work is None and not self._stop:
+                    cond.wait()
+                work = self._work
+                if work is None:
+                    return
+            began = time.thread_time_ns()
+            try:
+                for i, item in enumerate(work, 1):
+                    item[0](*item[1:])
+                    if not i % chunk:
+                        time.sleep(0)  # the GIL released: a scheduler thread back from its wait goes on
+            except BaseException as e:  # noqa: BLE001 - handed back, never lost
+                self._later.append((self._sender_failed, e))
+            finally:
+                self.sender_cpu_ns += time.thread_time_ns() - began
+                with cond:
+                    self._work = None
+                    self._busy = False
+                    cond.notify_all()
+
+    def _sender_failed(self, e):
+        self.failures += 1
+        self.steady_ids = None
+        if self._on_failure is not None:
+            self._on_failure("sender", DriveError(f"kvledger drive sender thread: {e!r}"))
 
     def close(self):
+        if self._threaded:
+            try:
+                self._scheduler_side()
+            finally:
+                with self._cond:
+                    self._stop = True
+                    self._cond.notify_all()
+                self._sender.join(5)
+                self._threaded = False
         try:
             if self._monitor is not None:
                 try:

@@ -89,6 +89,7 @@ import itertools
 import logging
 import operator
 import os
+import threading
 
 from . import __version__
 from . import stream as _stream_module
@@ -421,6 +422,7 @@ def _matched_check(recorder, acted, result):
 
 
 _partial = functools.partial
+_get_ident = threading.get_ident
 # the (hook, on_result) pairs of the compact rows whose reply needs no check (``NodeBridge.add_row``)
 _ADD_REQUEST = ("add_request", None)
 _ALLOCATED = ("update_state_after_alloc", None)
@@ -863,6 +865,69 @@ def _new_request_rows_derived(reqs, admitted, allocated):
         return _new_request_rows_now(reqs)
 
 
+def _new_request_rows_of(rows):
+    """``_new_request_rows_now`` of ``_new_requests_rows``' rows (the drive sender thread's, from the
+    scheduler thread's ``_new_requests_snapshot``: params copied shallowly, block ids as they were)."""
+    try:
+        return [(str(rid), _blocks_packable(blocks), int(n or 0), _params_packable(params))
+                for rid, blocks, n, params in rows]
+    except Exception:  # noqa: BLE001 - odd values: as the journal's entries
+        return [(f["request_id"], f["block_ids"], f["num_computed_tokens"], f["kv_transfer_params"])
+                for f in _new_requests_fields(rows)]
+
+
+def _new_request_rows_derived_of(rows, admitted, allocated):
+    """``_new_request_rows_derived`` of ``_new_requests_rows``' rows (the same rows: a shallow copy of
+    params holds the same keys and values, by identity, as the dict it was copied from)."""
+    try:
+        out = []
+        for rid, blocks, n, params in rows:
+            p = admitted.get(rid, _ABSENT) if type(rid) is str else _ABSENT
+            if p is not _ABSENT and (p is params is None or (
+                    type(params) is dict and type(p) is dict and len(p) == len(params)
+                    and all(map(_is, _chain(p.items()), _chain(params.items()))))):
+                b = allocated.get(rid, _ABSENT)
+                if b is not _ABSENT and type(b) is type(blocks) and (b == blocks) is True:
+                    out.append((rid, int(n or 0)))
+                    continue
+            out.append((str(rid), _blocks_packable(blocks), int(n or 0), _params_packable(params)))
+        return out
+    except Exception:  # noqa: BLE001 - odd values: each one in full
+        return _new_request_rows_of(rows)
+
+
+# vLLM's KVCacheBlocks (``get_block_ids()``: a tuple of fresh lists of each block object's ``block_id``):
+# the drive's scheduler thread copies its lists of block objects (C-level), the sender thread reads the ids
+_KV_BLOCKS_QUALNAME = ("vllm.v1.core.kv_cache_manager", "KVCacheBlocks")
+_KV_BLOCKS_TYPES = {}
+
+
+def _is_kv_blocks(t):
+    """Whether ``t`` is vLLM's KVCacheBlocks as 239b5ff30 and main have it: its one field ``blocks`` (a
+    fork's with more fields, e.g. block id overrides, gives its ids by ``get_block_ids()``)."""
+    known = _KV_BLOCKS_TYPES.get(t)
+    if known is None:
+        fields = getattr(t, "__dataclass_fields__", None)
+        known = _KV_BLOCKS_TYPES[t] = (getattr(t, "__module__", None), getattr(t, "__qualname__", None)) == \
+            _KV_BLOCKS_QUALNAME and (fields is None or list(fields) == ["blocks"])
+    return known
+
+
+def _block_ids_of(objs):
+    """``KVCacheBlocks.get_block_ids()`` of the block object lists copied at the hook."""
+    return tuple([b.block_id for b in g] for g in objs)
+
+
+class _Cached:
+    """What the drive's scheduler thread captured of a step's ``scheduled_cached_reqs``."""
+
+    __slots__ = ("req_ids", "new_block_ids")
+
+    def __init__(self, req_ids, new_block_ids):
+        self.req_ids = req_ids
+        self.new_block_ids = new_block_ids
+
+
 def _new_requests(scheduler_output):
     """``scheduled_new_reqs`` as the journal's ``NewRequest`` entries, or ``_ABSENT``."""
     snap = _new_requests_snapshot(scheduler_output)
@@ -943,6 +1008,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._is_scheduler = role == KVConnectorRole.SCHEDULER
         self._producer_scheduler = False
         self._drive = None
+        # with the sender thread (drive_sender_thread): the bridge's captured list's append, and the thread's id
+        self._drive_capture = None
+        self._drive_sender = None
         self._drive_seen = set()
         self._drive_step = 0
         self.drive_fallbacks = 0
@@ -1043,6 +1111,19 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # and replies leaving out the answers that are empty or the ones vLLM acted on (calls carrying acted)
             bridge.agreed = bridge.batching and _flag(extra.get("drive_agreed", True)) and "agreed" in (
                 node.get("hooks") or ())
+            # the per-request hooks and the step's call only captured on the scheduler thread, built,
+            # packed and sent on a sender thread while vLLM waits for the GPU (compact calls only)
+            # (by default only where no admitting call is awaited: an awaited call waits for the sender anyway)
+            if bridge.compact and _flag(extra.get("drive_sender_thread", self._drive_from_inner)):
+                bridge.start_sender()
+                self._drive_sender = bridge.sender_ident
+                self._drive_capture = bridge.captured.append
+                # bound once: a bound method made per capture would be one more object per call for
+                # Python's collector while the step's captures wait
+                self._drive_admit_cap = self._drive_admit_later
+                self._drive_matched_cap = self._drive_matched_later
+                self._drive_alloc_cap = self._drive_alloc_later
+                self._drive_step_cap = self._drive_step_later
             self._drive = bridge
             self._drive_producer = role == "kv_producer"
             log.warning("kvledger-vllm %s: DRIVE MODE: the scheduler hooks are answered by the kvledger node at %s "
@@ -1050,6 +1131,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                         node.get("profile") or "not named", type(self._inner).__name__)
         except Exception as e:  # noqa: BLE001 - the engine runs on with its own connector
             self._drive = None
+            self._drive_capture = self._drive_sender = None
             log.error("kvledger recorder: drive mode is off, %s answers the hooks: %s", type(self._inner).__name__, e)
 
     def _drive_call(self, hook, **args):
@@ -1092,6 +1174,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     def _drive_diverged(self, hook, acted, node):
         """A divergence counts as a drive fallback (vLLM acted on the inner's answer) and is logged."""
+        if self._drive_sender is not None and _get_ident() == self._drive_sender:
+            self._drive.later(self._drive_diverged, hook, acted, node)  # handled on the scheduler thread
+            return
         self.drive_divergences += 1
         self.drive_fallbacks += 1
         self.drive_divergence_last = (hook, acted, node)
@@ -1123,6 +1208,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             deferred.difference_update(safe)
 
     def _drive_failed(self, hook, e):
+        if self._drive_sender is not None and _get_ident() == self._drive_sender:
+            self._drive.later(self._drive_failed, hook, e)  # handled on the scheduler thread
+            return
         self.drive_fallbacks += 1
         if hook in ("request_finished", "update_connector_output"):
             self._drive_deferred_known = False  # the node may have deferred or surfaced some: always wait
@@ -1154,6 +1242,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_metadata = result
 
     def _drive_admit(self, request):
+        if self._drive_sender is not None:
+            self._drive.sync()
         rid = str(request.request_id)
         if rid in self._drive_seen:
             return rid
@@ -1175,6 +1265,41 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         else:
             self._drive_send_args("add_request", _admission(request))
         return rid
+
+    def _drive_admit_later(self, rid, n, ids_len, p):
+        """On the sender thread: ``on_new_request``'s compact row from what it captured."""
+        try:
+            if p is not None and not (_STR_TYPE.issuperset(map(type, p)) and _PLAIN_TYPES.issuperset(
+                    map(type, p.values()))):
+                p = plain(p)
+            d = self._drive
+            if d.derived:  # before the row: a frame it sends empties it
+                d.admitted[rid] = p
+            d.add_row(_ADD_REQUEST, rid, n, ids_len, p)
+        except Exception as e:  # noqa: BLE001
+            self._drive_failed("add_request", e)
+
+    def _drive_admit_captured(self, request):
+        """``_drive_admit`` with the sender thread: captured when it can be (vLLM's Request), else in
+        this thread after the sender is done. Returns the request's id as sent."""
+        rid = request.request_id
+        if type(rid) is str:
+            if rid in self._drive_seen:
+                return rid
+            try:
+                ids = request.prompt_token_ids
+                n = request.num_prompt_tokens
+                p = request.kv_transfer_params
+            except AttributeError:
+                n = None
+            if type(n) is int and (p is None or type(p) is dict):
+                self._drive_seen.add(rid)
+                self._drive_capture((self._drive_admit_cap, rid, n, None if ids is None else len(ids),
+                                     None if p is None else p.copy()))
+                return rid
+        if self._drive_sender is not None:
+            self._drive.sync()
+        return self._drive_admit(request)
 
     @property
     def driving(self):
@@ -1226,11 +1351,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         return self._stream
 
     def _failed(self, where, e):
+        if self._drive_sender is not None and _get_ident() == self._drive_sender:
+            self._drive.later(self._failed, where, e)  # handled on the scheduler thread
+            return
         n = self._errors.get(where, 0)
         self._errors[where] = n + 1
         if n == 0:
             log.error("kvledger recorder: recording %s failed (%r); the call itself went through. "
-                      "Further errors in %s are counted, not logged.", where, e, where, exc_info=True)
+                      "Further errors in %s are counted, not logged.", where, e, where, exc_info=e)
 
     def _put(self, type_name, fields, reply_type=None, reply_fields=None):
         s = self._stream
@@ -1470,6 +1598,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._drive_settled(min(1000, d._timeout_ms))
                 self._drive = None
                 self._drive_compact = False
+                self._drive_capture = self._drive_sender = None
                 try:
                     d.close()
                 except Exception as e:  # noqa: BLE001
@@ -1514,10 +1643,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 rid = self._admit(request)
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
+        capture = self._drive_capture if self._drive_from_inner else None
         if self._drive is not None:
             drive_rid = request.request_id  # admitted already (on_new_request), as a rule
             if type(drive_rid) is not str or drive_rid not in self._drive_seen:
-                drive_rid = self._drive_admit(request)
+                drive_rid = self._drive_admit(request) if capture is None else self._drive_admit_captured(request)
         result = self._inner.get_num_new_matched_tokens(request, num_computed_tokens)
         if rid is not None:
             try:
@@ -1530,6 +1660,21 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                                      "matched_tokens", (_matched_fields, rid, count, load_async))
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
+        if capture is not None:  # the sender thread's: _drive_matched_later
+            capture((self._drive_matched_cap, drive_rid, num_computed_tokens, result))
+            return result
+        if self._drive_sender is not None:
+            self._drive.sync()
+        return self._drive_matched(drive_rid if self._drive is not None else None, num_computed_tokens, result,
+                                   request)
+
+    def _drive_matched_later(self, drive_rid, num_computed_tokens, result):
+        """On the sender thread: ``get_num_new_matched_tokens``' call from what it captured."""
+        self._drive_matched(drive_rid, num_computed_tokens, result, None)
+
+    def _drive_matched(self, drive_rid, num_computed_tokens, result, request):
+        """``get_num_new_matched_tokens``' call to the node; returns what vLLM gets (``request`` None:
+        on the sender thread, with the answer from the inner)."""
         if self._drive_compact and self._drive_from_inner:
             # vLLM's own types (a tuple of an int or None and a bool, an int count) as they are
             if (type(result) is tuple and len(result) == 2 and type(result[1]) is bool
@@ -1551,7 +1696,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._drive is not None and self._drive_from_inner:
             # vLLM acts on the inner's answer now; the node's, read later, must be the same. The call
             # carries it, so that the node journals the answer vLLM acted on and names a divergence
-            args = {"request_id": _request_id(request), "num_computed_tokens": int(num_computed_tokens)}
+            args = {"request_id": drive_rid if request is None else _request_id(request),
+                    "num_computed_tokens": int(num_computed_tokens)}
             try:
                 acted = (None if result[0] is None else int(result[0]), bool(result[1]))
                 args["acted"] = {"num_tokens": acted[0], "load_async": acted[1]}
@@ -1585,14 +1731,45 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._stream.put("blocks_allocated", (_blocks_allocated_fields, rid, groups, num_external_tokens))
             except Exception as e:  # noqa: BLE001
                 self._failed("update_state_after_alloc", e)
+        capture = self._drive_capture
+        if capture is not None:
+            # the sender thread's (_drive_alloc_later): the lists the recording took, when it did; else
+            # vLLM's lists of block objects copied (the manager's own, extended or changed in later
+            # steps; a block's id never changes), their ids read there; anything else's ids now
+            objs = None
+            try:
+                if groups is None and blocks is not None:
+                    if _is_kv_blocks(type(blocks)):
+                        objs = tuple(map(list, blocks.blocks))
+                    else:
+                        groups = blocks.get_block_ids()
+            except Exception as e:  # noqa: BLE001
+                self._failed("drive update_state_after_alloc", e)
+                return result
+            capture((self._drive_alloc_cap, request.request_id, groups, objs, num_external_tokens))
+            return result
+        if self._drive_sender is not None:
+            self._drive.sync()
+        self._drive_alloc(request.request_id if self._drive is not None else None, blocks, groups, None,
+                          num_external_tokens)
+        return result
+
+    def _drive_alloc_later(self, drive_rid, groups, objs, num_external_tokens):
+        """On the sender thread: ``update_state_after_alloc``'s call from what it captured."""
+        self._drive_alloc(drive_rid, None, groups, objs, num_external_tokens)
+
+    def _drive_alloc(self, drive_rid, blocks, groups, objs, num_external_tokens):
+        """``update_state_after_alloc``'s call to the node: the block ids of ``groups`` (the recording's
+        lists), else of ``objs`` (block object lists), else ``blocks.get_block_ids()``."""
         if self._drive_compact:
             try:
-                drive_rid = request.request_id
                 if type(drive_rid) is not str:
                     drive_rid = str(drive_rid)
                 # the lists the recording took, when it did (read by both, changed by neither), else fresh
                 # ones; vLLM's (a tuple of int lists) as they are, anything else as _block_groups makes it
-                if groups is None:
+                if objs is not None:
+                    groups = _block_ids_of(objs)
+                elif groups is None:
                     groups = blocks.get_block_ids() if blocks is not None else None
                 if type(groups) is tuple:
                     for g in groups:
@@ -1621,9 +1798,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._failed("drive update_state_after_alloc", e)
             if block_ids is not None:
                 self._drive_send_args("update_state_after_alloc", {
-                    "request_id": _request_id(request), "block_ids": block_ids,
+                    "request_id": str(drive_rid), "block_ids": block_ids,
                     "num_external_tokens": int(num_external_tokens)})
-        return result
 
     def build_connector_meta(self, scheduler_output):
         s = self._stream
@@ -1704,10 +1880,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         s = self._stream
         # before the inner runs: the params it reads are the request's own dict, changed later
         new_fields = None  # driving alone: the node's entries, made now (no snapshot to convert later)
+        capture = self._drive_capture
+        snap = _ABSENT  # (capture) the new requests for the sender thread, as the recording keeps them
         try:
             new_reqs = getattr(scheduler_output, "scheduled_new_reqs", _ABSENT)
             d = self._drive
-            if new_reqs is not _ABSENT and d is not None and d.derived:
+            if capture is not None:
+                if new_reqs is not _ABSENT:
+                    snap = _new_requests_snapshot_of(new_reqs) if new_reqs else ()
+                    if s is not None:
+                        new_reqs = _new_requests_snapshot(scheduler_output) if new_reqs else []
+            elif new_reqs is not _ABSENT and d is not None and d.derived:
                 # the node's rows by position, derived where they can be (recording too: the
                 # recording's snapshot below, as without)
                 new_fields = _new_request_rows_derived(new_reqs, d.admitted, d.allocated) if new_reqs else ()
@@ -1756,64 +1939,110 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                       None if reply is None else "metadata_built", reply)
             except Exception as e:  # noqa: BLE001
                 self._failed("build_connector_meta", e)
-        if self._drive is not None:
-            # The node learns the step; vLLM gets the inner's metadata, which its worker reads.
-            self._drive_step += 1
+        if capture is not None:
+            # the sender thread's (_drive_step_later): the cached ids copied, their new block ids by
+            # reference (vLLM builds them afresh each step) but a resumed request's, which become the
+            # model runner's and grow in place: kept with their lengths (``_grown_blocks``)
             try:
                 crd = getattr(scheduler_output, "scheduled_cached_reqs", None)
                 ids = getattr(crd, "req_ids", None) if crd is not None else None
-                steady = False
-                if ids and self._drive.steady:
-                    self._drive.reconnected()  # (a new connection: the ids in full)
-                    ids, nbs, steady = _steady_fields(self._drive, self._drive_step, ids,
-                                                      getattr(crd, "new_block_ids", ()))
-                elif ids:
-                    ids = [str(r) for r in ids]
-                    nbs = list(getattr(crd, "new_block_ids", ()) or ())
-                    nbs = [None if nb is None else _block_groups(nb) for nb in nbs[:len(ids)]]
-                    nbs += [None] * (len(ids) - len(nbs))
-                else:  # packed as [] too; shared, no object per step (an idle step's may wait a while)
-                    ids = nbs = ()
-                    self._drive.steady_ids = None  # (steady) the next step's ids go in full
-                args = {"step": self._drive_step, "cached_req_ids": ids, "cached_new_block_ids": nbs}
-                # left out when this vLLM has no such field (the node then knows they were not sent)
-                if new_fields is not None:
-                    args["scheduled_new_reqs"] = new_fields
-                elif new_reqs is not _ABSENT:
-                    args["scheduled_new_reqs"] = _new_requests_fields(new_reqs)
-                if preempted is not _ABSENT:
-                    args["preempted_req_ids"] = sorted(str(x) for x in preempted) if preempted else ()
+                nbs = ()
+                if ids:
+                    ids = list(ids)
+                    nbs = getattr(crd, "new_block_ids", ())
+                    if nbs and (getattr(crd, "resumed_req_ids", None) or any(getattr(crd, "resumed_from_preemption", ()))):
+                        nbs = list(nbs)
+                        nbs = (_GROWN, nbs, list(map(len, _chain(filter(None, nbs)))))
             except Exception as e:  # noqa: BLE001
-                args = None
-                self._drive.steady_ids = None  # not sent: the next step's ids go in full
+                self._drive.sync()  # (the sender done: the step count and steady_ids are this thread's again)
+                self._drive_step += 1  # (as without the sender thread: the step counted, not sent)
+                self._drive.steady_ids = None
                 self._failed("drive build_connector_meta", e)
-            # a step with nothing scheduled tells the node nothing new: it waits for a later frame
-            # unless calls that do wait with it (an idle step then sends nothing)
-            # (``steady``: as is a step whose ids are the previous step's, with or without new blocks:
-            # build_connector_meta reads no time, and what it reads besides the step (pending saves,
-            # staged receives and saves) only calls on this connection change, which stay behind it in
-            # order; vLLM acts on none of its answer. So its answer and every later one are the same
-            # whenever it is read: core SteadyStepTest)
-            quiet = (args is not None and (steady or not args["cached_req_ids"]) and not args.get("scheduled_new_reqs")
-                     and not args.get("preempted_req_ids"))
-            if args is not None and self._drive_compact:
-                self._drive_metadata = None
-                new = args.get("scheduled_new_reqs")
-                if new is not None and new_fields is None:  # recording too: the journal's entries, by position
-                    new = [(f["request_id"], f["block_ids"], f["num_computed_tokens"], f["kv_transfer_params"])
-                           for f in new]
-                try:
-                    self._drive.send_row("build_connector_meta", (
-                        args["step"], args["cached_req_ids"], args["cached_new_block_ids"], new,
-                        args.get("preempted_req_ids")), self._drive_meta_cb, True, quiet)
-                except Exception as e:  # noqa: BLE001
-                    self._drive.steady_ids = None
-                    self._drive_failed("build_connector_meta", e)
-            elif args is not None:
-                self._drive_metadata = None
-                # the end of the scheduler's pass: what waits in the batch goes out with it
-                self._drive_send_args("build_connector_meta", args, self._drive_meta_cb, True, quiet)
+                return result
+            capture((self._drive_step_cap, snap, ids, nbs, preempted))
+            self._drive.hand_off()
+            return result
+        if self._drive is not None:
+            if self._drive_sender is not None:
+                self._drive.sync()
+            crd = getattr(scheduler_output, "scheduled_cached_reqs", None)
+            self._drive_step_call(new_fields, new_reqs, crd, preempted)
         return result
+
+    def _drive_step_later(self, snap, ids, nbs, preempted):
+        """On the sender thread: ``build_connector_meta``'s call from what it captured."""
+        new_fields = None
+        try:
+            if snap is not _ABSENT:
+                d = self._drive
+                rows = _new_requests_rows(snap) if snap else ()
+                new_fields = (() if not rows else _new_request_rows_derived_of(rows, d.admitted, d.allocated)
+                              if d.derived else _new_request_rows_of(rows))
+        except Exception as e:  # noqa: BLE001
+            snap = preempted = _ABSENT
+            self._failed("build_connector_meta new requests", e)
+        if type(nbs) is tuple and nbs and nbs[0] is _GROWN:
+            nbs = _grown_blocks(nbs[1], nbs[2])
+        self._drive_step_call(new_fields, snap, _Cached(ids, nbs), preempted)
+
+    def _drive_step_call(self, new_fields, new_reqs, crd, preempted):
+        """``build_connector_meta``'s call to the node (``crd``: the scheduler output's
+        ``scheduled_cached_reqs``, or what was captured of it)."""
+        # The node learns the step; vLLM gets the inner's metadata, which its worker reads.
+        self._drive_step += 1
+        try:
+            ids = getattr(crd, "req_ids", None) if crd is not None else None
+            steady = False
+            if ids and self._drive.steady:
+                self._drive.reconnected()  # (a new connection: the ids in full)
+                ids, nbs, steady = _steady_fields(self._drive, self._drive_step, ids,
+                                                  getattr(crd, "new_block_ids", ()))
+            elif ids:
+                ids = [str(r) for r in ids]
+                nbs = list(getattr(crd, "new_block_ids", ()) or ())
+                nbs = [None if nb is None else _block_groups(nb) for nb in nbs[:len(ids)]]
+                nbs += [None] * (len(ids) - len(nbs))
+            else:  # packed as [] too; shared, no object per step (an idle step's may wait a while)
+                ids = nbs = ()
+                self._drive.steady_ids = None  # (steady) the next step's ids go in full
+            args = {"step": self._drive_step, "cached_req_ids": ids, "cached_new_block_ids": nbs}
+            # left out when this vLLM has no such field (the node then knows they were not sent)
+            if new_fields is not None:
+                args["scheduled_new_reqs"] = new_fields
+            elif new_reqs is not _ABSENT:
+                args["scheduled_new_reqs"] = _new_requests_fields(new_reqs)
+            if preempted is not _ABSENT:
+                args["preempted_req_ids"] = sorted(str(x) for x in preempted) if preempted else ()
+        except Exception as e:  # noqa: BLE001
+            args = None
+            self._drive.steady_ids = None  # not sent: the next step's ids go in full
+            self._failed("drive build_connector_meta", e)
+        # a step with nothing scheduled tells the node nothing new: it waits for a later frame
+        # unless calls that do wait with it (an idle step then sends nothing)
+        # (``steady``: as is a step whose ids are the previous step's, with or without new blocks:
+        # build_connector_meta reads no time, and what it reads besides the step (pending saves,
+        # staged receives and saves) only calls on this connection change, which stay behind it in
+        # order; vLLM acts on none of its answer. So its answer and every later one are the same
+        # whenever it is read: core SteadyStepTest)
+        quiet = (args is not None and (steady or not args["cached_req_ids"]) and not args.get("scheduled_new_reqs")
+                 and not args.get("preempted_req_ids"))
+        if args is not None and self._drive_compact:
+            self._drive_metadata = None
+            new = args.get("scheduled_new_reqs")
+            if new is not None and new_fields is None:  # recording too: the journal's entries, by position
+                new = [(f["request_id"], f["block_ids"], f["num_computed_tokens"], f["kv_transfer_params"])
+                       for f in new]
+            try:
+                self._drive.send_row("build_connector_meta", (
+                    args["step"], args["cached_req_ids"], args["cached_new_block_ids"], new,
+                    args.get("preempted_req_ids")), self._drive_meta_cb, True, quiet)
+            except Exception as e:  # noqa: BLE001
+                self._drive.steady_ids = None
+                self._drive_failed("build_connector_meta", e)
+        elif args is not None:
+            self._drive_metadata = None
+            # the end of the scheduler's pass: what waits in the batch goes out with it
+            self._drive_send_args("build_connector_meta", args, self._drive_meta_cb, True, quiet)
 
     def on_new_request(self, request):
         if self._stream is not None:
@@ -1827,6 +2056,23 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # dict of str keys and plain scalars, or None); anything else, or a second call, there
             rid = request.request_id
             seen = self._drive_seen
+            capture = self._drive_capture
+            if capture is not None and type(rid) is str and rid not in seen:
+                # the sender thread's: what the row needs, by value (params copied shallowly: the inner
+                # may rewrite them, #51052); _drive_admit_later builds the row
+                try:
+                    ids = request.prompt_token_ids
+                    n = request.num_prompt_tokens
+                    p = request.kv_transfer_params
+                except AttributeError:
+                    n = None
+                if type(n) is int and (p is None or type(p) is dict):
+                    seen.add(rid)
+                    capture((self._drive_admit_cap, rid, n, None if ids is None else len(ids),
+                             None if p is None else p.copy()))
+                    return self._inner.on_new_request(request)
+            if self._drive_sender is not None:
+                d.sync()
             if type(rid) is str and rid not in seen and self._drive_compact:
                 try:
                     ids = request.prompt_token_ids
@@ -1853,6 +2099,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         fields = None
         before = None
         if self._drive is not None:
+            if self._drive_sender is not None:  # the sender thread done with the last step (its replies settled)
+                self._drive.sync()
             try:
                 before = {"finished_sending": _id_list(getattr(connector_output, "finished_sending", None)),
                           "finished_recving": _id_list(getattr(connector_output, "finished_recving", None))}
@@ -1944,6 +2192,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
 
     def request_finished(self, request, block_ids):
         s = self._stream
+        if self._drive_sender is not None:
+            self._drive.sync()
         if s is None or self._drive is not None:
             return self._finished("request_finished", request, block_ids,
                                   lambda: self._inner.request_finished(request, block_ids))

@@ -1,0 +1,306 @@
+"""Drive mode's sender thread (``drive_sender_thread``): the scheduler thread's hooks only capture what
+their calls need; a sender thread builds, packs and sends them while vLLM waits for the GPU, and the
+scheduler thread's next use of the bridge waits for it. The node must see the same bytes."""
+
+import logging
+import threading
+
+import pytest
+
+from driver import Driver, make_config, producer_requests
+from kvledger_vllm import KvledgerRecorderConnector
+from kvledger_vllm.drive import NodeBridge
+from test_drive import SWITCHES, InnerLikeNode, play_producer, scheduler
+from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+from vllm.v1.core.kv_cache_manager import KVCacheBlock, KVCacheBlocks
+from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+from vllm.v1.outputs import KVConnectorOutput
+
+ANSWERS = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False}}
+
+
+def sched(tmp_path, node, name, sender, record=True, **more):
+    (tmp_path / name).mkdir()
+    if not record:
+        more["record_to"] = ""
+    s = scheduler(tmp_path / name, node.port, drive_sender_thread=sender, **more)
+    assert s.driving
+    return s
+
+
+def node_for():
+    return InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True, steady=True)
+
+
+@pytest.mark.parametrize("record", (True, False), ids=("recording", "not-recording"))
+@pytest.mark.parametrize("switches", SWITCHES, ids=lambda sw: "-".join(k[6:] for k, v in sw.items() if v) or "none")
+def test_the_sender_thread_sends_the_bytes_the_scheduler_thread_sends(tmp_path, switches, record):
+    """For every combination of the from-inner switches and the compact form, with and without recording,
+    the node reads byte for byte the frames it reads without the sender thread, vLLM gets the same answers,
+    and the client's record of what the node defers is the same."""
+    seen = []
+    for sender in (True, False):
+        node = node_for()
+        try:
+            s = sched(tmp_path, node, f"sender-{sender}", sender, record, **switches)
+            bridge = s._drive
+            threaded = bridge._threaded
+            assert threaded == (sender and bridge.compact)
+            w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
+                                                                      "inner_connector_module_path": "fakes"}),
+                                          KVConnectorRole.WORKER, None)
+            d = Driver(s, w)
+            for r in producer_requests(6):
+                d.add(r)
+            d.run(4)
+            for r in producer_requests(9)[6:]:  # more requests while others run
+                d.add(r)
+            d.run(6)
+            s.shutdown()
+            w.shutdown()
+            if threaded:
+                assert bridge.handoffs >= 10 and bridge.sender_cpu_ns > 0
+                assert not bridge._sender.is_alive()  # ended at the shutdown
+            assert s.drive_fallbacks == 0 and s.drive_divergences == 0 and bridge.unread == 0
+            seen.append((node.raw, node.calls, d.acted, sorted(s._drive_deferred), sorted(s._drive_finish_unread),
+                         bridge.calls, bridge.sent, bridge.batches))
+        finally:
+            node.close()
+    assert len(seen[0][0]) > 5 and seen[0] == seen[1]
+
+
+def test_a_failure_on_the_sender_thread_is_counted_and_logged_on_the_scheduler_thread(tmp_path, caplog, monkeypatch):
+    """A call the node refuses, a call the sender cannot build, and a captured call that raises: each is
+    counted and logged as without the sender thread, on the scheduler thread (handed back at its next use
+    of the bridge), and the calls after them still go out."""
+    refusing = dict(ANSWERS, update_state_after_alloc="node busy: the node's inbox is full (1 items)")
+    seen = []
+    for sender in (True, False):
+        node = InnerLikeNode(refusing, compact=True, derived=True, agreed=True)
+        try:
+            caplog.clear()
+            with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
+                s = sched(tmp_path, node, f"refused-{sender}", sender, drive_matched_from_inner=True,
+                          drive_finished_from_inner=True)
+                play_producer(s)
+            assert s.drive_fallbacks == 3
+            logged = [r for r in caplog.records if "update_state_after_alloc" in r.getMessage()]
+            assert len(logged) == 1 and logged[0].threadName == threading.current_thread().name
+            seen.append(node.calls)
+        finally:
+            node.close()
+    assert seen[0] == seen[1]
+
+    # a call the sender cannot build (its row refused by the bridge), and a captured call raising
+    node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
+    try:
+        add_row = NodeBridge.add_row
+
+        def no_allocation(self, entry, *a):
+            if entry[0] == "update_state_after_alloc":
+                raise ValueError("cannot build")
+            return add_row(self, entry, *a)
+        monkeypatch.setattr(NodeBridge, "add_row", no_allocation)
+        step_later = KvledgerRecorderConnector._drive_step_later
+        raised = []
+
+        def raising_once(self, *a):
+            if not raised:
+                raised.append(threading.current_thread().name)
+                raise RuntimeError("the sender's call broke")
+            return step_later(self, *a)
+        monkeypatch.setattr(KvledgerRecorderConnector, "_drive_step_later", raising_once)
+        caplog.clear()
+        with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
+            s = sched(tmp_path, node, "raising", True, drive_matched_from_inner=True, drive_finished_from_inner=True)
+            bridge = s._drive
+            play_producer(s)
+        assert raised == ["kvledger-drive-sender"]
+        # each of the 6 steps handed off to the sender, the failures handed back before it notwithstanding
+        assert bridge.handoffs == 6
+        # three allocations not built, one step lost on the sender: each a fallback
+        assert s.drive_fallbacks == 4
+        assert {r.threadName for r in caplog.records} == {threading.current_thread().name}
+        assert any("sender thread" in r.getMessage() for r in caplog.records)
+        hooks = [h for h, _ in node.calls]
+        assert "update_state_after_alloc" not in hooks and hooks.count("build_connector_meta") == 5
+        assert hooks.count("request_finished") == 3
+    finally:
+        node.close()
+
+
+def new_request_data(req, blocks):
+    return NewRequestData(req.request_id, req.prompt_token_ids, req.sampling_params, blocks, 0)
+
+
+@pytest.mark.parametrize("record", (True, False), ids=("recording", "not-recording"))
+def test_what_changes_after_a_hook_is_sent_as_the_hook_saw_it(tmp_path, record):
+    """The sender thread builds a call after its hook returned: the params dict the inner rewrites after
+    on_new_request, the manager's block list extended or changed in place after update_state_after_alloc,
+    and a new request's block ids extended by the model runner after build_connector_meta still go as
+    they were at the hook (the same calls as without the sender thread)."""
+    seen = []
+    for sender in (True, False):
+        node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
+        try:
+            s = sched(tmp_path, node, f"changed-{sender}", sender, record, drive_matched_from_inner=True,
+                      drive_finished_from_inner=True)
+            reqs = producer_requests(2)
+            for r in reqs:
+                s.on_new_request(r)
+            first_params = dict(reqs[0].kv_transfer_params)
+            reqs[0].kv_transfer_params["transfer_id"] = "rewritten"  # (#51052: the inner rewrites them)
+            reqs[0].kv_transfer_params["extra"] = 1
+            news = []
+            for i, r in enumerate(reqs):
+                assert s.get_num_new_matched_tokens(r, 0) == (0, False)
+                live = [KVCacheBlock(10 * i + 1), KVCacheBlock(10 * i + 2)]
+                s.update_state_after_alloc(r, KVCacheBlocks([live]), 0)
+                live.append(KVCacheBlock(99))  # the next step's allocation
+                live[0] = KVCacheBlock(0)  # a block replaced in place (a sliding window's null block)
+                news.append(new_request_data(r, ([10 * i + 1, 10 * i + 2],)))
+            out = SchedulerOutput(scheduled_new_reqs=news, scheduled_cached_reqs=CachedRequestData(),
+                                  preempted_req_ids=set())
+            s.build_connector_meta(out)
+            for nr in news:
+                nr.block_ids[0].append(77)  # the model runner extends the lists it was handed
+            # a request resumed after preemption: its new block lists become the model runner's, which extends them
+            resumed = CachedRequestData(req_ids=[reqs[1].request_id], resumed_from_preemption=[True],
+                                        new_block_ids=[([13, 14],)])
+            s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=resumed,
+                                                   preempted_req_ids=set()))
+            resumed.new_block_ids[0][0].append(88)
+            # a finish whose answer hands on the very block list (as MoRIIO's remote_block_ids), both changed
+            # after the hook; its call goes with the next step's
+            blocks = [[1, 2]]
+            answer = (True, {"remote_block_ids": blocks[0], "x": [1], "transfer_id": "t"})
+            s._inner.request_finished = lambda request, block_ids: answer
+            s.update_connector_output(KVConnectorOutput(finished_sending=None, finished_recving=None))
+            assert s.request_finished(reqs[0], blocks) is answer
+            blocks[0].append(9)
+            answer[1]["x"].append(2)
+            answer[1]["late"] = 1
+            s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
+                                                   preempted_req_ids=set()))
+            s.shutdown()
+            assert [a["cached_new_block_ids"] for h, a in node.calls if h == "build_connector_meta"][1] == [[[13, 14]]]
+            finished = [a for h, a in node.calls if h == "request_finished"]
+            assert [(a["block_ids"], a["acted"]) for a in finished] == [([[1, 2]], {"delay_free": True, "kv_transfer_params": {
+                "remote_block_ids": [1, 2], "x": [1], "transfer_id": "t"}})]
+            calls = node.calls
+            allocs = [a for h, a in calls if h == "update_state_after_alloc"]
+            assert [a["block_ids"] for a in allocs] == [[[1, 2]], [[11, 12]]]
+            admitted = [a for h, a in calls if h == "add_request"]
+            assert admitted[0]["kv_transfer_params"] == first_params
+            step = [a for h, a in calls if h == "build_connector_meta"][0]
+            assert [r["block_ids"] for r in step["scheduled_new_reqs"]] == [[[1, 2]], [[11, 12]]]
+            seen.append((node.raw, node.calls))
+        finally:
+            node.close()
+    assert seen[0] == seen[1]
+
+
+class Gate:
+    """Holds the sender thread in a step's call until ``open``."""
+
+    def __init__(self, monkeypatch):
+        self.event = threading.Event()
+        self.entered = threading.Event()
+        step_later = KvledgerRecorderConnector._drive_step_later
+
+        def held(recorder, *a):
+            self.entered.set()
+            self.event.wait()
+            return step_later(recorder, *a)
+        monkeypatch.setattr(KvledgerRecorderConnector, "_drive_step_later", held)
+
+
+def one_step(s, reqs, first_block=1):
+    news = []
+    for i, r in enumerate(reqs):
+        s.on_new_request(r)
+        s.get_num_new_matched_tokens(r, 0)
+        ids = [first_block + i]
+        s.update_state_after_alloc(r, KVCacheBlocks([[KVCacheBlock(ids[0])]]), 0)
+        news.append(new_request_data(r, (ids,)))
+    s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=news, scheduled_cached_reqs=CachedRequestData(),
+                                           preempted_req_ids=set()))
+
+
+def test_close_while_the_sender_works_waits_for_it_and_sends_everything(tmp_path, monkeypatch):
+    """shutdown() while the sender thread is still building the step waits for it: every call reaches
+    the node, its replies are read, and the thread ends."""
+    gate = Gate(monkeypatch)
+    node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
+    try:
+        s = sched(tmp_path, node, "closing", True, drive_matched_from_inner=True)
+        bridge = s._drive
+        one_step(s, producer_requests(3))
+        assert gate.entered.wait(30)  # the sender is in the step's call
+        opener = threading.Timer(0.2, gate.event.set)
+        opener.start()
+        s.shutdown()
+        opener.join()
+        assert not bridge._sender.is_alive() and bridge.unread == 0 and s.drive_fallbacks == 0
+        assert [h for h, _ in node.calls] == ["hello"] + [
+            "add_request", "get_num_new_matched_tokens", "update_state_after_alloc"] * 3 + ["build_connector_meta"]
+    finally:
+        node.close()
+
+
+def test_an_awaited_call_right_after_a_handed_off_step_waits_for_it_and_stays_in_order(tmp_path, monkeypatch):
+    """With get_num_new_matched_tokens awaited (not from the inner), the next step's query waits until the
+    sender thread has sent the step handed off: the node reads the step first, and vLLM gets the node's answer."""
+    gate = Gate(monkeypatch)
+    answers = {"get_num_new_matched_tokens": {"num_tokens": 16, "load_async": False}}
+    node = InnerLikeNode(answers, compact=True, derived=True, agreed=True)
+    try:
+        s = sched(tmp_path, node, "awaited", True)
+        bridge = s._drive
+        one_step(s, producer_requests(2)[:1])
+        assert gate.entered.wait(30)
+        later = producer_requests(2)[1]
+        threading.Timer(0.2, gate.event.set).start()
+        s.on_new_request(later)  # captured: nothing waits
+        assert s.get_num_new_matched_tokens(later, 0) == (16, False)  # awaited: after the step
+        assert bridge.sender_waits >= 1
+        s.shutdown()
+        hooks = [(h, a.get("request_id")) for h, a in node.calls]
+        first, second = producer_requests(2)[0].request_id, later.request_id
+        assert hooks == [("hello", None), ("add_request", first), ("get_num_new_matched_tokens", first),
+                         ("update_state_after_alloc", first), ("build_connector_meta", None),
+                         ("add_request", second), ("get_num_new_matched_tokens", second)]
+        assert s.drive_fallbacks == 0
+    finally:
+        node.close()
+
+
+def test_a_step_handed_off_while_failures_wait_to_be_handed_back_still_goes_to_the_sender(tmp_path, monkeypatch):
+    """Two steps without an update_connector_output between them (vLLM calls it only with a connector output):
+    the second step's hand-off first waits for the sender and handles what it handed back (block ids it could
+    not convert), then hands its own captures to the sender instead of running them on the scheduler thread."""
+    add_row = NodeBridge.add_row
+    built_on = []
+
+    def counted(self, entry, *a):
+        built_on.append(threading.current_thread().name)
+        return add_row(self, entry, *a)
+    monkeypatch.setattr(NodeBridge, "add_row", counted)
+    node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
+    try:
+        s = sched(tmp_path, node, "two-steps", True, drive_matched_from_inner=True)
+        bridge = s._drive
+        for r in producer_requests(2):
+            s.on_new_request(r)
+            s.get_num_new_matched_tokens(r, 0)
+            s.update_state_after_alloc(r, KVCacheBlocks([[KVCacheBlock("not an id")]]), 0)  # not converted
+            s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
+                                                   preempted_req_ids=set()))
+        assert bridge.handoffs == 2
+        s.shutdown()
+        assert s._errors.get("drive update_state_after_alloc") == 2 and s.drive_fallbacks == 0
+        assert built_on == ["kvledger-drive-sender"] * 2  # both admissions built there
+        assert [h for h, _ in node.calls] == ["hello"] + ["add_request", "get_num_new_matched_tokens",
+                                                          "build_connector_meta"] * 2
+    finally:
+        node.close()
