@@ -4,6 +4,7 @@ scheduler thread's next use of the bridge waits for it. The node must see the sa
 
 import logging
 import threading
+import time
 
 import pytest
 
@@ -214,6 +215,16 @@ class Gate:
             return step_later(recorder, *a)
         monkeypatch.setattr(KvledgerRecorderConnector, "_drive_step_later", held)
 
+    def open_once_waited_for(self, bridge):
+        """Opens the gate from another thread once the scheduler thread waits for the sender (no timing)."""
+        def opener():
+            while bridge.sender_waits == 0:
+                time.sleep(0.001)
+            self.event.set()
+        t = threading.Thread(target=opener, daemon=True)
+        t.start()
+        return t
+
 
 def one_step(s, reqs, first_block=1):
     news = []
@@ -237,10 +248,10 @@ def test_close_while_the_sender_works_waits_for_it_and_sends_everything(tmp_path
         bridge = s._drive
         one_step(s, producer_requests(3))
         assert gate.entered.wait(30)  # the sender is in the step's call
-        opener = threading.Timer(0.2, gate.event.set)
-        opener.start()
+        opener = gate.open_once_waited_for(bridge)
         s.shutdown()
         opener.join()
+        assert bridge.sender_waits >= 1  # shutdown found the sender at work and waited for it
         assert not bridge._sender.is_alive() and bridge.unread == 0 and s.drive_fallbacks == 0
         assert [h for h, _ in node.calls] == ["hello"] + [
             "add_request", "get_num_new_matched_tokens", "update_state_after_alloc"] * 3 + ["build_connector_meta"]
@@ -260,9 +271,11 @@ def test_an_awaited_call_right_after_a_handed_off_step_waits_for_it_and_stays_in
         one_step(s, producer_requests(2)[:1])
         assert gate.entered.wait(30)
         later = producer_requests(2)[1]
-        threading.Timer(0.2, gate.event.set).start()
+        opener = gate.open_once_waited_for(bridge)
         s.on_new_request(later)  # captured: nothing waits
+        assert bridge.sender_waits == 0
         assert s.get_num_new_matched_tokens(later, 0) == (16, False)  # awaited: after the step
+        opener.join()
         assert bridge.sender_waits >= 1
         s.shutdown()
         hooks = [(h, a.get("request_id")) for h, a in node.calls]
