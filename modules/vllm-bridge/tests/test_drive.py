@@ -135,9 +135,7 @@ def test_a_refusing_node_leaves_the_inners_answer_and_is_logged_once(tmp_path, c
                          "request_finished": "node busy: the node's inbox is full (1 items)"})
     try:
         s = scheduler(tmp_path, node.port)
-        w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
-                                                                  "inner_connector_module_path": "fakes"}),
-                                      KVConnectorRole.WORKER, None)
+        w = scripted_worker()
         assert not w.driving  # the worker side always stays the inner connector
         with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
             d = Driver(s, w)
@@ -265,9 +263,7 @@ def test_the_hooks_whose_answer_vllm_ignores_are_not_awaited(tmp_path):
     try:
         # a client waiting for a held reply would give up after 300 ms and count a fallback
         s = scheduler(tmp_path, node.port, drive_timeout_ms=300)
-        w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
-                                                                  "inner_connector_module_path": "fakes"}),
-                                      KVConnectorRole.WORKER, None)
+        w = scripted_worker()
         d = Driver(s, w)
         for r in producer_requests(3):
             d.add(r)
@@ -460,12 +456,17 @@ def test_a_node_that_takes_batches_gets_a_steps_unawaited_calls_in_one_frame(tmp
     assert seen[0] == seen[1]
 
 
+def scripted_worker():
+    """A worker connector of the scripted MoRIIO-like inner (a producer's)."""
+    return KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
+                                                                 "inner_connector_module_path": "fakes"}),
+                                     KVConnectorRole.WORKER, None)
+
+
 def play_producer(s, requests=3, steps=6):
     """``requests`` producer requests played for ``steps`` steps over the scheduler connector ``s``
     and a worker connector of the scripted MoRIIO-like inner, both shut down after; returns the driver."""
-    w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
-                                                              "inner_connector_module_path": "fakes"}),
-                                  KVConnectorRole.WORKER, None)
+    w = scripted_worker()
     d = Driver(s, w)
     for r in producer_requests(requests):
         d.add(r)

@@ -8,11 +8,10 @@ import time
 
 import pytest
 
-from driver import Driver, make_config, producer_requests
+from driver import Driver, producer_requests
 from kvledger_vllm import KvledgerRecorderConnector
 from kvledger_vllm.drive import NodeBridge
-from test_drive import SWITCHES, InnerLikeNode, play_producer, scheduler
-from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+from test_drive import SWITCHES, InnerLikeNode, play_producer, scheduler, scripted_worker
 from vllm.v1.core.kv_cache_manager import KVCacheBlock, KVCacheBlocks
 from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
 from vllm.v1.outputs import KVConnectorOutput
@@ -47,9 +46,7 @@ def test_the_sender_thread_sends_the_bytes_the_scheduler_thread_sends(tmp_path, 
             bridge = s._drive
             threaded = bridge._threaded
             assert threaded == (sender and bridge.compact)
-            w = KvledgerRecorderConnector(make_config("kv_producer", {"inner_connector": "ScriptedConnector",
-                                                                      "inner_connector_module_path": "fakes"}),
-                                          KVConnectorRole.WORKER, None)
+            w = scripted_worker()
             d = Driver(s, w)
             for r in producer_requests(6):
                 d.add(r)

@@ -848,21 +848,11 @@ def _new_request_rows_derived(reqs, admitted, allocated):
     except Exception:  # noqa: BLE001 - each one on its own below
         pass
     try:
-        out = []
-        for (rid, n), blocks, params in zip(map(_ID_AND_COMPUTED, reqs), map(_BLOCK_IDS, reqs),
-                                            map(_KV_PARAMS, map(_EXTRA_ARGS, reqs))):
-            p = admitted.get(rid, _ABSENT) if type(rid) is str else _ABSENT
-            if p is not _ABSENT and (p is params is None or (
-                    type(params) is dict and type(p) is dict and len(p) == len(params)
-                    and all(map(_is, _chain(p.items()), _chain(params.items()))))):
-                b = allocated.get(rid, _ABSENT)
-                if b is not _ABSENT and type(b) is type(blocks) and (b == blocks) is True:
-                    out.append((rid, int(n or 0)))
-                    continue
-            out.append((str(rid), _blocks_packable(blocks), int(n or 0), _params_packable(params)))
-        return out
-    except Exception:  # noqa: BLE001 - not vLLM's NewRequestData (or odd values): each one in full
+        rows = [(rid, blocks, n, params) for (rid, n), blocks, params in zip(
+            map(_ID_AND_COMPUTED, reqs), map(_BLOCK_IDS, reqs), map(_KV_PARAMS, map(_EXTRA_ARGS, reqs)))]
+    except Exception:  # noqa: BLE001 - not vLLM's NewRequestData: each one in full
         return _new_request_rows_now(reqs)
+    return _new_request_rows_derived_of(rows, admitted, allocated)
 
 
 def _new_request_rows_of(rows):
