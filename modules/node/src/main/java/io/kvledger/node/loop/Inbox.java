@@ -168,11 +168,34 @@ public final class Inbox {
     }
 
     /**
-     * How long {@link #take} polls before it parks: a call that arrives within it is taken without
-     * a wake-up (the next hook call of a step often follows within tens of microseconds), and an
-     * idle loop burns no more than this once per idle spell.
+     * How long {@link #take} polls before it parks by default: a call that arrives within it is
+     * taken without a wake-up (the next hook call of a step often follows within tens of
+     * microseconds), and an idle loop burns no more than this once per idle spell.
      */
-    static final long SPIN_NS = 20_000;
+    static final long DEFAULT_SPIN_NS = 20_000;
+
+    /** The system property that sets the spin in nanoseconds (read once, when this class loads). */
+    static final String SPIN_PROPERTY = "kvledger.loop.spinNs";
+
+    /** The spin of every inbox in this JVM: {@link #SPIN_PROPERTY}, else {@link #DEFAULT_SPIN_NS}. */
+    static final long SPIN_NS = spinNs(System.getProperty(SPIN_PROPERTY));
+
+    /** The spin a value of {@link #SPIN_PROPERTY} asks for (absent or blank: the default); 0 or more. */
+    static long spinNs(String value) {
+        if (value == null || value.isBlank()) {
+            return DEFAULT_SPIN_NS;
+        }
+        long ns;
+        try {
+            ns = Long.parseLong(value.strip());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(SPIN_PROPERTY + " must be a number of nanoseconds, got " + value, e);
+        }
+        if (ns < 0) {
+            throw new IllegalArgumentException(SPIN_PROPERTY + " must be 0 or more, got " + value);
+        }
+        return ns;
+    }
 
     /**
      * Takes the next item, waiting at most {@code timeoutNs} ({@code Long.MAX_VALUE}: no bound):
