@@ -169,16 +169,24 @@ public final class Inbox {
 
     /**
      * How long {@link #take} polls before it parks by default: a call that arrives within it is
-     * taken without a wake-up (the next hook call of a step often follows within tens of
-     * microseconds), and an idle loop burns no more than this once per idle spell.
+     * taken without a wake-up, and an idle loop burns no more than this once per idle spell.
      */
     static final long DEFAULT_SPIN_NS = 20_000;
 
     /** The system property that sets the spin in nanoseconds (read once, when this class loads). */
     static final String SPIN_PROPERTY = "kvledger.loop.spinNs";
 
+    /** The system property that, {@code false}, makes the spin fixed instead of {@link SpinPolicy adaptive}. */
+    static final String ADAPTIVE_PROPERTY = "kvledger.loop.spinAdaptive";
+
     /** The spin of every inbox in this JVM: {@link #SPIN_PROPERTY}, else {@link #DEFAULT_SPIN_NS}. */
     static final long SPIN_NS = spinNs(System.getProperty(SPIN_PROPERTY));
+
+    /** Whether the spin adapts ({@link SpinPolicy}): unless {@link #ADAPTIVE_PROPERTY} is {@code false}. */
+    static final boolean SPIN_ADAPTIVE = !"false".equalsIgnoreCase(System.getProperty(ADAPTIVE_PROPERTY, "").strip());
+
+    /** The loop thread's spin before it parks. */
+    private final SpinPolicy spin = new SpinPolicy(SPIN_NS, SPIN_ADAPTIVE);
 
     /** The spin a value of {@link #SPIN_PROPERTY} asks for (absent or blank: the default); 0 or more. */
     static long spinNs(String value) {
@@ -199,30 +207,35 @@ public final class Inbox {
 
     /**
      * Takes the next item, waiting at most {@code timeoutNs} ({@code Long.MAX_VALUE}: no bound):
-     * polls for up to {@link #SPIN_NS} first (with an {@link Idle}, also looking at its socket without
-     * waiting), then serves the {@link Idle} until an item is there or the time is up, or parks.
+     * looks once (with an {@link Idle}, also at its socket without waiting), polls for as long as
+     * its {@link SpinPolicy} says (up to {@link #SPIN_NS}), then serves the {@link Idle} until an item
+     * is there or the time is up, or parks.
      */
     Item take(long timeoutNs) throws InterruptedException {
         if (timeoutNs <= 0) {
             return queue.poll();
         }
         long start = System.nanoTime();
-        long spin = Math.min(SPIN_NS, timeoutNs);
         boolean serves = idle != null;
-        do {
-            Item i = queue.poll();
-            if (i != null) {
-                return i;
-            }
-            if (serves) {
-                i = serveIdle(0);
+        Item first = look(serves);
+        if (first != null) {
+            return first;
+        }
+        serves = serves && stillServing;
+        long spinNs = spin.next();
+        if (spinNs > 0) {
+            long spinFor = Math.min(spinNs, timeoutNs);
+            while (System.nanoTime() - start < spinFor) {
+                Thread.onSpinWait();
+                Item i = look(serves);
                 if (i != null) {
+                    spin.spun(true);
                     return i;
                 }
-                serves = stillServing;
+                serves = serves && stillServing;
             }
-            Thread.onSpinWait();
-        } while (System.nanoTime() - start < spin);
+            spin.spun(false);
+        }
         while (serves) {
             long left = timeoutNs == Long.MAX_VALUE ? Long.MAX_VALUE : timeoutNs - (System.nanoTime() - start);
             if (left <= 0) {
@@ -239,6 +252,16 @@ public final class Inbox {
         }
         long left = timeoutNs - (System.nanoTime() - start);
         return left <= 0 ? queue.poll() : queue.poll(left, TimeUnit.NANOSECONDS);
+    }
+
+    /** The next item now, from the queue or (when {@code serves}) the {@link Idle} served without waiting. */
+    private Item look(boolean serves) {
+        Item i = queue.poll();
+        if (i != null || !serves) {
+            stillServing = serves;
+            return i;
+        }
+        return serveIdle(0);
     }
 
     /** Whether the last {@link #serveIdle} found its {@link Idle} still serving. Loop thread only. */
