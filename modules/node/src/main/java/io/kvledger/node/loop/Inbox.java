@@ -168,25 +168,20 @@ public final class Inbox {
     }
 
     /**
-     * How long {@link #take} polls before it parks by default: a call that arrives within it is
-     * taken without a wake-up, and an idle loop burns no more than this once per idle spell.
+     * How long {@link #take} polls after its first look before it parks, by default: none. A spin
+     * catches a call that comes within it without a wake-up, but on this project's measurements
+     * (benchmarks/README.md, issue 34) a 20 µs spin cost more than it caught: awaited calls and
+     * drive-mode steps were as fast or faster without it, tcp calls slower with it (the spinning
+     * loop takes the core the socket's I/O thread or the caller needs), and calls a millisecond
+     * apart paid it in CPU. The same held for a spin that stopped while its spins caught nothing.
      */
-    static final long DEFAULT_SPIN_NS = 20_000;
+    static final long DEFAULT_SPIN_NS = 0;
 
     /** The system property that sets the spin in nanoseconds (read once, when this class loads). */
     static final String SPIN_PROPERTY = "kvledger.loop.spinNs";
 
-    /** The system property that, {@code false}, makes the spin fixed instead of {@link SpinPolicy adaptive}. */
-    static final String ADAPTIVE_PROPERTY = "kvledger.loop.spinAdaptive";
-
     /** The spin of every inbox in this JVM: {@link #SPIN_PROPERTY}, else {@link #DEFAULT_SPIN_NS}. */
     static final long SPIN_NS = spinNs(System.getProperty(SPIN_PROPERTY));
-
-    /** Whether the spin adapts ({@link SpinPolicy}): unless {@link #ADAPTIVE_PROPERTY} is {@code false}. */
-    static final boolean SPIN_ADAPTIVE = !"false".equalsIgnoreCase(System.getProperty(ADAPTIVE_PROPERTY, "").strip());
-
-    /** The loop thread's spin before it parks. */
-    private final SpinPolicy spin = new SpinPolicy(SPIN_NS, SPIN_ADAPTIVE);
 
     /** The spin a value of {@link #SPIN_PROPERTY} asks for (absent or blank: the default); 0 or more. */
     static long spinNs(String value) {
@@ -207,9 +202,9 @@ public final class Inbox {
 
     /**
      * Takes the next item, waiting at most {@code timeoutNs} ({@code Long.MAX_VALUE}: no bound):
-     * looks once (with an {@link Idle}, also at its socket without waiting), polls for as long as
-     * its {@link SpinPolicy} says (up to {@link #SPIN_NS}), then serves the {@link Idle} until an item
-     * is there or the time is up, or parks.
+     * looks once (with an {@link Idle}, also at its socket without waiting), polls for
+     * {@link #SPIN_NS} (none by default), then serves the {@link Idle} until an item is there or the
+     * time is up, or parks.
      */
     Item take(long timeoutNs) throws InterruptedException {
         if (timeoutNs <= 0) {
@@ -222,19 +217,14 @@ public final class Inbox {
             return first;
         }
         serves = serves && stillServing;
-        long spinNs = spin.next();
-        if (spinNs > 0) {
-            long spinFor = Math.min(spinNs, timeoutNs);
-            while (System.nanoTime() - start < spinFor) {
-                Thread.onSpinWait();
-                Item i = look(serves);
-                if (i != null) {
-                    spin.spun(true);
-                    return i;
-                }
-                serves = serves && stillServing;
+        long spinFor = Math.min(SPIN_NS, timeoutNs);
+        while (System.nanoTime() - start < spinFor) {
+            Thread.onSpinWait();
+            Item i = look(serves);
+            if (i != null) {
+                return i;
             }
-            spin.spun(false);
+            serves = serves && stillServing;
         }
         while (serves) {
             long left = timeoutNs == Long.MAX_VALUE ? Long.MAX_VALUE : timeoutNs - (System.nanoTime() - start);
