@@ -171,9 +171,9 @@ public final class Inbox {
      * How long {@link #take} polls after its first look before it parks, by default: none. A spin
      * catches a call that comes within it without a wake-up, but on this project's measurements
      * (benchmarks/README.md, issue 34) a 20 µs spin cost more than it caught: awaited calls and
-     * drive-mode steps were as fast or faster without it, tcp calls slower with it (the spinning
-     * loop takes the core the socket's I/O thread or the caller needs), and calls a millisecond
-     * apart paid it in CPU. The same held for a spin that stopped while its spins caught nothing.
+     * the default drive-mode steps were faster without it, tcp calls slower with it (the spinning
+     * loop likely takes the core the socket's I/O thread or the caller needs), and calls a
+     * millisecond apart paid it in CPU; only a stream of unawaited calls may gain from one.
      */
     static final long DEFAULT_SPIN_NS = 0;
 
