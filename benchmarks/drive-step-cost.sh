@@ -4,7 +4,9 @@
 #
 # Usage: benchmarks/drive-step-cost.sh [--jar PATH] [ARGS of drive_step_cost.py...]
 #   --jar PATH   also drive a node started from this kvledger.jar (an older build), labelled
-#                "base", in the same run as this checkout's jar (labelled "head")
+#                "base", in the same run as this checkout's jar (labelled "head"); --jar LABEL=PATH[:FLAGS]
+#                labels it, FLAGS (after a colon) are extra JVM flags for its nodes, e.g.
+#                --jar "spin0=modules/cli/target/kvledger.jar:-Dkvledger.loop.spinNs=0"
 #   other arguments go to drive_step_cost.py (--concurrency 16,64,256, --cycles 6, --idle 6,
 #   --unpipelined head, --unbatched head, --from-inner head, --freed-from-inner head,
 #   --matched-from-inner head, --idle-frames head, --unsteady head, --inthread head, --decode 16, --stagger,
@@ -21,8 +23,8 @@ args=()
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --jar) extra+=(--jar "base=${2:?}"); shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --jar) case "${2:?}" in *=*) extra+=(--jar "$2") ;; *) extra+=(--jar "base=$2") ;; esac; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$1"); shift ;;
   esac
 done

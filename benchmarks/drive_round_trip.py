@@ -7,14 +7,21 @@ ROUTER that sends each frame back; for unix://, a Python thread that reads a len
 frame and writes it back). Rounds alternate node and echo so that load on a shared machine
 falls on both. `--jar A --jar B` runs the same measurement against two builds of kvledger.jar
 (before/after figures from one run), both nodes up at once, the rounds rotating among them and
-the echo; the ratios are what to compare, not the absolute values.
+the echo; the ratios are what to compare, not the absolute values. `--jar PATH:FLAGS` gives that
+node extra JVM flags (space-separated, after the colon), so one jar can run under several settings
+side by side, e.g. the loop's spin (`-Dkvledger.loop.spinNs=N`). `--idle-cpu SECONDS` then measures
+what each node costs while nearly idle: one connected caller making a call every `--idle-every` ms
+(0: none), the node process's CPU (utime + stime in /proc) per second of wall time.
 
     python3 benchmarks/drive_round_trip.py --jar modules/cli/target/kvledger.jar --calls 20000
     python3 benchmarks/drive_round_trip.py --transport tcp --transport unix --jar OLD.jar --jar NEW.jar
+    python3 benchmarks/drive_round_trip.py --transport unix --jar K.jar:-Dkvledger.loop.spinNs=0 --jar K.jar \
+        --idle-cpu 30 --idle-every 1,10,0
 """
 
 import argparse
 import os
+import shlex
 import shutil
 import socket
 import struct
@@ -104,6 +111,45 @@ class UnixClient:
 
     def close(self):
         self.s.close()
+
+
+def jar_spec(spec):
+    """``PATH`` or ``PATH:FLAGS`` (JVM flags, space-separated, after the first colon followed by a dash)."""
+    path, sep, rest = spec.partition(":-")
+    return os.path.abspath(path), shlex.split("-" + rest) if sep else []
+
+
+def cpu_ticks(pid):
+    """The process's user + system CPU time so far, in clock ticks (fields 14 and 15 of /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def idle_cpu(live, seconds, every_ms, hook):
+    """Each node's CPU in ms per s of wall time while its caller calls every ``every_ms`` (0: never)."""
+    stop = threading.Event()
+
+    def caller(c):
+        rid = 10_000_000
+        while not stop.is_set():
+            rid += 1
+            c.send(msgpack.packb({"v": 1, "id": rid, "hook": hook, "args": {}}))
+            c.recv()
+            stop.wait(every_ms / 1000.0)
+
+    threads = [threading.Thread(target=caller, args=(c,), daemon=True) for _, c, _, _ in live] if every_ms else []
+    for t in threads:
+        t.start()
+    time.sleep(1.0)  # the callers under way before measuring
+    t0, before = time.monotonic(), [cpu_ticks(node.p.pid) for _, _, _, node in live]
+    time.sleep(seconds)
+    t1, after = time.monotonic(), [cpu_ticks(node.p.pid) for _, _, _, node in live]
+    stop.set()
+    for t in threads:
+        t.join()
+    hz = os.sysconf("SC_CLK_TCK")
+    return [(b - a) * 1000.0 / hz / (t1 - t0) for a, b in zip(before, after)]
 
 
 def client_for(endpoint):
@@ -251,10 +297,17 @@ def summary(samples):
     return pct(samples, 0.50), pct(samples, 0.99), pct(samples, 0.999)
 
 
+def label(jar, transport):
+    path, _, flags = jar.partition(" ")
+    return (f"node {os.path.basename(os.path.dirname(os.path.abspath(path))) or path}/"
+            f"{os.path.basename(path)}{' ' + flags if flags else ''}, {transport}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jar", action="append", help="kvledger.jar to run (repeat to compare builds; "
-                    "default: modules/cli/target/kvledger.jar)")
+    ap.add_argument("--jar", action="append", metavar="PATH[:FLAGS]",
+                    help="kvledger.jar to run, with extra JVM flags after a colon (repeat to compare builds or "
+                         "settings; default: modules/cli/target/kvledger.jar)")
     ap.add_argument("--transport", action="append", choices=["tcp", "unix"],
                     help="tcp (loopback ZMQ) or unix (Unix domain socket); repeat for both (default: tcp)")
     ap.add_argument("--calls", type=int, default=20000, help="measured calls per node (default 20000)")
@@ -262,12 +315,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=10, help="alternations of node and echo (default 10)")
     ap.add_argument("--hook", default="get_finished")
     ap.add_argument("--java-opt", action="append", default=[], help="extra JVM option for the node (e.g. JFR)")
+    ap.add_argument("--idle-cpu", type=float, default=0, metavar="SECONDS",
+                    help="after the rounds, each node's CPU per second over SECONDS with a caller per --idle-every")
+    ap.add_argument("--idle-every", default="1,10,0", metavar="MS,...",
+                    help="the idle callers' interval between calls in ms, 0: no calls (default 1,10,0)")
     ap.add_argument("--keep", action="store_true", help="keep the node's directory (log, journal)")
     ap.add_argument("--jeromq", action="store_true", help="over tcp, also run each jar's node with "
                     "-Dkvledger.bridge.zmq=jeromq (JeroMQ's ROUTER instead of the bridge's own ZMTP)")
     a = ap.parse_args()
     # the caller's relative paths, resolved here: each node runs in a directory of its own
-    jars = [os.path.abspath(j) for j in a.jar] if a.jar else [os.path.join(ROOT, "modules", "cli", "target", "kvledger.jar")]
+    jars = [jar_spec(j) for j in a.jar] if a.jar else [(os.path.join(ROOT, "modules", "cli", "target", "kvledger.jar"), [])]
     transports = a.transport or ["tcp"]
     per_round = max(1, a.calls // a.rounds)
     print(f"load average at start: {os.getloadavg()[0]:.2f}; {a.rounds} rounds of {per_round} calls, "
@@ -283,15 +340,16 @@ def main():
         # reversed every other round), so that load on a shared machine falls on all builds alike
         nodes = []
         try:
-            builds = [(jar, "", []) for jar in jars]
+            builds = [(jar, flags) for jar, flags in jars]
             if a.jeromq and transport == "tcp":
-                builds += [(jar, " jeromq", ["-Dkvledger.bridge.zmq=jeromq"]) for jar in jars]
-            for jar, tag, opts in builds:
+                builds += [(jar, [*flags, "-Dkvledger.bridge.zmq=jeromq"]) for jar, flags in jars]
+            for jar, flags in builds:
                 d = tempfile.mkdtemp(prefix="node-", dir=work)
                 endpoint = (f"tcp://127.0.0.1:{free_port()}" if transport == "tcp"
                             else "unix://" + os.path.join(d, "node.sock"))
-                node = Node(jar, endpoint, d, a.java_opt + opts)
-                nodes.append((jar + tag, node, endpoint, d))
+                node = Node(jar, endpoint, d, [*a.java_opt, *flags])
+                jar = f"{jar} {' '.join(flags)}" if flags else jar
+                nodes.append((jar, node, endpoint, d))
             live = []
             for jar, node, endpoint, d in nodes:
                 try:
@@ -302,14 +360,16 @@ def main():
                     print(f"  {jar} over {transport}: {e}: {' '.join(why)[:200]}")
                     continue
                 calls(c, a.warmup, 1, a.hook, [])
-                live.append((jar, c, []))
+                live.append((jar, c, [], node))
             for r in range(a.rounds):
-                for jar, c, samples in (live if r % 2 == 0 else live[::-1]):
+                for jar, c, samples, _ in (live if r % 2 == 0 else live[::-1]):
                     calls(c, per_round, 1_000_000 + r * per_round, a.hook, samples)
                     echo_calls(echo_client, per_round, a.hook, echo_samples)
-            for jar, c, samples in live:
+            idle = [(ms, idle_cpu(live, a.idle_cpu, ms, a.hook), os.getloadavg()[0])
+                    for ms in (float(x) for x in a.idle_every.split(","))] if a.idle_cpu > 0 and live else []
+            for jar, c, samples, _ in live:
                 c.close()
-            results = [(jar, samples) for jar, c, samples in live]
+            results = [(jar, samples) for jar, c, samples, _ in live]
         finally:
             for jar, node, endpoint, d in nodes:
                 node.close()
@@ -325,10 +385,12 @@ def main():
         print(f"{'bare echo, ' + transport:<44} {e50:>8.1f} {e99:>8.1f} {e999:>9.1f} {1.0:>9.2f}")
         for jar, samples in results:
             n50, n99, n999 = summary(samples)
-            path, _, tag = jar.partition(" ")
-            label = f"node {os.path.basename(os.path.dirname(os.path.abspath(path))) or path}/" \
-                    f"{os.path.basename(path)}{' ' + tag if tag else ''}, {transport}"
-            print(f"{label[-44:]:<44} {n50:>8.1f} {n99:>8.1f} {n999:>9.1f} {n50 / e50:>9.2f}")
+            print(f"{label(jar, transport)[-44:]:<44} {n50:>8.1f} {n99:>8.1f} {n999:>9.1f} {n50 / e50:>9.2f}")
+        for ms, used, load in idle:
+            every = f"a call every {ms:g} ms" if ms else "no calls"
+            print(f"idle CPU over {a.idle_cpu:g} s, one caller, {every} (load {load:.2f}), ms per s:")
+            for (jar, _), u in zip(results, used):
+                print(f"  {label(jar, transport)[-44:]:<44} {u:>8.2f}")
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")

@@ -64,6 +64,7 @@ import collections
 import gc
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -140,14 +141,14 @@ def load():
 class Node:
     """One ``kvledger node --engine drive`` from a jar, journaling to ``where``."""
 
-    def __init__(self, java, jar, where, label, transport="tcp"):
+    def __init__(self, java, jar, where, label, transport="tcp", flags=()):
         self.port = free_port()
         self.sock_path = os.path.join(where, "node-" + label.replace(" ", "-") + ".sock")
         self.transport = transport
         self.http = free_port()
         self.journal = os.path.join(where, "journal-" + label)
         self.log_path = os.path.join(where, "node-" + label + ".log")
-        cmd = [java, *JVM_FLAGS, "-jar", jar, "node", "--engine", "drive", "--bridge", self.endpoint,
+        cmd = [java, *JVM_FLAGS, *flags, "-jar", jar, "node", "--engine", "drive", "--bridge", self.endpoint,
                "--kv-transfer-config", KV_CONFIG, "--http", f"127.0.0.1:{self.http}", "--journal", self.journal]
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
@@ -409,8 +410,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--java", default=os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "java")
                     if os.environ.get("JAVA_HOME") else shutil.which("java"))
-    ap.add_argument("--jar", action="append", required=True, metavar="LABEL=PATH",
-                    help="a kvledger.jar to start a drive node from (repeatable)")
+    ap.add_argument("--jar", action="append", required=True, metavar="LABEL=PATH[:FLAGS]",
+                    help="a kvledger.jar to start a drive node from, with extra JVM flags (space-separated) after a "
+                         "colon, e.g. -Dkvledger.loop.spinNs=0 (repeatable)")
     ap.add_argument("--unpipelined", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_pipeline false, a node of its own from that jar")
     ap.add_argument("--unbatched", action="append", default=[], metavar="LABEL",
@@ -451,9 +453,10 @@ def main(argv=None):
         label, sep, path = spec.partition("=")
         if not sep:
             label, path = os.path.basename(spec), spec
+        path, sep, flags = path.partition(":-")
         if not os.path.isfile(path):
             sys.exit(f"drive_step_cost: no jar at {path}")
-        jars.append((label, os.path.abspath(path)))
+        jars.append((label, os.path.abspath(path), shlex.split("-" + flags) if sep else []))
     levels = [int(x) for x in a.concurrency.split(",")]
     print(f"load average at the start: {load()}")
     tmp = tempfile.mkdtemp(prefix="drive-step-cost-")
@@ -461,25 +464,25 @@ def main(argv=None):
     echo = Echo(a.transport, tmp)
     try:
         engines.append(Engine("off"))
-        for label, jar in jars:
-            node = Node(a.java, jar, tmp, label, a.transport)
+        for label, jar, flags in jars:
+            node = Node(a.java, jar, tmp, label, a.transport, flags)
             nodes.append(node)
             engines.append(Engine(label, node.endpoint))
             if label in a.matched_from_inner:
-                node = Node(a.java, jar, tmp, label + "-matched-from-inner", a.transport)
+                node = Node(a.java, jar, tmp, label + "-matched-from-inner", a.transport, flags)
                 nodes.append(node)
                 engines.append(Engine(label + " matched from inner", node.endpoint, from_inner=True))
             if label in a.from_inner:
-                node = Node(a.java, jar, tmp, label + "-from-inner", a.transport)
+                node = Node(a.java, jar, tmp, label + "-from-inner", a.transport, flags)
                 nodes.append(node)
                 engines.append(Engine(label + " from inner", node.endpoint, from_inner=True, finished_from_inner=True))
             if label in a.idle_frames:
-                node = Node(a.java, jar, tmp, label + "-idle-frames", a.transport)
+                node = Node(a.java, jar, tmp, label + "-idle-frames", a.transport, flags)
                 nodes.append(node)
                 engines.append(Engine(label + " from inner, idle frames", node.endpoint, from_inner=True,
                                       finished_from_inner=True, idle_frames=True))
             if label in a.freed_from_inner:
-                node = Node(a.java, jar, tmp, label + "-freed-from-inner", a.transport)
+                node = Node(a.java, jar, tmp, label + "-freed-from-inner", a.transport, flags)
                 nodes.append(node)
                 engines.append(Engine(label + " freed from inner", node.endpoint, from_inner=True,
                                       finished_from_inner=True, freed_from_inner=True))
@@ -489,15 +492,15 @@ def main(argv=None):
                 engines.append(Engine(label + " freed from inner, in-thread", node.endpoint, from_inner=True,
                                       finished_from_inner=True, freed_from_inner=True, sender=False))
             if label in a.unpipelined:
-                node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport)
+                node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport, flags)
                 nodes.append(node)
                 engines.append(Engine(label + " unpipelined", node.endpoint, pipeline=False))
             if label in a.unbatched:
-                node = Node(a.java, jar, tmp, label + "-unbatched", a.transport)
+                node = Node(a.java, jar, tmp, label + "-unbatched", a.transport, flags)
                 nodes.append(node)
                 engines.append(Engine(label + " unbatched", node.endpoint, batch=False))
             if label in a.unsteady:
-                node = Node(a.java, jar, tmp, label + "-unsteady", a.transport)
+                node = Node(a.java, jar, tmp, label + "-unsteady", a.transport, flags)
                 nodes.append(node)
                 engines.append(Engine(label + " unsteady", node.endpoint, steady=False))
         gc.callbacks.append(_gc_timer)

@@ -168,38 +168,64 @@ public final class Inbox {
     }
 
     /**
-     * How long {@link #take} polls before it parks: a call that arrives within it is taken without
-     * a wake-up (the next hook call of a step often follows within tens of microseconds), and an
-     * idle loop burns no more than this once per idle spell.
+     * How long {@link #take} polls after its first look before it parks, by default: none. A spin
+     * catches a call that comes within it without a wake-up, but on this project's measurements
+     * (benchmarks/README.md, issue 34) a 20 µs spin cost more than it caught: awaited calls and
+     * the default drive-mode steps were faster without it, tcp calls slower with it (the spinning
+     * loop likely takes the core the socket's I/O thread or the caller needs), and calls a
+     * millisecond apart paid it in CPU; only a stream of unawaited calls may gain from one.
      */
-    static final long SPIN_NS = 20_000;
+    static final long DEFAULT_SPIN_NS = 0;
+
+    /** The system property that sets the spin in nanoseconds (read once, when this class loads). */
+    static final String SPIN_PROPERTY = "kvledger.loop.spinNs";
+
+    /** The spin of every inbox in this JVM: {@link #SPIN_PROPERTY}, else {@link #DEFAULT_SPIN_NS}. */
+    static final long SPIN_NS = spinNs(System.getProperty(SPIN_PROPERTY));
+
+    /** The spin a value of {@link #SPIN_PROPERTY} asks for (absent or blank: the default); 0 or more. */
+    static long spinNs(String value) {
+        if (value == null || value.isBlank()) {
+            return DEFAULT_SPIN_NS;
+        }
+        long ns;
+        try {
+            ns = Long.parseLong(value.strip());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(SPIN_PROPERTY + " must be a number of nanoseconds, got " + value, e);
+        }
+        if (ns < 0) {
+            throw new IllegalArgumentException(SPIN_PROPERTY + " must be 0 or more, got " + value);
+        }
+        return ns;
+    }
 
     /**
      * Takes the next item, waiting at most {@code timeoutNs} ({@code Long.MAX_VALUE}: no bound):
-     * polls for up to {@link #SPIN_NS} first (with an {@link Idle}, also looking at its socket without
-     * waiting), then serves the {@link Idle} until an item is there or the time is up, or parks.
+     * looks once (with an {@link Idle}, also at its socket without waiting), polls for
+     * {@link #SPIN_NS} (none by default), then serves the {@link Idle} until an item is there or the
+     * time is up, or parks.
      */
     Item take(long timeoutNs) throws InterruptedException {
         if (timeoutNs <= 0) {
             return queue.poll();
         }
         long start = System.nanoTime();
-        long spin = Math.min(SPIN_NS, timeoutNs);
         boolean serves = idle != null;
-        do {
-            Item i = queue.poll();
+        Item first = look(serves);
+        if (first != null) {
+            return first;
+        }
+        serves = serves && stillServing;
+        long spinFor = Math.min(SPIN_NS, timeoutNs);
+        while (System.nanoTime() - start < spinFor) {
+            Thread.onSpinWait();
+            Item i = look(serves);
             if (i != null) {
                 return i;
             }
-            if (serves) {
-                i = serveIdle(0);
-                if (i != null) {
-                    return i;
-                }
-                serves = stillServing;
-            }
-            Thread.onSpinWait();
-        } while (System.nanoTime() - start < spin);
+            serves = serves && stillServing;
+        }
         while (serves) {
             long left = timeoutNs == Long.MAX_VALUE ? Long.MAX_VALUE : timeoutNs - (System.nanoTime() - start);
             if (left <= 0) {
@@ -216,6 +242,16 @@ public final class Inbox {
         }
         long left = timeoutNs - (System.nanoTime() - start);
         return left <= 0 ? queue.poll() : queue.poll(left, TimeUnit.NANOSECONDS);
+    }
+
+    /** The next item now, from the queue or (when {@code serves}) the {@link Idle} served without waiting. */
+    private Item look(boolean serves) {
+        Item i = queue.poll();
+        if (i != null || !serves) {
+            stillServing = serves;
+            return i;
+        }
+        return serveIdle(0);
     }
 
     /** Whether the last {@link #serveIdle} found its {@link Idle} still serving. Loop thread only. */
