@@ -62,6 +62,7 @@ within one run mean much.
 import argparse
 import collections
 import gc
+import http.client
 import json
 import os
 import shlex
@@ -158,7 +159,7 @@ class Node:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/healthz", timeout=5) as r:
                     if r.status == 200:
                         return
-            except OSError:
+            except (OSError, http.client.HTTPException):  # not up yet (or another process's port)
                 time.sleep(0.1)
         self.close()
         with open(self.log_path, encoding="utf-8", errors="replace") as f:
