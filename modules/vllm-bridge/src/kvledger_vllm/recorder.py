@@ -1273,23 +1273,28 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         """``_drive_admit`` with the sender thread: captured when it can be (vLLM's Request), else in
         this thread after the sender is done. Returns the request's id as sent."""
         rid = request.request_id
-        if type(rid) is str:
-            if rid in self._drive_seen:
-                return rid
-            try:
-                ids = request.prompt_token_ids
-                n = request.num_prompt_tokens
-                p = request.kv_transfer_params
-            except AttributeError:
-                n = None
-            if type(n) is int and (p is None or type(p) is dict):
-                self._drive_seen.add(rid)
-                self._drive_capture((self._drive_admit_cap, rid, n, None if ids is None else len(ids),
-                                     None if p is None else p.copy()))
-                return rid
+        if type(rid) is str and (rid in self._drive_seen or self._drive_admission_captured(request, rid)):
+            return rid
         if self._drive_sender is not None:
             self._drive.sync()
         return self._drive_admit(request)
+
+    def _drive_admission_captured(self, request, rid):
+        """Captures ``request``'s admission for the sender thread when it is vLLM's Request (an int
+        prompt length, params a dict or None): what the row needs, by value (params copied shallowly:
+        the inner may rewrite them, #51052; ``_drive_admit_cap`` builds the row). Whether it did."""
+        try:
+            ids = request.prompt_token_ids
+            n = request.num_prompt_tokens
+            p = request.kv_transfer_params
+        except AttributeError:
+            return False
+        if type(n) is not int or (p is not None and type(p) is not dict):
+            return False
+        self._drive_seen.add(rid)
+        self._drive_capture((self._drive_admit_cap, rid, n, None if ids is None else len(ids),
+                             None if p is None else p.copy()))
+        return True
 
     @property
     def driving(self):
@@ -2047,20 +2052,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             rid = request.request_id
             seen = self._drive_seen
             capture = self._drive_capture
-            if capture is not None and type(rid) is str and rid not in seen:
-                # the sender thread's: what the row needs, by value (params copied shallowly: the inner
-                # may rewrite them, #51052); _drive_admit_later builds the row
-                try:
-                    ids = request.prompt_token_ids
-                    n = request.num_prompt_tokens
-                    p = request.kv_transfer_params
-                except AttributeError:
-                    n = None
-                if type(n) is int and (p is None or type(p) is dict):
-                    seen.add(rid)
-                    capture((self._drive_admit_cap, rid, n, None if ids is None else len(ids),
-                             None if p is None else p.copy()))
-                    return self._inner.on_new_request(request)
+            if (capture is not None and type(rid) is str and rid not in seen
+                    and self._drive_admission_captured(request, rid)):  # the sender thread builds the row
+                return self._inner.on_new_request(request)
             if self._drive_sender is not None:
                 d.sync()
             if type(rid) is str and rid not in seen and self._drive_compact:
