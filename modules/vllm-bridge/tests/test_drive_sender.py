@@ -314,3 +314,33 @@ def test_a_step_handed_off_while_failures_wait_to_be_handed_back_still_goes_to_t
                                                           "build_connector_meta"] * 2
     finally:
         node.close()
+
+
+@pytest.mark.parametrize("sender", (True, False), ids=("sender", "in-thread"))
+def test_a_new_request_whose_allocation_row_failed_goes_in_full(tmp_path, monkeypatch, sender):
+    """derived: a step's new request goes as (id, computed) only when its allocation row went in the same
+    batch; when adding that row raised, the request goes in full, so the node can read the step."""
+    from kvledger_vllm.recorder import _ALLOCATED
+    reqs = producer_requests(3)
+    failing = reqs[1].request_id
+    add_row = NodeBridge.add_row
+
+    def failing_once(self, entry, a, *more):
+        if entry is _ALLOCATED and a == failing:
+            raise OSError("the socket went away")
+        return add_row(self, entry, a, *more)
+    monkeypatch.setattr(NodeBridge, "add_row", failing_once)
+    node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
+    try:
+        s = sched(tmp_path, node, f"alloc-failed-{sender}", sender, drive_matched_from_inner=True)
+        one_step(s, reqs)
+        s.shutdown()
+        assert s.drive_fallbacks == 1  # the one row that was not added
+        calls = [(h, a.get("request_id")) for h, a in node.calls]
+        assert ("update_state_after_alloc", failing) not in calls
+        meta = [a for h, a in node.calls if h == "build_connector_meta"]
+        assert len(meta) == 1
+        assert [(r["request_id"], r["block_ids"]) for r in meta[0]["scheduled_new_reqs"]] == [
+            (r.request_id, [[i + 1]]) for i, r in enumerate(reqs)]
+    finally:
+        node.close()

@@ -1231,6 +1231,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
     def _drive_meta_result(self, result):
         self._drive_metadata = result
 
+    def _drive_row_failed(self, hook, rid, e):
+        """A compact ``add_request`` or ``update_state_after_alloc`` row that could not be added: the
+        step's new request must not name it (``derived``), so it goes in full; then ``_drive_failed``."""
+        d = self._drive
+        if d is not None:
+            (d.admitted if hook == "add_request" else d.allocated).pop(rid, None)
+        self._drive_failed(hook, e)
+
     def _drive_admit(self, request):
         if self._drive_sender is not None:
             self._drive.sync()
@@ -1251,7 +1259,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     d.admitted[rid] = params
                 d.send_row("add_request", (rid, n, None if ids is None else len(ids), params))
             except Exception as e:  # noqa: BLE001
-                self._drive_failed("add_request", e)
+                self._drive_row_failed("add_request", rid, e)
         else:
             self._drive_send_args("add_request", _admission(request))
         return rid
@@ -1267,7 +1275,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 d.admitted[rid] = p
             d.add_row(_ADD_REQUEST, rid, n, ids_len, p)
         except Exception as e:  # noqa: BLE001
-            self._drive_failed("add_request", e)
+            self._drive_row_failed("add_request", rid, e)
 
     def _drive_admit_captured(self, request):
         """``_drive_admit`` with the sender thread: captured when it can be (vLLM's Request), else in
@@ -1784,7 +1792,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                         d.allocated[drive_rid] = groups
                     d.add_row(_ALLOCATED, drive_rid, groups, ext)
                 except Exception as e:  # noqa: BLE001
-                    self._drive_failed("update_state_after_alloc", e)
+                    self._drive_row_failed("update_state_after_alloc", drive_rid, e)
         elif self._drive is not None:
             try:
                 block_ids = _block_groups(blocks.get_block_ids() if blocks is not None else None)
@@ -2074,7 +2082,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     try:
                         d.add_row(_ADD_REQUEST, rid, n, None if ids is None else len(ids), p)
                     except Exception as e:  # noqa: BLE001
-                        self._drive_failed("add_request", e)
+                        self._drive_row_failed("add_request", rid, e)
                     return self._inner.on_new_request(request)
             self._drive_admit(request)
         return self._inner.on_new_request(request)
