@@ -453,11 +453,7 @@ abstract class StreamBridgeTransport implements BridgeTransport {
 
     @Override
     public void release() {
-        try {
-            selector.close();
-        } catch (IOException e) {
-            // nothing left to release
-        }
+        closeQuietly(selector);
     }
 
     /** Yes: the node loop writes its answers itself while the socket thread waits for calls. */

@@ -65,11 +65,11 @@ final class ZmqBridgeTransport implements BridgeTransport {
             wakeKey = pipe.source().register(selector, SelectionKey.OP_READ);
             return endpoint;
         } catch (IOException e) {
-            closeSelector();
+            StreamBridgeTransport.closeQuietly(selector);
             ZmqRuntime.closeQuietly(router);
             throw new IllegalStateException("cannot watch the engine bridge's socket: " + e, e);
         } catch (RuntimeException | Error e) {
-            closeSelector();
+            StreamBridgeTransport.closeQuietly(selector);
             ZmqRuntime.closeQuietly(router);
             throw e;
         }
@@ -200,7 +200,7 @@ final class ZmqBridgeTransport implements BridgeTransport {
 
     @Override
     public void close() {
-        closeSelector();
+        StreamBridgeTransport.closeQuietly(selector);
         try {
             // give the last answers up to a second to leave (close waits at most that long)
             router.setLinger(1000);
@@ -218,17 +218,6 @@ final class ZmqBridgeTransport implements BridgeTransport {
             pipe.source().close();
         } catch (IOException e) {
             // nothing left to release
-        }
-    }
-
-    private void closeSelector() {
-        if (selector == null) {
-            return;
-        }
-        try {
-            selector.close();
-        } catch (IOException e) {
-            // closing anyway
         }
     }
 
