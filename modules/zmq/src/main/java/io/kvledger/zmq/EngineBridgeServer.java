@@ -640,16 +640,16 @@ public final class EngineBridgeServer implements AutoCloseable {
             boolean req = parts > 0 && frames.get(0).length == 0;
             BridgeDecoded.Rejected r = new BridgeDecoded.Rejected(null, null, new Rejection(RejectReason.BAD_FRAMING,
                     parts + " frames after the routing id; send one frame (DEALER) or an empty frame and one (REQ)", false));
-            trySend(router, identity, req, BridgeCodec.encodeError(r), false);
             reportRejected(atNs, frames.isEmpty() ? new byte[0] : frames.get(frames.size() - 1), r);
+            trySend(router, identity, req, BridgeCodec.encodeError(r), false);
             return true;
         }
         BridgeSession session = sessions.computeIfAbsent(ByteBuffer.wrap(identity), k -> new BridgeSession());
         switch (BridgeCodec.decode(payload, config.limits(), session)) {
             case BridgeDecoded.Rejected r -> {
                 rejected.incrementAndGet();
+                reportRejected(atNs, payload, r); // journaled before its answer leaves
                 trySend(router, identity, reqFraming, BridgeCodec.encodeError(r), false);
-                reportRejected(atNs, payload, r);
             }
             case BridgeDecoded.Request ok -> dispatch(router, identity, reqFraming, ok.request(), atNs);
             case BridgeDecoded.Batch b -> dispatchBatch(router, identity, reqFraming, b, payload, atNs);
@@ -673,8 +673,8 @@ public final class EngineBridgeServer implements AutoCloseable {
             switch (batch.calls().get(i)) {
                 case BridgeDecoded.Rejected r -> {
                     rejected.incrementAndGet();
-                    fill(router, reply, i, BridgeCodec.encodeError(r));
                     reportRejected(atNs, payload, r);
+                    fill(router, reply, i, BridgeCodec.encodeError(r));
                 }
                 case BridgeDecoded.Request ok -> {
                     byte[] now = take(router, identity, reqFraming, ok.request(), atNs, reply, i);
