@@ -1,7 +1,7 @@
 """An engine's drive client over the engine bridge's Unix socket: the vLLM bridge's own NodeBridge
 (modules/vllm-bridge, loaded from its source file) makes each call and prints one JSON line per call.
 
-usage: bridge_unix_engine.py unix:///PATH DRIVE_PY CALLS
+usage: bridge_unix_engine.py unix:///PATH|ipc:///PATH DRIVE_PY CALLS (ipc://: the same NodeBridge on a pyzmq DEALER)
 """
 
 import importlib.util

@@ -13,9 +13,13 @@ import java.util.function.LongSupplier;
  *                        {@link EngineBridgeServer#endpoint()}. Hook calls carry no credentials, so
  *                        only loopback hosts are accepted. Or {@code unix:///ABSOLUTE/PATH}: a Unix
  *                        domain socket ({@link UnixBridgeTransport}) in a directory the user owns
- *                        and no one else may write. {@code ipc://} is refused: JeroMQ 0.6.0
- *                        emulates it over a loopback TCP port derived from the path, which a pyzmq
- *                        (libzmq) engine, connecting to a Unix socket file, can never reach
+ *                        and no one else may write. Or {@code ipc:///PATH}: ZMTP over a Unix domain
+ *                        socket at PATH, as libzmq's {@code ipc://} ({@link ZmtpBridgeTransport}), so a
+ *                        pyzmq DEALER or REQ connects with the same endpoint; the socket file is kept
+ *                        as for {@code unix://}. A relative PATH is resolved, as libzmq does, against
+ *                        the working directory (the endpoint reported is absolute); Linux's abstract
+ *                        namespace ({@code ipc://@NAME}) is refused, and so is {@code ipc://} with
+ *                        {@code -Dkvledger.bridge.zmq=jeromq} (JeroMQ 0.6.0 emulates ipc over TCP)
  * @param replyTimeout    how long a call handed to the handler may stay unanswered; then the
  *                        caller gets {@code ok: False, error: "timed out ..."} and a later answer
  *                        is dropped (counted in {@link EngineBridgeServer#lateAnswers()})
@@ -50,9 +54,14 @@ public record EngineBridgeConfig(String bindEndpoint, Duration replyTimeout, int
             throw new IllegalArgumentException("maxMessageBytes " + maxMessageBytes + " is below the decoder limit "
                     + limits.maxFrameBytes());
         }
-        String problem = bindEndpoint.startsWith(UNIX) ? unixProblem(bindEndpoint) : endpointProblem(bindEndpoint);
+        String problem = bindEndpoint.startsWith(UNIX) ? unixProblem(bindEndpoint)
+                : bindEndpoint.startsWith(IPC) ? ipcProblem(bindEndpoint) : endpointProblem(bindEndpoint);
         if (problem != null) {
             throw new IllegalArgumentException(problem);
+        }
+        if (bindEndpoint.startsWith(IPC)) {
+            // as libzmq: a relative path is the working directory's; reported absolute
+            bindEndpoint = IPC + java.nio.file.Path.of(bindEndpoint.substring(IPC.length())).toAbsolutePath();
         }
     }
 
@@ -79,15 +88,23 @@ public record EngineBridgeConfig(String bindEndpoint, Duration replyTimeout, int
     }
 
     static final String UNIX = "unix://";
+    static final String IPC = "ipc://";
+    /** sun_path holds 108 bytes with its terminating NUL. */
+    static final int SOCKET_PATH_MAX_BYTES = 107;
 
-    /** Whether the bridge listens on a Unix domain socket. */
+    /** Whether the bridge listens on a Unix domain socket with length-prefixed frames ({@code unix://}). */
     boolean isUnix() {
         return bindEndpoint.startsWith(UNIX);
     }
 
-    /** The socket file of a {@code unix://} endpoint. */
-    java.nio.file.Path unixPath() {
-        return java.nio.file.Path.of(bindEndpoint.substring(UNIX.length()));
+    /** Whether the bridge speaks ZMTP over a Unix domain socket ({@code ipc://}). */
+    boolean isIpc() {
+        return bindEndpoint.startsWith(IPC);
+    }
+
+    /** The socket file of a {@code unix://} or {@code ipc://} endpoint (absolute). */
+    java.nio.file.Path socketPath() {
+        return java.nio.file.Path.of(bindEndpoint.substring(isIpc() ? IPC.length() : UNIX.length()));
     }
 
     /** Why a {@code unix://} endpoint cannot be bound (its form only; the directory is checked at bind). */
@@ -100,21 +117,41 @@ public record EngineBridgeConfig(String bindEndpoint, Duration replyTimeout, int
         if (path.endsWith("/") || path.contains("/../") || path.endsWith("/..") || path.contains("\0")) {
             return "the engine bridge's unix:// endpoint must name a socket file, got " + endpoint;
         }
-        // sun_path holds 108 bytes with its terminating NUL
-        if (path.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > 107) {
-            return "a Unix socket path holds at most 107 bytes, got " + path.length() + " in " + endpoint;
+        return pathLengthProblem(path, endpoint);
+    }
+
+    private static String pathLengthProblem(String path, String endpoint) {
+        if (path.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > SOCKET_PATH_MAX_BYTES) {
+            return "a Unix socket path holds at most " + SOCKET_PATH_MAX_BYTES + " bytes, got " + path.length() + " in "
+                    + endpoint;
         }
         return null;
     }
 
+    /**
+     * Why an {@code ipc://} endpoint cannot be bound (its form only; the directory is checked at
+     * bind), a relative path taken against the working directory.
+     */
+    static String ipcProblem(String endpoint) {
+        String path = endpoint.substring(IPC.length());
+        if (path.startsWith("@")) {
+            return "ipc://@NAME (Linux's abstract socket namespace) is not supported: Java binds Unix sockets only at a "
+                    + "file, whose mode keeps the engine bridge to this user; use ipc:///ABSOLUTE/PATH (got " + endpoint + ")";
+        }
+        if (path.isEmpty() || path.equals("*")) {
+            return "the engine bridge's ipc:// endpoint needs a socket file's path (ipc:///run/user/1000/node.ipc), got "
+                    + endpoint;
+        }
+        if (path.endsWith("/") || path.contains("\0")) {
+            return "the engine bridge's ipc:// endpoint must name a socket file, got " + endpoint;
+        }
+        return pathLengthProblem(java.nio.file.Path.of(path).toAbsolutePath().toString(), endpoint);
+    }
+
     /** Why {@code endpoint} cannot carry hook calls over ZMQ, or {@code null} when it can. */
     static String endpointProblem(String endpoint) {
-        if (endpoint.startsWith("ipc://")) {
-            return "ipc:// is not supported: JeroMQ 0.6.0 emulates ipc over a loopback TCP port that a pyzmq engine "
-                    + "cannot reach; bind tcp://127.0.0.1:PORT instead (got " + endpoint + ")";
-        }
         if (!endpoint.startsWith("tcp://")) {
-            return "the engine bridge binds tcp://127.0.0.1:PORT, got " + endpoint;
+            return "the engine bridge binds tcp://127.0.0.1:PORT, ipc:///PATH or unix:///PATH, got " + endpoint;
         }
         String rest = endpoint.substring("tcp://".length());
         int colon = rest.lastIndexOf(':');

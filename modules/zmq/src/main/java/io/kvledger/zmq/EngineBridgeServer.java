@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * The engine bridge: a ROUTER on a loopback endpoint where an engine's connector sends its hook
  * calls ({@link BridgeCodec}, protocol version 1), each answered with the node's reply (ZMTP spoken
  * by {@link ZmtpBridgeTransport} itself, or JeroMQ's ROUTER, {@link ZmqBridgeTransport}, with
- * {@code -Dkvledger.bridge.zmq=jeromq}); or, for {@code unix:///PATH}, a Unix domain socket with
+ * {@code -Dkvledger.bridge.zmq=jeromq}; over {@code ipc:///PATH}, a Unix domain socket, only the
+ * bridge's own); or, for {@code unix:///PATH}, a Unix domain socket with
  * length-prefixed frames ({@link UnixBridgeTransport}), under the same rules. Over the bridge's own
  * transports the answering thread writes an answer itself when the socket thread is waiting and
  * nothing is queued before it ({@link BridgeTransport#answersDirectly}), over JeroMQ's when the
@@ -201,6 +202,11 @@ public final class EngineBridgeServer implements AutoCloseable {
         this.config = config;
         this.node = node;
         this.handler = handler;
+        if (jeromq && config.isIpc()) {
+            throw new IllegalArgumentException("-D" + TCP_ROUTER_PROPERTY + "=jeromq cannot serve " + config.bindEndpoint()
+                    + ": JeroMQ 0.6.0 emulates ipc:// over a loopback TCP port that a libzmq (pyzmq) engine cannot reach; "
+                    + "leave the property out (the bridge's own ZMTP serves ipc://) or bind tcp://127.0.0.1:PORT");
+        }
         this.transport = config.isUnix() ? new UnixBridgeTransport(config)
                 : jeromq ? new ZmqBridgeTransport(config) : new ZmtpBridgeTransport(config);
         this.servedByCaller = callerServes;

@@ -7,6 +7,7 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.Iterator;
 import java.util.List;
@@ -42,6 +43,8 @@ abstract class StreamBridgeTransport implements BridgeTransport {
     final EngineBridgeConfig config;
     private final Selector selector;
     private ServerSocketChannel server;
+    /** The socket file {@link #listen(Path)} bound, removed at close; {@code null} for a TCP port. */
+    private Path socketFile;
     /** The connections; their writes ({@link #send}, {@link #flush}, {@link #drop}) synchronize on this transport. */
     private final Map<Long, Conn> conns = new ConcurrentHashMap<>();
     /** The same connections, for the serving thread's reads without a selector round (replaced on each change). */
@@ -83,6 +86,22 @@ abstract class StreamBridgeTransport implements BridgeTransport {
         server = listening;
         server.configureBlocking(false);
         server.register(selector, SelectionKey.OP_ACCEPT);
+    }
+
+    /**
+     * Starts serving a Unix domain socket bound at {@code path} ({@link SocketFile#bind}); its file
+     * is removed at {@link #close}.
+     */
+    final void listen(Path path) {
+        ServerSocketChannel listening = SocketFile.bind(path);
+        socketFile = path;
+        try {
+            listen(listening);
+        } catch (IOException e) {
+            closeQuietly(listening);
+            SocketFile.remove(path);
+            throw new IllegalStateException("cannot bind the engine bridge at " + path + ": " + e, e);
+        }
     }
 
     /** The listening channel ({@code null} before {@link #listen}). */
@@ -445,11 +464,10 @@ abstract class StreamBridgeTransport implements BridgeTransport {
             drop(c);
         }
         closeQuietly(server);
-        closed();
+        if (socketFile != null) {
+            SocketFile.remove(socketFile);
+        }
     }
-
-    /** After {@link #close}: what the transport leaves behind goes (a socket file). */
-    void closed() {}
 
     @Override
     public void release() {

@@ -182,7 +182,7 @@ final class ZmqRuntime {
 
     /**
      * Starts the thread that owns a socket and waits until the socket is bound; then names the
-     * thread {@code namePrefix} and the bound port (or, for a Unix socket, its file's name). On failure {@code closeOnFailure} runs and
+     * thread {@code namePrefix} and the bound port (or, for a Unix socket, unix:// or ipc://, its file's name). On failure {@code closeOnFailure} runs and
      * the exception says {@code cannot bind WHAT at WHERE: why}.
      *
      * @param bound completed by the thread with the bound endpoint
@@ -199,8 +199,9 @@ final class ZmqRuntime {
             throw new IllegalStateException("cannot bind " + what + " at " + where + ": "
                     + bindFailure(e.getCause() == null ? e : e.getCause()), e);
         }
-        thread.setName(namePrefix + (endpoint.startsWith("unix://")
-                ? java.nio.file.Path.of(endpoint.substring("unix://".length())).getFileName() : String.valueOf(portOf(endpoint))));
+        int scheme = endpoint.startsWith("unix://") ? "unix://".length() : endpoint.startsWith("ipc://") ? "ipc://".length() : 0;
+        thread.setName(namePrefix + (scheme > 0
+                ? java.nio.file.Path.of(endpoint.substring(scheme)).getFileName() : String.valueOf(portOf(endpoint))));
         return endpoint;
     }
 }

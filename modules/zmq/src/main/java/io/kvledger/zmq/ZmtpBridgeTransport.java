@@ -18,9 +18,11 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The engine bridge over loopback TCP as a ZMQ ROUTER that speaks ZMTP 3.x itself (the default for
- * {@code tcp://}; {@link ZmqBridgeTransport}, JeroMQ's ROUTER, on request): the connections are
- * read and written by the server's own threads as {@link StreamBridgeTransport} does, so a call and
- * its reply cross no I/O thread of a ZMQ library.
+ * {@code tcp://}; {@link ZmqBridgeTransport}, JeroMQ's ROUTER, on request), or over a Unix domain
+ * stream socket for {@code ipc:///PATH} (libzmq's {@code ipc://} is ZMTP over such a socket, so a
+ * pyzmq DEALER connects to it as to any ROUTER; the socket file is kept as {@link SocketFile}
+ * says): the connections are read and written by the server's own threads as
+ * {@link StreamBridgeTransport} does, so a call and its reply cross no I/O thread of a ZMQ library.
  *
  * <p>What it speaks (ZMTP 3.1, RFC 37, with the NULL mechanism only): the greeting in pieces as
  * libzmq sends it (the 10-byte signature at once, the rest once the peer's signature and major
@@ -92,6 +94,10 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
 
     @Override
     public String bind() {
+        if (config.isIpc()) {
+            listen(config.socketPath());
+            return config.bindEndpoint();
+        }
         String rest = config.bindEndpoint().substring("tcp://".length());
         int colon = rest.lastIndexOf(':');
         String host = rest.substring(0, colon);
@@ -114,7 +120,9 @@ final class ZmtpBridgeTransport extends StreamBridgeTransport {
 
     @Override
     Conn connected(long id, SocketChannel ch, SelectionKey key) throws IOException {
-        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        if (!config.isIpc()) {
+            ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        }
         Zconn c = new Zconn(id, ch, key);
         c.acceptedNs = config.clock().getAsLong();
         write(c, ByteBuffer.wrap(SIGNATURE), false);

@@ -15,8 +15,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Real Python (Debian's /usr/bin/python3 with pyzmq and msgpack) as the engine in front of the
@@ -29,14 +30,25 @@ class PythonBridgeInteropTest {
     @TempDir
     Path dir;
 
-    @Test
-    void aPythonEngineDrivesTheNodeThroughTheBridge() throws Exception {
+    /** A directory only this user may write, for a socket file. */
+    private Path run() throws java.io.IOException {
+        Path run = dir.resolve("run");
+        Files.createDirectory(run);
+        Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+        return run;
+    }
+
+    /** Over loopback TCP, and over {@code ipc://} (ZMTP on a Unix socket, libzmq's own ipc). */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "ipc"})
+    void aPythonEngineDrivesTheNodeThroughTheBridge(String scheme) throws Exception {
         PythonPeer.assumeAvailable(dir);
         PythonPeer.copyScript(dir, "bridge_engine.py");
         NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build();
         String rid = EngineBridgeServerTest.rid("py-1");
+        String endpoint = scheme.equals("tcp") ? "tcp://127.0.0.1:0" : "ipc://" + run().resolve("node.ipc");
         try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
-             EngineBridgeServer server = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint("tcp://127.0.0.1:0"),
+             EngineBridgeServer server = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint(endpoint),
                      BridgeNodeInfo.of(cfg), loop);
              PythonPeer py = PythonPeer.start(dir, "bridge_engine.py", server.endpoint(), rid)) {
             List<Map<?, ?>> lines = new ArrayList<>();
@@ -109,22 +121,21 @@ class PythonBridgeInteropTest {
 
     /**
      * The vLLM bridge's drive client (its NodeBridge, from modules/vllm-bridge's source) over the
-     * engine bridge's Unix socket: each call answered, an unknown hook refused and the connection
-     * kept.
+     * engine bridge's Unix socket, {@code unix://} (its own framing) and {@code ipc://} (a pyzmq
+     * DEALER): each call answered, an unknown hook refused and the connection kept.
      */
-    @Test
-    void theDriveClientCallsTheNodeOverAUnixSocket() throws Exception {
+    @ParameterizedTest
+    @ValueSource(strings = {"unix", "ipc"})
+    void theDriveClientCallsTheNodeOverAUnixSocket(String scheme) throws Exception {
         PythonPeer.assumeAvailable(dir);
         PythonPeer.copyScript(dir, "bridge_unix_engine.py");
         Path drivePy = Path.of("..", "vllm-bridge", "src", "kvledger_vllm", "drive.py").toAbsolutePath().normalize();
         assertThat(drivePy).as("the vLLM bridge's drive client, next to this module").exists();
-        Path run = dir.resolve("run");
-        Files.createDirectory(run);
-        Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+        Path socket = run().resolve("node.sock");
         NodeConfig cfg = NodeConfig.builder(Role.CONSUMER, TransferMode.WRITE).build();
         try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
              EngineBridgeServer server = EngineBridgeServer.open(
-                     EngineBridgeConfig.forEndpoint("unix://" + run.resolve("node.sock")), BridgeNodeInfo.of(cfg), loop);
+                     EngineBridgeConfig.forEndpoint(scheme + "://" + socket), BridgeNodeInfo.of(cfg), loop);
              PythonPeer py = PythonPeer.start(dir, "bridge_unix_engine.py", server.endpoint(), drivePy.toString(), "200")) {
             List<Map<?, ?>> lines = new ArrayList<>();
             for (int i = 0; i < 5; i++) {

@@ -2,6 +2,7 @@ package io.kvledger.zmq;
 
 import static io.kvledger.zmq.UnixBridgeTransportTest.bytes;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvledger.core.config.NodeConfig;
 import io.kvledger.core.config.Role;
@@ -16,9 +17,17 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.net.SocketException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -52,7 +61,12 @@ class ZmtpBridgeTransportTest {
 
         Echo(EngineBridgeConfig config) throws IOException {
             this.t = new ZmtpBridgeTransport(config);
-            this.endpoint = t.bind();
+            try {
+                this.endpoint = t.bind();
+            } catch (RuntimeException e) {
+                t.release();
+                throw e;
+            }
             this.thread = new Thread(this::serve, "zmtp-echo");
             thread.start();
         }
@@ -373,6 +387,104 @@ class ZmtpBridgeTransportTest {
         }
     }
 
+    // ---------------------------------------------------------------- ipc://: ZMTP over a Unix socket
+
+    /** A directory only this user may write, as a socket file asks. */
+    private Path privateDir() throws IOException {
+        Path d = dir.resolve("run");
+        Files.createDirectories(d);
+        Files.setPosixFilePermissions(d, PosixFilePermissions.fromString("rwx------"));
+        return d;
+    }
+
+    @Test
+    void libzmqDealersAndAReqOverIpcAreAnsweredAndTheSocketFileIsTheUsersAloneUntilClose() throws Exception {
+        Path sock = privateDir().resolve("node.ipc");
+        try (Echo echo = new Echo("ipc://" + sock)) {
+            assertThat(echo.endpoint).isEqualTo("ipc://" + sock);
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(sock))).isEqualTo("rw-------");
+            try (PythonPeer py = python(echo.endpoint, "dealers")) {
+                for (int i = 0; i < 3; i++) {
+                    assertThat(((Map<?, ?>) Json.parse(py.line())).get("caller")).isEqualTo((long) i);
+                }
+                assertThat(((Map<?, ?>) Json.parse(py.line())).get("long")).as("a 300- and a 70,000-byte call").isEqualTo(true);
+                py.awaitSuccess();
+            }
+            assertThat(new String(echo.identityOf("c1-0"), StandardCharsets.US_ASCII)).isEqualTo("py-named");
+            assertThat(echo.identityOf("c0-0")).hasSize(5).startsWith((byte) 0);
+            try (PythonPeer py = python(echo.endpoint, "req")) {
+                assertThat(((Map<?, ?>) Json.parse(py.line())).get("replies")).isEqualTo(List.of("re:r-0", "re:r-1", "re:r-2"));
+                py.awaitSuccess();
+            }
+            assertThat(echo.identityOf("r-0")).isNotEqualTo(echo.identityOf("c0-0"));
+            assertThat(echo.calls).hasSize(3 * 5 + 2 + 3);
+            assertThat(echo.closed).as("nothing closed for bad input").isEmpty();
+        }
+        assertThat(Files.exists(sock, LinkOption.NOFOLLOW_LINKS)).as("the socket file is removed at close").isFalse();
+    }
+
+    @Test
+    void aLibzmqDealerReconnectsToATransportRestartedOnTheSameIpcPath() throws Exception {
+        String endpoint = "ipc://" + privateDir().resolve("node.ipc");
+        Echo first = new Echo(endpoint);
+        try (PythonPeer py = python(endpoint, "reconnect")) {
+            try {
+                assertThat(((Map<?, ?>) Json.parse(py.line())).get("first")).isEqualTo(true);
+            } finally {
+                first.close();
+            }
+            try (Echo second = new Echo(endpoint)) {
+                assertThat(second.endpoint).isEqualTo(endpoint);
+                OutputStream in = py.stdin();
+                in.write('\n');
+                in.flush();
+                assertThat(((Map<?, ?>) Json.parse(py.line())).get("second")).isEqualTo(true);
+                py.awaitSuccess();
+                assertThat(new String(second.identityOf("x-1"), StandardCharsets.US_ASCII)).isEqualTo("py-again");
+            }
+        }
+        assertThat(first.identityOf("x-0")).isEqualTo("py-again".getBytes(StandardCharsets.US_ASCII));
+    }
+
+    @Test
+    void anIpcSocketFileIsKeptAsAUnixOnesIs() throws Exception {
+        Path shared = dir.resolve("shared");
+        Files.createDirectory(shared);
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx"));
+        assertThatThrownBy(() -> new Echo("ipc://" + shared.resolve("node.ipc"))).hasMessageContaining("no one else may write");
+        Path sock = privateDir().resolve("node.ipc");
+        try (Echo live = new Echo("ipc://" + sock)) {
+            assertThatThrownBy(() -> new Echo("ipc://" + sock)).hasMessageContaining("something listens there already");
+        }
+        assertThat(Files.exists(sock, LinkOption.NOFOLLOW_LINKS)).isFalse();
+        // a socket file nothing answers on (a node killed before it could remove it) is replaced
+        try (ServerSocketChannel stale = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            stale.bind(UnixDomainSocketAddress.of(sock));
+        }
+        assertThat(Files.exists(sock, LinkOption.NOFOLLOW_LINKS)).isTrue();
+        try (Echo again = new Echo("ipc://" + sock); Raw raw = new Raw(again.endpoint)) {
+            raw.handshake("DEALER");
+            raw.write(new byte[] {0, 2, 'o', 'k'});
+            assertThat(raw.frame()).isEqualTo(new Frame(0, re("ok".getBytes(StandardCharsets.US_ASCII))));
+        }
+        Path file = privateDir().resolve("not-a-socket");
+        Files.writeString(file, "keep me");
+        assertThatThrownBy(() -> new Echo("ipc://" + file)).hasMessageContaining("not a socket");
+        assertThat(Files.readString(file)).isEqualTo("keep me");
+    }
+
+    @Test
+    void jeromqIsRefusedForIpcWithItsReason() throws Exception {
+        NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build();
+        Path sock = privateDir().resolve("node.ipc");
+        assertThatThrownBy(() -> EngineBridgeServer.open(EngineBridgeConfig.forEndpoint("ipc://" + sock), BridgeNodeInfo.of(cfg),
+                c -> c.reply(List.of()), false, true))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("-Dkvledger.bridge.zmq=jeromq cannot serve ipc://" + sock)
+                .hasMessageContaining("JeroMQ 0.6.0 emulates ipc:// over a loopback TCP port");
+        assertThat(Files.exists(sock, LinkOption.NOFOLLOW_LINKS)).as("nothing bound").isFalse();
+    }
+
     // ---------------------------------------------------------------- a raw ZMTP peer
 
     record Frame(int flags, byte[] body) {
@@ -392,12 +504,21 @@ class ZmtpBridgeTransportTest {
         }
     }
 
-    /** A blocking TCP socket speaking ZMTP by hand (reads give up after 20 s). */
+    /** A blocking TCP socket (reads give up after 20 s), or Unix socket for ipc://, speaking ZMTP by hand. */
     static final class Raw implements AutoCloseable {
         final Socket s;
+        final SocketChannel unix;
         final DataInputStream in;
 
         Raw(String endpoint) throws IOException {
+            if (endpoint.startsWith("ipc://")) {
+                // a blocking Unix socket channel: its streams block as a Socket's (reads never time out)
+                unix = SocketChannel.open(UnixDomainSocketAddress.of(endpoint.substring("ipc://".length())));
+                s = null;
+                in = new DataInputStream(Channels.newInputStream(unix));
+                return;
+            }
+            unix = null;
             String rest = endpoint.substring("tcp://".length());
             int colon = rest.lastIndexOf(':');
             s = new Socket(rest.substring(0, colon), Integer.parseInt(rest.substring(colon + 1)));
@@ -407,6 +528,13 @@ class ZmtpBridgeTransportTest {
         }
 
         void write(byte[] b) throws IOException {
+            if (unix != null) {
+                ByteBuffer buf = ByteBuffer.wrap(b);
+                while (buf.hasRemaining()) {
+                    unix.write(buf);
+                }
+                return;
+            }
             s.getOutputStream().write(b);
             s.getOutputStream().flush();
         }
@@ -449,7 +577,11 @@ class ZmtpBridgeTransportTest {
 
         @Override
         public void close() throws IOException {
-            s.close();
+            if (unix != null) {
+                unix.close();
+            } else {
+                s.close();
+            }
         }
     }
 
