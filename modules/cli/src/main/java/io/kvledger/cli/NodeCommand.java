@@ -111,10 +111,12 @@ final class NodeCommand implements Callable<Integer> {
                     + "connector, and binds no notify or handshake port, sends nothing (default: ${DEFAULT-VALUE}).")
     String shadowEndpoint;
 
-    @Option(names = "--bridge", paramLabel = "unix:///PATH|tcp://127.0.0.1:PORT",
+    @Option(names = "--bridge", paramLabel = "unix:///PATH|ipc:///PATH|tcp://127.0.0.1:PORT",
             description = "Where the engine bridge binds with --engine bridge, drive or sim-worker: a Unix domain socket for an "
                     + "engine on this host (a directory only this user may write; the vLLM bridge's drive_node takes the "
-                    + "same unix:// address), or loopback TCP (port 0: any free port). Printed at start. Default with "
+                    + "same unix:// address), ZMQ over a Unix socket as libzmq's ipc:// (any ZMQ DEALER or REQ on this host "
+                    + "connects to it; a relative PATH is taken from where the command runs), or loopback TCP (port 0: any "
+                    + "free port). Printed at start. Default with "
                     + "--engine bridge or drive: unix://JOURNAL/" + BRIDGE_SOCKET + " (the journal directory's, absolute; "
                     + "an existing socket there is replaced when nothing answers on it); with sim-worker "
                     + SIM_WORKER_BRIDGE + " (TP rank 0's node connects over ZMQ).")
@@ -231,7 +233,7 @@ final class NodeCommand implements Callable<Integer> {
                     && why.contains("engine bridge")) {
                 // the socket was not asked for: say where it comes from and how to move it
                 why += " (without --bridge the engine bridge listens on the journal directory's " + BRIDGE_SOCKET
-                        + "; pass --bridge unix:///PATH or --bridge tcp://127.0.0.1:0 to put it elsewhere)";
+                        + "; pass --bridge unix:///PATH, ipc:///PATH or tcp://127.0.0.1:0 to put it elsewhere)";
             }
             err.println("kvledger node: " + why);
             err.flush();

@@ -12,6 +12,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -20,7 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Where {@code kvledger node} puts its engine bridge without {@code --bridge}: a bridge or drive
  * node listens on its journal directory's {@code bridge.sock}, says so at start, takes the socket
  * a killed node left behind, and refuses one another node answers on; a journal path too long for
- * a Unix socket is a usage error that names {@code --bridge}.
+ * a Unix socket is a usage error that names {@code --bridge}. With {@code --bridge ipc://PATH} it
+ * speaks ZMTP on a Unix socket at PATH, a relative PATH taken from where the command runs.
  */
 class NodeBridgeSocketTest {
 
@@ -46,6 +48,42 @@ class NodeBridgeSocketTest {
                 // blocking read of the reply
             }
             return body.array();
+        }
+    }
+
+    /**
+     * A ping over an {@code ipc://} socket, as a ZMQ DEALER sends it (ZMTP 3.1 by hand: greeting,
+     * READY, one frame); the reply frame's bytes.
+     */
+    private static byte[] zmtpPing(Path socket, int id) throws IOException {
+        byte[] req = {(byte) 0x83, (byte) 0xa1, 'v', 1, (byte) 0xa2, 'i', 'd', (byte) id, (byte) 0xa4, 'h', 'o', 'o', 'k',
+                (byte) 0xa4, 'p', 'i', 'n', 'g'};
+        ByteBuffer hello = ByteBuffer.allocate(64 + 2 + 28 + 2 + req.length);
+        hello.put(new byte[] {(byte) 0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 3, 1}).put("NULL".getBytes(StandardCharsets.US_ASCII));
+        hello.position(64);
+        // READY with Socket-Type DEALER, then the call as one frame
+        hello.put((byte) 4).put((byte) 28).put((byte) 5).put("READY".getBytes(StandardCharsets.US_ASCII))
+                .put((byte) 11).put("Socket-Type".getBytes(StandardCharsets.US_ASCII)).putInt(6)
+                .put("DEALER".getBytes(StandardCharsets.US_ASCII));
+        hello.put((byte) 0).put((byte) req.length).put(req).flip();
+        try (var ch = java.nio.channels.SocketChannel.open(StandardProtocolFamily.UNIX)) {
+            ch.connect(UnixDomainSocketAddress.of(socket));
+            while (hello.hasRemaining()) {
+                ch.write(hello);
+            }
+            var in = new java.io.DataInputStream(java.nio.channels.Channels.newInputStream(ch));
+            byte[] greeting = new byte[64];
+            in.readFully(greeting);
+            assertEquals(3, greeting[10], "the node's ZMTP major version");
+            while (true) {
+                int flags = in.readUnsignedByte();
+                int len = (flags & 2) != 0 ? (int) in.readLong() : in.readUnsignedByte();
+                byte[] body = new byte[len];
+                in.readFully(body);
+                if ((flags & 4) == 0) {
+                    return body; // the reply (the node's READY came first)
+                }
+            }
         }
     }
 
@@ -78,6 +116,27 @@ class NodeBridgeSocketTest {
             n.start();
             assertTrue(n.awaitHealthy(http, Duration.ofSeconds(120)), n.logText());
             assertTrue(answeredOk(ping(socket, 9), 9), "a ping after the restart");
+            assertEquals(0, n.stop(), n.logText());
+            assertFalse(Files.exists(socket), "the node removes its socket at exit");
+        } finally {
+            n.stop();
+        }
+    }
+
+    @Test
+    void aBridgeNodeServesIpcAtAPathTakenFromWhereItRuns() throws Exception {
+        Path run = tmp.resolve("run");
+        Files.createDirectory(run);
+        Files.setPosixFilePermissions(run, PosixFilePermissions.fromString("rwx------"));
+        NodeProcess n = new NodeProcess("P0", true, "write", tmp, "--engine", "bridge", "--bridge", "ipc://node.ipc");
+        n.workDir = run;
+        Path socket = run.resolve("node.ipc").toAbsolutePath();
+        n.start();
+        try {
+            assertTrue(n.awaitHealthy(http, Duration.ofSeconds(120)), n.logText());
+            assertTrue(n.errText().contains("engine bridge ipc://" + socket), n.errText());
+            assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(socket)));
+            assertTrue(answeredOk(zmtpPing(socket, 7), 7), "a ping over ipc://, ZMTP as a DEALER speaks it");
             assertEquals(0, n.stop(), n.logText());
             assertFalse(Files.exists(socket), "the node removes its socket at exit");
         } finally {

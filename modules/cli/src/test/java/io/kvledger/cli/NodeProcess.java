@@ -30,6 +30,8 @@ final class NodeProcess {
     final int notify;
     final int http;
     private final List<String> extra;
+    /** The directory the process runs in ({@code null}: this JVM's). */
+    Path workDir;
     private Process process;
     private int starts;
 
@@ -76,7 +78,7 @@ final class NodeProcess {
         cmd.addAll(args);
         starts++;
         try {
-            process = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+            process = new ProcessBuilder(cmd).directory(workDir == null ? null : workDir.toFile()).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                     .redirectError(ProcessBuilder.Redirect.appendTo(errLog.toFile())).start();
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -296,6 +296,23 @@ class VllmBridgeShadowTest {
         assertEquals(0, v.code(), v.out() + v.err());
     }
 
+    /** Drive mode over {@code ipc://} (the recorder's pyzmq DEALER, ZMTP on a Unix socket): the same answers, the same journal. */
+    @Test
+    void driveModeOverIpc() throws Exception {
+        Path run = tmp.resolve("run-ipc");
+        String endpoint = "ipc://" + java.net.URI.create(unixEndpointIn(run)).getPath();
+        Path journal = startNode("producer", "drive", "--bridge", endpoint);
+        String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", tmp.resolve("rec-ipc").toString(),
+                "--drive", endpoint);
+        assertTrue(out.contains("answer driving True"), out);
+        assertTrue(out.contains("answer " + RID1 + " True"), out);
+        stopNode();
+        assertTrue(Files.readString(nodeLog).contains("engine bridge " + endpoint), Files.readString(nodeLog));
+        assertFalse(Files.exists(run.resolve("node.sock")), "the node removes its socket at exit");
+        CliRun.Outcome v = CliRun.run("replay", "--verify", journal.toString());
+        assertEquals(0, v.code(), v.out() + v.err());
+    }
+
     @Test
     void compactDriveCallsOverAUnixSocketJournalTheSameEventsAsTheLongForm() throws Exception {
         // The node lists "compact" in its hello: from the inner, the engine's admissions, queries,
