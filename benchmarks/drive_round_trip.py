@@ -3,8 +3,8 @@
 Starts a drive node (journaling, as in production) on each transport asked for, makes N
 `get_finished` calls one at a time and reports the round trip's p50, p99 and p99.9 in
 microseconds, with a bare echo over the same transport measured in the same run (a pyzmq
-ROUTER that sends each frame back; for unix://, a Python thread that reads a length-prefixed
-frame and writes it back). Rounds alternate node and echo so that load on a shared machine
+ROUTER that sends each frame back, on loopback TCP or, for ipc://, on a Unix socket; for unix://,
+a Python thread that reads a length-prefixed frame and writes it back). Rounds alternate node and echo so that load on a shared machine
 falls on both. `--jar A --jar B` runs the same measurement against two builds of kvledger.jar
 (before/after figures from one run), both nodes up at once, the rounds rotating among them and
 the echo; the ratios are what to compare, not the absolute values. `--jar PATH:FLAGS` gives that
@@ -15,6 +15,7 @@ what each node costs while nearly idle: one connected caller making a call every
 
     python3 benchmarks/drive_round_trip.py --jar modules/cli/target/kvledger.jar --calls 20000
     python3 benchmarks/drive_round_trip.py --transport tcp --transport unix --jar OLD.jar --jar NEW.jar
+    python3 benchmarks/drive_round_trip.py --transport ipc --transport unix --transport tcp
     python3 benchmarks/drive_round_trip.py --transport unix --jar K.jar:-Dkvledger.loop.spinNs=0 --jar K.jar \
         --idle-cpu 30 --idle-every 1,10,0
 """
@@ -162,12 +163,18 @@ def client_for(endpoint):
 
 
 class ZmqEcho:
-    def __init__(self):
+    """A pyzmq ROUTER echo on loopback TCP, or on ``ipc://`` in ``directory`` when one is given."""
+
+    def __init__(self, directory=None):
         self.ctx = zmq.Context(1)
         self.s = self.ctx.socket(zmq.ROUTER)
         self.s.setsockopt(zmq.LINGER, 0)
-        port = self.s.bind_to_random_port("tcp://127.0.0.1")
-        self.endpoint = f"tcp://127.0.0.1:{port}"
+        if directory is None:
+            port = self.s.bind_to_random_port("tcp://127.0.0.1")
+            self.endpoint = f"tcp://127.0.0.1:{port}"
+        else:
+            self.endpoint = "ipc://" + os.path.join(directory, "echo.ipc")
+            self.s.bind(self.endpoint)
         self.stop = False
         self.t = threading.Thread(target=self.run, daemon=True)
         self.t.start()
@@ -308,8 +315,9 @@ def main():
     ap.add_argument("--jar", action="append", metavar="PATH[:FLAGS]",
                     help="kvledger.jar to run, with extra JVM flags after a colon (repeat to compare builds or "
                          "settings; default: modules/cli/target/kvledger.jar)")
-    ap.add_argument("--transport", action="append", choices=["tcp", "unix"],
-                    help="tcp (loopback ZMQ) or unix (Unix domain socket); repeat for both (default: tcp)")
+    ap.add_argument("--transport", action="append", choices=["tcp", "ipc", "unix"],
+                    help="tcp (loopback ZMQ), ipc (ZMQ on a Unix socket) or unix (the bridge's length-prefixed "
+                         "frames on a Unix socket); repeat for several (default: tcp)")
     ap.add_argument("--calls", type=int, default=20000, help="measured calls per node (default 20000)")
     ap.add_argument("--warmup", type=int, default=20000, help="calls before measuring (default 20000)")
     ap.add_argument("--rounds", type=int, default=10, help="alternations of node and echo (default 10)")
@@ -332,7 +340,7 @@ def main():
     print(f"{'what':<44} {'p50 us':>8} {'p99 us':>8} {'p99.9 us':>9} {'p50/echo':>9}")
     for transport in transports:
         work = tempfile.mkdtemp(prefix="kvl-rt-")
-        echo = ZmqEcho() if transport == "tcp" else UnixEcho(work)
+        echo = ZmqEcho() if transport == "tcp" else ZmqEcho(work) if transport == "ipc" else UnixEcho(work)
         echo_client = connect_when_up(echo.endpoint, None)
         echo_samples = []
         echo_calls(echo_client, min(a.warmup, 5000), a.hook, [])
@@ -346,7 +354,7 @@ def main():
             for jar, flags in builds:
                 d = tempfile.mkdtemp(prefix="node-", dir=work)
                 endpoint = (f"tcp://127.0.0.1:{free_port()}" if transport == "tcp"
-                            else "unix://" + os.path.join(d, "node.sock"))
+                            else f"{transport}://" + os.path.join(d, "node.sock"))
                 node = Node(jar, endpoint, d, [*a.java_opt, *flags])
                 jar = f"{jar} {' '.join(flags)}" if flags else jar
                 nodes.append((jar, node, endpoint, d))

@@ -37,14 +37,15 @@ def free_port():
 class ScriptedNode:
     """A ROUTER answering bridge calls: ``answers[hook]`` is the result, or an exception text for ok False."""
 
-    def __init__(self, answers, port=None):
+    def __init__(self, answers, port=None, endpoint=None):
         self.answers = answers
         self.calls = []
-        self.port = port or free_port()
+        self.port = None if endpoint else port or free_port()
+        self.endpoint = endpoint or f"tcp://127.0.0.1:{self.port}"
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.bind(f"tcp://127.0.0.1:{self.port}")
+        self.sock.bind(self.endpoint)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
@@ -69,8 +70,10 @@ class ScriptedNode:
 
 
 def scheduler(tmp_path, node_port, **more):
+    """A recording scheduler connector driven by the node at ``node_port`` (or the endpoint given as it)."""
+    where = node_port if isinstance(node_port, str) else f"tcp://127.0.0.1:{node_port}"
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
-             "record_to": str(tmp_path / "{role}.jsonl"), "drive_node": f"tcp://127.0.0.1:{node_port}",
+             "record_to": str(tmp_path / "{role}.jsonl"), "drive_node": where,
              "drive_timeout_ms": 2000, **more}
     return KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
 
@@ -126,6 +129,33 @@ def test_vllm_gets_the_nodes_answers_and_the_recording_keeps_the_connectors(tmp_
         # (which vLLM got)
         rewritten = [x for x in lines if x["type"] == "finished_sending_rewritten"]
         assert rewritten == [{"kind": "derived", "type": "finished_sending_rewritten", "safe": []}]
+    finally:
+        node.close()
+
+
+def test_drive_node_takes_ipc_as_a_dealer_over_a_unix_socket(tmp_path):
+    # ipc:// is ZMQ over a Unix socket (the node serves it with its own ZMTP: ZmtpBridgeTransportTest,
+    # VllmBridgeShadowTest.driveModeOverIpc); the client is the same DEALER as for tcp://
+    endpoint = "ipc://" + str(tmp_path / "node.ipc")
+    node = ScriptedNode({"hello": {"protocol": 1},
+                         "get_num_new_matched_tokens": {"num_tokens": 5, "load_async": False}}, endpoint=endpoint)
+    try:
+        bridge = NodeBridge(endpoint, timeout_ms=5000)
+        try:
+            assert bridge.call("hello", kv_role="kv_producer") == {"protocol": 1}
+            assert bridge.call("get_num_new_matched_tokens", request_id="r-1", num_computed_tokens=0) == {
+                "num_tokens": 5, "load_async": False}
+            assert bridge.reconnected() is False  # its first connection, watched as over tcp://
+        finally:
+            bridge.close()
+        s = scheduler(tmp_path, endpoint)
+        assert s.driving
+        req = producer_requests(1)[0]
+        s.on_new_request(req)
+        assert s.get_num_new_matched_tokens(req, 0) == (5, False)  # the node's answer, not the inner's
+        s.shutdown()
+        assert [h for h, _ in node.calls] == ["hello", "get_num_new_matched_tokens", "hello", "add_request",
+                                              "get_num_new_matched_tokens"]
     finally:
         node.close()
 

@@ -19,7 +19,8 @@ position (``send_row``, ``COMPACT``), and its empty answers come back as ids alo
 num_computed_tokens]`` when its block ids and params are those of its allocation and admission
 earlier in the same batch (``allocated``, ``admitted``; ``long_forms``). pyzmq and
 msgpack are imported when it is built. ``unix:///PATH`` (``--bridge unix:///PATH`` on the node) speaks the same maps over a Unix domain socket, each frame preceded by its length
-(4 bytes, big-endian): one thread fewer each way than ZMQ over loopback TCP.
+(4 bytes, big-endian): one thread fewer each way than ZMQ over loopback TCP. ``ipc:///PATH``
+(``--bridge ipc:///PATH``) is the DEALER of ``tcp://`` over a Unix socket (libzmq's ipc).
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ Extra config keys read here (all others are the inner connector's):
                                 default 1000 (beyond: dropped and counted)
 ``drive_node``                  drive mode (off by default): ``unix:///PATH`` (same host: the fastest;
                                 a node started without ``--bridge`` listens on its journal
-                                directory's ``bridge.sock``) or ``tcp://127.0.0.1:PORT`` of a
+                                directory's ``bridge.sock``), ``ipc:///PATH`` (ZMQ on a Unix socket,
+                                a node's ``--bridge ipc:///PATH``) or ``tcp://127.0.0.1:PORT`` of a
                                 ``kvledger node --engine drive``; the scheduler connector returns the
                                 node's answers to vLLM (the inner still runs and its worker does the
                                 transfers); see docs/vllm.md, "Drive mode"

@@ -7,7 +7,8 @@
  * {@link io.kvledger.zmq.HandshakeServer} and {@link io.kvledger.zmq.HandshakeClient}, and
  * {@link io.kvledger.zmq.RegistrationHeartbeat} to a proxy, and
  * {@link io.kvledger.zmq.EngineBridgeServer}, the loopback ROUTER (ZMTP 3.1 spoken by
- * {@code ZmtpBridgeTransport} itself, or JeroMQ's on request), or, for an engine on the same
+ * {@code ZmtpBridgeTransport} itself, over {@code tcp://} or, as libzmq's {@code ipc://}, a Unix
+ * socket whose file {@code SocketFile} keeps; or JeroMQ's on request), or, for an engine on the same
  * host, the Unix domain socket of {@code UnixBridgeTransport}, where an engine's connector sends
  * its hook calls ({@code io.kvledger.wire.bridge}) and a {@link io.kvledger.zmq.HookHandler}
  * answers each {@link io.kvledger.zmq.BridgeCall} from any thread (over JeroMQ answers are queued to
