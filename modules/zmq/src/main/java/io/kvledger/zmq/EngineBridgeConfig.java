@@ -55,7 +55,9 @@ public record EngineBridgeConfig(String bindEndpoint, Duration replyTimeout, int
                     + limits.maxFrameBytes());
         }
         String problem = bindEndpoint.startsWith(UNIX) ? unixProblem(bindEndpoint)
-                : bindEndpoint.startsWith(IPC) ? ipcProblem(bindEndpoint) : endpointProblem(bindEndpoint);
+                : bindEndpoint.startsWith(IPC) ? ipcProblem(bindEndpoint)
+                : bindEndpoint.startsWith("tcp://") ? endpointProblem(bindEndpoint)
+                : "the engine bridge binds tcp://127.0.0.1:PORT, ipc:///PATH or unix:///PATH, got " + bindEndpoint;
         if (problem != null) {
             throw new IllegalArgumentException(problem);
         }
@@ -148,10 +150,15 @@ public record EngineBridgeConfig(String bindEndpoint, Duration replyTimeout, int
         return pathLengthProblem(java.nio.file.Path.of(path).toAbsolutePath().toString(), endpoint);
     }
 
-    /** Why {@code endpoint} cannot carry hook calls over ZMQ, or {@code null} when it can. */
+    /** Why {@code endpoint} cannot be bound as loopback TCP (by JeroMQ too), or {@code null} when it can. */
     static String endpointProblem(String endpoint) {
+        if (endpoint.startsWith(IPC)) {
+            // the engine bridge takes ipc:// (ipcProblem); JeroMQ's sockets (the shadow socket's) cannot
+            return "ipc:// is not supported: JeroMQ 0.6.0 emulates ipc over a loopback TCP port that a pyzmq engine "
+                    + "cannot reach; bind tcp://127.0.0.1:PORT instead (got " + endpoint + ")";
+        }
         if (!endpoint.startsWith("tcp://")) {
-            return "the engine bridge binds tcp://127.0.0.1:PORT, ipc:///PATH or unix:///PATH, got " + endpoint;
+            return "the engine bridge binds tcp://127.0.0.1:PORT, got " + endpoint;
         }
         String rest = endpoint.substring("tcp://".length());
         int colon = rest.lastIndexOf(':');
