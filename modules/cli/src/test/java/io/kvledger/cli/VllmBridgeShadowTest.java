@@ -25,6 +25,8 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -279,30 +281,17 @@ class VllmBridgeShadowTest {
         assertTrue(o.out().contains("journal: finish_decision rid=" + RID1 + " delay_free=false"), o.out());
     }
 
-    /** Drive mode over the bridge's Unix socket: the same answers, the same journal. */
-    @Test
-    void driveModeOverAUnixSocket() throws Exception {
+    /**
+     * Drive mode over the bridge's Unix socket, {@code unix://} (length-prefixed frames) or
+     * {@code ipc://} (the recorder's pyzmq DEALER, ZMTP on the socket): the same answers, the same journal.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"unix", "ipc"})
+    void driveModeOverAUnixSocket(String scheme) throws Exception {
         Path run = tmp.resolve("run");
-        String endpoint = unixEndpointIn(run);
+        String endpoint = scheme + "://" + java.net.URI.create(unixEndpointIn(run)).getPath();
         Path journal = startNode("producer", "drive", "--bridge", endpoint);
-        String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", tmp.resolve("rec-unix").toString(),
-                "--drive", endpoint);
-        assertTrue(out.contains("answer driving True"), out);
-        assertTrue(out.contains("answer " + RID1 + " True"), out);
-        stopNode();
-        assertTrue(Files.readString(nodeLog).contains("engine bridge " + endpoint), Files.readString(nodeLog));
-        assertFalse(Files.exists(run.resolve("node.sock")), "the node removes its socket at exit");
-        CliRun.Outcome v = CliRun.run("replay", "--verify", journal.toString());
-        assertEquals(0, v.code(), v.out() + v.err());
-    }
-
-    /** Drive mode over {@code ipc://} (the recorder's pyzmq DEALER, ZMTP on a Unix socket): the same answers, the same journal. */
-    @Test
-    void driveModeOverIpc() throws Exception {
-        Path run = tmp.resolve("run-ipc");
-        String endpoint = "ipc://" + java.net.URI.create(unixEndpointIn(run)).getPath();
-        Path journal = startNode("producer", "drive", "--bridge", endpoint);
-        String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", tmp.resolve("rec-ipc").toString(),
+        String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", tmp.resolve("rec-" + scheme).toString(),
                 "--drive", endpoint);
         assertTrue(out.contains("answer driving True"), out);
         assertTrue(out.contains("answer " + RID1 + " True"), out);

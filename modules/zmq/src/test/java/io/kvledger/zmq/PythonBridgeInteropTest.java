@@ -10,7 +10,6 @@ import io.kvledger.core.model.BlockGroups;
 import io.kvledger.core.model.FinishStatus;
 import io.kvledger.wire.Json;
 import io.kvledger.wire.bridge.BridgeNodeInfo;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,14 +29,6 @@ class PythonBridgeInteropTest {
     @TempDir
     Path dir;
 
-    /** A directory only this user may write, for a socket file. */
-    private Path run() throws java.io.IOException {
-        Path run = dir.resolve("run");
-        Files.createDirectory(run);
-        Files.setPosixFilePermissions(run, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
-        return run;
-    }
-
     /** Over loopback TCP, and over {@code ipc://} (ZMTP on a Unix socket, libzmq's own ipc). */
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "ipc"})
@@ -46,7 +37,7 @@ class PythonBridgeInteropTest {
         PythonPeer.copyScript(dir, "bridge_engine.py");
         NodeConfig cfg = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).build();
         String rid = EngineBridgeServerTest.rid("py-1");
-        String endpoint = scheme.equals("tcp") ? "tcp://127.0.0.1:0" : "ipc://" + run().resolve("node.ipc");
+        String endpoint = scheme.equals("tcp") ? "tcp://127.0.0.1:0" : "ipc://" + UnixBridgeTransportTest.privateDir(dir).resolve("node.ipc");
         try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
              EngineBridgeServer server = EngineBridgeServer.open(EngineBridgeConfig.forEndpoint(endpoint),
                      BridgeNodeInfo.of(cfg), loop);
@@ -131,7 +122,7 @@ class PythonBridgeInteropTest {
         PythonPeer.copyScript(dir, "bridge_unix_engine.py");
         Path drivePy = Path.of("..", "vllm-bridge", "src", "kvledger_vllm", "drive.py").toAbsolutePath().normalize();
         assertThat(drivePy).as("the vLLM bridge's drive client, next to this module").exists();
-        Path socket = run().resolve("node.sock");
+        Path socket = UnixBridgeTransportTest.privateDir(dir).resolve("node.sock");
         NodeConfig cfg = NodeConfig.builder(Role.CONSUMER, TransferMode.WRITE).build();
         try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
              EngineBridgeServer server = EngineBridgeServer.open(

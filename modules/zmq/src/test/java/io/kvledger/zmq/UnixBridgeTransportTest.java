@@ -35,8 +35,13 @@ class UnixBridgeTransportTest {
 
     /** A directory only this user may write, as the transport asks. */
     private Path privateDir() throws IOException {
-        Path d = tmp.resolve("run");
-        Files.createDirectory(d);
+        return privateDir(tmp);
+    }
+
+    /** {@code parent/run}, made if missing, that only this user may write (a socket file's directory). */
+    static Path privateDir(Path parent) throws IOException {
+        Path d = parent.resolve("run");
+        Files.createDirectories(d);
         Files.setPosixFilePermissions(d, PosixFilePermissions.fromString("rwx------"));
         return d;
     }

@@ -389,12 +389,8 @@ class ZmtpBridgeTransportTest {
 
     // ---------------------------------------------------------------- ipc://: ZMTP over a Unix socket
 
-    /** A directory only this user may write, as a socket file asks. */
     private Path privateDir() throws IOException {
-        Path d = dir.resolve("run");
-        Files.createDirectories(d);
-        Files.setPosixFilePermissions(d, PosixFilePermissions.fromString("rwx------"));
-        return d;
+        return UnixBridgeTransportTest.privateDir(dir);
     }
 
     @Test
