@@ -37,7 +37,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The bridge's own ZMTP ROUTER ({@link ZmtpBridgeTransport}) against real peers: libzmq (Debian's
  * python3-zmq) and JeroMQ DEALERs and REQs, and raw sockets for what a ZMQ library would not
- * send. The transport is served by an echo on its own thread (each message's last frame F
+ * send; over loopback TCP and, for libzmq's {@code ipc://}, a Unix socket (JeroMQ cannot reach that:
+ * its ipc is TCP on a port derived from the path, and a node asked for it refuses). The transport is served by an echo on its own thread (each message's last frame F
  * answered {@code "re:" + F}, a REQ's with its delimiter), as the server's socket thread would.
  * Waits are bounded in tries, and no assertion is on time.
  */
