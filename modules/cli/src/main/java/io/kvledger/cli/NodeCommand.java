@@ -426,6 +426,13 @@ final class NodeCommand implements Callable<Integer> {
                         + " and goes with --engine sim on --tp 0/SIZE (got " + workers.size() + " for tp "
                         + config.tpRank() + "/" + config.tpSize() + ", --engine " + engine + ")");
             }
+            for (String w : workers) {
+                if (!w.startsWith("tcp://")) {
+                    // TP rank 0 reaches its workers through JeroMQ, which reaches only tcp:// (its ipc:// is
+                    // loopback TCP, and unix:// is not ZMQ): another scheme would never connect
+                    throw usage("--tp-workers takes tcp://HOST:PORT bridges (rank 0 reaches them with JeroMQ), got " + w);
+                }
+            }
             o = o.withTpWorkers(workers);
         }
         if (o.engine() == NodeOptions.EngineKind.SIM_WORKER && config.tpRank() == 0) {

@@ -153,4 +153,15 @@ class NodeBridgeSocketTest {
         assertTrue(o.err().contains("pass --bridge"), o.err());
         assertFalse(Files.exists(deep), "nothing is created");
     }
+
+    @Test
+    void tpWorkersOtherThanTcpAreAUsageError() {
+        // rank 0 reaches its workers with JeroMQ: an ipc:// or unix:// worker would never be reached
+        for (String worker : new String[] {"ipc://" + tmp.resolve("w.ipc"), "unix://" + tmp.resolve("w.sock")}) {
+            CliRun.Outcome o = CliRun.run("node", "--engine", "sim", "--role", "producer", "--tp", "0/2",
+                    "--tp-workers", worker, "--journal", tmp.resolve("j").toString());
+            assertEquals(2, o.code(), o.out() + o.err());
+            assertTrue(o.err().contains("--tp-workers takes tcp://HOST:PORT bridges") && o.err().contains(worker), o.err());
+        }
+    }
 }
