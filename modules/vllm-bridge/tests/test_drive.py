@@ -610,6 +610,36 @@ def test_from_the_first_matched_divergence_on_vllm_waits_for_the_nodes_answer(tm
     assert caplog.text.count("from now on vLLM waits for the node's answer") == 1
 
 
+def test_a_divergence_the_sender_thread_handed_back_makes_the_next_query_awaited(tmp_path):
+    """A divergence the sender thread read is handed to the scheduler thread (``later``); the next
+    get_num_new_matched_tokens takes it before it captures: that call is awaited, vLLM gets the node's
+    answer. (The hand-back is made here as the sender makes it, so it is there when the query comes.)"""
+    reqs = producer_requests(4)
+    late = reqs[3].request_id
+    node = BatchingNode({"get_num_new_matched_tokens": lambda a: {"num_tokens": 16 if a["request_id"] == late else 0,
+                                                                  "load_async": False}},
+                        compact=True, derived=True, steady=True, agreed=True)
+    try:
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner=DEFAULT)
+        assert s._drive_sender is not None and not s.drive_matched_awaited
+        w = scripted_worker()
+        d = Driver(s, w)
+        for r in reqs[:3]:
+            d.add(r)
+        d.step()
+        s._drive.later(s._drive_diverged, "get_num_new_matched_tokens", (0, False), (16, False))
+        d.add(reqs[3])
+        d.run(3)
+        s.shutdown()
+        w.shutdown()
+    finally:
+        node.close()
+    assert [a[1:] for a in d.acted if a[0] == "matched"][3] == [late, 16, False]
+    assert s.drive_divergences == 1 and s.drive_matched_awaited
+    assert [b for b in node.batches if b[-1] == "get_num_new_matched_tokens"] != []
+    assert [a.get("acted") for h, a in node.calls if h == "get_num_new_matched_tokens"] == [INNER] * 3 + [None]
+
+
 @pytest.mark.parametrize("compact", (False, True), ids=("long-form", "compact-sender-thread"))
 def test_matched_from_inner_always_never_switches_and_false_awaits_from_the_start(tmp_path, compact):
     s, d, node, late, matched, awaited = differing_once(tmp_path, "always", "always", compact, differ=(0, -1))

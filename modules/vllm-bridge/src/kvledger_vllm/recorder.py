@@ -69,7 +69,7 @@ Extra config keys read here (all others are the inner connector's):
                                 Default true: the inner's answer while the node agrees; from the first
                                 divergence read on, vLLM waits for the node's answer to every later call
                                 (logged once; ``drive_matched_awaited`` turns true). ``always``: the
-                                inner's answer always, only checked; false: always wait for the node's
+                                inner's answer always, only checked; false: vLLM always waits for the node's answer
 ``drive_finished_from_inner``   with ``drive_pipeline``: the same for ``request_finished``: vLLM gets the
                                 inner's ``(delay_free, kv_transfer_params)`` at once; the node's answer is
                                 the same when its ``delay_free`` and its params, key for key (a tuple as
