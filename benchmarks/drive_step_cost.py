@@ -13,9 +13,11 @@ per-step order (``on_new_request`` at admission, then per step ``get_num_new_mat
 scripted MoRIIO-like connector inside:
 
 - ``off``: the recorder without drive mode (the inner connector answers);
-- one engine per ``--jar LABEL=PATH``: drive mode on, answered by its own
-  ``kvledger node --engine drive --bridge tcp://127.0.0.1:PORT`` started from that jar, journaling
-  to a temporary directory as in production (``--journal``, the node's defaults otherwise);
+- one engine per ``--jar LABEL=PATH``: drive mode on with the default switches (vLLM takes the
+  inner's ``get_num_new_matched_tokens`` while the node agrees, awaits ``request_finished``),
+  answered by its own ``kvledger node --engine drive --bridge tcp://127.0.0.1:PORT`` started from
+  that jar, journaling to a temporary directory as in production (``--journal``, the node's
+  defaults otherwise);
 - with ``--unpipelined LABEL``, that node's engine once more with ``drive_pipeline`` false (every
   call awaited, as before pipelining; it gets a node of its own from the same jar); with
   ``--unbatched LABEL``, once more with ``drive_batch`` false (unawaited calls sent each on its
@@ -24,8 +26,9 @@ scripted MoRIIO-like connector inside:
   ``request_finished`` at once, the node's answers are checked when read; ``drive_freed_from_inner``
   off: a producer's ``update_connector_output`` after finishes still awaits the node's rewrite); with
   ``--freed-from-inner LABEL``, the same with ``drive_freed_from_inner`` (vLLM keeps the inner's
-  rewrite of ``finished_sending`` at once: nothing awaited); with ``--matched-from-inner LABEL``,
-  with ``drive_matched_from_inner`` alone; with ``--idle-frames LABEL``, as ``--from-inner`` but every
+  rewrite of ``finished_sending`` at once: nothing awaited); with ``--matched-awaited LABEL``,
+  with ``drive_matched_from_inner`` false (every ``get_num_new_matched_tokens`` awaited, the earlier
+  default); with ``--matched-from-inner LABEL``, with it ``always``; with ``--idle-frames LABEL``, as ``--from-inner`` but every
   call sent as if not ``quiet`` (``NodeBridge.send_args``): a step with nothing scheduled sends its
   frame at its end, as before idle steps waited for a later frame; with ``--unsteady LABEL``, with
   ``drive_steady`` false (each step's cached ids and new block ids in full); with ``--inthread LABEL``,
@@ -185,7 +188,7 @@ class Node:
 class Engine:
     """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
 
-    def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=False, finished_from_inner=False,
+    def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=None, finished_from_inner=False,
                  freed_from_inner=False, idle_frames=False, steady=True, sender=None):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
@@ -199,8 +202,8 @@ class Engine:
                 extra["drive_steady"] = False
             if sender is not None:
                 extra["drive_sender_thread"] = sender
-            if from_inner:
-                extra["drive_matched_from_inner"] = True
+            if from_inner is not None:  # else the default (the inner's answer while the node agrees)
+                extra["drive_matched_from_inner"] = from_inner
             if finished_from_inner:
                 extra["drive_finished_from_inner"] = True
                 extra["drive_freed_from_inner"] = freed_from_inner
@@ -424,8 +427,11 @@ def main(argv=None):
     ap.add_argument("--freed-from-inner", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_matched_from_inner, drive_finished_from_inner and "
                          "drive_freed_from_inner, a node of its own from that jar")
+    ap.add_argument("--matched-awaited", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_matched_from_inner false (every get_num_new_matched_tokens "
+                         "awaited), a node of its own from that jar")
     ap.add_argument("--matched-from-inner", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_matched_from_inner alone, a node of its own from that jar")
+                    help="also drive with drive_matched_from_inner \"always\", a node of its own from that jar")
     ap.add_argument("--idle-frames", action="append", default=[], metavar="LABEL",
                     help="also drive as --from-inner with a frame sent at the end of every step, a node of its own")
     ap.add_argument("--unsteady", action="append", default=[], metavar="LABEL",
@@ -472,7 +478,11 @@ def main(argv=None):
             if label in a.matched_from_inner:
                 node = Node(a.java, jar, tmp, label + "-matched-from-inner", a.transport, flags)
                 nodes.append(node)
-                engines.append(Engine(label + " matched from inner", node.endpoint, from_inner=True))
+                engines.append(Engine(label + " matched from inner", node.endpoint, from_inner="always"))
+            if label in a.matched_awaited:
+                node = Node(a.java, jar, tmp, label + "-matched-awaited", a.transport, flags)
+                nodes.append(node)
+                engines.append(Engine(label + " matched awaited", node.endpoint, from_inner=False))
             if label in a.from_inner:
                 node = Node(a.java, jar, tmp, label + "-from-inner", a.transport, flags)
                 nodes.append(node)

@@ -69,12 +69,19 @@ class ScriptedNode:
         self.ctx.term()
 
 
+DEFAULT = object()  # drive_matched_from_inner=DEFAULT: the option left out of the config
+
+
 def scheduler(tmp_path, node_port, **more):
-    """A recording scheduler connector driven by the node at ``node_port`` (or the endpoint given as it)."""
+    """A recording scheduler connector driven by the node at ``node_port`` (or the endpoint given as it);
+    vLLM awaits its matched tokens (the tests written before that default changed) unless
+    ``drive_matched_from_inner`` says otherwise."""
     where = node_port if isinstance(node_port, str) else f"tcp://127.0.0.1:{node_port}"
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
              "record_to": str(tmp_path / "{role}.jsonl"), "drive_node": where,
-             "drive_timeout_ms": 2000, **more}
+             "drive_timeout_ms": 2000, "drive_matched_from_inner": False, **more}
+    if extra["drive_matched_from_inner"] is DEFAULT:
+        del extra["drive_matched_from_inner"]
     return KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
 
 
@@ -555,7 +562,7 @@ def test_a_node_answering_otherwise_than_the_inner_is_a_counted_logged_divergenc
                          "request_finished": {"delay_free": False, "kv_transfer_params": None}})
     try:
         with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
-            s, d, _ = run_three(tmp_path, node, "diverging", drive_matched_from_inner=True)
+            s, d, _ = run_three(tmp_path, node, "diverging", drive_matched_from_inner="always")
         # vLLM acted on the inner's (0, False); every node answer read differs, none silently
         assert [a[2:] for a in d.acted if a[0] == "matched"] == [[0, False]] * 3
         assert s.drive_divergences == 3 and s.drive_fallbacks == 3
@@ -564,6 +571,120 @@ def test_a_node_answering_otherwise_than_the_inner_is_a_counted_logged_divergenc
                                  "waiting, the node answers (7, True)") == 1
     finally:
         node.close()
+
+
+def differing_once(tmp_path, name, matched, compact, differ):
+    """Three producer requests admitted in one step, a fourth the step after, over a node that answers
+    get_num_new_matched_tokens (16, False) for the requests in ``differ`` (the scripted inner answers
+    (0, False) for each) and as the inner for the others. Between the steps the test reads
+    ``drive_metadata``, which waits for every reply due (no timing). Returns (scheduler, driver, node,
+    the late request's id, the matched calls as the node read them as (request id, acted or None), the
+    batches closed by a matched call: those vLLM waited for)."""
+    reqs = producer_requests(4)
+    late = reqs[3].request_id
+    ids = [r.request_id for r in reqs]
+    differ = {ids[i] if i >= 0 else late for i in differ}
+    node = BatchingNode({"get_num_new_matched_tokens": lambda a: {"num_tokens": 16 if a["request_id"] in differ else 0,
+                                                                  "load_async": False},
+                         "request_finished": {"delay_free": False, "kv_transfer_params": None}},
+                        compact=compact, derived=compact, steady=compact, agreed=compact)
+    try:
+        (tmp_path / name).mkdir()
+        s = scheduler(tmp_path / name, node.port, drive_matched_from_inner=matched)
+        assert s.driving and (s._drive_sender is not None) == (compact and matched not in (False, "false"))
+        w = scripted_worker()
+        d = Driver(s, w)
+        for r in reqs[:3]:
+            d.add(r)
+        d.step()
+        assert s.drive_metadata is not None  # every reply due read (and checked)
+        d.add(reqs[3])
+        d.run(5)
+        s.shutdown()
+        w.shutdown()
+    finally:
+        node.close()
+    matched = [(args["request_id"], args.get("acted")) for hook, args in node.calls
+               if hook == "get_num_new_matched_tokens"]
+    # the frames vLLM waited for a matched answer in: a batch closed by that call
+    awaited = [b for b in node.batches if b[-1] == "get_num_new_matched_tokens"]
+    return s, d, node, late, matched, awaited
+
+
+INNER = {"num_tokens": 0, "load_async": False}
+
+
+@pytest.mark.parametrize("compact", (False, True), ids=("long-form", "compact-sender-thread"))
+def test_by_default_vllm_acts_on_the_inners_matched_tokens_unawaited_while_the_node_agrees(tmp_path, compact):
+    s, d, node, late, matched, awaited = differing_once(tmp_path, "agreeing", DEFAULT, compact, differ=())
+    # vLLM got the inner's answer for all four, none awaited, each call carrying it; nothing diverged
+    assert [a[2:] for a in d.acted if a[0] == "matched"] == [[0, False]] * 4
+    assert [acted for _, acted in matched] == [INNER] * 4 and awaited == []
+    assert s.drive_divergences == 0 and s.drive_fallbacks == 0 and not s.drive_matched_awaited
+
+
+@pytest.mark.parametrize("compact", (False, True), ids=("long-form", "compact-sender-thread"))
+def test_from_the_first_matched_divergence_on_vllm_waits_for_the_nodes_answer(tmp_path, caplog, compact):
+    """The node answers the first request otherwise than the inner: vLLM acted on the inner's answer
+    (counted, logged, journaled by the node as acted); the next get_num_new_matched_tokens is awaited
+    and vLLM acts on the node's answer, and so is every later one."""
+    with caplog.at_level(logging.WARNING, logger="vllm.kvledger_vllm"):
+        s, d, node, late, matched, awaited = differing_once(tmp_path, "diverging", DEFAULT, compact, differ=(0, -1))
+    acted = [a[1:] for a in d.acted if a[0] == "matched"]
+    assert [a[1:] for a in acted[:3]] == [[0, False]] * 3  # the admitting step: the inner's answers
+    assert acted[3] == [late, 16, False]  # the node's: vLLM waited for it
+    assert [a for _, a in matched] == [INNER] * 3 + [None]  # the late call carries no acted
+    assert len(awaited) == 1 and s.drive_matched_awaited
+    assert s.drive_divergences == 1 and s.drive_fallbacks == 1
+    assert s.drive_divergence_last == ("get_num_new_matched_tokens", (0, False), (16, False))
+    assert caplog.text.count("from now on vLLM waits for the node's answer") == 1
+
+
+def test_a_divergence_the_sender_thread_handed_back_makes_the_next_query_awaited(tmp_path):
+    """A divergence the sender thread read is handed to the scheduler thread (``later``); the next
+    get_num_new_matched_tokens takes it before it captures: that call is awaited, vLLM gets the node's
+    answer. (The hand-back is made here as the sender makes it, so it is there when the query comes.)"""
+    reqs = producer_requests(4)
+    late = reqs[3].request_id
+    node = BatchingNode({"get_num_new_matched_tokens": lambda a: {"num_tokens": 16 if a["request_id"] == late else 0,
+                                                                  "load_async": False}},
+                        compact=True, derived=True, steady=True, agreed=True)
+    try:
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner=DEFAULT)
+        assert s._drive_sender is not None and not s.drive_matched_awaited
+        w = scripted_worker()
+        d = Driver(s, w)
+        for r in reqs[:3]:
+            d.add(r)
+        d.step()
+        s._drive.later(s._drive_diverged, "get_num_new_matched_tokens", (0, False), (16, False))
+        d.add(reqs[3])
+        d.run(3)
+        s.shutdown()
+        w.shutdown()
+    finally:
+        node.close()
+    assert [a[1:] for a in d.acted if a[0] == "matched"][3] == [late, 16, False]
+    assert s.drive_divergences == 1 and s.drive_matched_awaited
+    assert [b for b in node.batches if b[-1] == "get_num_new_matched_tokens"] != []
+    assert [a.get("acted") for h, a in node.calls if h == "get_num_new_matched_tokens"] == [INNER] * 3 + [None]
+
+
+@pytest.mark.parametrize("compact", (False, True), ids=("long-form", "compact-sender-thread"))
+def test_matched_from_inner_always_never_switches_and_false_awaits_from_the_start(tmp_path, compact):
+    s, d, node, late, matched, awaited = differing_once(tmp_path, "always", "always", compact, differ=(0, -1))
+    assert [a[2:] for a in d.acted if a[0] == "matched"] == [[0, False]] * 4
+    assert [a for _, a in matched] == [INNER] * 4 and awaited == []
+    assert s.drive_divergences == 2 and not s.drive_matched_awaited
+    for spelled in (False, "false"):
+        s, d, node, late, matched, awaited = differing_once(tmp_path, f"awaited-{spelled}", spelled, compact,
+                                                            differ=(0, -1))
+        assert [a[2:] for a in d.acted if a[0] == "matched"] == [[16, False], [0, False], [0, False], [16, False]]
+        assert [a for _, a in matched] == [None] * 4 and len(awaited) == 4
+        assert s.drive_divergences == 0 and s.drive_matched_awaited
+    # a true flag as a config spells it is the default
+    s, d, node, late, matched, awaited = differing_once(tmp_path, "true", "true", compact, differ=(0, -1))
+    assert s.drive_divergences == 1 and s.drive_matched_awaited and len(awaited) == 1
 
 
 def test_an_empty_update_connector_output_is_awaited_only_while_a_deferred_free_is_pending(tmp_path):
@@ -634,7 +755,7 @@ def test_an_idle_step_sends_no_frame_and_a_long_batch_is_cut(tmp_path):
                          "get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False},
                          "build_connector_meta": {"step": 1}})
     try:
-        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner="always")
         bridge = s._drive
         for _ in range(3):
             s.build_connector_meta(SchedulerOutput())
@@ -654,7 +775,7 @@ def test_an_idle_step_sends_no_frame_and_a_long_batch_is_cut(tmp_path):
                                 ["update_connector_output", "build_connector_meta"]]
         assert node.frames == 3 and s.drive_fallbacks == 0 and s.drive_divergences == 0
         # quiet calls wait at most max_hold_ns: at 0, each step's end sends what waits, as before
-        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner="always")
         s._drive.max_hold_ns = 0
         before = len(node.batches)
         for _ in range(3):
@@ -664,7 +785,7 @@ def test_an_idle_step_sends_no_frame_and_a_long_batch_is_cut(tmp_path):
         # (the last output, packed while it waited, goes at the shutdown as a batch of one)
         assert node.batches[before:] == [["update_connector_output", "build_connector_meta"]] * 2 + [
             ["update_connector_output"]]
-        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner="always")
         s._drive.max_batch = 5
         reqs = producer_requests(3)
         before = node.frames
@@ -1030,7 +1151,7 @@ def test_a_node_that_takes_the_compact_form_gets_the_same_calls_in_the_same_orde
         node = InnerLikeNode(answers, compact=compact)
         name = "compact" if compact else "long"
         try:
-            s, d, bridge = run_three(tmp_path, node, name, drive_matched_from_inner=True,
+            s, d, bridge = run_three(tmp_path, node, name, drive_matched_from_inner="always",
                                      drive_finished_from_inner=True)
             assert bridge.compact == compact and s._drive_compact is False  # off again after shutdown
             assert s.drive_fallbacks == 0 and s.drive_divergences == 0 and bridge.unread == 0
@@ -1095,7 +1216,7 @@ def test_a_node_that_takes_derived_new_requests_gets_the_same_calls_in_the_same_
             # derived-4: a frame goes out every 4 calls, so a step's new requests find their admission
             # in an earlier frame than theirs, and go in full
             s, d, bridge = run_three(tmp_path, node, name, max_batch=4 if name == "derived-4" else None,
-                                     drive_matched_from_inner=True, drive_finished_from_inner=True, **more)
+                                     drive_matched_from_inner="always", drive_finished_from_inner=True, **more)
             assert bridge.derived == derived and s.drive_fallbacks == 0 and s.drive_divergences == 0
             # the three admitted in the first step went derived; none otherwise
             assert node.derived_reqs == (3 if derived and name != "derived-4" else 0)
@@ -1197,7 +1318,7 @@ def test_a_node_that_takes_steady_steps_gets_the_same_calls_with_repeated_ids_as
         node = BatchingNode({"update_connector_output": {"finished_sending": None}}, compact=compact, steady=steady)
         try:
             (tmp_path / name).mkdir()
-            s = scheduler(tmp_path / name, node.port, drive_matched_from_inner=True)
+            s = scheduler(tmp_path / name, node.port, drive_matched_from_inner="always")
             bridge = s._drive
             assert bridge.steady == steady
             frames = []
@@ -1235,7 +1356,7 @@ def test_a_steady_step_the_node_cannot_place_is_refused_and_the_next_goes_in_ful
     is refused too (long_forms), as is a block index past the ids."""
     node = BatchingNode({"update_connector_output": {"finished_sending": None}}, compact=True, steady=True)
     try:
-        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner="always")
         steps = [(["a", "b"], [None, ([1],)])] * 5
 
         def between(i):
@@ -1300,7 +1421,7 @@ def test_after_the_dealer_reconnects_the_next_steady_step_goes_in_full(tmp_path)
     node = BatchingNode(answers, compact=True, steady=True)
     again = None
     try:
-        s = scheduler(tmp_path, node.port, drive_matched_from_inner=True)
+        s = scheduler(tmp_path, node.port, drive_matched_from_inner="always")
         bridge = s._drive
         steps = [(["a", "b"], [None, ([1],)])] * 3
         steady_run(s, steps)
@@ -1432,7 +1553,7 @@ def test_a_divergence_in_an_agreeing_batch_is_counted_logged_and_carries_the_nod
             caplog.clear()
             with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
                 s, d, bridge, checks = run_counting_checks(
-                    tmp_path, node, f"split-{agreed}", monkeypatch, drive_matched_from_inner=True,
+                    tmp_path, node, f"split-{agreed}", monkeypatch, drive_matched_from_inner="always",
                     drive_finished_from_inner=True, drive_freed_from_inner=freed)
             finished = {x[1]: x[2] for x in d.acted if x[0] == "finished"}
             deferred_by_inner = [r for r in reqs[1:3] if finished.get(r)]

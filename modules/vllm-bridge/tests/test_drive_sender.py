@@ -78,7 +78,7 @@ def test_a_failure_on_the_sender_thread_is_counted_and_logged_on_the_scheduler_t
         try:
             caplog.clear()
             with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
-                s = sched(tmp_path, node, f"refused-{sender}", sender, drive_matched_from_inner=True,
+                s = sched(tmp_path, node, f"refused-{sender}", sender, drive_matched_from_inner="always",
                           drive_finished_from_inner=True)
                 play_producer(s)
             assert s.drive_fallbacks == 3
@@ -110,7 +110,7 @@ def test_a_failure_on_the_sender_thread_is_counted_and_logged_on_the_scheduler_t
         monkeypatch.setattr(KvledgerRecorderConnector, "_drive_step_later", raising_once)
         caplog.clear()
         with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
-            s = sched(tmp_path, node, "raising", True, drive_matched_from_inner=True, drive_finished_from_inner=True)
+            s = sched(tmp_path, node, "raising", True, drive_matched_from_inner="always", drive_finished_from_inner=True)
             bridge = s._drive
             play_producer(s)
         assert raised == ["kvledger-drive-sender"]
@@ -141,7 +141,7 @@ def test_what_changes_after_a_hook_is_sent_as_the_hook_saw_it(tmp_path, record):
     for sender in (True, False):
         node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
         try:
-            s = sched(tmp_path, node, f"changed-{sender}", sender, record, drive_matched_from_inner=True,
+            s = sched(tmp_path, node, f"changed-{sender}", sender, record, drive_matched_from_inner="always",
                       drive_finished_from_inner=True)
             reqs = producer_requests(2)
             for r in reqs:
@@ -241,7 +241,7 @@ def test_close_while_the_sender_works_waits_for_it_and_sends_everything(tmp_path
     gate = Gate(monkeypatch)
     node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
     try:
-        s = sched(tmp_path, node, "closing", True, drive_matched_from_inner=True)
+        s = sched(tmp_path, node, "closing", True, drive_matched_from_inner="always")
         bridge = s._drive
         one_step(s, producer_requests(3))
         assert gate.entered.wait(30)  # the sender is in the step's call
@@ -298,7 +298,7 @@ def test_a_step_handed_off_while_failures_wait_to_be_handed_back_still_goes_to_t
     monkeypatch.setattr(NodeBridge, "add_row", counted)
     node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
     try:
-        s = sched(tmp_path, node, "two-steps", True, drive_matched_from_inner=True)
+        s = sched(tmp_path, node, "two-steps", True, drive_matched_from_inner="always")
         bridge = s._drive
         for r in producer_requests(2):
             s.on_new_request(r)
@@ -332,7 +332,7 @@ def test_a_new_request_whose_allocation_row_failed_goes_in_full(tmp_path, monkey
     monkeypatch.setattr(NodeBridge, "add_row", failing_once)
     node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
     try:
-        s = sched(tmp_path, node, f"alloc-failed-{sender}", sender, drive_matched_from_inner=True)
+        s = sched(tmp_path, node, f"alloc-failed-{sender}", sender, drive_matched_from_inner="always")
         one_step(s, reqs)
         s.shutdown()
         assert s.drive_fallbacks == 1  # the one row that was not added

@@ -67,7 +67,10 @@ Extra config keys read here (all others are the inner connector's):
                                 different one counts as a drive divergence and a fallback, and is logged.
                                 The call carries the answer vLLM acted on (``acted``): the node journals it
                                 and names a different answer of its own (``drive_answer_diverged``).
-                                Default false (vLLM waits for the node's answer)
+                                Default true: the inner's answer while the node agrees; from the first
+                                divergence read on, vLLM waits for the node's answer to every later call
+                                (logged once; ``drive_matched_awaited`` turns true). ``always``: the
+                                inner's answer always, only checked; false: vLLM always waits for the node's answer
 ``drive_finished_from_inner``   with ``drive_pipeline``: the same for ``request_finished``: vLLM gets the
                                 inner's ``(delay_free, kv_transfer_params)`` at once; the node's answer is
                                 the same when its ``delay_free`` and its params, key for key (a tuple as
@@ -407,6 +410,14 @@ def _admission_later(request, rid):
 def _flag(value):
     """A boolean option as a config may spell it (``false``, ``0``, ``no``, ``off`` are false)."""
     return value if isinstance(value, bool) else str(value).lower() not in ("false", "0", "no", "off")
+
+
+def _matched_mode(value):
+    """``drive_matched_from_inner`` as a config may spell it: ``"always"`` (the inner's answer always),
+    a true flag (the inner's answer until the node first answers otherwise) or a false one (never)."""
+    if isinstance(value, str) and value.strip().lower() == "always":
+        return "always"
+    return "until_diverged" if _flag(value) else None
 
 
 def _matched_answer(result):
@@ -1007,7 +1018,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self.drive_fallbacks = 0
         self._drive_pipeline = True
         self._drive_producer = False
+        # vLLM takes the inner's get_num_new_matched_tokens answer now (drive_matched_from_inner); and
+        # whether the first divergence on it turns that off (for good: vLLM then waits for the node's)
         self._drive_from_inner = False
+        self._drive_matched_until_diverged = False
+        self.drive_matched_awaited = False
         self._drive_finished_from_inner = False
         self._drive_freed_from_inner = False
         # the node takes the compact form of a batched call (its hello lists "compact")
@@ -1083,7 +1098,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 bridge.close()
                 raise
             batch = _flag(extra.get("drive_batch", True))
-            self._drive_from_inner = self._drive_pipeline and _flag(extra.get("drive_matched_from_inner", False))
+            matched = _matched_mode(extra.get("drive_matched_from_inner", True)) if self._drive_pipeline else None
+            self._drive_from_inner = matched is not None
+            self._drive_matched_until_diverged = matched == "until_diverged"
+            self.drive_matched_awaited = matched is None
             self._drive_finished_from_inner = self._drive_pipeline and _flag(
                 extra.get("drive_finished_from_inner", False))
             self._drive_freed_from_inner = self._drive_finished_from_inner and _flag(
@@ -1178,6 +1196,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             log.error("kvledger recorder: drive mode: DIVERGED on %s: vLLM acted on %r without waiting, the node "
                       "answers %r. Further divergences of %s are counted (drive_divergences), not logged.",
                       hook, acted, node, hook)
+        if hook == "get_num_new_matched_tokens" and self._drive_matched_until_diverged:
+            # the node models the inner's version (its profile is the one the install maps to): a different
+            # answer is a modelling difference, and from now on vLLM acts on kvledger's (drive mode's promise)
+            self._drive_matched_until_diverged = self._drive_from_inner = False
+            self.drive_matched_awaited = True
+            log.warning("kvledger recorder: drive mode: the node answered get_num_new_matched_tokens otherwise than "
+                        "%s; from now on vLLM waits for the node's answer to it (drive_matched_from_inner: "
+                        "\"always\" keeps the inner's)", type(self._inner).__name__)
 
     # What each on_result of a call carrying acted does when the node's answer is the one acted on,
     # for a run of such calls at once (the node left their answers out: NodeBridge.agreed)
@@ -1648,6 +1674,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 self._failed("get_num_new_matched_tokens", e)
         capture = self._drive_capture if self._drive_from_inner else None
+        if capture is not None and self._drive._later:
+            # the sender read answers vLLM acted on: a divergence among them turns this call awaited
+            self._drive.sync()
+            capture = self._drive_capture if self._drive_from_inner else None
         if self._drive is not None:
             drive_rid = request.request_id  # admitted already (on_new_request), as a rule
             if type(drive_rid) is not str or drive_rid not in self._drive_seen:
@@ -1670,16 +1700,18 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if self._drive_sender is not None:
             self._drive.sync()
         return self._drive_matched(drive_rid if self._drive is not None else None, num_computed_tokens, result,
-                                   request)
+                                   request, self._drive_from_inner)
 
     def _drive_matched_later(self, drive_rid, num_computed_tokens, result):
-        """On the sender thread: ``get_num_new_matched_tokens``' call from what it captured."""
-        self._drive_matched(drive_rid, num_computed_tokens, result, None)
+        """On the sender thread (or the scheduler's, at a sync): ``get_num_new_matched_tokens``' call from
+        what it captured, with the inner's answer vLLM acted on (even if a divergence read since turned
+        that off for the later calls)."""
+        self._drive_matched(drive_rid, num_computed_tokens, result, None, True)
 
-    def _drive_matched(self, drive_rid, num_computed_tokens, result, request):
-        """``get_num_new_matched_tokens``' call to the node; returns what vLLM gets (``request`` None:
-        on the sender thread, with the answer from the inner)."""
-        if self._drive_compact and self._drive_from_inner:
+    def _drive_matched(self, drive_rid, num_computed_tokens, result, request, from_inner):
+        """``get_num_new_matched_tokens``' call to the node; returns what vLLM gets (``from_inner``: the
+        inner's answer, the call sent unawaited; ``request`` None: captured, ``drive_rid`` names it)."""
+        if self._drive_compact and from_inner:
             # vLLM's own types (a tuple of an int or None and a bool, an int count) as they are
             if (type(result) is tuple and len(result) == 2 and type(result[1]) is bool
                     and (type(result[0]) is int or result[0] is None) and type(num_computed_tokens) is int):
@@ -1697,7 +1729,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 except Exception as e:  # noqa: BLE001
                     self._drive_failed("get_num_new_matched_tokens", e)
                 return result
-        if self._drive is not None and self._drive_from_inner:
+        if self._drive is not None and from_inner:
             # vLLM acts on the inner's answer now; the node's, read later, must be the same. The call
             # carries it, so that the node journals the answer vLLM acted on and names a divergence
             args = {"request_id": drive_rid if request is None else _request_id(request),

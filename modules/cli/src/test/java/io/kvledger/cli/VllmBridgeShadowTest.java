@@ -404,22 +404,34 @@ class VllmBridgeShadowTest {
 
     @Test
     void pipelinedDriveModeActsOnTheSameAnswersAndItsJournalReplays() throws Exception {
-        // The hooks whose answer vLLM ignores go out without waiting (the default), in batches; the
-        // node still applies every call in vLLM's order: the engine acts on the same answers as when
-        // it awaits every call, and each node's journal replays to the decisions it gave.
+        // The hooks whose answer vLLM ignores go out without waiting (the default), in batches, and so do
+        // the matched-tokens queries while the node agrees with the inner (the default: the inner's answer
+        // until the first divergence); the node still applies every call in vLLM's order: the engine acts
+        // on the same answers as when it awaits every call, and each node's journal replays to the
+        // decisions it gave.
         List<List<String>> acted = new ArrayList<>();
-        for (boolean pipelined : new boolean[] {true, false}) {
+        List<Long> awaited = new ArrayList<>();
+        for (String form : new String[] {"default", "matched-awaited", "unpipelined"}) {
             Path journal = startNode("producer", "drive");
             List<String> args = new ArrayList<>(List.of("--scenario", "diverge", "--role", "producer", "--out",
-                    tmp.resolve("rec-pipelined-" + pipelined).toString(), "--idle-steps", "3",
+                    tmp.resolve("rec-pipelined-" + form).toString(), "--idle-steps", "3",
                     "--drive", "tcp://127.0.0.1:" + shadowPort));
-            if (!pipelined) {
+            if (form.equals("unpipelined")) {
                 args.add("--no-drive-pipeline");
+            } else if (form.equals("matched-awaited")) {
+                args.add("--drive-matched-awaited");
             }
+            boolean pipelined = !form.equals("unpipelined");
             String out = runDriver(args.toArray(String[]::new));
             assertTrue(out.contains("answer driving True"), out);
+            assertTrue(out.contains("drive divergences 0"), out); // the node's matched tokens are the inner's
             // pipelined, the unawaited calls travel in batches (the node lists them in its hello)
             assertEquals(pipelined, !out.contains("drive batches 0") && out.contains("drive batches "), out);
+            if (pipelined) {
+                Matcher m = Pattern.compile("drive awaited (\\d+)").matcher(out);
+                assertTrue(m.find(), out);
+                awaited.add(Long.parseLong(m.group(1)));
+            }
             List<String> lines = out.lines().filter(l -> l.startsWith("acted ") || l.startsWith("answer ")).toList();
             // every request's query and finish, each step's freed set
             assertTrue(lines.stream().filter(l -> l.startsWith("acted [\"matched\"")).count() == 3, out);
@@ -430,9 +442,17 @@ class VllmBridgeShadowTest {
             stopNode();
             CliRun.Outcome v = CliRun.run("replay", "--verify", journal.toString());
             assertEquals(0, v.code(), status + "\n" + v.out() + v.err());
-            Files.move(journal, tmp.resolve("drive-producer-pipelined-" + pipelined));
+            // by default the three queries carry the answer vLLM acted on (the inner's), journaled with them
+            CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--type", "matched_tokens_queried");
+            assertEquals(0, dump.code(), dump.out() + dump.err());
+            assertEquals(form.equals("default") ? 3 : 0, dump.out().lines().filter(l -> l.contains(" acted=")).count(),
+                    dump.out());
+            Files.move(journal, tmp.resolve("drive-producer-pipelined-" + form));
         }
         assertEquals(acted.get(1), acted.get(0));
+        assertEquals(acted.get(2), acted.get(0));
+        // by default none of the three queries is awaited: three awaited calls fewer
+        assertEquals(awaited.get(1) - 3, awaited.getFirst(), awaited.toString());
     }
 
     @Test
