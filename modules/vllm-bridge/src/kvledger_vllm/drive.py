@@ -723,11 +723,14 @@ class NodeBridge:
             self._cond.notify()
 
     def sync(self):
-        """The scheduler thread's way in (see above); nothing to do without the sender thread."""
-        if self._threaded:
+        """The scheduler thread's way in (see above); nothing to do without the sender thread, or with the
+        sender idle and nothing captured or handed back (attribute reads alone: once per request_finished)."""
+        if self._threaded and (self._busy or self._later or self.captured):
             self._scheduler_side()
 
     def _scheduler_side(self, captured=True):
+        if not (self._busy or self._later or (captured and self.captured)):
+            return  # nothing to wait for or run (the sender's own uses are while _busy)
         if self._reclaiming or threading.get_ident() == self.sender_ident:
             return  # the sender's own use (or the scheduler thread's in its stead)
         if self._busy:
