@@ -536,7 +536,7 @@ def main(argv=None):
         gc.callbacks.append(_gc_timer)
         first = 1
         # warm-up (the nodes' JIT): not counted
-        play(engines, echo, 64, a.warmup, 2, first, False)
+        play(engines, echo, 64, a.warmup, 2, first, False, gpu_ms=a.gpu_ms)
         first += a.warmup * 64
         results = {}
         cpu_results = {}
