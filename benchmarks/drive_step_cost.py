@@ -33,7 +33,9 @@ scripted MoRIIO-like connector inside:
   frame at its end, as before idle steps waited for a later frame; with ``--unsteady LABEL``, with
   ``drive_steady`` false (each step's cached ids and new block ids in full); with ``--inthread LABEL``,
   as ``--freed-from-inner`` with ``drive_sender_thread`` false (every call built, packed and sent on the
-  scheduler thread; the sender thread's CPU per step has a table of its own).
+  scheduler thread; the sender thread's CPU per step has a table of its own); with ``--unreclaimed LABEL``,
+  as ``--freed-from-inner`` with ``NodeBridge.reclaim`` false (a hand-off the sender has not started is
+  waited for, not run by the scheduler thread).
 
 ``--gpu-ms MS``: after each step's ``build_connector_meta`` the driver sleeps MS ms (the GIL released),
 as vLLM's scheduler thread waits for the GPU before the step's ``update_connector_output`` and
@@ -52,7 +54,8 @@ ACKs in ``update_connector_output``. The scheduler hooks of every engine are tim
 kind of step, the step's time with drive mode off and on (p50 / p99, µs) and what drive mode adds:
 each step's time on minus the same step's time off (paired: the engines make the same calls), its
 p50 and p99, then the scheduler thread's CPU time in the same hooks (the client's own work, which
-load on the machine does not inflate as much as wall time). Then per node the awaited calls (each ``NodeBridge.call``: a send and the wait for its
+load on the machine does not inflate as much as wall time), and Python's collector on the scheduler thread inside
+those hooks (collections per step, their CPU). Then per node the awaited calls (each ``NodeBridge.call``: a send and the wait for its
 reply, replies of unawaited calls read on the way included), p50 and p99, against the floor: a bare
 echo in another process over the same transport (a pyzmq ROUTER, or length-prefixed frames over a Unix
 socket), one call at a
@@ -74,6 +77,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -216,6 +220,7 @@ class Engine:
         self.step_cpu_ns = 0  # the scheduler thread's CPU time in the step's hooks
         self.hook_ns = {}  # this step's hooks: name -> [wall ns, CPU ns]
         self.gc_ns = 0  # Python's collector, inside this step's hooks
+        self.hook_gc = [0, 0]  # this step: the collections on the scheduler thread inside its hooks, their CPU ns
         self.idle_hooks = collections.defaultdict(list)  # idle steps: (name, "wall"|"cpu") -> [ns]
         self.idle_gc = []  # idle steps: the collector's ns in each
         self.idle_framed = []  # idle steps that sent a batch frame: their step ns
@@ -236,7 +241,11 @@ class Engine:
         def wrapper(*a, **k):
             t = time.perf_counter_ns()
             c = time.thread_time_ns()
-            r = f(*a, **k)
+            _IN_HOOK[0] = True
+            try:
+                r = f(*a, **k)
+            finally:
+                _IN_HOOK[0] = False
             c = time.thread_time_ns() - c
             t = time.perf_counter_ns() - t
             self.step_cpu_ns += c
@@ -328,7 +337,9 @@ class Echo:
 
 
 _STEPPING = [None]  # the engine whose step runs (Python's collector's time is counted to it)
-_GC_START = [0]
+_GC_START = [0, 0]
+_IN_HOOK = [False]  # the scheduler thread is in a scheduler hook
+_MAIN = threading.get_ident()
 
 
 def _gc_timer(phase, info):
@@ -337,13 +348,19 @@ def _gc_timer(phase, info):
         return
     if phase == "start":
         _GC_START[0] = time.perf_counter_ns()
+        _GC_START[1] = time.thread_time_ns()
     else:
         e.gc_ns += time.perf_counter_ns() - _GC_START[0]
+        if _IN_HOOK[0] and threading.get_ident() == _MAIN:  # (not the sender thread's)
+            e.hook_gc[0] += 1
+            e.hook_gc[1] += time.thread_time_ns() - _GC_START[1]
 
 
-def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False, gpu_ms=0, sender=None):
+def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False, gpu_ms=0, sender=None, gcs=None):
     """``cycles`` cycles of N requests on every engine; returns {label: {kind: [step ns]}}, the same of
-    the steps' CPU, and fills ``sender`` ({label: {kind: [ns]}}) with the sender thread's CPU per step."""
+    the steps' CPU, and fills ``sender`` ({label: {kind: [ns]}}) with the sender thread's CPU per step and
+    ``gcs`` ({label: {kind: [(collections, CPU ns)]}}) with Python's collector on the scheduler thread
+    inside the step's hooks."""
     steps = {e.label: collections.defaultdict(list) for e in engines}
     cpu = {e.label: collections.defaultdict(list) for e in engines}
     k = 0
@@ -388,6 +405,8 @@ def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False,
                 took_cpu = e.step_cpu_ns
                 e.step_cpu_ns = 0
                 if record:
+                    if gcs is not None:
+                        gcs.setdefault(e.label, collections.defaultdict(list))[kind].append(tuple(e.hook_gc))
                     steps[e.label][kind].append(took)
                     cpu[e.label][kind].append(took_cpu)
                     if sent_before is not None and sender is not None:
@@ -402,6 +421,7 @@ def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False,
                             e.idle_framed.append(took)
                 e.hook_ns = {}
                 e.gc_ns = 0
+                e.hook_gc = [0, 0]
             if len(kinds) != 1:
                 sys.exit(f"drive_step_cost: the engines disagree on the kind of step {i} of cycle {c}: {kinds}")
             previous = next(iter(kinds))
@@ -439,6 +459,9 @@ def main(argv=None):
     ap.add_argument("--inthread", action="append", default=[], metavar="LABEL",
                     help="also drive as --freed-from-inner with drive_sender_thread false (each call built, packed "
                          "and sent on the scheduler thread), a node of its own")
+    ap.add_argument("--unreclaimed", action="append", default=[], metavar="LABEL",
+                    help="also drive as --freed-from-inner with NodeBridge.reclaim false (the scheduler thread "
+                         "always waits for the sender thread, even for a hand-off it has not started), a node of its own")
     ap.add_argument("--gpu-ms", type=float, default=0,
                     help="after each step's build_connector_meta the driver waits MS ms (time.sleep, the GIL "
                          "released), as vLLM's scheduler thread waits for the GPU before the step's last hooks")
@@ -502,6 +525,12 @@ def main(argv=None):
                 nodes.append(node)
                 engines.append(Engine(label + " freed from inner, in-thread", node.endpoint, from_inner=True,
                                       finished_from_inner=True, freed_from_inner=True, sender=False))
+            if label in a.unreclaimed:
+                node = Node(a.java, jar, tmp, label + "-unreclaimed", a.transport, flags)
+                nodes.append(node)
+                engines.append(Engine(label + " freed from inner, unreclaimed", node.endpoint, from_inner=True,
+                                      finished_from_inner=True, freed_from_inner=True))
+                engines[-1].sched._drive.reclaim = False
             if label in a.unpipelined:
                 node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport, flags)
                 nodes.append(node)
@@ -517,19 +546,21 @@ def main(argv=None):
         gc.callbacks.append(_gc_timer)
         first = 1
         # warm-up (the nodes' JIT): not counted
-        play(engines, echo, 64, a.warmup, 2, first, False)
+        play(engines, echo, 64, a.warmup, 2, first, False, gpu_ms=a.gpu_ms)
         first += a.warmup * 64
         results = {}
         cpu_results = {}
         sender_results = {}
+        gc_results = {}
         awaited = {}
         for n in levels:
             for e in engines:
                 e.awaited = []
             echo.samples = []
             sender_results[n] = {}
+            gc_results[n] = {}
             results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True, a.decode, a.stagger,
-                                              a.gpu_ms, sender_results[n])
+                                              a.gpu_ms, sender_results[n], gc_results[n])
             first += a.cycles * n
             awaited[n] = ({e.label: list(e.awaited) for e in engines if e.label != "off"}, list(echo.samples))
         fallbacks = {e.label: e.fallbacks() for e in engines}
@@ -603,6 +634,20 @@ def main(argv=None):
                 cells = [sender_results[n].get(label, {}).get(kind) or [0] for label in threaded]
                 print(f"| {n} | {KIND_TEXT[kind]} | " + " | ".join(
                     f"{us(pct(v, 0.5))} / {us(pct(v, 0.99))}" for v in cells) + " |")
+    print()
+    print("Python's collector on the scheduler thread inside the step's hooks (counted in the CPU above): "
+          "collections per step p50 / max, their CPU µs per step p50 / p99")
+    print()
+    print("| N | step | " + " | ".join(["off", *driven]) + " |")
+    print("|---:|---|" + "---:|" * (1 + len(driven)))
+    for n in levels:
+        for kind in KINDS:
+            if not cpu_results[n]["off"][kind]:
+                continue
+            cells = [gc_results[n].get(label, {}).get(kind) or [(0, 0)] for label in ["off", *driven]]
+            print(f"| {n} | {KIND_TEXT[kind]} | " + " | ".join(
+                f"{pct([c for c, _ in v], 0.5)} / {max(c for c, _ in v)}, {us(pct([t for _, t in v], 0.5))} / "
+                f"{us(pct([t for _, t in v], 0.99))}" for v in cells) + " |")
     print()
     print("steps with nothing scheduled, by hook (all N): the hook's wall / CPU time, µs, p50 / p99; GC: "
           "Python's collector during the step (steps with one, p99 of its time in them)")

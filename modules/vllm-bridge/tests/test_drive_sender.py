@@ -5,6 +5,7 @@ scheduler thread's next use of the bridge waits for it. The node must see the sa
 import logging
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -19,12 +20,15 @@ from vllm.v1.outputs import KVConnectorOutput
 ANSWERS = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False}}
 
 
-def sched(tmp_path, node, name, sender, record=True, **more):
+def sched(tmp_path, node, name, sender, record=True, reclaim=False, **more):
+    """A driving scheduler connector; ``reclaim`` False (these tests' steps come without a GPU wait between
+    them): the sender thread does every hand-off's calls, never the scheduler thread in its stead."""
     (tmp_path / name).mkdir()
     if not record:
         more["record_to"] = ""
     s = scheduler(tmp_path / name, node.port, drive_sender_thread=sender, **more)
     assert s.driving
+    s._drive.reclaim = reclaim
     return s
 
 
@@ -37,12 +41,13 @@ def node_for():
 def test_the_sender_thread_sends_the_bytes_the_scheduler_thread_sends(tmp_path, switches, record):
     """For every combination of the from-inner switches and the compact form, with and without recording,
     the node reads byte for byte the frames it reads without the sender thread, vLLM gets the same answers,
-    and the client's record of what the node defers is the same."""
+    and the client's record of what the node defers is the same; also with ``reclaim`` (the scheduler
+    thread runs the hand-offs the sender has not started: here, with no GPU wait, any of them)."""
     seen = []
-    for sender in (True, False):
+    for sender, reclaim in ((True, False), (False, False), (True, True)):
         node = node_for()
         try:
-            s = sched(tmp_path, node, f"sender-{sender}", sender, record, **switches)
+            s = sched(tmp_path, node, f"sender-{sender}-{reclaim}", sender, record, reclaim, **switches)
             bridge = s._drive
             threaded = bridge._threaded
             assert threaded == (sender and bridge.compact)
@@ -57,14 +62,18 @@ def test_the_sender_thread_sends_the_bytes_the_scheduler_thread_sends(tmp_path, 
             s.shutdown()
             w.shutdown()
             if threaded:
-                assert bridge.handoffs >= 10 and bridge.sender_cpu_ns > 0
+                # (reclaim: the first hand-off run by the scheduler thread, which then builds in-thread
+                # for DRIVE_ASIDE_STEPS steps: the sender stands aside)
+                assert bridge.handoffs >= 10 and bridge.sender_cpu_ns > 0 if not reclaim else (
+                    bridge.reclaimed >= 1 and bridge.handoffs < 10)
+                assert bridge.handoffs == bridge.reclaimed + bridge.started
                 assert not bridge._sender.is_alive()  # ended at the shutdown
             assert s.drive_fallbacks == 0 and s.drive_divergences == 0 and bridge.unread == 0
             seen.append((node.raw, node.calls, d.acted, sorted(s._drive_deferred), sorted(s._drive_finish_unread),
                          bridge.calls, bridge.sent, bridge.batches))
         finally:
             node.close()
-    assert len(seen[0][0]) > 5 and seen[0] == seen[1]
+    assert len(seen[0][0]) > 5 and seen[0] == seen[1] == seen[2]
 
 
 def test_a_failure_on_the_sender_thread_is_counted_and_logged_on_the_scheduler_thread(tmp_path, caplog, monkeypatch):
@@ -344,3 +353,107 @@ def test_a_new_request_whose_allocation_row_failed_goes_in_full(tmp_path, monkey
             (r.request_id, [[i + 1]]) for i, r in enumerate(reqs)]
     finally:
         node.close()
+
+
+def test_a_hand_off_the_sender_has_not_started_is_run_by_the_scheduler_thread_in_order(tmp_path, monkeypatch):
+    """reclaim: a step handed off that the sender thread has not taken by the scheduler thread's next use of the
+    bridge (the sender not woken here: no GPU wait let it run) is built and sent by the scheduler thread, without
+    waiting for the sender; a request captured after the hand-off goes after the step (its calls inside the
+    hand-off's do not run the later captures first), and the node reads the bytes the sender thread sends."""
+    add_row = NodeBridge.add_row
+    built_on = []
+
+    def counted(self, entry, *a):
+        built_on.append(threading.current_thread().name)
+        return add_row(self, entry, *a)
+    monkeypatch.setattr(NodeBridge, "add_row", counted)
+    seen = []
+    for reclaim in (True, False):
+        node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True, steady=True)
+        try:
+            s = sched(tmp_path, node, f"reclaim-{reclaim}", True, reclaim=reclaim, drive_matched_from_inner=True)
+            bridge = s._drive
+            if reclaim:
+                monkeypatch.setattr(bridge._cond, "notify", lambda n=1: None)  # the hand-off does not wake it
+            built_on.clear()
+            first, later = producer_requests(3)[:2], producer_requests(3)[2]
+            one_step(s, first)
+            s.on_new_request(later)  # captured after the hand-off
+            assert len(bridge.captured) == 1 and bridge.handoffs == 1
+            s.update_connector_output(KVConnectorOutput(finished_sending=None, finished_recving=None))
+            if reclaim:
+                assert bridge.reclaimed == 1 and bridge.started == 0 and bridge.sender_waits == 0
+                assert bridge.sender_cpu_ns == 0 and built_on == [threading.current_thread().name] * 5
+            else:
+                assert bridge.reclaimed == 0 and bridge.started == 1
+                assert built_on == ["kvledger-drive-sender"] * 4 + [threading.current_thread().name]
+            s.shutdown()
+            hooks = [(h, a.get("request_id")) for h, a in node.calls]
+            ids = [r.request_id for r in first]
+            assert hooks == [("hello", None)] + [
+                (h, rid) for rid in ids for h in ("add_request", "get_num_new_matched_tokens", "update_state_after_alloc")
+            ] + [("build_connector_meta", None), ("add_request", later.request_id), ("update_connector_output", None)]
+            assert s.drive_fallbacks == 0 and s.drive_divergences == 0
+            seen.append(node.raw)
+        finally:
+            node.close()
+    assert seen[0] == seen[1]
+
+
+def test_the_sender_thread_lets_go_of_the_calls_it_ran_at_once():
+    """The captures a hand-off held are freed when the sender thread is done with them, not kept until the next
+    hand-off (alive, each would be one more young object for Python's collector to walk in the scheduler
+    thread's hooks, and a survivor moved to an older generation)."""
+    node = node_for()
+    bridge = NodeBridge(f"tcp://127.0.0.1:{node.port}", timeout_ms=2000)
+    try:
+        bridge.start_sender()
+        bridge.reclaim = False
+
+        class Held:
+            pass
+        ran = []
+        held = Held()
+        alive = weakref.ref(held)
+        bridge.captured.append((lambda h: ran.append(threading.current_thread().name), held))
+        del held
+        bridge.hand_off()
+        bridge.sync()
+        assert ran == ["kvledger-drive-sender"] and bridge.started == 1
+        assert alive() is None  # freed by reference counting: no collection needed
+    finally:
+        bridge.close()
+        node.close()
+
+
+def test_after_a_reclaimed_hand_off_the_sender_stands_aside_for_some_steps(tmp_path, monkeypatch):
+    """A hand-off the scheduler thread ran itself (the sender not woken: no GPU wait) makes the next step's call
+    and DRIVE_ASIDE_STEPS more steps build in-thread, without captures or hand-offs; then the sender thread is
+    tried again. The node reads the bytes it reads without the sender thread."""
+    monkeypatch.setattr(KvledgerRecorderConnector, "DRIVE_ASIDE_STEPS", 2)
+    reqs = producer_requests(8)
+    seen = []
+    for sender in (True, False):
+        node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True, steady=True)
+        try:
+            s = sched(tmp_path, node, f"aside-{sender}", sender, reclaim=True, drive_matched_from_inner=True)
+            bridge = s._drive
+            handoffs = []
+            if sender:
+                monkeypatch.setattr(bridge._cond, "notify", lambda n=1: None)  # never woken: each hand-off reclaimed
+            for i in range(4):
+                one_step(s, reqs[2 * i:2 * i + 2], first_block=1 + 2 * i)
+                if sender:
+                    handoffs.append((bridge.handoffs, len(bridge.captured)))
+                s.update_connector_output(KVConnectorOutput(finished_sending=None, finished_recving=None))
+            s.shutdown()
+            if sender:
+                # step 1 handed off (reclaimed at its update_connector_output); step 2's hooks captured, its call
+                # in-thread; steps 3 and 4 in-thread, the sender tried again at step 4's call
+                assert handoffs == [(1, 0), (1, 0), (1, 0), (2, 0)]
+                assert bridge.reclaimed == 2 and bridge.started == 0 and bridge.sender_cpu_ns == 0
+            assert s.drive_fallbacks == 0 and s.drive_divergences == 0
+            seen.append(node.raw)
+        finally:
+            node.close()
+    assert seen[0] == seen[1]

@@ -54,6 +54,10 @@ class NodeBridge:
     # the sender thread (``start_sender``): off until started
     _threaded = False
     sender_ident = None
+    #: a hand-off the sender thread has not started by the scheduler thread's next use of the bridge is
+    #: run by the scheduler thread (False: it always waits for the sender)
+    reclaim = True
+    _reclaiming = False
     captured = None
 
     def __init__(self, endpoint, timeout_ms=5000, on_failure=None, max_unread=4096):
@@ -666,9 +670,9 @@ class NodeBridge:
     # ``fn(*args)`` in order (building the calls, packing, sending, reading the replies there are)
     # while vLLM's scheduler thread waits for the GPU. The scheduler thread's next use of the bridge
     # (any public method here, or ``sync``) first waits until the sender is done with what it was
-    # handed, runs what the sender handed back (``later``: failures, divergences), then the captures
-    # not handed off, in order: the socket has one user at any instant, and the calls go out in the
-    # order the hooks were called.
+    # handed (or, with ``reclaim``, runs it itself when the sender has not taken it yet), runs what the
+    # sender handed back (``later``: failures, divergences), then the captures not handed off, in order:
+    # the socket has one user at any instant, and the calls go out in the order the hooks were called.
 
     def start_sender(self, chunk=64):
         """Starts the sender thread (once; before any capture). ``chunk``: the captured calls it runs
@@ -686,6 +690,8 @@ class NodeBridge:
         self.sender_cpu_ns = 0  # the sender thread's CPU time (time.thread_time_ns), summed
         self.handoffs = 0
         self.sender_waits = 0  # times the scheduler thread found the sender still at work
+        self.reclaimed = 0  # hand-offs the scheduler thread ran itself (``reclaim``: the sender had not started them)
+        self.started = 0  # hand-offs the sender thread took
         t = threading.Thread(target=self._sender_loop, name="kvledger-drive-sender", daemon=True)
         t.start()
         self._sender = t
@@ -718,18 +724,40 @@ class NodeBridge:
             self._cond.notify()
 
     def sync(self):
-        """The scheduler thread's way in (see above); nothing to do without the sender thread."""
-        if self._threaded:
+        """The scheduler thread's way in (see above); nothing to do without the sender thread, or with the
+        sender idle and nothing captured or handed back (attribute reads alone: once per request_finished)."""
+        if self._threaded and (self._busy or self._later or self.captured):
             self._scheduler_side()
 
     def _scheduler_side(self, captured=True):
-        if threading.get_ident() == self.sender_ident:
-            return  # the sender's own use
+        if not (self._busy or self._later or (captured and self.captured)):
+            return  # nothing to wait for or run (the sender's own uses are while _busy)
+        if self._reclaiming or threading.get_ident() == self.sender_ident:
+            return  # the sender's own use (or the scheduler thread's in its stead)
         if self._busy:
-            self.sender_waits += 1
+            work = None
             with self._cond:
-                while self._busy:
-                    self._cond.wait()
+                if self.reclaim and self._work is not None:
+                    # the sender has not started it (no GPU wait let it run, e.g. the next hook came
+                    # at once): the scheduler thread runs it itself rather than wait for the sender
+                    # to wake and take the GIL from it
+                    work, self._work = self._work, None
+                    self._busy = False
+                    self.reclaimed += 1
+                else:
+                    self.sender_waits += 1
+                    while self._busy:
+                        self._cond.wait()
+            if work is not None:
+                self._reclaiming = True  # (the calls' own uses of the bridge: as the sender's, nothing to wait
+                try:                     # for, and captures made since wait until the hand-off's calls are out)
+                    for item in work:
+                        item[0](*item[1:])
+                except Exception as e:  # noqa: BLE001 - as on the sender thread: counted, logged, the rest dropped
+                    self._sender_failed(e)
+                finally:
+                    self._reclaiming = False
+                work = item = None
         while self._later or (captured and self.captured):
             later, self._later = self._later, []
             for item in later:
@@ -748,9 +776,10 @@ class NodeBridge:
             with cond:
                 while self._work is None and not self._stop:
                     cond.wait()
-                work = self._work
+                work, self._work = self._work, None  # taken: the scheduler thread no longer can
                 if work is None:
                     return
+                self.started += 1
             began = time.thread_time_ns()
             try:
                 for i, item in enumerate(work, 1):
@@ -760,9 +789,12 @@ class NodeBridge:
             except BaseException as e:  # noqa: BLE001 - handed back, never lost
                 self._later.append((self._sender_failed, e))
             finally:
+                # the captures freed here, now, not when the next step's are handed over: alive, each
+                # is one more young object for Python's collector to walk (in the scheduler thread's
+                # hooks: the finishing steps' request_finished), and survivors move to older generations
+                work = item = None
                 self.sender_cpu_ns += time.thread_time_ns() - began
                 with cond:
-                    self._work = None
                     self._busy = False
                     cond.notify_all()
 

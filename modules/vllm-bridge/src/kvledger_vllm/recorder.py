@@ -1013,6 +1013,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         # with the sender thread (drive_sender_thread): the bridge's captured list's append, and the thread's id
         self._drive_capture = None
         self._drive_sender = None
+        # the sender thread standing aside (_drive_stand_aside): steps left that build in-thread, and the
+        # bridge's count of reclaimed hand-offs last seen
+        self._drive_aside = 0
+        self._drive_reclaimed = 0
         self._drive_seen = set()
         self._drive_step = 0
         self.drive_fallbacks = 0
@@ -1916,6 +1920,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         s = self._stream
         # before the inner runs: the params it reads are the request's own dict, changed later
         new_fields = None  # driving alone: the node's entries, made now (no snapshot to convert later)
+        if self._drive_sender is not None:
+            self._drive_stand_aside()
         capture = self._drive_capture
         snap = _ABSENT  # (capture) the new requests for the sender thread, as the recording keeps them
         try:
@@ -2004,6 +2010,27 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             crd = getattr(scheduler_output, "scheduled_cached_reqs", None)
             self._drive_step_call(new_fields, new_reqs, crd, preempted)
         return result
+
+    #: steps built on the scheduler thread after a hand-off the sender thread had not started by the
+    #: scheduler thread's next use of the bridge (no GPU wait between them: the sender only adds work)
+    DRIVE_ASIDE_STEPS = 16
+
+    def _drive_stand_aside(self):
+        """At a step's call, before it looks at ``_drive_capture``: when the scheduler thread ran a hand-off
+        itself since the last look (``NodeBridge.reclaim``: no GPU wait let the sender start), this step's
+        call and the next ``DRIVE_ASIDE_STEPS`` steps build, pack and send in-thread (no captures, no
+        hand-off; what was captured before runs first, in order: the same bytes), then the sender thread
+        is tried again."""
+        d = self._drive
+        if d.reclaimed != self._drive_reclaimed:
+            self._drive_reclaimed = d.reclaimed
+            self._drive_aside = self.DRIVE_ASIDE_STEPS
+            self._drive_capture = None
+            d.sync()  # this step's captures built now: its new requests may name their rows (derived)
+        elif self._drive_aside:
+            self._drive_aside -= 1
+            if not self._drive_aside:
+                self._drive_capture = d.captured.append
 
     def _drive_step_later(self, snap, ids, nbs, preempted):
         """On the sender thread: ``build_connector_meta``'s call from what it captured."""
