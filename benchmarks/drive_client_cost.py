@@ -20,7 +20,8 @@ printed at the end: the same for every engine, as they make the same calls): wha
 Medians per kind of step, and what drive mode adds over ``off`` (median and mean: the two idle steps
 after the finishes alternate between one that reads the finishes' replies and one that does not),
 with the thread's minor page faults in those hooks; then the admitting steps' CPU per hook (means). ``--gpu-ms MS``: the driver
-sleeps MS ms after each step's ``build_connector_meta`` (the GIL released), as vLLM waits for the GPU; each kind of
+sleeps MS ms after each step's ``build_connector_meta`` that scheduled something (the GIL released), as vLLM waits
+for the GPU; each kind of
 step then also gets the scheduler thread's wall time in its hooks (a wait for the drive sender thread
 included) and the sender thread's CPU. ``--sender both`` (default) plays this checkout's drive engine with
 ``drive_sender_thread`` on (head) and off (head-inthread). ``--profile [HOOK]`` prints

@@ -37,7 +37,8 @@ scripted MoRIIO-like connector inside:
   as ``--freed-from-inner`` with ``NodeBridge.reclaim`` false (a hand-off the sender has not started is
   waited for, not run by the scheduler thread).
 
-``--gpu-ms MS``: after each step's ``build_connector_meta`` the driver sleeps MS ms (the GIL released),
+``--gpu-ms MS``: after each step's ``build_connector_meta`` that scheduled something (an empty step runs no
+forward pass) the driver sleeps MS ms (the GIL released),
 as vLLM's scheduler thread waits for the GPU before the step's ``update_connector_output`` and
 ``request_finished``; the sender thread works meanwhile (0, the default: it works while the next hook waits).
 

@@ -93,8 +93,9 @@ class Driver:
         # whose prompts differ in length; False: every request at the same step
         self.stagger = False
         self.admitted = {}
-        # after each step's build_connector_meta, wait this many ms (time.sleep: the GIL released), as
-        # vLLM's scheduler thread waits for the GPU before the step's update_from_output hooks
+        # after each step's build_connector_meta that scheduled something, wait this many ms (time.sleep:
+        # the GIL released), as vLLM's scheduler thread waits for the GPU before the step's
+        # update_from_output hooks
         self.gpu_ms = 0
 
     def add(self, req):
@@ -174,7 +175,9 @@ class Driver:
                               finished_req_ids=set(self.finished_for_worker), preempted_req_ids=set())
         meta = self.sched.build_connector_meta(out)
         self.calls += 1
-        if self.gpu_ms:  # vLLM's scheduler thread waits for the GPU here (GIL released)
+        if self.gpu_ms and (new_reqs or cached.req_ids):
+            # vLLM's scheduler thread waits for the GPU here (GIL released); a step with nothing scheduled
+            # runs no forward pass (the model runner only calls the connector's worker hooks)
             time.sleep(self.gpu_ms / 1000)
         # the worker's forward pass
         self.worker.bind_connector_metadata(meta)

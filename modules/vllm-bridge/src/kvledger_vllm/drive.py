@@ -786,6 +786,11 @@ class NodeBridge:
                     item[0](*item[1:])
                     if not i % chunk:
                         time.sleep(0)  # the GIL released: a scheduler thread back from its wait goes on
+                if self._rows:
+                    # the rows a step left waiting (a quiet one: held for a later frame) packed here, not by
+                    # the scheduler thread's next call: the same bytes (a frame is its calls' arrays, headers
+                    # left out, however they were cut), while vLLM still waits for the GPU
+                    self._pack_rows()
             except BaseException as e:  # noqa: BLE001 - handed back, never lost
                 self._later.append((self._sender_failed, e))
             finally:

@@ -2001,8 +2001,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._drive.steady_ids = None
                 self._failed("drive build_connector_meta", e)
                 return result
-            capture((self._drive_step_cap, snap, ids, nbs, preempted))
-            self._drive.hand_off()
+            if ids or snap or preempted or self._drive.captured:
+                capture((self._drive_step_cap, snap, ids, nbs, preempted))
+                self._drive.hand_off()
+            else:
+                # nothing scheduled and nothing captured: this step's call (empty, quiet) costs less
+                # built here than waking the sender thread for it (the same call, in the same order)
+                self._drive.sync()
+                self._drive_step_later(snap, ids, nbs, preempted)
             return result
         if self._drive is not None:
             if self._drive_sender is not None:
