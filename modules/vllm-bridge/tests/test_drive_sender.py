@@ -306,10 +306,9 @@ def test_an_awaited_call_right_after_a_handed_off_step_waits_for_it_and_stays_in
         node.close()
 
 
-def test_a_step_handed_off_while_failures_wait_to_be_handed_back_still_goes_to_the_sender(tmp_path, monkeypatch):
-    """Two steps without an update_connector_output between them (vLLM calls it only with a connector output):
-    the second step's hand-off first waits for the sender and handles what it handed back (block ids it could
-    not convert), then hands its own captures to the sender instead of running them on the scheduler thread."""
+def rows_built_on(monkeypatch):
+    """The names of the threads that build the per-request rows (NodeBridge.add_row), in order, as a list
+    that fills as they are built."""
     add_row = NodeBridge.add_row
     built_on = []
 
@@ -317,6 +316,14 @@ def test_a_step_handed_off_while_failures_wait_to_be_handed_back_still_goes_to_t
         built_on.append(threading.current_thread().name)
         return add_row(self, entry, *a)
     monkeypatch.setattr(NodeBridge, "add_row", counted)
+    return built_on
+
+
+def test_a_step_handed_off_while_failures_wait_to_be_handed_back_still_goes_to_the_sender(tmp_path, monkeypatch):
+    """Two steps without an update_connector_output between them (vLLM calls it only with a connector output):
+    the second step's hand-off first waits for the sender and handles what it handed back (block ids it could
+    not convert), then hands its own captures to the sender instead of running them on the scheduler thread."""
+    built_on = rows_built_on(monkeypatch)
     node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
     try:
         s = sched(tmp_path, node, "two-steps", True, drive_matched_from_inner="always")
@@ -372,13 +379,7 @@ def test_a_hand_off_the_sender_has_not_started_is_run_by_the_scheduler_thread_in
     bridge (the sender not woken here: no GPU wait let it run) is built and sent by the scheduler thread, without
     waiting for the sender; a request captured after the hand-off goes after the step (its calls inside the
     hand-off's do not run the later captures first), and the node reads the bytes the sender thread sends."""
-    add_row = NodeBridge.add_row
-    built_on = []
-
-    def counted(self, entry, *a):
-        built_on.append(threading.current_thread().name)
-        return add_row(self, entry, *a)
-    monkeypatch.setattr(NodeBridge, "add_row", counted)
+    built_on = rows_built_on(monkeypatch)
     seen = []
     for reclaim in (True, False):
         node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True, steady=True)
