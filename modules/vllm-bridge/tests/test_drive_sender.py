@@ -3,6 +3,7 @@ their calls need; a sender thread builds, packs and sends them while vLLM waits 
 scheduler thread's next use of the bridge waits for it. The node must see the same bytes."""
 
 import logging
+import queue
 import threading
 import time
 import weakref
@@ -306,6 +307,30 @@ def test_an_awaited_call_right_after_a_handed_off_step_waits_for_it_and_stays_in
         node.close()
 
 
+class _HeldFromSender:
+    """In place of a bridge's hand-off queue: the sender thread, waiting on the bridge's own queue, never
+    gets a hand-off (each waits to be reclaimed by the scheduler thread); the stop at close reaches it."""
+
+    def __init__(self, own):
+        self.own, self.items = own, []
+
+    def put(self, work):
+        if work is None:
+            self.own.put(None)
+        else:
+            self.items.append(work)
+
+    def get_nowait(self):
+        if not self.items:
+            raise queue.Empty
+        return self.items.pop(0)
+
+
+def never_woken(monkeypatch, bridge):
+    """The bridge's sender thread never takes a hand-off: the scheduler thread reclaims each one."""
+    monkeypatch.setattr(bridge, "_queue", _HeldFromSender(bridge._queue))
+
+
 def rows_built_on(monkeypatch):
     """The names of the threads that build the per-request rows (NodeBridge.add_row), in order, as a list
     that fills as they are built."""
@@ -387,7 +412,7 @@ def test_a_hand_off_the_sender_has_not_started_is_run_by_the_scheduler_thread_in
             s = sched(tmp_path, node, f"reclaim-{reclaim}", True, reclaim=reclaim, drive_matched_from_inner=True)
             bridge = s._drive
             if reclaim:
-                monkeypatch.setattr(bridge._cond, "notify", lambda n=1: None)  # the hand-off does not wake it
+                never_woken(monkeypatch, bridge)  # the hand-off does not reach it
             built_on.clear()
             first, later = producer_requests(3)[:2], producer_requests(3)[2]
             one_step(s, first)
@@ -453,7 +478,7 @@ def test_after_a_reclaimed_hand_off_the_sender_stands_aside_for_some_steps(tmp_p
             bridge = s._drive
             handoffs = []
             if sender:
-                monkeypatch.setattr(bridge._cond, "notify", lambda n=1: None)  # never woken: each hand-off reclaimed
+                never_woken(monkeypatch, bridge)  # each hand-off reclaimed
             for i in range(4):
                 one_step(s, reqs[2 * i:2 * i + 2], first_block=1 + 2 * i)
                 if sender:
