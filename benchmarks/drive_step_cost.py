@@ -61,7 +61,9 @@ reply, replies of unawaited calls read on the way included), p50 and p99, agains
 echo in another process over the same transport (a pyzmq ROUTER, or length-prefixed frames over a Unix
 socket), one call at a
 time with a frame of the size of a ``get_num_new_matched_tokens`` call, four round trips after
-every step, so that load falls on both alike. A measurement, not a test: nothing is asserted. The
+every step, so that load falls on both alike; the first of each four is also shown apart (the echo's
+peer slept while the step ran and is woken, as the node is for most awaited calls: between two
+``request_finished`` the scheduler works for tens of µs and the node's thread parks). A measurement, not a test: nothing is asserted. The
 machine's load average is printed at the start and the end: on a shared machine only the ratios
 within one run mean much.
 """
@@ -319,15 +321,21 @@ class Echo:
         self.frame = msgpack.packb({"v": 1, "id": 123456, "hook": "get_num_new_matched_tokens",
                                     "args": {"request_id": request_id(1, "a"), "num_computed_tokens": 0}})
         self.samples = []
+        self.first_samples = []
         for _ in range(200):
             self.once(False)
 
-    def once(self, keep=True):
+    def once(self, keep=True, first=False):
+        """One round trip; ``first``: the first after a step (its peer idle while the step ran, as a
+        node is between two awaited calls), kept in ``first_samples`` too."""
         t = time.perf_counter_ns()
         self.sock.send(self.frame)
         msgpack.unpackb(self.sock.recv())
         if keep:
-            self.samples.append(time.perf_counter_ns() - t)
+            took = time.perf_counter_ns() - t
+            self.samples.append(took)
+            if first:
+                self.first_samples.append(took)
 
     def close(self):
         self.sock.close()
@@ -426,8 +434,8 @@ def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False,
             if len(kinds) != 1:
                 sys.exit(f"drive_step_cost: the engines disagree on the kind of step {i} of cycle {c}: {kinds}")
             previous = next(iter(kinds))
-            for _ in range(4):
-                echo.once(record)
+            for j in range(4):
+                echo.once(record, j == 0)
     return steps, cpu
 
 
@@ -558,12 +566,14 @@ def main(argv=None):
             for e in engines:
                 e.awaited = []
             echo.samples = []
+            echo.first_samples = []
             sender_results[n] = {}
             gc_results[n] = {}
             results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True, a.decode, a.stagger,
                                               a.gpu_ms, sender_results[n], gc_results[n])
             first += a.cycles * n
-            awaited[n] = ({e.label: list(e.awaited) for e in engines if e.label != "off"}, list(echo.samples))
+            awaited[n] = ({e.label: list(e.awaited) for e in engines if e.label != "off"}, list(echo.samples),
+                          list(echo.first_samples))
         fallbacks = {e.label: e.fallbacks() for e in engines}
         divergences = {e.label: e.divergences() for e in engines}
         for e in engines:
@@ -668,17 +678,23 @@ def main(argv=None):
             print(f"| {e.label} | a frame sent in {len(framed)} steps | p50 / p99 of those "
                   f"{us(pct(framed, 0.5))} / {us(pct(framed, 0.99))} | |")
     print()
-    print(f"awaited node calls (NodeBridge.call), µs, against a bare echo over {a.transport} in the same run")
+    print(f"awaited node calls (NodeBridge.call), µs, against a bare echo over {a.transport} in the same run; "
+          "\"first after a step\": the first of the echo's four round trips after each step (its peer idle "
+          "meanwhile, as the node is between two awaited calls while the scheduler works: a wake-up each)")
     print()
-    print("| N | caller | calls | p50 | p99 | p50 / echo p50 |")
-    print("|---:|---|---:|---:|---:|---:|")
+    print("| N | caller | calls | p50 | p99 | p50 / echo p50 | p50 / first-after-a-step p50 |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
     for n in levels:
-        per, floor = awaited[n]
+        per, floor, cold = awaited[n]
         f50 = pct(floor, 0.5)
-        print(f"| {n} | bare echo | {len(floor):,} | {us(f50)} | {us(pct(floor, 0.99))} | 1.00 |")
+        c50 = pct(cold, 0.5)
+        print(f"| {n} | bare echo | {len(floor):,} | {us(f50)} | {us(pct(floor, 0.99))} | 1.00 | {f50 / c50:.2f} |")
+        print(f"| {n} | bare echo, first after a step | {len(cold):,} | {us(c50)} | {us(pct(cold, 0.99))} "
+              f"| {c50 / f50:.2f} | 1.00 |")
         for label in driven:
             v = per[label]
-            print(f"| {n} | {label} | {len(v):,} | {us(pct(v, 0.5))} | {us(pct(v, 0.99))} | {pct(v, 0.5) / f50:.2f} |")
+            print(f"| {n} | {label} | {len(v):,} | {us(pct(v, 0.5))} | {us(pct(v, 0.99))} | {pct(v, 0.5) / f50:.2f} "
+                  f"| {pct(v, 0.5) / c50:.2f} |")
     print()
     print("fallbacks (calls the node refused or did not answer): "
           + ", ".join(f"{label} {fallbacks[label]}" for label in driven))

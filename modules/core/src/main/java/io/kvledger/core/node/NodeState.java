@@ -326,11 +326,29 @@ public final class NodeState {
         for (PendingAck a : worker.pendingUnmappedAcks()) {
             best = earliest(best, afterNs, sum(a.firstSeenNs, config.unmappedAckTtlNs()));
         }
-        for (Deferral d : scheduler.deferredSendDeadlines().asMap().values()) {
-            best = earliest(best, afterNs, d.deadlineNs());
+        best = earliestOf(scheduler.deferredSendDeadlines(), best, afterNs);
+        return earliestOf(scheduler.pendingSentAcks(), best, afterNs);
+    }
+
+    /**
+     * {@link #earliest} over a table of deadlines: its smallest deadline when that one is later
+     * than {@code afterNs} (then so is every other), else a walk over its entries (a deadline
+     * passed and not cleared yet: a tick fired for it, an engine hook reaps it).
+     */
+    private static <V> long earliestOf(RequestSlots.View<V> table, long best, long afterNs) {
+        if (table.isEmpty()) {
+            return best;
         }
-        for (long deadline : scheduler.pendingSentAcks().asMap().values()) {
-            best = earliest(best, afterNs, deadline);
+        long first = table.earliestDeadline();
+        if (first == Long.MAX_VALUE) {
+            return best; // none fires
+        }
+        if (first != Long.MIN_VALUE && first + 1 > afterNs) {
+            return first + 1 < best ? first + 1 : best;
+        }
+        for (RequestSlots.Slot s = table.first(); s != null; s = table.next(s)) {
+            V v = table.get(s);
+            best = earliest(best, afterNs, v instanceof Deferral d ? d.deadlineNs() : (Long) v);
         }
         return best;
     }

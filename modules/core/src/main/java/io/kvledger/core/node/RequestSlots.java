@@ -255,6 +255,15 @@ final class RequestSlots {
 
         /** The table as an unmodifiable map in insertion order (the same instance each time). */
         Map<String, V> asMap();
+
+        /**
+         * For a table of deadlines ({@link Table#trackDeadlines}): the smallest deadline of its
+         * entries, {@link Long#MAX_VALUE} when it is empty, {@link Long#MIN_VALUE} when an entry's
+         * value is {@code null}. Kept as entries come and go; a scan only after the entry holding
+         * it left or changed, so the loop's wait ({@code NodeState.nextDeadlineAfter}) costs no
+         * walk over every deferred free per call. Allocates nothing.
+         */
+        long earliestDeadline();
     }
 
     /**
@@ -273,6 +282,11 @@ final class RequestSlots {
         private int size;
         private Set<Map.Entry<String, V>> entries;
         private Map<String, V> readOnly;
+        /** A value's deadline, for a table of deadlines; {@code null} for the others. */
+        private java.util.function.ToLongFunction<? super V> deadlineOf;
+        /** The smallest deadline of the entries while {@link #earliestKnown}. */
+        private long earliest = Long.MAX_VALUE;
+        private boolean earliestKnown;
 
         private Table(RequestSlots slots, int id) {
             this.slots = slots;
@@ -280,6 +294,47 @@ final class RequestSlots {
             this.v = 3 * id;
             this.b = 3 * id + 1;
             this.a = 3 * id + 2;
+        }
+
+        /** Makes this a table of deadlines, {@code deadlineOf} reading a (non-null) value's: see {@link View#earliestDeadline()}. */
+        void trackDeadlines(java.util.function.ToLongFunction<? super V> deadlineOf) {
+            this.deadlineOf = Objects.requireNonNull(deadlineOf, "deadlineOf");
+            earliestKnown = false;
+        }
+
+        private long deadline(Object value) {
+            @SuppressWarnings("unchecked")
+            V v = (V) value;
+            return v == null ? Long.MIN_VALUE : deadlineOf.applyAsLong(v);
+        }
+
+        @Override
+        public long earliestDeadline() {
+            if (deadlineOf == null) {
+                throw new IllegalStateException("not a table of deadlines");
+            }
+            if (!earliestKnown) {
+                long e = Long.MAX_VALUE;
+                for (Slot s = head; s != null; s = (Slot) s.cells[a]) {
+                    e = Math.min(e, deadline(s.cells[v]));
+                }
+                earliest = e;
+                earliestKnown = true;
+            }
+            return earliest;
+        }
+
+        /** The entry holding {@code old} (a deadline) now holds {@code value}, or ({@code replaced} false) a new entry {@code value}. */
+        private void deadlineChanged(boolean replaced, Object old, Object value) {
+            if (!earliestKnown) {
+                return;
+            }
+            long d = deadline(value);
+            if (replaced && deadline(old) == earliest && d > earliest) {
+                earliestKnown = false;
+            } else if (d < earliest) {
+                earliest = d;
+            }
         }
 
         /** A slot dropped from the index stands for its id's slot now, if any. */
@@ -334,6 +389,9 @@ final class RequestSlots {
             if ((s.members & bit) != 0) {
                 V old = (V) c[v];
                 c[v] = value;
+                if (deadlineOf != null) {
+                    deadlineChanged(true, old, value);
+                }
                 return old;
             }
             if (c.length <= a) {
@@ -348,6 +406,9 @@ final class RequestSlots {
             }
             s.members |= bit;
             c[v] = value;
+            if (deadlineOf != null) {
+                deadlineChanged(false, null, value);
+            }
             if (tail == null) {
                 head = s;
             } else {
@@ -375,6 +436,9 @@ final class RequestSlots {
         private void unlink(Slot s) {
             slots.touch(s);
             Object[] c = s.cells;
+            if (deadlineOf != null && earliestKnown && deadline(c[v]) <= earliest) {
+                earliestKnown = false;
+            }
             Slot before = (Slot) c[b];
             Slot after = (Slot) c[a];
             if (before == null) {
@@ -395,6 +459,10 @@ final class RequestSlots {
                 slots.occupied--;
             }
             size--;
+            if (size == 0 && deadlineOf != null) {
+                earliest = Long.MAX_VALUE;
+                earliestKnown = true;
+            }
         }
 
         @Override

@@ -108,6 +108,8 @@ final class SchedulerSide {
         this.reqsNeedSend = slots.table(RequestSlots.NEED_SEND);
         this.deferredSendDeadlines = slots.table(RequestSlots.DEFERRED);
         this.pendingSentAcks = slots.table(RequestSlots.PARKED_ACKS);
+        deferredSendDeadlines.trackDeadlines(Deferral::deadlineNs);
+        pendingSentAcks.trackDeadlines(Long::longValue);
         this.requestIdToTransferId = slots.table(RequestSlots.RID_TO_TID);
     }
 
@@ -1543,7 +1545,9 @@ final class SchedulerSide {
                 }
             }
         }
-        if (!c.on(Switch.HOLD_UNTIL_REAL_ACK) && !s.scheduler.deferredSendDeadlines.isEmpty()) {
+        // (none past its deadline when the earliest is not: no walk over every deferral each step)
+        if (!c.on(Switch.HOLD_UNTIL_REAL_ACK) && !s.scheduler.deferredSendDeadlines.isEmpty()
+                && now >= s.scheduler.deferredSendDeadlines.earliestDeadline()) {
             // expired is every deferral past its deadline, whether or not its ACK is in SAFE
             // already: upstream's "Reaped %d deferred sends" warning counts len(expired).
             List<String> expired = List.of();

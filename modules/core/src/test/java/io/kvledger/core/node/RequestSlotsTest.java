@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
  * The request slots' tables against the LinkedHashMaps they replaced: the same operations, by key
  * and through slots (fresh ones and ones held since their id left every table), give the same
  * values, entries, order, text and equality in every table, and the index holds exactly the ids
- * some table holds.
+ * some table holds; a table of deadlines knows its smallest one whatever came and went.
  */
 class RequestSlotsTest {
 
@@ -42,7 +42,11 @@ class RequestSlotsTest {
             List<RequestSlots.Table<Integer>> tables = new ArrayList<>();
             List<LinkedHashMap<String, Integer>> maps = new ArrayList<>();
             for (int t = 0; t < RequestSlots.TABLES; t++) {
-                tables.add(slots.table(t));
+                RequestSlots.Table<Integer> table = slots.table(t);
+                if (t % 2 == 0) {
+                    table.trackDeadlines(Integer::longValue); // values as deadlines: earliestDeadline() is their min
+                }
+                tables.add(table);
                 maps.add(new LinkedHashMap<>());
             }
             List<RequestSlots.Slot> held = new ArrayList<>();
@@ -131,6 +135,10 @@ class RequestSlotsTest {
                     assertThat(ti).isEqualTo(mi);
                     assertThat(ti.hashCode()).isEqualTo(mi.hashCode());
                     assertThat(List.copyOf(ti.entrySet())).isEqualTo(List.copyOf(mi.entrySet()));
+                    if (i % 2 == 0) {
+                        long min = mi.values().stream().mapToLong(Integer::longValue).min().orElse(Long.MAX_VALUE);
+                        assertThat(ti.earliestDeadline()).as("table %d's earliest deadline", i).isEqualTo(min);
+                    }
                     ids.addAll(mi.keySet());
                 }
                 // a slot in no table leaves the index

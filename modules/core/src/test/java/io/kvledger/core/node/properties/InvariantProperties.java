@@ -57,6 +57,20 @@ class InvariantProperties {
                 fail("after event #" + at + ": " + v + "\nconfig: " + ReducerFixtures.describe(run.config)
                         + "\nevents:\n" + run.trace(Set.of(at)));
             }
+            // the loop's wait: the same as a walk over every deadline, before, at and after each one
+            java.util.List<Long> after = new java.util.ArrayList<>(java.util.List.of(0L, e.atNs(), Long.MIN_VALUE));
+            after.addAll(run.state.deferredDeadlines().values());
+            after.addAll(run.state.parkedAcks().values());
+            for (long a : after) {
+                for (long d = -1; d <= 1; d++) {
+                    long at = a + d;
+                    if (run.state.nextDeadlineAfter(at) != io.kvledger.core.node.DeadlineWalk.nextDeadlineAfter(run.state, at)) {
+                        fail("nextDeadlineAfter(" + at + ") after event #" + (run.events.size() - 1) + ": "
+                                + run.state.nextDeadlineAfter(at) + ", a walk over every deadline: "
+                                + io.kvledger.core.node.DeadlineWalk.nextDeadlineAfter(run.state, at));
+                    }
+                }
+            }
         }
     }
 }
