@@ -354,12 +354,12 @@ public final class NodeState {
     }
 
     /** Deadlines compare with {@code >}: a deadline fires one nanosecond after it is reached. */
-    private static long earliest(long best, long afterNs, long deadlineNs) {
+    static long earliest(long best, long afterNs, long deadlineNs) {
         long fireAt = deadlineNs == Long.MAX_VALUE ? Long.MAX_VALUE : deadlineNs + 1;
         return fireAt > afterNs && fireAt < best ? fireAt : best;
     }
 
-    private static long sum(long a, long b) {
+    static long sum(long a, long b) {
         long s = a + b;
         return ((a ^ s) & (b ^ s)) < 0 ? Long.MAX_VALUE : s;
     }
