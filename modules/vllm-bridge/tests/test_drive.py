@@ -777,14 +777,15 @@ def test_an_idle_step_sends_no_frame_and_a_long_batch_is_cut(tmp_path):
         # quiet calls wait at most max_hold_ns: at 0, each step's end sends what waits, as before
         s = scheduler(tmp_path, node.port, drive_matched_from_inner="always")
         s._drive.max_hold_ns = 0
-        before = len(node.batches)
+        before, calls = len(node.batches), len(node.calls)
         for _ in range(3):
             s.build_connector_meta(SchedulerOutput())
             s.update_connector_output(KVConnectorOutput())
         s.shutdown()
-        # (the last output, packed while it waited, goes at the shutdown as a batch of one)
-        assert node.batches[before:] == [["update_connector_output", "build_connector_meta"]] * 2 + [
-            ["update_connector_output"]]
+        # (the last output, which waited unpacked, goes at the shutdown as a call of its own)
+        assert node.batches[before:] == [["update_connector_output", "build_connector_meta"]] * 2
+        assert [h for h, _ in node.calls[calls:]] == ["build_connector_meta"] + [
+            "update_connector_output", "build_connector_meta"] * 2 + ["update_connector_output"]
         s = scheduler(tmp_path, node.port, drive_matched_from_inner="always")
         s._drive.max_batch = 5
         reqs = producer_requests(3)

@@ -242,8 +242,8 @@ class NodeBridge:
             if len(longs) >= _ROWS_PACKED_AT:
                 self._pack_longs()
             if not (flush and (self._loud or self._held_long())) and len(self._buffer) < self.max_batch:
-                if quiet:  # packed now: a quiet call may wait for many steps, as bytes (nothing Python's collector counts)
-                    self._pack_longs()
+                # (a quiet call waits unpacked, as one call: the next row packs it, on the sender thread
+                # when the next step is handed off, or the frame does; at most _ROWS_PACKED_AT of them)
                 if flush:  # held (quiet calls alone): the replies already here of the calls sent before
                     self._poll_sent()
                 return  # nothing went out
