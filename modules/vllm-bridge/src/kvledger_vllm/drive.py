@@ -745,15 +745,14 @@ class NodeBridge:
                     work = self._queue.get_nowait()
                 except queue.Empty:
                     pass
-            if work is not None:
-                self._busy = False
-                self.reclaimed += 1
-            else:
+            if work is None:
                 with self._cond:
                     self.sender_waits += 1
                     while self._busy:
                         self._cond.wait()
-            if work is not None:
+            else:
+                self._busy = False
+                self.reclaimed += 1
                 self._reclaiming = True  # (the calls' own uses of the bridge: as the sender's, nothing to wait
                 try:                     # for, and captures made since wait until the hand-off's calls are out)
                     for item in work:

@@ -2039,7 +2039,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._drive_capture = d.captured.append
 
     def _drive_step_later(self, snap, ids, nbs, preempted):
-        """On the sender thread: ``build_connector_meta``'s call from what it captured."""
+        """On the sender thread: ``build_connector_meta``'s call from what it captured (on the scheduler
+        thread for a step with nothing scheduled or captured: ``_build_connector_meta_general``)."""
         new_fields = None
         try:
             if snap is not _ABSENT:
