@@ -8,7 +8,7 @@
 #                labels it, FLAGS (after a colon) are extra JVM flags for its nodes, e.g.
 #                --jar "spin0=modules/cli/target/kvledger.jar:-Dkvledger.loop.spinNs=0"
 #   other arguments go to drive_step_cost.py (--concurrency 16,64,256, --cycles 6, --idle 6,
-#   --unpipelined head, --unbatched head, --from-inner head, --freed-from-inner head,
+#   --unpipelined head, --unbatched head, --finished-awaited head, --from-inner head, --freed-from-inner head,
 #   --matched-awaited head, --matched-from-inner head, --idle-frames head, --unsteady head, --inthread head,
 #   --unreclaimed head, --decode 16, --stagger, --warmup 30, --gpu-ms 20,
 #   --transport unix|tcp (default unix))

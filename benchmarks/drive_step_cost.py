@@ -14,27 +14,29 @@ scripted MoRIIO-like connector inside:
 
 - ``off``: the recorder without drive mode (the inner connector answers);
 - one engine per ``--jar LABEL=PATH``: drive mode on with the default switches (vLLM takes the
-  inner's ``get_num_new_matched_tokens`` while the node agrees, awaits ``request_finished``),
+  inner's ``get_num_new_matched_tokens``, ``request_finished`` and a producer's rewrite of
+  ``finished_sending`` in ``update_connector_output`` while the node agrees: nothing awaited),
   answered by its own ``kvledger node --engine drive --bridge tcp://127.0.0.1:PORT`` started from
   that jar, journaling to a temporary directory as in production (``--journal``, the node's
   defaults otherwise);
 - with ``--unpipelined LABEL``, that node's engine once more with ``drive_pipeline`` false (every
   call awaited, as before pipelining; it gets a node of its own from the same jar); with
   ``--unbatched LABEL``, once more with ``drive_batch`` false (unawaited calls sent each on its
-  own frame); with ``--from-inner LABEL``, once more with ``drive_matched_from_inner`` and
-  ``drive_finished_from_inner`` (vLLM takes the inner's ``get_num_new_matched_tokens`` and
-  ``request_finished`` at once, the node's answers are checked when read; ``drive_freed_from_inner``
-  off: a producer's ``update_connector_output`` after finishes still awaits the node's rewrite); with
-  ``--freed-from-inner LABEL``, the same with ``drive_freed_from_inner`` (vLLM keeps the inner's
-  rewrite of ``finished_sending`` at once: nothing awaited); with ``--matched-awaited LABEL``,
+  own frame); with ``--finished-awaited LABEL``, once more with ``drive_finished_from_inner`` false
+  (every ``request_finished`` awaited, and a producer's ``update_connector_output`` while a free the
+  node deferred is pending: the earlier default); with ``--from-inner LABEL``, with
+  ``drive_freed_from_inner`` false (``request_finished`` from the inner, a producer's
+  ``update_connector_output`` after finishes awaits the node's rewrite); with ``--freed-from-inner
+  LABEL``, with ``drive_matched_from_inner`` and ``drive_finished_from_inner`` ``always`` (the inner's
+  answers for good: the same calls as the default while the node agrees); with ``--matched-awaited LABEL``,
   with ``drive_matched_from_inner`` false (every ``get_num_new_matched_tokens`` awaited, the earlier
   default); with ``--matched-from-inner LABEL``, with it ``always``; with ``--idle-frames LABEL``, as ``--from-inner`` but every
   call sent as if not ``quiet`` (``NodeBridge.send_args``): a step with nothing scheduled sends its
   frame at its end, as before idle steps waited for a later frame; with ``--unsteady LABEL``, with
   ``drive_steady`` false (each step's cached ids and new block ids in full); with ``--inthread LABEL``,
-  as ``--freed-from-inner`` with ``drive_sender_thread`` false (every call built, packed and sent on the
+  with ``drive_sender_thread`` false (every call built, packed and sent on the
   scheduler thread; the sender thread's CPU per step has a table of its own); with ``--unreclaimed LABEL``,
-  as ``--freed-from-inner`` with ``NodeBridge.reclaim`` false (a hand-off the sender has not started is
+  with ``NodeBridge.reclaim`` false (a hand-off the sender has not started is
   waited for, not run by the scheduler thread).
 
 ``--gpu-ms MS``: after each step's ``build_connector_meta`` that scheduled something (an empty step runs no
@@ -195,8 +197,8 @@ class Node:
 class Engine:
     """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
 
-    def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=None, finished_from_inner=False,
-                 freed_from_inner=False, idle_frames=False, steady=True, sender=None):
+    def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=None, finished_from_inner=None,
+                 freed_from_inner=None, idle_frames=False, steady=True, sender=None):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
         if drive is not None:
@@ -211,8 +213,9 @@ class Engine:
                 extra["drive_sender_thread"] = sender
             if from_inner is not None:  # else the default (the inner's answer while the node agrees)
                 extra["drive_matched_from_inner"] = from_inner
-            if finished_from_inner:
-                extra["drive_finished_from_inner"] = True
+            if finished_from_inner is not None:  # else the default (the inner's while the node agrees)
+                extra["drive_finished_from_inner"] = finished_from_inner
+            if freed_from_inner is not None:  # else the default (with drive_finished_from_inner)
                 extra["drive_freed_from_inner"] = freed_from_inner
         cfg = make_config("kv_producer", extra)
         self.sched = KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
@@ -450,12 +453,15 @@ def main(argv=None):
                     help="also drive with drive_pipeline false, a node of its own from that jar")
     ap.add_argument("--unbatched", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_batch false, a node of its own from that jar")
+    ap.add_argument("--finished-awaited", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_finished_from_inner false (every request_finished awaited, the "
+                         "earlier default), a node of its own from that jar")
     ap.add_argument("--from-inner", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_matched_from_inner and drive_finished_from_inner, a node of "
-                         "its own from that jar")
+                    help="also drive with drive_freed_from_inner false (the frees after finishes awaited), a node "
+                         "of its own from that jar")
     ap.add_argument("--freed-from-inner", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_matched_from_inner, drive_finished_from_inner and "
-                         "drive_freed_from_inner, a node of its own from that jar")
+                    help="also drive with drive_matched_from_inner and drive_finished_from_inner \"always\", a "
+                         "node of its own from that jar")
     ap.add_argument("--matched-awaited", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_matched_from_inner false (every get_num_new_matched_tokens "
                          "awaited), a node of its own from that jar")
@@ -466,10 +472,10 @@ def main(argv=None):
     ap.add_argument("--unsteady", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_steady false (each step's cached ids in full), a node of its own")
     ap.add_argument("--inthread", action="append", default=[], metavar="LABEL",
-                    help="also drive as --freed-from-inner with drive_sender_thread false (each call built, packed "
+                    help="also drive with drive_sender_thread false (each call built, packed "
                          "and sent on the scheduler thread), a node of its own")
     ap.add_argument("--unreclaimed", action="append", default=[], metavar="LABEL",
-                    help="also drive as --freed-from-inner with NodeBridge.reclaim false (the scheduler thread "
+                    help="also drive with NodeBridge.reclaim false (the scheduler thread "
                          "always waits for the sender thread, even for a hand-off it has not started), a node of its own")
     ap.add_argument("--gpu-ms", type=float, default=0,
                     help="after each step's build_connector_meta the driver waits MS ms (time.sleep, the GIL "
@@ -515,30 +521,32 @@ def main(argv=None):
                 node = Node(a.java, jar, tmp, label + "-matched-awaited", a.transport, flags)
                 nodes.append(node)
                 engines.append(Engine(label + " matched awaited", node.endpoint, from_inner=False))
+            if label in a.finished_awaited:
+                node = Node(a.java, jar, tmp, label + "-finished-awaited", a.transport, flags)
+                nodes.append(node)
+                engines.append(Engine(label + " finished awaited", node.endpoint, finished_from_inner=False))
             if label in a.from_inner:
                 node = Node(a.java, jar, tmp, label + "-from-inner", a.transport, flags)
                 nodes.append(node)
-                engines.append(Engine(label + " from inner", node.endpoint, from_inner=True, finished_from_inner=True))
+                engines.append(Engine(label + " frees awaited", node.endpoint, freed_from_inner=False))
             if label in a.idle_frames:
                 node = Node(a.java, jar, tmp, label + "-idle-frames", a.transport, flags)
                 nodes.append(node)
-                engines.append(Engine(label + " from inner, idle frames", node.endpoint, from_inner=True,
-                                      finished_from_inner=True, idle_frames=True))
+                engines.append(Engine(label + " frees awaited, idle frames", node.endpoint, freed_from_inner=False,
+                                      idle_frames=True))
             if label in a.freed_from_inner:
                 node = Node(a.java, jar, tmp, label + "-freed-from-inner", a.transport, flags)
                 nodes.append(node)
-                engines.append(Engine(label + " freed from inner", node.endpoint, from_inner=True,
-                                      finished_from_inner=True, freed_from_inner=True))
+                engines.append(Engine(label + " from inner always", node.endpoint, from_inner="always",
+                                      finished_from_inner="always"))
             if label in a.inthread:
                 node = Node(a.java, jar, tmp, label + "-inthread", a.transport)
                 nodes.append(node)
-                engines.append(Engine(label + " freed from inner, in-thread", node.endpoint, from_inner=True,
-                                      finished_from_inner=True, freed_from_inner=True, sender=False))
+                engines.append(Engine(label + " in-thread", node.endpoint, sender=False))
             if label in a.unreclaimed:
                 node = Node(a.java, jar, tmp, label + "-unreclaimed", a.transport, flags)
                 nodes.append(node)
-                engines.append(Engine(label + " freed from inner, unreclaimed", node.endpoint, from_inner=True,
-                                      finished_from_inner=True, freed_from_inner=True))
+                engines.append(Engine(label + " unreclaimed", node.endpoint))
                 engines[-1].sched._drive.reclaim = False
             if label in a.unpipelined:
                 node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport, flags)

@@ -4,6 +4,7 @@ The node here is a ROUTER of the test's own that answers as scripted; VllmBridge
 runs the real ``kvledger node --engine drive``.
 """
 
+import itertools
 import json
 import logging
 import socket
@@ -69,19 +70,21 @@ class ScriptedNode:
         self.ctx.term()
 
 
-DEFAULT = object()  # drive_matched_from_inner=DEFAULT: the option left out of the config
+DEFAULT = object()  # drive_matched_from_inner=DEFAULT (or finished): the option left out of the config
 
 
 def scheduler(tmp_path, node_port, **more):
     """A recording scheduler connector driven by the node at ``node_port`` (or the endpoint given as it);
-    vLLM awaits its matched tokens (the tests written before that default changed) unless
-    ``drive_matched_from_inner`` says otherwise."""
+    vLLM awaits its matched tokens and its finishes (the tests written before those defaults changed)
+    unless ``drive_matched_from_inner`` / ``drive_finished_from_inner`` say otherwise (``DEFAULT``: the
+    option left out)."""
     where = node_port if isinstance(node_port, str) else f"tcp://127.0.0.1:{node_port}"
     extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes",
              "record_to": str(tmp_path / "{role}.jsonl"), "drive_node": where,
-             "drive_timeout_ms": 2000, "drive_matched_from_inner": False, **more}
-    if extra["drive_matched_from_inner"] is DEFAULT:
-        del extra["drive_matched_from_inner"]
+             "drive_timeout_ms": 2000, "drive_matched_from_inner": False, "drive_finished_from_inner": False, **more}
+    for key in ("drive_matched_from_inner", "drive_finished_from_inner"):
+        if extra[key] is DEFAULT:
+            del extra[key]
     return KvledgerRecorderConnector(make_config("kv_producer", extra), KVConnectorRole.SCHEDULER, None)
 
 
@@ -959,7 +962,8 @@ def test_freed_from_the_inner_is_never_awaited_and_a_node_rewriting_otherwise_is
                        ("update_connector_output", "request_finished", "add_request"))
     try:
         with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
-            s = scheduler(tmp_path, node.port, drive_timeout_ms=300, drive_finished_from_inner=True,
+            # ("always": the scripted params differ from the inner's, and the default would switch)
+            s = scheduler(tmp_path, node.port, drive_timeout_ms=300, drive_finished_from_inner="always",
                           drive_batch=False)
             assert s._drive_freed_from_inner
 
@@ -1008,7 +1012,7 @@ def test_an_idle_step_with_a_deferred_free_pending_is_not_held(tmp_path):
                          "update_connector_output": {"finished_sending": None},
                          "build_connector_meta": {"step": 1}})
     try:
-        s = scheduler(tmp_path, node.port, drive_finished_from_inner=True)
+        s = scheduler(tmp_path, node.port, drive_finished_from_inner="always")  # (the params differ)
         assert s._drive_freed_from_inner
         req = producer_requests(1)[0]
         s.on_new_request(req)
@@ -1042,6 +1046,8 @@ def test_freed_from_inner_follows_finished_from_inner_and_can_be_turned_off(tmp_
     node = ScriptedNode({})
     try:
         for more, on in (({}, False), ({"drive_finished_from_inner": True}, True),
+                         ({"drive_finished_from_inner": DEFAULT}, True),
+                         ({"drive_finished_from_inner": "always"}, True),
                          ({"drive_finished_from_inner": True, "drive_freed_from_inner": "false"}, False),
                          ({"drive_freed_from_inner": True}, False)):
             s = scheduler(tmp_path, node.port, **more)
@@ -1049,6 +1055,158 @@ def test_freed_from_inner_follows_finished_from_inner_and_can_be_turned_off(tmp_
             s.shutdown()
     finally:
         node.close()
+
+
+class FinishingOnceNode(InnerLikeNode):
+    """An agreeing node but for the requests in ``differ``: it answers their request_finished
+    delay_free=False (where the inner defers them), and for ``late``: it surfaces their ACKs one
+    update_connector_output after the inner does."""
+
+    def __init__(self, differ=(), late=(), **kw):
+        super().__init__({"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False}}, **kw)
+        self.differ, self.late, self.held = set(differ), set(late), set()
+
+    def finish(self, args):
+        if args["request_id"] in self.differ:
+            return {"delay_free": False, "kv_transfer_params": None}
+        return super().finish(args)
+
+    def output(self, args):
+        held, self.held = self.held, set()
+        safe = set(super().output(args)["finished_sending"] or ())
+        self.held = safe & self.late
+        self.late -= self.held
+        safe = (safe - self.held) | held
+        return {"finished_sending": sorted(safe) or None}
+
+
+def finishing_once(tmp_path, name, finished, compact, differ=(), late=(), gap=1, before=None):
+    """Four producer requests over a ``FinishingOnceNode`` (``differ``, ``late``: indexes, -1 the fourth),
+    the inner deferring each: three admitted at once, the fourth ``gap`` steps later, so that it
+    finishes that many steps after them. Before each step the test reads ``drive_metadata`` (every
+    reply due read and checked: no timing). Returns (scheduler, driver, node, request ids, the
+    request_finished calls as the node read them as (request id, acted or None), every request vLLM
+    freed in order, the hooks of the calls vLLM waited for). ``before(scheduler, step)`` runs before each
+    step (counted from 0) after the replies are read."""
+    reqs = producer_requests(4)
+    ids = [r.request_id for r in reqs]
+    node = FinishingOnceNode({ids[i] for i in differ}, {ids[i] for i in late}, compact=compact, derived=compact,
+                             steady=compact, agreed=compact)
+    try:
+        (tmp_path / name).mkdir()
+        s = scheduler(tmp_path / name, node.port, drive_matched_from_inner=DEFAULT, drive_finished_from_inner=finished)
+        assert s.driving and (s._drive_sender is not None) == compact
+        awaited, call = [], s._drive.call
+        s._drive.call = lambda hook, **args: (awaited.append(hook), call(hook, **args))[1]
+        w = scripted_worker()
+        d = Driver(s, w)
+        steps = itertools.count()
+        d.before_step = lambda: (s.drive_metadata, before and before(s, next(steps)))
+        for r in reqs[:3]:
+            d.add(r)
+        d.run(gap)
+        d.add(reqs[3])
+        d.run(8)
+        s.shutdown()
+        w.shutdown()
+    finally:
+        node.close()
+    finished = [(a["request_id"], a.get("acted")) for h, a in node.calls if h == "request_finished"]
+    freed = [rid for x in d.acted if x[0] == "freed" for rid in x[1]]
+    return s, d, node, ids, finished, freed, awaited
+
+
+def acted_finishes(d):
+    return {x[1]: x[2] for x in d.acted if x[0] == "finished"}
+
+
+@pytest.mark.parametrize("compact", (False, True), ids=("long-form", "compact-sender-thread"))
+def test_by_default_vllm_acts_on_the_inners_finishes_and_frees_unawaited_while_the_node_agrees(tmp_path, compact):
+    s, d, node, ids, finished, freed, awaited = finishing_once(tmp_path, "agreeing", DEFAULT, compact)
+    assert acted_finishes(d) == dict.fromkeys(ids, True)  # the inner's: each deferred
+    assert [rid for rid, _ in finished] == ids and all(a is not None for _, a in finished)  # each carries it
+    assert awaited == [] and [h for h, _ in node.calls if h == "update_connector_output"]  # none awaited
+    assert sorted(freed) == sorted(ids)  # each freed once
+    assert s.drive_divergences == 0 and not s.drive_finished_awaited and s._drive_freed_from_inner
+
+
+@pytest.mark.parametrize("compact", (False, True), ids=("long-form", "compact-sender-thread"))
+def test_from_the_first_finish_divergence_on_vllm_waits_for_the_nodes_finishes_and_frees(tmp_path, caplog, compact):
+    """The node answers the first request's finish delay_free=False where the inner defers it: vLLM
+    acted on the inner's (counted, logged once, journaled as acted); the fourth request, finishing
+    after that answer was read, is awaited and vLLM acts on the node's answer (False: freed at once,
+    though the inner defers it). Each request vLLM deferred is freed once: the first three by the
+    inner's rewrite (it deferred them), the node's surfacing of the two it deferred too left out."""
+    with caplog.at_level(logging.WARNING, logger="vllm.kvledger_vllm"):
+        s, d, node, ids, finished, freed, awaited = finishing_once(tmp_path, "diverging", DEFAULT, compact, differ=(0, -1))
+    assert acted_finishes(d) == {ids[0]: True, ids[1]: True, ids[2]: True, ids[3]: False}
+    assert [rid for rid, _ in finished] == ids
+    assert [a is not None for _, a in finished] == [True, True, True, False]  # the late call carries no acted
+    assert awaited.count("request_finished") == 1 and "update_connector_output" in awaited
+    assert sorted(freed) == sorted(ids[:3])  # once each; never the fourth (vLLM freed it at once)
+    assert s.drive_finished_awaited and not s._drive_finished_from_inner and not s._drive_freed_from_inner
+    assert not s.drive_matched_awaited  # the queries' switch is their own
+    assert s.drive_divergences == 1 and s.drive_fallbacks == 1
+    hook, acted, answered = s.drive_divergence_last
+    assert hook == "request_finished" and acted[0] is True and answered == (False, None)
+    assert caplog.text.count("waits for the node's answer to request_finished and update_connector_output") == 1
+    assert not s._drive_inner_deferred and not s._drive_legacy  # nothing left pending
+
+
+@pytest.mark.parametrize("compact", (False, True), ids=("long-form", "compact-sender-thread"))
+def test_a_freed_divergence_switches_the_finishes_too_and_a_free_the_inner_ended_is_not_repeated(
+        tmp_path, caplog, compact):
+    """The node agrees on every finish but surfaces the first request's ACK one call after the inner
+    freed it: a divergence of the frees (vLLM kept the inner's rewrite), which switches the finishes
+    and the frees to the node's answers. The node's late surfacing of that request is left out: vLLM
+    freed it already. The fourth request's finish is awaited."""
+    with caplog.at_level(logging.WARNING, logger="vllm.kvledger_vllm"):
+        s, d, node, ids, finished, freed, awaited = finishing_once(tmp_path, "late", DEFAULT, compact, late=(0,),
+                                                                   gap=2)
+    assert acted_finishes(d) == dict.fromkeys(ids, True)
+    assert [a is not None for _, a in finished] == [True, True, True, False]
+    assert awaited.count("request_finished") == 1
+    assert sorted(freed) == sorted(ids)  # each once
+    assert s.drive_divergence_last[0] == "update_connector_output" and s.drive_divergences == 1
+    assert s.drive_finished_awaited and not s._drive_freed_from_inner
+    assert caplog.text.count("waits for the node's answer to request_finished and update_connector_output") == 1
+    assert not s._drive_inner_deferred and not s._drive_legacy
+
+
+def test_a_finish_divergence_the_sender_thread_handed_back_makes_the_next_finish_awaited(tmp_path):
+    """A divergence the sender thread read is handed to the scheduler thread (``later``); the next
+    request_finished takes it before it decides: that call is awaited. (The hand-back is made here as
+    the sender makes it, after the three finishes, so it is there when the fourth comes.) The frees:
+    the three by the inner's rewrite, the fourth by the node's, each once."""
+    def hand_back(s, step):
+        if step == 3:  # the three finished in the step before
+            s._drive.later(s._drive_diverged, "request_finished", (True, None), (False, None))
+    s, d, node, ids, finished, freed, awaited = finishing_once(tmp_path, "handed-back", DEFAULT, True, before=hand_back)
+    assert [a is not None for _, a in finished] == [True, True, True, False]
+    assert awaited.count("request_finished") == 1 and s.drive_finished_awaited
+    assert acted_finishes(d) == dict.fromkeys(ids, True) and sorted(freed) == sorted(ids)
+    assert s.drive_divergences == 1 and not s._drive_inner_deferred and not s._drive_legacy
+
+
+@pytest.mark.parametrize("compact", (False, True), ids=("long-form", "compact-sender-thread"))
+def test_finished_from_inner_always_never_switches_and_false_awaits_from_the_start(tmp_path, compact):
+    s, d, node, ids, finished, freed, awaited = finishing_once(tmp_path, "always", "always", compact, differ=(0, -1))
+    assert acted_finishes(d) == dict.fromkeys(ids, True)
+    assert all(a is not None for _, a in finished) and awaited == []
+    assert sorted(freed) == sorted(ids)
+    # two finishes, and the frees of those two by the inner's rewrite (the node never surfaces them)
+    assert s.drive_divergences == 4 and not s.drive_finished_awaited and s._drive_freed_from_inner
+    for spelled in (False, "false"):
+        s, d, node, ids, finished, freed, awaited = finishing_once(tmp_path, f"awaited-{spelled}", spelled, compact,
+                                                          differ=(0, -1))
+        assert acted_finishes(d) == {ids[0]: False, ids[1]: True, ids[2]: True, ids[3]: False}  # the node's
+        assert all(a is None for _, a in finished)
+        assert awaited.count("request_finished") == 4
+        assert sorted(freed) == sorted(ids[1:3])
+        assert s.drive_divergences == 0 and s.drive_finished_awaited and not s._drive_freed_from_inner
+    # a true flag as a config spells it is the default
+    s, d, node, ids, finished, freed, awaited = finishing_once(tmp_path, "true", "true", compact, differ=(0, -1))
+    assert s.drive_divergences == 1 and s.drive_finished_awaited and sorted(freed) == sorted(ids[:3])
 
 
 class RowsBridge:

@@ -74,15 +74,32 @@ Extra config keys read here (all others are the inner connector's):
 ``drive_finished_from_inner``   with ``drive_pipeline``: the same for ``request_finished``: vLLM gets the
                                 inner's ``(delay_free, kv_transfer_params)`` at once; the node's answer is
                                 the same when its ``delay_free`` and its params, key for key (a tuple as
-                                the list msgpack makes of it), are. Default false
+                                the list msgpack makes of it), are. Default true: while the node agrees;
+                                from the first divergence read of ``request_finished`` or of a producer's
+                                freed rewrite (below) on, vLLM waits for the node's answer to every later
+                                ``request_finished`` and ``update_connector_output`` (logged once;
+                                ``drive_finished_awaited`` turns true). ``always``: the inner's for good;
+                                false: always awaited (the default before)
 ``drive_freed_from_inner``      with ``drive_finished_from_inner`` (and only then): the same for a producer's
                                 ``update_connector_output``: vLLM keeps the inner's rewrite of
                                 ``finished_sending`` (which requests' blocks it frees now) and nothing
                                 waits; the call carries that set as ``acted``; the node's rewrite is the
                                 same when it holds the same requests (in any order). Default true: the
                                 inner that decided which frees to defer also decides when they end (the
-                                node's rewrite would free by another's deferrals); false awaits the
-                                node's rewrite after a finish, as before
+                                node's rewrite would free by another's deferrals), and it switches with
+                                ``drive_finished_from_inner``; false awaits the node's rewrite after a
+                                finish
+
+The switches from the inner's answer to the node's go by group, each on its own divergence: the
+queries (``get_num_new_matched_tokens``) and the finishes (``request_finished`` with the frees of
+their deferrals). A query's answer and a finish's share no state in vLLM or in the recorder, and a
+difference in how the node models prefix hits says nothing of its finish decisions: each group keeps
+the cheap path while its own answers agree (every divergence is still counted, logged and journaled).
+A finish and the frees it defers switch together, because vLLM frees a request by the rewrite of the
+side whose ``delay_free`` it acted on: the node's rewrite knows only the node's deferrals, the inner's
+only the inner's. Across the switch each request is freed once: the deferrals vLLM took from the inner
+before it end by the inner's rewrite, the later ones by the node's, and the node's rewrite loses the
+requests whose finish vLLM took from the inner (``_drive_finish_switch``).
 """
 
 from __future__ import annotations
@@ -1027,8 +1044,15 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_from_inner = False
         self._drive_matched_until_diverged = False
         self.drive_matched_awaited = False
+        # the same for request_finished (drive_finished_from_inner) and a producer's frees after it
+        # (drive_freed_from_inner): they switch together, on a divergence of either
         self._drive_finished_from_inner = False
+        self._drive_finished_until_diverged = False
+        self.drive_finished_awaited = False
         self._drive_freed_from_inner = False
+        # from the switch on: the requests whose request_finished vLLM took from the inner and that the
+        # node may still surface in its rewrite (vLLM freed them, or frees them by the inner's): left out
+        self._drive_legacy = set()
         # the node takes the compact form of a batched call (its hello lists "compact")
         self._drive_compact = False
         # a producer's request_finished sent without waiting whose answer vLLM acted on said
@@ -1106,8 +1130,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_from_inner = matched is not None
             self._drive_matched_until_diverged = matched == "until_diverged"
             self.drive_matched_awaited = matched is None
-            self._drive_finished_from_inner = self._drive_pipeline and _flag(
-                extra.get("drive_finished_from_inner", False))
+            finished = _matched_mode(extra.get("drive_finished_from_inner", True)) if self._drive_pipeline else None
+            self._drive_finished_from_inner = finished is not None
+            self._drive_finished_until_diverged = finished == "until_diverged"
+            self.drive_finished_awaited = finished is None
             self._drive_freed_from_inner = self._drive_finished_from_inner and _flag(
                 extra.get("drive_freed_from_inner", True))
             # a node that takes batches lists them (older nodes do not: each call then goes alone)
@@ -1208,6 +1234,23 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             log.warning("kvledger recorder: drive mode: the node answered get_num_new_matched_tokens otherwise than "
                         "%s; from now on vLLM waits for the node's answer to it (drive_matched_from_inner: "
                         "\"always\" keeps the inner's)", type(self._inner).__name__)
+        elif hook in ("request_finished", "update_connector_output") and self._drive_finished_until_diverged:
+            self._drive_finish_switch(hook)
+
+    def _drive_finish_switch(self, hook):
+        """From the first divergence of a finish or of a producer's freed rewrite on, vLLM waits for the
+        node's answer to every later ``request_finished`` and (a producer's) ``update_connector_output``.
+        The deferrals vLLM took from the inner before (``_drive_inner_deferred``) still end by the inner's
+        rewrite; the requests the node may still surface whose finish vLLM took from the inner (those
+        it holds deferred or has not answered yet: ``_drive_legacy``) are left out of the node's."""
+        self._drive_finished_until_diverged = self._drive_finished_from_inner = False
+        self.drive_finished_awaited = True
+        if self._drive_freed_from_inner:
+            self._drive_freed_from_inner = False
+            self._drive_legacy = self._drive_deferred | self._drive_finish_unread
+        log.warning("kvledger recorder: drive mode: the node answered %s otherwise than %s; from now on vLLM "
+                    "waits for the node's answer to request_finished and update_connector_output "
+                    "(drive_finished_from_inner: \"always\" keeps the inner's)", hook, type(self._inner).__name__)
 
     # What each on_result of a call carrying acted does when the node's answer is the one acted on,
     # for a run of such calls at once (the node left their answers out: NodeBridge.agreed)
@@ -1216,6 +1259,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         """request_finished answered delay_free=False, as vLLM acted: the node will not surface them."""
         self._drive_finish_unread.difference_update(rids)
         self._drive_deferred.difference_update(rids)
+        if self._drive_legacy:
+            self._drive_legacy.difference_update(rids)
 
     def _drive_agreed_deferred(self, rids):
         """request_finished answered delay_free=True, as vLLM acted: the node surfaces them later."""
@@ -1225,8 +1270,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
     def _drive_agreed_freed(self, sets):
         """update_connector_output whose rewrite is the inner's (``acted``, a frozenset each)."""
         deferred = self._drive_deferred
+        legacy = self._drive_legacy
         for safe in sets:
             deferred.difference_update(safe)
+            if legacy:
+                legacy.difference_update(safe)
 
     def _drive_failed(self, hook, e):
         if self._drive_sender is not None and _get_ident() == self._drive_sender:
@@ -2192,7 +2240,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         elif before is not None and self._drive_freed_from_inner:
             self._drive_free_from_inner(connector_output, before, carries)
         elif (before is not None and self._drive_pipeline and self._drive_deferred_known and not self._drive_deferred
-              and not self._drive_finish_unread and not carries):
+              and not self._drive_finish_unread and not carries and not self._drive_inner_deferred):
             # Nothing came and no deferred free is pending: the reducer surfaces a request only from
             # the ids it gets, a parked ACK meeting a deferral, or a deferral past its deadline, so
             # its answer is "none". Sent without waiting; the answer is checked when read. (With
@@ -2206,10 +2254,29 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             elif "finished_sending" in r:
                 # the node's rewrite: the requests whose blocks vLLM frees now (None when none)
                 safe = r["finished_sending"]
-                connector_output.finished_sending = set(safe) if safe else None
                 if safe:
                     self._drive_deferred.difference_update(safe)
+                if self._drive_legacy or self._drive_inner_deferred:
+                    safe = self._drive_freed_across(connector_output, safe)
+                connector_output.finished_sending = set(safe) if safe else None
         return result
+
+    def _drive_freed_across(self, connector_output, safe):
+        """The requests vLLM frees after a switch to the node's answers (``_drive_finish_switch``) while
+        deferrals from before it are pending: those of the inner's rewrite (``connector_output``'s
+        ``finished_sending``, as the inner left it) that vLLM deferred on the inner's word, and those of
+        the node's rewrite ``safe`` whose finish vLLM took from the node."""
+        pending = self._drive_inner_deferred
+        legacy = self._drive_legacy
+        kept = getattr(connector_output, "finished_sending", None)
+        freed = pending.intersection(kept) if kept else set()
+        pending.difference_update(freed)
+        for rid in safe or ():
+            if rid in legacy:
+                legacy.discard(rid)  # the node surfaces it once: never again
+            else:
+                freed.add(rid)
+        return sorted(freed)
 
     def _drive_free_from_inner(self, connector_output, args, carries):
         """A producer's ``update_connector_output`` with ``drive_freed_from_inner``: vLLM keeps the
@@ -2244,6 +2311,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         safe = r["finished_sending"] if "finished_sending" in r else sent
         if safe:
             self._drive_deferred.difference_update(safe)
+            if self._drive_legacy:
+                self._drive_legacy.difference_update(safe)
         node = frozenset(safe or ())
         if node != acted:  # named as sorted lists (None: none), as vLLM would free them
             self._drive_diverged("update_connector_output", sorted(acted) or None if isinstance(
@@ -2347,7 +2416,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._failed("drive request_finished", e)
         if acted[0] is True:
             self._drive_deferred.add(rid)
-            self._drive_inner_deferred.add(rid)
+            if self._drive_freed_from_inner:  # else the node's rewrite frees it
+                self._drive_inner_deferred.add(rid)
         else:
             self._drive_finish_unread.add(rid)
         # carrying acted: a node that agrees leaves its answer out, and the run's rids are settled at once
@@ -2364,6 +2434,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_deferred.add(rid)
         else:
             self._drive_deferred.discard(rid)  # the node will never surface it
+            if self._drive_legacy:
+                self._drive_legacy.discard(rid)
         node = _finish_answer(r)
         if node != acted:
             self._drive_diverged("request_finished", acted, node)
