@@ -289,7 +289,7 @@ class FakeClock:
 def play(out_dir, scenario="healthy", role="producer", record_layers=True, record_to=None, drive=None, answers=None,
          idle_steps=0, step_ms=None, drive_pipeline=True, acted=None, info=None, drive_from_inner=False,
          drive_compact=True, drive_freed_from_inner=True, drive_derived=True, steady_steps=0, drive_steady=True,
-         drive_agreed=True, drive_matched_awaited=False):
+         drive_agreed=True, drive_matched_awaited=False, drive_finished_awaited=False):
     """Runs one scripted engine and returns the paths of the scheduler and worker recordings.
 
     ``record_to`` replaces the file template (for example ``tcp://127.0.0.1:PORT``, a shadow node).
@@ -301,11 +301,12 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
     ``FakeClock`` moving that much per step. ``drive_pipeline`` false: every drive call is awaited;
     ``acted``, a list, receives every answer the loop acted on (``Driver.acted``); ``info``, a dict,
     the drive client's ``batches`` (frames that carried several calls) and ``divergences``.
-    ``drive_from_inner``: ``drive_matched_from_inner`` ``always`` and ``drive_finished_from_inner`` (vLLM
-    acts on the inner's answers, the node's are checked when read; with them ``drive_freed_from_inner``
+    ``drive_from_inner``: ``drive_matched_from_inner`` and ``drive_finished_from_inner`` ``always`` (vLLM
+    acts on the inner's answers for good, the node's are checked when read; with them ``drive_freed_from_inner``
     unless ``drive_freed_from_inner`` is false); else ``drive_matched_awaited``:
     ``drive_matched_from_inner`` false (vLLM waits for the node's matched tokens from the start; by
-    default only after the node first answered otherwise than the inner). ``drive_compact`` false: the long form of every call
+    default only after the node first answered otherwise than the inner), ``drive_finished_awaited``:
+    ``drive_finished_from_inner`` false (the same for ``request_finished`` and a producer's frees). ``drive_compact`` false: the long form of every call
     even to a node that takes the compact one; ``drive_derived`` false: a step's new requests in full
     even to a node that takes them derived. ``info`` gets the awaited calls too (``awaited``),
     and the answers left out (``left_out``).
@@ -342,10 +343,13 @@ def play(out_dir, scenario="healthy", role="producer", record_layers=True, recor
         extra["drive_agreed"] = drive_agreed
         if drive_from_inner:
             extra["drive_matched_from_inner"] = "always"
-            extra["drive_finished_from_inner"] = True
+            extra["drive_finished_from_inner"] = "always"
             extra["drive_freed_from_inner"] = drive_freed_from_inner
-        elif drive_matched_awaited:
-            extra["drive_matched_from_inner"] = False
+        else:
+            if drive_matched_awaited:
+                extra["drive_matched_from_inner"] = False
+            if drive_finished_awaited:
+                extra["drive_finished_from_inner"] = False
     cfg = make_config("kv_producer" if producer else "kv_consumer", extra)
     sched = build(KvledgerRecorderConnector, cfg, KVConnectorRole.SCHEDULER)
     worker = build(KvledgerRecorderConnector, cfg, KVConnectorRole.WORKER)
@@ -409,10 +413,14 @@ def main(argv=None):
     ap.add_argument("--no-drive-derived", action="store_true", help="drive mode: a step's new requests in full")
     ap.add_argument("--no-drive-agreed", action="store_true", help="drive mode: every answer in the batch replies")
     ap.add_argument("--drive-from-inner", action="store_true",
-                    help="drive mode: vLLM acts on the inner's matched tokens and finishes, the node's are checked")
+                    help="drive mode: vLLM acts on the inner's matched tokens and finishes for good, the node's "
+                         "are checked")
     ap.add_argument("--drive-matched-awaited", action="store_true",
                     help="drive mode: vLLM waits for the node's matched tokens from the start (not only after "
                          "a divergence)")
+    ap.add_argument("--drive-finished-awaited", action="store_true",
+                    help="drive mode: vLLM waits for the node's request_finished (and a producer's frees) from the "
+                         "start (not only after a divergence)")
     ap.add_argument("--no-drive-freed-from-inner", action="store_true",
                     help="with --drive-from-inner: await the node's finished_sending rewrite after finishes")
     ap.add_argument("--idle-steps", type=int, default=0, help="steps with nothing to schedule after the scenario's")
@@ -429,6 +437,7 @@ def main(argv=None):
     for p in play(a.out or ".", a.scenario, a.role, record_to=a.to, drive=a.drive, answers=answers,
                   idle_steps=a.idle_steps, step_ms=a.step_ms, drive_pipeline=not a.no_drive_pipeline, acted=acted,
                   info=info, drive_from_inner=a.drive_from_inner, drive_matched_awaited=a.drive_matched_awaited,
+                  drive_finished_awaited=a.drive_finished_awaited,
                   drive_compact=not a.no_drive_compact,
                   drive_freed_from_inner=not a.no_drive_freed_from_inner, drive_derived=not a.no_drive_derived,
                   steady_steps=a.steady_steps, drive_steady=not a.no_drive_steady,

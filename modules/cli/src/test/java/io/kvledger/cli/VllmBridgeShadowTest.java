@@ -256,11 +256,12 @@ class VllmBridgeShadowTest {
     @SuppressWarnings("unchecked")
     void driveModeHandsTheSchedulersDecisionsToTheNode() throws Exception {
         // The scripted connector would free the first request at once; kvledger defers it, and the
-        // driver (vLLM) gets kvledger's answer. The recording keeps the connector's own answers.
+        // driver (vLLM) gets kvledger's answer (every finish awaited: by default vLLM takes the inner's
+        // until the first divergence, this one). The recording keeps the connector's own answers.
         Path journal = startNode("producer", "drive");
         Path rec = tmp.resolve("rec-drive");
         String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", rec.toString(),
-                "--drive", "tcp://127.0.0.1:" + shadowPort);
+                "--drive", "tcp://127.0.0.1:" + shadowPort, "--drive-finished-awaited");
         assertTrue(out.contains("answer driving True"), out);
         assertTrue(out.contains("answer " + RID1 + " True"), out);
         Map<String, Object> timeline = json("/v1/requests/" + java.net.URLEncoder.encode(RID1, StandardCharsets.UTF_8));
@@ -292,7 +293,7 @@ class VllmBridgeShadowTest {
         String endpoint = scheme + "://" + java.net.URI.create(unixEndpointIn(run)).getPath();
         Path journal = startNode("producer", "drive", "--bridge", endpoint);
         String out = runDriver("--scenario", "diverge", "--role", "producer", "--out", tmp.resolve("rec-" + scheme).toString(),
-                "--drive", endpoint);
+                "--drive", endpoint, "--drive-finished-awaited");
         assertTrue(out.contains("answer driving True"), out);
         assertTrue(out.contains("answer " + RID1 + " True"), out);
         stopNode();
@@ -408,10 +409,13 @@ class VllmBridgeShadowTest {
         // the matched-tokens queries while the node agrees with the inner (the default: the inner's answer
         // until the first divergence); the node still applies every call in vLLM's order: the engine acts
         // on the same answers as when it awaits every call, and each node's journal replays to the
-        // decisions it gave.
+        // decisions it gave. By default the finishes too are the inner's until the first divergence: here
+        // the three finish in one step, the first (which the scripted connector frees at once where
+        // kvledger defers it) diverges, vLLM acted on the inner's answer, and the node journals and names it.
         List<List<String>> acted = new ArrayList<>();
         List<Long> awaited = new ArrayList<>();
-        for (String form : new String[] {"default", "matched-awaited", "unpipelined"}) {
+        for (String form : new String[] {"default", "finished-awaited", "matched-awaited", "unpipelined"}) {
+            boolean byDefault = form.equals("default");
             Path journal = startNode("producer", "drive");
             List<String> args = new ArrayList<>(List.of("--scenario", "diverge", "--role", "producer", "--out",
                     tmp.resolve("rec-pipelined-" + form).toString(), "--idle-steps", "3",
@@ -419,12 +423,15 @@ class VllmBridgeShadowTest {
             if (form.equals("unpipelined")) {
                 args.add("--no-drive-pipeline");
             } else if (form.equals("matched-awaited")) {
-                args.add("--drive-matched-awaited");
+                args.addAll(List.of("--drive-matched-awaited", "--drive-finished-awaited"));
+            } else if (form.equals("finished-awaited")) {
+                args.add("--drive-finished-awaited");
             }
             boolean pipelined = !form.equals("unpipelined");
             String out = runDriver(args.toArray(String[]::new));
             assertTrue(out.contains("answer driving True"), out);
-            assertTrue(out.contains("drive divergences 0"), out); // the node's matched tokens are the inner's
+            // the node's matched tokens are the inner's; its first finish is not (vLLM waits for it but by default)
+            assertTrue(out.contains("drive divergences " + (byDefault ? 1 : 0)), out);
             // pipelined, the unawaited calls travel in batches (the node lists them in its hello)
             assertEquals(pipelined, !out.contains("drive batches 0") && out.contains("drive batches "), out);
             if (pipelined) {
@@ -436,23 +443,33 @@ class VllmBridgeShadowTest {
             // every request's query and finish, each step's freed set
             assertTrue(lines.stream().filter(l -> l.startsWith("acted [\"matched\"")).count() == 3, out);
             assertTrue(lines.stream().filter(l -> l.startsWith("acted [\"finished\"")).count() == 3, out);
-            assertTrue(lines.contains("answer " + RID1 + " True"), out);  // kvledger's decision, not the connector's
-            acted.add(lines);
+            // kvledger's decision when vLLM waits for it; by default the connector's, which vLLM acted on
+            assertTrue(lines.contains("answer " + RID1 + (byDefault ? " False" : " True")), out);
+            if (!byDefault) {
+                acted.add(lines);
+            }
             Map<String, Object> status = json("/v1/status");
             stopNode();
             CliRun.Outcome v = CliRun.run("replay", "--verify", journal.toString());
             assertEquals(0, v.code(), status + "\n" + v.out() + v.err());
+            assertEquals(byDefault, v.out().contains("DRIVE_ANSWER_DIVERGED 1"), v.out());
             // by default the three queries carry the answer vLLM acted on (the inner's), journaled with them
             CliRun.Outcome dump = CliRun.run("dump", journal.toString(), "--type", "matched_tokens_queried");
             assertEquals(0, dump.code(), dump.out() + dump.err());
-            assertEquals(form.equals("default") ? 3 : 0, dump.out().lines().filter(l -> l.contains(" acted=")).count(),
-                    dump.out());
+            assertEquals(byDefault || form.equals("finished-awaited") ? 3 : 0,
+                    dump.out().lines().filter(l -> l.contains(" acted=")).count(), dump.out());
+            // and so do the three finishes
+            dump = CliRun.run("dump", journal.toString(), "--type", "request_finished");
+            assertEquals(0, dump.code(), dump.out() + dump.err());
+            assertEquals(byDefault ? 3 : 0, dump.out().lines().filter(l -> l.contains(" acted=")).count(), dump.out());
             Files.move(journal, tmp.resolve("drive-producer-pipelined-" + form));
         }
         assertEquals(acted.get(1), acted.get(0));
         assertEquals(acted.get(2), acted.get(0));
         // by default none of the three queries is awaited: three awaited calls fewer
-        assertEquals(awaited.get(1) - 3, awaited.getFirst(), awaited.toString());
+        assertEquals(awaited.get(2) - 3, awaited.get(1), awaited.toString());
+        // nor any of the three finishes (the frees after the divergence are awaited, as when finishes are)
+        assertTrue(awaited.getFirst() <= awaited.get(1) - 3, awaited.toString());
     }
 
     @Test
