@@ -2251,6 +2251,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             r = self._drive_call("update_connector_output", **before)
             if r is None:
                 self._drive_deferred_known = False  # the node may have surfaced some: always wait from now on
+                if self._drive_inner_deferred:  # the inner's rewrite stands: what it frees is no longer pending
+                    self._drive_inner_deferred.difference_update(
+                        getattr(connector_output, "finished_sending", None) or ())
             elif "finished_sending" in r:
                 # the node's rewrite: the requests whose blocks vLLM frees now (None when none)
                 safe = r["finished_sending"]
