@@ -100,8 +100,9 @@ final class WriteCompletionRace {
     record Receipt(String node, String requestId, int tpRank, long atNs) {}
 
     /**
-     * A receipt no send of the rank explains, stamped before one of the rank's writes by more
-     * than the pair's measured skew plus {@link #MARGIN_NS}.
+     * A receipt no send of the rank explains, stamped before the rank's last write ({@code postAt})
+     * by more than the pair's measured skew plus {@link #MARGIN_NS}; {@code received} receipts by
+     * that decode, {@code sent} write_dones by the rank.
      */
     record Unexplained(Receipt receipt, long postAt, int received, int sent, long skewNs) {}
 
