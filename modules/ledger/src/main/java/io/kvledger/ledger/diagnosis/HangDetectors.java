@@ -1901,7 +1901,9 @@ public final class HangDetectors {
                 after = released ? "; the read ended as a load error (recomputed) and its release was sent"
                         : "; no release followed: the prefill holds its blocks until the reap";
             } else {
-                boolean writeDone = t.sends.stream().anyMatch(x -> x.kind().equals("write_done") && x.atNs() >= first.atNs());
+                // the failing rank's own write_done: another rank's is stamped by another clock and says nothing of this write
+                boolean writeDone = t.sends.stream().anyMatch(x -> x.kind().equals("write_done") && x.fromNode().equals(first.node())
+                        && x.atNs() >= first.atNs());
                 after = writeDone ? "" : "; no write_done followed: the decode waits with no timeout of its own";
             }
             t.legRids.forEach((node, rids) -> {

@@ -9,6 +9,7 @@ import io.kvledger.core.model.RequestPhase;
 import io.kvledger.ledger.diagnosis.Ledger.NodeView;
 import io.kvledger.ledger.diagnosis.Ledger.ReqView;
 import io.kvledger.ledger.diagnosis.Ledger.TransferView;
+import io.kvledger.ledger.text.Seconds;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -31,10 +32,11 @@ import java.util.Map;
  *   <li>a write_done sent while a write of the transfer was still in flight, or after a layer was
  *       written twice (writes_done above the layers' count), or followed by a write of the
  *       transfer; a write_done a decode received before the prefill rank of its TP index posted a
- *       write of the transfer. Fewer layers written than registered is said, but is no evidence
- *       alone: the sealed writer seals what was scheduled by the end of the forward, and a request
- *       whose handshake ended after it is written from {@code _ready_requests} one layer per call
- *       (the residual of class 4, not this race);</li>
+ *       write of the transfer, when no send of the rank explains it (below). Fewer layers written
+ *       than registered is said, but is no evidence alone: the sealed writer seals what was
+ *       scheduled by the end of the forward, and a request whose handshake ended after it is
+ *       written from {@code _ready_requests} one layer per call (the residual of class 4, not this
+ *       race);</li>
  *   <li>no write_done from a prefill rank whose writes of the transfer all completed, with the
  *       remote blocks given, no failure, expiry or self-ACK, for longer than the stuck bound (or
  *       until its request was reaped).</li>
@@ -42,6 +44,17 @@ import java.util.Map;
  * Both legs are named: the prefill request and the decode legs of the transfer; when the decode's
  * journal is not among those read, the finding says so. A decode's journal alone cannot show the
  * race: its stranded request stays a generic finding.
+ *
+ * <p>A receipt is stamped by the decode's clock and a write by the prefill's: two clocks, which
+ * differ by NTP's error across hosts (and did by milliseconds on one host when a node's anchor was
+ * taken across a preemption), so their raw order proves nothing. Each write_done the rank sent
+ * explains one receipt per decode of its TP index, the latest: a receipt follows its send whatever
+ * the stamps say, and a send explaining a receipt stamped before it measures how far that decode's
+ * clock is behind the prefill's (the most measured per pair of nodes is a lower bound of the
+ * skew). Only a receipt left unexplained (the rank sent no write_done for the transfer, or fewer
+ * than the decode received) is evidence, and only when stamped before the rank's last write of the
+ * transfer by more than the pair's measured skew plus {@link #MARGIN_NS}. The finding gives both
+ * stamps, the skew and the counts.
  *
  * <p>Fed by {@link Ledger#observe} before the ledger's own bookkeeping (which forgets legs that
  * ended cleanly, as an early write_done's do); its memory is bounded by the transfers still in
@@ -69,9 +82,10 @@ final class WriteCompletionRace {
         int pendingAtDone;
         String twiceAtDone;
         int postedAfterDone;
-        /** A decode of this rank's TP index had write_done before this write was posted (node, time). */
-        String receivedBefore;
-        long receivedAt = Long.MIN_VALUE;
+        /** The stamp of this rank's last write of the transfer posted. */
+        long lastPostAt = Long.MIN_VALUE;
+        /** write_dones this rank sent for the transfer. */
+        int sends;
         boolean reaped;
         RequestPhase phase;
         long phaseSince = Long.MIN_VALUE;
@@ -85,11 +99,26 @@ final class WriteCompletionRace {
     /** A decode's receipt of write_done. */
     record Receipt(String node, String requestId, int tpRank, long atNs) {}
 
+    /**
+     * A receipt no send of the rank explains, stamped before the rank's last write ({@code postAt})
+     * by more than the pair's measured skew plus {@link #MARGIN_NS}; {@code received} receipts by
+     * that decode, {@code sent} write_dones by the rank.
+     */
+    record Unexplained(Receipt receipt, long postAt, int received, int sent, long skewNs) {}
+
+    /** What two clocks may differ by beyond the skew measured between them: 1 ms. */
+    static final long MARGIN_NS = 1_000_000L;
+
     private final LinkedHashMap<String, Writer> writers = new LinkedHashMap<>();
     /** Per {@code node|status id}, the transfer of a write in flight. */
     private final LinkedHashMap<String, String> statusTid = new LinkedHashMap<>();
     private final LinkedHashMap<String, Writer> cleanDone = window();
     private final LinkedHashMap<String, List<Receipt>> receipts = window();
+    /**
+     * Per {@code prefill node|decode node}, the most a decode's receipt of write_done was stamped
+     * before the send that explains it: a lower bound of how far the decode's clock is behind.
+     */
+    private final Map<String, Long> skew = new java.util.TreeMap<>();
 
     private static <V> LinkedHashMap<String, V> window() {
         return new LinkedHashMap<>(16, 0.75f, false) {
@@ -135,12 +164,12 @@ final class WriteCompletionRace {
             if (e instanceof Effect.PostWrite p && p.transferId() != null) {
                 posted(l, n, p, at);
             } else if (e instanceof Effect.SendWriteDone d) {
-                writeDone(n, d.transferId(), at);
+                writeDone(l, n, d.transferId(), at);
             } else if (e instanceof Effect.Anomaly a && a.transferId() != null && (a.kind() == AnomalyKind.WRITE_FAILED
                     || a.kind() == AnomalyKind.WRITE_TASK_EXPIRED || a.kind() == AnomalyKind.WRITE_RANK_NOT_NOTIFIED
                     || a.kind() == AnomalyKind.WRITE_TIMEOUT)) {
                 Writer w = writers.get(n.name + "|" + a.transferId());
-                if (w != null && w.writeDoneAt == Long.MIN_VALUE && w.receivedBefore == null) {
+                if (w != null && w.writeDoneAt == Long.MIN_VALUE && unexplained(n, w) == null) {
                     // the writer ended the transfer itself (a self-ACK without write_done): another class
                     writers.remove(n.name + "|" + a.transferId());
                 }
@@ -190,14 +219,7 @@ final class WriteCompletionRace {
         if (w.writeDoneAt != Long.MIN_VALUE) {
             w.postedAfterDone++;
         }
-        if (w.receivedBefore == null) {
-            for (Receipt rc : receipts.getOrDefault(p.transferId(), List.of())) {
-                if (rc.tpRank() == n.config.tpRank() && rc.atNs() < at) {
-                    w.receivedBefore = rc.node();
-                    w.receivedAt = rc.atNs();
-                }
-            }
-        }
+        w.lastPostAt = Math.max(w.lastPostAt, at);
         w.layers.merge(p.layerName(), 1, Integer::sum);
         w.posted++;
         w.pending++;
@@ -205,9 +227,14 @@ final class WriteCompletionRace {
         statusTid.put(n.name + "|" + p.statusId(), p.transferId());
     }
 
-    private void writeDone(NodeView n, String tid, long at) {
+    private void writeDone(Ledger l, NodeView n, String tid, long at) {
         Writer w = writers.get(n.name + "|" + tid);
-        if (w == null || w.writeDoneAt != Long.MIN_VALUE) {
+        if (w == null) {
+            return;
+        }
+        w.sends++;
+        measureSkew(n, w, at);
+        if (w.writeDoneAt != Long.MIN_VALUE) {
             return;
         }
         w.writeDoneAt = at;
@@ -220,16 +247,73 @@ final class WriteCompletionRace {
                 w.twiceAtDone = e.getKey() + " (" + e.getValue() + " times)";
             }
         }
-        if (early(n, w) == null) {
+        if (early(l, n, w) == null) {
             // a clean write_done: forgotten, but remembered for a while in case the transfer writes again
             writers.remove(n.name + "|" + tid);
             cleanDone.put(n.name + "|" + tid, w);
         }
     }
 
+    /**
+     * A send of {@code w}'s rank at {@code at}, with at least as many receipts already read from a
+     * decode of its TP index as the rank has sent: the receipt it explains was stamped before it,
+     * at the latest when the latest of them was; the gap is a lower bound of how far the decode's
+     * clock is behind. The events are read in stamp order, so a receipt stamped after its send is
+     * not read yet and measures nothing.
+     */
+    private void measureSkew(NodeView n, Writer w, long at) {
+        for (Map.Entry<String, List<Receipt>> e : receiptsOf(n, w).entrySet()) {
+            List<Receipt> rs = e.getValue();
+            if (rs.size() >= w.sends) {
+                long behind = at - rs.get(rs.size() - 1).atNs();
+                if (behind > 0) {
+                    skew.merge(n.name + "|" + e.getKey(), behind, Math::max);
+                }
+            }
+        }
+    }
+
+    /** The receipts of {@code w}'s transfer by the decodes of its rank's TP index, per decode, in stamp order. */
+    private Map<String, List<Receipt>> receiptsOf(NodeView n, Writer w) {
+        Map<String, List<Receipt>> out = new LinkedHashMap<>();
+        for (Receipt rc : receipts.getOrDefault(w.transferId, List.of())) {
+            if (rc.tpRank() == n.config.tpRank()) {
+                out.computeIfAbsent(rc.node(), k -> new ArrayList<>()).add(rc);
+            }
+        }
+        for (List<Receipt> rs : out.values()) {
+            rs.sort(java.util.Comparator.comparingLong(Receipt::atNs));
+        }
+        return out;
+    }
+
+    /**
+     * The first receipt of {@code w}'s transfer no send of its rank explains and that is stamped
+     * before the rank's last write of it by more than the pair's measured skew plus
+     * {@link #MARGIN_NS}; null when there is none. Each send explains one receipt per decode, the
+     * latest ones: a decode's receipt follows the send in fact, whatever two clocks stamp.
+     */
+    private Unexplained unexplained(NodeView n, Writer w) {
+        if (w.lastPostAt == Long.MIN_VALUE) {
+            return null;
+        }
+        for (Map.Entry<String, List<Receipt>> e : receiptsOf(n, w).entrySet()) {
+            List<Receipt> rs = e.getValue();
+            long measured = skew.getOrDefault(n.name + "|" + e.getKey(), 0L);
+            for (int i = 0; i < rs.size() - w.sends; i++) {
+                Receipt rc = rs.get(i);
+                if (w.lastPostAt - rc.atNs() > measured + MARGIN_NS) {
+                    return new Unexplained(rc, w.lastPostAt, rs.size(), w.sends, measured);
+                }
+            }
+        }
+        return null;
+    }
+
     /** Why {@code w}'s write_done was early, or null when it was not (or none was sent). */
-    private static String early(NodeView n, Writer w) {
-        if (w.writeDoneAt == Long.MIN_VALUE && w.receivedBefore == null) {
+    private String early(Ledger l, NodeView n, Writer w) {
+        Unexplained u = unexplained(n, w);
+        if (w.writeDoneAt == Long.MIN_VALUE && u == null) {
             return null;
         }
         int registered = n.config.layerNames().size();
@@ -249,8 +333,13 @@ final class WriteCompletionRace {
         if (!why.isEmpty() && w.layersAtDone < registered) {
             why.add(0, "only " + w.layersAtDone + " of its " + registered + " registered layers written");
         }
-        if (w.receivedBefore != null) {
-            why.add("decode " + w.receivedBefore + " had received a write_done for it before this rank posted its last write");
+        if (u != null) {
+            why.add("decode " + u.receipt().node() + " had received a write_done for it before this rank posted its last write ("
+                    + u.receipt().node() + "'s receipt stamped " + rel(l, u.receipt().atNs()) + ", " + n.name + "'s write "
+                    + rel(l, u.postAt()) + ": " + Seconds.duration(u.postAt() - u.receipt().atNs()) + " before it, beyond the "
+                    + Seconds.duration(u.skewNs()) + " the two clocks were measured apart plus a margin of "
+                    + Seconds.duration(MARGIN_NS) + "; " + u.received() + " write_done(s) received, " + u.sent() + " sent by "
+                    + n.name + ")");
         }
         return why.isEmpty() ? null : String.join("; ", why);
     }
@@ -262,13 +351,14 @@ final class WriteCompletionRace {
             if (n == null) {
                 continue;
             }
-            String why = early(n, w);
+            String why = early(l, n, w);
             if (why != null) {
                 String msg = (w.writeDoneAt != Long.MIN_VALUE
                         ? "write_done for " + w.transferId + " sent at " + rel(l, w.writeDoneAt) + " with " + why
                         : "write_done for " + w.transferId + " reached the decode while the prefill still wrote it: " + why)
                         + ": the writer's completion count is not sealed after the forward (WRITE completion race)";
-                add(l, n, w, msg, w.writeDoneAt != Long.MIN_VALUE ? w.writeDoneAt : w.receivedAt, true, out);
+                Unexplained u = unexplained(n, w);
+                add(l, n, w, msg, w.writeDoneAt != Long.MIN_VALUE || u == null ? w.writeDoneAt : u.receipt().atNs(), true, out);
                 continue;
             }
             long end = HangDetectors.endOf(l, n);
