@@ -7,7 +7,7 @@ import driver
 import fakes
 from driver import make_config
 from kvledger_vllm import KvledgerRecorderConnector, __version__
-from kvledger_vllm.stream import unfold
+from kvledger_vllm.stream import epoch_offset_ns, unfold
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 
 
@@ -382,3 +382,16 @@ def test_newer_vllms_transfer_results_are_recorded_as_the_finished_reply(tmp_pat
     reply = [e for e in lines(tmp_path / "worker.jsonl") if e["type"] == "finished_reported"]
     assert reply == [{"kind": "derived", "type": "finished_reported", "done_sending": ["r1", "r2"],
                       "done_recving": [], "load_error_blocks": []}]
+
+
+def test_the_epoch_anchor_keeps_the_narrowest_bracket():
+    # the first bracket is preempted for 5 ms between its reads; the second is 80 ns wide: its
+    # midpoint anchors the axis, whatever the wide one says
+    mono = iter([1_000, 5_001_000, 6_000_000, 6_000_080, 7_000_000, 7_000_500])
+    wall = iter([10**18 + 3_000_000, 10**18 + 5_000_030, 10**18 + 6_000_100])
+    offset = epoch_offset_ns(tries=3, monotonic=lambda: next(mono), wall=lambda: next(wall))
+    assert offset == 10**18 + 5_000_030 - 6_000_040
+    # the real clocks: the offset puts the monotonic clock on the wall clock (a second of slack: a
+    # busy machine may preempt this thread between the reads)
+    import time
+    assert abs(time.monotonic_ns() + epoch_offset_ns() - time.time_ns()) < 1_000_000_000

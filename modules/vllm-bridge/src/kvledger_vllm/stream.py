@@ -466,6 +466,21 @@ class _CaptureQueue:
         return self.added - self.handled
 
 
+
+def epoch_offset_ns(tries=16, monotonic=time.monotonic_ns, wall=time.time_ns):
+    """The wall clock minus the monotonic clock, in ns: the wall clock read between two monotonic
+    reads, ``tries`` times, the narrowest bracket kept and its midpoint taken (as the live node's
+    clock anchors itself), so that a thread preempted between two reads does not put the axis off
+    by milliseconds against a node of the same host."""
+    best = None
+    for _ in range(tries):
+        before = monotonic()
+        w = wall()
+        after = monotonic()
+        if best is None or after - before < best[0]:
+            best = (after - before, w - (before + (after - before) // 2))
+    return best[1]
+
 class Stream:
     """A bounded capture queue and the background writer that drains it into a sink.
 
@@ -489,7 +504,7 @@ class Stream:
         # (captured as time.monotonic_ns(), anchored here once): the axis kvledger's live nodes
         # journal on, so that recordings of a prefill and a decode on different hosts line up as
         # far as their clocks agree. time.monotonic_ns() alone starts anywhere (at boot on Linux).
-        self._epoch_offset_ns = time.time_ns() - time.monotonic_ns()
+        self._epoch_offset_ns = epoch_offset_ns()
         self._closed = False
         self._failed = False  # a write failed: the recording stops, the engine runs on
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
