@@ -485,7 +485,7 @@ def main(argv=None):
     ap.add_argument("--concurrency", default="16,64,256")
     ap.add_argument("--cycles", type=int, default=6, help="cycles per concurrency (each admits N requests)")
     ap.add_argument("--idle", type=int, default=6, help="idle steps after each cycle")
-    ap.add_argument("--warmup", type=int, default=30,
+    ap.add_argument("--warmup", type=int, default=200,
                     help="cycles of 64 requests played first and not counted (the nodes' JIT compiles meanwhile)")
     ap.add_argument("--decode", type=int, default=0,
                     help="decode steps per request after its prompt (one token each, a new block every 16)")
