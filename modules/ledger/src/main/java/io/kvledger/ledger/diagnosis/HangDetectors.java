@@ -10,6 +10,7 @@ import io.kvledger.ledger.diagnosis.Ledger.TransferView;
 import io.kvledger.core.model.AnomalyKind;
 import io.kvledger.core.model.RequestPhase;
 import io.kvledger.core.moriio.PortMath;
+import io.kvledger.ledger.text.Seconds;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashSet;
@@ -821,8 +822,12 @@ public final class HangDetectors {
             }
         }
         NodeView to = listener(l, s.host(), s.port());
-        if (to != null && endedEarly(l, to) && s.atNs() > to.lastAtNs) {
+        if (to != null && endedEarly(l, to) && l.clocks.certainlyBefore(to.name, to.lastAtNs, s.fromNode(), s.atNs())) {
             return ", after " + diedNote(l, to) + ": a dead receiver, not a lost notify";
+        }
+        if (to != null && endedEarly(l, to) && s.atNs() > to.lastAtNs) {
+            return ", sent " + Seconds.duration(s.atNs() - to.lastAtNs) + " after " + diedNote(l, to) + " by the stamps, "
+                    + "within the two clocks' measured skew: a dead receiver or a lost notify";
         }
         return ", which never arrived (lost notify)";
     }
@@ -865,10 +870,11 @@ public final class HangDetectors {
                             "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + siblingNote(l, n, r, tid)
                                     + reapedWarning(n, detail))
                     : new Finding("reaped-without-ack", n.name, r.requestId, tid, r.phase,
-                    reapedAfterRead(l, tid, s.atNs()) ? 8 : producerTpAboveConsumer(l, n, tid) ? 22 : 7, s.atNs(), r.sinceNs,
+                    reapedAfterRead(l, n, tid, s.atNs()) ? 8 : producerTpAboveConsumer(l, n, tid) ? 22 : 7, s.atNs(), r.sinceNs,
                     "deferred free reaped at " + rel(l, s.atNs()) + " without an ACK: " + whyNoAck(l, n, tid)
-                            + (reapedAfterRead(l, tid, s.atNs()) ? "; a read of these blocks was still in flight (use after free)"
-                            : producerTpAboveConsumer(l, n, tid) ? unreadRanksNote(l, n, tid) : "") + reapedWarning(n, detail));
+                            + (reapedAfterRead(l, n, tid, s.atNs()) ? "; a read of these blocks was still in flight (use after free)"
+                            : producerTpAboveConsumer(l, n, tid) ? unreadRanksNote(l, n, tid) : "")
+                            + readWithinSkew(l, n, tid, s.atNs()) + reapedWarning(n, detail));
             case DEFERRAL_EXPIRED_AT_ACK -> new Finding("reaped-warning", n.name, r.requestId, tid, r.phase, 0, s.atNs(),
                     r.sinceNs, "not a leak: its defer_timeout passed in the update_connector_output that brought its ACK, "
                             + "which freed it at " + rel(l, s.atNs()) + reapedWarning(n, detail)
@@ -1121,12 +1127,31 @@ public final class HangDetectors {
                         + n.framesAfterDeath + " later frame(s) to this rank would have been lost");
     }
 
-    private static boolean reapedAfterRead(Ledger l, String tid, long reapAt) {
-        if (tid == null) {
-            return false;
+    /**
+     * Whether a read of {@code tid} completed after producer {@code p} reaped its blocks at
+     * {@code reapAt}: certainly so, beyond the two clocks' measured skew ({@link ClockSkew}).
+     */
+    private static boolean reapedAfterRead(Ledger l, NodeView p, String tid, long reapAt) {
+        TransferView t = tid == null ? null : l.transfers.get(tid);
+        return t != null && t.readsPosted > 0 && t.lastCompletionAt != Long.MIN_VALUE
+                && l.clocks.certainlyBefore(p.name, reapAt, t.lastCompletionNode, t.lastCompletionAt);
+    }
+
+    /**
+     * The note for a read of {@code tid} stamped after {@code p}'s reap at {@code reapAt} but not
+     * certainly after it (within the two clocks' measured skew plus the margin); empty otherwise.
+     */
+    private static String readWithinSkew(Ledger l, NodeView p, String tid, long reapAt) {
+        TransferView t = tid == null ? null : l.transfers.get(tid);
+        if (t == null || t.readsPosted == 0 || t.lastCompletionAt == Long.MIN_VALUE || t.lastCompletionAt <= reapAt
+                || reapedAfterRead(l, p, tid, reapAt)) {
+            return "";
         }
-        TransferView t = l.transfers.get(tid);
-        return t != null && t.readsPosted > 0 && t.lastCompletionAt > reapAt;
+        return "; a read of these blocks completed on " + t.lastCompletionNode + " at " + rel(l, t.lastCompletionAt) + ", "
+                + Seconds.duration(t.lastCompletionAt - reapAt) + " after the reap by the stamps, within the two clocks' "
+                + "measured skew (" + t.lastCompletionNode + " measured " + Seconds.duration(l.clocks.ahead(t.lastCompletionNode,
+                p.name)) + " ahead of " + p.name + ", plus a margin of " + Seconds.duration(ClockSkew.MARGIN_NS)
+                + "): not taken as a use after free";
     }
 
     /** Why a producer never got its ACK. */

@@ -47,6 +47,8 @@ public final class Ledger {
     final LinkedHashMap<String, TransferView> transfers = new LinkedHashMap<>();
     /** Class 6 evidence (the WRITE completion race), kept apart from the rest. */
     final WriteCompletionRace writeRace = new WriteCompletionRace();
+    /** How far two nodes' stamps can be compared, measured from the notifies between them. */
+    final ClockSkew clocks = new ClockSkew();
     long firstAtNs = Long.MAX_VALUE;
     long lastAtNs = Long.MIN_VALUE;
     private PhaseListener phaseListener = (n, r, p, d) -> { };
@@ -209,14 +211,17 @@ public final class Ledger {
                 touchAll(n, e.finishedRecving(), at);
             }
             case NodeEvent.RemoteBlocksReceived e -> {
+                receipt(n, e.transferId(), "remote_blocks", at);
                 transfer(e.transferId()).remoteBlocksAt.add(new Seen2(n.name, at, e.blockNotifyList().isEmpty()));
                 touchLeg(n, e.transferId(), at);
             }
             case NodeEvent.WriteDoneReceived e -> {
+                receipt(n, e.transferId(), "write_done", at);
                 transfer(e.transferId()).writeDoneReceivedBy.add(n.name);
                 touchLeg(n, e.transferId(), at);
             }
             case NodeEvent.ReleaseReceived e -> {
+                receipt(n, e.transferId(), "release", at);
                 touchLeg(n, e.transferId(), at);
                 TransferView t = transfer(e.transferId());
                 t.releasesReceived.merge(n.name, 1, Integer::sum);
@@ -258,6 +263,7 @@ public final class Ledger {
                     TransferView t = transfers.get(tid);
                     if (t != null) {
                         t.lastCompletionAt = at;
+                        t.lastCompletionNode = n.name;
                         if (!e.succeeded() && n.readStatuses.remove(e.statusId()) && t.firstFailedReadAt == Long.MIN_VALUE) {
                             t.firstFailedReadAt = at;
                             t.failedReadNode = n.name;
@@ -513,9 +519,39 @@ public final class Ledger {
         }
         TransferView t = transfer(tid);
         t.sends.add(new Send(n.name, kind, host, port, at, empty));
+        NodeView to = receiver(host, port);
+        if (to != null) {
+            clocks.sent(tid, kind, n.name, to.name, at);
+        }
         if (rid != null) {
             bind(n, n.request(rid, at), tid);
         }
+    }
+
+    /** A notify of {@code kind} received by {@code n} (not a tap: its clock is no node's). */
+    private void receipt(NodeView n, String tid, String kind, long at) {
+        if (!n.tap() && tid != null && !tid.isEmpty()) {
+            clocks.received(tid, kind, n.name, at);
+        }
+    }
+
+    /** The journaled node a notify sent to {@code host:port} reaches, through a tap listening there if one does; or null. */
+    private NodeView receiver(String host, int port) {
+        for (NodeView v : nodes.values()) {
+            if (v.tap() && v.tapPort == port && v.tapHost.equals(host)) {
+                return listening(v.config.hostIp(), listenPort(v.config));
+            }
+        }
+        return listening(host, port);
+    }
+
+    private NodeView listening(String host, int port) {
+        for (NodeView v : nodes.values()) {
+            if (!v.tap() && v.config.hostIp().equals(host) && listenPort(v.config) == port) {
+                return v;
+            }
+        }
+        return null;
     }
 
     private void bind(NodeView n, ReqView r, String tid) {
@@ -862,6 +898,8 @@ public final class Ledger {
         int readsPosted;
         int writesPosted;
         long lastCompletionAt = Long.MIN_VALUE;
+        /** The node whose transfer completion {@link #lastCompletionAt} is (its clock). */
+        String lastCompletionNode;
 
         TransferView(String transferId) {
             this.transferId = transferId;

@@ -106,19 +106,14 @@ final class WriteCompletionRace {
      */
     record Unexplained(Receipt receipt, long postAt, int received, int sent, long skewNs) {}
 
-    /** What two clocks may differ by beyond the skew measured between them: 1 ms. */
-    static final long MARGIN_NS = 1_000_000L;
+    /** What two clocks may differ by beyond the skew measured between them ({@link ClockSkew#MARGIN_NS}). */
+    static final long MARGIN_NS = ClockSkew.MARGIN_NS;
 
     private final LinkedHashMap<String, Writer> writers = new LinkedHashMap<>();
     /** Per {@code node|status id}, the transfer of a write in flight. */
     private final LinkedHashMap<String, String> statusTid = new LinkedHashMap<>();
     private final LinkedHashMap<String, Writer> cleanDone = window();
     private final LinkedHashMap<String, List<Receipt>> receipts = window();
-    /**
-     * Per {@code prefill node|decode node}, the most a decode's receipt of write_done was stamped
-     * before the send that explains it: a lower bound of how far the decode's clock is behind.
-     */
-    private final Map<String, Long> skew = new java.util.TreeMap<>();
 
     private static <V> LinkedHashMap<String, V> window() {
         return new LinkedHashMap<>(16, 0.75f, false) {
@@ -169,7 +164,7 @@ final class WriteCompletionRace {
                     || a.kind() == AnomalyKind.WRITE_TASK_EXPIRED || a.kind() == AnomalyKind.WRITE_RANK_NOT_NOTIFIED
                     || a.kind() == AnomalyKind.WRITE_TIMEOUT)) {
                 Writer w = writers.get(n.name + "|" + a.transferId());
-                if (w != null && w.writeDoneAt == Long.MIN_VALUE && unexplained(n, w) == null) {
+                if (w != null && w.writeDoneAt == Long.MIN_VALUE && unexplained(l, n, w) == null) {
                     // the writer ended the transfer itself (a self-ACK without write_done): another class
                     writers.remove(n.name + "|" + a.transferId());
                 }
@@ -233,7 +228,7 @@ final class WriteCompletionRace {
             return;
         }
         w.sends++;
-        measureSkew(n, w, at);
+        measureSkew(l, n, w, at);
         if (w.writeDoneAt != Long.MIN_VALUE) {
             return;
         }
@@ -261,14 +256,11 @@ final class WriteCompletionRace {
      * clock is behind. The events are read in stamp order, so a receipt stamped after its send is
      * not read yet and measures nothing.
      */
-    private void measureSkew(NodeView n, Writer w, long at) {
+    private void measureSkew(Ledger l, NodeView n, Writer w, long at) {
         for (Map.Entry<String, List<Receipt>> e : receiptsOf(n, w).entrySet()) {
             List<Receipt> rs = e.getValue();
             if (rs.size() >= w.sends) {
-                long behind = at - rs.get(rs.size() - 1).atNs();
-                if (behind > 0) {
-                    skew.merge(n.name + "|" + e.getKey(), behind, Math::max);
-                }
+                l.clocks.measured(n.name, at, e.getKey(), rs.get(rs.size() - 1).atNs());
             }
         }
     }
@@ -293,16 +285,16 @@ final class WriteCompletionRace {
      * {@link #MARGIN_NS}; null when there is none. Each send explains one receipt per decode, the
      * latest ones: a decode's receipt follows the send in fact, whatever two clocks stamp.
      */
-    private Unexplained unexplained(NodeView n, Writer w) {
+    private Unexplained unexplained(Ledger l, NodeView n, Writer w) {
         if (w.lastPostAt == Long.MIN_VALUE) {
             return null;
         }
         for (Map.Entry<String, List<Receipt>> e : receiptsOf(n, w).entrySet()) {
             List<Receipt> rs = e.getValue();
-            long measured = skew.getOrDefault(n.name + "|" + e.getKey(), 0L);
+            long measured = l.clocks.ahead(n.name, e.getKey());
             for (int i = 0; i < rs.size() - w.sends; i++) {
                 Receipt rc = rs.get(i);
-                if (w.lastPostAt - rc.atNs() > measured + MARGIN_NS) {
+                if (l.clocks.certainlyBefore(e.getKey(), rc.atNs(), n.name, w.lastPostAt)) {
                     return new Unexplained(rc, w.lastPostAt, rs.size(), w.sends, measured);
                 }
             }
@@ -312,7 +304,7 @@ final class WriteCompletionRace {
 
     /** Why {@code w}'s write_done was early, or null when it was not (or none was sent). */
     private String early(Ledger l, NodeView n, Writer w) {
-        Unexplained u = unexplained(n, w);
+        Unexplained u = unexplained(l, n, w);
         if (w.writeDoneAt == Long.MIN_VALUE && u == null) {
             return null;
         }
@@ -357,7 +349,7 @@ final class WriteCompletionRace {
                         ? "write_done for " + w.transferId + " sent at " + rel(l, w.writeDoneAt) + " with " + why
                         : "write_done for " + w.transferId + " reached the decode while the prefill still wrote it: " + why)
                         + ": the writer's completion count is not sealed after the forward (WRITE completion race)";
-                Unexplained u = unexplained(n, w);
+                Unexplained u = unexplained(l, n, w);
                 add(l, n, w, msg, w.writeDoneAt != Long.MIN_VALUE || u == null ? w.writeDoneAt : u.receipt().atNs(), true, out);
                 continue;
             }
