@@ -827,17 +827,29 @@ public final class HangDetectors {
         }
         if (to != null && endedEarly(l, to) && s.atNs() > to.lastAtNs) {
             return ", sent " + Seconds.duration(s.atNs() - to.lastAtNs) + " after " + diedNote(l, to) + " by the stamps, "
-                    + "within the two clocks' measured skew: a dead receiver or a lost notify";
+                    + "within the two clocks' measured skew (" + s.fromNode() + " measured "
+                    + Seconds.duration(l.clocks.ahead(s.fromNode(), to.name)) + " ahead of " + to.name + ", plus a margin of "
+                    + Seconds.duration(ClockSkew.MARGIN_NS) + "): a dead receiver or a lost notify";
         }
         return ", which never arrived (lost notify)";
     }
 
     /**
      * Whether {@code n} is a live process's journal that ends without a shutdown before the other
-     * journals end: its process was killed (or was still running when the journals were read).
+     * journals end (certainly before another one's last stamp, beyond the two clocks' measured
+     * skew): its process was killed (or was still running when the journals were read).
      */
     static boolean endedEarly(Ledger l, NodeView n) {
-        return n.live && n.shutDownAt == Long.MIN_VALUE && n.lastAtNs != Long.MIN_VALUE && n.lastAtNs < l.lastAtNs;
+        if (!n.live || n.shutDownAt != Long.MIN_VALUE || n.lastAtNs == Long.MIN_VALUE || n.lastAtNs >= l.lastAtNs) {
+            return false;
+        }
+        for (NodeView o : l.nodes.values()) {
+            if (!o.tap() && o != n && o.lastAtNs != Long.MIN_VALUE
+                    && l.clocks.certainlyBefore(n.name, n.lastAtNs, o.name, o.lastAtNs)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The end that bounds {@code n}'s requests' waits: its own journal's when it ended early, else the journals'. */

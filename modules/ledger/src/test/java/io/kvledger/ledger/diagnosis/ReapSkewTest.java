@@ -24,7 +24,8 @@ import org.junit.jupiter.api.Test;
  * the prefill before they are stamped sent, measure the skew), then one the prefill reaps. A read
  * that completed just before the reap but is stamped after it by the decode's clock is no use
  * after free (class 7, the finding says it is within the measured skew); a read completing well
- * after the reap is class 8 whatever the skew.
+ * after the reap is class 8 whatever the skew. Likewise a notify stamped after its receiver's
+ * journal ended, but within the skew, is not called sent to a dead receiver.
  */
 class ReapSkewTest {
 
@@ -148,5 +149,62 @@ class ReapSkewTest {
         assertThat(c.certainlyBefore("P0", 0, "D0", 11_000_001)).isTrue();
         assertThat(c.certainlyBefore("D0", 0, "P0", 1_000_001)).isTrue();
         assertThat(c.certainlyBefore("D0", 0, "D0", 1)).isTrue();
+    }
+
+    /**
+     * WRITE 1P1D, the decode's clock {@code skew} ahead, the prefill a live process whose journal
+     * ends (no shutdown) at 500 ms: four remote_blocks it received (measuring the skew), then one
+     * the decode sends {@code sentAfterEnd} after the prefill's journal ends (true time), which it
+     * never receives. The decode's journal goes on 40 s.
+     */
+    private List<Finding> deadReceiver(long skew, long sentAfterEnd) {
+        lines.clear();
+        Ledger l = new Ledger();
+        NodeConfig p = NodeConfig.builder(Role.PRODUCER, TransferMode.WRITE).hostIp("10.0.0.1").build();
+        l.nodeStarted("P0", p, List.of());
+        l.nodeStarted("D0", NodeConfig.builder(Role.CONSUMER, TransferMode.WRITE).hostIp("10.0.1.1").build(), List.of());
+        l.liveNode("P0");
+        int port = Ledger.listenPort(p);
+        long end = 500 * MS;
+        for (int i = 0; i < 5; i++) {
+            String tid = "tw-" + i;
+            String dr = "w-" + i;
+            long t = i < 4 ? 100 * MS + i * 50 * MS : end + sentAfterEnd;
+            at("D0", new NodeEvent.RequestAdmitted(t - MS + skew, dr, 32, 32,
+                    KvParams.of("do_remote_prefill", true, "transfer_id", tid)),
+                    new Effect.PhaseChanged(dr, null, RequestPhase.WAITING_FOR_REMOTE_KVS, "waiting for write_done"));
+            at("D0", new NodeEvent.Tick(t + skew), new Effect.SendRemoteBlocks("10.0.0.1", port, dr, TransferId.of(tid),
+                    List.of(5, 6), 0));
+            if (i < 4) {
+                at("P0", new NodeEvent.RemoteBlocksReceived(t + 100_000, dr, tid, List.of(5, 6), 0, false));
+            }
+        }
+        at("P0", new NodeEvent.Tick(end));
+        at("D0", new NodeEvent.Tick(40 * S + skew));
+        lines.sort(Comparator.comparingLong(x -> x.event().atNs()));
+        for (Line x : lines) {
+            l.observe(x.node(), x.event(), x.effects());
+        }
+        return HangDetectors.run(l, Bounds.defaults()).stream().filter(x -> "w-4".equals(x.requestId())).toList();
+    }
+
+    @Test
+    void a_notify_stamped_after_the_receivers_end_within_the_skew_is_not_called_a_dead_receiver() {
+        for (long skew : new long[] {10 * MS, 200 * MS}) {
+            // sent 2 ms before the prefill's journal ended, stamped skew - 2 ms after it
+            List<Finding> f = deadReceiver(skew, -2 * MS);
+            assertThat(f).as("skew " + skew + ": " + f).isNotEmpty().allSatisfy(x -> assertThat(x.message())
+                    .contains("remote_blocks sent to P0").contains("within the two clocks' measured skew (D0 measured")
+                    .doesNotContain("not a lost notify"));
+        }
+    }
+
+    @Test
+    void a_notify_sent_well_after_the_receivers_journal_ended_is_a_dead_receiver_whatever_the_skew() {
+        for (long skew : new long[] {0, 10 * MS, 200 * MS}) {
+            List<Finding> f = deadReceiver(skew, 300 * MS);
+            assertThat(f).as("skew " + skew + ": " + f).isNotEmpty().allSatisfy(x -> assertThat(x.message())
+                    .contains("remote_blocks sent to P0").contains("a dead receiver, not a lost notify"));
+        }
     }
 }
