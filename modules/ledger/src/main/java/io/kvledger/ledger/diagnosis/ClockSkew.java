@@ -18,7 +18,10 @@ import java.util.TreeMap;
  * events come in stamp order, so a receipt stamped after its send is not read yet when the send
  * is and measures nothing; a send of a transfer's notify to a node that already received more of
  * them than had been sent to it is the one (or is followed by the one) that explains one of them,
- * stamped at the latest as the latest was. Bounded by a fixed-size window of recent notifies.
+ * stamped at the latest as the latest was. That holds when every sender of the transfer's notify
+ * to that node is among the journals read: a receipt from a sender whose journal is missing could
+ * be taken for a later send's and over-measure the pair (findings then err towards "not certain").
+ * Bounded by a fixed-size window of recent notifies.
  *
  * <p>The question detectors ask: {@link #certainlyBefore} (stamp {@code a} of node {@code A}
  * before stamp {@code b} of node {@code B}) when {@code b - a} exceeds how far {@code B}'s clock

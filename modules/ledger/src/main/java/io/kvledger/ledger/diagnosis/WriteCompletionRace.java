@@ -51,8 +51,9 @@ import java.util.Map;
  * explains one receipt per decode of its TP index, the latest: a receipt follows its send whatever
  * the stamps say, and a send explaining a receipt stamped before it measures how far that decode's
  * clock is behind the prefill's (the most measured per pair of nodes is a lower bound of the
- * skew). Only a receipt left unexplained (the rank sent no write_done for the transfer, or fewer
- * than the decode received) is evidence, and only when stamped before the rank's last write of the
+ * skew; kept in the ledger's {@link ClockSkew} with what its other notifies measure). Only a
+ * receipt left unexplained (the rank sent no write_done for the transfer, or fewer than the decode
+ * received) is evidence, and only when stamped before the rank's last write of the
  * transfer by more than the pair's measured skew plus {@link #MARGIN_NS}. The finding gives both
  * stamps, the skew and the counts.
  *
