@@ -896,7 +896,7 @@ def test_a_node_finishing_otherwise_than_the_inner_is_a_counted_logged_divergenc
     try:
         with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
             # (drive_freed_from_inner off: the inner's frees of those deferrals would diverge too)
-            s, d, _ = run_three(tmp_path, node, "diverging", drive_finished_from_inner=True,
+            s, d, _ = run_three(tmp_path, node, "diverging", drive_finished_from_inner="always",
                                 drive_freed_from_inner=False)
         finished = [x for x in d.acted if x[0] == "finished"]
         assert [x[2] for x in finished] == [True] * 3  # vLLM acted on the inner's deferrals
@@ -921,7 +921,7 @@ def test_the_empty_output_shortcut_waits_for_a_finish_the_node_may_still_defer(t
     node = BatchingNode({"request_finished": {"delay_free": False, "kv_transfer_params": None},
                          "update_connector_output": {"finished_sending": None}})
     try:
-        s = scheduler(tmp_path, node.port, drive_finished_from_inner=True, drive_freed_from_inner=False)
+        s = scheduler(tmp_path, node.port, drive_finished_from_inner="always", drive_freed_from_inner=False)
         req = producer_requests(1)[0]
         s.on_new_request(req)
         req.status = RequestStatus.FINISHED_ABORTED  # the inner frees it now
@@ -1311,7 +1311,7 @@ def test_a_node_that_takes_the_compact_form_gets_the_same_calls_in_the_same_orde
         name = "compact" if compact else "long"
         try:
             s, d, bridge = run_three(tmp_path, node, name, drive_matched_from_inner="always",
-                                     drive_finished_from_inner=True)
+                                     drive_finished_from_inner="always")
             assert bridge.compact == compact and s._drive_compact is False  # off again after shutdown
             assert s.drive_fallbacks == 0 and s.drive_divergences == 0 and bridge.unread == 0
             if compact:
@@ -1375,7 +1375,7 @@ def test_a_node_that_takes_derived_new_requests_gets_the_same_calls_in_the_same_
             # derived-4: a frame goes out every 4 calls, so a step's new requests find their admission
             # in an earlier frame than theirs, and go in full
             s, d, bridge = run_three(tmp_path, node, name, max_batch=4 if name == "derived-4" else None,
-                                     drive_matched_from_inner="always", drive_finished_from_inner=True, **more)
+                                     drive_matched_from_inner="always", drive_finished_from_inner="always", **more)
             assert bridge.derived == derived and s.drive_fallbacks == 0 and s.drive_divergences == 0
             # the three admitted in the first step went derived; none otherwise
             assert node.derived_reqs == (3 if derived and name != "derived-4" else 0)
@@ -1713,7 +1713,7 @@ def test_a_divergence_in_an_agreeing_batch_is_counted_logged_and_carries_the_nod
             with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
                 s, d, bridge, checks = run_counting_checks(
                     tmp_path, node, f"split-{agreed}", monkeypatch, drive_matched_from_inner="always",
-                    drive_finished_from_inner=True, drive_freed_from_inner=freed)
+                    drive_finished_from_inner="always", drive_freed_from_inner=freed)
             finished = {x[1]: x[2] for x in d.acted if x[0] == "finished"}
             deferred_by_inner = [r for r in reqs[1:3] if finished.get(r)]
             assert deferred_by_inner  # the inner deferred them: the node's False differs

@@ -100,7 +100,7 @@ def test_a_failure_on_the_sender_thread_is_counted_and_logged_on_the_scheduler_t
             caplog.clear()
             with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
                 s = sched(tmp_path, node, f"refused-{sender}", sender, drive_matched_from_inner="always",
-                          drive_finished_from_inner=True)
+                          drive_finished_from_inner="always")
                 play_producer(s)
             assert s.drive_fallbacks == 3
             logged = [r for r in caplog.records if "update_state_after_alloc" in r.getMessage()]
@@ -131,7 +131,7 @@ def test_a_failure_on_the_sender_thread_is_counted_and_logged_on_the_scheduler_t
         monkeypatch.setattr(KvledgerRecorderConnector, "_drive_step_later", raising_once)
         caplog.clear()
         with caplog.at_level(logging.ERROR, logger="vllm.kvledger_vllm"):
-            s = sched(tmp_path, node, "raising", True, drive_matched_from_inner="always", drive_finished_from_inner=True)
+            s = sched(tmp_path, node, "raising", True, drive_matched_from_inner="always", drive_finished_from_inner="always")
             bridge = s._drive
             play_producer(s)
         assert raised == ["kvledger-drive-sender"]
@@ -164,7 +164,7 @@ def test_what_changes_after_a_hook_is_sent_as_the_hook_saw_it(tmp_path, record):
         node = InnerLikeNode(ANSWERS, compact=True, derived=True, agreed=True)
         try:
             s = sched(tmp_path, node, f"changed-{sender}", sender, record, drive_matched_from_inner="always",
-                      drive_finished_from_inner=True)
+                      drive_finished_from_inner="always")
             reqs = producer_requests(2)
             for r in reqs:
                 s.on_new_request(r)

@@ -467,11 +467,14 @@ class _CaptureQueue:
 
 
 
-def epoch_offset_ns(tries=16, monotonic=time.monotonic_ns, wall=time.time_ns):
+def epoch_offset_ns(tries=16, monotonic=None, wall=None):
     """The wall clock minus the monotonic clock, in ns: the wall clock read between two monotonic
     reads, ``tries`` times, the narrowest bracket kept and its midpoint taken (as the live node's
     clock anchors itself), so that a thread preempted between two reads does not put the axis off
-    by milliseconds against a node of the same host."""
+    by milliseconds against a node of the same host. The clocks are this module's ``time``'s at the
+    call unless given (a test's scenario clock replaces it)."""
+    monotonic = monotonic or time.monotonic_ns
+    wall = wall or time.time_ns
     best = None
     for _ in range(tries):
         before = monotonic()
