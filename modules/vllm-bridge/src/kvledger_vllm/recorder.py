@@ -1018,6 +1018,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         # with the sender thread (drive_sender_thread): the bridge's captured list's append, and the thread's id
         self._drive_capture = None
         self._drive_sender = None
+        # whether the last step's call was handed off to the sender thread (else built in-thread)
+        self._drive_handed = False
         # the sender thread standing aside (_drive_stand_aside): steps left that build in-thread, and the
         # bridge's count of reclaimed hand-offs last seen
         self._drive_aside = 0
@@ -1100,6 +1102,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             pipeline = extra.get("drive_pipeline", True)
             self._drive_pipeline = pipeline if isinstance(pipeline, bool) else str(pipeline).lower() not in (
                 "false", "0", "no", "off")
+            # the sender thread's naps between looks for a hand-off (NodeBridge.nap_s; 0: a hand-off wakes it)
+            nap = float(extra.get("drive_sender_nap_ms", 1))
+            if not 0 <= nap <= 1000:
+                raise ValueError(f"drive_sender_nap_ms {nap}: give 0 (the sender waits in its queue) to 1000")
             bridge = NodeBridge(where, int(extra.get("drive_timeout_ms", 5000)), on_failure=self._drive_failed)
             try:
                 node = bridge.call("hello", **hello)
@@ -1133,6 +1139,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # packed and sent on a sender thread while vLLM waits for the GPU (compact calls only)
             # (by default only where no admitting call is awaited: an awaited call waits for the sender anyway)
             if bridge.compact and _flag(extra.get("drive_sender_thread", self._drive_from_inner)):
+                bridge.nap_s = nap / 1000
                 bridge.start_sender()
                 self._drive_sender = bridge.sender_ident
                 self._drive_capture = bridge.captured.append
@@ -2049,9 +2056,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if ids or snap or preempted or (cap and (len(cap) > 1 or cap[0][0] is not self._drive_output_cap)):
             capture((self._drive_step_cap, snap, ids, nbs, preempted))
             d.hand_off()
+            self._drive_handed = True
         else:
             d.sync()
             self._drive_step_later(snap, ids, nbs, preempted)
+            self._drive_handed = False
 
     #: steps built on the scheduler thread after a hand-off the sender thread had not started by the
     #: scheduler thread's next use of the bridge (no GPU wait between them: the sender only adds work)
@@ -2228,7 +2237,11 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 if on_result is not _ABSENT:
                     result = self._inner.update_connector_output(connector_output)
                     # (_id_list's args: None stays None, an empty set is []; one dict each, never changed)
-                    self._drive_capture((self._drive_output_cap, _NO_IDS[fs is None, fr is None], on_result))
+                    if self._drive_handed:
+                        self._drive_capture((self._drive_output_cap, _NO_IDS[fs is None, fr is None], on_result))
+                    else:  # after a step built in-thread (nothing scheduled): sent here, as the next step's will be
+                        self._drive_send_args("update_connector_output", _NO_IDS[fs is None, fr is None], on_result,
+                                              False, True)
                     return result
         fields = None
         before = None
