@@ -579,3 +579,19 @@ def test_a_sender_nap_out_of_range_leaves_drive_mode_off(tmp_path, nap):
         s.shutdown()
     finally:
         node.close()
+
+
+def test_a_captured_output_is_sent_at_shutdown(tmp_path):
+    """The last update_connector_output, captured after a handed-off step, reaches the node at shutdown."""
+    node = node_for()
+    try:
+        s = sched(tmp_path, node, "output-last", True, record=False, drive_matched_from_inner=True)
+        one_step(s, producer_requests(2))
+        s._drive.sync()
+        s.update_connector_output(KVConnectorOutput(finished_sending=None, finished_recving=set()))
+        assert len(s._drive.captured) == 1
+        s.shutdown()
+        assert node.calls[-1] == ("update_connector_output", {"finished_sending": None, "finished_recving": []})
+        assert s.drive_fallbacks == 0
+    finally:
+        node.close()
