@@ -35,7 +35,8 @@ scripted MoRIIO-like connector inside:
   as ``--freed-from-inner`` with ``drive_sender_thread`` false (every call built, packed and sent on the
   scheduler thread; the sender thread's CPU per step has a table of its own); with ``--unreclaimed LABEL``,
   as ``--freed-from-inner`` with ``NodeBridge.reclaim`` false (a hand-off the sender has not started is
-  waited for, not run by the scheduler thread).
+  waited for, not run by the scheduler thread); with ``--unnapped LABEL``, with ``drive_sender_nap_ms`` 0 (the
+  sender thread waits in its queue: each hand-off wakes it).
 
 ``--gpu-ms MS``: after each step's ``build_connector_meta`` that scheduled something (an empty step runs no
 forward pass) the driver sleeps MS ms (the GIL released),
@@ -471,6 +472,9 @@ def main(argv=None):
     ap.add_argument("--unreclaimed", action="append", default=[], metavar="LABEL",
                     help="also drive as --freed-from-inner with NodeBridge.reclaim false (the scheduler thread "
                          "always waits for the sender thread, even for a hand-off it has not started), a node of its own")
+    ap.add_argument("--unnapped", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_sender_nap_ms 0 (each hand-off wakes the sender thread waiting in "
+                         "its queue), a node of its own")
     ap.add_argument("--gpu-ms", type=float, default=0,
                     help="after each step's build_connector_meta the driver waits MS ms (time.sleep, the GIL "
                          "released), as vLLM's scheduler thread waits for the GPU before the step's last hooks")
@@ -540,6 +544,11 @@ def main(argv=None):
                 engines.append(Engine(label + " freed from inner, unreclaimed", node.endpoint, from_inner=True,
                                       finished_from_inner=True, freed_from_inner=True))
                 engines[-1].sched._drive.reclaim = False
+            if label in a.unnapped:
+                node = Node(a.java, jar, tmp, label + "-unnapped", a.transport, flags)
+                nodes.append(node)
+                engines.append(Engine(label + " unnapped", node.endpoint))
+                engines[-1].sched._drive.nap_s = 0  # (read by the sender before each look)
             if label in a.unpipelined:
                 node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport, flags)
                 nodes.append(node)
