@@ -690,7 +690,8 @@ class NodeBridge:
         self._later = []
         # a hand-off's captures go to the sender through a SimpleQueue: its put wakes the sender in one C
         # call (a Condition's notify runs Python's threading code: about 25 us more per step on vLLM's
-        # scheduler thread, whose caches the GPU wait left cold); None stops it
+        # scheduler thread, whose caches the GPU wait left cold), or, while the sender naps (``nap_s``), wakes
+        # no one: an append; None stops it
         self._queue = queue.SimpleQueue()
         self._busy = False
         self._cond = threading.Condition()  # the sender's end of a hand-off, for a scheduler thread waiting on it
