@@ -37,7 +37,8 @@ scripted MoRIIO-like connector inside:
   with ``drive_sender_thread`` false (every call built, packed and sent on the
   scheduler thread; the sender thread's CPU per step has a table of its own); with ``--unreclaimed LABEL``,
   with ``NodeBridge.reclaim`` false (a hand-off the sender has not started is
-  waited for, not run by the scheduler thread).
+  waited for, not run by the scheduler thread); with ``--unnapped LABEL``, with ``drive_sender_nap_ms`` 0 (the
+  sender thread waits in its queue: each hand-off wakes it).
 
 ``--gpu-ms MS``: after each step's ``build_connector_meta`` that scheduled something (an empty step runs no
 forward pass) the driver sleeps MS ms (the GIL released),
@@ -477,6 +478,9 @@ def main(argv=None):
     ap.add_argument("--unreclaimed", action="append", default=[], metavar="LABEL",
                     help="also drive with NodeBridge.reclaim false (the scheduler thread "
                          "always waits for the sender thread, even for a hand-off it has not started), a node of its own")
+    ap.add_argument("--unnapped", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_sender_nap_ms 0 (each hand-off wakes the sender thread waiting in "
+                         "its queue), a node of its own")
     ap.add_argument("--gpu-ms", type=float, default=0,
                     help="after each step's build_connector_meta the driver waits MS ms (time.sleep, the GIL "
                          "released), as vLLM's scheduler thread waits for the GPU before the step's last hooks")
@@ -548,6 +552,11 @@ def main(argv=None):
                 nodes.append(node)
                 engines.append(Engine(label + " unreclaimed", node.endpoint))
                 engines[-1].sched._drive.reclaim = False
+            if label in a.unnapped:
+                node = Node(a.java, jar, tmp, label + "-unnapped", a.transport, flags)
+                nodes.append(node)
+                engines.append(Engine(label + " unnapped", node.endpoint))
+                engines[-1].sched._drive.nap_s = 0  # (read by the sender before each look)
             if label in a.unpipelined:
                 node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport, flags)
                 nodes.append(node)

@@ -495,3 +495,103 @@ def test_after_a_reclaimed_hand_off_the_sender_stands_aside_for_some_steps(tmp_p
         finally:
             node.close()
     assert seen[0] == seen[1]
+
+
+def test_an_output_without_ids_after_a_handed_off_step_is_captured_and_sent_in_order(tmp_path):
+    """An update_connector_output without ids after a step handed off to the sender thread (its call quiet:
+    it waits for a later frame anyway) is only captured on the scheduler thread; the next step's hand-off
+    takes it first. After a step built in-thread (nothing scheduled) it is sent at once, as that step's call
+    was. The node reads the calls in the order vLLM made them, byte for byte as without the sender thread."""
+    seen = []
+    for sender in (True, False):
+        node = node_for()
+        try:
+            s = sched(tmp_path, node, f"output-{sender}", sender, record=False, drive_matched_from_inner=True)
+            bridge = s._drive
+            empty = KVConnectorOutput(finished_sending=set(), finished_recving=None)
+            reqs = producer_requests(2)
+            one_step(s, reqs)
+            bridge.sync()  # the sender done with the step (vLLM's GPU wait)
+            s.update_connector_output(empty)
+            if sender:
+                assert [c[0] for c in bridge.captured] == [s._drive_output_cap] and bridge.handoffs == 1
+            cached = CachedRequestData(req_ids=[r.request_id for r in reqs], new_block_ids=[None, ([3],)])
+            s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=cached,
+                                                   preempted_req_ids=set()))
+            if sender:
+                assert not bridge.captured and bridge.handoffs == 2  # the output's call went with the step's
+            bridge.sync()
+            s.update_connector_output(empty)  # captured again: the last step was handed off
+            s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
+                                                   preempted_req_ids=set()))
+            if sender:  # nothing scheduled: built in-thread, the captured output's call first
+                assert not bridge.captured and bridge.handoffs == 2 and not s._drive_handed
+            s.update_connector_output(KVConnectorOutput(finished_sending=None, finished_recving=None))
+            if sender:
+                assert not bridge.captured  # sent in-thread: the last step was
+            s.shutdown()
+            assert [(h, a.get("finished_sending"), a.get("finished_recving")) for h, a in node.calls
+                    if h == "update_connector_output"] == [("update_connector_output", [], None)] * 2 + [
+                ("update_connector_output", None, None)]
+            hooks = [h for h, _ in node.calls if h in ("build_connector_meta", "update_connector_output")]
+            assert hooks == ["build_connector_meta", "update_connector_output"] * 3
+            assert s.drive_fallbacks == 0 and s.drive_divergences == 0
+            seen.append(node.raw)
+        finally:
+            node.close()
+    assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("nap_ms", (0, 1, 5))
+def test_the_sender_thread_takes_a_hand_off_napping_or_waiting_in_its_queue(nap_ms):
+    """With naps (drive_sender_nap_ms) the sender thread looks for hand-offs on its own timer for a while after
+    its last work (a hand-off then wakes no one); without, or after a pause, it waits in its queue. Either way
+    each hand-off runs on the sender thread, in order."""
+    node = node_for()
+    bridge = NodeBridge(f"tcp://127.0.0.1:{node.port}", timeout_ms=2000)
+    try:
+        bridge.nap_s = nap_ms / 1000
+        bridge.nap_for_ns = 50_000_000
+        bridge.start_sender()
+        bridge.reclaim = False
+        ran = []
+        for i in range(5):
+            bridge.captured.append((lambda i: ran.append((i, threading.current_thread().name)), i))
+            bridge.hand_off()
+            bridge.sync()
+            if i == 2:
+                time.sleep(0.06)  # a pause past nap_for_ns: the sender waits in its queue again
+        assert ran == [(i, "kvledger-drive-sender") for i in range(5)] and bridge.started == 5
+    finally:
+        bridge.close()
+        node.close()
+
+
+@pytest.mark.parametrize("nap", ("-1", "1001", "nan"))
+def test_a_sender_nap_out_of_range_leaves_drive_mode_off(tmp_path, nap):
+    node = node_for()
+    try:
+        s = scheduler(tmp_path, node.port, drive_sender_nap_ms=nap)
+        assert not s.driving
+        s.shutdown()
+        s = scheduler(tmp_path, node.port, drive_sender_nap_ms="2.5", drive_matched_from_inner=True)
+        assert s.driving and s._drive.nap_s == 0.0025 and s._drive._threaded
+        s.shutdown()
+    finally:
+        node.close()
+
+
+def test_a_captured_output_is_sent_at_shutdown(tmp_path):
+    """The last update_connector_output, captured after a handed-off step, reaches the node at shutdown."""
+    node = node_for()
+    try:
+        s = sched(tmp_path, node, "output-last", True, record=False, drive_matched_from_inner=True)
+        one_step(s, producer_requests(2))
+        s._drive.sync()
+        s.update_connector_output(KVConnectorOutput(finished_sending=None, finished_recving=set()))
+        assert len(s._drive.captured) == 1
+        s.shutdown()
+        assert node.calls[-1] == ("update_connector_output", {"finished_sending": None, "finished_recving": []})
+        assert s.drive_fallbacks == 0
+    finally:
+        node.close()

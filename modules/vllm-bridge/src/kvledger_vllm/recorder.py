@@ -277,6 +277,11 @@ def _params_packable(params):
 
 
 _compress = itertools.compress
+# update_connector_output's quiet call's args when no ids came (_id_list's: None, or [] for an empty set),
+# by (finished_sending is None, finished_recving is None): shared, packed as they are, never changed
+_EMPTY_IDS = frozenset((set, frozenset, list, tuple))
+_NO_IDS = {(a, b): {"finished_sending": None if a else [], "finished_recving": None if b else []}
+           for a in (True, False) for b in (True, False)}
 _NO_BLOCKS = {}  # never changed: packed as an empty map (no request with new blocks)
 
 
@@ -1030,6 +1035,8 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         # with the sender thread (drive_sender_thread): the bridge's captured list's append, and the thread's id
         self._drive_capture = None
         self._drive_sender = None
+        # whether the last step's call was handed off to the sender thread (else built in-thread)
+        self._drive_handed = False
         # the sender thread standing aside (_drive_stand_aside): steps left that build in-thread, and the
         # bridge's count of reclaimed hand-offs last seen
         self._drive_aside = 0
@@ -1119,6 +1126,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             pipeline = extra.get("drive_pipeline", True)
             self._drive_pipeline = pipeline if isinstance(pipeline, bool) else str(pipeline).lower() not in (
                 "false", "0", "no", "off")
+            # the sender thread's naps between looks for a hand-off (NodeBridge.nap_s; 0: a hand-off wakes it)
+            nap = float(extra.get("drive_sender_nap_ms", 1))
+            if not 0 <= nap <= 1000:
+                raise ValueError(f"drive_sender_nap_ms {nap}: give 0 (the sender waits in its queue) to 1000")
             bridge = NodeBridge(where, int(extra.get("drive_timeout_ms", 5000)), on_failure=self._drive_failed)
             try:
                 node = bridge.call("hello", **hello)
@@ -1154,6 +1165,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # packed and sent on a sender thread while vLLM waits for the GPU (compact calls only)
             # (by default only where no admitting call is awaited: an awaited call waits for the sender anyway)
             if bridge.compact and _flag(extra.get("drive_sender_thread", self._drive_from_inner)):
+                bridge.nap_s = nap / 1000
                 bridge.start_sender()
                 self._drive_sender = bridge.sender_ident
                 self._drive_capture = bridge.captured.append
@@ -1163,6 +1175,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 self._drive_matched_cap = self._drive_matched_later
                 self._drive_alloc_cap = self._drive_alloc_later
                 self._drive_step_cap = self._drive_step_later
+                self._drive_output_cap = self._drive_output_later
             self._drive = bridge
             self._drive_producer = role == "kv_producer"
             log.warning("kvledger-vllm %s: DRIVE MODE: the scheduler hooks are answered by the kvledger node at %s "
@@ -1894,7 +1907,34 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         if s is None or self._drive is not None:
             if s is None and self._drive is None:
                 return self._inner.build_connector_meta(scheduler_output)
-            return self._build_connector_meta_general(scheduler_output)
+            capture = self._drive_capture
+            if capture is None or s is not None or self._drive.reclaimed != self._drive_reclaimed:
+                return self._build_connector_meta_general(scheduler_output)
+            # Driving with the sender thread, not recording (capture set: not standing aside, and
+            # _drive_stand_aside would do nothing), for vLLM's scheduler output with no new request and
+            # none preempted (a decode or prefill-chunk step, an empty one; else the general path):
+            # _build_connector_meta_general's work in fewer steps, what it captures the same
+            try:
+                new_reqs, preempted, crd = _SO_FIELDS(scheduler_output)
+            except Exception:  # noqa: BLE001 - an older vLLM's output (or not vLLM's): the general path
+                return self._build_connector_meta_general(scheduler_output)
+            if new_reqs or preempted:
+                return self._build_connector_meta_general(scheduler_output)
+            result = self._inner.build_connector_meta(scheduler_output)
+            try:
+                ids = getattr(crd, "req_ids", None) if crd is not None else None
+                nbs = ()
+                if ids:
+                    ids = list(ids)
+                    nbs = getattr(crd, "new_block_ids", ())
+                    if nbs and (getattr(crd, "resumed_req_ids", None) or any(getattr(crd, "resumed_from_preemption", ()))):
+                        nbs = list(nbs)
+                        nbs = (_GROWN, nbs, list(map(len, _chain(filter(None, nbs)))))
+            except Exception as e:  # noqa: BLE001
+                self._drive_step_failed(e)
+                return result
+            self._drive_step_out(capture, (), ids, nbs, ())
+            return result
         # Recording, not driving: ``_build_connector_meta_general``'s work in fewer steps, for vLLM's
         # scheduler output (the three fields at once; anything else takes the general path), captured
         # as one flat entry (``Stream.put``) converted by ``_step_entry``.
@@ -2044,19 +2084,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                         nbs = list(nbs)
                         nbs = (_GROWN, nbs, list(map(len, _chain(filter(None, nbs)))))
             except Exception as e:  # noqa: BLE001
-                self._drive.sync()  # (the sender done: the step count and steady_ids are this thread's again)
-                self._drive_step += 1  # (as without the sender thread: the step counted, not sent)
-                self._drive.steady_ids = None
-                self._failed("drive build_connector_meta", e)
+                self._drive_step_failed(e)
                 return result
-            if ids or snap or preempted or self._drive.captured:
-                capture((self._drive_step_cap, snap, ids, nbs, preempted))
-                self._drive.hand_off()
-            else:
-                # nothing scheduled and nothing captured: this step's call (empty, quiet) costs less
-                # built here than waking the sender thread for it (the same call, in the same order)
-                self._drive.sync()
-                self._drive_step_later(snap, ids, nbs, preempted)
+            self._drive_step_out(capture, snap, ids, nbs, preempted)
             return result
         if self._drive is not None:
             if self._drive_sender is not None:
@@ -2065,9 +2095,31 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_step_call(new_fields, new_reqs, crd, preempted)
         return result
 
+    def _drive_step_out(self, capture, snap, ids, nbs, preempted):
+        """The step's call captured and handed off to the sender thread; or, when nothing is scheduled and
+        nothing but a quiet ``update_connector_output`` was captured, built here: it costs less than
+        waking the sender thread for it (the same calls, in the same order)."""
+        d = self._drive
+        cap = d.captured
+        if ids or snap or preempted or (cap and (len(cap) > 1 or cap[0][0] is not self._drive_output_cap)):
+            capture((self._drive_step_cap, snap, ids, nbs, preempted))
+            d.hand_off()
+            self._drive_handed = True
+        else:
+            d.sync()
+            self._drive_step_later(snap, ids, nbs, preempted)
+            self._drive_handed = False
+
     #: steps built on the scheduler thread after a hand-off the sender thread had not started by the
     #: scheduler thread's next use of the bridge (no GPU wait between them: the sender only adds work)
     DRIVE_ASIDE_STEPS = 16
+
+    def _drive_step_failed(self, e):
+        """A step's call that could not be captured: counted, not sent (as without the sender thread)."""
+        self._drive.sync()  # (the sender done: the step count and steady_ids are this thread's again)
+        self._drive_step += 1
+        self._drive.steady_ids = None
+        self._failed("drive build_connector_meta", e)
 
     def _drive_stand_aside(self):
         """At a step's call, before it looks at ``_drive_capture``: when the scheduler thread ran a hand-off
@@ -2202,10 +2254,46 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             self._drive_admit(request)
         return self._inner.on_new_request(request)
 
+    def _drive_output_later(self, args, on_result):
+        """On the sender thread (or the scheduler thread's next use of the bridge): the quiet
+        ``update_connector_output`` call ``update_connector_output`` captured."""
+        self._drive_send_args("update_connector_output", args, on_result, False, True)
+
     def update_connector_output(self, connector_output):
+        d = self._drive
+        if d is not None and self._drive_capture is not None and self._stream is None:
+            # Driving with the sender thread, not recording: an output that carries no ids whose call waits
+            # in the batch for a later frame (quiet) is only captured: the sender thread sends it at the
+            # next hand-off (or the scheduler thread's next use of the bridge does), before what follows
+            # it: the same call, in the same order. Which call it is is decided as below after sync(), on the
+            # same state: here the sender is idle and nothing waits to run (the bridge's sync() would do
+            # nothing; else that way). The off and recording-only paths do not come here.
+            try:
+                fs = connector_output.finished_sending
+                fr = connector_output.finished_recving
+            except AttributeError:
+                fs = fr = _ABSENT
+            if (not fs and not fr and (fs is None or type(fs) in _EMPTY_IDS) and (fr is None or type(fr) in _EMPTY_IDS)
+                    and not (d._busy or d._later or d.captured) and not self._drive_freed_from_inner):
+                if not self._drive_producer:
+                    on_result = None
+                elif (self._drive_deferred_known and not self._drive_deferred and not self._drive_finish_unread
+                      and self._drive_pipeline):
+                    on_result = self._drive_none_check
+                else:
+                    on_result = _ABSENT  # awaited: that way
+                if on_result is not _ABSENT:
+                    result = self._inner.update_connector_output(connector_output)
+                    # (_id_list's args: None stays None, an empty set is []; one dict each, never changed)
+                    if self._drive_handed:
+                        self._drive_capture((self._drive_output_cap, _NO_IDS[fs is None, fr is None], on_result))
+                    else:  # after a step built in-thread (nothing scheduled): sent here, as the next step's will be
+                        self._drive_send_args("update_connector_output", _NO_IDS[fs is None, fr is None], on_result,
+                                              False, True)
+                    return result
         fields = None
         before = None
-        if self._drive is not None:
+        if d is not None:
             if self._drive_sender is not None:  # the sender thread done with the last step (its replies settled)
                 self._drive.sync()
             try:
