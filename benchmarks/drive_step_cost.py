@@ -45,6 +45,10 @@ forward pass) the driver sleeps MS ms (the GIL released),
 as vLLM's scheduler thread waits for the GPU before the step's ``update_connector_output`` and
 ``request_finished``; the sender thread works meanwhile (0, the default: it works while the next hook waits).
 
+After the warm-up the process collects and freezes its heap (``gc.freeze``), as vLLM's engine core does at
+the end of its start-up (``freeze_gc_heap``): a later full collection scans only what came after;
+``--unfrozen`` leaves it as it is (collections then scan every engine's and node handle's state).
+
 ``--transport unix`` (the default) serves each node's bridge on ``unix:///TMP/node-LABEL.sock`` and
 times the echo over a Unix socket too; ``--transport tcp`` uses ``tcp://127.0.0.1:PORT``.
 
@@ -491,6 +495,8 @@ def main(argv=None):
     ap.add_argument("--idle", type=int, default=6, help="idle steps after each cycle")
     ap.add_argument("--warmup", type=int, default=200,
                     help="cycles of 64 requests played first and not counted (the nodes' JIT compiles meanwhile)")
+    ap.add_argument("--unfrozen", action="store_true",
+                    help="leave the heap unfrozen after the warm-up (vLLM's engine core freezes its own at start-up)")
     ap.add_argument("--decode", type=int, default=0,
                     help="decode steps per request after its prompt (one token each, a new block every 16)")
     ap.add_argument("--stagger", action="store_true",
@@ -574,6 +580,12 @@ def main(argv=None):
         # warm-up (the nodes' JIT): not counted
         play(engines, echo, 64, a.warmup, 2, first, False, gpu_ms=a.gpu_ms)
         first += a.warmup * 64
+        if not a.unfrozen:
+            # as vLLM's engine core freezes its heap at the end of its start-up (freeze_gc_heap): what
+            # lives then is left out of every later collection
+            gc.collect()
+            gc.freeze()
+            print(f"heap frozen after the warm-up: {gc.get_freeze_count():,} objects", flush=True)
         results = {}
         cpu_results = {}
         sender_results = {}
