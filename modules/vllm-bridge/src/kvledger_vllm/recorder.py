@@ -282,6 +282,8 @@ _compress = itertools.compress
 _EMPTY_IDS = frozenset((set, frozenset, list, tuple))
 _NO_IDS = {(a, b): {"finished_sending": None if a else [], "finished_recving": None if b else []}
            for a in (True, False) for b in (True, False)}
+# the same with drive_freed_from_inner when the inner freed none: the call carries what vLLM acted on
+_NO_IDS_ACTED = {k: dict(v, acted={"finished_sending": None}) for k, v in _NO_IDS.items()}
 _NO_BLOCKS = {}  # never changed: packed as an empty map (no request with new blocks)
 
 
@@ -1094,6 +1096,10 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
         self._drive_matched_cb = _partial(_matched_check, self)
         self._drive_finish_cb = self._drive_finish_result
         self._drive_freed_cb = self._drive_freed_result
+        # a producer's quiet update_connector_output with drive_freed_from_inner (the inner freed none), by
+        # whether finished_sending was None: what _drive_free_from_inner would give it, made once
+        self._drive_freed_quiet = {a: (self._drive_freed_cb, self._drive_agreed_freed_cb, frozenset(),
+                                       (frozenset(), _NO_IDS[a, a]["finished_sending"])) for a in (True, False)}
         try:
             self._start_recording(vllm_config, role, extra, inner_cls)
         except Exception as e:  # noqa: BLE001 - recording is optional, the engine is not
@@ -2274,9 +2280,14 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except AttributeError:
                 fs = fr = _ABSENT
             if (not fs and not fr and (fs is None or type(fs) in _EMPTY_IDS) and (fr is None or type(fr) in _EMPTY_IDS)
-                    and not (d._busy or d._later or d.captured) and not self._drive_freed_from_inner):
+                    and not (d._busy or d._later or d.captured)):
+                args = _NO_IDS[fs is None, fr is None]
                 if not self._drive_producer:
                     on_result = None
+                elif self._drive_freed_from_inner:
+                    # quiet when the inner frees none and none of its deferred frees is pending (as
+                    # _drive_free_from_inner decides): known only after the inner ran
+                    on_result = _ABSENT if self._drive_inner_deferred else self._drive_freed_quiet
                 elif (self._drive_deferred_known and not self._drive_deferred and not self._drive_finish_unread
                       and self._drive_pipeline):
                     on_result = self._drive_none_check
@@ -2284,12 +2295,17 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                     on_result = _ABSENT  # awaited: that way
                 if on_result is not _ABSENT:
                     result = self._inner.update_connector_output(connector_output)
+                    if on_result is self._drive_freed_quiet:
+                        if connector_output.finished_sending:  # the inner freed some: not quiet
+                            self._drive_free_from_inner(connector_output, dict(args), False)
+                            return result
+                        on_result = on_result[fs is None]
+                        args = _NO_IDS_ACTED[fs is None, fr is None]
                     # (_id_list's args: None stays None, an empty set is []; one dict each, never changed)
                     if self._drive_handed:
-                        self._drive_capture((self._drive_output_cap, _NO_IDS[fs is None, fr is None], on_result))
+                        self._drive_capture((self._drive_output_cap, args, on_result))
                     else:  # after a step built in-thread (nothing scheduled): sent here, as the next step's will be
-                        self._drive_send_args("update_connector_output", _NO_IDS[fs is None, fr is None], on_result,
-                                              False, True)
+                        self._drive_send_args("update_connector_output", args, on_result, False, True)
                     return result
         fields = None
         before = None
