@@ -478,6 +478,22 @@ def _full(on_result, result):
     full(on_result, result)
 
 
+def _cached_captured(crd):
+    """A step's cached requests as the sender thread takes them (``_drive_step_later``): their ids
+    copied, their new block ids by reference (vLLM builds them afresh each step) but a resumed
+    request's, which become the model runner's and grow in place: kept with their lengths
+    (``_grown_blocks``). ``(ids, new block ids)``; ``(None, ())`` when none."""
+    ids = getattr(crd, "req_ids", None) if crd is not None else None
+    nbs = ()
+    if ids:
+        ids = list(ids)
+        nbs = getattr(crd, "new_block_ids", ())
+        if nbs and (getattr(crd, "resumed_req_ids", None) or any(getattr(crd, "resumed_from_preemption", ()))):
+            nbs = list(nbs)
+            nbs = (_GROWN, nbs, list(map(len, _chain(filter(None, nbs)))))
+    return ids, nbs
+
+
 def _id_list(value):
     """The ids as a sorted list of str (None for None); an empty set or list without a Python loop
     (a decode step's usual ``KVConnectorOutput`` carries none)."""
@@ -1928,14 +1944,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
                 return self._build_connector_meta_general(scheduler_output)
             result = self._inner.build_connector_meta(scheduler_output)
             try:
-                ids = getattr(crd, "req_ids", None) if crd is not None else None
-                nbs = ()
-                if ids:
-                    ids = list(ids)
-                    nbs = getattr(crd, "new_block_ids", ())
-                    if nbs and (getattr(crd, "resumed_req_ids", None) or any(getattr(crd, "resumed_from_preemption", ()))):
-                        nbs = list(nbs)
-                        nbs = (_GROWN, nbs, list(map(len, _chain(filter(None, nbs)))))
+                ids, nbs = _cached_captured(crd)
             except Exception as e:  # noqa: BLE001
                 self._drive_step_failed(e)
                 return result
@@ -2076,19 +2085,9 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             except Exception as e:  # noqa: BLE001
                 self._failed("build_connector_meta", e)
         if capture is not None:
-            # the sender thread's (_drive_step_later): the cached ids copied, their new block ids by
-            # reference (vLLM builds them afresh each step) but a resumed request's, which become the
-            # model runner's and grow in place: kept with their lengths (``_grown_blocks``)
+            # the sender thread's (_drive_step_later)
             try:
-                crd = getattr(scheduler_output, "scheduled_cached_reqs", None)
-                ids = getattr(crd, "req_ids", None) if crd is not None else None
-                nbs = ()
-                if ids:
-                    ids = list(ids)
-                    nbs = getattr(crd, "new_block_ids", ())
-                    if nbs and (getattr(crd, "resumed_req_ids", None) or any(getattr(crd, "resumed_from_preemption", ()))):
-                        nbs = list(nbs)
-                        nbs = (_GROWN, nbs, list(map(len, _chain(filter(None, nbs)))))
+                ids, nbs = _cached_captured(getattr(scheduler_output, "scheduled_cached_reqs", None))
             except Exception as e:  # noqa: BLE001
                 self._drive_step_failed(e)
                 return result
