@@ -37,7 +37,8 @@ def main(argv=None):
     vllm.__version__ = "0.11.1.dev5+g239b5ff30.d20260518"
     fakes.ScriptedConnector.script = {}
     cfg = make_config("kv_consumer", {"inner_connector": "MoRIIOConnector", "inner_connector_module_path": "__main__",
-                                      "drive_node": a.drive, "drive_timeout_ms": 30000})
+                                      "drive_node": a.drive, "drive_timeout_ms": 30000,
+                                      "drive_brief": False})  # the node's metadata, to check it
     s = KvledgerRecorderConnector(cfg, KVConnectorRole.SCHEDULER, None)
     out = {"driving": s.driving}
     req = consumer_requests(1)[0]

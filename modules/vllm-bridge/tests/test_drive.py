@@ -382,11 +382,15 @@ class BatchingNode(ScriptedNode):
     the answers in one reply frame. ``calls`` lists every call, a batch's in order; ``frames`` counts
     the frames read."""
 
-    def __init__(self, answers, compact=False, derived=False, steady=False, port=None, agreed=False):
+    def __init__(self, answers, compact=False, derived=False, steady=False, port=None, agreed=False, brief=False):
         answers = dict(answers)
         answers.setdefault("hello", {"protocol": 1, "hooks": ["add_request", "get_num_new_matched_tokens", "batch"]
                                      + (["compact"] if compact else []) + (["derived"] if derived else [])
-                                     + (["steady"] if steady else []) + (["agreed"] if agreed else [])})
+                                     + (["steady"] if steady else []) + (["agreed"] if agreed else [])
+                                     + (["brief"] if brief else [])})
+        self.brief = brief
+        self.brief_asked = 0  # batches asking for the brief form
+        self.brief_left_out = 0  # build_connector_meta answers (metadata) it left out
         self.sessions = {}  # (steady) per connection (ROUTER identity): the last compact step read
         self.markers = 0  # compact build_connector_meta calls whose ids came as a step's number
         self.sparse = 0  # and whose new block ids came as {at, blocks}
@@ -440,10 +444,14 @@ class BatchingNode(ScriptedNode):
                 replies = [self.answer(m) for m in members]
                 if self.agreed and req["args"].get("agreed") is True:
                     # as the node answers a batch asking for the agreed form: each empty answer and each
-                    # equal to its call's acted left out
+                    # equal to its call's acted left out (and, asked for the brief form, the metadata)
+                    brief = self.brief and req["args"].get("brief") is True
+                    self.brief_asked += brief
                     kept = []
                     for m, r in zip(members, replies):
-                        if r.get("ok") and r.get("result") == {} and "acted" not in m["args"]:
+                        if brief and r.get("ok") and m["hook"] == "build_connector_meta":
+                            self.brief_left_out += 1
+                        elif r.get("ok") and r.get("result") == {} and "acted" not in m["args"]:
                             self.left_out += 1
                         elif r.get("ok") and agrees(m, r["result"]):
                             self.agreeing += 1
@@ -816,14 +824,14 @@ class InnerLikeNode(BatchingNode):
     the driver's producer requests (delay_free with their blocks, its params for a length-capped
     finish): an agreeing node."""
 
-    def __init__(self, answers, compact=False, derived=False, agreed=False, steady=False):
+    def __init__(self, answers, compact=False, derived=False, agreed=False, steady=False, brief=False):
         self.tids = {}
         self.deferred = set()
         answers = dict(answers)
         answers["add_request"] = self.admit
         answers["request_finished"] = self.finish
         answers["update_connector_output"] = self.output
-        super().__init__(answers, compact, derived, steady=steady, agreed=agreed)
+        super().__init__(answers, compact, derived, steady=steady, agreed=agreed, brief=brief)
 
     def output(self, args):
         # as the connector: the ACKs of deferred frees surface (None when there are none)
@@ -1676,6 +1684,37 @@ def test_a_node_that_agrees_leaves_its_answers_out_and_the_client_settles_the_sa
             node.close()
     assert seen[0] == seen[1]
 
+
+
+def test_a_node_listing_brief_leaves_its_metadata_out_and_the_client_drives_the_same(tmp_path, monkeypatch):
+    """A node whose hello lists "brief" (with "agreed") is asked for it: its metadata for the worker, each
+    build_connector_meta's answer, is left out of the batch replies (vLLM's worker gets the inner's), and
+    the calls, frames' calls and answers acted on are those with the metadata; ``drive_metadata`` is then
+    None, and ``drive_brief`` false asks for it again."""
+    meta = {"step": 1, "reqs_to_recv": {}, "reqs_to_save": {"r": {"local_block_ids": [[1]]}}, "reqs_to_send": [],
+            "mapping_size": 1}
+    answers = {"get_num_new_matched_tokens": {"num_tokens": 0, "load_async": False}, "build_connector_meta": meta}
+    seen = []
+    for brief, asked in ((True, True), (True, False), (False, False)):
+        node = InnerLikeNode(answers, compact=True, agreed=True, brief=brief)
+        try:
+            more = {} if asked or not brief else {"drive_brief": False}
+            s, d, bridge, _ = run_counting_checks(tmp_path, node, f"brief-{brief}-{asked}", monkeypatch,
+                                                  drive_matched_from_inner="always", **more)
+            assert bridge.brief == asked and s.drive_fallbacks == 0 and s.drive_divergences == 0
+            steps = sum(1 for h, _ in node.calls if h == "build_connector_meta")
+            if asked:
+                assert node.brief_asked > 0 and node.brief_left_out == steps > 0
+                assert all(b"\xa5brief\xc3" in f for f in node.raw if b"\xa6agreed\xc3" in f)
+                assert s.drive_metadata is None
+            else:
+                assert node.brief_asked == 0 and node.brief_left_out == 0
+                assert not any(b"\xa5brief" in f for f in node.raw)
+                assert s.drive_metadata == meta
+            seen.append((d.acted, node.calls, node.batches, sorted(s._drive_deferred)))
+        finally:
+            node.close()
+    assert seen[0] == seen[1] == seen[2]
 
 class SplitNode(InnerLikeNode):
     """An agreeing node but for the requests named in ``differ``: its request_finished answers

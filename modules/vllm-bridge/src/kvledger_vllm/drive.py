@@ -57,6 +57,9 @@ class NodeBridge:
     sender_ident = None
     #: a hand-off the sender thread has not started by the scheduler thread's next use of the bridge is
     #: run by the scheduler thread (False: it always waits for the sender)
+    #: with ``agreed``, ask for the brief form too (the node lists ``brief``): its metadata for the
+    #: worker, ``build_connector_meta``'s answer, left out (set by the connector, ``drive_brief``)
+    brief = False
     reclaim = True
     _reclaiming = False
     #: the sender thread's naps between looks for a hand-off, for ``nap_for_ns`` after its last work
@@ -424,7 +427,8 @@ class NodeBridge:
             # the headers of the arrays they were packed in (a compact call alone goes as a batch of one)
             wait_for = next(self._ids)
             if self.agreed:  # ("calls" last: the packed empty list is the last byte)
-                head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": {"agreed": True, "calls": []}})[:-1]
+                head = self._packb({"v": 1, "id": wait_for, "hook": "batch", "args": (
+                    {"agreed": True, "brief": True, "calls": []} if self.brief else {"agreed": True, "calls": []})})[:-1]
                 self._agreeing[wait_for] = (runs, cbs, dirty or self._dirty)
                 self._dirty = False
             else:

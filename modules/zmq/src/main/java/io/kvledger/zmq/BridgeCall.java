@@ -112,7 +112,10 @@ public final class BridgeCall {
         // an empty frame stands for it (no reply frame is empty), nothing is encoded; another answer
         // to a call carrying acted is listed even when it is empty
         byte[] frame;
-        if (batch != null && batch.agreed && BridgeCodec.carriesActed(call)) {
+        if (batch != null && batch.brief && request.hook() == BridgeHook.BUILD_CONNECTOR_META && extra.isEmpty()
+                && BridgeCodec.metadataBuilt(effects)) {
+            frame = AGREED; // the metadata, left out: the client asked for the brief form
+        } else if (batch != null && batch.agreed && BridgeCodec.carriesActed(call)) {
             if (extra.isEmpty() && BridgeCodec.agrees(call, effects)) {
                 frame = AGREED;
             } else {

@@ -182,13 +182,17 @@ public final class EngineBridgeServer implements AutoCloseable {
          * it hands the answer on.
          */
         final boolean[] kept;
+        /** With {@link #agreed}: an ok answer to build_connector_meta is left out ({@link BridgeDecoded.Batch#brief}). */
+        final boolean brief;
         int missing;
         boolean handed;
 
-        BatchReply(long id, byte[] identity, boolean reqFraming, int size, boolean compact, boolean agreed) {
+        BatchReply(long id, byte[] identity, boolean reqFraming, int size, boolean compact, boolean agreed,
+                   boolean brief) {
             this.id = id;
             this.compact = compact;
             this.agreed = agreed;
+            this.brief = brief;
             this.kept = agreed ? new boolean[size] : null;
             this.identity = identity;
             this.reqFraming = reqFraming;
@@ -670,7 +674,7 @@ public final class EngineBridgeServer implements AutoCloseable {
     private void dispatchBatch(BridgeTransport router, byte[] identity, boolean reqFraming, BridgeDecoded.Batch batch,
                                byte[] payload, long atNs) {
         BatchReply reply = new BatchReply(batch.id(), identity, reqFraming, batch.calls().size(), batch.compact(),
-                batch.agreed());
+                batch.agreed(), batch.brief());
         if (batch.calls().isEmpty()) {
             trySend(router, identity, reqFraming, BridgeCodec.encodeBatchReply(batch.id(), List.of()), false);
             return;

@@ -262,7 +262,8 @@ class EngineBridgeServerTest {
     /**
      * A batch asking for the agreed form ({@code args.agreed}): the reply lists only the answers that
      * are neither empty nor the {@code acted} their call carried, in order; the node applies the same
-     * calls (the same events, {@code acted} included) as for a batch that does not ask.
+     * calls (the same events, {@code acted} included) as for a batch that does not ask. Asking also
+     * for the brief form ({@code args.brief}) leaves out build_connector_meta's metadata too.
      */
     @Test
     @SuppressWarnings("unchecked")
@@ -271,7 +272,8 @@ class EngineBridgeServerTest {
         String r1 = rid("agreed-1");
         String r2 = rid("agreed-2");
         List<List<String>> applied = new ArrayList<>();
-        for (boolean agreed : new boolean[] {true, false}) {
+        for (String form : List.of("agreed", "brief", "full")) {
+            boolean agreed = !form.equals("full");
             try (BridgeNodeLoop loop = new BridgeNodeLoop(cfg);
                  EngineBridgeServer server = EngineBridgeServer.open(config(), BridgeNodeInfo.of(cfg), loop);
                  BridgeClient engine = new BridgeClient(server.endpoint())) {
@@ -303,13 +305,19 @@ class EngineBridgeServerTest {
                 if (agreed) {
                     args.put("agreed", true);
                 }
+                if (form.equals("brief")) {
+                    args.put("brief", true);
+                }
                 args.put("calls", calls);
                 env.put("args", args);
                 engine.send(PyMsgpack.encode(env));
                 BridgeReply r = engine.reply(10_000);
                 assertThat(r.ok()).as(r.error()).isTrue();
                 List<Map<String, Object>> replies = (List<Map<String, Object>>) (List<?>) plain(r).get("replies");
-                if (agreed) {
+                if (form.equals("brief")) {
+                    // and 6, build_connector_meta's metadata
+                    assertThat(replies).extracting(m -> m.get("id")).containsExactly(4L, 8L);
+                } else if (agreed) {
                     // 1, 2, 5 empty; 3 and 7 the answers acted on: left out
                     assertThat(replies).extracting(m -> m.get("id")).containsExactly(4L, 6L, 8L);
                     assertThat((Map<String, Object>) replies.get(0).get("result"))
@@ -328,7 +336,7 @@ class EngineBridgeServerTest {
                 applied.add(events);
             }
         }
-        assertThat(applied.get(0)).hasSize(8).isEqualTo(applied.get(1));
+        assertThat(applied.get(0)).hasSize(8).isEqualTo(applied.get(1)).isEqualTo(applied.get(2));
     }
 
     /**

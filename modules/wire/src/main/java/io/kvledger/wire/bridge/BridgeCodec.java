@@ -82,6 +82,15 @@ public final class BridgeCodec {
     static final String AGREED = "agreed";
 
     /**
+     * Listed by {@code hello} when a batch asking for the agreed form may also ask ({@code
+     * args.brief: True}) that an ok answer to {@code build_connector_meta} be left out too: the
+     * metadata the node built for the worker, which a drive client that hands vLLM's worker the
+     * inner connector's metadata only keeps for inspection (for a step of 256 requests to save,
+     * ~150 KB to unpack on vLLM's scheduler thread). The node builds and journals it as before.
+     */
+    static final String BRIEF = "brief";
+
+    /**
      * The argument names of each hook that has a compact form, in position order (the long form's
      * key order). Past the array's end, or None where {@link #COMPACT_OPTIONAL} names it, a field
      * is one the long form leaves out. {@code acted} is {@code [num_tokens, load_async]}, each of
@@ -180,6 +189,7 @@ public final class BridgeCodec {
         }
         PyValue agreedValue = args.get("agreed");
         boolean agreed = agreedValue instanceof PyValue.Bool b && b.value();
+        boolean brief = agreed && args.get(BRIEF) instanceof PyValue.Bool b && b.value();
         List<BridgeDecoded> out = new ArrayList<>(calls.items().size());
         boolean compact = false;
         Seen seen = new Seen();
@@ -187,7 +197,7 @@ public final class BridgeCodec {
             compact |= calls.items().get(i) instanceof PyValue.List;
             out.add(member(calls.items().get(i), "args.calls[" + i + "]", seen, session));
         }
-        return new BridgeDecoded.Batch(id, out, compact, agreed);
+        return new BridgeDecoded.Batch(id, out, compact, agreed, brief);
     }
 
     /**
@@ -800,7 +810,7 @@ public final class BridgeCodec {
         if (node.profile() != null) {
             p.str("profile").str(node.profile());
         }
-        p.str("hooks").arrayHeader(BridgeHook.values().length + 5);
+        p.str("hooks").arrayHeader(BridgeHook.values().length + 6);
         for (BridgeHook h : BridgeHook.values()) {
             p.str(h.wireName());
         }
@@ -809,6 +819,7 @@ public final class BridgeCodec {
         p.str(DERIVED);
         p.str(STEADY);
         p.str(AGREED);
+        p.str(BRIEF);
         return p.toByteArray();
     }
 
@@ -885,6 +896,16 @@ public final class BridgeCodec {
             }
         }
         return out.toByteArray();
+    }
+
+    /** Whether the reducer's {@code effects} hold {@code build_connector_meta}'s answer (its metadata: {@link #BRIEF}). */
+    public static boolean metadataBuilt(List<? extends Effect> effects) {
+        for (Effect e : effects) {
+            if (e instanceof Effect.MetadataBuilt) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -26,8 +26,12 @@ public sealed interface BridgeDecoded {
      * @param agreed  whether the caller asked for the agreed form ({@code args.agreed}, listed by
      *                {@code hello}): its reply then leaves out each empty answer and each answer
      *                equal to the {@code acted} its call carried ({@link BridgeCodec#agrees})
+     * @param brief   with {@code agreed}, whether the caller asked for the brief form too ({@code
+     *                args.brief}, listed by {@code hello}): an ok answer to {@code
+     *                build_connector_meta} (its metadata) is then left out as well
      */
-    record Batch(long id, java.util.List<BridgeDecoded> calls, boolean compact, boolean agreed) implements BridgeDecoded {
+    record Batch(long id, java.util.List<BridgeDecoded> calls, boolean compact, boolean agreed, boolean brief)
+            implements BridgeDecoded {
         public Batch {
             calls = java.util.List.copyOf(calls);
         }

@@ -514,8 +514,14 @@ class BridgeCodecTest {
         BridgeDecoded.Batch asked = (BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env));
         assertThat(asked.agreed()).isTrue();
         assertThat(asked.calls()).hasSize(1);
+        assertThat(asked.brief()).isFalse();
+        // args.brief: True with it asks for the brief form too; brief alone is nothing
+        args.put("brief", true);
+        assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env))).brief()).isTrue();
         args.put("agreed", 1L);
         assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env))).agreed()).isFalse();
+        assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env))).brief()).isFalse();
+        args.remove("brief");
         args.remove("agreed");
         assertThat(((BridgeDecoded.Batch) BridgeCodec.decode(PyMsgpack.encode(env))).agreed()).isFalse();
 
@@ -1110,7 +1116,7 @@ class BridgeCodecTest {
         assertThat(plain(h)).containsEntry("protocol", 1L).containsEntry("kv_role", "kv_consumer").containsEntry("mode", "write")
                 .containsEntry("dp_rank", 1L).containsEntry("dp_size", 2L).containsEntry("tp_rank", 0L).containsEntry("tp_size", 1L)
                 .containsEntry("engine_id", "10.0.0.1:6301");
-        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch", "compact", "derived", "steady", "agreed");
+        assertThat((List<Object>) plain(h).get("hooks")).contains("add_request", "get_finished", "hello", "ping", "batch", "compact", "derived", "steady", "agreed", "brief");
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_consumer", "WRITE", 1, 0, "scheduler"), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello(null, null, null, null, null), node)).isNull();
         assertThat(BridgeCodec.helloMismatch(new HookCall.Hello("kv_producer", "read", 0, 1, null), node))
