@@ -10,7 +10,7 @@
 #   other arguments go to drive_step_cost.py (--concurrency 16,64,256, --cycles 6, --idle 6,
 #   --unpipelined head, --unbatched head, --finished-awaited head, --from-inner head, --freed-from-inner head,
 #   --matched-awaited head, --matched-from-inner head, --idle-frames head, --unsteady head, --inthread head,
-#   --unreclaimed head, --unnapped head, --decode 16, --stagger, --warmup 200, --gpu-ms 20,
+#   --unreclaimed head, --unnapped head, --unbrief head, --decode 16, --stagger, --warmup 200, --gpu-ms 20,
 #   --transport unix|tcp (default unix))
 # The JDK: JAVA_HOME when it is a JDK 25, else `java` on PATH. This checkout's jar
 # (modules/cli/target/kvledger.jar) is built with Maven when it is missing.

@@ -38,7 +38,8 @@ scripted MoRIIO-like connector inside:
   scheduler thread; the sender thread's CPU per step has a table of its own); with ``--unreclaimed LABEL``,
   with ``NodeBridge.reclaim`` false (a hand-off the sender has not started is
   waited for, not run by the scheduler thread); with ``--unnapped LABEL``, with ``drive_sender_nap_ms`` 0 (the
-  sender thread waits in its queue: each hand-off wakes it).
+  sender thread waits in its queue: each hand-off wakes it); with ``--unbrief LABEL``, with ``drive_brief``
+  false (the node's metadata for the worker in its replies, unpacked on the scheduler thread).
 
 ``--gpu-ms MS``: after each step's ``build_connector_meta`` that scheduled something (an empty step runs no
 forward pass) the driver sleeps MS ms (the GIL released),
@@ -203,7 +204,7 @@ class Engine:
     """One scheduler + worker recorder over the scripted connector, its hooks timed per step."""
 
     def __init__(self, label, drive=None, pipeline=True, batch=True, from_inner=None, finished_from_inner=None,
-                 freed_from_inner=None, idle_frames=False, steady=True, sender=None):
+                 freed_from_inner=None, idle_frames=False, steady=True, sender=None, brief=True):
         self.label = label
         extra = {"inner_connector": "ScriptedConnector", "inner_connector_module_path": "fakes"}
         if drive is not None:
@@ -214,6 +215,8 @@ class Engine:
                 extra["drive_batch"] = False
             if not steady:
                 extra["drive_steady"] = False
+            if not brief:
+                extra["drive_brief"] = False
             if sender is not None:
                 extra["drive_sender_thread"] = sender
             if from_inner is not None:  # else the default (the inner's answer while the node agrees)
@@ -482,6 +485,9 @@ def main(argv=None):
     ap.add_argument("--unreclaimed", action="append", default=[], metavar="LABEL",
                     help="also drive with NodeBridge.reclaim false (the scheduler thread "
                          "always waits for the sender thread, even for a hand-off it has not started), a node of its own")
+    ap.add_argument("--unbrief", action="append", default=[], metavar="LABEL",
+                    help="also drive with drive_brief false (the node's metadata in its replies, unpacked by the "
+                         "scheduler thread), a node of its own")
     ap.add_argument("--unnapped", action="append", default=[], metavar="LABEL",
                     help="also drive with drive_sender_nap_ms 0 (each hand-off wakes the sender thread waiting in "
                          "its queue), a node of its own")
@@ -558,6 +564,10 @@ def main(argv=None):
                 nodes.append(node)
                 engines.append(Engine(label + " unreclaimed", node.endpoint))
                 engines[-1].sched._drive.reclaim = False
+            if label in a.unbrief:
+                node = Node(a.java, jar, tmp, label + "-unbrief", a.transport, flags)
+                nodes.append(node)
+                engines.append(Engine(label + " unbrief", node.endpoint, brief=False))
             if label in a.unnapped:
                 node = Node(a.java, jar, tmp, label + "-unnapped", a.transport, flags)
                 nodes.append(node)
