@@ -450,6 +450,26 @@ def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False,
     return steps, cpu
 
 
+# The engines a jar's LABEL gets besides its default one, in this order: (the option naming the LABEL,
+# its node's name suffix, the engine's label suffix, the Engine's arguments, the bridge's attributes set)
+VARIANTS = (
+    ("matched_from_inner", "matched-from-inner", "matched from inner", dict(from_inner="always"), {}),
+    ("matched_awaited", "matched-awaited", "matched awaited", dict(from_inner=False), {}),
+    ("finished_awaited", "finished-awaited", "finished awaited", dict(finished_from_inner=False), {}),
+    ("from_inner", "from-inner", "frees awaited", dict(freed_from_inner=False), {}),
+    ("idle_frames", "idle-frames", "frees awaited, idle frames", dict(freed_from_inner=False, idle_frames=True), {}),
+    ("freed_from_inner", "freed-from-inner", "from inner always",
+     dict(from_inner="always", finished_from_inner="always"), {}),
+    ("inthread", "inthread", "in-thread", dict(sender=False), {}),
+    ("unreclaimed", "unreclaimed", "unreclaimed", {}, {"reclaim": False}),
+    ("unbrief", "unbrief", "unbrief", dict(brief=False), {}),
+    ("unnapped", "unnapped", "unnapped", {}, {"nap_s": 0}),
+    ("unpipelined", "unpipelined", "unpipelined", dict(pipeline=False), {}),
+    ("unbatched", "unbatched", "unbatched", dict(batch=False), {}),
+    ("unsteady", "unsteady", "unsteady", dict(steady=False), {}),
+)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--java", default=os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "java")
@@ -529,62 +549,13 @@ def main(argv=None):
             node = Node(a.java, jar, tmp, label, a.transport, flags)
             nodes.append(node)
             engines.append(Engine(label, node.endpoint))
-            if label in a.matched_from_inner:
-                node = Node(a.java, jar, tmp, label + "-matched-from-inner", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " matched from inner", node.endpoint, from_inner="always"))
-            if label in a.matched_awaited:
-                node = Node(a.java, jar, tmp, label + "-matched-awaited", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " matched awaited", node.endpoint, from_inner=False))
-            if label in a.finished_awaited:
-                node = Node(a.java, jar, tmp, label + "-finished-awaited", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " finished awaited", node.endpoint, finished_from_inner=False))
-            if label in a.from_inner:
-                node = Node(a.java, jar, tmp, label + "-from-inner", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " frees awaited", node.endpoint, freed_from_inner=False))
-            if label in a.idle_frames:
-                node = Node(a.java, jar, tmp, label + "-idle-frames", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " frees awaited, idle frames", node.endpoint, freed_from_inner=False,
-                                      idle_frames=True))
-            if label in a.freed_from_inner:
-                node = Node(a.java, jar, tmp, label + "-freed-from-inner", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " from inner always", node.endpoint, from_inner="always",
-                                      finished_from_inner="always"))
-            if label in a.inthread:
-                node = Node(a.java, jar, tmp, label + "-inthread", a.transport)
-                nodes.append(node)
-                engines.append(Engine(label + " in-thread", node.endpoint, sender=False))
-            if label in a.unreclaimed:
-                node = Node(a.java, jar, tmp, label + "-unreclaimed", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " unreclaimed", node.endpoint))
-                engines[-1].sched._drive.reclaim = False
-            if label in a.unbrief:
-                node = Node(a.java, jar, tmp, label + "-unbrief", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " unbrief", node.endpoint, brief=False))
-            if label in a.unnapped:
-                node = Node(a.java, jar, tmp, label + "-unnapped", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " unnapped", node.endpoint))
-                engines[-1].sched._drive.nap_s = 0  # (read by the sender before each look)
-            if label in a.unpipelined:
-                node = Node(a.java, jar, tmp, label + "-unpipelined", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " unpipelined", node.endpoint, pipeline=False))
-            if label in a.unbatched:
-                node = Node(a.java, jar, tmp, label + "-unbatched", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " unbatched", node.endpoint, batch=False))
-            if label in a.unsteady:
-                node = Node(a.java, jar, tmp, label + "-unsteady", a.transport, flags)
-                nodes.append(node)
-                engines.append(Engine(label + " unsteady", node.endpoint, steady=False))
+            for dest, suffix, name, kwargs, attrs in VARIANTS:
+                if label in getattr(a, dest):
+                    node = Node(a.java, jar, tmp, label + "-" + suffix, a.transport, flags)
+                    nodes.append(node)
+                    engines.append(Engine(label + " " + name, node.endpoint, **kwargs))
+                    for attr, value in attrs.items():  # the bridge's, read by the sender before each look
+                        setattr(engines[-1].sched._drive, attr, value)
         gc.callbacks.append(_gc_timer)
         first = 1
         # warm-up (the nodes' JIT): not counted
