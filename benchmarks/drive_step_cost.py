@@ -451,24 +451,36 @@ def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False,
 
 
 # The engines a jar's LABEL gets besides its default one, in this order: (the option naming the LABEL,
-# its node's name suffix, the engine's label suffix, the Engine's arguments, the bridge's attributes set)
+# its node's name suffix, the engine's label suffix, the Engine's arguments, the bridge's attributes set,
+# what the option's help says the engine drives with)
 VARIANTS = (
-    ("matched_from_inner", "matched-from-inner", "matched from inner", dict(from_inner="always"), {}),
-    ("matched_awaited", "matched-awaited", "matched awaited", dict(from_inner=False), {}),
-    ("finished_awaited", "finished-awaited", "finished awaited", dict(finished_from_inner=False), {}),
-    ("from_inner", "from-inner", "frees awaited", dict(freed_from_inner=False), {}),
-    ("idle_frames", "idle-frames", "frees awaited, idle frames", dict(freed_from_inner=False, idle_frames=True), {}),
+    ("matched_from_inner", "matched-from-inner", "matched from inner", dict(from_inner="always"), {},
+     'drive_matched_from_inner "always"'),
+    ("matched_awaited", "matched-awaited", "matched awaited", dict(from_inner=False), {},
+     "drive_matched_from_inner false (every get_num_new_matched_tokens awaited)"),
+    ("finished_awaited", "finished-awaited", "finished awaited", dict(finished_from_inner=False), {},
+     "drive_finished_from_inner false (every request_finished awaited, the earlier default)"),
+    ("from_inner", "from-inner", "frees awaited", dict(freed_from_inner=False), {},
+     "drive_freed_from_inner false (the frees after finishes awaited)"),
+    ("idle_frames", "idle-frames", "frees awaited, idle frames", dict(freed_from_inner=False, idle_frames=True), {},
+     "drive_freed_from_inner false and a frame sent at the end of every step"),
     ("freed_from_inner", "freed-from-inner", "from inner always",
-     dict(from_inner="always", finished_from_inner="always"), {}),
-    ("inthread", "inthread", "in-thread", dict(sender=False), {}),
-    ("unreclaimed", "unreclaimed", "unreclaimed", {}, {"reclaim": False}),
-    ("unbrief", "unbrief", "unbrief", dict(brief=False), {}),
-    ("unnapped", "unnapped", "unnapped", {}, {"nap_s": 0}),
-    ("unpipelined", "unpipelined", "unpipelined", dict(pipeline=False), {}),
-    ("unbatched", "unbatched", "unbatched", dict(batch=False), {}),
-    ("unsteady", "unsteady", "unsteady", dict(steady=False), {}),
+     dict(from_inner="always", finished_from_inner="always"), {},
+     'drive_matched_from_inner and drive_finished_from_inner "always"'),
+    ("inthread", "inthread", "in-thread", dict(sender=False), {},
+     "drive_sender_thread false (each call built, packed and sent on the scheduler thread)"),
+    ("unreclaimed", "unreclaimed", "unreclaimed", {}, {"reclaim": False},
+     "NodeBridge.reclaim false (the scheduler thread always waits for the sender thread, even for a "
+     "hand-off it has not started)"),
+    ("unbrief", "unbrief", "unbrief", dict(brief=False), {},
+     "drive_brief false (the node's metadata in its replies, unpacked by the scheduler thread)"),
+    ("unnapped", "unnapped", "unnapped", {}, {"nap_s": 0},
+     "drive_sender_nap_ms 0 (each hand-off wakes the sender thread waiting in its queue)"),
+    ("unpipelined", "unpipelined", "unpipelined", dict(pipeline=False), {}, "drive_pipeline false"),
+    ("unbatched", "unbatched", "unbatched", dict(batch=False), {}, "drive_batch false"),
+    ("unsteady", "unsteady", "unsteady", dict(steady=False), {},
+     "drive_steady false (each step's cached ids in full)"),
 )
-
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -477,40 +489,9 @@ def main(argv=None):
     ap.add_argument("--jar", action="append", required=True, metavar="LABEL=PATH[:FLAGS]",
                     help="a kvledger.jar to start a drive node from, with extra JVM flags (space-separated) after a "
                          "colon, e.g. -Dkvledger.loop.spinNs=0 (repeatable)")
-    ap.add_argument("--unpipelined", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_pipeline false, a node of its own from that jar")
-    ap.add_argument("--unbatched", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_batch false, a node of its own from that jar")
-    ap.add_argument("--finished-awaited", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_finished_from_inner false (every request_finished awaited, the "
-                         "earlier default), a node of its own from that jar")
-    ap.add_argument("--from-inner", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_freed_from_inner false (the frees after finishes awaited), a node "
-                         "of its own from that jar")
-    ap.add_argument("--freed-from-inner", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_matched_from_inner and drive_finished_from_inner \"always\", a "
-                         "node of its own from that jar")
-    ap.add_argument("--matched-awaited", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_matched_from_inner false (every get_num_new_matched_tokens "
-                         "awaited), a node of its own from that jar")
-    ap.add_argument("--matched-from-inner", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_matched_from_inner \"always\", a node of its own from that jar")
-    ap.add_argument("--idle-frames", action="append", default=[], metavar="LABEL",
-                    help="also drive as --from-inner with a frame sent at the end of every step, a node of its own")
-    ap.add_argument("--unsteady", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_steady false (each step's cached ids in full), a node of its own")
-    ap.add_argument("--inthread", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_sender_thread false (each call built, packed "
-                         "and sent on the scheduler thread), a node of its own")
-    ap.add_argument("--unreclaimed", action="append", default=[], metavar="LABEL",
-                    help="also drive with NodeBridge.reclaim false (the scheduler thread "
-                         "always waits for the sender thread, even for a hand-off it has not started), a node of its own")
-    ap.add_argument("--unbrief", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_brief false (the node's metadata in its replies, unpacked by the "
-                         "scheduler thread), a node of its own")
-    ap.add_argument("--unnapped", action="append", default=[], metavar="LABEL",
-                    help="also drive with drive_sender_nap_ms 0 (each hand-off wakes the sender thread waiting in "
-                         "its queue), a node of its own")
+    for dest, _, _, _, _, what in VARIANTS:
+        ap.add_argument("--" + dest.replace("_", "-"), action="append", default=[], metavar="LABEL",
+                        help=f"also drive with {what}, a node of its own from that jar")
     ap.add_argument("--gpu-ms", type=float, default=0,
                     help="after each step's build_connector_meta the driver waits MS ms (time.sleep, the GIL "
                          "released), as vLLM's scheduler thread waits for the GPU before the step's last hooks")
@@ -549,7 +530,7 @@ def main(argv=None):
             node = Node(a.java, jar, tmp, label, a.transport, flags)
             nodes.append(node)
             engines.append(Engine(label, node.endpoint))
-            for dest, suffix, name, kwargs, attrs in VARIANTS:
+            for dest, suffix, name, kwargs, attrs, _ in VARIANTS:
                 if label in getattr(a, dest):
                     node = Node(a.java, jar, tmp, label + "-" + suffix, a.transport, flags)
                     nodes.append(node)

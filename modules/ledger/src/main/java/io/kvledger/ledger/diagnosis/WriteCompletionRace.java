@@ -54,7 +54,7 @@ import java.util.Map;
  * skew; kept in the ledger's {@link ClockSkew} with what its other notifies measure). Only a
  * receipt left unexplained (the rank sent no write_done for the transfer, or fewer than the decode
  * received) is evidence, and only when stamped before the rank's last write of the
- * transfer by more than the pair's measured skew plus {@link #MARGIN_NS}. The finding gives both
+ * transfer by more than the pair's measured skew plus {@link ClockSkew#MARGIN_NS}. The finding gives both
  * stamps, the skew and the counts.
  *
  * <p>Fed by {@link Ledger#observe} before the ledger's own bookkeeping (which forgets legs that
@@ -102,13 +102,10 @@ final class WriteCompletionRace {
 
     /**
      * A receipt no send of the rank explains, stamped before the rank's last write ({@code postAt})
-     * by more than the pair's measured skew plus {@link #MARGIN_NS}; {@code received} receipts by
+     * by more than the pair's measured skew plus {@link ClockSkew#MARGIN_NS}; {@code received} receipts by
      * that decode, {@code sent} write_dones by the rank.
      */
     record Unexplained(Receipt receipt, long postAt, int received, int sent, long skewNs) {}
-
-    /** What two clocks may differ by beyond the skew measured between them ({@link ClockSkew#MARGIN_NS}). */
-    static final long MARGIN_NS = ClockSkew.MARGIN_NS;
 
     private final LinkedHashMap<String, Writer> writers = new LinkedHashMap<>();
     /** Per {@code node|status id}, the transfer of a write in flight. */
@@ -283,7 +280,7 @@ final class WriteCompletionRace {
     /**
      * The first receipt of {@code w}'s transfer no send of its rank explains and that is stamped
      * before the rank's last write of it by more than the pair's measured skew plus
-     * {@link #MARGIN_NS}; null when there is none. Each send explains one receipt per decode, the
+     * {@link ClockSkew#MARGIN_NS}; null when there is none. Each send explains one receipt per decode, the
      * latest ones: a decode's receipt follows the send in fact, whatever two clocks stamp.
      */
     private Unexplained unexplained(Ledger l, NodeView n, Writer w) {
@@ -331,7 +328,7 @@ final class WriteCompletionRace {
                     + u.receipt().node() + "'s receipt stamped " + rel(l, u.receipt().atNs()) + ", " + n.name + "'s write "
                     + rel(l, u.postAt()) + ": " + Seconds.duration(u.postAt() - u.receipt().atNs()) + " before it, beyond the "
                     + Seconds.duration(u.skewNs()) + " the two clocks were measured apart plus a margin of "
-                    + Seconds.duration(MARGIN_NS) + "; " + u.received() + " write_done(s) received, " + u.sent() + " sent by "
+                    + Seconds.duration(ClockSkew.MARGIN_NS) + "; " + u.received() + " write_done(s) received, " + u.sent() + " sent by "
                     + n.name + ")");
         }
         return why.isEmpty() ? null : String.join("; ", why);
