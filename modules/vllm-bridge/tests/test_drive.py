@@ -1670,7 +1670,7 @@ def test_a_node_that_agrees_leaves_its_answers_out_and_the_client_settles_the_sa
             checks = [c for c in checks if c != "update_connector_output"]
             if agreed:
                 # every call carrying acted that came in a batch agreed and was left out: none of them
-                # checked one by one (a call going alone, as itself, is answered in full)
+                # checked one by one (alone, such a call goes as a batch of one)
                 assert node.agreeing == node.acted_batched and (node.agreeing > 0 or acted_calls == 0)
                 assert len(checks) == sum(1 for h, a in node.calls if "acted" in a and h != "update_connector_output") \
                     - sum(1 for h in node.agreeing_hooks if h != "update_connector_output")
@@ -1678,7 +1678,9 @@ def test_a_node_that_agrees_leaves_its_answers_out_and_the_client_settles_the_sa
             else:
                 assert node.agreeing == 0 and len(checks) == sum(
                     1 for h, a in node.calls if "acted" in a and h != "update_connector_output")
-            seen.append((d.acted, node.calls, node.batches, bridge.calls,
+            # (a lone call carrying acted goes to an agreeing node as a batch of one, whose answer it may
+            # leave out; to an older one as itself: one frame either way)
+            seen.append((d.acted, node.calls, [b for b in node.batches if len(b) > 1], node.frames, bridge.calls,
                          sorted(s._drive_deferred), sorted(s._drive_finish_unread)))
         finally:
             node.close()
@@ -1766,7 +1768,9 @@ def test_a_divergence_in_an_agreeing_batch_is_counted_logged_and_carries_the_nod
             if agreed:
                 assert node.agreeing > 0 and 0 < len(checks) < sum(1 for _, a in node.calls if "acted" in a)
                 assert node.mixed > 0
-            seen.append((d.acted, node.calls, node.batches, s.drive_divergences, s.drive_fallbacks,
+            # (a lone call carrying acted: a batch of one to an agreeing node, itself to an older one)
+            seen.append((d.acted, node.calls, [b for b in node.batches if len(b) > 1], node.frames,
+                         s.drive_divergences, s.drive_fallbacks,
                          s.drive_divergence_last, sorted(s._drive_deferred), sorted(s._drive_finish_unread),
                          dict(s._errors)))
         finally:
@@ -1810,6 +1814,66 @@ def test_an_agreed_batch_with_a_call_given_up_or_unpackable_settles_call_by_call
     got.clear()
     b._settle_agreed([2], [], None, ([(sink, ["a", "b"])], [], True))
     assert got == ["b"] and b._unread == {}
+
+
+def test_an_agreed_batch_whole_in_unread_is_cut_out_at_once_and_anything_else_is_popped():
+    """NodeBridge._cut_batch: a batch whose unread calls are all there, and the oldest ones, leaves
+    ``_unread`` in one step (the calls after it kept, in order, in a new dict); a batch with an older call
+    still unread, one of its calls given up, or more later calls than it may copy is not cut (the
+    settling pops call by call), and either way the same calls stay unread."""
+    def bridge(unread):
+        b = NodeBridge.__new__(NodeBridge)
+        b._unread = dict(unread)
+        return b
+    calls = {rid: ("request_finished", None) for rid in range(10, 20)}
+    later = {rid: ("update_connector_output", None) for rid in (21, 23)}
+    b = bridge({**calls, **later})
+    old = b._unread
+    # ids 10..19 and the awaited call 20 (never unread); 21, 23 sent after
+    assert b._cut_batch(list(range(10, 21)), 20) is old
+    assert list(b._unread) == [21, 23] and b._unread[21] == later[21]
+    for case, members, awaited in (
+            ("an older call unread", {9: ("add_request", None)} | calls | later, None),
+            ("a call given up", {rid: calls[rid] for rid in range(11, 20)} | later, None)):
+        b = bridge(members)
+        before = dict(b._unread)
+        assert b._cut_batch(list(range(10, 20)), awaited) is None, case
+        assert b._unread == before
+        b._settle_agreed(list(range(10, 20)), [], None, ([], [], False))
+        assert list(b._unread) == [rid for rid in before if rid not in calls], case
+    many = {rid: ("update_connector_output", None) for rid in range(20, 20 + 64 + 1)}
+    b = bridge({**calls, **many})
+    assert b._cut_batch(list(range(10, 20)), None) is None and len(b._unread) == 75
+    b = bridge({**calls, **dict(list(many.items())[:64])})
+    assert b._cut_batch(list(range(10, 20)), None) is not None and list(b._unread) == list(range(20, 84))
+
+
+def test_the_entries_of_a_cut_batch_are_freed_by_the_sender_thread_while_it_naps():
+    """NodeBridge._discard: with the sender thread napping, a settled batch's entries are left to it, and
+    it frees them between its naps, a few at a time; without it, at once."""
+    import time as _time
+    b = NodeBridge("tcp://127.0.0.1:9", timeout_ms=200)
+    try:
+        freed = threading.Event()
+
+        class Entry:
+            def __del__(self):
+                freed.set()
+        b._discard({1: ("request_finished", Entry())})
+        assert freed.is_set()  # no sender thread: at once
+        freed.clear()
+        b.start_sender()
+        b.reclaim = False  # (the sender runs the hand-off, not this thread)
+        b.captured.append((list,))  # a hand-off: the sender naps after it
+        b.hand_off()
+        b.sync()
+        assert b._awake_until > _time.monotonic_ns()
+        garbage = {rid: ("request_finished", Entry() if rid == 0 else None) for rid in range(40)}  # (freed last)
+        b._discard(garbage)
+        assert len(b._garbage) == 1 or not garbage  # left to the sender (unless it already freed them)
+        assert freed.wait(30) and not garbage
+    finally:
+        b.close()
 
 
 def test_a_node_rewriting_nothing_lists_an_empty_answer_that_differs_from_acted(tmp_path):

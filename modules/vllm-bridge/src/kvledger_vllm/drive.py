@@ -25,6 +25,7 @@ msgpack are imported when it is built. ``unix:///PATH`` (``--bridge unix:///PATH
 
 from __future__ import annotations
 
+import collections
 import itertools
 import operator
 import queue
@@ -403,8 +404,10 @@ class NodeBridge:
         if self._rows:
             self._pack_rows()
             dirty |= self._dirty
-        elif len(self._longs) == 1 and not self._chunks:
-            # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first
+        elif len(self._longs) == 1 and not self._chunks and not (runs or cbs):
+            # the call as itself: {"v": 1, "id", "hook", "args"}, its packed map with "v" first (one whose
+            # answer may be left out, ``agreed``, goes as a batch of one: a node answers a lone call in full,
+            # e.g. the 256 ids of a burst's update_connector_output, unpacked and compared for nothing)
             (call,), self._longs = self._longs, []
             buf, self._buffer = self._buffer, []
             wait_for = call["id"]
@@ -634,9 +637,11 @@ class NodeBridge:
                 if e is not None and (type(e[1]) is tuple or not r.get("ok")):
                     fast = False  # a divergence of a call carrying acted, or an error: in order
                     break
-        entries = list(map(unread.pop, members, _NONE))
-        if fast and entries.count(None) != (awaited is not None):
-            fast = False  # one was given up: its run item must not count
+        cut = self._cut_batch(members, awaited) if fast else None
+        if cut is None:
+            entries = list(map(unread.pop, members, _NONE))
+            if fast and entries.count(None) != (awaited is not None):
+                fast = False  # one was given up: its run item must not count
         mine = listed.get(awaited) if awaited is not None else None
         if fast:
             for rid, on_result in cbs:
@@ -644,6 +649,8 @@ class NodeBridge:
                 on_result({} if r is None else r.get("result") or {})
             for on_agreed, items in runs:
                 on_agreed(items)
+            if cut is not None:
+                self._discard(cut)
         else:
             for rid, entry in zip(members, entries):
                 if entry is None:
@@ -663,6 +670,66 @@ class NodeBridge:
         if mine is None and awaited is not None:
             mine = {"id": awaited, "ok": True, "result": {}}
         return mine
+
+    def _cut_batch(self, members, awaited):
+        """The entries of a batch's calls taken out of ``_unread`` at once, without a lookup each (a
+        burst's hundreds of entries, cold in memory by the time its reply comes, cost a cache miss or
+        more each to pop): when the batch's unread calls are the first ones of ``_unread``, ``_unread``
+        becomes a new dict of the calls after them (at most ``_CUT_KEEPS``, or four times the
+        batch's) and the old one is given,
+        holding the batch's entries (and the same entries of the later calls). None when they are not
+        (one was given up or failed on the way; too many calls follow): nothing changed.
+
+        Sound because ``_unread`` is in id order and ids are taken in order: the unread calls with
+        ids from the batch's first to its last are the batch's own (the ids between them that are not
+        its calls are ids of batch frames and awaited calls, never in ``_unread``); a call leaves
+        ``_unread`` unanswered only when given up, the oldest first (``max_unread``) or all at once
+        (``flush``), so when one of the batch's left, no older call is unread: the calls up to the
+        batch's last are then fewer than the batch's. So they are as many only when they are the
+        batch's, whole. (No ``next(iter(_unread))``: it walks the slots the pops left, thousands.)"""
+        unread = self._unread
+        expected = len(members) - (awaited is not None)
+        if expected <= 0 or len(unread) < expected:
+            return None
+        if (members[0] if members[0] != awaited else members[1]) not in unread:
+            return None
+        last = members[-1]
+        later = []
+        keeps = max(_CUT_KEEPS, 4 * expected)  # (the later calls are recent: warm in memory)
+        for rid in reversed(unread):
+            if rid <= last:
+                break
+            if len(later) == keeps:
+                return None
+            later.append(rid)
+        if len(unread) - len(later) != expected:
+            return None
+        self._unread = {rid: unread[rid] for rid in reversed(later)}
+        return unread
+
+    def _discard(self, garbage):
+        """Settled calls' entries (a dict): freed by the sender thread after its work or in its naps, a
+        few at a time, while it is awake (freeing a burst's entries, cold in memory, costs about a microsecond each:
+        300 us for 256 finishes, on vLLM's scheduler thread); here otherwise."""
+        if self._threaded and (threading.get_ident() == self.sender_ident
+                               or time.monotonic_ns() < self._awake_until - _AWAKE_MARGIN_NS):
+            self._garbage.append(garbage)
+        else:
+            garbage.clear()
+
+    def _free_garbage(self):
+        """On the sender thread, between two naps: 16 (``_FREED_AT_ONCE_RANGE``) of the entries ``_discard``
+        left, freed (a scheduler thread wanting the GIL meanwhile waits for those few frees at most; the
+        sender does not take it back before its next nap is over: ``sleep(0)`` would let it take it back
+        at once, and a scheduler thread would wait for the switch interval, 5 ms)."""
+        garbage = self._garbage
+        d = garbage[0]
+        popitem = d.popitem
+        for _ in _FREED_AT_ONCE_RANGE:
+            if not d:
+                garbage.popleft()
+                break
+            popitem()
 
     def _failed(self, hook, error):
         self.failures += 1
@@ -700,6 +767,8 @@ class NodeBridge:
         self._busy = False
         self._cond = threading.Condition()  # the sender's end of a hand-off, for a scheduler thread waiting on it
         self._chunk = max(1, int(chunk))
+        self._garbage = collections.deque()  # settled calls' entries the sender frees (``_discard``)
+        self._awake_until = 0  # the monotonic ns until which the sender naps and looks (then: the queue)
         self.sender_cpu_ns = 0  # the sender thread's CPU time (time.thread_time_ns), summed
         self.handoffs = 0
         self.sender_waits = 0  # times the scheduler thread found the sender still at work
@@ -799,9 +868,13 @@ class NodeBridge:
                 try:
                     work = get_nowait()  # taken: the scheduler thread no longer can
                 except empty:
+                    if self._garbage:
+                        self._free_garbage()
                     sleep(self.nap_s)
                     continue
             else:
+                while self._garbage:  # (none left to a sender done napping: _discard's margin)
+                    self._free_garbage()
                 work = q.get()
             if work is None:
                 return
@@ -825,10 +898,12 @@ class NodeBridge:
                 # hooks: the finishing steps' request_finished), and survivors move to older generations
                 work = item = None
                 self.sender_cpu_ns += time.thread_time_ns() - began
+                active_until = now() + self.nap_for_ns
+                if self.nap_s:
+                    self._awake_until = active_until  # (before the scheduler thread may go on: _discard)
                 with cond:
                     self._busy = False
                     cond.notify_all()
-                active_until = now() + self.nap_for_ns
 
     def _sender_failed(self, e):
         self.failures += 1
@@ -994,6 +1069,13 @@ _ID_AND_HOOK = operator.itemgetter(0, 1)
 _FIRST = operator.itemgetter(0)
 _CALL_ID_AND_HOOK = operator.itemgetter("id", "hook")
 _ROWS_PACKED_AT = 48
+# calls after a batch's that ``_cut_batch`` copies into a new ``_unread`` at least (more, and more than four
+# times the batch's: the batch's popped one by one)
+_CUT_KEEPS = 64
+# settled entries the sender thread frees between two releases of the GIL
+_FREED_AT_ONCE_RANGE = range(16)
+# ``_discard`` leaves entries to the sender thread only when it naps for at least this much longer
+_AWAKE_MARGIN_NS = 20_000_000
 _LENGTH = struct.Struct(">I")
 # a lone call's frame begins {"v": 1, then its call map's entries (a map of 4, where a call's has 3)
 _ONE_CALL = b"\x84\xa1v\x01"
