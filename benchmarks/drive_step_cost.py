@@ -240,8 +240,10 @@ class Engine:
         self.idle_framed = []  # idle steps that sent a batch frame: their step ns
         self.awaited = []  # ns per awaited NodeBridge.call (only while recording)
         self.recording = False
+        self.inner_ns = 0  # this step: the inner connector's wall time inside the scheduler hooks
         for name in SCHED_HOOKS:
             self._time_hook(name)
+            self._time_inner(name)
         bridge = getattr(self.sched, "_drive", None)
         if bridge is not None:
             self._time_awaited(bridge)
@@ -269,6 +271,24 @@ class Engine:
             h[1] += c
             return r
         setattr(self.sched, name, wrapper)
+
+    def _time_inner(self, name):
+        """The inner connector's own time in the recorder's hook ``name`` (the scheduler thread's, inside a timed
+        hook): the step's time less this is what the recorder and drive mode cost, without the inner's noise."""
+        inner = self.sched._inner
+        f = getattr(inner, name, None)
+        if f is None:
+            return
+
+        def wrapper(*a, **k):
+            if not (_IN_HOOK[0] and threading.get_ident() == _MAIN):
+                return f(*a, **k)
+            t = time.perf_counter_ns()
+            try:
+                return f(*a, **k)
+            finally:
+                self.inner_ns += time.perf_counter_ns() - t
+        setattr(inner, name, wrapper)
 
     def _time_awaited(self, bridge):
         f = bridge.call
@@ -376,11 +396,13 @@ def _gc_timer(phase, info):
             e.hook_gc[1] += time.thread_time_ns() - _GC_START[1]
 
 
-def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False, gpu_ms=0, sender=None, gcs=None):
+def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False, gpu_ms=0, sender=None, gcs=None,
+         own=None):
     """``cycles`` cycles of N requests on every engine; returns {label: {kind: [step ns]}}, the same of
-    the steps' CPU, and fills ``sender`` ({label: {kind: [ns]}}) with the sender thread's CPU per step and
+    the steps' CPU, and fills ``sender`` ({label: {kind: [ns]}}) with the sender thread's CPU per step,
     ``gcs`` ({label: {kind: [(collections, CPU ns)]}}) with Python's collector on the scheduler thread
-    inside the step's hooks."""
+    inside the step's hooks and ``own`` ({label: {kind: [ns]}}) with the step's time less its inner
+    connector's."""
     steps = {e.label: collections.defaultdict(list) for e in engines}
     cpu = {e.label: collections.defaultdict(list) for e in engines}
     k = 0
@@ -424,7 +446,11 @@ def play(engines, echo, n, cycles, idle, first, record, decode=0, stagger=False,
                 e.step_ns = 0
                 took_cpu = e.step_cpu_ns
                 e.step_cpu_ns = 0
+                inner = e.inner_ns
+                e.inner_ns = 0
                 if record:
+                    if own is not None:
+                        own.setdefault(e.label, collections.defaultdict(list))[kind].append(took - inner)
                     if gcs is not None:
                         gcs.setdefault(e.label, collections.defaultdict(list))[kind].append(tuple(e.hook_gc))
                     steps[e.label][kind].append(took)
@@ -481,6 +507,26 @@ VARIANTS = (
     ("unsteady", "unsteady", "unsteady", dict(steady=False), {},
      "drive_steady false (each step's cached ids in full)"),
 )
+
+def print_added(title, per_n, levels, driven, what):
+    """A table of ``per_n`` ({N: {label: {kind: [ns]}}}): off's p50 / p99 per step kind, and each driven
+    label's paired difference to it."""
+    print()
+    print(title)
+    print()
+    print("| N | step | off p50 / p99 |" + "".join(f" {label}: {what} p50 / p99 |" for label in driven))
+    print("|---:|---|---:|" + "---:|" * len(driven))
+    for n in levels:
+        for kind in KINDS:
+            off = per_n[n]["off"][kind]
+            if not off:
+                continue
+            row = f"| {n} | {KIND_TEXT[kind]} | {us(pct(off, 0.5))} / {us(pct(off, 0.99))} |"
+            for label in driven:
+                added = [x - y for x, y in zip(per_n[n][label][kind], off)]
+                row += f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |"
+            print(row)
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -552,6 +598,7 @@ def main(argv=None):
         cpu_results = {}
         sender_results = {}
         gc_results = {}
+        own_results = {}
         awaited = {}
         for n in levels:
             for e in engines:
@@ -560,8 +607,9 @@ def main(argv=None):
             echo.first_samples = []
             sender_results[n] = {}
             gc_results[n] = {}
+            own_results[n] = {}
             results[n], cpu_results[n] = play(engines, echo, n, a.cycles, a.idle, first, True, a.decode, a.stagger,
-                                              a.gpu_ms, sender_results[n], gc_results[n])
+                                              a.gpu_ms, sender_results[n], gc_results[n], own_results[n])
             first += a.cycles * n
             awaited[n] = ({e.label: list(e.awaited) for e in engines if e.label != "off"}, list(echo.samples),
                           list(echo.first_samples))
@@ -600,27 +648,12 @@ def main(argv=None):
                 row += (f" {us(pct(on, 0.5))} / {us(pct(on, 0.99))} |"
                         f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |")
             print(row)
-    print()
-    print("the scheduler thread's CPU time in the same steps (time.thread_time_ns: the client's own work, without "
-          "waiting for the node or for a core), µs, added = on minus off, paired")
-    print()
-    head = "| N | step | off p50 / p99 |"
-    rule = "|---:|---|---:|"
-    for label in driven:
-        head += f" {label}: added CPU p50 / p99 |"
-        rule += "---:|"
-    print(head)
-    print(rule)
-    for n in levels:
-        for kind in KINDS:
-            off = cpu_results[n]["off"][kind]
-            if not off:
-                continue
-            row = f"| {n} | {KIND_TEXT[kind]} | {us(pct(off, 0.5))} / {us(pct(off, 0.99))} |"
-            for label in driven:
-                added = [x - y for x, y in zip(cpu_results[n][label][kind], off)]
-                row += f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |"
-            print(row)
+    print_added("the same steps without the inner connector's time in them (its hooks timed inside the recorder's: "
+                "what the recorder and drive mode cost the step, the inner's own variation left out), µs, added = on "
+                "minus off, paired", own_results, levels, driven, "added")
+    print_added("the scheduler thread's CPU time in the same steps (time.thread_time_ns: the client's own work, "
+                "without waiting for the node or for a core), µs, added = on minus off, paired", cpu_results, levels,
+                driven, "added CPU")
     threaded = [label for label in driven if any(sender_results[n].get(label) for n in levels)]
     if threaded:
         print()
