@@ -508,22 +508,27 @@ VARIANTS = (
      "drive_steady false (each step's cached ids in full)"),
 )
 
-def print_added(title, per_n, levels, driven, what):
+def print_added(title, per_n, levels, driven, what, with_on=False):
     """A table of ``per_n`` ({N: {label: {kind: [ns]}}}): off's p50 / p99 per step kind, and each driven
-    label's paired difference to it."""
+    label's paired difference to it (``with_on``: the number of steps, and each label's own p50 / p99 too)."""
     print()
     print(title)
     print()
-    print("| N | step | off p50 / p99 |" + "".join(f" {label}: {what} p50 / p99 |" for label in driven))
-    print("|---:|---|---:|" + "---:|" * len(driven))
+    print("| N | step |" + (" steps |" if with_on else "") + " off p50 / p99 |" + "".join(
+        (f" {label}: on p50 / p99 |" if with_on else "") + f" {label}: {what} p50 / p99 |" for label in driven))
+    print("|---:|---|" + ("---:|" if with_on else "") + "---:|" + ("---:|---:|" if with_on else "---:|") * len(driven))
     for n in levels:
         for kind in KINDS:
             off = per_n[n]["off"][kind]
             if not off:
                 continue
-            row = f"| {n} | {KIND_TEXT[kind]} | {us(pct(off, 0.5))} / {us(pct(off, 0.99))} |"
+            row = f"| {n} | {KIND_TEXT[kind]} |" + (f" {len(off)} |" if with_on else "") + \
+                f" {us(pct(off, 0.5))} / {us(pct(off, 0.99))} |"
             for label in driven:
-                added = [x - y for x, y in zip(per_n[n][label][kind], off)]
+                on = per_n[n][label][kind]
+                if with_on:
+                    row += f" {us(pct(on, 0.5))} / {us(pct(on, 0.99))} |"
+                added = [x - y for x, y in zip(on, off)]
                 row += f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |"
             print(row)
 
@@ -623,31 +628,10 @@ def main(argv=None):
             node.close()
     driven = [e.label for e in engines if e.label != "off"]
     print(f"load average at the end: {load()}")
-    print()
-    print(f"scheduler steps, µs per step (sum of its scheduler hooks' wall time, a wait for the drive sender "
-          f"thread included; GPU wait {a.gpu_ms:g} ms after build_connector_meta); {a.cycles} cycles per N "
-          f"(admit N, 2 steady steps, {a.decode} decode steps, N finish, {a.idle} idle steps); added = the same step "
-          f"on minus off, paired")
-    print()
-    head = "| N | step | steps | off p50 / p99 |"
-    rule = "|---:|---|---:|---:|"
-    for label in driven:
-        head += f" {label}: on p50 / p99 | {label}: added p50 / p99 |"
-        rule += "---:|---:|"
-    print(head)
-    print(rule)
-    for n in levels:
-        for kind in KINDS:
-            off = results[n]["off"][kind]
-            if not off:
-                continue
-            row = f"| {n} | {KIND_TEXT[kind]} | {len(off)} | {us(pct(off, 0.5))} / {us(pct(off, 0.99))} |"
-            for label in driven:
-                on = results[n][label][kind]
-                added = [x - y for x, y in zip(on, off)]
-                row += (f" {us(pct(on, 0.5))} / {us(pct(on, 0.99))} |"
-                        f" {us(pct(added, 0.5))} / {us(pct(added, 0.99))} |")
-            print(row)
+    print_added(f"scheduler steps, µs per step (sum of its scheduler hooks' wall time, a wait for the drive sender "
+                f"thread included; GPU wait {a.gpu_ms:g} ms after build_connector_meta); {a.cycles} cycles per N "
+                f"(admit N, 2 steady steps, {a.decode} decode steps, N finish, {a.idle} idle steps); added = the same "
+                f"step on minus off, paired", results, levels, driven, "added", with_on=True)
     print_added("the same steps without the inner connector's time in them (its hooks timed inside the recorder's: "
                 "what the recorder and drive mode cost the step, the inner's own variation left out), µs, added = on "
                 "minus off, paired", own_results, levels, driven, "added")
