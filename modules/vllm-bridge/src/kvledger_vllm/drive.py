@@ -675,10 +675,10 @@ class NodeBridge:
         """The entries of a batch's calls taken out of ``_unread`` at once, without a lookup each (a
         burst's hundreds of entries, cold in memory by the time its reply comes, cost a cache miss or
         more each to pop): when the batch's unread calls are the first ones of ``_unread``, ``_unread``
-        becomes a new dict of the calls after them (at most ``_CUT_KEEPS``, or four times the
-        batch's) and the old one is given,
-        holding the batch's entries (and the same entries of the later calls). None when they are not
-        (one was given up or failed on the way; too many calls follow): nothing changed.
+        becomes a new dict of the calls after them (at most ``_CUT_KEEPS``, or four times the batch's)
+        and the old one is given, holding the batch's entries (and the same entries of the later calls).
+        None when they are not (one was given up or failed on the way; too many calls follow): nothing
+        changed.
 
         Sound because ``_unread`` is in id order and ids are taken in order: the unread calls with
         ids from the batch's first to its last are the batch's own (the ids between them that are not
@@ -709,8 +709,8 @@ class NodeBridge:
 
     def _discard(self, garbage):
         """Settled calls' entries (a dict): freed by the sender thread after its work or in its naps, a
-        few at a time, while it is awake (freeing a burst's entries, cold in memory, costs about a microsecond each:
-        300 us for 256 finishes, on vLLM's scheduler thread); here otherwise."""
+        few at a time, while it is awake (freeing a burst's entries, cold in memory, costs about a
+        microsecond each: 300 us for 256 finishes, on vLLM's scheduler thread); here otherwise."""
         if self._threaded and (threading.get_ident() == self.sender_ident
                                or time.monotonic_ns() < self._awake_until - _AWAKE_MARGIN_NS):
             self._garbage.append(garbage)
