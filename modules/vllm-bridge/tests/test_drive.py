@@ -1862,7 +1862,8 @@ def test_the_entries_of_a_cut_batch_are_freed_by_the_sender_thread_while_it_naps
         b._discard({1: ("request_finished", Entry())})
         assert freed.is_set()  # no sender thread: at once
         freed.clear()
-        b.start_sender()
+        b.nap_for_ns = 60 * 10 ** 9  # (the sender naps for a minute after its work: a loaded machine's stall
+        b.start_sender()             # between the hand-off and the discard leaves it napping)
         b.reclaim = False  # (the sender runs the hand-off, not this thread)
         b.captured.append((list,))  # a hand-off: the sender naps after it
         b.hand_off()
