@@ -61,7 +61,10 @@ class ScriptedNode:
             a = self.answers.get(req["hook"], {})
             reply = {"v": 1, "id": req["id"], "ok": not isinstance(a, str)}
             reply["error" if isinstance(a, str) else "result"] = a
-            self.sock.send_multipart([ident, msgpack.packb(reply)])
+            self.send_reply(ident, reply)
+
+    def send_reply(self, ident, reply):
+        self.sock.send_multipart([ident, msgpack.packb(reply)])
 
     def close(self):
         self.stop.set()

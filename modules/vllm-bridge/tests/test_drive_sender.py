@@ -2,10 +2,12 @@
 their calls need; a sender thread builds, packs and sends them while vLLM waits for the GPU, and the
 scheduler thread's next use of the bridge waits for it. The node must see the same bytes."""
 
+import gc
 import logging
 import queue
 import threading
 import time
+import types
 import weakref
 
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from driver import Driver, producer_requests
 from kvledger_vllm import KvledgerRecorderConnector
 from kvledger_vllm.drive import NodeBridge
-from test_drive import SWITCHES, InnerLikeNode, play_producer, scheduler, scripted_worker
+from test_drive import SWITCHES, InnerLikeNode, ScriptedNode, play_producer, scheduler, scripted_worker
 from vllm.v1.core.kv_cache_manager import KVCacheBlock, KVCacheBlocks
 from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
 from vllm.v1.outputs import KVConnectorOutput
@@ -595,3 +597,154 @@ def test_a_captured_output_is_sent_at_shutdown(tmp_path):
         assert s.drive_fallbacks == 0
     finally:
         node.close()
+
+
+class GatedNode(ScriptedNode):
+    """A node that answers each call once ``gate`` is set; ``replied`` is set once it has answered one."""
+
+    def __init__(self, answers):
+        self.gate = threading.Event()
+        self.replied = threading.Event()
+        super().__init__(answers)
+
+    def send_reply(self, ident, reply):
+        while not self.gate.wait(0.05):
+            if self.stop.is_set():
+                return
+        super().send_reply(ident, reply)
+        self.replied.set()
+
+
+def until(condition):
+    """Waits until ``condition()`` holds (a generous bound, so that a broken build fails, not hangs)."""
+    for _ in range(60_000):
+        if condition():
+            return True
+        time.sleep(0.001)
+    return False
+
+
+def napping_sender(endpoint, users=()):
+    """A bridge whose sender thread has run a hand-off (a call sent, its reply not read) and naps for a minute."""
+    bridge = NodeBridge(endpoint, timeout_ms=2000)
+    bridge.nap_for_ns = 60 * 10 ** 9
+    bridge.start_sender(users=users)
+    bridge.reclaim = False  # (the sender runs the hand-off, not this thread)
+    got = []
+    answered = threading.Event()
+
+    def on_result(result):
+        got.append((result, threading.current_thread().name))
+        answered.set()
+    bridge.captured.append((bridge.send_args, "request_finished", {"request_id": "r-1"}, on_result))
+    bridge.hand_off()
+    bridge.sync()  # the sender sent the call (the node holds its reply) and naps
+    return bridge, got, answered
+
+
+def test_a_reply_that_comes_while_the_sender_naps_is_read_and_settled_by_the_sender_thread():
+    """NodeBridge._read_while_free: the reply of a call the sender sent, coming while it naps and vLLM's scheduler
+    thread is elsewhere (its GPU or worker wait), is read and settled on the sender thread, not left to the
+    scheduler thread's next step."""
+    node = GatedNode({"request_finished": {"delay_free": False}})
+    bridge, got, answered = napping_sender(node.endpoint)
+    try:
+        assert len(bridge._unread) == 1 and not got
+        node.gate.set()
+        assert answered.wait(60)
+        assert got == [({"delay_free": False}, "kvledger-drive-sender")]
+        assert bridge.nap_reads >= 1 and bridge.unread == 0 and bridge.failures == 0
+    finally:
+        bridge.close()
+        node.close()
+
+
+def test_the_sender_reads_no_reply_while_another_thread_is_in_the_connectors_code():
+    """While a thread other than the sender runs code of the bridge's users (vLLM's scheduler thread in one of
+    the connector's hooks: it may be using the bridge, or deciding on what the replies change), the sender
+    lets go in its naps without reading; once that thread has left, it reads."""
+    connector = types.ModuleType("connector_code")  # stands for the recorder's module
+    exec("def in_a_hook(entered, leave):\n    entered.set()\n    leave.wait()\n", vars(connector))
+    node = GatedNode({"request_finished": {"delay_free": True}})
+    bridge, got, answered = napping_sender(node.endpoint, users=(connector,))
+    entered, leave = threading.Event(), threading.Event()
+    hook = threading.Thread(target=connector.in_a_hook, args=(entered, leave), daemon=True)
+    try:
+        hook.start()
+        assert entered.wait(60)
+        node.gate.set()
+        assert node.replied.wait(60)
+        yields = bridge.nap_yields
+        assert until(lambda: bridge.nap_yields >= yields + 3)  # three naps with the reply there: let go
+        assert not got and len(bridge._unread) == 1
+        leave.set()
+        hook.join(60)
+        assert answered.wait(60)
+        assert got == [({"delay_free": True}, "kvledger-drive-sender")]
+    finally:
+        leave.set()
+        bridge.close()
+        node.close()
+
+
+def test_the_sender_runs_the_young_collection_in_its_naps_once_half_due_and_never_with_the_collector_off():
+    """NodeBridge.collect_young: Python's young collection, left to the allocations, lands in whatever step
+    crosses its threshold; a napping sender runs it once half due. Not with the collector disabled."""
+    node = GatedNode({})
+    bridge, _, _ = napping_sender(node.endpoint)
+    node.gate.set()
+    threshold = gc.get_threshold()[0]
+    kept = []
+    try:
+        assert until(lambda: bridge.unread == 0)
+        gc.disable()
+        try:
+            before, naps = bridge.young_collections, bridge.naps
+            kept.extend([] for _ in range(threshold * 3 // 4))
+            assert until(lambda: bridge.naps >= naps + 5)
+            assert bridge.young_collections == before and gc.get_count()[0] >= threshold // 2
+        finally:
+            gc.enable()
+        assert until(lambda: bridge.young_collections > before)
+        assert gc.get_count()[0] < threshold // 2
+    finally:
+        gc.enable()
+        bridge.close()
+        node.close()
+
+
+def test_a_step_with_nothing_scheduled_that_sends_held_calls_is_handed_off(tmp_path):
+    """A step with nothing scheduled is built in-thread, its calls and the output's quiet ones held for a later
+    frame; the first such step after they have waited max_hold_ns, whose flush sends them, is handed off: the
+    sender sends them and reads their reply in its naps. The node reads the same calls in the same order."""
+    seen = []
+    for sender in (True, False):
+        node = node_for()
+        try:
+            s = sched(tmp_path, node, f"held-{sender}", sender, record=False, drive_matched_from_inner=True)
+            bridge = s._drive
+            bridge.max_hold_ns = 1  # (held at the first quiet flush, due at the next)
+            empty = KVConnectorOutput(finished_sending=set(), finished_recving=None)
+            nothing = SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
+                                      preempted_req_ids=set())
+            one_step(s, producer_requests(2))
+            bridge.sync()
+            s.update_connector_output(empty)
+            s.build_connector_meta(nothing)  # built in-thread: its calls held
+            frames = bridge.batches
+            if sender:
+                assert bridge.handoffs == 1 and not s._drive_handed and bridge._buffer
+            s.update_connector_output(empty)
+            s.build_connector_meta(nothing)  # the held calls due: handed off
+            if sender:
+                assert bridge.handoffs == 2 and s._drive_handed
+            bridge.sync()
+            assert bridge.batches == frames + 1 and not bridge._buffer
+            s.shutdown()
+            hooks = [h for h, _ in node.calls if h in ("build_connector_meta", "update_connector_output")]
+            assert hooks == ["build_connector_meta"] + ["update_connector_output", "build_connector_meta"] * 2
+            assert s.drive_fallbacks == 0 and s.drive_divergences == 0
+            seen.append(node.raw)
+        finally:
+            node.close()
+    assert seen[0] == seen[1]

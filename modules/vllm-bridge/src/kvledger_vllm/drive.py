@@ -26,12 +26,14 @@ msgpack are imported when it is built. ``unix:///PATH`` (``--bridge unix:///PATH
 from __future__ import annotations
 
 import collections
+import gc
 import itertools
 import operator
 import queue
 import select
 import socket
 import struct
+import sys
 import threading
 import time
 
@@ -67,6 +69,11 @@ class NodeBridge:
     #: (``_sender_loop``; 0: it always waits in the queue, and each hand-off wakes it). Napping costs the
     #: sender ~3 % of a core (1 ms naps, measured on a 2-core VM) while steps come; none after a pause
     nap_s = 0.001
+    #: in its naps, the sender thread runs Python's young collection once half due (``gc.get_count()`` at
+    #: half the first threshold; never with the collector disabled), while vLLM's scheduler thread waits
+    #: (the GPU, its worker): left to the allocations, it lands in whatever step crosses the threshold,
+    #: a step with nothing scheduled too, and a burst's young objects make it 200-700 us
+    collect_young = True
     nap_for_ns = 200_000_000
     captured = None
 
@@ -489,9 +496,17 @@ class NodeBridge:
             self._held_at = now
         return now - self._held_at >= self.max_hold_ns
 
+    def holding_due(self):
+        """Whether quiet calls have waited in the buffer ``max_hold_ns``: the next flush sends them."""
+        return self._held_at is not None and time.monotonic_ns() - self._held_at >= self.max_hold_ns
+
     def _poll_sent(self):
-        """``poll`` when a call sent (not one in the buffer) is unread: no system call otherwise."""
+        """``poll`` when a call sent (not one in the buffer) is unread: no system call otherwise. Left to a
+        napping sender thread on the scheduler thread (it reads them in its naps: ``_read_while_free``)."""
         if len(self._unread) > len(self._buffer) + len(self._rows):
+            if (self._threaded and time.monotonic_ns() < self._awake_until - _AWAKE_MARGIN_NS
+                    and threading.get_ident() != self.sender_ident):
+                return
             self.poll()
 
     def flush(self, timeout_ms=None):
@@ -751,12 +766,21 @@ class NodeBridge:
     # sender handed back (``later``: failures, divergences), then the captures not handed off, in order:
     # the socket has one user at any instant, and the calls go out in the order the hooks were called.
 
-    def start_sender(self, chunk=64):
+    def start_sender(self, chunk=64, users=()):
         """Starts the sender thread (once; before any capture). ``chunk``: the captured calls it runs
         between two releases of the GIL (``time.sleep(0)``), so that a scheduler thread back from
-        its wait waits at most about one chunk."""
+        its wait waits at most about one chunk. ``users``: the modules besides this one whose code
+        uses the bridge or looks at what its replies change (the connector's): while a thread other
+        than the sender runs their code, the sender reads no reply in its naps (``_read_while_free``)."""
         if self._threaded:
             return
+        # the ids of their globals (a module's dict lives as long as the module; ``in`` on the dicts would
+        # compare them by value)
+        self._users = frozenset(map(id, (globals(), *(vars(m) for m in users))))
+        self.naps = 0
+        self.nap_reads = 0  # naps in which the sender thread read the replies there were
+        self.nap_yields = 0  # naps in which replies may have waited but another thread was in the users' code
+        self.young_collections = 0  # naps in which the sender thread ran Python's young collection
         self.captured = []
         self._later = []
         # a hand-off's captures go to the sender through a SimpleQueue: its put wakes the sender in one C
@@ -868,8 +892,14 @@ class NodeBridge:
                 try:
                     work = get_nowait()  # taken: the scheduler thread no longer can
                 except empty:
+                    self.naps += 1
+                    if len(self._unread) > len(self._buffer) + len(self._rows):
+                        self._read_while_free()
                     if self._garbage:
                         self._free_garbage()
+                    elif self.collect_young and _young_half_due():
+                        _gc_collect(0)
+                        self.young_collections += 1
                     sleep(self.nap_s)
                     continue
             else:
@@ -905,6 +935,50 @@ class NodeBridge:
                     self._busy = False
                     cond.notify_all()
 
+    def _read_while_free(self):
+        """In a nap, on the sender thread: the replies already here of the calls sent, read and settled
+        while no other thread is in the code of the bridge's ``users`` (this module, the connector's),
+        so that the scheduler thread's next step finds them settled (a burst's, or held calls', reply
+        read there costs 100-300 us of vLLM's scheduler thread, its caches cold after the GPU wait).
+
+        The sender claims the bridge as a hand-off does (``_busy``: the scheduler thread's next use of
+        it, and the connector's hooks that look at what replies change, wait for ``sync``), then looks:
+        a hand-off put since, or another thread inside those modules (it may have looked at ``_busy``
+        before the claim, and be using the bridge or deciding on what the replies change), and it lets
+        go without reading. The claim comes before the look: a thread that enters after it finds the
+        bridge claimed, one that entered before is still inside when the sender looks."""
+        if self._busy:
+            return
+        self._busy = True
+        try:
+            if not self._queue.empty():
+                pass
+            elif self._others_inside():
+                self.nap_yields += 1
+            else:
+                self.nap_reads += 1
+                self.poll()
+        except BaseException as e:  # noqa: BLE001 - handed back, never lost
+            self._later.append((self._sender_failed, e))
+        finally:
+            with self._cond:
+                if self._queue.empty():  # (else a hand-off put since: the sender's run of it lets go)
+                    self._busy = False
+                self._cond.notify_all()
+
+    def _others_inside(self):
+        """Whether a thread other than this one runs code of a module in ``users`` (its globals)."""
+        me = threading.get_ident()
+        users = self._users
+        for ident, frame in sys._current_frames().items():
+            if ident == me:
+                continue
+            while frame is not None:
+                if id(frame.f_globals) in users:
+                    return True
+                frame = frame.f_back
+        return False
+
     def _sender_failed(self, e):
         self.failures += 1
         self.steady_ids = None
@@ -932,6 +1006,13 @@ class NodeBridge:
 
 
 _NONE = itertools.repeat(None)
+_gc_collect = gc.collect
+
+
+def _young_half_due(count=gc.get_count, threshold=gc.get_threshold, enabled=gc.isenabled):
+    """Whether Python's collector is on and its young generation is at least half way to its threshold."""
+    first = threshold()[0]
+    return first > 0 and count()[0] * 2 >= first and enabled()
 
 
 def _full(on_result, result):

@@ -115,6 +115,7 @@ import itertools
 import logging
 import operator
 import os
+import sys
 import threading
 
 from . import __version__
@@ -1196,7 +1197,7 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
             # (by default only where no admitting call is awaited: an awaited call waits for the sender anyway)
             if bridge.compact and _flag(extra.get("drive_sender_thread", self._drive_from_inner)):
                 bridge.nap_s = nap / 1000
-                bridge.start_sender()
+                bridge.start_sender(users=(sys.modules[__name__],))
                 self._drive_sender = bridge.sender_ident
                 self._drive_capture = bridge.captured.append
                 # bound once: a bound method made per capture would be one more object per call for
@@ -2111,10 +2112,13 @@ class KvledgerRecorderConnector(KVConnectorBase_V1):
     def _drive_step_out(self, capture, snap, ids, nbs, preempted):
         """The step's call captured and handed off to the sender thread; or, when nothing is scheduled and
         nothing but a quiet ``update_connector_output`` was captured, built here: it costs less than
-        waking the sender thread for it (the same calls, in the same order)."""
+        waking the sender thread for it (the same calls, in the same order), unless quiet calls held for a
+        later frame are due to go out with it: then the sender thread sends them and reads their reply in
+        its naps, not vLLM's scheduler thread at its next step."""
         d = self._drive
         cap = d.captured
-        if ids or snap or preempted or (cap and (len(cap) > 1 or cap[0][0] is not self._drive_output_cap)):
+        if (ids or snap or preempted or (cap and (len(cap) > 1 or cap[0][0] is not self._drive_output_cap))
+                or d.holding_due()):
             capture((self._drive_step_cap, snap, ids, nbs, preempted))
             d.hand_off()
             self._drive_handed = True
