@@ -5,13 +5,15 @@ of the drive client (kvledger_vllm) run one after the other in separate processe
 against the machine's noise, but a sender thread's work (building frames, freeing settled calls between
 its naps) can then fall in another engine's hooks. This plays one engine with ``drive_step_cost``'s
 driver and cycles (admit N, 2 steady steps, ``--decode`` decode steps, N finish, ``--idle`` idle steps)
-and prints each kind of step's wall and CPU time (p50 / p90 / p99 / max, µs; not "added": drive off is
-not played). ``--src DIR`` takes the kvledger_vllm package from DIR (another checkout's
+and prints each kind of step's wall and CPU time (p50 / p90 / p99 / max, µs). ``--off`` plays it with
+drive mode off, in its own process: the baseline a driven engine's figures are compared with (the added
+time is then a difference between runs, not paired step by step). ``--src DIR`` takes the kvledger_vllm package from DIR (another checkout's
 ``modules/vllm-bridge/src``) instead of this one's; everything else (driver, cycles, timing) is this
 checkout's, so two runs differ only by the client::
 
     JAVA_HOME=... python3 benchmarks/drive_step_alone.py --jar modules/cli/target/kvledger.jar
     JAVA_HOME=... python3 benchmarks/drive_step_alone.py --jar modules/cli/target/kvledger.jar --src OLD/modules/vllm-bridge/src
+    JAVA_HOME=... python3 benchmarks/drive_step_alone.py --jar modules/cli/target/kvledger.jar --off
 """
 
 import argparse
@@ -33,6 +35,8 @@ def main(argv=None):
     ap.add_argument("--decode", type=int, default=16)
     ap.add_argument("--gpu-ms", type=float, default=20)
     ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--off", action="store_true",
+                    help="play the engine with drive mode off (the recorder over the same inner connector): the baseline")
     a = ap.parse_args(argv)
     if not os.path.isfile(a.jar):
         sys.exit(f"drive_step_alone: no jar at {a.jar}")
@@ -45,10 +49,11 @@ def main(argv=None):
         package = importlib.import_module("kvledger_vllm")
         d.KvledgerRecorderConnector = package.KvledgerRecorderConnector
     import kvledger_vllm
-    print(f"drive client: {os.path.dirname(kvledger_vllm.__file__)}; load average at the start: {d.load()}")
+    print(f"drive client: {os.path.dirname(kvledger_vllm.__file__)}{' (drive mode off)' if a.off else ''}; "
+          f"load average at the start: {d.load()}")
     tmp = tempfile.mkdtemp(prefix="drive-step-alone-")
     node = d.Node(a.java, os.path.abspath(a.jar), tmp, "alone", "unix")
-    engine = d.Engine("alone", node.endpoint)
+    engine = d.Engine("alone", None if a.off else node.endpoint)
     echo = d.Echo("unix", tmp)
     try:
         d.play([engine], echo, 64, a.warmup, 2, 1, False, gpu_ms=a.gpu_ms)
