@@ -58,23 +58,23 @@ class NodeBridge:
     # the sender thread (``start_sender``): off until started
     _threaded = False
     sender_ident = None
-    #: a hand-off the sender thread has not started by the scheduler thread's next use of the bridge is
-    #: run by the scheduler thread (False: it always waits for the sender)
     #: with ``agreed``, ask for the brief form too (the node lists ``brief``): its metadata for the
     #: worker, ``build_connector_meta``'s answer, left out (set by the connector, ``drive_brief``)
     brief = False
+    #: a hand-off the sender thread has not started by the scheduler thread's next use of the bridge is
+    #: run by the scheduler thread (False: it always waits for the sender)
     reclaim = True
     _reclaiming = False
     #: the sender thread's naps between looks for a hand-off, for ``nap_for_ns`` after its last work
     #: (``_sender_loop``; 0: it always waits in the queue, and each hand-off wakes it). Napping costs the
     #: sender ~3 % of a core (1 ms naps, measured on a 2-core VM) while steps come; none after a pause
     nap_s = 0.001
+    nap_for_ns = 200_000_000
     #: in its naps, the sender thread runs Python's young collection once half due (``gc.get_count()`` at
     #: half the first threshold; never with the collector disabled), while vLLM's scheduler thread waits
     #: (the GPU, its worker): left to the allocations, it lands in whatever step crosses the threshold,
     #: a step with nothing scheduled too, and a burst's young objects make it 200-700 us
     collect_young = True
-    nap_for_ns = 200_000_000
     captured = None
 
     def __init__(self, endpoint, timeout_ms=5000, on_failure=None, max_unread=4096):
@@ -951,13 +951,12 @@ class NodeBridge:
             return
         self._busy = True
         try:
-            if not self._queue.empty():
-                pass
-            elif self._others_inside():
-                self.nap_yields += 1
-            else:
-                self.nap_reads += 1
-                self.poll()
+            if self._queue.empty():  # (else a hand-off put since: the sender takes it next)
+                if self._others_inside():
+                    self.nap_yields += 1
+                else:
+                    self.nap_reads += 1
+                    self.poll()
         except BaseException as e:  # noqa: BLE001 - handed back, never lost
             self._later.append((self._sender_failed, e))
         finally:
