@@ -499,49 +499,58 @@ def test_after_a_reclaimed_hand_off_the_sender_stands_aside_for_some_steps(tmp_p
     assert seen[0] == seen[1]
 
 
+def the_node_reads_the_same_either_way(tmp_path, name, play):
+    """Runs ``play(s, bridge, sender)`` on a driving scheduler connector with the sender thread and without,
+    each against its own node, then shuts it down: the nodes read the same bytes, without a fallback or a
+    divergence. Returns the calls the node read."""
+    seen = []
+    for sender in (True, False):
+        node = node_for()
+        try:
+            s = sched(tmp_path, node, f"{name}-{sender}", sender, record=False, drive_matched_from_inner=True)
+            play(s, s._drive, sender)
+            s.shutdown()
+            assert s.drive_fallbacks == 0 and s.drive_divergences == 0
+            seen.append((node.raw, node.calls))
+        finally:
+            node.close()
+    assert seen[0][0] == seen[1][0]
+    return seen[0][1]
+
+
 def test_an_output_without_ids_after_a_handed_off_step_is_captured_and_sent_in_order(tmp_path):
     """An update_connector_output without ids after a step handed off to the sender thread (its call quiet:
     it waits for a later frame anyway) is only captured on the scheduler thread; the next step's hand-off
     takes it first. After a step built in-thread (nothing scheduled) it is sent at once, as that step's call
     was. The node reads the calls in the order vLLM made them, byte for byte as without the sender thread."""
-    seen = []
-    for sender in (True, False):
-        node = node_for()
-        try:
-            s = sched(tmp_path, node, f"output-{sender}", sender, record=False, drive_matched_from_inner=True)
-            bridge = s._drive
-            empty = KVConnectorOutput(finished_sending=set(), finished_recving=None)
-            reqs = producer_requests(2)
-            one_step(s, reqs)
-            bridge.sync()  # the sender done with the step (vLLM's GPU wait)
-            s.update_connector_output(empty)
-            if sender:
-                assert [c[0] for c in bridge.captured] == [s._drive_output_cap] and bridge.handoffs == 1
-            cached = CachedRequestData(req_ids=[r.request_id for r in reqs], new_block_ids=[None, ([3],)])
-            s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=cached,
-                                                   preempted_req_ids=set()))
-            if sender:
-                assert not bridge.captured and bridge.handoffs == 2  # the output's call went with the step's
-            bridge.sync()
-            s.update_connector_output(empty)  # captured again: the last step was handed off
-            s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
-                                                   preempted_req_ids=set()))
-            if sender:  # nothing scheduled: built in-thread, the captured output's call first
-                assert not bridge.captured and bridge.handoffs == 2 and not s._drive_handed
-            s.update_connector_output(KVConnectorOutput(finished_sending=None, finished_recving=None))
-            if sender:
-                assert not bridge.captured  # sent in-thread: the last step was
-            s.shutdown()
-            assert [(h, a.get("finished_sending"), a.get("finished_recving")) for h, a in node.calls
-                    if h == "update_connector_output"] == [("update_connector_output", [], None)] * 2 + [
-                ("update_connector_output", None, None)]
-            hooks = [h for h, _ in node.calls if h in ("build_connector_meta", "update_connector_output")]
-            assert hooks == ["build_connector_meta", "update_connector_output"] * 3
-            assert s.drive_fallbacks == 0 and s.drive_divergences == 0
-            seen.append(node.raw)
-        finally:
-            node.close()
-    assert seen[0] == seen[1]
+    def play(s, bridge, sender):
+        empty = KVConnectorOutput(finished_sending=set(), finished_recving=None)
+        reqs = producer_requests(2)
+        one_step(s, reqs)
+        bridge.sync()  # the sender done with the step (vLLM's GPU wait)
+        s.update_connector_output(empty)
+        if sender:
+            assert [c[0] for c in bridge.captured] == [s._drive_output_cap] and bridge.handoffs == 1
+        cached = CachedRequestData(req_ids=[r.request_id for r in reqs], new_block_ids=[None, ([3],)])
+        s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=cached,
+                                               preempted_req_ids=set()))
+        if sender:
+            assert not bridge.captured and bridge.handoffs == 2  # the output's call went with the step's
+        bridge.sync()
+        s.update_connector_output(empty)  # captured again: the last step was handed off
+        s.build_connector_meta(SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
+                                               preempted_req_ids=set()))
+        if sender:  # nothing scheduled: built in-thread, the captured output's call first
+            assert not bridge.captured and bridge.handoffs == 2 and not s._drive_handed
+        s.update_connector_output(KVConnectorOutput(finished_sending=None, finished_recving=None))
+        if sender:
+            assert not bridge.captured  # sent in-thread: the last step was
+    calls = the_node_reads_the_same_either_way(tmp_path, "output", play)
+    assert [(h, a.get("finished_sending"), a.get("finished_recving")) for h, a in calls
+            if h == "update_connector_output"] == [("update_connector_output", [], None)] * 2 + [
+        ("update_connector_output", None, None)]
+    hooks = [h for h, _ in calls if h in ("build_connector_meta", "update_connector_output")]
+    assert hooks == ["build_connector_meta", "update_connector_output"] * 3
 
 
 @pytest.mark.parametrize("nap_ms", (0, 1, 5))
@@ -717,34 +726,24 @@ def test_a_step_with_nothing_scheduled_that_sends_held_calls_is_handed_off(tmp_p
     """A step with nothing scheduled is built in-thread, its calls and the output's quiet ones held for a later
     frame; the first such step after they have waited max_hold_ns, whose flush sends them, is handed off: the
     sender sends them and reads their reply in its naps. The node reads the same calls in the same order."""
-    seen = []
-    for sender in (True, False):
-        node = node_for()
-        try:
-            s = sched(tmp_path, node, f"held-{sender}", sender, record=False, drive_matched_from_inner=True)
-            bridge = s._drive
-            bridge.max_hold_ns = 1  # (held at the first quiet flush, due at the next)
-            empty = KVConnectorOutput(finished_sending=set(), finished_recving=None)
-            nothing = SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
-                                      preempted_req_ids=set())
-            one_step(s, producer_requests(2))
-            bridge.sync()
-            s.update_connector_output(empty)
-            s.build_connector_meta(nothing)  # built in-thread: its calls held
-            frames = bridge.batches
-            if sender:
-                assert bridge.handoffs == 1 and not s._drive_handed and bridge._buffer
-            s.update_connector_output(empty)
-            s.build_connector_meta(nothing)  # the held calls due: handed off
-            if sender:
-                assert bridge.handoffs == 2 and s._drive_handed
-            bridge.sync()
-            assert bridge.batches == frames + 1 and not bridge._buffer
-            s.shutdown()
-            hooks = [h for h, _ in node.calls if h in ("build_connector_meta", "update_connector_output")]
-            assert hooks == ["build_connector_meta"] + ["update_connector_output", "build_connector_meta"] * 2
-            assert s.drive_fallbacks == 0 and s.drive_divergences == 0
-            seen.append(node.raw)
-        finally:
-            node.close()
-    assert seen[0] == seen[1]
+    def play(s, bridge, sender):
+        bridge.max_hold_ns = 1  # (held at the first quiet flush, due at the next)
+        empty = KVConnectorOutput(finished_sending=set(), finished_recving=None)
+        nothing = SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(),
+                                  preempted_req_ids=set())
+        one_step(s, producer_requests(2))
+        bridge.sync()
+        s.update_connector_output(empty)
+        s.build_connector_meta(nothing)  # built in-thread: its calls held
+        frames = bridge.batches
+        if sender:
+            assert bridge.handoffs == 1 and not s._drive_handed and bridge._buffer
+        s.update_connector_output(empty)
+        s.build_connector_meta(nothing)  # the held calls due: handed off
+        if sender:
+            assert bridge.handoffs == 2 and s._drive_handed
+        bridge.sync()
+        assert bridge.batches == frames + 1 and not bridge._buffer
+    calls = the_node_reads_the_same_either_way(tmp_path, "held", play)
+    hooks = [h for h, _ in calls if h in ("build_connector_meta", "update_connector_output")]
+    assert hooks == ["build_connector_meta"] + ["update_connector_output", "build_connector_meta"] * 2
