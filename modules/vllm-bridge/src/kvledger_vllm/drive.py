@@ -500,12 +500,19 @@ class NodeBridge:
         """Whether quiet calls have waited in the buffer ``max_hold_ns``: the next flush sends them."""
         return self._held_at is not None and time.monotonic_ns() - self._held_at >= self.max_hold_ns
 
+    def _sent_unread(self):
+        """Whether a call sent (not one in the buffer) is unread."""
+        return len(self._unread) > len(self._buffer) + len(self._rows)
+
+    def _sender_naps_on(self):
+        """Whether the sender thread naps for at least ``_AWAKE_MARGIN_NS`` more (it frees and reads in its naps)."""
+        return time.monotonic_ns() < self._awake_until - _AWAKE_MARGIN_NS
+
     def _poll_sent(self):
         """``poll`` when a call sent (not one in the buffer) is unread: no system call otherwise. Left to a
         napping sender thread on the scheduler thread (it reads them in its naps: ``_read_while_free``)."""
-        if len(self._unread) > len(self._buffer) + len(self._rows):
-            if (self._threaded and time.monotonic_ns() < self._awake_until - _AWAKE_MARGIN_NS
-                    and threading.get_ident() != self.sender_ident):
+        if self._sent_unread():
+            if self._threaded and self._sender_naps_on() and threading.get_ident() != self.sender_ident:
                 return
             self.poll()
 
@@ -726,8 +733,7 @@ class NodeBridge:
         """Settled calls' entries (a dict): freed by the sender thread after its work or in its naps, a
         few at a time, while it is awake (freeing a burst's entries, cold in memory, costs about a
         microsecond each: 300 us for 256 finishes, on vLLM's scheduler thread); here otherwise."""
-        if self._threaded and (threading.get_ident() == self.sender_ident
-                               or time.monotonic_ns() < self._awake_until - _AWAKE_MARGIN_NS):
+        if self._threaded and (threading.get_ident() == self.sender_ident or self._sender_naps_on()):
             self._garbage.append(garbage)
         else:
             garbage.clear()
@@ -893,7 +899,7 @@ class NodeBridge:
                     work = get_nowait()  # taken: the scheduler thread no longer can
                 except empty:
                     self.naps += 1
-                    if len(self._unread) > len(self._buffer) + len(self._rows):
+                    if self._sent_unread():
                         self._read_while_free()
                     if self._garbage:
                         self._free_garbage()
